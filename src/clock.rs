@@ -1,0 +1,121 @@
+//! Time as a parameter (STYLE.md habit 4): production uses [`SystemClock`]; tests use
+//! [`ManualClock`] and advance it instead of sleeping.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use time::OffsetDateTime;
+
+/// A source of the current UTC time.
+pub trait Clock: Send + Sync + 'static {
+    /// The current instant, UTC.
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// A clock the tests set and advance; starts at the given instant.
+#[derive(Debug)]
+pub struct ManualClock {
+    unix_nanos: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: OffsetDateTime) -> Self {
+        Self { unix_nanos: AtomicI64::new(start.unix_timestamp_nanos() as i64) }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: time::Duration) {
+        self.unix_nanos.fetch_add(by.whole_nanoseconds() as i64, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> OffsetDateTime {
+        let n = self.unix_nanos.load(Ordering::SeqCst);
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(n)).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    }
+}
+
+/// Formats `t` as an RFC 3339 UTC string with whole seconds: `2026-12-01T10:00:00Z`.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// Formats `t` with microseconds (`2026-12-01T10:00:00.123456Z`): used for `deliveredAt`
+/// so that `since` cursors are exact.
+pub fn rfc3339_micros(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
+/// Parses an RFC 3339 time (any offset) into UTC.
+///
+/// # Errors
+/// A message naming the expected shape when `s` is not RFC 3339.
+pub fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, String> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map(|t| t.to_offset(time::UtcOffset::UTC))
+        .map_err(|_| "must be an RFC 3339 time such as 2026-12-01T10:00:00Z".to_owned())
+}
+
+/// Parses an RFC 3339 full-date (`2027-01-31`).
+///
+/// # Errors
+/// A message naming the expected shape.
+pub fn parse_date(s: &str) -> Result<time::Date, String> {
+    time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]"))
+        .map_err(|_| "must be an RFC 3339 full-date such as 2027-01-31".to_owned())
+}
+
+/// Formats a date as `YYYY-MM-DD`.
+pub fn date_string(d: time::Date) -> String {
+    format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses() {
+        let t = parse_rfc3339("2026-12-01T10:00:00+01:00").unwrap();
+        assert_eq!(rfc3339(t), "2026-12-01T09:00:00Z");
+        assert_eq!(rfc3339_micros(t), "2026-12-01T09:00:00.000000Z");
+        assert!(parse_rfc3339("yesterday").is_err());
+        assert_eq!(date_string(parse_date("2027-01-31").unwrap()), "2027-01-31");
+    }
+
+    #[test]
+    fn manual_clock_advances() {
+        let c = ManualClock::new(parse_rfc3339("2026-12-01T10:00:00Z").unwrap());
+        c.advance(time::Duration::hours(25));
+        assert_eq!(rfc3339(c.now()), "2026-12-02T11:00:00Z");
+    }
+}

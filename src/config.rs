@@ -1,0 +1,446 @@
+//! Settings: embedded defaults, then a TOML file, then `ISTO_*` environment variables and
+//! command-line flags (later wins). Read once at start-up; read-only at run time.
+//!
+//! The file is `--config PATH`, else `/etc/isto/isto.toml` when that file exists. Unknown
+//! keys are rejected so a typo never goes unnoticed. See README.md "Configuration".
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The system-wide config file read when `--config` is not given and the file exists.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/isto/isto.toml";
+
+/// A configuration problem, with what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has an unknown key or wrong type.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// A value is out of its range.
+    #[error("config {key}: {message}")]
+    Invalid {
+        /// The key, as in the file (`listen`, `mail.smtp_url`, ...).
+        key: &'static str,
+        /// The rule it breaks.
+        message: String,
+    },
+}
+
+/// The TOML file's shape; every key optional (defaults fill the rest).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    public_url: Option<String>,
+    data_dir: Option<PathBuf>,
+    holder_name: Option<String>,
+    default_language: Option<String>,
+    #[serde(default)]
+    mail: FileMail,
+    #[serde(default)]
+    intents: FileIntents,
+    #[serde(default)]
+    matching: FileMatching,
+    #[serde(default)]
+    currency: FileCurrency,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMail {
+    smtp_url: Option<String>,
+    from: Option<String>,
+    digest_min_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileIntents {
+    draft_ttl_secs: Option<u64>,
+    confirm_ttl_secs: Option<u64>,
+    default_validity_days: Option<u32>,
+    max_validity_days: Option<u32>,
+    contact_retention_days: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMatching {
+    min_should_match: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCurrency {
+    default: Option<String>,
+    rates: Option<BTreeMap<String, f64>>,
+}
+
+/// Values given on the command line or in `ISTO_*` variables (clap reads both); each
+/// `Some` overrides the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--listen` / `ISTO_LISTEN`.
+    pub listen: Option<String>,
+    /// `--public-url` / `ISTO_PUBLIC_URL`.
+    pub public_url: Option<String>,
+    /// `--data-dir` / `ISTO_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// `ISTO_SMTP_URL`.
+    pub smtp_url: Option<String>,
+    /// `ISTO_MAIL_FROM`.
+    pub mail_from: Option<String>,
+}
+
+/// The public URL split into the parts isto needs (scheme, host, port, path prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrl {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Host name or IP literal, without brackets.
+    pub host: String,
+    /// Explicit port, if the URL has one.
+    pub port: Option<u16>,
+    /// The URL without a trailing slash: `https://holder.example`.
+    pub base: String,
+}
+
+impl PublicUrl {
+    /// Parses `http(s)://host[:port][/]`.
+    ///
+    /// # Errors
+    /// A message when the scheme is not http/https, the host is missing, or the URL has a
+    /// path, query or fragment (isto must be served at the root of its origin).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let uri: http::Uri = s.parse().map_err(|_| format!("{s:?} is not a URL"))?;
+        let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("{s:?} must start with http:// or https://"));
+        }
+        let authority = uri.authority().ok_or_else(|| format!("{s:?} has no host"))?;
+        if uri.path() != "/" && !uri.path().is_empty() || uri.query().is_some() {
+            return Err(format!("{s:?} must have no path or query (serve isto at the root of its origin)"));
+        }
+        let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let port = authority.port_u16();
+        let base = format!("{scheme}://{}", authority.as_str().to_ascii_lowercase());
+        Ok(Self { scheme, host, port, base })
+    }
+
+    /// Whether cookies and links are served over TLS.
+    pub fn is_https(&self) -> bool {
+        self.scheme == "https"
+    }
+
+    /// The allowed `Host` header values for DNS-rebinding protection: the host, and
+    /// host:port (with the default port written out as well).
+    pub fn allowed_hosts(&self) -> Vec<String> {
+        let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });
+        vec![h.clone(), format!("{h}:{port}")]
+    }
+
+    /// The allowed `Origin` values: this origin with its explicit port.
+    pub fn allowed_origins(&self) -> Vec<String> {
+        let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });
+        vec![format!("{}://{h}:{port}", self.scheme)]
+    }
+}
+
+/// The effective settings of one `isto` process.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Socket address `isto serve` binds (default `127.0.0.1:8080`).
+    pub listen: SocketAddr,
+    /// The holder's public origin (default `http://127.0.0.1:8080`); links in pages and
+    /// e-mails, and the allowed Host/Origin values, derive from it.
+    pub public_url: PublicUrl,
+    /// Directory of the store, keys, outbox and admin socket (default `./isto-data`).
+    pub data_dir: PathBuf,
+    /// The holder's display name in pages and e-mails.
+    pub holder_name: String,
+    /// Language of pages when the intent's language is not sk/cs/en.
+    pub default_language: String,
+    /// lettre SMTP URL (`smtp://host:port`, `smtps://...`, `...?tls=required`); `None`
+    /// writes `.eml` files to `DATA_DIR/outbox` instead.
+    pub smtp_url: Option<String>,
+    /// From address of every e-mail.
+    pub mail_from: String,
+    /// Minimum time between two digests of one intent, seconds (default 3600, §4.5).
+    pub digest_min_interval_secs: u64,
+    /// Lifetime of a draft without consent, seconds (default and maximum 86400, seed §5.1).
+    pub draft_ttl_secs: u64,
+    /// Time to confirm the e-mail after consent, seconds (default 72 h, §4.3).
+    pub confirm_ttl_secs: u64,
+    /// validUntil when the buyer gives none, days (default 90).
+    pub default_validity_days: u32,
+    /// Latest validUntil accepted, days from now (default 365).
+    pub max_validity_days: u32,
+    /// Days after an intent ends before its contact is erased (default 30, §4.6).
+    pub contact_retention_days: u32,
+    /// Minimum-should-match ratio of statement terms, 0..=1 (default 0.5, §6).
+    pub min_should_match: f64,
+    /// The holder's default currency (ISO 4217, default EUR).
+    pub default_currency: String,
+    /// Value of one unit of each currency in the default currency (default `CZK = 0.04`).
+    pub rates: BTreeMap<String, f64>,
+}
+
+impl Settings {
+    /// The embedded defaults: `isto serve` runs with no file at all.
+    pub fn defaults() -> Self {
+        let mut rates = BTreeMap::new();
+        rates.insert("EUR".to_owned(), 1.0);
+        rates.insert("CZK".to_owned(), 0.04);
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: PublicUrl {
+                scheme: "http".into(),
+                host: "127.0.0.1".into(),
+                port: Some(8080),
+                base: "http://127.0.0.1:8080".into(),
+            },
+            data_dir: PathBuf::from("./isto-data"),
+            holder_name: "isto".into(),
+            default_language: "sk".into(),
+            smtp_url: None,
+            mail_from: "isto <noreply@localhost>".into(),
+            digest_min_interval_secs: 3600,
+            draft_ttl_secs: 86_400,
+            confirm_ttl_secs: 72 * 3600,
+            default_validity_days: 90,
+            max_validity_days: 365,
+            contact_retention_days: 30,
+            min_should_match: 0.5,
+            default_currency: "EUR".into(),
+            rates,
+        }
+    }
+
+    /// Defaults, then the config file (explicit, or [`DEFAULT_CONFIG_PATH`] if present),
+    /// then `overrides`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, key and rule.
+    pub fn load(overrides: &Overrides) -> Result<Self, ConfigError> {
+        let path = match &overrides.config {
+            Some(p) => Some(p.clone()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG_PATH)).filter(|p| p.exists()),
+        };
+        let file = match &path {
+            Some(p) => read_file(p)?,
+            None => FileConfig::default(),
+        };
+        let mut s = Self::defaults();
+        let listen = overrides.listen.clone().or(file.listen);
+        let public_url = overrides.public_url.clone().or(file.public_url);
+        if let Some(l) = &listen {
+            s.listen = l.parse().map_err(|_| ConfigError::Invalid {
+                key: "listen",
+                message: format!("{l:?} must be an address:port such as 127.0.0.1:8080"),
+            })?;
+        }
+        match public_url {
+            Some(u) => {
+                s.public_url =
+                    PublicUrl::parse(&u).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
+            }
+            None if listen.is_some() => {
+                // Follow the listen address so a bare `--listen` still produces working links.
+                let base = format!("http://{}", s.listen);
+                s.public_url =
+                    PublicUrl::parse(&base).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
+            }
+            None => {}
+        }
+        if let Some(d) = overrides.data_dir.clone().or(file.data_dir) {
+            s.data_dir = d;
+        }
+        if let Some(n) = file.holder_name {
+            s.holder_name = n;
+        }
+        if let Some(l) = file.default_language {
+            if !matches!(l.as_str(), "sk" | "cs" | "en") {
+                return Err(ConfigError::Invalid { key: "default_language", message: "must be sk, cs or en".into() });
+            }
+            s.default_language = l;
+        }
+        s.smtp_url = overrides.smtp_url.clone().or(file.mail.smtp_url).filter(|u| !u.is_empty());
+        if let Some(f) = overrides.mail_from.clone().or(file.mail.from) {
+            s.mail_from = f;
+        }
+        if let Some(v) = file.mail.digest_min_interval_secs {
+            s.digest_min_interval_secs = v;
+        }
+        if let Some(v) = file.intents.draft_ttl_secs {
+            if v == 0 || v > 86_400 {
+                return Err(ConfigError::Invalid {
+                    key: "intents.draft_ttl_secs",
+                    message: "must be 1..=86400 (a draft expires within 24 hours, seed §5.1)".into(),
+                });
+            }
+            s.draft_ttl_secs = v;
+        }
+        if let Some(v) = file.intents.confirm_ttl_secs {
+            s.confirm_ttl_secs = v.max(60);
+        }
+        if let Some(v) = file.intents.max_validity_days {
+            s.max_validity_days = v.clamp(1, 3650);
+        }
+        if let Some(v) = file.intents.default_validity_days {
+            s.default_validity_days = v;
+        }
+        if s.default_validity_days == 0 || s.default_validity_days > s.max_validity_days {
+            return Err(ConfigError::Invalid {
+                key: "intents.default_validity_days",
+                message: format!("must be 1..={} (intents.max_validity_days)", s.max_validity_days),
+            });
+        }
+        if let Some(v) = file.intents.contact_retention_days {
+            s.contact_retention_days = v;
+        }
+        if let Some(v) = file.matching.min_should_match {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(ConfigError::Invalid { key: "matching.min_should_match", message: "must be 0.0..=1.0".into() });
+            }
+            s.min_should_match = v;
+        }
+        if let Some(c) = file.currency.default {
+            s.default_currency = c.to_ascii_uppercase();
+        }
+        if let Some(r) = file.currency.rates {
+            for (k, v) in r {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ConfigError::Invalid { key: "currency.rates", message: format!("{k} must be a positive number") });
+                }
+                s.rates.insert(k.to_ascii_uppercase(), v);
+            }
+        }
+        s.rates.insert(s.default_currency.clone(), 1.0);
+        Ok(s)
+    }
+
+    /// Converts `amount` of `currency` into the default currency; `None` when no rate is
+    /// configured for `currency`.
+    pub fn to_default_currency(&self, amount: f64, currency: &str) -> Option<f64> {
+        self.rates.get(currency).map(|r| amount * r)
+    }
+
+    /// Path of the redb store file.
+    pub fn store_path(&self) -> PathBuf {
+        self.data_dir.join("isto.redb")
+    }
+
+    /// Path of the sealing key file (mode 0600).
+    pub fn key_path(&self) -> PathBuf {
+        self.data_dir.join("keys").join("sealing.key")
+    }
+
+    /// Path of the admin socket (owner-only).
+    pub fn admin_socket_path(&self) -> PathBuf {
+        self.data_dir.join("admin.sock")
+    }
+
+    /// Directory of `.eml` files when no SMTP server is configured.
+    pub fn outbox_dir(&self) -> PathBuf {
+        self.data_dir.join("outbox")
+    }
+
+    /// Directory where the operator may put `consent.<lang>.txt` to replace the shipped text.
+    pub fn consent_dir(&self) -> PathBuf {
+        self.data_dir.join("consent")
+    }
+}
+
+fn read_file(p: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.to_owned(), source })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse { path: p.to_owned(), message: e.message().to_owned() })
+}
+
+/// A commented config skeleton, written by `isto admin init`.
+pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the values shown are the defaults.
+# Environment variables (ISTO_LISTEN, ISTO_PUBLIC_URL, ISTO_DATA_DIR, ISTO_SMTP_URL,
+# ISTO_MAIL_FROM) and command-line flags override this file.
+
+# listen = "127.0.0.1:8080"
+# public_url = "https://holder.example"   # the origin people and assistants use
+# data_dir = "/var/lib/isto"
+# holder_name = "isto"
+# default_language = "sk"                  # sk, cs or en
+
+[mail]
+# smtp_url = "smtp://127.0.0.1:25"         # lettre URL; smtps://user:pass@host or ?tls=required
+# from = "Holder <noreply@holder.example>"
+# digest_min_interval_secs = 3600
+
+[intents]
+# draft_ttl_secs = 86400                    # at most 24 h
+# confirm_ttl_secs = 259200                 # 72 h to confirm the e-mail
+# default_validity_days = 90
+# max_validity_days = 365
+# contact_retention_days = 30
+
+[matching]
+# min_should_match = 0.5                    # share of statement terms an offer must contain
+
+[currency]
+# default = "EUR"
+# rates = { CZK = 0.04 }                    # value of one unit in the default currency
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_file() {
+        let s = Settings::load(&Overrides { config: None, ..Default::default() }).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.public_url.base, "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn skeleton_parses_and_unknown_keys_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("isto.toml");
+        std::fs::write(&p, SKELETON).unwrap();
+        Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
+        std::fs::write(&p, "lisen = \"1.2.3.4:5\"\n").unwrap();
+        let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err();
+        assert!(e.to_string().contains("lisen"), "{e}");
+    }
+
+    #[test]
+    fn public_url_gives_hosts_and_origins() {
+        let u = PublicUrl::parse("https://Holder.Example/").unwrap();
+        assert_eq!(u.base, "https://holder.example");
+        assert_eq!(u.allowed_hosts(), vec!["holder.example", "holder.example:443"]);
+        assert_eq!(u.allowed_origins(), vec!["https://holder.example:443"]);
+        assert!(PublicUrl::parse("https://holder.example/app").is_err());
+        assert!(PublicUrl::parse("ftp://x").is_err());
+    }
+
+    #[test]
+    fn listen_alone_moves_public_url() {
+        let s = Settings::load(&Overrides { listen: Some("127.0.0.1:9999".into()), ..Default::default() }).unwrap();
+        assert_eq!(s.public_url.base, "http://127.0.0.1:9999");
+    }
+}

@@ -1,0 +1,354 @@
+//! Sealing at rest, secret tokens and their hashes, CSRF tokens.
+//!
+//! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
+//! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
+//! The key ring is a directory of 32-byte key files; the newest is used for sealing and
+//! every one for opening, so rotation keeps old ciphertexts readable.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// A crypto failure. Messages never contain key material or plaintext.
+#[derive(Debug, thiserror::Error)]
+pub enum CryptoError {
+    /// The key file could not be read or written.
+    #[error("key file {path}: {source}")]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The key file is not 32 bytes (64 hex digits).
+    #[error("key file {0} is not a 256-bit key (64 hex digits); restore it from backup")]
+    BadKey(PathBuf),
+    /// The ciphertext's key id is not in the key ring.
+    #[error("no key with id {0} in the key ring; restore the key file from backup")]
+    UnknownKey(String),
+    /// Authentication failed: the ciphertext was altered or the key is wrong.
+    #[error("sealed value failed authentication")]
+    Open,
+}
+
+/// A sealed value as stored: key id, 24-byte nonce and ciphertext, both base64url.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sealed {
+    /// Key id (first 8 hex digits of SHA-256 of the key).
+    pub kid: String,
+    /// XChaCha20 nonce, base64url.
+    pub nonce: String,
+    /// Ciphertext with the Poly1305 tag, base64url.
+    pub ct: String,
+}
+
+/// A string secret whose `Debug` and `Display` print `***` (STYLE.md habit 5).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Secret {
+    /// The secret's text.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+struct Key {
+    id: String,
+    cipher: XChaCha20Poly1305,
+    mac_key: Zeroizing<[u8; 32]>,
+}
+
+/// The key ring: seals with the newest key, opens with any.
+pub struct KeyRing {
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyRing").field("kids", &self.keys.iter().map(|k| &k.id).collect::<Vec<_>>()).finish()
+    }
+}
+
+fn key_id(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes)[..4])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+impl KeyRing {
+    fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>) -> Self {
+        let keys = list
+            .into_iter()
+            .map(|b| {
+                let mut mac_key = Zeroizing::new([0u8; 32]);
+                let derived = Sha256::new().chain_update(b"isto-mac-v1").chain_update(&b[..]).finalize();
+                mac_key.copy_from_slice(&derived);
+                Key { id: key_id(&b), cipher: XChaCha20Poly1305::new(b[..].into()), mac_key }
+            })
+            .collect();
+        Self { keys }
+    }
+
+    /// A ring with one fresh random key, for tests.
+    pub fn ephemeral() -> Self {
+        let mut b = Zeroizing::new(vec![0u8; 32]);
+        rand::rng().fill_bytes(&mut b);
+        Self::from_bytes(vec![b])
+    }
+
+    /// Loads `path` (64 hex digits), creating it with a fresh key (mode 0600, parent
+    /// 0700) when absent. Older keys kept beside it as `sealing.key.<kid>` stay usable
+    /// for opening. Returns the ring and whether a key was created.
+    ///
+    /// # Errors
+    /// [`CryptoError::KeyFile`] on I/O errors, [`CryptoError::BadKey`] on a malformed file.
+    pub fn load_or_create(path: &Path) -> Result<(Self, bool), CryptoError> {
+        let io = |source| CryptoError::KeyFile { path: path.to_owned(), source };
+        let mut created = false;
+        if !path.exists() {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(io)?;
+            set_mode(dir, 0o700).map_err(io)?;
+            let mut b = Zeroizing::new([0u8; 32]);
+            rand::rng().fill_bytes(&mut b[..]);
+            write_private(path, hex(&b[..]).as_bytes()).map_err(io)?;
+            created = true;
+        }
+        let mut list = vec![read_key(path)?];
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+            let prefix = format!("{name}.");
+            let mut old: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(io)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
+                .collect();
+            old.sort();
+            for p in old {
+                list.push(read_key(&p)?);
+            }
+        }
+        Ok((Self::from_bytes(list), created))
+    }
+
+    /// Id of the key used for sealing.
+    pub fn current_kid(&self) -> &str {
+        self.keys.first().map(|k| k.id.as_str()).unwrap_or_default()
+    }
+
+    /// Seals `plaintext` with the current key and a fresh random nonce.
+    pub fn seal(&self, plaintext: &[u8]) -> Sealed {
+        let Some(key) = self.keys.first() else {
+            return Sealed { kid: String::new(), nonce: String::new(), ct: String::new() };
+        };
+        let mut nonce = [0u8; 24];
+        rand::rng().fill_bytes(&mut nonce);
+        // Encryption with a valid key and nonce size cannot fail for in-memory buffers.
+        let ct = key.cipher.encrypt(XNonce::from_slice(&nonce), plaintext).unwrap_or_default();
+        Sealed { kid: key.id.clone(), nonce: B64.encode(nonce), ct: B64.encode(ct) }
+    }
+
+    /// Opens a value sealed by any key of the ring.
+    ///
+    /// # Errors
+    /// [`CryptoError::UnknownKey`] when the key id is not in the ring, [`CryptoError::Open`]
+    /// when authentication fails.
+    pub fn open(&self, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let key = self.keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
+        let nonce = B64.decode(&sealed.nonce).map_err(|_| CryptoError::Open)?;
+        let ct = B64.decode(&sealed.ct).map_err(|_| CryptoError::Open)?;
+        if nonce.len() != 24 {
+            return Err(CryptoError::Open);
+        }
+        key.cipher.decrypt(XNonce::from_slice(&nonce), ct.as_slice()).map(Zeroizing::new).map_err(|_| CryptoError::Open)
+    }
+
+    /// Seals a UTF-8 string.
+    pub fn seal_str(&self, s: &str) -> Sealed {
+        self.seal(s.as_bytes())
+    }
+
+    /// Opens a sealed UTF-8 string.
+    ///
+    /// # Errors
+    /// As [`KeyRing::open`]; [`CryptoError::Open`] when the plaintext is not UTF-8.
+    pub fn open_str(&self, sealed: &Sealed) -> Result<Secret, CryptoError> {
+        let b = self.open(sealed)?;
+        String::from_utf8(b.to_vec()).map(Secret).map_err(|_| CryptoError::Open)
+    }
+
+    /// HMAC-SHA-256 under the current key's MAC subkey, base64url. Used for CSRF tokens
+    /// and seller pseudonyms (keyed hashes).
+    pub fn mac(&self, parts: &[&[u8]]) -> String {
+        let Some(key) = self.keys.first() else { return String::new() };
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.mac_key[..]).unwrap_or_else(|_| unreachable_mac());
+        for p in parts {
+            m.update(&(p.len() as u64).to_be_bytes());
+            m.update(p);
+        }
+        B64.encode(m.finalize().into_bytes())
+    }
+
+    /// Makes a CSRF token for a form: `<unix seconds>.<mac>`, bound to `purpose` (form
+    /// name) and `binding` (the URL token of the page). Valid for two hours.
+    pub fn csrf_token(&self, purpose: &str, binding: &str, now_unix: i64) -> String {
+        let ts = now_unix.to_string();
+        format!("{ts}.{}", self.mac(&[b"csrf", purpose.as_bytes(), binding.as_bytes(), ts.as_bytes()]))
+    }
+
+    /// Checks a CSRF token made by [`KeyRing::csrf_token`] (constant-time comparison).
+    pub fn csrf_valid(&self, token: &str, purpose: &str, binding: &str, now_unix: i64) -> bool {
+        let Some((ts, mac)) = token.split_once('.') else { return false };
+        let Ok(t) = ts.parse::<i64>() else { return false };
+        if now_unix < t - 60 || now_unix - t > 7200 {
+            return false;
+        }
+        let want = self.mac(&[b"csrf", purpose.as_bytes(), binding.as_bytes(), ts.as_bytes()]);
+        subtle::ConstantTimeEq::ct_eq(want.as_bytes(), mac.as_bytes()).into()
+    }
+}
+
+fn unreachable_mac() -> Hmac<Sha256> {
+    // HMAC accepts keys of any length; this branch is never taken.
+    <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).unwrap_or_else(|_| unreachable_mac())
+}
+
+fn read_key(p: &Path) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    let text = Zeroizing::new(
+        std::fs::read_to_string(p).map_err(|source| CryptoError::KeyFile { path: p.to_owned(), source })?,
+    );
+    let bytes = unhex(&text).filter(|b| b.len() == 32).ok_or_else(|| CryptoError::BadKey(p.to_owned()))?;
+    Ok(Zeroizing::new(bytes))
+}
+
+/// Writes `bytes` to a new file readable only by its owner (0600).
+///
+/// # Errors
+/// I/O errors, including when the file already exists.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// Sets unix permission bits (no-op elsewhere).
+///
+/// # Errors
+/// I/O errors from chmod.
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    }
+    let _ = (path, mode);
+    Ok(())
+}
+
+/// A fresh secret token of `bytes` random bytes, base64url without padding (160 bits →
+/// 27 characters). Used for intentCode and the consent, confirmation and manage tokens.
+pub fn new_token(bytes: usize) -> Secret {
+    let mut b = Zeroizing::new(vec![0u8; bytes]);
+    rand::rng().fill_bytes(&mut b);
+    Secret(B64.encode(&b[..]))
+}
+
+/// SHA-256 of a token, hex, prefixed with its kind (`code`, `consent`, `confirm`,
+/// `manage`): the only form in which tokens are stored.
+pub fn token_hash(kind: &str, token: &str) -> String {
+    format!("{kind}:{}", hex(&Sha256::new().chain_update(kind).chain_update(b":").chain_update(token).finalize()))
+}
+
+/// A holder-assigned identifier: `prefix` + 26 lowercase base32 characters (130 bits of
+/// which 128 random), e.g. `int_...` (PROTOCOL.md §2).
+pub fn new_id(prefix: &str) -> String {
+    let mut b = [0u8; 16];
+    rand::rng().fill_bytes(&mut b);
+    let s = data_encoding::BASE32_NOPAD.encode(&b).to_ascii_lowercase();
+    format!("{prefix}{s}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seal_roundtrip_and_tamper() {
+        let r = KeyRing::ephemeral();
+        let s = r.seal_str("buyer@example.com");
+        assert!(!s.ct.contains("buyer"));
+        assert_eq!(r.open_str(&s).unwrap().expose(), "buyer@example.com");
+        let mut bad = s.clone();
+        bad.ct.replace_range(0..1, if bad.ct.starts_with('A') { "B" } else { "A" });
+        assert!(r.open(&bad).is_err());
+        assert!(format!("{:?}", r.open_str(&s).unwrap()).contains("***"));
+    }
+
+    #[test]
+    fn key_file_created_private_and_rotation_keeps_old() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r1, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(created);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let sealed = r1.seal_str("x");
+        std::fs::rename(&p, d.path().join(format!("keys/sealing.key.{}", r1.current_kid()))).unwrap();
+        let (r2, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(created);
+        assert_ne!(r1.current_kid(), r2.current_kid());
+        assert_eq!(r2.open_str(&sealed).unwrap().expose(), "x");
+    }
+
+    #[test]
+    fn csrf_binds_purpose_and_time() {
+        let r = KeyRing::ephemeral();
+        let t = r.csrf_token("consent", "tok", 1000);
+        assert!(r.csrf_valid(&t, "consent", "tok", 1500));
+        assert!(!r.csrf_valid(&t, "confirm", "tok", 1500));
+        assert!(!r.csrf_valid(&t, "consent", "other", 1500));
+        assert!(!r.csrf_valid(&t, "consent", "tok", 1000 + 7201));
+    }
+
+    #[test]
+    fn tokens_are_long_and_ids_shaped() {
+        assert!(new_token(20).expose().len() >= 26);
+        let id = new_id("int_");
+        assert_eq!(id.len(), 4 + 26);
+        assert_ne!(token_hash("code", "a"), token_hash("consent", "a"));
+    }
+}

@@ -1,0 +1,17 @@
+//! isto: an Isto Intents intent holder in one binary.
+//!
+//! Module map (one concern each): [`config`] settings, [`clock`] time, [`text`] folding,
+//! [`gazetteer`] SK/CZ areas, [`protocol`] the objects and tool schemas of PROTOCOL.md §2–§3,
+//! [`crypto`] sealing and tokens, [`store`] redb tables, [`holder`] the operations of the
+//! consent-link flow, [`matching`] PROTOCOL.md §6, [`mail`] e-mails and the outbox.
+
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod gazetteer;
+pub mod holder;
+pub mod mail;
+pub mod matching;
+pub mod protocol;
+pub mod store;
+pub mod text;

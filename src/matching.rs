@@ -1,0 +1,283 @@
+//! The matching rules of PROTOCOL.md §6, in their simple form: one intent against one
+//! offer. This is the oracle a scaled engine must agree with.
+//!
+//! An offer matches an active intent when: same category; every criteria constraint is
+//! met by the offer's attributes (a missing attribute fails); the offer's region lies in
+//! the intent's area; the price converted to the holder's currency is ≤ the ceiling (the
+//! hidden limit when set, else budget.max, else none); the offer is valid; and the
+//! statement's relevance passes the minimum-should-match ratio.
+
+use crate::gazetteer;
+use crate::protocol::{Budget, Offer};
+use crate::text;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+/// What matching needs to know about an intent (the hidden limit already opened).
+#[derive(Debug, Clone)]
+pub struct IntentView<'a> {
+    /// The intent's category.
+    pub category: &'a str,
+    /// Its criteria without `category`.
+    pub criteria: &'a Map<String, Value>,
+    /// Its area.
+    pub area: &'a gazetteer::AreaObject,
+    /// Its visible budget.
+    pub budget: Option<&'a Budget>,
+    /// The opened hidden limit, in the budget's currency (or the holder default).
+    pub hidden_limit: Option<f64>,
+    /// The statement.
+    pub statement: &'a str,
+}
+
+/// Holder parameters of matching.
+#[derive(Debug, Clone)]
+pub struct Params<'a> {
+    /// Share of statement terms the offer text must contain, 0..=1.
+    pub min_should_match: f64,
+    /// The holder's default currency.
+    pub default_currency: &'a str,
+    /// Value of one unit of a currency in the default currency.
+    pub rates: &'a std::collections::BTreeMap<String, f64>,
+}
+
+/// A successful match: score in 0..=1 and human-readable reasons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Share of statement terms found (1.0 when the statement has no terms left).
+    pub score: f64,
+    /// What matched: `category`, `criteria`, `area`, `price`, `text`.
+    pub reasons: Vec<String>,
+}
+
+/// Words that never count as statement terms: sk/cs/en function words and buying words.
+const STOP: &[&str] = &[
+    // en
+    "a", "an", "the", "and", "or", "for", "with", "without", "up", "to", "of", "in", "on", "at", "by", "from", "my",
+    "i", "we", "want", "wanted", "looking", "buy", "buying", "need", "used", "new", "around", "about", "max",
+    "maximum", "min", "minimum", "within", "month", "months", "year", "years", "week", "weeks", "eur", "czk",
+    "euro", "euros", "price", "budget", "good", "condition", "preferably", "ideally", "please", "some", "any",
+    "region", "area", "near", "city", "less", "than", "more", "under", "over", "km", "is", "be", "it", "that",
+    "this", "like", "would", "should", "can", "me", "us", "our",
+    // sk
+    "hladam", "kupim", "chcem", "potrebujem", "do", "od", "na", "v", "vo", "s", "so", "z", "zo", "k", "ku", "pre",
+    "alebo", "aj", "a", "som", "je", "sa", "si", "mesiac", "mesiace", "mesiacov", "rok", "roky", "rokov", "cena",
+    "cenou", "max", "najlepsie", "idealne", "pouzite", "pouzity", "pouzitu", "kraj", "kraji", "okolie", "okoli",
+    "tyzdne", "eur", "stav", "stave", "dobrom", "dobry", "ktory", "ktora", "ktore", "mi", "by", "bol", "bolo",
+    // cs
+    "hledam", "koupim", "chci", "potrebuji", "poptavam", "nebo", "i", "jsem", "ze", "pro", "mesicu", "mesice",
+    "let", "roku", "nejlepe", "idealne", "ojety", "ojete", "ojetou", "ojeteho", "kraji", "okoli", "tydnu", "kc",
+    "korun", "stavu", "dobrem", "dobry", "ktery", "ktera", "ktere", "mi", "by", "byl", "bylo", "az", "cca", "tis",
+];
+
+/// Synonym folding of domain words so that statements and ads in sk/cs/en meet.
+fn canonical(term: &str) -> &str {
+    match term {
+        "nafta" | "naftovy" | "naftovou" | "dieselovy" | "tdi" | "crdi" | "hdi" | "dci" | "cdti" => "diesel",
+        "benzin" | "benzinovy" | "benzinovou" | "petrol" | "gasoline" | "tsi" | "tfsi" => "petrol",
+        "kombi" | "combi" | "estate" | "wagon" | "variant" | "touring" | "avant" => "combi",
+        "elektro" | "elektromobil" | "ev" => "electric",
+        "hybrid" | "hybridni" | "hybridny" => "hybrid",
+        "automat" | "automaticka" | "automaticka-prevodovka" | "dsg" => "automatic",
+        "byt" | "bytu" | "flat" | "apartment" | "apartman" => "byt",
+        "dom" | "dum" | "domu" | "house" => "dom",
+        other => other,
+    }
+}
+
+/// The statement's terms: folded tokens without stop words, place names, pure numbers
+/// and tokens shorter than 2 characters, synonyms folded.
+pub fn statement_terms(statement: &str) -> Vec<String> {
+    let places = gazetteer::place_tokens();
+    let mut seen = HashSet::new();
+    text::tokens(statement)
+        .into_iter()
+        .filter(|t| t.chars().count() >= 2 && !t.chars().all(|c| c.is_ascii_digit()))
+        .filter(|t| !STOP.contains(&t.as_str()) && !places.contains(t))
+        .map(|t| canonical(&t).to_owned())
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// The searchable terms of an offer: title, description and attribute values.
+pub fn offer_terms(offer: &Offer) -> HashSet<String> {
+    let mut s: HashSet<String> = HashSet::new();
+    let mut add = |text: &str| {
+        for t in text::tokens(text) {
+            s.insert(canonical(&t).to_owned());
+        }
+    };
+    add(&offer.title);
+    add(&offer.description);
+    for v in offer.attributes.values() {
+        if let Value::String(x) = v {
+            add(x);
+        }
+    }
+    s
+}
+
+/// Whether `term` occurs in `terms`, allowing Slovak/Czech inflection: a shared prefix of
+/// at least 4 characters covering all but the last 2 characters of the shorter word.
+pub fn term_hit(term: &str, terms: &HashSet<String>) -> bool {
+    if terms.contains(term) {
+        return true;
+    }
+    let n = term.chars().count();
+    if n < 5 {
+        return false;
+    }
+    let stem: String = term.chars().take(n.saturating_sub(2).max(4)).collect();
+    terms.iter().any(|t| t.starts_with(&stem) && t.chars().count() <= n + 3)
+}
+
+fn scalar_eq(want: &Value, have: &Value) -> bool {
+    match (want, have) {
+        (Value::String(a), Value::String(b)) => text::fold(a).trim() == text::fold(b).trim(),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::Number(b)) | (Value::Number(b), Value::String(a)) => {
+            a.trim().parse::<f64>().ok() == b.as_f64()
+        }
+        _ => false,
+    }
+}
+
+/// Whether one criteria constraint holds for an attribute value (PROTOCOL.md §2
+/// criteria): string equal after folding, number equal, array = any of, `{min, max}`
+/// inclusive. A missing attribute fails.
+pub fn constraint_holds(want: &Value, have: Option<&Value>) -> bool {
+    let Some(have) = have else { return false };
+    match want {
+        Value::Array(options) => options.iter().any(|o| scalar_eq(o, have)),
+        Value::Object(range) => {
+            let Some(x) = have.as_f64().or_else(|| have.as_str().and_then(|s| s.trim().parse().ok())) else {
+                return false;
+            };
+            range.get("min").and_then(Value::as_f64).is_none_or(|lo| x >= lo)
+                && range.get("max").and_then(Value::as_f64).is_none_or(|hi| x <= hi)
+        }
+        scalar => scalar_eq(scalar, have),
+    }
+}
+
+/// The price ceiling in the default currency: the hidden limit when set, else
+/// budget.max; `None` = no ceiling.
+pub fn ceiling(intent: &IntentView<'_>, p: &Params<'_>) -> Option<f64> {
+    let currency = intent.budget.map(|b| b.currency.as_str()).unwrap_or(p.default_currency);
+    let amount = intent.hidden_limit.or_else(|| intent.budget.and_then(|b| b.max))?;
+    // An unknown currency cannot be compared: treat the ceiling as unmet (0).
+    Some(p.rates.get(currency).map(|r| amount * r).unwrap_or(0.0))
+}
+
+/// Checks one offer against one intent (PROTOCOL.md §6). `offer_valid` says whether the
+/// offer is current and its seller enabled.
+pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Params<'_>) -> Option<Hit> {
+    if !offer_valid || offer.category != intent.category {
+        return None;
+    }
+    for (k, want) in intent.criteria {
+        if !constraint_holds(want, offer.attributes.get(k)) {
+            return None;
+        }
+    }
+    if !gazetteer::contains(intent.area, &offer.area) {
+        return None;
+    }
+    if let Some(ceiling) = ceiling(intent, p) {
+        let price = p.rates.get(&offer.price.currency).map(|r| offer.price.amount * r)?;
+        // A small tolerance absorbs floating-point conversion noise.
+        if price > ceiling * (1.0 + 1e-9) {
+            return None;
+        }
+    }
+    let terms = statement_terms(intent.statement);
+    let score = if terms.is_empty() {
+        1.0
+    } else {
+        let have = offer_terms(offer);
+        let found = terms.iter().filter(|t| term_hit(t, &have)).count();
+        found as f64 / terms.len() as f64
+    };
+    if score + 1e-9 < p.min_should_match {
+        return None;
+    }
+    let mut reasons = vec!["category".to_owned()];
+    if !intent.criteria.is_empty() {
+        reasons.push("criteria".into());
+    }
+    reasons.push("area".into());
+    reasons.push("price".into());
+    if !terms.is_empty() {
+        reasons.push("text".into());
+    }
+    Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Money, OfferSource, SellerPublic};
+    use serde_json::json;
+
+    fn offer(title: &str, price: f64, cur: &str, region: &str, attrs: Value) -> Offer {
+        Offer {
+            id: "off_1".into(),
+            source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
+            in_reply_to: None,
+            title: title.into(),
+            description: String::new(),
+            category: "vehicles".into(),
+            attributes: attrs.as_object().cloned().unwrap_or_default(),
+            price: Money { amount: price, currency: cur.into() },
+            area: gazetteer::resolve(region).unwrap(),
+            seller: SellerPublic { id: "sel_1".into(), name: "S".into(), url: None },
+            published_at: "2026-11-30T00:00:00Z".into(),
+            valid_until: None,
+            extensions: json!({}),
+        }
+    }
+
+    fn rates() -> std::collections::BTreeMap<String, f64> {
+        [("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)].into_iter().collect()
+    }
+
+    #[test]
+    fn hidden_limit_beats_budget_and_converts() {
+        let crit = json!({"make": "Škoda"}).as_object().cloned().unwrap();
+        let area = gazetteer::resolve("CZ").unwrap();
+        let budget = Budget { max: Some(20000.0), min: None, currency: "EUR".into() };
+        let r = rates();
+        let p = Params { min_should_match: 0.5, default_currency: "EUR", rates: &r };
+        let iv = IntentView {
+            category: "vehicles",
+            criteria: &crit,
+            area: &area,
+            budget: Some(&budget),
+            hidden_limit: Some(12000.0),
+            statement: "skoda octavia",
+        };
+        let cheap = offer("Škoda Octavia 2.0 TDI", 250_000.0, "CZK", "Brno", json!({"make": "SKODA"}));
+        let dear = offer("Škoda Octavia 2.0 TDI", 350_000.0, "CZK", "Brno", json!({"make": "skoda"}));
+        assert!(check(&iv, &cheap, true, &p).is_some());
+        assert!(check(&iv, &dear, true, &p).is_none(), "14 000 EUR is above the hidden 12 000");
+        assert!(check(&iv, &cheap, false, &p).is_none());
+        let nomake = offer("Škoda Octavia", 1000.0, "EUR", "Brno", json!({}));
+        assert!(check(&iv, &nomake, true, &p).is_none(), "missing attribute fails");
+        let sk = offer("Škoda Octavia", 1000.0, "EUR", "Bratislava", json!({"make": "Škoda"}));
+        assert!(check(&iv, &sk, true, &p).is_none(), "outside the area");
+    }
+
+    #[test]
+    fn constraints_and_text() {
+        assert!(constraint_holds(&json!({"min": 2016}), Some(&json!(2018))));
+        assert!(!constraint_holds(&json!({"max": 150000}), Some(&json!(150001))));
+        assert!(constraint_holds(&json!(["diesel", "hybrid"]), Some(&json!("Hybrid"))));
+        assert!(!constraint_holds(&json!("diesel"), None));
+        let t = statement_terms("Hľadám ojetú Škodu Octaviu combi, diesel, do 12 000 EUR, Bratislavský kraj");
+        assert!(t.contains(&"octaviu".to_owned()) && t.contains(&"diesel".to_owned()), "{t:?}");
+        assert!(!t.iter().any(|x| x == "12" || x == "eur" || x == "bratislavsky"), "{t:?}");
+        let have: HashSet<String> = ["octavia", "skoda", "combi"].iter().map(|s| s.to_string()).collect();
+        assert!(term_hit("octaviu", &have));
+        assert!(!term_hit("fabia", &have));
+    }
+}

@@ -1,0 +1,497 @@
+//! Parsing and validation of tool inputs and catalogue rows (PROTOCOL.md §2, §3).
+//!
+//! Every error names the field by its JSON path and the rule it breaks
+//! (`"budget.max must be a positive number"`), as PROTOCOL.md §3 "Errors" asks. Nothing
+//! is stored before the whole input has passed.
+
+use super::{category, Budget, Money, Visibility, CATEGORIES};
+use crate::gazetteer::{self, AreaObject};
+use crate::text;
+use serde_json::{Map, Value};
+
+/// A validation failure: the message names the field and the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, InputError> {
+    Err(InputError(msg.into()))
+}
+
+/// Maximum statement length in characters (PROTOCOL.md §2).
+pub const STATEMENT_MAX: usize = 2000;
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON object being read field by field; [`Fields::finish`] rejects properties that
+/// were never asked for.
+pub struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    prefix: String,
+    known: Vec<&'static str>,
+}
+
+impl<'a> Fields<'a> {
+    /// Starts reading `v`, which must be an object; `prefix` is its path (`""` at top level).
+    ///
+    /// # Errors
+    /// When `v` is not an object.
+    pub fn new(v: &'a Value, prefix: &str) -> Result<Self, InputError> {
+        match v {
+            Value::Object(map) => Ok(Self { map, prefix: prefix.to_owned(), known: Vec::new() }),
+            other => {
+                let what = if prefix.is_empty() { "arguments" } else { prefix };
+                err(format!("{what} must be an object, not {}", type_name(other)))
+            }
+        }
+    }
+
+    /// The path of `key` for messages: `budget.max`.
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    /// The raw value of `key` (null counts as absent).
+    pub fn get(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.known.push(key);
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    /// A required string of 1..=max characters, trimmed.
+    ///
+    /// # Errors
+    /// Missing, not a string, empty or too long.
+    pub fn req_str(&mut self, key: &'static str, max: usize) -> Result<String, InputError> {
+        match self.opt_str(key, max)? {
+            Some(s) => Ok(s),
+            None => err(format!("{} is required", self.path(key))),
+        }
+    }
+
+    /// An optional string of 1..=max characters, trimmed.
+    ///
+    /// # Errors
+    /// Not a string, empty or too long.
+    pub fn opt_str(&mut self, key: &'static str, max: usize) -> Result<Option<String>, InputError> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        let Value::String(s) = v else {
+            return err(format!("{} must be a string, not {}", self.path(key), type_name(v)));
+        };
+        let s = s.trim();
+        if s.is_empty() {
+            return err(format!("{} must not be empty", self.path(key)));
+        }
+        let n = s.chars().count();
+        if n > max {
+            return err(format!("{} must be at most {max} characters (got {n})", self.path(key)));
+        }
+        Ok(Some(s.to_owned()))
+    }
+
+    /// An optional string that may be empty (descriptions).
+    ///
+    /// # Errors
+    /// Not a string or too long.
+    pub fn opt_text(&mut self, key: &'static str, max: usize) -> Result<String, InputError> {
+        let Some(v) = self.get(key) else { return Ok(String::new()) };
+        let Value::String(s) = v else {
+            return err(format!("{} must be a string, not {}", self.path(key), type_name(v)));
+        };
+        let n = s.chars().count();
+        if n > max {
+            return err(format!("{} must be at most {max} characters (got {n})", self.path(key)));
+        }
+        Ok(s.trim().to_owned())
+    }
+
+    /// An optional positive finite number ≤ 10^12.
+    ///
+    /// # Errors
+    /// Not a number, not positive, or too large.
+    pub fn opt_positive(&mut self, key: &'static str) -> Result<Option<f64>, InputError> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        match v.as_f64() {
+            Some(n) if n.is_finite() && n > 0.0 && n <= 1e12 => Ok(Some(n)),
+            Some(_) => err(format!("{} must be a positive number up to 10^12", self.path(key))),
+            None => err(format!("{} must be a positive number, not {}", self.path(key), type_name(v))),
+        }
+    }
+
+    /// An optional integer in `min..=max`.
+    ///
+    /// # Errors
+    /// Not an integer or out of range.
+    pub fn opt_int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, InputError> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        match v.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => err(format!("{} must be an integer from {min} to {max}", self.path(key))),
+        }
+    }
+
+    /// Rejects properties that no getter asked for, listing the accepted ones. `hint`
+    /// is appended (used to point contact data to the consent page).
+    ///
+    /// # Errors
+    /// The first unknown property.
+    pub fn finish(self, hint: &str) -> Result<(), InputError> {
+        if let Some(k) = self.map.keys().find(|k| !self.known.contains(&k.as_str())) {
+            let mut allowed = self.known.clone();
+            allowed.dedup();
+            return err(format!(
+                "{} is not a known property (accepted: {}){hint}",
+                self.path(k),
+                allowed.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a currency code: three ASCII letters, upper-cased, with a configured rate.
+///
+/// # Errors
+/// Bad shape or no rate, naming `path`.
+pub fn parse_currency(v: &Value, path: &str, accepted: &[String]) -> Result<String, InputError> {
+    let Value::String(s) = v else { return err(format!("{path} must be a string, not {}", type_name(v))) };
+    let c = s.trim().to_ascii_uppercase();
+    if c.len() != 3 || !c.chars().all(|ch| ch.is_ascii_alphabetic()) {
+        return err(format!("{path} must be an ISO 4217 code such as EUR"));
+    }
+    if !accepted.contains(&c) {
+        return err(format!("{path}: no exchange rate for {c}; this holder accepts {}", accepted.join(", ")));
+    }
+    Ok(c)
+}
+
+/// Parses a Budget: a plain number (= max in `default_currency`) or
+/// `{max?, min?, currency?}` with at least one bound, min ≤ max.
+///
+/// # Errors
+/// Naming `budget.max`, `budget.min`, `budget.currency`.
+pub fn parse_budget(v: &Value, default_currency: &str, accepted: &[String]) -> Result<Budget, InputError> {
+    if let Some(n) = v.as_f64() {
+        if !(n.is_finite() && n > 0.0 && n <= 1e12) {
+            return err("budget must be a positive number up to 10^12");
+        }
+        return Ok(Budget { max: Some(n), min: None, currency: default_currency.to_owned() });
+    }
+    if !v.is_object() {
+        return err(format!("budget must be a number or an object {{max, min, currency}}, not {}", type_name(v)));
+    }
+    let mut f = Fields::new(v, "budget")?;
+    let max = f.opt_positive("max")?;
+    let min = match f.get("min") {
+        None => None,
+        Some(m) => match m.as_f64() {
+            Some(n) if n.is_finite() && (0.0..=1e12).contains(&n) => Some(n),
+            _ => return err("budget.min must be a number ≥ 0"),
+        },
+    };
+    let currency = match f.get("currency") {
+        Some(c) => parse_currency(c, "budget.currency", accepted)?,
+        None => default_currency.to_owned(),
+    };
+    f.finish("")?;
+    if max.is_none() && min.is_none() {
+        return err("budget.max is required when budget is an object");
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            return err("budget.min must not exceed budget.max");
+        }
+    }
+    Ok(Budget { max, min, currency })
+}
+
+/// Parses Money `{amount, currency}`.
+///
+/// # Errors
+/// Naming `<path>.amount` / `<path>.currency`.
+pub fn parse_money(v: &Value, path: &str, accepted: &[String]) -> Result<Money, InputError> {
+    let mut f = Fields::new(v, path)?;
+    let amount = f.opt_positive("amount")?.ok_or_else(|| InputError(format!("{path}.amount is required")))?;
+    let currency = match f.get("currency") {
+        Some(c) => parse_currency(c, &format!("{path}.currency"), accepted)?,
+        None => return err(format!("{path}.currency is required")),
+    };
+    f.finish("")?;
+    Ok(Money { amount, currency })
+}
+
+/// Parses an Area (string or object) through the gazetteer.
+///
+/// # Errors
+/// `area` (or `path`) and the gazetteer's message, which lists close names.
+pub fn parse_area(v: &Value, path: &str) -> Result<AreaObject, InputError> {
+    match v {
+        Value::String(s) => gazetteer::resolve(s).map_err(|e| InputError(format!("{path}: {e}"))),
+        Value::Object(_) => {
+            let mut f = Fields::new(v, path)?;
+            let country = f.req_str("country", 2)?;
+            let regions = match f.get("regions") {
+                None => Vec::new(),
+                Some(Value::Array(a)) if a.len() <= 30 => a
+                    .iter()
+                    .map(|r| match r {
+                        Value::String(s) => Ok(s.clone()),
+                        other => err(format!("{path}.regions must hold strings, not {}", type_name(other))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(_) => return err(format!("{path}.regions must be an array of at most 30 region codes")),
+            };
+            let place = f.opt_str("place", 200)?;
+            f.finish("")?;
+            gazetteer::normalize(&AreaObject { country, regions, place })
+                .map_err(|e| InputError(format!("{path}: {e}")))
+        }
+        other => err(format!("{path} must be a string or an object {{country, regions}}, not {}", type_name(other))),
+    }
+}
+
+/// Validates `criteria` (PROTOCOL.md §2): a flat object whose keys other than `category`
+/// are attribute keys of the category; values are a string, number, array of those
+/// (any of, 1..=20), or `{min?, max?}`. Returns the category (if named) and the criteria
+/// without it.
+///
+/// # Errors
+/// Naming `criteria.<key>` and the rule.
+pub fn parse_criteria(v: &Value) -> Result<(Option<String>, Map<String, Value>), InputError> {
+    let Value::Object(map) = v else {
+        return err(format!("criteria must be an object, not {}", type_name(v)));
+    };
+    if map.len() > 30 {
+        return err("criteria must have at most 30 keys");
+    }
+    let cat = match map.get("category") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => match category(c.trim()) {
+            Some(c) => Some(c.key.to_owned()),
+            None => {
+                let keys: Vec<_> = CATEGORIES.iter().map(|c| c.key).collect();
+                return err(format!("criteria.category must be one of {}", keys.join(", ")));
+            }
+        },
+        Some(other) => return err(format!("criteria.category must be a string, not {}", type_name(other))),
+    };
+    let mut out = Map::new();
+    for (k, val) in map {
+        if k == "category" {
+            continue;
+        }
+        if let Some(c) = cat.as_deref().and_then(category) {
+            if !c.attributes.iter().any(|(a, _, _)| a == k) {
+                let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
+                return err(format!("criteria.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
+            }
+        } else if k.len() > 40 || !k.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+            return err(format!("criteria.{k}: keys are attribute names such as make or mileageKm"));
+        }
+        let path = format!("criteria.{k}");
+        out.insert(k.clone(), parse_constraint(val, &path)?);
+    }
+    Ok((cat, out))
+}
+
+fn parse_scalar(v: &Value, path: &str) -> Result<Value, InputError> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() && s.chars().count() <= 200 => Ok(Value::String(s.trim().to_owned())),
+        Value::String(_) => err(format!("{path} must be a non-empty string of at most 200 characters")),
+        Value::Number(n) if n.as_f64().is_some_and(f64::is_finite) => Ok(v.clone()),
+        other => err(format!("{path} must be a string, number, array or {{min, max}}, not {}", type_name(other))),
+    }
+}
+
+fn parse_constraint(v: &Value, path: &str) -> Result<Value, InputError> {
+    match v {
+        Value::Array(a) => {
+            if a.is_empty() || a.len() > 20 {
+                return err(format!("{path} must list 1 to 20 values"));
+            }
+            a.iter().map(|x| parse_scalar(x, path)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+        }
+        Value::Object(_) => {
+            let mut f = Fields::new(v, path)?;
+            let num = |x: Option<&Value>, p: String| match x {
+                None => Ok(None),
+                Some(n) => n.as_f64().filter(|n| n.is_finite()).map(Some).ok_or(InputError(format!("{p} must be a number"))),
+            };
+            let min = num(f.get("min"), f.path("min"))?;
+            let max = num(f.get("max"), f.path("max"))?;
+            f.finish("")?;
+            if min.is_none() && max.is_none() {
+                return err(format!("{path} needs min or max"));
+            }
+            if let (Some(lo), Some(hi)) = (min, max) {
+                if lo > hi {
+                    return err(format!("{path}.min must not exceed {path}.max"));
+                }
+            }
+            let mut m = Map::new();
+            if let Some(x) = min {
+                m.insert("min".into(), Value::from(x));
+            }
+            if let Some(x) = max {
+                m.insert("max".into(), Value::from(x));
+            }
+            Ok(Value::Object(m))
+        }
+        other => parse_scalar(other, path),
+    }
+}
+
+/// Validates offer attributes: a flat object of strings (≤200 chars), finite numbers or
+/// booleans; keys must be attributes of the category.
+///
+/// # Errors
+/// Naming `attributes.<key>`.
+pub fn parse_attributes(v: &Value, cat: &str) -> Result<Map<String, Value>, InputError> {
+    let Value::Object(map) = v else {
+        return err(format!("attributes must be an object, not {}", type_name(v)));
+    };
+    let c = category(cat);
+    let mut out = Map::new();
+    for (k, val) in map {
+        if let Some(c) = c {
+            if !c.attributes.iter().any(|(a, _, _)| a == k) {
+                let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
+                return err(format!("attributes.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
+            }
+        }
+        match val {
+            Value::Null => {}
+            Value::Array(_) | Value::Object(_) => {
+                return err(format!("attributes.{k} must be a string or number, not {}", type_name(val)));
+            }
+            other => {
+                out.insert(k.clone(), parse_scalar(other, &format!("attributes.{k}"))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Guesses the category of a statement from its words (used when criteria has none).
+pub fn classify(statement: &str) -> Option<&'static str> {
+    const VEHICLE: &[&str] = &[
+        "auto", "auta", "autom", "car", "cars", "vozidl", "vuz", "voz", "skoda", "octavi", "fabi", "superb", "kodiaq",
+        "karoq", "bmw", "audi", "volkswagen", "vw", "passat", "golf", "toyota", "ford", "hyundai", "kia", "renault",
+        "peugeot", "opel", "mercedes", "volvo", "dacia", "seat", "mazda", "nissan", "honda", "suzuki", "citroen",
+        "fiat", "tesla", "combi", "kombi", "sedan", "suv", "diesel", "nafta", "tdi", "motorka", "motocykel",
+        "dodavk", "van", "pickup",
+    ];
+    const PROPERTY: &[&str] = &[
+        "byt", "bytu", "flat", "apartment", "apartman", "dom", "domu", "dum", "house", "pozemok", "pozemek", "land",
+        "izbovy", "izb", "garsonk", "garson", "nehnutel", "nemovit", "chata", "chalupa", "kancelar", "office", "1+kk",
+        "2+kk", "3+kk", "4+kk", "2+1", "3+1", "4+1", "rodinny", "property", "real",
+    ];
+    let folded = text::fold(statement);
+    let toks: Vec<&str> = folded.split(|c: char| !(c.is_alphanumeric() || c == '+')).filter(|t| !t.is_empty()).collect();
+    let hit = |list: &[&str]| toks.iter().filter(|t| list.iter().any(|k| t.starts_with(k))).count();
+    let (v, p) = (hit(VEHICLE), hit(PROPERTY));
+    match (v, p) {
+        (0, 0) => None,
+        (v, p) if v >= p => Some("vehicles"),
+        _ => Some("property"),
+    }
+}
+
+/// Detects the statement's language among sk, cs and en; `fallback` when unsure.
+pub fn detect_language(statement: &str, fallback: &str) -> String {
+    let lower = statement.to_lowercase();
+    if lower.chars().any(|c| matches!(c, 'ř' | 'ů' | 'ě')) {
+        return "cs".into();
+    }
+    if lower.chars().any(|c| matches!(c, 'ľ' | 'ĺ' | 'ŕ' | 'ô' | 'ä')) {
+        return "sk".into();
+    }
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
+    let count = |list: &[&str]| words.iter().filter(|w| list.contains(w)).count();
+    let en = count(&["the", "a", "for", "with", "up", "to", "looking", "want", "used", "buy", "and", "in", "or", "of"]);
+    let cs = count(&["hledám", "koupím", "nebo", "jsem", "chci", "ojetý", "ojeté", "který", "kterou", "až", "nejlépe"]);
+    let sk = count(&["hľadám", "kúpim", "alebo", "som", "chcem", "ktorý", "ktorú", "najlepšie", "do", "rokov"]);
+    if en > cs && en > sk {
+        "en".into()
+    } else if cs > sk {
+        "cs".into()
+    } else if sk > cs {
+        "sk".into()
+    } else {
+        fallback.into()
+    }
+}
+
+/// Parses `visibility`.
+///
+/// # Errors
+/// When not `private` or `pseudonymous`.
+pub fn parse_visibility(v: &Value) -> Result<Visibility, InputError> {
+    match v.as_str() {
+        Some("private") => Ok(Visibility::Private),
+        Some("pseudonymous") => Ok(Visibility::Pseudonymous),
+        _ => err("visibility must be \"private\" or \"pseudonymous\""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cur() -> Vec<String> {
+        vec!["EUR".into(), "CZK".into()]
+    }
+
+    #[test]
+    fn budget_rules_name_fields() {
+        assert_eq!(parse_budget(&json!(12000), "EUR", &cur()).unwrap().max, Some(12000.0));
+        assert!(parse_budget(&json!({"max": "x"}), "EUR", &cur()).unwrap_err().0.contains("budget.max"));
+        assert!(parse_budget(&json!({"max": -1}), "EUR", &cur()).unwrap_err().0.contains("budget.max"));
+        assert!(parse_budget(&json!({"max": 5, "min": 9}), "EUR", &cur()).unwrap_err().0.contains("budget.min"));
+        assert!(parse_budget(&json!({"max": 5, "currency": "USD"}), "EUR", &cur()).unwrap_err().0.contains("budget.currency"));
+        assert!(parse_budget(&json!({"max": 5, "foo": 1}), "EUR", &cur()).unwrap_err().0.contains("budget.foo"));
+    }
+
+    #[test]
+    fn criteria_checks_keys_and_shapes() {
+        let (c, m) = parse_criteria(&json!({"category": "vehicles", "make": "Škoda", "fuel": ["diesel"], "year": {"min": 2016}})).unwrap();
+        assert_eq!(c.as_deref(), Some("vehicles"));
+        assert_eq!(m.len(), 3);
+        assert!(parse_criteria(&json!({"category": "boats"})).unwrap_err().0.contains("criteria.category"));
+        assert!(parse_criteria(&json!({"category": "vehicles", "wings": 2})).unwrap_err().0.contains("criteria.wings"));
+        assert!(parse_criteria(&json!({"year": {"min": 2020, "max": 2010}})).unwrap_err().0.contains("criteria.year.min"));
+        assert!(parse_criteria(&json!({"make": []})).unwrap_err().0.contains("criteria.make"));
+    }
+
+    #[test]
+    fn unknown_property_is_named() {
+        let v = json!({"statement": "x", "email": "a@b.c"});
+        let mut f = Fields::new(&v, "").unwrap();
+        f.req_str("statement", 10).unwrap();
+        let e = f.finish("").unwrap_err();
+        assert!(e.0.starts_with("email is not a known property"), "{e}");
+    }
+
+    #[test]
+    fn classifies_and_detects() {
+        assert_eq!(classify("Hledám Škoda Octavia combi"), Some("vehicles"));
+        assert_eq!(classify("Kúpim 3-izbový byt v Bratislave"), Some("property"));
+        assert_eq!(classify("something"), None);
+        assert_eq!(detect_language("Hľadám auto", "en"), "sk");
+        assert_eq!(detect_language("Hledám ojetý vůz", "en"), "cs");
+        assert_eq!(detect_language("Looking for a used Octavia", "sk"), "en");
+    }
+}

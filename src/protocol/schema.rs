@@ -1,0 +1,160 @@
+//! JSON Schemas (draft 2020-12) of the tools' inputs and outputs on `/mcp`
+//! (PROTOCOL.md §3). Inputs reject unknown properties; the publish input has no contact
+//! field of any kind (seed §5.1).
+
+use serde_json::{json, Value};
+
+/// Schema of an Area input: a name/code string or `{country, regions?, place?}`.
+pub fn area_input() -> Value {
+    json!({
+        "description": "ISO 3166-1 country (\"SK\"), ISO 3166-2 region (\"SK-BL\", \"CZ-64\"), a place or region name in sk/cs/en (\"Bratislava\", \"Jihomoravský kraj\", \"Prague\"), or an object",
+        "anyOf": [
+            {"type": "string", "minLength": 1, "maxLength": 200},
+            {"type": "object", "additionalProperties": false, "required": ["country"], "properties": {
+                "country": {"type": "string", "minLength": 2, "maxLength": 2},
+                "regions": {"type": "array", "items": {"type": "string"}, "maxItems": 30},
+                "place": {"type": "string", "maxLength": 200}
+            }}
+        ]
+    })
+}
+
+fn area_output() -> Value {
+    json!({"type": "object", "required": ["country", "regions"], "properties": {
+        "country": {"type": "string"},
+        "regions": {"type": "array", "items": {"type": "string"}},
+        "place": {"type": "string"}
+    }})
+}
+
+fn money() -> Value {
+    json!({"type": "object", "required": ["amount", "currency"], "properties": {
+        "amount": {"type": "number"}, "currency": {"type": "string"}
+    }})
+}
+
+/// Schema of an Intent in results (never contact, never the hidden limit's value).
+pub fn intent() -> Value {
+    json!({"type": "object",
+        "required": ["id", "status", "statement", "category", "criteria", "area", "hasHiddenLimit", "validUntil", "visibility", "language", "createdAt", "updatedAt", "extensions"],
+        "properties": {
+            "id": {"type": "string"},
+            "status": {"type": "string", "enum": ["awaiting_consent", "awaiting_email_confirmation", "active", "expired", "withdrawn"]},
+            "statement": {"type": "string"},
+            "category": {"type": "string"},
+            "criteria": {"type": "object"},
+            "area": area_output(),
+            "budget": {"type": "object", "properties": {"max": {"type": "number"}, "min": {"type": "number"}, "currency": {"type": "string"}}},
+            "hasHiddenLimit": {"type": "boolean"},
+            "buyBy": {"type": "string", "format": "date"},
+            "validUntil": {"type": "string", "format": "date-time"},
+            "visibility": {"type": "string", "enum": ["private", "pseudonymous"]},
+            "language": {"type": "string"},
+            "createdAt": {"type": "string", "format": "date-time"},
+            "updatedAt": {"type": "string", "format": "date-time"},
+            "extensions": {"type": "object"}
+        }
+    })
+}
+
+/// Schema of an Offer in results.
+pub fn offer() -> Value {
+    json!({"type": "object",
+        "required": ["id", "source", "title", "description", "category", "attributes", "price", "area", "seller", "publishedAt", "extensions"],
+        "properties": {
+            "id": {"type": "string"},
+            "source": {"type": "object", "required": ["kind", "sellerId"], "properties": {
+                "kind": {"type": "string", "enum": ["catalogue", "reply"]}, "sellerId": {"type": "string"}, "url": {"type": "string"}}},
+            "inReplyTo": {"type": "string"},
+            "title": {"type": "string"},
+            "description": {"type": "string"},
+            "category": {"type": "string"},
+            "attributes": {"type": "object"},
+            "price": money(),
+            "area": area_output(),
+            "seller": {"type": "object", "required": ["id", "name"], "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}, "url": {"type": "string"}}},
+            "publishedAt": {"type": "string", "format": "date-time"},
+            "validUntil": {"type": "string", "format": "date-time"},
+            "extensions": {"type": "object"}
+        }
+    })
+}
+
+fn code_prop() -> Value {
+    json!({"type": "string", "minLength": 16, "maxLength": 200,
+        "description": "The intentCode returned by intent_publish_intent. Keep it secret: it can read and withdraw the intent."})
+}
+
+/// `intent_publish_intent` input on `/mcp`.
+pub fn publish_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["statement", "area"],
+        "properties": {
+            "statement": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "What the person wants, in their own words, any language."},
+            "criteria": {"type": "object", "description": "Optional flat constraints: {\"category\": \"vehicles\"|\"property\", <attribute>: string | number | [any of] | {\"min\", \"max\"}}. Vehicle attributes: make, model, body, fuel, transmission, year, mileageKm, powerKw, color. Property attributes: type, transaction, disposition, rooms, floorAreaM2, landAreaM2, floor.",
+                "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array"}, {"type": "object", "properties": {"min": {"type": "number"}, "max": {"type": "number"}}, "additionalProperties": false}]}},
+            "area": area_input(),
+            "budget": {"description": "Visible budget: a number (max in the holder's default currency) or {max, min?, currency?}.",
+                "anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "object", "additionalProperties": false, "properties": {
+                    "max": {"type": "number", "exclusiveMinimum": 0}, "min": {"type": "number", "minimum": 0}, "currency": {"type": "string", "minLength": 3, "maxLength": 3}}}]},
+            "hiddenLimit": {"type": "number", "exclusiveMinimum": 0, "description": "Optional sealed price ceiling in the budget's currency. The holder seals it on receipt; it is never shown to anyone, sellers included."},
+            "buyBy": {"type": "string", "format": "date", "description": "YYYY-MM-DD"},
+            "validUntil": {"type": "string", "format": "date-time", "description": "RFC 3339; default 90 days, at most 365 days from now."},
+            "visibility": {"type": "string", "enum": ["private", "pseudonymous"], "default": "private"}
+        }
+    })
+}
+
+/// `intent_publish_intent` output on `/mcp`.
+pub fn publish_output() -> Value {
+    json!({"type": "object", "required": ["intent", "intentCode", "consentUrl", "expiresAt"], "properties": {
+        "intent": intent(), "intentCode": {"type": "string"}, "consentUrl": {"type": "string", "format": "uri"},
+        "expiresAt": {"type": "string", "format": "date-time"}}})
+}
+
+/// `intent_get_intent` / `intent_withdraw_intent` input on `/mcp`.
+pub fn code_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["intentCode"], "properties": {
+        "intentCode": code_prop(), "id": {"type": "string", "maxLength": 64, "description": "Optional: the intent id; must belong to the code."}}})
+}
+
+/// `intent_get_intent` output.
+pub fn get_output() -> Value {
+    json!({"type": "object", "required": ["intent"], "properties": {"intent": intent()}})
+}
+
+/// `intent_withdraw_intent` output.
+pub fn withdraw_output() -> Value {
+    json!({"type": "object", "required": ["status"], "properties": {"status": {"type": "string", "const": "withdrawn"}}})
+}
+
+/// `intent_list_matches` input on `/mcp`.
+pub fn list_matches_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["intentCode"], "properties": {
+        "intentCode": code_prop(),
+        "intent": {"type": "string", "maxLength": 64, "description": "Optional: the intent id; must belong to the code."},
+        "since": {"type": "string", "format": "date-time", "description": "Only deliveries after this time (use the previous nextSince)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}}})
+}
+
+/// `intent_list_matches` output.
+pub fn list_matches_output() -> Value {
+    json!({"type": "object", "required": ["matches", "nextSince"], "properties": {
+        "matches": {"type": "array", "items": {"type": "object", "required": ["offer", "deliveredAt"], "properties": {
+            "offer": offer(), "deliveredAt": {"type": "string", "format": "date-time"}, "extensions": {"type": "object"}}}},
+        "nextSince": {"type": ["string", "null"]}}})
+}
+
+/// `intent_search_offers` input.
+pub fn search_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["statement"], "properties": {
+        "statement": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "Free text, any of sk/cs/en; case and diacritics do not matter."},
+        "area": area_input(),
+        "category": {"type": "string", "enum": ["vehicles", "property"]},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}}})
+}
+
+/// `intent_search_offers` output.
+pub fn search_output() -> Value {
+    json!({"type": "object", "required": ["offers"], "properties": {"offers": {"type": "array", "items": offer()}}})
+}
