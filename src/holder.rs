@@ -113,6 +113,10 @@ pub struct IntentRecord {
     pub last_digest_at: Option<i64>,
     /// Delivery time (µs) of the last delivery included in a digest.
     pub digest_cursor: i64,
+    /// Delivery time (µs) of the newest delivery: the next one is strictly later, so
+    /// `since` cursors and digests never skip a delivery made in the same microsecond.
+    #[serde(default)]
+    pub last_delivered: i64,
 }
 
 fn ts(s: &str) -> OffsetDateTime {
@@ -459,6 +463,7 @@ impl Holder {
             match_count: 0,
             last_digest_at: None,
             digest_cursor: 0,
+            last_delivered: 0,
         };
         self.store.write(|tx| -> Result<()> {
             tx.put_intent(&id, &rec, false)?;
@@ -735,7 +740,7 @@ impl Holder {
         };
         let params = self.params();
         let mut n = 0;
-        let mut m = micros(now);
+        let mut m = micros(now).max(rec.last_delivered + 1);
         for o in offers {
             let valid = o.active
                 && !disabled.contains(&o.offer.source.seller_id)
@@ -744,7 +749,8 @@ impl Holder {
                 let ext = json!({"score": hit.score, "reasons": hit.reasons});
                 if tx.put_delivery(&rec.id, &o.offer.id, m, &ext)? {
                     n += 1;
-                    m += 1; // distinct, ordered delivery times within one batch
+                    rec.last_delivered = m;
+                    m += 1; // distinct, ordered delivery times
                 }
             }
         }

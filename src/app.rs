@@ -1,0 +1,191 @@
+//! `isto serve`: opens the store and keys, assembles the router (`/mcp`, pages,
+//! `/healthz`), starts the outbox worker, the expiry sweeper and the admin socket, and
+//! shuts down gracefully on SIGTERM or Ctrl-C.
+
+use crate::clock::SystemClock;
+use crate::config::Settings;
+use crate::crypto::KeyRing;
+use crate::holder::Holder;
+use crate::mcp::PublicServer;
+use crate::store::Store;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// A start-up failure, with what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The data directory cannot be created.
+    #[error("cannot create data directory {0}: {1}")]
+    DataDir(String, std::io::Error),
+    /// The store cannot be opened.
+    #[error("{0} (is another `isto serve` running on this data directory?)")]
+    Store(#[from] crate::store::StoreError),
+    /// The sealing key cannot be loaded or created.
+    #[error(transparent)]
+    Key(#[from] crate::crypto::CryptoError),
+    /// Mail transport misconfigured.
+    #[error(transparent)]
+    Mail(#[from] crate::mail::MailError),
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(std::net::SocketAddr, std::io::Error),
+    /// The server stopped with an I/O error.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Opens the holder's store and key ring under `settings.data_dir`, creating them on
+/// first start. Returns the holder and whether the key was created.
+///
+/// # Errors
+/// [`ServeError`].
+pub fn open_holder(settings: Settings) -> Result<(Holder, bool), ServeError> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .map_err(|e| ServeError::DataDir(settings.data_dir.display().to_string(), e))?;
+    let (keys, created) = KeyRing::load_or_create(&settings.key_path())?;
+    let store = Store::open(&settings.store_path())?;
+    Ok((Holder::new(settings, store, keys, Arc::new(SystemClock)), created))
+}
+
+/// The MCP Streamable HTTP service for `/mcp`, with Host and Origin checks derived from
+/// the public URL (DNS-rebinding protection).
+pub fn mcp_service(
+    holder: Arc<Holder>,
+    stop: CancellationToken,
+) -> StreamableHttpService<PublicServer, LocalSessionManager> {
+    let url = &holder.settings.public_url;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(url.allowed_hosts())
+        .with_allowed_origins(url.allowed_origins())
+        .enforce_origin_validation()
+        .with_cancellation_token(stop)
+        .with_max_request_body_bytes(256 * 1024);
+    let h = holder.clone();
+    StreamableHttpService::new(move || Ok(PublicServer::new(h.clone())), Arc::new(LocalSessionManager::default()), config)
+}
+
+/// Logs one line per request: method, route pattern (never the path: page URLs carry
+/// tokens), status and latency.
+async fn access_log(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| {
+        if req.uri().path().starts_with("/mcp") {
+            "/mcp".to_owned()
+        } else {
+            "-".to_owned()
+        }
+    });
+    let start = Instant::now();
+    let res = next.run(req).await;
+    tracing::info!(target: "isto::access", %method, route, status = res.status().as_u16(), ms = start.elapsed().as_millis() as u64, "request");
+    res
+}
+
+async fn healthz() -> impl IntoResponse {
+    "ok\n"
+}
+
+/// The whole HTTP router.
+pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
+    Router::new()
+        .nest_service("/mcp", mcp_service(holder.clone(), stop))
+        .route("/healthz", get(healthz))
+        .merge(crate::web::routes(holder))
+        .layer(axum::middleware::from_fn(access_log))
+}
+
+/// Runs `isto serve` until SIGTERM/Ctrl-C.
+///
+/// # Errors
+/// [`ServeError`] on start-up failures.
+pub async fn serve(settings: Settings) -> Result<(), ServeError> {
+    let transport = crate::mail::Transport::from_settings(&settings)?;
+    let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
+    let holder = Arc::new(holder);
+    let s = &holder.settings;
+    if created {
+        tracing::warn!(path = %s.key_path().display(), "created a new sealing key; back it up: without it sealed contacts and limits cannot be read");
+    } else {
+        tracing::info!(path = %s.key_path().display(), "sealing key loaded");
+    }
+    match &s.smtp_url {
+        Some(_) => tracing::info!("mail goes to the configured SMTP server (ISTO_SMTP_URL)"),
+        None => tracing::warn!(dir = %s.outbox_dir().display(), "no SMTP configured (ISTO_SMTP_URL): mail is written as .eml files"),
+    }
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;
+    tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
+
+    let worker = tokio::spawn(crate::mail::worker::run(holder.clone(), transport, stop.clone()));
+    let admin = tokio::spawn(crate::admin::serve_socket(holder.clone(), stop.clone()));
+    let sweeper = {
+        let (h, stop) = (holder.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let h2 = h.clone();
+                match tokio::task::spawn_blocking(move || h2.sweep()).await {
+                    Ok(Ok(n)) if n > 0 => tracing::info!(changed = n, "expiry sweep"),
+                    Ok(Err(e)) => tracing::error!(error = %e, "expiry sweep failed"),
+                    _ => {}
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+                }
+            }
+        })
+    };
+
+    let app = router(holder.clone(), stop.clone());
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
+        let _ = tcp.set_nodelay(true);
+    });
+    let shutdown = {
+        let stop = stop.clone();
+        async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down");
+            stop.cancel();
+        }
+    };
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        let _ = worker.await;
+        let _ = admin.await;
+        let _ = sweeper.await;
+    })
+    .await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

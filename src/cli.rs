@@ -1,0 +1,81 @@
+//! Command-line definitions (clap); no logic here.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// isto — an Isto Intents intent holder: MCP tools for assistants, double opt-in consent
+/// pages, catalogue and matching, in one binary.
+#[derive(Debug, Parser)]
+#[command(name = "isto", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Config file (TOML). Default: /etc/isto/isto.toml when it exists; none needed.
+    #[arg(long, global = true, env = "ISTO_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Data directory: store, keys, outbox, admin socket. Default ./isto-data.
+    #[arg(long, global = true, env = "ISTO_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the holder: MCP at /mcp, pages, mail (run it under systemd).
+    Serve(ServeArgs),
+    /// Operator commands; they work whether or not `isto serve` runs.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+/// Options of `isto serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Default 127.0.0.1:8080.
+    #[arg(long, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// The public origin people and assistants use (https://holder.example). Default
+    /// http://<listen>.
+    #[arg(long, env = "ISTO_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// SMTP server as a lettre URL (smtp://host:port, smtps://user:pass@host). Default:
+    /// none, mail is written to DATA_DIR/outbox as .eml files.
+    #[arg(long, env = "ISTO_SMTP_URL", value_name = "URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// From address of e-mails.
+    #[arg(long, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
+    pub mail_from: Option<String>,
+}
+
+/// `isto admin ...`.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create the data directory, the sealing key and the store; write a commented config
+    /// skeleton to --config when given and absent.
+    Init,
+    /// Validate the configuration and print the effective settings.
+    CheckConfig {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Catalogue offers.
+    #[command(subcommand)]
+    Offers(OffersCommand),
+}
+
+/// `isto admin offers ...`.
+#[derive(Debug, Subcommand)]
+pub enum OffersCommand {
+    /// Import offers from JSON Lines (.jsonl) or CSV (.csv); bad rows are reported with
+    /// their line numbers and do not stop the others. Imported offers are matched against
+    /// standing active intents.
+    Import {
+        /// The file.
+        file: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,219 @@
+//! The MCP endpoint `/mcp` (consent-link profile, seed §5; PROTOCOL.md §1, §3): MCP
+//! Streamable HTTP through rmcp, tools declared by hand so that every input schema
+//! rejects unknown properties and every error names the field.
+//!
+//! Tools: intent_publish_intent, intent_get_intent, intent_list_matches,
+//! intent_withdraw_intent (all by `intentCode`) and intent_search_offers. Every result
+//! carries `structuredContent` matching the tool's `outputSchema` and a text content
+//! with the same data as JSON (the seed's bare arrays for matches and offers).
+
+use crate::holder::{Holder, HolderError};
+use crate::protocol::input::{self, Fields, InputError};
+use crate::protocol::{schema, AGGREGATOR_NOTE};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Content, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The public `/mcp` server: one value per session, sharing the holder.
+#[derive(Clone)]
+pub struct PublicServer {
+    holder: Arc<Holder>,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn obj(v: Value) -> serde_json::Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn tool(name: &'static str, title: &str, what: &str, input: Value, output: Value, ann: ToolAnnotations) -> Tool {
+    let mut t = Tool::new(name, format!("{what} {AGGREGATOR_NOTE}"), obj(input));
+    t.title = Some(title.to_owned());
+    t.output_schema = Some(Arc::new(obj(output)));
+    t.with_annotations(ann)
+}
+
+/// The tool list of `/mcp` (PROTOCOL.md §3).
+pub fn public_tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "intent_publish_intent",
+            "Publish a buying intent",
+            "Publishes what a person wants to buy (vehicles or property in Slovakia and Czechia) as a draft intent. \
+             Takes no contact data: the result has a consentUrl on the holder's own page; give that link to the person, \
+             who enters their e-mail and consents there, then confirms by e-mail (double opt-in). Do not open or fill \
+             in the link yourself. Keep the returned intentCode: it reads matches and withdraws the intent. A draft \
+             without consent expires after 24 hours. An optional hiddenLimit is sealed by the holder and never shown to anyone.",
+            schema::publish_input(),
+            schema::publish_output(),
+            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
+        ),
+        tool(
+            "intent_get_intent",
+            "Get an intent",
+            "Returns the intent of an intentCode with its status (awaiting_consent, awaiting_email_confirmation, active, \
+             expired, withdrawn). Never returns contact data or the hidden limit's value.",
+            schema::code_input(),
+            schema::get_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_list_matches",
+            "List delivered offers",
+            "Lists the offers the holder has delivered for the intent, oldest first. Pass the previous nextSince as \
+             since to get only new ones. Offers are also e-mailed to the person.",
+            schema::list_matches_input(),
+            schema::list_matches_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_withdraw_intent",
+            "Withdraw an intent",
+            "Withdraws the intent at once: nothing more is delivered or e-mailed for it. Idempotent.",
+            schema::code_input(),
+            schema::withdraw_output(),
+            ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_search_offers",
+            "Search the catalogue",
+            "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
+             not matter), best first. Read-only: no intent is created.",
+            schema::search_input(),
+            schema::search_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+    ]
+}
+
+impl PublicServer {
+    /// A server over `holder`.
+    pub fn new(holder: Arc<Holder>) -> Self {
+        Self { holder, tools: Arc::new(public_tools()) }
+    }
+}
+
+/// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
+fn ok(structured: Value, text: &Value) -> CallToolResult {
+    let mut r = CallToolResult::structured(structured);
+    r.content = vec![Content::text(text.to_string())];
+    r
+}
+
+fn tool_error(msg: String) -> CallToolResult {
+    CallToolResult::error(vec![Content::text(msg)])
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Runs one tool call (blocking: redb I/O). Domain failures become `isError` results;
+/// internal ones are logged and answered generically.
+pub fn dispatch(holder: &Holder, name: &str, args: &Value) -> Option<CallToolResult> {
+    let result: Result<CallToolResult, HolderError> = match name {
+        "intent_publish_intent" => holder.parse_publish(args).and_then(|p| holder.publish_draft(p)).map(|r| {
+            let v = to_value(&r);
+            ok(v.clone(), &v)
+        }),
+        "intent_get_intent" => code_args(args).and_then(|(code, id)| holder.get_by_code(&code, id.as_deref())).map(|i| {
+            let v = json!({"intent": i});
+            ok(v.clone(), &v)
+        }),
+        "intent_withdraw_intent" => code_args(args).and_then(|(code, id)| holder.withdraw_by_code(&code, id.as_deref())).map(|()| {
+            let v = json!({"status": "withdrawn"});
+            ok(v.clone(), &v)
+        }),
+        "intent_list_matches" => holder.list_matches_by_code(args).map(|(matches, next)| {
+            let arr = to_value(&matches);
+            ok(json!({"matches": arr, "nextSince": next}), &arr)
+        }),
+        "intent_search_offers" => search(holder, args),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(r) => r,
+        Err(e) if e.is_internal() => {
+            tracing::error!(tool = name, error = %e, "tool failed");
+            tool_error("internal error: the holder could not complete the call; try again later".into())
+        }
+        Err(e) => tool_error(e.to_string()),
+    })
+}
+
+fn code_args(args: &Value) -> Result<(String, Option<String>), HolderError> {
+    let mut f = Fields::new(args, "")?;
+    let code = f.req_str("intentCode", 200)?;
+    let id = f.opt_str("id", 64)?;
+    f.finish("")?;
+    Ok((code, id))
+}
+
+fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> {
+    let mut f = Fields::new(args, "")?;
+    let statement = f.req_str("statement", input::STATEMENT_MAX)?;
+    let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
+    let category = match f.opt_str("category", 40)? {
+        Some(c) => Some(
+            crate::protocol::category(&c)
+                .map(|c| c.key)
+                .ok_or_else(|| InputError("category must be one of vehicles, property".into()))?,
+        ),
+        None => None,
+    };
+    let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
+    f.finish("")?;
+    let offers = crate::catalogue::search(holder, &statement, area.as_ref(), category, limit)?;
+    let arr = to_value(&offers);
+    Ok(ok(json!({"offers": arr}), &arr))
+}
+
+impl ServerHandler for PublicServer {
+    fn get_info(&self) -> ServerInfo {
+        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \
+                 intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
+                 intent_list_matches. {AGGREGATOR_NOTE}",
+                self.holder.settings.holder_name
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let holder = self.holder.clone();
+        let n = name.clone();
+        let out = tokio::task::spawn_blocking(move || dispatch(&holder, &n, &args))
+            .await
+            .map_err(|_| McpError::internal_error("tool task failed", None))?;
+        match out {
+            Some(r) => Ok(CallToolResponse::Complete(r)),
+            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
+        }
+    }
+}

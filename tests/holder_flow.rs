@@ -1,0 +1,200 @@
+//! The consent-link flow through the holder's operations, on a real redb file, with a
+//! clock the test advances (no sleeps): PROTOCOL.md §4 and §6.
+
+use isto::clock::ManualClock;
+use isto::config::Settings;
+use isto::crypto::KeyRing;
+use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError, IntentRecord, OfferInput};
+use isto::mail::{MailContent, MailJob};
+use isto::protocol::{Money, Status};
+use isto::store::{Reads, Store};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    holder: Holder,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+    let holder = Holder::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    Fixture { _dir: dir, clock, holder }
+}
+
+fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, model: &str) -> OfferInput {
+    OfferInput {
+        reference: Some(reference.into()),
+        title: title.into(),
+        description: String::new(),
+        category: "vehicles".into(),
+        attributes: json!({"make": make, "model": model}).as_object().cloned().unwrap(),
+        price: Money { amount: price, currency: "EUR".into() },
+        area: isto::gazetteer::resolve(region).unwrap(),
+        seller_name: "Dealer".into(),
+        seller_url: None,
+        url: None,
+        valid_until: None,
+    }
+}
+
+fn token_from_outbox(h: &Holder, marker: &str) -> String {
+    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    for (_, job) in jobs.iter().rev() {
+        let c: MailContent = serde_json::from_slice(&h.keys.open(&job.sealed).unwrap()).unwrap();
+        if let Some(i) = c.text.find(marker) {
+            let rest = &c.text[i + marker.len()..];
+            return rest.split_whitespace().next().unwrap().to_owned();
+        }
+    }
+    panic!("no mail with {marker}");
+}
+
+fn publish(h: &Holder, args: Value) -> (String, String, String) {
+    let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+    let consent = r.consent_url.rsplit('/').next().unwrap().to_owned();
+    (r.intent.id, r.intent_code, consent)
+}
+
+#[test]
+fn full_flow_respects_hidden_limit_and_withdrawal() {
+    let f = fixture();
+    let h = &f.holder;
+    h.import_offers(vec![
+        offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Škoda", "Octavia"),
+        offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Škoda", "Octavia"),
+        offer("c", "Škoda Octavia RS", 14000.0, "Bratislava", "Škoda", "Octavia"),
+        offer("d", "Škoda Fabia", 5000.0, "Bratislava", "Škoda", "Fabia"),
+        offer("e", "Škoda Octavia", 8000.0, "Košice", "Škoda", "Octavia"),
+    ])
+    .unwrap();
+    let (id, code, consent) = publish(
+        h,
+        json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
+               "area": {"country": "SK", "regions": ["SK-BL", "Trnavský kraj"]}, "budget": {"max": 15000, "currency": "EUR"}, "hiddenLimit": 12000}),
+    );
+    // A draft is not matched.
+    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 0);
+    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::AwaitingConsent);
+    assert!(h.get_by_code(&code, None).unwrap().has_hidden_limit);
+
+    assert_eq!(h.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.give_consent(&consent, "thief@example.com", "sk").unwrap(), ConsentOutcome::Taken);
+    let confirm = token_from_outbox(h, "/confirm/");
+    // The confirmation mail goes only to the first address.
+    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
+    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::AlreadyActive);
+
+    let (matches, next) = h.deliveries(&id, None, 50).unwrap();
+    let mut titles: Vec<_> = matches.iter().map(|d| d.offer.title.as_str()).collect();
+    titles.sort();
+    assert_eq!(titles, vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"], "≤ hidden 12 000, in BL/TA");
+
+    // First digest goes out at once; the next waits for the interval.
+    assert_eq!(h.queue_due_digests().unwrap(), 1);
+    h.import_offers(vec![offer("f", "Škoda Octavia Scout", 10000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+    assert_eq!(h.queue_due_digests().unwrap(), 0, "interval not over");
+    f.clock.advance(time::Duration::minutes(61));
+    assert_eq!(h.queue_due_digests().unwrap(), 1);
+    let (later, _) = h.deliveries(&id, isto::clock::parse_rfc3339(next.as_deref().unwrap()).ok(), 50).unwrap();
+    assert_eq!(later.len(), 1, "since returns only the new delivery");
+
+    // Re-import of the same ref updates in place and is not delivered twice.
+    let c = h.import_offers(vec![offer("f", "Škoda Octavia Scout 4x4", 10000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+    assert_eq!((c.created, c.updated, c.delivered), (0, 1, 0));
+
+    h.withdraw_by_code(&code, Some(&id)).unwrap();
+    h.withdraw_by_code(&code, None).unwrap(); // idempotent
+    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Withdrawn);
+    let c = h.import_offers(vec![offer("g", "Škoda Octavia", 7000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+    assert_eq!(c.delivered, 0);
+    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 3);
+}
+
+#[test]
+fn withdrawal_drops_queued_mail() {
+    let f = fixture();
+    let h = &f.holder;
+    let (_, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    h.give_consent(&consent, "buyer@example.com", "en").unwrap();
+    assert_eq!(h.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
+    h.withdraw_by_code(&code, None).unwrap();
+    assert_eq!(h.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 0);
+}
+
+#[test]
+fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
+    let f = fixture();
+    let h = &f.holder;
+    let (id, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    f.clock.advance(time::Duration::hours(25));
+    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Expired);
+    assert_eq!(h.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
+    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    assert_eq!(stored.status, Status::AwaitingConsent, "reading never writes");
+    assert_eq!(h.sweep().unwrap(), 1);
+    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    assert_eq!(stored.status, Status::Expired);
+}
+
+#[test]
+fn unconfirmed_intent_expires_after_72h_and_contact_is_erased_later() {
+    let f = fixture();
+    let h = &f.holder;
+    let (id, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    let confirm = token_from_outbox(h, "/confirm/");
+    f.clock.advance(time::Duration::hours(73));
+    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::Closed);
+    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Expired);
+    h.sweep().unwrap();
+    f.clock.advance(time::Duration::days(31));
+    h.sweep().unwrap();
+    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    assert!(stored.contact.is_none(), "contact erased after retention");
+}
+
+#[test]
+fn codes_are_secret_and_ids_must_match() {
+    let f = fixture();
+    let h = &f.holder;
+    let (_, code, _) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    let (other_id, _, _) = publish(h, json!({"statement": "Fabia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    assert!(code.len() >= 26, "≥128 bits");
+    assert!(matches!(h.get_by_code("nope-nope-nope-nope", None), Err(HolderError::NotFound)));
+    assert!(matches!(h.get_by_code(&code, Some(&other_id)), Err(HolderError::NotFound)));
+    // The code is stored only as a hash.
+    let raw = std::fs::read(f._dir.path().join("isto.redb")).unwrap();
+    assert!(!raw.windows(code.len()).any(|w| w == code.as_bytes()));
+}
+
+#[test]
+fn publish_input_errors_name_the_field() {
+    let f = fixture();
+    let h = &f.holder;
+    let cases = [
+        (json!({"area": "SK"}), "statement"),
+        (json!({"statement": 5, "area": "SK"}), "statement"),
+        (json!({"statement": "x".repeat(2001), "area": "SK"}), "statement"),
+        (json!({"statement": "Octavia"}), "area"),
+        (json!({"statement": "Octavia", "area": "Atlantis"}), "area"),
+        (json!({"statement": "Octavia", "area": "SK", "email": "a@b.c"}), "email"),
+        (json!({"statement": "Octavia", "area": "SK", "budget": {"max": "x"}}), "budget.max"),
+        (json!({"statement": "Octavia", "area": "SK", "hiddenLimit": -3}), "hiddenLimit"),
+        (json!({"statement": "Octavia", "area": "SK", "buyBy": "2020-01-01"}), "buyBy"),
+        (json!({"statement": "Octavia", "area": "SK", "validUntil": "2030-01-01T00:00:00Z"}), "validUntil"),
+        (json!({"statement": "Octavia", "area": "SK", "visibility": "public"}), "visibility"),
+        (json!({"statement": "Octavia", "area": "SK", "criteria": {"category": "vehicles", "wings": 2}}), "criteria.wings"),
+    ];
+    for (args, field) in cases {
+        let e = h.parse_publish(&args).unwrap_err().to_string();
+        assert!(e.contains(field), "{args} → {e}");
+    }
+}
