@@ -344,6 +344,32 @@ impl Settings {
         self.rates.get(currency).map(|r| amount * r)
     }
 
+    /// The effective settings as JSON for `isto admin check-config` (the SMTP URL is
+    /// shown without its user info, which may hold a password).
+    pub fn describe(&self) -> serde_json::Value {
+        let smtp = self.smtp_url.as_deref().map(|u| match (u.find("://"), u.rfind('@')) {
+            (Some(i), Some(j)) if j > i => format!("{}***@{}", &u[..i + 3], &u[j + 1..]),
+            _ => u.to_owned(),
+        });
+        serde_json::json!({
+            "listen": self.listen.to_string(),
+            "public_url": self.public_url.base,
+            "data_dir": self.data_dir.display().to_string(),
+            "holder_name": self.holder_name,
+            "default_language": self.default_language,
+            "mail": {"smtp_url": smtp, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs},
+            "intents": {
+                "draft_ttl_secs": self.draft_ttl_secs,
+                "confirm_ttl_secs": self.confirm_ttl_secs,
+                "default_validity_days": self.default_validity_days,
+                "max_validity_days": self.max_validity_days,
+                "contact_retention_days": self.contact_retention_days,
+            },
+            "matching": {"min_should_match": self.min_should_match},
+            "currency": {"default": self.default_currency, "rates": self.rates},
+        })
+    }
+
     /// Path of the redb store file.
     pub fn store_path(&self) -> PathBuf {
         self.data_dir.join("isto.redb")

@@ -274,6 +274,8 @@ pub struct ResultsView {
 pub enum ConsentOutcome {
     /// Recorded; a confirmation e-mail is queued.
     Recorded,
+    /// The same address consented before; nothing new was queued.
+    Repeated,
     /// Someone already consented on this link (first come, seed §5.3).
     Taken,
     /// The draft lapsed or was withdrawn.
@@ -624,7 +626,12 @@ impl Holder {
             let mut rec: IntentRecord = tx.intent(&rec.id)?.ok_or(HolderError::NotFound)?;
             match rec.effective_status(now) {
                 Status::AwaitingConsent => {}
-                Status::AwaitingEmailConfirmation | Status::Active => return Ok(ConsentOutcome::Taken),
+                Status::AwaitingEmailConfirmation | Status::Active => {
+                    // The same person submitting again (double click, reload) is not a
+                    // takeover: answer as before, queue nothing new.
+                    let same = open_contact(&self.keys, &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email));
+                    return Ok(if same { ConsentOutcome::Repeated } else { ConsentOutcome::Taken });
+                }
                 _ => return Ok(ConsentOutcome::Closed),
             }
             rec.status = Status::AwaitingEmailConfirmation;
@@ -698,9 +705,25 @@ impl Holder {
     /// [`HolderError::NotFound`].
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
         let rec = self.by_token("manage", token)?;
-        let (mut deliveries, _) = self.deliveries(&rec.id, None, 100)?;
-        deliveries.reverse();
+        let deliveries = self.store.read(|rx| -> Result<Vec<Delivery>> {
+            let rows: Vec<(i64, String, Value)> = rx.latest_deliveries(&rec.id, 100)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for (m, offer_id, ext) in rows {
+                if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
+                    out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+                }
+            }
+            Ok(out)
+        })?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+    }
+
+    /// The intent behind a manage token (withdraw pages), without its deliveries.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`].
+    pub fn manage_view(&self, token: &str) -> Result<Intent> {
+        Ok(self.by_token("manage", token)?.to_intent(self.now()))
     }
 
     /// Withdraws through a manage token (withdraw page POST, RFC 8058 one-click).

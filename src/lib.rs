@@ -5,6 +5,10 @@
 //! [`crypto`] sealing and tokens, [`store`] redb tables, [`holder`] the operations of the
 //! consent-link flow, [`matching`] PROTOCOL.md §6, [`mail`] e-mails and the outbox.
 
+pub mod admin;
+pub mod app;
+pub mod catalogue;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod crypto;
@@ -12,6 +16,8 @@ pub mod gazetteer;
 pub mod holder;
 pub mod mail;
 pub mod matching;
+pub mod mcp;
 pub mod protocol;
 pub mod store;
 pub mod text;
+pub mod web;

@@ -11,8 +11,8 @@ use crate::holder::{Holder, HolderError};
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -103,12 +103,12 @@ impl PublicServer {
 /// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
 fn ok(structured: Value, text: &Value) -> CallToolResult {
     let mut r = CallToolResult::structured(structured);
-    r.content = vec![Content::text(text.to_string())];
+    r.content = vec![ContentBlock::text(text.to_string())];
     r
 }
 
 fn tool_error(msg: String) -> CallToolResult {
-    CallToolResult::error(vec![Content::text(msg)])
+    CallToolResult::error(vec![ContentBlock::text(msg)])
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
@@ -176,8 +176,8 @@ fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> 
 }
 
 impl ServerHandler for PublicServer {
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \

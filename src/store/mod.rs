@@ -82,6 +82,14 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Splits a delivery log key into (µs, offer id).
+fn split_log_key(k: &str) -> Option<(i64, String)> {
+    let mut parts = k.split('\0');
+    let _ = parts.next()?;
+    let micros = parts.next()?.parse().ok()?;
+    Some((micros, parts.next()?.to_owned()))
+}
+
 /// Key of a delivery log row.
 fn log_key(intent: &str, micros: i64, offer: &str) -> String {
     format!("{intent}\0{micros:020}\0{offer}")
@@ -167,6 +175,15 @@ pub trait Reads {
     /// All `(key, value)` of a `&str → &[u8]` table in `[from, to)`.
     #[doc(hidden)]
     fn range_json<T: DeserializeOwned>(
+        &self,
+        table: TableDefinition<&str, &[u8]>,
+        from: &str,
+        to: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, T)>>;
+    /// The last `limit` `(key, value)` of a `&str → &[u8]` table in `[from, to)`, newest first.
+    #[doc(hidden)]
+    fn range_json_rev<T: DeserializeOwned>(
         &self,
         table: TableDefinition<&str, &[u8]>,
         from: &str,
@@ -272,15 +289,16 @@ pub trait Reads {
         let from = log_key(intent, after_micros.saturating_add(1), "");
         let to = format!("{intent}\u{1}");
         let rows = self.range_json::<T>(DELIVERY_LOG, &from, &to, limit)?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let mut parts = k.split('\0');
-                let _ = parts.next()?;
-                let micros = parts.next()?.parse().ok()?;
-                Some((micros, parts.next()?.to_owned(), v))
-            })
-            .collect())
+        Ok(rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect())
+    }
+
+    /// The newest `limit` deliveries of `intent`, newest first.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
+        let rows = self.range_json_rev::<T>(DELIVERY_LOG, &format!("{intent}\0"), &format!("{intent}\u{1}"), limit)?;
+        Ok(rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect())
     }
 
     /// Intents whose digest is pending: `(id, due unix seconds)`.
@@ -315,6 +333,26 @@ macro_rules! impl_reads {
                 let t = self.$txn.open_table(table)?;
                 let mut out = Vec::new();
                 for row in t.range(from..to)? {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let (k, v) = row?;
+                    let key = k.value().to_owned();
+                    let val = decode(&key, v.value())?;
+                    out.push((key, val));
+                }
+                Ok(out)
+            }
+            fn range_json_rev<T: DeserializeOwned>(
+                &self,
+                table: TableDefinition<&str, &[u8]>,
+                from: &str,
+                to: &str,
+                limit: usize,
+            ) -> Result<Vec<(String, T)>> {
+                let t = self.$txn.open_table(table)?;
+                let mut out = Vec::new();
+                for row in t.range(from..to)?.rev() {
                     if out.len() >= limit {
                         break;
                     }

@@ -1,0 +1,347 @@
+//! Admin commands that work whether or not `isto serve` runs.
+//!
+//! redb allows one process per file. With a server running, commands go through its
+//! admin socket ([`serve_socket`]); without one they open the store directly. `import`
+//! tries the socket first: a socket file that nothing answers is stale and ignored; a
+//! store held by another process while no socket answers means `isto serve` runs
+//! without its socket, and the command says so. `init` needs no server.
+//!
+//! The socket (`DATA_DIR/admin.sock`, mode 0600, peers must have the server's uid or be
+//! root, checked with `SO_PEERCRED`) speaks newline-delimited JSON, one response line
+//! per request line:
+//!
+//! - `{"op":"ping"}` → `{"ok":true,"version":"0.1.0"}`
+//! - `{"op":"import","rows":[<row>, ...]}` → `{"ok":true,"counts":{"created":n,
+//!   "updated":n,"delivered":n}}`. Rows are JSON as [`crate::catalogue::parse_json_row`]
+//!   accepts them (CSV files are turned into such rows by the client), at most
+//!   [`MAX_ROWS`] per request. The server validates every row again; one bad row refuses
+//!   the batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and nothing
+//!   of it is stored. A batch is one transaction.
+//! - anything else → `{"ok":false,"error":"..."}`.
+
+mod socket;
+
+pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
+
+use crate::catalogue::{self, parse_json_row, RowError, RowReader};
+use crate::clock::SystemClock;
+use crate::config::Settings;
+use crate::crypto::KeyRing;
+use crate::holder::{Holder, ImportCounts, OfferInput};
+use crate::store::{Store, StoreError};
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use serde_json::Value;
+use socket::{Client, Connect};
+use std::io::IsTerminal as _;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Rows per import batch (one transaction, one socket request).
+pub const BATCH_ROWS: usize = 500;
+/// Bad rows printed to stderr; the rest are counted.
+pub const SHOWN_ERRORS: usize = 50;
+/// Bad rows kept in [`ImportReport::errors`]; the rest are counted in `rejected`.
+pub const REPORTED_ERRORS: usize = 1000;
+
+/// How an import reached the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// Through the running server's admin socket.
+    Socket,
+    /// The store opened by this process.
+    Direct,
+}
+
+/// The outcome of `isto admin import`, printed as JSON with `--json`.
+///
+/// Shape: `{"rows": 5, "imported": {"created": 3, "updated": 0, "delivered": 1},
+/// "rejected": 2, "errors": [{"line": 4, "message": "price.currency is required"}],
+/// "via": "direct"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// Data rows read (blank lines not counted).
+    pub rows: u64,
+    /// What the store did with the good rows.
+    pub imported: ImportCounts,
+    /// Rows refused by validation.
+    pub rejected: u64,
+    /// The first [`REPORTED_ERRORS`] refusals, in file order.
+    pub errors: Vec<RowError>,
+    /// Socket or direct.
+    pub via: Route,
+}
+
+impl ImportReport {
+    /// Whether the file had rows and every one was refused (the CLI then exits 1).
+    pub fn all_rejected(&self) -> bool {
+        self.rows > 0 && self.rejected == self.rows
+    }
+
+    /// The process exit status: 1 when every row was rejected, else 0 (an empty file
+    /// is not a failure).
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.all_rejected())
+    }
+
+    /// The human summary line.
+    pub fn summary(&self) -> String {
+        let c = &self.imported;
+        format!(
+            "imported {} offers ({} new, {} updated), {} deliveries to standing intents; {} rows rejected",
+            c.created + c.updated,
+            c.created,
+            c.updated,
+            c.delivered,
+            self.rejected
+        )
+    }
+}
+
+/// Where good rows go: the server's socket or the store opened here.
+enum Sink {
+    Socket { client: Client, rows: Vec<Value> },
+    Direct { holder: Box<Holder>, rows: Vec<OfferInput> },
+}
+
+impl Sink {
+    fn open(settings: &Settings) -> anyhow::Result<Self> {
+        let state = match Client::connect(&settings.admin_socket_path())? {
+            Connect::Ready(client) => return Ok(Self::Socket { client, rows: Vec::new() }),
+            other => other,
+        };
+        let holder = open_holder(settings, &state)?;
+        Ok(Self::Direct { holder: Box::new(holder), rows: Vec::new() })
+    }
+
+    fn route(&self) -> Route {
+        match self {
+            Self::Socket { .. } => Route::Socket,
+            Self::Direct { .. } => Route::Direct,
+        }
+    }
+
+    fn push(&mut self, value: Value, input: OfferInput) {
+        match self {
+            Self::Socket { rows, .. } => rows.push(value),
+            Self::Direct { rows, .. } => rows.push(input),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Socket { rows, .. } => rows.len(),
+            Self::Direct { rows, .. } => rows.len(),
+        }
+    }
+
+    fn flush(&mut self, total: &mut ImportCounts) -> anyhow::Result<()> {
+        if self.len() == 0 {
+            return Ok(());
+        }
+        let counts = match self {
+            Self::Socket { client, rows } => {
+                let c = client.import(rows)?;
+                rows.clear();
+                c
+            }
+            Self::Direct { holder, rows } => holder.import_offers(std::mem::take(rows))?,
+        };
+        total.created += counts.created;
+        total.updated += counts.updated;
+        total.delivered += counts.delivered;
+        Ok(())
+    }
+}
+
+/// Whether a store error means another process holds the file.
+fn in_use(e: &StoreError) -> bool {
+    matches!(e, StoreError::Db(redb::Error::DatabaseAlreadyOpen))
+}
+
+/// Opens store and keys in this process for an import (no server answers).
+fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> {
+    let store_path = settings.store_path();
+    if !store_path.exists() {
+        anyhow::bail!("there is no store at {}: run `isto admin init` first", store_path.display());
+    }
+    let key_path = settings.key_path();
+    if !key_path.exists() {
+        anyhow::bail!(
+            "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
+            key_path.display()
+        );
+    }
+    let store = match Store::open(&store_path) {
+        Ok(s) => s,
+        Err(e) if in_use(&e) => {
+            let sock = settings.admin_socket_path();
+            let why = match socket {
+                Connect::Absent => format!("{} is missing", sock.display()),
+                _ => format!("{} does not answer", sock.display()),
+            };
+            anyhow::bail!(
+                "the store {} is in use by another process: `isto serve` is running without its admin socket ({why}). \
+                 Restart `isto serve` so that it creates the socket again, or stop it, then import again",
+                store_path.display()
+            );
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
+    };
+    let (keys, _) = KeyRing::load_or_create(&key_path)?;
+    Ok(Holder::new(settings.clone(), store, keys, Arc::new(SystemClock)))
+}
+
+fn progress_bar(total: u64, json_output: bool) -> ProgressBar {
+    if json_output || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Imports a catalogue file (JSON Lines or CSV, see [`crate::catalogue`]) in batches of
+/// [`BATCH_ROWS`]: through the running server's admin socket when one answers, else
+/// into the store opened here. Every row is validated here first; each bad row is
+/// printed to stderr as `line N: message` (the first [`SHOWN_ERRORS`]), good rows are
+/// stored. Prints a progress bar on a terminal (not with `json_output`), then the
+/// summary line ([`ImportReport::summary`]) or, with `json_output`, the report as JSON
+/// on stdout.
+///
+/// # Errors
+/// The file cannot be opened or has a bad CSV header (nothing imported); the store is
+/// missing, or held by a server without a working admin socket; a read error or a
+/// refused batch mid-file (earlier batches stay stored; the message says how many).
+pub fn import(settings: &Settings, file: &Path, json_output: bool) -> anyhow::Result<ImportReport> {
+    let currencies: Vec<String> = settings.rates.keys().cloned().collect();
+    let mut reader = catalogue::read_file(file, &currencies)?;
+    let mut sink = Sink::open(settings)?;
+    let bar = progress_bar(reader.total_bytes(), json_output);
+    let mut report =
+        ImportReport { rows: 0, imported: ImportCounts::default(), rejected: 0, errors: Vec::new(), via: sink.route() };
+    let outcome = import_rows(&mut reader, &mut sink, &currencies, &bar, json_output, &mut report);
+    bar.finish_and_clear();
+    let outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));
+    if let Err(e) = outcome {
+        let stored = report.imported.created + report.imported.updated;
+        return Err(
+            e.context(format!("import of {} stopped; {stored} offers of earlier batches are stored", file.display()))
+        );
+    }
+    tracing::info!(
+        rows = report.rows,
+        created = report.imported.created,
+        updated = report.imported.updated,
+        delivered = report.imported.delivered,
+        rejected = report.rejected,
+        via = ?report.via,
+        "catalogue import finished"
+    );
+    if json_output {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        if report.rejected > SHOWN_ERRORS as u64 {
+            eprintln!("… and {} more rows rejected", report.rejected - SHOWN_ERRORS as u64);
+        }
+        println!("{}", report.summary());
+    }
+    Ok(report)
+}
+
+fn import_rows(
+    reader: &mut RowReader,
+    sink: &mut Sink,
+    currencies: &[String],
+    bar: &ProgressBar,
+    json_output: bool,
+    report: &mut ImportReport,
+) -> anyhow::Result<()> {
+    while let Some(item) = reader.next_raw() {
+        report.rows += 1;
+        let checked = item.and_then(|raw| match parse_json_row(&raw.value, currencies) {
+            Ok(input) => Ok((raw.value, input)),
+            Err(e) => Err(RowError { line: raw.line, message: e.0 }),
+        });
+        match checked {
+            Ok((value, input)) => {
+                sink.push(value, input);
+                if sink.len() >= BATCH_ROWS {
+                    sink.flush(&mut report.imported)?;
+                }
+            }
+            Err(e) => {
+                report.rejected += 1;
+                if !json_output && report.rejected <= SHOWN_ERRORS as u64 {
+                    bar.suspend(|| eprintln!("{e}"));
+                }
+                if report.errors.len() < REPORTED_ERRORS {
+                    report.errors.push(e);
+                }
+            }
+        }
+        bar.set_position(reader.bytes_read());
+    }
+    sink.flush(&mut report.imported)
+}
+
+/// `isto admin init`: creates the data directory (0700 when created here), the sealing
+/// key (printing where it is and that it must be backed up), the store, and — when
+/// `config_path` is given and no file is there — the commented config skeleton
+/// ([`crate::config::SKELETON`]). Never overwrites; safe to run again.
+///
+/// # Errors
+/// I/O errors naming the path; a store written by a newer isto.
+pub fn init(settings: &Settings, config_path: Option<&Path>) -> anyhow::Result<()> {
+    let dir = &settings.data_dir;
+    if dir.exists() {
+        println!("data directory {} exists", dir.display());
+    } else {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+        crate::crypto::set_mode(dir, 0o700).with_context(|| format!("cannot restrict {}", dir.display()))?;
+        println!("created the data directory {}", dir.display());
+    }
+    let key_path = settings.key_path();
+    let (_, created) = KeyRing::load_or_create(&key_path)?;
+    if created {
+        println!("created the sealing key {}", key_path.display());
+    } else {
+        println!("the sealing key {} exists", key_path.display());
+    }
+    println!(
+        "  back it up and keep the copy safe: without it, contact data and hidden limits in the store cannot be read"
+    );
+    let store_path = settings.store_path();
+    let existed = store_path.exists();
+    match Store::open(&store_path) {
+        Ok(_) if existed => println!("the store {} exists and opens", store_path.display()),
+        Ok(_) => println!("created the store {}", store_path.display()),
+        Err(e) if in_use(&e) => println!("the store {} is in use by a running `isto serve`", store_path.display()),
+        Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
+    }
+    if let Some(p) = config_path {
+        if p.exists() {
+            println!("the config file {} exists; left unchanged", p.display());
+        } else {
+            if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            std::io::Write::write_all(&mut f, crate::config::SKELETON.as_bytes())
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            println!("wrote a commented config skeleton to {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! The admin socket: how admin commands reach a running `isto serve` (redb allows one
+//! process per file).
+//!
+//! A unix stream socket at `Settings::admin_socket_path()` (`DATA_DIR/admin.sock`), mode
+//! 0600; a connection is served only when the peer's uid (`SO_PEERCRED`) is the
+//! server's own uid (or root's). Newline-delimited JSON, one response line per request
+//! line:
+//!
+//! - `{"op":"ping"}` → `{"ok":true,"version":"0.1.0"}`
+//! - `{"op":"import","rows":[<row>, ...]}` (rows as [`crate::catalogue::parse_json_row`]
+//!   accepts them, at most [`MAX_ROWS`]) → `{"ok":true,"counts":{"created":n,"updated":n,
+//!   "delivered":n}}`. The server validates every row again; one bad row refuses the
+//!   whole batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and
+//!   nothing of it is stored. A batch is one transaction.
+//! - anything else → `{"ok":false,"error":"..."}`.
+
+use crate::catalogue::parse_json_row;
+use crate::holder::{Holder, ImportCounts};
+use serde_json::{json, Value};
+use std::io::{self, BufRead as _, Write as _};
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+/// Most rows in one import request.
+pub const MAX_ROWS: usize = 5000;
+/// Longest request line, bytes (64 MiB).
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+/// How long a client waits for the answer to `ping`.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// This build's version, as `ping` reports it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Removes the socket file when the server ends (also when its future is dropped), but
+/// only if it is still the file this server bound.
+#[derive(Debug)]
+struct SocketFile {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
+            if m.dev() == self.dev && m.ino() == self.ino {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// A bound admin socket, ready to [`AdminSocket::run`].
+#[derive(Debug)]
+pub struct AdminSocket {
+    listener: UnixListener,
+    file: SocketFile,
+    uid: u32,
+}
+
+impl AdminSocket {
+    /// Binds the socket at `path` (mode 0600). A stale socket file left by a previous
+    /// server is removed first (a running server holds the store, so none can be alive
+    /// when this process got the store). Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// I/O errors; `AlreadyExists` when `path` exists and is not a socket.
+    pub fn bind(path: &Path) -> io::Result<Self> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a socket; move it away", path.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let listener = UnixListener::bind(path)?;
+        crate::crypto::set_mode(path, 0o600)?;
+        let m = std::fs::symlink_metadata(path)?;
+        // The socket file is created with this process's (effective) uid: the uid that
+        // may connect.
+        let uid = m.uid();
+        Ok(Self { listener, file: SocketFile { path: path.to_owned(), dev: m.dev(), ino: m.ino() }, uid })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Accepts connections until `stop` is cancelled, then stops accepting, removes the
+    /// socket file and waits for requests in progress (an import batch being written
+    /// finishes).
+    ///
+    /// # Errors
+    /// None so far (accept errors are logged and retried); the type leaves room.
+    pub async fn run(self, holder: Arc<Holder>, stop: CancellationToken) -> io::Result<()> {
+        tracing::info!(path = %self.file.path.display(), "admin socket listening");
+        let mut conns = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        conns.spawn(connection(stream, holder.clone(), stop.clone(), self.uid));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "admin socket: accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        }
+        let Self { listener, file, .. } = self;
+        drop(listener);
+        drop(file);
+        while conns.join_next().await.is_some() {}
+        tracing::info!("admin socket closed");
+        Ok(())
+    }
+}
+
+/// Serves admin commands on `holder.settings.admin_socket_path()` until `stop` is
+/// cancelled: [`AdminSocket::bind`] then [`AdminSocket::run`]. The socket file is removed
+/// on exit.
+///
+/// # Errors
+/// Binding errors (see [`AdminSocket::bind`]).
+pub async fn serve_socket(holder: Arc<Holder>, stop: CancellationToken) -> io::Result<()> {
+    let socket = AdminSocket::bind(&holder.settings.admin_socket_path())?;
+    socket.run(holder, stop).await
+}
+
+fn failure(msg: impl Into<String>) -> Value {
+    json!({"ok": false, "error": msg.into()})
+}
+
+async fn connection(stream: UnixStream, holder: Arc<Holder>, stop: CancellationToken, uid: u32) {
+    let peer = stream.peer_cred();
+    let (read, mut write) = stream.into_split();
+    let refusal = match peer {
+        Ok(c) if c.uid() == uid || c.uid() == 0 => None,
+        Ok(c) => {
+            tracing::warn!(peer_uid = c.uid(), "admin socket: refused a connection from another user");
+            Some(format!("permission denied: the admin socket serves uid {uid} only; run the command as that user"))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "admin socket: cannot read the peer's credentials");
+            Some("permission denied: peer credentials unavailable".to_owned())
+        }
+    };
+    if let Some(msg) = refusal {
+        let _ = write.write_all(format!("{}\n", failure(msg)).as_bytes()).await;
+        return;
+    }
+    let mut read = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let mut limited = (&mut read).take(MAX_REQUEST_BYTES as u64 + 1);
+        let n = tokio::select! {
+            () = stop.cancelled() => break,
+            n = limited.read_until(b'\n', &mut line) => n,
+        };
+        match n {
+            Ok(0) => break,
+            Ok(_) if line.len() > MAX_REQUEST_BYTES => {
+                let msg = format!("request longer than {} MiB", MAX_REQUEST_BYTES >> 20);
+                let _ = write.write_all(format!("{}\n", failure(msg)).as_bytes()).await;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "admin socket: read failed");
+                break;
+            }
+        }
+        let response = respond(&holder, &line).await;
+        if write.write_all(format!("{response}\n").as_bytes()).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
+    let mut request: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => return failure(format!("the request is not JSON: {e}")),
+    };
+    match request.get("op").and_then(Value::as_str) {
+        Some("ping") => json!({"ok": true, "version": VERSION}),
+        Some("import") => {
+            let rows = match request.get_mut("rows").map(Value::take) {
+                Some(Value::Array(rows)) => rows,
+                _ => return failure("import needs \"rows\": an array of offer rows"),
+            };
+            if rows.len() > MAX_ROWS {
+                return failure(format!("at most {MAX_ROWS} rows per request"));
+            }
+            let h = holder.clone();
+            let job = tokio::task::spawn_blocking(move || import_rows(&h, &rows));
+            match job.await {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(error = %e, "admin socket: import task failed");
+                    failure("import failed (see the server log)")
+                }
+            }
+        }
+        Some(op) => failure(format!("unknown op {op:?} (known: ping, import)")),
+        None => failure("the request needs \"op\": \"ping\" or \"import\""),
+    }
+}
+
+/// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
+fn import_rows(holder: &Holder, rows: &[Value]) -> Value {
+    let currencies: Vec<String> = holder.settings.rates.keys().cloned().collect();
+    let mut inputs = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        match parse_json_row(row, &currencies) {
+            Ok(input) => inputs.push(input),
+            Err(e) => {
+                // Counts only in the log: messages may quote row contents.
+                tracing::warn!(rows = rows.len(), "admin import: batch refused, a row is invalid");
+                return failure(format!("rows[{i}]: {e}"));
+            }
+        }
+    }
+    match holder.import_offers(inputs) {
+        Ok(counts) => {
+            tracing::info!(
+                rows = rows.len(),
+                created = counts.created,
+                updated = counts.updated,
+                delivered = counts.delivered,
+                "admin import: batch stored"
+            );
+            json!({"ok": true, "counts": counts})
+        }
+        Err(e) => {
+            tracing::error!(error = %e, rows = rows.len(), "admin import: batch failed");
+            failure(format!("import failed: {e}"))
+        }
+    }
+}
+
+/// The client side (blocking): one connection, one request at a time.
+#[derive(Debug)]
+pub(crate) struct Client {
+    reader: io::BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+}
+
+/// What connecting to the admin socket found.
+#[derive(Debug)]
+pub(crate) enum Connect {
+    /// A server answered `ping`.
+    Ready(Client),
+    /// No socket file.
+    Absent,
+    /// A socket file that nothing answers (a server that ended without removing it, or
+    /// one that does not respond).
+    Stale,
+}
+
+impl Client {
+    /// Connects and pings.
+    ///
+    /// # Errors
+    /// When the server refuses this user, or the socket cannot be used for other reasons
+    /// than being stale.
+    pub(crate) fn connect(path: &Path) -> anyhow::Result<Connect> {
+        use anyhow::Context as _;
+        if std::fs::symlink_metadata(path).is_err() {
+            return Ok(Connect::Absent);
+        }
+        let stream = match std::os::unix::net::UnixStream::connect(path) {
+            Ok(s) => s,
+            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound) => {
+                return Ok(Connect::Stale)
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => anyhow::bail!(
+                "cannot use the admin socket {}: permission denied; run the command as the user that runs `isto serve`",
+                path.display()
+            ),
+            Err(e) => return Err(e).with_context(|| format!("admin socket {}", path.display())),
+        };
+        stream.set_read_timeout(Some(PING_TIMEOUT))?;
+        let mut client = Self { reader: io::BufReader::new(stream.try_clone()?), writer: stream };
+        let answer = match client.call(&json!({"op": "ping"})) {
+            Ok(v) => v,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return Ok(Connect::Stale)
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset) => {
+                return Ok(Connect::Stale)
+            }
+            Err(e) => return Err(e).with_context(|| format!("admin socket {}", path.display())),
+        };
+        if answer.get("ok") != Some(&Value::Bool(true)) {
+            let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
+            anyhow::bail!("the admin socket {} refused: {msg}", path.display());
+        }
+        client.writer.set_read_timeout(None)?;
+        Ok(Connect::Ready(client))
+    }
+
+    fn call(&mut self, request: &Value) -> io::Result<Value> {
+        let mut line = serde_json::to_vec(request)?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
+        self.writer.flush()?;
+        let mut answer = String::new();
+        if self.reader.read_line(&mut answer)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the admin socket"));
+        }
+        serde_json::from_str(&answer).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// Sends one import batch.
+    ///
+    /// # Errors
+    /// I/O errors, or the server's refusal.
+    pub(crate) fn import(&mut self, rows: &[Value]) -> anyhow::Result<ImportCounts> {
+        let answer = self.call(&json!({"op": "import", "rows": rows}))?;
+        if answer.get("ok") == Some(&Value::Bool(true)) {
+            let counts = answer.get("counts").cloned().unwrap_or(Value::Null);
+            return Ok(serde_json::from_value(counts)?);
+        }
+        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
+        anyhow::bail!("the server refused the batch: {msg}")
+    }
+}

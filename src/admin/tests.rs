@@ -1,0 +1,246 @@
+use super::*;
+use crate::holder::OfferRecord;
+use crate::store::Reads;
+use serde_json::json;
+use std::io::{BufRead as _, Write as _};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+fn settings(dir: &Path) -> Settings {
+    let mut s = Settings::defaults();
+    s.data_dir = dir.join("data");
+    s
+}
+
+fn row(reference: &str, title: &str) -> Value {
+    json!({"ref": reference, "title": title, "category": "vehicles",
+           "attributes": {"make": "Škoda"}, "price": {"amount": 9000, "currency": "EUR"},
+           "area": "Košice", "seller": {"name": "Auto Kováč"}})
+}
+
+/// 3 good rows (lines 1, 3, 6) and 2 bad ones (lines 2 and 5), a blank line 4.
+fn jsonl(dir: &Path) -> PathBuf {
+    let mut no_seller = row("x", "Fabia");
+    no_seller.as_object_mut().unwrap().remove("seller");
+    let lines = [
+        row("a", "Škoda Octavia").to_string(),
+        no_seller.to_string(),
+        row("b", "Škoda Fabia").to_string(),
+        String::new(),
+        "{\"title\": ".to_owned(),
+        row("c", "Škoda Superb").to_string(),
+    ];
+    let p = dir.join("feed.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    p
+}
+
+fn stored_offers(s: &Settings) -> usize {
+    let store = Store::open(&s.store_path()).unwrap();
+    store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len()
+}
+
+#[test]
+fn offline_import_counts_lines_and_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let config = dir.path().join("etc").join("isto.toml");
+    init(&s, Some(&config)).unwrap();
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), crate::config::SKELETON);
+    std::fs::write(&config, "# mine\n").unwrap();
+    init(&s, Some(&config)).unwrap();
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n", "init never overwrites");
+    let mode = std::fs::metadata(&s.data_dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert!(s.key_path().exists() && s.store_path().exists());
+
+    let file = jsonl(dir.path());
+    let r = import(&s, &file, true).unwrap();
+    assert_eq!(r.via, Route::Direct);
+    assert_eq!((r.rows, r.rejected), (5, 2));
+    assert_eq!(r.imported, ImportCounts { created: 3, updated: 0, delivered: 0 });
+    let lines: Vec<u64> = r.errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, vec![2, 5]);
+    assert!(r.errors[0].message.contains("seller is required"), "{:?}", r.errors);
+    assert!(r.errors[1].message.contains("not valid JSON"), "{:?}", r.errors);
+    assert_eq!(r.exit_code(), 0);
+    assert_eq!(r.summary(), "imported 3 offers (3 new, 0 updated), 0 deliveries to standing intents; 2 rows rejected");
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["imported"]["created"], 3);
+    assert_eq!(j["errors"][0]["line"], 2);
+    assert_eq!(j["via"], "direct");
+
+    // The same file again: the feed's refs update the offers in place.
+    let r = import(&s, &file, true).unwrap();
+    assert_eq!(r.imported, ImportCounts { created: 0, updated: 3, delivered: 0 });
+    assert_eq!(stored_offers(&s), 3);
+
+    // Every row bad → exit status 1; an empty file is not a failure.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{}\n[]\n").unwrap();
+    assert_eq!(import(&s, &bad, true).unwrap().exit_code(), 1);
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    assert_eq!(import(&s, &empty, true).unwrap().exit_code(), 0);
+}
+
+#[test]
+fn import_needs_a_store_and_refuses_bad_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let e = import(&s, &jsonl(dir.path()), true).unwrap_err();
+    assert!(e.to_string().contains("isto admin init"), "{e:#}");
+    init(&s, None).unwrap();
+    let csv = dir.path().join("f.csv");
+    std::fs::write(&csv, "title,colour\n").unwrap();
+    let e = import(&s, &csv, true).unwrap_err();
+    assert!(format!("{e:#}").contains("unknown columns colour"), "{e:#}");
+}
+
+#[test]
+fn stale_socket_falls_back_to_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    init(&s, None).unwrap();
+    // A socket file nothing listens on (a server that died).
+    drop(std::os::unix::net::UnixListener::bind(s.admin_socket_path()).unwrap());
+    assert!(s.admin_socket_path().exists());
+    let r = import(&s, &jsonl(dir.path()), true).unwrap();
+    assert_eq!(r.via, Route::Direct);
+    assert_eq!(r.imported.created, 3);
+}
+
+#[test]
+fn held_store_without_socket_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    init(&s, None).unwrap();
+    let _held = Store::open(&s.store_path()).unwrap();
+    let e = import(&s, &jsonl(dir.path()), true).unwrap_err().to_string();
+    assert!(e.contains("`isto serve` is running without its admin socket"), "{e}");
+    assert!(e.contains("is missing"), "{e}");
+}
+
+fn server_holder(s: &Settings) -> Arc<Holder> {
+    let store = Store::open(&s.store_path()).unwrap();
+    let (keys, _) = KeyRing::load_or_create(&s.key_path()).unwrap();
+    Arc::new(Holder::new(s.clone(), store, keys, Arc::new(SystemClock)))
+}
+
+async fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "socket {} did not appear", path.display());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_goes_through_the_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    init(&s, None).unwrap();
+    let holder = server_holder(&s);
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve_socket(holder.clone(), stop.clone()));
+    let sock = s.admin_socket_path();
+    wait_for(&sock).await;
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // The server's Holder holds the store: a direct open fails, so an import that
+    // succeeds must have gone through the socket.
+    assert!(Store::open(&s.store_path()).is_err_and(|e| in_use(&e)));
+
+    // A CSV file: parsed here into JSON rows, validated again by the server.
+    let csv = dir.path().join("feed.csv");
+    std::fs::write(
+        &csv,
+        "ref,title,category,price.amount,price.currency,area,seller.name,attr.year\n\
+         k1,Škoda Octavia,vehicles,9000,EUR,Košice,Auto Kováč,2018\n\
+         k2,Škoda Fabia,vehicles,5000,,Košice,Auto Kováč,2012\n\
+         k3,Škoda Superb,vehicles,15000,EUR,SK-BL,Auto Kováč,2020\n",
+    )
+    .unwrap();
+    let (s2, f2) = (s.clone(), csv.clone());
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    assert_eq!(r.via, Route::Socket);
+    assert_eq!(r.imported, ImportCounts { created: 2, updated: 0, delivered: 0 });
+    assert_eq!(r.errors, vec![RowError { line: 3, message: "price.currency is required".into() }]);
+    let (s2, f2) = (s.clone(), jsonl(dir.path()));
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    assert_eq!((r.via, r.imported.created, r.rejected), (Route::Socket, 3, 2));
+    let offers: Vec<OfferRecord> = holder.store.read(|rx| rx.all_offers()).unwrap();
+    assert_eq!(offers.len(), 5, "the offers are in the server's store");
+    let year = offers.iter().find(|o| o.offer.title == "Škoda Octavia" && o.offer.attributes.contains_key("year"));
+    assert_eq!(year.unwrap().offer.attributes["year"], json!(2018));
+
+    // The protocol itself.
+    let sock2 = sock.clone();
+    let answers = tokio::task::spawn_blocking(move || {
+        let stream = std::os::unix::net::UnixStream::connect(&sock2).unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut w = stream;
+        let mut out = Vec::new();
+        let mut bad_row = row("z", "Fabia");
+        bad_row["price"] = json!({"amount": 1, "currency": "USD"});
+        for req in [
+            json!({"op": "ping"}).to_string(),
+            "not json".to_owned(),
+            json!({"op": "drop"}).to_string(),
+            json!({"op": "import"}).to_string(),
+            json!({"op": "import", "rows": [row("y", "Fabia"), bad_row]}).to_string(),
+        ] {
+            w.write_all(format!("{req}\n").as_bytes()).unwrap();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            out.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        out
+    })
+    .await
+    .unwrap();
+    assert_eq!(answers[0], json!({"ok": true, "version": VERSION}));
+    assert!(answers[1]["error"].as_str().unwrap().starts_with("the request is not JSON"));
+    assert!(answers[2]["error"].as_str().unwrap().starts_with("unknown op \"drop\""));
+    assert!(answers[3]["error"].as_str().unwrap().contains("rows"));
+    assert_eq!(answers[4]["ok"], false);
+    assert!(answers[4]["error"].as_str().unwrap().starts_with("rows[1]: price.currency"), "{}", answers[4]);
+    let n = holder.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len();
+    assert_eq!(n, 5, "a refused batch stores nothing");
+
+    // Stopping removes the socket file; with the store still held the import says why.
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
+    assert!(!sock.exists());
+    let (s2, f2) = (s.clone(), csv.clone());
+    let e = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap_err();
+    assert!(e.to_string().contains("without its admin socket"), "{e}");
+    drop(holder);
+    let (s2, f2) = (s.clone(), csv);
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    assert_eq!((r.via, r.imported.updated), (Route::Direct, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_socket_file_is_replaced_and_idle_connections_end_on_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    init(&s, None).unwrap();
+    let sock = s.admin_socket_path();
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    std::fs::write(dir.path().join("data").join("not-a-socket"), "x").unwrap();
+    assert!(AdminSocket::bind(&dir.path().join("data").join("not-a-socket")).is_err());
+    let holder = server_holder(&s);
+    let stop = CancellationToken::new();
+    let socket = AdminSocket::bind(&sock).unwrap();
+    assert_eq!(socket.path(), sock.as_path());
+    let server = tokio::spawn(socket.run(holder, stop.clone()));
+    // An idle client must not keep the server from stopping.
+    let _idle = tokio::net::UnixStream::connect(&sock).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
+    assert!(!sock.exists());
+}

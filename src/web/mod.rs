@@ -1,0 +1,510 @@
+//! The holder's web pages (PROTOCOL.md §1 "Web pages", §4): the consent page, the
+//! e-mail confirmation page, the results page of a manage link, the withdraw page and
+//! the RFC 8058 one-click unsubscribe, plus a short home page and the one stylesheet.
+//!
+//! Server-rendered with maud, no JavaScript. A GET never changes state (mail scanners
+//! follow links); every state change is a POST carrying a CSRF token bound to the
+//! form's purpose and the page's URL token — except the one-click unsubscribe POST,
+//! which mail clients send without one (the unguessable token is the authority).
+//!
+//! Privacy: pages show only the public [`crate::protocol::Intent`] view (never contact
+//! data or a hidden limit's value) and no token other than the page's own. Responses
+//! carry `Cache-Control: no-store`, `Referrer-Policy: no-referrer` (tokens are in the
+//! URLs), a strict CSP and `X-Frame-Options: DENY`. Errors are logged once, by
+//! operation name only: never a path, token, e-mail or form body.
+
+mod i18n;
+mod pages;
+#[cfg(test)]
+mod tests;
+
+use crate::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError};
+use crate::protocol::{Intent, Status};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use i18n::{page_lang, ui, Ui, LANGUAGES};
+use maud::Markup;
+use rust_embed::RustEmbed;
+use serde::Deserialize;
+use std::sync::{Arc, OnceLock};
+
+type Shared = Arc<Holder>;
+
+/// Largest form body accepted (the consent form is well under 1 KiB).
+const FORM_LIMIT: usize = 16 * 1024;
+
+/// CSRF purposes (the binding is the page's URL token).
+const CSRF_CONSENT: &str = "consent";
+const CSRF_CONFIRM: &str = "confirm";
+const CSRF_WITHDRAW: &str = "withdraw";
+
+const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
+
+/// Routes of the holder's pages (PROTOCOL.md §1 "Web pages").
+///
+/// `GET /`, `GET|POST /consent/{token}`, `GET /consent/{token}/sent`,
+/// `GET|POST /confirm/{token}`, `GET /confirm/{token}/done`, `GET /results/{token}`,
+/// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
+/// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF), and
+/// `GET /assets/style.css`.
+pub fn routes(holder: Arc<Holder>) -> Router {
+    let pages = Router::new()
+        .route("/", get(home))
+        .route("/consent/{token}", get(consent_page).post(consent_submit))
+        .route("/consent/{token}/sent", get(consent_sent))
+        .route("/confirm/{token}", get(confirm_page).post(confirm_submit))
+        .route("/confirm/{token}/done", get(confirm_done))
+        .route("/results/{token}", get(results_page))
+        .route("/withdraw/{token}", get(withdraw_page).post(withdraw_submit))
+        .route("/withdraw/{token}/done", get(withdraw_done))
+        .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+        .layer(axum::middleware::map_response(page_headers))
+        .with_state(holder);
+    Router::new().route("/assets/style.css", get(stylesheet)).merge(pages)
+}
+
+/// Security and privacy headers of every page response (redirects and errors too).
+async fn page_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    res
+}
+
+// ---------------------------------------------------------------------------
+// the stylesheet
+
+#[derive(RustEmbed)]
+#[folder = "assets/"]
+struct Assets;
+
+/// The stylesheet and its version (first 8 bytes of its SHA-256, hex).
+struct Stylesheet {
+    body: Bytes,
+    version: String,
+}
+
+fn stylesheet_file() -> &'static Stylesheet {
+    static CSS: OnceLock<Stylesheet> = OnceLock::new();
+    CSS.get_or_init(|| match Assets::get("style.css") {
+        Some(f) => {
+            let version = f.metadata.sha256_hash().iter().take(8).map(|b| format!("{b:02x}")).collect();
+            Stylesheet { body: Bytes::from(f.data.into_owned()), version }
+        }
+        None => Stylesheet { body: Bytes::new(), version: "0".into() },
+    })
+}
+
+/// The stylesheet URL pages link to: versioned, so it can be cached for long.
+fn stylesheet_href() -> String {
+    format!("/assets/style.css?v={}", stylesheet_file().version)
+}
+
+/// `GET /assets/style.css`: cached for a year (immutable) when requested with the
+/// current `?v=`, for an hour otherwise; `ETag` and `If-None-Match` → 304.
+async fn stylesheet(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
+    let css = stylesheet_file();
+    let etag = format!("\"{}\"", css.version);
+    let current = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == format!("v={}", css.version)));
+    let cache = if current { "public, max-age=31536000, immutable" } else { "public, max-age=3600" };
+    let common = [
+        (header::CACHE_CONTROL, cache.to_owned()),
+        (header::ETAG, etag.clone()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+    ];
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    if fresh {
+        return (StatusCode::NOT_MODIFIED, common).into_response();
+    }
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/css; charset=utf-8".to_owned())], common, css.body.clone())
+        .into_response()
+}
+
+// ---------------------------------------------------------------------------
+// page plumbing
+
+/// Renders a page body in the layout with `status`.
+fn page(h: &Holder, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
+    let doc = pages::layout(ui, &h.settings.holder_name, title, &stylesheet_href(), false, body);
+    (status, doc).into_response()
+}
+
+/// Why a page request could not be answered as asked.
+enum Fail {
+    /// Unknown token (one indistinguishable answer).
+    NotFound,
+    /// Bad input (only the consent form's e-mail can be).
+    Input,
+    /// Not possible in the intent's state.
+    State,
+    /// Storage, keys or a failed task: logged already, answered generically.
+    Internal,
+}
+
+/// Runs a blocking holder operation (redb I/O) off the async threads. Internal
+/// failures are logged here, once, by operation name only.
+async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
+where
+    T: Send + 'static,
+    F: FnOnce(&Holder) -> Result<T, HolderError> + Send + 'static,
+{
+    let holder = Arc::clone(h);
+    match tokio::task::spawn_blocking(move || f(&holder)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(HolderError::NotFound)) => Err(Fail::NotFound),
+        Ok(Err(HolderError::Input(_))) => Err(Fail::Input),
+        Ok(Err(e)) if e.is_internal() => {
+            tracing::error!(op, error = %e, "web page: holder operation failed");
+            Err(Fail::Internal)
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(op, error = %e, "web page: operation refused in this state");
+            Err(Fail::State)
+        }
+        Err(e) => {
+            tracing::error!(op, error = %e, "web page: blocking task failed");
+            Err(Fail::Internal)
+        }
+    }
+}
+
+/// The holder's default page language (for pages without an intent).
+fn default_ui(h: &Holder) -> &'static Ui {
+    ui(page_lang(None, &h.settings.default_language))
+}
+
+/// The page language of an intent.
+fn intent_ui(h: &Holder, intent: &Intent) -> &'static Ui {
+    ui(page_lang(Some(&intent.language), &h.settings.default_language))
+}
+
+/// The error page of a [`Fail`].
+fn fail_page(h: &Holder, ui: &Ui, fail: Fail) -> Response {
+    match fail {
+        Fail::NotFound => {
+            page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::message(ui.not_found_body, false))
+        }
+        Fail::Input => page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, pages::message(ui.email_invalid, true)),
+        Fail::State => page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(ui.closed_body, false)),
+        Fail::Internal => {
+            page(h, ui, StatusCode::INTERNAL_SERVER_ERROR, ui.error_title, pages::message(ui.error_body, true))
+        }
+    }
+}
+
+/// 403: the CSRF token is missing, forged or older than two hours.
+fn csrf_page(h: &Holder, ui: &Ui) -> Response {
+    page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
+}
+
+/// 410: expired or withdrawn.
+fn closed_page(h: &Holder, ui: &Ui, intent: &Intent) -> Response {
+    page(h, ui, StatusCode::GONE, ui.closed_title, pages::message_with_statement(ui, ui.closed_body, intent))
+}
+
+/// 409: consent was already given on this link (first come, seed §5.3).
+fn taken_page(h: &Holder, ui: &Ui) -> Response {
+    page(h, ui, StatusCode::CONFLICT, ui.taken_title, pages::message(ui.taken_body, false))
+}
+
+fn now_unix(h: &Holder) -> i64 {
+    h.clock.now().unix_timestamp()
+}
+
+fn csrf_ok(h: &Holder, token: &str, purpose: &str, binding: &str) -> bool {
+    h.keys.csrf_valid(token, purpose, binding, now_unix(h))
+}
+
+/// The fields of the pages' forms; missing fields are empty (and then fail the CSRF or
+/// accept check), so a malformed body is answered by the same pages.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FormFields {
+    csrf: String,
+    email: String,
+    accept: String,
+    lang: String,
+}
+
+impl FormFields {
+    fn parse(body: &[u8]) -> Self {
+        serde_urlencoded::from_bytes(body).unwrap_or_default()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// home
+
+/// `GET /`: what this holder is and where assistants connect.
+async fn home(State(h): State<Shared>) -> Response {
+    let ui = default_ui(&h);
+    let mcp = format!("{}/mcp", h.settings.public_url.base);
+    let name = &h.settings.holder_name;
+    let doc = pages::layout(ui, name, name, &stylesheet_href(), true, pages::home(ui, &mcp));
+    doc.into_response()
+}
+
+// ---------------------------------------------------------------------------
+// consent (PROTOCOL.md §4.2)
+
+/// Renders the consent page (open drafts) with an optional error and status.
+fn consent_form_page(
+    h: &Holder,
+    ui: &Ui,
+    intent: &Intent,
+    token: &str,
+    status: StatusCode,
+    error: Option<(&str, bool)>,
+) -> Response {
+    let text = h.consent.get(ui.lang);
+    let csrf = h.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
+    let form = pages::ConsentForm { token, csrf: &csrf, text_language: &text.language, text: &text.body, error };
+    page(h, ui, status, ui.consent_title, pages::consent(ui, intent, &form))
+}
+
+/// The consent link when consent can no longer be given: already used (409) or
+/// expired/withdrawn (410).
+fn consent_closed(h: &Holder, ui: &Ui, intent: &Intent) -> Response {
+    match intent.status {
+        Status::AwaitingEmailConfirmation | Status::Active => taken_page(h, ui),
+        _ => closed_page(h, ui, intent),
+    }
+}
+
+/// `GET /consent/{token}`.
+async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+        Ok(v) => v,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &view.intent);
+    if view.open {
+        consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None)
+    } else {
+        consent_closed(&h, ui, &view.intent)
+    }
+}
+
+/// `POST /consent/{token}` (email, accept, csrf, lang): CSRF, the checkbox, then
+/// [`Holder::give_consent`]; 303 to `/consent/{token}/sent` when recorded.
+async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+    let form = FormFields::parse(&body);
+    let t = token.clone();
+    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+        Ok(v) => v,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &view.intent);
+    if !csrf_ok(&h, &form.csrf, CSRF_CONSENT, &token) {
+        return csrf_page(&h, ui);
+    }
+    if !view.open {
+        return consent_closed(&h, ui, &view.intent);
+    }
+    if form.accept != "yes" {
+        return consent_form_page(
+            &h,
+            ui,
+            &view.intent,
+            &token,
+            StatusCode::BAD_REQUEST,
+            Some((ui.accept_required, false)),
+        );
+    }
+    // The language of the consent text the person read (sent back by the form).
+    let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
+    let (t, email) = (token.clone(), form.email);
+    match call(&h, "give_consent", move |x| x.give_consent(&t, &email, lang)).await {
+        Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => Redirect::to(&format!("/consent/{token}/sent")).into_response(),
+        Ok(ConsentOutcome::Taken) => taken_page(&h, ui),
+        Ok(ConsentOutcome::Closed) => closed_page(&h, ui, &view.intent),
+        Err(Fail::Input) => {
+            consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, Some((ui.email_invalid, true)))
+        }
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).
+async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+        Ok(v) => v,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &view.intent);
+    match view.intent.status {
+        Status::AwaitingEmailConfirmation | Status::Active => {
+            let body = maud::html! {
+                (pages::message(ui.sent_body, false))
+                p.hint { (ui.sent_spam) }
+                (pages::statement(ui, &view.intent))
+            };
+            page(&h, ui, StatusCode::OK, ui.sent_title, body)
+        }
+        _ if view.open => consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None),
+        _ => consent_closed(&h, ui, &view.intent),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// e-mail confirmation (PROTOCOL.md §4.3)
+
+/// The confirmation page for an intent in any state (GET and the done page).
+fn confirm_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Response {
+    match intent.status {
+        Status::AwaitingEmailConfirmation => {
+            let csrf = h.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
+            page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
+        }
+        Status::Active => {
+            page(h, ui, StatusCode::OK, ui.active_title, pages::message_with_statement(ui, ui.already_active, intent))
+        }
+        _ => closed_page(h, ui, intent),
+    }
+}
+
+/// `GET /confirm/{token}`: a Confirm button; never changes state.
+async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
+        Err(f) => fail_page(&h, default_ui(&h), f),
+    }
+}
+
+/// `POST /confirm/{token}` (csrf): [`Holder::confirm`]; 303 to `/confirm/{token}/done`.
+async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+    let form = FormFields::parse(&body);
+    let t = token.clone();
+    let intent = match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    if !csrf_ok(&h, &form.csrf, CSRF_CONFIRM, &token) {
+        return csrf_page(&h, ui);
+    }
+    let t = token.clone();
+    match call(&h, "confirm", move |x| x.confirm(&t)).await {
+        Ok(ConfirmOutcome::Activated | ConfirmOutcome::AlreadyActive) => {
+            Redirect::to(&format!("/confirm/{token}/done")).into_response()
+        }
+        Ok(ConfirmOutcome::Closed) => closed_page(&h, ui, &intent),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// `GET /confirm/{token}/done`: "your request is active".
+async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    let intent = match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    if intent.status == Status::Active {
+        page(&h, ui, StatusCode::OK, ui.active_title, pages::message_with_statement(ui, ui.active_body, &intent))
+    } else {
+        confirm_state_page(&h, ui, &intent, &token)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// results and withdrawal (manage token; PROTOCOL.md §4.4)
+
+/// `GET /results/{token}`: the intent, its deliveries and the withdraw link.
+async fn results_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    match call(&h, "results_view", move |x| x.results_view(&t)).await {
+        Ok(v) => {
+            let ui = intent_ui(&h, &v.intent);
+            page(&h, ui, StatusCode::OK, ui.results_title, pages::results(ui, &v.intent, &v.deliveries, &token))
+        }
+        Err(f) => fail_page(&h, default_ui(&h), f),
+    }
+}
+
+/// The withdraw page for an intent in any state.
+fn withdraw_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Response {
+    match intent.status {
+        Status::Withdrawn => page(
+            h,
+            ui,
+            StatusCode::OK,
+            ui.withdrawn_title,
+            pages::message_with_statement(ui, ui.withdrawn_body, intent),
+        ),
+        Status::Expired => {
+            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
+        }
+        _ => {
+            let csrf = h.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
+            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
+        }
+    }
+}
+
+/// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never
+/// changes state.
+async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+        Ok(intent) => withdraw_state_page(&h, intent_ui(&h, &intent), &intent, &token),
+        Err(f) => fail_page(&h, default_ui(&h), f),
+    }
+}
+
+/// `POST /withdraw/{token}` (csrf): [`Holder::withdraw_by_manage`]; 303 to
+/// `/withdraw/{token}/done`.
+async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+    let form = FormFields::parse(&body);
+    let t = token.clone();
+    let intent = match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+        Ok(intent) => intent,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    if !csrf_ok(&h, &form.csrf, CSRF_WITHDRAW, &token) {
+        return csrf_page(&h, ui);
+    }
+    let t = token.clone();
+    match call(&h, "withdraw_by_manage", move |x| x.withdraw_by_manage(&t)).await {
+        Ok(()) => Redirect::to(&format!("/withdraw/{token}/done")).into_response(),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// `GET /withdraw/{token}/done`: "withdrawn".
+async fn withdraw_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    withdraw_page(State(h), Path(token)).await
+}
+
+/// `POST /unsubscribe/{token}`: RFC 8058 one-click (`List-Unsubscribe=One-Click`). No
+/// CSRF token: mail clients cannot send one, and the unguessable token is the
+/// authority. Any body is accepted (some clients send multipart); 200 with a short page.
+async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+    let t = token.clone();
+    let intent = match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+        Ok(intent) => intent,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    let t = token.clone();
+    match call(&h, "withdraw_by_manage", move |x| x.withdraw_by_manage(&t)).await {
+        Ok(()) => page(&h, ui, StatusCode::OK, ui.withdrawn_title, pages::message(ui.unsubscribed, false)),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}

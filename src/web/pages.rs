@@ -1,0 +1,408 @@
+//! The page templates (maud): the layout and one function per page body.
+//!
+//! Templates get only what they may show: the public [`Intent`] view (never contact or
+//! the hidden limit's value, which it does not carry), the page's own URL token in form
+//! actions and links, and a CSRF token. No JavaScript, no inline styles (the CSP allows
+//! only the stylesheet at `/assets/style.css`).
+
+use super::i18n::Ui;
+use crate::gazetteer::{region_name, AreaObject};
+use crate::mail::format_amount;
+use crate::protocol::{Budget, Delivery, Intent};
+use maud::{html, Markup, DOCTYPE};
+use serde_json::Value;
+
+/// The whole document around a page body.
+pub fn layout(ui: &Ui, holder_name: &str, title: &str, stylesheet: &str, index: bool, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang=(ui.lang) {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                @if !index {
+                    meta name="robots" content="noindex, nofollow";
+                }
+                title {
+                    @if title == holder_name { (title) } @else { (title) " – " (holder_name) }
+                }
+                link rel="stylesheet" href=(stylesheet);
+            }
+            body {
+                a.skip href="#main" { (ui.skip) }
+                header.site {
+                    a href="/" { (holder_name) }
+                }
+                main #main {
+                    h1 { (title) }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+/// Home page body: what the holder is and where assistants connect.
+pub fn home(ui: &Ui, mcp_url: &str) -> Markup {
+    html! {
+        p { (ui.home_intro) }
+        p { (ui.home_mcp) }
+        p { code.url { (mcp_url) } }
+        p { (ui.home_people) }
+    }
+}
+
+/// A one-paragraph message page body (done pages, refusals, errors).
+pub fn message(text: &str, alert: bool) -> Markup {
+    html! {
+        @if alert {
+            p.notice role="alert" { (text) }
+        } @else {
+            p.notice { (text) }
+        }
+    }
+}
+
+/// A message followed by the statement of the intent it is about.
+pub fn message_with_statement(ui: &Ui, text: &str, intent: &Intent) -> Markup {
+    html! {
+        (message(text, false))
+        (statement(ui, intent))
+    }
+}
+
+/// The buyer's statement, quoted (it may be in another language than the page).
+pub fn statement(ui: &Ui, intent: &Intent) -> Markup {
+    html! {
+        figure.statement {
+            figcaption { (ui.statement) }
+            blockquote lang=(intent.language) { p { (intent.statement) } }
+        }
+    }
+}
+
+/// Everything public about an intent: statement, category, area, budget, dates,
+/// criteria table, and — when set — the sentence that a hidden limit exists.
+pub fn intent_details(ui: &Ui, intent: &Intent) -> Markup {
+    // Criteria in the category's attribute order (make before model), unknown keys last.
+    let order = crate::protocol::category(&intent.category).map(|c| c.attributes).unwrap_or(&[]);
+    let mut criteria: Vec<(&String, &Value)> =
+        intent.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
+    criteria.sort_by_key(|(k, _)| order.iter().position(|(a, _, _)| a == k).unwrap_or(usize::MAX));
+    html! {
+        (statement(ui, intent))
+        dl.facts {
+            dt { (ui.category) }
+            dd { (ui.category_name(&intent.category)) }
+            dt { (ui.area) }
+            dd { (area_text(ui, &intent.area)) }
+            @if let Some(b) = &intent.budget {
+                dt { (ui.budget) }
+                dd { (budget_text(ui, b)) }
+            }
+            @if let Some(d) = &intent.buy_by {
+                dt { (ui.buy_by) }
+                dd { (date(ui, d)) }
+            }
+            dt { (ui.valid_until) }
+            dd { (date(ui, &intent.valid_until)) }
+        }
+        @if !criteria.is_empty() {
+            table.criteria {
+                caption { (ui.criteria) }
+                thead { tr { th scope="col" { (ui.criterion) } th scope="col" { (ui.value) } } }
+                tbody {
+                    @for (k, v) in &criteria {
+                        tr { th scope="row" { (ui.attribute_label(k)) } td { (criterion_value(ui, v)) } }
+                    }
+                }
+            }
+        }
+        @if intent.has_hidden_limit {
+            p.limit { (ui.hidden_limit) }
+        }
+    }
+}
+
+/// Statement and status (results and withdraw pages).
+pub fn intent_status(ui: &Ui, intent: &Intent) -> Markup {
+    html! {
+        (statement(ui, intent))
+        dl.facts {
+            dt { (ui.status) }
+            dd { (ui.status_name(intent.status)) }
+            dt { (ui.valid_until) }
+            dd { (date(ui, &intent.valid_until)) }
+        }
+    }
+}
+
+/// What the consent form needs besides the intent.
+pub struct ConsentForm<'a> {
+    /// The page's own consent token (form action).
+    pub token: &'a str,
+    /// CSRF token for purpose `consent`.
+    pub csrf: &'a str,
+    /// Language of the consent text shown (sent back as `lang`).
+    pub text_language: &'a str,
+    /// The consent text (paragraphs separated by blank lines).
+    pub text: &'a str,
+    /// An error to show above the form, and whether it is about the e-mail field
+    /// (otherwise the checkbox).
+    pub error: Option<(&'a str, bool)>,
+}
+
+/// The consent page body (PROTOCOL.md §4.2).
+pub fn consent(ui: &Ui, intent: &Intent, f: &ConsentForm<'_>) -> Markup {
+    let email_error = f.error.is_some_and(|(_, email)| email);
+    let accept_error = f.error.is_some_and(|(_, email)| !email);
+    html! {
+        p { (ui.consent_intro) }
+        (intent_details(ui, intent))
+        section.consent-text aria-labelledby="consent-heading" lang=(f.text_language) {
+            h2 #consent-heading { (ui.consent_text) }
+            @for para in paragraphs(f.text) {
+                p { (para) }
+            }
+        }
+        form.card method="post" action=(format!("/consent/{}", f.token)) {
+            @if let Some((msg, _)) = f.error {
+                p.error #form-error role="alert" { (msg) }
+            }
+            input type="hidden" name="csrf" value=(f.csrf);
+            input type="hidden" name="lang" value=(f.text_language);
+            div.field {
+                label for="email" { (ui.email_label) }
+                input #email type="email" name="email" required autocomplete="email" inputmode="email"
+                    maxlength="254" spellcheck="false" autocapitalize="off"
+                    aria-describedby=(if email_error { "email-hint form-error" } else { "email-hint" })
+                    aria-invalid=[email_error.then_some("true")];
+                p.hint #email-hint { (ui.email_hint) }
+            }
+            div.check {
+                input #accept type="checkbox" name="accept" value="yes" required
+                    aria-describedby=[accept_error.then_some("form-error")]
+                    aria-invalid=[accept_error.then_some("true")];
+                label for="accept" { (ui.accept_label) }
+            }
+            button type="submit" { (ui.consent_button) }
+        }
+        p.hint { (ui.consent_ignore) }
+    }
+}
+
+/// The confirmation page body with its Confirm form (a GET shows it, only the POST
+/// confirms).
+pub fn confirm(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
+    html! {
+        p { (ui.confirm_intro) }
+        (intent_details(ui, intent))
+        form.card method="post" action=(format!("/confirm/{token}")) {
+            input type="hidden" name="csrf" value=(csrf);
+            button type="submit" { (ui.confirm_button) }
+        }
+    }
+}
+
+/// The withdraw page body with its Withdraw form (also the GET of the unsubscribe link).
+pub fn withdraw(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
+    html! {
+        p { (ui.withdraw_intro) }
+        (intent_status(ui, intent))
+        form.card method="post" action=(format!("/withdraw/{token}")) {
+            input type="hidden" name="csrf" value=(csrf);
+            button.danger type="submit" { (ui.withdraw_button) }
+        }
+    }
+}
+
+/// The code holder's results page body: the intent, its deliveries (newest first) and
+/// the withdraw link.
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+    html! {
+        (intent_status(ui, intent))
+        h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
+        @if deliveries.is_empty() {
+            p { (ui.no_offers) }
+        } @else {
+            ol.offers {
+                @for d in deliveries {
+                    @let o = &d.offer;
+                    li {
+                        h3 {
+                            @match o.source.url.as_deref().filter(|u| is_web_url(u)) {
+                                Some(u) => a href=(u) rel="noopener noreferrer nofollow" { (o.title) },
+                                None => (o.title),
+                            }
+                        }
+                        dl.meta {
+                            dt { (ui.price) }
+                            dd.price { (format_amount(o.price.amount)) "\u{a0}" (o.price.currency) }
+                            dt { (ui.place) }
+                            dd { (place_text(ui, &o.area)) }
+                            dt { (ui.seller) }
+                            dd { (o.seller.name) }
+                            dt { (ui.delivered) }
+                            dd { (date(ui, &d.delivered_at)) }
+                        }
+                    }
+                }
+            }
+        }
+        p.hint { (ui.aggregator) }
+        @if !intent.status.is_final() {
+            p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }
+        }
+    }
+}
+
+/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
+fn is_web_url(u: &str) -> bool {
+    let l = u.trim_start().to_ascii_lowercase();
+    l.starts_with("https://") || l.starts_with("http://")
+}
+
+/// Paragraphs of a plain text: blocks separated by blank lines, lines joined.
+pub fn paragraphs(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            if !cur.is_empty() {
+                out.push(cur.join(" "));
+                cur.clear();
+            }
+        } else {
+            cur.push(line);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur.join(" "));
+    }
+    out
+}
+
+/// An area as words: regions by name, the whole country by name, a town first.
+pub fn area_text(ui: &Ui, area: &AreaObject) -> String {
+    let regions: Vec<&str> = area.regions.iter().map(|r| region_name(r, ui.lang).unwrap_or(r.as_str())).collect();
+    let scope = if regions.is_empty() { ui.country_name(&area.country).to_owned() } else { regions.join(", ") };
+    match &area.place {
+        Some(p) => format!("{p} ({scope})"),
+        None => scope,
+    }
+}
+
+/// An offer's place: its town, else its region, else its country.
+fn place_text(ui: &Ui, area: &AreaObject) -> String {
+    match &area.place {
+        Some(p) => p.clone(),
+        None => area_text(ui, area),
+    }
+}
+
+/// The visible budget: `8 000 – 12 000 EUR`, `up to 12 000 EUR`, `from 8 000 EUR`.
+pub fn budget_text(ui: &Ui, b: &Budget) -> String {
+    let cur = &b.currency;
+    match (b.min, b.max) {
+        (Some(min), Some(max)) => format!("{}\u{a0}– {}\u{a0}{cur}", format_amount(min), format_amount(max)),
+        (None, Some(max)) => format!("{} {}\u{a0}{cur}", ui.up_to, format_amount(max)),
+        (Some(min), None) => format!("{} {}\u{a0}{cur}", ui.from, format_amount(min)),
+        (None, None) => cur.clone(),
+    }
+}
+
+/// A criteria value: strings as given, arrays joined, ranges as `a – b`, `≥ a`, `≤ b`.
+fn criterion_value(ui: &Ui, v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => number(ui, n),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        Value::Array(a) => a.iter().map(|x| criterion_value(ui, x)).collect::<Vec<_>>().join(", "),
+        Value::Object(o) => {
+            let side = |k: &str| o.get(k).and_then(Value::as_number).map(|n| number(ui, n));
+            match (side("min"), side("max")) {
+                (Some(a), Some(b)) => format!("{a}\u{a0}– {b}"),
+                (Some(a), None) => format!("≥ {a}"),
+                (None, Some(b)) => format!("≤ {b}"),
+                (None, None) => Value::Object(o.clone()).to_string(),
+            }
+        }
+    }
+}
+
+/// A number: years and small counts plain, large whole numbers grouped (`150 000`),
+/// decimals with a comma in Slovak and Czech.
+fn number(ui: &Ui, n: &serde_json::Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return if i.abs() >= 10_000 { format_amount(i as f64) } else { i.to_string() };
+    }
+    let f = n.as_f64().unwrap_or_default();
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        return if f.abs() >= 10_000.0 { format_amount(f) } else { format!("{f:.0}") };
+    }
+    let s = f.to_string();
+    if ui.lang == "en" {
+        s
+    } else {
+        s.replace('.', ",")
+    }
+}
+
+/// A date or time as a date: `1. 12. 2026` in Slovak and Czech, `2026-12-01` in English
+/// (in a `<time>` element with the machine-readable value).
+pub fn date(ui: &Ui, s: &str) -> Markup {
+    let d = crate::clock::parse_rfc3339(s).map(|t| t.date()).or_else(|_| crate::clock::parse_date(s));
+    let shown = match d {
+        Ok(d) if ui.lang == "en" => crate::clock::date_string(d),
+        Ok(d) => format!("{}.\u{a0}{}.\u{a0}{}", d.day(), u8::from(d.month()), d.year()),
+        Err(_) => s.to_owned(),
+    };
+    html! { time datetime=(s) { (shown) } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::web::i18n::ui;
+    use serde_json::json;
+
+    #[test]
+    fn paragraphs_split_on_blank_lines() {
+        assert_eq!(paragraphs("a\nb\n\n\nc\r\n"), vec!["a b".to_owned(), "c".to_owned()]);
+        assert!(paragraphs("").is_empty());
+    }
+
+    #[test]
+    fn values_and_budgets_read_naturally() {
+        let sk = ui("sk");
+        assert_eq!(criterion_value(sk, &json!({"min": 2016})), "≥ 2016");
+        assert_eq!(criterion_value(sk, &json!({"max": 150000})), "≤ 150\u{a0}000");
+        assert_eq!(criterion_value(sk, &json!(["diesel", "hybrid"])), "diesel, hybrid");
+        assert_eq!(criterion_value(sk, &json!(1.5)), "1,5");
+        let b = Budget { max: Some(12000.0), min: None, currency: "EUR".into() };
+        assert_eq!(budget_text(sk, &b), "do 12\u{a0}000\u{a0}EUR");
+        assert_eq!(
+            date(sk, "2026-12-01T10:00:00Z").into_string(),
+            "<time datetime=\"2026-12-01T10:00:00Z\">1.\u{a0}12.\u{a0}2026</time>"
+        );
+    }
+
+    #[test]
+    fn areas_use_region_and_country_names() {
+        let cs = ui("cs");
+        let a = AreaObject { country: "CZ".into(), regions: vec!["CZ-64".into()], place: Some("Brno".into()) };
+        assert_eq!(area_text(cs, &a), "Brno (Jihomoravský kraj)");
+        let whole = AreaObject { country: "SK".into(), regions: vec![], place: None };
+        assert_eq!(area_text(ui("en"), &whole), "Slovakia");
+    }
+
+    #[test]
+    fn only_web_urls_are_links() {
+        assert!(is_web_url("https://dealer.example/1"));
+        assert!(!is_web_url("javascript:alert(1)"));
+        assert!(!is_web_url("data:text/html,x"));
+    }
+}

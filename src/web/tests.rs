@@ -1,0 +1,467 @@
+//! The pages driven through the router (axum's `oneshot` pattern) over a real holder: a
+//! redb file in a temporary directory, an ephemeral key ring and a manual clock.
+
+use super::routes;
+use crate::clock::{self, Clock, ManualClock};
+use crate::config::Settings;
+use crate::crypto::KeyRing;
+use crate::gazetteer::AreaObject;
+use crate::holder::{Holder, OfferInput, PublishResult};
+use crate::mail::{MailContent, MailJob};
+use crate::protocol::{Money, Status};
+use crate::store::{Store, StoreError};
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const STATEMENT: &str = "Hľadám Škoda Octavia, diesel";
+const EMAIL: &str = "buyer.one@buyer.example";
+const EMAIL2: &str = "someone.else@buyer.example";
+
+struct Env {
+    _dir: tempfile::TempDir,
+    holder: Arc<Holder>,
+    clock: Arc<ManualClock>,
+    app: Router,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    settings.holder_name = "Test holder".into();
+    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
+    let app = routes(holder.clone());
+    Env { _dir: dir, holder, clock, app }
+}
+
+impl Env {
+    fn publish(&self, args: Value) -> PublishResult {
+        let p = self.holder.parse_publish(&args).unwrap();
+        self.holder.publish_draft(p).unwrap()
+    }
+
+    fn publish_octavia(&self) -> PublishResult {
+        self.publish(json!({
+            "statement": STATEMENT,
+            "criteria": {"category": "vehicles", "make": "Škoda", "model": "Octavia", "year": {"min": 2016}},
+            "area": "Bratislava",
+            "budget": {"max": 15000, "currency": "EUR"},
+            "hiddenLimit": 13500,
+            "buyBy": "2027-03-01",
+        }))
+    }
+
+    fn status(&self, p: &PublishResult) -> Status {
+        self.holder.get_by_code(&p.intent_code, None).unwrap().status
+    }
+
+    async fn get(&self, path: &str) -> Resp {
+        self.send(Request::builder().method(Method::GET).uri(path).body(Body::empty()).unwrap()).await
+    }
+
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        self.send(
+            Request::builder()
+                .method(Method::POST)
+                .uri(path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await
+    }
+
+    async fn send(&self, req: Request<Body>) -> Resp {
+        let res = self.app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+    }
+
+    /// The (only) queued mail, opened.
+    fn mails(&self) -> Vec<MailContent> {
+        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Resp {
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or_default()
+    }
+
+    fn csrf(&self) -> String {
+        let marker = "name=\"csrf\" value=\"";
+        let at = self.body.find(marker).unwrap_or_else(|| panic!("no csrf field in:\n{}", self.body)) + marker.len();
+        self.body[at..].split('"').next().unwrap().to_owned()
+    }
+
+    fn has_form(&self) -> bool {
+        self.body.contains("<form")
+    }
+}
+
+/// The last path segment of a URL (the token).
+fn token_of(url: &str) -> String {
+    url.rsplit('/').next().unwrap().to_owned()
+}
+
+/// The URL in `text` that contains `part`.
+fn url_in(text: &str, part: &str) -> String {
+    text.split_whitespace().find(|w| w.contains(part)).unwrap_or_else(|| panic!("no {part} URL in:\n{text}")).to_owned()
+}
+
+fn assert_page_headers(r: &Resp) {
+    assert_eq!(r.header(header::CACHE_CONTROL), "no-store");
+    assert_eq!(r.header(header::X_FRAME_OPTIONS), "DENY");
+    assert_eq!(
+        r.header(header::CONTENT_SECURITY_POLICY),
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'"
+    );
+    assert_eq!(r.header(header::REFERRER_POLICY), "no-referrer");
+}
+
+/// No page may show the e-mail, the hidden limit, or a token other than its own.
+fn assert_private(r: &Resp, secrets: &[&str]) {
+    for s in secrets {
+        assert!(!r.body.contains(s), "page contains {s:?}:\n{}", r.body);
+    }
+    for limit in ["13500", "13 500", "13\u{a0}500", "13.500", "13,500"] {
+        assert!(!r.body.contains(limit), "page shows the hidden limit:\n{}", r.body);
+    }
+}
+
+fn octavia_offer() -> OfferInput {
+    let mut attributes = Map::new();
+    attributes.insert("make".into(), json!("Škoda"));
+    attributes.insert("model".into(), json!("Octavia"));
+    attributes.insert("year".into(), json!(2018));
+    attributes.insert("fuel".into(), json!("diesel"));
+    OfferInput {
+        reference: Some("oct-1".into()),
+        title: "Škoda Octavia 2.0 TDI Combi".into(),
+        description: "Diesel, kombi, servisná knižka.".into(),
+        category: "vehicles".into(),
+        attributes,
+        price: Money { amount: 13000.0, currency: "EUR".into() },
+        area: AreaObject { country: "SK".into(), regions: vec!["SK-BL".into()], place: Some("Bratislava".into()) },
+        seller_name: "Autá Test s.r.o.".into(),
+        seller_url: Some("https://dealer.example/".into()),
+        url: Some("https://dealer.example/oct-1".into()),
+        valid_until: None,
+    }
+}
+
+#[tokio::test]
+async fn home_page_names_the_holder_and_the_mcp_endpoint() {
+    let e = env();
+    let r = e.get("/").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_page_headers(&r);
+    assert!(r.body.contains("Test holder"));
+    assert!(r.body.contains("http://127.0.0.1:8080/mcp"));
+    assert!(r.body.contains("<html lang=\"sk\">"));
+}
+
+#[tokio::test]
+async fn consent_confirm_results_and_one_click_withdraw() {
+    let e = env();
+    e.holder.import_offers(vec![octavia_offer()]).unwrap();
+    let p = e.publish_octavia();
+    let token = token_of(&p.consent_url);
+    let consent = format!("/consent/{token}");
+
+    // The consent page: statement, public details, "a limit is set", never its value.
+    let page = e.get(&consent).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert_page_headers(&page);
+    assert!(page.body.contains("<html lang=\"sk\">"));
+    assert!(page.body.contains("<meta name=\"viewport\""));
+    assert!(page.body.contains("<meta name=\"referrer\" content=\"no-referrer\">"));
+    assert!(page.body.contains(STATEMENT), "{}", page.body);
+    assert!(page.body.contains("limit"), "no limit sentence");
+    assert!(page.body.contains("Bratislavský kraj"), "region name missing");
+    assert!(page.body.contains("do 15\u{a0}000\u{a0}EUR"), "visible budget missing");
+    assert!(page.body.contains("≥ 2016"), "criteria table missing");
+    let pos = |s: &str| page.body.find(s).unwrap_or_else(|| panic!("{s} missing"));
+    assert!(pos(">Značka<") < pos(">Model<") && pos(">Model<") < pos(">Rok výroby<"), "criteria out of order");
+    assert!(page.body.contains(&e.holder.consent.get("sk").body.lines().next().unwrap()[..40]));
+    for needle in [
+        "type=\"email\" name=\"email\" required autocomplete=\"email\"",
+        "type=\"checkbox\" name=\"accept\" value=\"yes\" required",
+        "name=\"lang\" value=\"sk\"",
+        &format!("action=\"/consent/{token}\""),
+    ] {
+        assert!(page.body.contains(needle), "consent form lacks {needle}:\n{}", page.body);
+    }
+    assert_private(&page, &[&p.intent_code]);
+    let csrf = page.csrf();
+
+    // Without or with a wrong CSRF token: 403, nothing recorded.
+    let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("lang", "sk")]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.body.contains("načítajte stránku znova"), "{}", r.body);
+    let other = e.holder.keys.csrf_token("confirm", &token, e.clock.now().unix_timestamp());
+    let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("csrf", &other)]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(e.status(&p), Status::AwaitingConsent);
+
+    // Without the checkbox: 400, the page names it, the e-mail is not echoed.
+    let r = e.post(&consent, &[("email", EMAIL), ("csrf", &csrf), ("lang", "sk")]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("role=\"alert\""));
+    assert!(r.body.contains("„Súhlasím s textom vyššie“"), "{}", r.body);
+    assert_private(&r, &[EMAIL]);
+    // A malformed address: 400 with the message.
+    let r = e.post(&consent, &[("email", "not-an-address"), ("accept", "yes"), ("csrf", &csrf)]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("meno@example.com"), "{}", r.body);
+    assert!(!r.body.contains("not-an-address"));
+    assert_eq!(e.status(&p), Status::AwaitingConsent);
+
+    // Consent: 303 to the "check your e-mail" page, which does not show the address.
+    let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("csrf", &csrf), ("lang", "sk")]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_page_headers(&r);
+    assert_eq!(r.header(header::LOCATION), format!("/consent/{token}/sent"));
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+    let sent = e.get(&format!("/consent/{token}/sent")).await;
+    assert_eq!(sent.status, StatusCode::OK);
+    assert!(sent.body.contains("Skontrolujte si e-mail"));
+    assert_private(&sent, &[EMAIL, &p.intent_code]);
+
+    // First come: the same form with another address is refused.
+    let r = e.post(&consent, &[("email", EMAIL2), ("accept", "yes"), ("csrf", &csrf), ("lang", "sk")]).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_private(&r, &[EMAIL, EMAIL2]);
+    // And the consent page no longer has a form.
+    let r = e.get(&consent).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(!r.has_form());
+    assert_private(&r, &[EMAIL, EMAIL2, &p.intent_code]);
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+
+    // The confirmation e-mail carries the /confirm/ and /withdraw/ links.
+    let mails = e.mails();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].to, EMAIL);
+    let confirm_token = token_of(&url_in(&mails[0].text, "/confirm/"));
+    let manage_token = token_of(&url_in(&mails[0].text, "/withdraw/"));
+    let confirm = format!("/confirm/{confirm_token}");
+
+    // GET never confirms (mail scanners follow links).
+    let page = e.get(&confirm).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_page_headers(&page);
+    assert!(page.body.contains(STATEMENT));
+    assert!(page.body.contains("Potvrdiť"));
+    assert!(page.body.contains(&format!("action=\"/confirm/{confirm_token}\"")));
+    assert_private(&page, &[EMAIL, &token, &manage_token, &p.intent_code]);
+    e.get(&confirm).await;
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+
+    // POST without CSRF: 403; with: 303 to the done page, active, the offer delivered.
+    let r = e.post(&confirm, &[]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+    let r = e.post(&confirm, &[("csrf", &page.csrf())]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.header(header::LOCATION), format!("/confirm/{confirm_token}/done"));
+    assert_eq!(e.status(&p), Status::Active);
+    let done = e.get(&format!("/confirm/{confirm_token}/done")).await;
+    assert_eq!(done.status, StatusCode::OK);
+    assert!(done.body.contains("Váš dopyt je aktívny"));
+    // Confirming again is harmless; the page then says it is active, without a button.
+    let r = e.post(&confirm, &[("csrf", &page.csrf())]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let again = e.get(&confirm).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert!(again.body.contains("Tento dopyt je už aktívny"));
+    assert!(!again.has_form());
+
+    // The results page of the manage link: the delivered offer and the withdraw link.
+    let results = e.get(&format!("/results/{manage_token}")).await;
+    assert_eq!(results.status, StatusCode::OK);
+    assert_page_headers(&results);
+    assert!(results.body.contains("href=\"https://dealer.example/oct-1\""), "{}", results.body);
+    assert!(results.body.contains("Škoda Octavia 2.0 TDI Combi"));
+    assert!(results.body.contains("13\u{a0}000\u{a0}EUR"));
+    assert!(results.body.contains("Autá Test s.r.o."));
+    assert!(results.body.contains(&format!("href=\"/withdraw/{manage_token}\"")));
+    assert!(results.body.contains("aktívny"));
+    assert_private(&results, &[EMAIL, &token, &confirm_token, &p.intent_code]);
+
+    // The unsubscribe link's GET shows the Withdraw form and changes nothing.
+    let unsub = format!("/unsubscribe/{manage_token}");
+    let r = e.get(&unsub).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains(&format!("action=\"/withdraw/{manage_token}\"")));
+    assert!(r.has_form());
+    assert_eq!(e.status(&p), Status::Active);
+
+    // RFC 8058 one-click: a POST without CSRF withdraws at once.
+    let r = e
+        .send(
+            Request::builder()
+                .method(Method::POST)
+                .uri(&unsub)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from("List-Unsubscribe=One-Click"))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(e.status(&p), Status::Withdrawn);
+    let r = e.get(&format!("/withdraw/{manage_token}")).await;
+    assert!(r.body.contains("Dopyt je zrušený"));
+    assert!(!r.has_form());
+    // Confirming a withdrawn intent: 410.
+    let r = e.post(&confirm, &[("csrf", &page.csrf())]).await;
+    assert_eq!(r.status, StatusCode::GONE);
+    assert_eq!(e.status(&p), Status::Withdrawn);
+}
+
+#[tokio::test]
+async fn withdraw_form_needs_csrf_and_redirects_to_done() {
+    let e = env();
+    let p = e.publish(
+        json!({"statement": "I am looking for a used Skoda Octavia estate with a diesel engine", "area": "SK"}),
+    );
+    let token = token_of(&p.consent_url);
+    let page = e.get(&format!("/consent/{token}")).await;
+    assert!(page.body.contains("<html lang=\"en\">"), "{}", page.body);
+    assert!(!page.body.contains("A hidden price limit is set"));
+    assert!(page.body.contains("Slovakia"));
+    let r = e
+        .post(
+            &format!("/consent/{token}"),
+            &[("email", EMAIL), ("accept", "yes"), ("csrf", &page.csrf()), ("lang", "en")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let manage = token_of(&url_in(&e.mails()[0].text, "/withdraw/"));
+    let path = format!("/withdraw/{manage}");
+
+    let page = e.get(&path).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Withdraw"));
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+    let r = e.post(&path, &[("csrf", "1.forged")]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.body.contains("The form expired, reload the page"));
+    assert_eq!(e.status(&p), Status::AwaitingEmailConfirmation);
+    let r = e.post(&path, &[("csrf", &page.csrf())]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.header(header::LOCATION), format!("/withdraw/{manage}/done"));
+    assert_eq!(e.status(&p), Status::Withdrawn);
+    let done = e.get(&format!("/withdraw/{manage}/done")).await;
+    assert_eq!(done.status, StatusCode::OK);
+    assert!(done.body.contains("Your request is withdrawn"));
+    // Withdrawal cancelled the queued confirmation e-mail.
+    assert!(e.mails().is_empty());
+}
+
+#[tokio::test]
+async fn expired_draft_says_so_and_refuses_consent() {
+    let e = env();
+    let p = e.publish_octavia();
+    let token = token_of(&p.consent_url);
+    e.clock.advance(time::Duration::hours(25));
+    let page = e.get(&format!("/consent/{token}")).await;
+    assert_eq!(page.status, StatusCode::GONE);
+    assert!(page.body.contains("vypršala"), "{}", page.body);
+    assert!(!page.has_form());
+    // Even with a valid CSRF token (the page no longer offers one), consent is refused.
+    let csrf = e.holder.keys.csrf_token("consent", &token, e.clock.now().unix_timestamp());
+    let r = e.post(&format!("/consent/{token}"), &[("email", EMAIL), ("accept", "yes"), ("csrf", &csrf)]).await;
+    assert_eq!(r.status, StatusCode::GONE);
+    assert_eq!(e.status(&p), Status::Expired);
+    assert!(e.mails().is_empty());
+}
+
+#[tokio::test]
+async fn stale_csrf_token_is_refused() {
+    let e = env();
+    let p = e.publish_octavia();
+    let token = token_of(&p.consent_url);
+    let page = e.get(&format!("/consent/{token}")).await;
+    e.clock.advance(time::Duration::hours(3));
+    let r = e.post(&format!("/consent/{token}"), &[("email", EMAIL), ("accept", "yes"), ("csrf", &page.csrf())]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(e.status(&p), Status::AwaitingConsent);
+}
+
+#[tokio::test]
+async fn unknown_tokens_are_404_pages() {
+    let e = env();
+    for path in [
+        "/consent/nope",
+        "/consent/nope/sent",
+        "/confirm/nope",
+        "/confirm/nope/done",
+        "/results/nope",
+        "/withdraw/nope",
+        "/withdraw/nope/done",
+        "/unsubscribe/nope",
+    ] {
+        let r = e.get(path).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert_page_headers(&r);
+        assert!(r.body.contains("Stránka sa nenašla"), "{path}");
+    }
+    for path in ["/consent/nope", "/confirm/nope", "/withdraw/nope", "/unsubscribe/nope"] {
+        let r = e.post(path, &[("csrf", "x")]).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    // The consent token does not open the other pages.
+    let p = e.publish_octavia();
+    let token = token_of(&p.consent_url);
+    for path in [format!("/confirm/{token}"), format!("/results/{token}"), format!("/withdraw/{token}")] {
+        assert_eq!(e.get(&path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    // Nor does the intentCode.
+    assert_eq!(e.get(&format!("/consent/{}", p.intent_code)).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn stylesheet_is_served_with_cache_headers() {
+    let e = env();
+    let page = e.get("/").await;
+    let at = page.body.find("/assets/style.css?v=").unwrap();
+    let href = page.body[at..].split('"').next().unwrap().to_owned();
+    let r = e.get(&href).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header(header::CONTENT_TYPE), "text/css; charset=utf-8");
+    assert!(r.header(header::CACHE_CONTROL).contains("immutable"));
+    assert!(r.body.contains("color-scheme"));
+    let etag = r.header(header::ETAG).to_owned();
+    assert!(etag.starts_with('"'));
+    let r = e
+        .send(
+            Request::builder()
+                .uri("/assets/style.css")
+                .header(header::IF_NONE_MATCH, &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_MODIFIED);
+    assert!(r.body.is_empty());
+    let r = e.get("/assets/style.css").await;
+    assert_eq!(r.header(header::CACHE_CONTROL), "public, max-age=3600");
+}
