@@ -164,11 +164,14 @@ fn in_use(e: &StoreError) -> bool {
 /// Opens store and keys in this process for an import (no server answers).
 fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> {
     let store_path = settings.store_path();
-    if !store_path.exists() {
-        anyhow::bail!("there is no store at {}: run `isto admin init` first", store_path.display());
-    }
     let key_path = settings.key_path();
-    if !key_path.exists() {
+    let fresh = !store_path.exists();
+    if fresh {
+        // A new data directory: create it as `isto admin init` (and `isto serve`) would.
+        eprintln!("note: no store at {}: creating a new data directory", store_path.display());
+        std::fs::create_dir_all(&settings.data_dir)
+            .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
+    } else if !key_path.exists() {
         anyhow::bail!(
             "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
             key_path.display()

@@ -87,11 +87,19 @@ fn offline_import_counts_lines_and_updates() {
 }
 
 #[test]
-fn import_needs_a_store_and_refuses_bad_headers() {
+fn import_creates_a_fresh_store_but_never_a_key_for_an_existing_one() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
+    // A new data directory is created as `isto admin init` would.
+    let r = import(&s, &jsonl(dir.path()), true).unwrap();
+    assert_eq!(r.imported.created, 3);
+    assert!(s.key_path().exists() && s.store_path().exists());
+    // A store whose key is gone is refused: a new key would orphan the sealed data.
+    std::fs::remove_file(s.key_path()).unwrap();
     let e = import(&s, &jsonl(dir.path()), true).unwrap_err();
-    assert!(e.to_string().contains("isto admin init"), "{e:#}");
+    assert!(e.to_string().contains("restore it from your backup"), "{e:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
     init(&s, None).unwrap();
     let csv = dir.path().join("f.csv");
     std::fs::write(&csv, "title,colour\n").unwrap();
