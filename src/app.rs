@@ -69,7 +69,11 @@ pub fn mcp_service(
         .with_cancellation_token(stop)
         .with_max_request_body_bytes(256 * 1024);
     let h = holder.clone();
-    StreamableHttpService::new(move || Ok(PublicServer::new(h.clone())), Arc::new(LocalSessionManager::default()), config)
+    StreamableHttpService::new(
+        move || Ok(PublicServer::new(h.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
 }
 
 /// Logs one line per request: method, route pattern (never the path: page URLs carry
@@ -118,7 +122,9 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     match &s.smtp_url {
         Some(_) => tracing::info!("mail goes to the configured SMTP server (ISTO_SMTP_URL)"),
-        None => tracing::warn!(dir = %s.outbox_dir().display(), "no SMTP configured (ISTO_SMTP_URL): mail is written as .eml files"),
+        None => {
+            tracing::warn!(dir = %s.outbox_dir().display(), "no SMTP configured (ISTO_SMTP_URL): mail is written as .eml files")
+        }
     }
     let stop = CancellationToken::new();
     let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;

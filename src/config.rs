@@ -319,7 +319,10 @@ impl Settings {
         }
         if let Some(v) = file.matching.min_should_match {
             if !(0.0..=1.0).contains(&v) {
-                return Err(ConfigError::Invalid { key: "matching.min_should_match", message: "must be 0.0..=1.0".into() });
+                return Err(ConfigError::Invalid {
+                    key: "matching.min_should_match",
+                    message: "must be 0.0..=1.0".into(),
+                });
             }
             s.min_should_match = v;
         }
@@ -329,7 +332,10 @@ impl Settings {
         if let Some(r) = file.currency.rates {
             for (k, v) in r {
                 if !(v.is_finite() && v > 0.0) {
-                    return Err(ConfigError::Invalid { key: "currency.rates", message: format!("{k} must be a positive number") });
+                    return Err(ConfigError::Invalid {
+                        key: "currency.rates",
+                        message: format!("{k} must be a positive number"),
+                    });
                 }
                 s.rates.insert(k.to_ascii_uppercase(), v);
             }

@@ -177,7 +177,8 @@ impl KeyRing {
     /// [`CryptoError::UnknownKey`] when the key id is not in the ring, [`CryptoError::Open`]
     /// when authentication fails.
     pub fn open(&self, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-        let key = self.keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
+        let key =
+            self.keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
         let nonce = B64.decode(&sealed.nonce).map_err(|_| CryptoError::Open)?;
         let ct = B64.decode(&sealed.ct).map_err(|_| CryptoError::Open)?;
         if nonce.len() != 24 {

@@ -361,10 +361,18 @@ impl Holder {
         };
         let area = match f.get("area") {
             Some(a) => input::parse_area(a, "area")?,
-            None => return Err(InputError("area is required (a country, region or place name, e.g. \"SK-BL\" or \"Brno\")".into()).into()),
+            None => {
+                return Err(InputError(
+                    "area is required (a country, region or place name, e.g. \"SK-BL\" or \"Brno\")".into(),
+                )
+                .into())
+            }
         };
         let currencies = self.currencies();
-        let budget = f.get("budget").map(|b| input::parse_budget(b, &self.settings.default_currency, &currencies)).transpose()?;
+        let budget = f
+            .get("budget")
+            .map(|b| input::parse_budget(b, &self.settings.default_currency, &currencies))
+            .transpose()?;
         let hidden_limit = f.opt_positive("hiddenLimit")?;
         let buy_by = match f.get("buyBy") {
             None => None,
@@ -554,14 +562,23 @@ impl Holder {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn deliveries(&self, id: &str, since: Option<OffsetDateTime>, limit: usize) -> Result<(Vec<Delivery>, Option<String>)> {
+    pub fn deliveries(
+        &self,
+        id: &str,
+        since: Option<OffsetDateTime>,
+        limit: usize,
+    ) -> Result<(Vec<Delivery>, Option<String>)> {
         let after = since.map(micros).unwrap_or(0);
         self.store.read(|rx| -> Result<_> {
             let rows: Vec<(i64, String, Value)> = rx.deliveries(id, after, limit)?;
             let mut out = Vec::with_capacity(rows.len());
             for (m, offer_id, ext) in rows {
                 if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-                    out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+                    out.push(Delivery {
+                        offer: o.offer,
+                        delivered_at: clock::rfc3339_micros(from_micros(m)),
+                        extensions: ext,
+                    });
                 }
             }
             let next = out.last().map(|d| d.delivered_at.clone());
@@ -636,9 +653,13 @@ impl Holder {
             }
             rec.status = Status::AwaitingEmailConfirmation;
             rec.contact = Some(self.keys.seal_str(&email));
-            rec.consent =
-                Some(ConsentRecord { at: clock::rfc3339(now), text_version: text.version.clone(), language: text.language.clone() });
-            rec.confirm_expires_at = Some(clock::rfc3339(now + time::Duration::seconds(self.settings.confirm_ttl_secs as i64)));
+            rec.consent = Some(ConsentRecord {
+                at: clock::rfc3339(now),
+                text_version: text.version.clone(),
+                language: text.language.clone(),
+            });
+            rec.confirm_expires_at =
+                Some(clock::rfc3339(now + time::Duration::seconds(self.settings.confirm_ttl_secs as i64)));
             rec.updated_at = clock::rfc3339(now);
             tx.put_intent(&rec.id, &rec, false)?;
             tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
@@ -710,7 +731,11 @@ impl Holder {
             let mut out = Vec::with_capacity(rows.len());
             for (m, offer_id, ext) in rows {
                 if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-                    out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+                    out.push(Delivery {
+                        offer: o.offer,
+                        delivered_at: clock::rfc3339_micros(from_micros(m)),
+                        extensions: ext,
+                    });
                 }
             }
             Ok(out)
@@ -818,7 +843,11 @@ impl Holder {
                 }
                 let offer = Offer {
                     id: id.clone(),
-                    source: crate::protocol::OfferSource { kind: "catalogue".into(), seller_id: seller.id.clone(), url: row.url },
+                    source: crate::protocol::OfferSource {
+                        kind: "catalogue".into(),
+                        seller_id: seller.id.clone(),
+                        url: row.url,
+                    },
                     in_reply_to: None,
                     title: row.title,
                     description: row.description,
@@ -975,7 +1004,12 @@ fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<Selle
             return Ok(s);
         }
     }
-    let s = SellerRecord { id: crypto::new_id("sel_"), name: name.trim().to_owned(), url: url.map(str::to_owned), disabled: false };
+    let s = SellerRecord {
+        id: crypto::new_id("sel_"),
+        name: name.trim().to_owned(),
+        url: url.map(str::to_owned),
+        disabled: false,
+    };
     tx.put_seller(&s.id, &folded, &s)?;
     Ok(s)
 }
@@ -988,11 +1022,18 @@ fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<Selle
 pub fn validate_email(s: &str) -> Result<String, InputError> {
     let s = s.trim();
     let bad = || InputError("email must be an address such as name@example.com".into());
-    if s.len() > 254 || s.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';' | '"')) {
+    if s.len() > 254
+        || s.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';' | '"'))
+    {
         return Err(bad());
     }
     let (local, domain) = s.rsplit_once('@').ok_or_else(bad)?;
-    if local.is_empty() || local.contains('@') || !domain.contains('.') || domain.starts_with('.') || domain.ends_with('.') {
+    if local.is_empty()
+        || local.contains('@')
+        || !domain.contains('.')
+        || domain.starts_with('.')
+        || domain.ends_with('.')
+    {
         return Err(bad());
     }
     Ok(format!("{local}@{}", domain.to_ascii_lowercase()))

@@ -30,11 +30,7 @@ pub fn fold(s: &str) -> String {
 /// Splits folded text into alphanumeric tokens: `"Škoda Octavia 2.0 TDI"` →
 /// `["skoda", "octavia", "2", "0", "tdi"]`.
 pub fn tokens(s: &str) -> Vec<String> {
-    fold(s)
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect()
+    fold(s).split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_owned).collect()
 }
 
 #[cfg(test)]

@@ -107,7 +107,9 @@ fn full_flow_respects_hidden_limit_and_withdrawal() {
     assert_eq!(later.len(), 1, "since returns only the new delivery");
 
     // Re-import of the same ref updates in place and is not delivered twice.
-    let c = h.import_offers(vec![offer("f", "Škoda Octavia Scout 4x4", 10000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+    let c = h
+        .import_offers(vec![offer("f", "Škoda Octavia Scout 4x4", 10000.0, "Bratislava", "Škoda", "Octavia")])
+        .unwrap();
     assert_eq!((c.created, c.updated, c.delivered), (0, 1, 0));
 
     h.withdraw_by_code(&code, Some(&id)).unwrap();
@@ -122,7 +124,8 @@ fn full_flow_respects_hidden_limit_and_withdrawal() {
 fn withdrawal_drops_queued_mail() {
     let f = fixture();
     let h = &f.holder;
-    let (_, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    let (_, code, consent) =
+        publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     h.give_consent(&consent, "buyer@example.com", "en").unwrap();
     assert_eq!(h.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
     h.withdraw_by_code(&code, None).unwrap();
@@ -133,7 +136,8 @@ fn withdrawal_drops_queued_mail() {
 fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
     let f = fixture();
     let h = &f.holder;
-    let (id, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    let (id, code, consent) =
+        publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     f.clock.advance(time::Duration::hours(25));
     assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Expired);
     assert_eq!(h.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
@@ -148,7 +152,8 @@ fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
 fn unconfirmed_intent_expires_after_72h_and_contact_is_erased_later() {
     let f = fixture();
     let h = &f.holder;
-    let (id, code, consent) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    let (id, code, consent) =
+        publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
     let confirm = token_from_outbox(h, "/confirm/");
     f.clock.advance(time::Duration::hours(73));
@@ -166,7 +171,8 @@ fn codes_are_secret_and_ids_must_match() {
     let f = fixture();
     let h = &f.holder;
     let (_, code, _) = publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
-    let (other_id, _, _) = publish(h, json!({"statement": "Fabia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    let (other_id, _, _) =
+        publish(h, json!({"statement": "Fabia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     assert!(code.len() >= 26, "≥128 bits");
     assert!(matches!(h.get_by_code("nope-nope-nope-nope", None), Err(HolderError::NotFound)));
     assert!(matches!(h.get_by_code(&code, Some(&other_id)), Err(HolderError::NotFound)));
@@ -191,7 +197,10 @@ fn publish_input_errors_name_the_field() {
         (json!({"statement": "Octavia", "area": "SK", "buyBy": "2020-01-01"}), "buyBy"),
         (json!({"statement": "Octavia", "area": "SK", "validUntil": "2030-01-01T00:00:00Z"}), "validUntil"),
         (json!({"statement": "Octavia", "area": "SK", "visibility": "public"}), "visibility"),
-        (json!({"statement": "Octavia", "area": "SK", "criteria": {"category": "vehicles", "wings": 2}}), "criteria.wings"),
+        (
+            json!({"statement": "Octavia", "area": "SK", "criteria": {"category": "vehicles", "wings": 2}}),
+            "criteria.wings",
+        ),
     ];
     for (args, field) in cases {
         let e = h.parse_publish(&args).unwrap_err().to_string();

@@ -49,9 +49,9 @@ impl ConsentTexts {
         let mut by_lang = BTreeMap::new();
         for lang in ["sk", "cs", "en"] {
             let name = format!("{lang}.txt");
-            let body = std::fs::read_to_string(dir.join(&name)).ok().or_else(|| {
-                ConsentAssets::get(&name).map(|f| String::from_utf8_lossy(&f.data).into_owned())
-            });
+            let body = std::fs::read_to_string(dir.join(&name))
+                .ok()
+                .or_else(|| ConsentAssets::get(&name).map(|f| String::from_utf8_lossy(&f.data).into_owned()));
             if let Some(body) = body {
                 let digest = Sha256::digest(body.as_bytes());
                 let version = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
@@ -306,9 +306,10 @@ pub fn build_message(from: &str, content: &MailContent) -> Result<Message, MailE
         .header(ListUnsubscribe(format!("<{}>", content.unsubscribe_url)))
         .header(ListUnsubscribePost)
         .header(header::MIME_VERSION_1_0)
-        .multipart(MultiPart::mixed().singlepart(
-            SinglePart::builder().header(ContentType::TEXT_PLAIN).body(content.text.clone()),
-        ))
+        .multipart(
+            MultiPart::mixed()
+                .singlepart(SinglePart::builder().header(ContentType::TEXT_PLAIN).body(content.text.clone())),
+        )
         .map_err(|e| MailError::Build(e.to_string()))
 }
 

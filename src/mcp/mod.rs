@@ -123,14 +123,18 @@ pub fn dispatch(holder: &Holder, name: &str, args: &Value) -> Option<CallToolRes
             let v = to_value(&r);
             ok(v.clone(), &v)
         }),
-        "intent_get_intent" => code_args(args).and_then(|(code, id)| holder.get_by_code(&code, id.as_deref())).map(|i| {
-            let v = json!({"intent": i});
-            ok(v.clone(), &v)
-        }),
-        "intent_withdraw_intent" => code_args(args).and_then(|(code, id)| holder.withdraw_by_code(&code, id.as_deref())).map(|()| {
-            let v = json!({"status": "withdrawn"});
-            ok(v.clone(), &v)
-        }),
+        "intent_get_intent" => {
+            code_args(args).and_then(|(code, id)| holder.get_by_code(&code, id.as_deref())).map(|i| {
+                let v = json!({"intent": i});
+                ok(v.clone(), &v)
+            })
+        }
+        "intent_withdraw_intent" => {
+            code_args(args).and_then(|(code, id)| holder.withdraw_by_code(&code, id.as_deref())).map(|()| {
+                let v = json!({"status": "withdrawn"});
+                ok(v.clone(), &v)
+            })
+        }
         "intent_list_matches" => holder.list_matches_by_code(args).map(|(matches, next)| {
             let arr = to_value(&matches);
             ok(json!({"matches": arr, "nextSince": next}), &arr)

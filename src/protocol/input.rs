@@ -151,11 +151,7 @@ impl<'a> Fields<'a> {
         if let Some(k) = self.map.keys().find(|k| !self.known.contains(&k.as_str())) {
             let mut allowed = self.known.clone();
             allowed.dedup();
-            return err(format!(
-                "{} is not a known property (accepted: {}){hint}",
-                self.path(k),
-                allowed.join(", ")
-            ));
+            return err(format!("{} is not a known property (accepted: {}){hint}", self.path(k), allowed.join(", ")));
         }
         Ok(())
     }
@@ -327,7 +323,9 @@ fn parse_constraint(v: &Value, path: &str) -> Result<Value, InputError> {
             let mut f = Fields::new(v, path)?;
             let num = |x: Option<&Value>, p: String| match x {
                 None => Ok(None),
-                Some(n) => n.as_f64().filter(|n| n.is_finite()).map(Some).ok_or(InputError(format!("{p} must be a number"))),
+                Some(n) => {
+                    n.as_f64().filter(|n| n.is_finite()).map(Some).ok_or(InputError(format!("{p} must be a number")))
+                }
             };
             let min = num(f.get("min"), f.path("min"))?;
             let max = num(f.get("max"), f.path("max"))?;
@@ -387,19 +385,94 @@ pub fn parse_attributes(v: &Value, cat: &str) -> Result<Map<String, Value>, Inpu
 /// Guesses the category of a statement from its words (used when criteria has none).
 pub fn classify(statement: &str) -> Option<&'static str> {
     const VEHICLE: &[&str] = &[
-        "auto", "auta", "autom", "car", "cars", "vozidl", "vuz", "voz", "skoda", "octavi", "fabi", "superb", "kodiaq",
-        "karoq", "bmw", "audi", "volkswagen", "vw", "passat", "golf", "toyota", "ford", "hyundai", "kia", "renault",
-        "peugeot", "opel", "mercedes", "volvo", "dacia", "seat", "mazda", "nissan", "honda", "suzuki", "citroen",
-        "fiat", "tesla", "combi", "kombi", "sedan", "suv", "diesel", "nafta", "tdi", "motorka", "motocykel",
-        "dodavk", "van", "pickup",
+        "auto",
+        "auta",
+        "autom",
+        "car",
+        "cars",
+        "vozidl",
+        "vuz",
+        "voz",
+        "skoda",
+        "octavi",
+        "fabi",
+        "superb",
+        "kodiaq",
+        "karoq",
+        "bmw",
+        "audi",
+        "volkswagen",
+        "vw",
+        "passat",
+        "golf",
+        "toyota",
+        "ford",
+        "hyundai",
+        "kia",
+        "renault",
+        "peugeot",
+        "opel",
+        "mercedes",
+        "volvo",
+        "dacia",
+        "seat",
+        "mazda",
+        "nissan",
+        "honda",
+        "suzuki",
+        "citroen",
+        "fiat",
+        "tesla",
+        "combi",
+        "kombi",
+        "sedan",
+        "suv",
+        "diesel",
+        "nafta",
+        "tdi",
+        "motorka",
+        "motocykel",
+        "dodavk",
+        "van",
+        "pickup",
     ];
     const PROPERTY: &[&str] = &[
-        "byt", "bytu", "flat", "apartment", "apartman", "dom", "domu", "dum", "house", "pozemok", "pozemek", "land",
-        "izbovy", "izb", "garsonk", "garson", "nehnutel", "nemovit", "chata", "chalupa", "kancelar", "office", "1+kk",
-        "2+kk", "3+kk", "4+kk", "2+1", "3+1", "4+1", "rodinny", "property", "real",
+        "byt",
+        "bytu",
+        "flat",
+        "apartment",
+        "apartman",
+        "dom",
+        "domu",
+        "dum",
+        "house",
+        "pozemok",
+        "pozemek",
+        "land",
+        "izbovy",
+        "izb",
+        "garsonk",
+        "garson",
+        "nehnutel",
+        "nemovit",
+        "chata",
+        "chalupa",
+        "kancelar",
+        "office",
+        "1+kk",
+        "2+kk",
+        "3+kk",
+        "4+kk",
+        "2+1",
+        "3+1",
+        "4+1",
+        "rodinny",
+        "property",
+        "real",
     ];
     let folded = text::fold(statement);
-    let toks: Vec<&str> = folded.split(|c: char| !(c.is_alphanumeric() || c == '+')).filter(|t| !t.is_empty()).collect();
+    let toks: Vec<&str> =
+        folded.split(|c: char| !(c.is_alphanumeric() || c == '+')).filter(|t| !t.is_empty()).collect();
     let hit = |list: &[&str]| toks.iter().filter(|t| list.iter().any(|k| t.starts_with(k))).count();
     let (v, p) = (hit(VEHICLE), hit(PROPERTY));
     match (v, p) {
@@ -461,18 +534,27 @@ mod tests {
         assert!(parse_budget(&json!({"max": "x"}), "EUR", &cur()).unwrap_err().0.contains("budget.max"));
         assert!(parse_budget(&json!({"max": -1}), "EUR", &cur()).unwrap_err().0.contains("budget.max"));
         assert!(parse_budget(&json!({"max": 5, "min": 9}), "EUR", &cur()).unwrap_err().0.contains("budget.min"));
-        assert!(parse_budget(&json!({"max": 5, "currency": "USD"}), "EUR", &cur()).unwrap_err().0.contains("budget.currency"));
+        assert!(parse_budget(&json!({"max": 5, "currency": "USD"}), "EUR", &cur())
+            .unwrap_err()
+            .0
+            .contains("budget.currency"));
         assert!(parse_budget(&json!({"max": 5, "foo": 1}), "EUR", &cur()).unwrap_err().0.contains("budget.foo"));
     }
 
     #[test]
     fn criteria_checks_keys_and_shapes() {
-        let (c, m) = parse_criteria(&json!({"category": "vehicles", "make": "Škoda", "fuel": ["diesel"], "year": {"min": 2016}})).unwrap();
+        let (c, m) = parse_criteria(
+            &json!({"category": "vehicles", "make": "Škoda", "fuel": ["diesel"], "year": {"min": 2016}}),
+        )
+        .unwrap();
         assert_eq!(c.as_deref(), Some("vehicles"));
         assert_eq!(m.len(), 3);
         assert!(parse_criteria(&json!({"category": "boats"})).unwrap_err().0.contains("criteria.category"));
         assert!(parse_criteria(&json!({"category": "vehicles", "wings": 2})).unwrap_err().0.contains("criteria.wings"));
-        assert!(parse_criteria(&json!({"year": {"min": 2020, "max": 2010}})).unwrap_err().0.contains("criteria.year.min"));
+        assert!(parse_criteria(&json!({"year": {"min": 2020, "max": 2010}}))
+            .unwrap_err()
+            .0
+            .contains("criteria.year.min"));
         assert!(parse_criteria(&json!({"make": []})).unwrap_err().0.contains("criteria.make"));
     }
 

@@ -285,7 +285,12 @@ pub trait Reads {
     ///
     /// # Errors
     /// Storage errors.
-    fn deliveries<T: DeserializeOwned>(&self, intent: &str, after_micros: i64, limit: usize) -> Result<Vec<(i64, String, T)>> {
+    fn deliveries<T: DeserializeOwned>(
+        &self,
+        intent: &str,
+        after_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, T)>> {
         let from = log_key(intent, after_micros.saturating_add(1), "");
         let to = format!("{intent}\u{1}");
         let rows = self.range_json::<T>(DELIVERY_LOG, &from, &to, limit)?;
@@ -313,7 +318,11 @@ pub trait Reads {
 macro_rules! impl_reads {
     ($t:ty, $txn:ident) => {
         impl Reads for $t {
-            fn get_json<T: DeserializeOwned>(&self, table: TableDefinition<&str, &[u8]>, key: &str) -> Result<Option<T>> {
+            fn get_json<T: DeserializeOwned>(
+                &self,
+                table: TableDefinition<&str, &[u8]>,
+                key: &str,
+            ) -> Result<Option<T>> {
                 let t = self.$txn.open_table(table)?;
                 let v = t.get(key)?;
                 v.map(|g| decode(key, g.value())).transpose()

@@ -327,7 +327,9 @@ async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body
     let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
     let (t, email) = (token.clone(), form.email);
     match call(&h, "give_consent", move |x| x.give_consent(&t, &email, lang)).await {
-        Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => Redirect::to(&format!("/consent/{token}/sent")).into_response(),
+        Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => {
+            Redirect::to(&format!("/consent/{token}/sent")).into_response()
+        }
         Ok(ConsentOutcome::Taken) => taken_page(&h, ui),
         Ok(ConsentOutcome::Closed) => closed_page(&h, ui, &view.intent),
         Err(Fail::Input) => {
