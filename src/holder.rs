@@ -570,17 +570,7 @@ impl Holder {
     ) -> Result<(Vec<Delivery>, Option<String>)> {
         let after = since.map(micros).unwrap_or(0);
         self.store.read(|rx| -> Result<_> {
-            let rows: Vec<(i64, String, Value)> = rx.deliveries(id, after, limit)?;
-            let mut out = Vec::with_capacity(rows.len());
-            for (m, offer_id, ext) in rows {
-                if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-                    out.push(Delivery {
-                        offer: o.offer,
-                        delivered_at: clock::rfc3339_micros(from_micros(m)),
-                        extensions: ext,
-                    });
-                }
-            }
+            let out = with_offers(rx, rx.deliveries(id, after, limit)?)?;
             let next = out.last().map(|d| d.delivered_at.clone());
             Ok((out, next))
         })
@@ -726,20 +716,7 @@ impl Holder {
     /// [`HolderError::NotFound`].
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
         let rec = self.by_token("manage", token)?;
-        let deliveries = self.store.read(|rx| -> Result<Vec<Delivery>> {
-            let rows: Vec<(i64, String, Value)> = rx.latest_deliveries(&rec.id, 100)?;
-            let mut out = Vec::with_capacity(rows.len());
-            for (m, offer_id, ext) in rows {
-                if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-                    out.push(Delivery {
-                        offer: o.offer,
-                        delivered_at: clock::rfc3339_micros(from_micros(m)),
-                        extensions: ext,
-                    });
-                }
-            }
-            Ok(out)
-        })?;
+        let deliveries = self.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
     }
 
@@ -991,10 +968,21 @@ impl Holder {
     }
 }
 
+/// Turns delivery rows `(µs, offer id, extensions)` into Deliveries with their offers
+/// (rows whose offer is gone are skipped).
+fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for (m, offer_id, ext) in rows {
+        if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
+            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+        }
+    }
+    Ok(out)
+}
+
+/// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
 fn disabled_sellers(tx: &Tx<'_>) -> Result<std::collections::HashSet<String>> {
-    // Sellers are few; disabled ones fewer. Read them from the offers' sellers lazily.
-    let _ = tx;
-    Ok(std::collections::HashSet::new())
+    Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
 }
 
 fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {

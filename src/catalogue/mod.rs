@@ -44,16 +44,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, InputError> {
     Err(InputError(msg.into()))
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+use crate::protocol::input::type_name;
 
 /// Validates one catalogue row (a JSON object; see the module docs) into an
 /// [`OfferInput`]. `currencies` are the ISO 4217 codes the holder has rates for.

@@ -21,7 +21,8 @@ fn err<T>(msg: impl Into<String>) -> Result<T, InputError> {
 /// Maximum statement length in characters (PROTOCOL.md §2).
 pub const STATEMENT_MAX: usize = 2000;
 
-fn type_name(v: &Value) -> &'static str {
+/// How a JSON value's type reads in an error message: `a string`, `an array`, ...
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

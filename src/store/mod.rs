@@ -264,6 +264,14 @@ pub trait Reads {
         self.get_json(SELLERS, id)
     }
 
+    /// Every seller record.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        Ok(self.range_json(SELLERS, "", "\u{10ffff}", usize::MAX)?.into_iter().map(|(_, v)| v).collect())
+    }
+
     /// The seller id registered under a folded name.
     ///
     /// # Errors
@@ -315,6 +323,20 @@ pub trait Reads {
     }
 }
 
+/// Decodes up to `limit` JSON rows of a redb range, in the range's order.
+macro_rules! collect_json {
+    ($rows:expr, $limit:expr) => {{
+        let mut out = Vec::new();
+        for row in $rows.take($limit) {
+            let (k, v) = row?;
+            let key = k.value().to_owned();
+            let val = decode(&key, v.value())?;
+            out.push((key, val));
+        }
+        Ok(out)
+    }};
+}
+
 macro_rules! impl_reads {
     ($t:ty, $txn:ident) => {
         impl Reads for $t {
@@ -340,17 +362,7 @@ macro_rules! impl_reads {
                 limit: usize,
             ) -> Result<Vec<(String, T)>> {
                 let t = self.$txn.open_table(table)?;
-                let mut out = Vec::new();
-                for row in t.range(from..to)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (k, v) = row?;
-                    let key = k.value().to_owned();
-                    let val = decode(&key, v.value())?;
-                    out.push((key, val));
-                }
-                Ok(out)
+                collect_json!(t.range(from..to)?, limit)
             }
             fn range_json_rev<T: DeserializeOwned>(
                 &self,
@@ -360,17 +372,7 @@ macro_rules! impl_reads {
                 limit: usize,
             ) -> Result<Vec<(String, T)>> {
                 let t = self.$txn.open_table(table)?;
-                let mut out = Vec::new();
-                for row in t.range(from..to)?.rev() {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (k, v) = row?;
-                    let key = k.value().to_owned();
-                    let val = decode(&key, v.value())?;
-                    out.push((key, val));
-                }
-                Ok(out)
+                collect_json!(t.range(from..to)?.rev(), limit)
             }
             fn keys_unit(&self, table: TableDefinition<&str, ()>) -> Result<Vec<String>> {
                 let t = self.$txn.open_table(table)?;
