@@ -225,7 +225,7 @@ const STOP: &[&str] = &[
 ];
 
 /// Synonym folding of domain words so that statements and ads in sk/cs/en meet.
-fn canonical(term: &str) -> &str {
+pub fn canonical(term: &str) -> &str {
     match term {
         "nafta" | "naftovy" | "naftovou" | "dieselovy" | "tdi" | "crdi" | "hdi" | "dci" | "cdti" => "diesel",
         "benzin" | "benzinovy" | "benzinovou" | "petrol" | "gasoline" | "tsi" | "tfsi" => "petrol",
@@ -253,22 +253,30 @@ pub fn statement_terms(statement: &str) -> Vec<String> {
         .collect()
 }
 
+/// The terms of a piece of offer text: folded tokens with synonyms folded (the same
+/// token stream the full-text index stores).
+pub fn text_terms(text: &str) -> impl Iterator<Item = String> {
+    text::tokens(text).into_iter().map(|t| canonical(&t).to_owned())
+}
+
 /// The searchable terms of an offer: title, description and attribute values.
 pub fn offer_terms(offer: &Offer) -> HashSet<String> {
-    let mut s: HashSet<String> = HashSet::new();
-    let mut add = |text: &str| {
-        for t in text::tokens(text) {
-            s.insert(canonical(&t).to_owned());
-        }
-    };
-    add(&offer.title);
-    add(&offer.description);
+    let mut s: HashSet<String> = text_terms(&offer.title).collect();
+    s.extend(text_terms(&offer.description));
     for v in offer.attributes.values() {
         if let Value::String(x) = v {
-            add(x);
+            s.extend(text_terms(x));
         }
     }
     s
+}
+
+/// The stem under which `term` also matches longer inflected forms: all but the last
+/// 2 characters, at least 4 (`"octaviu"` → `"octav"`); `None` for terms under 5
+/// characters, which match only exactly.
+pub fn stem(term: &str) -> Option<String> {
+    let n = term.chars().count();
+    (n >= 5).then(|| term.chars().take(n.saturating_sub(2).max(4)).collect())
 }
 
 /// Whether `term` occurs in `terms`, allowing Slovak/Czech inflection: a shared prefix of
@@ -277,11 +285,8 @@ pub fn term_hit(term: &str, terms: &HashSet<String>) -> bool {
     if terms.contains(term) {
         return true;
     }
+    let Some(stem) = stem(term) else { return false };
     let n = term.chars().count();
-    if n < 5 {
-        return false;
-    }
-    let stem: String = term.chars().take(n.saturating_sub(2).max(4)).collect();
     terms.iter().any(|t| t.starts_with(&stem) && t.chars().count() <= n + 3)
 }
 
