@@ -74,6 +74,10 @@ pub enum OffersCommand {
     Import {
         /// The file.
         file: PathBuf,
+        /// The file is the whole feed of the sellers it names: their offers missing from
+        /// it are withdrawn (skipped when any row is rejected).
+        #[arg(long)]
+        full: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,

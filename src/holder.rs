@@ -181,6 +181,9 @@ pub struct OfferRecord {
     pub offer: Offer,
     /// False once withdrawn from the catalogue.
     pub active: bool,
+    /// The `--full` import run that last wrote it (see [`Holder::withdraw_vanished`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import_run: Option<String>,
 }
 
 /// A catalogue row after validation (PROTOCOL.md §2 Offer without holder-assigned
@@ -797,6 +800,16 @@ impl Holder {
     /// # Errors
     /// Storage errors; nothing of the batch is stored then.
     pub fn import_offers(&self, rows: Vec<OfferInput>) -> Result<ImportCounts> {
+        self.import_offers_run(rows, None)
+    }
+
+    /// As [`Holder::import_offers`], marking every stored offer with the full-feed run
+    /// `run` so that [`Holder::withdraw_vanished`] can find the offers the feed no longer
+    /// has.
+    ///
+    /// # Errors
+    /// Storage errors; nothing of the batch is stored then.
+    pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.now();
         let counts = self.store.write(|tx| -> Result<ImportCounts> {
             let mut counts = ImportCounts::default();
@@ -837,7 +850,7 @@ impl Holder {
                     valid_until: row.valid_until,
                     extensions: Value::Object(ext),
                 };
-                let rec = OfferRecord { offer, active: true };
+                let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
                 tx.put_offer(&id, &rec, row.reference.as_deref().map(|r| (seller.id.as_str(), r)))?;
                 if existing.is_some() {
                     counts.updated += 1;
@@ -864,6 +877,37 @@ impl Holder {
             self.wake.notify_one();
         }
         Ok(counts)
+    }
+
+    /// Ends a full-feed import (`isto admin offers import --full`): every active
+    /// catalogue offer of a seller that appears in run `run` but was not written by it
+    /// vanished from the feed and is withdrawn (it no longer matches or shows in search).
+    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn.
+    ///
+    /// # Errors
+    /// Storage errors; nothing is withdrawn then.
+    pub fn withdraw_vanished(&self, run: &str) -> Result<Vec<String>> {
+        self.store.write(|tx| -> Result<Vec<String>> {
+            let offers: Vec<OfferRecord> = tx.all_offers()?;
+            let sellers: std::collections::HashSet<String> = offers
+                .iter()
+                .filter(|o| o.import_run.as_deref() == Some(run))
+                .map(|o| o.offer.source.seller_id.clone())
+                .collect();
+            let mut gone = Vec::new();
+            for mut o in offers {
+                if o.active
+                    && o.offer.source.kind == "catalogue"
+                    && sellers.contains(&o.offer.source.seller_id)
+                    && o.import_run.as_deref() != Some(run)
+                {
+                    o.active = false;
+                    tx.put_offer(&o.offer.id.clone(), &o, None)?;
+                    gone.push(o.offer.id);
+                }
+            }
+            Ok(gone)
+        })
     }
 
     /// Sends what is due: builds digests for intents whose digest time has come (first

@@ -60,8 +60,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                     Ok(ExitCode::SUCCESS)
                 }
-                AdminCommand::Offers(OffersCommand::Import { file, json }) => {
-                    let report = isto::admin::import(&settings, &file, json)?;
+                AdminCommand::Offers(OffersCommand::Import { file, full, json }) => {
+                    let report = isto::admin::import_feed(&settings, &file, full, json)?;
                     Ok(ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(1)))
                 }
             }

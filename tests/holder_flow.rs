@@ -207,3 +207,44 @@ fn publish_input_errors_name_the_field() {
         assert!(e.contains(field), "{args} → {e}");
     }
 }
+
+#[test]
+fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
+    let f = fixture();
+    let h = &f.holder;
+    let mut other = offer("x", "Škoda Octavia", 9000.0, "Bratislava", "Škoda", "Octavia");
+    other.seller_name = "Other dealer".into();
+    h.import_offers(vec![
+        offer("a", "Škoda Octavia A", 9000.0, "Bratislava", "Škoda", "Octavia"),
+        offer("b", "Škoda Octavia B", 9000.0, "Bratislava", "Škoda", "Octavia"),
+        other,
+    ])
+    .unwrap();
+    // The dealer's next full feed has only "a" (updated) and a new "c".
+    let c = h
+        .import_offers_run(
+            vec![
+                offer("a", "Škoda Octavia A2", 9000.0, "Bratislava", "Škoda", "Octavia"),
+                offer("c", "Škoda Octavia C", 9000.0, "Bratislava", "Škoda", "Octavia"),
+            ],
+            Some("run_1"),
+        )
+        .unwrap();
+    assert_eq!((c.created, c.updated), (1, 1));
+    let gone = h.withdraw_vanished("run_1").unwrap();
+    assert_eq!(gone.len(), 1, "only b vanished; the other dealer's offer stays");
+    let offers: Vec<isto::holder::OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+    let active: Vec<_> = offers.iter().filter(|o| o.active).map(|o| o.offer.title.as_str()).collect();
+    assert_eq!(active.len(), 3, "{active:?}");
+    assert!(!active.contains(&"Škoda Octavia B"));
+    // A withdrawn offer no longer matches a new intent.
+    let (id, _, consent) = publish(
+        h,
+        json!({"statement": "Škoda Octavia", "criteria": {"category": "vehicles", "model": "Octavia"}, "area": "SK"}),
+    );
+    h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    h.confirm(&token_from_outbox(h, "/confirm/")).unwrap();
+    let titles: Vec<String> = h.deliveries(&id, None, 50).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    assert!(!titles.iter().any(|t| t == "Škoda Octavia B"));
+}

@@ -72,6 +72,11 @@ pub struct ImportReport {
     pub errors: Vec<RowError>,
     /// Socket or direct.
     pub via: Route,
+    /// With `--full`: offers withdrawn because the feed no longer has them; `None`
+    /// without `--full`, or when rows were rejected (then nothing is withdrawn, so a bad
+    /// row never takes its offer down).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withdrawn: Option<u64>,
 }
 
 impl ImportReport {
@@ -89,31 +94,44 @@ impl ImportReport {
     /// The human summary line.
     pub fn summary(&self) -> String {
         let c = &self.imported;
-        format!(
+        let mut line = format!(
             "imported {} offers ({} new, {} updated), {} deliveries to standing intents; {} rows rejected",
             c.created + c.updated,
             c.created,
             c.updated,
             c.delivered,
             self.rejected
-        )
+        );
+        if let Some(w) = self.withdrawn {
+            line.push_str(&format!("; {w} offers no longer in the feed withdrawn"));
+        }
+        line
     }
 }
 
 /// Where good rows go: the server's socket or the store opened here.
 enum Sink {
-    Socket { client: Client, rows: Vec<Value> },
-    Direct { holder: Box<Holder>, rows: Vec<OfferInput> },
+    Socket { client: Client, rows: Vec<Value>, run: Option<String> },
+    Direct { holder: Box<Holder>, rows: Vec<OfferInput>, run: Option<String> },
 }
 
 impl Sink {
-    fn open(settings: &Settings) -> anyhow::Result<Self> {
+    fn open(settings: &Settings, run: Option<String>) -> anyhow::Result<Self> {
         let state = match Client::connect(&settings.admin_socket_path())? {
-            Connect::Ready(client) => return Ok(Self::Socket { client, rows: Vec::new() }),
+            Connect::Ready(client) => return Ok(Self::Socket { client, rows: Vec::new(), run }),
             other => other,
         };
         let holder = open_holder(settings, &state)?;
-        Ok(Self::Direct { holder: Box::new(holder), rows: Vec::new() })
+        Ok(Self::Direct { holder: Box::new(holder), rows: Vec::new(), run })
+    }
+
+    /// Ends a full-feed run: withdraws what the feed no longer has.
+    fn finish_full(&mut self) -> anyhow::Result<u64> {
+        match self {
+            Self::Socket { client, run: Some(run), .. } => client.finish_full(run),
+            Self::Direct { holder, run: Some(run), .. } => Ok(holder.withdraw_vanished(run)?.len() as u64),
+            _ => Ok(0),
+        }
     }
 
     fn route(&self) -> Route {
@@ -142,12 +160,12 @@ impl Sink {
             return Ok(());
         }
         let counts = match self {
-            Self::Socket { client, rows } => {
-                let c = client.import(rows)?;
+            Self::Socket { client, rows, run } => {
+                let c = client.import(rows, run.as_deref())?;
                 rows.clear();
                 c
             }
-            Self::Direct { holder, rows } => holder.import_offers(std::mem::take(rows))?,
+            Self::Direct { holder, rows, run } => holder.import_offers_run(std::mem::take(rows), run.as_deref())?,
         };
         total.created += counts.created;
         total.updated += counts.updated;
@@ -221,15 +239,42 @@ fn progress_bar(total: u64, json_output: bool) -> ProgressBar {
 /// missing, or held by a server without a working admin socket; a read error or a
 /// refused batch mid-file (earlier batches stay stored; the message says how many).
 pub fn import(settings: &Settings, file: &Path, json_output: bool) -> anyhow::Result<ImportReport> {
+    import_feed(settings, file, false, json_output)
+}
+
+/// [`import`], and with `full` the file is the whole feed of the sellers it names:
+/// afterwards their active offers that the file did not contain are withdrawn — only
+/// when no row was rejected.
+///
+/// # Errors
+/// As [`import`].
+pub fn import_feed(settings: &Settings, file: &Path, full: bool, json_output: bool) -> anyhow::Result<ImportReport> {
     let currencies: Vec<String> = settings.rates.keys().cloned().collect();
     let mut reader = catalogue::read_file(file, &currencies)?;
-    let mut sink = Sink::open(settings)?;
+    let run = full.then(|| crate::crypto::new_id("run_"));
+    let mut sink = Sink::open(settings, run)?;
     let bar = progress_bar(reader.total_bytes(), json_output);
-    let mut report =
-        ImportReport { rows: 0, imported: ImportCounts::default(), rejected: 0, errors: Vec::new(), via: sink.route() };
+    let mut report = ImportReport {
+        rows: 0,
+        imported: ImportCounts::default(),
+        rejected: 0,
+        errors: Vec::new(),
+        via: sink.route(),
+        withdrawn: None,
+    };
     let outcome = import_rows(&mut reader, &mut sink, &currencies, &bar, json_output, &mut report);
     bar.finish_and_clear();
-    let outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));
+    let mut outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));
+    if full && outcome.is_ok() {
+        if report.rejected == 0 {
+            outcome = sink.finish_full().map(|n| report.withdrawn = Some(n));
+        } else if !json_output {
+            eprintln!(
+                "--full: {} rows were rejected, so no offer was withdrawn; fix the rows and import again",
+                report.rejected
+            );
+        }
+    }
     if let Err(e) = outcome {
         let stored = report.imported.created + report.imported.updated;
         return Err(

@@ -206,8 +206,9 @@ async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
             if rows.len() > MAX_ROWS {
                 return failure(format!("at most {MAX_ROWS} rows per request"));
             }
+            let run = request.get("run").and_then(Value::as_str).map(str::to_owned);
             let h = holder.clone();
-            let job = tokio::task::spawn_blocking(move || import_rows(&h, &rows));
+            let job = tokio::task::spawn_blocking(move || import_rows(&h, &rows, run.as_deref()));
             match job.await {
                 Ok(v) => v,
                 Err(e) => {
@@ -216,13 +217,30 @@ async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
                 }
             }
         }
-        Some(op) => failure(format!("unknown op {op:?} (known: ping, import)")),
-        None => failure("the request needs \"op\": \"ping\" or \"import\""),
+        Some("finish_full") => {
+            let Some(run) = request.get("run").and_then(Value::as_str).map(str::to_owned) else {
+                return failure("finish_full needs \"run\": the run id sent with the import batches");
+            };
+            let h = holder.clone();
+            match tokio::task::spawn_blocking(move || h.withdraw_vanished(&run)).await {
+                Ok(Ok(gone)) => {
+                    tracing::info!(withdrawn = gone.len(), "admin import: full feed finished");
+                    json!({"ok": true, "withdrawn": gone.len()})
+                }
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "admin import: withdrawing vanished offers failed");
+                    failure(format!("withdrawing vanished offers failed: {e}"))
+                }
+                Err(_) => failure("finish_full failed (see the server log)"),
+            }
+        }
+        Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
+        None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }
 }
 
 /// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
-fn import_rows(holder: &Holder, rows: &[Value]) -> Value {
+fn import_rows(holder: &Holder, rows: &[Value], run: Option<&str>) -> Value {
     let currencies: Vec<String> = holder.settings.rates.keys().cloned().collect();
     let mut inputs = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
@@ -235,7 +253,7 @@ fn import_rows(holder: &Holder, rows: &[Value]) -> Value {
             }
         }
     }
-    match holder.import_offers(inputs) {
+    match holder.import_offers_run(inputs, run) {
         Ok(counts) => {
             tracing::info!(
                 rows = rows.len(),
@@ -330,13 +348,26 @@ impl Client {
     ///
     /// # Errors
     /// I/O errors, or the server's refusal.
-    pub(crate) fn import(&mut self, rows: &[Value]) -> anyhow::Result<ImportCounts> {
-        let answer = self.call(&json!({"op": "import", "rows": rows}))?;
+    pub(crate) fn import(&mut self, rows: &[Value], run: Option<&str>) -> anyhow::Result<ImportCounts> {
+        let answer = self.call(&json!({"op": "import", "rows": rows, "run": run}))?;
         if answer.get("ok") == Some(&Value::Bool(true)) {
             let counts = answer.get("counts").cloned().unwrap_or(Value::Null);
             return Ok(serde_json::from_value(counts)?);
         }
         let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
         anyhow::bail!("the server refused the batch: {msg}")
+    }
+
+    /// Ends a full-feed import: the server withdraws offers the feed no longer has.
+    ///
+    /// # Errors
+    /// I/O errors, or the server's refusal.
+    pub(crate) fn finish_full(&mut self, run: &str) -> anyhow::Result<u64> {
+        let answer = self.call(&json!({"op": "finish_full", "run": run}))?;
+        if answer.get("ok") == Some(&Value::Bool(true)) {
+            return Ok(answer.get("withdrawn").and_then(Value::as_u64).unwrap_or(0));
+        }
+        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
+        anyhow::bail!("the server refused to finish the full import: {msg}")
     }
 }

@@ -252,3 +252,32 @@ async fn a_stale_socket_file_is_replaced_and_idle_connections_end_on_stop() {
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
     assert!(!sock.exists());
 }
+
+#[test]
+fn full_import_withdraws_vanished_offers_unless_rows_were_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    init(&s, None).unwrap();
+    let write = |name: &str, rows: &[Value]| {
+        let p = dir.path().join(name);
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let first = write("all.jsonl", &[row("a", "Škoda Octavia"), row("b", "Škoda Fabia"), row("c", "Škoda Superb")]);
+    assert_eq!(import_feed(&s, &first, true, true).unwrap().withdrawn, Some(0));
+    // A bad row in a full feed withdraws nothing.
+    let bad = write("bad.jsonl", &[row("a", "Škoda Octavia"), json!({"title": "broken"})]);
+    let r = import_feed(&s, &bad, true, true).unwrap();
+    assert_eq!((r.rejected, r.withdrawn), (1, None));
+    let active = |s: &Settings| {
+        let store = Store::open(&s.store_path()).unwrap();
+        store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().into_iter().filter(|o| o.active).count()
+    };
+    assert_eq!(active(&s), 3);
+    let second = write("two.jsonl", &[row("a", "Škoda Octavia"), row("c", "Škoda Superb")]);
+    let r = import_feed(&s, &second, true, true).unwrap();
+    assert_eq!(r.withdrawn, Some(1));
+    assert_eq!(active(&s), 2);
+    assert!(r.summary().contains("1 offers no longer in the feed withdrawn"));
+}
