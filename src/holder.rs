@@ -668,7 +668,8 @@ impl Holder {
     }
 
     fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
-        let job = MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp());
+        let job =
+            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host);
         tx.enqueue_mail(&job)?;
         Ok(())
     }

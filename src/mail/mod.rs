@@ -96,13 +96,25 @@ pub struct MailJob {
     pub attempts: u32,
     /// Unix seconds before which the job is not retried.
     pub next_attempt: i64,
+    /// The `Message-ID`, fixed when queued and the same on every attempt, so that a
+    /// message sent again after a crash can be recognised as the same one.
+    #[serde(default)]
+    pub message_id: Option<String>,
 }
 
 impl MailJob {
-    /// Seals `content` into a job due at once.
-    pub fn seal(keys: &KeyRing, intent: Option<&str>, content: &MailContent, now_unix: i64) -> Self {
+    /// Seals `content` into a job due at once; `domain` (the holder's host) goes into
+    /// the `Message-ID`.
+    pub fn seal(keys: &KeyRing, intent: Option<&str>, content: &MailContent, now_unix: i64, domain: &str) -> Self {
         let json = serde_json::to_vec(content).unwrap_or_default();
-        Self { intent_id: intent.map(str::to_owned), sealed: keys.seal(&json), attempts: 0, next_attempt: now_unix }
+        let message_id = format!("<{}@{domain}>", crate::crypto::new_id("msg_"));
+        Self {
+            intent_id: intent.map(str::to_owned),
+            sealed: keys.seal(&json),
+            attempts: 0,
+            next_attempt: now_unix,
+            message_id: Some(message_id),
+        }
     }
 }
 
@@ -296,10 +308,11 @@ pub enum MailError {
 ///
 /// # Errors
 /// [`MailError::Address`], [`MailError::Build`].
-pub fn build_message(from: &str, content: &MailContent) -> Result<Message, MailError> {
+pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>) -> Result<Message, MailError> {
     let from: Mailbox = from.parse().map_err(|_| MailError::Address("mail.from"))?;
     let to: Mailbox = content.to.parse().map_err(|_| MailError::Address("recipient"))?;
     Message::builder()
+        .message_id(message_id.map(str::to_owned))
         .from(from)
         .to(to)
         .subject(content.subject.clone())

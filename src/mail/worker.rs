@@ -1,8 +1,10 @@
 //! The outbox worker: queues due digests, sends due mail, retries with back-off.
 //!
 //! A job is deleted only after the transport accepted it, so a crash or an SMTP outage
-//! delays mail but loses none. (A crash between acceptance and deletion can send one
-//! message twice; the outbox never sends a message that a withdrawal removed.)
+//! delays mail but loses none. A crash in the milliseconds between the server's
+//! acceptance and the deletion sends that message again on restart, with the same
+//! `Message-ID` (fixed when queued), which receiving systems use to drop duplicates. The
+//! outbox never sends a message that a withdrawal removed.
 
 use super::{build_message, MailContent, MailJob, Transport};
 use crate::holder::Holder;
@@ -49,7 +51,7 @@ pub async fn send_due(holder: &Holder, transport: &Transport) -> usize {
             tracing::error!(seq, "outbox job cannot be opened (key missing?); left in place");
             continue;
         };
-        let result = match build_message(&holder.settings.mail_from, &content) {
+        let result = match build_message(&holder.settings.mail_from, &content, job.message_id.as_deref()) {
             Ok(m) => transport.send(m).await,
             Err(e) => Err(e),
         };
