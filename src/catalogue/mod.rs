@@ -15,6 +15,7 @@
 //! CSV files carry the same fields as columns (see [`reader`]); each CSV record is turned
 //! into the JSON value above and goes through the same validator, [`parse_json_row`].
 
+pub mod index;
 mod reader;
 mod search;
 
