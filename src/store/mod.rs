@@ -37,6 +37,58 @@ const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::new("deliver
 const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
 /// `outbox`: sequence → MailJob JSON (durable mail queue).
 const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
+/// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
+/// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`Ns`].
+const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
+
+/// A namespace of the `records` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ns {
+    /// OAuth clients by client_id.
+    Client,
+    /// OAuth authorization codes by hash.
+    AuthCode,
+    /// OAuth access and refresh tokens by hash.
+    Token,
+    /// OAuth refresh-token families by id.
+    TokenFamily,
+    /// People's accounts by id.
+    Account,
+    /// Accounts by folded e-mail.
+    AccountEmail,
+    /// Web sessions by hash.
+    Session,
+    /// One-time sign-in links by hash.
+    SignInLink,
+    /// Login throttling counters by key.
+    Throttle,
+    /// Sellers of the seller endpoint by id.
+    Seller,
+    /// Pending renewals by hash.
+    Renewal,
+}
+
+impl Ns {
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Client => "client:",
+            Self::AuthCode => "authcode:",
+            Self::Token => "token:",
+            Self::TokenFamily => "family:",
+            Self::Account => "account:",
+            Self::AccountEmail => "account-email:",
+            Self::Session => "session:",
+            Self::SignInLink => "signin:",
+            Self::Throttle => "throttle:",
+            Self::Seller => "seller:",
+            Self::Renewal => "renewal:",
+        }
+    }
+
+    fn key(self, key: &str) -> String {
+        format!("{}{key}", self.prefix())
+    }
+}
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +178,7 @@ impl Store {
             txn.open_table(DELIVERY_LOG)?;
             txn.open_table(DIGEST_DUE)?;
             txn.open_table(OUTBOX)?;
+            txn.open_table(RECORDS)?;
         }
         txn.commit()?;
         Ok(Self { db })
@@ -314,6 +367,28 @@ pub trait Reads {
         Ok(rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect())
     }
 
+    /// A record of a namespace.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
+        self.get_json(RECORDS, &ns.key(key))
+    }
+
+    /// Every record of a namespace, `(key without prefix, value)`, in key order.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
+        let p = ns.prefix();
+        let to = format!("{}\u{10ffff}", p);
+        Ok(self
+            .range_json(RECORDS, p, &to, usize::MAX)?
+            .into_iter()
+            .map(|(k, v)| (k[p.len()..].to_owned(), v))
+            .collect())
+    }
+
     /// Intents whose digest is pending: `(id, due unix seconds)`.
     ///
     /// # Errors
@@ -493,6 +568,23 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Inserts or replaces a record of a namespace.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
+        self.txn.open_table(RECORDS)?.insert(ns.key(key).as_str(), encode(value).as_slice())?;
+        Ok(())
+    }
+
+    /// Removes a record; returns whether it existed.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
+        Ok(self.txn.open_table(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
+    }
+
     /// Appends a job to the outbox; returns its sequence number.
     ///
     /// # Errors
@@ -578,6 +670,24 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(s.read(|rx| rx.token("code:x")).unwrap(), None);
+    }
+
+    #[test]
+    fn records_are_namespaced() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| {
+            tx.put_record(Ns::Client, "a", &1)?;
+            tx.put_record(Ns::Client, "b", &2)?;
+            tx.put_record(Ns::Token, "a", &3)?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let clients: Vec<(String, i32)> = s.read(|rx| rx.records(Ns::Client)).unwrap();
+        assert_eq!(clients, vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
+        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), Some(3));
+        assert!(s.write(|tx| tx.remove_record(Ns::Token, "a")).unwrap());
+        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), None);
     }
 
     #[test]
