@@ -28,6 +28,9 @@ pub enum ServeError {
     /// The store cannot be opened.
     #[error("{0} (is another `isto serve` running on this data directory?)")]
     Store(#[from] crate::store::StoreError),
+    /// The store exists but its sealing key does not.
+    #[error("the sealing key {0} is missing but the store exists: restore the key from your backup (a new key could not open the sealed contacts and limits)")]
+    MissingKey(String),
     /// The sealing key cannot be loaded or created.
     #[error(transparent)]
     Key(#[from] crate::crypto::CryptoError),
@@ -48,10 +51,21 @@ pub enum ServeError {
 /// # Errors
 /// [`ServeError`].
 pub fn open_holder(settings: Settings) -> Result<(Holder, bool), ServeError> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .map_err(|e| ServeError::DataDir(settings.data_dir.display().to_string(), e))?;
+    let dir = &settings.data_dir;
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(|e| ServeError::DataDir(dir.display().to_string(), e))?;
+        // Contacts, tokens in queued mail and keys live here: owner only.
+        crate::crypto::set_mode(dir, 0o700).map_err(|e| ServeError::DataDir(dir.display().to_string(), e))?;
+    }
+    let store_path = settings.store_path();
+    if store_path.exists() && !settings.key_path().exists() {
+        // A new key would make every sealed contact and limit unreadable.
+        return Err(ServeError::MissingKey(settings.key_path().display().to_string()));
+    }
     let (keys, created) = KeyRing::load_or_create(&settings.key_path())?;
-    let store = Store::open(&settings.store_path())?;
+    let store = Store::open(&store_path)?;
+    crate::crypto::set_mode(&store_path, 0o600)
+        .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
     Ok((Holder::new(settings, store, keys, Arc::new(SystemClock)), created))
 }
 
@@ -93,16 +107,41 @@ async fn access_log(req: Request, next: Next) -> Response {
     res
 }
 
+/// Refuses page POSTs whose `Origin` is another site's (a second line of defence beside
+/// the CSRF tokens). `/mcp` checks Host and Origin itself; the RFC 8058 one-click POST
+/// comes from mail providers' servers, which send no Origin.
+async fn same_origin_posts(
+    axum::extract::State(allowed): axum::extract::State<Arc<Vec<String>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if req.method() == axum::http::Method::POST && !req.uri().path().starts_with("/mcp") {
+        if let Some(origin) = req.headers().get(axum::http::header::ORIGIN) {
+            let o = origin.to_str().unwrap_or("").trim_end_matches('/').to_ascii_lowercase();
+            if !allowed.iter().any(|a| *a == o) {
+                return (axum::http::StatusCode::FORBIDDEN, "Forbidden: cross-site form post\n").into_response();
+            }
+        }
+    }
+    next.run(req).await
+}
+
 async fn healthz() -> impl IntoResponse {
     "ok\n"
 }
 
 /// The whole HTTP router.
 pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
+    let url = &holder.settings.public_url;
+    // The origin as browsers send it: without the default port.
+    let mut origins = vec![url.base.clone()];
+    origins.extend(url.allowed_origins());
+    let origins = Arc::new(origins);
     Router::new()
         .nest_service("/mcp", mcp_service(holder.clone(), stop))
         .route("/healthz", get(healthz))
         .merge(crate::web::routes(holder))
+        .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(access_log))
 }
 

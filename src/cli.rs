@@ -14,6 +14,20 @@ pub struct Cli {
     /// Data directory: store, keys, outbox, admin socket. Default ./isto-data.
     #[arg(long, global = true, env = "ISTO_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Address to listen on. Default 127.0.0.1:8080.
+    #[arg(long, global = true, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// The public origin people and assistants use (https://holder.example). Default
+    /// http://<listen>.
+    #[arg(long, global = true, env = "ISTO_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// SMTP server as a lettre URL (smtp://host:port, smtps://user:pass@host). Default:
+    /// none, mail is written to DATA_DIR/outbox as .eml files.
+    #[arg(long, global = true, env = "ISTO_SMTP_URL", value_name = "URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// From address of e-mails.
+    #[arg(long, global = true, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
+    pub mail_from: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -29,24 +43,10 @@ pub enum Command {
     Admin(AdminCommand),
 }
 
-/// Options of `isto serve`.
+/// Options of `isto serve` (the listen, URL and mail options are global: `isto admin
+/// check-config` shows their effect too).
 #[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address to listen on. Default 127.0.0.1:8080.
-    #[arg(long, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
-    /// The public origin people and assistants use (https://holder.example). Default
-    /// http://<listen>.
-    #[arg(long, env = "ISTO_PUBLIC_URL", value_name = "URL")]
-    pub public_url: Option<String>,
-    /// SMTP server as a lettre URL (smtp://host:port, smtps://user:pass@host). Default:
-    /// none, mail is written to DATA_DIR/outbox as .eml files.
-    #[arg(long, env = "ISTO_SMTP_URL", value_name = "URL", hide_env_values = true)]
-    pub smtp_url: Option<String>,
-    /// From address of e-mails.
-    #[arg(long, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
-    pub mail_from: Option<String>,
-}
+pub struct ServeArgs {}
 
 /// `isto admin ...`.
 #[derive(Debug, Subcommand)]

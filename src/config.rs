@@ -16,12 +16,12 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/isto/isto.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not valid TOML or has an unknown key or wrong type.
     #[error("config file {path}: {message}")]
@@ -285,6 +285,12 @@ impl Settings {
         }
         s.smtp_url = overrides.smtp_url.clone().or(file.mail.smtp_url).filter(|u| !u.is_empty());
         if let Some(f) = overrides.mail_from.clone().or(file.mail.from) {
+            if !crate::mail::is_mailbox(&f) {
+                return Err(ConfigError::Invalid {
+                    key: "mail.from",
+                    message: format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
+                });
+            }
             s.mail_from = f;
         }
         if let Some(v) = file.mail.digest_min_interval_secs {
@@ -300,10 +306,22 @@ impl Settings {
             s.draft_ttl_secs = v;
         }
         if let Some(v) = file.intents.confirm_ttl_secs {
-            s.confirm_ttl_secs = v.max(60);
+            if v < 60 {
+                return Err(ConfigError::Invalid {
+                    key: "intents.confirm_ttl_secs",
+                    message: "must be at least 60".into(),
+                });
+            }
+            s.confirm_ttl_secs = v;
         }
         if let Some(v) = file.intents.max_validity_days {
-            s.max_validity_days = v.clamp(1, 3650);
+            if !(1..=3650).contains(&v) {
+                return Err(ConfigError::Invalid {
+                    key: "intents.max_validity_days",
+                    message: "must be 1..=3650".into(),
+                });
+            }
+            s.max_validity_days = v;
         }
         if let Some(v) = file.intents.default_validity_days {
             s.default_validity_days = v;
@@ -327,7 +345,14 @@ impl Settings {
             s.min_should_match = v;
         }
         if let Some(c) = file.currency.default {
-            s.default_currency = c.to_ascii_uppercase();
+            let c = c.trim().to_ascii_uppercase();
+            if c.len() != 3 || !c.chars().all(|ch| ch.is_ascii_alphabetic()) {
+                return Err(ConfigError::Invalid {
+                    key: "currency.default",
+                    message: "must be an ISO 4217 code such as EUR".into(),
+                });
+            }
+            s.default_currency = c;
         }
         if let Some(r) = file.currency.rates {
             for (k, v) in r {
@@ -403,8 +428,10 @@ impl Settings {
 }
 
 fn read_file(p: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.to_owned(), source })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse { path: p.to_owned(), message: e.message().to_owned() })
+    let text = std::fs::read_to_string(p).map_err(|cause| ConfigError::Read { path: p.to_owned(), cause })?;
+    // toml's Display names the line, column and key, with the offending text.
+    toml::from_str(&text)
+        .map_err(|e| ConfigError::Parse { path: p.to_owned(), message: e.to_string().trim().to_owned() })
 }
 
 /// A commented config skeleton, written by `isto admin init`.

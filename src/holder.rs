@@ -281,6 +281,8 @@ pub enum ConsentOutcome {
     Repeated,
     /// Someone already consented on this link (first come, seed §5.3).
     Taken,
+    /// This address was sent too many confirmation e-mails lately (nothing recorded).
+    Throttled,
     /// The draft lapsed or was withdrawn.
     Closed,
 }
@@ -310,7 +312,17 @@ pub struct Holder {
     pub consent: mail::ConsentTexts,
     /// Woken when mail or digests may be due.
     pub wake: Arc<tokio::sync::Notify>,
+    /// Held by the mail worker from its last check that a job still exists until the
+    /// job is sent, and by a withdrawal around its transaction: a withdrawal that has
+    /// returned has no mail of its intent in flight, and none is sent afterwards.
+    pub send_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Recent confirmation e-mails per address hash (unix seconds), so that nobody can
+    /// make the holder mail an address over and over.
+    consent_sent: std::sync::Mutex<std::collections::HashMap<String, Vec<i64>>>,
 }
+
+/// Confirmation e-mails one address may receive per hour.
+pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
 
 impl std::fmt::Debug for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -330,7 +342,16 @@ impl Holder {
     /// Assembles a holder.
     pub fn new(settings: Settings, store: Store, keys: KeyRing, clock: Arc<dyn Clock>) -> Self {
         let consent = mail::ConsentTexts::load(&settings.consent_dir());
-        Self { settings, store, keys, clock, consent, wake: Arc::new(tokio::sync::Notify::new()) }
+        Self {
+            settings,
+            store,
+            keys,
+            clock,
+            consent,
+            wake: Arc::new(tokio::sync::Notify::new()),
+            send_lock: Arc::new(tokio::sync::Mutex::new(())),
+            consent_sent: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
     }
 
     fn now(&self) -> OffsetDateTime {
@@ -418,6 +439,7 @@ impl Holder {
                 )
             })?,
         };
+        input::check_criteria_keys(&category, &criteria)?;
         if let (Some(h), Some(b)) = (hidden_limit, &budget) {
             if let Some(min) = b.min {
                 if h < min {
@@ -530,6 +552,8 @@ impl Holder {
     /// listing after it returns). Idempotent.
     fn withdraw_id(&self, id: &str) -> Result<()> {
         let now = self.now();
+        // Called on blocking threads (tool calls and pages use spawn_blocking).
+        let _in_flight = self.send_lock.blocking_lock();
         self.store.write(|tx| -> Result<()> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(HolderError::NotFound)?;
             if rec.status == Status::Withdrawn {
@@ -620,6 +644,10 @@ impl Holder {
         let email = validate_email(email)?;
         let rec = self.by_token("consent", token)?;
         let now = self.now();
+        let address_key = crypto::token_hash("address", &email.to_ascii_lowercase());
+        if !self.consent_allowed(&address_key, now.unix_timestamp(), false) {
+            return Ok(ConsentOutcome::Throttled);
+        }
         let text = self.consent.get(language);
         let confirm = crypto::new_token(TOKEN_BYTES);
         let manage = crypto::new_token(TOKEN_BYTES);
@@ -661,10 +689,26 @@ impl Holder {
             Ok(ConsentOutcome::Recorded)
         })?;
         if outcome == ConsentOutcome::Recorded {
+            self.consent_allowed(&address_key, now.unix_timestamp(), true);
             tracing::info!(intent = %rec.id, "consent recorded; confirmation e-mail queued");
             self.wake.notify_one();
         }
         Ok(outcome)
+    }
+
+    /// Whether `address_key` may get another confirmation e-mail now; with `record`,
+    /// counts one.
+    fn consent_allowed(&self, address_key: &str, now: i64, record: bool) -> bool {
+        let Ok(mut map) = self.consent_sent.lock() else { return true };
+        if map.len() > 100_000 {
+            map.retain(|_, v| v.iter().any(|t| now - t < 3600));
+        }
+        let times = map.entry(address_key.to_owned()).or_default();
+        times.retain(|t| now - t < 3600);
+        if record {
+            times.push(now);
+        }
+        times.len() < CONSENTS_PER_ADDRESS_PER_HOUR || record
     }
 
     fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
@@ -1059,6 +1103,9 @@ pub fn validate_email(s: &str) -> Result<String, InputError> {
         || s.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';' | '"'))
     {
         return Err(bad());
+    }
+    if !s.is_ascii() {
+        return Err(InputError("email must be written in ASCII characters (name@example.com)".into()));
     }
     let (local, domain) = s.rsplit_once('@').ok_or_else(bad)?;
     if local.is_empty()

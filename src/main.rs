@@ -7,8 +7,13 @@ use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // rmcp logs whole MCP messages (codes, statements, limits) below warn: never below
+    // warn, whatever RUST_LOG says.
+    if let Ok(d) = "rmcp=warn".parse() {
+        filter = filter.add_directive(d);
+    }
     use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -23,33 +28,54 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Each cause once: many errors already quote their source in their message.
+            let mut msg = String::new();
+            for cause in e.chain() {
+                let c = cause.to_string();
+                if !msg.contains(&c) {
+                    if !msg.is_empty() {
+                        msg.push_str(": ");
+                    }
+                    msg.push_str(&c);
+                }
+            }
+            eprintln!("error: {msg}");
             ExitCode::FAILURE
         }
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut o = Overrides { config: cli.config.clone(), data_dir: cli.data_dir.clone(), ..Default::default() };
+    let mut o = Overrides {
+        config: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        listen: cli.listen.clone(),
+        public_url: cli.public_url.clone(),
+        smtp_url: cli.smtp_url.clone(),
+        mail_from: cli.mail_from.clone(),
+    };
     match cli.command {
-        Command::Serve(a) => {
-            o.listen = a.listen;
-            o.public_url = a.public_url;
-            o.smtp_url = a.smtp_url;
-            o.mail_from = a.mail_from;
+        Command::Serve(_) => {
             let settings = Settings::load(&o)?;
             init_logging();
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
             rt.block_on(isto::app::serve(settings))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Admin(AdminCommand::Init) => {
+            // `init --config PATH` writes the skeleton there: a file that does not exist
+            // yet is not an error.
+            if o.config.as_ref().is_some_and(|p| !p.exists()) {
+                o.config = None;
+            }
+            let settings = Settings::load(&o)?;
+            isto::admin::init(&settings, cli.config.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Admin(cmd) => {
             let settings = Settings::load(&o)?;
             match cmd {
-                AdminCommand::Init => {
-                    isto::admin::init(&settings, cli.config.as_deref())?;
-                    Ok(ExitCode::SUCCESS)
-                }
+                AdminCommand::Init => Ok(ExitCode::SUCCESS),
                 AdminCommand::CheckConfig { json } => {
                     let d = settings.describe();
                     if json {

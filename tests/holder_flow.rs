@@ -248,3 +248,24 @@ fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
     assert_eq!(titles.len(), 3, "{titles:?}");
     assert!(!titles.iter().any(|t| t == "Škoda Octavia B"));
 }
+
+#[test]
+fn one_address_gets_a_limited_number_of_confirmation_mails() {
+    let f = fixture();
+    let h = &f.holder;
+    let mut outcomes = Vec::new();
+    for _ in 0..isto::holder::CONSENTS_PER_ADDRESS_PER_HOUR + 1 {
+        let (_, _, consent) =
+            publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+        outcomes.push(h.give_consent(&consent, "Victim@Example.com", "en").unwrap());
+    }
+    assert_eq!(outcomes.last(), Some(&ConsentOutcome::Throttled));
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == ConsentOutcome::Recorded).count(),
+        isto::holder::CONSENTS_PER_ADDRESS_PER_HOUR
+    );
+    f.clock.advance(time::Duration::minutes(61));
+    let (_, _, consent) =
+        publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
+    assert_eq!(h.give_consent(&consent, "victim@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+}

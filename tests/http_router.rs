@@ -82,3 +82,19 @@ async fn health_and_unknown_tokens() {
     assert_eq!(status(&h, get("/consent/not-a-real-token-at-all")).await, StatusCode::NOT_FOUND);
     assert_eq!(status(&h, get("/confirm/not-a-real-token-at-all")).await, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn page_posts_from_another_site_are_refused() {
+    let (_d, h) = holder("https://holder.example");
+    let post = |origin: &str| {
+        Request::post("/consent/some-token-some-token")
+            .header("host", "holder.example")
+            .header("origin", origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from("email=a%40b.example&accept=yes&csrf=x"))
+            .unwrap()
+    };
+    assert_eq!(status(&h, post("https://evil.example")).await, StatusCode::FORBIDDEN);
+    // The holder's own origin reaches the page (which then refuses the unknown token).
+    assert_eq!(status(&h, post("https://holder.example")).await, StatusCode::NOT_FOUND);
+}

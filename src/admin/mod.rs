@@ -189,6 +189,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> 
         eprintln!("note: no store at {}: creating a new data directory", store_path.display());
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
+        crate::crypto::set_mode(&settings.data_dir, 0o700)?;
     } else if !key_path.exists() {
         anyhow::bail!(
             "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
@@ -211,6 +212,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> 
         }
         Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
     };
+    crate::crypto::set_mode(&store_path, 0o600)?;
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
     Ok(Holder::new(settings.clone(), store, keys, Arc::new(SystemClock)))
 }
@@ -367,7 +369,10 @@ pub fn init(settings: &Settings, config_path: Option<&Path>) -> anyhow::Result<(
     let existed = store_path.exists();
     match Store::open(&store_path) {
         Ok(_) if existed => println!("the store {} exists and opens", store_path.display()),
-        Ok(_) => println!("created the store {}", store_path.display()),
+        Ok(_) => {
+            crate::crypto::set_mode(&store_path, 0o600)?;
+            println!("created the store {}", store_path.display());
+        }
         Err(e) if in_use(&e) => println!("the store {} is in use by a running `isto serve`", store_path.display()),
         Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
     }

@@ -242,6 +242,11 @@ pub fn digest(
     }
 }
 
+/// Whether `s` is a mailbox such as `Holder <noreply@holder.example>` (RFC 5322).
+pub fn is_mailbox(s: &str) -> bool {
+    s.parse::<Mailbox>().is_ok()
+}
+
 /// Formats an amount with a thin group separator: `12 500`.
 pub fn format_amount(a: f64) -> String {
     let whole = a.round() as i64;
@@ -290,7 +295,8 @@ impl Header for ListUnsubscribePost {
     }
 }
 
-/// A mail failure (the message never includes the recipient or body).
+/// A mail failure. Messages never include the recipient, the body or the SMTP server's
+/// reply text (which often quotes the address): only the kind and the reply code.
 #[derive(Debug, thiserror::Error)]
 pub enum MailError {
     /// The From or To address does not parse.
@@ -299,9 +305,41 @@ pub enum MailError {
     /// Building the message failed.
     #[error("cannot build message: {0}")]
     Build(String),
-    /// The transport failed (SMTP refused, connection lost, disk full).
+    /// The SMTP server or the connection to it failed.
+    #[error("SMTP {kind}{}", code.as_ref().map(|c| format!(" (reply code {c})")).unwrap_or_default())]
+    Smtp {
+        /// `permanent rejection`, `temporary failure`, `timeout`, `TLS failure`, `connection failure`.
+        kind: &'static str,
+        /// The SMTP reply code, when the server answered.
+        code: Option<String>,
+        /// A 5xx answer: retrying will not help.
+        permanent: bool,
+    },
+    /// The configured transport cannot be used (bad URL, unwritable directory).
     #[error("transport: {0}")]
     Transport(String),
+}
+
+impl MailError {
+    /// Whether retrying cannot succeed (the server rejected the message for good).
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::Smtp { permanent: true, .. } | Self::Address(_) | Self::Build(_))
+    }
+}
+
+fn smtp_error(e: &lettre::transport::smtp::Error) -> MailError {
+    let kind = if e.is_permanent() {
+        "permanent rejection"
+    } else if e.is_transient() {
+        "temporary failure"
+    } else if e.is_timeout() {
+        "timeout"
+    } else if e.is_tls() {
+        "TLS failure"
+    } else {
+        "connection failure"
+    };
+    MailError::Smtp { kind, code: e.status().map(|c| c.to_string()), permanent: e.is_permanent() }
 }
 
 /// Builds the RFC 5322 message for `content`.
@@ -348,6 +386,9 @@ impl Transport {
             None => {
                 let dir = s.outbox_dir();
                 std::fs::create_dir_all(&dir).map_err(|e| MailError::Transport(format!("{}: {e}", dir.display())))?;
+                // The .eml files hold addresses and tokens: owner only.
+                crate::crypto::set_mode(&dir, 0o700)
+                    .map_err(|e| MailError::Transport(format!("{}: {e}", dir.display())))?;
                 Ok(Self::File(AsyncFileTransport::new(dir)))
             }
         }
@@ -359,8 +400,10 @@ impl Transport {
     /// [`MailError::Transport`].
     pub async fn send(&self, m: Message) -> Result<(), MailError> {
         match self {
-            Self::Smtp(t) => t.send(m).await.map(|_| ()).map_err(|e| MailError::Transport(e.to_string())),
-            Self::File(t) => t.send(m).await.map(|_| ()).map_err(|e| MailError::Transport(e.to_string())),
+            Self::Smtp(t) => t.send(m).await.map(|_| ()).map_err(|e| smtp_error(&e)),
+            Self::File(t) => t.send(m).await.map(|_| ()).map_err(|e| {
+                MailError::Transport(format!("writing the .eml file: {}", std::io::Error::other(e).kind()))
+            }),
         }
     }
 }

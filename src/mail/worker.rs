@@ -17,6 +17,7 @@ const TICK: Duration = Duration::from_secs(5);
 
 /// Runs until `stop` is cancelled: digests → outbox → transport.
 pub async fn run(holder: Arc<Holder>, transport: Transport, stop: CancellationToken) {
+    let mut first_pass = true;
     loop {
         let h = holder.clone();
         match tokio::task::spawn_blocking(move || h.queue_due_digests()).await {
@@ -24,7 +25,8 @@ pub async fn run(holder: Arc<Holder>, transport: Transport, stop: CancellationTo
             Err(e) => tracing::error!(error = %e, "digest task panicked"),
             Ok(Ok(_)) => {}
         }
-        send_due(&holder, &transport).await;
+        send_due(&holder, &transport, first_pass).await;
+        first_pass = false;
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = holder.wake.notified() => {}
@@ -33,8 +35,9 @@ pub async fn run(holder: Arc<Holder>, transport: Transport, stop: CancellationTo
     }
 }
 
-/// Sends every job whose time has come; returns how many were sent.
-pub async fn send_due(holder: &Holder, transport: &Transport) -> usize {
+/// Sends every job whose time has come (with `first_pass`, every job: after a restart a
+/// saved back-off is not waited out); returns how many were sent.
+pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) -> usize {
     let now = holder.clock.now().unix_timestamp();
     let jobs: Vec<(u64, MailJob)> = match holder.store.read(|rx| rx.outbox()) {
         Ok(j) => j,
@@ -44,13 +47,23 @@ pub async fn send_due(holder: &Holder, transport: &Transport) -> usize {
         }
     };
     let mut sent = 0;
-    for (seq, job) in jobs.into_iter().filter(|(_, j)| j.next_attempt <= now) {
+    for (seq, job) in jobs.into_iter().filter(|(_, j)| j.next_attempt <= now || first_pass) {
         let content: Option<MailContent> =
             holder.keys.open(&job.sealed).ok().and_then(|b| serde_json::from_slice(&b).ok());
         let Some(content) = content else {
             tracing::error!(seq, "outbox job cannot be opened (key missing?); left in place");
             continue;
         };
+        // No withdrawal can slip between this check and the send (see Holder::send_lock).
+        let _in_flight = holder.send_lock.lock().await;
+        match holder.store.read(|rx| rx.has_mail(seq)) {
+            Ok(true) => {}
+            Ok(false) => continue, // cancelled by a withdrawal meanwhile
+            Err(e) => {
+                tracing::error!(seq, error = %e, "reading the outbox failed");
+                continue;
+            }
+        }
         let result = match build_message(&holder.settings.mail_from, &content, job.message_id.as_deref()) {
             Ok(m) => transport.send(m).await,
             Err(e) => Err(e),
@@ -63,6 +76,13 @@ pub async fn send_due(holder: &Holder, transport: &Transport) -> usize {
                 }
                 tracing::info!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), "mail sent");
             }
+            Err(e) if e.is_permanent() => {
+                // Retrying cannot help: drop the job (the intent then expires unconfirmed).
+                tracing::error!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), error = %e, "mail refused for good; dropped");
+                if let Err(e) = holder.store.write(|tx| tx.remove_mail(seq)) {
+                    tracing::error!(seq, error = %e, "outbox update failed");
+                }
+            }
             Err(e) => {
                 let attempts = job.attempts.saturating_add(1);
                 let delay = 30i64.saturating_mul(1 << attempts.min(7)).min(3600);
@@ -71,7 +91,7 @@ pub async fn send_due(holder: &Holder, transport: &Transport) -> usize {
                 j.attempts = attempts;
                 j.next_attempt = now + delay;
                 let still_there = |tx: &mut crate::store::Tx<'_>| -> Result<(), crate::store::StoreError> {
-                    if tx.outbox::<MailJob>()?.iter().any(|(s, _)| *s == seq) {
+                    if tx.has_mail(seq)? {
                         tx.update_mail(seq, &j)?;
                     }
                     Ok(())

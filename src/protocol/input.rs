@@ -252,8 +252,20 @@ pub fn parse_area(v: &Value, path: &str) -> Result<AreaObject, InputError> {
             };
             let place = f.opt_str("place", 200)?;
             f.finish("")?;
-            gazetteer::normalize(&AreaObject { country, regions, place })
-                .map_err(|e| InputError(format!("{path}: {e}")))
+            let area = gazetteer::normalize(&AreaObject { country, regions, place })
+                .map_err(|e| InputError(format!("{path}: {e}")))?;
+            // A known place must lie in the regions given, or the area says two things.
+            if let (Some(p), false) = (&area.place, area.regions.is_empty()) {
+                if let Ok(known) = gazetteer::resolve(p) {
+                    if known.place.is_some() && !known.regions.iter().all(|r| area.regions.contains(r)) {
+                        return err(format!(
+                            "{path}.place {p:?} lies in {}, which is not in {path}.regions",
+                            known.regions.join(", ")
+                        ));
+                    }
+                }
+            }
+            Ok(area)
         }
         other => err(format!("{path} must be a string or an object {{country, regions}}, not {}", type_name(other))),
     }
@@ -289,18 +301,44 @@ pub fn parse_criteria(v: &Value) -> Result<(Option<String>, Map<String, Value>),
         if k == "category" {
             continue;
         }
-        if let Some(c) = cat.as_deref().and_then(category) {
-            if !c.attributes.iter().any(|(a, _, _)| a == k) {
-                let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
-                return err(format!("criteria.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
-            }
-        } else if k.len() > 40 || !k.chars().all(|ch| ch.is_ascii_alphanumeric()) {
-            return err(format!("criteria.{k}: keys are attribute names such as make or mileageKm"));
-        }
         let path = format!("criteria.{k}");
         out.insert(k.clone(), parse_constraint(val, &path)?);
     }
+    if let Some(c) = &cat {
+        check_criteria_keys(c, &out)?;
+    }
     Ok((cat, out))
+}
+
+/// Checks criteria against a category's attributes (PROTOCOL.md §2): every key is an
+/// attribute of the category; number attributes take numbers or `{min, max}`, string
+/// attributes take strings (or arrays of them). Called again once a category has been
+/// classified from the statement.
+///
+/// # Errors
+/// Naming `criteria.<key>` and the rule.
+pub fn check_criteria_keys(cat: &str, criteria: &Map<String, Value>) -> Result<(), InputError> {
+    let Some(c) = category(cat) else { return err(format!("criteria.category {cat:?} is unknown")) };
+    for (k, v) in criteria {
+        let Some((_, kind, _)) = c.attributes.iter().find(|(a, _, _)| a == k) else {
+            let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
+            return err(format!("criteria.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
+        };
+        let ok = |x: &Value| match *kind {
+            "number" => x.is_number(),
+            _ => x.is_string(),
+        };
+        let fits = match v {
+            Value::Array(a) => a.iter().all(ok),
+            Value::Object(_) => *kind == "number",
+            x => ok(x),
+        };
+        if !fits {
+            let want = if *kind == "number" { "a number or {min, max}" } else { "a string or an array of strings" };
+            return err(format!("criteria.{k} must be {want}"));
+        }
+    }
+    Ok(())
 }
 
 fn parse_scalar(v: &Value, path: &str) -> Result<Value, InputError> {
@@ -495,8 +533,27 @@ pub fn detect_language(statement: &str, fallback: &str) -> String {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
     let count = |list: &[&str]| words.iter().filter(|w| list.contains(w)).count();
     let en = count(&["the", "a", "for", "with", "up", "to", "looking", "want", "used", "buy", "and", "in", "or", "of"]);
-    let cs = count(&["hledám", "koupím", "nebo", "jsem", "chci", "ojetý", "ojeté", "který", "kterou", "až", "nejlépe"]);
-    let sk = count(&["hľadám", "kúpim", "alebo", "som", "chcem", "ktorý", "ktorú", "najlepšie", "do", "rokov"]);
+    let cs = count(&[
+        "hledám",
+        "koupím",
+        "poptávám",
+        "nebo",
+        "jsem",
+        "chci",
+        "ojetý",
+        "ojeté",
+        "ojetou",
+        "který",
+        "kterou",
+        "až",
+        "nejlépe",
+        "kč",
+        "korun",
+        "auto",
+        "byt",
+    ]);
+    let sk =
+        count(&["hľadám", "kúpim", "alebo", "som", "chcem", "ktorý", "ktorú", "najlepšie", "rokov", "eur", "izbový"]);
     if en > cs && en > sk {
         "en".into()
     } else if cs > sk {
@@ -557,6 +614,9 @@ mod tests {
             .0
             .contains("criteria.year.min"));
         assert!(parse_criteria(&json!({"make": []})).unwrap_err().0.contains("criteria.make"));
+        assert!(parse_criteria(&json!({"category": "vehicles", "make": 5})).unwrap_err().0.contains("criteria.make"));
+        assert!(check_criteria_keys("property", &json!({"make": "x"}).as_object().cloned().unwrap()).is_err());
+        assert!(check_criteria_keys("vehicles", &json!({"year": {"min": 2010}}).as_object().cloned().unwrap()).is_ok());
     }
 
     #[test]

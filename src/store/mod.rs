@@ -590,10 +590,23 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn enqueue_mail<T: Serialize>(&mut self, job: &T) -> Result<u64> {
+        // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
+        // worker holding a job number can never touch a later job by mistake.
+        let mut meta = self.txn.open_table(META)?;
+        let last = meta.get("outbox_seq")?.and_then(|v| v.value().parse::<u64>().ok()).unwrap_or(0);
         let mut t = self.txn.open_table(OUTBOX)?;
-        let next = t.last()?.map(|(k, _)| k.value() + 1).unwrap_or(1);
+        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
+        meta.insert("outbox_seq", next.to_string().as_str())?;
         t.insert(next, encode(job).as_slice())?;
         Ok(next)
+    }
+
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn has_mail(&self, seq: u64) -> Result<bool> {
+        Ok(self.txn.open_table(OUTBOX)?.get(seq)?.is_some())
     }
 
     /// Replaces an outbox job (after a failed attempt).
@@ -633,6 +646,14 @@ fn outbox_rows<T: DeserializeOwned>(t: &impl ReadableTable<u64, &'static [u8]>) 
 }
 
 impl Rx {
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn has_mail(&self, seq: u64) -> Result<bool> {
+        Ok(self.txn.open_table(OUTBOX)?.get(seq)?.is_some())
+    }
+
     /// Every outbox job, oldest first.
     ///
     /// # Errors
@@ -670,6 +691,16 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(s.read(|rx| rx.token("code:x")).unwrap(), None);
+    }
+
+    #[test]
+    fn outbox_numbers_are_never_reused() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
+        s.write(|tx| tx.remove_mail(a)).unwrap();
+        let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
+        assert!(b > a, "{b} after {a}");
     }
 
     #[test]

@@ -86,6 +86,10 @@ pub struct Ui {
     pub taken_title: &'static str,
     /// Body: someone already used the consent link.
     pub taken_body: &'static str,
+    /// Title of the page shown when an address got too many consent e-mails.
+    pub throttled_title: &'static str,
+    /// Body of that page.
+    pub throttled_body: &'static str,
     /// Page title: the link expired or the request was withdrawn.
     pub closed_title: &'static str,
     /// Body: the link expired or the request was withdrawn.
@@ -188,6 +192,8 @@ static SK: Ui = Ui {
     sent_title: "Skontrolujte si e-mail",
     sent_body: "Poslali sme vám e-mail s potvrdzovacím odkazom. Dopyt bude aktívny, keď odkaz otvoríte a stlačíte Potvrdiť.",
     sent_spam: "Ak e-mail do niekoľkých minút nepríde, pozrite sa do priečinka s nevyžiadanou poštou.",
+    throttled_title: "Priveľa žiadostí",
+    throttled_body: "Na túto adresu sme nedávno poslali priveľa potvrdzovacích e-mailov. Skúste to znova o hodinu.",
     taken_title: "Tento odkaz už bol použitý",
     taken_body: "Na tomto odkaze už niekto udelil súhlas. Ak ste to boli vy, hľadajte potvrdzovací e-mail. Odkaz sa dá použiť len raz.",
     closed_title: "Platnosť odkazu vypršala alebo bol dopyt zrušený",
@@ -275,6 +281,8 @@ static CS: Ui = Ui {
     sent_title: "Zkontrolujte si e-mail",
     sent_body: "Poslali jsme vám e-mail s potvrzovacím odkazem. Poptávka bude aktivní, až odkaz otevřete a stisknete Potvrdit.",
     sent_spam: "Pokud e-mail do několika minut nepřijde, podívejte se do složky s nevyžádanou poštou.",
+    throttled_title: "Příliš mnoho žádostí",
+    throttled_body: "Na tuto adresu jsme nedávno poslali příliš mnoho potvrzovacích e-mailů. Zkuste to znovu za hodinu.",
     taken_title: "Tento odkaz již byl použit",
     taken_body: "Na tomto odkazu již někdo udělil souhlas. Pokud jste to byli vy, hledejte potvrzovací e-mail. Odkaz lze použít jen jednou.",
     closed_title: "Platnost odkazu vypršela nebo byla poptávka zrušena",
@@ -362,6 +370,8 @@ static EN: Ui = Ui {
     sent_title: "Check your e-mail",
     sent_body: "We sent you an e-mail with a confirmation link. Your request becomes active when you open the link and press Confirm.",
     sent_spam: "If it does not arrive within a few minutes, look in your spam folder.",
+    throttled_title: "Too many requests",
+    throttled_body: "We recently sent too many confirmation e-mails to this address. Try again in an hour.",
     taken_title: "This link was already used",
     taken_body: "Someone has already given consent on this link. If that was you, look for the confirmation e-mail. A link can be used only once.",
     closed_title: "This link has expired or the request was withdrawn",

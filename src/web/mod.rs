@@ -331,6 +331,9 @@ async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body
             Redirect::to(&format!("/consent/{token}/sent")).into_response()
         }
         Ok(ConsentOutcome::Taken) => taken_page(&h, ui),
+        Ok(ConsentOutcome::Throttled) => {
+            page(&h, ui, StatusCode::TOO_MANY_REQUESTS, ui.throttled_title, pages::message(ui.throttled_body, false))
+        }
         Ok(ConsentOutcome::Closed) => closed_page(&h, ui, &view.intent),
         Err(Fail::Input) => {
             consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, Some((ui.email_invalid, true)))
