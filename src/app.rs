@@ -118,7 +118,9 @@ async fn same_origin_posts(
     if req.method() == axum::http::Method::POST && !req.uri().path().starts_with("/mcp") {
         if let Some(origin) = req.headers().get(axum::http::header::ORIGIN) {
             let o = origin.to_str().unwrap_or("").trim_end_matches('/').to_ascii_lowercase();
-            if !allowed.iter().any(|a| *a == o) {
+            // Pages send `Referrer-Policy: no-referrer`, under which browsers post their
+            // forms with `Origin: null`; the CSRF token decides then.
+            if o != "null" && !allowed.iter().any(|a| *a == o) {
                 return (axum::http::StatusCode::FORBIDDEN, "Forbidden: cross-site form post\n").into_response();
             }
         }
