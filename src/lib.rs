@@ -5,6 +5,7 @@
 //! [`crypto`] sealing and tokens, [`store`] redb tables, [`holder`] the operations of the
 //! consent-link flow, [`matching`] PROTOCOL.md §6, [`mail`] e-mails and the outbox.
 
+pub mod accounts;
 pub mod admin;
 pub mod app;
 pub mod catalogue;
@@ -17,6 +18,7 @@ pub mod holder;
 pub mod mail;
 pub mod matching;
 pub mod mcp;
+pub mod oauth;
 pub mod protocol;
 pub mod store;
 pub mod text;

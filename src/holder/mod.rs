@@ -113,13 +113,17 @@ pub struct IntentRecord {
     pub last_digest_at: Option<i64>,
     /// Delivery time (µs) of the last delivery included in a digest.
     pub digest_cursor: i64,
+    /// The account that owns it when published on `/mcp/buyer` (PROTOCOL.md §1); `None`
+    /// for consent-link intents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// Delivery time (µs) of the newest delivery: the next one is strictly later, so
     /// `since` cursors and digests never skip a delivery made in the same microsecond.
     #[serde(default)]
     pub last_delivered: i64,
 }
 
-fn ts(s: &str) -> OffsetDateTime {
+pub(crate) fn ts(s: &str) -> OffsetDateTime {
     clock::parse_rfc3339(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
@@ -330,7 +334,7 @@ impl std::fmt::Debug for Holder {
     }
 }
 
-fn micros(t: OffsetDateTime) -> i64 {
+pub(crate) fn micros(t: OffsetDateTime) -> i64 {
     (t.unix_timestamp_nanos() / 1000) as i64
 }
 
@@ -354,11 +358,11 @@ impl Holder {
         }
     }
 
-    fn now(&self) -> OffsetDateTime {
+    pub(crate) fn now(&self) -> OffsetDateTime {
         self.clock.now()
     }
 
-    fn params(&self) -> Params<'_> {
+    pub(crate) fn params(&self) -> Params<'_> {
         Params {
             min_should_match: self.settings.min_should_match,
             default_currency: &self.settings.default_currency,
@@ -366,7 +370,7 @@ impl Holder {
         }
     }
 
-    fn currencies(&self) -> Vec<String> {
+    pub(crate) fn currencies(&self) -> Vec<String> {
         self.settings.rates.keys().cloned().collect()
     }
 
@@ -499,6 +503,7 @@ impl Holder {
             last_digest_at: None,
             digest_cursor: 0,
             last_delivered: 0,
+            owner: None,
         };
         self.store.write(|tx| -> Result<()> {
             tx.put_intent(&id, &rec, false)?;
@@ -515,7 +520,7 @@ impl Holder {
         })
     }
 
-    fn by_token(&self, kind: &str, token: &str) -> Result<IntentRecord> {
+    pub(crate) fn by_token(&self, kind: &str, token: &str) -> Result<IntentRecord> {
         if token.is_empty() || token.len() > 200 {
             return Err(HolderError::NotFound);
         }
@@ -550,7 +555,7 @@ impl Holder {
     /// Withdraws in one transaction: status `withdrawn`, out of the active set, pending
     /// digest and queued mail for it cancelled (PROTOCOL.md §3: no delivery, e-mail or
     /// listing after it returns). Idempotent.
-    fn withdraw_id(&self, id: &str) -> Result<()> {
+    pub(crate) fn withdraw_id(&self, id: &str) -> Result<()> {
         let now = self.now();
         // Called on blocking threads (tool calls and pages use spawn_blocking).
         let _in_flight = self.send_lock.blocking_lock();
@@ -711,7 +716,7 @@ impl Holder {
         times.len() < CONSENTS_PER_ADDRESS_PER_HOUR || record
     }
 
-    fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
+    pub(crate) fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
         let job =
             MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host);
         tx.enqueue_mail(&job)?;
@@ -785,7 +790,7 @@ impl Holder {
         self.withdraw_id(&rec.id)
     }
 
-    fn hidden_limit(&self, rec: &IntentRecord) -> Result<Option<f64>> {
+    pub(crate) fn hidden_limit(&self, rec: &IntentRecord) -> Result<Option<f64>> {
         match &rec.hidden_limit {
             None => Ok(None),
             Some(s) => Ok(self.keys.open_str(s)?.expose().parse::<f64>().ok()),
@@ -794,7 +799,7 @@ impl Holder {
 
     /// Matches `offers` against one intent and records new deliveries (once per pair),
     /// scheduling its digest. Returns the number of new deliveries.
-    fn match_intent_tx(
+    pub(crate) fn match_intent_tx(
         &self,
         tx: &mut Tx<'_>,
         rec: &mut IntentRecord,
@@ -1059,7 +1064,7 @@ impl Holder {
 
 /// Turns delivery rows `(µs, offer id, extensions)` into Deliveries with their offers
 /// (rows whose offer is gone are skipped).
-fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
+pub(crate) fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
     let mut out = Vec::with_capacity(rows.len());
     for (m, offer_id, ext) in rows {
         if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
@@ -1070,7 +1075,7 @@ fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<D
 }
 
 /// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
-fn disabled_sellers(tx: &Tx<'_>) -> Result<std::collections::HashSet<String>> {
+pub(crate) fn disabled_sellers(tx: &Tx<'_>) -> Result<std::collections::HashSet<String>> {
     Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
 }
 

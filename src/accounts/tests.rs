@@ -1,0 +1,539 @@
+//! The account pages driven through the router (`oneshot`) over a real holder: a redb
+//! file in a temporary directory, an ephemeral key ring and a manual clock.
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::{PublicUrl, Settings};
+use crate::mail::{MailContent, MailJob};
+use crate::store::Store;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use axum::Router;
+use tower::ServiceExt;
+
+const EMAIL: &str = "Person.One@Buyer.example";
+const PASSWORD: &str = "correct horse battery";
+
+struct Env {
+    _dir: tempfile::TempDir,
+    holder: Arc<Holder>,
+    clock: Arc<ManualClock>,
+    app: Router,
+}
+
+fn env_with(public_url: &str) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    settings.holder_name = "Test holder".into();
+    settings.default_language = "en".into();
+    settings.public_url = PublicUrl::parse(public_url).unwrap();
+    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
+    let app = routes(holder.clone());
+    Env { _dir: dir, holder, clock, app }
+}
+
+fn env() -> Env {
+    env_with("https://holder.example")
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Resp {
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or_default()
+    }
+
+    /// The CSRF token of the form posting to `action`.
+    fn csrf_for(&self, action: &str) -> String {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
+        let marker = "name=\"csrf\" value=\"";
+        let from = at + self.body[at..].find(marker).unwrap() + marker.len();
+        self.body[from..].split('"').next().unwrap().to_owned()
+    }
+
+    /// The `name=value` of the session cookie set, if any.
+    fn cookie(&self) -> Option<String> {
+        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    fn location(&self) -> &str {
+        self.header(header::LOCATION)
+    }
+}
+
+impl Env {
+    async fn send(&self, req: Request<Body>) -> Resp {
+        let res = self.app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+    }
+
+    async fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder().method(Method::GET).uri(path);
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::empty()).unwrap()).await
+    }
+
+    async fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap()).await
+    }
+
+    fn mails(&self) -> Vec<MailContent> {
+        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+    }
+
+    /// The token after `marker` in the newest mail that has it.
+    fn token_from_outbox(&self, marker: &str) -> String {
+        for m in self.mails().iter().rev() {
+            if let Some(i) = m.text.find(marker) {
+                return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("no mail with {marker}");
+    }
+
+    fn current(&self, cookie: &str) -> Option<(String, String)> {
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, cookie.parse().unwrap());
+        current(&self.holder, &h)
+    }
+
+    /// Signs up through the pages (form, e-mail, Confirm) and returns the cookie.
+    async fn sign_up(&self, email: &str, password: &str, next: &str) -> (Resp, String) {
+        let page = self.get(&format!("/signup?next={}", urlencode(next)), None).await;
+        assert_eq!(page.status, StatusCode::OK);
+        let csrf = page.csrf_for("/signup");
+        let r = self
+            .post(
+                "/signup",
+                &[
+                    ("csrf", &csrf),
+                    ("email", email),
+                    ("password", password),
+                    ("accept", "yes"),
+                    ("lang", "en"),
+                    ("next", next),
+                ],
+                None,
+            )
+            .await;
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
+        let token = self.token_from_outbox("/signup/confirm/");
+        let page = self.get(&format!("/signup/confirm/{token}"), None).await;
+        assert_eq!(page.status, StatusCode::OK);
+        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
+        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+        let cookie = r.cookie().unwrap();
+        (r, cookie)
+    }
+
+    async fn signin(&self, email: &str, password: &str, next: &str) -> Resp {
+        let page = self.get("/signin", None).await;
+        let csrf = page.csrf_for("/signin");
+        self.post("/signin", &[("csrf", &csrf), ("email", email), ("password", password), ("next", next)], None).await
+    }
+
+    async fn request_link(&self, email: &str, next: &str) -> Resp {
+        let page = self.get("/signin", None).await;
+        let csrf = page.csrf_for("/signin/link");
+        self.post("/signin/link", &[("csrf", &csrf), ("email", email), ("next", next)], None).await
+    }
+
+    /// Uses the newest sign-in link in the outbox; returns the POST's response.
+    async fn use_link(&self) -> Resp {
+        let token = self.token_from_outbox("/signin/link/");
+        let page = self.get(&format!("/signin/link/{token}"), None).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.cookie().is_none(), "a GET never signs in");
+        let csrf = page.csrf_for(&format!("/signin/link/{token}"));
+        self.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None).await
+    }
+
+    fn stored(&self, email: &str) -> Account {
+        account_by_email(&self.holder, email).unwrap().unwrap()
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("x", s)]).unwrap()[2..].to_owned()
+}
+
+fn assert_page_headers(r: &Resp) {
+    assert_eq!(r.header(header::CACHE_CONTROL), "no-store");
+    assert_eq!(r.header(header::X_FRAME_OPTIONS), "DENY");
+    assert_eq!(r.header(header::REFERRER_POLICY), "no-referrer");
+    assert!(r.header(header::CONTENT_SECURITY_POLICY).contains("default-src 'none'"));
+}
+
+#[tokio::test]
+async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
+    let e = env();
+    let page = e.get("/signup", None).await;
+    assert_page_headers(&page);
+    assert!(page.body.contains(&e.holder.consent.get("en").body.lines().next().unwrap().trim().to_owned()));
+    // The checkbox is required.
+    let csrf = page.csrf_for("/signup");
+    let r = e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("lang", "en")], None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // Too short a password is refused before anything is sent.
+    let r =
+        e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("password", "short"), ("accept", "yes")], None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(e.mails().is_empty());
+    // No CSRF token: 403.
+    let r = e.post("/signup", &[("email", EMAIL), ("accept", "yes")], None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    let csrf = page.csrf_for("/signup");
+    let next = "/oauth/authorize?client_id=c&state=s";
+    let r = e
+        .post(
+            "/signup",
+            &[
+                ("csrf", &csrf),
+                ("email", EMAIL),
+                ("password", PASSWORD),
+                ("accept", "yes"),
+                ("lang", "en"),
+                ("next", next),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
+    let mails = e.mails();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].to, "Person.One@buyer.example");
+    assert!(mails[0].unsubscribe_url.ends_with("/account/mail"));
+    let token = e.token_from_outbox("/signup/confirm/");
+    assert!(account_by_email(&e.holder, EMAIL).unwrap().is_none(), "no account before the confirmation");
+
+    // GET shows a Confirm button and creates nothing (mail scanners follow links).
+    for _ in 0..2 {
+        let page = e.get(&format!("/signup/confirm/{token}"), None).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.cookie().is_none());
+    }
+    assert!(account_by_email(&e.holder, EMAIL).unwrap().is_none());
+    let page = e.get(&format!("/signup/confirm/{token}"), None).await;
+    let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
+    let r = e.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, next));
+    assert_page_headers(&r);
+    let set = r.header(header::SET_COOKIE);
+    assert!(set.starts_with("isto_session="), "{set}");
+    for attr in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/", "Max-Age=1209600"] {
+        assert!(set.split("; ").any(|a| a == attr), "{attr} missing in {set}");
+    }
+    let cookie = r.cookie().unwrap();
+
+    let a = e.stored(EMAIL);
+    assert_eq!(a.role, ROLE_BUYER);
+    assert!(a.id.starts_with("acc_"));
+    assert_eq!(a.consent_version.as_deref(), Some(e.holder.consent.get("en").version.as_str()));
+    assert!(a.password_hash.as_deref().unwrap().starts_with("$argon2id$v=19$m=19456,t=2,p=1$"));
+    assert_eq!(a.email(&e.holder.keys).unwrap().expose(), "Person.One@buyer.example");
+    assert!(!a.email.ct.contains("Person"), "the address is sealed at rest");
+    assert_eq!(e.current(&cookie), Some((a.id.clone(), "buyer".to_owned())));
+    assert_eq!(
+        Sessions(e.holder.clone()).current(&{
+            let mut h = HeaderMap::new();
+            h.insert(header::COOKIE, format!("other=1; {cookie}").parse().unwrap());
+            h
+        }),
+        Some((a.id.clone(), "buyer".to_owned()))
+    );
+
+    // Only hashes of the tokens are stored.
+    let session_token = cookie.split_once('=').unwrap().1.to_owned();
+    let keys: Vec<String> = e
+        .holder
+        .store
+        .read(|rx| -> Result<_, StoreError> {
+            let mut k: Vec<String> = rx.records::<serde_json::Value>(Ns::Session)?.into_iter().map(|r| r.0).collect();
+            k.extend(rx.records::<serde_json::Value>(Ns::SignInLink)?.into_iter().map(|r| r.0));
+            Ok(k)
+        })
+        .unwrap();
+    assert!(keys.iter().all(|k| !k.contains(&session_token) && !k.contains(&token)));
+
+    // The link is single use.
+    let r = e.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None).await;
+    assert_eq!(r.status, StatusCode::GONE);
+
+    // Signing up again with the address (any case) sends a sign-in link instead; the
+    // page says the same as for a new address.
+    let page = e.get("/signup", None).await;
+    let csrf = page.csrf_for("/signup");
+    let r = e.post("/signup", &[("csrf", &csrf), ("email", "person.one@buyer.example"), ("accept", "yes")], None).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
+    let last = e.mails().pop().unwrap();
+    assert!(last.subject.starts_with("You already have an account"), "{}", last.subject);
+    assert!(last.text.contains("/signin/link/"));
+    assert_eq!(accounts(&e.holder).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn cookie_is_not_secure_on_http_and_signup_without_password() {
+    let e = env_with("http://127.0.0.1:8080");
+    let (r, cookie) = e.sign_up(EMAIL, "", "/me").await;
+    let set = r.header(header::SET_COOKIE);
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax"));
+    assert!(!set.contains("Secure"), "{set}");
+    assert_eq!(r.location(), "/me");
+    assert!(e.stored(EMAIL).password_hash.is_none());
+    assert!(e.current(&cookie).is_some());
+}
+
+#[tokio::test]
+async fn password_signin_without_enumeration_and_safe_next() {
+    let e = env();
+    let (_, _) = e.sign_up(EMAIL, PASSWORD, "/me").await;
+    let id = e.stored(EMAIL).id;
+
+    let wrong = e.signin(EMAIL, "not the password", "/me").await;
+    let unknown = e.signin("nobody@buyer.example", PASSWORD, "/me").await;
+    for r in [&wrong, &unknown] {
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.body.contains("Wrong e-mail address or password."));
+        assert!(r.cookie().is_none());
+    }
+    let strip = |r: &Resp, email: &str| {
+        let b = r.body.replace(email, "EMAIL");
+        let mut parts = b.split("name=\"csrf\" value=\"");
+        let first = parts.next().unwrap().to_owned();
+        first + &parts.map(|p| p.split_once('"').unwrap().1).collect::<String>()
+    };
+    assert_eq!(strip(&wrong, "Person.One@buyer.example"), strip(&unknown, "nobody@buyer.example"));
+
+    let ok = e.signin("person.one@BUYER.example", PASSWORD, "//evil.example/x").await;
+    assert_eq!((ok.status, ok.location()), (StatusCode::SEE_OTHER, "/me"), "{}", ok.body);
+    assert_eq!(e.current(&ok.cookie().unwrap()), Some((id.clone(), "buyer".into())));
+
+    // Relative next is kept; absolute URLs, backslashes and protocol-relative ones are not.
+    assert_eq!(web::safe_next("/oauth/authorize?a=b&c=%2F"), "/oauth/authorize?a=b&c=%2F");
+    for bad in ["https://evil.example", "//evil.example", "/\\evil.example", "evil", "", "/a b", "/é"] {
+        assert_eq!(web::safe_next(bad), "/me", "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn successful_signin_rehashes_weaker_parameters() {
+    let e = env();
+    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    let weak = password::hash_with(PASSWORD, argon2::Params::new(1024, 1, 1, None).unwrap()).unwrap();
+    e.holder
+        .store
+        .write(|tx| -> Result<(), StoreError> {
+            let mut a: Account = tx.record(Ns::Account, &id)?.unwrap();
+            a.password_hash = Some(weak.clone());
+            tx.put_record(Ns::Account, &id, &a)
+        })
+        .unwrap();
+    assert!(password::needs_rehash(&weak));
+    let r = e.signin("seller@dealer.example", PASSWORD, "/seller").await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller"));
+    let now = account(&e.holder, &id).unwrap().unwrap().password_hash.unwrap();
+    assert_ne!(now, weak);
+    assert!(now.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{now}");
+    assert!(password::verify(PASSWORD, &now));
+    assert_eq!(e.current(&r.cookie().unwrap()).unwrap().1, "seller");
+}
+
+#[tokio::test]
+async fn signin_link_is_single_use_and_expires() {
+    let e = env();
+    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    assert!(matches!(create_seller(&e.holder, "SELLER@dealer.example", "Again"), Err(AccountError::Exists)));
+
+    // Unknown address: the same answer, nothing sent.
+    let r = e.request_link("nobody@dealer.example", "/x").await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin/sent"));
+    assert!(e.mails().is_empty());
+    let r = e.request_link("seller@dealer.example", "https://evil.example").await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin/sent"));
+    assert_eq!(e.mails().len(), 1);
+    let sent = e.get("/signin/sent", None).await;
+    assert!(sent.body.contains("If an account exists"));
+
+    let token = e.token_from_outbox("/signin/link/");
+    let r = e.use_link().await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"), "a refused next falls back to /me");
+    assert_eq!(e.current(&r.cookie().unwrap()), Some((id.clone(), "seller".into())));
+    // Used once: gone for GET and POST.
+    assert_eq!(e.get(&format!("/signin/link/{token}"), None).await.status, StatusCode::GONE);
+    let csrf = e.holder.keys.csrf_token("signin-link", &token, e.holder.clock.now().unix_timestamp());
+    let again = e.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None).await;
+    assert_eq!(again.status, StatusCode::GONE);
+    assert!(again.cookie().is_none());
+
+    // A new link with a next, unused for 16 minutes: expired.
+    e.request_link("seller@dealer.example", "/seller/intents").await;
+    let token = e.token_from_outbox("/signin/link/");
+    let page = e.get(&format!("/signin/link/{token}"), None).await;
+    let csrf = page.csrf_for(&format!("/signin/link/{token}"));
+    e.clock.advance(time::Duration::minutes(16));
+    assert_eq!(e.get(&format!("/signin/link/{token}"), None).await.status, StatusCode::GONE);
+    let r = e.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None).await;
+    assert_eq!(r.status, StatusCode::GONE);
+    assert!(r.cookie().is_none());
+
+    // Within 15 minutes it works and keeps its next.
+    e.request_link("seller@dealer.example", "/seller/intents").await;
+    let r = e.use_link().await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller/intents"));
+
+    // Five mails per address per hour.
+    for _ in 0..2 {
+        e.request_link("seller@dealer.example", "/").await;
+    }
+    let r = e.request_link("seller@dealer.example", "/").await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn five_failures_throttle_the_address() {
+    let e = env();
+    e.sign_up(EMAIL, PASSWORD, "/me").await;
+    for _ in 0..5 {
+        assert_eq!(e.signin(EMAIL, "wrong password!", "/me").await.status, StatusCode::BAD_REQUEST);
+    }
+    let r = e.signin(EMAIL, PASSWORD, "/me").await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.header(header::RETRY_AFTER), "900");
+    assert!(r.body.contains("sign in with a link"));
+    assert!(r.cookie().is_none());
+    // Other addresses are not affected, and the throttle is the same for unknown ones.
+    for _ in 0..5 {
+        e.signin("nobody@buyer.example", PASSWORD, "/me").await;
+    }
+    assert_eq!(e.signin("nobody@buyer.example", PASSWORD, "/me").await.status, StatusCode::TOO_MANY_REQUESTS);
+    // After the window the right password works again.
+    e.clock.advance(time::Duration::minutes(16));
+    let r = e.signin(EMAIL, PASSWORD, "/me").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    e.clock.advance(time::Duration::minutes(61));
+    assert!(sweep(&e.holder).unwrap() > 0, "stale counters are swept");
+    assert!(e.current(&r.cookie().unwrap()).is_some(), "sessions last 14 days");
+    e.clock.advance(time::Duration::days(14));
+    assert!(e.current(&r.cookie().unwrap()).is_none());
+    assert!(sweep(&e.holder).unwrap() > 0, "expired sessions are swept");
+}
+
+#[tokio::test]
+async fn disabling_ends_sessions_at_once_and_signout_clears() {
+    let e = env();
+    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    e.request_link("seller@dealer.example", "/").await;
+    let cookie = e.use_link().await.cookie().unwrap();
+    assert!(e.current(&cookie).is_some());
+    set_disabled(&e.holder, &id, true).unwrap();
+    assert_eq!(e.current(&cookie), None);
+    // No link is sent to a disabled account.
+    let before = e.mails().len();
+    e.request_link("seller@dealer.example", "/").await;
+    assert_eq!(e.mails().len(), before);
+    set_disabled(&e.holder, &id, false).unwrap();
+    assert_eq!(e.current(&cookie), None, "its sessions were deleted");
+    assert!(matches!(set_disabled(&e.holder, "acc_none", true), Err(AccountError::NotFound)));
+
+    // Sign out: the form on the sign-in page, CSRF bound to the session.
+    e.request_link("seller@dealer.example", "/").await;
+    let cookie = e.use_link().await.cookie().unwrap();
+    let page = e.get("/signin", Some(&cookie)).await;
+    assert!(page.body.contains("You are signed in."));
+    let csrf = page.csrf_for("/signout");
+    let forged = e.post("/signout", &[("csrf", "1.x")], Some(&cookie)).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert!(e.current(&cookie).is_some());
+    let r = e.post("/signout", &[("csrf", &csrf)], Some(&cookie)).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/"));
+    let set = r.header(header::SET_COOKIE);
+    assert!(set.starts_with("isto_session=;") && set.contains("Max-Age=0"), "{set}");
+    assert_eq!(e.current(&cookie), None);
+    let key = session_key(cookie.split_once('=').unwrap().1);
+    assert!(!web::session_exists(&e.holder, &key));
+}
+
+#[tokio::test]
+async fn a_seller_sets_a_password_after_a_link_signin() {
+    let e = env();
+    create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    // Not signed in: to the sign-in page, coming back here.
+    let r = e.get("/account/password", None).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount%2Fpassword"));
+    e.request_link("seller@dealer.example", "/account/password").await;
+    let cookie = e.use_link().await.cookie().unwrap();
+    let page = e.get("/account/password", Some(&cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.body.contains("name=\"current\""), "a link session needs no current password");
+    let csrf = page.csrf_for("/account/password");
+    let r = e
+        .post("/account/password", &[("csrf", &csrf), ("password", PASSWORD), ("repeat", "other")], Some(&cookie))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = e
+        .post("/account/password", &[("csrf", &csrf), ("password", PASSWORD), ("repeat", PASSWORD)], Some(&cookie))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(e.current(&cookie).is_some(), "this session stays");
+    let r = e.signin("seller@dealer.example", PASSWORD, "/seller").await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller"));
+    // A password session must give the current password to change it.
+    let cookie = r.cookie().unwrap();
+    let page = e.get("/account/password", Some(&cookie)).await;
+    assert!(page.body.contains("name=\"current\""));
+}
+
+#[tokio::test]
+async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
+    let e = env();
+    let req = Request::builder()
+        .uri("/signin")
+        .header(header::ACCEPT_LANGUAGE, "sk-SK,sk;q=0.9")
+        .body(Body::empty())
+        .unwrap();
+    let r = e.send(req).await;
+    assert!(r.body.contains("lang=\"sk\"") && r.body.contains("Prihlásenie"));
+    let r = e.post("/account/mail", &[("List-Unsubscribe", "One-Click")], None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(e.get("/signin?next=//evil.example", None).await.body.contains("value=\"/me\""));
+}
+
+#[tokio::test]
+async fn pages_link_the_same_stylesheet_as_the_holders_other_pages() {
+    let e = env();
+    let home = crate::web::routes(e.holder.clone())
+        .oneshot(Request::builder().uri("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let body = axum::body::to_bytes(home.into_body(), usize::MAX).await.unwrap();
+    let href = pages::stylesheet_href();
+    assert!(String::from_utf8_lossy(&body).contains(href), "{href}");
+    assert!(e.get("/signup", None).await.body.contains(href));
+}

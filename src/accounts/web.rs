@@ -1,0 +1,727 @@
+//! The sign-in, sign-up, sign-out and password pages (PROTOCOL.md §1 "sign-in page", §7).
+//!
+//! Server-rendered, no JavaScript. A GET never changes state (mail scanners follow the
+//! links in e-mails: the link pages show a button whose POST acts). Every form carries a
+//! CSRF token bound to its purpose (and to the link token or the session). Answers never
+//! tell whether an address has an account: a wrong password and an unknown address get
+//! the same words (and an unknown address is checked against a dummy hash, so the answer
+//! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
+//!
+//! Limits: failed password attempts and account e-mails per address are counted in the
+//! store (see the module docs of [`crate::accounts`]); the router also keeps, in memory,
+//! a ceiling per minute on failed password attempts and account e-mails of the whole
+//! site, and bounds how many argon2 hashes run at once (each takes 19 MiB).
+//!
+//! Errors are logged once, by operation name only: never a path, token, e-mail,
+//! password or form body.
+
+use super::i18n::{self, page_lang, Ui};
+use super::{pages, password, AccountError, MailOutcome, Signed, SignupRequest};
+use crate::holder::Holder;
+use crate::store::Ns;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use maud::Markup;
+use serde::Deserialize;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+/// Where a sign-in goes when `next` is absent or refused.
+pub const DEFAULT_NEXT: &str = "/me";
+
+/// Largest form body accepted.
+const FORM_LIMIT: usize = 16 * 1024;
+
+/// Failed password attempts per minute on the whole site before password sign-in
+/// pauses (links keep working).
+const GLOBAL_FAILURES_PER_MINUTE: u32 = 300;
+/// Account e-mails per minute on the whole site.
+const GLOBAL_MAILS_PER_MINUTE: u32 = 120;
+
+const CSRF_SIGNIN: &str = "signin";
+const CSRF_LINK_REQUEST: &str = "signin-link-request";
+const CSRF_LINK: &str = "signin-link";
+const CSRF_SIGNUP: &str = "signup";
+const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
+const CSRF_SIGNOUT: &str = "signout";
+const CSRF_PASSWORD: &str = "password";
+
+const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
+
+/// Site-wide counters of the current minute (in memory).
+#[derive(Debug, Default)]
+struct Limits {
+    minute: i64,
+    failures: u32,
+    mails: u32,
+}
+
+/// The router's state.
+struct Web {
+    holder: Arc<Holder>,
+    /// Permits for concurrent argon2 hashes.
+    hashing: Arc<Semaphore>,
+    limits: Mutex<Limits>,
+}
+
+type Shared = Arc<Web>;
+
+impl Web {
+    fn now_unix(&self) -> i64 {
+        self.holder.clock.now().unix_timestamp()
+    }
+
+    /// Runs `f` on this minute's counters.
+    fn with_limits<T>(&self, f: impl FnOnce(&mut Limits) -> T) -> T {
+        let minute = self.now_unix().div_euclid(60);
+        let mut l = self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if l.minute != minute {
+            *l = Limits { minute, failures: 0, mails: 0 };
+        }
+        f(&mut l)
+    }
+
+    fn too_many_failures(&self) -> bool {
+        self.with_limits(|l| l.failures >= GLOBAL_FAILURES_PER_MINUTE)
+    }
+
+    fn count_failure(&self) {
+        self.with_limits(|l| l.failures = l.failures.saturating_add(1));
+    }
+
+    fn too_many_mails(&self) -> bool {
+        self.with_limits(|l| l.mails >= GLOBAL_MAILS_PER_MINUTE)
+    }
+
+    fn count_mail(&self) {
+        self.with_limits(|l| l.mails = l.mails.saturating_add(1));
+    }
+
+    fn csrf(&self, purpose: &str, binding: &str) -> String {
+        self.holder.keys.csrf_token(purpose, binding, self.now_unix())
+    }
+
+    fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
+        self.holder.keys.csrf_valid(token, purpose, binding, self.now_unix())
+    }
+}
+
+/// Routes of the account pages:
+///
+/// `GET|POST /signin` (password), `POST /signin/link` (ask for a link), `GET /signin/sent`,
+/// `GET|POST /signin/link/{token}`, `GET|POST /signup`, `GET /signup/sent`,
+/// `GET|POST /signup/confirm/{token}`, `POST /signout`, `GET|POST /account/password`,
+/// `GET|POST /account/mail` (the `List-Unsubscribe` target of account e-mails; changes
+/// nothing). The sign-in pages take `?next=/relative/path`.
+pub fn routes(holder: Arc<Holder>) -> Router {
+    // Make the dummy hash now, so that the first unknown address is not slower.
+    let _ = std::thread::Builder::new().name("isto-dummy-hash".into()).spawn(|| password::dummy_hash().len());
+    let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
+    let state = Arc::new(Web { holder, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
+    Router::new()
+        .route("/signin", get(signin_page).post(signin_submit))
+        .route("/signin/link", post(link_request))
+        .route("/signin/sent", get(link_sent))
+        .route("/signin/link/{token}", get(link_page).post(link_submit))
+        .route("/signup", get(signup_page).post(signup_submit))
+        .route("/signup/sent", get(signup_sent))
+        .route("/signup/confirm/{token}", get(signup_confirm_page).post(signup_confirm_submit))
+        .route("/signout", post(signout))
+        .route("/account/password", get(password_page).post(password_submit))
+        .route("/account/mail", get(mail_info).post(mail_info))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+        .layer(axum::middleware::map_response(page_headers))
+        .with_state(state)
+}
+
+/// The CSRF token for a sign-out form on another page (e.g. `/me`): `POST /signout`
+/// with field `csrf`. `None` when the request has no valid session. Reads the store.
+pub fn signout_csrf(holder: &Holder, headers: &HeaderMap) -> Option<String> {
+    let s = super::signed_in(holder, headers)?;
+    Some(holder.keys.csrf_token(CSRF_SIGNOUT, &s.key, holder.clock.now().unix_timestamp()))
+}
+
+/// Security and privacy headers of every response (as on the holder's other pages).
+async fn page_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    res
+}
+
+// ---------------------------------------------------------------------------
+// plumbing
+
+/// `next` if it is a relative path on this site (`/…`, not `//…`, visible ASCII, no
+/// backslash), else [`DEFAULT_NEXT`]: never an open redirect.
+pub fn safe_next(next: &str) -> String {
+    let ok = next.starts_with('/')
+        && !next.starts_with("//")
+        && next.len() <= 4096
+        && next.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'\\');
+    if ok {
+        next.to_owned()
+    } else {
+        DEFAULT_NEXT.to_owned()
+    }
+}
+
+fn next_from_query(q: Option<&str>) -> String {
+    #[derive(Default, Deserialize)]
+    #[serde(default)]
+    struct Q {
+        next: String,
+    }
+    let q: Q = q.and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
+    safe_next(&q.next)
+}
+
+/// The fields of every form here; missing fields are empty. No `Debug`: it holds
+/// passwords.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Form {
+    csrf: String,
+    email: String,
+    password: String,
+    current: String,
+    repeat: String,
+    accept: String,
+    lang: String,
+    next: String,
+}
+
+impl Form {
+    fn parse(body: &[u8]) -> Self {
+        serde_urlencoded::from_bytes(body).unwrap_or_default()
+    }
+}
+
+fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
+    i18n::ui(page_lang(headers, &w.holder.settings.default_language))
+}
+
+fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
+    (status, pages::layout(ui, &w.holder.settings.holder_name, title, body)).into_response()
+}
+
+fn internal_page(w: &Web, ui: &Ui) -> Response {
+    page(w, ui, StatusCode::INTERNAL_SERVER_ERROR, ui.error_title, pages::message(ui.error_body, true))
+}
+
+fn csrf_page(w: &Web, ui: &Ui) -> Response {
+    page(w, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
+}
+
+/// Why a blocking operation gave no value.
+enum Fail {
+    /// Bad input (an e-mail address or password rule).
+    Input,
+    /// Storage, keys, hashing or a failed task: logged already.
+    Internal,
+}
+
+/// Runs a blocking operation (redb I/O) off the async threads; internal failures are
+/// logged here, once, by operation name only.
+async fn blocking<T, F>(w: &Shared, op: &'static str, f: F) -> Result<T, Fail>
+where
+    T: Send + 'static,
+    F: FnOnce(&Holder) -> Result<T, AccountError> + Send + 'static,
+{
+    let holder = Arc::clone(&w.holder);
+    match tokio::task::spawn_blocking(move || f(&holder)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(AccountError::Input(_))) => Err(Fail::Input),
+        Ok(Err(e)) => {
+            tracing::error!(op, error = %e, "account page: operation failed");
+            Err(Fail::Internal)
+        }
+        Err(e) => {
+            tracing::error!(op, error = %e, "account page: blocking task failed");
+            Err(Fail::Internal)
+        }
+    }
+}
+
+/// Runs an argon2 computation on a blocking thread, at most `hashing` permits at once.
+async fn hashing<T, F>(w: &Shared, f: F) -> Result<T, Fail>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return Err(Fail::Internal) };
+    match tokio::task::spawn_blocking(move || {
+        let out = f();
+        drop(permit);
+        out
+    })
+    .await
+    {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            tracing::error!(error = %e, "account page: hashing task failed");
+            Err(Fail::Internal)
+        }
+    }
+}
+
+/// The request's valid session, read on a blocking thread.
+async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
+    let headers = headers.clone();
+    blocking(w, "session", move |h| Ok(super::signed_in(h, &headers))).await.ok().flatten()
+}
+
+/// 303 to `next` with the new session cookie.
+fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
+    let Ok(cookie) = HeaderValue::from_str(&super::session_cookie(&w.holder, token)) else {
+        return internal_page(w, ui);
+    };
+    let mut res = Redirect::to(&safe_next(next)).into_response();
+    res.headers_mut().append(header::SET_COOKIE, cookie);
+    res
+}
+
+fn too_many(mut res: Response, retry_after_secs: u32) -> Response {
+    *res.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    res
+}
+
+// ---------------------------------------------------------------------------
+// sign-in
+
+/// Errors and values of a sign-in page render.
+#[derive(Default)]
+struct SigninState<'a> {
+    email: &'a str,
+    error: Option<&'a str>,
+    link_error: Option<&'a str>,
+}
+
+fn signin_render(
+    w: &Web,
+    ui: &Ui,
+    status: StatusCode,
+    next: &str,
+    st: SigninState<'_>,
+    signed: Option<&Signed>,
+) -> Response {
+    let signout = signed.map(|s| w.csrf(CSRF_SIGNOUT, &s.key));
+    let p = pages::SigninPage {
+        csrf_password: &w.csrf(CSRF_SIGNIN, ""),
+        csrf_link: &w.csrf(CSRF_LINK_REQUEST, ""),
+        next,
+        email: st.email,
+        error: st.error,
+        link_error: st.link_error,
+        signed_in: signout.as_deref(),
+    };
+    page(w, ui, status, ui.signin_title, pages::signin(ui, &p))
+}
+
+/// `GET /signin?next=…`: the password form and the link form.
+async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let ui = page_ui(&w, &headers);
+    let next = next_from_query(q.as_deref());
+    let signed = session_of(&w, &headers).await;
+    signin_render(&w, ui, StatusCode::OK, &next, SigninState::default(), signed.as_ref())
+}
+
+/// `POST /signin` (csrf, email, password, next): on success a new session and 303 to
+/// `next`; otherwise the form again with "wrong e-mail or password" (400), or 429 when
+/// the address (5 per 15 min) or the site is over its limit of failed attempts.
+async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    let next = safe_next(&form.next);
+    if !w.csrf_ok(&form.csrf, CSRF_SIGNIN, "") {
+        return csrf_page(&w, ui);
+    }
+    let failed = |w: &Web, email: &str| {
+        let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
+        signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None)
+    };
+    if w.too_many_failures() {
+        let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
+        return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 60);
+    }
+    let Ok(email) = crate::holder::validate_email(&form.email) else { return failed(&w, &form.email) };
+    if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
+        return failed(&w, &email);
+    }
+    let hash = super::email_key(&email);
+    let h2 = hash.clone();
+    let target = match blocking(&w, "begin_login", move |h| super::begin_login(h, &h2)).await {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            let st = SigninState { email: &email, error: Some(ui.login_throttled), ..Default::default() };
+            return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 900);
+        }
+        Err(_) => return internal_page(&w, ui),
+    };
+    let stored = target.account.as_ref().and_then(|a| a.password_hash.clone());
+    let pw = zeroizing(form.password);
+    let checked = hashing(&w, move || {
+        let phc = stored.as_deref().unwrap_or_else(|| password::dummy_hash());
+        let ok = password::verify(&pw, phc) && stored.is_some();
+        let rehash = if ok && password::needs_rehash(phc) { password::hash(&pw).ok() } else { None };
+        (ok, stored, rehash)
+    })
+    .await;
+    let (ok, stored, rehash) = match checked {
+        Ok(v) => v,
+        Err(_) => return internal_page(&w, ui),
+    };
+    let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
+        w.count_failure();
+        return failed(&w, &email);
+    };
+    let id = account.id.clone();
+    let done = blocking(&w, "finish_login", move |h| super::finish_login(h, &id, &hash, &verified, rehash)).await;
+    match done {
+        Ok(Some(token)) => {
+            tracing::info!(account = %account.id, "signed in with password");
+            signed_in_redirect(&w, ui, token.expose(), &next)
+        }
+        Ok(None) => failed(&w, &email),
+        Err(_) => internal_page(&w, ui),
+    }
+}
+
+/// Moves a password out of the form into a buffer wiped on drop.
+fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
+    zeroize::Zeroizing::new(s)
+}
+
+/// `POST /signin/link` (csrf, email, next): queues a one-time link if the address has an
+/// account; 303 to `/signin/sent` either way.
+async fn link_request(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    let next = safe_next(&form.next);
+    if !w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, "") {
+        return csrf_page(&w, ui);
+    }
+    let with_error = |w: &Web, status: StatusCode, msg: &'static str| {
+        let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
+        signin_render(w, ui, status, &next, st, None)
+    };
+    if w.too_many_mails() {
+        return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
+    }
+    let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
+    match blocking(&w, "request_signin_link", move |h| super::request_signin_link(h, &email, &n, lang)).await {
+        Ok(MailOutcome::Queued) => {
+            w.count_mail();
+            Redirect::to("/signin/sent").into_response()
+        }
+        Ok(MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
+        Ok(MailOutcome::Throttled) => too_many(with_error(&w, StatusCode::OK, ui.mail_throttled), 3600),
+        Err(Fail::Input) => with_error(&w, StatusCode::BAD_REQUEST, ui.email_invalid),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+/// `GET /signin/sent`: "if an account exists, we sent a link".
+async fn link_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
+    let ui = page_ui(&w, &headers);
+    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.link_sent_body))
+}
+
+fn link_gone(w: &Web, ui: &Ui) -> Response {
+    let body = pages::message_link(ui.link_gone_body, false, "/signin", ui.signin_title);
+    page(w, ui, StatusCode::GONE, ui.gone_title, body)
+}
+
+/// `GET /signin/link/{token}`: a Sign in button; never signs in.
+async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
+    let ui = page_ui(&w, &headers);
+    let t = token.clone();
+    match blocking(&w, "signin_link_view", move |h| super::link(h, super::LinkKind::Signin, &t)).await {
+        Ok(Some(_)) => {
+            let csrf = w.csrf(CSRF_LINK, &token);
+            let body = pages::button_page(ui.link_body, &format!("/signin/link/{token}"), &csrf, ui.signin_button);
+            page(&w, ui, StatusCode::OK, ui.link_title, body)
+        }
+        Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+/// `POST /signin/link/{token}` (csrf): uses the link (single use), starts a session and
+/// 303s to the `next` stored with the link.
+async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    if !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
+        return csrf_page(&w, ui);
+    }
+    match blocking(&w, "use_signin_link", move |h| super::use_signin_link(h, &token)).await {
+        Ok(Some((session, next))) => {
+            tracing::info!("signed in with a one-time link");
+            signed_in_redirect(&w, ui, session.expose(), &next)
+        }
+        Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// sign-up
+
+fn signup_render(
+    w: &Web,
+    ui: &Ui,
+    status: StatusCode,
+    next: &str,
+    email: &str,
+    error: Option<(&str, &str)>,
+) -> Response {
+    let text = w.holder.consent.get(ui.lang);
+    let csrf = w.csrf(CSRF_SIGNUP, "");
+    let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
+    page(w, ui, status, ui.signup_title, pages::signup(ui, &p))
+}
+
+/// `GET /signup?next=…`: e-mail, optional password, the consent text and its checkbox.
+async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let ui = page_ui(&w, &headers);
+    let next = next_from_query(q.as_deref());
+    signup_render(&w, ui, StatusCode::OK, &next, "", None)
+}
+
+/// `POST /signup` (csrf, email, password, accept, lang, next): queues the confirmation
+/// e-mail (or, for an address with an account, a sign-in link); 303 to `/signup/sent`
+/// either way.
+async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    let next = safe_next(&form.next);
+    if !w.csrf_ok(&form.csrf, CSRF_SIGNUP, "") {
+        return csrf_page(&w, ui);
+    }
+    let again = |w: &Web, status: StatusCode, msg: &str, field: &str| {
+        signup_render(w, ui, status, &next, &form.email, Some((msg, field)))
+    };
+    if form.accept != "yes" {
+        return again(&w, StatusCode::BAD_REQUEST, ui.accept_required, "accept");
+    }
+    let Ok(email) = crate::holder::validate_email(&form.email) else {
+        return again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email");
+    };
+    if !form.password.is_empty() && password::check_length(&form.password).is_err() {
+        return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid, "password");
+    }
+    if w.too_many_mails() {
+        return too_many(again(&w, StatusCode::OK, ui.mail_busy, "email"), 60);
+    }
+    // The consent text the person read (sent back by the form) and the e-mail language.
+    let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
+    // Hash before looking the address up, so that the answer takes as long either way.
+    let password_hash = if form.password.is_empty() {
+        None
+    } else {
+        let pw = zeroizing(form.password.clone());
+        match hashing(&w, move || password::hash(&pw)).await {
+            Ok(Ok(h)) => Some(h),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "sign-up: password hashing failed");
+                return internal_page(&w, ui);
+            }
+            Err(_) => return internal_page(&w, ui),
+        }
+    };
+    let req = SignupRequest { email, password_hash, lang: lang.to_owned(), next: next.clone() };
+    match blocking(&w, "request_signup", move |h| super::request_signup(h, req)).await {
+        Ok(MailOutcome::Queued) => {
+            w.count_mail();
+            Redirect::to("/signup/sent").into_response()
+        }
+        Ok(MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
+        Ok(MailOutcome::Throttled) => too_many(again(&w, StatusCode::OK, ui.mail_throttled, "email"), 3600),
+        Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+/// `GET /signup/sent`: "check your e-mail" (the same words whether or not the address
+/// has an account).
+async fn signup_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
+    let ui = page_ui(&w, &headers);
+    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.signup_sent_body))
+}
+
+fn signup_gone(w: &Web, ui: &Ui) -> Response {
+    let body = pages::message_link(ui.signup_gone_body, false, "/signup", ui.signup_title);
+    page(w, ui, StatusCode::GONE, ui.gone_title, body)
+}
+
+/// `GET /signup/confirm/{token}`: a Confirm button; never creates the account.
+async fn signup_confirm_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
+    let ui = page_ui(&w, &headers);
+    let t = token.clone();
+    match blocking(&w, "signup_view", move |h| super::link(h, super::LinkKind::Signup, &t)).await {
+        Ok(Some(_)) => {
+            let csrf = w.csrf(CSRF_SIGNUP_CONFIRM, &token);
+            let action = format!("/signup/confirm/{token}");
+            page(
+                &w,
+                ui,
+                StatusCode::OK,
+                ui.confirm_title,
+                pages::button_page(ui.confirm_body, &action, &csrf, ui.confirm_button),
+            )
+        }
+        Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+/// `POST /signup/confirm/{token}` (csrf): creates the buyer account (recording the
+/// consent text version), signs in and 303s to `next`.
+async fn signup_confirm_submit(
+    State(w): State<Shared>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+    body: Bytes,
+) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    if !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
+        return csrf_page(&w, ui);
+    }
+    match blocking(&w, "confirm_signup", move |h| super::confirm_signup(h, &token)).await {
+        Ok(Some((session, next))) => signed_in_redirect(&w, ui, session.expose(), &next),
+        Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// sign-out and password
+
+/// 303 to `/` deleting the session cookie.
+fn signed_out(w: &Web, ui: &Ui) -> Response {
+    let Ok(cookie) = HeaderValue::from_str(&super::clear_cookie(&w.holder)) else { return internal_page(w, ui) };
+    let mut res = Redirect::to("/").into_response();
+    res.headers_mut().append(header::SET_COOKIE, cookie);
+    res
+}
+
+/// `POST /signout` (csrf bound to the session): ends the session, deletes the cookie and
+/// 303s to `/`. Without a valid session it only deletes the cookie.
+async fn signout(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    let Some(s) = session_of(&w, &headers).await else { return signed_out(&w, ui) };
+    if !w.csrf_ok(&form.csrf, CSRF_SIGNOUT, &s.key) {
+        return csrf_page(&w, ui);
+    }
+    match blocking(&w, "signout", move |h| super::end_session(h, &s.key)).await {
+        Ok(()) => signed_out(&w, ui),
+        Err(_) => internal_page(&w, ui),
+    }
+}
+
+/// Whether changing the password asks for the current one: only when there is one and
+/// the session began with it (a session from an e-mail link proves the mailbox, which is
+/// how a forgotten password is replaced).
+fn asks_current(s: &Signed) -> bool {
+    s.account.password_hash.is_some() && s.session.method == "password"
+}
+
+fn to_signin(path: &str) -> Response {
+    Redirect::to(&format!("/signin{}", pages::next_query(path))).into_response()
+}
+
+/// `GET /account/password`: set or change the password (signed in only).
+async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response {
+    let ui = page_ui(&w, &headers);
+    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
+    let csrf = w.csrf(CSRF_PASSWORD, &s.key);
+    page(&w, ui, StatusCode::OK, ui.password_title, pages::password(ui, &csrf, asks_current(&s), None))
+}
+
+/// `POST /account/password` (csrf, [current], password, repeat): stores the new hash and
+/// ends the account's other sessions.
+async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ui = page_ui(&w, &headers);
+    let form = Form::parse(&body);
+    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
+    if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
+        return csrf_page(&w, ui);
+    }
+    let ask = asks_current(&s);
+    let again = |w: &Web, status: StatusCode, msg: &str| {
+        let csrf = w.csrf(CSRF_PASSWORD, &s.key);
+        page(w, ui, status, ui.password_title, pages::password(ui, &csrf, ask, Some(msg)))
+    };
+    if form.password != form.repeat {
+        return again(&w, StatusCode::BAD_REQUEST, ui.password_mismatch);
+    }
+    if password::check_length(&form.password).is_err() {
+        return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid);
+    }
+    if ask {
+        // The current password is checked like a sign-in: counted per address.
+        let hash = s.account.email_hash.clone();
+        match blocking(&w, "begin_login", move |h| super::begin_login(h, &hash)).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return too_many(again(&w, StatusCode::OK, ui.login_throttled), 900),
+            Err(_) => return internal_page(&w, ui),
+        }
+        let stored = s.account.password_hash.clone().unwrap_or_default();
+        let current = zeroizing(form.current.clone());
+        match hashing(&w, move || password::verify(&current, &stored)).await {
+            Ok(true) => {}
+            Ok(false) => {
+                w.count_failure();
+                return again(&w, StatusCode::BAD_REQUEST, ui.password_wrong_current);
+            }
+            Err(_) => return internal_page(&w, ui),
+        }
+    }
+    let (id, key, new) = (s.account.id.clone(), s.key.clone(), zeroizing(form.password.clone()));
+    let throttle_key = super::login_throttle_key(&s.account.email_hash);
+    let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return internal_page(&w, ui) };
+    let saved = blocking(&w, "set_password", move |h| {
+        let out = super::set_password(h, &id, &new, Some(&key));
+        drop(permit);
+        if out.is_ok() {
+            // A sign-in counter of the address is spent: the person proved the password.
+            let _ = h.store.write(|tx| tx.remove_record(Ns::Throttle, &throttle_key));
+        }
+        out
+    })
+    .await;
+    match saved {
+        Ok(()) => {
+            let body = pages::message_link(ui.password_saved, false, DEFAULT_NEXT, ui.continue_link);
+            page(&w, ui, StatusCode::OK, ui.password_title, body)
+        }
+        Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.password_invalid),
+        Err(Fail::Internal) => internal_page(&w, ui),
+    }
+}
+
+/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails. Account
+/// e-mails go out only on request, so there is nothing to leave; a one-click POST
+/// (RFC 8058, sent by mail providers without a CSRF token) changes nothing.
+async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
+    let ui = page_ui(&w, &headers);
+    page(&w, ui, StatusCode::OK, ui.mail_info_title, pages::message(ui.mail_info_body, false))
+}
+
+/// Whether the store holds a session under `key` (tests).
+#[cfg(test)]
+pub(super) fn session_exists(h: &Holder, key: &str) -> bool {
+    use crate::store::Reads;
+    h.store.read(|rx| rx.record::<super::SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
+}

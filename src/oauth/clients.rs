@@ -1,0 +1,528 @@
+//! OAuth clients: RFC 7591 dynamic registration, client ID metadata documents
+//! (draft-ietf-oauth-client-id-metadata-document, MCP 2025-11-25), redirect URI rules and
+//! client authentication at the token and revocation endpoints.
+//!
+//! Redirect URIs: `https://…`, `http://` on a loopback host (`127.0.0.1`, `[::1]`,
+//! `localhost`; any port matches, RFC 8252 §7.3), or a private-use scheme for native apps
+//! (RFC 8252 §7.1, e.g. `cursor://…`); never a fragment or user info, never
+//! `javascript:`, `data:`, `file:` and the like. Matching is exact string comparison
+//! except the loopback port.
+//!
+//! A client_id that is an `https://` URL (or, when the holder itself is served over plain
+//! http, an `http://` loopback URL, for local testing) is a metadata document: fetched
+//! with GET (5 s, at most 64 KiB, no redirects, no proxy), its `client_id` must equal the
+//! URL, only public clients (`none`) are accepted, and it is cached in memory for its
+//! `Cache-Control: max-age` (at most a day) or an hour.
+
+use super::error::{Internal, OAuthError};
+use super::form::Credentials;
+use super::{blocking, now_unix, Shared, SCOPES};
+use crate::crypto::{new_id, new_token, token_hash};
+use crate::store::{Ns, Reads, StoreError};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Hash kind of client secrets.
+pub const KIND_SECRET: &str = "oauth-client-secret";
+/// Most redirect URIs per client.
+pub const MAX_REDIRECT_URIS: usize = 10;
+/// Longest redirect URI, bytes.
+const MAX_URI_LEN: usize = 2000;
+/// Longest client_name and other short strings, characters.
+const MAX_NAME_CHARS: usize = 200;
+/// Largest metadata document, bytes.
+const MAX_DOCUMENT: usize = 64 * 1024;
+/// Metadata document fetch timeout.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Cache lifetime of a metadata document without `max-age`, seconds.
+const CACHE_DEFAULT_SECS: i64 = 3600;
+/// Longest cache lifetime, seconds.
+const CACHE_MAX_SECS: i64 = 86400;
+/// Most cached documents (the cache is cleared of expired entries, then emptied, past it).
+const CACHE_MAX_ENTRIES: usize = 1000;
+
+/// Schemes never accepted as redirect URIs.
+const FORBIDDEN_SCHEMES: [&str; 13] = [
+    "javascript",
+    "data",
+    "vbscript",
+    "file",
+    "blob",
+    "about",
+    "filesystem",
+    "ws",
+    "wss",
+    "ftp",
+    "mailto",
+    "tel",
+    "sms",
+];
+
+/// A client as registered (or read from its metadata document).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientRecord {
+    /// `cli_…` for registered clients, the document URL for metadata documents.
+    pub client_id: String,
+    /// Display name.
+    #[serde(default)]
+    pub client_name: Option<String>,
+    /// Home page.
+    #[serde(default)]
+    pub client_uri: Option<String>,
+    /// Registered redirect URIs.
+    pub redirect_uris: Vec<String>,
+    /// `authorization_code` and/or `refresh_token`.
+    pub grant_types: Vec<String>,
+    /// `["code"]`.
+    pub response_types: Vec<String>,
+    /// `none`, `client_secret_post` or `client_secret_basic`.
+    pub token_endpoint_auth_method: String,
+    /// Registered scope (space-separated), known scopes only.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// RFC 7591 software_id.
+    #[serde(default)]
+    pub software_id: Option<String>,
+    /// RFC 7591 software_version.
+    #[serde(default)]
+    pub software_version: Option<String>,
+    /// Hash of the client secret (confidential clients).
+    #[serde(default)]
+    pub client_secret_hash: Option<String>,
+    /// Unix seconds.
+    pub client_id_issued_at: i64,
+    /// Whether this client came from a metadata document.
+    #[serde(default)]
+    pub metadata_document: bool,
+}
+
+impl ClientRecord {
+    /// The RFC 7591 §3.2.1 view (without the secret).
+    fn registration_response(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("client_id".into(), json!(self.client_id));
+        m.insert("client_id_issued_at".into(), json!(self.client_id_issued_at));
+        m.insert("redirect_uris".into(), json!(self.redirect_uris));
+        m.insert("grant_types".into(), json!(self.grant_types));
+        m.insert("response_types".into(), json!(self.response_types));
+        m.insert("token_endpoint_auth_method".into(), json!(self.token_endpoint_auth_method));
+        for (k, v) in [
+            ("client_name", &self.client_name),
+            ("client_uri", &self.client_uri),
+            ("scope", &self.scope),
+            ("software_id", &self.software_id),
+            ("software_version", &self.software_version),
+        ] {
+            if let Some(v) = v {
+                m.insert(k.into(), json!(v));
+            }
+        }
+        m
+    }
+
+    /// Whether the client may use `grant_type`.
+    pub fn allows_grant(&self, grant_type: &str) -> bool {
+        self.grant_types.iter().any(|g| g == grant_type)
+    }
+
+    /// The registered redirect URI `requested` matches, if any.
+    pub fn redirect_uri_for(&self, requested: &str) -> Option<&str> {
+        self.redirect_uris.iter().find(|r| redirect_matches(r, requested)).map(String::as_str)
+    }
+}
+
+fn is_loopback(u: &Url) -> bool {
+    // `Url` lowercases host names and writes IPv6 literals in brackets, compressed.
+    matches!(u.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"))
+}
+
+/// Checks one redirect URI for registration.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_redirect_uri(s: &str) -> Result<(), String> {
+    if s.len() > MAX_URI_LEN {
+        return Err(format!("redirect URIs must be at most {MAX_URI_LEN} bytes"));
+    }
+    let u = Url::parse(s).map_err(|_| format!("{s:?} is not an absolute URI"))?;
+    if s.contains('#') {
+        return Err(format!("{s:?} must not contain a fragment"));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(format!("{s:?} must not contain user information"));
+    }
+    match u.scheme() {
+        "https" if u.host().is_some() => Ok(()),
+        "https" => Err(format!("{s:?} has no host")),
+        "http" if is_loopback(&u) => Ok(()),
+        "http" => Err(format!("{s:?}: plain http is allowed only for loopback hosts (127.0.0.1, [::1], localhost)")),
+        scheme if FORBIDDEN_SCHEMES.contains(&scheme) => Err(format!("{s:?}: the {scheme}: scheme is not allowed")),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a requested redirect URI matches a registered one: exactly, or for `http`
+/// loopback URIs, exactly but for the port (RFC 8252 §7.3).
+pub fn redirect_matches(registered: &str, requested: &str) -> bool {
+    if registered == requested {
+        return true;
+    }
+    let (Ok(r), Ok(q)) = (Url::parse(registered), Url::parse(requested)) else { return false };
+    r.scheme() == "http"
+        && q.scheme() == "http"
+        && is_loopback(&r)
+        && r.host() == q.host()
+        && r.path() == q.path()
+        && r.query() == q.query()
+        && !requested.contains('#')
+        && q.username().is_empty()
+        && q.password().is_none()
+}
+
+fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'static str, String)> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            let clean: String = s.chars().filter(|c| !c.is_control()).collect();
+            let clean = clean.trim().to_owned();
+            if clean.chars().count() > MAX_NAME_CHARS {
+                return Err(("invalid_client_metadata", format!("{key} must be at most {MAX_NAME_CHARS} characters")));
+            }
+            Ok((!clean.is_empty()).then_some(clean))
+        }
+        Some(_) => Err(("invalid_client_metadata", format!("{key} must be a string"))),
+    }
+}
+
+fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, (&'static str, String)> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| ("invalid_client_metadata", format!("{key} must be an array of strings"))),
+        Some(_) => Err(("invalid_client_metadata", format!("{key} must be an array of strings"))),
+    }
+}
+
+/// Validates client metadata (RFC 7591 §2) into a record. `document` selects the rules
+/// of metadata documents (public clients only, default auth method `none`).
+///
+/// # Errors
+/// `(error code, description)` per RFC 7591 §3.2.2.
+pub fn client_from_metadata(
+    m: &Map<String, Value>,
+    client_id: String,
+    issued_at: i64,
+    document: bool,
+) -> Result<ClientRecord, (&'static str, String)> {
+    let redirect_uris = match m.get("redirect_uris") {
+        Some(Value::Array(_)) => string_list(m, "redirect_uris")
+            .map_err(|_| ("invalid_redirect_uri", "redirect_uris must be an array of strings".to_owned()))?
+            .unwrap_or_default(),
+        _ => return Err(("invalid_redirect_uri", "redirect_uris (an array of URIs) is required".to_owned())),
+    };
+    if redirect_uris.is_empty() || redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(("invalid_redirect_uri", format!("give 1 to {MAX_REDIRECT_URIS} redirect_uris")));
+    }
+    for u in &redirect_uris {
+        check_redirect_uri(u).map_err(|e| ("invalid_redirect_uri", e))?;
+    }
+    let default_auth = if document { "none" } else { "client_secret_basic" };
+    let auth = short_string(m, "token_endpoint_auth_method")?.unwrap_or_else(|| default_auth.to_owned());
+    if !super::metadata::AUTH_METHODS.contains(&auth.as_str()) {
+        return Err((
+            "invalid_client_metadata",
+            "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic".to_owned(),
+        ));
+    }
+    if document && auth != "none" {
+        return Err((
+            "invalid_client_metadata",
+            "a client ID metadata document must declare token_endpoint_auth_method none".to_owned(),
+        ));
+    }
+    let grant_types = string_list(m, "grant_types")?
+        .unwrap_or_else(|| vec!["authorization_code".to_owned(), "refresh_token".to_owned()]);
+    if grant_types.iter().any(|g| g != "authorization_code" && g != "refresh_token")
+        || !grant_types.iter().any(|g| g == "authorization_code")
+    {
+        return Err((
+            "invalid_client_metadata",
+            "grant_types must include authorization_code and may add refresh_token (nothing else)".to_owned(),
+        ));
+    }
+    let response_types = string_list(m, "response_types")?.unwrap_or_else(|| vec!["code".to_owned()]);
+    if response_types.iter().any(|r| r != "code") || response_types.is_empty() {
+        return Err(("invalid_client_metadata", "response_types must be [\"code\"]".to_owned()));
+    }
+    let client_uri = short_string(m, "client_uri")?;
+    if let Some(u) = &client_uri {
+        if Url::parse(u).map(|u| u.scheme() != "https" && u.scheme() != "http").unwrap_or(true) {
+            return Err(("invalid_client_metadata", "client_uri must be an http(s) URL".to_owned()));
+        }
+    }
+    let scope = short_string(m, "scope")?.and_then(|s| {
+        let known: Vec<&str> = s.split(' ').filter(|x| SCOPES.contains(x)).collect();
+        (!known.is_empty()).then(|| known.join(" "))
+    });
+    Ok(ClientRecord {
+        client_id,
+        client_name: short_string(m, "client_name")?,
+        client_uri,
+        redirect_uris,
+        grant_types,
+        response_types,
+        token_endpoint_auth_method: auth,
+        scope,
+        software_id: short_string(m, "software_id")?,
+        software_version: short_string(m, "software_version")?,
+        client_secret_hash: None,
+        client_id_issued_at: issued_at,
+        metadata_document: document,
+    })
+}
+
+/// `POST /oauth/register` (RFC 7591): a JSON body of client metadata → `201` with the
+/// client_id (and client_secret unless `token_endpoint_auth_method` is `none`).
+pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&body) else {
+        return OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata")
+            .into_response();
+    };
+    let now = now_unix(&ctx.holder);
+    let mut client = match client_from_metadata(&m, new_id("cli_"), now, false) {
+        Ok(c) => c,
+        Err((code, why)) => return OAuthError::bad(code, why).into_response(),
+    };
+    let secret = (client.token_endpoint_auth_method != "none").then(|| new_token(32));
+    client.client_secret_hash = secret.as_ref().map(|s| token_hash(KIND_SECRET, s.expose()));
+    let record = client.clone();
+    let stored = blocking(&ctx, "oauth register", move |h| {
+        h.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
+    })
+    .await;
+    if let Err(e) = stored {
+        return e.into_response();
+    }
+    tracing::info!(client_id = %client.client_id, "oauth: client registered");
+    let mut out = client.registration_response();
+    if let Some(s) = &secret {
+        out.insert("client_secret".into(), json!(s.expose()));
+        out.insert("client_secret_expires_at".into(), json!(0));
+    }
+    (StatusCode::CREATED, [(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], axum::Json(out))
+        .into_response()
+}
+
+/// The metadata-document client cache and fetcher.
+pub struct Cimd {
+    http: Option<reqwest::Client>,
+    cache: Mutex<HashMap<String, (ClientRecord, i64)>>,
+    allow_loopback_http: bool,
+}
+
+impl Cimd {
+    /// A fetcher; `allow_loopback_http` also accepts `http://` loopback document URLs.
+    pub fn new(allow_loopback_http: bool) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(FETCH_TIMEOUT)
+            .connect_timeout(FETCH_TIMEOUT)
+            .no_proxy()
+            .user_agent(concat!("isto/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let http = match http {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::error!(error = %e, "oauth: no HTTP client; client ID metadata documents cannot be fetched");
+                None
+            }
+        };
+        Self { http, cache: Mutex::new(HashMap::new()), allow_loopback_http }
+    }
+
+    /// Whether `client_id` is to be treated as a metadata document URL.
+    pub fn is_document_url(&self, client_id: &str) -> bool {
+        client_id.starts_with("https://") || (self.allow_loopback_http && client_id.starts_with("http://"))
+    }
+
+    fn check_url(&self, client_id: &str) -> Result<Url, String> {
+        let u = Url::parse(client_id).map_err(|_| "the client_id is not a URL".to_owned())?;
+        if u.as_str() != client_id {
+            return Err("the client_id URL is not in canonical form".to_owned());
+        }
+        let scheme_ok = u.scheme() == "https" || (self.allow_loopback_http && u.scheme() == "http" && is_loopback(&u));
+        if !scheme_ok {
+            return Err("the client_id URL must use https".to_owned());
+        }
+        if u.fragment().is_some() || !u.username().is_empty() || u.password().is_some() {
+            return Err("the client_id URL must have no fragment or user information".to_owned());
+        }
+        if u.path() == "/" {
+            return Err("the client_id URL must have a path".to_owned());
+        }
+        Ok(u)
+    }
+
+    /// The client described by the document at `client_id`, from the cache or fetched.
+    ///
+    /// # Errors
+    /// Why the document cannot be used (for the error page and the log).
+    pub async fn get(&self, client_id: &str, now: i64) -> Result<ClientRecord, String> {
+        if let Ok(cache) = self.cache.lock() {
+            if let Some((c, until)) = cache.get(client_id) {
+                if now < *until {
+                    return Ok(c.clone());
+                }
+            }
+        }
+        let url = self.check_url(client_id)?;
+        let (doc, max_age) = self.fetch(url).await?;
+        let Value::Object(m) = doc else { return Err("the metadata document is not a JSON object".to_owned()) };
+        if m.get("client_id").and_then(Value::as_str) != Some(client_id) {
+            return Err("the metadata document's client_id is not its URL".to_owned());
+        }
+        let client = client_from_metadata(&m, client_id.to_owned(), now, true).map_err(|(_, why)| why)?;
+        let ttl = max_age.map_or(CACHE_DEFAULT_SECS, |a| a.min(CACHE_MAX_SECS));
+        if ttl > 0 {
+            if let Ok(mut cache) = self.cache.lock() {
+                if cache.len() >= CACHE_MAX_ENTRIES {
+                    cache.retain(|_, (_, until)| now < *until);
+                    if cache.len() >= CACHE_MAX_ENTRIES {
+                        cache.clear();
+                    }
+                }
+                cache.insert(client_id.to_owned(), (client.clone(), now + ttl));
+            }
+        }
+        Ok(client)
+    }
+
+    /// GET the document: 200, at most [`MAX_DOCUMENT`] bytes of JSON. Returns it and the
+    /// `Cache-Control` lifetime (0 for `no-store`/`no-cache`).
+    async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), String> {
+        let http = self.http.as_ref().ok_or("this holder cannot fetch client metadata documents")?;
+        let describe = |e: reqwest::Error| {
+            if e.is_timeout() {
+                "fetching the client metadata document timed out".to_owned()
+            } else {
+                "the client metadata document could not be fetched".to_owned()
+            }
+        };
+        let mut res = http.get(url).header(header::ACCEPT, "application/json").send().await.map_err(describe)?;
+        if res.status() != reqwest::StatusCode::OK {
+            return Err(format!("the client metadata document answered HTTP {}", res.status().as_u16()));
+        }
+        if res.content_length().is_some_and(|n| n > MAX_DOCUMENT as u64) {
+            return Err("the client metadata document is larger than 64 KiB".to_owned());
+        }
+        let max_age = res.headers().get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).and_then(|v| {
+            let mut age = None;
+            for d in v.split(',').map(|d| d.trim().to_ascii_lowercase()) {
+                if d == "no-store" || d == "no-cache" {
+                    return Some(0);
+                }
+                if let Some(n) = d.strip_prefix("max-age=") {
+                    age = n.trim_matches('"').parse::<i64>().ok().map(|n| n.max(0));
+                }
+            }
+            age
+        });
+        let mut body = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(describe)? {
+            if body.len() + chunk.len() > MAX_DOCUMENT {
+                return Err("the client metadata document is larger than 64 KiB".to_owned());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let doc = serde_json::from_slice(&body).map_err(|_| "the client metadata document is not JSON".to_owned())?;
+        Ok((doc, max_age))
+    }
+}
+
+/// The client with this id: registered, or a metadata document. `Ok(Err(why))` when
+/// there is no usable client.
+///
+/// # Errors
+/// [`Internal`] when the store fails.
+pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, String>, Internal> {
+    if ctx.cimd.is_document_url(client_id) {
+        let got = ctx.cimd.get(client_id, now_unix(&ctx.holder)).await;
+        if let Err(why) = &got {
+            let host = Url::parse(client_id).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+            tracing::warn!(host, why = %why, "oauth: client metadata document refused");
+        }
+        return Ok(got);
+    }
+    if client_id.len() > 100 {
+        return Ok(Err("unknown client_id".to_owned()));
+    }
+    let id = client_id.to_owned();
+    let found = blocking(ctx, "oauth client lookup", move |h| {
+        h.store.read(|rx| -> Result<_, StoreError> { rx.record::<ClientRecord>(Ns::Client, &id) })
+    })
+    .await?;
+    Ok(found.ok_or_else(|| "unknown client_id (register the client first)".to_owned()))
+}
+
+/// Authenticates the client of a token or revocation request: the client must exist,
+/// and a confidential client must present its secret.
+///
+/// # Errors
+/// `invalid_client` (401), or `server_error`.
+pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRecord, OAuthError> {
+    let Some(id) = creds.client_id.as_deref() else {
+        return Err(OAuthError::invalid_client(creds.basic));
+    };
+    let client = find(ctx, id).await?.map_err(|_| OAuthError::invalid_client(creds.basic))?;
+    if let Some(want) = &client.client_secret_hash {
+        let Some(secret) = &creds.secret else { return Err(OAuthError::invalid_client(creds.basic)) };
+        let got = token_hash(KIND_SECRET, secret);
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(got.as_bytes(), want.as_bytes())) {
+            return Err(OAuthError::invalid_client(creds.basic));
+        }
+    }
+    Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_uri_rules() {
+        assert!(check_redirect_uri("https://app.example/cb").is_ok());
+        assert!(check_redirect_uri("http://127.0.0.1/cb").is_ok());
+        assert!(check_redirect_uri("http://[::1]:8080/cb").is_ok());
+        assert!(check_redirect_uri("http://localhost:3000/cb").is_ok());
+        assert!(check_redirect_uri("cursor://anysphere.cursor-retrieval/oauth/callback").is_ok());
+        assert!(check_redirect_uri("http://app.example/cb").is_err());
+        assert!(check_redirect_uri("https://app.example/cb#x").is_err());
+        assert!(check_redirect_uri("javascript:alert(1)").is_err());
+        assert!(check_redirect_uri("https://user:pw@app.example/cb").is_err());
+        assert!(check_redirect_uri("/relative").is_err());
+    }
+
+    #[test]
+    fn loopback_any_port_only() {
+        assert!(redirect_matches("http://127.0.0.1/cb", "http://127.0.0.1:55123/cb"));
+        assert!(redirect_matches("http://127.0.0.1:1000/cb", "http://127.0.0.1:2000/cb"));
+        assert!(redirect_matches("http://[::1]/cb", "http://[::1]:9/cb"));
+        assert!(!redirect_matches("http://127.0.0.1/cb", "http://127.0.0.1:5/other"));
+        assert!(!redirect_matches("http://127.0.0.1/cb", "http://localhost:5/cb"));
+        assert!(!redirect_matches("https://app.example/cb", "https://app.example:444/cb"));
+        assert!(!redirect_matches("https://app.example/cb", "https://app.example/cb/"));
+        assert!(!redirect_matches("http://127.0.0.1/cb?a=1", "http://127.0.0.1:7/cb?a=2"));
+    }
+}

@@ -1,0 +1,108 @@
+//! The outward shapes of OAuth failures: RFC 6749 §5.2 error JSON (token, registration
+//! and revocation endpoints), RFC 6750 §3 bearer challenges (the MCP endpoints), and a
+//! generic `server_error` for internal failures, which are logged where they happen.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An internal failure, already logged: answered `500 server_error`.
+#[derive(Debug, Clone, Copy)]
+pub struct Internal;
+
+impl IntoResponse for Internal {
+    fn into_response(self) -> Response {
+        OAuthError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error; try again later")
+            .into_response()
+    }
+}
+
+/// An RFC 6749 §5.2 / RFC 7591 §3.2.2 error response.
+#[derive(Debug, Clone)]
+pub struct OAuthError {
+    /// HTTP status (400, 401, 500).
+    pub status: StatusCode,
+    /// The error code (`invalid_request`, `invalid_grant`, …).
+    pub error: &'static str,
+    /// Human text; never contains a secret.
+    pub description: String,
+    /// Whether to add `WWW-Authenticate: Basic` (client tried HTTP Basic and failed).
+    pub basic: bool,
+}
+
+impl OAuthError {
+    /// An error with a status.
+    pub fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
+        Self { status, error, description: description.into(), basic: false }
+    }
+
+    /// A 400 error.
+    pub fn bad(error: &'static str, description: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, error, description)
+    }
+
+    /// `401 invalid_client`.
+    pub fn invalid_client(basic: bool) -> Self {
+        Self { basic, ..Self::new(StatusCode::UNAUTHORIZED, "invalid_client", "client authentication failed") }
+    }
+}
+
+impl From<Internal> for OAuthError {
+    fn from(_: Internal) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error; try again later")
+    }
+}
+
+impl IntoResponse for OAuthError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": self.error, "error_description": self.description});
+        let mut res = (self.status, axum::Json(body)).into_response();
+        let h = res.headers_mut();
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        if self.basic {
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"isto\""));
+        }
+        res
+    }
+}
+
+/// Quotes a value for an auth-param (RFC 9110 §11.2): `"` and `\` escaped.
+fn quoted(v: &str) -> String {
+    let mut s = String::with_capacity(v.len() + 2);
+    s.push('"');
+    for c in v.chars() {
+        if c == '"' || c == '\\' {
+            s.push('\\');
+        }
+        if !c.is_control() {
+            s.push(c);
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// A bearer challenge response (RFC 6750 §3, RFC 9728 §5.1):
+/// `WWW-Authenticate: Bearer resource_metadata="…", scope="…"[, error="…", error_description="…"]`
+/// and the same error as JSON in the body.
+pub fn bearer_challenge(status: StatusCode, metadata_url: &str, scope: &str, error: Option<(&str, &str)>) -> Response {
+    let mut v = format!("Bearer resource_metadata={}", quoted(metadata_url));
+    if !scope.is_empty() {
+        v.push_str(&format!(", scope={}", quoted(scope)));
+    }
+    if let Some((code, why)) = error {
+        v.push_str(&format!(", error={}, error_description={}", quoted(code), quoted(why)));
+    }
+    let body = match error {
+        Some((code, why)) => json!({"error": code, "error_description": why}),
+        None => json!({"error": "unauthorized", "error_description": "this endpoint needs an OAuth access token"}),
+    };
+    let mut res = (status, axum::Json(body)).into_response();
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&v) {
+        h.insert(header::WWW_AUTHENTICATE, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}

@@ -1,0 +1,70 @@
+//! Authorization server metadata (RFC 8414, with the MCP 2025-11-25 addition
+//! `client_id_metadata_document_supported`) and protected resource metadata (RFC 9728)
+//! for `/mcp/buyer` and `/mcp/seller`. The issuer is the public URL without a trailing
+//! slash, so the metadata lives at the root well-known path.
+
+use super::{Resource, Shared, SCOPES};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+/// Client authentication methods of the token and revocation endpoints.
+pub const AUTH_METHODS: [&str; 3] = ["none", "client_secret_post", "client_secret_basic"];
+
+/// The RFC 8414 document for an issuer.
+pub fn authorization_server_document(issuer: &str) -> Value {
+    json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/oauth/authorize"),
+        "token_endpoint": format!("{issuer}/oauth/token"),
+        "registration_endpoint": format!("{issuer}/oauth/register"),
+        "revocation_endpoint": format!("{issuer}/oauth/revoke"),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": AUTH_METHODS,
+        "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
+        "scopes_supported": SCOPES,
+        "client_id_metadata_document_supported": true,
+        "authorization_response_iss_parameter_supported": true,
+    })
+}
+
+/// The RFC 9728 document of one resource.
+pub fn resource_document(base: &str, holder_name: &str, r: Resource) -> Value {
+    let name = match r {
+        Resource::Buyer => format!("{holder_name} (buyers)"),
+        Resource::Seller => format!("{holder_name} (sellers)"),
+    };
+    json!({
+        "resource": r.url(base),
+        "authorization_servers": [base],
+        "scopes_supported": r.scopes(),
+        "bearer_methods_supported": ["header"],
+        "resource_name": name,
+    })
+}
+
+fn cached_json(v: Value) -> Response {
+    ([(header::CACHE_CONTROL, "public, max-age=300")], Json(v)).into_response()
+}
+
+/// `GET /.well-known/oauth-authorization-server`.
+pub async fn authorization_server(State(ctx): State<Shared>) -> Response {
+    cached_json(authorization_server_document(&ctx.holder.settings.public_url.base))
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`.
+pub async fn buyer_resource(State(ctx): State<Shared>) -> Response {
+    let s = &ctx.holder.settings;
+    cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Buyer))
+}
+
+/// `GET /.well-known/oauth-protected-resource/mcp/seller`.
+pub async fn seller_resource(State(ctx): State<Shared>) -> Response {
+    let s = &ctx.holder.settings;
+    cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Seller))
+}

@@ -1,0 +1,301 @@
+//! isto's own OAuth 2.1 authorization server and the protected-resource side of
+//! `/mcp/buyer` and `/mcp/seller` (PROTOCOL.md §1, §7). No external identity provider:
+//! people sign in on the holder's pages (the accounts module, behind [`People`]).
+//!
+//! * Metadata: RFC 8414 at `/.well-known/oauth-authorization-server` (with
+//!   `client_id_metadata_document_supported`), RFC 9728 protected resource metadata at
+//!   `/.well-known/oauth-protected-resource/mcp/buyer` and `.../mcp/seller`
+//!   (`/.well-known/oauth-protected-resource` alone answers the buyer one).
+//! * Clients: RFC 7591 dynamic registration (`/oauth/register`) and client ID metadata
+//!   documents (an `https://` client_id is fetched, checked and cached; see [`clients`]).
+//! * `/oauth/authorize`: authorization code with PKCE S256 only, exact redirect URI
+//!   matching with the RFC 8252 §7.3 loopback rule (any port for `http://127.0.0.1`,
+//!   `http://[::1]`, `http://localhost`), RFC 8707 `resource` (one of the two MCP
+//!   endpoints; a request without one means `/mcp/buyer`), RFC 9207 `iss` in the response.
+//!   A consent page (server-rendered, no JavaScript, CSRF token) asks the signed-in person.
+//! * `/oauth/token`: single-use codes (60 s; a replayed code revokes what it issued),
+//!   access tokens (1 h) bound to one resource, refresh tokens (30 days) rotated on every
+//!   use, with reuse detection (a refresh token presented twice revokes its family).
+//! * `/oauth/revoke`: RFC 7009.
+//! * [`check_bearer`]: the resource server's check, answering 401/403 with
+//!   `WWW-Authenticate: Bearer resource_metadata="…"`.
+//!
+//! Codes, tokens and client secrets are 160/256-bit random values stored only as
+//! [`crate::crypto::token_hash`]es in the `records` table (namespaces `Client`,
+//! `AuthCode`, `Token`, `TokenFamily`). A token is valid while its record is unexpired
+//! and its family exists and is not revoked, so revoking a family is one write. Nothing
+//! here logs a token, code, verifier, secret or request body.
+
+mod authorize;
+mod clients;
+mod error;
+mod form;
+mod metadata;
+#[cfg(test)]
+mod tests;
+mod token;
+
+use crate::crypto::token_hash;
+use crate::holder::Holder;
+use crate::store::{Ns, Reads, StoreError};
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+pub use token::{revoke_account, sweep};
+
+/// Scope of the buyer endpoint.
+pub const SCOPE_INTENTS: &str = "intents";
+/// Seller scope: replying to open intents with offers.
+pub const SCOPE_OFFERS: &str = "offers";
+/// Seller scope: demand summaries.
+pub const SCOPE_DEMAND: &str = "demand";
+/// Every scope, in metadata order.
+pub const SCOPES: [&str; 3] = [SCOPE_INTENTS, SCOPE_OFFERS, SCOPE_DEMAND];
+
+/// Lifetime of an authorization code, seconds.
+pub const CODE_TTL_SECS: i64 = 60;
+/// Lifetime of an access token, seconds.
+pub const ACCESS_TTL_SECS: i64 = 3600;
+/// Lifetime of a refresh token, seconds (each rotation starts a new 30 days).
+pub const REFRESH_TTL_SECS: i64 = 30 * 86400;
+
+/// Largest body accepted by the registration, token, revocation and authorize endpoints.
+const BODY_LIMIT: usize = 16 * 1024;
+
+/// Who is signed in on the holder's pages. The accounts module implements this; the
+/// authorization endpoint asks it. Sign-in page: `/signin?next=<relative URL>`.
+pub trait People: Send + Sync + 'static {
+    /// The signed-in account's id and role (`"buyer"` | `"seller"`) from the request's
+    /// cookies, if any.
+    fn current(&self, headers: &HeaderMap) -> Option<(String, String)>;
+}
+
+/// A verified access token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The account the token acts for.
+    pub account_id: String,
+    /// `"buyer"` or `"seller"` (the role when the person authorized).
+    pub role: String,
+    /// The client the token was issued to.
+    pub client_id: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The resource (absolute URL) the token is bound to.
+    pub resource: String,
+}
+
+/// The two protected resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resource {
+    /// `/mcp/buyer`, scope `intents`, role buyer.
+    Buyer,
+    /// `/mcp/seller`, scopes `offers` and `demand`, role seller.
+    Seller,
+}
+
+impl Resource {
+    /// The endpoint's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Buyer => "/mcp/buyer",
+            Self::Seller => "/mcp/seller",
+        }
+    }
+
+    /// The account role that may authorize this resource.
+    pub fn role(self) -> &'static str {
+        match self {
+            Self::Buyer => "buyer",
+            Self::Seller => "seller",
+        }
+    }
+
+    /// The scopes this resource accepts.
+    pub fn scopes(self) -> &'static [&'static str] {
+        match self {
+            Self::Buyer => &[SCOPE_INTENTS],
+            Self::Seller => &[SCOPE_OFFERS, SCOPE_DEMAND],
+        }
+    }
+
+    /// The resource identifier (RFC 8707): `<public URL>/mcp/buyer`.
+    pub fn url(self, base: &str) -> String {
+        format!("{base}{}", self.path())
+    }
+
+    /// Its protected resource metadata URL (RFC 9728 §3.1, path inserted after the
+    /// well-known prefix).
+    pub fn metadata_url(self, base: &str) -> String {
+        format!("{base}/.well-known/oauth-protected-resource{}", self.path())
+    }
+
+    /// The resource an RFC 8707 `resource` value names (exact, or with one trailing `/`).
+    pub fn from_url(base: &str, url: &str) -> Option<Self> {
+        let url = url.strip_suffix('/').unwrap_or(url);
+        [Self::Buyer, Self::Seller].into_iter().find(|r| r.url(base) == url)
+    }
+}
+
+/// Shared state of the OAuth routes.
+struct Ctx {
+    holder: Arc<Holder>,
+    people: Arc<dyn People>,
+    cimd: clients::Cimd,
+}
+
+type Shared = Arc<Ctx>;
+
+/// The authorization server and protected-resource routes:
+/// `GET /.well-known/oauth-authorization-server`,
+/// `GET /.well-known/oauth-protected-resource[/mcp/buyer|/mcp/seller]`,
+/// `POST /oauth/register`, `GET|POST /oauth/authorize`, `POST /oauth/token`,
+/// `POST /oauth/revoke`.
+///
+/// The machine endpoints (metadata, register, token, revoke) answer CORS requests from any
+/// origin (browser-based MCP clients), so the app's same-origin POST check must let
+/// `/oauth/register`, `/oauth/token` and `/oauth/revoke` through; `/oauth/authorize` is a
+/// page (no-store, frame-denied, CSRF-protected form).
+pub fn routes(holder: Arc<Holder>, people: Arc<dyn People>) -> Router {
+    let allow_loopback_http = !holder.settings.public_url.is_https();
+    let ctx = Arc::new(Ctx { holder, people, cimd: clients::Cimd::new(allow_loopback_http) });
+    let api = Router::new()
+        .route("/.well-known/oauth-authorization-server", get(metadata::authorization_server).options(preflight))
+        .route("/.well-known/oauth-protected-resource", get(metadata::buyer_resource).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(metadata::buyer_resource).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/seller", get(metadata::seller_resource).options(preflight))
+        .route("/oauth/register", post(clients::register).options(preflight))
+        .route("/oauth/token", post(token::token).options(preflight))
+        .route("/oauth/revoke", post(token::revoke).options(preflight))
+        .layer(axum::middleware::map_response(cors_headers));
+    let pages = Router::new()
+        .route("/oauth/authorize", get(authorize::page).post(authorize::decide))
+        .layer(axum::middleware::map_response(authorize::page_headers));
+    api.merge(pages).layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
+}
+
+/// CORS for the machine endpoints: any origin, no cookies.
+async fn cors_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("WWW-Authenticate"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    res
+}
+
+/// `OPTIONS`: the CORS preflight answer.
+async fn preflight() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [
+            (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, OPTIONS"),
+            (header::ACCESS_CONTROL_ALLOW_HEADERS, "Authorization, Content-Type, MCP-Protocol-Version"),
+            (header::ACCESS_CONTROL_MAX_AGE, "86400"),
+        ],
+    )
+        .into_response()
+}
+
+/// Runs a short redb operation off the async threads. Storage failures are logged here,
+/// once, by operation name only.
+async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
+where
+    T: Send + 'static,
+    F: FnOnce(&Holder) -> Result<T, StoreError> + Send + 'static,
+{
+    let holder = Arc::clone(&ctx.holder);
+    match tokio::task::spawn_blocking(move || f(&holder)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            tracing::error!(op, error = %e, "oauth: storage failed");
+            Err(error::Internal)
+        }
+        Err(e) => {
+            tracing::error!(op, error = %e, "oauth: blocking task failed");
+            Err(error::Internal)
+        }
+    }
+}
+
+/// The holder's clock, unix seconds.
+fn now_unix(holder: &Holder) -> i64 {
+    holder.clock.now().unix_timestamp()
+}
+
+/// Checks `Authorization: Bearer <token>` for `resource` (the absolute URL
+/// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope).
+///
+/// `Err` is the complete response to send: 401 with `WWW-Authenticate: Bearer
+/// resource_metadata="<public>/.well-known/oauth-protected-resource/mcp/…", scope="…"`
+/// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
+/// is unknown, expired, revoked or bound to another resource; 403 with
+/// `error="insufficient_scope"` and `scope` = the token's scopes plus the one missing
+/// (MCP step-up); 500 when the store fails. One short redb read; callable from async
+/// code.
+#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
+pub fn check_bearer(holder: &Holder, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
+    let base = &holder.settings.public_url.base;
+    let metadata_url = format!(
+        "{base}/.well-known/oauth-protected-resource{}",
+        resource.strip_prefix(base.as_str()).unwrap_or_default()
+    );
+    let all_scopes = Resource::from_url(base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
+    let Some(raw) = headers.get(header::AUTHORIZATION) else {
+        return Err(error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, None));
+    };
+    let token = raw.to_str().ok().and_then(|v| {
+        let (scheme, rest) = v.trim().split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim()).filter(|t| !t.is_empty() && !t.contains(' '))
+    });
+    let invalid = |why: &str| {
+        error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
+    };
+    let Some(token) = token else {
+        return Err(error::bearer_challenge(
+            StatusCode::BAD_REQUEST,
+            &metadata_url,
+            &all_scopes,
+            Some(("invalid_request", "the Authorization header must be `Bearer <token>`")),
+        ));
+    };
+    let hash = token_hash(token::KIND_ACCESS, token);
+    let found = holder.store.read(|rx| -> Result<_, StoreError> {
+        let Some(t) = rx.record::<token::TokenRecord>(Ns::Token, &hash)? else { return Ok(None) };
+        let family = rx.record::<token::FamilyRecord>(Ns::TokenFamily, &t.family)?;
+        Ok(Some((t, family)))
+    });
+    let (t, family) = match found {
+        Ok(Some(v)) => v,
+        Ok(None) => return Err(invalid("the access token is unknown or revoked")),
+        Err(e) => {
+            tracing::error!(error = %e, "oauth: bearer check failed to read the store");
+            return Err(error::Internal.into_response());
+        }
+    };
+    if t.kind != token::TokenKind::Access || family.as_ref().is_none_or(|f| f.revoked) {
+        return Err(invalid("the access token is unknown or revoked"));
+    }
+    if now_unix(holder) >= t.expires_at {
+        return Err(invalid("the access token expired"));
+    }
+    if t.resource != resource {
+        return Err(invalid("the access token is for another resource"));
+    }
+    if !scope.is_empty() && !t.scopes.iter().any(|s| s == scope) {
+        let mut wanted = t.scopes.clone();
+        wanted.push(scope.to_owned());
+        return Err(error::bearer_challenge(
+            StatusCode::FORBIDDEN,
+            &metadata_url,
+            &wanted.join(" "),
+            Some(("insufficient_scope", "the access token lacks the scope this call needs")),
+        ));
+    }
+    Ok(Grant { account_id: t.account_id, role: t.role, client_id: t.client_id, scopes: t.scopes, resource: t.resource })
+}

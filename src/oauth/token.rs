@@ -1,0 +1,516 @@
+//! Codes, tokens and families: the token endpoint (RFC 6749 §4.1.3 with PKCE RFC 7636,
+//! §6 refresh with rotation), revocation (RFC 7009), account-wide revocation and the
+//! expiry sweep.
+//!
+//! Records (JSON in the `records` table, keyed by [`token_hash`]):
+//! * `AuthCode` — [`CodeRecord`]; exchanging a code marks it used (with the family it
+//!   started) in the same transaction, so a replay is refused and revokes that family.
+//!   Used and expired codes are removed by [`sweep`] a day after their expiry.
+//! * `Token` — [`TokenRecord`], access (1 h) and refresh (30 days); a rotated refresh
+//!   token stays, marked used, until it expires, so its reuse is detected.
+//! * `TokenFamily` — [`FamilyRecord`], one per authorization; revoking it (a flag)
+//!   invalidates every token issued from that authorization.
+
+use super::clients::authenticate;
+use super::error::OAuthError;
+use super::form::{credentials, Params};
+use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS, REFRESH_TTL_SECS};
+use crate::crypto::{new_id, new_token, token_hash, Secret};
+use crate::holder::Holder;
+use crate::store::{Ns, Reads, StoreError, Tx};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// Hash kind of authorization codes.
+pub const KIND_CODE: &str = "oauth-code";
+/// Hash kind of access tokens.
+pub const KIND_ACCESS: &str = "oauth-access";
+/// Hash kind of refresh tokens.
+pub const KIND_REFRESH: &str = "oauth-refresh";
+/// How long a used or expired code is kept for replay detection after its expiry, seconds.
+const CODE_KEEP_SECS: i64 = 86400;
+
+/// An authorization code as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CodeRecord {
+    /// The client it was issued to.
+    pub client_id: String,
+    /// The redirect URI of the authorization request (the one used, port included).
+    pub redirect_uri: String,
+    /// Whether the request carried `redirect_uri` (then the token request must repeat it).
+    pub redirect_uri_sent: bool,
+    /// The S256 code challenge.
+    pub code_challenge: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The resource URL.
+    pub resource: String,
+    /// The person who allowed it.
+    pub account_id: String,
+    /// Their role.
+    pub role: String,
+    /// Unix seconds.
+    pub expires_at: i64,
+    /// The family started by exchanging it (set once used).
+    #[serde(default)]
+    pub family: Option<String>,
+}
+
+/// Access or refresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    /// An access token.
+    Access,
+    /// A refresh token.
+    Refresh,
+}
+
+/// A token as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Access or refresh.
+    pub kind: TokenKind,
+    /// Family id.
+    pub family: String,
+    /// The client.
+    pub client_id: String,
+    /// The account.
+    pub account_id: String,
+    /// The account's role at authorization.
+    pub role: String,
+    /// Scopes of this token.
+    pub scopes: Vec<String>,
+    /// The resource URL.
+    pub resource: String,
+    /// Unix seconds.
+    pub issued_at: i64,
+    /// Unix seconds.
+    pub expires_at: i64,
+    /// A refresh token already exchanged.
+    #[serde(default)]
+    pub used: bool,
+}
+
+/// One authorization and every token issued from it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FamilyRecord {
+    /// The account.
+    pub account_id: String,
+    /// The account's role at authorization.
+    pub role: String,
+    /// The client.
+    pub client_id: String,
+    /// The resource URL.
+    pub resource: String,
+    /// The scopes granted by the person (the ceiling of every refresh).
+    pub scopes: Vec<String>,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Expiry of its newest token, unix seconds.
+    pub expires_at: i64,
+    /// Revoked: every token of the family is refused.
+    pub revoked: bool,
+}
+
+/// Stores a new authorization code for `record` and returns it.
+///
+/// # Errors
+/// Storage errors.
+pub fn issue_code(holder: &Holder, mut record: CodeRecord) -> Result<Secret, StoreError> {
+    let code = new_token(20);
+    record.expires_at = now_unix(holder) + CODE_TTL_SECS;
+    record.family = None;
+    let key = token_hash(KIND_CODE, code.expose());
+    holder.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::AuthCode, &key, &record) })?;
+    Ok(code)
+}
+
+/// A freshly issued pair.
+struct Issued {
+    access: Secret,
+    refresh: Option<Secret>,
+    scopes: Vec<String>,
+}
+
+/// Issues an access token (and a refresh token when `with_refresh`) in `family`.
+fn issue(
+    tx: &mut Tx<'_>,
+    family_id: &str,
+    family: &mut FamilyRecord,
+    scopes: Vec<String>,
+    with_refresh: bool,
+    now: i64,
+) -> Result<Issued, StoreError> {
+    let record = |kind, expires_at| TokenRecord {
+        kind,
+        family: family_id.to_owned(),
+        client_id: family.client_id.clone(),
+        account_id: family.account_id.clone(),
+        role: family.role.clone(),
+        scopes: scopes.clone(),
+        resource: family.resource.clone(),
+        issued_at: now,
+        expires_at,
+        used: false,
+    };
+    let access = new_token(20);
+    tx.put_record(
+        Ns::Token,
+        &token_hash(KIND_ACCESS, access.expose()),
+        &record(TokenKind::Access, now + ACCESS_TTL_SECS),
+    )?;
+    family.expires_at = family.expires_at.max(now + ACCESS_TTL_SECS);
+    let refresh = if with_refresh {
+        let r = new_token(20);
+        tx.put_record(
+            Ns::Token,
+            &token_hash(KIND_REFRESH, r.expose()),
+            &record(TokenKind::Refresh, now + REFRESH_TTL_SECS),
+        )?;
+        family.expires_at = family.expires_at.max(now + REFRESH_TTL_SECS);
+        Some(r)
+    } else {
+        None
+    };
+    tx.put_record(Ns::TokenFamily, family_id, family)?;
+    Ok(Issued { access, refresh, scopes })
+}
+
+/// Marks a family revoked; returns whether it was live.
+fn revoke_family(tx: &mut Tx<'_>, family_id: &str) -> Result<bool, StoreError> {
+    let Some(mut f) = tx.record::<FamilyRecord>(Ns::TokenFamily, family_id)? else { return Ok(false) };
+    if f.revoked {
+        return Ok(false);
+    }
+    f.revoked = true;
+    tx.put_record(Ns::TokenFamily, family_id, &f)?;
+    Ok(true)
+}
+
+/// RFC 7636 §4.6: BASE64URL(SHA256(verifier)) == challenge, compared in constant time;
+/// the verifier must be 43–128 unreserved characters.
+pub fn pkce_matches(verifier: &str, challenge: &str) -> bool {
+    let well_formed = (43..=128).contains(&verifier.len())
+        && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+    let computed = B64.encode(Sha256::digest(verifier.as_bytes()));
+    let same: bool = subtle::ConstantTimeEq::ct_eq(computed.as_bytes(), challenge.as_bytes()).into();
+    well_formed & same
+}
+
+fn grant(why: &str) -> OAuthError {
+    OAuthError::bad("invalid_grant", why)
+}
+
+/// Parameters of the token endpoint that may appear once.
+const TOKEN_PARAMS: [&str; 9] = [
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "code_verifier",
+    "refresh_token",
+    "scope",
+    "client_id",
+    "client_secret",
+    "resource",
+];
+
+/// `POST /oauth/token`: `authorization_code` (with PKCE) and `refresh_token` grants.
+/// Answers `{"access_token","token_type":"Bearer","expires_in","refresh_token","scope"}`
+/// with `Cache-Control: no-store`, or an RFC 6749 §5.2 error.
+pub async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    match token_grant(&ctx, &headers, &body).await {
+        Ok(issued) => {
+            let mut out = json!({
+                "access_token": issued.access.expose(),
+                "token_type": "Bearer",
+                "expires_in": ACCESS_TTL_SECS,
+                "scope": issued.scopes.join(" "),
+            });
+            if let Some(r) = &issued.refresh {
+                out["refresh_token"] = json!(r.expose());
+            }
+            ([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], axum::Json(out)).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<Issued, OAuthError> {
+    let p = Params::parse(body);
+    if p.is_repeated("resource") {
+        return Err(OAuthError::bad("invalid_target", "give one resource"));
+    }
+    if let Some(name) = p.first_repeated(&TOKEN_PARAMS) {
+        return Err(OAuthError::bad("invalid_request", format!("{name} must be sent once")));
+    }
+    let creds = credentials(headers, &p)?;
+    let grant_type = p.get("grant_type").ok_or_else(|| OAuthError::bad("invalid_request", "grant_type is required"))?;
+    if grant_type != "authorization_code" && grant_type != "refresh_token" {
+        return Err(OAuthError::bad("unsupported_grant_type", "use authorization_code or refresh_token"));
+    }
+    let client = authenticate(ctx, &creds).await?;
+    if !client.allows_grant(grant_type) {
+        return Err(OAuthError::bad("unauthorized_client", format!("this client is not registered for {grant_type}")));
+    }
+    let base = ctx.holder.settings.public_url.base.clone();
+    let resource = match p.get("resource") {
+        Some(r) => Some(
+            Resource::from_url(&base, r)
+                .ok_or_else(|| OAuthError::bad("invalid_target", "unknown resource"))?
+                .url(&base),
+        ),
+        None => None,
+    };
+    let with_refresh = client.allows_grant("refresh_token");
+    let client_id = client.client_id;
+    if grant_type == "authorization_code" {
+        let code = p.get("code").ok_or_else(|| OAuthError::bad("invalid_request", "code is required"))?;
+        let verifier = p
+            .get("code_verifier")
+            .ok_or_else(|| OAuthError::bad("invalid_request", "code_verifier is required (PKCE)"))?
+            .to_owned();
+        let hash = token_hash(KIND_CODE, code);
+        let redirect_uri = p.get("redirect_uri").map(str::to_owned);
+        blocking(ctx, "oauth code exchange", move |h| {
+            let now = now_unix(h);
+            h.store
+                .write(|tx| exchange_code(tx, &hash, &client_id, redirect_uri, &verifier, resource, with_refresh, now))
+        })
+        .await?
+    } else {
+        let presented =
+            p.get("refresh_token").ok_or_else(|| OAuthError::bad("invalid_request", "refresh_token is required"))?;
+        let hash = token_hash(KIND_REFRESH, presented);
+        let scope = p.get("scope").map(str::to_owned);
+        blocking(ctx, "oauth refresh", move |h| {
+            let now = now_unix(h);
+            h.store.write(|tx| rotate(tx, &hash, &client_id, scope, resource, with_refresh, now))
+        })
+        .await?
+    }
+}
+
+/// The authorization code grant, in one write transaction. Refusals that change state
+/// (replay → family revoked, failed PKCE or expiry → code removed) commit, so they are
+/// `Ok(Err(..))`.
+#[allow(clippy::too_many_arguments)]
+fn exchange_code(
+    tx: &mut Tx<'_>,
+    hash: &str,
+    client_id: &str,
+    redirect_uri: Option<String>,
+    verifier: &str,
+    resource: Option<String>,
+    with_refresh: bool,
+    now: i64,
+) -> Result<Result<Issued, OAuthError>, StoreError> {
+    let Some(mut code) = tx.record::<CodeRecord>(Ns::AuthCode, hash)? else {
+        return Ok(Err(grant("the code is unknown")));
+    };
+    if let Some(family) = &code.family {
+        let revoked = revoke_family(tx, family)?;
+        if revoked {
+            tracing::warn!(client_id, "oauth: authorization code replayed; its tokens are revoked");
+        }
+        return Ok(Err(grant("the code was already used; the tokens issued for it are revoked")));
+    }
+    if now >= code.expires_at {
+        tx.remove_record(Ns::AuthCode, hash)?;
+        return Ok(Err(grant("the code expired")));
+    }
+    if code.client_id != client_id {
+        return Ok(Err(grant("the code was issued to another client")));
+    }
+    let redirect_ok = match &redirect_uri {
+        Some(r) => *r == code.redirect_uri,
+        None => !code.redirect_uri_sent,
+    };
+    if !redirect_ok {
+        return Ok(Err(grant("redirect_uri differs from the authorization request")));
+    }
+    if !pkce_matches(verifier, &code.code_challenge) {
+        // A wrong verifier burns the code: whoever holds it cannot try again.
+        tx.remove_record(Ns::AuthCode, hash)?;
+        return Ok(Err(grant("code_verifier does not match the code_challenge")));
+    }
+    if resource.as_ref().is_some_and(|r| *r != code.resource) {
+        return Ok(Err(OAuthError::bad("invalid_target", "the resource differs from the authorization request")));
+    }
+    let family_id = new_id("fam_");
+    code.family = Some(family_id.clone());
+    tx.put_record(Ns::AuthCode, hash, &code)?;
+    let mut family = FamilyRecord {
+        account_id: code.account_id,
+        role: code.role,
+        client_id: code.client_id,
+        resource: code.resource,
+        scopes: code.scopes.clone(),
+        created_at: now,
+        expires_at: now,
+        revoked: false,
+    };
+    issue(tx, &family_id, &mut family, code.scopes, with_refresh, now).map(Ok)
+}
+
+/// The refresh grant with rotation and reuse detection, in one write transaction.
+fn rotate(
+    tx: &mut Tx<'_>,
+    hash: &str,
+    client_id: &str,
+    scope: Option<String>,
+    resource: Option<String>,
+    with_refresh: bool,
+    now: i64,
+) -> Result<Result<Issued, OAuthError>, StoreError> {
+    let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, hash)? else {
+        return Ok(Err(grant("the refresh token is unknown or revoked")));
+    };
+    if old.kind != TokenKind::Refresh || old.client_id != client_id {
+        return Ok(Err(grant("the refresh token is unknown or revoked")));
+    }
+    let Some(mut family) = tx.record::<FamilyRecord>(Ns::TokenFamily, &old.family)?.filter(|f| !f.revoked) else {
+        return Ok(Err(grant("the refresh token is unknown or revoked")));
+    };
+    if old.used {
+        revoke_family(tx, &old.family)?;
+        tracing::warn!(client_id, "oauth: refresh token reused; its family is revoked");
+        return Ok(Err(grant("the refresh token was already used; every token of this grant is revoked")));
+    }
+    if now >= old.expires_at {
+        return Ok(Err(grant("the refresh token expired")));
+    }
+    if resource.as_ref().is_some_and(|r| *r != family.resource) {
+        return Ok(Err(OAuthError::bad("invalid_target", "the resource differs from the original grant")));
+    }
+    let scopes = match scope {
+        None => family.scopes.clone(),
+        Some(s) => {
+            let mut want: Vec<String> = Vec::new();
+            for x in s.split(' ').filter(|x| !x.is_empty()) {
+                if !family.scopes.iter().any(|g| g == x) {
+                    return Ok(Err(OAuthError::bad("invalid_scope", format!("scope {x:?} was not granted"))));
+                }
+                if !want.iter().any(|w| w == x) {
+                    want.push(x.to_owned());
+                }
+            }
+            if want.is_empty() {
+                family.scopes.clone()
+            } else {
+                want
+            }
+        }
+    };
+    old.used = true;
+    tx.put_record(Ns::Token, hash, &old)?;
+    let family_id = old.family.clone();
+    issue(tx, &family_id, &mut family, scopes, with_refresh, now).map(Ok)
+}
+
+/// `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`). Client credentials,
+/// when sent, are checked, and then only that client's tokens are revoked. Always `200`
+/// for unknown tokens. Revoking a refresh token revokes its family; revoking an access
+/// token removes that token.
+pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::parse(&body);
+    if let Some(name) = p.first_repeated(&["token", "token_type_hint", "client_id", "client_secret"]) {
+        return OAuthError::bad("invalid_request", format!("{name} must be sent once")).into_response();
+    }
+    let Some(token) = p.get("token") else {
+        return OAuthError::bad("invalid_request", "token is required").into_response();
+    };
+    let creds = match credentials(&headers, &p) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let client_id = match creds.client_id {
+        Some(_) => match authenticate(&ctx, &creds).await {
+            Ok(c) => Some(c.client_id),
+            Err(e) => return e.into_response(),
+        },
+        None => None,
+    };
+    let access = token_hash(KIND_ACCESS, token);
+    let refresh = token_hash(KIND_REFRESH, token);
+    let done = blocking(&ctx, "oauth revoke", move |h| {
+        h.store.write(|tx| -> Result<(), StoreError> {
+            let mine = |t: &TokenRecord| client_id.as_deref().is_none_or(|c| c == t.client_id);
+            if tx.record::<TokenRecord>(Ns::Token, &access)?.is_some_and(|t| mine(&t)) {
+                tx.remove_record(Ns::Token, &access)?;
+            }
+            if let Some(t) = tx.record::<TokenRecord>(Ns::Token, &refresh)?.filter(|t| mine(t)) {
+                revoke_family(tx, &t.family)?;
+            }
+            Ok(())
+        })
+    })
+    .await;
+    match done {
+        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Revokes every token of an account (a disabled seller, a deleted account) and drops
+/// its unused codes; returns the number of families revoked.
+///
+/// # Errors
+/// Storage errors.
+pub fn revoke_account(holder: &Holder, account_id: &str) -> Result<u64, StoreError> {
+    holder.store.write(|tx| {
+        let mut n = 0;
+        for (id, mut f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
+            if f.account_id == account_id && !f.revoked {
+                f.revoked = true;
+                tx.put_record(Ns::TokenFamily, &id, &f)?;
+                n += 1;
+            }
+        }
+        for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
+            if c.account_id == account_id && c.family.is_none() {
+                tx.remove_record(Ns::AuthCode, &key)?;
+            }
+        }
+        Ok(n)
+    })
+}
+
+/// Removes expired tokens, families whose every token expired, and codes a day after
+/// their expiry; returns how many records went. Call it from the periodic sweeper (on a
+/// blocking thread).
+///
+/// # Errors
+/// Storage errors.
+pub fn sweep(holder: &Holder) -> Result<u64, StoreError> {
+    let now = now_unix(holder);
+    holder.store.write(|tx| {
+        let mut n = 0;
+        for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
+            if now >= t.expires_at {
+                tx.remove_record(Ns::Token, &key)?;
+                n += 1;
+            }
+        }
+        for (key, f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
+            if now >= f.expires_at {
+                tx.remove_record(Ns::TokenFamily, &key)?;
+                n += 1;
+            }
+        }
+        for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
+            if now >= c.expires_at + CODE_KEEP_SECS {
+                tx.remove_record(Ns::AuthCode, &key)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+}
