@@ -115,7 +115,11 @@ async fn same_origin_posts(
     req: Request,
     next: Next,
 ) -> Response {
-    if req.method() == axum::http::Method::POST && !req.uri().path().starts_with("/mcp") {
+    let path = req.uri().path();
+    // Machine endpoints: /mcp checks Host and Origin itself; browser-based MCP clients
+    // call the OAuth token, registration and revocation endpoints cross-origin (CORS).
+    let machine = path.starts_with("/mcp") || matches!(path, "/oauth/token" | "/oauth/register" | "/oauth/revoke");
+    if req.method() == axum::http::Method::POST && !machine {
         if let Some(origin) = req.headers().get(axum::http::header::ORIGIN) {
             let o = origin.to_str().unwrap_or("").trim_end_matches('/').to_ascii_lowercase();
             // Pages send `Referrer-Policy: no-referrer`, under which browsers post their
@@ -142,7 +146,9 @@ pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
     Router::new()
         .nest_service("/mcp", mcp_service(holder.clone(), stop))
         .route("/healthz", get(healthz))
-        .merge(crate::web::routes(holder))
+        .merge(crate::web::routes(holder.clone()))
+        .merge(crate::accounts::routes(holder.clone()))
+        .merge(crate::oauth::routes(holder.clone(), Arc::new(crate::accounts::Sessions(holder))))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(access_log))
 }
@@ -178,10 +184,28 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         tokio::spawn(async move {
             loop {
                 let h2 = h.clone();
-                match tokio::task::spawn_blocking(move || h2.sweep()).await {
-                    Ok(Ok(n)) if n > 0 => tracing::info!(changed = n, "expiry sweep"),
-                    Ok(Err(e)) => tracing::error!(error = %e, "expiry sweep failed"),
-                    _ => {}
+                let swept = tokio::task::spawn_blocking(move || {
+                    let intents = h2.sweep();
+                    let grants = crate::oauth::sweep(&h2);
+                    let accounts = crate::accounts::sweep(&h2);
+                    (intents, grants.map_err(|e| e.to_string()), accounts.map_err(|e| e.to_string()))
+                })
+                .await;
+                match swept {
+                    Ok((intents, grants, accounts)) => {
+                        match intents {
+                            Ok(n) if n > 0 => tracing::info!(changed = n, "expiry sweep"),
+                            Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
+                            _ => {}
+                        }
+                        if let Err(e) = grants {
+                            tracing::error!(error = %e, "OAuth sweep failed");
+                        }
+                        if let Err(e) = accounts {
+                            tracing::error!(error = %e, "account sweep failed");
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "sweep task failed"),
                 }
                 tokio::select! {
                     _ = stop.cancelled() => return,
