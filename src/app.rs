@@ -75,19 +75,66 @@ pub fn mcp_service(
     holder: Arc<Holder>,
     stop: CancellationToken,
 ) -> StreamableHttpService<PublicServer, LocalSessionManager> {
-    let url = &holder.settings.public_url;
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(url.allowed_hosts())
-        .with_allowed_origins(url.allowed_origins())
-        .enforce_origin_validation()
-        .with_cancellation_token(stop)
-        .with_max_request_body_bytes(256 * 1024);
     let h = holder.clone();
     StreamableHttpService::new(
         move || Ok(PublicServer::new(h.clone())),
         Arc::new(LocalSessionManager::default()),
-        config,
+        mcp_config(&holder, stop),
     )
+}
+
+/// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the
+/// public URL, a body limit.
+fn mcp_config(holder: &Holder, stop: CancellationToken) -> StreamableHttpServerConfig {
+    let url = &holder.settings.public_url;
+    StreamableHttpServerConfig::default()
+        .with_allowed_hosts(url.allowed_hosts())
+        .with_allowed_origins(url.allowed_origins())
+        .enforce_origin_validation()
+        .with_cancellation_token(stop)
+        .with_max_request_body_bytes(256 * 1024)
+}
+
+/// The MCP service for `/mcp/buyer` (bearer-checked in front, see [`router`]).
+fn buyer_service(
+    holder: Arc<Holder>,
+    stop: CancellationToken,
+) -> StreamableHttpService<crate::mcp::buyer::BuyerServer, LocalSessionManager> {
+    let h = holder.clone();
+    StreamableHttpService::new(
+        move || Ok(crate::mcp::buyer::BuyerServer::new(h.clone())),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config(&holder, stop),
+    )
+}
+
+/// The MCP service for `/mcp/seller` (bearer-checked in front, see [`router`]).
+fn seller_service(
+    holder: Arc<Holder>,
+    stop: CancellationToken,
+) -> StreamableHttpService<PublicServer, LocalSessionManager> {
+    let h = holder.clone();
+    StreamableHttpService::new(
+        move || Ok(PublicServer::seller(h.clone())),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config(&holder, stop),
+    )
+}
+
+/// Requires a seller token for `/mcp/seller` (PROTOCOL.md §7: scopes `offers`, `demand`).
+async fn require_seller(
+    axum::extract::State(holder): axum::extract::State<Arc<Holder>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let resource = crate::oauth::Resource::Seller.url(&holder.settings.public_url.base);
+    match crate::oauth::check_bearer(&holder, req.headers(), &resource, "") {
+        Ok(grant) => {
+            req.extensions_mut().insert(grant);
+            next.run(req).await
+        }
+        Err(res) => res,
+    }
 }
 
 /// Logs one line per request: method, route pattern (never the path: page URLs carry
@@ -143,8 +190,16 @@ pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
+    let buyer = Router::new()
+        .nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone()))
+        .layer(axum::middleware::from_fn_with_state(holder.clone(), crate::mcp::buyer::require_bearer));
+    let seller = Router::new()
+        .nest_service("/mcp/seller", seller_service(holder.clone(), stop.clone()))
+        .layer(axum::middleware::from_fn_with_state(holder.clone(), require_seller));
     Router::new()
         .nest_service("/mcp", mcp_service(holder.clone(), stop))
+        .merge(buyer)
+        .merge(seller)
         .route("/healthz", get(healthz))
         .merge(crate::web::routes(holder.clone()))
         .merge(crate::accounts::routes(holder.clone()))
@@ -185,7 +240,7 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
             loop {
                 let h2 = h.clone();
                 let swept = tokio::task::spawn_blocking(move || {
-                    let intents = h2.sweep();
+                    let intents = h2.sweep().and_then(|n| Ok(n + h2.sweep_renewals()?));
                     let grants = crate::oauth::sweep(&h2);
                     let accounts = crate::accounts::sweep(&h2);
                     (intents, grants.map_err(|e| e.to_string()), accounts.map_err(|e| e.to_string()))

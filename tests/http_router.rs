@@ -98,3 +98,25 @@ async fn page_posts_from_another_site_are_refused() {
     // The holder's own origin reaches the page (which then refuses the unknown token).
     assert_eq!(status(&h, post("https://holder.example")).await, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn buyer_and_seller_endpoints_need_a_bearer_token() {
+    let (_d, h) = holder("https://holder.example");
+    for (path, scope) in [("/mcp/buyer", "intents"), ("/mcp/seller", "offers")] {
+        let mut req = initialize("holder.example", None);
+        *req.uri_mut() = path.parse().unwrap();
+        let app = isto::app::router(h.clone(), CancellationToken::new());
+        let res = app.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let www = res.headers().get("www-authenticate").unwrap().to_str().unwrap().to_owned();
+        assert!(
+            www.contains(&format!(
+                "resource_metadata=\"https://holder.example/.well-known/oauth-protected-resource{path}\""
+            )),
+            "{www}"
+        );
+        assert!(www.contains(scope), "{www}");
+    }
+    // The public endpoint still answers without a token.
+    assert_eq!(status(&h, initialize("holder.example", None)).await, StatusCode::OK);
+}

@@ -20,6 +20,8 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use time::OffsetDateTime;
 
+pub mod buyer;
+
 /// Bytes of randomness in intentCode and the page tokens (160 bits ≥ the seed's 128).
 pub const TOKEN_BYTES: usize = 20;
 

@@ -19,6 +19,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+pub mod buyer;
+
 /// The public `/mcp` server: one value per session, sharing the holder.
 #[derive(Clone)]
 pub struct PublicServer {
@@ -97,6 +99,13 @@ impl PublicServer {
     /// A server over `holder`.
     pub fn new(holder: Arc<Holder>) -> Self {
         Self { holder, tools: Arc::new(public_tools()) }
+    }
+
+    /// The seller endpoint's server (PROTOCOL.md §1 `/mcp/seller`): so far the
+    /// read-only catalogue search; reply and demand tools come with the sellers' work.
+    pub fn seller(holder: Arc<Holder>) -> Self {
+        let tools = public_tools().into_iter().filter(|t| t.name == "intent_search_offers").collect();
+        Self { holder, tools: Arc::new(tools) }
     }
 }
 
@@ -209,6 +218,9 @@ impl ServerHandler for PublicServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
+        if !self.tools.iter().any(|t| t.name == name) {
+            return Err(McpError::invalid_params(format!("unknown tool: {name}"), None));
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let holder = self.holder.clone();
         let n = name.clone();

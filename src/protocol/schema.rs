@@ -1,4 +1,4 @@
-//! JSON Schemas (draft 2020-12) of the tools' inputs and outputs on `/mcp`
+//! JSON Schemas (draft 2020-12) of the tools' inputs and outputs on `/mcp` and `/mcp/buyer`
 //! (PROTOCOL.md §3). Inputs reject unknown properties; the publish input has no contact
 //! field of any kind (seed §5.1).
 
@@ -157,4 +157,65 @@ pub fn search_input() -> Value {
 /// `intent_search_offers` output.
 pub fn search_output() -> Value {
     json!({"type": "object", "required": ["offers"], "properties": {"offers": {"type": "array", "items": offer()}}})
+}
+
+// ---------------------------------------------------------------------------
+// `/mcp/buyer` (PROTOCOL.md §1, §3): the buyer tools by `id`, no intentCode, no contact
+// field of any kind (the account's verified e-mail address is used).
+
+fn id_prop(what: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 64, "description": what})
+}
+
+/// `intent_publish_intent` output on `/mcp/buyer`: the intent, and `consentUrl` when the
+/// person has not accepted the holder's current consent text.
+pub fn buyer_publish_output() -> Value {
+    json!({"type": "object", "required": ["intent"], "properties": {
+        "intent": intent(),
+        "consentUrl": {"type": "string", "format": "uri", "description": "Present when the intent waits for the person's consent on the holder's page."}}})
+}
+
+/// `intent_get_intent` / `intent_withdraw_intent` input on `/mcp/buyer`.
+pub fn id_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["id"], "properties": {
+        "id": id_prop("The intent's id (\"int_...\"), as returned by intent_publish_intent.")}})
+}
+
+/// `intent_update_intent` input on `/mcp/buyer`: the id and the changed fields, each
+/// with the publish input's rules; `null` removes criteria (the category stays), budget,
+/// hiddenLimit or buyBy.
+pub fn update_input() -> Value {
+    let publish = publish_input();
+    let p = &publish["properties"];
+    let nullable = |v: &Value| json!({"anyOf": [v, {"type": "null"}]});
+    json!({"type": "object", "additionalProperties": false, "required": ["id"], "minProperties": 2,
+        "properties": {
+            "id": id_prop("The intent's id."),
+            "statement": p["statement"],
+            "criteria": nullable(&p["criteria"]),
+            "area": p["area"],
+            "budget": nullable(&p["budget"]),
+            "hiddenLimit": nullable(&p["hiddenLimit"]),
+            "buyBy": nullable(&p["buyBy"]),
+            "validUntil": {"type": "string", "format": "date-time",
+                "description": "RFC 3339, at most 365 days from now. Earlier than now's validUntil: applies at once. Later (or renewing an expired intent): not applied until the person confirms on the page at renewUrl."},
+            "visibility": p["visibility"]
+        }
+    })
+}
+
+/// `intent_update_intent` output: the intent after the changes that apply at once, and
+/// `renewUrl` when validUntil moved later.
+pub fn update_output() -> Value {
+    json!({"type": "object", "required": ["intent"], "properties": {
+        "intent": intent(),
+        "renewUrl": {"type": "string", "format": "uri", "description": "The holder page where the person confirms the new validUntil."}}})
+}
+
+/// `intent_list_matches` input on `/mcp/buyer`.
+pub fn buyer_list_matches_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["intent"], "properties": {
+        "intent": id_prop("The intent's id."),
+        "since": {"type": "string", "format": "date-time", "description": "Only deliveries after this time (use the previous nextSince)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}}})
 }

@@ -14,6 +14,7 @@
 //! operation name only: never a path, token, e-mail or form body.
 
 mod i18n;
+mod mine;
 mod pages;
 #[cfg(test)]
 mod tests;
@@ -52,6 +53,7 @@ const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; fra
 /// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF), and
 /// `GET /assets/style.css`.
 pub fn routes(holder: Arc<Holder>) -> Router {
+    let mine = mine::routes(holder.clone());
     let pages = Router::new()
         .route("/", get(home))
         .route("/consent/{token}", get(consent_page).post(consent_submit))
@@ -65,7 +67,7 @@ pub fn routes(holder: Arc<Holder>) -> Router {
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::map_response(page_headers))
         .with_state(holder);
-    Router::new().route("/assets/style.css", get(stylesheet)).merge(pages)
+    Router::new().route("/assets/style.css", get(stylesheet)).merge(pages).merge(mine)
 }
 
 /// Security and privacy headers of every page response (redirects and errors too).

@@ -1,0 +1,654 @@
+//! Account-owned intents: the operations behind `/mcp/buyer` (PROTOCOL.md §1, §3) and
+//! the "my intents" and renewal pages.
+//!
+//! Every operation takes the signed-in account's id and works only on intents whose
+//! `owner` is that account; any other id — another account's, a consent-link intent's,
+//! or one that does not exist — is the same [`HolderError::NotFound`].
+//!
+//! **Publishing** ([`Holder::publish_for`]): the intent is `active` at once, with the
+//! account's (already sealed, already verified at sign-up) e-mail address as its contact,
+//! when the account is an enabled buyer that accepted the *current* consent text. The
+//! rule: `account.consent_version` equals the version of the consent text in force for
+//! the intent's language (`holder.consent.get(language)`, which falls back to English),
+//! or the version of the text in force for any other language the holder serves (sk, cs,
+//! en) — the person accepted today's text, in whichever language they read it. A text
+//! changed since sign-up makes the version stale. Otherwise the intent is stored as a
+//! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
+//! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
+//!
+//! **Updating** ([`Holder::update_owned`]): the changed fields are validated by
+//! [`Holder::parse_publish`] itself — the stored intent is written back as a publish
+//! input, the changes laid over it — so an update accepts exactly what a publish accepts
+//! and its errors name the same fields. `null` removes `criteria` (the category stays),
+//! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
+//! (new deliveries only: one per (intent, offer), ever). Moving `validUntil` earlier
+//! applies at once; moving it later (or renewing an expired intent) creates a pending
+//! renewal that the person confirms on the holder's renewal page (seed: "renewing
+//! validUntil requires the buyer's fresh action").
+//!
+//! **Renewals** are records in [`Ns::Renewal`] under `token_hash("renewal", token)`:
+//! `{intent id, account id, new validUntil, expiry 72 h}`. Only the hash is stored; the
+//! token is single use. Applying one ([`Holder::renew`]) needs the owning account (the
+//! page requires the person to be signed in), so the agent that received the URL cannot
+//! complete it.
+//!
+//! Account-owned intents are found by scanning the intents table (there is no owner
+//! index): fine for a holder's size, and only the "my intents" page lists them.
+
+use super::{
+    disabled_sellers, ts, with_offers, ConsentRecord, Holder, HolderError, IntentRecord, OfferRecord, PublishInput,
+    Result, ResultsView, TOKEN_BYTES,
+};
+use crate::accounts::{self, Account, AccountError, ROLE_BUYER};
+use crate::clock;
+use crate::crypto::{self, Secret};
+use crate::protocol::input::{Fields, InputError};
+use crate::protocol::{Delivery, Intent, Status};
+use crate::store::{Ns, Reads, Tx};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+/// How long a pending renewal can be confirmed, seconds (72 h, as an e-mail confirmation).
+pub const RENEWAL_TTL_SECS: i64 = 72 * 3600;
+
+/// The fields `intent_update_intent` may change, in the publish input's names.
+pub const UPDATABLE: [&str; 8] =
+    ["statement", "criteria", "area", "budget", "hiddenLimit", "buyBy", "validUntil", "visibility"];
+
+/// The fields an update may remove with `null`.
+const REMOVABLE: [&str; 4] = ["criteria", "budget", "hiddenLimit", "buyBy"];
+
+/// The `/mcp/buyer` publish result (PROTOCOL.md §3): the intent, and the consent page
+/// when the account has not accepted the current consent text.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuyerPublishResult {
+    /// The intent: `active`, or a draft `awaiting_consent`.
+    pub intent: Intent,
+    /// The holder page where the person consents (drafts only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consent_url: Option<String>,
+}
+
+/// The `intent_update_intent` result (PROTOCOL.md §3).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateResult {
+    /// The intent after the changes that apply at once.
+    pub intent: Intent,
+    /// The renewal page, when `validUntil` moved later (not applied until confirmed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renew_url: Option<String>,
+}
+
+/// A pending renewal as stored (under `token_hash("renewal", token)`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RenewalRecord {
+    /// The intent to renew.
+    pub intent_id: String,
+    /// The account that asked (only it can confirm).
+    pub account_id: String,
+    /// The new validUntil, RFC 3339.
+    pub valid_until: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339 (created + 72 h).
+    pub expires_at: String,
+}
+
+/// A renewal just created.
+#[derive(Debug, Clone)]
+pub struct PendingRenewal {
+    /// The intent as it is now (validUntil unchanged).
+    pub intent: Intent,
+    /// The renewal token (the last segment of `renew_url`).
+    pub token: String,
+    /// `<public>/renew/<token>`.
+    pub renew_url: String,
+    /// The validUntil the renewal would set, RFC 3339.
+    pub valid_until: String,
+}
+
+/// What the renewal page shows.
+#[derive(Debug, Clone)]
+pub struct RenewalView {
+    /// The intent as it is now.
+    pub intent: Intent,
+    /// The validUntil a confirmation sets, RFC 3339.
+    pub valid_until: String,
+    /// Whether confirming can still work (the intent is not withdrawn, the new date has
+    /// not passed).
+    pub open: bool,
+}
+
+fn account_error(e: AccountError) -> HolderError {
+    match e {
+        AccountError::Store(e) => HolderError::Store(e),
+        AccountError::Crypto(e) => HolderError::Crypto(e),
+        _ => HolderError::State("unauthorized: the account cannot be used".into()),
+    }
+}
+
+fn renewal_key(token: &str) -> String {
+    crypto::token_hash("renewal", token)
+}
+
+/// Whether an expired intent was active once (and can therefore be renewed); a draft
+/// that lapsed without consent or confirmation cannot.
+fn was_active(rec: &IntentRecord) -> bool {
+    rec.confirmed_at.is_some()
+}
+
+/// Refuses changes to intents that ended for good.
+fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
+    let status = rec.effective_status(now);
+    match status {
+        Status::Withdrawn => Err(HolderError::State(
+            "the intent is withdrawn and cannot be changed; publish a new intent instead".into(),
+        )),
+        Status::Expired if !was_active(rec) => Err(HolderError::State(
+            "the intent expired before it became active (no consent or confirmation); publish it again".into(),
+        )),
+        s => Ok(s),
+    }
+}
+
+fn nothing_to_change() -> HolderError {
+    InputError(format!("nothing to change: give the id and at least one of {}", UPDATABLE.join(", "))).into()
+}
+
+impl Holder {
+    /// Whether `account` accepted the consent text in force (see the module docs for the
+    /// rule): its version equals the current text's for `language`, or for any other
+    /// language the holder serves. Returns the language of the matching text.
+    pub fn consent_accepted(&self, account: &Account, language: &str) -> Option<String> {
+        let v = account.consent_version.as_deref()?;
+        let first = self.consent.get(language);
+        if first.version == v {
+            return Some(first.language);
+        }
+        ["sk", "cs", "en"].into_iter().map(|l| self.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
+    }
+
+    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> IntentRecord {
+        IntentRecord {
+            id: crypto::new_id("int_"),
+            status: Status::AwaitingConsent,
+            statement: p.statement,
+            category: p.category,
+            criteria: p.criteria,
+            area: p.area,
+            budget: p.budget,
+            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())),
+            buy_by: p.buy_by,
+            valid_until: clock::rfc3339(p.valid_until),
+            visibility: p.visibility,
+            language: p.language,
+            created_at: clock::rfc3339(now),
+            updated_at: clock::rfc3339(now),
+            draft_expires_at: clock::rfc3339(now),
+            contact: None,
+            consent: None,
+            confirm_expires_at: None,
+            confirmed_at: None,
+            ended_at: None,
+            match_count: 0,
+            last_digest_at: None,
+            digest_cursor: 0,
+            owner: Some(account_id.to_owned()),
+            last_delivered: 0,
+        }
+    }
+
+    /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):
+    /// active at once — contact = the account's sealed e-mail, consent recorded from the
+    /// account (version, when, language), matched against the catalogue in the same
+    /// transaction — when the account is an enabled buyer that accepted the current
+    /// consent text; otherwise a draft `awaiting_consent` (owner set) with a `consentUrl`.
+    ///
+    /// # Errors
+    /// [`HolderError::State`] ("unauthorized") when the account does not exist; storage
+    /// and key errors.
+    pub fn publish_for(&self, account_id: &str, p: PublishInput) -> Result<BuyerPublishResult> {
+        let account = accounts::account(self, account_id)
+            .map_err(account_error)?
+            .ok_or_else(|| HolderError::State("unauthorized: the account does not exist".into()))?;
+        let now = self.now();
+        let accepted = if account.role == ROLE_BUYER && !account.disabled {
+            self.consent_accepted(&account, &p.language)
+        } else {
+            None
+        };
+        let mut rec = self.new_owned_record(account_id, p, now);
+        let id = rec.id.clone();
+        if let Some(language) = accepted {
+            rec.status = Status::Active;
+            rec.contact = Some(account.email.clone());
+            rec.consent = Some(ConsentRecord {
+                at: account.consent_at.clone().unwrap_or_else(|| clock::rfc3339(now)),
+                text_version: account.consent_version.clone().unwrap_or_default(),
+                language: account.consent_language.clone().unwrap_or(language),
+            });
+            // The address was verified when the account was confirmed (double opt-in).
+            rec.confirmed_at = Some(clock::rfc3339(now));
+            let n = self.store.write(|tx| -> Result<u64> {
+                let offers: Vec<OfferRecord> = tx.all_offers()?;
+                let sellers = disabled_sellers(tx)?;
+                let n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
+                tx.put_intent(&id, &rec, true)?;
+                Ok(n)
+            })?;
+            tracing::info!(intent = %id, category = %rec.category, delivered = n, "account intent published and active");
+            self.wake.notify_one();
+            return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
+        }
+        let consent = crypto::new_token(TOKEN_BYTES);
+        rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.settings.draft_ttl_secs as i64));
+        self.store.write(|tx| -> Result<()> {
+            tx.put_intent(&id, &rec, false)?;
+            tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
+            Ok(())
+        })?;
+        tracing::info!(intent = %id, category = %rec.category, "account intent published as a draft (consent missing)");
+        Ok(BuyerPublishResult {
+            intent: rec.to_intent(now),
+            consent_url: Some(format!("{}/consent/{}", self.settings.public_url.base, consent.expose())),
+        })
+    }
+
+    /// The intent `id` if `account_id` owns it.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`] for any other id.
+    pub fn owned(&self, account_id: &str, id: &str) -> Result<IntentRecord> {
+        if id.is_empty() || id.len() > 64 || account_id.is_empty() {
+            return Err(HolderError::NotFound);
+        }
+        let rec: IntentRecord = self
+            .store
+            .read(|rx| -> Result<Option<IntentRecord>> { Ok(rx.intent(id)?) })?
+            .ok_or(HolderError::NotFound)?;
+        if rec.owner.as_deref() != Some(account_id) {
+            return Err(HolderError::NotFound);
+        }
+        Ok(rec)
+    }
+
+    /// `intent_get_intent` on `/mcp/buyer`.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`].
+    pub fn get_owned(&self, account_id: &str, id: &str) -> Result<Intent> {
+        Ok(self.owned(account_id, id)?.to_intent(self.now()))
+    }
+
+    /// `intent_withdraw_intent` on `/mcp/buyer`: at once, idempotent (see
+    /// [`Holder::withdraw_by_code`]). Call it on a blocking thread.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`].
+    pub fn withdraw_owned(&self, account_id: &str, id: &str) -> Result<()> {
+        let rec = self.owned(account_id, id)?;
+        self.withdraw_id(&rec.id)
+    }
+
+    /// `intent_list_matches` on `/mcp/buyer`: `{intent, since?, limit?}` (the same cursor
+    /// rules as [`Holder::list_matches_by_code`]).
+    ///
+    /// # Errors
+    /// [`HolderError::Input`] naming the field; [`HolderError::NotFound`].
+    pub fn list_matches_owned(&self, account_id: &str, args: &Value) -> Result<(Vec<Delivery>, Option<String>)> {
+        let mut f = Fields::new(args, "")?;
+        let id = f.req_str("intent", 64)?;
+        let since = f
+            .opt_str("since", 64)?
+            .map(|s| clock::parse_rfc3339(&s).map_err(|m| InputError(format!("since {m}"))))
+            .transpose()?;
+        let limit = f.opt_int("limit", 1, 100)?.unwrap_or(50) as usize;
+        f.finish("")?;
+        let rec = self.owned(account_id, &id)?;
+        let (matches, next) = self.deliveries(&rec.id, since, limit)?;
+        let next = next.or_else(|| since.map(clock::rfc3339_micros));
+        Ok((matches, next))
+    }
+
+    /// The account's intents, newest first ("my intents" page).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
+        let now = self.now();
+        let mut all: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
+            Ok(rx
+                .all_intents::<IntentRecord>()?
+                .into_iter()
+                .filter(|r| r.owner.as_deref() == Some(account_id))
+                .collect())
+        })?;
+        all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        Ok(all.iter().map(|r| r.to_intent(now)).collect())
+    }
+
+    /// The results view of an owned intent: the intent and its newest 100 deliveries.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`].
+    pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
+        let rec = self.owned(account_id, id)?;
+        let deliveries = self.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+    }
+
+    /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module
+    /// docs). Returns the intent after the changes that apply at once, and a `renewUrl`
+    /// when `validUntil` moved later.
+    ///
+    /// # Errors
+    /// [`HolderError::Input`] naming the field (the publish rules);
+    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a draft
+    /// that lapsed, or content changes to an expired intent (renew it first).
+    pub fn update_owned(&self, account_id: &str, args: &Value) -> Result<UpdateResult> {
+        let mut f = Fields::new(args, "")?;
+        let id = f.req_str("id", 64)?;
+        let raw = args.as_object().cloned().unwrap_or_default();
+        let mut changes: Map<String, Value> = Map::new();
+        for key in UPDATABLE {
+            let _ = f.get(key);
+            if let Some(v) = raw.get(key) {
+                if v.is_null() && !REMOVABLE.contains(&key) {
+                    return Err(InputError(format!("{key} cannot be removed (null); give a new value")).into());
+                }
+                changes.insert(key.to_owned(), v.clone());
+            }
+        }
+        f.finish(". Contact data is never accepted: the account's verified e-mail address is used.")?;
+        if changes.is_empty() {
+            return Err(nothing_to_change());
+        }
+        let rec = self.owned(account_id, &id)?;
+        let now = self.now();
+        let status = check_changeable(&rec, now)?;
+        let content = changes.keys().any(|k| k != "validUntil");
+        if status == Status::Expired && content {
+            return Err(HolderError::State(
+                "the intent has expired: renew it first by moving validUntil later (the person confirms on the \
+                 holder's renewal page), then change the other fields"
+                    .into(),
+            ));
+        }
+        let p = self.parse_publish(&Value::Object(self.merged_input(&rec, &changes)?))?;
+
+        // validUntil: earlier applies at once; later (or any date for an expired intent)
+        // waits for the person's confirmation.
+        let (mut earlier, mut later) = (None, None);
+        if changes.contains_key("validUntil") {
+            if status == Status::Expired || p.valid_until > ts(&rec.valid_until) {
+                later = Some(p.valid_until);
+            } else {
+                earlier = Some(p.valid_until);
+            }
+        }
+        let hidden_changed = changes.contains_key("hiddenLimit");
+        let buy_by_changed = changes.contains_key("buyBy");
+        let hidden = p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string()));
+        let before = content_of(&rec);
+        let (rec, n, token) = self.store.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
+            let mut rec: IntentRecord = tx.intent(&id)?.ok_or(HolderError::NotFound)?;
+            if rec.owner.as_deref() != Some(account_id) {
+                return Err(HolderError::NotFound);
+            }
+            check_changeable(&rec, now)?; // a withdrawal may have won the race
+            if content_of(&rec) != before {
+                // Another update came between reading and writing: never apply changes
+                // laid over stale fields.
+                return Err(HolderError::State("the intent changed meanwhile; send the update again".into()));
+            }
+            let mut n = 0;
+            if content {
+                rec.statement = p.statement;
+                rec.category = p.category;
+                rec.criteria = p.criteria;
+                rec.area = p.area;
+                rec.budget = p.budget;
+                if hidden_changed {
+                    rec.hidden_limit = hidden;
+                }
+                if buy_by_changed {
+                    rec.buy_by = p.buy_by;
+                }
+                rec.visibility = p.visibility;
+                rec.language = p.language;
+            }
+            if let Some(t) = earlier {
+                rec.valid_until = clock::rfc3339(t);
+            }
+            if content || earlier.is_some() {
+                rec.updated_at = clock::rfc3339(now);
+                if content && rec.effective_status(now) == Status::Active {
+                    let offers: Vec<OfferRecord> = tx.all_offers()?;
+                    let sellers = disabled_sellers(tx)?;
+                    n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
+                }
+                tx.put_intent(&id, &rec, rec.status == Status::Active)?;
+            }
+            let token = match later {
+                Some(t) => Some(self.put_renewal(tx, account_id, &id, t, now)?),
+                None => None,
+            };
+            Ok((rec, n, token))
+        })?;
+        if n > 0 {
+            self.wake.notify_one();
+        }
+        tracing::info!(intent = %id, delivered = n, renewal = token.is_some(), "account intent updated");
+        Ok(UpdateResult { intent: rec.to_intent(now), renew_url: token.map(|t| self.renew_url(t.expose())) })
+    }
+
+    /// The stored intent written back as a publish input, with `changes` laid over it
+    /// (`null` removes a removable field). `validUntil` is present only when changed, so
+    /// that the publish rules check a new date and leave the stored one alone; likewise
+    /// `buyBy` (a stored date may be in the past by now).
+    fn merged_input(&self, rec: &IntentRecord, changes: &Map<String, Value>) -> Result<Map<String, Value>> {
+        let mut m = Map::new();
+        let mut criteria = rec.criteria.clone();
+        criteria.insert("category".into(), Value::String(rec.category.clone()));
+        m.insert("statement".into(), Value::String(rec.statement.clone()));
+        m.insert("criteria".into(), Value::Object(criteria.clone()));
+        m.insert("area".into(), json(&rec.area));
+        if let Some(b) = &rec.budget {
+            m.insert("budget".into(), json(b));
+        }
+        if let Some(h) = self.hidden_limit(rec)? {
+            m.insert("hiddenLimit".into(), Value::from(h));
+        }
+        m.insert("visibility".into(), json(&rec.visibility));
+        for (k, v) in changes {
+            match (k.as_str(), v) {
+                // No criteria: no constraints, the category stays.
+                ("criteria", Value::Null) => {
+                    let mut c = Map::new();
+                    c.insert("category".into(), Value::String(rec.category.clone()));
+                    m.insert(k.clone(), Value::Object(c));
+                }
+                (_, Value::Null) => {
+                    m.remove(k);
+                }
+                _ => {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    fn renew_url(&self, token: &str) -> String {
+        format!("{}/renew/{token}", self.settings.public_url.base)
+    }
+
+    /// Stores a pending renewal in `tx`; returns its token.
+    fn put_renewal(
+        &self,
+        tx: &mut Tx<'_>,
+        account_id: &str,
+        intent_id: &str,
+        valid_until: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<Secret> {
+        let token = crypto::new_token(TOKEN_BYTES);
+        let rec = RenewalRecord {
+            intent_id: intent_id.to_owned(),
+            account_id: account_id.to_owned(),
+            valid_until: clock::rfc3339(valid_until),
+            created_at: clock::rfc3339(now),
+            expires_at: clock::rfc3339(now + time::Duration::seconds(RENEWAL_TTL_SECS)),
+        };
+        tx.put_record(Ns::Renewal, &renewal_key(token.expose()), &rec)?;
+        Ok(token)
+    }
+
+    /// The "Renew" button of the "my intents" page: a pending renewal that moves
+    /// validUntil to `max(now, validUntil) + default validity`, capped at the maximum
+    /// validity from now. The person confirms it on `/renew/{token}`.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a lapsed
+    /// draft, or one already valid for as long as the holder allows.
+    pub fn request_renewal(&self, account_id: &str, id: &str) -> Result<PendingRenewal> {
+        let rec = self.owned(account_id, id)?;
+        let now = self.now();
+        check_changeable(&rec, now)?;
+        let current = ts(&rec.valid_until);
+        let wanted = current.max(now) + time::Duration::days(i64::from(self.settings.default_validity_days));
+        let target = wanted.min(now + time::Duration::days(i64::from(self.settings.max_validity_days)));
+        if rec.effective_status(now) != Status::Expired && target <= current {
+            return Err(HolderError::State(format!(
+                "the intent is already valid for the longest time this holder allows ({} days)",
+                self.settings.max_validity_days
+            )));
+        }
+        let token = self.store.write(|tx| self.put_renewal(tx, account_id, &rec.id, target, now))?;
+        Ok(PendingRenewal {
+            intent: rec.to_intent(now),
+            renew_url: self.renew_url(token.expose()),
+            token: token.0,
+            valid_until: clock::rfc3339(target),
+        })
+    }
+
+    fn renewal(&self, account_id: &str, token: &str) -> Result<(String, RenewalRecord)> {
+        if token.is_empty() || token.len() > 200 {
+            return Err(HolderError::NotFound);
+        }
+        let key = renewal_key(token);
+        let rec: RenewalRecord = self
+            .store
+            .read(|rx| -> Result<Option<RenewalRecord>> { Ok(rx.record(Ns::Renewal, &key)?) })?
+            .ok_or(HolderError::NotFound)?;
+        if rec.account_id != account_id || ts(&rec.expires_at) <= self.now() {
+            return Err(HolderError::NotFound);
+        }
+        Ok((key, rec))
+    }
+
+    /// What the renewal page shows (never changes state).
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`] for an unknown, used or expired token, or another
+    /// account's.
+    pub fn renewal_view(&self, account_id: &str, token: &str) -> Result<RenewalView> {
+        let (_, r) = self.renewal(account_id, token)?;
+        let rec = self.owned(account_id, &r.intent_id)?;
+        let now = self.now();
+        let open = check_changeable(&rec, now).is_ok() && ts(&r.valid_until) > now;
+        Ok(RenewalView { intent: rec.to_intent(now), valid_until: r.valid_until, open })
+    }
+
+    /// Confirms a renewal (the renewal page's POST, by the signed-in owner): sets the new
+    /// validUntil; an expired intent becomes `active` again (contact re-set from the
+    /// account) and is matched against the catalogue. Single use.
+    ///
+    /// # Errors
+    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a lapsed
+    /// draft, or a new validUntil that has passed meanwhile.
+    pub fn renew(&self, account_id: &str, token: &str) -> Result<Intent> {
+        let (key, r) = self.renewal(account_id, token)?;
+        let now = self.now();
+        let (rec, n) = self.store.write(|tx| -> Result<(IntentRecord, u64)> {
+            if tx.record::<RenewalRecord>(Ns::Renewal, &key)?.is_none() {
+                return Err(HolderError::NotFound); // used meanwhile
+            }
+            tx.remove_record(Ns::Renewal, &key)?;
+            let mut rec: IntentRecord = tx.intent(&r.intent_id)?.ok_or(HolderError::NotFound)?;
+            if rec.owner.as_deref() != Some(account_id) {
+                return Err(HolderError::NotFound);
+            }
+            let status = check_changeable(&rec, now)?;
+            let until = ts(&r.valid_until);
+            if until <= now {
+                return Err(HolderError::State("the new validUntil has passed already; ask for a new renewal".into()));
+            }
+            rec.valid_until = r.valid_until.clone();
+            rec.updated_at = clock::rfc3339(now);
+            let mut n = 0;
+            if status == Status::Expired {
+                let account = tx
+                    .record::<Account>(Ns::Account, account_id)?
+                    .filter(|a| !a.disabled)
+                    .ok_or(HolderError::NotFound)?;
+                rec.status = Status::Active;
+                rec.ended_at = None;
+                if rec.contact.is_none() {
+                    // Erased after the retention period: the account's verified address.
+                    rec.contact = Some(account.email);
+                }
+                let offers: Vec<OfferRecord> = tx.all_offers()?;
+                let sellers = disabled_sellers(tx)?;
+                n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
+            }
+            tx.put_intent(&rec.id, &rec, rec.status == Status::Active)?;
+            Ok((rec, n))
+        })?;
+        tracing::info!(intent = %rec.id, delivered = n, "intent renewed");
+        self.wake.notify_one();
+        Ok(rec.to_intent(now))
+    }
+
+    /// Deletes expired pending renewals; returns how many went (for the periodic sweep).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn sweep_renewals(&self) -> Result<u64> {
+        let now = self.now();
+        self.store.write(|tx| -> Result<u64> {
+            let mut n = 0;
+            for (k, r) in tx.records::<RenewalRecord>(Ns::Renewal)? {
+                if ts(&r.expires_at) <= now {
+                    tx.remove_record(Ns::Renewal, &k)?;
+                    n += 1;
+                }
+            }
+            Ok(n)
+        })
+    }
+}
+
+/// The fields an update writes, for detecting a concurrent update.
+fn content_of(rec: &IntentRecord) -> Value {
+    json(&(
+        &rec.statement,
+        &rec.category,
+        &rec.criteria,
+        &rec.area,
+        &rec.budget,
+        &rec.hidden_limit,
+        &rec.buy_by,
+        &rec.valid_until,
+        &rec.visibility,
+    ))
+}
+
+/// A stored value written back as JSON input.
+fn json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}

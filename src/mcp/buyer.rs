@@ -1,0 +1,259 @@
+//! The MCP endpoint `/mcp/buyer` (PROTOCOL.md §1, §3): buyer agents acting for a
+//! signed-in person, authorised by OAuth 2.1 (resource `<public>/mcp/buyer`, scope
+//! `intents`).
+//!
+//! Tools: intent_publish_intent, intent_get_intent `{id}`, intent_update_intent
+//! `{id, ...changed fields}`, intent_withdraw_intent `{id}`, intent_list_matches
+//! `{intent, since?, limit?}` — all limited to the account's own intents — and
+//! intent_search_offers (as on `/mcp`). Schemas are declared by hand (no contact field,
+//! unknown properties refused); results carry `structuredContent` and the same data as
+//! JSON text.
+//!
+//! The account comes from the HTTP request: a middleware in front of the endpoint (see
+//! [`require_bearer`]) checks the bearer token with [`crate::oauth::check_bearer`] and
+//! puts the [`Grant`] into the request's extensions; rmcp hands the request's
+//! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
+//! HTTP request. Without a grant every account tool answers "unauthorized".
+
+use super::{ok, search, to_value, tool, tool_error};
+use crate::holder::{Holder, HolderError};
+use crate::oauth::{Grant, SCOPE_INTENTS};
+use crate::protocol::{schema, AGGREGATOR_NOTE};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The `/mcp/buyer` server: one value per session, sharing the holder.
+#[derive(Clone)]
+pub struct BuyerServer {
+    holder: Arc<Holder>,
+    tools: Arc<Vec<Tool>>,
+}
+
+/// The tool list of `/mcp/buyer` (PROTOCOL.md §3).
+pub fn buyer_tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "intent_publish_intent",
+            "Publish a buying intent",
+            "Publishes what the signed-in person wants to buy (vehicles or property in Slovakia and Czechia). Takes no \
+             contact data: offers go to the person's verified account e-mail. The intent is active at once when the \
+             person has accepted the holder's current consent text; otherwise the result has a consentUrl on the \
+             holder's own page — give that link to the person, who consents there. Do not open or fill in the link \
+             yourself. Keep the returned intent id. An optional hiddenLimit is sealed by the holder and never shown \
+             to anyone.",
+            schema::publish_input(),
+            schema::buyer_publish_output(),
+            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
+        ),
+        tool(
+            "intent_get_intent",
+            "Get an intent",
+            "Returns one of the person's intents by id with its status (awaiting_consent, awaiting_email_confirmation, \
+             active, expired, withdrawn). Never returns contact data or the hidden limit's value.",
+            schema::id_input(),
+            schema::get_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_update_intent",
+            "Change an intent",
+            "Changes one of the person's intents: give the id and only the fields that change (the same rules as \
+             intent_publish_intent; null removes criteria, budget, hiddenLimit or buyBy). Changes apply at once and \
+             the intent is matched again (an offer is never delivered twice). Moving validUntil later, or renewing an \
+             expired intent, is not applied at once: the result has a renewUrl on the holder's page where the person \
+             confirms it. Do not open the link yourself. Moving validUntil earlier applies at once. Withdrawn \
+             intents cannot be changed.",
+            schema::update_input(),
+            schema::update_output(),
+            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
+        ),
+        tool(
+            "intent_withdraw_intent",
+            "Withdraw an intent",
+            "Withdraws one of the person's intents at once: nothing more is delivered or e-mailed for it. Idempotent.",
+            schema::id_input(),
+            schema::withdraw_output(),
+            ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_list_matches",
+            "List delivered offers",
+            "Lists the offers the holder has delivered for one of the person's intents (input `intent`: its id), \
+             oldest first. Pass the previous nextSince as since to get only new ones. Offers are also e-mailed to \
+             the person.",
+            schema::buyer_list_matches_input(),
+            schema::list_matches_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+        tool(
+            "intent_search_offers",
+            "Search the catalogue",
+            "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
+             not matter), best first. Read-only: no intent is created.",
+            schema::search_input(),
+            schema::search_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+    ]
+}
+
+impl BuyerServer {
+    /// A server over `holder`.
+    pub fn new(holder: Arc<Holder>) -> Self {
+        Self { holder, tools: Arc::new(buyer_tools()) }
+    }
+}
+
+/// The message of an error for the agent. Unknown and other accounts' ids get the same
+/// one (PROTOCOL.md §3).
+fn message(e: &HolderError) -> String {
+    match e {
+        HolderError::NotFound => "not_found: no intent with this id".into(),
+        e => e.to_string(),
+    }
+}
+
+fn id_arg(args: &Value) -> Result<String, HolderError> {
+    let mut f = crate::protocol::input::Fields::new(args, "")?;
+    let id = f.req_str("id", 64)?;
+    f.finish("")?;
+    Ok(id)
+}
+
+/// The account of a grant, if the grant carries the buyer scope.
+fn account_of(grant: Option<&Grant>) -> Option<&str> {
+    grant.filter(|g| g.scopes.iter().any(|s| s == SCOPE_INTENTS)).map(|g| g.account_id.as_str())
+}
+
+/// Runs one tool call for `grant`'s account (blocking: redb I/O). `None` for an unknown
+/// tool. Without a grant (or without scope `intents`) the account tools answer
+/// "unauthorized"; domain failures become `isError` results; internal ones are logged
+/// and answered generically.
+pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
+    let account = account_of(grant);
+    let result: Result<CallToolResult, HolderError> = match (name, account) {
+        ("intent_search_offers", _) => search(holder, args),
+        (
+            "intent_publish_intent"
+            | "intent_get_intent"
+            | "intent_update_intent"
+            | "intent_withdraw_intent"
+            | "intent_list_matches",
+            None,
+        ) => {
+            return Some(tool_error(
+                "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token for \
+                 scope intents"
+                    .into(),
+            ))
+        }
+        ("intent_publish_intent", Some(acc)) => {
+            holder.parse_publish(args).and_then(|p| holder.publish_for(acc, p)).map(|r| {
+                let v = to_value(&r);
+                ok(v.clone(), &v)
+            })
+        }
+        ("intent_get_intent", Some(acc)) => id_arg(args).and_then(|id| holder.get_owned(acc, &id)).map(|i| {
+            let v = json!({"intent": i});
+            ok(v.clone(), &v)
+        }),
+        ("intent_update_intent", Some(acc)) => holder.update_owned(acc, args).map(|r| {
+            let v = to_value(&r);
+            ok(v.clone(), &v)
+        }),
+        ("intent_withdraw_intent", Some(acc)) => {
+            id_arg(args).and_then(|id| holder.withdraw_owned(acc, &id)).map(|()| {
+                let v = json!({"status": "withdrawn"});
+                ok(v.clone(), &v)
+            })
+        }
+        ("intent_list_matches", Some(acc)) => holder.list_matches_owned(acc, args).map(|(matches, next)| {
+            let arr = to_value(&matches);
+            ok(json!({"matches": arr, "nextSince": next}), &arr)
+        }),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(r) => r,
+        Err(e) if e.is_internal() => {
+            tracing::error!(tool = name, error = %e, "buyer tool failed");
+            tool_error("internal error: the holder could not complete the call; try again later".into())
+        }
+        Err(e) => tool_error(message(&e)),
+    })
+}
+
+/// The grant the middleware put into the HTTP request of this call, if any.
+pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
+    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Grant>()).cloned()
+}
+
+/// A middleware for `/mcp/buyer` (optional; the app may use its own): checks the bearer
+/// token for resource `<public>/mcp/buyer` and scope `intents` and puts the [`Grant`]
+/// into the request's extensions, or answers with the 401/403 of
+/// [`crate::oauth::check_bearer`]. Use with
+/// `axum::middleware::from_fn_with_state(holder, require_bearer)`.
+pub async fn require_bearer(State(holder): State<Arc<Holder>>, mut req: Request, next: Next) -> Response {
+    let resource = crate::oauth::Resource::Buyer.url(&holder.settings.public_url.base);
+    match crate::oauth::check_bearer(&holder, req.headers(), &resource, SCOPE_INTENTS) {
+        Ok(grant) => {
+            req.extensions_mut().insert(grant);
+            next.run(req).await
+        }
+        Err(res) => res,
+    }
+}
+
+impl ServerHandler for BuyerServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Isto Intents holder '{}', buyer endpoint: acts for the signed-in person. Publish what the person \
+                 wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
+                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person. \
+                 {AGGREGATOR_NOTE}",
+                self.holder.settings.holder_name
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let grant = grant_of(&context);
+        let holder = self.holder.clone();
+        let n = name.clone();
+        let out = tokio::task::spawn_blocking(move || dispatch(&holder, grant.as_ref(), &n, &args))
+            .await
+            .map_err(|_| McpError::internal_error("tool task failed", None))?;
+        match out {
+            Some(r) => Ok(CallToolResponse::Complete(r)),
+            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! "My intents" for signed-in buyers and the renewal page (PROTOCOL.md §1 "Web pages",
+//! §3 intent_update_intent: "renewing validUntil requires the buyer's fresh action").
+//!
+//! * `GET /me`: the account's intents (statement, status, validUntil, offers delivered)
+//!   with Withdraw and Renew buttons and a link to each intent's offers. Not signed in:
+//!   303 to `/signin?next=/me`.
+//! * `GET /me/intents/{id}`: one intent and its delivered offers (owner only; any other
+//!   id is the same 404).
+//! * `POST /me/intents/{id}/withdraw` (csrf): withdraws at once; 303 to `/me`.
+//! * `POST /me/intents/{id}/renew` (csrf): creates a pending renewal (+ the holder's
+//!   default validity, capped at its maximum); 303 to `/renew/{token}`.
+//! * `GET /renew/{token}`: the intent and the new validUntil with a Confirm button; never
+//!   changes state. `POST /renew/{token}` (csrf) applies it; 303 to `/me/intents/{id}`.
+//!   Both need the owning account signed in (otherwise 303 to the sign-in page, which
+//!   comes back here): the renewal URL that an agent received is not enough to renew.
+//!
+//! Forms carry CSRF tokens bound to the account and the intent (or the renewal token).
+//! Pages are in the browser's language (`Accept-Language`: sk, cs or en), else the
+//! holder's default; they show only the public intent view.
+
+use super::i18n::{ui, Ui, LANGUAGES};
+use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_headers, pages, Fail, FormFields, Shared};
+use super::{Holder, FORM_LIMIT};
+use crate::accounts;
+use crate::mail::format_amount;
+use crate::protocol::{Delivery, Intent, Status};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use maud::{html, Markup};
+use std::sync::Arc;
+
+const CSRF_ME_WITHDRAW: &str = "me-withdraw";
+const CSRF_ME_RENEW: &str = "me-renew";
+const CSRF_RENEW: &str = "renew";
+
+/// Routes of the signed-in buyer's pages (see the module docs).
+pub(super) fn routes(holder: Arc<Holder>) -> Router {
+    Router::new()
+        .route("/me", get(me_page))
+        .route("/me/intents/{id}", get(intent_page))
+        .route("/me/intents/{id}/withdraw", post(withdraw_submit))
+        .route("/me/intents/{id}/renew", post(renew_request))
+        .route("/renew/{token}", get(renew_page).post(renew_submit))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+        .layer(axum::middleware::map_response(page_headers))
+        .with_state(holder)
+}
+
+// ---------------------------------------------------------------------------
+// strings
+
+/// The strings of these pages (the shared ones come from [`Ui`]).
+struct Mine {
+    title: &'static str,
+    intro: &'static str,
+    none: &'static str,
+    offers: &'static str,
+    actions: &'static str,
+    show_offers: &'static str,
+    renew_button: &'static str,
+    back: &'static str,
+    renew_title: &'static str,
+    renew_intro: &'static str,
+    new_valid_until: &'static str,
+    renew_closed: &'static str,
+    renew_refused: &'static str,
+    signout: &'static str,
+}
+
+static SK: Mine = Mine {
+    title: "Moje dopyty",
+    intro: "Dopyty, ktoré za vás zverejnili vaši asistenti. Ponuky k nim vám chodia e-mailom.",
+    none: "Zatiaľ nemáte žiadny dopyt. Požiadajte asistenta, aby ho za vás zverejnil.",
+    offers: "Ponuky",
+    actions: "Akcie",
+    show_offers: "Zobraziť ponuky",
+    renew_button: "Predĺžiť",
+    back: "Späť na moje dopyty",
+    renew_title: "Predĺženie dopytu",
+    renew_intro: "Tlačidlom Potvrdiť predĺžite platnosť tohto dopytu do dátumu nižšie. Ponuky vám budú chodiť ďalej.",
+    new_valid_until: "Nová platnosť do",
+    renew_closed: "Toto predĺženie sa už nedá potvrdiť (dopyt bol zrušený alebo dátum už uplynul). Vráťte sa na svoje dopyty a predĺžte ho znova.",
+    renew_refused: "Tento dopyt sa teraz nedá predĺžiť: je zrušený, nikdy nebol aktívny, alebo už platí najdlhšie, ako je možné.",
+    signout: "Odhlásiť sa",
+};
+
+static CS: Mine = Mine {
+    title: "Moje poptávky",
+    intro: "Poptávky, které za vás zveřejnili vaši asistenti. Nabídky k nim vám chodí e-mailem.",
+    none: "Zatím nemáte žádnou poptávku. Požádejte asistenta, aby ji za vás zveřejnil.",
+    offers: "Nabídky",
+    actions: "Akce",
+    show_offers: "Zobrazit nabídky",
+    renew_button: "Prodloužit",
+    back: "Zpět na moje poptávky",
+    renew_title: "Prodloužení poptávky",
+    renew_intro: "Tlačítkem Potvrdit prodloužíte platnost této poptávky do data níže. Nabídky vám budou chodit dál.",
+    new_valid_until: "Nová platnost do",
+    renew_closed: "Toto prodloužení již nelze potvrdit (poptávka byla zrušena nebo datum již uplynulo). Vraťte se na své poptávky a prodlužte ji znovu.",
+    renew_refused: "Tuto poptávku nyní nelze prodloužit: je zrušena, nikdy nebyla aktivní, nebo již platí nejdéle, jak je možné.",
+    signout: "Odhlásit se",
+};
+
+static EN: Mine = Mine {
+    title: "My requests",
+    intro: "The requests your assistants published for you. Offers for them come to you by e-mail.",
+    none: "You have no requests yet. Ask your assistant to publish one for you.",
+    offers: "Offers",
+    actions: "Actions",
+    show_offers: "Show offers",
+    renew_button: "Renew",
+    back: "Back to my requests",
+    renew_title: "Renew your request",
+    renew_intro: "Press Confirm to keep this request valid until the date below. Offers will keep coming.",
+    new_valid_until: "New end of validity",
+    renew_closed: "This renewal can no longer be confirmed (the request was withdrawn or the date has passed). Go back to your requests and renew it again.",
+    renew_refused: "This request cannot be renewed now: it is withdrawn, it never became active, or it is already valid for as long as possible.",
+    signout: "Sign out",
+};
+
+fn mine(lang: &str) -> &'static Mine {
+    match lang {
+        "sk" => &SK,
+        "cs" => &CS,
+        _ => &EN,
+    }
+}
+
+/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
+/// or en (not `q=0`), else the holder's default when it is one of them, else English.
+fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+    let known = |tag: &str| {
+        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
+        LANGUAGES.into_iter().find(|l| *l == primary)
+    };
+    let refused = |item: &str| {
+        item.split(';')
+            .skip(1)
+            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
+    };
+    headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
+        .or_else(|| known(&h.settings.default_language))
+        .unwrap_or("en")
+}
+
+// ---------------------------------------------------------------------------
+// plumbing
+
+/// 303 to the sign-in page, which returns to `next` (a path on this site).
+fn signin_redirect(next: &str) -> Response {
+    Redirect::to(&format!("/signin?next={next}")).into_response()
+}
+
+/// The signed-in account's id (one short store read, off the async threads).
+async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
+    let hd = headers.clone();
+    call(h, "session", move |x| Ok(accounts::current(x, &hd).map(|(id, _)| id))).await
+}
+
+fn binding(account: &str, what: &str) -> String {
+    format!("{account}\n{what}")
+}
+
+fn csrf(h: &Holder, purpose: &str, account: &str, what: &str) -> String {
+    h.keys.csrf_token(purpose, &binding(account, what), now_unix(h))
+}
+
+/// 409 with a message (a renewal that cannot be made or confirmed).
+fn refused(h: &Holder, ui: &Ui, text: &str) -> Response {
+    page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
+}
+
+/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
+fn is_web_url(u: &str) -> bool {
+    let l = u.trim_start().to_ascii_lowercase();
+    l.starts_with("https://") || l.starts_with("http://")
+}
+
+/// Whether the Renew button makes sense for an intent in this state.
+fn renewable(i: &Intent) -> bool {
+    matches!(i.status, Status::Active | Status::Expired)
+}
+
+/// The Withdraw and Renew buttons of an intent.
+fn actions(h: &Holder, ui: &Ui, m: &Mine, account: &str, i: &Intent) -> Markup {
+    html! {
+        @if renewable(i) {
+            form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
+                input type="hidden" name="csrf" value=(csrf(h, CSRF_ME_RENEW, account, &i.id));
+                button type="submit" { (m.renew_button) }
+            }
+        }
+        @if !i.status.is_final() {
+            form method="post" action=(format!("/me/intents/{}/withdraw", i.id)) {
+                input type="hidden" name="csrf" value=(csrf(h, CSRF_ME_WITHDRAW, account, &i.id));
+                button.danger type="submit" { (ui.withdraw_button) }
+            }
+        }
+    }
+}
+
+fn match_count(i: &Intent) -> u64 {
+    i.extensions.get("matchCount").and_then(serde_json::Value::as_u64).unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------
+// my intents
+
+/// `GET /me`.
+async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, m) = (ui(lang), mine(lang));
+    let hd = headers.clone();
+    let got = call(&h, "my_intents", move |x| {
+        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
+        let intents = x.owned_intents(&account)?;
+        let signout = accounts::signout_csrf(x, &hd);
+        Ok(Some((account, intents, signout)))
+    })
+    .await;
+    let (account, intents, signout) = match got {
+        Ok(Some(v)) => v,
+        Ok(None) => return signin_redirect("/me"),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    let body = html! {
+        p { (m.intro) }
+        @if intents.is_empty() {
+            p.notice { (m.none) }
+        } @else {
+            table.criteria {
+                caption { (m.title) }
+                thead {
+                    tr {
+                        th scope="col" { (ui.statement) }
+                        th scope="col" { (ui.status) }
+                        th scope="col" { (ui.valid_until) }
+                        th scope="col" { (m.offers) }
+                        th scope="col" { (m.actions) }
+                    }
+                }
+                tbody {
+                    @for i in &intents {
+                        tr {
+                            th scope="row" {
+                                span lang=(i.language) { (i.statement) }
+                                br;
+                                a href=(format!("/me/intents/{}", i.id)) { (m.show_offers) }
+                            }
+                            td { (ui.status_name(i.status)) }
+                            td { (pages::date(ui, &i.valid_until)) }
+                            td { (match_count(i)) }
+                            td { (actions(&h, ui, m, &account, i)) }
+                        }
+                    }
+                }
+            }
+        }
+        p.hint { (ui.aggregator) }
+        @if let Some(c) = signout {
+            form.card method="post" action="/signout" {
+                input type="hidden" name="csrf" value=(c);
+                button type="submit" { (m.signout) }
+            }
+        }
+    };
+    page(&h, ui, StatusCode::OK, m.title, body)
+}
+
+/// The delivered offers, newest first.
+fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
+    html! {
+        h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
+        @if deliveries.is_empty() {
+            p { (ui.no_offers) }
+        } @else {
+            ol.offers {
+                @for d in deliveries {
+                    @let o = &d.offer;
+                    li {
+                        h3 {
+                            @match o.source.url.as_deref().filter(|u| is_web_url(u)) {
+                                Some(u) => a href=(u) rel="noopener noreferrer nofollow" { (o.title) },
+                                None => (o.title),
+                            }
+                        }
+                        dl.meta {
+                            dt { (ui.price) }
+                            dd.price { (format_amount(o.price.amount)) "\u{a0}" (o.price.currency) }
+                            dt { (ui.place) }
+                            dd { (o.area.place.clone().unwrap_or_else(|| pages::area_text(ui, &o.area))) }
+                            dt { (ui.seller) }
+                            dd { (o.seller.name) }
+                            dt { (ui.delivered) }
+                            dd { (pages::date(ui, &d.delivered_at)) }
+                        }
+                    }
+                }
+            }
+        }
+        p.hint { (ui.aggregator) }
+    }
+}
+
+/// `GET /me/intents/{id}`: one owned intent and its delivered offers.
+async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, m) = (ui(lang), mine(lang));
+    let hd = headers.clone();
+    let got = call(&h, "my_intent", move |x| {
+        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
+        let view = x.owned_results(&account, &id)?;
+        Ok(Some((account, view)))
+    })
+    .await;
+    let (account, view) = match got {
+        Ok(Some(v)) => v,
+        Ok(None) => return signin_redirect("/me"),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    let body = html! {
+        (pages::intent_details(ui, &view.intent))
+        dl.facts {
+            dt { (ui.status) }
+            dd { (ui.status_name(view.intent.status)) }
+        }
+        (actions(&h, ui, m, &account, &view.intent))
+        (offer_list(ui, &view.deliveries))
+        p { a href="/me" { (m.back) } }
+    };
+    page(&h, ui, StatusCode::OK, ui.results_title, body)
+}
+
+/// `POST /me/intents/{id}/withdraw` (csrf): at once; 303 to `/me`.
+async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let lang = lang_of(&h, &headers);
+    let ui = ui(lang);
+    let form = FormFields::parse(&body);
+    let account = match account_of(&h, &headers).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return signin_redirect("/me"),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    if !csrf_ok(&h, &form.csrf, CSRF_ME_WITHDRAW, &binding(&account, &id)) {
+        return csrf_page(&h, ui);
+    }
+    match call(&h, "withdraw_owned", move |x| x.withdraw_owned(&account, &id)).await {
+        Ok(()) => Redirect::to("/me").into_response(),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// `POST /me/intents/{id}/renew` (csrf): a pending renewal; 303 to its page.
+async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, m) = (ui(lang), mine(lang));
+    let form = FormFields::parse(&body);
+    let account = match account_of(&h, &headers).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return signin_redirect("/me"),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    if !csrf_ok(&h, &form.csrf, CSRF_ME_RENEW, &binding(&account, &id)) {
+        return csrf_page(&h, ui);
+    }
+    match call(&h, "request_renewal", move |x| x.request_renewal(&account, &id)).await {
+        Ok(r) => Redirect::to(&format!("/renew/{}", r.token)).into_response(),
+        Err(Fail::State) => refused(&h, ui, m.renew_refused),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// renewal (the person's fresh action)
+
+/// `GET /renew/{token}`: the intent, the new validUntil and a Confirm button.
+async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, m) = (ui(lang), mine(lang));
+    let (hd, t) = (headers.clone(), token.clone());
+    let got = call(&h, "renewal_view", move |x| {
+        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
+        Ok(Some((x.renewal_view(&account, &t)?, account)))
+    })
+    .await;
+    let (view, account) = match got {
+        Ok(Some(v)) => v,
+        Ok(None) => return signin_redirect(&format!("/renew/{token}")),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    if !view.open {
+        let body = html! {
+            (pages::message(m.renew_closed, false))
+            (pages::intent_status(ui, &view.intent))
+            p { a href="/me" { (m.back) } }
+        };
+        return page(&h, ui, StatusCode::GONE, m.renew_title, body);
+    }
+    let body = html! {
+        p { (m.renew_intro) }
+        (pages::intent_status(ui, &view.intent))
+        dl.facts {
+            dt { (m.new_valid_until) }
+            dd { (pages::date(ui, &view.valid_until)) }
+        }
+        form.card method="post" action=(format!("/renew/{token}")) {
+            input type="hidden" name="csrf" value=(csrf(&h, CSRF_RENEW, &account, &token));
+            button type="submit" { (ui.confirm_button) }
+        }
+        p { a href="/me" { (m.back) } }
+    };
+    page(&h, ui, StatusCode::OK, m.renew_title, body)
+}
+
+/// `POST /renew/{token}` (csrf): applies the renewal; 303 to the intent's page.
+async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, m) = (ui(lang), mine(lang));
+    let form = FormFields::parse(&body);
+    let account = match account_of(&h, &headers).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return signin_redirect(&format!("/renew/{token}")),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    if !csrf_ok(&h, &form.csrf, CSRF_RENEW, &binding(&account, &token)) {
+        return csrf_page(&h, ui);
+    }
+    match call(&h, "renew", move |x| x.renew(&account, &token)).await {
+        Ok(intent) => Redirect::to(&format!("/me/intents/{}", intent.id)).into_response(),
+        Err(Fail::State) => refused(&h, ui, m.renew_closed),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}

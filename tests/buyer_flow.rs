@@ -1,0 +1,773 @@
+//! Account-owned intents (`/mcp/buyer`, PROTOCOL.md §1, §3) on a real redb file with a
+//! clock the test advances: publishing for a signed-in buyer, ownership, updates with
+//! re-matching, renewals (the person's fresh action on the holder's page), the buyer MCP
+//! server's dispatch, and the "my intents" pages. Buyer accounts are created through the
+//! account pages (sign-up, e-mail link, Confirm), driven in-process with `oneshot`.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use isto::clock::ManualClock;
+use isto::config::{PublicUrl, Settings};
+use isto::crypto::KeyRing;
+use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError, IntentRecord, OfferInput};
+use isto::mail::{MailContent, MailJob};
+use isto::oauth::Grant;
+use isto::protocol::{Money, Status};
+use isto::store::{Reads, Store};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+const START: &str = "2026-12-01T10:00:00Z";
+
+struct Fx {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    holder: Arc<Holder>,
+    app: Router,
+    rt: tokio::runtime::Runtime,
+}
+
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Resp {
+    fn location(&self) -> &str {
+        self.headers.get(header::LOCATION).map(|v| v.to_str().unwrap()).unwrap_or_default()
+    }
+
+    fn cookie(&self) -> Option<String> {
+        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    /// The CSRF token of the form posting to `action`.
+    fn csrf_for(&self, action: &str) -> String {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
+        let marker = "name=\"csrf\" value=\"";
+        let from = at + self.body[at..].find(marker).unwrap() + marker.len();
+        self.body[from..].split('"').next().unwrap().to_owned()
+    }
+}
+
+fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.to_owned();
+    settings.default_language = "en".into();
+    settings.public_url = PublicUrl::parse("https://holder.example").unwrap();
+    let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
+    let store = Store::open(&settings.store_path()).unwrap();
+    Arc::new(Holder::new(settings, store, keys, clock))
+}
+
+fn app(h: &Arc<Holder>) -> Router {
+    isto::web::routes(h.clone()).merge(isto::accounts::routes(h.clone()))
+}
+
+fn fixture() -> Fx {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
+    let holder = open_holder(dir.path(), clock.clone());
+    let app = app(&holder);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    Fx { dir, clock, holder, app, rt }
+}
+
+impl Fx {
+    fn send(&self, req: Request<Body>) -> Resp {
+        self.rt.block_on(async {
+            let res = self.app.clone().oneshot(req).await.unwrap();
+            let status = res.status();
+            let headers = res.headers().clone();
+            let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+            Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+        })
+    }
+
+    fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::empty()).unwrap())
+    }
+
+    fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::ACCEPT_LANGUAGE, "en")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap())
+    }
+
+    fn mails(&self) -> Vec<MailContent> {
+        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| rx.outbox()).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+    }
+
+    fn token_from_outbox(&self, marker: &str) -> String {
+        for m in self.mails().iter().rev() {
+            if let Some(i) = m.text.find(marker) {
+                return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("no mail with {marker}");
+    }
+
+    /// Signs a buyer up through the account pages (form, e-mail link, Confirm); returns
+    /// the account id and the session cookie.
+    fn buyer(&self, email: &str) -> (String, String) {
+        let page = self.get("/signup?next=/me", None);
+        assert_eq!(page.status, StatusCode::OK);
+        let csrf = page.csrf_for("/signup");
+        let r = self.post(
+            "/signup",
+            &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
+            None,
+        );
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
+        let token = self.token_from_outbox("/signup/confirm/");
+        let page = self.get(&format!("/signup/confirm/{token}"), None);
+        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
+        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
+        let cookie = r.cookie().unwrap();
+        let account = isto::accounts::account_by_email(&self.holder, email).unwrap().unwrap();
+        assert_eq!(account.role, "buyer");
+        (account.id, cookie)
+    }
+
+    fn stored(&self, id: &str) -> IntentRecord {
+        self.holder.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+    }
+}
+
+fn offer(reference: &str, title: &str, price: f64, region: &str, model: &str) -> OfferInput {
+    OfferInput {
+        reference: Some(reference.into()),
+        title: title.into(),
+        description: String::new(),
+        category: "vehicles".into(),
+        attributes: json!({"make": "Škoda", "model": model}).as_object().cloned().unwrap(),
+        price: Money { amount: price, currency: "EUR".into() },
+        area: isto::gazetteer::resolve(region).unwrap(),
+        seller_name: "Dealer".into(),
+        seller_url: None,
+        url: Some(format!("https://dealer.example/{reference}")),
+        valid_until: None,
+    }
+}
+
+fn catalogue(h: &Holder) {
+    h.import_offers(vec![
+        offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Octavia"),
+        offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Octavia"),
+        offer("c", "Škoda Fabia", 5000.0, "Bratislava", "Fabia"),
+    ])
+    .unwrap();
+}
+
+fn octavia() -> Value {
+    json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
+           "area": "SK", "budget": {"max": 15000, "currency": "EUR"}})
+}
+
+fn publish(h: &Holder, account: &str, args: Value) -> isto::holder::buyer::BuyerPublishResult {
+    h.publish_for(account, h.parse_publish(&args).unwrap()).unwrap()
+}
+
+fn titles(h: &Holder, id: &str) -> Vec<String> {
+    let mut t: Vec<String> = h.deliveries(id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+    t.sort();
+    t
+}
+
+fn grant(account: &str) -> Grant {
+    Grant {
+        account_id: account.to_owned(),
+        role: "buyer".into(),
+        client_id: "client".into(),
+        scopes: vec!["intents".into()],
+        resource: "https://holder.example/mcp/buyer".into(),
+    }
+}
+
+/// Runs a buyer tool; returns (isError, structuredContent or the error text).
+fn call(h: &Holder, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value) {
+    let r = isto::mcp::buyer::dispatch(h, g, tool, &args).expect("known tool");
+    let v = serde_json::to_value(&r).unwrap();
+    let is_error = v["isError"].as_bool().unwrap_or(false);
+    if is_error {
+        (true, v["content"][0]["text"].clone())
+    } else {
+        (false, v["structuredContent"].clone())
+    }
+}
+
+fn renewal_token(url: &str) -> String {
+    assert!(url.starts_with("https://holder.example/renew/"), "{url}");
+    url.rsplit('/').next().unwrap().to_owned()
+}
+
+#[test]
+fn publish_with_current_consent_is_active_at_once_and_matched() {
+    let f = fixture();
+    let h = &f.holder;
+    catalogue(h);
+    let (acc, _) = f.buyer("buyer@example.com");
+    let r = publish(h, &acc, octavia());
+    assert_eq!(r.intent.status, Status::Active);
+    assert!(r.consent_url.is_none());
+    assert_eq!(r.intent.extensions["matchCount"], 2);
+    assert_eq!(titles(h, &r.intent.id), vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"]);
+    let out = serde_json::to_value(&r).unwrap();
+    assert!(out.get("intentCode").is_none() && out.get("consentUrl").is_none(), "{out}");
+
+    // Stored with the account's sealed address, the account's consent, and the owner.
+    let rec = f.stored(&r.intent.id);
+    let account = isto::accounts::account(h, &acc).unwrap().unwrap();
+    assert_eq!(rec.owner.as_deref(), Some(acc.as_str()));
+    assert_eq!(rec.contact.as_ref().unwrap().ct, account.email.ct, "the sealed value is copied");
+    let consent = rec.consent.unwrap();
+    assert_eq!(Some(consent.text_version), account.consent_version);
+    assert_eq!(consent.language, "en");
+    assert!(rec.confirmed_at.is_some());
+
+    // The digest goes to the account's address.
+    assert_eq!(h.queue_due_digests().unwrap(), 1);
+    let digest = f.mails().pop().unwrap();
+    assert_eq!(digest.to, "buyer@example.com");
+    assert!(digest.text.contains("Octavia"));
+}
+
+#[test]
+fn stale_consent_gives_a_draft_with_a_consent_url() {
+    let f = fixture();
+    catalogue(&f.holder);
+    let (acc, _) = f.buyer("buyer@example.com");
+    // The operator changes every consent text after the person signed up.
+    let Fx { dir, clock, holder, app: old_app, rt } = f;
+    drop(old_app);
+    drop(holder);
+    let consent_dir = dir.path().join("consent");
+    std::fs::create_dir_all(&consent_dir).unwrap();
+    for l in ["sk", "cs", "en"] {
+        std::fs::write(consent_dir.join(format!("{l}.txt")), format!("New consent text ({l}), version 2.\n")).unwrap();
+    }
+    let holder = open_holder(dir.path(), clock.clone());
+    let f = Fx { app: app(&holder), dir, clock, holder, rt };
+    let h = &f.holder;
+    let account = isto::accounts::account(h, &acc).unwrap().unwrap();
+    assert!(h.consent_accepted(&account, "en").is_none());
+
+    let r = publish(h, &acc, octavia());
+    assert_eq!(r.intent.status, Status::AwaitingConsent);
+    let url = r.consent_url.clone().unwrap();
+    assert!(url.starts_with("https://holder.example/consent/"), "{url}");
+    assert_eq!(h.deliveries(&r.intent.id, None, 50).unwrap().0.len(), 0, "a draft is not matched");
+    assert_eq!(f.stored(&r.intent.id).owner.as_deref(), Some(acc.as_str()));
+    assert!(serde_json::to_value(&r).unwrap().get("intentCode").is_none());
+
+    // The same consent page as /mcp drafts; the token is stored only as a hash.
+    let token = url.rsplit('/').next().unwrap();
+    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
+    assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()));
+    assert!(h.consent_view(token).unwrap().open);
+    assert_eq!(h.give_consent(token, "buyer@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.confirm(&f.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    let got = h.get_owned(&acc, &r.intent.id).unwrap();
+    assert_eq!(got.status, Status::Active);
+    assert_eq!(got.extensions["matchCount"], 2);
+}
+
+#[test]
+fn other_accounts_ids_are_not_found() {
+    let f = fixture();
+    let h = &f.holder;
+    let (a, _) = f.buyer("a@example.com");
+    let (b, _) = f.buyer("b@example.com");
+    let id = publish(h, &a, octavia()).intent.id;
+    // A consent-link intent (no owner) is nobody's.
+    let anon = h.publish_draft(h.parse_publish(&octavia()).unwrap()).unwrap().intent.id;
+    for (who, target) in [(&b, &id), (&a, &anon), (&a, &"int_nosuchintentatallxxxxxxxx".to_owned())] {
+        assert!(matches!(h.get_owned(who, target), Err(HolderError::NotFound)));
+        assert!(matches!(
+            h.update_owned(who, &json!({"id": target, "statement": "Škoda Fabia"})),
+            Err(HolderError::NotFound)
+        ));
+        assert!(matches!(h.withdraw_owned(who, target), Err(HolderError::NotFound)));
+        assert!(matches!(h.list_matches_owned(who, &json!({"intent": target})), Err(HolderError::NotFound)));
+        assert!(matches!(h.request_renewal(who, target), Err(HolderError::NotFound)));
+    }
+    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Active, "untouched");
+    // The listing of each account holds only its own intents.
+    assert_eq!(h.owned_intents(&a).unwrap().len(), 1);
+    assert!(h.owned_intents(&b).unwrap().is_empty());
+
+    // Over MCP: one indistinguishable answer.
+    let (e1, m1) = call(h, Some(&grant(&b)), "intent_get_intent", json!({"id": id}));
+    let (e2, m2) = call(h, Some(&grant(&b)), "intent_get_intent", json!({"id": "int_unknown"}));
+    assert!(e1 && e2);
+    assert_eq!(m1, m2);
+    assert!(m1.as_str().unwrap().starts_with("not_found"), "{m1}");
+
+    // Withdrawn: at once, idempotent, and then no longer changeable.
+    h.withdraw_owned(&a, &id).unwrap();
+    h.withdraw_owned(&a, &id).unwrap();
+    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
+    let e = h.update_owned(&a, &json!({"id": id, "statement": "Škoda Fabia"})).unwrap_err();
+    assert!(matches!(e, HolderError::State(_)) && e.to_string().contains("withdrawn"), "{e}");
+    let e = h.update_owned(&a, &json!({"id": id, "validUntil": "2027-01-31T00:00:00Z"})).unwrap_err();
+    assert!(e.to_string().contains("withdrawn"), "{e}");
+}
+
+#[test]
+fn updates_apply_at_once_and_rematch_without_duplicates() {
+    let f = fixture();
+    let h = &f.holder;
+    catalogue(h);
+    let (acc, _) = f.buyer("buyer@example.com");
+    let id = publish(h, &acc, octavia()).intent.id;
+    let (first, next) = h.list_matches_owned(&acc, &json!({"intent": id})).unwrap();
+    assert_eq!(first.len(), 2);
+
+    // Broader criteria and statement: the Fabia matches too; the Octavias stay delivered once.
+    f.clock.advance(time::Duration::minutes(5));
+    let r = h
+        .update_owned(
+            &acc,
+            &json!({"id": id, "statement": "Škoda", "criteria": {"category": "vehicles", "make": "Škoda"}, "hiddenLimit": 12000}),
+        )
+        .unwrap();
+    assert!(r.renew_url.is_none());
+    assert_eq!(r.intent.statement, "Škoda");
+    assert!(r.intent.has_hidden_limit);
+    assert_eq!(r.intent.extensions["matchCount"], 3);
+    assert_eq!(r.intent.updated_at, "2026-12-01T10:05:00Z");
+    assert_eq!(titles(h, &id), vec!["Škoda Fabia", "Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"]);
+    let (new, _) = h.list_matches_owned(&acc, &json!({"intent": id, "since": next})).unwrap();
+    assert_eq!(new.iter().map(|d| d.offer.title.as_str()).collect::<Vec<_>>(), vec!["Škoda Fabia"]);
+
+    // Updating again re-runs matching but delivers nothing twice.
+    let r = h.update_owned(&acc, &json!({"id": id, "visibility": "pseudonymous"})).unwrap();
+    assert_eq!(r.intent.extensions["matchCount"], 3);
+    assert_eq!(h.deliveries(&id, None, 100).unwrap().0.len(), 3);
+    // Kept fields stay: statement, budget, the sealed limit.
+    let rec = f.stored(&id);
+    assert_eq!(rec.statement, "Škoda");
+    assert_eq!(rec.budget.as_ref().unwrap().max, Some(15000.0));
+    assert!(rec.hidden_limit.is_some());
+    // null removes a removable field.
+    let r = h.update_owned(&acc, &json!({"id": id, "hiddenLimit": null, "budget": null})).unwrap();
+    assert!(!r.intent.has_hidden_limit && r.intent.budget.is_none());
+
+    // The publish rules apply, naming the field; nothing is half-written.
+    for (args, field) in [
+        (json!({"id": id, "budget": {"max": -1}}), "budget.max"),
+        (json!({"id": id, "area": "Atlantis"}), "area"),
+        (json!({"id": id, "criteria": {"category": "vehicles", "wings": 2}}), "criteria.wings"),
+        (json!({"id": id, "buyBy": "2020-01-01"}), "buyBy"),
+        (json!({"id": id, "validUntil": "2030-01-01T00:00:00Z"}), "validUntil"),
+        (json!({"id": id, "statement": null}), "statement"),
+        (json!({"id": id, "email": "a@b.example"}), "email"),
+        (json!({"id": id}), "nothing to change"),
+        (json!({"statement": "x"}), "id"),
+    ] {
+        let e = h.update_owned(&acc, &args).unwrap_err();
+        assert!(matches!(e, HolderError::Input(_)), "{args} → {e}");
+        assert!(e.to_string().contains(field), "{args} → {e}");
+    }
+    assert_eq!(f.stored(&id).statement, "Škoda");
+}
+
+#[test]
+fn valid_until_later_waits_for_the_renewal_page() {
+    let f = fixture();
+    let h = &f.holder;
+    let (acc, cookie) = f.buyer("buyer@example.com");
+    let (_, other) = f.buyer("other@example.com");
+    let id = publish(h, &acc, octavia()).intent.id;
+    let before = h.get_owned(&acc, &id).unwrap().valid_until;
+    assert_eq!(before, "2027-03-01T10:00:00Z", "default 90 days");
+
+    // Earlier: at once.
+    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-02-01T00:00:00Z"})).unwrap();
+    assert!(r.renew_url.is_none());
+    assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
+
+    // Later: a pending renewal; nothing changes until the person confirms.
+    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-06-01T00:00:00Z"})).unwrap();
+    let token = renewal_token(r.renew_url.as_deref().unwrap());
+    assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
+    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
+    assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()), "only the hash is stored");
+
+    let path = format!("/renew/{token}");
+    // Not signed in: to the sign-in page, which comes back here.
+    let r = f.get(&path, None);
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("/signin?next={path}").as_str()));
+    // Another account: the same 404 as an unknown token.
+    assert_eq!(f.get(&path, Some(&other)).status, StatusCode::NOT_FOUND);
+    assert_eq!(f.get("/renew/nonsense-token-nonsense", Some(&cookie)).status, StatusCode::NOT_FOUND);
+    // The owner's GET shows the new date and a Confirm button, and changes nothing.
+    let page = f.get(&path, Some(&cookie));
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("2027-06-01"), "{}", page.body);
+    assert_eq!(page.headers.get(header::CACHE_CONTROL).unwrap(), "no-store");
+    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    let csrf = page.csrf_for(&path);
+    // No CSRF token, or another account's session: refused.
+    assert_eq!(f.post(&path, &[], Some(&cookie)).status, StatusCode::FORBIDDEN);
+    assert_eq!(f.post(&path, &[("csrf", &csrf)], Some(&other)).status, StatusCode::FORBIDDEN);
+    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    // The owner's POST applies it; the link is single use.
+    let r = f.post(&path, &[("csrf", &csrf)], Some(&cookie));
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("/me/intents/{id}").as_str()));
+    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-06-01T00:00:00Z");
+    assert_eq!(f.post(&path, &[("csrf", &csrf)], Some(&cookie)).status, StatusCode::NOT_FOUND);
+
+    // A renewal lapses after 72 hours and is swept.
+    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-07-01T00:00:00Z"})).unwrap();
+    let token = renewal_token(r.renew_url.as_deref().unwrap());
+    f.clock.advance(time::Duration::hours(73));
+    assert!(matches!(h.renew(&acc, &token), Err(HolderError::NotFound)));
+    assert_eq!(h.sweep_renewals().unwrap(), 1);
+}
+
+#[test]
+fn an_expired_intent_is_renewed_and_active_again() {
+    let f = fixture();
+    let h = &f.holder;
+    catalogue(h);
+    let (acc, _) = f.buyer("buyer@example.com");
+    let id = publish(h, &acc, octavia()).intent.id;
+    h.update_owned(&acc, &json!({"id": id, "validUntil": "2026-12-03T10:00:00Z"})).unwrap();
+    f.clock.advance(time::Duration::days(3));
+    assert_eq!(h.get_owned(&acc, &id).unwrap().status, Status::Expired);
+    assert_eq!(h.sweep().unwrap(), 1);
+    assert_eq!(f.stored(&id).status, Status::Expired);
+    // Nothing is delivered while it is expired.
+    let c = h.import_offers(vec![offer("d", "Škoda Octavia Scout", 10000.0, "Bratislava", "Octavia")]).unwrap();
+    assert_eq!(c.delivered, 0);
+    // Content changes wait for the renewal.
+    let e = h.update_owned(&acc, &json!({"id": id, "statement": "Škoda Octavia Scout"})).unwrap_err();
+    assert!(matches!(e, HolderError::State(_)) && e.to_string().contains("renew"), "{e}");
+
+    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-01-15T00:00:00Z"})).unwrap();
+    assert_eq!(r.intent.status, Status::Expired, "not before the person confirms");
+    let token = renewal_token(r.renew_url.as_deref().unwrap());
+    let view = h.renewal_view(&acc, &token).unwrap();
+    assert!(view.open);
+    assert_eq!(view.valid_until, "2027-01-15T00:00:00Z");
+    let renewed = h.renew(&acc, &token).unwrap();
+    assert_eq!(renewed.status, Status::Active);
+    assert_eq!(renewed.valid_until, "2027-01-15T00:00:00Z");
+    let rec = f.stored(&id);
+    assert_eq!(rec.status, Status::Active);
+    assert!(rec.ended_at.is_none() && rec.contact.is_some());
+    // Matched again at once: the offer that came while it was expired arrives, once.
+    assert_eq!(titles(h, &id), vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI", "Škoda Octavia Scout"]);
+    assert_eq!(h.store.read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
+
+    // An account that is not a buyer gets a draft; once it lapsed without consent it
+    // cannot be renewed or changed.
+    let seller = isto::accounts::create_seller(h, "dealer@example.com", "Dealer Two").unwrap();
+    let draft = publish(h, &seller, octavia());
+    assert_eq!(draft.intent.status, Status::AwaitingConsent);
+    assert!(draft.consent_url.is_some());
+    f.clock.advance(time::Duration::hours(25));
+    assert_eq!(h.get_owned(&seller, &draft.intent.id).unwrap().status, Status::Expired);
+    for args in [
+        json!({"id": draft.intent.id, "validUntil": "2027-01-20T00:00:00Z"}),
+        json!({"id": draft.intent.id, "statement": "Škoda Octavia Scout"}),
+    ] {
+        let e = h.update_owned(&seller, &args).unwrap_err();
+        assert!(e.to_string().contains("publish it again"), "{e}");
+    }
+    assert!(matches!(h.request_renewal(&seller, &draft.intent.id), Err(HolderError::State(_))));
+}
+
+#[test]
+fn buyer_tools_over_dispatch() {
+    let f = fixture();
+    let h = &f.holder;
+    catalogue(h);
+    let (acc, _) = f.buyer("buyer@example.com");
+    let g = grant(&acc);
+
+    // Schemas: no contact field, unknown properties refused, an output schema, the note.
+    let tools = isto::mcp::buyer::buyer_tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "intent_publish_intent",
+            "intent_get_intent",
+            "intent_update_intent",
+            "intent_withdraw_intent",
+            "intent_list_matches",
+            "intent_search_offers"
+        ]
+    );
+    for t in &tools {
+        let input = Value::Object((*t.input_schema).clone());
+        assert_eq!(input["additionalProperties"], false, "{}", t.name);
+        for banned in ["email", "phone", "name", "contact", "intentCode"] {
+            assert!(input["properties"].get(banned).is_none(), "{} has {banned}", t.name);
+        }
+        assert!(t.output_schema.is_some(), "{}", t.name);
+        assert!(t.annotations.is_some(), "{}", t.name);
+        assert!(t.description.as_deref().unwrap().contains(isto::protocol::AGGREGATOR_NOTE), "{}", t.name);
+    }
+
+    // Publish, get, list, update, withdraw over dispatch.
+    let (err, out) = call(h, Some(&g), "intent_publish_intent", octavia());
+    assert!(!err, "{out}");
+    assert!(out.get("intentCode").is_none() && out.get("consentUrl").is_none());
+    assert_eq!(out["intent"]["status"], "active");
+    let id = out["intent"]["id"].as_str().unwrap().to_owned();
+    let (err, out) = call(h, Some(&g), "intent_get_intent", json!({"id": id}));
+    assert!(!err && out["intent"]["id"] == id.as_str());
+    let (err, out) = call(h, Some(&g), "intent_list_matches", json!({"intent": id, "limit": 1}));
+    assert!(!err);
+    assert_eq!(out["matches"].as_array().unwrap().len(), 1);
+    let (_, out2) = call(h, Some(&g), "intent_list_matches", json!({"intent": id, "since": out["nextSince"]}));
+    assert_eq!(out2["matches"].as_array().unwrap().len(), 1, "the cursor moves on");
+    let (err, out) = call(h, Some(&g), "intent_update_intent", json!({"id": id, "validUntil": "2027-05-01T00:00:00Z"}));
+    assert!(!err);
+    assert!(out["renewUrl"].as_str().unwrap().starts_with("https://holder.example/renew/"));
+    let (err, out) = call(h, Some(&g), "intent_search_offers", json!({"statement": "octavia"}));
+    assert!(!err && out["offers"].as_array().unwrap().len() == 2, "{out}");
+
+    // Input errors name the field.
+    for (tool, args, field) in [
+        ("intent_publish_intent", json!({"statement": "Octavia", "area": "SK", "email": "a@b.example"}), "email"),
+        ("intent_publish_intent", json!({"statement": "Octavia", "area": "SK", "budget": {"max": "x"}}), "budget.max"),
+        ("intent_publish_intent", json!({"area": "SK"}), "statement"),
+        ("intent_get_intent", json!({}), "id"),
+        ("intent_get_intent", json!({"id": 5}), "id"),
+        ("intent_get_intent", json!({"id": id, "intentCode": "x"}), "intentCode"),
+        ("intent_withdraw_intent", json!({"id": ""}), "id"),
+        ("intent_update_intent", json!({"id": id, "wings": 2}), "wings"),
+        ("intent_update_intent", json!({"id": id, "hiddenLimit": -5}), "hiddenLimit"),
+        ("intent_update_intent", json!({"id": id, "visibility": "public"}), "visibility"),
+        ("intent_list_matches", json!({"intent": id, "since": "yesterday"}), "since"),
+        ("intent_list_matches", json!({"intent": id, "limit": 0}), "limit"),
+        ("intent_list_matches", json!({"id": id}), "intent"),
+    ] {
+        let (err, msg) = call(h, Some(&g), tool, args.clone());
+        assert!(err, "{tool} {args}");
+        assert!(msg.as_str().unwrap().contains(field), "{tool} {args} → {msg}");
+    }
+
+    // No grant, or a grant without the buyer scope: unauthorized.
+    for gr in [None, Some(Grant { scopes: vec!["offers".into()], ..grant(&acc) })] {
+        let (err, msg) = call(h, gr.as_ref(), "intent_get_intent", json!({"id": id}));
+        assert!(err && msg.as_str().unwrap().starts_with("unauthorized"), "{msg}");
+    }
+    assert!(isto::mcp::buyer::dispatch(h, Some(&g), "intent_demand_nonsense", &json!({})).is_none());
+
+    let (err, out) = call(h, Some(&g), "intent_withdraw_intent", json!({"id": id}));
+    assert!(!err);
+    assert_eq!(out, json!({"status": "withdrawn"}));
+    let (err, msg) = call(h, Some(&g), "intent_update_intent", json!({"id": id, "statement": "Škoda Fabia"}));
+    assert!(err && msg.as_str().unwrap().contains("withdrawn"), "{msg}");
+}
+
+#[test]
+fn my_intents_pages() {
+    let f = fixture();
+    let h = &f.holder;
+    catalogue(h);
+    let (a, cookie) = f.buyer("a@example.com");
+    let (b, other) = f.buyer("b@example.com");
+    let id = publish(h, &a, octavia()).intent.id;
+    let b_id = publish(h, &b, json!({"statement": "Škoda Fabia", "criteria": {"category": "vehicles"}, "area": "SK"}))
+        .intent
+        .id;
+
+    let r = f.get("/me", None);
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=/me"));
+    let page = f.get("/me", Some(&cookie));
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Hľadám Škoda Octavia"));
+    assert!(!page.body.contains("Škoda Fabia"), "only the account's own intents");
+    assert!(page.body.contains(&format!("href=\"/me/intents/{id}\"")));
+    assert!(page.body.contains("action=\"/signout\""));
+    assert!(!page.body.contains("a@example.com"), "no contact on the page");
+
+    // The results view is owner-checked.
+    let r = f.get(&format!("/me/intents/{id}"), Some(&cookie));
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("Škoda Octavia Combi 2.0 TDI") && r.body.contains("https://dealer.example/a"));
+    assert_eq!(f.get(&format!("/me/intents/{b_id}"), Some(&cookie)).status, StatusCode::NOT_FOUND);
+    assert_eq!(f.get(&format!("/me/intents/{id}"), Some(&other)).status, StatusCode::NOT_FOUND);
+    assert_eq!(f.get(&format!("/me/intents/{id}"), None).status, StatusCode::SEE_OTHER);
+
+    // Renew: a renewal for +90 days from the current validUntil, then its page.
+    let renew = format!("/me/intents/{id}/renew");
+    let csrf = page.csrf_for(&renew);
+    assert_eq!(f.post(&renew, &[("csrf", "forged")], Some(&cookie)).status, StatusCode::FORBIDDEN);
+    assert_eq!(f.post(&renew, &[("csrf", &csrf)], Some(&other)).status, StatusCode::FORBIDDEN);
+    let r = f.post(&renew, &[("csrf", &csrf)], Some(&cookie));
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let path = r.location().to_owned();
+    assert!(path.starts_with("/renew/"), "{path}");
+    let page = f.get(&path, Some(&cookie));
+    assert!(page.body.contains("2027-05-30"), "90 days after 2027-03-01: {}", page.body);
+    let r = f.post(&path, &[("csrf", &page.csrf_for(&path))], Some(&cookie));
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(h.get_owned(&a, &id).unwrap().valid_until, "2027-05-30T10:00:00Z");
+    // At the maximum validity a renewal is refused.
+    h.update_owned(&a, &json!({"id": id, "validUntil": "2027-12-01T10:00:00Z"}))
+        .map(|r| {
+            let t = renewal_token(r.renew_url.as_deref().unwrap());
+            h.renew(&a, &t).unwrap();
+        })
+        .unwrap();
+    let page = f.get("/me", Some(&cookie));
+    let r = f.post(&renew, &[("csrf", &page.csrf_for(&renew))], Some(&cookie));
+    assert_eq!(r.status, StatusCode::CONFLICT);
+
+    // Withdraw: POST + CSRF, at once.
+    let withdraw = format!("/me/intents/{id}/withdraw");
+    let page = f.get("/me", Some(&cookie));
+    let csrf = page.csrf_for(&withdraw);
+    assert_eq!(f.post(&withdraw, &[], Some(&cookie)).status, StatusCode::FORBIDDEN);
+    assert_eq!(f.post(&withdraw, &[("csrf", &csrf)], None).location(), "/signin?next=/me");
+    let r = f.post(&withdraw, &[("csrf", &csrf)], Some(&cookie));
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
+    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
+    let page = f.get("/me", Some(&cookie));
+    assert!(!page.body.contains(&format!("action=\"{withdraw}\"")), "no buttons for a withdrawn intent");
+    assert_eq!(h.get_owned(&b, &b_id).unwrap().status, Status::Active, "the other account's is untouched");
+}
+
+/// One JSON-RPC POST to `/mcp/buyer`; returns the response's status, session id and the
+/// JSON-RPC message (from a JSON body or the SSE `data:` line).
+fn rpc(
+    f: &Fx,
+    app: &Router,
+    session: Option<&str>,
+    account: Option<&str>,
+    body: Value,
+) -> (StatusCode, Option<String>, Value) {
+    let mut b = Request::post("/mcp/buyer")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+    }
+    if let Some(a) = account {
+        b = b.header("x-test-account", a);
+    }
+    let req = b.body(Body::from(body.to_string())).unwrap();
+    f.rt.block_on(async {
+        let res = app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let sid = res.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let msg = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .or_else(|| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null);
+        (status, sid, msg)
+    })
+}
+
+#[test]
+fn buyer_server_over_http_acts_for_each_requests_grant() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let f = fixture();
+    let h = f.holder.clone();
+    catalogue(&h);
+    let (a, _) = f.buyer("a@example.com");
+    let (b, _) = f.buyer("b@example.com");
+    // The lead's middleware puts the verified Grant into the request; here a test header
+    // names the account instead of a bearer token.
+    async fn test_grant(mut req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+        if let Some(a) = req.headers().get("x-test-account").and_then(|v| v.to_str().ok()).map(str::to_owned) {
+            req.extensions_mut().insert(grant(&a));
+        }
+        next.run(req).await
+    }
+    let service: StreamableHttpService<isto::mcp::buyer::BuyerServer, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(isto::mcp::buyer::BuyerServer::new(h.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mcp = Router::new().nest_service("/mcp/buyer", service).layer(axum::middleware::from_fn(test_grant));
+
+    let (status, sid, init) = rpc(
+        &f,
+        &mcp,
+        None,
+        Some(&a),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+               "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert_eq!(status, StatusCode::OK, "{init}");
+    assert!(init["result"]["instructions"].as_str().unwrap().contains("market aggregator"));
+    let sid = sid.expect("a session");
+    rpc(&f, &mcp, Some(&sid), Some(&a), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (_, _, list) = rpc(&f, &mcp, Some(&sid), Some(&a), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 6, "{list}");
+
+    let publish = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "intent_publish_intent", "arguments": octavia()}});
+    let (_, _, out) = rpc(&f, &mcp, Some(&sid), Some(&a), publish);
+    let intent = &out["result"]["structuredContent"]["intent"];
+    assert_eq!(intent["status"], "active", "{out}");
+    let id = intent["id"].as_str().unwrap().to_owned();
+    assert_eq!(f.stored(&id).owner.as_deref(), Some(a.as_str()));
+
+    // Each call uses its own request's grant: the same session with B's grant sees nothing.
+    let get = |n: u32| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+               "params": {"name": "intent_get_intent", "arguments": {"id": id}}})
+    };
+    let (_, _, out) = rpc(&f, &mcp, Some(&sid), Some(&b), get(4));
+    assert_eq!(out["result"]["isError"], true, "{out}");
+    assert!(out["result"]["content"][0]["text"].as_str().unwrap().starts_with("not_found"));
+    let (_, _, out) = rpc(&f, &mcp, Some(&sid), None, get(5));
+    assert!(out["result"]["content"][0]["text"].as_str().unwrap().starts_with("unauthorized"), "{out}");
+    let (_, _, out) = rpc(&f, &mcp, Some(&sid), Some(&a), get(6));
+    assert_eq!(out["result"]["structuredContent"]["intent"]["id"], id.as_str(), "{out}");
+}
+
+#[test]
+fn require_bearer_answers_401_without_a_token() {
+    let f = fixture();
+    let mcp = Router::new()
+        .route("/mcp/buyer", axum::routing::post(|| async { "reached" }))
+        .layer(axum::middleware::from_fn_with_state(f.holder.clone(), isto::mcp::buyer::require_bearer));
+    let res = f.rt.block_on(mcp.oneshot(Request::post("/mcp/buyer").body(Body::empty()).unwrap())).unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let challenge = res.headers().get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
+    assert!(
+        challenge
+            .contains("resource_metadata=\"https://holder.example/.well-known/oauth-protected-resource/mcp/buyer\""),
+        "{challenge}"
+    );
+}
