@@ -1,0 +1,1442 @@
+//! The full-text offer index (tantivy): the ordinary catalogue search of
+//! `intent_search_offers` (PROTOCOL.md §3) and the candidate offers of an intent that
+//! becomes active (PROTOCOL.md §6).
+//!
+//! The index is derived from the store (redb) and never a second source of truth: it holds
+//! the active offers, and the generation stored with each commit says which state of the
+//! store it reflects. A missing, stale or unreadable index is rebuilt from the store.
+//!
+//! Text analysis: every text field is tokenized with exactly the token stream of
+//! [`matching::text_terms`] (case and diacritics folded as in [`crate::text::fold`],
+//! split on non-alphanumerics, domain synonyms folded by [`matching::canonical`]), so that
+//! the statement terms of [`matching::statement_terms`] meet the indexed terms. The
+//! searchable fields `title`, `attrs` and `description` (analyzer [`ANALYZER`]) also drop
+//! sk/cs/en stop words; the `terms` field (analyzer [`TERMS_ANALYZER`]) keeps every token,
+//! so that [`OfferIndex::candidates_for_intent`] is a true superset of the text rule of
+//! [`matching::check`]. Change [`INDEX_VERSION`] when the analysis changes: an index
+//! written with other analysis reports no generation and is rebuilt by its owner.
+
+use crate::gazetteer::{self, AreaObject};
+use crate::matching;
+use crate::protocol::Offer;
+use serde_json::Value;
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::path::Path;
+use std::sync::{LazyLock, Mutex, PoisonError};
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery, TermSetQuery,
+};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
+};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{
+    DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
+    SegmentReader, TantivyDocument, Term,
+};
+
+/// Version of the schema and analysis; part of the analyzer names (so a schema written
+/// by another version does not compare equal and is recreated) and of the commit payload.
+pub const INDEX_VERSION: u32 = 1;
+/// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] without
+/// stop words.
+pub const ANALYZER: &str = "isto_v1";
+/// The analyzer of `terms`: exactly [`matching::text_terms`].
+pub const TERMS_ANALYZER: &str = "isto_terms_v1";
+
+/// Memory budget of the index writer (split over at most 4 indexing threads).
+const WRITER_HEAP_BYTES: usize = 64 << 20;
+/// Field weights of the catalogue search (as the scan search: title 3, attributes 2,
+/// description 1).
+const TITLE_BOOST: Score = 3.0;
+const ATTRS_BOOST: Score = 2.0;
+const DESCRIPTION_BOOST: Score = 1.0;
+/// An inflected form (shared stem, see [`matching::stem`]) scores this share of what an
+/// exact hit of the same rarity scores.
+const INFLECTED_SHARE: Score = 0.8;
+/// Place names (with an area filter) and numbers only rank, with this share of a word.
+const RANK_ONLY_SHARE: Score = 0.25;
+/// At most this many inflected forms per statement term and field in a search.
+const MAX_EXPANSIONS: usize = 64;
+
+/// Slovak stop words (written with diacritics; folded when used).
+const STOP_SK: &[&str] = &[
+    "a", "aj", "ako", "aby", "ale", "alebo", "ani", "by", "bol", "bola", "bolo", "boli", "do", "je", "k", "ku", "na",
+    "nad", "o", "od", "po", "pod", "pre", "pri", "s", "so", "sa", "si", "som", "sú", "tak", "tiež", "to", "už", "v",
+    "vo", "z", "zo", "za", "že", "čo", "ktorý", "ktorá", "ktoré",
+];
+/// Czech stop words.
+const STOP_CS: &[&str] = &[
+    "a", "aby", "ale", "ani", "by", "byl", "byla", "bylo", "do", "i", "jak", "jako", "je", "jsem", "jsou", "k", "ke",
+    "na", "nad", "nebo", "o", "od", "po", "pod", "pro", "při", "s", "se", "si", "tak", "také", "to", "u", "už", "v",
+    "ve", "z", "ze", "za", "že", "což", "který", "která", "které",
+];
+/// English stop words.
+const STOP_EN: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "if", "in", "into", "is", "it", "its", "of",
+    "on", "or", "that", "the", "their", "this", "to", "was", "were", "will", "with",
+];
+
+static STOP_WORDS: LazyLock<HashSet<String>> =
+    LazyLock::new(|| STOP_SK.iter().chain(STOP_CS).chain(STOP_EN).map(|w| crate::text::fold(w)).collect());
+
+/// Whether a folded token is a stop word of the searchable fields (sk/cs/en).
+pub fn is_stop_word(term: &str) -> bool {
+    STOP_WORDS.contains(term)
+}
+
+/// A fingerprint of the analysis (version, stop words, and the token stream of a probe
+/// text with diacritics and synonyms), stored with each commit.
+fn analysis_fingerprint() -> &'static str {
+    static FP: LazyLock<String> = LazyLock::new(|| {
+        use sha2::{Digest, Sha256};
+        let probe = "Škoda Octavia Combi 2.0 TDI 110kW nafta naftový benzín benzínový TSI TFSI kombi estate \
+                     wagon variant touring avant elektro elektromobil EV hybrid hybridní hybridný automat \
+                     automatická DSG byt bytu flat apartment dom dům domu house Košice ŁØß Žilina CRDi HDi dCi";
+        let mut h = Sha256::new();
+        h.update(INDEX_VERSION.to_le_bytes());
+        let mut stop: Vec<&String> = STOP_WORDS.iter().collect();
+        stop.sort();
+        for w in stop {
+            h.update(w.as_bytes());
+            h.update([0]);
+        }
+        for t in matching::text_terms(probe) {
+            h.update(t.as_bytes());
+            h.update([1]);
+        }
+        h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    });
+    &FP
+}
+
+/// Index failures: tantivy errors and I/O on the index directory.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// tantivy reported an error.
+    #[error("offer index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// The index directory could not be opened.
+    #[error("offer index directory: {0}")]
+    Directory(#[from] tantivy::directory::error::OpenDirectoryError),
+    /// The index files could not be read.
+    #[error("offer index: {0}")]
+    Read(#[from] tantivy::directory::error::OpenReadError),
+    /// I/O on the index directory.
+    #[error("offer index: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The tokenizer of both analyzers: the tokens of [`matching::text_terms`], optionally
+/// without stop words. Offsets are not kept (nothing is highlighted).
+#[derive(Clone)]
+struct IstoTokenizer {
+    drop_stop_words: bool,
+}
+
+/// The token stream of [`IstoTokenizer`].
+struct IstoTokenStream {
+    tokens: std::vec::IntoIter<Token>,
+    current: Token,
+}
+
+impl TokenStream for IstoTokenStream {
+    fn advance(&mut self) -> bool {
+        match self.tokens.next() {
+            Some(t) => {
+                self.current = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.current
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.current
+    }
+}
+
+impl Tokenizer for IstoTokenizer {
+    type TokenStream<'a> = IstoTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
+        let tokens: Vec<Token> = matching::text_terms(text)
+            .enumerate()
+            .filter(|(_, t)| !(self.drop_stop_words && is_stop_word(t)))
+            .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
+            .collect();
+        IstoTokenStream { tokens: tokens.into_iter(), current: Token::default() }
+    }
+}
+
+/// The fields of the schema.
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    id: Field,
+    category: Field,
+    country: Field,
+    region: Field,
+    title: Field,
+    attrs: Field,
+    description: Field,
+    terms: Field,
+    published: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = |analyzer: &str, record: IndexRecordOption, norms: bool| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
+        )
+    };
+    let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
+    let f = Fields {
+        id: b.add_text_field("id", STRING | STORED | FAST),
+        category: b.add_text_field("category", STRING),
+        country: b.add_text_field("country", STRING),
+        region: b.add_text_field("region", STRING),
+        title: b.add_text_field("title", searchable()),
+        attrs: b.add_text_field("attrs", searchable()),
+        description: b.add_text_field("description", searchable()),
+        terms: b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false)),
+        published: b.add_i64_field("published", NumericOptions::default().set_fast()),
+    };
+    (b.build(), f)
+}
+
+/// A region or country code as indexed: trimmed, upper case.
+fn code(s: &str) -> String {
+    s.trim().to_ascii_uppercase()
+}
+
+/// The offer index: derived from redb, never a second source of truth.
+pub struct OfferIndex {
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    f: Fields,
+    generation: Mutex<Option<u64>>,
+}
+
+impl std::fmt::Debug for OfferIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfferIndex").field("generation", &self.generation()).field("docs", &self.num_docs()).finish()
+    }
+}
+
+/// Statement terms of a catalogue search.
+#[derive(Debug, Default, PartialEq)]
+struct Analysed {
+    /// Terms of which an offer must contain at least one (with inflection).
+    words: Vec<String>,
+    /// Terms that only rank: place names when an area filter is given, numbers.
+    rank_only: Vec<String>,
+}
+
+/// Splits a search statement into terms: the words of [`matching::statement_terms`]
+/// (without stop words); place names, which count as words only when there are no
+/// other words and no area filter (then "Košice" finds offers that mention Košice), and
+/// otherwise only rank; and numbers of 2+ digits, which only rank.
+fn analyse(statement: &str, has_area: bool) -> Analysed {
+    let mut words: Vec<String> =
+        matching::statement_terms(statement).into_iter().filter(|t| !is_stop_word(t)).collect();
+    let places = gazetteer::place_tokens();
+    let mut seen: HashSet<String> = words.iter().cloned().collect();
+    let (mut place_terms, mut numbers) = (Vec::new(), Vec::new());
+    for t in matching::text_terms(statement) {
+        if is_stop_word(&t) || !seen.insert(t.clone()) {
+            continue;
+        }
+        if t.chars().all(|c| c.is_ascii_digit()) {
+            if t.len() >= 2 && t.chars().any(|c| c != '0') {
+                numbers.push(t);
+            }
+        } else if t.chars().count() >= 2 && places.contains(&t) {
+            place_terms.push(t);
+        }
+    }
+    if words.is_empty() && !has_area {
+        words = std::mem::take(&mut place_terms);
+    }
+    place_terms.extend(numbers);
+    Analysed { words, rank_only: place_terms }
+}
+
+/// BM25's inverse document frequency (as tantivy computes it).
+fn idf(doc_freq: u64, docs: u64) -> Score {
+    let (df, n) = (doc_freq.min(docs) as Score, docs as Score);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+impl OfferIndex {
+    /// Opens or creates the index in `dir` (DATA_DIR/index), or in RAM when `dir` is None
+    /// (tests). A directory whose schema does not match (older isto) or that cannot be
+    /// opened is wiped and recreated (the index is derived; its owner rebuilds it when
+    /// [`Self::generation`] is not the store's).
+    ///
+    /// # Errors
+    /// I/O on the directory, tantivy errors (e.g. another process holds the index).
+    pub fn open(dir: Option<&Path>) -> Result<Self, IndexError> {
+        let (schema, f) = schema();
+        let index = match dir {
+            None => Index::create_in_ram(schema),
+            Some(dir) => open_dir(dir, &schema)?,
+        };
+        index.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
+        index.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: false }));
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let writer = index.writer(WRITER_HEAP_BYTES)?;
+        let generation = stored_generation(&index)?;
+        Ok(Self { reader, writer: Mutex::new(writer), f, generation: Mutex::new(generation) })
+    }
+
+    /// The generation stored with the last commit (commit payload), None for a fresh
+    /// index (or one written with other analysis, see [`INDEX_VERSION`]).
+    pub fn generation(&self) -> Option<u64> {
+        *self.generation.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Number of offers in the index (as of the last commit).
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Replaces the whole index with `offers` (active offers only) and commits with
+    /// `generation`. Returns the number of offers indexed.
+    ///
+    /// # Errors
+    /// tantivy errors; the index is then left as it was.
+    pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
+        let mut w = self.writer();
+        let res = (|| {
+            w.delete_all_documents()?;
+            let mut n = 0u64;
+            for o in offers {
+                w.add_document(self.document(&o))?;
+                n += 1;
+            }
+            self.commit(&mut w, generation)?;
+            Ok(n)
+        })();
+        if res.is_err() {
+            let _ = w.rollback();
+        }
+        res
+    }
+
+    /// Adds or replaces offers (delete by id term, then add) and removes the `removed`
+    /// ids; commits with `generation`. `upserts` must be active offers (an offer that
+    /// became inactive belongs in `removed`).
+    ///
+    /// # Errors
+    /// tantivy errors; the index is then left as it was.
+    pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
+        let mut w = self.writer();
+        let res = (|| {
+            for o in upserts {
+                w.delete_term(Term::from_field_text(self.f.id, &o.id));
+                w.add_document(self.document(o))?;
+            }
+            for id in removed {
+                w.delete_term(Term::from_field_text(self.f.id, id));
+            }
+            self.commit(&mut w, generation)
+        })();
+        if res.is_err() {
+            let _ = w.rollback();
+        }
+        res
+    }
+
+    /// The writer; after a panic in another holder of the lock, its uncommitted work is
+    /// rolled back first.
+    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+        match self.writer.lock() {
+            Ok(w) => w,
+            Err(poisoned) => {
+                let mut w = poisoned.into_inner();
+                let _ = w.rollback();
+                self.writer.clear_poison();
+                w
+            }
+        }
+    }
+
+    fn commit(&self, w: &mut IndexWriter, generation: u64) -> Result<(), IndexError> {
+        let payload = serde_json::json!({"generation": generation, "analysis": analysis_fingerprint()}).to_string();
+        let mut prepared = w.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        self.reader.reload()?;
+        *self.generation.lock().unwrap_or_else(PoisonError::into_inner) = Some(generation);
+        Ok(())
+    }
+
+    fn document(&self, o: &Offer) -> TantivyDocument {
+        let f = &self.f;
+        let mut d = TantivyDocument::new();
+        d.add_text(f.id, &o.id);
+        d.add_text(f.category, &o.category);
+        let country = code(&o.area.country);
+        if !country.is_empty() {
+            d.add_text(f.country, &country);
+        }
+        for r in &o.area.regions {
+            let r = code(r);
+            if !r.is_empty() {
+                d.add_text(f.region, &r);
+            }
+        }
+        d.add_text(f.title, &o.title);
+        d.add_text(f.description, &o.description);
+        d.add_text(f.terms, &o.title);
+        d.add_text(f.terms, &o.description);
+        for v in o.attributes.values() {
+            if let Value::String(s) = v {
+                d.add_text(f.attrs, s);
+                d.add_text(f.terms, s);
+            }
+        }
+        let published = crate::clock::parse_rfc3339(&o.published_at).map(|t| t.unix_timestamp()).unwrap_or(0);
+        d.add_i64(f.published, published);
+        d
+    }
+
+    /// Full-text search (PROTOCOL.md §3 intent_search_offers): offer ids, best first, with
+    /// scores.
+    ///
+    /// Terms come from [`analyse`]: an offer must contain at least one statement word in
+    /// its title, attribute values or description, exactly or inflected (a term that
+    /// shares the word's [`matching::stem`] and is at most 3 characters longer). The score
+    /// is BM25 per word and field, weighted title 3, attributes 2, description 1, summed
+    /// over words; an inflected form scores 0.8 of an exact hit. Place names (with an
+    /// area filter) and numbers only rank. `category` and `area` filter (the offer's area
+    /// must lie in `area`, as [`gazetteer::contains`]). With no words, the offers of the
+    /// filter come newest first; with no words and no filter, nothing. Order: score
+    /// descending, then (without words) newest first, then id.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn search(
+        &self,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let terms = analyse(statement, area.is_some());
+        let filter = self.filter(&searcher, category, area)?;
+        if terms.words.is_empty() && filter.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if !terms.words.is_empty() {
+            let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            for w in &terms.words {
+                for q in self.word_queries(&searcher, w)? {
+                    any.push((Occur::Should, q));
+                }
+            }
+            if any.is_empty() {
+                return Ok(Vec::new());
+            }
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        }
+        if let Some(filter) = filter {
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
+        }
+        for t in &terms.rank_only {
+            for (field, boost) in self.searchable() {
+                let q = TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost * RANK_ONLY_SHARE))));
+            }
+        }
+        let collector = TopIds { limit, newest_first: terms.words.is_empty() };
+        let hits = searcher.search(&BooleanQuery::new(clauses), &collector)?;
+        Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
+    }
+
+    fn searchable(&self) -> [(Field, Score); 3] {
+        [(self.f.title, TITLE_BOOST), (self.f.attrs, ATTRS_BOOST), (self.f.description, DESCRIPTION_BOOST)]
+    }
+
+    /// One query per field in which `word` (or an inflected form) occurs: BM25 of the
+    /// exact term, or of the inflected forms together (constant score from their joint
+    /// rarity), whichever is higher; weighted by the field.
+    fn word_queries(&self, searcher: &Searcher, word: &str) -> Result<Vec<Box<dyn Query>>, IndexError> {
+        let docs = searcher.num_docs().max(1);
+        let mut out: Vec<Box<dyn Query>> = Vec::new();
+        for (field, boost) in self.searchable() {
+            let exact_term = Term::from_field_text(field, word);
+            let exact_df = searcher.doc_freq(&exact_term)?;
+            let mut forms = expansions(searcher, field, word, MAX_EXPANSIONS)?;
+            forms.remove(word);
+            let mut any: Vec<Box<dyn Query>> = Vec::new();
+            if exact_df > 0 {
+                any.push(Box::new(TermQuery::new(exact_term, IndexRecordOption::WithFreqs)));
+            }
+            if !forms.is_empty() {
+                let terms: Vec<Term> = forms.iter().map(|t| Term::from_field_text(field, t)).collect();
+                let mut df = 0u64;
+                for t in &terms {
+                    df += searcher.doc_freq(t)?;
+                }
+                let set = Box::new(TermSetQuery::new(terms));
+                any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(df, docs))));
+            }
+            let q: Box<dyn Query> = match any.len() {
+                0 => continue,
+                1 => any.pop().expect("one query"),
+                _ => Box::new(DisjunctionMaxQuery::new(any)),
+            };
+            out.push(Box::new(BoostQuery::new(q, boost)));
+        }
+        Ok(out)
+    }
+
+    /// The category and area filter, None when neither is given.
+    fn filter(
+        &self,
+        searcher: &Searcher,
+        category: Option<&str>,
+        area: Option<&AreaObject>,
+    ) -> Result<Option<Box<dyn Query>>, IndexError> {
+        let mut must: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if let Some(c) = category {
+            must.push((Occur::Must, self.term(self.f.category, c)));
+        }
+        if let Some(a) = area {
+            must.extend(self.area_clauses(searcher, a)?);
+        }
+        Ok((!must.is_empty()).then(|| Box::new(BooleanQuery::new(must)) as Box<dyn Query>))
+    }
+
+    /// Clauses that hold exactly when the offer's area lies in `area`
+    /// ([`gazetteer::contains`]): the same country, and when `area.regions` is not empty,
+    /// at least one region, all of them in `area.regions`.
+    fn area_clauses(&self, searcher: &Searcher, area: &AreaObject) -> Result<Vec<(Occur, Box<dyn Query>)>, IndexError> {
+        let mut out: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, self.term(self.f.country, &code(&area.country)))];
+        if area.regions.is_empty() {
+            return Ok(out);
+        }
+        let wanted: BTreeSet<String> = area.regions.iter().map(|r| code(r)).collect();
+        let any: Vec<(Occur, Box<dyn Query>)> =
+            wanted.iter().map(|r| (Occur::Should, self.term(self.f.region, r))).collect();
+        out.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        for other in all_terms(searcher, self.f.region)? {
+            if !wanted.contains(&other) {
+                out.push((Occur::MustNot, self.term(self.f.region, &other)));
+            }
+        }
+        Ok(out)
+    }
+
+    fn term(&self, field: Field, text: &str) -> Box<dyn Query> {
+        Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+    }
+
+    /// A superset of the offers that can match an intent (PROTOCOL.md §6), used when an
+    /// intent becomes active: offers of `category` whose area lies in `area` (as
+    /// [`gazetteer::contains`]: same country; any region when `area.regions` is empty,
+    /// else each of the offer's regions in it) and, when `terms` is non-empty, that contain
+    /// at least one term `t` exactly or (when [`matching::stem`] of `t` is `Some(s)`) a
+    /// term that starts with `s` and is at most `len(t) + 3` characters long — the text
+    /// rule of [`matching::term_hit`].
+    ///
+    /// Pass the intent's [`matching::statement_terms`] when its minimum-should-match ratio
+    /// requires at least one hit (`min_should_match > 1e-9`, see [`matching::check`]),
+    /// else no terms; [`Self::candidates_for_intent_min`] narrows further. Returns offer
+    /// ids (sorted, no limit).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn candidates_for_intent(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+    ) -> Result<Vec<String>, IndexError> {
+        self.candidates(category, area, terms, usize::from(!terms.is_empty()))
+    }
+
+    /// Like [`Self::candidates_for_intent`], but an offer must contain as many of `terms`
+    /// (each counted as [`matching::term_hit`] counts it) as the ratio `min_should_match`
+    /// requires in [`matching::check`] (`hits / terms + 1e-9 >= min_should_match`): the
+    /// text rule exactly, so still a superset of the matches. `terms` are the intent's
+    /// [`matching::statement_terms`] (whatever the ratio).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn candidates_for_intent_min(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+        min_should_match: f64,
+    ) -> Result<Vec<String>, IndexError> {
+        let n = terms.len();
+        match (0..=n).find(|&k| n == 0 || k as f64 / n as f64 + 1e-9 >= min_should_match) {
+            Some(k) => self.candidates(category, area, terms, k),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn candidates(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+        min_hits: usize,
+    ) -> Result<Vec<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
+        clauses.extend(self.area_clauses(&searcher, area)?);
+        let forms = |t: &String| -> Result<BTreeSet<String>, IndexError> {
+            let mut set = expansions(&searcher, self.f.terms, t, usize::MAX)?;
+            set.insert(t.clone());
+            Ok(set)
+        };
+        let term_set = |set: BTreeSet<String>| -> Box<dyn Query> {
+            Box::new(TermSetQuery::new(set.iter().map(|t| Term::from_field_text(self.f.terms, t)).collect::<Vec<_>>()))
+        };
+        if min_hits == 1 {
+            let mut all = BTreeSet::new();
+            for t in terms {
+                all.extend(forms(t)?);
+            }
+            clauses.push((Occur::Must, term_set(all)));
+        } else if min_hits > 1 {
+            let mut each: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            for t in terms {
+                each.push((Occur::Should, term_set(forms(t)?)));
+            }
+            clauses.push((Occur::Must, Box::new(BooleanQuery::with_minimum_required_clauses(each, min_hits))));
+        }
+        let mut ids = searcher.search(&BooleanQuery::new(clauses), &AllIds)?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+}
+
+fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {
+    std::fs::create_dir_all(dir)?;
+    let mmap = MmapDirectory::open(dir)?;
+    if Index::exists(&mmap)? {
+        match Index::open(mmap) {
+            Ok(index) if index.schema() == *schema => return Ok(index),
+            Ok(_) => tracing::warn!(dir = %dir.display(), "offer index has another schema; recreating it"),
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "offer index unreadable; recreating it"),
+        }
+        wipe(dir)?;
+    }
+    Ok(Index::create(MmapDirectory::open(dir)?, schema.clone(), IndexSettings::default())?)
+}
+
+/// Removes everything inside `dir` (the index's own directory).
+fn wipe(dir: &Path) -> Result<(), IndexError> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The generation of the last commit, None when there is none or it was written with
+/// other analysis.
+fn stored_generation(index: &Index) -> Result<Option<u64>, IndexError> {
+    let Some(payload) = index.load_metas()?.payload else { return Ok(None) };
+    let Ok(v) = serde_json::from_str::<Value>(&payload) else { return Ok(None) };
+    if v.get("analysis").and_then(Value::as_str) != Some(analysis_fingerprint()) {
+        return Ok(None);
+    }
+    Ok(v.get("generation").and_then(Value::as_u64))
+}
+
+/// Every term of `field` in the index (for the small `region` field).
+fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, IndexError> {
+    let mut out = BTreeSet::new();
+    for seg in searcher.segment_readers() {
+        let inv = seg.inverted_index(field)?;
+        let mut s = inv.terms().stream()?;
+        while s.advance() {
+            if let Ok(t) = std::str::from_utf8(s.key()) {
+                out.insert(t.to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
+/// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
+/// (`term` itself included when indexed). Empty for terms without a stem. At most `cap`.
+fn expansions(searcher: &Searcher, field: Field, term: &str, cap: usize) -> Result<BTreeSet<String>, IndexError> {
+    let mut out = BTreeSet::new();
+    let Some(stem) = matching::stem(term) else { return Ok(out) };
+    let max_chars = term.chars().count() + 3;
+    for seg in searcher.segment_readers() {
+        let inv = seg.inverted_index(field)?;
+        let mut s = inv.terms().range().ge(stem.as_bytes()).into_stream()?;
+        while s.advance() {
+            let key = s.key();
+            if !key.starts_with(stem.as_bytes()) {
+                break;
+            }
+            if let Ok(t) = std::str::from_utf8(key) {
+                if t.chars().count() <= max_chars && !out.contains(t) {
+                    out.insert(t.to_owned());
+                    if out.len() >= cap {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One search hit: `key` is the id (across segments) or the id's term ordinal in the
+/// segment's id column (inside a segment, where ordinals sort as the ids do). Orders
+/// worst last: lower score, then (when asked) older, then larger id.
+#[derive(Debug, Clone, PartialEq)]
+struct Hit<K> {
+    score: Score,
+    published: i64,
+    key: K,
+}
+
+impl<K: Ord> Eq for Hit<K> {}
+
+impl<K: Ord> Ord for Hit<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(other.published.cmp(&self.published))
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+impl<K: Ord> PartialOrd for Hit<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Top `limit` hits by score descending, then (when `newest_first`) publication time
+/// descending, then id ascending — deterministic whatever the segment layout.
+struct TopIds {
+    limit: usize,
+    newest_first: bool,
+}
+
+struct TopIdsSegment {
+    limit: usize,
+    ids: StrColumn,
+    published: Option<Column<i64>>,
+    heap: BinaryHeap<Hit<u64>>,
+}
+
+fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
+    seg.fast_fields()
+        .str("id")?
+        .ok_or_else(|| tantivy::TantivyError::SchemaError("the offer index has no id fast field".into()))
+}
+
+/// The ids of sorted, distinct term ordinals of an id column, in the same order.
+fn ids_of(ids: &StrColumn, ords: &[u64]) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::with_capacity(ords.len());
+    ids.dictionary().sorted_ords_to_term_cb(ords, |b| out.push(String::from_utf8_lossy(b).into_owned()))?;
+    if out.len() != ords.len() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: id ordinal out of range"));
+    }
+    Ok(out)
+}
+
+impl Collector for TopIds {
+    type Fruit = Vec<Hit<String>>;
+    type Child = TopIdsSegment;
+
+    fn for_segment(&self, _: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
+        let published = if self.newest_first { Some(seg.fast_fields().i64("published")?) } else { None };
+        Ok(TopIdsSegment {
+            limit: self.limit,
+            ids: id_column(seg)?,
+            published,
+            heap: BinaryHeap::with_capacity(self.limit.min(1024) + 1),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<Hit<String>>>>) -> tantivy::Result<Vec<Hit<String>>> {
+        let mut all = Vec::new();
+        for f in fruits {
+            all.extend(f?);
+        }
+        all.sort();
+        all.truncate(self.limit);
+        Ok(all)
+    }
+}
+
+impl SegmentCollector for TopIdsSegment {
+    type Fruit = std::io::Result<Vec<Hit<String>>>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        let Some(ord) = self.ids.ords().first(doc) else { return };
+        let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
+        let hit = Hit { score, published, key: ord };
+        if self.heap.len() < self.limit {
+            self.heap.push(hit);
+        } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
+            self.heap.pop();
+            self.heap.push(hit);
+        }
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        let mut hits = self.heap.into_vec();
+        hits.sort_by_key(|h| h.key);
+        let ords: Vec<u64> = hits.iter().map(|h| h.key).collect();
+        let ids = ids_of(&self.ids, &ords)?;
+        Ok(hits.into_iter().zip(ids).map(|(h, id)| Hit { score: h.score, published: h.published, key: id }).collect())
+    }
+}
+
+/// Every matching offer id, unscored.
+struct AllIds;
+
+struct AllIdsSegment {
+    ids: StrColumn,
+    ords: Vec<u64>,
+}
+
+impl Collector for AllIds {
+    type Fruit = Vec<String>;
+    type Child = AllIdsSegment;
+
+    fn for_segment(&self, _: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<AllIdsSegment> {
+        Ok(AllIdsSegment { ids: id_column(seg)?, ords: Vec::new() })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<String>>>) -> tantivy::Result<Vec<String>> {
+        let mut all = Vec::new();
+        for f in fruits {
+            all.extend(f?);
+        }
+        Ok(all)
+    }
+}
+
+impl SegmentCollector for AllIdsSegment {
+    type Fruit = std::io::Result<Vec<String>>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        if let Some(ord) = self.ids.ords().first(doc) {
+            self.ords.push(ord);
+        }
+    }
+
+    fn collect_block(&mut self, docs: &[DocId]) {
+        let ords = self.ids.ords();
+        self.ords.extend(docs.iter().filter_map(|&d| ords.first(d)));
+    }
+
+    fn harvest(mut self) -> Self::Fruit {
+        self.ords.sort_unstable();
+        self.ords.dedup();
+        ids_of(&self.ids, &self.ords)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Money, OfferSource, SellerPublic};
+    use rand::rngs::StdRng;
+    use rand::seq::IndexedRandom;
+    use rand::{Rng, SeedableRng};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::time::Instant;
+
+    fn area_of(code: &str) -> AreaObject {
+        let country = gazetteer::region_country(code).unwrap_or(code);
+        let regions = if code.contains('-') { vec![code.to_owned()] } else { Vec::new() };
+        AreaObject { country: country.to_owned(), regions, place: None }
+    }
+
+    fn offer(id: &str, title: &str, description: &str, attrs: Value, area: &str) -> Offer {
+        Offer {
+            id: id.into(),
+            source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
+            in_reply_to: None,
+            title: title.into(),
+            description: description.into(),
+            category: "vehicles".into(),
+            attributes: attrs.as_object().cloned().unwrap_or_default(),
+            price: Money { amount: 10000.0, currency: "EUR".into() },
+            area: gazetteer::resolve(area).unwrap(),
+            seller: SellerPublic { id: "sel_1".into(), name: "Auto Kováč".into(), url: None },
+            published_at: "2026-11-30T00:00:00Z".into(),
+            valid_until: None,
+            extensions: json!({}),
+        }
+    }
+
+    fn index_of(offers: Vec<Offer>) -> OfferIndex {
+        let ix = OfferIndex::open(None).unwrap();
+        assert_eq!(ix.generation(), None);
+        assert_eq!(ix.rebuild(offers.into_iter(), 1).unwrap() as u64, ix.num_docs());
+        ix
+    }
+
+    fn ids(ix: &OfferIndex, statement: &str, area: Option<&AreaObject>, category: Option<&str>) -> Vec<String> {
+        ix.search(statement, area, category, 100).unwrap().into_iter().map(|(id, _)| id).collect()
+    }
+
+    fn sample() -> OfferIndex {
+        index_of(vec![
+            offer("o1", "Škoda Octavia Combi 2.0 TDI", "", json!({"make": "Škoda", "model": "Octavia"}), "Košice"),
+            offer(
+                "o2",
+                "Volkswagen Passat",
+                "Lepšie ako Škoda, garážované.",
+                json!({"make": "Volkswagen"}),
+                "Bratislava",
+            ),
+            offer("o3", "Škoda Fabia", "", json!({"make": "Škoda"}), "Bratislava"),
+            offer(
+                "o4",
+                "Toyota Corolla",
+                "Auto stojí v Košice, do 5000 km od servisu.",
+                json!({"make": "Toyota"}),
+                "Žilina",
+            ),
+            offer("o5", "Sedan", "", json!({"make": "Škoda"}), "Brno"),
+        ])
+    }
+
+    #[test]
+    fn folds_case_and_diacritics() {
+        let ix = sample();
+        let got = ids(&ix, "skoda", None, None);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(!got.contains(&"o4".to_owned()));
+        assert_eq!(ids(&ix, "KOSICE", None, None), vec!["o4"], "a place name alone searches the text");
+        assert_eq!(ids(&ix, "ŠKODU OCTAVIU", None, None)[0], "o1", "inflected forms find Octavia");
+        assert_eq!(ids(&ix, "nafta", None, None), vec!["o1"], "synonyms fold: nafta = TDI = diesel");
+    }
+
+    #[test]
+    fn stop_words_do_not_match() {
+        let ix = sample();
+        for s in ["a", "do", "the", "A DO THE", "ale že", "aj s"] {
+            assert!(ids(&ix, s, None, None).is_empty(), "{s}");
+        }
+        assert_eq!(analyse("do a the", false), Analysed::default());
+        // A stop word next to a real word changes nothing.
+        assert_eq!(ids(&ix, "corolla do", None, None), vec!["o4"]);
+    }
+
+    #[test]
+    fn ranks_title_then_attributes_then_description() {
+        let ix = index_of(vec![
+            offer("d", "Combi", "Superb v top stave", json!({}), "SK"),
+            offer("a", "Combi", "", json!({"model": "Superb"}), "SK"),
+            offer("t", "Superb", "", json!({}), "SK"),
+        ]);
+        assert_eq!(ids(&ix, "superb", None, None), vec!["t", "a", "d"]);
+        let s = ix.search("superb", None, None, 10).unwrap();
+        assert!(s[0].1 > s[1].1 && s[1].1 > s[2].1, "{s:?}");
+        // More words found rank higher; an inflected form counts as a hit.
+        let ix = index_of(vec![
+            offer("x1", "Škoda Superb", "", json!({}), "SK"),
+            offer("x2", "Škoda Octavia", "", json!({}), "SK"),
+            offer("x3", "Octavia", "", json!({}), "SK"),
+        ]);
+        let got = ids(&ix, "škoda octaviu", None, None);
+        assert_eq!(got[0], "x2", "{got:?}");
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn equal_scores_go_by_id() {
+        let ix =
+            index_of(["c", "a", "d", "b"].iter().map(|id| offer(id, "Škoda Fabia", "", json!({}), "Košice")).collect());
+        assert_eq!(ids(&ix, "fabia", None, None), vec!["a", "b", "c", "d"]);
+        assert_eq!(ix.search("fabia", None, None, 2).unwrap().into_iter().map(|h| h.0).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn filters_area_category_and_limit() {
+        let ix = sample();
+        let kosice = gazetteer::resolve("Košice").unwrap();
+        assert_eq!(ids(&ix, "skoda", Some(&kosice), None), vec!["o1"]);
+        let sk = gazetteer::resolve("SK").unwrap();
+        assert_eq!(ids(&ix, "skoda", Some(&sk), None).len(), 3, "o5 lies in Brno");
+        let two = AreaObject { country: "sk".into(), regions: vec!["sk-ki".into(), "SK-BL".into()], place: None };
+        let mut got = ids(&ix, "skoda", Some(&two), None);
+        got.sort();
+        assert_eq!(got, vec!["o1", "o2", "o3"]);
+        assert!(ids(&ix, "skoda", None, Some("property")).is_empty());
+        assert_eq!(ids(&ix, "skoda", None, Some("vehicles")).len(), 4);
+        assert_eq!(ix.search("skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
+        assert!(ix.search("skoda", None, None, 0).unwrap().is_empty());
+        assert!(ids(&ix, "zzz", None, None).is_empty());
+        // No words: the filter's offers (newest first, then id); no words and no filter: nothing.
+        let mut kos = ids(&ix, "kosice", Some(&kosice), None);
+        kos.sort();
+        assert_eq!(kos, vec!["o1"]);
+        assert_eq!(ids(&ix, "", None, Some("vehicles")), vec!["o1", "o2", "o3", "o4", "o5"]);
+        assert!(ids(&ix, "", None, None).is_empty());
+        // A whole-country offer matches only a whole-country area.
+        let ix = index_of(vec![offer("c", "Škoda Fabia", "", json!({}), "SK")]);
+        assert_eq!(ids(&ix, "fabia", Some(&sk), None), vec!["c"]);
+        assert!(ids(&ix, "fabia", Some(&kosice), None).is_empty());
+    }
+
+    #[test]
+    fn apply_replaces_and_removes() {
+        let ix = sample();
+        let mut o1 = offer("o1", "Hyundai i30", "", json!({"make": "Hyundai"}), "Košice");
+        o1.published_at = "2026-12-01T00:00:00Z".into();
+        let new = offer("o6", "Kia Ceed", "", json!({"make": "Kia"}), "Košice");
+        ix.apply(&[o1, new], &["o3".to_owned(), "nope".to_owned()], 2).unwrap();
+        assert_eq!(ix.generation(), Some(2));
+        assert_eq!(ix.num_docs(), 5);
+        assert!(!ids(&ix, "octavia", None, None).contains(&"o1".to_owned()), "the old title is gone");
+        assert_eq!(ids(&ix, "hyundai", None, None), vec!["o1"]);
+        assert_eq!(ids(&ix, "ceed", None, None), vec!["o6"]);
+        assert!(ids(&ix, "fabia", None, None).is_empty(), "o3 was removed");
+        // The same id twice in one batch: the last one wins.
+        let a = offer("o7", "Dacia Duster", "", json!({}), "SK");
+        let b = offer("o7", "Dacia Sandero", "", json!({}), "SK");
+        ix.apply(&[a, b], &[], 3).unwrap();
+        assert!(ids(&ix, "duster", None, None).is_empty());
+        assert_eq!(ids(&ix, "sandero", None, None), vec!["o7"]);
+        // Newest first without words.
+        let kosice = gazetteer::resolve("Košice").unwrap();
+        assert_eq!(ids(&ix, "", Some(&kosice), None), vec!["o1", "o6"]);
+    }
+
+    #[test]
+    fn rebuild_replaces_everything() {
+        let ix = sample();
+        assert_eq!(ix.generation(), Some(1));
+        let n = ix.rebuild(vec![offer("z", "Škoda Kodiaq", "", json!({}), "SK")].into_iter(), 7).unwrap();
+        assert_eq!((n, ix.num_docs(), ix.generation()), (1, 1, Some(7)));
+        assert!(ids(&ix, "octavia", None, None).is_empty());
+        assert_eq!(ids(&ix, "kodiaq", None, None), vec!["z"]);
+    }
+
+    #[test]
+    fn directory_index_reopens_with_its_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index");
+        {
+            let ix = OfferIndex::open(Some(&path)).unwrap();
+            assert_eq!(ix.generation(), None);
+            ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 41).unwrap();
+            ix.apply(&[offer("o2", "Škoda Fabia", "", json!({}), "Košice")], &[], 42).unwrap();
+        }
+        let ix = OfferIndex::open(Some(&path)).unwrap();
+        assert_eq!(ix.generation(), Some(42));
+        assert_eq!(ix.num_docs(), 2);
+        assert_eq!(ids(&ix, "octaviu", None, None), vec!["o1"]);
+        drop(ix);
+        // An index with another schema is wiped and recreated.
+        std::fs::remove_dir_all(&path).unwrap();
+        std::fs::create_dir_all(&path).unwrap();
+        {
+            let mut b = Schema::builder();
+            b.add_text_field("id", STRING | STORED);
+            let other = Index::create_in_dir(&path, b.build()).unwrap();
+            let mut w: IndexWriter = other.writer(15_000_000).unwrap();
+            w.commit().unwrap();
+        }
+        let ix = OfferIndex::open(Some(&path)).unwrap();
+        assert_eq!((ix.generation(), ix.num_docs()), (None, 0));
+        ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
+        assert_eq!(ids(&ix, "octavia", None, None), vec!["o1"]);
+    }
+
+    #[test]
+    fn candidates_follow_category_area_and_terms() {
+        let ix = sample();
+        let sk = gazetteer::resolve("SK").unwrap();
+        let t = |s: &str| matching::statement_terms(s);
+        assert_eq!(ix.candidates_for_intent("vehicles", &sk, &[]).unwrap(), vec!["o1", "o2", "o3", "o4"]);
+        assert_eq!(ix.candidates_for_intent("vehicles", &sk, &t("Hľadám Octaviu")).unwrap(), vec!["o1"]);
+        // Stop words of the search fields still count here (the text rule of matching keeps them).
+        assert_eq!(ix.candidates_for_intent("vehicles", &sk, &t("ako nová")).unwrap(), vec!["o2"]);
+        assert!(ix.candidates_for_intent("property", &sk, &[]).unwrap().is_empty());
+        let cz = gazetteer::resolve("Jihomoravský kraj").unwrap();
+        assert_eq!(ix.candidates_for_intent("vehicles", &cz, &t("skoda")).unwrap(), vec!["o5"]);
+    }
+
+    // ---- generated offers and intents (property test and timing) ----
+
+    const MAKES: &[(&str, &[&str], &[&str])] = &[
+        // (make, inflected/alias forms of the make, models)
+        (
+            "Škoda",
+            &["škodu", "škodovku", "škodovka", "škody", "skoda"],
+            &["Octavia", "Fabia", "Superb", "Kodiaq", "Karoq", "Scala", "Kamiq", "Rapid"],
+        ),
+        (
+            "Volkswagen",
+            &["volkswagen", "vw", "volkswagenu", "folcvagen"],
+            &["Golf", "Passat", "Polo", "Tiguan", "Touran", "Arteon"],
+        ),
+        ("Toyota", &["toyotu", "toyoty", "toyota"], &["Corolla", "Yaris", "RAV4", "Auris", "C-HR"]),
+        ("Hyundai", &["hyundai", "hyundaie"], &["i30", "Tucson", "Kona", "i20"]),
+        ("Kia", &["kiu", "kia"], &["Ceed", "Sportage", "Rio", "Niro"]),
+        ("Ford", &["ford", "forda", "fordku"], &["Focus", "Mondeo", "Kuga", "Fiesta"]),
+        ("Renault", &["renault"], &["Clio", "Megane", "Captur"]),
+        ("Peugeot", &["peugeot"], &["308", "3008", "208"]),
+        ("Dacia", &["daciu", "dacia"], &["Duster", "Sandero", "Logan"]),
+        ("BMW", &["bmw", "bmwčko"], &["320d", "X3", "520d"]),
+    ];
+    const ENGINES: &[&str] = &[
+        "1.0 TSI 81kW",
+        "1.5 TSI 110kW",
+        "2.0 TDI 110kW",
+        "1.6 TDI 85kW",
+        "2.0 TDI 140kW",
+        "1.6 HDi 88kW",
+        "1.8 Hybrid 90kW",
+        "1.4 TSI 92kW",
+        "1.5 dCi 85kW",
+        "1.6 CRDi 100kW",
+        "2.0 TFSI 140kW",
+        "1.2 benzín 55kW",
+    ];
+    const BODIES: &[&str] = &["Combi", "Kombi", "Sedan", "Hatchback", "Liftback", "SUV", "Variant", "Scout", "RS"];
+    const DESC: &[&str] = &[
+        "Predám vozidlo v dobrom stave, servisná knižka, prvý majiteľ, STK a EK platná.",
+        "Prodám vůz po prvním majiteli, garážované, nehavarované, pravidelný servis u dealera.",
+        "Klimatizácia, tempomat, vyhrievané sedadlá, parkovacie senzory vpredu aj vzadu, ťažné zariadenie.",
+        "Auto je nehavarované, nefajčiarske, nové letné pneumatiky, zimné na diskoch.",
+        "Možnosť financovania na splátky a leasingu, výmena možná, dohoda istá.",
+        "Najeto málo km, kupováno v ČR, servisní knížka, dva klíče, navigace, tažné zařízení.",
+        "Škodovka v top stave, rodinné auto, veľmi úsporná, spotreba okolo 5 l.",
+        "Octavii predávam kvôli kúpe väčšieho auta. Pekná, čistá, bez korózie.",
+        "Spolehlivý vůz, nová STK, rozvody měněny, olej vyměněn, výborný stav.",
+        "Fabiu som kúpil nový v autorizovanom servise, garážovaná, bez škrabancov.",
+        "Vozidlo je možné obhliadnuť v Košiciach, Žiline alebo Bratislave po dohode.",
+        "Electric or hybrid, automatic gearbox, full service history, one owner.",
+    ];
+    const FUELS: &[&str] = &["diesel", "benzín", "hybrid", "elektro", "LPG"];
+    const COLORS: &[&str] = &["biela", "čierna", "strieborná", "modrá", "červená", "šedá metalíza"];
+    const WORDS: &[&str] = &[
+        "rodinné",
+        "auto",
+        "vozidlo",
+        "spoľahlivé",
+        "úsporné",
+        "klimatizáciou",
+        "tažné",
+        "navigaci",
+        "kombi",
+        "combi",
+        "nafta",
+        "naftu",
+        "benzín",
+        "automat",
+        "automatom",
+        "hybrid",
+        "elektromobil",
+        "SUV",
+        "sedan",
+        "garážované",
+        "nehavarované",
+        "family",
+        "car",
+        "estate",
+        "diesel",
+        "4x4",
+        "xenony",
+        "panorama",
+    ];
+    const PICK: &[&str] = &["Hľadám", "Kúpim", "Hledám", "Koupím", "Sháním", "Looking for", "Chcem", "Potrebujem"];
+
+    fn inflect(rng: &mut StdRng, word: &str) -> String {
+        let w = word.to_lowercase();
+        let forms: Vec<String> = if w.ends_with('a') {
+            let s = &w[..w.len() - 1];
+            vec![w.clone(), format!("{s}u"), format!("{s}y"), format!("{s}i"), format!("{s}e"), format!("{s}ou")]
+        } else if w.chars().last().is_some_and(|c| c.is_alphabetic()) {
+            vec![w.clone(), format!("{w}a"), format!("{w}u"), format!("{w}om"), format!("{w}y")]
+        } else {
+            vec![w.clone()]
+        };
+        forms.choose(rng).unwrap().clone()
+    }
+
+    fn regions() -> Vec<(&'static str, &'static str)> {
+        gazetteer::all_regions().collect()
+    }
+
+    fn gen_offer(rng: &mut StdRng, i: usize, regions: &[(&str, &str)]) -> Offer {
+        let (make, _, models) = MAKES.choose(rng).unwrap();
+        let model = models.choose(rng).unwrap();
+        let body = BODIES.choose(rng).unwrap();
+        let engine = ENGINES.choose(rng).unwrap();
+        let title = format!("{make} {model} {body} {engine}");
+        let mut description = String::new();
+        while description.chars().count() < 260 {
+            description.push_str(DESC.choose(rng).unwrap());
+            description.push(' ');
+            if rng.random_bool(0.3) {
+                description.push_str(&format!("{} {} ", inflect(rng, make), inflect(rng, model)));
+            }
+        }
+        let year = rng.random_range(2005..=2025);
+        let mut attrs = json!({"make": make, "model": model, "body": body, "fuel": FUELS.choose(rng).unwrap(),
+            "transmission": if rng.random_bool(0.3) { "automat" } else { "manuál" },
+            "year": year, "mileageKm": rng.random_range(5..400) * 1000, "powerKw": rng.random_range(40..200),
+            "color": COLORS.choose(rng).unwrap()});
+        if rng.random_bool(0.1) {
+            attrs.as_object_mut().unwrap().remove("model");
+        }
+        let area = if rng.random_bool(0.05) {
+            area_of(if rng.random_bool(0.5) { "SK" } else { "CZ" })
+        } else {
+            area_of(regions.choose(rng).unwrap().0)
+        };
+        let (amount, currency) = if area.country == "CZ" {
+            (rng.random_range(40..900) as f64 * 1000.0, "CZK")
+        } else {
+            (rng.random_range(1500..40000) as f64, "EUR")
+        };
+        Offer {
+            id: format!("off_{i:07}"),
+            source: OfferSource { kind: "catalogue".into(), seller_id: format!("sel_{}", i % 50), url: None },
+            in_reply_to: None,
+            title,
+            description,
+            category: if rng.random_bool(0.95) { "vehicles".into() } else { "property".into() },
+            attributes: attrs.as_object().cloned().unwrap(),
+            price: Money { amount, currency: currency.into() },
+            area,
+            seller: SellerPublic { id: format!("sel_{}", i % 50), name: "Auto".into(), url: None },
+            published_at: format!("2026-{:02}-{:02}T10:00:00Z", rng.random_range(1..=12), rng.random_range(1..=28)),
+            valid_until: None,
+            extensions: json!({}),
+        }
+    }
+
+    struct GenIntent {
+        statement: String,
+        criteria: serde_json::Map<String, Value>,
+        area: AreaObject,
+        min_should_match: f64,
+    }
+
+    fn gen_statement(rng: &mut StdRng) -> String {
+        let (make, forms, models) = MAKES.choose(rng).unwrap();
+        let mut s = String::from(*PICK.choose(rng).unwrap());
+        if rng.random_bool(0.7) {
+            s.push(' ');
+            s.push_str(if rng.random_bool(0.5) { forms.choose(rng).unwrap() } else { make });
+        }
+        if rng.random_bool(0.8) {
+            s.push(' ');
+            let model = models.choose(rng).unwrap();
+            s.push_str(&inflect(rng, model));
+        }
+        for _ in 0..rng.random_range(0..3) {
+            s.push(' ');
+            s.push_str(WORDS.choose(rng).unwrap());
+        }
+        if rng.random_bool(0.4) {
+            s.push_str(&format!(" do {} EUR", rng.random_range(3..40) * 1000));
+        }
+        if rng.random_bool(0.3) {
+            s.push_str(&format!(
+                ", {}",
+                ["Bratislavský kraj", "Košice", "Praha", "okolie Žiliny", "Brno"].choose(rng).unwrap()
+            ));
+        }
+        s
+    }
+
+    fn gen_intent(rng: &mut StdRng, regions: &[(&str, &str)]) -> GenIntent {
+        let statement = gen_statement(rng);
+        let country = if rng.random_bool(0.5) { "SK" } else { "CZ" };
+        let mut area = AreaObject { country: country.into(), regions: Vec::new(), place: None };
+        if rng.random_bool(0.7) {
+            let of_country: Vec<&str> = regions.iter().filter(|r| r.1 == country).map(|r| r.0).collect();
+            for _ in 0..rng.random_range(1..=3) {
+                let r = of_country.choose(rng).unwrap().to_string();
+                if !area.regions.contains(&r) {
+                    area.regions.push(r);
+                }
+            }
+        }
+        let mut criteria = serde_json::Map::new();
+        match rng.random_range(0..5) {
+            0 => {
+                criteria.insert("year".into(), json!({"min": rng.random_range(2005..2020)}));
+            }
+            1 => {
+                criteria.insert("fuel".into(), json!(["diesel", "hybrid"]));
+            }
+            _ => {}
+        }
+        let min_should_match = *[0.34, 0.5, 0.5, 1.0].choose(rng).unwrap();
+        GenIntent { statement, criteria, area, min_should_match }
+    }
+
+    fn rates() -> BTreeMap<String, f64> {
+        [("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)].into_iter().collect()
+    }
+
+    #[test]
+    fn candidates_are_a_superset_of_matching() {
+        let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let mut rng = StdRng::seed_from_u64(env("ISTO_PROPERTY_SEED", 17));
+        let regions = regions();
+        let offers: Vec<Offer> =
+            (0..env("ISTO_PROPERTY_OFFERS", 300) as usize).map(|i| gen_offer(&mut rng, i, &regions)).collect();
+        let ix = index_of(offers.clone());
+        let rates = rates();
+        let (mut matched, mut candidates, mut narrowed, mut in_area) = (0usize, 0usize, 0usize, 0usize);
+        for n in 0..env("ISTO_PROPERTY_INTENTS", 100) {
+            let g = gen_intent(&mut rng, &regions);
+            let p = Params { min_should_match: g.min_should_match, default_currency: "EUR", rates: &rates };
+            let iv = matching::IntentView {
+                category: "vehicles",
+                criteria: &g.criteria,
+                area: &g.area,
+                budget: None,
+                hidden_limit: None,
+                statement: &g.statement,
+            };
+            let terms = matching::statement_terms(&g.statement);
+            let got: HashSet<String> =
+                ix.candidates_for_intent("vehicles", &g.area, &terms).unwrap().into_iter().collect();
+            candidates += got.len();
+            let narrow: HashSet<String> = ix
+                .candidates_for_intent_min("vehicles", &g.area, &terms, g.min_should_match)
+                .unwrap()
+                .into_iter()
+                .collect();
+            assert!(narrow.is_subset(&got));
+            narrowed += narrow.len();
+            in_area += ix.candidates_for_intent("vehicles", &g.area, &[]).unwrap().len();
+            for o in &offers {
+                if matching::check(&iv, o, true, &p).is_some() {
+                    matched += 1;
+                    assert!(
+                        got.contains(&o.id) && narrow.contains(&o.id),
+                        "intent {n} {:?} ({terms:?}, area {:?}) matches {} {:?} but is no candidate",
+                        g.statement,
+                        g.area,
+                        o.id,
+                        o.title
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "superset: {matched} matches, {narrowed} candidates with min_should_match, {candidates} with one term, \
+             {in_area} offers in category and area"
+        );
+        assert!(matched >= 100, "the generated data must match often enough to test something: {matched}");
+        assert!(candidates < in_area, "terms narrow the candidates: {candidates} vs {in_area}");
+    }
+
+    use matching::Params;
+
+    fn percentile(v: &mut [f64], p: f64) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    }
+
+    /// `cargo test --release --lib index_timing -- --ignored --nocapture`
+    #[test]
+    #[ignore = "timing; run in release mode"]
+    fn index_timing() {
+        let n: usize = std::env::var("ISTO_INDEX_OFFERS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+        let mut rng = StdRng::seed_from_u64(5);
+        let regions = regions();
+        let offers: Vec<Offer> = (0..n).map(|i| gen_offer(&mut rng, i, &regions)).collect();
+        let avg_desc = offers.iter().map(|o| o.description.chars().count()).sum::<usize>() / n;
+        let ix = OfferIndex::open(None).unwrap();
+        let t = Instant::now();
+        ix.rebuild(offers.into_iter(), 1).unwrap();
+        let build = t.elapsed();
+        let segments = ix.reader.searcher().segment_readers().len();
+        println!("index build: {n} offers (description avg {avg_desc} chars) in {build:.2?}, {segments} segments");
+        let statements: Vec<String> = (0..1000).map(|_| gen_statement(&mut rng)).collect();
+        let kosice = gazetteer::resolve("Košice").unwrap();
+        for (label, area, category) in
+            [("no filter", None, None), ("area SK-KI + category", Some(&kosice), Some("vehicles"))]
+        {
+            let mut ms = Vec::new();
+            let mut hits = 0;
+            for s in &statements {
+                let t = Instant::now();
+                hits += ix.search(s, area, category, 20).unwrap().len();
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            println!(
+                "search ({label}, limit 20): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, avg hits {:.1}",
+                percentile(&mut ms, 0.5),
+                percentile(&mut ms, 0.99),
+                percentile(&mut ms, 1.0),
+                hits as f64 / statements.len() as f64
+            );
+        }
+        let intents: Vec<GenIntent> = (0..1000).map(|_| gen_intent(&mut rng, &regions)).collect();
+        for narrow in [false, true] {
+            let (mut ms, mut total) = (Vec::new(), 0);
+            for g in &intents {
+                let terms = matching::statement_terms(&g.statement);
+                let t = Instant::now();
+                total += if narrow {
+                    ix.candidates_for_intent_min("vehicles", &g.area, &terms, g.min_should_match).unwrap().len()
+                } else {
+                    ix.candidates_for_intent("vehicles", &g.area, &terms).unwrap().len()
+                };
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            println!(
+                "{}: p50 {:.2} ms, p99 {:.2} ms, avg {:.0} candidates",
+                if narrow { "candidates_for_intent_min" } else { "candidates_for_intent" },
+                percentile(&mut ms, 0.5),
+                percentile(&mut ms, 0.99),
+                total as f64 / intents.len() as f64
+            );
+        }
+        let t = Instant::now();
+        let upserts: Vec<Offer> = (0..1000).map(|i| gen_offer(&mut rng, n + i, &regions)).collect();
+        ix.apply(&upserts, &["off_0000001".to_owned()], 2).unwrap();
+        println!("apply (1000 upserts + 1 removal, commit, reload): {:.2?}", t.elapsed());
+    }
+}
