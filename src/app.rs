@@ -171,7 +171,7 @@ async fn same_origin_posts(
             let o = origin.to_str().unwrap_or("").trim_end_matches('/').to_ascii_lowercase();
             // Pages send `Referrer-Policy: no-referrer`, under which browsers post their
             // forms with `Origin: null`; the CSRF token decides then.
-            if o != "null" && !allowed.iter().any(|a| *a == o) {
+            if o != "null" && !allowed.contains(&o) {
                 return (axum::http::StatusCode::FORBIDDEN, "Forbidden: cross-site form post\n").into_response();
             }
         }
