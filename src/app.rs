@@ -66,7 +66,8 @@ pub fn open_holder(settings: Settings) -> Result<(Holder, bool), ServeError> {
     let store = Store::open(&store_path)?;
     crate::crypto::set_mode(&store_path, 0o600)
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
-    Ok((Holder::new(settings, store, keys, Arc::new(SystemClock)), created))
+    let index_dir = settings.data_dir.join("index");
+    Ok((Holder::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
 }
 
 /// The MCP Streamable HTTP service for `/mcp`, with Host and Origin checks derived from
@@ -227,6 +228,17 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         None => {
             tracing::warn!(dir = %s.outbox_dir().display(), "no SMTP configured (ISTO_SMTP_URL): mail is written as .eml files")
         }
+    }
+    // Open (and if needed rebuild) the offer index now rather than on the first search.
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || h.offer_index().map(|i| i.num_docs())).await {
+        Ok(Ok(n)) => tracing::info!(
+            offers = n,
+            active_intents = holder.engine.len(),
+            "catalogue index and matching engine ready"
+        ),
+        Ok(Err(e)) => tracing::error!(error = %e, "offer index unavailable; search fails until restart"),
+        Err(e) => tracing::error!(error = %e, "offer index task failed"),
     }
     let stop = CancellationToken::new();
     let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;

@@ -269,3 +269,49 @@ fn one_address_gets_a_limited_number_of_confirmation_mails() {
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     assert_eq!(h.give_consent(&consent, "victim@example.com", "en").unwrap(), ConsentOutcome::Recorded);
 }
+
+#[test]
+fn engine_and_index_survive_a_restart_and_catch_up_with_offline_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+    let keys_path = dir.path().join("keys/sealing.key");
+    let open = |with_index: bool| {
+        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+        let (keys, _) = KeyRing::load_or_create(&keys_path).unwrap();
+        let index = with_index.then(|| dir.path().join("index"));
+        Holder::with_index_dir(settings.clone(), store, keys, clock.clone(), index)
+    };
+    let search = |h: &Holder, q: &str| -> Vec<String> {
+        let idx = h.offer_index().unwrap();
+        isto::catalogue::search_with(&idx, h, q, None, None, 20).unwrap().into_iter().map(|o| o.title).collect()
+    };
+    let id = {
+        let h = open(true);
+        h.import_offers(vec![offer("a", "Škoda Octavia Combi", 9000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+        let (id, _, consent) = publish(
+            &h,
+            json!({"statement": "Škoda Octavia", "criteria": {"category": "vehicles", "model": "Octavia"}, "area": "SK-BL"}),
+        );
+        h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+        h.confirm(&token_from_outbox(&h, "/confirm/")).unwrap();
+        assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 1, "found through the index at confirmation");
+        assert_eq!(search(&h, "octavia"), vec!["Škoda Octavia Combi"]);
+        id
+    };
+    {
+        // An offline import (no index open) still reaches the standing intent through
+        // the engine loaded from the store.
+        let h = open(false);
+        assert_eq!(h.engine.len(), 1);
+        let c =
+            h.import_offers(vec![offer("b", "Škoda Octavia RS", 9500.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+        assert_eq!(c.delivered, 1);
+    }
+    let h = open(true);
+    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 2);
+    let mut titles = search(&h, "octavia");
+    titles.sort();
+    assert_eq!(titles, vec!["Škoda Octavia Combi", "Škoda Octavia RS"], "the disk index caught up");
+}

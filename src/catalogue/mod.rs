@@ -20,7 +20,7 @@ mod reader;
 mod search;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
-pub use search::{score, search};
+pub use search::{score, search, search_with};
 
 use crate::clock;
 use crate::gazetteer::AreaObject;

@@ -36,8 +36,7 @@
 //! index): fine for a holder's size, and only the "my intents" page lists them.
 
 use super::{
-    disabled_sellers, ts, with_offers, ConsentRecord, Holder, HolderError, IntentRecord, OfferRecord, PublishInput,
-    Result, ResultsView, TOKEN_BYTES,
+    ts, with_offers, ConsentRecord, Holder, HolderError, IntentRecord, PublishInput, Result, ResultsView, TOKEN_BYTES,
 };
 use crate::accounts::{self, Account, AccountError, ROLE_BUYER};
 use crate::clock;
@@ -233,10 +232,8 @@ impl Holder {
             // The address was verified when the account was confirmed (double opt-in).
             rec.confirmed_at = Some(clock::rfc3339(now));
             let n = self.store.write(|tx| -> Result<u64> {
-                let offers: Vec<OfferRecord> = tx.all_offers()?;
-                let sellers = disabled_sellers(tx)?;
-                let n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
-                tx.put_intent(&id, &rec, true)?;
+                let n = self.match_catalogue_tx(tx, &mut rec, now)?;
+                self.put_intent_tx(tx, &rec, true)?;
                 Ok(n)
             })?;
             tracing::info!(intent = %id, category = %rec.category, delivered = n, "account intent published and active");
@@ -246,7 +243,7 @@ impl Holder {
         let consent = crypto::new_token(TOKEN_BYTES);
         rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.settings.draft_ttl_secs as i64));
         self.store.write(|tx| -> Result<()> {
-            tx.put_intent(&id, &rec, false)?;
+            self.put_intent_tx(tx, &rec, false)?;
             tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
             Ok(())
         })?;
@@ -426,11 +423,9 @@ impl Holder {
             if content || earlier.is_some() {
                 rec.updated_at = clock::rfc3339(now);
                 if content && rec.effective_status(now) == Status::Active {
-                    let offers: Vec<OfferRecord> = tx.all_offers()?;
-                    let sellers = disabled_sellers(tx)?;
-                    n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
+                    n = self.match_catalogue_tx(tx, &mut rec, now)?;
                 }
-                tx.put_intent(&id, &rec, rec.status == Status::Active)?;
+                self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
             }
             let token = match later {
                 Some(t) => Some(self.put_renewal(tx, account_id, &id, t, now)?),
@@ -602,11 +597,9 @@ impl Holder {
                     // Erased after the retention period: the account's verified address.
                     rec.contact = Some(account.email);
                 }
-                let offers: Vec<OfferRecord> = tx.all_offers()?;
-                let sellers = disabled_sellers(tx)?;
-                n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
+                n = self.match_catalogue_tx(tx, &mut rec, now)?;
             }
-            tx.put_intent(&rec.id, &rec, rec.status == Status::Active)?;
+            self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
             Ok((rec, n))
         })?;
         tracing::info!(intent = %rec.id, delivered = n, "intent renewed");

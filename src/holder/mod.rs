@@ -43,12 +43,19 @@ pub enum HolderError {
     /// Key failure (logged, never shown in detail).
     #[error(transparent)]
     Crypto(#[from] crypto::CryptoError),
+    /// Full-text index failure (logged, never shown in detail).
+    #[error("offer index: {0}")]
+    Index(String),
+}
+
+fn index_error(e: crate::catalogue::index::IndexError) -> HolderError {
+    HolderError::Index(e.to_string())
 }
 
 impl HolderError {
     /// Whether this is an internal failure (to be logged, and answered generically).
     pub fn is_internal(&self) -> bool {
-        matches!(self, Self::Store(_) | Self::Crypto(_))
+        matches!(self, Self::Store(_) | Self::Crypto(_) | Self::Index(_))
     }
 }
 
@@ -322,6 +329,15 @@ pub struct Holder {
     /// job is sent, and by a withdrawal around its transaction: a withdrawal that has
     /// returned has no mail of its intent in flight, and none is sent afterwards.
     pub send_lock: Arc<tokio::sync::Mutex<()>>,
+    /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
+    pub engine: crate::matching::engine::Engine,
+    /// The full-text offer index, built on first use (see [`Holder::offer_index`]).
+    index: std::sync::Mutex<Option<Arc<crate::catalogue::index::OfferIndex>>>,
+    /// Where the index lives (`None`: in memory).
+    index_dir: Option<std::path::PathBuf>,
+    /// Held across a catalogue write and its index update, so the index applies
+    /// catalogue changes in commit order.
+    catalogue_lock: std::sync::Mutex<()>,
     /// Recent confirmation e-mails per address hash (unix seconds), so that nobody can
     /// make the holder mail an address over and over.
     consent_sent: std::sync::Mutex<std::collections::HashMap<String, Vec<i64>>>,
@@ -345,10 +361,32 @@ fn from_micros(m: i64) -> OffsetDateTime {
 }
 
 impl Holder {
-    /// Assembles a holder.
+    /// Assembles a holder with an in-memory offer index; loads the active intents into
+    /// the matching engine.
     pub fn new(settings: Settings, store: Store, keys: KeyRing, clock: Arc<dyn Clock>) -> Self {
+        Self::with_index_dir(settings, store, keys, clock, None)
+    }
+
+    /// As [`Holder::new`], with the offer index kept in `index_dir` (`DATA_DIR/index`)
+    /// and caught up at first use when its generation lags the store's.
+    pub fn with_index_dir(
+        settings: Settings,
+        store: Store,
+        keys: KeyRing,
+        clock: Arc<dyn Clock>,
+        index_dir: Option<std::path::PathBuf>,
+    ) -> Self {
         let consent = mail::ConsentTexts::load(&settings.consent_dir());
-        Self {
+        let engine = crate::matching::engine::Engine::new(crate::matching::engine::EngineParams {
+            min_should_match: settings.min_should_match,
+            default_currency: settings.default_currency.clone(),
+            rates: settings.rates.clone(),
+        });
+        let h = Self {
+            engine,
+            index: std::sync::Mutex::new(None),
+            index_dir,
+            catalogue_lock: std::sync::Mutex::new(()),
             settings,
             store,
             keys,
@@ -357,7 +395,120 @@ impl Holder {
             wake: Arc::new(tokio::sync::Notify::new()),
             send_lock: Arc::new(tokio::sync::Mutex::new(())),
             consent_sent: std::sync::Mutex::new(std::collections::HashMap::new()),
+        };
+        if let Err(e) = h.load_engine() {
+            tracing::error!(error = %e, "loading active intents into the matching engine failed");
         }
+        h
+    }
+
+    /// Loads every active intent into the matching engine (start-up).
+    fn load_engine(&self) -> Result<usize> {
+        let now = self.now();
+        let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
+            let mut out = Vec::new();
+            for id in rx.active_ids()? {
+                if let Some(r) = rx.intent::<IntentRecord>(&id)? {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        })?;
+        let mut n = 0;
+        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
+            self.engine.upsert(self.engine_intent(rec)?);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn engine_intent(&self, rec: &IntentRecord) -> Result<crate::matching::engine::EngineIntent> {
+        Ok(crate::matching::engine::EngineIntent {
+            id: rec.id.clone(),
+            category: rec.category.clone(),
+            criteria: rec.criteria.clone(),
+            area: rec.area.clone(),
+            budget: rec.budget.clone(),
+            hidden_limit: self.hidden_limit(rec)?,
+            statement: rec.statement.clone(),
+        })
+    }
+
+    /// Stores an intent record and keeps the active set and the matching engine in step
+    /// (the engine is updated before the commit: a stale entry can only cause a candidate
+    /// that the in-transaction status check then drops).
+    pub(crate) fn put_intent_tx(&self, tx: &mut Tx<'_>, rec: &IntentRecord, active: bool) -> Result<()> {
+        tx.put_intent(&rec.id, rec, active)?;
+        if active {
+            self.engine.upsert(self.engine_intent(rec)?);
+        } else {
+            self.engine.remove(&rec.id);
+        }
+        Ok(())
+    }
+
+    /// The full-text offer index, opened (and rebuilt from the store when its generation
+    /// lags) on first use.
+    ///
+    /// # Errors
+    /// Index or storage errors (internal).
+    pub fn offer_index(&self) -> Result<Arc<crate::catalogue::index::OfferIndex>> {
+        let mut slot = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = slot.as_ref() {
+            return Ok(i.clone());
+        }
+        let idx = crate::catalogue::index::OfferIndex::open(self.index_dir.as_deref()).map_err(index_error)?;
+        let (generation, offers) = self.store.read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
+            let g = rx.offers_generation()?;
+            let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };
+            Ok((g, offers))
+        })?;
+        if idx.generation() != Some(generation) {
+            let n = idx
+                .rebuild(
+                    offers.into_iter().filter(|o| o.active && o.offer.source.kind == "catalogue").map(|o| o.offer),
+                    generation,
+                )
+                .map_err(index_error)?;
+            tracing::info!(offers = n, "offer index rebuilt from the store");
+        }
+        let idx = Arc::new(idx);
+        *slot = Some(idx.clone());
+        Ok(idx)
+    }
+
+    /// Applies committed catalogue changes to the index when it is open (otherwise it
+    /// is rebuilt at first use).
+    fn index_apply(&self, upserts: &[Offer], removed: &[String], generation: u64) {
+        let slot = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = slot.as_ref() {
+            if let Err(e) = i.apply(upserts, removed, generation) {
+                tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
+            }
+        }
+    }
+
+    /// Matches the catalogue against one intent inside a write transaction: candidate
+    /// offers from the index (a superset of the matches), then the exact §6 check.
+    pub(crate) fn match_catalogue_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        rec: &mut IntentRecord,
+        now: OffsetDateTime,
+    ) -> Result<u64> {
+        let terms = matching::statement_terms(&rec.statement);
+        let ids = self
+            .offer_index()?
+            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.settings.min_should_match)
+            .map_err(index_error)?;
+        let mut offers = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(o) = tx.offer::<OfferRecord>(&id)? {
+                offers.push(o);
+            }
+        }
+        let sellers = disabled_sellers(tx)?;
+        self.match_intent_tx(tx, rec, &offers, &sellers, now)
     }
 
     pub(crate) fn now(&self) -> OffsetDateTime {
@@ -508,7 +659,7 @@ impl Holder {
             owner: None,
         };
         self.store.write(|tx| -> Result<()> {
-            tx.put_intent(&id, &rec, false)?;
+            self.put_intent_tx(tx, &rec, false)?;
             tx.put_token(&crypto::token_hash("code", code.expose()), &id)?;
             tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
             Ok(())
@@ -569,7 +720,7 @@ impl Holder {
             rec.status = Status::Withdrawn;
             rec.ended_at = Some(clock::rfc3339(now));
             rec.updated_at = clock::rfc3339(now);
-            tx.put_intent(id, &rec, false)?;
+            self.put_intent_tx(tx, &rec, false)?;
             tx.set_digest_due(id, None)?;
             for (seq, job) in tx.outbox::<MailJob>()? {
                 if job.intent_id.as_deref() == Some(id) {
@@ -689,7 +840,7 @@ impl Holder {
             rec.confirm_expires_at =
                 Some(clock::rfc3339(now + time::Duration::seconds(self.settings.confirm_ttl_secs as i64)));
             rec.updated_at = clock::rfc3339(now);
-            tx.put_intent(&rec.id, &rec, false)?;
+            self.put_intent_tx(tx, &rec, false)?;
             tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
             tx.put_token(&crypto::token_hash("manage", manage.expose()), &rec.id)?;
             self.enqueue(tx, Some(&rec.id), &content)?;
@@ -751,10 +902,8 @@ impl Holder {
             rec.status = Status::Active;
             rec.confirmed_at = Some(clock::rfc3339(now));
             rec.updated_at = clock::rfc3339(now);
-            let offers: Vec<OfferRecord> = tx.all_offers()?;
-            let sellers = disabled_sellers(tx)?;
-            let n = self.match_intent_tx(tx, &mut rec, &offers, &sellers, now)?;
-            tx.put_intent(&rec.id, &rec, true)?;
+            let n = self.match_catalogue_tx(tx, &mut rec, now)?;
+            self.put_intent_tx(tx, &rec, true)?;
             Ok((ConfirmOutcome::Activated, n))
         })?;
         if out.0 == ConfirmOutcome::Activated {
@@ -819,26 +968,41 @@ impl Holder {
             statement: &rec.statement,
         };
         let params = self.params();
+        let mut hits = Vec::new();
+        for o in offers {
+            let valid = offer_valid(o, disabled, now);
+            if let Some(hit) = matching::check(&view, &o.offer, valid, &params) {
+                hits.push((o.offer.id.as_str(), hit));
+            }
+        }
+        self.record_hits_tx(tx, rec, &hits, now)
+    }
+
+    /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
+    /// strictly increasing delivery times, and schedules its digest. Returns how many
+    /// were new.
+    pub(crate) fn record_hits_tx(
+        &self,
+        tx: &mut Tx<'_>,
+        rec: &mut IntentRecord,
+        hits: &[(&str, matching::Hit)],
+        now: OffsetDateTime,
+    ) -> Result<u64> {
         let mut n = 0;
         let mut m = micros(now).max(rec.last_delivered + 1);
-        for o in offers {
-            let valid = o.active
-                && !disabled.contains(&o.offer.source.seller_id)
-                && o.offer.valid_until.as_deref().is_none_or(|v| ts(v) > now);
-            if let Some(hit) = matching::check(&view, &o.offer, valid, &params) {
-                let ext = json!({"score": hit.score, "reasons": hit.reasons});
-                if tx.put_delivery(&rec.id, &o.offer.id, m, &ext)? {
-                    n += 1;
-                    rec.last_delivered = m;
-                    m += 1; // distinct, ordered delivery times
-                }
+        for (offer_id, hit) in hits {
+            let ext = json!({"score": hit.score, "reasons": hit.reasons});
+            if tx.put_delivery(&rec.id, offer_id, m, &ext)? {
+                n += 1;
+                rec.last_delivered = m;
+                m += 1; // distinct, ordered delivery times
             }
         }
         if n > 0 {
             rec.match_count += n;
             let interval = self.settings.digest_min_interval_secs as i64;
             let due = rec.last_digest_at.map(|l| l + interval).unwrap_or(0).max(now.unix_timestamp());
-            if tx.digests_due()?.iter().all(|(id, _)| id != &rec.id) {
+            if tx.digest_due_at(&rec.id)?.is_none() {
                 tx.set_digest_due(&rec.id, Some(due))?;
             }
         }
@@ -863,7 +1027,8 @@ impl Holder {
     /// Storage errors; nothing of the batch is stored then.
     pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.now();
-        let counts = self.store.write(|tx| -> Result<ImportCounts> {
+        let _catalogue = self.catalogue_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (counts, offers, generation) = self.store.write(|tx| -> Result<(ImportCounts, Vec<Offer>, u64)> {
             let mut counts = ImportCounts::default();
             let mut changed = Vec::with_capacity(rows.len());
             for row in rows {
@@ -911,20 +1076,32 @@ impl Holder {
                 }
                 changed.push(rec);
             }
+            // Standing intents: the engine finds the intents each offer matches without
+            // scanning them all; the status is checked again here.
             let disabled = disabled_sellers(tx)?;
-            for id in tx.active_ids()? {
+            let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+            for o in &changed {
+                for (intent, hit) in self.engine.match_offer(&o.offer, offer_valid(o, &disabled, now)) {
+                    by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                }
+            }
+            for (id, hits) in by_intent {
                 let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
                 if rec.effective_status(now) != Status::Active {
                     continue;
                 }
-                let n = self.match_intent_tx(tx, &mut rec, &changed, &disabled, now)?;
+                let n = self.record_hits_tx(tx, &mut rec, &hits, now)?;
                 if n > 0 {
                     counts.delivered += n;
-                    tx.put_intent(&id, &rec, true)?;
+                    self.put_intent_tx(tx, &rec, true)?;
                 }
             }
-            Ok(counts)
+            let generation = tx.bump_offers_generation()?;
+            let offers: Vec<Offer> = changed.into_iter().map(|o| o.offer).collect();
+            Ok((counts, offers, generation))
         })?;
+        self.index_apply(&offers, &[], generation);
+        drop(_catalogue);
         if counts.delivered > 0 {
             self.wake.notify_one();
         }
@@ -939,7 +1116,8 @@ impl Holder {
     /// # Errors
     /// Storage errors; nothing is withdrawn then.
     pub fn withdraw_vanished(&self, run: &str) -> Result<Vec<String>> {
-        self.store.write(|tx| -> Result<Vec<String>> {
+        let _catalogue = self.catalogue_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (gone, generation) = self.store.write(|tx| -> Result<(Vec<String>, u64)> {
             let offers: Vec<OfferRecord> = tx.all_offers()?;
             let sellers: std::collections::HashSet<String> = offers
                 .iter()
@@ -958,8 +1136,11 @@ impl Holder {
                     gone.push(o.offer.id);
                 }
             }
-            Ok(gone)
-        })
+            let generation = tx.bump_offers_generation()?;
+            Ok((gone, generation))
+        })?;
+        self.index_apply(&[], &gone, generation);
+        Ok(gone)
     }
 
     /// Sends what is due: builds digests for intents whose digest time has come (first
@@ -1015,7 +1196,7 @@ impl Holder {
                 if rows.len() == 50 {
                     tx.set_digest_due(&id, Some(now.unix_timestamp() + self.settings.digest_min_interval_secs as i64))?;
                 }
-                tx.put_intent(&id, &rec, true)?;
+                self.put_intent_tx(tx, &rec, true)?;
                 Ok(true)
             })?;
             if sent {
@@ -1055,13 +1236,20 @@ impl Holder {
                 }
                 if dirty {
                     rec.updated_at = clock::rfc3339(now);
-                    tx.put_intent(&rec.id, &rec, rec.status == Status::Active)?;
+                    self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
                     changed += 1;
                 }
             }
             Ok(changed)
         })
     }
+}
+
+/// Whether an offer may match (PROTOCOL.md §6): current, active, seller enabled.
+fn offer_valid(o: &OfferRecord, disabled: &std::collections::HashSet<String>, now: OffsetDateTime) -> bool {
+    o.active
+        && !disabled.contains(&o.offer.source.seller_id)
+        && o.offer.valid_until.as_deref().is_none_or(|v| ts(v) > now)
 }
 
 /// Turns delivery rows `(µs, offer id, extensions)` into Deliveries with their offers

@@ -7,6 +7,8 @@
 //! hidden limit when set, else budget.max, else none); the offer is valid; and the
 //! statement's relevance passes the minimum-should-match ratio.
 
+pub mod engine;
+
 use crate::gazetteer;
 use crate::protocol::{Budget, Offer};
 use crate::text;

@@ -92,7 +92,25 @@ pub fn public_tools() -> Vec<Tool> {
             schema::search_output(),
             ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
         ),
+        demand_summary_tool(),
     ]
+}
+
+/// `intent_demand_summary` (PROTOCOL.md §3, §5), the same on every endpoint: see
+/// [`crate::demand`].
+pub fn demand_summary_tool() -> Tool {
+    tool(
+        "intent_demand_summary",
+        "Demand in one cell",
+        "Counts the active buying intents in one cell of the holder's band grid: a category, a region, a budget \
+         band (by the buyers' visible budget) and a buy-by band. The grid is published in the holder metadata at \
+         /.well-known/isto-intents. A cell with fewer active intents than the holder's threshold k is withheld \
+         ({\"withheld\": true}). Whole-country intents count in every region of the country. Never reveals an \
+         intent, a buyer or a hidden limit.",
+        schema::demand_summary_input(),
+        schema::demand_summary_output(),
+        ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+    )
 }
 
 impl PublicServer {
@@ -149,6 +167,10 @@ pub fn dispatch(holder: &Holder, name: &str, args: &Value) -> Option<CallToolRes
             ok(json!({"matches": arr, "nextSince": next}), &arr)
         }),
         "intent_search_offers" => search(holder, args),
+        "intent_demand_summary" => crate::demand::answer(holder, args).map(|a| {
+            let v = to_value(&a);
+            ok(v.clone(), &v)
+        }),
         _ => return None,
     };
     Some(match result {
@@ -183,7 +205,8 @@ fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> 
     };
     let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
     f.finish("")?;
-    let offers = crate::catalogue::search(holder, &statement, area.as_ref(), category, limit)?;
+    let index = holder.offer_index()?;
+    let offers = crate::catalogue::search_with(&index, holder, &statement, area.as_ref(), category, limit)?;
     let arr = to_value(&offers);
     Ok(ok(json!({"offers": arr}), &arr))
 }

@@ -389,6 +389,14 @@ pub trait Reads {
             .collect())
     }
 
+    /// When an intent's pending digest is due (unix seconds), if one is pending.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
+        self.get_i64(DIGEST_DUE, intent)
+    }
+
     /// Intents whose digest is pending: `(id, due unix seconds)`.
     ///
     /// # Errors
@@ -525,6 +533,17 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn bump_offers_generation(&mut self) -> Result<u64> {
+        let mut meta = self.txn.open_table(META)?;
+        let v: u64 = meta.get("offers_generation")?.and_then(|v| v.value().parse().ok()).unwrap_or(0);
+        meta.insert("offers_generation", (v + 1).to_string().as_str())?;
+        Ok(v + 1)
+    }
+
     /// Inserts or replaces a seller record under its folded name.
     ///
     /// # Errors
@@ -652,6 +671,17 @@ impl Rx {
     /// Storage errors.
     pub fn has_mail(&self, seq: u64) -> Result<bool> {
         Ok(self.txn.open_table(OUTBOX)?.get(seq)?.is_some())
+    }
+
+    /// The catalogue generation: bumped by every transaction that writes offers; the
+    /// full-text index stores the generation it reflects.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn offers_generation(&self) -> Result<u64> {
+        let meta = self.txn.open_table(META)?;
+        let v = meta.get("offers_generation")?.and_then(|v| v.value().parse().ok()).unwrap_or(0);
+        Ok(v)
     }
 
     /// Every outbox job, oldest first.

@@ -1,0 +1,190 @@
+//! Bench of the standing-intent matching engine (`src/matching/engine.rs`): engines with
+//! 100 000 and 1 000 000 synthetic SK/CZ car and property intents
+//! (`isto::matching::engine::synth`, min_should_match 0.5, the holder default).
+//!
+//! Run: `cargo bench --bench matching` (about 3–4 minutes on 2 cores; add a filter such
+//! as `cargo bench --bench matching -- 100000` to run only the groups whose name
+//! contains it; the build and batch figures are printed for every size regardless).
+//!
+//! Measures, per size: generation and build time of the engine; `match_offer` for one
+//! new offer (criterion, plus the median / p90 / p99 of one pass over 10 000 offers);
+//! the time to match a 10 000-offer batch (criterion, and once on 2 threads); at 100 000
+//! intents the oracle's brute force (`matching::check` over every intent) per offer for
+//! comparison; and at the end the process's peak RSS (VmHWM).
+
+use criterion::{Criterion, SamplingMode};
+use isto::matching::check;
+use isto::matching::engine::synth::{self, Synth};
+use isto::matching::engine::{Engine, EngineIntent};
+use isto::protocol::Offer;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const MSM: f64 = 0.5;
+const BATCH: usize = 10_000;
+
+fn status(field: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with(field)).map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        })
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn intents(seed: u64, n: usize) -> Vec<EngineIntent> {
+    let mut g = Synth::new(seed);
+    (0..n).map(|_| g.intent()).collect()
+}
+
+fn offers(seed: u64, n: usize) -> Vec<Offer> {
+    let mut g = Synth::new(seed);
+    (0..n).map(|_| g.offer()).collect()
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The engine's two ways to match: `check` decides each candidate, or the index does.
+#[derive(Clone, Copy)]
+enum Way {
+    Checked,
+    Indexed,
+}
+
+impl Way {
+    fn run(self, engine: &Engine, offer: &Offer) -> usize {
+        match self {
+            Way::Checked => engine.match_offer(offer, true).len(),
+            Way::Indexed => engine.match_offer_indexed(offer, true).len(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Way::Checked => "match_offer (check decides)",
+            Way::Indexed => "match_offer_indexed",
+        }
+    }
+}
+
+/// One timed pass over the batch: per-offer latencies and matches; then the same batch
+/// on 2 threads.
+fn pass(engine: &Engine, batch: &[Offer], label: &str, way: Way) {
+    let mut times = Vec::with_capacity(batch.len());
+    let mut matches = 0usize;
+    let start = Instant::now();
+    for o in batch {
+        let t = Instant::now();
+        matches += black_box(way.run(engine, o));
+        times.push(t.elapsed());
+    }
+    let total = start.elapsed();
+    times.sort();
+    println!(
+        "{label}, {}: batch of {} offers {:.3} s; per offer median {:?}, p90 {:?}, p99 {:?}, max {:?}; {:.1} matches per offer",
+        way.name(),
+        batch.len(),
+        total.as_secs_f64(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.9),
+        percentile(&times, 0.99),
+        times[times.len() - 1],
+        matches as f64 / batch.len() as f64
+    );
+    let start = Instant::now();
+    let half = batch.len() / 2;
+    std::thread::scope(|s| {
+        for part in [&batch[..half], &batch[half..]] {
+            s.spawn(move || part.iter().map(|o| way.run(engine, o)).sum::<usize>());
+        }
+    });
+    println!("{label}, {}: same batch on 2 threads {:.3} s", way.name(), start.elapsed().as_secs_f64());
+}
+
+fn bench_size(c: &mut Criterion, n: usize) {
+    let label = format!("{n} intents");
+    let t = Instant::now();
+    let generated = intents(7, n);
+    let gen = t.elapsed();
+    let brute_set = (n <= 100_000).then(|| generated.clone());
+    let engine = Engine::new(synth::params(MSM));
+    let t = Instant::now();
+    for i in generated {
+        engine.upsert(i);
+    }
+    let build = t.elapsed();
+    println!(
+        "{label}: generated in {:.2} s, engine built in {:.2} s ({:.2} µs per upsert); VmRSS {}",
+        gen.as_secs_f64(),
+        build.as_secs_f64(),
+        build.as_secs_f64() * 1e6 / n as f64,
+        status("VmRSS:")
+    );
+    let batch = offers(8, BATCH);
+    pass(&engine, &batch, &label, Way::Indexed);
+    if std::env::var_os("ISTO_BENCH_PROFILE").is_some() {
+        return;
+    }
+    // `check` per matching intent costs ~10 µs: at 1M intents one pass over 1 000 offers.
+    let checked = if n >= 1_000_000 { &batch[..1000] } else { &batch[..] };
+    pass(&engine, checked, &label, Way::Checked);
+
+    let mut g = c.benchmark_group(format!("engine/{n}"));
+    g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    for way in [Way::Indexed, Way::Checked] {
+        let mut k = 0usize;
+        g.bench_function(format!("{}, one new offer", way.name()), |b| {
+            b.iter(|| {
+                k = (k + 1) % batch.len();
+                way.run(&engine, &batch[k])
+            })
+        });
+    }
+    g.sampling_mode(SamplingMode::Flat).sample_size(10).warm_up_time(Duration::from_millis(500));
+    g.measurement_time(Duration::from_secs(if n >= 1_000_000 { 60 } else { 10 }));
+    g.bench_function("match_offer_indexed, batch of 10 000 offers", |b| {
+        b.iter(|| batch.iter().map(|o| Way::Indexed.run(&engine, o)).sum::<usize>())
+    });
+    if let Some(all) = &brute_set {
+        let p = engine.params().params();
+        let t = Instant::now();
+        let sample = &batch[..50];
+        let mut found = 0usize;
+        for o in sample {
+            found += all.iter().filter(|i| check(&i.view(), o, true, &p).is_some()).count();
+        }
+        println!(
+            "{label}: oracle brute force (check over all intents) {:?} per offer over 50 offers ({:.1} matches per offer)",
+            t.elapsed() / sample.len() as u32,
+            found as f64 / sample.len() as f64
+        );
+        g.measurement_time(Duration::from_secs(6));
+        let mut k = 0usize;
+        g.bench_function("oracle brute force, one offer", |b| {
+            b.iter(|| {
+                k = (k + 1) % batch.len();
+                let o = &batch[k];
+                all.iter().filter(|i| check(&i.view(), o, true, &p).is_some()).count()
+            })
+        });
+    }
+    g.finish();
+    let t = Instant::now();
+    drop(engine);
+    println!("{label}: dropped in {:.2} s", t.elapsed().as_secs_f64());
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let sizes: Vec<usize> = std::env::var("ISTO_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100_000, 1_000_000]);
+    for n in sizes {
+        bench_size(&mut c, n);
+    }
+    c.final_summary();
+    println!("peak RSS (VmHWM): {}", status("VmHWM:"));
+}
