@@ -113,10 +113,10 @@ fn buyer_service(
 fn seller_service(
     holder: Arc<Holder>,
     stop: CancellationToken,
-) -> StreamableHttpService<PublicServer, LocalSessionManager> {
+) -> StreamableHttpService<crate::mcp::seller::SellerServer, LocalSessionManager> {
     let h = holder.clone();
     StreamableHttpService::new(
-        move || Ok(PublicServer::seller(h.clone())),
+        move || Ok(crate::mcp::seller::SellerServer::new(h.clone())),
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )

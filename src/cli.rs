@@ -63,6 +63,10 @@ pub enum AdminCommand {
     /// Catalogue offers.
     #[command(subcommand)]
     Offers(OffersCommand),
+    /// Registered sellers: businesses that see pseudonymous intents and reply with
+    /// offers on /mcp/seller.
+    #[command(subcommand)]
+    Seller(SellerCommand),
 }
 
 /// `isto admin offers ...`.
@@ -79,6 +83,60 @@ pub enum OffersCommand {
         #[arg(long)]
         full: bool,
         /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `isto admin seller ...`.
+#[derive(Debug, Subcommand)]
+pub enum SellerCommand {
+    /// Register a seller: its account (signs in with a one-time e-mail link), its public
+    /// name, and the categories and regions whose open intents it sees.
+    Add {
+        /// The seller's public name (shown on its offers).
+        #[arg(long)]
+        name: String,
+        /// The seller's e-mail address (sign-in).
+        #[arg(long)]
+        email: String,
+        /// The seller's web site.
+        #[arg(long)]
+        url: Option<String>,
+        /// A category it serves (vehicles, property); repeat for more. Default: all.
+        #[arg(long = "category", value_name = "CATEGORY")]
+        categories: Vec<String>,
+        /// A region it serves: an ISO 3166-2 code (SK-BL), a country code (SK) or a
+        /// name; repeat for more. Default: everywhere.
+        #[arg(long = "region", value_name = "REGION")]
+        regions: Vec<String>,
+        /// E-mail the seller a one-time sign-in link.
+        #[arg(long)]
+        invite: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the registered sellers.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable a seller at once: its tools and sessions stop working, its OAuth tokens
+    /// are revoked, its offers and replies no longer match.
+    Disable {
+        /// The seller's account id (acc_...) or seller id (sel_...).
+        id: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable a disabled seller again (its agent authorizes again).
+    Enable {
+        /// The seller's account id (acc_...) or seller id (sel_...).
+        id: String,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },

@@ -58,6 +58,8 @@ struct FileConfig {
     matching: FileMatching,
     #[serde(default)]
     currency: FileCurrency,
+    #[serde(default)]
+    demand: FileDemand,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,6 +91,15 @@ struct FileMatching {
 struct FileCurrency {
     default: Option<String>,
     rates: Option<BTreeMap<String, f64>>,
+}
+
+/// `[demand]`: the threshold k and per-category budget band boundaries
+/// (PROTOCOL.md §5).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDemand {
+    k: Option<u32>,
+    budget_bands: Option<BTreeMap<String, Vec<u64>>>,
 }
 
 /// Values given on the command line or in `ISTO_*` variables (clap reads both); each
@@ -202,7 +213,20 @@ pub struct Settings {
     pub default_currency: String,
     /// Value of one unit of each currency in the default currency (default `CZK = 0.04`).
     pub rates: BTreeMap<String, f64>,
+    /// Demand summaries: a cell with fewer active intents than this is withheld
+    /// (PROTOCOL.md §5; default 5, `[demand] k`).
+    pub demand_k: u32,
+    /// Demand summaries: lower bounds of the budget bands per category, in the default
+    /// currency, ascending and starting at 0 (PROTOCOL.md §5; `[demand.budget_bands]`).
+    /// `[0, 5000, 10000]` gives the bands `0-5000`, `5000-10000` and `10000+`; the band
+    /// `none` (no visible budget.max) is always added. See [`crate::demand::grid`].
+    pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
 }
+
+/// Default budget band bounds (EUR) per category: vehicles as PROTOCOL.md §5, property
+/// ten times as wide.
+pub const DEFAULT_BUDGET_BANDS: &[(&str, &[u64])] =
+    &[("vehicles", &[0, 5_000, 10_000, 20_000, 40_000]), ("property", &[0, 50_000, 100_000, 200_000, 400_000])];
 
 impl Settings {
     /// The embedded defaults: `isto serve` runs with no file at all.
@@ -232,6 +256,8 @@ impl Settings {
             min_should_match: 0.5,
             default_currency: "EUR".into(),
             rates,
+            demand_k: 5,
+            demand_budget_bands: DEFAULT_BUDGET_BANDS.iter().map(|(c, b)| ((*c).to_owned(), b.to_vec())).collect(),
         }
     }
 
@@ -366,6 +392,30 @@ impl Settings {
             }
         }
         s.rates.insert(s.default_currency.clone(), 1.0);
+        if let Some(k) = file.demand.k {
+            if !(1..=1000).contains(&k) {
+                return Err(ConfigError::Invalid { key: "demand.k", message: "must be 1..=1000".into() });
+            }
+            s.demand_k = k;
+        }
+        for (cat, bounds) in file.demand.budget_bands.unwrap_or_default() {
+            if crate::protocol::category(&cat).is_none() {
+                let keys: Vec<_> = crate::protocol::CATEGORIES.iter().map(|c| c.key).collect();
+                return Err(ConfigError::Invalid {
+                    key: "demand.budget_bands",
+                    message: format!("{cat:?} is not a category (known: {})", keys.join(", ")),
+                });
+            }
+            if bounds.first() != Some(&0) || bounds.len() > 20 || bounds.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(ConfigError::Invalid {
+                    key: "demand.budget_bands",
+                    message: format!(
+                        "{cat} must list 1 to 20 band lower bounds in ascending order starting at 0, e.g. [0, 5000, 10000]"
+                    ),
+                });
+            }
+            s.demand_budget_bands.insert(cat, bounds);
+        }
         Ok(s)
     }
 
@@ -398,6 +448,7 @@ impl Settings {
             },
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
+            "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
         })
     }
 
@@ -463,6 +514,12 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [currency]
 # default = "EUR"
 # rates = { CZK = 0.04 }                    # value of one unit in the default currency
+
+[demand]
+# k = 5                                     # demand cells with fewer active intents are withheld
+# [demand.budget_bands]                     # band lower bounds in the default currency, from 0
+# vehicles = [0, 5000, 10000, 20000, 40000] # → 0-5000, 5000-10000, 10000-20000, 20000-40000, 40000+
+# property = [0, 50000, 100000, 200000, 400000]
 "#;
 
 #[cfg(test)]

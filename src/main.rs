@@ -90,6 +90,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let report = isto::admin::import_feed(&settings, &file, full, json)?;
                     Ok(ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(1)))
                 }
+                AdminCommand::Seller(cmd) => {
+                    isto::admin::seller_command(&settings, cmd)?;
+                    Ok(ExitCode::SUCCESS)
+                }
             }
         }
     }

@@ -519,7 +519,8 @@ fn buyer_tools_over_dispatch() {
             "intent_update_intent",
             "intent_withdraw_intent",
             "intent_list_matches",
-            "intent_search_offers"
+            "intent_search_offers",
+            "intent_demand_summary"
         ]
     );
     for t in &tools {
@@ -732,7 +733,7 @@ fn buyer_server_over_http_acts_for_each_requests_grant() {
     let sid = sid.expect("a session");
     rpc(&f, &mcp, Some(&sid), Some(&a), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let (_, _, list) = rpc(&f, &mcp, Some(&sid), Some(&a), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 6, "{list}");
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 7, "{list}");
 
     let publish = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "intent_publish_intent", "arguments": octavia()}});

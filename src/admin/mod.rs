@@ -17,10 +17,14 @@
 //!   [`MAX_ROWS`] per request. The server validates every row again; one bad row refuses
 //!   the batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and nothing
 //!   of it is stored. A batch is one transaction.
+//! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
+//!   (see `sellers.rs` in this directory for the shapes).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
+mod sellers;
 mod socket;
 
+pub use sellers::{seller_command, table as seller_table};
 pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};

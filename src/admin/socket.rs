@@ -12,6 +12,8 @@
 //!   "delivered":n}}`. The server validates every row again; one bad row refuses the
 //!   whole batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and
 //!   nothing of it is stored. A batch is one transaction.
+//! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
+//!   (see `sellers.rs` in this directory for the shapes).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 use crate::catalogue::parse_json_row;
@@ -234,6 +236,7 @@ async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
                 Err(_) => failure("finish_full failed (see the server log)"),
             }
         }
+        Some(op) if super::sellers::OPS.contains(&op) => super::sellers::respond(holder, op, &request).await,
         Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
         None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }
@@ -342,6 +345,15 @@ impl Client {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the admin socket"));
         }
         serde_json::from_str(&answer).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// Sends one request and returns the server's answer line as it is (`ok` true or
+    /// false), for commands that print the server's refusal themselves.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub(crate) fn request(&mut self, request: &Value) -> anyhow::Result<Value> {
+        Ok(self.call(request)?)
     }
 
     /// Sends one import batch.

@@ -176,6 +176,9 @@ impl Tokenizer for IstoTokenizer {
     }
 }
 
+/// One clause of a boolean query.
+type Clause = (Occur, Box<dyn Query>);
+
 /// The fields of the schema.
 #[derive(Debug, Clone, Copy)]
 struct Fields {
@@ -440,9 +443,9 @@ impl OfferIndex {
         if terms.words.is_empty() && filter.is_none() {
             return Ok(Vec::new());
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut clauses: Vec<Clause> = Vec::new();
         if !terms.words.is_empty() {
-            let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            let mut any: Vec<Clause> = Vec::new();
             for w in &terms.words {
                 for q in self.word_queries(&searcher, w)? {
                     any.push((Occur::Should, q));
@@ -512,7 +515,7 @@ impl OfferIndex {
         category: Option<&str>,
         area: Option<&AreaObject>,
     ) -> Result<Option<Box<dyn Query>>, IndexError> {
-        let mut must: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut must: Vec<Clause> = Vec::new();
         if let Some(c) = category {
             must.push((Occur::Must, self.term(self.f.category, c)));
         }
@@ -525,15 +528,13 @@ impl OfferIndex {
     /// Clauses that hold exactly when the offer's area lies in `area`
     /// ([`gazetteer::contains`]): the same country, and when `area.regions` is not empty,
     /// at least one region, all of them in `area.regions`.
-    fn area_clauses(&self, searcher: &Searcher, area: &AreaObject) -> Result<Vec<(Occur, Box<dyn Query>)>, IndexError> {
-        let mut out: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, self.term(self.f.country, &code(&area.country)))];
+    fn area_clauses(&self, searcher: &Searcher, area: &AreaObject) -> Result<Vec<Clause>, IndexError> {
+        let mut out: Vec<Clause> = vec![(Occur::Must, self.term(self.f.country, &code(&area.country)))];
         if area.regions.is_empty() {
             return Ok(out);
         }
         let wanted: BTreeSet<String> = area.regions.iter().map(|r| code(r)).collect();
-        let any: Vec<(Occur, Box<dyn Query>)> =
-            wanted.iter().map(|r| (Occur::Should, self.term(self.f.region, r))).collect();
+        let any: Vec<Clause> = wanted.iter().map(|r| (Occur::Should, self.term(self.f.region, r))).collect();
         out.push((Occur::Must, Box::new(BooleanQuery::new(any))));
         for other in all_terms(searcher, self.f.region)? {
             if !wanted.contains(&other) {
@@ -618,7 +619,7 @@ impl OfferIndex {
             }
             clauses.push((Occur::Must, term_set(all)));
         } else if min_hits > 1 {
-            let mut each: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            let mut each: Vec<Clause> = Vec::new();
             for t in terms {
                 each.push((Occur::Should, term_set(forms(t)?)));
             }
@@ -910,7 +911,7 @@ mod tests {
     fn index_of(offers: Vec<Offer>) -> OfferIndex {
         let ix = OfferIndex::open(None).unwrap();
         assert_eq!(ix.generation(), None);
-        assert_eq!(ix.rebuild(offers.into_iter(), 1).unwrap() as u64, ix.num_docs());
+        assert_eq!(ix.rebuild(offers.into_iter(), 1).unwrap(), ix.num_docs());
         ix
     }
 

@@ -184,7 +184,7 @@ impl Engine {
         // without a region only visits whole-country buckets, one with a region also the
         // bucket of that region, and both imply `gazetteer::contains`.
         let area_settled = offer.area.regions.len() <= 1;
-        let mut out: Vec<(String, Hit)> = Vec::new();
+        let mut hits: Vec<(&str, Hit)> = Vec::new();
         for (slot, found) in slots {
             let hot = inner.hot[slot as usize];
             let Some(entry) = inner.slots[slot as usize].as_ref() else { continue };
@@ -229,11 +229,23 @@ impl Engine {
                 Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
             };
             if let Some(hit) = hit {
-                out.push((intent.id.clone(), hit));
+                hits.push((&intent.id, hit));
             }
         }
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        out
+        // Sort small keys (the first 16 bytes of the id, then the id) rather than the hits.
+        let mut order: Vec<([u8; 16], u32)> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| {
+                let mut key = [0u8; 16];
+                let n = id.len().min(16);
+                key[..n].copy_from_slice(&id.as_bytes()[..n]);
+                (key, i as u32)
+            })
+            .collect();
+        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| hits[a.1 as usize].0.cmp(hits[b.1 as usize].0)));
+        let mut hits: Vec<Option<(&str, Hit)>> = hits.into_iter().map(Some).collect();
+        order.into_iter().filter_map(|(_, i)| hits[i as usize].take()).map(|(id, hit)| (id.to_owned(), hit)).collect()
     }
 }
 

@@ -103,6 +103,7 @@ pub fn buyer_tools() -> Vec<Tool> {
             schema::search_output(),
             ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
         ),
+        super::demand_summary_tool(),
     ]
 }
 
@@ -142,6 +143,10 @@ pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value
     let account = account_of(grant);
     let result: Result<CallToolResult, HolderError> = match (name, account) {
         ("intent_search_offers", _) => search(holder, args),
+        ("intent_demand_summary", _) => crate::demand::answer(holder, args).map(|a| {
+            let v = to_value(&a);
+            ok(v.clone(), &v)
+        }),
         (
             "intent_publish_intent"
             | "intent_get_intent"

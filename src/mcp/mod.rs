@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub mod buyer;
+pub mod seller;
 
 /// The public `/mcp` server: one value per session, sharing the holder.
 #[derive(Clone)]
@@ -117,13 +118,6 @@ impl PublicServer {
     /// A server over `holder`.
     pub fn new(holder: Arc<Holder>) -> Self {
         Self { holder, tools: Arc::new(public_tools()) }
-    }
-
-    /// The seller endpoint's server (PROTOCOL.md §1 `/mcp/seller`): so far the
-    /// read-only catalogue search; reply and demand tools come with the sellers' work.
-    pub fn seller(holder: Arc<Holder>) -> Self {
-        let tools = public_tools().into_iter().filter(|t| t.name == "intent_search_offers").collect();
-        Self { holder, tools: Arc::new(tools) }
     }
 }
 

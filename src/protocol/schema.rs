@@ -219,3 +219,45 @@ pub fn buyer_list_matches_input() -> Value {
         "since": {"type": "string", "format": "date-time", "description": "Only deliveries after this time (use the previous nextSince)."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}}})
 }
+
+// ---------------------------------------------------------------------------
+// `intent_demand_summary` (PROTOCOL.md §3, §5): on `/mcp`, `/mcp/buyer` and `/mcp/seller`.
+
+/// `intent_demand_summary` input: `{category, cell: {area, budgetBand, buyByBand}}`.
+/// budgetBand labels depend on the holder's configuration, so they are described (and
+/// checked by the holder, whose error lists them) rather than enumerated here.
+pub fn demand_summary_input() -> Value {
+    let categories: Vec<&str> = super::CATEGORIES.iter().map(|c| c.key).collect();
+    json!({"type": "object", "additionalProperties": false, "required": ["category", "cell"], "properties": {
+        "category": {"type": "string", "enum": categories},
+        "cell": {"type": "object", "additionalProperties": false, "required": ["area", "budgetBand", "buyByBand"],
+            "description": "One cell of the holder's band grid (published per category in GET /.well-known/isto-intents as bandGrid).",
+            "properties": {
+                "area": {"type": "string", "minLength": 1, "maxLength": 200,
+                    "description": "One region: an ISO 3166-2 code (\"SK-BL\", \"CZ-64\") or a region or town name in sk/cs/en that lies in exactly one region (\"Jihomoravský kraj\", \"Brno\"). Not a whole country."},
+                "budgetBand": {"type": "string", "minLength": 1, "maxLength": 40,
+                    "description": "A budget band of the category's grid, in the category's currency: \"LOW-HIGH\" (LOW inclusive, HIGH exclusive), \"LOW+\" for the top band, or \"none\" (no visible budget). Default vehicles bands (EUR): 0-5000, 5000-10000, 10000-20000, 20000-40000, 40000+, none; property: 0-50000, 50000-100000, 100000-200000, 200000-400000, 400000+, none."},
+                "buyByBand": {"type": "string", "enum": crate::demand::BUY_BY_BANDS,
+                    "description": "buyBy within 1, 3 or 12 months from today, later, or none (no buyBy)."}
+            }}
+    }})
+}
+
+/// `intent_demand_summary` output: DemandSummary or withheld (PROTOCOL.md §5).
+pub fn demand_summary_output() -> Value {
+    json!({"type": "object", "oneOf": [
+        {"type": "object", "required": ["category", "cell", "activeIntents", "newLast7Days", "pseudonymous", "asOf"], "properties": {
+            "category": {"type": "string"},
+            "cell": {"type": "object", "required": ["area", "budgetBand", "buyByBand"], "properties": {
+                "area": {"type": "string"}, "budgetBand": {"type": "string"}, "buyByBand": {"type": "string"}}},
+            "activeIntents": {"type": "integer", "minimum": 0},
+            "newLast7Days": {"type": "integer", "minimum": 0},
+            "pseudonymous": {"type": "integer", "minimum": 0},
+            "asOf": {"type": "string", "format": "date-time"}
+        }},
+        {"type": "object", "required": ["withheld", "reason"], "properties": {
+            "withheld": {"type": "boolean", "const": true},
+            "reason": {"type": "string", "const": "below_threshold"}
+        }}
+    ]})
+}

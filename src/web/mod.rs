@@ -13,11 +13,14 @@
 //! URLs), a strict CSP and `X-Frame-Options: DENY`. Errors are logged once, by
 //! operation name only: never a path, token, e-mail or form body.
 
+mod demand_page;
 mod i18n;
 mod mine;
 mod pages;
+mod seller_pages;
 #[cfg(test)]
 mod tests;
+pub mod wellknown;
 
 use crate::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError};
 use crate::protocol::{Intent, Status};
@@ -64,8 +67,11 @@ pub fn routes(holder: Arc<Holder>) -> Router {
         .route("/withdraw/{token}", get(withdraw_page).post(withdraw_submit))
         .route("/withdraw/{token}/done", get(withdraw_done))
         .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
+        .merge(demand_page::routes())
+        .merge(seller_pages::routes())
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::map_response(page_headers))
+        .merge(wellknown::routes())
         .with_state(holder);
     Router::new().route("/assets/style.css", get(stylesheet)).merge(pages).merge(mine)
 }

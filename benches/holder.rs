@@ -1,0 +1,262 @@
+//! Whole-holder load generator for issue 3: the catalogue, search and standing-intent
+//! matching as `isto serve` runs them (a real redb file, the tantivy index on disk, the
+//! matching engine), on generated data shaped like the SK/CZ listings, and on the real
+//! sauto listings in `../shared/data` when that folder is present.
+//!
+//! Run: `cargo bench --bench holder` (a few minutes on 2 cores). Set `ISTO_BENCH_OFFERS`
+//! / `ISTO_BENCH_INTENTS` to change the sizes (defaults 100 000 offers and 20 000
+//! standing intents: the synthetic intents are broad, so every arriving offer is
+//! delivered to many of them and the import measures delivery writes as much as
+//! matching).
+//!
+//! Prints: import rate (offers/s) for the generated catalogue (batches of 500, one
+//! transaction each, index kept in step); search p50/p99 over 1 000 statements; the time
+//! to match a 10 000-offer import against the standing intents (deliveries recorded);
+//! the same for one offer; and the process's peak RSS (VmHWM). The matching engine alone
+//! at 100 000 and 1 000 000 intents is in `cargo bench --bench matching`.
+
+use isto::clock::SystemClock;
+use isto::config::Settings;
+use isto::crypto::KeyRing;
+use isto::holder::{Holder, IntentRecord, OfferInput};
+use isto::matching::engine::synth::Synth;
+use isto::protocol::{Offer, Status, Visibility};
+use isto::store::Store;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).map(|l| l[6..].trim().to_owned()))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn input(o: Offer) -> OfferInput {
+    OfferInput {
+        reference: Some(o.id),
+        title: o.title,
+        description: o.description,
+        category: o.category,
+        attributes: o.attributes,
+        price: o.price,
+        area: o.area,
+        seller_name: o.seller.name,
+        seller_url: None,
+        url: None,
+        valid_until: None,
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn open(dir: &std::path::Path) -> Holder {
+    let mut s = Settings::defaults();
+    s.data_dir = dir.to_owned();
+    let store = Store::open(&dir.join("isto.redb")).expect("store");
+    let (keys, _) = KeyRing::load_or_create(&dir.join("keys/sealing.key")).expect("key");
+    Holder::with_index_dir(s, store, keys, Arc::new(SystemClock), Some(dir.join("index")))
+}
+
+/// Stores `n` active intents directly (as if confirmed), then reopens the holder so the
+/// engine loads them as `isto serve` does at start-up.
+fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration) {
+    let mut g = Synth::new(7);
+    let now = isto::clock::rfc3339(time::OffsetDateTime::now_utc());
+    let later = isto::clock::rfc3339(time::OffsetDateTime::now_utc() + time::Duration::days(90));
+    let contact = h.keys.seal_str("bench@example.com");
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(5_000);
+        left -= take;
+        let recs: Vec<IntentRecord> = (0..take)
+            .map(|_| {
+                let e = g.intent();
+                IntentRecord {
+                    id: e.id,
+                    status: Status::Active,
+                    statement: e.statement,
+                    category: e.category,
+                    criteria: e.criteria,
+                    area: e.area,
+                    budget: e.budget,
+                    hidden_limit: e.hidden_limit.map(|l| h.keys.seal_str(&l.to_string())),
+                    buy_by: None,
+                    valid_until: later.clone(),
+                    visibility: Visibility::Private,
+                    language: "sk".into(),
+                    created_at: now.clone(),
+                    updated_at: now.clone(),
+                    draft_expires_at: now.clone(),
+                    contact: Some(contact.clone()),
+                    consent: None,
+                    confirm_expires_at: None,
+                    confirmed_at: Some(now.clone()),
+                    ended_at: None,
+                    match_count: 0,
+                    last_digest_at: None,
+                    digest_cursor: 0,
+                    owner: None,
+                    last_delivered: 0,
+                }
+            })
+            .collect();
+        h.store
+            .write(|tx| {
+                for r in &recs {
+                    tx.put_intent(&r.id, r, true)?;
+                }
+                Ok::<_, isto::store::StoreError>(())
+            })
+            .expect("seed intents");
+    }
+    drop(h);
+    let t = Instant::now();
+    let h = open(dir);
+    (h, t.elapsed())
+}
+
+fn main() {
+    let n_offers = env_usize("ISTO_BENCH_OFFERS", 100_000);
+    let n_intents = env_usize("ISTO_BENCH_INTENTS", 20_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let h = open(dir.path());
+    h.offer_index().expect("index");
+
+    // 1. Import rate.
+    let mut g = Synth::new(1);
+    let t = Instant::now();
+    let mut done = 0;
+    while done < n_offers {
+        let take = (n_offers - done).min(500);
+        h.import_offers((0..take).map(|_| input(g.offer())).collect()).expect("import");
+        done += take;
+    }
+    let el = t.elapsed();
+    println!(
+        "import: {n_offers} offers in {:.1} s = {:.0} offers/s",
+        el.as_secs_f64(),
+        n_offers as f64 / el.as_secs_f64()
+    );
+
+    // 2. Search over the catalogue.
+    let idx = h.offer_index().expect("index");
+    let mut q = Synth::new(2);
+    let statements: Vec<String> = (0..1_000).map(|_| q.intent().statement).collect();
+    let mut times = Vec::with_capacity(statements.len());
+    let mut found = 0usize;
+    for s in &statements {
+        let t = Instant::now();
+        found += isto::catalogue::search_with(&idx, &h, s, None, None, 20).expect("search").len();
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "search over {n_offers} offers: p50 {:.2} ms, p99 {:.2} ms ({} results per query on average)",
+        pct(&times, 0.5).as_secs_f64() * 1e3,
+        pct(&times, 0.99).as_secs_f64() * 1e3,
+        found / statements.len()
+    );
+
+    // 3. Matching arriving offers against standing intents.
+    drop(idx); // the index writer's lock goes with the last handle
+    let (h, load) = seed_intents(dir.path(), h, n_intents);
+    println!("start-up with {} active intents: engine loaded in {:.1} s", h.engine.len(), load.as_secs_f64());
+    let mut fresh = Synth::new(3);
+    let mut one = Vec::new();
+    for _ in 0..200 {
+        let o = input(fresh.offer());
+        let t = Instant::now();
+        h.import_offers(vec![o]).expect("import one");
+        one.push(t.elapsed());
+    }
+    one.sort();
+    println!(
+        "one new offer against {n_intents} intents (import transaction + matching + deliveries): p50 {:.2} ms, p99 {:.2} ms",
+        pct(&one, 0.5).as_secs_f64() * 1e3,
+        pct(&one, 0.99).as_secs_f64() * 1e3
+    );
+    let batch: Vec<OfferInput> = (0..10_000).map(|_| input(fresh.offer())).collect();
+    let t = Instant::now();
+    let mut delivered = 0;
+    for chunk in batch.chunks(500) {
+        delivered += h.import_offers(chunk.to_vec()).expect("import batch").delivered;
+    }
+    println!(
+        "10 000-offer import against {n_intents} intents: {:.2} s, {delivered} deliveries",
+        t.elapsed().as_secs_f64()
+    );
+
+    // 4. The real listings, when present.
+    let sauto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/vehicles_cz_sauto.csv");
+    if sauto.exists() {
+        real_listings(&h, &sauto);
+    } else {
+        println!("real listings: ../shared/data absent, skipped");
+    }
+    println!("peak RSS: {}", peak_rss());
+}
+
+/// Imports the sauto listings (CZK, regions assigned by listing id) and searches them.
+fn real_listings(h: &Holder, path: &std::path::Path) {
+    let regions: Vec<&str> = isto::gazetteer::all_regions().filter(|(_, c)| *c == "CZ").map(|(r, _)| r).collect();
+    let mut rdr = csv::Reader::from_path(path).expect("sauto csv");
+    let mut rows = Vec::new();
+    for rec in rdr.records().flatten() {
+        let get = |i: usize| rec.get(i).unwrap_or("").to_owned();
+        let Ok(price) = get(5).parse::<f64>() else { continue };
+        let id: u64 = get(0).parse().unwrap_or(0);
+        let mut attrs = serde_json::Map::new();
+        attrs.insert("make".into(), get(2).into());
+        attrs.insert("model".into(), get(3).into());
+        if let Ok(y) = get(7).parse::<f64>() {
+            attrs.insert("year".into(), y.into());
+        }
+        rows.push(OfferInput {
+            reference: Some(format!("sauto-{}", get(0))),
+            title: get(4),
+            description: get(11),
+            category: "vehicles".into(),
+            attributes: attrs,
+            price: isto::protocol::Money { amount: price, currency: "CZK".into() },
+            area: isto::gazetteer::resolve(regions[(id % regions.len() as u64) as usize]).expect("region"),
+            seller_name: "sauto".into(),
+            seller_url: None,
+            url: Some(get(12)),
+            valid_until: None,
+        });
+    }
+    let n = rows.len();
+    let t = Instant::now();
+    for chunk in rows.chunks(500) {
+        h.import_offers(chunk.to_vec()).expect("import sauto");
+    }
+    let el = t.elapsed();
+    let idx = h.offer_index().expect("index");
+    let queries = ["skoda octavia", "octavia combi diesel", "bmw x5", "toyota hybrid", "fabia", "tesla model 3"];
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        for q in queries {
+            let t = Instant::now();
+            let _ = isto::catalogue::search_with(&idx, h, q, None, Some("vehicles"), 20).expect("search");
+            times.push(t.elapsed());
+        }
+    }
+    times.sort();
+    println!(
+        "real sauto listings: {n} imported in {:.2} s ({:.0} offers/s, with standing intents); search p50 {:.2} ms, p99 {:.2} ms",
+        el.as_secs_f64(),
+        n as f64 / el.as_secs_f64(),
+        pct(&times, 0.5).as_secs_f64() * 1e3,
+        pct(&times, 0.99).as_secs_f64() * 1e3
+    );
+}

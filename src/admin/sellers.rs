@@ -1,0 +1,241 @@
+//! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]).
+//!
+//! With `isto serve` running the commands go through its admin socket (redb allows one
+//! process per file); without one they open the store here. Socket ops (newline-
+//! delimited JSON like the others, see [`super::socket`]):
+//!
+//! - `{"op":"seller_add","seller":{"name":…,"email":…,"url"?:…,"categories":[…],
+//!   "regions":[…],"invite":bool}}` → `{"ok":true,"added":{"seller":SellerInfo,
+//!   "adoptedAccount":bool,"adoptedCatalogueSeller":bool,"invite"?:"queued"|"throttled"|"nothing"}}`
+//! - `{"op":"seller_list"}` → `{"ok":true,"sellers":[SellerInfo…]}`
+//! - `{"op":"seller_disable","id":"acc_…|sel_…"}`, `{"op":"seller_enable","id":…}` →
+//!   `{"ok":true,"toggled":{"seller":SellerInfo,"tokensRevoked":n}}`
+//!
+//! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
+//! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
+
+use super::socket::{Client, Connect};
+use crate::cli::SellerCommand;
+use crate::config::Settings;
+use crate::holder::Holder;
+use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The socket ops of this module.
+pub(crate) const OPS: [&str; 4] = ["seller_add", "seller_list", "seller_disable", "seller_enable"];
+
+fn failure(msg: impl Into<String>) -> Value {
+    json!({"ok": false, "error": msg.into()})
+}
+
+fn run(holder: &Holder, op: &str, req: &Value) -> Result<Value, SellerError> {
+    let id = || {
+        req.get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| SellerError::Input(format!("{op} needs \"id\": the seller's acc_… or sel_… id")))
+    };
+    Ok(match op {
+        "seller_add" => {
+            let new: NewSeller = serde_json::from_value(req.get("seller").cloned().unwrap_or(Value::Null))
+                .map_err(|e| SellerError::Input(format!("seller_add needs \"seller\": {e}")))?;
+            json!({"ok": true, "added": sellers::add(holder, &new)?})
+        }
+        "seller_list" => json!({"ok": true, "sellers": sellers::list(holder)?}),
+        "seller_disable" => json!({"ok": true, "toggled": sellers::set_disabled(holder, &id()?, true)?}),
+        "seller_enable" => json!({"ok": true, "toggled": sellers::set_disabled(holder, &id()?, false)?}),
+        other => return Err(SellerError::Input(format!("unknown op {other:?}"))),
+    })
+}
+
+/// Answers one seller op on `holder`. Internal failures are logged; over the socket
+/// (`detail` false) they are answered generically.
+pub(crate) fn answer(holder: &Holder, op: &str, req: &Value, detail: bool) -> Value {
+    match run(holder, op, req) {
+        Ok(v) => v,
+        Err(e) if e.is_internal() => {
+            tracing::error!(op, error = %e, "admin: seller command failed");
+            if detail {
+                failure(format!("{op} failed: {e}"))
+            } else {
+                failure(format!("{op} failed (see the server log)"))
+            }
+        }
+        Err(e) => failure(e.to_string()),
+    }
+}
+
+/// The socket server's side (called from [`super::socket`] for [`OPS`]).
+pub(crate) async fn respond(holder: &Arc<Holder>, op: &str, request: &Value) -> Value {
+    let (h, op, req) = (holder.clone(), op.to_owned(), request.clone());
+    match tokio::task::spawn_blocking(move || answer(&h, &op, &req, false)).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "admin socket: seller task failed");
+            failure("the seller command failed (see the server log)")
+        }
+    }
+}
+
+/// Sends `req` to the running server, or runs it on the store opened here. Returns the
+/// answer and whether it went through the socket.
+fn call(settings: &Settings, op: &str, req: &Value) -> anyhow::Result<(Value, bool)> {
+    match Client::connect(&settings.admin_socket_path())? {
+        Connect::Ready(mut client) => Ok((client.request(req)?, true)),
+        other => {
+            if !settings.store_path().exists() {
+                anyhow::bail!(
+                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
+                    settings.store_path().display()
+                );
+            }
+            let holder = super::open_holder(settings, &other)?;
+            Ok((answer(&holder, op, req, true), false))
+        }
+    }
+}
+
+fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
+    if answer.get("ok") == Some(&Value::Bool(true)) {
+        return Ok(answer);
+    }
+    let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
+    anyhow::bail!("{msg}")
+}
+
+fn all_or(list: &[String], all: &str) -> String {
+    if list.is_empty() {
+        all.to_owned()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// The `isto admin seller list` table.
+pub fn table(sellers: &[SellerInfo]) -> String {
+    let head = ["ACCOUNT", "SELLER", "NAME", "E-MAIL", "CATEGORIES", "REGIONS", "STATUS"];
+    let rows: Vec<[String; 7]> = sellers
+        .iter()
+        .map(|s| {
+            [
+                s.account_id.clone(),
+                s.seller_id.clone(),
+                s.name.clone(),
+                s.email.clone(),
+                all_or(&s.categories, "all"),
+                all_or(&s.regions, "everywhere"),
+                if s.disabled { "disabled" } else { "enabled" }.to_owned(),
+            ]
+        })
+        .collect();
+    let mut width = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(c);
+                out.push_str(&" ".repeat(w - c.chars().count() + 2));
+            }
+        }
+        out
+    };
+    let mut out = line(head.to_vec());
+    for r in &rows {
+        out.push('\n');
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// Runs `isto admin seller …`, printing the result (JSON with `--json`).
+///
+/// # Errors
+/// The server's or the store's refusal (bad input, unknown id, a taken address), the
+/// store held by a server without a working admin socket, I/O errors.
+pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result<()> {
+    let base = &settings.public_url.base;
+    match cmd {
+        SellerCommand::Add { name, email, url, categories, regions, invite, json } => {
+            let new = NewSeller { name, email, url, categories, regions, invite };
+            let (answer, via_socket) = call(settings, "seller_add", &json!({"op": "seller_add", "seller": new}))?;
+            let answer = ok_or_bail(answer)?;
+            let added: Added = serde_json::from_value(answer["added"].clone())?;
+            if json {
+                println!("{}", serde_json::to_string(&added)?);
+                return Ok(());
+            }
+            let s = &added.seller;
+            println!("registered seller {} <{}>", s.name, s.email);
+            println!("  account:    {}", s.account_id);
+            println!("  seller id:  {}", s.seller_id);
+            println!("  categories: {}", all_or(&s.categories, "all"));
+            println!("  regions:    {}", all_or(&s.regions, "everywhere"));
+            if added.adopted_account {
+                println!("  (took over the existing seller account of this address)");
+            }
+            if added.adopted_catalogue_seller {
+                println!("  (the catalogue seller of this name is now this seller: its feed offers are its offers)");
+            }
+            match added.invite.as_deref() {
+                Some("queued") if via_socket => {
+                    println!("a one-time sign-in link (valid 15 minutes) is on its way to {}", s.email)
+                }
+                Some("queued") => println!(
+                    "a one-time sign-in link (valid 15 minutes) is queued for {}; it is sent when `isto serve` runs",
+                    s.email
+                ),
+                Some("throttled") => println!(
+                    "no sign-in link sent: this address got too many account e-mails in the last hour; the seller can \
+                     ask for one at {base}/signin"
+                ),
+                Some(_) => println!("no sign-in link sent (the account is disabled)"),
+                None => println!("the seller signs in at {base}/signin with a one-time e-mail link"),
+            }
+        }
+        SellerCommand::List { json } => {
+            let (answer, _) = call(settings, "seller_list", &json!({"op": "seller_list"}))?;
+            let answer = ok_or_bail(answer)?;
+            let list: Vec<SellerInfo> = serde_json::from_value(answer["sellers"].clone())?;
+            if json {
+                println!("{}", serde_json::to_string(&list)?);
+            } else if list.is_empty() {
+                println!("no registered sellers; add one with `isto admin seller add --name NAME --email EMAIL`");
+            } else {
+                println!("{}", table(&list));
+            }
+        }
+        SellerCommand::Disable { id, json } => toggle(settings, &id, true, json)?,
+        SellerCommand::Enable { id, json } => toggle(settings, &id, false, json)?,
+    }
+    Ok(())
+}
+
+fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::Result<()> {
+    let op = if disable { "seller_disable" } else { "seller_enable" };
+    let (answer, _) = call(settings, op, &json!({"op": op, "id": id}))?;
+    let answer = ok_or_bail(answer)?;
+    let t: Toggled = serde_json::from_value(answer["toggled"].clone())?;
+    if json {
+        println!("{}", serde_json::to_string(&t)?);
+    } else if disable {
+        println!(
+            "seller {} ({}) disabled: its tools and sessions stopped working, {} OAuth authorizations revoked, its \
+             offers and replies no longer match",
+            t.seller.name, t.seller.account_id, t.tokens_revoked
+        );
+    } else {
+        println!(
+            "seller {} ({}) enabled; tokens revoked earlier stay revoked: its agent authorizes again",
+            t.seller.name, t.seller.account_id
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,538 @@
+//! Demand summaries (PROTOCOL.md §5, the seed's "spec §6"): how many active intents
+//! fall in one cell of the holder's band grid, withheld below the threshold k.
+//!
+//! **The band grid** of a category ([`grid`]) has three axes:
+//!
+//! * `area`: every ISO 3166-2 region the holder serves ([`gazetteer::all_regions`]:
+//!   the 8 Slovak and 14 Czech kraje), e.g. `"SK-BL"`.
+//! * `budgetBand`: `"LOW-HIGH"` (LOW inclusive, HIGH exclusive) and `"LOW+"` for the
+//!   top band, in the category's currency (the holder's default currency), from
+//!   [`Settings::demand_budget_bands`] (defaults in
+//!   [`crate::config::DEFAULT_BUDGET_BANDS`]: vehicles `0-5000`, `5000-10000`,
+//!   `10000-20000`, `20000-40000`, `40000+`; property `0-50000`, `50000-100000`,
+//!   `100000-200000`, `200000-400000`, `400000+`), plus `"none"`.
+//! * `buyByBand`: `"1m"`, `"3m"`, `"12m"`, `"later"` and `"none"` ([`BUY_BY_BANDS`]).
+//!
+//! **Where an intent counts.** Only intents whose effective status at now is `active`
+//! count: never drafts, intents awaiting e-mail confirmation, expired (validUntil passed,
+//! even before the sweep persists it) or withdrawn ones.
+//!
+//! * Area: in every region cell its area covers. An intent for a whole country
+//!   (`{"country": "SK", "regions": []}`) counts in *every* region of that country,
+//!   since a seller in any of them can serve it. The sum over regions is therefore
+//!   larger than the number of intents.
+//! * Budget: by its visible `budget.max`, converted into the category currency with the
+//!   holder's rates ([`Settings::to_default_currency`]). The hidden limit never enters:
+//!   its sealed value is not even opened here. No budget, a budget with only `min`, or a
+//!   currency without a rate → `"none"`.
+//! * Buy-by: by calendar months from today (UTC): `buyBy` on or before today + 1 month →
+//!   `"1m"` (a date already past counts here too), + 3 months → `"3m"`, + 12 months →
+//!   `"12m"`, later → `"later"`; no `buyBy` → `"none"`.
+//!
+//! A summary counts `activeIntents`, `newLast7Days` (became active — e-mail confirmed,
+//! or published active by a signed-in buyer — within the last 7 days) and `pseudonymous`
+//! (visibility pseudonymous). A cell with `activeIntents < k` (`[demand] k`, default 5)
+//! is `{"withheld": true, "reason": "below_threshold"}` with no numbers at all.
+//!
+//! **Cost.** Every call scans the active intents in one read transaction (no index or
+//! cache): O(active intents). Fine for the intent counts of one holder; an index per cell
+//! would be the next step if it ever shows up in profiles.
+
+use crate::clock;
+use crate::config::Settings;
+use crate::gazetteer;
+use crate::holder::{Holder, HolderError, IntentRecord};
+use crate::protocol::input::{Fields, InputError};
+use crate::protocol::{Budget, Status, Visibility, CATEGORIES};
+use crate::store::Reads;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use time::{Date, Month, OffsetDateTime};
+
+/// The budget band of intents without a visible `budget.max`, and the buy-by band of
+/// intents without `buyBy`.
+pub const NONE: &str = "none";
+
+/// The buy-by bands (PROTOCOL.md §5), in grid order.
+pub const BUY_BY_BANDS: [&str; 5] = ["1m", "3m", "12m", "later", NONE];
+
+/// "New" means became active within this many days.
+pub const NEW_DAYS: i64 = 7;
+
+/// One band of visible budgets: `[low, high)` in the category currency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetBand {
+    /// `"LOW-HIGH"` or `"LOW+"`.
+    pub label: String,
+    /// Inclusive lower bound.
+    pub low: u64,
+    /// Exclusive upper bound; `None` for the top band.
+    pub high: Option<u64>,
+}
+
+/// The band grid of one category (PROTOCOL.md §5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    /// Category key.
+    pub category: String,
+    /// ISO 4217 code of the budget bands (the holder's default currency).
+    pub currency: String,
+    /// Area cells: ISO 3166-2 region codes, in gazetteer order (SK, then CZ).
+    pub area: Vec<String>,
+    /// Budget bands of visible budgets, ascending (the `"none"` band is not in here;
+    /// see [`Grid::budget_labels`]).
+    pub budget_bands: Vec<BudgetBand>,
+}
+
+impl Grid {
+    /// Every budgetBand label, `"none"` last.
+    pub fn budget_labels(&self) -> Vec<String> {
+        self.budget_bands.iter().map(|b| b.label.clone()).chain(std::iter::once(NONE.to_owned())).collect()
+    }
+
+    /// The grid as published in the holder metadata (PROTOCOL.md §8):
+    /// `{"area": [...], "budgetBand": [...], "buyByBand": [...]}`.
+    pub fn to_json(&self) -> Value {
+        json!({"area": self.area, "budgetBand": self.budget_labels(), "buyByBand": BUY_BY_BANDS})
+    }
+
+    /// The budgetBand label for a visible budget: by `budget.max` converted into the
+    /// grid's currency with `settings`' rates; `"none"` without a max (or a rate).
+    pub fn budget_band(&self, settings: &Settings, budget: Option<&Budget>) -> &str {
+        self.budget_index(settings, budget).map_or(NONE, |i| self.budget_bands[i].label.as_str())
+    }
+
+    /// Index into [`Grid::budget_bands`]; `None` for the `"none"` band.
+    fn budget_index(&self, settings: &Settings, budget: Option<&Budget>) -> Option<usize> {
+        let b = budget?;
+        let max = b.max?;
+        let v = settings.to_default_currency(max, &b.currency)?;
+        if !v.is_finite() {
+            return None;
+        }
+        // The last band whose lower bound is ≤ v (bands start at 0; v > 0).
+        self.budget_bands.iter().rposition(|band| v >= band.low as f64).or(Some(0))
+    }
+
+    /// Index of an area cell.
+    fn area_index(&self, code: &str) -> Option<usize> {
+        self.area.iter().position(|a| a == code)
+    }
+}
+
+/// The band grid of `category` from the settings (unknown categories get one band `0+`).
+pub fn grid(settings: &Settings, category: &str) -> Grid {
+    let bounds: &[u64] = settings.demand_budget_bands.get(category).map_or(&[0], Vec::as_slice);
+    let budget_bands = bounds
+        .iter()
+        .enumerate()
+        .map(|(i, &low)| {
+            let high = bounds.get(i + 1).copied();
+            let label = match high {
+                Some(h) => format!("{low}-{h}"),
+                None => format!("{low}+"),
+            };
+            BudgetBand { label, low, high }
+        })
+        .collect();
+    Grid {
+        category: category.to_owned(),
+        currency: settings.default_currency.clone(),
+        area: gazetteer::all_regions().map(|(code, _)| code.to_owned()).collect(),
+        budget_bands,
+    }
+}
+
+/// `date` plus `months` calendar months, the day clamped to the month's length
+/// (31 January + 1 month = 28/29 February).
+fn add_months(date: Date, months: u32) -> Date {
+    let total = date.year() * 12 + i32::from(u8::from(date.month())) - 1 + months as i32;
+    let (year, month) = (total.div_euclid(12), total.rem_euclid(12) as u8 + 1);
+    let month = Month::try_from(month).unwrap_or(Month::December);
+    let day = date.day().min(time::util::days_in_month(month, year));
+    Date::from_calendar_date(year, month, day).unwrap_or(date)
+}
+
+/// The buyByBand of a `buyBy` date (`YYYY-MM-DD`) seen from `today`.
+pub fn buy_by_band(buy_by: Option<&str>, today: Date) -> &'static str {
+    let Some(d) = buy_by.and_then(|s| clock::parse_date(s).ok()) else { return NONE };
+    if d <= add_months(today, 1) {
+        "1m"
+    } else if d <= add_months(today, 3) {
+        "3m"
+    } else if d <= add_months(today, 12) {
+        "12m"
+    } else {
+        "later"
+    }
+}
+
+/// One cell of the band grid: `{"area": "SK-BL", "budgetBand": "10000-20000",
+/// "buyByBand": "3m"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    /// ISO 3166-2 region code.
+    pub area: String,
+    /// A budgetBand label of the category's grid.
+    pub budget_band: String,
+    /// A buyByBand label.
+    pub buy_by_band: String,
+}
+
+/// The counts of one cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Active intents in the cell.
+    pub active_intents: u64,
+    /// Of those, the ones that became active within the last 7 days.
+    #[serde(rename = "newLast7Days")]
+    pub new_last_7_days: u64,
+    /// Of those, the ones with visibility pseudonymous.
+    pub pseudonymous: u64,
+}
+
+/// DemandSummary (PROTOCOL.md §5): `{"category", "cell", "activeIntents",
+/// "newLast7Days", "pseudonymous", "asOf"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DemandSummary {
+    /// Category key.
+    pub category: String,
+    /// The cell, normalised (area as a region code).
+    pub cell: Cell,
+    /// Active intents in the cell (≥ k).
+    pub active_intents: u64,
+    /// Of those, became active within the last 7 days.
+    #[serde(rename = "newLast7Days")]
+    pub new_last_7_days: u64,
+    /// Of those, pseudonymous.
+    pub pseudonymous: u64,
+    /// When counted, RFC 3339.
+    pub as_of: String,
+}
+
+/// `{"withheld": true, "reason": "below_threshold"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Withheld {
+    /// Always true.
+    pub withheld: bool,
+    /// Always `"below_threshold"`.
+    pub reason: &'static str,
+}
+
+impl Withheld {
+    /// The only withheld answer: fewer than k active intents.
+    pub const BELOW_THRESHOLD: Self = Self { withheld: true, reason: "below_threshold" };
+}
+
+/// The answer of `intent_demand_summary`: the summary, or withheld.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum DemandAnswer {
+    /// At least k active intents.
+    Summary(DemandSummary),
+    /// Fewer than k.
+    Withheld(Withheld),
+}
+
+/// Where one active intent counts: area cell indices, budget index (`None` = `"none"`),
+/// buy-by band, and its flags.
+struct Placement {
+    areas: Vec<usize>,
+    budget: Option<usize>,
+    buy_by: &'static str,
+    new: bool,
+    pseudonymous: bool,
+}
+
+fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTime) -> Placement {
+    let areas = if rec.area.regions.is_empty() {
+        // Whole country: every region of it.
+        gazetteer::all_regions()
+            .filter(|(_, country)| country.eq_ignore_ascii_case(&rec.area.country))
+            .filter_map(|(code, _)| grid.area_index(code))
+            .collect()
+    } else {
+        rec.area.regions.iter().filter_map(|r| grid.area_index(&r.to_ascii_uppercase())).collect()
+    };
+    let became_active = rec.confirmed_at.as_deref().unwrap_or(&rec.created_at);
+    let new = clock::parse_rfc3339(became_active).is_ok_and(|t| t > now - time::Duration::days(NEW_DAYS));
+    Placement {
+        areas,
+        budget: grid.budget_index(settings, rec.budget.as_ref()),
+        buy_by: buy_by_band(rec.buy_by.as_deref(), now.date()),
+        new,
+        pseudonymous: rec.visibility == Visibility::Pseudonymous,
+    }
+}
+
+/// Calls `each` with every intent of `category` that is active at `now`, in one read
+/// transaction (a scan of the active set).
+fn scan_active(
+    holder: &Holder,
+    category: &str,
+    now: OffsetDateTime,
+    mut each: impl FnMut(&IntentRecord),
+) -> Result<(), HolderError> {
+    holder.store.read(|rx| -> Result<(), HolderError> {
+        for id in rx.active_ids()? {
+            let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
+            if rec.category == category && rec.effective_status(now) == Status::Active {
+                each(&rec);
+            }
+        }
+        Ok(())
+    })
+}
+
+fn add(c: &mut Counts, p: &Placement) {
+    c.active_intents += 1;
+    c.new_last_7_days += u64::from(p.new);
+    c.pseudonymous += u64::from(p.pseudonymous);
+}
+
+/// The DemandSummary of one cell, or withheld when it has fewer than k active intents
+/// (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
+/// a cell outside it simply counts nothing and is withheld.
+///
+/// # Errors
+/// Storage errors.
+pub fn summary(holder: &Holder, category: &str, cell: &Cell) -> Result<DemandAnswer, HolderError> {
+    let settings = &holder.settings;
+    let now = holder.clock.now();
+    let grid = grid(settings, category);
+    let mut counts = Counts::default();
+    if let Some(area) = grid.area_index(&cell.area) {
+        scan_active(holder, category, now, |rec| {
+            let p = place(&grid, settings, rec, now);
+            let budget = p.budget.map_or(NONE, |i| grid.budget_bands[i].label.as_str());
+            if p.areas.contains(&area) && budget == cell.budget_band && p.buy_by == cell.buy_by_band {
+                add(&mut counts, &p);
+            }
+        })?;
+    }
+    if counts.active_intents < u64::from(settings.demand_k) {
+        return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD));
+    }
+    Ok(DemandAnswer::Summary(DemandSummary {
+        category: category.to_owned(),
+        cell: cell.clone(),
+        active_intents: counts.active_intents,
+        new_last_7_days: counts.new_last_7_days,
+        pseudonymous: counts.pseudonymous,
+        as_of: clock::rfc3339(now),
+    }))
+}
+
+/// Every cell of a category's grid with its counts, for the sellers' heat map page;
+/// withheld cells (fewer than k) carry `None`.
+#[derive(Debug, Clone)]
+pub struct HeatMap {
+    /// The grid.
+    pub grid: Grid,
+    /// The threshold k in force.
+    pub k: u32,
+    /// When counted, RFC 3339.
+    pub as_of: String,
+    /// Cells in grid order: buyByBand, then area, then budgetBand (`"none"` last).
+    pub cells: Vec<(Cell, Option<Counts>)>,
+}
+
+impl HeatMap {
+    /// The counts of the cell (buy-by band index, area index, budget label index as in
+    /// [`Grid::budget_labels`]); `None` when withheld or out of range.
+    pub fn at(&self, buy_by: usize, area: usize, budget: usize) -> Option<Counts> {
+        let budgets = self.grid.budget_bands.len() + 1;
+        if area >= self.grid.area.len() || budget >= budgets {
+            return None;
+        }
+        self.cells.get((buy_by * self.grid.area.len() + area) * budgets + budget).and_then(|(_, c)| *c)
+    }
+
+    /// The largest shown activeIntents (0 when every cell is withheld).
+    pub fn max_shown(&self) -> u64 {
+        self.cells.iter().filter_map(|(_, c)| c.map(|c| c.active_intents)).max().unwrap_or(0)
+    }
+}
+
+/// The whole grid of `category` in one scan (see [`HeatMap`]). The same numbers as
+/// [`summary`] gives cell by cell, withheld the same way.
+///
+/// # Errors
+/// Storage errors.
+pub fn heat_map(holder: &Holder, category: &str) -> Result<HeatMap, HolderError> {
+    let settings = &holder.settings;
+    let now = holder.clock.now();
+    let grid = grid(settings, category);
+    let budgets = grid.budget_bands.len() + 1;
+    let areas = grid.area.len();
+    let mut counts = vec![Counts::default(); BUY_BY_BANDS.len() * areas * budgets];
+    scan_active(holder, category, now, |rec| {
+        let p = place(&grid, settings, rec, now);
+        let b = p.budget.unwrap_or(budgets - 1);
+        let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
+        for &a in &p.areas {
+            add(&mut counts[(y * areas + a) * budgets + b], &p);
+        }
+    })?;
+    let labels = grid.budget_labels();
+    let k = settings.demand_k;
+    let mut cells = Vec::with_capacity(counts.len());
+    for (y, buy_by) in BUY_BY_BANDS.iter().enumerate() {
+        for (a, area) in grid.area.iter().enumerate() {
+            for (b, label) in labels.iter().enumerate() {
+                let c = counts[(y * areas + a) * budgets + b];
+                let cell = Cell { area: area.clone(), budget_band: label.clone(), buy_by_band: (*buy_by).to_owned() };
+                cells.push((cell, (c.active_intents >= u64::from(k)).then_some(c)));
+            }
+        }
+    }
+    Ok(HeatMap { grid, k, as_of: clock::rfc3339(now), cells })
+}
+
+/// Validates `intent_demand_summary` arguments `{category, cell: {area, budgetBand,
+/// buyByBand}}` (PROTOCOL.md §3). `cell.area` is an ISO 3166-2 code or a region or town
+/// name that the gazetteer resolves to exactly one region; the bands must be labels of
+/// the category's grid.
+///
+/// # Errors
+/// [`InputError`] naming the field (`category`, `cell`, `cell.area`,
+/// `cell.budgetBand`, `cell.buyByBand`); the band errors list the valid labels.
+pub fn parse_request(settings: &Settings, args: &Value) -> Result<(String, Cell), InputError> {
+    let mut f = Fields::new(args, "")?;
+    let keys: Vec<&str> = CATEGORIES.iter().map(|c| c.key).collect();
+    let category = f.req_str("category", 40)?;
+    let category = crate::protocol::category(&category)
+        .map(|c| c.key.to_owned())
+        .ok_or_else(|| InputError(format!("category must be one of {}", keys.join(", "))))?;
+    let cell = f.get("cell");
+    f.finish("")?;
+    let Some(cell) = cell else {
+        return Err(InputError(
+            "cell is required: {\"area\": \"SK-BL\", \"budgetBand\": \"10000-20000\", \"buyByBand\": \"3m\"}".into(),
+        ));
+    };
+    let grid = grid(settings, &category);
+    let mut c = Fields::new(cell, "cell")?;
+    let area = c.req_str("area", 200)?;
+    let budget = c.req_str("budgetBand", 40)?;
+    let buy_by = c.req_str("buyByBand", 40)?;
+    c.finish("")?;
+
+    let resolved = gazetteer::resolve(&area).map_err(|e| InputError(format!("cell.area: {e}")))?;
+    let area = match resolved.regions.as_slice() {
+        [one] if grid.area.contains(one) => one.clone(),
+        [] => {
+            return Err(InputError(format!(
+                "cell.area must name one region (an ISO 3166-2 code such as SK-BL or CZ-64, or a region or town \
+                 name), not the whole country {}",
+                resolved.country
+            )))
+        }
+        _ => {
+            return Err(InputError(format!(
+                "cell.area must name exactly one region of the grid ({}); {area:?} does not",
+                grid.area.join(", ")
+            )))
+        }
+    };
+    let labels = grid.budget_labels();
+    let Some(budget) = labels.iter().find(|l| l.eq_ignore_ascii_case(&budget)) else {
+        return Err(InputError(format!(
+            "cell.budgetBand must be one of {} (the {} budget bands in {})",
+            labels.join(", "),
+            grid.category,
+            grid.currency
+        )));
+    };
+    let Some(buy_by) = BUY_BY_BANDS.iter().find(|l| l.eq_ignore_ascii_case(&buy_by)) else {
+        return Err(InputError(format!("cell.buyByBand must be one of {}", BUY_BY_BANDS.join(", "))));
+    };
+    Ok((category, Cell { area, budget_band: budget.clone(), buy_by_band: (*buy_by).to_owned() }))
+}
+
+/// `intent_demand_summary` (PROTOCOL.md §3): validates `args` and answers for the cell.
+///
+/// # Errors
+/// [`HolderError::Input`] naming the field; storage errors.
+pub fn answer(holder: &Holder, args: &Value) -> Result<DemandAnswer, HolderError> {
+    let (category, cell) = parse_request(&holder.settings, args)?;
+    summary(holder, &category, &cell)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Date {
+        clock::parse_date(s).unwrap()
+    }
+
+    #[test]
+    fn default_grid_labels() {
+        let s = Settings::defaults();
+        let g = grid(&s, "vehicles");
+        assert_eq!(g.budget_labels(), ["0-5000", "5000-10000", "10000-20000", "20000-40000", "40000+", "none"]);
+        assert_eq!(g.area.len(), 22);
+        assert_eq!(g.currency, "EUR");
+        let p = grid(&s, "property");
+        assert_eq!(p.budget_labels().first().map(String::as_str), Some("0-50000"));
+        assert_eq!(p.budget_labels().get(4).map(String::as_str), Some("400000+"));
+    }
+
+    #[test]
+    fn bands_by_visible_max_converted() {
+        let s = Settings::defaults();
+        let g = grid(&s, "vehicles");
+        let b = |max: Option<f64>, cur: &str| Budget { max, min: Some(1.0), currency: cur.into() };
+        assert_eq!(g.budget_band(&s, None), "none");
+        assert_eq!(g.budget_band(&s, Some(&b(None, "EUR"))), "none");
+        assert_eq!(g.budget_band(&s, Some(&b(Some(4999.0), "EUR"))), "0-5000");
+        assert_eq!(g.budget_band(&s, Some(&b(Some(5000.0), "EUR"))), "5000-10000", "LOW inclusive");
+        assert_eq!(g.budget_band(&s, Some(&b(Some(300_000.0), "CZK"))), "10000-20000", "300 000 CZK = 12 000 EUR");
+        assert_eq!(g.budget_band(&s, Some(&b(Some(1e9), "EUR"))), "40000+");
+        assert_eq!(g.budget_band(&s, Some(&b(Some(10.0), "USD"))), "none", "no rate");
+    }
+
+    #[test]
+    fn buy_by_bands_by_calendar_months() {
+        let today = d("2026-01-31");
+        assert_eq!(add_months(today, 1), d("2026-02-28"));
+        assert_eq!(add_months(d("2026-11-15"), 3), d("2027-02-15"));
+        assert_eq!(buy_by_band(None, today), "none");
+        assert_eq!(buy_by_band(Some("2026-01-01"), today), "1m", "past dates are due");
+        assert_eq!(buy_by_band(Some("2026-02-28"), today), "1m");
+        assert_eq!(buy_by_band(Some("2026-03-01"), today), "3m");
+        assert_eq!(buy_by_band(Some("2026-04-30"), today), "3m");
+        assert_eq!(buy_by_band(Some("2027-01-31"), today), "12m");
+        assert_eq!(buy_by_band(Some("2027-02-01"), today), "later");
+    }
+
+    #[test]
+    fn request_errors_name_the_field() {
+        let s = Settings::defaults();
+        let cell = |area: &str, b: &str, y: &str| json!({"area": area, "budgetBand": b, "buyByBand": y});
+        let ok = parse_request(&s, &json!({"category": "vehicles", "cell": cell("Brno", "none", "3M")})).unwrap();
+        assert_eq!(ok.1, Cell { area: "CZ-64".into(), budget_band: "none".into(), buy_by_band: "3m".into() });
+        let cases = [
+            (json!({"cell": cell("SK-BL", "none", "1m")}), "category"),
+            (json!({"category": "boats", "cell": cell("SK-BL", "none", "1m")}), "category must be one of"),
+            (json!({"category": "vehicles"}), "cell is required"),
+            (json!({"category": "vehicles", "cell": "SK-BL"}), "cell must be an object"),
+            (json!({"category": "vehicles", "cell": cell("Atlantis", "none", "1m")}), "cell.area"),
+            (json!({"category": "vehicles", "cell": cell("SK", "none", "1m")}), "cell.area must name one region"),
+            (json!({"category": "vehicles", "cell": cell("SK-BL", "1-2", "1m")}), "cell.budgetBand must be one of"),
+            (json!({"category": "vehicles", "cell": cell("SK-BL", "none", "2y")}), "cell.buyByBand must be one of"),
+            (json!({"category": "vehicles", "cell": {"area": "SK-BL", "budgetBand": "none"}}), "cell.buyByBand"),
+            (json!({"category": "vehicles", "cell": cell("SK-BL", "none", "1m"), "x": 1}), "x is not a known"),
+        ];
+        for (args, want) in cases {
+            let e = parse_request(&s, &args).unwrap_err().0;
+            assert!(e.contains(want), "{args} → {e}");
+        }
+        let e = parse_request(&s, &json!({"category": "property", "cell": cell("SK-BL", "0-5000", "1m")})).unwrap_err();
+        assert!(e.0.contains("0-50000") && e.0.contains("400000+") && e.0.contains("none"), "{e}");
+    }
+}

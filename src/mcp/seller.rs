@@ -1,0 +1,291 @@
+//! The MCP endpoint `/mcp/seller` (PROTOCOL.md §1, §3): the holder's registered sellers
+//! and their agents, authorised by OAuth 2.1 (resource `<public>/mcp/seller`, scopes
+//! `offers` and `demand`).
+//!
+//! Tools:
+//! * `intent_submit_offer` (scope `offers`): an Offer with `source: {"kind": "reply"}`
+//!   and `inReplyTo` → `{accepted, offerId?, reason?}` (see [`crate::sellers`]: accepted
+//!   only for active pseudonymous intents in the seller's categories and regions, one
+//!   refusal text either way, at most 3 replies per intent, never dependent on the
+//!   hidden limit);
+//! * `intent_list_open_intents` (scope `offers`, isto extension): `{category?, area?,
+//!   since?, limit?}` → `{intents: [{id, pseudonym, statement, category, criteria, area,
+//!   budget, buyBy, validUntil}], nextSince}` — never contact, hidden limit or
+//!   hasHiddenLimit;
+//! * `intent_search_offers` (any seller scope) and `intent_demand_summary` (scope
+//!   `demand`): the `/mcp` tools, answered by [`crate::mcp::dispatch`].
+//!
+//! Every call takes the [`Grant`] of its own HTTP request (put there by the bearer
+//! middleware; see [`grant_of`]) and is refused unless the grant is a seller's token for
+//! this endpoint with the tool's scope and the account — read on every call — is an
+//! enabled seller: a disabled seller's tools stop working at once, whatever its tokens.
+
+use super::buyer::grant_of;
+use super::{ok, public_tools, tool, tool_error};
+use crate::holder::Holder;
+use crate::oauth::{Grant, Resource, SCOPE_DEMAND, SCOPE_OFFERS};
+use crate::protocol::{schema, AGGREGATOR_NOTE};
+use crate::sellers;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The `/mcp` tools the seller endpoint also offers (when the public server has them).
+const SHARED: [&str; 2] = ["intent_search_offers", "intent_demand_summary"];
+
+/// The `/mcp/seller` server: one value per session, sharing the holder.
+#[derive(Clone)]
+pub struct SellerServer {
+    holder: Arc<Holder>,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn offer_input() -> Value {
+    let area = schema::area_input();
+    json!({"type": "object", "additionalProperties": false,
+        "required": ["source", "inReplyTo", "title", "category", "price", "area"],
+        "properties": {
+            "source": {"type": "object", "additionalProperties": false, "required": ["kind"],
+                "properties": {"kind": {"type": "string", "const": "reply"}}},
+            "inReplyTo": {"type": "string", "minLength": 1, "maxLength": 64,
+                "description": "The id of the open intent this offer answers (from intent_list_open_intents)."},
+            "title": {"type": "string", "minLength": 1, "maxLength": 300},
+            "description": {"type": "string", "maxLength": 10000},
+            "category": {"type": "string", "enum": ["vehicles", "property"]},
+            "attributes": {"type": "object", "description": "The offer's attributes, same keys and units as intent criteria. Vehicles: make, model, body, fuel, transmission, year, mileageKm, powerKw, color. Property: type, transaction, disposition, rooms, floorAreaM2, landAreaM2, floor.",
+                "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}]}},
+            "price": {"type": "object", "additionalProperties": false, "required": ["amount", "currency"], "properties": {
+                "amount": {"type": "number", "exclusiveMinimum": 0}, "currency": {"type": "string", "minLength": 3, "maxLength": 3}}},
+            "area": {"description": "Where the offered item is: one region or town (\"Košice\", \"SK-KI\").", "anyOf": area["anyOf"]},
+            "url": {"type": "string", "maxLength": 2000, "description": "The offer's own page (http or https)."},
+            "validUntil": {"type": "string", "description": "RFC 3339 time (or a date: the end of that day, UTC) when the offer lapses; in the future."}
+        }
+    })
+}
+
+fn offer_output() -> Value {
+    json!({"type": "object", "required": ["accepted"], "properties": {
+        "accepted": {"type": "boolean", "description": "true: stored and valid. Whether it is delivered to the buyer is not shown."},
+        "offerId": {"type": "string"},
+        "reason": {"type": "string", "description": "Why it was not accepted: \"not open for replies\" or \"reply limit reached\"."}
+    }})
+}
+
+fn open_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "category": {"type": "string", "enum": ["vehicles", "property"]},
+        "area": schema::area_input(),
+        "since": {"type": "string", "format": "date-time", "description": "Only intents that opened or changed after this time (use the previous nextSince)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
+    }})
+}
+
+fn open_output() -> Value {
+    let intent = schema::intent();
+    let p = &intent["properties"];
+    json!({"type": "object", "required": ["intents", "nextSince"], "properties": {
+        "intents": {"type": "array", "items": {"type": "object",
+            "required": ["id", "pseudonym", "statement", "category", "criteria", "area", "validUntil"],
+            "properties": {
+                "id": p["id"],
+                "pseudonym": {"type": "string", "description": "This seller's pseudonym for the buyer: the same for all of one buyer's intents, different for every seller."},
+                "statement": p["statement"],
+                "category": p["category"],
+                "criteria": p["criteria"],
+                "area": p["area"],
+                "budget": p["budget"],
+                "buyBy": p["buyBy"],
+                "validUntil": p["validUntil"]
+            }}},
+        "nextSince": {"type": ["string", "null"]}
+    }})
+}
+
+/// The tool list of `/mcp/seller` (PROTOCOL.md §1, §3).
+pub fn seller_tools() -> Vec<Tool> {
+    let mut tools = vec![
+        tool(
+            "intent_submit_offer",
+            "Reply to an open intent",
+            "Sends one offer in reply to an open buying intent (an id from intent_list_open_intents): the Offer fields \
+             with source {\"kind\": \"reply\"} and inReplyTo. accepted: true means the offer is stored and valid; the \
+             holder then checks it against the intent's criteria, area and price ceiling and, when it fits, delivers \
+             it to the buyer — the result never says whether it was delivered. Refused with \"not open for replies\" \
+             when the intent does not take replies from this seller, and after 3 replies to the same intent. The \
+             buyer's contact data is never given out.",
+            offer_input(),
+            offer_output(),
+            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
+        ),
+        tool(
+            "intent_list_open_intents",
+            "List open intents",
+            "Lists the active buying intents whose buyers allow replies (visibility pseudonymous) in this seller's \
+             categories and regions, oldest change first: statement, criteria, area, visible budget, buyBy and \
+             validUntil, with this seller's pseudonym for each buyer. Pass the previous nextSince as since to get \
+             only intents that opened or changed later. Never includes contact data or hidden limits.",
+            open_input(),
+            open_output(),
+            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+        ),
+    ];
+    tools.extend(public_tools().into_iter().filter(|t| SHARED.contains(&t.name.as_ref())));
+    tools
+}
+
+impl SellerServer {
+    /// A server over `holder`.
+    pub fn new(holder: Arc<Holder>) -> Self {
+        Self { holder, tools: Arc::new(seller_tools()) }
+    }
+}
+
+/// The scope a tool needs (`None`: any seller scope).
+fn scope_of(name: &str) -> Option<&'static str> {
+    match name {
+        "intent_submit_offer" | "intent_list_open_intents" => Some(SCOPE_OFFERS),
+        "intent_demand_summary" => Some(SCOPE_DEMAND),
+        _ => None,
+    }
+}
+
+/// Why a call is refused before it runs.
+enum Refusal {
+    /// The message for the agent.
+    Denied(String),
+    /// Storage failed (logged).
+    Internal,
+}
+
+/// Checks the grant (a seller's token for this endpoint with the tool's scope) and the
+/// account (an enabled seller, read now).
+fn authorize(holder: &Holder, grant: Option<&Grant>, name: &str) -> Result<String, Refusal> {
+    let Some(g) = grant else {
+        return Err(Refusal::Denied(
+            "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
+             for /mcp/seller (scopes offers, demand)"
+                .into(),
+        ));
+    };
+    let resource = Resource::Seller.url(&holder.settings.public_url.base);
+    if g.role != Resource::Seller.role() || g.resource != resource {
+        return Err(Refusal::Denied("unauthorized: the access token is not a seller's token for /mcp/seller".into()));
+    }
+    let scopes_ok = match scope_of(name) {
+        Some(s) => g.scopes.iter().any(|x| x == s),
+        None => g.scopes.iter().any(|x| Resource::Seller.scopes().contains(&x.as_str())),
+    };
+    if !scopes_ok {
+        let need = scope_of(name).unwrap_or("offers or demand");
+        return Err(Refusal::Denied(format!("insufficient_scope: {name} needs scope {need}")));
+    }
+    match sellers::enabled_seller(holder, &g.account_id) {
+        Ok(true) => Ok(g.account_id.clone()),
+        Ok(false) => Err(Refusal::Denied("unauthorized: the seller account is disabled or unknown".into())),
+        Err(e) => {
+            tracing::error!(error = %e, "seller tool: reading the account failed");
+            Err(Refusal::Internal)
+        }
+    }
+}
+
+fn internal() -> CallToolResult {
+    tool_error("internal error: the holder could not complete the call; try again later".into())
+}
+
+/// Runs one tool call for `grant` (blocking: redb I/O). `None` for an unknown tool.
+/// Refused calls and bad input are `isError` results naming the reason or field;
+/// internal failures are logged and answered generically.
+pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
+    let own = matches!(name, "intent_submit_offer" | "intent_list_open_intents");
+    if !own && !SHARED.contains(&name) {
+        return None;
+    }
+    let account = match authorize(holder, grant, name) {
+        Ok(a) => a,
+        Err(Refusal::Denied(m)) => return Some(tool_error(m)),
+        Err(Refusal::Internal) => return Some(internal()),
+    };
+    if !own {
+        return super::dispatch(holder, name, args);
+    }
+    let result = sellers::profile(holder, &account).and_then(|p| {
+        let Some(profile) = p else {
+            return Ok(tool_error(
+                "this seller account has no seller profile (categories and regions): ask the holder's operator to \
+                 register it with `isto admin seller add`"
+                    .into(),
+            ));
+        };
+        if name == "intent_submit_offer" {
+            let out = sellers::submit_reply(holder, &profile, args)?;
+            let v = serde_json::to_value(&out).unwrap_or(Value::Null);
+            Ok(ok(v.clone(), &v))
+        } else {
+            let q = sellers::parse_open_query(args)?;
+            let page = sellers::open_intents(holder, &profile, &q)?;
+            let arr = serde_json::to_value(&page.intents).unwrap_or(Value::Null);
+            Ok(ok(json!({"intents": arr, "nextSince": page.next_since}), &arr))
+        }
+    });
+    Some(match result {
+        Ok(r) => r,
+        Err(e) if e.is_internal() => {
+            tracing::error!(tool = name, error = %e, "seller tool failed");
+            internal()
+        }
+        Err(e) => tool_error(e.to_string()),
+    })
+}
+
+impl ServerHandler for SellerServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Isto Intents holder '{}', seller endpoint: for the holder's registered sellers. List the buying \
+                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
+                 intent_submit_offer (at most 3 offers per intent). {AGGREGATOR_NOTE}",
+                self.holder.settings.holder_name
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if !self.tools.iter().any(|t| t.name == name) {
+            return Err(McpError::invalid_params(format!("unknown tool: {name}"), None));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let grant = grant_of(&context);
+        let holder = self.holder.clone();
+        let n = name.clone();
+        let out = tokio::task::spawn_blocking(move || dispatch(&holder, grant.as_ref(), &n, &args))
+            .await
+            .map_err(|_| McpError::internal_error("tool task failed", None))?;
+        match out {
+            Some(r) => Ok(CallToolResponse::Complete(r)),
+            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
+        }
+    }
+}

@@ -1,0 +1,571 @@
+//! Sellers: the holder's registered businesses, and what they may do on `/mcp/seller`
+//! and the seller pages (PROTOCOL.md §1, §2 "Seller pseudonyms", §3
+//! `intent_submit_offer` and `intent_list_open_intents`, §6 for replies, §7 "Sellers are
+//! created by the holder's admin").
+//!
+//! A seller is three records, written by [`add`]:
+//!
+//! | where | key | value |
+//! |---|---|---|
+//! | `records`, [`Ns::Account`] | `acc_…` | the seller's account ([`accounts::create_seller`]): e-mail (sealed), role `seller`, `disabled` |
+//! | `sellers` table | `sel_…` | the catalogue's [`SellerRecord`] `{id, name, url, disabled}`: the public identity in `Offer.seller` / `source.sellerId`; a disabled seller's offers never match (PROTOCOL.md §6) |
+//! | `records`, [`Ns::Seller`] | `acc_…` (the account id) | [`SellerProfile`]: the link account → `sel_…`, categories and regions served |
+//!
+//! When a catalogue feed already created a [`SellerRecord`] with the same name (folded
+//! like the feed importer folds it), `add` adopts it — the registered business and its
+//! feed are one seller — unless another account holds it already.
+//!
+//! Empty `categories` means every category the holder serves; empty `regions` means
+//! everywhere. A region entry is an ISO 3166-2 code (`SK-BL`) or an ISO 3166-1 country
+//! code (`SK`: the whole country).
+//!
+//! Replies ([`submit_reply`]) are stored in the `offers` table as an [`OfferRecord`](crate::holder::OfferRecord)
+//! with `source.kind = "reply"`, `inReplyTo` and `active: false`: "active" means "in
+//! the catalogue", so a reply never shows in catalogue search or the offer index and is
+//! never matched against other intents (catalogue matching skips inactive offers),
+//! while deliveries, `list_matches` and digests load it by id like any offer. It is
+//! checked once, against its one intent, with the exact PROTOCOL.md §6 rules
+//! (`Holder::match_intent_tx`, hidden limit opened), in the transaction that stores
+//! it. The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
+//! `replies:<account id>:<intent id>` (at most [`MAX_REPLIES`]).
+//!
+//! Disabling ([`set_disabled`]) flags the account (sessions end; the seller tools read
+//! the account on every call), revokes every OAuth token of the account, and flags the
+//! [`SellerRecord`] (its offers stop matching).
+//!
+//! Pseudonyms ([`pseudonym`]): `"buyer-" + first 12 characters of HMAC(key, "pseudonym",
+//! buyer key, seller id)`, where the buyer key is the hash of the intent's verified
+//! e-mail address ([`accounts::email_key`]; for account intents that is the account's
+//! address) — so one person's intents share one pseudonym per seller, and different
+//! sellers see unrelated pseudonyms. The address never leaves this function.
+
+mod open;
+mod reply;
+
+pub use open::{open_intents, parse_open_query, OpenIntent, OpenPage, OpenQuery};
+pub use reply::{submit_reply, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
+
+use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
+use crate::clock;
+use crate::crypto::{self, CryptoError};
+use crate::gazetteer::{self, AreaObject};
+use crate::holder::{Holder, HolderError, IntentRecord, SellerRecord};
+use crate::store::{Ns, Reads, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Key prefix of reply counters in [`Ns::Seller`] (profiles are keyed by `acc_…`).
+const REPLIES_PREFIX: &str = "replies:";
+
+/// A failure of a seller operation.
+#[derive(Debug, thiserror::Error)]
+pub enum SellerError {
+    /// Bad input; the message names the field and the rule.
+    #[error("{0}")]
+    Input(String),
+    /// The e-mail address, or the seller name, is taken.
+    #[error("{0}")]
+    Exists(String),
+    /// No seller with this id.
+    #[error(
+        "no seller with this id (give the account id acc_… or the seller id sel_… that `isto admin seller list` shows)"
+    )]
+    NotFound,
+    /// An account operation failed.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    /// A holder operation failed.
+    #[error(transparent)]
+    Holder(#[from] HolderError),
+    /// Storage failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Key failure.
+    #[error(transparent)]
+    Crypto(#[from] CryptoError),
+}
+
+impl SellerError {
+    /// Whether this is an internal failure (to be logged, and answered generically).
+    pub fn is_internal(&self) -> bool {
+        match self {
+            Self::Account(e) => e.is_internal(),
+            Self::Holder(e) => e.is_internal(),
+            Self::Store(_) | Self::Crypto(_) => true,
+            Self::Input(_) | Self::Exists(_) | Self::NotFound => false,
+        }
+    }
+}
+
+impl From<crate::protocol::input::InputError> for SellerError {
+    fn from(e: crate::protocol::input::InputError) -> Self {
+        Self::Input(e.0)
+    }
+}
+
+type Result<T, E = SellerError> = std::result::Result<T, E>;
+
+/// A registered seller's profile (see the module docs), in [`Ns::Seller`] by account id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SellerProfile {
+    /// The seller's account (`acc_…`): who signs in and authorizes agents.
+    pub account_id: String,
+    /// The seller's public id (`sel_…`, a catalogue [`SellerRecord`]).
+    pub seller_id: String,
+    /// Display name.
+    pub name: String,
+    /// Web site.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Category keys served; empty = all.
+    pub categories: Vec<String>,
+    /// ISO 3166-2 region or ISO 3166-1 country codes served; empty = everywhere.
+    pub regions: Vec<String>,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+impl SellerProfile {
+    /// Whether the seller serves `category`.
+    pub fn serves_category(&self, category: &str) -> bool {
+        self.categories.is_empty() || self.categories.iter().any(|c| c == category)
+    }
+
+    /// Whether the seller serves some part of `area` (an intent's area): a country
+    /// entry covers its whole country; a region entry covers intents naming that region
+    /// or the whole of its country.
+    pub fn serves_area(&self, area: &AreaObject) -> bool {
+        self.regions.is_empty()
+            || self.regions.iter().any(|r| {
+                if r.len() == 2 {
+                    r.eq_ignore_ascii_case(&area.country)
+                } else {
+                    gazetteer::region_country(r).is_some_and(|c| c.eq_ignore_ascii_case(&area.country))
+                        && (area.regions.is_empty() || area.regions.iter().any(|x| x.eq_ignore_ascii_case(r)))
+                }
+            })
+    }
+
+    /// Whether the seller may see and answer an intent of this category and area.
+    pub fn serves(&self, category: &str, area: &AreaObject) -> bool {
+        self.serves_category(category) && self.serves_area(area)
+    }
+}
+
+/// A seller as the admin commands show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SellerInfo {
+    /// `acc_…`.
+    pub account_id: String,
+    /// `sel_…`.
+    pub seller_id: String,
+    /// Display name.
+    pub name: String,
+    /// The account's e-mail address (the seller's business address, for the operator).
+    pub email: String,
+    /// Web site.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Categories served; empty = all.
+    pub categories: Vec<String>,
+    /// Regions served; empty = everywhere.
+    pub regions: Vec<String>,
+    /// Disabled (account or seller record).
+    pub disabled: bool,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// What `isto admin seller add` asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NewSeller {
+    /// Display name (1..200 characters).
+    pub name: String,
+    /// The seller's e-mail address (sign-in).
+    pub email: String,
+    /// Web site (http or https).
+    pub url: Option<String>,
+    /// Category keys (`vehicles`, `property`); empty = all.
+    pub categories: Vec<String>,
+    /// Regions: ISO 3166-2 or country codes or names the gazetteer resolves; empty =
+    /// everywhere.
+    pub regions: Vec<String>,
+    /// Queue a one-time sign-in link e-mail to the seller.
+    pub invite: bool,
+}
+
+/// What [`add`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Added {
+    /// The seller.
+    pub seller: SellerInfo,
+    /// Whether an existing seller account (without profile) was taken over.
+    pub adopted_account: bool,
+    /// Whether a catalogue seller of the same name was taken over.
+    pub adopted_catalogue_seller: bool,
+    /// With `invite`: `queued`, `throttled` or `nothing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invite: Option<String>,
+}
+
+/// What [`set_disabled`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Toggled {
+    /// The seller after the change.
+    pub seller: SellerInfo,
+    /// OAuth token families revoked (disabling only).
+    pub tokens_revoked: u64,
+}
+
+/// Longest display name, characters.
+pub const NAME_MAX: usize = 200;
+/// Longest URL, characters.
+pub const URL_MAX: usize = 2000;
+
+fn folded_name(name: &str) -> String {
+    crate::text::fold(name.trim())
+}
+
+/// Validates category keys: known, deduplicated, sorted.
+///
+/// # Errors
+/// [`SellerError::Input`] naming the unknown key.
+pub fn parse_categories(list: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for c in list {
+        let key = c.trim().to_ascii_lowercase();
+        let Some(cat) = crate::protocol::category(&key) else {
+            let known: Vec<&str> = crate::protocol::CATEGORIES.iter().map(|c| c.key).collect();
+            return Err(SellerError::Input(format!("category {c:?} is not one of {}", known.join(", "))));
+        };
+        out.push(cat.key.to_owned());
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Resolves region entries (codes or names) to ISO 3166-2 region codes, or a country
+/// code for a whole country; deduplicated and sorted. A country entry absorbs that
+/// country's region entries.
+///
+/// # Errors
+/// [`SellerError::Input`] naming the entry (with close names when it is unknown).
+pub fn parse_regions(list: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for r in list {
+        let a = gazetteer::resolve(r).map_err(|e| SellerError::Input(format!("region {:?}: {e}", r.trim())))?;
+        if a.regions.is_empty() {
+            out.push(a.country);
+        } else {
+            out.extend(a.regions);
+        }
+    }
+    let countries: Vec<String> = out.iter().filter(|r| r.len() == 2).cloned().collect();
+    out.retain(|r| r.len() == 2 || !gazetteer::region_country(r).is_some_and(|c| countries.iter().any(|k| k == c)));
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn parse_url(u: &str) -> Result<String> {
+    let s = u.trim();
+    let lower = s.to_ascii_lowercase();
+    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
+    let host_ok = rest.is_some_and(|r| !r.split(['/', '?', '#']).next().unwrap_or_default().is_empty());
+    if !host_ok || s.chars().count() > URL_MAX || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(SellerError::Input(format!("url must be an http or https URL of at most {URL_MAX} characters")));
+    }
+    Ok(s.to_owned())
+}
+
+fn is_profile_key(key: &str) -> bool {
+    !key.starts_with(REPLIES_PREFIX)
+}
+
+/// Every profile, in account id order.
+fn profiles_in(rx: &impl Reads) -> Result<Vec<SellerProfile>> {
+    let mut out = Vec::new();
+    for (k, v) in rx.records::<Value>(Ns::Seller)? {
+        if is_profile_key(&k) {
+            let p: SellerProfile =
+                serde_json::from_value(v).map_err(|e| StoreError::Corrupt(format!("seller:{k}"), e.to_string()))?;
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// The profile of a seller account, if it has one.
+///
+/// # Errors
+/// Storage errors.
+pub fn profile(holder: &Holder, account_id: &str) -> Result<Option<SellerProfile>> {
+    if !is_profile_key(account_id) {
+        return Ok(None);
+    }
+    Ok(holder.store.read(|rx| rx.record::<SellerProfile>(Ns::Seller, account_id))?)
+}
+
+fn info(holder: &Holder, p: &SellerProfile) -> Result<SellerInfo> {
+    let account = accounts::account(holder, &p.account_id)?;
+    let record: Option<SellerRecord> = holder.store.read(|rx| rx.seller(&p.seller_id))?;
+    let email = match &account {
+        Some(a) => a.email(&holder.keys)?.expose().to_owned(),
+        None => String::new(),
+    };
+    Ok(SellerInfo {
+        account_id: p.account_id.clone(),
+        seller_id: p.seller_id.clone(),
+        name: record.as_ref().map(|r| r.name.clone()).unwrap_or_else(|| p.name.clone()),
+        email,
+        url: record.as_ref().map(|r| r.url.clone()).unwrap_or_else(|| p.url.clone()),
+        categories: p.categories.clone(),
+        regions: p.regions.clone(),
+        disabled: account.is_none_or(|a| a.disabled) || record.is_some_and(|r| r.disabled),
+        created_at: p.created_at.clone(),
+    })
+}
+
+/// Registers a seller (`isto admin seller add`): creates its seller account
+/// ([`accounts::create_seller`]; an existing seller account without a profile is taken
+/// over), its public [`SellerRecord`] (a catalogue seller of the same name is taken
+/// over) and its [`SellerProfile`]; with `invite`, queues a one-time sign-in link e-mail
+/// (`/signin/link/…`, 15 minutes; the seller can ask for a new one on `/signin`).
+///
+/// # Errors
+/// [`SellerError::Input`] for a bad name, e-mail, URL, category or region;
+/// [`SellerError::Exists`] when the address has a buyer account or a registered seller,
+/// or the name belongs to another registered seller; storage errors.
+pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
+    let name = new.name.split_whitespace().collect::<Vec<_>>().join(" ");
+    if name.is_empty() || name.chars().count() > NAME_MAX || name.chars().any(char::is_control) {
+        return Err(SellerError::Input(format!("name must be 1 to {NAME_MAX} characters without control characters")));
+    }
+    let email = crate::holder::validate_email(&new.email)?;
+    let url = new.url.as_deref().map(parse_url).transpose()?;
+    let categories = parse_categories(&new.categories)?;
+    let regions = parse_regions(&new.regions)?;
+    let folded = folded_name(&name);
+
+    // Refuse what the transaction below would refuse before an account is created.
+    let taken_name = holder.store.read(|rx| name_taken(rx, &folded))?;
+    if let Some(owner) = taken_name {
+        return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
+    }
+    let (account_id, adopted_account) = match accounts::account_by_email(holder, &email)? {
+        Some(a) if a.role == ROLE_SELLER => {
+            if profile(holder, &a.id)?.is_some() {
+                return Err(SellerError::Exists(format!(
+                    "{email} is a registered seller already ({}); see `isto admin seller list`",
+                    a.id
+                )));
+            }
+            (a.id, true)
+        }
+        Some(_) => {
+            return Err(SellerError::Exists(format!(
+                "{email} has a buyer account; a seller needs its own e-mail address"
+            )))
+        }
+        None => match accounts::create_seller(holder, &email, &name) {
+            Ok(id) => (id, false),
+            Err(AccountError::Exists) => {
+                return Err(SellerError::Exists(format!("an account with the address {email} exists already")))
+            }
+            Err(AccountError::Input(m)) => return Err(SellerError::Input(m)),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let now = holder.clock.now();
+    let (profile, adopted_catalogue_seller) = holder.store.write(|tx| -> Result<(SellerProfile, bool)> {
+        if let Some(owner) = name_taken(tx, &folded)? {
+            return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
+        }
+        let existing = match tx.seller_by_name(&folded)? {
+            Some(id) => tx.seller::<SellerRecord>(&id)?,
+            None => None,
+        };
+        let adopted = existing.is_some();
+        let record = match existing {
+            Some(mut r) => {
+                if url.is_some() {
+                    r.url = url.clone();
+                }
+                r
+            }
+            None => SellerRecord { id: crypto::new_id("sel_"), name: name.clone(), url: url.clone(), disabled: false },
+        };
+        tx.put_seller(&record.id, &folded, &record)?;
+        let p = SellerProfile {
+            account_id: account_id.clone(),
+            seller_id: record.id.clone(),
+            name: record.name.clone(),
+            url: record.url.clone(),
+            categories: categories.clone(),
+            regions: regions.clone(),
+            created_at: clock::rfc3339(now),
+        };
+        tx.put_record(Ns::Seller, &account_id, &p)?;
+        Ok((p, adopted))
+    })?;
+    tracing::info!(account = %profile.account_id, seller = %profile.seller_id, "seller registered");
+    let invite = if new.invite {
+        let lang = holder.settings.default_language.clone();
+        Some(match accounts::request_signin_link(holder, &email, "/seller/intents", &lang)? {
+            MailOutcome::Queued => "queued".to_owned(),
+            MailOutcome::Throttled => "throttled".to_owned(),
+            MailOutcome::Nothing => "nothing".to_owned(),
+        })
+    } else {
+        None
+    };
+    Ok(Added { seller: info(holder, &profile)?, adopted_account, adopted_catalogue_seller, invite })
+}
+
+/// The account holding the catalogue seller named `folded`, if a registered seller does.
+fn name_taken(rx: &impl Reads, folded: &str) -> Result<Option<String>> {
+    let Some(id) = rx.seller_by_name(folded)? else { return Ok(None) };
+    Ok(profiles_in(rx)?.into_iter().find(|p| p.seller_id == id).map(|p| p.account_id))
+}
+
+/// Every registered seller, in account id order (`isto admin seller list`).
+///
+/// # Errors
+/// Storage and key errors.
+pub fn list(holder: &Holder) -> Result<Vec<SellerInfo>> {
+    let profiles = holder.store.read(profiles_in)?;
+    profiles.iter().map(|p| info(holder, p)).collect()
+}
+
+/// The profile of `id`: an account id (`acc_…`) or a seller id (`sel_…`).
+///
+/// # Errors
+/// [`SellerError::NotFound`]; storage errors.
+pub fn find(holder: &Holder, id: &str) -> Result<SellerProfile> {
+    let id = id.trim();
+    if let Some(p) = profile(holder, id)? {
+        return Ok(p);
+    }
+    holder.store.read(profiles_in)?.into_iter().find(|p| p.seller_id == id).ok_or(SellerError::NotFound)
+}
+
+/// Disables or re-enables a seller (`isto admin seller disable|enable ID`, ID `acc_…`
+/// or `sel_…`). Disabling takes effect at once: the account is flagged and its sessions
+/// end ([`accounts::set_disabled`]; the seller tools and pages read the account on every
+/// call), every OAuth token of the account is revoked ([`crate::oauth::revoke_account`]),
+/// and the [`SellerRecord`] is flagged (its offers and replies no longer match).
+/// Enabling clears both flags; revoked tokens stay revoked (the seller's agent
+/// authorizes again).
+///
+/// # Errors
+/// [`SellerError::NotFound`]; storage errors.
+pub fn set_disabled(holder: &Holder, id: &str, disabled: bool) -> Result<Toggled> {
+    let p = find(holder, id)?;
+    match accounts::set_disabled(holder, &p.account_id, disabled) {
+        Ok(()) | Err(AccountError::NotFound) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let tokens_revoked = if disabled { crate::oauth::revoke_account(holder, &p.account_id)? } else { 0 };
+    holder.store.write(|tx| -> Result<()> {
+        if let Some(mut r) = tx.seller::<SellerRecord>(&p.seller_id)? {
+            r.disabled = disabled;
+            let folded = folded_name(&r.name);
+            tx.put_seller(&r.id.clone(), &folded, &r)?;
+        }
+        Ok(())
+    })?;
+    tracing::info!(account = %p.account_id, seller = %p.seller_id, disabled, tokens_revoked, "seller disabled flag set");
+    Ok(Toggled { seller: info(holder, &p)?, tokens_revoked })
+}
+
+/// Whether `account_id` is an enabled seller account (read on every seller tool call
+/// and page).
+///
+/// # Errors
+/// Storage errors.
+pub fn enabled_seller(holder: &Holder, account_id: &str) -> Result<bool> {
+    Ok(accounts::account(holder, account_id)?.is_some_and(|a| a.role == ROLE_SELLER && !a.disabled))
+}
+
+/// The key that identifies the buyer behind an intent for pseudonyms: the hash of its
+/// verified e-mail address when it has one (for account intents, the account's
+/// address), else its owner account, else the intent itself. Never leaves this module.
+fn buyer_key(holder: &Holder, rec: &IntentRecord) -> Result<String> {
+    if let Some(contact) = &rec.contact {
+        let email = holder.keys.open_str(contact)?;
+        return Ok(accounts::email_key(email.expose()));
+    }
+    if let Some(owner) = &rec.owner {
+        return Ok(format!("owner:{owner}"));
+    }
+    Ok(format!("intent:{}", rec.id))
+}
+
+/// The pseudonym under which seller `seller_id` sees the buyer of `rec` (PROTOCOL.md §2
+/// "Seller pseudonyms"): stable for the (buyer, seller) pair, unrelated across sellers.
+///
+/// # Errors
+/// Key errors (the sealed contact cannot be opened).
+pub fn pseudonym(holder: &Holder, rec: &IntentRecord, seller_id: &str) -> Result<String> {
+    let key = buyer_key(holder, rec)?;
+    let mac = holder.keys.mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
+    Ok(format!("buyer-{}", mac.get(..12).unwrap_or(&mac)))
+}
+
+/// Whether `rec` is open to `profile`'s seller at `now`: active, pseudonymous, in the
+/// seller's categories and regions.
+pub fn open_to(rec: &IntentRecord, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {
+    rec.effective_status(now) == crate::protocol::Status::Active
+        && rec.visibility == crate::protocol::Visibility::Pseudonymous
+        && profile.serves(&rec.category, &rec.area)
+}
+
+fn replies_key(account_id: &str, intent_id: &str) -> String {
+    format!("{REPLIES_PREFIX}{account_id}:{intent_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(categories: &[&str], regions: &[&str]) -> SellerProfile {
+        SellerProfile {
+            account_id: "acc_x".into(),
+            seller_id: "sel_x".into(),
+            name: "X".into(),
+            url: None,
+            categories: categories.iter().map(|s| s.to_string()).collect(),
+            regions: regions.iter().map(|s| s.to_string()).collect(),
+            created_at: "2026-12-01T10:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn regions_and_categories_resolve() {
+        let r = parse_regions(&["Bratislava".into(), "SK-TA".into(), "CZ".into(), "Brno".into()]).unwrap();
+        assert_eq!(r, vec!["CZ", "SK-BL", "SK-TA"]);
+        assert!(parse_regions(&["Atlantis".into()]).unwrap_err().to_string().contains("Atlantis"));
+        assert_eq!(parse_categories(&["Vehicles".into(), "vehicles".into()]).unwrap(), vec!["vehicles"]);
+        assert!(parse_categories(&["boats".into()]).is_err());
+    }
+
+    #[test]
+    fn serves_overlapping_areas() {
+        let bl = profile(&["vehicles"], &["SK-BL"]);
+        let area = |s: &str| gazetteer::resolve(s).unwrap();
+        assert!(bl.serves("vehicles", &area("SK")), "a whole-country intent includes SK-BL");
+        assert!(bl.serves("vehicles", &area("Bratislava")));
+        assert!(!bl.serves("vehicles", &area("Košice")));
+        assert!(!bl.serves("vehicles", &area("CZ")));
+        assert!(!bl.serves("property", &area("Bratislava")));
+        let cz = profile(&[], &["CZ"]);
+        assert!(cz.serves("property", &area("Brno")) && !cz.serves("property", &area("SK")));
+        assert!(profile(&[], &[]).serves("property", &area("SK-KI")));
+    }
+}

@@ -1,0 +1,396 @@
+//! The sellers' demand heat map (PROTOCOL.md §1 "seller pages", §5):
+//! `GET /seller/demand?category=vehicles[&buyBy=3m]`.
+//!
+//! For signed-in sellers only (role `seller`): without a session, 303 to
+//! `/signin?next=/seller/demand?category=…`; any other role gets 403. An unknown category
+//! is a 404 listing the known ones.
+//!
+//! One section per buy-by band (all five, or only `buyBy`'s): a server-rendered inline
+//! SVG grid of regions (rows) × budget bands (columns), colour intensity by the number of
+//! active intents, withheld cells (fewer than k) hatched grey and labelled "withheld";
+//! then the same numbers as an accessible table. The cells are exactly the cells of the
+//! `intent_demand_summary` tool ([`crate::demand::heat_map`]), withheld the same way, so
+//! the page reveals nothing the tool does not. No JavaScript; the SVG uses presentation
+//! attributes only (the CSP has no inline styles).
+//!
+//! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
+
+use super::i18n::{ui, LANGUAGES};
+use super::{call, fail_page, page, pages, Holder, Shared};
+use crate::accounts;
+use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
+use crate::gazetteer::region_name;
+use crate::protocol::CATEGORIES;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use maud::{html, Markup};
+use serde::Deserialize;
+
+/// The route (merged into the pages' router, so it gets the page headers).
+pub(super) fn routes() -> Router<Shared> {
+    Router::new().route("/seller/demand", get(demand_page))
+}
+
+// ---------------------------------------------------------------------------
+// strings
+
+struct Texts {
+    title: &'static str,
+    intro: &'static str,
+    rule_before_k: &'static str,
+    rule_after_k: &'static str,
+    as_of: &'static str,
+    sellers_only_title: &'static str,
+    sellers_only: &'static str,
+    unknown_category: &'static str,
+    category: &'static str,
+    buy_by: &'static str,
+    all: &'static str,
+    region: &'static str,
+    budget: &'static str,
+    no_budget: &'static str,
+    withheld: &'static str,
+    brackets: &'static str,
+    svg_title: &'static str,
+    bands: [&'static str; 5],
+    vehicles: &'static str,
+    property: &'static str,
+}
+
+static SK: Texts = Texts {
+    title: "Mapa dopytu",
+    intro: "Aktívne dopyty kupujúcich podľa kraja a rozpočtu, pre každý termín nákupu. Počítajú sa len potvrdené \
+            aktívne dopyty, podľa viditeľného rozpočtu. Dopyt na celú krajinu sa počíta v každom jej kraji.",
+    rule_before_k: "Bunky s menej ako",
+    rule_after_k: "aktívnymi dopytmi sú skryté (šrafované sivou).",
+    as_of: "Stav k",
+    sellers_only_title: "Len pre predajcov",
+    sellers_only: "Táto stránka je pre predajcov. Prihláste sa účtom predajcu.",
+    unknown_category: "Neznáma kategória. Vyberte si:",
+    category: "Kategória",
+    buy_by: "Termín nákupu",
+    all: "Všetky",
+    region: "Kraj",
+    budget: "Rozpočet",
+    no_budget: "bez rozpočtu",
+    withheld: "skryté",
+    brackets: "v zátvorke nové za posledných 7 dní",
+    svg_title: "Mapa: aktívne dopyty podľa kraja (riadky) a rozpočtu (stĺpce); tabuľka nižšie má rovnaké čísla.",
+    bands: ["do 1 mesiaca", "do 3 mesiacov", "do 12 mesiacov", "neskôr", "bez termínu"],
+    vehicles: "Vozidlá",
+    property: "Nehnuteľnosti",
+};
+
+static CS: Texts = Texts {
+    title: "Mapa poptávky",
+    intro: "Aktivní poptávky kupujících podle kraje a rozpočtu, pro každý termín nákupu. Počítají se jen potvrzené \
+            aktivní poptávky, podle viditelného rozpočtu. Poptávka na celou zemi se počítá v každém jejím kraji.",
+    rule_before_k: "Buňky s méně než",
+    rule_after_k: "aktivními poptávkami jsou skryté (šrafované šedě).",
+    as_of: "Stav k",
+    sellers_only_title: "Jen pro prodejce",
+    sellers_only: "Tato stránka je pro prodejce. Přihlaste se účtem prodejce.",
+    unknown_category: "Neznámá kategorie. Vyberte si:",
+    category: "Kategorie",
+    buy_by: "Termín nákupu",
+    all: "Všechny",
+    region: "Kraj",
+    budget: "Rozpočet",
+    no_budget: "bez rozpočtu",
+    withheld: "skryto",
+    brackets: "v závorce nové za posledních 7 dní",
+    svg_title: "Mapa: aktivní poptávky podle kraje (řádky) a rozpočtu (sloupce); tabulka níže má stejná čísla.",
+    bands: ["do 1 měsíce", "do 3 měsíců", "do 12 měsíců", "později", "bez termínu"],
+    vehicles: "Vozidla",
+    property: "Nemovitosti",
+};
+
+static EN: Texts = Texts {
+    title: "Demand heat map",
+    intro: "Active buying requests by region and budget band, for each buy-by band. Only confirmed, active \
+            requests count, by their visible budget. A request for a whole country counts in every region of it.",
+    rule_before_k: "Cells with fewer than",
+    rule_after_k: "active requests are withheld (hatched grey).",
+    as_of: "Counted at",
+    sellers_only_title: "Sellers only",
+    sellers_only: "This page is for sellers. Sign in with a seller account.",
+    unknown_category: "Unknown category. Choose one of:",
+    category: "Category",
+    buy_by: "Buy by",
+    all: "All",
+    region: "Region",
+    budget: "Budget",
+    no_budget: "no budget",
+    withheld: "withheld",
+    brackets: "in brackets: new in the last 7 days",
+    svg_title:
+        "Heat map: active requests by region (rows) and budget band (columns); the table below has the same numbers.",
+    bands: ["within 1 month", "within 3 months", "within 12 months", "later", "no date"],
+    vehicles: "Vehicles",
+    property: "Property",
+};
+
+fn texts(lang: &str) -> &'static Texts {
+    match lang {
+        "sk" => &SK,
+        "cs" => &CS,
+        _ => &EN,
+    }
+}
+
+impl Texts {
+    fn category_name(&self, key: &'static str) -> &'static str {
+        match key {
+            "vehicles" => self.vehicles,
+            "property" => self.property,
+            other => other,
+        }
+    }
+}
+
+/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
+/// or en (not `q=0`), else the holder's default when it is one of them, else English.
+fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+    let known = |tag: &str| {
+        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
+        LANGUAGES.into_iter().find(|l| *l == primary)
+    };
+    let refused = |item: &str| {
+        item.split(';')
+            .skip(1)
+            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
+    };
+    headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
+        .or_else(|| known(&h.settings.default_language))
+        .unwrap_or("en")
+}
+
+// ---------------------------------------------------------------------------
+// the handler
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Query {
+    category: String,
+    #[serde(rename = "buyBy")]
+    buy_by: String,
+}
+
+/// What the session allows.
+enum Access {
+    SignIn,
+    Forbidden,
+    UnknownCategory,
+    Map(Box<HeatMap>),
+}
+
+/// `GET /seller/demand?category=…[&buyBy=…]`.
+async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, t) = (ui(lang), texts(lang));
+    let query: Query = q.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
+    let category = CATEGORIES.iter().find(|c| c.key == query.category || query.category.is_empty()).map(|c| c.key);
+    let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
+    let hd = headers.clone();
+    let got = call(&h, "demand_heat_map", move |x| {
+        Ok(match accounts::current(x, &hd) {
+            None => Access::SignIn,
+            Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
+            Some(_) => match category {
+                Some(c) => Access::Map(Box::new(crate::demand::heat_map(x, c)?)),
+                None => Access::UnknownCategory,
+            },
+        })
+    })
+    .await;
+    match got {
+        Ok(Access::SignIn) => {
+            let next = match category {
+                Some(c) => format!("/seller/demand?category={c}"),
+                None => "/seller/demand".to_owned(),
+            };
+            let q = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+            Redirect::to(&format!("/signin?{q}")).into_response()
+        }
+        Ok(Access::Forbidden) => {
+            page(&h, ui, StatusCode::FORBIDDEN, t.sellers_only_title, pages::message(t.sellers_only, true))
+        }
+        Ok(Access::UnknownCategory) => {
+            let body = html! {
+                p.notice role="alert" { (t.unknown_category) }
+                ul {
+                    @for c in CATEGORIES {
+                        li { a href=(format!("/seller/demand?category={}", c.key)) { (t.category_name(c.key)) } }
+                    }
+                }
+            };
+            page(&h, ui, StatusCode::NOT_FOUND, t.title, body)
+        }
+        Ok(Access::Map(map)) => {
+            let title = format!("{} – {}", t.title, t.category_name(category.unwrap_or_default()));
+            page(&h, ui, StatusCode::OK, &title, body(t, lang, &map, buy_by))
+        }
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// rendering
+
+/// Left column (region names), column width, header and row heights of the SVG.
+const LABEL_W: u32 = 170;
+const COL_W: u32 = 80;
+const HEAD_H: u32 = 28;
+const ROW_H: u32 = 22;
+
+/// The fill of a shown cell: from a light to a dark blue by `n / max` (never lighter
+/// than 15 % so a small count stays visible), and a text colour that reads on it.
+fn shade(n: u64, max: u64) -> (String, &'static str) {
+    let t = if max == 0 { 0.0 } else { 0.15 + 0.85 * (n as f64 / max as f64).min(1.0) };
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * t).round() as u8;
+    let (r, g, b) = (mix(0xe8, 0x0b), mix(0xf0, 0x3d), mix(0xfe, 0x91));
+    (format!("#{r:02x}{g:02x}{b:02x}"), if t > 0.5 { "#ffffff" } else { "#1b1f24" })
+}
+
+fn budget_label(t: &Texts, label: &str) -> String {
+    if label == NONE {
+        t.no_budget.to_owned()
+    } else {
+        label.to_owned()
+    }
+}
+
+/// The page body: intro, category and buy-by navigation, one section per band.
+fn body(t: &Texts, lang: &str, map: &HeatMap, only: Option<usize>) -> Markup {
+    let category = map.grid.category.as_str();
+    let link = |c: &str, y: Option<&str>| match y {
+        Some(y) => format!("/seller/demand?category={c}&buyBy={y}"),
+        None => format!("/seller/demand?category={c}"),
+    };
+    let max = map.max_shown();
+    html! {
+        p { (t.intro) " " (t.rule_before_k) " " (map.k) " " (t.rule_after_k) }
+        p.hint { (t.as_of) " " (pages::date(super::i18n::ui(lang), &map.as_of)) " (" (map.as_of) ")" }
+        nav aria-label=(t.category) {
+            p {
+                (t.category) ": "
+                @for (i, c) in CATEGORIES.iter().enumerate() {
+                    @if i > 0 { " · " }
+                    @if c.key == category {
+                        strong aria-current="page" { (t.category_name(c.key)) }
+                    } @else {
+                        a href=(link(c.key, None)) { (t.category_name(c.key)) }
+                    }
+                }
+            }
+            p {
+                (t.buy_by) ": "
+                @if only.is_none() { strong aria-current="page" { (t.all) } } @else { a href=(link(category, None)) { (t.all) } }
+                @for (i, b) in BUY_BY_BANDS.iter().enumerate() {
+                    " · "
+                    @if only == Some(i) {
+                        strong aria-current="page" { (t.bands[i]) }
+                    } @else {
+                        a href=(link(category, Some(b))) { (t.bands[i]) }
+                    }
+                }
+            }
+        }
+        @for (y, band) in BUY_BY_BANDS.iter().enumerate() {
+            @if only.is_none_or(|o| o == y) {
+                section aria-labelledby=(format!("band-{band}")) {
+                    h2 id=(format!("band-{band}")) { (t.buy_by) ": " (t.bands[y]) }
+                    (svg(t, lang, map, y, max))
+                    (table(t, lang, map, y))
+                }
+            }
+        }
+        p.hint { (super::i18n::ui(lang).aggregator) }
+    }
+}
+
+/// The heat map of one buy-by band as inline SVG.
+fn svg(t: &Texts, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup {
+    let band = BUY_BY_BANDS[y];
+    let labels = map.grid.budget_labels();
+    let width = LABEL_W + COL_W * labels.len() as u32;
+    let height = HEAD_H + ROW_H * map.grid.area.len() as u32;
+    let (hatch, title) = (format!("hatch-{band}"), format!("svg-title-{band}"));
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby=(title)
+            viewBox=(format!("0 0 {width} {height}")) width="100%" font-family="system-ui, sans-serif" {
+            title id=(title) { (t.svg_title) }
+            defs {
+                pattern id=(hatch) width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)" {
+                    rect width="6" height="6" fill="#dcdcdc" {}
+                    line x1="0" y1="0" x2="0" y2="6" stroke="#a0a0a0" stroke-width="2" {}
+                }
+            }
+            text x="4" y=(HEAD_H - 9) font-size="11" fill="currentColor" { (t.budget) " (" (map.grid.currency) ")" }
+            @for (b, label) in labels.iter().enumerate() {
+                text x=(LABEL_W + COL_W * b as u32 + COL_W / 2) y=(HEAD_H - 9) font-size="11" text-anchor="middle"
+                    fill="currentColor" { (budget_label(t, label)) }
+            }
+            @for (a, code) in map.grid.area.iter().enumerate() {
+                @let top = HEAD_H + ROW_H * a as u32;
+                text x="4" y=(top + ROW_H / 2 + 4) font-size="12" fill="currentColor" {
+                    (region_name(code, lang).unwrap_or(code))
+                }
+                @for b in 0..labels.len() {
+                    @let x = LABEL_W + COL_W * b as u32;
+                    @let (cx, cy) = (x + COL_W / 2, top + ROW_H / 2 + 4);
+                    @match map.at(y, a, b) {
+                        Some(c) => {
+                            @let (fill, ink) = shade(c.active_intents, max);
+                            rect x=(x + 1) y=(top + 1) width=(COL_W - 2) height=(ROW_H - 2) fill=(fill) {}
+                            text x=(cx) y=(cy) font-size="12" text-anchor="middle" fill=(ink) { (c.active_intents) }
+                        }
+                        None => {
+                            rect x=(x + 1) y=(top + 1) width=(COL_W - 2) height=(ROW_H - 2)
+                                fill=(format!("url(#{hatch})")) {}
+                            text x=(cx) y=(cy) font-size="10" text-anchor="middle" fill="#303030" { (t.withheld) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The same numbers as a table (regions × budget bands).
+fn table(t: &Texts, lang: &str, map: &HeatMap, y: usize) -> Markup {
+    let labels = map.grid.budget_labels();
+    html! {
+        table.criteria {
+            caption {
+                (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y])
+                " — " (t.brackets)
+            }
+            thead {
+                tr {
+                    th scope="col" { (t.region) }
+                    @for l in &labels { th scope="col" { (budget_label(t, l)) } }
+                }
+            }
+            tbody {
+                @for (a, code) in map.grid.area.iter().enumerate() {
+                    tr {
+                        th scope="row" { (region_name(code, lang).unwrap_or(code)) }
+                        @for b in 0..labels.len() {
+                            @match map.at(y, a, b) {
+                                Some(c) => td { (c.active_intents) " (" (c.new_last_7_days) ")" },
+                                None => td { (t.withheld) },
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

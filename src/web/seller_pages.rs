@@ -1,0 +1,245 @@
+//! The sellers' list of open intents (PROTOCOL.md §1 "seller pages: open pseudonymous
+//! intents"): `GET /seller/intents`.
+//!
+//! For signed-in sellers only (role `seller`, enabled: [`accounts::current`] reads the
+//! account on every request): without a session, 303 to
+//! `/signin?next=/seller/intents`; any other role gets 403. The list is exactly what
+//! the `intent_list_open_intents` tool gives the seller ([`sellers::open_intents`]):
+//! active pseudonymous intents in the seller's categories and regions, each under the
+//! seller's pseudonym for its buyer, with statement, criteria, area, visible budget and
+//! buy-by date — never contact data, a hidden limit or whether one is set.
+//!
+//! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
+
+use super::i18n::{ui, Ui, LANGUAGES};
+use super::{fail_page, page, pages, Fail, Holder, Shared};
+use crate::accounts;
+use crate::sellers::{self, OpenIntent, OpenQuery};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use maud::{html, Markup};
+use serde_json::Value;
+
+/// Most intents the page lists.
+const PAGE_LIMIT: usize = 200;
+
+/// The route (merged into the pages' router, so it gets the page headers).
+pub(super) fn routes() -> Router<Shared> {
+    Router::new().route("/seller/intents", get(intents_page))
+}
+
+// ---------------------------------------------------------------------------
+// strings
+
+struct Texts {
+    title: &'static str,
+    intro: &'static str,
+    reply: &'static str,
+    none: &'static str,
+    buyer: &'static str,
+    no_profile: &'static str,
+    sellers_only_title: &'static str,
+    sellers_only: &'static str,
+    more: &'static str,
+}
+
+static SK: Texts = Texts {
+    title: "Otvorené dopyty",
+    intro: "Dopyty kupujúcich, ktorí prijímajú odpovede predajcov, vo vašich kategóriách a regiónoch. Kupujúci tu vystupujú pod pseudonymom, ktorý vidíte len vy; kontakt na nich nedostanete.",
+    reply: "Ponuku k dopytu pošlete cez svojho asistenta (MCP nástroj intent_submit_offer na adrese nižšie), najviac 3 ponuky na dopyt:",
+    none: "Vo vašich kategóriách a regiónoch teraz nie je žiadny otvorený dopyt.",
+    buyer: "Kupujúci",
+    no_profile: "Váš predajcovský účet ešte nemá profil (kategórie a regióny). Požiadajte prevádzkovateľa, aby vás zaregistroval.",
+    sellers_only_title: "Len pre predajcov",
+    sellers_only: "Táto stránka je určená registrovaným predajcom.",
+    more: "Zobrazených je prvých 200 dopytov; ďalšie získate cez nástroj intent_list_open_intents.",
+};
+
+static CS: Texts = Texts {
+    title: "Otevřené poptávky",
+    intro: "Poptávky kupujících, kteří přijímají odpovědi prodejců, ve vašich kategoriích a regionech. Kupující zde vystupují pod pseudonymem, který vidíte jen vy; kontakt na ně nedostanete.",
+    reply: "Nabídku k poptávce pošlete přes svého asistenta (MCP nástroj intent_submit_offer na adrese níže), nejvýše 3 nabídky na poptávku:",
+    none: "Ve vašich kategoriích a regionech teď není žádná otevřená poptávka.",
+    buyer: "Kupující",
+    no_profile: "Váš prodejcovský účet ještě nemá profil (kategorie a regiony). Požádejte provozovatele, aby vás zaregistroval.",
+    sellers_only_title: "Jen pro prodejce",
+    sellers_only: "Tato stránka je určena registrovaným prodejcům.",
+    more: "Zobrazeno je prvních 200 poptávek; další získáte přes nástroj intent_list_open_intents.",
+};
+
+static EN: Texts = Texts {
+    title: "Open requests",
+    intro: "Buying requests whose buyers accept replies from sellers, in your categories and regions. Buyers appear under a pseudonym that only you see; their contact details are never given out.",
+    reply: "Reply with an offer through your assistant (the MCP tool intent_submit_offer at the address below), at most 3 offers per request:",
+    none: "There are no open requests in your categories and regions right now.",
+    buyer: "Buyer",
+    no_profile: "Your seller account has no seller profile yet (categories and regions). Ask the holder's operator to register you.",
+    sellers_only_title: "For sellers only",
+    sellers_only: "This page is for the holder's registered sellers.",
+    more: "The first 200 requests are shown; get the others with the intent_list_open_intents tool.",
+};
+
+fn texts(lang: &str) -> &'static Texts {
+    match lang {
+        "sk" => &SK,
+        "cs" => &CS,
+        _ => &EN,
+    }
+}
+
+/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
+/// or en (not `q=0`), else the holder's default when it is one of them, else English.
+fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+    let known = |tag: &str| {
+        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
+        LANGUAGES.into_iter().find(|l| *l == primary)
+    };
+    let refused = |item: &str| {
+        item.split(';')
+            .skip(1)
+            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
+    };
+    headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
+        .or_else(|| known(&h.settings.default_language))
+        .unwrap_or("en")
+}
+
+// ---------------------------------------------------------------------------
+// the handler
+
+/// What the session allows.
+enum Access {
+    SignIn,
+    Forbidden,
+    NoProfile,
+    List(Vec<OpenIntent>),
+}
+
+/// `GET /seller/intents`.
+async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
+    let lang = lang_of(&h, &headers);
+    let (ui, t) = (ui(lang), texts(lang));
+    let holder = h.clone();
+    let got = tokio::task::spawn_blocking(move || -> Result<Access, sellers::SellerError> {
+        let x = &*holder;
+        Ok(match accounts::current(x, &headers) {
+            None => Access::SignIn,
+            Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
+            Some((account, _)) => match sellers::profile(x, &account)? {
+                None => Access::NoProfile,
+                Some(p) => {
+                    let q = OpenQuery { limit: PAGE_LIMIT + 1, ..OpenQuery::default() };
+                    Access::List(sellers::open_intents(x, &p, &q)?.intents)
+                }
+            },
+        })
+    })
+    .await;
+    let access = match got {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => {
+            tracing::error!(op = "seller_intents", error = %e, "web page: seller operation failed");
+            return fail_page(&h, ui, Fail::Internal);
+        }
+        Err(e) => {
+            tracing::error!(op = "seller_intents", error = %e, "web page: blocking task failed");
+            return fail_page(&h, ui, Fail::Internal);
+        }
+    };
+    match access {
+        Access::SignIn => Redirect::to("/signin?next=/seller/intents").into_response(),
+        Access::Forbidden => {
+            page(&h, ui, StatusCode::FORBIDDEN, t.sellers_only_title, pages::message(t.sellers_only, true))
+        }
+        Access::NoProfile => page(&h, ui, StatusCode::OK, t.title, pages::message(t.no_profile, true)),
+        Access::List(intents) => {
+            let endpoint = format!("{}/mcp/seller", h.settings.public_url.base);
+            page(&h, ui, StatusCode::OK, t.title, body(ui, t, &intents, &endpoint))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// rendering
+
+fn body(ui: &Ui, t: &Texts, intents: &[OpenIntent], endpoint: &str) -> Markup {
+    let more = intents.len() > PAGE_LIMIT;
+    let shown = &intents[..intents.len().min(PAGE_LIMIT)];
+    html! {
+        p { (t.intro) }
+        p { (t.reply) }
+        p { code.url { (endpoint) } }
+        @if shown.is_empty() {
+            p.notice { (t.none) }
+        } @else {
+            table.criteria {
+                caption { (t.title) " (" (shown.len()) ")" }
+                thead {
+                    tr {
+                        th scope="col" { (t.buyer) }
+                        th scope="col" { (ui.statement) }
+                        th scope="col" { (ui.criteria) }
+                        th scope="col" { (ui.area) }
+                        th scope="col" { (ui.budget) }
+                        th scope="col" { (ui.buy_by) }
+                    }
+                }
+                tbody {
+                    @for i in shown {
+                        tr {
+                            th scope="row" { code { (i.pseudonym) } }
+                            td { span lang=(i.language) { (i.statement) } }
+                            td { (criteria_text(ui, i)) }
+                            td { (pages::area_text(ui, &i.area)) }
+                            td {
+                                @if let Some(b) = &i.budget { (pages::budget_text(ui, b)) }
+                            }
+                            td {
+                                @if let Some(d) = &i.buy_by { (pages::date(ui, d)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if more {
+                p.hint { (t.more) }
+            }
+        }
+        p.hint { (ui.aggregator) }
+    }
+}
+
+/// `Category: Vehicles; Make: Škoda; Year: ≥ 2016` in the category's attribute order.
+fn criteria_text(ui: &Ui, i: &OpenIntent) -> String {
+    let order = crate::protocol::category(&i.category).map(|c| c.attributes).unwrap_or(&[]);
+    let mut items: Vec<(&String, &Value)> = i.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
+    items.sort_by_key(|(k, _)| order.iter().position(|(a, _, _)| a == k).unwrap_or(usize::MAX));
+    let mut out = vec![format!("{}: {}", ui.category, ui.category_name(&i.category))];
+    out.extend(items.into_iter().map(|(k, v)| format!("{}: {}", ui.attribute_label(k), value_text(v))));
+    out.join("; ")
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join(", "),
+        Value::Object(o) => {
+            let side = |k: &str| o.get(k).filter(|x| x.is_number()).map(value_text);
+            match (side("min"), side("max")) {
+                (Some(a), Some(b)) => format!("{a}\u{a0}– {b}"),
+                (Some(a), None) => format!("≥ {a}"),
+                (None, Some(b)) => format!("≤ {b}"),
+                (None, None) => Value::Object(o.clone()).to_string(),
+            }
+        }
+    }
+}

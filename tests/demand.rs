@@ -1,0 +1,532 @@
+//! Demand summaries (PROTOCOL.md §5) on a real redb file with a clock the test advances:
+//! the threshold k, what counts (active intents only), the band grid (visible budget
+//! only, never the hidden limit; whole-country areas; buy-by bands), the
+//! `intent_demand_summary` tool on `/mcp` and `/mcp/buyer`, the `[demand]` settings, the
+//! holder metadata at `/.well-known/isto-intents` (PROTOCOL.md §8) and the sellers' heat
+//! map page. Intents are made active the way people do it: publish, consent on the
+//! holder's page, confirm with the token from the e-mail.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use isto::clock::ManualClock;
+use isto::config::{Overrides, PublicUrl, Settings};
+use isto::crypto::KeyRing;
+use isto::demand::{Cell, DemandAnswer};
+use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder};
+use isto::mail::{MailContent, MailJob};
+use isto::store::Store;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+const START: &str = "2026-12-01T10:00:00Z";
+
+struct Fx {
+    _dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    holder: Arc<Holder>,
+}
+
+fn fixture_with(k: u32) -> Fx {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    settings.default_language = "en".into();
+    settings.public_url = PublicUrl::parse("https://holder.example").unwrap();
+    settings.demand_k = k;
+    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
+    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
+    Fx { _dir: dir, clock, holder }
+}
+
+fn fixture() -> Fx {
+    fixture_with(5)
+}
+
+fn token_from_outbox(h: &Holder, marker: &str) -> String {
+    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    for (_, job) in jobs.iter().rev() {
+        let c: MailContent = serde_json::from_slice(&h.keys.open(&job.sealed).unwrap()).unwrap();
+        if let Some(i) = c.text.find(marker) {
+            return c.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
+        }
+    }
+    panic!("no mail with {marker}");
+}
+
+/// A vehicles intent in `area` with the `extra` publish fields.
+fn vehicles(area: Value, extra: Value) -> Value {
+    let mut args = json!({"statement": "Hľadám auto", "criteria": {"category": "vehicles"}, "area": area});
+    for (k, v) in extra.as_object().unwrap() {
+        args[k] = v.clone();
+    }
+    args
+}
+
+/// Publishes a draft; returns (id, intentCode, consent token).
+fn draft(h: &Holder, args: Value) -> (String, String, String) {
+    let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+    (r.intent.id, r.intent_code, r.consent_url.rsplit('/').next().unwrap().to_owned())
+}
+
+/// Publishes, consents (each intent its own address: a person gets at most 5
+/// confirmation e-mails an hour) and returns the consent-given draft's (id, code).
+fn consented(h: &Holder, args: Value) -> (String, String) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let (id, code, consent) = draft(h, args);
+    let email = format!("buyer{}@example.com", N.fetch_add(1, Ordering::SeqCst));
+    assert_eq!(h.give_consent(&consent, &email, "en").unwrap(), ConsentOutcome::Recorded);
+    (id, code)
+}
+
+/// An active intent: publish + consent + confirm with the token from the outbox.
+fn active(h: &Holder, args: Value) -> (String, String) {
+    let (id, code) = consented(h, args);
+    assert_eq!(h.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    (id, code)
+}
+
+fn cell(area: &str, budget: &str, buy_by: &str) -> Cell {
+    Cell { area: area.into(), budget_band: budget.into(), buy_by_band: buy_by.into() }
+}
+
+/// activeIntents of a cell, `None` when withheld.
+fn count(h: &Holder, c: &Cell) -> Option<u64> {
+    match isto::demand::summary(h, "vehicles", c).unwrap() {
+        DemandAnswer::Summary(s) => {
+            assert_eq!(&s.cell, c);
+            Some(s.active_intents)
+        }
+        DemandAnswer::Withheld(w) => {
+            assert!(w.withheld && w.reason == "below_threshold");
+            None
+        }
+    }
+}
+
+/// Calls the tool on `/mcp`: (isError, structuredContent or the error text).
+fn tool(h: &Holder, args: Value) -> (bool, Value) {
+    let r = isto::mcp::dispatch(h, "intent_demand_summary", &args).expect("known tool");
+    let v = serde_json::to_value(&r).unwrap();
+    if v["isError"].as_bool().unwrap_or(false) {
+        (true, v["content"][0]["text"].clone())
+    } else {
+        let text: Value = serde_json::from_str(v["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, v["structuredContent"], "the text content carries the same JSON");
+        (false, v["structuredContent"].clone())
+    }
+}
+
+#[test]
+fn a_cell_below_k_is_withheld_and_at_k_is_shown() {
+    let f = fixture();
+    let h = &f.holder;
+    let args = |pseudo: bool| {
+        let visibility = if pseudo { "pseudonymous" } else { "private" };
+        vehicles(json!("SK-BL"), json!({"budget": 12000, "visibility": visibility}))
+    };
+    for i in 0..4 {
+        active(h, args(i < 2));
+    }
+    let c = cell("SK-BL", "10000-20000", "none");
+    assert_eq!(count(h, &c), None, "k - 1 = 4 active intents");
+    let (err, out) = tool(h, json!({"category": "vehicles", "cell": c}));
+    assert!(!err);
+    assert_eq!(out, json!({"withheld": true, "reason": "below_threshold"}));
+
+    active(h, args(false));
+    assert_eq!(count(h, &c), Some(5));
+    let (err, out) = tool(
+        h,
+        json!({"category": "vehicles", "cell": {"area": "Bratislava", "budgetBand": "10000-20000", "buyByBand": "none"}}),
+    );
+    assert!(!err, "{out}");
+    assert_eq!(
+        out,
+        json!({"category": "vehicles", "cell": {"area": "SK-BL", "budgetBand": "10000-20000", "buyByBand": "none"},
+               "activeIntents": 5, "newLast7Days": 5, "pseudonymous": 2, "asOf": START})
+    );
+    // Neighbouring cells stay withheld.
+    assert_eq!(count(h, &cell("SK-TA", "10000-20000", "none")), None);
+    assert_eq!(count(h, &cell("SK-BL", "5000-10000", "none")), None);
+    assert_eq!(count(h, &cell("SK-BL", "10000-20000", "1m")), None);
+
+    // The heat map shows the same numbers and withholds the same cells.
+    let map = isto::demand::heat_map(h, "vehicles").unwrap();
+    let shown: Vec<_> = map.cells.iter().filter(|(_, c)| c.is_some()).collect();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].0, c);
+    assert_eq!(shown[0].1.unwrap().active_intents, 5);
+    assert_eq!(map.cells.len(), 5 * 22 * 6);
+}
+
+#[test]
+fn drafts_unconfirmed_expired_and_withdrawn_intents_do_not_count() {
+    let f = fixture_with(1);
+    let h = &f.holder;
+    let args = || vehicles(json!("SK-KI"), json!({"budget": 3000}));
+    let c = cell("SK-KI", "0-5000", "none");
+    for _ in 0..3 {
+        active(h, args());
+    }
+    let mut short = args();
+    short["validUntil"] = json!("2026-12-03T10:00:00Z");
+    active(h, short);
+    let (_, to_withdraw) = active(h, args());
+    draft(h, args()); // awaiting_consent
+    consented(h, args()); // awaiting_email_confirmation
+    assert_eq!(count(h, &c), Some(5), "3 + short-lived + to be withdrawn; not the draft or the unconfirmed");
+
+    h.withdraw_by_code(&to_withdraw, None).unwrap();
+    assert_eq!(count(h, &c), Some(4), "withdrawn");
+
+    f.clock.advance(time::Duration::days(3));
+    assert_eq!(count(h, &c), Some(3), "expired at validUntil, before any sweep");
+    h.sweep().unwrap();
+    assert_eq!(count(h, &c), Some(3));
+    let map = isto::demand::heat_map(h, "vehicles").unwrap();
+    let total: u64 = map.cells.iter().filter_map(|(_, c)| c.map(|c| c.active_intents)).sum();
+    assert_eq!(total, 3);
+}
+
+#[test]
+fn the_hidden_limit_never_changes_the_band() {
+    let f = fixture_with(1);
+    let h = &f.holder;
+    let area = json!({"country": "CZ", "regions": ["CZ-64"]});
+    active(h, vehicles(area.clone(), json!({"budget": {"max": 12000, "currency": "EUR"}, "hiddenLimit": 9000})));
+    active(h, vehicles(area.clone(), json!({"budget": {"max": 12000, "currency": "EUR"}, "hiddenLimit": 45000})));
+    assert_eq!(count(h, &cell("CZ-64", "10000-20000", "none")), Some(2), "same budget.max, same band");
+    assert_eq!(count(h, &cell("CZ-64", "5000-10000", "none")), None);
+    assert_eq!(count(h, &cell("CZ-64", "40000+", "none")), None);
+
+    // Only a hidden limit, or a budget without max: the "none" band.
+    active(h, vehicles(area.clone(), json!({"hiddenLimit": 15000})));
+    active(h, vehicles(area.clone(), json!({"budget": {"min": 8000}})));
+    assert_eq!(count(h, &cell("CZ-64", "none", "none")), Some(2));
+    assert_eq!(count(h, &cell("CZ-64", "10000-20000", "none")), Some(2));
+
+    // A budget in CZK is converted with the holder's rates: 300 000 CZK = 12 000 EUR.
+    active(h, vehicles(area, json!({"budget": {"max": 300000, "currency": "CZK"}})));
+    assert_eq!(count(h, &cell("CZ-64", "10000-20000", "none")), Some(3));
+}
+
+#[test]
+fn a_whole_country_intent_counts_in_every_region_of_it() {
+    let f = fixture_with(1);
+    let h = &f.holder;
+    active(h, vehicles(json!("SK"), json!({"budget": 25000})));
+    active(h, vehicles(json!({"country": "CZ", "regions": ["CZ-10", "Brno"]}), json!({"budget": 25000})));
+    for region in ["SK-BL", "SK-KI", "SK-ZI", "SK-PV"] {
+        assert_eq!(count(h, &cell(region, "20000-40000", "none")), Some(1), "{region}");
+    }
+    assert_eq!(count(h, &cell("CZ-10", "20000-40000", "none")), Some(1));
+    assert_eq!(count(h, &cell("CZ-64", "20000-40000", "none")), Some(1));
+    assert_eq!(count(h, &cell("CZ-20", "20000-40000", "none")), None, "not in the listed regions");
+    let (err, out) = tool(
+        h,
+        json!({"category": "vehicles", "cell": {"area": "Košice", "budgetBand": "20000-40000", "buyByBand": "none"}}),
+    );
+    assert!(!err, "{out}");
+    assert_eq!(out["activeIntents"], 1);
+    assert_eq!(out["cell"]["area"], "SK-KI");
+}
+
+#[test]
+fn new_last_7_days_and_buy_by_bands() {
+    let f = fixture_with(1);
+    let h = &f.holder;
+    let with = |buy_by: Option<&str>| {
+        let mut extra = json!({"budget": 7000});
+        if let Some(d) = buy_by {
+            extra["buyBy"] = json!(d);
+        }
+        vehicles(json!("SK-TA"), extra)
+    };
+    active(h, with(Some("2026-12-21")));
+    f.clock.advance(time::Duration::days(8)); // now 2026-12-09
+    active(h, with(Some("2026-12-21")));
+    let answer = isto::demand::summary(h, "vehicles", &cell("SK-TA", "5000-10000", "1m")).unwrap();
+    let DemandAnswer::Summary(s) = answer else { panic!("withheld") };
+    assert_eq!((s.active_intents, s.new_last_7_days), (2, 1), "the first became active 8 days ago");
+    assert_eq!(s.as_of, "2026-12-09T10:00:00Z");
+
+    active(h, with(Some("2027-02-20"))); // ≤ 2027-03-09
+    active(h, with(Some("2027-08-01"))); // ≤ 2027-12-09
+    active(h, with(Some("2028-06-01")));
+    active(h, with(None));
+    for band in ["3m", "12m", "later", "none"] {
+        assert_eq!(count(h, &cell("SK-TA", "5000-10000", band)), Some(1), "{band}");
+    }
+    // Time moves intents into nearer bands.
+    f.clock.advance(time::Duration::days(60)); // 2027-02-07
+    assert_eq!(count(h, &cell("SK-TA", "5000-10000", "1m")), Some(3));
+}
+
+#[test]
+fn tool_input_errors_name_the_field() {
+    let f = fixture();
+    let h = &f.holder;
+    let c = |area: Value, b: &str, y: &str| json!({"area": area, "budgetBand": b, "buyByBand": y});
+    let cases = [
+        (json!({}), "category"),
+        (
+            json!({"category": "boats", "cell": c(json!("SK-BL"), "none", "1m")}),
+            "category must be one of vehicles, property",
+        ),
+        (json!({"category": "vehicles"}), "cell"),
+        (json!({"category": "vehicles", "cell": []}), "cell must be an object"),
+        (json!({"category": "vehicles", "cell": c(json!("Atlantis"), "none", "1m")}), "cell.area"),
+        (json!({"category": "vehicles", "cell": c(json!("CZ"), "none", "1m")}), "cell.area"),
+        (
+            json!({"category": "vehicles", "cell": c(json!({"country": "SK"}), "none", "1m")}),
+            "cell.area must be a string",
+        ),
+        (
+            json!({"category": "vehicles", "cell": c(json!("SK-BL"), "12000", "1m")}),
+            "cell.budgetBand must be one of 0-5000, 5000-10000, 10000-20000, 20000-40000, 40000+, none",
+        ),
+        (
+            json!({"category": "vehicles", "cell": c(json!("SK-BL"), "none", "6m")}),
+            "cell.buyByBand must be one of 1m, 3m, 12m, later, none",
+        ),
+        (json!({"category": "vehicles", "cell": {"area": "SK-BL", "buyByBand": "1m"}}), "cell.budgetBand is required"),
+        (
+            json!({"category": "vehicles", "cell": {"area": "SK-BL", "budgetBand": "none", "buyByBand": "1m", "max": 1}}),
+            "cell.max",
+        ),
+        (json!({"category": "vehicles", "cell": c(json!("SK-BL"), "none", "1m"), "hiddenLimit": 1}), "hiddenLimit"),
+    ];
+    for (args, want) in cases {
+        let (err, msg) = tool(h, args.clone());
+        assert!(err, "{args} should fail");
+        assert!(msg.as_str().unwrap().contains(want), "{args} → {msg}");
+    }
+    // The same tool on /mcp/buyer; demand is not personal, so no grant is needed.
+    let r = isto::mcp::buyer::dispatch(
+        h,
+        None,
+        "intent_demand_summary",
+        &json!({"category": "property", "cell": c(json!("CZ-10"), "100000-200000", "12m")}),
+    )
+    .unwrap();
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["structuredContent"], json!({"withheld": true, "reason": "below_threshold"}), "{v}");
+}
+
+#[test]
+fn the_tool_is_listed_with_schemas_and_annotations() {
+    for (endpoint, tools) in [("/mcp", isto::mcp::public_tools()), ("/mcp/buyer", isto::mcp::buyer::buyer_tools())] {
+        let t = tools.iter().find(|t| t.name == "intent_demand_summary").unwrap_or_else(|| panic!("{endpoint}"));
+        let v = serde_json::to_value(t).unwrap();
+        assert!(v["description"].as_str().unwrap().contains(isto::protocol::AGGREGATOR_NOTE), "{endpoint}");
+        assert_eq!(v["annotations"]["readOnlyHint"], true);
+        assert_eq!(v["annotations"]["destructiveHint"], false);
+        assert_eq!(v["annotations"]["idempotentHint"], true);
+        assert_eq!(v["inputSchema"]["additionalProperties"], false);
+        assert_eq!(v["inputSchema"]["required"], json!(["category", "cell"]));
+        assert_eq!(v["inputSchema"]["properties"]["cell"]["required"], json!(["area", "budgetBand", "buyByBand"]));
+        assert_eq!(v["outputSchema"]["type"], "object");
+        let one_of = v["outputSchema"]["oneOf"].as_array().unwrap();
+        assert_eq!(one_of.len(), 2);
+        assert!(one_of[0]["required"].as_array().unwrap().contains(&json!("newLast7Days")));
+        assert_eq!(one_of[1]["required"], json!(["withheld", "reason"]));
+    }
+}
+
+#[test]
+fn demand_settings_come_from_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("isto.toml");
+    let load = |text: &str| {
+        std::fs::write(&p, text).unwrap();
+        Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
+    };
+    let s = load("[demand]\nk = 3\n[demand.budget_bands]\nvehicles = [0, 1000, 3000]\n").unwrap();
+    assert_eq!(s.demand_k, 3);
+    assert_eq!(isto::demand::grid(&s, "vehicles").budget_labels(), ["0-1000", "1000-3000", "3000+", "none"]);
+    assert_eq!(isto::demand::grid(&s, "property").budget_labels()[0], "0-50000", "defaults stay for the rest");
+    let d = Settings::defaults();
+    assert_eq!(d.demand_k, 5);
+    for (text, key) in [
+        ("[demand]\nk = 0\n", "demand.k"),
+        ("[demand.budget_bands]\nvehicles = [1000, 2000]\n", "demand.budget_bands"),
+        ("[demand.budget_bands]\nvehicles = [0, 2000, 2000]\n", "demand.budget_bands"),
+        ("[demand.budget_bands]\nboats = [0, 2000]\n", "boats"),
+        ("[demand]\nkk = 3\n", "kk"),
+    ] {
+        let e = load(text).unwrap_err().to_string();
+        assert!(e.contains(key), "{text} → {e}");
+    }
+}
+
+async fn get(h: &Arc<Holder>, path: &str, cookie: Option<&str>) -> (StatusCode, HeaderMap, String) {
+    let app = isto::app::router(h.clone(), CancellationToken::new());
+    let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
+    if let Some(c) = cookie {
+        b = b.header(header::COOKIE, c);
+    }
+    let res = app.oneshot(b.body(Body::empty()).unwrap()).await.unwrap();
+    let (status, headers) = (res.status(), res.headers().clone());
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+async fn post(h: &Arc<Holder>, path: &str, fields: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
+    let app = isto::app::router(h.clone(), CancellationToken::new());
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header(header::ACCEPT_LANGUAGE, "en")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
+        .unwrap();
+    let res = app.oneshot(req).await.unwrap();
+    let (status, headers) = (res.status(), res.headers().clone());
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+    (status, headers, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// The CSRF token of the form posting to `action`.
+fn csrf_for(body: &str, action: &str) -> String {
+    let at = body.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form for {action}"));
+    let marker = "name=\"csrf\" value=\"";
+    let from = at + body[at..].find(marker).unwrap() + marker.len();
+    body[from..].split('"').next().unwrap().to_owned()
+}
+
+fn cookie(headers: &HeaderMap) -> String {
+    headers.get(header::SET_COOKIE).unwrap().to_str().unwrap().split(';').next().unwrap().to_owned()
+}
+
+fn location(headers: &HeaderMap) -> &str {
+    headers.get(header::LOCATION).map(|v| v.to_str().unwrap()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn holder_metadata_is_published_at_the_well_known_path() {
+    let f = fixture();
+    let (status, headers, body) = get(&f.holder, "/.well-known/isto-intents", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=300");
+    assert!(headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["name"], "isto");
+    assert_eq!(v["countries"], json!(["SK", "CZ"]));
+    assert_eq!(v["languages"], json!(["sk", "cs", "en"]));
+    assert_eq!(v["k"], 5);
+    assert_eq!(v["rates"], json!({"CZK": 0.04, "EUR": 1.0}));
+    assert_eq!(
+        v["endpoints"],
+        json!({"mcp": "https://holder.example/mcp", "buyer": "https://holder.example/mcp/buyer",
+               "seller": "https://holder.example/mcp/seller", "authorizationServer": "https://holder.example"})
+    );
+    for lang in ["sk", "cs", "en"] {
+        assert!(!v["consentTextVersions"][lang].as_str().unwrap().is_empty(), "{lang}");
+    }
+    let cats = v["categories"].as_array().unwrap();
+    let keys: Vec<_> = cats.iter().map(|c| c["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["vehicles", "property"]);
+    let vehicles = &cats[0];
+    assert_eq!(vehicles["currency"], "EUR");
+    let attrs = vehicles["attributes"].as_array().unwrap();
+    assert!(attrs.contains(&json!({"key": "mileageKm", "type": "number", "unit": "km"})));
+    assert!(attrs.contains(&json!({"key": "make", "type": "string"})), "no unit key without a unit");
+    let grid = &vehicles["bandGrid"];
+    assert_eq!(grid["budgetBand"], json!(["0-5000", "5000-10000", "10000-20000", "20000-40000", "40000+", "none"]));
+    assert_eq!(grid["buyByBand"], json!(["1m", "3m", "12m", "later", "none"]));
+    let area = grid["area"].as_array().unwrap();
+    assert_eq!(area.len(), 22);
+    assert!(area.contains(&json!("SK-BL")) && area.contains(&json!("CZ-10")));
+    assert_eq!(cats[1]["bandGrid"]["budgetBand"][4], "400000+");
+    assert!(cats[1]["attributes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"key": "floorAreaM2", "type": "number", "unit": "m²"})));
+}
+
+/// Signs a buyer up through the account pages; returns the session cookie.
+async fn buyer_session(h: &Arc<Holder>, email: &str) -> String {
+    let (_, _, page) = get(h, "/signup?next=/me", None).await;
+    let csrf = csrf_for(&page, "/signup");
+    let (status, headers, _) =
+        post(h, "/signup", &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")])
+            .await;
+    assert_eq!((status, location(&headers)), (StatusCode::SEE_OTHER, "/signup/sent"));
+    let token = token_from_outbox(h, "/signup/confirm/");
+    let (_, _, page) = get(h, &format!("/signup/confirm/{token}"), None).await;
+    let csrf = csrf_for(&page, &format!("/signup/confirm/{token}"));
+    let (status, headers, _) = post(h, &format!("/signup/confirm/{token}"), &[("csrf", &csrf)]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    cookie(&headers)
+}
+
+/// Creates a seller with a password and signs in; returns the session cookie.
+async fn seller_session(h: &Arc<Holder>, email: &str) -> String {
+    let id = isto::accounts::create_seller(h, email, "Dealer").unwrap();
+    let h2 = h.clone();
+    tokio::task::spawn_blocking(move || isto::accounts::set_password(&h2, &id, "correct horse battery", None))
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, _, page) = get(h, "/signin?next=/seller/demand", None).await;
+    let csrf = csrf_for(&page, "/signin");
+    let fields =
+        [("csrf", csrf.as_str()), ("email", email), ("password", "correct horse battery"), ("next", "/seller/demand")];
+    let (status, headers, body) = post(h, "/signin", &fields).await;
+    assert_eq!((status, location(&headers)), (StatusCode::SEE_OTHER, "/seller/demand"), "{body}");
+    cookie(&headers)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_heat_map_page_is_for_signed_in_sellers() {
+    let f = fixture();
+    let h = f.holder.clone();
+    let h2 = h.clone();
+    tokio::task::spawn_blocking(move || {
+        for _ in 0..5 {
+            active(&h2, vehicles(json!("SK-BL"), json!({"budget": 15000})));
+        }
+    })
+    .await
+    .unwrap();
+
+    let (status, headers, _) = get(&h, "/seller/demand?category=vehicles", None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&headers), "/signin?next=%2Fseller%2Fdemand%3Fcategory%3Dvehicles");
+
+    let buyer = buyer_session(&h, "buyer-page@example.com").await;
+    let (status, _, body) = get(&h, "/seller/demand?category=vehicles", Some(&buyer)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(!body.contains("<svg"));
+
+    let seller = seller_session(&h, "seller@example.com").await;
+    let (status, headers, body) = get(&h, "/seller/demand?category=vehicles", Some(&seller)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store");
+    let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert!(!body.contains("<script") && !body.contains(" style="), "no script, no inline style");
+    assert_eq!(body.matches("<svg").count(), 5, "one heat map per buy-by band");
+    assert_eq!(body.matches("<table").count(), 5, "and one table each");
+    assert!(body.contains("url(#hatch-none)") && body.contains(">withheld<"));
+    assert!(body.contains(">5 (5)<"), "the shown cell in the table");
+    assert!(body.contains(">10000-20000<") && body.contains(">no budget<"));
+    let shown = body.matches("text-anchor=\"middle\" fill=\"#ffffff\">5<").count();
+    assert_eq!(shown, 1, "the one shown cell in the SVG, darkest");
+
+    let (status, _, body) = get(&h, "/seller/demand?category=vehicles&buyBy=3m", Some(&seller)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body.matches("<svg").count(), 1);
+    assert!(body.contains("id=\"band-3m\"") && !body.contains("id=\"band-none\""));
+    assert!(!body.contains(">5 (5)<"), "nothing shown in 3m");
+
+    let (status, _, body) = get(&h, "/seller/demand?category=property", Some(&seller)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(">400000+<"));
+    let (status, _, _) = get(&h, "/seller/demand?category=boats", Some(&seller)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

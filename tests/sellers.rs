@@ -1,0 +1,960 @@
+//! Registered sellers and `/mcp/seller` (PROTOCOL.md §1, §2 "Seller pseudonyms", §3
+//! intent_submit_offer / intent_list_open_intents, §6 for replies) on a real redb file
+//! with a clock the test advances. Sellers are registered with `isto::sellers::add` (what
+//! `isto admin seller add` runs), buyers sign up through the account pages, sellers sign
+//! in with their one-time link and authorize an agent through the OAuth pages — all
+//! driven in-process with `oneshot`.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::Router;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use isto::clock::ManualClock;
+use isto::config::{PublicUrl, Settings};
+use isto::crypto::KeyRing;
+use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, OfferInput};
+use isto::mail::{MailContent, MailJob};
+use isto::oauth::Grant;
+use isto::protocol::{Money, AGGREGATOR_NOTE};
+use isto::sellers::{self, NewSeller, SellerProfile};
+use isto::store::{Reads, Store};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+const START: &str = "2026-12-01T10:00:00Z";
+const BASE: &str = "https://holder.example";
+const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
+const LIMIT: f64 = 12345.0;
+
+struct Fx {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    holder: Arc<Holder>,
+    app: Router,
+    rt: tokio::runtime::Runtime,
+}
+
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Resp {
+    fn location(&self) -> &str {
+        self.headers.get(header::LOCATION).map(|v| v.to_str().unwrap()).unwrap_or_default()
+    }
+
+    fn cookie(&self) -> Option<String> {
+        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    /// The CSRF token of the form posting to `action`.
+    fn csrf_for(&self, action: &str) -> String {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
+        let marker = "name=\"csrf\" value=\"";
+        let from = at + self.body[at..].find(marker).unwrap() + marker.len();
+        self.body[from..].split('"').next().unwrap().to_owned()
+    }
+}
+
+fn settings(dir: &Path) -> Settings {
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.to_owned();
+    settings.default_language = "en".into();
+    settings.public_url = PublicUrl::parse(BASE).unwrap();
+    settings
+}
+
+fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
+    let settings = settings(dir);
+    let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
+    let store = Store::open(&settings.store_path()).unwrap();
+    Arc::new(Holder::new(settings, store, keys, clock))
+}
+
+fn app(holder: &Arc<Holder>) -> Router {
+    isto::web::routes(holder.clone())
+        .merge(isto::accounts::routes(holder.clone()))
+        .merge(isto::oauth::routes(holder.clone(), Arc::new(isto::accounts::Sessions(holder.clone()))))
+}
+
+/// Stops and reopens the holder on the same files (a restart: in-memory state such as
+/// the offer index is rebuilt from the store).
+fn restart(f: Fx) -> Fx {
+    let Fx { dir, clock, holder, app: old, rt } = f;
+    drop(old);
+    drop(holder);
+    let holder = open_holder(dir.path(), clock.clone());
+    Fx { app: app(&holder), dir, clock, holder, rt }
+}
+
+fn fixture() -> Fx {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
+    let holder = open_holder(dir.path(), clock.clone());
+    let app = app(&holder);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    Fx { dir, clock, holder, app, rt }
+}
+
+impl Fx {
+    fn send(&self, req: Request<Body>) -> Resp {
+        self.rt.block_on(async {
+            let res = self.app.clone().oneshot(req).await.unwrap();
+            let status = res.status();
+            let headers = res.headers().clone();
+            let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+            Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+        })
+    }
+
+    fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::empty()).unwrap())
+    }
+
+    fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::ACCEPT_LANGUAGE, "en")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap())
+    }
+
+    fn post_json(&self, path: &str, v: &Value) -> Resp {
+        self.send(
+            Request::builder()
+                .method(Method::POST)
+                .uri(path)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(v.to_string()))
+                .unwrap(),
+        )
+    }
+
+    fn mails(&self) -> Vec<MailContent> {
+        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| rx.outbox()).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+    }
+
+    fn token_from_outbox(&self, marker: &str) -> String {
+        for m in self.mails().iter().rev() {
+            if let Some(i) = m.text.find(marker) {
+                return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("no mail with {marker}");
+    }
+
+    /// Signs a buyer up through the account pages; returns the account id and cookie.
+    fn buyer(&self, email: &str) -> (String, String) {
+        let page = self.get("/signup?next=/me", None);
+        let csrf = page.csrf_for("/signup");
+        let r = self.post(
+            "/signup",
+            &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
+            None,
+        );
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
+        let token = self.token_from_outbox("/signup/confirm/");
+        let page = self.get(&format!("/signup/confirm/{token}"), None);
+        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
+        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
+        assert_eq!(r.status, StatusCode::SEE_OTHER);
+        let account = isto::accounts::account_by_email(&self.holder, email).unwrap().unwrap();
+        (account.id, r.cookie().unwrap())
+    }
+
+    /// Registers a seller (as `isto admin seller add` does).
+    fn seller(&self, name: &str, email: &str, categories: &[&str], regions: &[&str]) -> SellerProfile {
+        let added = sellers::add(
+            &self.holder,
+            &NewSeller {
+                name: name.into(),
+                email: email.into(),
+                url: Some(format!("https://{}.example", name.to_lowercase().replace(' ', "-"))),
+                categories: categories.iter().map(|s| s.to_string()).collect(),
+                regions: regions.iter().map(|s| s.to_string()).collect(),
+                invite: false,
+            },
+        )
+        .unwrap();
+        sellers::profile(&self.holder, &added.seller.account_id).unwrap().unwrap()
+    }
+
+    /// The seller signs in with a one-time link (from `/signin`); returns the cookie.
+    fn seller_signs_in(&self, email: &str) -> String {
+        let page = self.get("/signin?next=/seller/intents", None);
+        let csrf = page.csrf_for("/signin/link");
+        let r = self.post("/signin/link", &[("csrf", &csrf), ("email", email), ("next", "/seller/intents")], None);
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+        let token = self.token_from_outbox("/signin/link/");
+        let page = self.get(&format!("/signin/link/{token}"), None);
+        let csrf = page.csrf_for(&format!("/signin/link/{token}"));
+        let r = self.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None);
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller/intents"), "{}", r.body);
+        r.cookie().unwrap()
+    }
+
+    /// A consent-link intent made active: publish, consent with `email`, confirm.
+    /// Returns (id, intentCode).
+    fn consent_intent(&self, args: Value, email: &str) -> (String, String) {
+        let h = &self.holder;
+        let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+        let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
+        assert_eq!(h.give_consent(&token, email, "en").unwrap(), ConsentOutcome::Recorded);
+        assert_eq!(h.confirm(&self.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
+        (r.intent.id, r.intent_code)
+    }
+
+    fn owned_intent(&self, account: &str, args: Value) -> String {
+        let h = &self.holder;
+        let r = h.publish_for(account, h.parse_publish(&args).unwrap()).unwrap();
+        assert_eq!(r.intent.status, isto::protocol::Status::Active);
+        r.intent.id
+    }
+}
+
+/// A pseudonymous vehicles intent in Slovakia, budget 20 000 EUR, with `extra` fields.
+fn octavia(extra: Value) -> Value {
+    let mut v = json!({"statement": "Hľadám Škoda Octavia combi",
+        "criteria": {"category": "vehicles", "make": "Škoda", "model": "Octavia"},
+        "area": "SK", "budget": {"max": 20000, "currency": "EUR"}, "visibility": "pseudonymous"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn reply(intent: &str, title: &str, price: f64) -> Value {
+    json!({"source": {"kind": "reply"}, "inReplyTo": intent, "title": title,
+           "description": "Servisná knižka, 1. majiteľ.", "category": "vehicles",
+           "attributes": {"make": "Škoda", "model": "Octavia", "year": 2019},
+           "price": {"amount": price, "currency": "EUR"}, "area": "Bratislava",
+           "url": "https://dealer.example/octavia"})
+}
+
+fn grant(p: &SellerProfile) -> Grant {
+    Grant {
+        account_id: p.account_id.clone(),
+        role: "seller".into(),
+        client_id: "client".into(),
+        scopes: vec!["offers".into(), "demand".into()],
+        resource: SELLER_RESOURCE.into(),
+    }
+}
+
+/// Runs a seller tool; returns (isError, structuredContent or the error text, the whole
+/// result as JSON text).
+fn call(h: &Holder, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value, String) {
+    let r = isto::mcp::seller::dispatch(h, g, tool, &args).expect("known tool");
+    let v = serde_json::to_value(&r).unwrap();
+    let whole = v.to_string();
+    if v["isError"].as_bool().unwrap_or(false) {
+        (true, v["content"][0]["text"].clone(), whole)
+    } else {
+        (false, v["structuredContent"].clone(), whole)
+    }
+}
+
+fn open_list(h: &Holder, p: &SellerProfile, args: Value) -> Vec<Value> {
+    let (err, v, _) = call(h, Some(&grant(p)), "intent_list_open_intents", args);
+    assert!(!err, "{v}");
+    v["intents"].as_array().unwrap().clone()
+}
+
+fn ids(list: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect();
+    v.sort();
+    v
+}
+
+fn pseudonym_of(list: &[Value], id: &str) -> String {
+    list.iter().find(|i| i["id"] == id).unwrap_or_else(|| panic!("{id} not listed"))["pseudonym"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn delivered_titles(h: &Holder, id: &str) -> Vec<String> {
+    let mut t: Vec<String> = h.deliveries(id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+    t.sort();
+    t
+}
+
+#[test]
+fn seller_tools_are_declared_with_schemas_annotations_and_the_note() {
+    let tools = isto::mcp::seller::seller_tools();
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    for want in ["intent_submit_offer", "intent_list_open_intents", "intent_search_offers", "intent_demand_summary"] {
+        assert!(names.contains(&want.to_owned()), "{names:?}");
+    }
+    for t in &tools {
+        let v = serde_json::to_value(t).unwrap();
+        assert!(v["description"].as_str().unwrap().contains(AGGREGATOR_NOTE), "{}", t.name);
+        assert_eq!(v["inputSchema"]["additionalProperties"], false, "{}", t.name);
+        assert!(v["outputSchema"].is_object(), "{}", t.name);
+        assert!(v["annotations"]["readOnlyHint"].is_boolean(), "{}", t.name);
+    }
+    // Unknown properties are refused, naming the property.
+    let f = fixture();
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (err, msg, _) = call(&f.holder, Some(&grant(&s)), "intent_list_open_intents", json!({"contact": "x"}));
+    assert!(err && msg.as_str().unwrap().contains("contact is not a known property"), "{msg}");
+    let mut r = reply("int_x", "Škoda Octavia", 9000.0);
+    r["seller"] = json!({"name": "Someone else"});
+    let (err, msg, _) = call(&f.holder, Some(&grant(&s)), "intent_submit_offer", r);
+    assert!(err && msg.as_str().unwrap().contains("seller is not a known property"), "{msg}");
+    let mut r = reply("int_x", "Škoda Octavia", 9000.0);
+    r["source"] = json!({"kind": "catalogue"});
+    let (err, msg, _) = call(&f.holder, Some(&grant(&s)), "intent_submit_offer", r);
+    assert!(err && msg.as_str().unwrap().contains("source.kind"), "{msg}");
+    let mut r = reply("int_x", "Škoda Octavia", 9000.0);
+    r["price"] = json!({"amount": 9000});
+    let (err, msg, _) = call(&f.holder, Some(&grant(&s)), "intent_submit_offer", r);
+    assert!(err && msg.as_str().unwrap().contains("price.currency"), "{msg}");
+    let mut r = reply("int_x", "Byt 3+1", 9000.0);
+    r["category"] = json!("property");
+    r["attributes"] = json!({});
+    let (err, msg, _) = call(&f.holder, Some(&grant(&s)), "intent_submit_offer", r);
+    assert!(err && msg.as_str().unwrap().contains("category must be one this seller serves"), "{msg}");
+    // Without a grant, with a buyer's grant, or without the scope: refused.
+    let (err, msg, _) = call(&f.holder, None, "intent_list_open_intents", json!({}));
+    assert!(err && msg.as_str().unwrap().starts_with("unauthorized"), "{msg}");
+    let mut g = grant(&s);
+    g.role = "buyer".into();
+    assert!(call(&f.holder, Some(&g), "intent_list_open_intents", json!({})).0);
+    let mut g = grant(&s);
+    g.scopes = vec!["demand".into()];
+    let (err, msg, _) = call(&f.holder, Some(&g), "intent_submit_offer", reply("int_x", "Škoda", 1.0));
+    assert!(err && msg.as_str().unwrap().starts_with("insufficient_scope"), "{msg}");
+    assert!(isto::mcp::seller::dispatch(&f.holder, Some(&grant(&s)), "intent_publish_intent", &json!({})).is_none());
+}
+
+#[test]
+fn a_seller_never_sees_contact_hidden_limit_or_has_hidden_limit() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (buyer, _) = f.buyer("owner.person@example.com");
+    let owned = f.owned_intent(&buyer, octavia(json!({"hiddenLimit": LIMIT})));
+    let (linked, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
+
+    let mut outputs = Vec::new();
+    let (err, v, whole) = call(h, Some(&grant(&s)), "intent_list_open_intents", json!({}));
+    assert!(!err);
+    assert_eq!(ids(v["intents"].as_array().unwrap()), {
+        let mut w = vec![owned.clone(), linked.clone()];
+        w.sort();
+        w
+    });
+    let item = &v["intents"][0];
+    for key in ["id", "pseudonym", "statement", "category", "criteria", "area", "budget", "validUntil"] {
+        assert!(item.get(key).is_some(), "{key} missing in {item}");
+    }
+    outputs.push(whole);
+    for id in [&owned, &linked] {
+        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", reply(id, "Škoda Octavia Combi", 9000.0)).2);
+        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", reply(id, "Škoda Octavia Combi", 15000.0)).2);
+    }
+    outputs.push(call(h, Some(&grant(&s)), "intent_search_offers", json!({"statement": "Škoda Octavia"})).2);
+    let cookie = f.seller_signs_in("one@dealer.example");
+    let page = f.get("/seller/intents", Some(&cookie));
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Hľadám Škoda Octavia combi"), "{}", page.body);
+    outputs.push(page.body);
+    for out in &outputs {
+        for secret in [
+            "secret.buyer",
+            "owner.person",
+            "@example.com",
+            "12345",
+            "12 345",
+            "12\u{a0}345",
+            "hasHiddenLimit",
+            "hiddenLimit",
+        ] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+    }
+}
+
+#[test]
+fn pseudonyms_are_stable_per_buyer_and_differ_between_sellers() {
+    let f = fixture();
+    let h = &f.holder;
+    let a = f.seller("Dealer A", "a@dealer.example", &["vehicles"], &["SK-BL"]);
+    let b = f.seller("Dealer B", "b@dealer.example", &[], &[]);
+    // One person: an account intent and a consent-link intent with the same address.
+    let (anna, _) = f.buyer("anna@example.com");
+    let owned = f.owned_intent(&anna, octavia(json!({})));
+    let (linked, _) = f.consent_intent(octavia(json!({"statement": "Škoda Octavia RS"})), "Anna@Example.com");
+    // Another person.
+    let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
+
+    let la = open_list(h, &a, json!({}));
+    let lb = open_list(h, &b, json!({}));
+    assert_eq!(la.len(), 3);
+    let (pa, pb) = (pseudonym_of(&la, &owned), pseudonym_of(&lb, &owned));
+    assert!(pa.starts_with("buyer-") && pa.len() == "buyer-".len() + 12, "{pa}");
+    assert_eq!(pseudonym_of(&la, &linked), pa, "one buyer, one pseudonym for seller A");
+    assert_eq!(pseudonym_of(&lb, &linked), pb, "one buyer, one pseudonym for seller B");
+    assert_ne!(pa, pb, "sellers cannot link a buyer across sellers");
+    assert_ne!(pseudonym_of(&la, &other), pa);
+    assert_ne!(pseudonym_of(&lb, &other), pb);
+    // Stable across calls (and after a restart: a keyed hash, nothing random).
+    assert_eq!(pseudonym_of(&open_list(h, &a, json!({})), &owned), pa);
+}
+
+#[test]
+fn submit_answers_the_same_above_and_below_the_hidden_limit() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": 12000})), "buyer@example.com");
+    let (e1, below, _) =
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi below", 11000.0));
+    let (e2, above, _) =
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi above", 15000.0));
+    assert!(!e1 && !e2);
+    assert_eq!(below["accepted"], true);
+    let strip = |mut v: Value| {
+        assert!(v["offerId"].as_str().unwrap().starts_with("off_"));
+        v.as_object_mut().unwrap().remove("offerId");
+        v
+    };
+    assert_eq!(strip(below), strip(above), "identical answers");
+    // Only the one within the hidden limit (the budget's 20 000 does not count) is delivered.
+    assert_eq!(delivered_titles(h, &id), vec!["Škoda Octavia Combi below"]);
+    let d = &h.deliveries(&id, None, 10).unwrap().0[0];
+    assert_eq!(d.offer.source.kind, "reply");
+    assert_eq!(d.offer.in_reply_to.as_deref(), Some(id.as_str()));
+    assert_eq!(d.offer.seller.id, s.seller_id);
+    assert_eq!(d.offer.seller.name, "Dealer One");
+    assert_eq!(d.offer.seller.url.as_deref(), Some("https://dealer-one.example"));
+}
+
+#[test]
+fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_answered() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let g = grant(&s);
+    // Draft (awaiting_consent) and awaiting e-mail confirmation.
+    let draft = h.publish_draft(h.parse_publish(&octavia(json!({}))).unwrap()).unwrap().intent.id;
+    let unconfirmed = {
+        let r = h.publish_draft(h.parse_publish(&octavia(json!({}))).unwrap()).unwrap();
+        let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
+        assert_eq!(h.give_consent(&token, "u@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+        r.intent.id
+    };
+    let (withdrawn, code) = f.consent_intent(octavia(json!({})), "w@example.com");
+    h.withdraw_by_code(&code, None).unwrap();
+    let soon = isto::clock::rfc3339(isto::clock::Clock::now(&*f.clock) + time::Duration::hours(2));
+    let (expiring, _) = f.consent_intent(octavia(json!({"validUntil": soon})), "e@example.com");
+    let (private, _) = f.consent_intent(octavia(json!({"visibility": "private"})), "p@example.com");
+    let (kosice, _) = f.consent_intent(octavia(json!({"area": "Košice"})), "k@example.com");
+    let (flat, _) = f.consent_intent(
+        json!({"statement": "Hľadám byt 3+1", "criteria": {"category": "property"}, "area": "Bratislava",
+               "visibility": "pseudonymous"}),
+        "f@example.com",
+    );
+    let (open, _) = f.consent_intent(octavia(json!({})), "o@example.com");
+    assert_eq!(ids(&open_list(h, &s, json!({}))), {
+        let mut v = vec![expiring.clone(), open.clone()];
+        v.sort();
+        v
+    });
+    f.clock.advance(time::Duration::hours(3));
+    assert_eq!(ids(&open_list(h, &s, json!({}))), vec![open.clone()], "expired drops out");
+
+    let refusals: Vec<String> = [
+        &draft,
+        &unconfirmed,
+        &withdrawn,
+        &expiring,
+        &private,
+        &kosice,
+        &flat,
+        &"int_nosuchintentxxxxxxxxxxxxx".into(),
+    ]
+    .iter()
+    .map(|id| {
+        let (err, v, whole) = call(h, Some(&g), "intent_submit_offer", reply(id, "Škoda Octavia Combi", 9000.0));
+        assert!(!err);
+        assert_eq!(v, json!({"accepted": false, "reason": "not open for replies"}));
+        whole
+    })
+    .collect();
+    assert!(refusals.windows(2).all(|w| w[0] == w[1]), "one indistinguishable answer: {refusals:?}");
+    // Nothing was stored or delivered for them.
+    for id in [&draft, &unconfirmed, &withdrawn, &expiring, &private, &kosice, &flat] {
+        assert!(h.deliveries(id, None, 10).unwrap().0.is_empty());
+    }
+    let (_, v, _) = call(h, Some(&g), "intent_submit_offer", reply(&open, "Škoda Octavia Combi", 9000.0));
+    assert_eq!(v["accepted"], true);
+    // Filters narrow the list; a since cursor returns only later changes.
+    assert!(open_list(h, &s, json!({"category": "property"})).is_empty());
+    assert!(open_list(h, &s, json!({"area": "CZ"})).is_empty());
+    let (_, page, _) = call(h, Some(&g), "intent_list_open_intents", json!({"area": "Bratislava", "limit": 1}));
+    let next = page["nextSince"].as_str().unwrap().to_owned();
+    assert!(open_list(h, &s, json!({"since": next})).is_empty());
+}
+
+#[test]
+fn the_fourth_reply_is_refused() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let t = f.seller("Dealer Two", "two@dealer.example", &["vehicles"], &["SK"]);
+    let (id, _) = f.consent_intent(octavia(json!({})), "buyer@example.com");
+    for n in 1..=3 {
+        let (_, v, _) =
+            call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, &format!("Škoda Octavia Combi {n}"), 9000.0));
+        assert_eq!(v["accepted"], true, "{n}: {v}");
+    }
+    let (_, v, _) = call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi 4", 9000.0));
+    assert_eq!(v, json!({"accepted": false, "reason": "reply limit reached"}));
+    assert_eq!(delivered_titles(h, &id).len(), 3);
+    // Another seller has its own three.
+    let (_, v, _) = call(h, Some(&grant(&t)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi T", 9000.0));
+    assert_eq!(v["accepted"], true);
+}
+
+/// Registers an OAuth client and authorizes it for `/mcp/seller` with the seller's
+/// session; returns the access token.
+fn seller_token(f: &Fx, cookie: &str) -> String {
+    let redirect = "https://agent.example/callback";
+    let r = f.post_json(
+        "/oauth/register",
+        &json!({"redirect_uris": [redirect], "client_name": "Seller agent", "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}),
+    );
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let client: Value = serde_json::from_str(&r.body).unwrap();
+    let client = client["client_id"].as_str().unwrap().to_owned();
+    let verifier = isto::crypto::new_token(32).expose().to_owned();
+    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    let fields = [
+        ("response_type", "code"),
+        ("client_id", client.as_str()),
+        ("redirect_uri", redirect),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("resource", SELLER_RESOURCE),
+        ("scope", "offers demand"),
+        ("state", "s1"),
+    ];
+    let page = f.get(&format!("/oauth/authorize?{}", serde_urlencoded::to_string(fields).unwrap()), Some(cookie));
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let csrf = page.csrf_for("/oauth/authorize");
+    let mut form = fields.to_vec();
+    form.push(("csrf", &csrf));
+    form.push(("decision", "allow"));
+    let r = f.post("/oauth/authorize", &form, Some(cookie));
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let query = r.location().split_once('?').unwrap().1.to_owned();
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(&query).unwrap();
+    let code = params.iter().find(|(k, _)| k == "code").unwrap().1.clone();
+    let r = f.post(
+        "/oauth/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("code_verifier", &verifier),
+        ],
+        None,
+    );
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let tok: Value = serde_json::from_str(&r.body).unwrap();
+    tok["access_token"].as_str().unwrap().to_owned()
+}
+
+fn bearer(token: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    h
+}
+
+#[test]
+fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (id, _) = f.consent_intent(octavia(json!({})), "buyer@example.com");
+    let cookie = f.seller_signs_in("one@dealer.example");
+    let token = seller_token(&f, &cookie);
+    let g = isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").unwrap();
+    assert_eq!(g.account_id, s.account_id);
+    assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
+    assert_eq!(f.get("/seller/intents", Some(&cookie)).status, StatusCode::OK);
+
+    let t = sellers::set_disabled(h, &s.seller_id, true).unwrap();
+    assert!(t.seller.disabled);
+    assert_eq!(t.tokens_revoked, 1);
+    // The grant the request already carried no longer works: the account is read on every call.
+    for (tool, args) in [
+        ("intent_list_open_intents", json!({})),
+        ("intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0)),
+        ("intent_search_offers", json!({"statement": "Škoda"})),
+        ("intent_demand_summary", json!({})),
+    ] {
+        let (err, msg, _) = call(h, Some(&g), tool, args);
+        assert!(err, "{tool}");
+        assert_eq!(msg, "unauthorized: the seller account is disabled or unknown", "{tool}");
+    }
+    assert!(h.deliveries(&id, None, 10).unwrap().0.is_empty());
+    // Its token is refused at the door, and its session ended.
+    let res = isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").unwrap_err();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let page = f.get("/seller/intents", Some(&cookie));
+    assert_eq!((page.status, page.location()), (StatusCode::SEE_OTHER, "/signin?next=/seller/intents"));
+    assert!(sellers::list(h).unwrap()[0].disabled);
+
+    // Enabled again: tools work for a grant, the old token stays revoked.
+    let t = sellers::set_disabled(h, &s.account_id, false).unwrap();
+    assert!(!t.seller.disabled);
+    assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
+    assert!(isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").is_err());
+    assert!(matches!(sellers::set_disabled(h, "acc_nosuchseller", true), Err(sellers::SellerError::NotFound)));
+}
+
+fn catalogue_row(reference: &str, title: &str, price: f64) -> OfferInput {
+    OfferInput {
+        reference: Some(reference.into()),
+        title: title.into(),
+        description: String::new(),
+        category: "vehicles".into(),
+        attributes: json!({"make": "Škoda", "model": "Octavia"}).as_object().cloned().unwrap(),
+        price: Money { amount: price, currency: "EUR".into() },
+        area: isto::gazetteer::resolve("Trnava").unwrap(),
+        seller_name: "Feed Dealer".into(),
+        seller_url: None,
+        url: None,
+        valid_until: None,
+    }
+}
+
+#[test]
+fn a_reply_reaches_its_buyer_once_and_nothing_else() {
+    let f = fixture();
+    let h = &f.holder;
+    h.import_offers(vec![catalogue_row("c1", "Škoda Octavia Combi katalóg", 9500.0)]).unwrap();
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (anna, _) = f.buyer("anna@example.com");
+    let mine = f.owned_intent(&anna, octavia(json!({})));
+    let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
+    assert_eq!(delivered_titles(h, &mine), vec!["Škoda Octavia Combi katalóg"]);
+
+    let (_, v, _) =
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&mine, "Škoda Octavia Combi odpoveď", 9000.0));
+    assert_eq!(v["accepted"], true);
+    let offer_id = v["offerId"].as_str().unwrap().to_owned();
+    // In the buyer's list_matches (over /mcp/buyer too), once.
+    assert_eq!(delivered_titles(h, &mine), vec!["Škoda Octavia Combi katalóg", "Škoda Octavia Combi odpoveď"]);
+    let buyer_grant = Grant {
+        account_id: anna.clone(),
+        role: "buyer".into(),
+        client_id: "c".into(),
+        scopes: vec!["intents".into()],
+        resource: format!("{BASE}/mcp/buyer"),
+    };
+    let r = isto::mcp::buyer::dispatch(h, Some(&buyer_grant), "intent_list_matches", &json!({"intent": mine})).unwrap();
+    let r = serde_json::to_value(&r).unwrap();
+    let matches = r["structuredContent"]["matches"].as_array().unwrap();
+    let replies: Vec<&Value> = matches.iter().filter(|m| m["offer"]["id"] == offer_id.as_str()).collect();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0]["offer"]["source"]["kind"], "reply");
+    assert_eq!(replies[0]["offer"]["inReplyTo"], mine.as_str());
+    // Not matched against another intent it would fit, nor one that opens later (also
+    // after a restart, when the offer index is rebuilt from the store).
+    assert_eq!(delivered_titles(h, &other), vec!["Škoda Octavia Combi katalóg"]);
+    let f = restart(f);
+    let h = &f.holder;
+    let (later, _) = f.consent_intent(octavia(json!({})), "carl@example.com");
+    assert_eq!(delivered_titles(h, &later), vec!["Škoda Octavia Combi katalóg"]);
+    // Not in catalogue search, on any endpoint.
+    let search = isto::mcp::dispatch(h, "intent_search_offers", &json!({"statement": "Škoda Octavia"})).unwrap();
+    let text = serde_json::to_string(&search).unwrap();
+    assert!(text.contains("katalóg") && !text.contains("odpoveď"), "{text}");
+    let plain = isto::catalogue::search(h, "odpoveď Octavia", None, None, 20).unwrap();
+    assert!(plain.iter().all(|o| o.source.kind == "catalogue"), "{plain:?}");
+    let (_, found, _) = call(h, Some(&grant(&s)), "intent_search_offers", json!({"statement": "odpoveď Octavia"}));
+    assert!(!found.to_string().contains("odpoveď"), "{found}");
+    // The digest carries it to the buyer's address.
+    f.clock.advance(time::Duration::hours(2));
+    assert!(h.queue_due_digests().unwrap() >= 1);
+    let digest = f.mails().into_iter().rev().find(|m| m.to == "anna@example.com").unwrap();
+    assert!(digest.text.contains("odpoveď"), "{}", digest.text);
+}
+
+#[test]
+fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
+    let f = fixture();
+    let h = &f.holder;
+    f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (id, _) =
+        f.consent_intent(octavia(json!({"hiddenLimit": LIMIT, "buyBy": "2027-03-31"})), "secret.buyer@example.com");
+    let r = f.get("/seller/intents", None);
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=/seller/intents"));
+    let (_, buyer_cookie) = f.buyer("anna@example.com");
+    assert_eq!(f.get("/seller/intents", Some(&buyer_cookie)).status, StatusCode::FORBIDDEN);
+    let cookie = f.seller_signs_in("one@dealer.example");
+    let page = f.get("/seller/intents", Some(&cookie));
+    assert_eq!(page.status, StatusCode::OK);
+    let s = sellers::find(h, &sellers::list(h).unwrap()[0].seller_id).unwrap();
+    let listed = open_list(h, &s, json!({}));
+    assert_eq!(ids(&listed), vec![id.clone()]);
+    assert!(page.body.contains(&pseudonym_of(&listed, &id)), "{}", page.body);
+    for shown in ["Hľadám Škoda Octavia combi", "Octavia", "20\u{a0}000", "2027-03-31", "Slovakia"] {
+        assert!(page.body.contains(shown), "{shown} missing in {}", page.body);
+    }
+    for secret in ["secret.buyer", "12345", "12 345", "limit"] {
+        assert!(!page.body.to_lowercase().contains(secret), "{secret} in {}", page.body);
+    }
+}
+
+#[test]
+fn admin_add_list_and_refusals() {
+    let f = fixture();
+    let h = &f.holder;
+    h.import_offers(vec![catalogue_row("c1", "Škoda Octavia", 9500.0)]).unwrap();
+    let new = |name: &str, email: &str| NewSeller {
+        name: name.into(),
+        email: email.into(),
+        url: None,
+        categories: vec!["vehicles".into()],
+        regions: vec!["Bratislava".into(), "SK-TA".into()],
+        invite: true,
+    };
+    // A feed's seller of the same name is taken over.
+    let added = sellers::add(h, &new("Feed  Dealer", "feed@dealer.example")).unwrap();
+    assert!(added.adopted_catalogue_seller && !added.adopted_account);
+    assert_eq!(added.seller.regions, vec!["SK-BL", "SK-TA"]);
+    assert_eq!(added.invite.as_deref(), Some("queued"));
+    assert!(f.mails().iter().any(|m| m.to == "feed@dealer.example" && m.text.contains("/signin/link/")));
+    let offers: Vec<isto::holder::OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+    assert_eq!(offers[0].offer.seller.id, added.seller.seller_id);
+    // Refusals: the same address, the same name, a buyer's address, bad input.
+    assert!(matches!(sellers::add(h, &new("Other", "feed@dealer.example")), Err(sellers::SellerError::Exists(_))));
+    assert!(matches!(sellers::add(h, &new("feed dealer", "x@dealer.example")), Err(sellers::SellerError::Exists(_))));
+    f.buyer("anna@example.com");
+    assert!(matches!(sellers::add(h, &new("Anna's", "anna@example.com")), Err(sellers::SellerError::Exists(_))));
+    let mut bad = new("Bad", "bad@dealer.example");
+    bad.regions = vec!["Atlantis".into()];
+    assert!(matches!(sellers::add(h, &bad), Err(sellers::SellerError::Input(_))));
+    let mut bad = new("Bad", "bad@dealer.example");
+    bad.categories = vec!["boats".into()];
+    assert!(matches!(sellers::add(h, &bad), Err(sellers::SellerError::Input(_))));
+    assert!(isto::accounts::account_by_email(h, "bad@dealer.example").unwrap().is_none(), "nothing half-made");
+    // A seller account made without a profile is taken over.
+    let bare = isto::accounts::create_seller(h, "bare@dealer.example", "Bare").unwrap();
+    let added = sellers::add(h, &new("Bare", "bare@dealer.example")).unwrap();
+    assert!(added.adopted_account);
+    assert_eq!(added.seller.account_id, bare);
+
+    let list = sellers::list(h).unwrap();
+    assert_eq!(list.len(), 2);
+    let table = isto::admin::seller_table(&list);
+    assert!(table.starts_with("ACCOUNT") && table.contains("feed@dealer.example") && table.contains("SK-BL, SK-TA"));
+}
+
+#[test]
+fn admin_commands_go_through_the_running_servers_socket() {
+    let f = fixture();
+    let settings = f.holder.settings.clone();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = {
+        let (h, stop) = (f.holder.clone(), stop.clone());
+        let socket = {
+            let _in_runtime = f.rt.enter();
+            isto::admin::AdminSocket::bind(&settings.admin_socket_path()).unwrap()
+        };
+        f.rt.spawn(socket.run(h, stop))
+    };
+    use isto::cli::SellerCommand;
+    isto::admin::seller_command(
+        &settings,
+        SellerCommand::Add {
+            name: "Socket Dealer".into(),
+            email: "socket@dealer.example".into(),
+            url: Some("https://socket.example".into()),
+            categories: vec!["vehicles".into()],
+            regions: vec!["SK".into()],
+            invite: false,
+            json: true,
+        },
+    )
+    .unwrap();
+    let list = sellers::list(&f.holder).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!((list[0].name.as_str(), list[0].regions.clone()), ("Socket Dealer", vec!["SK".to_owned()]));
+    isto::admin::seller_command(&settings, SellerCommand::Disable { id: list[0].account_id.clone(), json: false })
+        .unwrap();
+    assert!(sellers::list(&f.holder).unwrap()[0].disabled);
+    isto::admin::seller_command(&settings, SellerCommand::List { json: false }).unwrap();
+    let e = isto::admin::seller_command(&settings, SellerCommand::Enable { id: "sel_unknown".into(), json: false })
+        .unwrap_err();
+    assert!(e.to_string().contains("no seller with this id"), "{e}");
+    let e = isto::admin::seller_command(
+        &settings,
+        SellerCommand::Add {
+            name: "Socket Dealer".into(),
+            email: "other@dealer.example".into(),
+            url: None,
+            categories: vec![],
+            regions: vec![],
+            invite: false,
+            json: false,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("named"), "{e}");
+    stop.cancel();
+    f.rt.block_on(server).unwrap().unwrap();
+}
+
+#[test]
+fn admin_commands_work_offline() {
+    let f = fixture();
+    let Fx { dir, clock: _, holder, app, rt } = f;
+    drop(app);
+    drop(holder);
+    drop(rt);
+    let settings = settings(dir.path());
+    use isto::cli::SellerCommand;
+    isto::admin::seller_command(
+        &settings,
+        SellerCommand::Add {
+            name: "Offline Dealer".into(),
+            email: "offline@dealer.example".into(),
+            url: None,
+            categories: vec!["property".into()],
+            regions: vec!["Brno".into()],
+            invite: true,
+            json: false,
+        },
+    )
+    .unwrap();
+    isto::admin::seller_command(&settings, SellerCommand::List { json: true }).unwrap();
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
+    let h = open_holder(dir.path(), clock);
+    let list = sellers::list(&h).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!((list[0].categories.clone(), list[0].regions.clone()), (vec!["property".into()], vec!["CZ-64".into()]));
+    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    assert_eq!(jobs.len(), 1, "the invitation waits in the outbox for `isto serve`");
+}
+
+/// One JSON-RPC request to the MCP service at `/mcp/seller` with a bearer token; returns
+/// the status, the session id and the first message.
+fn rpc(f: &Fx, app: &Router, session: Option<&str>, token: &str, body: Value) -> (StatusCode, Option<String>, Value) {
+    let mut b = Request::post("/mcp/seller")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"));
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+    }
+    let req = b.body(Body::from(body.to_string())).unwrap();
+    f.rt.block_on(async {
+        let res = app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let sid = res.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let msg = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .or_else(|| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null);
+        (status, sid, msg)
+    })
+}
+
+#[test]
+fn seller_server_over_http_with_a_real_token() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let f = fixture();
+    let h = f.holder.clone();
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
+    let cookie = f.seller_signs_in("one@dealer.example");
+    let token = seller_token(&f, &cookie);
+    // As app.rs's bearer check in front of /mcp/seller.
+    async fn require_seller(
+        axum::extract::State(holder): axum::extract::State<Arc<Holder>>,
+        mut req: axum::extract::Request,
+        next: axum::middleware::Next,
+    ) -> axum::response::Response {
+        match isto::oauth::check_bearer(&holder, req.headers(), SELLER_RESOURCE, "") {
+            Ok(grant) => {
+                req.extensions_mut().insert(grant);
+                next.run(req).await
+            }
+            Err(res) => res,
+        }
+    }
+    let hs = h.clone();
+    let service: StreamableHttpService<isto::mcp::seller::SellerServer, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(isto::mcp::seller::SellerServer::new(hs.clone())),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+    let mcp = Router::new()
+        .nest_service("/mcp/seller", service)
+        .layer(axum::middleware::from_fn_with_state(h.clone(), require_seller));
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, sid, out) = rpc(&f, &mcp, None, &token, init);
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert!(out["result"]["instructions"].as_str().unwrap().contains("market aggregator"));
+    let sid = sid.expect("a session");
+    rpc(&f, &mcp, Some(&sid), &token, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (_, _, list) = rpc(&f, &mcp, Some(&sid), &token, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 4, "{list}");
+
+    let call = |n: u32, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}});
+    let (_, _, out) = rpc(&f, &mcp, Some(&sid), &token, call(3, "intent_list_open_intents", json!({})));
+    let intents = out["result"]["structuredContent"]["intents"].as_array().unwrap();
+    assert_eq!(ids(intents), vec![id.clone()], "{out}");
+    let text: Value = serde_json::from_str(out["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, &out["result"]["structuredContent"]["intents"], "the text content is the bare array");
+    let (_, _, out) =
+        rpc(&f, &mcp, Some(&sid), &token, call(4, "intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0)));
+    assert_eq!(out["result"]["structuredContent"]["accepted"], true, "{out}");
+    assert_eq!(delivered_titles(&h, &id), vec!["Škoda Octavia Combi"]);
+    let whole = out.to_string();
+    assert!(!whole.contains("secret.buyer") && !whole.contains("12345"));
+
+    // Disabled: the very next request is refused at the door.
+    sellers::set_disabled(&h, &s.account_id, true).unwrap();
+    let (status, _, _) = rpc(&f, &mcp, Some(&sid), &token, call(5, "intent_list_open_intents", json!({})));
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
