@@ -312,7 +312,7 @@ impl Hot {
         match (self.ceil, price) {
             (None, _) => true,
             (Some(_), None) => false,
-            (Some(c), Some(p)) => !(p > c),
+            (Some(c), Some(p)) => p.partial_cmp(&c) != Some(std::cmp::Ordering::Greater),
         }
     }
 }
@@ -474,9 +474,11 @@ fn ord_key(x: f64) -> u64 {
 /// (`found / n + 1e-9 ≥ min_should_match`, score 1 when `n = 0`); `None` when none does.
 pub fn min_hits(n: usize, min_should_match: f64) -> Option<u32> {
     if n == 0 {
-        return (!(1.0 + 1e-9 < min_should_match)).then_some(0);
+        return ((1.0 + 1e-9).partial_cmp(&min_should_match) != Some(std::cmp::Ordering::Less)).then_some(0);
     }
-    (0..=n).find(|&f| !((f as f64 / n as f64) + 1e-9 < min_should_match)).map(|f| f as u32)
+    (0..=n)
+        .find(|&f| ((f as f64 / n as f64) + 1e-9).partial_cmp(&min_should_match) != Some(std::cmp::Ordering::Less))
+        .map(|f| f as u32)
 }
 
 /// Folded keys of a constraint that only a string attribute equal to one of them (after
