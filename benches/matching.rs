@@ -3,7 +3,8 @@
 //! (`isto::matching::engine::synth`, min_should_match 0.5, the holder default).
 //!
 //! Run: `cargo bench --bench matching` (about 4–5 minutes on 2 idle cores, mostly the
-//! 1M pass). `ISTO_BENCH_SIZES=100000` picks the sizes (comma-separated);
+//! 1M pass). `ISTO_BENCH_SIZES=100000` picks the sizes (comma-separated),
+//! `ISTO_BENCH_MSM=0` another min_should_match;
 //! `ISTO_BENCH_PROFILE=1` stops after the timed `match_offer_indexed` pass of each size
 //! (for `perf record`; build with `CARGO_PROFILE_BENCH_STRIP=none` to keep symbols). A
 //! criterion filter (`cargo bench --bench matching -- indexed`) selects criterion groups;
@@ -24,7 +25,10 @@ use isto::protocol::Offer;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const MSM: f64 = 0.5;
+/// min_should_match: the holder default, or `ISTO_BENCH_MSM`.
+fn msm() -> f64 {
+    std::env::var("ISTO_BENCH_MSM").ok().and_then(|v| v.parse().ok()).unwrap_or(0.5)
+}
 const BATCH: usize = 10_000;
 
 fn status(field: &str) -> String {
@@ -99,12 +103,12 @@ fn pass(engine: &Engine, batch: &[Offer], label: &str, way: Way) {
 }
 
 fn bench_size(c: &mut Criterion, n: usize) {
-    let label = format!("{n} intents");
+    let label = format!("{n} intents (min_should_match {})", msm());
     let t = Instant::now();
     let generated = intents(7, n);
     let gen = t.elapsed();
     let brute_set = (n <= 100_000).then(|| generated.clone());
-    let engine = Engine::new(synth::params(MSM));
+    let engine = Engine::new(synth::params(msm()));
     let t = Instant::now();
     for i in generated {
         engine.upsert(i);
@@ -129,6 +133,9 @@ fn bench_size(c: &mut Criterion, n: usize) {
     let mut g = c.benchmark_group(format!("engine/{n}"));
     g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     for way in [Way::Indexed, Way::Checked] {
+        if n >= 1_000_000 && matches!(way, Way::Checked) {
+            g.sampling_mode(SamplingMode::Flat).sample_size(10).measurement_time(Duration::from_secs(6));
+        }
         let mut k = 0usize;
         g.bench_function(format!("{}, one new offer", way.name()), |b| {
             b.iter(|| {

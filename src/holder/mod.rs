@@ -1081,7 +1081,7 @@ impl Holder {
             let disabled = disabled_sellers(tx)?;
             let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
             for o in &changed {
-                for (intent, hit) in self.engine.match_offer(&o.offer, offer_valid(o, &disabled, now)) {
+                for (intent, hit) in self.engine.match_offer_indexed(&o.offer, offer_valid(o, &disabled, now)) {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
