@@ -15,16 +15,16 @@
 //! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
 //! HTTP request. Without a grant every account tool answers "unauthorized".
 
-use super::{ok, search, to_value, tool, tool_error};
+use super::{call_blocking, find_tool, ok, search, server_config, to_value, tool, tool_error};
 use crate::holder::{Holder, HolderError};
 use crate::oauth::{Grant, SCOPE_INTENTS};
-use crate::protocol::{schema, AGGREGATOR_NOTE};
+use crate::protocol::schema;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -220,15 +220,12 @@ pub async fn require_bearer(State(holder): State<Arc<Holder>>, mut req: Request,
 
 impl ServerHandler for BuyerServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Isto Intents holder '{}', buyer endpoint: acts for the signed-in person. Publish what the person \
+        server_config(format!(
+            "Isto Intents holder '{}', buyer endpoint: acts for the signed-in person. Publish what the person \
                  wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
-                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person. \
-                 {AGGREGATOR_NOTE}",
-                self.holder.settings.holder_name
-            ))
+                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person.",
+            self.holder.settings.holder_name
+        ))
     }
 
     async fn list_tools(
@@ -240,7 +237,7 @@ impl ServerHandler for BuyerServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        find_tool(&self.tools, name)
     }
 
     async fn call_tool(
@@ -248,17 +245,8 @@ impl ServerHandler for BuyerServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name = request.name.to_string();
-        let args = Value::Object(request.arguments.unwrap_or_default());
         let grant = grant_of(&context);
         let holder = self.holder.clone();
-        let n = name.clone();
-        let out = tokio::task::spawn_blocking(move || dispatch(&holder, grant.as_ref(), &n, &args))
-            .await
-            .map_err(|_| McpError::internal_error("tool task failed", None))?;
-        match out {
-            Some(r) => Ok(CallToolResponse::Complete(r)),
-            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
-        }
+        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, grant.as_ref(), name, args)).await
     }
 }

@@ -205,16 +205,48 @@ fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> 
     Ok(ok(json!({"offers": arr}), &arr))
 }
 
+/// The `initialize` answer shared by the three endpoints: tools only, isto's name and
+/// version, and `about` (what the endpoint is for) with the aggregator note.
+pub(crate) fn server_config(about: String) -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!("{about} {AGGREGATOR_NOTE}"))
+}
+
+/// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
+/// invalid-params error; otherwise `run` (blocking: redb I/O) gets the name and the
+/// arguments on a blocking thread.
+pub(crate) async fn call_blocking(
+    tools: &[Tool],
+    request: CallToolRequestParams,
+    run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
+) -> Result<CallToolResponse, McpError> {
+    let name = request.name.to_string();
+    let unknown = || McpError::invalid_params(format!("unknown tool: {name}"), None);
+    if !tools.iter().any(|t| t.name == name) {
+        return Err(unknown());
+    }
+    let args = Value::Object(request.arguments.unwrap_or_default());
+    let n = name.clone();
+    let out = tokio::task::spawn_blocking(move || run(&n, &args))
+        .await
+        .map_err(|_| McpError::internal_error("tool task failed", None))?;
+    out.map(CallToolResponse::Complete).ok_or_else(unknown)
+}
+
+/// The tool named `name` of a list.
+pub(crate) fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
+    tools.iter().find(|t| t.name == name).cloned()
+}
+
 impl ServerHandler for PublicServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \
+        server_config(format!(
+            "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \
                  intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
-                 intent_list_matches. {AGGREGATOR_NOTE}",
-                self.holder.settings.holder_name
-            ))
+                 intent_list_matches.",
+            self.holder.settings.holder_name
+        ))
     }
 
     async fn list_tools(
@@ -226,7 +258,7 @@ impl ServerHandler for PublicServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        find_tool(&self.tools, name)
     }
 
     async fn call_tool(
@@ -234,19 +266,7 @@ impl ServerHandler for PublicServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name = request.name.to_string();
-        if !self.tools.iter().any(|t| t.name == name) {
-            return Err(McpError::invalid_params(format!("unknown tool: {name}"), None));
-        }
-        let args = Value::Object(request.arguments.unwrap_or_default());
         let holder = self.holder.clone();
-        let n = name.clone();
-        let out = tokio::task::spawn_blocking(move || dispatch(&holder, &n, &args))
-            .await
-            .map_err(|_| McpError::internal_error("tool task failed", None))?;
-        match out {
-            Some(r) => Ok(CallToolResponse::Complete(r)),
-            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
-        }
+        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, name, args)).await
     }
 }

@@ -21,14 +21,14 @@
 //! enabled seller: a disabled seller's tools stop working at once, whatever its tokens.
 
 use super::buyer::grant_of;
-use super::{ok, public_tools, tool, tool_error};
+use super::{call_blocking, find_tool, ok, public_tools, server_config, tool, tool_error};
 use crate::holder::Holder;
 use crate::oauth::{Grant, Resource, SCOPE_DEMAND, SCOPE_OFFERS};
-use crate::protocol::{schema, AGGREGATOR_NOTE};
+use crate::protocol::schema;
 use crate::sellers;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -245,14 +245,12 @@ pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value
 
 impl ServerHandler for SellerServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Isto Intents holder '{}', seller endpoint: for the holder's registered sellers. List the buying \
+        server_config(format!(
+            "Isto Intents holder '{}', seller endpoint: for the holder's registered sellers. List the buying \
                  intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
-                 intent_submit_offer (at most 3 offers per intent). {AGGREGATOR_NOTE}",
-                self.holder.settings.holder_name
-            ))
+                 intent_submit_offer (at most 3 offers per intent).",
+            self.holder.settings.holder_name
+        ))
     }
 
     async fn list_tools(
@@ -264,7 +262,7 @@ impl ServerHandler for SellerServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        find_tool(&self.tools, name)
     }
 
     async fn call_tool(
@@ -272,20 +270,8 @@ impl ServerHandler for SellerServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name = request.name.to_string();
-        if !self.tools.iter().any(|t| t.name == name) {
-            return Err(McpError::invalid_params(format!("unknown tool: {name}"), None));
-        }
-        let args = Value::Object(request.arguments.unwrap_or_default());
         let grant = grant_of(&context);
         let holder = self.holder.clone();
-        let n = name.clone();
-        let out = tokio::task::spawn_blocking(move || dispatch(&holder, grant.as_ref(), &n, &args))
-            .await
-            .map_err(|_| McpError::internal_error("tool task failed", None))?;
-        match out {
-            Some(r) => Ok(CallToolResponse::Complete(r)),
-            None => Err(McpError::invalid_params(format!("unknown tool: {name}"), None)),
-        }
+        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, grant.as_ref(), name, args)).await
     }
 }
