@@ -14,7 +14,7 @@ use isto::clock::ManualClock;
 use isto::config::{PublicUrl, Settings};
 use isto::crypto::KeyRing;
 use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, OfferInput};
-use isto::mail::{MailContent, MailJob};
+use isto::mail::MailJob;
 use isto::oauth::Grant;
 use isto::protocol::{Money, AGGREGATOR_NOTE};
 use isto::sellers::{self, NewSeller, SellerProfile};
@@ -25,46 +25,11 @@ use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt as _;
 
-const START: &str = "2026-12-01T10:00:00Z";
+mod common;
+use common::{Fx, Resp, START};
 const BASE: &str = "https://holder.example";
 const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
 const LIMIT: f64 = 12345.0;
-
-struct Fx {
-    dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    holder: Arc<Holder>,
-    app: Router,
-    rt: tokio::runtime::Runtime,
-}
-
-struct Resp {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
-impl Resp {
-    fn location(&self) -> &str {
-        self.headers.get(header::LOCATION).map(|v| v.to_str().unwrap()).unwrap_or_default()
-    }
-
-    fn cookie(&self) -> Option<String> {
-        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
-        Some(v.split(';').next().unwrap().to_owned())
-    }
-
-    /// The CSRF token of the form posting to `action`.
-    fn csrf_for(&self, action: &str) -> String {
-        let at = self
-            .body
-            .find(&format!("action=\"{action}\""))
-            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
-        let marker = "name=\"csrf\" value=\"";
-        let from = at + self.body[at..].find(marker).unwrap() + marker.len();
-        self.body[from..].split('"').next().unwrap().to_owned()
-    }
-}
 
 fn settings(dir: &Path) -> Settings {
     let mut settings = Settings::defaults();
@@ -79,6 +44,10 @@ fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
     let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
     let store = Store::open(&settings.store_path()).unwrap();
     Arc::new(Holder::new(settings, store, keys, clock))
+}
+
+fn fixture() -> Fx {
+    common::fixture_with(app, open_holder)
 }
 
 fn app(holder: &Arc<Holder>) -> Router {
@@ -97,46 +66,7 @@ fn restart(f: Fx) -> Fx {
     Fx { app: app(&holder), dir, clock, holder, rt }
 }
 
-fn fixture() -> Fx {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
-    let holder = open_holder(dir.path(), clock.clone());
-    let app = app(&holder);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    Fx { dir, clock, holder, app, rt }
-}
-
 impl Fx {
-    fn send(&self, req: Request<Body>) -> Resp {
-        self.rt.block_on(async {
-            let res = self.app.clone().oneshot(req).await.unwrap();
-            let status = res.status();
-            let headers = res.headers().clone();
-            let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-            Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
-        })
-    }
-
-    fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
-        let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        self.send(b.body(Body::empty()).unwrap())
-    }
-
-    fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
-        let mut b = Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(header::ACCEPT_LANGUAGE, "en")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap())
-    }
-
     fn post_json(&self, path: &str, v: &Value) -> Resp {
         self.send(
             Request::builder()
@@ -146,20 +76,6 @@ impl Fx {
                 .body(Body::from(v.to_string()))
                 .unwrap(),
         )
-    }
-
-    fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| rx.outbox()).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
-    }
-
-    fn token_from_outbox(&self, marker: &str) -> String {
-        for m in self.mails().iter().rev() {
-            if let Some(i) = m.text.find(marker) {
-                return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
-            }
-        }
-        panic!("no mail with {marker}");
     }
 
     /// Signs a buyer up through the account pages; returns the account id and cookie.
