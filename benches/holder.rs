@@ -73,7 +73,7 @@ fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration
     let mut g = Synth::new(7);
     let now = isto::clock::rfc3339(time::OffsetDateTime::now_utc());
     let later = isto::clock::rfc3339(time::OffsetDateTime::now_utc() + time::Duration::days(90));
-    let contact = h.keys.seal_str("bench@example.com");
+    let contact = h.keys.seal_str("bench@example.com").expect("seal");
     let mut left = n;
     while left > 0 {
         let take = left.min(5_000);
@@ -89,7 +89,7 @@ fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration
                     criteria: e.criteria,
                     area: e.area,
                     budget: e.budget,
-                    hidden_limit: e.hidden_limit.map(|l| h.keys.seal_str(&l.to_string())),
+                    hidden_limit: e.hidden_limit.map(|l| h.keys.seal_str(&l.to_string()).expect("seal")),
                     buy_by: None,
                     valid_until: later.clone(),
                     visibility: Visibility::Private,
@@ -113,7 +113,7 @@ fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration
         h.store
             .write(|tx| {
                 for r in &recs {
-                    tx.put_intent(&r.id, r, true)?;
+                    tx.put_intent(&r.id, r, true, r.sweep_due())?;
                 }
                 Ok::<_, isto::store::StoreError>(())
             })

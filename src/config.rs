@@ -452,9 +452,9 @@ impl Settings {
         })
     }
 
-    /// Path of the redb store file.
+    /// Path of the store file ([`crate::store::FILE_NAME`] in the data directory).
     pub fn store_path(&self) -> PathBuf {
-        self.data_dir.join("isto.redb")
+        self.data_dir.join(crate::store::FILE_NAME)
     }
 
     /// Path of the sealing key file (mode 0600).

@@ -387,7 +387,7 @@ fn enqueue(holder: &Holder, tx: &mut Tx<'_>, content: &crate::mail::MailContent)
         content,
         holder.clock.now().unix_timestamp(),
         &holder.settings.public_url.host,
-    );
+    )?;
     tx.enqueue_mail(&job)?;
     Ok(())
 }
@@ -489,7 +489,7 @@ fn request_signup(holder: &Holder, req: SignupRequest) -> Result<MailOutcome> {
                 let rec = LinkRecord {
                     kind: LinkKind::Signup,
                     account_id: None,
-                    email: Some(holder.keys.seal_str(&email)),
+                    email: Some(holder.keys.seal_str(&email)?),
                     email_hash: hash.clone(),
                     password_hash: req.password_hash.clone(),
                     consent_version: Some(text.version.clone()),
@@ -647,7 +647,7 @@ pub fn create_seller(holder: &Holder, email: &str, name: &str) -> Result<String>
     let hash = email_key(&email);
     let a = Account {
         id: crypto::new_id("acc_"),
-        email: holder.keys.seal_str(&email),
+        email: holder.keys.seal_str(&email)?,
         email_hash: hash.clone(),
         role: ROLE_SELLER.to_owned(),
         name: Some(name.to_owned()),

@@ -8,7 +8,7 @@ use crate::gazetteer::{self, AreaObject};
 use crate::holder::{Holder, HolderError, OfferRecord};
 use crate::matching;
 use crate::protocol::Offer;
-use crate::store::{Reads, StoreError};
+use crate::store::Reads;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -116,7 +116,7 @@ pub fn search(
 /// An index failure as a holder error: internal (logged, answered generically).
 #[allow(dead_code)]
 fn index_failure(e: IndexError) -> HolderError {
-    HolderError::Store(StoreError::Db(redb::Error::Io(std::io::Error::other(e.to_string()))))
+    HolderError::Index(e.to_string())
 }
 
 /// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,

@@ -170,8 +170,8 @@ impl Holder {
         ["sk", "cs", "en"].into_iter().map(|l| self.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
     }
 
-    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> IntentRecord {
-        IntentRecord {
+    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> Result<IntentRecord> {
+        Ok(IntentRecord {
             id: crypto::new_id("int_"),
             status: Status::AwaitingConsent,
             statement: p.statement,
@@ -179,7 +179,7 @@ impl Holder {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())),
+            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())).transpose()?,
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
@@ -197,7 +197,7 @@ impl Holder {
             digest_cursor: 0,
             owner: Some(account_id.to_owned()),
             last_delivered: 0,
-        }
+        })
     }
 
     /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):
@@ -219,7 +219,7 @@ impl Holder {
         } else {
             None
         };
-        let mut rec = self.new_owned_record(account_id, p, now);
+        let mut rec = self.new_owned_record(account_id, p, now)?;
         let id = rec.id.clone();
         if let Some(language) = accepted {
             rec.status = Status::Active;
@@ -388,7 +388,7 @@ impl Holder {
         }
         let hidden_changed = changes.contains_key("hiddenLimit");
         let buy_by_changed = changes.contains_key("buyBy");
-        let hidden = p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string()));
+        let hidden = p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())).transpose()?;
         let before = content_of(&rec);
         let (rec, n, token) = self.store.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
             let mut rec: IntentRecord = tx.intent(&id)?.ok_or(HolderError::NotFound)?;

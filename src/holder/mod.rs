@@ -14,13 +14,15 @@ use crate::mail::{self, MailContent, MailJob};
 use crate::matching::{self, IntentView, Params};
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{AreaObject, Budget, Delivery, Intent, Offer, Status, Visibility};
-use crate::store::{Reads, Store, StoreError, Tx};
+use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod buyer;
+#[cfg(test)]
+mod sweep_tests;
 
 /// Bytes of randomness in intentCode and the page tokens (160 bits ≥ the seed's 128).
 pub const TOKEN_BYTES: usize = 20;
@@ -148,6 +150,30 @@ impl IntentRecord {
             Status::Active if now > ts(&self.valid_until) => Status::Expired,
             s => s,
         }
+    }
+
+    /// When [`IntentRecord::effective_status`] next changes by itself, by the same rules:
+    /// the draft deadline while awaiting consent, the confirmation deadline (if any)
+    /// while awaiting the e-mail confirmation, validUntil while active; `None` once
+    /// ended. The status changes at every instant strictly after the time returned.
+    pub fn next_status_change(&self) -> Option<OffsetDateTime> {
+        match self.status {
+            Status::AwaitingConsent => Some(ts(&self.draft_expires_at)),
+            Status::AwaitingEmailConfirmation => self.confirm_expires_at.as_deref().map(ts),
+            Status::Active => Some(ts(&self.valid_until)),
+            Status::Expired | Status::Withdrawn => None,
+        }
+    }
+
+    /// The record's entry in the store's expiry index, which [`Holder::sweep`] reads:
+    /// its next status change and, once ended while still holding a contact, when it
+    /// ended (the contact is erased `contact_retention_days` later). Unix µs, floored.
+    pub fn sweep_due(&self) -> IntentDue {
+        let contact_ended = match (&self.contact, &self.ended_at) {
+            (Some(_), Some(e)) if self.status.is_final() => Some(floor_micros(ts(e))),
+            _ => None,
+        };
+        IntentDue { status_change: self.next_status_change().map(floor_micros), contact_ended }
     }
 
     /// The public view (PROTOCOL.md §2 Intent): no contact, no hidden limit value.
@@ -356,6 +382,12 @@ pub(crate) fn micros(t: OffsetDateTime) -> i64 {
     (t.unix_timestamp_nanos() / 1000) as i64
 }
 
+/// `t` in unix µs, rounded down (also before 1970): a time strictly after `t` is at or
+/// after this microsecond, which is what the expiry index compares.
+fn floor_micros(t: OffsetDateTime) -> i64 {
+    t.unix_timestamp_nanos().div_euclid(1000) as i64
+}
+
 fn from_micros(m: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
@@ -438,7 +470,7 @@ impl Holder {
     /// (the engine is updated before the commit: a stale entry can only cause a candidate
     /// that the in-transaction status check then drops).
     pub(crate) fn put_intent_tx(&self, tx: &mut Tx<'_>, rec: &IntentRecord, active: bool) -> Result<()> {
-        tx.put_intent(&rec.id, rec, active)?;
+        tx.put_intent(&rec.id, rec, active, rec.sweep_due())?;
         if active {
             self.engine.upsert(self.engine_intent(rec)?);
         } else {
@@ -639,7 +671,7 @@ impl Holder {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())),
+            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())).transpose()?,
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
@@ -831,7 +863,7 @@ impl Holder {
                 _ => return Ok(ConsentOutcome::Closed),
             }
             rec.status = Status::AwaitingEmailConfirmation;
-            rec.contact = Some(self.keys.seal_str(&email));
+            rec.contact = Some(self.keys.seal_str(&email)?);
             rec.consent = Some(ConsentRecord {
                 at: clock::rfc3339(now),
                 text_version: text.version.clone(),
@@ -871,7 +903,7 @@ impl Holder {
 
     pub(crate) fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
         let job =
-            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host);
+            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host)?;
         tx.enqueue_mail(&job)?;
         Ok(())
     }
@@ -1211,14 +1243,19 @@ impl Holder {
     /// intents become `expired`; contact is erased `contact_retention_days` after an
     /// intent ended (PROTOCOL.md §4.6). Returns how many records changed.
     ///
+    /// Reads only the intents that the store's expiry index names as due
+    /// ([`IntentRecord::sweep_due`]), not every intent.
+    ///
     /// # Errors
     /// Storage errors.
     pub fn sweep(&self) -> Result<u64> {
         let now = self.now();
         let retention = time::Duration::days(i64::from(self.settings.contact_retention_days));
+        let ended_before = now.checked_sub(retention).map_or(i64::MIN, floor_micros);
         self.store.write(|tx| -> Result<u64> {
             let mut changed = 0;
-            for mut rec in tx.all_intents::<IntentRecord>()? {
+            for id in tx.intents_due(floor_micros(now), ended_before)? {
+                let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
                 let eff = rec.effective_status(now);
                 let mut dirty = false;
                 if eff != rec.status {
@@ -1238,6 +1275,10 @@ impl Holder {
                     rec.updated_at = clock::rfc3339(now);
                     self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
                     changed += 1;
+                } else {
+                    // Not due after all (due within this microsecond, or entered as due
+                    // by a migration): record its real times.
+                    tx.set_intent_due(&rec.id, rec.sweep_due())?;
                 }
             }
             Ok(changed)

@@ -105,16 +105,29 @@ pub struct MailJob {
 impl MailJob {
     /// Seals `content` into a job due at once; `domain` (the holder's host) goes into
     /// the `Message-ID`.
-    pub fn seal(keys: &KeyRing, intent: Option<&str>, content: &MailContent, now_unix: i64, domain: &str) -> Self {
-        let json = serde_json::to_vec(content).unwrap_or_default();
+    ///
+    /// # Errors
+    /// [`crate::crypto::CryptoError::Seal`] when the content does not encode or sealing
+    /// fails (nothing is queued).
+    pub fn seal(
+        keys: &KeyRing,
+        intent: Option<&str>,
+        content: &MailContent,
+        now_unix: i64,
+        domain: &str,
+    ) -> Result<Self, crate::crypto::CryptoError> {
+        let json = zeroize::Zeroizing::new(
+            serde_json::to_vec(content)
+                .map_err(|_| crate::crypto::CryptoError::Seal("the mail content does not encode as JSON"))?,
+        );
         let message_id = format!("<{}@{domain}>", crate::crypto::new_id("msg_"));
-        Self {
+        Ok(Self {
             intent_id: intent.map(str::to_owned),
-            sealed: keys.seal(&json),
+            sealed: keys.seal(&json)?,
             attempts: 0,
             next_attempt: now_unix,
             message_id: Some(message_id),
-        }
+        })
     }
 }
 

@@ -146,7 +146,7 @@ pub fn submit_reply(holder: &Holder, profile: &SellerProfile, args: &Value) -> R
         let disabled = disabled_sellers(tx)?;
         let n = holder.match_intent_tx(tx, &mut rec, std::slice::from_ref(&candidate), &disabled, now)?;
         if n > 0 {
-            tx.put_intent(&rec.id, &rec, true)?;
+            tx.put_intent(&rec.id, &rec, true, rec.sweep_due())?;
         }
         Ok((ReplyOutcome { accepted: true, offer_id: Some(id), reason: None }, n))
     })?;
