@@ -292,7 +292,7 @@ fn signed_in(holder: &Holder, headers: &HeaderMap) -> Option<Signed> {
 
 /// The signed-in account `(id, role)` from the request's `isto_session` cookie, if the
 /// session exists, has not expired, and the account is not disabled. Reads the store
-/// (call it on a blocking thread, or accept one short redb read).
+/// (call it on a blocking thread, or accept one short store read).
 pub fn current(holder: &Holder, headers: &HeaderMap) -> Option<(String, String)> {
     signed_in(holder, headers).map(|s| (s.account.id, s.account.role))
 }

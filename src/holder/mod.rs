@@ -2,7 +2,7 @@
 //! matching (§6), deliveries and digests (§4.5), expiry sweeps. Transport-free: the MCP
 //! tools, web pages and admin commands all call these functions.
 //!
-//! Every state change is one redb write transaction, so nothing is half-written and an
+//! Every state change is one store write transaction, so nothing is half-written and an
 //! acknowledged change is durable. Statuses are computed at read time from the stored
 //! status and the clock ([`IntentRecord::effective_status`]): a GET never writes, and a
 //! sweep later persists what expiry already means.

@@ -202,7 +202,7 @@ async fn preflight() -> Response {
         .into_response()
 }
 
-/// Runs a short redb operation off the async threads. Storage failures are logged here,
+/// Runs a short store operation off the async threads. Storage failures are logged here,
 /// once, by operation name only.
 async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
 where
@@ -236,7 +236,7 @@ fn now_unix(holder: &Holder) -> i64 {
 /// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
 /// is unknown, expired, revoked or bound to another resource; 403 with
 /// `error="insufficient_scope"` and `scope` = the token's scopes plus the one missing
-/// (MCP step-up); 500 when the store fails. One short redb read; callable from async
+/// (MCP step-up); 500 when the store fails. One short store read; callable from async
 /// code.
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn check_bearer(holder: &Holder, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {

@@ -160,7 +160,7 @@ enum Fail {
     Internal,
 }
 
-/// Runs a blocking holder operation (redb I/O) off the async threads. Internal
+/// Runs a blocking holder operation (store I/O) off the async threads. Internal
 /// failures are logged here, once, by operation name only.
 async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
