@@ -2,6 +2,7 @@
 //! categories this holder serves. Input parsing and validation live in [`input`]; the
 //! JSON Schemas of the tools in [`schema`].
 
+pub mod consent;
 pub mod input;
 pub mod schema;
 
