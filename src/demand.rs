@@ -50,12 +50,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use time::{Date, Month, OffsetDateTime};
 
-/// The budget band of intents without a visible `budget.max`, and the buy-by band of
-/// intents without `buyBy`.
-pub const NONE: &str = "none";
-
-/// The buy-by bands (PROTOCOL.md §5), in grid order.
-pub const BUY_BY_BANDS: [&str; 5] = ["1m", "3m", "12m", "later", NONE];
+pub use crate::protocol::{BUY_BY_BANDS, NONE};
 
 /// "New" means became active within this many days.
 pub const NEW_DAYS: i64 = 7;
