@@ -112,9 +112,7 @@ pub fn search(
     Ok(hits.into_iter().map(|(_, _, o)| o).collect())
 }
 
-// Not yet re-exported from `catalogue` (callers switch later): allowed to be unused.
 /// An index failure as a holder error: internal (logged, answered generically).
-#[allow(dead_code)]
 fn index_failure(e: IndexError) -> HolderError {
     HolderError::Store(StoreError::Db(redb::Error::Io(std::io::Error::other(e.to_string()))))
 }
@@ -127,7 +125,6 @@ fn index_failure(e: IndexError) -> HolderError {
 ///
 /// # Errors
 /// Storage and index errors (both internal).
-#[allow(dead_code)]
 pub fn search_with(
     index: &OfferIndex,
     holder: &Holder,
