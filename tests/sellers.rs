@@ -5,6 +5,9 @@
 //! in with their one-time link and authorize an agent through the OAuth pages — all
 //! driven in-process with `oneshot`.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::Router;
