@@ -19,8 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt as _;
 
-mod common;
-use common::Fx;
+use crate::kit::Fx;
 
 fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
     let mut settings = Settings::defaults();
@@ -33,7 +32,7 @@ fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
 }
 
 fn fixture() -> Fx {
-    common::fixture_with(app, open_holder)
+    crate::kit::fixture_with(app, open_holder)
 }
 
 fn app(h: &Arc<Holder>) -> Router {
