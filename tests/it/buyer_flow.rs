@@ -25,8 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt as _;
 
-mod common;
-use common::Fx;
+use crate::kit::Fx;
 
 fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
     let mut settings = Settings::defaults();
@@ -39,7 +38,7 @@ fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
 }
 
 fn fixture() -> Fx {
-    common::fixture_with(app, open_holder)
+    crate::kit::fixture_with(app, open_holder)
 }
 
 fn app(h: &AppState) -> Router {

@@ -30,8 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt as _;
 
-mod common;
-use common::{Fx, Resp, START};
+use crate::kit::{Fx, Resp, START};
 const BASE: &str = "https://holder.example";
 const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
 const LIMIT: f64 = 12345.0;
@@ -52,7 +51,7 @@ fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
 }
 
 fn fixture() -> Fx {
-    common::fixture_with(app, open_holder)
+    crate::kit::fixture_with(app, open_holder)
 }
 
 fn app(holder: &AppState) -> Router {
@@ -84,7 +83,7 @@ impl Fx {
     }
 
     /// Signs a buyer up through the account pages; returns the account id and cookie.
-    fn buyer(&self, email: &str) -> (String, String) {
+    fn buyer_account(&self, email: &str) -> (String, String) {
         let page = self.get("/signup?next=/me", None);
         let csrf = page.csrf_for("/signup");
         let r = self.post(
@@ -274,7 +273,7 @@ fn a_seller_never_sees_contact_hidden_limit_or_has_hidden_limit() {
     let f = fixture();
     let h = &f.holder;
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
-    let (buyer, _) = f.buyer("owner.person@example.com");
+    let (buyer, _) = f.buyer_account("owner.person@example.com");
     let owned = f.owned_intent(&buyer, octavia(json!({"hiddenLimit": LIMIT})));
     let (linked, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
 
@@ -324,7 +323,7 @@ fn pseudonyms_are_stable_per_buyer_and_differ_between_sellers() {
     let a = f.seller("Dealer A", "a@dealer.example", &["vehicles"], &["SK-BL"]);
     let b = f.seller("Dealer B", "b@dealer.example", &[], &[]);
     // One person: an account intent and a consent-link intent with the same address.
-    let (anna, _) = f.buyer("anna@example.com");
+    let (anna, _) = f.buyer_account("anna@example.com");
     let owned = f.owned_intent(&anna, octavia(json!({})));
     let (linked, _) = f.consent_intent(octavia(json!({"statement": "Škoda Octavia RS"})), "Anna@Example.com");
     // Another person.
@@ -581,7 +580,7 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let h = &f.holder;
     h.catalogue.import_offers(vec![catalogue_row("c1", "Škoda Octavia Combi katalóg", 9500.0)]).unwrap();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
-    let (anna, _) = f.buyer("anna@example.com");
+    let (anna, _) = f.buyer_account("anna@example.com");
     let mine = f.owned_intent(&anna, octavia(json!({})));
     let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
     assert_eq!(delivered_titles(h, &mine), vec!["Škoda Octavia Combi katalóg"]);
@@ -637,7 +636,7 @@ fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
         f.consent_intent(octavia(json!({"hiddenLimit": LIMIT, "buyBy": "2027-03-31"})), "secret.buyer@example.com");
     let r = f.get("/seller/intents", None);
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=/seller/intents"));
-    let (_, buyer_cookie) = f.buyer("anna@example.com");
+    let (_, buyer_cookie) = f.buyer_account("anna@example.com");
     assert_eq!(f.get("/seller/intents", Some(&buyer_cookie)).status, StatusCode::FORBIDDEN);
     let cookie = f.seller_signs_in("one@dealer.example");
     let page = f.get("/seller/intents", Some(&cookie));
@@ -684,7 +683,7 @@ fn admin_add_list_and_refusals() {
         sellers::add(&h.base, &new("feed dealer", "x@dealer.example")),
         Err(sellers::SellerError::Exists(_))
     ));
-    f.buyer("anna@example.com");
+    f.buyer_account("anna@example.com");
     assert!(matches!(sellers::add(&h.base, &new("Anna's", "anna@example.com")), Err(sellers::SellerError::Exists(_))));
     let mut bad = new("Bad", "bad@dealer.example");
     bad.regions = vec!["Atlantis".into()];
