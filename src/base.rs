@@ -262,7 +262,6 @@ pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>
 mod tests {
     use super::*;
     use crate::clock::{self, ManualClock};
-    use crate::gazetteer;
     use crate::protocol::Visibility;
     use serde_json::Map;
 
@@ -281,7 +280,7 @@ mod tests {
             statement: "Škoda Octavia combi".into(),
             category: "vehicles".into(),
             criteria: Map::new(),
-            area: gazetteer::resolve("Bratislava").unwrap(),
+            area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
             budget: None,
             hidden_limit: None,
             buy_by: None,
