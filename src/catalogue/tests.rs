@@ -1,9 +1,10 @@
 use super::*;
+use crate::base::Base;
+use crate::catalogue::Catalogue;
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::gazetteer;
-use crate::holder::Holder;
 use crate::protocol::Offer;
 use crate::store::Store;
 use serde_json::json;
@@ -263,11 +264,11 @@ fn jsonl_long_line_is_one_bad_row() {
     assert!(rows[1].is_ok());
 }
 
-fn holder(dir: &Path) -> Holder {
+fn holder(dir: &Path) -> Catalogue {
     let mut s = Settings::defaults();
     s.data_dir = dir.to_owned();
     let store = Store::open(&s.store_path()).unwrap();
-    Holder::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock))
+    Catalogue::new(Arc::new(Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), Arc::new(SystemClock))), None)
 }
 
 fn offer(reference: &str, title: &str, description: &str, make: &str, price: f64, area: &str) -> OfferInput {
@@ -297,19 +298,19 @@ fn search_folds_filters_and_ranks() {
 
     // "skoda" finds "Škoda": title + attribute (5) beats attribute only (2) beats
     // description only (1); equal scores go by price.
-    let got = refs(search(&h, "skoda", None, None, 10).unwrap());
+    let got = refs(search(&h.base, "skoda", None, None, 10).unwrap());
     assert_eq!(got, vec!["3", "1", "5", "2"]);
     // Inflection: "octaviu" finds "Octavia".
-    assert_eq!(refs(search(&h, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
+    assert_eq!(refs(search(&h.base, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
     // "kosice" is a place name, not a term: with the area filter it finds what lies in Košice.
     let kosice = gazetteer::resolve("Košice").unwrap();
-    assert_eq!(refs(search(&h, "kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
-    assert_eq!(refs(search(&h, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
+    assert_eq!(refs(search(&h.base, "kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
+    assert_eq!(refs(search(&h.base, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
     // Category and limit.
-    assert!(search(&h, "skoda", None, Some("property"), 10).unwrap().is_empty());
-    assert_eq!(search(&h, "skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
-    assert!(search(&h, "zzz", None, None, 10).unwrap().is_empty());
-    assert!(search(&h, "skoda", None, None, 0).unwrap().is_empty());
+    assert!(search(&h.base, "skoda", None, Some("property"), 10).unwrap().is_empty());
+    assert_eq!(search(&h.base, "skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
+    assert!(search(&h.base, "zzz", None, None, 10).unwrap().is_empty());
+    assert!(search(&h.base, "skoda", None, None, 0).unwrap().is_empty());
 }
 
 #[test]
@@ -321,7 +322,7 @@ fn search_ranks_title_above_description() {
         offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
     ])
     .unwrap();
-    let got = search(&h, "superb", None, None, 10).unwrap();
+    let got = search(&h.base, "superb", None, None, 10).unwrap();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].title, "Superb", "a title hit outranks a cheaper description hit");
     assert_eq!(score(&matching_terms("superb"), &got[0]), 3);

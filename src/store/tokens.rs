@@ -16,13 +16,4 @@ impl Tx<'_> {
         self.txn.open_table(TOKENS)?.insert(hash, intent)?;
         Ok(())
     }
-
-    /// Removes a token hash (single-use tokens).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_token(&mut self, hash: &str) -> Result<()> {
-        self.txn.open_table(TOKENS)?.remove(hash)?;
-        Ok(())
-    }
 }

@@ -1,10 +1,13 @@
-//! The sweep over the store's expiry index ([`IntentRecord::sweep_due`]): it expires
+//! The sweep over the store's expiry index ([`crate::base::sweep_due`]): it expires
 //! exactly what is due and erases contacts after retention, reads nothing else, and
 //! works the same on a store migrated from before the index.
 
 use super::*;
 use crate::clock::ManualClock;
+use crate::config::Settings;
 use crate::crypto::KeyRing;
+use crate::store::{IntentDue, Store};
+use serde_json::json;
 
 const T0: &str = "2026-12-01T10:00:00Z";
 
@@ -88,32 +91,38 @@ fn records(keys: &KeyRing) -> Vec<(IntentRecord, Status)> {
 struct Fixture {
     dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
-    holder: Holder,
+    holder: Intents,
 }
 
 fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     let store = Store::open(&settings.store_path()).unwrap();
-    let holder = Holder::new(settings, store, KeyRing::ephemeral(), clock.clone());
-    Fixture { dir, clock, holder }
+    let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock.clone()));
+    let catalogue = Arc::new(Catalogue::new(base.clone(), None));
+    Fixture { dir, clock, holder: Intents::new(base, catalogue) }
 }
 
 /// A holder whose store holds [`records`], written an hour before T0 through the one
-/// intent write (`put_intent_tx`), with the clock at T0; `undecodable` adds an intent
+/// intent write (`Writes::put_intent`), with the clock at T0; `undecodable` adds an intent
 /// record that does not decode and is never due.
 fn fixture(undecodable: bool) -> Fixture {
     let clock = Arc::new(ManualClock::new(ts(T0) - time::Duration::hours(1)));
     let f = holder(tempfile::tempdir().unwrap(), clock);
     let h = &f.holder;
-    h.store
+    h.base
         .write(|tx| -> Result<()> {
-            for (r, _) in records(&h.keys) {
-                h.put_intent_tx(tx, &r, r.status == Status::Active)?;
+            for (r, _) in records(&h.base.keys) {
+                tx.put_intent(&r, r.status == Status::Active)?;
             }
             if undecodable {
                 // Not an IntentRecord: a sweep that decoded every intent would fail on it.
-                tx.put_intent("int_not_a_record", &json!({"x": 1}), false, IntentDue::default())?;
+                std::ops::DerefMut::deref_mut(tx).put_intent(
+                    "int_not_a_record",
+                    &json!({"x": 1}),
+                    false,
+                    IntentDue::default(),
+                )?;
             }
             Ok(())
         })
@@ -122,29 +131,37 @@ fn fixture(undecodable: bool) -> Fixture {
     f
 }
 
-fn stored(h: &Holder, id: &str) -> IntentRecord {
-    h.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
+fn stored(h: &Intents, id: &str) -> IntentRecord {
+    h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
 }
 
 /// Checks the statuses after the first sweep at T0, and that every record's index
-/// entry is its own [`IntentRecord::sweep_due`].
-fn check_after_first_sweep(h: &Holder) {
-    for (r, after) in records(&h.keys) {
+/// entry is its own [`crate::base::sweep_due`].
+fn check_after_first_sweep(h: &Intents) {
+    for (r, after) in records(&h.base.keys) {
         let s = stored(h, &r.id);
         assert_eq!(s.status, after, "{}", r.id);
         if after != r.status {
             assert_eq!(s.ended_at.as_deref(), Some(T0), "{}", r.id);
         }
-        assert_eq!(h.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(), s.sweep_due(), "{}", r.id);
+        assert_eq!(
+            h.base.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),
+            sweep_due(&s),
+            "{}",
+            r.id
+        );
     }
     assert!(stored(h, "int_ended_erase").contact.is_none(), "erased after retention");
     assert!(stored(h, "int_ended_keep").contact.is_some(), "kept within retention");
     assert!(stored(h, "int_unconf_due").contact.is_some(), "just ended: kept");
-    let active = h.store.read(|rx| rx.active_ids()).unwrap();
+    let active = h.base.store.read(|rx| rx.active_ids()).unwrap();
     assert_eq!(active, vec!["int_active_later"]);
     // Only the draft due within this very microsecond is still listed.
     let now = floor_micros(h.now());
-    assert_eq!(h.store.read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(), vec!["int_draft_at_now"]);
+    assert_eq!(
+        h.base.store.read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(),
+        vec!["int_draft_at_now"]
+    );
 }
 
 #[test]
@@ -189,20 +206,20 @@ fn sweep_expires_exactly_what_is_due_and_reads_only_the_index() {
     for id in ["int_unconf_later", "int_active_later"] {
         assert!(stored(h, id).contact.is_some(), "{id}: just ended");
     }
-    assert_eq!(h.store.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
+    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
 }
 
 #[test]
 fn a_store_written_without_the_index_is_backfilled_and_swept_the_same() {
     let Fixture { dir, clock, holder: h } = fixture(false);
-    let path = h.settings.store_path();
+    let path = h.base.settings.store_path();
     drop(h);
     crate::store::rewind_to_version_1(&path);
     let f = holder(dir, clock);
     let h = &f.holder;
     // Migration 2 entered every intent as due now.
-    let all_due = h.store.read(|rx| rx.intents_due(0, i64::MIN)).unwrap();
-    assert_eq!(all_due.len(), records(&h.keys).len());
+    let all_due = h.base.store.read(|rx| rx.intents_due(0, i64::MIN)).unwrap();
+    assert_eq!(all_due.len(), records(&h.base.keys).len());
     // The first sweep looks at each once, changes what is due and records the real
     // times of the rest: the same state as on a store that always had the index.
     assert_eq!(h.sweep().unwrap(), 4);

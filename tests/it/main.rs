@@ -1,0 +1,13 @@
+//! The integration tests, one binary: each module drives isto in-process over a real
+//! redb file in a temp dir; `kit` holds the shared fixtures.
+
+// Test code: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod kit;
+
+mod buyer_flow;
+mod demand;
+mod holder_flow;
+mod http_router;
+mod sellers;
