@@ -5,6 +5,8 @@
 //! The key ring is a directory of 32-byte key files; the newest is used for sealing and
 //! every one for opening, so rotation keeps old ciphertexts readable.
 
+pub mod password;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, KeyInit};
@@ -36,6 +38,9 @@ pub enum CryptoError {
     /// Authentication failed: the ciphertext was altered or the key is wrong.
     #[error("sealed value failed authentication")]
     Open,
+    /// Password hashing failed (the message never contains the password).
+    #[error("password hashing: {0}")]
+    Hash(String),
 }
 
 /// A sealed value as stored: key id, 24-byte nonce and ciphertext, both base64url.
