@@ -15,12 +15,16 @@
 //! the same for one offer; and the process's peak RSS (VmHWM). The matching engine alone
 //! at 100 000 and 1 000 000 intents is in `cargo bench --bench matching`.
 
-use isto::clock::SystemClock;
+// A benchmark harness, not the holder: a failed set-up may abort the run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use isto::clock::{Clock as _, SystemClock};
 use isto::config::Settings;
 use isto::crypto::KeyRing;
-use isto::holder::{Holder, IntentRecord, OfferInput};
 use isto::matching::engine::synth::Synth;
 use isto::protocol::{Offer, Status, Visibility};
+use isto::records::{IntentRecord, OfferInput};
+use isto::state::AppState;
 use isto::store::Store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,21 +63,22 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn open(dir: &std::path::Path) -> Holder {
+fn open(dir: &std::path::Path) -> AppState {
     let mut s = Settings::defaults();
     s.data_dir = dir.to_owned();
     let store = Store::open(&dir.join("isto.redb")).expect("store");
     let (keys, _) = KeyRing::load_or_create(&dir.join("keys/sealing.key")).expect("key");
-    Holder::with_index_dir(s, store, keys, Arc::new(SystemClock), Some(dir.join("index")))
+    AppState::with_index_dir(s, store, keys, Arc::new(SystemClock), Some(dir.join("index")))
 }
 
 /// Stores `n` active intents directly (as if confirmed), then reopens the holder so the
 /// engine loads them as `isto serve` does at start-up.
-fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration) {
+fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Duration) {
     let mut g = Synth::new(7);
-    let now = isto::clock::rfc3339(time::OffsetDateTime::now_utc());
-    let later = isto::clock::rfc3339(time::OffsetDateTime::now_utc() + time::Duration::days(90));
-    let contact = h.keys.seal_str("bench@example.com");
+    let t = SystemClock.now();
+    let now = isto::clock::rfc3339(t);
+    let later = isto::clock::rfc3339(t + time::Duration::days(90));
+    let contact = h.base.keys.seal_str("bench@example.com");
     let mut left = n;
     while left > 0 {
         let take = left.min(5_000);
@@ -89,7 +94,7 @@ fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration
                     criteria: e.criteria,
                     area: e.area,
                     budget: e.budget,
-                    hidden_limit: e.hidden_limit.map(|l| h.keys.seal_str(&l.to_string())),
+                    hidden_limit: e.hidden_limit.map(|l| h.base.keys.seal_str(&l.to_string())),
                     buy_by: None,
                     valid_until: later.clone(),
                     visibility: Visibility::Private,
@@ -110,7 +115,8 @@ fn seed_intents(dir: &std::path::Path, h: Holder, n: usize) -> (Holder, Duration
                 }
             })
             .collect();
-        h.store
+        h.base
+            .store
             .write(|tx| {
                 for r in &recs {
                     tx.put_intent(&r.id, r, true)?;
@@ -130,7 +136,7 @@ fn main() {
     let n_intents = env_usize("ISTO_BENCH_INTENTS", 20_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let h = open(dir.path());
-    h.offer_index().expect("index");
+    h.catalogue.offer_index().expect("index");
 
     // 1. Import rate.
     let mut g = Synth::new(1);
@@ -138,7 +144,7 @@ fn main() {
     let mut done = 0;
     while done < n_offers {
         let take = (n_offers - done).min(500);
-        h.import_offers((0..take).map(|_| input(g.offer())).collect()).expect("import");
+        h.catalogue.import_offers((0..take).map(|_| input(g.offer())).collect()).expect("import");
         done += take;
     }
     let el = t.elapsed();
@@ -149,14 +155,14 @@ fn main() {
     );
 
     // 2. Search over the catalogue.
-    let idx = h.offer_index().expect("index");
+    let idx = h.catalogue.offer_index().expect("index");
     let mut q = Synth::new(2);
     let statements: Vec<String> = (0..1_000).map(|_| q.intent().statement).collect();
     let mut times = Vec::with_capacity(statements.len());
     let mut found = 0usize;
     for s in &statements {
         let t = Instant::now();
-        found += isto::catalogue::search_with(&idx, &h, s, None, None, 20).expect("search").len();
+        found += isto::catalogue::search_with(&idx, &h.base, s, None, None, 20).expect("search").len();
         times.push(t.elapsed());
     }
     times.sort();
@@ -170,13 +176,13 @@ fn main() {
     // 3. Matching arriving offers against standing intents.
     drop(idx); // the index writer's lock goes with the last handle
     let (h, load) = seed_intents(dir.path(), h, n_intents);
-    println!("start-up with {} active intents: engine loaded in {:.1} s", h.engine.len(), load.as_secs_f64());
+    println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine.len(), load.as_secs_f64());
     let mut fresh = Synth::new(3);
     let mut one = Vec::new();
     for _ in 0..200 {
         let o = input(fresh.offer());
         let t = Instant::now();
-        h.import_offers(vec![o]).expect("import one");
+        h.catalogue.import_offers(vec![o]).expect("import one");
         one.push(t.elapsed());
     }
     one.sort();
@@ -189,7 +195,7 @@ fn main() {
     let t = Instant::now();
     let mut delivered = 0;
     for chunk in batch.chunks(500) {
-        delivered += h.import_offers(chunk.to_vec()).expect("import batch").delivered;
+        delivered += h.catalogue.import_offers(chunk.to_vec()).expect("import batch").delivered;
     }
     println!(
         "10 000-offer import against {n_intents} intents: {:.2} s, {delivered} deliveries",
@@ -207,7 +213,7 @@ fn main() {
 }
 
 /// Imports the sauto listings (CZK, regions assigned by listing id) and searches them.
-fn real_listings(h: &Holder, path: &std::path::Path) {
+fn real_listings(h: &AppState, path: &std::path::Path) {
     let regions: Vec<&str> = isto::gazetteer::all_regions().filter(|(_, c)| *c == "CZ").map(|(r, _)| r).collect();
     let mut rdr = csv::Reader::from_path(path).expect("sauto csv");
     let mut rows = Vec::new();
@@ -238,16 +244,16 @@ fn real_listings(h: &Holder, path: &std::path::Path) {
     let n = rows.len();
     let t = Instant::now();
     for chunk in rows.chunks(500) {
-        h.import_offers(chunk.to_vec()).expect("import sauto");
+        h.catalogue.import_offers(chunk.to_vec()).expect("import sauto");
     }
     let el = t.elapsed();
-    let idx = h.offer_index().expect("index");
+    let idx = h.catalogue.offer_index().expect("index");
     let queries = ["skoda octavia", "octavia combi diesel", "bmw x5", "toyota hybrid", "fabia", "tesla model 3"];
     let mut times = Vec::new();
     for _ in 0..20 {
         for q in queries {
             let t = Instant::now();
-            let _ = isto::catalogue::search_with(&idx, h, q, None, Some("vehicles"), 20).expect("search");
+            let _ = isto::catalogue::search_with(&idx, &h.base, q, None, Some("vehicles"), 20).expect("search");
             times.push(t.elapsed());
         }
     }

@@ -5,8 +5,8 @@
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::holder::Holder;
 use crate::mcp::PublicServer;
+use crate::state::AppState;
 use crate::store::Store;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -50,7 +50,7 @@ pub enum ServeError {
 ///
 /// # Errors
 /// [`ServeError`].
-pub fn open_holder(settings: Settings) -> Result<(Holder, bool), ServeError> {
+pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
     let dir = &settings.data_dir;
     if !dir.exists() {
         std::fs::create_dir_all(dir).map_err(|e| ServeError::DataDir(dir.display().to_string(), e))?;
@@ -67,13 +67,13 @@ pub fn open_holder(settings: Settings) -> Result<(Holder, bool), ServeError> {
     crate::crypto::set_mode(&store_path, 0o600)
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
     let index_dir = settings.data_dir.join("index");
-    Ok((Holder::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
+    Ok((AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
 }
 
 /// The MCP Streamable HTTP service for `/mcp`, with Host and Origin checks derived from
 /// the public URL (DNS-rebinding protection).
 pub fn mcp_service(
-    holder: Arc<Holder>,
+    holder: AppState,
     stop: CancellationToken,
 ) -> StreamableHttpService<PublicServer, LocalSessionManager> {
     let h = holder.clone();
@@ -86,8 +86,8 @@ pub fn mcp_service(
 
 /// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the
 /// public URL, a body limit.
-fn mcp_config(holder: &Holder, stop: CancellationToken) -> StreamableHttpServerConfig {
-    let url = &holder.settings.public_url;
+fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServerConfig {
+    let url = &holder.base.settings.public_url;
     StreamableHttpServerConfig::default()
         .with_allowed_hosts(url.allowed_hosts())
         .with_allowed_origins(url.allowed_origins())
@@ -98,7 +98,7 @@ fn mcp_config(holder: &Holder, stop: CancellationToken) -> StreamableHttpServerC
 
 /// The MCP service for `/mcp/buyer` (bearer-checked in front, see [`router`]).
 fn buyer_service(
-    holder: Arc<Holder>,
+    holder: AppState,
     stop: CancellationToken,
 ) -> StreamableHttpService<crate::mcp::buyer::BuyerServer, LocalSessionManager> {
     let h = holder.clone();
@@ -111,7 +111,7 @@ fn buyer_service(
 
 /// The MCP service for `/mcp/seller` (bearer-checked in front, see [`router`]).
 fn seller_service(
-    holder: Arc<Holder>,
+    holder: AppState,
     stop: CancellationToken,
 ) -> StreamableHttpService<crate::mcp::seller::SellerServer, LocalSessionManager> {
     let h = holder.clone();
@@ -124,12 +124,12 @@ fn seller_service(
 
 /// Requires a seller token for `/mcp/seller` (PROTOCOL.md §7: scopes `offers`, `demand`).
 async fn require_seller(
-    axum::extract::State(holder): axum::extract::State<Arc<Holder>>,
+    axum::extract::State(holder): axum::extract::State<AppState>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let resource = crate::oauth::Resource::Seller.url(&holder.settings.public_url.base);
-    match crate::oauth::check_bearer(&holder, req.headers(), &resource, "") {
+    let resource = crate::oauth::Resource::Seller.url(&holder.base.settings.public_url.base);
+    match crate::oauth::check_bearer(&holder.base, req.headers(), &resource, "") {
         Ok(grant) => {
             req.extensions_mut().insert(grant);
             next.run(req).await
@@ -185,8 +185,8 @@ async fn healthz() -> impl IntoResponse {
 }
 
 /// The whole HTTP router.
-pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
-    let url = &holder.settings.public_url;
+pub fn router(holder: AppState, stop: CancellationToken) -> Router {
+    let url = &holder.base.settings.public_url;
     // The origin as browsers send it: without the default port.
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
@@ -203,8 +203,8 @@ pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
         .merge(seller)
         .route("/healthz", get(healthz))
         .merge(crate::web::routes(holder.clone()))
-        .merge(crate::accounts::routes(holder.clone()))
-        .merge(crate::oauth::routes(holder.clone(), Arc::new(crate::accounts::Sessions(holder))))
+        .merge(crate::accounts::routes(holder.base.clone()))
+        .merge(crate::oauth::routes(holder.base.clone(), Arc::new(crate::accounts::Sessions(holder.base.clone()))))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(access_log))
 }
@@ -214,10 +214,9 @@ pub fn router(holder: Arc<Holder>, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::from_settings(&settings)?;
+    let transport = crate::mail::Transport::new(settings.smtp_url.as_deref(), &settings.outbox_dir())?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
-    let holder = Arc::new(holder);
-    let s = &holder.settings;
+    let s = &holder.base.settings;
     if created {
         tracing::warn!(path = %s.key_path().display(), "created a new sealing key; back it up: without it sealed contacts and limits cannot be read");
     } else {
@@ -231,10 +230,10 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     // Open (and if needed rebuild) the offer index now rather than on the first search.
     let h = holder.clone();
-    match tokio::task::spawn_blocking(move || h.offer_index().map(|i| i.num_docs())).await {
+    match tokio::task::spawn_blocking(move || h.catalogue.offer_index().map(|i| i.num_docs())).await {
         Ok(Ok(n)) => tracing::info!(
             offers = n,
-            active_intents = holder.engine.len(),
+            active_intents = holder.base.engine.len(),
             "catalogue index and matching engine ready"
         ),
         Ok(Err(e)) => tracing::error!(error = %e, "offer index unavailable; search fails until restart"),
@@ -244,7 +243,12 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
 
-    let worker = tokio::spawn(crate::mail::worker::run(holder.clone(), transport, stop.clone()));
+    let worker = tokio::spawn(crate::mail::worker::run(
+        holder.base.outbox.clone(),
+        Arc::new(holder.digests()),
+        transport,
+        stop.clone(),
+    ));
     let admin = tokio::spawn(crate::admin::serve_socket(holder.clone(), stop.clone()));
     let sweeper = {
         let (h, stop) = (holder.clone(), stop.clone());
@@ -252,9 +256,9 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
             loop {
                 let h2 = h.clone();
                 let swept = tokio::task::spawn_blocking(move || {
-                    let intents = h2.sweep().and_then(|n| Ok(n + h2.sweep_renewals()?));
-                    let grants = crate::oauth::sweep(&h2);
-                    let accounts = crate::accounts::sweep(&h2);
+                    let intents = h2.intents.sweep().and_then(|n| Ok(n + h2.intents.sweep_renewals()?));
+                    let grants = crate::oauth::sweep(&h2.base);
+                    let accounts = crate::accounts::sweep(&h2.base);
                     (intents, grants.map_err(|e| e.to_string()), accounts.map_err(|e| e.to_string()))
                 })
                 .await;

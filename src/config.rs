@@ -219,9 +219,14 @@ pub struct Settings {
     /// Demand summaries: lower bounds of the budget bands per category, in the default
     /// currency, ascending and starting at 0 (PROTOCOL.md §5; `[demand.budget_bands]`).
     /// `[0, 5000, 10000]` gives the bands `0-5000`, `5000-10000` and `10000+`; the band
-    /// `none` (no visible budget.max) is always added. See [`crate::demand::grid`].
+    /// `none` (no visible budget.max) is always added. See `demand::grid`.
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
 }
+
+/// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name.
+/// The same keys as `protocol::CATEGORIES` (a test there checks it); listed here so that
+/// settings are checked without the model layer.
+pub const CATEGORY_KEYS: &[&str] = &["vehicles", "property"];
 
 /// Default budget band bounds (EUR) per category: vehicles as PROTOCOL.md §5, property
 /// ten times as wide.
@@ -399,8 +404,8 @@ impl Settings {
             s.demand_k = k;
         }
         for (cat, bounds) in file.demand.budget_bands.unwrap_or_default() {
-            if crate::protocol::category(&cat).is_none() {
-                let keys: Vec<_> = crate::protocol::CATEGORIES.iter().map(|c| c.key).collect();
+            if !CATEGORY_KEYS.contains(&cat.as_str()) {
+                let keys = CATEGORY_KEYS;
                 return Err(ConfigError::Invalid {
                     key: "demand.budget_bands",
                     message: format!("{cat:?} is not a category (known: {})", keys.join(", ")),

@@ -277,6 +277,9 @@ pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bytes of randomness in intentCode and the page tokens (160 bits ≥ the seed's 128).
+pub const TOKEN_BYTES: usize = 20;
+
 /// A fresh secret token of `bytes` random bytes, base64url without padding (160 bits →
 /// 27 characters). Used for intentCode and the consent, confirmation and manage tokens.
 pub fn new_token(bytes: usize) -> Secret {

@@ -38,23 +38,19 @@
 //! cache): O(active intents). Fine for the intent counts of one holder; an index per cell
 //! would be the next step if it ever shows up in profiles.
 
+use crate::base::{Base, ServiceError};
 use crate::clock;
 use crate::config::Settings;
 use crate::gazetteer;
-use crate::holder::{Holder, HolderError, IntentRecord};
 use crate::protocol::input::{Fields, InputError};
 use crate::protocol::{Budget, Status, Visibility, CATEGORIES};
+use crate::records::IntentRecord;
 use crate::store::Reads;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use time::{Date, Month, OffsetDateTime};
 
-/// The budget band of intents without a visible `budget.max`, and the buy-by band of
-/// intents without `buyBy`.
-pub const NONE: &str = "none";
-
-/// The buy-by bands (PROTOCOL.md §5), in grid order.
-pub const BUY_BY_BANDS: [&str; 5] = ["1m", "3m", "12m", "later", NONE];
+pub use crate::protocol::{BUY_BY_BANDS, NONE};
 
 /// "New" means became active within this many days.
 pub const NEW_DAYS: i64 = 7;
@@ -271,12 +267,12 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTi
 /// Calls `each` with every intent of `category` that is active at `now`, in one read
 /// transaction (a scan of the active set).
 fn scan_active(
-    holder: &Holder,
+    base: &Base,
     category: &str,
     now: OffsetDateTime,
     mut each: impl FnMut(&IntentRecord),
-) -> Result<(), HolderError> {
-    holder.store.read(|rx| -> Result<(), HolderError> {
+) -> Result<(), ServiceError> {
+    base.store.read(|rx| -> Result<(), ServiceError> {
         for id in rx.active_ids()? {
             let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
             if rec.category == category && rec.effective_status(now) == Status::Active {
@@ -299,13 +295,13 @@ fn add(c: &mut Counts, p: &Placement) {
 ///
 /// # Errors
 /// Storage errors.
-pub fn summary(holder: &Holder, category: &str, cell: &Cell) -> Result<DemandAnswer, HolderError> {
-    let settings = &holder.settings;
-    let now = holder.clock.now();
+pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer, ServiceError> {
+    let settings = &base.settings;
+    let now = base.clock.now();
     let grid = grid(settings, category);
     let mut counts = Counts::default();
     if let Some(area) = grid.area_index(&cell.area) {
-        scan_active(holder, category, now, |rec| {
+        scan_active(base, category, now, |rec| {
             let p = place(&grid, settings, rec, now);
             let budget = p.budget.map_or(NONE, |i| grid.budget_bands[i].label.as_str());
             if p.areas.contains(&area) && budget == cell.budget_band && p.buy_by == cell.buy_by_band {
@@ -362,14 +358,14 @@ impl HeatMap {
 ///
 /// # Errors
 /// Storage errors.
-pub fn heat_map(holder: &Holder, category: &str) -> Result<HeatMap, HolderError> {
-    let settings = &holder.settings;
-    let now = holder.clock.now();
+pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
+    let settings = &base.settings;
+    let now = base.clock.now();
     let grid = grid(settings, category);
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();
     let mut counts = vec![Counts::default(); BUY_BY_BANDS.len() * areas * budgets];
-    scan_active(holder, category, now, |rec| {
+    scan_active(base, category, now, |rec| {
         let p = place(&grid, settings, rec, now);
         let b = p.budget.unwrap_or(budgets - 1);
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
@@ -456,10 +452,10 @@ pub fn parse_request(settings: &Settings, args: &Value) -> Result<(String, Cell)
 /// `intent_demand_summary` (PROTOCOL.md §3): validates `args` and answers for the cell.
 ///
 /// # Errors
-/// [`HolderError::Input`] naming the field; storage errors.
-pub fn answer(holder: &Holder, args: &Value) -> Result<DemandAnswer, HolderError> {
-    let (category, cell) = parse_request(&holder.settings, args)?;
-    summary(holder, &category, &cell)
+/// [`ServiceError::Input`] naming the field; storage errors.
+pub fn answer(base: &Base, args: &Value) -> Result<DemandAnswer, ServiceError> {
+    let (category, cell) = parse_request(&base.settings, args)?;
+    summary(base, &category, &cell)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! mail it points at `/account/mail`, which only explains that these messages are sent
 //! on request (a one-click POST there changes nothing).
 
-use crate::holder::Holder;
+use crate::base::Base;
 use crate::mail::MailContent;
 
 struct Strings {
@@ -59,42 +59,42 @@ fn strings(lang: &str) -> &'static Strings {
     }
 }
 
-fn info_url(holder: &Holder) -> String {
-    format!("{}/account/mail", holder.settings.public_url.base)
+fn info_url(base: &Base) -> String {
+    format!("{}/account/mail", base.settings.public_url.base)
 }
 
 /// A one-time sign-in link; with `exists`, worded as the answer to a sign-up for an
 /// address that already has an account.
-pub fn signin_link(holder: &Holder, lang: &str, to: &str, url: &str, exists: bool) -> MailContent {
+pub fn signin_link(base: &Base, lang: &str, to: &str, url: &str, exists: bool) -> MailContent {
     let s = strings(lang);
     let (subject, intro) = if exists { (s.exists_subject, s.exists_intro) } else { (s.signin_subject, s.signin_intro) };
     MailContent {
         to: to.to_owned(),
-        subject: format!("{subject} – {}", holder.settings.holder_name),
+        subject: format!("{subject} – {}", base.settings.holder_name),
         text: format!(
             "{intro}\n{url}\n\n{validity}\n\n{ignore}\n\n-- \n{holder}\n",
             validity = s.signin_validity,
             ignore = s.ignore,
-            holder = holder.settings.holder_name,
+            holder = base.settings.holder_name,
         ),
-        unsubscribe_url: info_url(holder),
+        unsubscribe_url: info_url(base),
     }
 }
 
 /// The sign-up confirmation (double opt-in): the page behind the link has a Confirm
 /// button; the GET never creates the account.
-pub fn signup_confirmation(holder: &Holder, lang: &str, to: &str, url: &str) -> MailContent {
+pub fn signup_confirmation(base: &Base, lang: &str, to: &str, url: &str) -> MailContent {
     let s = strings(lang);
     MailContent {
         to: to.to_owned(),
-        subject: format!("{} – {}", s.signup_subject, holder.settings.holder_name),
+        subject: format!("{} – {}", s.signup_subject, base.settings.holder_name),
         text: format!(
             "{intro}\n{url}\n\n{validity}\n\n{ignore}\n\n-- \n{holder}\n",
             intro = s.signup_intro,
             validity = s.signup_validity,
             ignore = s.ignore,
-            holder = holder.settings.holder_name,
+            holder = base.settings.holder_name,
         ),
-        unsubscribe_url: info_url(holder),
+        unsubscribe_url: info_url(base),
     }
 }

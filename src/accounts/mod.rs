@@ -34,9 +34,9 @@ mod tests;
 
 pub use web::{routes, signout_csrf};
 
+use crate::base::Base;
 use crate::clock;
 use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
-use crate::holder::Holder;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use axum::http::{header, HeaderMap};
 use serde::{Deserialize, Serialize};
@@ -234,9 +234,9 @@ fn link_key(kind: LinkKind, token: &str) -> String {
     crypto::token_hash(kind.hash_kind(), token)
 }
 
-/// Validates an address (see [`crate::holder::validate_email`]).
+/// Validates an address (see [`crate::protocol::input::validate_email`]).
 fn checked_email(email: &str) -> Result<String> {
-    crate::holder::validate_email(email).map_err(|e| AccountError::Input(e.0))
+    crate::protocol::input::validate_email(email).map_err(|e| AccountError::Input(e.0))
 }
 
 // ---------------------------------------------------------------------------
@@ -270,11 +270,11 @@ struct Signed {
 
 /// The session of the request, if its cookie names one that exists, has not expired
 /// and belongs to an enabled account.
-fn signed_in(holder: &Holder, headers: &HeaderMap) -> Option<Signed> {
-    let now = holder.clock.now();
+fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
+    let now = base.clock.now();
     for token in session_cookies(headers) {
         let key = session_key(&token);
-        let found = holder.store.read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
+        let found = base.store.read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
             let Some(s) = rx.record::<SessionRecord>(Ns::Session, &key)? else { return Ok(None) };
             let a = rx.record::<Account>(Ns::Account, &s.account_id)?;
             Ok(Some((s, a)))
@@ -293,13 +293,13 @@ fn signed_in(holder: &Holder, headers: &HeaderMap) -> Option<Signed> {
 /// The signed-in account `(id, role)` from the request's `isto_session` cookie, if the
 /// session exists, has not expired, and the account is not disabled. Reads the store
 /// (call it on a blocking thread, or accept one short redb read).
-pub fn current(holder: &Holder, headers: &HeaderMap) -> Option<(String, String)> {
-    signed_in(holder, headers).map(|s| (s.account.id, s.account.role))
+pub fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
+    signed_in(base, headers).map(|s| (s.account.id, s.account.role))
 }
 
 /// The signed-in people of a holder, for the OAuth authorization page.
 #[derive(Debug, Clone)]
-pub struct Sessions(pub Arc<Holder>);
+pub struct Sessions(pub Arc<Base>);
 
 impl Sessions {
     /// See [`current`].
@@ -341,14 +341,14 @@ fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>) -> Result
 }
 
 /// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
-fn session_cookie(holder: &Holder, token: &str) -> String {
-    let secure = if holder.settings.public_url.is_https() { "; Secure" } else { "" };
+fn session_cookie(base: &Base, token: &str) -> String {
+    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// The `Set-Cookie` value that deletes the session cookie.
-fn clear_cookie(holder: &Holder) -> String {
-    let secure = if holder.settings.public_url.is_https() { "; Secure" } else { "" };
+fn clear_cookie(base: &Base) -> String {
+    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
 }
 
@@ -380,13 +380,13 @@ fn mail_throttle_key(email_hash: &str) -> String {
 // mail
 
 /// Seals `content` into the outbox in `tx` (the caller wakes the worker after commit).
-fn enqueue(holder: &Holder, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> Result<()> {
+fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> Result<()> {
     let job = crate::mail::MailJob::seal(
-        &holder.keys,
+        &base.keys,
         None,
         content,
-        holder.clock.now().unix_timestamp(),
-        &holder.settings.public_url.host,
+        base.clock.now().unix_timestamp(),
+        &base.settings.public_url.host,
     );
     tx.enqueue_mail(&job)?;
     Ok(())
@@ -410,14 +410,14 @@ pub enum MailOutcome {
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
-pub fn request_signin_link(holder: &Holder, email: &str, next: &str, lang: &str) -> Result<MailOutcome> {
+pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> Result<MailOutcome> {
     let email = checked_email(email)?;
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let hash = email_key(&email);
     let token = crypto::new_token(TOKEN_BYTES);
-    let url = format!("{}/signin/link/{}", holder.settings.public_url.base, token.expose());
-    let content = mail::signin_link(holder, lang, &email, &url, false);
-    let out = holder.store.write(|tx| -> Result<MailOutcome> {
+    let url = format!("{}/signin/link/{}", base.settings.public_url.base, token.expose());
+    let content = mail::signin_link(base, lang, &email, &url, false);
+    let out = base.store.write(|tx| -> Result<MailOutcome> {
         if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
@@ -426,11 +426,11 @@ pub fn request_signin_link(holder: &Holder, email: &str, next: &str, lang: &str)
             return Ok(MailOutcome::Nothing);
         }
         put_signin_link(tx, now, &account, &token, next)?;
-        enqueue(holder, tx, &content)?;
+        enqueue(base, tx, &content)?;
         Ok(MailOutcome::Queued)
     })?;
     if out == MailOutcome::Queued {
-        holder.wake.notify_one();
+        base.outbox.wake();
     }
     Ok(out)
 }
@@ -466,16 +466,16 @@ pub(crate) struct SignupRequest {
 /// Sign-up through double opt-in: queues a confirmation link (`/signup/confirm/{token}`,
 /// 72 h) — or, when the address already has an account, a "you already have an account"
 /// e-mail with a sign-in link. The page answers the same either way.
-fn request_signup(holder: &Holder, req: SignupRequest) -> Result<MailOutcome> {
+fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let email = checked_email(&req.email)?;
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let hash = email_key(&email);
-    let text = holder.consent.get(&req.lang);
+    let text = base.consent.get(&req.lang);
     let token = crypto::new_token(TOKEN_BYTES);
-    let base = &holder.settings.public_url.base;
-    let confirm_url = format!("{base}/signup/confirm/{}", token.expose());
-    let signin_url = format!("{base}/signin/link/{}", token.expose());
-    let out = holder.store.write(|tx| -> Result<MailOutcome> {
+    let url_base = &base.settings.public_url.base;
+    let confirm_url = format!("{url_base}/signup/confirm/{}", token.expose());
+    let signin_url = format!("{url_base}/signin/link/{}", token.expose());
+    let out = base.store.write(|tx| -> Result<MailOutcome> {
         if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
@@ -483,13 +483,13 @@ fn request_signup(holder: &Holder, req: SignupRequest) -> Result<MailOutcome> {
             Some(a) if a.disabled => return Ok(MailOutcome::Nothing),
             Some(a) => {
                 put_signin_link(tx, now, &a, &token, &req.next)?;
-                enqueue(holder, tx, &mail::signin_link(holder, &req.lang, &email, &signin_url, true))?;
+                enqueue(base, tx, &mail::signin_link(base, &req.lang, &email, &signin_url, true))?;
             }
             None => {
                 let rec = LinkRecord {
                     kind: LinkKind::Signup,
                     account_id: None,
-                    email: Some(holder.keys.seal_str(&email)),
+                    email: Some(base.keys.seal_str(&email)),
                     email_hash: hash.clone(),
                     password_hash: req.password_hash.clone(),
                     consent_version: Some(text.version.clone()),
@@ -499,38 +499,38 @@ fn request_signup(holder: &Holder, req: SignupRequest) -> Result<MailOutcome> {
                     expires_at: clock::rfc3339(now + time::Duration::seconds(SIGNUP_LINK_TTL_SECS)),
                 };
                 tx.put_record(Ns::SignInLink, &link_key(LinkKind::Signup, token.expose()), &rec)?;
-                enqueue(holder, tx, &mail::signup_confirmation(holder, &req.lang, &email, &confirm_url))?;
+                enqueue(base, tx, &mail::signup_confirmation(base, &req.lang, &email, &confirm_url))?;
             }
         }
         Ok(MailOutcome::Queued)
     })?;
     if out == MailOutcome::Queued {
-        holder.wake.notify_one();
+        base.outbox.wake();
     }
     Ok(out)
 }
 
 /// A usable one-time link: the record, if the token names one of `kind` that has not
 /// expired. Never changes state.
-fn link(holder: &Holder, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> {
+fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> {
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = holder.clock.now();
-    let rec = holder.store.read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
+    let now = base.clock.now();
+    let rec = base.store.read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
     Ok(rec.filter(|r| r.kind == kind && ts(&r.expires_at) > now))
 }
 
 /// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
 /// and `next`, or `None` when the link is unknown, used, expired, or its account is
 /// gone or disabled.
-fn use_signin_link(holder: &Holder, token: &str) -> Result<Option<(Secret, String)>> {
+fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let key = link_key(LinkKind::Signin, token);
-    holder.store.write(|tx| -> Result<Option<(Secret, String)>> {
+    base.store.write(|tx| -> Result<Option<(Secret, String)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
         if rec.kind != LinkKind::Signin || ts(&rec.expires_at) <= now {
@@ -549,13 +549,13 @@ fn use_signin_link(holder: &Holder, token: &str) -> Result<Option<(Secret, Strin
 /// Confirms a sign-up (POST): deletes the link, creates the buyer account (recording the
 /// consent text version) unless the address got an account meanwhile, and starts a
 /// session. `None` when the link is unknown, used or expired, or the account is disabled.
-fn confirm_signup(holder: &Holder, token: &str) -> Result<Option<(Secret, String)>> {
+fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let key = link_key(LinkKind::Signup, token);
-    let out = holder.store.write(|tx| -> Result<Option<(Secret, String, bool)>> {
+    let out = base.store.write(|tx| -> Result<Option<(Secret, String, bool)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
         if rec.kind != LinkKind::Signup || ts(&rec.expires_at) <= now {
@@ -609,25 +609,25 @@ fn account_by_hash(rx: &impl Reads, email_hash: &str) -> Result<Option<Account>>
 ///
 /// # Errors
 /// Storage errors.
-pub fn account(holder: &Holder, id: &str) -> Result<Option<Account>> {
-    Ok(holder.store.read(|rx| rx.record::<Account>(Ns::Account, id))?)
+pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
+    Ok(base.store.read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
 
 /// The account of an e-mail address (any case).
 ///
 /// # Errors
 /// Storage errors.
-pub fn account_by_email(holder: &Holder, email: &str) -> Result<Option<Account>> {
+pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
     let hash = email_key(email);
-    holder.store.read(|rx| account_by_hash(rx, &hash))
+    base.store.read(|rx| account_by_hash(rx, &hash))
 }
 
 /// Every account, in id order (admin listings).
 ///
 /// # Errors
 /// Storage errors.
-pub fn accounts(holder: &Holder) -> Result<Vec<Account>> {
-    Ok(holder.store.read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
+pub fn accounts(base: &Base) -> Result<Vec<Account>> {
+    Ok(base.store.read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
 }
 
 /// Creates a seller account (`isto admin seller add`): no password; the seller signs in
@@ -637,17 +637,17 @@ pub fn accounts(holder: &Holder) -> Result<Vec<Account>> {
 /// # Errors
 /// [`AccountError::Input`] for a malformed address or an empty or over-long name;
 /// [`AccountError::Exists`] when the address already has an account; storage errors.
-pub fn create_seller(holder: &Holder, email: &str, name: &str) -> Result<String> {
+pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     let email = checked_email(email)?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(AccountError::Input("name must be 1 to 200 characters without control characters".into()));
     }
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let hash = email_key(&email);
     let a = Account {
         id: crypto::new_id("acc_"),
-        email: holder.keys.seal_str(&email),
+        email: base.keys.seal_str(&email),
         email_hash: hash.clone(),
         role: ROLE_SELLER.to_owned(),
         name: Some(name.to_owned()),
@@ -658,7 +658,7 @@ pub fn create_seller(holder: &Holder, email: &str, name: &str) -> Result<String>
         created_at: clock::rfc3339(now),
         disabled: false,
     };
-    holder.store.write(|tx| -> Result<()> {
+    base.store.write(|tx| -> Result<()> {
         if tx.record::<String>(Ns::AccountEmail, &hash)?.is_some() {
             return Err(AccountError::Exists);
         }
@@ -675,8 +675,8 @@ pub fn create_seller(holder: &Holder, email: &str, name: &str) -> Result<String>
 ///
 /// # Errors
 /// [`AccountError::NotFound`]; storage errors.
-pub fn set_disabled(holder: &Holder, account_id: &str, disabled: bool) -> Result<()> {
-    holder.store.write(|tx| -> Result<()> {
+pub fn set_disabled(base: &Base, account_id: &str, disabled: bool) -> Result<()> {
+    base.store.write(|tx| -> Result<()> {
         let mut a = tx.record::<Account>(Ns::Account, account_id)?.ok_or(AccountError::NotFound)?;
         a.disabled = disabled;
         tx.put_record(Ns::Account, account_id, &a)?;
@@ -696,10 +696,10 @@ pub fn set_disabled(holder: &Holder, account_id: &str, disabled: bool) -> Result
 /// # Errors
 /// [`AccountError::Input`] for a password outside 10–200 characters;
 /// [`AccountError::NotFound`]; hashing and storage errors.
-pub fn set_password(holder: &Holder, account_id: &str, new_password: &str, keep_session: Option<&str>) -> Result<()> {
+pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_session: Option<&str>) -> Result<()> {
     password::check_length(new_password).map_err(|m| AccountError::Input(m.to_owned()))?;
     let phc = password::hash(new_password)?;
-    holder.store.write(|tx| -> Result<()> {
+    base.store.write(|tx| -> Result<()> {
         let mut a = tx.record::<Account>(Ns::Account, account_id)?.ok_or(AccountError::NotFound)?;
         a.password_hash = Some(phc);
         tx.put_record(Ns::Account, account_id, &a)?;
@@ -715,10 +715,10 @@ pub fn set_password(holder: &Holder, account_id: &str, new_password: &str, keep_
 ///
 /// # Errors
 /// Storage errors.
-pub fn sweep(holder: &Holder) -> Result<u64> {
-    let now = holder.clock.now();
+pub fn sweep(base: &Base) -> Result<u64> {
+    let now = base.clock.now();
     let secs = now.unix_timestamp();
-    holder.store.write(|tx| -> Result<u64> {
+    base.store.write(|tx| -> Result<u64> {
         let mut n = 0;
         for (k, s) in tx.records::<SessionRecord>(Ns::Session)? {
             if ts(&s.expires_at) <= now {
@@ -754,9 +754,9 @@ struct LoginTarget {
 /// Counts a password attempt for the address (before verifying, so parallel guesses
 /// cannot slip past the limit) and loads the account. `None` when the address used up
 /// its attempts.
-fn begin_login(holder: &Holder, email_hash: &str) -> Result<Option<LoginTarget>> {
-    let now = holder.clock.now().unix_timestamp();
-    holder.store.write(|tx| -> Result<Option<LoginTarget>> {
+fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
+    let now = base.clock.now().unix_timestamp();
+    base.store.write(|tx| -> Result<Option<LoginTarget>> {
         let key = login_throttle_key(email_hash);
         if !throttle_take(tx, &key, now, LOGIN_WINDOW_SECS, LOGIN_FAILURES_PER_WINDOW)? {
             return Ok(None);
@@ -769,14 +769,14 @@ fn begin_login(holder: &Holder, email_hash: &str) -> Result<Option<LoginTarget>>
 /// After a verified password: clears the address's counter, stores a rehash if one was
 /// made, and starts a session. `None` if the account was disabled meanwhile.
 fn finish_login(
-    holder: &Holder,
+    base: &Base,
     account_id: &str,
     email_hash: &str,
     verified_hash: &str,
     rehash: Option<String>,
 ) -> Result<Option<Secret>> {
-    let now = holder.clock.now();
-    holder.store.write(|tx| -> Result<Option<Secret>> {
+    let now = base.clock.now();
+    base.store.write(|tx| -> Result<Option<Secret>> {
         tx.remove_record(Ns::Throttle, &login_throttle_key(email_hash))?;
         let Some(mut a) = tx.record::<Account>(Ns::Account, account_id)? else { return Ok(None) };
         if a.disabled {
@@ -794,8 +794,8 @@ fn finish_login(
 }
 
 /// Ends the session stored under `key`.
-fn end_session(holder: &Holder, key: &str) -> Result<()> {
-    holder.store.write(|tx| -> Result<()> {
+fn end_session(base: &Base, key: &str) -> Result<()> {
+    base.store.write(|tx| -> Result<()> {
         tx.remove_record(Ns::Session, key)?;
         Ok(())
     })

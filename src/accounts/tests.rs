@@ -16,7 +16,8 @@ const PASSWORD: &str = "correct horse battery";
 
 struct Env {
     _dir: tempfile::TempDir,
-    holder: Arc<Holder>,
+    base: Arc<Base>,
+    state: crate::state::AppState,
     clock: Arc<ManualClock>,
     app: Router,
 }
@@ -30,9 +31,10 @@ fn env_with(public_url: &str) -> Env {
     settings.public_url = PublicUrl::parse(public_url).unwrap();
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
-    let app = routes(holder.clone());
-    Env { _dir: dir, holder, clock, app }
+    let state = crate::state::AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let base = state.base.clone();
+    let app = routes(base.clone());
+    Env { _dir: dir, base, state, clock, app }
 }
 
 fn env() -> Env {
@@ -102,8 +104,8 @@ impl Env {
     }
 
     fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+        let jobs: Vec<(u64, MailJob)> = self.base.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.base.keys.open(&j.sealed).unwrap()).unwrap()).collect()
     }
 
     /// The token after `marker` in the newest mail that has it.
@@ -119,7 +121,7 @@ impl Env {
     fn current(&self, cookie: &str) -> Option<(String, String)> {
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, cookie.parse().unwrap());
-        current(&self.holder, &h)
+        current(&self.base, &h)
     }
 
     /// Signs up through the pages (form, e-mail, Confirm) and returns the cookie.
@@ -175,7 +177,7 @@ impl Env {
     }
 
     fn stored(&self, email: &str) -> Account {
-        account_by_email(&self.holder, email).unwrap().unwrap()
+        account_by_email(&self.base, email).unwrap().unwrap()
     }
 }
 
@@ -195,7 +197,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let e = env();
     let page = e.get("/signup", None).await;
     assert_page_headers(&page);
-    assert!(page.body.contains(&e.holder.consent.get("en").body.lines().next().unwrap().trim().to_owned()));
+    assert!(page.body.contains(&e.base.consent.get("en").body.lines().next().unwrap().trim().to_owned()));
     // The checkbox is required.
     let csrf = page.csrf_for("/signup");
     let r = e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("lang", "en")], None).await;
@@ -231,7 +233,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     assert_eq!(mails[0].to, "Person.One@buyer.example");
     assert!(mails[0].unsubscribe_url.ends_with("/account/mail"));
     let token = e.token_from_outbox("/signup/confirm/");
-    assert!(account_by_email(&e.holder, EMAIL).unwrap().is_none(), "no account before the confirmation");
+    assert!(account_by_email(&e.base, EMAIL).unwrap().is_none(), "no account before the confirmation");
 
     // GET shows a Confirm button and creates nothing (mail scanners follow links).
     for _ in 0..2 {
@@ -239,7 +241,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
         assert_eq!(page.status, StatusCode::OK);
         assert!(page.cookie().is_none());
     }
-    assert!(account_by_email(&e.holder, EMAIL).unwrap().is_none());
+    assert!(account_by_email(&e.base, EMAIL).unwrap().is_none());
     let page = e.get(&format!("/signup/confirm/{token}"), None).await;
     let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
     let r = e.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None).await;
@@ -255,13 +257,13 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let a = e.stored(EMAIL);
     assert_eq!(a.role, ROLE_BUYER);
     assert!(a.id.starts_with("acc_"));
-    assert_eq!(a.consent_version.as_deref(), Some(e.holder.consent.get("en").version.as_str()));
+    assert_eq!(a.consent_version.as_deref(), Some(e.base.consent.get("en").version.as_str()));
     assert!(a.password_hash.as_deref().unwrap().starts_with("$argon2id$v=19$m=19456,t=2,p=1$"));
-    assert_eq!(a.email(&e.holder.keys).unwrap().expose(), "Person.One@buyer.example");
+    assert_eq!(a.email(&e.base.keys).unwrap().expose(), "Person.One@buyer.example");
     assert!(!a.email.ct.contains("Person"), "the address is sealed at rest");
     assert_eq!(e.current(&cookie), Some((a.id.clone(), "buyer".to_owned())));
     assert_eq!(
-        Sessions(e.holder.clone()).current(&{
+        Sessions(e.base.clone()).current(&{
             let mut h = HeaderMap::new();
             h.insert(header::COOKIE, format!("other=1; {cookie}").parse().unwrap());
             h
@@ -272,7 +274,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     // Only hashes of the tokens are stored.
     let session_token = cookie.split_once('=').unwrap().1.to_owned();
     let keys: Vec<String> = e
-        .holder
+        .base
         .store
         .read(|rx| -> Result<_, StoreError> {
             let mut k: Vec<String> = rx.records::<serde_json::Value>(Ns::Session)?.into_iter().map(|r| r.0).collect();
@@ -295,7 +297,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let last = e.mails().pop().unwrap();
     assert!(last.subject.starts_with("You already have an account"), "{}", last.subject);
     assert!(last.text.contains("/signin/link/"));
-    assert_eq!(accounts(&e.holder).unwrap().len(), 1);
+    assert_eq!(accounts(&e.base).unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -345,9 +347,9 @@ async fn password_signin_without_enumeration_and_safe_next() {
 #[tokio::test]
 async fn successful_signin_rehashes_weaker_parameters() {
     let e = env();
-    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
     let weak = password::hash_with(PASSWORD, argon2::Params::new(1024, 1, 1, None).unwrap()).unwrap();
-    e.holder
+    e.base
         .store
         .write(|tx| -> Result<(), StoreError> {
             let mut a: Account = tx.record(Ns::Account, &id)?.unwrap();
@@ -358,7 +360,7 @@ async fn successful_signin_rehashes_weaker_parameters() {
     assert!(password::needs_rehash(&weak));
     let r = e.signin("seller@dealer.example", PASSWORD, "/seller").await;
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller"));
-    let now = account(&e.holder, &id).unwrap().unwrap().password_hash.unwrap();
+    let now = account(&e.base, &id).unwrap().unwrap().password_hash.unwrap();
     assert_ne!(now, weak);
     assert!(now.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{now}");
     assert!(password::verify(PASSWORD, &now));
@@ -368,8 +370,8 @@ async fn successful_signin_rehashes_weaker_parameters() {
 #[tokio::test]
 async fn signin_link_is_single_use_and_expires() {
     let e = env();
-    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
-    assert!(matches!(create_seller(&e.holder, "SELLER@dealer.example", "Again"), Err(AccountError::Exists)));
+    let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
+    assert!(matches!(create_seller(&e.base, "SELLER@dealer.example", "Again"), Err(AccountError::Exists)));
 
     // Unknown address: the same answer, nothing sent.
     let r = e.request_link("nobody@dealer.example", "/x").await;
@@ -387,7 +389,7 @@ async fn signin_link_is_single_use_and_expires() {
     assert_eq!(e.current(&r.cookie().unwrap()), Some((id.clone(), "seller".into())));
     // Used once: gone for GET and POST.
     assert_eq!(e.get(&format!("/signin/link/{token}"), None).await.status, StatusCode::GONE);
-    let csrf = e.holder.keys.csrf_token("signin-link", &token, e.holder.clock.now().unix_timestamp());
+    let csrf = e.base.keys.csrf_token("signin-link", &token, e.base.clock.now().unix_timestamp());
     let again = e.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None).await;
     assert_eq!(again.status, StatusCode::GONE);
     assert!(again.cookie().is_none());
@@ -438,29 +440,29 @@ async fn five_failures_throttle_the_address() {
     let r = e.signin(EMAIL, PASSWORD, "/me").await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     e.clock.advance(time::Duration::minutes(61));
-    assert!(sweep(&e.holder).unwrap() > 0, "stale counters are swept");
+    assert!(sweep(&e.base).unwrap() > 0, "stale counters are swept");
     assert!(e.current(&r.cookie().unwrap()).is_some(), "sessions last 14 days");
     e.clock.advance(time::Duration::days(14));
     assert!(e.current(&r.cookie().unwrap()).is_none());
-    assert!(sweep(&e.holder).unwrap() > 0, "expired sessions are swept");
+    assert!(sweep(&e.base).unwrap() > 0, "expired sessions are swept");
 }
 
 #[tokio::test]
 async fn disabling_ends_sessions_at_once_and_signout_clears() {
     let e = env();
-    let id = create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
     e.request_link("seller@dealer.example", "/").await;
     let cookie = e.use_link().await.cookie().unwrap();
     assert!(e.current(&cookie).is_some());
-    set_disabled(&e.holder, &id, true).unwrap();
+    set_disabled(&e.base, &id, true).unwrap();
     assert_eq!(e.current(&cookie), None);
     // No link is sent to a disabled account.
     let before = e.mails().len();
     e.request_link("seller@dealer.example", "/").await;
     assert_eq!(e.mails().len(), before);
-    set_disabled(&e.holder, &id, false).unwrap();
+    set_disabled(&e.base, &id, false).unwrap();
     assert_eq!(e.current(&cookie), None, "its sessions were deleted");
-    assert!(matches!(set_disabled(&e.holder, "acc_none", true), Err(AccountError::NotFound)));
+    assert!(matches!(set_disabled(&e.base, "acc_none", true), Err(AccountError::NotFound)));
 
     // Sign out: the form on the sign-in page, CSRF bound to the session.
     e.request_link("seller@dealer.example", "/").await;
@@ -477,13 +479,13 @@ async fn disabling_ends_sessions_at_once_and_signout_clears() {
     assert!(set.starts_with("isto_session=;") && set.contains("Max-Age=0"), "{set}");
     assert_eq!(e.current(&cookie), None);
     let key = session_key(cookie.split_once('=').unwrap().1);
-    assert!(!web::session_exists(&e.holder, &key));
+    assert!(!web::session_exists(&e.base, &key));
 }
 
 #[tokio::test]
 async fn a_seller_sets_a_password_after_a_link_signin() {
     let e = env();
-    create_seller(&e.holder, "seller@dealer.example", "Dealer").unwrap();
+    create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
     // Not signed in: to the sign-in page, coming back here.
     let r = e.get("/account/password", None).await;
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=%2Faccount%2Fpassword"));
@@ -528,7 +530,7 @@ async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
 #[tokio::test]
 async fn pages_link_the_same_stylesheet_as_the_holders_other_pages() {
     let e = env();
-    let home = crate::web::routes(e.holder.clone())
+    let home = crate::web::routes(e.state.clone())
         .oneshot(Request::builder().uri("/").body(Body::empty()).unwrap())
         .await
         .unwrap();

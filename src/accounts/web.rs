@@ -17,7 +17,7 @@
 
 use super::i18n::{self, page_lang, Ui};
 use super::{pages, password, AccountError, MailOutcome, Signed, SignupRequest};
-use crate::holder::Holder;
+use crate::base::Base;
 use crate::store::Ns;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
@@ -62,7 +62,7 @@ struct Limits {
 
 /// The router's state.
 struct Web {
-    holder: Arc<Holder>,
+    base: Arc<Base>,
     /// Permits for concurrent argon2 hashes.
     hashing: Arc<Semaphore>,
     limits: Mutex<Limits>,
@@ -72,7 +72,7 @@ type Shared = Arc<Web>;
 
 impl Web {
     fn now_unix(&self) -> i64 {
-        self.holder.clock.now().unix_timestamp()
+        self.base.clock.now().unix_timestamp()
     }
 
     /// Runs `f` on this minute's counters.
@@ -102,11 +102,11 @@ impl Web {
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.holder.keys.csrf_token(purpose, binding, self.now_unix())
+        self.base.keys.csrf_token(purpose, binding, self.now_unix())
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.holder.keys.csrf_valid(token, purpose, binding, self.now_unix())
+        self.base.keys.csrf_valid(token, purpose, binding, self.now_unix())
     }
 }
 
@@ -117,11 +117,11 @@ impl Web {
 /// `GET|POST /signup/confirm/{token}`, `POST /signout`, `GET|POST /account/password`,
 /// `GET|POST /account/mail` (the `List-Unsubscribe` target of account e-mails; changes
 /// nothing). The sign-in pages take `?next=/relative/path`.
-pub fn routes(holder: Arc<Holder>) -> Router {
+pub fn routes(base: Arc<Base>) -> Router {
     // Make the dummy hash now, so that the first unknown address is not slower.
     let _ = std::thread::Builder::new().name("isto-dummy-hash".into()).spawn(|| password::dummy_hash().len());
     let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
-    let state = Arc::new(Web { holder, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
+    let state = Arc::new(Web { base, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
     Router::new()
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signin/link", post(link_request))
@@ -140,9 +140,9 @@ pub fn routes(holder: Arc<Holder>) -> Router {
 
 /// The CSRF token for a sign-out form on another page (e.g. `/me`): `POST /signout`
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
-pub fn signout_csrf(holder: &Holder, headers: &HeaderMap) -> Option<String> {
-    let s = super::signed_in(holder, headers)?;
-    Some(holder.keys.csrf_token(CSRF_SIGNOUT, &s.key, holder.clock.now().unix_timestamp()))
+pub fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
+    let s = super::signed_in(base, headers)?;
+    Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
 }
 
 /// Security and privacy headers of every response (as on the holder's other pages).
@@ -205,11 +205,11 @@ impl Form {
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(page_lang(headers, &w.holder.settings.default_language))
+    i18n::ui(page_lang(headers, &w.base.settings.default_language))
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    (status, pages::layout(ui, &w.holder.settings.holder_name, title, body)).into_response()
+    (status, pages::layout(ui, &w.base.settings.holder_name, title, body)).into_response()
 }
 
 fn internal_page(w: &Web, ui: &Ui) -> Response {
@@ -233,10 +233,10 @@ enum Fail {
 async fn blocking<T, F>(w: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
     T: Send + 'static,
-    F: FnOnce(&Holder) -> Result<T, AccountError> + Send + 'static,
+    F: FnOnce(&Base) -> Result<T, AccountError> + Send + 'static,
 {
-    let holder = Arc::clone(&w.holder);
-    match tokio::task::spawn_blocking(move || f(&holder)).await {
+    let base = Arc::clone(&w.base);
+    match tokio::task::spawn_blocking(move || f(&base)).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(AccountError::Input(_))) => Err(Fail::Input),
         Ok(Err(e)) => {
@@ -280,7 +280,7 @@ async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
 
 /// 303 to `next` with the new session cookie.
 fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&super::session_cookie(&w.holder, token)) else {
+    let Ok(cookie) = HeaderValue::from_str(&super::session_cookie(&w.base, token)) else {
         return internal_page(w, ui);
     };
     let mut res = Redirect::to(&safe_next(next)).into_response();
@@ -352,7 +352,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 60);
     }
-    let Ok(email) = crate::holder::validate_email(&form.email) else { return failed(&w, &form.email) };
+    let Ok(email) = crate::protocol::input::validate_email(&form.email) else { return failed(&w, &form.email) };
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
         return failed(&w, &email);
     }
@@ -484,7 +484,7 @@ fn signup_render(
     email: &str,
     error: Option<(&str, &str)>,
 ) -> Response {
-    let text = w.holder.consent.get(ui.lang);
+    let text = w.base.consent.get(ui.lang);
     let csrf = w.csrf(CSRF_SIGNUP, "");
     let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
     page(w, ui, status, ui.signup_title, pages::signup(ui, &p))
@@ -513,7 +513,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
     if form.accept != "yes" {
         return again(&w, StatusCode::BAD_REQUEST, ui.accept_required, "accept");
     }
-    let Ok(email) = crate::holder::validate_email(&form.email) else {
+    let Ok(email) = crate::protocol::input::validate_email(&form.email) else {
         return again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email");
     };
     if !form.password.is_empty() && password::check_length(&form.password).is_err() {
@@ -609,7 +609,7 @@ async fn signup_confirm_submit(
 
 /// 303 to `/` deleting the session cookie.
 fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&super::clear_cookie(&w.holder)) else { return internal_page(w, ui) };
+    let Ok(cookie) = HeaderValue::from_str(&super::clear_cookie(&w.base)) else { return internal_page(w, ui) };
     let mut res = Redirect::to("/").into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res
@@ -721,7 +721,7 @@ async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
 
 /// Whether the store holds a session under `key` (tests).
 #[cfg(test)]
-pub(super) fn session_exists(h: &Holder, key: &str) -> bool {
+pub(super) fn session_exists(h: &Base, key: &str) -> bool {
     use crate::store::Reads;
     h.store.read(|rx| rx.record::<super::SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
 }

@@ -31,7 +31,8 @@ use crate::catalogue::{self, parse_json_row, RowError, RowReader};
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::holder::{Holder, ImportCounts, OfferInput};
+use crate::records::{ImportCounts, OfferInput};
+use crate::state::AppState;
 use crate::store::{Store, StoreError};
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -116,7 +117,7 @@ impl ImportReport {
 /// Where good rows go: the server's socket or the store opened here.
 enum Sink {
     Socket { client: Client, rows: Vec<Value>, run: Option<String> },
-    Direct { holder: Box<Holder>, rows: Vec<OfferInput>, run: Option<String> },
+    Direct { holder: Box<AppState>, rows: Vec<OfferInput>, run: Option<String> },
 }
 
 impl Sink {
@@ -133,7 +134,7 @@ impl Sink {
     fn finish_full(&mut self) -> anyhow::Result<u64> {
         match self {
             Self::Socket { client, run: Some(run), .. } => client.finish_full(run),
-            Self::Direct { holder, run: Some(run), .. } => Ok(holder.withdraw_vanished(run)?.len() as u64),
+            Self::Direct { holder, run: Some(run), .. } => Ok(holder.catalogue.withdraw_vanished(run)?.len() as u64),
             _ => Ok(0),
         }
     }
@@ -169,7 +170,9 @@ impl Sink {
                 rows.clear();
                 c
             }
-            Self::Direct { holder, rows, run } => holder.import_offers_run(std::mem::take(rows), run.as_deref())?,
+            Self::Direct { holder, rows, run } => {
+                holder.catalogue.import_offers_run(std::mem::take(rows), run.as_deref())?
+            }
         };
         total.created += counts.created;
         total.updated += counts.updated;
@@ -184,7 +187,7 @@ fn in_use(e: &StoreError) -> bool {
 }
 
 /// Opens store and keys in this process for an import (no server answers).
-fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> {
+fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState> {
     let store_path = settings.store_path();
     let key_path = settings.key_path();
     let fresh = !store_path.exists();
@@ -218,7 +221,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<Holder> 
     };
     crate::crypto::set_mode(&store_path, 0o600)?;
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
-    Ok(Holder::new(settings.clone(), store, keys, Arc::new(SystemClock)))
+    Ok(AppState::new(settings.clone(), store, keys, Arc::new(SystemClock)))
 }
 
 fn progress_bar(total: u64, json_output: bool) -> ProgressBar {

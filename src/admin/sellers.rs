@@ -17,10 +17,9 @@
 use super::socket::{Client, Connect};
 use crate::cli::SellerCommand;
 use crate::config::Settings;
-use crate::holder::Holder;
 use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};
+use crate::state::AppState;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// The socket ops of this module.
 pub(crate) const OPS: [&str; 4] = ["seller_add", "seller_list", "seller_disable", "seller_enable"];
@@ -29,7 +28,7 @@ fn failure(msg: impl Into<String>) -> Value {
     json!({"ok": false, "error": msg.into()})
 }
 
-fn run(holder: &Holder, op: &str, req: &Value) -> Result<Value, SellerError> {
+fn run(holder: &AppState, op: &str, req: &Value) -> Result<Value, SellerError> {
     let id = || {
         req.get("id")
             .and_then(Value::as_str)
@@ -40,18 +39,18 @@ fn run(holder: &Holder, op: &str, req: &Value) -> Result<Value, SellerError> {
         "seller_add" => {
             let new: NewSeller = serde_json::from_value(req.get("seller").cloned().unwrap_or(Value::Null))
                 .map_err(|e| SellerError::Input(format!("seller_add needs \"seller\": {e}")))?;
-            json!({"ok": true, "added": sellers::add(holder, &new)?})
+            json!({"ok": true, "added": sellers::add(&holder.base, &new)?})
         }
-        "seller_list" => json!({"ok": true, "sellers": sellers::list(holder)?}),
-        "seller_disable" => json!({"ok": true, "toggled": sellers::set_disabled(holder, &id()?, true)?}),
-        "seller_enable" => json!({"ok": true, "toggled": sellers::set_disabled(holder, &id()?, false)?}),
+        "seller_list" => json!({"ok": true, "sellers": sellers::list(&holder.base)?}),
+        "seller_disable" => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, &id()?, true)?}),
+        "seller_enable" => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, &id()?, false)?}),
         other => return Err(SellerError::Input(format!("unknown op {other:?}"))),
     })
 }
 
 /// Answers one seller op on `holder`. Internal failures are logged; over the socket
 /// (`detail` false) they are answered generically.
-pub(crate) fn answer(holder: &Holder, op: &str, req: &Value, detail: bool) -> Value {
+pub(crate) fn answer(holder: &AppState, op: &str, req: &Value, detail: bool) -> Value {
     match run(holder, op, req) {
         Ok(v) => v,
         Err(e) if e.is_internal() => {
@@ -67,7 +66,7 @@ pub(crate) fn answer(holder: &Holder, op: &str, req: &Value, detail: bool) -> Va
 }
 
 /// The socket server's side (called from [`super::socket`] for [`OPS`]).
-pub(crate) async fn respond(holder: &Arc<Holder>, op: &str, request: &Value) -> Value {
+pub(crate) async fn respond(holder: &AppState, op: &str, request: &Value) -> Value {
     let (h, op, req) = (holder.clone(), op.to_owned(), request.clone());
     match tokio::task::spawn_blocking(move || answer(&h, &op, &req, false)).await {
         Ok(v) => v,

@@ -17,12 +17,12 @@
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 use crate::catalogue::parse_json_row;
-use crate::holder::{Holder, ImportCounts};
+use crate::records::ImportCounts;
+use crate::state::AppState;
 use serde_json::{json, Value};
 use std::io::{self, BufRead as _, Write as _};
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -104,7 +104,7 @@ impl AdminSocket {
     ///
     /// # Errors
     /// None so far (accept errors are logged and retried); the type leaves room.
-    pub async fn run(self, holder: Arc<Holder>, stop: CancellationToken) -> io::Result<()> {
+    pub async fn run(self, holder: AppState, stop: CancellationToken) -> io::Result<()> {
         tracing::info!(path = %self.file.path.display(), "admin socket listening");
         let mut conns = tokio::task::JoinSet::new();
         loop {
@@ -137,8 +137,8 @@ impl AdminSocket {
 ///
 /// # Errors
 /// Binding errors (see [`AdminSocket::bind`]).
-pub async fn serve_socket(holder: Arc<Holder>, stop: CancellationToken) -> io::Result<()> {
-    let socket = AdminSocket::bind(&holder.settings.admin_socket_path())?;
+pub async fn serve_socket(holder: AppState, stop: CancellationToken) -> io::Result<()> {
+    let socket = AdminSocket::bind(&holder.base.settings.admin_socket_path())?;
     socket.run(holder, stop).await
 }
 
@@ -146,7 +146,7 @@ fn failure(msg: impl Into<String>) -> Value {
     json!({"ok": false, "error": msg.into()})
 }
 
-async fn connection(stream: UnixStream, holder: Arc<Holder>, stop: CancellationToken, uid: u32) {
+async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToken, uid: u32) {
     let peer = stream.peer_cred();
     let (read, mut write) = stream.into_split();
     let refusal = match peer {
@@ -193,7 +193,7 @@ async fn connection(stream: UnixStream, holder: Arc<Holder>, stop: CancellationT
     }
 }
 
-async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
+async fn respond(holder: &AppState, line: &[u8]) -> Value {
     let mut request: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => return failure(format!("the request is not JSON: {e}")),
@@ -224,7 +224,7 @@ async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
                 return failure("finish_full needs \"run\": the run id sent with the import batches");
             };
             let h = holder.clone();
-            match tokio::task::spawn_blocking(move || h.withdraw_vanished(&run)).await {
+            match tokio::task::spawn_blocking(move || h.catalogue.withdraw_vanished(&run)).await {
                 Ok(Ok(gone)) => {
                     tracing::info!(withdrawn = gone.len(), "admin import: full feed finished");
                     json!({"ok": true, "withdrawn": gone.len()})
@@ -243,8 +243,8 @@ async fn respond(holder: &Arc<Holder>, line: &[u8]) -> Value {
 }
 
 /// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
-fn import_rows(holder: &Holder, rows: &[Value], run: Option<&str>) -> Value {
-    let currencies: Vec<String> = holder.settings.rates.keys().cloned().collect();
+fn import_rows(holder: &AppState, rows: &[Value], run: Option<&str>) -> Value {
+    let currencies: Vec<String> = holder.base.settings.rates.keys().cloned().collect();
     let mut inputs = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         match parse_json_row(row, &currencies) {
@@ -256,7 +256,7 @@ fn import_rows(holder: &Holder, rows: &[Value], run: Option<&str>) -> Value {
             }
         }
     }
-    match holder.import_offers_run(inputs, run) {
+    match holder.catalogue.import_offers_run(inputs, run) {
         Ok(counts) => {
             tracing::info!(
                 rows = rows.len(),

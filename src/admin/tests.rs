@@ -1,5 +1,5 @@
 use super::*;
-use crate::holder::OfferRecord;
+use crate::records::OfferRecord;
 use crate::store::Reads;
 use serde_json::json;
 use std::io::{BufRead as _, Write as _};
@@ -131,10 +131,10 @@ fn held_store_without_socket_is_explained() {
     assert!(e.contains("is missing"), "{e}");
 }
 
-fn server_holder(s: &Settings) -> Arc<Holder> {
+fn server_holder(s: &Settings) -> AppState {
     let store = Store::open(&s.store_path()).unwrap();
     let (keys, _) = KeyRing::load_or_create(&s.key_path()).unwrap();
-    Arc::new(Holder::new(s.clone(), store, keys, Arc::new(SystemClock)))
+    AppState::new(s.clone(), store, keys, Arc::new(SystemClock))
 }
 
 async fn wait_for(path: &Path) {
@@ -179,7 +179,7 @@ async fn import_goes_through_the_running_server() {
     let (s2, f2) = (s.clone(), jsonl(dir.path()));
     let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
     assert_eq!((r.via, r.imported.created, r.rejected), (Route::Socket, 3, 2));
-    let offers: Vec<OfferRecord> = holder.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<OfferRecord> = holder.base.store.read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers.len(), 5, "the offers are in the server's store");
     let year = offers.iter().find(|o| o.offer.title == "Škoda Octavia" && o.offer.attributes.contains_key("year"));
     assert_eq!(year.unwrap().offer.attributes["year"], json!(2018));
@@ -215,7 +215,7 @@ async fn import_goes_through_the_running_server() {
     assert!(answers[3]["error"].as_str().unwrap().contains("rows"));
     assert_eq!(answers[4]["ok"], false);
     assert!(answers[4]["error"].as_str().unwrap().starts_with("rows[1]: price.currency"), "{}", answers[4]);
-    let n = holder.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len();
+    let n = holder.base.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len();
     assert_eq!(n, 5, "a refused batch stores nothing");
 
     // Stopping removes the socket file; with the store still held the import says why.

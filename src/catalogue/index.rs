@@ -498,10 +498,12 @@ impl OfferIndex {
                 let set = Box::new(TermSetQuery::new(terms));
                 any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(df, docs))));
             }
-            let q: Box<dyn Query> = match any.len() {
-                0 => continue,
-                1 => any.pop().expect("one query"),
-                _ => Box::new(DisjunctionMaxQuery::new(any)),
+            let q: Box<dyn Query> = if any.len() > 1 {
+                Box::new(DisjunctionMaxQuery::new(any))
+            } else if let Some(one) = any.pop() {
+                one
+            } else {
+                continue;
             };
             out.push(Box::new(BoostQuery::new(q, boost)));
         }

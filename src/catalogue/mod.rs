@@ -18,15 +18,17 @@
 pub mod index;
 mod reader;
 mod search;
+mod service;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
 pub use search::{score, search, search_with};
+pub use service::Catalogue;
 
 use crate::clock;
 use crate::gazetteer::AreaObject;
-use crate::holder::OfferInput;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{category, Category, CATEGORIES};
+use crate::records::OfferInput;
 use serde_json::{Map, Value};
 
 /// Longest title, characters (PROTOCOL.md §2 Offer).

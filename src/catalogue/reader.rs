@@ -17,8 +17,8 @@
 
 use super::{number_value, parse_json_row, parse_number_text};
 use crate::gazetteer;
-use crate::holder::OfferInput;
 use crate::protocol::CATEGORIES;
+use crate::records::OfferInput;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::fs::File;

@@ -3,12 +3,14 @@
 //! full-text index ([`OfferIndex`]) and loads the offers from the store; [`search`] is the
 //! older scan over the stored offers.
 
-use super::index::{IndexError, OfferIndex};
+use super::index::OfferIndex;
+use super::service::index_error;
+use crate::base::{Base, ServiceError};
 use crate::gazetteer::{self, AreaObject};
-use crate::holder::{Holder, HolderError, OfferRecord};
 use crate::matching;
 use crate::protocol::Offer;
-use crate::store::{Reads, StoreError};
+use crate::records::OfferRecord;
+use crate::store::Reads;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -76,18 +78,18 @@ fn score_with(fields: &mut FieldTerms, terms: &[String], offer: &mut Offer) -> u
 /// # Errors
 /// Storage errors.
 pub fn search(
-    holder: &Holder,
+    base: &Base,
     statement: &str,
     area: Option<&AreaObject>,
     category: Option<&str>,
     limit: usize,
-) -> Result<Vec<Offer>, HolderError> {
+) -> Result<Vec<Offer>, ServiceError> {
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let terms = matching::statement_terms(statement);
-    let records: Vec<OfferRecord> = holder.store.read(|rx| rx.all_offers())?;
+    let records: Vec<OfferRecord> = base.store.read(|rx| rx.all_offers())?;
     let mut hits: Vec<(u32, f64, Offer)> = Vec::new();
     let mut fields = FieldTerms::new();
     for rec in records {
@@ -104,19 +106,12 @@ pub fn search(
         if s == 0 && !terms.is_empty() {
             continue;
         }
-        let price = holder.settings.to_default_currency(o.price.amount, &o.price.currency).unwrap_or(f64::INFINITY);
+        let price = base.settings.to_default_currency(o.price.amount, &o.price.currency).unwrap_or(f64::INFINITY);
         hits.push((s, price, o));
     }
     hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)).then_with(|| a.2.id.cmp(&b.2.id)));
     hits.truncate(limit);
     Ok(hits.into_iter().map(|(_, _, o)| o).collect())
-}
-
-// Not yet re-exported from `catalogue` (callers switch later): allowed to be unused.
-/// An index failure as a holder error: internal (logged, answered generically).
-#[allow(dead_code)]
-fn index_failure(e: IndexError) -> HolderError {
-    HolderError::Store(StoreError::Db(redb::Error::Io(std::io::Error::other(e.to_string()))))
 }
 
 /// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,
@@ -127,25 +122,24 @@ fn index_failure(e: IndexError) -> HolderError {
 ///
 /// # Errors
 /// Storage and index errors (both internal).
-#[allow(dead_code)]
 pub fn search_with(
     index: &OfferIndex,
-    holder: &Holder,
+    base: &Base,
     statement: &str,
     area: Option<&AreaObject>,
     category: Option<&str>,
     limit: usize,
-) -> Result<Vec<Offer>, HolderError> {
+) -> Result<Vec<Offer>, ServiceError> {
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let now = holder.clock.now();
+    let now = base.clock.now();
     let mut want = limit.saturating_add(8);
     loop {
-        let hits = index.search(statement, area, category, want).map_err(index_failure)?;
+        let hits = index.search(statement, area, category, want).map_err(index_error)?;
         let exhausted = hits.len() < want;
         let mut out = Vec::with_capacity(limit);
-        holder.store.read(|rx| {
+        base.store.read(|rx| {
             for (id, _) in &hits {
                 let Some(rec) = rx.offer::<OfferRecord>(id)? else { continue };
                 let current = rec.active
@@ -161,7 +155,7 @@ pub fn search_with(
                     }
                 }
             }
-            Ok::<_, HolderError>(())
+            Ok::<_, ServiceError>(())
         })?;
         if out.len() == limit || exhausted {
             return Ok(out);
@@ -177,7 +171,8 @@ mod tests {
     use crate::clock::SystemClock;
     use crate::config::Settings;
     use crate::crypto::KeyRing;
-    use crate::holder::OfferInput;
+    use crate::records::OfferInput;
+    use crate::state::AppState;
     use crate::store::Store;
     use serde_json::json;
     use std::sync::Arc;
@@ -197,14 +192,16 @@ mod tests {
         let mut s = Settings::defaults();
         s.data_dir = dir.path().to_owned();
         let store = Store::open(&s.store_path()).unwrap();
-        let h = Holder::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock));
-        h.import_offers(vec![
-            row("1", "Škoda Octavia Combi", "Škoda", "Košice", None),
-            row("2", "Škoda Fabia", "Škoda", "Bratislava", None),
-            row("3", "Škoda Superb", "Škoda", "Košice", Some("2020-01-01")),
-            row("4", "Toyota Corolla", "Toyota", "Košice", None),
-        ])
-        .unwrap();
+        let st = AppState::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock));
+        let h = &*st.base;
+        st.catalogue
+            .import_offers(vec![
+                row("1", "Škoda Octavia Combi", "Škoda", "Košice", None),
+                row("2", "Škoda Fabia", "Škoda", "Bratislava", None),
+                row("3", "Škoda Superb", "Škoda", "Košice", Some("2020-01-01")),
+                row("4", "Toyota Corolla", "Toyota", "Košice", None),
+            ])
+            .unwrap();
         let records: Vec<OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
         let index = OfferIndex::open(None).unwrap();
         index.rebuild(records.into_iter().filter(|r| r.active).map(|r| r.offer), 1).unwrap();
@@ -212,20 +209,20 @@ mod tests {
             |v: Vec<Offer>| v.into_iter().map(|o| o.extensions["ref"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
 
         // "3" is past validUntil: skipped although indexed.
-        let got = refs(search_with(&index, &h, "skoda", None, None, 10).unwrap());
+        let got = refs(search_with(&index, h, "skoda", None, None, 10).unwrap());
         assert_eq!(got.len(), 2);
         assert!(!got.contains(&"3".to_owned()));
-        assert_eq!(refs(search_with(&index, &h, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
+        assert_eq!(refs(search_with(&index, h, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
         let kosice = gazetteer::resolve("Košice").unwrap();
-        assert_eq!(refs(search_with(&index, &h, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
-        assert_eq!(search_with(&index, &h, "skoda", None, Some("vehicles"), 1).unwrap().len(), 1);
-        assert!(search_with(&index, &h, "skoda", None, Some("property"), 10).unwrap().is_empty());
-        assert!(search_with(&index, &h, "skoda", None, None, 0).unwrap().is_empty());
+        assert_eq!(refs(search_with(&index, h, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
+        assert_eq!(search_with(&index, h, "skoda", None, Some("vehicles"), 1).unwrap().len(), 1);
+        assert!(search_with(&index, h, "skoda", None, Some("property"), 10).unwrap().is_empty());
+        assert!(search_with(&index, h, "skoda", None, None, 0).unwrap().is_empty());
         // An id the store does not know is skipped.
         let mut ghost = h.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
         ghost.id = "off_ghost".into();
         ghost.title = "Škoda Kodiaq".into();
         index.apply(&[ghost], &[], 2).unwrap();
-        assert!(search_with(&index, &h, "kodiaq", None, None, 10).unwrap().is_empty());
+        assert!(search_with(&index, h, "kodiaq", None, None, 10).unwrap().is_empty());
     }
 }

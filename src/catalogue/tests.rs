@@ -3,8 +3,8 @@ use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::gazetteer;
-use crate::holder::Holder;
 use crate::protocol::Offer;
+use crate::state::AppState;
 use crate::store::Store;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -263,11 +263,11 @@ fn jsonl_long_line_is_one_bad_row() {
     assert!(rows[1].is_ok());
 }
 
-fn holder(dir: &Path) -> Holder {
+fn holder(dir: &Path) -> AppState {
     let mut s = Settings::defaults();
     s.data_dir = dir.to_owned();
     let store = Store::open(&s.store_path()).unwrap();
-    Holder::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock))
+    AppState::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock))
 }
 
 fn offer(reference: &str, title: &str, description: &str, make: &str, price: f64, area: &str) -> OfferInput {
@@ -291,37 +291,38 @@ fn search_folds_filters_and_ranks() {
         offer("4", "Toyota Corolla", "", "Toyota", 7000.0, "Košice"),
         offer("5", "Sedan", "", "Škoda", 4000.0, "Žilina"),
     ];
-    h.import_offers(rows).unwrap();
+    h.catalogue.import_offers(rows).unwrap();
     let refs =
         |v: Vec<Offer>| v.into_iter().map(|o| o.extensions["ref"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
 
     // "skoda" finds "Škoda": title + attribute (5) beats attribute only (2) beats
     // description only (1); equal scores go by price.
-    let got = refs(search(&h, "skoda", None, None, 10).unwrap());
+    let got = refs(search(&h.base, "skoda", None, None, 10).unwrap());
     assert_eq!(got, vec!["3", "1", "5", "2"]);
     // Inflection: "octaviu" finds "Octavia".
-    assert_eq!(refs(search(&h, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
+    assert_eq!(refs(search(&h.base, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
     // "kosice" is a place name, not a term: with the area filter it finds what lies in Košice.
     let kosice = gazetteer::resolve("Košice").unwrap();
-    assert_eq!(refs(search(&h, "kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
-    assert_eq!(refs(search(&h, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
+    assert_eq!(refs(search(&h.base, "kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
+    assert_eq!(refs(search(&h.base, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
     // Category and limit.
-    assert!(search(&h, "skoda", None, Some("property"), 10).unwrap().is_empty());
-    assert_eq!(search(&h, "skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
-    assert!(search(&h, "zzz", None, None, 10).unwrap().is_empty());
-    assert!(search(&h, "skoda", None, None, 0).unwrap().is_empty());
+    assert!(search(&h.base, "skoda", None, Some("property"), 10).unwrap().is_empty());
+    assert_eq!(search(&h.base, "skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
+    assert!(search(&h.base, "zzz", None, None, 10).unwrap().is_empty());
+    assert!(search(&h.base, "skoda", None, None, 0).unwrap().is_empty());
 }
 
 #[test]
 fn search_ranks_title_above_description() {
     let dir = tempfile::tempdir().unwrap();
     let h = holder(dir.path());
-    h.import_offers(vec![
-        offer("d", "Combi", "Superb v top stave", "Škoda", 1000.0, "SK"),
-        offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
-    ])
-    .unwrap();
-    let got = search(&h, "superb", None, None, 10).unwrap();
+    h.catalogue
+        .import_offers(vec![
+            offer("d", "Combi", "Superb v top stave", "Škoda", 1000.0, "SK"),
+            offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
+        ])
+        .unwrap();
+    let got = search(&h.base, "superb", None, None, 10).unwrap();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].title, "Superb", "a title hit outranks a cheaper description hit");
     assert_eq!(score(&matching_terms("superb"), &got[0]), 3);

@@ -1,4 +1,7 @@
-//! E-mail: one function per message, the consent texts, and the durable outbox worker.
+//! E-mail transport (infrastructure): the composed message ([`MailContent`]), the sealed
+//! outbox row ([`MailJob`]), the [`Outbox`] handle, the SMTP / file [`Transport`] and
+//! the durable outbox worker. The messages themselves are composed by the services
+//! (`crate::messages`, `crate::accounts`).
 //!
 //! Messages are UTF-8 (Slovak and Czech diacritics in subjects and bodies), carry the
 //! withdraw link and RFC 8058 `List-Unsubscribe` / `List-Unsubscribe-Post` headers
@@ -9,68 +12,15 @@
 
 pub mod worker;
 
-use crate::config::Settings;
+use crate::clock::Clock;
 use crate::crypto::{KeyRing, Sealed};
-use crate::protocol::{Intent, Offer};
+use crate::store::Store;
 use lettre::message::header::{self, ContentType, Header, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use rust_embed::RustEmbed;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 use std::path::Path;
-
-#[derive(RustEmbed)]
-#[folder = "assets/consent/"]
-struct ConsentAssets;
-
-/// One consent text (PROTOCOL.md §4.2: versioned, per language).
-#[derive(Debug, Clone)]
-pub struct ConsentText {
-    /// `sk`, `cs` or `en`.
-    pub language: String,
-    /// First 12 hex digits of the text's SHA-256: changes whenever the text does.
-    pub version: String,
-    /// The text (plain, paragraphs separated by blank lines).
-    pub body: String,
-}
-
-/// The consent texts in force: shipped defaults, replaced per language by
-/// `DATA_DIR/consent/<lang>.txt` when the operator puts one there.
-#[derive(Debug, Clone)]
-pub struct ConsentTexts {
-    by_lang: BTreeMap<String, ConsentText>,
-}
-
-impl ConsentTexts {
-    /// Loads the texts (operator files win over shipped ones).
-    pub fn load(dir: &Path) -> Self {
-        let mut by_lang = BTreeMap::new();
-        for lang in ["sk", "cs", "en"] {
-            let name = format!("{lang}.txt");
-            let body = std::fs::read_to_string(dir.join(&name))
-                .ok()
-                .or_else(|| ConsentAssets::get(&name).map(|f| String::from_utf8_lossy(&f.data).into_owned()));
-            if let Some(body) = body {
-                let digest = Sha256::digest(body.as_bytes());
-                let version = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-                by_lang.insert(lang.to_owned(), ConsentText { language: lang.to_owned(), version, body });
-            }
-        }
-        Self { by_lang }
-    }
-
-    /// The text for `lang`, falling back to English, then any.
-    pub fn get(&self, lang: &str) -> ConsentText {
-        self.by_lang
-            .get(lang)
-            .or_else(|| self.by_lang.get("en"))
-            .or_else(|| self.by_lang.values().next())
-            .cloned()
-            .unwrap_or(ConsentText { language: "en".into(), version: "none".into(), body: String::new() })
-    }
-}
+use std::sync::Arc;
 
 /// A composed message before sealing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,151 +68,9 @@ impl MailJob {
     }
 }
 
-struct Strings {
-    confirm_subject: &'static str,
-    confirm_intro: &'static str,
-    confirm_action: &'static str,
-    ignore: &'static str,
-    withdraw: &'static str,
-    digest_subject: &'static str,
-    digest_intro: &'static str,
-    all_results: &'static str,
-    aggregator: &'static str,
-}
-
-fn strings(lang: &str) -> &'static Strings {
-    match lang {
-        "sk" => &Strings {
-            confirm_subject: "Potvrďte svoj dopyt",
-            confirm_intro: "Dostali sme váš súhlas so zverejnením tohto dopytu:",
-            confirm_action: "Dopyt aktivujete tlačidlom Potvrdiť na tejto stránke:",
-            ignore: "Ak ste o nič nežiadali, tento e-mail ignorujte; bez potvrdenia sa nič nestane.",
-            withdraw: "Dopyt kedykoľvek zrušíte tu:",
-            digest_subject: "Nové ponuky pre váš dopyt",
-            digest_intro: "Našli sme nové ponuky, ktoré zodpovedajú vášmu dopytu:",
-            all_results: "Všetky výsledky:",
-            aggregator: "Ponuky pochádzajú od trhového agregátora a nemusia byť úplné.",
-        },
-        "cs" => &Strings {
-            confirm_subject: "Potvrďte svou poptávku",
-            confirm_intro: "Obdrželi jsme váš souhlas se zveřejněním této poptávky:",
-            confirm_action: "Poptávku aktivujete tlačítkem Potvrdit na této stránce:",
-            ignore: "Pokud jste o nic nežádali, tento e-mail ignorujte; bez potvrzení se nic nestane.",
-            withdraw: "Poptávku kdykoli zrušíte zde:",
-            digest_subject: "Nové nabídky pro vaši poptávku",
-            digest_intro: "Našli jsme nové nabídky, které odpovídají vaší poptávce:",
-            all_results: "Všechny výsledky:",
-            aggregator: "Nabídky pocházejí od tržního agregátoru a nemusí být úplné.",
-        },
-        _ => &Strings {
-            confirm_subject: "Confirm your request",
-            confirm_intro: "We received your consent to publish this request:",
-            confirm_action: "Activate it with the Confirm button on this page:",
-            ignore: "If you did not ask for anything, ignore this e-mail; nothing happens without confirmation.",
-            withdraw: "Withdraw it at any time here:",
-            digest_subject: "New offers for your request",
-            digest_intro: "We found new offers that match your request:",
-            all_results: "All results:",
-            aggregator: "Offers come from a market aggregator and may be incomplete.",
-        },
-    }
-}
-
-fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_owned()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
-}
-
-/// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
-/// confirmation page link (which shows a Confirm button; GET never confirms) and the
-/// withdraw link.
-pub fn confirmation(
-    settings: &Settings,
-    to: &str,
-    intent: &Intent,
-    confirm_url: &str,
-    withdraw_url: &str,
-    unsubscribe_url: &str,
-) -> MailContent {
-    let s = strings(&intent.language);
-    let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
-        intro = s.confirm_intro,
-        statement = intent.statement,
-        action = s.confirm_action,
-        ignore = s.ignore,
-        withdraw = s.withdraw,
-        holder = settings.holder_name,
-    );
-    MailContent {
-        to: to.to_owned(),
-        subject: format!("{}: {}", s.confirm_subject, short(&intent.statement, 60)),
-        text,
-        unsubscribe_url: unsubscribe_url.to_owned(),
-    }
-}
-
-/// The match digest (PROTOCOL.md §4.5): new offers with price, place and link, the
-/// results page and the withdraw link.
-pub fn digest(
-    settings: &Settings,
-    to: &str,
-    intent: &Intent,
-    offers: &[Offer],
-    results_url: &str,
-    withdraw_url: &str,
-    unsubscribe_url: &str,
-) -> MailContent {
-    let s = strings(&intent.language);
-    let mut list = String::new();
-    for o in offers {
-        let place = o.area.place.clone().unwrap_or_else(|| o.area.regions.join(", "));
-        list.push_str(&format!("* {} — {} {} — {}\n", o.title, format_amount(o.price.amount), o.price.currency, place));
-        if let Some(u) = &o.source.url {
-            list.push_str(&format!("  {u}\n"));
-        }
-    }
-    let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
-        intro = s.digest_intro,
-        statement = intent.statement,
-        all = s.all_results,
-        aggregator = s.aggregator,
-        withdraw = s.withdraw,
-        holder = settings.holder_name,
-    );
-    MailContent {
-        to: to.to_owned(),
-        subject: format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50)),
-        text,
-        unsubscribe_url: unsubscribe_url.to_owned(),
-    }
-}
-
 /// Whether `s` is a mailbox such as `Holder <noreply@holder.example>` (RFC 5322).
 pub fn is_mailbox(s: &str) -> bool {
     s.parse::<Mailbox>().is_ok()
-}
-
-/// Formats an amount with a thin group separator: `12 500`.
-pub fn format_amount(a: f64) -> String {
-    let whole = a.round() as i64;
-    let digits = whole.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('\u{a0}');
-        }
-        out.push(c);
-    }
-    if whole < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
 }
 
 #[derive(Clone)]
@@ -374,17 +182,18 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// Builds the transport from settings; creates the outbox directory in file mode.
+    /// Builds the transport: SMTP at `smtp_url` (`ISTO_SMTP_URL`) when given, else `.eml`
+    /// files in `outbox_dir` (created, owner only).
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.
-    pub fn from_settings(s: &Settings) -> Result<Self, MailError> {
-        match &s.smtp_url {
+    pub fn new(smtp_url: Option<&str>, outbox_dir: &Path) -> Result<Self, MailError> {
+        match smtp_url {
             Some(url) => AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
                 .map(|b| Self::Smtp(b.build()))
                 .map_err(|e| MailError::Transport(format!("ISTO_SMTP_URL: {e}"))),
             None => {
-                let dir = s.outbox_dir();
+                let dir = outbox_dir.to_path_buf();
                 std::fs::create_dir_all(&dir).map_err(|e| MailError::Transport(format!("{}: {e}", dir.display())))?;
                 // The .eml files hold addresses and tokens: owner only.
                 crate::crypto::set_mode(&dir, 0o700)
@@ -405,5 +214,58 @@ impl Transport {
                 MailError::Transport(format!("writing the .eml file: {}", std::io::Error::other(e).kind()))
             }),
         }
+    }
+}
+
+/// The durable mail queue as the worker and the services share it: the store and keys
+/// the jobs live in, the clock, the `From` address, the worker's wake-up, and the send
+/// lock.
+#[derive(Clone)]
+pub struct Outbox {
+    /// The store holding the `outbox` table.
+    pub store: Arc<Store>,
+    /// Keys that open the sealed jobs.
+    pub keys: Arc<KeyRing>,
+    /// The clock (retry times).
+    pub clock: Arc<dyn Clock>,
+    /// The `From` mailbox (`mail.from`).
+    pub from: String,
+    /// The holder's host, for `Message-ID`s.
+    pub domain: String,
+    wake: Arc<tokio::sync::Notify>,
+    /// Held by the worker from its last check that a job still exists until the job is
+    /// sent, and by a withdrawal around its transaction: a withdrawal that has returned
+    /// has no mail of its intent in flight, and none is sent afterwards.
+    pub send_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Outbox")
+    }
+}
+
+impl Outbox {
+    /// A handle over `store`'s outbox.
+    pub fn new(store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>, from: &str, domain: &str) -> Self {
+        Self {
+            store,
+            keys,
+            clock,
+            from: from.to_owned(),
+            domain: domain.to_owned(),
+            wake: Arc::new(tokio::sync::Notify::new()),
+            send_lock: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// Wakes the worker (after a commit that queued mail or made digests due).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Resolves when [`Outbox::wake`] was called.
+    pub async fn woken(&self) {
+        self.wake.notified().await;
     }
 }

@@ -6,8 +6,7 @@
 //! `Message-ID` (fixed when queued), which receiving systems use to drop duplicates. The
 //! outbox never sends a message that a withdrawal removed.
 
-use super::{build_message, MailContent, MailJob, Transport};
-use crate::holder::Holder;
+use super::{build_message, MailContent, MailJob, Outbox, Transport};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -15,21 +14,31 @@ use tokio_util::sync::CancellationToken;
 /// Longest pause between two passes, also the retry granularity.
 const TICK: Duration = Duration::from_secs(5);
 
+/// What the worker asks, before each pass, to queue the digests that are due (the
+/// deliveries service implements it).
+pub trait DigestScheduler: Send + Sync + 'static {
+    /// Queues due digests into the outbox; returns how many, or the (logged) failure.
+    ///
+    /// # Errors
+    /// The failure's description (no personal data).
+    fn queue_due(&self) -> Result<u64, String>;
+}
+
 /// Runs until `stop` is cancelled: digests → outbox → transport.
-pub async fn run(holder: Arc<Holder>, transport: Transport, stop: CancellationToken) {
+pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: Transport, stop: CancellationToken) {
     let mut first_pass = true;
     loop {
-        let h = holder.clone();
-        match tokio::task::spawn_blocking(move || h.queue_due_digests()).await {
+        let d = digests.clone();
+        match tokio::task::spawn_blocking(move || d.queue_due()).await {
             Ok(Err(e)) => tracing::error!(error = %e, "queueing digests failed"),
             Err(e) => tracing::error!(error = %e, "digest task panicked"),
             Ok(Ok(_)) => {}
         }
-        send_due(&holder, &transport, first_pass).await;
+        send_due(&outbox, &transport, first_pass).await;
         first_pass = false;
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = holder.wake.notified() => {}
+            _ = outbox.woken() => {}
             _ = tokio::time::sleep(TICK) => {}
         }
     }
@@ -37,9 +46,9 @@ pub async fn run(holder: Arc<Holder>, transport: Transport, stop: CancellationTo
 
 /// Sends every job whose time has come (with `first_pass`, every job: after a restart a
 /// saved back-off is not waited out); returns how many were sent.
-pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) -> usize {
-    let now = holder.clock.now().unix_timestamp();
-    let jobs: Vec<(u64, MailJob)> = match holder.store.read(|rx| rx.outbox()) {
+pub async fn send_due(outbox: &Outbox, transport: &Transport, first_pass: bool) -> usize {
+    let now = outbox.clock.now().unix_timestamp();
+    let jobs: Vec<(u64, MailJob)> = match outbox.store.read(|rx| rx.outbox()) {
         Ok(j) => j,
         Err(e) => {
             tracing::error!(error = %e, "reading the outbox failed");
@@ -49,14 +58,14 @@ pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) 
     let mut sent = 0;
     for (seq, job) in jobs.into_iter().filter(|(_, j)| j.next_attempt <= now || first_pass) {
         let content: Option<MailContent> =
-            holder.keys.open(&job.sealed).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            outbox.keys.open(&job.sealed).ok().and_then(|b| serde_json::from_slice(&b).ok());
         let Some(content) = content else {
             tracing::error!(seq, "outbox job cannot be opened (key missing?); left in place");
             continue;
         };
-        // No withdrawal can slip between this check and the send (see Holder::send_lock).
-        let _in_flight = holder.send_lock.lock().await;
-        match holder.store.read(|rx| rx.has_mail(seq)) {
+        // No withdrawal can slip between this check and the send (see Outbox::send_lock).
+        let _in_flight = outbox.send_lock.lock().await;
+        match outbox.store.read(|rx| rx.has_mail(seq)) {
             Ok(true) => {}
             Ok(false) => continue, // cancelled by a withdrawal meanwhile
             Err(e) => {
@@ -64,14 +73,14 @@ pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) 
                 continue;
             }
         }
-        let result = match build_message(&holder.settings.mail_from, &content, job.message_id.as_deref()) {
+        let result = match build_message(&outbox.from, &content, job.message_id.as_deref()) {
             Ok(m) => transport.send(m).await,
             Err(e) => Err(e),
         };
         match result {
             Ok(()) => {
                 sent += 1;
-                if let Err(e) = holder.store.write(|tx| tx.remove_mail(seq)) {
+                if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
                     tracing::error!(seq, error = %e, "sent mail could not be removed from the outbox");
                 }
                 tracing::info!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), "mail sent");
@@ -79,7 +88,7 @@ pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) 
             Err(e) if e.is_permanent() => {
                 // Retrying cannot help: drop the job (the intent then expires unconfirmed).
                 tracing::error!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), error = %e, "mail refused for good; dropped");
-                if let Err(e) = holder.store.write(|tx| tx.remove_mail(seq)) {
+                if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
                     tracing::error!(seq, error = %e, "outbox update failed");
                 }
             }
@@ -96,7 +105,7 @@ pub async fn send_due(holder: &Holder, transport: &Transport, first_pass: bool) 
                     }
                     Ok(())
                 };
-                if let Err(e) = holder.store.write(still_there) {
+                if let Err(e) = outbox.store.write(still_there) {
                     tracing::error!(seq, error = %e, "outbox update failed");
                 }
             }

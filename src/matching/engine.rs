@@ -377,12 +377,13 @@ impl Terms {
     }
 
     fn release(&mut self, id: u32) {
-        let Some(info) = self.info[id as usize].as_mut() else { return };
+        let Some(slot) = self.info.get_mut(id as usize) else { return };
+        let Some(info) = slot.as_mut() else { return };
         info.refs -= 1;
         if info.refs > 0 {
             return;
         }
-        let info = self.info[id as usize].take().expect("present");
+        let Some(info) = slot.take() else { return };
         self.ids.remove(&info.text);
         if let Some(s) = super::stem(&info.text) {
             if let Some(list) = self.stems.get_mut(s.as_str()) {

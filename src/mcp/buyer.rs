@@ -16,9 +16,10 @@
 //! HTTP request. Without a grant every account tool answers "unauthorized".
 
 use super::{call_blocking, find_tool, ok, search, server_config, to_value, tool, tool_error};
-use crate::holder::{Holder, HolderError};
+use crate::base::ServiceError;
 use crate::oauth::{Grant, SCOPE_INTENTS};
 use crate::protocol::schema;
+use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -34,7 +35,7 @@ use std::sync::Arc;
 /// The `/mcp/buyer` server: one value per session, sharing the holder.
 #[derive(Clone)]
 pub struct BuyerServer {
-    holder: Arc<Holder>,
+    holder: AppState,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -109,21 +110,21 @@ pub fn buyer_tools() -> Vec<Tool> {
 
 impl BuyerServer {
     /// A server over `holder`.
-    pub fn new(holder: Arc<Holder>) -> Self {
+    pub fn new(holder: AppState) -> Self {
         Self { holder, tools: Arc::new(buyer_tools()) }
     }
 }
 
 /// The message of an error for the agent. Unknown and other accounts' ids get the same
 /// one (PROTOCOL.md §3).
-fn message(e: &HolderError) -> String {
+fn message(e: &ServiceError) -> String {
     match e {
-        HolderError::NotFound => "not_found: no intent with this id".into(),
+        ServiceError::NotFound => "not_found: no intent with this id".into(),
         e => e.to_string(),
     }
 }
 
-fn id_arg(args: &Value) -> Result<String, HolderError> {
+fn id_arg(args: &Value) -> Result<String, ServiceError> {
     let mut f = crate::protocol::input::Fields::new(args, "")?;
     let id = f.req_str("id", 64)?;
     f.finish("")?;
@@ -139,11 +140,11 @@ fn account_of(grant: Option<&Grant>) -> Option<&str> {
 /// tool. Without a grant (or without scope `intents`) the account tools answer
 /// "unauthorized"; domain failures become `isError` results; internal ones are logged
 /// and answered generically.
-pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
+pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
     let account = account_of(grant);
-    let result: Result<CallToolResult, HolderError> = match (name, account) {
+    let result: Result<CallToolResult, ServiceError> = match (name, account) {
         ("intent_search_offers", _) => search(holder, args),
-        ("intent_demand_summary", _) => crate::demand::answer(holder, args).map(|a| {
+        ("intent_demand_summary", _) => crate::demand::answer(&holder.base, args).map(|a| {
             let v = to_value(&a);
             ok(v.clone(), &v)
         }),
@@ -162,26 +163,26 @@ pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value
             ))
         }
         ("intent_publish_intent", Some(acc)) => {
-            holder.parse_publish(args).and_then(|p| holder.publish_for(acc, p)).map(|r| {
+            holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_for(acc, p)).map(|r| {
                 let v = to_value(&r);
                 ok(v.clone(), &v)
             })
         }
-        ("intent_get_intent", Some(acc)) => id_arg(args).and_then(|id| holder.get_owned(acc, &id)).map(|i| {
+        ("intent_get_intent", Some(acc)) => id_arg(args).and_then(|id| holder.intents.get_owned(acc, &id)).map(|i| {
             let v = json!({"intent": i});
             ok(v.clone(), &v)
         }),
-        ("intent_update_intent", Some(acc)) => holder.update_owned(acc, args).map(|r| {
+        ("intent_update_intent", Some(acc)) => holder.intents.update_owned(acc, args).map(|r| {
             let v = to_value(&r);
             ok(v.clone(), &v)
         }),
         ("intent_withdraw_intent", Some(acc)) => {
-            id_arg(args).and_then(|id| holder.withdraw_owned(acc, &id)).map(|()| {
+            id_arg(args).and_then(|id| holder.intents.withdraw_owned(acc, &id)).map(|()| {
                 let v = json!({"status": "withdrawn"});
                 ok(v.clone(), &v)
             })
         }
-        ("intent_list_matches", Some(acc)) => holder.list_matches_owned(acc, args).map(|(matches, next)| {
+        ("intent_list_matches", Some(acc)) => holder.intents.list_matches_owned(acc, args).map(|(matches, next)| {
             let arr = to_value(&matches);
             ok(json!({"matches": arr, "nextSince": next}), &arr)
         }),
@@ -207,9 +208,9 @@ pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
 /// into the request's extensions, or answers with the 401/403 of
 /// [`crate::oauth::check_bearer`]. Use with
 /// `axum::middleware::from_fn_with_state(holder, require_bearer)`.
-pub async fn require_bearer(State(holder): State<Arc<Holder>>, mut req: Request, next: Next) -> Response {
-    let resource = crate::oauth::Resource::Buyer.url(&holder.settings.public_url.base);
-    match crate::oauth::check_bearer(&holder, req.headers(), &resource, SCOPE_INTENTS) {
+pub async fn require_bearer(State(holder): State<AppState>, mut req: Request, next: Next) -> Response {
+    let resource = crate::oauth::Resource::Buyer.url(&holder.base.settings.public_url.base);
+    match crate::oauth::check_bearer(&holder.base, req.headers(), &resource, SCOPE_INTENTS) {
         Ok(grant) => {
             req.extensions_mut().insert(grant);
             next.run(req).await
@@ -224,7 +225,7 @@ impl ServerHandler for BuyerServer {
             "Isto Intents holder '{}', buyer endpoint: acts for the signed-in person. Publish what the person \
                  wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
                  intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person.",
-            self.holder.settings.holder_name
+            self.holder.base.settings.holder_name
         ))
     }
 

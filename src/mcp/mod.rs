@@ -7,9 +7,10 @@
 //! carries `structuredContent` matching the tool's `outputSchema` and a text content
 //! with the same data as JSON (the seed's bare arrays for matches and offers).
 
-use crate::holder::{Holder, HolderError};
+use crate::base::ServiceError;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
+use crate::state::AppState;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -25,7 +26,7 @@ pub mod seller;
 /// The public `/mcp` server: one value per session, sharing the holder.
 #[derive(Clone)]
 pub struct PublicServer {
-    holder: Arc<Holder>,
+    holder: AppState,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -116,7 +117,7 @@ pub fn demand_summary_tool() -> Tool {
 
 impl PublicServer {
     /// A server over `holder`.
-    pub fn new(holder: Arc<Holder>) -> Self {
+    pub fn new(holder: AppState) -> Self {
         Self { holder, tools: Arc::new(public_tools()) }
     }
 }
@@ -138,30 +139,32 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
 
 /// Runs one tool call (blocking: redb I/O). Domain failures become `isError` results;
 /// internal ones are logged and answered generically.
-pub fn dispatch(holder: &Holder, name: &str, args: &Value) -> Option<CallToolResult> {
-    let result: Result<CallToolResult, HolderError> = match name {
-        "intent_publish_intent" => holder.parse_publish(args).and_then(|p| holder.publish_draft(p)).map(|r| {
-            let v = to_value(&r);
-            ok(v.clone(), &v)
-        }),
+pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
+    let result: Result<CallToolResult, ServiceError> = match name {
+        "intent_publish_intent" => {
+            holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_draft(p)).map(|r| {
+                let v = to_value(&r);
+                ok(v.clone(), &v)
+            })
+        }
         "intent_get_intent" => {
-            code_args(args).and_then(|(code, id)| holder.get_by_code(&code, id.as_deref())).map(|i| {
+            code_args(args).and_then(|(code, id)| holder.intents.get_by_code(&code, id.as_deref())).map(|i| {
                 let v = json!({"intent": i});
                 ok(v.clone(), &v)
             })
         }
         "intent_withdraw_intent" => {
-            code_args(args).and_then(|(code, id)| holder.withdraw_by_code(&code, id.as_deref())).map(|()| {
+            code_args(args).and_then(|(code, id)| holder.intents.withdraw_by_code(&code, id.as_deref())).map(|()| {
                 let v = json!({"status": "withdrawn"});
                 ok(v.clone(), &v)
             })
         }
-        "intent_list_matches" => holder.list_matches_by_code(args).map(|(matches, next)| {
+        "intent_list_matches" => holder.intents.list_matches_by_code(args).map(|(matches, next)| {
             let arr = to_value(&matches);
             ok(json!({"matches": arr, "nextSince": next}), &arr)
         }),
         "intent_search_offers" => search(holder, args),
-        "intent_demand_summary" => crate::demand::answer(holder, args).map(|a| {
+        "intent_demand_summary" => crate::demand::answer(&holder.base, args).map(|a| {
             let v = to_value(&a);
             ok(v.clone(), &v)
         }),
@@ -177,7 +180,7 @@ pub fn dispatch(holder: &Holder, name: &str, args: &Value) -> Option<CallToolRes
     })
 }
 
-fn code_args(args: &Value) -> Result<(String, Option<String>), HolderError> {
+fn code_args(args: &Value) -> Result<(String, Option<String>), ServiceError> {
     let mut f = Fields::new(args, "")?;
     let code = f.req_str("intentCode", 200)?;
     let id = f.opt_str("id", 64)?;
@@ -185,7 +188,7 @@ fn code_args(args: &Value) -> Result<(String, Option<String>), HolderError> {
     Ok((code, id))
 }
 
-fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> {
+fn search(holder: &AppState, args: &Value) -> Result<CallToolResult, ServiceError> {
     let mut f = Fields::new(args, "")?;
     let statement = f.req_str("statement", input::STATEMENT_MAX)?;
     let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
@@ -199,8 +202,8 @@ fn search(holder: &Holder, args: &Value) -> Result<CallToolResult, HolderError> 
     };
     let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
     f.finish("")?;
-    let index = holder.offer_index()?;
-    let offers = crate::catalogue::search_with(&index, holder, &statement, area.as_ref(), category, limit)?;
+    let index = holder.catalogue.offer_index()?;
+    let offers = crate::catalogue::search_with(&index, &holder.base, &statement, area.as_ref(), category, limit)?;
     let arr = to_value(&offers);
     Ok(ok(json!({"offers": arr}), &arr))
 }
@@ -245,7 +248,7 @@ impl ServerHandler for PublicServer {
             "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \
                  intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
                  intent_list_matches.",
-            self.holder.settings.holder_name
+            self.holder.base.settings.holder_name
         ))
     }
 

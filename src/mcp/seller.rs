@@ -22,10 +22,10 @@
 
 use super::buyer::grant_of;
 use super::{call_blocking, find_tool, ok, public_tools, server_config, tool, tool_error};
-use crate::holder::Holder;
 use crate::oauth::{Grant, Resource, SCOPE_DEMAND, SCOPE_OFFERS};
 use crate::protocol::schema;
 use crate::sellers;
+use crate::state::AppState;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
     Tool, ToolAnnotations,
@@ -41,7 +41,7 @@ const SHARED: [&str; 2] = ["intent_search_offers", "intent_demand_summary"];
 /// The `/mcp/seller` server: one value per session, sharing the holder.
 #[derive(Clone)]
 pub struct SellerServer {
-    holder: Arc<Holder>,
+    holder: AppState,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -140,7 +140,7 @@ pub fn seller_tools() -> Vec<Tool> {
 
 impl SellerServer {
     /// A server over `holder`.
-    pub fn new(holder: Arc<Holder>) -> Self {
+    pub fn new(holder: AppState) -> Self {
         Self { holder, tools: Arc::new(seller_tools()) }
     }
 }
@@ -164,7 +164,7 @@ enum Refusal {
 
 /// Checks the grant (a seller's token for this endpoint with the tool's scope) and the
 /// account (an enabled seller, read now).
-fn authorize(holder: &Holder, grant: Option<&Grant>, name: &str) -> Result<String, Refusal> {
+fn authorize(holder: &AppState, grant: Option<&Grant>, name: &str) -> Result<String, Refusal> {
     let Some(g) = grant else {
         return Err(Refusal::Denied(
             "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
@@ -172,7 +172,7 @@ fn authorize(holder: &Holder, grant: Option<&Grant>, name: &str) -> Result<Strin
                 .into(),
         ));
     };
-    let resource = Resource::Seller.url(&holder.settings.public_url.base);
+    let resource = Resource::Seller.url(&holder.base.settings.public_url.base);
     if g.role != Resource::Seller.role() || g.resource != resource {
         return Err(Refusal::Denied("unauthorized: the access token is not a seller's token for /mcp/seller".into()));
     }
@@ -184,7 +184,7 @@ fn authorize(holder: &Holder, grant: Option<&Grant>, name: &str) -> Result<Strin
         let need = scope_of(name).unwrap_or("offers or demand");
         return Err(Refusal::Denied(format!("insufficient_scope: {name} needs scope {need}")));
     }
-    match sellers::enabled_seller(holder, &g.account_id) {
+    match sellers::enabled_seller(&holder.base, &g.account_id) {
         Ok(true) => Ok(g.account_id.clone()),
         Ok(false) => Err(Refusal::Denied("unauthorized: the seller account is disabled or unknown".into())),
         Err(e) => {
@@ -201,7 +201,7 @@ fn internal() -> CallToolResult {
 /// Runs one tool call for `grant` (blocking: redb I/O). `None` for an unknown tool.
 /// Refused calls and bad input are `isError` results naming the reason or field;
 /// internal failures are logged and answered generically.
-pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
+pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
     let own = matches!(name, "intent_submit_offer" | "intent_list_open_intents");
     if !own && !SHARED.contains(&name) {
         return None;
@@ -214,7 +214,7 @@ pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value
     if !own {
         return super::dispatch(holder, name, args);
     }
-    let result = sellers::profile(holder, &account).and_then(|p| {
+    let result = sellers::profile(&holder.base, &account).and_then(|p| {
         let Some(profile) = p else {
             return Ok(tool_error(
                 "this seller account has no seller profile (categories and regions): ask the holder's operator to \
@@ -223,12 +223,12 @@ pub fn dispatch(holder: &Holder, grant: Option<&Grant>, name: &str, args: &Value
             ));
         };
         if name == "intent_submit_offer" {
-            let out = sellers::submit_reply(holder, &profile, args)?;
+            let out = sellers::submit_reply(&holder.base, &profile, args)?;
             let v = serde_json::to_value(&out).unwrap_or(Value::Null);
             Ok(ok(v.clone(), &v))
         } else {
             let q = sellers::parse_open_query(args)?;
-            let page = sellers::open_intents(holder, &profile, &q)?;
+            let page = sellers::open_intents(&holder.base, &profile, &q)?;
             let arr = serde_json::to_value(&page.intents).unwrap_or(Value::Null);
             Ok(ok(json!({"intents": arr, "nextSince": page.next_since}), &arr))
         }
@@ -249,7 +249,7 @@ impl ServerHandler for SellerServer {
             "Isto Intents holder '{}', seller endpoint: for the holder's registered sellers. List the buying \
                  intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
                  intent_submit_offer (at most 3 offers per intent).",
-            self.holder.settings.holder_name
+            self.holder.base.settings.holder_name
         ))
     }
 

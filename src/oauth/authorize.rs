@@ -139,7 +139,7 @@ async fn validate(ctx: &Shared, p: &Params) -> Result<AuthzRequest, Refusal> {
     if challenge.len() != 43 || !is_b64url(challenge) {
         return Err(back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"));
     }
-    let base = &ctx.holder.settings.public_url.base;
+    let base = &ctx.base.settings.public_url.base;
     let resource = match p.get("resource") {
         None => Resource::Buyer,
         Some(r) => match Resource::from_url(base, r) {
@@ -206,7 +206,7 @@ fn redirect(uri: &str, params: &[(&str, &str)]) -> Response {
 
 /// An error response to the client (RFC 6749 §4.1.2.1, with RFC 9207 `iss`).
 fn redirect_error(ctx: &Shared, to: &str, state: Option<&str>, error: &str, description: &str) -> Response {
-    let iss = ctx.holder.settings.public_url.base.as_str();
+    let iss = ctx.base.settings.public_url.base.as_str();
     let mut params = vec![("error", error), ("error_description", description)];
     if let Some(s) = state {
         params.push(("state", s));
@@ -216,7 +216,7 @@ fn redirect_error(ctx: &Shared, to: &str, state: Option<&str>, error: &str, desc
 }
 
 fn refusal(ctx: &Shared, r: Refusal) -> Response {
-    let t = text(&ctx.holder.settings.default_language);
+    let t = text(&ctx.base.settings.default_language);
     match r {
         Refusal::Page(why) => {
             html_page(ctx, t, StatusCode::BAD_REQUEST, t.error_title, html! { p.notice role="alert" { (why) } })
@@ -250,9 +250,9 @@ fn signin(p: &Params) -> Response {
 fn person(ctx: &Shared, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Result<String, Response> {
     let Some((account_id, role)) = ctx.people.current(headers) else { return Err(signin(p)) };
     if role != r.resource.role() {
-        let t = text(&ctx.holder.settings.default_language);
+        let t = text(&ctx.base.settings.default_language);
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
-        let iss = ctx.holder.settings.public_url.base.as_str();
+        let iss = ctx.base.settings.public_url.base.as_str();
         let mut params = vec![("error", "access_denied"), ("error_description", "wrong account role")];
         if let Some(s) = r.state.as_deref() {
             params.push(("state", s));
@@ -280,8 +280,8 @@ pub async fn page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query)
         Ok(a) => a,
         Err(res) => return res,
     };
-    let csrf = ctx.holder.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.holder));
-    let t = text(&ctx.holder.settings.default_language);
+    let csrf = ctx.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.base));
+    let t = text(&ctx.base.settings.default_language);
     html_page(&ctx, t, StatusCode::OK, t.title, consent(&ctx, t, &p, &r, &csrf))
 }
 
@@ -298,10 +298,10 @@ pub async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
         Ok(a) => a,
         Err(res) => return res,
     };
-    let t = text(&ctx.holder.settings.default_language);
-    let now = now_unix(&ctx.holder);
+    let t = text(&ctx.base.settings.default_language);
+    let now = now_unix(&ctx.base);
     let csrf_ok =
-        p.get("csrf").is_some_and(|c| ctx.holder.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
+        p.get("csrf").is_some_and(|c| ctx.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
     if !csrf_ok {
         return html_page(
             &ctx,
@@ -333,7 +333,7 @@ pub async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
         redirect_uri_sent: r.redirect_uri_sent,
         code_challenge: r.code_challenge.clone(),
         scopes: r.scopes.clone(),
-        resource: r.resource.url(&ctx.holder.settings.public_url.base),
+        resource: r.resource.url(&ctx.base.settings.public_url.base),
         account_id,
         role,
         expires_at: 0,
@@ -344,7 +344,7 @@ pub async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
         Err(e) => return refusal(&ctx, e.into()),
     };
     tracing::info!(client_id = %r.client.client_id, resource = r.resource.path(), "oauth: authorization code issued");
-    let iss = ctx.holder.settings.public_url.base.as_str();
+    let iss = ctx.base.settings.public_url.base.as_str();
     let mut params = vec![("code", code.expose())];
     if let Some(s) = r.state.as_deref() {
         params.push(("state", s));
@@ -366,7 +366,7 @@ fn destination(uri: &str) -> String {
 
 fn consent(ctx: &Shared, t: &Text, p: &Params, r: &AuthzRequest, csrf: &str) -> Markup {
     let name = r.client.client_name.clone().unwrap_or_else(|| destination(&r.client.client_id));
-    let holder = &ctx.holder.settings.holder_name;
+    let holder = &ctx.base.settings.holder_name;
     html! {
         p { strong { (name) } " " (t.asks) " " strong { (holder) } "." }
         @if r.client.metadata_document {
@@ -394,7 +394,7 @@ fn consent(ctx: &Shared, t: &Text, p: &Params, r: &AuthzRequest, csrf: &str) -> 
 }
 
 fn html_page(ctx: &Shared, t: &Text, status: StatusCode, title: &str, body: Markup) -> Response {
-    let holder = &ctx.holder.settings.holder_name;
+    let holder = &ctx.base.settings.holder_name;
     let doc = html! {
         (DOCTYPE)
         html lang=(t.lang) {

@@ -300,7 +300,7 @@ pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
         return OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata")
             .into_response();
     };
-    let now = now_unix(&ctx.holder);
+    let now = now_unix(&ctx.base);
     let mut client = match client_from_metadata(&m, new_id("cli_"), now, false) {
         Ok(c) => c,
         Err((code, why)) => return OAuthError::bad(code, why).into_response(),
@@ -458,7 +458,7 @@ impl Cimd {
 /// [`Internal`] when the store fails.
 pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, String>, Internal> {
     if ctx.cimd.is_document_url(client_id) {
-        let got = ctx.cimd.get(client_id, now_unix(&ctx.holder)).await;
+        let got = ctx.cimd.get(client_id, now_unix(&ctx.base)).await;
         if let Err(why) = &got {
             let host = Url::parse(client_id).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
             tracing::warn!(host, why = %why, "oauth: client metadata document refused");

@@ -35,8 +35,8 @@ mod metadata;
 mod tests;
 mod token;
 
+use crate::base::Base;
 use crate::crypto::token_hash;
-use crate::holder::Holder;
 use crate::store::{Ns, Reads, StoreError};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -145,7 +145,7 @@ impl Resource {
 
 /// Shared state of the OAuth routes.
 struct Ctx {
-    holder: Arc<Holder>,
+    base: Arc<Base>,
     people: Arc<dyn People>,
     cimd: clients::Cimd,
 }
@@ -162,9 +162,9 @@ type Shared = Arc<Ctx>;
 /// origin (browser-based MCP clients), so the app's same-origin POST check must let
 /// `/oauth/register`, `/oauth/token` and `/oauth/revoke` through; `/oauth/authorize` is a
 /// page (no-store, frame-denied, CSRF-protected form).
-pub fn routes(holder: Arc<Holder>, people: Arc<dyn People>) -> Router {
-    let allow_loopback_http = !holder.settings.public_url.is_https();
-    let ctx = Arc::new(Ctx { holder, people, cimd: clients::Cimd::new(allow_loopback_http) });
+pub fn routes(base: Arc<Base>, people: Arc<dyn People>) -> Router {
+    let allow_loopback_http = !base.settings.public_url.is_https();
+    let ctx = Arc::new(Ctx { base, people, cimd: clients::Cimd::new(allow_loopback_http) });
     let api = Router::new()
         .route("/.well-known/oauth-authorization-server", get(metadata::authorization_server).options(preflight))
         .route("/.well-known/oauth-protected-resource", get(metadata::buyer_resource).options(preflight))
@@ -207,10 +207,10 @@ async fn preflight() -> Response {
 async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
 where
     T: Send + 'static,
-    F: FnOnce(&Holder) -> Result<T, StoreError> + Send + 'static,
+    F: FnOnce(&Base) -> Result<T, StoreError> + Send + 'static,
 {
-    let holder = Arc::clone(&ctx.holder);
-    match tokio::task::spawn_blocking(move || f(&holder)).await {
+    let base = Arc::clone(&ctx.base);
+    match tokio::task::spawn_blocking(move || f(&base)).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => {
             tracing::error!(op, error = %e, "oauth: storage failed");
@@ -224,8 +224,8 @@ where
 }
 
 /// The holder's clock, unix seconds.
-fn now_unix(holder: &Holder) -> i64 {
-    holder.clock.now().unix_timestamp()
+fn now_unix(base: &Base) -> i64 {
+    base.clock.now().unix_timestamp()
 }
 
 /// Checks `Authorization: Bearer <token>` for `resource` (the absolute URL
@@ -239,13 +239,13 @@ fn now_unix(holder: &Holder) -> i64 {
 /// (MCP step-up); 500 when the store fails. One short redb read; callable from async
 /// code.
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
-pub fn check_bearer(holder: &Holder, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
-    let base = &holder.settings.public_url.base;
+pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
+    let url_base = &base.settings.public_url.base;
     let metadata_url = format!(
-        "{base}/.well-known/oauth-protected-resource{}",
-        resource.strip_prefix(base.as_str()).unwrap_or_default()
+        "{url_base}/.well-known/oauth-protected-resource{}",
+        resource.strip_prefix(url_base.as_str()).unwrap_or_default()
     );
-    let all_scopes = Resource::from_url(base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
+    let all_scopes = Resource::from_url(url_base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
     let Some(raw) = headers.get(header::AUTHORIZATION) else {
         return Err(error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, None));
     };
@@ -265,7 +265,7 @@ pub fn check_bearer(holder: &Holder, headers: &HeaderMap, resource: &str, scope:
         ));
     };
     let hash = token_hash(token::KIND_ACCESS, token);
-    let found = holder.store.read(|rx| -> Result<_, StoreError> {
+    let found = base.store.read(|rx| -> Result<_, StoreError> {
         let Some(t) = rx.record::<token::TokenRecord>(Ns::Token, &hash)? else { return Ok(None) };
         let family = rx.record::<token::FamilyRecord>(Ns::TokenFamily, &t.family)?;
         Ok(Some((t, family)))
@@ -281,7 +281,7 @@ pub fn check_bearer(holder: &Holder, headers: &HeaderMap, resource: &str, scope:
     if t.kind != token::TokenKind::Access || family.as_ref().is_none_or(|f| f.revoked) {
         return Err(invalid("the access token is unknown or revoked"));
     }
-    if now_unix(holder) >= t.expires_at {
+    if now_unix(base) >= t.expires_at {
         return Err(invalid("the access token expired"));
     }
     if t.resource != resource {

@@ -3,10 +3,10 @@
 //! signs in whoever carries a `test_session` cookie.
 
 use super::{check_bearer, revoke_account, routes, sweep, People};
+use crate::base::Base;
 use crate::clock::{self, ManualClock};
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::holder::Holder;
 use crate::store::{Ns, Reads, Store, StoreError};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
@@ -49,7 +49,7 @@ impl People for TestPeople {
 
 struct Env {
     _dir: tempfile::TempDir,
-    holder: Arc<Holder>,
+    base: Arc<Base>,
     clock: Arc<ManualClock>,
     app: Router,
 }
@@ -97,9 +97,9 @@ fn env() -> Env {
     assert_eq!(settings.public_url.base, BASE);
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
-    let app = routes(holder.clone(), Arc::new(TestPeople));
-    Env { _dir: dir, holder, clock, app }
+    let base = crate::state::AppState::new(settings, store, KeyRing::ephemeral(), clock.clone()).base;
+    let app = routes(base.clone(), Arc::new(TestPeople));
+    Env { _dir: dir, base, clock, app }
 }
 
 fn pkce() -> (String, String) {
@@ -254,7 +254,7 @@ impl Env {
 
     #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
     fn check(&self, token: &str, resource: &str, scope: &str) -> Result<super::Grant, axum::response::Response> {
-        check_bearer(&self.holder, &bearer(token), resource, scope)
+        check_bearer(&self.base, &bearer(token), resource, scope)
     }
 }
 
@@ -381,7 +381,7 @@ async fn full_code_flow_and_bearer_checks() {
     assert!(w.contains("scope=\"offers demand\""), "{w}");
 
     // No token: 401 with the challenge and no error.
-    let res = check_bearer(&e.holder, &HeaderMap::new(), &buyer(), "intents").unwrap_err();
+    let res = check_bearer(&e.base, &HeaderMap::new(), &buyer(), "intents").unwrap_err();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         www_auth(&res),
@@ -791,20 +791,20 @@ async fn revoke_account_and_sweep() {
     let e = env();
     let (client, t) = e.buyer_tokens().await;
     let (_, t2) = e.buyer_tokens().await;
-    assert_eq!(revoke_account(&e.holder, "acc_buyer").unwrap(), 2);
+    assert_eq!(revoke_account(&e.base, "acc_buyer").unwrap(), 2);
     assert!(e.check(&t.access, &buyer(), "intents").is_err());
     assert!(e.check(&t2.access, &buyer(), "intents").is_err());
     assert_eq!(e.refresh(&client, &t.refresh).await.json()["error"], "invalid_grant");
-    assert_eq!(revoke_account(&e.holder, "acc_buyer").unwrap(), 0);
+    assert_eq!(revoke_account(&e.base, "acc_buyer").unwrap(), 0);
 
     let before: Vec<(String, Value)> =
-        e.holder.store.read(|rx| -> Result<_, StoreError> { rx.records(Ns::Token) }).unwrap();
+        e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(Ns::Token) }).unwrap();
     assert_eq!(before.len(), 4);
-    assert_eq!(sweep(&e.holder).unwrap(), 0);
+    assert_eq!(sweep(&e.base).unwrap(), 0);
     e.clock.advance(time::Duration::days(31));
-    assert!(sweep(&e.holder).unwrap() >= 8);
+    assert!(sweep(&e.base).unwrap() >= 8);
     for ns in [Ns::Token, Ns::TokenFamily, Ns::AuthCode] {
-        let left: Vec<(String, Value)> = e.holder.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
+        let left: Vec<(String, Value)> = e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
         assert!(left.is_empty(), "{ns:?}: {left:?}");
     }
 }
@@ -820,7 +820,7 @@ async fn only_hashes_are_stored() {
     let t = e.exchange(&client, &code, REDIRECT, &verifier).await.json();
     let mut dump = String::new();
     for ns in [Ns::Client, Ns::AuthCode, Ns::Token, Ns::TokenFamily] {
-        let rows: Vec<(String, Value)> = e.holder.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
+        let rows: Vec<(String, Value)> = e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
         dump.push_str(&serde_json::to_string(&rows).unwrap());
     }
     for s in

@@ -15,8 +15,8 @@ use super::clients::authenticate;
 use super::error::OAuthError;
 use super::form::{credentials, Params};
 use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS, REFRESH_TTL_SECS};
+use crate::base::Base;
 use crate::crypto::{new_id, new_token, token_hash, Secret};
-use crate::holder::Holder;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -124,12 +124,12 @@ pub struct FamilyRecord {
 ///
 /// # Errors
 /// Storage errors.
-pub fn issue_code(holder: &Holder, mut record: CodeRecord) -> Result<Secret, StoreError> {
+pub fn issue_code(base: &Base, mut record: CodeRecord) -> Result<Secret, StoreError> {
     let code = new_token(20);
-    record.expires_at = now_unix(holder) + CODE_TTL_SECS;
+    record.expires_at = now_unix(base) + CODE_TTL_SECS;
     record.family = None;
     let key = token_hash(KIND_CODE, code.expose());
-    holder.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::AuthCode, &key, &record) })?;
+    base.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::AuthCode, &key, &record) })?;
     Ok(code)
 }
 
@@ -260,7 +260,7 @@ async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<I
     if !client.allows_grant(grant_type) {
         return Err(OAuthError::bad("unauthorized_client", format!("this client is not registered for {grant_type}")));
     }
-    let base = ctx.holder.settings.public_url.base.clone();
+    let base = ctx.base.settings.public_url.base.clone();
     let resource = match p.get("resource") {
         Some(r) => Some(
             Resource::from_url(&base, r)
@@ -464,8 +464,8 @@ pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
 ///
 /// # Errors
 /// Storage errors.
-pub fn revoke_account(holder: &Holder, account_id: &str) -> Result<u64, StoreError> {
-    holder.store.write(|tx| {
+pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> {
+    base.store.write(|tx| {
         let mut n = 0;
         for (id, mut f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
             if f.account_id == account_id && !f.revoked {
@@ -489,9 +489,9 @@ pub fn revoke_account(holder: &Holder, account_id: &str) -> Result<u64, StoreErr
 ///
 /// # Errors
 /// Storage errors.
-pub fn sweep(holder: &Holder) -> Result<u64, StoreError> {
-    let now = now_unix(holder);
-    holder.store.write(|tx| {
+pub fn sweep(base: &Base) -> Result<u64, StoreError> {
+    let now = now_unix(base);
+    base.store.write(|tx| {
         let mut n = 0;
         for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
             if now >= t.expires_at {

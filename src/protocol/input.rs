@@ -577,6 +577,34 @@ pub fn parse_visibility(v: &Value) -> Result<Visibility, InputError> {
     }
 }
 
+/// Checks an e-mail address's shape (one `@`, a dotted domain, no spaces, ≤ 254 chars)
+/// and returns it trimmed with the domain lower-cased.
+///
+/// # Errors
+/// [`InputError`] naming `email`.
+pub fn validate_email(s: &str) -> Result<String, InputError> {
+    let s = s.trim();
+    let bad = || InputError("email must be an address such as name@example.com".into());
+    if s.len() > 254
+        || s.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';' | '"'))
+    {
+        return Err(bad());
+    }
+    if !s.is_ascii() {
+        return Err(InputError("email must be written in ASCII characters (name@example.com)".into()));
+    }
+    let (local, domain) = s.rsplit_once('@').ok_or_else(bad)?;
+    if local.is_empty()
+        || local.contains('@')
+        || !domain.contains('.')
+        || domain.starts_with('.')
+        || domain.ends_with('.')
+    {
+        return Err(bad());
+    }
+    Ok(format!("{local}@{}", domain.to_ascii_lowercase()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! categories this holder serves. Input parsing and validation live in [`input`]; the
 //! JSON Schemas of the tools in [`schema`].
 
+pub mod consent;
 pub mod input;
 pub mod schema;
 
@@ -196,6 +197,13 @@ pub struct Category {
     pub attributes: &'static [(&'static str, &'static str, Option<&'static str>)],
 }
 
+/// The budget band of intents without a visible `budget.max`, and the buy-by band of
+/// intents without `buyBy` (PROTOCOL.md §5).
+pub const NONE: &str = "none";
+
+/// The buy-by bands of demand summaries (PROTOCOL.md §5), in grid order.
+pub const BUY_BY_BANDS: [&str; 5] = ["1m", "3m", "12m", "later", NONE];
+
 /// The categories of the first holders (vehicles and property in SK and CZ).
 pub const CATEGORIES: &[Category] = &[
     Category {
@@ -234,3 +242,12 @@ pub fn category(key: &str) -> Option<&'static Category> {
 /// The disclaimer every tool description carries (seed "Rules specific to agents" 2).
 pub const AGGREGATOR_NOTE: &str =
     "Results come from a market aggregator (an Isto Intents holder) and may be incomplete.";
+
+#[cfg(test)]
+mod category_keys_tests {
+    #[test]
+    fn settings_know_the_same_category_keys() {
+        let keys: Vec<&str> = super::CATEGORIES.iter().map(|c| c.key).collect();
+        assert_eq!(keys, crate::config::CATEGORY_KEYS);
+    }
+}

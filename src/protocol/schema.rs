@@ -237,7 +237,7 @@ pub fn demand_summary_input() -> Value {
                     "description": "One region: an ISO 3166-2 code (\"SK-BL\", \"CZ-64\") or a region or town name in sk/cs/en that lies in exactly one region (\"Jihomoravský kraj\", \"Brno\"). Not a whole country."},
                 "budgetBand": {"type": "string", "minLength": 1, "maxLength": 40,
                     "description": "A budget band of the category's grid, in the category's currency: \"LOW-HIGH\" (LOW inclusive, HIGH exclusive), \"LOW+\" for the top band, or \"none\" (no visible budget). Default vehicles bands (EUR): 0-5000, 5000-10000, 10000-20000, 20000-40000, 40000+, none; property: 0-50000, 50000-100000, 100000-200000, 200000-400000, 400000+, none."},
-                "buyByBand": {"type": "string", "enum": crate::demand::BUY_BY_BANDS,
+                "buyByBand": {"type": "string", "enum": super::BUY_BY_BANDS,
                     "description": "buyBy within 1, 3 or 12 months from today, later, or none (no buyBy)."}
             }}
     }})

@@ -19,7 +19,7 @@
 //! everywhere. A region entry is an ISO 3166-2 code (`SK-BL`) or an ISO 3166-1 country
 //! code (`SK`: the whole country).
 //!
-//! Replies ([`submit_reply`]) are stored in the `offers` table as an [`OfferRecord`](crate::holder::OfferRecord)
+//! Replies ([`submit_reply`]) are stored in the `offers` table as an [`OfferRecord`](crate::records::OfferRecord)
 //! with `source.kind = "reply"`, `inReplyTo` and `active: false`: "active" means "in
 //! the catalogue", so a reply never shows in catalogue search or the offer index and is
 //! never matched against other intents (catalogue matching skips inactive offers),
@@ -46,10 +46,11 @@ pub use open::{open_intents, parse_open_query, OpenIntent, OpenPage, OpenQuery};
 pub use reply::{submit_reply, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
 
 use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
+use crate::base::{Base, ServiceError};
 use crate::clock;
 use crate::crypto::{self, CryptoError};
 use crate::gazetteer::{self, AreaObject};
-use crate::holder::{Holder, HolderError, IntentRecord, SellerRecord};
+use crate::records::{IntentRecord, SellerRecord};
 use crate::store::{Ns, Reads, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -76,7 +77,7 @@ pub enum SellerError {
     Account(#[from] AccountError),
     /// A holder operation failed.
     #[error(transparent)]
-    Holder(#[from] HolderError),
+    Holder(#[from] ServiceError),
     /// Storage failure.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -305,18 +306,18 @@ fn profiles_in(rx: &impl Reads) -> Result<Vec<SellerProfile>> {
 ///
 /// # Errors
 /// Storage errors.
-pub fn profile(holder: &Holder, account_id: &str) -> Result<Option<SellerProfile>> {
+pub fn profile(base: &Base, account_id: &str) -> Result<Option<SellerProfile>> {
     if !is_profile_key(account_id) {
         return Ok(None);
     }
-    Ok(holder.store.read(|rx| rx.record::<SellerProfile>(Ns::Seller, account_id))?)
+    Ok(base.store.read(|rx| rx.record::<SellerProfile>(Ns::Seller, account_id))?)
 }
 
-fn info(holder: &Holder, p: &SellerProfile) -> Result<SellerInfo> {
-    let account = accounts::account(holder, &p.account_id)?;
-    let record: Option<SellerRecord> = holder.store.read(|rx| rx.seller(&p.seller_id))?;
+fn info(base: &Base, p: &SellerProfile) -> Result<SellerInfo> {
+    let account = accounts::account(base, &p.account_id)?;
+    let record: Option<SellerRecord> = base.store.read(|rx| rx.seller(&p.seller_id))?;
     let email = match &account {
-        Some(a) => a.email(&holder.keys)?.expose().to_owned(),
+        Some(a) => a.email(&base.keys)?.expose().to_owned(),
         None => String::new(),
     };
     Ok(SellerInfo {
@@ -342,25 +343,25 @@ fn info(holder: &Holder, p: &SellerProfile) -> Result<SellerInfo> {
 /// [`SellerError::Input`] for a bad name, e-mail, URL, category or region;
 /// [`SellerError::Exists`] when the address has a buyer account or a registered seller,
 /// or the name belongs to another registered seller; storage errors.
-pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
+pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
     let name = new.name.split_whitespace().collect::<Vec<_>>().join(" ");
     if name.is_empty() || name.chars().count() > NAME_MAX || name.chars().any(char::is_control) {
         return Err(SellerError::Input(format!("name must be 1 to {NAME_MAX} characters without control characters")));
     }
-    let email = crate::holder::validate_email(&new.email)?;
+    let email = crate::protocol::input::validate_email(&new.email)?;
     let url = new.url.as_deref().map(parse_url).transpose()?;
     let categories = parse_categories(&new.categories)?;
     let regions = parse_regions(&new.regions)?;
     let folded = folded_name(&name);
 
     // Refuse what the transaction below would refuse before an account is created.
-    let taken_name = holder.store.read(|rx| name_taken(rx, &folded))?;
+    let taken_name = base.store.read(|rx| name_taken(rx, &folded))?;
     if let Some(owner) = taken_name {
         return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
     }
-    let (account_id, adopted_account) = match accounts::account_by_email(holder, &email)? {
+    let (account_id, adopted_account) = match accounts::account_by_email(base, &email)? {
         Some(a) if a.role == ROLE_SELLER => {
-            if profile(holder, &a.id)?.is_some() {
+            if profile(base, &a.id)?.is_some() {
                 return Err(SellerError::Exists(format!(
                     "{email} is a registered seller already ({}); see `isto admin seller list`",
                     a.id
@@ -373,7 +374,7 @@ pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
                 "{email} has a buyer account; a seller needs its own e-mail address"
             )))
         }
-        None => match accounts::create_seller(holder, &email, &name) {
+        None => match accounts::create_seller(base, &email, &name) {
             Ok(id) => (id, false),
             Err(AccountError::Exists) => {
                 return Err(SellerError::Exists(format!("an account with the address {email} exists already")))
@@ -382,8 +383,8 @@ pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
             Err(e) => return Err(e.into()),
         },
     };
-    let now = holder.clock.now();
-    let (profile, adopted_catalogue_seller) = holder.store.write(|tx| -> Result<(SellerProfile, bool)> {
+    let now = base.clock.now();
+    let (profile, adopted_catalogue_seller) = base.store.write(|tx| -> Result<(SellerProfile, bool)> {
         if let Some(owner) = name_taken(tx, &folded)? {
             return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
         }
@@ -416,8 +417,8 @@ pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
     })?;
     tracing::info!(account = %profile.account_id, seller = %profile.seller_id, "seller registered");
     let invite = if new.invite {
-        let lang = holder.settings.default_language.clone();
-        Some(match accounts::request_signin_link(holder, &email, "/seller/intents", &lang)? {
+        let lang = base.settings.default_language.clone();
+        Some(match accounts::request_signin_link(base, &email, "/seller/intents", &lang)? {
             MailOutcome::Queued => "queued".to_owned(),
             MailOutcome::Throttled => "throttled".to_owned(),
             MailOutcome::Nothing => "nothing".to_owned(),
@@ -425,7 +426,7 @@ pub fn add(holder: &Holder, new: &NewSeller) -> Result<Added> {
     } else {
         None
     };
-    Ok(Added { seller: info(holder, &profile)?, adopted_account, adopted_catalogue_seller, invite })
+    Ok(Added { seller: info(base, &profile)?, adopted_account, adopted_catalogue_seller, invite })
 }
 
 /// The account holding the catalogue seller named `folded`, if a registered seller does.
@@ -438,21 +439,21 @@ fn name_taken(rx: &impl Reads, folded: &str) -> Result<Option<String>> {
 ///
 /// # Errors
 /// Storage and key errors.
-pub fn list(holder: &Holder) -> Result<Vec<SellerInfo>> {
-    let profiles = holder.store.read(profiles_in)?;
-    profiles.iter().map(|p| info(holder, p)).collect()
+pub fn list(base: &Base) -> Result<Vec<SellerInfo>> {
+    let profiles = base.store.read(profiles_in)?;
+    profiles.iter().map(|p| info(base, p)).collect()
 }
 
 /// The profile of `id`: an account id (`acc_…`) or a seller id (`sel_…`).
 ///
 /// # Errors
 /// [`SellerError::NotFound`]; storage errors.
-pub fn find(holder: &Holder, id: &str) -> Result<SellerProfile> {
+pub fn find(base: &Base, id: &str) -> Result<SellerProfile> {
     let id = id.trim();
-    if let Some(p) = profile(holder, id)? {
+    if let Some(p) = profile(base, id)? {
         return Ok(p);
     }
-    holder.store.read(profiles_in)?.into_iter().find(|p| p.seller_id == id).ok_or(SellerError::NotFound)
+    base.store.read(profiles_in)?.into_iter().find(|p| p.seller_id == id).ok_or(SellerError::NotFound)
 }
 
 /// Disables or re-enables a seller (`isto admin seller disable|enable ID`, ID `acc_…`
@@ -465,14 +466,14 @@ pub fn find(holder: &Holder, id: &str) -> Result<SellerProfile> {
 ///
 /// # Errors
 /// [`SellerError::NotFound`]; storage errors.
-pub fn set_disabled(holder: &Holder, id: &str, disabled: bool) -> Result<Toggled> {
-    let p = find(holder, id)?;
-    match accounts::set_disabled(holder, &p.account_id, disabled) {
+pub fn set_disabled(base: &Base, id: &str, disabled: bool) -> Result<Toggled> {
+    let p = find(base, id)?;
+    match accounts::set_disabled(base, &p.account_id, disabled) {
         Ok(()) | Err(AccountError::NotFound) => {}
         Err(e) => return Err(e.into()),
     }
-    let tokens_revoked = if disabled { crate::oauth::revoke_account(holder, &p.account_id)? } else { 0 };
-    holder.store.write(|tx| -> Result<()> {
+    let tokens_revoked = if disabled { crate::oauth::revoke_account(base, &p.account_id)? } else { 0 };
+    base.store.write(|tx| -> Result<()> {
         if let Some(mut r) = tx.seller::<SellerRecord>(&p.seller_id)? {
             r.disabled = disabled;
             let folded = folded_name(&r.name);
@@ -481,7 +482,7 @@ pub fn set_disabled(holder: &Holder, id: &str, disabled: bool) -> Result<Toggled
         Ok(())
     })?;
     tracing::info!(account = %p.account_id, seller = %p.seller_id, disabled, tokens_revoked, "seller disabled flag set");
-    Ok(Toggled { seller: info(holder, &p)?, tokens_revoked })
+    Ok(Toggled { seller: info(base, &p)?, tokens_revoked })
 }
 
 /// Whether `account_id` is an enabled seller account (read on every seller tool call
@@ -489,16 +490,16 @@ pub fn set_disabled(holder: &Holder, id: &str, disabled: bool) -> Result<Toggled
 ///
 /// # Errors
 /// Storage errors.
-pub fn enabled_seller(holder: &Holder, account_id: &str) -> Result<bool> {
-    Ok(accounts::account(holder, account_id)?.is_some_and(|a| a.role == ROLE_SELLER && !a.disabled))
+pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
+    Ok(accounts::account(base, account_id)?.is_some_and(|a| a.role == ROLE_SELLER && !a.disabled))
 }
 
 /// The key that identifies the buyer behind an intent for pseudonyms: the hash of its
 /// verified e-mail address when it has one (for account intents, the account's
 /// address), else its owner account, else the intent itself. Never leaves this module.
-fn buyer_key(holder: &Holder, rec: &IntentRecord) -> Result<String> {
+fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
     if let Some(contact) = &rec.contact {
-        let email = holder.keys.open_str(contact)?;
+        let email = base.keys.open_str(contact)?;
         return Ok(accounts::email_key(email.expose()));
     }
     if let Some(owner) = &rec.owner {
@@ -512,9 +513,9 @@ fn buyer_key(holder: &Holder, rec: &IntentRecord) -> Result<String> {
 ///
 /// # Errors
 /// Key errors (the sealed contact cannot be opened).
-pub fn pseudonym(holder: &Holder, rec: &IntentRecord, seller_id: &str) -> Result<String> {
-    let key = buyer_key(holder, rec)?;
-    let mac = holder.keys.mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
+pub fn pseudonym(base: &Base, rec: &IntentRecord, seller_id: &str) -> Result<String> {
+    let key = buyer_key(base, rec)?;
+    let mac = base.keys.mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
     Ok(format!("buyer-{}", mac.get(..12).unwrap_or(&mac)))
 }
 

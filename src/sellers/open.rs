@@ -4,11 +4,12 @@
 //! hidden limit or whether one is set.
 
 use super::{open_to, pseudonym, Result, SellerProfile};
+use crate::base::Base;
 use crate::clock;
 use crate::gazetteer::AreaObject;
-use crate::holder::{Holder, IntentRecord};
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::Budget;
+use crate::records::IntentRecord;
 use crate::store::Reads;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -118,9 +119,9 @@ fn ts(s: &str) -> OffsetDateTime {
 ///
 /// # Errors
 /// Storage and key errors.
-pub fn open_intents(holder: &Holder, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
-    let now = holder.clock.now();
-    let mut recs: Vec<IntentRecord> = holder.store.read(|rx| -> Result<Vec<IntentRecord>> {
+pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
+    let now = base.clock.now();
+    let mut recs: Vec<IntentRecord> = base.store.read(|rx| -> Result<Vec<IntentRecord>> {
         let mut out = Vec::new();
         for id in rx.active_ids()? {
             let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
@@ -153,7 +154,7 @@ pub fn open_intents(holder: &Holder, profile: &SellerProfile, q: &OpenQuery) -> 
         let mut criteria = rec.criteria.clone();
         criteria.insert("category".into(), Value::String(rec.category.clone()));
         intents.push(OpenIntent {
-            pseudonym: pseudonym(holder, &rec, &profile.seller_id)?,
+            pseudonym: pseudonym(base, &rec, &profile.seller_id)?,
             id: rec.id,
             statement: rec.statement,
             category: rec.category,

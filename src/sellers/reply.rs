@@ -10,12 +10,14 @@
 //! price probing learns nothing.
 
 use super::{open_to, replies_key, Result, SellerProfile};
+use crate::base::Base;
 use crate::catalogue::parse_json_row;
 use crate::clock;
 use crate::crypto;
-use crate::holder::{disabled_sellers, Holder, IntentRecord, OfferInput, OfferRecord, SellerRecord};
+use crate::deliveries::disabled_sellers;
 use crate::protocol::input::{Fields, InputError};
 use crate::protocol::{Offer, OfferSource, SellerPublic};
+use crate::records::{IntentRecord, OfferInput, OfferRecord, SellerRecord};
 use crate::store::{Ns, Reads};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -55,7 +57,7 @@ const OFFER_FIELDS: [&str; 8] =
 /// Validates a reply: `source` must be `{"kind": "reply"}`, `inReplyTo` an intent id,
 /// the Offer fields follow the catalogue rules ([`parse_json_row`]); the category must
 /// be one the seller serves and `validUntil` (if any) in the future.
-fn parse(holder: &Holder, profile: &SellerProfile, args: &Value) -> Result<(String, OfferInput), InputError> {
+fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, OfferInput), InputError> {
     let mut f = Fields::new(args, "")?;
     match f.get("source") {
         None => return Err(InputError("source is required: {\"kind\": \"reply\"}".into())),
@@ -77,13 +79,13 @@ fn parse(holder: &Holder, profile: &SellerProfile, args: &Value) -> Result<(Stri
     }
     f.finish("; id, seller, publishedAt and extensions are assigned by the holder")?;
     row.insert("seller".into(), json!({"name": profile.name}));
-    let currencies: Vec<String> = holder.settings.rates.keys().cloned().collect();
+    let currencies: Vec<String> = base.settings.rates.keys().cloned().collect();
     let input = parse_json_row(&Value::Object(row), &currencies)?;
     if !profile.serves_category(&input.category) {
         return Err(InputError(format!("category must be one this seller serves ({})", profile.categories.join(", "))));
     }
     if let Some(v) = &input.valid_until {
-        if clock::parse_rfc3339(v).map_or(true, |t| t <= holder.clock.now()) {
+        if clock::parse_rfc3339(v).map_or(true, |t| t <= base.clock.now()) {
             return Err(InputError("validUntil must be in the future".into()));
         }
     }
@@ -98,10 +100,10 @@ fn parse(holder: &Holder, profile: &SellerProfile, args: &Value) -> Result<(Stri
 ///
 /// # Errors
 /// [`super::SellerError::Input`] naming the field and rule; storage and key errors.
-pub fn submit_reply(holder: &Holder, profile: &SellerProfile, args: &Value) -> Result<ReplyOutcome> {
-    let (intent_id, input) = parse(holder, profile, args)?;
-    let now = holder.clock.now();
-    let (outcome, delivered) = holder.store.write(|tx| -> Result<(ReplyOutcome, u64)> {
+pub fn submit_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result<ReplyOutcome> {
+    let (intent_id, input) = parse(base, profile, args)?;
+    let now = base.clock.now();
+    let (outcome, delivered) = base.write(|tx| -> Result<(ReplyOutcome, u64)> {
         let Some(mut rec) = tx.intent::<IntentRecord>(&intent_id)? else {
             return Ok((ReplyOutcome::refused(REFUSED_NOT_OPEN), 0));
         };
@@ -144,9 +146,10 @@ pub fn submit_reply(holder: &Holder, profile: &SellerProfile, args: &Value) -> R
         // by the disabled set) as a candidate.
         let candidate = OfferRecord { active: true, ..stored };
         let disabled = disabled_sellers(tx)?;
-        let n = holder.match_intent_tx(tx, &mut rec, std::slice::from_ref(&candidate), &disabled, now)?;
+        let n =
+            crate::deliveries::match_intent_tx(base, tx, &mut rec, std::slice::from_ref(&candidate), &disabled, now)?;
         if n > 0 {
-            tx.put_intent(&rec.id, &rec, true)?;
+            tx.put_intent(&rec, true)?;
         }
         Ok((ReplyOutcome { accepted: true, offer_id: Some(id), reason: None }, n))
     })?;
@@ -160,7 +163,7 @@ pub fn submit_reply(holder: &Holder, profile: &SellerProfile, args: &Value) -> R
         );
     }
     if delivered > 0 {
-        holder.wake.notify_one();
+        base.outbox.wake();
     }
     Ok(outcome)
 }

@@ -512,15 +512,6 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Removes a token hash (single-use tokens).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_token(&mut self, hash: &str) -> Result<()> {
-        self.txn.open_table(TOKENS)?.remove(hash)?;
-        Ok(())
-    }
-
     /// Inserts or replaces an offer record and its feed reference.
     ///
     /// # Errors

@@ -16,11 +16,12 @@
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
 use super::i18n::{ui, LANGUAGES};
-use super::{call, fail_page, page, pages, Holder, Shared};
+use super::{call, fail_page, page, pages, Shared};
 use crate::accounts;
 use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
 use crate::gazetteer::region_name;
 use crate::protocol::CATEGORIES;
+use crate::state::AppState;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -153,7 +154,7 @@ impl Texts {
 
 /// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
 /// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
     let known = |tag: &str| {
         let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
         LANGUAGES.into_iter().find(|l| *l == primary)
@@ -167,7 +168,7 @@ fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.settings.default_language))
+        .or_else(|| known(&h.base.settings.default_language))
         .unwrap_or("en")
 }
 
@@ -199,11 +200,11 @@ async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): R
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
     let hd = headers.clone();
     let got = call(&h, "demand_heat_map", move |x| {
-        Ok(match accounts::current(x, &hd) {
+        Ok(match accounts::current(&x.base, &hd) {
             None => Access::SignIn,
             Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
             Some(_) => match category {
-                Some(c) => Access::Map(Box::new(crate::demand::heat_map(x, c)?)),
+                Some(c) => Access::Map(Box::new(crate::demand::heat_map(&x.base, c)?)),
                 None => Access::UnknownCategory,
             },
         })

@@ -19,11 +19,12 @@
 //! holder's default; they show only the public intent view.
 
 use super::i18n::{ui, Ui, LANGUAGES};
+use super::FORM_LIMIT;
 use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_headers, pages, Fail, FormFields, Shared};
-use super::{Holder, FORM_LIMIT};
 use crate::accounts;
-use crate::mail::format_amount;
 use crate::protocol::{Delivery, Intent, Status};
+use crate::state::AppState;
+use crate::text::format_amount;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -31,14 +32,13 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use maud::{html, Markup};
-use std::sync::Arc;
 
 const CSRF_ME_WITHDRAW: &str = "me-withdraw";
 const CSRF_ME_RENEW: &str = "me-renew";
 const CSRF_RENEW: &str = "renew";
 
 /// Routes of the signed-in buyer's pages (see the module docs).
-pub(super) fn routes(holder: Arc<Holder>) -> Router {
+pub(super) fn routes(holder: AppState) -> Router {
     Router::new()
         .route("/me", get(me_page))
         .route("/me/intents/{id}", get(intent_page))
@@ -132,7 +132,7 @@ fn mine(lang: &str) -> &'static Mine {
 
 /// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
 /// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
     let known = |tag: &str| {
         let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
         LANGUAGES.into_iter().find(|l| *l == primary)
@@ -146,7 +146,7 @@ fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.settings.default_language))
+        .or_else(|| known(&h.base.settings.default_language))
         .unwrap_or("en")
 }
 
@@ -161,19 +161,19 @@ fn signin_redirect(next: &str) -> Response {
 /// The signed-in account's id (one short store read, off the async threads).
 async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
     let hd = headers.clone();
-    call(h, "session", move |x| Ok(accounts::current(x, &hd).map(|(id, _)| id))).await
+    call(h, "session", move |x| Ok(accounts::current(&x.base, &hd).map(|(id, _)| id))).await
 }
 
 fn binding(account: &str, what: &str) -> String {
     format!("{account}\n{what}")
 }
 
-fn csrf(h: &Holder, purpose: &str, account: &str, what: &str) -> String {
-    h.keys.csrf_token(purpose, &binding(account, what), now_unix(h))
+fn csrf(h: &AppState, purpose: &str, account: &str, what: &str) -> String {
+    h.base.keys.csrf_token(purpose, &binding(account, what), now_unix(h))
 }
 
 /// 409 with a message (a renewal that cannot be made or confirmed).
-fn refused(h: &Holder, ui: &Ui, text: &str) -> Response {
+fn refused(h: &AppState, ui: &Ui, text: &str) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
 }
 
@@ -189,7 +189,7 @@ fn renewable(i: &Intent) -> bool {
 }
 
 /// The Withdraw and Renew buttons of an intent.
-fn actions(h: &Holder, ui: &Ui, m: &Mine, account: &str, i: &Intent) -> Markup {
+fn actions(h: &AppState, ui: &Ui, m: &Mine, account: &str, i: &Intent) -> Markup {
     html! {
         @if renewable(i) {
             form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
@@ -219,9 +219,9 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
     let got = call(&h, "my_intents", move |x| {
-        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
-        let intents = x.owned_intents(&account)?;
-        let signout = accounts::signout_csrf(x, &hd);
+        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        let intents = x.intents.owned_intents(&account)?;
+        let signout = accounts::signout_csrf(&x.base, &hd);
         Ok(Some((account, intents, signout)))
     })
     .await;
@@ -315,8 +315,8 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
     let got = call(&h, "my_intent", move |x| {
-        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
-        let view = x.owned_results(&account, &id)?;
+        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        let view = x.intents.owned_results(&account, &id)?;
         Ok(Some((account, view)))
     })
     .await;
@@ -351,7 +351,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
     if !csrf_ok(&h, &form.csrf, CSRF_ME_WITHDRAW, &binding(&account, &id)) {
         return csrf_page(&h, ui);
     }
-    match call(&h, "withdraw_owned", move |x| x.withdraw_owned(&account, &id)).await {
+    match call(&h, "withdraw_owned", move |x| x.intents.withdraw_owned(&account, &id)).await {
         Ok(()) => Redirect::to("/me").into_response(),
         Err(f) => fail_page(&h, ui, f),
     }
@@ -370,7 +370,7 @@ async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers:
     if !csrf_ok(&h, &form.csrf, CSRF_ME_RENEW, &binding(&account, &id)) {
         return csrf_page(&h, ui);
     }
-    match call(&h, "request_renewal", move |x| x.request_renewal(&account, &id)).await {
+    match call(&h, "request_renewal", move |x| x.intents.request_renewal(&account, &id)).await {
         Ok(r) => Redirect::to(&format!("/renew/{}", r.token)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_refused),
         Err(f) => fail_page(&h, ui, f),
@@ -386,8 +386,8 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
     let (ui, m) = (ui(lang), mine(lang));
     let (hd, t) = (headers.clone(), token.clone());
     let got = call(&h, "renewal_view", move |x| {
-        let Some((account, _)) = accounts::current(x, &hd) else { return Ok(None) };
-        Ok(Some((x.renewal_view(&account, &t)?, account)))
+        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        Ok(Some((x.intents.renewal_view(&account, &t)?, account)))
     })
     .await;
     let (view, account) = match got {
@@ -432,7 +432,7 @@ async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, header
     if !csrf_ok(&h, &form.csrf, CSRF_RENEW, &binding(&account, &token)) {
         return csrf_page(&h, ui);
     }
-    match call(&h, "renew", move |x| x.renew(&account, &token)).await {
+    match call(&h, "renew", move |x| x.intents.renew(&account, &token)).await {
         Ok(intent) => Redirect::to(&format!("/me/intents/{}", intent.id)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_closed),
         Err(f) => fail_page(&h, ui, f),

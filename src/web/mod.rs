@@ -22,8 +22,10 @@ mod seller_pages;
 mod tests;
 pub mod wellknown;
 
-use crate::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError};
+use crate::base::ServiceError;
+use crate::intents::{ConfirmOutcome, ConsentOutcome};
 use crate::protocol::{Intent, Status};
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -34,9 +36,9 @@ use i18n::{page_lang, ui, Ui, LANGUAGES};
 use maud::Markup;
 use rust_embed::RustEmbed;
 use serde::Deserialize;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-type Shared = Arc<Holder>;
+type Shared = AppState;
 
 /// Largest form body accepted (the consent form is well under 1 KiB).
 const FORM_LIMIT: usize = 16 * 1024;
@@ -55,7 +57,7 @@ const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; fra
 /// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
 /// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF), and
 /// `GET /assets/style.css`.
-pub fn routes(holder: Arc<Holder>) -> Router {
+pub fn routes(holder: AppState) -> Router {
     let mine = mine::routes(holder.clone());
     let pages = Router::new()
         .route("/", get(home))
@@ -143,8 +145,8 @@ async fn stylesheet(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
 // page plumbing
 
 /// Renders a page body in the layout with `status`.
-fn page(h: &Holder, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    let doc = pages::layout(ui, &h.settings.holder_name, title, &stylesheet_href(), false, body);
+fn page(h: &AppState, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
+    let doc = pages::layout(ui, &h.base.settings.holder_name, title, &stylesheet_href(), false, body);
     (status, doc).into_response()
 }
 
@@ -165,13 +167,13 @@ enum Fail {
 async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
     T: Send + 'static,
-    F: FnOnce(&Holder) -> Result<T, HolderError> + Send + 'static,
+    F: FnOnce(&AppState) -> Result<T, ServiceError> + Send + 'static,
 {
-    let holder = Arc::clone(h);
+    let holder = h.clone();
     match tokio::task::spawn_blocking(move || f(&holder)).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(HolderError::NotFound)) => Err(Fail::NotFound),
-        Ok(Err(HolderError::Input(_))) => Err(Fail::Input),
+        Ok(Err(ServiceError::NotFound)) => Err(Fail::NotFound),
+        Ok(Err(ServiceError::Input(_))) => Err(Fail::Input),
         Ok(Err(e)) if e.is_internal() => {
             tracing::error!(op, error = %e, "web page: holder operation failed");
             Err(Fail::Internal)
@@ -188,17 +190,17 @@ where
 }
 
 /// The holder's default page language (for pages without an intent).
-fn default_ui(h: &Holder) -> &'static Ui {
-    ui(page_lang(None, &h.settings.default_language))
+fn default_ui(h: &AppState) -> &'static Ui {
+    ui(page_lang(None, &h.base.settings.default_language))
 }
 
 /// The page language of an intent.
-fn intent_ui(h: &Holder, intent: &Intent) -> &'static Ui {
-    ui(page_lang(Some(&intent.language), &h.settings.default_language))
+fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
+    ui(page_lang(Some(&intent.language), &h.base.settings.default_language))
 }
 
 /// The error page of a [`Fail`].
-fn fail_page(h: &Holder, ui: &Ui, fail: Fail) -> Response {
+fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
     match fail {
         Fail::NotFound => {
             page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::message(ui.not_found_body, false))
@@ -212,26 +214,26 @@ fn fail_page(h: &Holder, ui: &Ui, fail: Fail) -> Response {
 }
 
 /// 403: the CSRF token is missing, forged or older than two hours.
-fn csrf_page(h: &Holder, ui: &Ui) -> Response {
+fn csrf_page(h: &AppState, ui: &Ui) -> Response {
     page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
 }
 
 /// 410: expired or withdrawn.
-fn closed_page(h: &Holder, ui: &Ui, intent: &Intent) -> Response {
+fn closed_page(h: &AppState, ui: &Ui, intent: &Intent) -> Response {
     page(h, ui, StatusCode::GONE, ui.closed_title, pages::message_with_statement(ui, ui.closed_body, intent))
 }
 
 /// 409: consent was already given on this link (first come, seed §5.3).
-fn taken_page(h: &Holder, ui: &Ui) -> Response {
+fn taken_page(h: &AppState, ui: &Ui) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.taken_title, pages::message(ui.taken_body, false))
 }
 
-fn now_unix(h: &Holder) -> i64 {
-    h.clock.now().unix_timestamp()
+fn now_unix(h: &AppState) -> i64 {
+    h.base.clock.now().unix_timestamp()
 }
 
-fn csrf_ok(h: &Holder, token: &str, purpose: &str, binding: &str) -> bool {
-    h.keys.csrf_valid(token, purpose, binding, now_unix(h))
+fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
+    h.base.keys.csrf_valid(token, purpose, binding, now_unix(h))
 }
 
 /// The fields of the pages' forms; missing fields are empty (and then fail the CSRF or
@@ -257,8 +259,8 @@ impl FormFields {
 /// `GET /`: what this holder is and where assistants connect.
 async fn home(State(h): State<Shared>) -> Response {
     let ui = default_ui(&h);
-    let mcp = format!("{}/mcp", h.settings.public_url.base);
-    let name = &h.settings.holder_name;
+    let mcp = format!("{}/mcp", h.base.settings.public_url.base);
+    let name = &h.base.settings.holder_name;
     let doc = pages::layout(ui, name, name, &stylesheet_href(), true, pages::home(ui, &mcp));
     doc.into_response()
 }
@@ -268,22 +270,22 @@ async fn home(State(h): State<Shared>) -> Response {
 
 /// Renders the consent page (open drafts) with an optional error and status.
 fn consent_form_page(
-    h: &Holder,
+    h: &AppState,
     ui: &Ui,
     intent: &Intent,
     token: &str,
     status: StatusCode,
     error: Option<(&str, bool)>,
 ) -> Response {
-    let text = h.consent.get(ui.lang);
-    let csrf = h.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
+    let text = h.base.consent.get(ui.lang);
+    let csrf = h.base.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
     let form = pages::ConsentForm { token, csrf: &csrf, text_language: &text.language, text: &text.body, error };
     page(h, ui, status, ui.consent_title, pages::consent(ui, intent, &form))
 }
 
 /// The consent link when consent can no longer be given: already used (409) or
 /// expired/withdrawn (410).
-fn consent_closed(h: &Holder, ui: &Ui, intent: &Intent) -> Response {
+fn consent_closed(h: &AppState, ui: &Ui, intent: &Intent) -> Response {
     match intent.status {
         Status::AwaitingEmailConfirmation | Status::Active => taken_page(h, ui),
         _ => closed_page(h, ui, intent),
@@ -293,7 +295,7 @@ fn consent_closed(h: &Holder, ui: &Ui, intent: &Intent) -> Response {
 /// `GET /consent/{token}`.
 async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
         Ok(v) => v,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -310,7 +312,7 @@ async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Res
 async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
     let form = FormFields::parse(&body);
     let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
         Ok(v) => v,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -334,7 +336,7 @@ async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body
     // The language of the consent text the person read (sent back by the form).
     let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
     let (t, email) = (token.clone(), form.email);
-    match call(&h, "give_consent", move |x| x.give_consent(&t, &email, lang)).await {
+    match call(&h, "give_consent", move |x| x.intents.give_consent(&t, &email, lang)).await {
         Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => {
             Redirect::to(&format!("/consent/{token}/sent")).into_response()
         }
@@ -353,7 +355,7 @@ async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body
 /// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).
 async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.consent_view(&t)).await {
+    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
         Ok(v) => v,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -376,10 +378,10 @@ async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Res
 // e-mail confirmation (PROTOCOL.md §4.3)
 
 /// The confirmation page for an intent in any state (GET and the done page).
-fn confirm_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Response {
+fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
     match intent.status {
         Status::AwaitingEmailConfirmation => {
-            let csrf = h.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
+            let csrf = h.base.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
         }
         Status::Active => {
@@ -392,7 +394,7 @@ fn confirm_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Resp
 /// `GET /confirm/{token}`: a Confirm button; never changes state.
 async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
         Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
         Err(f) => fail_page(&h, default_ui(&h), f),
     }
@@ -402,7 +404,7 @@ async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Res
 async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
     let form = FormFields::parse(&body);
     let t = token.clone();
-    let intent = match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+    let intent = match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
         Ok(i) => i,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -411,7 +413,7 @@ async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body
         return csrf_page(&h, ui);
     }
     let t = token.clone();
-    match call(&h, "confirm", move |x| x.confirm(&t)).await {
+    match call(&h, "confirm", move |x| x.intents.confirm(&t)).await {
         Ok(ConfirmOutcome::Activated | ConfirmOutcome::AlreadyActive) => {
             Redirect::to(&format!("/confirm/{token}/done")).into_response()
         }
@@ -423,7 +425,7 @@ async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body
 /// `GET /confirm/{token}/done`: "your request is active".
 async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let intent = match call(&h, "confirm_view", move |x| x.confirm_view(&t)).await {
+    let intent = match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
         Ok(i) => i,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -441,7 +443,7 @@ async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Res
 /// `GET /results/{token}`: the intent, its deliveries and the withdraw link.
 async fn results_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    match call(&h, "results_view", move |x| x.results_view(&t)).await {
+    match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
         Ok(v) => {
             let ui = intent_ui(&h, &v.intent);
             page(&h, ui, StatusCode::OK, ui.results_title, pages::results(ui, &v.intent, &v.deliveries, &token))
@@ -451,7 +453,7 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>) -> Res
 }
 
 /// The withdraw page for an intent in any state.
-fn withdraw_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Response {
+fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
     match intent.status {
         Status::Withdrawn => page(
             h,
@@ -464,7 +466,7 @@ fn withdraw_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Res
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
         }
         _ => {
-            let csrf = h.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
+            let csrf = h.base.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
         }
     }
@@ -474,7 +476,7 @@ fn withdraw_state_page(h: &Holder, ui: &Ui, intent: &Intent, token: &str) -> Res
 /// changes state.
 async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+    match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
         Ok(intent) => withdraw_state_page(&h, intent_ui(&h, &intent), &intent, &token),
         Err(f) => fail_page(&h, default_ui(&h), f),
     }
@@ -485,7 +487,7 @@ async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Re
 async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
     let form = FormFields::parse(&body);
     let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
         Ok(intent) => intent,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
@@ -494,7 +496,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, bod
         return csrf_page(&h, ui);
     }
     let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.withdraw_by_manage(&t)).await {
+    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
         Ok(()) => Redirect::to(&format!("/withdraw/{token}/done")).into_response(),
         Err(f) => fail_page(&h, ui, f),
     }
@@ -510,13 +512,13 @@ async fn withdraw_done(State(h): State<Shared>, Path(token): Path<String>) -> Re
 /// authority. Any body is accepted (some clients send multipart); 200 with a short page.
 async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.manage_view(&t)).await {
+    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
         Ok(intent) => intent,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
     let ui = intent_ui(&h, &intent);
     let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.withdraw_by_manage(&t)).await {
+    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
         Ok(()) => page(&h, ui, StatusCode::OK, ui.withdrawn_title, pages::message(ui.unsubscribed, false)),
         Err(f) => fail_page(&h, ui, f),
     }

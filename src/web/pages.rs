@@ -7,8 +7,8 @@
 
 use super::i18n::Ui;
 use crate::gazetteer::{region_name, AreaObject};
-use crate::mail::format_amount;
 use crate::protocol::{Budget, Delivery, Intent};
+use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
 use serde_json::Value;
 

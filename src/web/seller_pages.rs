@@ -12,9 +12,10 @@
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
 use super::i18n::{ui, Ui, LANGUAGES};
-use super::{fail_page, page, pages, Fail, Holder, Shared};
+use super::{fail_page, page, pages, Fail, Shared};
 use crate::accounts;
 use crate::sellers::{self, OpenIntent, OpenQuery};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -92,7 +93,7 @@ fn texts(lang: &str) -> &'static Texts {
 
 /// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
 /// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
+fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
     let known = |tag: &str| {
         let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
         LANGUAGES.into_iter().find(|l| *l == primary)
@@ -106,7 +107,7 @@ fn lang_of(h: &Holder, headers: &HeaderMap) -> &'static str {
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.settings.default_language))
+        .or_else(|| known(&h.base.settings.default_language))
         .unwrap_or("en")
 }
 
@@ -127,15 +128,15 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     let (ui, t) = (ui(lang), texts(lang));
     let holder = h.clone();
     let got = tokio::task::spawn_blocking(move || -> Result<Access, sellers::SellerError> {
-        let x = &*holder;
-        Ok(match accounts::current(x, &headers) {
+        let x = &holder;
+        Ok(match accounts::current(&x.base, &headers) {
             None => Access::SignIn,
             Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
-            Some((account, _)) => match sellers::profile(x, &account)? {
+            Some((account, _)) => match sellers::profile(&x.base, &account)? {
                 None => Access::NoProfile,
                 Some(p) => {
                     let q = OpenQuery { limit: PAGE_LIMIT + 1, ..OpenQuery::default() };
-                    Access::List(sellers::open_intents(x, &p, &q)?.intents)
+                    Access::List(sellers::open_intents(&x.base, &p, &q)?.intents)
                 }
             },
         })
@@ -159,7 +160,7 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
         }
         Access::NoProfile => page(&h, ui, StatusCode::OK, t.title, pages::message(t.no_profile, true)),
         Access::List(intents) => {
-            let endpoint = format!("{}/mcp/seller", h.settings.public_url.base);
+            let endpoint = format!("{}/mcp/seller", h.base.settings.public_url.base);
             page(&h, ui, StatusCode::OK, t.title, body(ui, t, &intents, &endpoint))
         }
     }

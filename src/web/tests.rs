@@ -6,9 +6,11 @@ use crate::clock::{self, Clock, ManualClock};
 use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::gazetteer::AreaObject;
-use crate::holder::{Holder, OfferInput, PublishResult};
+use crate::intents::PublishResult;
 use crate::mail::{MailContent, MailJob};
 use crate::protocol::{Money, Status};
+use crate::records::OfferInput;
+use crate::state::AppState;
 use crate::store::{Store, StoreError};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
@@ -23,7 +25,7 @@ const EMAIL2: &str = "someone.else@buyer.example";
 
 struct Env {
     _dir: tempfile::TempDir,
-    holder: Arc<Holder>,
+    holder: AppState,
     clock: Arc<ManualClock>,
     app: Router,
 }
@@ -35,15 +37,15 @@ fn env() -> Env {
     settings.holder_name = "Test holder".into();
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
+    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     let app = routes(holder.clone());
     Env { _dir: dir, holder, clock, app }
 }
 
 impl Env {
     fn publish(&self, args: Value) -> PublishResult {
-        let p = self.holder.parse_publish(&args).unwrap();
-        self.holder.publish_draft(p).unwrap()
+        let p = self.holder.intents.parse_publish(&args).unwrap();
+        self.holder.intents.publish_draft(p).unwrap()
     }
 
     fn publish_octavia(&self) -> PublishResult {
@@ -58,7 +60,7 @@ impl Env {
     }
 
     fn status(&self, p: &PublishResult) -> Status {
-        self.holder.get_by_code(&p.intent_code, None).unwrap().status
+        self.holder.intents.get_by_code(&p.intent_code, None).unwrap().status
     }
 
     async fn get(&self, path: &str) -> Resp {
@@ -88,8 +90,11 @@ impl Env {
 
     /// The (only) queued mail, opened.
     fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+        let jobs: Vec<(u64, MailJob)> =
+            self.holder.base.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+        jobs.iter()
+            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys.open(&j.sealed).unwrap()).unwrap())
+            .collect()
     }
 }
 
@@ -181,7 +186,7 @@ async fn home_page_names_the_holder_and_the_mcp_endpoint() {
 #[tokio::test]
 async fn consent_confirm_results_and_one_click_withdraw() {
     let e = env();
-    e.holder.import_offers(vec![octavia_offer()]).unwrap();
+    e.holder.catalogue.import_offers(vec![octavia_offer()]).unwrap();
     let p = e.publish_octavia();
     let token = token_of(&p.consent_url);
     let consent = format!("/consent/{token}");
@@ -200,7 +205,7 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     assert!(page.body.contains("≥ 2016"), "criteria table missing");
     let pos = |s: &str| page.body.find(s).unwrap_or_else(|| panic!("{s} missing"));
     assert!(pos(">Značka<") < pos(">Model<") && pos(">Model<") < pos(">Rok výroby<"), "criteria out of order");
-    assert!(page.body.contains(&e.holder.consent.get("sk").body.lines().next().unwrap()[..40]));
+    assert!(page.body.contains(&e.holder.base.consent.get("sk").body.lines().next().unwrap()[..40]));
     for needle in [
         "type=\"email\" name=\"email\" required autocomplete=\"email\"",
         "type=\"checkbox\" name=\"accept\" value=\"yes\" required",
@@ -216,7 +221,7 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("lang", "sk")]).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body.contains("načítajte stránku znova"), "{}", r.body);
-    let other = e.holder.keys.csrf_token("confirm", &token, e.clock.now().unix_timestamp());
+    let other = e.holder.base.keys.csrf_token("confirm", &token, e.clock.now().unix_timestamp());
     let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("csrf", &other)]).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(e.status(&p), Status::AwaitingConsent);
@@ -387,7 +392,7 @@ async fn expired_draft_says_so_and_refuses_consent() {
     assert!(page.body.contains("vypršala"), "{}", page.body);
     assert!(!page.has_form());
     // Even with a valid CSRF token (the page no longer offers one), consent is refused.
-    let csrf = e.holder.keys.csrf_token("consent", &token, e.clock.now().unix_timestamp());
+    let csrf = e.holder.base.keys.csrf_token("consent", &token, e.clock.now().unix_timestamp());
     let r = e.post(&format!("/consent/{token}"), &[("email", EMAIL), ("accept", "yes"), ("csrf", &csrf)]).await;
     assert_eq!(r.status, StatusCode::GONE);
     assert_eq!(e.status(&p), Status::Expired);

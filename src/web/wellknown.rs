@@ -22,8 +22,8 @@
 
 use super::i18n::LANGUAGES;
 use super::Shared;
-use crate::holder::Holder;
 use crate::protocol::CATEGORIES;
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -38,8 +38,8 @@ pub(super) fn routes() -> Router<Shared> {
 
 /// The metadata document (see the module docs); also what `isto admin registry-entry`
 /// can draw countries, categories, languages and endpoints from.
-pub fn document(h: &Holder) -> Value {
-    let s = &h.settings;
+pub fn document(h: &AppState) -> Value {
+    let s = &h.base.settings;
     let base = &s.public_url.base;
     let mut countries: Vec<&str> = Vec::new();
     for (_, country) in crate::gazetteer::all_regions() {
@@ -66,7 +66,7 @@ pub fn document(h: &Holder) -> Value {
         })
         .collect();
     let consent: Map<String, Value> =
-        LANGUAGES.iter().map(|l| ((*l).to_owned(), Value::String(h.consent.get(l).version))).collect();
+        LANGUAGES.iter().map(|l| ((*l).to_owned(), Value::String(h.base.consent.get(l).version))).collect();
     json!({
         "name": s.holder_name,
         "countries": countries,

@@ -4,15 +4,21 @@
 //! server's dispatch, and the "my intents" pages. Buyer accounts are created through the
 //! account pages (sign-up, e-mail link, Confirm), driven in-process with `oneshot`.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
+use isto::base::ServiceError;
 use isto::clock::ManualClock;
 use isto::config::{PublicUrl, Settings};
 use isto::crypto::KeyRing;
-use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError, IntentRecord, OfferInput};
+use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::oauth::Grant;
 use isto::protocol::{Money, Status};
+use isto::records::{IntentRecord, OfferInput};
+use isto::state::AppState;
 use isto::store::{Reads, Store};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -21,22 +27,22 @@ use tower::ServiceExt as _;
 
 use crate::kit::Fx;
 
-fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
+fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
     let mut settings = Settings::defaults();
     settings.data_dir = dir.to_owned();
     settings.default_language = "en".into();
     settings.public_url = PublicUrl::parse("https://holder.example").unwrap();
     let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
     let store = Store::open(&settings.store_path()).unwrap();
-    Arc::new(Holder::new(settings, store, keys, clock))
+    AppState::new(settings, store, keys, clock)
 }
 
 fn fixture() -> Fx {
     crate::kit::fixture_with(app, open_holder)
 }
 
-fn app(h: &Arc<Holder>) -> Router {
-    isto::web::routes(h.clone()).merge(isto::accounts::routes(h.clone()))
+fn app(h: &AppState) -> Router {
+    isto::web::routes(h.clone()).merge(isto::accounts::routes(h.base.clone()))
 }
 
 impl Fx {
@@ -58,13 +64,13 @@ impl Fx {
         let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
         assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
         let cookie = r.cookie().unwrap();
-        let account = isto::accounts::account_by_email(&self.holder, email).unwrap().unwrap();
+        let account = isto::accounts::account_by_email(&self.holder.base, email).unwrap().unwrap();
         assert_eq!(account.role, "buyer");
         (account.id, cookie)
     }
 
     fn stored(&self, id: &str) -> IntentRecord {
-        self.holder.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+        self.holder.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
     }
 }
 
@@ -84,13 +90,14 @@ fn offer(reference: &str, title: &str, price: f64, region: &str, model: &str) ->
     }
 }
 
-fn catalogue(h: &Holder) {
-    h.import_offers(vec![
-        offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Octavia"),
-        offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Octavia"),
-        offer("c", "Škoda Fabia", 5000.0, "Bratislava", "Fabia"),
-    ])
-    .unwrap();
+fn catalogue(h: &AppState) {
+    h.catalogue
+        .import_offers(vec![
+            offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Octavia"),
+            offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Octavia"),
+            offer("c", "Škoda Fabia", 5000.0, "Bratislava", "Fabia"),
+        ])
+        .unwrap();
 }
 
 fn octavia() -> Value {
@@ -98,12 +105,13 @@ fn octavia() -> Value {
            "area": "SK", "budget": {"max": 15000, "currency": "EUR"}})
 }
 
-fn publish(h: &Holder, account: &str, args: Value) -> isto::holder::buyer::BuyerPublishResult {
-    h.publish_for(account, h.parse_publish(&args).unwrap()).unwrap()
+fn publish(h: &AppState, account: &str, args: Value) -> isto::intents::buyer::BuyerPublishResult {
+    h.intents.publish_for(account, h.intents.parse_publish(&args).unwrap()).unwrap()
 }
 
-fn titles(h: &Holder, id: &str) -> Vec<String> {
-    let mut t: Vec<String> = h.deliveries(id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+fn titles(h: &AppState, id: &str) -> Vec<String> {
+    let mut t: Vec<String> =
+        isto::deliveries::list(&h.base, id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
     t.sort();
     t
 }
@@ -119,7 +127,7 @@ fn grant(account: &str) -> Grant {
 }
 
 /// Runs a buyer tool; returns (isError, structuredContent or the error text).
-fn call(h: &Holder, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value) {
+fn call(h: &AppState, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value) {
     let r = isto::mcp::buyer::dispatch(h, g, tool, &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     let is_error = v["isError"].as_bool().unwrap_or(false);
@@ -151,7 +159,7 @@ fn publish_with_current_consent_is_active_at_once_and_matched() {
 
     // Stored with the account's sealed address, the account's consent, and the owner.
     let rec = f.stored(&r.intent.id);
-    let account = isto::accounts::account(h, &acc).unwrap().unwrap();
+    let account = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
     assert_eq!(rec.owner.as_deref(), Some(acc.as_str()));
     assert_eq!(rec.contact.as_ref().unwrap().ct, account.email.ct, "the sealed value is copied");
     let consent = rec.consent.unwrap();
@@ -160,7 +168,7 @@ fn publish_with_current_consent_is_active_at_once_and_matched() {
     assert!(rec.confirmed_at.is_some());
 
     // The digest goes to the account's address.
-    assert_eq!(h.queue_due_digests().unwrap(), 1);
+    assert_eq!(isto::deliveries::queue_due_digests(&h.base).unwrap(), 1);
     let digest = f.mails().pop().unwrap();
     assert_eq!(digest.to, "buyer@example.com");
     assert!(digest.text.contains("Octavia"));
@@ -183,14 +191,14 @@ fn stale_consent_gives_a_draft_with_a_consent_url() {
     let holder = open_holder(dir.path(), clock.clone());
     let f = Fx { app: app(&holder), dir, clock, holder, rt };
     let h = &f.holder;
-    let account = isto::accounts::account(h, &acc).unwrap().unwrap();
-    assert!(h.consent_accepted(&account, "en").is_none());
+    let account = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
+    assert!(h.intents.consent_accepted(&account, "en").is_none());
 
     let r = publish(h, &acc, octavia());
     assert_eq!(r.intent.status, Status::AwaitingConsent);
     let url = r.consent_url.clone().unwrap();
     assert!(url.starts_with("https://holder.example/consent/"), "{url}");
-    assert_eq!(h.deliveries(&r.intent.id, None, 50).unwrap().0.len(), 0, "a draft is not matched");
+    assert_eq!(isto::deliveries::list(&h.base, &r.intent.id, None, 50).unwrap().0.len(), 0, "a draft is not matched");
     assert_eq!(f.stored(&r.intent.id).owner.as_deref(), Some(acc.as_str()));
     assert!(serde_json::to_value(&r).unwrap().get("intentCode").is_none());
 
@@ -198,10 +206,10 @@ fn stale_consent_gives_a_draft_with_a_consent_url() {
     let token = url.rsplit('/').next().unwrap();
     let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
     assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()));
-    assert!(h.consent_view(token).unwrap().open);
-    assert_eq!(h.give_consent(token, "buyer@example.com", "en").unwrap(), ConsentOutcome::Recorded);
-    assert_eq!(h.confirm(&f.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
-    let got = h.get_owned(&acc, &r.intent.id).unwrap();
+    assert!(h.intents.consent_view(token).unwrap().open);
+    assert_eq!(h.intents.give_consent(token, "buyer@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.intents.confirm(&f.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    let got = h.intents.get_owned(&acc, &r.intent.id).unwrap();
     assert_eq!(got.status, Status::Active);
     assert_eq!(got.extensions["matchCount"], 2);
 }
@@ -214,21 +222,21 @@ fn other_accounts_ids_are_not_found() {
     let (b, _) = f.buyer("b@example.com");
     let id = publish(h, &a, octavia()).intent.id;
     // A consent-link intent (no owner) is nobody's.
-    let anon = h.publish_draft(h.parse_publish(&octavia()).unwrap()).unwrap().intent.id;
+    let anon = h.intents.publish_draft(h.intents.parse_publish(&octavia()).unwrap()).unwrap().intent.id;
     for (who, target) in [(&b, &id), (&a, &anon), (&a, &"int_nosuchintentatallxxxxxxxx".to_owned())] {
-        assert!(matches!(h.get_owned(who, target), Err(HolderError::NotFound)));
+        assert!(matches!(h.intents.get_owned(who, target), Err(ServiceError::NotFound)));
         assert!(matches!(
-            h.update_owned(who, &json!({"id": target, "statement": "Škoda Fabia"})),
-            Err(HolderError::NotFound)
+            h.intents.update_owned(who, &json!({"id": target, "statement": "Škoda Fabia"})),
+            Err(ServiceError::NotFound)
         ));
-        assert!(matches!(h.withdraw_owned(who, target), Err(HolderError::NotFound)));
-        assert!(matches!(h.list_matches_owned(who, &json!({"intent": target})), Err(HolderError::NotFound)));
-        assert!(matches!(h.request_renewal(who, target), Err(HolderError::NotFound)));
+        assert!(matches!(h.intents.withdraw_owned(who, target), Err(ServiceError::NotFound)));
+        assert!(matches!(h.intents.list_matches_owned(who, &json!({"intent": target})), Err(ServiceError::NotFound)));
+        assert!(matches!(h.intents.request_renewal(who, target), Err(ServiceError::NotFound)));
     }
-    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Active, "untouched");
+    assert_eq!(h.intents.get_owned(&a, &id).unwrap().status, Status::Active, "untouched");
     // The listing of each account holds only its own intents.
-    assert_eq!(h.owned_intents(&a).unwrap().len(), 1);
-    assert!(h.owned_intents(&b).unwrap().is_empty());
+    assert_eq!(h.intents.owned_intents(&a).unwrap().len(), 1);
+    assert!(h.intents.owned_intents(&b).unwrap().is_empty());
 
     // Over MCP: one indistinguishable answer.
     let (e1, m1) = call(h, Some(&grant(&b)), "intent_get_intent", json!({"id": id}));
@@ -238,12 +246,12 @@ fn other_accounts_ids_are_not_found() {
     assert!(m1.as_str().unwrap().starts_with("not_found"), "{m1}");
 
     // Withdrawn: at once, idempotent, and then no longer changeable.
-    h.withdraw_owned(&a, &id).unwrap();
-    h.withdraw_owned(&a, &id).unwrap();
-    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
-    let e = h.update_owned(&a, &json!({"id": id, "statement": "Škoda Fabia"})).unwrap_err();
-    assert!(matches!(e, HolderError::State(_)) && e.to_string().contains("withdrawn"), "{e}");
-    let e = h.update_owned(&a, &json!({"id": id, "validUntil": "2027-01-31T00:00:00Z"})).unwrap_err();
+    h.intents.withdraw_owned(&a, &id).unwrap();
+    h.intents.withdraw_owned(&a, &id).unwrap();
+    assert_eq!(h.intents.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
+    let e = h.intents.update_owned(&a, &json!({"id": id, "statement": "Škoda Fabia"})).unwrap_err();
+    assert!(matches!(e, ServiceError::State(_)) && e.to_string().contains("withdrawn"), "{e}");
+    let e = h.intents.update_owned(&a, &json!({"id": id, "validUntil": "2027-01-31T00:00:00Z"})).unwrap_err();
     assert!(e.to_string().contains("withdrawn"), "{e}");
 }
 
@@ -254,13 +262,13 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     catalogue(h);
     let (acc, _) = f.buyer("buyer@example.com");
     let id = publish(h, &acc, octavia()).intent.id;
-    let (first, next) = h.list_matches_owned(&acc, &json!({"intent": id})).unwrap();
+    let (first, next) = h.intents.list_matches_owned(&acc, &json!({"intent": id})).unwrap();
     assert_eq!(first.len(), 2);
 
     // Broader criteria and statement: the Fabia matches too; the Octavias stay delivered once.
     f.clock.advance(time::Duration::minutes(5));
     let r = h
-        .update_owned(
+        .intents.update_owned(
             &acc,
             &json!({"id": id, "statement": "Škoda", "criteria": {"category": "vehicles", "make": "Škoda"}, "hiddenLimit": 12000}),
         )
@@ -271,20 +279,20 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     assert_eq!(r.intent.extensions["matchCount"], 3);
     assert_eq!(r.intent.updated_at, "2026-12-01T10:05:00Z");
     assert_eq!(titles(h, &id), vec!["Škoda Fabia", "Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"]);
-    let (new, _) = h.list_matches_owned(&acc, &json!({"intent": id, "since": next})).unwrap();
+    let (new, _) = h.intents.list_matches_owned(&acc, &json!({"intent": id, "since": next})).unwrap();
     assert_eq!(new.iter().map(|d| d.offer.title.as_str()).collect::<Vec<_>>(), vec!["Škoda Fabia"]);
 
     // Updating again re-runs matching but delivers nothing twice.
-    let r = h.update_owned(&acc, &json!({"id": id, "visibility": "pseudonymous"})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "visibility": "pseudonymous"})).unwrap();
     assert_eq!(r.intent.extensions["matchCount"], 3);
-    assert_eq!(h.deliveries(&id, None, 100).unwrap().0.len(), 3);
+    assert_eq!(isto::deliveries::list(&h.base, &id, None, 100).unwrap().0.len(), 3);
     // Kept fields stay: statement, budget, the sealed limit.
     let rec = f.stored(&id);
     assert_eq!(rec.statement, "Škoda");
     assert_eq!(rec.budget.as_ref().unwrap().max, Some(15000.0));
     assert!(rec.hidden_limit.is_some());
     // null removes a removable field.
-    let r = h.update_owned(&acc, &json!({"id": id, "hiddenLimit": null, "budget": null})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "hiddenLimit": null, "budget": null})).unwrap();
     assert!(!r.intent.has_hidden_limit && r.intent.budget.is_none());
 
     // The publish rules apply, naming the field; nothing is half-written.
@@ -299,8 +307,8 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
         (json!({"id": id}), "nothing to change"),
         (json!({"statement": "x"}), "id"),
     ] {
-        let e = h.update_owned(&acc, &args).unwrap_err();
-        assert!(matches!(e, HolderError::Input(_)), "{args} → {e}");
+        let e = h.intents.update_owned(&acc, &args).unwrap_err();
+        assert!(matches!(e, ServiceError::Input(_)), "{args} → {e}");
         assert!(e.to_string().contains(field), "{args} → {e}");
     }
     assert_eq!(f.stored(&id).statement, "Škoda");
@@ -313,19 +321,19 @@ fn valid_until_later_waits_for_the_renewal_page() {
     let (acc, cookie) = f.buyer("buyer@example.com");
     let (_, other) = f.buyer("other@example.com");
     let id = publish(h, &acc, octavia()).intent.id;
-    let before = h.get_owned(&acc, &id).unwrap().valid_until;
+    let before = h.intents.get_owned(&acc, &id).unwrap().valid_until;
     assert_eq!(before, "2027-03-01T10:00:00Z", "default 90 days");
 
     // Earlier: at once.
-    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-02-01T00:00:00Z"})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-02-01T00:00:00Z"})).unwrap();
     assert!(r.renew_url.is_none());
     assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
 
     // Later: a pending renewal; nothing changes until the person confirms.
-    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-06-01T00:00:00Z"})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-06-01T00:00:00Z"})).unwrap();
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
-    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
     let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
     assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()), "only the hash is stored");
 
@@ -341,24 +349,24 @@ fn valid_until_later_waits_for_the_renewal_page() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("2027-06-01"), "{}", page.body);
     assert_eq!(page.headers.get(header::CACHE_CONTROL).unwrap(), "no-store");
-    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
     let csrf = page.csrf_for(&path);
     // No CSRF token, or another account's session: refused.
     assert_eq!(f.post(&path, &[], Some(&cookie)).status, StatusCode::FORBIDDEN);
     assert_eq!(f.post(&path, &[("csrf", &csrf)], Some(&other)).status, StatusCode::FORBIDDEN);
-    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
+    assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
     // The owner's POST applies it; the link is single use.
     let r = f.post(&path, &[("csrf", &csrf)], Some(&cookie));
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("/me/intents/{id}").as_str()));
-    assert_eq!(h.get_owned(&acc, &id).unwrap().valid_until, "2027-06-01T00:00:00Z");
+    assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-06-01T00:00:00Z");
     assert_eq!(f.post(&path, &[("csrf", &csrf)], Some(&cookie)).status, StatusCode::NOT_FOUND);
 
     // A renewal lapses after 72 hours and is swept.
-    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-07-01T00:00:00Z"})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-07-01T00:00:00Z"})).unwrap();
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     f.clock.advance(time::Duration::hours(73));
-    assert!(matches!(h.renew(&acc, &token), Err(HolderError::NotFound)));
-    assert_eq!(h.sweep_renewals().unwrap(), 1);
+    assert!(matches!(h.intents.renew(&acc, &token), Err(ServiceError::NotFound)));
+    assert_eq!(h.intents.sweep_renewals().unwrap(), 1);
 }
 
 #[test]
@@ -368,25 +376,26 @@ fn an_expired_intent_is_renewed_and_active_again() {
     catalogue(h);
     let (acc, _) = f.buyer("buyer@example.com");
     let id = publish(h, &acc, octavia()).intent.id;
-    h.update_owned(&acc, &json!({"id": id, "validUntil": "2026-12-03T10:00:00Z"})).unwrap();
+    h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2026-12-03T10:00:00Z"})).unwrap();
     f.clock.advance(time::Duration::days(3));
-    assert_eq!(h.get_owned(&acc, &id).unwrap().status, Status::Expired);
-    assert_eq!(h.sweep().unwrap(), 1);
+    assert_eq!(h.intents.get_owned(&acc, &id).unwrap().status, Status::Expired);
+    assert_eq!(h.intents.sweep().unwrap(), 1);
     assert_eq!(f.stored(&id).status, Status::Expired);
     // Nothing is delivered while it is expired.
-    let c = h.import_offers(vec![offer("d", "Škoda Octavia Scout", 10000.0, "Bratislava", "Octavia")]).unwrap();
+    let c =
+        h.catalogue.import_offers(vec![offer("d", "Škoda Octavia Scout", 10000.0, "Bratislava", "Octavia")]).unwrap();
     assert_eq!(c.delivered, 0);
     // Content changes wait for the renewal.
-    let e = h.update_owned(&acc, &json!({"id": id, "statement": "Škoda Octavia Scout"})).unwrap_err();
-    assert!(matches!(e, HolderError::State(_)) && e.to_string().contains("renew"), "{e}");
+    let e = h.intents.update_owned(&acc, &json!({"id": id, "statement": "Škoda Octavia Scout"})).unwrap_err();
+    assert!(matches!(e, ServiceError::State(_)) && e.to_string().contains("renew"), "{e}");
 
-    let r = h.update_owned(&acc, &json!({"id": id, "validUntil": "2027-01-15T00:00:00Z"})).unwrap();
+    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-01-15T00:00:00Z"})).unwrap();
     assert_eq!(r.intent.status, Status::Expired, "not before the person confirms");
     let token = renewal_token(r.renew_url.as_deref().unwrap());
-    let view = h.renewal_view(&acc, &token).unwrap();
+    let view = h.intents.renewal_view(&acc, &token).unwrap();
     assert!(view.open);
     assert_eq!(view.valid_until, "2027-01-15T00:00:00Z");
-    let renewed = h.renew(&acc, &token).unwrap();
+    let renewed = h.intents.renew(&acc, &token).unwrap();
     assert_eq!(renewed.status, Status::Active);
     assert_eq!(renewed.valid_until, "2027-01-15T00:00:00Z");
     let rec = f.stored(&id);
@@ -394,24 +403,24 @@ fn an_expired_intent_is_renewed_and_active_again() {
     assert!(rec.ended_at.is_none() && rec.contact.is_some());
     // Matched again at once: the offer that came while it was expired arrives, once.
     assert_eq!(titles(h, &id), vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI", "Škoda Octavia Scout"]);
-    assert_eq!(h.store.read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
+    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
 
     // An account that is not a buyer gets a draft; once it lapsed without consent it
     // cannot be renewed or changed.
-    let seller = isto::accounts::create_seller(h, "dealer@example.com", "Dealer Two").unwrap();
+    let seller = isto::accounts::create_seller(&h.base, "dealer@example.com", "Dealer Two").unwrap();
     let draft = publish(h, &seller, octavia());
     assert_eq!(draft.intent.status, Status::AwaitingConsent);
     assert!(draft.consent_url.is_some());
     f.clock.advance(time::Duration::hours(25));
-    assert_eq!(h.get_owned(&seller, &draft.intent.id).unwrap().status, Status::Expired);
+    assert_eq!(h.intents.get_owned(&seller, &draft.intent.id).unwrap().status, Status::Expired);
     for args in [
         json!({"id": draft.intent.id, "validUntil": "2027-01-20T00:00:00Z"}),
         json!({"id": draft.intent.id, "statement": "Škoda Octavia Scout"}),
     ] {
-        let e = h.update_owned(&seller, &args).unwrap_err();
+        let e = h.intents.update_owned(&seller, &args).unwrap_err();
         assert!(e.to_string().contains("publish it again"), "{e}");
     }
-    assert!(matches!(h.request_renewal(&seller, &draft.intent.id), Err(HolderError::State(_))));
+    assert!(matches!(h.intents.request_renewal(&seller, &draft.intent.id), Err(ServiceError::State(_))));
 }
 
 #[test]
@@ -545,12 +554,13 @@ fn my_intents_pages() {
     assert!(page.body.contains("2027-05-30"), "90 days after 2027-03-01: {}", page.body);
     let r = f.post(&path, &[("csrf", &page.csrf_for(&path))], Some(&cookie));
     assert_eq!(r.status, StatusCode::SEE_OTHER);
-    assert_eq!(h.get_owned(&a, &id).unwrap().valid_until, "2027-05-30T10:00:00Z");
+    assert_eq!(h.intents.get_owned(&a, &id).unwrap().valid_until, "2027-05-30T10:00:00Z");
     // At the maximum validity a renewal is refused.
-    h.update_owned(&a, &json!({"id": id, "validUntil": "2027-12-01T10:00:00Z"}))
+    h.intents
+        .update_owned(&a, &json!({"id": id, "validUntil": "2027-12-01T10:00:00Z"}))
         .map(|r| {
             let t = renewal_token(r.renew_url.as_deref().unwrap());
-            h.renew(&a, &t).unwrap();
+            h.intents.renew(&a, &t).unwrap();
         })
         .unwrap();
     let page = f.get("/me", Some(&cookie));
@@ -565,10 +575,10 @@ fn my_intents_pages() {
     assert_eq!(f.post(&withdraw, &[("csrf", &csrf)], None).location(), "/signin?next=/me");
     let r = f.post(&withdraw, &[("csrf", &csrf)], Some(&cookie));
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
-    assert_eq!(h.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
+    assert_eq!(h.intents.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
     let page = f.get("/me", Some(&cookie));
     assert!(!page.body.contains(&format!("action=\"{withdraw}\"")), "no buttons for a withdrawn intent");
-    assert_eq!(h.get_owned(&b, &b_id).unwrap().status, Status::Active, "the other account's is untouched");
+    assert_eq!(h.intents.get_owned(&b, &b_id).unwrap().status, Status::Active, "the other account's is untouched");
 }
 
 /// One JSON-RPC POST to `/mcp/buyer`; returns the response's status, session id and the

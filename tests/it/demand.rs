@@ -6,14 +6,18 @@
 //! map page. Intents are made active the way people do it: publish, consent on the
 //! holder's page, confirm with the token from the e-mail.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use isto::clock::ManualClock;
 use isto::config::{Overrides, PublicUrl, Settings};
 use isto::crypto::KeyRing;
 use isto::demand::{Cell, DemandAnswer};
-use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder};
+use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::mail::{MailContent, MailJob};
+use isto::state::AppState;
 use isto::store::Store;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +30,7 @@ const START: &str = "2026-12-01T10:00:00Z";
 struct Fx {
     _dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
-    holder: Arc<Holder>,
+    holder: AppState,
 }
 
 fn fixture_with(k: u32) -> Fx {
@@ -38,7 +42,7 @@ fn fixture_with(k: u32) -> Fx {
     settings.demand_k = k;
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
-    let holder = Arc::new(Holder::new(settings, store, KeyRing::ephemeral(), clock.clone()));
+    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     Fx { _dir: dir, clock, holder }
 }
 
@@ -46,10 +50,10 @@ fn fixture() -> Fx {
     fixture_with(5)
 }
 
-fn token_from_outbox(h: &Holder, marker: &str) -> String {
-    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+fn token_from_outbox(h: &AppState, marker: &str) -> String {
+    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
     for (_, job) in jobs.iter().rev() {
-        let c: MailContent = serde_json::from_slice(&h.keys.open(&job.sealed).unwrap()).unwrap();
+        let c: MailContent = serde_json::from_slice(&h.base.keys.open(&job.sealed).unwrap()).unwrap();
         if let Some(i) = c.text.find(marker) {
             return c.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
         }
@@ -67,25 +71,25 @@ fn vehicles(area: Value, extra: Value) -> Value {
 }
 
 /// Publishes a draft; returns (id, intentCode, consent token).
-fn draft(h: &Holder, args: Value) -> (String, String, String) {
-    let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+fn draft(h: &AppState, args: Value) -> (String, String, String) {
+    let r = h.intents.publish_draft(h.intents.parse_publish(&args).unwrap()).unwrap();
     (r.intent.id, r.intent_code, r.consent_url.rsplit('/').next().unwrap().to_owned())
 }
 
 /// Publishes, consents (each intent its own address: a person gets at most 5
 /// confirmation e-mails an hour) and returns the consent-given draft's (id, code).
-fn consented(h: &Holder, args: Value) -> (String, String) {
+fn consented(h: &AppState, args: Value) -> (String, String) {
     static N: AtomicUsize = AtomicUsize::new(0);
     let (id, code, consent) = draft(h, args);
     let email = format!("buyer{}@example.com", N.fetch_add(1, Ordering::SeqCst));
-    assert_eq!(h.give_consent(&consent, &email, "en").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.intents.give_consent(&consent, &email, "en").unwrap(), ConsentOutcome::Recorded);
     (id, code)
 }
 
 /// An active intent: publish + consent + confirm with the token from the outbox.
-fn active(h: &Holder, args: Value) -> (String, String) {
+fn active(h: &AppState, args: Value) -> (String, String) {
     let (id, code) = consented(h, args);
-    assert_eq!(h.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
     (id, code)
 }
 
@@ -94,8 +98,8 @@ fn cell(area: &str, budget: &str, buy_by: &str) -> Cell {
 }
 
 /// activeIntents of a cell, `None` when withheld.
-fn count(h: &Holder, c: &Cell) -> Option<u64> {
-    match isto::demand::summary(h, "vehicles", c).unwrap() {
+fn count(h: &AppState, c: &Cell) -> Option<u64> {
+    match isto::demand::summary(&h.base, "vehicles", c).unwrap() {
         DemandAnswer::Summary(s) => {
             assert_eq!(&s.cell, c);
             Some(s.active_intents)
@@ -108,7 +112,7 @@ fn count(h: &Holder, c: &Cell) -> Option<u64> {
 }
 
 /// Calls the tool on `/mcp`: (isError, structuredContent or the error text).
-fn tool(h: &Holder, args: Value) -> (bool, Value) {
+fn tool(h: &AppState, args: Value) -> (bool, Value) {
     let r = isto::mcp::dispatch(h, "intent_demand_summary", &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     if v["isError"].as_bool().unwrap_or(false) {
@@ -155,7 +159,7 @@ fn a_cell_below_k_is_withheld_and_at_k_is_shown() {
     assert_eq!(count(h, &cell("SK-BL", "10000-20000", "1m")), None);
 
     // The heat map shows the same numbers and withholds the same cells.
-    let map = isto::demand::heat_map(h, "vehicles").unwrap();
+    let map = isto::demand::heat_map(&h.base, "vehicles").unwrap();
     let shown: Vec<_> = map.cells.iter().filter(|(_, c)| c.is_some()).collect();
     assert_eq!(shown.len(), 1);
     assert_eq!(shown[0].0, c);
@@ -180,14 +184,14 @@ fn drafts_unconfirmed_expired_and_withdrawn_intents_do_not_count() {
     consented(h, args()); // awaiting_email_confirmation
     assert_eq!(count(h, &c), Some(5), "3 + short-lived + to be withdrawn; not the draft or the unconfirmed");
 
-    h.withdraw_by_code(&to_withdraw, None).unwrap();
+    h.intents.withdraw_by_code(&to_withdraw, None).unwrap();
     assert_eq!(count(h, &c), Some(4), "withdrawn");
 
     f.clock.advance(time::Duration::days(3));
     assert_eq!(count(h, &c), Some(3), "expired at validUntil, before any sweep");
-    h.sweep().unwrap();
+    h.intents.sweep().unwrap();
     assert_eq!(count(h, &c), Some(3));
-    let map = isto::demand::heat_map(h, "vehicles").unwrap();
+    let map = isto::demand::heat_map(&h.base, "vehicles").unwrap();
     let total: u64 = map.cells.iter().filter_map(|(_, c)| c.map(|c| c.active_intents)).sum();
     assert_eq!(total, 3);
 }
@@ -249,7 +253,7 @@ fn new_last_7_days_and_buy_by_bands() {
     active(h, with(Some("2026-12-21")));
     f.clock.advance(time::Duration::days(8)); // now 2026-12-09
     active(h, with(Some("2026-12-21")));
-    let answer = isto::demand::summary(h, "vehicles", &cell("SK-TA", "5000-10000", "1m")).unwrap();
+    let answer = isto::demand::summary(&h.base, "vehicles", &cell("SK-TA", "5000-10000", "1m")).unwrap();
     let DemandAnswer::Summary(s) = answer else { panic!("withheld") };
     assert_eq!((s.active_intents, s.new_last_7_days), (2, 1), "the first became active 8 days ago");
     assert_eq!(s.as_of, "2026-12-09T10:00:00Z");
@@ -363,7 +367,7 @@ fn demand_settings_come_from_the_config_file() {
     }
 }
 
-async fn get(h: &Arc<Holder>, path: &str, cookie: Option<&str>) -> (StatusCode, HeaderMap, String) {
+async fn get(h: &AppState, path: &str, cookie: Option<&str>) -> (StatusCode, HeaderMap, String) {
     let app = isto::app::router(h.clone(), CancellationToken::new());
     let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
     if let Some(c) = cookie {
@@ -375,7 +379,7 @@ async fn get(h: &Arc<Holder>, path: &str, cookie: Option<&str>) -> (StatusCode, 
     (status, headers, String::from_utf8(body.to_vec()).unwrap())
 }
 
-async fn post(h: &Arc<Holder>, path: &str, fields: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
+async fn post(h: &AppState, path: &str, fields: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
     let app = isto::app::router(h.clone(), CancellationToken::new());
     let req = Request::builder()
         .method(Method::POST)
@@ -449,7 +453,7 @@ async fn holder_metadata_is_published_at_the_well_known_path() {
 }
 
 /// Signs a buyer up through the account pages; returns the session cookie.
-async fn buyer_session(h: &Arc<Holder>, email: &str) -> String {
+async fn buyer_session(h: &AppState, email: &str) -> String {
     let (_, _, page) = get(h, "/signup?next=/me", None).await;
     let csrf = csrf_for(&page, "/signup");
     let (status, headers, _) =
@@ -465,10 +469,10 @@ async fn buyer_session(h: &Arc<Holder>, email: &str) -> String {
 }
 
 /// Creates a seller with a password and signs in; returns the session cookie.
-async fn seller_session(h: &Arc<Holder>, email: &str) -> String {
-    let id = isto::accounts::create_seller(h, email, "Dealer").unwrap();
+async fn seller_session(h: &AppState, email: &str) -> String {
+    let id = isto::accounts::create_seller(&h.base, email, "Dealer").unwrap();
     let h2 = h.clone();
-    tokio::task::spawn_blocking(move || isto::accounts::set_password(&h2, &id, "correct horse battery", None))
+    tokio::task::spawn_blocking(move || isto::accounts::set_password(&h2.base, &id, "correct horse battery", None))
         .await
         .unwrap()
         .unwrap();

@@ -1,12 +1,18 @@
 //! The consent-link flow through the holder's operations, on a real redb file, with a
 //! clock the test advances (no sleeps): PROTOCOL.md §4 and §6.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use isto::base::ServiceError;
 use isto::clock::ManualClock;
 use isto::config::Settings;
 use isto::crypto::KeyRing;
-use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, HolderError, IntentRecord, OfferInput};
+use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::mail::{MailContent, MailJob};
 use isto::protocol::{Money, Status};
+use isto::records::{IntentRecord, OfferInput};
+use isto::state::AppState;
 use isto::store::{Reads, Store};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -14,7 +20,7 @@ use std::sync::Arc;
 struct Fixture {
     _dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
-    holder: Holder,
+    holder: AppState,
 }
 
 fn fixture() -> Fixture {
@@ -23,7 +29,7 @@ fn fixture() -> Fixture {
     settings.data_dir = dir.path().to_owned();
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = Holder::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     Fixture { _dir: dir, clock, holder }
 }
 
@@ -43,10 +49,10 @@ fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, mod
     }
 }
 
-fn token_from_outbox(h: &Holder, marker: &str) -> String {
-    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+fn token_from_outbox(h: &AppState, marker: &str) -> String {
+    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
     for (_, job) in jobs.iter().rev() {
-        let c: MailContent = serde_json::from_slice(&h.keys.open(&job.sealed).unwrap()).unwrap();
+        let c: MailContent = serde_json::from_slice(&h.base.keys.open(&job.sealed).unwrap()).unwrap();
         if let Some(i) = c.text.find(marker) {
             let rest = &c.text[i + marker.len()..];
             return rest.split_whitespace().next().unwrap().to_owned();
@@ -55,8 +61,8 @@ fn token_from_outbox(h: &Holder, marker: &str) -> String {
     panic!("no mail with {marker}");
 }
 
-fn publish(h: &Holder, args: Value) -> (String, String, String) {
-    let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+fn publish(h: &AppState, args: Value) -> (String, String, String) {
+    let r = h.intents.publish_draft(h.intents.parse_publish(&args).unwrap()).unwrap();
     let consent = r.consent_url.rsplit('/').next().unwrap().to_owned();
     (r.intent.id, r.intent_code, consent)
 }
@@ -65,59 +71,65 @@ fn publish(h: &Holder, args: Value) -> (String, String, String) {
 fn full_flow_respects_hidden_limit_and_withdrawal() {
     let f = fixture();
     let h = &f.holder;
-    h.import_offers(vec![
-        offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Škoda", "Octavia"),
-        offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Škoda", "Octavia"),
-        offer("c", "Škoda Octavia RS", 14000.0, "Bratislava", "Škoda", "Octavia"),
-        offer("d", "Škoda Fabia", 5000.0, "Bratislava", "Škoda", "Fabia"),
-        offer("e", "Škoda Octavia", 8000.0, "Košice", "Škoda", "Octavia"),
-    ])
-    .unwrap();
+    h.catalogue
+        .import_offers(vec![
+            offer("a", "Škoda Octavia Combi 2.0 TDI", 9000.0, "Bratislava", "Škoda", "Octavia"),
+            offer("b", "Škoda Octavia 1.6 TDI", 11500.0, "Trnava", "Škoda", "Octavia"),
+            offer("c", "Škoda Octavia RS", 14000.0, "Bratislava", "Škoda", "Octavia"),
+            offer("d", "Škoda Fabia", 5000.0, "Bratislava", "Škoda", "Fabia"),
+            offer("e", "Škoda Octavia", 8000.0, "Košice", "Škoda", "Octavia"),
+        ])
+        .unwrap();
     let (id, code, consent) = publish(
         h,
         json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
                "area": {"country": "SK", "regions": ["SK-BL", "Trnavský kraj"]}, "budget": {"max": 15000, "currency": "EUR"}, "hiddenLimit": 12000}),
     );
     // A draft is not matched.
-    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 0);
-    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::AwaitingConsent);
-    assert!(h.get_by_code(&code, None).unwrap().has_hidden_limit);
+    assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 0);
+    assert_eq!(h.intents.get_by_code(&code, None).unwrap().status, Status::AwaitingConsent);
+    assert!(h.intents.get_by_code(&code, None).unwrap().has_hidden_limit);
 
-    assert_eq!(h.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Recorded);
-    assert_eq!(h.give_consent(&consent, "thief@example.com", "sk").unwrap(), ConsentOutcome::Taken);
+    assert_eq!(h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.intents.give_consent(&consent, "thief@example.com", "sk").unwrap(), ConsentOutcome::Taken);
     let confirm = token_from_outbox(h, "/confirm/");
     // The confirmation mail goes only to the first address.
-    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
-    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::AlreadyActive);
+    assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
+    assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::AlreadyActive);
 
-    let (matches, next) = h.deliveries(&id, None, 50).unwrap();
+    let (matches, next) = isto::deliveries::list(&h.base, &id, None, 50).unwrap();
     let mut titles: Vec<_> = matches.iter().map(|d| d.offer.title.as_str()).collect();
     titles.sort();
     assert_eq!(titles, vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"], "≤ hidden 12 000, in BL/TA");
 
     // First digest goes out at once; the next waits for the interval.
-    assert_eq!(h.queue_due_digests().unwrap(), 1);
-    h.import_offers(vec![offer("f", "Škoda Octavia Scout", 10000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
-    assert_eq!(h.queue_due_digests().unwrap(), 0, "interval not over");
+    assert_eq!(isto::deliveries::queue_due_digests(&h.base).unwrap(), 1);
+    h.catalogue
+        .import_offers(vec![offer("f", "Škoda Octavia Scout", 10000.0, "Bratislava", "Škoda", "Octavia")])
+        .unwrap();
+    assert_eq!(isto::deliveries::queue_due_digests(&h.base).unwrap(), 0, "interval not over");
     f.clock.advance(time::Duration::minutes(61));
-    assert_eq!(h.queue_due_digests().unwrap(), 1);
-    let (later, _) = h.deliveries(&id, isto::clock::parse_rfc3339(next.as_deref().unwrap()).ok(), 50).unwrap();
+    assert_eq!(isto::deliveries::queue_due_digests(&h.base).unwrap(), 1);
+    let (later, _) =
+        isto::deliveries::list(&h.base, &id, isto::clock::parse_rfc3339(next.as_deref().unwrap()).ok(), 50).unwrap();
     assert_eq!(later.len(), 1, "since returns only the new delivery");
 
     // Re-import of the same ref updates in place and is not delivered twice.
     let c = h
+        .catalogue
         .import_offers(vec![offer("f", "Škoda Octavia Scout 4x4", 10000.0, "Bratislava", "Škoda", "Octavia")])
         .unwrap();
     assert_eq!((c.created, c.updated, c.delivered), (0, 1, 0));
 
-    h.withdraw_by_code(&code, Some(&id)).unwrap();
-    h.withdraw_by_code(&code, None).unwrap(); // idempotent
-    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Withdrawn);
-    let c = h.import_offers(vec![offer("g", "Škoda Octavia", 7000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+    h.intents.withdraw_by_code(&code, Some(&id)).unwrap();
+    h.intents.withdraw_by_code(&code, None).unwrap(); // idempotent
+    assert_eq!(h.intents.get_by_code(&code, None).unwrap().status, Status::Withdrawn);
+    let c =
+        h.catalogue.import_offers(vec![offer("g", "Škoda Octavia", 7000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
     assert_eq!(c.delivered, 0);
-    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 3);
+    assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 3);
 }
 
 #[test]
@@ -126,10 +138,10 @@ fn withdrawal_drops_queued_mail() {
     let h = &f.holder;
     let (_, code, consent) =
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
-    h.give_consent(&consent, "buyer@example.com", "en").unwrap();
-    assert_eq!(h.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
-    h.withdraw_by_code(&code, None).unwrap();
-    assert_eq!(h.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 0);
+    h.intents.give_consent(&consent, "buyer@example.com", "en").unwrap();
+    assert_eq!(h.base.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
+    h.intents.withdraw_by_code(&code, None).unwrap();
+    assert_eq!(h.base.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 0);
 }
 
 #[test]
@@ -139,12 +151,12 @@ fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
     let (id, code, consent) =
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     f.clock.advance(time::Duration::hours(25));
-    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Expired);
-    assert_eq!(h.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
-    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    assert_eq!(h.intents.get_by_code(&code, None).unwrap().status, Status::Expired);
+    assert_eq!(h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
+    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert_eq!(stored.status, Status::AwaitingConsent, "reading never writes");
-    assert_eq!(h.sweep().unwrap(), 1);
-    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    assert_eq!(h.intents.sweep().unwrap(), 1);
+    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert_eq!(stored.status, Status::Expired);
 }
 
@@ -154,15 +166,15 @@ fn unconfirmed_intent_expires_after_72h_and_contact_is_erased_later() {
     let h = &f.holder;
     let (id, code, consent) =
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
-    h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
     let confirm = token_from_outbox(h, "/confirm/");
     f.clock.advance(time::Duration::hours(73));
-    assert_eq!(h.confirm(&confirm).unwrap(), ConfirmOutcome::Closed);
-    assert_eq!(h.get_by_code(&code, None).unwrap().status, Status::Expired);
-    h.sweep().unwrap();
+    assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::Closed);
+    assert_eq!(h.intents.get_by_code(&code, None).unwrap().status, Status::Expired);
+    h.intents.sweep().unwrap();
     f.clock.advance(time::Duration::days(31));
-    h.sweep().unwrap();
-    let stored: IntentRecord = h.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    h.intents.sweep().unwrap();
+    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert!(stored.contact.is_none(), "contact erased after retention");
 }
 
@@ -174,8 +186,8 @@ fn codes_are_secret_and_ids_must_match() {
     let (other_id, _, _) =
         publish(h, json!({"statement": "Fabia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     assert!(code.len() >= 26, "≥128 bits");
-    assert!(matches!(h.get_by_code("nope-nope-nope-nope", None), Err(HolderError::NotFound)));
-    assert!(matches!(h.get_by_code(&code, Some(&other_id)), Err(HolderError::NotFound)));
+    assert!(matches!(h.intents.get_by_code("nope-nope-nope-nope", None), Err(ServiceError::NotFound)));
+    assert!(matches!(h.intents.get_by_code(&code, Some(&other_id)), Err(ServiceError::NotFound)));
     // The code is stored only as a hash.
     let raw = std::fs::read(f._dir.path().join("isto.redb")).unwrap();
     assert!(!raw.windows(code.len()).any(|w| w == code.as_bytes()));
@@ -203,7 +215,7 @@ fn publish_input_errors_name_the_field() {
         ),
     ];
     for (args, field) in cases {
-        let e = h.parse_publish(&args).unwrap_err().to_string();
+        let e = h.intents.parse_publish(&args).unwrap_err().to_string();
         assert!(e.contains(field), "{args} → {e}");
     }
 }
@@ -214,14 +226,16 @@ fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
     let h = &f.holder;
     let mut other = offer("x", "Škoda Octavia", 9000.0, "Bratislava", "Škoda", "Octavia");
     other.seller_name = "Other dealer".into();
-    h.import_offers(vec![
-        offer("a", "Škoda Octavia A", 9000.0, "Bratislava", "Škoda", "Octavia"),
-        offer("b", "Škoda Octavia B", 9000.0, "Bratislava", "Škoda", "Octavia"),
-        other,
-    ])
-    .unwrap();
+    h.catalogue
+        .import_offers(vec![
+            offer("a", "Škoda Octavia A", 9000.0, "Bratislava", "Škoda", "Octavia"),
+            offer("b", "Škoda Octavia B", 9000.0, "Bratislava", "Škoda", "Octavia"),
+            other,
+        ])
+        .unwrap();
     // The dealer's next full feed has only "a" (updated) and a new "c".
     let c = h
+        .catalogue
         .import_offers_run(
             vec![
                 offer("a", "Škoda Octavia A2", 9000.0, "Bratislava", "Škoda", "Octavia"),
@@ -231,9 +245,9 @@ fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
         )
         .unwrap();
     assert_eq!((c.created, c.updated), (1, 1));
-    let gone = h.withdraw_vanished("run_1").unwrap();
+    let gone = h.catalogue.withdraw_vanished("run_1").unwrap();
     assert_eq!(gone.len(), 1, "only b vanished; the other dealer's offer stays");
-    let offers: Vec<isto::holder::OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<isto::records::OfferRecord> = h.base.store.read(|rx| rx.all_offers()).unwrap();
     let active: Vec<_> = offers.iter().filter(|o| o.active).map(|o| o.offer.title.as_str()).collect();
     assert_eq!(active.len(), 3, "{active:?}");
     assert!(!active.contains(&"Škoda Octavia B"));
@@ -242,9 +256,10 @@ fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
         h,
         json!({"statement": "Škoda Octavia", "criteria": {"category": "vehicles", "model": "Octavia"}, "area": "SK"}),
     );
-    h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
-    h.confirm(&token_from_outbox(h, "/confirm/")).unwrap();
-    let titles: Vec<String> = h.deliveries(&id, None, 50).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+    h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap();
+    let titles: Vec<String> =
+        isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.into_iter().map(|d| d.offer.title).collect();
     assert_eq!(titles.len(), 3, "{titles:?}");
     assert!(!titles.iter().any(|t| t == "Škoda Octavia B"));
 }
@@ -254,20 +269,20 @@ fn one_address_gets_a_limited_number_of_confirmation_mails() {
     let f = fixture();
     let h = &f.holder;
     let mut outcomes = Vec::new();
-    for _ in 0..isto::holder::CONSENTS_PER_ADDRESS_PER_HOUR + 1 {
+    for _ in 0..isto::intents::CONSENTS_PER_ADDRESS_PER_HOUR + 1 {
         let (_, _, consent) =
             publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
-        outcomes.push(h.give_consent(&consent, "Victim@Example.com", "en").unwrap());
+        outcomes.push(h.intents.give_consent(&consent, "Victim@Example.com", "en").unwrap());
     }
     assert_eq!(outcomes.last(), Some(&ConsentOutcome::Throttled));
     assert_eq!(
         outcomes.iter().filter(|o| **o == ConsentOutcome::Recorded).count(),
-        isto::holder::CONSENTS_PER_ADDRESS_PER_HOUR
+        isto::intents::CONSENTS_PER_ADDRESS_PER_HOUR
     );
     f.clock.advance(time::Duration::minutes(61));
     let (_, _, consent) =
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
-    assert_eq!(h.give_consent(&consent, "victim@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+    assert_eq!(h.intents.give_consent(&consent, "victim@example.com", "en").unwrap(), ConsentOutcome::Recorded);
 }
 
 #[test]
@@ -281,22 +296,28 @@ fn engine_and_index_survive_a_restart_and_catch_up_with_offline_imports() {
         let store = Store::open(&dir.path().join("isto.redb")).unwrap();
         let (keys, _) = KeyRing::load_or_create(&keys_path).unwrap();
         let index = with_index.then(|| dir.path().join("index"));
-        Holder::with_index_dir(settings.clone(), store, keys, clock.clone(), index)
+        AppState::with_index_dir(settings.clone(), store, keys, clock.clone(), index)
     };
-    let search = |h: &Holder, q: &str| -> Vec<String> {
-        let idx = h.offer_index().unwrap();
-        isto::catalogue::search_with(&idx, h, q, None, None, 20).unwrap().into_iter().map(|o| o.title).collect()
+    let search = |h: &AppState, q: &str| -> Vec<String> {
+        let idx = h.catalogue.offer_index().unwrap();
+        isto::catalogue::search_with(&idx, &h.base, q, None, None, 20).unwrap().into_iter().map(|o| o.title).collect()
     };
     let id = {
         let h = open(true);
-        h.import_offers(vec![offer("a", "Škoda Octavia Combi", 9000.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+        h.catalogue
+            .import_offers(vec![offer("a", "Škoda Octavia Combi", 9000.0, "Bratislava", "Škoda", "Octavia")])
+            .unwrap();
         let (id, _, consent) = publish(
             &h,
             json!({"statement": "Škoda Octavia", "criteria": {"category": "vehicles", "model": "Octavia"}, "area": "SK-BL"}),
         );
-        h.give_consent(&consent, "buyer@example.com", "sk").unwrap();
-        h.confirm(&token_from_outbox(&h, "/confirm/")).unwrap();
-        assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 1, "found through the index at confirmation");
+        h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+        h.intents.confirm(&token_from_outbox(&h, "/confirm/")).unwrap();
+        assert_eq!(
+            isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(),
+            1,
+            "found through the index at confirmation"
+        );
         assert_eq!(search(&h, "octavia"), vec!["Škoda Octavia Combi"]);
         id
     };
@@ -304,13 +325,15 @@ fn engine_and_index_survive_a_restart_and_catch_up_with_offline_imports() {
         // An offline import (no index open) still reaches the standing intent through
         // the engine loaded from the store.
         let h = open(false);
-        assert_eq!(h.engine.len(), 1);
-        let c =
-            h.import_offers(vec![offer("b", "Škoda Octavia RS", 9500.0, "Bratislava", "Škoda", "Octavia")]).unwrap();
+        assert_eq!(h.base.engine.len(), 1);
+        let c = h
+            .catalogue
+            .import_offers(vec![offer("b", "Škoda Octavia RS", 9500.0, "Bratislava", "Škoda", "Octavia")])
+            .unwrap();
         assert_eq!(c.delivered, 1);
     }
     let h = open(true);
-    assert_eq!(h.deliveries(&id, None, 50).unwrap().0.len(), 2);
+    assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 2);
     let mut titles = search(&h, "octavia");
     titles.sort();
     assert_eq!(titles, vec!["Škoda Octavia Combi", "Škoda Octavia RS"], "the disk index caught up");

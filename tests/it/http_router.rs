@@ -2,24 +2,27 @@
 //! DNS-rebinding protection derived from the public URL (a holder behind a reverse proxy
 //! at https://holder.example), and GET requests that never change state.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use isto::clock::SystemClock;
 use isto::config::{PublicUrl, Settings};
 use isto::crypto::KeyRing;
-use isto::holder::Holder;
+use isto::state::AppState;
 use isto::store::Store;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
-fn holder(public: &str) -> (tempfile::TempDir, Arc<Holder>) {
+fn holder(public: &str) -> (tempfile::TempDir, AppState) {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Settings::defaults();
     s.data_dir = dir.path().to_owned();
     s.public_url = PublicUrl::parse(public).unwrap();
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
-    (dir, Arc::new(Holder::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock))))
+    (dir, AppState::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock)))
 }
 
 fn initialize(host: &str, origin: Option<&str>) -> Request<Body> {
@@ -36,7 +39,7 @@ fn initialize(host: &str, origin: Option<&str>) -> Request<Body> {
     .unwrap()
 }
 
-async fn status(h: &Arc<Holder>, req: Request<Body>) -> StatusCode {
+async fn status(h: &AppState, req: Request<Body>) -> StatusCode {
     let app = isto::app::router(h.clone(), CancellationToken::new());
     app.oneshot(req).await.unwrap().status()
 }

@@ -7,8 +7,8 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use isto::clock::ManualClock;
-use isto::holder::Holder;
 use isto::mail::{MailContent, MailJob};
+use isto::state::AppState;
 use std::sync::Arc;
 use tower::ServiceExt as _;
 
@@ -18,7 +18,7 @@ pub const START: &str = "2026-12-01T10:00:00Z";
 pub struct Fx {
     pub dir: tempfile::TempDir,
     pub clock: Arc<ManualClock>,
-    pub holder: Arc<Holder>,
+    pub holder: AppState,
     pub app: Router,
     pub rt: tokio::runtime::Runtime,
 }
@@ -53,8 +53,8 @@ impl Resp {
 
 /// A fixture whose router is `app(holder)`; the holder comes from the test's `open_holder`.
 pub fn fixture_with(
-    app: fn(&Arc<Holder>) -> Router,
-    open_holder: fn(&std::path::Path, Arc<ManualClock>) -> Arc<Holder>,
+    app: fn(&AppState) -> Router,
+    open_holder: fn(&std::path::Path, Arc<ManualClock>) -> AppState,
 ) -> Fx {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
@@ -96,8 +96,10 @@ impl Fx {
     }
 
     pub fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.holder.store.read(|rx| rx.outbox()).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.holder.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+        let jobs: Vec<(u64, MailJob)> = self.holder.base.store.read(|rx| rx.outbox()).unwrap();
+        jobs.iter()
+            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys.open(&j.sealed).unwrap()).unwrap())
+            .collect()
     }
 
     pub fn token_from_outbox(&self, marker: &str) -> String {

@@ -5,6 +5,9 @@
 //! in with their one-time link and authorize an agent through the OAuth pages — all
 //! driven in-process with `oneshot`.
 
+// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::Router;
@@ -13,11 +16,13 @@ use base64::Engine as _;
 use isto::clock::ManualClock;
 use isto::config::{PublicUrl, Settings};
 use isto::crypto::KeyRing;
-use isto::holder::{ConfirmOutcome, ConsentOutcome, Holder, OfferInput};
+use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::mail::MailJob;
 use isto::oauth::Grant;
 use isto::protocol::{Money, AGGREGATOR_NOTE};
+use isto::records::OfferInput;
 use isto::sellers::{self, NewSeller, SellerProfile};
+use isto::state::AppState;
 use isto::store::{Reads, Store};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -38,21 +43,21 @@ fn settings(dir: &Path) -> Settings {
     settings
 }
 
-fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> Arc<Holder> {
+fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
     let settings = settings(dir);
     let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
     let store = Store::open(&settings.store_path()).unwrap();
-    Arc::new(Holder::new(settings, store, keys, clock))
+    AppState::new(settings, store, keys, clock)
 }
 
 fn fixture() -> Fx {
     crate::kit::fixture_with(app, open_holder)
 }
 
-fn app(holder: &Arc<Holder>) -> Router {
+fn app(holder: &AppState) -> Router {
     isto::web::routes(holder.clone())
-        .merge(isto::accounts::routes(holder.clone()))
-        .merge(isto::oauth::routes(holder.clone(), Arc::new(isto::accounts::Sessions(holder.clone()))))
+        .merge(isto::accounts::routes(holder.base.clone()))
+        .merge(isto::oauth::routes(holder.base.clone(), Arc::new(isto::accounts::Sessions(holder.base.clone()))))
 }
 
 /// Stops and reopens the holder on the same files (a restart: in-memory state such as
@@ -92,14 +97,14 @@ impl Fx {
         let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
         let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
         assert_eq!(r.status, StatusCode::SEE_OTHER);
-        let account = isto::accounts::account_by_email(&self.holder, email).unwrap().unwrap();
+        let account = isto::accounts::account_by_email(&self.holder.base, email).unwrap().unwrap();
         (account.id, r.cookie().unwrap())
     }
 
     /// Registers a seller (as `isto admin seller add` does).
     fn seller(&self, name: &str, email: &str, categories: &[&str], regions: &[&str]) -> SellerProfile {
         let added = sellers::add(
-            &self.holder,
+            &self.holder.base,
             &NewSeller {
                 name: name.into(),
                 email: email.into(),
@@ -110,7 +115,7 @@ impl Fx {
             },
         )
         .unwrap();
-        sellers::profile(&self.holder, &added.seller.account_id).unwrap().unwrap()
+        sellers::profile(&self.holder.base, &added.seller.account_id).unwrap().unwrap()
     }
 
     /// The seller signs in with a one-time link (from `/signin`); returns the cookie.
@@ -131,16 +136,16 @@ impl Fx {
     /// Returns (id, intentCode).
     fn consent_intent(&self, args: Value, email: &str) -> (String, String) {
         let h = &self.holder;
-        let r = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+        let r = h.intents.publish_draft(h.intents.parse_publish(&args).unwrap()).unwrap();
         let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
-        assert_eq!(h.give_consent(&token, email, "en").unwrap(), ConsentOutcome::Recorded);
-        assert_eq!(h.confirm(&self.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
+        assert_eq!(h.intents.give_consent(&token, email, "en").unwrap(), ConsentOutcome::Recorded);
+        assert_eq!(h.intents.confirm(&self.token_from_outbox("/confirm/")).unwrap(), ConfirmOutcome::Activated);
         (r.intent.id, r.intent_code)
     }
 
     fn owned_intent(&self, account: &str, args: Value) -> String {
         let h = &self.holder;
-        let r = h.publish_for(account, h.parse_publish(&args).unwrap()).unwrap();
+        let r = h.intents.publish_for(account, h.intents.parse_publish(&args).unwrap()).unwrap();
         assert_eq!(r.intent.status, isto::protocol::Status::Active);
         r.intent.id
     }
@@ -177,7 +182,7 @@ fn grant(p: &SellerProfile) -> Grant {
 
 /// Runs a seller tool; returns (isError, structuredContent or the error text, the whole
 /// result as JSON text).
-fn call(h: &Holder, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value, String) {
+fn call(h: &AppState, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value, String) {
     let r = isto::mcp::seller::dispatch(h, g, tool, &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     let whole = v.to_string();
@@ -188,7 +193,7 @@ fn call(h: &Holder, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value,
     }
 }
 
-fn open_list(h: &Holder, p: &SellerProfile, args: Value) -> Vec<Value> {
+fn open_list(h: &AppState, p: &SellerProfile, args: Value) -> Vec<Value> {
     let (err, v, _) = call(h, Some(&grant(p)), "intent_list_open_intents", args);
     assert!(!err, "{v}");
     v["intents"].as_array().unwrap().clone()
@@ -207,8 +212,9 @@ fn pseudonym_of(list: &[Value], id: &str) -> String {
         .to_owned()
 }
 
-fn delivered_titles(h: &Holder, id: &str) -> Vec<String> {
-    let mut t: Vec<String> = h.deliveries(id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+fn delivered_titles(h: &AppState, id: &str) -> Vec<String> {
+    let mut t: Vec<String> =
+        isto::deliveries::list(&h.base, id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
     t.sort();
     t
 }
@@ -357,7 +363,7 @@ fn submit_answers_the_same_above_and_below_the_hidden_limit() {
     assert_eq!(strip(below), strip(above), "identical answers");
     // Only the one within the hidden limit (the budget's 20 000 does not count) is delivered.
     assert_eq!(delivered_titles(h, &id), vec!["Škoda Octavia Combi below"]);
-    let d = &h.deliveries(&id, None, 10).unwrap().0[0];
+    let d = &isto::deliveries::list(&h.base, &id, None, 10).unwrap().0[0];
     assert_eq!(d.offer.source.kind, "reply");
     assert_eq!(d.offer.in_reply_to.as_deref(), Some(id.as_str()));
     assert_eq!(d.offer.seller.id, s.seller_id);
@@ -372,15 +378,15 @@ fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_a
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let g = grant(&s);
     // Draft (awaiting_consent) and awaiting e-mail confirmation.
-    let draft = h.publish_draft(h.parse_publish(&octavia(json!({}))).unwrap()).unwrap().intent.id;
+    let draft = h.intents.publish_draft(h.intents.parse_publish(&octavia(json!({}))).unwrap()).unwrap().intent.id;
     let unconfirmed = {
-        let r = h.publish_draft(h.parse_publish(&octavia(json!({}))).unwrap()).unwrap();
+        let r = h.intents.publish_draft(h.intents.parse_publish(&octavia(json!({}))).unwrap()).unwrap();
         let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
-        assert_eq!(h.give_consent(&token, "u@example.com", "en").unwrap(), ConsentOutcome::Recorded);
+        assert_eq!(h.intents.give_consent(&token, "u@example.com", "en").unwrap(), ConsentOutcome::Recorded);
         r.intent.id
     };
     let (withdrawn, code) = f.consent_intent(octavia(json!({})), "w@example.com");
-    h.withdraw_by_code(&code, None).unwrap();
+    h.intents.withdraw_by_code(&code, None).unwrap();
     let soon = isto::clock::rfc3339(isto::clock::Clock::now(&*f.clock) + time::Duration::hours(2));
     let (expiring, _) = f.consent_intent(octavia(json!({"validUntil": soon})), "e@example.com");
     let (private, _) = f.consent_intent(octavia(json!({"visibility": "private"})), "p@example.com");
@@ -420,7 +426,7 @@ fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_a
     assert!(refusals.windows(2).all(|w| w[0] == w[1]), "one indistinguishable answer: {refusals:?}");
     // Nothing was stored or delivered for them.
     for id in [&draft, &unconfirmed, &withdrawn, &expiring, &private, &kosice, &flat] {
-        assert!(h.deliveries(id, None, 10).unwrap().0.is_empty());
+        assert!(isto::deliveries::list(&h.base, id, None, 10).unwrap().0.is_empty());
     }
     let (_, v, _) = call(h, Some(&g), "intent_submit_offer", reply(&open, "Škoda Octavia Combi", 9000.0));
     assert_eq!(v["accepted"], true);
@@ -517,12 +523,12 @@ fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
     let (id, _) = f.consent_intent(octavia(json!({})), "buyer@example.com");
     let cookie = f.seller_signs_in("one@dealer.example");
     let token = seller_token(&f, &cookie);
-    let g = isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").unwrap();
+    let g = isto::oauth::check_bearer(&h.base, &bearer(&token), SELLER_RESOURCE, "offers").unwrap();
     assert_eq!(g.account_id, s.account_id);
     assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
     assert_eq!(f.get("/seller/intents", Some(&cookie)).status, StatusCode::OK);
 
-    let t = sellers::set_disabled(h, &s.seller_id, true).unwrap();
+    let t = sellers::set_disabled(&h.base, &s.seller_id, true).unwrap();
     assert!(t.seller.disabled);
     assert_eq!(t.tokens_revoked, 1);
     // The grant the request already carried no longer works: the account is read on every call.
@@ -536,20 +542,20 @@ fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
         assert!(err, "{tool}");
         assert_eq!(msg, "unauthorized: the seller account is disabled or unknown", "{tool}");
     }
-    assert!(h.deliveries(&id, None, 10).unwrap().0.is_empty());
+    assert!(isto::deliveries::list(&h.base, &id, None, 10).unwrap().0.is_empty());
     // Its token is refused at the door, and its session ended.
-    let res = isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").unwrap_err();
+    let res = isto::oauth::check_bearer(&h.base, &bearer(&token), SELLER_RESOURCE, "offers").unwrap_err();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     let page = f.get("/seller/intents", Some(&cookie));
     assert_eq!((page.status, page.location()), (StatusCode::SEE_OTHER, "/signin?next=/seller/intents"));
-    assert!(sellers::list(h).unwrap()[0].disabled);
+    assert!(sellers::list(&h.base).unwrap()[0].disabled);
 
     // Enabled again: tools work for a grant, the old token stays revoked.
-    let t = sellers::set_disabled(h, &s.account_id, false).unwrap();
+    let t = sellers::set_disabled(&h.base, &s.account_id, false).unwrap();
     assert!(!t.seller.disabled);
     assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
-    assert!(isto::oauth::check_bearer(h, &bearer(&token), SELLER_RESOURCE, "offers").is_err());
-    assert!(matches!(sellers::set_disabled(h, "acc_nosuchseller", true), Err(sellers::SellerError::NotFound)));
+    assert!(isto::oauth::check_bearer(&h.base, &bearer(&token), SELLER_RESOURCE, "offers").is_err());
+    assert!(matches!(sellers::set_disabled(&h.base, "acc_nosuchseller", true), Err(sellers::SellerError::NotFound)));
 }
 
 fn catalogue_row(reference: &str, title: &str, price: f64) -> OfferInput {
@@ -572,7 +578,7 @@ fn catalogue_row(reference: &str, title: &str, price: f64) -> OfferInput {
 fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let f = fixture();
     let h = &f.holder;
-    h.import_offers(vec![catalogue_row("c1", "Škoda Octavia Combi katalóg", 9500.0)]).unwrap();
+    h.catalogue.import_offers(vec![catalogue_row("c1", "Škoda Octavia Combi katalóg", 9500.0)]).unwrap();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (anna, _) = f.buyer_account("anna@example.com");
     let mine = f.owned_intent(&anna, octavia(json!({})));
@@ -610,13 +616,13 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let search = isto::mcp::dispatch(h, "intent_search_offers", &json!({"statement": "Škoda Octavia"})).unwrap();
     let text = serde_json::to_string(&search).unwrap();
     assert!(text.contains("katalóg") && !text.contains("odpoveď"), "{text}");
-    let plain = isto::catalogue::search(h, "odpoveď Octavia", None, None, 20).unwrap();
+    let plain = isto::catalogue::search(&h.base, "odpoveď Octavia", None, None, 20).unwrap();
     assert!(plain.iter().all(|o| o.source.kind == "catalogue"), "{plain:?}");
     let (_, found, _) = call(h, Some(&grant(&s)), "intent_search_offers", json!({"statement": "odpoveď Octavia"}));
     assert!(!found.to_string().contains("odpoveď"), "{found}");
     // The digest carries it to the buyer's address.
     f.clock.advance(time::Duration::hours(2));
-    assert!(h.queue_due_digests().unwrap() >= 1);
+    assert!(isto::deliveries::queue_due_digests(&h.base).unwrap() >= 1);
     let digest = f.mails().into_iter().rev().find(|m| m.to == "anna@example.com").unwrap();
     assert!(digest.text.contains("odpoveď"), "{}", digest.text);
 }
@@ -635,7 +641,7 @@ fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
     let cookie = f.seller_signs_in("one@dealer.example");
     let page = f.get("/seller/intents", Some(&cookie));
     assert_eq!(page.status, StatusCode::OK);
-    let s = sellers::find(h, &sellers::list(h).unwrap()[0].seller_id).unwrap();
+    let s = sellers::find(&h.base, &sellers::list(&h.base).unwrap()[0].seller_id).unwrap();
     let listed = open_list(h, &s, json!({}));
     assert_eq!(ids(&listed), vec![id.clone()]);
     assert!(page.body.contains(&pseudonym_of(&listed, &id)), "{}", page.body);
@@ -651,7 +657,7 @@ fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
 fn admin_add_list_and_refusals() {
     let f = fixture();
     let h = &f.holder;
-    h.import_offers(vec![catalogue_row("c1", "Škoda Octavia", 9500.0)]).unwrap();
+    h.catalogue.import_offers(vec![catalogue_row("c1", "Škoda Octavia", 9500.0)]).unwrap();
     let new = |name: &str, email: &str| NewSeller {
         name: name.into(),
         email: email.into(),
@@ -661,32 +667,38 @@ fn admin_add_list_and_refusals() {
         invite: true,
     };
     // A feed's seller of the same name is taken over.
-    let added = sellers::add(h, &new("Feed  Dealer", "feed@dealer.example")).unwrap();
+    let added = sellers::add(&h.base, &new("Feed  Dealer", "feed@dealer.example")).unwrap();
     assert!(added.adopted_catalogue_seller && !added.adopted_account);
     assert_eq!(added.seller.regions, vec!["SK-BL", "SK-TA"]);
     assert_eq!(added.invite.as_deref(), Some("queued"));
     assert!(f.mails().iter().any(|m| m.to == "feed@dealer.example" && m.text.contains("/signin/link/")));
-    let offers: Vec<isto::holder::OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<isto::records::OfferRecord> = h.base.store.read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers[0].offer.seller.id, added.seller.seller_id);
     // Refusals: the same address, the same name, a buyer's address, bad input.
-    assert!(matches!(sellers::add(h, &new("Other", "feed@dealer.example")), Err(sellers::SellerError::Exists(_))));
-    assert!(matches!(sellers::add(h, &new("feed dealer", "x@dealer.example")), Err(sellers::SellerError::Exists(_))));
+    assert!(matches!(
+        sellers::add(&h.base, &new("Other", "feed@dealer.example")),
+        Err(sellers::SellerError::Exists(_))
+    ));
+    assert!(matches!(
+        sellers::add(&h.base, &new("feed dealer", "x@dealer.example")),
+        Err(sellers::SellerError::Exists(_))
+    ));
     f.buyer_account("anna@example.com");
-    assert!(matches!(sellers::add(h, &new("Anna's", "anna@example.com")), Err(sellers::SellerError::Exists(_))));
+    assert!(matches!(sellers::add(&h.base, &new("Anna's", "anna@example.com")), Err(sellers::SellerError::Exists(_))));
     let mut bad = new("Bad", "bad@dealer.example");
     bad.regions = vec!["Atlantis".into()];
-    assert!(matches!(sellers::add(h, &bad), Err(sellers::SellerError::Input(_))));
+    assert!(matches!(sellers::add(&h.base, &bad), Err(sellers::SellerError::Input(_))));
     let mut bad = new("Bad", "bad@dealer.example");
     bad.categories = vec!["boats".into()];
-    assert!(matches!(sellers::add(h, &bad), Err(sellers::SellerError::Input(_))));
-    assert!(isto::accounts::account_by_email(h, "bad@dealer.example").unwrap().is_none(), "nothing half-made");
+    assert!(matches!(sellers::add(&h.base, &bad), Err(sellers::SellerError::Input(_))));
+    assert!(isto::accounts::account_by_email(&h.base, "bad@dealer.example").unwrap().is_none(), "nothing half-made");
     // A seller account made without a profile is taken over.
-    let bare = isto::accounts::create_seller(h, "bare@dealer.example", "Bare").unwrap();
-    let added = sellers::add(h, &new("Bare", "bare@dealer.example")).unwrap();
+    let bare = isto::accounts::create_seller(&h.base, "bare@dealer.example", "Bare").unwrap();
+    let added = sellers::add(&h.base, &new("Bare", "bare@dealer.example")).unwrap();
     assert!(added.adopted_account);
     assert_eq!(added.seller.account_id, bare);
 
-    let list = sellers::list(h).unwrap();
+    let list = sellers::list(&h.base).unwrap();
     assert_eq!(list.len(), 2);
     let table = isto::admin::seller_table(&list);
     assert!(table.starts_with("ACCOUNT") && table.contains("feed@dealer.example") && table.contains("SK-BL, SK-TA"));
@@ -695,7 +707,7 @@ fn admin_add_list_and_refusals() {
 #[test]
 fn admin_commands_go_through_the_running_servers_socket() {
     let f = fixture();
-    let settings = f.holder.settings.clone();
+    let settings = f.holder.base.settings.clone();
     let stop = tokio_util::sync::CancellationToken::new();
     let server = {
         let (h, stop) = (f.holder.clone(), stop.clone());
@@ -719,12 +731,12 @@ fn admin_commands_go_through_the_running_servers_socket() {
         },
     )
     .unwrap();
-    let list = sellers::list(&f.holder).unwrap();
+    let list = sellers::list(&f.holder.base).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!((list[0].name.as_str(), list[0].regions.clone()), ("Socket Dealer", vec!["SK".to_owned()]));
     isto::admin::seller_command(&settings, SellerCommand::Disable { id: list[0].account_id.clone(), json: false })
         .unwrap();
-    assert!(sellers::list(&f.holder).unwrap()[0].disabled);
+    assert!(sellers::list(&f.holder.base).unwrap()[0].disabled);
     isto::admin::seller_command(&settings, SellerCommand::List { json: false }).unwrap();
     let e = isto::admin::seller_command(&settings, SellerCommand::Enable { id: "sel_unknown".into(), json: false })
         .unwrap_err();
@@ -772,10 +784,10 @@ fn admin_commands_work_offline() {
     isto::admin::seller_command(&settings, SellerCommand::List { json: true }).unwrap();
     let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
     let h = open_holder(dir.path(), clock);
-    let list = sellers::list(&h).unwrap();
+    let list = sellers::list(&h.base).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!((list[0].categories.clone(), list[0].regions.clone()), (vec!["property".into()], vec!["CZ-64".into()]));
-    let jobs: Vec<(u64, MailJob)> = h.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
     assert_eq!(jobs.len(), 1, "the invitation waits in the outbox for `isto serve`");
 }
 
@@ -822,11 +834,11 @@ fn seller_server_over_http_with_a_real_token() {
     let token = seller_token(&f, &cookie);
     // As app.rs's bearer check in front of /mcp/seller.
     async fn require_seller(
-        axum::extract::State(holder): axum::extract::State<Arc<Holder>>,
+        axum::extract::State(holder): axum::extract::State<AppState>,
         mut req: axum::extract::Request,
         next: axum::middleware::Next,
     ) -> axum::response::Response {
-        match isto::oauth::check_bearer(&holder, req.headers(), SELLER_RESOURCE, "") {
+        match isto::oauth::check_bearer(&holder.base, req.headers(), SELLER_RESOURCE, "") {
             Ok(grant) => {
                 req.extensions_mut().insert(grant);
                 next.run(req).await
@@ -869,7 +881,7 @@ fn seller_server_over_http_with_a_real_token() {
     assert!(!whole.contains("secret.buyer") && !whole.contains("12345"));
 
     // Disabled: the very next request is refused at the door.
-    sellers::set_disabled(&h, &s.account_id, true).unwrap();
+    sellers::set_disabled(&h.base, &s.account_id, true).unwrap();
     let (status, _, _) = rpc(&f, &mcp, Some(&sid), &token, call(5, "intent_list_open_intents", json!({})));
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

@@ -197,13 +197,16 @@ impl Synth {
     fn make(&mut self) -> (&'static str, &'static [&'static str]) {
         let total: u32 = MAKES.iter().map(|m| m.1).sum();
         let mut x = self.rng.random_range(0..total);
-        for &(make, w, models) in MAKES {
-            if x < w {
-                return (make, models);
+        // `x < total`, so the walk stops at the latest on the last make.
+        let mut chosen = MAKES[0];
+        for &m in MAKES {
+            chosen = m;
+            if x < m.1 {
+                break;
             }
-            x -= w;
+            x -= m.1;
         }
-        unreachable!()
+        (chosen.0, chosen.2)
     }
 
     /// Slovak/Czech inflection of a name as a buyer writes it (`Octavia` → `Octaviu`,

@@ -3,9 +3,9 @@
 //!
 //! Every operation takes the signed-in account's id and works only on intents whose
 //! `owner` is that account; any other id — another account's, a consent-link intent's,
-//! or one that does not exist — is the same [`HolderError::NotFound`].
+//! or one that does not exist — is the same [`ServiceError::NotFound`].
 //!
-//! **Publishing** ([`Holder::publish_for`]): the intent is `active` at once, with the
+//! **Publishing** ([`Intents::publish_for`]): the intent is `active` at once, with the
 //! account's (already sealed, already verified at sign-up) e-mail address as its contact,
 //! when the account is an enabled buyer that accepted the *current* consent text. The
 //! rule: `account.consent_version` equals the version of the consent text in force for
@@ -16,8 +16,8 @@
 //! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
 //! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
 //!
-//! **Updating** ([`Holder::update_owned`]): the changed fields are validated by
-//! [`Holder::parse_publish`] itself — the stored intent is written back as a publish
+//! **Updating** ([`Intents::update_owned`]): the changed fields are validated by
+//! [`Intents::parse_publish`] itself — the stored intent is written back as a publish
 //! input, the changes laid over it — so an update accepts exactly what a publish accepts
 //! and its errors name the same fields. `null` removes `criteria` (the category stays),
 //! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
@@ -28,21 +28,23 @@
 //!
 //! **Renewals** are records in [`Ns::Renewal`] under `token_hash("renewal", token)`:
 //! `{intent id, account id, new validUntil, expiry 72 h}`. Only the hash is stored; the
-//! token is single use. Applying one ([`Holder::renew`]) needs the owning account (the
+//! token is single use. Applying one ([`Intents::renew`]) needs the owning account (the
 //! page requires the person to be signed in), so the agent that received the URL cannot
 //! complete it.
 //!
 //! Account-owned intents are found by scanning the intents table (there is no owner
 //! index): fine for a holder's size, and only the "my intents" page lists them.
 
-use super::{
-    ts, with_offers, ConsentRecord, Holder, HolderError, IntentRecord, PublishInput, Result, ResultsView, TOKEN_BYTES,
-};
+use super::{Intents, PublishInput, ResultsView};
 use crate::accounts::{self, Account, AccountError, ROLE_BUYER};
+use crate::base::{Result, ServiceError};
 use crate::clock;
+use crate::crypto::TOKEN_BYTES;
 use crate::crypto::{self, Secret};
+use crate::deliveries::{self, with_offers};
 use crate::protocol::input::{Fields, InputError};
 use crate::protocol::{Delivery, Intent, Status};
+use crate::records::{ts, ConsentRecord, IntentRecord};
 use crate::store::{Ns, Reads, Tx};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -121,11 +123,11 @@ pub struct RenewalView {
     pub open: bool,
 }
 
-fn account_error(e: AccountError) -> HolderError {
+fn account_error(e: AccountError) -> ServiceError {
     match e {
-        AccountError::Store(e) => HolderError::Store(e),
-        AccountError::Crypto(e) => HolderError::Crypto(e),
-        _ => HolderError::State("unauthorized: the account cannot be used".into()),
+        AccountError::Store(e) => ServiceError::Store(e),
+        AccountError::Crypto(e) => ServiceError::Crypto(e),
+        _ => ServiceError::State("unauthorized: the account cannot be used".into()),
     }
 }
 
@@ -143,31 +145,31 @@ fn was_active(rec: &IntentRecord) -> bool {
 fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
     let status = rec.effective_status(now);
     match status {
-        Status::Withdrawn => Err(HolderError::State(
+        Status::Withdrawn => Err(ServiceError::State(
             "the intent is withdrawn and cannot be changed; publish a new intent instead".into(),
         )),
-        Status::Expired if !was_active(rec) => Err(HolderError::State(
+        Status::Expired if !was_active(rec) => Err(ServiceError::State(
             "the intent expired before it became active (no consent or confirmation); publish it again".into(),
         )),
         s => Ok(s),
     }
 }
 
-fn nothing_to_change() -> HolderError {
+fn nothing_to_change() -> ServiceError {
     InputError(format!("nothing to change: give the id and at least one of {}", UPDATABLE.join(", "))).into()
 }
 
-impl Holder {
+impl Intents {
     /// Whether `account` accepted the consent text in force (see the module docs for the
     /// rule): its version equals the current text's for `language`, or for any other
     /// language the holder serves. Returns the language of the matching text.
     pub fn consent_accepted(&self, account: &Account, language: &str) -> Option<String> {
         let v = account.consent_version.as_deref()?;
-        let first = self.consent.get(language);
+        let first = self.base.consent.get(language);
         if first.version == v {
             return Some(first.language);
         }
-        ["sk", "cs", "en"].into_iter().map(|l| self.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
+        ["sk", "cs", "en"].into_iter().map(|l| self.base.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
     }
 
     fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> IntentRecord {
@@ -179,7 +181,7 @@ impl Holder {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string())),
+            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())),
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
@@ -207,12 +209,12 @@ impl Holder {
     /// consent text; otherwise a draft `awaiting_consent` (owner set) with a `consentUrl`.
     ///
     /// # Errors
-    /// [`HolderError::State`] ("unauthorized") when the account does not exist; storage
+    /// [`ServiceError::State`] ("unauthorized") when the account does not exist; storage
     /// and key errors.
     pub fn publish_for(&self, account_id: &str, p: PublishInput) -> Result<BuyerPublishResult> {
-        let account = accounts::account(self, account_id)
+        let account = accounts::account(&self.base, account_id)
             .map_err(account_error)?
-            .ok_or_else(|| HolderError::State("unauthorized: the account does not exist".into()))?;
+            .ok_or_else(|| ServiceError::State("unauthorized: the account does not exist".into()))?;
         let now = self.now();
         let accepted = if account.role == ROLE_BUYER && !account.disabled {
             self.consent_accepted(&account, &p.language)
@@ -231,43 +233,44 @@ impl Holder {
             });
             // The address was verified when the account was confirmed (double opt-in).
             rec.confirmed_at = Some(clock::rfc3339(now));
-            let n = self.store.write(|tx| -> Result<u64> {
-                let n = self.match_catalogue_tx(tx, &mut rec, now)?;
-                self.put_intent_tx(tx, &rec, true)?;
+            let n = self.base.write(|tx| -> Result<u64> {
+                let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
+                tx.put_intent(&rec, true)?;
                 Ok(n)
             })?;
             tracing::info!(intent = %id, category = %rec.category, delivered = n, "account intent published and active");
-            self.wake.notify_one();
+            self.base.outbox.wake();
             return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
         }
         let consent = crypto::new_token(TOKEN_BYTES);
-        rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.settings.draft_ttl_secs as i64));
-        self.store.write(|tx| -> Result<()> {
-            self.put_intent_tx(tx, &rec, false)?;
+        rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64));
+        self.base.write(|tx| -> Result<()> {
+            tx.put_intent(&rec, false)?;
             tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
             Ok(())
         })?;
         tracing::info!(intent = %id, category = %rec.category, "account intent published as a draft (consent missing)");
         Ok(BuyerPublishResult {
             intent: rec.to_intent(now),
-            consent_url: Some(format!("{}/consent/{}", self.settings.public_url.base, consent.expose())),
+            consent_url: Some(format!("{}/consent/{}", self.base.settings.public_url.base, consent.expose())),
         })
     }
 
     /// The intent `id` if `account_id` owns it.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`] for any other id.
+    /// [`ServiceError::NotFound`] for any other id.
     pub fn owned(&self, account_id: &str, id: &str) -> Result<IntentRecord> {
         if id.is_empty() || id.len() > 64 || account_id.is_empty() {
-            return Err(HolderError::NotFound);
+            return Err(ServiceError::NotFound);
         }
         let rec: IntentRecord = self
+            .base
             .store
             .read(|rx| -> Result<Option<IntentRecord>> { Ok(rx.intent(id)?) })?
-            .ok_or(HolderError::NotFound)?;
+            .ok_or(ServiceError::NotFound)?;
         if rec.owner.as_deref() != Some(account_id) {
-            return Err(HolderError::NotFound);
+            return Err(ServiceError::NotFound);
         }
         Ok(rec)
     }
@@ -275,26 +278,26 @@ impl Holder {
     /// `intent_get_intent` on `/mcp/buyer`.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`].
+    /// [`ServiceError::NotFound`].
     pub fn get_owned(&self, account_id: &str, id: &str) -> Result<Intent> {
         Ok(self.owned(account_id, id)?.to_intent(self.now()))
     }
 
     /// `intent_withdraw_intent` on `/mcp/buyer`: at once, idempotent (see
-    /// [`Holder::withdraw_by_code`]). Call it on a blocking thread.
+    /// [`Intents::withdraw_by_code`]). Call it on a blocking thread.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`].
+    /// [`ServiceError::NotFound`].
     pub fn withdraw_owned(&self, account_id: &str, id: &str) -> Result<()> {
         let rec = self.owned(account_id, id)?;
         self.withdraw_id(&rec.id)
     }
 
     /// `intent_list_matches` on `/mcp/buyer`: `{intent, since?, limit?}` (the same cursor
-    /// rules as [`Holder::list_matches_by_code`]).
+    /// rules as [`Intents::list_matches_by_code`]).
     ///
     /// # Errors
-    /// [`HolderError::Input`] naming the field; [`HolderError::NotFound`].
+    /// [`ServiceError::Input`] naming the field; [`ServiceError::NotFound`].
     pub fn list_matches_owned(&self, account_id: &str, args: &Value) -> Result<(Vec<Delivery>, Option<String>)> {
         let mut f = Fields::new(args, "")?;
         let id = f.req_str("intent", 64)?;
@@ -305,7 +308,7 @@ impl Holder {
         let limit = f.opt_int("limit", 1, 100)?.unwrap_or(50) as usize;
         f.finish("")?;
         let rec = self.owned(account_id, &id)?;
-        let (matches, next) = self.deliveries(&rec.id, since, limit)?;
+        let (matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
         let next = next.or_else(|| since.map(clock::rfc3339_micros));
         Ok((matches, next))
     }
@@ -316,7 +319,7 @@ impl Holder {
     /// Storage errors.
     pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
         let now = self.now();
-        let mut all: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
+        let mut all: Vec<IntentRecord> = self.base.store.read(|rx| -> Result<Vec<IntentRecord>> {
             Ok(rx
                 .all_intents::<IntentRecord>()?
                 .into_iter()
@@ -330,10 +333,10 @@ impl Holder {
     /// The results view of an owned intent: the intent and its newest 100 deliveries.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`].
+    /// [`ServiceError::NotFound`].
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
         let rec = self.owned(account_id, id)?;
-        let deliveries = self.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
     }
 
@@ -342,8 +345,8 @@ impl Holder {
     /// when `validUntil` moved later.
     ///
     /// # Errors
-    /// [`HolderError::Input`] naming the field (the publish rules);
-    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a draft
+    /// [`ServiceError::Input`] naming the field (the publish rules);
+    /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a draft
     /// that lapsed, or content changes to an expired intent (renew it first).
     pub fn update_owned(&self, account_id: &str, args: &Value) -> Result<UpdateResult> {
         let mut f = Fields::new(args, "")?;
@@ -368,7 +371,7 @@ impl Holder {
         let status = check_changeable(&rec, now)?;
         let content = changes.keys().any(|k| k != "validUntil");
         if status == Status::Expired && content {
-            return Err(HolderError::State(
+            return Err(ServiceError::State(
                 "the intent has expired: renew it first by moving validUntil later (the person confirms on the \
                  holder's renewal page), then change the other fields"
                     .into(),
@@ -388,18 +391,18 @@ impl Holder {
         }
         let hidden_changed = changes.contains_key("hiddenLimit");
         let buy_by_changed = changes.contains_key("buyBy");
-        let hidden = p.hidden_limit.map(|h| self.keys.seal_str(&h.to_string()));
+        let hidden = p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string()));
         let before = content_of(&rec);
-        let (rec, n, token) = self.store.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
-            let mut rec: IntentRecord = tx.intent(&id)?.ok_or(HolderError::NotFound)?;
+        let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
+            let mut rec: IntentRecord = tx.intent(&id)?.ok_or(ServiceError::NotFound)?;
             if rec.owner.as_deref() != Some(account_id) {
-                return Err(HolderError::NotFound);
+                return Err(ServiceError::NotFound);
             }
             check_changeable(&rec, now)?; // a withdrawal may have won the race
             if content_of(&rec) != before {
                 // Another update came between reading and writing: never apply changes
                 // laid over stale fields.
-                return Err(HolderError::State("the intent changed meanwhile; send the update again".into()));
+                return Err(ServiceError::State("the intent changed meanwhile; send the update again".into()));
             }
             let mut n = 0;
             if content {
@@ -423,9 +426,9 @@ impl Holder {
             if content || earlier.is_some() {
                 rec.updated_at = clock::rfc3339(now);
                 if content && rec.effective_status(now) == Status::Active {
-                    n = self.match_catalogue_tx(tx, &mut rec, now)?;
+                    n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
                 }
-                self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
+                tx.put_intent(&rec, rec.status == Status::Active)?;
             }
             let token = match later {
                 Some(t) => Some(self.put_renewal(tx, account_id, &id, t, now)?),
@@ -434,7 +437,7 @@ impl Holder {
             Ok((rec, n, token))
         })?;
         if n > 0 {
-            self.wake.notify_one();
+            self.base.outbox.wake();
         }
         tracing::info!(intent = %id, delivered = n, renewal = token.is_some(), "account intent updated");
         Ok(UpdateResult { intent: rec.to_intent(now), renew_url: token.map(|t| self.renew_url(t.expose())) })
@@ -454,7 +457,7 @@ impl Holder {
         if let Some(b) = &rec.budget {
             m.insert("budget".into(), json(b));
         }
-        if let Some(h) = self.hidden_limit(rec)? {
+        if let Some(h) = self.base.hidden_limit(rec)? {
             m.insert("hiddenLimit".into(), Value::from(h));
         }
         m.insert("visibility".into(), json(&rec.visibility));
@@ -478,7 +481,7 @@ impl Holder {
     }
 
     fn renew_url(&self, token: &str) -> String {
-        format!("{}/renew/{token}", self.settings.public_url.base)
+        format!("{}/renew/{token}", self.base.settings.public_url.base)
     }
 
     /// Stores a pending renewal in `tx`; returns its token.
@@ -507,22 +510,22 @@ impl Holder {
     /// validity from now. The person confirms it on `/renew/{token}`.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a lapsed
+    /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a lapsed
     /// draft, or one already valid for as long as the holder allows.
     pub fn request_renewal(&self, account_id: &str, id: &str) -> Result<PendingRenewal> {
         let rec = self.owned(account_id, id)?;
         let now = self.now();
         check_changeable(&rec, now)?;
         let current = ts(&rec.valid_until);
-        let wanted = current.max(now) + time::Duration::days(i64::from(self.settings.default_validity_days));
-        let target = wanted.min(now + time::Duration::days(i64::from(self.settings.max_validity_days)));
+        let wanted = current.max(now) + time::Duration::days(i64::from(self.base.settings.default_validity_days));
+        let target = wanted.min(now + time::Duration::days(i64::from(self.base.settings.max_validity_days)));
         if rec.effective_status(now) != Status::Expired && target <= current {
-            return Err(HolderError::State(format!(
+            return Err(ServiceError::State(format!(
                 "the intent is already valid for the longest time this holder allows ({} days)",
-                self.settings.max_validity_days
+                self.base.settings.max_validity_days
             )));
         }
-        let token = self.store.write(|tx| self.put_renewal(tx, account_id, &rec.id, target, now))?;
+        let token = self.base.write(|tx| self.put_renewal(tx, account_id, &rec.id, target, now))?;
         Ok(PendingRenewal {
             intent: rec.to_intent(now),
             renew_url: self.renew_url(token.expose()),
@@ -533,15 +536,16 @@ impl Holder {
 
     fn renewal(&self, account_id: &str, token: &str) -> Result<(String, RenewalRecord)> {
         if token.is_empty() || token.len() > 200 {
-            return Err(HolderError::NotFound);
+            return Err(ServiceError::NotFound);
         }
         let key = renewal_key(token);
         let rec: RenewalRecord = self
+            .base
             .store
             .read(|rx| -> Result<Option<RenewalRecord>> { Ok(rx.record(Ns::Renewal, &key)?) })?
-            .ok_or(HolderError::NotFound)?;
+            .ok_or(ServiceError::NotFound)?;
         if rec.account_id != account_id || ts(&rec.expires_at) <= self.now() {
-            return Err(HolderError::NotFound);
+            return Err(ServiceError::NotFound);
         }
         Ok((key, rec))
     }
@@ -549,7 +553,7 @@ impl Holder {
     /// What the renewal page shows (never changes state).
     ///
     /// # Errors
-    /// [`HolderError::NotFound`] for an unknown, used or expired token, or another
+    /// [`ServiceError::NotFound`] for an unknown, used or expired token, or another
     /// account's.
     pub fn renewal_view(&self, account_id: &str, token: &str) -> Result<RenewalView> {
         let (_, r) = self.renewal(account_id, token)?;
@@ -564,24 +568,24 @@ impl Holder {
     /// account) and is matched against the catalogue. Single use.
     ///
     /// # Errors
-    /// [`HolderError::NotFound`]; [`HolderError::State`] for a withdrawn intent, a lapsed
+    /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a lapsed
     /// draft, or a new validUntil that has passed meanwhile.
     pub fn renew(&self, account_id: &str, token: &str) -> Result<Intent> {
         let (key, r) = self.renewal(account_id, token)?;
         let now = self.now();
-        let (rec, n) = self.store.write(|tx| -> Result<(IntentRecord, u64)> {
+        let (rec, n) = self.base.write(|tx| -> Result<(IntentRecord, u64)> {
             if tx.record::<RenewalRecord>(Ns::Renewal, &key)?.is_none() {
-                return Err(HolderError::NotFound); // used meanwhile
+                return Err(ServiceError::NotFound); // used meanwhile
             }
             tx.remove_record(Ns::Renewal, &key)?;
-            let mut rec: IntentRecord = tx.intent(&r.intent_id)?.ok_or(HolderError::NotFound)?;
+            let mut rec: IntentRecord = tx.intent(&r.intent_id)?.ok_or(ServiceError::NotFound)?;
             if rec.owner.as_deref() != Some(account_id) {
-                return Err(HolderError::NotFound);
+                return Err(ServiceError::NotFound);
             }
             let status = check_changeable(&rec, now)?;
             let until = ts(&r.valid_until);
             if until <= now {
-                return Err(HolderError::State("the new validUntil has passed already; ask for a new renewal".into()));
+                return Err(ServiceError::State("the new validUntil has passed already; ask for a new renewal".into()));
             }
             rec.valid_until = r.valid_until.clone();
             rec.updated_at = clock::rfc3339(now);
@@ -590,20 +594,20 @@ impl Holder {
                 let account = tx
                     .record::<Account>(Ns::Account, account_id)?
                     .filter(|a| !a.disabled)
-                    .ok_or(HolderError::NotFound)?;
+                    .ok_or(ServiceError::NotFound)?;
                 rec.status = Status::Active;
                 rec.ended_at = None;
                 if rec.contact.is_none() {
                     // Erased after the retention period: the account's verified address.
                     rec.contact = Some(account.email);
                 }
-                n = self.match_catalogue_tx(tx, &mut rec, now)?;
+                n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             }
-            self.put_intent_tx(tx, &rec, rec.status == Status::Active)?;
+            tx.put_intent(&rec, rec.status == Status::Active)?;
             Ok((rec, n))
         })?;
         tracing::info!(intent = %rec.id, delivered = n, "intent renewed");
-        self.wake.notify_one();
+        self.base.outbox.wake();
         Ok(rec.to_intent(now))
     }
 
@@ -613,7 +617,7 @@ impl Holder {
     /// Storage errors.
     pub fn sweep_renewals(&self) -> Result<u64> {
         let now = self.now();
-        self.store.write(|tx| -> Result<u64> {
+        self.base.write(|tx| -> Result<u64> {
             let mut n = 0;
             for (k, r) in tx.records::<RenewalRecord>(Ns::Renewal)? {
                 if ts(&r.expires_at) <= now {

@@ -1,0 +1,259 @@
+//! The plain handles every domain service shares ([`Base`]), the services' error type
+//! ([`ServiceError`]) and the one function through which every intent is written
+//! ([`Base::write`] with [`Writes::put_intent`]).
+//!
+//! The lowest module of the services layer (see ARCHITECTURE.md): it holds the
+//! infrastructure handles (settings, store, keys, clock, outbox), the consent texts and
+//! the standing-intent matching engine, and nothing that answers a request. The engine
+//! is changed only after the write transaction that justifies the change has committed:
+//! [`Writes::put_intent`] stages the change and [`Base::write`] applies it after the
+//! commit, while still holding the intent-write lock, so a concurrent import never sees
+//! the engine out of step with the store and a failed commit leaves it untouched.
+
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::crypto::{self, KeyRing, Secret};
+use crate::mail::{MailContent, MailJob, Outbox};
+use crate::matching::engine::{Engine, EngineIntent, EngineParams};
+use crate::matching::Params;
+use crate::protocol::consent::ConsentTexts;
+use crate::protocol::input::InputError;
+use crate::protocol::Status;
+use crate::records::IntentRecord;
+use crate::store::{Reads, Store, StoreError, Tx};
+use std::sync::{Arc, Mutex, PoisonError};
+use time::OffsetDateTime;
+
+/// A failure of a domain operation, split by who should see what.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Bad input; the message names the field and rule.
+    #[error("{0}")]
+    Input(#[from] InputError),
+    /// Unknown intent, or a code/token that does not fit: one indistinguishable answer.
+    #[error("not_found: no intent for this code")]
+    NotFound,
+    /// The action is not possible in the intent's current state (message says why).
+    #[error("{0}")]
+    State(String),
+    /// Storage failure (logged, never shown in detail).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Key failure (logged, never shown in detail).
+    #[error(transparent)]
+    Crypto(#[from] crypto::CryptoError),
+    /// Full-text index failure (logged, never shown in detail).
+    #[error("offer index: {0}")]
+    Index(String),
+}
+
+impl ServiceError {
+    /// Whether this is an internal failure (to be logged, and answered generically).
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Self::Store(_) | Self::Crypto(_) | Self::Index(_))
+    }
+}
+
+/// Result of a domain operation.
+pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
+
+/// The handles the domain services share. Cheap to share behind an `Arc`; no field is
+/// a service.
+pub struct Base {
+    /// Effective settings (read-only at run time).
+    pub settings: Settings,
+    /// The store.
+    pub store: Arc<Store>,
+    /// Sealing keys.
+    pub keys: Arc<KeyRing>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
+    pub outbox: Outbox,
+    /// Consent texts in force (PROTOCOL.md §4.2).
+    pub consent: ConsentTexts,
+    /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
+    /// Changed only by [`Base::write`].
+    pub engine: Engine,
+    /// Held across every intent write transaction and the engine update after it.
+    intent_writes: Mutex<()>,
+}
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Base")
+    }
+}
+
+/// A change of the engine staged by [`Writes::put_intent`].
+enum EngineOp {
+    Upsert(Box<EngineIntent>),
+    Remove(String),
+}
+
+/// A write transaction in which intents may be written: derefs to the store's
+/// [`Tx`]; intents are written only with [`Writes::put_intent`].
+pub struct Writes<'t, 'a> {
+    tx: &'t mut Tx<'a>,
+    base: &'t Base,
+    ops: Vec<EngineOp>,
+}
+
+impl<'a> std::ops::Deref for Writes<'_, 'a> {
+    type Target = Tx<'a>;
+    fn deref(&self) -> &Self::Target {
+        self.tx
+    }
+}
+
+impl std::ops::DerefMut for Writes<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.tx
+    }
+}
+
+impl Writes<'_, '_> {
+    /// Stores an intent record, keeps the active set and the expiry index in step, and
+    /// stages the engine change that [`Base::write`] applies after the commit.
+    ///
+    /// # Errors
+    /// Storage errors; key errors opening the hidden limit.
+    pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
+        self.tx.put_intent(&rec.id, rec, active)?;
+        if active {
+            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?)));
+        } else {
+            self.ops.push(EngineOp::Remove(rec.id.clone()));
+        }
+        Ok(())
+    }
+}
+
+impl Base {
+    /// Assembles the handles; loads consent texts from `settings.consent_dir()` and every
+    /// active intent of the store into the matching engine.
+    pub fn new(settings: Settings, store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>) -> Self {
+        let consent = ConsentTexts::load(&settings.consent_dir());
+        let engine = Engine::new(EngineParams {
+            min_should_match: settings.min_should_match,
+            default_currency: settings.default_currency.clone(),
+            rates: settings.rates.clone(),
+        });
+        let outbox =
+            Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from, &settings.public_url.host);
+        let b = Self { settings, store, keys, clock, outbox, consent, engine, intent_writes: Mutex::new(()) };
+        match b.load_engine() {
+            Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
+            Err(e) => tracing::error!(error = %e, "loading active intents into the matching engine failed"),
+        }
+        b
+    }
+
+    /// Loads every active intent into the matching engine (start-up).
+    fn load_engine(&self) -> Result<usize> {
+        let now = self.now();
+        let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
+            let mut out = Vec::new();
+            for id in rx.active_ids()? {
+                if let Some(r) = rx.intent::<IntentRecord>(&id)? {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        })?;
+        let mut n = 0;
+        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
+            self.engine.upsert(self.engine_intent(rec)?);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// One write transaction in which intents may be written (the only way to write
+    /// one): runs `f`, commits, then applies the staged engine changes. When `f` fails
+    /// or the commit fails, nothing is stored and the engine is unchanged.
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors of the commit.
+    pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut staged = Vec::new();
+        let out = self.store.write(|tx| {
+            let mut w = Writes { tx, base: self, ops: Vec::new() };
+            let r = f(&mut w);
+            staged = std::mem::take(&mut w.ops);
+            r
+        })?;
+        for op in staged {
+            match op {
+                EngineOp::Upsert(i) => self.engine.upsert(*i),
+                EngineOp::Remove(id) => self.engine.remove(&id),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The engine's view of an intent (hidden limit opened).
+    fn engine_intent(&self, rec: &IntentRecord) -> Result<EngineIntent> {
+        Ok(EngineIntent {
+            id: rec.id.clone(),
+            category: rec.category.clone(),
+            criteria: rec.criteria.clone(),
+            area: rec.area.clone(),
+            budget: rec.budget.clone(),
+            hidden_limit: self.hidden_limit(rec)?,
+            statement: rec.statement.clone(),
+        })
+    }
+
+    /// The current time.
+    pub fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+
+    /// The matching parameters of the settings (PROTOCOL.md §6).
+    pub fn params(&self) -> Params<'_> {
+        Params {
+            min_should_match: self.settings.min_should_match,
+            default_currency: &self.settings.default_currency,
+            rates: &self.settings.rates,
+        }
+    }
+
+    /// The currencies budgets may use (those with a rate).
+    pub fn currencies(&self) -> Vec<String> {
+        self.settings.rates.keys().cloned().collect()
+    }
+
+    /// The intent's hidden limit, opened (`None` without one or when unreadable as a
+    /// number).
+    ///
+    /// # Errors
+    /// Key errors.
+    pub fn hidden_limit(&self, rec: &IntentRecord) -> Result<Option<f64>> {
+        match &rec.hidden_limit {
+            None => Ok(None),
+            Some(s) => Ok(self.keys.open_str(s)?.expose().parse::<f64>().ok()),
+        }
+    }
+
+    /// Seals `content` into the outbox in `tx`, for intent `intent` when given (the
+    /// caller wakes the worker after the commit with `outbox.wake()`).
+    ///
+    /// # Errors
+    /// Storage or sealing errors.
+    pub fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
+        let job =
+            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host);
+        tx.enqueue_mail(&job)?;
+        Ok(())
+    }
+}
+
+/// The contact of an intent, opened, for the mail worker and erasure tests.
+///
+/// # Errors
+/// Key errors.
+pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>> {
+    rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
+}

@@ -1,0 +1,264 @@
+//! The catalogue service: imports of offer rows (PROTOCOL.md §6: new offers reach
+//! standing intents), withdrawal of vanished offers, and the full-text offer index kept
+//! in step with the store (rebuilt when its generation lags).
+
+use super::index::{IndexError, OfferIndex};
+use crate::base::{Base, Result, ServiceError, Writes};
+use crate::clock;
+use crate::crypto;
+use crate::deliveries::{disabled_sellers, match_intent_tx, record_hits_tx};
+use crate::matching;
+use crate::protocol::{Offer, Status};
+use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
+use crate::store::{Reads, Tx};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use time::OffsetDateTime;
+
+/// An index failure as a service error: internal (logged, answered generically).
+pub(crate) fn index_error(e: IndexError) -> ServiceError {
+    ServiceError::Index(e.to_string())
+}
+
+/// The catalogue: the shared handles plus the offer index.
+pub struct Catalogue {
+    /// The shared handles.
+    pub base: Arc<Base>,
+    /// The full-text offer index, built on first use (see [`Catalogue::offer_index`]).
+    index: Mutex<Option<Arc<OfferIndex>>>,
+    /// Where the index lives (`None`: in memory).
+    index_dir: Option<PathBuf>,
+    /// Held across a catalogue write and its index update, so the index applies
+    /// catalogue changes in commit order.
+    lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Catalogue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Catalogue")
+    }
+}
+
+impl Catalogue {
+    /// The catalogue over `base`, with its index in `index_dir` (`DATA_DIR/index`) or in
+    /// memory; the index is opened and caught up at first use.
+    pub fn new(base: Arc<Base>, index_dir: Option<PathBuf>) -> Self {
+        Self { base, index: Mutex::new(None), index_dir, lock: Mutex::new(()) }
+    }
+
+    /// The full-text offer index, opened (and rebuilt from the store when its generation
+    /// lags) on first use.
+    ///
+    /// # Errors
+    /// Index or storage errors (internal).
+    pub fn offer_index(&self) -> Result<Arc<OfferIndex>> {
+        let mut slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = slot.as_ref() {
+            return Ok(i.clone());
+        }
+        let idx = OfferIndex::open(self.index_dir.as_deref()).map_err(index_error)?;
+        let (generation, offers) = self.base.store.read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
+            let g = rx.offers_generation()?;
+            let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };
+            Ok((g, offers))
+        })?;
+        if idx.generation() != Some(generation) {
+            let n = idx
+                .rebuild(
+                    offers.into_iter().filter(|o| o.active && o.offer.source.kind == "catalogue").map(|o| o.offer),
+                    generation,
+                )
+                .map_err(index_error)?;
+            tracing::info!(offers = n, "offer index rebuilt from the store");
+        }
+        let idx = Arc::new(idx);
+        *slot = Some(idx.clone());
+        Ok(idx)
+    }
+
+    /// Applies committed catalogue changes to the index when it is open (otherwise it
+    /// is rebuilt at first use).
+    fn index_apply(&self, upserts: &[Offer], removed: &[String], generation: u64) {
+        let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = slot.as_ref() {
+            if let Err(e) = i.apply(upserts, removed, generation) {
+                tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
+            }
+        }
+    }
+
+    /// Matches the catalogue against one intent inside a write transaction: candidate
+    /// offers from the index (a superset of the matches), then the exact §6 check.
+    pub fn match_catalogue_tx(
+        &self,
+        tx: &mut Writes<'_, '_>,
+        rec: &mut IntentRecord,
+        now: OffsetDateTime,
+    ) -> Result<u64> {
+        let terms = matching::statement_terms(&rec.statement);
+        let ids = self
+            .offer_index()?
+            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.base.settings.min_should_match)
+            .map_err(index_error)?;
+        let mut offers = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(o) = tx.offer::<OfferRecord>(&id)? {
+                offers.push(o);
+            }
+        }
+        let sellers = disabled_sellers(tx)?;
+        match_intent_tx(&self.base, tx, rec, &offers, &sellers, now)
+    }
+
+    /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
+    /// whose (seller, ref) exists update that offer in place) and matches them against
+    /// every active intent (PROTOCOL.md §6: new offers reach standing intents).
+    ///
+    /// # Errors
+    /// Storage errors; nothing of the batch is stored then.
+    pub fn import_offers(&self, rows: Vec<OfferInput>) -> Result<ImportCounts> {
+        self.import_offers_run(rows, None)
+    }
+
+    /// As [`Catalogue::import_offers`], marking every stored offer with the full-feed run
+    /// `run` so that [`Catalogue::withdraw_vanished`] can find the offers the feed no longer
+    /// has.
+    ///
+    /// # Errors
+    /// Storage errors; nothing of the batch is stored then.
+    pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
+        let now = self.base.now();
+        let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let (counts, offers, generation) = self.base.write(|tx| -> Result<(ImportCounts, Vec<Offer>, u64)> {
+            let mut counts = ImportCounts::default();
+            let mut changed = Vec::with_capacity(rows.len());
+            for row in rows {
+                let seller = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+                let existing = match &row.reference {
+                    Some(r) => tx.offer_by_ref(&seller.id, r)?,
+                    None => None,
+                };
+                let (id, published_at) = match &existing {
+                    Some(id) => {
+                        let old: Option<OfferRecord> = tx.offer(id)?;
+                        (id.clone(), old.map(|o| o.offer.published_at).unwrap_or_else(|| clock::rfc3339(now)))
+                    }
+                    None => (crypto::new_id("off_"), clock::rfc3339(now)),
+                };
+                let mut ext = Map::new();
+                if let Some(r) = &row.reference {
+                    ext.insert("ref".into(), Value::String(r.clone()));
+                }
+                let offer = Offer {
+                    id: id.clone(),
+                    source: crate::protocol::OfferSource {
+                        kind: "catalogue".into(),
+                        seller_id: seller.id.clone(),
+                        url: row.url,
+                    },
+                    in_reply_to: None,
+                    title: row.title,
+                    description: row.description,
+                    category: row.category,
+                    attributes: row.attributes,
+                    price: row.price,
+                    area: row.area,
+                    seller: crate::protocol::SellerPublic { id: seller.id.clone(), name: seller.name, url: seller.url },
+                    published_at,
+                    valid_until: row.valid_until,
+                    extensions: Value::Object(ext),
+                };
+                let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
+                tx.put_offer(&id, &rec, row.reference.as_deref().map(|r| (seller.id.as_str(), r)))?;
+                if existing.is_some() {
+                    counts.updated += 1;
+                } else {
+                    counts.created += 1;
+                }
+                changed.push(rec);
+            }
+            // Standing intents: the engine finds the intents each offer matches without
+            // scanning them all; the status is checked again here.
+            let disabled = disabled_sellers(tx)?;
+            let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+            for o in &changed {
+                for (intent, hit) in self.base.engine.match_offer_indexed(&o.offer, offer_valid(o, &disabled, now)) {
+                    by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                }
+            }
+            for (id, hits) in by_intent {
+                let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
+                if rec.effective_status(now) != Status::Active {
+                    continue;
+                }
+                let n = record_hits_tx(&self.base, tx, &mut rec, &hits, now)?;
+                if n > 0 {
+                    counts.delivered += n;
+                    tx.put_intent(&rec, true)?;
+                }
+            }
+            let generation = tx.bump_offers_generation()?;
+            let offers: Vec<Offer> = changed.into_iter().map(|o| o.offer).collect();
+            Ok((counts, offers, generation))
+        })?;
+        self.index_apply(&offers, &[], generation);
+        drop(_catalogue);
+        if counts.delivered > 0 {
+            self.base.outbox.wake();
+        }
+        Ok(counts)
+    }
+
+    /// Ends a full-feed import (`isto admin offers import --full`): every active
+    /// catalogue offer of a seller that appears in run `run` but was not written by it
+    /// vanished from the feed and is withdrawn (it no longer matches or shows in search).
+    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn.
+    ///
+    /// # Errors
+    /// Storage errors; nothing is withdrawn then.
+    pub fn withdraw_vanished(&self, run: &str) -> Result<Vec<String>> {
+        let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let (gone, generation) = self.base.write(|tx| -> Result<(Vec<String>, u64)> {
+            let offers: Vec<OfferRecord> = tx.all_offers()?;
+            let sellers: std::collections::HashSet<String> = offers
+                .iter()
+                .filter(|o| o.import_run.as_deref() == Some(run))
+                .map(|o| o.offer.source.seller_id.clone())
+                .collect();
+            let mut gone = Vec::new();
+            for mut o in offers {
+                if o.active
+                    && o.offer.source.kind == "catalogue"
+                    && sellers.contains(&o.offer.source.seller_id)
+                    && o.import_run.as_deref() != Some(run)
+                {
+                    o.active = false;
+                    tx.put_offer(&o.offer.id.clone(), &o, None)?;
+                    gone.push(o.offer.id);
+                }
+            }
+            let generation = tx.bump_offers_generation()?;
+            Ok((gone, generation))
+        })?;
+        self.index_apply(&[], &gone, generation);
+        Ok(gone)
+    }
+}
+
+fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {
+    let folded = crate::text::fold(name.trim());
+    if let Some(id) = tx.seller_by_name(&folded)? {
+        if let Some(s) = tx.seller::<SellerRecord>(&id)? {
+            return Ok(s);
+        }
+    }
+    let s = SellerRecord {
+        id: crypto::new_id("sel_"),
+        name: name.trim().to_owned(),
+        url: url.map(str::to_owned),
+        disabled: false,
+    };
+    tx.put_seller(&s.id, &folded, &s)?;
+    Ok(s)
+}

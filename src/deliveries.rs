@@ -1,0 +1,187 @@
+//! Deliveries (PROTOCOL.md §4.5, §6): recording matches of offers to intents (once per
+//! pair, in strictly increasing delivery times), listing them, and queueing the match
+//! digests that the mail worker sends ([`Digests`], the worker's
+//! [`DigestScheduler`](crate::mail::worker::DigestScheduler)).
+
+use crate::base::{Base, Result, Writes};
+use crate::clock;
+use crate::crypto::{self, TOKEN_BYTES};
+use crate::matching::{self, IntentView};
+use crate::protocol::{Delivery, Status};
+use crate::records::{from_micros, micros, offer_valid, IntentRecord, OfferRecord, SellerRecord};
+use crate::store::{Reads, Tx};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use time::OffsetDateTime;
+
+/// Deliveries of an intent after `since` (exclusive), oldest first, at most `limit`,
+/// and the cursor for the next call (PROTOCOL.md §3 intent_list_matches).
+///
+/// # Errors
+/// Storage errors.
+pub fn list(
+    base: &Base,
+    id: &str,
+    since: Option<OffsetDateTime>,
+    limit: usize,
+) -> Result<(Vec<Delivery>, Option<String>)> {
+    let after = since.map(micros).unwrap_or(0);
+    base.store.read(|rx| -> Result<_> {
+        let out = with_offers(rx, rx.deliveries(id, after, limit)?)?;
+        let next = out.last().map(|d| d.delivered_at.clone());
+        Ok((out, next))
+    })
+}
+
+/// Matches `offers` against one intent and records new deliveries (once per pair),
+/// scheduling its digest. Returns the number of new deliveries.
+pub fn match_intent_tx(
+    base: &Base,
+    tx: &mut Writes<'_, '_>,
+    rec: &mut IntentRecord,
+    offers: &[OfferRecord],
+    disabled: &HashSet<String>,
+    now: OffsetDateTime,
+) -> Result<u64> {
+    let hidden = base.hidden_limit(rec)?;
+    let view = IntentView {
+        category: &rec.category,
+        criteria: &rec.criteria,
+        area: &rec.area,
+        budget: rec.budget.as_ref(),
+        hidden_limit: hidden,
+        statement: &rec.statement,
+    };
+    let params = base.params();
+    let mut hits = Vec::new();
+    for o in offers {
+        let valid = offer_valid(o, disabled, now);
+        if let Some(hit) = matching::check(&view, &o.offer, valid, &params) {
+            hits.push((o.offer.id.as_str(), hit));
+        }
+    }
+    record_hits_tx(base, tx, rec, &hits, now)
+}
+
+/// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
+/// strictly increasing delivery times, and schedules its digest. Returns how many
+/// were new.
+pub fn record_hits_tx(
+    base: &Base,
+    tx: &mut Tx<'_>,
+    rec: &mut IntentRecord,
+    hits: &[(&str, matching::Hit)],
+    now: OffsetDateTime,
+) -> Result<u64> {
+    let mut n = 0;
+    let mut m = micros(now).max(rec.last_delivered + 1);
+    for (offer_id, hit) in hits {
+        let ext = json!({"score": hit.score, "reasons": hit.reasons});
+        if tx.put_delivery(&rec.id, offer_id, m, &ext)? {
+            n += 1;
+            rec.last_delivered = m;
+            m += 1; // distinct, ordered delivery times
+        }
+    }
+    if n > 0 {
+        rec.match_count += n;
+        let interval = base.settings.digest_min_interval_secs as i64;
+        let due = rec.last_digest_at.map(|l| l + interval).unwrap_or(0).max(now.unix_timestamp());
+        if tx.digest_due_at(&rec.id)?.is_none() {
+            tx.set_digest_due(&rec.id, Some(due))?;
+        }
+    }
+    Ok(n)
+}
+
+/// Sends what is due: builds digests for intents whose digest time has come (first
+/// one at once, later ones after the minimum interval) into the outbox. Returns the
+/// number of digests queued.
+///
+/// # Errors
+/// Storage or key errors.
+pub fn queue_due_digests(base: &Base) -> Result<u64> {
+    let now = base.now();
+    let due: Vec<(String, i64)> = base.store.read(|rx| rx.digests_due())?;
+    let mut queued = 0;
+    for (id, at) in due {
+        if at > now.unix_timestamp() {
+            continue;
+        }
+        let manage = crypto::new_token(TOKEN_BYTES);
+        let url_base = base.settings.public_url.base.clone();
+        let sent = base.write(|tx| -> Result<bool> {
+            let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else {
+                tx.set_digest_due(&id, None)?;
+                return Ok(false);
+            };
+            tx.set_digest_due(&id, None)?;
+            if rec.effective_status(now) != Status::Active {
+                return Ok(false);
+            }
+            let Some(contact) = &rec.contact else { return Ok(false) };
+            let rows: Vec<(i64, String, Value)> = tx.deliveries(&id, rec.digest_cursor, 50)?;
+            if rows.is_empty() {
+                return Ok(false);
+            }
+            let mut offers = Vec::new();
+            for (_, oid, _) in &rows {
+                if let Some(o) = tx.offer::<OfferRecord>(oid)? {
+                    offers.push(o.offer);
+                }
+            }
+            let email = base.keys.open_str(contact)?;
+            let content = crate::messages::digest(
+                &base.settings,
+                email.expose(),
+                &rec.to_intent(now),
+                &offers,
+                &format!("{url_base}/results/{}", manage.expose()),
+                &format!("{url_base}/withdraw/{}", manage.expose()),
+                &format!("{url_base}/unsubscribe/{}", manage.expose()),
+            );
+            tx.put_token(&crypto::token_hash("manage", manage.expose()), &id)?;
+            base.enqueue(tx, Some(&id), &content)?;
+            rec.digest_cursor = rows.last().map(|r| r.0).unwrap_or(rec.digest_cursor);
+            rec.last_digest_at = Some(now.unix_timestamp());
+            if rows.len() == 50 {
+                tx.set_digest_due(&id, Some(now.unix_timestamp() + base.settings.digest_min_interval_secs as i64))?;
+            }
+            tx.put_intent(&rec, true)?;
+            Ok(true)
+        })?;
+        if sent {
+            queued += 1;
+            tracing::info!(intent = %id, "digest queued");
+        }
+    }
+    Ok(queued)
+}
+
+/// Turns delivery rows `(µs, offer id, extensions)` into Deliveries with their offers
+/// (rows whose offer is gone are skipped).
+pub fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for (m, offer_id, ext) in rows {
+        if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
+            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+        }
+    }
+    Ok(out)
+}
+
+/// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
+pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
+    Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
+}
+
+/// The digest scheduler the mail worker calls before each pass.
+#[derive(Debug, Clone)]
+pub struct Digests(pub Arc<Base>);
+
+impl crate::mail::worker::DigestScheduler for Digests {
+    fn queue_due(&self) -> std::result::Result<u64, String> {
+        queue_due_digests(&self.0).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,559 @@
+//! The intents service: the consent-link flow (seed §5, PROTOCOL.md §4) — publish a
+//! draft, consent, double opt-in confirmation, get / list matches / withdraw by code or
+//! manage token — and the expiry sweep. Signed-in buyers' operations are in [`buyer`].
+//! Transport-free: the MCP tools, web pages and admin commands all call these functions.
+//!
+//! Every state change is one write transaction through [`Base::write`], so nothing is
+//! half-written, an acknowledged change is durable and the matching engine follows the
+//! store. Statuses are computed at read time from the stored status and the clock
+//! ([`IntentRecord::effective_status`]): a GET never writes, and a sweep later persists
+//! what expiry already means.
+
+use crate::base::{open_contact, Base, Result, ServiceError};
+use crate::catalogue::Catalogue;
+use crate::clock;
+use crate::crypto::{self, TOKEN_BYTES};
+use crate::deliveries::{self, with_offers};
+use crate::mail::MailJob;
+use crate::protocol::input::{self, validate_email, Fields, InputError};
+use crate::protocol::{AreaObject, Budget, Delivery, Intent, Status, Visibility};
+use crate::records::{ts, ConsentRecord, IntentRecord};
+use crate::store::Reads;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
+
+pub mod buyer;
+
+/// A validated `intent_publish_intent` input (PROTOCOL.md §3).
+#[derive(Debug, Clone)]
+pub struct PublishInput {
+    statement: String,
+    category: String,
+    criteria: Map<String, Value>,
+    area: AreaObject,
+    budget: Option<Budget>,
+    hidden_limit: Option<f64>,
+    buy_by: Option<String>,
+    valid_until: OffsetDateTime,
+    visibility: Visibility,
+    language: String,
+}
+
+/// The `/mcp` publish result (PROTOCOL.md §3).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishResult {
+    /// The draft.
+    pub intent: Intent,
+    /// The caller's secret code.
+    pub intent_code: String,
+    /// The holder page where the person consents.
+    pub consent_url: String,
+    /// When the draft lapses.
+    pub expires_at: String,
+}
+
+/// What the consent page shows.
+#[derive(Debug, Clone)]
+pub struct ConsentView {
+    /// The intent (public view).
+    pub intent: Intent,
+    /// Whether consent can still be given.
+    pub open: bool,
+}
+
+/// What the code holder's results page shows.
+#[derive(Debug, Clone)]
+pub struct ResultsView {
+    /// The intent.
+    pub intent: Intent,
+    /// Deliveries, newest first.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// Outcome of a consent submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsentOutcome {
+    /// Recorded; a confirmation e-mail is queued.
+    Recorded,
+    /// The same address consented before; nothing new was queued.
+    Repeated,
+    /// Someone already consented on this link (first come, seed §5.3).
+    Taken,
+    /// This address was sent too many confirmation e-mails lately (nothing recorded).
+    Throttled,
+    /// The draft lapsed or was withdrawn.
+    Closed,
+}
+
+/// Outcome of a confirmation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfirmOutcome {
+    /// The intent is now active.
+    Activated,
+    /// It already was.
+    AlreadyActive,
+    /// Expired or withdrawn.
+    Closed,
+}
+
+/// The intents service: the shared handles, the catalogue it matches new active
+/// intents against, and the per-address confirmation-mail counter.
+pub struct Intents {
+    /// The shared handles.
+    pub base: Arc<Base>,
+    /// The catalogue (offer index) for intents that become active.
+    pub catalogue: Arc<Catalogue>,
+    /// Recent confirmation e-mails per address hash (unix seconds), so that nobody can
+    /// make the holder mail an address over and over.
+    consent_sent: Mutex<HashMap<String, Vec<i64>>>,
+}
+
+/// Confirmation e-mails one address may receive per hour.
+pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
+
+impl std::fmt::Debug for Intents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Intents")
+    }
+}
+
+impl Intents {
+    /// The service over `base`, matching against `catalogue`.
+    pub fn new(base: Arc<Base>, catalogue: Arc<Catalogue>) -> Self {
+        Self { base, catalogue, consent_sent: Mutex::new(HashMap::new()) }
+    }
+
+    fn now(&self) -> OffsetDateTime {
+        self.base.now()
+    }
+
+    /// Validates `intent_publish_intent` arguments (PROTOCOL.md §3). There is no
+    /// contact field; any unknown property is refused.
+    ///
+    /// # Errors
+    /// [`ServiceError::Input`] naming the field and rule.
+    pub fn parse_publish(&self, args: &Value) -> Result<PublishInput> {
+        let now = self.now();
+        let mut f = Fields::new(args, "")?;
+        let statement = f.req_str("statement", input::STATEMENT_MAX)?;
+        let (cat, criteria) = match f.get("criteria") {
+            Some(c) => input::parse_criteria(c)?,
+            None => (None, Map::new()),
+        };
+        let area = match f.get("area") {
+            Some(a) => input::parse_area(a, "area")?,
+            None => {
+                return Err(InputError(
+                    "area is required (a country, region or place name, e.g. \"SK-BL\" or \"Brno\")".into(),
+                )
+                .into())
+            }
+        };
+        let currencies = self.base.currencies();
+        let budget = f
+            .get("budget")
+            .map(|b| input::parse_budget(b, &self.base.settings.default_currency, &currencies))
+            .transpose()?;
+        let hidden_limit = f.opt_positive("hiddenLimit")?;
+        let buy_by = match f.get("buyBy") {
+            None => None,
+            Some(Value::String(s)) => {
+                let d = clock::parse_date(s).map_err(|m| InputError(format!("buyBy {m}")))?;
+                if d < now.date() {
+                    return Err(InputError("buyBy must not be in the past".into()).into());
+                }
+                Some(clock::date_string(d))
+            }
+            Some(_) => return Err(InputError("buyBy must be a string such as 2027-01-31".into()).into()),
+        };
+        let max_valid = now + time::Duration::days(i64::from(self.base.settings.max_validity_days));
+        let valid_until = match f.get("validUntil") {
+            None => now + time::Duration::days(i64::from(self.base.settings.default_validity_days)),
+            Some(Value::String(s)) => {
+                let t = clock::parse_rfc3339(s).map_err(|m| InputError(format!("validUntil {m}")))?;
+                if t <= now {
+                    return Err(InputError("validUntil must be in the future".into()).into());
+                }
+                if t > max_valid {
+                    return Err(InputError(format!(
+                        "validUntil must be at most {} days from now",
+                        self.base.settings.max_validity_days
+                    ))
+                    .into());
+                }
+                t
+            }
+            Some(_) => return Err(InputError("validUntil must be an RFC 3339 string".into()).into()),
+        };
+        let visibility = f.get("visibility").map(input::parse_visibility).transpose()?.unwrap_or_default();
+        f.finish(". Contact data is never accepted here: the person enters it on the holder's consent page.")?;
+        let category = match cat {
+            Some(c) => c,
+            None => input::classify(&statement).map(str::to_owned).ok_or_else(|| {
+                InputError(
+                    "criteria.category is required: the statement does not say whether it is vehicles or property"
+                        .into(),
+                )
+            })?,
+        };
+        input::check_criteria_keys(&category, &criteria)?;
+        if let (Some(h), Some(b)) = (hidden_limit, &budget) {
+            if let Some(min) = b.min {
+                if h < min {
+                    return Err(InputError("hiddenLimit must not be below budget.min".into()).into());
+                }
+            }
+        }
+        let language = input::detect_language(&statement, &self.base.settings.default_language);
+        Ok(PublishInput {
+            statement,
+            category,
+            criteria,
+            area,
+            budget,
+            hidden_limit,
+            buy_by,
+            valid_until,
+            visibility,
+            language,
+        })
+    }
+
+    /// Stores a draft (seed §5.1–5.2): status `awaiting_consent`, not matched, expiring
+    /// after the draft TTL; returns the intentCode and consentUrl (each a fresh 160-bit
+    /// token, stored only as a hash).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn publish_draft(&self, p: PublishInput) -> Result<PublishResult> {
+        let now = self.now();
+        let id = crypto::new_id("int_");
+        let code = crypto::new_token(TOKEN_BYTES);
+        let consent = crypto::new_token(TOKEN_BYTES);
+        let expires = now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64);
+        let rec = IntentRecord {
+            id: id.clone(),
+            status: Status::AwaitingConsent,
+            statement: p.statement,
+            category: p.category,
+            criteria: p.criteria,
+            area: p.area,
+            budget: p.budget,
+            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())),
+            buy_by: p.buy_by,
+            valid_until: clock::rfc3339(p.valid_until),
+            visibility: p.visibility,
+            language: p.language,
+            created_at: clock::rfc3339(now),
+            updated_at: clock::rfc3339(now),
+            draft_expires_at: clock::rfc3339(expires),
+            contact: None,
+            consent: None,
+            confirm_expires_at: None,
+            confirmed_at: None,
+            ended_at: None,
+            match_count: 0,
+            last_digest_at: None,
+            digest_cursor: 0,
+            last_delivered: 0,
+            owner: None,
+        };
+        self.base.write(|tx| -> Result<()> {
+            tx.put_intent(&rec, false)?;
+            tx.put_token(&crypto::token_hash("code", code.expose()), &id)?;
+            tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
+            Ok(())
+        })?;
+        tracing::info!(intent = %id, category = %rec.category, "draft published");
+        Ok(PublishResult {
+            intent: rec.to_intent(now),
+            intent_code: code.0,
+            consent_url: format!("{}/consent/{}", self.base.settings.public_url.base, consent.expose()),
+            expires_at: clock::rfc3339(expires),
+        })
+    }
+
+    pub(crate) fn by_token(&self, kind: &str, token: &str) -> Result<IntentRecord> {
+        if token.is_empty() || token.len() > 200 {
+            return Err(ServiceError::NotFound);
+        }
+        let hash = crypto::token_hash(kind, token);
+        self.base.store.read(|rx| -> Result<IntentRecord> {
+            let id = rx.token(&hash)?.ok_or(ServiceError::NotFound)?;
+            rx.intent(&id)?.ok_or(ServiceError::NotFound)
+        })
+    }
+
+    /// Resolves an intentCode (and optional id that must match) to its intent
+    /// (seed §5.4).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] for an unknown code or a mismatching id.
+    pub fn intent_by_code(&self, code: &str, id: Option<&str>) -> Result<IntentRecord> {
+        let rec = self.by_token("code", code)?;
+        if id.is_some_and(|i| i != rec.id) {
+            return Err(ServiceError::NotFound);
+        }
+        Ok(rec)
+    }
+
+    /// The public view of the code's intent (`intent_get_intent` on `/mcp`).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn get_by_code(&self, code: &str, id: Option<&str>) -> Result<Intent> {
+        Ok(self.intent_by_code(code, id)?.to_intent(self.now()))
+    }
+
+    /// Withdraws in one transaction: status `withdrawn`, out of the active set, pending
+    /// digest and queued mail for it cancelled (PROTOCOL.md §3: no delivery, e-mail or
+    /// listing after it returns). Idempotent.
+    pub(crate) fn withdraw_id(&self, id: &str) -> Result<()> {
+        let now = self.now();
+        // Called on blocking threads (tool calls and pages use spawn_blocking).
+        let _in_flight = self.base.outbox.send_lock.blocking_lock();
+        self.base.write(|tx| -> Result<()> {
+            let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
+            if rec.status == Status::Withdrawn {
+                return Ok(());
+            }
+            rec.status = Status::Withdrawn;
+            rec.ended_at = Some(clock::rfc3339(now));
+            rec.updated_at = clock::rfc3339(now);
+            tx.put_intent(&rec, false)?;
+            tx.set_digest_due(id, None)?;
+            for (seq, job) in tx.outbox::<MailJob>()? {
+                if job.intent_id.as_deref() == Some(id) {
+                    tx.remove_mail(seq)?;
+                }
+            }
+            Ok(())
+        })?;
+        tracing::info!(intent = %id, "intent withdrawn");
+        Ok(())
+    }
+
+    /// `intent_withdraw_intent` on `/mcp`.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn withdraw_by_code(&self, code: &str, id: Option<&str>) -> Result<()> {
+        let rec = self.intent_by_code(code, id)?;
+        self.withdraw_id(&rec.id)
+    }
+
+    /// `intent_list_matches` on `/mcp` (seed §5.6): pull, by code.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], bad `since`.
+    pub fn list_matches_by_code(&self, args: &Value) -> Result<(Vec<Delivery>, Option<String>)> {
+        let mut f = Fields::new(args, "")?;
+        let code = f.req_str("intentCode", 200)?;
+        let id = f.opt_str("intent", 64)?;
+        let since = f
+            .opt_str("since", 64)?
+            .map(|s| clock::parse_rfc3339(&s).map_err(|m| InputError(format!("since {m}"))))
+            .transpose()?;
+        let limit = f.opt_int("limit", 1, 100)?.unwrap_or(50) as usize;
+        f.finish("")?;
+        let rec = self.intent_by_code(&code, id.as_deref())?;
+        let (matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
+        // With no new deliveries the cursor stays where the caller was.
+        let next = next.or_else(|| since.map(clock::rfc3339_micros));
+        Ok((matches, next))
+    }
+
+    /// What the consent page shows for a consent token.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn consent_view(&self, token: &str) -> Result<ConsentView> {
+        let rec = self.by_token("consent", token)?;
+        let now = self.now();
+        Ok(ConsentView { open: rec.effective_status(now) == Status::AwaitingConsent, intent: rec.to_intent(now) })
+    }
+
+    /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
+    /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
+    /// e-mail (double opt-in) in the same transaction.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address.
+    pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
+        let email = validate_email(email)?;
+        let rec = self.by_token("consent", token)?;
+        let now = self.now();
+        let address_key = crypto::token_hash("address", &email.to_ascii_lowercase());
+        if !self.consent_allowed(&address_key, now.unix_timestamp(), false) {
+            return Ok(ConsentOutcome::Throttled);
+        }
+        let text = self.base.consent.get(language);
+        let confirm = crypto::new_token(TOKEN_BYTES);
+        let manage = crypto::new_token(TOKEN_BYTES);
+        let base = &self.base.settings.public_url.base;
+        let content = crate::messages::confirmation(
+            &self.base.settings,
+            &email,
+            &rec.to_intent(now),
+            &format!("{base}/confirm/{}", confirm.expose()),
+            &format!("{base}/withdraw/{}", manage.expose()),
+            &format!("{base}/unsubscribe/{}", manage.expose()),
+        );
+        let outcome = self.base.write(|tx| -> Result<ConsentOutcome> {
+            let mut rec: IntentRecord = tx.intent(&rec.id)?.ok_or(ServiceError::NotFound)?;
+            match rec.effective_status(now) {
+                Status::AwaitingConsent => {}
+                Status::AwaitingEmailConfirmation | Status::Active => {
+                    // The same person submitting again (double click, reload) is not a
+                    // takeover: answer as before, queue nothing new.
+                    let same =
+                        open_contact(&self.base.keys, &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email));
+                    return Ok(if same { ConsentOutcome::Repeated } else { ConsentOutcome::Taken });
+                }
+                _ => return Ok(ConsentOutcome::Closed),
+            }
+            rec.status = Status::AwaitingEmailConfirmation;
+            rec.contact = Some(self.base.keys.seal_str(&email));
+            rec.consent = Some(ConsentRecord {
+                at: clock::rfc3339(now),
+                text_version: text.version.clone(),
+                language: text.language.clone(),
+            });
+            rec.confirm_expires_at =
+                Some(clock::rfc3339(now + time::Duration::seconds(self.base.settings.confirm_ttl_secs as i64)));
+            rec.updated_at = clock::rfc3339(now);
+            tx.put_intent(&rec, false)?;
+            tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
+            tx.put_token(&crypto::token_hash("manage", manage.expose()), &rec.id)?;
+            self.base.enqueue(tx, Some(&rec.id), &content)?;
+            Ok(ConsentOutcome::Recorded)
+        })?;
+        if outcome == ConsentOutcome::Recorded {
+            self.consent_allowed(&address_key, now.unix_timestamp(), true);
+            tracing::info!(intent = %rec.id, "consent recorded; confirmation e-mail queued");
+            self.base.outbox.wake();
+        }
+        Ok(outcome)
+    }
+
+    /// Whether `address_key` may get another confirmation e-mail now; with `record`,
+    /// counts one.
+    fn consent_allowed(&self, address_key: &str, now: i64, record: bool) -> bool {
+        let Ok(mut map) = self.consent_sent.lock() else { return true };
+        if map.len() > 100_000 {
+            map.retain(|_, v| v.iter().any(|t| now - t < 3600));
+        }
+        let times = map.entry(address_key.to_owned()).or_default();
+        times.retain(|t| now - t < 3600);
+        if record {
+            times.push(now);
+        }
+        times.len() < CONSENTS_PER_ADDRESS_PER_HOUR || record
+    }
+
+    /// The intent behind a confirmation token (for the page; never changes state).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn confirm_view(&self, token: &str) -> Result<Intent> {
+        Ok(self.by_token("confirm", token)?.to_intent(self.now()))
+    }
+
+    /// Confirms the e-mail (POST only): `awaiting_email_confirmation → active`, then
+    /// matches the catalogue for the intent, all in one transaction (PROTOCOL.md §4.3).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], storage errors.
+    pub fn confirm(&self, token: &str) -> Result<ConfirmOutcome> {
+        let rec = self.by_token("confirm", token)?;
+        let now = self.now();
+        let out = self.base.write(|tx| -> Result<(ConfirmOutcome, u64)> {
+            let mut rec: IntentRecord = tx.intent(&rec.id)?.ok_or(ServiceError::NotFound)?;
+            match rec.effective_status(now) {
+                Status::AwaitingEmailConfirmation => {}
+                Status::Active => return Ok((ConfirmOutcome::AlreadyActive, 0)),
+                _ => return Ok((ConfirmOutcome::Closed, 0)),
+            }
+            rec.status = Status::Active;
+            rec.confirmed_at = Some(clock::rfc3339(now));
+            rec.updated_at = clock::rfc3339(now);
+            let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
+            tx.put_intent(&rec, true)?;
+            Ok((ConfirmOutcome::Activated, n))
+        })?;
+        if out.0 == ConfirmOutcome::Activated {
+            tracing::info!(intent = %rec.id, delivered = out.1, "intent confirmed and active");
+            self.base.outbox.wake();
+        }
+        Ok(out.0)
+    }
+
+    /// The results page of a manage token (from an e-mail): the intent and its
+    /// deliveries, newest first (at most 100).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn results_view(&self, token: &str) -> Result<ResultsView> {
+        let rec = self.by_token("manage", token)?;
+        let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+    }
+
+    /// The intent behind a manage token (withdraw pages), without its deliveries.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn manage_view(&self, token: &str) -> Result<Intent> {
+        Ok(self.by_token("manage", token)?.to_intent(self.now()))
+    }
+
+    /// Withdraws through a manage token (withdraw page POST, RFC 8058 one-click).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn withdraw_by_manage(&self, token: &str) -> Result<()> {
+        let rec = self.by_token("manage", token)?;
+        self.withdraw_id(&rec.id)
+    }
+
+    /// Persists what time already means: expired drafts, unconfirmed and past-validity
+    /// intents become `expired`; contact is erased `contact_retention_days` after an
+    /// intent ended (PROTOCOL.md §4.6). Returns how many records changed.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn sweep(&self) -> Result<u64> {
+        let now = self.now();
+        let retention = time::Duration::days(i64::from(self.base.settings.contact_retention_days));
+        self.base.write(|tx| -> Result<u64> {
+            let mut changed = 0;
+            for mut rec in tx.all_intents::<IntentRecord>()? {
+                let eff = rec.effective_status(now);
+                let mut dirty = false;
+                if eff != rec.status {
+                    rec.status = eff;
+                    rec.ended_at = Some(clock::rfc3339(now));
+                    dirty = true;
+                    tx.set_digest_due(&rec.id, None)?;
+                }
+                if rec.status.is_final()
+                    && rec.contact.is_some()
+                    && rec.ended_at.as_deref().is_some_and(|e| ts(e) + retention < now)
+                {
+                    rec.contact = None;
+                    dirty = true;
+                }
+                if dirty {
+                    rec.updated_at = clock::rfc3339(now);
+                    tx.put_intent(&rec, rec.status == Status::Active)?;
+                    changed += 1;
+                }
+            }
+            Ok(changed)
+        })
+    }
+}

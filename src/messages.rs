@@ -1,0 +1,132 @@
+//! The e-mails the holder sends a buyer about an intent, one function each: the double
+//! opt-in confirmation (PROTOCOL.md §4.3) and the match digest (§4.5), in the intent's
+//! language (sk, cs, en). Account e-mails are in `crate::accounts`.
+
+use crate::config::Settings;
+use crate::mail::MailContent;
+use crate::protocol::{Intent, Offer};
+use crate::text::format_amount;
+
+struct Strings {
+    confirm_subject: &'static str,
+    confirm_intro: &'static str,
+    confirm_action: &'static str,
+    ignore: &'static str,
+    withdraw: &'static str,
+    digest_subject: &'static str,
+    digest_intro: &'static str,
+    all_results: &'static str,
+    aggregator: &'static str,
+}
+
+fn strings(lang: &str) -> &'static Strings {
+    match lang {
+        "sk" => &Strings {
+            confirm_subject: "Potvrďte svoj dopyt",
+            confirm_intro: "Dostali sme váš súhlas so zverejnením tohto dopytu:",
+            confirm_action: "Dopyt aktivujete tlačidlom Potvrdiť na tejto stránke:",
+            ignore: "Ak ste o nič nežiadali, tento e-mail ignorujte; bez potvrdenia sa nič nestane.",
+            withdraw: "Dopyt kedykoľvek zrušíte tu:",
+            digest_subject: "Nové ponuky pre váš dopyt",
+            digest_intro: "Našli sme nové ponuky, ktoré zodpovedajú vášmu dopytu:",
+            all_results: "Všetky výsledky:",
+            aggregator: "Ponuky pochádzajú od trhového agregátora a nemusia byť úplné.",
+        },
+        "cs" => &Strings {
+            confirm_subject: "Potvrďte svou poptávku",
+            confirm_intro: "Obdrželi jsme váš souhlas se zveřejněním této poptávky:",
+            confirm_action: "Poptávku aktivujete tlačítkem Potvrdit na této stránce:",
+            ignore: "Pokud jste o nic nežádali, tento e-mail ignorujte; bez potvrzení se nic nestane.",
+            withdraw: "Poptávku kdykoli zrušíte zde:",
+            digest_subject: "Nové nabídky pro vaši poptávku",
+            digest_intro: "Našli jsme nové nabídky, které odpovídají vaší poptávce:",
+            all_results: "Všechny výsledky:",
+            aggregator: "Nabídky pocházejí od tržního agregátoru a nemusí být úplné.",
+        },
+        _ => &Strings {
+            confirm_subject: "Confirm your request",
+            confirm_intro: "We received your consent to publish this request:",
+            confirm_action: "Activate it with the Confirm button on this page:",
+            ignore: "If you did not ask for anything, ignore this e-mail; nothing happens without confirmation.",
+            withdraw: "Withdraw it at any time here:",
+            digest_subject: "New offers for your request",
+            digest_intro: "We found new offers that match your request:",
+            all_results: "All results:",
+            aggregator: "Offers come from a market aggregator and may be incomplete.",
+        },
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+/// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
+/// confirmation page link (which shows a Confirm button; GET never confirms) and the
+/// withdraw link.
+pub fn confirmation(
+    settings: &Settings,
+    to: &str,
+    intent: &Intent,
+    confirm_url: &str,
+    withdraw_url: &str,
+    unsubscribe_url: &str,
+) -> MailContent {
+    let s = strings(&intent.language);
+    let text = format!(
+        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
+        intro = s.confirm_intro,
+        statement = intent.statement,
+        action = s.confirm_action,
+        ignore = s.ignore,
+        withdraw = s.withdraw,
+        holder = settings.holder_name,
+    );
+    MailContent {
+        to: to.to_owned(),
+        subject: format!("{}: {}", s.confirm_subject, short(&intent.statement, 60)),
+        text,
+        unsubscribe_url: unsubscribe_url.to_owned(),
+    }
+}
+
+/// The match digest (PROTOCOL.md §4.5): new offers with price, place and link, the
+/// results page and the withdraw link.
+pub fn digest(
+    settings: &Settings,
+    to: &str,
+    intent: &Intent,
+    offers: &[Offer],
+    results_url: &str,
+    withdraw_url: &str,
+    unsubscribe_url: &str,
+) -> MailContent {
+    let s = strings(&intent.language);
+    let mut list = String::new();
+    for o in offers {
+        let place = o.area.place.clone().unwrap_or_else(|| o.area.regions.join(", "));
+        list.push_str(&format!("* {} — {} {} — {}\n", o.title, format_amount(o.price.amount), o.price.currency, place));
+        if let Some(u) = &o.source.url {
+            list.push_str(&format!("  {u}\n"));
+        }
+    }
+    let text = format!(
+        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
+        intro = s.digest_intro,
+        statement = intent.statement,
+        all = s.all_results,
+        aggregator = s.aggregator,
+        withdraw = s.withdraw,
+        holder = settings.holder_name,
+    );
+    MailContent {
+        to: to.to_owned(),
+        subject: format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50)),
+        text,
+        unsubscribe_url: unsubscribe_url.to_owned(),
+    }
+}

@@ -1,0 +1,208 @@
+//! The records isto stores (PROTOCOL.md §2 objects plus what only the holder keeps):
+//! intents with their sealed contact and hidden limit, offers, sellers, and the rules
+//! read off a record alone (effective status, next status change, whether an offer may
+//! match). Model layer: no storage, no transport.
+
+use crate::clock;
+use crate::crypto::Sealed;
+use crate::protocol::{AreaObject, Budget, Intent, Offer, Status, Visibility};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use time::OffsetDateTime;
+
+/// Consent given on the holder's page (PROTOCOL.md §4.2).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsentRecord {
+    /// When, RFC 3339.
+    pub at: String,
+    /// Version (hash prefix) of the consent text shown.
+    pub text_version: String,
+    /// Language of the consent text shown.
+    pub language: String,
+}
+
+/// An intent as stored. Contact and hidden limit are sealed; tokens live only as hashes
+/// in the `tokens` table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IntentRecord {
+    /// `int_...`.
+    pub id: String,
+    /// Stored status (see [`IntentRecord::effective_status`]).
+    pub status: Status,
+    /// The buyer's words.
+    pub statement: String,
+    /// Category key.
+    pub category: String,
+    /// Criteria without `category`.
+    pub criteria: Map<String, Value>,
+    /// Normalised area.
+    pub area: AreaObject,
+    /// Visible budget.
+    pub budget: Option<Budget>,
+    /// Sealed hidden limit (decimal string), in the budget's currency.
+    pub hidden_limit: Option<Sealed>,
+    /// `YYYY-MM-DD`.
+    pub buy_by: Option<String>,
+    /// RFC 3339.
+    pub valid_until: String,
+    /// Visibility.
+    pub visibility: Visibility,
+    /// BCP 47 tag.
+    pub language: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// When a draft lapses without consent, RFC 3339.
+    pub draft_expires_at: String,
+    /// Sealed e-mail address (after consent; erased after retention).
+    pub contact: Option<Sealed>,
+    /// Consent record.
+    pub consent: Option<ConsentRecord>,
+    /// Deadline of the e-mail confirmation, RFC 3339.
+    pub confirm_expires_at: Option<String>,
+    /// When the e-mail was confirmed.
+    pub confirmed_at: Option<String>,
+    /// When it became expired or withdrawn.
+    pub ended_at: Option<String>,
+    /// Number of deliveries.
+    pub match_count: u64,
+    /// Unix seconds of the last digest sent.
+    pub last_digest_at: Option<i64>,
+    /// Delivery time (µs) of the last delivery included in a digest.
+    pub digest_cursor: i64,
+    /// The account that owns it when published on `/mcp/buyer` (PROTOCOL.md §1); `None`
+    /// for consent-link intents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Delivery time (µs) of the newest delivery: the next one is strictly later, so
+    /// `since` cursors and digests never skip a delivery made in the same microsecond.
+    #[serde(default)]
+    pub last_delivered: i64,
+}
+
+/// Parses a stored RFC 3339 time (the epoch when malformed: stored times are written by
+/// isto).
+pub fn ts(s: &str) -> OffsetDateTime {
+    clock::parse_rfc3339(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+impl IntentRecord {
+    /// The status at `now`: stored status, with expiry applied (drafts after their
+    /// deadline, unconfirmed after 72 h, active after validUntil).
+    pub fn effective_status(&self, now: OffsetDateTime) -> Status {
+        match self.status {
+            Status::AwaitingConsent if now > ts(&self.draft_expires_at) => Status::Expired,
+            Status::AwaitingEmailConfirmation if self.confirm_expires_at.as_deref().is_some_and(|t| now > ts(t)) => {
+                Status::Expired
+            }
+            Status::Active if now > ts(&self.valid_until) => Status::Expired,
+            s => s,
+        }
+    }
+
+    /// The public view (PROTOCOL.md §2 Intent): no contact, no hidden limit value.
+    pub fn to_intent(&self, now: OffsetDateTime) -> Intent {
+        let mut criteria = self.criteria.clone();
+        criteria.insert("category".into(), Value::String(self.category.clone()));
+        Intent {
+            id: self.id.clone(),
+            status: self.effective_status(now),
+            statement: self.statement.clone(),
+            category: self.category.clone(),
+            criteria,
+            area: self.area.clone(),
+            budget: self.budget.clone(),
+            has_hidden_limit: self.hidden_limit.is_some(),
+            buy_by: self.buy_by.clone(),
+            valid_until: self.valid_until.clone(),
+            visibility: self.visibility,
+            language: self.language.clone(),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            extensions: json!({"matchCount": self.match_count}),
+        }
+    }
+}
+
+/// A seller as stored (catalogue feeds create them by name).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SellerRecord {
+    /// `sel_...`.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Web site.
+    pub url: Option<String>,
+    /// Disabled sellers' offers never match.
+    pub disabled: bool,
+}
+
+/// An offer as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OfferRecord {
+    /// The public offer.
+    pub offer: Offer,
+    /// False once withdrawn from the catalogue.
+    pub active: bool,
+    /// The `--full` import run that last wrote it (see `catalogue::Catalogue::withdraw_vanished`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import_run: Option<String>,
+}
+
+/// A catalogue row after validation (PROTOCOL.md §2 Offer without holder-assigned
+/// fields; see `crate::catalogue`).
+#[derive(Debug, Clone)]
+pub struct OfferInput {
+    /// The feed's own id, stable across re-imports.
+    pub reference: Option<String>,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Category key.
+    pub category: String,
+    /// Attributes.
+    pub attributes: Map<String, Value>,
+    /// Price.
+    pub price: crate::protocol::Money,
+    /// Location.
+    pub area: AreaObject,
+    /// Seller name.
+    pub seller_name: String,
+    /// Seller site.
+    pub seller_url: Option<String>,
+    /// Listing URL.
+    pub url: Option<String>,
+    /// RFC 3339.
+    pub valid_until: Option<String>,
+}
+
+/// Counts of one import batch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImportCounts {
+    /// New offers stored.
+    pub created: u64,
+    /// Existing offers (same seller and ref) updated in place.
+    pub updated: u64,
+    /// New deliveries to standing intents.
+    pub delivered: u64,
+}
+
+/// Microseconds since the Unix epoch.
+pub fn micros(t: OffsetDateTime) -> i64 {
+    (t.unix_timestamp_nanos() / 1000) as i64
+}
+
+/// The instant `m` microseconds after the Unix epoch (the epoch when out of range).
+pub fn from_micros(m: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// Whether an offer may match (PROTOCOL.md §6): current, active, seller enabled.
+pub fn offer_valid(o: &OfferRecord, disabled: &HashSet<String>, now: OffsetDateTime) -> bool {
+    o.active
+        && !disabled.contains(&o.offer.source.seller_id)
+        && o.offer.valid_until.as_deref().is_none_or(|v| ts(v) > now)
+}

@@ -1,0 +1,53 @@
+//! [`AppState`]: the plain handles the faces (MCP, pages, admin socket) share — the
+//! infrastructure handles ([`Base`]) and the services built on them. Assembled once at
+//! start (`crate::app`) or by a test; cloning is cheap.
+
+use crate::base::Base;
+use crate::catalogue::Catalogue;
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::crypto::KeyRing;
+use crate::deliveries::Digests;
+use crate::intents::Intents;
+use crate::store::Store;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The handles the faces share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// Settings, store, keys, clock, outbox, consent texts, matching engine.
+    pub base: Arc<Base>,
+    /// Offers: import, withdrawal, full-text index.
+    pub catalogue: Arc<Catalogue>,
+    /// Intents: the consent-link flow and signed-in buyers' intents.
+    pub intents: Arc<Intents>,
+}
+
+impl AppState {
+    /// Assembles the state with an in-memory offer index; loads the active intents into
+    /// the matching engine.
+    pub fn new(settings: Settings, store: Store, keys: KeyRing, clock: Arc<dyn Clock>) -> Self {
+        Self::with_index_dir(settings, store, keys, clock, None)
+    }
+
+    /// As [`AppState::new`], with the offer index kept in `index_dir` (`DATA_DIR/index`)
+    /// and caught up at first use when its generation lags the store's.
+    pub fn with_index_dir(
+        settings: Settings,
+        store: Store,
+        keys: KeyRing,
+        clock: Arc<dyn Clock>,
+        index_dir: Option<PathBuf>,
+    ) -> Self {
+        let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(keys), clock));
+        let catalogue = Arc::new(Catalogue::new(base.clone(), index_dir));
+        let intents = Arc::new(Intents::new(base.clone(), catalogue.clone()));
+        Self { base, catalogue, intents }
+    }
+
+    /// The digest scheduler for the mail worker.
+    pub fn digests(&self) -> Digests {
+        Digests(self.base.clone())
+    }
+}
