@@ -5,7 +5,7 @@
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::mcp::PublicServer;
+use crate::mcp::service::{buyer_service, mcp_service, seller_service};
 use crate::state::AppState;
 use crate::store::Store;
 use axum::extract::{MatchedPath, Request};
@@ -13,8 +13,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -68,58 +66,6 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
     let index_dir = settings.data_dir.join("index");
     Ok((AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
-}
-
-/// The MCP Streamable HTTP service for `/mcp`, with Host and Origin checks derived from
-/// the public URL (DNS-rebinding protection).
-pub fn mcp_service(
-    holder: AppState,
-    stop: CancellationToken,
-) -> StreamableHttpService<PublicServer, LocalSessionManager> {
-    let h = holder.clone();
-    StreamableHttpService::new(
-        move || Ok(PublicServer::new(h.clone())),
-        Arc::new(LocalSessionManager::default()),
-        mcp_config(&holder, stop),
-    )
-}
-
-/// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the
-/// public URL, a body limit.
-fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServerConfig {
-    let url = &holder.base.settings.public_url;
-    StreamableHttpServerConfig::default()
-        .with_allowed_hosts(url.allowed_hosts())
-        .with_allowed_origins(url.allowed_origins())
-        .enforce_origin_validation()
-        .with_cancellation_token(stop)
-        .with_max_request_body_bytes(256 * 1024)
-}
-
-/// The MCP service for `/mcp/buyer` (bearer-checked in front, see [`router`]).
-fn buyer_service(
-    holder: AppState,
-    stop: CancellationToken,
-) -> StreamableHttpService<crate::mcp::buyer::BuyerServer, LocalSessionManager> {
-    let h = holder.clone();
-    StreamableHttpService::new(
-        move || Ok(crate::mcp::buyer::BuyerServer::new(h.clone())),
-        Arc::new(LocalSessionManager::default()),
-        mcp_config(&holder, stop),
-    )
-}
-
-/// The MCP service for `/mcp/seller` (bearer-checked in front, see [`router`]).
-fn seller_service(
-    holder: AppState,
-    stop: CancellationToken,
-) -> StreamableHttpService<crate::mcp::seller::SellerServer, LocalSessionManager> {
-    let h = holder.clone();
-    StreamableHttpService::new(
-        move || Ok(crate::mcp::seller::SellerServer::new(h.clone())),
-        Arc::new(LocalSessionManager::default()),
-        mcp_config(&holder, stop),
-    )
 }
 
 /// Requires a seller token for `/mcp/seller` (PROTOCOL.md §7: scopes `offers`, `demand`).

@@ -257,3 +257,96 @@ impl Base {
 pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>> {
     rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{self, ManualClock};
+    use crate::protocol::Visibility;
+    use serde_json::Map;
+
+    fn base(dir: &std::path::Path) -> Base {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        let store = Store::open(&dir.join("isto.redb")).unwrap();
+        let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+    }
+
+    fn active(id: &str) -> IntentRecord {
+        IntentRecord {
+            id: id.into(),
+            status: Status::Active,
+            statement: "Škoda Octavia combi".into(),
+            category: "vehicles".into(),
+            criteria: Map::new(),
+            area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
+            budget: None,
+            hidden_limit: None,
+            buy_by: None,
+            valid_until: "2027-03-01T00:00:00Z".into(),
+            visibility: Visibility::default(),
+            language: "sk".into(),
+            created_at: "2026-12-01T10:00:00Z".into(),
+            updated_at: "2026-12-01T10:00:00Z".into(),
+            draft_expires_at: "2026-12-02T10:00:00Z".into(),
+            contact: None,
+            consent: None,
+            confirm_expires_at: None,
+            confirmed_at: Some("2026-12-01T10:00:00Z".into()),
+            ended_at: None,
+            match_count: 0,
+            last_digest_at: None,
+            digest_cursor: 0,
+            owner: None,
+            last_delivered: 0,
+        }
+    }
+
+    fn stored_active(b: &Base, id: &str) -> bool {
+        b.store.read(|rx| rx.active_ids()).unwrap().iter().any(|i| i == id)
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_engine_as_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = base(dir.path());
+
+        // Activation whose transaction fails after the put: neither store nor engine has it.
+        let r: Result<()> = b.write(|w| {
+            w.put_intent(&active("int_a"), true)?;
+            Err(ServiceError::State("refused after the put".into()))
+        });
+        assert!(r.is_err());
+        assert!(!stored_active(&b, "int_a"));
+        assert!(!b.engine.contains("int_a"), "a failed transaction must not reach the engine");
+        assert_eq!(b.engine.len(), 0);
+
+        // A committed activation reaches both.
+        b.write(|w| w.put_intent(&active("int_a"), true)).unwrap();
+        assert!(stored_active(&b, "int_a"));
+        assert!(b.engine.contains("int_a"));
+
+        // A withdrawal whose transaction fails: the intent stays active in both.
+        let mut withdrawn = active("int_a");
+        withdrawn.status = Status::Withdrawn;
+        let r: Result<()> = b.write(|w| {
+            w.put_intent(&withdrawn, false)?;
+            Err(ServiceError::State("refused after the put".into()))
+        });
+        assert!(r.is_err());
+        assert!(stored_active(&b, "int_a"));
+        assert!(b.engine.contains("int_a"), "the engine keeps what the store keeps");
+
+        // The committed withdrawal leaves both.
+        b.write(|w| w.put_intent(&withdrawn, false)).unwrap();
+        assert!(!stored_active(&b, "int_a"));
+        assert!(!b.engine.contains("int_a"));
+
+        // A restart loads the same set from the store.
+        b.write(|w| w.put_intent(&active("int_b"), true)).unwrap();
+        drop(b);
+        let again = base(dir.path());
+        assert!(again.engine.contains("int_b") && !again.engine.contains("int_a"));
+    }
+}

@@ -183,7 +183,7 @@ impl Sink {
 
 /// Whether a store error means another process holds the file.
 fn in_use(e: &StoreError) -> bool {
-    matches!(e, StoreError::Db(redb::Error::DatabaseAlreadyOpen))
+    e.is_already_open()
 }
 
 /// Opens store and keys in this process for an import (no server answers).

@@ -167,12 +167,13 @@ pub fn search_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::Base;
     use crate::catalogue::parse_json_row;
+    use crate::catalogue::Catalogue;
     use crate::clock::SystemClock;
     use crate::config::Settings;
     use crate::crypto::KeyRing;
     use crate::records::OfferInput;
-    use crate::state::AppState;
     use crate::store::Store;
     use serde_json::json;
     use std::sync::Arc;
@@ -192,16 +193,18 @@ mod tests {
         let mut s = Settings::defaults();
         s.data_dir = dir.path().to_owned();
         let store = Store::open(&s.store_path()).unwrap();
-        let st = AppState::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock));
-        let h = &*st.base;
-        st.catalogue
-            .import_offers(vec![
-                row("1", "Škoda Octavia Combi", "Škoda", "Košice", None),
-                row("2", "Škoda Fabia", "Škoda", "Bratislava", None),
-                row("3", "Škoda Superb", "Škoda", "Košice", Some("2020-01-01")),
-                row("4", "Toyota Corolla", "Toyota", "Košice", None),
-            ])
-            .unwrap();
+        let cat = Catalogue::new(
+            Arc::new(Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), Arc::new(SystemClock))),
+            None,
+        );
+        let h = &*cat.base;
+        cat.import_offers(vec![
+            row("1", "Škoda Octavia Combi", "Škoda", "Košice", None),
+            row("2", "Škoda Fabia", "Škoda", "Bratislava", None),
+            row("3", "Škoda Superb", "Škoda", "Košice", Some("2020-01-01")),
+            row("4", "Toyota Corolla", "Toyota", "Košice", None),
+        ])
+        .unwrap();
         let records: Vec<OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
         let index = OfferIndex::open(None).unwrap();
         index.rebuild(records.into_iter().filter(|r| r.active).map(|r| r.offer), 1).unwrap();

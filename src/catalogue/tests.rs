@@ -1,10 +1,11 @@
 use super::*;
+use crate::base::Base;
+use crate::catalogue::Catalogue;
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::gazetteer;
 use crate::protocol::Offer;
-use crate::state::AppState;
 use crate::store::Store;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -263,11 +264,11 @@ fn jsonl_long_line_is_one_bad_row() {
     assert!(rows[1].is_ok());
 }
 
-fn holder(dir: &Path) -> AppState {
+fn holder(dir: &Path) -> Catalogue {
     let mut s = Settings::defaults();
     s.data_dir = dir.to_owned();
     let store = Store::open(&s.store_path()).unwrap();
-    AppState::new(s, store, KeyRing::ephemeral(), Arc::new(SystemClock))
+    Catalogue::new(Arc::new(Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), Arc::new(SystemClock))), None)
 }
 
 fn offer(reference: &str, title: &str, description: &str, make: &str, price: f64, area: &str) -> OfferInput {
@@ -291,7 +292,7 @@ fn search_folds_filters_and_ranks() {
         offer("4", "Toyota Corolla", "", "Toyota", 7000.0, "Košice"),
         offer("5", "Sedan", "", "Škoda", 4000.0, "Žilina"),
     ];
-    h.catalogue.import_offers(rows).unwrap();
+    h.import_offers(rows).unwrap();
     let refs =
         |v: Vec<Offer>| v.into_iter().map(|o| o.extensions["ref"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
 
@@ -316,12 +317,11 @@ fn search_folds_filters_and_ranks() {
 fn search_ranks_title_above_description() {
     let dir = tempfile::tempdir().unwrap();
     let h = holder(dir.path());
-    h.catalogue
-        .import_offers(vec![
-            offer("d", "Combi", "Superb v top stave", "Škoda", 1000.0, "SK"),
-            offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
-        ])
-        .unwrap();
+    h.import_offers(vec![
+        offer("d", "Combi", "Superb v top stave", "Škoda", 1000.0, "SK"),
+        offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
+    ])
+    .unwrap();
     let got = search(&h.base, "superb", None, None, 10).unwrap();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].title, "Superb", "a title hit outranks a cheaper description hit");

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 pub mod buyer;
 pub mod seller;
+pub mod service;
 
 /// The public `/mcp` server: one value per session, sharing the holder.
 #[derive(Clone)]

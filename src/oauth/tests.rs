@@ -97,7 +97,7 @@ fn env() -> Env {
     assert_eq!(settings.public_url.base, BASE);
     let store = Store::open(&dir.path().join("isto.redb")).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let base = crate::state::AppState::new(settings, store, KeyRing::ephemeral(), clock.clone()).base;
+    let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock.clone()));
     let app = routes(base.clone(), Arc::new(TestPeople));
     Env { _dir: dir, base, clock, app }
 }

@@ -113,6 +113,14 @@ macro_rules! from_redb {
 from_redb!(redb::DatabaseError, redb::TransactionError, redb::TableError, redb::StorageError, redb::CommitError);
 
 /// Result alias.
+impl StoreError {
+    /// Whether the store file is held by another process (redb allows one per file:
+    /// `isto serve` is running).
+    pub fn is_already_open(&self) -> bool {
+        matches!(self, Self::Db(redb::Error::DatabaseAlreadyOpen))
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 fn decode<T: DeserializeOwned>(key: &str, b: &[u8]) -> Result<T> {

@@ -470,3 +470,17 @@ async fn stylesheet_is_served_with_cache_headers() {
     let r = e.get("/assets/style.css").await;
     assert_eq!(r.header(header::CACHE_CONTROL), "public, max-age=3600");
 }
+
+#[tokio::test]
+async fn account_pages_link_the_same_stylesheet_as_the_holders_other_pages() {
+    let e = env();
+    let home = e.get("/").await;
+    let href = super::stylesheet_href();
+    assert!(home.body.contains(&href), "{href}");
+    let signup = crate::accounts::routes(e.holder.base.clone())
+        .oneshot(Request::builder().uri("/signup").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let body = axum::body::to_bytes(signup.into_body(), usize::MAX).await.unwrap();
+    assert!(String::from_utf8_lossy(&body).contains(&href));
+}

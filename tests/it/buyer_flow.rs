@@ -4,9 +4,6 @@
 //! server's dispatch, and the "my intents" pages. Buyer accounts are created through the
 //! account pages (sign-up, e-mail link, Confirm), driven in-process with `oneshot`.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;

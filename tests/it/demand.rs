@@ -6,9 +6,6 @@
 //! map page. Intents are made active the way people do it: publish, consent on the
 //! holder's page, confirm with the token from the e-mail.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use axum::http::{header, StatusCode};
 use isto::config::{Overrides, Settings};
 use isto::demand::{Cell, DemandAnswer};

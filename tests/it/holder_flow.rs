@@ -1,9 +1,6 @@
 //! The consent-link flow through the holder's operations, on a real redb file, with a
 //! clock the test advances (no sleeps): PROTOCOL.md §4 and §6.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use isto::base::ServiceError;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::mail::MailJob;

@@ -2,9 +2,6 @@
 //! DNS-rebinding protection derived from the public URL (a holder behind a reverse proxy
 //! at https://holder.example), and GET requests that never change state.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 

@@ -2,8 +2,6 @@
 //! temp dir with a [`ManualClock`], the production router (`isto::app::router`) driven
 //! in-process (axum's `oneshot` pattern), form and JSON-RPC helpers, the outbox reader,
 //! and the account sign-up every suite needs.
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};

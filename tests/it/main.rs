@@ -1,6 +1,9 @@
 //! The integration tests, one binary: each module drives isto in-process over a real
 //! redb file in a temp dir; `kit` holds the shared fixtures.
 
+// Test code: a failed set-up is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod kit;
 
 mod buyer_flow;

@@ -5,9 +5,6 @@
 //! in with their one-time link and authorize an agent through the OAuth pages — all
 //! driven in-process with `oneshot`.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
