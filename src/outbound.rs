@@ -78,7 +78,8 @@ impl Fetcher {
 
     async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
         let https = url.scheme() == "https";
-        if !https && !(self.allow_loopback && url.scheme() == "http") {
+        let dev_http = self.allow_loopback && url.scheme() == "http";
+        if !(https || dev_http) {
             return Err(FetchError::Url);
         }
         let port = url.port_or_known_default().ok_or(FetchError::Url)?;
