@@ -18,7 +18,7 @@ use super::error::{Internal, OAuthError};
 use super::form::Credentials;
 use super::{blocking, now_unix, Shared, SCOPES};
 use crate::crypto::{new_id, new_token, token_hash};
-use crate::outbound::{FetchError, Fetcher};
+use crate::outbound::Fetcher;
 use crate::store::{Ns, Reads, StoreError};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -336,7 +336,11 @@ pub struct Cimd {
 impl Cimd {
     /// A fetcher; `allow_loopback_http` also accepts `http://` loopback document URLs.
     pub fn new(allow_loopback_http: bool) -> Self {
-        Self { http: Fetcher::new(FETCH_TIMEOUT, MAX_DOCUMENT), cache: Mutex::new(HashMap::new()), allow_loopback_http }
+        Self {
+            http: Fetcher::new(FETCH_TIMEOUT, MAX_DOCUMENT, allow_loopback_http),
+            cache: Mutex::new(HashMap::new()),
+            allow_loopback_http,
+        }
     }
 
     /// Whether `client_id` is to be treated as a metadata document URL.
@@ -399,13 +403,10 @@ impl Cimd {
     /// GET the document: 200, at most [`MAX_DOCUMENT`] bytes of JSON. Returns it and the
     /// `Cache-Control` lifetime (0 for `no-store`/`no-cache`).
     async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), String> {
-        self.http.get_json(url).await.map_err(|e| match e {
-            FetchError::Unavailable => "this holder cannot fetch client metadata documents".to_owned(),
-            FetchError::Timeout => "fetching the client metadata document timed out".to_owned(),
-            FetchError::Failed => "the client metadata document could not be fetched".to_owned(),
-            FetchError::Status(s) => format!("the client metadata document answered HTTP {s}"),
-            FetchError::TooLarge => "the client metadata document is larger than 64 KiB".to_owned(),
-            FetchError::NotJson => "the client metadata document is not JSON".to_owned(),
+        self.http.get_json(url).await.map_err(|e| {
+            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
+            tracing::info!(reason = %e, "oauth: client metadata document not usable");
+            "the client metadata document could not be fetched".to_owned()
         })
     }
 }
