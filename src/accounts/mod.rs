@@ -26,7 +26,7 @@
 mod i18n;
 mod mail;
 mod pages;
-pub mod password;
+pub use crate::crypto::password;
 mod web;
 
 #[cfg(test)]

@@ -346,7 +346,7 @@ async fn password_signin_without_enumeration_and_safe_next() {
 async fn successful_signin_rehashes_weaker_parameters() {
     let e = env();
     let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
-    let weak = password::hash_with(PASSWORD, argon2::Params::new(1024, 1, 1, None).unwrap()).unwrap();
+    let weak = password::hash_with(PASSWORD, password::HashParams::new(1024, 1, 1, None).unwrap()).unwrap();
     e.base
         .store
         .write(|tx| -> Result<(), StoreError> {

@@ -5,6 +5,8 @@
 //! The key ring is a directory of 32-byte key files; the newest is used for sealing and
 //! every one for opening, so rotation keeps old ciphertexts readable.
 
+pub mod password;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, KeyInit};
@@ -39,6 +41,9 @@ pub enum CryptoError {
     /// Sealing failed (the reason says why); nothing sealed is stored.
     #[error("sealing failed: {0}")]
     Seal(&'static str),
+    /// Password hashing failed (the message never contains the password).
+    #[error("password hashing: {0}")]
+    Hash(String),
 }
 
 /// A sealed value as stored: key id, 24-byte nonce and ciphertext, both base64url.
