@@ -178,7 +178,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(settings.smtp_url.as_deref(), &settings.outbox_dir())?;
+    let transport = crate::mail::Transport::new(
+        settings.smtp_url.as_deref(),
+        &settings.outbox_dir(),
+        settings.allow_plaintext_auth,
+    )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
     if created {
