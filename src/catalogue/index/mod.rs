@@ -16,13 +16,19 @@
 //! [`matching::check`]. Change [`INDEX_VERSION`] when the analysis changes: an index
 //! written with other analysis reports no generation and is rebuilt by its owner.
 
+mod analysis;
+mod collector;
+
 use crate::gazetteer::{self, AreaObject};
 use crate::matching;
 use crate::protocol::Offer;
+use analysis::{analysis_fingerprint, IstoTokenizer};
+pub use analysis::{is_stop_word, ANALYZER, TERMS_ANALYZER};
+use collector::{AllIds, TopIds};
 use serde_json::Value;
 use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::path::Path;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::directory::MmapDirectory;
@@ -32,7 +38,7 @@ use tantivy::query::{
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
-use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
     DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
     SegmentReader, TantivyDocument, Term,
@@ -41,12 +47,6 @@ use tantivy::{
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
 pub const INDEX_VERSION: u32 = 1;
-/// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] without
-/// stop words.
-pub const ANALYZER: &str = "isto_v1";
-/// The analyzer of `terms`: exactly [`matching::text_terms`].
-pub const TERMS_ANALYZER: &str = "isto_terms_v1";
-
 /// Memory budget of the index writer (split over at most 4 indexing threads).
 const WRITER_HEAP_BYTES: usize = 64 << 20;
 /// Field weights of the catalogue search (as the scan search: title 3, attributes 2,
@@ -61,57 +61,6 @@ const INFLECTED_SHARE: Score = 0.8;
 const RANK_ONLY_SHARE: Score = 0.25;
 /// At most this many inflected forms per statement term and field in a search.
 const MAX_EXPANSIONS: usize = 64;
-
-/// Slovak stop words (written with diacritics; folded when used).
-const STOP_SK: &[&str] = &[
-    "a", "aj", "ako", "aby", "ale", "alebo", "ani", "by", "bol", "bola", "bolo", "boli", "do", "je", "k", "ku", "na",
-    "nad", "o", "od", "po", "pod", "pre", "pri", "s", "so", "sa", "si", "som", "sú", "tak", "tiež", "to", "už", "v",
-    "vo", "z", "zo", "za", "že", "čo", "ktorý", "ktorá", "ktoré",
-];
-/// Czech stop words.
-const STOP_CS: &[&str] = &[
-    "a", "aby", "ale", "ani", "by", "byl", "byla", "bylo", "do", "i", "jak", "jako", "je", "jsem", "jsou", "k", "ke",
-    "na", "nad", "nebo", "o", "od", "po", "pod", "pro", "při", "s", "se", "si", "tak", "také", "to", "u", "už", "v",
-    "ve", "z", "ze", "za", "že", "což", "který", "která", "které",
-];
-/// English stop words.
-const STOP_EN: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "if", "in", "into", "is", "it", "its", "of",
-    "on", "or", "that", "the", "their", "this", "to", "was", "were", "will", "with",
-];
-
-static STOP_WORDS: LazyLock<HashSet<String>> =
-    LazyLock::new(|| STOP_SK.iter().chain(STOP_CS).chain(STOP_EN).map(|w| crate::text::fold(w)).collect());
-
-/// Whether a folded token is a stop word of the searchable fields (sk/cs/en).
-pub fn is_stop_word(term: &str) -> bool {
-    STOP_WORDS.contains(term)
-}
-
-/// A fingerprint of the analysis (version, stop words, and the token stream of a probe
-/// text with diacritics and synonyms), stored with each commit.
-fn analysis_fingerprint() -> &'static str {
-    static FP: LazyLock<String> = LazyLock::new(|| {
-        use sha2::{Digest, Sha256};
-        let probe = "Škoda Octavia Combi 2.0 TDI 110kW nafta naftový benzín benzínový TSI TFSI kombi estate \
-                     wagon variant touring avant elektro elektromobil EV hybrid hybridní hybridný automat \
-                     automatická DSG byt bytu flat apartment dom dům domu house Košice ŁØß Žilina CRDi HDi dCi";
-        let mut h = Sha256::new();
-        h.update(INDEX_VERSION.to_le_bytes());
-        let mut stop: Vec<&String> = STOP_WORDS.iter().collect();
-        stop.sort();
-        for w in stop {
-            h.update(w.as_bytes());
-            h.update([0]);
-        }
-        for t in matching::text_terms(probe) {
-            h.update(t.as_bytes());
-            h.update([1]);
-        }
-        h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
-    });
-    &FP
-}
 
 /// Index failures: tantivy errors and I/O on the index directory.
 #[derive(Debug, thiserror::Error)]
@@ -128,52 +77,6 @@ pub enum IndexError {
     /// I/O on the index directory.
     #[error("offer index: {0}")]
     Io(#[from] std::io::Error),
-}
-
-/// The tokenizer of both analyzers: the tokens of [`matching::text_terms`], optionally
-/// without stop words. Offsets are not kept (nothing is highlighted).
-#[derive(Clone)]
-struct IstoTokenizer {
-    drop_stop_words: bool,
-}
-
-/// The token stream of [`IstoTokenizer`].
-struct IstoTokenStream {
-    tokens: std::vec::IntoIter<Token>,
-    current: Token,
-}
-
-impl TokenStream for IstoTokenStream {
-    fn advance(&mut self) -> bool {
-        match self.tokens.next() {
-            Some(t) => {
-                self.current = t;
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn token(&self) -> &Token {
-        &self.current
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        &mut self.current
-    }
-}
-
-impl Tokenizer for IstoTokenizer {
-    type TokenStream<'a> = IstoTokenStream;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
-        let tokens: Vec<Token> = matching::text_terms(text)
-            .enumerate()
-            .filter(|(_, t)| !(self.drop_stop_words && is_stop_word(t)))
-            .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
-            .collect();
-        IstoTokenStream { tokens: tokens.into_iter(), current: Token::default() }
-    }
 }
 
 /// One clause of a boolean query.
@@ -712,167 +615,6 @@ fn expansions(searcher: &Searcher, field: Field, term: &str, cap: usize) -> Resu
         }
     }
     Ok(out)
-}
-
-/// One search hit: `key` is the id (across segments) or the id's term ordinal in the
-/// segment's id column (inside a segment, where ordinals sort as the ids do). Orders
-/// worst last: lower score, then (when asked) older, then larger id.
-#[derive(Debug, Clone, PartialEq)]
-struct Hit<K> {
-    score: Score,
-    published: i64,
-    key: K,
-}
-
-impl<K: Ord> Eq for Hit<K> {}
-
-impl<K: Ord> Ord for Hit<K> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other
-            .score
-            .total_cmp(&self.score)
-            .then(other.published.cmp(&self.published))
-            .then_with(|| self.key.cmp(&other.key))
-    }
-}
-
-impl<K: Ord> PartialOrd for Hit<K> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Top `limit` hits by score descending, then (when `newest_first`) publication time
-/// descending, then id ascending — deterministic whatever the segment layout.
-struct TopIds {
-    limit: usize,
-    newest_first: bool,
-}
-
-struct TopIdsSegment {
-    limit: usize,
-    ids: StrColumn,
-    published: Option<Column<i64>>,
-    heap: BinaryHeap<Hit<u64>>,
-}
-
-fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
-    seg.fast_fields()
-        .str("id")?
-        .ok_or_else(|| tantivy::TantivyError::SchemaError("the offer index has no id fast field".into()))
-}
-
-/// The ids of sorted, distinct term ordinals of an id column, in the same order.
-fn ids_of(ids: &StrColumn, ords: &[u64]) -> std::io::Result<Vec<String>> {
-    let mut out = Vec::with_capacity(ords.len());
-    ids.dictionary().sorted_ords_to_term_cb(ords, |b| out.push(String::from_utf8_lossy(b).into_owned()))?;
-    if out.len() != ords.len() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: id ordinal out of range"));
-    }
-    Ok(out)
-}
-
-impl Collector for TopIds {
-    type Fruit = Vec<Hit<String>>;
-    type Child = TopIdsSegment;
-
-    fn for_segment(&self, _: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
-        let published = if self.newest_first { Some(seg.fast_fields().i64("published")?) } else { None };
-        Ok(TopIdsSegment {
-            limit: self.limit,
-            ids: id_column(seg)?,
-            published,
-            heap: BinaryHeap::with_capacity(self.limit.min(1024) + 1),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        true
-    }
-
-    fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<Hit<String>>>>) -> tantivy::Result<Vec<Hit<String>>> {
-        let mut all = Vec::new();
-        for f in fruits {
-            all.extend(f?);
-        }
-        all.sort();
-        all.truncate(self.limit);
-        Ok(all)
-    }
-}
-
-impl SegmentCollector for TopIdsSegment {
-    type Fruit = std::io::Result<Vec<Hit<String>>>;
-
-    fn collect(&mut self, doc: DocId, score: Score) {
-        let Some(ord) = self.ids.ords().first(doc) else { return };
-        let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
-        let hit = Hit { score, published, key: ord };
-        if self.heap.len() < self.limit {
-            self.heap.push(hit);
-        } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
-            self.heap.pop();
-            self.heap.push(hit);
-        }
-    }
-
-    fn harvest(self) -> Self::Fruit {
-        let mut hits = self.heap.into_vec();
-        hits.sort_by_key(|h| h.key);
-        let ords: Vec<u64> = hits.iter().map(|h| h.key).collect();
-        let ids = ids_of(&self.ids, &ords)?;
-        Ok(hits.into_iter().zip(ids).map(|(h, id)| Hit { score: h.score, published: h.published, key: id }).collect())
-    }
-}
-
-/// Every matching offer id, unscored.
-struct AllIds;
-
-struct AllIdsSegment {
-    ids: StrColumn,
-    ords: Vec<u64>,
-}
-
-impl Collector for AllIds {
-    type Fruit = Vec<String>;
-    type Child = AllIdsSegment;
-
-    fn for_segment(&self, _: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<AllIdsSegment> {
-        Ok(AllIdsSegment { ids: id_column(seg)?, ords: Vec::new() })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        false
-    }
-
-    fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<String>>>) -> tantivy::Result<Vec<String>> {
-        let mut all = Vec::new();
-        for f in fruits {
-            all.extend(f?);
-        }
-        Ok(all)
-    }
-}
-
-impl SegmentCollector for AllIdsSegment {
-    type Fruit = std::io::Result<Vec<String>>;
-
-    fn collect(&mut self, doc: DocId, _: Score) {
-        if let Some(ord) = self.ids.ords().first(doc) {
-            self.ords.push(ord);
-        }
-    }
-
-    fn collect_block(&mut self, docs: &[DocId]) {
-        let ords = self.ids.ords();
-        self.ords.extend(docs.iter().filter_map(|&d| ords.first(d)));
-    }
-
-    fn harvest(mut self) -> Self::Fruit {
-        self.ords.sort_unstable();
-        self.ords.dedup();
-        ids_of(&self.ids, &self.ords)
-    }
 }
 
 #[cfg(test)]
