@@ -50,6 +50,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
 /// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
+mod terms;
+use terms::Terms;
+
 #[cfg(any(test, feature = "testkit"))]
 #[doc(hidden)]
 pub mod synth;
@@ -329,110 +332,6 @@ struct Bucket {
     unbounded: Vec<u32>,
     /// Rest group with a ceiling, ordered by `(ceiling key, slot)`.
     by_ceiling: BTreeSet<(u64, u32)>,
-}
-
-#[derive(Debug)]
-struct TermInfo {
-    text: Box<str>,
-    chars: u32,
-    refs: u32,
-}
-
-/// Interned statement terms of the indexed intents, with the stem map of
-/// [`super::term_hit`].
-#[derive(Debug, Default)]
-struct Terms {
-    ids: HashMap<Box<str>, u32>,
-    info: Vec<Option<TermInfo>>,
-    /// Stem → ids of the terms with that stem.
-    stems: HashMap<Box<str>, Vec<u32>>,
-    free: Vec<u32>,
-    /// Longest stem ever added, in characters (an upper bound for prefix lookups).
-    max_stem_chars: usize,
-}
-
-impl Terms {
-    fn acquire(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.ids.get(term) {
-            if let Some(info) = self.info[id as usize].as_mut() {
-                info.refs += 1;
-            }
-            return id;
-        }
-        let info = TermInfo { text: term.into(), chars: term.chars().count() as u32, refs: 1 };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.info[id as usize] = Some(info);
-                id
-            }
-            None => {
-                self.info.push(Some(info));
-                (self.info.len() - 1) as u32
-            }
-        };
-        self.ids.insert(term.into(), id);
-        if let Some(s) = super::stem(term) {
-            self.max_stem_chars = self.max_stem_chars.max(s.chars().count());
-            self.stems.entry(s.into()).or_default().push(id);
-        }
-        id
-    }
-
-    fn release(&mut self, id: u32) {
-        let Some(slot) = self.info.get_mut(id as usize) else { return };
-        let Some(info) = slot.as_mut() else { return };
-        info.refs -= 1;
-        if info.refs > 0 {
-            return;
-        }
-        let Some(info) = slot.take() else { return };
-        self.ids.remove(&info.text);
-        if let Some(s) = super::stem(&info.text) {
-            if let Some(list) = self.stems.get_mut(s.as_str()) {
-                list.retain(|&t| t != id);
-                if list.is_empty() {
-                    self.stems.remove(s.as_str());
-                }
-            }
-        }
-        self.free.push(id);
-    }
-
-    /// Ids of the dictionary terms `t` for which `term_hit(t, offer_terms)` holds, sorted
-    /// and distinct.
-    fn hits(&self, offer_terms: &HashSet<String>) -> Vec<u32> {
-        let mut out = Vec::new();
-        for u in offer_terms {
-            if let Some(&id) = self.ids.get(u.as_str()) {
-                out.push(id);
-            }
-            if self.stems.is_empty() {
-                continue;
-            }
-            let ulen = u.chars().count();
-            // Every prefix of `u` of 4..=max_stem_chars characters may be some term's stem.
-            for (n, (pos, c)) in u.char_indices().enumerate() {
-                let n = n + 1;
-                if n > self.max_stem_chars {
-                    break;
-                }
-                if n < 4 {
-                    continue;
-                }
-                let Some(list) = self.stems.get(&u[..pos + c.len_utf8()]) else { continue };
-                for &id in list {
-                    if let Some(info) = &self.info[id as usize] {
-                        if ulen <= info.chars as usize + 3 {
-                            out.push(id);
-                        }
-                    }
-                }
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
 }
 
 type BucketKey = (String, String, Option<String>);
