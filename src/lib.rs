@@ -23,6 +23,7 @@ pub mod matching;
 pub mod mcp;
 pub mod messages;
 pub mod oauth;
+pub mod policy;
 pub mod protocol;
 pub mod records;
 pub mod sellers;

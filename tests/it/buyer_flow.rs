@@ -684,9 +684,11 @@ fn buyer_server_over_http_acts_for_each_requests_grant() {
 #[test]
 fn require_bearer_answers_401_without_a_token() {
     let f = fixture();
-    let mcp = Router::new()
-        .route("/mcp/buyer", axum::routing::post(|| async { "reached" }))
-        .layer(axum::middleware::from_fn_with_state(f.holder.clone(), isto::mcp::buyer::require_bearer));
+    let mcp = isto::mcp::service::protect(
+        Router::new().route("/mcp/buyer", axum::routing::post(|| async { "reached" })),
+        &f.holder,
+        isto::policy::Resource::Buyer,
+    );
     let res = f.rt.block_on(mcp.oneshot(Request::post("/mcp/buyer").body(Body::empty()).unwrap())).unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     let challenge = res.headers().get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
