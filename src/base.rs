@@ -342,6 +342,17 @@ mod tests {
     }
 
     #[test]
+    fn the_public_message_of_an_internal_failure_hides_its_cause() {
+        let e = ServiceError::Index("segment 7 of /data/index is corrupt".into());
+        assert!(e.is_internal());
+        assert_eq!(e.public_message(), INTERNAL_MESSAGE);
+        assert!(e.to_string().contains("segment 7"), "the cause stays in Display, for the log");
+        let e = ServiceError::State("the intent is withdrawn".into());
+        assert_eq!(e.public_message(), "the intent is withdrawn");
+        assert_eq!(ServiceError::NotFound.public_message(), "not_found: no intent for this code");
+    }
+
+    #[test]
     fn a_failed_write_leaves_the_engine_as_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let b = base(dir.path());

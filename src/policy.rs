@@ -14,6 +14,7 @@
 //! | [`Action::Call`] of a `/mcp/seller` tool | a token of role seller ([`Denied::NotSeller`]) bound to `/mcp/seller`, with the tool's scope (`offers`; `demand` for the summary; any seller scope for search), of an account that is an enabled seller now ([`Denied::SellerDisabled`]) |
 //! | [`Action::OwnPages`] (`/me`, `/renew`) | a session |
 //! | [`Action::SellerPages`] (`/seller/…`) | a session of role seller |
+//! | [`Action::Authorize`] (the OAuth authorization page) | a session of the resource's role ([`Denied::NotBuyer`], [`Denied::NotSeller`]) |
 //!
 //! Pure: no I/O. The one fact that must be read from the store at the time of the call —
 //! whether an account is an enabled seller — is asked from the caller's `enabled_seller`
@@ -162,6 +163,9 @@ pub enum Action<'a> {
     OwnPages,
     /// Open a seller page (`/seller/intents`, `/seller/demand`).
     SellerPages,
+    /// Authorize a client for the resource on the OAuth authorization page (a buyer
+    /// for `/mcp/buyer`, a seller for `/mcp/seller`).
+    Authorize(Resource),
 }
 
 impl Action<'_> {
@@ -217,6 +221,9 @@ pub enum Denied {
     /// The token or session is not a seller's.
     #[error("not a seller: the action is for the holder's sellers")]
     NotSeller,
+    /// The session is not a buyer's (authorizing `/mcp/buyer`).
+    #[error("not a buyer: the action is for the holder's buyers")]
+    NotBuyer,
     /// The account is not an enabled seller now (disabled, no longer a seller, or gone).
     #[error("seller disabled: the account is not an enabled seller")]
     SellerDisabled,
@@ -307,6 +314,12 @@ pub fn authorize<E>(
         Action::SellerPages => match who {
             Credential::Session { account_id, role } if *role == ROLE_SELLER => Ok(account(account_id, role)),
             Credential::Session { .. } => Err(Denied::NotSeller.into()),
+            _ => Err(Denied::MissingCredentials.into()),
+        },
+        Action::Authorize(resource) => match who {
+            Credential::Session { account_id, role } if *role == resource.role() => Ok(account(account_id, role)),
+            Credential::Session { .. } if resource == Resource::Seller => Err(Denied::NotSeller.into()),
+            Credential::Session { .. } => Err(Denied::NotBuyer.into()),
             _ => Err(Denied::MissingCredentials.into()),
         },
     }
@@ -465,6 +478,18 @@ mod tests {
         assert_eq!(decide(&buyer_session, Action::SellerPages), Err(Denied::NotSeller));
         let seller_session = Credential::Session { account_id: "acc_1", role: ROLE_SELLER };
         assert_eq!(decide(&seller_session, Action::SellerPages), Ok(acc(ROLE_SELLER)));
+        // Only a seller authorizes clients for /mcp/seller.
+        assert_eq!(decide(&buyer_session, Action::Authorize(Resource::Seller)), Err(Denied::NotSeller));
+        assert_eq!(decide(&seller_session, Action::Authorize(Resource::Seller)), Ok(acc(ROLE_SELLER)));
+    }
+
+    #[test]
+    fn not_a_buyer_is_denied() {
+        let seller_session = Credential::Session { account_id: "acc_1", role: ROLE_SELLER };
+        assert_eq!(decide(&seller_session, Action::Authorize(Resource::Buyer)), Err(Denied::NotBuyer));
+        let buyer_session = Credential::Session { account_id: "acc_1", role: ROLE_BUYER };
+        assert_eq!(decide(&buyer_session, Action::Authorize(Resource::Buyer)), Ok(acc(ROLE_BUYER)));
+        assert_eq!(decide(&Credential::None, Action::Authorize(Resource::Buyer)), Err(Denied::MissingCredentials));
     }
 
     #[test]

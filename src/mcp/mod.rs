@@ -232,7 +232,7 @@ pub(crate) fn denied(resource: Resource, tool: &str, d: &Denied) -> CallToolResu
     let text = match (resource, d) {
         (Resource::Buyer, _) => BUYER.to_owned(),
         (Resource::Seller, Denied::MissingCredentials) => SELLER.to_owned(),
-        (Resource::Seller, Denied::NotSeller | Denied::WrongResource) => {
+        (Resource::Seller, Denied::NotSeller | Denied::NotBuyer | Denied::WrongResource) => {
             "unauthorized: the access token is not a seller's token for /mcp/seller".to_owned()
         }
         (Resource::Seller, Denied::InsufficientScope { any_of }) => {
@@ -316,5 +316,59 @@ impl ServerHandler for PublicServer {
         let holder = self.holder.clone();
         call_blocking(&self.tools, request_span(&context), request, move |name, args| dispatch(&holder, name, args))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(r: &CallToolResult) -> String {
+        let v = serde_json::to_value(r).unwrap();
+        assert_eq!(v["isError"], true, "{v}");
+        v["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn each_refusal_has_its_tool_text() {
+        let seller = |d: Denied| text(&denied(Resource::Seller, "intent_submit_offer", &d));
+        assert_eq!(
+            seller(Denied::MissingCredentials),
+            "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
+             for /mcp/seller (scopes offers, demand)"
+        );
+        for d in [Denied::NotSeller, Denied::WrongResource] {
+            assert_eq!(seller(d), "unauthorized: the access token is not a seller's token for /mcp/seller");
+        }
+        assert_eq!(
+            seller(Denied::InsufficientScope { any_of: vec!["offers".into()] }),
+            "insufficient_scope: intent_submit_offer needs scope offers"
+        );
+        assert_eq!(
+            text(&denied(
+                Resource::Seller,
+                "intent_search_offers",
+                &Denied::InsufficientScope { any_of: vec!["offers".into(), "demand".into()] }
+            )),
+            "insufficient_scope: intent_search_offers needs scope offers or demand"
+        );
+        assert_eq!(seller(Denied::SellerDisabled), "unauthorized: the seller account is disabled or unknown");
+        for d in [Denied::MissingCredentials, Denied::InsufficientScope { any_of: vec!["intents".into()] }] {
+            assert_eq!(
+                text(&denied(Resource::Buyer, "intent_get_intent", &d)),
+                "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token for \
+                 scope intents"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_shows_its_public_message_only() {
+        let internal = ServiceError::Index("segment 7 of /data/index is corrupt".into());
+        let t = text(&failure("intent_search_offers", &internal));
+        assert_eq!(t, crate::base::INTERNAL_MESSAGE);
+        let input = ServiceError::Input(InputError("statement is required".into()));
+        assert_eq!(text(&failure("intent_publish_intent", &input)), "statement is required");
+        assert_eq!(text(&failure("intent_get_intent", &ServiceError::NotFound)), "not_found: no intent for this code");
     }
 }
