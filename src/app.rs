@@ -158,6 +158,27 @@ async fn healthz() -> impl IntoResponse {
     "ok\n"
 }
 
+/// The three MCP endpoints, each a router with its Streamable HTTP service mounted at
+/// its path and the Host and Origin checks from the public URL. The bearer checks of
+/// `/mcp/buyer` and `/mcp/seller` are not in them: [`router`] layers those on.
+pub struct McpServices {
+    /// `/mcp`: the public endpoint (no account).
+    pub public: Router,
+    /// `/mcp/buyer`: expects the request's `oauth::Grant` in its extensions.
+    pub buyer: Router,
+    /// `/mcp/seller`: expects the request's `oauth::Grant` in its extensions.
+    pub seller: Router,
+}
+
+/// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
+pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
+    McpServices {
+        public: Router::new().nest_service("/mcp", mcp_service(holder.clone(), stop.clone())),
+        buyer: Router::new().nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone())),
+        seller: Router::new().nest_service("/mcp/seller", seller_service(holder, stop)),
+    }
+}
+
 /// The whole HTTP router: the MCP endpoints (the OAuth-protected two behind the bearer
 /// middleware), the pages, the OAuth routes; every request in its own span with a
 /// request id (see [`request_span`]).
@@ -167,16 +188,9 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
-    let buyer = protect(
-        Router::new().nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone())),
-        &holder,
-        Resource::Buyer,
-    );
-    let seller = protect(
-        Router::new().nest_service("/mcp/seller", seller_service(holder.clone(), stop.clone())),
-        &holder,
-        Resource::Seller,
-    );
+    let mcp = mcp_services(holder.clone(), stop);
+    let buyer = protect(mcp.buyer, &holder, Resource::Buyer);
+    let seller = protect(mcp.seller, &holder, Resource::Seller);
     let trace = TraceLayer::new_for_http()
         .make_span_with(request_span)
         .on_request(())
@@ -184,8 +198,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .on_body_chunk(())
         .on_eos(())
         .on_failure(());
-    Router::new()
-        .nest_service("/mcp", mcp_service(holder.clone(), stop))
+    mcp.public
         .merge(buyer)
         .merge(seller)
         .route("/healthz", get(healthz))
@@ -203,7 +216,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(settings.smtp_url.as_deref(), &settings.outbox_dir())?;
+    let transport = crate::mail::Transport::new(
+        settings.smtp_url.as_deref(),
+        &settings.outbox_dir(),
+        settings.allow_plaintext_auth,
+    )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
     if created {

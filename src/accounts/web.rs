@@ -228,7 +228,7 @@ enum Fail {
     Internal,
 }
 
-/// Runs a blocking operation (redb I/O) off the async threads; internal failures are
+/// Runs a blocking operation (store I/O) off the async threads; internal failures are
 /// logged here, once, by operation name only.
 async fn blocking<T, F>(w: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where

@@ -131,7 +131,7 @@ fn id_arg(args: &Value) -> Result<String, ServiceError> {
     Ok(id)
 }
 
-/// Runs one tool call for `grant`'s account (blocking: redb I/O). `None` for an unknown
+/// Runs one tool call for `grant`'s account (blocking: store I/O). `None` for an unknown
 /// tool. The account tools need a grant with scope `intents` ([`policy::authorize`];
 /// refused: "unauthorized"); domain failures become `isError` results; internal ones
 /// are logged and answered generically.

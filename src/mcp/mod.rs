@@ -150,7 +150,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Runs one tool call (blocking: redb I/O). Domain failures become `isError` results;
+/// Runs one tool call (blocking: store I/O). Domain failures become `isError` results;
 /// internal ones are logged and answered generically.
 pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
     let result: Result<CallToolResult, ServiceError> = match name {
@@ -259,7 +259,7 @@ pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Spa
 }
 
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
-/// invalid-params error; otherwise `run` (blocking: redb I/O) gets the name and the
+/// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
 /// arguments on a blocking thread, inside `span` (the request's, see [`request_span`]),
 /// so what it logs carries the request id.
 pub(crate) async fn call_blocking(

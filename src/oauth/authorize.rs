@@ -355,7 +355,7 @@ pub async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
 
 /// Where the answer goes, as a person reads it: the host, or the scheme of a native app.
 fn destination(uri: &str) -> String {
-    match reqwest::Url::parse(uri) {
+    match url::Url::parse(uri) {
         Ok(u) => match u.host_str() {
             Some(h) if u.scheme() == "http" || u.scheme() == "https" => h.to_owned(),
             _ => format!("{}:", u.scheme()),

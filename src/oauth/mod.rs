@@ -160,7 +160,7 @@ async fn preflight() -> Response {
         .into_response()
 }
 
-/// Runs a short redb operation off the async threads, in the request's span. Storage
+/// Runs a short store operation off the async threads, in the request's span. Storage
 /// failures are logged here, once, by operation name only ([`error::Internal::logged`]).
 async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
 where
@@ -192,7 +192,7 @@ fn now_unix(base: &Base) -> i64 {
 /// is unknown, expired, revoked or bound to another resource; 400 `invalid_request` when
 /// the header is not `Bearer <token>`; 403 with `error="insufficient_scope"` and
 /// `scope` = the token's scopes plus the one missing (MCP step-up); 500 when the store
-/// fails. One short redb read; callable from async code.
+/// fails. One short store read; callable from async code.
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
     let scope = Some(scope).filter(|s| !s.is_empty());

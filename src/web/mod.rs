@@ -187,7 +187,7 @@ impl Fail {
     }
 }
 
-/// Runs a blocking holder operation (redb I/O) off the async threads, inside the
+/// Runs a blocking holder operation (store I/O) off the async threads, inside the
 /// request's span. Failures become [`Fail`]s through [`Fail::of`].
 async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
