@@ -5,17 +5,21 @@
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::mcp::service::{buyer_service, mcp_service, seller_service};
+use crate::mcp::service::{buyer_service, mcp_service, protect, seller_service};
+use crate::policy::Resource;
 use crate::state::AppState;
 use crate::store::Store;
 use axum::extract::{MatchedPath, Request};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tower_http::trace::TraceLayer;
+use tracing::Span;
 
 /// A start-up failure, with what to do.
 #[derive(Debug, thiserror::Error)]
@@ -68,26 +72,31 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
     Ok((AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
 }
 
-/// Requires a seller token for `/mcp/seller` (PROTOCOL.md §7: scopes `offers`, `demand`).
-async fn require_seller(
-    axum::extract::State(holder): axum::extract::State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let resource = crate::oauth::Resource::Seller.url(&holder.base.settings.public_url.base);
-    match crate::oauth::check_bearer(&holder.base, req.headers(), &resource, "") {
-        Ok(grant) => {
-            req.extensions_mut().insert(grant);
-            next.run(req).await
-        }
-        Err(res) => res,
+/// A request's id: 16 hex digits, made here for every request (an incoming
+/// `x-request-id` is not trusted: it would put a client's text into the log), carried in
+/// the request span and sent back in the `x-request-id` response header.
+#[derive(Debug, Clone)]
+struct RequestId(String);
+
+/// The request-id response header.
+const REQUEST_ID: &str = "x-request-id";
+
+/// Gives the request its [`RequestId`] (in the extensions, for the span) and the
+/// response its `x-request-id` header.
+async fn request_id(mut req: Request, next: Next) -> Response {
+    let id = format!("{:016x}", rand::random::<u64>());
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let mut res = next.run(req).await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut().insert(REQUEST_ID, v);
     }
+    res
 }
 
-/// Logs one line per request: method, route pattern (never the path: page URLs carry
-/// tokens), status and latency.
-async fn access_log(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
+/// The span of one request: method, route pattern (never the path: page URLs carry
+/// tokens), the request id, and — recorded when the response starts — status and
+/// latency (`ms`). Everything logged while answering the request is inside it.
+fn request_span(req: &Request) -> Span {
     let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| {
         if req.uri().path().starts_with("/mcp") {
             "/mcp".to_owned()
@@ -95,10 +104,29 @@ async fn access_log(req: Request, next: Next) -> Response {
             "-".to_owned()
         }
     });
-    let start = Instant::now();
-    let res = next.run(req).await;
-    tracing::info!(target: "isto::access", %method, route, status = res.status().as_u16(), ms = start.elapsed().as_millis() as u64, "request");
-    res
+    let id = req.extensions().get::<RequestId>().map(|r| r.0.as_str()).unwrap_or("-");
+    tracing::info_span!(
+        "request",
+        method = %req.method(),
+        route = %route,
+        id = %id,
+        status = tracing::field::Empty,
+        ms = tracing::field::Empty
+    )
+}
+
+/// The access log: one line per request, inside its span, when the response starts.
+fn log_response(res: &Response, latency: Duration, span: &Span) {
+    span.record("status", res.status().as_u16());
+    span.record("ms", latency.as_millis() as u64);
+    tracing::info!(target: "isto::access", "request");
+}
+
+/// Puts the request's span into its extensions, for the MCP tools: rmcp runs them in a
+/// session task outside the span and hands them the request's parts.
+async fn remember_span(mut req: Request, next: Next) -> Response {
+    req.extensions_mut().insert(Span::current());
+    next.run(req).await
 }
 
 /// Refuses page POSTs whose `Origin` is another site's (a second line of defence beside
@@ -151,7 +179,9 @@ pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
     }
 }
 
-/// The whole HTTP router.
+/// The whole HTTP router: the MCP endpoints (the OAuth-protected two behind the bearer
+/// middleware), the pages, the OAuth routes; every request in its own span with a
+/// request id (see [`request_span`]).
 pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let url = &holder.base.settings.public_url;
     // The origin as browsers send it: without the default port.
@@ -159,9 +189,15 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
     let mcp = mcp_services(holder.clone(), stop);
-    let buyer =
-        mcp.buyer.layer(axum::middleware::from_fn_with_state(holder.clone(), crate::mcp::buyer::require_bearer));
-    let seller = mcp.seller.layer(axum::middleware::from_fn_with_state(holder.clone(), require_seller));
+    let buyer = protect(mcp.buyer, &holder, Resource::Buyer);
+    let seller = protect(mcp.seller, &holder, Resource::Seller);
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(request_span)
+        .on_request(())
+        .on_response(log_response)
+        .on_body_chunk(())
+        .on_eos(())
+        .on_failure(());
     mcp.public
         .merge(buyer)
         .merge(seller)
@@ -170,7 +206,9 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(crate::accounts::routes(holder.base.clone()))
         .merge(crate::oauth::routes(holder.base.clone(), Arc::new(crate::accounts::Sessions(holder.base.clone()))))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
-        .layer(axum::middleware::from_fn(access_log))
+        .layer(axum::middleware::from_fn(remember_span))
+        .layer(trace)
+        .layer(axum::middleware::from_fn(request_id))
 }
 
 /// Runs `isto serve` until SIGTERM/Ctrl-C.
@@ -297,5 +335,130 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::PublicUrl;
+    use axum::body::Body;
+    use std::sync::{Mutex, OnceLock};
+    use tower::ServiceExt as _;
+
+    /// Everything logged in this test binary from the first call on (one global
+    /// subscriber: the tools log on blocking threads and in rmcp's session tasks).
+    fn captured_log() -> Arc<Mutex<Vec<u8>>> {
+        static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+        LOG.get_or_init(|| {
+            let buf = Arc::new(Mutex::new(Vec::new()));
+            let w = buf.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("info,rmcp=warn"))
+                .with_ansi(false)
+                .with_writer(move || Writer(w.clone()))
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).unwrap();
+            buf
+        })
+        .clone()
+    }
+
+    struct Writer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Writer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn log_text(log: &Mutex<Vec<u8>>) -> String {
+        String::from_utf8_lossy(&log.lock().unwrap()).into_owned()
+    }
+
+    /// Sends `body` to `/mcp`; answers the response's request id, session id and body.
+    async fn mcp(app: &Router, session: Option<&str>, body: &str) -> (String, Option<String>, String) {
+        let mut b = Request::post("/mcp")
+            .header("host", "holder.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+        }
+        let res = app.clone().oneshot(b.body(Body::from(body.to_owned())).unwrap()).await.unwrap();
+        let header = |n: &str| res.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+        let (id, sid) = (header(REQUEST_ID).expect("x-request-id"), header("mcp-session-id"));
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        (id, sid, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_internal_error_is_logged_once_with_its_request_id_and_never_answered() {
+        let log = captured_log();
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Settings::defaults();
+        s.data_dir = dir.path().to_owned();
+        s.public_url = PublicUrl::parse("https://holder.example").unwrap();
+        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+        // The offer index cannot be created under a regular file: every search fails.
+        let blocker = dir.path().join("not-a-directory");
+        std::fs::write(&blocker, b"").unwrap();
+        let clock = Arc::new(ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        let h = AppState::with_index_dir(s, store, KeyRing::ephemeral(), clock, Some(blocker.join("index")));
+        let cause = h.catalogue.offer_index().unwrap_err().to_string();
+        assert!(!cause.is_empty());
+        let app = router(h, CancellationToken::new());
+
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let (_, sid, _) = mcp(&app, None, init).await;
+        let sid = sid.expect("a session");
+        mcp(&app, Some(&sid), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"intent_search_offers","arguments":{"statement":"Škoda Octavia"}}}"#;
+        let (request_id, _, body) = mcp(&app, Some(&sid), call).await;
+
+        // The client gets the generic message only.
+        assert!(body.contains("internal error: the holder could not complete the call; try again later"), "{body}");
+        assert!(body.contains("\"isError\":true"), "{body}");
+        assert!(!body.contains(&cause), "the cause leaked into the response: {body}");
+        assert_eq!(request_id.len(), 16, "{request_id}");
+
+        // The log has the cause once, on a line inside the call's request span.
+        let text = log_text(&log);
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(&cause)).collect();
+        assert_eq!(lines.len(), 1, "the cause must be logged exactly once:\n{text}");
+        assert!(lines[0].contains(&format!("id={request_id}")), "{}", lines[0]);
+        assert!(lines[0].contains("request{method=POST route=/mcp"), "{}", lines[0]);
+        assert!(lines[0].contains("tool failed") && lines[0].contains("intent_search_offers"), "{}", lines[0]);
+        // And the access line of that request, with status and latency.
+        let access: Vec<&str> =
+            text.lines().filter(|l| l.contains(&format!("id={request_id}")) && l.contains(" request")).collect();
+        assert!(access.iter().any(|l| l.contains("status=200") && l.contains("ms=")), "{access:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn request_spans_carry_the_route_pattern_never_the_token() {
+        let log = captured_log();
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Settings::defaults();
+        s.data_dir = dir.path().to_owned();
+        s.public_url = PublicUrl::parse("https://holder.example").unwrap();
+        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+        let clock = Arc::new(ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        let app = router(AppState::new(s, store, KeyRing::ephemeral(), clock), CancellationToken::new());
+        let token = "tok3n-that-must-never-be-logged-0123456789";
+        let req = Request::get(format!("/consent/{token}")).header("host", "holder.example").body(Body::empty());
+        let res = app.oneshot(req.unwrap()).await.unwrap();
+        assert_eq!(res.status(), axum::http::StatusCode::NOT_FOUND);
+        let id = res.headers().get(REQUEST_ID).unwrap().to_str().unwrap().to_owned();
+        let text = log_text(&log);
+        let line = text.lines().find(|l| l.contains(&format!("id={id}"))).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains("method=GET route=/consent/{token}"), "{line}");
+        assert!(line.contains("status=404"), "{line}");
+        assert!(!text.contains(token), "a URL token reached the log:\n{text}");
     }
 }

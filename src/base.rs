@@ -52,6 +52,40 @@ impl ServiceError {
     pub fn is_internal(&self) -> bool {
         matches!(self, Self::Store(_) | Self::Crypto(_) | Self::Index(_))
     }
+
+    /// What a client may see: the field and rule of bad input, the one not-found
+    /// answer, why the state refuses; for an internal failure only
+    /// [`INTERNAL_MESSAGE`], never its cause (the `Display`, which is for the log).
+    pub fn public_message(&self) -> String {
+        if self.is_internal() {
+            INTERNAL_MESSAGE.to_owned()
+        } else {
+            self.to_string()
+        }
+    }
+}
+
+/// What a client is told of an internal failure (the cause goes to the log).
+pub const INTERNAL_MESSAGE: &str = "internal error: the holder could not complete the call; try again later";
+
+/// An error with two faces: what a client may see ([`PublicError::public_message`]) and
+/// what the log gets (`Display`: the cause, logged once by the face that answers, and
+/// only when [`PublicError::is_internal`]). The faces map it to their outward shape in
+/// one place each (an MCP tool error, an OAuth error, an HTML error page).
+pub trait PublicError: std::fmt::Display {
+    /// Whether this is an internal failure (logged, answered generically).
+    fn is_internal(&self) -> bool;
+    /// The message for the client; never an internal detail.
+    fn public_message(&self) -> String;
+}
+
+impl PublicError for ServiceError {
+    fn is_internal(&self) -> bool {
+        ServiceError::is_internal(self)
+    }
+    fn public_message(&self) -> String {
+        ServiceError::public_message(self)
+    }
 }
 
 /// Result of a domain operation.
@@ -322,6 +356,17 @@ mod tests {
 
     fn stored_active(b: &Base, id: &str) -> bool {
         b.store.read(|rx| rx.active_ids()).unwrap().iter().any(|i| i == id)
+    }
+
+    #[test]
+    fn the_public_message_of_an_internal_failure_hides_its_cause() {
+        let e = ServiceError::Index("segment 7 of /data/index is corrupt".into());
+        assert!(e.is_internal());
+        assert_eq!(e.public_message(), INTERNAL_MESSAGE);
+        assert!(e.to_string().contains("segment 7"), "the cause stays in Display, for the log");
+        let e = ServiceError::State("the intent is withdrawn".into());
+        assert_eq!(e.public_message(), "the intent is withdrawn");
+        assert_eq!(ServiceError::NotFound.public_message(), "not_found: no intent for this code");
     }
 
     #[test]

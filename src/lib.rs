@@ -24,6 +24,7 @@ pub mod mcp;
 pub mod messages;
 pub mod oauth;
 pub mod outbound;
+pub mod policy;
 pub mod protocol;
 pub mod records;
 pub mod sellers;

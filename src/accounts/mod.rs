@@ -60,10 +60,7 @@ pub const MAILS_PER_ADDRESS_PER_HOUR: usize = 5;
 /// Bytes of randomness of session and link tokens (160 bits).
 const TOKEN_BYTES: usize = 20;
 
-/// Role of people who publish intents (the buyer endpoint, scope `intents`).
-pub const ROLE_BUYER: &str = "buyer";
-/// Role of sellers (the seller endpoint, scopes `offers` and `demand`).
-pub const ROLE_SELLER: &str = "seller";
+pub use crate::policy::{ROLE_BUYER, ROLE_SELLER};
 
 /// A failure of an account operation.
 #[derive(Debug, thiserror::Error)]

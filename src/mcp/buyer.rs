@@ -9,20 +9,20 @@
 //! unknown properties refused); results carry `structuredContent` and the same data as
 //! JSON text.
 //!
-//! The account comes from the HTTP request: a middleware in front of the endpoint (see
-//! [`require_bearer`]) checks the bearer token with [`crate::oauth::check_bearer`] and
-//! puts the [`Grant`] into the request's extensions; rmcp hands the request's
+//! The account comes from the HTTP request: the bearer middleware in front of the
+//! endpoint ([`super::service::require_bearer`]) checks the bearer token with
+//! [`crate::oauth::check_bearer`] and puts the [`Grant`] into the request's extensions; rmcp hands the request's
 //! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
 //! HTTP request. Without a grant every account tool answers "unauthorized".
 
-use super::{call_blocking, find_tool, ok, search, server_config, to_value, tool, tool_error};
+use super::{
+    call_blocking, denied, failure, find_tool, ok, request_span, search, server_config, to_value, tool, tool_error,
+};
 use crate::base::ServiceError;
-use crate::oauth::{Grant, SCOPE_INTENTS};
+use crate::oauth::Grant;
+use crate::policy::{self, Action, Resource};
 use crate::protocol::schema;
 use crate::state::AppState;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
     Tool, ToolAnnotations,
@@ -115,12 +115,12 @@ impl BuyerServer {
     }
 }
 
-/// The message of an error for the agent. Unknown and other accounts' ids get the same
-/// one (PROTOCOL.md §3).
-fn message(e: &ServiceError) -> String {
+/// The result of a failed call: [`super::failure`], except that unknown and other
+/// accounts' ids get the one not-found answer of this endpoint (PROTOCOL.md §3).
+fn buyer_failure(tool: &str, e: &ServiceError) -> CallToolResult {
     match e {
-        ServiceError::NotFound => "not_found: no intent with this id".into(),
-        e => e.to_string(),
+        ServiceError::NotFound => tool_error("not_found: no intent with this id".into()),
+        e => failure(tool, e),
     }
 }
 
@@ -131,37 +131,23 @@ fn id_arg(args: &Value) -> Result<String, ServiceError> {
     Ok(id)
 }
 
-/// The account of a grant, if the grant carries the buyer scope.
-fn account_of(grant: Option<&Grant>) -> Option<&str> {
-    grant.filter(|g| g.scopes.iter().any(|s| s == SCOPE_INTENTS)).map(|g| g.account_id.as_str())
-}
-
 /// Runs one tool call for `grant`'s account (blocking: store I/O). `None` for an unknown
-/// tool. Without a grant (or without scope `intents`) the account tools answer
-/// "unauthorized"; domain failures become `isError` results; internal ones are logged
-/// and answered generically.
+/// tool. The account tools need a grant with scope `intents` ([`policy::authorize`];
+/// refused: "unauthorized"); domain failures become `isError` results; internal ones
+/// are logged and answered generically.
 pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
-    let account = account_of(grant);
+    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let principal = match policy::authorize(&who, Action::Call(Resource::Buyer, name), policy::no_lookup) {
+        Ok(p) => p,
+        Err(r) => return Some(denied(Resource::Buyer, name, &r.denied())),
+    };
+    let account = principal.account_id();
     let result: Result<CallToolResult, ServiceError> = match (name, account) {
         ("intent_search_offers", _) => search(holder, args),
         ("intent_demand_summary", _) => crate::demand::answer(&holder.base, args).map(|a| {
             let v = to_value(&a);
             ok(v.clone(), &v)
         }),
-        (
-            "intent_publish_intent"
-            | "intent_get_intent"
-            | "intent_update_intent"
-            | "intent_withdraw_intent"
-            | "intent_list_matches",
-            None,
-        ) => {
-            return Some(tool_error(
-                "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token for \
-                 scope intents"
-                    .into(),
-            ))
-        }
         ("intent_publish_intent", Some(acc)) => {
             holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_for(acc, p)).map(|r| {
                 let v = to_value(&r);
@@ -188,35 +174,12 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
         }),
         _ => return None,
     };
-    Some(match result {
-        Ok(r) => r,
-        Err(e) if e.is_internal() => {
-            tracing::error!(tool = name, error = %e, "buyer tool failed");
-            tool_error("internal error: the holder could not complete the call; try again later".into())
-        }
-        Err(e) => tool_error(message(&e)),
-    })
+    Some(result.unwrap_or_else(|e| buyer_failure(name, &e)))
 }
 
 /// The grant the middleware put into the HTTP request of this call, if any.
 pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
     context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Grant>()).cloned()
-}
-
-/// A middleware for `/mcp/buyer` (optional; the app may use its own): checks the bearer
-/// token for resource `<public>/mcp/buyer` and scope `intents` and puts the [`Grant`]
-/// into the request's extensions, or answers with the 401/403 of
-/// [`crate::oauth::check_bearer`]. Use with
-/// `axum::middleware::from_fn_with_state(holder, require_bearer)`.
-pub async fn require_bearer(State(holder): State<AppState>, mut req: Request, next: Next) -> Response {
-    let resource = crate::oauth::Resource::Buyer.url(&holder.base.settings.public_url.base);
-    match crate::oauth::check_bearer(&holder.base, req.headers(), &resource, SCOPE_INTENTS) {
-        Ok(grant) => {
-            req.extensions_mut().insert(grant);
-            next.run(req).await
-        }
-        Err(res) => res,
-    }
 }
 
 impl ServerHandler for BuyerServer {
@@ -248,6 +211,9 @@ impl ServerHandler for BuyerServer {
     ) -> Result<CallToolResponse, McpError> {
         let grant = grant_of(&context);
         let holder = self.holder.clone();
-        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, grant.as_ref(), name, args)).await
+        call_blocking(&self.tools, request_span(&context), request, move |name, args| {
+            dispatch(&holder, grant.as_ref(), name, args)
+        })
+        .await
     }
 }

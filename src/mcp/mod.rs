@@ -7,7 +7,8 @@
 //! carries `structuredContent` matching the tool's `outputSchema` and a text content
 //! with the same data as JSON (the seed's bare arrays for matches and offers).
 
-use crate::base::ServiceError;
+use crate::base::{PublicError, ServiceError};
+use crate::policy::{Denied, Resource};
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
 use crate::state::AppState;
@@ -134,6 +135,17 @@ fn tool_error(msg: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(msg)])
 }
 
+/// The one mapping of a failed tool call to its result: an `isError` result with the
+/// error's public message; an internal failure's cause is logged here, once (in the
+/// request's span, see [`call_blocking`]), and answered with
+/// [`crate::base::INTERNAL_MESSAGE`].
+pub(crate) fn failure(tool: &str, e: &dyn PublicError) -> CallToolResult {
+    if e.is_internal() {
+        tracing::error!(tool, error = %e, "tool failed");
+    }
+    tool_error(e.public_message())
+}
+
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
@@ -171,14 +183,7 @@ pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolR
         }),
         _ => return None,
     };
-    Some(match result {
-        Ok(r) => r,
-        Err(e) if e.is_internal() => {
-            tracing::error!(tool = name, error = %e, "tool failed");
-            tool_error("internal error: the holder could not complete the call; try again later".into())
-        }
-        Err(e) => tool_error(e.to_string()),
-    })
+    Some(result.unwrap_or_else(|e| failure(name, &e)))
 }
 
 fn code_args(args: &Value) -> Result<(String, Option<String>), ServiceError> {
@@ -217,11 +222,49 @@ pub(crate) fn server_config(about: String) -> ServerConfig {
         .with_instructions(format!("{about} {AGGREGATOR_NOTE}"))
 }
 
+/// The one mapping of an access-policy refusal to a tool result (`isError`, the text
+/// naming the rule for the agent), for the tool `tool` of `resource`'s endpoint.
+pub(crate) fn denied(resource: Resource, tool: &str, d: &Denied) -> CallToolResult {
+    const BUYER: &str = "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token \
+                         for scope intents";
+    const SELLER: &str = "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth \
+                          access token for /mcp/seller (scopes offers, demand)";
+    let text = match (resource, d) {
+        (Resource::Buyer, _) => BUYER.to_owned(),
+        (Resource::Seller, Denied::MissingCredentials) => SELLER.to_owned(),
+        (Resource::Seller, Denied::NotSeller | Denied::NotBuyer | Denied::WrongResource) => {
+            "unauthorized: the access token is not a seller's token for /mcp/seller".to_owned()
+        }
+        (Resource::Seller, Denied::InsufficientScope { any_of }) => {
+            format!("insufficient_scope: {tool} needs scope {}", any_of.join(" or "))
+        }
+        (Resource::Seller, Denied::SellerDisabled) => {
+            "unauthorized: the seller account is disabled or unknown".to_owned()
+        }
+    };
+    tool_error(text)
+}
+
+/// The span of the HTTP request that carried this call: the app's trace layer puts it
+/// into the request's extensions, and rmcp hands the request's parts to every call
+/// (whose handler runs in the session's task, outside that span). Without one (a call
+/// not over HTTP), the current span.
+pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<tracing::Span>())
+        .cloned()
+        .unwrap_or_else(tracing::Span::current)
+}
+
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
 /// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
-/// arguments on a blocking thread.
+/// arguments on a blocking thread, inside `span` (the request's, see [`request_span`]),
+/// so what it logs carries the request id.
 pub(crate) async fn call_blocking(
     tools: &[Tool],
+    span: tracing::Span,
     request: CallToolRequestParams,
     run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
@@ -232,7 +275,7 @@ pub(crate) async fn call_blocking(
     }
     let args = Value::Object(request.arguments.unwrap_or_default());
     let n = name.clone();
-    let out = tokio::task::spawn_blocking(move || run(&n, &args))
+    let out = tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
         .await
         .map_err(|_| McpError::internal_error("tool task failed", None))?;
     out.map(CallToolResponse::Complete).ok_or_else(unknown)
@@ -268,9 +311,64 @@ impl ServerHandler for PublicServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let holder = self.holder.clone();
-        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, name, args)).await
+        call_blocking(&self.tools, request_span(&context), request, move |name, args| dispatch(&holder, name, args))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(r: &CallToolResult) -> String {
+        let v = serde_json::to_value(r).unwrap();
+        assert_eq!(v["isError"], true, "{v}");
+        v["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn each_refusal_has_its_tool_text() {
+        let seller = |d: Denied| text(&denied(Resource::Seller, "intent_submit_offer", &d));
+        assert_eq!(
+            seller(Denied::MissingCredentials),
+            "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
+             for /mcp/seller (scopes offers, demand)"
+        );
+        for d in [Denied::NotSeller, Denied::WrongResource] {
+            assert_eq!(seller(d), "unauthorized: the access token is not a seller's token for /mcp/seller");
+        }
+        assert_eq!(
+            seller(Denied::InsufficientScope { any_of: vec!["offers".into()] }),
+            "insufficient_scope: intent_submit_offer needs scope offers"
+        );
+        assert_eq!(
+            text(&denied(
+                Resource::Seller,
+                "intent_search_offers",
+                &Denied::InsufficientScope { any_of: vec!["offers".into(), "demand".into()] }
+            )),
+            "insufficient_scope: intent_search_offers needs scope offers or demand"
+        );
+        assert_eq!(seller(Denied::SellerDisabled), "unauthorized: the seller account is disabled or unknown");
+        for d in [Denied::MissingCredentials, Denied::InsufficientScope { any_of: vec!["intents".into()] }] {
+            assert_eq!(
+                text(&denied(Resource::Buyer, "intent_get_intent", &d)),
+                "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token for \
+                 scope intents"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_shows_its_public_message_only() {
+        let internal = ServiceError::Index("segment 7 of /data/index is corrupt".into());
+        let t = text(&failure("intent_search_offers", &internal));
+        assert_eq!(t, crate::base::INTERNAL_MESSAGE);
+        let input = ServiceError::Input(InputError("statement is required".into()));
+        assert_eq!(text(&failure("intent_publish_intent", &input)), "statement is required");
+        assert_eq!(text(&failure("intent_get_intent", &ServiceError::NotFound)), "not_found: no intent for this code");
     }
 }

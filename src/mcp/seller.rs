@@ -16,13 +16,17 @@
 //!   `demand`): the `/mcp` tools, answered by [`crate::mcp::dispatch`].
 //!
 //! Every call takes the [`Grant`] of its own HTTP request (put there by the bearer
-//! middleware; see [`grant_of`]) and is refused unless the grant is a seller's token for
-//! this endpoint with the tool's scope and the account — read on every call — is an
-//! enabled seller: a disabled seller's tools stop working at once, whatever its tokens.
+//! middleware; see [`grant_of`]) and is refused ([`crate::policy::authorize`]) unless the
+//! grant is a seller's token for this endpoint with the tool's scope and the account —
+//! read on every call — is an enabled seller: a disabled seller's tools stop working at
+//! once, whatever its tokens.
 
 use super::buyer::grant_of;
-use super::{call_blocking, find_tool, ok, public_tools, server_config, tool, tool_error};
-use crate::oauth::{Grant, Resource, SCOPE_DEMAND, SCOPE_OFFERS};
+use super::{
+    call_blocking, denied, failure, find_tool, ok, public_tools, request_span, server_config, tool, tool_error,
+};
+use crate::oauth::Grant;
+use crate::policy::{self, Action, Refusal, Resource};
 use crate::protocol::schema;
 use crate::sellers;
 use crate::state::AppState;
@@ -145,59 +149,6 @@ impl SellerServer {
     }
 }
 
-/// The scope a tool needs (`None`: any seller scope).
-fn scope_of(name: &str) -> Option<&'static str> {
-    match name {
-        "intent_submit_offer" | "intent_list_open_intents" => Some(SCOPE_OFFERS),
-        "intent_demand_summary" => Some(SCOPE_DEMAND),
-        _ => None,
-    }
-}
-
-/// Why a call is refused before it runs.
-enum Refusal {
-    /// The message for the agent.
-    Denied(String),
-    /// Storage failed (logged).
-    Internal,
-}
-
-/// Checks the grant (a seller's token for this endpoint with the tool's scope) and the
-/// account (an enabled seller, read now).
-fn authorize(holder: &AppState, grant: Option<&Grant>, name: &str) -> Result<String, Refusal> {
-    let Some(g) = grant else {
-        return Err(Refusal::Denied(
-            "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
-             for /mcp/seller (scopes offers, demand)"
-                .into(),
-        ));
-    };
-    let resource = Resource::Seller.url(&holder.base.settings.public_url.base);
-    if g.role != Resource::Seller.role() || g.resource != resource {
-        return Err(Refusal::Denied("unauthorized: the access token is not a seller's token for /mcp/seller".into()));
-    }
-    let scopes_ok = match scope_of(name) {
-        Some(s) => g.scopes.iter().any(|x| x == s),
-        None => g.scopes.iter().any(|x| Resource::Seller.scopes().contains(&x.as_str())),
-    };
-    if !scopes_ok {
-        let need = scope_of(name).unwrap_or("offers or demand");
-        return Err(Refusal::Denied(format!("insufficient_scope: {name} needs scope {need}")));
-    }
-    match sellers::enabled_seller(&holder.base, &g.account_id) {
-        Ok(true) => Ok(g.account_id.clone()),
-        Ok(false) => Err(Refusal::Denied("unauthorized: the seller account is disabled or unknown".into())),
-        Err(e) => {
-            tracing::error!(error = %e, "seller tool: reading the account failed");
-            Err(Refusal::Internal)
-        }
-    }
-}
-
-fn internal() -> CallToolResult {
-    tool_error("internal error: the holder could not complete the call; try again later".into())
-}
-
 /// Runs one tool call for `grant` (blocking: store I/O). `None` for an unknown tool.
 /// Refused calls and bad input are `isError` results naming the reason or field;
 /// internal failures are logged and answered generically.
@@ -206,11 +157,14 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
     if !own && !SHARED.contains(&name) {
         return None;
     }
-    let account = match authorize(holder, grant, name) {
-        Ok(a) => a,
-        Err(Refusal::Denied(m)) => return Some(tool_error(m)),
-        Err(Refusal::Internal) => return Some(internal()),
-    };
+    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let base = &holder.base;
+    let account =
+        match policy::authorize(&who, Action::Call(Resource::Seller, name), |acc| sellers::enabled_seller(base, acc)) {
+            Ok(p) => p.account_id().unwrap_or_default().to_owned(),
+            Err(Refusal::Denied(d)) => return Some(denied(Resource::Seller, name, &d)),
+            Err(Refusal::Failed(e)) => return Some(failure(name, &e)),
+        };
     if !own {
         return super::dispatch(holder, name, args);
     }
@@ -233,14 +187,7 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
             Ok(ok(json!({"intents": arr, "nextSince": page.next_since}), &arr))
         }
     });
-    Some(match result {
-        Ok(r) => r,
-        Err(e) if e.is_internal() => {
-            tracing::error!(tool = name, error = %e, "seller tool failed");
-            internal()
-        }
-        Err(e) => tool_error(e.to_string()),
-    })
+    Some(result.unwrap_or_else(|e| failure(name, &e)))
 }
 
 impl ServerHandler for SellerServer {
@@ -272,6 +219,9 @@ impl ServerHandler for SellerServer {
     ) -> Result<CallToolResponse, McpError> {
         let grant = grant_of(&context);
         let holder = self.holder.clone();
-        call_blocking(&self.tools, request, move |name, args| dispatch(&holder, grant.as_ref(), name, args)).await
+        call_blocking(&self.tools, request_span(&context), request, move |name, args| {
+            dispatch(&holder, grant.as_ref(), name, args)
+        })
+        .await
     }
 }

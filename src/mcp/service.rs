@@ -1,12 +1,19 @@
 //! The rmcp Streamable HTTP services of the three MCP endpoints (`/mcp`, `/mcp/buyer`,
 //! `/mcp/seller`), built in one place for `isto serve` and the tests alike: Host and
 //! Origin checks derived from the public URL (DNS-rebinding protection), a body limit,
-//! the server's cancellation token.
+//! the server's cancellation token; and the one bearer middleware in front of the two
+//! OAuth-protected endpoints ([`require_bearer`], [`protect`]).
 
 use super::buyer::BuyerServer;
 use super::seller::SellerServer;
 use super::PublicServer;
+use crate::base::Base;
+use crate::policy::Resource;
 use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
@@ -62,4 +69,35 @@ pub fn seller_service(
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )
+}
+
+/// The state of [`require_bearer`]: the handles and the resource it guards.
+#[derive(Debug, Clone)]
+pub struct BearerGate {
+    /// Settings and store (the token lookup).
+    pub base: Arc<Base>,
+    /// The endpoint guarded.
+    pub resource: Resource,
+}
+
+/// The bearer middleware of `/mcp/buyer` and `/mcp/seller`: checks the request's bearer
+/// token with [`crate::oauth::admit`] for what the access policy asks at the gate's
+/// endpoint ([`crate::policy::Action::connect`]: scope `intents` on `/mcp/buyer`, any
+/// scope on `/mcp/seller`) and puts the [`crate::oauth::Grant`] into the request's extensions
+/// (where the tools find it), or answers with its 400/401/403/500.
+/// Use with `axum::middleware::from_fn_with_state(gate, require_bearer)`, or [`protect`].
+pub async fn require_bearer(State(gate): State<BearerGate>, mut req: Request, next: Next) -> Response {
+    match crate::oauth::admit(&gate.base, req.headers(), gate.resource) {
+        Ok(grant) => {
+            req.extensions_mut().insert(grant);
+            next.run(req).await
+        }
+        Err(res) => res,
+    }
+}
+
+/// `router` behind [`require_bearer`] for `resource`.
+pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router {
+    let gate = BearerGate { base: holder.base.clone(), resource };
+    router.layer(axum::middleware::from_fn_with_state(gate, require_bearer))
 }

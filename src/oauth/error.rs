@@ -1,19 +1,34 @@
-//! The outward shapes of OAuth failures: RFC 6749 §5.2 error JSON (token, registration
-//! and revocation endpoints), RFC 6750 §3 bearer challenges (the MCP endpoints), and a
-//! generic `server_error` for internal failures, which are logged where they happen.
+//! The outward shapes of OAuth failures, each built here and nowhere else: RFC 6749 §5.2
+//! error JSON (token, registration and revocation endpoints), RFC 6750 §3 bearer
+//! challenges (the MCP endpoints, including every [`Denied`] of the access policy), and
+//! a generic `server_error` for internal failures, whose cause is logged once, by
+//! [`Internal::logged`], inside the request's span and never in the response.
 
+use crate::policy::Denied;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-/// An internal failure, already logged: answered `500 server_error`.
+/// What a client is told of an internal failure.
+const INTERNAL_DESCRIPTION: &str = "internal error; try again later";
+
+/// An internal failure whose cause is logged: answered `500 server_error` with a generic
+/// description.
 #[derive(Debug, Clone, Copy)]
 pub struct Internal;
 
+impl Internal {
+    /// Logs `cause` (a storage or task failure: never a token, code or secret) under the
+    /// operation's name, once, and gives the marker to answer with.
+    pub fn logged(op: &'static str, cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(op, error = %cause, "oauth: internal failure");
+        Self
+    }
+}
+
 impl IntoResponse for Internal {
     fn into_response(self) -> Response {
-        OAuthError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error; try again later")
-            .into_response()
+        OAuthError::from(self).into_response()
     }
 }
 
@@ -49,7 +64,7 @@ impl OAuthError {
 
 impl From<Internal> for OAuthError {
     fn from(_: Internal) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "internal error; try again later")
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", INTERNAL_DESCRIPTION)
     }
 }
 
@@ -105,4 +120,38 @@ pub fn bearer_challenge(status: StatusCode, metadata_url: &str, scope: &str, err
     }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
+}
+
+/// The bearer challenge of an access-policy refusal at an MCP endpoint:
+/// [`Denied::MissingCredentials`] → 401 with the challenge alone (`scope` = every scope
+/// of the resource, `all_scopes`); [`Denied::WrongResource`] → 401 `invalid_token`;
+/// [`Denied::InsufficientScope`] → 403 `insufficient_scope` with `scope` = the token's
+/// scopes plus the ones needed (MCP step-up); the seller rules (not asked at the door)
+/// → 403 `insufficient_scope` naming the rule.
+pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> Response {
+    match denied {
+        Denied::MissingCredentials => bearer_challenge(StatusCode::UNAUTHORIZED, metadata_url, all_scopes, None),
+        Denied::WrongResource => bearer_challenge(
+            StatusCode::UNAUTHORIZED,
+            metadata_url,
+            all_scopes,
+            Some(("invalid_token", "the access token is for another resource")),
+        ),
+        Denied::InsufficientScope { any_of } => {
+            let mut wanted = token_scopes.to_vec();
+            wanted.extend(any_of.iter().cloned());
+            bearer_challenge(
+                StatusCode::FORBIDDEN,
+                metadata_url,
+                &wanted.join(" "),
+                Some(("insufficient_scope", "the access token lacks the scope this call needs")),
+            )
+        }
+        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled => bearer_challenge(
+            StatusCode::FORBIDDEN,
+            metadata_url,
+            all_scopes,
+            Some(("insufficient_scope", &denied.to_string())),
+        ),
+    }
 }

@@ -37,25 +37,18 @@ mod token;
 
 use crate::base::Base;
 use crate::crypto::token_hash;
+use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::store::{Ns, Reads, StoreError};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 pub use token::{revoke_account, sweep};
 
-/// Scope of the buyer endpoint.
-pub const SCOPE_INTENTS: &str = "intents";
-/// Seller scope: replying to open intents with offers.
-pub const SCOPE_OFFERS: &str = "offers";
-/// Seller scope: demand summaries.
-pub const SCOPE_DEMAND: &str = "demand";
-/// Every scope, in metadata order.
-pub const SCOPES: [&str; 3] = [SCOPE_INTENTS, SCOPE_OFFERS, SCOPE_DEMAND];
+pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
 
 /// Lifetime of an authorization code, seconds.
 pub const CODE_TTL_SECS: i64 = 60;
@@ -90,56 +83,21 @@ pub struct Grant {
     pub resource: String,
 }
 
-/// The two protected resources.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Resource {
-    /// `/mcp/buyer`, scope `intents`, role buyer.
-    Buyer,
-    /// `/mcp/seller`, scopes `offers` and `demand`, role seller.
-    Seller,
-}
-
-impl Resource {
-    /// The endpoint's path.
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::Buyer => "/mcp/buyer",
-            Self::Seller => "/mcp/seller",
+impl Grant {
+    /// What the access policy sees of this token: its account, role and scopes, and the
+    /// resource of `base_url` (the public URL) it is bound to.
+    pub fn token(&self, base_url: &str) -> policy::Token<'_> {
+        policy::Token {
+            account_id: &self.account_id,
+            role: &self.role,
+            scopes: &self.scopes,
+            resource: Resource::exactly(base_url, &self.resource),
         }
     }
 
-    /// The account role that may authorize this resource.
-    pub fn role(self) -> &'static str {
-        match self {
-            Self::Buyer => "buyer",
-            Self::Seller => "seller",
-        }
-    }
-
-    /// The scopes this resource accepts.
-    pub fn scopes(self) -> &'static [&'static str] {
-        match self {
-            Self::Buyer => &[SCOPE_INTENTS],
-            Self::Seller => &[SCOPE_OFFERS, SCOPE_DEMAND],
-        }
-    }
-
-    /// The resource identifier (RFC 8707): `<public URL>/mcp/buyer`.
-    pub fn url(self, base: &str) -> String {
-        format!("{base}{}", self.path())
-    }
-
-    /// Its protected resource metadata URL (RFC 9728 §3.1, path inserted after the
-    /// well-known prefix).
-    pub fn metadata_url(self, base: &str) -> String {
-        format!("{base}/.well-known/oauth-protected-resource{}", self.path())
-    }
-
-    /// The resource an RFC 8707 `resource` value names (exact, or with one trailing `/`).
-    pub fn from_url(base: &str, url: &str) -> Option<Self> {
-        let url = url.strip_suffix('/').unwrap_or(url);
-        [Self::Buyer, Self::Seller].into_iter().find(|r| r.url(base) == url)
+    /// The credential of a request that carried `grant` (none: no token).
+    pub fn credential<'a>(grant: Option<&'a Self>, base_url: &str) -> Credential<'a> {
+        grant.map_or(Credential::None, |g| Credential::Token(g.token(base_url)))
     }
 }
 
@@ -202,24 +160,19 @@ async fn preflight() -> Response {
         .into_response()
 }
 
-/// Runs a short store operation off the async threads. Storage failures are logged here,
-/// once, by operation name only.
+/// Runs a short store operation off the async threads, in the request's span. Storage
+/// failures are logged here, once, by operation name only ([`error::Internal::logged`]).
 async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
 where
     T: Send + 'static,
     F: FnOnce(&Base) -> Result<T, StoreError> + Send + 'static,
 {
     let base = Arc::clone(&ctx.base);
-    match tokio::task::spawn_blocking(move || f(&base)).await {
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(|| f(&base))).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => {
-            tracing::error!(op, error = %e, "oauth: storage failed");
-            Err(error::Internal)
-        }
-        Err(e) => {
-            tracing::error!(op, error = %e, "oauth: blocking task failed");
-            Err(error::Internal)
-        }
+        Ok(Err(e)) => Err(error::Internal::logged(op, &e)),
+        Err(e) => Err(error::Internal::logged(op, &e)),
     }
 }
 
@@ -229,73 +182,111 @@ fn now_unix(base: &Base) -> i64 {
 }
 
 /// Checks `Authorization: Bearer <token>` for `resource` (the absolute URL
-/// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope).
+/// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope): the
+/// token must be genuine (known, unrevoked, unexpired: checked here) and then allowed by
+/// [`policy::authorize`] ([`Action::Reach`]: bound to `resource`, carrying `scope`).
 ///
 /// `Err` is the complete response to send: 401 with `WWW-Authenticate: Bearer
 /// resource_metadata="<public>/.well-known/oauth-protected-resource/mcp/…", scope="…"`
 /// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
-/// is unknown, expired, revoked or bound to another resource; 403 with
-/// `error="insufficient_scope"` and `scope` = the token's scopes plus the one missing
-/// (MCP step-up); 500 when the store fails. One short store read; callable from async
-/// code.
+/// is unknown, expired, revoked or bound to another resource; 400 `invalid_request` when
+/// the header is not `Bearer <token>`; 403 with `error="insufficient_scope"` and
+/// `scope` = the token's scopes plus the one missing (MCP step-up); 500 when the store
+/// fails. One short store read; callable from async code.
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
+    let scope = Some(scope).filter(|s| !s.is_empty());
+    bearer_check(base, headers, resource, |r| Action::Reach(r, scope))
+}
+
+/// The bearer check at the gate of `resource`'s endpoint: [`check_bearer`] for what the
+/// access policy asks there ([`Action::connect`]: scope `intents` on `/mcp/buyer`, any
+/// scope on `/mcp/seller`).
+///
+/// # Errors
+/// The response to send, as [`check_bearer`].
+#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
+pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Grant, Response> {
+    bearer_check(base, headers, &resource.url(&base.settings.public_url.base), Action::connect)
+}
+
+#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
+fn bearer_check<'a>(
+    base: &Base,
+    headers: &HeaderMap,
+    resource: &str,
+    action: impl FnOnce(Resource) -> Action<'a>,
+) -> Result<Grant, Response> {
     let url_base = &base.settings.public_url.base;
     let metadata_url = format!(
         "{url_base}/.well-known/oauth-protected-resource{}",
         resource.strip_prefix(url_base.as_str()).unwrap_or_default()
     );
     let all_scopes = Resource::from_url(url_base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
-    let Some(raw) = headers.get(header::AUTHORIZATION) else {
-        return Err(error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, None));
+    let invalid = |why: &str| {
+        error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
     };
+    let grant = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
+            TokenProblem::Malformed => error::bearer_challenge(
+                StatusCode::BAD_REQUEST,
+                &metadata_url,
+                &all_scopes,
+                Some(("invalid_request", "the Authorization header must be `Bearer <token>`")),
+            ),
+            TokenProblem::Unknown => invalid("the access token is unknown or revoked"),
+            TokenProblem::Expired => invalid("the access token expired"),
+            TokenProblem::Store(e) => error::Internal::logged("bearer check", &e).into_response(),
+        })?),
+    };
+    let who = Grant::credential(grant.as_ref(), url_base);
+    let decision = match Resource::exactly(url_base, resource) {
+        Some(r) => policy::authorize(&who, action(r), policy::no_lookup).map_err(Refusal::denied),
+        // Not an endpoint of this holder: no token is bound to it.
+        None => Err(if grant.is_some() { Denied::WrongResource } else { Denied::MissingCredentials }),
+    };
+    match (decision, grant) {
+        (Ok(_), Some(g)) => Ok(g),
+        (Ok(_), None) => Err(error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)),
+        (Err(d), g) => {
+            let token_scopes = g.as_ref().map(|g| g.scopes.as_slice()).unwrap_or_default();
+            Err(error::bearer_denied(&metadata_url, &all_scopes, token_scopes, &d))
+        }
+    }
+}
+
+/// Why a presented access token is not genuine.
+enum TokenProblem {
+    /// The header is not `Bearer <token>`.
+    Malformed,
+    /// Unknown, revoked, or not an access token.
+    Unknown,
+    /// Past its lifetime.
+    Expired,
+    /// The store failed.
+    Store(StoreError),
+}
+
+/// The grant of the `Authorization` header's bearer token, if the token is genuine.
+fn genuine_token(base: &Base, raw: &HeaderValue) -> Result<Grant, TokenProblem> {
     let token = raw.to_str().ok().and_then(|v| {
         let (scheme, rest) = v.trim().split_once(' ')?;
         scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim()).filter(|t| !t.is_empty() && !t.contains(' '))
     });
-    let invalid = |why: &str| {
-        error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
-    };
-    let Some(token) = token else {
-        return Err(error::bearer_challenge(
-            StatusCode::BAD_REQUEST,
-            &metadata_url,
-            &all_scopes,
-            Some(("invalid_request", "the Authorization header must be `Bearer <token>`")),
-        ));
-    };
+    let token = token.ok_or(TokenProblem::Malformed)?;
     let hash = token_hash(token::KIND_ACCESS, token);
     let found = base.store.read(|rx| -> Result<_, StoreError> {
         let Some(t) = rx.record::<token::TokenRecord>(Ns::Token, &hash)? else { return Ok(None) };
         let family = rx.record::<token::FamilyRecord>(Ns::TokenFamily, &t.family)?;
         Ok(Some((t, family)))
     });
-    let (t, family) = match found {
-        Ok(Some(v)) => v,
-        Ok(None) => return Err(invalid("the access token is unknown or revoked")),
-        Err(e) => {
-            tracing::error!(error = %e, "oauth: bearer check failed to read the store");
-            return Err(error::Internal.into_response());
-        }
-    };
+    let (t, family) = found.map_err(TokenProblem::Store)?.ok_or(TokenProblem::Unknown)?;
     if t.kind != token::TokenKind::Access || family.as_ref().is_none_or(|f| f.revoked) {
-        return Err(invalid("the access token is unknown or revoked"));
+        return Err(TokenProblem::Unknown);
     }
     if now_unix(base) >= t.expires_at {
-        return Err(invalid("the access token expired"));
-    }
-    if t.resource != resource {
-        return Err(invalid("the access token is for another resource"));
-    }
-    if !scope.is_empty() && !t.scopes.iter().any(|s| s == scope) {
-        let mut wanted = t.scopes.clone();
-        wanted.push(scope.to_owned());
-        return Err(error::bearer_challenge(
-            StatusCode::FORBIDDEN,
-            &metadata_url,
-            &wanted.join(" "),
-            Some(("insufficient_scope", "the access token lacks the scope this call needs")),
-        ));
+        return Err(TokenProblem::Expired);
     }
     Ok(Grant { account_id: t.account_id, role: t.role, client_id: t.client_id, scopes: t.scopes, resource: t.resource })
 }

@@ -98,6 +98,21 @@ impl SellerError {
     }
 }
 
+impl crate::base::PublicError for SellerError {
+    fn is_internal(&self) -> bool {
+        SellerError::is_internal(self)
+    }
+    /// The message itself for refusals and bad input; [`crate::base::INTERNAL_MESSAGE`]
+    /// for internal failures.
+    fn public_message(&self) -> String {
+        if self.is_internal() {
+            crate::base::INTERNAL_MESSAGE.to_owned()
+        } else {
+            self.to_string()
+        }
+    }
+}
+
 impl From<crate::protocol::input::InputError> for SellerError {
     fn from(e: crate::protocol::input::InputError) -> Self {
         Self::Input(e.0)

@@ -16,10 +16,10 @@
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
 use super::i18n::{ui, LANGUAGES};
-use super::{call, fail_page, page, pages, Shared};
-use crate::accounts;
+use super::{call, fail_page, page, page_access, pages, Shared};
 use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
 use crate::gazetteer::region_name;
+use crate::policy::{Action, Denied};
 use crate::protocol::CATEGORIES;
 use crate::state::AppState;
 use axum::extract::{RawQuery, State};
@@ -200,10 +200,10 @@ async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): R
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
     let hd = headers.clone();
     let got = call(&h, "demand_heat_map", move |x| {
-        Ok(match accounts::current(&x.base, &hd) {
-            None => Access::SignIn,
-            Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
-            Some(_) => match category {
+        Ok(match page_access(x, &hd, Action::SellerPages) {
+            Err(Denied::MissingCredentials) => Access::SignIn,
+            Err(_) => Access::Forbidden,
+            Ok(_) => match category {
                 Some(c) => Access::Map(Box::new(crate::demand::heat_map(&x.base, c)?)),
                 None => Access::UnknownCategory,
             },

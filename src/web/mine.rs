@@ -20,8 +20,11 @@
 
 use super::i18n::{ui, Ui, LANGUAGES};
 use super::FORM_LIMIT;
-use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_headers, pages, Fail, FormFields, Shared};
+use super::{
+    call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, page_headers, pages, Fail, FormFields, Shared,
+};
 use crate::accounts;
+use crate::policy::Action;
 use crate::protocol::{Delivery, Intent, Status};
 use crate::state::AppState;
 use crate::text::format_amount;
@@ -161,7 +164,7 @@ fn signin_redirect(next: &str) -> Response {
 /// The signed-in account's id (one short store read, off the async threads).
 async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
     let hd = headers.clone();
-    call(h, "session", move |x| Ok(accounts::current(&x.base, &hd).map(|(id, _)| id))).await
+    call(h, "session", move |x| Ok(page_access(x, &hd, Action::OwnPages).ok())).await
 }
 
 fn binding(account: &str, what: &str) -> String {
@@ -219,7 +222,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
     let got = call(&h, "my_intents", move |x| {
-        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         let intents = x.intents.owned_intents(&account)?;
         let signout = accounts::signout_csrf(&x.base, &hd);
         Ok(Some((account, intents, signout)))
@@ -315,7 +318,7 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
     let got = call(&h, "my_intent", move |x| {
-        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         let view = x.intents.owned_results(&account, &id)?;
         Ok(Some((account, view)))
     })
@@ -386,7 +389,7 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
     let (ui, m) = (ui(lang), mine(lang));
     let (hd, t) = (headers.clone(), token.clone());
     let got = call(&h, "renewal_view", move |x| {
-        let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
+        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         Ok(Some((x.intents.renewal_view(&account, &t)?, account)))
     })
     .await;

@@ -24,6 +24,7 @@ pub mod wellknown;
 
 use crate::base::ServiceError;
 use crate::intents::{ConfirmOutcome, ConsentOutcome};
+use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::protocol::{Intent, Status};
 use crate::state::AppState;
 use axum::body::Bytes;
@@ -162,31 +163,53 @@ enum Fail {
     Internal,
 }
 
-/// Runs a blocking holder operation (store I/O) off the async threads. Internal
-/// failures are logged here, once, by operation name only.
+impl Fail {
+    /// The one mapping of a service error to a page failure. An internal failure's
+    /// cause is logged here, once (in the request's span), by operation name only; the
+    /// page shows only the generic text of [`fail_page`].
+    fn of(op: &'static str, e: &ServiceError) -> Self {
+        match e {
+            ServiceError::NotFound => Self::NotFound,
+            ServiceError::Input(_) => Self::Input,
+            e if e.is_internal() => Self::internal(op, e),
+            e => {
+                tracing::warn!(op, error = %e, "web page: operation refused in this state");
+                Self::State
+            }
+        }
+    }
+
+    /// An internal failure: its cause (storage, keys, a failed task; never personal
+    /// data) is logged here, once, under the operation's name.
+    fn internal(op: &'static str, cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(op, error = %cause, "web page: holder operation failed");
+        Self::Internal
+    }
+}
+
+/// Runs a blocking holder operation (store I/O) off the async threads, inside the
+/// request's span. Failures become [`Fail`]s through [`Fail::of`].
 async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
     T: Send + 'static,
     F: FnOnce(&AppState) -> Result<T, ServiceError> + Send + 'static,
 {
     let holder = h.clone();
-    match tokio::task::spawn_blocking(move || f(&holder)).await {
+    let span = tracing::Span::current();
+    match tokio::task::spawn_blocking(move || span.in_scope(|| f(&holder))).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(ServiceError::NotFound)) => Err(Fail::NotFound),
-        Ok(Err(ServiceError::Input(_))) => Err(Fail::Input),
-        Ok(Err(e)) if e.is_internal() => {
-            tracing::error!(op, error = %e, "web page: holder operation failed");
-            Err(Fail::Internal)
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(op, error = %e, "web page: operation refused in this state");
-            Err(Fail::State)
-        }
-        Err(e) => {
-            tracing::error!(op, error = %e, "web page: blocking task failed");
-            Err(Fail::Internal)
-        }
+        Ok(Err(e)) => Err(Fail::of(op, &e)),
+        Err(e) => Err(Fail::internal(op, &e)),
     }
+}
+
+/// The signed-in account's id when the access policy lets its session do `action`
+/// (`accounts::current` reads the session: one short store read).
+fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<String, Denied> {
+    let current = crate::accounts::current(&h.base, headers);
+    policy::authorize(&Credential::session(current.as_ref()), action, policy::no_lookup)
+        .map_err(Refusal::denied)
+        .map(|p| p.account_id().unwrap_or_default().to_owned())
 }
 
 /// The holder's default page language (for pages without an intent).

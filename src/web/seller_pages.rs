@@ -1,8 +1,8 @@
 //! The sellers' list of open intents (PROTOCOL.md §1 "seller pages: open pseudonymous
 //! intents"): `GET /seller/intents`.
 //!
-//! For signed-in sellers only (role `seller`, enabled: [`accounts::current`] reads the
-//! account on every request): without a session, 303 to
+//! For signed-in sellers only ([`crate::policy::Action::SellerPages`]: role `seller`,
+//! enabled: `accounts::current` reads the account on every request): without a session, 303 to
 //! `/signin?next=/seller/intents`; any other role gets 403. The list is exactly what
 //! the `intent_list_open_intents` tool gives the seller ([`sellers::open_intents`]):
 //! active pseudonymous intents in the seller's categories and regions, each under the
@@ -12,8 +12,8 @@
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
 use super::i18n::{ui, Ui, LANGUAGES};
-use super::{fail_page, page, pages, Fail, Shared};
-use crate::accounts;
+use super::{fail_page, page, page_access, pages, Fail, Shared};
+use crate::policy::{Action, Denied};
 use crate::sellers::{self, OpenIntent, OpenQuery};
 use crate::state::AppState;
 use axum::extract::State;
@@ -127,12 +127,14 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     let lang = lang_of(&h, &headers);
     let (ui, t) = (ui(lang), texts(lang));
     let holder = h.clone();
+    let span = tracing::Span::current();
     let got = tokio::task::spawn_blocking(move || -> Result<Access, sellers::SellerError> {
+        let _in_request = span.enter();
         let x = &holder;
-        Ok(match accounts::current(&x.base, &headers) {
-            None => Access::SignIn,
-            Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,
-            Some((account, _)) => match sellers::profile(&x.base, &account)? {
+        Ok(match page_access(x, &headers, Action::SellerPages) {
+            Err(Denied::MissingCredentials) => Access::SignIn,
+            Err(_) => Access::Forbidden,
+            Ok(account) => match sellers::profile(&x.base, &account)? {
                 None => Access::NoProfile,
                 Some(p) => {
                     let q = OpenQuery { limit: PAGE_LIMIT + 1, ..OpenQuery::default() };
@@ -144,14 +146,8 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     .await;
     let access = match got {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => {
-            tracing::error!(op = "seller_intents", error = %e, "web page: seller operation failed");
-            return fail_page(&h, ui, Fail::Internal);
-        }
-        Err(e) => {
-            tracing::error!(op = "seller_intents", error = %e, "web page: blocking task failed");
-            return fail_page(&h, ui, Fail::Internal);
-        }
+        Ok(Err(e)) => return fail_page(&h, ui, Fail::internal("seller_intents", &e)),
+        Err(e) => return fail_page(&h, ui, Fail::internal("seller_intents", &e)),
     };
     match access {
         Access::SignIn => Redirect::to("/signin?next=/seller/intents").into_response(),
