@@ -137,6 +137,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
+    let oauth = crate::oauth::Server::new(holder.base.clone());
     let buyer = Router::new()
         .nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone()))
         .layer(axum::middleware::from_fn_with_state(holder.clone(), crate::mcp::buyer::require_bearer));
@@ -148,9 +149,8 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(buyer)
         .merge(seller)
         .route("/healthz", get(healthz))
-        .merge(crate::web::routes(holder.clone()))
-        .merge(crate::accounts::routes(holder.base.clone()))
-        .merge(crate::oauth::routes(holder.base.clone(), Arc::new(crate::accounts::Sessions(holder.base.clone()))))
+        .merge(crate::web::routes(holder.clone(), oauth.clone()))
+        .merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(access_log))
 }

@@ -66,6 +66,13 @@ pub fn hash_with(password: &str, params: Params) -> Result<String, AccountError>
         .map_err(|e| AccountError::Hash(e.to_string()))
 }
 
+/// A hash of `password` with far weaker parameters than [`params`] (m=1024 KiB, t=1,
+/// p=1), which [`needs_rehash`] flags: for tests of the rehash on sign-in.
+#[cfg(test)]
+pub fn weak_hash(password: &str) -> String {
+    hash_with(password, Params::new(1024, 1, 1, None).unwrap()).unwrap()
+}
+
 /// Whether `password` matches the PHC string `phc`, with the string's own algorithm,
 /// version and parameters (constant-time comparison). A malformed string never matches.
 pub fn verify(password: &str, phc: &str) -> bool {

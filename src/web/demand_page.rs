@@ -15,15 +15,16 @@
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
-use super::i18n::{ui, LANGUAGES};
+use super::i18n::ui;
 use super::{call, fail_page, page, pages, Shared};
 use crate::accounts;
+use crate::base::ServiceError;
 use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
 use crate::gazetteer::region_name;
 use crate::protocol::CATEGORIES;
-use crate::state::AppState;
+
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
@@ -152,26 +153,6 @@ impl Texts {
     }
 }
 
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
-}
-
 // ---------------------------------------------------------------------------
 // the handler
 
@@ -193,13 +174,13 @@ enum Access {
 
 /// `GET /seller/demand?category=…[&buyBy=…]`.
 async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, t) = (ui(lang), texts(lang));
     let query: Query = q.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
     let category = CATEGORIES.iter().find(|c| c.key == query.category || query.category.is_empty()).map(|c| c.key);
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
     let hd = headers.clone();
-    let got = call(&h, "demand_heat_map", move |x| {
+    let got = call(&h, "demand_heat_map", move |x| -> Result<_, ServiceError> {
         Ok(match accounts::current(&x.base, &hd) {
             None => Access::SignIn,
             Some((_, role)) if role != accounts::ROLE_SELLER => Access::Forbidden,

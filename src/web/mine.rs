@@ -18,16 +18,16 @@
 //! Pages are in the browser's language (`Accept-Language`: sk, cs or en), else the
 //! holder's default; they show only the public intent view.
 
-use super::i18n::{ui, Ui, LANGUAGES};
-use super::FORM_LIMIT;
-use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_headers, pages, Fail, FormFields, Shared};
+use super::i18n::{ui, Ui};
+use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, pages, Fail, FormFields, Shared};
 use crate::accounts;
+use crate::base::ServiceError;
 use crate::protocol::{Delivery, Intent, Status};
 use crate::state::AppState;
 use crate::text::format_amount;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -45,8 +45,6 @@ pub(super) fn routes(holder: AppState) -> Router {
         .route("/me/intents/{id}/withdraw", post(withdraw_submit))
         .route("/me/intents/{id}/renew", post(renew_request))
         .route("/renew/{token}", get(renew_page).post(renew_submit))
-        .layer(DefaultBodyLimit::max(FORM_LIMIT))
-        .layer(axum::middleware::map_response(page_headers))
         .with_state(holder)
 }
 
@@ -130,26 +128,6 @@ fn mine(lang: &str) -> &'static Mine {
     }
 }
 
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
-}
-
 // ---------------------------------------------------------------------------
 // plumbing
 
@@ -161,7 +139,7 @@ fn signin_redirect(next: &str) -> Response {
 /// The signed-in account's id (one short store read, off the async threads).
 async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
     let hd = headers.clone();
-    call(h, "session", move |x| Ok(accounts::current(&x.base, &hd).map(|(id, _)| id))).await
+    call(h, "session", move |x| Ok::<_, ServiceError>(accounts::current(&x.base, &hd).map(|(id, _)| id))).await
 }
 
 fn binding(account: &str, what: &str) -> String {
@@ -215,13 +193,13 @@ fn match_count(i: &Intent) -> u64 {
 
 /// `GET /me`.
 async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
-    let got = call(&h, "my_intents", move |x| {
+    let got = call(&h, "my_intents", move |x| -> Result<_, ServiceError> {
         let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
         let intents = x.intents.owned_intents(&account)?;
-        let signout = accounts::signout_csrf(&x.base, &hd);
+        let signout = super::accounts::signout_csrf(&x.base, &hd);
         Ok(Some((account, intents, signout)))
     })
     .await;
@@ -311,10 +289,10 @@ fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
 
 /// `GET /me/intents/{id}`: one owned intent and its delivered offers.
 async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
-    let got = call(&h, "my_intent", move |x| {
+    let got = call(&h, "my_intent", move |x| -> Result<_, ServiceError> {
         let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
         let view = x.intents.owned_results(&account, &id)?;
         Ok(Some((account, view)))
@@ -340,7 +318,7 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
 
 /// `POST /me/intents/{id}/withdraw` (csrf): at once; 303 to `/me`.
 async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let ui = ui(lang);
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {
@@ -359,7 +337,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
 
 /// `POST /me/intents/{id}/renew` (csrf): a pending renewal; 303 to its page.
 async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {
@@ -382,10 +360,10 @@ async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers:
 
 /// `GET /renew/{token}`: the intent, the new validUntil and a Confirm button.
 async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let (hd, t) = (headers.clone(), token.clone());
-    let got = call(&h, "renewal_view", move |x| {
+    let got = call(&h, "renewal_view", move |x| -> Result<_, ServiceError> {
         let Some((account, _)) = accounts::current(&x.base, &hd) else { return Ok(None) };
         Ok(Some((x.intents.renewal_view(&account, &t)?, account)))
     })
@@ -421,7 +399,7 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
 
 /// `POST /renew/{token}` (csrf): applies the renewal; 303 to the intent's page.
 async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {

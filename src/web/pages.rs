@@ -12,8 +12,12 @@ use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
 use serde_json::Value;
 
-/// The whole document around a page body.
-pub fn layout(ui: &Ui, holder_name: &str, title: &str, stylesheet: &str, index: bool, body: Markup) -> Markup {
+/// The whole document around a page body, the one layout of every page: `lang`, the
+/// skip link, the header naming the holder (a link home), the versioned stylesheet,
+/// the title (`<title> – <holder>`, or the holder's name alone on the home page) as
+/// `h1`, then `body`. `index: false` adds `robots: noindex, nofollow`.
+pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup) -> Markup {
+    let stylesheet = super::stylesheet_href();
     html! {
         (DOCTYPE)
         html lang=(ui.lang) {
@@ -27,7 +31,7 @@ pub fn layout(ui: &Ui, holder_name: &str, title: &str, stylesheet: &str, index: 
                 title {
                     @if title == holder_name { (title) } @else { (title) " – " (holder_name) }
                 }
-                link rel="stylesheet" href=(stylesheet);
+                link rel="stylesheet" href=(&stylesheet);
             }
             body {
                 a.skip href="#main" { (ui.skip) }

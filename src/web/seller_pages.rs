@@ -11,13 +11,13 @@
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
-use super::i18n::{ui, Ui, LANGUAGES};
+use super::i18n::{ui, Ui};
 use super::{fail_page, page, pages, Fail, Shared};
 use crate::accounts;
 use crate::sellers::{self, OpenIntent, OpenQuery};
-use crate::state::AppState;
+
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
@@ -91,26 +91,6 @@ fn texts(lang: &str) -> &'static Texts {
     }
 }
 
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
-}
-
 // ---------------------------------------------------------------------------
 // the handler
 
@@ -124,7 +104,7 @@ enum Access {
 
 /// `GET /seller/intents`.
 async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, t) = (ui(lang), texts(lang));
     let holder = h.clone();
     let got = tokio::task::spawn_blocking(move || -> Result<Access, sellers::SellerError> {

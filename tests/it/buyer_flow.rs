@@ -42,7 +42,7 @@ fn fixture() -> Fx {
 }
 
 fn app(h: &AppState) -> Router {
-    isto::web::routes(h.clone()).merge(isto::accounts::routes(h.base.clone()))
+    isto::web::routes(h.clone(), isto::oauth::Server::new(h.base.clone()))
 }
 
 impl Fx {

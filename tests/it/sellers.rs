@@ -55,9 +55,8 @@ fn fixture() -> Fx {
 }
 
 fn app(holder: &AppState) -> Router {
-    isto::web::routes(holder.clone())
-        .merge(isto::accounts::routes(holder.base.clone()))
-        .merge(isto::oauth::routes(holder.base.clone(), Arc::new(isto::accounts::Sessions(holder.base.clone()))))
+    let oauth = isto::oauth::Server::new(holder.base.clone());
+    isto::web::routes(holder.clone(), oauth.clone()).merge(isto::oauth::routes(oauth))
 }
 
 /// Stops and reopens the holder on the same files (a restart: in-memory state such as
