@@ -71,7 +71,7 @@ type Shared = Arc<Web>;
 
 impl Web {
     fn now_unix(&self) -> i64 {
-        self.app.base.clock.now().unix_timestamp()
+        super::now_unix(&self.app)
     }
 
     /// Runs `f` on this minute's counters.

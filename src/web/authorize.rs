@@ -13,7 +13,7 @@
 //! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
 
 use super::i18n::{page_lang, ui, AuthorizeText, Ui};
-use super::{page, pages};
+use super::{now_unix, page, pages};
 use crate::base::Base;
 use crate::crypto::token_hash;
 use crate::oauth::authorize::{self, AuthzRequest, Refusal, PARAMS};
@@ -146,10 +146,6 @@ fn binding(r: &AuthzRequest, account_id: &str) -> String {
     token_hash("oauth-authorize", &fields.join("\u{0}"))
 }
 
-fn now_unix(ctx: &Ctx) -> i64 {
-    ctx.app.base.clock.now().unix_timestamp()
-}
-
 /// `GET /oauth/authorize`: the consent page.
 async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let p = Params::parse(query.unwrap_or_default().as_bytes());
@@ -161,7 +157,7 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
         Ok(a) => a,
         Err(res) => return res,
     };
-    let csrf = ctx.app.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx));
+    let csrf = ctx.app.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
     let u = texts(&ctx);
     page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf))
 }
@@ -181,7 +177,7 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     };
     let u = texts(&ctx);
     let t = u.authorize;
-    let now = now_unix(&ctx);
+    let now = now_unix(&ctx.app);
     let csrf_ok =
         p.get("csrf").is_some_and(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
     if !csrf_ok {

@@ -18,7 +18,7 @@
 //! Pages are in the browser's language (`Accept-Language`: sk, cs or en), else the
 //! holder's default; they show only the public intent view.
 
-use super::i18n::{ui, Ui};
+use super::i18n::{ui, MineText, Ui};
 use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, pages, Fail, FormFields, Shared};
 use crate::accounts;
 use crate::base::ServiceError;
@@ -51,81 +51,8 @@ pub(super) fn routes(holder: AppState) -> Router {
 // ---------------------------------------------------------------------------
 // strings
 
-/// The strings of these pages (the shared ones come from [`Ui`]).
-struct Mine {
-    title: &'static str,
-    intro: &'static str,
-    none: &'static str,
-    offers: &'static str,
-    actions: &'static str,
-    show_offers: &'static str,
-    renew_button: &'static str,
-    back: &'static str,
-    renew_title: &'static str,
-    renew_intro: &'static str,
-    new_valid_until: &'static str,
-    renew_closed: &'static str,
-    renew_refused: &'static str,
-    signout: &'static str,
-}
-
-static SK: Mine = Mine {
-    title: "Moje dopyty",
-    intro: "Dopyty, ktoré za vás zverejnili vaši asistenti. Ponuky k nim vám chodia e-mailom.",
-    none: "Zatiaľ nemáte žiadny dopyt. Požiadajte asistenta, aby ho za vás zverejnil.",
-    offers: "Ponuky",
-    actions: "Akcie",
-    show_offers: "Zobraziť ponuky",
-    renew_button: "Predĺžiť",
-    back: "Späť na moje dopyty",
-    renew_title: "Predĺženie dopytu",
-    renew_intro: "Tlačidlom Potvrdiť predĺžite platnosť tohto dopytu do dátumu nižšie. Ponuky vám budú chodiť ďalej.",
-    new_valid_until: "Nová platnosť do",
-    renew_closed: "Toto predĺženie sa už nedá potvrdiť (dopyt bol zrušený alebo dátum už uplynul). Vráťte sa na svoje dopyty a predĺžte ho znova.",
-    renew_refused: "Tento dopyt sa teraz nedá predĺžiť: je zrušený, nikdy nebol aktívny, alebo už platí najdlhšie, ako je možné.",
-    signout: "Odhlásiť sa",
-};
-
-static CS: Mine = Mine {
-    title: "Moje poptávky",
-    intro: "Poptávky, které za vás zveřejnili vaši asistenti. Nabídky k nim vám chodí e-mailem.",
-    none: "Zatím nemáte žádnou poptávku. Požádejte asistenta, aby ji za vás zveřejnil.",
-    offers: "Nabídky",
-    actions: "Akce",
-    show_offers: "Zobrazit nabídky",
-    renew_button: "Prodloužit",
-    back: "Zpět na moje poptávky",
-    renew_title: "Prodloužení poptávky",
-    renew_intro: "Tlačítkem Potvrdit prodloužíte platnost této poptávky do data níže. Nabídky vám budou chodit dál.",
-    new_valid_until: "Nová platnost do",
-    renew_closed: "Toto prodloužení již nelze potvrdit (poptávka byla zrušena nebo datum již uplynulo). Vraťte se na své poptávky a prodlužte ji znovu.",
-    renew_refused: "Tuto poptávku nyní nelze prodloužit: je zrušena, nikdy nebyla aktivní, nebo již platí nejdéle, jak je možné.",
-    signout: "Odhlásit se",
-};
-
-static EN: Mine = Mine {
-    title: "My requests",
-    intro: "The requests your assistants published for you. Offers for them come to you by e-mail.",
-    none: "You have no requests yet. Ask your assistant to publish one for you.",
-    offers: "Offers",
-    actions: "Actions",
-    show_offers: "Show offers",
-    renew_button: "Renew",
-    back: "Back to my requests",
-    renew_title: "Renew your request",
-    renew_intro: "Press Confirm to keep this request valid until the date below. Offers will keep coming.",
-    new_valid_until: "New end of validity",
-    renew_closed: "This renewal can no longer be confirmed (the request was withdrawn or the date has passed). Go back to your requests and renew it again.",
-    renew_refused: "This request cannot be renewed now: it is withdrawn, it never became active, or it is already valid for as long as possible.",
-    signout: "Sign out",
-};
-
-fn mine(lang: &str) -> &'static Mine {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
+fn mine(lang: &str) -> &'static MineText {
+    ui(lang).mine
 }
 
 // ---------------------------------------------------------------------------
@@ -155,19 +82,13 @@ fn refused(h: &AppState, ui: &Ui, text: &str) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
 }
 
-/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
-fn is_web_url(u: &str) -> bool {
-    let l = u.trim_start().to_ascii_lowercase();
-    l.starts_with("https://") || l.starts_with("http://")
-}
-
 /// Whether the Renew button makes sense for an intent in this state.
 fn renewable(i: &Intent) -> bool {
     matches!(i.status, Status::Active | Status::Expired)
 }
 
 /// The Withdraw and Renew buttons of an intent.
-fn actions(h: &AppState, ui: &Ui, m: &Mine, account: &str, i: &Intent) -> Markup {
+fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Markup {
     html! {
         @if renewable(i) {
             form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
@@ -264,7 +185,7 @@ fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
                     @let o = &d.offer;
                     li {
                         h3 {
-                            @match o.source.url.as_deref().filter(|u| is_web_url(u)) {
+                            @match o.source.url.as_deref().filter(|u| pages::is_web_url(u)) {
                                 Some(u) => a href=(u) rel="noopener noreferrer nofollow" { (o.title) },
                                 None => (o.title),
                             }

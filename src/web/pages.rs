@@ -262,7 +262,7 @@ pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -
 }
 
 /// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
-fn is_web_url(u: &str) -> bool {
+pub fn is_web_url(u: &str) -> bool {
     let l = u.trim_start().to_ascii_lowercase();
     l.starts_with("https://") || l.starts_with("http://")
 }

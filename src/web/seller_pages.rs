@@ -11,7 +11,7 @@
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
-use super::i18n::{ui, Ui};
+use super::i18n::{ui, SellerText, Ui};
 use super::{fail_page, page, pages, Fail, Shared};
 use crate::accounts;
 use crate::sellers::{self, OpenIntent, OpenQuery};
@@ -35,60 +35,8 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // strings
 
-struct Texts {
-    title: &'static str,
-    intro: &'static str,
-    reply: &'static str,
-    none: &'static str,
-    buyer: &'static str,
-    no_profile: &'static str,
-    sellers_only_title: &'static str,
-    sellers_only: &'static str,
-    more: &'static str,
-}
-
-static SK: Texts = Texts {
-    title: "Otvorené dopyty",
-    intro: "Dopyty kupujúcich, ktorí prijímajú odpovede predajcov, vo vašich kategóriách a regiónoch. Kupujúci tu vystupujú pod pseudonymom, ktorý vidíte len vy; kontakt na nich nedostanete.",
-    reply: "Ponuku k dopytu pošlete cez svojho asistenta (MCP nástroj intent_submit_offer na adrese nižšie), najviac 3 ponuky na dopyt:",
-    none: "Vo vašich kategóriách a regiónoch teraz nie je žiadny otvorený dopyt.",
-    buyer: "Kupujúci",
-    no_profile: "Váš predajcovský účet ešte nemá profil (kategórie a regióny). Požiadajte prevádzkovateľa, aby vás zaregistroval.",
-    sellers_only_title: "Len pre predajcov",
-    sellers_only: "Táto stránka je určená registrovaným predajcom.",
-    more: "Zobrazených je prvých 200 dopytov; ďalšie získate cez nástroj intent_list_open_intents.",
-};
-
-static CS: Texts = Texts {
-    title: "Otevřené poptávky",
-    intro: "Poptávky kupujících, kteří přijímají odpovědi prodejců, ve vašich kategoriích a regionech. Kupující zde vystupují pod pseudonymem, který vidíte jen vy; kontakt na ně nedostanete.",
-    reply: "Nabídku k poptávce pošlete přes svého asistenta (MCP nástroj intent_submit_offer na adrese níže), nejvýše 3 nabídky na poptávku:",
-    none: "Ve vašich kategoriích a regionech teď není žádná otevřená poptávka.",
-    buyer: "Kupující",
-    no_profile: "Váš prodejcovský účet ještě nemá profil (kategorie a regiony). Požádejte provozovatele, aby vás zaregistroval.",
-    sellers_only_title: "Jen pro prodejce",
-    sellers_only: "Tato stránka je určena registrovaným prodejcům.",
-    more: "Zobrazeno je prvních 200 poptávek; další získáte přes nástroj intent_list_open_intents.",
-};
-
-static EN: Texts = Texts {
-    title: "Open requests",
-    intro: "Buying requests whose buyers accept replies from sellers, in your categories and regions. Buyers appear under a pseudonym that only you see; their contact details are never given out.",
-    reply: "Reply with an offer through your assistant (the MCP tool intent_submit_offer at the address below), at most 3 offers per request:",
-    none: "There are no open requests in your categories and regions right now.",
-    buyer: "Buyer",
-    no_profile: "Your seller account has no seller profile yet (categories and regions). Ask the holder's operator to register you.",
-    sellers_only_title: "For sellers only",
-    sellers_only: "This page is for the holder's registered sellers.",
-    more: "The first 200 requests are shown; get the others with the intent_list_open_intents tool.",
-};
-
-fn texts(lang: &str) -> &'static Texts {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
+fn texts(lang: &str) -> &'static SellerText {
+    ui(lang).sellers
 }
 
 // ---------------------------------------------------------------------------
@@ -149,7 +97,7 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
 // ---------------------------------------------------------------------------
 // rendering
 
-fn body(ui: &Ui, t: &Texts, intents: &[OpenIntent], endpoint: &str) -> Markup {
+fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Markup {
     let more = intents.len() > PAGE_LIMIT;
     let shown = &intents[..intents.len().min(PAGE_LIMIT)];
     html! {
