@@ -22,9 +22,8 @@ use super::i18n::{ui, MineText, Ui};
 use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, pages, Fail, FormFields, Shared};
 use crate::accounts;
 use crate::base::ServiceError;
-use crate::protocol::{Delivery, Intent, Status};
+use crate::protocol::{Intent, Status};
 use crate::state::AppState;
-use crate::text::format_amount;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -173,41 +172,6 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     page(&h, ui, StatusCode::OK, m.title, body)
 }
 
-/// The delivered offers, newest first.
-fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
-    html! {
-        h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
-        @if deliveries.is_empty() {
-            p { (ui.no_offers) }
-        } @else {
-            ol.offers {
-                @for d in deliveries {
-                    @let o = &d.offer;
-                    li {
-                        h3 {
-                            @match o.source.url.as_deref().filter(|u| pages::is_web_url(u)) {
-                                Some(u) => a href=(u) rel="noopener noreferrer nofollow" { (o.title) },
-                                None => (o.title),
-                            }
-                        }
-                        dl.meta {
-                            dt { (ui.price) }
-                            dd.price { (format_amount(o.price.amount)) "\u{a0}" (o.price.currency) }
-                            dt { (ui.place) }
-                            dd { (o.area.place.clone().unwrap_or_else(|| pages::area_text(ui, &o.area))) }
-                            dt { (ui.seller) }
-                            dd { (o.seller.name) }
-                            dt { (ui.delivered) }
-                            dd { (pages::date(ui, &d.delivered_at)) }
-                        }
-                    }
-                }
-            }
-        }
-        p.hint { (ui.aggregator) }
-    }
-}
-
 /// `GET /me/intents/{id}`: one owned intent and its delivered offers.
 async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let lang = super::browser_lang(&h, &headers);
@@ -231,7 +195,7 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
             dd { (ui.status_name(view.intent.status)) }
         }
         (actions(&h, ui, m, &account, &view.intent))
-        (offer_list(ui, &view.deliveries))
+        (pages::offer_list(ui, &view.deliveries))
         p { a href="/me" { (m.back) } }
     };
     page(&h, ui, StatusCode::OK, ui.results_title, body)

@@ -221,11 +221,10 @@ pub fn withdraw(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     }
 }
 
-/// The code holder's results page body: the intent, its deliveries (newest first) and
-/// the withdraw link.
-pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+/// The delivered offers (newest first, as given) with the aggregator's note: the
+/// results page and the signed-in buyer's intent page.
+pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
     html! {
-        (intent_status(ui, intent))
         h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
         @if deliveries.is_empty() {
             p { (ui.no_offers) }
@@ -255,6 +254,15 @@ pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -
             }
         }
         p.hint { (ui.aggregator) }
+    }
+}
+
+/// The code holder's results page body: the intent, its deliveries (newest first) and
+/// the withdraw link.
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+    html! {
+        (intent_status(ui, intent))
+        (offer_list(ui, deliveries))
         @if !intent.status.is_final() {
             p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }
         }
@@ -262,7 +270,7 @@ pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -
 }
 
 /// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
-pub fn is_web_url(u: &str) -> bool {
+fn is_web_url(u: &str) -> bool {
     let l = u.trim_start().to_ascii_lowercase();
     l.starts_with("https://") || l.starts_with("http://")
 }
