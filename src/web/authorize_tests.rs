@@ -920,3 +920,29 @@ async fn client_id_metadata_document() {
     f[1] = ("client_id", "http://example.com/client.json");
     assert_eq!(e.get(&authorize_query(&f), Some(BUYER_COOKIE)).await.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn the_authorization_page_gets_the_page_headers_with_its_own_csp() {
+    let e = env();
+    let r = e.get("/oauth/authorize", None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("The request has no client_id."), "{}", r.body);
+    assert_eq!(r.header(header::CACHE_CONTROL), "no-store");
+    assert_eq!(r.header(header::X_FRAME_OPTIONS), "DENY");
+    assert_eq!(r.header(header::REFERRER_POLICY), "no-referrer");
+    assert_eq!(r.header(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
+    // The Allow answer redirects to the client: no form-action here, unlike other pages.
+    assert_eq!(
+        r.header(header::CONTENT_SECURITY_POLICY),
+        "default-src 'none'; style-src 'self'; frame-ancestors 'none'"
+    );
+    let signin = e.get("/signin", None).await;
+    assert!(signin.header(header::CONTENT_SECURITY_POLICY).contains("form-action 'self'"));
+    // The one layout: skip link, versioned stylesheet, the holder's name in the header.
+    assert!(r.body.contains(&super::stylesheet_href()));
+    assert!(r.body.contains("href=\"#main\""));
+    // The machine endpoints keep their own headers.
+    let meta = e.get("/.well-known/oauth-authorization-server", None).await;
+    assert_eq!(meta.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), "*");
+    assert!(meta.header(header::CONTENT_SECURITY_POLICY).is_empty());
+}
