@@ -78,7 +78,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
     let t = SystemClock.now();
     let now = isto::clock::rfc3339(t);
     let later = isto::clock::rfc3339(t + time::Duration::days(90));
-    let contact = h.base.keys.seal_str("bench@example.com");
+    let contact = h.base.keys.seal_str("bench@example.com").expect("seal");
     let mut left = n;
     while left > 0 {
         let take = left.min(5_000);
@@ -94,7 +94,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                     criteria: e.criteria,
                     area: e.area,
                     budget: e.budget,
-                    hidden_limit: e.hidden_limit.map(|l| h.base.keys.seal_str(&l.to_string())),
+                    hidden_limit: e.hidden_limit.map(|l| h.base.keys.seal_str(&l.to_string()).expect("seal")),
                     buy_by: None,
                     valid_until: later.clone(),
                     visibility: Visibility::Private,
@@ -119,7 +119,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
             .store
             .write(|tx| {
                 for r in &recs {
-                    tx.put_intent(&r.id, r, true)?;
+                    tx.put_intent(&r.id, r, true, isto::base::sweep_due(r))?;
                 }
                 Ok::<_, isto::store::StoreError>(())
             })

@@ -130,6 +130,27 @@ async fn healthz() -> impl IntoResponse {
     "ok\n"
 }
 
+/// The three MCP endpoints, each a router with its Streamable HTTP service mounted at
+/// its path and the Host and Origin checks from the public URL. The bearer checks of
+/// `/mcp/buyer` and `/mcp/seller` are not in them: [`router`] layers those on.
+pub struct McpServices {
+    /// `/mcp`: the public endpoint (no account).
+    pub public: Router,
+    /// `/mcp/buyer`: expects the request's `oauth::Grant` in its extensions.
+    pub buyer: Router,
+    /// `/mcp/seller`: expects the request's `oauth::Grant` in its extensions.
+    pub seller: Router,
+}
+
+/// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
+pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
+    McpServices {
+        public: Router::new().nest_service("/mcp", mcp_service(holder.clone(), stop.clone())),
+        buyer: Router::new().nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone())),
+        seller: Router::new().nest_service("/mcp/seller", seller_service(holder, stop)),
+    }
+}
+
 /// The whole HTTP router.
 pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let url = &holder.base.settings.public_url;
@@ -138,14 +159,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
     let oauth = crate::oauth::Server::new(holder.base.clone());
-    let buyer = Router::new()
-        .nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone()))
-        .layer(axum::middleware::from_fn_with_state(holder.clone(), crate::mcp::buyer::require_bearer));
-    let seller = Router::new()
-        .nest_service("/mcp/seller", seller_service(holder.clone(), stop.clone()))
-        .layer(axum::middleware::from_fn_with_state(holder.clone(), require_seller));
-    Router::new()
-        .nest_service("/mcp", mcp_service(holder.clone(), stop))
+    let mcp = mcp_services(holder.clone(), stop);
+    let buyer =
+        mcp.buyer.layer(axum::middleware::from_fn_with_state(holder.clone(), crate::mcp::buyer::require_bearer));
+    let seller = mcp.seller.layer(axum::middleware::from_fn_with_state(holder.clone(), require_seller));
+    mcp.public
         .merge(buyer)
         .merge(seller)
         .route("/healthz", get(healthz))
@@ -160,7 +178,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(settings.smtp_url.as_deref(), &settings.outbox_dir())?;
+    let transport = crate::mail::Transport::new(
+        settings.smtp_url.as_deref(),
+        &settings.outbox_dir(),
+        settings.allow_plaintext_auth,
+    )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
     if created {

@@ -20,7 +20,7 @@ use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
 use crate::protocol::Status;
 use crate::records::IntentRecord;
-use crate::store::{Reads, Store, StoreError, Tx};
+use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
@@ -119,7 +119,7 @@ impl Writes<'_, '_> {
     /// # Errors
     /// Storage errors; key errors opening the hidden limit.
     pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
-        self.tx.put_intent(&rec.id, rec, active)?;
+        self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
         if active {
             self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?)));
         } else {
@@ -127,6 +127,23 @@ impl Writes<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// The record's entry in the store's expiry index, which the sweep reads
+/// ([`crate::store::Reads::intents_due`]): its next status change
+/// ([`IntentRecord::next_status_change`]) and, once ended while still holding a contact,
+/// when it ended ([`IntentRecord::ended_with_contact_at`]). Unix µs, rounded down.
+pub fn sweep_due(rec: &IntentRecord) -> IntentDue {
+    IntentDue {
+        status_change: rec.next_status_change().map(floor_micros),
+        contact_ended: rec.ended_with_contact_at().map(floor_micros),
+    }
+}
+
+/// `t` in unix µs, rounded down (also before 1970): a time strictly after `t` is at or
+/// after this microsecond, which is what the expiry index compares.
+pub fn floor_micros(t: OffsetDateTime) -> i64 {
+    t.unix_timestamp_nanos().div_euclid(1000) as i64
 }
 
 impl Base {
@@ -244,7 +261,7 @@ impl Base {
     /// Storage or sealing errors.
     pub fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
         let job =
-            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host);
+            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host)?;
         tx.enqueue_mail(&job)?;
         Ok(())
     }
@@ -268,7 +285,7 @@ mod tests {
     fn base(dir: &std::path::Path) -> Base {
         let mut s = Settings::defaults();
         s.data_dir = dir.to_owned();
-        let store = Store::open(&dir.join("isto.redb")).unwrap();
+        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
         let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
         Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
     }

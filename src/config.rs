@@ -66,6 +66,7 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileMail {
     smtp_url: Option<String>,
+    allow_plaintext_auth: Option<bool>,
     from: Option<String>,
     digest_min_interval_secs: Option<u64>,
 }
@@ -193,6 +194,9 @@ pub struct Settings {
     /// lettre SMTP URL (`smtp://host:port`, `smtps://...`, `...?tls=required`); `None`
     /// writes `.eml` files to `DATA_DIR/outbox` instead.
     pub smtp_url: Option<String>,
+    /// Whether SMTP credentials may be sent without TLS (`mail.allow_plaintext_auth`,
+    /// default false: a URL with a user name must use TLS).
+    pub allow_plaintext_auth: bool,
     /// From address of every e-mail.
     pub mail_from: String,
     /// Minimum time between two digests of one intent, seconds (default 3600, §4.5).
@@ -251,6 +255,7 @@ impl Settings {
             holder_name: "isto".into(),
             default_language: "sk".into(),
             smtp_url: None,
+            allow_plaintext_auth: false,
             mail_from: "isto <noreply@localhost>".into(),
             digest_min_interval_secs: 3600,
             draft_ttl_secs: 86_400,
@@ -315,6 +320,11 @@ impl Settings {
             s.default_language = l;
         }
         s.smtp_url = overrides.smtp_url.clone().or(file.mail.smtp_url).filter(|u| !u.is_empty());
+        s.allow_plaintext_auth = file.mail.allow_plaintext_auth.unwrap_or(false);
+        if let Some(u) = &s.smtp_url {
+            crate::mail::check_smtp_url(u, s.allow_plaintext_auth)
+                .map_err(|message| ConfigError::Invalid { key: "mail.smtp_url", message })?;
+        }
         if let Some(f) = overrides.mail_from.clone().or(file.mail.from) {
             if !crate::mail::is_mailbox(&f) {
                 return Err(ConfigError::Invalid {
@@ -443,7 +453,7 @@ impl Settings {
             "data_dir": self.data_dir.display().to_string(),
             "holder_name": self.holder_name,
             "default_language": self.default_language,
-            "mail": {"smtp_url": smtp, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs},
+            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs},
             "intents": {
                 "draft_ttl_secs": self.draft_ttl_secs,
                 "confirm_ttl_secs": self.confirm_ttl_secs,
@@ -454,12 +464,25 @@ impl Settings {
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
             "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
+            "warnings": self.warnings(),
         })
     }
 
-    /// Path of the redb store file.
+    /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
+    /// mismatches such as port 465 without implicit TLS.
+    pub fn warnings(&self) -> Vec<String> {
+        self.smtp_url
+            .as_deref()
+            .and_then(|u| crate::mail::check_smtp_url(u, self.allow_plaintext_auth).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| format!("mail.smtp_url: {w}"))
+            .collect()
+    }
+
+    /// Path of the store file ([`crate::store::FILE_NAME`] in the data directory).
     pub fn store_path(&self) -> PathBuf {
-        self.data_dir.join("isto.redb")
+        self.data_dir.join(crate::store::FILE_NAME)
     }
 
     /// Path of the sealing key file (mode 0600).
@@ -503,6 +526,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 
 [mail]
 # smtp_url = "smtp://127.0.0.1:25"         # lettre URL; smtps://user:pass@host or ?tls=required
+# allow_plaintext_auth = false            # true only for a server on a trusted network
 # from = "Holder <noreply@holder.example>"
 # digest_min_interval_secs = 3600
 

@@ -81,6 +81,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     if json {
                         println!("{d}");
                     } else {
+                        for w in settings.warnings() {
+                            eprintln!("warning: {w}");
+                        }
                         println!("configuration is valid; effective settings:");
                         println!("{}", serde_json::to_string_pretty(&d)?);
                     }

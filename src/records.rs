@@ -102,6 +102,28 @@ impl IntentRecord {
         }
     }
 
+    /// When [`IntentRecord::effective_status`] next changes by itself, by the same rules:
+    /// the draft deadline while awaiting consent, the confirmation deadline (if any)
+    /// while awaiting the e-mail confirmation, validUntil while active; `None` once
+    /// ended. The status changes at every instant strictly after the time returned.
+    pub fn next_status_change(&self) -> Option<OffsetDateTime> {
+        match self.status {
+            Status::AwaitingConsent => Some(ts(&self.draft_expires_at)),
+            Status::AwaitingEmailConfirmation => self.confirm_expires_at.as_deref().map(ts),
+            Status::Active => Some(ts(&self.valid_until)),
+            Status::Expired | Status::Withdrawn => None,
+        }
+    }
+
+    /// When the intent ended, if it has ended and still holds a contact (which the sweep
+    /// erases `contact_retention_days` later, PROTOCOL.md §4.6).
+    pub fn ended_with_contact_at(&self) -> Option<OffsetDateTime> {
+        match (&self.contact, &self.ended_at) {
+            (Some(_), Some(e)) if self.status.is_final() => Some(ts(e)),
+            _ => None,
+        }
+    }
+
     /// The public view (PROTOCOL.md §2 Intent): no contact, no hidden limit value.
     pub fn to_intent(&self, now: OffsetDateTime) -> Intent {
         let mut criteria = self.criteria.clone();

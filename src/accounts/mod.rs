@@ -24,7 +24,7 @@
 //! every request, and [`set_disabled`] deletes its sessions as well.
 
 mod mail;
-pub mod password;
+pub use crate::crypto::password;
 
 use crate::base::Base;
 use crate::clock;
@@ -287,7 +287,7 @@ pub fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
 
 /// The signed-in account `(id, role)` from the request's `isto_session` cookie, if the
 /// session exists, has not expired, and the account is not disabled. Reads the store
-/// (call it on a blocking thread, or accept one short redb read).
+/// (call it on a blocking thread, or accept one short store read).
 pub fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
     signed_in(base, headers).map(|s| (s.account.id, s.account.role))
 }
@@ -366,7 +366,7 @@ fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> 
         content,
         base.clock.now().unix_timestamp(),
         &base.settings.public_url.host,
-    );
+    )?;
     tx.enqueue_mail(&job)?;
     Ok(())
 }
@@ -473,7 +473,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
                 let rec = LinkRecord {
                     kind: LinkKind::Signup,
                     account_id: None,
-                    email: Some(base.keys.seal_str(&email)),
+                    email: Some(base.keys.seal_str(&email)?),
                     email_hash: hash.clone(),
                     password_hash: req.password_hash.clone(),
                     consent_version: Some(text.version.clone()),
@@ -646,7 +646,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     let hash = email_key(&email);
     let a = Account {
         id: crypto::new_id("acc_"),
-        email: base.keys.seal_str(&email),
+        email: base.keys.seal_str(&email)?,
         email_hash: hash.clone(),
         role: ROLE_SELLER.to_owned(),
         name: Some(name.to_owned()),

@@ -1,6 +1,6 @@
 //! Admin commands that work whether or not `isto serve` runs.
 //!
-//! redb allows one process per file. With a server running, commands go through its
+//! The store allows one process per file. With a server running, commands go through its
 //! admin socket ([`serve_socket`]); without one they open the store directly. `import`
 //! tries the socket first: a socket file that nothing answers is stale and ignored; a
 //! store held by another process while no socket answers means `isto serve` runs

@@ -1,6 +1,6 @@
 //! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]).
 //!
-//! With `isto serve` running the commands go through its admin socket (redb allows one
+//! With `isto serve` running the commands go through its admin socket (the store allows one
 //! process per file); without one they open the store here. Socket ops (newline-
 //! delimited JSON like the others, see [`super::socket`]):
 //!

@@ -1,4 +1,4 @@
-//! The admin socket: how admin commands reach a running `isto serve` (redb allows one
+//! The admin socket: how admin commands reach a running `isto serve` (the store allows one
 //! process per file).
 //!
 //! A unix stream socket at `Settings::admin_socket_path()` (`DATA_DIR/admin.sock`), mode

@@ -2,7 +2,7 @@
 //! `intent_search_offers` (PROTOCOL.md §3) and the candidate offers of an intent that
 //! becomes active (PROTOCOL.md §6).
 //!
-//! The index is derived from the store (redb) and never a second source of truth: it holds
+//! The index is derived from the store and never a second source of truth: it holds
 //! the active offers, and the generation stored with each commit says which state of the
 //! store it reflects. A missing, stale or unreadable index is rebuilt from the store.
 //!
@@ -220,7 +220,7 @@ fn code(s: &str) -> String {
     s.trim().to_ascii_uppercase()
 }
 
-/// The offer index: derived from redb, never a second source of truth.
+/// The offer index: derived from the store, never a second source of truth.
 pub struct OfferIndex {
     reader: IndexReader,
     writer: Mutex<IndexWriter>,

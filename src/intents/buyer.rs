@@ -172,8 +172,8 @@ impl Intents {
         ["sk", "cs", "en"].into_iter().map(|l| self.base.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
     }
 
-    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> IntentRecord {
-        IntentRecord {
+    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> Result<IntentRecord> {
+        Ok(IntentRecord {
             id: crypto::new_id("int_"),
             status: Status::AwaitingConsent,
             statement: p.statement,
@@ -181,7 +181,7 @@ impl Intents {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())),
+            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
@@ -199,7 +199,7 @@ impl Intents {
             digest_cursor: 0,
             owner: Some(account_id.to_owned()),
             last_delivered: 0,
-        }
+        })
     }
 
     /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):
@@ -221,7 +221,7 @@ impl Intents {
         } else {
             None
         };
-        let mut rec = self.new_owned_record(account_id, p, now);
+        let mut rec = self.new_owned_record(account_id, p, now)?;
         let id = rec.id.clone();
         if let Some(language) = accepted {
             rec.status = Status::Active;
@@ -391,7 +391,7 @@ impl Intents {
         }
         let hidden_changed = changes.contains_key("hiddenLimit");
         let buy_by_changed = changes.contains_key("buyBy");
-        let hidden = p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string()));
+        let hidden = p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?;
         let before = content_of(&rec);
         let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
             let mut rec: IntentRecord = tx.intent(&id)?.ok_or(ServiceError::NotFound)?;

@@ -9,7 +9,7 @@
 //! ([`IntentRecord::effective_status`]): a GET never writes, and a sweep later persists
 //! what expiry already means.
 
-use crate::base::{open_contact, Base, Result, ServiceError};
+use crate::base::{floor_micros, open_contact, sweep_due, Base, Result, ServiceError};
 use crate::catalogue::Catalogue;
 use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
@@ -26,6 +26,8 @@ use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 
 pub mod buyer;
+#[cfg(test)]
+mod sweep_tests;
 
 /// A validated `intent_publish_intent` input (PROTOCOL.md §3).
 #[derive(Debug, Clone)]
@@ -243,7 +245,7 @@ impl Intents {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())),
+            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
@@ -417,7 +419,7 @@ impl Intents {
                 _ => return Ok(ConsentOutcome::Closed),
             }
             rec.status = Status::AwaitingEmailConfirmation;
-            rec.contact = Some(self.base.keys.seal_str(&email));
+            rec.contact = Some(self.base.keys.seal_str(&email)?);
             rec.consent = Some(ConsentRecord {
                 at: clock::rfc3339(now),
                 text_version: text.version.clone(),
@@ -524,14 +526,19 @@ impl Intents {
     /// intents become `expired`; contact is erased `contact_retention_days` after an
     /// intent ended (PROTOCOL.md §4.6). Returns how many records changed.
     ///
+    /// Reads only the intents that the store's expiry index names as due
+    /// ([`crate::base::sweep_due`]), not every intent.
+    ///
     /// # Errors
     /// Storage errors.
     pub fn sweep(&self) -> Result<u64> {
         let now = self.now();
         let retention = time::Duration::days(i64::from(self.base.settings.contact_retention_days));
+        let ended_before = now.checked_sub(retention).map_or(i64::MIN, floor_micros);
         self.base.write(|tx| -> Result<u64> {
             let mut changed = 0;
-            for mut rec in tx.all_intents::<IntentRecord>()? {
+            for id in tx.intents_due(floor_micros(now), ended_before)? {
+                let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
                 let eff = rec.effective_status(now);
                 let mut dirty = false;
                 if eff != rec.status {
@@ -551,6 +558,10 @@ impl Intents {
                     rec.updated_at = clock::rfc3339(now);
                     tx.put_intent(&rec, rec.status == Status::Active)?;
                     changed += 1;
+                } else {
+                    // Not due after all (due within this microsecond, or entered as due
+                    // by a migration): record its real times.
+                    tx.set_intent_due(&rec.id, sweep_due(&rec))?;
                 }
             }
             Ok(changed)

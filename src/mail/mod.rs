@@ -55,16 +55,29 @@ pub struct MailJob {
 impl MailJob {
     /// Seals `content` into a job due at once; `domain` (the holder's host) goes into
     /// the `Message-ID`.
-    pub fn seal(keys: &KeyRing, intent: Option<&str>, content: &MailContent, now_unix: i64, domain: &str) -> Self {
-        let json = serde_json::to_vec(content).unwrap_or_default();
+    ///
+    /// # Errors
+    /// [`crate::crypto::CryptoError::Seal`] when the content does not encode or sealing
+    /// fails (nothing is queued).
+    pub fn seal(
+        keys: &KeyRing,
+        intent: Option<&str>,
+        content: &MailContent,
+        now_unix: i64,
+        domain: &str,
+    ) -> Result<Self, crate::crypto::CryptoError> {
+        let json = zeroize::Zeroizing::new(
+            serde_json::to_vec(content)
+                .map_err(|_| crate::crypto::CryptoError::Seal("the mail content does not encode as JSON"))?,
+        );
         let message_id = format!("<{}@{domain}>", crate::crypto::new_id("msg_"));
-        Self {
+        Ok(Self {
             intent_id: intent.map(str::to_owned),
-            sealed: keys.seal(&json),
+            sealed: keys.seal(&json)?,
             attempts: 0,
             next_attempt: now_unix,
             message_id: Some(message_id),
-        }
+        })
     }
 }
 
@@ -172,6 +185,54 @@ pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>
         .map_err(|e| MailError::Build(e.to_string()))
 }
 
+/// Longest wait for one SMTP reply (connect, greeting, each command).
+pub const SMTP_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// Longest whole SMTP conversation for one message.
+pub const SMTP_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Checks an SMTP URL as lettre reads it (`smtp://` plain or with `?tls=required` /
+/// `?tls=opportunistic` for STARTTLS, `smtps://` implicit TLS): the scheme, the `tls`
+/// value, and that credentials never travel in clear — a URL with a user name must use
+/// `smtps://` or `?tls=required` unless `allow_plaintext_auth` (`mail.allow_plaintext_auth`)
+/// says otherwise. Returns warnings for mismatches it can see (port 465 without implicit
+/// TLS, implicit TLS on 25 or 587).
+///
+/// # Errors
+/// What is wrong with the URL (never the password), for a message that names the key.
+pub fn check_smtp_url(url: &str, allow_plaintext_auth: bool) -> Result<Vec<String>, String> {
+    let parsed =
+        url::Url::parse(url).map_err(|_| "is not a URL such as smtp://mail.example:587?tls=required".to_owned())?;
+    let implicit = match parsed.scheme() {
+        "smtps" => true,
+        "smtp" => false,
+        other => return Err(format!("the scheme must be smtp or smtps, not {other:?}")),
+    };
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("names no host".to_owned());
+    }
+    let tls = parsed.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
+    if let Some(t) = &tls {
+        if !matches!(t.as_str(), "required" | "opportunistic" | "none") {
+            return Err(format!("tls must be required, opportunistic or none, not {t:?}"));
+        }
+    }
+    let encrypted = implicit || tls.as_deref() == Some("required");
+    if !parsed.username().is_empty() && !encrypted && !allow_plaintext_auth {
+        return Err("has a user name but no TLS: the password would travel in clear. Use \
+                    smtps://… or add ?tls=required (or set mail.allow_plaintext_auth = true)"
+            .to_owned());
+    }
+    let mut warnings = Vec::new();
+    match (parsed.port(), implicit) {
+        (Some(465), false) => warnings.push("port 465 usually expects implicit TLS (smtps://)".to_owned()),
+        (Some(25 | 587), true) => {
+            warnings.push("ports 25 and 587 usually expect STARTTLS (smtp://…?tls=required), not smtps://".to_owned())
+        }
+        _ => {}
+    }
+    Ok(warnings)
+}
+
 /// Where mail goes: SMTP when configured, else `.eml` files in `DATA_DIR/outbox`.
 #[derive(Clone)]
 pub enum Transport {
@@ -187,11 +248,15 @@ impl Transport {
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.
-    pub fn new(smtp_url: Option<&str>, outbox_dir: &Path) -> Result<Self, MailError> {
+    pub fn new(smtp_url: Option<&str>, outbox_dir: &Path, allow_plaintext_auth: bool) -> Result<Self, MailError> {
         match smtp_url {
-            Some(url) => AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-                .map(|b| Self::Smtp(b.build()))
-                .map_err(|e| MailError::Transport(format!("ISTO_SMTP_URL: {e}"))),
+            Some(url) => {
+                check_smtp_url(url, allow_plaintext_auth)
+                    .map_err(|m| MailError::Transport(format!("ISTO_SMTP_URL {m}")))?;
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+                    .map(|b| Self::Smtp(b.timeout(Some(SMTP_COMMAND_TIMEOUT)).build()))
+                    .map_err(|e| MailError::Transport(format!("ISTO_SMTP_URL: {e}")))
+            }
             None => {
                 let dir = outbox_dir.to_path_buf();
                 std::fs::create_dir_all(&dir).map_err(|e| MailError::Transport(format!("{}: {e}", dir.display())))?;
@@ -209,7 +274,10 @@ impl Transport {
     /// [`MailError::Transport`].
     pub async fn send(&self, m: Message) -> Result<(), MailError> {
         match self {
-            Self::Smtp(t) => t.send(m).await.map(|_| ()).map_err(|e| smtp_error(&e)),
+            Self::Smtp(t) => match tokio::time::timeout(SMTP_SEND_TIMEOUT, t.send(m)).await {
+                Ok(r) => r.map(|_| ()).map_err(|e| smtp_error(&e)),
+                Err(_) => Err(MailError::Smtp { kind: "timeout", code: None, permanent: false }),
+            },
             Self::File(t) => t.send(m).await.map(|_| ()).map_err(|e| {
                 MailError::Transport(format!("writing the .eml file: {}", std::io::Error::other(e).kind()))
             }),
@@ -233,9 +301,10 @@ pub struct Outbox {
     /// The holder's host, for `Message-ID`s.
     pub domain: String,
     wake: Arc<tokio::sync::Notify>,
-    /// Held by the worker from its last check that a job still exists until the job is
-    /// sent, and by a withdrawal around its transaction: a withdrawal that has returned
-    /// has no mail of its intent in flight, and none is sent afterwards.
+    /// Held by the worker while it checks that a job still exists before sending it (never
+    /// during the send), and by a withdrawal around its transaction: once a withdrawal
+    /// has returned, no send of its intent's mail starts; a withdrawal never waits for
+    /// an SMTP server.
     pub send_lock: Arc<tokio::sync::Mutex<()>>,
 }
 

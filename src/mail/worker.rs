@@ -4,7 +4,9 @@
 //! delays mail but loses none. A crash in the milliseconds between the server's
 //! acceptance and the deletion sends that message again on restart, with the same
 //! `Message-ID` (fixed when queued), which receiving systems use to drop duplicates. The
-//! outbox never sends a message that a withdrawal removed.
+//! outbox never starts sending a message that a withdrawal removed; a message whose
+//! sending had begun when the withdrawal came may still arrive. No lock is held across a
+//! send, and every SMTP conversation is bounded in time ([`super::SMTP_SEND_TIMEOUT`]).
 
 use super::{build_message, MailContent, MailJob, Outbox, Transport};
 use std::sync::Arc;
@@ -34,7 +36,12 @@ pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: T
             Err(e) => tracing::error!(error = %e, "digest task panicked"),
             Ok(Ok(_)) => {}
         }
-        send_due(&outbox, &transport, first_pass).await;
+        // A stop does not wait for an SMTP server: an interrupted send stays queued and is
+        // sent again (same Message-ID) after the restart.
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = send_due(&outbox, &transport, first_pass) => {}
+        }
         first_pass = false;
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -63,9 +70,14 @@ pub async fn send_due(outbox: &Outbox, transport: &Transport, first_pass: bool) 
             tracing::error!(seq, "outbox job cannot be opened (key missing?); left in place");
             continue;
         };
-        // No withdrawal can slip between this check and the send (see Outbox::send_lock).
-        let _in_flight = outbox.send_lock.lock().await;
-        match outbox.store.read(|rx| rx.has_mail(seq)) {
+        // The send lock is held for this check only, never across the SMTP conversation:
+        // a withdrawal waits at most for this read, and once it has returned no send of
+        // its intent's mail starts (see Outbox::send_lock).
+        let still_queued = {
+            let _check = outbox.send_lock.lock().await;
+            outbox.store.read(|rx| rx.has_mail(seq))
+        };
+        match still_queued {
             Ok(true) => {}
             Ok(false) => continue, // cancelled by a withdrawal meanwhile
             Err(e) => {

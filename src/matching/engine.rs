@@ -49,6 +49,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
+/// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
+#[cfg(any(test, feature = "testkit"))]
 #[doc(hidden)]
 pub mod synth;
 

@@ -136,7 +136,7 @@ fn account_of(grant: Option<&Grant>) -> Option<&str> {
     grant.filter(|g| g.scopes.iter().any(|s| s == SCOPE_INTENTS)).map(|g| g.account_id.as_str())
 }
 
-/// Runs one tool call for `grant`'s account (blocking: redb I/O). `None` for an unknown
+/// Runs one tool call for `grant`'s account (blocking: store I/O). `None` for an unknown
 /// tool. Without a grant (or without scope `intents`) the account tools answer
 /// "unauthorized"; domain failures become `isError` results; internal ones are logged
 /// and answered generically.

@@ -138,7 +138,7 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Runs one tool call (blocking: redb I/O). Domain failures become `isError` results;
+/// Runs one tool call (blocking: store I/O). Domain failures become `isError` results;
 /// internal ones are logged and answered generically.
 pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
     let result: Result<CallToolResult, ServiceError> = match name {
@@ -218,7 +218,7 @@ pub(crate) fn server_config(about: String) -> ServerConfig {
 }
 
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
-/// invalid-params error; otherwise `run` (blocking: redb I/O) gets the name and the
+/// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
 /// arguments on a blocking thread.
 pub(crate) async fn call_blocking(
     tools: &[Tool],

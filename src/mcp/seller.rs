@@ -198,7 +198,7 @@ fn internal() -> CallToolResult {
     tool_error("internal error: the holder could not complete the call; try again later".into())
 }
 
-/// Runs one tool call for `grant` (blocking: redb I/O). `None` for an unknown tool.
+/// Runs one tool call for `grant` (blocking: store I/O). `None` for an unknown tool.
 /// Refused calls and bad input are `isError` results naming the reason or field;
 /// internal failures are logged and answered generically.
 pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {

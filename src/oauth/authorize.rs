@@ -230,7 +230,7 @@ pub async fn allow(ctx: &Shared, r: &AuthzRequest, account_id: String) -> Result
 
 /// Where the answer goes, as a person reads it: the host, or the scheme of a native app.
 pub fn destination(uri: &str) -> String {
-    match reqwest::Url::parse(uri) {
+    match url::Url::parse(uri) {
         Ok(u) => match u.host_str() {
             Some(h) if u.scheme() == "http" || u.scheme() == "https" => h.to_owned(),
             _ => format!("{}:", u.scheme()),

@@ -18,17 +18,18 @@ use super::error::{Internal, OAuthError};
 use super::form::Credentials;
 use super::{blocking, now_unix, Shared, SCOPES};
 use crate::crypto::{new_id, new_token, token_hash};
+use crate::outbound::Fetcher;
 use crate::store::{Ns, Reads, StoreError};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use reqwest::Url;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
+use url::Url;
 
 /// Hash kind of client secrets.
 pub const KIND_SECRET: &str = "oauth-client-secret";
@@ -327,7 +328,7 @@ pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
 
 /// The metadata-document client cache and fetcher.
 pub struct Cimd {
-    http: Option<reqwest::Client>,
+    http: Fetcher,
     cache: Mutex<HashMap<String, (ClientRecord, i64)>>,
     allow_loopback_http: bool,
 }
@@ -335,21 +336,11 @@ pub struct Cimd {
 impl Cimd {
     /// A fetcher; `allow_loopback_http` also accepts `http://` loopback document URLs.
     pub fn new(allow_loopback_http: bool) -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(FETCH_TIMEOUT)
-            .connect_timeout(FETCH_TIMEOUT)
-            .no_proxy()
-            .user_agent(concat!("isto/", env!("CARGO_PKG_VERSION")))
-            .build();
-        let http = match http {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::error!(error = %e, "oauth: no HTTP client; client ID metadata documents cannot be fetched");
-                None
-            }
-        };
-        Self { http, cache: Mutex::new(HashMap::new()), allow_loopback_http }
+        Self {
+            http: Fetcher::new(FETCH_TIMEOUT, MAX_DOCUMENT, allow_loopback_http),
+            cache: Mutex::new(HashMap::new()),
+            allow_loopback_http,
+        }
     }
 
     /// Whether `client_id` is to be treated as a metadata document URL.
@@ -412,42 +403,11 @@ impl Cimd {
     /// GET the document: 200, at most [`MAX_DOCUMENT`] bytes of JSON. Returns it and the
     /// `Cache-Control` lifetime (0 for `no-store`/`no-cache`).
     async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), String> {
-        let http = self.http.as_ref().ok_or("this holder cannot fetch client metadata documents")?;
-        let describe = |e: reqwest::Error| {
-            if e.is_timeout() {
-                "fetching the client metadata document timed out".to_owned()
-            } else {
-                "the client metadata document could not be fetched".to_owned()
-            }
-        };
-        let mut res = http.get(url).header(header::ACCEPT, "application/json").send().await.map_err(describe)?;
-        if res.status() != reqwest::StatusCode::OK {
-            return Err(format!("the client metadata document answered HTTP {}", res.status().as_u16()));
-        }
-        if res.content_length().is_some_and(|n| n > MAX_DOCUMENT as u64) {
-            return Err("the client metadata document is larger than 64 KiB".to_owned());
-        }
-        let max_age = res.headers().get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).and_then(|v| {
-            let mut age = None;
-            for d in v.split(',').map(|d| d.trim().to_ascii_lowercase()) {
-                if d == "no-store" || d == "no-cache" {
-                    return Some(0);
-                }
-                if let Some(n) = d.strip_prefix("max-age=") {
-                    age = n.trim_matches('"').parse::<i64>().ok().map(|n| n.max(0));
-                }
-            }
-            age
-        });
-        let mut body = Vec::new();
-        while let Some(chunk) = res.chunk().await.map_err(describe)? {
-            if body.len() + chunk.len() > MAX_DOCUMENT {
-                return Err("the client metadata document is larger than 64 KiB".to_owned());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        let doc = serde_json::from_slice(&body).map_err(|_| "the client metadata document is not JSON".to_owned())?;
-        Ok((doc, max_age))
+        self.http.get_json(url).await.map_err(|e| {
+            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
+            tracing::info!(reason = %e, "oauth: client metadata document not usable");
+            "the client metadata document could not be fetched".to_owned()
+        })
     }
 }
 

@@ -199,7 +199,7 @@ async fn preflight() -> Response {
         .into_response()
 }
 
-/// Runs a short redb operation off the async threads. Storage failures are logged here,
+/// Runs a short store operation off the async threads. Storage failures are logged here,
 /// once, by operation name only.
 async fn blocking<T, F>(ctx: &Shared, op: &'static str, f: F) -> Result<T, error::Internal>
 where
@@ -233,7 +233,7 @@ fn now_unix(base: &Base) -> i64 {
 /// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
 /// is unknown, expired, revoked or bound to another resource; 403 with
 /// `error="insufficient_scope"` and `scope` = the token's scopes plus the one missing
-/// (MCP step-up); 500 when the store fails. One short redb read; callable from async
+/// (MCP step-up); 500 when the store fails. One short store read; callable from async
 /// code.
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {

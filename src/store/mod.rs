@@ -3,132 +3,108 @@
 //! redb commits with immediate durability by default, so a write that a tool call
 //! acknowledges is on disk when the call returns. Records are JSON values; secrets appear
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
-//! The `meta` table holds `schema_version`; the store refuses a file newer than itself.
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
+//!
+//! Layout (redb types never leave this module):
+//! - this file: [`Store`] (open, [`Store::read`], [`Store::write`]), the transactions
+//!   [`Rx`] and [`Tx`], the read surface [`Reads`] and [`StoreError`];
+//! - `schema`: every table definition, [`SCHEMA_VERSION`] and the numbered migrations
+//!   run at open;
+//! - one module per entity, each owning its tables' keys and writes: `intents` (with the
+//!   active set and the expiry index, [`IntentDue`]), `tokens`, `offers` (with feed
+//!   references and the catalogue generation), `sellers`, `deliveries` (with digest due
+//!   times), `outbox` and `records` (namespaced small records, [`Ns`]).
+
+mod deliveries;
+mod intents;
+mod offers;
+mod outbox;
+mod records;
+mod schema;
+mod sellers;
+mod tokens;
+
+pub use intents::IntentDue;
+pub use records::Ns;
+#[cfg(test)]
+pub(crate) use schema::rewind_to_version_1;
+pub use schema::{FILE_NAME, SCHEMA_VERSION};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
 
-/// Version of the table layout this build writes.
-pub const SCHEMA_VERSION: u64 = 1;
+/// A failure reported by the database engine (I/O, corruption, a second process holding
+/// the file). Opaque: match on [`StoreError`] and its methods instead.
+#[derive(Debug)]
+pub struct DbError(redb::Error);
 
-/// `meta`: key → value (`schema_version`).
-const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
-/// `intents`: intent id → IntentRecord JSON.
-const INTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("intents");
-/// `tokens`: token hash (`kind:hex`) → intent id.
-const TOKENS: TableDefinition<&str, &str> = TableDefinition::new("tokens");
-/// `active`: ids of active intents → () (the matching scan set).
-const ACTIVE: TableDefinition<&str, ()> = TableDefinition::new("active");
-/// `offers`: offer id → OfferRecord JSON.
-const OFFERS: TableDefinition<&str, &[u8]> = TableDefinition::new("offers");
-/// `offer_refs`: `seller id \0 ref` → offer id (stable external ids of a feed).
-const OFFER_REFS: TableDefinition<&str, &str> = TableDefinition::new("offer_refs");
-/// `sellers`: seller id → SellerRecord JSON.
-const SELLERS: TableDefinition<&str, &[u8]> = TableDefinition::new("sellers");
-/// `seller_names`: folded seller name → seller id.
-const SELLER_NAMES: TableDefinition<&str, &str> = TableDefinition::new("seller_names");
-/// `delivered`: `intent id \0 offer id` → delivery time (unix µs). Once per pair.
-const DELIVERED: TableDefinition<&str, i64> = TableDefinition::new("delivered");
-/// `delivery_log`: `intent id \0 µs(20 digits) \0 offer id` → score JSON, in time order.
-const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::new("delivery_log");
-/// `digest_due`: intent id → unix seconds when its next digest may go out.
-const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
-/// `outbox`: sequence → MailJob JSON (durable mail queue).
-const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
-/// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
-/// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`Ns`].
-const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
-
-/// A namespace of the `records` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ns {
-    /// OAuth clients by client_id.
-    Client,
-    /// OAuth authorization codes by hash.
-    AuthCode,
-    /// OAuth access and refresh tokens by hash.
-    Token,
-    /// OAuth refresh-token families by id.
-    TokenFamily,
-    /// People's accounts by id.
-    Account,
-    /// Accounts by folded e-mail.
-    AccountEmail,
-    /// Web sessions by hash.
-    Session,
-    /// One-time sign-in links by hash.
-    SignInLink,
-    /// Login throttling counters by key.
-    Throttle,
-    /// Sellers of the seller endpoint by id.
-    Seller,
-    /// Pending renewals by hash.
-    Renewal,
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
-impl Ns {
-    fn prefix(self) -> &'static str {
-        match self {
-            Self::Client => "client:",
-            Self::AuthCode => "authcode:",
-            Self::Token => "token:",
-            Self::TokenFamily => "family:",
-            Self::Account => "account:",
-            Self::AccountEmail => "account-email:",
-            Self::Session => "session:",
-            Self::SignInLink => "signin:",
-            Self::Throttle => "throttle:",
-            Self::Seller => "seller:",
-            Self::Renewal => "renewal:",
-        }
-    }
-
-    fn key(self, key: &str) -> String {
-        format!("{}{key}", self.prefix())
+impl std::error::Error for DbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// redb reported an error (I/O, corruption, a second process holding the file).
+    /// The database engine reported an error (I/O, corruption, a second process holding
+    /// the file: see [`StoreError::is_already_open`]).
     #[error("store: {0}")]
-    Db(#[from] redb::Error),
-    /// A record does not decode.
+    Db(DbError),
+    /// A record does not decode: `(key, cause)`.
     #[error("store record {0} is corrupt: {1}")]
     Corrupt(String, String),
-    /// The file was written by a newer isto.
-    #[error("store schema version {found} is newer than this isto ({SCHEMA_VERSION}); upgrade isto")]
+    /// A record does not encode (nothing is written): `(table or namespace, cause)`.
+    #[error("store: a {0} record does not encode: {1}")]
+    Encode(String, String),
+    /// The file was written by a newer isto (schema version above [`SCHEMA_VERSION`]).
+    #[error(
+        "store schema version {found} is newer than this isto knows ({SCHEMA_VERSION}); \
+         upgrade isto, or restore a backup of the data directory written by this version"
+    )]
     TooNew {
-        /// The version found.
+        /// The version found in the file.
         found: u64,
     },
 }
 
+impl StoreError {
+    /// Whether another process (usually `isto serve`) holds the store file.
+    pub fn is_already_open(&self) -> bool {
+        matches!(self, Self::Db(DbError(redb::Error::DatabaseAlreadyOpen)))
+    }
+}
+
+impl From<redb::Error> for StoreError {
+    fn from(e: redb::Error) -> Self {
+        Self::Db(DbError(e))
+    }
+}
+
 macro_rules! from_redb {
-    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { Self::Db(e.into()) } })*};
+    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { Self::Db(DbError(e.into())) } })*};
 }
 from_redb!(redb::DatabaseError, redb::TransactionError, redb::TableError, redb::StorageError, redb::CommitError);
 
 /// Result alias.
-impl StoreError {
-    /// Whether the store file is held by another process (redb allows one per file:
-    /// `isto serve` is running).
-    pub fn is_already_open(&self) -> bool {
-        matches!(self, Self::Db(redb::Error::DatabaseAlreadyOpen))
-    }
-}
-
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// Decodes the JSON record stored under `key`.
 fn decode<T: DeserializeOwned>(key: &str, b: &[u8]) -> Result<T> {
     serde_json::from_slice(b).map_err(|e| StoreError::Corrupt(key.to_owned(), e.to_string()))
 }
 
-fn encode<T: Serialize>(v: &T) -> Vec<u8> {
-    serde_json::to_vec(v).unwrap_or_default()
+/// Encodes a record for `table` (a table or namespace name, never a key: keys may be
+/// hashes or folded addresses, which errors must not carry).
+fn encode<T: Serialize>(table: &str, v: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| StoreError::Encode(table.to_owned(), e.to_string()))
 }
 
 /// The open store.
@@ -142,52 +118,18 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// Splits a delivery log key into (µs, offer id).
-fn split_log_key(k: &str) -> Option<(i64, String)> {
-    let mut parts = k.split('\0');
-    let _ = parts.next()?;
-    let micros = parts.next()?.parse().ok()?;
-    Some((micros, parts.next()?.to_owned()))
-}
-
-/// Key of a delivery log row.
-fn log_key(intent: &str, micros: i64, offer: &str) -> String {
-    format!("{intent}\0{micros:020}\0{offer}")
-}
-
 impl Store {
-    /// Opens or creates the store at `path`, creating every table and writing the
-    /// schema version on first open.
+    /// Opens or creates the store at `path`. A new file gets every table and
+    /// [`SCHEMA_VERSION`]; an older one is migrated (all pending migrations and the new
+    /// version in one write transaction, see `schema`).
     ///
     /// # Errors
-    /// [`StoreError::Db`] (for example when `isto serve` already holds the file) and
-    /// [`StoreError::TooNew`].
+    /// [`StoreError::Db`] (for example when `isto serve` already holds the file:
+    /// [`StoreError::is_already_open`]), [`StoreError::TooNew`], and a migration's error.
     pub fn open(path: &Path) -> Result<Self> {
         let db = Database::create(path)?;
         let txn = db.begin_write()?;
-        {
-            let mut meta = txn.open_table(META)?;
-            let found = meta.get("schema_version")?.map(|v| v.value().parse::<u64>().unwrap_or(u64::MAX));
-            match found {
-                Some(v) if v > SCHEMA_VERSION => return Err(StoreError::TooNew { found: v }),
-                Some(_) => {}
-                None => {
-                    meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
-                }
-            }
-            txn.open_table(INTENTS)?;
-            txn.open_table(TOKENS)?;
-            txn.open_table(ACTIVE)?;
-            txn.open_table(OFFERS)?;
-            txn.open_table(OFFER_REFS)?;
-            txn.open_table(SELLERS)?;
-            txn.open_table(SELLER_NAMES)?;
-            txn.open_table(DELIVERED)?;
-            txn.open_table(DELIVERY_LOG)?;
-            txn.open_table(DIGEST_DUE)?;
-            txn.open_table(OUTBOX)?;
-            txn.open_table(RECORDS)?;
-        }
+        schema::prepare(&txn)?;
         txn.commit()?;
         Ok(Self { db })
     }
@@ -225,64 +167,103 @@ pub struct Tx<'a> {
     txn: &'a redb::WriteTransaction,
 }
 
-/// Reads shared by [`Rx`] and [`Tx`].
-pub trait Reads {
-    /// A JSON record from a `&str → &[u8]` table.
-    #[doc(hidden)]
-    fn get_json<T: DeserializeOwned>(&self, table: TableDefinition<&str, &[u8]>, key: &str) -> Result<Option<T>>;
-    /// A string from a `&str → &str` table.
-    #[doc(hidden)]
-    fn get_str(&self, table: TableDefinition<&str, &str>, key: &str) -> Result<Option<String>>;
-    /// All `(key, value)` of a `&str → &[u8]` table in `[from, to)`.
-    #[doc(hidden)]
-    fn range_json<T: DeserializeOwned>(
-        &self,
-        table: TableDefinition<&str, &[u8]>,
-        from: &str,
-        to: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, T)>>;
-    /// The last `limit` `(key, value)` of a `&str → &[u8]` table in `[from, to)`, newest first.
-    #[doc(hidden)]
-    fn range_json_rev<T: DeserializeOwned>(
-        &self,
-        table: TableDefinition<&str, &[u8]>,
-        from: &str,
-        to: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, T)>>;
-    /// Keys of a `&str → ()` table.
-    #[doc(hidden)]
-    fn keys_unit(&self, table: TableDefinition<&str, ()>) -> Result<Vec<String>>;
-    /// An i64 from a `&str → i64` table.
-    #[doc(hidden)]
-    fn get_i64(&self, table: TableDefinition<&str, i64>, key: &str) -> Result<Option<i64>>;
-    /// All `(key, value)` of a `&str → i64` table.
-    #[doc(hidden)]
-    fn all_i64(&self, table: TableDefinition<&str, i64>) -> Result<Vec<(String, i64)>>;
+mod sealed {
+    /// Opening a table for reading, in a read or a write transaction. Sealed: only
+    /// [`super::Rx`] and [`super::Tx`] implement it, and only `store` calls it.
+    pub trait Tables {
+        /// The table `def`, readable.
+        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+            &self,
+            def: redb::TableDefinition<'_, K, V>,
+        ) -> super::Result<impl redb::ReadableTable<K, V> + '_>;
+    }
+}
+use sealed::Tables;
 
+impl Tables for Rx {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.txn.open_table(def)?)
+    }
+}
+
+impl Tables for Tx<'_> {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.txn.open_table(def)?)
+    }
+}
+
+/// A JSON record from a `&str → &[u8]` table.
+fn get_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+    key: &str,
+) -> Result<Option<T>> {
+    let t = r.table(def)?;
+    let v = t.get(key)?;
+    v.map(|g| decode(key, g.value())).transpose()
+}
+
+/// A string from a `&str → &str` table.
+fn get_str<R: Tables + ?Sized>(r: &R, def: TableDefinition<&str, &str>, key: &str) -> Result<Option<String>> {
+    let t = r.table(def)?;
+    let v = t.get(key)?;
+    Ok(v.map(|g| g.value().to_owned()))
+}
+
+/// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
+/// or newest first when `rev`.
+fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+    (from, to): (&str, &str),
+    limit: usize,
+    rev: bool,
+) -> Result<Vec<(String, T)>> {
+    let t = r.table(def)?;
+    let rows = t.range(from..to)?;
+    let rows: Box<dyn Iterator<Item = _>> = if rev { Box::new(rows.rev()) } else { Box::new(rows) };
+    let mut out = Vec::new();
+    for row in rows.take(limit) {
+        let (k, v) = row?;
+        let key = k.value().to_owned();
+        let val = decode(&key, v.value())?;
+        out.push((key, val));
+    }
+    Ok(out)
+}
+
+/// Every record of a `&str → &[u8]` table, in key order.
+fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, def: TableDefinition<&str, &[u8]>) -> Result<Vec<T>> {
+    Ok(range_json(r, def, ("", "\u{10ffff}"), usize::MAX, false)?.into_iter().map(|(_, v)| v).collect())
+}
+
+/// A counter kept as a decimal string in `meta` (0 when absent or unreadable).
+fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
+    Ok(get_str(r, schema::META, key)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read.
+pub trait Reads: Tables {
     /// The intent record with this id.
     ///
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        self.get_json(INTENTS, id)
+        intents::get(self, id)
     }
 
-    /// Every intent record (for sweeps and admin listings).
+    /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        Ok(self.range_json(INTENTS, "", "\u{10ffff}", usize::MAX)?.into_iter().map(|(_, v)| v).collect())
-    }
-
-    /// The intent id a token hash points to.
-    ///
-    /// # Errors
-    /// Storage errors.
-    fn token(&self, hash: &str) -> Result<Option<String>> {
-        self.get_str(TOKENS, hash)
+        intents::all(self)
     }
 
     /// Ids of active intents.
@@ -290,23 +271,50 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn active_ids(&self) -> Result<Vec<String>> {
-        self.keys_unit(ACTIVE)
+        intents::active_ids(self)
+    }
+
+    /// Ids of the intents the sweep must look at, in id order, each once: those whose
+    /// status-change time is at or before `now_micros`, and those that ended (still
+    /// holding a contact) at or before `ended_before_micros` (both unix µs; see
+    /// [`IntentDue`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intents_due(&self, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
+        intents::due(self, now_micros, ended_before_micros)
+    }
+
+    /// The sweep times recorded for an intent (`None` when it has none).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
+        intents::due_of(self, id)
+    }
+
+    /// The intent id a token hash points to.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn token(&self, hash: &str) -> Result<Option<String>> {
+        tokens::get(self, hash)
     }
 
     /// The offer record with this id.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        self.get_json(OFFERS, id)
+        offers::get(self, id)
     }
 
     /// Every offer record.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn all_offers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        Ok(self.range_json(OFFERS, "", "\u{10ffff}", usize::MAX)?.into_iter().map(|(_, v)| v).collect())
+        offers::all(self)
     }
 
     /// The offer id stored for a feed's `(seller id, ref)`.
@@ -314,23 +322,23 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
-        self.get_str(OFFER_REFS, &format!("{seller_id}\0{reference}"))
+        offers::by_ref(self, seller_id, reference)
     }
 
     /// The seller record with this id.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn seller<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        self.get_json(SELLERS, id)
+        sellers::get(self, id)
     }
 
     /// Every seller record.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        Ok(self.range_json(SELLERS, "", "\u{10ffff}", usize::MAX)?.into_iter().map(|(_, v)| v).collect())
+        sellers::all(self)
     }
 
     /// The seller id registered under a folded name.
@@ -338,7 +346,7 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
-        self.get_str(SELLER_NAMES, folded)
+        sellers::by_name(self, folded)
     }
 
     /// When `(intent, offer)` was delivered (unix µs), if it was.
@@ -346,55 +354,29 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
-        self.get_i64(DELIVERED, &format!("{intent}\0{offer}"))
+        deliveries::delivered_at(self, intent, offer)
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
     /// `limit`: `(delivered µs, offer id, extensions JSON)`.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`].
     fn deliveries<T: DeserializeOwned>(
         &self,
         intent: &str,
         after_micros: i64,
         limit: usize,
     ) -> Result<Vec<(i64, String, T)>> {
-        let from = log_key(intent, after_micros.saturating_add(1), "");
-        let to = format!("{intent}\u{1}");
-        let rows = self.range_json::<T>(DELIVERY_LOG, &from, &to, limit)?;
-        Ok(rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect())
+        deliveries::after(self, intent, after_micros, limit)
     }
 
     /// The newest `limit` deliveries of `intent`, newest first.
     ///
     /// # Errors
-    /// Storage errors.
-    fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
-        let rows = self.range_json_rev::<T>(DELIVERY_LOG, &format!("{intent}\0"), &format!("{intent}\u{1}"), limit)?;
-        Ok(rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect())
-    }
-
-    /// A record of a namespace.
-    ///
-    /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
-    fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
-        self.get_json(RECORDS, &ns.key(key))
-    }
-
-    /// Every record of a namespace, `(key without prefix, value)`, in key order.
-    ///
-    /// # Errors
-    /// Storage errors.
-    fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
-        let p = ns.prefix();
-        let to = format!("{}\u{10ffff}", p);
-        Ok(self
-            .range_json(RECORDS, p, &to, usize::MAX)?
-            .into_iter()
-            .map(|(k, v)| (k[p.len()..].to_owned(), v))
-            .collect())
+    fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
+        deliveries::latest(self, intent, limit)
     }
 
     /// When an intent's pending digest is due (unix seconds), if one is pending.
@@ -402,7 +384,7 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
-        self.get_i64(DIGEST_DUE, intent)
+        deliveries::digest_due_at(self, intent)
     }
 
     /// Intents whose digest is pending: `(id, due unix seconds)`.
@@ -410,287 +392,28 @@ pub trait Reads {
     /// # Errors
     /// Storage errors.
     fn digests_due(&self) -> Result<Vec<(String, i64)>> {
-        self.all_i64(DIGEST_DUE)
+        deliveries::digests_due(self)
+    }
+
+    /// A record of a namespace.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
+        records::get(self, ns, key)
+    }
+
+    /// Every record of a namespace, `(key without prefix, value)`, in key order.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
+        records::all(self, ns)
     }
 }
 
-/// Decodes up to `limit` JSON rows of a redb range, in the range's order.
-macro_rules! collect_json {
-    ($rows:expr, $limit:expr) => {{
-        let mut out = Vec::new();
-        for row in $rows.take($limit) {
-            let (k, v) = row?;
-            let key = k.value().to_owned();
-            let val = decode(&key, v.value())?;
-            out.push((key, val));
-        }
-        Ok(out)
-    }};
-}
-
-macro_rules! impl_reads {
-    ($t:ty, $txn:ident) => {
-        impl Reads for $t {
-            fn get_json<T: DeserializeOwned>(
-                &self,
-                table: TableDefinition<&str, &[u8]>,
-                key: &str,
-            ) -> Result<Option<T>> {
-                let t = self.$txn.open_table(table)?;
-                let v = t.get(key)?;
-                v.map(|g| decode(key, g.value())).transpose()
-            }
-            fn get_str(&self, table: TableDefinition<&str, &str>, key: &str) -> Result<Option<String>> {
-                let t = self.$txn.open_table(table)?;
-                let v = t.get(key)?;
-                Ok(v.map(|g| g.value().to_owned()))
-            }
-            fn range_json<T: DeserializeOwned>(
-                &self,
-                table: TableDefinition<&str, &[u8]>,
-                from: &str,
-                to: &str,
-                limit: usize,
-            ) -> Result<Vec<(String, T)>> {
-                let t = self.$txn.open_table(table)?;
-                collect_json!(t.range(from..to)?, limit)
-            }
-            fn range_json_rev<T: DeserializeOwned>(
-                &self,
-                table: TableDefinition<&str, &[u8]>,
-                from: &str,
-                to: &str,
-                limit: usize,
-            ) -> Result<Vec<(String, T)>> {
-                let t = self.$txn.open_table(table)?;
-                collect_json!(t.range(from..to)?.rev(), limit)
-            }
-            fn keys_unit(&self, table: TableDefinition<&str, ()>) -> Result<Vec<String>> {
-                let t = self.$txn.open_table(table)?;
-                let mut out = Vec::new();
-                for row in t.iter()? {
-                    out.push(row?.0.value().to_owned());
-                }
-                Ok(out)
-            }
-            fn get_i64(&self, table: TableDefinition<&str, i64>, key: &str) -> Result<Option<i64>> {
-                let t = self.$txn.open_table(table)?;
-                let v = t.get(key)?;
-                Ok(v.map(|g| g.value()))
-            }
-            fn all_i64(&self, table: TableDefinition<&str, i64>) -> Result<Vec<(String, i64)>> {
-                let t = self.$txn.open_table(table)?;
-                let mut out = Vec::new();
-                for row in t.iter()? {
-                    let (k, v) = row?;
-                    out.push((k.value().to_owned(), v.value()));
-                }
-                Ok(out)
-            }
-        }
-    };
-}
-
-impl_reads!(Rx, txn);
-impl_reads!(Tx<'_>, txn);
-
-impl Tx<'_> {
-    /// Inserts or replaces an intent record; keeps the `active` set in step with
-    /// `active`.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_intent<T: Serialize>(&mut self, id: &str, record: &T, active: bool) -> Result<()> {
-        self.txn.open_table(INTENTS)?.insert(id, encode(record).as_slice())?;
-        let mut a = self.txn.open_table(ACTIVE)?;
-        if active {
-            a.insert(id, ())?;
-        } else {
-            a.remove(id)?;
-        }
-        Ok(())
-    }
-
-    /// Maps a token hash to an intent id.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_token(&mut self, hash: &str, intent: &str) -> Result<()> {
-        self.txn.open_table(TOKENS)?.insert(hash, intent)?;
-        Ok(())
-    }
-
-    /// Inserts or replaces an offer record and its feed reference.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
-        self.txn.open_table(OFFERS)?.insert(id, encode(record).as_slice())?;
-        if let Some((seller, r)) = seller_ref {
-            self.txn.open_table(OFFER_REFS)?.insert(format!("{seller}\0{r}").as_str(), id)?;
-        }
-        Ok(())
-    }
-
-    /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn bump_offers_generation(&mut self) -> Result<u64> {
-        let mut meta = self.txn.open_table(META)?;
-        let v: u64 = meta.get("offers_generation")?.and_then(|v| v.value().parse().ok()).unwrap_or(0);
-        meta.insert("offers_generation", (v + 1).to_string().as_str())?;
-        Ok(v + 1)
-    }
-
-    /// Inserts or replaces a seller record under its folded name.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_seller<T: Serialize>(&mut self, id: &str, folded_name: &str, record: &T) -> Result<()> {
-        self.txn.open_table(SELLERS)?.insert(id, encode(record).as_slice())?;
-        self.txn.open_table(SELLER_NAMES)?.insert(folded_name, id)?;
-        Ok(())
-    }
-
-    /// Records a delivery of `offer` to `intent` at `micros` unless one exists; returns
-    /// whether it was new (PROTOCOL.md §2: one per (intent, offer)).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
-        let pair = format!("{intent}\0{offer}");
-        let mut d = self.txn.open_table(DELIVERED)?;
-        if d.get(pair.as_str())?.is_some() {
-            return Ok(false);
-        }
-        d.insert(pair.as_str(), micros)?;
-        self.txn.open_table(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), encode(ext).as_slice())?;
-        Ok(true)
-    }
-
-    /// Sets (or with `None` clears) the time an intent's next digest is due.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
-        let mut t = self.txn.open_table(DIGEST_DUE)?;
-        match due_unix {
-            Some(d) => {
-                t.insert(intent, d)?;
-            }
-            None => {
-                t.remove(intent)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Inserts or replaces a record of a namespace.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
-        self.txn.open_table(RECORDS)?.insert(ns.key(key).as_str(), encode(value).as_slice())?;
-        Ok(())
-    }
-
-    /// Removes a record; returns whether it existed.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
-        Ok(self.txn.open_table(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
-    }
-
-    /// Appends a job to the outbox; returns its sequence number.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn enqueue_mail<T: Serialize>(&mut self, job: &T) -> Result<u64> {
-        // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
-        // worker holding a job number can never touch a later job by mistake.
-        let mut meta = self.txn.open_table(META)?;
-        let last = meta.get("outbox_seq")?.and_then(|v| v.value().parse::<u64>().ok()).unwrap_or(0);
-        let mut t = self.txn.open_table(OUTBOX)?;
-        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
-        meta.insert("outbox_seq", next.to_string().as_str())?;
-        t.insert(next, encode(job).as_slice())?;
-        Ok(next)
-    }
-
-    /// Whether an outbox job still exists (not sent, not cancelled).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn has_mail(&self, seq: u64) -> Result<bool> {
-        Ok(self.txn.open_table(OUTBOX)?.get(seq)?.is_some())
-    }
-
-    /// Replaces an outbox job (after a failed attempt).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn update_mail<T: Serialize>(&mut self, seq: u64, job: &T) -> Result<()> {
-        self.txn.open_table(OUTBOX)?.insert(seq, encode(job).as_slice())?;
-        Ok(())
-    }
-
-    /// Removes an outbox job (sent, or cancelled by a withdrawal).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_mail(&mut self, seq: u64) -> Result<()> {
-        self.txn.open_table(OUTBOX)?.remove(seq)?;
-        Ok(())
-    }
-
-    /// Every outbox job, oldest first.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
-        outbox_rows(&self.txn.open_table(OUTBOX)?)
-    }
-}
-
-fn outbox_rows<T: DeserializeOwned>(t: &impl ReadableTable<u64, &'static [u8]>) -> Result<Vec<(u64, T)>> {
-    let mut out = Vec::new();
-    for row in t.iter()? {
-        let (k, v) = row?;
-        out.push((k.value(), decode(&k.value().to_string(), v.value())?));
-    }
-    Ok(out)
-}
-
-impl Rx {
-    /// Whether an outbox job still exists (not sent, not cancelled).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn has_mail(&self, seq: u64) -> Result<bool> {
-        Ok(self.txn.open_table(OUTBOX)?.get(seq)?.is_some())
-    }
-
-    /// The catalogue generation: bumped by every transaction that writes offers; the
-    /// full-text index stores the generation it reflects.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn offers_generation(&self) -> Result<u64> {
-        let meta = self.txn.open_table(META)?;
-        let v = meta.get("offers_generation")?.and_then(|v| v.value().parse().ok()).unwrap_or(0);
-        Ok(v)
-    }
-
-    /// Every outbox job, oldest first.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
-        outbox_rows(&self.txn.open_table(OUTBOX)?)
-    }
-}
+impl Reads for Rx {}
+impl Reads for Tx<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -702,7 +425,7 @@ mod tests {
         let p = d.path().join("s.redb");
         {
             let s = Store::open(&p).unwrap();
-            s.write(|tx| tx.put_intent("int_a", &serde_json::json!({"x": 1}), true)).unwrap();
+            s.write(|tx| tx.put_intent("int_a", &serde_json::json!({"x": 1}), true, IntentDue::default())).unwrap();
         }
         let s = Store::open(&p).unwrap();
         let v: Option<serde_json::Value> = s.read(|rx| rx.intent("int_a")).unwrap();
@@ -723,48 +446,32 @@ mod tests {
     }
 
     #[test]
-    fn outbox_numbers_are_never_reused() {
+    fn a_second_open_is_already_open() {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
-        s.write(|tx| tx.remove_mail(a)).unwrap();
-        let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
-        assert!(b > a, "{b} after {a}");
+        let p = d.path().join("s.redb");
+        let _s = Store::open(&p).unwrap();
+        let e = Store::open(&p).unwrap_err();
+        assert!(e.is_already_open(), "{e}");
+        assert!(!StoreError::Corrupt("k".into(), "x".into()).is_already_open());
     }
 
     #[test]
-    fn records_are_namespaced() {
+    fn a_record_that_does_not_encode_is_an_error_and_writes_nothing() {
+        use std::collections::HashMap;
         let d = tempfile::tempdir().unwrap();
         let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_record(Ns::Client, "a", &1)?;
-            tx.put_record(Ns::Client, "b", &2)?;
-            tx.put_record(Ns::Token, "a", &3)?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let clients: Vec<(String, i32)> = s.read(|rx| rx.records(Ns::Client)).unwrap();
-        assert_eq!(clients, vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
-        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), Some(3));
-        assert!(s.write(|tx| tx.remove_record(Ns::Token, "a")).unwrap());
-        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), None);
-    }
-
-    #[test]
-    fn deliveries_once_and_in_order() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
-            assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
-            assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
-            assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
-        assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
-        let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
-        assert_eq!(later.len(), 1);
+        // JSON object keys must be strings: a map keyed by tuples does not encode.
+        let bad: HashMap<(i32, i32), i32> = HashMap::from([((1, 2), 3)]);
+        let e = s.write(|tx| tx.put_record(Ns::Client, "a", &bad)).unwrap_err();
+        assert!(matches!(e, StoreError::Encode(ref t, _) if t == "records/client"), "{e}");
+        assert!(!e.to_string().contains("a\""), "{e}");
+        assert_eq!(s.read(|rx| rx.record::<serde_json::Value>(Ns::Client, "a")).unwrap(), None);
+        let e = s.write(|tx| tx.put_intent("int_a", &bad, true, IntentDue::default())).unwrap_err();
+        assert!(matches!(e, StoreError::Encode(ref t, _) if t == "intents"), "{e}");
+        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
+        assert!(s.write(|tx| tx.enqueue_mail(&bad)).is_err());
+        assert!(s.write(|tx| tx.put_offer("off_a", &bad, None)).is_err());
+        assert!(s.write(|tx| tx.put_seller("sel_a", "a", &bad)).is_err());
+        assert!(s.write(|tx| tx.put_delivery("int_a", "off_a", 1, &bad)).is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! The account pages driven through the router (`oneshot`) over a real holder: a redb
+//! The account pages driven through the router (`oneshot`) over a real holder: a store
 //! file in a temporary directory, an ephemeral key ring and a manual clock.
 
 use super::accounts::safe_next;
@@ -34,7 +34,7 @@ fn env_with(public_url: &str) -> Env {
     settings.holder_name = "Test holder".into();
     settings.default_language = "en".into();
     settings.public_url = PublicUrl::parse(public_url).unwrap();
-    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     let base = holder.base.clone();
@@ -353,7 +353,7 @@ async fn password_signin_without_enumeration_and_safe_next() {
 async fn successful_signin_rehashes_weaker_parameters() {
     let e = env();
     let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
-    let weak = password::weak_hash(PASSWORD);
+    let weak = password::hash_with(PASSWORD, password::HashParams::new(1024, 1, 1, None).unwrap()).unwrap();
     e.base
         .store
         .write(|tx| -> Result<(), StoreError> {

@@ -1,5 +1,5 @@
 //! The OAuth authorization page and the OAuth routes driven through the router
-//! (`oneshot`) over a real holder: a redb file in a temporary directory, an ephemeral
+//! (`oneshot`) over a real holder: a store file in a temporary directory, an ephemeral
 //! key ring and a manual clock. A test [`People`] signs in whoever carries a
 //! `test_session` cookie.
 
@@ -98,7 +98,7 @@ fn env() -> Env {
     settings.holder_name = "Test holder".into();
     settings.default_language = "en".into();
     assert_eq!(settings.public_url.base, BASE);
-    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     let base = holder.base.clone();

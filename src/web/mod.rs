@@ -228,7 +228,7 @@ impl PageError for AccountError {
     }
 }
 
-/// Runs a blocking service operation (redb I/O) off the async threads, for every page.
+/// Runs a blocking service operation (store I/O) off the async threads, for every page.
 /// Failures are logged here, once, by operation name only (internal ones as errors,
 /// refusals in the intent's state as warnings; bad input is the person's and is not
 /// logged).

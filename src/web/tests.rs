@@ -1,5 +1,5 @@
 //! The pages driven through the router (axum's `oneshot` pattern) over a real holder: a
-//! redb file in a temporary directory, an ephemeral key ring and a manual clock.
+//! store file in a temporary directory, an ephemeral key ring and a manual clock.
 
 use super::routes;
 use crate::clock::{self, Clock, ManualClock};
@@ -35,7 +35,7 @@ fn env() -> Env {
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     settings.holder_name = "Test holder".into();
-    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+    let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     let app = routes(holder.clone(), crate::oauth::Server::new(holder.base.clone()));

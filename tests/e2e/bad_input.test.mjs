@@ -15,37 +15,19 @@ import {
   findPostForm,
   httpRequest,
   initializeBody,
-  ISTO_BIN,
-  istoAvailable,
   mailIsFor,
   randomToken,
   resultText,
-  startIsto,
-  startSmtp,
-  tmpDir,
+  withIsto,
 } from "./lib/harness.mjs";
 
 const LONG = "x".repeat(2001);
 const randomCode = () => randomToken(32);
 
-test("bad input, GET never confirms, Origin checks", { timeout: 10 * 60 * 1000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-  const work = tmpDir("isto-bad-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  let isto = null;
-  let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
-  mcp = await connectMcp(isto.mcpUrl);
+test("bad input, GET never confirms, Origin checks", { timeout: 10 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-bad-" }, async (env) => {
+  const { isto, smtp } = env;
+  const mcp = await connectMcp(isto.mcpUrl);
+  env.defer(() => mcp.close());
   await mcp.listTools();
 
   // A real draft, so that validation of other fields is tested with a valid code.
@@ -188,4 +170,4 @@ test("bad input, GET never confirms, Origin checks", { timeout: 10 * 60 * 1000 }
     t.diagnostic(`${rpcErrors.length} bad inputs gave JSON-RPC errors instead of isError results:`);
     for (const e of rpcErrors) t.diagnostic(`  ${e}`);
   }
-});
+}));

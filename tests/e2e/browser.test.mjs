@@ -16,14 +16,11 @@ import test from "node:test";
 import {
   connectMcp,
   extractUrls,
-  ISTO_BIN,
-  istoAvailable,
   mailIsFor,
   randomToken,
-  startIsto,
-  startSmtp,
   tmpDir,
   waitFor,
+  withIsto,
 } from "./lib/harness.mjs";
 import { stepper } from "./lib/steps.mjs";
 
@@ -56,29 +53,16 @@ if (!fs.existsSync(CHROMIUM)) {
   }
 }
 
-test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone viewport", { skip, timeout: 5 * 60 * 1000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
+test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone viewport", { skip, timeout: 5 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-browser-", start: false }, async (env) => {
   const step = stepper(t);
-  const work = tmpDir("isto-browser-");
   const shots = tmpDir("isto-screenshots-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-
-  const smtp = await startSmtp({ dir: work });
+  const { smtp } = env;
   let isto = null;
   let mcp = null;
   let browser = null;
-  t.after(async () => {
-    await browser?.close().catch(() => {});
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    t.diagnostic(`screenshots in ${shots}`);
-    if (process.env.ISTO_E2E_KEEP) t.diagnostic(`kept ${work}`);
-    else fs.rmSync(work, { recursive: true, force: true });
-  });
+  env.defer(() => t.diagnostic(`screenshots in ${shots}`));
+  env.defer(() => mcp?.close());
+  env.defer(() => browser?.close());
 
   const s = { email: `browser-${randomToken()}@buyer.example` };
   const shot = async (page, name) => {
@@ -94,7 +78,7 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
   const status = async () => (await callOk("intent_get_intent", { intentCode: s.intentCode })).intent.status;
 
   await step("isto serve and an MCP client", async () => {
-    isto = await startIsto({ smtpPort: smtp.port, dataDir });
+    isto = await env.start();
     mcp = await connectMcp(isto.mcpUrl);
   });
 
@@ -199,4 +183,4 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
     const csp = s.console.filter((l) => /Content Security Policy|Refused to/i.test(l));
     assert.deepEqual(csp, []);
   }, { independent: true });
-});
+}));

@@ -14,7 +14,7 @@ import path from "node:path";
 import test from "node:test";
 import { createRequire } from "node:module";
 
-import { E2E_DIR, ISTO_BIN, istoAvailable, startIsto, startSmtp, tmpDir } from "./lib/harness.mjs";
+import { E2E_DIR, withIsto } from "./lib/harness.mjs";
 
 const SCENARIOS = (process.env.ISTO_CONFORMANCE_SCENARIOS ?? "server-initialize,ping,dns-rebinding-protection")
   .split(",")
@@ -48,20 +48,8 @@ function runConformance(args, timeout = 120000) {
   });
 }
 
-test(`MCP conformance (${pkg.name}@${pkg.version}): ${SCENARIOS.join(", ")}`, { timeout: 10 * 60 * 1000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-  const work = tmpDir("isto-conf-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  const isto = await startIsto({ smtpPort: smtp.port, dataDir });
-  t.after(async () => {
-    await isto.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
+test(`MCP conformance (${pkg.name}@${pkg.version}): ${SCENARIOS.join(", ")}`, { timeout: 10 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-conf-" }, async (env) => {
+  const { isto } = env;
 
   const listed = await runConformance(["list", "--server"]);
   for (const scenario of SCENARIOS) {
@@ -73,4 +61,4 @@ test(`MCP conformance (${pkg.name}@${pkg.version}): ${SCENARIOS.join(", ")}`, { 
       assert.equal(res.code, 0, `conformance scenario ${scenario} failed:\n${res.out}`);
     });
   }
-});
+}));

@@ -36,7 +36,7 @@ import path from "node:path";
 import test from "node:test";
 import { createRequire } from "node:module";
 
-import { Browser, E2E_DIR, freePort, ISTO_BIN, istoAvailable, startIsto, startSmtp, tmpDir } from "./lib/harness.mjs";
+import { Browser, E2E_DIR, freePort, withIsto } from "./lib/harness.mjs";
 import { actAsPerson, parseRedirect, registerClient, signUpBuyer } from "./lib/oauth.mjs";
 
 const SCENARIOS = ["authorization-server-metadata-endpoint", "authorization-code-grant"];
@@ -108,23 +108,11 @@ function scenarioChecks(outDir, scenario) {
   return JSON.parse(fs.readFileSync(path.join(outDir, dir, "checks.json"), "utf8"));
 }
 
-test(`MCP conformance authorization (${pkg.name}@${pkg.version}): ${SCENARIOS.join(", ")}`, { timeout: 120000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-  const work = tmpDir("isto-conf-auth-");
-  const dataDir = path.join(work, "data");
+test(`MCP conformance authorization (${pkg.name}@${pkg.version}): ${SCENARIOS.join(", ")}`, { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-conf-auth-" }, async (env) => {
+  const { work, smtp, isto } = env;
   const outDir = path.join(work, "results");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  const isto = await startIsto({ smtpPort: smtp.port, dataDir });
   let runner = null;
-  t.after(async () => {
-    runner?.kill();
-    await isto.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
+  env.defer(() => runner?.kill());
 
   const issuer = isto.baseUrl; // isto's issuer: the public URL, no trailing slash
   const resource = `${issuer}/mcp/buyer`;
@@ -209,4 +197,4 @@ test(`MCP conformance authorization (${pkg.name}@${pkg.version}): ${SCENARIOS.jo
   await t.test("runner exit status", () => {
     assert.equal(code, 0, `conformance authorization failed:\n${out}`);
   });
-});
+}));

@@ -24,14 +24,10 @@ import {
   findPostForm,
   htmlText,
   importOffers,
-  ISTO_BIN,
-  istoAvailable,
   mailIsFor,
   randomToken,
-  startIsto,
-  startSmtp,
-  tmpDir,
   waitFor,
+  withIsto,
 } from "./lib/harness.mjs";
 import { stepper } from "./lib/steps.mjs";
 
@@ -112,25 +108,12 @@ function assertSummary(res, what) {
 
 const skip = !dataAvailable() && `real listing data not found in ${DATA_DIR} (needed for the catalogue)`;
 
-test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
+test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-flow-", start: false }, async (env) => {
   const step = stepper(t);
-  const work = tmpDir("isto-flow-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-
-  const smtp = await startSmtp({ dir: work });
+  const { work, dataDir, smtp } = env;
   let isto = null;
   let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    if (process.env.ISTO_E2E_KEEP) t.diagnostic(`kept ${work}`);
-    else fs.rmSync(work, { recursive: true, force: true });
-  });
+  env.defer(() => mcp?.close());
 
   // ----------------------------------------------------------------- state
   const s = {
@@ -197,7 +180,7 @@ test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 },
   });
 
   await step("isto serve starts and answers /healthz", async () => {
-    isto = await startIsto({ smtpPort: smtp.port, dataDir });
+    isto = await env.start();
     s.baseUrl = isto.baseUrl;
   });
 
@@ -506,4 +489,4 @@ test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 },
     }
     t.diagnostic(`checked ${lines.length} log lines (${isto.logFile})`);
   }, { independent: true, needs: () => isto && s.intentCode });
-});
+}));

@@ -33,12 +33,8 @@ import {
   freePort,
   httpRequest,
   initializeBody,
-  ISTO_BIN,
-  istoAvailable,
   resultText,
-  startIsto,
-  startSmtp,
-  tmpDir,
+  withIsto,
 } from "./lib/harness.mjs";
 import {
   actAsPerson,
@@ -97,21 +93,11 @@ async function toolOutcome(client, name, args) {
   }
 }
 
-test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse, refusals", { timeout: 120000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-  const work = tmpDir("isto-oauth-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  const isto = await startIsto({ smtpPort: smtp.port, dataDir });
+test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse, refusals", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-oauth-" }, async (env) => {
+  const { smtp, isto } = env;
   const clients = [];
-  t.after(async () => {
+  env.defer(async () => {
     for (const c of clients) await c.close().catch(() => {});
-    await isto.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
   });
 
   const base = isto.baseUrl;
@@ -582,4 +568,4 @@ test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse,
     },
     { independent: true, needs: () => revoked.length > 0 },
   );
-});
+}));

@@ -18,28 +18,18 @@ import {
   extractUrls,
   freePort,
   importOffers,
-  ISTO_BIN,
-  istoAvailable,
   mailIsFor,
   parseForms,
   randomToken,
   resultText,
-  startIsto,
-  startSmtp,
-  tmpDir,
   waitFor,
+  withIsto,
 } from "./lib/harness.mjs";
 
 const REGION = "CZ-64";
 const HIDDEN_LIMIT = 287913; // CZK; distinctive digits for the log check
 const HIDDEN_LIMIT_RE = /287[\s\u00a0\u202f.,']?913/;
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function requireBinary() {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-}
 
 /**
  * A synthetic catalogue row. Every `octaviaEvery`-th row is a Škoda Octavia in REGION
@@ -152,21 +142,10 @@ const lastSegment = (u) => new URL(u).pathname.split("/").filter(Boolean).pop();
 
 // ---------------------------------------------------------------------------
 
-test("person's pages, consent race and a clean log", { timeout: 120000 }, async (t) => {
-  requireBinary();
-  const work = tmpDir("isto-rob-pages-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  let isto = null;
+test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-rob-pages-" }, async (env) => {
+  const { work, smtp, isto } = env;
   let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  env.defer(() => mcp?.close());
   const imp = await isto.importOffers(writeCatalogue(work, "cat.jsonl", 200));
   assert.equal(imp.code, 0, `import: ${imp.stdout}${imp.stderr}`);
   mcp = await connectMcp(isto.mcpUrl);
@@ -346,25 +325,15 @@ test("person's pages, consent race and a clean log", { timeout: 120000 }, async 
     assert.doesNotMatch(log, HIDDEN_LIMIT_RE, "the log contains the hidden limit");
     assert.doesNotMatch(log, /@buyer\.example/, "the log contains a buyer's e-mail address");
   });
-});
+}));
 
 // ---------------------------------------------------------------------------
 
-test("kill -9 after confirm: the intent stays active with the same matches", { timeout: 90000 }, async (t) => {
-  requireBinary();
-  const work = tmpDir("isto-rob-kill-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  let isto = null;
+test("kill -9 after confirm: the intent stays active with the same matches", { timeout: 90000 }, (t) => withIsto(t, { prefix: "isto-rob-kill-" }, async (env) => {
+  const { work, smtp } = env;
+  let isto = env.isto;
   let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  env.defer(() => mcp?.close());
   const imp = await isto.importOffers(writeCatalogue(work, "cat.jsonl", 300));
   assert.equal(imp.code, 0, `import: ${imp.stdout}${imp.stderr}`);
   mcp = await connectMcp(isto.mcpUrl);
@@ -383,35 +352,25 @@ test("kill -9 after confirm: the intent stays active with the same matches", { t
   isto.proc.kill("SIGKILL");
   await isto.exited;
   await isto.stop();
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  isto = await env.start();
   mcp = await connectMcp(isto.mcpUrl);
   tl = tools(mcp);
   assert.equal(await tl.status(p.intentCode), "active", "the intent is not active after kill -9 and restart");
   const after = (await tl.allMatches(p.intentCode)).map((m) => m.offer.id).sort();
   assert.deepEqual(after, before, "the matches changed across kill -9");
   assert.equal(new Set(after).size, after.length, "duplicate deliveries");
-});
+}));
 
 // ---------------------------------------------------------------------------
 
-test("kill -9 during a catalogue import, then re-import: no duplicates, updated in place", { timeout: 120000 }, async (t) => {
-  requireBinary();
-  const work = tmpDir("isto-rob-import-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  let isto = null;
+test("kill -9 during a catalogue import, then re-import: no duplicates, updated in place", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-rob-import-", start: false }, async (env) => {
+  const { work, dataDir, smtp } = env;
   let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp.stop();
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
-  });
+  env.defer(() => mcp?.close());
   const ROWS = 12000;
   const EVERY = 200; // 60 matching Octavias
   const file = writeCatalogue(work, "big.jsonl", ROWS, { octaviaEvery: EVERY });
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  let isto = await env.start();
   mcp = await connectMcp(isto.mcpUrl);
   let tl = tools(mcp);
 
@@ -434,7 +393,7 @@ test("kill -9 during a catalogue import, then re-import: no duplicates, updated 
   const interrupted = await running;
   assert.notEqual(interrupted.code, 0, `the interrupted import exited 0:\n${interrupted.stdout}${interrupted.stderr}`);
 
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  isto = await env.start();
   const again = await isto.run(["admin", "offers", "import", file, "--json"], { timeout: 90000 });
   assert.equal(again.code, 0, `re-import: ${again.stdout}${again.stderr}`);
   const r1 = JSON.parse(again.stdout.trim().split("\n").pop());
@@ -454,15 +413,11 @@ test("kill -9 during a catalogue import, then re-import: no duplicates, updated 
   const ids = matches.map((m) => m.offer.id);
   assert.equal(new Set(ids).size, ids.length, "an offer was delivered twice");
   assert.equal(ids.length, ROWS / EVERY, "every matching Octavia delivered exactly once");
-});
+}));
 
 // ---------------------------------------------------------------------------
 
-test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: sent exactly once", { timeout: 90000 }, async (t) => {
-  requireBinary();
-  const work = tmpDir("isto-rob-mail-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
+test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: sent exactly once", { timeout: 90000 }, (t) => withIsto(t, { prefix: "isto-rob-mail-", smtp: false, start: false }, async (env) => {
   // An SMTP "server" that accepts connections and never says a word: the mail worker
   // hangs in its first attempt, so the job is still queued (and not in back-off) when
   // the process is killed.
@@ -474,18 +429,14 @@ test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: 
   });
   const silentPort = await freePort();
   await new Promise((r) => silent.listen(silentPort, "127.0.0.1", r));
-  let smtp = null;
-  let isto = null;
-  let mcp = null;
-  t.after(async () => {
-    await mcp?.close().catch(() => {});
-    await isto?.stop();
-    await smtp?.stop();
+  env.defer(async () => {
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
-    if (!process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
   });
-  isto = await startIsto({ smtpPort: silentPort, dataDir });
+  let smtp = null;
+  let mcp = null;
+  env.defer(() => mcp?.close());
+  let isto = await env.start({ smtpPort: silentPort });
   mcp = await connectMcp(isto.mcpUrl);
   const tl = tools(mcp);
   const email = `queued-${randomToken(8)}@buyer.example`;
@@ -499,8 +450,8 @@ test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: 
   await isto.stop();
   for (const s of sockets) s.destroy();
 
-  smtp = await startSmtp({ dir: work });
-  isto = await startIsto({ smtpPort: smtp.port, dataDir });
+  smtp = await env.startSmtp();
+  isto = await env.start();
   await smtp.waitForMessage((m) => mailIsFor(m, email), { timeout: 30000, what: "the queued confirmation e-mail" });
   await delay(3000);
   const n = smtp.messages().filter((m) => mailIsFor(m, email)).length;
@@ -512,4 +463,4 @@ test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: 
   const page = await getPage(new URL(u.pathname, isto.origin).href);
   assert.equal(page.status, 200, "the confirm link from the queued e-mail does not open");
   assert.ok(csrfOf(page.body, isto.origin), "the confirm page from the queued e-mail has no Confirm form");
-});
+}));

@@ -23,13 +23,9 @@ import test from "node:test";
 
 import {
   connectMcp,
-  ISTO_BIN,
-  istoAvailable,
   resultText,
-  startIsto,
-  startSmtp,
-  tmpDir,
   waitFor,
+  withIsto,
 } from "./lib/harness.mjs";
 import {
   bearerParams,
@@ -98,22 +94,11 @@ async function call(client, name, args) {
   }
 }
 
-test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's list_matches shows it", { timeout: 90000 }, async (t) => {
-  if (!istoAvailable()) {
-    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
-  }
-  const work = tmpDir("isto-seller-");
-  const dataDir = path.join(work, "data");
-  fs.mkdirSync(dataDir);
-  const smtp = await startSmtp({ dir: work });
-  const isto = await startIsto({ smtpPort: smtp.port, dataDir });
+test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's list_matches shows it", { timeout: 90000 }, (t) => withIsto(t, { prefix: "isto-seller-" }, async (env) => {
+  const { work, smtp, isto } = env;
   const closers = [];
-  t.after(async () => {
+  env.defer(async () => {
     for (const c of closers) await c.close().catch(() => {});
-    await isto.stop();
-    await smtp.stop();
-    if (process.env.ISTO_E2E_KEEP) t.diagnostic(`kept ${work}`);
-    else fs.rmSync(work, { recursive: true, force: true });
   });
 
   const base = isto.baseUrl;
@@ -372,4 +357,4 @@ test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's
     },
     { independent: true, needs: () => s.intentCode },
   );
-});
+}));

@@ -4,71 +4,25 @@
 //! server's dispatch, and the "my intents" pages. Buyer accounts are created through the
 //! account pages (sign-up, e-mail link, Confirm), driven in-process with `oneshot`.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use isto::base::ServiceError;
-use isto::clock::ManualClock;
-use isto::config::{PublicUrl, Settings};
-use isto::crypto::KeyRing;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::oauth::Grant;
 use isto::protocol::{Money, Status};
 use isto::records::{IntentRecord, OfferInput};
 use isto::state::AppState;
-use isto::store::{Reads, Store};
+use isto::store::Reads;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::sync::Arc;
-use tower::ServiceExt as _;
 
 use crate::kit::Fx;
 
-fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.to_owned();
-    settings.default_language = "en".into();
-    settings.public_url = PublicUrl::parse("https://holder.example").unwrap();
-    let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
-    let store = Store::open(&settings.store_path()).unwrap();
-    AppState::new(settings, store, keys, clock)
-}
-
 fn fixture() -> Fx {
-    crate::kit::fixture_with(app, open_holder)
-}
-
-fn app(h: &AppState) -> Router {
-    isto::web::routes(h.clone(), isto::oauth::Server::new(h.base.clone()))
+    Fx::new()
 }
 
 impl Fx {
-    /// Signs a buyer up through the account pages (form, e-mail link, Confirm); returns
-    /// the account id and the session cookie.
-    fn buyer(&self, email: &str) -> (String, String) {
-        let page = self.get("/signup?next=/me", None);
-        assert_eq!(page.status, StatusCode::OK);
-        let csrf = page.csrf_for("/signup");
-        let r = self.post(
-            "/signup",
-            &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
-            None,
-        );
-        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
-        let token = self.token_from_outbox("/signup/confirm/");
-        let page = self.get(&format!("/signup/confirm/{token}"), None);
-        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
-        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
-        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
-        let cookie = r.cookie().unwrap();
-        let account = isto::accounts::account_by_email(&self.holder.base, email).unwrap().unwrap();
-        assert_eq!(account.role, "buyer");
-        (account.id, cookie)
-    }
-
     fn stored(&self, id: &str) -> IntentRecord {
         self.holder.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
     }
@@ -180,16 +134,12 @@ fn stale_consent_gives_a_draft_with_a_consent_url() {
     catalogue(&f.holder);
     let (acc, _) = f.buyer("buyer@example.com");
     // The operator changes every consent text after the person signed up.
-    let Fx { dir, clock, holder, app: old_app, rt } = f;
-    drop(old_app);
-    drop(holder);
-    let consent_dir = dir.path().join("consent");
+    let consent_dir = f.dir.path().join("consent");
     std::fs::create_dir_all(&consent_dir).unwrap();
     for l in ["sk", "cs", "en"] {
         std::fs::write(consent_dir.join(format!("{l}.txt")), format!("New consent text ({l}), version 2.\n")).unwrap();
     }
-    let holder = open_holder(dir.path(), clock.clone());
-    let f = Fx { app: app(&holder), dir, clock, holder, rt };
+    let f = f.restart();
     let h = &f.holder;
     let account = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
     assert!(h.intents.consent_accepted(&account, "en").is_none());
@@ -581,8 +531,7 @@ fn my_intents_pages() {
     assert_eq!(h.intents.get_owned(&b, &b_id).unwrap().status, Status::Active, "the other account's is untouched");
 }
 
-/// One JSON-RPC POST to `/mcp/buyer`; returns the response's status, session id and the
-/// JSON-RPC message (from a JSON body or the SSE `data:` line).
+/// One JSON-RPC POST to `/mcp/buyer` of `app`, naming the account in a test header.
 fn rpc(
     f: &Fx,
     app: &Router,
@@ -590,40 +539,12 @@ fn rpc(
     account: Option<&str>,
     body: Value,
 ) -> (StatusCode, Option<String>, Value) {
-    let mut b = Request::post("/mcp/buyer")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    if let Some(s) = session {
-        b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
-    }
-    if let Some(a) = account {
-        b = b.header("x-test-account", a);
-    }
-    let req = b.body(Body::from(body.to_string())).unwrap();
-    f.rt.block_on(async {
-        let res = app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let sid = res.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
-        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        let text = String::from_utf8(bytes.to_vec()).unwrap();
-        let msg = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .or_else(|| serde_json::from_str(&text).ok())
-            .unwrap_or(Value::Null);
-        (status, sid, msg)
-    })
+    let headers: Vec<(&str, String)> = account.map(|a| ("x-test-account", a.to_owned())).into_iter().collect();
+    f.rpc(app, "/mcp/buyer", session, &headers, body)
 }
 
 #[test]
 fn buyer_server_over_http_acts_for_each_requests_grant() {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-
     let f = fixture();
     let h = f.holder.clone();
     catalogue(&h);
@@ -637,12 +558,8 @@ fn buyer_server_over_http_acts_for_each_requests_grant() {
         }
         next.run(req).await
     }
-    let service: StreamableHttpService<isto::mcp::buyer::BuyerServer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(isto::mcp::buyer::BuyerServer::new(h.clone())),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let mcp = Router::new().nest_service("/mcp/buyer", service).layer(axum::middleware::from_fn(test_grant));
+    // The production /mcp/buyer service, with the test grant in place of the bearer check.
+    let mcp = isto::app::mcp_services(h.clone(), f.stop.clone()).buyer.layer(axum::middleware::from_fn(test_grant));
 
     let (status, sid, init) = rpc(
         &f,
@@ -684,12 +601,9 @@ fn buyer_server_over_http_acts_for_each_requests_grant() {
 #[test]
 fn require_bearer_answers_401_without_a_token() {
     let f = fixture();
-    let mcp = Router::new()
-        .route("/mcp/buyer", axum::routing::post(|| async { "reached" }))
-        .layer(axum::middleware::from_fn_with_state(f.holder.clone(), isto::mcp::buyer::require_bearer));
-    let res = f.rt.block_on(mcp.oneshot(Request::post("/mcp/buyer").body(Body::empty()).unwrap())).unwrap();
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let challenge = res.headers().get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
+    let res = f.send(Request::post("/mcp/buyer").body(Body::empty()).unwrap());
+    assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+    let challenge = res.headers.get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
     assert!(
         challenge
             .contains("resource_metadata=\"https://holder.example/.well-known/oauth-protected-resource/mcp/buyer\""),

@@ -6,59 +6,22 @@
 //! map page. Intents are made active the way people do it: publish, consent on the
 //! holder's page, confirm with the token from the e-mail.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
-use isto::clock::ManualClock;
-use isto::config::{Overrides, PublicUrl, Settings};
-use isto::crypto::KeyRing;
+use axum::http::{header, StatusCode};
+use isto::config::{Overrides, Settings};
 use isto::demand::{Cell, DemandAnswer};
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
-use isto::mail::{MailContent, MailJob};
 use isto::state::AppState;
-use isto::store::Store;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
 
-const START: &str = "2026-12-01T10:00:00Z";
-
-struct Fx {
-    _dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    holder: AppState,
-}
+use crate::kit::{Fx, Opts, Resp, START};
 
 fn fixture_with(k: u32) -> Fx {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.path().to_owned();
-    settings.default_language = "en".into();
-    settings.public_url = PublicUrl::parse("https://holder.example").unwrap();
-    settings.demand_k = k;
-    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
-    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
-    Fx { _dir: dir, clock, holder }
+    Fx::with(Opts { demand_k: Some(k), ..Opts::default() })
 }
 
 fn fixture() -> Fx {
     fixture_with(5)
-}
-
-fn token_from_outbox(h: &AppState, marker: &str) -> String {
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
-    for (_, job) in jobs.iter().rev() {
-        let c: MailContent = serde_json::from_slice(&h.base.keys.open(&job.sealed).unwrap()).unwrap();
-        if let Some(i) = c.text.find(marker) {
-            return c.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
-        }
-    }
-    panic!("no mail with {marker}");
 }
 
 /// A vehicles intent in `area` with the `extra` publish fields.
@@ -89,7 +52,7 @@ fn consented(h: &AppState, args: Value) -> (String, String) {
 /// An active intent: publish + consent + confirm with the token from the outbox.
 fn active(h: &AppState, args: Value) -> (String, String) {
     let (id, code) = consented(h, args);
-    assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    assert_eq!(h.intents.confirm(&crate::kit::token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
     (id, code)
 }
 
@@ -367,53 +330,10 @@ fn demand_settings_come_from_the_config_file() {
     }
 }
 
-async fn get(h: &AppState, path: &str, cookie: Option<&str>) -> (StatusCode, HeaderMap, String) {
-    let app = isto::app::router(h.clone(), CancellationToken::new());
-    let mut b = Request::builder().method(Method::GET).uri(path).header(header::ACCEPT_LANGUAGE, "en");
-    if let Some(c) = cookie {
-        b = b.header(header::COOKIE, c);
-    }
-    let res = app.oneshot(b.body(Body::empty()).unwrap()).await.unwrap();
-    let (status, headers) = (res.status(), res.headers().clone());
-    let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-    (status, headers, String::from_utf8(body.to_vec()).unwrap())
-}
-
-async fn post(h: &AppState, path: &str, fields: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
-    let app = isto::app::router(h.clone(), CancellationToken::new());
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header(header::ACCEPT_LANGUAGE, "en")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
-        .unwrap();
-    let res = app.oneshot(req).await.unwrap();
-    let (status, headers) = (res.status(), res.headers().clone());
-    let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-    (status, headers, String::from_utf8(body.to_vec()).unwrap())
-}
-
-/// The CSRF token of the form posting to `action`.
-fn csrf_for(body: &str, action: &str) -> String {
-    let at = body.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form for {action}"));
-    let marker = "name=\"csrf\" value=\"";
-    let from = at + body[at..].find(marker).unwrap() + marker.len();
-    body[from..].split('"').next().unwrap().to_owned()
-}
-
-fn cookie(headers: &HeaderMap) -> String {
-    headers.get(header::SET_COOKIE).unwrap().to_str().unwrap().split(';').next().unwrap().to_owned()
-}
-
-fn location(headers: &HeaderMap) -> &str {
-    headers.get(header::LOCATION).map(|v| v.to_str().unwrap()).unwrap_or_default()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn holder_metadata_is_published_at_the_well_known_path() {
+#[test]
+fn holder_metadata_is_published_at_the_well_known_path() {
     let f = fixture();
-    let (status, headers, body) = get(&f.holder, "/.well-known/isto-intents", None).await;
+    let Resp { status, headers, body } = f.get("/.well-known/isto-intents", None);
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=300");
     assert!(headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"));
@@ -452,63 +372,48 @@ async fn holder_metadata_is_published_at_the_well_known_path() {
         .contains(&json!({"key": "floorAreaM2", "type": "number", "unit": "m²"})));
 }
 
-/// Signs a buyer up through the account pages; returns the session cookie.
-async fn buyer_session(h: &AppState, email: &str) -> String {
-    let (_, _, page) = get(h, "/signup?next=/me", None).await;
-    let csrf = csrf_for(&page, "/signup");
-    let (status, headers, _) =
-        post(h, "/signup", &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")])
-            .await;
-    assert_eq!((status, location(&headers)), (StatusCode::SEE_OTHER, "/signup/sent"));
-    let token = token_from_outbox(h, "/signup/confirm/");
-    let (_, _, page) = get(h, &format!("/signup/confirm/{token}"), None).await;
-    let csrf = csrf_for(&page, &format!("/signup/confirm/{token}"));
-    let (status, headers, _) = post(h, &format!("/signup/confirm/{token}"), &[("csrf", &csrf)]).await;
-    assert_eq!(status, StatusCode::SEE_OTHER);
-    cookie(&headers)
+impl Fx {
+    /// Creates a seller with a password and signs in; returns the session cookie.
+    fn seller_session(&self, email: &str) -> String {
+        let h = &self.holder;
+        let id = isto::accounts::create_seller(&h.base, email, "Dealer").unwrap();
+        isto::accounts::set_password(&h.base, &id, "correct horse battery", None).unwrap();
+        let page = self.get("/signin?next=/seller/demand", None);
+        let csrf = page.csrf_for("/signin");
+        let fields = [
+            ("csrf", csrf.as_str()),
+            ("email", email),
+            ("password", "correct horse battery"),
+            ("next", "/seller/demand"),
+        ];
+        let r = self.post("/signin", &fields, None);
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller/demand"), "{}", r.body);
+        r.cookie().unwrap()
+    }
 }
 
-/// Creates a seller with a password and signs in; returns the session cookie.
-async fn seller_session(h: &AppState, email: &str) -> String {
-    let id = isto::accounts::create_seller(&h.base, email, "Dealer").unwrap();
-    let h2 = h.clone();
-    tokio::task::spawn_blocking(move || isto::accounts::set_password(&h2.base, &id, "correct horse battery", None))
-        .await
-        .unwrap()
-        .unwrap();
-    let (_, _, page) = get(h, "/signin?next=/seller/demand", None).await;
-    let csrf = csrf_for(&page, "/signin");
-    let fields =
-        [("csrf", csrf.as_str()), ("email", email), ("password", "correct horse battery"), ("next", "/seller/demand")];
-    let (status, headers, body) = post(h, "/signin", &fields).await;
-    assert_eq!((status, location(&headers)), (StatusCode::SEE_OTHER, "/seller/demand"), "{body}");
-    cookie(&headers)
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn the_heat_map_page_is_for_signed_in_sellers() {
+#[test]
+fn the_heat_map_page_is_for_signed_in_sellers() {
     let f = fixture();
-    let h = f.holder.clone();
-    let h2 = h.clone();
-    tokio::task::spawn_blocking(move || {
-        for _ in 0..5 {
-            active(&h2, vehicles(json!("SK-BL"), json!({"budget": 15000})));
-        }
-    })
-    .await
-    .unwrap();
+    let h = &f.holder;
+    for _ in 0..5 {
+        active(h, vehicles(json!("SK-BL"), json!({"budget": 15000})));
+    }
 
-    let (status, headers, _) = get(&h, "/seller/demand?category=vehicles", None).await;
+    let Resp { status, headers, .. } = f.get("/seller/demand?category=vehicles", None);
     assert_eq!(status, StatusCode::SEE_OTHER);
-    assert_eq!(location(&headers), "/signin?next=%2Fseller%2Fdemand%3Fcategory%3Dvehicles");
+    assert_eq!(
+        headers.get(header::LOCATION).unwrap().to_str().unwrap(),
+        "/signin?next=%2Fseller%2Fdemand%3Fcategory%3Dvehicles"
+    );
 
-    let buyer = buyer_session(&h, "buyer-page@example.com").await;
-    let (status, _, body) = get(&h, "/seller/demand?category=vehicles", Some(&buyer)).await;
+    let (_, buyer) = f.buyer("buyer-page@example.com");
+    let Resp { status, body, .. } = f.get("/seller/demand?category=vehicles", Some(&buyer));
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(!body.contains("<svg"));
 
-    let seller = seller_session(&h, "seller@example.com").await;
-    let (status, headers, body) = get(&h, "/seller/demand?category=vehicles", Some(&seller)).await;
+    let seller = f.seller_session("seller@example.com");
+    let Resp { status, headers, body } = f.get("/seller/demand?category=vehicles", Some(&seller));
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(headers[header::CACHE_CONTROL], "no-store");
     let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
@@ -522,15 +427,15 @@ async fn the_heat_map_page_is_for_signed_in_sellers() {
     let shown = body.matches("text-anchor=\"middle\" fill=\"#ffffff\">5<").count();
     assert_eq!(shown, 1, "the one shown cell in the SVG, darkest");
 
-    let (status, _, body) = get(&h, "/seller/demand?category=vehicles&buyBy=3m", Some(&seller)).await;
+    let Resp { status, body, .. } = f.get("/seller/demand?category=vehicles&buyBy=3m", Some(&seller));
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body.matches("<svg").count(), 1);
     assert!(body.contains("id=\"band-3m\"") && !body.contains("id=\"band-none\""));
     assert!(!body.contains(">5 (5)<"), "nothing shown in 3m");
 
-    let (status, _, body) = get(&h, "/seller/demand?category=property", Some(&seller)).await;
+    let Resp { status, body, .. } = f.get("/seller/demand?category=property", Some(&seller));
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains(">400000+<"));
-    let (status, _, _) = get(&h, "/seller/demand?category=boats", Some(&seller)).await;
+    let Resp { status, .. } = f.get("/seller/demand?category=boats", Some(&seller));
     assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -1,36 +1,19 @@
 //! The consent-link flow through the holder's operations, on a real redb file, with a
 //! clock the test advances (no sleeps): PROTOCOL.md §4 and §6.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use isto::base::ServiceError;
-use isto::clock::ManualClock;
-use isto::config::Settings;
-use isto::crypto::KeyRing;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
-use isto::mail::{MailContent, MailJob};
+use isto::mail::MailJob;
 use isto::protocol::{Money, Status};
 use isto::records::{IntentRecord, OfferInput};
 use isto::state::AppState;
-use isto::store::{Reads, Store};
+use isto::store::Reads;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    holder: AppState,
-}
+use crate::kit::{token_from_outbox, Fx, Opts};
 
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.path().to_owned();
-    let store = Store::open(&dir.path().join("isto.redb")).unwrap();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
-    Fixture { _dir: dir, clock, holder }
+fn fixture() -> Fx {
+    Fx::new()
 }
 
 fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, model: &str) -> OfferInput {
@@ -47,18 +30,6 @@ fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, mod
         url: None,
         valid_until: None,
     }
-}
-
-fn token_from_outbox(h: &AppState, marker: &str) -> String {
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
-    for (_, job) in jobs.iter().rev() {
-        let c: MailContent = serde_json::from_slice(&h.base.keys.open(&job.sealed).unwrap()).unwrap();
-        if let Some(i) = c.text.find(marker) {
-            let rest = &c.text[i + marker.len()..];
-            return rest.split_whitespace().next().unwrap().to_owned();
-        }
-    }
-    panic!("no mail with {marker}");
 }
 
 fn publish(h: &AppState, args: Value) -> (String, String, String) {
@@ -189,7 +160,7 @@ fn codes_are_secret_and_ids_must_match() {
     assert!(matches!(h.intents.get_by_code("nope-nope-nope-nope", None), Err(ServiceError::NotFound)));
     assert!(matches!(h.intents.get_by_code(&code, Some(&other_id)), Err(ServiceError::NotFound)));
     // The code is stored only as a hash.
-    let raw = std::fs::read(f._dir.path().join("isto.redb")).unwrap();
+    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
     assert!(!raw.windows(code.len()).any(|w| w == code.as_bytes()));
 }
 
@@ -288,15 +259,9 @@ fn one_address_gets_a_limited_number_of_confirmation_mails() {
 #[test]
 fn engine_and_index_survive_a_restart_and_catch_up_with_offline_imports() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.path().to_owned();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let keys_path = dir.path().join("keys/sealing.key");
-    let open = |with_index: bool| {
-        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
-        let (keys, _) = KeyRing::load_or_create(&keys_path).unwrap();
-        let index = with_index.then(|| dir.path().join("index"));
-        AppState::with_index_dir(settings.clone(), store, keys, clock.clone(), index)
+    let clock = crate::kit::clock();
+    let open = |index_on_disk: bool| {
+        crate::kit::open_state(dir.path(), clock.clone(), Opts { index_on_disk, ..Opts::default() })
     };
     let search = |h: &AppState, q: &str| -> Vec<String> {
         let idx = h.catalogue.offer_index().unwrap();

@@ -1,28 +1,104 @@
-//! Fixtures shared by the integration tests that drive the pages in-process: a holder
-//! over a real redb file in a temp dir with a [`ManualClock`], the router under test,
-//! and form-posting helpers (axum's `oneshot` pattern).
-#![allow(dead_code)]
+//! The one test kit of the integration tests: an [`AppState`] over a real redb file in a
+//! temp dir with a [`ManualClock`], the production router (`isto::app::router`) driven
+//! in-process (axum's `oneshot` pattern), form and JSON-RPC helpers, the outbox reader,
+//! and the account sign-up every suite needs.
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use isto::clock::ManualClock;
+use isto::config::{PublicUrl, Settings};
+use isto::crypto::KeyRing;
 use isto::mail::{MailContent, MailJob};
 use isto::state::AppState;
+use isto::store::Store;
+use serde_json::Value;
+use std::path::Path;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 /// The clock's start.
 pub const START: &str = "2026-12-01T10:00:00Z";
 
+/// The public URL of the kit's holder unless [`Opts::public_url`] says otherwise.
+pub const BASE: &str = "https://holder.example";
+
+/// How the kit's holder is set up.
+#[derive(Clone, Copy)]
+pub struct Opts {
+    /// `public_url` (Host and Origin checks, links in mail).
+    pub public_url: &'static str,
+    /// `demand_k`; `None` keeps the default.
+    pub demand_k: Option<u32>,
+    /// Open the offer index on disk under the data dir (as `isto serve` does) instead of
+    /// in memory.
+    pub index_on_disk: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts { public_url: BASE, demand_k: None, index_on_disk: false }
+    }
+}
+
+/// Settings for a holder in `dir`: English pages, the public URL and `demand_k` of `opts`.
+pub fn settings(dir: &Path, opts: Opts) -> Settings {
+    let mut s = Settings::defaults();
+    s.data_dir = dir.to_owned();
+    s.default_language = "en".into();
+    s.public_url = PublicUrl::parse(opts.public_url).unwrap();
+    if let Some(k) = opts.demand_k {
+        s.demand_k = k;
+    }
+    s
+}
+
+/// A clock standing at [`START`].
+pub fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()))
+}
+
+/// Opens (or reopens) the holder in `dir`: the store and a sealing key kept in the dir,
+/// so a reopened holder reads what the last one sealed.
+pub fn open_state(dir: &Path, clock: Arc<ManualClock>, opts: Opts) -> AppState {
+    let settings = settings(dir, opts);
+    let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
+    let store = Store::open(&settings.store_path()).unwrap();
+    let index = opts.index_on_disk.then(|| dir.join("index"));
+    AppState::with_index_dir(settings, store, keys, clock, index)
+}
+
+/// Everything queued in the outbox, opened, oldest first.
+pub fn mails(h: &AppState) -> Vec<MailContent> {
+    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
+    jobs.iter().map(|(_, j)| serde_json::from_slice(&h.base.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+}
+
+/// The token after `marker` (e.g. `/confirm/`) in the newest queued mail containing it.
+pub fn token_from_outbox(h: &AppState, marker: &str) -> String {
+    for m in mails(h).iter().rev() {
+        if let Some(i) = m.text.find(marker) {
+            return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
+        }
+    }
+    panic!("no mail with {marker}");
+}
+
+/// A holder in a temp dir, the production router over it and a runtime to drive it.
 pub struct Fx {
     pub dir: tempfile::TempDir,
     pub clock: Arc<ManualClock>,
     pub holder: AppState,
+    /// `isto::app::router` over `holder`.
     pub app: Router,
     pub rt: tokio::runtime::Runtime,
+    pub opts: Opts,
+    /// The router's MCP services' cancellation token.
+    pub stop: CancellationToken,
 }
 
+/// A response with its body read.
 pub struct Resp {
     pub status: StatusCode,
     pub headers: HeaderMap,
@@ -51,28 +127,39 @@ impl Resp {
     }
 }
 
-/// A fixture whose router is `app(holder)`; the holder comes from the test's `open_holder`.
-pub fn fixture_with(
-    app: fn(&AppState) -> Router,
-    open_holder: fn(&std::path::Path, Arc<ManualClock>) -> AppState,
-) -> Fx {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
-    let holder = open_holder(dir.path(), clock.clone());
-    let app = app(&holder);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    Fx { dir, clock, holder, app, rt }
-}
-
 impl Fx {
+    /// A fixture with [`Opts::default`].
+    pub fn new() -> Fx {
+        Fx::with(Opts::default())
+    }
+
+    /// A fixture set up as `opts` says.
+    pub fn with(opts: Opts) -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = clock();
+        let holder = open_state(dir.path(), clock.clone(), opts);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let stop = CancellationToken::new();
+        let app = isto::app::router(holder.clone(), stop.clone());
+        Fx { dir, clock, holder, app, rt, opts, stop }
+    }
+
+    /// Stops and reopens the holder on the same files (a restart: in-memory state such as
+    /// the engine and the offer index is rebuilt from the store).
+    pub fn restart(self) -> Fx {
+        let Fx { dir, clock, holder, app, rt, opts, stop } = self;
+        stop.cancel();
+        drop(app);
+        drop(holder);
+        let holder = open_state(dir.path(), clock.clone(), opts);
+        let stop = CancellationToken::new();
+        let app = isto::app::router(holder.clone(), stop.clone());
+        Fx { dir, clock, holder, app, rt, opts, stop }
+    }
+
+    /// Sends a request through the router.
     pub fn send(&self, req: Request<Body>) -> Resp {
-        self.rt.block_on(async {
-            let res = self.app.clone().oneshot(req).await.unwrap();
-            let status = res.status();
-            let headers = res.headers().clone();
-            let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-            Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
-        })
+        send(&self.rt, &self.app, req)
     }
 
     pub fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
@@ -83,6 +170,7 @@ impl Fx {
         self.send(b.body(Body::empty()).unwrap())
     }
 
+    /// A form POST (`application/x-www-form-urlencoded`).
     pub fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
         let mut b = Request::builder()
             .method(Method::POST)
@@ -95,19 +183,94 @@ impl Fx {
         self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap())
     }
 
+    /// A JSON POST (the OAuth registration endpoint).
+    pub fn post_json(&self, path: &str, v: &Value) -> Resp {
+        self.send(
+            Request::builder()
+                .method(Method::POST)
+                .uri(path)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(v.to_string()))
+                .unwrap(),
+        )
+    }
+
     pub fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.holder.base.store.read(|rx| rx.outbox()).unwrap();
-        jobs.iter()
-            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys.open(&j.sealed).unwrap()).unwrap())
-            .collect()
+        mails(&self.holder)
     }
 
     pub fn token_from_outbox(&self, marker: &str) -> String {
-        for m in self.mails().iter().rev() {
-            if let Some(i) = m.text.find(marker) {
-                return m.text[i + marker.len()..].split_whitespace().next().unwrap().to_owned();
-            }
-        }
-        panic!("no mail with {marker}");
+        token_from_outbox(&self.holder, marker)
     }
+
+    /// Signs a buyer up through the account pages (form, e-mail link, Confirm); returns
+    /// the account id and the session cookie.
+    pub fn buyer(&self, email: &str) -> (String, String) {
+        let page = self.get("/signup?next=/me", None);
+        assert_eq!(page.status, StatusCode::OK);
+        let csrf = page.csrf_for("/signup");
+        let r = self.post(
+            "/signup",
+            &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
+            None,
+        );
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
+        let token = self.token_from_outbox("/signup/confirm/");
+        let page = self.get(&format!("/signup/confirm/{token}"), None);
+        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
+        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"));
+        let cookie = r.cookie().unwrap();
+        let account = isto::accounts::account_by_email(&self.holder.base, email).unwrap().unwrap();
+        assert_eq!(account.role, "buyer");
+        (account.id, cookie)
+    }
+
+    /// One JSON-RPC POST to the MCP endpoint `path` of `app` (Host: the public URL's),
+    /// with the MCP session id when given and `headers`; returns the response's status,
+    /// session id and the JSON-RPC message (from a JSON body or the SSE `data:` line).
+    pub fn rpc(
+        &self,
+        app: &Router,
+        path: &str,
+        session: Option<&str>,
+        headers: &[(&str, String)],
+        body: Value,
+    ) -> (StatusCode, Option<String>, Value) {
+        let host = self.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let mut b = Request::post(path)
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+        }
+        for (k, v) in headers {
+            b = b.header(*k, v);
+        }
+        let req = b.body(Body::from(body.to_string())).unwrap();
+        let res = send(&self.rt, app, req);
+        let sid = res.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        let msg = res
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .or_else(|| serde_json::from_str(&res.body).ok())
+            .unwrap_or(Value::Null);
+        (res.status, sid, msg)
+    }
+}
+
+/// Sends `req` through `app` on `rt` and reads the body.
+pub fn send(rt: &tokio::runtime::Runtime, app: &Router, req: Request<Body>) -> Resp {
+    rt.block_on(async {
+        let res = app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+    })
 }

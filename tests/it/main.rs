@@ -10,4 +10,5 @@ mod buyer_flow;
 mod demand;
 mod holder_flow;
 mod http_router;
+mod mail_faults;
 mod sellers;

@@ -5,17 +5,10 @@
 //! in with their one-time link and authorize an agent through the OAuth pages — all
 //! driven in-process with `oneshot`.
 
-// Fixture helpers outside #[test] functions unwrap too: a failed set-up is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use isto::clock::ManualClock;
-use isto::config::{PublicUrl, Settings};
-use isto::crypto::KeyRing;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::mail::MailJob;
 use isto::oauth::Grant;
@@ -23,83 +16,20 @@ use isto::protocol::{Money, AGGREGATOR_NOTE};
 use isto::records::OfferInput;
 use isto::sellers::{self, NewSeller, SellerProfile};
 use isto::state::AppState;
-use isto::store::{Reads, Store};
+use isto::store::Reads;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::path::Path;
-use std::sync::Arc;
-use tower::ServiceExt as _;
 
-use crate::kit::{Fx, Resp, START};
-const BASE: &str = "https://holder.example";
+use crate::kit::{Fx, Opts, BASE};
+
 const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
 const LIMIT: f64 = 12345.0;
 
-fn settings(dir: &Path) -> Settings {
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.to_owned();
-    settings.default_language = "en".into();
-    settings.public_url = PublicUrl::parse(BASE).unwrap();
-    settings
-}
-
-fn open_holder(dir: &Path, clock: Arc<ManualClock>) -> AppState {
-    let settings = settings(dir);
-    let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
-    let store = Store::open(&settings.store_path()).unwrap();
-    AppState::new(settings, store, keys, clock)
-}
-
 fn fixture() -> Fx {
-    crate::kit::fixture_with(app, open_holder)
-}
-
-fn app(holder: &AppState) -> Router {
-    let oauth = isto::oauth::Server::new(holder.base.clone());
-    isto::web::routes(holder.clone(), oauth.clone()).merge(isto::oauth::routes(oauth))
-}
-
-/// Stops and reopens the holder on the same files (a restart: in-memory state such as
-/// the offer index is rebuilt from the store).
-fn restart(f: Fx) -> Fx {
-    let Fx { dir, clock, holder, app: old, rt } = f;
-    drop(old);
-    drop(holder);
-    let holder = open_holder(dir.path(), clock.clone());
-    Fx { app: app(&holder), dir, clock, holder, rt }
+    Fx::new()
 }
 
 impl Fx {
-    fn post_json(&self, path: &str, v: &Value) -> Resp {
-        self.send(
-            Request::builder()
-                .method(Method::POST)
-                .uri(path)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(v.to_string()))
-                .unwrap(),
-        )
-    }
-
-    /// Signs a buyer up through the account pages; returns the account id and cookie.
-    fn buyer_account(&self, email: &str) -> (String, String) {
-        let page = self.get("/signup?next=/me", None);
-        let csrf = page.csrf_for("/signup");
-        let r = self.post(
-            "/signup",
-            &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
-            None,
-        );
-        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
-        let token = self.token_from_outbox("/signup/confirm/");
-        let page = self.get(&format!("/signup/confirm/{token}"), None);
-        let csrf = page.csrf_for(&format!("/signup/confirm/{token}"));
-        let r = self.post(&format!("/signup/confirm/{token}"), &[("csrf", &csrf)], None);
-        assert_eq!(r.status, StatusCode::SEE_OTHER);
-        let account = isto::accounts::account_by_email(&self.holder.base, email).unwrap().unwrap();
-        (account.id, r.cookie().unwrap())
-    }
-
     /// Registers a seller (as `isto admin seller add` does).
     fn seller(&self, name: &str, email: &str, categories: &[&str], regions: &[&str]) -> SellerProfile {
         let added = sellers::add(
@@ -272,7 +202,7 @@ fn a_seller_never_sees_contact_hidden_limit_or_has_hidden_limit() {
     let f = fixture();
     let h = &f.holder;
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
-    let (buyer, _) = f.buyer_account("owner.person@example.com");
+    let (buyer, _) = f.buyer("owner.person@example.com");
     let owned = f.owned_intent(&buyer, octavia(json!({"hiddenLimit": LIMIT})));
     let (linked, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
 
@@ -322,7 +252,7 @@ fn pseudonyms_are_stable_per_buyer_and_differ_between_sellers() {
     let a = f.seller("Dealer A", "a@dealer.example", &["vehicles"], &["SK-BL"]);
     let b = f.seller("Dealer B", "b@dealer.example", &[], &[]);
     // One person: an account intent and a consent-link intent with the same address.
-    let (anna, _) = f.buyer_account("anna@example.com");
+    let (anna, _) = f.buyer("anna@example.com");
     let owned = f.owned_intent(&anna, octavia(json!({})));
     let (linked, _) = f.consent_intent(octavia(json!({"statement": "Škoda Octavia RS"})), "Anna@Example.com");
     // Another person.
@@ -579,7 +509,7 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let h = &f.holder;
     h.catalogue.import_offers(vec![catalogue_row("c1", "Škoda Octavia Combi katalóg", 9500.0)]).unwrap();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
-    let (anna, _) = f.buyer_account("anna@example.com");
+    let (anna, _) = f.buyer("anna@example.com");
     let mine = f.owned_intent(&anna, octavia(json!({})));
     let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
     assert_eq!(delivered_titles(h, &mine), vec!["Škoda Octavia Combi katalóg"]);
@@ -607,7 +537,7 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     // Not matched against another intent it would fit, nor one that opens later (also
     // after a restart, when the offer index is rebuilt from the store).
     assert_eq!(delivered_titles(h, &other), vec!["Škoda Octavia Combi katalóg"]);
-    let f = restart(f);
+    let f = f.restart();
     let h = &f.holder;
     let (later, _) = f.consent_intent(octavia(json!({})), "carl@example.com");
     assert_eq!(delivered_titles(h, &later), vec!["Škoda Octavia Combi katalóg"]);
@@ -635,7 +565,7 @@ fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
         f.consent_intent(octavia(json!({"hiddenLimit": LIMIT, "buyBy": "2027-03-31"})), "secret.buyer@example.com");
     let r = f.get("/seller/intents", None);
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin?next=/seller/intents"));
-    let (_, buyer_cookie) = f.buyer_account("anna@example.com");
+    let (_, buyer_cookie) = f.buyer("anna@example.com");
     assert_eq!(f.get("/seller/intents", Some(&buyer_cookie)).status, StatusCode::FORBIDDEN);
     let cookie = f.seller_signs_in("one@dealer.example");
     let page = f.get("/seller/intents", Some(&cookie));
@@ -682,7 +612,7 @@ fn admin_add_list_and_refusals() {
         sellers::add(&h.base, &new("feed dealer", "x@dealer.example")),
         Err(sellers::SellerError::Exists(_))
     ));
-    f.buyer_account("anna@example.com");
+    f.buyer("anna@example.com");
     assert!(matches!(sellers::add(&h.base, &new("Anna's", "anna@example.com")), Err(sellers::SellerError::Exists(_))));
     let mut bad = new("Bad", "bad@dealer.example");
     bad.regions = vec!["Atlantis".into()];
@@ -761,11 +691,11 @@ fn admin_commands_go_through_the_running_servers_socket() {
 #[test]
 fn admin_commands_work_offline() {
     let f = fixture();
-    let Fx { dir, clock: _, holder, app, rt } = f;
+    let Fx { dir, holder, app, rt, .. } = f;
     drop(app);
     drop(holder);
     drop(rt);
-    let settings = settings(dir.path());
+    let settings = crate::kit::settings(dir.path(), Opts::default());
     use isto::cli::SellerCommand;
     isto::admin::seller_command(
         &settings,
@@ -781,8 +711,7 @@ fn admin_commands_work_offline() {
     )
     .unwrap();
     isto::admin::seller_command(&settings, SellerCommand::List { json: true }).unwrap();
-    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()));
-    let h = open_holder(dir.path(), clock);
+    let h = crate::kit::open_state(dir.path(), crate::kit::clock(), Opts::default());
     let list = sellers::list(&h.base).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!((list[0].categories.clone(), list[0].regions.clone()), (vec!["property".into()], vec!["CZ-64".into()]));
@@ -790,71 +719,21 @@ fn admin_commands_work_offline() {
     assert_eq!(jobs.len(), 1, "the invitation waits in the outbox for `isto serve`");
 }
 
-/// One JSON-RPC request to the MCP service at `/mcp/seller` with a bearer token; returns
-/// the status, the session id and the first message.
+/// One JSON-RPC request to `/mcp/seller` of `app` with a bearer token.
 fn rpc(f: &Fx, app: &Router, session: Option<&str>, token: &str, body: Value) -> (StatusCode, Option<String>, Value) {
-    let mut b = Request::post("/mcp/seller")
-        .header("host", "localhost")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header(header::AUTHORIZATION, format!("Bearer {token}"));
-    if let Some(s) = session {
-        b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
-    }
-    let req = b.body(Body::from(body.to_string())).unwrap();
-    f.rt.block_on(async {
-        let res = app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let sid = res.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
-        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        let text = String::from_utf8(bytes.to_vec()).unwrap();
-        let msg = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .or_else(|| serde_json::from_str(&text).ok())
-            .unwrap_or(Value::Null);
-        (status, sid, msg)
-    })
+    f.rpc(app, "/mcp/seller", session, &[("authorization", format!("Bearer {token}"))], body)
 }
 
 #[test]
 fn seller_server_over_http_with_a_real_token() {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-
     let f = fixture();
     let h = f.holder.clone();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
     let cookie = f.seller_signs_in("one@dealer.example");
     let token = seller_token(&f, &cookie);
-    // As app.rs's bearer check in front of /mcp/seller.
-    async fn require_seller(
-        axum::extract::State(holder): axum::extract::State<AppState>,
-        mut req: axum::extract::Request,
-        next: axum::middleware::Next,
-    ) -> axum::response::Response {
-        match isto::oauth::check_bearer(&holder.base, req.headers(), SELLER_RESOURCE, "") {
-            Ok(grant) => {
-                req.extensions_mut().insert(grant);
-                next.run(req).await
-            }
-            Err(res) => res,
-        }
-    }
-    let hs = h.clone();
-    let service: StreamableHttpService<isto::mcp::seller::SellerServer, LocalSessionManager> =
-        StreamableHttpService::new(
-            move || Ok(isto::mcp::seller::SellerServer::new(hs.clone())),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-    let mcp = Router::new()
-        .nest_service("/mcp/seller", service)
-        .layer(axum::middleware::from_fn_with_state(h.clone(), require_seller));
+    // The production router: the bearer check in front of /mcp/seller and its service.
+    let mcp = f.app.clone();
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
                       "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});

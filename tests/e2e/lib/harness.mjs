@@ -320,6 +320,74 @@ export async function startIsto({ smtpPort, dataDir, env, timeout = 60000 } = {}
   };
 }
 
+/**
+ * Runs one end-to-end test's `body(env)` against a fresh isto and always stops what it
+ * started, whatever the body does.
+ *
+ * Before the body: checks that the binary exists, makes a work dir (`prefix`…) with an
+ * empty `data` dir, starts the SMTP server (unless `smtp: false`) and `isto serve` with
+ * `isto` as its options (unless `start: false`). `env` holds {work, dataDir, smtp,
+ * isto} and:
+ *   - `env.start(opts)`: start (another) `isto serve` on the data dir, using the latest
+ *     SMTP server unless `opts.smtpPort` says otherwise; becomes `env.isto`;
+ *   - `env.startSmtp()`: start (another) SMTP server; becomes `env.smtp`;
+ *   - `env.defer(fn)`: run `fn` at the end, before the servers stop (MCP clients, …).
+ * Afterwards, in a finally: the deferred functions (newest first, errors ignored), then
+ * every isto started, then every SMTP server. The work dir (data, isto logs, Maildir)
+ * is removed when the body returned and ISTO_E2E_KEEP is unset; otherwise it is kept and
+ * its path reported as a test diagnostic.
+ */
+export async function withIsto(t, { prefix = "isto-e2e-", smtp = true, start = true, isto = {} } = {}, body) {
+  if (!istoAvailable()) {
+    throw new Error(`isto binary not found at ${ISTO_BIN}: run \`cargo build\` or set ISTO_BIN`);
+  }
+  const work = tmpDir(prefix);
+  const dataDir = path.join(work, "data");
+  fs.mkdirSync(dataDir);
+  const istos = [];
+  const smtps = [];
+  const deferred = [];
+  const env = {
+    work,
+    dataDir,
+    smtp: null,
+    isto: null,
+    async startSmtp() {
+      env.smtp = await startSmtp({ dir: work });
+      smtps.push(env.smtp);
+      return env.smtp;
+    },
+    async start(opts = {}) {
+      env.isto = await startIsto({ smtpPort: env.smtp?.port, dataDir, ...opts });
+      istos.push(env.isto);
+      return env.isto;
+    },
+    defer(fn) {
+      deferred.push(fn);
+    },
+  };
+  let finished = false;
+  try {
+    if (smtp) await env.startSmtp();
+    if (start) await env.start(isto);
+    const res = await body(env);
+    finished = true;
+    return res;
+  } finally {
+    for (const fn of deferred.reverse()) {
+      try {
+        await fn();
+      } catch {
+        /* a clean-up failure does not hide the test's own result */
+      }
+    }
+    for (const i of istos.reverse()) await i.stop();
+    for (const s of smtps.reverse()) await s.stop();
+    if (finished && !process.env.ISTO_E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
+    else t.diagnostic(`kept ${work}`);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // MCP client
 

@@ -7,11 +7,15 @@
 //! of milliseconds and 19 MiB: callers run it on blocking threads and bound how many run
 //! at once.
 
-use super::AccountError;
+use super::CryptoError;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use rand::RngCore;
 use std::sync::OnceLock;
+
+/// argon2 parameters (memory KiB, iterations, lanes), for callers that hash with
+/// other than the current ones (tests of rehashing).
+pub use argon2::Params as HashParams;
 
 /// Shortest password accepted, in characters.
 pub const MIN_LEN: usize = 10;
@@ -47,30 +51,23 @@ pub fn check_length(password: &str) -> Result<(), &'static str> {
 /// Hashes with the current parameters and a fresh 128-bit salt.
 ///
 /// # Errors
-/// [`AccountError::Hash`] (never containing the password).
-pub fn hash(password: &str) -> Result<String, AccountError> {
+/// [`CryptoError::Hash`] (never containing the password).
+pub fn hash(password: &str) -> Result<String, CryptoError> {
     hash_with(password, params())
 }
 
 /// Hashes with `params` (tests make weaker hashes to check rehashing).
 ///
 /// # Errors
-/// [`AccountError::Hash`].
-pub fn hash_with(password: &str, params: Params) -> Result<String, AccountError> {
+/// [`CryptoError::Hash`].
+pub fn hash_with(password: &str, params: Params) -> Result<String, CryptoError> {
     let mut salt = [0u8; 16];
     rand::rng().fill_bytes(&mut salt);
-    let salt = SaltString::encode_b64(&salt).map_err(|e| AccountError::Hash(e.to_string()))?;
+    let salt = SaltString::encode_b64(&salt).map_err(|e| CryptoError::Hash(e.to_string()))?;
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| AccountError::Hash(e.to_string()))
-}
-
-/// A hash of `password` with far weaker parameters than [`params`] (m=1024 KiB, t=1,
-/// p=1), which [`needs_rehash`] flags: for tests of the rehash on sign-in.
-#[cfg(test)]
-pub fn weak_hash(password: &str) -> String {
-    hash_with(password, Params::new(1024, 1, 1, None).unwrap()).unwrap()
+        .map_err(|e| CryptoError::Hash(e.to_string()))
 }
 
 /// Whether `password` matches the PHC string `phc`, with the string's own algorithm,

@@ -5,6 +5,8 @@
 //! The key ring is a directory of 32-byte key files; the newest is used for sealing and
 //! every one for opening, so rotation keeps old ciphertexts readable.
 
+pub mod password;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, KeyInit};
@@ -36,6 +38,12 @@ pub enum CryptoError {
     /// Authentication failed: the ciphertext was altered or the key is wrong.
     #[error("sealed value failed authentication")]
     Open,
+    /// Sealing failed (the reason says why); nothing sealed is stored.
+    #[error("sealing failed: {0}")]
+    Seal(&'static str),
+    /// Password hashing failed (the message never contains the password).
+    #[error("password hashing: {0}")]
+    Hash(String),
 }
 
 /// A sealed value as stored: key id, 24-byte nonce and ciphertext, both base64url.
@@ -160,15 +168,19 @@ impl KeyRing {
     }
 
     /// Seals `plaintext` with the current key and a fresh random nonce.
-    pub fn seal(&self, plaintext: &[u8]) -> Sealed {
-        let Some(key) = self.keys.first() else {
-            return Sealed { kid: String::new(), nonce: String::new(), ct: String::new() };
-        };
+    ///
+    /// # Errors
+    /// [`CryptoError::Seal`] when the ring has no key or the cipher refuses the input
+    /// (never an empty ciphertext).
+    pub fn seal(&self, plaintext: &[u8]) -> Result<Sealed, CryptoError> {
+        let key = self.keys.first().ok_or(CryptoError::Seal("the key ring has no key"))?;
         let mut nonce = [0u8; 24];
         rand::rng().fill_bytes(&mut nonce);
-        // Encryption with a valid key and nonce size cannot fail for in-memory buffers.
-        let ct = key.cipher.encrypt(XNonce::from_slice(&nonce), plaintext).unwrap_or_default();
-        Sealed { kid: key.id.clone(), nonce: B64.encode(nonce), ct: B64.encode(ct) }
+        let ct = key
+            .cipher
+            .encrypt(XNonce::from_slice(&nonce), plaintext)
+            .map_err(|_| CryptoError::Seal("the cipher refused the plaintext"))?;
+        Ok(Sealed { kid: key.id.clone(), nonce: B64.encode(nonce), ct: B64.encode(ct) })
     }
 
     /// Opens a value sealed by any key of the ring.
@@ -188,7 +200,10 @@ impl KeyRing {
     }
 
     /// Seals a UTF-8 string.
-    pub fn seal_str(&self, s: &str) -> Sealed {
+    ///
+    /// # Errors
+    /// As [`KeyRing::seal`].
+    pub fn seal_str(&self, s: &str) -> Result<Sealed, CryptoError> {
         self.seal(s.as_bytes())
     }
 
@@ -310,7 +325,7 @@ mod tests {
     #[test]
     fn seal_roundtrip_and_tamper() {
         let r = KeyRing::ephemeral();
-        let s = r.seal_str("buyer@example.com");
+        let s = r.seal_str("buyer@example.com").unwrap();
         assert!(!s.ct.contains("buyer"));
         assert_eq!(r.open_str(&s).unwrap().expose(), "buyer@example.com");
         let mut bad = s.clone();
@@ -330,12 +345,21 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
         }
-        let sealed = r1.seal_str("x");
+        let sealed = r1.seal_str("x").unwrap();
         std::fs::rename(&p, d.path().join(format!("keys/sealing.key.{}", r1.current_kid()))).unwrap();
         let (r2, created) = KeyRing::load_or_create(&p).unwrap();
         assert!(created);
         assert_ne!(r1.current_kid(), r2.current_kid());
         assert_eq!(r2.open_str(&sealed).unwrap().expose(), "x");
+    }
+
+    #[test]
+    fn sealing_without_a_key_is_an_error_not_an_empty_ciphertext() {
+        let empty = KeyRing::from_bytes(Vec::new());
+        assert!(matches!(empty.seal(b"x"), Err(CryptoError::Seal(_))));
+        assert!(matches!(empty.seal_str("x"), Err(CryptoError::Seal(_))));
+        let s = KeyRing::ephemeral().seal(b"").unwrap();
+        assert!(!s.ct.is_empty(), "even an empty plaintext has a tag");
     }
 
     #[test]

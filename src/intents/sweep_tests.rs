@@ -1,0 +1,227 @@
+//! The sweep over the store's expiry index ([`crate::base::sweep_due`]): it expires
+//! exactly what is due and erases contacts after retention, reads nothing else, and
+//! works the same on a store migrated from before the index.
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::Settings;
+use crate::crypto::KeyRing;
+use crate::store::{IntentDue, Store};
+use serde_json::json;
+
+const T0: &str = "2026-12-01T10:00:00Z";
+
+fn at(offset: time::Duration) -> String {
+    clock::rfc3339(ts(T0) + offset)
+}
+
+fn record(id: &str, status: Status) -> IntentRecord {
+    let far = at(time::Duration::days(60));
+    IntentRecord {
+        id: id.to_owned(),
+        status,
+        statement: "Octavia".into(),
+        category: "vehicles".into(),
+        criteria: Map::new(),
+        area: AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
+        budget: None,
+        hidden_limit: None,
+        buy_by: None,
+        valid_until: far.clone(),
+        visibility: Visibility::Private,
+        language: "sk".into(),
+        created_at: at(-time::Duration::days(40)),
+        updated_at: at(-time::Duration::days(40)),
+        draft_expires_at: far,
+        contact: None,
+        consent: None,
+        confirm_expires_at: None,
+        confirmed_at: None,
+        ended_at: None,
+        match_count: 0,
+        last_digest_at: None,
+        digest_cursor: 0,
+        owner: None,
+        last_delivered: 0,
+    }
+}
+
+/// The records of the test, with the statuses they must have after one sweep at T0.
+fn records(keys: &KeyRing) -> Vec<(IntentRecord, Status)> {
+    let s = time::Duration::seconds;
+    let mut out = Vec::new();
+    let mut draft = |id: &str, deadline: time::Duration, after: Status| {
+        let mut r = record(id, Status::AwaitingConsent);
+        r.draft_expires_at = at(deadline);
+        out.push((r, after));
+    };
+    draft("int_draft_due", -s(1), Status::Expired);
+    draft("int_draft_at_now", s(0), Status::AwaitingConsent);
+    draft("int_draft_later", s(3600), Status::AwaitingConsent);
+    let contact = keys.seal_str("buyer@example.com").unwrap();
+    for (id, deadline, after) in
+        [("int_unconf_due", -s(1), Status::Expired), ("int_unconf_later", s(60), Status::AwaitingEmailConfirmation)]
+    {
+        let mut r = record(id, Status::AwaitingEmailConfirmation);
+        r.confirm_expires_at = Some(at(deadline));
+        r.contact = Some(contact.clone());
+        out.push((r, after));
+    }
+    for (id, deadline, after) in
+        [("int_active_due", -s(1), Status::Expired), ("int_active_later", s(86400), Status::Active)]
+    {
+        let mut r = record(id, Status::Active);
+        r.valid_until = at(deadline);
+        r.contact = Some(contact.clone());
+        out.push((r, after));
+    }
+    // Ended: contact erased 30 days (the default retention) after the end, not before.
+    for (id, ended) in [("int_ended_erase", -time::Duration::days(31)), ("int_ended_keep", -time::Duration::days(29))] {
+        let mut r = record(id, Status::Withdrawn);
+        r.ended_at = Some(at(ended));
+        r.contact = Some(contact.clone());
+        out.push((r, Status::Withdrawn));
+    }
+    let mut r = record("int_ended_clean", Status::Expired);
+    r.ended_at = Some(at(-time::Duration::days(90)));
+    out.push((r, Status::Expired));
+    out
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    holder: Intents,
+}
+
+fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
+    let mut settings = Settings::defaults();
+    settings.data_dir = dir.path().to_owned();
+    let store = Store::open(&settings.store_path()).unwrap();
+    let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock.clone()));
+    let catalogue = Arc::new(Catalogue::new(base.clone(), None));
+    Fixture { dir, clock, holder: Intents::new(base, catalogue) }
+}
+
+/// A holder whose store holds [`records`], written an hour before T0 through the one
+/// intent write (`Writes::put_intent`), with the clock at T0; `undecodable` adds an intent
+/// record that does not decode and is never due.
+fn fixture(undecodable: bool) -> Fixture {
+    let clock = Arc::new(ManualClock::new(ts(T0) - time::Duration::hours(1)));
+    let f = holder(tempfile::tempdir().unwrap(), clock);
+    let h = &f.holder;
+    h.base
+        .write(|tx| -> Result<()> {
+            for (r, _) in records(&h.base.keys) {
+                tx.put_intent(&r, r.status == Status::Active)?;
+            }
+            if undecodable {
+                // Not an IntentRecord: a sweep that decoded every intent would fail on it.
+                std::ops::DerefMut::deref_mut(tx).put_intent(
+                    "int_not_a_record",
+                    &json!({"x": 1}),
+                    false,
+                    IntentDue::default(),
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    f.clock.advance(time::Duration::hours(1));
+    f
+}
+
+fn stored(h: &Intents, id: &str) -> IntentRecord {
+    h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
+}
+
+/// Checks the statuses after the first sweep at T0, and that every record's index
+/// entry is its own [`crate::base::sweep_due`].
+fn check_after_first_sweep(h: &Intents) {
+    for (r, after) in records(&h.base.keys) {
+        let s = stored(h, &r.id);
+        assert_eq!(s.status, after, "{}", r.id);
+        if after != r.status {
+            assert_eq!(s.ended_at.as_deref(), Some(T0), "{}", r.id);
+        }
+        assert_eq!(
+            h.base.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),
+            sweep_due(&s),
+            "{}",
+            r.id
+        );
+    }
+    assert!(stored(h, "int_ended_erase").contact.is_none(), "erased after retention");
+    assert!(stored(h, "int_ended_keep").contact.is_some(), "kept within retention");
+    assert!(stored(h, "int_unconf_due").contact.is_some(), "just ended: kept");
+    let active = h.base.store.read(|rx| rx.active_ids()).unwrap();
+    assert_eq!(active, vec!["int_active_later"]);
+    // Only the draft due within this very microsecond is still listed.
+    let now = floor_micros(h.now());
+    assert_eq!(
+        h.base.store.read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(),
+        vec!["int_draft_at_now"]
+    );
+}
+
+#[test]
+fn next_status_change_follows_effective_status() {
+    let keys = KeyRing::ephemeral();
+    for (r, _) in records(&keys) {
+        let Some(t) = r.next_status_change() else {
+            assert!(r.status.is_final(), "{}", r.id);
+            assert_eq!(r.effective_status(ts(T0) + time::Duration::days(365)), r.status);
+            continue;
+        };
+        assert_eq!(r.effective_status(t), r.status, "{}: not yet at the time itself", r.id);
+        assert_eq!(r.effective_status(t + time::Duration::nanoseconds(1)), Status::Expired, "{}", r.id);
+    }
+    let mut unbounded = record("int_x", Status::AwaitingEmailConfirmation);
+    unbounded.confirm_expires_at = None;
+    assert_eq!(unbounded.next_status_change(), None);
+    assert_eq!(unbounded.effective_status(ts(T0) + time::Duration::days(365)), Status::AwaitingEmailConfirmation);
+}
+
+#[test]
+fn sweep_expires_exactly_what_is_due_and_reads_only_the_index() {
+    let f = fixture(true);
+    let h = &f.holder;
+    // Due: the draft, the unconfirmed and the active intent past their deadlines, and
+    // the contact of the intent that ended 31 days ago.
+    assert_eq!(h.sweep().unwrap(), 4);
+    check_after_first_sweep(h);
+    assert_eq!(h.sweep().unwrap(), 0, "nothing more is due");
+    f.clock.advance(time::Duration::microseconds(1));
+    assert_eq!(h.sweep().unwrap(), 1, "the draft due at T0 expires after it");
+    assert_eq!(stored(h, "int_draft_at_now").status, Status::Expired);
+    f.clock.advance(time::Duration::days(30));
+    // The rest in turn: three expiries and three contact erasures.
+    assert_eq!(h.sweep().unwrap(), 6);
+    for id in ["int_draft_later", "int_unconf_later", "int_active_later"] {
+        assert_eq!(stored(h, id).status, Status::Expired, "{id}");
+    }
+    for id in ["int_unconf_due", "int_active_due", "int_ended_keep"] {
+        assert!(stored(h, id).contact.is_none(), "{id}: ended over 30 days ago");
+    }
+    for id in ["int_unconf_later", "int_active_later"] {
+        assert!(stored(h, id).contact.is_some(), "{id}: just ended");
+    }
+    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_store_written_without_the_index_is_backfilled_and_swept_the_same() {
+    let Fixture { dir, clock, holder: h } = fixture(false);
+    let path = h.base.settings.store_path();
+    drop(h);
+    crate::store::rewind_to_version_1(&path);
+    let f = holder(dir, clock);
+    let h = &f.holder;
+    // Migration 2 entered every intent as due now.
+    let all_due = h.base.store.read(|rx| rx.intents_due(0, i64::MIN)).unwrap();
+    assert_eq!(all_due.len(), records(&h.base.keys).len());
+    // The first sweep looks at each once, changes what is due and records the real
+    // times of the rest: the same state as on a store that always had the index.
+    assert_eq!(h.sweep().unwrap(), 4);
+    check_after_first_sweep(h);
+}

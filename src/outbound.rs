@@ -1,0 +1,299 @@
+//! Outbound HTTP (infrastructure): the one place isto fetches from the network — today
+//! the OAuth client ID metadata documents (draft-ietf-oauth-client-id-metadata-document).
+//! A [`Fetcher`] allows only `https`, resolves the name itself and connects only to an
+//! address [`is_forbidden`] allows (no loopback, private, link-local, CGNAT,
+//! documentation, multicast or IPv4-embedding IPv6 addresses: no SSRF), follows no
+//! redirects, uses no proxy, bounds the whole fetch by a timeout and the body by a byte
+//! limit ([`FetchError`] never carries the remote body).
+
+use reqwest::header;
+use serde_json::Value;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+use url::Url;
+
+/// Why a fetch gave no usable document. Callers answer every kind with one generic
+/// message (the kind is for the operator's log): a client must not learn whether an
+/// address is refused, a port closed or a server slow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// No HTTP client could be built.
+    #[error("no HTTP client")]
+    Unavailable,
+    /// The URL is not `https` (nor loopback `http` where allowed), or has no host.
+    #[error("URL not allowed")]
+    Url,
+    /// The name resolves to (or the URL names) an address isto never connects to
+    /// ([`is_forbidden`]), or to nothing.
+    #[error("address not allowed")]
+    Address,
+    /// The request or the body took longer than the timeout.
+    #[error("timed out")]
+    Timeout,
+    /// Connecting, sending or reading failed.
+    #[error("could not be fetched")]
+    Failed,
+    /// The server answered a status other than 200 (redirects are not followed).
+    #[error("answered HTTP {0}")]
+    Status(u16),
+    /// The body is longer than the limit.
+    #[error("larger than the limit")]
+    TooLarge,
+    /// The body is not JSON.
+    #[error("not JSON")]
+    NotJson,
+}
+
+/// A bounded JSON fetcher that connects only to public addresses.
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    timeout: Duration,
+    max_bytes: usize,
+    allow_loopback: bool,
+}
+
+impl Fetcher {
+    /// A fetcher with `timeout` for the whole fetch (resolution, connection, body) and
+    /// bodies of at most `max_bytes`. With `allow_loopback` (a holder whose public URL is
+    /// plain `http`, i.e. a development set-up) `http://` URLs naming loopback addresses
+    /// are fetched too; every other forbidden address stays refused.
+    pub fn new(timeout: Duration, max_bytes: usize, allow_loopback: bool) -> Self {
+        Self { timeout, max_bytes, allow_loopback }
+    }
+
+    /// GET `url` with `Accept: application/json`: status 200, at most `max_bytes` of
+    /// JSON, no redirects, no proxy. The host name is resolved here and the connection
+    /// made to the checked address only (no second lookup a DNS answer could change).
+    /// Returns the document and its `Cache-Control` lifetime in seconds (`Some(0)` for
+    /// `no-store`/`no-cache`, `None` without `max-age`).
+    ///
+    /// # Errors
+    /// [`FetchError`].
+    pub async fn get_json(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
+        match tokio::time::timeout(self.timeout, self.fetch(url)).await {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Timeout),
+        }
+    }
+
+    async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
+        let https = url.scheme() == "https";
+        let dev_http = self.allow_loopback && url.scheme() == "http";
+        if !(https || dev_http) {
+            return Err(FetchError::Url);
+        }
+        let port = url.port_or_known_default().ok_or(FetchError::Url)?;
+        let addr = match url.host().ok_or(FetchError::Url)? {
+            url::Host::Ipv4(ip) => self.vet(&[SocketAddr::new(IpAddr::V4(ip), port)])?,
+            url::Host::Ipv6(ip) => self.vet(&[SocketAddr::new(IpAddr::V6(ip), port)])?,
+            url::Host::Domain(name) => {
+                let found: Vec<SocketAddr> =
+                    tokio::net::lookup_host((name, port)).await.map_err(|_| FetchError::Address)?.collect();
+                self.vet(&found)?
+            }
+        };
+        if !https && !addr.ip().is_loopback() {
+            return Err(FetchError::Url);
+        }
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout)
+            .no_proxy()
+            .user_agent(concat!("isto/", env!("CARGO_PKG_VERSION")));
+        if let Some(name) = url.domain() {
+            builder = builder.resolve(name, addr);
+        }
+        let http = builder.build().map_err(|_| FetchError::Unavailable)?;
+        let describe = |e: reqwest::Error| if e.is_timeout() { FetchError::Timeout } else { FetchError::Failed };
+        let mut res = http.get(url).header(header::ACCEPT, "application/json").send().await.map_err(describe)?;
+        if res.status() != reqwest::StatusCode::OK {
+            return Err(FetchError::Status(res.status().as_u16()));
+        }
+        if res.content_length().is_some_and(|n| n > self.max_bytes as u64) {
+            return Err(FetchError::TooLarge);
+        }
+        let max_age = res.headers().get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).and_then(max_age);
+        let mut body = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(describe)? {
+            if body.len() + chunk.len() > self.max_bytes {
+                return Err(FetchError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let doc = serde_json::from_slice(&body).map_err(|_| FetchError::NotJson)?;
+        Ok((doc, max_age))
+    }
+
+    /// The address to connect to: the first one, when every address the name has is
+    /// allowed (a name with any forbidden address is refused whole, so that a DNS
+    /// answer mixing public and internal addresses cannot steer the connection).
+    fn vet(&self, addrs: &[SocketAddr]) -> Result<SocketAddr, FetchError> {
+        let allowed = |a: &SocketAddr| !is_forbidden(a.ip()) || (self.allow_loopback && a.ip().is_loopback());
+        match addrs.first() {
+            Some(first) if addrs.iter().all(allowed) => Ok(*first),
+            _ => Err(FetchError::Address),
+        }
+    }
+}
+
+/// Whether isto must never connect to `ip`: loopback, unspecified, private (RFC 1918,
+/// RFC 4193 unique local), link-local (incl. 169.254.169.254 metadata services),
+/// CGNAT (RFC 6598), benchmarking (RFC 2544), documentation (RFC 5737, RFC 3849), IETF
+/// protocol assignments, multicast, broadcast and reserved ranges, site-local, and every
+/// IPv6 form that embeds an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo).
+pub fn is_forbidden(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation 2001:db8::/32
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo 2001::/32
+                || s[0] == 0x2002 // 6to4 2002::/16
+                || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64 64:ff9b::/96 (and /48)
+                || s[..5] == [0, 0, 0, 0, 0] // IPv4-mapped ::ffff:0:0/96 and -compatible ::/96
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard-only 100::/64
+        }
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || a == 0 // "this network" 0.0.0.0/8
+        || a >= 240 // reserved 240.0.0.0/4
+        || (a == 100 && (b & 0xc0) == 64) // CGNAT 100.64.0.0/10
+        || (a == 198 && (b & 0xfe) == 18) // benchmarking 198.18.0.0/15
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments 192.0.0.0/24
+        || (a == 192 && b == 0 && c == 2) // TEST-NET-1
+        || (a == 198 && b == 51 && c == 100) // TEST-NET-2
+        || (a == 203 && b == 0 && c == 113) // TEST-NET-3
+        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
+}
+
+/// The lifetime a `Cache-Control` value allows (RFC 9111 §5.2.2): `Some(0)` for
+/// `no-store` or `no-cache`, the `max-age` seconds, or `None`.
+fn max_age(v: &str) -> Option<i64> {
+    let mut age = None;
+    for d in v.split(',').map(|d| d.trim().to_ascii_lowercase()) {
+        if d == "no-store" || d == "no-cache" {
+            return Some(0);
+        }
+        if let Some(n) = d.strip_prefix("max-age=") {
+            age = n.trim_matches('"').parse::<i64>().ok().map(|n| n.max(0));
+        }
+    }
+    age
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_addresses() {
+        for a in [
+            "127.0.0.1",
+            "127.8.9.10",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "224.0.0.1",
+            "240.0.0.1",
+            "100.64.0.1",
+            "100.127.255.255",
+            "198.18.0.1",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001::1",
+            "2002:7f00:1::",
+            "64:ff9b::7f00:1",
+            "::ffff:127.0.0.1",
+            "::ffff:8.8.8.8",
+            "::127.0.0.1",
+            "100::1",
+        ] {
+            assert!(is_forbidden(a.parse().unwrap()), "{a} must be forbidden");
+        }
+        for a in
+            ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "192.169.0.1", "2a00:1450:4001::1", "2606:4700::1111"]
+        {
+            assert!(!is_forbidden(a.parse().unwrap()), "{a} is public");
+        }
+    }
+
+    /// A listener on loopback that counts connections; URLs that name it, literally or
+    /// through a name, in every spelling, are refused before any connection.
+    #[tokio::test]
+    async fn internal_addresses_are_never_connected() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((_s, _)) = listener.accept().await {
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        let f = Fetcher::new(Duration::from_secs(2), 1024, false);
+        for u in [
+            format!("https://127.0.0.1:{port}/c.json"),
+            format!("https://localhost:{port}/c.json"),
+            format!("https://[::1]:{port}/c.json"),
+            format!("https://[::ffff:127.0.0.1]:{port}/c.json"),
+            format!("https://0.0.0.0:{port}/c.json"),
+            format!("https://127.1:{port}/c.json"),
+            format!("https://2130706433:{port}/c.json"),
+            format!("https://169.254.169.254:{port}/latest"),
+            format!("https://10.0.0.1:{port}/c.json"),
+            format!("http://127.0.0.1:{port}/c.json"),
+            format!("ftp://127.0.0.1:{port}/c.json"),
+        ] {
+            let r = f.get_json(Url::parse(&u).unwrap()).await;
+            assert!(matches!(r, Err(FetchError::Address | FetchError::Url)), "{u}: {r:?}");
+        }
+        // Development mode allows loopback http only: still no private address.
+        let dev = Fetcher::new(Duration::from_secs(2), 1024, true);
+        for u in [format!("http://10.0.0.1:{port}/c.json"), format!("http://[::ffff:127.0.0.1]:{port}/c.json")] {
+            assert!(dev.get_json(Url::parse(&u).unwrap()).await.is_err(), "{u}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "no connection was made");
+    }
+
+    #[test]
+    fn cache_control_lifetimes() {
+        assert_eq!(max_age("max-age=600"), Some(600));
+        assert_eq!(max_age("public, max-age=\"60\""), Some(60));
+        assert_eq!(max_age("max-age=600, no-store"), Some(0));
+        assert_eq!(max_age("No-Cache"), Some(0));
+        assert_eq!(max_age("max-age=-5"), Some(0));
+        assert_eq!(max_age("private"), None);
+    }
+}

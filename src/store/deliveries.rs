@@ -1,0 +1,148 @@
+//! Deliveries: once per `(intent, offer)` (`delivered`), the per-intent log in time
+//! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
+
+use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
+use super::{encode, range_json, Result, Tables, Tx};
+use redb::ReadableTable;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Key of a `delivered` row.
+fn pair_key(intent: &str, offer: &str) -> String {
+    format!("{intent}\0{offer}")
+}
+
+/// Key of a delivery log row.
+fn log_key(intent: &str, micros: i64, offer: &str) -> String {
+    format!("{intent}\0{micros:020}\0{offer}")
+}
+
+/// Splits a delivery log key into (µs, offer id).
+fn split_log_key(k: &str) -> Option<(i64, String)> {
+    let mut parts = k.split('\0');
+    let _ = parts.next()?;
+    let micros = parts.next()?.parse().ok()?;
+    Some((micros, parts.next()?.to_owned()))
+}
+
+/// Log rows as `(µs, offer id, extensions)`.
+fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
+    rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect()
+}
+
+pub(super) fn delivered_at<R: Tables + ?Sized>(r: &R, intent: &str, offer: &str) -> Result<Option<i64>> {
+    let t = r.table(DELIVERED)?;
+    let v = t.get(pair_key(intent, offer).as_str())?;
+    Ok(v.map(|g| g.value()))
+}
+
+pub(super) fn after<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    intent: &str,
+    after_micros: i64,
+    limit: usize,
+) -> Result<Vec<(i64, String, T)>> {
+    let from = log_key(intent, after_micros.saturating_add(1), "");
+    let to = format!("{intent}\u{1}");
+    Ok(rows(range_json(r, DELIVERY_LOG, (&from, &to), limit, false)?))
+}
+
+pub(super) fn latest<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    intent: &str,
+    limit: usize,
+) -> Result<Vec<(i64, String, T)>> {
+    let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
+    Ok(rows(range_json(r, DELIVERY_LOG, (&from, &to), limit, true)?))
+}
+
+pub(super) fn digest_due_at<R: Tables + ?Sized>(r: &R, intent: &str) -> Result<Option<i64>> {
+    let t = r.table(DIGEST_DUE)?;
+    let v = t.get(intent)?;
+    Ok(v.map(|g| g.value()))
+}
+
+pub(super) fn digests_due<R: Tables + ?Sized>(r: &R) -> Result<Vec<(String, i64)>> {
+    let t = r.table(DIGEST_DUE)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (k, v) = row?;
+        out.push((k.value().to_owned(), v.value()));
+    }
+    Ok(out)
+}
+
+impl Tx<'_> {
+    /// Records a delivery of `offer` to `intent` at `micros` unless one exists; returns
+    /// whether it was new (PROTOCOL.md §2: one per (intent, offer)).
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
+        let pair = pair_key(intent, offer);
+        let mut d = self.txn.open_table(DELIVERED)?;
+        if d.get(pair.as_str())?.is_some() {
+            return Ok(false);
+        }
+        let bytes = encode("delivery_log", ext)?;
+        d.insert(pair.as_str(), micros)?;
+        self.txn.open_table(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
+        Ok(true)
+    }
+
+    /// Sets (or with `None` clears) the time an intent's next digest is due.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
+        let mut t = self.txn.open_table(DIGEST_DUE)?;
+        match due_unix {
+            Some(d) => {
+                t.insert(intent, d)?;
+            }
+            None => {
+                t.remove(intent)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Reads, Store, StoreError};
+
+    #[test]
+    fn deliveries_once_and_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| {
+            assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
+            assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
+            assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
+            assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
+        assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
+        let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
+        assert_eq!(later.len(), 1);
+        let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
+        assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
+        assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+    }
+
+    #[test]
+    fn digest_due_times() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| {
+            tx.set_digest_due("int_a", Some(100))?;
+            tx.set_digest_due("int_b", Some(50))?;
+            tx.set_digest_due("int_b", None)
+        })
+        .unwrap();
+        assert_eq!(s.read(|rx| rx.digest_due_at("int_a")).unwrap(), Some(100));
+        assert_eq!(s.read(|rx| rx.digests_due()).unwrap(), vec![("int_a".to_owned(), 100)]);
+    }
+}

@@ -1,0 +1,172 @@
+//! Intents: the records, the active set (the matching scan set) and the expiry index
+//! the sweep reads instead of decoding every intent.
+//!
+//! Every intent write goes through [`Tx::put_intent`], which keeps the three in step.
+
+use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
+use super::{all_json, encode, get_json, Result, Tables, Tx};
+use redb::ReadableTable;
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::BTreeSet;
+
+/// When the sweep must next look at an intent, in unix µs (floored). The caller of
+/// [`Tx::put_intent`] computes it from the record (the store does not read records).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IntentDue {
+    /// When the intent's effective status next changes by itself (a draft's, an
+    /// unconfirmed intent's or an active intent's deadline); `None` when it never does.
+    pub status_change: Option<i64>,
+    /// When the intent ended, while it still holds a contact (the sweep erases it a
+    /// retention period later); `None` otherwise.
+    pub contact_ended: Option<i64>,
+}
+
+pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<T>> {
+    get_json(r, INTENTS, id)
+}
+
+pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<T>> {
+    all_json(r, INTENTS)
+}
+
+pub(super) fn active_ids<R: Tables + ?Sized>(r: &R) -> Result<Vec<String>> {
+    let t = r.table(ACTIVE)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        out.push(row?.0.value().to_owned());
+    }
+    Ok(out)
+}
+
+pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
+    let mut ids = BTreeSet::new();
+    for (table, until) in [(INTENT_EXPIRY, now_micros), (INTENT_ERASURE, ended_before_micros)] {
+        let t = r.table(table)?;
+        // Every key at or before `until`: strictly before `(until + 1, "")`.
+        let Some(end) = until.checked_add(1) else {
+            for row in t.iter()? {
+                ids.insert(row?.0.value().1.to_owned());
+            }
+            continue;
+        };
+        for row in t.range(..(end, ""))? {
+            ids.insert(row?.0.value().1.to_owned());
+        }
+    }
+    Ok(ids.into_iter().collect())
+}
+
+pub(super) fn due_of<R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<IntentDue>> {
+    let t = r.table(INTENT_DUE)?;
+    let v = t.get(id)?;
+    Ok(v.map(|g| {
+        let (status_change, contact_ended) = g.value();
+        IntentDue { status_change, contact_ended }
+    }))
+}
+
+impl Tx<'_> {
+    /// Inserts or replaces an intent record; keeps the `active` set in step with
+    /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
+    /// every intent write goes through.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn put_intent<T: Serialize>(&mut self, id: &str, record: &T, active: bool, due: IntentDue) -> Result<()> {
+        let bytes = encode("intents", record)?;
+        self.txn.open_table(INTENTS)?.insert(id, bytes.as_slice())?;
+        {
+            let mut a = self.txn.open_table(ACTIVE)?;
+            if active {
+                a.insert(id, ())?;
+            } else {
+                a.remove(id)?;
+            }
+        }
+        self.set_intent_due(id, due)
+    }
+
+    /// Replaces the expiry-index rows of an intent whose record is unchanged (the sweep,
+    /// after looking at an intent that was not due after all); record writes go through
+    /// [`Tx::put_intent`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn set_intent_due(&mut self, id: &str, due: IntentDue) -> Result<()> {
+        let mut by_id = self.txn.open_table(INTENT_DUE)?;
+        let old = by_id.get(id)?.map(|g| g.value()).unwrap_or((None, None));
+        let new = (due.status_change, due.contact_ended);
+        if old == new {
+            return Ok(());
+        }
+        for (table, old, new) in [(INTENT_EXPIRY, old.0, new.0), (INTENT_ERASURE, old.1, new.1)] {
+            if old == new {
+                continue;
+            }
+            let mut t = self.txn.open_table(table)?;
+            if let Some(at) = old {
+                t.remove((at, id))?;
+            }
+            if let Some(at) = new {
+                t.insert((at, id), ())?;
+            }
+        }
+        if new == (None, None) {
+            by_id.remove(id)?;
+        } else {
+            by_id.insert(id, new)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Reads, Store, StoreError};
+    use super::*;
+    use serde_json::json;
+
+    fn due(status_change: Option<i64>, contact_ended: Option<i64>) -> IntentDue {
+        IntentDue { status_change, contact_ended }
+    }
+
+    #[test]
+    fn the_expiry_index_follows_every_write() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| {
+            tx.put_intent("int_a", &json!({}), false, due(Some(100), None))?;
+            tx.put_intent("int_b", &json!({}), true, due(Some(200), None))?;
+            tx.put_intent("int_c", &json!({}), false, due(None, Some(50)))?;
+            tx.put_intent("int_d", &json!({}), false, IntentDue::default())?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let ids = |now, ended| s.read(|rx| rx.intents_due(now, ended)).unwrap();
+        assert_eq!(ids(99, 49), Vec::<String>::new());
+        assert_eq!(ids(100, 49), vec!["int_a"], "at the time itself");
+        assert_eq!(ids(200, 49), vec!["int_a", "int_b"]);
+        assert_eq!(ids(200, 50), vec!["int_a", "int_b", "int_c"]);
+        assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
+        // A rewrite moves the rows; an ended intent without contact leaves the index.
+        s.write(|tx| {
+            tx.put_intent("int_a", &json!({}), true, due(Some(300), None))?;
+            tx.put_intent("int_b", &json!({}), false, due(None, Some(250)))?;
+            tx.put_intent("int_c", &json!({}), false, IntentDue::default())
+        })
+        .unwrap();
+        assert_eq!(ids(299, 249), Vec::<String>::new());
+        assert_eq!(ids(300, 250), vec!["int_a", "int_b"]);
+        assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
+        assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
+        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+    }
+
+    #[test]
+    fn an_intent_due_in_both_tables_is_listed_once() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| tx.put_intent("int_a", &json!({}), false, due(Some(10), Some(10)))).unwrap();
+        assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
+    }
+}

@@ -1,0 +1,91 @@
+//! Offers: the records, their feed references (`seller id \0 ref` → offer id) and the
+//! catalogue generation that the full-text index compares with.
+
+use super::schema::{META, OFFERS, OFFER_REFS};
+use super::{all_json, encode, get_json, get_str, meta_counter, Result, Rx, Tables, Tx};
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Key of the catalogue generation in `meta`.
+const GENERATION: &str = "offers_generation";
+
+/// Key of a feed reference.
+fn ref_key(seller_id: &str, reference: &str) -> String {
+    format!("{seller_id}\0{reference}")
+}
+
+pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<T>> {
+    get_json(r, OFFERS, id)
+}
+
+pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<T>> {
+    all_json(r, OFFERS)
+}
+
+pub(super) fn by_ref<R: Tables + ?Sized>(r: &R, seller_id: &str, reference: &str) -> Result<Option<String>> {
+    get_str(r, OFFER_REFS, &ref_key(seller_id, reference))
+}
+
+impl Tx<'_> {
+    /// Inserts or replaces an offer record and its feed reference.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
+        let bytes = encode("offers", record)?;
+        self.txn.open_table(OFFERS)?.insert(id, bytes.as_slice())?;
+        if let Some((seller, r)) = seller_ref {
+            self.txn.open_table(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
+        }
+        Ok(())
+    }
+
+    /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn bump_offers_generation(&mut self) -> Result<u64> {
+        let next = meta_counter(&*self, GENERATION)? + 1;
+        self.txn.open_table(META)?.insert(GENERATION, next.to_string().as_str())?;
+        Ok(next)
+    }
+}
+
+impl Rx {
+    /// The catalogue generation: bumped by every transaction that writes offers; the
+    /// full-text index stores the generation it reflects.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn offers_generation(&self) -> Result<u64> {
+        meta_counter(self, GENERATION)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Reads, Store};
+    use serde_json::json;
+
+    #[test]
+    fn offers_refs_and_generation() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 0);
+        let g = s
+            .write(|tx| {
+                tx.put_offer("off_a", &json!({"n": 1}), Some(("sel_1", "r1")))?;
+                tx.put_offer("off_b", &json!({"n": 2}), None)?;
+                tx.bump_offers_generation()
+            })
+            .unwrap();
+        assert_eq!(g, 1);
+        assert_eq!(s.write(|tx| tx.bump_offers_generation()).unwrap(), 2);
+        assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 2);
+        assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r1")).unwrap().as_deref(), Some("off_a"));
+        assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r2")).unwrap(), None);
+        let all: Vec<serde_json::Value> = s.read(|rx| rx.all_offers()).unwrap();
+        assert_eq!(all.len(), 2);
+        let b: Option<serde_json::Value> = s.read(|rx| rx.offer("off_b")).unwrap();
+        assert_eq!(b.unwrap()["n"], 2);
+    }
+}

@@ -1,0 +1,123 @@
+//! The outbox: the durable mail queue, by sequence number (never reused).
+
+use super::schema::{META, OUTBOX};
+use super::{decode, encode, meta_counter, Result, Rx, Tables, Tx};
+use redb::ReadableTable;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Key of the last sequence number handed out, in `meta`.
+const SEQ: &str = "outbox_seq";
+
+fn has<R: Tables + ?Sized>(r: &R, seq: u64) -> Result<bool> {
+    Ok(r.table(OUTBOX)?.get(seq)?.is_some())
+}
+
+fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<(u64, T)>> {
+    let t = r.table(OUTBOX)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (k, v) = row?;
+        out.push((k.value(), decode(&k.value().to_string(), v.value())?));
+    }
+    Ok(out)
+}
+
+impl Tx<'_> {
+    /// Appends a job to the outbox; returns its sequence number.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn enqueue_mail<T: Serialize>(&mut self, job: &T) -> Result<u64> {
+        let bytes = encode("outbox", job)?;
+        // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
+        // worker holding a job number can never touch a later job by mistake.
+        let last = meta_counter(&*self, SEQ)?;
+        let mut t = self.txn.open_table(OUTBOX)?;
+        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
+        self.txn.open_table(META)?.insert(SEQ, next.to_string().as_str())?;
+        t.insert(next, bytes.as_slice())?;
+        Ok(next)
+    }
+
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn has_mail(&self, seq: u64) -> Result<bool> {
+        has(self, seq)
+    }
+
+    /// Replaces an outbox job (after a failed attempt).
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn update_mail<T: Serialize>(&mut self, seq: u64, job: &T) -> Result<()> {
+        let bytes = encode("outbox", job)?;
+        self.txn.open_table(OUTBOX)?.insert(seq, bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// Removes an outbox job (sent, or cancelled by a withdrawal).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_mail(&mut self, seq: u64) -> Result<()> {
+        self.txn.open_table(OUTBOX)?.remove(seq)?;
+        Ok(())
+    }
+
+    /// Every outbox job, oldest first.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Corrupt`].
+    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
+        all(self)
+    }
+}
+
+impl Rx {
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn has_mail(&self, seq: u64) -> Result<bool> {
+        has(self, seq)
+    }
+
+    /// Every outbox job, oldest first.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Corrupt`].
+    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
+        all(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+
+    #[test]
+    fn outbox_numbers_are_never_reused() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
+        s.write(|tx| tx.remove_mail(a)).unwrap();
+        let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
+        assert!(b > a, "{b} after {a}");
+    }
+
+    #[test]
+    fn outbox_jobs_in_order_updated_and_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        let (a, b) =
+            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+        s.write(|tx| tx.update_mail(a, &3)).unwrap();
+        assert_eq!(s.read(|rx| rx.outbox::<i32>()).unwrap(), vec![(a, 3), (b, 2)]);
+        assert!(s.read(|rx| rx.has_mail(b)).unwrap());
+        s.write(|tx| tx.remove_mail(b)).unwrap();
+        assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
+        assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+    }
+}

@@ -1,0 +1,118 @@
+//! Namespaced records: `<namespace>:<key>` → JSON in one table, for modules with few,
+//! simple records (OAuth clients, codes, tokens; accounts; sessions; …).
+
+use super::schema::RECORDS;
+use super::{encode, get_json, range_json, Result, Tables, Tx};
+use serde::{de::DeserializeOwned, Serialize};
+
+/// A namespace of the `records` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ns {
+    /// OAuth clients by client_id.
+    Client,
+    /// OAuth authorization codes by hash.
+    AuthCode,
+    /// OAuth access and refresh tokens by hash.
+    Token,
+    /// OAuth refresh-token families by id.
+    TokenFamily,
+    /// People's accounts by id.
+    Account,
+    /// Accounts by folded e-mail.
+    AccountEmail,
+    /// Web sessions by hash.
+    Session,
+    /// One-time sign-in links by hash.
+    SignInLink,
+    /// Login throttling counters by key.
+    Throttle,
+    /// Sellers of the seller endpoint by id.
+    Seller,
+    /// Pending renewals by hash.
+    Renewal,
+}
+
+impl Ns {
+    /// The key prefix, `name:`.
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Client => "client:",
+            Self::AuthCode => "authcode:",
+            Self::Token => "token:",
+            Self::TokenFamily => "family:",
+            Self::Account => "account:",
+            Self::AccountEmail => "account-email:",
+            Self::Session => "session:",
+            Self::SignInLink => "signin:",
+            Self::Throttle => "throttle:",
+            Self::Seller => "seller:",
+            Self::Renewal => "renewal:",
+        }
+    }
+
+    /// The name for errors, `records/name` (keys never appear in errors).
+    fn table_name(self) -> String {
+        format!("records/{}", self.prefix().trim_end_matches(':'))
+    }
+
+    fn key(self, key: &str) -> String {
+        format!("{}{key}", self.prefix())
+    }
+}
+
+pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns, key: &str) -> Result<Option<T>> {
+    get_json(r, RECORDS, &ns.key(key))
+}
+
+pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, T)>> {
+    let p = ns.prefix();
+    let to = format!("{p}\u{10ffff}");
+    Ok(range_json(r, RECORDS, (p, &to), usize::MAX, false)?
+        .into_iter()
+        .map(|(k, v)| (k[p.len()..].to_owned(), v))
+        .collect())
+}
+
+impl Tx<'_> {
+    /// Inserts or replaces a record of a namespace.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
+        let bytes = encode(&ns.table_name(), value)?;
+        self.txn.open_table(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// Removes a record; returns whether it existed.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
+        Ok(self.txn.open_table(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Reads, Store, StoreError};
+    use super::Ns;
+
+    #[test]
+    fn records_are_namespaced() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| {
+            tx.put_record(Ns::Client, "a", &1)?;
+            tx.put_record(Ns::Client, "b", &2)?;
+            tx.put_record(Ns::Token, "a", &3)?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let clients: Vec<(String, i32)> = s.read(|rx| rx.records(Ns::Client)).unwrap();
+        assert_eq!(clients, vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
+        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), Some(3));
+        assert!(s.write(|tx| tx.remove_record(Ns::Token, "a")).unwrap());
+        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), None);
+    }
+}

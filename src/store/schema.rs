@@ -1,0 +1,282 @@
+//! The table layout, its version and the migrations between versions.
+//!
+//! The `meta` table holds `schema_version`. Opening a store ([`prepare`]):
+//! - a new file gets every table of the current layout and [`SCHEMA_VERSION`];
+//! - a file at an older version runs every migration numbered above its version, in
+//!   order, then records [`SCHEMA_VERSION`] — all in the one write transaction of the
+//!   open, so a failed migration leaves the file as it was;
+//! - a file at a newer version is refused ([`StoreError::TooNew`]).
+//!
+//! A migration is `(number, fn(&WriteTransaction) -> Result<()>)`; numbers start at 1
+//! and grow by one, and [`SCHEMA_VERSION`] is the last number. To change the layout, add
+//! the table here and a migration that creates and fills it from the tables before it
+//! (migrations are cumulative: a store several versions behind runs each in turn).
+//! The store is generic over record types, so a migration never decodes a record into
+//! an application type.
+
+use super::{Result, StoreError};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+
+/// The store's file name inside `DATA_DIR`.
+pub const FILE_NAME: &str = "isto.redb";
+
+/// `meta`: key → value (`schema_version`, `offers_generation`, `outbox_seq`).
+pub(super) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+/// `intents`: intent id → IntentRecord JSON.
+pub(super) const INTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("intents");
+/// `active`: ids of active intents → () (the matching scan set).
+pub(super) const ACTIVE: TableDefinition<&str, ()> = TableDefinition::new("active");
+/// `intent_expiry` (v2): `(unix µs when the intent's effective status next changes,
+/// intent id)` → ().
+pub(super) const INTENT_EXPIRY: TableDefinition<(i64, &str), ()> = TableDefinition::new("intent_expiry");
+/// `intent_erasure` (v2): `(unix µs when the intent ended, intent id)` → (), for ended
+/// intents that still hold a contact (erased after the retention period).
+pub(super) const INTENT_ERASURE: TableDefinition<(i64, &str), ()> = TableDefinition::new("intent_erasure");
+/// `intent_due` (v2): intent id → `(expiry µs, erasure µs)`, the keys of its rows in
+/// the two tables above (so a write can replace them).
+pub(super) const INTENT_DUE: TableDefinition<&str, (Option<i64>, Option<i64>)> = TableDefinition::new("intent_due");
+/// `tokens`: token hash (`kind:hex`) → intent id.
+pub(super) const TOKENS: TableDefinition<&str, &str> = TableDefinition::new("tokens");
+/// `offers`: offer id → OfferRecord JSON.
+pub(super) const OFFERS: TableDefinition<&str, &[u8]> = TableDefinition::new("offers");
+/// `offer_refs`: `seller id \0 ref` → offer id (stable external ids of a feed).
+pub(super) const OFFER_REFS: TableDefinition<&str, &str> = TableDefinition::new("offer_refs");
+/// `sellers`: seller id → SellerRecord JSON.
+pub(super) const SELLERS: TableDefinition<&str, &[u8]> = TableDefinition::new("sellers");
+/// `seller_names`: folded seller name → seller id.
+pub(super) const SELLER_NAMES: TableDefinition<&str, &str> = TableDefinition::new("seller_names");
+/// `delivered`: `intent id \0 offer id` → delivery time (unix µs). Once per pair.
+pub(super) const DELIVERED: TableDefinition<&str, i64> = TableDefinition::new("delivered");
+/// `delivery_log`: `intent id \0 µs(20 digits) \0 offer id` → score JSON, in time order.
+pub(super) const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::new("delivery_log");
+/// `digest_due`: intent id → unix seconds when its next digest may go out.
+pub(super) const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
+/// `outbox`: sequence → MailJob JSON (durable mail queue).
+pub(super) const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
+/// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
+/// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
+pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
+
+/// A migration: run inside the open's write transaction.
+type Migration = fn(&WriteTransaction) -> Result<()>;
+
+/// Every migration, by number (1, 2, …; see the module docs).
+const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index)];
+
+/// Version of the table layout this build writes: the last migration's number.
+pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// Key of the version in `meta`.
+const VERSION_KEY: &str = "schema_version";
+
+/// Brings the store in `txn` to [`SCHEMA_VERSION`] (see the module docs); the caller
+/// commits.
+///
+/// # Errors
+/// [`StoreError::TooNew`]; [`StoreError::Corrupt`] when the stored version is not a
+/// number; storage errors and a migration's error.
+pub(super) fn prepare(txn: &WriteTransaction) -> Result<()> {
+    let found = stored_version(txn)?;
+    match found {
+        Some(v) if v > SCHEMA_VERSION => return Err(StoreError::TooNew { found: v }),
+        Some(v) => migrate(txn, v)?,
+        None => {}
+    }
+    create_tables(txn)?;
+    if found != Some(SCHEMA_VERSION) {
+        txn.open_table(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_string().as_str())?;
+    }
+    Ok(())
+}
+
+/// The version recorded in the file (`None` for a new file).
+fn stored_version(txn: &WriteTransaction) -> Result<Option<u64>> {
+    let meta = txn.open_table(META)?;
+    let Some(v) = meta.get(VERSION_KEY)? else { return Ok(None) };
+    let v = v.value();
+    v.parse::<u64>().map(Some).map_err(|_| {
+        StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
+    })
+}
+
+/// Runs every migration numbered above `from`, in order.
+fn migrate(txn: &WriteTransaction, from: u64) -> Result<()> {
+    for (n, run) in MIGRATIONS.iter().filter(|(n, _)| *n > from) {
+        run(txn)?;
+        tracing::info!(migration = n, "store migrated");
+    }
+    Ok(())
+}
+
+/// Opens (creating when missing) every table of the current layout, so that reads in
+/// read transactions never meet a missing table.
+fn create_tables(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(META)?;
+    txn.open_table(INTENTS)?;
+    txn.open_table(ACTIVE)?;
+    txn.open_table(INTENT_EXPIRY)?;
+    txn.open_table(INTENT_ERASURE)?;
+    txn.open_table(INTENT_DUE)?;
+    txn.open_table(TOKENS)?;
+    txn.open_table(OFFERS)?;
+    txn.open_table(OFFER_REFS)?;
+    txn.open_table(SELLERS)?;
+    txn.open_table(SELLER_NAMES)?;
+    txn.open_table(DELIVERED)?;
+    txn.open_table(DELIVERY_LOG)?;
+    txn.open_table(DIGEST_DUE)?;
+    txn.open_table(OUTBOX)?;
+    txn.open_table(RECORDS)?;
+    Ok(())
+}
+
+/// 1: the first layout (`meta` … `records`), which stores at version 1 were created
+/// with in full; nothing to change.
+fn v1_initial(_txn: &WriteTransaction) -> Result<()> {
+    Ok(())
+}
+
+/// 2: the expiry index (`intent_expiry`, `intent_erasure`, `intent_due`). Every stored
+/// intent is entered as due now (time 0): the store cannot read application records,
+/// so the first sweep after the upgrade looks at each intent once — as every sweep did
+/// before the index — and records its real times (see `docs/choices.md`).
+fn v2_intent_expiry_index(txn: &WriteTransaction) -> Result<()> {
+    let intents = txn.open_table(INTENTS)?;
+    let mut expiry = txn.open_table(INTENT_EXPIRY)?;
+    let mut due = txn.open_table(INTENT_DUE)?;
+    txn.open_table(INTENT_ERASURE)?;
+    for row in intents.iter()? {
+        let (id, _) = row?;
+        let id = id.value();
+        expiry.insert((0i64, id), ())?;
+        due.insert(id, (Some(0i64), None::<i64>))?;
+    }
+    Ok(())
+}
+
+/// Turns a store at the current version back into one as version 1 wrote it (drops the
+/// tables added since, records version 1), for tests of the migrations' callers.
+///
+/// # Panics
+/// On any storage error (tests only).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.delete_table(INTENT_EXPIRY).unwrap();
+    txn.delete_table(INTENT_ERASURE).unwrap();
+    txn.delete_table(INTENT_DUE).unwrap();
+    txn.open_table(META).unwrap().insert(VERSION_KEY, "1").unwrap();
+    txn.commit().unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Reads, Store};
+    use super::*;
+    use redb::{Database, ReadableDatabase};
+
+    /// Writes a store as isto wrote it at schema version 1: the v1 tables, one intent,
+    /// `schema_version` "1".
+    fn write_v1(path: &std::path::Path) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.insert(VERSION_KEY, "1").unwrap();
+            txn.open_table(INTENTS).unwrap().insert("int_a", br#"{"x":1}"#.as_slice()).unwrap();
+            txn.open_table(INTENTS).unwrap().insert("int_b", br#"{"x":2}"#.as_slice()).unwrap();
+            txn.open_table(ACTIVE).unwrap().insert("int_a", ()).unwrap();
+            txn.open_table(TOKENS).unwrap();
+            txn.open_table(OFFERS).unwrap();
+            txn.open_table(OFFER_REFS).unwrap();
+            txn.open_table(SELLERS).unwrap();
+            txn.open_table(SELLER_NAMES).unwrap();
+            txn.open_table(DELIVERED).unwrap();
+            txn.open_table(DELIVERY_LOG).unwrap();
+            txn.open_table(DIGEST_DUE).unwrap();
+            txn.open_table(OUTBOX).unwrap();
+            txn.open_table(RECORDS).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+
+    fn version_in(path: &std::path::Path) -> String {
+        let db = Database::open(path).unwrap();
+        let txn = db.begin_read().unwrap();
+        let meta = txn.open_table(META).unwrap();
+        let v = meta.get(VERSION_KEY).unwrap().unwrap().value().to_owned();
+        v
+    }
+
+    #[test]
+    fn migrations_are_numbered_from_one_without_gaps() {
+        for (i, (n, _)) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(*n, i as u64 + 1);
+        }
+        assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as u64);
+    }
+
+    #[test]
+    fn a_new_store_gets_the_current_version() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        drop(Store::open(&p).unwrap());
+        assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
+        // Reopening leaves it as it is.
+        drop(Store::open(&p).unwrap());
+        assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
+    }
+
+    #[test]
+    fn a_version_1_store_is_migrated_and_its_intents_backfilled_into_the_expiry_index() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        write_v1(&p);
+        let s = Store::open(&p).unwrap();
+        // Everything written at version 1 is still there.
+        let v: serde_json::Value = s.read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert_eq!(v["x"], 1);
+        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        // Migration 2: every intent is due now, once.
+        assert_eq!(s.read(|rx| rx.intents_due(0, i64::MIN)).unwrap(), vec!["int_a", "int_b"]);
+        assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap().unwrap().status_change, Some(0));
+        drop(s);
+        assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
+    }
+
+    #[test]
+    fn a_newer_store_is_refused_naming_both_versions_and_what_to_do() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        {
+            let db = Database::create(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().insert(VERSION_KEY, (SCHEMA_VERSION + 1).to_string().as_str()).unwrap();
+            txn.commit().unwrap();
+        }
+        let e = Store::open(&p).unwrap_err();
+        assert!(matches!(e, StoreError::TooNew { found } if found == SCHEMA_VERSION + 1), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("version {}", SCHEMA_VERSION + 1)), "{msg}");
+        assert!(msg.contains(&format!("({SCHEMA_VERSION})")), "{msg}");
+        assert!(msg.contains("upgrade isto") && msg.contains("restore a backup"), "{msg}");
+        // Refusing changes nothing.
+        assert_eq!(version_in(&p), (SCHEMA_VERSION + 1).to_string());
+    }
+
+    #[test]
+    fn an_unreadable_version_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        {
+            let db = Database::create(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().insert(VERSION_KEY, "two").unwrap();
+            txn.commit().unwrap();
+        }
+        let e = Store::open(&p).unwrap_err();
+        assert!(e.to_string().contains("schema version"), "{e}");
+    }
+}
