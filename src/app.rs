@@ -188,6 +188,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
+    let oauth = crate::oauth::Server::new(holder.base.clone());
     let mcp = mcp_services(holder.clone(), stop);
     let buyer = protect(mcp.buyer, &holder, Resource::Buyer);
     let seller = protect(mcp.seller, &holder, Resource::Seller);
@@ -202,9 +203,8 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(buyer)
         .merge(seller)
         .route("/healthz", get(healthz))
-        .merge(crate::web::routes(holder.clone()))
-        .merge(crate::accounts::routes(holder.base.clone()))
-        .merge(crate::oauth::routes(holder.base.clone(), Arc::new(crate::accounts::Sessions(holder.base.clone()))))
+        .merge(crate::web::routes(holder.clone(), oauth.clone()))
+        .merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(remember_span))
         .layer(trace)

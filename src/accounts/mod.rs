@@ -17,22 +17,14 @@
 //! account e-mails are counted per address in `Throttle` records (so they survive a
 //! restart and hold whether or not an account exists, which keeps answers identical);
 //! a global per-minute ceiling on failed password attempts and on account e-mails is
-//! kept in memory by the router ([`routes`]). [`sweep`] deletes expired sessions,
-//! links and counters.
+//! kept in memory by the account pages (`crate::web`, which also hashes passwords off
+//! the async threads). [`sweep`] deletes expired sessions, links and counters.
 //!
 //! A disabled account's sessions stop working at once: [`current`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.
 
-mod i18n;
 mod mail;
-mod pages;
 pub use crate::crypto::password;
-mod web;
-
-#[cfg(test)]
-mod tests;
-
-pub use web::{routes, signout_csrf};
 
 use crate::base::Base;
 use crate::clock;
@@ -40,7 +32,6 @@ use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
 use crate::store::{Ns, Reads, StoreError, Tx};
 use axum::http::{header, HeaderMap};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use time::OffsetDateTime;
 
 /// Name of the session cookie.
@@ -167,7 +158,7 @@ pub struct SessionRecord {
 /// Kind of a one-time link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum LinkKind {
+pub enum LinkKind {
     /// Signs an existing account in.
     Signin,
     /// Confirms a sign-up (creates the account).
@@ -223,7 +214,8 @@ pub fn email_key(email: &str) -> String {
     crypto::token_hash("address", &email.trim().to_ascii_lowercase())
 }
 
-fn session_key(token: &str) -> String {
+/// The `Session` store key of a cookie token (`token_hash("session", token)`).
+pub fn session_key(token: &str) -> String {
     crypto::token_hash("session", token)
 }
 
@@ -258,16 +250,19 @@ fn session_cookies(headers: &HeaderMap) -> Vec<String> {
 
 /// A valid session with its account.
 #[derive(Debug, Clone)]
-struct Signed {
-    /// The session's store key (`token_hash("session", token)`).
-    key: String,
-    session: SessionRecord,
-    account: Account,
+pub struct Signed {
+    /// The session's store key (`token_hash("session", token)`); CSRF tokens of a
+    /// signed-in person's forms are bound to it.
+    pub key: String,
+    /// The session.
+    pub session: SessionRecord,
+    /// Its (enabled) account.
+    pub account: Account,
 }
 
 /// The session of the request, if its cookie names one that exists, has not expired
-/// and belongs to an enabled account.
-fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
+/// and belongs to an enabled account. Reads the store.
+pub fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
     let now = base.clock.now();
     for token in session_cookies(headers) {
         let key = session_key(&token);
@@ -292,23 +287,6 @@ fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
 /// (call it on a blocking thread, or accept one short store read).
 pub fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
     signed_in(base, headers).map(|s| (s.account.id, s.account.role))
-}
-
-/// The signed-in people of a holder, for the OAuth authorization page.
-#[derive(Debug, Clone)]
-pub struct Sessions(pub Arc<Base>);
-
-impl Sessions {
-    /// See [`current`].
-    pub fn current(&self, headers: &HeaderMap) -> Option<(String, String)> {
-        current(&self.0, headers)
-    }
-}
-
-impl crate::oauth::People for Sessions {
-    fn current(&self, headers: &HeaderMap) -> Option<(String, String)> {
-        current(&self.0, headers)
-    }
 }
 
 /// Starts a session for `account_id` in `tx`; returns the cookie token.
@@ -338,13 +316,13 @@ fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>) -> Result
 }
 
 /// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
-fn session_cookie(base: &Base, token: &str) -> String {
+pub fn session_cookie(base: &Base, token: &str) -> String {
     let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// The `Set-Cookie` value that deletes the session cookie.
-fn clear_cookie(base: &Base) -> String {
+pub fn clear_cookie(base: &Base) -> String {
     let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
 }
@@ -365,6 +343,7 @@ fn throttle_take(tx: &mut Tx<'_>, key: &str, now: i64, window: i64, limit: usize
     Ok(true)
 }
 
+/// The `Throttle` key counting an address's failed password attempts.
 fn login_throttle_key(email_hash: &str) -> String {
     format!("login:{email_hash}")
 }
@@ -451,19 +430,24 @@ fn put_signin_link(tx: &mut Tx<'_>, now: OffsetDateTime, account: &Account, toke
 
 /// A sign-up request (the sign-up form, after its checks).
 #[derive(Clone)]
-pub(crate) struct SignupRequest {
+pub struct SignupRequest {
+    /// The address typed (validated again here).
     pub email: String,
     /// argon2id PHC string of the chosen password, if any.
     pub password_hash: Option<String>,
     /// Language of the consent text shown (and of the e-mail).
     pub lang: String,
+    /// Where to go after the confirmation (a checked relative path).
     pub next: String,
 }
 
 /// Sign-up through double opt-in: queues a confirmation link (`/signup/confirm/{token}`,
 /// 72 h) — or, when the address already has an account, a "you already have an account"
 /// e-mail with a sign-in link. The page answers the same either way.
-fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
+///
+/// # Errors
+/// [`AccountError::Input`] for a malformed address; storage and key errors.
+pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let email = checked_email(&req.email)?;
     let now = base.clock.now();
     let hash = email_key(&email);
@@ -507,6 +491,15 @@ fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     Ok(out)
 }
 
+/// Whether `token` names a usable one-time link of `kind` (unused, unexpired). Never
+/// changes state.
+///
+/// # Errors
+/// Storage errors.
+pub fn link_usable(base: &Base, kind: LinkKind, token: &str) -> Result<bool> {
+    Ok(link(base, kind, token)?.is_some())
+}
+
 /// A usable one-time link: the record, if the token names one of `kind` that has not
 /// expired. Never changes state.
 fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> {
@@ -521,7 +514,10 @@ fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> 
 /// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
 /// and `next`, or `None` when the link is unknown, used, expired, or its account is
 /// gone or disabled.
-fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
+///
+/// # Errors
+/// Storage errors.
+pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
@@ -546,7 +542,10 @@ fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>>
 /// Confirms a sign-up (POST): deletes the link, creates the buyer account (recording the
 /// consent text version) unless the address got an account meanwhile, and starts a
 /// session. `None` when the link is unknown, used or expired, or the account is disabled.
-fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
+///
+/// # Errors
+/// Storage and key errors.
+pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
@@ -707,6 +706,21 @@ pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_sess
     Ok(())
 }
 
+/// The owner of a session changes its password ([`set_password`], keeping
+/// `keep_session`); then the address's failed-sign-in counter is spent, since the person
+/// proved the password (clearing it is best effort: the password is saved either way).
+///
+/// # Errors
+/// As [`set_password`].
+pub fn change_password(base: &Base, signed: &Signed, new_password: &str, keep_session: Option<&str>) -> Result<()> {
+    set_password(base, &signed.account.id, new_password, keep_session)?;
+    let key = login_throttle_key(&signed.account.email_hash);
+    if let Err(e) = base.store.write(|tx| tx.remove_record(Ns::Throttle, &key)) {
+        tracing::warn!(error = %e, "clearing a sign-in counter failed");
+    }
+    Ok(())
+}
+
 /// Deletes expired sessions, expired one-time links and stale throttle counters.
 /// Returns how many records went.
 ///
@@ -743,15 +757,19 @@ pub fn sweep(base: &Base) -> Result<u64> {
 // password sign-in (the parts that touch the store; hashing is in `web`)
 
 /// What a password sign-in attempt needs from the store.
-struct LoginTarget {
+#[derive(Debug)]
+pub struct LoginTarget {
     /// The account, if the address has one that is enabled and has a password.
-    account: Option<Account>,
+    pub account: Option<Account>,
 }
 
 /// Counts a password attempt for the address (before verifying, so parallel guesses
 /// cannot slip past the limit) and loads the account. `None` when the address used up
 /// its attempts.
-fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
+///
+/// # Errors
+/// Storage errors.
+pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
     let now = base.clock.now().unix_timestamp();
     base.store.write(|tx| -> Result<Option<LoginTarget>> {
         let key = login_throttle_key(email_hash);
@@ -765,7 +783,10 @@ fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
 
 /// After a verified password: clears the address's counter, stores a rehash if one was
 /// made, and starts a session. `None` if the account was disabled meanwhile.
-fn finish_login(
+///
+/// # Errors
+/// Storage errors.
+pub fn finish_login(
     base: &Base,
     account_id: &str,
     email_hash: &str,
@@ -791,7 +812,10 @@ fn finish_login(
 }
 
 /// Ends the session stored under `key`.
-fn end_session(base: &Base, key: &str) -> Result<()> {
+///
+/// # Errors
+/// Storage errors.
+pub fn end_session(base: &Base, key: &str) -> Result<()> {
     base.store.write(|tx| -> Result<()> {
         tx.remove_record(Ns::Session, key)?;
         Ok(())

@@ -1,6 +1,6 @@
 //! isto's own OAuth 2.1 authorization server and the protected-resource side of
 //! `/mcp/buyer` and `/mcp/seller` (PROTOCOL.md §1, §7). No external identity provider:
-//! people sign in on the holder's pages (the accounts module, behind [`People`]).
+//! people sign in on the holder's pages (`crate::web`, over the accounts service).
 //!
 //! * Metadata: RFC 8414 at `/.well-known/oauth-authorization-server` (with
 //!   `client_id_metadata_document_supported`), RFC 9728 protected resource metadata at
@@ -12,7 +12,8 @@
 //!   matching with the RFC 8252 §7.3 loopback rule (any port for `http://127.0.0.1`,
 //!   `http://[::1]`, `http://localhost`), RFC 8707 `resource` (one of the two MCP
 //!   endpoints; a request without one means `/mcp/buyer`), RFC 9207 `iss` in the response.
-//!   A consent page (server-rendered, no JavaScript, CSRF token) asks the signed-in person.
+//!   The consent page that asks the signed-in person is `crate::web`'s; it calls
+//!   [`authorize::validate`] and [`authorize::allow`].
 //! * `/oauth/token`: single-use codes (60 s; a replayed code revokes what it issued),
 //!   access tokens (1 h) bound to one resource, refresh tokens (30 days) rotated on every
 //!   use, with reuse detection (a refresh token presented twice revokes its family).
@@ -26,13 +27,11 @@
 //! and its family exists and is not revoked, so revoking a family is one write. Nothing
 //! here logs a token, code, verifier, secret or request body.
 
-mod authorize;
+pub mod authorize;
 mod clients;
 mod error;
 mod form;
 mod metadata;
-#[cfg(test)]
-mod tests;
 mod token;
 
 use crate::base::Base;
@@ -46,6 +45,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 
+pub use clients::ClientRecord;
+pub use form::Params;
 pub use token::{revoke_account, sweep};
 
 pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
@@ -57,16 +58,8 @@ pub const ACCESS_TTL_SECS: i64 = 3600;
 /// Lifetime of a refresh token, seconds (each rotation starts a new 30 days).
 pub const REFRESH_TTL_SECS: i64 = 30 * 86400;
 
-/// Largest body accepted by the registration, token, revocation and authorize endpoints.
+/// Largest body accepted by the registration, token and revocation endpoints.
 const BODY_LIMIT: usize = 16 * 1024;
-
-/// Who is signed in on the holder's pages. The accounts module implements this; the
-/// authorization endpoint asks it. Sign-in page: `/signin?next=<relative URL>`.
-pub trait People: Send + Sync + 'static {
-    /// The signed-in account's id and role (`"buyer"` | `"seller"`) from the request's
-    /// cookies, if any.
-    fn current(&self, headers: &HeaderMap) -> Option<(String, String)>;
-}
 
 /// A verified access token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,28 +94,35 @@ impl Grant {
     }
 }
 
-/// Shared state of the OAuth routes.
-struct Ctx {
+/// The authorization server's shared state: the handles and the cache of client ID
+/// metadata documents. Built once ([`Server::new`]) and shared by the OAuth routes and
+/// the authorization page, so both see the same cached clients.
+pub struct Server {
     base: Arc<Base>,
-    people: Arc<dyn People>,
     cimd: clients::Cimd,
 }
 
-type Shared = Arc<Ctx>;
+impl Server {
+    /// The server over `base` (loopback `http://` metadata documents are allowed only
+    /// when the holder itself is not served over HTTPS).
+    pub fn new(base: Arc<Base>) -> Arc<Self> {
+        let allow_loopback_http = !base.settings.public_url.is_https();
+        Arc::new(Self { base, cimd: clients::Cimd::new(allow_loopback_http) })
+    }
+}
+
+type Shared = Arc<Server>;
 
 /// The authorization server and protected-resource routes:
 /// `GET /.well-known/oauth-authorization-server`,
 /// `GET /.well-known/oauth-protected-resource[/mcp/buyer|/mcp/seller]`,
-/// `POST /oauth/register`, `GET|POST /oauth/authorize`, `POST /oauth/token`,
-/// `POST /oauth/revoke`.
+/// `POST /oauth/register`, `POST /oauth/token`, `POST /oauth/revoke` (the page
+/// `GET|POST /oauth/authorize` is routed by `crate::web`).
 ///
 /// The machine endpoints (metadata, register, token, revoke) answer CORS requests from any
 /// origin (browser-based MCP clients), so the app's same-origin POST check must let
-/// `/oauth/register`, `/oauth/token` and `/oauth/revoke` through; `/oauth/authorize` is a
-/// page (no-store, frame-denied, CSRF-protected form).
-pub fn routes(base: Arc<Base>, people: Arc<dyn People>) -> Router {
-    let allow_loopback_http = !base.settings.public_url.is_https();
-    let ctx = Arc::new(Ctx { base, people, cimd: clients::Cimd::new(allow_loopback_http) });
+/// `/oauth/register`, `/oauth/token` and `/oauth/revoke` through.
+pub fn routes(ctx: Arc<Server>) -> Router {
     let api = Router::new()
         .route("/.well-known/oauth-authorization-server", get(metadata::authorization_server).options(preflight))
         .route("/.well-known/oauth-protected-resource", get(metadata::buyer_resource).options(preflight))
@@ -132,10 +132,7 @@ pub fn routes(base: Arc<Base>, people: Arc<dyn People>) -> Router {
         .route("/oauth/token", post(token::token).options(preflight))
         .route("/oauth/revoke", post(token::revoke).options(preflight))
         .layer(axum::middleware::map_response(cors_headers));
-    let pages = Router::new()
-        .route("/oauth/authorize", get(authorize::page).post(authorize::decide))
-        .layer(axum::middleware::map_response(authorize::page_headers));
-    api.merge(pages).layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
+    api.layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
 }
 
 /// CORS for the machine endpoints: any origin, no cookies.

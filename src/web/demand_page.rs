@@ -15,15 +15,16 @@
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
-use super::i18n::{ui, LANGUAGES};
+use super::i18n::{ui, DemandText};
 use super::{call, fail_page, page, page_access, pages, Shared};
+use crate::base::ServiceError;
 use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
 use crate::gazetteer::region_name;
 use crate::policy::{Action, Denied};
 use crate::protocol::CATEGORIES;
-use crate::state::AppState;
+
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
@@ -38,111 +39,11 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // strings
 
-struct Texts {
-    title: &'static str,
-    intro: &'static str,
-    rule_before_k: &'static str,
-    rule_after_k: &'static str,
-    as_of: &'static str,
-    sellers_only_title: &'static str,
-    sellers_only: &'static str,
-    unknown_category: &'static str,
-    category: &'static str,
-    buy_by: &'static str,
-    all: &'static str,
-    region: &'static str,
-    budget: &'static str,
-    no_budget: &'static str,
-    withheld: &'static str,
-    brackets: &'static str,
-    svg_title: &'static str,
-    bands: [&'static str; 5],
-    vehicles: &'static str,
-    property: &'static str,
+fn texts(lang: &str) -> &'static DemandText {
+    ui(lang).demand
 }
 
-static SK: Texts = Texts {
-    title: "Mapa dopytu",
-    intro: "Aktívne dopyty kupujúcich podľa kraja a rozpočtu, pre každý termín nákupu. Počítajú sa len potvrdené \
-            aktívne dopyty, podľa viditeľného rozpočtu. Dopyt na celú krajinu sa počíta v každom jej kraji.",
-    rule_before_k: "Bunky s menej ako",
-    rule_after_k: "aktívnymi dopytmi sú skryté (šrafované sivou).",
-    as_of: "Stav k",
-    sellers_only_title: "Len pre predajcov",
-    sellers_only: "Táto stránka je pre predajcov. Prihláste sa účtom predajcu.",
-    unknown_category: "Neznáma kategória. Vyberte si:",
-    category: "Kategória",
-    buy_by: "Termín nákupu",
-    all: "Všetky",
-    region: "Kraj",
-    budget: "Rozpočet",
-    no_budget: "bez rozpočtu",
-    withheld: "skryté",
-    brackets: "v zátvorke nové za posledných 7 dní",
-    svg_title: "Mapa: aktívne dopyty podľa kraja (riadky) a rozpočtu (stĺpce); tabuľka nižšie má rovnaké čísla.",
-    bands: ["do 1 mesiaca", "do 3 mesiacov", "do 12 mesiacov", "neskôr", "bez termínu"],
-    vehicles: "Vozidlá",
-    property: "Nehnuteľnosti",
-};
-
-static CS: Texts = Texts {
-    title: "Mapa poptávky",
-    intro: "Aktivní poptávky kupujících podle kraje a rozpočtu, pro každý termín nákupu. Počítají se jen potvrzené \
-            aktivní poptávky, podle viditelného rozpočtu. Poptávka na celou zemi se počítá v každém jejím kraji.",
-    rule_before_k: "Buňky s méně než",
-    rule_after_k: "aktivními poptávkami jsou skryté (šrafované šedě).",
-    as_of: "Stav k",
-    sellers_only_title: "Jen pro prodejce",
-    sellers_only: "Tato stránka je pro prodejce. Přihlaste se účtem prodejce.",
-    unknown_category: "Neznámá kategorie. Vyberte si:",
-    category: "Kategorie",
-    buy_by: "Termín nákupu",
-    all: "Všechny",
-    region: "Kraj",
-    budget: "Rozpočet",
-    no_budget: "bez rozpočtu",
-    withheld: "skryto",
-    brackets: "v závorce nové za posledních 7 dní",
-    svg_title: "Mapa: aktivní poptávky podle kraje (řádky) a rozpočtu (sloupce); tabulka níže má stejná čísla.",
-    bands: ["do 1 měsíce", "do 3 měsíců", "do 12 měsíců", "později", "bez termínu"],
-    vehicles: "Vozidla",
-    property: "Nemovitosti",
-};
-
-static EN: Texts = Texts {
-    title: "Demand heat map",
-    intro: "Active buying requests by region and budget band, for each buy-by band. Only confirmed, active \
-            requests count, by their visible budget. A request for a whole country counts in every region of it.",
-    rule_before_k: "Cells with fewer than",
-    rule_after_k: "active requests are withheld (hatched grey).",
-    as_of: "Counted at",
-    sellers_only_title: "Sellers only",
-    sellers_only: "This page is for sellers. Sign in with a seller account.",
-    unknown_category: "Unknown category. Choose one of:",
-    category: "Category",
-    buy_by: "Buy by",
-    all: "All",
-    region: "Region",
-    budget: "Budget",
-    no_budget: "no budget",
-    withheld: "withheld",
-    brackets: "in brackets: new in the last 7 days",
-    svg_title:
-        "Heat map: active requests by region (rows) and budget band (columns); the table below has the same numbers.",
-    bands: ["within 1 month", "within 3 months", "within 12 months", "later", "no date"],
-    vehicles: "Vehicles",
-    property: "Property",
-};
-
-fn texts(lang: &str) -> &'static Texts {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
-
-impl Texts {
+impl DemandText {
     fn category_name(&self, key: &'static str) -> &'static str {
         match key {
             "vehicles" => self.vehicles,
@@ -150,26 +51,6 @@ impl Texts {
             other => other,
         }
     }
-}
-
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
 }
 
 // ---------------------------------------------------------------------------
@@ -193,13 +74,13 @@ enum Access {
 
 /// `GET /seller/demand?category=…[&buyBy=…]`.
 async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, t) = (ui(lang), texts(lang));
     let query: Query = q.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
     let category = CATEGORIES.iter().find(|c| c.key == query.category || query.category.is_empty()).map(|c| c.key);
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
     let hd = headers.clone();
-    let got = call(&h, "demand_heat_map", move |x| {
+    let got = call(&h, "demand_heat_map", move |x| -> Result<_, ServiceError> {
         Ok(match page_access(x, &hd, Action::SellerPages) {
             Err(Denied::MissingCredentials) => Access::SignIn,
             Err(_) => Access::Forbidden,
@@ -259,7 +140,7 @@ fn shade(n: u64, max: u64) -> (String, &'static str) {
     (format!("#{r:02x}{g:02x}{b:02x}"), if t > 0.5 { "#ffffff" } else { "#1b1f24" })
 }
 
-fn budget_label(t: &Texts, label: &str) -> String {
+fn budget_label(t: &DemandText, label: &str) -> String {
     if label == NONE {
         t.no_budget.to_owned()
     } else {
@@ -268,7 +149,7 @@ fn budget_label(t: &Texts, label: &str) -> String {
 }
 
 /// The page body: intro, category and buy-by navigation, one section per band.
-fn body(t: &Texts, lang: &str, map: &HeatMap, only: Option<usize>) -> Markup {
+fn body(t: &DemandText, lang: &str, map: &HeatMap, only: Option<usize>) -> Markup {
     let category = map.grid.category.as_str();
     let link = |c: &str, y: Option<&str>| match y {
         Some(y) => format!("/seller/demand?category={c}&buyBy={y}"),
@@ -317,7 +198,7 @@ fn body(t: &Texts, lang: &str, map: &HeatMap, only: Option<usize>) -> Markup {
 }
 
 /// The heat map of one buy-by band as inline SVG.
-fn svg(t: &Texts, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup {
+fn svg(t: &DemandText, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup {
     let band = BUY_BY_BANDS[y];
     let labels = map.grid.budget_labels();
     let width = LABEL_W + COL_W * labels.len() as u32;
@@ -365,7 +246,7 @@ fn svg(t: &Texts, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup {
 }
 
 /// The same numbers as a table (regions × budget bands).
-fn table(t: &Texts, lang: &str, map: &HeatMap, y: usize) -> Markup {
+fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
     let labels = map.grid.budget_labels();
     html! {
         table.criteria {

@@ -18,19 +18,15 @@
 //! Pages are in the browser's language (`Accept-Language`: sk, cs or en), else the
 //! holder's default; they show only the public intent view.
 
-use super::i18n::{ui, Ui, LANGUAGES};
-use super::FORM_LIMIT;
-use super::{
-    call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, page_headers, pages, Fail, FormFields, Shared,
-};
-use crate::accounts;
+use super::i18n::{ui, MineText, Ui};
+use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, pages, Fail, FormFields, Shared};
+use crate::base::ServiceError;
 use crate::policy::Action;
-use crate::protocol::{Delivery, Intent, Status};
+use crate::protocol::{Intent, Status};
 use crate::state::AppState;
-use crate::text::format_amount;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -48,109 +44,14 @@ pub(super) fn routes(holder: AppState) -> Router {
         .route("/me/intents/{id}/withdraw", post(withdraw_submit))
         .route("/me/intents/{id}/renew", post(renew_request))
         .route("/renew/{token}", get(renew_page).post(renew_submit))
-        .layer(DefaultBodyLimit::max(FORM_LIMIT))
-        .layer(axum::middleware::map_response(page_headers))
         .with_state(holder)
 }
 
 // ---------------------------------------------------------------------------
 // strings
 
-/// The strings of these pages (the shared ones come from [`Ui`]).
-struct Mine {
-    title: &'static str,
-    intro: &'static str,
-    none: &'static str,
-    offers: &'static str,
-    actions: &'static str,
-    show_offers: &'static str,
-    renew_button: &'static str,
-    back: &'static str,
-    renew_title: &'static str,
-    renew_intro: &'static str,
-    new_valid_until: &'static str,
-    renew_closed: &'static str,
-    renew_refused: &'static str,
-    signout: &'static str,
-}
-
-static SK: Mine = Mine {
-    title: "Moje dopyty",
-    intro: "Dopyty, ktoré za vás zverejnili vaši asistenti. Ponuky k nim vám chodia e-mailom.",
-    none: "Zatiaľ nemáte žiadny dopyt. Požiadajte asistenta, aby ho za vás zverejnil.",
-    offers: "Ponuky",
-    actions: "Akcie",
-    show_offers: "Zobraziť ponuky",
-    renew_button: "Predĺžiť",
-    back: "Späť na moje dopyty",
-    renew_title: "Predĺženie dopytu",
-    renew_intro: "Tlačidlom Potvrdiť predĺžite platnosť tohto dopytu do dátumu nižšie. Ponuky vám budú chodiť ďalej.",
-    new_valid_until: "Nová platnosť do",
-    renew_closed: "Toto predĺženie sa už nedá potvrdiť (dopyt bol zrušený alebo dátum už uplynul). Vráťte sa na svoje dopyty a predĺžte ho znova.",
-    renew_refused: "Tento dopyt sa teraz nedá predĺžiť: je zrušený, nikdy nebol aktívny, alebo už platí najdlhšie, ako je možné.",
-    signout: "Odhlásiť sa",
-};
-
-static CS: Mine = Mine {
-    title: "Moje poptávky",
-    intro: "Poptávky, které za vás zveřejnili vaši asistenti. Nabídky k nim vám chodí e-mailem.",
-    none: "Zatím nemáte žádnou poptávku. Požádejte asistenta, aby ji za vás zveřejnil.",
-    offers: "Nabídky",
-    actions: "Akce",
-    show_offers: "Zobrazit nabídky",
-    renew_button: "Prodloužit",
-    back: "Zpět na moje poptávky",
-    renew_title: "Prodloužení poptávky",
-    renew_intro: "Tlačítkem Potvrdit prodloužíte platnost této poptávky do data níže. Nabídky vám budou chodit dál.",
-    new_valid_until: "Nová platnost do",
-    renew_closed: "Toto prodloužení již nelze potvrdit (poptávka byla zrušena nebo datum již uplynulo). Vraťte se na své poptávky a prodlužte ji znovu.",
-    renew_refused: "Tuto poptávku nyní nelze prodloužit: je zrušena, nikdy nebyla aktivní, nebo již platí nejdéle, jak je možné.",
-    signout: "Odhlásit se",
-};
-
-static EN: Mine = Mine {
-    title: "My requests",
-    intro: "The requests your assistants published for you. Offers for them come to you by e-mail.",
-    none: "You have no requests yet. Ask your assistant to publish one for you.",
-    offers: "Offers",
-    actions: "Actions",
-    show_offers: "Show offers",
-    renew_button: "Renew",
-    back: "Back to my requests",
-    renew_title: "Renew your request",
-    renew_intro: "Press Confirm to keep this request valid until the date below. Offers will keep coming.",
-    new_valid_until: "New end of validity",
-    renew_closed: "This renewal can no longer be confirmed (the request was withdrawn or the date has passed). Go back to your requests and renew it again.",
-    renew_refused: "This request cannot be renewed now: it is withdrawn, it never became active, or it is already valid for as long as possible.",
-    signout: "Sign out",
-};
-
-fn mine(lang: &str) -> &'static Mine {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
-
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
+fn mine(lang: &str) -> &'static MineText {
+    ui(lang).mine
 }
 
 // ---------------------------------------------------------------------------
@@ -164,7 +65,7 @@ fn signin_redirect(next: &str) -> Response {
 /// The signed-in account's id (one short store read, off the async threads).
 async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
     let hd = headers.clone();
-    call(h, "session", move |x| Ok(page_access(x, &hd, Action::OwnPages).ok())).await
+    call(h, "session", move |x| Ok::<_, ServiceError>(page_access(x, &hd, Action::OwnPages).ok())).await
 }
 
 fn binding(account: &str, what: &str) -> String {
@@ -180,19 +81,13 @@ fn refused(h: &AppState, ui: &Ui, text: &str) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
 }
 
-/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
-fn is_web_url(u: &str) -> bool {
-    let l = u.trim_start().to_ascii_lowercase();
-    l.starts_with("https://") || l.starts_with("http://")
-}
-
 /// Whether the Renew button makes sense for an intent in this state.
 fn renewable(i: &Intent) -> bool {
     matches!(i.status, Status::Active | Status::Expired)
 }
 
 /// The Withdraw and Renew buttons of an intent.
-fn actions(h: &AppState, ui: &Ui, m: &Mine, account: &str, i: &Intent) -> Markup {
+fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Markup {
     html! {
         @if renewable(i) {
             form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
@@ -218,13 +113,13 @@ fn match_count(i: &Intent) -> u64 {
 
 /// `GET /me`.
 async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
-    let got = call(&h, "my_intents", move |x| {
+    let got = call(&h, "my_intents", move |x| -> Result<_, ServiceError> {
         let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         let intents = x.intents.owned_intents(&account)?;
-        let signout = accounts::signout_csrf(&x.base, &hd);
+        let signout = super::accounts::signout_csrf(&x.base, &hd);
         Ok(Some((account, intents, signout)))
     })
     .await;
@@ -277,47 +172,12 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
     page(&h, ui, StatusCode::OK, m.title, body)
 }
 
-/// The delivered offers, newest first.
-fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
-    html! {
-        h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
-        @if deliveries.is_empty() {
-            p { (ui.no_offers) }
-        } @else {
-            ol.offers {
-                @for d in deliveries {
-                    @let o = &d.offer;
-                    li {
-                        h3 {
-                            @match o.source.url.as_deref().filter(|u| is_web_url(u)) {
-                                Some(u) => a href=(u) rel="noopener noreferrer nofollow" { (o.title) },
-                                None => (o.title),
-                            }
-                        }
-                        dl.meta {
-                            dt { (ui.price) }
-                            dd.price { (format_amount(o.price.amount)) "\u{a0}" (o.price.currency) }
-                            dt { (ui.place) }
-                            dd { (o.area.place.clone().unwrap_or_else(|| pages::area_text(ui, &o.area))) }
-                            dt { (ui.seller) }
-                            dd { (o.seller.name) }
-                            dt { (ui.delivered) }
-                            dd { (pages::date(ui, &d.delivered_at)) }
-                        }
-                    }
-                }
-            }
-        }
-        p.hint { (ui.aggregator) }
-    }
-}
-
 /// `GET /me/intents/{id}`: one owned intent and its delivered offers.
 async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
-    let got = call(&h, "my_intent", move |x| {
+    let got = call(&h, "my_intent", move |x| -> Result<_, ServiceError> {
         let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         let view = x.intents.owned_results(&account, &id)?;
         Ok(Some((account, view)))
@@ -335,7 +195,7 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
             dd { (ui.status_name(view.intent.status)) }
         }
         (actions(&h, ui, m, &account, &view.intent))
-        (offer_list(ui, &view.deliveries))
+        (pages::offer_list(ui, &view.deliveries))
         p { a href="/me" { (m.back) } }
     };
     page(&h, ui, StatusCode::OK, ui.results_title, body)
@@ -343,7 +203,7 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
 
 /// `POST /me/intents/{id}/withdraw` (csrf): at once; 303 to `/me`.
 async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let ui = ui(lang);
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {
@@ -362,7 +222,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
 
 /// `POST /me/intents/{id}/renew` (csrf): a pending renewal; 303 to its page.
 async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {
@@ -385,10 +245,10 @@ async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers:
 
 /// `GET /renew/{token}`: the intent, the new validUntil and a Confirm button.
 async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let (hd, t) = (headers.clone(), token.clone());
-    let got = call(&h, "renewal_view", move |x| {
+    let got = call(&h, "renewal_view", move |x| -> Result<_, ServiceError> {
         let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
         Ok(Some((x.intents.renewal_view(&account, &t)?, account)))
     })
@@ -424,7 +284,7 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
 
 /// `POST /renew/{token}` (csrf): applies the renewal; 303 to the intent's page.
 async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let form = FormFields::parse(&body);
     let account = match account_of(&h, &headers).await {

@@ -1,6 +1,13 @@
-//! The holder's web pages (PROTOCOL.md §1 "Web pages", §4): the consent page, the
-//! e-mail confirmation page, the results page of a manage link, the withdraw page and
-//! the RFC 8058 one-click unsubscribe, plus a short home page and the one stylesheet.
+//! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the consent
+//! page, the e-mail confirmation page, the results page of a manage link, the withdraw
+//! page and the RFC 8058 one-click unsubscribe, a short home page and the one
+//! stylesheet (here); the account pages ([`accounts`]), the OAuth authorization page
+//! ([`authorize`]), the signed-in buyer's pages (`mine`) and the sellers' pages.
+//!
+//! One web layer: one layout ([`pages::layout`]), one table of texts and one language
+//! negotiation ([`i18n`]), one security-header layer ([`security_headers`], applied
+//! once in [`routes`]), one way to call a service off the async threads with one page
+//! error ([`call`], [`Fail`]).
 //!
 //! Server-rendered with maud, no JavaScript. A GET never changes state (mail scanners
 //! follow links); every state change is a POST carrying a CSRF token bound to the
@@ -13,6 +20,13 @@
 //! URLs), a strict CSP and `X-Frame-Options: DENY`. Errors are logged once, by
 //! operation name only: never a path, token, e-mail or form body.
 
+mod account_pages;
+#[cfg(test)]
+mod account_tests;
+mod accounts;
+mod authorize;
+#[cfg(test)]
+mod authorize_tests;
 mod demand_page;
 mod i18n;
 mod mine;
@@ -22,14 +36,16 @@ mod seller_pages;
 mod tests;
 pub mod wellknown;
 
+use crate::accounts::AccountError;
 use crate::base::ServiceError;
 use crate::intents::{ConfirmOutcome, ConsentOutcome};
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::protocol::{Intent, Status};
 use crate::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
@@ -37,11 +53,11 @@ use i18n::{page_lang, ui, Ui, LANGUAGES};
 use maud::Markup;
 use rust_embed::RustEmbed;
 use serde::Deserialize;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 type Shared = AppState;
 
-/// Largest form body accepted (the consent form is well under 1 KiB).
+/// Largest form body accepted by any page (the consent form is well under 1 KiB).
 const FORM_LIMIT: usize = 16 * 1024;
 
 /// CSRF purposes (the binding is the page's URL token).
@@ -49,17 +65,34 @@ const CSRF_CONSENT: &str = "consent";
 const CSRF_CONFIRM: &str = "confirm";
 const CSRF_WITHDRAW: &str = "withdraw";
 
+/// The pages' Content-Security-Policy: the stylesheet only, forms to this site only.
 const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
+/// The authorization page's: without `form-action`, because the Allow answer redirects
+/// to the client's own URI.
+const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancestors 'none'";
 
-/// Routes of the holder's pages (PROTOCOL.md §1 "Web pages").
+/// Routes of every page (PROTOCOL.md §1 "Web pages"):
 ///
 /// `GET /`, `GET|POST /consent/{token}`, `GET /consent/{token}/sent`,
 /// `GET|POST /confirm/{token}`, `GET /confirm/{token}/done`, `GET /results/{token}`,
 /// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
-/// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF), and
-/// `GET /assets/style.css`.
-pub fn routes(holder: AppState) -> Router {
+/// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF),
+/// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
+/// and the sellers' pages, the account pages ([`accounts`]) and
+/// `GET|POST /oauth/authorize` ([`authorize`], over the authorization server
+/// `oauth`, which `crate::oauth::routes` shares for its token endpoint).
+///
+/// Every page gets the body limit and [`security_headers`]; the stylesheet and the
+/// well-known files do not.
+pub fn routes(holder: AppState, oauth: Arc<crate::oauth::Server>) -> Router {
+    pages_with(holder, oauth, Arc::new(authorize::Sessions))
+}
+
+/// [`routes`] with `people` telling the authorization page who is signed in.
+fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dyn authorize::People>) -> Router {
     let mine = mine::routes(holder.clone());
+    let accounts = accounts::routes(holder.clone());
+    let authorize = authorize::routes(holder.clone(), oauth, people);
     let pages = Router::new()
         .route("/", get(home))
         .route("/consent/{token}", get(consent_page).post(consent_submit))
@@ -72,19 +105,26 @@ pub fn routes(holder: AppState) -> Router {
         .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
         .merge(demand_page::routes())
         .merge(seller_pages::routes())
+        .with_state(holder.clone())
+        .merge(mine)
+        .merge(accounts)
+        .merge(authorize)
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
-        .layer(axum::middleware::map_response(page_headers))
-        .merge(wellknown::routes())
-        .with_state(holder);
-    Router::new().route("/assets/style.css", get(stylesheet)).merge(pages).merge(mine)
+        .layer(axum::middleware::from_fn(security_headers));
+    Router::new().route("/assets/style.css", get(stylesheet)).merge(wellknown::routes().with_state(holder)).merge(pages)
 }
 
-/// Security and privacy headers of every page response (redirects and errors too).
-async fn page_headers(mut res: Response) -> Response {
+/// The security and privacy headers of every page response (redirects and errors too):
+/// `Cache-Control: no-store`, `X-Frame-Options: DENY`, the CSP (the authorization
+/// page's leaves out `form-action`), `Referrer-Policy: no-referrer` (tokens are in the
+/// URLs) and `X-Content-Type-Options: nosniff`.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let csp = if req.uri().path() == "/oauth/authorize" { CSP_AUTHORIZE } else { CSP };
+    let mut res = next.run(req).await;
     let h = res.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     res
@@ -145,17 +185,17 @@ async fn stylesheet(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
 // ---------------------------------------------------------------------------
 // page plumbing
 
-/// Renders a page body in the layout with `status`.
+/// Renders a page body in the layout with `status` (never indexed).
 fn page(h: &AppState, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    let doc = pages::layout(ui, &h.base.settings.holder_name, title, &stylesheet_href(), false, body);
+    let doc = pages::layout(ui, &h.base.settings.holder_name, title, false, body);
     (status, doc).into_response()
 }
 
-/// Why a page request could not be answered as asked.
+/// Why a page request could not be answered as asked: the one page error.
 enum Fail {
     /// Unknown token (one indistinguishable answer).
     NotFound,
-    /// Bad input (only the consent form's e-mail can be).
+    /// Bad input (an e-mail address or a password rule).
     Input,
     /// Not possible in the intent's state.
     State,
@@ -164,21 +204,6 @@ enum Fail {
 }
 
 impl Fail {
-    /// The one mapping of a service error to a page failure. An internal failure's
-    /// cause is logged here, once (in the request's span), by operation name only; the
-    /// page shows only the generic text of [`fail_page`].
-    fn of(op: &'static str, e: &ServiceError) -> Self {
-        match e {
-            ServiceError::NotFound => Self::NotFound,
-            ServiceError::Input(_) => Self::Input,
-            e if e.is_internal() => Self::internal(op, e),
-            e => {
-                tracing::warn!(op, error = %e, "web page: operation refused in this state");
-                Self::State
-            }
-        }
-    }
-
     /// An internal failure: its cause (storage, keys, a failed task; never personal
     /// data) is logged here, once, under the operation's name.
     fn internal(op: &'static str, cause: &dyn std::fmt::Display) -> Self {
@@ -187,19 +212,59 @@ impl Fail {
     }
 }
 
-/// Runs a blocking holder operation (store I/O) off the async threads, inside the
-/// request's span. Failures become [`Fail`]s through [`Fail::of`].
-async fn call<T, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
+/// A service error as a page sees it.
+trait PageError: std::fmt::Display + Send + 'static {
+    /// The page answer it calls for.
+    fn fail(&self) -> Fail;
+}
+
+impl PageError for ServiceError {
+    fn fail(&self) -> Fail {
+        match self {
+            ServiceError::NotFound => Fail::NotFound,
+            ServiceError::Input(_) => Fail::Input,
+            e if e.is_internal() => Fail::Internal,
+            _ => Fail::State,
+        }
+    }
+}
+
+impl PageError for AccountError {
+    fn fail(&self) -> Fail {
+        match self {
+            AccountError::Input(_) => Fail::Input,
+            _ => Fail::Internal,
+        }
+    }
+}
+
+/// Runs a blocking service operation (store I/O) off the async threads, for every page.
+/// Failures are logged here, once, by operation name only (internal ones as errors,
+/// refusals in the intent's state as warnings; bad input is the person's and is not
+/// logged).
+async fn call<T, E, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
     T: Send + 'static,
-    F: FnOnce(&AppState) -> Result<T, ServiceError> + Send + 'static,
+    E: PageError,
+    F: FnOnce(&AppState) -> Result<T, E> + Send + 'static,
 {
     let holder = h.clone();
     let span = tracing::Span::current();
     match tokio::task::spawn_blocking(move || span.in_scope(|| f(&holder))).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Fail::of(op, &e)),
-        Err(e) => Err(Fail::internal(op, &e)),
+        Ok(Err(e)) => {
+            let fail = e.fail();
+            match fail {
+                Fail::Internal => tracing::error!(op, error = %e, "web page: operation failed"),
+                Fail::State => tracing::warn!(op, error = %e, "web page: operation refused in this state"),
+                Fail::NotFound | Fail::Input => {}
+            }
+            Err(fail)
+        }
+        Err(e) => {
+            tracing::error!(op, error = %e, "web page: blocking task failed");
+            Err(Fail::Internal)
+        }
     }
 }
 
@@ -215,6 +280,12 @@ fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<
 /// The holder's default page language (for pages without an intent).
 fn default_ui(h: &AppState) -> &'static Ui {
     ui(page_lang(None, &h.base.settings.default_language))
+}
+
+/// The page language of a page not about an intent: the browser's (`Accept-Language`,
+/// [`i18n::request_lang`]), else the holder's default.
+fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
+    i18n::request_lang(headers, &h.base.settings.default_language)
 }
 
 /// The page language of an intent.
@@ -284,7 +355,7 @@ async fn home(State(h): State<Shared>) -> Response {
     let ui = default_ui(&h);
     let mcp = format!("{}/mcp", h.base.settings.public_url.base);
     let name = &h.base.settings.holder_name;
-    let doc = pages::layout(ui, name, name, &stylesheet_href(), true, pages::home(ui, &mcp));
+    let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp));
     doc.into_response()
 }
 

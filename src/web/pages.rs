@@ -12,8 +12,12 @@ use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
 use serde_json::Value;
 
-/// The whole document around a page body.
-pub fn layout(ui: &Ui, holder_name: &str, title: &str, stylesheet: &str, index: bool, body: Markup) -> Markup {
+/// The whole document around a page body, the one layout of every page: `lang`, the
+/// skip link, the header naming the holder (a link home), the versioned stylesheet,
+/// the title (`<title> – <holder>`, or the holder's name alone on the home page) as
+/// `h1`, then `body`. `index: false` adds `robots: noindex, nofollow`.
+pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup) -> Markup {
+    let stylesheet = super::stylesheet_href();
     html! {
         (DOCTYPE)
         html lang=(ui.lang) {
@@ -27,7 +31,7 @@ pub fn layout(ui: &Ui, holder_name: &str, title: &str, stylesheet: &str, index: 
                 title {
                     @if title == holder_name { (title) } @else { (title) " – " (holder_name) }
                 }
-                link rel="stylesheet" href=(stylesheet);
+                link rel="stylesheet" href=(&stylesheet);
             }
             body {
                 a.skip href="#main" { (ui.skip) }
@@ -217,11 +221,10 @@ pub fn withdraw(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     }
 }
 
-/// The code holder's results page body: the intent, its deliveries (newest first) and
-/// the withdraw link.
-pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+/// The delivered offers (newest first, as given) with the aggregator's note: the
+/// results page and the signed-in buyer's intent page.
+pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
     html! {
-        (intent_status(ui, intent))
         h2 { (ui.delivered_offers) " (" (deliveries.len()) ")" }
         @if deliveries.is_empty() {
             p { (ui.no_offers) }
@@ -251,6 +254,15 @@ pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -
             }
         }
         p.hint { (ui.aggregator) }
+    }
+}
+
+/// The code holder's results page body: the intent, its deliveries (newest first) and
+/// the withdraw link.
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+    html! {
+        (intent_status(ui, intent))
+        (offer_list(ui, deliveries))
         @if !intent.status.is_final() {
             p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }
         }

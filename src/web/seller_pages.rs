@@ -11,13 +11,13 @@
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
-use super::i18n::{ui, Ui, LANGUAGES};
+use super::i18n::{ui, SellerText, Ui};
 use super::{fail_page, page, page_access, pages, Fail, Shared};
 use crate::policy::{Action, Denied};
 use crate::sellers::{self, OpenIntent, OpenQuery};
-use crate::state::AppState;
+
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
@@ -35,80 +35,8 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // strings
 
-struct Texts {
-    title: &'static str,
-    intro: &'static str,
-    reply: &'static str,
-    none: &'static str,
-    buyer: &'static str,
-    no_profile: &'static str,
-    sellers_only_title: &'static str,
-    sellers_only: &'static str,
-    more: &'static str,
-}
-
-static SK: Texts = Texts {
-    title: "Otvorené dopyty",
-    intro: "Dopyty kupujúcich, ktorí prijímajú odpovede predajcov, vo vašich kategóriách a regiónoch. Kupujúci tu vystupujú pod pseudonymom, ktorý vidíte len vy; kontakt na nich nedostanete.",
-    reply: "Ponuku k dopytu pošlete cez svojho asistenta (MCP nástroj intent_submit_offer na adrese nižšie), najviac 3 ponuky na dopyt:",
-    none: "Vo vašich kategóriách a regiónoch teraz nie je žiadny otvorený dopyt.",
-    buyer: "Kupujúci",
-    no_profile: "Váš predajcovský účet ešte nemá profil (kategórie a regióny). Požiadajte prevádzkovateľa, aby vás zaregistroval.",
-    sellers_only_title: "Len pre predajcov",
-    sellers_only: "Táto stránka je určená registrovaným predajcom.",
-    more: "Zobrazených je prvých 200 dopytov; ďalšie získate cez nástroj intent_list_open_intents.",
-};
-
-static CS: Texts = Texts {
-    title: "Otevřené poptávky",
-    intro: "Poptávky kupujících, kteří přijímají odpovědi prodejců, ve vašich kategoriích a regionech. Kupující zde vystupují pod pseudonymem, který vidíte jen vy; kontakt na ně nedostanete.",
-    reply: "Nabídku k poptávce pošlete přes svého asistenta (MCP nástroj intent_submit_offer na adrese níže), nejvýše 3 nabídky na poptávku:",
-    none: "Ve vašich kategoriích a regionech teď není žádná otevřená poptávka.",
-    buyer: "Kupující",
-    no_profile: "Váš prodejcovský účet ještě nemá profil (kategorie a regiony). Požádejte provozovatele, aby vás zaregistroval.",
-    sellers_only_title: "Jen pro prodejce",
-    sellers_only: "Tato stránka je určena registrovaným prodejcům.",
-    more: "Zobrazeno je prvních 200 poptávek; další získáte přes nástroj intent_list_open_intents.",
-};
-
-static EN: Texts = Texts {
-    title: "Open requests",
-    intro: "Buying requests whose buyers accept replies from sellers, in your categories and regions. Buyers appear under a pseudonym that only you see; their contact details are never given out.",
-    reply: "Reply with an offer through your assistant (the MCP tool intent_submit_offer at the address below), at most 3 offers per request:",
-    none: "There are no open requests in your categories and regions right now.",
-    buyer: "Buyer",
-    no_profile: "Your seller account has no seller profile yet (categories and regions). Ask the holder's operator to register you.",
-    sellers_only_title: "For sellers only",
-    sellers_only: "This page is for the holder's registered sellers.",
-    more: "The first 200 requests are shown; get the others with the intent_list_open_intents tool.",
-};
-
-fn texts(lang: &str) -> &'static Texts {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
-
-/// The page language: the first of the browser's `Accept-Language` tags that is sk, cs
-/// or en (not `q=0`), else the holder's default when it is one of them, else English.
-fn lang_of(h: &AppState, headers: &HeaderMap) -> &'static str {
-    let known = |tag: &str| {
-        let primary = tag.trim().split(['-', '_', ';']).next().unwrap_or_default().trim().to_ascii_lowercase();
-        LANGUAGES.into_iter().find(|l| *l == primary)
-    };
-    let refused = |item: &str| {
-        item.split(';')
-            .skip(1)
-            .any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0))
-    };
-    headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').filter(|t| !refused(t)).find_map(known))
-        .or_else(|| known(&h.base.settings.default_language))
-        .unwrap_or("en")
+fn texts(lang: &str) -> &'static SellerText {
+    ui(lang).sellers
 }
 
 // ---------------------------------------------------------------------------
@@ -124,7 +52,7 @@ enum Access {
 
 /// `GET /seller/intents`.
 async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = lang_of(&h, &headers);
+    let lang = super::browser_lang(&h, &headers);
     let (ui, t) = (ui(lang), texts(lang));
     let holder = h.clone();
     let span = tracing::Span::current();
@@ -165,7 +93,7 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
 // ---------------------------------------------------------------------------
 // rendering
 
-fn body(ui: &Ui, t: &Texts, intents: &[OpenIntent], endpoint: &str) -> Markup {
+fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Markup {
     let more = intents.len() > PAGE_LIMIT;
     let shown = &intents[..intents.len().min(PAGE_LIMIT)];
     html! {

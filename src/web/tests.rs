@@ -38,7 +38,7 @@ fn env() -> Env {
     let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
-    let app = routes(holder.clone());
+    let app = routes(holder.clone(), crate::oauth::Server::new(holder.base.clone()));
     Env { _dir: dir, holder, clock, app }
 }
 
@@ -477,7 +477,7 @@ async fn account_pages_link_the_same_stylesheet_as_the_holders_other_pages() {
     let home = e.get("/").await;
     let href = super::stylesheet_href();
     assert!(home.body.contains(&href), "{href}");
-    let signup = crate::accounts::routes(e.holder.base.clone())
+    let signup = super::accounts::routes(e.holder.clone())
         .oneshot(Request::builder().uri("/signup").body(Body::empty()).unwrap())
         .await
         .unwrap();

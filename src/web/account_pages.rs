@@ -1,61 +1,12 @@
-//! Page templates (maud) of the sign-in, sign-up and password pages, in the same layout
-//! and stylesheet as the holder's other pages (`crate::web`). No JavaScript, no inline
+//! Page bodies (maud) of the sign-in, sign-up and password pages; the layout around
+//! them is the holder's one ([`super::pages::layout`]). No JavaScript, no inline
 //! styles. Templates get only what they may show: never a password, an e-mail address
 //! other than the one the person just typed, or a token other than the page's own.
 
-use super::i18n::Ui;
-use maud::{html, Markup, DOCTYPE};
-use sha2::{Digest, Sha256};
-use std::sync::OnceLock;
-
-/// The stylesheet URL, versioned exactly as `crate::web` versions it (first 8 bytes of
-/// the file's SHA-256), so both link the same cached file.
-pub fn stylesheet_href() -> &'static str {
-    static HREF: OnceLock<String> = OnceLock::new();
-    HREF.get_or_init(|| {
-        let digest = Sha256::digest(include_bytes!("../../assets/style.css"));
-        let v: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("/assets/style.css?v={v}")
-    })
-}
-
-/// The whole document around a page body (never indexed).
-pub fn layout(ui: &Ui, holder_name: &str, title: &str, body: Markup) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang=(ui.lang) {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
-                meta name="robots" content="noindex, nofollow";
-                title { (title) " – " (holder_name) }
-                link rel="stylesheet" href=(stylesheet_href());
-            }
-            body {
-                a.skip href="#main" { (ui.skip) }
-                header.site {
-                    a href="/" { (holder_name) }
-                }
-                main #main {
-                    h1 { (title) }
-                    (body)
-                }
-            }
-        }
-    }
-}
-
-/// A one-paragraph message.
-pub fn message(text: &str, alert: bool) -> Markup {
-    html! {
-        @if alert {
-            p.notice role="alert" { (text) }
-        } @else {
-            p.notice { (text) }
-        }
-    }
-}
+use super::i18n::AccountText as Ui;
+pub use super::pages::message;
+use super::pages::paragraphs;
+use maud::{html, Markup};
 
 /// A message with one link under it.
 pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
@@ -67,7 +18,7 @@ pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
 
 /// `?next=…` for links between the pages (empty for the default).
 pub fn next_query(next: &str) -> String {
-    if next == super::web::DEFAULT_NEXT {
+    if next == super::accounts::DEFAULT_NEXT {
         String::new()
     } else {
         format!("?{}", serde_urlencoded::to_string([("next", next)]).unwrap_or_default())
@@ -202,26 +153,6 @@ pub struct SignupPage<'a> {
     pub error: Option<(&'a str, &'a str)>,
 }
 
-/// Paragraphs of a plain text: blocks separated by blank lines, lines joined.
-fn paragraphs(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur: Vec<&str> = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() {
-            if !cur.is_empty() {
-                out.push(cur.join(" "));
-                cur.clear();
-            }
-        } else {
-            cur.push(line);
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur.join(" "));
-    }
-    out
-}
-
 /// The sign-up page body: e-mail, optional password, the consent text and its checkbox.
 pub fn signup(ui: &Ui, p: &SignupPage<'_>) -> Markup {
     let about = |field: &str| p.error.is_some_and(|(_, f)| f == field);
@@ -278,7 +209,7 @@ mod tests {
 
     #[test]
     fn stylesheet_version_is_the_files_hash() {
-        let href = stylesheet_href();
+        let href = super::super::stylesheet_href();
         assert!(href.starts_with("/assets/style.css?v=") && href.len() == "/assets/style.css?v=".len() + 16);
     }
 

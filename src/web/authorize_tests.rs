@@ -1,12 +1,15 @@
-//! The OAuth routes driven through the router (`oneshot`) over a real holder: a store file
-//! in a temporary directory, an ephemeral key ring and a manual clock. A test [`People`]
-//! signs in whoever carries a `test_session` cookie.
+//! The OAuth authorization page and the OAuth routes driven through the router
+//! (`oneshot`) over a real holder: a store file in a temporary directory, an ephemeral
+//! key ring and a manual clock. A test [`People`] signs in whoever carries a
+//! `test_session` cookie.
 
-use super::{check_bearer, revoke_account, routes, sweep, People};
+use super::authorize::People;
 use crate::base::Base;
 use crate::clock::{self, ManualClock};
 use crate::config::Settings;
 use crate::crypto::KeyRing;
+use crate::oauth::{check_bearer, revoke_account, sweep, Grant, Server};
+use crate::state::AppState;
 use crate::store::{Ns, Reads, Store, StoreError};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
@@ -35,7 +38,7 @@ fn seller() -> String {
 struct TestPeople;
 
 impl People for TestPeople {
-    fn current(&self, headers: &HeaderMap) -> Option<(String, String)> {
+    fn current(&self, _base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
         let c = headers.get(header::COOKIE)?.to_str().ok()?;
         if c.contains(BUYER_COOKIE) {
             Some(("acc_buyer".into(), "buyer".into()))
@@ -97,8 +100,10 @@ fn env() -> Env {
     assert_eq!(settings.public_url.base, BASE);
     let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock.clone()));
-    let app = routes(base.clone(), Arc::new(TestPeople));
+    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let base = holder.base.clone();
+    let server = Server::new(base.clone());
+    let app = super::pages_with(holder, server.clone(), Arc::new(TestPeople)).merge(crate::oauth::routes(server));
     Env { _dir: dir, base, clock, app }
 }
 
@@ -253,7 +258,7 @@ impl Env {
     }
 
     #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
-    fn check(&self, token: &str, resource: &str, scope: &str) -> Result<super::Grant, axum::response::Response> {
+    fn check(&self, token: &str, resource: &str, scope: &str) -> Result<Grant, axum::response::Response> {
         check_bearer(&self.base, &bearer(token), resource, scope)
     }
 }
@@ -914,4 +919,30 @@ async fn client_id_metadata_document() {
     let mut f = fields.to_vec();
     f[1] = ("client_id", "http://example.com/client.json");
     assert_eq!(e.get(&authorize_query(&f), Some(BUYER_COOKIE)).await.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_authorization_page_gets_the_page_headers_with_its_own_csp() {
+    let e = env();
+    let r = e.get("/oauth/authorize", None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("The request has no client_id."), "{}", r.body);
+    assert_eq!(r.header(header::CACHE_CONTROL), "no-store");
+    assert_eq!(r.header(header::X_FRAME_OPTIONS), "DENY");
+    assert_eq!(r.header(header::REFERRER_POLICY), "no-referrer");
+    assert_eq!(r.header(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
+    // The Allow answer redirects to the client: no form-action here, unlike other pages.
+    assert_eq!(
+        r.header(header::CONTENT_SECURITY_POLICY),
+        "default-src 'none'; style-src 'self'; frame-ancestors 'none'"
+    );
+    let signin = e.get("/signin", None).await;
+    assert!(signin.header(header::CONTENT_SECURITY_POLICY).contains("form-action 'self'"));
+    // The one layout: skip link, versioned stylesheet, the holder's name in the header.
+    assert!(r.body.contains(&super::stylesheet_href()));
+    assert!(r.body.contains("href=\"#main\""));
+    // The machine endpoints keep their own headers.
+    let meta = e.get("/.well-known/oauth-authorization-server", None).await;
+    assert_eq!(meta.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), "*");
+    assert!(meta.header(header::CONTENT_SECURITY_POLICY).is_empty());
 }

@@ -12,15 +12,19 @@
 //! a ceiling per minute on failed password attempts and account e-mails of the whole
 //! site, and bounds how many argon2 hashes run at once (each takes 19 MiB).
 //!
-//! Errors are logged once, by operation name only: never a path, token, e-mail,
+//! The pages call the accounts service ([`crate::accounts`]) for every store read and
+//! write; they hash passwords themselves (off the async threads, bounded). Errors are
+//! logged once ([`super::call`]), by operation name only: never a path, token, e-mail,
 //! password or form body.
 
-use super::i18n::{self, page_lang, Ui};
-use super::{pages, password, AccountError, MailOutcome, Signed, SignupRequest};
+use super::account_pages as pages;
+use super::i18n::{self, AccountText as Ui};
+use super::{call, Fail};
+use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
 use crate::base::Base;
-use crate::store::Ns;
+use crate::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -32,9 +36,6 @@ use tokio::sync::Semaphore;
 
 /// Where a sign-in goes when `next` is absent or refused.
 pub const DEFAULT_NEXT: &str = "/me";
-
-/// Largest form body accepted.
-const FORM_LIMIT: usize = 16 * 1024;
 
 /// Failed password attempts per minute on the whole site before password sign-in
 /// pauses (links keep working).
@@ -50,8 +51,6 @@ const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
 
-const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
-
 /// Site-wide counters of the current minute (in memory).
 #[derive(Debug, Default)]
 struct Limits {
@@ -62,7 +61,7 @@ struct Limits {
 
 /// The router's state.
 struct Web {
-    base: Arc<Base>,
+    app: AppState,
     /// Permits for concurrent argon2 hashes.
     hashing: Arc<Semaphore>,
     limits: Mutex<Limits>,
@@ -72,7 +71,7 @@ type Shared = Arc<Web>;
 
 impl Web {
     fn now_unix(&self) -> i64 {
-        self.base.clock.now().unix_timestamp()
+        super::now_unix(&self.app)
     }
 
     /// Runs `f` on this minute's counters.
@@ -102,11 +101,11 @@ impl Web {
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.base.keys.csrf_token(purpose, binding, self.now_unix())
+        self.app.base.keys.csrf_token(purpose, binding, self.now_unix())
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.base.keys.csrf_valid(token, purpose, binding, self.now_unix())
+        self.app.base.keys.csrf_valid(token, purpose, binding, self.now_unix())
     }
 }
 
@@ -116,12 +115,13 @@ impl Web {
 /// `GET|POST /signin/link/{token}`, `GET|POST /signup`, `GET /signup/sent`,
 /// `GET|POST /signup/confirm/{token}`, `POST /signout`, `GET|POST /account/password`,
 /// `GET|POST /account/mail` (the `List-Unsubscribe` target of account e-mails; changes
-/// nothing). The sign-in pages take `?next=/relative/path`.
-pub fn routes(base: Arc<Base>) -> Router {
+/// nothing). The sign-in pages take `?next=/relative/path`. Body limit and security
+/// headers are the pages' own ([`super::routes`]).
+pub(super) fn routes(app: AppState) -> Router {
     // Make the dummy hash now, so that the first unknown address is not slower.
     let _ = std::thread::Builder::new().name("isto-dummy-hash".into()).spawn(|| password::dummy_hash().len());
     let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
-    let state = Arc::new(Web { base, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
+    let state = Arc::new(Web { app, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
     Router::new()
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signin/link", post(link_request))
@@ -133,27 +133,14 @@ pub fn routes(base: Arc<Base>) -> Router {
         .route("/signout", post(signout))
         .route("/account/password", get(password_page).post(password_submit))
         .route("/account/mail", get(mail_info).post(mail_info))
-        .layer(DefaultBodyLimit::max(FORM_LIMIT))
-        .layer(axum::middleware::map_response(page_headers))
         .with_state(state)
 }
 
 /// The CSRF token for a sign-out form on another page (e.g. `/me`): `POST /signout`
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
-pub fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
-    let s = super::signed_in(base, headers)?;
+pub(super) fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
+    let s = accounts::signed_in(base, headers)?;
     Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
-}
-
-/// Security and privacy headers of every response (as on the holder's other pages).
-async fn page_headers(mut res: Response) -> Response {
-    let h = res.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    res
 }
 
 // ---------------------------------------------------------------------------
@@ -205,11 +192,11 @@ impl Form {
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(page_lang(headers, &w.base.settings.default_language))
+    i18n::ui(i18n::request_lang(headers, &w.app.base.settings.default_language)).account
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    (status, pages::layout(ui, &w.base.settings.holder_name, title, body)).into_response()
+    super::page(&w.app, i18n::ui(ui.lang), status, title, body)
 }
 
 fn internal_page(w: &Web, ui: &Ui) -> Response {
@@ -218,36 +205,6 @@ fn internal_page(w: &Web, ui: &Ui) -> Response {
 
 fn csrf_page(w: &Web, ui: &Ui) -> Response {
     page(w, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
-}
-
-/// Why a blocking operation gave no value.
-enum Fail {
-    /// Bad input (an e-mail address or password rule).
-    Input,
-    /// Storage, keys, hashing or a failed task: logged already.
-    Internal,
-}
-
-/// Runs a blocking operation (store I/O) off the async threads; internal failures are
-/// logged here, once, by operation name only.
-async fn blocking<T, F>(w: &Shared, op: &'static str, f: F) -> Result<T, Fail>
-where
-    T: Send + 'static,
-    F: FnOnce(&Base) -> Result<T, AccountError> + Send + 'static,
-{
-    let base = Arc::clone(&w.base);
-    match tokio::task::spawn_blocking(move || f(&base)).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(AccountError::Input(_))) => Err(Fail::Input),
-        Ok(Err(e)) => {
-            tracing::error!(op, error = %e, "account page: operation failed");
-            Err(Fail::Internal)
-        }
-        Err(e) => {
-            tracing::error!(op, error = %e, "account page: blocking task failed");
-            Err(Fail::Internal)
-        }
-    }
 }
 
 /// Runs an argon2 computation on a blocking thread, at most `hashing` permits at once.
@@ -275,12 +232,15 @@ where
 /// The request's valid session, read on a blocking thread.
 async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
     let headers = headers.clone();
-    blocking(w, "session", move |h| Ok(super::signed_in(h, &headers))).await.ok().flatten()
+    call(&w.app, "session", move |x| Ok::<_, accounts::AccountError>(accounts::signed_in(&x.base, &headers)))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// 303 to `next` with the new session cookie.
 fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&super::session_cookie(&w.base, token)) else {
+    let Ok(cookie) = HeaderValue::from_str(&accounts::session_cookie(&w.app.base, token)) else {
         return internal_page(w, ui);
     };
     let mut res = Redirect::to(&safe_next(next)).into_response();
@@ -356,9 +316,9 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
         return failed(&w, &email);
     }
-    let hash = super::email_key(&email);
+    let hash = accounts::email_key(&email);
     let h2 = hash.clone();
-    let target = match blocking(&w, "begin_login", move |h| super::begin_login(h, &h2)).await {
+    let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
         Ok(Some(t)) => t,
         Ok(None) => {
             let st = SigninState { email: &email, error: Some(ui.login_throttled), ..Default::default() };
@@ -384,7 +344,8 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         return failed(&w, &email);
     };
     let id = account.id.clone();
-    let done = blocking(&w, "finish_login", move |h| super::finish_login(h, &id, &hash, &verified, rehash)).await;
+    let done =
+        call(&w.app, "finish_login", move |x| accounts::finish_login(&x.base, &id, &hash, &verified, rehash)).await;
     match done {
         Ok(Some(token)) => {
             tracing::info!(account = %account.id, "signed in with password");
@@ -417,7 +378,7 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, body: Bytes) 
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
-    match blocking(&w, "request_signin_link", move |h| super::request_signin_link(h, &email, &n, lang)).await {
+    match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
         Ok(MailOutcome::Queued) => {
             w.count_mail();
             Redirect::to("/signin/sent").into_response()
@@ -425,7 +386,7 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, body: Bytes) 
         Ok(MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(with_error(&w, StatusCode::OK, ui.mail_throttled), 3600),
         Err(Fail::Input) => with_error(&w, StatusCode::BAD_REQUEST, ui.email_invalid),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -444,14 +405,14 @@ fn link_gone(w: &Web, ui: &Ui) -> Response {
 async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
     let ui = page_ui(&w, &headers);
     let t = token.clone();
-    match blocking(&w, "signin_link_view", move |h| super::link(h, super::LinkKind::Signin, &t)).await {
-        Ok(Some(_)) => {
+    match call(&w.app, "signin_link_view", move |x| accounts::link_usable(&x.base, LinkKind::Signin, &t)).await {
+        Ok(true) => {
             let csrf = w.csrf(CSRF_LINK, &token);
             let body = pages::button_page(ui.link_body, &format!("/signin/link/{token}"), &csrf, ui.signin_button);
             page(&w, ui, StatusCode::OK, ui.link_title, body)
         }
-        Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Ok(false) | Err(Fail::Input) => link_gone(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -463,13 +424,13 @@ async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): P
     if !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
         return csrf_page(&w, ui);
     }
-    match blocking(&w, "use_signin_link", move |h| super::use_signin_link(h, &token)).await {
+    match call(&w.app, "use_signin_link", move |x| accounts::use_signin_link(&x.base, &token)).await {
         Ok(Some((session, next))) => {
             tracing::info!("signed in with a one-time link");
             signed_in_redirect(&w, ui, session.expose(), &next)
         }
         Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -484,7 +445,7 @@ fn signup_render(
     email: &str,
     error: Option<(&str, &str)>,
 ) -> Response {
-    let text = w.base.consent.get(ui.lang);
+    let text = w.app.base.consent.get(ui.lang);
     let csrf = w.csrf(CSRF_SIGNUP, "");
     let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
     page(w, ui, status, ui.signup_title, pages::signup(ui, &p))
@@ -539,7 +500,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         }
     };
     let req = SignupRequest { email, password_hash, lang: lang.to_owned(), next: next.clone() };
-    match blocking(&w, "request_signup", move |h| super::request_signup(h, req)).await {
+    match call(&w.app, "request_signup", move |x| accounts::request_signup(&x.base, req)).await {
         Ok(MailOutcome::Queued) => {
             w.count_mail();
             Redirect::to("/signup/sent").into_response()
@@ -547,7 +508,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         Ok(MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(again(&w, StatusCode::OK, ui.mail_throttled, "email"), 3600),
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -567,8 +528,8 @@ fn signup_gone(w: &Web, ui: &Ui) -> Response {
 async fn signup_confirm_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
     let ui = page_ui(&w, &headers);
     let t = token.clone();
-    match blocking(&w, "signup_view", move |h| super::link(h, super::LinkKind::Signup, &t)).await {
-        Ok(Some(_)) => {
+    match call(&w.app, "signup_view", move |x| accounts::link_usable(&x.base, LinkKind::Signup, &t)).await {
+        Ok(true) => {
             let csrf = w.csrf(CSRF_SIGNUP_CONFIRM, &token);
             let action = format!("/signup/confirm/{token}");
             page(
@@ -579,8 +540,8 @@ async fn signup_confirm_page(State(w): State<Shared>, headers: HeaderMap, Path(t
                 pages::button_page(ui.confirm_body, &action, &csrf, ui.confirm_button),
             )
         }
-        Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Ok(false) | Err(Fail::Input) => signup_gone(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -597,10 +558,10 @@ async fn signup_confirm_submit(
     if !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
         return csrf_page(&w, ui);
     }
-    match blocking(&w, "confirm_signup", move |h| super::confirm_signup(h, &token)).await {
+    match call(&w.app, "confirm_signup", move |x| accounts::confirm_signup(&x.base, &token)).await {
         Ok(Some((session, next))) => signed_in_redirect(&w, ui, session.expose(), &next),
         Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -609,7 +570,7 @@ async fn signup_confirm_submit(
 
 /// 303 to `/` deleting the session cookie.
 fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&super::clear_cookie(&w.base)) else { return internal_page(w, ui) };
+    let Ok(cookie) = HeaderValue::from_str(&accounts::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
     let mut res = Redirect::to("/").into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res
@@ -624,7 +585,7 @@ async fn signout(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Re
     if !w.csrf_ok(&form.csrf, CSRF_SIGNOUT, &s.key) {
         return csrf_page(&w, ui);
     }
-    match blocking(&w, "signout", move |h| super::end_session(h, &s.key)).await {
+    match call(&w.app, "signout", move |x| accounts::end_session(&x.base, &s.key)).await {
         Ok(()) => signed_out(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
@@ -672,7 +633,7 @@ async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Byte
     if ask {
         // The current password is checked like a sign-in: counted per address.
         let hash = s.account.email_hash.clone();
-        match blocking(&w, "begin_login", move |h| super::begin_login(h, &hash)).await {
+        match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &hash)).await {
             Ok(Some(_)) => {}
             Ok(None) => return too_many(again(&w, StatusCode::OK, ui.login_throttled), 900),
             Err(_) => return internal_page(&w, ui),
@@ -688,16 +649,11 @@ async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Byte
             Err(_) => return internal_page(&w, ui),
         }
     }
-    let (id, key, new) = (s.account.id.clone(), s.key.clone(), zeroizing(form.password.clone()));
-    let throttle_key = super::login_throttle_key(&s.account.email_hash);
+    let (signed, new) = (s.clone(), zeroizing(form.password.clone()));
     let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return internal_page(&w, ui) };
-    let saved = blocking(&w, "set_password", move |h| {
-        let out = super::set_password(h, &id, &new, Some(&key));
+    let saved = call(&w.app, "set_password", move |x| {
+        let out = accounts::change_password(&x.base, &signed, &new, Some(&signed.key));
         drop(permit);
-        if out.is_ok() {
-            // A sign-in counter of the address is spent: the person proved the password.
-            let _ = h.store.write(|tx| tx.remove_record(Ns::Throttle, &throttle_key));
-        }
         out
     })
     .await;
@@ -707,7 +663,7 @@ async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Byte
             page(&w, ui, StatusCode::OK, ui.password_title, body)
         }
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.password_invalid),
-        Err(Fail::Internal) => internal_page(&w, ui),
+        Err(_) => internal_page(&w, ui),
     }
 }
 
@@ -717,11 +673,4 @@ async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Byte
 async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
     page(&w, ui, StatusCode::OK, ui.mail_info_title, pages::message(ui.mail_info_body, false))
-}
-
-/// Whether the store holds a session under `key` (tests).
-#[cfg(test)]
-pub(super) fn session_exists(h: &Base, key: &str) -> bool {
-    use crate::store::Reads;
-    h.store.read(|rx| rx.record::<super::SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
 }

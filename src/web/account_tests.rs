@@ -1,14 +1,20 @@
 //! The account pages driven through the router (`oneshot`) over a real holder: a store
 //! file in a temporary directory, an ephemeral key ring and a manual clock.
 
-use super::*;
-use crate::clock::ManualClock;
+use super::accounts::safe_next;
+use super::routes;
+use crate::accounts::*;
+use crate::base::Base;
+use crate::clock::{self, ManualClock};
 use crate::config::{PublicUrl, Settings};
+use crate::crypto::KeyRing;
 use crate::mail::{MailContent, MailJob};
-use crate::store::Store;
+use crate::state::AppState;
+use crate::store::{Ns, Reads, Store, StoreError};
 use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
+use std::sync::Arc;
 use tower::ServiceExt;
 
 const EMAIL: &str = "Person.One@Buyer.example";
@@ -30,8 +36,9 @@ fn env_with(public_url: &str) -> Env {
     settings.public_url = PublicUrl::parse(public_url).unwrap();
     let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock.clone()));
-    let app = routes(base.clone());
+    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let base = holder.base.clone();
+    let app = routes(holder.clone(), crate::oauth::Server::new(base.clone()));
     Env { _dir: dir, base, clock, app }
 }
 
@@ -261,7 +268,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     assert!(!a.email.ct.contains("Person"), "the address is sealed at rest");
     assert_eq!(e.current(&cookie), Some((a.id.clone(), "buyer".to_owned())));
     assert_eq!(
-        Sessions(e.base.clone()).current(&{
+        current(&e.base, &{
             let mut h = HeaderMap::new();
             h.insert(header::COOKIE, format!("other=1; {cookie}").parse().unwrap());
             h
@@ -336,9 +343,9 @@ async fn password_signin_without_enumeration_and_safe_next() {
     assert_eq!(e.current(&ok.cookie().unwrap()), Some((id.clone(), "buyer".into())));
 
     // Relative next is kept; absolute URLs, backslashes and protocol-relative ones are not.
-    assert_eq!(web::safe_next("/oauth/authorize?a=b&c=%2F"), "/oauth/authorize?a=b&c=%2F");
+    assert_eq!(safe_next("/oauth/authorize?a=b&c=%2F"), "/oauth/authorize?a=b&c=%2F");
     for bad in ["https://evil.example", "//evil.example", "/\\evil.example", "evil", "", "/a b", "/é"] {
-        assert_eq!(web::safe_next(bad), "/me", "{bad}");
+        assert_eq!(safe_next(bad), "/me", "{bad}");
     }
 }
 
@@ -477,7 +484,7 @@ async fn disabling_ends_sessions_at_once_and_signout_clears() {
     assert!(set.starts_with("isto_session=;") && set.contains("Max-Age=0"), "{set}");
     assert_eq!(e.current(&cookie), None);
     let key = session_key(cookie.split_once('=').unwrap().1);
-    assert!(!web::session_exists(&e.base, &key));
+    assert!(!session_exists(&e.base, &key));
 }
 
 #[tokio::test]
@@ -523,4 +530,9 @@ async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
     let r = e.post("/account/mail", &[("List-Unsubscribe", "One-Click")], None).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(e.get("/signin?next=//evil.example", None).await.body.contains("value=\"/me\""));
+}
+
+/// Whether the store holds a session under `key`.
+fn session_exists(h: &Base, key: &str) -> bool {
+    h.store.read(|rx| rx.record::<SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
 }

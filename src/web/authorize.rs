@@ -1,0 +1,234 @@
+//! The OAuth authorization page (RFC 6749 §4.1.1 as profiled by OAuth 2.1 and MCP):
+//! `GET /oauth/authorize` shows the consent page ("Allow access?"); `POST
+//! /oauth/authorize` (Allow/Deny, CSRF token) answers the client.
+//!
+//! The authorization server ([`crate::oauth::authorize`]) validates the request and
+//! issues the code; this page adds the person. Until client_id and redirect_uri are
+//! trusted, a refusal is a page here (never a redirect to an unchecked URI); after that,
+//! refusals go back to the client. Nobody signed in → 303 to `/signin?next=<this
+//! request>`; a buyer account may authorize only `/mcp/buyer` and a seller account only
+//! `/mcp/seller` (otherwise a 403 page with a link back to the client).
+//!
+//! The page is in the holder's default language. Its CSP leaves out `form-action`
+//! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
+
+use super::i18n::{page_lang, ui, AuthorizeText, Ui};
+use super::{now_unix, page, pages};
+use crate::base::Base;
+use crate::crypto::token_hash;
+use crate::oauth::authorize::{self, AuthzRequest, Refusal, PARAMS};
+use crate::oauth::{Params, Resource, Server};
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use maud::{html, Markup};
+use std::sync::Arc;
+
+/// CSRF purpose of the consent form.
+const CSRF_PURPOSE: &str = "oauth-authorize";
+
+/// Who is signed in on the holder's pages: `(account id, role)` from the request's
+/// cookies. [`Sessions`] is the accounts service's answer; tests sign people in with
+/// their own.
+pub(super) trait People: Send + Sync + 'static {
+    /// The signed-in account's id and role (`"buyer"` | `"seller"`), if any.
+    fn current(&self, base: &Base, headers: &HeaderMap) -> Option<(String, String)>;
+}
+
+/// The accounts service's sessions ([`crate::accounts::current`]).
+pub(super) struct Sessions;
+
+impl People for Sessions {
+    fn current(&self, base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
+        crate::accounts::current(base, headers)
+    }
+}
+
+/// The page's state.
+struct Ctx {
+    app: AppState,
+    server: Arc<Server>,
+    people: Arc<dyn People>,
+}
+
+type Shared = Arc<Ctx>;
+
+/// `GET|POST /oauth/authorize` (body limit and headers: [`super::routes`]).
+pub(super) fn routes(app: AppState, server: Arc<Server>, people: Arc<dyn People>) -> Router {
+    let ctx = Arc::new(Ctx { app, server, people });
+    Router::new().route("/oauth/authorize", get(consent_page).post(decide)).with_state(ctx)
+}
+
+/// The page's strings: the holder's default language.
+fn texts(ctx: &Ctx) -> &'static Ui {
+    ui(page_lang(None, &ctx.app.base.settings.default_language))
+}
+
+fn alert(text: &str) -> Markup {
+    pages::message(text, true)
+}
+
+/// 303 to `target`, or 400 when it cannot be a `Location`.
+fn see_other(target: &str, unusable: &'static str) -> Response {
+    match HeaderValue::from_str(target) {
+        Ok(v) => (StatusCode::SEE_OTHER, [(header::LOCATION, v)]).into_response(),
+        Err(_) => (StatusCode::BAD_REQUEST, unusable).into_response(),
+    }
+}
+
+/// 303 to the client's redirect URI.
+fn to_client(url: &str) -> Response {
+    see_other(url, "The redirect_uri cannot be used in an HTTP redirect.\n")
+}
+
+fn refusal(ctx: &Ctx, r: Refusal) -> Response {
+    let u = texts(ctx);
+    let t = u.authorize;
+    match r {
+        Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why)),
+        Refusal::Redirect { to, state, error, description } => {
+            to_client(&authorize::error_url(&ctx.server, &to, state.as_deref(), error, &description))
+        }
+        Refusal::Internal => page(&ctx.app, u, StatusCode::INTERNAL_SERVER_ERROR, t.error_title, alert(t.internal)),
+    }
+}
+
+/// 303 to the sign-in page, coming back to this authorization request.
+fn signin(p: &Params) -> Response {
+    let query = serde_urlencoded::to_string(p.pairs(&PARAMS)).unwrap_or_default();
+    let next = serde_urlencoded::to_string([("next", format!("/oauth/authorize?{query}"))]).unwrap_or_default();
+    see_other(&format!("/signin?{next}"), "Bad request\n")
+}
+
+/// The signed-in person, checked against the resource's role. `Err` is the response
+/// (sign-in redirect, or the wrong-account page).
+#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
+fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Result<String, Response> {
+    let Some((account_id, role)) = ctx.people.current(&ctx.app.base, headers) else { return Err(signin(p)) };
+    if role != r.resource.role() {
+        let u = texts(ctx);
+        let t = u.authorize;
+        let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
+        let back = authorize::error_url(
+            &ctx.server,
+            &r.redirect_uri,
+            r.state.as_deref(),
+            "access_denied",
+            "wrong account role",
+        );
+        let body = html! {
+            (alert(why))
+            p { a href=(back) { (t.back) } }
+        };
+        return Err(page(&ctx.app, u, StatusCode::FORBIDDEN, t.wrong_role_title, body));
+    }
+    Ok(account_id)
+}
+
+/// The value the consent form's CSRF token is bound to: the person and every parameter
+/// that decides what the code grants.
+fn binding(r: &AuthzRequest, account_id: &str) -> String {
+    let sent = if r.redirect_uri_sent { "1" } else { "0" };
+    let fields = [
+        account_id,
+        &r.client.client_id,
+        &r.redirect_uri,
+        sent,
+        r.state.as_deref().unwrap_or(""),
+        &r.code_challenge,
+        &r.scopes.join(" "),
+        r.resource.path(),
+    ];
+    token_hash("oauth-authorize", &fields.join("\u{0}"))
+}
+
+/// `GET /oauth/authorize`: the consent page.
+async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let p = Params::parse(query.unwrap_or_default().as_bytes());
+    let r = match authorize::validate(&ctx.server, &p).await {
+        Ok(r) => r,
+        Err(f) => return refusal(&ctx, f),
+    };
+    let account_id = match person(&ctx, &headers, &p, &r) {
+        Ok(a) => a,
+        Err(res) => return res,
+    };
+    let csrf = ctx.app.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
+    let u = texts(&ctx);
+    page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf))
+}
+
+/// `POST /oauth/authorize`: `decision=allow|deny` with the request's parameters and the
+/// CSRF token. Allow → 303 to `redirect_uri?code=…&state=…&iss=…`; Deny →
+/// `error=access_denied`.
+async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let p = Params::parse(&body);
+    let r = match authorize::validate(&ctx.server, &p).await {
+        Ok(r) => r,
+        Err(f) => return refusal(&ctx, f),
+    };
+    let account_id = match person(&ctx, &headers, &p, &r) {
+        Ok(a) => a,
+        Err(res) => return res,
+    };
+    let u = texts(&ctx);
+    let t = u.authorize;
+    let now = now_unix(&ctx.app);
+    let csrf_ok =
+        p.get("csrf").is_some_and(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
+    if !csrf_ok {
+        return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired));
+    }
+    match p.get("decision") {
+        Some("allow") => {}
+        Some("deny") => {
+            let to = r.redirect_uri.as_str();
+            return to_client(&authorize::error_url(
+                &ctx.server,
+                to,
+                r.state.as_deref(),
+                "access_denied",
+                "the person declined",
+            ));
+        }
+        _ => return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired)),
+    }
+    match authorize::allow(&ctx.server, &r, account_id).await {
+        Ok(url) => to_client(&url),
+        Err(_) => refusal(&ctx, Refusal::Internal),
+    }
+}
+
+/// The consent page body: who asks, for what, where the answer goes, Allow and Deny.
+fn consent(ctx: &Ctx, t: &AuthorizeText, p: &Params, r: &AuthzRequest, csrf: &str) -> Markup {
+    let name = r.client.client_name.clone().unwrap_or_else(|| authorize::destination(&r.client.client_id));
+    let holder = &ctx.app.base.settings.holder_name;
+    html! {
+        p { strong { (name) } " " (t.asks) " " strong { (holder) } "." }
+        @if r.client.metadata_document {
+            p.hint { (t.identified_by) " " code.url { (r.client.client_id) } }
+        } @else {
+            p.hint { (t.self_named) }
+        }
+        h2 { (t.can) }
+        ul {
+            @for s in &r.scopes {
+                li { (t.scope(s)) }
+            }
+        }
+        p { (t.returns_to) " " strong { (authorize::destination(&r.redirect_uri)) } }
+        form.card method="post" action="/oauth/authorize" {
+            input type="hidden" name="csrf" value=(csrf);
+            @for (k, v) in p.pairs(&PARAMS) {
+                input type="hidden" name=(k) value=(v);
+            }
+            button type="submit" name="decision" value="allow" { (t.allow) }
+            " "
+            button type="submit" name="decision" value="deny" { (t.deny) }
+        }
+    }
+}
