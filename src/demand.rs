@@ -449,15 +449,6 @@ pub fn parse_request(settings: &Settings, args: &Value) -> Result<(String, Cell)
     Ok((category, Cell { area, budget_band: budget.clone(), buy_by_band: (*buy_by).to_owned() }))
 }
 
-/// `intent_demand_summary` (PROTOCOL.md §3): validates `args` and answers for the cell.
-///
-/// # Errors
-/// [`ServiceError::Input`] naming the field; storage errors.
-pub fn answer(base: &Base, args: &Value) -> Result<DemandAnswer, ServiceError> {
-    let (category, cell) = parse_request(&base.settings, args)?;
-    summary(base, &category, &cell)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,7 @@ use crate::clock;
 use crate::crypto::TOKEN_BYTES;
 use crate::crypto::{self, Secret};
 use crate::deliveries::{self, with_offers};
-use crate::protocol::input::{Fields, InputError};
+use crate::protocol::input::{InputError, ListMatches, UpdateArgs};
 use crate::protocol::{Delivery, Intent, Status};
 use crate::records::{ts, ConsentRecord, IntentRecord};
 use crate::store::{Ns, Reads, Tx};
@@ -53,12 +53,7 @@ use time::OffsetDateTime;
 /// How long a pending renewal can be confirmed, seconds (72 h, as an e-mail confirmation).
 pub const RENEWAL_TTL_SECS: i64 = 72 * 3600;
 
-/// The fields `intent_update_intent` may change, in the publish input's names.
-pub const UPDATABLE: [&str; 8] =
-    ["statement", "criteria", "area", "budget", "hiddenLimit", "buyBy", "validUntil", "visibility"];
-
-/// The fields an update may remove with `null`.
-const REMOVABLE: [&str; 4] = ["criteria", "budget", "hiddenLimit", "buyBy"];
+pub use crate::protocol::input::UPDATABLE;
 
 /// The `/mcp/buyer` publish result (PROTOCOL.md §3): the intent, and the consent page
 /// when the account has not accepted the current consent text.
@@ -298,16 +293,10 @@ impl Intents {
     ///
     /// # Errors
     /// [`ServiceError::Input`] naming the field; [`ServiceError::NotFound`].
-    pub fn list_matches_owned(&self, account_id: &str, args: &Value) -> Result<(Vec<Delivery>, Option<String>)> {
-        let mut f = Fields::new(args, "")?;
-        let id = f.req_str("intent", 64)?;
-        let since = f
-            .opt_str("since", 64)?
-            .map(|s| clock::parse_rfc3339(&s).map_err(|m| InputError(format!("since {m}"))))
-            .transpose()?;
-        let limit = f.opt_int("limit", 1, 100)?.unwrap_or(50) as usize;
-        f.finish("")?;
-        let rec = self.owned(account_id, &id)?;
+    pub fn list_matches_owned(&self, account_id: &str, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
+        let id = q.intent.as_deref().ok_or(ServiceError::NotFound)?;
+        let (since, limit) = (q.since, q.limit);
+        let rec = self.owned(account_id, id)?;
         let (matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
         let next = next.or_else(|| since.map(clock::rfc3339_micros));
         Ok((matches, next))
@@ -348,25 +337,12 @@ impl Intents {
     /// [`ServiceError::Input`] naming the field (the publish rules);
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a draft
     /// that lapsed, or content changes to an expired intent (renew it first).
-    pub fn update_owned(&self, account_id: &str, args: &Value) -> Result<UpdateResult> {
-        let mut f = Fields::new(args, "")?;
-        let id = f.req_str("id", 64)?;
-        let raw = args.as_object().cloned().unwrap_or_default();
-        let mut changes: Map<String, Value> = Map::new();
-        for key in UPDATABLE {
-            let _ = f.get(key);
-            if let Some(v) = raw.get(key) {
-                if v.is_null() && !REMOVABLE.contains(&key) {
-                    return Err(InputError(format!("{key} cannot be removed (null); give a new value")).into());
-                }
-                changes.insert(key.to_owned(), v.clone());
-            }
-        }
-        f.finish(". Contact data is never accepted: the account's verified e-mail address is used.")?;
+    pub fn update_owned(&self, account_id: &str, args: &UpdateArgs) -> Result<UpdateResult> {
+        let (id, changes) = (args.id.as_str(), &args.changes);
         if changes.is_empty() {
             return Err(nothing_to_change());
         }
-        let rec = self.owned(account_id, &id)?;
+        let rec = self.owned(account_id, id)?;
         let now = self.now();
         let status = check_changeable(&rec, now)?;
         let content = changes.keys().any(|k| k != "validUntil");
@@ -377,7 +353,7 @@ impl Intents {
                     .into(),
             ));
         }
-        let p = self.parse_publish(&Value::Object(self.merged_input(&rec, &changes)?))?;
+        let p = self.parse_publish(&Value::Object(self.merged_input(&rec, changes)?))?;
 
         // validUntil: earlier applies at once; later (or any date for an expired intent)
         // waits for the person's confirmation.
@@ -394,7 +370,7 @@ impl Intents {
         let hidden = p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?;
         let before = content_of(&rec);
         let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
-            let mut rec: IntentRecord = tx.intent(&id)?.ok_or(ServiceError::NotFound)?;
+            let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
             if rec.owner.as_deref() != Some(account_id) {
                 return Err(ServiceError::NotFound);
             }
@@ -431,7 +407,7 @@ impl Intents {
                 tx.put_intent(&rec, rec.status == Status::Active)?;
             }
             let token = match later {
-                Some(t) => Some(self.put_renewal(tx, account_id, &id, t, now)?),
+                Some(t) => Some(self.put_renewal(tx, account_id, id, t, now)?),
                 None => None,
             };
             Ok((rec, n, token))

@@ -15,7 +15,7 @@ use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::deliveries::{self, with_offers};
 use crate::mail::MailJob;
-use crate::protocol::input::{self, validate_email, Fields, InputError};
+use crate::protocol::input::{self, validate_email, Fields, InputError, ListMatches};
 use crate::protocol::{AreaObject, Budget, Delivery, Intent, Status, Visibility};
 use crate::records::{ts, ConsentRecord, IntentRecord};
 use crate::store::Reads;
@@ -351,21 +351,13 @@ impl Intents {
     /// `intent_list_matches` on `/mcp` (seed §5.6): pull, by code.
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`], bad `since`.
-    pub fn list_matches_by_code(&self, args: &Value) -> Result<(Vec<Delivery>, Option<String>)> {
-        let mut f = Fields::new(args, "")?;
-        let code = f.req_str("intentCode", 200)?;
-        let id = f.opt_str("intent", 64)?;
-        let since = f
-            .opt_str("since", 64)?
-            .map(|s| clock::parse_rfc3339(&s).map_err(|m| InputError(format!("since {m}"))))
-            .transpose()?;
-        let limit = f.opt_int("limit", 1, 100)?.unwrap_or(50) as usize;
-        f.finish("")?;
-        let rec = self.intent_by_code(&code, id.as_deref())?;
-        let (matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
+    /// [`ServiceError::NotFound`].
+    pub fn list_matches_by_code(&self, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
+        let code = q.intent_code.as_deref().ok_or(ServiceError::NotFound)?;
+        let rec = self.intent_by_code(code, q.intent.as_deref())?;
+        let (matches, next) = deliveries::list(&self.base, &rec.id, q.since, q.limit)?;
         // With no new deliveries the cursor stays where the caller was.
-        let next = next.or_else(|| since.map(clock::rfc3339_micros));
+        let next = next.or_else(|| q.since.map(clock::rfc3339_micros));
         Ok((matches, next))
     }
 

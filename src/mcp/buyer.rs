@@ -21,6 +21,7 @@ use super::{
 use crate::base::ServiceError;
 use crate::oauth::Grant;
 use crate::policy::{self, Action, Resource};
+use crate::protocol::input::{ListMatches, UpdateArgs};
 use crate::protocol::schema;
 use crate::state::AppState;
 use rmcp::model::{
@@ -144,10 +145,13 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
     let account = principal.account_id();
     let result: Result<CallToolResult, ServiceError> = match (name, account) {
         ("intent_search_offers", _) => search(holder, args),
-        ("intent_demand_summary", _) => crate::demand::answer(&holder.base, args).map(|a| {
-            let v = to_value(&a);
-            ok(v.clone(), &v)
-        }),
+        ("intent_demand_summary", _) => crate::demand::parse_request(&holder.base.settings, args)
+            .map_err(ServiceError::from)
+            .and_then(|(category, cell)| crate::demand::summary(&holder.base, &category, &cell))
+            .map(|a| {
+                let v = to_value(&a);
+                ok(v.clone(), &v)
+            }),
         ("intent_publish_intent", Some(acc)) => {
             holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_for(acc, p)).map(|r| {
                 let v = to_value(&r);
@@ -158,20 +162,26 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
             let v = json!({"intent": i});
             ok(v.clone(), &v)
         }),
-        ("intent_update_intent", Some(acc)) => holder.intents.update_owned(acc, args).map(|r| {
-            let v = to_value(&r);
-            ok(v.clone(), &v)
-        }),
+        ("intent_update_intent", Some(acc)) => UpdateArgs::parse(args)
+            .map_err(ServiceError::from)
+            .and_then(|u| holder.intents.update_owned(acc, &u))
+            .map(|r| {
+                let v = to_value(&r);
+                ok(v.clone(), &v)
+            }),
         ("intent_withdraw_intent", Some(acc)) => {
             id_arg(args).and_then(|id| holder.intents.withdraw_owned(acc, &id)).map(|()| {
                 let v = json!({"status": "withdrawn"});
                 ok(v.clone(), &v)
             })
         }
-        ("intent_list_matches", Some(acc)) => holder.intents.list_matches_owned(acc, args).map(|(matches, next)| {
-            let arr = to_value(&matches);
-            ok(json!({"matches": arr, "nextSince": next}), &arr)
-        }),
+        ("intent_list_matches", Some(acc)) => ListMatches::by_id(args)
+            .map_err(ServiceError::from)
+            .and_then(|q| holder.intents.list_matches_owned(acc, &q))
+            .map(|(matches, next)| {
+                let arr = to_value(&matches);
+                ok(json!({"matches": arr, "nextSince": next}), &arr)
+            }),
         _ => return None,
     };
     Some(result.unwrap_or_else(|e| buyer_failure(name, &e)))

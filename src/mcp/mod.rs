@@ -9,6 +9,7 @@
 
 use crate::base::{PublicError, ServiceError};
 use crate::policy::{Denied, Resource};
+use crate::protocol::input::ListMatches;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
 use crate::state::AppState;
@@ -172,15 +173,21 @@ pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolR
                 ok(v.clone(), &v)
             })
         }
-        "intent_list_matches" => holder.intents.list_matches_by_code(args).map(|(matches, next)| {
-            let arr = to_value(&matches);
-            ok(json!({"matches": arr, "nextSince": next}), &arr)
-        }),
+        "intent_list_matches" => ListMatches::by_code(args)
+            .map_err(ServiceError::from)
+            .and_then(|q| holder.intents.list_matches_by_code(&q))
+            .map(|(matches, next)| {
+                let arr = to_value(&matches);
+                ok(json!({"matches": arr, "nextSince": next}), &arr)
+            }),
         "intent_search_offers" => search(holder, args),
-        "intent_demand_summary" => crate::demand::answer(&holder.base, args).map(|a| {
-            let v = to_value(&a);
-            ok(v.clone(), &v)
-        }),
+        "intent_demand_summary" => crate::demand::parse_request(&holder.base.settings, args)
+            .map_err(ServiceError::from)
+            .and_then(|(category, cell)| crate::demand::summary(&holder.base, &category, &cell))
+            .map(|a| {
+                let v = to_value(&a);
+                ok(v.clone(), &v)
+            }),
         _ => return None,
     };
     Some(result.unwrap_or_else(|e| failure(name, &e)))

@@ -177,7 +177,8 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
             ));
         };
         if name == "intent_submit_offer" {
-            let out = sellers::submit_reply(&holder.base, &profile, args)?;
+            let reply = sellers::parse_reply(&holder.base, &profile, args)?;
+            let out = sellers::submit_reply(&holder.base, &profile, &reply)?;
             let v = serde_json::to_value(&out).unwrap_or(Value::Null);
             Ok(ok(v.clone(), &v))
         } else {

@@ -43,7 +43,7 @@ mod open;
 mod reply;
 
 pub use open::{open_intents, parse_open_query, OpenIntent, OpenPage, OpenQuery};
-pub use reply::{submit_reply, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
+pub use reply::{parse_reply, submit_reply, ReplyInput, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
 
 use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
 use crate::base::{Base, ServiceError};

@@ -54,9 +54,26 @@ impl ReplyOutcome {
 const OFFER_FIELDS: [&str; 8] =
     ["title", "description", "category", "attributes", "price", "area", "url", "validUntil"];
 
-/// Validates a reply: `source` must be `{"kind": "reply"}`, `inReplyTo` an intent id,
-/// the Offer fields follow the catalogue rules ([`parse_json_row`]); the category must
-/// be one the seller serves and `validUntil` (if any) in the future.
+/// A validated `intent_submit_offer` input: the intent it answers and the offer.
+#[derive(Debug, Clone)]
+pub struct ReplyInput {
+    /// `inReplyTo`: the id of the open intent.
+    pub intent_id: String,
+    /// The Offer fields, checked as a catalogue row.
+    pub offer: OfferInput,
+}
+
+/// Validates a reply (the face calls it before [`submit_reply`]): `source` must be
+/// `{"kind": "reply"}`, `inReplyTo` an intent id, the Offer fields follow the catalogue
+/// rules ([`parse_json_row`]); the category must be one the seller serves and
+/// `validUntil` (if any) in the future.
+///
+/// # Errors
+/// [`InputError`] naming the field and rule.
+pub fn parse_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result<ReplyInput, InputError> {
+    parse(base, profile, args).map(|(intent_id, offer)| ReplyInput { intent_id, offer })
+}
+
 fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, OfferInput), InputError> {
     let mut f = Fields::new(args, "")?;
     match f.get("source") {
@@ -99,9 +116,9 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
 /// rules — delivering it once and scheduling the digest when it matches.
 ///
 /// # Errors
-/// [`super::SellerError::Input`] naming the field and rule; storage and key errors.
-pub fn submit_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result<ReplyOutcome> {
-    let (intent_id, input) = parse(base, profile, args)?;
+/// Storage and key errors.
+pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) -> Result<ReplyOutcome> {
+    let (intent_id, input) = (reply.intent_id.clone(), reply.offer.clone());
     let now = base.clock.now();
     let (outcome, delivered) = base.write(|tx| -> Result<(ReplyOutcome, u64)> {
         let Some(mut rec) = tx.intent::<IntentRecord>(&intent_id)? else {

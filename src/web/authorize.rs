@@ -18,6 +18,7 @@ use crate::base::Base;
 use crate::crypto::token_hash;
 use crate::oauth::authorize::{self, AuthzRequest, Refusal, PARAMS};
 use crate::oauth::{Params, Resource, Server};
+use crate::policy::{self, Action, Credential, Denied};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -108,8 +109,14 @@ fn signin(p: &Params) -> Response {
 /// (sign-in redirect, or the wrong-account page).
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Result<String, Response> {
-    let Some((account_id, role)) = ctx.people.current(&ctx.app.base, headers) else { return Err(signin(p)) };
-    if role != r.resource.role() {
+    let current = ctx.people.current(&ctx.app.base, headers);
+    let decision =
+        policy::authorize(&Credential::session(current.as_ref()), Action::Authorize(r.resource), policy::no_lookup)
+            .map_err(policy::Refusal::denied);
+    if let Err(denied) = decision {
+        if denied == Denied::MissingCredentials {
+            return Err(signin(p));
+        }
         let u = texts(ctx);
         let t = u.authorize;
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
@@ -126,7 +133,7 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
         };
         return Err(page(&ctx.app, u, StatusCode::FORBIDDEN, t.wrong_role_title, body));
     }
-    Ok(account_id)
+    Ok(current.map(|(id, _)| id).unwrap_or_default())
 }
 
 /// The value the consent form's CSRF token is bound to: the person and every parameter

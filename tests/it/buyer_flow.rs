@@ -17,6 +17,22 @@ use isto::store::Reads;
 use serde_json::{json, Value};
 
 use crate::kit::Fx;
+use isto::intents::buyer::UpdateResult;
+use isto::protocol::input::{ListMatches, UpdateArgs};
+
+/// `intent_update_intent` as the face runs it: parse, then the typed update.
+fn update(h: &AppState, account: &str, args: &Value) -> Result<UpdateResult, ServiceError> {
+    h.intents.update_owned(account, &UpdateArgs::parse(args)?)
+}
+
+/// `intent_list_matches` on `/mcp/buyer` as the face runs it.
+fn list_owned(
+    h: &AppState,
+    account: &str,
+    args: &Value,
+) -> Result<(Vec<isto::protocol::Delivery>, Option<String>), ServiceError> {
+    h.intents.list_matches_owned(account, &ListMatches::by_id(args)?)
+}
 
 fn fixture() -> Fx {
     Fx::new()
@@ -176,11 +192,11 @@ fn other_accounts_ids_are_not_found() {
     for (who, target) in [(&b, &id), (&a, &anon), (&a, &"int_nosuchintentatallxxxxxxxx".to_owned())] {
         assert!(matches!(h.intents.get_owned(who, target), Err(ServiceError::NotFound)));
         assert!(matches!(
-            h.intents.update_owned(who, &json!({"id": target, "statement": "Škoda Fabia"})),
+            update(h, who, &json!({"id": target, "statement": "Škoda Fabia"})),
             Err(ServiceError::NotFound)
         ));
         assert!(matches!(h.intents.withdraw_owned(who, target), Err(ServiceError::NotFound)));
-        assert!(matches!(h.intents.list_matches_owned(who, &json!({"intent": target})), Err(ServiceError::NotFound)));
+        assert!(matches!(list_owned(h, who, &json!({"intent": target})), Err(ServiceError::NotFound)));
         assert!(matches!(h.intents.request_renewal(who, target), Err(ServiceError::NotFound)));
     }
     assert_eq!(h.intents.get_owned(&a, &id).unwrap().status, Status::Active, "untouched");
@@ -199,9 +215,9 @@ fn other_accounts_ids_are_not_found() {
     h.intents.withdraw_owned(&a, &id).unwrap();
     h.intents.withdraw_owned(&a, &id).unwrap();
     assert_eq!(h.intents.get_owned(&a, &id).unwrap().status, Status::Withdrawn);
-    let e = h.intents.update_owned(&a, &json!({"id": id, "statement": "Škoda Fabia"})).unwrap_err();
+    let e = update(h, &a, &json!({"id": id, "statement": "Škoda Fabia"})).unwrap_err();
     assert!(matches!(e, ServiceError::State(_)) && e.to_string().contains("withdrawn"), "{e}");
-    let e = h.intents.update_owned(&a, &json!({"id": id, "validUntil": "2027-01-31T00:00:00Z"})).unwrap_err();
+    let e = update(h, &a, &json!({"id": id, "validUntil": "2027-01-31T00:00:00Z"})).unwrap_err();
     assert!(e.to_string().contains("withdrawn"), "{e}");
 }
 
@@ -212,14 +228,14 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     catalogue(h);
     let (acc, _) = f.buyer("buyer@example.com");
     let id = publish(h, &acc, octavia()).intent.id;
-    let (first, next) = h.intents.list_matches_owned(&acc, &json!({"intent": id})).unwrap();
+    let (first, next) = list_owned(h, &acc, &json!({"intent": id})).unwrap();
     assert_eq!(first.len(), 2);
 
     // Broader criteria and statement: the Fabia matches too; the Octavias stay delivered once.
     f.clock.advance(time::Duration::minutes(5));
-    let r = h
-        .intents.update_owned(
-            &acc,
+    let r = update(
+        h,
+        &acc,
             &json!({"id": id, "statement": "Škoda", "criteria": {"category": "vehicles", "make": "Škoda"}, "hiddenLimit": 12000}),
         )
         .unwrap();
@@ -229,11 +245,11 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     assert_eq!(r.intent.extensions["matchCount"], 3);
     assert_eq!(r.intent.updated_at, "2026-12-01T10:05:00Z");
     assert_eq!(titles(h, &id), vec!["Škoda Fabia", "Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI"]);
-    let (new, _) = h.intents.list_matches_owned(&acc, &json!({"intent": id, "since": next})).unwrap();
+    let (new, _) = list_owned(h, &acc, &json!({"intent": id, "since": next})).unwrap();
     assert_eq!(new.iter().map(|d| d.offer.title.as_str()).collect::<Vec<_>>(), vec!["Škoda Fabia"]);
 
     // Updating again re-runs matching but delivers nothing twice.
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "visibility": "pseudonymous"})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "visibility": "pseudonymous"})).unwrap();
     assert_eq!(r.intent.extensions["matchCount"], 3);
     assert_eq!(isto::deliveries::list(&h.base, &id, None, 100).unwrap().0.len(), 3);
     // Kept fields stay: statement, budget, the sealed limit.
@@ -242,7 +258,7 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     assert_eq!(rec.budget.as_ref().unwrap().max, Some(15000.0));
     assert!(rec.hidden_limit.is_some());
     // null removes a removable field.
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "hiddenLimit": null, "budget": null})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "hiddenLimit": null, "budget": null})).unwrap();
     assert!(!r.intent.has_hidden_limit && r.intent.budget.is_none());
 
     // The publish rules apply, naming the field; nothing is half-written.
@@ -257,7 +273,7 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
         (json!({"id": id}), "nothing to change"),
         (json!({"statement": "x"}), "id"),
     ] {
-        let e = h.intents.update_owned(&acc, &args).unwrap_err();
+        let e = update(h, &acc, &args).unwrap_err();
         assert!(matches!(e, ServiceError::Input(_)), "{args} → {e}");
         assert!(e.to_string().contains(field), "{args} → {e}");
     }
@@ -275,12 +291,12 @@ fn valid_until_later_waits_for_the_renewal_page() {
     assert_eq!(before, "2027-03-01T10:00:00Z", "default 90 days");
 
     // Earlier: at once.
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-02-01T00:00:00Z"})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "validUntil": "2027-02-01T00:00:00Z"})).unwrap();
     assert!(r.renew_url.is_none());
     assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
 
     // Later: a pending renewal; nothing changes until the person confirms.
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-06-01T00:00:00Z"})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "validUntil": "2027-06-01T00:00:00Z"})).unwrap();
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
     assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
@@ -312,7 +328,7 @@ fn valid_until_later_waits_for_the_renewal_page() {
     assert_eq!(f.post(&path, &[("csrf", &csrf)], Some(&cookie)).status, StatusCode::NOT_FOUND);
 
     // A renewal lapses after 72 hours and is swept.
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-07-01T00:00:00Z"})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "validUntil": "2027-07-01T00:00:00Z"})).unwrap();
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     f.clock.advance(time::Duration::hours(73));
     assert!(matches!(h.intents.renew(&acc, &token), Err(ServiceError::NotFound)));
@@ -326,7 +342,7 @@ fn an_expired_intent_is_renewed_and_active_again() {
     catalogue(h);
     let (acc, _) = f.buyer("buyer@example.com");
     let id = publish(h, &acc, octavia()).intent.id;
-    h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2026-12-03T10:00:00Z"})).unwrap();
+    update(h, &acc, &json!({"id": id, "validUntil": "2026-12-03T10:00:00Z"})).unwrap();
     f.clock.advance(time::Duration::days(3));
     assert_eq!(h.intents.get_owned(&acc, &id).unwrap().status, Status::Expired);
     assert_eq!(h.intents.sweep().unwrap(), 1);
@@ -336,10 +352,10 @@ fn an_expired_intent_is_renewed_and_active_again() {
         h.catalogue.import_offers(vec![offer("d", "Škoda Octavia Scout", 10000.0, "Bratislava", "Octavia")]).unwrap();
     assert_eq!(c.delivered, 0);
     // Content changes wait for the renewal.
-    let e = h.intents.update_owned(&acc, &json!({"id": id, "statement": "Škoda Octavia Scout"})).unwrap_err();
+    let e = update(h, &acc, &json!({"id": id, "statement": "Škoda Octavia Scout"})).unwrap_err();
     assert!(matches!(e, ServiceError::State(_)) && e.to_string().contains("renew"), "{e}");
 
-    let r = h.intents.update_owned(&acc, &json!({"id": id, "validUntil": "2027-01-15T00:00:00Z"})).unwrap();
+    let r = update(h, &acc, &json!({"id": id, "validUntil": "2027-01-15T00:00:00Z"})).unwrap();
     assert_eq!(r.intent.status, Status::Expired, "not before the person confirms");
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     let view = h.intents.renewal_view(&acc, &token).unwrap();
@@ -367,7 +383,7 @@ fn an_expired_intent_is_renewed_and_active_again() {
         json!({"id": draft.intent.id, "validUntil": "2027-01-20T00:00:00Z"}),
         json!({"id": draft.intent.id, "statement": "Škoda Octavia Scout"}),
     ] {
-        let e = h.intents.update_owned(&seller, &args).unwrap_err();
+        let e = update(h, &seller, &args).unwrap_err();
         assert!(e.to_string().contains("publish it again"), "{e}");
     }
     assert!(matches!(h.intents.request_renewal(&seller, &draft.intent.id), Err(ServiceError::State(_))));
@@ -506,8 +522,7 @@ fn my_intents_pages() {
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert_eq!(h.intents.get_owned(&a, &id).unwrap().valid_until, "2027-05-30T10:00:00Z");
     // At the maximum validity a renewal is refused.
-    h.intents
-        .update_owned(&a, &json!({"id": id, "validUntil": "2027-12-01T10:00:00Z"}))
+    update(h, &a, &json!({"id": id, "validUntil": "2027-12-01T10:00:00Z"}))
         .map(|r| {
             let t = renewal_token(r.renew_url.as_deref().unwrap());
             h.intents.renew(&a, &t).unwrap();
