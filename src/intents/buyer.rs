@@ -168,33 +168,7 @@ impl Intents {
     }
 
     fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> Result<IntentRecord> {
-        Ok(IntentRecord {
-            id: crypto::new_id("int_"),
-            status: Status::AwaitingConsent,
-            statement: p.statement,
-            category: p.category,
-            criteria: p.criteria,
-            area: p.area,
-            budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
-            buy_by: p.buy_by,
-            valid_until: clock::rfc3339(p.valid_until),
-            visibility: p.visibility,
-            language: p.language,
-            created_at: clock::rfc3339(now),
-            updated_at: clock::rfc3339(now),
-            draft_expires_at: clock::rfc3339(now),
-            contact: None,
-            consent: None,
-            confirm_expires_at: None,
-            confirmed_at: None,
-            ended_at: None,
-            match_count: 0,
-            last_digest_at: None,
-            digest_cursor: 0,
-            owner: Some(account_id.to_owned()),
-            last_delivered: 0,
-        })
+        self.new_record(crypto::new_id("int_"), p, now, now, Some(account_id))
     }
 
     /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):

@@ -133,6 +133,45 @@ impl Intents {
         self.base.now()
     }
 
+    /// A new `awaiting_consent` record of `p` (hidden limit sealed), lapsing at
+    /// `draft_expires`, owned by `owner` when published on `/mcp/buyer`.
+    fn new_record(
+        &self,
+        id: String,
+        p: PublishInput,
+        now: OffsetDateTime,
+        draft_expires: OffsetDateTime,
+        owner: Option<&str>,
+    ) -> Result<IntentRecord> {
+        Ok(IntentRecord {
+            id,
+            status: Status::AwaitingConsent,
+            statement: p.statement,
+            category: p.category,
+            criteria: p.criteria,
+            area: p.area,
+            budget: p.budget,
+            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
+            buy_by: p.buy_by,
+            valid_until: clock::rfc3339(p.valid_until),
+            visibility: p.visibility,
+            language: p.language,
+            created_at: clock::rfc3339(now),
+            updated_at: clock::rfc3339(now),
+            draft_expires_at: clock::rfc3339(draft_expires),
+            contact: None,
+            consent: None,
+            confirm_expires_at: None,
+            confirmed_at: None,
+            ended_at: None,
+            match_count: 0,
+            last_digest_at: None,
+            digest_cursor: 0,
+            last_delivered: 0,
+            owner: owner.map(str::to_owned),
+        })
+    }
+
     /// Validates `intent_publish_intent` arguments (PROTOCOL.md §3). There is no
     /// contact field; any unknown property is refused.
     ///
@@ -237,33 +276,7 @@ impl Intents {
         let code = crypto::new_token(TOKEN_BYTES);
         let consent = crypto::new_token(TOKEN_BYTES);
         let expires = now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64);
-        let rec = IntentRecord {
-            id: id.clone(),
-            status: Status::AwaitingConsent,
-            statement: p.statement,
-            category: p.category,
-            criteria: p.criteria,
-            area: p.area,
-            budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
-            buy_by: p.buy_by,
-            valid_until: clock::rfc3339(p.valid_until),
-            visibility: p.visibility,
-            language: p.language,
-            created_at: clock::rfc3339(now),
-            updated_at: clock::rfc3339(now),
-            draft_expires_at: clock::rfc3339(expires),
-            contact: None,
-            consent: None,
-            confirm_expires_at: None,
-            confirmed_at: None,
-            ended_at: None,
-            match_count: 0,
-            last_digest_at: None,
-            digest_cursor: 0,
-            last_delivered: 0,
-            owner: None,
-        };
+        let rec = self.new_record(id.clone(), p, now, expires, None)?;
         self.base.write(|tx| -> Result<()> {
             tx.put_intent(&rec, false)?;
             tx.put_token(&crypto::token_hash("code", code.expose()), &id)?;

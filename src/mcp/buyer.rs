@@ -15,30 +15,17 @@
 //! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
 //! HTTP request. Without a grant every account tool answers "unauthorized".
 
-use super::{
-    call_blocking, denied, failure, find_tool, ok, request_span, search, server_config, to_value, tool, tool_error,
-};
+use super::{denied, failure, ok, search, to_value, tool, tool_error};
 use crate::base::ServiceError;
 use crate::oauth::Grant;
 use crate::policy::{self, Action, Resource};
 use crate::protocol::input::{ListMatches, UpdateArgs};
 use crate::protocol::schema;
 use crate::state::AppState;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
-    Tool, ToolAnnotations,
-};
+use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::RoleServer;
 use serde_json::{json, Value};
-use std::sync::Arc;
-
-/// The `/mcp/buyer` server: one value per session, sharing the holder.
-#[derive(Clone)]
-pub struct BuyerServer {
-    holder: AppState,
-    tools: Arc<Vec<Tool>>,
-}
 
 /// The tool list of `/mcp/buyer` (PROTOCOL.md §3).
 pub fn buyer_tools() -> Vec<Tool> {
@@ -107,13 +94,6 @@ pub fn buyer_tools() -> Vec<Tool> {
         ),
         super::demand_summary_tool(),
     ]
-}
-
-impl BuyerServer {
-    /// A server over `holder`.
-    pub fn new(holder: AppState) -> Self {
-        Self { holder, tools: Arc::new(buyer_tools()) }
-    }
 }
 
 /// The result of a failed call: [`super::failure`], except that unknown and other
@@ -190,40 +170,4 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
 /// The grant the middleware put into the HTTP request of this call, if any.
 pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
     context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Grant>()).cloned()
-}
-
-impl ServerHandler for BuyerServer {
-    fn get_info(&self) -> ServerConfig {
-        server_config(format!(
-            "Isto Intents holder '{}', buyer endpoint: acts for the signed-in person. Publish what the person \
-                 wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
-                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person.",
-            self.holder.base.settings.holder_name
-        ))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let grant = grant_of(&context);
-        let holder = self.holder.clone();
-        call_blocking(&self.tools, request_span(&context), request, move |name, args| {
-            dispatch(&holder, grant.as_ref(), name, args)
-        })
-        .await
-    }
 }

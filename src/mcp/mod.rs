@@ -26,11 +26,25 @@ pub mod buyer;
 pub mod seller;
 pub mod service;
 
-/// The public `/mcp` server: one value per session, sharing the holder.
+/// Which of the three MCP endpoints a server answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/mcp`: the consent-link profile, no sign-in (seed §5).
+    Public,
+    /// `/mcp/buyer`: a signed-in person's intents (bearer token, PROTOCOL.md §7).
+    Buyer,
+    /// `/mcp/seller`: registered sellers (bearer token, PROTOCOL.md §7).
+    Seller,
+}
+
+/// An MCP server of one endpoint: one value per session, sharing the holder. The rmcp
+/// handler is written once for the three endpoints; they differ in their instructions,
+/// tool list and dispatch.
 #[derive(Clone)]
-pub struct PublicServer {
+pub struct IstoServer {
     holder: AppState,
     tools: Arc<Vec<Tool>>,
+    endpoint: Endpoint,
 }
 
 fn obj(v: Value) -> serde_json::Map<String, Value> {
@@ -118,10 +132,15 @@ pub fn demand_summary_tool() -> Tool {
     )
 }
 
-impl PublicServer {
-    /// A server over `holder`.
-    pub fn new(holder: AppState) -> Self {
-        Self { holder, tools: Arc::new(public_tools()) }
+impl IstoServer {
+    /// A server of `endpoint` over `holder`.
+    pub fn new(holder: AppState, endpoint: Endpoint) -> Self {
+        let tools = match endpoint {
+            Endpoint::Public => public_tools(),
+            Endpoint::Buyer => buyer::buyer_tools(),
+            Endpoint::Seller => seller::seller_tools(),
+        };
+        Self { holder, tools: Arc::new(tools), endpoint }
     }
 }
 
@@ -293,14 +312,26 @@ pub(crate) fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
     tools.iter().find(|t| t.name == name).cloned()
 }
 
-impl ServerHandler for PublicServer {
+impl ServerHandler for IstoServer {
     fn get_info(&self) -> ServerConfig {
-        server_config(format!(
-            "Isto Intents holder '{}' (consent-link profile). Publish what a person wants to buy with \
+        let name = &self.holder.base.settings.holder_name;
+        server_config(match self.endpoint {
+            Endpoint::Public => format!(
+                "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
                  intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
-                 intent_list_matches.",
-            self.holder.base.settings.holder_name
-        ))
+                 intent_list_matches."
+            ),
+            Endpoint::Buyer => format!(
+                "Isto Intents holder '{name}', buyer endpoint: acts for the signed-in person. Publish what the person \
+                 wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
+                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person."
+            ),
+            Endpoint::Seller => format!(
+                "Isto Intents holder '{name}', seller endpoint: for the holder's registered sellers. List the buying \
+                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
+                 intent_submit_offer (at most 3 offers per intent)."
+            ),
+        })
     }
 
     async fn list_tools(
@@ -320,9 +351,14 @@ impl ServerHandler for PublicServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let holder = self.holder.clone();
-        call_blocking(&self.tools, request_span(&context), request, move |name, args| dispatch(&holder, name, args))
-            .await
+        let grant = buyer::grant_of(&context);
+        let (holder, endpoint) = (self.holder.clone(), self.endpoint);
+        call_blocking(&self.tools, request_span(&context), request, move |name, args| match endpoint {
+            Endpoint::Public => dispatch(&holder, name, args),
+            Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),
+            Endpoint::Seller => seller::dispatch(&holder, grant.as_ref(), name, args),
+        })
+        .await
     }
 }
 

@@ -21,33 +21,17 @@
 //! read on every call — is an enabled seller: a disabled seller's tools stop working at
 //! once, whatever its tokens.
 
-use super::buyer::grant_of;
-use super::{
-    call_blocking, denied, failure, find_tool, ok, public_tools, request_span, server_config, tool, tool_error,
-};
+use super::{denied, failure, ok, public_tools, tool, tool_error};
 use crate::oauth::Grant;
 use crate::policy::{self, Action, Refusal, Resource};
 use crate::protocol::schema;
 use crate::sellers;
 use crate::state::AppState;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
-    Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// The `/mcp` tools the seller endpoint also offers (when the public server has them).
 const SHARED: [&str; 2] = ["intent_search_offers", "intent_demand_summary"];
-
-/// The `/mcp/seller` server: one value per session, sharing the holder.
-#[derive(Clone)]
-pub struct SellerServer {
-    holder: AppState,
-    tools: Arc<Vec<Tool>>,
-}
 
 fn offer_input() -> Value {
     let area = schema::area_input();
@@ -142,13 +126,6 @@ pub fn seller_tools() -> Vec<Tool> {
     tools
 }
 
-impl SellerServer {
-    /// A server over `holder`.
-    pub fn new(holder: AppState) -> Self {
-        Self { holder, tools: Arc::new(seller_tools()) }
-    }
-}
-
 /// Runs one tool call for `grant` (blocking: store I/O). `None` for an unknown tool.
 /// Refused calls and bad input are `isError` results naming the reason or field;
 /// internal failures are logged and answered generically.
@@ -189,40 +166,4 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
         }
     });
     Some(result.unwrap_or_else(|e| failure(name, &e)))
-}
-
-impl ServerHandler for SellerServer {
-    fn get_info(&self) -> ServerConfig {
-        server_config(format!(
-            "Isto Intents holder '{}', seller endpoint: for the holder's registered sellers. List the buying \
-                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
-                 intent_submit_offer (at most 3 offers per intent).",
-            self.holder.base.settings.holder_name
-        ))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let grant = grant_of(&context);
-        let holder = self.holder.clone();
-        call_blocking(&self.tools, request_span(&context), request, move |name, args| {
-            dispatch(&holder, grant.as_ref(), name, args)
-        })
-        .await
-    }
 }

@@ -4,9 +4,7 @@
 //! the server's cancellation token; and the one bearer middleware in front of the two
 //! OAuth-protected endpoints ([`require_bearer`], [`protect`]).
 
-use super::buyer::BuyerServer;
-use super::seller::SellerServer;
-use super::PublicServer;
+use super::{Endpoint, IstoServer};
 use crate::base::Base;
 use crate::policy::Resource;
 use crate::state::AppState;
@@ -24,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 pub fn mcp_service(
     holder: AppState,
     stop: CancellationToken,
-) -> StreamableHttpService<PublicServer, LocalSessionManager> {
+) -> StreamableHttpService<IstoServer, LocalSessionManager> {
     let h = holder.clone();
     StreamableHttpService::new(
-        move || Ok(PublicServer::new(h.clone())),
+        move || Ok(IstoServer::new(h.clone(), Endpoint::Public)),
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )
@@ -49,10 +47,10 @@ fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServe
 pub fn buyer_service(
     holder: AppState,
     stop: CancellationToken,
-) -> StreamableHttpService<BuyerServer, LocalSessionManager> {
+) -> StreamableHttpService<IstoServer, LocalSessionManager> {
     let h = holder.clone();
     StreamableHttpService::new(
-        move || Ok(BuyerServer::new(h.clone())),
+        move || Ok(IstoServer::new(h.clone(), Endpoint::Buyer)),
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )
@@ -62,10 +60,10 @@ pub fn buyer_service(
 pub fn seller_service(
     holder: AppState,
     stop: CancellationToken,
-) -> StreamableHttpService<SellerServer, LocalSessionManager> {
+) -> StreamableHttpService<IstoServer, LocalSessionManager> {
     let h = holder.clone();
     StreamableHttpService::new(
-        move || Ok(SellerServer::new(h.clone())),
+        move || Ok(IstoServer::new(h.clone(), Endpoint::Seller)),
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )
