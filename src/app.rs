@@ -5,7 +5,8 @@
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::mcp::service::{buyer_service, mcp_service, protect, seller_service};
+use crate::mcp::service::{mcp_service, protect};
+use crate::mcp::Endpoint;
 use crate::policy::Resource;
 use crate::state::AppState;
 use crate::store::Store;
@@ -173,9 +174,9 @@ pub struct McpServices {
 /// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
     McpServices {
-        public: Router::new().nest_service("/mcp", mcp_service(holder.clone(), stop.clone())),
-        buyer: Router::new().nest_service("/mcp/buyer", buyer_service(holder.clone(), stop.clone())),
-        seller: Router::new().nest_service("/mcp/seller", seller_service(holder, stop)),
+        public: Router::new().nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone())),
+        buyer: Router::new().nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone())),
+        seller: Router::new().nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop)),
     }
 }
 

@@ -83,15 +83,7 @@ pub fn buyer_tools() -> Vec<Tool> {
             schema::list_matches_output(),
             ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
         ),
-        tool(
-            "intent_search_offers",
-            "Search the catalogue",
-            "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
-             not matter), best first. Read-only: no intent is created.",
-            schema::search_input(),
-            schema::search_output(),
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-        ),
+        super::search_tool(),
         super::demand_summary_tool(),
     ]
 }

@@ -102,17 +102,22 @@ pub fn public_tools() -> Vec<Tool> {
             schema::withdraw_output(),
             ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false),
         ),
-        tool(
-            "intent_search_offers",
-            "Search the catalogue",
-            "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
-             not matter), best first. Read-only: no intent is created.",
-            schema::search_input(),
-            schema::search_output(),
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-        ),
+        search_tool(),
         demand_summary_tool(),
     ]
+}
+
+/// `intent_search_offers` (PROTOCOL.md §3), the same on `/mcp` and `/mcp/buyer`.
+pub fn search_tool() -> Tool {
+    tool(
+        "intent_search_offers",
+        "Search the catalogue",
+        "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
+         not matter), best first. Read-only: no intent is created.",
+        schema::search_input(),
+        schema::search_output(),
+        ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+    )
 }
 
 /// `intent_demand_summary` (PROTOCOL.md §3, §5), the same on every endpoint: see

@@ -17,15 +17,17 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The MCP Streamable HTTP service for `/mcp`, with Host and Origin checks derived from
-/// the public URL (DNS-rebinding protection).
+/// The MCP Streamable HTTP service of `endpoint` (`/mcp`, `/mcp/buyer`, `/mcp/seller`),
+/// with Host and Origin checks derived from the public URL (DNS-rebinding protection);
+/// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
 pub fn mcp_service(
     holder: AppState,
+    endpoint: Endpoint,
     stop: CancellationToken,
 ) -> StreamableHttpService<IstoServer, LocalSessionManager> {
     let h = holder.clone();
     StreamableHttpService::new(
-        move || Ok(IstoServer::new(h.clone(), Endpoint::Public)),
+        move || Ok(IstoServer::new(h.clone(), endpoint)),
         Arc::new(LocalSessionManager::default()),
         mcp_config(&holder, stop),
     )
@@ -41,32 +43,6 @@ fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServe
         .enforce_origin_validation()
         .with_cancellation_token(stop)
         .with_max_request_body_bytes(256 * 1024)
-}
-
-/// The MCP service for `/mcp/buyer` (bearer-checked in front by `app::router`).
-pub fn buyer_service(
-    holder: AppState,
-    stop: CancellationToken,
-) -> StreamableHttpService<IstoServer, LocalSessionManager> {
-    let h = holder.clone();
-    StreamableHttpService::new(
-        move || Ok(IstoServer::new(h.clone(), Endpoint::Buyer)),
-        Arc::new(LocalSessionManager::default()),
-        mcp_config(&holder, stop),
-    )
-}
-
-/// The MCP service for `/mcp/seller` (bearer-checked in front by `app::router`).
-pub fn seller_service(
-    holder: AppState,
-    stop: CancellationToken,
-) -> StreamableHttpService<IstoServer, LocalSessionManager> {
-    let h = holder.clone();
-    StreamableHttpService::new(
-        move || Ok(IstoServer::new(h.clone(), Endpoint::Seller)),
-        Arc::new(LocalSessionManager::default()),
-        mcp_config(&holder, stop),
-    )
 }
 
 /// The state of [`require_bearer`]: the handles and the resource it guards.
