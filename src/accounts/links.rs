@@ -1,0 +1,238 @@
+//! One-time e-mail links: sign-in links and sign-up confirmations, with the per-address
+//! mail throttle (only the hash of a link token is stored).
+
+use super::*;
+
+/// Outcome of a request for an account e-mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailOutcome {
+    /// A message was queued.
+    Queued,
+    /// Nothing to send (no such account, or it is disabled); the page answers the same.
+    Nothing,
+    /// This address got too many account e-mails lately; nothing queued.
+    Throttled,
+}
+
+/// Queues a one-time sign-in link (`/signin/link/{token}`, 15 min, single use) for the
+/// account of `email`, if there is one and it is enabled. Counts against the address's
+/// mail limit whether or not an account exists, so the answer never tells. `next` must
+/// be a checked relative path; `lang` is the language of the e-mail.
+///
+/// # Errors
+/// [`AccountError::Input`] for a malformed address; storage and key errors.
+pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> Result<MailOutcome> {
+    let email = checked_email(email)?;
+    let now = base.clock.now();
+    let hash = email_key(&email);
+    let token = crypto::new_token(TOKEN_BYTES);
+    let url = format!("{}/signin/link/{}", base.settings.public_url.base, token.expose());
+    let content = mail::signin_link(base, lang, &email, &url, false);
+    let out = base.store.write(|tx| -> Result<MailOutcome> {
+        if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
+            return Ok(MailOutcome::Throttled);
+        }
+        let Some(account) = account_by_hash(tx, &hash)? else { return Ok(MailOutcome::Nothing) };
+        if account.disabled {
+            return Ok(MailOutcome::Nothing);
+        }
+        put_signin_link(tx, now, &account, &token, next)?;
+        enqueue(base, tx, &content)?;
+        Ok(MailOutcome::Queued)
+    })?;
+    if out == MailOutcome::Queued {
+        base.outbox.wake();
+    }
+    Ok(out)
+}
+
+pub(super) fn put_signin_link(
+    tx: &mut Tx<'_>,
+    now: OffsetDateTime,
+    account: &Account,
+    token: &Secret,
+    next: &str,
+) -> Result<()> {
+    let rec = LinkRecord {
+        kind: LinkKind::Signin,
+        account_id: Some(account.id.clone()),
+        email: None,
+        email_hash: account.email_hash.clone(),
+        password_hash: None,
+        consent_version: None,
+        consent_language: None,
+        next: next.to_owned(),
+        created_at: clock::rfc3339(now),
+        expires_at: clock::rfc3339(now + time::Duration::seconds(SIGNIN_LINK_TTL_SECS)),
+    };
+    tx.put_record(Ns::SignInLink, &link_key(LinkKind::Signin, token.expose()), &rec)?;
+    Ok(())
+}
+
+/// A sign-up request (the sign-up form, after its checks).
+#[derive(Clone)]
+pub struct SignupRequest {
+    /// The address typed (validated again here).
+    pub email: String,
+    /// argon2id PHC string of the chosen password, if any.
+    pub password_hash: Option<String>,
+    /// Language of the consent text shown (and of the e-mail).
+    pub lang: String,
+    /// Where to go after the confirmation (a checked relative path).
+    pub next: String,
+}
+
+/// Sign-up through double opt-in: queues a confirmation link (`/signup/confirm/{token}`,
+/// 72 h) — or, when the address already has an account, a "you already have an account"
+/// e-mail with a sign-in link. The page answers the same either way.
+///
+/// # Errors
+/// [`AccountError::Input`] for a malformed address; storage and key errors.
+pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
+    let email = checked_email(&req.email)?;
+    let now = base.clock.now();
+    let hash = email_key(&email);
+    let text = base.consent.get(&req.lang);
+    let token = crypto::new_token(TOKEN_BYTES);
+    let url_base = &base.settings.public_url.base;
+    let confirm_url = format!("{url_base}/signup/confirm/{}", token.expose());
+    let signin_url = format!("{url_base}/signin/link/{}", token.expose());
+    let out = base.store.write(|tx| -> Result<MailOutcome> {
+        if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
+            return Ok(MailOutcome::Throttled);
+        }
+        match account_by_hash(tx, &hash)? {
+            Some(a) if a.disabled => return Ok(MailOutcome::Nothing),
+            Some(a) => {
+                put_signin_link(tx, now, &a, &token, &req.next)?;
+                enqueue(base, tx, &mail::signin_link(base, &req.lang, &email, &signin_url, true))?;
+            }
+            None => {
+                let rec = LinkRecord {
+                    kind: LinkKind::Signup,
+                    account_id: None,
+                    email: Some(base.keys.seal_str(&email)?),
+                    email_hash: hash.clone(),
+                    password_hash: req.password_hash.clone(),
+                    consent_version: Some(text.version.clone()),
+                    consent_language: Some(text.language.clone()),
+                    next: req.next.clone(),
+                    created_at: clock::rfc3339(now),
+                    expires_at: clock::rfc3339(now + time::Duration::seconds(SIGNUP_LINK_TTL_SECS)),
+                };
+                tx.put_record(Ns::SignInLink, &link_key(LinkKind::Signup, token.expose()), &rec)?;
+                enqueue(base, tx, &mail::signup_confirmation(base, &req.lang, &email, &confirm_url))?;
+            }
+        }
+        Ok(MailOutcome::Queued)
+    })?;
+    if out == MailOutcome::Queued {
+        base.outbox.wake();
+    }
+    Ok(out)
+}
+
+/// Whether `token` names a usable one-time link of `kind` (unused, unexpired). Never
+/// changes state.
+///
+/// # Errors
+/// Storage errors.
+pub fn link_usable(base: &Base, kind: LinkKind, token: &str) -> Result<bool> {
+    Ok(link(base, kind, token)?.is_some())
+}
+
+/// A usable one-time link: the record, if the token names one of `kind` that has not
+/// expired. Never changes state.
+pub(super) fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> {
+    if token.is_empty() || token.len() > 200 {
+        return Ok(None);
+    }
+    let now = base.clock.now();
+    let rec = base.store.read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
+    Ok(rec.filter(|r| r.kind == kind && ts(&r.expires_at) > now))
+}
+
+/// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
+/// and `next`, or `None` when the link is unknown, used, expired, or its account is
+/// gone or disabled.
+///
+/// # Errors
+/// Storage errors.
+pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
+    if token.is_empty() || token.len() > 200 {
+        return Ok(None);
+    }
+    let now = base.clock.now();
+    let key = link_key(LinkKind::Signin, token);
+    base.store.write(|tx| -> Result<Option<(Secret, String)>> {
+        let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
+        tx.remove_record(Ns::SignInLink, &key)?;
+        if rec.kind != LinkKind::Signin || ts(&rec.expires_at) <= now {
+            return Ok(None);
+        }
+        let Some(id) = rec.account_id else { return Ok(None) };
+        match tx.record::<Account>(Ns::Account, &id)? {
+            Some(a) if !a.disabled => {}
+            _ => return Ok(None),
+        }
+        let session = start_session(tx, now, &id, "link")?;
+        Ok(Some((session, rec.next)))
+    })
+}
+
+/// Confirms a sign-up (POST): deletes the link, creates the buyer account (recording the
+/// consent text version) unless the address got an account meanwhile, and starts a
+/// session. `None` when the link is unknown, used or expired, or the account is disabled.
+///
+/// # Errors
+/// Storage and key errors.
+pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
+    if token.is_empty() || token.len() > 200 {
+        return Ok(None);
+    }
+    let now = base.clock.now();
+    let key = link_key(LinkKind::Signup, token);
+    let out = base.store.write(|tx| -> Result<Option<(Secret, String, bool)>> {
+        let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
+        tx.remove_record(Ns::SignInLink, &key)?;
+        if rec.kind != LinkKind::Signup || ts(&rec.expires_at) <= now {
+            return Ok(None);
+        }
+        // The person proved they read this mailbox: an account created meanwhile (a
+        // second sign-up confirmed first) is simply signed in.
+        let (id, created) = match account_by_hash(tx, &rec.email_hash)? {
+            Some(a) if a.disabled => return Ok(None),
+            Some(a) => (a.id, false),
+            None => {
+                let Some(email) = rec.email else { return Ok(None) };
+                let a = Account {
+                    id: crypto::new_id("acc_"),
+                    email,
+                    email_hash: rec.email_hash.clone(),
+                    role: ROLE_BUYER.to_owned(),
+                    name: None,
+                    password_hash: rec.password_hash,
+                    consent_version: rec.consent_version,
+                    consent_language: rec.consent_language,
+                    consent_at: Some(clock::rfc3339(now)),
+                    created_at: clock::rfc3339(now),
+                    disabled: false,
+                };
+                tx.put_record(Ns::Account, &a.id, &a)?;
+                tx.put_record(Ns::AccountEmail, &a.email_hash, &a.id)?;
+                (a.id, true)
+            }
+        };
+        let session = start_session(tx, now, &id, "signup")?;
+        Ok(Some((session, rec.next, created)))
+    })?;
+    Ok(out.map(|(s, next, created)| {
+        if created {
+            tracing::info!("account created (sign-up confirmed)");
+        }
+        (s, next)
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// accounts
