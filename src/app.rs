@@ -3,7 +3,7 @@
 //! shuts down gracefully on SIGTERM or Ctrl-C.
 
 use crate::clock::SystemClock;
-use crate::config::Settings;
+use crate::config::{Limits, Settings};
 use crate::crypto::KeyRing;
 use crate::mcp::service::{mcp_service, protect};
 use crate::mcp::Endpoint;
@@ -294,19 +294,15 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     };
 
     let app = router(holder.clone(), stop.clone());
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
-        let _ = tcp.set_nodelay(true);
-    });
-    let shutdown = {
+    {
         let stop = stop.clone();
-        async move {
+        tokio::spawn(async move {
             wait_for_signal().await;
             tracing::info!("shutting down");
             stop.cancel();
-        }
-    };
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        });
+    }
+    serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
         let _ = worker.await;
@@ -461,5 +457,184 @@ mod tests {
         assert!(line.contains("method=GET route=/consent/{token}"), "{line}");
         assert!(line.contains("status=404"), "{line}");
         assert!(!text.contains(token), "a URL token reached the log:\n{text}");
+    }
+}
+
+/// Serves `app` on `listener` until `stop` is cancelled, within `limits`: at most
+/// `max_connections` connections at once (further ones wait in the kernel's accept queue),
+/// each closed when it has not sent a complete request head within
+/// `header_read_timeout_secs` (also between keep-alive requests, and before its first byte),
+/// or when no byte went either way for `idle_timeout_secs`. TCP_NODELAY is set on each
+/// connection. On `stop`, accepting ends and open connections are shut down gracefully
+/// (waiting at most 15 s for them).
+pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+    use tokio::sync::Semaphore;
+
+    let header = Duration::from_secs(limits.header_read_timeout_secs);
+    let idle = Duration::from_secs(limits.idle_timeout_secs);
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(header);
+    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
+    let builder = Arc::new(builder);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let service = TowerToHyperService::new(app);
+    loop {
+        let permit = tokio::select! {
+            _ = stop.cancelled() => break,
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let tcp = tokio::select! {
+            _ = stop.cancelled() => break,
+            r = listener.accept() => match r {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors or a connection reset before accept: wait a
+                    // little rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
+        let _ = tcp.set_nodelay(true);
+        let (builder, service, stop) = (builder.clone(), service.clone(), stop.clone());
+        tokio::spawn(async move {
+            let (io, activity) = Watched::new(tcp);
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+            tokio::pin!(conn);
+            let mut tick = tokio::time::interval(Duration::from_millis(250).max(header.min(idle) / 8));
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    _ = stop.cancelled(), if !closing => {
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    _ = tick.tick() => {
+                        if activity.silent_for() >= idle || (!activity.read_any() && activity.age() >= header) {
+                            break;
+                        }
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(15), slots.acquire_many(all)).await;
+}
+
+/// What [`Watched`] saw of its connection: when it was opened, and the last read or write
+/// (milliseconds since opening), and whether a byte was ever read.
+#[derive(Debug)]
+struct Activity {
+    opened: std::time::Instant,
+    last_ms: std::sync::atomic::AtomicU64,
+    read_any: std::sync::atomic::AtomicBool,
+}
+
+impl Activity {
+    fn touch(&self, read: bool) {
+        use std::sync::atomic::Ordering;
+        let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+        if read {
+            self.read_any.store(true, Ordering::Relaxed);
+        }
+    }
+    /// Time since the connection was opened.
+    fn age(&self) -> Duration {
+        self.opened.elapsed()
+    }
+    /// Time since the last byte read or written (or since opening).
+    fn silent_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(last)
+    }
+    /// Whether any byte has been read.
+    fn read_any(&self) -> bool {
+        self.read_any.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A TCP stream that records its traffic in an [`Activity`] (for the idle timeout).
+#[derive(Debug)]
+struct Watched {
+    tcp: tokio::net::TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl Watched {
+    fn new(tcp: tokio::net::TcpStream) -> (Self, Arc<Activity>) {
+        let activity = Arc::new(Activity {
+            opened: std::time::Instant::now(),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+            read_any: std::sync::atomic::AtomicBool::new(false),
+        });
+        (Self { tcp, activity: activity.clone() }, activity)
+    }
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch(true);
+        }
+        r
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let r = std::pin::Pin::new(&mut self.tcp).poll_write(cx, data);
+        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch(false);
+        }
+        r
+    }
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let r = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch(false);
+        }
+        r
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
 }

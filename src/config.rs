@@ -60,6 +60,18 @@ struct FileConfig {
     currency: FileCurrency,
     #[serde(default)]
     demand: FileDemand,
+    #[serde(default)]
+    limits: FileLimits,
+}
+
+/// `[limits]`: connection and MCP session bounds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    header_read_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    mcp_session_idle_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -225,6 +237,30 @@ pub struct Settings {
     /// `[0, 5000, 10000]` gives the bands `0-5000`, `5000-10000` and `10000+`; the band
     /// `none` (no visible budget.max) is always added. See `demand::grid`.
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
+    /// Connection and MCP session bounds (`[limits]`).
+    pub limits: Limits,
+}
+
+/// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Seconds a connection has to send a complete request head, and an idle HTTP/1
+    /// keep-alive connection to start the next one (default 10; 1..=300).
+    pub header_read_timeout_secs: u64,
+    /// Seconds without a byte read or written after which a connection is closed
+    /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
+    pub idle_timeout_secs: u64,
+    /// Connections served at once; further ones wait in the kernel's accept queue
+    /// (default 1024; 1..=65536). Size the file limit (`LimitNOFILE`) above it.
+    pub max_connections: usize,
+    /// Seconds an MCP session lives without a request (default 60; 5..=3600).
+    pub mcp_session_idle_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { header_read_timeout_secs: 10, idle_timeout_secs: 60, max_connections: 1024, mcp_session_idle_secs: 60 }
+    }
 }
 
 /// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name.
@@ -268,6 +304,7 @@ impl Settings {
             rates,
             demand_k: 5,
             demand_budget_bands: DEFAULT_BUDGET_BANDS.iter().map(|(c, b)| ((*c).to_owned(), b.to_vec())).collect(),
+            limits: Limits::default(),
         }
     }
 
@@ -431,6 +468,7 @@ impl Settings {
             }
             s.demand_budget_bands.insert(cat, bounds);
         }
+        s.limits = limits(&file.limits)?;
         Ok(s)
     }
 
@@ -464,6 +502,12 @@ impl Settings {
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
             "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
+            "limits": {
+                "header_read_timeout_secs": self.limits.header_read_timeout_secs,
+                "idle_timeout_secs": self.limits.idle_timeout_secs,
+                "max_connections": self.limits.max_connections,
+                "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
+            },
             "warnings": self.warnings(),
         })
     }
@@ -549,11 +593,77 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # [demand.budget_bands]                     # band lower bounds in the default currency, from 0
 # vehicles = [0, 5000, 10000, 20000, 40000] # → 0-5000, 5000-10000, 10000-20000, 20000-40000, 40000+
 # property = [0, 50000, 100000, 200000, 400000]
+
+[limits]
+# header_read_timeout_secs = 10             # to send a request head (and between keep-alive requests)
+# idle_timeout_secs = 60                    # a connection with no traffic is closed
+# max_connections = 1024                    # served at once; more wait (set LimitNOFILE above it)
+# mcp_session_idle_secs = 60                # an MCP session with no request is closed
 "#;
+
+/// `[limits]` checked against its ranges, defaults for the keys not given.
+fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
+    fn ranged<T: PartialOrd + Copy>(
+        v: Option<T>,
+        default: T,
+        range: std::ops::RangeInclusive<T>,
+        key: &'static str,
+        rule: &str,
+    ) -> Result<T, ConfigError> {
+        match v {
+            Some(v) if !range.contains(&v) => Err(ConfigError::Invalid { key, message: format!("must be {rule}") }),
+            Some(v) => Ok(v),
+            None => Ok(default),
+        }
+    }
+    let d = Limits::default();
+    Ok(Limits {
+        header_read_timeout_secs: ranged(
+            f.header_read_timeout_secs,
+            d.header_read_timeout_secs,
+            1..=300,
+            "limits.header_read_timeout_secs",
+            "1..=300",
+        )?,
+        idle_timeout_secs: ranged(
+            f.idle_timeout_secs,
+            d.idle_timeout_secs,
+            1..=3600,
+            "limits.idle_timeout_secs",
+            "1..=3600",
+        )?,
+        max_connections: ranged(
+            f.max_connections,
+            d.max_connections,
+            1..=65536,
+            "limits.max_connections",
+            "1..=65536",
+        )?,
+        mcp_session_idle_secs: ranged(
+            f.mcp_session_idle_secs,
+            d.mcp_session_idle_secs,
+            5..=3600,
+            "limits.mcp_session_idle_secs",
+            "5..=3600",
+        )?,
+    })
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_are_checked_against_their_ranges() {
+        let d = limits(&FileLimits::default()).unwrap();
+        assert_eq!(d, Limits::default());
+        let f = FileLimits { max_connections: Some(0), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.max_connections") && e.contains("1..=65536"), "{e}");
+        let f = FileLimits { header_read_timeout_secs: Some(5), idle_timeout_secs: Some(120), ..Default::default() };
+        let l = limits(&f).unwrap();
+        assert_eq!((l.header_read_timeout_secs, l.idle_timeout_secs, l.max_connections), (5, 120, 1024));
+    }
 
     #[test]
     fn defaults_need_no_file() {

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The MCP Streamable HTTP service of `endpoint` (`/mcp`, `/mcp/buyer`, `/mcp/seller`),
-/// with Host and Origin checks derived from the public URL (DNS-rebinding protection);
+/// with Host and Origin checks derived from the public URL (DNS-rebinding protection) and
+/// sessions closed after `[limits] mcp_session_idle_secs` without a request;
 /// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
 pub fn mcp_service(
     holder: AppState,
@@ -26,9 +27,12 @@ pub fn mcp_service(
     stop: CancellationToken,
 ) -> StreamableHttpService<IstoServer, LocalSessionManager> {
     let h = holder.clone();
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive =
+        Some(std::time::Duration::from_secs(holder.base.settings.limits.mcp_session_idle_secs));
     StreamableHttpService::new(
         move || Ok(IstoServer::new(h.clone(), endpoint)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         mcp_config(&holder, stop),
     )
 }

@@ -10,5 +10,6 @@ mod buyer_flow;
 mod demand;
 mod holder_flow;
 mod http_router;
+mod limits;
 mod mail_faults;
 mod sellers;

@@ -1,0 +1,112 @@
+//! Connection limits of `app::serve_http` on a real socket (127.0.0.1:0): a connection
+//! that never finishes its request head is closed after the header timeout, and held
+//! half-open connections do not keep a normal request from being answered.
+
+use axum::routing::get;
+use axum::Router;
+use isto::app::serve_http;
+use isto::config::Limits;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let app = Router::new().route("/", get(|| async { "ok" }));
+    let task = tokio::spawn(serve_http(listener, app, limits, stop.clone()));
+    (addr, stop, task)
+}
+
+/// Reads until the peer closes (Ok(bytes)) or `within` passes (Err).
+async fn read_to_close(tcp: &mut TcpStream, within: Duration) -> Result<Vec<u8>, ()> {
+    let mut out = Vec::new();
+    tokio::time::timeout(within, async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .map_err(|_| ())?;
+    Ok(out)
+}
+
+async fn get_root(addr: SocketAddr) -> String {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let body = read_to_close(&mut tcp, Duration::from_secs(5)).await.expect("answered within 5 s");
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn limits(header: u64, idle: u64, max: usize) -> Limits {
+    Limits { header_read_timeout_secs: header, idle_timeout_secs: idle, max_connections: max, ..Limits::default() }
+}
+
+#[tokio::test]
+async fn half_a_request_line_is_closed_after_the_header_timeout() {
+    let (addr, stop, task) = start(limits(1, 30, 16)).await;
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(b"GET /ind").await.unwrap();
+    let t = Instant::now();
+    read_to_close(&mut half, Duration::from_secs(5)).await.expect("closed within 5 s");
+    assert!(t.elapsed() >= Duration::from_millis(900), "closed too early: {:?}", t.elapsed());
+    // A connection that sends nothing at all is closed too.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    read_to_close(&mut silent, Duration::from_secs(5)).await.expect("silent connection closed within 5 s");
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed() {
+    let (addr, stop, task) = start(limits(30, 1, 16)).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let reply = read_to_close(&mut tcp, Duration::from_secs(5)).await.expect("closed within 5 s when idle");
+    assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"), "{reply:?}");
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn half_open_connections_do_not_starve_a_normal_request() {
+    let (addr, stop, task) = start(limits(30, 60, 8)).await;
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET / HT").await.unwrap();
+        held.push(tcp);
+    }
+    let reply = get_root(addr).await;
+    assert!(reply.starts_with("HTTP/1.1 200") && reply.ends_with("ok"), "{reply}");
+    drop(held);
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn over_the_cap_a_connection_waits_for_a_slot() {
+    // Two slots, both held by half-open connections: a third waits until the header
+    // timeout frees a slot, then is answered.
+    let (addr, stop, task) = start(limits(1, 60, 2)).await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET / HT").await.unwrap();
+        held.push(tcp);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    let reply = get_root(addr).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(t.elapsed() >= Duration::from_millis(500), "answered before a slot was free: {:?}", t.elapsed());
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
