@@ -72,6 +72,7 @@ struct FileLimits {
     idle_timeout_secs: Option<u64>,
     max_connections: Option<usize>,
     mcp_session_idle_secs: Option<u64>,
+    max_mcp_sessions: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -255,11 +256,20 @@ pub struct Limits {
     pub max_connections: usize,
     /// Seconds an MCP session lives without a request (default 60; 5..=3600).
     pub mcp_session_idle_secs: u64,
+    /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
+    /// least recently used is closed (default 256; 1..=100000).
+    pub max_mcp_sessions: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { header_read_timeout_secs: 10, idle_timeout_secs: 60, max_connections: 1024, mcp_session_idle_secs: 60 }
+        Self {
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            max_connections: 1024,
+            mcp_session_idle_secs: 60,
+            max_mcp_sessions: 256,
+        }
     }
 }
 
@@ -507,6 +517,7 @@ impl Settings {
                 "idle_timeout_secs": self.limits.idle_timeout_secs,
                 "max_connections": self.limits.max_connections,
                 "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
+                "max_mcp_sessions": self.limits.max_mcp_sessions,
             },
             "warnings": self.warnings(),
         })
@@ -599,6 +610,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # idle_timeout_secs = 60                    # a connection with no traffic is closed
 # max_connections = 1024                    # served at once; more wait (set LimitNOFILE above it)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
+# max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
 "#;
 
 /// `[limits]` checked against its ranges, defaults for the keys not given.
@@ -645,6 +657,13 @@ fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             5..=3600,
             "limits.mcp_session_idle_secs",
             "5..=3600",
+        )?,
+        max_mcp_sessions: ranged(
+            f.max_mcp_sessions,
+            d.max_mcp_sessions,
+            1..=100_000,
+            "limits.max_mcp_sessions",
+            "1..=100000",
         )?,
     })
 }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 pub mod buyer;
 pub mod seller;
 pub mod service;
+pub mod sessions;
 
 /// Which of the three MCP endpoints a server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

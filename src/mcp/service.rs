@@ -4,6 +4,7 @@
 //! the server's cancellation token; and the one bearer middleware in front of the two
 //! OAuth-protected endpoints ([`require_bearer`], [`protect`]).
 
+use super::sessions::BoundedSessions;
 use super::{Endpoint, IstoServer};
 use crate::base::Base;
 use crate::policy::Resource;
@@ -12,24 +13,24 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The MCP Streamable HTTP service of `endpoint` (`/mcp`, `/mcp/buyer`, `/mcp/seller`),
 /// with Host and Origin checks derived from the public URL (DNS-rebinding protection) and
-/// sessions closed after `[limits] mcp_session_idle_secs` without a request;
+/// at most `[limits] max_mcp_sessions` sessions, each closed after
+/// `mcp_session_idle_secs` without a request ([`BoundedSessions`]);
 /// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
 pub fn mcp_service(
     holder: AppState,
     endpoint: Endpoint,
     stop: CancellationToken,
-) -> StreamableHttpService<IstoServer, LocalSessionManager> {
+) -> StreamableHttpService<IstoServer, BoundedSessions> {
     let h = holder.clone();
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive =
-        Some(std::time::Duration::from_secs(holder.base.settings.limits.mcp_session_idle_secs));
+    let limits = holder.base.settings.limits;
+    let sessions =
+        BoundedSessions::new(limits.max_mcp_sessions, std::time::Duration::from_secs(limits.mcp_session_idle_secs));
     StreamableHttpService::new(
         move || Ok(IstoServer::new(h.clone(), endpoint)),
         Arc::new(sessions),

@@ -34,11 +34,13 @@ pub struct Opts {
     /// Open the offer index on disk under the data dir (as `isto serve` does) instead of
     /// in memory.
     pub index_on_disk: bool,
+    /// `limits.max_mcp_sessions`; `None` keeps the default.
+    pub max_mcp_sessions: Option<usize>,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { public_url: BASE, demand_k: None, index_on_disk: false }
+        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None }
     }
 }
 
@@ -50,6 +52,9 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
     s.public_url = PublicUrl::parse(opts.public_url).unwrap();
     if let Some(k) = opts.demand_k {
         s.demand_k = k;
+    }
+    if let Some(n) = opts.max_mcp_sessions {
+        s.limits.max_mcp_sessions = n;
     }
     s
 }

@@ -110,3 +110,43 @@ async fn over_the_cap_a_connection_waits_for_a_slot() {
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 }
+
+/// An MCP `initialize` on `/mcp` of `f`; the session id it gets.
+fn initialize(f: &crate::kit::Fx) -> String {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, sid, _) = f.rpc(&f.app, "/mcp", None, &[], body);
+    assert_eq!(status, axum::http::StatusCode::OK);
+    sid.expect("a session id")
+}
+
+/// `tools/list` in session `sid`: the status.
+fn tools_list(f: &crate::kit::Fx, sid: &str) -> axum::http::StatusCode {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    f.rpc(&f.app, "/mcp", Some(sid), &[], body).0
+}
+
+#[test]
+fn many_initialize_calls_keep_at_most_the_cap_of_sessions() {
+    let f = crate::kit::Fx::with(crate::kit::Opts { max_mcp_sessions: Some(3), ..Default::default() });
+    let client = initialize(&f);
+    assert_eq!(tools_list(&f, &client), axum::http::StatusCode::OK);
+    let mut flood = Vec::new();
+    for _ in 0..2 {
+        flood.push(initialize(&f));
+    }
+    // The client keeps using its session: it is the most recently used, so the flood's
+    // oldest session goes first.
+    assert_eq!(tools_list(&f, &client), axum::http::StatusCode::OK);
+    flood.push(initialize(&f));
+    assert_eq!(tools_list(&f, &flood[0]), axum::http::StatusCode::NOT_FOUND, "the least recently used is closed");
+    assert_eq!(tools_list(&f, &client), axum::http::StatusCode::OK, "a client in use keeps its session");
+    for _ in 0..40 {
+        flood.push(initialize(&f));
+    }
+    let live = flood.iter().filter(|s| tools_list(&f, s) == axum::http::StatusCode::OK).count();
+    assert!(live <= 3, "{live} sessions live over a cap of 3");
+    // A normal client is still served: a new session works from initialize to a call.
+    let again = initialize(&f);
+    assert_eq!(tools_list(&f, &again), axum::http::StatusCode::OK);
+}
