@@ -306,6 +306,8 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
             stop.cancel();
         }
     };
+    // The peer address feeds the per-client limits of the account pages.
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
