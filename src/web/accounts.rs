@@ -51,9 +51,10 @@ const CSRF_PASSWORD: &str = "password";
 /// The client's peer address, when the router is served with `ConnectInfo`.
 type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 
-/// The counting key of a request's peer address ([`client_limits::client_key`]).
-fn peer_key(peer: &Peer) -> ClientKey {
-    client_limits::client_key(peer.as_ref().map(|Extension(ConnectInfo(a))| *a))
+/// The counting key of a request's client address ([`client_limits::client_key`]).
+fn peer_key(peer: &Peer, headers: &HeaderMap) -> ClientKey {
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    client_limits::client_key(peer.as_ref().map(|Extension(ConnectInfo(a))| *a), forwarded)
 }
 
 /// The router's state.
@@ -295,7 +296,7 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 /// limit of failed attempts.
 async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNIN, "") {
@@ -362,7 +363,7 @@ fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
 /// account; 303 to `/signin/sent` either way.
 async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, "") {
@@ -461,7 +462,7 @@ async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 /// either way.
 async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNUP, "") {
@@ -613,7 +614,7 @@ async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response 
 /// ends the account's other sessions.
 async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
