@@ -478,6 +478,39 @@ async fn failures_are_limited_per_client_address_never_globally() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
+/// Sign-in link requests are limited per client address (counted whether or not the
+/// address has an account), never site-wide.
+#[tokio::test]
+async fn link_requests_are_limited_per_client_address() {
+    use super::client_limits::MAILS_PER_CLIENT_PER_MINUTE;
+    let e = env();
+    let request = |peer: &'static str, email: String| {
+        let e = &e;
+        async move {
+            let page = e.get("/signin", None).await;
+            let csrf = page.csrf_for("/signin/link");
+            let fields = [("csrf", csrf.as_str()), ("email", email.as_str()), ("next", "/")];
+            let mut req = Request::builder()
+                .method(Method::POST)
+                .uri("/signin/link")
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
+                .unwrap();
+            let addr: std::net::SocketAddr = peer.parse().unwrap();
+            req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+            e.send(req).await
+        }
+    };
+    for i in 0..MAILS_PER_CLIENT_PER_MINUTE {
+        let r = request("203.0.113.8:1", format!("n{i}@buyer.example")).await;
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin/sent"));
+    }
+    let r = request("203.0.113.8:2", "other@buyer.example".into()).await;
+    assert_eq!((r.status, r.header(header::RETRY_AFTER)), (StatusCode::TOO_MANY_REQUESTS, "60"));
+    let r = request("198.51.100.1:1", "other@buyer.example".into()).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "another client address is not blocked");
+}
+
 #[tokio::test]
 async fn five_failures_throttle_the_address() {
     let e = env();

@@ -376,13 +376,12 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     if w.too_many_mails(client) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
+    // Every request counts, whether or not a mail goes out: the limit must not tell
+    // whether an address has an account.
+    w.count_mail(client);
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
-        Ok(MailOutcome::Queued) => {
-            w.count_mail(client);
-            Redirect::to("/signin/sent").into_response()
-        }
-        Ok(MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
+        Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(with_error(&w, StatusCode::OK, ui.mail_throttled), 3600),
         Err(Fail::Input) => with_error(&w, StatusCode::BAD_REQUEST, ui.email_invalid),
         Err(_) => internal_page(&w, ui),
@@ -483,6 +482,8 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if w.too_many_mails(client) {
         return too_many(again(&w, StatusCode::OK, ui.mail_busy, "email"), 60);
     }
+    // Every request counts, whether or not a mail goes out (no enumeration).
+    w.count_mail(client);
     // The consent text the person read (sent back by the form) and the e-mail language.
     let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
     // Hash before looking the address up, so that the answer takes as long either way.
@@ -501,11 +502,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     };
     let req = SignupRequest { email, password_hash, lang: lang.to_owned(), next: next.clone() };
     match call(&w.app, "request_signup", move |x| accounts::request_signup(&x.base, req)).await {
-        Ok(MailOutcome::Queued) => {
-            w.count_mail(client);
-            Redirect::to("/signup/sent").into_response()
-        }
-        Ok(MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
+        Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(again(&w, StatusCode::OK, ui.mail_throttled, "email"), 3600),
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
         Err(_) => internal_page(&w, ui),

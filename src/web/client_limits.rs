@@ -15,7 +15,8 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 /// Failed password attempts per client address per minute before password sign-in
 /// pauses for that address (links keep working).
 pub(super) const FAILURES_PER_CLIENT_PER_MINUTE: u32 = 30;
-/// Account e-mails (sign-in links, sign-up confirmations) per client address per minute.
+/// Requests for account e-mails (sign-in links, sign-up confirmations) per client
+/// address per minute, counted whether or not a mail goes out (no enumeration).
 pub(super) const MAILS_PER_CLIENT_PER_MINUTE: u32 = 20;
 /// Most client addresses tracked at once.
 pub(super) const MAX_CLIENTS: usize = 10_000;
