@@ -480,7 +480,6 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let service = TowerToHyperService::new(app);
     loop {
         let permit = tokio::select! {
             _ = stop.cancelled() => break,
@@ -489,10 +488,10 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
                 Err(_) => break,
             },
         };
-        let tcp = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             r = listener.accept() => match r {
-                Ok((tcp, _)) => tcp,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors or a connection reset before accept: wait a
                     // little rather than spin.
@@ -504,7 +503,9 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
         };
         // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
         let _ = tcp.set_nodelay(true);
-        let (builder, service, stop) = (builder.clone(), service.clone(), stop.clone());
+        // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`).
+        let service = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
+        let (builder, stop) = (builder.clone(), stop.clone());
         tokio::spawn(async move {
             let (io, activity) = Watched::new(tcp);
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);

@@ -84,6 +84,10 @@ pub fn rfc3339_micros(t: OffsetDateTime) -> String {
 /// # Errors
 /// A message naming the expected shape when `s` is not RFC 3339.
 pub fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, String> {
+    // Length cap before parsing: the longest RFC 3339 time is far shorter than 64.
+    if s.len() > 64 {
+        return Err("must be an RFC 3339 time such as 2026-12-01T10:00:00Z (at most 64 characters)".to_owned());
+    }
     OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map(|t| t.to_offset(time::UtcOffset::UTC))
         .map_err(|_| "must be an RFC 3339 time such as 2026-12-01T10:00:00Z".to_owned())
@@ -94,6 +98,10 @@ pub fn parse_rfc3339(s: &str) -> Result<OffsetDateTime, String> {
 /// # Errors
 /// A message naming the expected shape.
 pub fn parse_date(s: &str) -> Result<time::Date, String> {
+    // Length cap before parsing: a full-date with a six-digit year is 13 characters.
+    if s.len() > 16 {
+        return Err("must be an RFC 3339 full-date such as 2027-01-31 (at most 16 characters)".to_owned());
+    }
     time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]"))
         .map_err(|_| "must be an RFC 3339 full-date such as 2027-01-31".to_owned())
 }
@@ -106,6 +114,14 @@ pub fn date_string(d: time::Date) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_times_are_refused_before_parsing() {
+        assert!(parse_rfc3339(&"2".repeat(250_000)).unwrap_err().contains("at most 64 characters"));
+        assert!(parse_date(&"2".repeat(250_000)).unwrap_err().contains("at most 16 characters"));
+        assert!(parse_rfc3339("2026-12-01T10:00:00Z").is_ok());
+        assert!(parse_date("2027-01-31").is_ok());
+    }
 
     #[test]
     fn formats_and_parses() {

@@ -33,6 +33,10 @@ pub struct AreaObject {
     pub place: Option<String>,
 }
 
+/// The longest area string (or region entry) accepted, in characters after trimming:
+/// an area is a region code or a place name, and the longest known name is far shorter.
+pub const MAX_AREA_CHARS: usize = 200;
+
 /// Why an area string or object could not be resolved (PROTOCOL.md §2 Area: "a name it
 /// cannot resolve is a tool error that lists close names").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +55,9 @@ pub enum AreaError {
     /// A country code (or a region code's country part) other than SK or CZ.
     #[error("unknown country {0:?}; this holder serves SK and CZ")]
     UnknownCountry(String),
+    /// The input is longer than [`MAX_AREA_CHARS`] characters (after trimming).
+    #[error("must be at most {MAX_AREA_CHARS} characters (a region code or place name)")]
+    TooLong,
     /// An area object lists a region (as given) that lies in another country.
     #[error("region {region:?} is not in country {country:?}")]
     RegionOutsideCountry {
@@ -235,15 +242,25 @@ fn region_area(i: usize) -> AreaObject {
     AreaObject { country: r.country.to_owned(), regions: vec![r.code.to_owned()], place: None }
 }
 
+/// The most tokens any known name has; longer token runs are never joined for a lookup.
+static MAX_NAME_TOKENS: LazyLock<usize> =
+    LazyLock::new(|| BY_NAME.keys().map(|k| k.split(' ').count()).max().unwrap_or(0));
+
 /// Looks `tokens` up, then retries with tolerated leading/trailing words removed.
+///
+/// Linear in the number of tokens: each step removes at least one token by narrowing a
+/// slice, and the tokens are joined for a map lookup only when no longer than the
+/// longest known name.
 fn lookup(tokens: &[String]) -> Option<Target> {
     let mut rest = tokens;
     loop {
         if rest.is_empty() {
             return None;
         }
-        if let Some(t) = BY_NAME.get(&rest.join(" ")) {
-            return Some(*t);
+        if rest.len() <= *MAX_NAME_TOKENS {
+            if let Some(t) = BY_NAME.get(&rest.join(" ")) {
+                return Some(*t);
+            }
         }
         if rest.last().is_some_and(|w| TRAILING.contains(&w.as_str())) {
             rest = &rest[..rest.len() - 1];
@@ -288,13 +305,18 @@ fn suggestions(input: &str) -> Vec<String> {
 ///   `{country, regions: [its kraj], place: Some("Košice")}`.
 ///
 /// # Errors
-/// [`AreaError::Empty`] for blank input; [`AreaError::UnknownCountry`] for a two-letter
+/// [`AreaError::Empty`] for blank input; [`AreaError::TooLong`] for more than
+/// [`MAX_AREA_CHARS`] characters (checked before any folding or lookup);
+/// [`AreaError::UnknownCountry`] for a two-letter
 /// code or `XX-…` region code whose country is not SK/CZ; [`AreaError::Unknown`] with up
 /// to 5 close names for anything else not in the gazetteer.
 pub fn resolve(input: &str) -> Result<AreaObject, AreaError> {
     let trimmed = input.trim();
     if trimmed.is_empty() {
         return Err(AreaError::Empty);
+    }
+    if trimmed.len() > MAX_AREA_CHARS && trimmed.chars().nth(MAX_AREA_CHARS).is_some() {
+        return Err(AreaError::TooLong);
     }
     if let Some(i) = region_index(trimmed) {
         return Ok(region_area(i));
@@ -597,5 +619,44 @@ mod tests {
             assert!(tokens.contains(w), "{w}");
         }
         assert!(!tokens.contains("cechy"));
+    }
+}
+
+#[cfg(test)]
+mod linear_tests {
+    use super::*;
+
+    /// A 250 KB area of any shape is refused quickly (it used to cost seconds).
+    #[test]
+    fn huge_area_is_refused_fast() {
+        let inputs = ["a".repeat(250_000), "okres ".repeat(42_000), "ab cd ".repeat(42_000), "x kraj".repeat(42_000)];
+        for s in &inputs {
+            let t = std::time::Instant::now();
+            assert_eq!(resolve(s), Err(AreaError::TooLong));
+            assert!(t.elapsed() < std::time::Duration::from_secs(1), "took {:?}", t.elapsed());
+        }
+    }
+
+    /// The cap counts characters, not bytes, and applies after trimming.
+    #[test]
+    fn cap_counts_characters_after_trimming() {
+        let long_ok = format!("  {}  ", "ž".repeat(MAX_AREA_CHARS));
+        assert!(matches!(resolve(&long_ok), Err(AreaError::Unknown { .. })));
+        assert_eq!(resolve(&"ž".repeat(MAX_AREA_CHARS + 1)), Err(AreaError::TooLong));
+        assert_eq!(
+            AreaError::TooLong.to_string(),
+            format!("must be at most {MAX_AREA_CHARS} characters (a region code or place name)")
+        );
+    }
+
+    /// Lookup stays linear in the token count, and still strips tolerated words.
+    #[test]
+    fn lookup_is_linear_and_strips_words() {
+        let many: Vec<String> = std::iter::repeat_n("okres".to_owned(), 100_000).collect();
+        let t = std::time::Instant::now();
+        assert!(lookup(&many).is_none());
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "took {:?}", t.elapsed());
+        assert!(resolve("okres Senec").is_ok());
+        assert!(resolve("Bratislavský kraj").is_ok());
     }
 }

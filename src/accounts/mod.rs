@@ -16,8 +16,8 @@
 //! like every contact (PROTOCOL.md §4.6). Throttling: failed password attempts and
 //! account e-mails are counted per address in `Throttle` records (so they survive a
 //! restart and hold whether or not an account exists, which keeps answers identical);
-//! a global per-minute ceiling on failed password attempts and on account e-mails is
-//! kept in memory by the account pages (`crate::web`, which also hashes passwords off
+//! per-minute limits per client address on failed password attempts and on account
+//! e-mails (never a site-wide ceiling) are kept in memory by the account pages (`crate::web`, which also hashes passwords off
 //! the async threads). [`sweep`] deletes expired sessions, links and counters.
 //!
 //! A disabled account's sessions stop working at once: [`current`] reads the account on

@@ -229,13 +229,29 @@ pub fn parse_money(v: &Value, path: &str, accepted: &[String]) -> Result<Money, 
     Ok(Money { amount, currency })
 }
 
+/// Refuses an area string (or region entry) longer than [`gazetteer::MAX_AREA_CHARS`]
+/// characters after trimming, before any folding or lookup; counts at most one
+/// character past the cap.
+fn check_area_len(s: &str, path: &str) -> Result<(), InputError> {
+    let max = gazetteer::MAX_AREA_CHARS;
+    if s.trim().chars().nth(max).is_some() {
+        return err(format!("{path} must be at most {max} characters (a region code or place name)"));
+    }
+    Ok(())
+}
+
 /// Parses an Area (string or object) through the gazetteer.
 ///
 /// # Errors
-/// `area` (or `path`) and the gazetteer's message, which lists close names.
+/// `area` (or `path`) and the gazetteer's message, which lists close names; `area` (or
+/// `area.regions[i]`) longer than [`gazetteer::MAX_AREA_CHARS`] characters is refused
+/// before the gazetteer sees it.
 pub fn parse_area(v: &Value, path: &str) -> Result<AreaObject, InputError> {
     match v {
-        Value::String(s) => gazetteer::resolve(s).map_err(|e| InputError(format!("{path}: {e}"))),
+        Value::String(s) => {
+            check_area_len(s, path)?;
+            gazetteer::resolve(s).map_err(|e| InputError(format!("{path}: {e}")))
+        }
         Value::Object(_) => {
             let mut f = Fields::new(v, path)?;
             let country = f.req_str("country", 2)?;
@@ -243,8 +259,9 @@ pub fn parse_area(v: &Value, path: &str) -> Result<AreaObject, InputError> {
                 None => Vec::new(),
                 Some(Value::Array(a)) if a.len() <= 30 => a
                     .iter()
-                    .map(|r| match r {
-                        Value::String(s) => Ok(s.clone()),
+                    .enumerate()
+                    .map(|(i, r)| match r {
+                        Value::String(s) => check_area_len(s, &format!("{path}.regions[{i}]")).map(|()| s.clone()),
                         other => err(format!("{path}.regions must hold strings, not {}", type_name(other))),
                     })
                     .collect::<Result<Vec<_>, _>>()?,
@@ -270,6 +287,10 @@ pub fn parse_area(v: &Value, path: &str) -> Result<AreaObject, InputError> {
         other => err(format!("{path} must be a string or an object {{country, regions}}, not {}", type_name(other))),
     }
 }
+
+/// The longest criteria or attributes key accepted, in characters (attribute keys are
+/// short identifiers such as `"rooms"`).
+pub const CRITERIA_KEY_MAX: usize = 64;
 
 /// Validates `criteria` (PROTOCOL.md §2): a flat object whose keys other than `category`
 /// are attribute keys of the category; values are a string, number, array of those
@@ -300,6 +321,9 @@ pub fn parse_criteria(v: &Value) -> Result<(Option<String>, Map<String, Value>),
     for (k, val) in map {
         if k == "category" {
             continue;
+        }
+        if k.chars().nth(CRITERIA_KEY_MAX).is_some() {
+            return err(format!("criteria keys must be at most {CRITERIA_KEY_MAX} characters"));
         }
         let path = format!("criteria.{k}");
         out.insert(k.clone(), parse_constraint(val, &path)?);
@@ -402,6 +426,9 @@ pub fn parse_attributes(v: &Value, cat: &str) -> Result<Map<String, Value>, Inpu
     let c = category(cat);
     let mut out = Map::new();
     for (k, val) in map {
+        if k.chars().nth(CRITERIA_KEY_MAX).is_some() {
+            return err(format!("attributes keys must be at most {CRITERIA_KEY_MAX} characters"));
+        }
         if let Some(c) = c {
             if !c.attributes.iter().any(|(a, _, _)| a == k) {
                 let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
@@ -700,6 +727,40 @@ impl UpdateArgs {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A 250 KB area (string or region entry) is refused fast, naming the field and rule.
+    #[test]
+    fn huge_area_is_refused_fast_naming_the_field() {
+        let huge = "okres ".repeat(42_000);
+        let t = std::time::Instant::now();
+        let e = parse_area(&json!(huge), "area").unwrap_err().0;
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "took {:?}", t.elapsed());
+        assert_eq!(e, "area must be at most 200 characters (a region code or place name)");
+        let obj = json!({"country": "SK", "regions": ["SK-BL", huge]});
+        let t = std::time::Instant::now();
+        let e = parse_area(&obj, "area").unwrap_err().0;
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "took {:?}", t.elapsed());
+        assert_eq!(e, "area.regions[1] must be at most 200 characters (a region code or place name)");
+        let e = parse_area(&json!({"country": "SK", "place": "a".repeat(201)}), "area").unwrap_err().0;
+        assert!(e.starts_with("area.place must be at most 200 characters"), "{e}");
+        assert!(parse_area(&json!(format!("  {}  ", "a".repeat(200))), "area")
+            .unwrap_err()
+            .0
+            .contains("unknown place"));
+        assert!(parse_area(&json!("Bratislavský kraj"), "area").is_ok());
+    }
+
+    /// Criteria values and keys, and attribute keys, have caps that name the field.
+    #[test]
+    fn criteria_caps_name_the_field() {
+        let long_key = "k".repeat(65);
+        let e = parse_criteria(&json!({ long_key: 1 })).unwrap_err().0;
+        assert_eq!(e, "criteria keys must be at most 64 characters");
+        let e = parse_criteria(&json!({"district": "x".repeat(250_000)})).unwrap_err().0;
+        assert_eq!(e, "criteria.district must be a non-empty string of at most 200 characters");
+        let e = parse_attributes(&json!({ "k".repeat(65): 1 }), "unknown").unwrap_err().0;
+        assert_eq!(e, "attributes keys must be at most 64 characters");
+    }
 
     fn cur() -> Vec<String> {
         vec!["EUR".into(), "CZK".into()]

@@ -165,6 +165,22 @@ impl Env {
         self.post("/signin", &[("csrf", &csrf), ("email", email), ("password", password), ("next", next)], None).await
     }
 
+    /// A password sign-in sent from client address `peer` (as `ConnectInfo` gives it).
+    async fn signin_from(&self, peer: &str, email: &str, password: &str) -> Resp {
+        let page = self.get("/signin", None).await;
+        let csrf = page.csrf_for("/signin");
+        let fields = [("csrf", csrf.as_str()), ("email", email), ("password", password), ("next", "/me")];
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri("/signin")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
+            .unwrap();
+        let addr: std::net::SocketAddr = peer.parse().unwrap();
+        req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+        self.send(req).await
+    }
+
     async fn request_link(&self, email: &str, next: &str) -> Resp {
         let page = self.get("/signin", None).await;
         let csrf = page.csrf_for("/signin/link");
@@ -421,6 +437,78 @@ async fn signin_link_is_single_use_and_expires() {
     }
     let r = e.request_link("seller@dealer.example", "/").await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+/// Sign-in throttling is per client address and per e-mail address, never site-wide:
+/// failures spread over many client addresses block none of them, one client address
+/// is limited, and a good sign-in from a fresh address works throughout.
+#[tokio::test]
+async fn failures_are_limited_per_client_address_never_globally() {
+    use super::client_limits::FAILURES_PER_CLIENT_PER_MINUTE;
+    let e = env();
+    e.sign_up(EMAIL, PASSWORD, "/me").await;
+    // Many clients, one wrong attempt each (each at another unknown e-mail address).
+    for i in 0..(FAILURES_PER_CLIENT_PER_MINUTE + 5) {
+        let r = e.signin_from(&format!("198.51.100.{i}:4000"), &format!("x{i}@buyer.example"), "wrong password!").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    }
+    // One client, many wrong attempts (spread over e-mail addresses to stay under the
+    // per-account limit): limited after its share, with the same words for any address.
+    let attacker = "203.0.113.7:5000";
+    for i in 0..FAILURES_PER_CLIENT_PER_MINUTE {
+        let r = e.signin_from(attacker, &format!("y{}@buyer.example", i / 4), "wrong password!").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    }
+    let known = e.signin_from("[2001:db8:7::1]:1", EMAIL, PASSWORD).await;
+    assert_eq!(known.status, StatusCode::SEE_OTHER, "a fresh address signs in");
+    let blocked = e.signin_from("203.0.113.7:5001", EMAIL, PASSWORD).await;
+    let unknown = e.signin_from(attacker, "nobody@buyer.example", PASSWORD).await;
+    assert_eq!((blocked.status, unknown.status), (StatusCode::TOO_MANY_REQUESTS, StatusCode::TOO_MANY_REQUESTS));
+    assert_eq!((blocked.header(header::RETRY_AFTER), unknown.header(header::RETRY_AFTER)), ("60", "60"));
+    assert_eq!(blocked.body.replace(EMAIL, "_"), unknown.body.replace("nobody@buyer.example", "_"), "no enumeration");
+    // The per-account limit still holds across client addresses.
+    for i in 0..5 {
+        e.signin_from(&format!("192.0.2.{i}:1"), EMAIL, "wrong password!").await;
+    }
+    let r = e.signin_from("192.0.2.99:1", EMAIL, PASSWORD).await;
+    assert_eq!((r.status, r.header(header::RETRY_AFTER)), (StatusCode::TOO_MANY_REQUESTS, "900"));
+    // A new minute frees the client address (not the account).
+    e.clock.advance(time::Duration::minutes(1));
+    let r = e.signin_from(attacker, "nobody@buyer.example", "wrong password!").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+/// Sign-in link requests are limited per client address (counted whether or not the
+/// address has an account), never site-wide.
+#[tokio::test]
+async fn link_requests_are_limited_per_client_address() {
+    use super::client_limits::MAILS_PER_CLIENT_PER_MINUTE;
+    let e = env();
+    let request = |peer: &'static str, email: String| {
+        let e = &e;
+        async move {
+            let page = e.get("/signin", None).await;
+            let csrf = page.csrf_for("/signin/link");
+            let fields = [("csrf", csrf.as_str()), ("email", email.as_str()), ("next", "/")];
+            let mut req = Request::builder()
+                .method(Method::POST)
+                .uri("/signin/link")
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
+                .unwrap();
+            let addr: std::net::SocketAddr = peer.parse().unwrap();
+            req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+            e.send(req).await
+        }
+    };
+    for i in 0..MAILS_PER_CLIENT_PER_MINUTE {
+        let r = request("203.0.113.8:1", format!("n{i}@buyer.example")).await;
+        assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signin/sent"));
+    }
+    let r = request("203.0.113.8:2", "other@buyer.example".into()).await;
+    assert_eq!((r.status, r.header(header::RETRY_AFTER)), (StatusCode::TOO_MANY_REQUESTS, "60"));
+    let r = request("198.51.100.1:1", "other@buyer.example".into()).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "another client address is not blocked");
 }
 
 #[tokio::test]

@@ -9,8 +9,9 @@
 //!
 //! Limits: failed password attempts and account e-mails per address are counted in the
 //! store (see the module docs of [`crate::accounts`]); the router also keeps, in memory,
-//! a ceiling per minute on failed password attempts and account e-mails of the whole
-//! site, and bounds how many argon2 hashes run at once (each takes 19 MiB).
+//! per-minute limits on failed password attempts and account e-mails per client address
+//! ([`super::client_limits`]; never a site-wide ceiling, so that nobody can lock everyone
+//! out), and bounds how many argon2 hashes run at once (each takes 19 MiB).
 //!
 //! The pages call the accounts service ([`crate::accounts`]) for every store read and
 //! write; they hash passwords themselves (off the async threads, bounded). Errors are
@@ -18,30 +19,26 @@
 //! password or form body.
 
 use super::account_pages as pages;
+use super::client_limits::{self, ClientKey, ClientLimits};
 use super::i18n::{self, AccountText as Ui};
 use super::{call, Fail};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
 use crate::base::Base;
 use crate::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Extension, Router};
 use maud::Markup;
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
 /// Where a sign-in goes when `next` is absent or refused.
 pub const DEFAULT_NEXT: &str = "/me";
-
-/// Failed password attempts per minute on the whole site before password sign-in
-/// pauses (links keep working).
-const GLOBAL_FAILURES_PER_MINUTE: u32 = 300;
-/// Account e-mails per minute on the whole site.
-const GLOBAL_MAILS_PER_MINUTE: u32 = 120;
 
 const CSRF_SIGNIN: &str = "signin";
 const CSRF_LINK_REQUEST: &str = "signin-link-request";
@@ -51,12 +48,13 @@ const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
 
-/// Site-wide counters of the current minute (in memory).
-#[derive(Debug, Default)]
-struct Limits {
-    minute: i64,
-    failures: u32,
-    mails: u32,
+/// The client's peer address, when the router is served with `ConnectInfo`.
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+/// The counting key of a request's client address ([`client_limits::client_key`]).
+fn peer_key(peer: &Peer, headers: &HeaderMap) -> ClientKey {
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    client_limits::client_key(peer.as_ref().map(|Extension(ConnectInfo(a))| *a), forwarded)
 }
 
 /// The router's state.
@@ -64,7 +62,8 @@ struct Web {
     app: AppState,
     /// Permits for concurrent argon2 hashes.
     hashing: Arc<Semaphore>,
-    limits: Mutex<Limits>,
+    /// Failed attempts and e-mails per client address (bounded, in memory).
+    limits: Mutex<ClientLimits>,
 }
 
 type Shared = Arc<Web>;
@@ -74,30 +73,27 @@ impl Web {
         super::now_unix(&self.app)
     }
 
-    /// Runs `f` on this minute's counters.
-    fn with_limits<T>(&self, f: impl FnOnce(&mut Limits) -> T) -> T {
-        let minute = self.now_unix().div_euclid(60);
+    /// Runs `f` on the per-client counters, with the current unix time.
+    fn with_limits<T>(&self, f: impl FnOnce(&mut ClientLimits, i64) -> T) -> T {
+        let now = self.now_unix();
         let mut l = self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if l.minute != minute {
-            *l = Limits { minute, failures: 0, mails: 0 };
-        }
-        f(&mut l)
+        f(&mut l, now)
     }
 
-    fn too_many_failures(&self) -> bool {
-        self.with_limits(|l| l.failures >= GLOBAL_FAILURES_PER_MINUTE)
+    fn too_many_failures(&self, key: ClientKey) -> bool {
+        self.with_limits(|l, now| l.too_many_failures(key, now))
     }
 
-    fn count_failure(&self) {
-        self.with_limits(|l| l.failures = l.failures.saturating_add(1));
+    fn count_failure(&self, key: ClientKey) {
+        self.with_limits(|l, now| l.count_failure(key, now));
     }
 
-    fn too_many_mails(&self) -> bool {
-        self.with_limits(|l| l.mails >= GLOBAL_MAILS_PER_MINUTE)
+    fn too_many_mails(&self, key: ClientKey) -> bool {
+        self.with_limits(|l, now| l.too_many_mails(key, now))
     }
 
-    fn count_mail(&self) {
-        self.with_limits(|l| l.mails = l.mails.saturating_add(1));
+    fn count_mail(&self, key: ClientKey) {
+        self.with_limits(|l, now| l.count_mail(key, now));
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
@@ -296,9 +292,11 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 
 /// `POST /signin` (csrf, email, password, next): on success a new session and 303 to
 /// `next`; otherwise the form again with "wrong e-mail or password" (400), or 429 when
-/// the address (5 per 15 min) or the site is over its limit of failed attempts.
-async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+/// the e-mail address (5 per 15 min) or the client address (30 per minute) is over its
+/// limit of failed attempts.
+async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNIN, "") {
@@ -308,7 +306,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
         signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None)
     };
-    if w.too_many_failures() {
+    if w.too_many_failures(client) {
         let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 60);
     }
@@ -340,7 +338,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
         Err(_) => return internal_page(&w, ui),
     };
     let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
-        w.count_failure();
+        w.count_failure(client);
         return failed(&w, &email);
     };
     let id = account.id.clone();
@@ -363,8 +361,9 @@ fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
 
 /// `POST /signin/link` (csrf, email, next): queues a one-time link if the address has an
 /// account; 303 to `/signin/sent` either way.
-async fn link_request(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, "") {
@@ -374,16 +373,15 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, body: Bytes) 
         let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
         signin_render(w, ui, status, &next, st, None)
     };
-    if w.too_many_mails() {
+    if w.too_many_mails(client) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
+    // Every request counts, whether or not a mail goes out: the limit must not tell
+    // whether an address has an account.
+    w.count_mail(client);
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
-        Ok(MailOutcome::Queued) => {
-            w.count_mail();
-            Redirect::to("/signin/sent").into_response()
-        }
-        Ok(MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
+        Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(with_error(&w, StatusCode::OK, ui.mail_throttled), 3600),
         Err(Fail::Input) => with_error(&w, StatusCode::BAD_REQUEST, ui.email_invalid),
         Err(_) => internal_page(&w, ui),
@@ -461,8 +459,9 @@ async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 /// `POST /signup` (csrf, email, password, accept, lang, next): queues the confirmation
 /// e-mail (or, for an address with an account, a sign-in link); 303 to `/signup/sent`
 /// either way.
-async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNUP, "") {
@@ -480,9 +479,11 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
     if !form.password.is_empty() && password::check_length(&form.password).is_err() {
         return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid, "password");
     }
-    if w.too_many_mails() {
+    if w.too_many_mails(client) {
         return too_many(again(&w, StatusCode::OK, ui.mail_busy, "email"), 60);
     }
+    // Every request counts, whether or not a mail goes out (no enumeration).
+    w.count_mail(client);
     // The consent text the person read (sent back by the form) and the e-mail language.
     let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
     // Hash before looking the address up, so that the answer takes as long either way.
@@ -501,11 +502,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes)
     };
     let req = SignupRequest { email, password_hash, lang: lang.to_owned(), next: next.clone() };
     match call(&w.app, "request_signup", move |x| accounts::request_signup(&x.base, req)).await {
-        Ok(MailOutcome::Queued) => {
-            w.count_mail();
-            Redirect::to("/signup/sent").into_response()
-        }
-        Ok(MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
+        Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(again(&w, StatusCode::OK, ui.mail_throttled, "email"), 3600),
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
         Err(_) => internal_page(&w, ui),
@@ -612,8 +609,9 @@ async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response 
 
 /// `POST /account/password` (csrf, [current], password, repeat): stores the new hash and
 /// ends the account's other sessions.
-async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
+    let client = peer_key(&peer, &headers);
     let form = Form::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
@@ -643,7 +641,7 @@ async fn password_submit(State(w): State<Shared>, headers: HeaderMap, body: Byte
         match hashing(&w, move || password::verify(&current, &stored)).await {
             Ok(true) => {}
             Ok(false) => {
-                w.count_failure();
+                w.count_failure(client);
                 return again(&w, StatusCode::BAD_REQUEST, ui.password_wrong_current);
             }
             Err(_) => return internal_page(&w, ui),

@@ -27,6 +27,7 @@ mod accounts;
 mod authorize;
 #[cfg(test)]
 mod authorize_tests;
+mod client_limits;
 mod demand_page;
 mod i18n;
 mod mine;

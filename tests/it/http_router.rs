@@ -100,3 +100,23 @@ fn buyer_and_seller_endpoints_need_a_bearer_token() {
     // The public endpoint still answers without a token.
     assert_eq!(status(&f, initialize("holder.example", None)), StatusCode::OK);
 }
+
+/// Issue 9 point 4: a 250 KB area on the unauthenticated tools (search, publish) is
+/// refused in well under a second (it used to cost seconds of CPU), naming the field.
+#[test]
+fn a_huge_area_is_refused_fast_on_the_public_tools() {
+    let f = Fx::new();
+    let huge = "okres ".repeat(42_000);
+    for (tool, args) in [
+        ("intent_search_offers", serde_json::json!({"statement": "octavia", "area": huge})),
+        ("intent_publish_intent", serde_json::json!({"statement": "Octavia combi", "area": huge})),
+    ] {
+        let t = std::time::Instant::now();
+        let r = isto::mcp::dispatch(&f.holder, tool, &args).unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{tool} took {:?}", t.elapsed());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["isError"], true, "{tool}: {v}");
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("area must be at most 200 characters"), "{tool}: {text}");
+    }
+}

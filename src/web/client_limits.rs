@@ -1,0 +1,186 @@
+//! Per-client-address counters of the account pages (in memory, bounded).
+//!
+//! Failed password attempts and account e-mails are counted per client address (the
+//! socket's peer address, or behind a reverse proxy on loopback the last
+//! `X-Forwarded-For` entry; IPv6 folded to its /64) in fixed one-minute windows. There is
+//! no site-wide ceiling: attempts from other addresses never block a client. The map
+//! holds at most [`MAX_CLIENTS`] addresses; when full, counters of past windows are
+//! dropped first, then (if all are current) a quarter of the entries, arbitrary ones:
+//! a flood of fresh addresses costs amortised constant time per address. A request without a peer address (a
+//! router driven in-process, without `ConnectInfo`) counts under one shared key.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+/// Failed password attempts per client address per minute before password sign-in
+/// pauses for that address (links keep working).
+pub(super) const FAILURES_PER_CLIENT_PER_MINUTE: u32 = 30;
+/// Requests for account e-mails (sign-in links, sign-up confirmations) per client
+/// address per minute, counted whether or not a mail goes out (no enumeration).
+pub(super) const MAILS_PER_CLIENT_PER_MINUTE: u32 = 20;
+/// Most client addresses tracked at once.
+pub(super) const MAX_CLIENTS: usize = 10_000;
+
+/// The key a client address is counted under: an IPv4 address, an IPv6 /64 (one
+/// customer's prefix), or `None` when the peer address is unknown.
+pub(super) type ClientKey = Option<IpAddr>;
+
+/// The counting key of a peer address: the IP (port dropped), IPv4-mapped IPv6 as IPv4,
+/// other IPv6 cut to its /64.
+///
+/// When the peer is a loopback address (a reverse proxy on the same host), the last
+/// entry of `forwarded_for` (the `X-Forwarded-For` header, whose last entry the proxy
+/// appends) is the client, when it parses as an IP address; otherwise the peer is.
+pub(super) fn client_key(peer: Option<SocketAddr>, forwarded_for: Option<&str>) -> ClientKey {
+    let peer = peer.map(|a| a.ip().to_canonical());
+    let ip = match peer {
+        Some(p) if p.is_loopback() => {
+            let last = forwarded_for.and_then(|h| h.rsplit(',').next()).map(str::trim);
+            let parsed =
+                last.and_then(|l| l.parse::<IpAddr>().ok().or_else(|| l.parse::<SocketAddr>().ok().map(|a| a.ip())));
+            parsed.map(|a| a.to_canonical()).or(peer)
+        }
+        other => other,
+    };
+    ip.map(|a| match a {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(bits))
+        }
+        v4 => v4,
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counter {
+    /// Unix minute of the window these counts belong to.
+    minute: i64,
+    failures: u32,
+    mails: u32,
+}
+
+/// Counters per client key (see the module docs).
+#[derive(Debug, Default)]
+pub(super) struct ClientLimits {
+    map: HashMap<ClientKey, Counter>,
+}
+
+impl ClientLimits {
+    /// This minute's counter of `key`, made (evicting if full) when absent or stale.
+    fn counter(&mut self, key: ClientKey, now_unix: i64) -> &mut Counter {
+        let minute = now_unix.div_euclid(60);
+        if !self.map.contains_key(&key) && self.map.len() >= MAX_CLIENTS {
+            self.map.retain(|_, c| c.minute == minute);
+            if self.map.len() >= MAX_CLIENTS {
+                // All current: drop a quarter (arbitrary ones), so that the scans above
+                // run once per MAX_CLIENTS / 4 new addresses at most.
+                let excess = self.map.len() - MAX_CLIENTS * 3 / 4;
+                let victims: Vec<ClientKey> = self.map.keys().take(excess).copied().collect();
+                for k in victims {
+                    self.map.remove(&k);
+                }
+            }
+        }
+        let c = self.map.entry(key).or_default();
+        if c.minute != minute {
+            *c = Counter { minute, failures: 0, mails: 0 };
+        }
+        c
+    }
+
+    /// Whether `key` has used up this minute's failed password attempts.
+    pub(super) fn too_many_failures(&mut self, key: ClientKey, now_unix: i64) -> bool {
+        self.counter(key, now_unix).failures >= FAILURES_PER_CLIENT_PER_MINUTE
+    }
+
+    /// Counts one failed password attempt of `key`.
+    pub(super) fn count_failure(&mut self, key: ClientKey, now_unix: i64) {
+        let c = self.counter(key, now_unix);
+        c.failures = c.failures.saturating_add(1);
+    }
+
+    /// Whether `key` has used up this minute's account e-mails.
+    pub(super) fn too_many_mails(&mut self, key: ClientKey, now_unix: i64) -> bool {
+        self.counter(key, now_unix).mails >= MAILS_PER_CLIENT_PER_MINUTE
+    }
+
+    /// Counts one account e-mail asked for by `key`.
+    pub(super) fn count_mail(&mut self, key: ClientKey, now_unix: i64) {
+        let c = self.counter(key, now_unix);
+        c.mails = c.mails.saturating_add(1);
+    }
+
+    /// How many client keys are tracked.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> Option<SocketAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn keys_drop_the_port_and_fold_ipv6() {
+        let key = |a: &str| client_key(addr(a), None);
+        assert_eq!(key("192.0.2.1:1000"), key("192.0.2.1:2000"));
+        assert_eq!(key("[::ffff:192.0.2.1]:1"), key("192.0.2.1:1"));
+        assert_eq!(key("[2001:db8:1:2:3::1]:1"), key("[2001:db8:1:2:ffff::9]:1"));
+        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
+        assert_eq!(client_key(None, Some("192.0.2.1")), None);
+    }
+
+    #[test]
+    fn a_loopback_proxy_forwards_the_client() {
+        let via = |peer: &str, xff: Option<&str>| client_key(addr(peer), xff);
+        assert_eq!(via("127.0.0.1:9", Some("10.0.0.1, 192.0.2.7")), via("192.0.2.7:1", None));
+        assert_eq!(via("[::1]:9", Some("192.0.2.7:4000")), via("192.0.2.7:1", None));
+        assert_eq!(via("127.0.0.1:9", Some("garbage")), via("127.0.0.1:1", None));
+        assert_eq!(via("127.0.0.1:9", None), via("127.0.0.1:1", None));
+        // Not from loopback: the header is the client's own words and is ignored.
+        assert_eq!(via("192.0.2.9:9", Some("192.0.2.7")), via("192.0.2.9:1", None));
+    }
+
+    #[test]
+    fn limits_are_per_client_and_per_minute() {
+        let mut l = ClientLimits::default();
+        let a = client_key(addr("192.0.2.1:1"), None);
+        let b = client_key(addr("192.0.2.2:1"), None);
+        for _ in 0..FAILURES_PER_CLIENT_PER_MINUTE {
+            assert!(!l.too_many_failures(a, 60));
+            l.count_failure(a, 60);
+        }
+        assert!(l.too_many_failures(a, 119));
+        assert!(!l.too_many_failures(b, 119), "another address is not blocked");
+        assert!(!l.too_many_failures(a, 120), "a new minute starts afresh");
+        for _ in 0..MAILS_PER_CLIENT_PER_MINUTE {
+            l.count_mail(b, 120);
+        }
+        assert!(l.too_many_mails(b, 120));
+        assert!(!l.too_many_mails(a, 120));
+    }
+
+    #[test]
+    fn the_map_is_bounded() {
+        let mut l = ClientLimits::default();
+        for i in 0..(MAX_CLIENTS as u32 + 500) {
+            let k = Some(IpAddr::from(std::net::Ipv4Addr::from(i)));
+            l.count_failure(k, 60 * i64::from(i / 1000));
+        }
+        assert!(l.len() <= MAX_CLIENTS);
+        // A flood of fresh addresses in one minute evicts, and never grows the map.
+        let mut l = ClientLimits::default();
+        for i in 0..(MAX_CLIENTS as u32 * 2) {
+            l.count_failure(Some(IpAddr::from(std::net::Ipv4Addr::from(i))), 60);
+            assert!(l.len() <= MAX_CLIENTS);
+        }
+        let fresh = Some(IpAddr::from(std::net::Ipv4Addr::from(u32::MAX)));
+        l.count_failure(fresh, 60);
+        assert!(!l.too_many_failures(fresh, 60));
+    }
+}
