@@ -378,6 +378,16 @@ mod tests {
         String::from_utf8_lossy(&log.lock().unwrap()).into_owned()
     }
 
+    /// Settings for `https://holder.example` over `dir`, its store and a manual clock.
+    fn holder_parts(dir: &std::path::Path) -> (Settings, Store, Arc<ManualClock>) {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        s.public_url = PublicUrl::parse("https://holder.example").unwrap();
+        let store = Store::open(&dir.join("isto.redb")).unwrap();
+        let clock = Arc::new(ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        (s, store, clock)
+    }
+
     /// Sends `body` to `/mcp`; answers the response's request id, session id and body.
     async fn mcp(app: &Router, session: Option<&str>, body: &str) -> (String, Option<String>, String) {
         let mut b = Request::post("/mcp")
@@ -398,14 +408,10 @@ mod tests {
     async fn an_internal_error_is_logged_once_with_its_request_id_and_never_answered() {
         let log = captured_log();
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Settings::defaults();
-        s.data_dir = dir.path().to_owned();
-        s.public_url = PublicUrl::parse("https://holder.example").unwrap();
-        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
+        let (s, store, clock) = holder_parts(dir.path());
         // The offer index cannot be created under a regular file: every search fails.
         let blocker = dir.path().join("not-a-directory");
         std::fs::write(&blocker, b"").unwrap();
-        let clock = Arc::new(ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
         let h = AppState::with_index_dir(s, store, KeyRing::ephemeral(), clock, Some(blocker.join("index")));
         let cause = h.catalogue.offer_index().unwrap_err().to_string();
         assert!(!cause.is_empty());
@@ -441,11 +447,7 @@ mod tests {
     async fn request_spans_carry_the_route_pattern_never_the_token() {
         let log = captured_log();
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Settings::defaults();
-        s.data_dir = dir.path().to_owned();
-        s.public_url = PublicUrl::parse("https://holder.example").unwrap();
-        let store = Store::open(&dir.path().join("isto.redb")).unwrap();
-        let clock = Arc::new(ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        let (s, store, clock) = holder_parts(dir.path());
         let app = router(AppState::new(s, store, KeyRing::ephemeral(), clock), CancellationToken::new());
         let token = "tok3n-that-must-never-be-logged-0123456789";
         let req = Request::get(format!("/consent/{token}")).header("host", "holder.example").body(Body::empty());

@@ -190,8 +190,7 @@ impl Base {
             default_currency: settings.default_currency.clone(),
             rates: settings.rates.clone(),
         });
-        let outbox =
-            Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from, &settings.public_url.host);
+        let outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         let b = Self { settings, store, keys, clock, outbox, consent, engine, intent_writes: Mutex::new(()) };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),

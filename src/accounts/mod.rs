@@ -34,6 +34,7 @@ pub use sessions::*;
 use crate::base::Base;
 use crate::clock;
 use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
+use crate::records::ts;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use axum::http::{header, HeaderMap};
 use serde::{Deserialize, Serialize};
@@ -208,10 +209,6 @@ struct LinkRecord {
 struct ThrottleRecord {
     /// Unix seconds, oldest first.
     times: Vec<i64>,
-}
-
-fn ts(s: &str) -> OffsetDateTime {
-    clock::parse_rfc3339(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 /// `token_hash("address", lower-cased e-mail)`, the key of `AccountEmail`.

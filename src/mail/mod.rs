@@ -298,8 +298,6 @@ pub struct Outbox {
     pub clock: Arc<dyn Clock>,
     /// The `From` mailbox (`mail.from`).
     pub from: String,
-    /// The holder's host, for `Message-ID`s.
-    pub domain: String,
     wake: Arc<tokio::sync::Notify>,
     /// Held by the worker while it checks that a job still exists before sending it (never
     /// during the send), and by a withdrawal around its transaction: once a withdrawal
@@ -316,13 +314,12 @@ impl std::fmt::Debug for Outbox {
 
 impl Outbox {
     /// A handle over `store`'s outbox.
-    pub fn new(store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>, from: &str, domain: &str) -> Self {
+    pub fn new(store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>, from: &str) -> Self {
         Self {
             store,
             keys,
             clock,
             from: from.to_owned(),
-            domain: domain.to_owned(),
             wake: Arc::new(tokio::sync::Notify::new()),
             send_lock: Arc::new(tokio::sync::Mutex::new(())),
         }

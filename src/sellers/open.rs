@@ -9,6 +9,7 @@ use crate::clock;
 use crate::gazetteer::AreaObject;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::Budget;
+use crate::records::ts;
 use crate::records::IntentRecord;
 use crate::store::Reads;
 use serde::Serialize;
@@ -109,10 +110,6 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
         && (a.regions.is_empty()
             || b.regions.is_empty()
             || a.regions.iter().any(|r| b.regions.iter().any(|s| s.eq_ignore_ascii_case(r))))
-}
-
-fn ts(s: &str) -> OffsetDateTime {
-    clock::parse_rfc3339(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 /// The open intents for `profile`'s seller (see the module docs), oldest change first.
