@@ -217,10 +217,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(
+    let transport = crate::mail::Transport::with_timeout(
         settings.smtp_url.as_deref(),
         &settings.outbox_dir(),
         settings.allow_plaintext_auth,
+        Duration::from_secs(settings.smtp_timeout_secs),
     )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
@@ -304,7 +305,10 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+    // The worker, the admin socket and the sweeper stop on `stop` at once (the worker
+    // drops a stuck SMTP conversation: its job stays queued); a sweep in progress gets
+    // the rest of the shutdown budget (issue 9 point 5: stop within 10 s).
+    let _ = tokio::time::timeout(SHUTDOWN_TASKS, async {
         let _ = worker.await;
         let _ = admin.await;
         let _ = sweeper.await;
@@ -312,6 +316,12 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     .await;
     Ok(())
 }
+
+/// How long a shutdown waits for open connections to finish their requests.
+pub const SHUTDOWN_CONNECTIONS: Duration = Duration::from_secs(8);
+/// How long a shutdown then waits for the background tasks; with
+/// [`SHUTDOWN_CONNECTIONS`] and the runtime's own bound (`main`) under 10 s in all.
+pub const SHUTDOWN_TASKS: Duration = Duration::from_secs(1);
 
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
@@ -467,8 +477,9 @@ mod tests {
 /// each closed when it has not sent a complete request head within
 /// `header_read_timeout_secs` (also between keep-alive requests, and before its first byte),
 /// or when no byte went either way for `idle_timeout_secs`. TCP_NODELAY is set on each
-/// connection. On `stop`, accepting ends and open connections are shut down gracefully
-/// (waiting at most 15 s for them).
+/// connection. On `stop`, accepting ends and open connections are shut down gracefully:
+/// idle ones are closed, requests in flight are finished, and after
+/// [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
 pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
@@ -533,7 +544,7 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     }
     drop(listener);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(Duration::from_secs(15), slots.acquire_many(all)).await;
+    let _ = tokio::time::timeout(SHUTDOWN_CONNECTIONS, slots.acquire_many(all)).await;
 }
 
 /// What [`Watched`] saw of its connection: when it was opened, and the last read or write
