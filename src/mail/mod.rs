@@ -540,7 +540,7 @@ impl SmtpServer {
         use lettre::transport::smtp::extension::{Extension, MailBodyParameter, MailParameter};
         let envelope = m.envelope();
         let bytes = m.formatted();
-        let refused = |phase| MailError::Smtp { kind: "refused by isto", phase, code: None, permanent: true };
+        let refused = |phase| MailError::Smtp { kind: "refused by isto", phase, code: None, permanent: false };
         let mut options = Vec::new();
         let non_ascii = envelope.from().is_some_and(|a| !AsRef::<str>::as_ref(a).is_ascii())
             || envelope.to().iter().any(|a| !AsRef::<str>::as_ref(a).is_ascii());
@@ -694,5 +694,44 @@ impl Outbox {
     /// Resolves when [`Outbox::wake`] was called.
     pub async fn woken(&self) {
         self.wake.notified().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smtp_urls_give_host_port_tls_mode_and_credentials() {
+        let t = std::time::Duration::from_secs(2);
+        let s = SmtpServer::parse("smtp://127.0.0.1", false, t).unwrap();
+        assert_eq!((s.host.as_str(), s.port, s.tls), ("127.0.0.1", 25, TlsMode::None));
+        let s = SmtpServer::parse("smtp://mail.example?tls=required", false, t).unwrap();
+        assert_eq!((s.port, s.tls.as_str()), (587, "starttls"));
+        let s = SmtpServer::parse("smtp://mail.example:2525?tls=opportunistic", false, t).unwrap();
+        assert_eq!((s.port, s.tls.as_str()), (2525, "starttls-opportunistic"));
+        let s = SmtpServer::parse("smtps://us%40er:p%3Ass@[::1]", false, t).unwrap();
+        assert_eq!((s.host.as_str(), s.port, s.tls.as_str()), ("::1", 465, "tls"));
+        let c = s.credentials.as_ref().map(|c| format!("{c:?}")).unwrap_or_default();
+        assert!(!c.is_empty());
+        // The whole conversation gets three steps' worth; Debug never shows the password.
+        assert_eq!(s.send_timeout, std::time::Duration::from_secs(6));
+        assert!(!format!("{s:?}").contains("p:ss"), "{s:?}");
+        assert_eq!(percent_decode("us%40er").as_deref(), Some("us@er"));
+        assert_eq!(percent_decode("bad%4"), None);
+    }
+
+    #[test]
+    fn errors_name_kind_phase_and_code_only() {
+        let e = MailError::Smtp {
+            kind: "temporary failure",
+            phase: Phase::Rcpt,
+            code: Some("451".into()),
+            permanent: false,
+        };
+        assert_eq!(e.to_string(), "SMTP temporary failure in phase rcpt (reply code 451)");
+        assert!(!e.is_permanent());
+        assert_eq!(timed_out(Phase::Greeting).to_string(), "SMTP timeout in phase greeting/ehlo");
+        assert_eq!(MailError::Address("recipient").phase(), Phase::Unknown);
     }
 }
