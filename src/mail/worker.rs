@@ -30,6 +30,10 @@ pub const MAX_IN_FLIGHT: usize = 4;
 /// is retried after `base × 2^n` seconds, at most an hour (60 s, 120 s, … by default).
 pub const RETRY_BASE_SECS: u64 = 30;
 
+/// A send that took this long (milliseconds) is logged as a warning, with host, port
+/// and TLS mode.
+const SLOW_SEND_MS: u64 = 10_000;
+
 /// Longest delay between two attempts, seconds.
 const RETRY_MAX_SECS: i64 = 3600;
 
@@ -206,7 +210,11 @@ async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob,
             if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
                 tracing::error!(seq, error = %e, "sent mail could not be removed from the outbox");
             }
-            tracing::info!(seq, intent, smtp_host = host, smtp_port = port, tls, ms, "mail sent");
+            if ms >= SLOW_SEND_MS {
+                tracing::warn!(seq, intent, smtp_host = host, smtp_port = port, tls, ms, "mail sent, slowly");
+            } else {
+                tracing::info!(seq, intent, smtp_host = host, smtp_port = port, tls, ms, "mail sent");
+            }
             Outcome::Sent
         }
         Err(e) if e.is_permanent() => {
