@@ -50,6 +50,10 @@ pub struct MailJob {
     /// message sent again after a crash can be recognised as the same one.
     #[serde(default)]
     pub message_id: Option<String>,
+    /// Unix seconds when it was queued (for the backlog's oldest age; `None` for jobs
+    /// queued before this field existed).
+    #[serde(default)]
+    pub queued_at: Option<i64>,
 }
 
 impl MailJob {
@@ -77,6 +81,7 @@ impl MailJob {
             attempts: 0,
             next_attempt: now_unix,
             message_id: Some(message_id),
+            queued_at: Some(now_unix),
         })
     }
 }
@@ -672,7 +677,37 @@ impl std::fmt::Debug for Outbox {
     }
 }
 
+/// The outbox as `/readyz` and operators see it (issue 9 point 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Backlog {
+    /// Messages waiting (queued or waiting for a retry).
+    pub queued: u64,
+    /// Age of the oldest waiting message, seconds (`None` when none waits, or none has
+    /// its queue time recorded).
+    pub oldest_secs: Option<i64>,
+    /// Messages dropped after a permanent refusal (5xx) since the store was created.
+    pub dropped: u64,
+}
+
 impl Outbox {
+    /// The backlog now: one read transaction.
+    ///
+    /// # Errors
+    /// Storage errors; [`crate::store::StoreError::Corrupt`] for an unreadable job.
+    pub fn backlog(&self) -> Result<Backlog, crate::store::StoreError> {
+        use crate::store::Reads as _;
+        let now = self.clock.now().unix_timestamp();
+        self.store.read(|rx| {
+            let jobs: Vec<(u64, MailJob)> = rx.outbox()?;
+            let oldest = jobs.iter().filter_map(|(_, j)| j.queued_at).min();
+            Ok(Backlog {
+                queued: u64::try_from(jobs.len()).unwrap_or(u64::MAX),
+                oldest_secs: oldest.map(|t| now.saturating_sub(t).max(0)),
+                dropped: rx.mail_dropped()?,
+            })
+        })
+    }
+
     /// A handle over `store`'s outbox.
     pub fn new(store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>, from: &str) -> Self {
         Self {
@@ -719,6 +754,33 @@ mod tests {
         assert!(!format!("{s:?}").contains("p:ss"), "{s:?}");
         assert_eq!(percent_decode("us%40er").as_deref(), Some("us@er"));
         assert_eq!(percent_decode("bad%4"), None);
+    }
+
+    #[test]
+    fn backlog_counts_waiting_mail_its_oldest_age_and_drops() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&d.path().join("s.redb")).unwrap());
+        let clock =
+            Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        let keys = Arc::new(KeyRing::ephemeral());
+        let outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), "isto <noreply@localhost>");
+        assert_eq!(outbox.backlog().unwrap(), Backlog { queued: 0, oldest_secs: None, dropped: 0 });
+        let content = MailContent {
+            to: "a@example.com".into(),
+            subject: "s".into(),
+            text: "t".into(),
+            unsubscribe_url: "https://holder.example/unsubscribe/x".into(),
+        };
+        let now = clock.now().unix_timestamp();
+        let job = |at| MailJob::seal(&keys, None, &content, at, "holder.example").unwrap();
+        let (a, _) = store
+            .write(|tx| {
+                Ok::<_, crate::store::StoreError>((tx.enqueue_mail(&job(now - 90))?, tx.enqueue_mail(&job(now - 10))?))
+            })
+            .unwrap();
+        assert_eq!(outbox.backlog().unwrap(), Backlog { queued: 2, oldest_secs: Some(90), dropped: 0 });
+        store.write(|tx| tx.drop_mail(a)).unwrap();
+        assert_eq!(outbox.backlog().unwrap(), Backlog { queued: 1, oldest_secs: Some(10), dropped: 1 });
     }
 
     #[test]
