@@ -206,10 +206,10 @@ pub fn readiness(holder: &AppState) -> (bool, serde_json::Value) {
     let store = json!({"writable": w.ok, "probed": w.probed, "busy": w.busy, "lastWriteAgeSecs": w.age_secs,
                        "freeBytes": w.free_bytes});
     let outbox = match holder.base.outbox.backlog() {
-        Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs}),
+        Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs, "dropped": b.dropped}),
         Err(e) => {
             tracing::debug!(error = %e, "readiness: outbox unreadable");
-            json!({"backlog": null, "oldestAgeSecs": null, "error": "unreadable"})
+            json!({"backlog": null, "oldestAgeSecs": null, "dropped": null, "error": "unreadable"})
         }
     };
     let (in_step, index) = match holder.catalogue.index_status() {
@@ -305,10 +305,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(
+    let transport = crate::mail::Transport::with_timeout(
         settings.smtp_url.as_deref(),
         &settings.outbox_dir(),
         settings.allow_plaintext_auth,
+        Duration::from_secs(settings.smtp_timeout_secs),
     )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
@@ -392,7 +393,10 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+    // The worker, the admin socket and the sweeper stop on `stop` at once (the worker
+    // drops a stuck SMTP conversation: its job stays queued); a sweep in progress gets
+    // the rest of the shutdown budget (issue 9 point 5: stop within 10 s).
+    let _ = tokio::time::timeout(SHUTDOWN_TASKS, async {
         let _ = worker.await;
         let _ = admin.await;
         let _ = sweeper.await;
@@ -400,6 +404,12 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     .await;
     Ok(())
 }
+
+/// How long a shutdown waits for open connections to finish their requests.
+pub const SHUTDOWN_CONNECTIONS: Duration = Duration::from_secs(8);
+/// How long a shutdown then waits for the background tasks; with
+/// [`SHUTDOWN_CONNECTIONS`] and the runtime's own bound (`main`) under 10 s in all.
+pub const SHUTDOWN_TASKS: Duration = Duration::from_secs(1);
 
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
@@ -575,7 +585,7 @@ mod tests {
         assert_eq!(code, axum::http::StatusCode::OK, "{body}");
         assert_eq!(body["status"], "ready");
         assert_eq!(body["checks"]["store"]["writable"], true);
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 0, "oldestAgeSecs": 0}));
+        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 0, "oldestAgeSecs": 0, "dropped": 0}));
         assert_eq!(body["checks"]["index"]["inStep"], true);
 
         // Queued mail is reported with its age, and alone never makes the holder unready.
@@ -592,7 +602,7 @@ mod tests {
         clock.advance(time::Duration::minutes(90));
         let (code, body) = get_json(&app, "/readyz").await;
         assert_eq!(code, axum::http::StatusCode::OK, "{body}");
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 1, "oldestAgeSecs": 5400}));
+        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 1, "oldestAgeSecs": 5400, "dropped": 0}));
 
         // An index that missed a catalogue change: not ready, 503; /healthz still ok.
         h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
@@ -629,8 +639,9 @@ mod tests {
 /// each closed when it has not sent a complete request head within
 /// `header_read_timeout_secs` (also between keep-alive requests, and before its first byte),
 /// or when no byte went either way for `idle_timeout_secs`. TCP_NODELAY is set on each
-/// connection. On `stop`, accepting ends and open connections are shut down gracefully
-/// (waiting at most 15 s for them).
+/// connection. On `stop`, accepting ends and open connections are shut down gracefully:
+/// idle ones are closed, requests in flight are finished, and after
+/// [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
 pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
@@ -695,7 +706,7 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     }
     drop(listener);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(Duration::from_secs(15), slots.acquire_many(all)).await;
+    let _ = tokio::time::timeout(SHUTDOWN_CONNECTIONS, slots.acquire_many(all)).await;
 }
 
 /// What [`Watched`] saw of its connection: when it was opened, and the last read or write

@@ -190,7 +190,8 @@ impl Base {
             default_currency: settings.default_currency.clone(),
             rates: settings.rates.clone(),
         });
-        let outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
+        let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
+        outbox.retry_base_secs = settings.mail_retry_base_secs;
         let b = Self { settings, store, keys, clock, outbox, consent, engine, intent_writes: Mutex::new(()) };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),

@@ -14,3 +14,4 @@ mod http_router;
 mod limits;
 mod mail_faults;
 mod sellers;
+mod smtp_faults;
