@@ -462,18 +462,23 @@ mod tests {
     }
 }
 
-/// Serves `app` on `listener` until `stop` is cancelled, within `limits`: at most
-/// `max_connections` connections at once (further ones wait in the kernel's accept queue),
-/// each closed when it has not sent a complete request head within
-/// `header_read_timeout_secs` (also between keep-alive requests, and before its first byte),
-/// or when no byte went either way for `idle_timeout_secs`. TCP_NODELAY is set on each
-/// connection. On `stop`, accepting ends and open connections are shut down gracefully
-/// (waiting at most 15 s for them).
+/// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
+/// point 1): at most `max_connections` connections at once, each closed when it has not
+/// sent a complete request head within `header_read_timeout_secs` (also between
+/// keep-alive requests, and before its first byte), or when no byte went either way for
+/// `idle_timeout_secs`. When every slot is taken, a new connection is accepted and the
+/// connection waiting longest without a request in flight is closed to make room: first
+/// those that never completed a request head (half-open, oldest first), then idle
+/// keep-alive ones (longest idle first), as nginx reuses idle connections. Only when
+/// every slot is busy with a request does the new connection wait for a slot (holding
+/// one descriptor; further ones wait in the kernel's accept queue). TCP_NODELAY is set
+/// on each connection. On `stop`, accepting ends and open connections are shut down
+/// gracefully (waiting at most 15 s for them).
 pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
     use hyper_util::service::TowerToHyperService;
-    use tokio::sync::Semaphore;
+    use tokio::sync::{Semaphore, TryAcquireError};
 
     let header = Duration::from_secs(limits.header_read_timeout_secs);
     let idle = Duration::from_secs(limits.idle_timeout_secs);
@@ -482,14 +487,8 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let open = Arc::new(Connections::default());
     loop {
-        let permit = tokio::select! {
-            _ = stop.cancelled() => break,
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
         let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             r = listener.accept() => match r {
@@ -503,23 +502,51 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
                 }
             },
         };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                open.evict_one();
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    p = slots.clone().acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
         let _ = tcp.set_nodelay(true);
+        let (io, activity) = Watched::new(tcp);
+        let (id, conn) = open.add(activity.clone());
         // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`).
-        let service = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
-        let (builder, stop) = (builder.clone(), stop.clone());
+        let inner = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
+        let counted = conn.clone();
+        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let guard = InFlight::enter(counted.clone());
+            let call = hyper::service::Service::call(&inner, req);
+            async move {
+                let res = call.await?;
+                Ok::<_, std::convert::Infallible>(res.map(|body| CountedBody { body, _guard: guard }))
+            }
+        });
+        let (builder, stop, open) = (builder.clone(), stop.clone(), open.clone());
         tokio::spawn(async move {
-            let (io, activity) = Watched::new(tcp);
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-            tokio::pin!(conn);
+            let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+            tokio::pin!(served);
             let mut tick = tokio::time::interval(Duration::from_millis(250).max(header.min(idle) / 8));
             let mut closing = false;
             loop {
                 tokio::select! {
-                    _ = conn.as_mut() => break,
+                    _ = served.as_mut() => break,
                     _ = stop.cancelled(), if !closing => {
                         closing = true;
-                        conn.as_mut().graceful_shutdown();
+                        served.as_mut().graceful_shutdown();
+                    }
+                    _ = conn.evict.cancelled() => {
+                        tracing::debug!("connection closed to make room for a new one");
+                        break;
                     }
                     _ = tick.tick() => {
                         if activity.silent_for() >= idle || (!activity.read_any() && activity.age() >= header) {
@@ -528,12 +555,123 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
                     }
                 }
             }
+            open.remove(id);
             drop(permit);
         });
     }
     drop(listener);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(15), slots.acquire_many(all)).await;
+}
+
+/// One open connection as the accept loop sees it: requests in flight (a request head
+/// was read and its response body is not yet finished), whether any request was
+/// served, since when it has waited without a request, and its eviction signal.
+#[derive(Debug)]
+struct Conn {
+    in_flight: std::sync::atomic::AtomicUsize,
+    served: std::sync::atomic::AtomicBool,
+    waiting_since: std::sync::Mutex<std::time::Instant>,
+    evict: CancellationToken,
+}
+
+impl Conn {
+    fn waiting_since(&self) -> std::time::Instant {
+        *self.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The open connections of [`serve_http`], for eviction when every slot is taken.
+#[derive(Debug, Default)]
+struct Connections {
+    next: std::sync::atomic::AtomicU64,
+    map: std::sync::Mutex<std::collections::HashMap<u64, Arc<Conn>>>,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Arc<Conn>>> {
+        self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, activity: Arc<Activity>) -> (u64, Arc<Conn>) {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            served: std::sync::atomic::AtomicBool::new(false),
+            waiting_since: std::sync::Mutex::new(activity.opened),
+            evict: CancellationToken::new(),
+        });
+        self.lock().insert(id, conn.clone());
+        (id, conn)
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Signals the connection waiting longest without a request in flight to close:
+    /// one that never completed a request head before an idle keep-alive one, then the
+    /// earliest wait. Returns whether one was found (none when every connection is busy).
+    fn evict_one(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let map = self.lock();
+        let victim = map
+            .values()
+            .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
+            .min_by_key(|c| (c.served.load(Ordering::Relaxed), c.waiting_since()));
+        match victim {
+            Some(c) => {
+                c.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A request in flight on a [`Conn`], from its complete head to the end of its response
+/// body (dropped with the body).
+#[derive(Debug)]
+struct InFlight(Arc<Conn>);
+
+impl InFlight {
+    fn enter(conn: Arc<Conn>) -> Self {
+        conn.in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        conn.served.store(true, std::sync::atomic::Ordering::Relaxed);
+        Self(conn)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self.0.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = std::time::Instant::now();
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is finished
+/// or dropped.
+struct CountedBody {
+    body: axum::body::Body,
+    _guard: InFlight,
+}
+
+impl hyper::body::Body for CountedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// What [`Watched`] saw of its connection: when it was opened, and the last read or write
