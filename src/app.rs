@@ -247,7 +247,7 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         Err(e) => tracing::error!(error = %e, "offer index task failed"),
     }
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;
+    let listener = listen(s.listen).map_err(|e| ServeError::Bind(s.listen, e))?;
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
 
     let worker = tokio::spawn(crate::mail::worker::run(
@@ -332,6 +332,41 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod eviction_tests {
+    use super::*;
+
+    #[test]
+    fn the_batch_grows_with_the_cap_up_to_eight() {
+        assert_eq!([1, 2, 127, 128, 256, 1024, 65536].map(evict_batch), [1, 1, 1, 1, 2, 8, 8]);
+    }
+
+    #[test]
+    fn half_open_before_idle_oldest_first_never_busy() {
+        let open = Connections::default();
+        let conn = |served: bool, in_flight: usize| {
+            let (_, c) = open.add(Watched::activity());
+            c.served.store(served, std::sync::atomic::Ordering::Relaxed);
+            c.in_flight.store(in_flight, std::sync::atomic::Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(2));
+            c
+        };
+        let busy_half = conn(false, 1);
+        let idle_old = conn(true, 0);
+        let half_old = conn(false, 0);
+        let half_new = conn(false, 0);
+        let busy = conn(true, 1);
+        assert_eq!(open.evict(1), 1);
+        assert!(half_old.evict.is_cancelled() && !half_new.evict.is_cancelled());
+        assert_eq!(open.evict(1), 1);
+        assert!(half_new.evict.is_cancelled() && !idle_old.evict.is_cancelled());
+        assert_eq!(open.evict(8), 1, "only the idle keep-alive one is left to close");
+        assert!(idle_old.evict.is_cancelled());
+        assert_eq!(open.evict(8), 0, "a connection with a request in flight is never closed");
+        assert!(!busy.evict.is_cancelled() && !busy_half.evict.is_cancelled());
     }
 }
 
@@ -462,12 +497,37 @@ mod tests {
     }
 }
 
+/// Length of the kernel's queue of connections not yet accepted (`listen(2)` backlog;
+/// the kernel caps it at `net.core.somaxconn`). Larger than the 128 of
+/// `TcpListener::bind`, so that a burst (or a flood that [`serve_http`] is closing to
+/// make room) is queued rather than having its SYNs dropped and retried a second later.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// How many waiting connections [`serve_http`] closes at once when every slot is taken:
+/// one per 128 slots, from one to eight.
+fn evict_batch(max_connections: usize) -> usize {
+    (max_connections / 128).clamp(1, 8)
+}
+
+/// A listening socket on `addr` (`SO_REUSEADDR`, as `TcpListener::bind` sets it) with a
+/// queue of [`LISTEN_BACKLOG`].
+///
+/// # Errors
+/// Creating, binding or listening failed (address in use, no permission).
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
 /// point 1): at most `max_connections` connections at once, each closed when it has not
 /// sent a complete request head within `header_read_timeout_secs` (also between
 /// keep-alive requests, and before its first byte), or when no byte went either way for
 /// `idle_timeout_secs`. When every slot is taken, a new connection is accepted and the
-/// connection waiting longest without a request in flight is closed to make room: first
+/// connections waiting longest without a request in flight (one per 128 slots at once,
+/// at most eight, for the connections queued behind it) are closed to make room: first
 /// those that never completed a request head (half-open, oldest first), then idle
 /// keep-alive ones (longest idle first), as nginx reuses idle connections. Only when
 /// every slot is busy with a request does the new connection wait for a slot (holding
@@ -488,6 +548,7 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let open = Arc::new(Connections::default());
+    let batch = evict_batch(limits.max_connections);
     loop {
         let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => break,
@@ -506,7 +567,9 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
             Ok(p) => p,
             Err(TryAcquireError::Closed) => break,
             Err(TryAcquireError::NoPermits) => {
-                open.evict_one();
+                // A few at once: under a flood the kernel's queue holds many more, and
+                // each of them would otherwise wait for one closing connection's task.
+                open.evict(batch);
                 tokio::select! {
                     _ = stop.cancelled() => break,
                     p = slots.clone().acquire_owned() => match p {
@@ -609,23 +672,26 @@ impl Connections {
         self.lock().remove(&id);
     }
 
-    /// Signals the connection waiting longest without a request in flight to close:
-    /// one that never completed a request head before an idle keep-alive one, then the
-    /// earliest wait. Returns whether one was found (none when every connection is busy).
-    fn evict_one(&self) -> bool {
+    /// Signals up to `n` connections waiting longest without a request in flight to
+    /// close: those that never completed a request head before idle keep-alive ones,
+    /// then the earliest wait. Returns how many were signalled (none when every
+    /// connection is busy). One pass over the open connections.
+    fn evict(&self, n: usize) -> usize {
         use std::sync::atomic::Ordering;
         let map = self.lock();
-        let victim = map
+        let mut idle: Vec<((bool, std::time::Instant), &Arc<Conn>)> = map
             .values()
             .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
-            .min_by_key(|c| (c.served.load(Ordering::Relaxed), c.waiting_since()));
-        match victim {
-            Some(c) => {
-                c.evict.cancel();
-                true
-            }
-            None => false,
+            .map(|c| ((c.served.load(Ordering::Relaxed), c.waiting_since()), c))
+            .collect();
+        let n = n.min(idle.len());
+        if n > 0 && n < idle.len() {
+            idle.select_nth_unstable_by_key(n - 1, |(key, _)| *key);
         }
+        for (_, c) in idle.iter().take(n) {
+            c.evict.cancel();
+        }
+        n
     }
 }
 
@@ -716,12 +782,17 @@ struct Watched {
 
 impl Watched {
     fn new(tcp: tokio::net::TcpStream) -> (Self, Arc<Activity>) {
-        let activity = Arc::new(Activity {
+        let activity = Self::activity();
+        (Self { tcp, activity: activity.clone() }, activity)
+    }
+
+    /// A fresh record: opened now, nothing read or written.
+    fn activity() -> Arc<Activity> {
+        Arc::new(Activity {
             opened: std::time::Instant::now(),
             last_ms: std::sync::atomic::AtomicU64::new(0),
             read_any: std::sync::atomic::AtomicBool::new(false),
-        });
-        (Self { tcp, activity: activity.clone() }, activity)
+        })
     }
 }
 

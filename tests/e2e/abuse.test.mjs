@@ -77,6 +77,7 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
     const before = rssBytes(pid);
     const statuses = new Map();
     let withSession = 0;
+    let firstSession = null;
     let peak = before;
     const sampler = setInterval(() => {
       try {
@@ -96,7 +97,9 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
         });
         await res.arrayBuffer();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.headers.get("mcp-session-id")) withSession++;
+        const sid = res.headers.get("mcp-session-id");
+        if (sid) withSession++;
+        if (i === 0) firstSession = sid;
       });
     } finally {
       clearInterval(sampler);
@@ -114,6 +117,22 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
     assert.equal(withSession, INITIALIZE_CALLS, "every initialize creates a session (2025-11-25 revision)");
     assert.ok(after - before < RSS_GROWTH_MAX, `RSS grew by ${fmtMiB(after - before)} (limit ${fmtMiB(RSS_GROWTH_MAX)})`);
     assert.ok(peak - before < RSS_GROWTH_MAX, `RSS peaked ${fmtMiB(peak - before)} above the start`);
+
+    // The flood's first session was closed (evicted at the cap, or idle): 404, after
+    // which a client starts a new session (MCP transport, session management).
+    const stale = await fetch(isto.mcpUrl, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "Mcp-Session-Id": firstSession,
+        "MCP-Protocol-Version": "2025-11-25",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      signal: AbortSignal.timeout(10000),
+    });
+    await stale.arrayBuffer();
+    assert.equal(stale.status, 404, "the first session of the flood is gone");
 
     // A normal client (the official SDK) is still served: initialize, tools/list, a call.
     const mcp = await connectMcp(isto.mcpUrl);
@@ -159,6 +178,7 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
             sockets.push(s);
             s.setNoDelay(true);
             s.on("error", () => {});
+            s.resume(); // read, so that isto's FIN is seen ("end", then "close")
             s.once("close", () => closedByServer++);
             s.once("connect", () => {
               s.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${isto.port}\r\nX-Slow: `, () => resolve(true));
@@ -209,8 +229,18 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
     env.defer(() => mcp.close());
     await mcp.listTools();
     const mcpMs = performance.now() - t1;
-    t.diagnostic(`an SDK client connected and listed tools in ${mcpMs.toFixed(0)} ms`);
+    t.diagnostic(
+      `an SDK client connected and listed tools in ${mcpMs.toFixed(0)} ms; ` +
+        `${closedByServer} half-open connections closed by isto by then`,
+    );
     assert.ok(mcpMs < 3000, `the SDK client took ${mcpMs.toFixed(0)} ms`);
+    // At most max_connections (1024) stay open: isto closed the oldest half-open ones to
+    // make room, well before their header timeout (10 s) would have.
+    const evicted = HALF_OPEN - 1024;
+    const deadline = started + 9000;
+    while (closedByServer < evicted && Date.now() < deadline) await delay(100);
+    t.diagnostic(`${closedByServer} half-open connections closed by isto ${((Date.now() - started) / 1000).toFixed(1)} s after the flood began`);
+    assert.ok(closedByServer >= evicted, `only ${closedByServer} half-open connections were closed to make room`);
     assert.ok(Date.now() - started < 90000, "the test ran within its time bound");
   }),
 );
@@ -340,6 +370,8 @@ test("client ID metadata documents on internal addresses are refused, the listen
       assert.equal(r.status, 400, `${u}: ${r.status}`);
     }
 
+    const dev = env.isto;
+
     // A production set-up (public URL https): `http://` documents are never fetched.
     const prodData = path.join(env.work, "data-https");
     fs.mkdirSync(prodData);
@@ -354,5 +386,15 @@ test("client ID metadata documents on internal addresses are refused, the listen
     assert.deepEqual(listener.seen, [], "isto connected to the listener");
     // The holder's log names the reason (for the operator), never in the page.
     assert.match(prod.log(), /client metadata document not usable/);
+
+    // The control: the listener does see a connection isto makes. In the development
+    // set-up an `http://` loopback document is fetched (the listener hangs up: the same
+    // generic error).
+    const control = await authorize(dev, `http://127.0.0.1:${listener.port}/client.json`);
+    assert.equal(control.status, 400, `control: ${control.status}`);
+    assert.ok(control.text.includes(GENERIC), `control: ${control.text.slice(0, 300)}`);
+    await delay(100);
+    assert.equal(listener.seen.length, 1, "the listener records the connection of the control fetch");
+    t.diagnostic("control: an http:// loopback document in the development set-up reached the listener (1 connection)");
   }),
 );
