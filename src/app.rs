@@ -7,10 +7,11 @@ use crate::config::{Limits, Settings};
 use crate::crypto::KeyRing;
 use crate::mcp::service::{mcp_service, protect};
 use crate::mcp::Endpoint;
+use crate::net::{ClientAddr, TrustedProxies};
 use crate::policy::Resource;
 use crate::state::AppState;
 use crate::store::Store;
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -155,6 +156,25 @@ async fn same_origin_posts(
     next.run(req).await
 }
 
+/// Puts the request's [`ClientAddr`] into its extensions: the socket peer (from the
+/// `ConnectInfo` that [`serve_http`] adds per connection), or the client named by
+/// `X-Forwarded-For` when the peer is a trusted proxy (see [`crate::net`]).
+async fn client_addr(State(trusted): State<Arc<TrustedProxies>>, mut req: Request, next: Next) -> Response {
+    let peer = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map(|ConnectInfo(a)| *a);
+    let mut forwarded = String::new();
+    for v in req.headers().get_all("x-forwarded-for").iter().take(8) {
+        if let Ok(v) = v.to_str() {
+            if !forwarded.is_empty() {
+                forwarded.push(',');
+            }
+            forwarded.push_str(v);
+        }
+    }
+    let client = ClientAddr::resolve(peer, Some(&forwarded).filter(|f| !f.is_empty()).map(String::as_str), &trusted);
+    req.extensions_mut().insert(client);
+    next.run(req).await
+}
+
 async fn healthz() -> impl IntoResponse {
     "ok\n"
 }
@@ -189,6 +209,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
+    let trusted = Arc::new(holder.base.settings.trusted_proxies.clone());
     let oauth = crate::oauth::Server::new(holder.base.clone());
     let mcp = mcp_services(holder.clone(), stop);
     let buyer = protect(mcp.buyer, &holder, Resource::Buyer);
@@ -208,6 +229,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(remember_span))
+        .layer(axum::middleware::from_fn_with_state(trusted, client_addr))
         .layer(trace)
         .layer(axum::middleware::from_fn(request_id))
 }
@@ -476,6 +498,31 @@ mod tests {
         let access: Vec<&str> =
             text.lines().filter(|l| l.contains(&format!("id={request_id}")) && l.contains(" request")).collect();
         assert!(access.iter().any(|l| l.contains("status=200") && l.contains("ms=")), "{access:?}");
+    }
+
+    #[tokio::test]
+    async fn the_client_address_comes_from_the_socket_or_a_trusted_proxy() {
+        let seen = |trusted: TrustedProxies, peer: &str, xff: &[&str]| {
+            let app = Router::new()
+                .route("/", get(|axum::Extension(c): axum::Extension<ClientAddr>| async move { format!("{:?}", c.0) }))
+                .layer(axum::middleware::from_fn_with_state(Arc::new(trusted), client_addr));
+            let mut req = Request::get("/");
+            for v in xff {
+                req = req.header("x-forwarded-for", *v);
+            }
+            let mut req = req.body(Body::empty()).unwrap();
+            req.extensions_mut().insert(ConnectInfo(peer.parse::<std::net::SocketAddr>().unwrap()));
+            async move {
+                let res = app.oneshot(req).await.unwrap();
+                String::from_utf8(axum::body::to_bytes(res.into_body(), 1024).await.unwrap().to_vec()).unwrap()
+            }
+        };
+        let lo = TrustedProxies::loopback;
+        assert_eq!(seen(lo(), "127.0.0.1:5", &["192.0.2.7"]).await, "Some(192.0.2.7)");
+        // Two header lines read as one list, the last entry first.
+        assert_eq!(seen(lo(), "127.0.0.1:5", &["198.51.100.1", "192.0.2.7"]).await, "Some(192.0.2.7)");
+        assert_eq!(seen(lo(), "192.0.2.9:5", &["192.0.2.7"]).await, "Some(192.0.2.9)");
+        assert_eq!(seen(TrustedProxies::none(), "127.0.0.1:5", &["192.0.2.7"]).await, "Some(127.0.0.1)");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,7 @@ pub mod mail;
 pub mod matching;
 pub mod mcp;
 pub mod messages;
+pub mod net;
 pub mod oauth;
 pub mod outbound;
 pub mod policy;

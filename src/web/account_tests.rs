@@ -165,7 +165,7 @@ impl Env {
         self.post("/signin", &[("csrf", &csrf), ("email", email), ("password", password), ("next", next)], None).await
     }
 
-    /// A password sign-in sent from client address `peer` (as `ConnectInfo` gives it).
+    /// A password sign-in sent from client address `peer` (as the app's middleware gives it).
     async fn signin_from(&self, peer: &str, email: &str, password: &str) -> Resp {
         let page = self.get("/signin", None).await;
         let csrf = page.csrf_for("/signin");
@@ -177,7 +177,7 @@ impl Env {
             .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
             .unwrap();
         let addr: std::net::SocketAddr = peer.parse().unwrap();
-        req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+        req.extensions_mut().insert(crate::net::ClientAddr(Some(addr.ip())));
         self.send(req).await
     }
 
@@ -497,7 +497,7 @@ async fn link_requests_are_limited_per_client_address() {
                 .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
                 .unwrap();
             let addr: std::net::SocketAddr = peer.parse().unwrap();
-            req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+            req.extensions_mut().insert(crate::net::ClientAddr(Some(addr.ip())));
             e.send(req).await
         }
     };

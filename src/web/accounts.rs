@@ -19,21 +19,21 @@
 //! password or form body.
 
 use super::account_pages as pages;
-use super::client_limits::{self, ClientKey, ClientLimits};
+use super::client_limits::{ClientKey, ClientLimits};
 use super::i18n::{self, AccountText as Ui};
 use super::{call, Fail};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
 use crate::base::Base;
+use crate::net::ClientAddr;
 use crate::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use maud::Markup;
 use serde::Deserialize;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
@@ -48,13 +48,13 @@ const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
 
-/// The client's peer address, when the router is served with `ConnectInfo`.
-type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+/// The request's client address, put in by the app's middleware (absent when the router
+/// is driven in-process without it).
+type Peer = Option<Extension<ClientAddr>>;
 
-/// The counting key of a request's client address ([`client_limits::client_key`]).
-fn peer_key(peer: &Peer, headers: &HeaderMap) -> ClientKey {
-    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
-    client_limits::client_key(peer.as_ref().map(|Extension(ConnectInfo(a))| *a), forwarded)
+/// The counting key of a request's client address ([`ClientAddr::key`]).
+fn peer_key(peer: &Peer) -> ClientKey {
+    peer.as_ref().and_then(|Extension(c)| c.key())
 }
 
 /// The router's state.
@@ -296,7 +296,7 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 /// limit of failed attempts.
 async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer, &headers);
+    let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNIN, "") {
@@ -363,7 +363,7 @@ fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
 /// account; 303 to `/signin/sent` either way.
 async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer, &headers);
+    let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, "") {
@@ -461,7 +461,7 @@ async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 /// either way.
 async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer, &headers);
+    let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
     if !w.csrf_ok(&form.csrf, CSRF_SIGNUP, "") {
@@ -611,7 +611,7 @@ async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response 
 /// ends the account's other sessions.
 async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer, &headers);
+    let client = peer_key(&peer);
     let form = Form::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {

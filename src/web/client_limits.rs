@@ -1,8 +1,8 @@
 //! Per-client-address counters of the account pages (in memory, bounded).
 //!
-//! Failed password attempts and account e-mails are counted per client address (the
-//! socket's peer address, or behind a reverse proxy on loopback the last
-//! `X-Forwarded-For` entry; IPv6 folded to its /64) in fixed one-minute windows. There is
+//! Failed password attempts and account e-mails are counted per client address
+//! ([`crate::net::ClientAddr`]: the socket's peer, or the client a trusted proxy names;
+//! IPv6 folded to its /64) in fixed one-minute windows. There is
 //! no site-wide ceiling: attempts from other addresses never block a client. The map
 //! holds at most [`MAX_CLIENTS`] addresses; when full, counters of past windows are
 //! dropped first, then (if all are current) a quarter of the entries, arbitrary ones:
@@ -10,7 +10,7 @@
 //! router driven in-process, without `ConnectInfo`) counts under one shared key.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 
 /// Failed password attempts per client address per minute before password sign-in
 /// pauses for that address (links keep working).
@@ -21,35 +21,10 @@ pub(super) const MAILS_PER_CLIENT_PER_MINUTE: u32 = 20;
 /// Most client addresses tracked at once.
 pub(super) const MAX_CLIENTS: usize = 10_000;
 
-/// The key a client address is counted under: an IPv4 address, an IPv6 /64 (one
-/// customer's prefix), or `None` when the peer address is unknown.
+/// The key a client address is counted under ([`crate::net::ClientAddr::key`]): an IPv4
+/// address, an IPv6 /64 (one customer's prefix), or `None` when the peer address is
+/// unknown.
 pub(super) type ClientKey = Option<IpAddr>;
-
-/// The counting key of a peer address: the IP (port dropped), IPv4-mapped IPv6 as IPv4,
-/// other IPv6 cut to its /64.
-///
-/// When the peer is a loopback address (a reverse proxy on the same host), the last
-/// entry of `forwarded_for` (the `X-Forwarded-For` header, whose last entry the proxy
-/// appends) is the client, when it parses as an IP address; otherwise the peer is.
-pub(super) fn client_key(peer: Option<SocketAddr>, forwarded_for: Option<&str>) -> ClientKey {
-    let peer = peer.map(|a| a.ip().to_canonical());
-    let ip = match peer {
-        Some(p) if p.is_loopback() => {
-            let last = forwarded_for.and_then(|h| h.rsplit(',').next()).map(str::trim);
-            let parsed =
-                last.and_then(|l| l.parse::<IpAddr>().ok().or_else(|| l.parse::<SocketAddr>().ok().map(|a| a.ip())));
-            parsed.map(|a| a.to_canonical()).or(peer)
-        }
-        other => other,
-    };
-    ip.map(|a| match a {
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(Ipv6Addr::from(bits))
-        }
-        v4 => v4,
-    })
-}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Counter {
@@ -121,36 +96,15 @@ impl ClientLimits {
 mod tests {
     use super::*;
 
-    fn addr(s: &str) -> Option<SocketAddr> {
-        Some(s.parse().unwrap())
-    }
-
-    #[test]
-    fn keys_drop_the_port_and_fold_ipv6() {
-        let key = |a: &str| client_key(addr(a), None);
-        assert_eq!(key("192.0.2.1:1000"), key("192.0.2.1:2000"));
-        assert_eq!(key("[::ffff:192.0.2.1]:1"), key("192.0.2.1:1"));
-        assert_eq!(key("[2001:db8:1:2:3::1]:1"), key("[2001:db8:1:2:ffff::9]:1"));
-        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
-        assert_eq!(client_key(None, Some("192.0.2.1")), None);
-    }
-
-    #[test]
-    fn a_loopback_proxy_forwards_the_client() {
-        let via = |peer: &str, xff: Option<&str>| client_key(addr(peer), xff);
-        assert_eq!(via("127.0.0.1:9", Some("10.0.0.1, 192.0.2.7")), via("192.0.2.7:1", None));
-        assert_eq!(via("[::1]:9", Some("192.0.2.7:4000")), via("192.0.2.7:1", None));
-        assert_eq!(via("127.0.0.1:9", Some("garbage")), via("127.0.0.1:1", None));
-        assert_eq!(via("127.0.0.1:9", None), via("127.0.0.1:1", None));
-        // Not from loopback: the header is the client's own words and is ignored.
-        assert_eq!(via("192.0.2.9:9", Some("192.0.2.7")), via("192.0.2.9:1", None));
+    fn key(s: &str) -> ClientKey {
+        crate::net::ClientAddr(Some(s.parse().unwrap())).key()
     }
 
     #[test]
     fn limits_are_per_client_and_per_minute() {
         let mut l = ClientLimits::default();
-        let a = client_key(addr("192.0.2.1:1"), None);
-        let b = client_key(addr("192.0.2.2:1"), None);
+        let a = key("192.0.2.1");
+        let b = key("192.0.2.2");
         for _ in 0..FAILURES_PER_CLIENT_PER_MINUTE {
             assert!(!l.too_many_failures(a, 60));
             l.count_failure(a, 60);

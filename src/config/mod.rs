@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod limits;
+
+use limits::FileLimits;
+pub use limits::Limits;
+
 /// The system-wide config file read when `--config` is not given and the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/isto/isto.toml";
 
@@ -50,6 +55,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     holder_name: Option<String>,
     default_language: Option<String>,
+    trusted_proxies: Option<Vec<String>>,
     #[serde(default)]
     mail: FileMail,
     #[serde(default)]
@@ -62,17 +68,6 @@ struct FileConfig {
     demand: FileDemand,
     #[serde(default)]
     limits: FileLimits,
-}
-
-/// `[limits]`: connection and MCP session bounds.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileLimits {
-    header_read_timeout_secs: Option<u64>,
-    idle_timeout_secs: Option<u64>,
-    max_connections: Option<usize>,
-    mcp_session_idle_secs: Option<u64>,
-    max_mcp_sessions: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -240,38 +235,23 @@ pub struct Settings {
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
     /// Connection and MCP session bounds (`[limits]`).
     pub limits: Limits,
+    /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
+    /// loopback: a reverse proxy on the same host; `[]` believes no header).
+    pub trusted_proxies: crate::net::TrustedProxies,
 }
 
-/// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Seconds a connection has to send a complete request head, and an idle HTTP/1
-    /// keep-alive connection to start the next one (default 10; 1..=300).
-    pub header_read_timeout_secs: u64,
-    /// Seconds without a byte read or written after which a connection is closed
-    /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
-    pub idle_timeout_secs: u64,
-    /// Connections served at once (default 1024; 1..=65536); at the cap a new one
-    /// replaces the longest-waiting connection without a request in flight, or waits
-    /// for a slot when all are busy (`app::serve_http`). Size the file limit
-    /// (`LimitNOFILE`) above it.
-    pub max_connections: usize,
-    /// Seconds an MCP session lives without a request (default 60; 5..=3600).
-    pub mcp_session_idle_secs: u64,
-    /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
-    /// least recently used is closed (default 256; 1..=100000).
-    pub max_mcp_sessions: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            header_read_timeout_secs: 10,
-            idle_timeout_secs: 60,
-            max_connections: 1024,
-            mcp_session_idle_secs: 60,
-            max_mcp_sessions: 256,
-        }
+/// `v` when it lies in `range` (else the error naming `key` and `rule`), `default` when absent.
+fn ranged<T: PartialOrd + Copy>(
+    v: Option<T>,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
+    key: &'static str,
+    rule: &str,
+) -> Result<T, ConfigError> {
+    match v {
+        Some(v) if !range.contains(&v) => Err(ConfigError::Invalid { key, message: format!("must be {rule}") }),
+        Some(v) => Ok(v),
+        None => Ok(default),
     }
 }
 
@@ -317,6 +297,7 @@ impl Settings {
             demand_k: 5,
             demand_budget_bands: DEFAULT_BUDGET_BANDS.iter().map(|(c, b)| ((*c).to_owned(), b.to_vec())).collect(),
             limits: Limits::default(),
+            trusted_proxies: crate::net::TrustedProxies::loopback(),
         }
     }
 
@@ -480,7 +461,11 @@ impl Settings {
             }
             s.demand_budget_bands.insert(cat, bounds);
         }
-        s.limits = limits(&file.limits)?;
+        s.limits = limits::limits(&file.limits)?;
+        if let Some(t) = &file.trusted_proxies {
+            s.trusted_proxies = crate::net::TrustedProxies::parse(t)
+                .map_err(|message| ConfigError::Invalid { key: "trusted_proxies", message })?;
+        }
         Ok(s)
     }
 
@@ -503,6 +488,7 @@ impl Settings {
             "data_dir": self.data_dir.display().to_string(),
             "holder_name": self.holder_name,
             "default_language": self.default_language,
+            "trusted_proxies": self.trusted_proxies.describe(),
             "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs},
             "intents": {
                 "draft_ttl_secs": self.draft_ttl_secs,
@@ -580,6 +566,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # data_dir = "/var/lib/isto"
 # holder_name = "isto"
 # default_language = "sk"                  # sk, cs or en
+# trusted_proxies = ["127.0.0.0/8", "::1"]  # peers whose X-Forwarded-For names the client; [] = none
 
 [mail]
 # smtp_url = "smtp://127.0.0.1:25"         # lettre URL; smtps://user:pass@host or ?tls=required
@@ -615,76 +602,9 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
 "#;
 
-/// `[limits]` checked against its ranges, defaults for the keys not given.
-fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
-    fn ranged<T: PartialOrd + Copy>(
-        v: Option<T>,
-        default: T,
-        range: std::ops::RangeInclusive<T>,
-        key: &'static str,
-        rule: &str,
-    ) -> Result<T, ConfigError> {
-        match v {
-            Some(v) if !range.contains(&v) => Err(ConfigError::Invalid { key, message: format!("must be {rule}") }),
-            Some(v) => Ok(v),
-            None => Ok(default),
-        }
-    }
-    let d = Limits::default();
-    Ok(Limits {
-        header_read_timeout_secs: ranged(
-            f.header_read_timeout_secs,
-            d.header_read_timeout_secs,
-            1..=300,
-            "limits.header_read_timeout_secs",
-            "1..=300",
-        )?,
-        idle_timeout_secs: ranged(
-            f.idle_timeout_secs,
-            d.idle_timeout_secs,
-            1..=3600,
-            "limits.idle_timeout_secs",
-            "1..=3600",
-        )?,
-        max_connections: ranged(
-            f.max_connections,
-            d.max_connections,
-            1..=65536,
-            "limits.max_connections",
-            "1..=65536",
-        )?,
-        mcp_session_idle_secs: ranged(
-            f.mcp_session_idle_secs,
-            d.mcp_session_idle_secs,
-            5..=3600,
-            "limits.mcp_session_idle_secs",
-            "5..=3600",
-        )?,
-        max_mcp_sessions: ranged(
-            f.max_mcp_sessions,
-            d.max_mcp_sessions,
-            1..=100_000,
-            "limits.max_mcp_sessions",
-            "1..=100000",
-        )?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn limits_are_checked_against_their_ranges() {
-        let d = limits(&FileLimits::default()).unwrap();
-        assert_eq!(d, Limits::default());
-        let f = FileLimits { max_connections: Some(0), ..Default::default() };
-        let e = limits(&f).unwrap_err().to_string();
-        assert!(e.contains("limits.max_connections") && e.contains("1..=65536"), "{e}");
-        let f = FileLimits { header_read_timeout_secs: Some(5), idle_timeout_secs: Some(120), ..Default::default() };
-        let l = limits(&f).unwrap();
-        assert_eq!((l.header_read_timeout_secs, l.idle_timeout_secs, l.max_connections), (5, 120, 1024));
-    }
 
     #[test]
     fn defaults_need_no_file() {

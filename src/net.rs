@@ -1,0 +1,184 @@
+//! Client addresses (infrastructure): who a request comes from, for the per-client limits
+//! and quotas of issue 9 (points 2, 3 and 8).
+//!
+//! The address is the TCP peer's, unless the peer is one of the configured
+//! [`TrustedProxies`] (setting `trusted_proxies`, default loopback only: a reverse proxy on
+//! the same host). Then the `X-Forwarded-For` header (the de-facto standard that
+//! RFC 7239 §1 describes; nginx, Caddy and HAProxy append the address they saw) is read
+//! from the right: each entry appended by a trusted proxy is skipped and the first entry
+//! that is not trusted is the client. Entries to its left are the client's own words and
+//! are never read. A header that does not parse leaves the last proxy as the client.
+//!
+//! Counting uses [`ClientAddr::key`]: an IPv4 address, or an IPv6 address cut to its /64
+//! (one customer's prefix, RFC 6177), so that a client cannot multiply its allowance by
+//! rotating through its own prefix.
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The networks whose `X-Forwarded-For` is believed (setting `trusted_proxies`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+impl TrustedProxies {
+    /// Most entries accepted in `trusted_proxies`.
+    pub const MAX_ENTRIES: usize = 64;
+
+    /// Loopback only (`127.0.0.0/8` and `::1`): the default, for a proxy on the same host.
+    pub fn loopback() -> Self {
+        Self(vec![
+            IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::new(127, 0, 0, 0), 8)),
+            IpNet::V6(Ipv6Net::new_assert(Ipv6Addr::LOCALHOST, 128)),
+        ])
+    }
+
+    /// No proxy is trusted: the header is never read.
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Parses addresses (`192.0.2.1`, `::1`) and networks in CIDR notation
+    /// (`10.0.0.0/8`, `2001:db8::/32`).
+    ///
+    /// # Errors
+    /// The rule broken, naming the entry: not an address or network, or more than
+    /// [`Self::MAX_ENTRIES`] entries.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, String> {
+        if entries.len() > Self::MAX_ENTRIES {
+            return Err(format!("at most {} entries", Self::MAX_ENTRIES));
+        }
+        let mut nets = Vec::with_capacity(entries.len());
+        for e in entries {
+            let e = e.as_ref().trim();
+            let net = e
+                .parse::<IpNet>()
+                .or_else(|_| e.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| format!("{e:?} is not an IP address or a network in CIDR notation (10.0.0.0/8)"))?;
+            nets.push(net.trunc());
+        }
+        Ok(Self(nets))
+    }
+
+    /// Whether `ip` (IPv4-mapped IPv6 read as IPv4) is one of these networks.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.0.iter().any(|n| n.contains(&ip))
+    }
+
+    /// The entries in CIDR notation (for `isto admin check-config`).
+    pub fn describe(&self) -> Vec<String> {
+        self.0.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The client a request comes from; put into every request's extensions by the app's
+/// middleware, read by the faces for their limits and quotas.
+///
+/// `None` inside when the router runs without a peer address (driven in-process by a
+/// test): such requests all count under one shared key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientAddr(pub Option<IpAddr>);
+
+impl ClientAddr {
+    /// The client of a request from `peer` carrying `forwarded_for` (the
+    /// `X-Forwarded-For` values joined by `,`), believed only when `peer` is trusted.
+    pub fn resolve(peer: Option<SocketAddr>, forwarded_for: Option<&str>, trusted: &TrustedProxies) -> Self {
+        let Some(peer) = peer.map(|p| p.ip().to_canonical()) else {
+            return Self(None);
+        };
+        if !trusted.contains(peer) {
+            return Self(Some(peer));
+        }
+        let mut client = peer;
+        // At most 32 hops are looked at: a longer header is a client talking.
+        for entry in forwarded_for.unwrap_or_default().rsplit(',').take(32) {
+            match parse_entry(entry) {
+                Some(ip) if trusted.contains(ip) => client = ip,
+                Some(ip) => return Self(Some(ip)),
+                None => break,
+            }
+        }
+        Self(Some(client))
+    }
+
+    /// The counting key: IPv4 as is, IPv6 cut to its /64 (see the module docs).
+    pub fn key(self) -> Option<IpAddr> {
+        self.0.map(|a| match a {
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+            v4 => v4,
+        })
+    }
+}
+
+/// One `X-Forwarded-For` entry: an address, optionally with a port (`192.0.2.1:4000`,
+/// `[2001:db8::1]:4000`).
+fn parse_entry(entry: &str) -> Option<IpAddr> {
+    let e = entry.trim();
+    e.parse::<IpAddr>().ok().or_else(|| e.parse::<SocketAddr>().ok().map(|a| a.ip())).map(|a| a.to_canonical())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> Option<SocketAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    fn ip(s: &str) -> ClientAddr {
+        ClientAddr(Some(s.parse().unwrap()))
+    }
+
+    #[test]
+    fn keys_drop_the_port_and_fold_ipv6() {
+        let t = TrustedProxies::loopback();
+        let key = |a: &str| ClientAddr::resolve(addr(a), None, &t).key();
+        assert_eq!(key("192.0.2.1:1000"), key("192.0.2.1:2000"));
+        assert_eq!(key("[::ffff:192.0.2.1]:1"), key("192.0.2.1:1"));
+        assert_eq!(key("[2001:db8:1:2:3::1]:1"), key("[2001:db8:1:2:ffff::9]:1"));
+        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
+        assert_eq!(ClientAddr::resolve(None, Some("192.0.2.1"), &t), ClientAddr(None));
+    }
+
+    #[test]
+    fn a_loopback_proxy_forwards_the_client() {
+        let t = TrustedProxies::loopback();
+        let via = |peer: &str, xff: Option<&str>| ClientAddr::resolve(addr(peer), xff, &t);
+        assert_eq!(via("127.0.0.1:9", Some("10.0.0.1, 192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(via("[::1]:9", Some("192.0.2.7:4000")), ip("192.0.2.7"));
+        assert_eq!(via("127.0.0.1:9", Some("garbage")), ip("127.0.0.1"));
+        assert_eq!(via("127.0.0.1:9", None), ip("127.0.0.1"));
+        // Not from a trusted proxy: the header is the client's own words and is ignored.
+        assert_eq!(via("192.0.2.9:9", Some("192.0.2.7")), ip("192.0.2.9"));
+    }
+
+    #[test]
+    fn a_chain_of_trusted_proxies_is_walked_from_the_right() {
+        let t = TrustedProxies::parse(&["127.0.0.1", "10.0.0.0/8"]).unwrap();
+        let via = |xff: &str| ClientAddr::resolve(addr("127.0.0.1:9"), Some(xff), &t);
+        // The client forged "198.51.100.1"; the edge proxy 10.1.1.1 appended what it saw.
+        assert_eq!(via("198.51.100.1, 192.0.2.7, 10.1.1.1"), ip("192.0.2.7"));
+        // Every hop trusted: the leftmost trusted hop is as far as can be believed.
+        assert_eq!(via("10.2.2.2, 10.1.1.1"), ip("10.2.2.2"));
+        // A broken entry stops the walk at the last proxy believed.
+        assert_eq!(via("192.0.2.7, junk, 10.1.1.1"), ip("10.1.1.1"));
+    }
+
+    #[test]
+    fn no_trusted_proxy_means_the_socket_peer() {
+        let t = TrustedProxies::none();
+        assert_eq!(ClientAddr::resolve(addr("127.0.0.1:9"), Some("192.0.2.7"), &t), ip("127.0.0.1"));
+    }
+
+    #[test]
+    fn trusted_proxies_parse_addresses_and_networks() {
+        let t = TrustedProxies::parse(&["192.0.2.1", "10.9.9.9/8", "2001:db8::/32"]).unwrap();
+        assert_eq!(t.describe(), vec!["192.0.2.1/32", "10.0.0.0/8", "2001:db8::/32"]);
+        assert!(t.contains("::ffff:10.1.2.3".parse().unwrap()));
+        assert!(!t.contains("192.0.2.2".parse().unwrap()));
+        let err = TrustedProxies::parse(&["10.0.0.0/33"]).unwrap_err();
+        assert!(err.contains("\"10.0.0.0/33\"") && err.contains("CIDR"), "{err}");
+        assert!(TrustedProxies::parse(&vec!["::1"; 65]).is_err());
+        assert!(TrustedProxies::loopback().contains("127.1.2.3".parse().unwrap()));
+    }
+}
