@@ -623,7 +623,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [limits]
 # header_read_timeout_secs = 10             # to send a request head (and between keep-alive requests)
 # idle_timeout_secs = 60                    # a connection with no traffic is closed
-# max_connections = 1024                    # served at once; more wait (set LimitNOFILE above it)
+# max_connections = 1024                    # served at once; at the cap a half-open or idle one makes room (LimitNOFILE above it)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
 "#;
