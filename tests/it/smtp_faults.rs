@@ -508,6 +508,13 @@ fn a_silent_smtp_server_blocks_no_withdrawal_no_other_mail_and_no_shutdown() {
         })
         .await;
         assert!(fake.max_open.load(Ordering::SeqCst) >= 2, "several messages in flight at once");
+        // /readyz reports the stuck messages and stays ready: a mail backlog alone never
+        // takes the holder out of its load balancer.
+        let res = isto.http.get(format!("{}/readyz", isto.base)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        let ready: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+        assert!(ready["checks"]["outbox"]["backlog"].as_u64().unwrap() >= 2, "{ready}");
+        assert_eq!(ready["checks"]["outbox"]["dropped"], 0, "{ready}");
 
         // Every withdrawal path answers within 1 s while SMTP is stuck: the page and the
         // one-click POST with the tokens of two delivered messages (two intents), the
