@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub mod rate;
+
 /// A start-up failure, with what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -264,7 +266,9 @@ pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
 
 /// The whole HTTP router: the MCP endpoints (the OAuth-protected two behind the bearer
 /// middleware), the pages, the OAuth routes; every request in its own span with a
-/// request id (see [`request_span`]).
+/// request id (see [`request_span`]), rate-limited per client address and, on
+/// `/mcp/buyer` and `/mcp/seller`, per credential ([`rate`]; a sweeper task forgets idle
+/// clients until `stop`).
 pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let url = &holder.base.settings.public_url;
     // The origin as browsers send it: without the default port.
@@ -273,9 +277,15 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let origins = Arc::new(origins);
     let trusted = Arc::new(holder.base.settings.trusted_proxies.clone());
     let oauth = crate::oauth::Server::new(holder.base.clone());
+    let limits = Arc::new(rate::RateLimits::new(&holder.base.settings.limits));
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(rate::sweeper(Arc::downgrade(&limits), stop.clone()));
+    }
     let mcp = mcp_services(holder.clone(), stop);
-    let buyer = protect(mcp.buyer, &holder, Resource::Buyer);
-    let seller = protect(mcp.seller, &holder, Resource::Seller);
+    // The bearer check runs first and puts the grant in; then its credential is counted.
+    let per_credential = axum::middleware::from_fn_with_state(limits.clone(), rate::per_credential);
+    let buyer = protect(mcp.buyer.layer(per_credential.clone()), &holder, Resource::Buyer);
+    let seller = protect(mcp.seller.layer(per_credential), &holder, Resource::Seller);
     let trace = TraceLayer::new_for_http()
         .make_span_with(request_span)
         .on_request(())
@@ -295,6 +305,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(crate::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(origins, same_origin_posts))
         .layer(axum::middleware::from_fn(remember_span))
+        .layer(axum::middleware::from_fn_with_state(limits, rate::per_client))
         .layer(axum::middleware::from_fn_with_state(trusted, client_addr))
         .layer(trace)
         .layer(axum::middleware::from_fn(request_id))

@@ -12,9 +12,23 @@ pub(super) struct FileLimits {
     pub(super) max_connections: Option<usize>,
     pub(super) mcp_session_idle_secs: Option<u64>,
     pub(super) max_mcp_sessions: Option<usize>,
+    pub(super) max_mcp_sessions_per_client: Option<usize>,
+    pub(super) mcp_requests_per_minute: Option<u32>,
+    pub(super) mcp_burst: Option<u32>,
+    pub(super) credential_requests_per_minute: Option<u32>,
+    pub(super) credential_burst: Option<u32>,
+    pub(super) page_requests_per_minute: Option<u32>,
+    pub(super) page_burst: Option<u32>,
+    pub(super) oauth_requests_per_minute: Option<u32>,
+    pub(super) oauth_burst: Option<u32>,
 }
 
-/// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps.
+/// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
+/// how many requests a client may send (issue 9 points 1–2).
+///
+/// A rate is a sustained rate (`*_requests_per_minute`: one more request allowed every
+/// 60/n seconds) with a `*_burst` of requests allowed at once (GCRA, the generic cell rate
+/// algorithm of `governor`); a client over it gets HTTP 429 with `Retry-After`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Seconds a connection has to send a complete request head, and an idle HTTP/1
@@ -33,6 +47,30 @@ pub struct Limits {
     /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
     /// least recently used is closed (default 256; 1..=100000).
     pub max_mcp_sessions: usize,
+    /// MCP sessions held per client address (IPv6: per /64) on each endpoint; over it
+    /// that client's own least recently used session is closed (default 32; 1..=100000).
+    pub max_mcp_sessions_per_client: usize,
+    /// Requests per minute per client address to `/mcp`, `/mcp/buyer`, `/mcp/seller`
+    /// (default 1200, i.e. 20/s; 1..=1000000).
+    pub mcp_requests_per_minute: u32,
+    /// Burst of [`Self::mcp_requests_per_minute`] (default 120; 1..=100000).
+    pub mcp_burst: u32,
+    /// Requests per minute per credential (the account and client of a bearer token) to
+    /// `/mcp/buyer` and `/mcp/seller` (default 600, i.e. 10/s; 1..=1000000).
+    pub credential_requests_per_minute: u32,
+    /// Burst of [`Self::credential_requests_per_minute`] (default 60; 1..=100000).
+    pub credential_burst: u32,
+    /// Requests per minute per client address to the pages (and every path that is not
+    /// MCP, OAuth or a health check) (default 300, i.e. 5/s; 1..=1000000).
+    pub page_requests_per_minute: u32,
+    /// Burst of [`Self::page_requests_per_minute`] (default 60; 1..=100000).
+    pub page_burst: u32,
+    /// Requests per minute per client address to the OAuth endpoints (`/oauth/*`:
+    /// authorize, token, register, revoke; `/.well-known/oauth-*` metadata) (default
+    /// 300, i.e. 5/s; 1..=1000000).
+    pub oauth_requests_per_minute: u32,
+    /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
+    pub oauth_burst: u32,
 }
 
 impl Default for Limits {
@@ -43,6 +81,15 @@ impl Default for Limits {
             max_connections: 1024,
             mcp_session_idle_secs: 60,
             max_mcp_sessions: 256,
+            max_mcp_sessions_per_client: 32,
+            mcp_requests_per_minute: 1200,
+            mcp_burst: 120,
+            credential_requests_per_minute: 600,
+            credential_burst: 60,
+            page_requests_per_minute: 300,
+            page_burst: 60,
+            oauth_requests_per_minute: 300,
+            oauth_burst: 60,
         }
     }
 }
@@ -86,7 +133,48 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             "limits.max_mcp_sessions",
             "1..=100000",
         )?,
+        max_mcp_sessions_per_client: ranged(
+            f.max_mcp_sessions_per_client,
+            d.max_mcp_sessions_per_client,
+            1..=100_000,
+            "limits.max_mcp_sessions_per_client",
+            "1..=100000",
+        )?,
+        mcp_requests_per_minute: per_minute(
+            f.mcp_requests_per_minute,
+            d.mcp_requests_per_minute,
+            "limits.mcp_requests_per_minute",
+        )?,
+        mcp_burst: burst(f.mcp_burst, d.mcp_burst, "limits.mcp_burst")?,
+        credential_requests_per_minute: per_minute(
+            f.credential_requests_per_minute,
+            d.credential_requests_per_minute,
+            "limits.credential_requests_per_minute",
+        )?,
+        credential_burst: burst(f.credential_burst, d.credential_burst, "limits.credential_burst")?,
+        page_requests_per_minute: per_minute(
+            f.page_requests_per_minute,
+            d.page_requests_per_minute,
+            "limits.page_requests_per_minute",
+        )?,
+        page_burst: burst(f.page_burst, d.page_burst, "limits.page_burst")?,
+        oauth_requests_per_minute: per_minute(
+            f.oauth_requests_per_minute,
+            d.oauth_requests_per_minute,
+            "limits.oauth_requests_per_minute",
+        )?,
+        oauth_burst: burst(f.oauth_burst, d.oauth_burst, "limits.oauth_burst")?,
     })
+}
+
+/// A `*_requests_per_minute` key: 1..=1000000.
+fn per_minute(v: Option<u32>, default: u32, key: &'static str) -> Result<u32, ConfigError> {
+    ranged(v, default, 1..=1_000_000, key, "1..=1000000")
+}
+
+/// A `*_burst` key: 1..=100000.
+fn burst(v: Option<u32>, default: u32, key: &'static str) -> Result<u32, ConfigError> {
+    ranged(v, default, 1..=100_000, key, "1..=100000")
 }
 
 #[cfg(test)]
@@ -103,5 +191,22 @@ mod tests {
         let f = FileLimits { header_read_timeout_secs: Some(5), idle_timeout_secs: Some(120), ..Default::default() };
         let l = limits(&f).unwrap();
         assert_eq!((l.header_read_timeout_secs, l.idle_timeout_secs, l.max_connections), (5, 120, 1024));
+    }
+
+    #[test]
+    fn rate_limits_are_checked_against_their_ranges() {
+        let f = FileLimits { mcp_requests_per_minute: Some(0), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.mcp_requests_per_minute") && e.contains("1..=1000000"), "{e}");
+        let f = FileLimits { oauth_burst: Some(100_001), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.oauth_burst") && e.contains("1..=100000"), "{e}");
+        let f = FileLimits { max_mcp_sessions_per_client: Some(0), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.max_mcp_sessions_per_client"), "{e}");
+        let f = FileLimits { page_requests_per_minute: Some(60), credential_burst: Some(5), ..Default::default() };
+        let l = limits(&f).unwrap();
+        assert_eq!((l.page_requests_per_minute, l.page_burst, l.credential_burst), (60, 60, 5));
+        assert_eq!((l.mcp_requests_per_minute, l.max_mcp_sessions_per_client), (1200, 32));
     }
 }

@@ -243,7 +243,7 @@ pub struct Settings {
     /// `[0, 5000, 10000]` gives the bands `0-5000`, `5000-10000` and `10000+`; the band
     /// `none` (no visible budget.max) is always added. See `demand::grid`.
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
-    /// Connection and MCP session bounds (`[limits]`).
+    /// Connection, MCP session and request-rate bounds (`[limits]`).
     pub limits: Limits,
     /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
     /// loopback: a reverse proxy on the same host; `[]` believes no header).
@@ -530,6 +530,15 @@ impl Settings {
                 "max_connections": self.limits.max_connections,
                 "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
                 "max_mcp_sessions": self.limits.max_mcp_sessions,
+                "max_mcp_sessions_per_client": self.limits.max_mcp_sessions_per_client,
+                "mcp_requests_per_minute": self.limits.mcp_requests_per_minute,
+                "mcp_burst": self.limits.mcp_burst,
+                "credential_requests_per_minute": self.limits.credential_requests_per_minute,
+                "credential_burst": self.limits.credential_burst,
+                "page_requests_per_minute": self.limits.page_requests_per_minute,
+                "page_burst": self.limits.page_burst,
+                "oauth_requests_per_minute": self.limits.oauth_requests_per_minute,
+                "oauth_burst": self.limits.oauth_burst,
             },
             "warnings": self.warnings(),
         })
@@ -626,6 +635,17 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # max_connections = 1024                    # served at once; at the cap a half-open or idle one makes room (LimitNOFILE above it)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
+# max_mcp_sessions_per_client = 32          # per client address and endpoint; over it its own oldest is closed
+# Requests per client address (IPv6: per /64), sustained per minute with a burst; over
+# them HTTP 429 with Retry-After. /healthz is never limited.
+# mcp_requests_per_minute = 1200            # /mcp, /mcp/buyer, /mcp/seller (20/s)
+# mcp_burst = 120
+# credential_requests_per_minute = 600      # per bearer token's account and client on /mcp/buyer, /mcp/seller
+# credential_burst = 60
+# page_requests_per_minute = 300            # the pages and every other path (5/s)
+# page_burst = 60
+# oauth_requests_per_minute = 300           # /oauth/* and /.well-known/oauth-* (5/s)
+# oauth_burst = 60
 "#;
 
 #[cfg(test)]

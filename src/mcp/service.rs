@@ -19,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 /// The MCP Streamable HTTP service of `endpoint` (`/mcp`, `/mcp/buyer`, `/mcp/seller`),
 /// with Host and Origin checks derived from the public URL (DNS-rebinding protection) and
-/// at most `[limits] max_mcp_sessions` sessions, each closed after
-/// `mcp_session_idle_secs` without a request ([`BoundedSessions`]);
+/// at most `[limits] max_mcp_sessions` sessions (`max_mcp_sessions_per_client` of them
+/// for one client address), each closed after `mcp_session_idle_secs` without a request
+/// ([`BoundedSessions`]);
 /// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
 pub fn mcp_service(
     holder: AppState,
@@ -29,8 +30,11 @@ pub fn mcp_service(
 ) -> StreamableHttpService<IstoServer, BoundedSessions> {
     let h = holder.clone();
     let limits = holder.base.settings.limits;
-    let sessions =
-        BoundedSessions::new(limits.max_mcp_sessions, std::time::Duration::from_secs(limits.mcp_session_idle_secs));
+    let sessions = BoundedSessions::new(
+        limits.max_mcp_sessions,
+        limits.max_mcp_sessions_per_client,
+        std::time::Duration::from_secs(limits.mcp_session_idle_secs),
+    );
     StreamableHttpService::new(
         move || Ok(IstoServer::new(h.clone(), endpoint)),
         Arc::new(sessions),

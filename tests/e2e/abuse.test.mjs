@@ -11,8 +11,8 @@
 //     link-local, unspecified, IPv6 loopback and IPv4-mapped addresses (literally and
 //     through `localhost`) are refused with one generic error, and a listener on that
 //     port sees no connection (point 6).
-// Rate limits (429 + Retry-After) and the draft/registration quotas with their purge
-// are separate sections, added beside these (one `test(...)` each, same pattern).
+// Rate limits (429 + Retry-After) are shown in ratelimit.test.mjs, the draft and
+// registration quotas with their purge in quota.test.mjs.
 //
 // Every loop is bounded in count and in time; everything listens on 127.0.0.1.
 // Needs: the isto binary (ISTO_BIN or target/debug/isto); no SMTP server, no data set.
@@ -70,6 +70,11 @@ const INITIALIZE_CALLS = 10000;
 const INITIALIZE_WIDTH = 32;
 const RSS_GROWTH_MAX = 64 * MiB;
 
+/** The `i`-th client address of a flood: 198.18.0.0/15 (RFC 2544 benchmarking). */
+function floodAddress(i) {
+  return `198.${18 + ((i >> 16) & 1)}.${(i >> 8) & 255}.${i & 255}`;
+}
+
 test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still served", { timeout: 180000 }, (t) =>
   withIsto(t, { prefix: "isto-abuse-init-", smtp: false }, async (env) => {
     const { isto } = env;
@@ -91,7 +96,14 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
       await pool(INITIALIZE_CALLS, INITIALIZE_WIDTH, started + 150000, async (i) => {
         const res = await fetch(isto.mcpUrl, {
           method: "POST",
-          headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+          headers: {
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+            // Each call from its own client address (isto believes X-Forwarded-For from
+            // loopback, a trusted proxy): a distributed flood, which the per-address rate
+            // limit does not stop, so that the session bounds are what is tested.
+            "X-Forwarded-For": floodAddress(i),
+          },
           body: initializeBody(i + 1),
           signal: AbortSignal.timeout(20000),
         });
@@ -125,6 +137,7 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
       headers: {
         "Content-Type": "application/json",
         Accept: "application/json, text/event-stream",
+        "X-Forwarded-For": floodAddress(0),
         "Mcp-Session-Id": firstSession,
         "MCP-Protocol-Version": "2025-11-25",
       },

@@ -36,11 +36,32 @@ pub struct Opts {
     pub index_on_disk: bool,
     /// `limits.max_mcp_sessions`; `None` keeps the default.
     pub max_mcp_sessions: Option<usize>,
+    /// `[limits]` as given (then `max_mcp_sessions` applies on top). `None`: the defaults,
+    /// with the request rates and the per-client session cap at their maxima, because the
+    /// kit's requests carry no peer address and so all count as one client.
+    pub limits: Option<isto::config::Limits>,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None }
+        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None, limits: None }
+    }
+}
+
+/// The default `[limits]` with every request rate and the per-client session cap at the
+/// top of its range (see [`Opts::limits`]).
+pub fn unlimited() -> isto::config::Limits {
+    isto::config::Limits {
+        max_mcp_sessions_per_client: 100_000,
+        mcp_requests_per_minute: 1_000_000,
+        mcp_burst: 100_000,
+        credential_requests_per_minute: 1_000_000,
+        credential_burst: 100_000,
+        page_requests_per_minute: 1_000_000,
+        page_burst: 100_000,
+        oauth_requests_per_minute: 1_000_000,
+        oauth_burst: 100_000,
+        ..isto::config::Limits::default()
     }
 }
 
@@ -53,6 +74,7 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
     if let Some(k) = opts.demand_k {
         s.demand_k = k;
     }
+    s.limits = opts.limits.unwrap_or_else(unlimited);
     if let Some(n) = opts.max_mcp_sessions {
         s.limits.max_mcp_sessions = n;
     }

@@ -13,5 +13,6 @@ mod holder_flow;
 mod http_router;
 mod limits;
 mod mail_faults;
+mod rate_limits;
 mod sellers;
 mod smtp_faults;

@@ -763,3 +763,42 @@ fn seller_server_over_http_with_a_real_token() {
     let (status, _, _) = rpc(&f, &mcp, Some(&sid), &token, call(5, "intent_list_open_intents", json!({})));
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+/// Issue 9 point 2: `/mcp/seller` counts each token's grant (account and client) apart
+/// from the client address; over its rate a credential gets 429 with `Retry-After`, the
+/// other seller's token is served, and the answer never echoes the token.
+#[test]
+fn requests_are_limited_per_credential() {
+    let limits =
+        isto::config::Limits { credential_requests_per_minute: 1, credential_burst: 3, ..crate::kit::unlimited() };
+    let f = Fx::with(Opts { limits: Some(limits), ..Opts::default() });
+    f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    f.seller("Dealer Two", "two@dealer.example", &["vehicles"], &["SK-BL"]);
+    let one = seller_token(&f, &f.seller_signs_in("one@dealer.example"));
+    let two = seller_token(&f, &f.seller_signs_in("two@dealer.example"));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let send = |token: &str| {
+        let headers = [("authorization", format!("Bearer {token}"))];
+        let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let mut b = axum::http::Request::post("/mcp/seller")
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        for (k, v) in &headers {
+            b = b.header(*k, v);
+        }
+        f.send(b.body(axum::body::Body::from(init.to_string())).unwrap())
+    };
+    for _ in 0..3 {
+        assert_eq!(send(&one).status, StatusCode::OK);
+    }
+    let r = send(&one);
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert!(r.headers.get(header::RETRY_AFTER).is_some());
+    assert!(r.body.contains("with this token") && !r.body.contains(&one), "{}", r.body);
+    // Another seller's token (same client address: the kit's requests have none) is served.
+    assert_eq!(send(&two).status, StatusCode::OK);
+    // A wrong token is the bearer check's 401, never counted per credential.
+    assert_eq!(send("not-a-token").status, StatusCode::UNAUTHORIZED);
+}

@@ -1,0 +1,488 @@
+//! Rate limits per client address and per credential (issue 9 point 2): HTTP 429 with
+//! `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3) for a client that sends more than its
+//! `[limits]` allow. The one place that uses `governor` (GCRA, the generic cell rate
+//! algorithm: a sustained rate with a burst).
+//!
+//! Buckets ([`Bucket::of`] decides by path): per client address ([`ClientAddr::key`]:
+//! IPv4, or IPv6 cut to its /64) one for the MCP endpoints (`/mcp`, `/mcp/buyer`,
+//! `/mcp/seller`), one for the OAuth endpoints (`/oauth/*`, `/.well-known/oauth-*`) and
+//! one for the pages and every other path; and per credential (the account and the
+//! client of a bearer token's grant, never the token) on `/mcp/buyer` and `/mcp/seller`.
+//! `/healthz` and `/readyz` are never limited.
+//!
+//! Memory: each limiter tracks at most [`MAX_KEYS`] keys. Every [`SWEEP_EVERY`] (and, when
+//! a limiter is full, at most once a second) the keys whose bucket has refilled — that
+//! look like a fresh client — are dropped (`retain_recent`) and the map shrunk. A new key
+//! that finds the limiter still full shares one overflow bucket with every other such key:
+//! a flood of fresh addresses cannot grow the state past the cap, and the clients
+//! already tracked keep their own buckets.
+
+use crate::config::Limits;
+use crate::net::ClientAddr;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, MonotonicClock};
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::keyed::{DashMapStateStore, ShrinkableKeyedStateStore};
+use governor::state::StateStore;
+use governor::{Quota, RateLimiter};
+use std::hash::{BuildHasher, Hash};
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Most keys (client addresses or credentials) one limiter tracks; past it new keys share
+/// one overflow bucket (see the module docs). About 64 bytes a key: a few MiB at most.
+pub const MAX_KEYS: usize = 100_000;
+
+/// How often the limiters forget the keys whose bucket has refilled.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// The per-address buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bucket {
+    /// `/mcp`, `/mcp/buyer`, `/mcp/seller` (and anything under them): `[limits] mcp_*`.
+    Mcp,
+    /// `/oauth/*` and `/.well-known/oauth-*`: `[limits] oauth_*`.
+    OAuth,
+    /// The pages, the stylesheet, `/.well-known/isto-intents` and unknown paths:
+    /// `[limits] page_*`.
+    Pages,
+}
+
+impl Bucket {
+    /// The bucket of a request for `path`; `None` for the health checks, never limited.
+    pub fn of(path: &str) -> Option<Self> {
+        match path {
+            "/healthz" | "/readyz" => None,
+            p if p == "/mcp" || p.starts_with("/mcp/") => Some(Self::Mcp),
+            p if p.starts_with("/oauth/") || p.starts_with("/.well-known/oauth-") => Some(Self::OAuth),
+            _ => Some(Self::Pages),
+        }
+    }
+}
+
+/// A key of a [`Capped`] store: a tracked key's own bucket, or the shared overflow bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Slot<K> {
+    Own(K),
+    Overflow,
+}
+
+/// governor's DashMap state store holding at most `max` keys of their own (about: two
+/// requests racing for the last place may both get it).
+#[derive(Debug)]
+struct Capped<K: Hash + Eq + Clone> {
+    map: DashMapStateStore<Slot<K>>,
+    max: usize,
+}
+
+impl<K: Hash + Eq + Clone> StateStore for Capped<K> {
+    type Key = K;
+
+    fn measure_and_replace<T, F, E>(&self, key: &K, f: F) -> Result<T, E>
+    where
+        F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
+    {
+        let own = Slot::Own(key.clone());
+        if self.map.contains_key(&own) || self.map.len() < self.max {
+            StateStore::measure_and_replace(&self.map, &own, f)
+        } else {
+            StateStore::measure_and_replace(&self.map, &Slot::Overflow, f)
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> ShrinkableKeyedStateStore<K> for Capped<K> {
+    fn retain_recent(&self, drop_below: Nanos) {
+        ShrinkableKeyedStateStore::<Slot<K>>::retain_recent(&self.map, drop_below);
+    }
+
+    fn shrink_to_fit(&self) {
+        self.map.shrink_to_fit();
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// One keyed limiter with its cap and the time of its last forced sweep.
+#[derive(Debug)]
+struct Keyed<K: Hash + Eq + Clone, C: Clock> {
+    limiter: RateLimiter<K, Capped<K>, C, NoOpMiddleware<C::Instant>>,
+    max_keys: usize,
+    last_sweep: Mutex<Instant>,
+}
+
+impl<K: Hash + Eq + Clone, C: Clock> Keyed<K, C> {
+    fn new(per_minute: u32, burst: u32, max_keys: usize, clock: C) -> Self {
+        let max_keys = max_keys.max(1);
+        let state = Capped { map: DashMapStateStore::default(), max: max_keys };
+        Self {
+            limiter: RateLimiter::new(quota(per_minute, burst), state, clock),
+            max_keys,
+            last_sweep: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Counts one request of `key`: `Err(wait)` when it is over its rate, with the time
+    /// until one more request is allowed.
+    fn check(&self, key: &K) -> Result<(), Duration> {
+        let res = self.limiter.check_key(key).map_err(|not| not.wait_time_from(self.limiter.clock().now()));
+        if self.limiter.len() >= self.max_keys {
+            // Full: make room now rather than at the next sweep, at most once a second.
+            if let Ok(mut last) = self.last_sweep.try_lock() {
+                if last.elapsed() >= Duration::from_secs(1) {
+                    *last = Instant::now();
+                    self.limiter.retain_recent();
+                }
+            }
+        }
+        res
+    }
+
+    fn sweep(&self) {
+        self.limiter.retain_recent();
+        self.limiter.shrink_to_fit();
+    }
+
+    fn len(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+/// `per_minute` requests a minute (one every 60/`per_minute` s) with a burst of `burst`;
+/// zeros read as one (the settings' ranges exclude them).
+fn quota(per_minute: u32, burst: u32) -> Quota {
+    let period = Duration::from_secs(60) / per_minute.max(1);
+    let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+    Quota::with_period(period).unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX)).allow_burst(burst)
+}
+
+/// The limiters of `isto serve`: three per client address, one per credential (see the
+/// module docs). `C` is governor's clock: the monotonic clock, or a fake one in tests.
+#[derive(Debug)]
+pub struct RateLimits<C: Clock = MonotonicClock> {
+    mcp: Keyed<Option<IpAddr>, C>,
+    oauth: Keyed<Option<IpAddr>, C>,
+    pages: Keyed<Option<IpAddr>, C>,
+    credential: Keyed<u64, C>,
+    /// Hashes a credential's account and client into its key (seeded per process).
+    hasher: std::hash::RandomState,
+}
+
+impl RateLimits<MonotonicClock> {
+    /// The limiters of `limits`, at most [`MAX_KEYS`] keys each.
+    pub fn new(limits: &Limits) -> Self {
+        Self::with_clock(limits, MAX_KEYS, MonotonicClock)
+    }
+}
+
+impl<C: Clock + Clone> RateLimits<C> {
+    /// The limiters of `limits` on `clock`, at most `max_keys` keys each.
+    pub fn with_clock(limits: &Limits, max_keys: usize, clock: C) -> Self {
+        let keyed = |per_minute, burst| Keyed::new(per_minute, burst, max_keys, clock.clone());
+        Self {
+            mcp: keyed(limits.mcp_requests_per_minute, limits.mcp_burst),
+            oauth: keyed(limits.oauth_requests_per_minute, limits.oauth_burst),
+            pages: keyed(limits.page_requests_per_minute, limits.page_burst),
+            credential: Keyed::new(
+                limits.credential_requests_per_minute,
+                limits.credential_burst,
+                max_keys,
+                clock.clone(),
+            ),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    fn bucket(&self, bucket: Bucket) -> &Keyed<Option<IpAddr>, C> {
+        match bucket {
+            Bucket::Mcp => &self.mcp,
+            Bucket::OAuth => &self.oauth,
+            Bucket::Pages => &self.pages,
+        }
+    }
+
+    /// Counts one request of client `key` ([`ClientAddr::key`]) in `bucket`: `Err(wait)`
+    /// when the client is over its rate, with the time until it may send again.
+    pub fn check(&self, bucket: Bucket, key: Option<IpAddr>) -> Result<(), Duration> {
+        self.bucket(bucket).check(&key)
+    }
+
+    /// Counts one request of the credential of `account_id` and `client_id` (an OAuth
+    /// grant): `Err(wait)` as [`Self::check`].
+    pub fn check_credential(&self, account_id: &str, client_id: &str) -> Result<(), Duration> {
+        let key = self.hasher.hash_one((account_id, client_id));
+        self.credential.check(&key)
+    }
+
+    /// Forgets the keys whose bucket has refilled and shrinks the maps.
+    pub fn sweep(&self) {
+        for k in [&self.mcp, &self.oauth, &self.pages] {
+            k.sweep();
+        }
+        self.credential.sweep();
+    }
+
+    /// Keys tracked in `bucket` (the overflow bucket included).
+    pub fn tracked(&self, bucket: Bucket) -> usize {
+        self.bucket(bucket).len()
+    }
+
+    /// Credentials tracked (the overflow bucket included).
+    pub fn tracked_credentials(&self) -> usize {
+        self.credential.len()
+    }
+}
+
+/// Sweeps `limits` every [`SWEEP_EVERY`] until `stop` is cancelled or the limits are
+/// dropped (the router that held them is gone).
+pub async fn sweeper(limits: Weak<RateLimits>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match limits.upgrade() {
+            Some(l) => l.sweep(),
+            None => return,
+        }
+    }
+}
+
+/// The 429 answer: `Retry-After` in whole seconds (rounded up, at least 1), no caching,
+/// and a body that says what to do. CORS-readable, for browser-based OAuth and MCP
+/// clients.
+pub fn too_many_requests(wait: Duration, by: &str) -> Response {
+    let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let body = format!(
+        "Too many requests {by}: wait {secs} s (the Retry-After header) and try again. \
+         Other clients are not affected.\n"
+    );
+    let mut res = (StatusCode::TOO_MANY_REQUESTS, body).into_response();
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        h.insert(header::RETRY_AFTER, v);
+    }
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Retry-After"));
+    res
+}
+
+/// The per-address middleware: the request's [`ClientAddr`] (put there by the app's
+/// `client_addr` middleware, which must run first; a request without one counts under the
+/// shared key of unknown peers) counted in its path's [`Bucket`]; over the rate, 429.
+pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
+    if let Some(bucket) = Bucket::of(req.uri().path()) {
+        let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
+        if let Err(wait) = limits.check(bucket, key) {
+            return too_many_requests(wait, "from this address");
+        }
+    }
+    next.run(req).await
+}
+
+/// The per-credential middleware of `/mcp/buyer` and `/mcp/seller`: runs after the bearer
+/// check, which put the token's [`crate::oauth::Grant`] into the extensions; its account
+/// and client are counted (a request without a grant passes: the bearer check answered
+/// it already).
+pub async fn per_credential(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
+    if let Some(grant) = req.extensions().get::<crate::oauth::Grant>() {
+        if let Err(wait) = limits.check_credential(&grant.account_id, &grant.client_id) {
+            return too_many_requests(wait, "with this token");
+        }
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use axum::routing::get;
+    use axum::Router;
+    use governor::clock::FakeRelativeClock;
+    use tower::ServiceExt as _;
+
+    fn limits(per_minute: u32, burst: u32) -> Limits {
+        Limits {
+            mcp_requests_per_minute: per_minute,
+            mcp_burst: burst,
+            oauth_requests_per_minute: per_minute,
+            oauth_burst: burst,
+            page_requests_per_minute: per_minute,
+            page_burst: burst,
+            credential_requests_per_minute: per_minute,
+            credential_burst: burst,
+            ..Limits::default()
+        }
+    }
+
+    fn ip(s: &str) -> Option<IpAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn paths_fall_into_their_buckets_and_health_is_never_limited() {
+        assert_eq!(Bucket::of("/mcp"), Some(Bucket::Mcp));
+        assert_eq!(Bucket::of("/mcp/buyer"), Some(Bucket::Mcp));
+        assert_eq!(Bucket::of("/mcp/seller"), Some(Bucket::Mcp));
+        assert_eq!(Bucket::of("/oauth/token"), Some(Bucket::OAuth));
+        assert_eq!(Bucket::of("/oauth/authorize"), Some(Bucket::OAuth));
+        assert_eq!(Bucket::of("/.well-known/oauth-protected-resource/mcp/buyer"), Some(Bucket::OAuth));
+        assert_eq!(Bucket::of("/.well-known/isto-intents"), Some(Bucket::Pages));
+        assert_eq!(Bucket::of("/consent/abc"), Some(Bucket::Pages));
+        assert_eq!(Bucket::of("/mcpx"), Some(Bucket::Pages));
+        assert_eq!(Bucket::of("/healthz"), None);
+        assert_eq!(Bucket::of("/readyz"), None);
+    }
+
+    #[test]
+    fn over_the_burst_a_client_waits_and_others_are_not_affected() {
+        let clock = FakeRelativeClock::default();
+        // 60 a minute (one a second), a burst of 3.
+        let l = RateLimits::with_clock(&limits(60, 3), 100, clock.clone());
+        let a = ip("192.0.2.1");
+        for _ in 0..3 {
+            assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
+        }
+        let wait = l.check(Bucket::Mcp, a).unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1), "{wait:?}");
+        // Another address, another bucket, a credential: unaffected.
+        assert_eq!(l.check(Bucket::Mcp, ip("192.0.2.2")), Ok(()));
+        assert_eq!(l.check(Bucket::Pages, a), Ok(()));
+        assert_eq!(l.check(Bucket::OAuth, a), Ok(()));
+        // The same /64 is the same client; the next /64 is another.
+        let v6 = |s: &str| ClientAddr(ip(s)).key();
+        for _ in 0..3 {
+            assert_eq!(l.check(Bucket::Pages, v6("2001:db8:0:1::1")), Ok(()));
+        }
+        assert!(l.check(Bucket::Pages, v6("2001:db8:0:1::ffff")).is_err());
+        assert_eq!(l.check(Bucket::Pages, v6("2001:db8:0:2::1")), Ok(()));
+        // After the wait the client is served again, one request a second.
+        clock.advance(wait);
+        assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
+        assert!(l.check(Bucket::Mcp, a).is_err());
+        clock.advance(Duration::from_secs(3));
+        for _ in 0..3 {
+            assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
+        }
+    }
+
+    #[test]
+    fn credentials_have_their_own_buckets() {
+        let clock = FakeRelativeClock::default();
+        let l = RateLimits::with_clock(&limits(60, 2), 100, clock);
+        assert_eq!(l.check_credential("acct-1", "client-a"), Ok(()));
+        assert_eq!(l.check_credential("acct-1", "client-a"), Ok(()));
+        assert!(l.check_credential("acct-1", "client-a").is_err());
+        assert_eq!(l.check_credential("acct-1", "client-b"), Ok(()), "another client of the account");
+        assert_eq!(l.check_credential("acct-2", "client-a"), Ok(()), "another account");
+        // No ambiguity between the parts of the key.
+        assert_eq!(l.check_credential("acct-1client-a", ""), Ok(()));
+        assert_eq!(l.tracked_credentials(), 4);
+    }
+
+    #[test]
+    fn a_flood_of_fresh_addresses_stays_under_the_cap() {
+        let clock = FakeRelativeClock::default();
+        let l = RateLimits::with_clock(&limits(60, 5), 1_000, clock.clone());
+        let known = ip("198.51.100.7");
+        assert_eq!(l.check(Bucket::Mcp, known), Ok(()));
+        // 50 000 fresh IPv4 addresses, well within a second of fake time.
+        for i in 0..50_000u32 {
+            let a = Some(IpAddr::from(std::net::Ipv4Addr::from(0x0A00_0000 + i)));
+            let _ = l.check(Bucket::Mcp, a);
+            assert!(l.tracked(Bucket::Mcp) <= 1_001, "{} keys after {i}", l.tracked(Bucket::Mcp));
+        }
+        // The client tracked before the flood keeps its own bucket.
+        for _ in 0..4 {
+            assert_eq!(l.check(Bucket::Mcp, known), Ok(()));
+        }
+        assert!(l.check(Bucket::Mcp, known).is_err());
+        // Once the buckets have refilled the sweep forgets them all.
+        clock.advance(Duration::from_secs(10));
+        l.sweep();
+        assert_eq!(l.tracked(Bucket::Mcp), 0);
+        // And a fresh client gets a bucket of its own again.
+        assert_eq!(l.check(Bucket::Mcp, ip("203.0.113.1")), Ok(()));
+        assert_eq!(l.tracked(Bucket::Mcp), 1);
+    }
+
+    #[test]
+    fn retry_after_is_whole_seconds_rounded_up() {
+        let r = too_many_requests(Duration::from_millis(1500), "from this address");
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+        assert_eq!(too_many_requests(Duration::ZERO, "x").headers()[header::RETRY_AFTER], "1");
+        assert_eq!(too_many_requests(Duration::from_secs(3), "x").headers()[header::RETRY_AFTER], "3");
+    }
+
+    /// A router with the per-client middleware over `limits`, with `/healthz`, `/mcp`
+    /// and a page; requests from `peer`.
+    async fn get_from(app: &Router, path: &str, peer: &str) -> Response {
+        let mut req = axum::http::Request::get(path).body(Body::empty()).unwrap();
+        req.extensions_mut().insert(ClientAddr(Some(peer.parse().unwrap())));
+        req.extensions_mut().insert(ConnectInfo(format!("{peer}:1000").parse::<std::net::SocketAddr>().unwrap()));
+        app.clone().oneshot(req).await.unwrap()
+    }
+
+    fn app(l: Limits) -> Router {
+        let limits = Arc::new(RateLimits::new(&l));
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/mcp", get(|| async { "mcp" }))
+            .route("/page", get(|| async { "page" }))
+            .layer(axum::middleware::from_fn_with_state(limits, per_client))
+    }
+
+    #[tokio::test]
+    async fn the_middleware_answers_429_with_retry_after_and_never_limits_healthz() {
+        let app = app(limits(60, 2));
+        for _ in 0..2 {
+            assert_eq!(get_from(&app, "/mcp", "192.0.2.1").await.status(), StatusCode::OK);
+        }
+        let res = get_from(&app, "/mcp", "192.0.2.1").await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let body = axum::body::to_bytes(res.into_body(), 1024).await.unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains("wait 1 s") && body.contains("Retry-After"), "{body}");
+        // Another address; another bucket of the same address.
+        assert_eq!(get_from(&app, "/mcp", "192.0.2.2").await.status(), StatusCode::OK);
+        assert_eq!(get_from(&app, "/page", "192.0.2.1").await.status(), StatusCode::OK);
+        // The health check, far over any burst.
+        for _ in 0..50 {
+            assert_eq!(get_from(&app, "/healthz", "192.0.2.1").await.status(), StatusCode::OK);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sweeper_stops_with_its_token_or_its_limits() {
+        let l = Arc::new(RateLimits::new(&Limits::default()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(sweeper(Arc::downgrade(&l), stop.clone()));
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+        let task = tokio::spawn(sweeper(Arc::downgrade(&l), CancellationToken::new()));
+        // The first tick is immediate: the task finds the limits gone and ends.
+        drop(l);
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    }
+}
