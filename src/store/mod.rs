@@ -147,6 +147,19 @@ impl Store {
         Ok(out)
     }
 
+    /// Runs `f` in one write transaction and rolls it back whatever `f` returns: `f`
+    /// sees its own writes, nobody else ever does (a dry run of a write).
+    ///
+    /// # Errors
+    /// `f`'s error, or a storage error converted into `E`.
+    pub fn rehearse<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        let txn = self.db.begin_write().map_err(StoreError::from)?;
+        let mut tx = Tx { txn: &txn };
+        let out = f(&mut tx);
+        txn.abort().map_err(StoreError::from)?;
+        out
+    }
+
     /// Runs `f` in one read transaction (a consistent snapshot).
     ///
     /// # Errors

@@ -36,11 +36,13 @@ pub struct Opts {
     pub index_on_disk: bool,
     /// `limits.max_mcp_sessions`; `None` keeps the default.
     pub max_mcp_sessions: Option<usize>,
+    /// `[quotas]`; `None` keeps the defaults.
+    pub quotas: Option<isto::config::Quotas>,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None }
+        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None, quotas: None }
     }
 }
 
@@ -55,6 +57,9 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
     }
     if let Some(n) = opts.max_mcp_sessions {
         s.limits.max_mcp_sessions = n;
+    }
+    if let Some(q) = opts.quotas {
+        s.quotas = q;
     }
     s
 }

@@ -12,4 +12,5 @@ mod holder_flow;
 mod http_router;
 mod limits;
 mod mail_faults;
+mod quotas;
 mod sellers;
