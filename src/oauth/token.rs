@@ -588,9 +588,9 @@ mod tests {
     const NOW: i64 = 1_800_000_000;
 
     fn client(id: &str, issued_at: i64, last_used_at: Option<i64>) -> ClientRecord {
-        let m = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
-        let serde_json::Value::Object(m) = m else { unreachable!() };
-        let mut c = super::super::clients::client_from_metadata(&m, id.into(), issued_at, false).unwrap();
+        let v = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
+        let m = v.as_object().unwrap();
+        let mut c = super::super::clients::client_from_metadata(m, id.into(), issued_at, false).unwrap();
         c.last_used_at = last_used_at;
         c
     }
