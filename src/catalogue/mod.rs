@@ -22,7 +22,7 @@ mod service;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
 pub use search::{score, search, search_with};
-pub use service::Catalogue;
+pub use service::{Catalogue, IndexStatus};
 
 use crate::clock;
 use crate::gazetteer::AreaObject;

@@ -21,6 +21,23 @@ pub(crate) fn index_error(e: IndexError) -> ServiceError {
     ServiceError::Index(e.to_string())
 }
 
+/// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexStatus {
+    /// The index's generation is the store's catalogue generation, or a catalogue write
+    /// is applying its change right now (`updating`).
+    pub in_step: bool,
+    /// A catalogue write and its index update are running (the generations may differ
+    /// for that long).
+    pub updating: bool,
+    /// The generation of the index's last commit (`None`: never committed).
+    pub index_generation: Option<u64>,
+    /// The store's catalogue generation.
+    pub store_generation: u64,
+    /// Offers in the index.
+    pub offers: u64,
+}
+
 /// The catalogue: the shared handles plus the offer index.
 pub struct Catalogue {
     /// The shared handles.
@@ -75,6 +92,33 @@ impl Catalogue {
         let idx = Arc::new(idx);
         *slot = Some(idx.clone());
         Ok(idx)
+    }
+
+    /// Whether the offer index is in step with the store (opening it first, as the first
+    /// search would). Compared under the catalogue lock when it is free, so a write in
+    /// progress is not mistaken for a lag; when it is held, `updating` says so. Changes
+    /// nothing a user can see.
+    ///
+    /// # Errors
+    /// Index or storage errors (internal).
+    pub fn index_status(&self) -> Result<IndexStatus> {
+        let idx = self.offer_index()?;
+        let held = match self.lock.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        let updating = held.is_none();
+        let store_generation = self.base.store.read(|rx| rx.offers_generation())?;
+        let index_generation = idx.generation();
+        drop(held);
+        Ok(IndexStatus {
+            in_step: updating || index_generation == Some(store_generation),
+            updating,
+            index_generation,
+            store_generation,
+            offers: idx.num_docs(),
+        })
     }
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it

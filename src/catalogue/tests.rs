@@ -351,3 +351,21 @@ fn invalid_utf8_is_one_bad_row() {
     assert_eq!(rows[0].as_ref().unwrap_err().message, "the line is not valid UTF-8");
     assert!(rows[1].is_ok(), "a last line without a newline is read");
 }
+
+#[test]
+fn index_status_is_in_step_after_imports_and_reports_a_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = holder(dir.path());
+    let st = h.index_status().unwrap();
+    assert!(st.in_step && !st.updating, "{st:?}");
+    assert_eq!((st.index_generation, st.store_generation, st.offers), (Some(0), 0, 0));
+    h.import_offers(vec![offer("1", "Škoda Octavia", "", "Škoda", 9000.0, "Košice")]).unwrap();
+    let st = h.index_status().unwrap();
+    assert!(st.in_step, "{st:?}");
+    assert_eq!((st.index_generation, st.store_generation, st.offers), (Some(1), 1, 1));
+    // A catalogue change the index never saw (its update failed): out of step.
+    h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
+    let st = h.index_status().unwrap();
+    assert!(!st.in_step && !st.updating, "{st:?}");
+    assert_eq!((st.index_generation, st.store_generation), (Some(1), 2));
+}

@@ -50,6 +50,10 @@ pub struct MailJob {
     /// message sent again after a crash can be recognised as the same one.
     #[serde(default)]
     pub message_id: Option<String>,
+    /// When the job was queued, unix seconds (for the oldest-message age of `/readyz`,
+    /// issue 9 point 7); `None` in rows queued before it was recorded.
+    #[serde(default)]
+    pub queued_at: Option<i64>,
 }
 
 impl MailJob {
@@ -77,6 +81,7 @@ impl MailJob {
             attempts: 0,
             next_attempt: now_unix,
             message_id: Some(message_id),
+            queued_at: Some(now_unix),
         })
     }
 }
@@ -285,6 +290,15 @@ impl Transport {
     }
 }
 
+/// The mail waiting in the outbox (see [`Outbox::backlog`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    /// Jobs in the outbox (queued, or waiting for a retry).
+    pub jobs: u64,
+    /// Age of the oldest job, seconds (0 when there is none).
+    pub oldest_age_secs: u64,
+}
+
 /// The durable mail queue as the worker and the services share it: the store and keys
 /// the jobs live in, the clock, the `From` address, the worker's wake-up, and the send
 /// lock.
@@ -328,6 +342,21 @@ impl Outbox {
     /// Wakes the worker (after a commit that queued mail or made digests due).
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// The mail waiting in the outbox (issue 9 point 7, `/readyz`): how many jobs, and
+    /// the age of the oldest in seconds (0 when empty). A row queued before `queued_at`
+    /// was recorded counts from its next attempt time.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn backlog(&self) -> Result<Backlog, crate::store::StoreError> {
+        let (jobs, oldest) = self.store.read(|rx| rx.outbox_backlog::<MailJob>())?;
+        let now = self.clock.now().unix_timestamp();
+        let oldest_age_secs = oldest
+            .map(|(_, j)| u64::try_from(now.saturating_sub(j.queued_at.unwrap_or(j.next_attempt))).unwrap_or(0))
+            .unwrap_or(0);
+        Ok(Backlog { jobs, oldest_age_secs })
     }
 
     /// Resolves when [`Outbox::wake`] was called.

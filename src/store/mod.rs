@@ -5,6 +5,14 @@
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
 //!
+//! An I/O failure (a full disk, most often) latches redb: every later call on that
+//! handle fails with "previous I/O error" until the file is closed and opened again. The
+//! store therefore notes every I/O-class failure, and the next call after it (at most one
+//! attempt per [`REOPEN_INTERVAL`]) waits for the calls in flight to end, closes the file
+//! and opens it again — redb's recovery restores the last commit — so a write that
+//! failed for lack of space succeeds again once space returns, without a restart (issue 9
+//! point 7). [`Store::writable`] reports the outcome of the last write for `/readyz`.
+//!
 //! Layout (redb types never leave this module):
 //! - this file: [`Store`] (open, [`Store::read`], [`Store::write`]), the transactions
 //!   [`Rx`] and [`Tx`], the read surface [`Reads`] and [`StoreError`];
@@ -32,7 +40,10 @@ pub use schema::{FILE_NAME, SCHEMA_VERSION};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
-use std::path::Path;
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 /// A failure reported by the database engine (I/O, corruption, a second process holding
 /// the file). Opaque: match on [`StoreError`] and its methods instead.
@@ -64,6 +75,10 @@ pub enum StoreError {
     /// A record does not encode (nothing is written): `(table or namespace, cause)`.
     #[error("store: a {0} record does not encode: {1}")]
     Encode(String, String),
+    /// The store is being (or could not be) opened again after an I/O failure; the
+    /// call may be retried (see [`REOPEN_INTERVAL`]).
+    #[error("store: unavailable after an I/O failure (reopening the file)")]
+    Unavailable,
     /// The file was written by a newer isto (schema version above [`SCHEMA_VERSION`]).
     #[error(
         "store schema version {found} is newer than this isto knows ({SCHEMA_VERSION}); \
@@ -84,12 +99,22 @@ impl StoreError {
 
 impl From<redb::Error> for StoreError {
     fn from(e: redb::Error) -> Self {
+        if is_io_class(&e) {
+            IO_FAILURES.with(|n| n.set(n.get().wrapping_add(1)));
+            LAST_IO_FAILURE.with(|m| *m.borrow_mut() = Some(e.to_string()));
+        }
         Self::Db(DbError(e))
     }
 }
 
+/// Whether a redb error means the handle is (or may be) latched after an I/O failure
+/// and must be closed and opened again.
+fn is_io_class(e: &redb::Error) -> bool {
+    matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::DatabaseClosed | redb::Error::Backend(_))
+}
+
 macro_rules! from_redb {
-    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { Self::Db(DbError(e.into())) } })*};
+    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { redb::Error::from(e).into() } })*};
 }
 from_redb!(redb::DatabaseError, redb::TransactionError, redb::TableError, redb::StorageError, redb::CommitError);
 
@@ -107,9 +132,106 @@ fn encode<T: Serialize>(table: &str, v: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(v).map_err(|e| StoreError::Encode(table.to_owned(), e.to_string()))
 }
 
-/// The open store.
+/// At most one attempt per this interval to close and reopen a store that failed with an
+/// I/O error (a reopen runs redb's recovery, which reads the whole file).
+pub const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest wait of a reopen for the calls still running on the failed handle; then the
+/// reopen gives up until the next attempt.
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
+/// Longest wait of a call for a reopen in progress before it fails with
+/// [`StoreError::Unavailable`].
+const REOPEN_WAIT: Duration = Duration::from_secs(10);
+
+thread_local! {
+    /// I/O-class redb errors converted on this thread (see [`is_io_class`]): a call
+    /// compares the count before and after, since its closure's error type hides the cause.
+    static IO_FAILURES: Cell<u64> = const { Cell::new(0) };
+    /// The handle each store has lent to the outermost call running on this thread (by
+    /// store address): a nested call (a read inside a write's closure) uses it, so it
+    /// never waits for a reopen that waits for the outer call.
+    static LENT: RefCell<Vec<(usize, Arc<Database>)>> = const { RefCell::new(Vec::new()) };
+    /// The text of the last of those errors (the engine's, e.g. "No space left on
+    /// device": never a key or a value), for the one log line of an episode.
+    static LAST_IO_FAILURE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Less free space than this on the store's file system (for unprivileged users) and
+/// [`Store::writable`] says no, whatever the last write did: a small write may still fit
+/// in pages the file already has while a real one no longer does.
+pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
+
+/// Opens the database file: `true` the first time (creating it when missing), `false`
+/// to reopen it after an I/O failure (a missing file is then an error, not a new store).
+type Opener = Box<dyn Fn(bool) -> std::result::Result<Database, redb::DatabaseError> + Send + Sync>;
+
+/// The open store: one redb file, reopened after an I/O failure (see the module docs).
 pub struct Store {
-    db: Database,
+    open: Opener,
+    /// The file (for the free-space check; `None` in tests over a fake disk).
+    path: Option<PathBuf>,
+    state: Mutex<State>,
+    /// Signalled when a reopen ends.
+    reopened: Condvar,
+    /// Held by [`Store::writable`]'s probe, so concurrent readiness checks probe once.
+    probe: Mutex<()>,
+}
+
+/// What [`Store`] knows of its handle.
+struct State {
+    /// The handle; `None` when a reopen failed (or one is in progress).
+    db: Option<Arc<Database>>,
+    /// An I/O-class failure was seen on `db`: reopen before the next call.
+    broken: bool,
+    /// A reopen is in progress (calls wait for it, up to [`REOPEN_WAIT`]).
+    reopening: bool,
+    /// When the last reopen was tried.
+    last_attempt: Option<Instant>,
+    /// An I/O failure episode is open: from the first failure (logged once) until a
+    /// write commits again (logged once).
+    failing: bool,
+    /// When the last write ended and whether it committed (writes refused by their own
+    /// closure for other reasons are not counted).
+    last_write: Option<(Instant, bool)>,
+}
+
+/// Whether the store takes writes, as [`Store::writable`] found it (for `/readyz`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writable {
+    /// The last write (or the probe) committed, and no I/O failure was seen since.
+    pub ok: bool,
+    /// Whether this answer comes from a probe write made just now.
+    pub probed: bool,
+    /// Another write transaction was running, so the probe did not wait for it: the
+    /// answer is the last write's outcome, however old (`ok` when there was none).
+    pub busy: bool,
+    /// Seconds since the write the answer is based on (`None`: no write yet).
+    pub age_secs: Option<u64>,
+    /// Bytes free for isto on the store's file system (`None`: unknown); below
+    /// [`MIN_FREE_BYTES`] `ok` is false.
+    pub free_bytes: Option<u64>,
+}
+
+/// A handle lent to one call (see [`Store::lend`]).
+struct Lease {
+    db: Arc<Database>,
+    /// The store's address, when this is the outermost call on this thread.
+    outer: Option<usize>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(key) = self.outer {
+            LENT.with(|l| l.borrow_mut().retain(|(k, _)| *k != key));
+        }
+    }
+}
+
+/// Why a reopen did not give a new handle.
+enum ReopenFailed {
+    /// Calls on the old handle did not end within [`DRAIN_WAIT`]: it is kept.
+    Busy(Arc<Database>),
+    /// Opening the file failed (the disk is still full, say).
+    Open(redb::DatabaseError),
 }
 
 impl std::fmt::Debug for Store {
@@ -127,24 +249,48 @@ impl Store {
     /// [`StoreError::Db`] (for example when `isto serve` already holds the file:
     /// [`StoreError::is_already_open`]), [`StoreError::TooNew`], and a migration's error.
     pub fn open(path: &Path) -> Result<Self> {
-        let db = Database::create(path)?;
+        let file: PathBuf = path.to_owned();
+        let open = move |first: bool| if first { Database::create(&file) } else { Database::open(&file) };
+        Self::open_with(Box::new(open), Some(path.to_owned()))
+    }
+
+    /// Opens the store with `open` (also used to reopen it after an I/O failure).
+    fn open_with(open: Opener, path: Option<PathBuf>) -> Result<Self> {
+        let db = open(true)?;
         let txn = db.begin_write()?;
         schema::prepare(&txn)?;
         txn.commit()?;
-        Ok(Self { db })
+        let state = State {
+            db: Some(Arc::new(db)),
+            broken: false,
+            reopening: false,
+            last_attempt: None,
+            failing: false,
+            last_write: None,
+        };
+        Ok(Self { open, path, state: Mutex::new(state), reopened: Condvar::new(), probe: Mutex::new(()) })
     }
 
     /// Runs `f` in one write transaction and commits (durably) when it returns `Ok`;
     /// on `Err` nothing is written.
     ///
     /// # Errors
-    /// `f`'s error, or a storage error converted into `E`.
+    /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
+    /// while the file is reopened after an I/O failure).
     pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
-        let txn = self.db.begin_write().map_err(StoreError::from)?;
-        let mut tx = Tx { txn: &txn };
-        let out = f(&mut tx)?;
-        txn.commit().map_err(StoreError::from)?;
-        Ok(out)
+        let lease = self.lend()?;
+        let before = IO_FAILURES.with(Cell::get);
+        let out = (|| {
+            let txn = lease.db.begin_write().map_err(StoreError::from)?;
+            let mut tx = Tx { txn: &txn };
+            let out = f(&mut tx)?;
+            txn.commit().map_err(StoreError::from)?;
+            Ok(out)
+        })();
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        drop(lease);
+        self.note(io_failed, out.is_ok().then_some(true).or(io_failed.then_some(false)));
+        out
     }
 
     /// Runs `f` in one write transaction and rolls it back whatever `f` returns: `f`
@@ -163,10 +309,205 @@ impl Store {
     /// Runs `f` in one read transaction (a consistent snapshot).
     ///
     /// # Errors
-    /// `f`'s error, or a storage error converted into `E`.
+    /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
+    /// while the file is reopened after an I/O failure).
     pub fn read<T, E: From<StoreError>>(&self, f: impl FnOnce(&Rx) -> Result<T, E>) -> Result<T, E> {
-        let txn = self.db.begin_read().map_err(StoreError::from)?;
-        f(&Rx { txn })
+        let lease = self.lend()?;
+        let before = IO_FAILURES.with(Cell::get);
+        let out = (|| {
+            let txn = lease.db.begin_read().map_err(StoreError::from)?;
+            f(&Rx { txn })
+        })();
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        drop(lease);
+        self.note(io_failed, None);
+        out
+    }
+
+    /// Whether the store takes writes (issue 9 point 7, `/readyz`): the outcome of the
+    /// last write when it ended less than `fresh` ago and no I/O failure was seen since;
+    /// otherwise a probe — one small write transaction (a counter in `meta` that nothing
+    /// reads), which also reopens a failed store when a reopen is due. The probe never
+    /// waits for another write transaction (an import, say): then the last write's
+    /// outcome is the answer. Concurrent callers probe once. And whatever the writes did,
+    /// less than [`MIN_FREE_BYTES`] free on the file system is not writable. Changes
+    /// nothing a user can see.
+    pub fn writable(&self, fresh: Duration) -> Writable {
+        let free_bytes = self.path.as_deref().and_then(|p| fs4::available_space(p).ok());
+        let roomy = free_bytes.is_none_or(|f| f >= MIN_FREE_BYTES);
+        // Without room, no probe: it would prove only that a small write still fits.
+        let mut w = self.last_write_or_probe(if roomy { fresh } else { Duration::MAX }, roomy);
+        w.free_bytes = free_bytes;
+        w.ok &= roomy;
+        w
+    }
+
+    fn last_write_or_probe(&self, fresh: Duration, may_probe: bool) -> Writable {
+        let last = |st: &State, busy: bool| Writable {
+            ok: st.last_write.is_none_or(|(_, ok)| ok) && !st.broken,
+            probed: false,
+            busy,
+            age_secs: st.last_write.map(|(at, _)| at.elapsed().as_secs()),
+            free_bytes: None,
+        };
+        let recent = |st: &State| {
+            st.last_write.is_some_and(|(at, _)| !st.broken && at.elapsed() < fresh).then(|| last(st, false))
+        };
+        if let Some(w) = recent(&self.lock_state()) {
+            return w;
+        }
+        if !may_probe {
+            return last(&self.lock_state(), false);
+        }
+        let _probe = self.probe.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(w) = recent(&self.lock_state()) {
+            return w;
+        }
+        match self.probe_write() {
+            Some(ok) => Writable { ok, probed: true, busy: false, age_secs: Some(0), free_bytes: None },
+            None => last(&self.lock_state(), true),
+        }
+    }
+
+    /// One probe write: `Some(committed)`, or `None` when another write transaction is
+    /// running (the probe does not wait for it).
+    fn probe_write(&self) -> Option<bool> {
+        let Ok(lease) = self.lend() else { return Some(false) };
+        let before = IO_FAILURES.with(Cell::get);
+        let out = (|| -> Result<bool> {
+            let txn = match lease.db.try_begin_write() {
+                Ok(txn) => txn,
+                Err(redb::TransactionError::WouldBlock) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            };
+            Tx { txn: &txn }.bump_write_probe()?;
+            txn.commit()?;
+            Ok(true)
+        })();
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        drop(lease);
+        match out {
+            Ok(false) => None,
+            Ok(true) => {
+                self.note(false, Some(true));
+                Some(true)
+            }
+            Err(_) => {
+                self.note(io_failed, io_failed.then_some(false));
+                Some(false)
+            }
+        }
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The handle for one call: the one already lent to an outer call on this thread, or
+    /// the current one (reopened first when it failed and a reopen is due).
+    fn lend(&self) -> Result<Lease> {
+        let key = std::ptr::from_ref(self) as usize;
+        let lent = LENT.with(|l| l.borrow().iter().find(|(k, _)| *k == key).map(|(_, db)| db.clone()));
+        if let Some(db) = lent {
+            return Ok(Lease { db, outer: None });
+        }
+        let db = self.current()?;
+        LENT.with(|l| l.borrow_mut().push((key, db.clone())));
+        Ok(Lease { db, outer: Some(key) })
+    }
+
+    fn current(&self) -> Result<Arc<Database>> {
+        let deadline = Instant::now() + REOPEN_WAIT;
+        let mut st = self.lock_state();
+        loop {
+            if st.reopening {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(StoreError::Unavailable);
+                }
+                st = self.reopened.wait_timeout(st, left).unwrap_or_else(PoisonError::into_inner).0;
+                continue;
+            }
+            if st.broken && st.last_attempt.is_none_or(|t| t.elapsed() >= REOPEN_INTERVAL) {
+                st = self.reopen(st);
+                continue;
+            }
+            return st.db.clone().ok_or(StoreError::Unavailable);
+        }
+    }
+
+    /// Closes the failed handle once no call uses it and opens the file again; calls
+    /// arriving meanwhile wait (see [`Store::current`]).
+    fn reopen<'s>(&'s self, mut st: MutexGuard<'s, State>) -> MutexGuard<'s, State> {
+        st.reopening = true;
+        st.last_attempt = Some(Instant::now());
+        let old = st.db.take();
+        drop(st);
+        let outcome = self.close_and_open(old);
+        let mut st = self.lock_state();
+        match outcome {
+            Ok(db) => {
+                st.db = Some(Arc::new(db));
+                st.broken = false;
+                tracing::info!("store file reopened after an I/O failure");
+            }
+            Err(ReopenFailed::Busy(old)) => {
+                st.db = Some(old);
+                tracing::debug!("store reopen postponed: calls on the failed handle still running");
+            }
+            Err(ReopenFailed::Open(e)) => {
+                tracing::debug!(error = %e, "store reopen failed; trying again at the next call");
+            }
+        }
+        st.reopening = false;
+        self.reopened.notify_all();
+        st
+    }
+
+    fn close_and_open(&self, old: Option<Arc<Database>>) -> std::result::Result<Database, ReopenFailed> {
+        if let Some(mut old) = old {
+            let since = Instant::now();
+            loop {
+                match Arc::try_unwrap(old) {
+                    Ok(db) => {
+                        // After an I/O failure redb leaves recovery to the next open and
+                        // reports the failure again here; the file is released either way.
+                        let _ = db.close();
+                        break;
+                    }
+                    Err(still) if since.elapsed() >= DRAIN_WAIT => return Err(ReopenFailed::Busy(still)),
+                    Err(still) => {
+                        old = still;
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                }
+            }
+        }
+        (self.open)(false).map_err(ReopenFailed::Open)
+    }
+
+    /// Records a call's outcome: `io_failed` opens an episode (logged once) and marks the
+    /// handle for a reopen; `committed` is a write's outcome (`Some(true)` committed,
+    /// `Some(false)` failed for I/O), and a commit closes the episode (logged once).
+    fn note(&self, io_failed: bool, committed: Option<bool>) {
+        if !io_failed && committed.is_none() {
+            return;
+        }
+        let mut st = self.lock_state();
+        if let Some(ok) = committed {
+            st.last_write = Some((Instant::now(), ok));
+        }
+        if io_failed {
+            st.broken = true;
+            if !st.failing {
+                st.failing = true;
+                let cause = LAST_IO_FAILURE.with(|m| m.borrow().clone()).unwrap_or_default();
+                tracing::error!(error = %cause, "store I/O failure (is the disk full?): calls fail until the file is reopened, tried at the next call");
+            }
+        } else if committed == Some(true) && st.failing {
+            st.failing = false;
+            tracing::info!("store writes succeed again after the I/O failure");
+        }
     }
 }
 
@@ -259,6 +600,18 @@ fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, def: TableDefinition
 /// A counter kept as a decimal string in `meta` (0 when absent or unreadable).
 fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
     Ok(get_str(r, schema::META, key)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// Key of the write-probe counter in `meta` (see [`Store::writable`]; nothing reads it).
+const WRITE_PROBE: &str = "write_probe";
+
+impl Tx<'_> {
+    /// Bumps the write-probe counter: the smallest write that goes through a commit.
+    fn bump_write_probe(&mut self) -> Result<()> {
+        let n = meta_counter(&*self, WRITE_PROBE)?.wrapping_add(1);
+        self.txn.open_table(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
+        Ok(())
+    }
 }
 
 /// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read.
@@ -431,6 +784,209 @@ impl Reads for Tx<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redb::backends::FileBackend;
+    use redb::{BackendError, StorageBackend};
+    use std::ops::Bound;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A file backend that refuses every write and resize while `full` is set, as a full
+    /// disk does (ENOSPC).
+    #[derive(Debug)]
+    struct FullDisk {
+        file: FileBackend,
+        full: Arc<AtomicBool>,
+    }
+
+    impl FullDisk {
+        fn check(&self) -> std::io::Result<()> {
+            if self.full.load(Ordering::SeqCst) {
+                Err(std::io::Error::from_raw_os_error(28))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl StorageBackend for FullDisk {
+        fn len(&self) -> std::io::Result<u64> {
+            self.file.len()
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+            self.file.read(offset, out)
+        }
+        fn set_len(&self, len: u64) -> std::io::Result<()> {
+            self.check()?;
+            self.file.set_len(len)
+        }
+        fn sync_data(&self) -> std::io::Result<()> {
+            self.file.sync_data()
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            self.check()?;
+            self.file.write(offset, data)
+        }
+        fn close(&self) -> std::io::Result<()> {
+            self.file.close()
+        }
+        fn try_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+            self.file.try_lock_range(s, e)
+        }
+        fn try_lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+            self.file.try_lock_shared_range(s, e)
+        }
+        fn lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+            self.file.lock_range(s, e)
+        }
+        fn lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+            self.file.lock_shared_range(s, e)
+        }
+        fn unlock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+            self.file.unlock_range(s, e)
+        }
+        fn query_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+            self.file.query_lock_range(s, e)
+        }
+    }
+
+    /// A store at `path` on a disk that is full while the returned flag is set.
+    fn on_a_disk_that_fills(path: &Path) -> (Store, Arc<AtomicBool>) {
+        let full = Arc::new(AtomicBool::new(false));
+        let (path, flag) = (path.to_owned(), full.clone());
+        let store = Store::open_with(
+            Box::new(move |_| {
+                let file =
+                    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+                Database::builder().create_with_backend(FullDisk { file: FileBackend::new(file)?, full: flag.clone() })
+            }),
+            None,
+        )
+        .unwrap();
+        (store, full)
+    }
+
+    fn put(s: &Store, id: &str, size: usize) -> Result<()> {
+        s.write(|tx| tx.put_intent(id, &serde_json::json!({"pad": "x".repeat(size)}), true, IntentDue::default()))
+    }
+
+    fn has(s: &Store, id: &str) -> bool {
+        s.read(|rx| rx.intent::<serde_json::Value>(id)).unwrap().is_some()
+    }
+
+    #[test]
+    fn a_write_that_failed_for_lack_of_space_succeeds_once_space_returns() {
+        let d = tempfile::tempdir().unwrap();
+        let (s, full) = on_a_disk_that_fills(&d.path().join("s.redb"));
+        put(&s, "int_a", 100).unwrap();
+        assert!(s.writable(Duration::from_secs(60)).ok);
+
+        full.store(true, Ordering::SeqCst);
+        let e = put(&s, "int_b", 20_000).unwrap_err();
+        assert!(matches!(e, StoreError::Db(_)), "{e}");
+        // Every write fails while the disk is full, reopened or not.
+        std::thread::sleep(REOPEN_INTERVAL);
+        assert!(put(&s, "int_b", 10).is_err());
+        let w = s.writable(Duration::from_secs(60));
+        assert!(!w.ok, "{w:?}");
+
+        full.store(false, Ordering::SeqCst);
+        std::thread::sleep(REOPEN_INTERVAL);
+        put(&s, "int_b", 20_000).unwrap();
+        assert!(has(&s, "int_a") && has(&s, "int_b"), "committed data survives the reopen");
+        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a", "int_b"]);
+        let w = s.writable(Duration::from_secs(60));
+        assert!(w.ok && !w.probed, "{w:?}");
+    }
+
+    #[test]
+    fn concurrent_calls_fail_together_and_recover_together_without_deadlock() {
+        let d = tempfile::tempdir().unwrap();
+        let (s, full) = on_a_disk_that_fills(&d.path().join("s.redb"));
+        let s = Arc::new(s);
+        put(&s, "int_0", 10).unwrap();
+        full.store(true, Ordering::SeqCst);
+        let failing: Vec<_> = (0..4)
+            .map(|i| {
+                let s = s.clone();
+                std::thread::spawn(move || put(&s, &format!("int_f{i}"), 5_000).is_err())
+            })
+            .collect();
+        for t in failing {
+            assert!(t.join().unwrap(), "a write on a full disk must fail");
+        }
+        full.store(false, Ordering::SeqCst);
+        std::thread::sleep(REOPEN_INTERVAL);
+        let started = Instant::now();
+        let workers: Vec<_> = (0..4)
+            .map(|i| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for j in 0..10 {
+                        let id = format!("int_{i}_{j}");
+                        // A read nested in a write's closure uses the outer call's handle.
+                        s.write(|tx| {
+                            let seen = s.read(|rx| rx.intent::<serde_json::Value>("int_0"))?;
+                            assert!(seen.is_some());
+                            tx.put_intent(&id, &serde_json::json!({"i": i}), true, IntentDue::default())
+                        })
+                        .unwrap();
+                        assert!(has(&s, &id));
+                    }
+                })
+            })
+            .collect();
+        for t in workers {
+            t.join().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert_eq!(s.read(|rx| rx.active_ids()).unwrap().len(), 41);
+        assert!(!has(&s, "int_f0"), "a failed write leaves nothing");
+    }
+
+    #[test]
+    fn writable_reports_the_last_write_or_probes_without_visible_change() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        // No write yet: a probe.
+        let w = s.writable(Duration::from_secs(60));
+        assert!(w.ok && w.probed, "{w:?}");
+        // The probe counts as the last write.
+        let w = s.writable(Duration::from_secs(60));
+        assert!(w.ok && !w.probed, "{w:?}");
+        // Stale: probed again.
+        assert!(s.writable(Duration::ZERO).probed);
+        // A write refused by its own closure says nothing about the disk.
+        let _: Result<()> = s.write(|_| Err(StoreError::Corrupt("k".into(), "refused".into())));
+        assert!(s.writable(Duration::from_secs(60)).ok);
+        assert_eq!(s.read(|rx| rx.all_intents::<serde_json::Value>()).unwrap().len(), 0);
+        assert_eq!(s.read(|rx| rx.outbox::<serde_json::Value>()).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn the_probe_never_waits_for_a_running_write() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Arc::new(Store::open(&d.path().join("s.redb")).unwrap());
+        put(&s, "int_a", 10).unwrap();
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let long = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.write(|tx| {
+                    started_tx.send(()).unwrap();
+                    released.recv().unwrap();
+                    tx.put_token("code:x", "int_a")
+                })
+            })
+        };
+        started.recv().unwrap();
+        let t = Instant::now();
+        let w = s.writable(Duration::ZERO);
+        assert!(w.ok && w.busy && !w.probed, "{w:?}");
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        release.send(()).unwrap();
+        long.join().unwrap().unwrap();
+        assert!(!s.writable(Duration::ZERO).busy);
+    }
 
     #[test]
     fn schema_version_and_reopen() {

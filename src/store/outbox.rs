@@ -2,7 +2,7 @@
 
 use super::schema::{META, OUTBOX};
 use super::{decode, encode, meta_counter, Result, Rx, Tables, Tx};
-use redb::ReadableTable;
+use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Key of the last sequence number handed out, in `meta`.
@@ -76,6 +76,21 @@ impl Tx<'_> {
 }
 
 impl Rx {
+    /// How many jobs the outbox holds, and the oldest (lowest sequence number) with its
+    /// number: the backlog `/readyz` reports (issue 9 point 7).
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Corrupt`].
+    pub fn outbox_backlog<T: DeserializeOwned>(&self) -> Result<(u64, Option<(u64, T)>)> {
+        let t = self.table(OUTBOX)?;
+        let n = t.len()?;
+        let first = match t.first()? {
+            Some((k, v)) => Some((k.value(), decode(&k.value().to_string(), v.value())?)),
+            None => None,
+        };
+        Ok((n, first))
+    }
+
     /// Whether an outbox job still exists (not sent, not cancelled).
     ///
     /// # Errors
@@ -105,6 +120,18 @@ mod tests {
         s.write(|tx| tx.remove_mail(a)).unwrap();
         let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
         assert!(b > a, "{b} after {a}");
+    }
+
+    #[test]
+    fn outbox_backlog_counts_jobs_and_names_the_oldest() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (0, None));
+        let a = s.write(|tx| tx.enqueue_mail(&7)).unwrap();
+        s.write(|tx| tx.enqueue_mail(&8)).unwrap();
+        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (2, Some((a, 7))));
+        s.write(|tx| tx.remove_mail(a)).unwrap();
+        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (1, Some((a + 1, 8))));
     }
 
     #[test]

@@ -20,7 +20,8 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 /// The store's file name inside `DATA_DIR`.
 pub const FILE_NAME: &str = "isto.redb";
 
-/// `meta`: key → value (`schema_version`, `offers_generation`, `outbox_seq`).
+/// `meta`: key → value (`schema_version`, `offers_generation`, `outbox_seq`,
+/// `write_probe`).
 pub(super) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// `intents`: intent id → IntentRecord JSON.
 pub(super) const INTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("intents");

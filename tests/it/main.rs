@@ -8,6 +8,7 @@ mod kit;
 
 mod buyer_flow;
 mod demand;
+mod disk_full;
 mod holder_flow;
 mod http_router;
 mod limits;

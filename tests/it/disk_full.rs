@@ -1,0 +1,274 @@
+//! A full disk (issue 9 point 7): the real `isto serve` with its data directory on a
+//! small tmpfs that this test mounts in a private mount namespace (`unshare`). The test
+//! fills the tmpfs through `/proc/<pid>/root` until publishing a draft over `/mcp`
+//! fails, sees `/readyz` answer 503 while `/healthz` stays 200, deletes the filler, and
+//! sees the next publish succeed and `/readyz` answer 200 — without a restart.
+//!
+//! Skipped, with a message, where no tmpfs can be mounted (no `unshare`, no user or
+//! mount namespaces) or the server's mount namespace cannot be reached. Loopback only; every loop bounded in count and time.
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Size of the tmpfs the data directory lives on.
+const TMPFS: &str = "size=4m";
+/// The whole test's budget.
+const BUDGET: Duration = Duration::from_secs(25);
+
+/// The `unshare` arguments that can mount a tmpfs here, tried in order: a user namespace
+/// mapping us to root (unprivileged), then a plain mount namespace (root).
+fn mount_namespace(dir: &Path) -> Option<Vec<&'static str>> {
+    for args in [vec!["--user", "--map-root-user", "--mount"], vec!["--mount"]] {
+        let ok = Command::new("unshare")
+            .args(&args)
+            .args(["sh", "-c", "mount -t tmpfs -o size=1m tmpfs \"$0\""])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(args);
+        }
+    }
+    None
+}
+
+/// `isto serve`, killed when dropped.
+struct Isto {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Isto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.0 exchange with 127.0.0.1:`port` (the body ends at EOF): status and body.
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// A JSON-RPC call to `/mcp` (SSE or JSON answer); returns the session id header value
+/// and the message.
+fn rpc(port: u16, session: Option<&str>, body: Value) -> (Option<String>, Value) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(sid) = session {
+        req.push_str(&format!("Mcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let sid = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_owned());
+    let msg = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .and_then(|l| serde_json::from_str(l).ok())
+        .or_else(|| serde_json::from_str(rest).ok())
+        .unwrap_or(Value::Null);
+    (sid, msg)
+}
+
+/// An initialized MCP session on `/mcp`.
+fn session(port: u16) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "disk-full", "version": "1"}}});
+    let (sid, msg) = rpc(port, None, init);
+    let sid = sid.unwrap_or_else(|| panic!("no MCP session: {msg}"));
+    rpc(port, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    sid
+}
+
+/// Publishes a draft with a long statement; `Ok` when it was stored, `Err(text)` with the
+/// tool's error text otherwise.
+fn publish(port: u16, sid: &str, n: usize) -> Result<(), String> {
+    let statement = format!("Hľadám Škoda Octavia {n} {}", "kombi s ťažným zariadením ".repeat(70));
+    let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {
+        "name": "intent_publish_intent", "arguments": {"statement": statement, "area": "SK"}}});
+    let (_, msg) = rpc(port, Some(sid), call);
+    let result = &msg["result"];
+    if result.is_null() {
+        return Err(format!("no result: {msg}"));
+    }
+    if result["isError"] == true {
+        return Err(result["content"][0]["text"].as_str().unwrap_or_default().to_owned());
+    }
+    Ok(())
+}
+
+fn readyz(port: u16) -> (u16, Value) {
+    let (code, body) = http(port, "GET", "/readyz", &[], "");
+    (code, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `isto serve` inside a new mount namespace whose `dir` is a fresh tmpfs, and
+/// waits for `/healthz`.
+fn start(ns: &[&str], dir: &Path, work: &Path) -> Isto {
+    let port = free_port();
+    let mut cmd = Command::new("unshare");
+    cmd.args(ns)
+        .args(["sh", "-c", "mount -t tmpfs -o \"$2\" tmpfs \"$1\" && exec \"$0\" serve"])
+        .arg(env!("CARGO_BIN_EXE_isto"))
+        .arg(dir)
+        .arg(TMPFS);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ISTO_") {
+            cmd.env_remove(k);
+        }
+    }
+    let log = std::fs::File::create(work.join("isto.log")).unwrap();
+    cmd.env("ISTO_DATA_DIR", dir.join("data"))
+        .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+        .env("ISTO_MAIL_FROM", "holder@example.test")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let isto = Isto { child: cmd.spawn().unwrap(), port };
+    let t = Instant::now();
+    loop {
+        let up = TcpStream::connect(("127.0.0.1", port)).is_ok() && http(port, "GET", "/healthz", &[], "").0 == 200;
+        if up {
+            return isto;
+        }
+        assert!(t.elapsed() < Duration::from_secs(15), "isto serve did not answer /healthz:\n{}", log_of(work));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn log_of(work: &Path) -> String {
+    std::fs::read_to_string(work.join("isto.log")).unwrap_or_default()
+}
+
+/// Writes zeros to `path` until the file system refuses (bounded by the tmpfs size).
+fn fill(path: &Path) -> u64 {
+    let mut f = std::fs::File::create(path).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    for _ in 0..1024 {
+        match f.write(&chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k as u64,
+        }
+    }
+    // The last pages, byte-sized writes (tmpfs allocates whole pages).
+    for _ in 0..64 {
+        if f.write(&[0u8; 512]).map_or(true, |k| k == 0) {
+            break;
+        }
+    }
+    let _ = f.sync_all();
+    n
+}
+
+#[test]
+fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns() {
+    let started = Instant::now();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    let Some(ns) = mount_namespace(&dir) else {
+        eprintln!("SKIPPED disk_full: cannot mount a tmpfs here (unshare with a user or mount namespace failed)");
+        return;
+    };
+    let isto = start(&ns, &dir, work.path());
+    let port = isto.port;
+    // The tmpfs as the test sees it: through the server's root, in its mount namespace.
+    let inside: PathBuf = PathBuf::from(format!("/proc/{}/root", isto.child.id())).join(dir.strip_prefix("/").unwrap());
+    if !inside.join("data").is_dir() {
+        eprintln!("SKIPPED disk_full: the server's mount namespace is not reachable at {}", inside.display());
+        return;
+    }
+
+    let (code, body) = readyz(port);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"], "ready", "{body}");
+    let sid = session(port);
+    publish(port, &sid, 0).unwrap();
+
+    // Fill the disk, then publish until the store refuses.
+    let filler = inside.join("filler");
+    assert!(fill(&filler) > 0);
+    let mut failure = None;
+    for n in 1..=200 {
+        assert!(started.elapsed() < BUDGET, "publishing on a full disk never failed");
+        match publish(port, &sid, n) {
+            Ok(()) => continue,
+            Err(text) => {
+                eprintln!("disk_full: draft {n} after filling the disk failed");
+                failure = Some(text);
+                break;
+            }
+        }
+    }
+    let text = failure.expect("200 drafts on a full 4 MiB disk: one must fail");
+    assert!(text.contains("internal error"), "the failure is the store's, answered generically: {text}");
+
+    let (code, body) = readyz(port);
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["status"], "not_ready", "{body}");
+    assert_eq!(body["checks"]["store"]["writable"], false, "{body}");
+    assert_eq!(http(port, "GET", "/healthz", &[], "").0, 200, "/healthz is liveness only");
+
+    // Space returns: no restart, the next write commits and the holder is ready again.
+    std::fs::remove_file(&filler).unwrap();
+    std::thread::sleep(isto::store::REOPEN_INTERVAL + Duration::from_millis(100));
+    publish(port, &sid, 1000).unwrap_or_else(|e| panic!("publish after space returned: {e}\n{}", log_of(work.path())));
+    let (code, body) = readyz(port);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["checks"]["store"]["writable"], true, "{body}");
+    assert_eq!(body["checks"]["index"]["inStep"], true, "{body}");
+
+    // One log line for the failure episode and one for the recovery; no restart.
+    let log = log_of(work.path());
+    assert_eq!(log.matches("store I/O failure").count(), 1, "{log}");
+    assert_eq!(log.matches("store writes succeed again").count(), 1, "{log}");
+    assert_eq!(log.matches("isto serving").count(), 1, "{log}");
+    assert!(!log.contains("Hľadám"), "a statement reached the log");
+    assert!(started.elapsed() < BUDGET, "{:?}", started.elapsed());
+    if std::env::var_os("ISTO_TEST_SHOW_LOG").is_some() {
+        eprintln!("{log}");
+    }
+}
