@@ -206,10 +206,10 @@ pub fn readiness(holder: &AppState) -> (bool, serde_json::Value) {
     let store = json!({"writable": w.ok, "probed": w.probed, "busy": w.busy, "lastWriteAgeSecs": w.age_secs,
                        "freeBytes": w.free_bytes});
     let outbox = match holder.base.outbox.backlog() {
-        Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs}),
+        Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs, "dropped": b.dropped}),
         Err(e) => {
             tracing::debug!(error = %e, "readiness: outbox unreadable");
-            json!({"backlog": null, "oldestAgeSecs": null, "error": "unreadable"})
+            json!({"backlog": null, "oldestAgeSecs": null, "dropped": null, "error": "unreadable"})
         }
     };
     let (in_step, index) = match holder.catalogue.index_status() {
@@ -305,10 +305,11 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
-    let transport = crate::mail::Transport::new(
+    let transport = crate::mail::Transport::with_timeout(
         settings.smtp_url.as_deref(),
         &settings.outbox_dir(),
         settings.allow_plaintext_auth,
+        Duration::from_secs(settings.smtp_timeout_secs),
     )?;
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
@@ -335,7 +336,7 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         Err(e) => tracing::error!(error = %e, "offer index task failed"),
     }
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind(s.listen).await.map_err(|e| ServeError::Bind(s.listen, e))?;
+    let listener = listen(s.listen).map_err(|e| ServeError::Bind(s.listen, e))?;
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
 
     let worker = tokio::spawn(crate::mail::worker::run(
@@ -389,7 +390,10 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+    // The worker, the admin socket and the sweeper stop on `stop` at once (the worker
+    // drops a stuck SMTP conversation: its job stays queued); a sweep in progress gets
+    // the rest of the shutdown budget (issue 9 point 5: stop within 10 s).
+    let _ = tokio::time::timeout(SHUTDOWN_TASKS, async {
         let _ = worker.await;
         let _ = admin.await;
         let _ = sweeper.await;
@@ -397,6 +401,12 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     .await;
     Ok(())
 }
+
+/// How long a shutdown waits for open connections to finish their requests.
+pub const SHUTDOWN_CONNECTIONS: Duration = Duration::from_secs(8);
+/// How long a shutdown then waits for the background tasks; with
+/// [`SHUTDOWN_CONNECTIONS`] and the runtime's own bound (`main`) under 10 s in all.
+pub const SHUTDOWN_TASKS: Duration = Duration::from_secs(1);
 
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
@@ -417,6 +427,41 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod eviction_tests {
+    use super::*;
+
+    #[test]
+    fn the_batch_grows_with_the_cap_up_to_eight() {
+        assert_eq!([1, 2, 127, 128, 256, 1024, 65536].map(evict_batch), [1, 1, 1, 1, 2, 8, 8]);
+    }
+
+    #[test]
+    fn half_open_before_idle_oldest_first_never_busy() {
+        let open = Connections::default();
+        let conn = |served: bool, in_flight: usize| {
+            let (_, c) = open.add(Watched::activity());
+            c.served.store(served, std::sync::atomic::Ordering::Relaxed);
+            c.in_flight.store(in_flight, std::sync::atomic::Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(2));
+            c
+        };
+        let busy_half = conn(false, 1);
+        let idle_old = conn(true, 0);
+        let half_old = conn(false, 0);
+        let half_new = conn(false, 0);
+        let busy = conn(true, 1);
+        assert_eq!(open.evict(1), 1);
+        assert!(half_old.evict.is_cancelled() && !half_new.evict.is_cancelled());
+        assert_eq!(open.evict(1), 1);
+        assert!(half_new.evict.is_cancelled() && !idle_old.evict.is_cancelled());
+        assert_eq!(open.evict(8), 1, "only the idle keep-alive one is left to close");
+        assert!(idle_old.evict.is_cancelled());
+        assert_eq!(open.evict(8), 0, "a connection with a request in flight is never closed");
+        assert!(!busy.evict.is_cancelled() && !busy_half.evict.is_cancelled());
     }
 }
 
@@ -572,7 +617,7 @@ mod tests {
         assert_eq!(code, axum::http::StatusCode::OK, "{body}");
         assert_eq!(body["status"], "ready");
         assert_eq!(body["checks"]["store"]["writable"], true);
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 0, "oldestAgeSecs": 0}));
+        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 0, "oldestAgeSecs": 0, "dropped": 0}));
         assert_eq!(body["checks"]["index"]["inStep"], true);
 
         // Queued mail is reported with its age, and alone never makes the holder unready.
@@ -589,7 +634,7 @@ mod tests {
         clock.advance(time::Duration::minutes(90));
         let (code, body) = get_json(&app, "/readyz").await;
         assert_eq!(code, axum::http::StatusCode::OK, "{body}");
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 1, "oldestAgeSecs": 5400}));
+        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 1, "oldestAgeSecs": 5400, "dropped": 0}));
 
         // An index that missed a catalogue change: not ready, 503; /healthz still ok.
         h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
@@ -621,18 +666,49 @@ mod tests {
     }
 }
 
-/// Serves `app` on `listener` until `stop` is cancelled, within `limits`: at most
-/// `max_connections` connections at once (further ones wait in the kernel's accept queue),
-/// each closed when it has not sent a complete request head within
-/// `header_read_timeout_secs` (also between keep-alive requests, and before its first byte),
-/// or when no byte went either way for `idle_timeout_secs`. TCP_NODELAY is set on each
-/// connection. On `stop`, accepting ends and open connections are shut down gracefully
-/// (waiting at most 15 s for them).
+/// Length of the kernel's queue of connections not yet accepted (`listen(2)` backlog;
+/// the kernel caps it at `net.core.somaxconn`). Larger than the 128 of
+/// `TcpListener::bind`, so that a burst (or a flood that [`serve_http`] is closing to
+/// make room) is queued rather than having its SYNs dropped and retried a second later.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// How many waiting connections [`serve_http`] closes at once when every slot is taken:
+/// one per 128 slots, from one to eight.
+fn evict_batch(max_connections: usize) -> usize {
+    (max_connections / 128).clamp(1, 8)
+}
+
+/// A listening socket on `addr` (`SO_REUSEADDR`, as `TcpListener::bind` sets it) with a
+/// queue of [`LISTEN_BACKLOG`].
+///
+/// # Errors
+/// Creating, binding or listening failed (address in use, no permission).
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
+/// point 1): at most `max_connections` connections at once, each closed when it has not
+/// sent a complete request head within `header_read_timeout_secs` (also between
+/// keep-alive requests, and before its first byte), or when no byte went either way for
+/// `idle_timeout_secs`. When every slot is taken, a new connection is accepted and the
+/// connections waiting longest without a request in flight (one per 128 slots at once,
+/// at most eight, for the connections queued behind it) are closed to make room: first
+/// those that never completed a request head (half-open, oldest first), then idle
+/// keep-alive ones (longest idle first), as nginx reuses idle connections. Only when
+/// every slot is busy with a request does the new connection wait for a slot (holding
+/// one descriptor; further ones wait in the kernel's accept queue). TCP_NODELAY is set
+/// on each connection. On `stop`, accepting ends and open connections are shut down
+/// gracefully: idle ones are closed, requests in flight are finished, and after
+/// [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
 pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
     use hyper_util::service::TowerToHyperService;
-    use tokio::sync::Semaphore;
+    use tokio::sync::{Semaphore, TryAcquireError};
 
     let header = Duration::from_secs(limits.header_read_timeout_secs);
     let idle = Duration::from_secs(limits.idle_timeout_secs);
@@ -641,14 +717,9 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let open = Arc::new(Connections::default());
+    let batch = evict_batch(limits.max_connections);
     loop {
-        let permit = tokio::select! {
-            _ = stop.cancelled() => break,
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
         let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             r = listener.accept() => match r {
@@ -662,23 +733,53 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
                 }
             },
         };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                // A few at once: under a flood the kernel's queue holds many more, and
+                // each of them would otherwise wait for one closing connection's task.
+                open.evict(batch);
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    p = slots.clone().acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
         let _ = tcp.set_nodelay(true);
+        let (io, activity) = Watched::new(tcp);
+        let (id, conn) = open.add(activity.clone());
         // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`).
-        let service = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
-        let (builder, stop) = (builder.clone(), stop.clone());
+        let inner = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
+        let counted = conn.clone();
+        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let guard = InFlight::enter(counted.clone());
+            let call = hyper::service::Service::call(&inner, req);
+            async move {
+                let res = call.await?;
+                Ok::<_, std::convert::Infallible>(res.map(|body| CountedBody { body, _guard: guard }))
+            }
+        });
+        let (builder, stop, open) = (builder.clone(), stop.clone(), open.clone());
         tokio::spawn(async move {
-            let (io, activity) = Watched::new(tcp);
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-            tokio::pin!(conn);
+            let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+            tokio::pin!(served);
             let mut tick = tokio::time::interval(Duration::from_millis(250).max(header.min(idle) / 8));
             let mut closing = false;
             loop {
                 tokio::select! {
-                    _ = conn.as_mut() => break,
+                    _ = served.as_mut() => break,
                     _ = stop.cancelled(), if !closing => {
                         closing = true;
-                        conn.as_mut().graceful_shutdown();
+                        served.as_mut().graceful_shutdown();
+                    }
+                    _ = conn.evict.cancelled() => {
+                        tracing::debug!("connection closed to make room for a new one");
+                        break;
                     }
                     _ = tick.tick() => {
                         if activity.silent_for() >= idle || (!activity.read_any() && activity.age() >= header) {
@@ -687,12 +788,126 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
                     }
                 }
             }
+            open.remove(id);
             drop(permit);
         });
     }
     drop(listener);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(Duration::from_secs(15), slots.acquire_many(all)).await;
+    let _ = tokio::time::timeout(SHUTDOWN_CONNECTIONS, slots.acquire_many(all)).await;
+}
+
+/// One open connection as the accept loop sees it: requests in flight (a request head
+/// was read and its response body is not yet finished), whether any request was
+/// served, since when it has waited without a request, and its eviction signal.
+#[derive(Debug)]
+struct Conn {
+    in_flight: std::sync::atomic::AtomicUsize,
+    served: std::sync::atomic::AtomicBool,
+    waiting_since: std::sync::Mutex<std::time::Instant>,
+    evict: CancellationToken,
+}
+
+impl Conn {
+    fn waiting_since(&self) -> std::time::Instant {
+        *self.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The open connections of [`serve_http`], for eviction when every slot is taken.
+#[derive(Debug, Default)]
+struct Connections {
+    next: std::sync::atomic::AtomicU64,
+    map: std::sync::Mutex<std::collections::HashMap<u64, Arc<Conn>>>,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Arc<Conn>>> {
+        self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, activity: Arc<Activity>) -> (u64, Arc<Conn>) {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            served: std::sync::atomic::AtomicBool::new(false),
+            waiting_since: std::sync::Mutex::new(activity.opened),
+            evict: CancellationToken::new(),
+        });
+        self.lock().insert(id, conn.clone());
+        (id, conn)
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Signals up to `n` connections waiting longest without a request in flight to
+    /// close: those that never completed a request head before idle keep-alive ones,
+    /// then the earliest wait. Returns how many were signalled (none when every
+    /// connection is busy). One pass over the open connections.
+    fn evict(&self, n: usize) -> usize {
+        use std::sync::atomic::Ordering;
+        let map = self.lock();
+        let mut idle: Vec<((bool, std::time::Instant), &Arc<Conn>)> = map
+            .values()
+            .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
+            .map(|c| ((c.served.load(Ordering::Relaxed), c.waiting_since()), c))
+            .collect();
+        let n = n.min(idle.len());
+        if n > 0 && n < idle.len() {
+            idle.select_nth_unstable_by_key(n - 1, |(key, _)| *key);
+        }
+        for (_, c) in idle.iter().take(n) {
+            c.evict.cancel();
+        }
+        n
+    }
+}
+
+/// A request in flight on a [`Conn`], from its complete head to the end of its response
+/// body (dropped with the body).
+#[derive(Debug)]
+struct InFlight(Arc<Conn>);
+
+impl InFlight {
+    fn enter(conn: Arc<Conn>) -> Self {
+        conn.in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        conn.served.store(true, std::sync::atomic::Ordering::Relaxed);
+        Self(conn)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self.0.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = std::time::Instant::now();
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is finished
+/// or dropped.
+struct CountedBody {
+    body: axum::body::Body,
+    _guard: InFlight,
+}
+
+impl hyper::body::Body for CountedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// What [`Watched`] saw of its connection: when it was opened, and the last read or write
@@ -737,12 +952,17 @@ struct Watched {
 
 impl Watched {
     fn new(tcp: tokio::net::TcpStream) -> (Self, Arc<Activity>) {
-        let activity = Arc::new(Activity {
+        let activity = Self::activity();
+        (Self { tcp, activity: activity.clone() }, activity)
+    }
+
+    /// A fresh record: opened now, nothing read or written.
+    fn activity() -> Arc<Activity> {
+        Arc::new(Activity {
             opened: std::time::Instant::now(),
             last_ms: std::sync::atomic::AtomicU64::new(0),
             read_any: std::sync::atomic::AtomicBool::new(false),
-        });
-        (Self { tcp, activity: activity.clone() }, activity)
+        })
     }
 }
 

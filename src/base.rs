@@ -210,7 +210,8 @@ impl Base {
             default_currency: settings.default_currency.clone(),
             rates: settings.rates.clone(),
         });
-        let outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
+        let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
+        outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
         let b = Self { settings, store, keys, clock, outbox, consent, engine, quotas, intent_writes: Mutex::new(()) };
         match b.load_engine() {

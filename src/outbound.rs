@@ -56,7 +56,8 @@ impl Fetcher {
     /// A fetcher with `timeout` for the whole fetch (resolution, connection, body) and
     /// bodies of at most `max_bytes`. With `allow_loopback` (a holder whose public URL is
     /// plain `http`, i.e. a development set-up) `http://` URLs naming loopback addresses
-    /// are fetched too; every other forbidden address stays refused.
+    /// are fetched too (never `https://` ones); every other forbidden address stays
+    /// refused.
     pub fn new(timeout: Duration, max_bytes: usize, allow_loopback: bool) -> Self {
         Self { timeout, max_bytes, allow_loopback }
     }
@@ -84,12 +85,12 @@ impl Fetcher {
         }
         let port = url.port_or_known_default().ok_or(FetchError::Url)?;
         let addr = match url.host().ok_or(FetchError::Url)? {
-            url::Host::Ipv4(ip) => self.vet(&[SocketAddr::new(IpAddr::V4(ip), port)])?,
-            url::Host::Ipv6(ip) => self.vet(&[SocketAddr::new(IpAddr::V6(ip), port)])?,
+            url::Host::Ipv4(ip) => self.vet(&[SocketAddr::new(IpAddr::V4(ip), port)], dev_http)?,
+            url::Host::Ipv6(ip) => self.vet(&[SocketAddr::new(IpAddr::V6(ip), port)], dev_http)?,
             url::Host::Domain(name) => {
                 let found: Vec<SocketAddr> =
                     tokio::net::lookup_host((name, port)).await.map_err(|_| FetchError::Address)?.collect();
-                self.vet(&found)?
+                self.vet(&found, dev_http)?
             }
         };
         if !https && !addr.ip().is_loopback() {
@@ -128,8 +129,10 @@ impl Fetcher {
     /// The address to connect to: the first one, when every address the name has is
     /// allowed (a name with any forbidden address is refused whole, so that a DNS
     /// answer mixing public and internal addresses cannot steer the connection).
-    fn vet(&self, addrs: &[SocketAddr]) -> Result<SocketAddr, FetchError> {
-        let allowed = |a: &SocketAddr| !is_forbidden(a.ip()) || (self.allow_loopback && a.ip().is_loopback());
+    /// Loopback is allowed only for a development `http://` URL (`dev_http`): an
+    /// `https://` URL never reaches a loopback address, whatever the set-up.
+    fn vet(&self, addrs: &[SocketAddr], dev_http: bool) -> Result<SocketAddr, FetchError> {
+        let allowed = |a: &SocketAddr| !is_forbidden(a.ip()) || (dev_http && a.ip().is_loopback());
         match addrs.first() {
             Some(first) if addrs.iter().all(allowed) => Ok(*first),
             _ => Err(FetchError::Address),
@@ -280,7 +283,13 @@ mod tests {
         }
         // Development mode allows loopback http only: still no private address.
         let dev = Fetcher::new(Duration::from_secs(2), 1024, true);
-        for u in [format!("http://10.0.0.1:{port}/c.json"), format!("http://[::ffff:127.0.0.1]:{port}/c.json")] {
+        for u in [
+            format!("http://10.0.0.1:{port}/c.json"),
+            format!("http://[::ffff:127.0.0.1]:{port}/c.json"),
+            format!("https://127.0.0.1:{port}/c.json"),
+            format!("https://localhost:{port}/c.json"),
+            format!("https://[::1]:{port}/c.json"),
+        ] {
             assert!(dev.get_json(Url::parse(&u).unwrap()).await.is_err(), "{u}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -41,7 +41,7 @@ cargo build
 section "cargo test"
 cargo test
 
-section "end-to-end tests (tests/e2e: flow, bad input, MCP conformance)"
+section "end-to-end tests (tests/e2e/*.test.mjs: flow, bad input, abuse, MCP conformance, …)"
 if [[ ! -d "$ROOT/../shared/data" ]]; then
   echo "note: $ROOT/../shared/data is absent: the flow test will be skipped"
 fi

@@ -23,8 +23,10 @@ pub struct Limits {
     /// Seconds without a byte read or written after which a connection is closed
     /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
     pub idle_timeout_secs: u64,
-    /// Connections served at once; further ones wait in the kernel's accept queue
-    /// (default 1024; 1..=65536). Size the file limit (`LimitNOFILE`) above it.
+    /// Connections served at once (default 1024; 1..=65536); at the cap a new one
+    /// replaces the longest-waiting connection without a request in flight, or waits
+    /// for a slot when all are busy (`app::serve_http`). Size the file limit
+    /// (`LimitNOFILE`) above it.
     pub max_connections: usize,
     /// Seconds an MCP session lives without a request (default 60; 5..=3600).
     pub mcp_session_idle_secs: u64,

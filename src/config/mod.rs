@@ -82,6 +82,8 @@ struct FileMail {
     allow_plaintext_auth: Option<bool>,
     from: Option<String>,
     digest_min_interval_secs: Option<u64>,
+    smtp_timeout_secs: Option<u64>,
+    retry_base_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -212,6 +214,14 @@ pub struct Settings {
     pub allow_plaintext_auth: bool,
     /// From address of every e-mail.
     pub mail_from: String,
+    /// Longest wait for one SMTP step (connect, greeting, STARTTLS, AUTH, MAIL, RCPT,
+    /// DATA), seconds; the whole conversation gets three times it (`mail.smtp_timeout_secs`,
+    /// default 20; 1..=300; issue 9 point 5).
+    pub smtp_timeout_secs: u64,
+    /// Half the first retry delay of a message that could not be sent, seconds: attempt
+    /// `n` failed → retried `base × 2^n` s later, at most an hour apart
+    /// (`mail.retry_base_secs`, default 30; 1..=3600).
+    pub mail_retry_base_secs: u64,
     /// Minimum time between two digests of one intent, seconds (default 3600, §4.5).
     pub digest_min_interval_secs: u64,
     /// Lifetime of a draft without consent, seconds (default and maximum 86400, seed §5.1).
@@ -292,6 +302,8 @@ impl Settings {
             smtp_url: None,
             allow_plaintext_auth: false,
             mail_from: "isto <noreply@localhost>".into(),
+            smtp_timeout_secs: 20,
+            mail_retry_base_secs: 30,
             digest_min_interval_secs: 3600,
             draft_ttl_secs: 86_400,
             confirm_ttl_secs: 72 * 3600,
@@ -374,6 +386,18 @@ impl Settings {
         }
         if let Some(v) = file.mail.digest_min_interval_secs {
             s.digest_min_interval_secs = v;
+        }
+        if let Some(v) = file.mail.smtp_timeout_secs {
+            if !(1..=300).contains(&v) {
+                return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
+            }
+            s.smtp_timeout_secs = v;
+        }
+        if let Some(v) = file.mail.retry_base_secs {
+            if !(1..=3600).contains(&v) {
+                return Err(ConfigError::Invalid { key: "mail.retry_base_secs", message: "must be 1..=3600".into() });
+            }
+            s.mail_retry_base_secs = v;
         }
         if let Some(v) = file.intents.draft_ttl_secs {
             if v == 0 || v > 86_400 {
@@ -498,7 +522,7 @@ impl Settings {
             "holder_name": self.holder_name,
             "default_language": self.default_language,
             "trusted_proxies": self.trusted_proxies.describe(),
-            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs},
+            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs, "smtp_timeout_secs": self.smtp_timeout_secs, "retry_base_secs": self.mail_retry_base_secs},
             "intents": {
                 "draft_ttl_secs": self.draft_ttl_secs,
                 "confirm_ttl_secs": self.confirm_ttl_secs,
@@ -589,6 +613,8 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # allow_plaintext_auth = false            # true only for a server on a trusted network
 # from = "Holder <noreply@holder.example>"
 # digest_min_interval_secs = 3600
+# smtp_timeout_secs = 20                  # per SMTP step; a whole conversation gets 3 times it
+# retry_base_secs = 30                    # a failed message is retried after 60 s, 120 s, ... (at most 1 h)
 
 [intents]
 # draft_ttl_secs = 86400                    # at most 24 h
@@ -613,7 +639,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [limits]
 # header_read_timeout_secs = 10             # to send a request head (and between keep-alive requests)
 # idle_timeout_secs = 60                    # a connection with no traffic is closed
-# max_connections = 1024                    # served at once; more wait (set LimitNOFILE above it)
+# max_connections = 1024                    # served at once; at the cap a half-open or idle one makes room (LimitNOFILE above it)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
 

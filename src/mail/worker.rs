@@ -6,15 +6,36 @@
 //! `Message-ID` (fixed when queued), which receiving systems use to drop duplicates. The
 //! outbox never starts sending a message that a withdrawal removed; a message whose
 //! sending had begun when the withdrawal came may still arrive. No lock is held across a
-//! send, and every SMTP conversation is bounded in time ([`super::SMTP_SEND_TIMEOUT`]).
+//! send, and every SMTP conversation is bounded in time (each step and the whole, see
+//! [`super::Transport::with_timeout`]).
+//!
+//! Up to [`MAX_IN_FLIGHT`] messages are sent at once, each in its own conversation: a
+//! server that stalls one conversation holds up only that message (until its timeout),
+//! and new mail goes out on the other slots meanwhile (issue 9 point 5).
 
 use super::{build_message, MailContent, MailJob, Outbox, Transport};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// Longest pause between two passes, also the retry granularity.
 const TICK: Duration = Duration::from_secs(5);
+
+/// How many messages may be in flight at once (docs/choices.md: "Mail in flight").
+pub const MAX_IN_FLIGHT: usize = 4;
+
+/// Default of the first retry delay's half (`mail.retry_base_secs`): a failed attempt `n`
+/// is retried after `base × 2^n` seconds, at most an hour (60 s, 120 s, … by default).
+pub const RETRY_BASE_SECS: u64 = 30;
+
+/// A send that took this long (milliseconds) is logged as a warning, with host, port
+/// and TLS mode.
+const SLOW_SEND_MS: u64 = 10_000;
+
+/// Longest delay between two attempts, seconds.
+const RETRY_MAX_SECS: i64 = 3600;
 
 /// What the worker asks, before each pass, to queue the digests that are due (the
 /// deliveries service implements it).
@@ -26,102 +47,204 @@ pub trait DigestScheduler: Send + Sync + 'static {
     fn queue_due(&self) -> Result<u64, String>;
 }
 
-/// Runs until `stop` is cancelled: digests → outbox → transport.
+/// How one attempt ended.
+enum Outcome {
+    /// Accepted by the transport and removed.
+    Sent,
+    /// Refused for good and dropped (counted, see `Tx::drop_mail`).
+    Dropped,
+    /// Failed; the job's next attempt is scheduled.
+    Retry,
+    /// Cancelled by a withdrawal before it started.
+    Cancelled,
+    /// Left as it was (a store failure): not tried again before the next tick.
+    Untouched,
+}
+
+/// The worker's bookkeeping across passes.
+struct Slots {
+    /// Running attempts.
+    set: JoinSet<(u64, Outcome)>,
+    /// Their job numbers.
+    in_flight: HashSet<u64>,
+    /// Jobs found at start-up that have not been tried yet: due whatever their saved
+    /// back-off (after a restart a saved back-off is not waited out).
+    first_round: HashSet<u64>,
+    /// Jobs not to try again before the next tick (unreadable, store failures).
+    paused: HashSet<u64>,
+    /// Jobs whose sealed content cannot be opened (logged once).
+    unreadable: HashSet<u64>,
+}
+
+/// Runs until `stop` is cancelled: digests → outbox → transport. A stop does not wait
+/// for an SMTP server: the attempts in flight are dropped, their jobs stay queued and
+/// are sent again (same Message-ID) after the restart.
 pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: Transport, stop: CancellationToken) {
-    let mut first_pass = true;
+    let mut slots = Slots {
+        set: JoinSet::new(),
+        in_flight: HashSet::new(),
+        first_round: match outbox.store.read(|rx| rx.outbox::<MailJob>()) {
+            Ok(jobs) => jobs.into_iter().map(|(seq, _)| seq).collect(),
+            Err(_) => HashSet::new(),
+        },
+        paused: HashSet::new(),
+        unreadable: HashSet::new(),
+    };
+    let mut queue_digests = true;
     loop {
-        let d = digests.clone();
-        match tokio::task::spawn_blocking(move || d.queue_due()).await {
-            Ok(Err(e)) => tracing::error!(error = %e, "queueing digests failed"),
-            Err(e) => tracing::error!(error = %e, "digest task panicked"),
-            Ok(Ok(_)) => {}
+        if queue_digests {
+            let d = digests.clone();
+            let queued = tokio::select! {
+                _ = stop.cancelled() => return,
+                r = tokio::task::spawn_blocking(move || d.queue_due()) => r,
+            };
+            match queued {
+                Ok(Err(e)) => tracing::error!(error = %e, "queueing digests failed"),
+                Err(e) => tracing::error!(error = %e, "digest task panicked"),
+                Ok(Ok(_)) => {}
+            }
         }
-        // A stop does not wait for an SMTP server: an interrupted send stays queued and is
-        // sent again (same Message-ID) after the restart.
+        let next_due = fill(&outbox, &transport, &mut slots);
+        let pause = next_due.map_or(TICK, |secs| Duration::from_secs(secs.clamp(1, TICK.as_secs())));
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = send_due(&outbox, &transport, first_pass) => {}
+            Some(done) = slots.set.join_next(), if !slots.set.is_empty() => {
+                queue_digests = false;
+                match done {
+                    Ok((seq, outcome)) => {
+                        slots.in_flight.remove(&seq);
+                        if matches!(outcome, Outcome::Untouched) {
+                            slots.paused.insert(seq);
+                        }
+                    }
+                    Err(e) => {
+                        // A panicked attempt: its number is unknown here; clear the ones
+                        // no longer running on the next tick.
+                        tracing::error!(error = %e, "mail task failed");
+                    }
+                }
+            }
+            _ = outbox.woken() => { queue_digests = true; slots.paused.clear(); }
+            _ = tokio::time::sleep(pause) => { queue_digests = true; slots.paused.clear(); }
         }
-        first_pass = false;
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = outbox.woken() => {}
-            _ = tokio::time::sleep(TICK) => {}
+        if slots.set.is_empty() {
+            slots.in_flight.clear();
         }
     }
 }
 
-/// Sends every job whose time has come (with `first_pass`, every job: after a restart a
-/// saved back-off is not waited out); returns how many were sent.
-pub async fn send_due(outbox: &Outbox, transport: &Transport, first_pass: bool) -> usize {
+/// Starts attempts for due jobs while slots are free; returns in how many seconds the
+/// earliest job not yet due comes due (`None`: none waits).
+fn fill(outbox: &Outbox, transport: &Transport, slots: &mut Slots) -> Option<u64> {
+    if slots.set.len() >= MAX_IN_FLIGHT {
+        return None;
+    }
     let now = outbox.clock.now().unix_timestamp();
     let jobs: Vec<(u64, MailJob)> = match outbox.store.read(|rx| rx.outbox()) {
         Ok(j) => j,
         Err(e) => {
             tracing::error!(error = %e, "reading the outbox failed");
-            return 0;
+            return None;
         }
     };
-    let mut sent = 0;
-    for (seq, job) in jobs.into_iter().filter(|(_, j)| j.next_attempt <= now || first_pass) {
+    let mut next_due: Option<u64> = None;
+    for (seq, job) in jobs {
+        if slots.in_flight.contains(&seq) || slots.paused.contains(&seq) || slots.unreadable.contains(&seq) {
+            continue;
+        }
+        if job.next_attempt > now && !slots.first_round.contains(&seq) {
+            let wait = u64::try_from(job.next_attempt - now).unwrap_or(u64::MAX);
+            next_due = Some(next_due.map_or(wait, |w| w.min(wait)));
+            continue;
+        }
+        if slots.set.len() >= MAX_IN_FLIGHT {
+            // Due but no slot: try again as soon as one frees.
+            continue;
+        }
         let content: Option<MailContent> =
             outbox.keys.open(&job.sealed).ok().and_then(|b| serde_json::from_slice(&b).ok());
         let Some(content) = content else {
             tracing::error!(seq, "outbox job cannot be opened (key missing?); left in place");
+            slots.unreadable.insert(seq);
             continue;
         };
-        // The send lock is held for this check only, never across the SMTP conversation:
-        // a withdrawal waits at most for this read, and once it has returned no send of
-        // its intent's mail starts (see Outbox::send_lock).
-        let still_queued = {
-            let _check = outbox.send_lock.lock().await;
-            outbox.store.read(|rx| rx.has_mail(seq))
-        };
-        match still_queued {
-            Ok(true) => {}
-            Ok(false) => continue, // cancelled by a withdrawal meanwhile
-            Err(e) => {
-                tracing::error!(seq, error = %e, "reading the outbox failed");
-                continue;
-            }
-        }
-        let result = match build_message(&outbox.from, &content, job.message_id.as_deref()) {
-            Ok(m) => transport.send(m).await,
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(()) => {
-                sent += 1;
-                if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
-                    tracing::error!(seq, error = %e, "sent mail could not be removed from the outbox");
-                }
-                tracing::info!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), "mail sent");
-            }
-            Err(e) if e.is_permanent() => {
-                // Retrying cannot help: drop the job (the intent then expires unconfirmed).
-                tracing::error!(seq, intent = job.intent_id.as_deref().unwrap_or("-"), error = %e, "mail refused for good; dropped");
-                if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
-                    tracing::error!(seq, error = %e, "outbox update failed");
-                }
-            }
-            Err(e) => {
-                let attempts = job.attempts.saturating_add(1);
-                let delay = 30i64.saturating_mul(1 << attempts.min(7)).min(3600);
-                tracing::warn!(seq, attempts, retry_in_secs = delay, error = %e, "mail not sent; will retry");
-                let mut j = job.clone();
-                j.attempts = attempts;
-                j.next_attempt = now + delay;
-                let still_there = |tx: &mut crate::store::Tx<'_>| -> Result<(), crate::store::StoreError> {
-                    if tx.has_mail(seq)? {
-                        tx.update_mail(seq, &j)?;
-                    }
-                    Ok(())
-                };
-                if let Err(e) = outbox.store.write(still_there) {
-                    tracing::error!(seq, error = %e, "outbox update failed");
-                }
-            }
+        slots.first_round.remove(&seq);
+        slots.in_flight.insert(seq);
+        let (o, t) = (outbox.clone(), transport.clone());
+        slots.set.spawn(async move { (seq, attempt(&o, &t, seq, job, content).await) });
+    }
+    next_due
+}
+
+/// One attempt at job `seq`: the "still queued" check under the send lock, the send
+/// (no lock held), then the job removed, dropped or rescheduled.
+async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob, content: MailContent) -> Outcome {
+    // The send lock is held for this check only, never across the SMTP conversation:
+    // a withdrawal waits at most for this read, and once it has returned no send of
+    // its intent's mail starts (see Outbox::send_lock).
+    let still_queued = {
+        let _check = outbox.send_lock.lock().await;
+        outbox.store.read(|rx| rx.has_mail(seq))
+    };
+    match still_queued {
+        Ok(true) => {}
+        Ok(false) => return Outcome::Cancelled, // withdrawn meanwhile
+        Err(e) => {
+            tracing::error!(seq, error = %e, "reading the outbox failed");
+            return Outcome::Untouched;
         }
     }
-    sent
+    let intent = job.intent_id.as_deref().unwrap_or("-");
+    let (host, port, tls) = match transport.smtp() {
+        Some(s) => (s.host.as_str(), s.port, s.tls.as_str()),
+        None => ("-", 0, "-"),
+    };
+    let started = std::time::Instant::now();
+    let result = match build_message(&outbox.from, &content, job.message_id.as_deref()) {
+        Ok(m) => transport.send(m).await,
+        Err(e) => Err(e),
+    };
+    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match result {
+        Ok(()) => {
+            if let Err(e) = outbox.store.write(|tx| tx.remove_mail(seq)) {
+                tracing::error!(seq, error = %e, "sent mail could not be removed from the outbox");
+            }
+            if ms >= SLOW_SEND_MS {
+                tracing::warn!(seq, intent, smtp_host = host, smtp_port = port, tls, ms, "mail sent, slowly");
+            } else {
+                tracing::info!(seq, intent, smtp_host = host, smtp_port = port, tls, ms, "mail sent");
+            }
+            Outcome::Sent
+        }
+        Err(e) if e.is_permanent() => {
+            // Retrying cannot help: drop the job, counted (the intent then expires unconfirmed).
+            tracing::error!(seq, intent, smtp_host = host, smtp_port = port, tls, phase = e.phase().as_str(), ms, error = %e, "mail refused for good; dropped");
+            if let Err(e) = outbox.store.write(|tx| tx.drop_mail(seq)) {
+                tracing::error!(seq, error = %e, "outbox update failed");
+                return Outcome::Untouched;
+            }
+            Outcome::Dropped
+        }
+        Err(e) => {
+            let attempts = job.attempts.saturating_add(1);
+            let base = i64::try_from(outbox.retry_base_secs).unwrap_or(RETRY_MAX_SECS);
+            let delay = base.saturating_mul(1 << attempts.min(7)).min(RETRY_MAX_SECS);
+            tracing::warn!(seq, intent, smtp_host = host, smtp_port = port, tls, phase = e.phase().as_str(), ms, attempts, retry_in_secs = delay, error = %e, "mail not sent; will retry");
+            let mut j = job.clone();
+            j.attempts = attempts;
+            j.next_attempt = outbox.clock.now().unix_timestamp() + delay;
+            let still_there = |tx: &mut crate::store::Tx<'_>| -> Result<(), crate::store::StoreError> {
+                if tx.has_mail(seq)? {
+                    tx.update_mail(seq, &j)?;
+                }
+                Ok(())
+            };
+            if let Err(e) = outbox.store.write(still_there) {
+                tracing::error!(seq, error = %e, "outbox update failed");
+                return Outcome::Untouched;
+            }
+            Outcome::Retry
+        }
+    }
 }

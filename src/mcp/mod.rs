@@ -141,13 +141,21 @@ pub fn demand_summary_tool() -> Tool {
 
 impl IstoServer {
     /// A server of `endpoint` over `holder`.
+    ///
+    /// The tool list (names, descriptions, JSON schemas: tens of KiB) is built once per
+    /// endpoint and shared by every session, so a session costs only rmcp's own state
+    /// (issue 9 point 1: bounded memory per session).
     pub fn new(holder: AppState, endpoint: Endpoint) -> Self {
+        static PUBLIC: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(public_tools()));
+        static BUYER: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(buyer::buyer_tools()));
+        static SELLER: std::sync::LazyLock<Arc<Vec<Tool>>> =
+            std::sync::LazyLock::new(|| Arc::new(seller::seller_tools()));
         let tools = match endpoint {
-            Endpoint::Public => public_tools(),
-            Endpoint::Buyer => buyer::buyer_tools(),
-            Endpoint::Seller => seller::seller_tools(),
+            Endpoint::Public => &PUBLIC,
+            Endpoint::Buyer => &BUYER,
+            Endpoint::Seller => &SELLER,
         };
-        Self { holder, tools: Arc::new(tools), endpoint }
+        Self { holder, tools: Arc::clone(tools), endpoint }
     }
 }
 

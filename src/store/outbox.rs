@@ -8,6 +8,19 @@ use serde::{de::DeserializeOwned, Serialize};
 /// Key of the last sequence number handed out, in `meta`.
 const SEQ: &str = "outbox_seq";
 
+/// Key of the count of messages dropped after a permanent (5xx) refusal, in `meta`.
+const DROPPED: &str = "mail_dropped";
+
+/// How many queued messages there are (sent ones and cancelled ones are gone).
+pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
+    Ok(r.table(OUTBOX)?.len()?)
+}
+
+/// How many messages were dropped for good since the store was created.
+pub(super) fn dropped<R: Tables + ?Sized>(r: &R) -> Result<u64> {
+    meta_counter(r, DROPPED)
+}
+
 fn has<R: Tables + ?Sized>(r: &R, seq: u64) -> Result<bool> {
     Ok(r.table(OUTBOX)?.get(seq)?.is_some())
 }
@@ -63,6 +76,20 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn remove_mail(&mut self, seq: u64) -> Result<()> {
         self.txn.open_table(OUTBOX)?.remove(seq)?;
+        Ok(())
+    }
+
+    /// Removes an outbox job that the SMTP server refused for good (5xx) and counts it
+    /// in the same transaction (issue 9 point 5: "5xx dropped and recorded"; read it
+    /// with [`super::Reads::mail_dropped`]). A job already gone is not counted.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
+        if self.txn.open_table(OUTBOX)?.remove(seq)?.is_some() {
+            let n = dropped(&*self)?.saturating_add(1);
+            self.txn.open_table(META)?.insert(DROPPED, n.to_string().as_str())?;
+        }
         Ok(())
     }
 
@@ -146,5 +173,24 @@ mod tests {
         s.write(|tx| tx.remove_mail(b)).unwrap();
         assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
         assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+    }
+
+    #[test]
+    fn dropped_mail_is_counted_once_with_its_removal() {
+        use super::super::Reads as _;
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 0);
+        let (a, b) =
+            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+        assert_eq!(s.read(|rx| rx.outbox_len()).unwrap(), 2);
+        s.write(|tx| tx.drop_mail(a)).unwrap();
+        // A second drop of the same job (already gone) is not counted again.
+        s.write(|tx| tx.drop_mail(a)).unwrap();
+        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 1);
+        assert_eq!(s.read(|rx| rx.outbox_len()).unwrap(), 1);
+        s.write(|tx| tx.remove_mail(b)).unwrap();
+        assert_eq!(s.write(|tx| tx.mail_dropped()).unwrap(), 1, "a sent or cancelled job is not a drop");
+        assert_eq!(s.read(|rx| rx.outbox_len()).unwrap(), 0);
     }
 }

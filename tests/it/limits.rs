@@ -1,6 +1,7 @@
 //! Connection limits of `app::serve_http` on a real socket (127.0.0.1:0): a connection
-//! that never finishes its request head is closed after the header timeout, and held
-//! half-open connections do not keep a normal request from being answered.
+//! that never finishes its request head is closed after the header timeout, held
+//! half-open connections do not keep a normal request from being answered, and at the
+//! connection cap the longest-waiting connection without a request in flight makes room.
 
 use axum::routing::get;
 use axum::Router;
@@ -16,7 +17,13 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    let app = Router::new().route("/", get(|| async { "ok" }));
+    let app = Router::new().route("/", get(|| async { "ok" })).route(
+        "/slow",
+        get(|| async {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            "slow"
+        }),
+    );
     let task = tokio::spawn(serve_http(listener, app, limits, stop.clone()));
     (addr, stop, task)
 }
@@ -93,13 +100,13 @@ async fn half_open_connections_do_not_starve_a_normal_request() {
 
 #[tokio::test]
 async fn over_the_cap_a_connection_waits_for_a_slot() {
-    // Two slots, both held by half-open connections: a third waits until the header
-    // timeout frees a slot, then is answered.
+    // Two slots, both busy with a request (a slow handler): a third connection waits
+    // until one of them finishes, then is answered.
     let (addr, stop, task) = start(limits(1, 60, 2)).await;
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut tcp = TcpStream::connect(addr).await.unwrap();
-        tcp.write_all(b"GET / HT").await.unwrap();
+        tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
         held.push(tcp);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -107,6 +114,58 @@ async fn over_the_cap_a_connection_waits_for_a_slot() {
     let reply = get_root(addr).await;
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(t.elapsed() >= Duration::from_millis(500), "answered before a slot was free: {:?}", t.elapsed());
+    for mut tcp in held {
+        let slow = read_to_close(&mut tcp, Duration::from_secs(5)).await.expect("the slow requests finish");
+        assert!(String::from_utf8_lossy(&slow).ends_with("slow"), "a busy connection is never evicted");
+    }
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn at_the_cap_the_oldest_half_open_connection_makes_room() {
+    // Two slots held by half-open connections (header timeout 30 s): a new client is
+    // answered at once, and the older half-open connection is the one closed.
+    let (addr, stop, task) = start(limits(30, 60, 2)).await;
+    let mut older = TcpStream::connect(addr).await.unwrap();
+    older.write_all(b"GET / HT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut newer = TcpStream::connect(addr).await.unwrap();
+    newer.write_all(b"GET / HT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    let reply = get_root(addr).await;
+    assert!(reply.starts_with("HTTP/1.1 200") && reply.ends_with("ok"), "{reply}");
+    assert!(t.elapsed() < Duration::from_secs(2), "answered after {:?}", t.elapsed());
+    read_to_close(&mut older, Duration::from_secs(2)).await.expect("the oldest half-open connection is closed");
+    // The newer one is still open: it can finish its request.
+    newer.write_all(b"TP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let late = read_to_close(&mut newer, Duration::from_secs(5)).await.expect("answered");
+    assert!(String::from_utf8_lossy(&late).starts_with("HTTP/1.1 200"), "{late:?}");
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn at_the_cap_a_half_open_connection_goes_before_an_idle_keep_alive_one() {
+    let (addr, stop, task) = start(limits(30, 60, 2)).await;
+    // An idle keep-alive connection (served one request, waits for the next) is older
+    // than the half-open one, yet the half-open one goes first.
+    let mut kept = TcpStream::connect(addr).await.unwrap();
+    kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(5), kept.read(&mut buf)).await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(b"GET / HT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let reply = get_root(addr).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    read_to_close(&mut half, Duration::from_secs(2)).await.expect("the half-open connection is closed");
+    kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let again = read_to_close(&mut kept, Duration::from_secs(5)).await.expect("the keep-alive one is still served");
+    assert!(String::from_utf8_lossy(&again).starts_with("HTTP/1.1 200"), "{again:?}");
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 }

@@ -15,3 +15,4 @@ mod limits;
 mod mail_faults;
 mod quotas;
 mod sellers;
+mod smtp_faults;

@@ -259,8 +259,10 @@ export function importOffers(file, opts = {}) {
 /**
  * Start `isto serve` on a free port and wait for GET /healthz = 200.
  * stdout+stderr are captured (in memory and in logFile) so tests can grep them.
+ * `nofile`: the limit on open files isto runs with (as `LimitNOFILE` in isto.service;
+ * set by `ulimit -n` in a shell that then execs isto, so `proc.pid` is isto's).
  */
-export async function startIsto({ smtpPort, dataDir, env, timeout = 60000 } = {}) {
+export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofile } = {}) {
   dataDir ??= tmpDir("isto-data-");
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -268,7 +270,10 @@ export async function startIsto({ smtpPort, dataDir, env, timeout = 60000 } = {}
   const logStream = fs.createWriteStream(logFile);
   let log = "";
   const fullEnv = istoEnv({ dataDir, port, smtpPort, env });
-  const proc = track(spawn(ISTO_BIN, ["serve"], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] }));
+  const [cmd, args] = nofile
+    ? ["/bin/sh", ["-c", `ulimit -n ${Number(nofile)} && exec "$0" serve`, ISTO_BIN]]
+    : [ISTO_BIN, ["serve"]];
+  const proc = track(spawn(cmd, args, { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] }));
   const onData = (d) => {
     log += d;
     logStream.write(d);
