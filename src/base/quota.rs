@@ -1,5 +1,5 @@
 //! Hourly quotas on unauthenticated writes (issue 9 point 3): drafts and OAuth client
-//! registrations per client address; consent submissions per client address;
+//! registrations per client address; recorded consents per client address;
 //! confirmation e-mails per target address and for the whole holder.
 //!
 //! Counted in memory (see docs/choices.md): each counter is a sliding window of the
@@ -59,7 +59,7 @@ impl Rule {
     fn what(self) -> &'static str {
         match self {
             Self::DraftsPerClient => "drafts from this address",
-            Self::ConsentsPerClient => "consent submissions from this address",
+            Self::ConsentsPerClient => "consents from this address",
             Self::ConsentsPerAddress => "confirmation e-mails to this e-mail address",
             Self::MailsGlobal => "confirmation e-mails from this holder (all addresses together)",
             Self::RegistrationsPerClient => "client registrations from this address",

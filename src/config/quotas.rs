@@ -23,8 +23,8 @@ pub struct Quotas {
     /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60;
     /// 1..=10000).
     pub drafts_per_client_per_hour: u32,
-    /// Consent submissions (the consent page's POST) per client address (default 20;
-    /// 1..=10000).
+    /// Consents recorded (the consent page's POST, each queueing a confirmation e-mail)
+    /// per client address (default 20; 1..=10000).
     pub consents_per_client_per_hour: u32,
     /// Confirmation e-mails per target e-mail address (default 5; 1..=100).
     pub consents_per_address_per_hour: u32,

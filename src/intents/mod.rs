@@ -414,11 +414,12 @@ impl Intents {
     }
 
     /// [`Intents::give_consent`] for a submission from `client`, under the quotas
-    /// (issue 9 point 3): each submission of a valid address on a known link counts
-    /// against `quotas.consents_per_client_per_hour`; a confirmation e-mail counts against
-    /// `quotas.consents_per_address_per_hour` (its address) and
-    /// `quotas.confirmation_mails_per_hour` (the holder), and only when it is queued.
-    /// Over a quota the outcome is [`ConsentOutcome::Throttled`] and nothing is recorded.
+    /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
+    /// counts against `quotas.consents_per_client_per_hour` (its client address),
+    /// `quotas.consents_per_address_per_hour` (its e-mail address) and
+    /// `quotas.confirmation_mails_per_hour` (the holder); a submission that records
+    /// nothing (taken, repeated, closed) counts against none. Over a quota the outcome is
+    /// [`ConsentOutcome::Throttled`] and nothing is recorded.
     ///
     /// # Errors
     /// As [`Intents::give_consent`].
@@ -434,14 +435,15 @@ impl Intents {
         let now = self.now();
         let secs = now.unix_timestamp();
         let q = &self.base.quotas;
-        if let Err(e) = q.take(Rule::ConsentsPerClient, &Key::Client(client), secs) {
-            tracing::info!(rule = e.rule.setting(), "consent refused: quota used up");
-            return Ok(ConsentOutcome::Throttled(e));
-        }
+        let client = Key::Client(client);
         let address = Key::Address(crypto::token_hash("address", &email.to_ascii_lowercase()));
-        let mail_units = [(Rule::ConsentsPerAddress, &address), (Rule::MailsGlobal, &Key::Global)];
+        let units = [
+            (Rule::ConsentsPerClient, &client),
+            (Rule::ConsentsPerAddress, &address),
+            (Rule::MailsGlobal, &Key::Global),
+        ];
         let mut taken = Vec::new();
-        for (rule, key) in mail_units {
+        for (rule, key) in units {
             if let Err(e) = q.take(rule, key, secs) {
                 for (r, k) in taken {
                     q.refund(r, k, secs);
@@ -452,7 +454,7 @@ impl Intents {
             taken.push((rule, key));
         }
         let refund = || {
-            for (r, k) in mail_units {
+            for (r, k) in units {
                 q.refund(r, k, secs);
             }
         };

@@ -127,6 +127,22 @@ fn consent_submissions_stop_at_the_per_address_quota_with_429_and_retry_after() 
     // Another client address is not affected.
     let (_, r) = consent(&f, B, "p9@example.com");
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    // A submission that records nothing (the link already taken) counts against nothing.
+    let r = publish(&f, "203.0.113.9:1");
+    let token = r["structuredContent"]["consentUrl"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    let (c, d) = (client("192.0.2.77:1").key(), client("192.0.2.78:1").key());
+    assert_eq!(
+        f.holder.intents.give_consent_from(&token, "q1@example.com", "en", d).unwrap(),
+        ConsentOutcome::Recorded
+    );
+    for _ in 0..3 {
+        let out = f.holder.intents.give_consent_from(&token, "q2@example.com", "en", c).unwrap();
+        assert_eq!(out, ConsentOutcome::Taken);
+    }
+    for i in 0..2 {
+        let (_, r) = consent(&f, "192.0.2.77:1", &format!("q{i}@example.net"));
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "the taken submissions used up nothing: {}", r.body);
+    }
 }
 
 #[test]
