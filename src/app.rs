@@ -363,24 +363,21 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
             loop {
                 let h2 = h.clone();
                 let swept = tokio::task::spawn_blocking(move || {
+                    // The purge first: it deletes lapsed drafts, which the sweep leaves to it.
+                    let purged = h2.intents.purge(false);
                     let intents = h2.intents.sweep().and_then(|n| Ok(n + h2.intents.sweep_renewals()?));
-                    let grants = crate::oauth::sweep(&h2.base);
-                    let accounts = crate::accounts::sweep(&h2.base);
-                    (intents, grants.map_err(|e| e.to_string()), accounts.map_err(|e| e.to_string()))
+                    (purged, intents)
                 })
                 .await;
                 match swept {
-                    Ok((intents, grants, accounts)) => {
+                    Ok((purged, intents)) => {
+                        if let Err(e) = purged {
+                            tracing::error!(error = %e, "purge failed");
+                        }
                         match intents {
                             Ok(n) if n > 0 => tracing::info!(changed = n, "expiry sweep"),
                             Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
                             _ => {}
-                        }
-                        if let Err(e) = grants {
-                            tracing::error!(error = %e, "OAuth sweep failed");
-                        }
-                        if let Err(e) = accounts {
-                            tracing::error!(error = %e, "account sweep failed");
                         }
                     }
                     Err(e) => tracing::error!(error = %e, "sweep task failed"),

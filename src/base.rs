@@ -24,6 +24,8 @@ use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
+pub mod quota;
+
 /// A failure of a domain operation, split by who should see what.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -45,6 +47,10 @@ pub enum ServiceError {
     /// Full-text index failure (logged, never shown in detail).
     #[error("offer index: {0}")]
     Index(String),
+    /// An hourly quota is used up (issue 9 point 3); nothing was written. The message
+    /// names the rule and when to retry.
+    #[error("{0}")]
+    Quota(quota::Exceeded),
 }
 
 impl ServiceError {
@@ -109,6 +115,8 @@ pub struct Base {
     /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
     /// Changed only by [`Base::write`].
     pub engine: Engine,
+    /// The hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
+    pub quotas: quota::Quotas,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
 }
@@ -147,6 +155,18 @@ impl std::ops::DerefMut for Writes<'_, '_> {
 }
 
 impl Writes<'_, '_> {
+    /// Deletes an intent record with its active-set and expiry-index rows, and stages
+    /// its removal from the engine (the purge of lapsed drafts; tokens pointing to it
+    /// are removed by the caller, [`Tx::remove_tokens_of`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
+        self.tx.remove_intent(id)?;
+        self.ops.push(EngineOp::Remove(id.to_owned()));
+        Ok(())
+    }
+
     /// Stores an intent record, keeps the active set and the expiry index in step, and
     /// stages the engine change that [`Base::write`] applies after the commit.
     ///
@@ -192,7 +212,8 @@ impl Base {
         });
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
-        let b = Self { settings, store, keys, clock, outbox, consent, engine, intent_writes: Mutex::new(()) };
+        let quotas = quota::Quotas::new(settings.quotas);
+        let b = Self { settings, store, keys, clock, outbox, consent, engine, quotas, intent_writes: Mutex::new(()) };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
             Err(e) => tracing::error!(error = %e, "loading active intents into the matching engine failed"),
@@ -242,6 +263,23 @@ impl Base {
             }
         }
         Ok(out)
+    }
+
+    /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
+    /// would do, without doing it (`isto admin purge --dry-run`). The engine is not
+    /// touched.
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors.
+    pub fn rehearse<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        self.store.rehearse(|tx| {
+            let mut w = Writes { tx, base: self, ops: Vec::new() };
+            f(&mut w)
+        })
     }
 
     /// The engine's view of an intent (hidden limit opened).

@@ -67,6 +67,18 @@ pub enum AdminCommand {
     /// offers on /mcp/seller.
     #[command(subcommand)]
     Seller(SellerCommand),
+    /// Delete what is no longer needed — lapsed drafts and their codes, OAuth clients
+    /// unused (no grant within a day of registering, or none for 90 days), expired OAuth
+    /// codes and tokens, expired sign-in links and sessions — and print the counts per
+    /// kind. `isto serve` does this every minute by itself.
+    Purge {
+        /// Only count what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `isto admin offers ...`.

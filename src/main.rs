@@ -101,6 +101,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     isto::admin::seller_command(&settings, cmd)?;
                     Ok(ExitCode::SUCCESS)
                 }
+                AdminCommand::Purge { dry_run, json } => {
+                    isto::admin::purge_command(&settings, dry_run, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
             }
         }
     }

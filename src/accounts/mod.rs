@@ -396,36 +396,55 @@ pub fn change_password(base: &Base, signed: &Signed, new_password: &str, keep_se
     Ok(())
 }
 
-/// Deletes expired sessions, expired one-time links and stale throttle counters.
-/// Returns how many records went.
+/// What [`purge_tx`] removed: expired web sessions, expired one-time links (sign-in,
+/// sign-up) and throttle counters with nothing in the last hour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountsPurged {
+    /// Expired web sessions.
+    pub sessions: u64,
+    /// Expired one-time links.
+    pub sign_in_links: u64,
+    /// Stale throttle counters.
+    pub throttles: u64,
+}
+
+/// [`purge_tx`] in a write transaction of its own; returns how many records went.
 ///
 /// # Errors
 /// Storage errors.
 pub fn sweep(base: &Base) -> Result<u64> {
-    let now = base.clock.now();
+    let n = base.store.write(|tx| purge_tx(tx, base.clock.now()))?;
+    Ok(n.sessions + n.sign_in_links + n.throttles)
+}
+
+/// Deletes expired sessions, expired one-time links and stale throttle counters in
+/// `tx`, at `now` (issue 9 point 3: the purge; run by [`crate::intents::Intents::purge`]).
+///
+/// # Errors
+/// Storage errors.
+pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<AccountsPurged, StoreError> {
     let secs = now.unix_timestamp();
-    base.store.write(|tx| -> Result<u64> {
-        let mut n = 0;
-        for (k, s) in tx.records::<SessionRecord>(Ns::Session)? {
-            if ts(&s.expires_at) <= now {
-                tx.remove_record(Ns::Session, &k)?;
-                n += 1;
-            }
+    let mut n = AccountsPurged::default();
+    for (k, s) in tx.records::<SessionRecord>(Ns::Session)? {
+        if ts(&s.expires_at) <= now {
+            tx.remove_record(Ns::Session, &k)?;
+            n.sessions += 1;
         }
-        for (k, l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
-            if ts(&l.expires_at) <= now {
-                tx.remove_record(Ns::SignInLink, &k)?;
-                n += 1;
-            }
+    }
+    for (k, l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
+        if ts(&l.expires_at) <= now {
+            tx.remove_record(Ns::SignInLink, &k)?;
+            n.sign_in_links += 1;
         }
-        for (k, t) in tx.records::<ThrottleRecord>(Ns::Throttle)? {
-            if t.times.iter().all(|x| secs - x >= 3600) {
-                tx.remove_record(Ns::Throttle, &k)?;
-                n += 1;
-            }
+    }
+    for (k, t) in tx.records::<ThrottleRecord>(Ns::Throttle)? {
+        if t.times.iter().all(|x| secs - x >= 3600) {
+            tx.remove_record(Ns::Throttle, &k)?;
+            n.throttles += 1;
         }
-        Ok(n)
-    })
+    }
+    Ok(n)
 }
 
 // ---------------------------------------------------------------------------

@@ -19,11 +19,14 @@
 //!   of it is stored. A batch is one transaction.
 //! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
 //!   (see `sellers.rs` in this directory for the shapes).
+//! - `purge`: `isto admin purge` (see `purge.rs` in this directory).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
+mod purge;
 mod sellers;
 mod socket;
 
+pub use purge::{purge_command, report as purge_report};
 pub use sellers::{seller_command, table as seller_table};
 pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
 

@@ -237,6 +237,7 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
             }
         }
         Some(op) if super::sellers::OPS.contains(&op) => super::sellers::respond(holder, op, &request).await,
+        Some(super::purge::OP) => super::purge::respond(holder, &request).await,
         Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
         None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }

@@ -281,3 +281,51 @@ fn full_import_withdraws_vanished_offers_unless_rows_were_rejected() {
     assert_eq!(active(&s), 2);
     assert!(r.summary().contains("1 offers no longer in the feed withdrawn"));
 }
+
+/// Publishes `n` consent-link drafts on `holder`; returns their intentCodes.
+fn drafts(holder: &AppState, n: usize) -> Vec<String> {
+    let args = json!({"statement": "Škoda Octavia", "criteria": {"category": "vehicles"}, "area": "SK"});
+    (0..n)
+        .map(|_| holder.intents.publish_draft(holder.intents.parse_publish(&args).unwrap()).unwrap().intent_code)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_goes_through_the_running_server_or_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(dir.path());
+    s.draft_ttl_secs = 1;
+    init(&s, None).unwrap();
+    let holder = server_holder(&s);
+    let codes = drafts(&holder, 3);
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve_socket(holder.clone(), stop.clone()));
+    wait_for(&s.admin_socket_path()).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let s2 = s.clone();
+    let dry = tokio::task::spawn_blocking(move || purge_command(&s2, true, true)).await.unwrap().unwrap();
+    assert_eq!((dry.drafts, dry.draft_tokens), (3, 6));
+    assert_eq!(holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), 3, "dry: all kept");
+    let s2 = s.clone();
+    let real = tokio::task::spawn_blocking(move || purge_command(&s2, false, false)).await.unwrap().unwrap();
+    assert_eq!(real, dry, "through the socket, exactly what the dry run counted");
+    assert_eq!(holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), 0);
+    for c in &codes {
+        assert_eq!(holder.base.store.read(|rx| rx.token(&crate::crypto::token_hash("code", c))).unwrap(), None);
+    }
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
+    // Without a server: on the store opened here.
+    drafts(&holder, 2);
+    drop(holder);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let s2 = s.clone();
+    let p = tokio::task::spawn_blocking(move || purge_command(&s2, false, true)).await.unwrap().unwrap();
+    assert_eq!(p.drafts, 2);
+    let s2 = s.clone();
+    let p = tokio::task::spawn_blocking(move || purge_command(&s2, true, false)).await.unwrap().unwrap();
+    assert_eq!(p.total(), 0);
+    let text = purge_report(&crate::intents::Purged { drafts: 4, ..Default::default() }, true);
+    assert!(text.starts_with("would remove (dry run, nothing removed):"), "{text}");
+    assert!(text.contains("       4  lapsed drafts") && text.contains("       4  records in all"), "{text}");
+}

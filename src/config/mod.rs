@@ -10,9 +10,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 mod limits;
+mod quotas;
 
 use limits::FileLimits;
 pub use limits::Limits;
+use quotas::FileQuotas;
+pub use quotas::Quotas;
 
 /// The system-wide config file read when `--config` is not given and the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/isto/isto.toml";
@@ -68,6 +71,8 @@ struct FileConfig {
     demand: FileDemand,
     #[serde(default)]
     limits: FileLimits,
+    #[serde(default)]
+    quotas: FileQuotas,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -245,6 +250,8 @@ pub struct Settings {
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
     /// Connection, MCP session and request-rate bounds (`[limits]`).
     pub limits: Limits,
+    /// Hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
+    pub quotas: Quotas,
     /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
     /// loopback: a reverse proxy on the same host; `[]` believes no header).
     pub trusted_proxies: crate::net::TrustedProxies,
@@ -309,6 +316,7 @@ impl Settings {
             demand_k: 5,
             demand_budget_bands: DEFAULT_BUDGET_BANDS.iter().map(|(c, b)| ((*c).to_owned(), b.to_vec())).collect(),
             limits: Limits::default(),
+            quotas: Quotas::default(),
             trusted_proxies: crate::net::TrustedProxies::loopback(),
         }
     }
@@ -486,6 +494,7 @@ impl Settings {
             s.demand_budget_bands.insert(cat, bounds);
         }
         s.limits = limits::limits(&file.limits)?;
+        s.quotas = quotas::quotas(&file.quotas)?;
         if let Some(t) = &file.trusted_proxies {
             s.trusted_proxies = crate::net::TrustedProxies::parse(t)
                 .map_err(|message| ConfigError::Invalid { key: "trusted_proxies", message })?;
@@ -539,6 +548,13 @@ impl Settings {
                 "page_burst": self.limits.page_burst,
                 "oauth_requests_per_minute": self.limits.oauth_requests_per_minute,
                 "oauth_burst": self.limits.oauth_burst,
+            },
+            "quotas": {
+                "drafts_per_client_per_hour": self.quotas.drafts_per_client_per_hour,
+                "consents_per_client_per_hour": self.quotas.consents_per_client_per_hour,
+                "consents_per_address_per_hour": self.quotas.consents_per_address_per_hour,
+                "confirmation_mails_per_hour": self.quotas.confirmation_mails_per_hour,
+                "registrations_per_client_per_hour": self.quotas.registrations_per_client_per_hour,
             },
             "warnings": self.warnings(),
         })
@@ -646,6 +662,13 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # page_burst = 60
 # oauth_requests_per_minute = 300           # /oauth/* and /.well-known/oauth-* (5/s)
 # oauth_burst = 60
+
+[quotas]                                    # per hour (the last 60 minutes); a client = an IPv4 address or IPv6 /64
+# drafts_per_client_per_hour = 60           # intent_publish_intent on /mcp
+# consents_per_client_per_hour = 20         # consent page submissions
+# consents_per_address_per_hour = 5         # confirmation e-mails to one e-mail address
+# confirmation_mails_per_hour = 500         # confirmation e-mails from the whole holder
+# registrations_per_client_per_hour = 20    # OAuth dynamic client registrations (/oauth/register)
 "#;
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! ([`IntentRecord::effective_status`]): a GET never writes, and a sweep later persists
 //! what expiry already means.
 
+use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
 use crate::base::{floor_micros, open_contact, sweep_due, Base, Result, ServiceError};
 use crate::catalogue::Catalogue;
 use crate::clock;
@@ -21,11 +22,12 @@ use crate::records::{ts, ConsentRecord, IntentRecord};
 use crate::store::Reads;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod buyer;
+mod purge;
+pub use purge::Purged;
 #[cfg(test)]
 mod sweep_tests;
 
@@ -85,8 +87,10 @@ pub enum ConsentOutcome {
     Repeated,
     /// Someone already consented on this link (first come, seed §5.3).
     Taken,
-    /// This address was sent too many confirmation e-mails lately (nothing recorded).
-    Throttled,
+    /// A quota is used up: this client address submitted too many consents, this e-mail
+    /// address was sent too many confirmation e-mails, or the holder sent too many in
+    /// the last hour (`[quotas]`; nothing recorded).
+    Throttled(Exceeded),
     /// The draft lapsed or was withdrawn.
     Closed,
 }
@@ -102,19 +106,17 @@ pub enum ConfirmOutcome {
     Closed,
 }
 
-/// The intents service: the shared handles, the catalogue it matches new active
-/// intents against, and the per-address confirmation-mail counter.
+/// The intents service: the shared handles and the catalogue it matches new active
+/// intents against. Its quotas are the base's ([`Base::quotas`]).
 pub struct Intents {
     /// The shared handles.
     pub base: Arc<Base>,
     /// The catalogue (offer index) for intents that become active.
     pub catalogue: Arc<Catalogue>,
-    /// Recent confirmation e-mails per address hash (unix seconds), so that nobody can
-    /// make the holder mail an address over and over.
-    consent_sent: Mutex<HashMap<String, Vec<i64>>>,
 }
 
-/// Confirmation e-mails one address may receive per hour.
+/// Confirmation e-mails one address may receive per hour by default
+/// (`quotas.consents_per_address_per_hour`).
 pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
 
 impl std::fmt::Debug for Intents {
@@ -126,7 +128,7 @@ impl std::fmt::Debug for Intents {
 impl Intents {
     /// The service over `base`, matching against `catalogue`.
     pub fn new(base: Arc<Base>, catalogue: Arc<Catalogue>) -> Self {
-        Self { base, catalogue, consent_sent: Mutex::new(HashMap::new()) }
+        Self { base, catalogue }
     }
 
     fn now(&self) -> OffsetDateTime {
@@ -264,9 +266,26 @@ impl Intents {
         })
     }
 
+    /// [`Intents::publish_draft`] for an unauthenticated caller at `client` (the public
+    /// `/mcp`): counted against `quotas.drafts_per_client_per_hour` first (issue 9 point 3).
+    ///
+    /// # Errors
+    /// [`ServiceError::Quota`] naming the rule and when to retry (nothing is stored);
+    /// storage errors (the draft is not counted).
+    pub fn publish_draft_from(&self, p: PublishInput, client: ClientKey) -> Result<PublishResult> {
+        let now = self.now().unix_timestamp();
+        let key = Key::Client(client);
+        self.base.quotas.take(Rule::DraftsPerClient, &key, now).map_err(|e| {
+            tracing::info!(rule = e.rule.setting(), "draft refused: quota used up");
+            ServiceError::Quota(e)
+        })?;
+        self.publish_draft(p).inspect_err(|_| self.base.quotas.refund(Rule::DraftsPerClient, &key, now))
+    }
+
     /// Stores a draft (seed §5.1–5.2): status `awaiting_consent`, not matched, expiring
     /// after the draft TTL; returns the intentCode and consentUrl (each a fresh 160-bit
-    /// token, stored only as a hash).
+    /// token, stored only as a hash). Not counted against a quota: the public face calls
+    /// [`Intents::publish_draft_from`].
     ///
     /// # Errors
     /// Storage errors.
@@ -391,13 +410,54 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address.
     pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
+        self.give_consent_from(token, email, language, None)
+    }
+
+    /// [`Intents::give_consent`] for a submission from `client`, under the quotas
+    /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
+    /// counts against `quotas.consents_per_client_per_hour` (its client address),
+    /// `quotas.consents_per_address_per_hour` (its e-mail address) and
+    /// `quotas.confirmation_mails_per_hour` (the holder); a submission that records
+    /// nothing (taken, repeated, closed) counts against none. Over a quota the outcome is
+    /// [`ConsentOutcome::Throttled`] and nothing is recorded.
+    ///
+    /// # Errors
+    /// As [`Intents::give_consent`].
+    pub fn give_consent_from(
+        &self,
+        token: &str,
+        email: &str,
+        language: &str,
+        client: ClientKey,
+    ) -> Result<ConsentOutcome> {
         let email = validate_email(email)?;
         let rec = self.by_token("consent", token)?;
         let now = self.now();
-        let address_key = crypto::token_hash("address", &email.to_ascii_lowercase());
-        if !self.consent_allowed(&address_key, now.unix_timestamp(), false) {
-            return Ok(ConsentOutcome::Throttled);
+        let secs = now.unix_timestamp();
+        let q = &self.base.quotas;
+        let client = Key::Client(client);
+        let address = Key::Address(crypto::token_hash("address", &email.to_ascii_lowercase()));
+        let units = [
+            (Rule::ConsentsPerClient, &client),
+            (Rule::ConsentsPerAddress, &address),
+            (Rule::MailsGlobal, &Key::Global),
+        ];
+        let mut taken = Vec::new();
+        for (rule, key) in units {
+            if let Err(e) = q.take(rule, key, secs) {
+                for (r, k) in taken {
+                    q.refund(r, k, secs);
+                }
+                tracing::info!(rule = e.rule.setting(), "consent refused: quota used up");
+                return Ok(ConsentOutcome::Throttled(e));
+            }
+            taken.push((rule, key));
         }
+        let refund = || {
+            for (r, k) in units {
+                q.refund(r, k, secs);
+            }
+        };
         let text = self.base.consent.get(language);
         let confirm = crypto::new_token(TOKEN_BYTES);
         let manage = crypto::new_token(TOKEN_BYTES);
@@ -438,28 +498,15 @@ impl Intents {
             tx.put_token(&crypto::token_hash("manage", manage.expose()), &rec.id)?;
             self.base.enqueue(tx, Some(&rec.id), &content)?;
             Ok(ConsentOutcome::Recorded)
-        })?;
-        if outcome == ConsentOutcome::Recorded {
-            self.consent_allowed(&address_key, now.unix_timestamp(), true);
+        });
+        let outcome = outcome.inspect_err(|_| refund())?;
+        if outcome != ConsentOutcome::Recorded {
+            refund();
+        } else {
             tracing::info!(intent = %rec.id, "consent recorded; confirmation e-mail queued");
             self.base.outbox.wake();
         }
         Ok(outcome)
-    }
-
-    /// Whether `address_key` may get another confirmation e-mail now; with `record`,
-    /// counts one.
-    fn consent_allowed(&self, address_key: &str, now: i64, record: bool) -> bool {
-        let Ok(mut map) = self.consent_sent.lock() else { return true };
-        if map.len() > 100_000 {
-            map.retain(|_, v| v.iter().any(|t| now - t < 3600));
-        }
-        let times = map.entry(address_key.to_owned()).or_default();
-        times.retain(|t| now - t < 3600);
-        if record {
-            times.push(now);
-        }
-        times.len() < CONSENTS_PER_ADDRESS_PER_HOUR || record
     }
 
     /// The intent behind a confirmation token (for the page; never changes state).
@@ -527,9 +574,11 @@ impl Intents {
         self.withdraw_id(&rec.id)
     }
 
-    /// Persists what time already means: expired drafts, unconfirmed and past-validity
-    /// intents become `expired`; contact is erased `contact_retention_days` after an
-    /// intent ended (PROTOCOL.md §4.6). Returns how many records changed.
+    /// Persists what time already means: expired drafts of signed-in buyers, unconfirmed
+    /// and past-validity intents become `expired`; contact is erased
+    /// `contact_retention_days` after an intent ended (PROTOCOL.md §4.6). Returns how many
+    /// records changed. A lapsed consent-link draft is left as it is, in the index, for
+    /// [`Intents::purge`], which deletes it.
     ///
     /// Reads only the intents that the store's expiry index names as due
     /// ([`crate::base::sweep_due`]), not every intent.
@@ -544,6 +593,9 @@ impl Intents {
             let mut changed = 0;
             for id in tx.intents_due(floor_micros(now), ended_before)? {
                 let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
+                if purge::lapsed_draft(&rec, now) {
+                    continue;
+                }
                 let eff = rec.effective_status(now);
                 let mut dirty = false;
                 if eff != rec.status {

@@ -1,6 +1,8 @@
 //! The sweep over the store's expiry index ([`crate::base::sweep_due`]): it expires
 //! exactly what is due and erases contacts after retention, reads nothing else, and
-//! works the same on a store migrated from before the index.
+//! works the same on a store migrated from before the index. Lapsed consent-link drafts
+//! are the purge's ([`Intents::purge`], run before the sweep as the sweeper does): they
+//! are deleted, not marked expired.
 
 use super::*;
 use crate::clock::ManualClock;
@@ -135,10 +137,32 @@ fn stored(h: &Intents, id: &str) -> IntentRecord {
     h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
 }
 
+/// Whether the record is gone (purged), with its index rows.
+fn gone(h: &Intents, id: &str) -> bool {
+    let rec = h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap();
+    rec.is_none() && h.base.store.read(|rx| rx.intent_due(id)).unwrap().is_none()
+}
+
+/// Whether a fixture record is a consent-link draft that lapses: purged, not expired.
+fn purged_draft(r: &IntentRecord, after: Status) -> bool {
+    r.status == Status::AwaitingConsent && after == Status::Expired
+}
+
+/// One pass of the sweeper: the purge, then the sweep; returns (drafts purged, changed).
+fn pass(h: &Intents) -> (u64, u64) {
+    let purged = h.purge(false).unwrap();
+    (purged.drafts, h.sweep().unwrap())
+}
+
 /// Checks the statuses after the first sweep at T0, and that every record's index
 /// entry is its own [`crate::base::sweep_due`].
 fn check_after_first_sweep(h: &Intents) {
     for (r, after) in records(&h.base.keys) {
+        if purged_draft(&r, after) {
+            // The lapsed draft is deleted (issue 9 point 3), not marked expired.
+            assert!(gone(h, &r.id), "{}", r.id);
+            continue;
+        }
         let s = stored(h, &r.id);
         assert_eq!(s.status, after, "{}", r.id);
         if after != r.status {
@@ -187,17 +211,24 @@ fn sweep_expires_exactly_what_is_due_and_reads_only_the_index() {
     let f = fixture(true);
     let h = &f.holder;
     // Due: the draft, the unconfirmed and the active intent past their deadlines, and
-    // the contact of the intent that ended 31 days ago.
-    assert_eq!(h.sweep().unwrap(), 4);
+    // the contact of the intent that ended 31 days ago: 4, of which the draft is purged.
+    let (purged, changed) = pass(h);
+    assert_eq!(purged + changed, 4);
+    assert_eq!((purged, changed), (1, 3));
     check_after_first_sweep(h);
-    assert_eq!(h.sweep().unwrap(), 0, "nothing more is due");
+    assert_eq!(pass(h), (0, 0), "nothing more is due");
     f.clock.advance(time::Duration::microseconds(1));
-    assert_eq!(h.sweep().unwrap(), 1, "the draft due at T0 expires after it");
-    assert_eq!(stored(h, "int_draft_at_now").status, Status::Expired);
+    let (purged, changed) = pass(h);
+    assert_eq!(purged + changed, 1, "the draft due at T0 expires after it");
+    assert_eq!((purged, changed), (1, 0));
+    assert!(gone(h, "int_draft_at_now"), "and is purged");
     f.clock.advance(time::Duration::days(30));
-    // The rest in turn: three expiries and three contact erasures.
-    assert_eq!(h.sweep().unwrap(), 6);
-    for id in ["int_draft_later", "int_unconf_later", "int_active_later"] {
+    // The rest in turn: three expiries (the draft's a purge) and three contact erasures.
+    let (purged, changed) = pass(h);
+    assert_eq!(purged + changed, 6);
+    assert_eq!((purged, changed), (1, 5));
+    assert!(gone(h, "int_draft_later"));
+    for id in ["int_unconf_later", "int_active_later"] {
         assert_eq!(stored(h, id).status, Status::Expired, "{id}");
     }
     for id in ["int_unconf_due", "int_active_due", "int_ended_keep"] {
@@ -222,6 +253,25 @@ fn a_store_written_without_the_index_is_backfilled_and_swept_the_same() {
     assert_eq!(all_due.len(), records(&h.base.keys).len());
     // The first sweep looks at each once, changes what is due and records the real
     // times of the rest: the same state as on a store that always had the index.
-    assert_eq!(h.sweep().unwrap(), 4);
+    let (purged, changed) = pass(h);
+    assert_eq!(purged + changed, 4);
     check_after_first_sweep(h);
+}
+
+#[test]
+fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
+    let f = fixture(false);
+    let h = &f.holder;
+    assert_eq!(h.sweep().unwrap(), 3, "the lapsed draft is not the sweep's");
+    assert_eq!(stored(h, "int_draft_due").status, Status::AwaitingConsent);
+    assert_eq!(stored(h, "int_draft_due").to_intent(h.now()).status, Status::Expired, "read as expired");
+    let now = floor_micros(h.now());
+    assert!(h.base.store.read(|rx| rx.intents_due(now, i64::MIN)).unwrap().contains(&"int_draft_due".to_owned()));
+    // A dry run counts it and leaves it; the real run deletes exactly what it counted.
+    let dry = h.purge(true).unwrap();
+    assert_eq!(dry.drafts, 1);
+    assert!(!gone(h, "int_draft_due"));
+    assert_eq!(h.purge(false).unwrap(), dry);
+    assert!(gone(h, "int_draft_due"));
+    assert_eq!(h.purge(true).unwrap().total(), 0);
 }

@@ -8,6 +8,7 @@
 //! with the same data as JSON (the seed's bare arrays for matches and offers).
 
 use crate::base::{PublicError, ServiceError};
+use crate::net::ClientAddr;
 use crate::policy::{Denied, Resource};
 use crate::protocol::input::ListMatches;
 use crate::protocol::input::{self, Fields, InputError};
@@ -184,15 +185,25 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Runs one tool call (blocking: store I/O). Domain failures become `isError` results;
-/// internal ones are logged and answered generically.
+/// Runs one tool call (blocking: store I/O) as from an unknown client address (counted
+/// under one shared key): [`dispatch_from`].
 pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
+    dispatch_from(holder, ClientAddr(None), name, args)
+}
+
+/// Runs one tool call (blocking: store I/O) of a caller at `client`. Domain failures
+/// become `isError` results (a used-up draft quota too: "too many drafts from this
+/// address in the last hour (…); try again after …"); internal ones are logged and
+/// answered generically.
+pub fn dispatch_from(holder: &AppState, client: ClientAddr, name: &str, args: &Value) -> Option<CallToolResult> {
     let result: Result<CallToolResult, ServiceError> = match name {
         "intent_publish_intent" => {
-            holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_draft(p)).map(|r| {
-                let v = to_value(&r);
-                ok(v.clone(), &v)
-            })
+            holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_draft_from(p, client.key())).map(
+                |r| {
+                    let v = to_value(&r);
+                    ok(v.clone(), &v)
+                },
+            )
         }
         "intent_get_intent" => {
             code_args(args).and_then(|(code, id)| holder.intents.get_by_code(&code, id.as_deref())).map(|i| {
@@ -298,6 +309,17 @@ pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Spa
         .unwrap_or_else(tracing::Span::current)
 }
 
+/// The client address of the HTTP request that carried this call (the app's middleware
+/// puts it into the request's extensions); unknown without one.
+pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<ClientAddr>())
+        .copied()
+        .unwrap_or(ClientAddr(None))
+}
+
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
 /// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
 /// arguments on a blocking thread, inside `span` (the request's, see [`request_span`]),
@@ -366,9 +388,10 @@ impl ServerHandler for IstoServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let grant = buyer::grant_of(&context);
+        let client = client_of(&context);
         let (holder, endpoint) = (self.holder.clone(), self.endpoint);
         call_blocking(&self.tools, request_span(&context), request, move |name, args| match endpoint {
-            Endpoint::Public => dispatch(&holder, name, args),
+            Endpoint::Public => dispatch_from(&holder, client, name, args),
             Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),
             Endpoint::Seller => seller::dispatch(&holder, grant.as_ref(), name, args),
         })

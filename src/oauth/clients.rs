@@ -17,13 +17,16 @@
 use super::error::{Internal, OAuthError};
 use super::form::Credentials;
 use super::{blocking, now_unix, Shared, SCOPES};
+use crate::base::quota::{Key, Rule};
 use crate::crypto::{new_id, new_token, token_hash};
+use crate::net::ClientAddr;
 use crate::outbound::Fetcher;
 use crate::store::{Ns, Reads, StoreError};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -103,6 +106,11 @@ pub struct ClientRecord {
     /// Whether this client came from a metadata document.
     #[serde(default)]
     pub metadata_document: bool,
+    /// Unix seconds of its last grant (code exchange or refresh); `None` until its first.
+    /// The purge removes a registered client with no grant a day after registering, and
+    /// one unused for 90 days ([`super::token::purge_tx`]).
+    #[serde(default)]
+    pub last_used_at: Option<i64>,
 }
 
 impl ClientRecord {
@@ -291,12 +299,16 @@ pub fn client_from_metadata(
         client_secret_hash: None,
         client_id_issued_at: issued_at,
         metadata_document: document,
+        last_used_at: None,
     })
 }
 
 /// `POST /oauth/register` (RFC 7591): a JSON body of client metadata → `201` with the
-/// client_id (and client_secret unless `token_endpoint_auth_method` is `none`).
-pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
+/// client_id (and client_secret unless `token_endpoint_auth_method` is `none`). A client
+/// address that registered `quotas.registrations_per_client_per_hour` clients in the
+/// last hour gets `429 temporarily_unavailable` with `Retry-After` ([`OAuthError::quota`])
+/// and nothing is stored; refused metadata is not counted.
+pub async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<ClientAddr>>, body: Bytes) -> Response {
     let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&body) else {
         return OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata")
             .into_response();
@@ -306,6 +318,11 @@ pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
         Ok(c) => c,
         Err((code, why)) => return OAuthError::bad(code, why).into_response(),
     };
+    let quota_key = Key::Client(client_addr.and_then(|Extension(c)| c.key()));
+    if let Err(e) = ctx.base.quotas.take(Rule::RegistrationsPerClient, &quota_key, now) {
+        tracing::info!(rule = e.rule.setting(), "oauth: registration refused: quota used up");
+        return OAuthError::quota(&e).into_response();
+    }
     let secret = (client.token_endpoint_auth_method != "none").then(|| new_token(32));
     client.client_secret_hash = secret.as_ref().map(|s| token_hash(KIND_SECRET, s.expose()));
     let record = client.clone();
@@ -314,6 +331,7 @@ pub async fn register(State(ctx): State<Shared>, body: Bytes) -> Response {
     })
     .await;
     if let Err(e) = stored {
+        ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
         return e.into_response();
     }
     tracing::info!(client_id = %client.client_id, "oauth: client registered");

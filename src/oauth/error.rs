@@ -43,12 +43,24 @@ pub struct OAuthError {
     pub description: String,
     /// Whether to add `WWW-Authenticate: Basic` (client tried HTTP Basic and failed).
     pub basic: bool,
+    /// Seconds for a `Retry-After` header (a used-up quota, answered 429).
+    pub retry_after: Option<u64>,
 }
 
 impl OAuthError {
     /// An error with a status.
     pub fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
-        Self { status, error, description: description.into(), basic: false }
+        Self { status, error, description: description.into(), basic: false, retry_after: None }
+    }
+
+    /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (issue 9
+    /// point 3): RFC 7591 §3.2.2 leaves room for further codes, and this RFC 6749 one
+    /// says "try again later"; the description names the rule and when.
+    pub fn quota(e: &crate::base::quota::Exceeded) -> Self {
+        Self {
+            retry_after: Some(e.retry_after_secs),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, "temporarily_unavailable", e.to_string())
+        }
     }
 
     /// A 400 error.
@@ -77,6 +89,9 @@ impl IntoResponse for OAuthError {
         h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
         if self.basic {
             h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"isto\""));
+        }
+        if let Some(secs) = self.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         res
     }

@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 pub use clients::ClientRecord;
 pub use form::Params;
-pub use token::{revoke_account, sweep};
+pub use token::{purge_tx, revoke_account, sweep, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
 
 pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
 

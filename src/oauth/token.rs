@@ -11,7 +11,7 @@
 //! * `TokenFamily` — [`FamilyRecord`], one per authorization; revoking it (a flag)
 //!   invalidates every token issued from that authorization.
 
-use super::clients::authenticate;
+use super::clients::{authenticate, ClientRecord};
 use super::error::OAuthError;
 use super::form::{credentials, Params};
 use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS, REFRESH_TTL_SECS};
@@ -27,6 +27,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 
 /// Hash kind of authorization codes.
 pub const KIND_CODE: &str = "oauth-code";
@@ -181,6 +182,13 @@ fn issue(
         None
     };
     tx.put_record(Ns::TokenFamily, family_id, family)?;
+    // The client is in use (kept by the purge for CLIENT_UNUSED_SECS from now).
+    if let Some(mut c) = tx.record::<ClientRecord>(Ns::Client, &family.client_id)? {
+        if c.last_used_at != Some(now) {
+            c.last_used_at = Some(now);
+            tx.put_record(Ns::Client, &family.client_id, &c)?;
+        }
+    }
     Ok(Issued { access, refresh, scopes })
 }
 
@@ -483,34 +491,150 @@ pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> 
     })
 }
 
-/// Removes expired tokens, families whose every token expired, and codes a day after
-/// their expiry; returns how many records went. Call it from the periodic sweeper (on a
-/// blocking thread).
+/// A registered client is removed when it completed no grant within this many seconds
+/// of its registration (issue 9 point 3).
+pub const CLIENT_GRANT_WINDOW_SECS: i64 = 86400;
+/// A registered client is removed when its last grant (code exchange or refresh) is
+/// this many seconds old and it holds no live authorization (issue 9 point 3).
+pub const CLIENT_UNUSED_SECS: i64 = 90 * 86400;
+
+/// What [`purge_tx`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthPurged {
+    /// Registered clients that completed no grant within a day of registering, or whose
+    /// last grant is 90 days old.
+    pub clients: u64,
+    /// Authorization codes a day after their expiry.
+    pub codes: u64,
+    /// Expired access and refresh tokens.
+    pub tokens: u64,
+    /// Authorizations (token families) whose every token expired.
+    pub families: u64,
+}
+
+/// [`purge_tx`] in a write transaction of its own at the holder's time; returns how many
+/// records went.
 ///
 /// # Errors
 /// Storage errors.
 pub fn sweep(base: &Base) -> Result<u64, StoreError> {
-    let now = now_unix(base);
-    base.store.write(|tx| {
-        let mut n = 0;
-        for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
-            if now >= t.expires_at {
-                tx.remove_record(Ns::Token, &key)?;
-                n += 1;
-            }
+    let n = base.store.write(|tx| purge_tx(tx, now_unix(base)))?;
+    Ok(n.clients + n.codes + n.tokens + n.families)
+}
+
+/// Removes, in `tx` at `now` (unix seconds): expired tokens, families whose every token
+/// expired, codes a day after their expiry, and registered clients that are not in use
+/// — no authorization left and either no grant ever, [`CLIENT_GRANT_WINDOW_SECS`] after
+/// registering, or none for [`CLIENT_UNUSED_SECS`]. A client registered before grants
+/// were recorded on it ([`ClientRecord::last_used_at`] absent) that still holds an
+/// authorization gets that authorization's start as its last use. Metadata-document
+/// clients are never stored, so never purged. Run by
+/// [`crate::intents::Intents::purge`].
+///
+/// # Errors
+/// Storage errors.
+pub fn purge_tx(tx: &mut Tx<'_>, now: i64) -> Result<OAuthPurged, StoreError> {
+    let mut n = OAuthPurged::default();
+    for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
+        if now >= t.expires_at {
+            tx.remove_record(Ns::Token, &key)?;
+            n.tokens += 1;
         }
-        for (key, f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
-            if now >= f.expires_at {
-                tx.remove_record(Ns::TokenFamily, &key)?;
-                n += 1;
-            }
+    }
+    // Client id → start of its newest authorization still held.
+    let mut held: HashMap<String, i64> = HashMap::new();
+    for (key, f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
+        if now >= f.expires_at {
+            tx.remove_record(Ns::TokenFamily, &key)?;
+            n.families += 1;
+        } else {
+            let e = held.entry(f.client_id.clone()).or_insert(f.created_at);
+            *e = (*e).max(f.created_at);
         }
-        for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
-            if now >= c.expires_at + CODE_KEEP_SECS {
-                tx.remove_record(Ns::AuthCode, &key)?;
-                n += 1;
-            }
+    }
+    for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
+        if now >= c.expires_at + CODE_KEEP_SECS {
+            tx.remove_record(Ns::AuthCode, &key)?;
+            n.codes += 1;
         }
-        Ok(n)
-    })
+    }
+    for (id, mut c) in tx.records::<ClientRecord>(Ns::Client)? {
+        if let Some(started) = held.get(&id) {
+            if c.last_used_at.is_none() {
+                c.last_used_at = Some(*started);
+                tx.put_record(Ns::Client, &id, &c)?;
+            }
+            continue;
+        }
+        let unused = match c.last_used_at {
+            None => now - c.client_id_issued_at >= CLIENT_GRANT_WINDOW_SECS,
+            Some(t) => now - t >= CLIENT_UNUSED_SECS,
+        };
+        if unused {
+            tx.remove_record(Ns::Client, &id)?;
+            n.clients += 1;
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    const DAY: i64 = 86400;
+    const NOW: i64 = 1_800_000_000;
+
+    fn client(id: &str, issued_at: i64, last_used_at: Option<i64>) -> ClientRecord {
+        let v = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
+        let m = v.as_object().unwrap();
+        let mut c = super::super::clients::client_from_metadata(m, id.into(), issued_at, false).unwrap();
+        c.last_used_at = last_used_at;
+        c
+    }
+
+    fn family(client_id: &str, created_at: i64, expires_at: i64) -> FamilyRecord {
+        FamilyRecord {
+            account_id: "acc_1".into(),
+            role: "buyer".into(),
+            client_id: client_id.into(),
+            resource: "https://holder.example/mcp/buyer".into(),
+            scopes: vec!["intents".into()],
+            created_at,
+            expires_at,
+            revoked: false,
+        }
+    }
+
+    #[test]
+    fn clients_without_a_grant_or_long_unused_are_purged_and_a_dry_run_counts_the_same() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| -> Result<(), StoreError> {
+            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
+            put(tx, client("cli_fresh", NOW - DAY + 60, None))?;
+            put(tx, client("cli_never", NOW - DAY, None))?;
+            put(tx, client("cli_used", NOW - 200 * DAY, Some(NOW - 89 * DAY)))?;
+            put(tx, client("cli_stale", NOW - 200 * DAY, Some(NOW - 90 * DAY)))?;
+            // Registered before grants were recorded, with a live authorization.
+            put(tx, client("cli_legacy", NOW - 200 * DAY, None))?;
+            tx.put_record(Ns::TokenFamily, "fam_live", &family("cli_legacy", NOW - 10 * DAY, NOW + 20 * DAY))?;
+            // An authorization that expired goes, and its client with it.
+            put(tx, client("cli_gone", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
+            tx.put_record(Ns::TokenFamily, "fam_old", &family("cli_gone", NOW - 120 * DAY, NOW - DAY))?;
+            Ok(())
+        })
+        .unwrap();
+        let dry = s.rehearse(|tx| purge_tx(tx, NOW)).unwrap();
+        assert_eq!(dry, OAuthPurged { clients: 3, codes: 0, tokens: 0, families: 1 });
+        assert_eq!(s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len(), 6, "dry: nothing removed");
+        assert_eq!(s.write(|tx| purge_tx(tx, NOW)).unwrap(), dry);
+        let left: Vec<String> =
+            s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(left, vec!["cli_fresh", "cli_legacy", "cli_used"]);
+        let legacy = s.read(|rx| rx.record::<ClientRecord>(Ns::Client, "cli_legacy")).unwrap().unwrap();
+        assert_eq!(legacy.last_used_at, Some(NOW - 10 * DAY), "its authorization's start is its last use");
+    }
 }

@@ -86,6 +86,17 @@ impl Tx<'_> {
         self.set_intent_due(id, due)
     }
 
+    /// Deletes an intent record, its active-set row and its expiry-index rows (its
+    /// tokens: [`Tx::remove_tokens_of`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
+        self.txn.open_table(INTENTS)?.remove(id)?;
+        self.txn.open_table(ACTIVE)?.remove(id)?;
+        self.set_intent_due(id, IntentDue::default())
+    }
+
     /// Replaces the expiry-index rows of an intent whose record is unchanged (the sweep,
     /// after looking at an intent that was not due after all); record writes go through
     /// [`Tx::put_intent`].

@@ -293,6 +293,29 @@ impl Store {
         out
     }
 
+    /// Runs `f` in one write transaction and rolls it back whatever `f` returns: `f`
+    /// sees its own writes, nobody else ever does (a dry run of a write).
+    ///
+    /// # Errors
+    /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
+    /// while the file is reopened after an I/O failure).
+    pub fn rehearse<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        let lease = self.lend()?;
+        let before = IO_FAILURES.with(Cell::get);
+        let out = (|| {
+            let txn = lease.db.begin_write().map_err(StoreError::from)?;
+            let mut tx = Tx { txn: &txn };
+            let out = f(&mut tx);
+            txn.abort().map_err(StoreError::from)?;
+            out
+        })();
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        drop(lease);
+        // Neither a committed nor a failed write: only an I/O failure is noted.
+        self.note(io_failed, None);
+        out
+    }
+
     /// Runs `f` in one read transaction (a consistent snapshot).
     ///
     /// # Errors

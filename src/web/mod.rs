@@ -404,7 +404,12 @@ async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Res
 
 /// `POST /consent/{token}` (email, accept, csrf, lang): CSRF, the checkbox, then
 /// [`Holder::give_consent`]; 303 to `/consent/{token}/sent` when recorded.
-async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+async fn consent_submit(
+    State(h): State<Shared>,
+    Path(token): Path<String>,
+    client: Option<axum::Extension<crate::net::ClientAddr>>,
+    body: Bytes,
+) -> Response {
     let form = FormFields::parse(&body);
     let t = token.clone();
     let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
@@ -431,20 +436,42 @@ async fn consent_submit(State(h): State<Shared>, Path(token): Path<String>, body
     // The language of the consent text the person read (sent back by the form).
     let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
     let (t, email) = (token.clone(), form.email);
-    match call(&h, "give_consent", move |x| x.intents.give_consent(&t, &email, lang)).await {
+    let client = client.and_then(|axum::Extension(c)| c.key());
+    match call(&h, "give_consent", move |x| x.intents.give_consent_from(&t, &email, lang, client)).await {
         Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => {
             Redirect::to(&format!("/consent/{token}/sent")).into_response()
         }
         Ok(ConsentOutcome::Taken) => taken_page(&h, ui),
-        Ok(ConsentOutcome::Throttled) => {
-            page(&h, ui, StatusCode::TOO_MANY_REQUESTS, ui.throttled_title, pages::message(ui.throttled_body, false))
-        }
+        Ok(ConsentOutcome::Throttled(e)) => throttled_page(&h, ui, &e),
         Ok(ConsentOutcome::Closed) => closed_page(&h, ui, &view.intent),
         Err(Fail::Input) => {
             consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, Some((ui.email_invalid, true)))
         }
         Err(f) => fail_page(&h, ui, f),
     }
+}
+
+/// The 429 page of a used-up consent quota (issue 9 point 3), with `Retry-After`: the
+/// rule in the page's language, and when to try again (minutes, and the time in UTC).
+fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota::Exceeded) -> Response {
+    use crate::base::quota::Rule;
+    let why = match e.rule {
+        Rule::ConsentsPerAddress => ui.throttled_body,
+        Rule::MailsGlobal => ui.throttled_global_body,
+        _ => ui.throttled_client_body,
+    };
+    let minutes = e.retry_after_secs.div_ceil(60).to_string();
+    let at = time::OffsetDateTime::from_unix_timestamp(e.retry_at)
+        .map(|t| format!("{:02}:{:02} UTC", t.hour(), t.minute()))
+        .unwrap_or_default();
+    let when = ui.throttled_retry.replace("{minutes}", &minutes).replace("{time}", &at);
+    let body = maud::html! {
+        (pages::message(why, false))
+        p.hint { (when) }
+    };
+    let mut res = page(h, ui, StatusCode::TOO_MANY_REQUESTS, ui.throttled_title, body);
+    res.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(e.retry_after_secs));
+    res
 }
 
 /// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).

@@ -116,7 +116,7 @@ fn withdrawal_drops_queued_mail() {
 }
 
 #[test]
-fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
+fn expired_draft_cannot_be_consented_and_the_purge_deletes_it() {
     let f = fixture();
     let h = &f.holder;
     let (id, code, consent) =
@@ -126,9 +126,15 @@ fn expired_draft_cannot_be_consented_and_sweep_persists_it() {
     assert_eq!(h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
     let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert_eq!(stored.status, Status::AwaitingConsent, "reading never writes");
-    assert_eq!(h.intents.sweep().unwrap(), 1);
-    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
-    assert_eq!(stored.status, Status::Expired);
+    // A lapsed consent-link draft is the purge's (issue 9 point 3): the sweep leaves it,
+    // the purge deletes it with its code and consent link, rather than persisting
+    // `expired`.
+    assert_eq!(h.intents.sweep().unwrap(), 0);
+    let purged = h.intents.purge(false).unwrap();
+    assert_eq!((purged.drafts, purged.draft_tokens), (1, 2));
+    assert!(h.base.store.read(|rx| rx.intent::<IntentRecord>(&id)).unwrap().is_none());
+    assert!(matches!(h.intents.get_by_code(&code, None), Err(isto::base::ServiceError::NotFound)));
+    assert!(matches!(h.intents.consent_view(&consent), Err(isto::base::ServiceError::NotFound)));
 }
 
 #[test]
@@ -245,7 +251,10 @@ fn one_address_gets_a_limited_number_of_confirmation_mails() {
             publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
         outcomes.push(h.intents.give_consent(&consent, "Victim@Example.com", "en").unwrap());
     }
-    assert_eq!(outcomes.last(), Some(&ConsentOutcome::Throttled));
+    assert!(
+        matches!(outcomes.last(), Some(ConsentOutcome::Throttled(e)) if e.rule == isto::base::quota::Rule::ConsentsPerAddress),
+        "{outcomes:?}"
+    );
     assert_eq!(
         outcomes.iter().filter(|o| **o == ConsentOutcome::Recorded).count(),
         isto::intents::CONSENTS_PER_ADDRESS_PER_HOUR

@@ -40,11 +40,20 @@ pub struct Opts {
     /// with the request rates and the per-client session cap at their maxima, because the
     /// kit's requests carry no peer address and so all count as one client.
     pub limits: Option<isto::config::Limits>,
+    /// `[quotas]`; `None` keeps the defaults.
+    pub quotas: Option<isto::config::Quotas>,
 }
 
 impl Default for Opts {
     fn default() -> Self {
-        Opts { public_url: BASE, demand_k: None, index_on_disk: false, max_mcp_sessions: None, limits: None }
+        Opts {
+            public_url: BASE,
+            demand_k: None,
+            index_on_disk: false,
+            max_mcp_sessions: None,
+            limits: None,
+            quotas: None,
+        }
     }
 }
 
@@ -77,6 +86,9 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
     s.limits = opts.limits.unwrap_or_else(unlimited);
     if let Some(n) = opts.max_mcp_sessions {
         s.limits.max_mcp_sessions = n;
+    }
+    if let Some(q) = opts.quotas {
+        s.quotas = q;
     }
     s
 }

@@ -164,6 +164,12 @@ pub struct Ui {
     pub throttled_title: &'static str,
     /// Body of that page.
     pub throttled_body: &'static str,
+    /// Body: too many consent submissions from the visitor's network (issue 9 point 3).
+    pub throttled_client_body: &'static str,
+    /// Body: the holder sent too many confirmation e-mails in the last hour.
+    pub throttled_global_body: &'static str,
+    /// When to try again: `{minutes}` and `{time}` (HH:MM UTC) are filled in.
+    pub throttled_retry: &'static str,
     /// Page title: the link expired or the request was withdrawn.
     pub closed_title: &'static str,
     /// Body: the link expired or the request was withdrawn.
@@ -272,7 +278,10 @@ static SK: Ui = Ui {
     sent_body: "Poslali sme vám e-mail s potvrdzovacím odkazom. Dopyt bude aktívny, keď odkaz otvoríte a stlačíte Potvrdiť.",
     sent_spam: "Ak e-mail do niekoľkých minút nepríde, pozrite sa do priečinka s nevyžiadanou poštou.",
     throttled_title: "Priveľa žiadostí",
-    throttled_body: "Na túto adresu sme nedávno poslali priveľa potvrdzovacích e-mailov. Skúste to znova o hodinu.",
+    throttled_body: "Na túto adresu sme za poslednú hodinu poslali priveľa potvrdzovacích e-mailov.",
+    throttled_client_body: "Z vašej siete prišlo za poslednú hodinu priveľa súhlasov.",
+    throttled_global_body: "Za poslednú hodinu sme poslali priveľa potvrdzovacích e-mailov (všetkým adresám spolu).",
+    throttled_retry: "Skúste to znova o {minutes} min (o {time}).",
     taken_title: "Tento odkaz už bol použitý",
     taken_body: "Na tomto odkaze už niekto udelil súhlas. Ak ste to boli vy, hľadajte potvrdzovací e-mail. Odkaz sa dá použiť len raz.",
     closed_title: "Platnosť odkazu vypršala alebo bol dopyt zrušený",
@@ -366,7 +375,10 @@ static CS: Ui = Ui {
     sent_body: "Poslali jsme vám e-mail s potvrzovacím odkazem. Poptávka bude aktivní, až odkaz otevřete a stisknete Potvrdit.",
     sent_spam: "Pokud e-mail do několika minut nepřijde, podívejte se do složky s nevyžádanou poštou.",
     throttled_title: "Příliš mnoho žádostí",
-    throttled_body: "Na tuto adresu jsme nedávno poslali příliš mnoho potvrzovacích e-mailů. Zkuste to znovu za hodinu.",
+    throttled_body: "Na tuto adresu jsme za poslední hodinu poslali příliš mnoho potvrzovacích e-mailů.",
+    throttled_client_body: "Z vaší sítě přišlo za poslední hodinu příliš mnoho souhlasů.",
+    throttled_global_body: "Za poslední hodinu jsme poslali příliš mnoho potvrzovacích e-mailů (všem adresám dohromady).",
+    throttled_retry: "Zkuste to znovu za {minutes} min (v {time}).",
     taken_title: "Tento odkaz již byl použit",
     taken_body: "Na tomto odkazu již někdo udělil souhlas. Pokud jste to byli vy, hledejte potvrzovací e-mail. Odkaz lze použít jen jednou.",
     closed_title: "Platnost odkazu vypršela nebo byla poptávka zrušena",
@@ -460,7 +472,10 @@ static EN: Ui = Ui {
     sent_body: "We sent you an e-mail with a confirmation link. Your request becomes active when you open the link and press Confirm.",
     sent_spam: "If it does not arrive within a few minutes, look in your spam folder.",
     throttled_title: "Too many requests",
-    throttled_body: "We recently sent too many confirmation e-mails to this address. Try again in an hour.",
+    throttled_body: "We sent too many confirmation e-mails to this address in the last hour.",
+    throttled_client_body: "Too many consent submissions came from your network in the last hour.",
+    throttled_global_body: "We sent too many confirmation e-mails in the last hour (to all addresses together).",
+    throttled_retry: "Try again in {minutes} min (at {time}).",
     taken_title: "This link was already used",
     taken_body: "Someone has already given consent on this link. If that was you, look for the confirmation e-mail. A link can be used only once.",
     closed_title: "This link has expired or the request was withdrawn",

@@ -1,0 +1,101 @@
+//! `isto admin purge [--dry-run] [--json]` (issue 9 point 3): deletes what nobody needs
+//! any more ([`crate::intents::Intents::purge`]: lapsed drafts and their tokens, unused
+//! OAuth clients, expired OAuth codes and tokens, expired sign-in links and sessions) and
+//! prints the counts per kind; `--dry-run` prints what would go and removes nothing.
+//! `isto serve` runs the same purge every minute.
+//!
+//! With `isto serve` running the command goes through its admin socket (the store allows
+//! one process per file); without one it opens the store here. Socket op:
+//! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
+//! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
+
+use super::socket::{Client, Connect};
+use crate::config::Settings;
+use crate::intents::Purged;
+use crate::state::AppState;
+use serde_json::{json, Value};
+
+/// The socket op of this module.
+pub(crate) const OP: &str = "purge";
+
+/// Runs the purge on `holder`. Internal failures are logged; over the socket (`detail`
+/// false) they are answered generically.
+pub(crate) fn answer(holder: &AppState, req: &Value, detail: bool) -> Value {
+    let dry_run = req.get("dryRun").and_then(Value::as_bool).unwrap_or(false);
+    match holder.intents.purge(dry_run) {
+        Ok(p) => json!({"ok": true, "dryRun": dry_run, "purged": p}),
+        Err(e) => {
+            tracing::error!(error = %e, "admin: purge failed");
+            let msg = if detail { format!("purge failed: {e}") } else { "purge failed (see the server log)".into() };
+            json!({"ok": false, "error": msg})
+        }
+    }
+}
+
+/// The socket server's side (called from [`super::socket`] for [`OP`]).
+pub(crate) async fn respond(holder: &AppState, request: &Value) -> Value {
+    let (h, req) = (holder.clone(), request.clone());
+    match tokio::task::spawn_blocking(move || answer(&h, &req, false)).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "admin socket: purge task failed");
+            json!({"ok": false, "error": "purge failed (see the server log)"})
+        }
+    }
+}
+
+/// The human report: one line per kind, then the total.
+pub fn report(p: &Purged, dry_run: bool) -> String {
+    let (o, a) = (&p.oauth, &p.accounts);
+    let rows = [
+        ("lapsed drafts", p.drafts),
+        ("their codes and consent links", p.draft_tokens),
+        ("unused OAuth clients", o.clients),
+        ("expired OAuth codes", o.codes),
+        ("expired OAuth tokens", o.tokens),
+        ("expired OAuth authorizations", o.families),
+        ("expired sign-in links", a.sign_in_links),
+        ("expired sessions", a.sessions),
+        ("stale sign-in throttles", a.throttles),
+    ];
+    let head = if dry_run { "would remove (dry run, nothing removed):" } else { "removed:" };
+    let mut out = head.to_owned();
+    for (what, n) in rows {
+        out.push_str(&format!("\n  {n:>8}  {what}"));
+    }
+    out.push_str(&format!("\n  {:>8}  records in all", p.total()));
+    out
+}
+
+/// Runs `isto admin purge`, printing the counts (JSON with `json`: the [`Purged`] object).
+///
+/// # Errors
+/// No store; the server's or the store's failure; the store held by a server without a
+/// working admin socket.
+pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<Purged> {
+    let req = json!({"op": OP, "dryRun": dry_run});
+    let answer = match Client::connect(&settings.admin_socket_path())? {
+        Connect::Ready(mut client) => client.request(&req)?,
+        other => {
+            if !settings.store_path().exists() {
+                anyhow::bail!(
+                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
+                    settings.store_path().display()
+                );
+            }
+            let holder = super::open_holder(settings, &other)?;
+            answer(&holder, &req, true)
+        }
+    };
+    if answer.get("ok") != Some(&Value::Bool(true)) {
+        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
+        anyhow::bail!("{msg}");
+    }
+    let purged: Purged = serde_json::from_value(answer["purged"].clone())?;
+    if json_output {
+        println!("{}", serde_json::to_string(&purged)?);
+    } else {
+        println!("{}", report(&purged, dry_run));
+    }
+    Ok(purged)
+}

@@ -1,0 +1,390 @@
+//! Hourly quotas on unauthenticated writes (issue 9 point 3): drafts and OAuth client
+//! registrations per client address; recorded consents per client address;
+//! confirmation e-mails per target address and for the whole holder.
+//!
+//! Counted in memory (see docs/choices.md): each counter is a sliding window of the
+//! last 60 minutes in one-minute buckets (248 bytes per key, whatever the limit), kept
+//! in a map of at most [`MAX_KEYS`] keys per rule. When a map is full, keys whose window
+//! is empty go first, then a quarter of the rest (arbitrary ones), so a flood of fresh
+//! keys costs amortised constant time and bounded memory; evicting a key forgets its
+//! count, which only ever lets a client through, never blocks one. A restart forgets
+//! every count, which an outside caller cannot cause.
+//!
+//! [`Quotas::take`] checks and counts in one step under one lock, so concurrent callers
+//! cannot both slip under a limit; [`Quotas::refund`] gives a unit back when the write it
+//! was taken for did not happen, so nothing is counted that was not written.
+
+use crate::config;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+/// Most keys one rule tracks at once.
+pub const MAX_KEYS: usize = 10_000;
+
+/// Seconds in a quota window.
+const WINDOW_SECS: i64 = 3600;
+/// One-minute buckets in a window.
+const BUCKETS: usize = 60;
+
+/// A quota rule (`[quotas]`, issue 9 point 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// `quotas.drafts_per_client_per_hour`.
+    DraftsPerClient,
+    /// `quotas.consents_per_client_per_hour`.
+    ConsentsPerClient,
+    /// `quotas.consents_per_address_per_hour`.
+    ConsentsPerAddress,
+    /// `quotas.confirmation_mails_per_hour`.
+    MailsGlobal,
+    /// `quotas.registrations_per_client_per_hour`.
+    RegistrationsPerClient,
+}
+
+impl Rule {
+    /// The setting that holds the rule's limit (`quotas.…`).
+    pub fn setting(self) -> &'static str {
+        match self {
+            Self::DraftsPerClient => "quotas.drafts_per_client_per_hour",
+            Self::ConsentsPerClient => "quotas.consents_per_client_per_hour",
+            Self::ConsentsPerAddress => "quotas.consents_per_address_per_hour",
+            Self::MailsGlobal => "quotas.confirmation_mails_per_hour",
+            Self::RegistrationsPerClient => "quotas.registrations_per_client_per_hour",
+        }
+    }
+
+    /// What was counted, in words: "drafts from this address".
+    fn what(self) -> &'static str {
+        match self {
+            Self::DraftsPerClient => "drafts from this address",
+            Self::ConsentsPerClient => "consents from this address",
+            Self::ConsentsPerAddress => "confirmation e-mails to this e-mail address",
+            Self::MailsGlobal => "confirmation e-mails from this holder (all addresses together)",
+            Self::RegistrationsPerClient => "client registrations from this address",
+        }
+    }
+}
+
+/// A refused write: the rule, its limit and when a unit frees up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exceeded {
+    /// The rule.
+    pub rule: Rule,
+    /// Its limit per hour.
+    pub limit: u32,
+    /// Seconds until the oldest counted unit leaves the window (at least 1).
+    pub retry_after_secs: u64,
+    /// Unix seconds at which to retry (now + `retry_after_secs`).
+    pub retry_at: i64,
+}
+
+impl std::fmt::Display for Exceeded {
+    /// "too many drafts from this address in the last hour (quotas.drafts_per_client_per_hour
+    /// = 60); try again after 2026-12-01T10:17:00Z (in 1020 s)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = time::OffsetDateTime::from_unix_timestamp(self.retry_at)
+            .map(crate::clock::rfc3339)
+            .unwrap_or_else(|_| format!("unix time {}", self.retry_at));
+        write!(
+            f,
+            "too many {} in the last hour ({} = {}); try again after {at} (in {} s)",
+            self.rule.what(),
+            self.rule.setting(),
+            self.limit,
+            self.retry_after_secs
+        )
+    }
+}
+
+/// The last hour of one key, in one-minute buckets.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// The unix minute of the newest bucket.
+    minute: i64,
+    /// Counts per unix minute, at `minute % 60`.
+    counts: [u32; BUCKETS],
+}
+
+impl Window {
+    fn new(minute: i64) -> Self {
+        Self { minute, counts: [0; BUCKETS] }
+    }
+
+    /// Moves the window to `minute`, clearing the buckets that left it.
+    fn advance(&mut self, minute: i64) {
+        if minute <= self.minute {
+            return;
+        }
+        if minute - self.minute >= BUCKETS as i64 {
+            self.counts = [0; BUCKETS];
+        } else {
+            for m in self.minute + 1..=minute {
+                self.counts[m.rem_euclid(BUCKETS as i64) as usize] = 0;
+            }
+        }
+        self.minute = minute;
+    }
+
+    fn total(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// Seconds from `now` until the total drops below `limit` (oldest minutes leave first).
+    fn retry_after(&self, limit: u32, now: i64) -> u64 {
+        let mut total = self.total();
+        let oldest = self.minute - (BUCKETS as i64 - 1);
+        for m in oldest..=self.minute {
+            total = total.saturating_sub(u64::from(self.counts[m.rem_euclid(BUCKETS as i64) as usize]));
+            if total < u64::from(limit) {
+                // Minute m's units leave the window when minute m + 60 begins.
+                return ((m + BUCKETS as i64) * 60 - now).max(1) as u64;
+            }
+        }
+        WINDOW_SECS as u64
+    }
+}
+
+/// One rule's windows per key, bounded to [`MAX_KEYS`] keys.
+#[derive(Debug)]
+struct Counter<K> {
+    map: HashMap<K, Window>,
+}
+
+impl<K: Hash + Eq + Clone> Counter<K> {
+    fn new() -> Self {
+        Self { map: HashMap::new() }
+    }
+
+    fn window(&mut self, key: &K, minute: i64) -> &mut Window {
+        if !self.map.contains_key(key) && self.map.len() >= MAX_KEYS {
+            self.map.retain(|_, w| {
+                w.advance(minute);
+                w.total() > 0
+            });
+            if self.map.len() >= MAX_KEYS {
+                let excess = self.map.len() - MAX_KEYS * 3 / 4;
+                let victims: Vec<K> = self.map.keys().take(excess).cloned().collect();
+                for k in victims {
+                    self.map.remove(&k);
+                }
+            }
+        }
+        let w = self.map.entry(key.clone()).or_insert_with(|| Window::new(minute));
+        w.advance(minute);
+        w
+    }
+
+    fn take(&mut self, key: &K, limit: u32, now: i64) -> Result<(), u64> {
+        let w = self.window(key, now.div_euclid(60));
+        if w.total() >= u64::from(limit) {
+            return Err(w.retry_after(limit, now));
+        }
+        let i = w.minute.rem_euclid(BUCKETS as i64) as usize;
+        w.counts[i] = w.counts[i].saturating_add(1);
+        Ok(())
+    }
+
+    fn refund(&mut self, key: &K, now: i64) {
+        let minute = now.div_euclid(60);
+        let Some(w) = self.map.get_mut(key) else { return };
+        w.advance(minute);
+        // The newest non-empty minute: the unit was taken moments ago.
+        for back in 0..BUCKETS as i64 {
+            let i = (w.minute - back).rem_euclid(BUCKETS as i64) as usize;
+            if w.counts[i] > 0 {
+                w.counts[i] -= 1;
+                return;
+            }
+        }
+    }
+}
+
+/// The key a client address is counted under ([`crate::net::ClientAddr::key`]); `None`
+/// when the request carried no peer address (a router driven in-process): one shared key.
+pub type ClientKey = Option<IpAddr>;
+
+/// What a unit was taken under, to [`Quotas::refund`] it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// A client address.
+    Client(ClientKey),
+    /// A target e-mail address, as its keyed hash (never the address itself).
+    Address(String),
+    /// The holder as a whole.
+    Global,
+}
+
+/// The quota counters of one holder (see the module docs).
+#[derive(Debug)]
+pub struct Quotas {
+    limits: config::Quotas,
+    drafts: Mutex<Counter<ClientKey>>,
+    consents: Mutex<Counter<ClientKey>>,
+    registrations: Mutex<Counter<ClientKey>>,
+    addresses: Mutex<Counter<String>>,
+    global: Mutex<Counter<()>>,
+}
+
+impl Quotas {
+    /// Counters for the limits of `[quotas]`.
+    pub fn new(limits: config::Quotas) -> Self {
+        Self {
+            limits,
+            drafts: Mutex::new(Counter::new()),
+            consents: Mutex::new(Counter::new()),
+            registrations: Mutex::new(Counter::new()),
+            addresses: Mutex::new(Counter::new()),
+            global: Mutex::new(Counter::new()),
+        }
+    }
+
+    /// The limit of `rule` per hour.
+    pub fn limit(&self, rule: Rule) -> u32 {
+        let l = &self.limits;
+        match rule {
+            Rule::DraftsPerClient => l.drafts_per_client_per_hour,
+            Rule::ConsentsPerClient => l.consents_per_client_per_hour,
+            Rule::ConsentsPerAddress => l.consents_per_address_per_hour,
+            Rule::MailsGlobal => l.confirmation_mails_per_hour,
+            Rule::RegistrationsPerClient => l.registrations_per_client_per_hour,
+        }
+    }
+
+    /// Counts one unit of `rule` for `key` at `now` (unix seconds) unless the last hour
+    /// already holds the limit.
+    ///
+    /// # Errors
+    /// [`Exceeded`] naming the rule and when to retry; nothing is counted. A `key` that
+    /// does not fit the rule (an address for a per-client rule) is refused as exceeded
+    /// at once: a caller's mistake must not open a hole.
+    pub fn take(&self, rule: Rule, key: &Key, now: i64) -> Result<(), Exceeded> {
+        let limit = self.limit(rule);
+        let taken = match (rule, key) {
+            (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.take(c, limit, now)),
+            (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.take(c, limit, now)),
+            (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.take(c, limit, now)),
+            (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.take(a, limit, now)),
+            (Rule::MailsGlobal, Key::Global) => with(&self.global, |m| m.take(&(), limit, now)),
+            _ => Err(WINDOW_SECS as u64),
+        };
+        taken.map_err(|retry_after_secs| Exceeded {
+            rule,
+            limit,
+            retry_after_secs,
+            retry_at: now.saturating_add(retry_after_secs as i64),
+        })
+    }
+
+    /// Gives back the unit of `rule` taken for `key` moments ago (the write it was taken
+    /// for did not happen).
+    pub fn refund(&self, rule: Rule, key: &Key, now: i64) {
+        match (rule, key) {
+            (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.refund(c, now)),
+            (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.refund(c, now)),
+            (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.refund(c, now)),
+            (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.refund(a, now)),
+            (Rule::MailsGlobal, Key::Global) => with(&self.global, |m| m.refund(&(), now)),
+            _ => {}
+        }
+    }
+}
+
+/// Runs `f` on the counter behind `m` (a poisoned lock is taken over: the counts stay
+/// usable).
+fn with<K, T>(m: &Mutex<Counter<K>>, f: impl FnOnce(&mut Counter<K>) -> T) -> T {
+    let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(&mut g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quotas(drafts: u32) -> Quotas {
+        Quotas::new(config::Quotas { drafts_per_client_per_hour: drafts, ..config::Quotas::default() })
+    }
+
+    fn client(s: &str) -> Key {
+        Key::Client(Some(s.parse().unwrap()))
+    }
+
+    #[test]
+    fn a_client_stops_at_its_limit_and_others_do_not() {
+        let q = quotas(3);
+        let (a, b) = (client("192.0.2.1"), client("192.0.2.2"));
+        let t0 = 1_800_000_000; // a minute boundary
+        for i in 0..3 {
+            q.take(Rule::DraftsPerClient, &a, t0 + i * 10).unwrap();
+        }
+        let e = q.take(Rule::DraftsPerClient, &a, t0 + 100).unwrap_err();
+        assert_eq!(e.rule, Rule::DraftsPerClient);
+        // All three fell in minute t0: they leave the window an hour later.
+        assert_eq!(e.retry_after_secs, 3600 - 100);
+        assert_eq!(e.retry_at, t0 + 3600);
+        let text = e.to_string();
+        assert!(text.starts_with("too many drafts from this address in the last hour"), "{text}");
+        assert!(text.contains("quotas.drafts_per_client_per_hour = 3") && text.contains("try again after"), "{text}");
+        q.take(Rule::DraftsPerClient, &b, t0 + 100).unwrap();
+        // Other rules count apart.
+        q.take(Rule::RegistrationsPerClient, &a, t0 + 100).unwrap();
+        // An hour after the first minute, the window has room again.
+        for _ in 0..3 {
+            q.take(Rule::DraftsPerClient, &a, t0 + 3600).unwrap();
+        }
+        assert!(q.take(Rule::DraftsPerClient, &a, t0 + 3601).is_err());
+    }
+
+    #[test]
+    fn the_window_slides_minute_by_minute() {
+        let q = quotas(2);
+        let a = client("192.0.2.1");
+        let t0 = 1_800_000_000;
+        q.take(Rule::DraftsPerClient, &a, t0).unwrap();
+        q.take(Rule::DraftsPerClient, &a, t0 + 30 * 60).unwrap();
+        let e = q.take(Rule::DraftsPerClient, &a, t0 + 40 * 60).unwrap_err();
+        assert_eq!(e.retry_at, t0 + 3600, "the first unit leaves first");
+        q.take(Rule::DraftsPerClient, &a, t0 + 3600).unwrap();
+        let e = q.take(Rule::DraftsPerClient, &a, t0 + 3600).unwrap_err();
+        assert_eq!(e.retry_at, t0 + 90 * 60);
+    }
+
+    #[test]
+    fn a_refund_gives_the_unit_back() {
+        let q = quotas(1);
+        let a = client("192.0.2.1");
+        q.take(Rule::DraftsPerClient, &a, 100).unwrap();
+        q.refund(Rule::DraftsPerClient, &a, 101);
+        q.take(Rule::DraftsPerClient, &a, 102).unwrap();
+        assert!(q.take(Rule::DraftsPerClient, &a, 103).is_err());
+        // A key of the wrong kind never passes.
+        assert!(q.take(Rule::DraftsPerClient, &Key::Global, 103).is_err());
+    }
+
+    #[test]
+    fn global_and_address_rules() {
+        let q = Quotas::new(config::Quotas {
+            confirmation_mails_per_hour: 2,
+            consents_per_address_per_hour: 1,
+            ..config::Quotas::default()
+        });
+        q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap();
+        q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap();
+        let e = q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap_err();
+        assert!(e.to_string().contains("all addresses together"), "{e}");
+        q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).unwrap();
+        assert!(q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).is_err());
+        q.take(Rule::ConsentsPerAddress, &Key::Address("h2".into()), 0).unwrap();
+    }
+
+    #[test]
+    fn the_map_is_bounded() {
+        let q = quotas(1);
+        for i in 0..(MAX_KEYS as u32 * 2) {
+            let k = Key::Client(Some(IpAddr::from(std::net::Ipv4Addr::from(i))));
+            q.take(Rule::DraftsPerClient, &k, 60).unwrap();
+        }
+        assert!(q.drafts.lock().unwrap().map.len() <= MAX_KEYS);
+    }
+}

@@ -1,0 +1,109 @@
+//! `[quotas]`: how many unauthenticated writes one client address, one target e-mail
+//! address and the whole holder may make per hour (issue 9 point 3).
+
+use super::{ranged, ConfigError};
+use serde::Deserialize;
+
+/// `[quotas]` as written in the file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileQuotas {
+    pub(super) drafts_per_client_per_hour: Option<u32>,
+    pub(super) consents_per_client_per_hour: Option<u32>,
+    pub(super) consents_per_address_per_hour: Option<u32>,
+    pub(super) confirmation_mails_per_hour: Option<u32>,
+    pub(super) registrations_per_client_per_hour: Option<u32>,
+}
+
+/// `[quotas]`: hourly ceilings on the writes anyone may cause without signing in. Each is
+/// counted over the last 60 minutes (a sliding window in one-minute steps); a client is
+/// an address as [`crate::net::ClientAddr::key`] folds it (IPv4, or an IPv6 /64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60;
+    /// 1..=10000).
+    pub drafts_per_client_per_hour: u32,
+    /// Consents recorded (the consent page's POST, each queueing a confirmation e-mail)
+    /// per client address (default 20; 1..=10000).
+    pub consents_per_client_per_hour: u32,
+    /// Confirmation e-mails per target e-mail address (default 5; 1..=100).
+    pub consents_per_address_per_hour: u32,
+    /// Confirmation e-mails for the whole holder (default 500; 1..=1000000).
+    pub confirmation_mails_per_hour: u32,
+    /// OAuth dynamic client registrations (RFC 7591) per client address (default 20;
+    /// 1..=10000).
+    pub registrations_per_client_per_hour: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            drafts_per_client_per_hour: 60,
+            consents_per_client_per_hour: 20,
+            consents_per_address_per_hour: 5,
+            confirmation_mails_per_hour: 500,
+            registrations_per_client_per_hour: 20,
+        }
+    }
+}
+
+/// `[quotas]` checked against its ranges, defaults for the keys not given.
+pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
+    let d = Quotas::default();
+    Ok(Quotas {
+        drafts_per_client_per_hour: ranged(
+            f.drafts_per_client_per_hour,
+            d.drafts_per_client_per_hour,
+            1..=10_000,
+            "quotas.drafts_per_client_per_hour",
+            "1..=10000",
+        )?,
+        consents_per_client_per_hour: ranged(
+            f.consents_per_client_per_hour,
+            d.consents_per_client_per_hour,
+            1..=10_000,
+            "quotas.consents_per_client_per_hour",
+            "1..=10000",
+        )?,
+        consents_per_address_per_hour: ranged(
+            f.consents_per_address_per_hour,
+            d.consents_per_address_per_hour,
+            1..=100,
+            "quotas.consents_per_address_per_hour",
+            "1..=100",
+        )?,
+        confirmation_mails_per_hour: ranged(
+            f.confirmation_mails_per_hour,
+            d.confirmation_mails_per_hour,
+            1..=1_000_000,
+            "quotas.confirmation_mails_per_hour",
+            "1..=1000000",
+        )?,
+        registrations_per_client_per_hour: ranged(
+            f.registrations_per_client_per_hour,
+            d.registrations_per_client_per_hour,
+            1..=10_000,
+            "quotas.registrations_per_client_per_hour",
+            "1..=10000",
+        )?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotas_are_checked_against_their_ranges() {
+        assert_eq!(quotas(&FileQuotas::default()).unwrap(), Quotas::default());
+        let f = FileQuotas { drafts_per_client_per_hour: Some(0), ..Default::default() };
+        let e = quotas(&f).unwrap_err().to_string();
+        assert!(e.contains("quotas.drafts_per_client_per_hour") && e.contains("1..=10000"), "{e}");
+        let f = FileQuotas { consents_per_address_per_hour: Some(101), ..Default::default() };
+        let e = quotas(&f).unwrap_err().to_string();
+        assert!(e.contains("quotas.consents_per_address_per_hour") && e.contains("1..=100"), "{e}");
+        let f = FileQuotas { registrations_per_client_per_hour: Some(3), ..Default::default() };
+        let q = quotas(&f).unwrap();
+        assert_eq!((q.registrations_per_client_per_hour, q.drafts_per_client_per_hour), (3, 60));
+    }
+}
