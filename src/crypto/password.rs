@@ -6,12 +6,19 @@
 //! hash with the current parameters after a successful verification. Hashing takes tens
 //! of milliseconds and 19 MiB: callers run it on blocking threads and bound how many run
 //! at once.
+//!
+//! The 19 MiB of argon2 working memory come from a small pool of buffers that are reused
+//! and never freed ([`MAX_POOLED`]). Allocating them per hash let the process grow by
+//! 19 MiB per concurrent sign-in and keep it: glibc raises its mmap threshold when such a
+//! block is freed, and later blocks then come from per-thread arenas that are not given
+//! back (60 concurrent sign-ins took the server from 28 MiB to 850 MiB; issue 9 point 1).
+//! Buffers are wiped before they go back to the pool.
 
 use super::CryptoError;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// argon2 parameters (memory KiB, iterations, lanes), for callers that hash with
 /// other than the current ones (tests of rehashing).
@@ -61,13 +68,24 @@ pub fn hash(password: &str) -> Result<String, CryptoError> {
 /// # Errors
 /// [`CryptoError::Hash`].
 pub fn hash_with(password: &str, params: Params) -> Result<String, CryptoError> {
+    let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
     let mut salt = [0u8; 16];
     rand::rng().fill_bytes(&mut salt);
-    let salt = SaltString::encode_b64(&salt).map_err(|e| CryptoError::Hash(e.to_string()))?;
-    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| CryptoError::Hash(e.to_string()))
+    let salt_string = SaltString::encode_b64(&salt).map_err(|e| fail(&e))?;
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
+    with_blocks(params.block_count(), |blocks| {
+        argon.hash_password_into_with_memory(password.as_bytes(), &salt, &mut out, blocks)
+    })
+    .map_err(|e| fail(&e))?;
+    let phc = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: ParamsString::try_from(&params).map_err(|e| fail(&e))?,
+        salt: Some(salt_string.as_salt()),
+        hash: Some(Output::new(&out).map_err(|e| fail(&e))?),
+    };
+    Ok(phc.to_string())
 }
 
 /// Whether `password` matches the PHC string `phc`, with the string's own algorithm,
@@ -77,7 +95,48 @@ pub fn verify(password: &str, phc: &str) -> bool {
     if parsed.algorithm.as_str() != "argon2id" {
         return false;
     }
-    Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok()
+    let version = match parsed.version.map(Version::try_from) {
+        None => Version::default(),
+        Some(Ok(v)) => v,
+        Some(Err(_)) => return false,
+    };
+    let (Ok(params), Some(salt), Some(expected)) = (Params::try_from(&parsed), parsed.salt, parsed.hash) else {
+        return false;
+    };
+    let mut salt_buf = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_buf) else { return false };
+    let mut out = vec![0u8; expected.len()];
+    let Ok(params) = Params::new(params.m_cost(), params.t_cost(), params.p_cost(), Some(expected.len())) else {
+        return false;
+    };
+    let argon = Argon2::new(Algorithm::Argon2id, version, params.clone());
+    let hashed = with_blocks(params.block_count(), |blocks| {
+        argon.hash_password_into_with_memory(password.as_bytes(), salt, &mut out, blocks)
+    });
+    // `Output`'s equality is constant-time.
+    hashed.is_ok() && Output::new(&out).is_ok_and(|o| o == expected)
+}
+
+/// Most argon2 working buffers kept for reuse (the web pages run at most 16 hashes at
+/// once; a buffer beyond the pool is allocated for that hash and freed after it).
+pub const MAX_POOLED: usize = 16;
+
+/// Runs `f` over `n` zeroed argon2 blocks from the pool (see the module docs).
+fn with_blocks<T>(n: usize, f: impl FnOnce(&mut [Block]) -> T) -> T {
+    static POOL: Mutex<Vec<Vec<Block>>> = Mutex::new(Vec::new());
+    let pooled = POOL.lock().ok().and_then(|mut p| {
+        let i = p.iter().position(|b| b.len() == n)?;
+        Some(p.swap_remove(i))
+    });
+    let mut blocks = pooled.unwrap_or_else(|| vec![Block::default(); n]);
+    let out = f(&mut blocks);
+    blocks.fill(Block::default());
+    if let Ok(mut p) = POOL.lock() {
+        if p.len() < MAX_POOLED {
+            p.push(blocks);
+        }
+    }
+    out
 }
 
 /// Whether a PHC string was made with other than the current algorithm, version or
@@ -121,5 +180,32 @@ mod tests {
         assert!(check_length("1234567890").is_ok());
         assert!(check_length(&"é".repeat(200)).is_ok());
         assert!(check_length(&"é".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn pooled_hashing_is_the_standard_phc_both_ways() {
+        use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+        // Ours verifies with the library's verifier ...
+        let ours = hash("correct horse battery").unwrap();
+        assert!(ours.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{ours}");
+        let parsed = PasswordHash::new(&ours).unwrap();
+        assert!(Argon2::default().verify_password(b"correct horse battery", &parsed).is_ok());
+        assert!(Argon2::default().verify_password(b"wrong horse battery", &parsed).is_err());
+        // ... and the library's hash (other parameters, other output length) with ours.
+        let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
+        let lib = Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::new(1024, 1, 1, Some(16)).unwrap())
+            .hash_password(b"correct horse battery", &salt)
+            .unwrap()
+            .to_string();
+        assert!(verify("correct horse battery", &lib));
+        assert!(!verify("correct horse batterz", &lib));
+        // Concurrent hashes share the bounded pool and all verify.
+        let hashes: Vec<String> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| sc.spawn(|| hash_with("pw-0123456789", Params::new(1024, 1, 1, None).unwrap()).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(hashes.iter().all(|h| verify("pw-0123456789", h)));
     }
 }
