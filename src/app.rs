@@ -722,6 +722,8 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
     use tokio::sync::{Semaphore, TryAcquireError};
 
     let header = Duration::from_secs(limits.header_read_timeout_secs);
+    let body_timeout =
+        tower_http::timeout::RequestBodyTimeoutLayer::new(Duration::from_secs(limits.body_read_timeout_secs));
     let idle = Duration::from_secs(limits.idle_timeout_secs);
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(header);
@@ -764,8 +766,12 @@ pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: 
         let _ = tcp.set_nodelay(true);
         let (io, activity) = Watched::new(tcp);
         let (id, conn) = open.add(activity.clone());
-        // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`).
-        let inner = TowerToHyperService::new(app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
+        // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`); a
+        // body not complete within `body_read_timeout_secs` fails its read, so the request
+        // ends and its connection is closed (a trickled body cannot hold a slot).
+        let inner = TowerToHyperService::new(
+            app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))).layer(body_timeout.clone()),
+        );
         let counted = conn.clone();
         let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
             let guard = InFlight::enter(counted.clone());

@@ -65,6 +65,12 @@ impl TrustedProxies {
         self.0.iter().any(|n| n.contains(&ip))
     }
 
+    /// The entries that take in every address (`0.0.0.0/0`, `::/0`): with them anyone can
+    /// name any client in `X-Forwarded-For` (a `check-config` warning).
+    pub fn everyone(&self) -> Vec<String> {
+        self.0.iter().filter(|n| n.prefix_len() == 0).map(ToString::to_string).collect()
+    }
+
     /// The entries in CIDR notation (for `isto admin check-config`).
     pub fn describe(&self) -> Vec<String> {
         self.0.iter().map(ToString::to_string).collect()
@@ -180,5 +186,7 @@ mod tests {
         assert!(err.contains("\"10.0.0.0/33\"") && err.contains("CIDR"), "{err}");
         assert!(TrustedProxies::parse(&vec!["::1"; 65]).is_err());
         assert!(TrustedProxies::loopback().contains("127.1.2.3".parse().unwrap()));
+        assert!(TrustedProxies::loopback().everyone().is_empty());
+        assert_eq!(TrustedProxies::parse(&["10.0.0.0/8", "::/0"]).unwrap().everyone(), vec!["::/0"]);
     }
 }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 pub(super) struct FileLimits {
     pub(super) header_read_timeout_secs: Option<u64>,
     pub(super) idle_timeout_secs: Option<u64>,
+    pub(super) body_read_timeout_secs: Option<u64>,
     pub(super) max_connections: Option<usize>,
     pub(super) mcp_session_idle_secs: Option<u64>,
     pub(super) max_mcp_sessions: Option<usize>,
@@ -37,6 +38,9 @@ pub struct Limits {
     /// Seconds without a byte read or written after which a connection is closed
     /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
     pub idle_timeout_secs: u64,
+    /// Seconds a request has to send its whole body once its head is in (default 15;
+    /// 1..=300): a body trickled a byte at a time cannot hold a connection slot for long.
+    pub body_read_timeout_secs: u64,
     /// Connections served at once (default 1024; 1..=65536); at the cap a new one
     /// replaces the longest-waiting connection without a request in flight, or waits
     /// for a slot when all are busy (`app::serve_http`). Size the file limit
@@ -78,6 +82,7 @@ impl Default for Limits {
         Self {
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            body_read_timeout_secs: 15,
             max_connections: 1024,
             mcp_session_idle_secs: 60,
             max_mcp_sessions: 256,
@@ -111,6 +116,13 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             1..=3600,
             "limits.idle_timeout_secs",
             "1..=3600",
+        )?,
+        body_read_timeout_secs: ranged(
+            f.body_read_timeout_secs,
+            d.body_read_timeout_secs,
+            1..=300,
+            "limits.body_read_timeout_secs",
+            "1..=300",
         )?,
         max_connections: ranged(
             f.max_connections,

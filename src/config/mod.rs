@@ -536,6 +536,7 @@ impl Settings {
             "limits": {
                 "header_read_timeout_secs": self.limits.header_read_timeout_secs,
                 "idle_timeout_secs": self.limits.idle_timeout_secs,
+                "body_read_timeout_secs": self.limits.body_read_timeout_secs,
                 "max_connections": self.limits.max_connections,
                 "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
                 "max_mcp_sessions": self.limits.max_mcp_sessions,
@@ -561,15 +562,24 @@ impl Settings {
     }
 
     /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
-    /// mismatches such as port 465 without implicit TLS.
+    /// mismatches such as port 465 without implicit TLS, and a `trusted_proxies` entry
+    /// that trusts every address.
     pub fn warnings(&self) -> Vec<String> {
-        self.smtp_url
+        let mut w: Vec<String> = self
+            .smtp_url
             .as_deref()
             .and_then(|u| crate::mail::check_smtp_url(u, self.allow_plaintext_auth).ok())
             .unwrap_or_default()
             .into_iter()
             .map(|w| format!("mail.smtp_url: {w}"))
-            .collect()
+            .collect();
+        for net in self.trusted_proxies.everyone() {
+            w.push(format!(
+                "trusted_proxies: {net} trusts every address, so any client can name itself in \
+                 X-Forwarded-For and escape the per-client limits; list only your proxies' addresses"
+            ));
+        }
+        w
     }
 
     /// Path of the store file ([`crate::store::FILE_NAME`] in the data directory).
@@ -648,6 +658,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [limits]
 # header_read_timeout_secs = 10             # to send a request head (and between keep-alive requests)
 # idle_timeout_secs = 60                    # a connection with no traffic is closed
+# body_read_timeout_secs = 15               # to send a whole request body once the head is in
 # max_connections = 1024                    # served at once; at the cap a half-open or idle one makes room (LimitNOFILE above it)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
@@ -691,6 +702,21 @@ mod tests {
         std::fs::write(&p, "lisen = \"1.2.3.4:5\"\n").unwrap();
         let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err();
         assert!(e.to_string().contains("lisen"), "{e}");
+    }
+
+    #[test]
+    fn trusted_proxies_load_and_a_catch_all_is_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("isto.toml");
+        std::fs::write(&p, "trusted_proxies = [\"10.0.0.0/8\", \"0.0.0.0/0\"]\n").unwrap();
+        let s = Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
+        assert_eq!(s.describe()["trusted_proxies"], serde_json::json!(["10.0.0.0/8", "0.0.0.0/0"]));
+        let w = s.warnings();
+        assert!(w.len() == 1 && w[0].starts_with("trusted_proxies: 0.0.0.0/0 trusts every address"), "{w:?}");
+        assert!(Settings::defaults().warnings().is_empty());
+        std::fs::write(&p, "trusted_proxies = [\"proxy.example\"]\n").unwrap();
+        let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.contains("trusted_proxies") && e.contains("\"proxy.example\""), "{e}");
     }
 
     #[test]

@@ -17,13 +17,16 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    let app = Router::new().route("/", get(|| async { "ok" })).route(
-        "/slow",
-        get(|| async {
-            tokio::time::sleep(Duration::from_millis(800)).await;
-            "slow"
-        }),
-    );
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .route("/echo", axum::routing::post(|body: axum::body::Bytes| async move { format!("{} bytes", body.len()) }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                "slow"
+            }),
+        );
     let task = tokio::spawn(serve_http(listener, app, limits, stop.clone()));
     (addr, stop, task)
 }
@@ -69,6 +72,38 @@ async fn half_a_request_line_is_closed_after_the_header_timeout() {
     read_to_close(&mut silent, Duration::from_secs(5)).await.expect("silent connection closed within 5 s");
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_trickled_request_body_is_cut_off_after_the_body_timeout() {
+    let (addr, stop, task) = start(Limits { body_read_timeout_secs: 1, ..limits(10, 30, 16) }).await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
+    let t = Instant::now();
+    // One byte every 200 ms keeps the idle timeout (30 s) from ever firing.
+    let trickle = async {
+        for _ in 0..40 {
+            if slow.write_all(b"a").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(1500), trickle).await;
+    let answer = read_to_close(&mut slow, Duration::from_secs(4)).await.expect("closed within the body timeout");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    assert!(t.elapsed() >= Duration::from_millis(900), "cut off too early: {:?}", t.elapsed());
+    assert!(!answer.contains("1000 bytes"), "{answer}");
+    // A body sent at once is served.
+    let mut quick = TcpStream::connect(addr).await.unwrap();
+    quick
+        .write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc")
+        .await
+        .unwrap();
+    let body = read_to_close(&mut quick, Duration::from_secs(5)).await.unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("3 bytes"));
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
 }
 
 #[tokio::test]
