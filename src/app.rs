@@ -316,6 +316,8 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 /// # Errors
 /// [`ServeError`] on start-up failures.
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
+    // Listen first: a port in use is reported before anything is created on disk.
+    let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
     let transport = crate::mail::Transport::with_timeout(
         settings.smtp_url.as_deref(),
         &settings.outbox_dir(),
@@ -347,7 +349,6 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         Err(e) => tracing::error!(error = %e, "offer index task failed"),
     }
     let stop = CancellationToken::new();
-    let listener = listen(s.listen).map_err(|e| ServeError::Bind(s.listen, e))?;
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
 
     let worker = tokio::spawn(crate::mail::worker::run(

@@ -244,3 +244,23 @@ fn many_initialize_calls_keep_at_most_the_cap_of_sessions() {
     let again = initialize(&f);
     assert_eq!(tools_list(&f, &again), axum::http::StatusCode::OK);
 }
+
+/// `isto serve` on a port already in use says so and leaves nothing behind: the data
+/// directory, the key and the store are created only once the port is held.
+#[test]
+fn serve_on_a_port_in_use_fails_before_creating_anything() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_isto"))
+        .args(["serve", "--listen", &addr.to_string(), "--data-dir"])
+        .arg(&data)
+        .env_remove("ISTO_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+    assert!(!data.exists(), "the data directory was created");
+}
