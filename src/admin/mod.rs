@@ -189,6 +189,33 @@ fn in_use(e: &StoreError) -> bool {
     e.is_already_open()
 }
 
+/// Sends `req` to the running server's admin socket, or, when no server runs, opens the
+/// store here and answers it with `local` (the same function the socket runs). Returns
+/// the answer and whether it went through the socket.
+///
+/// # Errors
+/// No store yet (run `isto admin init`), the socket's failure, or the store held by a
+/// server without a working admin socket.
+fn via_server_or_store(
+    settings: &Settings,
+    req: &Value,
+    local: impl FnOnce(&AppState, &Value) -> Value,
+) -> anyhow::Result<(Value, bool)> {
+    match Client::connect(&settings.admin_socket_path())? {
+        Connect::Ready(mut client) => Ok((client.request(req)?, true)),
+        other => {
+            if !settings.store_path().exists() {
+                anyhow::bail!(
+                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
+                    settings.store_path().display()
+                );
+            }
+            let holder = open_holder(settings, &other)?;
+            Ok((local(&holder, req), false))
+        }
+    }
+}
+
 /// Opens store and keys in this process for an import (no server answers).
 fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState> {
     let store_path = settings.store_path();

@@ -9,7 +9,6 @@
 //! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
 //! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
 
-use super::socket::{Client, Connect};
 use crate::config::Settings;
 use crate::intents::Purged;
 use crate::state::AppState;
@@ -74,19 +73,7 @@ pub fn report(p: &Purged, dry_run: bool) -> String {
 /// working admin socket.
 pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<Purged> {
     let req = json!({"op": OP, "dryRun": dry_run});
-    let answer = match Client::connect(&settings.admin_socket_path())? {
-        Connect::Ready(mut client) => client.request(&req)?,
-        other => {
-            if !settings.store_path().exists() {
-                anyhow::bail!(
-                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
-                    settings.store_path().display()
-                );
-            }
-            let holder = super::open_holder(settings, &other)?;
-            answer(&holder, &req, true)
-        }
-    };
+    let (answer, _) = super::via_server_or_store(settings, &req, |holder, req| answer(holder, req, true))?;
     if answer.get("ok") != Some(&Value::Bool(true)) {
         let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
         anyhow::bail!("{msg}");

@@ -14,7 +14,6 @@
 //! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
 //! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
 
-use super::socket::{Client, Connect};
 use crate::cli::SellerCommand;
 use crate::config::Settings;
 use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};
@@ -80,19 +79,7 @@ pub(crate) async fn respond(holder: &AppState, op: &str, request: &Value) -> Val
 /// Sends `req` to the running server, or runs it on the store opened here. Returns the
 /// answer and whether it went through the socket.
 fn call(settings: &Settings, op: &str, req: &Value) -> anyhow::Result<(Value, bool)> {
-    match Client::connect(&settings.admin_socket_path())? {
-        Connect::Ready(mut client) => Ok((client.request(req)?, true)),
-        other => {
-            if !settings.store_path().exists() {
-                anyhow::bail!(
-                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
-                    settings.store_path().display()
-                );
-            }
-            let holder = super::open_holder(settings, &other)?;
-            Ok((answer(&holder, op, req, true), false))
-        }
-    }
+    super::via_server_or_store(settings, req, |holder, req| answer(holder, op, req, true))
 }
 
 fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
