@@ -374,7 +374,11 @@ impl Intents {
                 rec.valid_until = clock::rfc3339(t);
             }
             if content || earlier.is_some() {
-                rec.updated_at = clock::rfc3339(now);
+                // A change of the hidden limit alone is nothing a seller sees: the intent
+                // does not move in the sellers' `since` feed (PROTOCOL.md §3).
+                if !changes.keys().all(|k| k == "hiddenLimit") {
+                    rec.updated_at = clock::rfc3339(now);
+                }
                 if content && rec.effective_status(now) == Status::Active {
                     n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
                 }
@@ -407,9 +411,10 @@ impl Intents {
         if let Some(b) = &rec.budget {
             m.insert("budget".into(), json(b));
         }
-        if let Some(h) = self.base.hidden_limit(rec)? {
-            m.insert("hiddenLimit".into(), Value::from(h));
-        }
+        // The stored hidden limit is never laid in: the checks that relate it to other
+        // fields run only when the call itself gives one (PROTOCOL.md §3), so no answer
+        // depends on the stored value (issue 10 point 1). The write keeps it unless the
+        // call changes it.
         m.insert("visibility".into(), json(&rec.visibility));
         for (k, v) in changes {
             match (k.as_str(), v) {

@@ -280,6 +280,47 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     assert_eq!(f.stored(&id).statement, "Škoda");
 }
 
+/// PROTOCOL.md §3 (issue 10 point 1): no answer of `intent_update_intent` depends on a
+/// stored hidden limit (the relation to `budget.min` is checked only when the call gives
+/// `hiddenLimit`), and a change of the hidden limit alone does not move the intent in
+/// the sellers' `since` feed.
+#[test]
+fn the_stored_hidden_limit_never_shapes_an_update_answer() {
+    let f = fixture();
+    let h = &f.holder;
+    let (acc, _) = f.buyer("buyer@example.com");
+    let with_limit = |limit: f64| {
+        let mut args = octavia();
+        args["hiddenLimit"] = json!(limit);
+        publish(h, &acc, args).intent.id
+    };
+    let (low, high) = (with_limit(13_777.5), with_limit(99_999.0));
+    f.clock.advance(time::Duration::minutes(5));
+    // Before the fix, a budget.min above the stored limit answered "hiddenLimit must not
+    // be below budget.min" for `low` only: 23 such calls recovered the limit.
+    let change = |id: &str, min: f64| update(h, &acc, &json!({"id": id, "budget": {"min": min, "max": 60000}}));
+    for min in [1_000.0, 13_777.0, 13_778.0, 50_000.0, 14_000.0] {
+        let (a, b) = (change(&low, min), change(&high, min));
+        assert!(a.is_ok() && b.is_ok(), "budget.min {min}: {:?} / {:?}", a.err(), b.err());
+        let (mut a, b) =
+            (serde_json::to_value(a.unwrap().intent).unwrap(), serde_json::to_value(b.unwrap().intent).unwrap());
+        a["id"] = b["id"].clone();
+        a["createdAt"] = b["createdAt"].clone();
+        assert_eq!(a, b, "the answers differ only by id");
+    }
+    // Given in the call, the hidden limit is checked against the budget.
+    let e = update(h, &acc, &json!({"id": low, "hiddenLimit": 10_000})).unwrap_err();
+    assert!(e.to_string().contains("hiddenLimit must not be below budget.min"), "{e}");
+    // Changing the limit alone: applied (sealed anew), updatedAt unchanged.
+    let before = f.stored(&low);
+    f.clock.advance(time::Duration::minutes(5));
+    let r = update(h, &acc, &json!({"id": low, "hiddenLimit": 60_000})).unwrap();
+    assert_eq!(r.intent.updated_at, before.updated_at);
+    let after = f.stored(&low);
+    assert_eq!(h.base.hidden_limit(&after).unwrap(), Some(60_000.0));
+    assert_eq!(after.updated_at, before.updated_at);
+}
+
 #[test]
 fn valid_until_later_waits_for_the_renewal_page() {
     let f = fixture();
