@@ -97,6 +97,10 @@ impl PublicError for ServiceError {
 /// Result of a domain operation.
 pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
+/// Bytes a sealed number is padded to ([`Base::seal_hidden_limit`]): more than any
+/// accepted limit (a positive number up to 10^12 with its decimals) needs.
+pub const SEALED_NUMBER_WIDTH: usize = 32;
+
 /// The handles the domain services share. Cheap to share behind an `Arc`; no field is
 /// a service.
 pub struct Base {
@@ -314,6 +318,17 @@ impl Base {
         self.settings.rates.keys().cloned().collect()
     }
 
+    /// Seals a hidden limit in a fixed-length encoding: the decimal number padded with
+    /// spaces to [`SEALED_NUMBER_WIDTH`] bytes, so that the ciphertext's length does not
+    /// tell how many digits the limit has (issue 10 point 5). [`Base::hidden_limit`]
+    /// reads both this and the unpadded form of older records.
+    ///
+    /// # Errors
+    /// Sealing errors.
+    pub fn seal_hidden_limit(&self, limit: f64) -> Result<crate::crypto::Sealed> {
+        Ok(self.keys.seal_str(&format!("{limit:<SEALED_NUMBER_WIDTH$}"))?)
+    }
+
     /// The intent's hidden limit, opened (`None` without one or when unreadable as a
     /// number).
     ///
@@ -322,7 +337,7 @@ impl Base {
     pub fn hidden_limit(&self, rec: &IntentRecord) -> Result<Option<f64>> {
         match &rec.hidden_limit {
             None => Ok(None),
-            Some(s) => Ok(self.keys.open_str(s)?.expose().parse::<f64>().ok()),
+            Some(s) => Ok(self.keys.open_str(s)?.expose().trim_end().parse::<f64>().ok()),
         }
     }
 
@@ -394,6 +409,23 @@ mod tests {
 
     fn stored_active(b: &Base, id: &str) -> bool {
         b.store.read(|rx| rx.active_ids()).unwrap().iter().any(|i| i == id)
+    }
+
+    #[test]
+    fn hidden_limits_seal_to_one_length_whatever_their_digits() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = base(dir.path());
+        let mut rec = active("int_a");
+        let mut lengths = std::collections::BTreeSet::new();
+        for v in [5.0, 13_777.5, 999_999_999_999.99, 0.01] {
+            rec.hidden_limit = Some(b.seal_hidden_limit(v).unwrap());
+            lengths.insert(rec.hidden_limit.as_ref().unwrap().ct.len());
+            assert_eq!(b.hidden_limit(&rec).unwrap(), Some(v));
+        }
+        assert_eq!(lengths.len(), 1, "{lengths:?}");
+        // A record sealed by an older isto (unpadded) still opens.
+        rec.hidden_limit = Some(b.keys.seal_str("13777.5").unwrap());
+        assert_eq!(b.hidden_limit(&rec).unwrap(), Some(13_777.5));
     }
 
     #[test]

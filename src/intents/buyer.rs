@@ -341,7 +341,7 @@ impl Intents {
         }
         let hidden_changed = changes.contains_key("hiddenLimit");
         let buy_by_changed = changes.contains_key("buyBy");
-        let hidden = p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?;
+        let hidden = p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?;
         let before = content_of(&rec);
         let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;

@@ -153,7 +153,7 @@ impl Intents {
             criteria: p.criteria,
             area: p.area,
             budget: p.budget,
-            hidden_limit: p.hidden_limit.map(|h| self.base.keys.seal_str(&h.to_string())).transpose()?,
+            hidden_limit: p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?,
             buy_by: p.buy_by,
             valid_until: clock::rfc3339(p.valid_until),
             visibility: p.visibility,
