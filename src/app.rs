@@ -158,6 +158,16 @@ async fn same_origin_posts(
     next.run(req).await
 }
 
+/// The ceiling on what any `RUST_LOG` can turn on (issue 10 point 6): isto's own targets
+/// as the filter says, every other crate's at `warn` and above only. Below warn, rmcp
+/// logs whole MCP messages (intentCode, statement, hidden limit, consent token), lettre
+/// the SMTP conversation (recipients), hyper and h2 request and response bytes; none of
+/// that may reach a log, whatever the operator sets.
+pub fn log_ceiling(meta: &tracing::Metadata<'_>) -> bool {
+    let own = meta.target() == "isto" || meta.target().starts_with("isto::");
+    own || *meta.level() <= tracing::Level::WARN
+}
+
 /// Puts the request's [`ClientAddr`] into its extensions: the socket peer (from the
 /// `ConnectInfo` that [`serve_http`] adds per connection), or the client named by
 /// `X-Forwarded-For` when the peer is a trusted proxy (see [`crate::net`]).

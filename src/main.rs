@@ -7,20 +7,19 @@ use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
 
 fn init_logging() {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // rmcp logs whole MCP messages (codes, statements, limits) below warn: never below
-    // warn, whatever RUST_LOG says.
-    if let Ok(d) = "rmcp=warn".parse() {
-        filter = filter.add_directive(d);
-    }
     use std::io::IsTerminal as _;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
-        .init();
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(isto::app::log_ceiling));
+    tracing_subscriber::registry().with(fmt).init();
 }
 
 fn main() -> ExitCode {

@@ -221,6 +221,11 @@ impl Isto {
     /// Starts `isto serve` with `smtp_url`, 2 s SMTP steps and a 1 s retry base; waits
     /// (at most 20 s) for `/healthz`.
     async fn start(smtp_url: &str) -> Isto {
+        Self::start_logging(smtp_url, "info").await
+    }
+
+    /// [`Isto::start`] with `RUST_LOG` set to `rust_log`.
+    async fn start_logging(smtp_url: &str, rust_log: &str) -> Isto {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let config = dir.path().join("isto.toml");
@@ -235,7 +240,7 @@ impl Isto {
             .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
             .env("ISTO_SMTP_URL", smtp_url)
             .env("ISTO_MAIL_FROM", "Holder <noreply@holder.test>")
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -633,5 +638,36 @@ fn after_an_outage_and_4xx_each_message_arrives_once_and_a_550_is_dropped_and_co
         assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
         let (backlog, dropped) = isto.outbox_after_exit();
         assert_eq!((backlog, dropped), (0, 1), "everything sent or dropped; the 550 counted once");
+    });
+}
+
+/// Issue 10 point 6: the most verbose `RUST_LOG` there is, through a whole flow (publish
+/// with a hidden limit, consent, the confirmation mail over SMTP, search): no statement,
+/// intentCode, consent token, contact or hidden limit reaches the log.
+#[test]
+fn a_trace_level_log_holds_no_secret() {
+    runtime().block_on(async {
+        let fake = Fake::start(0, Mode::Accept).await;
+        let isto = Isto::start_logging(&format!("smtp://127.0.0.1:{}", fake.port), "trace,rmcp::service=trace").await;
+        let sid = isto.session().await;
+        let out = isto
+            .tool(
+                &sid,
+                "intent_publish_intent",
+                json!({"statement": "Zelený traktor Zetor", "criteria": {"category": "vehicles"}, "area": "SK",
+                       "hiddenLimit": 13777.5}),
+            )
+            .await;
+        let code = find_str(&out, "intentCode").unwrap_or_else(|| panic!("no intentCode: {out}"));
+        let consent = find_str(&out, "consentUrl").unwrap();
+        let consent_token = consent.rsplit('/').next().unwrap().to_owned();
+        isto.consented_intent(&sid, "secret.buyer@example.com").await;
+        wait_until(10, "the confirmation mail", || !fake.received().is_empty()).await;
+        isto.tool(&sid, "intent_search_offers", json!({"statement": "Zelený traktor Zetor", "area": "SK"})).await;
+        let log = isto.log();
+        assert!(log.contains("mail sent"), "the log is written at all:\n{log}");
+        for secret in ["Zelený traktor", "Zetor", code.as_str(), consent_token.as_str(), "secret.buyer", "13777"] {
+            assert!(!log.contains(secret), "{secret} reached the log:\n{log}");
+        }
     });
 }
