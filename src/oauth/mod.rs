@@ -226,12 +226,12 @@ fn bearer_check<'a>(
     let grant = match headers.get(header::AUTHORIZATION) {
         None => None,
         Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
-            TokenProblem::Malformed => error::bearer_challenge(
-                StatusCode::BAD_REQUEST,
-                &metadata_url,
-                &all_scopes,
-                Some(("invalid_request", "the Authorization header must be `Bearer <token>`")),
-            ),
+            // Another scheme (`Basic …`) or an empty `Bearer` carries no bearer token:
+            // the plain 401 challenge, with no error code (RFC 6750 §3.1), so that the
+            // client starts the authorization flow.
+            TokenProblem::Malformed => {
+                error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)
+            }
             TokenProblem::Unknown => invalid("the access token is unknown or revoked"),
             TokenProblem::Expired => invalid("the access token expired"),
             TokenProblem::Store(e) => error::Internal::logged("bearer check", &e).into_response(),
@@ -255,7 +255,7 @@ fn bearer_check<'a>(
 
 /// Why a presented access token is not genuine.
 enum TokenProblem {
-    /// The header is not `Bearer <token>`.
+    /// The header is not `Bearer <token>` (another scheme, an empty or split token).
     Malformed,
     /// Unknown, revoked, or not an access token.
     Unknown,

@@ -665,4 +665,13 @@ fn require_bearer_answers_401_without_a_token() {
             .contains("resource_metadata=\"https://holder.example/.well-known/oauth-protected-resource/mcp/buyer\""),
         "{challenge}"
     );
+    // An empty Bearer, another scheme or a split token is no bearer token either: the
+    // same challenge, without an error code (RFC 6750 §3.1; issue 10 point 7).
+    for value in ["Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer a b"] {
+        let req = Request::post("/mcp/buyer").header(header::AUTHORIZATION, value).body(Body::empty()).unwrap();
+        let res = f.send(req);
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{value}");
+        let c = res.headers.get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
+        assert!(c.starts_with("Bearer ") && c.contains("resource_metadata=") && !c.contains("error="), "{value}: {c}");
+    }
 }
