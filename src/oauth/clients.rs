@@ -53,22 +53,11 @@ const CACHE_MAX_SECS: i64 = 86400;
 /// Most cached documents (the cache is cleared of expired entries, then emptied, past it).
 const CACHE_MAX_ENTRIES: usize = 1000;
 
-/// Schemes never accepted as redirect URIs.
-const FORBIDDEN_SCHEMES: [&str; 13] = [
-    "javascript",
-    "data",
-    "vbscript",
-    "file",
-    "blob",
-    "about",
-    "filesystem",
-    "ws",
-    "wss",
-    "ftp",
-    "mailto",
-    "tel",
-    "sms",
-];
+/// Private-use schemes without a dot that well-known MCP clients register (Cursor, VS
+/// Code); every other private-use scheme must be reverse-DNS (`com.example.app`,
+/// RFC 8252 §7.1), so that no OS or browser handler (`view-source:`, `jar:`,
+/// `ms-settings:`, `javascript:` …) can be named (PROTOCOL.md §7).
+const KNOWN_APP_SCHEMES: [&str; 3] = ["cursor", "vscode", "vscode-insiders"];
 
 /// A client as registered (or read from its metadata document).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -168,13 +157,22 @@ pub fn check_redirect_uri(s: &str) -> Result<(), String> {
     if !u.username().is_empty() || u.password().is_some() {
         return Err(format!("{s:?} must not contain user information"));
     }
+    // `https:///cb` parses with the host "cb": the authority must really be there.
+    let authority = s.split_once("://").map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or_default());
     match u.scheme() {
+        "https" | "http" if authority.is_none_or(str::is_empty) => Err(format!("{s:?} has no host")),
+        "https" | "http" if u.host_str().is_some_and(|h| h.contains('*')) => {
+            Err(format!("{s:?}: wildcards are not allowed; register each redirect URI exactly"))
+        }
         "https" if u.host().is_some() => Ok(()),
         "https" => Err(format!("{s:?} has no host")),
         "http" if is_loopback(&u) => Ok(()),
         "http" => Err(format!("{s:?}: plain http is allowed only for loopback hosts (127.0.0.1, [::1], localhost)")),
-        scheme if FORBIDDEN_SCHEMES.contains(&scheme) => Err(format!("{s:?}: the {scheme}: scheme is not allowed")),
-        _ => Ok(()),
+        scheme if scheme.contains('.') || KNOWN_APP_SCHEMES.contains(&scheme) => Ok(()),
+        scheme => Err(format!(
+            "{s:?}: the {scheme}: scheme is not allowed; use https, loopback http, or a private-use scheme in \
+             reverse-DNS form such as com.example.app:/callback (RFC 8252 §7.1)"
+        )),
     }
 }
 
@@ -490,6 +488,23 @@ mod tests {
         assert!(check_redirect_uri("javascript:alert(1)").is_err());
         assert!(check_redirect_uri("https://user:pw@app.example/cb").is_err());
         assert!(check_redirect_uri("/relative").is_err());
+        // PROTOCOL.md §7 (issue 10 point 7): no wildcards, empty hosts or handler schemes;
+        // private-use schemes in reverse-DNS form.
+        for bad in [
+            "https://*.client.example/cb",
+            "https:///cb",
+            "view-source:https://app.example/",
+            "jar:https://app.example/x.jar!/",
+            "ms-settings:privacy",
+            "data:text/html,hi",
+            "file:///etc/passwd",
+            "myapp:/cb",
+        ] {
+            let e = check_redirect_uri(bad).unwrap_err();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+        assert!(check_redirect_uri("com.example.app:/oauth2redirect").is_ok());
+        assert!(check_redirect_uri("vscode://vscode.mcp/callback").is_ok());
     }
 
     #[test]
