@@ -131,6 +131,13 @@ pub fn routes(ctx: Arc<Server>) -> Router {
         .route("/oauth/register", post(clients::register).options(preflight))
         .route("/oauth/token", post(token::token).options(preflight))
         .route("/oauth/revoke", post(token::revoke).options(preflight))
+        // Metadata a client may probe for that this holder does not publish (path-suffixed
+        // variants, OpenID discovery): a JSON 404 that a browser-based client can read,
+        // with the CORS headers of the rest (issue 10 point 7).
+        .route("/.well-known/oauth-authorization-server/{*rest}", get(no_metadata).options(preflight))
+        .route("/.well-known/oauth-protected-resource/{*rest}", get(no_metadata).options(preflight))
+        .route("/.well-known/openid-configuration", get(no_metadata).options(preflight))
+        .route("/.well-known/openid-configuration/{*rest}", get(no_metadata).options(preflight))
         .layer(axum::middleware::map_response(cors_headers));
     api.layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
 }
@@ -142,6 +149,12 @@ async fn cors_headers(mut res: Response) -> Response {
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("WWW-Authenticate"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     res
+}
+
+/// A discovery document this holder does not publish: 404 with a JSON error body.
+async fn no_metadata() -> Response {
+    let body = serde_json::json!({"error": "not_found", "error_description": "no such metadata document on this holder; see /.well-known/oauth-authorization-server and /.well-known/oauth-protected-resource/mcp/buyer"});
+    (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
 }
 
 /// `OPTIONS`: the CORS preflight answer.

@@ -297,6 +297,18 @@ async fn metadata_documents() {
     assert_eq!(s["resource"], seller());
     assert_eq!(s["scopes_supported"], json!(["offers", "demand"]));
     assert_eq!(e.get("/.well-known/oauth-protected-resource", None).await.json(), b);
+    // Documents this holder does not publish: a JSON 404 a browser-based client can read.
+    for path in [
+        "/.well-known/oauth-authorization-server/mcp/buyer",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/openid-configuration",
+        "/.well-known/openid-configuration/mcp/buyer",
+    ] {
+        let r = e.get(path, None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), "*", "{path}");
+        assert_eq!(r.json()["error"], "not_found", "{path}");
+    }
 
     let pre = e.send(Request::builder().method(Method::OPTIONS).uri("/oauth/token").body(Body::empty()).unwrap()).await;
     assert_eq!(pre.status, StatusCode::NO_CONTENT);
