@@ -331,7 +331,7 @@ pub(crate) async fn call_blocking(
     run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
     let name = request.name.to_string();
-    let unknown = || McpError::invalid_params(format!("unknown tool: {name}"), None);
+    let unknown = || McpError::invalid_params(format!("unknown tool: {}", crate::protocol::input::echo(&name)), None);
     if !tools.iter().any(|t| t.name == name) {
         return Err(unknown());
     }

@@ -152,9 +152,23 @@ impl<'a> Fields<'a> {
         if let Some(k) = self.map.keys().find(|k| !self.known.contains(&k.as_str())) {
             let mut allowed = self.known.clone();
             allowed.dedup();
-            return err(format!("{} is not a known property (accepted: {}){hint}", self.path(k), allowed.join(", ")));
+            let name = self.path(&echo(k));
+            return err(format!("{name} is not a known property (accepted: {}){hint}", allowed.join(", ")));
         }
         Ok(())
+    }
+}
+
+/// Most characters of a caller-chosen name (an unknown property or tool) that an error
+/// message repeats.
+pub const ECHO_MAX_CHARS: usize = 64;
+
+/// `name` as an error message repeats it: at most [`ECHO_MAX_CHARS`] characters, then
+/// `…`, so that an answer never grows with what the caller sent.
+pub fn echo(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.char_indices().nth(ECHO_MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &name[..at]).into(),
+        None => name.into(),
     }
 }
 
@@ -726,6 +740,18 @@ impl UpdateArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_name_is_echoed_shortly() {
+        let mut m = serde_json::Map::new();
+        m.insert("x".repeat(200_000), Value::Bool(true));
+        let v = Value::Object(m);
+        let f = Fields::new(&v, "").unwrap();
+        let e = f.finish("").unwrap_err().0;
+        assert!(e.len() < 300 && e.contains(&format!("{}… is not a known property", "x".repeat(64))), "{e}");
+        assert_eq!(echo("budget"), "budget");
+        assert_eq!(echo(&"é".repeat(65)), format!("{}…", "é".repeat(64)));
+    }
     use serde_json::json;
 
     /// A 250 KB area (string or region entry) is refused fast, naming the field and rule.
