@@ -77,6 +77,11 @@ impl TrustedProxies {
     }
 }
 
+/// The key a client is counted under by every per-client limit and quota: an IPv4
+/// address, an IPv6 /64, or `None` when the request carried no peer address (a router
+/// driven in-process), which all such requests share ([`ClientAddr::key`]).
+pub type ClientKey = Option<IpAddr>;
+
 /// The client a request comes from; put into every request's extensions by the app's
 /// middleware, read by the faces for their limits and quotas.
 ///
@@ -108,7 +113,7 @@ impl ClientAddr {
     }
 
     /// The counting key: IPv4 as is, IPv6 cut to its /64 (see the module docs).
-    pub fn key(self) -> Option<IpAddr> {
+    pub fn key(self) -> ClientKey {
         self.0.map(|a| match a {
             IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
             v4 => v4,

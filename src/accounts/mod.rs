@@ -409,11 +409,13 @@ pub struct AccountsPurged {
     pub throttles: u64,
 }
 
-/// [`purge_tx`] in a write transaction of its own; returns how many records went.
+/// [`purge_tx`] in a write transaction of its own; returns how many records went
+/// (tests; `isto serve` purges through `Intents::purge`).
 ///
 /// # Errors
 /// Storage errors.
-pub fn sweep(base: &Base) -> Result<u64> {
+#[cfg(test)]
+pub(crate) fn sweep(base: &Base) -> Result<u64> {
     let n = base.store.write(|tx| purge_tx(tx, base.clock.now()))?;
     Ok(n.sessions + n.sign_in_links + n.throttles)
 }

@@ -17,7 +17,6 @@
 use crate::config;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::net::IpAddr;
 use std::sync::Mutex;
 
 /// Most keys one rule tracks at once.
@@ -146,6 +145,25 @@ impl Window {
     }
 }
 
+/// Makes room for one more key in `map`, bounded to `max` keys: when full, the entries
+/// that `live` says are spent (it may also age them) go first, then, if all are live, a
+/// quarter of the entries (arbitrary ones), so that a flood of fresh keys costs amortised
+/// constant time per key and the map never grows past `max`. Forgetting a key only
+/// forgets its count. Used by the quotas here and the sign-in throttle of the pages.
+pub fn make_room<K: Hash + Eq + Clone, V>(map: &mut HashMap<K, V>, max: usize, mut live: impl FnMut(&mut V) -> bool) {
+    if map.len() < max {
+        return;
+    }
+    map.retain(|_, v| live(v));
+    if map.len() >= max {
+        let excess = map.len() - max * 3 / 4;
+        let victims: Vec<K> = map.keys().take(excess).cloned().collect();
+        for k in victims {
+            map.remove(&k);
+        }
+    }
+}
+
 /// One rule's windows per key, bounded to [`MAX_KEYS`] keys.
 #[derive(Debug)]
 struct Counter<K> {
@@ -158,18 +176,11 @@ impl<K: Hash + Eq + Clone> Counter<K> {
     }
 
     fn window(&mut self, key: &K, minute: i64) -> &mut Window {
-        if !self.map.contains_key(key) && self.map.len() >= MAX_KEYS {
-            self.map.retain(|_, w| {
+        if !self.map.contains_key(key) {
+            make_room(&mut self.map, MAX_KEYS, |w| {
                 w.advance(minute);
                 w.total() > 0
             });
-            if self.map.len() >= MAX_KEYS {
-                let excess = self.map.len() - MAX_KEYS * 3 / 4;
-                let victims: Vec<K> = self.map.keys().take(excess).cloned().collect();
-                for k in victims {
-                    self.map.remove(&k);
-                }
-            }
         }
         let w = self.map.entry(key.clone()).or_insert_with(|| Window::new(minute));
         w.advance(minute);
@@ -201,9 +212,7 @@ impl<K: Hash + Eq + Clone> Counter<K> {
     }
 }
 
-/// The key a client address is counted under ([`crate::net::ClientAddr::key`]); `None`
-/// when the request carried no peer address (a router driven in-process): one shared key.
-pub type ClientKey = Option<IpAddr>;
+pub use crate::net::ClientKey;
 
 /// What a unit was taken under, to [`Quotas::refund`] it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,6 +310,7 @@ fn with<K, T>(m: &Mutex<Counter<K>>, f: impl FnOnce(&mut Counter<K>) -> T) -> T 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     fn quotas(drafts: u32) -> Quotas {
         Quotas::new(config::Quotas { drafts_per_client_per_hour: drafts, ..config::Quotas::default() })

@@ -47,7 +47,9 @@ use std::sync::Arc;
 
 pub use clients::ClientRecord;
 pub use form::Params;
-pub use token::{purge_tx, revoke_account, sweep, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
+#[cfg(test)]
+pub(crate) use token::sweep;
+pub use token::{purge_tx, revoke_account, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
 
 pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
 

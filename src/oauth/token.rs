@@ -514,11 +514,12 @@ pub struct OAuthPurged {
 }
 
 /// [`purge_tx`] in a write transaction of its own at the holder's time; returns how many
-/// records went.
+/// records went (tests; `isto serve` purges through `Intents::purge`).
 ///
 /// # Errors
 /// Storage errors.
-pub fn sweep(base: &Base) -> Result<u64, StoreError> {
+#[cfg(test)]
+pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
     let n = base.store.write(|tx| purge_tx(tx, now_unix(base)))?;
     Ok(n.clients + n.codes + n.tokens + n.families)
 }

@@ -779,15 +779,6 @@ pub trait Reads: Tables {
         records::get(self, ns, key)
     }
 
-    /// How many messages wait in the outbox (queued or waiting for a retry; issue 9
-    /// point 7: the backlog `/readyz` reports).
-    ///
-    /// # Errors
-    /// Storage errors.
-    fn outbox_len(&self) -> Result<u64> {
-        outbox::len(self)
-    }
-
     /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
     /// store was created (issue 9 point 5: "5xx dropped and recorded"); counted with the
     /// removal in one transaction ([`Tx::drop_mail`]).

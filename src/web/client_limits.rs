@@ -10,7 +10,6 @@
 //! router driven in-process, without `ConnectInfo`) counts under one shared key.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 
 /// Failed password attempts per client address per minute before password sign-in
 /// pauses for that address (links keep working).
@@ -21,10 +20,7 @@ pub(super) const MAILS_PER_CLIENT_PER_MINUTE: u32 = 20;
 /// Most client addresses tracked at once.
 pub(super) const MAX_CLIENTS: usize = 10_000;
 
-/// The key a client address is counted under ([`crate::net::ClientAddr::key`]): an IPv4
-/// address, an IPv6 /64 (one customer's prefix), or `None` when the peer address is
-/// unknown.
-pub(super) type ClientKey = Option<IpAddr>;
+pub(super) use crate::net::ClientKey;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Counter {
@@ -44,17 +40,8 @@ impl ClientLimits {
     /// This minute's counter of `key`, made (evicting if full) when absent or stale.
     fn counter(&mut self, key: ClientKey, now_unix: i64) -> &mut Counter {
         let minute = now_unix.div_euclid(60);
-        if !self.map.contains_key(&key) && self.map.len() >= MAX_CLIENTS {
-            self.map.retain(|_, c| c.minute == minute);
-            if self.map.len() >= MAX_CLIENTS {
-                // All current: drop a quarter (arbitrary ones), so that the scans above
-                // run once per MAX_CLIENTS / 4 new addresses at most.
-                let excess = self.map.len() - MAX_CLIENTS * 3 / 4;
-                let victims: Vec<ClientKey> = self.map.keys().take(excess).copied().collect();
-                for k in victims {
-                    self.map.remove(&k);
-                }
-            }
+        if !self.map.contains_key(&key) {
+            crate::base::quota::make_room(&mut self.map, MAX_CLIENTS, |c| c.minute == minute);
         }
         let c = self.map.entry(key).or_default();
         if c.minute != minute {
@@ -95,6 +82,7 @@ impl ClientLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     fn key(s: &str) -> ClientKey {
         crate::net::ClientAddr(Some(s.parse().unwrap())).key()

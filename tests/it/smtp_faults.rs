@@ -423,7 +423,7 @@ impl Isto {
     /// The store after the process ended: outbox backlog and dropped count.
     fn outbox_after_exit(&self) -> (u64, u64) {
         let s = Store::open(&self.data.join("isto.redb")).unwrap();
-        s.read(|rx| Ok::<_, isto::store::StoreError>((rx.outbox_len()?, rx.mail_dropped()?))).unwrap()
+        s.read(|rx| Ok::<_, isto::store::StoreError>((rx.outbox_backlog::<Value>()?.0, rx.mail_dropped()?))).unwrap()
     }
 }
 
