@@ -112,6 +112,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                     digest_cursor: 0,
                     owner: None,
                     last_delivered: 0,
+                    person: None,
                 }
             })
             .collect();

@@ -19,11 +19,12 @@ use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
 use crate::protocol::Status;
-use crate::records::IntentRecord;
+use crate::records::{ts, IntentRecord};
 use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
+pub mod person;
 pub mod quota;
 
 /// A failure of a domain operation, split by who should see what.
@@ -51,6 +52,18 @@ pub enum ServiceError {
     /// names the rule and when to retry.
     #[error("{0}")]
     Quota(quota::Exceeded),
+    /// The person already holds `limit` active intents (`quotas.active_intents_per_person`,
+    /// PROTOCOL.md §3 "Limits"); nothing was written. The message names the setting and
+    /// the way out, and nothing else: never an address, nor which intents count.
+    #[error(
+        "limit: this person (the verified e-mail address, with its +tag variants, or the account) already holds \
+         {limit} active intents, the most one person may hold at this holder (quotas.active_intents_per_person = \
+         {limit}); withdraw one before another can become active"
+    )]
+    PersonCap {
+        /// The limit in force.
+        limit: u32,
+    },
 }
 
 impl ServiceError {
@@ -171,13 +184,24 @@ impl Writes<'_, '_> {
         Ok(())
     }
 
-    /// Stores an intent record, keeps the active set and the expiry index in step, and
-    /// stages the engine change that [`Base::write`] applies after the commit.
+    /// Stores an intent record, keeps the active set, the expiry index and the person
+    /// index in step, and stages the engine change that [`Base::write`] applies after
+    /// the commit.
+    ///
+    /// **The per-person cap** (PROTOCOL.md §3 "Limits") is checked here, inside the one
+    /// intent write, so it holds whatever path makes an intent active and however many
+    /// calls race: when `rec` goes into the active set with a person key
+    /// ([`IntentRecord::person`]) and a validUntil in the future, and was not counted
+    /// for that person already (not in the set, or expired there), the person's other
+    /// current intents must be fewer than `quotas.active_intents_per_person`.
     ///
     /// # Errors
-    /// Storage errors; key errors opening the hidden limit.
+    /// [`ServiceError::PersonCap`] (the caller's transaction then fails: nothing is
+    /// written); storage errors; key errors opening the hidden limit.
     pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
+        self.check_person_cap(rec, active)?;
         self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
+        self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
         if active {
             self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?)));
         } else {
@@ -185,6 +209,51 @@ impl Writes<'_, '_> {
         }
         Ok(())
     }
+
+    /// Whether `person` already holds the most active intents one person may, not
+    /// counting intent `except` (the one about to become active, if any).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
+        let limit = self.base.settings.quotas.active_intents_per_person as usize;
+        let now = floor_micros(self.base.now());
+        Ok(self.tx.person_active(person, now, except, limit)? >= limit)
+    }
+
+    /// [`ServiceError::PersonCap`] when [`Writes::put_intent`] would push `rec`'s person
+    /// over the cap (see there).
+    fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
+        let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
+        let now = floor_micros(self.base.now());
+        if floor_micros(ts(&rec.valid_until)) <= now {
+            return Ok(()); // not current: nothing to count
+        }
+        let counted = self.tx.intent_person(&rec.id)?.is_some_and(|(p, until)| p == person && until > now);
+        if !counted && self.person_at_cap(person, &rec.id)? {
+            return Err(ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person });
+        }
+        Ok(())
+    }
+
+    /// Stores `rec` — an intent in the active set whose only change is its person key —
+    /// with its person-index row, without the per-person cap and without touching the
+    /// engine: the start-up backfill of intents that were active before person keys
+    /// existed (they stay active, even over the cap; `Intents::backfill_people`).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
+        self.tx.put_intent(&rec.id, rec, true, sweep_due(rec))?;
+        self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
+        Ok(())
+    }
+}
+
+/// The record's row in the store's person index: its person key and validUntil (unix
+/// µs, rounded down) while it is in the active set and has a person key.
+fn person_entry(rec: &IntentRecord, active: bool) -> Option<(&str, i64)> {
+    rec.person.as_deref().filter(|_| active).map(|p| (p, floor_micros(ts(&rec.valid_until))))
 }
 
 /// The record's entry in the store's expiry index, which the sweep reads
@@ -341,6 +410,12 @@ impl Base {
         }
     }
 
+    /// The person key of a verified e-mail address ([`person::person_key`] under this
+    /// holder's keys).
+    pub fn person_key(&self, email: &str) -> String {
+        person::person_key(&self.keys, email)
+    }
+
     /// Seals `content` into the outbox in `tx`, for intent `intent` when given (the
     /// caller wakes the worker after the commit with `outbox.wake()`).
     ///
@@ -404,11 +479,48 @@ mod tests {
             digest_cursor: 0,
             owner: None,
             last_delivered: 0,
+            person: None,
         }
     }
 
     fn stored_active(b: &Base, id: &str) -> bool {
         b.store.read(|rx| rx.active_ids()).unwrap().iter().any(|i| i == id)
+    }
+
+    #[test]
+    fn put_intent_holds_the_per_person_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = base(dir.path());
+        b.settings.quotas.active_intents_per_person = 2;
+        let of = |id: &str, person: &str| IntentRecord { person: Some(person.into()), ..active(id) };
+        b.write(|w| w.put_intent(&of("int_a", "per_x"), true)).unwrap();
+        b.write(|w| w.put_intent(&of("int_b", "per_x"), true)).unwrap();
+        let e = b.write(|w| w.put_intent(&of("int_c", "per_x"), true)).unwrap_err();
+        assert!(matches!(e, ServiceError::PersonCap { limit: 2 }), "{e}");
+        assert!(e.to_string().contains("quotas.active_intents_per_person = 2"), "{e}");
+        assert!(!stored_active(&b, "int_c") && !b.engine.contains("int_c"), "nothing written");
+        assert!(b.store.read(|rx| rx.intent::<IntentRecord>("int_c")).unwrap().is_none());
+        // Rewriting a counted intent, another person, an intent without a person key:
+        // no refusal.
+        b.write(|w| w.put_intent(&of("int_a", "per_x"), true)).unwrap();
+        b.write(|w| w.put_intent(&of("int_c", "per_y"), true)).unwrap();
+        b.write(|w| w.put_intent(&active("int_n"), true)).unwrap();
+        // An intent whose validUntil passed no longer counts (and is not checked).
+        let ended = IntentRecord { valid_until: "2026-11-30T00:00:00Z".into(), ..of("int_b", "per_x") };
+        b.write(|w| w.put_intent(&ended, true)).unwrap();
+        b.write(|w| w.put_intent(&of("int_d", "per_x"), true)).unwrap();
+        // Coming back with a new validUntil is checked like a new one.
+        let e = b.write(|w| w.put_intent(&of("int_b", "per_x"), true)).unwrap_err();
+        assert!(matches!(e, ServiceError::PersonCap { .. }), "{e}");
+        // Leaving the active set makes room.
+        let withdrawn = IntentRecord { status: Status::Withdrawn, ..of("int_a", "per_x") };
+        b.write(|w| w.put_intent(&withdrawn, false)).unwrap();
+        assert_eq!(b.store.read(|rx| rx.intent_person("int_a")).unwrap(), None);
+        b.write(|w| w.put_intent(&of("int_b", "per_x"), true)).unwrap();
+        // The backfill's write takes no cap.
+        b.write(|w| w.put_person(&of("int_e", "per_x"))).unwrap();
+        assert_eq!(b.store.read(|rx| rx.person_active("per_x", 0, "", 10)).unwrap(), 3);
+        assert!(!b.engine.contains("int_e"), "put_person leaves the engine alone");
     }
 
     #[test]

@@ -31,12 +31,21 @@
 //!
 //! A summary counts `activeIntents`, `newLast7Days` (became active — e-mail confirmed,
 //! or published active by a signed-in buyer — within the last 7 days) and `pseudonymous`
-//! (visibility pseudonymous). A cell with `activeIntents < k` (`[demand] k`, default 5)
-//! is `{"withheld": true, "reason": "below_threshold"}` with no numbers at all.
+//! (visibility pseudonymous): intents. **The threshold counts people** (PROTOCOL.md §5,
+//! issue 10 point 4): a cell whose intents come from fewer than k distinct people
+//! (`[demand] k`, default 5) is `{"withheld": true, "reason": "below_threshold"}` with
+//! no numbers at all, whatever its intent count — so one person's many intents (one
+//! address, its `+tag` variants, one account) never lift a cell over k. A person is the
+//! intent's stored person key ([`IntentRecord::person`], `base::person`); demand never
+//! opens a contact. An active intent without one (only possible for a record whose
+//! address could not be opened by the start-up backfill) counts as an intent but adds
+//! no person: it can never help a cell over k. Every output that applies k (the tool,
+//! [`summary`], [`heat_map`] and so the sellers' heat map page) applies it this way.
 //!
 //! **Cost.** Every call scans the active intents in one read transaction (no index or
-//! cache): O(active intents). Fine for the intent counts of one holder; an index per cell
-//! would be the next step if it ever shows up in profiles.
+//! cache): O(active intents), plus a set of person keys per cell (the heat map interns
+//! them). Fine for the intent counts of one holder; an index per cell would be the next
+//! step if it ever shows up in profiles.
 
 use crate::base::{Base, ServiceError};
 use crate::clock;
@@ -48,6 +57,7 @@ use crate::records::IntentRecord;
 use crate::store::Reads;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
 use time::{Date, Month, OffsetDateTime};
 
 pub use crate::protocol::{BUY_BY_BANDS, NONE};
@@ -198,7 +208,7 @@ pub struct DemandSummary {
     pub category: String,
     /// The cell, normalised (area as a region code).
     pub cell: Cell,
-    /// Active intents in the cell (≥ k).
+    /// Active intents in the cell (of at least k distinct people, so ≥ k).
     pub active_intents: u64,
     /// Of those, became active within the last 7 days.
     #[serde(rename = "newLast7Days")]
@@ -207,6 +217,12 @@ pub struct DemandSummary {
     pub pseudonymous: u64,
     /// When counted, RFC 3339.
     pub as_of: String,
+}
+
+/// Whether a cell whose intents come from `people` distinct people is shown under the
+/// threshold `k` (PROTOCOL.md §5: at least k people).
+pub fn shown(people: usize, k: u32) -> bool {
+    people >= k as usize
 }
 
 /// `{"withheld": true, "reason": "below_threshold"}`.
@@ -219,7 +235,7 @@ pub struct Withheld {
 }
 
 impl Withheld {
-    /// The only withheld answer: fewer than k active intents.
+    /// The only withheld answer: fewer than k distinct people.
     pub const BELOW_THRESHOLD: Self = Self { withheld: true, reason: "below_threshold" };
 }
 
@@ -227,9 +243,9 @@ impl Withheld {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum DemandAnswer {
-    /// At least k active intents.
+    /// Intents of at least k distinct people.
     Summary(DemandSummary),
-    /// Fewer than k.
+    /// Fewer than k people.
     Withheld(Withheld),
 }
 
@@ -289,8 +305,8 @@ fn add(c: &mut Counts, p: &Placement) {
     c.pseudonymous += u64::from(p.pseudonymous);
 }
 
-/// The DemandSummary of one cell, or withheld when it has fewer than k active intents
-/// (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
+/// The DemandSummary of one cell, or withheld when its active intents come from fewer
+/// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
 /// a cell outside it simply counts nothing and is withheld.
 ///
 /// # Errors
@@ -300,16 +316,20 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
     let now = base.clock.now();
     let grid = grid(settings, category);
     let mut counts = Counts::default();
+    let mut people = HashSet::new();
     if let Some(area) = grid.area_index(&cell.area) {
         scan_active(base, category, now, |rec| {
             let p = place(&grid, settings, rec, now);
             let budget = p.budget.map_or(NONE, |i| grid.budget_bands[i].label.as_str());
             if p.areas.contains(&area) && budget == cell.budget_band && p.buy_by == cell.buy_by_band {
                 add(&mut counts, &p);
+                if let Some(person) = &rec.person {
+                    people.insert(person.clone());
+                }
             }
         })?;
     }
-    if counts.active_intents < u64::from(settings.demand_k) {
+    if !shown(people.len(), settings.demand_k) {
         return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD));
     }
     Ok(DemandAnswer::Summary(DemandSummary {
@@ -323,7 +343,7 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
 }
 
 /// Every cell of a category's grid with its counts, for the sellers' heat map page;
-/// withheld cells (fewer than k) carry `None`.
+/// withheld cells (fewer than k distinct people) carry `None`.
 #[derive(Debug, Clone)]
 pub struct HeatMap {
     /// The grid.
@@ -365,12 +385,23 @@ pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();
     let mut counts = vec![Counts::default(); BUY_BY_BANDS.len() * areas * budgets];
+    // The distinct people of each cell, as indices into `ids` (person key → index).
+    let mut people: Vec<HashSet<usize>> = vec![HashSet::new(); counts.len()];
+    let mut ids: HashMap<String, usize> = HashMap::new();
     scan_active(base, category, now, |rec| {
         let p = place(&grid, settings, rec, now);
         let b = p.budget.unwrap_or(budgets - 1);
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
+        let person = rec.person.as_ref().map(|k| {
+            let next = ids.len();
+            *ids.entry(k.clone()).or_insert(next)
+        });
         for &a in &p.areas {
-            add(&mut counts[(y * areas + a) * budgets + b], &p);
+            let i = (y * areas + a) * budgets + b;
+            add(&mut counts[i], &p);
+            if let Some(person) = person {
+                people[i].insert(person);
+            }
         }
     })?;
     let labels = grid.budget_labels();
@@ -379,9 +410,9 @@ pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
     for (y, buy_by) in BUY_BY_BANDS.iter().enumerate() {
         for (a, area) in grid.area.iter().enumerate() {
             for (b, label) in labels.iter().enumerate() {
-                let c = counts[(y * areas + a) * budgets + b];
+                let i = (y * areas + a) * budgets + b;
                 let cell = Cell { area: area.clone(), budget_band: label.clone(), buy_by_band: (*buy_by).to_owned() };
-                cells.push((cell, (c.active_intents >= u64::from(k)).then_some(c)));
+                cells.push((cell, shown(people[i].len(), k).then_some(counts[i])));
             }
         }
     }

@@ -80,6 +80,14 @@ pub struct IntentRecord {
     /// `since` cursors and digests never skip a delivery made in the same microsecond.
     #[serde(default)]
     pub last_delivered: i64,
+    /// The person key (`base::person`): a keyed hash of the verified e-mail
+    /// address (the owner account's for `/mcp/buyer` intents), set when consent is given
+    /// or the intent is published active, so that demand counts distinct people and
+    /// the per-person cap is counted without opening the contact (PROTOCOL.md §3
+    /// "Limits", §5). `None` before consent (and on records of an older isto until the
+    /// start-up backfill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 /// Parses a stored RFC 3339 time (the epoch when malformed: stored times are written by

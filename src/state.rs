@@ -32,7 +32,8 @@ impl AppState {
     }
 
     /// As [`AppState::new`], with the offer index kept in `index_dir` (`DATA_DIR/index`)
-    /// and caught up at first use when its generation lags the store's.
+    /// and caught up at first use when its generation lags the store's. Gives active
+    /// intents stored before person keys theirs ([`Intents::backfill_people`]).
     pub fn with_index_dir(
         settings: Settings,
         store: Store,
@@ -43,6 +44,12 @@ impl AppState {
         let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(keys), clock));
         let catalogue = Arc::new(Catalogue::new(base.clone(), index_dir));
         let intents = Arc::new(Intents::new(base.clone(), catalogue.clone()));
+        // Person keys for intents stored before them (schema v3; see `Intents::backfill_people`).
+        match intents.backfill_people() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(intents = n, "person keys added to active intents"),
+            Err(e) => tracing::error!(error = %e, "adding person keys to active intents failed"),
+        }
         Self { base, catalogue, intents }
     }
 

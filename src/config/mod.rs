@@ -556,6 +556,7 @@ impl Settings {
                 "consents_per_address_per_hour": self.quotas.consents_per_address_per_hour,
                 "confirmation_mails_per_hour": self.quotas.confirmation_mails_per_hour,
                 "registrations_per_client_per_hour": self.quotas.registrations_per_client_per_hour,
+                "active_intents_per_person": self.quotas.active_intents_per_person,
             },
             "warnings": self.warnings(),
         })
@@ -680,6 +681,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # consents_per_address_per_hour = 5         # confirmation e-mails to one e-mail address
 # confirmation_mails_per_hour = 500         # confirmation e-mails from the whole holder
 # registrations_per_client_per_hour = 20    # OAuth dynamic client registrations (/oauth/register)
+# active_intents_per_person = 20            # not hourly: active intents one e-mail address (+tags folded) or account holds
 "#;
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `[quotas]`: how many unauthenticated writes one client address, one target e-mail
-//! address and the whole holder may make per hour (issue 9 point 3).
+//! address and the whole holder may make per hour (issue 9 point 3), and how many
+//! active intents one person may hold (issue 10 point 4).
 
 use super::{ranged, ConfigError};
 use serde::Deserialize;
@@ -13,6 +14,7 @@ pub(super) struct FileQuotas {
     pub(super) consents_per_address_per_hour: Option<u32>,
     pub(super) confirmation_mails_per_hour: Option<u32>,
     pub(super) registrations_per_client_per_hour: Option<u32>,
+    pub(super) active_intents_per_person: Option<u32>,
 }
 
 /// `[quotas]`: hourly ceilings on the writes anyone may cause without signing in. Each is
@@ -33,6 +35,10 @@ pub struct Quotas {
     /// OAuth dynamic client registrations (RFC 7591) per client address (default 20;
     /// 1..=10000).
     pub registrations_per_client_per_hour: u32,
+    /// Active intents one person — a verified e-mail address (folded: case, `+tag`,
+    /// Gmail dots) or an account with its address — may hold at once (PROTOCOL.md §3
+    /// "Limits"; default 20; 1..=10000). Not per hour: a count of what is active now.
+    pub active_intents_per_person: u32,
 }
 
 impl Default for Quotas {
@@ -43,6 +49,7 @@ impl Default for Quotas {
             consents_per_address_per_hour: 5,
             confirmation_mails_per_hour: 500,
             registrations_per_client_per_hour: 20,
+            active_intents_per_person: 20,
         }
     }
 }
@@ -86,6 +93,13 @@ pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
             "quotas.registrations_per_client_per_hour",
             "1..=10000",
         )?,
+        active_intents_per_person: ranged(
+            f.active_intents_per_person,
+            d.active_intents_per_person,
+            1..=10_000,
+            "quotas.active_intents_per_person",
+            "1..=10000",
+        )?,
     })
 }
 
@@ -105,5 +119,11 @@ mod tests {
         let f = FileQuotas { registrations_per_client_per_hour: Some(3), ..Default::default() };
         let q = quotas(&f).unwrap();
         assert_eq!((q.registrations_per_client_per_hour, q.drafts_per_client_per_hour), (3, 60));
+        assert_eq!(q.active_intents_per_person, 20);
+        let f = FileQuotas { active_intents_per_person: Some(0), ..Default::default() };
+        let e = quotas(&f).unwrap_err().to_string();
+        assert!(e.contains("quotas.active_intents_per_person") && e.contains("1..=10000"), "{e}");
+        let f = FileQuotas { active_intents_per_person: Some(3), ..Default::default() };
+        assert_eq!(quotas(&f).unwrap().active_intents_per_person, 3);
     }
 }

@@ -177,9 +177,14 @@ impl Intents {
     /// transaction — when the account is an enabled buyer that accepted the current
     /// consent text; otherwise a draft `awaiting_consent` (owner set) with a `consentUrl`.
     ///
+    /// The intent's person is the account (`base::person`: the key of its address), so
+    /// the account's intents and its address's consent-link intents count together.
+    ///
     /// # Errors
-    /// [`ServiceError::State`] ("unauthorized") when the account does not exist; storage
-    /// and key errors.
+    /// [`ServiceError::State`] ("unauthorized") when the account does not exist;
+    /// [`ServiceError::PersonCap`] when the account already holds the most active
+    /// intents one person may (`quotas.active_intents_per_person`; also for a draft,
+    /// which could only become one too many; nothing is stored); storage and key errors.
     pub fn publish_for(&self, account_id: &str, p: PublishInput) -> Result<BuyerPublishResult> {
         let account = accounts::account(&self.base, account_id)
             .map_err(account_error)?
@@ -192,6 +197,8 @@ impl Intents {
         };
         let mut rec = self.new_owned_record(account_id, p, now)?;
         let id = rec.id.clone();
+        // One person: the account with its address (its consent-link intents included).
+        rec.person = Some(self.base.person_key(self.base.keys.open_str(&account.email)?.expose()));
         if let Some(language) = accepted {
             rec.status = Status::Active;
             rec.contact = Some(account.email.clone());
@@ -203,6 +210,7 @@ impl Intents {
             // The address was verified when the account was confirmed (double opt-in).
             rec.confirmed_at = Some(clock::rfc3339(now));
             let n = self.base.write(|tx| -> Result<u64> {
+                self.check_person_cap(tx, &rec)?;
                 let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
                 tx.put_intent(&rec, true)?;
                 Ok(n)
@@ -214,6 +222,8 @@ impl Intents {
         let consent = crypto::new_token(TOKEN_BYTES);
         rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64));
         self.base.write(|tx| -> Result<()> {
+            // A draft that could only become one active intent too many is refused now.
+            self.check_person_cap(tx, &rec)?;
             tx.put_intent(&rec, false)?;
             tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
             Ok(())
@@ -524,7 +534,9 @@ impl Intents {
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a lapsed
-    /// draft, or a new validUntil that has passed meanwhile.
+    /// draft, or a new validUntil that has passed meanwhile; [`ServiceError::PersonCap`]
+    /// when reactivating would give the person one active intent too many (nothing
+    /// changes, the renewal stays usable).
     pub fn renew(&self, account_id: &str, token: &str) -> Result<Intent> {
         let (key, r) = self.renewal(account_id, token)?;
         let now = self.now();
@@ -556,6 +568,12 @@ impl Intents {
                     // Erased after the retention period: the account's verified address.
                     rec.contact = Some(account.email);
                 }
+                if rec.person.is_none() {
+                    rec.person = self.person_of(&**tx, &rec, None)?;
+                }
+                // Active again: one more for the person (PROTOCOL.md §3 "Limits"); a
+                // refusal leaves the renewal unused, to confirm after a withdrawal.
+                self.check_person_cap(tx, &rec)?;
                 n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             }
             tx.put_intent(&rec, rec.status == Status::Active)?;

@@ -19,7 +19,7 @@ use crate::mail::MailJob;
 use crate::protocol::input::{self, validate_email, Fields, InputError, ListMatches};
 use crate::protocol::{AreaObject, Budget, Delivery, Intent, Status, Visibility};
 use crate::records::{ts, ConsentRecord, IntentRecord};
-use crate::store::Reads;
+use crate::store::{Ns, Reads};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -170,6 +170,7 @@ impl Intents {
             last_digest_at: None,
             digest_cursor: 0,
             last_delivered: 0,
+            person: None,
             owner: owner.map(str::to_owned),
         })
     }
@@ -408,7 +409,10 @@ impl Intents {
     /// e-mail (double opt-in) in the same transaction.
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address.
+    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address;
+    /// [`ServiceError::PersonCap`] when the person (the address, folded, or the owner
+    /// account of an account's draft) already holds the most active intents one person
+    /// may (nothing is recorded, no e-mail queued).
     pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
         self.give_consent_from(token, email, language, None)
     }
@@ -483,6 +487,15 @@ impl Intents {
                 }
                 _ => return Ok(ConsentOutcome::Closed),
             }
+            // The per-person cap (PROTOCOL.md §3 "Limits"): refused before anything is
+            // recorded; checked again when the confirmation makes the intent active.
+            let person = self.person_of(&**tx, &rec, Some(&email))?;
+            if let Some(p) = &person {
+                if tx.person_at_cap(p, &rec.id)? {
+                    return Err(self.person_cap());
+                }
+            }
+            rec.person = person;
             rec.status = Status::AwaitingEmailConfirmation;
             rec.contact = Some(self.base.keys.seal_str(&email)?);
             rec.consent = Some(ConsentRecord {
@@ -521,7 +534,10 @@ impl Intents {
     /// matches the catalogue for the intent, all in one transaction (PROTOCOL.md §4.3).
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`], storage errors.
+    /// [`ServiceError::NotFound`]; [`ServiceError::PersonCap`] when the person already
+    /// holds the most active intents one person may (the intent stays awaiting
+    /// confirmation; the link works again once one is withdrawn or ended); storage
+    /// errors.
     pub fn confirm(&self, token: &str) -> Result<ConfirmOutcome> {
         let rec = self.by_token("confirm", token)?;
         let now = self.now();
@@ -532,6 +548,11 @@ impl Intents {
                 Status::Active => return Ok((ConfirmOutcome::AlreadyActive, 0)),
                 _ => return Ok((ConfirmOutcome::Closed, 0)),
             }
+            if rec.person.is_none() {
+                // Consent given before person keys existed.
+                rec.person = self.person_of(&**tx, &rec, None)?;
+            }
+            self.check_person_cap(tx, &rec)?;
             rec.status = Status::Active;
             rec.confirmed_at = Some(clock::rfc3339(now));
             rec.updated_at = clock::rfc3339(now);
@@ -572,6 +593,84 @@ impl Intents {
     pub fn withdraw_by_manage(&self, token: &str) -> Result<()> {
         let rec = self.by_token("manage", token)?;
         self.withdraw_id(&rec.id)
+    }
+
+    /// The person key of `rec` (`base::person`): the owner account's address for an
+    /// account's intent (the account still existing), else `email` when given (the
+    /// address being consented with), else the intent's sealed contact; `None` without
+    /// any. Opens a sealed address: called when an intent gets its person key, never to
+    /// count.
+    ///
+    /// # Errors
+    /// Storage and key errors.
+    pub(crate) fn person_of<R: Reads>(
+        &self,
+        rx: &R,
+        rec: &IntentRecord,
+        email: Option<&str>,
+    ) -> Result<Option<String>> {
+        if let Some(owner) = &rec.owner {
+            if let Some(a) = rx.record::<crate::accounts::Account>(Ns::Account, owner)? {
+                return Ok(Some(self.base.person_key(self.base.keys.open_str(&a.email)?.expose())));
+            }
+        }
+        if let Some(e) = email {
+            return Ok(Some(self.base.person_key(e)));
+        }
+        Ok(open_contact(&self.base.keys, rec)?.map(|c| self.base.person_key(c.expose())))
+    }
+
+    /// The refusal of the per-person cap in force.
+    fn person_cap(&self) -> ServiceError {
+        ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person }
+    }
+
+    /// [`ServiceError::PersonCap`] when `rec` (about to become active) would be one too
+    /// many for its person — checked before the work of the activation (matching);
+    /// [`crate::base::Writes::put_intent`] checks the same again.
+    fn check_person_cap(&self, tx: &crate::base::Writes<'_, '_>, rec: &IntentRecord) -> Result<()> {
+        match &rec.person {
+            Some(p) if tx.person_at_cap(p, &rec.id)? => Err(self.person_cap()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Gives every intent in the active set a person key and its person-index row when
+    /// it has none (intents stored by an isto before person keys, schema v3), so that
+    /// demand counts people and the cap counts them from then on. Run once at start
+    /// (`AppState`); finds nothing to do on later starts. Such intents stay active even
+    /// where their person holds more than the cap. An intent whose address cannot be
+    /// opened is left without one (logged; it then adds no person to demand). Returns
+    /// how many intents were written.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn backfill_people(&self) -> Result<usize> {
+        self.base.write(|w| -> Result<usize> {
+            let mut n = 0;
+            for id in w.active_ids()? {
+                let Some(mut rec) = w.intent::<IntentRecord>(&id)? else { continue };
+                let mut changed = false;
+                if rec.person.is_none() {
+                    rec.person = match self.person_of(&**w, &rec, None) {
+                        Ok(p) => p,
+                        Err(e) if e.is_internal() && !matches!(e, ServiceError::Crypto(_)) => return Err(e),
+                        Err(e) => {
+                            tracing::warn!(intent = %id, error = %e, "no person key for an active intent");
+                            None
+                        }
+                    };
+                    changed = rec.person.is_some();
+                }
+                let want = rec.person.as_deref().map(|p| (p.to_owned(), floor_micros(ts(&rec.valid_until))));
+                if !changed && w.intent_person(&id)? == want {
+                    continue;
+                }
+                w.put_person(&rec)?;
+                n += 1;
+            }
+            Ok(n)
+        })
     }
 
     /// Persists what time already means: expired drafts of signed-in buyers, unconfirmed

@@ -45,6 +45,7 @@ fn record(id: &str, status: Status) -> IntentRecord {
         digest_cursor: 0,
         owner: None,
         last_delivered: 0,
+        person: None,
     }
 }
 

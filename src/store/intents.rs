@@ -86,14 +86,15 @@ impl Tx<'_> {
         self.set_intent_due(id, due)
     }
 
-    /// Deletes an intent record, its active-set row and its expiry-index rows (its
-    /// tokens: [`Tx::remove_tokens_of`]).
+    /// Deletes an intent record, its active-set row, its expiry-index rows and its
+    /// person-index row (its tokens: [`Tx::remove_tokens_of`]).
     ///
     /// # Errors
     /// Storage errors.
     pub fn remove_intent(&mut self, id: &str) -> Result<()> {
         self.txn.open_table(INTENTS)?.remove(id)?;
         self.txn.open_table(ACTIVE)?.remove(id)?;
+        self.set_intent_person(id, None)?;
         self.set_intent_due(id, IntentDue::default())
     }
 

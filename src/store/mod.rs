@@ -19,7 +19,8 @@
 //! - `schema`: every table definition, [`SCHEMA_VERSION`] and the numbered migrations
 //!   run at open;
 //! - one module per entity, each owning its tables' keys and writes: `intents` (with the
-//!   active set and the expiry index, [`IntentDue`]), `tokens`, `offers` (with feed
+//!   active set and the expiry index, [`IntentDue`]), `people` (the person index: each
+//!   person's active intents, for the per-person cap), `tokens`, `offers` (with feed
 //!   references and the catalogue generation), `sellers`, `deliveries` (with digest due
 //!   times), `outbox` and `records` (namespaced small records, [`Ns`]).
 
@@ -27,6 +28,7 @@ mod deliveries;
 mod intents;
 mod offers;
 mod outbox;
+mod people;
 mod records;
 mod schema;
 mod sellers;
@@ -667,6 +669,26 @@ pub trait Reads: Tables {
     /// Storage errors.
     fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
         intents::due_of(self, id)
+    }
+
+    /// The person-index row of an intent: its person key and the validUntil (unix µs)
+    /// recorded with it; `None` when it has none (not in the active set, or no person
+    /// key). See [`Tx::set_intent_person`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intent_person(&self, id: &str) -> Result<Option<(String, i64)>> {
+        people::entry_of(self, id)
+    }
+
+    /// How many intents of `person` in the active set are valid after `after_micros`
+    /// (validUntil strictly later; unix µs), leaving out intent `except` — at most
+    /// `limit` (the scan stops there). The per-person cap's count.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn person_active(&self, person: &str, after_micros: i64, except: &str, limit: usize) -> Result<usize> {
+        people::count(self, person, after_micros, except, limit)
     }
 
     /// The intent id a token hash points to.

@@ -54,6 +54,12 @@ pub(super) const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::n
 pub(super) const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
 /// `outbox`: sequence → MailJob JSON (durable mail queue).
 pub(super) const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
+/// `person_active` (v3): `(person key, intent id)` → the intent's validUntil (unix µs),
+/// for every intent in the active set with a person key (the per-person cap; see
+/// `store::people`).
+pub(super) const PERSON_ACTIVE: TableDefinition<(&str, &str), i64> = TableDefinition::new("person_active");
+/// `intent_person` (v3): intent id → its person key, the key of its `person_active` row.
+pub(super) const INTENT_PERSON: TableDefinition<&str, &str> = TableDefinition::new("intent_person");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -62,7 +68,7 @@ pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("r
 type Migration = fn(&WriteTransaction) -> Result<()>;
 
 /// Every migration, by number (1, 2, …; see the module docs).
-const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index)];
+const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index), (3, v3_person_index)];
 
 /// Version of the table layout this build writes: the last migration's number.
 pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -128,6 +134,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(DIGEST_DUE)?;
     txn.open_table(OUTBOX)?;
     txn.open_table(RECORDS)?;
+    txn.open_table(PERSON_ACTIVE)?;
+    txn.open_table(INTENT_PERSON)?;
     Ok(())
 }
 
@@ -155,6 +163,17 @@ fn v2_intent_expiry_index(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// 3: the person index (`person_active`, `intent_person`), created empty: the person
+/// key of an intent is computed by the services from its verified contact, which the
+/// store cannot open, so the services fill the index at start
+/// (`Intents::backfill_people`: every active intent without a person key gets one, and
+/// its row) — see `docs/choices.md`.
+fn v3_person_index(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(PERSON_ACTIVE)?;
+    txn.open_table(INTENT_PERSON)?;
+    Ok(())
+}
+
 /// Turns a store at the current version back into one as version 1 wrote it (drops the
 /// tables added since, records version 1), for tests of the migrations' callers.
 ///
@@ -168,6 +187,8 @@ pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
     txn.delete_table(INTENT_EXPIRY).unwrap();
     txn.delete_table(INTENT_ERASURE).unwrap();
     txn.delete_table(INTENT_DUE).unwrap();
+    txn.delete_table(PERSON_ACTIVE).unwrap();
+    txn.delete_table(INTENT_PERSON).unwrap();
     txn.open_table(META).unwrap().insert(VERSION_KEY, "1").unwrap();
     txn.commit().unwrap();
 }
@@ -243,6 +264,9 @@ mod tests {
         // Migration 2: every intent is due now, once.
         assert_eq!(s.read(|rx| rx.intents_due(0, i64::MIN)).unwrap(), vec!["int_a", "int_b"]);
         assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap().unwrap().status_change, Some(0));
+        // Migration 3: the person index exists, empty (the services fill it at start).
+        assert_eq!(s.read(|rx| rx.person_active("per_x", i64::MIN, "", 10)).unwrap(), 0);
+        assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
         drop(s);
         assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
     }

@@ -298,6 +298,7 @@ async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, header
     match call(&h, "renew", move |x| x.intents.renew(&account, &token)).await {
         Ok(intent) => Redirect::to(&format!("/me/intents/{}", intent.id)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_closed),
+        // Fail::PersonCap: the person-cap page (fail_page), the renewal left usable.
         Err(f) => fail_page(&h, ui, f),
     }
 }

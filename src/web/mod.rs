@@ -200,6 +200,9 @@ enum Fail {
     Input,
     /// Not possible in the intent's state.
     State,
+    /// The person already holds this many active intents, the most one may
+    /// (`quotas.active_intents_per_person`, PROTOCOL.md §3 "Limits").
+    PersonCap(u32),
     /// Storage, keys or a failed task: logged already, answered generically.
     Internal,
 }
@@ -224,6 +227,7 @@ impl PageError for ServiceError {
         match self {
             ServiceError::NotFound => Fail::NotFound,
             ServiceError::Input(_) => Fail::Input,
+            ServiceError::PersonCap { limit } => Fail::PersonCap(*limit),
             e if e.is_internal() => Fail::Internal,
             _ => Fail::State,
         }
@@ -258,6 +262,7 @@ where
             match fail {
                 Fail::Internal => tracing::error!(op, error = %e, "web page: operation failed"),
                 Fail::State => tracing::warn!(op, error = %e, "web page: operation refused in this state"),
+                Fail::PersonCap(limit) => tracing::info!(op, limit, "web page: refused at the per-person cap"),
                 Fail::NotFound | Fail::Input => {}
             }
             Err(fail)
@@ -302,10 +307,18 @@ fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
         }
         Fail::Input => page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, pages::message(ui.email_invalid, true)),
         Fail::State => page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(ui.closed_body, false)),
+        Fail::PersonCap(limit) => person_cap_page(h, ui, limit),
         Fail::Internal => {
             page(h, ui, StatusCode::INTERNAL_SERVER_ERROR, ui.error_title, pages::message(ui.error_body, true))
         }
     }
+}
+
+/// 409: the person already holds `limit` active intents (PROTOCOL.md §3 "Limits"):
+/// how many, and the way out (withdraw one). It names no address and no intent.
+fn person_cap_page(h: &AppState, ui: &Ui, limit: u32) -> Response {
+    let body = ui.person_cap_body.replace("{n}", &limit.to_string());
+    page(h, ui, StatusCode::CONFLICT, ui.person_cap_title, pages::message(&body, false))
 }
 
 /// 403: the CSRF token is missing, forged or older than two hours.

@@ -13,6 +13,7 @@ mod holder_flow;
 mod http_router;
 mod limits;
 mod mail_faults;
+mod people;
 mod quotas;
 mod rate_limits;
 mod sellers;

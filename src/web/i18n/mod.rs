@@ -170,6 +170,11 @@ pub struct Ui {
     pub throttled_global_body: &'static str,
     /// When to try again: `{minutes}` and `{time}` (HH:MM UTC) are filled in.
     pub throttled_retry: &'static str,
+    /// Page title: the person holds the most active intents one may (PROTOCOL.md §3
+    /// "Limits").
+    pub person_cap_title: &'static str,
+    /// Body of that page; `{n}` is the limit. Names no address and no intent.
+    pub person_cap_body: &'static str,
     /// Page title: the link expired or the request was withdrawn.
     pub closed_title: &'static str,
     /// Body: the link expired or the request was withdrawn.
@@ -282,6 +287,8 @@ static SK: Ui = Ui {
     throttled_client_body: "Z vašej siete prišlo za poslednú hodinu priveľa súhlasov.",
     throttled_global_body: "Za poslednú hodinu sme poslali priveľa potvrdzovacích e-mailov (všetkým adresám spolu).",
     throttled_retry: "Skúste to znova o {minutes} min (o {time}).",
+    person_cap_title: "Priveľa aktívnych dopytov",
+    person_cap_body: "Táto e-mailová adresa (alebo účet) už má najviac aktívnych dopytov, koľko tu môže mať jedna osoba: {n}. Zrušte niektorý z nich (každý e-mail o dopyte obsahuje odkaz na zrušenie; prihlásení ich nájdu v časti Moje dopyty) a skúste to znova.",
     taken_title: "Tento odkaz už bol použitý",
     taken_body: "Na tomto odkaze už niekto udelil súhlas. Ak ste to boli vy, hľadajte potvrdzovací e-mail. Odkaz sa dá použiť len raz.",
     closed_title: "Platnosť odkazu vypršala alebo bol dopyt zrušený",
@@ -379,6 +386,8 @@ static CS: Ui = Ui {
     throttled_client_body: "Z vaší sítě přišlo za poslední hodinu příliš mnoho souhlasů.",
     throttled_global_body: "Za poslední hodinu jsme poslali příliš mnoho potvrzovacích e-mailů (všem adresám dohromady).",
     throttled_retry: "Zkuste to znovu za {minutes} min (v {time}).",
+    person_cap_title: "Příliš mnoho aktivních poptávek",
+    person_cap_body: "Tato e-mailová adresa (nebo účet) už má nejvíc aktivních poptávek, kolik zde může mít jedna osoba: {n}. Zrušte některou z nich (každý e-mail o poptávce obsahuje odkaz na zrušení; přihlášení je najdou v části Moje poptávky) a zkuste to znovu.",
     taken_title: "Tento odkaz již byl použit",
     taken_body: "Na tomto odkazu již někdo udělil souhlas. Pokud jste to byli vy, hledejte potvrzovací e-mail. Odkaz lze použít jen jednou.",
     closed_title: "Platnost odkazu vypršela nebo byla poptávka zrušena",
@@ -476,6 +485,8 @@ static EN: Ui = Ui {
     throttled_client_body: "Too many consent submissions came from your network in the last hour.",
     throttled_global_body: "We sent too many confirmation e-mails in the last hour (to all addresses together).",
     throttled_retry: "Try again in {minutes} min (at {time}).",
+    person_cap_title: "Too many active requests",
+    person_cap_body: "This e-mail address (or account) already has {n} active requests, the most one person can have here. Withdraw one of them (every e-mail about a request has a withdraw link; signed-in buyers find theirs under My requests) and try again.",
     taken_title: "This link was already used",
     taken_body: "Someone has already given consent on this link. If that was you, look for the confirmation e-mail. A link can be used only once.",
     closed_title: "This link has expired or the request was withdrawn",
