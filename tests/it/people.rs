@@ -389,3 +389,18 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
     assert_eq!(h.base.store.read(|rx| rx.person_active(&key, 0, "", 10)).unwrap(), 2);
     assert_eq!(demand(h), withheld(), "k = 2, one person");
 }
+
+#[test]
+fn racing_publishes_never_overshoot_the_cap() {
+    let f = fx(5, 3);
+    let h = &f.holder;
+    let (acc, _) = f.buyer("race@example.com");
+    let results: Vec<bool> = std::thread::scope(|s| {
+        let calls: Vec<_> =
+            (0..8).map(|_| s.spawn(|| buyer_call(h, &acc, "intent_publish_intent", args(false)).0)).collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(results.iter().filter(|err| !**err).count(), 3, "{results:?}");
+    let active = h.base.store.read(|rx| rx.active_ids()).unwrap().len();
+    assert_eq!((active, intent_count(h)), (3, 3), "the refused calls wrote nothing");
+}
