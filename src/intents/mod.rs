@@ -440,7 +440,8 @@ impl Intents {
         let secs = now.unix_timestamp();
         let q = &self.base.quotas;
         let client = Key::Client(client);
-        let address = Key::Address(crypto::token_hash("address", &email.to_ascii_lowercase()));
+        // One mailbox, one quota: `a+1@x` and `A+2@x` share it (the folding of person keys).
+        let address = Key::Address(crypto::token_hash("address", &crate::base::person::normalise_email(&email)));
         let units = [
             (Rule::ConsentsPerClient, &client),
             (Rule::ConsentsPerAddress, &address),

@@ -146,6 +146,34 @@ fn consent_submissions_stop_at_the_per_address_quota_with_429_and_retry_after() 
 }
 
 #[test]
+fn the_per_address_quota_counts_a_mailbox_once_whatever_its_tag_or_case() {
+    let f = fx(Quotas { consents_per_address_per_hour: 2, ..Quotas::default() });
+    let h = &f.holder;
+    let draft = |n: u8| {
+        let r = publish(&f, &format!("203.0.113.{n}:1"));
+        let url = r["structuredContent"]["consentUrl"].as_str().unwrap().to_owned();
+        (
+            r["structuredContent"]["intent"]["id"].as_str().unwrap().to_owned(),
+            url.rsplit('/').next().unwrap().to_owned(),
+        )
+    };
+    for (n, email) in [(1, "ana+cars@example.com"), (2, "Ana+flats@Example.com")] {
+        let (_, token) = draft(n);
+        let key = client(&format!("192.0.2.{n}:1")).key();
+        assert_eq!(h.intents.give_consent_from(&token, email, "en", key).unwrap(), ConsentOutcome::Recorded);
+    }
+    let (id, token) = draft(3);
+    let out = h.intents.give_consent_from(&token, "ANA@example.com", "en", client("192.0.2.3:1").key()).unwrap();
+    let ConsentOutcome::Throttled(e) = out else { panic!("{out:?}") };
+    assert_eq!(e.rule, Rule::ConsentsPerAddress);
+    assert_eq!(status_of(&f, &id), "awaiting_consent", "nothing recorded");
+    assert_eq!(f.mails().len(), 2, "no third mail to the one mailbox");
+    // Another mailbox is not affected.
+    let out = h.intents.give_consent_from(&token, "bea@example.com", "en", client("192.0.2.3:1").key()).unwrap();
+    assert_eq!(out, ConsentOutcome::Recorded);
+}
+
+#[test]
 fn confirmation_mails_stop_at_the_global_quota() {
     let f = fx(Quotas { confirmation_mails_per_hour: 2, ..Quotas::default() });
     let h = &f.holder;
