@@ -21,7 +21,7 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 pub const FILE_NAME: &str = "isto.redb";
 
 /// `meta`: key → value (`schema_version`, `offers_generation`, `outbox_seq`,
-/// `write_probe`).
+/// `pending_reply_seq`, `write_probe`).
 pub(super) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// `intents`: intent id → IntentRecord JSON.
 pub(super) const INTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("intents");
@@ -54,6 +54,10 @@ pub(super) const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::n
 pub(super) const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
 /// `outbox`: sequence → MailJob JSON (durable mail queue).
 pub(super) const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
+/// `pending_replies` (v3): sequence → `(intent id, reply offer id)`: sellers' replies
+/// stored and answered, not yet matched against their intent (PROTOCOL.md §3
+/// intent_submit_offer: check and deliver after answering).
+pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefinition::new("pending_replies");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -62,7 +66,7 @@ pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("r
 type Migration = fn(&WriteTransaction) -> Result<()>;
 
 /// Every migration, by number (1, 2, …; see the module docs).
-const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index)];
+const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index), (3, v3_pending_replies)];
 
 /// Version of the table layout this build writes: the last migration's number.
 pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -127,6 +131,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(DELIVERY_LOG)?;
     txn.open_table(DIGEST_DUE)?;
     txn.open_table(OUTBOX)?;
+    txn.open_table(PENDING_REPLIES)?;
     txn.open_table(RECORDS)?;
     Ok(())
 }
@@ -155,6 +160,13 @@ fn v2_intent_expiry_index(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// 3: the queue of seller replies waiting to be matched (`pending_replies`), empty:
+/// replies stored before it were matched when they were stored.
+fn v3_pending_replies(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(PENDING_REPLIES)?;
+    Ok(())
+}
+
 /// Turns a store at the current version back into one as version 1 wrote it (drops the
 /// tables added since, records version 1), for tests of the migrations' callers.
 ///
@@ -168,6 +180,7 @@ pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
     txn.delete_table(INTENT_EXPIRY).unwrap();
     txn.delete_table(INTENT_ERASURE).unwrap();
     txn.delete_table(INTENT_DUE).unwrap();
+    txn.delete_table(PENDING_REPLIES).unwrap();
     txn.open_table(META).unwrap().insert(VERSION_KEY, "1").unwrap();
     txn.commit().unwrap();
 }
@@ -243,6 +256,8 @@ mod tests {
         // Migration 2: every intent is due now, once.
         assert_eq!(s.read(|rx| rx.intents_due(0, i64::MIN)).unwrap(), vec!["int_a", "int_b"]);
         assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap().unwrap().status_change, Some(0));
+        // Migration 3: the reply queue exists, empty.
+        assert_eq!(s.read(|rx| rx.pending_reply_count()).unwrap(), 0);
         drop(s);
         assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
     }
