@@ -189,6 +189,8 @@ impl KeyRing {
     /// [`CryptoError::UnknownKey`] when the key id is not in the ring, [`CryptoError::Open`]
     /// when authentication fails.
     pub fn open(&self, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        #[cfg(test)]
+        OPENED.with(|n| n.set(n.get() + 1));
         let key =
             self.keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
         let nonce = B64.decode(&sealed.nonce).map_err(|_| CryptoError::Open)?;
@@ -316,6 +318,20 @@ pub fn new_id(prefix: &str) -> String {
     rand::rng().fill_bytes(&mut b);
     let s = data_encoding::BASE32_NOPAD.encode(&b).to_ascii_lowercase();
     format!("{prefix}{s}")
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times [`KeyRing::open`] ran on this thread (unit tests only): lets a test
+    /// show that a code path never opens a sealed value (issue 10 point 2).
+    static OPENED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many sealed values [`KeyRing::open`] opened on this thread so far (unit tests
+/// only; compare before and after the code under test).
+#[cfg(test)]
+pub fn opened_on_this_thread() -> u64 {
+    OPENED.with(std::cell::Cell::get)
 }
 
 #[cfg(test)]

@@ -24,9 +24,10 @@
 //! the catalogue", so a reply never shows in catalogue search or the offer index and is
 //! never matched against other intents (catalogue matching skips inactive offers),
 //! while deliveries, `list_matches` and digests load it by id like any offer. It is
-//! checked once, against its one intent, with the exact PROTOCOL.md §6 rules
-//! (`Holder::match_intent_tx`, hidden limit opened), in the transaction that stores
-//! it. The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
+//! checked once, against its one intent, with the exact PROTOCOL.md §6 rules (hidden
+//! limit opened), after the answer: the transaction that stores it also queues it
+//! (`pending_replies`), and the mail worker matches the queue
+//! ([`crate::deliveries::drain_pending_replies`]). The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
 //! `replies:<account id>:<intent id>` (at most [`MAX_REPLIES`]).
 //!
 //! Disabling ([`set_disabled`]) flags the account (sessions end; the seller tools read

@@ -22,7 +22,8 @@
 //!   active set and the expiry index, [`IntentDue`]), `people` (the person index: each
 //!   person's active intents, for the per-person cap), `tokens`, `offers` (with feed
 //!   references and the catalogue generation), `sellers`, `deliveries` (with digest due
-//!   times), `outbox` and `records` (namespaced small records, [`Ns`]).
+//!   times), `outbox`, `replies` (the queue of seller replies waiting to be matched) and
+//!   `records` (namespaced small records, [`Ns`]).
 
 mod deliveries;
 mod intents;
@@ -30,12 +31,14 @@ mod offers;
 mod outbox;
 mod people;
 mod records;
+mod replies;
 mod schema;
 mod sellers;
 mod tokens;
 
 pub use intents::IntentDue;
 pub use records::Ns;
+pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
 pub use schema::{FILE_NAME, SCHEMA_VERSION};
@@ -809,6 +812,23 @@ pub trait Reads: Tables {
     /// Storage errors.
     fn mail_dropped(&self) -> Result<u64> {
         outbox::dropped(self)
+    }
+
+    /// The first `limit` queued seller replies, oldest first: `(sequence, intent id,
+    /// reply offer id)` (see [`Tx::queue_reply`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pending_replies(&self, limit: usize) -> Result<Vec<PendingReply>> {
+        replies::first(self, limit)
+    }
+
+    /// How many seller replies wait to be matched.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pending_reply_count(&self) -> Result<u64> {
+        replies::len(self)
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order.

@@ -21,7 +21,7 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 pub const FILE_NAME: &str = "isto.redb";
 
 /// `meta`: key → value (`schema_version`, `offers_generation`, `outbox_seq`,
-/// `write_probe`).
+/// `pending_reply_seq`, `write_probe`).
 pub(super) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// `intents`: intent id → IntentRecord JSON.
 pub(super) const INTENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("intents");
@@ -60,6 +60,10 @@ pub(super) const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("out
 pub(super) const PERSON_ACTIVE: TableDefinition<(&str, &str), i64> = TableDefinition::new("person_active");
 /// `intent_person` (v3): intent id → its person key, the key of its `person_active` row.
 pub(super) const INTENT_PERSON: TableDefinition<&str, &str> = TableDefinition::new("intent_person");
+/// `pending_replies` (v4): sequence → `(intent id, reply offer id)`: sellers' replies
+/// stored and answered, not yet matched against their intent (PROTOCOL.md §3
+/// intent_submit_offer: check and deliver after answering).
+pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefinition::new("pending_replies");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -68,7 +72,8 @@ pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("r
 type Migration = fn(&WriteTransaction) -> Result<()>;
 
 /// Every migration, by number (1, 2, …; see the module docs).
-const MIGRATIONS: &[(u64, Migration)] = &[(1, v1_initial), (2, v2_intent_expiry_index), (3, v3_person_index)];
+const MIGRATIONS: &[(u64, Migration)] =
+    &[(1, v1_initial), (2, v2_intent_expiry_index), (3, v3_person_index), (4, v4_pending_replies)];
 
 /// Version of the table layout this build writes: the last migration's number.
 pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -133,6 +138,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(DELIVERY_LOG)?;
     txn.open_table(DIGEST_DUE)?;
     txn.open_table(OUTBOX)?;
+    txn.open_table(PENDING_REPLIES)?;
     txn.open_table(RECORDS)?;
     txn.open_table(PERSON_ACTIVE)?;
     txn.open_table(INTENT_PERSON)?;
@@ -174,6 +180,13 @@ fn v3_person_index(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// 4: the queue of seller replies waiting to be matched (`pending_replies`), empty:
+/// replies stored before it were matched when they were stored.
+fn v4_pending_replies(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(PENDING_REPLIES)?;
+    Ok(())
+}
+
 /// Turns a store at the current version back into one as version 1 wrote it (drops the
 /// tables added since, records version 1), for tests of the migrations' callers.
 ///
@@ -189,6 +202,7 @@ pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
     txn.delete_table(INTENT_DUE).unwrap();
     txn.delete_table(PERSON_ACTIVE).unwrap();
     txn.delete_table(INTENT_PERSON).unwrap();
+    txn.delete_table(PENDING_REPLIES).unwrap();
     txn.open_table(META).unwrap().insert(VERSION_KEY, "1").unwrap();
     txn.commit().unwrap();
 }
@@ -267,6 +281,8 @@ mod tests {
         // Migration 3: the person index exists, empty (the services fill it at start).
         assert_eq!(s.read(|rx| rx.person_active("per_x", i64::MIN, "", 10)).unwrap(), 0);
         assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
+        // Migration 4: the reply queue exists, empty.
+        assert_eq!(s.read(|rx| rx.pending_reply_count()).unwrap(), 0);
         drop(s);
         assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
     }

@@ -614,6 +614,13 @@ fn after_an_outage_and_4xx_each_message_arrives_once_and_a_550_is_dropped_and_co
         fake.refuse.lock().unwrap().push("refused@example.com".into());
         fake.script.lock().unwrap().extend([Mode::RejectMail(421), Mode::RejectRcpt(451)]);
         wait_until(30, "three messages", || fake.received().len() >= 3).await;
+        // The refused one may come last (its own back-off): wait for its 550 under load.
+        let dropped_550 = |log: &str| {
+            mail_lines(log)
+                .iter()
+                .any(|l| l.contains("phase=rcpt") && l.contains("reply code 550") && l.contains("dropped"))
+        };
+        wait_until(30, "the 550 dropped", || dropped_550(&isto.log())).await;
         // A little longer: nothing arrives twice.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let ids = fake.message_ids();

@@ -1,0 +1,61 @@
+//! Pending replies (v4): sellers' replies that were stored and answered but not yet
+//! matched against their intent — PROTOCOL.md §3 intent_submit_offer, "check and
+//! deliver after answering". A durable queue by sequence number (never reused), written
+//! in the transaction that stores the reply and emptied, one entry per transaction, by
+//! the worker that matches it (`deliveries::drain_pending_replies`).
+
+use super::schema::{META, PENDING_REPLIES};
+use super::{meta_counter, Result, Tables, Tx};
+use redb::ReadableTable;
+
+/// Key of the last sequence number handed out, in `meta`.
+const SEQ: &str = "pending_reply_seq";
+
+/// A queued reply: its sequence number, the intent it answers and the reply offer's id.
+pub type PendingReply = (u64, String, String);
+
+pub(super) fn first<R: Tables + ?Sized>(r: &R, limit: usize) -> Result<Vec<PendingReply>> {
+    let t = r.table(PENDING_REPLIES)?;
+    let mut out = Vec::new();
+    for row in t.iter()?.take(limit) {
+        let (k, v) = row?;
+        let (intent, offer) = v.value();
+        out.push((k.value(), intent.to_owned(), offer.to_owned()));
+    }
+    Ok(out)
+}
+
+pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
+    use redb::ReadableTableMetadata;
+    Ok(r.table(PENDING_REPLIES)?.len()?)
+}
+
+impl Tx<'_> {
+    /// Queues reply `offer_id` to intent `intent_id` for matching; returns its sequence
+    /// number (one more than any handed out before).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn queue_reply(&mut self, intent_id: &str, offer_id: &str) -> Result<u64> {
+        let last = meta_counter(&*self, SEQ)?;
+        let mut t = self.txn.open_table(PENDING_REPLIES)?;
+        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
+        self.txn.open_table(META)?.insert(SEQ, next.to_string().as_str())?;
+        t.insert(next, (intent_id, offer_id))?;
+        Ok(next)
+    }
+
+    /// Removes queued reply `seq` and returns `(intent id, offer id)`, or `None` when it
+    /// is gone already (another pass took it): whoever removes it matches it, once.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn take_pending_reply(&mut self, seq: u64) -> Result<Option<(String, String)>> {
+        let mut t = self.txn.open_table(PENDING_REPLIES)?;
+        let v = t.remove(seq)?;
+        Ok(v.map(|g| {
+            let (intent, offer) = g.value();
+            (intent.to_owned(), offer.to_owned())
+        }))
+    }
+}
