@@ -347,8 +347,8 @@ fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_a
     // handle), another seller's handle of it, a tampered handle.
     let other = f.seller("Dealer Other", "other@dealer.example", &["vehicles"], &["SK"]);
     let mut tampered = hd(h, &s, &open);
-    tampered.pop();
-    tampered.push('A');
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
     let refusals: Vec<String> = [
         hd(h, &s, &draft),
         hd(h, &s, &unconfirmed),
