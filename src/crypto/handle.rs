@@ -156,8 +156,8 @@ impl HandleKey {
         bool::from(subtle::ConstantTimeEq::ct_eq(&want[..], n)).then_some(id)
     }
 
-    /// The key id shown by the admin commands: the first 8 hex digits of SHA-256 of the
-    /// MAC subkey (never the key).
+    /// An id of the handle key for key listings (issue 11): the first 8 hex digits of
+    /// SHA-256 of its MAC subkey, never the key itself.
     pub fn kid(&self) -> String {
         use sha2::Digest as _;
         hex(&Sha256::digest(&self.mac_key[..])[..4])
