@@ -3,9 +3,14 @@
 //! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
 //! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
 //! The key ring is a directory of 32-byte key files; the newest is used for sealing and
-//! every one for opening, so rotation keeps old ciphertexts readable.
+//! every one for opening, so rotation keeps old ciphertexts readable. Beside it,
+//! `handle.key` is the root of the sellers' intent handles ([`handle`], PROTOCOL.md §2),
+//! never rotated.
 
+pub mod handle;
 pub mod password;
+
+pub use handle::HandleKey;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
@@ -80,9 +85,10 @@ struct Key {
     mac_key: Zeroizing<[u8; 32]>,
 }
 
-/// The key ring: seals with the newest key, opens with any.
+/// The key ring: seals with the newest key, opens with any; and the handle key.
 pub struct KeyRing {
     keys: Vec<Key>,
+    handles: HandleKey,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -108,7 +114,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 impl KeyRing {
-    fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>) -> Self {
+    fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>, handle_root: &[u8]) -> Self {
         let keys = list
             .into_iter()
             .map(|b| {
@@ -118,34 +124,39 @@ impl KeyRing {
                 Key { id: key_id(&b), cipher: XChaCha20Poly1305::new(b[..].into()), mac_key }
             })
             .collect();
-        Self { keys }
+        Self { keys, handles: HandleKey::from_root(handle_root) }
     }
 
-    /// A ring with one fresh random key, for tests.
+    /// A ring with one fresh random key (and a fresh handle key), for tests.
     pub fn ephemeral() -> Self {
         let mut b = Zeroizing::new(vec![0u8; 32]);
         rand::rng().fill_bytes(&mut b);
-        Self::from_bytes(vec![b])
+        let mut h = Zeroizing::new([0u8; 32]);
+        rand::rng().fill_bytes(&mut h[..]);
+        Self::from_bytes(vec![b], &h[..])
+    }
+
+    /// The path of the handle key beside the sealing key `path`: `handle.key` in the
+    /// same directory.
+    pub fn handle_key_path(path: &Path) -> PathBuf {
+        path.with_file_name("handle.key")
     }
 
     /// Loads `path` (64 hex digits), creating it with a fresh key (mode 0600, parent
     /// 0700) when absent. Older keys kept beside it as `sealing.key.<kid>` stay usable
-    /// for opening. Returns the ring and whether a key was created.
+    /// for opening. The handle key ([`KeyRing::handle_key_path`], 64 hex digits) is read
+    /// the same way and created (0600) when absent — also beside an existing sealing key,
+    /// for a data directory made before handles existed; it is never rotated. Returns the
+    /// ring and whether the sealing key was created.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`] on I/O errors, [`CryptoError::BadKey`] on a malformed file.
     pub fn load_or_create(path: &Path) -> Result<(Self, bool), CryptoError> {
+        let created = create_key_file(path)?;
+        let handle_path = Self::handle_key_path(path);
+        create_key_file(&handle_path)?;
+        let handle_root = read_key(&handle_path)?;
         let io = |source| CryptoError::KeyFile { path: path.to_owned(), source };
-        let mut created = false;
-        if !path.exists() {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir).map_err(io)?;
-            set_mode(dir, 0o700).map_err(io)?;
-            let mut b = Zeroizing::new([0u8; 32]);
-            rand::rng().fill_bytes(&mut b[..]);
-            write_private(path, hex(&b[..]).as_bytes()).map_err(io)?;
-            created = true;
-        }
         let mut list = vec![read_key(path)?];
         if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
             let prefix = format!("{name}.");
@@ -159,7 +170,12 @@ impl KeyRing {
                 list.push(read_key(&p)?);
             }
         }
-        Ok((Self::from_bytes(list), created))
+        Ok((Self::from_bytes(list, &handle_root), created))
+    }
+
+    /// The sellers' intent handles ([`handle`]): made and opened with the handle key.
+    pub fn handles(&self) -> &HandleKey {
+        &self.handles
     }
 
     /// Id of the key used for sealing.
@@ -252,6 +268,22 @@ impl KeyRing {
 fn unreachable_mac() -> Hmac<Sha256> {
     // HMAC accepts keys of any length; this branch is never taken.
     <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).unwrap_or_else(|_| unreachable_mac())
+}
+
+/// Creates the key file `path` with a fresh random key (mode 0600, parent 0700) unless
+/// it exists; whether it was created.
+fn create_key_file(path: &Path) -> Result<bool, CryptoError> {
+    let io = |source| CryptoError::KeyFile { path: path.to_owned(), source };
+    if path.exists() {
+        return Ok(false);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    set_mode(dir, 0o700).map_err(io)?;
+    let mut b = Zeroizing::new([0u8; 32]);
+    rand::rng().fill_bytes(&mut b[..]);
+    write_private(path, hex(&b[..]).as_bytes()).map_err(io)?;
+    Ok(true)
 }
 
 fn read_key(p: &Path) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
@@ -370,8 +402,35 @@ mod tests {
     }
 
     #[test]
+    fn handles_survive_a_rotation_of_the_sealing_key() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r1, _) = KeyRing::load_or_create(&p).unwrap();
+        let hp = KeyRing::handle_key_path(&p);
+        assert!(hp.exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&hp).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let id = new_id("int_");
+        let h = r1.handles().seal("sel_a", &id);
+        std::fs::rename(&p, d.path().join(format!("keys/sealing.key.{}", r1.current_kid()))).unwrap();
+        let (r2, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(created);
+        assert_eq!(r2.handles().seal("sel_a", &id), h, "the same handle after the rotation");
+        assert_eq!(r2.handles().open("sel_a", &h).as_deref(), Some(id.as_str()));
+        assert_eq!(r1.handles().kid(), r2.handles().kid());
+        // A data directory from before handles: the handle key is added, the ring loads.
+        std::fs::remove_file(&hp).unwrap();
+        let (r3, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(!created && hp.exists());
+        assert_eq!(r3.current_kid(), r2.current_kid());
+    }
+
+    #[test]
     fn sealing_without_a_key_is_an_error_not_an_empty_ciphertext() {
-        let empty = KeyRing::from_bytes(Vec::new());
+        let empty = KeyRing::from_bytes(Vec::new(), &[0u8; 32]);
         assert!(matches!(empty.seal(b"x"), Err(CryptoError::Seal(_))));
         assert!(matches!(empty.seal_str("x"), Err(CryptoError::Seal(_))));
         let s = KeyRing::ephemeral().seal(b"").unwrap();

@@ -364,8 +364,9 @@ impl ServerHandler for IstoServer {
             ),
             Endpoint::Seller => format!(
                 "Isto Intents holder '{name}', seller endpoint: for the holder's registered sellers. List the buying \
-                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms) and reply with \
-                 intent_submit_offer (at most 3 offers per intent)."
+                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms, intents under ids \
+                 of your own) and reply with intent_submit_offer, giving that id as inReplyTo (at most 3 offers per \
+                 intent)."
             ),
         })
     }

@@ -4,13 +4,15 @@
 //!
 //! Tools:
 //! * `intent_submit_offer` (scope `offers`): an Offer with `source: {"kind": "reply"}`
-//!   and `inReplyTo` → `{accepted, offerId?, reason?}` (see [`crate::sellers`]: accepted
+//!   and `inReplyTo` (the seller's handle `hdl_…` of the intent, PROTOCOL.md §2) →
+//!   `{accepted, offerId?, reason?}` (see [`crate::sellers`]: accepted
 //!   only for active pseudonymous intents in the seller's categories and regions, one
 //!   refusal text either way, at most 3 replies per intent, never dependent on the
 //!   hidden limit);
 //! * `intent_list_open_intents` (scope `offers`, isto extension): `{category?, area?,
 //!   since?, limit?}` → `{intents: [{id, pseudonym, statement, category, criteria, area,
-//!   budget, buyBy, validUntil}], nextSince}` — never contact, hidden limit or
+//!   budget, buyBy, validUntil}], nextSince}` — `id` is the seller's handle, never the
+//!   intent id, and times are whole minutes; never contact, hidden limit or
 //!   hasHiddenLimit;
 //! * `intent_search_offers` (any seller scope) and `intent_demand_summary` (scope
 //!   `demand`): the `/mcp` tools, answered by [`crate::mcp::dispatch`].
@@ -40,8 +42,8 @@ fn offer_input() -> Value {
         "properties": {
             "source": {"type": "object", "additionalProperties": false, "required": ["kind"],
                 "properties": {"kind": {"type": "string", "const": "reply"}}},
-            "inReplyTo": {"type": "string", "minLength": 1, "maxLength": 64,
-                "description": "The id of the open intent this offer answers (from intent_list_open_intents)."},
+            "inReplyTo": {"type": "string", "minLength": 1, "maxLength": sellers::IN_REPLY_TO_MAX,
+                "description": "The id (hdl_…) of the open intent this offer answers, as intent_list_open_intents gave it to this seller."},
             "title": {"type": "string", "minLength": 1, "maxLength": 300},
             "description": {"type": "string", "maxLength": 10000},
             "category": {"type": "string", "enum": ["vehicles", "property"]},
@@ -68,7 +70,7 @@ fn open_input() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": {
         "category": {"type": "string", "enum": ["vehicles", "property"]},
         "area": schema::area_input(),
-        "since": {"type": "string", "format": "date-time", "description": "Only intents that opened or changed after this time (use the previous nextSince)."},
+        "since": {"type": "string", "format": "date-time", "description": "Only intents that opened or changed in this minute or later (use the previous nextSince; the current minute comes again, so skip ids already seen)."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
     }})
 }
@@ -80,7 +82,7 @@ fn open_output() -> Value {
         "intents": {"type": "array", "items": {"type": "object",
             "required": ["id", "pseudonym", "statement", "category", "criteria", "area", "validUntil"],
             "properties": {
-                "id": p["id"],
+                "id": {"type": "string", "pattern": "^hdl_", "description": "This seller's handle for the intent (inReplyTo of intent_submit_offer): the same on every call, different for every seller."},
                 "pseudonym": {"type": "string", "description": "This seller's pseudonym for the buyer: the same for all of one buyer's intents, different for every seller."},
                 "statement": p["statement"],
                 "category": p["category"],
@@ -88,7 +90,7 @@ fn open_output() -> Value {
                 "area": p["area"],
                 "budget": p["budget"],
                 "buyBy": p["buyBy"],
-                "validUntil": p["validUntil"]
+                "validUntil": {"type": "string", "format": "date-time", "description": "RFC 3339, to the minute (rounded down)."}
             }}},
         "nextSince": {"type": ["string", "null"]}
     }})
@@ -115,8 +117,9 @@ pub fn seller_tools() -> Vec<Tool> {
             "List open intents",
             "Lists the active buying intents whose buyers allow replies (visibility pseudonymous) in this seller's \
              categories and regions, oldest change first: statement, criteria, area, visible budget, buyBy and \
-             validUntil, with this seller's pseudonym for each buyer. Pass the previous nextSince as since to get \
-             only intents that opened or changed later. Never includes contact data or hidden limits.",
+             validUntil, with this seller's pseudonym for each buyer and this seller's own id for each intent (use it \
+             as inReplyTo). Pass the previous nextSince as since to get the intents that opened or changed since \
+             (to the minute: the current minute comes again). Never includes contact data or hidden limits.",
             open_input(),
             open_output(),
             ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),

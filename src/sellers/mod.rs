@@ -39,12 +39,19 @@
 //! e-mail address ([`accounts::email_key`]; for account intents that is the account's
 //! address) — so one person's intents share one pseudonym per seller, and different
 //! sellers see unrelated pseudonyms. The address never leaves this function.
+//!
+//! Handles ([`handle`], PROTOCOL.md §2): a seller never sees an intent id. Each intent
+//! reaches each seller as `hdl_…`, a deterministic authenticated encryption of the
+//! intent id for that seller ([`crate::crypto::handle`]): the `id` of
+//! `intent_list_open_intents` and the `inReplyTo` of `intent_submit_offer`, opened by
+//! [`intent_of_handle`] for the seller who made the call only. No table keeps them.
 
 mod open;
 mod reply;
 
-pub use open::{open_intents, parse_open_query, OpenIntent, OpenPage, OpenQuery};
+pub use open::{open_intents, parse_open_query, seller_minute, OpenIntent, OpenPage, OpenQuery};
 pub use reply::{parse_reply, submit_reply, ReplyInput, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
+pub use reply::{IN_REPLY_TO_MAX, NO_INTENT};
 
 use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
 use crate::base::{Base, ServiceError};
@@ -533,6 +540,19 @@ pub fn pseudonym(base: &Base, rec: &IntentRecord, seller_id: &str) -> Result<Str
     let key = buyer_key(base, rec)?;
     let mac = base.keys.mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
     Ok(format!("buyer-{}", mac.get(..12).unwrap_or(&mac)))
+}
+
+/// The handle under which seller `seller_id` (`sel_…`) sees intent `intent_id`
+/// (PROTOCOL.md §2): `hdl_…`, stable for the pair, unrelated between sellers.
+pub fn handle(base: &Base, seller_id: &str, intent_id: &str) -> String {
+    base.keys.handles().seal(seller_id, intent_id)
+}
+
+/// The intent id behind `handle` when it is seller `seller_id`'s handle; `None` for any
+/// other string — another seller's handle, an intent id, a tampered handle — which the
+/// caller refuses like an unknown intent.
+pub fn intent_of_handle(base: &Base, seller_id: &str, handle: &str) -> Option<String> {
+    base.keys.handles().open(seller_id, handle)
 }
 
 /// Whether `rec` is open to `profile`'s seller at `now`: active, pseudonymous, in the

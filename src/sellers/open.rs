@@ -2,8 +2,24 @@
 //! `/seller/intents`: the active pseudonymous intents in a seller's categories and
 //! regions, each under the seller's pseudonym for its buyer — never contact data, the
 //! hidden limit or whether one is set.
+//!
+//! Nothing a seller sees of an intent is shared with another seller beyond the buyer's
+//! own content (statement, criteria, area, budget, buy-by date: PROTOCOL.md §2 "Seller
+//! pseudonyms and handles", issue 10 point 3):
+//! * `id` is the seller's handle ([`super::handle`]), never the intent id;
+//! * times are whole minutes ([`seller_minute`]): `validUntil` rounded down, and the
+//!   `since` cursor counts in minutes of the last change (`updatedAt` itself is not
+//!   shown);
+//! * the order is by minute of the last change, then by the handle — so within one
+//!   minute each seller has its own order, and no order is shared between sellers.
+//!
+//! The cursor: `since` keeps the intents whose last change falls in its minute or later.
+//! `nextSince` is the minute after the page's last listed minute when that minute is
+//! over (or the page was cut: a page ends between two minutes), else that minute
+//! itself — the current minute is listed again on the next call, since more intents may
+//! still change in it. A seller skips what it has seen by the handle, which is stable.
 
-use super::{open_to, pseudonym, Result, SellerProfile};
+use super::{handle, open_to, pseudonym, Result, SellerProfile};
 use crate::base::Base;
 use crate::clock;
 use crate::gazetteer::AreaObject;
@@ -25,7 +41,8 @@ pub const MAX_LIMIT: usize = 100;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenIntent {
-    /// `int_…` (the id `intent_submit_offer` takes as `inReplyTo`).
+    /// The seller's handle for the intent, `hdl_…` (what `intent_submit_offer` takes as
+    /// `inReplyTo`); never the intent id.
     pub id: String,
     /// The seller's pseudonym for the buyer.
     pub pseudonym: String,
@@ -43,14 +60,14 @@ pub struct OpenIntent {
     /// `YYYY-MM-DD`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buy_by: Option<String>,
-    /// RFC 3339.
+    /// RFC 3339, rounded down to the minute.
     pub valid_until: String,
     /// The statement's language (pages mark it up; not in tool results).
     #[serde(skip)]
     pub language: String,
-    /// Last change (the `since` cursor; not in tool results).
+    /// The minute of the last change (the `since` cursor; not in tool results).
     #[serde(skip)]
-    pub updated_at: String,
+    pub changed_minute: OffsetDateTime,
 }
 
 /// The filters of `intent_list_open_intents`.
@@ -60,11 +77,11 @@ pub struct OpenQuery {
     pub category: Option<String>,
     /// Only intents whose area overlaps this one.
     pub area: Option<AreaObject>,
-    /// Only intents that became active or changed after this time.
+    /// Only intents that became active or changed in this minute or later.
     pub since: Option<OffsetDateTime>,
-    /// At most this many (a page ends between two change times, so a cursor never
+    /// At most this many (a page ends between two minutes of change, so a cursor never
     /// skips an intent; a page can exceed it only when more intents than `limit`
-    /// changed in the same second).
+    /// changed in the same minute).
     pub limit: usize,
 }
 
@@ -74,8 +91,9 @@ pub struct OpenQuery {
 pub struct OpenPage {
     /// The intents.
     pub intents: Vec<OpenIntent>,
-    /// Pass as `since` to get only intents that became open or changed later; `null`
-    /// when nothing was listed and no `since` was given.
+    /// Pass as `since` to get the intents that became open or changed since (a whole
+    /// minute, see the module docs); `null` when nothing was listed and no `since` was
+    /// given.
     pub next_since: Option<String>,
 }
 
@@ -103,6 +121,12 @@ pub fn parse_open_query(args: &Value) -> Result<OpenQuery, InputError> {
     Ok(OpenQuery { category, area, since, limit })
 }
 
+/// `t` rounded down to the whole minute: the precision of every time a seller sees.
+pub fn seller_minute(t: OffsetDateTime) -> OffsetDateTime {
+    let s = t.unix_timestamp();
+    OffsetDateTime::from_unix_timestamp(s - s.rem_euclid(60)).unwrap_or(t)
+}
+
 /// Whether two areas share ground: same country, and one covers the whole country or
 /// their regions meet.
 fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
@@ -112,58 +136,71 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
             || a.regions.iter().any(|r| b.regions.iter().any(|s| s.eq_ignore_ascii_case(r))))
 }
 
-/// The open intents for `profile`'s seller (see the module docs), oldest change first.
+/// The open intents for `profile`'s seller (see the module docs), oldest minute of
+/// change first, then by handle.
 ///
 /// # Errors
 /// Storage and key errors.
 pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
     let now = base.clock.now();
-    let mut recs: Vec<IntentRecord> = base.store.read(|rx| -> Result<Vec<IntentRecord>> {
+    let since = q.since.map(seller_minute);
+    let recs: Vec<IntentRecord> = base.store.read(|rx| -> Result<Vec<IntentRecord>> {
         let mut out = Vec::new();
         for id in rx.active_ids()? {
             let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
             let wanted = open_to(&rec, profile, now)
                 && q.category.as_deref().is_none_or(|c| c == rec.category)
                 && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
-                && q.since.is_none_or(|s| ts(&rec.updated_at) > s);
+                && since.is_none_or(|s| seller_minute(ts(&rec.updated_at)) >= s);
             if wanted {
                 out.push(rec);
             }
         }
         Ok(out)
     })?;
-    recs.sort_by(|a, b| ts(&a.updated_at).cmp(&ts(&b.updated_at)).then_with(|| a.id.cmp(&b.id)));
+    let seller = &profile.seller_id;
+    let mut keyed: Vec<(OffsetDateTime, String, IntentRecord)> =
+        recs.into_iter().map(|r| (seller_minute(ts(&r.updated_at)), handle(base, seller, &r.id), r)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let limit = q.limit.max(1);
-    if recs.len() > limit {
-        // End the page between two change times, so that `since` skips nothing.
-        let edge = ts(&recs[limit - 1].updated_at);
+    let mut cut_short = false;
+    if keyed.len() > limit {
+        // End the page between two minutes, so that `since` skips nothing.
+        let edge = keyed[limit - 1].0;
         let mut cut = limit;
-        if ts(&recs[limit].updated_at) == edge {
-            cut = recs[..limit].iter().position(|r| ts(&r.updated_at) == edge).unwrap_or(limit);
+        if keyed[limit].0 == edge {
+            cut = keyed[..limit].iter().position(|r| r.0 == edge).unwrap_or(limit);
             if cut == 0 {
-                cut = recs.iter().position(|r| ts(&r.updated_at) != edge).unwrap_or(recs.len());
+                cut = keyed.iter().position(|r| r.0 != edge).unwrap_or(keyed.len());
             }
         }
-        recs.truncate(cut);
+        cut_short = cut < keyed.len();
+        keyed.truncate(cut);
     }
-    let mut intents = Vec::with_capacity(recs.len());
-    for rec in recs {
+    let mut intents = Vec::with_capacity(keyed.len());
+    for (changed_minute, id, rec) in keyed {
         let mut criteria = rec.criteria.clone();
         criteria.insert("category".into(), Value::String(rec.category.clone()));
         intents.push(OpenIntent {
-            pseudonym: pseudonym(base, &rec, &profile.seller_id)?,
-            id: rec.id,
+            pseudonym: pseudonym(base, &rec, seller)?,
+            id,
             statement: rec.statement,
             category: rec.category,
             criteria,
             area: rec.area,
             budget: rec.budget,
             buy_by: rec.buy_by,
-            valid_until: rec.valid_until,
+            valid_until: clock::rfc3339(seller_minute(ts(&rec.valid_until))),
             language: rec.language,
-            updated_at: rec.updated_at,
+            changed_minute,
         });
     }
-    let next_since = intents.last().map(|i| i.updated_at.clone()).or_else(|| q.since.map(clock::rfc3339_micros));
+    let minute = time::Duration::minutes(1);
+    let next_since = match intents.last() {
+        Some(last) if cut_short || last.changed_minute + minute <= now => Some(last.changed_minute + minute),
+        Some(last) => Some(last.changed_minute),
+        None => since,
+    }
+    .map(clock::rfc3339);
     Ok(OpenPage { intents, next_since })
 }

@@ -53,6 +53,13 @@ impl ReplyOutcome {
     }
 }
 
+/// The intent id of a reply whose `inReplyTo` is no handle of the seller's: empty, an
+/// id no intent has.
+pub const NO_INTENT: &str = "";
+
+/// Longest `inReplyTo`, characters (a handle is 80).
+pub const IN_REPLY_TO_MAX: usize = 128;
+
 /// The Offer fields a reply may carry besides `source` and `inReplyTo`.
 const OFFER_FIELDS: [&str; 8] =
     ["title", "description", "category", "attributes", "price", "area", "url", "validUntil"];
@@ -60,14 +67,18 @@ const OFFER_FIELDS: [&str; 8] =
 /// A validated `intent_submit_offer` input: the intent it answers and the offer.
 #[derive(Debug, Clone)]
 pub struct ReplyInput {
-    /// `inReplyTo`: the id of the open intent.
+    /// The intent behind `inReplyTo`, the seller's handle (PROTOCOL.md §2): its id, or
+    /// [`NO_INTENT`] when the handle is not one this seller can open (another seller's,
+    /// a tampered one, an intent id) — no intent has that id, so the reply is refused
+    /// as [`REFUSED_NOT_OPEN`] exactly like an unknown intent.
     pub intent_id: String,
     /// The Offer fields, checked as a catalogue row.
     pub offer: OfferInput,
 }
 
 /// Validates a reply (the face calls it before [`submit_reply`]): `source` must be
-/// `{"kind": "reply"}`, `inReplyTo` an intent id, the Offer fields follow the catalogue
+/// `{"kind": "reply"}`, `inReplyTo` a string (the seller's handle of the intent, opened
+/// here: see [`ReplyInput::intent_id`]), the Offer fields follow the catalogue
 /// rules ([`parse_json_row`]); the category must be one the seller serves and
 /// `validUntil` (if any) in the future.
 ///
@@ -90,7 +101,7 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
             s.finish("; the holder fills in sellerId")?;
         }
     }
-    let in_reply_to = f.req_str("inReplyTo", 64)?;
+    let in_reply_to = f.req_str("inReplyTo", IN_REPLY_TO_MAX)?;
     let mut row = Map::new();
     for key in OFFER_FIELDS {
         if let Some(v) = f.get(key) {
@@ -109,7 +120,9 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
             return Err(InputError("validUntil must be in the future".into()));
         }
     }
-    Ok((in_reply_to, input))
+    let intent_id =
+        super::intent_of_handle(base, &profile.seller_id, &in_reply_to).unwrap_or_else(|| NO_INTENT.to_owned());
+    Ok((intent_id, input))
 }
 
 /// What the answer path of [`submit_reply`] reads of the intent: the fields that decide
@@ -263,7 +276,7 @@ mod tests {
     }
 
     fn reply(b: &Base, intent: &str, title: &str, price: f64) -> ReplyInput {
-        let args = json!({"source": {"kind": "reply"}, "inReplyTo": intent, "title": title,
+        let args = json!({"source": {"kind": "reply"}, "inReplyTo": crate::sellers::handle(b, &profile().seller_id, intent), "title": title,
             "description": "Servisná knižka.", "category": "vehicles",
             "attributes": {"make": "Škoda", "model": "Octavia", "year": 2019},
             "price": {"amount": price, "currency": "EUR"}, "area": "Bratislava"});

@@ -6,8 +6,10 @@
 //! `/signin?next=/seller/intents`; any other role gets 403. The list is exactly what
 //! the `intent_list_open_intents` tool gives the seller ([`sellers::open_intents`]):
 //! active pseudonymous intents in the seller's categories and regions, each under the
-//! seller's pseudonym for its buyer, with statement, criteria, area, visible budget and
-//! buy-by date — never contact data, a hidden limit or whether one is set.
+//! seller's pseudonym for its buyer and the seller's own handle for the intent (what its
+//! agent gives as `inReplyTo`; never the intent id: PROTOCOL.md §2), with statement,
+//! criteria, area, visible budget and buy-by date — never contact data, a hidden limit
+//! or whether one is set.
 //!
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
@@ -113,6 +115,7 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
                         th scope="col" { (ui.area) }
                         th scope="col" { (ui.budget) }
                         th scope="col" { (ui.buy_by) }
+                        th scope="col" { (t.handle) }
                     }
                 }
                 tbody {
@@ -128,6 +131,7 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
                             td {
                                 @if let Some(d) = &i.buy_by { (pages::date(ui, d)) }
                             }
+                            td { code.url { (i.id) } }
                         }
                     }
                 }

@@ -9,8 +9,8 @@
 // * the seller signs in with a one-time e-mail link (its account has no password); the
 //   SDK connects to /mcp/seller (401 → DCR → authorize → Allow by the signed-in seller →
 //   token for the resource <public>/mcp/seller, scopes offers demand);
-// * intent_list_open_intents shows the intent under a pseudonym, without contact, hidden
-//   limit or hasHiddenLimit;
+// * intent_list_open_intents shows the intent under a pseudonym and the seller's own
+//   handle (never the intent id), without contact, hidden limit or hasHiddenLimit;
 // * two replies, one above and one below the hidden limit, get answers of the same
 //   shape; only the one below reaches the buyer's intent_list_matches, as a reply;
 // * the token-free /mcp has no seller tools, and the seller's token is refused on
@@ -66,11 +66,11 @@ function nonMatching() {
   ];
 }
 
-/** A reply to `intentId` at `amount` EUR. */
-function reply(intentId, amount, tag) {
+/** A reply to the intent the seller knows as `handle` at `amount` EUR. */
+function reply(handle, amount, tag) {
   return {
     source: { kind: "reply" },
-    inReplyTo: intentId,
+    inReplyTo: handle,
     title: `Škoda Octavia Combi 2.0 TDI (${tag})`,
     description: `Odpoveď predajcu na zámer kupujúceho (${tag}).`,
     category: "vehicles",
@@ -212,8 +212,10 @@ test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's
     assert.equal(out.isError, false, `list_open_intents failed: ${out.text}`);
     const intents = out.res.structuredContent.intents;
     assert.ok(Array.isArray(intents), out.text);
-    const mine = intents.find((i) => i.id === s.intentId);
+    const mine = intents.find((i) => i.statement === STATEMENT);
     assert.ok(mine, `the buyer's intent ${s.intentId} is not listed: ${out.text}`);
+    assert.match(mine.id ?? "", /^hdl_/, `the seller's handle: ${mine.id}`);
+    assert.notEqual(mine.id, s.intentId);
     assert.equal(intents.length, 1, `expected only the buyer's intent: ${out.text}`);
     assert.match(mine.pseudonym ?? "", /^buyer-\S+$/, `pseudonym: ${mine.pseudonym}`);
     assert.equal(mine.statement, STATEMENT);
@@ -229,14 +231,19 @@ test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's
     assert.ok(!json.includes("hasHiddenLimit"), `hasHiddenLimit is in the seller's view: ${json}`);
     assert.ok(!/hiddenLimit/i.test(json), `a hiddenLimit field is in the seller's view: ${json}`);
     assert.ok(!json.includes(s.intentCode), "the intentCode is in the seller's view");
+    assert.ok(!json.includes(s.intentId.slice(4)), `the intent id is in the seller's view: ${json}`);
+    assert.match(mine.validUntil, /:00Z$/, `validUntil to the minute: ${mine.validUntil}`);
     s.pseudonym = mine.pseudonym;
+    s.handle = mine.id;
   });
 
   // ---------------------------------------------------------------------------
   await step("intent_submit_offer: 13000 EUR (above the hidden limit) and 11000 EUR (below) → same answer shape", async () => {
-    const above = await call(s.sellerClient, "intent_submit_offer", reply(s.intentId, 13000, "above"));
+    const byId = await call(s.sellerClient, "intent_submit_offer", reply(s.intentId, 13000, "by-id"));
+    assert.equal(byId.res?.structuredContent?.accepted, false, `the intent id is no handle: ${byId.text}`);
+    const above = await call(s.sellerClient, "intent_submit_offer", reply(s.handle, 13000, "above"));
     assert.equal(above.isError, false, `submit (13000) failed: ${above.text}`);
-    const below = await call(s.sellerClient, "intent_submit_offer", reply(s.intentId, 11000, "below"));
+    const below = await call(s.sellerClient, "intent_submit_offer", reply(s.handle, 11000, "below"));
     assert.equal(below.isError, false, `submit (11000) failed: ${below.text}`);
     for (const [what, r] of [["13000", above], ["11000", below]]) {
       const sc = r.res.structuredContent;
@@ -319,7 +326,7 @@ test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's
       const names = (await s.buyer.listTools()).tools.map((x) => x.name);
       assert.ok(!names.includes("intent_submit_offer") && !names.includes("intent_list_open_intents"), names.join(", "));
       for (const [tool, args] of [
-        ["intent_submit_offer", reply(s.intentId, 10000, "public")],
+        ["intent_submit_offer", reply(s.handle ?? s.intentId, 10000, "public")],
         ["intent_list_open_intents", {}],
       ]) {
         const out = await call(s.buyer.client, tool, args);

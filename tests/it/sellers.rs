@@ -128,6 +128,19 @@ fn open_list(h: &AppState, p: &SellerProfile, args: Value) -> Vec<Value> {
     v["intents"].as_array().unwrap().clone()
 }
 
+/// Seller `p`'s handle for intent `id` (PROTOCOL.md §2): what the seller sees as the
+/// intent's `id` and gives as `inReplyTo`.
+fn hd(h: &AppState, p: &SellerProfile, id: &str) -> String {
+    sellers::handle(&h.base, &p.seller_id, id)
+}
+
+/// Seller `p`'s handles for `ids`, sorted (to compare with [`ids`]).
+fn hds(h: &AppState, p: &SellerProfile, ids: &[&String]) -> Vec<String> {
+    let mut v: Vec<String> = ids.iter().map(|id| hd(h, p, id)).collect();
+    v.sort();
+    v
+}
+
 fn ids(list: &[Value]) -> Vec<String> {
     let mut v: Vec<String> = list.iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect();
     v.sort();
@@ -219,19 +232,16 @@ fn a_seller_never_sees_contact_hidden_limit_or_has_hidden_limit() {
     let mut outputs = Vec::new();
     let (err, v, whole) = call(h, Some(&grant(&s)), "intent_list_open_intents", json!({}));
     assert!(!err);
-    assert_eq!(ids(v["intents"].as_array().unwrap()), {
-        let mut w = vec![owned.clone(), linked.clone()];
-        w.sort();
-        w
-    });
+    assert_eq!(ids(v["intents"].as_array().unwrap()), hds(h, &s, &[&owned, &linked]));
     let item = &v["intents"][0];
     for key in ["id", "pseudonym", "statement", "category", "criteria", "area", "budget", "validUntil"] {
         assert!(item.get(key).is_some(), "{key} missing in {item}");
     }
     outputs.push(whole);
     for id in [&owned, &linked] {
-        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", reply(id, "Škoda Octavia Combi", 9000.0)).2);
-        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", reply(id, "Škoda Octavia Combi", 15000.0)).2);
+        let r = |price| reply(&hd(h, &s, id), "Škoda Octavia Combi", price);
+        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", r(9000.0)).2);
+        outputs.push(call(h, Some(&grant(&s)), "intent_submit_offer", r(15000.0)).2);
     }
     outputs.push(call(h, Some(&grant(&s)), "intent_search_offers", json!({"statement": "Škoda Octavia"})).2);
     let cookie = f.seller_signs_in("one@dealer.example");
@@ -249,6 +259,9 @@ fn a_seller_never_sees_contact_hidden_limit_or_has_hidden_limit() {
             "12\u{a0}345",
             "hasHiddenLimit",
             "hiddenLimit",
+            "int_",
+            &owned,
+            &linked,
         ] {
             assert!(!out.contains(secret), "{secret} in {out}");
         }
@@ -271,15 +284,15 @@ fn pseudonyms_are_stable_per_buyer_and_differ_between_sellers() {
     let la = open_list(h, &a, json!({}));
     let lb = open_list(h, &b, json!({}));
     assert_eq!(la.len(), 3);
-    let (pa, pb) = (pseudonym_of(&la, &owned), pseudonym_of(&lb, &owned));
+    let (pa, pb) = (pseudonym_of(&la, &hd(h, &a, &owned)), pseudonym_of(&lb, &hd(h, &b, &owned)));
     assert!(pa.starts_with("buyer-") && pa.len() == "buyer-".len() + 12, "{pa}");
-    assert_eq!(pseudonym_of(&la, &linked), pa, "one buyer, one pseudonym for seller A");
-    assert_eq!(pseudonym_of(&lb, &linked), pb, "one buyer, one pseudonym for seller B");
+    assert_eq!(pseudonym_of(&la, &hd(h, &a, &linked)), pa, "one buyer, one pseudonym for seller A");
+    assert_eq!(pseudonym_of(&lb, &hd(h, &b, &linked)), pb, "one buyer, one pseudonym for seller B");
     assert_ne!(pa, pb, "sellers cannot link a buyer across sellers");
-    assert_ne!(pseudonym_of(&la, &other), pa);
-    assert_ne!(pseudonym_of(&lb, &other), pb);
+    assert_ne!(pseudonym_of(&la, &hd(h, &a, &other)), pa);
+    assert_ne!(pseudonym_of(&lb, &hd(h, &b, &other)), pb);
     // Stable across calls (and after a restart: a keyed hash, nothing random).
-    assert_eq!(pseudonym_of(&open_list(h, &a, json!({})), &owned), pa);
+    assert_eq!(pseudonym_of(&open_list(h, &a, json!({})), &hd(h, &a, &owned)), pa);
 }
 
 #[test]
@@ -289,9 +302,9 @@ fn submit_answers_the_same_above_and_below_the_hidden_limit() {
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": 12000})), "buyer@example.com");
     let (e1, below, _) =
-        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi below", 11000.0));
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&hd(h, &s, &id), "Škoda Octavia Combi below", 11000.0));
     let (e2, above, _) =
-        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi above", 15000.0));
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&hd(h, &s, &id), "Škoda Octavia Combi above", 15000.0));
     assert!(!e1 && !e2);
     assert_eq!(below["accepted"], true);
     let strip = |mut v: Value| {
@@ -340,23 +353,28 @@ fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_a
         "f@example.com",
     );
     let (open, _) = f.consent_intent(octavia(json!({})), "o@example.com");
-    assert_eq!(ids(&open_list(h, &s, json!({}))), {
-        let mut v = vec![expiring.clone(), open.clone()];
-        v.sort();
-        v
-    });
+    assert_eq!(ids(&open_list(h, &s, json!({}))), hds(h, &s, &[&expiring, &open]));
     f.clock.advance(time::Duration::hours(3));
-    assert_eq!(ids(&open_list(h, &s, json!({}))), vec![open.clone()], "expired drops out");
+    assert_eq!(ids(&open_list(h, &s, json!({}))), vec![hd(h, &s, &open)], "expired drops out");
 
+    // Each by this seller's handle; and an unknown id, the open intent's own id (not a
+    // handle), another seller's handle of it, a tampered handle.
+    let other = f.seller("Dealer Other", "other@dealer.example", &["vehicles"], &["SK"]);
+    let mut tampered = hd(h, &s, &open);
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
     let refusals: Vec<String> = [
-        &draft,
-        &unconfirmed,
-        &withdrawn,
-        &expiring,
-        &private,
-        &kosice,
-        &flat,
-        &"int_nosuchintentxxxxxxxxxxxxx".into(),
+        hd(h, &s, &draft),
+        hd(h, &s, &unconfirmed),
+        hd(h, &s, &withdrawn),
+        hd(h, &s, &expiring),
+        hd(h, &s, &private),
+        hd(h, &s, &kosice),
+        hd(h, &s, &flat),
+        "int_nosuchintentxxxxxxxxxxxxx".into(),
+        open.clone(),
+        hd(h, &other, &open),
+        tampered,
     ]
     .iter()
     .map(|id| {
@@ -371,7 +389,7 @@ fn drafts_expired_withdrawn_private_and_foreign_intents_are_neither_listed_nor_a
     for id in [&draft, &unconfirmed, &withdrawn, &expiring, &private, &kosice, &flat] {
         assert!(isto::deliveries::list(&h.base, id, None, 10).unwrap().0.is_empty());
     }
-    let (_, v, _) = call(h, Some(&g), "intent_submit_offer", reply(&open, "Škoda Octavia Combi", 9000.0));
+    let (_, v, _) = call(h, Some(&g), "intent_submit_offer", reply(&hd(h, &s, &open), "Škoda Octavia Combi", 9000.0));
     assert_eq!(v["accepted"], true);
     // Filters narrow the list; a since cursor returns only later changes.
     assert!(open_list(h, &s, json!({"category": "property"})).is_empty());
@@ -389,17 +407,27 @@ fn the_fourth_reply_is_refused() {
     let t = f.seller("Dealer Two", "two@dealer.example", &["vehicles"], &["SK"]);
     let (id, _) = f.consent_intent(octavia(json!({})), "buyer@example.com");
     for n in 1..=3 {
-        let (_, v, _) =
-            call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, &format!("Škoda Octavia Combi {n}"), 9000.0));
+        let (_, v, _) = call(
+            h,
+            Some(&grant(&s)),
+            "intent_submit_offer",
+            reply(&hd(h, &s, &id), &format!("Škoda Octavia Combi {n}"), 9000.0),
+        );
         assert_eq!(v["accepted"], true, "{n}: {v}");
     }
-    let (_, v, _) = call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi 4", 9000.0));
+    let (_, v, _) =
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&hd(h, &s, &id), "Škoda Octavia Combi 4", 9000.0));
     assert_eq!(v, json!({"accepted": false, "reason": "reply limit reached"}));
     drain(h);
     assert_eq!(delivered_titles(h, &id).len(), 3);
     // Another seller has its own three.
-    let (_, v, _) = call(h, Some(&grant(&t)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi T", 9000.0));
+    let (_, v, _) =
+        call(h, Some(&grant(&t)), "intent_submit_offer", reply(&hd(h, &t, &id), "Škoda Octavia Combi T", 9000.0));
     assert_eq!(v["accepted"], true);
+    // With its own handle only: seller S's handle is not open to T.
+    let (_, v, _) =
+        call(h, Some(&grant(&t)), "intent_submit_offer", reply(&hd(h, &s, &id), "Škoda Octavia Combi", 9000.0));
+    assert_eq!(v, json!({"accepted": false, "reason": "not open for replies"}));
 }
 
 /// Registers an OAuth client and authorizes it for `/mcp/seller` with the seller's
@@ -478,7 +506,7 @@ fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
     // The grant the request already carried no longer works: the account is read on every call.
     for (tool, args) in [
         ("intent_list_open_intents", json!({})),
-        ("intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0)),
+        ("intent_submit_offer", reply(&hd(h, &s, &id), "Škoda Octavia Combi", 9000.0)),
         ("intent_search_offers", json!({"statement": "Škoda"})),
         ("intent_demand_summary", json!({})),
     ] {
@@ -529,8 +557,12 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
     assert_eq!(delivered_titles(h, &mine), vec!["Škoda Octavia Combi katalóg"]);
 
-    let (_, v, _) =
-        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&mine, "Škoda Octavia Combi odpoveď", 9000.0));
+    let (_, v, _) = call(
+        h,
+        Some(&grant(&s)),
+        "intent_submit_offer",
+        reply(&hd(h, &s, &mine), "Škoda Octavia Combi odpoveď", 9000.0),
+    );
     assert_eq!(v["accepted"], true);
     let offer_id = v["offerId"].as_str().unwrap().to_owned();
     drain(h);
@@ -588,8 +620,10 @@ fn the_seller_page_lists_open_intents_for_signed_in_sellers_only() {
     assert_eq!(page.status, StatusCode::OK);
     let s = sellers::find(&h.base, &sellers::list(&h.base).unwrap()[0].seller_id).unwrap();
     let listed = open_list(h, &s, json!({}));
-    assert_eq!(ids(&listed), vec![id.clone()]);
-    assert!(page.body.contains(&pseudonym_of(&listed, &id)), "{}", page.body);
+    assert_eq!(ids(&listed), vec![hd(h, &s, &id)]);
+    assert!(page.body.contains(&pseudonym_of(&listed, &hd(h, &s, &id))), "{}", page.body);
+    assert!(page.body.contains(&hd(h, &s, &id)), "the seller's handle, to reply with: {}", page.body);
+    assert!(!page.body.contains(&id), "the intent id is not on the seller page: {}", page.body);
     for shown in ["Hľadám Škoda Octavia combi", "Octavia", "20\u{a0}000", "2027-03-31", "Slovakia"] {
         assert!(page.body.contains(shown), "{shown} missing in {}", page.body);
     }
@@ -764,11 +798,16 @@ fn seller_server_over_http_with_a_real_token() {
     let call = |n: u32, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}});
     let (_, _, out) = rpc(&f, &mcp, Some(&sid), &token, call(3, "intent_list_open_intents", json!({})));
     let intents = out["result"]["structuredContent"]["intents"].as_array().unwrap();
-    assert_eq!(ids(intents), vec![id.clone()], "{out}");
+    assert_eq!(ids(intents), vec![hd(&h, &s, &id)], "{out}");
     let text: Value = serde_json::from_str(out["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(&text, &out["result"]["structuredContent"]["intents"], "the text content is the bare array");
-    let (_, _, out) =
-        rpc(&f, &mcp, Some(&sid), &token, call(4, "intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0)));
+    let (_, _, out) = rpc(
+        &f,
+        &mcp,
+        Some(&sid),
+        &token,
+        call(4, "intent_submit_offer", reply(&hd(&h, &s, &id), "Škoda Octavia Combi", 9000.0)),
+    );
     assert_eq!(out["result"]["structuredContent"]["accepted"], true, "{out}");
     drain(&h);
     assert_eq!(delivered_titles(&h, &id), vec!["Škoda Octavia Combi"]);
@@ -828,7 +867,12 @@ fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_worker_at_start() {
     let f = fixture();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": 12000})), "buyer@example.com");
-    let (_, v, _) = call(&f.holder, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0));
+    let (_, v, _) = call(
+        &f.holder,
+        Some(&grant(&s)),
+        "intent_submit_offer",
+        reply(&hd(&f.holder, &s, &id), "Škoda Octavia Combi", 9000.0),
+    );
     assert_eq!(v["accepted"], true);
     assert_eq!(pending(&f.holder), 1);
     assert!(delivered_titles(&f.holder, &id).is_empty());
@@ -866,7 +910,8 @@ fn a_reply_to_an_intent_withdrawn_before_the_drain_is_not_delivered() {
     let h = &f.holder;
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (id, code) = f.consent_intent(octavia(json!({})), "buyer@example.com");
-    let (_, v, _) = call(h, Some(&grant(&s)), "intent_submit_offer", reply(&id, "Škoda Octavia Combi", 9000.0));
+    let (_, v, _) =
+        call(h, Some(&grant(&s)), "intent_submit_offer", reply(&hd(&f.holder, &s, &id), "Škoda Octavia Combi", 9000.0));
     assert_eq!(v["accepted"], true);
     h.intents.withdraw_by_code(&code, None).unwrap();
     let mails_before = f.mails().len();
@@ -899,7 +944,7 @@ fn the_answer_does_not_touch_the_hidden_limit() {
     }
     let answer = |intent: &str, price: f64| {
         let (err, mut v, _) =
-            call(h, Some(&grant(&s)), "intent_submit_offer", reply(intent, "Škoda Octavia Combi", price));
+            call(h, Some(&grant(&s)), "intent_submit_offer", reply(&hd(h, &s, intent), "Škoda Octavia Combi", price));
         assert!(!err, "{v}");
         assert!(v["offerId"].as_str().unwrap().starts_with("off_"));
         v.as_object_mut().unwrap().remove("offerId");
@@ -912,4 +957,228 @@ fn the_answer_does_not_touch_the_hidden_limit() {
     assert_eq!(isto::deliveries::list(&h.base, &id, None, 10).unwrap().0.len(), 1, "only the one below 12 000");
     assert!(delivered_titles(h, &sealed_elsewhere).is_empty(), "an unopenable limit matches nothing");
     assert_eq!(pending(h), 0);
+}
+
+/// Every RFC 3339 time in `v` (any string that parses as one), to check their precision.
+fn times_in(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if isto::clock::parse_rfc3339(s).is_ok() => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| times_in(x, out)),
+        Value::Object(o) => o.values().for_each(|x| times_in(x, out)),
+        _ => {}
+    }
+}
+
+fn whole_minute(t: &str) -> bool {
+    isto::clock::parse_rfc3339(t).is_ok_and(|t| t.second() == 0 && t.nanosecond() == 0)
+}
+
+/// Issue 10 point 3 (PROTOCOL.md §2 "Seller pseudonyms and handles"): two sellers list
+/// the same intent and compare notes — its id, the pseudonym and the exact times differ
+/// or are coarse; seller B cannot reply with seller A's handle (refused exactly like an
+/// unknown intent), A can, and B can with its own.
+#[test]
+fn two_sellers_see_nothing_in_common_for_one_intent() {
+    let f = fixture();
+    let h = &f.holder;
+    let a = f.seller("Dealer A", "a@dealer.example", &["vehicles"], &["SK-BL"]);
+    let b = f.seller("Dealer B", "b@dealer.example", &[], &[]);
+    f.clock.advance(time::Duration::seconds(17) + time::Duration::microseconds(123_456));
+    let soon = isto::clock::rfc3339(isto::clock::Clock::now(&*f.clock) + time::Duration::days(20));
+    let (id, _) = f.consent_intent(octavia(json!({"validUntil": soon})), "anna@example.com");
+    f.clock.advance(time::Duration::seconds(5));
+    let (other, _) = f.consent_intent(octavia(json!({})), "bob@example.com");
+
+    let (_, pa, whole_a) = call(h, Some(&grant(&a)), "intent_list_open_intents", json!({}));
+    let (_, pb, whole_b) = call(h, Some(&grant(&b)), "intent_list_open_intents", json!({}));
+    let (la, lb) = (pa["intents"].as_array().unwrap(), pb["intents"].as_array().unwrap());
+    assert_eq!((la.len(), lb.len()), (2, 2));
+    let (ha, hb) = (hd(h, &a, &id), hd(h, &b, &id));
+    let ia = la.iter().find(|i| i["id"] == ha.as_str()).unwrap();
+    let ib = lb.iter().find(|i| i["id"] == hb.as_str()).unwrap();
+    assert!(ha.starts_with("hdl_") && hb.starts_with("hdl_"));
+    assert_ne!(ia["id"], ib["id"], "one intent, two unrelated handles");
+    assert_ne!(ia["pseudonym"], ib["pseudonym"]);
+    for whole in [&whole_a, &whole_b] {
+        for secret in [id.as_str(), other.as_str(), &id[4..], &other[4..]] {
+            assert!(!whole.contains(secret), "the intent id in a seller's view: {whole}");
+        }
+    }
+    assert!(!whole_a.contains(&hb) && !whole_b.contains(&ha), "a handle is only its seller's");
+    // Times a seller sees are whole minutes: validUntil rounded down, nextSince a minute.
+    for page in [&pa, &pb] {
+        let mut times = Vec::new();
+        times_in(page, &mut times);
+        assert!(times.len() >= 3, "{page}");
+        assert!(times.iter().all(|t| whole_minute(t)), "{times:?}");
+    }
+    let exact = isto::clock::parse_rfc3339(&soon).unwrap();
+    let shown = isto::clock::parse_rfc3339(ia["validUntil"].as_str().unwrap()).unwrap();
+    assert!(shown <= exact && exact - shown < time::Duration::minutes(1), "{shown} for {exact}");
+    // Within one minute the order is each seller's own (by its handles), not the
+    // holder's order of ids or of seconds.
+    let order = |l: &[Value]| l.iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    for (l, p) in [(la, &a), (lb, &b)] {
+        assert_eq!(order(l), hds(h, p, &[&id, &other]), "sorted by handle within the minute");
+    }
+
+    // B with A's handle: refused exactly as an unknown intent; A's own works, B's own too.
+    let unknown = call(h, Some(&grant(&b)), "intent_submit_offer", reply("hdl_nosuchhandle", "Škoda Octavia", 9000.0));
+    let foreign = call(h, Some(&grant(&b)), "intent_submit_offer", reply(&ha, "Škoda Octavia", 9000.0));
+    assert_eq!(foreign.1, json!({"accepted": false, "reason": "not open for replies"}));
+    assert_eq!(foreign.2, unknown.2, "one indistinguishable answer");
+    let by_id = call(h, Some(&grant(&a)), "intent_submit_offer", reply(&id, "Škoda Octavia", 9000.0));
+    assert_eq!(by_id.2, unknown.2, "the intent id itself is no handle");
+    drain(h);
+    assert!(delivered_titles(h, &id).is_empty());
+    let (_, v, _) = call(h, Some(&grant(&a)), "intent_submit_offer", reply(&ha, "Škoda Octavia A", 9000.0));
+    assert_eq!(v["accepted"], true, "{v}");
+    let (_, v, _) = call(h, Some(&grant(&b)), "intent_submit_offer", reply(&hb, "Škoda Octavia B", 9000.0));
+    assert_eq!(v["accepted"], true, "{v}");
+    drain(h);
+    assert_eq!(delivered_titles(h, &id), vec!["Škoda Octavia A", "Škoda Octavia B"]);
+    // The buyer sees its own intent id in the replies' inReplyTo (nothing of the sellers' handles).
+    let d = isto::deliveries::list(&h.base, &id, None, 10).unwrap().0;
+    assert!(d.iter().all(|d| d.offer.in_reply_to.as_deref() == Some(id.as_str())), "{d:?}");
+    // Stable: the same handles after a restart (the handle key is kept in the data dir).
+    let f = f.restart();
+    assert_eq!(ids(&open_list(&f.holder, &a, json!({}))), hds(&f.holder, &a, &[&id, &other]));
+    assert!(open_list(&f.holder, &a, json!({})).iter().any(|i| i["id"] == ha.as_str()));
+}
+
+/// The `since` cursor counts in minutes: the current minute is listed again (more may
+/// change in it), a minute that is over is not, and nothing is skipped.
+#[test]
+fn the_since_cursor_counts_in_whole_minutes_and_skips_nothing() {
+    let f = fixture();
+    let h = &f.holder;
+    let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    f.clock.advance(time::Duration::seconds(10));
+    let (first, _) = f.consent_intent(octavia(json!({})), "a@example.com");
+    let (_, page, _) = call(h, Some(&grant(&s)), "intent_list_open_intents", json!({}));
+    let next = page["nextSince"].as_str().unwrap().to_owned();
+    assert!(whole_minute(&next), "{next}");
+    // Later in the same minute: the first is listed again, the second too.
+    f.clock.advance(time::Duration::seconds(20));
+    let (second, _) = f.consent_intent(octavia(json!({})), "b@example.com");
+    let (_, page, _) = call(h, Some(&grant(&s)), "intent_list_open_intents", json!({"since": next}));
+    assert_eq!(ids(page["intents"].as_array().unwrap()), hds(h, &s, &[&first, &second]));
+    // Once the minute is over, nextSince moves past it.
+    f.clock.advance(time::Duration::minutes(2));
+    let (_, page, _) = call(h, Some(&grant(&s)), "intent_list_open_intents", json!({"since": next}));
+    let after = page["nextSince"].as_str().unwrap().to_owned();
+    assert!(whole_minute(&after) && after > next, "{after} after {next}");
+    assert!(open_list(h, &s, json!({"since": after})).is_empty());
+    let (third, _) = f.consent_intent(octavia(json!({})), "c@example.com");
+    assert_eq!(ids(&open_list(h, &s, json!({"since": after}))), vec![hd(h, &s, &third)]);
+    // Paging by one: every intent comes, none twice once its minute is over.
+    f.clock.advance(time::Duration::minutes(2));
+    let mut seen = Vec::new();
+    let mut since: Option<String> = None;
+    for _ in 0..10 {
+        let args = match &since {
+            Some(t) => json!({"limit": 1, "since": t}),
+            None => json!({"limit": 1}),
+        };
+        let (_, page, _) = call(h, Some(&grant(&s)), "intent_list_open_intents", args);
+        let got = ids(page["intents"].as_array().unwrap());
+        if got.is_empty() {
+            break;
+        }
+        seen.extend(got);
+        since = page["nextSince"].as_str().map(str::to_owned);
+    }
+    seen.sort();
+    assert_eq!(seen, hds(h, &s, &[&first, &second, &third]));
+}
+
+/// Property (issue 10 "What must be shown"): over generated sellers and intents, no
+/// seller-visible value of an intent equals another seller's (handle, pseudonym), a
+/// handle never shows the intent id, and every time a seller sees is a whole minute.
+#[test]
+fn property_no_seller_visible_value_is_shared_between_sellers() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let f = fixture();
+    let h = &f.holder;
+    let case = std::cell::Cell::new(0u32);
+    let regions = prop_oneof![Just(vec![]), Just(vec!["SK"]), Just(vec!["SK-BL"])];
+    let sellers = proptest::collection::vec(regions, 2..=4);
+    // Per intent: the buyer (one of two), seconds to wait before it, validUntil in days
+    // and seconds, and whether it is an account's intent.
+    let intents = proptest::collection::vec((0..2usize, 0..150i64, 1..200i64, 0..86_400i64, any::<bool>()), 1..=4);
+    let mut runner = TestRunner::new(Config { cases: 12, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(sellers, intents), |(regions, specs)| {
+            let n = case.get();
+            case.set(n + 1);
+            let sellers: Vec<SellerProfile> = regions
+                .iter()
+                .enumerate()
+                .map(|(i, r)| f.seller(&format!("Dealer {n} {i}"), &format!("d{n}x{i}@dealer.example"), &[], r))
+                .collect();
+            let mut made = Vec::new();
+            for (i, (buyer, wait, days, secs, owned)) in specs.iter().enumerate() {
+                f.clock.advance(time::Duration::seconds(*wait) + time::Duration::microseconds(i as i64 * 7919));
+                let until =
+                    isto::clock::Clock::now(&*f.clock) + time::Duration::days(*days) + time::Duration::seconds(*secs);
+                let args = octavia(json!({"validUntil": isto::clock::rfc3339(until), "area": "Bratislava"}));
+                let email = format!("p{n}x{buyer}@example.com");
+                let id = if *owned {
+                    let account = match isto::accounts::account_by_email(&h.base, &email).unwrap() {
+                        Some(a) => a.id,
+                        None => f.buyer(&email).0,
+                    };
+                    f.owned_intent(&account, args)
+                } else {
+                    f.consent_intent(args, &email).0
+                };
+                made.push(id);
+            }
+            let views: Vec<(Value, String)> = sellers
+                .iter()
+                .map(|p| {
+                    let (err, v, whole) = call(h, Some(&grant(p)), "intent_list_open_intents", json!({"limit": 100}));
+                    assert!(!err, "{v}");
+                    (v, whole)
+                })
+                .collect();
+            for (p, (v, whole)) in sellers.iter().zip(&views) {
+                let mut times = Vec::new();
+                times_in(v, &mut times);
+                prop_assert!(times.iter().all(|t| whole_minute(t)), "{:?}", times);
+                for id in &made {
+                    prop_assert!(!whole.contains(&id[4..]), "an intent id in a seller's view");
+                    let listed: Vec<&Value> =
+                        v["intents"].as_array().unwrap().iter().filter(|i| i["id"] == hd(h, p, id).as_str()).collect();
+                    prop_assert_eq!(listed.len(), 1, "each intent once, under the seller's handle");
+                }
+            }
+            for id in &made {
+                let seen: Vec<(String, String)> = sellers
+                    .iter()
+                    .zip(&views)
+                    .map(|(p, (v, _))| {
+                        let item = v["intents"].as_array().unwrap().iter().find(|i| i["id"] == hd(h, p, id).as_str());
+                        let item = item.unwrap();
+                        (item["id"].as_str().unwrap().to_owned(), item["pseudonym"].as_str().unwrap().to_owned())
+                    })
+                    .collect();
+                for (x, one) in seen.iter().enumerate() {
+                    for two in &seen[x + 1..] {
+                        prop_assert_ne!(&one.0, &two.0, "handles");
+                        prop_assert_ne!(&one.1, &two.1, "pseudonyms");
+                    }
+                }
+                for (p, (_, whole)) in sellers.iter().zip(&views) {
+                    for q in &sellers {
+                        if q.seller_id != p.seller_id {
+                            prop_assert!(!whole.contains(&hd(h, q, id)), "another seller's handle in a view");
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
 }

@@ -349,6 +349,8 @@ pub struct SellerText {
     pub sellers_only: &'static str,
     /// More.
     pub more: &'static str,
+    /// The column of the seller's handle for each request (its `inReplyTo`).
+    pub handle: &'static str,
 }
 
 pub(super) static SELLER_SK: SellerText = SellerText {
@@ -361,6 +363,7 @@ pub(super) static SELLER_SK: SellerText = SellerText {
     sellers_only_title: "Len pre predajcov",
     sellers_only: "Táto stránka je určená registrovaným predajcom.",
     more: "Zobrazených je prvých 200 dopytov; ďalšie získate cez nástroj intent_list_open_intents.",
+    handle: "Označenie dopytu (inReplyTo)",
 };
 
 pub(super) static SELLER_CS: SellerText = SellerText {
@@ -373,6 +376,7 @@ pub(super) static SELLER_CS: SellerText = SellerText {
     sellers_only_title: "Jen pro prodejce",
     sellers_only: "Tato stránka je určena registrovaným prodejcům.",
     more: "Zobrazeno je prvních 200 poptávek; další získáte přes nástroj intent_list_open_intents.",
+    handle: "Označení poptávky (inReplyTo)",
 };
 
 pub(super) static SELLER_EN: SellerText = SellerText {
@@ -385,4 +389,5 @@ pub(super) static SELLER_EN: SellerText = SellerText {
     sellers_only_title: "For sellers only",
     sellers_only: "This page is for the holder's registered sellers.",
     more: "The first 200 requests are shown; get the others with the intent_list_open_intents tool.",
+    handle: "Request reference (inReplyTo)",
 };
