@@ -200,7 +200,13 @@ fn export_lines(
 /// The server's side of [`OP`]: streams the export to `write` (see the module docs).
 /// Lines are sent in chunks of about 64 KiB through a bounded channel, so a slow client
 /// slows the export down instead of filling memory; a client that goes away stops it.
-pub(crate) async fn serve(holder: &AppState, write: &mut (impl tokio::io::AsyncWrite + Unpin)) -> std::io::Result<()> {
+/// A server stopping (`stop` cancelled) ends the stream at once; the client then sees
+/// the connection close before the end line and writes nothing.
+pub(crate) async fn serve(
+    holder: &AppState,
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    stop: &tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt as _;
     const CHUNK: usize = 64 << 10;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(16);
@@ -230,7 +236,16 @@ pub(crate) async fn serve(holder: &AppState, write: &mut (impl tokio::io::AsyncW
         let _ = tx.blocking_send(buf);
     });
     let mut written = Ok(());
-    while let Some(chunk) = rx.recv().await {
+    loop {
+        let chunk = tokio::select! {
+            () = stop.cancelled() => {
+                tracing::warn!("admin backup: stopped with the server before the export ended");
+                written = Err(std::io::Error::other("the server is stopping"));
+                break;
+            }
+            chunk = rx.recv() => chunk,
+        };
+        let Some(chunk) = chunk else { break };
         if let Err(e) = write.write_all(chunk.as_bytes()).await {
             written = Err(e);
             break;
@@ -1000,4 +1015,42 @@ fn restore_rows(
         *opened = n;
         restored
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_value_is_an_object_of_exactly_kid_nonce_and_ct() {
+        let mut seen = Vec::new();
+        let v = json!({"contact": {"kid": "k1", "nonce": "n", "ct": "c"},
+                       "list": [{"kid": "k2", "nonce": "n", "ct": "c"}],
+                       "more": {"kid": "k3", "nonce": "n", "ct": "c", "x": 1},
+                       "number": {"kid": "k4", "nonce": "n", "ct": 5}});
+        each_sealed(&v, &mut |s| {
+            seen.push(s.kid);
+            Ok(())
+        })
+        .unwrap();
+        seen.sort();
+        assert_eq!(seen, vec!["k1", "k2"]);
+    }
+
+    fn header(version: u64, schema: u64) -> String {
+        json!({"format": FORMAT, "version": version, "isto": "9.9.9", "schema": schema, "created": "2026-12-01T00:00:00Z",
+               "tables": {}, "rows": 0, "keysIncluded": false})
+        .to_string()
+    }
+
+    #[test]
+    fn a_header_of_a_newer_format_or_schema_or_another_file_is_refused_by_name() {
+        assert!(parse_header(&header(FORMAT_VERSION, SCHEMA_VERSION)).is_ok());
+        let e = parse_header(&header(FORMAT_VERSION + 1, SCHEMA_VERSION)).unwrap_err().to_string();
+        assert!(e.contains(&format!("format version {}", FORMAT_VERSION + 1)) && e.contains("9.9.9"), "{e}");
+        let e = parse_header(&header(FORMAT_VERSION, SCHEMA_VERSION + 1)).unwrap_err().to_string();
+        assert!(e.contains(&format!("schema version {}", SCHEMA_VERSION + 1)), "{e}");
+        let e = parse_header(r#"{"t":"meta","k":"a","v":"b"}"#).unwrap_err().to_string();
+        assert!(e.contains("not an isto backup"), "{e}");
+    }
 }

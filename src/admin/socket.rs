@@ -190,7 +190,7 @@ async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToke
         }
         if is_op(&line, super::backup::OP) {
             // A backup answers with many lines (see `backup.rs` in this directory).
-            if super::backup::serve(&holder, &mut write).await.is_err() {
+            if super::backup::serve(&holder, &mut write, &stop).await.is_err() {
                 break;
             }
             continue;
