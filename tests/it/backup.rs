@@ -164,6 +164,7 @@ fn copy_keys(from: &Path, to: &Path) {
 struct Serve {
     child: Child,
     log: PathBuf,
+    port: u16,
 }
 
 impl Drop for Serve {
@@ -187,7 +188,7 @@ impl Serve {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let s = Serve { child, log };
+        let s = Serve { child, log, port };
         let sock = data.join("admin.sock");
         let t0 = Instant::now();
         while std::os::unix::net::UnixStream::connect(&sock).is_err() {
@@ -230,21 +231,60 @@ fn socket_call(
     serde_json::from_str(&answer).unwrap()
 }
 
-/// The load offers (`ref` `load-N`) of a store's rows: their numbers.
-fn load_numbers(rows: &Rows) -> BTreeSet<u64> {
-    rows.get("offers")
+/// The numbers N of the rows of `table` whose value holds `marker` followed by N.
+fn numbered(rows: &Rows, table: &str, marker: &str) -> BTreeSet<u64> {
+    rows.get(table)
         .into_iter()
         .flat_map(|t| t.values())
         .filter_map(|line| {
             let v: Value = serde_json::from_str(line).unwrap();
-            v["v"]
-                .to_string()
-                .split("Load offer ")
-                .nth(1)
-                .and_then(|s| s.split('"').next())
-                .and_then(|n| n.parse().ok())
+            let text = v["v"].to_string();
+            let digits: String = text.split(marker).nth(1)?.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
         })
         .collect()
+}
+
+/// The load offers (`Load offer N`) of a store's rows: their numbers.
+fn load_numbers(rows: &Rows) -> BTreeSet<u64> {
+    numbered(rows, "offers", "Load offer ")
+}
+
+/// One JSON-RPC message to `/mcp` on 127.0.0.1:`port` (HTTP/1.0): the session id header
+/// and the message (JSON body or the SSE `data:` line).
+fn mcp(port: u16, session: Option<&str>, body: &Value) -> (Option<String>, Value) {
+    use std::io::Read as _;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(sid) = session {
+        req.push_str(&format!("Mcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let sid = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_owned());
+    let msg = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .and_then(|l| serde_json::from_str(l).ok())
+        .or_else(|| serde_json::from_str(rest).ok())
+        .unwrap_or(Value::Null);
+    (sid, msg)
 }
 
 #[test]
@@ -277,26 +317,54 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
             }
         })
     };
+    // And one assistant publishing drafts on /mcp (under the per-client draft quota).
+    let published = Arc::new(AtomicU64::new(0));
+    let drafts = {
+        let (stop, published, port) = (stop.clone(), published.clone(), serve.port);
+        std::thread::spawn(move || {
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "backup-load", "version": "1"}}});
+            let (sid, msg) = mcp(port, None, &init);
+            let sid = sid.unwrap_or_else(|| panic!("no MCP session: {msg}"));
+            mcp(port, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            let t0 = Instant::now();
+            for n in 0..50u64 {
+                if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
+                    break;
+                }
+                let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {
+                    "name": "intent_publish_intent",
+                    "arguments": {"statement": format!("Hľadám byt Load draft {n}"), "criteria": {"category": "property"}, "area": "SK"}}});
+                let (_, msg) = mcp(port, Some(&sid), &call);
+                assert!(msg["result"].is_object() && msg["result"]["isError"] != true, "publish {n}: {msg}");
+                published.store(n + 1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
     let t0 = Instant::now();
-    while written.load(Ordering::SeqCst) < 20 {
+    while written.load(Ordering::SeqCst) < 20 || published.load(Ordering::SeqCst) < 3 {
         assert!(t0.elapsed() < Duration::from_secs(20), "the load did not start:\n{}", serve.log());
         std::thread::sleep(Duration::from_millis(10));
     }
     let file = work.path().join("backups").join("holder.isto-backup");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let at_start = written.load(Ordering::SeqCst);
+    let (at_start, drafts_at_start) = (written.load(Ordering::SeqCst), published.load(Ordering::SeqCst));
     let report = ok_json(&admin(&data, &["backup", "--out", file.to_str().unwrap(), "--json"]));
-    let at_end = written.load(Ordering::SeqCst);
+    let (at_end, drafts_at_end) = (written.load(Ordering::SeqCst), published.load(Ordering::SeqCst));
     // A restore never runs under a server, --force or not.
     let refused = admin(&data, &["restore", file.to_str().unwrap(), "--force"]);
     assert!(!refused.status.success() && text(&refused).contains("`isto serve` is running"), "{}", text(&refused));
     // Let the load go on after the backup, then stop it and the server.
     let t1 = Instant::now();
-    while written.load(Ordering::SeqCst) < at_end + 20 && t1.elapsed() < Duration::from_secs(20) {
+    while (written.load(Ordering::SeqCst) < at_end + 20 || published.load(Ordering::SeqCst) < drafts_at_end + 2)
+        && t1.elapsed() < Duration::from_secs(20)
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     stop.store(true, Ordering::SeqCst);
     load.join().unwrap();
+    drafts.join().unwrap();
     serve.stop();
 
     assert_eq!(report["via"], "socket", "{report}");
@@ -331,6 +399,11 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     // (An import committed but not yet answered when the backup ended may be in it: +1.)
     assert!(m >= at_start && m <= at_end + 1, "{at_start} ≤ {m} ≤ {at_end} + 1");
     assert!((load_numbers(&after).len() as u64) > m, "the load went on after the backup");
+    let drafted = numbered(&restored, "intents", "Load draft ");
+    let d = drafted.len() as u64;
+    assert_eq!(drafted, (0..d).collect::<BTreeSet<u64>>(), "a prefix of the drafts");
+    assert!(d >= drafts_at_start && d <= drafts_at_end + 1, "{drafts_at_start} ≤ {d} ≤ {drafts_at_end} + 1");
+    assert!(numbered(&after, "intents", "Load draft ").len() as u64 > d, "the drafts went on after the backup");
     let refs = restored["offer_refs"].values().filter(|l| l.contains("load-")).count() as u64;
     assert_eq!(refs, m, "every load offer with its reference, no reference without its offer");
     // Every row equals the source's: as it was before the server started, or as the
