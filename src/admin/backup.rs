@@ -71,7 +71,8 @@ pub struct Header {
     pub schema: u64,
     /// When the export's read transaction began (RFC 3339, UTC).
     pub created: String,
-    /// Rows per table, in file order.
+    /// Rows per table (every table of the layout, by name; rows are in the file table
+    /// by table in the store's order).
     pub tables: BTreeMap<String, u64>,
     /// Rows in all tables.
     pub rows: u64,
@@ -798,9 +799,11 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
     Ok(report)
 }
 
-/// Installs the keys of a `keys export` file into the data directory, which must have
-/// no sealing key yet (for `isto admin restore --keys FILE`).
-fn install_keys(settings: &Settings, file: &Path) -> anyhow::Result<()> {
+/// Writes the keys of a `keys export` file into the new directory `dir` (0700, files
+/// 0600), for `isto admin restore --keys FILE` into a data directory that has no sealing
+/// key yet; returns the path of the current key there. The restore moves `dir` into
+/// place only when it succeeds.
+fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let text = zeroize::Zeroizing::new(
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?,
     );
@@ -811,7 +814,6 @@ fn install_keys(settings: &Settings, file: &Path) -> anyhow::Result<()> {
     }
     let current = settings.key_path();
     let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key").to_owned();
-    let dir = dir_of(&current).to_owned();
     if current.exists() {
         bail!(
             "the data directory has a sealing key already ({}); --keys installs keys only where there are none",
@@ -827,8 +829,8 @@ fn install_keys(settings: &Settings, file: &Path) -> anyhow::Result<()> {
             || f.strip_prefix(&format!("{name}."))
                 .is_some_and(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()))
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    crate::crypto::set_mode(&dir, 0o700)?;
+    std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::crypto::set_mode(dir, 0o700)?;
     for e in &k.keys {
         if !ok_name(&e.file) {
             bail!("{}: key file name {:?} is not {name} or {name}.<id>", file.display(), e.file);
@@ -837,8 +839,27 @@ fn install_keys(settings: &Settings, file: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", dir.join(&e.file).display()))?;
     }
     // Check they load.
-    KeyRing::load_or_create(&current)?;
-    Ok(())
+    let staged = dir.join(&name);
+    KeyRing::load_or_create(&staged)?;
+    Ok(staged)
+}
+
+/// Removes, when dropped unless disarmed, what a failed restore created: the staged key
+/// directory and a data directory that did not exist before.
+struct Undo {
+    staged_keys: Option<PathBuf>,
+    created_dir: Option<PathBuf>,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if let Some(d) = self.staged_keys.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        if let Some(d) = self.created_dir.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
 
 /// Runs `isto admin restore FILE`: see the module docs. Refuses while `isto serve`
@@ -877,23 +898,38 @@ pub fn restore(
     if replaced && crate::store::in_use(&store_path) {
         bail!("the store {} is in use by another process (`isto serve`?): stop it, then restore", store_path.display());
     }
-    if !settings.data_dir.exists() {
-        std::fs::create_dir_all(&settings.data_dir)
-            .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
-        crate::crypto::set_mode(&settings.data_dir, 0o700)?;
-    }
-    if let Some(k) = keys {
-        install_keys(settings, k)?;
-    }
     let key_path = settings.key_path();
-    if !key_path.exists() {
+    if keys.is_none() && !key_path.exists() {
         bail!(
             "no sealing key at {}: put the key ring of the holder that made the backup there first \
              (`isto admin restore FILE --keys KEYS`, with the file of `isto admin keys export`)",
             key_path.display()
         );
     }
-    let (ring, _) = KeyRing::load_or_create(&key_path)?;
+    let mut undo = Undo { staged_keys: None, created_dir: None };
+    if !settings.data_dir.exists() {
+        std::fs::create_dir_all(&settings.data_dir)
+            .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
+        undo.created_dir = Some(settings.data_dir.clone());
+        crate::crypto::set_mode(&settings.data_dir, 0o700)?;
+    }
+    let keys_dir = dir_of(&key_path).to_owned();
+    let ring_path = match keys {
+        Some(k) => {
+            let staged = keys_dir.with_file_name(format!(
+                "{}.restoring",
+                keys_dir.file_name().and_then(|n| n.to_str()).unwrap_or("keys")
+            ));
+            if staged.exists() {
+                std::fs::remove_dir_all(&staged)
+                    .with_context(|| format!("cannot remove the leftover {}", staged.display()))?;
+            }
+            undo.staged_keys = Some(staged.clone());
+            install_keys(settings, k, &staged)?
+        }
+        None => key_path.clone(),
+    };
+    let (ring, _) = KeyRing::load_or_create(&ring_path)?;
     let have = ring.kids();
     let missing: Vec<&String> = checked.trailer.sealed.keys().filter(|k| !have.contains(k)).collect();
     if !missing.is_empty() {
@@ -939,10 +975,19 @@ pub fn restore(
         std::fs::remove_dir_all(&index)
             .with_context(|| format!("cannot remove the old offer index {}", index.display()))?;
     }
+    if let Some(staged) = undo.staged_keys.take() {
+        // An empty keys directory is replaced; one with files was refused above.
+        if keys_dir.exists() {
+            std::fs::remove_dir(&keys_dir).with_context(|| format!("cannot replace {}", keys_dir.display()))?;
+        }
+        std::fs::rename(&staged, &keys_dir)
+            .with_context(|| format!("cannot rename {} to {}", staged.display(), keys_dir.display()))?;
+    }
     std::fs::rename(&tmp, &store_path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), store_path.display()))?;
     let mut guard = guard;
     guard.0 = None;
+    undo.created_dir = None;
     sync_dir(&settings.data_dir)?;
     let report = RestoreReport {
         file: file.to_owned(),
@@ -959,7 +1004,7 @@ pub fn restore(
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "restored {} rows from {} (made {} by isto {}) into {}{}; every one of {} sealed values opens with the key ring",
+            "restored {} rows from {} (made {} by isto {}) into {}{}; all {} sealed values open with the key ring",
             report.rows,
             file.display(),
             checked.header.created,

@@ -563,8 +563,17 @@ fn keys_export_is_private_refuses_to_overwrite_and_restores_with_the_backup() {
     assert!(r["warning"].as_str().unwrap().contains("sealing keys"));
     assert_eq!(mode(&keys), 0o600);
 
-    // A new machine: the backup and the key export are all it needs.
+    // A new machine: the backup and the key export are all it needs; with the key export
+    // of another holder the restore is refused and leaves nothing behind, not even the
+    // directory or the keys.
     let fresh = work.path().join("new-host");
+    let other = work.path().join("other-holder");
+    KeyRing::load_or_create(&other.join("keys").join("sealing.key")).unwrap();
+    let other_keys = work.path().join("other-keys.json");
+    assert!(admin(&other, &["keys", "export", "--out", other_keys.to_str().unwrap()]).status.success());
+    let out = admin(&fresh, &["restore", file.to_str().unwrap(), "--keys", other_keys.to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out).contains("cannot open"), "{}", text(&out));
+    assert!(!fresh.exists(), "a refused restore leaves no data directory behind");
     let r = ok_json(&admin(&fresh, &["restore", file.to_str().unwrap(), "--keys", keys.to_str().unwrap(), "--json"]));
     assert!(r["sealedOpened"].as_u64().unwrap() >= 3, "{r}");
     assert_eq!(rows_of(&fresh.join("isto.redb")), rows_of(&data.join("isto.redb")));
