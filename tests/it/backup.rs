@@ -287,6 +287,9 @@ fn mcp(port: u16, session: Option<&str>, body: &Value) -> (Option<String>, Value
     (sid, msg)
 }
 
+/// Drafts the load publishes at most (the per-client draft quota is 60 an hour).
+const DRAFTS: u64 = 50;
+
 #[test]
 fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     let (_keep, data) = populated();
@@ -328,7 +331,7 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
             let sid = sid.unwrap_or_else(|| panic!("no MCP session: {msg}"));
             mcp(port, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
             let t0 = Instant::now();
-            for n in 0..50u64 {
+            for n in 0..DRAFTS {
                 if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
                     break;
                 }
@@ -357,7 +360,8 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     assert!(!refused.status.success() && text(&refused).contains("`isto serve` is running"), "{}", text(&refused));
     // Let the load go on after the backup, then stop it and the server.
     let t1 = Instant::now();
-    while (written.load(Ordering::SeqCst) < at_end + 20 || published.load(Ordering::SeqCst) < drafts_at_end + 2)
+    while (written.load(Ordering::SeqCst) < at_end + 20
+        || published.load(Ordering::SeqCst) < (drafts_at_end + 2).min(DRAFTS))
         && t1.elapsed() < Duration::from_secs(20)
     {
         std::thread::sleep(Duration::from_millis(10));
@@ -403,7 +407,10 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     let d = drafted.len() as u64;
     assert_eq!(drafted, (0..d).collect::<BTreeSet<u64>>(), "a prefix of the drafts");
     assert!(d >= drafts_at_start && d <= drafts_at_end + 1, "{drafts_at_start} ≤ {d} ≤ {drafts_at_end} + 1");
-    assert!(numbered(&after, "intents", "Load draft ").len() as u64 > d, "the drafts went on after the backup");
+    if drafts_at_end < DRAFTS {
+        let later = numbered(&after, "intents", "Load draft ").len() as u64;
+        assert!(later > d, "the drafts went on after the backup ({later} > {d})");
+    }
     let refs = restored["offer_refs"].values().filter(|l| l.contains("load-")).count() as u64;
     assert_eq!(refs, m, "every load offer with its reference, no reference without its offer");
     // Every row equals the source's: as it was before the server started, or as the
