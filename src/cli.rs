@@ -67,6 +67,46 @@ pub enum AdminCommand {
     /// offers on /mcp/seller.
     #[command(subcommand)]
     Seller(SellerCommand),
+    /// Back the store up into one file: a consistent, compressed export (zstd JSON Lines)
+    /// from one read transaction, through the running server or from the store, checked
+    /// after writing and renamed into place (mode 0600). Sealed values stay sealed; the
+    /// keys are not in the backup (see `isto admin keys export`).
+    #[command(group = clap::ArgGroup::new("target").required(true).args(["out", "verify"]))]
+    Backup {
+        /// The backup file to write.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Only check an existing backup file (format, checksum, counts).
+        #[arg(long, value_name = "FILE")]
+        verify: Option<PathBuf>,
+        /// Replace the --out file when it exists.
+        #[arg(long)]
+        force: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore a backup into a stopped holder's data directory that has no store (or,
+    /// with --force, replace its store). The file is checked first, every sealed value
+    /// must open with the data directory's key ring, and the store is written to a temp
+    /// file renamed into place only when all of it succeeded.
+    Restore {
+        /// The backup file (from `isto admin backup`).
+        file: PathBuf,
+        /// Replace the data directory's store.
+        #[arg(long)]
+        force: bool,
+        /// First install the key ring from this file (from `isto admin keys export`)
+        /// into a data directory that has no key.
+        #[arg(long, value_name = "FILE")]
+        keys: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The key ring.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Delete what is no longer needed — lapsed drafts and their codes, OAuth clients
     /// unused (no grant within a day of registering, or none for 90 days), expired OAuth
     /// codes and tokens, expired sign-in links and sessions — and print the counts per
@@ -75,6 +115,25 @@ pub enum AdminCommand {
         /// Only count what would be removed; remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `isto admin keys ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Write the key ring (every sealing key, the current one first) to a file, mode
+    /// 0600. Backups do not hold the keys; keep this file apart from them (offline or
+    /// encrypted): with both, anyone reads every contact and hidden limit.
+    Export {
+        /// The file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Replace FILE when it exists.
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

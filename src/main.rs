@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use isto::cli::{AdminCommand, Cli, Command, OffersCommand};
+use isto::cli::{AdminCommand, Cli, Command, KeysCommand, OffersCommand};
 use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
 
@@ -98,6 +98,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 AdminCommand::Seller(cmd) => {
                     isto::admin::seller_command(&settings, cmd)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::Backup { out: Some(out), force, json, .. } => {
+                    isto::admin::backup(&settings, &out, force, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::Backup { verify, json, .. } => {
+                    let file = verify.context("--out or --verify is required")?;
+                    let v = isto::admin::verify_backup(&file)?;
+                    if json {
+                        println!("{}", serde_json::to_string(&v)?);
+                    } else {
+                        println!(
+                            "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
+                            file.display(),
+                            v.trailer.rows,
+                            v.header.schema,
+                            v.header.created,
+                            v.header.isto,
+                            v.file_sha256
+                        );
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::Restore { file, force, keys, json } => {
+                    isto::admin::restore(&settings, &file, force, keys.as_deref(), json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::Keys(KeysCommand::Export { out, force, json }) => {
+                    isto::admin::keys_export(&settings, &out, force, json)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 AdminCommand::Purge { dry_run, json } => {

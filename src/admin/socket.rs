@@ -14,6 +14,8 @@
 //!   nothing of it is stored. A batch is one transaction.
 //! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
 //!   (see `sellers.rs` in this directory for the shapes).
+//! - `backup`: `isto admin backup` (many answer lines; see `backup.rs` in this
+//!   directory).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 use crate::catalogue::parse_json_row;
@@ -186,11 +188,26 @@ async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToke
                 break;
             }
         }
+        if is_op(&line, super::backup::OP) {
+            // A backup answers with many lines (see `backup.rs` in this directory).
+            if super::backup::serve(&holder, &mut write, &stop).await.is_err() {
+                break;
+            }
+            continue;
+        }
         let response = respond(&holder, &line).await;
         if write.write_all(format!("{response}\n").as_bytes()).await.is_err() {
             break;
         }
     }
+}
+
+/// Whether the request line asks for `op`.
+fn is_op(line: &[u8], op: &str) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("op").and_then(Value::as_str).map(|o| o == op))
+        .unwrap_or(false)
 }
 
 async fn respond(holder: &AppState, line: &[u8]) -> Value {
@@ -355,6 +372,36 @@ impl Client {
     /// I/O errors.
     pub(crate) fn request(&mut self, request: &Value) -> anyhow::Result<Value> {
         Ok(self.call(request)?)
+    }
+
+    /// Sends one request whose answer is many lines, handing each (without its newline)
+    /// to `on_line` until it answers false.
+    ///
+    /// # Errors
+    /// I/O errors; the server closing the connection before `on_line` said stop;
+    /// `on_line`'s error (the connection should then be dropped).
+    pub(crate) fn stream(
+        &mut self,
+        request: &Value,
+        on_line: &mut dyn FnMut(&str) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(request)?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
+        self.writer.flush()?;
+        let mut answer = String::new();
+        loop {
+            answer.clear();
+            if self.reader.read_line(&mut answer)? == 0 {
+                anyhow::bail!("the server closed the admin socket before the answer ended");
+            }
+            if answer.ends_with('\n') {
+                answer.pop();
+            }
+            if !on_line(&answer)? {
+                return Ok(());
+            }
+        }
     }
 
     /// Sends one import batch.

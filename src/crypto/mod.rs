@@ -183,6 +183,11 @@ impl KeyRing {
         self.keys.first().map(|k| k.id.as_str()).unwrap_or_default()
     }
 
+    /// Ids of every key of the ring, the current (sealing) key first.
+    pub fn kids(&self) -> Vec<String> {
+        self.keys.iter().map(|k| k.id.clone()).collect()
+    }
+
     /// Seals `plaintext` with the current key and a fresh random nonce.
     ///
     /// # Errors

@@ -18,6 +18,8 @@
 //!   [`Rx`] and [`Tx`], the read surface [`Reads`] and [`StoreError`];
 //! - `schema`: every table definition, [`SCHEMA_VERSION`] and the numbered migrations
 //!   run at open;
+//! - `dump`: the logical export of every table from one read transaction and its
+//!   restore into a new file ([`Store::export`], [`restore_file`]), for backups;
 //! - one module per entity, each owning its tables' keys and writes: `intents` (with the
 //!   active set and the expiry index, [`IntentDue`]), `people` (the person index: each
 //!   person's active intents, for the per-person cap), `tokens`, `offers` (with feed
@@ -26,6 +28,7 @@
 //!   `records` (namespaced small records, [`Ns`]).
 
 mod deliveries;
+mod dump;
 mod intents;
 mod offers;
 mod outbox;
@@ -36,6 +39,7 @@ mod schema;
 mod sellers;
 mod tokens;
 
+pub use dump::{in_use, restore_file, table_names, Export, Snapshot};
 pub use intents::IntentDue;
 pub use records::Ns;
 pub use replies::PendingReply;
@@ -84,6 +88,10 @@ pub enum StoreError {
     /// call may be retried (see [`REOPEN_INTERVAL`]).
     #[error("store: unavailable after an I/O failure (reopening the file)")]
     Unavailable,
+    /// A backup's rows or the store's tables do not fit a backup (the message says
+    /// which row or table; never a key or value): see `dump`.
+    #[error("backup: {0}")]
+    Backup(String),
     /// The file was written by a newer isto (schema version above [`SCHEMA_VERSION`]).
     #[error(
         "store schema version {found} is newer than this isto knows ({SCHEMA_VERSION}); \

@@ -14,8 +14,9 @@
 //! The store is generic over record types, so a migration never decodes a record into
 //! an application type.
 
+use super::dump::AnyTable;
 use super::{Result, StoreError};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 /// The store's file name inside `DATA_DIR`.
 pub const FILE_NAME: &str = "isto.redb";
@@ -68,6 +69,31 @@ pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefi
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 
+/// Every table of the layout, in backup order (`store::dump`): a table added above must
+/// be added here too, or backups refuse the store (the tests below check that this list
+/// names every table a new store has).
+pub(super) const TABLES: &[&dyn AnyTable] = &[
+    &META,
+    &INTENTS,
+    &ACTIVE,
+    &INTENT_EXPIRY,
+    &INTENT_ERASURE,
+    &INTENT_DUE,
+    &TOKENS,
+    &OFFERS,
+    &OFFER_REFS,
+    &SELLERS,
+    &SELLER_NAMES,
+    &DELIVERED,
+    &DELIVERY_LOG,
+    &DIGEST_DUE,
+    &OUTBOX,
+    &PENDING_REPLIES,
+    &RECORDS,
+    &PERSON_ACTIVE,
+    &INTENT_PERSON,
+];
+
 /// A migration: run inside the open's write transaction.
 type Migration = fn(&WriteTransaction) -> Result<()>;
 
@@ -103,6 +129,19 @@ pub(super) fn prepare(txn: &WriteTransaction) -> Result<()> {
 
 /// The version recorded in the file (`None` for a new file).
 fn stored_version(txn: &WriteTransaction) -> Result<Option<u64>> {
+    let meta = txn.open_table(META)?;
+    let Some(v) = meta.get(VERSION_KEY)? else { return Ok(None) };
+    let v = v.value();
+    v.parse::<u64>().map(Some).map_err(|_| {
+        StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
+    })
+}
+
+/// The version recorded in the file, read in a read transaction (`None`: no version).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] when it is not a number; storage errors.
+pub(super) fn read_version(txn: &ReadTransaction) -> Result<Option<u64>> {
     let meta = txn.open_table(META)?;
     let Some(v) = meta.get(VERSION_KEY)? else { return Ok(None) };
     let v = v.value();
@@ -244,6 +283,25 @@ mod tests {
         let meta = txn.open_table(META).unwrap();
         let v = meta.get(VERSION_KEY).unwrap().unwrap().value().to_owned();
         v
+    }
+
+    #[test]
+    fn the_backup_table_list_names_every_table_of_a_new_store_once() {
+        use redb::TableHandle as _;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        drop(Store::open(&p).unwrap());
+        let db = Database::open(&p).unwrap();
+        let txn = db.begin_read().unwrap();
+        let mut in_file: Vec<String> = txn.list_tables().unwrap().map(|h| h.name().to_owned()).collect();
+        in_file.sort();
+        let mut listed: Vec<String> = TABLES.iter().map(|t| t.name().to_owned()).collect();
+        listed.sort();
+        let before = listed.len();
+        listed.dedup();
+        assert_eq!(listed.len(), before, "a table is listed twice in TABLES");
+        assert_eq!(in_file, listed, "schema::TABLES must name every table create_tables opens (for backups)");
+        assert_eq!(txn.list_multimap_tables().unwrap().count(), 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod kit;
 
+mod backup;
 mod buyer_flow;
 mod demand;
 mod disk_full;

@@ -1,0 +1,527 @@
+//! The store as rows of text: a logical export from one read transaction
+//! ([`Store::export`]) and its way back into a new store file ([`restore_file`]), for
+//! `isto admin backup` and `isto admin restore` (issue 11 point 1).
+//!
+//! Generic over the tables: every table of [`schema::TABLES`] is exported in that
+//! order, and an export refuses a store file that holds a table the list does not name
+//! ([`StoreError::Backup`]), so a table added to the layout but not to the list fails
+//! loudly instead of going missing from backups (`schema`'s tests check the list too).
+//!
+//! One row is one line of JSON (no newline inside), `{"t":TABLE,"k":KEY,"v":VALUE}`:
+//! - keys and values of type `&str`, `i64`, `u64` are JSON strings and numbers, tuples
+//!   are arrays (`[1733000000000000,"int_…"]`), `Option` is `null` or the value, a `()`
+//!   value has no `"v"`;
+//! - a byte value (every JSON record of the store) that is one line of JSON is written
+//!   as that JSON verbatim, byte for byte; any other byte value as `"b":BASE64` (standard
+//!   alphabet, padded) instead of `"v"`.
+//!
+//! Reading a row back gives exactly the bytes that were stored.
+
+use super::schema::{self, TABLES};
+use super::{Result, Store, StoreError, SCHEMA_VERSION};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use redb::{
+    Database, MultimapTableHandle, ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
+    WriteTransaction,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What an export starts with: the store's schema version and the rows per table, as of
+/// the export's read transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The schema version recorded in the store ([`SCHEMA_VERSION`] for a store this
+    /// isto opened).
+    pub schema_version: u64,
+    /// Every table of the layout with its row count, in export order.
+    pub tables: Vec<(&'static str, u64)>,
+}
+
+impl Snapshot {
+    /// Rows in all tables.
+    pub fn rows(&self) -> u64 {
+        self.tables.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// One step of an export, handed to [`Store::export`]'s callback.
+#[derive(Debug)]
+pub enum Export<'a> {
+    /// First, once.
+    Begin(&'a Snapshot),
+    /// Then every row: its table and its line (see the module docs; no newline).
+    Row {
+        /// The table's name.
+        table: &'a str,
+        /// The row as one line of JSON.
+        line: &'a str,
+    },
+}
+
+/// The names of every table an export writes, in order.
+pub fn table_names() -> Vec<&'static str> {
+    TABLES.iter().map(|t| t.name()).collect()
+}
+
+impl Store {
+    /// Exports the whole store from one read transaction (a consistent snapshot while
+    /// writes go on): `on` gets [`Export::Begin`], then every row, table by table in
+    /// [`table_names`] order, keys in order. Returns the snapshot it began with.
+    ///
+    /// # Errors
+    /// `on`'s error (the export stops there); [`StoreError::Backup`] when the file holds
+    /// a table the layout's list does not name (nothing is exported); storage errors.
+    pub fn export<E: From<StoreError>>(&self, mut on: impl FnMut(Export<'_>) -> Result<(), E>) -> Result<Snapshot, E> {
+        self.read(|rx| {
+            let txn = &rx.txn;
+            let snapshot = snapshot(txn)?;
+            on(Export::Begin(&snapshot))?;
+            let mut failed: Option<E> = None;
+            for t in TABLES {
+                let table = t.name();
+                t.dump(txn, &mut |line| match on(Export::Row { table, line }) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                })?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+            }
+            Ok(snapshot)
+        })
+    }
+}
+
+/// Whether another process holds the store file at `path` (`isto serve`, usually).
+/// Opens it and closes it again; false for a missing or unreadable file.
+pub fn in_use(path: &Path) -> bool {
+    matches!(Database::open(path), Err(redb::DatabaseError::DatabaseAlreadyOpen))
+}
+
+/// The snapshot of `txn`; refuses a file with a table that is not in [`TABLES`].
+fn snapshot(txn: &ReadTransaction) -> Result<Snapshot> {
+    let listed = table_names();
+    for h in txn.list_tables()? {
+        if !listed.contains(&h.name()) {
+            return Err(StoreError::Backup(format!(
+                "the store holds table {:?}, which the store's table list (store::schema::TABLES) does not name, \
+                 so a backup would miss it; refusing",
+                h.name()
+            )));
+        }
+    }
+    if let Some(h) = txn.list_multimap_tables()?.next() {
+        return Err(StoreError::Backup(format!(
+            "the store holds multimap table {:?}, which a backup cannot export; refusing",
+            h.name()
+        )));
+    }
+    let mut tables = Vec::with_capacity(TABLES.len());
+    for t in TABLES {
+        tables.push((t.name(), t.count(txn)?));
+    }
+    Ok(Snapshot { schema_version: schema::read_version(txn)?.unwrap_or(SCHEMA_VERSION), tables })
+}
+
+/// Writes the rows of `lines` (as [`Store::export`] made them, in any order) into a new
+/// store file at `path`, in one write transaction: on any error the file holds nothing
+/// (the caller removes it). `path` must not exist or be an empty file. The file is not
+/// migrated here: open it with [`Store::open`] afterwards. Returns the rows written per
+/// table.
+///
+/// # Errors
+/// `lines`' error; [`StoreError::Backup`] for a line that is not a row, names an
+/// unknown table, or whose key or value does not fit the table (naming the line number,
+/// never a key or value); storage errors.
+pub fn restore_file<E: From<StoreError>>(
+    path: &Path,
+    lines: impl Iterator<Item = Result<String, E>>,
+) -> Result<BTreeMap<&'static str, u64>, E> {
+    let db = Database::create(path).map_err(StoreError::from)?;
+    let txn = db.begin_write().map_err(StoreError::from)?;
+    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut lines = lines.enumerate();
+    let mut failed: Option<E> = None;
+    let mut next = || -> Option<(usize, String)> {
+        match lines.next()? {
+            (n, Ok(line)) => Some((n + 1, line)),
+            (_, Err(e)) => {
+                failed = Some(e);
+                None
+            }
+        }
+    };
+    let mut pending = next();
+    while let Some((n, line)) = pending.take() {
+        let name = table_of(n, &line)?;
+        let Some(t) = TABLES.iter().find(|t| t.name() == name) else {
+            return Err(StoreError::Backup(format!("row {n}: unknown table {name:?}")).into());
+        };
+        let (rows, rest) = t.load(&txn, (n, line), &mut next)?;
+        *counts.entry(t.name()).or_default() += rows;
+        pending = rest;
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    txn.commit().map_err(StoreError::from)?;
+    Ok(counts)
+}
+
+/// A row as read back.
+#[derive(Deserialize)]
+struct RowIn<'a> {
+    t: String,
+    #[serde(borrow)]
+    k: &'a RawValue,
+    #[serde(borrow, default)]
+    v: Option<&'a RawValue>,
+    #[serde(default)]
+    b: Option<String>,
+}
+
+fn parse_row(n: usize, line: &str) -> Result<RowIn<'_>> {
+    serde_json::from_str(line).map_err(|e| StoreError::Backup(format!("row {n} is not a store row: {e}")))
+}
+
+fn table_of(n: usize, line: &str) -> Result<String> {
+    Ok(parse_row(n, line)?.t)
+}
+
+/// A key or value type of a table: how it is written into a row and read back.
+trait Column: redb::Value + Sync + 'static {
+    /// What a row is read into.
+    type Owned;
+    /// Appends the value to `row`: `,"v":…` (or `,"b":…`; nothing for `()`), or, as a
+    /// key, `,"k":…`.
+    fn write(v: &Self::SelfType<'_>, field: &str, row: &mut String);
+    /// Reads the value back from its field (`v` or `k`) or from `b`.
+    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Self::Owned>;
+    /// The stored form of a value read back.
+    fn stored(o: &Self::Owned) -> Self::SelfType<'_>;
+}
+
+fn field(row: &mut String, name: &str, json: &str) {
+    let _ = write!(row, ",\"{name}\":{json}");
+}
+
+fn json_of<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: Option<&RawValue>) -> Option<T> {
+    serde_json::from_str(v?.get()).ok()
+}
+
+impl Column for &'static str {
+    type Owned = String;
+    fn write(v: &&str, name: &str, row: &mut String) {
+        field(row, name, &json_of(*v));
+    }
+    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<String> {
+        parse(v)
+    }
+    fn stored(o: &String) -> &str {
+        o
+    }
+}
+
+impl Column for &'static [u8] {
+    type Owned = Vec<u8>;
+    fn write(v: &&[u8], name: &str, row: &mut String) {
+        let one_line_json = std::str::from_utf8(v).ok().filter(|s| {
+            !s.contains('\n')
+                && *s != "null"
+                && s.trim() == *s
+                && serde_json::from_str::<&RawValue>(s).is_ok_and(|r| r.get().len() == s.len())
+        });
+        match one_line_json {
+            Some(s) => field(row, name, s),
+            None => field(row, "b", &json_of(&B64.encode(v))),
+        }
+    }
+    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Vec<u8>> {
+        match (v, b) {
+            (Some(v), None) => Some(v.get().as_bytes().to_vec()),
+            (None, Some(b)) => B64.decode(b).ok(),
+            _ => None,
+        }
+    }
+    fn stored(o: &Vec<u8>) -> &[u8] {
+        o
+    }
+}
+
+macro_rules! plain_column {
+    ($($t:ty),*) => {$(
+        impl Column for $t {
+            type Owned = $t;
+            fn write(v: &$t, name: &str, row: &mut String) {
+                field(row, name, &json_of(v));
+            }
+            fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<$t> {
+                parse(v)
+            }
+            fn stored(o: &$t) -> $t {
+                *o
+            }
+        }
+    )*};
+}
+plain_column!(i64, u64, (Option<i64>, Option<i64>));
+
+impl Column for () {
+    type Owned = ();
+    fn write(_: &(), _: &str, _: &mut String) {}
+    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<()> {
+        (v.is_none() && b.is_none()).then_some(())
+    }
+    fn stored(_: &()) {}
+}
+
+impl Column for (i64, &'static str) {
+    type Owned = (i64, String);
+    fn write(v: &(i64, &str), name: &str, row: &mut String) {
+        field(row, name, &json_of(v));
+    }
+    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(i64, String)> {
+        parse(v)
+    }
+    fn stored(o: &(i64, String)) -> (i64, &str) {
+        (o.0, &o.1)
+    }
+}
+
+impl Column for (&'static str, &'static str) {
+    type Owned = (String, String);
+    fn write(v: &(&str, &str), name: &str, row: &mut String) {
+        field(row, name, &json_of(v));
+    }
+    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(String, String)> {
+        parse(v)
+    }
+    fn stored(o: &(String, String)) -> (&str, &str) {
+        (&o.0, &o.1)
+    }
+}
+
+/// A table of the layout, whatever its key and value types (see [`TABLES`]).
+pub(super) trait AnyTable: Sync {
+    /// The table's name.
+    fn name(&self) -> &str;
+    /// Its rows in `txn`.
+    fn count(&self, txn: &ReadTransaction) -> Result<u64>;
+    /// Every row as a line, in key order, until `row` answers false.
+    fn dump(&self, txn: &ReadTransaction, row: &mut dyn FnMut(&str) -> bool) -> Result<()>;
+    /// Inserts `first` and the rows after it while they are of this table; returns how
+    /// many and the first row of another table (`None`: `next` ended).
+    fn load(
+        &self,
+        txn: &WriteTransaction,
+        first: (usize, String),
+        next: &mut dyn FnMut() -> Option<(usize, String)>,
+    ) -> Result<(u64, Option<(usize, String)>)>;
+}
+
+impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, V> {
+    fn name(&self) -> &str {
+        TableHandle::name(self)
+    }
+
+    fn count(&self, txn: &ReadTransaction) -> Result<u64> {
+        Ok(txn.open_table(*self)?.len()?)
+    }
+
+    fn dump(&self, txn: &ReadTransaction, row: &mut dyn FnMut(&str) -> bool) -> Result<()> {
+        let table = txn.open_table(*self)?;
+        let head = format!("{{\"t\":{}", json_of(AnyTable::name(self)));
+        let mut line = String::new();
+        for r in table.iter()? {
+            let (k, v) = r?;
+            line.clear();
+            line.push_str(&head);
+            K::write(&k.value(), "k", &mut line);
+            V::write(&v.value(), "v", &mut line);
+            line.push('}');
+            if !row(&line) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn load(
+        &self,
+        txn: &WriteTransaction,
+        first: (usize, String),
+        next: &mut dyn FnMut() -> Option<(usize, String)>,
+    ) -> Result<(u64, Option<(usize, String)>)> {
+        let mut table = txn.open_table(*self)?;
+        let mut rows = 0u64;
+        let mut current = Some(first);
+        while let Some((n, line)) = current.take() {
+            let row = parse_row(n, &line)?;
+            if row.t != AnyTable::name(self) {
+                return Ok((rows, Some((n, line))));
+            }
+            let bad = |what: &str| StoreError::Backup(format!("row {n}: the {what} does not fit table {:?}", row.t));
+            let k = K::read(Some(row.k), None).ok_or_else(|| bad("key"))?;
+            let v = V::read(row.v, row.b.as_deref()).ok_or_else(|| bad("value"))?;
+            if table.insert(K::stored(&k), V::stored(&v))?.is_some() {
+                return Err(StoreError::Backup(format!("row {n}: a key of table {:?} appears twice", row.t)));
+            }
+            rows += 1;
+            current = next();
+        }
+        Ok((rows, None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{IntentDue, Ns, Reads as _};
+    use super::*;
+    use redb::ReadableDatabase as _;
+
+    /// Every row of every table of the file at `path`, as lines (through an export).
+    fn lines_of(store: &Store) -> (Snapshot, Vec<String>) {
+        let mut lines = Vec::new();
+        let snap = store
+            .export(|step| -> Result<()> {
+                if let Export::Row { line, .. } = step {
+                    assert!(!line.contains('\n'));
+                    lines.push(line.to_owned());
+                }
+                Ok(())
+            })
+            .unwrap();
+        (snap, lines)
+    }
+
+    fn filled(path: &Path) -> Store {
+        let s = Store::open(path).unwrap();
+        s.write(|tx| {
+            let due = IntentDue { status_change: Some(5), contact_ended: Some(-7) };
+            tx.put_intent("int_a", &serde_json::json!({"x": 1, "s": "ľ\n\"q\""}), true, due)?;
+            tx.put_intent("int_b", &serde_json::json!({"x": 2}), false, IntentDue::default())?;
+            tx.put_token("code:ab", "int_a")?;
+            tx.put_offer("off_a", &serde_json::json!({"p": 1.5}), Some(("sel_a", "ref 1")))?;
+            tx.put_seller("sel_a", "acme", &serde_json::json!({"n": "Acme"}))?;
+            tx.put_delivery("int_a", "off_a", 1_733_000_000_000_000, &serde_json::json!({"score": 0.5}))?;
+            tx.enqueue_mail(&serde_json::json!({"to": {"kid": "k", "nonce": "n", "ct": "c"}}))?;
+            tx.put_record(Ns::Client, "c1", &serde_json::json!([1, 2]))?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        s
+    }
+
+    #[test]
+    fn an_export_restores_to_the_same_rows_byte_for_byte() {
+        let d = tempfile::tempdir().unwrap();
+        let src = filled(&d.path().join("a.redb"));
+        let (snap, lines) = lines_of(&src);
+        assert_eq!(snap.schema_version, SCHEMA_VERSION);
+        assert_eq!(snap.rows(), lines.len() as u64);
+        assert_eq!(snap.tables.iter().map(|(t, _)| *t).collect::<Vec<_>>(), table_names());
+        let counts =
+            restore_file(&d.path().join("b.redb"), lines.clone().into_iter().map(Ok::<_, StoreError>)).unwrap();
+        assert_eq!(counts.values().sum::<u64>(), lines.len() as u64);
+        let back = Store::open(&d.path().join("b.redb")).unwrap();
+        let (snap2, lines2) = lines_of(&back);
+        assert_eq!(lines2, lines);
+        assert_eq!(snap2, snap);
+        let v: serde_json::Value = back.read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert_eq!(v["s"], "ľ\n\"q\"");
+        assert_eq!(back.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        assert_eq!(back.read(|rx| rx.intent_due("int_a")).unwrap().unwrap().contact_ended, Some(-7));
+    }
+
+    #[test]
+    fn bytes_that_are_not_one_line_of_json_go_as_base64_and_come_back() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.redb");
+        drop(Store::open(&p).unwrap());
+        {
+            let db = Database::create(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(schema::INTENTS).unwrap();
+                t.insert("pretty", b"{\n \"a\": 1\n}".as_slice()).unwrap();
+                t.insert("binary", [0u8, 255, 10].as_slice()).unwrap();
+                t.insert("null", b"null".as_slice()).unwrap();
+                t.insert("spaced", b" 1".as_slice()).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        let (_, lines) = lines_of(&s);
+        assert_eq!(lines.iter().filter(|l| l.contains("\"b\":")).count(), 4, "{lines:?}");
+        drop(s);
+        let q = d.path().join("b.redb");
+        restore_file(&q, lines.into_iter().map(Ok::<_, StoreError>)).unwrap();
+        let db = Database::open(&q).unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(schema::INTENTS).unwrap();
+        assert_eq!(t.get("pretty").unwrap().unwrap().value(), b"{\n \"a\": 1\n}");
+        assert_eq!(t.get("binary").unwrap().unwrap().value(), [0u8, 255, 10]);
+        assert_eq!(t.get("null").unwrap().unwrap().value(), b"null");
+    }
+
+    #[test]
+    fn a_table_missing_from_the_list_makes_the_export_fail_loudly() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.redb");
+        drop(Store::open(&p).unwrap());
+        {
+            let db = Database::create(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            let extra: TableDefinition<&str, u64> = TableDefinition::new("person_counts");
+            txn.open_table(extra).unwrap().insert("x", 1).unwrap();
+            txn.commit().unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        let e = s.export(|_| Ok::<_, StoreError>(())).unwrap_err();
+        assert!(matches!(e, StoreError::Backup(_)), "{e}");
+        assert!(e.to_string().contains("\"person_counts\""), "{e}");
+    }
+
+    #[test]
+    fn bad_rows_are_refused_by_line_number_and_nothing_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let ok = r#"{"t":"tokens","k":"code:a","v":"int_a"}"#.to_owned();
+        for (bad, says) in [
+            (r#"{"t":"nosuch","k":"a","v":"b"}"#, "unknown table"),
+            (r#"{"t":"tokens","k":1,"v":"b"}"#, "key does not fit"),
+            (r#"{"t":"active","k":"a","v":1}"#, "value does not fit"),
+            (r#"{"t":"tokens","k":"code:a","v":"int_b"}"#, "appears twice"),
+            ("not json", "not a store row"),
+        ] {
+            let p = d.path().join(format!("{}.redb", says.replace(' ', "_")));
+            let e = restore_file(&p, [ok.clone(), bad.to_owned()].into_iter().map(Ok::<_, StoreError>)).unwrap_err();
+            assert!(e.to_string().contains(says) && e.to_string().contains("row 2"), "{says}: {e}");
+            let db = Database::open(&p).unwrap();
+            let txn = db.begin_read().unwrap();
+            assert!(txn.open_table(schema::TOKENS).is_err(), "nothing committed");
+        }
+    }
+
+    #[test]
+    fn in_use_sees_an_open_store() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.redb");
+        let s = Store::open(&p).unwrap();
+        assert!(in_use(&p));
+        drop(s);
+        assert!(!in_use(&p));
+        assert!(!in_use(&d.path().join("none.redb")));
+    }
+}
