@@ -132,3 +132,21 @@ pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router 
     let gate = BearerGate { base: holder.base.clone(), resource };
     router.layer(axum::middleware::from_fn_with_state(gate, require_bearer))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tool_calls;
+
+    #[test]
+    fn tool_names_come_from_tools_call_messages_and_batches_only() {
+        let one = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"intent_submit_offer"}}"#;
+        assert_eq!(tool_calls(one), vec!["intent_submit_offer"]);
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},
+            {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}},
+            {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}]"#;
+        assert_eq!(tool_calls(batch), vec!["a"]);
+        assert!(tool_calls(br#"{"method":"initialize"}"#).is_empty());
+        assert!(tool_calls(b"not json").is_empty());
+        assert!(tool_calls(b"").is_empty());
+    }
+}
