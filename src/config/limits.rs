@@ -22,6 +22,7 @@ pub(super) struct FileLimits {
     pub(super) page_burst: Option<u32>,
     pub(super) oauth_requests_per_minute: Option<u32>,
     pub(super) oauth_burst: Option<u32>,
+    pub(super) refresh_grace_secs: Option<i64>,
 }
 
 /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
@@ -75,6 +76,11 @@ pub struct Limits {
     pub oauth_requests_per_minute: u32,
     /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
     pub oauth_burst: u32,
+    /// Seconds after a refresh token's rotation during which presenting it again (a lost
+    /// response, a parallel retry) answers the same new pair instead of revoking its
+    /// authorization (PROTOCOL.md §7; default 30; 0..=300, 0: no grace, every reuse
+    /// revokes).
+    pub refresh_grace_secs: i64,
 }
 
 impl Default for Limits {
@@ -95,6 +101,7 @@ impl Default for Limits {
             page_burst: 60,
             oauth_requests_per_minute: 300,
             oauth_burst: 60,
+            refresh_grace_secs: 30,
         }
     }
 }
@@ -176,6 +183,13 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             "limits.oauth_requests_per_minute",
         )?,
         oauth_burst: burst(f.oauth_burst, d.oauth_burst, "limits.oauth_burst")?,
+        refresh_grace_secs: ranged(
+            f.refresh_grace_secs,
+            d.refresh_grace_secs,
+            0..=300,
+            "limits.refresh_grace_secs",
+            "0..=300",
+        )?,
     })
 }
 

@@ -243,12 +243,35 @@ impl KeyRing {
     /// and seller pseudonyms (keyed hashes).
     pub fn mac(&self, parts: &[&[u8]]) -> String {
         let Some(key) = self.keys.first() else { return String::new() };
-        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.mac_key[..]).unwrap_or_else(|_| unreachable_mac());
-        for p in parts {
-            m.update(&(p.len() as u64).to_be_bytes());
-            m.update(p);
-        }
-        B64.encode(m.finalize().into_bytes())
+        mac_with(key, parts)
+    }
+
+    /// A secret token derived from `input` under the current key: base64url HMAC-SHA-256
+    /// of (`"derive"`, `purpose`, `input`), 43 characters. The same input gives the same
+    /// token again, so a value can be answered twice without being stored (the OAuth
+    /// refresh grace window); `None` when the ring has no key.
+    pub fn derive_token(&self, purpose: &str, input: &str) -> Option<Secret> {
+        self.keys.first()?;
+        Some(Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
+    }
+
+    /// A keyed hash of a secret (an OAuth client secret) for storage:
+    /// `hmac1:<key id>:<base64url HMAC-SHA-256 of (kind, secret)>`. Checked by
+    /// [`KeyRing::keyed_hash_matches`] with the key it names, so an older key of the
+    /// ring still verifies it; `None` when the ring has no key.
+    pub fn keyed_hash(&self, kind: &str, secret: &str) -> Option<String> {
+        let key = self.keys.first()?;
+        Some(format!("hmac1:{}:{}", key.id, mac_with(key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])))
+    }
+
+    /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`;
+    /// constant-time comparison, `false` for another shape or an unknown key.
+    pub fn keyed_hash_matches(&self, stored: &str, kind: &str, secret: &str) -> bool {
+        let Some(rest) = stored.strip_prefix("hmac1:") else { return false };
+        let Some((kid, want)) = rest.split_once(':') else { return false };
+        let Some(key) = self.keys.iter().find(|k| k.id == kid) else { return false };
+        let got = mac_with(key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()]);
+        subtle::ConstantTimeEq::ct_eq(got.as_bytes(), want.as_bytes()).into()
     }
 
     /// Makes a CSRF token for a form: `<unix seconds>.<mac>`, bound to `purpose` (form
@@ -268,6 +291,16 @@ impl KeyRing {
         let want = self.mac(&[b"csrf", purpose.as_bytes(), binding.as_bytes(), ts.as_bytes()]);
         subtle::ConstantTimeEq::ct_eq(want.as_bytes(), mac.as_bytes()).into()
     }
+}
+
+/// HMAC-SHA-256 of length-prefixed `parts` under `key`'s MAC subkey, base64url.
+fn mac_with(key: &Key, parts: &[&[u8]]) -> String {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.mac_key[..]).unwrap_or_else(|_| unreachable_mac());
+    for p in parts {
+        m.update(&(p.len() as u64).to_be_bytes());
+        m.update(p);
+    }
+    B64.encode(m.finalize().into_bytes())
 }
 
 fn unreachable_mac() -> Hmac<Sha256> {
@@ -450,6 +483,25 @@ mod tests {
         assert!(!r.csrf_valid(&t, "confirm", "tok", 1500));
         assert!(!r.csrf_valid(&t, "consent", "other", 1500));
         assert!(!r.csrf_valid(&t, "consent", "tok", 1000 + 7201));
+    }
+
+    #[test]
+    fn derived_tokens_and_keyed_hashes() {
+        let r = KeyRing::ephemeral();
+        let a = r.derive_token("p", "in").unwrap();
+        assert_eq!(a.expose(), r.derive_token("p", "in").unwrap().expose());
+        assert_ne!(a.expose(), r.derive_token("q", "in").unwrap().expose());
+        assert_ne!(a.expose(), KeyRing::ephemeral().derive_token("p", "in").unwrap().expose());
+        assert_eq!(a.expose().len(), 43);
+        let h = r.keyed_hash("secret", "s3cr3t").unwrap();
+        assert!(h.starts_with("hmac1:") && !h.contains("s3cr3t"));
+        assert!(r.keyed_hash_matches(&h, "secret", "s3cr3t"));
+        assert!(!r.keyed_hash_matches(&h, "secret", "other"));
+        assert!(!r.keyed_hash_matches(&h, "other", "s3cr3t"));
+        assert!(!KeyRing::ephemeral().keyed_hash_matches(&h, "secret", "s3cr3t"));
+        assert!(!r.keyed_hash_matches(&token_hash("secret", "s3cr3t"), "secret", "s3cr3t"));
+        let empty = KeyRing::from_bytes(vec![], &[7u8; 32]);
+        assert!(empty.derive_token("p", "in").is_none() && empty.keyed_hash("k", "s").is_none());
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::error::Internal;
 use super::form::Params;
 use super::token::{issue_code, CodeRecord};
 use super::{blocking, Resource, Shared};
+use crate::crypto::token_hash;
 
 /// The request parameters, in the order they are written back into URLs.
 pub const PARAMS: [&str; 8] = [
@@ -198,13 +199,20 @@ pub fn error_url(ctx: &Shared, to: &str, state: Option<&str>, error: &str, descr
     answer_url(to, &params)
 }
 
-/// The person allowed `r`: stores a single-use code for `account_id` (whose role the
-/// page checked against the resource) and returns the URL that carries it to the client
-/// (`redirect_uri?code=…&state=…&iss=…`).
+/// The person allowed `r` on the consent form whose CSRF token is `form_token`: stores
+/// a single-use code for `account_id` (whose role the page checked against the
+/// resource) and returns the URL that carries it to the client
+/// (`redirect_uri?code=…&state=…&iss=…`), or `Ok(None)` when that form was already
+/// answered (the Allow form is single-use: one code however often it is posted).
 ///
 /// # Errors
 /// [`Internal`] when the store fails (logged).
-pub async fn allow(ctx: &Shared, r: &AuthzRequest, account_id: String) -> Result<String, Internal> {
+pub async fn allow(
+    ctx: &Shared,
+    r: &AuthzRequest,
+    account_id: String,
+    form_token: &str,
+) -> Result<Option<String>, Internal> {
     let record = CodeRecord {
         client_id: r.client.client_id.clone(),
         redirect_uri: r.redirect_uri.clone(),
@@ -217,7 +225,12 @@ pub async fn allow(ctx: &Shared, r: &AuthzRequest, account_id: String) -> Result
         expires_at: 0,
         family: None,
     };
-    let code = blocking(ctx, "oauth issue code", move |h| issue_code(h, record)).await?;
+    let decision = token_hash("oauth-consent-form", form_token);
+    let code = blocking(ctx, "oauth issue code", move |h| issue_code(h, record, &decision)).await?;
+    let Some(code) = code else {
+        tracing::info!(client_id = %r.client.client_id, "oauth: consent form posted again; no second code");
+        return Ok(None);
+    };
     tracing::info!(client_id = %r.client.client_id, resource = r.resource.path(), "oauth: authorization code issued");
     let iss = ctx.base.settings.public_url.base.as_str();
     let mut params = vec![("code", code.expose())];
@@ -225,7 +238,7 @@ pub async fn allow(ctx: &Shared, r: &AuthzRequest, account_id: String) -> Result
         params.push(("state", s));
     }
     params.push(("iss", iss));
-    Ok(answer_url(&r.redirect_uri, &params))
+    Ok(Some(answer_url(&r.redirect_uri, &params)))
 }
 
 /// Where the answer goes, as a person reads it: the host, or the scheme of a native app.

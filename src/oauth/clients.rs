@@ -87,7 +87,11 @@ pub struct ClientRecord {
     /// RFC 7591 software_version.
     #[serde(default)]
     pub software_version: Option<String>,
-    /// Hash of the client secret (confidential clients).
+    /// Keyed hash of the client secret (confidential clients):
+    /// [`crate::crypto::KeyRing::keyed_hash`] (`hmac1:<key id>:…`, HMAC-SHA-256 under the
+    /// holder's key). Clients registered before it carry the older unkeyed
+    /// [`token_hash`] (`oauth-client-secret:<hex>`), accepted and rewritten keyed at the
+    /// client's next successful authentication.
     #[serde(default)]
     pub client_secret_hash: Option<String>,
     /// Unix seconds.
@@ -198,8 +202,16 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
-            let clean: String = s.chars().filter(|c| !c.is_control()).collect();
-            let clean = clean.trim().to_owned();
+            if let Some(c) = s.chars().find(|c| hidden_char(*c)) {
+                return Err((
+                    "invalid_client_metadata",
+                    format!(
+                        "{key} must not contain control, bidirectional or invisible formatting characters (found U+{:04X})",
+                        u32::from(c)
+                    ),
+                ));
+            }
+            let clean = s.trim().to_owned();
             if clean.chars().count() > MAX_NAME_CHARS {
                 return Err(("invalid_client_metadata", format!("{key} must be at most {MAX_NAME_CHARS} characters")));
             }
@@ -207,6 +219,19 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
         }
         Some(_) => Err(("invalid_client_metadata", format!("{key} must be a string"))),
     }
+}
+
+/// Characters refused in the client's names and other short strings, because the
+/// consent page shows them (issue 10 point 7): controls (C0, DEL, C1), the bidirectional
+/// marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A–U+202E,
+/// U+2066–U+2069: U+202E shows `evil\u{202E}moc.` as `evil.com`), and invisible format
+/// characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF, the tag characters
+/// U+E0000–U+E007F).
+fn hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
 }
 
 fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, (&'static str, String)> {
@@ -322,7 +347,13 @@ pub async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<C
         return OAuthError::quota(&e).into_response();
     }
     let secret = (client.token_endpoint_auth_method != "none").then(|| new_token(32));
-    client.client_secret_hash = secret.as_ref().map(|s| token_hash(KIND_SECRET, s.expose()));
+    if let Some(s) = &secret {
+        let Some(hash) = ctx.base.keys.keyed_hash(KIND_SECRET, s.expose()) else {
+            ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
+            return OAuthError::from(Internal::logged("oauth register", &"the key ring has no key")).into_response();
+        };
+        client.client_secret_hash = Some(hash);
+    }
     let record = client.clone();
     let stored = blocking(&ctx, "oauth register", move |h| {
         h.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
@@ -461,15 +492,54 @@ pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRec
     let Some(id) = creds.client_id.as_deref() else {
         return Err(OAuthError::invalid_client(creds.basic));
     };
-    let client = find(ctx, id).await?.map_err(|_| OAuthError::invalid_client(creds.basic))?;
+    let mut client = find(ctx, id).await?.map_err(|_| OAuthError::invalid_client(creds.basic))?;
     if let Some(want) = &client.client_secret_hash {
         let Some(secret) = &creds.secret else { return Err(OAuthError::invalid_client(creds.basic)) };
-        let got = token_hash(KIND_SECRET, secret);
-        if !bool::from(subtle::ConstantTimeEq::ct_eq(got.as_bytes(), want.as_bytes())) {
-            return Err(OAuthError::invalid_client(creds.basic));
+        match secret_matches(&ctx.base.keys, want, secret) {
+            SecretCheck::Keyed => {}
+            SecretCheck::Legacy => {
+                // Stored before secrets were keyed: rewrite it keyed now.
+                if let Some(keyed) = ctx.base.keys.keyed_hash(KIND_SECRET, secret) {
+                    client.client_secret_hash = Some(keyed);
+                    let record = client.clone();
+                    blocking(ctx, "oauth client secret rehash", move |h| {
+                        h.store.write(|tx| -> Result<(), StoreError> {
+                            tx.put_record(Ns::Client, &record.client_id, &record)
+                        })
+                    })
+                    .await?;
+                    tracing::info!(client_id = %client.client_id, "oauth: client secret hash rewritten keyed");
+                }
+            }
+            SecretCheck::No => return Err(OAuthError::invalid_client(creds.basic)),
         }
     }
     Ok(client)
+}
+
+/// How a presented client secret compares with the stored hash.
+#[derive(Debug, PartialEq, Eq)]
+enum SecretCheck {
+    /// It matches the keyed hash.
+    Keyed,
+    /// It matches an older unkeyed hash (to be rewritten keyed).
+    Legacy,
+    /// It does not match.
+    No,
+}
+
+/// Compares `secret` with `stored` in constant time: a keyed hash (`hmac1:…`) with
+/// [`crate::crypto::KeyRing::keyed_hash_matches`], an older unkeyed one with its SHA-256.
+fn secret_matches(keys: &crate::crypto::KeyRing, stored: &str, secret: &str) -> SecretCheck {
+    if stored.starts_with("hmac1:") {
+        return if keys.keyed_hash_matches(stored, KIND_SECRET, secret) { SecretCheck::Keyed } else { SecretCheck::No };
+    }
+    let got = token_hash(KIND_SECRET, secret);
+    if bool::from(subtle::ConstantTimeEq::ct_eq(got.as_bytes(), stored.as_bytes())) {
+        SecretCheck::Legacy
+    } else {
+        SecretCheck::No
+    }
 }
 
 #[cfg(test)]
@@ -505,6 +575,18 @@ mod tests {
         }
         assert!(check_redirect_uri("com.example.app:/oauth2redirect").is_ok());
         assert!(check_redirect_uri("vscode://vscode.mcp/callback").is_ok());
+    }
+
+    #[test]
+    fn client_secrets_are_keyed_and_legacy_hashes_still_match() {
+        let keys = crate::crypto::KeyRing::ephemeral();
+        let keyed = keys.keyed_hash(KIND_SECRET, "s3cret").unwrap();
+        assert_eq!(secret_matches(&keys, &keyed, "s3cret"), SecretCheck::Keyed);
+        assert_eq!(secret_matches(&keys, &keyed, "other"), SecretCheck::No);
+        assert_eq!(secret_matches(&crate::crypto::KeyRing::ephemeral(), &keyed, "s3cret"), SecretCheck::No);
+        let legacy = token_hash(KIND_SECRET, "s3cret");
+        assert_eq!(secret_matches(&keys, &legacy, "s3cret"), SecretCheck::Legacy);
+        assert_eq!(secret_matches(&keys, &legacy, "other"), SecretCheck::No);
     }
 
     #[test]

@@ -16,16 +16,20 @@
 //!   [`authorize::validate`] and [`authorize::allow`].
 //! * `/oauth/token`: single-use codes (60 s; a replayed code revokes what it issued),
 //!   access tokens (1 h) bound to one resource, refresh tokens (30 days) rotated on every
-//!   use, with reuse detection (a refresh token presented twice revokes its family).
+//!   use, with reuse detection: a rotated refresh token presented again within
+//!   `[limits] refresh_grace_secs` (30 s) gets the same new pair (a lost response,
+//!   parallel retries); after that its reuse revokes the family.
+//! * Client secrets stored under a keyed hash (HMAC with the holder's key).
 //! * `/oauth/revoke`: RFC 7009.
 //! * [`check_bearer`]: the resource server's check, answering 401/403 with
 //!   `WWW-Authenticate: Bearer resource_metadata="…"`.
 //!
 //! Codes, tokens and client secrets are 160/256-bit random values stored only as
-//! [`crate::crypto::token_hash`]es in the `records` table (namespaces `Client`,
-//! `AuthCode`, `Token`, `TokenFamily`). A token is valid while its record is unexpired
-//! and its family exists and is not revoked, so revoking a family is one write. Nothing
-//! here logs a token, code, verifier, secret or request body.
+//! hashes ([`crate::crypto::token_hash`]; client secrets
+//! [`crate::crypto::KeyRing::keyed_hash`]) in the `records` table (namespaces `Client`,
+//! `AuthCode`, `Token`, `TokenFamily`, and `AuthDecision` for answered consent forms). A
+//! token is valid while its record is unexpired and its family exists and is not
+//! revoked, so revoking a family is one write. Nothing here logs a token, code, verifier, secret or request body.
 
 pub mod authorize;
 mod clients;
@@ -220,6 +224,17 @@ pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &st
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Grant, Response> {
     bearer_check(base, headers, &resource.url(&base.settings.public_url.base), Action::connect)
+}
+
+/// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
+/// for the request's `grant` (RFC 6750 §3 with RFC 9728 `resource_metadata`): 401 for
+/// missing credentials or another resource, 403 `insufficient_scope` with `scope` = the
+/// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
+/// scopes do not cover, checked before the call is dispatched).
+pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> Response {
+    let url_base = &base.settings.public_url.base;
+    let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();
+    error::bearer_denied(&resource.metadata_url(url_base), &resource.scopes().join(" "), token_scopes, denied)
 }
 
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it

@@ -7,7 +7,13 @@
 //!   started) in the same transaction, so a replay is refused and revokes that family.
 //!   Used and expired codes are removed by [`sweep`] a day after their expiry.
 //! * `Token` — [`TokenRecord`], access (1 h) and refresh (30 days); a rotated refresh
-//!   token stays, marked used, until it expires, so its reuse is detected.
+//!   token stays, marked used (with the time), until it expires, so its reuse is
+//!   detected. The pair a rotation mints is derived from the presented refresh token
+//!   under the holder's key ([`crate::crypto::KeyRing::derive_token`]), so that within
+//!   `[limits] refresh_grace_secs` (30 s) of the rotation the same refresh token presented
+//!   again (a lost response, parallel retries) is answered with the same pair — computed
+//!   again, looked up by its hashes, nothing more stored — instead of revoking the
+//!   family; reuse after the window revokes it (PROTOCOL.md §7).
 //! * `TokenFamily` — [`FamilyRecord`], one per authorization; revoking it (a flag)
 //!   invalidates every token issued from that authorization.
 
@@ -37,6 +43,10 @@ pub const KIND_ACCESS: &str = "oauth-access";
 pub const KIND_REFRESH: &str = "oauth-refresh";
 /// How long a used or expired code is kept for replay detection after its expiry, seconds.
 const CODE_KEEP_SECS: i64 = 86400;
+/// Derivation purposes of the access and refresh token that a refresh token's rotation
+/// mints ([`crate::crypto::KeyRing::derive_token`] of the presented token).
+const SUCCESSOR_ACCESS: &str = "oauth-refresh-successor-access";
+const SUCCESSOR_REFRESH: &str = "oauth-refresh-successor-refresh";
 
 /// An authorization code as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +108,10 @@ pub struct TokenRecord {
     /// A refresh token already exchanged.
     #[serde(default)]
     pub used: bool,
+    /// When a refresh token was exchanged, unix seconds (its grace window starts then;
+    /// absent on tokens rotated before the window existed: their reuse revokes).
+    #[serde(default)]
+    pub used_at: Option<i64>,
 }
 
 /// One authorization and every token issued from it.
@@ -121,17 +135,40 @@ pub struct FamilyRecord {
     pub revoked: bool,
 }
 
-/// Stores a new authorization code for `record` and returns it.
+/// An answered consent form (namespace `AuthDecision`, keyed by the hash of its CSRF
+/// token): kept until the form could no longer be posted, then purged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// Unix seconds after which the form's token is refused anyway.
+    pub expires_at: i64,
+}
+
+/// How long an answered consent form is remembered, seconds: the CSRF token's lifetime
+/// (two hours, [`crate::crypto::KeyRing::csrf_valid`]) and its minute of clock skew.
+pub const DECISION_KEEP_SECS: i64 = 7200 + 60;
+
+/// Stores a new authorization code for `record` and returns it, unless the consent form
+/// `decision` (the hash of its CSRF token) was already answered: then `None` and nothing
+/// is stored. Marking the form answered and storing the code are one transaction, so
+/// however many times the Allow form is posted, at once or later, one code is minted.
 ///
 /// # Errors
 /// Storage errors.
-pub fn issue_code(base: &Base, mut record: CodeRecord) -> Result<Secret, StoreError> {
+pub fn issue_code(base: &Base, mut record: CodeRecord, decision: &str) -> Result<Option<Secret>, StoreError> {
     let code = new_token(20);
-    record.expires_at = now_unix(base) + CODE_TTL_SECS;
+    let now = now_unix(base);
+    record.expires_at = now + CODE_TTL_SECS;
     record.family = None;
     let key = token_hash(KIND_CODE, code.expose());
-    base.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::AuthCode, &key, &record) })?;
-    Ok(code)
+    let fresh = base.store.write(|tx| -> Result<bool, StoreError> {
+        if tx.record::<DecisionRecord>(Ns::AuthDecision, decision)?.is_some() {
+            return Ok(false);
+        }
+        tx.put_record(Ns::AuthDecision, decision, &DecisionRecord { expires_at: now + DECISION_KEEP_SECS })?;
+        tx.put_record(Ns::AuthCode, &key, &record)?;
+        Ok(true)
+    })?;
+    Ok(fresh.then_some(code))
 }
 
 /// A freshly issued pair.
@@ -139,15 +176,31 @@ struct Issued {
     access: Secret,
     refresh: Option<Secret>,
     scopes: Vec<String>,
+    /// Seconds the access token has left.
+    expires_in: i64,
 }
 
-/// Issues an access token (and a refresh token when `with_refresh`) in `family`.
+/// The token values a grant will mint: random for a code exchange, derived from the
+/// presented refresh token for a rotation.
+struct Minted {
+    access: Secret,
+    refresh: Option<Secret>,
+}
+
+impl Minted {
+    /// Fresh random values (a refresh token when `with_refresh`).
+    fn random(with_refresh: bool) -> Self {
+        Self { access: new_token(20), refresh: with_refresh.then(|| new_token(20)) }
+    }
+}
+
+/// Issues `minted` (its access token, and its refresh token if any) in `family`.
 fn issue(
     tx: &mut Tx<'_>,
     family_id: &str,
     family: &mut FamilyRecord,
     scopes: Vec<String>,
-    with_refresh: bool,
+    minted: Minted,
     now: i64,
 ) -> Result<Issued, StoreError> {
     let record = |kind, expires_at| TokenRecord {
@@ -161,26 +214,23 @@ fn issue(
         issued_at: now,
         expires_at,
         used: false,
+        used_at: None,
     };
-    let access = new_token(20);
+    let Minted { access, refresh } = minted;
     tx.put_record(
         Ns::Token,
         &token_hash(KIND_ACCESS, access.expose()),
         &record(TokenKind::Access, now + ACCESS_TTL_SECS),
     )?;
     family.expires_at = family.expires_at.max(now + ACCESS_TTL_SECS);
-    let refresh = if with_refresh {
-        let r = new_token(20);
+    if let Some(r) = &refresh {
         tx.put_record(
             Ns::Token,
             &token_hash(KIND_REFRESH, r.expose()),
             &record(TokenKind::Refresh, now + REFRESH_TTL_SECS),
         )?;
         family.expires_at = family.expires_at.max(now + REFRESH_TTL_SECS);
-        Some(r)
-    } else {
-        None
-    };
+    }
     tx.put_record(Ns::TokenFamily, family_id, family)?;
     // The client is in use (kept by the purge for CLIENT_UNUSED_SECS from now).
     if let Some(mut c) = tx.record::<ClientRecord>(Ns::Client, &family.client_id)? {
@@ -189,7 +239,7 @@ fn issue(
             tx.put_record(Ns::Client, &family.client_id, &c)?;
         }
     }
-    Ok(Issued { access, refresh, scopes })
+    Ok(Issued { access, refresh, scopes, expires_in: ACCESS_TTL_SECS })
 }
 
 /// Marks a family revoked; returns whether it was live.
@@ -239,7 +289,7 @@ pub async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -
             let mut out = json!({
                 "access_token": issued.access.expose(),
                 "token_type": "Bearer",
-                "expires_in": ACCESS_TTL_SECS,
+                "expires_in": issued.expires_in,
                 "scope": issued.scopes.join(" "),
             });
             if let Some(r) = &issued.refresh {
@@ -296,11 +346,19 @@ async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<I
     } else {
         let presented =
             p.get("refresh_token").ok_or_else(|| OAuthError::bad("invalid_request", "refresh_token is required"))?;
-        let hash = token_hash(KIND_REFRESH, presented);
+        let presented = Secret(presented.to_owned());
         let scope = p.get("scope").map(str::to_owned);
         blocking(ctx, "oauth refresh", move |h| {
             let now = now_unix(h);
-            h.store.write(|tx| rotate(tx, &hash, &client_id, scope, resource, with_refresh, now))
+            let asked = Refresh {
+                hash: token_hash(KIND_REFRESH, presented.expose()),
+                successor: successor(h, &presented, with_refresh),
+                client_id,
+                scope,
+                resource,
+                grace_secs: h.settings.limits.refresh_grace_secs,
+            };
+            h.store.write(|tx| rotate(tx, &asked, now))
         })
         .await?
     }
@@ -365,20 +423,40 @@ fn exchange_code(
         expires_at: now,
         revoked: false,
     };
-    issue(tx, &family_id, &mut family, code.scopes, with_refresh, now).map(Ok)
+    issue(tx, &family_id, &mut family, code.scopes, Minted::random(with_refresh), now).map(Ok)
 }
 
-/// The refresh grant with rotation and reuse detection, in one write transaction.
-fn rotate(
-    tx: &mut Tx<'_>,
-    hash: &str,
-    client_id: &str,
+/// A refresh request, checked and with its successor pair derived.
+struct Refresh {
+    /// The presented refresh token's hash.
+    hash: String,
+    /// The pair its rotation mints (and, within the grace window, answers again);
+    /// random when the key ring cannot derive one.
+    successor: Minted,
+    client_id: String,
     scope: Option<String>,
     resource: Option<String>,
-    with_refresh: bool,
-    now: i64,
-) -> Result<Result<Issued, OAuthError>, StoreError> {
-    let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, hash)? else {
+    /// `[limits] refresh_grace_secs`.
+    grace_secs: i64,
+}
+
+/// The pair that rotating `presented` mints: derived from it under the holder's key
+/// (the same pair each time), or random without a key (then no grace answer matches).
+fn successor(base: &Base, presented: &Secret, with_refresh: bool) -> Minted {
+    let derive = |purpose| base.keys.derive_token(purpose, presented.expose());
+    match derive(SUCCESSOR_ACCESS) {
+        Some(access) => Minted { access, refresh: if with_refresh { derive(SUCCESSOR_REFRESH) } else { None } },
+        None => Minted::random(with_refresh),
+    }
+}
+
+/// The refresh grant with rotation and reuse detection, in one write transaction. A
+/// used refresh token presented again within the grace window of its rotation gets the
+/// pair that rotation minted ([`grace_answer`]), while that pair is live and its
+/// refresh token unused; any other reuse revokes the family.
+fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: i64) -> Result<Result<Issued, OAuthError>, StoreError> {
+    let client_id = r.client_id.as_str();
+    let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, &r.hash)? else {
         return Ok(Err(grant("the refresh token is unknown or revoked")));
     };
     if old.kind != TokenKind::Refresh || old.client_id != client_id {
@@ -387,7 +465,15 @@ fn rotate(
     let Some(mut family) = tx.record::<FamilyRecord>(Ns::TokenFamily, &old.family)?.filter(|f| !f.revoked) else {
         return Ok(Err(grant("the refresh token is unknown or revoked")));
     };
+    let wrong_resource = r.resource.as_ref().is_some_and(|x| *x != family.resource);
     if old.used {
+        let within = old.used_at.is_some_and(|at| r.grace_secs > 0 && now - at <= r.grace_secs);
+        if within && !wrong_resource {
+            if let Some(again) = grace_answer(tx, &old.family, &r.successor, now)? {
+                tracing::info!(client_id, "oauth: refresh token presented again within its grace window");
+                return Ok(Ok(again));
+            }
+        }
         revoke_family(tx, &old.family)?;
         tracing::warn!(client_id, "oauth: refresh token reused; its family is revoked");
         return Ok(Err(grant("the refresh token was already used; every token of this grant is revoked")));
@@ -395,10 +481,10 @@ fn rotate(
     if now >= old.expires_at {
         return Ok(Err(grant("the refresh token expired")));
     }
-    if resource.as_ref().is_some_and(|r| *r != family.resource) {
+    if wrong_resource {
         return Ok(Err(OAuthError::bad("invalid_target", "the resource differs from the original grant")));
     }
-    let scopes = match scope {
+    let scopes = match &r.scope {
         None => family.scopes.clone(),
         Some(s) => {
             let mut want: Vec<String> = Vec::new();
@@ -418,9 +504,38 @@ fn rotate(
         }
     };
     old.used = true;
-    tx.put_record(Ns::Token, hash, &old)?;
+    old.used_at = Some(now);
+    tx.put_record(Ns::Token, &r.hash, &old)?;
     let family_id = old.family.clone();
-    issue(tx, &family_id, &mut family, scopes, with_refresh, now).map(Ok)
+    let minted = Minted { access: r.successor.access.clone(), refresh: r.successor.refresh.clone() };
+    issue(tx, &family_id, &mut family, scopes, minted, now).map(Ok)
+}
+
+/// The pair a rotation minted, answered again: `Some` when its access token (and its
+/// refresh token, if it minted one) are stored in `family_id`, unexpired, and the
+/// refresh token is still unused; `None` otherwise (the pair was rotated on, revoked or
+/// expired: the reuse is then treated as such).
+fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: i64) -> Result<Option<Issued>, StoreError> {
+    let Some(access) = tx.record::<TokenRecord>(Ns::Token, &token_hash(KIND_ACCESS, pair.access.expose()))? else {
+        return Ok(None);
+    };
+    if access.kind != TokenKind::Access || access.family != family_id || now >= access.expires_at {
+        return Ok(None);
+    }
+    if let Some(refresh) = &pair.refresh {
+        let live = tx
+            .record::<TokenRecord>(Ns::Token, &token_hash(KIND_REFRESH, refresh.expose()))?
+            .is_some_and(|t| t.kind == TokenKind::Refresh && t.family == family_id && !t.used && now < t.expires_at);
+        if !live {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Issued {
+        access: pair.access.clone(),
+        refresh: pair.refresh.clone(),
+        expires_in: access.expires_at - now,
+        scopes: access.scopes,
+    }))
 }
 
 /// `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`). Client credentials,
@@ -557,6 +672,13 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: i64) -> Result<OAuthPurged, StoreError> {
     for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
         if now >= c.expires_at + CODE_KEEP_SECS {
             tx.remove_record(Ns::AuthCode, &key)?;
+            n.codes += 1;
+        }
+    }
+    // Answered consent forms whose token can no longer be posted (counted with codes).
+    for (key, d) in tx.records::<DecisionRecord>(Ns::AuthDecision)? {
+        if now >= d.expires_at {
+            tx.remove_record(Ns::AuthDecision, &key)?;
             n.codes += 1;
         }
     }

@@ -30,6 +30,8 @@ pub enum Ns {
     Seller,
     /// Pending renewals by hash.
     Renewal,
+    /// Answered OAuth consent forms (the Allow form is single-use) by hash.
+    AuthDecision,
 }
 
 impl Ns {
@@ -47,6 +49,7 @@ impl Ns {
             Self::Throttle => "throttle:",
             Self::Seller => "seller:",
             Self::Renewal => "renewal:",
+            Self::AuthDecision => "authdecision:",
         }
     }
 

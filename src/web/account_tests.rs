@@ -71,7 +71,24 @@ impl Resp {
 
     /// The `name=value` of the session cookie set, if any.
     fn cookie(&self) -> Option<String> {
-        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        let v = self
+            .headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .find(|v| !v.contains("isto_pre="))?;
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    /// The `name=value` of the pre-session cookie a sign-in or sign-up form's GET sets
+    /// (the forms' CSRF tokens are bound to it), if any.
+    fn pre_cookie(&self) -> Option<String> {
+        let v = self
+            .headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .find(|v| v.contains("isto_pre="))?;
         Some(v.split(';').next().unwrap().to_owned())
     }
 
@@ -145,7 +162,7 @@ impl Env {
                     ("lang", "en"),
                     ("next", next),
                 ],
-                None,
+                page.pre_cookie().as_deref(),
             )
             .await;
         assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
@@ -162,7 +179,8 @@ impl Env {
     async fn signin(&self, email: &str, password: &str, next: &str) -> Resp {
         let page = self.get("/signin", None).await;
         let csrf = page.csrf_for("/signin");
-        self.post("/signin", &[("csrf", &csrf), ("email", email), ("password", password), ("next", next)], None).await
+        let fields = [("csrf", csrf.as_str()), ("email", email), ("password", password), ("next", next)];
+        self.post("/signin", &fields, page.pre_cookie().as_deref()).await
     }
 
     /// A password sign-in sent from client address `peer` (as the app's middleware gives it).
@@ -174,6 +192,7 @@ impl Env {
             .method(Method::POST)
             .uri("/signin")
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::COOKIE, page.pre_cookie().unwrap())
             .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
             .unwrap();
         let addr: std::net::SocketAddr = peer.parse().unwrap();
@@ -184,7 +203,8 @@ impl Env {
     async fn request_link(&self, email: &str, next: &str) -> Resp {
         let page = self.get("/signin", None).await;
         let csrf = page.csrf_for("/signin/link");
-        self.post("/signin/link", &[("csrf", &csrf), ("email", email), ("next", next)], None).await
+        let fields = [("csrf", csrf.as_str()), ("email", email), ("next", next)];
+        self.post("/signin/link", &fields, page.pre_cookie().as_deref()).await
     }
 
     /// Uses the newest sign-in link in the outbox; returns the POST's response.
@@ -200,6 +220,21 @@ impl Env {
     fn stored(&self, email: &str) -> Account {
         account_by_email(&self.base, email).unwrap().unwrap()
     }
+}
+
+/// `body` with the forms' CSRF token values blanked (they are bound to each browser's
+/// pre-session cookie, so two browsers' pages differ there and only there).
+fn without_csrf(body: &str) -> String {
+    let marker = "name=\"csrf\" value=\"";
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
+        rest = &rest[rest.find('"').unwrap_or(rest.len())..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn urlencode(s: &str) -> String {
@@ -221,15 +256,17 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     assert!(page.body.contains(&e.base.consent.get("en").body.lines().next().unwrap().trim().to_owned()));
     // The checkbox is required.
     let csrf = page.csrf_for("/signup");
-    let r = e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("lang", "en")], None).await;
+    let pre = page.pre_cookie();
+    let pre = pre.as_deref();
+    let r = e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("lang", "en")], pre).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Too short a password is refused before anything is sent.
     let r =
-        e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("password", "short"), ("accept", "yes")], None).await;
+        e.post("/signup", &[("csrf", &csrf), ("email", EMAIL), ("password", "short"), ("accept", "yes")], pre).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(e.mails().is_empty());
     // No CSRF token: 403.
-    let r = e.post("/signup", &[("email", EMAIL), ("accept", "yes")], None).await;
+    let r = e.post("/signup", &[("email", EMAIL), ("accept", "yes")], pre).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 
     let csrf = page.csrf_for("/signup");
@@ -245,7 +282,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
                 ("lang", "en"),
                 ("next", next),
             ],
-            None,
+            pre,
         )
         .await;
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
@@ -313,7 +350,8 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     // page says the same as for a new address.
     let page = e.get("/signup", None).await;
     let csrf = page.csrf_for("/signup");
-    let r = e.post("/signup", &[("csrf", &csrf), ("email", "person.one@buyer.example"), ("accept", "yes")], None).await;
+    let fields = [("csrf", csrf.as_str()), ("email", "person.one@buyer.example"), ("accept", "yes")];
+    let r = e.post("/signup", &fields, page.pre_cookie().as_deref()).await;
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"));
     let last = e.mails().pop().unwrap();
     assert!(last.subject.starts_with("You already have an account"), "{}", last.subject);
@@ -465,7 +503,11 @@ async fn failures_are_limited_per_client_address_never_globally() {
     let unknown = e.signin_from(attacker, "nobody@buyer.example", PASSWORD).await;
     assert_eq!((blocked.status, unknown.status), (StatusCode::TOO_MANY_REQUESTS, StatusCode::TOO_MANY_REQUESTS));
     assert_eq!((blocked.header(header::RETRY_AFTER), unknown.header(header::RETRY_AFTER)), ("60", "60"));
-    assert_eq!(blocked.body.replace(EMAIL, "_"), unknown.body.replace("nobody@buyer.example", "_"), "no enumeration");
+    assert_eq!(
+        without_csrf(&blocked.body).replace(EMAIL, "_"),
+        without_csrf(&unknown.body).replace("nobody@buyer.example", "_"),
+        "no enumeration"
+    );
     // The per-account limit still holds across client addresses.
     for i in 0..5 {
         e.signin_from(&format!("192.0.2.{i}:1"), EMAIL, "wrong password!").await;
@@ -494,6 +536,7 @@ async fn link_requests_are_limited_per_client_address() {
                 .method(Method::POST)
                 .uri("/signin/link")
                 .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(header::COOKIE, page.pre_cookie().unwrap())
                 .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
                 .unwrap();
             let addr: std::net::SocketAddr = peer.parse().unwrap();
@@ -623,4 +666,78 @@ async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
 /// Whether the store holds a session under `key`.
 fn session_exists(h: &Base, key: &str) -> bool {
     h.store.read(|rx| rx.record::<SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
+}
+
+/// Issue 10 point 7 (login CSRF): the sign-in and sign-up forms' CSRF tokens are bound to
+/// a pre-session cookie set by the form's GET; a token fetched by another party, posted
+/// from a browser without that cookie (`Origin: null` or not), is refused.
+#[tokio::test]
+async fn signin_and_signup_tokens_are_bound_to_a_pre_session_cookie() {
+    let e = env();
+    e.sign_up(EMAIL, PASSWORD, "/me").await;
+    let post_with = |path: &'static str, fields: Vec<(&'static str, String)>, cookie: Option<String>, null: bool| {
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        if null {
+            b = b.header(header::ORIGIN, "null");
+        }
+        b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap()
+    };
+    // The attacker's fetch: a token and the cookie it is bound to.
+    let theirs = e.get("/signin", None).await;
+    let set = theirs.header(header::SET_COOKIE).to_owned();
+    for attr in ["__Host-isto_pre=", "Path=/", "HttpOnly", "SameSite=Lax", "Secure"] {
+        assert!(set.contains(attr), "{attr} in {set}");
+    }
+    assert!(!set.contains("Domain"), "{set}");
+    let (their_cookie, their_token) = (theirs.pre_cookie().unwrap(), theirs.csrf_for("/signin"));
+    // A GET with the cookie keeps it.
+    assert!(e.get("/signin", Some(&their_cookie)).await.pre_cookie().is_none());
+    let victim_cookie = e.get("/signin", None).await.pre_cookie().unwrap();
+    assert_ne!(victim_cookie, their_cookie);
+    let signin = |csrf: &str| {
+        vec![
+            ("csrf", csrf.to_owned()),
+            ("email", EMAIL.to_owned()),
+            ("password", PASSWORD.to_owned()),
+            ("next", "/me".to_owned()),
+        ]
+    };
+    for (cookie, null) in
+        [(None, true), (None, false), (Some(victim_cookie.clone()), true), (Some(victim_cookie), false)]
+    {
+        let r = e.send(post_with("/signin", signin(&their_token), cookie.clone(), null)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{cookie:?} null={null}");
+        assert!(r.cookie().is_none(), "no session");
+    }
+    let link = vec![("csrf", theirs.csrf_for("/signin/link")), ("email", EMAIL.to_owned()), ("next", "/me".to_owned())];
+    assert_eq!(e.send(post_with("/signin/link", link, None, true)).await.status, StatusCode::FORBIDDEN);
+    // With the cookie the token was bound to, `Origin: null` or not, it signs in.
+    let r = e.send(post_with("/signin", signin(&their_token), Some(their_cookie.clone()), true)).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert!(e.current(&r.cookie().unwrap()).is_some());
+    // Sign-up alike.
+    let form = e.get("/signup", None).await;
+    let fields = || {
+        vec![
+            ("csrf", form.csrf_for("/signup")),
+            ("email", "someone.else@buyer.example".to_owned()),
+            ("accept", "yes".to_owned()),
+            ("lang", "en".to_owned()),
+            ("next", "/me".to_owned()),
+        ]
+    };
+    assert_eq!(e.send(post_with("/signup", fields(), None, true)).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(e.send(post_with("/signup", fields(), Some(their_cookie), false)).await.status, StatusCode::FORBIDDEN);
+    let r = e.send(post_with("/signup", fields(), form.pre_cookie(), true)).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
+    // On plain http the cookie cannot be __Host- (that needs Secure).
+    let plain = env_with("http://127.0.0.1:8080");
+    let set = plain.get("/signin", None).await.header(header::SET_COOKIE).to_owned();
+    assert!(set.starts_with("isto_pre=") && set.contains("HttpOnly") && !set.contains("Secure"), "{set}");
 }

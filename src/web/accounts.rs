@@ -2,7 +2,12 @@
 //!
 //! Server-rendered, no JavaScript. A GET never changes state (mail scanners follow the
 //! links in e-mails: the link pages show a button whose POST acts). Every form carries a
-//! CSRF token bound to its purpose (and to the link token or the session). Answers never
+//! CSRF token bound to its purpose (and to the link token or the session). The sign-in
+//! and sign-up forms, shown before there is a session, bind theirs to a pre-session
+//! cookie set by the form's GET ([`PreSession`]: random, `HttpOnly`, `SameSite=Lax`,
+//! `Secure` and `__Host-` on https), so a token fetched by another party (login CSRF:
+//! posted from another browser, or with `Origin: null` from a sandboxed frame, which the
+//! app lets through to the token check) is refused. Answers never
 //! tell whether an address has an account: a wrong password and an unknown address get
 //! the same words (and an unknown address is checked against a dummy hash, so the answer
 //! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
@@ -47,6 +52,76 @@ const CSRF_SIGNUP: &str = "signup";
 const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
+
+/// The pre-session cookie on https (`__Host-`: Secure, Path=/, no Domain).
+const PRE_SESSION_COOKIE_HTTPS: &str = "__Host-isto_pre";
+/// The pre-session cookie on plain http (a loopback or development holder).
+const PRE_SESSION_COOKIE_HTTP: &str = "isto_pre";
+/// Lifetime of the pre-session cookie, seconds: as long as a form's CSRF token.
+const PRE_SESSION_TTL_SECS: i64 = 7200;
+
+/// The pre-session cookie of the sign-in and sign-up forms: their CSRF tokens are bound
+/// to the hash of its random value, so that only the browser that fetched the form can
+/// post it.
+struct PreSession {
+    /// What the forms' CSRF tokens are bound to (`token_hash("pre-session", value)`).
+    binding: String,
+    /// The `Set-Cookie` to send when the request had no such cookie yet.
+    set_cookie: Option<HeaderValue>,
+}
+
+impl PreSession {
+    fn cookie_name(base: &Base) -> &'static str {
+        if base.settings.public_url.is_https() {
+            PRE_SESSION_COOKIE_HTTPS
+        } else {
+            PRE_SESSION_COOKIE_HTTP
+        }
+    }
+
+    /// The binding of the request's pre-session cookie, if it has a well-formed one.
+    fn of(base: &Base, headers: &HeaderMap) -> Option<String> {
+        let name = Self::cookie_name(base);
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(n, v)| {
+                *n == name
+                    && (16..=64).contains(&v.len())
+                    && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            })
+            .map(|(_, v)| crate::crypto::token_hash("pre-session", v))
+    }
+
+    /// The request's pre-session, or a new one with its cookie (for a form's GET).
+    fn for_form(base: &Base, headers: &HeaderMap) -> Self {
+        if let Some(binding) = Self::of(base, headers) {
+            return Self { binding, set_cookie: None };
+        }
+        let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
+        let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+        let cookie = format!(
+            "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
+            Self::cookie_name(base),
+            value.expose()
+        );
+        Self {
+            binding: crate::crypto::token_hash("pre-session", value.expose()),
+            set_cookie: HeaderValue::from_str(&cookie).ok(),
+        }
+    }
+
+    /// `res` with the new cookie, if any.
+    fn set_on(self, mut res: Response) -> Response {
+        if let Some(c) = self.set_cookie {
+            res.headers_mut().append(header::SET_COOKIE, c);
+        }
+        res
+    }
+}
 
 /// The request's client address, put in by the app's middleware (absent when the router
 /// is driven in-process without it).
@@ -261,6 +336,7 @@ struct SigninState<'a> {
     link_error: Option<&'a str>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn signin_render(
     w: &Web,
     ui: &Ui,
@@ -268,11 +344,12 @@ fn signin_render(
     next: &str,
     st: SigninState<'_>,
     signed: Option<&Signed>,
+    pre: &str,
 ) -> Response {
     let signout = signed.map(|s| w.csrf(CSRF_SIGNOUT, &s.key));
     let p = pages::SigninPage {
-        csrf_password: &w.csrf(CSRF_SIGNIN, ""),
-        csrf_link: &w.csrf(CSRF_LINK_REQUEST, ""),
+        csrf_password: &w.csrf(CSRF_SIGNIN, pre),
+        csrf_link: &w.csrf(CSRF_LINK_REQUEST, pre),
         next,
         email: st.email,
         error: st.error,
@@ -287,7 +364,9 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
     let ui = page_ui(&w, &headers);
     let next = next_from_query(q.as_deref());
     let signed = session_of(&w, &headers).await;
-    signin_render(&w, ui, StatusCode::OK, &next, SigninState::default(), signed.as_ref())
+    let pre = PreSession::for_form(&w.app.base, &headers);
+    let res = signin_render(&w, ui, StatusCode::OK, &next, SigninState::default(), signed.as_ref(), &pre.binding);
+    pre.set_on(res)
 }
 
 /// `POST /signin` (csrf, email, password, next): on success a new session and 303 to
@@ -299,16 +378,16 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
-    if !w.csrf_ok(&form.csrf, CSRF_SIGNIN, "") {
+    let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNIN, p)) else {
         return csrf_page(&w, ui);
-    }
+    };
     let failed = |w: &Web, email: &str| {
         let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
-        signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None)
+        signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None, &pre)
     };
     if w.too_many_failures(client) {
         let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
-        return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 60);
+        return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 60);
     }
     let Ok(email) = crate::protocol::input::validate_email(&form.email) else { return failed(&w, &form.email) };
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
@@ -320,7 +399,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(Some(t)) => t,
         Ok(None) => {
             let st = SigninState { email: &email, error: Some(ui.login_throttled), ..Default::default() };
-            return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None), 900);
+            return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 900);
         }
         Err(_) => return internal_page(&w, ui),
     };
@@ -366,12 +445,13 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
-    if !w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, "") {
+    let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, p))
+    else {
         return csrf_page(&w, ui);
-    }
+    };
     let with_error = |w: &Web, status: StatusCode, msg: &'static str| {
         let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
-        signin_render(w, ui, status, &next, st, None)
+        signin_render(w, ui, status, &next, st, None, &pre)
     };
     if w.too_many_mails(client) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
@@ -435,6 +515,7 @@ async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): P
 // ---------------------------------------------------------------------------
 // sign-up
 
+#[allow(clippy::too_many_arguments)]
 fn signup_render(
     w: &Web,
     ui: &Ui,
@@ -442,9 +523,10 @@ fn signup_render(
     next: &str,
     email: &str,
     error: Option<(&str, &str)>,
+    pre: &str,
 ) -> Response {
     let text = w.app.base.consent.get(ui.lang);
-    let csrf = w.csrf(CSRF_SIGNUP, "");
+    let csrf = w.csrf(CSRF_SIGNUP, pre);
     let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
     page(w, ui, status, ui.signup_title, pages::signup(ui, &p))
 }
@@ -453,7 +535,9 @@ fn signup_render(
 async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
     let ui = page_ui(&w, &headers);
     let next = next_from_query(q.as_deref());
-    signup_render(&w, ui, StatusCode::OK, &next, "", None)
+    let pre = PreSession::for_form(&w.app.base, &headers);
+    let res = signup_render(&w, ui, StatusCode::OK, &next, "", None, &pre.binding);
+    pre.set_on(res)
 }
 
 /// `POST /signup` (csrf, email, password, accept, lang, next): queues the confirmation
@@ -464,11 +548,11 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     let client = peer_key(&peer);
     let form = Form::parse(&body);
     let next = safe_next(&form.next);
-    if !w.csrf_ok(&form.csrf, CSRF_SIGNUP, "") {
+    let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNUP, p)) else {
         return csrf_page(&w, ui);
-    }
+    };
     let again = |w: &Web, status: StatusCode, msg: &str, field: &str| {
-        signup_render(w, ui, status, &next, &form.email, Some((msg, field)))
+        signup_render(w, ui, status, &next, &form.email, Some((msg, field)), &pre)
     };
     if form.accept != "yes" {
         return again(&w, StatusCode::BAD_REQUEST, ui.accept_required, "accept");

@@ -4,10 +4,14 @@
 //!
 //! The authorization server ([`crate::oauth::authorize`]) validates the request and
 //! issues the code; this page adds the person. Until client_id and redirect_uri are
-//! trusted, a refusal is a page here (never a redirect to an unchecked URI); after that,
-//! refusals go back to the client. Nobody signed in → 303 to `/signin?next=<this
+//! trusted, a refusal is a page here (never a redirect to an unchecked URI). After that,
+//! refusals go back to the client (`error`, `state`, `iss`) only when someone is signed
+//! in; before anyone signed in every refusal is a page, so that the holder never sends a
+//! browser to a registered URI for a mere link (an open redirect for whoever registers a
+//! client). A valid request with nobody signed in → 303 to `/signin?next=<this
 //! request>`; a buyer account may authorize only `/mcp/buyer` and a seller account only
-//! `/mcp/seller` (otherwise a 403 page with a link back to the client).
+//! `/mcp/seller` (otherwise a 403 page with a link back to the client). The Allow form is
+//! single-use: posting it again mints no second code ([`authorize::allow`]).
 //!
 //! The page is in the holder's default language. Its CSP leaves out `form-action`
 //! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
@@ -86,16 +90,27 @@ fn to_client(url: &str) -> Response {
     see_other(url, "The redirect_uri cannot be used in an HTTP redirect.\n")
 }
 
-fn refusal(ctx: &Ctx, r: Refusal) -> Response {
+/// The answer to a refused request; `signed_in`: whether someone is signed in (only
+/// then may a refusal go back to the client).
+fn refusal(ctx: &Ctx, r: Refusal, signed_in: bool) -> Response {
     let u = texts(ctx);
     let t = u.authorize;
     match r {
         Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why)),
+        Refusal::Redirect { error, description, .. } if !signed_in => {
+            let why = format!("{} {error}: {description}.", t.cannot_answer);
+            page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why))
+        }
         Refusal::Redirect { to, state, error, description } => {
             to_client(&authorize::error_url(&ctx.server, &to, state.as_deref(), error, &description))
         }
         Refusal::Internal => page(&ctx.app, u, StatusCode::INTERNAL_SERVER_ERROR, t.error_title, alert(t.internal)),
     }
+}
+
+/// Whether someone is signed in on the holder's pages.
+fn signed_in(ctx: &Ctx, headers: &HeaderMap) -> bool {
+    ctx.people.current(&ctx.app.base, headers).is_some()
 }
 
 /// 303 to the sign-in page, coming back to this authorization request.
@@ -158,7 +173,7 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
     let p = Params::parse(query.unwrap_or_default().as_bytes());
     let r = match authorize::validate(&ctx.server, &p).await {
         Ok(r) => r,
-        Err(f) => return refusal(&ctx, f),
+        Err(f) => return refusal(&ctx, f, signed_in(&ctx, &headers)),
     };
     let account_id = match person(&ctx, &headers, &p, &r) {
         Ok(a) => a,
@@ -176,7 +191,7 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     let p = Params::parse(&body);
     let r = match authorize::validate(&ctx.server, &p).await {
         Ok(r) => r,
-        Err(f) => return refusal(&ctx, f),
+        Err(f) => return refusal(&ctx, f, signed_in(&ctx, &headers)),
     };
     let account_id = match person(&ctx, &headers, &p, &r) {
         Ok(a) => a,
@@ -185,11 +200,10 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     let u = texts(&ctx);
     let t = u.authorize;
     let now = now_unix(&ctx.app);
-    let csrf_ok =
-        p.get("csrf").is_some_and(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
-    if !csrf_ok {
+    let csrf = p.get("csrf").filter(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
+    let Some(csrf) = csrf else {
         return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired));
-    }
+    };
     match p.get("decision") {
         Some("allow") => {}
         Some("deny") => {
@@ -204,9 +218,10 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
         }
         _ => return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired)),
     }
-    match authorize::allow(&ctx.server, &r, account_id).await {
-        Ok(url) => to_client(&url),
-        Err(_) => refusal(&ctx, Refusal::Internal),
+    match authorize::allow(&ctx.server, &r, account_id, csrf).await {
+        Ok(Some(url)) => to_client(&url),
+        Ok(None) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.answered)),
+        Err(_) => refusal(&ctx, Refusal::Internal, true),
     }
 }
 

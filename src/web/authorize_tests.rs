@@ -92,12 +92,18 @@ impl Resp {
 }
 
 fn env() -> Env {
+    env_with(|_| {})
+}
+
+/// [`env`] with settings changed by `change`.
+fn env_with(change: impl FnOnce(&mut Settings)) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     settings.holder_name = "Test holder".into();
     settings.default_language = "en".into();
     assert_eq!(settings.public_url.base, BASE);
+    change(&mut settings);
     let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
@@ -372,6 +378,39 @@ async fn registration_validates_redirect_uris_and_metadata() {
     let r =
         e.post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "client_name": big})).await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // A name that would show other text than it holds (issue 10 point 7): refused, naming
+    // the field and the character; nothing is stored.
+    let before = e.base.store.read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len();
+    for (name, code) in [
+        ("Good app \u{202E}moc.live", "U+202E"),
+        ("\u{2066}Agent\u{2069}", "U+2066"),
+        ("Agent\u{200F}", "U+200F"),
+        ("Agent\nsecond line", "U+000A"),
+        ("Age\u{200B}nt", "U+200B"),
+        ("\u{FEFF}Agent", "U+FEFF"),
+    ] {
+        let r = e
+            .post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "client_name": name}))
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{name:?}");
+        assert_eq!(r.json()["error"], "invalid_client_metadata");
+        let why = r.json()["error_description"].as_str().unwrap().to_owned();
+        assert!(why.contains("client_name") && why.contains(code), "{why}");
+    }
+    let r = e
+        .post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "software_id": "x\u{202D}y"}))
+        .await;
+    assert_eq!(r.json()["error"], "invalid_client_metadata");
+    assert_eq!(e.base.store.read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len(), before);
+    // Letters of any script, and a plain name around spaces, are kept.
+    let r = e
+        .post_json(
+            "/oauth/register",
+            &json!({"redirect_uris": ["https://a.example/cb"], "client_name": "  Agent Žltý عربي  "}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.json()["client_name"], "Agent Žltý عربي");
 }
 
 #[tokio::test]
@@ -519,6 +558,115 @@ async fn sign_in_first_and_deny_and_csrf() {
     form.push(("decision", "allow"));
     form[5] = ("state", "changed");
     assert_eq!(e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None).await.status, StatusCode::BAD_REQUEST);
+}
+
+/// Issue 10 point 7: before anyone signed in the holder never redirects to the client,
+/// whatever is wrong; signed in, a refusal after a trusted client and redirect URI goes
+/// back with `error`, `state` and `iss` (RFC 9207), as every authorization response does.
+#[tokio::test]
+async fn no_redirect_to_the_client_before_sign_in_and_iss_in_every_answer() {
+    let e = env();
+    let client = e.register(&[REDIRECT]).await;
+    let (_, challenge) = pkce();
+    let good = [
+        ("response_type", "code"),
+        ("client_id", client.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "st"),
+    ];
+    let changes: [(&str, &[(&str, &str)]); 5] = [
+        ("", &[("scope", "demand")]),
+        ("", &[("resource", "https://elsewhere.example/mcp")]),
+        ("response_type", &[("response_type", "token")]),
+        ("code_challenge", &[]),
+        ("code_challenge_method", &[("code_challenge_method", "plain")]),
+    ];
+    for (drop, extra) in changes {
+        let mut f: Vec<(&str, &str)> = good.iter().copied().filter(|(k, _)| *k != drop).collect();
+        f.extend_from_slice(extra);
+        let f = &f;
+        let r = e.get(&authorize_query(f), None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{f:?}");
+        assert!(r.header(header::LOCATION).is_empty(), "{f:?}");
+        assert!(r.body.contains("Authorization request refused"), "{f:?}");
+        assert!(!r.body.contains("client.example/callback?"), "no link to the client either: {f:?}");
+        // The POST of the same request, nobody signed in: a page as well.
+        let r = e.post_form("/oauth/authorize", f, None, None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{f:?}");
+        assert!(r.header(header::LOCATION).is_empty());
+        // Signed in: back to the client, with state and iss.
+        let r = e.get(&authorize_query(f), Some(BUYER_COOKIE)).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{f:?}");
+        assert!(r.header(header::LOCATION).starts_with(&format!("{REDIRECT}?")));
+        assert!(r.location_param("error").is_some());
+        assert_eq!(r.location_param("state").as_deref(), Some("st"));
+        assert_eq!(r.location_param("iss").as_deref(), Some(BASE));
+    }
+    // A valid request with nobody signed in: to the holder's sign-in page only.
+    let r = e.get(&authorize_query(&good), None).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert!(r.header(header::LOCATION).starts_with("/signin?"));
+    // Deny and Allow carry iss; so does the wrong-role page's link back.
+    let denied = e.consent(&good, BUYER_COOKIE, "deny").await;
+    assert_eq!(denied.location_param("iss").as_deref(), Some(BASE));
+    assert_eq!(denied.location_param("error").as_deref(), Some("access_denied"));
+    let allowed = e.consent(&good, BUYER_COOKIE, "allow").await;
+    assert_eq!(allowed.location_param("iss").as_deref(), Some(BASE));
+    assert!(allowed.location_param("code").is_some());
+    let wrong_role = e.get(&authorize_query(&good), Some(SELLER_COOKIE)).await;
+    assert_eq!(wrong_role.status, StatusCode::FORBIDDEN);
+    let iss = serde_urlencoded::to_string([("iss", BASE)]).unwrap();
+    assert!(wrong_role.body.contains(&iss.replace('&', "&amp;")), "{}", wrong_role.body);
+}
+
+/// Issue 10 point 7: the Allow form is single-use — posted twice (one after the other
+/// or at once), one code is minted; the second post gets a page and no code.
+#[tokio::test]
+async fn the_allow_form_mints_one_code_however_often_it_is_posted() {
+    let e = env();
+    let client = e.register(&[REDIRECT]).await;
+    let (verifier, challenge) = pkce();
+    let fields = [
+        ("response_type", "code"),
+        ("client_id", client.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "one"),
+    ];
+    let page = e.get(&authorize_query(&fields), Some(BUYER_COOKIE)).await;
+    let csrf = page.csrf();
+    let mut form = fields.to_vec();
+    form.push(("csrf", &csrf));
+    form.push(("decision", "allow"));
+    let codes = || e.base.store.read(|rx| rx.records::<Value>(Ns::AuthCode)).unwrap().len();
+    let first = e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None).await;
+    assert_eq!(first.status, StatusCode::SEE_OTHER);
+    let code = first.location_param("code").unwrap();
+    let second = e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None).await;
+    assert_eq!(second.status, StatusCode::BAD_REQUEST);
+    assert!(second.header(header::LOCATION).is_empty());
+    assert!(second.body.contains("already answered"), "{}", second.body);
+    assert_eq!(codes(), 1);
+    assert_eq!(e.exchange(&client, &code, REDIRECT, &verifier).await.status, StatusCode::OK);
+    // Three posts of a fresh form at once: one code.
+    e.clock.advance(time::Duration::seconds(1));
+    let page = e.get(&authorize_query(&fields), Some(BUYER_COOKIE)).await;
+    let csrf = page.csrf();
+    let mut form = fields.to_vec();
+    form.push(("csrf", &csrf));
+    form.push(("decision", "allow"));
+    let post = || e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None);
+    let (a, b, c) = tokio::join!(post(), post(), post());
+    let minted = [a, b, c].iter().filter(|r| r.location_param("code").is_some()).count();
+    assert_eq!(minted, 1);
+    assert_eq!(codes(), 2);
+    // Answered forms are forgotten once their token could no longer be posted.
+    e.clock.advance(time::Duration::seconds(7261 + 86400));
+    sweep(&e.base).unwrap();
+    assert_eq!(e.base.store.read(|rx| rx.records::<Value>(Ns::AuthDecision)).unwrap().len(), 0);
 }
 
 #[tokio::test]
@@ -671,11 +819,78 @@ async fn access_tokens_expire_after_an_hour_and_refresh_rotates() {
     let refresh2 = j["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(refresh2, t.refresh);
     assert!(e.check(&access2, &buyer(), "intents").is_ok());
-    // The rotated token again: reuse → the whole family is revoked.
+    // The rotated token again, after the grace window: reuse → the whole family is revoked.
+    e.clock.advance(time::Duration::seconds(31));
     let reuse = e.refresh(&client, &t.refresh).await;
     assert_eq!(reuse.json()["error"], "invalid_grant");
     assert!(e.check(&access2, &buyer(), "intents").is_err());
     assert_eq!(e.refresh(&client, &refresh2).await.json()["error"], "invalid_grant");
+}
+
+/// The access and refresh token of a token response.
+fn pair(r: &Resp) -> (String, String) {
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let j = r.json();
+    (j["access_token"].as_str().unwrap().to_owned(), j["refresh_token"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn a_refresh_token_presented_again_within_the_grace_window_gets_the_same_pair() {
+    let e = env();
+    assert_eq!(e.base.settings.limits.refresh_grace_secs, 30);
+    let (client, t) = e.buyer_tokens().await;
+    // Five parallel refreshes with the same token: one rotation, five equal answers.
+    let r = || e.refresh(&client, &t.refresh);
+    let (a, b, c, d, f) = tokio::join!(r(), r(), r(), r(), r());
+    let answers = [a, b, c, d, f];
+    let first = pair(&answers[0]);
+    for a in &answers {
+        assert_eq!(pair(a), first);
+    }
+    assert_ne!(first.1, t.refresh);
+    // A lost response: the old token again 29 s later gets the same pair, with the
+    // access token's remaining lifetime.
+    e.clock.advance(time::Duration::seconds(29));
+    let again = e.refresh(&client, &t.refresh).await;
+    assert_eq!(pair(&again), first);
+    assert_eq!(again.json()["expires_in"], 3600 - 29);
+    assert_eq!(again.json()["scope"], "intents");
+    assert!(e.check(&first.0, &buyer(), "intents").is_ok());
+    // Nothing but hashes is stored: no token value in any record.
+    let records = e.base.store.read(|rx| rx.records::<Value>(Ns::Token)).unwrap();
+    for v in [&first.0, &first.1, &t.refresh] {
+        assert!(!records.iter().any(|(k, r)| k.contains(v.as_str()) || r.to_string().contains(v.as_str())));
+    }
+    // The new pair works and rotates on; its predecessor's window is over at 31 s.
+    e.clock.advance(time::Duration::seconds(2));
+    let reuse = e.refresh(&client, &t.refresh).await;
+    assert_eq!(reuse.json()["error"], "invalid_grant");
+    assert!(e.check(&first.0, &buyer(), "intents").is_err(), "reuse after the window revokes the family");
+    assert_eq!(e.refresh(&client, &first.1).await.json()["error"], "invalid_grant");
+
+    // Within the window, once the new refresh token was itself used, the old one is a
+    // reuse: it revokes.
+    let (client, t) = e.buyer_tokens().await;
+    let next = pair(&e.refresh(&client, &t.refresh).await);
+    let after = pair(&e.refresh(&client, &next.1).await);
+    let stale = e.refresh(&client, &t.refresh).await;
+    assert_eq!(stale.json()["error"], "invalid_grant");
+    assert!(e.check(&after.0, &buyer(), "intents").is_err());
+    // Another client presenting the token within the window gets nothing.
+    let (client, t) = e.buyer_tokens().await;
+    let other = e.register(&[REDIRECT]).await;
+    let p = pair(&e.refresh(&client, &t.refresh).await);
+    assert_eq!(e.refresh(&other, &t.refresh).await.json()["error"], "invalid_grant");
+    assert!(e.check(&p.0, &buyer(), "intents").is_ok());
+}
+
+#[tokio::test]
+async fn refresh_grace_zero_revokes_at_once() {
+    let e = env_with(|s| s.limits.refresh_grace_secs = 0);
+    let (client, t) = e.buyer_tokens().await;
+    let p = pair(&e.refresh(&client, &t.refresh).await);
+    assert_eq!(e.refresh(&client, &t.refresh).await.json()["error"], "invalid_grant");
+    assert!(e.check(&p.0, &buyer(), "intents").is_err());
 }
 
 #[tokio::test]
@@ -836,7 +1051,7 @@ async fn only_hashes_are_stored() {
     let code = e.code(&client, REDIRECT, &challenge, &buyer(), BUYER_COOKIE).await;
     let t = e.exchange(&client, &code, REDIRECT, &verifier).await.json();
     let mut dump = String::new();
-    for ns in [Ns::Client, Ns::AuthCode, Ns::Token, Ns::TokenFamily] {
+    for ns in [Ns::Client, Ns::AuthCode, Ns::Token, Ns::TokenFamily, Ns::AuthDecision] {
         let rows: Vec<(String, Value)> = e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
         dump.push_str(&serde_json::to_string(&rows).unwrap());
     }
@@ -845,6 +1060,31 @@ async fn only_hashes_are_stored() {
     {
         assert!(!dump.contains(s), "a secret is stored in clear");
     }
+    // The client secret under a keyed hash (HMAC with the holder's key).
+    let id = reg["client_id"].as_str().unwrap();
+    let c = e.base.store.read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    assert!(c.client_secret_hash.unwrap().starts_with("hmac1:"));
+}
+
+#[tokio::test]
+async fn a_client_secret_stored_unkeyed_still_authenticates_and_is_rewritten_keyed() {
+    let e = env();
+    let reg = e.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT]})).await.json();
+    let (id, secret) = (reg["client_id"].as_str().unwrap(), reg["client_secret"].as_str().unwrap());
+    let e = &e;
+    let read = || e.base.store.read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    let mut c = read();
+    c.client_secret_hash = Some(crate::crypto::token_hash("oauth-client-secret", secret));
+    e.base.store.write(|tx| tx.put_record(Ns::Client, id, &c)).unwrap();
+    let ask = |basic: String| async move {
+        let fields = [("grant_type", "refresh_token"), ("refresh_token", "nope")];
+        e.post_form("/oauth/token", &fields, None, Some(&basic)).await
+    };
+    assert_eq!(ask(format!("{id}:wrong")).await.json()["error"], "invalid_client");
+    assert_eq!(ask(format!("{id}:{secret}")).await.json()["error"], "invalid_grant", "authenticated");
+    assert!(read().client_secret_hash.unwrap().starts_with("hmac1:"), "rewritten keyed");
+    assert_eq!(ask(format!("{id}:{secret}")).await.json()["error"], "invalid_grant");
+    assert_eq!(ask(format!("{id}:wrong")).await.json()["error"], "invalid_client");
 }
 
 /// A client ID metadata document served by a real HTTP server on 127.0.0.1.

@@ -93,7 +93,13 @@ async function toolOutcome(client, name, args) {
   }
 }
 
-test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse, refusals", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-oauth-" }, async (env) => {
+/** A short refresh grace window (issue 10 point 7), so that reuse after it is quick to show. */
+const GRACE_SECS = 2;
+
+test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse, refusals", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-oauth-", start: false }, async (env) => {
+  const config = path.join(env.work, "isto.toml");
+  fs.writeFileSync(config, `[limits]\nrefresh_grace_secs = ${GRACE_SECS}\n`);
+  await env.start({ env: { ISTO_CONFIG: config } });
   const { smtp, isto } = env;
   const clients = [];
   env.defer(async () => {
@@ -367,7 +373,7 @@ test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse,
   const revoked = []; // access tokens whose grant was revoked, checked at the end
 
   await step(
-    "refresh token reuse: the second use is invalid_grant and revokes the rotated token",
+    "refresh token reuse: again within the grace window the same pair; after it invalid_grant, and the rotated token is revoked",
     async () => {
       const g = await codeGrant(isto, alice.browser, alice, rawClient, { redirectUri: await redirectAt(), resource: buyerUrl });
       assert.equal(g.token.status, 200, JSON.stringify(g.token.body));
@@ -379,6 +385,11 @@ test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse,
       const rt1 = first.body.refresh_token;
       assert.ok(rt1 && rt1 !== rt0, "the refresh token was not rotated");
       assert.equal(first.headers.get("cache-control"), "no-store");
+      const again = await refresh(rt0);
+      assert.equal(again.status, 200, `within the grace window: ${JSON.stringify(again.body)}`);
+      assert.equal(again.body.access_token, first.body.access_token);
+      assert.equal(again.body.refresh_token, rt1);
+      await new Promise((r) => setTimeout(r, GRACE_SECS * 1000 + 1200));
       const second = await refresh(rt0);
       assert.equal(second.status, 400, `reused refresh token: ${JSON.stringify(second.body)}`);
       assert.equal(second.body.error, "invalid_grant");

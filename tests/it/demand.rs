@@ -386,7 +386,7 @@ impl Fx {
             ("password", "correct horse battery"),
             ("next", "/seller/demand"),
         ];
-        let r = self.post("/signin", &fields, None);
+        let r = self.post("/signin", &fields, page.pre_cookie().as_deref());
         assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/seller/demand"), "{}", r.body);
         r.cookie().unwrap()
     }

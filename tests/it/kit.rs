@@ -150,7 +150,24 @@ impl Resp {
     }
 
     pub fn cookie(&self) -> Option<String> {
-        let v = self.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        let v = self
+            .headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .find(|v| !v.contains("isto_pre="))?;
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    /// The `name=value` of the pre-session cookie a sign-in or sign-up form's GET sets
+    /// (the forms' CSRF tokens are bound to it), if any.
+    pub fn pre_cookie(&self) -> Option<String> {
+        let v = self
+            .headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .find(|v| v.contains("isto_pre="))?;
         Some(v.split(';').next().unwrap().to_owned())
     }
 
@@ -251,7 +268,7 @@ impl Fx {
         let r = self.post(
             "/signup",
             &[("csrf", &csrf), ("email", email), ("accept", "yes"), ("lang", "en"), ("next", "/me")],
-            None,
+            page.pre_cookie().as_deref(),
         );
         assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/signup/sent"), "{}", r.body);
         let token = self.token_from_outbox("/signup/confirm/");

@@ -5,6 +5,8 @@
 //! in with their one-time link and authorize an agent through the OAuth pages — all
 //! driven in-process with `oneshot`.
 
+use axum::body::Body;
+use axum::http::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -20,7 +22,7 @@ use isto::store::Reads;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::kit::{Fx, Opts, BASE};
+use crate::kit::{self, Fx, Opts, BASE};
 
 const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
 const LIMIT: f64 = 12345.0;
@@ -51,7 +53,8 @@ impl Fx {
     fn seller_signs_in(&self, email: &str) -> String {
         let page = self.get("/signin?next=/seller/intents", None);
         let csrf = page.csrf_for("/signin/link");
-        let r = self.post("/signin/link", &[("csrf", &csrf), ("email", email), ("next", "/seller/intents")], None);
+        let fields = [("csrf", csrf.as_str()), ("email", email), ("next", "/seller/intents")];
+        let r = self.post("/signin/link", &fields, page.pre_cookie().as_deref());
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
         let token = self.token_from_outbox("/signin/link/");
         let page = self.get(&format!("/signin/link/{token}"), None);
@@ -433,6 +436,11 @@ fn the_fourth_reply_is_refused() {
 /// Registers an OAuth client and authorizes it for `/mcp/seller` with the seller's
 /// session; returns the access token.
 fn seller_token(f: &Fx, cookie: &str) -> String {
+    seller_token_for(f, cookie, "offers demand")
+}
+
+/// [`seller_token`] for the scopes `scope`.
+fn seller_token_for(f: &Fx, cookie: &str, scope: &str) -> String {
     let redirect = "https://agent.example/callback";
     let r = f.post_json(
         "/oauth/register",
@@ -451,7 +459,7 @@ fn seller_token(f: &Fx, cookie: &str) -> String {
         ("code_challenge", challenge.as_str()),
         ("code_challenge_method", "S256"),
         ("resource", SELLER_RESOURCE),
-        ("scope", "offers demand"),
+        ("scope", scope),
         ("state", "s1"),
     ];
     let page = f.get(&format!("/oauth/authorize?{}", serde_urlencoded::to_string(fields).unwrap()), Some(cookie));
@@ -818,6 +826,63 @@ fn seller_server_over_http_with_a_real_token() {
     sellers::set_disabled(&h.base, &s.account_id, true).unwrap();
     let (status, _, _) = rpc(&f, &mcp, Some(&sid), &token, call(5, "intent_list_open_intents", json!({})));
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// Issue 10 point 7: a tool the token's scopes do not cover is refused before dispatch
+/// with HTTP 403 and the RFC 6750 `insufficient_scope` challenge (MCP "Scope challenge
+/// handling"); every 401 carries `resource_metadata`.
+#[test]
+fn too_little_scope_for_a_tool_is_http_403_insufficient_scope() {
+    let f = fixture();
+    f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
+    let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": LIMIT})), "secret.buyer@example.com");
+    let cookie = f.seller_signs_in("one@dealer.example");
+    let token = seller_token_for(&f, &cookie, "demand");
+    let mcp = f.app.clone();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, sid, out) = rpc(&f, &mcp, None, &token, init);
+    assert_eq!(status, StatusCode::OK, "{out}");
+    let sid = sid.unwrap();
+    rpc(&f, &mcp, Some(&sid), &token, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = |n: u32, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}});
+    let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+    let raw = |body: Value, auth: Option<&str>| {
+        let mut b = Request::post("/mcp/seller")
+            .header("host", host.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", sid.as_str())
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(a) = auth {
+            b = b.header("authorization", a);
+        }
+        kit::send(&f.rt, &mcp, b.body(Body::from(body.to_string())).unwrap())
+    };
+    let metadata = format!("resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp/seller\"", BASE);
+    let r = raw(call(2, "intent_submit_offer", reply(&id, "Škoda", 9000.0)), Some(&format!("Bearer {token}")));
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    let challenge = r.headers.get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap().to_owned();
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    assert!(challenge.contains("scope=\"demand offers\""), "the token's scopes plus the one needed: {challenge}");
+    assert!(challenge.contains(&metadata), "{challenge}");
+    assert!(delivered_titles(&f.holder, &id).is_empty(), "nothing was dispatched");
+    // In a batch too; the list of open intents needs offers as well.
+    let batch = json!([call(3, "intent_list_open_intents", json!({}))]);
+    assert_eq!(raw(batch, Some(&format!("Bearer {token}"))).status, StatusCode::FORBIDDEN);
+    // A tool the scope covers is dispatched.
+    let (status, _, out) =
+        rpc(&f, &mcp, Some(&sid), &token, call(4, "intent_demand_summary", json!({"category": "vehicles"})));
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert!(out["result"].is_object(), "{out}");
+    // Every 401 carries the challenge with resource_metadata.
+    for auth in [None, Some("Bearer unknown-token"), Some("Basic eDp5"), Some("Bearer ")] {
+        let r = raw(call(5, "intent_demand_summary", json!({})), auth);
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{auth:?}");
+        let challenge = r.headers.get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
+        assert!(challenge.starts_with("Bearer ") && challenge.contains(&metadata), "{auth:?}: {challenge}");
+    }
 }
 
 /// Issue 9 point 2: `/mcp/seller` counts each token's grant (account and client) apart

@@ -26,6 +26,10 @@ pub struct AuthorizeText {
     pub internal: &'static str,
     /// Expired.
     pub expired: &'static str,
+    /// The Allow form was already answered (it is single-use).
+    pub answered: &'static str,
+    /// Lead of a refused request shown before anyone signed in (the reason follows).
+    pub cannot_answer: &'static str,
     /// Wrong role title.
     pub wrong_role_title: &'static str,
     /// Wrong role buyer.
@@ -66,6 +70,8 @@ pub(super) static AUTHORIZE_EN: AuthorizeText = AuthorizeText {
     error_title: "Authorization request refused",
     internal: "Something went wrong on our side. Please try again later.",
     expired: "This form has expired or did not come from this page. Start again from the application.",
+    answered: "This request was already answered. Start again from the application.",
+    cannot_answer: "The application's request cannot be answered:",
     wrong_role_title: "Wrong account",
     wrong_role_buyer: "This application asks for buyer access, but you are signed in with a seller account.",
     wrong_role_seller: "This application asks for seller access, but you are signed in with a buyer account.",
@@ -87,6 +93,8 @@ pub(super) static AUTHORIZE_SK: AuthorizeText = AuthorizeText {
     error_title: "Žiadosť o prístup bola odmietnutá",
     internal: "Na našej strane sa niečo pokazilo. Skúste to prosím neskôr.",
     expired: "Platnosť formulára vypršala alebo nepochádza z tejto stránky. Začnite znova v aplikácii.",
+    answered: "Na túto žiadosť ste už odpovedali. Začnite znova v aplikácii.",
+    cannot_answer: "Na žiadosť aplikácie sa nedá odpovedať:",
     wrong_role_title: "Nesprávny účet",
     wrong_role_buyer: "Aplikácia žiada prístup kupujúceho, ale ste prihlásený účtom predajcu.",
     wrong_role_seller: "Aplikácia žiada prístup predajcu, ale ste prihlásený účtom kupujúceho.",
@@ -108,6 +116,8 @@ pub(super) static AUTHORIZE_CS: AuthorizeText = AuthorizeText {
     error_title: "Žádost o přístup byla odmítnuta",
     internal: "Na naší straně se něco pokazilo. Zkuste to prosím později.",
     expired: "Platnost formuláře vypršela nebo nepochází z této stránky. Začněte znovu v aplikaci.",
+    answered: "Na tuto žádost jste již odpověděli. Začněte znovu v aplikaci.",
+    cannot_answer: "Na žádost aplikace nelze odpovědět:",
     wrong_role_title: "Nesprávný účet",
     wrong_role_buyer: "Aplikace žádá přístup kupujícího, ale jste přihlášeni účtem prodejce.",
     wrong_role_seller: "Aplikace žádá přístup prodejce, ale jste přihlášeni účtem kupujícího.",
