@@ -18,9 +18,9 @@
 //! `prefix_` + base32 handle), 160-bit tokens and MACs (intentCode, consent/manage URL
 //! tokens, CSRF MACs: base64url runs of 16 or more characters with a digit or a capital),
 //! and seller pseudonyms (`buyer-…`). Prices, counts, timestamps and every other
-//! character are compared as they are. Orderings that could fall back to a random id
-//! (the open-intents feed orders by change time, then id) are made deterministic by
-//! advancing both clocks by one second after every step.
+//! character are compared as they are. Orderings that could fall back to a random value
+//! (the open-intents feed orders by the minute of the last change, then by handle) are
+//! made deterministic by advancing both clocks by 61 seconds after every step.
 //!
 //! - **Sellers and the public** (always identical): `intent_list_open_intents` (whole
 //!   feed and `since` feed, after publishing, after updates, after withdrawals),
@@ -487,8 +487,11 @@ impl Side {
         r
     }
 
+    /// One step: a minute and a second, so that every change falls in a minute of its
+    /// own (sellers see change times to the minute and, within one, an order by
+    /// handle, which is random per holder).
     fn tick(&self) {
-        self.fx.clock.advance(time::Duration::seconds(1));
+        self.fx.clock.advance(time::Duration::seconds(61));
     }
 
     fn stored(&self, i: usize) -> IntentRecord {
@@ -662,6 +665,9 @@ fn run(case: &Case, s: &mut Side) -> Result<(), TestCaseError> {
         }
         s.tick();
     }
+    // What the mail worker runs before each pass: the queued replies are matched and
+    // delivered (issue 10 point 2), then due digests queued.
+    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
     public_looks(case, s, "after replies");
     buyer_looks(s, "after replies");
 
