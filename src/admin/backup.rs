@@ -799,7 +799,14 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
     if json_output {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        println!("wrote {} key(s) to {} (mode 0600): {}", report.kids.len(), out.display(), report.kids.join(", "));
+        let handle = files.len() > report.kids.len();
+        println!(
+            "wrote {} key file(s) to {} (mode 0600): sealing key(s) {}{}",
+            files.len(),
+            out.display(),
+            report.kids.join(", "),
+            if handle { " and the handle key" } else { "" }
+        );
     }
     Ok(report)
 }

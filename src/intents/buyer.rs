@@ -350,6 +350,23 @@ impl Intents {
             }
         }
         let hidden_changed = changes.contains_key("hiddenLimit");
+        // The hidden limit is a number in the budget's currency (or the holder's default):
+        // a change of currency would silently re-read it in another one. Whether a limit is
+        // set is the caller's own knowledge (`hasHiddenLimit`), never its value.
+        let currency_of = |b: Option<&crate::protocol::Budget>| {
+            b.map_or_else(|| self.base.settings.default_currency.clone(), |b| b.currency.clone())
+        };
+        if rec.hidden_limit.is_some()
+            && !hidden_changed
+            && currency_of(rec.budget.as_ref()) != currency_of(p.budget.as_ref())
+        {
+            return Err(InputError(
+                "hiddenLimit must be given again (or null) when budget.currency changes: the hidden limit is in the \
+                 budget's currency"
+                    .into(),
+            )
+            .into());
+        }
         let buy_by_changed = changes.contains_key("buyBy");
         let hidden = p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?;
         let before = content_of(&rec);

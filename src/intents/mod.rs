@@ -409,10 +409,9 @@ impl Intents {
     /// e-mail (double opt-in) in the same transaction.
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address;
-    /// [`ServiceError::PersonCap`] when the person (the address, folded, or the owner
-    /// account of an account's draft) already holds the most active intents one person
-    /// may (nothing is recorded, no e-mail queued).
+    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address. The
+    /// per-person cap is not applied here but by [`Intents::confirm`], so that the answer
+    /// never tells a stranger whether an address is at the cap.
     pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
         self.give_consent_from(token, email, language, None)
     }
@@ -488,15 +487,11 @@ impl Intents {
                 }
                 _ => return Ok(ConsentOutcome::Closed),
             }
-            // The per-person cap (PROTOCOL.md §3 "Limits"): refused before anything is
-            // recorded; checked again when the confirmation makes the intent active.
-            let person = self.person_of(&**tx, &rec, Some(&email))?;
-            if let Some(p) = &person {
-                if tx.person_at_cap(p, &rec.id)? {
-                    return Err(self.person_cap());
-                }
-            }
-            rec.person = person;
+            // The per-person cap (PROTOCOL.md §3 "Limits") is applied when the
+            // confirmation makes the intent active, not here: whoever types an address on
+            // a consent page gets the same answer whether or not that mailbox is at the
+            // cap (only its owner, on the confirmation page, learns it).
+            rec.person = self.person_of(&**tx, &rec, Some(&email))?;
             rec.status = Status::AwaitingEmailConfirmation;
             rec.contact = Some(self.base.keys.seal_str(&email)?);
             rec.consent = Some(ConsentRecord {

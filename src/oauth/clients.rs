@@ -212,6 +212,9 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
                 ));
             }
             let clean = s.trim().to_owned();
+            if clean.is_empty() && !s.is_empty() {
+                return Err(("invalid_client_metadata", format!("{key} must not be blank (leave it out instead)")));
+            }
             if clean.chars().count() > MAX_NAME_CHARS {
                 return Err(("invalid_client_metadata", format!("{key} must be at most {MAX_NAME_CHARS} characters")));
             }
@@ -226,12 +229,17 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
 /// marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A–U+202E,
 /// U+2066–U+2069: U+202E shows `evil\u{202E}moc.` as `evil.com`), and invisible format
 /// characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF, the tag characters
-/// U+E0000–U+E007F).
+/// U+E0000–U+E007F), and the letters and marks that show as nothing (Unicode's
+/// Default_Ignorable blanks: U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+/// U+17B4–U+17B5, U+180B–U+180F, U+2065, U+1D173–U+1D17A, U+E0080–U+E0FFF) and the
+/// blank Braille pattern U+2800, which would give an empty-looking name.
 fn hidden_char(c: char) -> bool {
     c.is_control()
         || matches!(c,
-            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2069}' | '\u{2800}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
+            | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, (&'static str, String)> {

@@ -388,6 +388,11 @@ async fn registration_validates_redirect_uris_and_metadata() {
         ("Agent\nsecond line", "U+000A"),
         ("Age\u{200B}nt", "U+200B"),
         ("\u{FEFF}Agent", "U+FEFF"),
+        ("\u{3164}", "U+3164"),
+        ("\u{115F}", "U+115F"),
+        ("\u{2800}", "U+2800"),
+        ("Agent\u{034F}", "U+034F"),
+        ("   ", "blank"),
     ] {
         let r = e
             .post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "client_name": name}))

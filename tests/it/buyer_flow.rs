@@ -321,6 +321,30 @@ fn the_stored_hidden_limit_never_shapes_an_update_answer() {
     assert_eq!(after.updated_at, before.updated_at);
 }
 
+/// A change of the budget's currency never re-reads the stored hidden limit in the new
+/// currency (5 000 EUR silently becoming 5 000 CZK): the call must give the limit again.
+#[test]
+fn a_currency_change_asks_for_the_hidden_limit_again() {
+    let f = fixture();
+    let h = &f.holder;
+    let (acc, _) = f.buyer("buyer@example.com");
+    let mut args = octavia();
+    args["hiddenLimit"] = json!(11_000);
+    let id = publish(h, &acc, args).intent.id;
+    let before = f.stored(&id);
+    let e = update(h, &acc, &json!({"id": id, "budget": {"max": 300_000, "currency": "CZK"}})).unwrap_err();
+    assert!(e.to_string().contains("hiddenLimit must be given again"), "{e}");
+    assert_eq!(f.stored(&id).budget, before.budget, "nothing written");
+    // With the limit in the same call: applied, in the new currency.
+    let r = update(h, &acc, &json!({"id": id, "budget": {"max": 300_000, "currency": "CZK"}, "hiddenLimit": 280_000}));
+    assert!(r.is_ok(), "{:?}", r.err());
+    assert_eq!(h.base.hidden_limit(&f.stored(&id)).unwrap(), Some(280_000.0));
+    // The same currency again needs nothing more; an intent without a limit neither.
+    assert!(update(h, &acc, &json!({"id": id, "budget": {"max": 290_000, "currency": "CZK"}})).is_ok());
+    let plain = publish(h, &acc, octavia()).intent.id;
+    assert!(update(h, &acc, &json!({"id": plain, "budget": {"max": 300_000, "currency": "CZK"}})).is_ok());
+}
+
 #[test]
 fn valid_until_later_waits_for_the_renewal_page() {
     let f = fixture();

@@ -267,7 +267,8 @@ pub(super) static DEMAND_SK: DemandText = DemandText {
     intro: "Aktívne dopyty kupujúcich podľa kraja a rozpočtu, pre každý termín nákupu. Počítajú sa len potvrdené \
             aktívne dopyty, podľa viditeľného rozpočtu. Dopyt na celú krajinu sa počíta v každom jej kraji.",
     rule_before_k: "Bunky s menej ako",
-    rule_after_k: "aktívnymi dopytmi sú skryté (šrafované sivou).",
+    rule_after_k:
+        "rôznymi ľuďmi s aktívnymi dopytmi sú skryté (šrafované sivou): veľa dopytov jedného človeka bunku neodkryje.",
     as_of: "Stav k",
     sellers_only_title: "Len pre predajcov",
     sellers_only: "Táto stránka je pre predajcov. Prihláste sa účtom predajcu.",
@@ -291,7 +292,7 @@ pub(super) static DEMAND_CS: DemandText = DemandText {
     intro: "Aktivní poptávky kupujících podle kraje a rozpočtu, pro každý termín nákupu. Počítají se jen potvrzené \
             aktivní poptávky, podle viditelného rozpočtu. Poptávka na celou zemi se počítá v každém jejím kraji.",
     rule_before_k: "Buňky s méně než",
-    rule_after_k: "aktivními poptávkami jsou skryté (šrafované šedě).",
+    rule_after_k: "různými lidmi s aktivními poptávkami jsou skryté (šrafované šedě): mnoho poptávek jednoho člověka buňku neodkryje.",
     as_of: "Stav k",
     sellers_only_title: "Jen pro prodejce",
     sellers_only: "Tato stránka je pro prodejce. Přihlaste se účtem prodejce.",
@@ -315,7 +316,7 @@ pub(super) static DEMAND_EN: DemandText = DemandText {
     intro: "Active buying requests by region and budget band, for each buy-by band. Only confirmed, active \
             requests count, by their visible budget. A request for a whole country counts in every region of it.",
     rule_before_k: "Cells with fewer than",
-    rule_after_k: "active requests are withheld (hatched grey).",
+    rule_after_k: "different people with active requests are withheld (hatched grey): many requests from one person do not reveal a cell.",
     as_of: "Counted at",
     sellers_only_title: "Sellers only",
     sellers_only: "This page is for sellers. Sign in with a seller account.",
