@@ -50,6 +50,13 @@ impl AppState {
             Ok(n) => tracing::info!(intents = n, "person keys added to active intents"),
             Err(e) => tracing::error!(error = %e, "adding person keys to active intents failed"),
         }
+        // Keyed e-mail index hashes for accounts stored before them (see
+        // `accounts::rekey_email_index`).
+        match crate::accounts::rekey_email_index(&base) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(accounts = n, "account e-mail index re-keyed"),
+            Err(e) => tracing::error!(error = %e, "re-keying the account e-mail index failed"),
+        }
         Self { base, catalogue, intents }
     }
 

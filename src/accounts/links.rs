@@ -24,7 +24,7 @@ pub enum MailOutcome {
 pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> Result<MailOutcome> {
     let email = checked_email(email)?;
     let now = base.clock.now();
-    let hash = email_key(&email);
+    let hash = email_key(&base.keys, &email);
     let token = crypto::new_token(TOKEN_BYTES);
     let url = format!("{}/signin/link/{}", base.settings.public_url.base, token.expose());
     let content = mail::signin_link(base, lang, &email, &url, false);
@@ -91,7 +91,7 @@ pub struct SignupRequest {
 pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let email = checked_email(&req.email)?;
     let now = base.clock.now();
-    let hash = email_key(&email);
+    let hash = email_key(&base.keys, &email);
     let text = base.consent.get(&req.lang);
     let token = crypto::new_token(TOKEN_BYTES);
     let url_base = &base.settings.public_url.base;

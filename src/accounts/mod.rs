@@ -7,7 +7,7 @@
 //! | namespace | key | value |
 //! |---|---|---|
 //! | `Account` | `acc_…` | [`Account`]: the e-mail sealed, role, argon2id PHC string |
-//! | `AccountEmail` | `token_hash("address", lower-cased e-mail)` | account id |
+//! | `AccountEmail` | `email_key`: keyed hash of the lower-cased e-mail (`address#…`) | account id |
 //! | `Session` | `token_hash("session", cookie token)` | [`SessionRecord`] |
 //! | `SignInLink` | `token_hash("signin" \| "signup", URL token)` | a one-time link (sign-in 15 min, sign-up confirmation 72 h) |
 //! | `Throttle` | `login:<address hash>`, `mail:<address hash>` | recent attempt times (unix seconds) |
@@ -98,7 +98,7 @@ pub struct Account {
     pub id: String,
     /// The e-mail address, sealed (contact data is sealed at rest).
     pub email: Sealed,
-    /// `token_hash("address", lower-cased e-mail)`: the `AccountEmail` key.
+    /// [`email_key`] of the address: the `AccountEmail` key.
     pub email_hash: String,
     /// [`ROLE_BUYER`] or [`ROLE_SELLER`].
     pub role: String,
@@ -211,9 +211,13 @@ struct ThrottleRecord {
     times: Vec<i64>,
 }
 
-/// `token_hash("address", lower-cased e-mail)`, the key of `AccountEmail`.
-pub fn email_key(email: &str) -> String {
-    crypto::token_hash("address", &email.trim().to_ascii_lowercase())
+/// The key of `AccountEmail` (and of the per-address throttles) for `email`: the keyed
+/// index hash of the lower-cased address ([`crypto::KeyRing::index_hash`], `address#…`),
+/// so a store or backup alone cannot be checked against a list of addresses. Stores
+/// written before it held the unkeyed `token_hash("address", …)`: [`rekey_email_index`]
+/// rewrites them at start.
+pub fn email_key(keys: &KeyRing, email: &str) -> String {
+    keys.index_hash("address", &email.trim().to_ascii_lowercase())
 }
 
 /// The `Session` store key of a cookie token (`token_hash("session", token)`).
@@ -284,12 +288,65 @@ pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
     Ok(base.store.read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
 
+/// Rewrites the e-mail index of a store written before keyed index hashes (its keys were
+/// the unkeyed `token_hash("address", …)`, which a store or backup alone could be checked
+/// against): every account's `AccountEmail` row and `email_hash`, and every one-time
+/// link's `email_hash` (from its account, or its sealed address), become [`email_key`]s;
+/// per-address throttle counters under the old keys are dropped (recent attempt counts,
+/// rebuilt by use). One transaction, idempotent (rows already keyed are left alone);
+/// called at start. Returns how many accounts were re-keyed.
+///
+/// # Errors
+/// Storage errors; key errors (a sealed address the key ring cannot open) — then nothing
+/// is changed.
+pub fn rekey_email_index(base: &Base) -> Result<u64> {
+    let legacy = |h: &str| !h.contains('#');
+    base.store.write(|tx| -> Result<u64> {
+        let mut renamed = std::collections::HashMap::new();
+        for (id, mut a) in tx.records::<Account>(Ns::Account)? {
+            if !legacy(&a.email_hash) {
+                continue;
+            }
+            let new = email_key(&base.keys, a.email(&base.keys)?.expose());
+            tx.remove_record(Ns::AccountEmail, &a.email_hash)?;
+            tx.put_record(Ns::AccountEmail, &new, &a.id)?;
+            renamed.insert(std::mem::replace(&mut a.email_hash, new.clone()), new);
+            tx.put_record(Ns::Account, &id, &a)?;
+        }
+        for (k, mut l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
+            if !legacy(&l.email_hash) {
+                continue;
+            }
+            let new = match (renamed.get(&l.email_hash), &l.email) {
+                (Some(new), _) => Some(new.clone()),
+                (None, Some(sealed)) => Some(email_key(&base.keys, base.keys.open_str(sealed)?.expose())),
+                (None, None) => None,
+            };
+            match new {
+                Some(h) => {
+                    l.email_hash = h;
+                    tx.put_record(Ns::SignInLink, &k, &l)?;
+                }
+                None => {
+                    tx.remove_record(Ns::SignInLink, &k)?;
+                }
+            }
+        }
+        for (k, _) in tx.records::<ThrottleRecord>(Ns::Throttle)? {
+            if k.contains("address:") {
+                tx.remove_record(Ns::Throttle, &k)?;
+            }
+        }
+        Ok(renamed.len() as u64)
+    })
+}
+
 /// The account of an e-mail address (any case).
 ///
 /// # Errors
 /// Storage errors.
 pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
-    let hash = email_key(email);
+    let hash = email_key(&base.keys, email);
     base.store.read(|rx| account_by_hash(rx, &hash))
 }
 
@@ -315,7 +372,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
         return Err(AccountError::Input("name must be 1 to 200 characters without control characters".into()));
     }
     let now = base.clock.now();
-    let hash = email_key(&email);
+    let hash = email_key(&base.keys, &email);
     let a = Account {
         id: crypto::new_id("acc_"),
         email: base.keys.seal_str(&email)?,
@@ -516,4 +573,71 @@ pub fn end_session(base: &Base, key: &str) -> Result<()> {
         tx.remove_record(Ns::Session, key)?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::Settings;
+    use crate::store::Store;
+    use std::sync::Arc;
+
+    fn base(dir: &std::path::Path) -> Base {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
+        let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+    }
+
+    /// Every record key and value of the namespaces that index addresses, as text.
+    fn indexed_text(b: &Base) -> String {
+        let mut out = String::new();
+        for ns in [Ns::Account, Ns::AccountEmail, Ns::SignInLink, Ns::Throttle] {
+            for (k, v) in b.store.read(|rx| rx.records::<serde_json::Value>(ns)).unwrap() {
+                out.push_str(&format!("{k} {v}\n"));
+            }
+        }
+        out
+    }
+
+    /// The tester's finding: the e-mail index held the unkeyed SHA-256 of each address,
+    /// which a backup alone could be checked against; now it is keyed, and a store
+    /// written before is re-keyed at start (idempotently).
+    #[test]
+    fn the_email_index_is_keyed_and_old_stores_are_rekeyed() {
+        let d = tempfile::tempdir().unwrap();
+        let b = base(d.path());
+        let id = create_seller(&b, "Ann@Example.com", "Ann").unwrap();
+        request_signin_link(&b, "ann@example.com", "/me", "en").unwrap();
+        let unkeyed = crypto::token_hash("address", "ann@example.com");
+        let digest = unkeyed.trim_start_matches("address:").to_owned();
+        let text = indexed_text(&b);
+        assert!(!text.contains(&digest), "no unkeyed address hash in the store:\n{text}");
+        assert!(text.contains("address#"), "{text}");
+
+        // As an older isto wrote it: the unkeyed hash everywhere.
+        b.store
+            .write(|tx| -> Result<()> {
+                let mut a: Account = tx.record(Ns::Account, &id)?.unwrap();
+                tx.remove_record(Ns::AccountEmail, &a.email_hash)?;
+                tx.put_record(Ns::AccountEmail, &unkeyed, &id)?;
+                a.email_hash = unkeyed.clone();
+                tx.put_record(Ns::Account, &id, &a)?;
+                for (k, mut l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
+                    l.email_hash = unkeyed.clone();
+                    tx.put_record(Ns::SignInLink, &k, &l)?;
+                }
+                tx.put_record(Ns::Throttle, &mail_throttle_key(&unkeyed), &ThrottleRecord { times: vec![1] })?;
+                Ok(())
+            })
+            .unwrap();
+        assert!(account_by_email(&b, "ann@example.com").unwrap().is_none(), "the old index is not read");
+        assert_eq!(rekey_email_index(&b).unwrap(), 1);
+        assert_eq!(account_by_email(&b, "ANN@example.com").unwrap().map(|a| a.id), Some(id));
+        let text = indexed_text(&b);
+        assert!(!text.contains(&digest), "re-keyed everywhere:\n{text}");
+        assert_eq!(rekey_email_index(&b).unwrap(), 0, "idempotent");
+    }
 }

@@ -47,6 +47,7 @@ const MAX_B64: usize = (NONCE + 1 + 128 + TAG).div_ceil(3) * 4;
 pub struct HandleKey {
     mac_key: Zeroizing<[u8; 32]>,
     enc_root: Zeroizing<[u8; 32]>,
+    index_key: Zeroizing<[u8; 32]>,
 }
 
 impl std::fmt::Debug for HandleKey {
@@ -105,7 +106,20 @@ impl HandleKey {
     /// The handle key from its 32 root bytes (domain-separated subkeys, see the module
     /// docs).
     pub fn from_root(root: &[u8]) -> Self {
-        Self { mac_key: hmac(root, &[b"isto-handle-v1 mac"]), enc_root: hmac(root, &[b"isto-handle-v1 enc"]) }
+        Self {
+            mac_key: hmac(root, &[b"isto-handle-v1 mac"]),
+            enc_root: hmac(root, &[b"isto-handle-v1 enc"]),
+            index_key: hmac(root, &[b"isto-index-v1"]),
+        }
+    }
+
+    /// The keyed lookup hash of `value` for an index of kind `kind` (e.g. the accounts'
+    /// e-mail index): `kind` + `#` + 64 hex digits of HMAC-SHA-256 under a subkey of the
+    /// never-rotated root (so the index outlives sealing-key rotations). Unlike an
+    /// unkeyed hash, a store or backup alone cannot be checked against a list of
+    /// candidate values.
+    pub fn index_hash(&self, kind: &str, value: &str) -> String {
+        format!("{kind}#{}", hex(&hmac(&self.index_key[..], &[kind.as_bytes(), value.as_bytes()])[..]))
     }
 
     fn cipher(&self, seller: &str) -> XChaCha20Poly1305 {

@@ -178,6 +178,12 @@ impl KeyRing {
         &self.handles
     }
 
+    /// The keyed, rotation-proof lookup hash of `value` for an index of kind `kind`
+    /// ([`HandleKey::index_hash`]): `"{kind}#…"`, never the unkeyed [`token_hash`].
+    pub fn index_hash(&self, kind: &str, value: &str) -> String {
+        self.handles.index_hash(kind, value)
+    }
+
     /// Id of the key used for sealing.
     pub fn current_kid(&self) -> &str {
         self.keys.first().map(|k| k.id.as_str()).unwrap_or_default()

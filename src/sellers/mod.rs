@@ -36,7 +36,7 @@
 //!
 //! Pseudonyms ([`pseudonym`]): `"buyer-" + first 12 characters of HMAC(key, "pseudonym",
 //! buyer key, seller id)`, where the buyer key is the hash of the intent's verified
-//! e-mail address ([`accounts::email_key`]; for account intents that is the account's
+//! e-mail address (the unkeyed address hash, as before keyed account indexes; for account intents that is the account's
 //! address) — so one person's intents share one pseudonym per seller, and different
 //! sellers see unrelated pseudonyms. The address never leaves this function.
 //!
@@ -523,7 +523,9 @@ pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
 fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
     if let Some(contact) = &rec.contact {
         let email = base.keys.open_str(contact)?;
-        return Ok(accounts::email_key(email.expose()));
+        // The unkeyed address hash is only the pseudonym MAC's input here (never
+        // stored): kept as it was, so existing pseudonyms stay stable.
+        return Ok(crate::crypto::token_hash("address", &email.expose().trim().to_ascii_lowercase()));
     }
     if let Some(owner) = &rec.owner {
         return Ok(format!("owner:{owner}"));

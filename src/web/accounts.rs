@@ -393,7 +393,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
         return failed(&w, &email);
     }
-    let hash = accounts::email_key(&email);
+    let hash = accounts::email_key(&w.app.base.keys, &email);
     let h2 = hash.clone();
     let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
         Ok(Some(t)) => t,
