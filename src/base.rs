@@ -446,19 +446,29 @@ pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>
     rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
 }
 
+/// A base for unit tests: the default settings over a store in `dir`, a fresh key ring
+/// and a manual clock at 2026-12-01T10:00:00Z.
+///
+/// # Panics
+/// When the store cannot be opened (tests only).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn test_base(dir: &std::path::Path) -> Base {
+    let mut s = Settings::defaults();
+    s.data_dir = dir.to_owned();
+    let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
+    let clock = Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+    Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{self, ManualClock};
     use crate::protocol::Visibility;
     use serde_json::Map;
 
     fn base(dir: &std::path::Path) -> Base {
-        let mut s = Settings::defaults();
-        s.data_dir = dir.to_owned();
-        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
-        let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+        test_base(dir)
     }
 
     fn active(id: &str) -> IntentRecord {

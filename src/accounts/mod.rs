@@ -578,17 +578,9 @@ pub fn end_session(base: &Base, key: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
-    use crate::config::Settings;
-    use crate::store::Store;
-    use std::sync::Arc;
 
     fn base(dir: &std::path::Path) -> Base {
-        let mut s = Settings::defaults();
-        s.data_dir = dir.to_owned();
-        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
-        let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+        crate::base::test_base(dir)
     }
 
     /// Every record key and value of the namespaces that index addresses, as text.
