@@ -125,6 +125,7 @@ fn a_failed_start_says_why_in_status_and_never_ready() {
         .env("ISTO_DATA_DIR", dir.path().join("data"))
         .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
         .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+        .env("ISTO_MAIL_FROM", "Holder <noreply@holder.test>")
         .env("NOTIFY_SOCKET", &sock_path)
         .stdin(Stdio::null())
         .output()
