@@ -24,6 +24,7 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 pub mod rate;
+pub mod systemd;
 
 /// A start-up failure, with what to do.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,22 @@ pub enum ServeError {
     /// The server stopped with an I/O error.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl ServeError {
+    /// A short fixed phrase for the kind of failure (no path, no address), for the
+    /// service manager's `STATUS=` ([`systemd::failed`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServeError::DataDir(..) => "cannot create the data directory",
+            ServeError::Store(_) => "cannot open the store",
+            ServeError::MissingKey(_) => "the sealing key is missing",
+            ServeError::Key(_) => "cannot load the sealing key",
+            ServeError::Mail(_) => "mail transport misconfigured",
+            ServeError::Bind(..) => "cannot listen",
+            ServeError::Io(_) => "server I/O error",
+        }
+    }
 }
 
 /// Opens the holder's store and key ring under `settings.data_dir`, creating them on
@@ -321,11 +338,27 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .layer(axum::middleware::from_fn(request_id))
 }
 
-/// Runs `isto serve` until SIGTERM/Ctrl-C.
+/// Runs `isto serve` until SIGTERM/Ctrl-C. Under systemd (`Type=notify`, see
+/// [`systemd`]) it reports `STATUS=` phases, `READY=1` once it listens with the store
+/// and the offer index open, `STOPPING=1` at the signal, and pings the watchdog when
+/// the unit sets one.
 ///
 /// # Errors
-/// [`ServeError`] on start-up failures.
+/// [`ServeError`] on start-up failures (also sent as `STATUS=`).
 pub async fn serve(settings: Settings) -> Result<(), ServeError> {
+    if let Some(every) = systemd::spawn_watchdog() {
+        tracing::info!(interval_ms = every.as_millis() as u64, "systemd watchdog pings");
+    }
+    let served = serve_until_signal(settings).await;
+    if let Err(e) = &served {
+        systemd::failed(e.kind());
+    }
+    served
+}
+
+/// [`serve`] without the failure status.
+async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
+    systemd::status("opening the store");
     // Listen first: a port in use is reported before anything is created on disk.
     let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
     let transport = crate::mail::Transport::with_timeout(
@@ -348,16 +381,26 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         }
     }
     // Open (and if needed rebuild) the offer index now rather than on the first search.
+    systemd::status("opening the offer index");
     let h = holder.clone();
-    match tokio::task::spawn_blocking(move || h.catalogue.offer_index().map(|i| i.num_docs())).await {
-        Ok(Ok(n)) => tracing::info!(
-            offers = n,
-            active_intents = holder.base.engine.len(),
-            "catalogue index and matching engine ready"
-        ),
-        Ok(Err(e)) => tracing::error!(error = %e, "offer index unavailable; search fails until restart"),
-        Err(e) => tracing::error!(error = %e, "offer index task failed"),
-    }
+    let offers = match tokio::task::spawn_blocking(move || h.catalogue.offer_index().map(|i| i.num_docs())).await {
+        Ok(Ok(n)) => {
+            tracing::info!(
+                offers = n,
+                active_intents = holder.base.engine.len(),
+                "catalogue index and matching engine ready"
+            );
+            Some(n)
+        }
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "offer index unavailable; search fails until restart");
+            None
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "offer index task failed");
+            None
+        }
+    };
     let stop = CancellationToken::new();
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
 
@@ -407,9 +450,17 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
         tokio::spawn(async move {
             wait_for_signal().await;
             tracing::info!("shutting down");
+            systemd::stopping();
             stop.cancel();
         });
     }
+    // The socket listens since the start (connections wait in its backlog) and is
+    // accepted from at once: ready now.
+    let active = holder.base.engine.len();
+    systemd::ready(&match offers {
+        Some(n) => format!("serving: {n} offers, {active} active intents"),
+        None => format!("serving without the offer index (search fails): {active} active intents"),
+    });
     serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
     // The worker, the admin socket and the sweeper stop on `stop` at once (the worker

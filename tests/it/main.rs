@@ -20,3 +20,4 @@ mod quotas;
 mod rate_limits;
 mod sellers;
 mod smtp_faults;
+mod systemd;
