@@ -16,6 +16,7 @@ use isto::state::AppState;
 use isto::store::Reads;
 use serde_json::{json, Value};
 
+use crate::kit::buyer_grant;
 use crate::kit::Fx;
 use isto::intents::buyer::UpdateResult;
 use isto::protocol::input::{ListMatches, UpdateArgs};
@@ -84,16 +85,6 @@ fn titles(h: &AppState, id: &str) -> Vec<String> {
         isto::deliveries::list(&h.base, id, None, 100).unwrap().0.into_iter().map(|d| d.offer.title).collect();
     t.sort();
     t
-}
-
-fn grant(account: &str) -> Grant {
-    Grant {
-        account_id: account.to_owned(),
-        role: "buyer".into(),
-        client_id: "client".into(),
-        scopes: vec!["intents".into()],
-        resource: "https://holder.example/mcp/buyer".into(),
-    }
 }
 
 /// Runs a buyer tool; returns (isError, structuredContent or the error text).
@@ -205,8 +196,8 @@ fn other_accounts_ids_are_not_found() {
     assert!(h.intents.owned_intents(&b).unwrap().is_empty());
 
     // Over MCP: one indistinguishable answer.
-    let (e1, m1) = call(h, Some(&grant(&b)), "intent_get_intent", json!({"id": id}));
-    let (e2, m2) = call(h, Some(&grant(&b)), "intent_get_intent", json!({"id": "int_unknown"}));
+    let (e1, m1) = call(h, Some(&buyer_grant(&b)), "intent_get_intent", json!({"id": id}));
+    let (e2, m2) = call(h, Some(&buyer_grant(&b)), "intent_get_intent", json!({"id": "int_unknown"}));
     assert!(e1 && e2);
     assert_eq!(m1, m2);
     assert!(m1.as_str().unwrap().starts_with("not_found"), "{m1}");
@@ -460,7 +451,7 @@ fn buyer_tools_over_dispatch() {
     let h = &f.holder;
     catalogue(h);
     let (acc, _) = f.buyer("buyer@example.com");
-    let g = grant(&acc);
+    let g = buyer_grant(&acc);
 
     // Schemas: no contact field, unknown properties refused, an output schema, the note.
     let tools = isto::mcp::buyer::buyer_tools();
@@ -529,7 +520,7 @@ fn buyer_tools_over_dispatch() {
     }
 
     // No grant, or a grant without the buyer scope: unauthorized.
-    for gr in [None, Some(Grant { scopes: vec!["offers".into()], ..grant(&acc) })] {
+    for gr in [None, Some(Grant { scopes: vec!["offers".into()], ..buyer_grant(&acc) })] {
         let (err, msg) = call(h, gr.as_ref(), "intent_get_intent", json!({"id": id}));
         assert!(err && msg.as_str().unwrap().starts_with("unauthorized"), "{msg}");
     }
@@ -634,7 +625,7 @@ fn buyer_server_over_http_acts_for_each_requests_grant() {
     // names the account instead of a bearer token.
     async fn test_grant(mut req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
         if let Some(a) = req.headers().get("x-test-account").and_then(|v| v.to_str().ok()).map(str::to_owned) {
-            req.extensions_mut().insert(grant(&a));
+            req.extensions_mut().insert(buyer_grant(&a));
         }
         next.run(req).await
     }

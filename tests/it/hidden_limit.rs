@@ -57,6 +57,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
+use crate::kit::buyer_grant;
 use crate::kit::{Fx, Opts, Resp, START};
 
 // ---------------------------------------------------------------------------
@@ -318,16 +319,6 @@ fn pick(pair: (f64, f64), which: usize) -> f64 {
         pair.0
     } else {
         pair.1
-    }
-}
-
-fn buyer_grant(account: &str) -> Grant {
-    Grant {
-        account_id: account.to_owned(),
-        role: "buyer".into(),
-        client_id: "client".into(),
-        scopes: vec!["intents".into()],
-        resource: "https://holder.example/mcp/buyer".into(),
     }
 }
 

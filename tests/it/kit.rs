@@ -330,3 +330,15 @@ pub fn send(rt: &tokio::runtime::Runtime, app: &Router, req: Request<Body>) -> R
         Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
     })
 }
+
+/// A buyer grant for `account` on `/mcp/buyer` with the `intents` scope, as a signed-in
+/// buyer's OAuth token would give (for calling the buyer tools directly).
+pub fn buyer_grant(account: &str) -> isto::oauth::Grant {
+    isto::oauth::Grant {
+        account_id: account.to_owned(),
+        role: "buyer".into(),
+        client_id: "client".into(),
+        scopes: vec!["intents".into()],
+        resource: "https://holder.example/mcp/buyer".into(),
+    }
+}

@@ -6,13 +6,13 @@
 //! (`/mcp/buyer` publish, the consent page, the confirmation POST, a renewal), with
 //! nothing written.
 
+use crate::kit::buyer_grant;
 use crate::kit::{Fx, Opts};
 use axum::http::{header, StatusCode};
 use isto::base::ServiceError;
 use isto::config::Quotas;
 use isto::demand::{Cell, DemandAnswer};
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
-use isto::oauth::Grant;
 use isto::protocol::Status;
 use isto::records::IntentRecord;
 use isto::state::AppState;
@@ -53,19 +53,9 @@ fn active(h: &AppState, email: &str, pseudonymous: bool) -> (String, String) {
     (id, code)
 }
 
-fn grant(account: &str) -> Grant {
-    Grant {
-        account_id: account.to_owned(),
-        role: "buyer".into(),
-        client_id: "client".into(),
-        scopes: vec!["intents".into()],
-        resource: "https://holder.example/mcp/buyer".into(),
-    }
-}
-
 /// A `/mcp/buyer` tool call: (isError, structuredContent or the error text).
 fn buyer_call(h: &AppState, account: &str, tool: &str, a: Value) -> (bool, Value) {
-    let r = isto::mcp::buyer::dispatch(h, Some(&grant(account)), tool, &a).expect("known tool");
+    let r = isto::mcp::buyer::dispatch(h, Some(&buyer_grant(account)), tool, &a).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     if v["isError"].as_bool().unwrap_or(false) {
         (true, v["content"][0]["text"].clone())
