@@ -107,6 +107,21 @@ pub enum AdminCommand {
     /// The key ring.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Bring a stopped holder's store to this isto's schema version (upgrades): print the
+    /// store's version, this binary's and the pending migrations, run them in one
+    /// transaction and the one-time start-up passes, and print what changed (rows per
+    /// table). With `isto serve` running, print its versions: it migrated at start. A
+    /// store written by a newer isto is refused (install that isto again, or restore a
+    /// backup made by this one). Back up first: see README "Upgrades".
+    Migrate {
+        /// Run the migrations in a transaction that is rolled back and print what they
+        /// would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete what is no longer needed — lapsed drafts and their codes, OAuth clients
     /// unused (no grant within a day of registering, or none for 90 days), expired OAuth
     /// codes and tokens, expired sign-in links and sessions — and print the counts per

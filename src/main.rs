@@ -130,6 +130,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     isto::admin::keys_export(&settings, &out, force, json)?;
                     Ok(ExitCode::SUCCESS)
                 }
+                AdminCommand::Migrate { dry_run, json } => {
+                    isto::admin::migrate_command(&settings, dry_run, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
                 AdminCommand::Purge { dry_run, json } => {
                     isto::admin::purge_command(&settings, dry_run, json)?;
                     Ok(ExitCode::SUCCESS)

@@ -9,7 +9,7 @@ use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::deliveries::Digests;
 use crate::intents::Intents;
-use crate::store::Store;
+use crate::store::{Reads as _, Store, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -32,8 +32,8 @@ impl AppState {
     }
 
     /// As [`AppState::new`], with the offer index kept in `index_dir` (`DATA_DIR/index`)
-    /// and caught up at first use when its generation lags the store's. Gives active
-    /// intents stored before person keys theirs ([`Intents::backfill_people`]).
+    /// and caught up at first use when its generation lags the store's. Runs the
+    /// one-time start-up passes ([`PASSES`]) that the store does not record as done.
     pub fn with_index_dir(
         settings: Settings,
         store: Store,
@@ -44,19 +44,7 @@ impl AppState {
         let base = Arc::new(Base::new(settings, Arc::new(store), Arc::new(keys), clock));
         let catalogue = Arc::new(Catalogue::new(base.clone(), index_dir));
         let intents = Arc::new(Intents::new(base.clone(), catalogue.clone()));
-        // Person keys for intents stored before them (schema v3; see `Intents::backfill_people`).
-        match intents.backfill_people() {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(intents = n, "person keys added to active intents"),
-            Err(e) => tracing::error!(error = %e, "adding person keys to active intents failed"),
-        }
-        // Keyed e-mail index hashes for accounts stored before them (see
-        // `accounts::rekey_email_index`).
-        match crate::accounts::rekey_email_index(&base) {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(accounts = n, "account e-mail index re-keyed"),
-            Err(e) => tracing::error!(error = %e, "re-keying the account e-mail index failed"),
-        }
+        run_passes(&base, &intents);
         Self { base, catalogue, intents }
     }
 
@@ -64,4 +52,83 @@ impl AppState {
     pub fn digests(&self) -> Digests {
         Digests(self.base.clone())
     }
+}
+
+/// A one-time start-up pass: work on the records that needs the services (the keys, the
+/// records' types), which the store's migrations cannot do (`store::schema`). Each runs
+/// at the first start of a store that does not record it as done (`meta`
+/// `pass:<name>`), and is recorded after it succeeded, so later starts do not scan the
+/// records again. The passes are idempotent: a crash between the pass and its record
+/// only runs it once more. A failed pass is logged and tried again at the next start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    /// The name recorded in `meta` (`pass:<name>`).
+    pub name: &'static str,
+    /// What it changes, in one line (for `isto admin migrate`).
+    pub description: &'static str,
+}
+
+/// [`Intents::backfill_people`].
+pub const PERSON_KEYS: Pass = Pass {
+    name: "person_keys",
+    description: "gives active intents stored before person keys (schema v3) theirs and their person-index rows",
+};
+
+/// `accounts::rekey_email_index`.
+pub const EMAIL_INDEX_KEYED: Pass = Pass {
+    name: "email_index_keyed",
+    description: "re-keys the account e-mail index of stores written before keyed index hashes",
+};
+
+/// Every start-up pass, in the order they run.
+pub const PASSES: &[Pass] = &[PERSON_KEYS, EMAIL_INDEX_KEYED];
+
+/// The passes of [`PASSES`] that `store` does not record as done.
+///
+/// # Errors
+/// Storage errors.
+pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
+    store.read(|rx| {
+        let mut out = Vec::new();
+        for p in PASSES {
+            if rx.pass_done(p.name)?.is_none() {
+                out.push(*p);
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
+/// what each did. Returns the names of the passes run and succeeded with their counts.
+fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
+    let pending = match pending_passes(&base.store) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the start-up passes failed");
+            return Vec::new();
+        }
+    };
+    let mut done = Vec::new();
+    for pass in pending {
+        let outcome = match pass.name {
+            n if n == PERSON_KEYS.name => intents.backfill_people().map(|n| n as u64).map_err(|e| e.to_string()),
+            n if n == EMAIL_INDEX_KEYED.name => crate::accounts::rekey_email_index(base).map_err(|e| e.to_string()),
+            _ => continue,
+        };
+        let n = match outcome {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(pass = pass.name, error = %e, "start-up pass failed; it runs again at the next start");
+                continue;
+            }
+        };
+        if let Err(e) = base.store.write(|tx| tx.record_pass(pass.name)) {
+            tracing::error!(pass = pass.name, error = %e, "recording a start-up pass failed; it runs again at the next start");
+            continue;
+        }
+        tracing::info!(pass = pass.name, records = n, "start-up pass done");
+        done.push((pass.name, n));
+    }
+    done
 }

@@ -20,11 +20,14 @@
 //! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
 //!   (see `sellers.rs` in this directory for the shapes).
 //! - `purge`: `isto admin purge` (see `purge.rs` in this directory).
+//! - `migrate`: `isto admin migrate` asks the running server's versions (see
+//!   `migrate.rs` in this directory).
 //! - `backup`: `isto admin backup` streams the export (see `backup.rs` in this directory;
 //!   `restore` and `keys export` never use the socket).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 mod backup;
+mod migrate;
 mod purge;
 mod sellers;
 mod socket;
@@ -34,6 +37,7 @@ pub use backup::{
     RestoreReport, Trailer as BackupTrailer, Verified, FORMAT as BACKUP_FORMAT,
     FORMAT_VERSION as BACKUP_FORMAT_VERSION, KEYS_NOTE, KEYS_WARNING,
 };
+pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
 pub use purge::{purge_command, report as purge_report};
 pub use sellers::{seller_command, table as seller_table};
 pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};

@@ -319,6 +319,8 @@ pub(super) trait AnyTable: Sync {
     fn name(&self) -> &str;
     /// Its rows in `txn`.
     fn count(&self, txn: &ReadTransaction) -> Result<u64>;
+    /// Its rows in the write transaction `txn` (opening a missing table creates it).
+    fn count_in(&self, txn: &WriteTransaction) -> Result<u64>;
     /// Every row as a line, in key order, until `row` answers false.
     fn dump(&self, txn: &ReadTransaction, row: &mut dyn FnMut(&str) -> bool) -> Result<()>;
     /// Inserts `first` and the rows after it while they are of this table; returns how
@@ -337,6 +339,10 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
     }
 
     fn count(&self, txn: &ReadTransaction) -> Result<u64> {
+        Ok(txn.open_table(*self)?.len()?)
+    }
+
+    fn count_in(&self, txn: &WriteTransaction) -> Result<u64> {
         Ok(txn.open_table(*self)?.len()?)
     }
 

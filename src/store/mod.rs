@@ -45,7 +45,7 @@ pub use records::Ns;
 pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
-pub use schema::{FILE_NAME, SCHEMA_VERSION};
+pub use schema::{migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
@@ -93,13 +93,19 @@ pub enum StoreError {
     #[error("backup: {0}")]
     Backup(String),
     /// The file was written by a newer isto (schema version above [`SCHEMA_VERSION`]).
+    /// The message names the file's version and writer, this build's, and what to do.
     #[error(
-        "store schema version {found} is newer than this isto knows ({SCHEMA_VERSION}); \
-         upgrade isto, or restore a backup of the data directory written by this version"
+        "the store was written by {} at store schema version {found}, which is newer than this isto \
+         {ISTO_VERSION} knows ({SCHEMA_VERSION}): upgrade isto again to {} (or later), or restore a backup \
+         made by this version (`isto admin restore FILE --force`, with the newer isto stopped)",
+        writer.as_deref().map_or_else(|| "a newer isto".to_owned(), |w| format!("isto {w}")),
+        writer.as_deref().unwrap_or("the version that wrote it")
     )]
     TooNew {
         /// The version found in the file.
         found: u64,
+        /// The isto version recorded as its last writer, when the file has one.
+        writer: Option<String>,
     },
 }
 
@@ -628,7 +634,30 @@ fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
 /// Key of the write-probe counter in `meta` (see [`Store::writable`]; nothing reads it).
 const WRITE_PROBE: &str = "write_probe";
 
+/// Prefix in `meta` of the one-time start-up passes recorded as done
+/// (`pass:<name>` → the isto version that ran it; see `crate::state`).
+const PASS_PREFIX: &str = "pass:";
+
 impl Tx<'_> {
+    /// Records the one-time start-up pass `name` (a snake_case name from
+    /// `crate::state::PASSES`) as done, by this isto version; later starts skip it.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn record_pass(&mut self, name: &str) -> Result<()> {
+        self.txn.open_table(schema::META)?.insert(format!("{PASS_PREFIX}{name}").as_str(), ISTO_VERSION)?;
+        Ok(())
+    }
+
+    /// Forgets that the start-up pass `name` ran, so the next start runs it again (as
+    /// on a store written before the pass was recorded). Returns whether it was recorded.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn forget_pass(&mut self, name: &str) -> Result<bool> {
+        Ok(self.txn.open_table(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
+    }
+
     /// Bumps the write-probe counter: the smallest write that goes through a commit.
     fn bump_write_probe(&mut self) -> Result<()> {
         let n = meta_counter(&*self, WRITE_PROBE)?.wrapping_add(1);
@@ -639,6 +668,15 @@ impl Tx<'_> {
 
 /// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read.
 pub trait Reads: Tables {
+    /// The isto version that ran the one-time start-up pass `name`, when it is
+    /// recorded as done ([`Tx::record_pass`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pass_done(&self, name: &str) -> Result<Option<String>> {
+        get_str(self, schema::META, &format!("{PASS_PREFIX}{name}"))
+    }
+
     /// The intent record with this id.
     ///
     /// # Errors

@@ -94,18 +94,80 @@ pub(super) const TABLES: &[&dyn AnyTable] = &[
     &INTENT_PERSON,
 ];
 
-/// A migration: run inside the open's write transaction.
-type Migration = fn(&WriteTransaction) -> Result<()>;
+/// A migration: its number, name and one-line description (what it changes, for
+/// `isto admin migrate`), and the code run inside the open's write transaction.
+struct Migration {
+    number: u64,
+    name: &'static str,
+    description: &'static str,
+    run: fn(&WriteTransaction) -> Result<()>,
+}
 
 /// Every migration, by number (1, 2, …; see the module docs).
-const MIGRATIONS: &[(u64, Migration)] =
-    &[(1, v1_initial), (2, v2_intent_expiry_index), (3, v3_person_index), (4, v4_pending_replies)];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        number: 1,
+        name: "initial",
+        description: "the first layout (meta, intents, active, tokens, offers, sellers, deliveries, outbox, records)",
+        run: v1_initial,
+    },
+    Migration {
+        number: 2,
+        name: "intent_expiry_index",
+        description: "adds the expiry and erasure indexes (intent_expiry, intent_erasure, intent_due); every \
+                      stored intent is entered as due now, so the first sweep records its real times",
+        run: v2_intent_expiry_index,
+    },
+    Migration {
+        number: 3,
+        name: "person_index",
+        description: "adds the person index (person_active, intent_person), empty; the people pass at start \
+                      fills it for active intents",
+        run: v3_person_index,
+    },
+    Migration {
+        number: 4,
+        name: "pending_replies",
+        description: "adds the queue of seller replies waiting to be matched (pending_replies), empty",
+        run: v4_pending_replies,
+    },
+];
 
 /// Version of the table layout this build writes: the last migration's number.
-pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+pub const SCHEMA_VERSION: u64 = MIGRATIONS[MIGRATIONS.len() - 1].number;
+
+/// This build's version (`CARGO_PKG_VERSION`), recorded in `meta` under
+/// [`WRITER_KEY`] by every open that changes the file's version or writer.
+pub const ISTO_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Key of the version in `meta`.
 const VERSION_KEY: &str = "schema_version";
+
+/// Key in `meta` of the isto version that last opened the store for writing (so a
+/// refusal of a newer store can name the isto that wrote it). Stores written before it
+/// have none.
+const WRITER_KEY: &str = "isto_version";
+
+/// One migration as `isto admin migrate` lists it.
+///
+/// JSON: `{"number": 4, "name": "pending_replies", "description": "adds …"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MigrationInfo {
+    /// Its number: the schema version a store has after it.
+    pub number: u64,
+    /// A short snake_case name.
+    pub name: String,
+    /// What it changes, in one line.
+    pub description: String,
+}
+
+/// Every migration of this build, in order.
+pub fn migrations() -> Vec<MigrationInfo> {
+    MIGRATIONS
+        .iter()
+        .map(|m| MigrationInfo { number: m.number, name: m.name.into(), description: m.description.into() })
+        .collect()
+}
 
 /// Brings the store in `txn` to [`SCHEMA_VERSION`] (see the module docs); the caller
 /// commits.
@@ -116,13 +178,18 @@ const VERSION_KEY: &str = "schema_version";
 pub(super) fn prepare(txn: &WriteTransaction) -> Result<()> {
     let found = stored_version(txn)?;
     match found {
-        Some(v) if v > SCHEMA_VERSION => return Err(StoreError::TooNew { found: v }),
+        Some(v) if v > SCHEMA_VERSION => {
+            return Err(StoreError::TooNew { found: v, writer: stored_writer(txn)? });
+        }
         Some(v) => migrate(txn, v)?,
         None => {}
     }
     create_tables(txn)?;
     if found != Some(SCHEMA_VERSION) {
         txn.open_table(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_string().as_str())?;
+    }
+    if stored_writer(txn)?.as_deref() != Some(ISTO_VERSION) {
+        txn.open_table(META)?.insert(WRITER_KEY, ISTO_VERSION)?;
     }
     Ok(())
 }
@@ -135,6 +202,13 @@ fn stored_version(txn: &WriteTransaction) -> Result<Option<u64>> {
     v.parse::<u64>().map(Some).map_err(|_| {
         StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
     })
+}
+
+/// The isto version recorded as the store's last writer (`None`: none recorded).
+fn stored_writer(txn: &WriteTransaction) -> Result<Option<String>> {
+    let meta = txn.open_table(META)?;
+    let v = meta.get(WRITER_KEY)?.map(|v| v.value().to_owned());
+    Ok(v)
 }
 
 /// The version recorded in the file, read in a read transaction (`None`: no version).
@@ -150,11 +224,98 @@ pub(super) fn read_version(txn: &ReadTransaction) -> Result<Option<u64>> {
     })
 }
 
+/// Rows of one table before and after a migration run ([`Migrated::tables`]).
+///
+/// JSON: `{"table": "intent_due", "before": null, "after": 12}` (`before` null: the table
+/// did not exist).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TableChange {
+    /// The table's name (one of [`super::table_names`]).
+    pub table: String,
+    /// Its rows before; `None` when the file had no such table.
+    pub before: Option<u64>,
+    /// Its rows after.
+    pub after: u64,
+}
+
+/// What [`migrate_file`] found and did.
+///
+/// JSON: `{"stored": 3, "writer": "0.1.0", "current": 4, "pending": [MigrationInfo…],
+/// "tables": [TableChange…], "committed": true}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Migrated {
+    /// The schema version found in the file (`None`: a file without one, which the
+    /// open initialises as a new store).
+    pub stored: Option<u64>,
+    /// The isto version recorded as its last writer, when one is.
+    pub writer: Option<String>,
+    /// This build's [`SCHEMA_VERSION`].
+    pub current: u64,
+    /// The migrations run (or, in a dry run, that would run), in order.
+    pub pending: Vec<MigrationInfo>,
+    /// The tables whose row count changed or that were created, in
+    /// [`super::table_names`] order.
+    pub tables: Vec<TableChange>,
+    /// Whether the transaction was committed (`false` for a dry run).
+    pub committed: bool,
+    /// The one-time start-up passes the file records as done (`meta` `pass:<name>`,
+    /// see `crate::state::PASSES`), by name.
+    pub passes_done: Vec<String>,
+}
+
+/// Opens the existing store file at `path` (no server may hold it) and brings it to
+/// [`SCHEMA_VERSION`] in one write transaction, as [`super::Store::open`] does, counting
+/// the rows of every table before and after; commits when `commit`, else rolls
+/// everything back (a dry run: the file is left as it was). For `isto admin migrate`.
+///
+/// # Errors
+/// [`StoreError::TooNew`] (nothing is changed); [`StoreError::Db`] when the file is
+/// missing or held by another process ([`StoreError::is_already_open`]); a migration's
+/// error (then nothing is changed).
+pub fn migrate_file(path: &std::path::Path, commit: bool) -> Result<Migrated> {
+    use redb::TableHandle as _;
+    let db = redb::Database::open(path)?;
+    let txn = db.begin_write()?;
+    let stored = stored_version(&txn)?;
+    let writer = stored_writer(&txn)?;
+    if let Some(v) = stored.filter(|v| *v > SCHEMA_VERSION) {
+        txn.abort()?;
+        return Err(StoreError::TooNew { found: v, writer });
+    }
+    let existing: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
+    let mut before = Vec::with_capacity(TABLES.len());
+    for t in TABLES {
+        let n = if existing.iter().any(|e| e == t.name()) { Some(t.count_in(&txn)?) } else { None };
+        before.push(n);
+    }
+    let from = stored.unwrap_or(SCHEMA_VERSION);
+    let pending = migrations().into_iter().filter(|m| m.number > from).collect();
+    prepare(&txn)?;
+    let mut tables = Vec::new();
+    for (t, before) in TABLES.iter().zip(before) {
+        let after = t.count_in(&txn)?;
+        if before != Some(after) {
+            tables.push(TableChange { table: t.name().to_owned(), before, after });
+        }
+    }
+    let mut passes_done = Vec::new();
+    for row in txn.open_table(META)?.range("pass:".."pass;")? {
+        let (k, _) = row?;
+        passes_done.push(k.value().trim_start_matches("pass:").to_owned());
+    }
+    if commit {
+        txn.commit()?;
+    } else {
+        txn.abort()?;
+    }
+    Ok(Migrated { stored, writer, current: SCHEMA_VERSION, pending, tables, committed: commit, passes_done })
+}
+
 /// Runs every migration numbered above `from`, in order.
 fn migrate(txn: &WriteTransaction, from: u64) -> Result<()> {
-    for (n, run) in MIGRATIONS.iter().filter(|(n, _)| *n > from) {
-        run(txn)?;
-        tracing::info!(migration = n, "store migrated");
+    for m in MIGRATIONS.iter().filter(|m| m.number > from) {
+        (m.run)(txn)?;
+        tracing::info!(migration = m.number, name = m.name, "store migrated");
     }
     Ok(())
 }
@@ -227,7 +388,7 @@ fn v4_pending_replies(txn: &WriteTransaction) -> Result<()> {
 }
 
 /// Turns a store at the current version back into one as version 1 wrote it (drops the
-/// tables added since, records version 1), for tests of the migrations' callers.
+/// tables added since, records version 1, forgets the writer and the start-up passes), for tests of the migrations' callers.
 ///
 /// # Panics
 /// On any storage error (tests only).
@@ -242,7 +403,13 @@ pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
     txn.delete_table(PERSON_ACTIVE).unwrap();
     txn.delete_table(INTENT_PERSON).unwrap();
     txn.delete_table(PENDING_REPLIES).unwrap();
-    txn.open_table(META).unwrap().insert(VERSION_KEY, "1").unwrap();
+    {
+        let mut meta = txn.open_table(META).unwrap();
+        meta.insert(VERSION_KEY, "1").unwrap();
+        // Neither the writer nor the start-up passes were recorded then.
+        meta.remove(WRITER_KEY).unwrap();
+        meta.retain(|k, _| !k.starts_with("pass:")).unwrap();
+    }
     txn.commit().unwrap();
 }
 
@@ -306,8 +473,9 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_from_one_without_gaps() {
-        for (i, (n, _)) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(*n, i as u64 + 1);
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.number, i as u64 + 1);
+            assert!(!m.name.is_empty() && !m.description.is_empty() && !m.description.contains('\n'), "{}", m.name);
         }
         assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as u64);
     }
@@ -356,7 +524,7 @@ mod tests {
             txn.commit().unwrap();
         }
         let e = Store::open(&p).unwrap_err();
-        assert!(matches!(e, StoreError::TooNew { found } if found == SCHEMA_VERSION + 1), "{e}");
+        assert!(matches!(e, StoreError::TooNew { found, .. } if found == SCHEMA_VERSION + 1), "{e}");
         let msg = e.to_string();
         assert!(msg.contains(&format!("version {}", SCHEMA_VERSION + 1)), "{msg}");
         assert!(msg.contains(&format!("({SCHEMA_VERSION})")), "{msg}");

@@ -10,6 +10,7 @@ mod backup;
 mod buyer_flow;
 mod demand;
 mod disk_full;
+mod fixture;
 mod hidden_limit;
 mod holder_flow;
 mod http_router;

@@ -371,7 +371,10 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
     let f = fx(2, 20);
     let (a, _) = active(&f.holder, "old@example.com", false);
     let (b, _) = active(&f.holder, "old+2@example.com", false);
-    // As an older isto stored them: no person key, no index rows.
+    // As an older isto stored them: no person key, no index rows, and no record of the
+    // start-up pass (which the first start recorded).
+    let forgot = f.holder.base.store.write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap();
+    assert!(forgot, "the first start recorded the pass");
     for id in [&a, &b] {
         let mut rec = stored(&f.holder, id);
         rec.person = None;
@@ -390,6 +393,37 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
     assert_eq!(stored(h, &b).person.as_deref(), Some(key.as_str()));
     assert_eq!(h.base.store.read(|rx| rx.person_active(&key, 0, "", 10)).unwrap(), 2);
     assert_eq!(demand(h), withheld(), "k = 2, one person");
+}
+
+#[test]
+fn the_start_up_passes_run_once_and_later_starts_do_not_scan() {
+    let f = fx(2, 20);
+    // A new store's first start ran every pass and recorded it, by this version.
+    for p in isto::state::PASSES {
+        let by = f.holder.base.store.read(|rx| rx.pass_done(p.name)).unwrap();
+        assert_eq!(by.as_deref(), Some(isto::store::ISTO_VERSION), "{}", p.name);
+    }
+    assert!(isto::state::pending_passes(&f.holder.base.store).unwrap().is_empty());
+    let (a, _) = active(&f.holder, "once@example.com", false);
+    let mut rec = stored(&f.holder, &a);
+    rec.person = None;
+    f.holder
+        .base
+        .store
+        .write(|tx| -> Result<(), isto::store::StoreError> {
+            tx.put_intent(&a, &rec, true, isto::base::sweep_due(&rec))?;
+            tx.set_intent_person(&a, None)
+        })
+        .unwrap();
+    // A later start does not scan: the intent without a person key stays so.
+    let f = f.restart();
+    assert_eq!(stored(&f.holder, &a).person, None, "the pass did not run again");
+    // Forgotten (as on a store written before the record), the next start runs it once.
+    assert!(f.holder.base.store.write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap());
+    assert_eq!(isto::state::pending_passes(&f.holder.base.store).unwrap(), vec![isto::state::PERSON_KEYS]);
+    let f = f.restart();
+    assert!(stored(&f.holder, &a).person.is_some());
+    assert!(isto::state::pending_passes(&f.holder.base.store).unwrap().is_empty());
 }
 
 #[test]

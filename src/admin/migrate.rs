@@ -1,0 +1,316 @@
+//! `isto admin migrate [--dry-run] [--json]` (issue 11 point 3): brings a stopped
+//! holder's store to this binary's schema version and runs the one-time start-up passes,
+//! so that the next `isto serve` starts at once; `--dry-run` runs the migrations in a
+//! write transaction that is rolled back and reports what they would change (rows per
+//! table). `isto serve` runs the same migrations at start ([`crate::store::Store::open`]).
+//!
+//! Without a running server the command opens the store file here; it lists the store's
+//! schema version (and the isto that last wrote it), this binary's, the pending
+//! migrations (number, name, description) and the pending start-up passes
+//! ([`crate::state::PASSES`]), runs them, and prints the result. A store written by a
+//! newer isto is refused ([`crate::store::StoreError::TooNew`]: which version wrote it,
+//! which this binary knows, what to do) with a non-zero exit.
+//!
+//! With `isto serve` running the store is the server's, which migrated it when it
+//! started: the command asks the admin socket for the server's versions, prints them and
+//! exits 0. Socket op: `{"op":"migrate"}` → `{"ok":true,"isto":"0.1.0","schema":4,
+//! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
+//! answer is reported the same way, without the server's versions.
+
+use crate::config::Settings;
+use crate::state::{Pass, PASSES};
+use crate::store::{Migrated, MigrationInfo, StoreError, TableChange, ISTO_VERSION, SCHEMA_VERSION};
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::io::IsTerminal as _;
+use std::time::Duration;
+
+/// The socket op of this module.
+pub(crate) const OP: &str = "migrate";
+
+/// The server's answer to [`OP`]: its versions and the start-up passes its store does
+/// not record as done (none, unless one failed at start).
+pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
+    match crate::state::pending_passes(&holder.base.store) {
+        Ok(p) => json!({"ok": true, "isto": ISTO_VERSION, "schema": SCHEMA_VERSION,
+                        "passesPending": p.iter().map(|p| p.name).collect::<Vec<_>>()}),
+        Err(e) => {
+            tracing::error!(error = %e, "admin: reading the start-up passes failed");
+            json!({"ok": false, "error": "reading the store failed (see the server log)"})
+        }
+    }
+}
+
+/// The socket server's side (called from [`super::socket`] for [`OP`]).
+pub(crate) async fn respond(holder: &crate::state::AppState) -> Value {
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || answer(&h)).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "admin socket: migrate task failed");
+            json!({"ok": false, "error": "migrate failed (see the server log)"})
+        }
+    }
+}
+
+/// Where the answer of `isto admin migrate` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MigrateVia {
+    /// A running `isto serve` (its admin socket): it migrated the store at start.
+    Server,
+    /// A running process holds the store but its admin socket does not answer.
+    Held,
+    /// The store file opened by this process.
+    Store,
+}
+
+/// One start-up pass in a [`MigrateReport`].
+///
+/// JSON: `{"name": "person_keys", "description": "…", "done": false}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PassState {
+    /// [`Pass::name`].
+    pub name: String,
+    /// [`Pass::description`].
+    pub description: String,
+    /// Whether the store records it as done (after the command; before it in a dry run).
+    pub done: bool,
+}
+
+/// The outcome of `isto admin migrate`, printed as JSON with `--json`.
+///
+/// Shape: `{"via": "store", "dryRun": false, "isto": "0.1.0", "binarySchema": 4,
+/// "storeSchema": 3, "writer": "0.1.0", "pending": [MigrationInfo…], "tables":
+/// [TableChange…], "migrated": true, "passes": [PassState…], "server": null}`; with a
+/// server: `"via": "server"`, `"server": {"isto": "0.1.0", "schema": 4}`, `storeSchema`
+/// the server's schema, `pending` and `tables` empty.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrateReport {
+    /// Where the answer comes from.
+    pub via: MigrateVia,
+    /// Whether this was a dry run (nothing changed).
+    pub dry_run: bool,
+    /// This binary's version.
+    pub isto: String,
+    /// This binary's schema version ([`SCHEMA_VERSION`]).
+    pub binary_schema: u64,
+    /// The store's schema version before the command (`None`: unknown or none).
+    pub store_schema: Option<u64>,
+    /// The isto version recorded as the store's last writer, when one is.
+    pub writer: Option<String>,
+    /// The migrations run (or that a dry run would run).
+    pub pending: Vec<MigrationInfo>,
+    /// Tables whose rows changed (or would change), before and after.
+    pub tables: Vec<TableChange>,
+    /// Whether the migrations were committed.
+    pub migrated: bool,
+    /// The start-up passes and whether each is done.
+    pub passes: Vec<PassState>,
+    /// The running server's versions (`via: server`).
+    pub server: Option<Value>,
+}
+
+/// Runs `isto admin migrate` (see the module docs), printing the report (JSON with
+/// `json_output`).
+///
+/// # Errors
+/// No store; a store written by a newer isto (the message says which version wrote it,
+/// which this binary knows and what to do); the sealing key missing (without
+/// `dry_run`); a migration's or the socket's failure.
+pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
+    let report = migrate(settings, dry_run, json_output)?;
+    if json_output {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{}", human(&report, &settings.store_path().display().to_string()));
+    }
+    Ok(report)
+}
+
+fn base_report(via: MigrateVia, dry_run: bool) -> MigrateReport {
+    MigrateReport {
+        via,
+        dry_run,
+        isto: ISTO_VERSION.into(),
+        binary_schema: SCHEMA_VERSION,
+        store_schema: None,
+        writer: None,
+        pending: Vec::new(),
+        tables: Vec::new(),
+        migrated: false,
+        passes: Vec::new(),
+        server: None,
+    }
+}
+
+fn pass_states(done: impl Fn(&Pass) -> bool) -> Vec<PassState> {
+    PASSES
+        .iter()
+        .map(|p| PassState { name: p.name.into(), description: p.description.into(), done: done(p) })
+        .collect()
+}
+
+fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
+    let sock = settings.admin_socket_path();
+    if let super::Connect::Ready(mut client) = super::Client::connect(&sock)? {
+        let a = client.request(&json!({"op": OP}))?;
+        if a.get("ok") != Some(&Value::Bool(true)) {
+            anyhow::bail!("{}", a.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
+        }
+        let pending: Vec<String> = serde_json::from_value(a["passesPending"].clone()).unwrap_or_default();
+        let mut r = base_report(MigrateVia::Server, dry_run);
+        r.store_schema = a["schema"].as_u64();
+        r.writer = a["isto"].as_str().map(str::to_owned);
+        r.passes = pass_states(|p| !pending.iter().any(|n| n == p.name));
+        r.server = Some(json!({"isto": a["isto"], "schema": a["schema"]}));
+        return Ok(r);
+    }
+    let path = settings.store_path();
+    if !path.exists() {
+        anyhow::bail!(
+            "no store at {}: nothing to migrate (`isto admin init` or `isto serve` creates one at schema version \
+             {SCHEMA_VERSION}); check --data-dir",
+            path.display()
+        );
+    }
+    if !dry_run && !settings.key_path().exists() {
+        anyhow::bail!(
+            "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
+            settings.key_path().display()
+        );
+    }
+    let bar = spinner(json_output, if dry_run { "rehearsing the migrations" } else { "migrating the store" });
+    let m: Result<Migrated, StoreError> = crate::store::migrate_file(&path, !dry_run);
+    bar.finish_and_clear();
+    let m = match m {
+        Ok(m) => m,
+        Err(e) if e.is_already_open() => return Ok(base_report(MigrateVia::Held, dry_run)),
+        Err(e) => return Err(e).with_context(|| format!("cannot migrate the store {}", path.display())),
+    };
+    let mut r = base_report(MigrateVia::Store, dry_run);
+    r.store_schema = m.stored;
+    r.writer = m.writer.clone();
+    r.pending = m.pending.clone();
+    r.tables = m.tables.clone();
+    r.migrated = m.committed;
+    r.passes = pass_states(|p| m.passes_done.iter().any(|n| n == p.name));
+    if !dry_run && r.passes.iter().any(|p| !p.done) {
+        let bar = spinner(json_output, "running the start-up passes");
+        let ran = run_passes(settings);
+        bar.finish_and_clear();
+        let store = ran?;
+        let pending = crate::state::pending_passes(&store)?;
+        r.passes = pass_states(|p| !pending.contains(p));
+    }
+    Ok(r)
+}
+
+/// Opens the holder here (which runs the pending start-up passes, see
+/// [`crate::state::AppState::with_index_dir`]) and returns its store for a look at what
+/// is recorded.
+fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
+    let path = settings.store_path();
+    let store = crate::store::Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))?;
+    let (keys, _) = crate::crypto::KeyRing::load_or_create(&settings.key_path())?;
+    let holder =
+        crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));
+    Ok(holder.base.store.clone())
+}
+
+fn spinner(json_output: bool, what: &'static str) -> ProgressBar {
+    if json_output || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar.set_message(what);
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+/// The human report.
+pub fn human(r: &MigrateReport, store_path: &str) -> String {
+    let mut out = String::new();
+    let writer = |w: &Option<String>| w.as_deref().map(|w| format!(" (last written by isto {w})")).unwrap_or_default();
+    match r.via {
+        MigrateVia::Server => {
+            out.push_str(&format!(
+                "isto serve is running (isto {}, schema version {}) and migrated the store at start; nothing to do.\n",
+                r.writer.as_deref().unwrap_or("?"),
+                r.store_schema.map_or("?".into(), |v| v.to_string())
+            ));
+            out.push_str(&format!("this binary: isto {}, schema version {}", r.isto, r.binary_schema));
+            if r.store_schema.is_some_and(|v| v != r.binary_schema) || r.writer.as_deref() != Some(&r.isto) {
+                out.push_str(
+                    "\nthe running server is another version than this binary: to upgrade, stop it, back up, \
+                     run `isto admin migrate` with the new binary, then start it",
+                );
+            }
+            let pending: Vec<&str> = r.passes.iter().filter(|p| !p.done).map(|p| p.name.as_str()).collect();
+            if !pending.is_empty() {
+                out.push_str(&format!(
+                    "\nstart-up passes not recorded as done (they run at the next start; see the server log): {}",
+                    pending.join(", ")
+                ));
+            }
+            return out;
+        }
+        MigrateVia::Held => {
+            return format!(
+                "the store {store_path} is held by a running process (isto serve, whose admin socket does not \
+                 answer): it migrated the store at its start; nothing to do.\nthis binary: isto {}, schema version {}",
+                r.isto, r.binary_schema
+            );
+        }
+        MigrateVia::Store => {}
+    }
+    out.push_str(&format!("store: {store_path}\n"));
+    out.push_str(&format!(
+        "store schema version: {}{}\n",
+        r.store_schema.map_or("none (initialised now)".into(), |v| v.to_string()),
+        writer(&r.writer)
+    ));
+    out.push_str(&format!("this binary: isto {}, schema version {}\n", r.isto, r.binary_schema));
+    if r.pending.is_empty() {
+        out.push_str("pending migrations: none\n");
+    } else {
+        out.push_str("pending migrations:\n");
+        for m in &r.pending {
+            out.push_str(&format!("  {:>3}  {}: {}\n", m.number, m.name, m.description));
+        }
+    }
+    let head = if r.dry_run { "would change (dry run, rolled back):" } else { "changed:" };
+    if r.tables.is_empty() {
+        out.push_str(&format!("{head} no table\n"));
+    } else {
+        out.push_str(&format!("{head}\n"));
+        for t in &r.tables {
+            let before = t.before.map_or("(new table)".into(), |n| n.to_string());
+            out.push_str(&format!("  {:<16} {before:>12} -> {} rows\n", t.table, t.after));
+        }
+    }
+    let pending: Vec<&PassState> = r.passes.iter().filter(|p| !p.done).collect();
+    if pending.is_empty() {
+        out.push_str("start-up passes: all done\n");
+    } else {
+        let head = if r.dry_run { "start-up passes to run (not rehearsed)" } else { "start-up passes that failed" };
+        out.push_str(&format!("{head}:\n"));
+        for p in pending {
+            out.push_str(&format!("       {}: {}\n", p.name, p.description));
+        }
+    }
+    if r.dry_run {
+        out.push_str("dry run: nothing was changed; run `isto admin migrate` to apply");
+    } else if r.pending.is_empty() {
+        out.push_str(&format!("the store is at schema version {}; start `isto serve`", r.binary_schema));
+    } else {
+        out.push_str(&format!("migrated to schema version {}; start `isto serve`", r.binary_schema));
+    }
+    out
+}
