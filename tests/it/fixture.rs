@@ -280,6 +280,8 @@ fn write_the_store_v4_fixture() {
     // Active through the consent link (matched: deliveries, a digest due, mail).
     let (active, active_code) = consented(&f, &octavia("private"), "active@example.com");
     assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    // Its first digest (the results link in it); the digest scheduler as the worker runs it.
+    assert!(isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap() >= 1);
     let results = token_from_outbox(h, "/results/");
     // Awaiting the e-mail confirmation.
     let (awaiting, _) = consented(&f, &octavia("private"), "awaiting@example.com");
@@ -530,6 +532,16 @@ fn mark_schema(path: &Path, version: u64, writer: &str) {
     txn.commit().unwrap();
 }
 
+/// The `meta` rows of the store file at `path`, read with redb directly (no migration).
+fn meta_of(path: &Path) -> BTreeMap<String, String> {
+    use redb::{ReadableDatabase as _, ReadableTable as _};
+    const META: redb::TableDefinition<&str, &str> = redb::TableDefinition::new("meta");
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    meta.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value().to_owned(), v.value().to_owned())).collect()
+}
+
 fn mark_newer(path: &Path) {
     mark_schema(path, isto::store::SCHEMA_VERSION + 1, "99.0.0");
 }
@@ -542,7 +554,7 @@ fn a_store_newer_than_this_isto_is_refused_by_serve_and_migrate() {
     copy_files(&fixture_dir().join("keys"), &data.join("keys"));
     let store = data.join("isto.redb");
     mark_newer(&store);
-    let before = std::fs::read(&store).unwrap();
+    let before = meta_of(&store);
     let newer = isto::store::SCHEMA_VERSION + 1;
     let says_what_to_do = |t: &str| {
         assert!(t.contains(&format!("store schema version {newer}")), "{t}");
@@ -560,7 +572,7 @@ fn a_store_newer_than_this_isto_is_refused_by_serve_and_migrate() {
     let o = run(&data, &["serve"]);
     assert!(!o.status.success(), "{}", text(&o));
     says_what_to_do(&text(&o));
-    assert_eq!(std::fs::read(&store).unwrap(), before, "refusing changed nothing");
+    assert_eq!(meta_of(&store), before, "refusing changed nothing");
     // And in-process: the store open and the dry run name both versions.
     let e = Store::open(&store).unwrap_err();
     assert!(matches!(e, StoreError::TooNew { found, ref writer } if found == newer && writer.as_deref() == Some("99.0.0")));
@@ -569,59 +581,104 @@ fn a_store_newer_than_this_isto_is_refused_by_serve_and_migrate() {
     says_what_to_do(&e.to_string());
 }
 
+/// The tables added by migrations 2–4 (see `store::schema`).
+const ADDED_SINCE_V1: [&str; 6] =
+    ["intent_expiry", "intent_erasure", "intent_due", "person_active", "intent_person", "pending_replies"];
+
+/// Turns the store file at `path` into one as isto wrote it at schema version 1: the
+/// tables added since dropped, version 1, writer `writer`, no start-up pass recorded.
+fn rewind_to_v1(path: &Path, writer: &str) {
+    mark_schema(path, 1, writer);
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    for t in ADDED_SINCE_V1 {
+        assert!(txn.delete_table(redb::TableDefinition::<&str, ()>::new(t)).unwrap(), "{t}");
+    }
+    txn.commit().unwrap();
+}
+
 #[test]
 fn migrate_lists_runs_and_reports_through_the_real_binary() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
     copy_files(&fixture_dir(), &data);
     copy_files(&fixture_dir().join("keys"), &data.join("keys"));
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(data.join("fixture.json")).unwrap()).unwrap();
+    let fixture_counts: BTreeMap<String, u64> = serde_json::from_value(manifest["counts"].clone()).unwrap();
     let store = data.join("isto.redb");
-    // As an older isto left it: schema version 3, no record of the start-up passes.
-    mark_schema(&store, 3, "0.0.9");
-    let rows_before = {
-        let s = Store::open(&tempcopy(&store, d.path())).unwrap();
-        export_of(&s).0
-    };
-    // The dry run lists versions and the pending migration, changes nothing.
-    let before = std::fs::read(&store).unwrap();
+    // As isto at schema version 1 left it.
+    rewind_to_v1(&store, "0.0.9");
+    let current = isto::store::SCHEMA_VERSION;
+
+    // The dry run lists versions and the pending migrations and what they would
+    // change, and changes nothing.
+    let before = meta_of(&store);
     let o = run(&data, &["admin", "migrate", "--dry-run", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((r["via"].as_str(), r["dryRun"].as_bool()), (Some("store"), Some(true)), "{r}");
-    assert_eq!(r["storeSchema"], 3);
-    assert_eq!(r["writer"], "0.0.9");
-    assert_eq!(r["binarySchema"], isto::store::SCHEMA_VERSION);
+    assert_eq!((r["storeSchema"].as_u64(), r["writer"].as_str()), (Some(1), Some("0.0.9")), "{r}");
+    assert_eq!(r["binarySchema"], current);
     let numbers: Vec<u64> = r["pending"].as_array().unwrap().iter().map(|m| m["number"].as_u64().unwrap()).collect();
-    assert_eq!(numbers, (4..=isto::store::SCHEMA_VERSION).collect::<Vec<_>>());
-    assert!(r["pending"][0]["name"].as_str().is_some_and(|n| !n.is_empty()));
-    assert!(r["pending"][0]["description"].as_str().is_some_and(|n| !n.is_empty()));
+    assert_eq!(numbers, (2..=current).collect::<Vec<_>>());
+    for m in r["pending"].as_array().unwrap() {
+        assert!(m["name"].as_str().is_some_and(|n| !n.is_empty()) && m["description"].as_str().is_some(), "{m}");
+    }
     assert_eq!(r["migrated"], false);
     assert!(r["passes"].as_array().unwrap().iter().all(|p| p["done"] == false), "{r}");
-    assert_eq!(std::fs::read(&store).unwrap(), before, "a dry run changes nothing");
+    // What they would change: the new tables, the expiry index with every intent due.
+    let changes: BTreeMap<String, (Option<u64>, u64)> = r["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["table"].as_str().unwrap().to_owned(), (t["before"].as_u64(), t["after"].as_u64().unwrap())))
+        .collect();
+    let intents = fixture_counts["intents"];
+    let want: BTreeMap<String, (Option<u64>, u64)> = [
+        ("intent_expiry", intents),
+        ("intent_erasure", 0),
+        ("intent_due", intents),
+        ("person_active", 0),
+        ("intent_person", 0),
+        ("pending_replies", 0),
+    ]
+    .into_iter()
+    .map(|(t, n)| (t.to_owned(), (None, n)))
+    .collect();
+    assert_eq!(changes, want, "{r}");
+    assert_eq!(meta_of(&store), before, "a dry run changes nothing");
+    let again = isto::store::migrate_file(&store, false).unwrap();
+    assert_eq!((again.stored, again.pending.len() as u64), (Some(1), current - 1), "still at version 1");
     // The human form says the same.
     let o = run(&data, &["admin", "migrate", "--dry-run"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("store schema version: 3 (last written by isto 0.0.9)"), "{t}");
-    assert!(t.contains(&format!("schema version {}", isto::store::SCHEMA_VERSION)), "{t}");
-    assert!(t.contains("4  pending_replies"), "{t}");
+    assert!(t.contains("store schema version: 1 (last written by isto 0.0.9)"), "{t}");
+    assert!(t.contains(&format!("this binary: isto {}, schema version {current}", isto::store::ISTO_VERSION)), "{t}");
+    assert!(t.contains("2  intent_expiry_index: ") && t.contains("4  pending_replies: "), "{t}");
+    assert!(t.contains("intent_due") && t.contains("(new table)"), "{t}");
+    assert!(t.contains("start-up passes to run") && t.contains("person_keys"), "{t}");
     assert!(t.contains("dry run: nothing was changed"), "{t}");
-    // The run migrates, runs the passes, and leaves every row as it was.
+
+    // The run migrates and runs the passes: the person index is rebuilt as it was.
     let o = run(&data, &["admin", "migrate", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(r["migrated"], true);
+    assert_eq!(r["migrated"], true, "{r}");
     assert!(r["passes"].as_array().unwrap().iter().all(|p| p["done"] == true), "{r}");
     let m = isto::store::migrate_file(&store, false).unwrap();
-    assert_eq!(m.stored, Some(isto::store::SCHEMA_VERSION));
+    assert_eq!(m.stored, Some(current));
     assert!(m.pending.is_empty() && m.tables.is_empty(), "{m:?}");
     assert_eq!(m.writer.as_deref(), Some(isto::store::ISTO_VERSION));
-    let mut rows_after = export_of(&Store::open(&store).unwrap()).0;
-    // `meta` gained the records of the two passes; every other table is as it was.
-    assert_eq!(rows_after.remove("meta").unwrap(), rows_before["meta"] + isto::state::PASSES.len() as u64);
-    let mut rows_before = rows_before;
-    rows_before.remove("meta");
-    assert_eq!(rows_after, rows_before);
+    let counts = export_of(&Store::open(&store).unwrap()).0;
+    for (t, n) in &fixture_counts {
+        let want = match t.as_str() {
+            "intent_expiry" | "intent_due" => intents,
+            "intent_erasure" | "pending_replies" => 0,
+            _ => *n,
+        };
+        assert_eq!(counts[t], want, "table {t} after the migration");
+    }
     // Again: nothing pending.
     let o = run(&data, &["admin", "migrate"]);
     let t = text(&o);
@@ -629,13 +686,6 @@ fn migrate_lists_runs_and_reports_through_the_real_binary() {
     // No store: an error that says what to do.
     let o = run(&d.path().join("nothing"), &["admin", "migrate"]);
     assert!(!o.status.success() && text(&o).contains("nothing to migrate"), "{}", text(&o));
-}
-
-/// A copy of the store file `path` in `dir` (to read it without changing it).
-fn tempcopy(path: &Path, dir: &Path) -> PathBuf {
-    let p = dir.join("copy.redb");
-    std::fs::copy(path, &p).unwrap();
-    p
 }
 
 #[test]
