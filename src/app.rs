@@ -32,8 +32,9 @@ pub enum ServeError {
     /// The data directory cannot be created.
     #[error("cannot create data directory {0}: {1}")]
     DataDir(String, std::io::Error),
-    /// The store cannot be opened.
-    #[error("{0} (is another `isto serve` running on this data directory?)")]
+    /// The store cannot be opened (the hint about another server only when another
+    /// process holds the file; a store newer than this isto says what to do itself).
+    #[error("{0}{hint}", hint = if .0.is_already_open() { " (is another `isto serve` running on this data directory?)" } else { "" })]
     Store(#[from] crate::store::StoreError),
     /// The store exists but its sealing key does not.
     #[error("the sealing key {0} is missing but the store exists: restore the key from your backup (a new key could not open the sealed contacts and limits)")]

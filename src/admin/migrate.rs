@@ -148,10 +148,7 @@ fn base_report(via: MigrateVia, dry_run: bool) -> MigrateReport {
 }
 
 fn pass_states(done: impl Fn(&Pass) -> bool) -> Vec<PassState> {
-    PASSES
-        .iter()
-        .map(|p| PassState { name: p.name.into(), description: p.description.into(), done: done(p) })
-        .collect()
+    PASSES.iter().map(|p| PassState { name: p.name.into(), description: p.description.into(), done: done(p) }).collect()
 }
 
 fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
@@ -214,7 +211,8 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
 /// is recorded.
 fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
     let path = settings.store_path();
-    let store = crate::store::Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))?;
+    let store =
+        crate::store::Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))?;
     let (keys, _) = crate::crypto::KeyRing::load_or_create(&settings.key_path())?;
     let holder =
         crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));

@@ -45,7 +45,9 @@ pub use records::Ns;
 pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
-pub use schema::{migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION};
+pub use schema::{
+    migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
+};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
@@ -96,10 +98,10 @@ pub enum StoreError {
     /// The message names the file's version and writer, this build's, and what to do.
     #[error(
         "the store was written by {} at store schema version {found}, which is newer than this isto \
-         {ISTO_VERSION} knows ({SCHEMA_VERSION}): upgrade isto again to {} (or later), or restore a backup \
-         made by this version (`isto admin restore FILE --force`, with the newer isto stopped)",
+         {ISTO_VERSION} knows ({SCHEMA_VERSION}): upgrade isto again (install {} or later), or restore a \
+         backup made by this version (`isto admin restore FILE --force`, with the newer isto stopped)",
         writer.as_deref().map_or_else(|| "a newer isto".to_owned(), |w| format!("isto {w}")),
-        writer.as_deref().unwrap_or("the version that wrote it")
+        writer.as_deref().map_or_else(|| "the version that wrote it".to_owned(), |w| format!("isto {w}"))
     )]
     TooNew {
         /// The version found in the file.

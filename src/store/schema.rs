@@ -534,6 +534,43 @@ mod tests {
     }
 
     #[test]
+    fn migrate_file_rehearses_then_runs_the_pending_migrations_counting_rows() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        write_v1(&p);
+        let dry = migrate_file(&p, false).unwrap();
+        assert_eq!(
+            (dry.stored, dry.writer.as_deref(), dry.current, dry.committed),
+            (Some(1), None, SCHEMA_VERSION, false)
+        );
+        let numbers: Vec<u64> = dry.pending.iter().map(|m| m.number).collect();
+        assert_eq!(numbers, (2..=SCHEMA_VERSION).collect::<Vec<_>>());
+        let due = dry.tables.iter().find(|t| t.table == "intent_due").unwrap();
+        assert_eq!((due.before, due.after), (None, 2), "both intents entered as due");
+        let meta = dry.tables.iter().find(|t| t.table == "meta").unwrap();
+        assert_eq!((meta.before, meta.after), (Some(1), 2), "the writer is added");
+        assert!(dry.passes_done.is_empty());
+        assert_eq!(version_in(&p), "1", "a dry run changes nothing");
+        let run = migrate_file(&p, true).unwrap();
+        assert_eq!((run.pending.clone(), run.tables.clone(), run.committed), (dry.pending, dry.tables, true));
+        assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
+        let again = migrate_file(&p, true).unwrap();
+        assert!(again.pending.is_empty() && again.tables.is_empty(), "{again:?}");
+        assert_eq!(again.writer.as_deref(), Some(ISTO_VERSION));
+        // A newer store: refused before anything is counted, naming its writer.
+        {
+            let db = Database::create(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().insert(VERSION_KEY, (SCHEMA_VERSION + 1).to_string().as_str()).unwrap();
+            txn.open_table(META).unwrap().insert(WRITER_KEY, "9.9.9").unwrap();
+            txn.commit().unwrap();
+        }
+        let e = migrate_file(&p, false).unwrap_err();
+        assert!(e.to_string().contains("written by isto 9.9.9"), "{e}");
+        assert!(e.to_string().contains("install isto 9.9.9 or later"), "{e}");
+    }
+
+    #[test]
     fn an_unreadable_version_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("s.redb");

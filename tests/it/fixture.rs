@@ -375,7 +375,8 @@ fn open_copy() -> (Fx, Value) {
 fn the_store_v4_fixture_opens_migrated_and_served() {
     let (f, m) = open_copy();
     let h = &f.holder;
-    let s = |p: &str| m.pointer(p).and_then(Value::as_str).unwrap_or_else(|| panic!("fixture.json lacks {p}")).to_owned();
+    let s =
+        |p: &str| m.pointer(p).and_then(Value::as_str).unwrap_or_else(|| panic!("fixture.json lacks {p}")).to_owned();
 
     // Counts per table and per record namespace, as the generator left them.
     let (counts, lines) = export_of(&h.base.store);
@@ -560,7 +561,9 @@ fn a_store_newer_than_this_isto_is_refused_by_serve_and_migrate() {
         assert!(t.contains(&format!("store schema version {newer}")), "{t}");
         assert!(t.contains("isto 99.0.0"), "names the isto that wrote it: {t}");
         assert!(t.contains(&format!("({})", isto::store::SCHEMA_VERSION)), "{t}");
-        assert!(t.contains("upgrade isto again") && t.contains("restore a backup made by this version"), "{t}");
+        assert!(t.contains("upgrade isto again (install isto 99.0.0 or later)"), "{t}");
+        assert!(t.contains("restore a backup made by this version"), "{t}");
+        assert!(!t.contains("another `isto serve`"), "not blamed on another server: {t}");
     };
     // `isto admin migrate` (and its dry run) refuse, exit non-zero, change nothing.
     for args in [&["admin", "migrate"][..], &["admin", "migrate", "--dry-run"], &["admin", "migrate", "--json"]] {
@@ -575,7 +578,9 @@ fn a_store_newer_than_this_isto_is_refused_by_serve_and_migrate() {
     assert_eq!(meta_of(&store), before, "refusing changed nothing");
     // And in-process: the store open and the dry run name both versions.
     let e = Store::open(&store).unwrap_err();
-    assert!(matches!(e, StoreError::TooNew { found, ref writer } if found == newer && writer.as_deref() == Some("99.0.0")));
+    assert!(
+        matches!(e, StoreError::TooNew { found, ref writer } if found == newer && writer.as_deref() == Some("99.0.0"))
+    );
     says_what_to_do(&e.to_string());
     let e = isto::store::migrate_file(&store, false).unwrap_err();
     says_what_to_do(&e.to_string());
@@ -682,7 +687,10 @@ fn migrate_lists_runs_and_reports_through_the_real_binary() {
     // Again: nothing pending.
     let o = run(&data, &["admin", "migrate"]);
     let t = text(&o);
-    assert!(o.status.success() && t.contains("pending migrations: none") && t.contains("start-up passes: all done"), "{t}");
+    assert!(
+        o.status.success() && t.contains("pending migrations: none") && t.contains("start-up passes: all done"),
+        "{t}"
+    );
     // No store: an error that says what to do.
     let o = run(&d.path().join("nothing"), &["admin", "migrate"]);
     assert!(!o.status.success() && text(&o).contains("nothing to migrate"), "{}", text(&o));
