@@ -107,12 +107,15 @@ pub enum AdminCommand {
     /// The key ring.
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Bring a stopped holder's store to this isto's schema version (upgrades): print the
-    /// store's version, this binary's and the pending migrations, run them in one
-    /// transaction and the one-time start-up passes, and print what changed (rows per
-    /// table). With `isto serve` running, print its versions: it migrated at start. A
-    /// store written by a newer isto is refused (install that isto again, or restore a
-    /// backup made by this one). Back up first: see README "Upgrades".
+    /// Bring the store to this isto's schema version (upgrades; --dry-run shows what
+    /// would change).
+    ///
+    /// Prints the store's schema version, this binary's and the pending migrations
+    /// (number, name, what each changes), runs them in one transaction and the one-time
+    /// start-up passes, and prints what changed (rows per table). With `isto serve`
+    /// running it prints the server's versions: the server migrated at start. A store
+    /// written by a newer isto is refused (install that isto again, or restore a backup
+    /// made by this one). Stop the server and back up first: see README "Upgrades".
     Migrate {
         /// Run the migrations in a transaction that is rolled back and print what they
         /// would change; change nothing.
