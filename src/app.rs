@@ -46,8 +46,11 @@ pub enum ServeError {
     #[error(transparent)]
     Mail(#[from] crate::mail::MailError),
     /// The listen address cannot be bound.
-    #[error("cannot listen on {0}: {1}")]
+    #[error("cannot listen on {0}: {1}; {hint}", hint = bind_hint(.1))]
     Bind(std::net::SocketAddr, std::io::Error),
+    /// The admin socket cannot be created (`DATA_DIR/admin.sock`).
+    #[error("cannot create the admin socket {0}: {1}{hint}", hint = socket_hint(.1))]
+    AdminSocket(String, std::io::Error),
     /// The server stopped with an I/O error.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
@@ -64,7 +67,102 @@ impl ServeError {
             ServeError::Key(_) => "cannot load the sealing key",
             ServeError::Mail(_) => "mail transport misconfigured",
             ServeError::Bind(..) => "cannot listen",
+            ServeError::AdminSocket(..) => "cannot create the admin socket",
             ServeError::Io(_) => "server I/O error",
+        }
+    }
+}
+
+/// What to do when the listen address cannot be bound, by the error's kind.
+fn bind_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "another program (another `isto serve`?) uses that port: stop it, or choose another address with `listen` in the config, ISTO_LISTEN or --listen"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need CAP_NET_BIND_SERVICE: listen on a higher port behind a reverse proxy, or grant the capability (see the README)"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "no interface of this machine has that address: use 127.0.0.1, 0.0.0.0 or one of its own addresses (`listen`, ISTO_LISTEN or --listen)"
+        }
+        _ => "check `listen` in the config, ISTO_LISTEN or --listen",
+    }
+}
+
+/// What to do when the admin socket cannot be bound (a Unix socket path has at most 107
+/// bytes on Linux).
+fn socket_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::InvalidInput => " (a Unix socket path has at most 107 bytes: choose a shorter data_dir)",
+        _ => "",
+    }
+}
+
+/// What one start of `isto serve` creates under the data directory, so that a start that
+/// fails before it serves removes exactly that and nothing else (issue 11 point 7: a
+/// failed start leaves no new data directory, sealing key or store behind).
+///
+/// [`Fresh::survey`] notes, before anything is created, which of the paths a start may
+/// create do not exist yet: the data directory itself (then its topmost missing
+/// ancestor, as `create_dir_all` makes it), or else inside an existing one the store,
+/// the sealing and handle keys, the `keys/`, `index/` and `outbox/` directories. Dropped
+/// while armed, it removes those of them that exist now, files first; [`Fresh::keep`]
+/// disarms it once the holder serves. A path that existed before is never touched.
+#[derive(Debug)]
+struct Fresh {
+    /// Paths this start may create that did not exist at the survey, files first.
+    made: Vec<std::path::PathBuf>,
+    /// Whether dropping removes them.
+    armed: bool,
+}
+
+impl Fresh {
+    /// Notes the paths under `settings.data_dir` that do not exist yet.
+    fn survey(settings: &Settings) -> Self {
+        let absent = |p: &std::path::Path| std::fs::symlink_metadata(p).is_err();
+        let dir = &settings.data_dir;
+        let made = if absent(dir) {
+            // The topmost ancestor that does not exist: `create_dir_all` makes it and
+            // everything below.
+            let mut top = dir.clone();
+            while let Some(parent) = top.parent().filter(|p| !p.as_os_str().is_empty() && absent(p)) {
+                top = parent.to_path_buf();
+            }
+            vec![top]
+        } else {
+            let key = settings.key_path();
+            let mut paths = vec![settings.store_path(), KeyRing::handle_key_path(&key), key.clone()];
+            paths.extend(key.parent().map(std::path::Path::to_path_buf));
+            paths.push(dir.join("index"));
+            paths.push(settings.outbox_dir());
+            paths.into_iter().filter(|p| absent(p)).collect()
+        };
+        Self { made, armed: true }
+    }
+
+    /// The start succeeded: keep everything.
+    fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        for p in &self.made {
+            let removed = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(p),
+                Ok(_) => std::fs::remove_file(p),
+                Err(_) => continue,
+            };
+            match removed {
+                Ok(()) => tracing::info!(path = %p.display(), "failed start: removed what it had created"),
+                Err(e) => {
+                    tracing::warn!(path = %p.display(), error = %e, "failed start: cannot remove what it had created")
+                }
+            }
         }
     }
 }
@@ -357,19 +455,39 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     served
 }
 
+/// The mail transport `s` names: its SMTP server, or `.eml` files in `DATA_DIR/outbox`
+/// (created, owner-only).
+fn mail_transport(s: &Settings) -> Result<crate::mail::Transport, ServeError> {
+    Ok(crate::mail::Transport::with_timeout(
+        s.smtp_url.as_deref(),
+        &s.outbox_dir(),
+        s.allow_plaintext_auth,
+        Duration::from_secs(s.smtp_timeout_secs),
+    )?)
+}
+
 /// [`serve`] without the failure status.
 async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
     systemd::status("opening the store");
-    // Listen first: a port in use is reported before anything is created on disk.
+    // Listen first and check the SMTP server's URL: a port in use or a bad URL is
+    // reported before anything is created on disk.
     let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
-    let transport = crate::mail::Transport::with_timeout(
-        settings.smtp_url.as_deref(),
-        &settings.outbox_dir(),
-        settings.allow_plaintext_auth,
-        Duration::from_secs(settings.smtp_timeout_secs),
-    )?;
+    let smtp = match settings.smtp_url {
+        Some(_) => Some(mail_transport(&settings)?),
+        None => None,
+    };
+    // From here on what this start creates is removed again if it fails before serving.
+    let fresh = Fresh::survey(&settings);
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings;
+    // The .eml directory is made inside the data directory that `open_holder` made
+    // owner-only (made first, it would have created the data directory with the umask).
+    let transport = match smtp {
+        Some(t) => t,
+        None => mail_transport(s)?,
+    };
+    let admin_socket = crate::admin::AdminSocket::bind(&s.admin_socket_path())
+        .map_err(|e| ServeError::AdminSocket(s.admin_socket_path().display().to_string(), e))?;
     if created {
         tracing::warn!(path = %s.key_path().display(), "created a new sealing key; back it up: without it sealed contacts and limits cannot be read");
     } else {
@@ -411,7 +529,7 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         transport,
         stop.clone(),
     ));
-    let admin = tokio::spawn(crate::admin::serve_socket(holder.clone(), stop.clone()));
+    let admin = tokio::spawn(admin_socket.run(holder.clone(), stop.clone()));
     let sweeper = {
         let (h, stop) = (holder.clone(), stop.clone());
         tokio::spawn(async move {
@@ -458,6 +576,7 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
     // The socket listens since the start (connections wait in its backlog) and is
     // accepted from at once: ready now.
     let active = holder.base.engine.len();
+    fresh.keep();
     systemd::ready(&match offers {
         Some(n) => format!("serving: {n} offers, {active} active intents"),
         None => format!("serving without the offer index (search fails): {active} active intents"),

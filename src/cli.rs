@@ -164,6 +164,10 @@ pub enum OffersCommand {
     /// Import offers from JSON Lines (.jsonl) or CSV (.csv); bad rows are reported with
     /// their line numbers and do not stop the others. Imported offers are matched against
     /// standing active intents.
+    #[command(after_help = "Exit status:\n  \
+        0  every row was imported (or the file has no rows)\n  \
+        1  some rows were rejected: the report (text or --json) names their lines, the other rows are stored\n  \
+        2  the import did not run or stopped: bad arguments or config, an unreadable file, a store or admin socket failure (see the error; offers of batches stored before a stop stay stored)")]
     Import {
         /// The file.
         file: PathBuf,

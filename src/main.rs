@@ -24,6 +24,14 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `offers import` keeps 1 for "some rows were rejected"; its other failures exit 2
+    // (`isto admin offers import --help`).
+    let failure = match cli.command {
+        Command::Admin(AdminCommand::Offers(OffersCommand::Import { .. })) => {
+            ExitCode::from(isto::admin::IMPORT_FAILED)
+        }
+        _ => ExitCode::FAILURE,
+    };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -39,7 +47,7 @@ fn main() -> ExitCode {
                 }
             }
             eprintln!("error: {msg}");
-            ExitCode::FAILURE
+            failure
         }
     }
 }
@@ -94,7 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 AdminCommand::Offers(OffersCommand::Import { file, full, json }) => {
                     let report = isto::admin::import_feed(&settings, &file, full, json)?;
-                    Ok(ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(1)))
+                    Ok(ExitCode::from(report.exit_code()))
                 }
                 AdminCommand::Seller(cmd) => {
                     isto::admin::seller_command(&settings, cmd)?;

@@ -99,16 +99,29 @@ pub struct ImportReport {
     pub withdrawn: Option<u64>,
 }
 
+/// Exit status of `isto admin offers import` when some rows were rejected: the report
+/// (text or `--json`) is printed, the good rows are stored (issue 11 point 7).
+pub const IMPORT_REJECTED: u8 = 1;
+/// Exit status of `isto admin offers import` when the import did not run or stopped: bad
+/// arguments or config, an unreadable file, a store or admin socket failure (the error
+/// is on stderr; rows of batches stored before a stop stay stored). clap's usage errors
+/// exit 2 too.
+pub const IMPORT_FAILED: u8 = 2;
+
 impl ImportReport {
-    /// Whether the file had rows and every one was refused (the CLI then exits 1).
+    /// Whether the file had rows and every one was refused.
     pub fn all_rejected(&self) -> bool {
         self.rows > 0 && self.rejected == self.rows
     }
 
-    /// The process exit status: 1 when every row was rejected, else 0 (an empty file
-    /// is not a failure).
-    pub fn exit_code(&self) -> i32 {
-        i32::from(self.all_rejected())
+    /// The process exit status: [`IMPORT_REJECTED`] (1) when any row was rejected, else
+    /// 0 (an empty file is not a failure).
+    pub fn exit_code(&self) -> u8 {
+        if self.rejected > 0 {
+            IMPORT_REJECTED
+        } else {
+            0
+        }
     }
 
     /// The human summary line.

@@ -7,13 +7,16 @@
 mod kit;
 
 mod backup;
+mod backup_timer;
 mod buyer_flow;
 mod demand;
 mod disk_full;
 mod fixture;
+mod failed_start;
 mod hidden_limit;
 mod holder_flow;
 mod http_router;
+mod import_exit;
 mod limits;
 mod mail_faults;
 mod people;
