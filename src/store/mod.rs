@@ -37,6 +37,7 @@ mod records;
 mod replies;
 mod schema;
 mod sellers;
+mod stats;
 mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Export, Snapshot};
@@ -46,6 +47,7 @@ pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
 pub use schema::{FILE_NAME, SCHEMA_VERSION};
+pub use stats::Counts;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
