@@ -408,6 +408,32 @@ impl Metrics {
             Unit::Seconds,
             outbox_oldest.clone(),
         );
+        // Every series with a fixed label set starts at zero, so that it is there (and
+        // `rate()` works) before the first event.
+        for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential] {
+            drop(rate_limited.get_or_create(&ScopeLabels { scope }));
+        }
+        for rule in [
+            QuotaRule::DraftsPerClient,
+            QuotaRule::ConsentsPerClient,
+            QuotaRule::ConsentsPerAddress,
+            QuotaRule::ConfirmationMails,
+            QuotaRule::RegistrationsPerClient,
+        ] {
+            drop(quotas.get_or_create(&RuleLabels { rule }));
+        }
+        for result in [ImportResult::Created, ImportResult::Updated, ImportResult::Refused] {
+            drop(imported.get_or_create(&ResultLabels { result }));
+        }
+        for status in [
+            IntentStatus::AwaitingConsent,
+            IntentStatus::AwaitingEmailConfirmation,
+            IntentStatus::Active,
+            IntentStatus::Expired,
+            IntentStatus::Withdrawn,
+        ] {
+            drop(intents.get_or_create(&StatusLabels { status }));
+        }
         let build = Family::<VersionLabels, Gauge>::default();
         build.get_or_create(&VersionLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
         registry.register("build_info", "The running isto's version", build);

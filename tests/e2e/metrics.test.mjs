@@ -95,10 +95,9 @@ test("issue 11: /metrics during the consent-link flow, bounded labels, no person
     env.defer(() => mcp?.close());
 
     const before = await scrape();
+    // Every series with a fixed label set is there from the start (the request and tool
+    // series appear with their first request: checked after the flow).
     for (const [name, type] of [
-      ["isto_http_requests", "counter"],
-      ["isto_http_request_duration_seconds", "histogram"],
-      ["isto_mcp_tool_calls", "counter"],
       ["isto_rate_limited", "counter"],
       ["isto_quota_refusals", "counter"],
       ["isto_offers_imported", "counter"],
@@ -189,6 +188,17 @@ test("issue 11: /metrics during the consent-link flow, bounded labels, no person
     assert.ok(sum(after, "isto_http_request_duration_seconds_count", { endpoint: "/mcp" }) >= 5);
     assert.ok(after.samples.some((s) => s.name === "isto_outbox_depth"), "no outbox depth sample");
     assert.ok(after.samples.some((s) => s.name === "isto_outbox_oldest_age_seconds"), "no outbox age sample");
+    for (const [name, type] of [
+      ["isto_http_requests", "counter"],
+      ["isto_http_request_duration_seconds", "histogram"],
+      ["isto_mcp_tool_calls", "counter"],
+    ]) {
+      assert.equal(after.types.get(name), type, `# TYPE ${name} ${type} missing`);
+    }
+    for (const status of ["awaiting_consent", "awaiting_email_confirmation", "active", "expired", "withdrawn"]) {
+      assert.ok(after.samples.some((s) => s.name === "isto_intents" && s.labels.status === status), `no isto_intents{status="${status}"}`);
+    }
+    assert.ok(after.samples.some((s) => s.name === "isto_quota_refusals_total" && s.labels.rule === "drafts_per_client"));
     const tools = new Set(after.samples.filter((s) => s.name === "isto_mcp_tool_calls_total").map((s) => s.labels.tool));
     for (const tool of tools) assert.match(tool, /^(intent_[a-z_]+|other)$/, `tool label ${tool}`);
 

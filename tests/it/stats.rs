@@ -147,7 +147,7 @@ fn label_sets(text: &str, series: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix(series))
         .filter_map(|rest| rest.strip_prefix('{'))
-        .filter_map(|rest| rest.split('}').next())
+        .filter_map(|rest| rest.rsplit_once("} ").map(|(labels, _)| labels))
         .map(str::to_owned)
         .collect()
 }
