@@ -197,3 +197,125 @@ fn random_paths_and_unknown_tools_create_no_series() {
     assert!(tools.contains(&"tool=\"other\",outcome=\"unknown_tool\"".to_owned()), "{tools:?}");
     assert!(tools.contains(&"tool=\"intent_get_intent\",outcome=\"error\"".to_owned()), "{tools:?}");
 }
+
+#[test]
+fn every_admin_command_prints_one_json_object_with_json_and_a_json_error_on_failure() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_isto"))
+            .args(args)
+            .env("ISTO_DATA_DIR", data.path())
+            .env_remove("ISTO_CONFIG")
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "isto {args:?} printed other than one line:\n{stdout}");
+        let v: Value =
+            serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("isto {args:?}: not JSON ({e}):\n{stdout}"));
+        (out.status.code(), v)
+    };
+    let ok = |args: &[&str]| {
+        let (code, v) = run(args);
+        assert_eq!(code, Some(0), "isto {args:?}: {v}");
+        v
+    };
+    let failed = |args: &[&str], needle: &str| {
+        let (code, v) = run(args);
+        assert_eq!(code, Some(1), "isto {args:?}: {v}");
+        assert_eq!(v["ok"], false, "{v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "isto {args:?}: {v}");
+    };
+    let path = |name: &str| work.path().join(name).display().to_string();
+
+    failed(&["admin", "purge", "--json"], "isto admin init");
+    ok(&["admin", "init", "--json"]);
+    assert!(ok(&["admin", "check-config", "--json"])["listen"].is_string());
+    ok(&["admin", "stats", "--json"]);
+    ok(&["admin", "purge", "--dry-run", "--json"]);
+    ok(&["admin", "seller", "list", "--json"]);
+    let added = ok(&["admin", "seller", "add", "--name", "JSON Dealer", "--email", "dealer@seller.example", "--json"]);
+    let account = added["seller"]["accountId"].as_str().unwrap_or("").to_owned();
+    assert!(account.starts_with("acc_"), "{added}");
+    ok(&["admin", "seller", "disable", &account, "--json"]);
+    ok(&["admin", "seller", "enable", &account, "--json"]);
+    failed(&["admin", "seller", "disable", "acc_nobody", "--json"], "no seller with this id");
+    let feed = path("offers.jsonl");
+    std::fs::write(
+        &feed,
+        serde_json::to_string(&json!({
+        "ref": "j1", "title": "Škoda Octavia", "category": "vehicles",
+        "attributes": {"make": "Škoda", "model": "Octavia"}, "price": {"amount": 9000, "currency": "EUR"},
+        "area": {"country": "SK", "regions": ["SK-BL"]}, "seller": {"name": "JSON feed"}}))
+        .unwrap()
+            + "\n",
+    )
+    .unwrap();
+    ok(&["admin", "offers", "import", &feed, "--json"]);
+    failed(&["admin", "offers", "import", &path("missing.jsonl"), "--json"], "missing.jsonl");
+    let backup = path("b.isto-backup");
+    ok(&["admin", "backup", "--out", &backup, "--json"]);
+    ok(&["admin", "backup", "--verify", &backup, "--json"]);
+    failed(&["admin", "backup", "--out", &backup, "--json"], "--force");
+    ok(&["admin", "keys", "export", "--out", &path("keys"), "--json"]);
+    failed(&["admin", "restore", &backup, "--json"], "store");
+    ok(&["admin", "restore", &backup, "--force", "--json"]);
+    // A bad config value: the JSON error names the key.
+    let config = path("bad.toml");
+    std::fs::write(&config, "metrics_listen = \"nowhere\"\n").unwrap();
+    failed(&["--config", &config, "admin", "check-config", "--json"], "metrics_listen");
+}
+
+/// The value of the sample `line` (`name{labels}`) in the exposition; 0 when absent.
+fn sample(text: &str, line: &str) -> f64 {
+    text.lines().find_map(|l| l.strip_prefix(line)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
+}
+
+#[test]
+fn a_quota_refusal_is_counted_under_its_rule() {
+    use isto::base::quota::{Key, Quotas};
+    let series = "isto_quota_refusals_total{rule=\"confirmation_mails\"}";
+    let before = sample(&isto::telemetry::render(None), series);
+    let q = Quotas::new(isto::config::Quotas { confirmation_mails_per_hour: 1, ..isto::config::Quotas::default() });
+    let rule = isto::base::quota::Rule::MailsGlobal;
+    assert!(q.take(rule, &Key::Global, 1_000).is_ok());
+    assert!(q.take(rule, &Key::Global, 1_001).is_err());
+    assert!(q.take(rule, &Key::Global, 1_002).is_err());
+    let after = sample(&isto::telemetry::render(None), series);
+    // Other tests of this binary may refuse mails too: at least these two.
+    assert!(after >= before + 2.0, "{before} → {after}");
+}
+
+#[test]
+fn log_level_turns_on_admin_logs_and_wins_over_rust_log() {
+    let data = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], rust_log: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_isto"))
+            .args(args)
+            .env("ISTO_DATA_DIR", data.path())
+            .env_remove("ISTO_CONFIG")
+            .env("RUST_LOG", rust_log)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["admin", "init"], "warn").status.success());
+    let feed = data.path().join("f.jsonl");
+    std::fs::write(&feed, "{\"title\":\"x\"}\n").unwrap();
+    let feed = feed.display().to_string();
+    // RUST_LOG alone: admin commands do not log.
+    let quiet = run(&["admin", "offers", "import", &feed, "--json"], "trace");
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("catalogue import finished"));
+    // --log-level info: they do, on stderr; stdout stays the one JSON report.
+    let loud = run(&["--log-level", "info", "admin", "offers", "import", &feed, "--json"], "error");
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("catalogue import finished"), "{loud:?}");
+    let stdout = String::from_utf8_lossy(&loud.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    serde_json::from_str::<Value>(stdout.trim()).unwrap();
+    // A level that is not one of the five is a usage error.
+    let bad = run(&["--log-level", "chatty", "admin", "stats"], "");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--log-level"), "{bad:?}");
+}
