@@ -161,35 +161,35 @@ pub(crate) async fn respond(holder: &AppState) -> Value {
     }
 }
 
-/// The human report: one line per count, the maps indented.
+/// The human report: one line per count (the parts of a count indented under it), the
+/// per-category counts as `category: status n, …`.
 pub fn report(s: &Stats) -> String {
-    let mut out = format!("holder counts at {}\n", s.at);
-    let line = |out: &mut String, indent: usize, what: &str, n: u64| {
-        out.push_str(&format!("{:indent$}{n:>8}  {what}\n", "", indent = indent));
-    };
-    line(&mut out, 2, "intents", s.intents.total);
+    fn line(out: &mut Vec<String>, indent: usize, what: &str, n: u64) {
+        out.push(format!("{:<40}{n:>10}", format!("{:indent$}{what}", "")));
+    }
+    fn by_category(out: &mut Vec<String>, map: &BTreeMap<String, BTreeMap<String, u64>>) {
+        for (category, by) in map {
+            let parts: Vec<String> = by.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            out.push(format!("    {category}: {}", parts.join(", ")));
+        }
+    }
+    let mut out = vec![format!("holder counts at {}", s.at)];
+    line(&mut out, 0, "intents", s.intents.total);
     for (status, n) in &s.intents.by_status {
-        line(&mut out, 4, status, *n);
+        line(&mut out, 2, status, *n);
     }
-    for (category, by) in &s.intents.by_category {
-        let parts: Vec<String> = by.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out.push_str(&format!("            {category}: {}\n", parts.join(", ")));
-    }
-    line(&mut out, 2, "offers", s.offers.total);
-    line(&mut out, 4, "active", s.offers.active);
-    for (category, by) in &s.offers.by_category {
-        let parts: Vec<String> = by.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out.push_str(&format!("            {category}: {}\n", parts.join(", ")));
-    }
-    line(&mut out, 2, "sellers", s.sellers.total);
-    line(&mut out, 4, "disabled", s.sellers.disabled);
-    line(&mut out, 2, "deliveries", s.deliveries);
-    line(&mut out, 2, "e-mails queued", s.outbox.depth);
-    line(&mut out, 4, "seconds the oldest has waited", s.outbox.oldest_age_secs);
-    line(&mut out, 4, "e-mails given up on", s.outbox.dropped);
-    line(&mut out, 2, "accounts", s.accounts);
-    out.pop();
-    out
+    by_category(&mut out, &s.intents.by_category);
+    line(&mut out, 0, "offers", s.offers.total);
+    line(&mut out, 2, "active", s.offers.active);
+    by_category(&mut out, &s.offers.by_category);
+    line(&mut out, 0, "sellers", s.sellers.total);
+    line(&mut out, 2, "disabled", s.sellers.disabled);
+    line(&mut out, 0, "deliveries", s.deliveries);
+    line(&mut out, 0, "e-mails queued", s.outbox.depth);
+    line(&mut out, 2, "seconds the oldest has waited", s.outbox.oldest_age_secs);
+    line(&mut out, 0, "e-mails given up on", s.outbox.dropped);
+    line(&mut out, 0, "accounts", s.accounts);
+    out.join("\n")
 }
 
 /// Runs `isto admin stats`, printing [`report`] (JSON with `json_output`: the
