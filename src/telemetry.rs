@@ -38,7 +38,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 /// The `Content-Type` of [`render`]'s text (OpenMetrics 1.0, which Prometheus reads).
@@ -316,18 +316,21 @@ struct VersionLabels {
 #[derive(Debug)]
 pub struct Bounded {
     max: usize,
-    seen: Mutex<HashSet<String>>,
+    seen: RwLock<HashSet<String>>,
 }
 
 impl Bounded {
     /// An empty set admitting `max` values.
     pub fn new(max: usize) -> Self {
-        Self { max, seen: Mutex::new(HashSet::new()) }
+        Self { max, seen: RwLock::new(HashSet::new()) }
     }
 
-    /// `value` when admitted, else [`OTHER`].
+    /// `value` when admitted, else [`OTHER`]. A value seen before takes a read lock only.
     pub fn admit(&self, value: &str) -> String {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.seen.read().unwrap_or_else(PoisonError::into_inner).contains(value) {
+            return value.to_owned();
+        }
+        let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
         if seen.contains(value) {
             return value.to_owned();
         }
