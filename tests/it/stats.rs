@@ -319,3 +319,28 @@ fn log_level_turns_on_admin_logs_and_wins_over_rust_log() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--log-level"), "{bad:?}");
 }
+
+#[test]
+fn a_metrics_address_in_use_fails_the_start_before_anything_is_created() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = free.local_addr().unwrap().to_string();
+    drop(free);
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_isto"))
+        .arg("serve")
+        .env("ISTO_DATA_DIR", &data)
+        .env("ISTO_LISTEN", &listen)
+        .env("ISTO_METRICS_LISTEN", &addr)
+        .env_remove("ISTO_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("cannot listen on {addr}")), "{stderr}");
+    assert!(!data.exists(), "a failed start left a data directory behind");
+}
