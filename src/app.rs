@@ -11,7 +11,7 @@ use crate::net::{ClientAddr, TrustedProxies};
 use crate::policy::Resource;
 use crate::state::AppState;
 use crate::store::Store;
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub mod metrics;
 pub mod rate;
 pub mod systemd;
 
@@ -217,13 +218,7 @@ async fn request_id(mut req: Request, next: Next) -> Response {
 /// tokens), the request id, and — recorded when the response starts — status and
 /// latency (`ms`). Everything logged while answering the request is inside it.
 fn request_span(req: &Request) -> Span {
-    let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| {
-        if req.uri().path().starts_with("/mcp") {
-            "/mcp".to_owned()
-        } else {
-            "-".to_owned()
-        }
-    });
+    let route = metrics::route_of(req).unwrap_or_else(|| "-".to_owned());
     let id = req.extensions().get::<RequestId>().map(|r| r.0.as_str()).unwrap_or("-");
     tracing::info_span!(
         "request",
@@ -434,6 +429,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .layer(axum::middleware::from_fn_with_state(limits, rate::per_client))
         .layer(axum::middleware::from_fn_with_state(trusted, client_addr))
         .layer(trace)
+        .layer(axum::middleware::from_fn(metrics::count_requests))
         .layer(axum::middleware::from_fn(request_id))
 }
 
@@ -472,6 +468,10 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
     // Listen first and check the SMTP server's URL: a port in use or a bad URL is
     // reported before anything is created on disk.
     let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
+    let metrics_listener = match settings.metrics_listen {
+        Some(addr) => Some(listen(addr).map_err(|e| ServeError::Bind(addr, e))?),
+        None => None,
+    };
     let smtp = match settings.smtp_url {
         Some(_) => Some(mail_transport(&settings)?),
         None => None,
@@ -530,6 +530,12 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         stop.clone(),
     ));
     let admin = tokio::spawn(admin_socket.run(holder.clone(), stop.clone()));
+    let metrics = metrics_listener.map(|l| {
+        if let Ok(addr) = l.local_addr() {
+            tracing::info!(listen = %addr, "metrics at /metrics");
+        }
+        tokio::spawn(metrics::serve(l, holder.clone(), stop.clone()))
+    });
     let sweeper = {
         let (h, stop) = (holder.clone(), stop.clone());
         tokio::spawn(async move {
@@ -590,6 +596,9 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         let _ = worker.await;
         let _ = admin.await;
         let _ = sweeper.await;
+        if let Some(m) = metrics {
+            let _ = m.await;
+        }
     })
     .await;
     Ok(())

@@ -17,6 +17,17 @@ pub struct Cli {
     /// Address to listen on. Default 127.0.0.1:8080.
     #[arg(long, global = true, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Serve Prometheus metrics (GET /metrics) on this address, a listener of its own
+    /// (keep it on loopback, e.g. 127.0.0.1:9464); `off` for none. Default: off, or
+    /// `metrics_listen` in the config file.
+    #[arg(long, global = true, env = "ISTO_METRICS_LISTEN", value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<String>,
+    /// Log level: error, warn, info, debug or trace (logs go to stderr). When given it
+    /// wins over RUST_LOG. Without it `isto serve` logs as RUST_LOG says (a tracing
+    /// filter such as `isto=debug`), else at info; admin commands log only with this
+    /// flag. Other crates never log below warn, whatever the level.
+    #[arg(long, global = true, env = "ISTO_LOG_LEVEL", value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub log_level: Option<String>,
     /// The public origin people and assistants use (https://holder.example). Default
     /// http://<listen>.
     #[arg(long, global = true, env = "ISTO_PUBLIC_URL", value_name = "URL")]
@@ -53,7 +64,19 @@ pub struct ServeArgs {}
 pub enum AdminCommand {
     /// Create the data directory, the sealing key and the store; write a commented config
     /// skeleton to --config when given and absent.
-    Init,
+    Init {
+        /// Print JSON: {"dataDir","store","keyCreated","configWritten"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts of what the holder keeps — intents by status and category, sellers, offers
+    /// by category, deliveries, the outbox, accounts — without any personal data; through
+    /// the running server or from the store.
+    Stats {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate the configuration and print the effective settings.
     CheckConfig {
         /// Print JSON.

@@ -31,5 +31,6 @@ pub mod records;
 pub mod sellers;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 pub mod web;

@@ -1,17 +1,28 @@
 //! `isto` entry point: parse the command line, start logging, dispatch.
 
 use anyhow::Context as _;
-use clap::Parser as _;
+use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
 use isto::cli::{AdminCommand, Cli, Command, KeysCommand, OffersCommand};
 use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
 
-fn init_logging() {
+/// Starts logging to stderr. The filter: `--log-level` (or `ISTO_LOG_LEVEL`) when given;
+/// else, with `default` (`isto serve`: `info`), `RUST_LOG` when set and valid, else
+/// `default`; without `default` (the admin commands, whose output is their report)
+/// nothing is logged. Whatever the filter, other crates log only at warn and above
+/// ([`isto::app::log_ceiling`]).
+fn init_logging(level: Option<&str>, default: Option<&str>) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::EnvFilter;
     use tracing_subscriber::Layer as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = match level {
+        Some(l) => EnvFilter::new(l),
+        None => match default {
+            Some(d) => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(d)),
+            None => return,
+        },
+    };
     use std::io::IsTerminal as _;
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -22,8 +33,27 @@ fn init_logging() {
     tracing_subscriber::registry().with(fmt).init();
 }
 
+/// Whether the command given has `--json` set (every admin command has the flag).
+fn wants_json(matches: &ArgMatches) -> bool {
+    let mut m = matches;
+    loop {
+        if let Ok(Some(true)) = m.try_get_one::<bool>("json").map(|v| v.copied()) {
+            return true;
+        }
+        match m.subcommand() {
+            Some((_, sub)) => m = sub,
+            None => return false,
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let json = wants_json(&matches);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     // `offers import` keeps 1 for "some rows were rejected"; its other failures exit 2
     // (`isto admin offers import --help`).
     let failure = match cli.command {
@@ -46,7 +76,12 @@ fn main() -> ExitCode {
                     msg.push_str(&c);
                 }
             }
-            eprintln!("error: {msg}");
+            if json {
+                // With --json the failure is a JSON object on stdout too.
+                println!("{}", serde_json::json!({"ok": false, "error": msg}));
+            } else {
+                eprintln!("error: {msg}");
+            }
             failure
         }
     }
@@ -57,14 +92,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         config: cli.config.clone(),
         data_dir: cli.data_dir.clone(),
         listen: cli.listen.clone(),
+        metrics_listen: cli.metrics_listen.clone(),
         public_url: cli.public_url.clone(),
         smtp_url: cli.smtp_url.clone(),
         mail_from: cli.mail_from.clone(),
     };
+    let level = cli.log_level.as_deref();
     match cli.command {
         Command::Serve(_) => {
             let settings = Settings::load(&o)?;
-            init_logging();
+            init_logging(level, Some("info"));
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
             let served = rt.block_on(isto::app::serve(settings));
             // A blocking task still running (a store read of a request dropped at the
@@ -73,20 +110,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             served?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Admin(AdminCommand::Init) => {
+        Command::Admin(AdminCommand::Init { json }) => {
+            init_logging(level, None);
             // `init --config PATH` writes the skeleton there: a file that does not exist
             // yet is not an error.
             if o.config.as_ref().is_some_and(|p| !p.exists()) {
                 o.config = None;
             }
             let settings = Settings::load(&o)?;
-            isto::admin::init(&settings, cli.config.as_deref())?;
+            isto::admin::init_report(&settings, cli.config.as_deref(), json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(cmd) => {
             let settings = Settings::load(&o)?;
+            init_logging(level, None);
             match cmd {
-                AdminCommand::Init => Ok(ExitCode::SUCCESS),
+                AdminCommand::Init { .. } => Ok(ExitCode::SUCCESS),
+                AdminCommand::Stats { json } => {
+                    isto::admin::stats_command(&settings, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
                 AdminCommand::CheckConfig { json } => {
                     let d = settings.describe();
                     if json {

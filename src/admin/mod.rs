@@ -22,6 +22,7 @@
 //! - `purge`: `isto admin purge` (see `purge.rs` in this directory).
 //! - `migrate`: `isto admin migrate` asks the running server's versions (see
 //!   `migrate.rs` in this directory).
+//! - `stats`: `isto admin stats` (see `stats.rs` in this directory).
 //! - `backup`: `isto admin backup` streams the export (see `backup.rs` in this directory;
 //!   `restore` and `keys export` never use the socket).
 //! - anything else → `{"ok":false,"error":"..."}`.
@@ -31,6 +32,7 @@ mod migrate;
 mod purge;
 mod sellers;
 mod socket;
+mod stats;
 
 pub use backup::{
     backup, keys_export, restore, verify as verify_backup, BackupReport, Header as BackupHeader, KeysReport,
@@ -41,6 +43,7 @@ pub use migrate::{human as migrate_report, migrate_command, MigrateReport, Migra
 pub use purge::{purge_command, report as purge_report};
 pub use sellers::{seller_command, table as seller_table};
 pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
+pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};
 use crate::clock::SystemClock;
@@ -279,6 +282,17 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
     Ok(AppState::new(settings.clone(), store, keys, Arc::new(SystemClock)))
 }
 
+/// A spinner with `message` on stderr while a command waits (hidden with `json_output`
+/// or when stderr is not a terminal).
+fn spinner(message: &'static str, json_output: bool) -> ProgressBar {
+    if json_output || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner().with_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
 fn progress_bar(total: u64, json_output: bool) -> ProgressBar {
     if json_output || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -409,38 +423,85 @@ fn import_rows(
 /// # Errors
 /// I/O errors naming the path; a store written by a newer isto.
 pub fn init(settings: &Settings, config_path: Option<&Path>) -> anyhow::Result<()> {
+    init_report(settings, config_path, false).map(|_| ())
+}
+
+/// What `isto admin init` did, printed as JSON with `--json`: `{"dataDir": "…",
+/// "dataDirCreated": bool, "keyPath": "…", "keyCreated": bool, "store": "…",
+/// "storeState": "created" | "exists" | "in_use", "config": "…" | null,
+/// "configWritten": bool}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitReport {
+    /// The data directory.
+    pub data_dir: String,
+    /// Whether this run created it.
+    pub data_dir_created: bool,
+    /// The sealing key file.
+    pub key_path: String,
+    /// Whether this run created the key (back it up).
+    pub key_created: bool,
+    /// The store file.
+    pub store: String,
+    /// `created`, `exists` (and opens) or `in_use` (by a running `isto serve`).
+    pub store_state: &'static str,
+    /// The `--config` path, when given.
+    pub config: Option<String>,
+    /// Whether the skeleton was written there (false: it existed).
+    pub config_written: bool,
+}
+
+/// [`init`], printing each step as it is done, or with `json_output` only the
+/// [`InitReport`] at the end.
+///
+/// # Errors
+/// As [`init`].
+pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output: bool) -> anyhow::Result<InitReport> {
+    let say = |line: String| {
+        if !json_output {
+            println!("{line}");
+        }
+    };
     let dir = &settings.data_dir;
-    if dir.exists() {
-        println!("data directory {} exists", dir.display());
-    } else {
+    let data_dir_created = !dir.exists();
+    if data_dir_created {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create the data directory {}", dir.display()))?;
         crate::crypto::set_mode(dir, 0o700).with_context(|| format!("cannot restrict {}", dir.display()))?;
-        println!("created the data directory {}", dir.display());
+        say(format!("created the data directory {}", dir.display()));
+    } else {
+        say(format!("data directory {} exists", dir.display()));
     }
     let key_path = settings.key_path();
-    let (_, created) = KeyRing::load_or_create(&key_path)?;
-    if created {
-        println!("created the sealing key {}", key_path.display());
+    let (_, key_created) = KeyRing::load_or_create(&key_path)?;
+    if key_created {
+        say(format!("created the sealing key {}", key_path.display()));
     } else {
-        println!("the sealing key {} exists", key_path.display());
+        say(format!("the sealing key {} exists", key_path.display()));
     }
-    println!(
-        "  back it up and keep the copy safe: without it, contact data and hidden limits in the store cannot be read"
-    );
+    say("  back it up and keep the copy safe: without it, contact data and hidden limits in the store cannot be read"
+        .to_owned());
     let store_path = settings.store_path();
     let existed = store_path.exists();
-    match Store::open(&store_path) {
-        Ok(_) if existed => println!("the store {} exists and opens", store_path.display()),
+    let store_state = match Store::open(&store_path) {
+        Ok(_) if existed => {
+            say(format!("the store {} exists and opens", store_path.display()));
+            "exists"
+        }
         Ok(_) => {
             crate::crypto::set_mode(&store_path, 0o600)?;
-            println!("created the store {}", store_path.display());
+            say(format!("created the store {}", store_path.display()));
+            "created"
         }
-        Err(e) if in_use(&e) => println!("the store {} is in use by a running `isto serve`", store_path.display()),
+        Err(e) if in_use(&e) => {
+            say(format!("the store {} is in use by a running `isto serve`", store_path.display()));
+            "in_use"
+        }
         Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
-    }
+    };
+    let mut config_written = false;
     if let Some(p) = config_path {
         if p.exists() {
-            println!("the config file {} exists; left unchanged", p.display());
+            say(format!("the config file {} exists; left unchanged", p.display()));
         } else {
             if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -452,10 +513,24 @@ pub fn init(settings: &Settings, config_path: Option<&Path>) -> anyhow::Result<(
                 .with_context(|| format!("cannot write {}", p.display()))?;
             std::io::Write::write_all(&mut f, crate::config::SKELETON.as_bytes())
                 .with_context(|| format!("cannot write {}", p.display()))?;
-            println!("wrote a commented config skeleton to {}", p.display());
+            config_written = true;
+            say(format!("wrote a commented config skeleton to {}", p.display()));
         }
     }
-    Ok(())
+    let report = InitReport {
+        data_dir: dir.display().to_string(),
+        data_dir_created,
+        key_path: key_path.display().to_string(),
+        key_created,
+        store: store_path.display().to_string(),
+        store_state,
+        config: config_path.map(|p| p.display().to_string()),
+        config_written,
+    };
+    if json_output {
+        println!("{}", serde_json::to_string(&report)?);
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

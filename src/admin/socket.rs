@@ -258,6 +258,7 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
         Some(op) if super::sellers::OPS.contains(&op) => super::sellers::respond(holder, op, &request).await,
         Some(super::purge::OP) => super::purge::respond(holder, &request).await,
         Some(super::migrate::OP) => super::migrate::respond(holder).await,
+        Some(super::stats::OP) => super::stats::respond(holder).await,
         Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
         None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }
@@ -273,6 +274,7 @@ fn import_rows(holder: &AppState, rows: &[Value], run: Option<&str>) -> Value {
             Err(e) => {
                 // Counts only in the log: messages may quote row contents.
                 tracing::warn!(rows = rows.len(), "admin import: batch refused, a row is invalid");
+                crate::telemetry::offers_imported(0, 0, rows.len() as u64);
                 return failure(format!("rows[{i}]: {e}"));
             }
         }

@@ -19,6 +19,7 @@
 
 use crate::config::Limits;
 use crate::net::ClientAddr;
+use crate::telemetry::RateScope;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -291,6 +292,11 @@ pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, nex
     if let Some(bucket) = Bucket::of(req.uri().path()) {
         let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
         if let Err(wait) = limits.check(bucket, key) {
+            crate::telemetry::rate_limited(match bucket {
+                Bucket::Mcp => RateScope::Mcp,
+                Bucket::OAuth => RateScope::OAuth,
+                Bucket::Pages => RateScope::Pages,
+            });
             return too_many_requests(wait, "from this address");
         }
     }
@@ -304,6 +310,7 @@ pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, nex
 pub async fn per_credential(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
     if let Some(grant) = req.extensions().get::<crate::oauth::Grant>() {
         if let Err(wait) = limits.check_credential(&grant.account_id, &grant.client_id) {
+            crate::telemetry::rate_limited(RateScope::Credential);
             return too_many_requests(wait, "with this token");
         }
     }

@@ -54,6 +54,18 @@ impl Rule {
         }
     }
 
+    /// The rule's label in `isto_quota_refusals_total` ([`crate::telemetry`]).
+    pub fn metric(self) -> crate::telemetry::QuotaRule {
+        use crate::telemetry::QuotaRule as Q;
+        match self {
+            Self::DraftsPerClient => Q::DraftsPerClient,
+            Self::ConsentsPerClient => Q::ConsentsPerClient,
+            Self::ConsentsPerAddress => Q::ConsentsPerAddress,
+            Self::MailsGlobal => Q::ConfirmationMails,
+            Self::RegistrationsPerClient => Q::RegistrationsPerClient,
+        }
+    }
+
     /// What was counted, in words: "drafts from this address".
     fn what(self) -> &'static str {
         match self {
@@ -278,6 +290,9 @@ impl Quotas {
             (Rule::MailsGlobal, Key::Global) => with(&self.global, |m| m.take(&(), limit, now)),
             _ => Err(WINDOW_SECS as u64),
         };
+        if taken.is_err() {
+            crate::telemetry::quota_refused(rule.metric());
+        }
         taken.map_err(|retry_after_secs| Exceeded {
             rule,
             limit,

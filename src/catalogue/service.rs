@@ -248,6 +248,7 @@ impl Catalogue {
         })?;
         self.index_apply(&offers, &[], generation);
         drop(_catalogue);
+        crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
             self.base.outbox.wake();
         }

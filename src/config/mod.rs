@@ -54,6 +54,7 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<String>,
+    metrics_listen: Option<String>,
     public_url: Option<String>,
     data_dir: Option<PathBuf>,
     holder_name: Option<String>,
@@ -126,6 +127,8 @@ pub struct Overrides {
     pub config: Option<PathBuf>,
     /// `--listen` / `ISTO_LISTEN`.
     pub listen: Option<String>,
+    /// `--metrics-listen` / `ISTO_METRICS_LISTEN` (`off` turns a file's value off).
+    pub metrics_listen: Option<String>,
     /// `--public-url` / `ISTO_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `--data-dir` / `ISTO_DATA_DIR`.
@@ -197,6 +200,10 @@ impl PublicUrl {
 pub struct Settings {
     /// Socket address `isto serve` binds (default `127.0.0.1:8080`).
     pub listen: SocketAddr,
+    /// Where Prometheus metrics are served, `GET /metrics` on a listener of their own
+    /// (`metrics_listen`, default `None`: no metrics; issue 11 point 4). Never on the
+    /// public listener.
+    pub metrics_listen: Option<SocketAddr>,
     /// The holder's public origin (default `http://127.0.0.1:8080`); links in pages and
     /// e-mails, and the allowed Host/Origin values, derive from it.
     pub public_url: PublicUrl,
@@ -290,6 +297,7 @@ impl Settings {
         rates.insert("CZK".to_owned(), 0.04);
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            metrics_listen: None,
             public_url: PublicUrl {
                 scheme: "http".into(),
                 host: "127.0.0.1".into(),
@@ -356,6 +364,21 @@ impl Settings {
                     PublicUrl::parse(&base).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
             }
             None => {}
+        }
+        match overrides.metrics_listen.clone().or(file.metrics_listen).as_deref() {
+            None | Some("" | "off") => {}
+            Some(m) => {
+                s.metrics_listen = Some(m.parse().map_err(|_| ConfigError::Invalid {
+                    key: "metrics_listen",
+                    message: format!("{m:?} must be an address:port such as 127.0.0.1:9464, or \"off\""),
+                })?);
+            }
+        }
+        if s.metrics_listen.is_some() && s.metrics_listen == Some(s.listen) {
+            return Err(ConfigError::Invalid {
+                key: "metrics_listen",
+                message: "must differ from listen (metrics have a listener of their own)".into(),
+            });
         }
         if let Some(d) = overrides.data_dir.clone().or(file.data_dir) {
             s.data_dir = d;
@@ -517,6 +540,7 @@ impl Settings {
         });
         serde_json::json!({
             "listen": self.listen.to_string(),
+            "metrics_listen": self.metrics_listen.map(|a| a.to_string()),
             "public_url": self.public_url.base,
             "data_dir": self.data_dir.display().to_string(),
             "holder_name": self.holder_name,
@@ -575,6 +599,12 @@ impl Settings {
             .into_iter()
             .map(|w| format!("mail.smtp_url: {w}"))
             .collect();
+        if let Some(m) = self.metrics_listen.filter(|m| !m.ip().is_loopback()) {
+            w.push(format!(
+                "metrics_listen: {m} is not a loopback address, so whoever reaches it reads the metrics \
+                 (no personal data, but traffic and queue figures); prefer 127.0.0.1 or firewall the port"
+            ));
+        }
         for net in self.trusted_proxies.everyone() {
             w.push(format!(
                 "trusted_proxies: {net} trusts every address, so any client can name itself in \
@@ -619,10 +649,11 @@ fn read_file(p: &Path) -> Result<FileConfig, ConfigError> {
 
 /// A commented config skeleton, written by `isto admin init`.
 pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the values shown are the defaults.
-# Environment variables (ISTO_LISTEN, ISTO_PUBLIC_URL, ISTO_DATA_DIR, ISTO_SMTP_URL,
-# ISTO_MAIL_FROM) and command-line flags override this file.
+# Environment variables (ISTO_LISTEN, ISTO_METRICS_LISTEN, ISTO_PUBLIC_URL, ISTO_DATA_DIR,
+# ISTO_SMTP_URL, ISTO_MAIL_FROM) and command-line flags override this file.
 
 # listen = "127.0.0.1:8080"
+# metrics_listen = "127.0.0.1:9464"       # Prometheus GET /metrics on its own listener; unset = off
 # public_url = "https://holder.example"   # the origin people and assistants use
 # data_dir = "/var/lib/isto"
 # holder_name = "isto"
@@ -731,6 +762,24 @@ mod tests {
         assert_eq!(u.allowed_origins(), vec!["https://holder.example:443"]);
         assert!(PublicUrl::parse("https://holder.example/app").is_err());
         assert!(PublicUrl::parse("ftp://x").is_err());
+    }
+
+    #[test]
+    fn metrics_listen_is_off_by_default_parsed_checked_and_warned_about_off_loopback() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        assert_eq!(s.metrics_listen, None);
+        assert!(s.describe()["metrics_listen"].is_null());
+        let with = |m: &str| Settings::load(&Overrides { metrics_listen: Some(m.into()), ..Default::default() });
+        let s = with("127.0.0.1:9464").unwrap();
+        assert_eq!(s.metrics_listen, Some(SocketAddr::from(([127, 0, 0, 1], 9464))));
+        assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+        assert_eq!(with("off").unwrap().metrics_listen, None);
+        let e = with("localhost").unwrap_err().to_string();
+        assert!(e.contains("metrics_listen") && e.contains("address:port"), "{e}");
+        let e = with("127.0.0.1:8080").unwrap_err().to_string();
+        assert!(e.contains("must differ from listen"), "{e}");
+        let w = with("0.0.0.0:9464").unwrap().warnings();
+        assert!(w.iter().any(|w| w.starts_with("metrics_listen: 0.0.0.0:9464 is not a loopback address")), "{w:?}");
     }
 
     #[test]

@@ -330,9 +330,12 @@ pub(crate) async fn call_blocking(
     request: CallToolRequestParams,
     run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
+    use crate::telemetry::{tool_call, ToolOutcome, OTHER};
     let name = request.name.to_string();
     let unknown = || McpError::invalid_params(format!("unknown tool: {}", crate::protocol::input::echo(&name)), None);
     if !tools.iter().any(|t| t.name == name) {
+        // A client's name is never a label: only the endpoint's own tool names are.
+        tool_call(OTHER, ToolOutcome::UnknownTool);
         return Err(unknown());
     }
     let args = Value::Object(request.arguments.unwrap_or_default());
@@ -340,6 +343,11 @@ pub(crate) async fn call_blocking(
     let out = tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
         .await
         .map_err(|_| McpError::internal_error("tool task failed", None))?;
+    match &out {
+        Some(r) if r.is_error == Some(true) => tool_call(&name, ToolOutcome::Error),
+        Some(_) => tool_call(&name, ToolOutcome::Ok),
+        None => tool_call(OTHER, ToolOutcome::UnknownTool),
+    }
     out.map(CallToolResponse::Complete).ok_or_else(unknown)
 }
 

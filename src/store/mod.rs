@@ -37,6 +37,7 @@ mod records;
 mod replies;
 mod schema;
 mod sellers;
+mod stats;
 mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Export, Snapshot};
@@ -48,6 +49,7 @@ pub(crate) use schema::rewind_to_version_1;
 pub use schema::{
     migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
+pub use stats::Counts;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};

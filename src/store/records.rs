@@ -36,7 +36,7 @@ pub enum Ns {
 
 impl Ns {
     /// The key prefix, `name:`.
-    fn prefix(self) -> &'static str {
+    pub(super) fn prefix(self) -> &'static str {
         match self {
             Self::Client => "client:",
             Self::AuthCode => "authcode:",

@@ -24,4 +24,5 @@ mod quotas;
 mod rate_limits;
 mod sellers;
 mod smtp_faults;
+mod stats;
 mod systemd;

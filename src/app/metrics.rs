@@ -1,0 +1,194 @@
+//! `/metrics` (issue 11 point 4): the request counter middleware, the scrape handler
+//! with the values read from the store, and the separate listener `metrics_listen`.
+//!
+//! The series and their labels are listed in [`crate::telemetry`]. At scrape time the
+//! store gives, in one read transaction: the active intents, the deliveries (both row
+//! counts kept in redb's table headers: no scan) and the outbox backlog (its length and
+//! its first row). The other intent statuses need a scan of every intent: it runs at
+//! most once per [`INTENT_SCAN_EVERY`] however often Prometheus scrapes, and the
+//! scrapes in between answer its last counts (see docs/choices.md).
+//!
+//! Metrics are served only on `metrics_listen` (default: off), never on the public
+//! listener.
+
+use crate::protocol::Status;
+use crate::records::IntentRecord;
+use crate::state::AppState;
+use crate::telemetry::{self, IntentStatus, StoreGauges};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How often at most the intents are scanned for their statuses (the active count is
+/// read at every scrape).
+pub const INTENT_SCAN_EVERY: Duration = Duration::from_secs(60);
+
+/// The route pattern of a request (`/consent/{token}`), never its path: `/mcp` for the
+/// MCP endpoints (mounted as services), `None` when no route matched.
+pub fn route_of(req: &Request) -> Option<String> {
+    match req.extensions().get::<MatchedPath>() {
+        Some(m) => Some(m.as_str().to_owned()),
+        None => mcp_route(req.uri().path()).map(str::to_owned),
+    }
+}
+
+/// The MCP endpoint a path belongs to.
+fn mcp_route(path: &str) -> Option<&'static str> {
+    match path {
+        "/mcp" | "/mcp/" => Some("/mcp"),
+        "/mcp/buyer" | "/mcp/buyer/" => Some("/mcp/buyer"),
+        "/mcp/seller" | "/mcp/seller/" => Some("/mcp/seller"),
+        p if p.starts_with("/mcp") => Some("/mcp"),
+        _ => None,
+    }
+}
+
+/// Counts every request in [`telemetry::request`] when its response head is ready:
+/// route pattern (or [`telemetry::UNMATCHED`]), method, status, latency.
+pub async fn count_requests(req: Request, next: Next) -> Response {
+    let route = route_of(&req);
+    let method = req.method().clone();
+    let start = Instant::now();
+    let res = next.run(req).await;
+    let endpoint = route.as_deref().unwrap_or(telemetry::UNMATCHED);
+    telemetry::request(endpoint, method.as_str(), res.status().as_u16(), start.elapsed());
+    res
+}
+
+/// The last intent scan: when, and its counts by status.
+#[derive(Debug, Default)]
+struct Scan {
+    at: Option<Instant>,
+    counts: Vec<(IntentStatus, u64)>,
+}
+
+/// What the scrape handler keeps between scrapes.
+#[derive(Clone)]
+pub struct Scraper {
+    holder: AppState,
+    scan: Arc<Mutex<Scan>>,
+}
+
+fn label(s: Status) -> IntentStatus {
+    match s {
+        Status::AwaitingConsent => IntentStatus::AwaitingConsent,
+        Status::AwaitingEmailConfirmation => IntentStatus::AwaitingEmailConfirmation,
+        Status::Active => IntentStatus::Active,
+        Status::Expired => IntentStatus::Expired,
+        Status::Withdrawn => IntentStatus::Withdrawn,
+    }
+}
+
+impl Scraper {
+    /// A scraper over `holder`'s store.
+    pub fn new(holder: AppState) -> Self {
+        Self { holder, scan: Arc::new(Mutex::new(Scan::default())) }
+    }
+
+    /// The store's values (blocking: store reads). `None` when the store cannot be read
+    /// (logged).
+    pub fn store_gauges(&self) -> Option<StoreGauges> {
+        let base = &self.holder.base;
+        let counts = match base.store.read(|rx| rx.counts()) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics: the store could not be read");
+                return None;
+            }
+        };
+        let backlog = match base.outbox.backlog() {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics: the outbox could not be read");
+                return None;
+            }
+        };
+        let mut intents = self.intent_statuses();
+        intents.retain(|(s, _)| *s != IntentStatus::Active);
+        intents.push((IntentStatus::Active, counts.active));
+        Some(StoreGauges {
+            intents,
+            outbox_depth: backlog.jobs,
+            outbox_oldest_age_secs: backlog.oldest_age_secs,
+            deliveries: counts.deliveries,
+        })
+    }
+
+    /// Intents by effective status, from a scan at most once per [`INTENT_SCAN_EVERY`].
+    fn intent_statuses(&self) -> Vec<(IntentStatus, u64)> {
+        let mut scan = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
+        if scan.at.is_some_and(|t| t.elapsed() < INTENT_SCAN_EVERY) {
+            return scan.counts.clone();
+        }
+        let now = self.holder.base.clock.now();
+        let mut by = [0u64; 5];
+        let all = [
+            Status::AwaitingConsent,
+            Status::AwaitingEmailConfirmation,
+            Status::Active,
+            Status::Expired,
+            Status::Withdrawn,
+        ];
+        let read = self.holder.base.store.read(|rx| {
+            rx.each_intent(|r: IntentRecord| {
+                let s = r.effective_status(now);
+                if let Some(i) = all.iter().position(|a| *a == s) {
+                    by[i] += 1;
+                }
+            })
+        });
+        match read {
+            Ok(()) => {
+                scan.counts = all.iter().zip(by).map(|(s, n)| (label(*s), n)).collect();
+                scan.at = Some(Instant::now());
+            }
+            Err(e) => tracing::warn!(error = %e, "metrics: the intents could not be counted"),
+        }
+        scan.counts.clone()
+    }
+}
+
+/// `GET /metrics`: [`telemetry::render`] with the store's values.
+async fn metrics(scraper: Scraper) -> Response {
+    let text = tokio::task::spawn_blocking(move || telemetry::render(scraper.store_gauges().as_ref())).await;
+    match text {
+        Ok(t) => {
+            ([(header::CONTENT_TYPE, telemetry::CONTENT_TYPE), (header::CACHE_CONTROL, "no-store")], t).into_response()
+        }
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "metrics unavailable\n").into_response(),
+    }
+}
+
+/// The router of the metrics listener: `GET /metrics` only.
+pub fn router(holder: AppState) -> Router {
+    let scraper = Scraper::new(holder);
+    Router::new().route("/metrics", get(move || metrics(scraper.clone())))
+}
+
+/// Serves [`router`] on `listener` until `stop`.
+pub async fn serve(listener: tokio::net::TcpListener, holder: AppState, stop: CancellationToken) {
+    let served = axum::serve(listener, router(holder)).with_graceful_shutdown(stop.cancelled_owned()).await;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "metrics listener failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_paths_map_to_their_endpoint_and_others_to_none() {
+        assert_eq!(mcp_route("/mcp"), Some("/mcp"));
+        assert_eq!(mcp_route("/mcp/buyer"), Some("/mcp/buyer"));
+        assert_eq!(mcp_route("/mcp/seller/"), Some("/mcp/seller"));
+        assert_eq!(mcp_route("/mcp/anything-else"), Some("/mcp"));
+        assert_eq!(mcp_route("/consent/abc"), None);
+    }
+}

@@ -1,0 +1,600 @@
+//! Prometheus metrics (issue 11 point 4): the one module that uses `prometheus-client`.
+//!
+//! The other modules call the typed functions here ([`request`], [`tool_call`],
+//! [`rate_limited`], [`quota_refused`], [`offers_imported`]); the values read from the
+//! store at scrape time come in as one [`StoreGauges`] given to [`render`], which
+//! answers the whole exposition (OpenMetrics text, [`CONTENT_TYPE`]).
+//!
+//! Series (every name under the `isto_` prefix, units in the names):
+//!
+//! | series | type | labels |
+//! |---|---|---|
+//! | `isto_http_requests_total` | counter | `endpoint` (the route pattern), `method`, `status` |
+//! | `isto_http_request_duration_seconds` | histogram | `endpoint` |
+//! | `isto_mcp_tool_calls_total` | counter | `tool`, `outcome` (`ok`, `error`, `unknown_tool`) |
+//! | `isto_rate_limited_total` | counter | `scope` (`mcp`, `oauth`, `pages`: per address; `credential`) |
+//! | `isto_quota_refusals_total` | counter | `rule` (`drafts_per_client`, …) |
+//! | `isto_offers_imported_total` | counter | `result` (`created`, `updated`, `refused`) |
+//! | `isto_deliveries_total` | counter | — (deliveries in the store, never deleted) |
+//! | `isto_intents` | gauge | `status` |
+//! | `isto_outbox_depth` | gauge | — |
+//! | `isto_outbox_oldest_age_seconds` | gauge | — |
+//! | `isto_build_info` | gauge | `version` |
+//!
+//! No label value comes from a client as it is: every label is an enum of this module,
+//! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
+//! [`MAX_ENDPOINTS`] endpoints and [`MAX_TOOLS`] tools, every later value counted as
+//! `other` — and the callers pass only route patterns (never a URL: it may carry a
+//! token) and the names of their own tools. Nothing here ever holds a statement, an
+//! e-mail address, a code, a token or a limit.
+//!
+//! One registry per process ([`std::sync::LazyLock`]): a counter counts every holder of
+//! the process (tests run several; `isto serve` runs one).
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+/// The `Content-Type` of [`render`]'s text (OpenMetrics 1.0, which Prometheus reads).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Most distinct `endpoint` values; later ones count as `other`.
+pub const MAX_ENDPOINTS: usize = 64;
+/// Most distinct `tool` values; later ones count as `other`.
+pub const MAX_TOOLS: usize = 32;
+/// The `endpoint` of a request no route matched.
+pub const UNMATCHED: &str = "unmatched";
+/// The label value that stands for anything beyond a bound.
+pub const OTHER: &str = "other";
+
+/// Upper bounds of the request-duration buckets, seconds.
+const DURATION_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+
+/// An HTTP method, as a label (anything unusual is `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum Method {
+    /// GET.
+    GET,
+    /// HEAD.
+    HEAD,
+    /// POST.
+    POST,
+    /// PUT.
+    PUT,
+    /// DELETE.
+    DELETE,
+    /// OPTIONS.
+    OPTIONS,
+    /// PATCH.
+    PATCH,
+    /// Any other method.
+    Other,
+}
+
+impl Method {
+    /// The label of a method name (`GET` → [`Method::GET`], `BREW` → [`Method::Other`]).
+    pub fn of(name: &str) -> Self {
+        match name {
+            "GET" => Self::GET,
+            "HEAD" => Self::HEAD,
+            "POST" => Self::POST,
+            "PUT" => Self::PUT,
+            "DELETE" => Self::DELETE,
+            "OPTIONS" => Self::OPTIONS,
+            "PATCH" => Self::PATCH,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// How a `tools/call` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolOutcome {
+    /// A result without `isError`.
+    Ok,
+    /// A result with `isError` (bad input, not found, refused, internal).
+    Error,
+    /// A name that is not one of the endpoint's tools (a JSON-RPC error).
+    UnknownTool,
+}
+
+/// What a rate limit counted (`app::rate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RateScope {
+    /// Per client address, on `/mcp*`.
+    Mcp,
+    /// Per client address, on the OAuth routes.
+    OAuth,
+    /// Per client address, on the pages.
+    Pages,
+    /// Per credential (account and OAuth client) on `/mcp/buyer` and `/mcp/seller`.
+    Credential,
+}
+
+/// A quota of `base::quota` (issue 9 point 3), as a label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QuotaRule {
+    /// `quotas.drafts_per_client_per_hour`.
+    DraftsPerClient,
+    /// `quotas.consents_per_client_per_hour`.
+    ConsentsPerClient,
+    /// `quotas.consents_per_address_per_hour`.
+    ConsentsPerAddress,
+    /// `quotas.confirmation_mails_per_hour`.
+    ConfirmationMails,
+    /// `quotas.registrations_per_client_per_hour`.
+    RegistrationsPerClient,
+}
+
+/// What became of imported catalogue rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ImportResult {
+    Created,
+    Updated,
+    Refused,
+}
+
+/// An intent status, as a label (PROTOCOL.md §2 status names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntentStatus {
+    /// `awaiting_consent`.
+    AwaitingConsent,
+    /// `awaiting_email_confirmation`.
+    AwaitingEmailConfirmation,
+    /// `active`.
+    Active,
+    /// `expired`.
+    Expired,
+    /// `withdrawn`.
+    Withdrawn,
+}
+
+impl Method {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GET => "GET",
+            Self::HEAD => "HEAD",
+            Self::POST => "POST",
+            Self::PUT => "PUT",
+            Self::DELETE => "DELETE",
+            Self::OPTIONS => "OPTIONS",
+            Self::PATCH => "PATCH",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl EncodeLabelValue for Method {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+impl ToolOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::UnknownTool => "unknown_tool",
+        }
+    }
+}
+
+impl EncodeLabelValue for ToolOutcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+impl RateScope {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::OAuth => "oauth",
+            Self::Pages => "pages",
+            Self::Credential => "credential",
+        }
+    }
+}
+
+impl EncodeLabelValue for RateScope {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+impl QuotaRule {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DraftsPerClient => "drafts_per_client",
+            Self::ConsentsPerClient => "consents_per_client",
+            Self::ConsentsPerAddress => "consents_per_address",
+            Self::ConfirmationMails => "confirmation_mails",
+            Self::RegistrationsPerClient => "registrations_per_client",
+        }
+    }
+}
+
+impl EncodeLabelValue for QuotaRule {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+impl ImportResult {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Updated => "updated",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+impl EncodeLabelValue for ImportResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+impl IntentStatus {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AwaitingConsent => "awaiting_consent",
+            Self::AwaitingEmailConfirmation => "awaiting_email_confirmation",
+            Self::Active => "active",
+            Self::Expired => "expired",
+            Self::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+impl EncodeLabelValue for IntentStatus {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: String,
+    method: Method,
+    status: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    outcome: ToolOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ScopeLabels {
+    scope: RateScope,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RuleLabels {
+    rule: QuotaRule,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabels {
+    result: ImportResult,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StatusLabels {
+    status: IntentStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VersionLabels {
+    version: &'static str,
+}
+
+/// A set of label values that admits at most `max` distinct values: a value seen before
+/// (or one of the first `max`) is itself, any later one is [`OTHER`].
+#[derive(Debug)]
+pub struct Bounded {
+    max: usize,
+    seen: RwLock<HashSet<String>>,
+}
+
+impl Bounded {
+    /// An empty set admitting `max` values.
+    pub fn new(max: usize) -> Self {
+        Self { max, seen: RwLock::new(HashSet::new()) }
+    }
+
+    /// `value` when admitted, else [`OTHER`]. A value seen before takes a read lock only.
+    pub fn admit(&self, value: &str) -> String {
+        if self.seen.read().unwrap_or_else(PoisonError::into_inner).contains(value) {
+            return value.to_owned();
+        }
+        let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
+        if seen.contains(value) {
+            return value.to_owned();
+        }
+        if seen.len() < self.max {
+            seen.insert(value.to_owned());
+            return value.to_owned();
+        }
+        OTHER.to_owned()
+    }
+}
+
+type HistogramFamily = Family<EndpointLabels, Histogram, fn() -> Histogram>;
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: HistogramFamily,
+    tools: Family<ToolLabels, Counter>,
+    rate_limited: Family<ScopeLabels, Counter>,
+    quotas: Family<RuleLabels, Counter>,
+    imported: Family<ResultLabels, Counter>,
+    deliveries: Counter,
+    intents: Family<StatusLabels, Gauge>,
+    outbox_depth: Gauge,
+    outbox_oldest: Gauge,
+    endpoints: Bounded,
+    tool_names: Bounded,
+    /// One render at a time: the store values are set, then the text is encoded.
+    render: Mutex<()>,
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("isto");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route pattern, method and status",
+            requests.clone(),
+        );
+        let durations: HistogramFamily = Family::new_with_constructor(duration_histogram);
+        registry.register_with_unit(
+            "http_request_duration",
+            "Time to the response head, by route pattern",
+            Unit::Seconds,
+            durations.clone(),
+        );
+        let tools = Family::<ToolLabels, Counter>::default();
+        registry.register("mcp_tool_calls", "MCP tools/call requests, by tool and outcome", tools.clone());
+        let rate_limited = Family::<ScopeLabels, Counter>::default();
+        registry.register("rate_limited", "Requests refused with 429 by a rate limit, by scope", rate_limited.clone());
+        let quotas = Family::<RuleLabels, Counter>::default();
+        registry.register("quota_refusals", "Writes refused by an hourly quota, by rule", quotas.clone());
+        let imported = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "offers_imported",
+            "Catalogue rows imported by this server, by result (refused: rows of a batch the server refused)",
+            imported.clone(),
+        );
+        let deliveries = Counter::default();
+        registry.register(
+            "deliveries",
+            "Deliveries (offer matched to an intent) recorded in the store",
+            deliveries.clone(),
+        );
+        let intents = Family::<StatusLabels, Gauge>::default();
+        registry.register("intents", "Intents in the store, by status", intents.clone());
+        let outbox_depth = Gauge::default();
+        registry.register("outbox_depth", "E-mails queued in the outbox", outbox_depth.clone());
+        let outbox_oldest = Gauge::default();
+        registry.register_with_unit(
+            "outbox_oldest_age",
+            "Age of the oldest queued e-mail (0 when none)",
+            Unit::Seconds,
+            outbox_oldest.clone(),
+        );
+        // Every series with a fixed label set starts at zero, so that it is there (and
+        // `rate()` works) before the first event.
+        for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential] {
+            drop(rate_limited.get_or_create(&ScopeLabels { scope }));
+        }
+        for rule in [
+            QuotaRule::DraftsPerClient,
+            QuotaRule::ConsentsPerClient,
+            QuotaRule::ConsentsPerAddress,
+            QuotaRule::ConfirmationMails,
+            QuotaRule::RegistrationsPerClient,
+        ] {
+            drop(quotas.get_or_create(&RuleLabels { rule }));
+        }
+        for result in [ImportResult::Created, ImportResult::Updated, ImportResult::Refused] {
+            drop(imported.get_or_create(&ResultLabels { result }));
+        }
+        for status in [
+            IntentStatus::AwaitingConsent,
+            IntentStatus::AwaitingEmailConfirmation,
+            IntentStatus::Active,
+            IntentStatus::Expired,
+            IntentStatus::Withdrawn,
+        ] {
+            drop(intents.get_or_create(&StatusLabels { status }));
+        }
+        let build = Family::<VersionLabels, Gauge>::default();
+        build.get_or_create(&VersionLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
+        registry.register("build_info", "The running isto's version", build);
+        Self {
+            registry,
+            requests,
+            durations,
+            tools,
+            rate_limited,
+            quotas,
+            imported,
+            deliveries,
+            intents,
+            outbox_depth,
+            outbox_oldest,
+            endpoints: Bounded::new(MAX_ENDPOINTS),
+            tool_names: Bounded::new(MAX_TOOLS),
+            render: Mutex::new(()),
+        }
+    }
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// Counts one answered HTTP request: `endpoint` is its route pattern (`/consent/{token}`,
+/// never the path) or [`UNMATCHED`]; `latency` is the time to the response head.
+pub fn request(endpoint: &str, method: &str, status: u16, latency: Duration) {
+    let m = &*METRICS;
+    let endpoint = m.endpoints.admit(endpoint);
+    m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: Method::of(method), status }).inc();
+    m.durations.get_or_create(&EndpointLabels { endpoint }).observe(latency.as_secs_f64());
+}
+
+/// Counts one `tools/call`: `tool` is the name of one of the endpoint's tools, or
+/// [`OTHER`] for a name that is not (the caller checks; see [`ToolOutcome::UnknownTool`]).
+pub fn tool_call(tool: &str, outcome: ToolOutcome) {
+    let m = &*METRICS;
+    let tool = m.tool_names.admit(tool);
+    m.tools.get_or_create(&ToolLabels { tool, outcome }).inc();
+}
+
+/// Counts one request refused by a rate limit.
+pub fn rate_limited(scope: RateScope) {
+    METRICS.rate_limited.get_or_create(&ScopeLabels { scope }).inc();
+}
+
+/// Counts one write refused by a quota.
+pub fn quota_refused(rule: QuotaRule) {
+    METRICS.quotas.get_or_create(&RuleLabels { rule }).inc();
+}
+
+/// Counts imported catalogue rows: `created` and `updated` offers of a stored batch,
+/// `refused` rows of a batch the server refused.
+pub fn offers_imported(created: u64, updated: u64, refused: u64) {
+    let m = &*METRICS;
+    for (result, n) in
+        [(ImportResult::Created, created), (ImportResult::Updated, updated), (ImportResult::Refused, refused)]
+    {
+        let c = m.imported.get_or_create(&ResultLabels { result });
+        if n > 0 {
+            c.inc_by(n);
+        }
+    }
+}
+
+/// The values read from the store at scrape time (see `app::metrics`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreGauges {
+    /// Intents by status.
+    pub intents: Vec<(IntentStatus, u64)>,
+    /// E-mails queued.
+    pub outbox_depth: u64,
+    /// Age of the oldest queued e-mail, seconds (0 when none).
+    pub outbox_oldest_age_secs: u64,
+    /// Deliveries recorded in the store (they are never deleted).
+    pub deliveries: u64,
+}
+
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The whole exposition, OpenMetrics text ([`CONTENT_TYPE`]) ending in `# EOF`: every
+/// series of this process, with the store's values from `store` (`None`: the store could
+/// not be read; its series keep their last values).
+pub fn render(store: Option<&StoreGauges>) -> String {
+    let m = &*METRICS;
+    let _one = m.render.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = store {
+        for (status, n) in &s.intents {
+            m.intents.get_or_create(&StatusLabels { status: *status }).set(gauge_value(*n));
+        }
+        m.outbox_depth.set(gauge_value(s.outbox_depth));
+        m.outbox_oldest.set(gauge_value(s.outbox_oldest_age_secs));
+        // A counter only grows: the store's count is the total, this adds what is new
+        // (a store restored from an older backup leaves it where it was).
+        let seen = m.deliveries.get();
+        if s.deliveries > seen {
+            m.deliveries.inc_by(s.deliveries - seen);
+        }
+    }
+    let mut out = String::new();
+    if prometheus_client::encoding::text::encode(&mut out, &m.registry).is_err() {
+        out = "# EOF\n".to_owned();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bounded_set_admits_its_first_values_and_then_only_other() {
+        let b = Bounded::new(2);
+        assert_eq!(b.admit("/a"), "/a");
+        assert_eq!(b.admit("/b"), "/b");
+        assert_eq!(b.admit("/c"), OTHER);
+        assert_eq!(b.admit("/a"), "/a", "a value admitted before stays itself");
+    }
+
+    #[test]
+    fn the_exposition_names_every_series_with_units_and_ends_in_eof() {
+        request("/healthz", "GET", 200, Duration::from_millis(2));
+        request("/healthz", "BREW", 418, Duration::from_millis(2));
+        tool_call("intent_get_intent", ToolOutcome::Ok);
+        rate_limited(RateScope::Mcp);
+        quota_refused(QuotaRule::DraftsPerClient);
+        offers_imported(2, 1, 0);
+        let store = StoreGauges {
+            intents: vec![(IntentStatus::Active, 3), (IntentStatus::Withdrawn, 1)],
+            outbox_depth: 2,
+            outbox_oldest_age_secs: 30,
+            deliveries: 5,
+        };
+        let text = render(Some(&store));
+        for line in [
+            "isto_http_requests_total{endpoint=\"/healthz\",method=\"GET\",status=\"200\"}",
+            "isto_http_requests_total{endpoint=\"/healthz\",method=\"other\",status=\"418\"}",
+            "isto_http_request_duration_seconds_bucket{le=\"0.0025\",endpoint=\"/healthz\"}",
+            "isto_mcp_tool_calls_total{tool=\"intent_get_intent\",outcome=\"ok\"}",
+            "isto_rate_limited_total{scope=\"mcp\"}",
+            "isto_quota_refusals_total{rule=\"drafts_per_client\"}",
+            "isto_offers_imported_total{result=\"created\"}",
+            "isto_intents{status=\"active\"} 3",
+            "isto_outbox_depth 2",
+            "isto_outbox_oldest_age_seconds 30",
+            "isto_build_info{version=",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        assert!(text.lines().any(|l| l.starts_with("isto_deliveries_total ")), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // The deliveries counter never goes down.
+        let lower = StoreGauges { deliveries: 1, ..store };
+        let again = render(Some(&lower));
+        let value =
+            |t: &str| t.lines().find_map(|l| l.strip_prefix("isto_deliveries_total ")).unwrap().parse::<u64>().unwrap();
+        assert!(value(&again) >= 5, "{again}");
+    }
+}
