@@ -16,6 +16,8 @@
 //!   (see `sellers.rs` in this directory for the shapes).
 //! - `backup`: `isto admin backup` (many answer lines; see `backup.rs` in this
 //!   directory).
+//! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
+//!   (see `keys.rs` in this directory).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 use crate::catalogue::parse_json_row;
@@ -255,6 +257,7 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
         }
         Some(op) if super::sellers::OPS.contains(&op) => super::sellers::respond(holder, op, &request).await,
         Some(super::purge::OP) => super::purge::respond(holder, &request).await,
+        Some(op) if super::keys::OPS.contains(&op) => super::keys::respond(holder, op, &request).await,
         Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
         None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }

@@ -39,7 +39,7 @@ mod schema;
 mod sellers;
 mod tokens;
 
-pub use dump::{in_use, restore_file, table_names, Export, Snapshot};
+pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use intents::IntentDue;
 pub use records::Ns;
 pub use replies::PendingReply;
