@@ -2,10 +2,14 @@
 //!
 //! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
 //! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
-//! The key ring is a directory of 32-byte key files; the newest is used for sealing and
-//! every one for opening, so rotation keeps old ciphertexts readable. Beside it,
-//! `handle.key` is the root of the sellers' intent handles ([`handle`], PROTOCOL.md §2),
-//! never rotated.
+//! The key ring is a directory of 32-byte key files; the newest (`sealing.key`) is used
+//! for sealing and every one (`sealing.key.<kid>`) for opening, so rotation
+//! ([`KeyRing::rotate`], issue 11 point 2) keeps old ciphertexts readable until the old
+//! key is retired ([`KeyRing::retire`]); the ring inside a running server is swapped in
+//! place. Beside it, never rotated: `handle.key`, the root of the sellers' intent
+//! handles and the e-mail index ([`handle`], PROTOCOL.md §2), and `mac.key`, the root of
+//! every MAC (person keys, pseudonyms, CSRF tokens, derived tokens, keyed hashes),
+//! written once from the then-current sealing key's MAC subkey so no MAC changed.
 
 pub mod handle;
 pub mod password;
@@ -739,6 +743,120 @@ mod tests {
         assert!(!r.keyed_hash_matches(&token_hash("secret", "s3cr3t"), "secret", "s3cr3t"));
         let empty = KeyRing::from_bytes(vec![], &[7u8; 32]);
         assert!(empty.derive_token("p", "in").is_none() && empty.keyed_hash("k", "s").is_none());
+    }
+
+    /// Every kind of MAC the holder hands out, for one ring.
+    fn macs(r: &KeyRing) -> Vec<String> {
+        vec![
+            r.mac(&[b"person", b"buyer@example.com"]),
+            r.mac(&[b"pseudonym", b"per_x", b"sel_a"]),
+            r.derive_token("refresh", "tok").unwrap().expose().to_owned(),
+            r.keyed_hash("secret", "s3cr3t").unwrap(),
+            r.csrf_token("consent", "tok", 1000),
+        ]
+    }
+
+    #[test]
+    fn macs_stay_the_same_across_a_rotation_and_a_retirement() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let before = macs(&r);
+        let old = r.current_kid();
+        let sealed = r.seal_str("x").unwrap();
+        let h = r.handles().seal("sel_a", "int_a");
+        let new = r.rotate().unwrap();
+        assert_ne!(new, old);
+        assert_eq!(r.current_kid(), new, "the ring seals with the new key at once");
+        assert_eq!(r.seal_str("y").unwrap().kid, new);
+        assert_eq!(r.open_str(&sealed).unwrap().expose(), "x", "the old key still opens");
+        assert_eq!(macs(&r), before, "no MAC changed in the running ring");
+        assert!(r.csrf_valid(&before[4], "consent", "tok", 1500));
+        assert!(r.keyed_hash_matches(&before[3], "secret", "s3cr3t"));
+        // On disk: the new key current, the old one beside it (0600), no temp file left.
+        let mut names: Vec<String> =
+            std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, vec!["handle.key", "mac.key", "sealing.key", &format!("sealing.key.{old}")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for n in &names {
+                assert_eq!(std::fs::metadata(p.with_file_name(n)).unwrap().permissions().mode() & 0o777, 0o600, "{n}");
+            }
+        }
+        let (again, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(!created);
+        assert_eq!(again.kids(), vec![new.clone(), old.clone()]);
+        assert_eq!(macs(&again), before, "nor after a restart");
+        assert_eq!(again.handles().seal("sel_a", "int_a"), h, "handles unchanged");
+        // Retired: the file goes, MACs and keyed hashes still the same.
+        r.retire(&old).unwrap();
+        assert!(!p.with_file_name(format!("sealing.key.{old}")).exists());
+        assert!(matches!(r.open(&sealed), Err(CryptoError::UnknownKey(_))));
+        assert_eq!(macs(&r), before);
+        assert!(r.keyed_hash_matches(&before[3], "secret", "s3cr3t"));
+        let (third, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!((third.kids(), macs(&third)), (vec![new], before));
+    }
+
+    #[test]
+    fn retire_refuses_the_current_key_and_an_unknown_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let e = r.retire(&r.current_kid()).unwrap_err().to_string();
+        assert!(e.contains("current sealing key") && e.contains("rotate first"), "{e}");
+        assert!(p.exists());
+        let e = r.retire("deadbeef").unwrap_err().to_string();
+        assert!(e.contains("no key with id"), "{e}");
+        assert!(KeyRing::ephemeral().rotate().is_err(), "a ring without files cannot rotate");
+    }
+
+    #[test]
+    fn a_ring_from_an_old_data_dir_without_mac_key_gives_the_macs_of_before() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        drop(KeyRing::load_or_create(&p).unwrap());
+        std::fs::remove_file(KeyRing::mac_key_path(&p)).unwrap();
+        // What the MACs were before mac.key existed: under the current key's subkey.
+        let key = read_key(&p).unwrap();
+        let sub = mac_subkey(&key);
+        let kid = key_id(&key);
+        let old_person = mac_with(&sub, &[b"person", b"buyer@example.com"]);
+        let old_hash = format!("hmac1:{kid}:{}", mac_with(&sub, &[b"keyed-hash", b"secret", b"s3cr3t"]));
+        let old_csrf = format!("1000.{}", mac_with(&sub, &[b"csrf", b"consent", b"tok", b"1000"]));
+        let (r, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(!created && KeyRing::mac_key_path(&p).exists());
+        assert_eq!(r.mac(&[b"person", b"buyer@example.com"]), old_person);
+        assert_eq!(r.keyed_hash("secret", "s3cr3t").unwrap(), old_hash);
+        assert_eq!(r.csrf_token("consent", "tok", 1000), old_csrf);
+        // The same after a rotation and the old key's retirement.
+        r.rotate().unwrap();
+        r.retire(&kid).unwrap();
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!(r.mac(&[b"person", b"buyer@example.com"]), old_person);
+        assert!(r.keyed_hash_matches(&old_hash, "secret", "s3cr3t"));
+        assert_eq!(r.keyed_hash("secret", "s3cr3t").unwrap(), old_hash);
+        // A malformed mac.key is refused by name.
+        std::fs::write(KeyRing::mac_key_path(&p), "nonsense").unwrap();
+        assert!(matches!(KeyRing::load_or_create(&p), Err(CryptoError::BadKey(_))));
+    }
+
+    #[test]
+    fn a_rotation_cut_short_between_the_two_renames_still_loads() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let kid = r.current_kid();
+        // The old key copied aside, the new one not yet written.
+        std::fs::copy(&p, p.with_file_name(format!("sealing.key.{kid}"))).unwrap();
+        let (again, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!(again.kids(), vec![kid.clone()], "no key twice");
+        // A leftover temp file is no key.
+        std::fs::write(p.with_file_name(".sealing.key.tmp"), "junk").unwrap();
+        let new = again.rotate().unwrap();
+        assert_eq!(KeyRing::load_or_create(&p).unwrap().0.kids(), vec![new, kid]);
     }
 
     #[test]
