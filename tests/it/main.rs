@@ -7,6 +7,7 @@
 mod kit;
 
 mod backup;
+mod rotate;
 mod buyer_flow;
 mod demand;
 mod disk_full;
