@@ -244,7 +244,7 @@ impl KeyRing {
         }
         let mac_path = Self::mac_key_path(path);
         if !mac_path.exists() {
-            let text = Zeroizing::new(format!("{}:{}\n", keys[0].id, hex(&keys[0].mac_key[..])));
+            let text = Zeroizing::new(format!("{}:{}", keys[0].id, hex(&keys[0].mac_key[..])));
             write_atomic(&mac_path, text.as_bytes())
                 .map_err(|source| CryptoError::KeyFile { path: mac_path.clone(), source })?;
         }

@@ -388,4 +388,7 @@ fn keys_export_is_private_refuses_to_overwrite_and_restores_with_the_backup() {
         std::fs::read(fresh.join("keys/handle.key")).unwrap(),
         std::fs::read(data.join("keys/handle.key")).unwrap()
     );
+    // And the MAC root: person keys, pseudonyms and keyed hashes stay the same.
+    assert_eq!(mode(&fresh.join("keys").join("mac.key")), 0o600);
+    assert_eq!(std::fs::read(fresh.join("keys/mac.key")).unwrap(), std::fs::read(data.join("keys/mac.key")).unwrap());
 }
