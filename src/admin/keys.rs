@@ -167,7 +167,10 @@ fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> 
         }
         let old: Sealed = serde_json::from_value(s.clone())?;
         let plain = keys.open(&old).map_err(|e| {
-            anyhow::anyhow!("a sealed value of table {table:?} (key {}) does not open: {e}; nothing of its batch was written", old.kid)
+            anyhow::anyhow!(
+                "a sealed value of table {table:?} (key {}) does not open: {e}; nothing of its batch was written",
+                old.kid
+            )
         })?;
         let new = keys.seal(&plain)?;
         swaps.push((serde_json::to_string(&old)?, serde_json::to_string(&new)?));
@@ -226,7 +229,14 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
             file: k.file.and_then(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned)),
         })
         .collect();
-    Ok(StatusReport { current: keys.current_kid(), keys: list, unknown: counts, rows, sealed_values, via: Route::Direct })
+    Ok(StatusReport {
+        current: keys.current_kid(),
+        keys: list,
+        unknown: counts,
+        rows,
+        sealed_values,
+        via: Route::Direct,
+    })
 }
 
 /// Answers one op of [`OPS`] with `store` and `keys` (blocking): the server's side of
@@ -325,7 +335,7 @@ pub(crate) async fn respond(holder: &AppState, op: &str, req: &Value) -> Value {
 /// Where the key commands go: the running server, or the store and keys opened here.
 enum Target {
     Socket(Client),
-    Direct { store: Store, keys: KeyRing },
+    Direct { store: Box<Store>, keys: Box<KeyRing> },
 }
 
 impl Target {
@@ -358,7 +368,7 @@ impl Target {
             }
         })?;
         let (keys, _) = KeyRing::load_or_create(&key_path)?;
-        Ok(Self::Direct { store, keys })
+        Ok(Self::Direct { store: Box::new(store), keys: Box::new(keys) })
     }
 
     fn route(&self) -> Route {
@@ -473,7 +483,10 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
         let a = t.ask(&json!({"op": "keys_rotate"}))?;
         let kid = a.get("kid").and_then(Value::as_str).unwrap_or_default().to_owned();
         if !json_output {
-            println!("new sealing key {kid} is current (was {}); re-sealing {} values", before.current, before.sealed_values);
+            println!(
+                "new sealing key {kid} is current (was {}); re-sealing {} values",
+                before.current, before.sealed_values
+            );
         }
         (Some(before.current.clone()), true, before.sealed_values)
     };
@@ -507,7 +520,8 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
     })();
     bar.finish_and_clear();
     run.context("the re-seal stopped; every value still opens (its key stays in the ring): run `isto admin keys rotate --resume` to finish")?;
-    let retirable: Vec<String> = now.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.clone()).collect();
+    let retirable: Vec<String> =
+        now.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.clone()).collect();
     let report = RotateReport {
         kid: now.current.clone(),
         previous,
@@ -551,11 +565,14 @@ pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow:
     if json_output {
         println!("{report}");
     } else {
-        println!("retired key {kid}: its file is deleted{}", if a.is_object() && matches!(t.route(), Route::Socket) {
-            " and the running server no longer holds it"
-        } else {
-            ""
-        });
+        println!(
+            "retired key {kid}: its file is deleted{}",
+            if a.is_object() && matches!(t.route(), Route::Socket) {
+                " and the running server no longer holds it"
+            } else {
+                ""
+            }
+        );
     }
     Ok(report)
 }

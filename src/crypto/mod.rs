@@ -387,7 +387,8 @@ impl KeyRing {
         #[cfg(test)]
         OPENED.with(|n| n.set(n.get() + 1));
         let keys = self.sealing();
-        let key = keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
+        let key =
+            keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
         let nonce = B64.decode(&sealed.nonce).map_err(|_| CryptoError::Open)?;
         let ct = B64.decode(&sealed.ct).map_err(|_| CryptoError::Open)?;
         if nonce.len() != 24 {
@@ -440,7 +441,11 @@ impl KeyRing {
         if self.sealing().is_empty() {
             return None;
         }
-        Some(format!("hmac1:{}:{}", self.mac.id, mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])))
+        Some(format!(
+            "hmac1:{}:{}",
+            self.mac.id,
+            mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])
+        ))
     }
 
     /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`:
@@ -774,8 +779,10 @@ mod tests {
         assert!(r.csrf_valid(&before[4], "consent", "tok", 1500));
         assert!(r.keyed_hash_matches(&before[3], "secret", "s3cr3t"));
         // On disk: the new key current, the old one beside it (0600), no temp file left.
-        let mut names: Vec<String> =
-            std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         assert_eq!(names, vec!["handle.key", "mac.key", "sealing.key", &format!("sealing.key.{old}")]);
         #[cfg(unix)]

@@ -123,6 +123,10 @@ impl Cursor {
     }
 }
 
+/// What [`Store::rewrite_values`] asks about each value: given the table's name and the
+/// stored bytes, the new bytes (`None`: leave it).
+pub type Rewrite<'a, E> = dyn FnMut(&str, &[u8]) -> Result<Option<Vec<u8>>, E> + 'a;
+
 /// What one [`Store::rewrite_values`] batch did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rewritten {
@@ -147,7 +151,7 @@ impl Store {
         &self,
         cursor: &mut Cursor,
         limit: usize,
-        f: &mut dyn FnMut(&str, &[u8]) -> Result<Option<Vec<u8>>, E>,
+        f: &mut Rewrite<'_, E>,
     ) -> Result<Rewritten, E> {
         let mut next = cursor.clone();
         let mut failed: Option<E> = None;
@@ -348,7 +352,7 @@ impl Column for &'static [u8] {
     fn stored(o: &Vec<u8>) -> &[u8] {
         o
     }
-    fn bytes_of<'a, 'b>(v: &'a &'b [u8]) -> Option<&'a [u8]> {
+    fn bytes_of<'a>(v: &'a &[u8]) -> Option<&'a [u8]> {
         Some(v)
     }
     fn owned_of_bytes(b: Vec<u8>) -> Option<Vec<u8>> {
@@ -433,7 +437,7 @@ pub(super) trait AnyTable: Sync {
         txn: &WriteTransaction,
         after: Option<&str>,
         limit: usize,
-        f: &mut dyn FnMut(&str, &[u8]) -> Result<Option<Vec<u8>>>,
+        f: &mut Rewrite<'_, StoreError>,
     ) -> Result<(Rewritten, Option<String>, bool)>;
 }
 
@@ -495,7 +499,7 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
         txn: &WriteTransaction,
         after: Option<&str>,
         limit: usize,
-        f: &mut dyn FnMut(&str, &[u8]) -> Result<Option<Vec<u8>>>,
+        f: &mut Rewrite<'_, StoreError>,
     ) -> Result<(Rewritten, Option<String>, bool)> {
         if V::owned_of_bytes(Vec::new()).is_none() {
             return Ok((Rewritten::default(), None, false));

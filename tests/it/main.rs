@@ -7,7 +7,6 @@
 mod kit;
 
 mod backup;
-mod rotate;
 mod buyer_flow;
 mod demand;
 mod disk_full;
@@ -19,6 +18,7 @@ mod mail_faults;
 mod people;
 mod quotas;
 mod rate_limits;
+mod rotate;
 mod sellers;
 mod smtp_faults;
 mod systemd;

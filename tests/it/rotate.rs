@@ -18,14 +18,18 @@ use crate::backup::{assert_every_table_has_rows, populated};
 use crate::kit::load::{admin, load_numbers, numbered, ok_json, rows_of, text, Load, LoadSize, Serve};
 use crate::kit::{clock, open_state, Opts};
 
-/// The plaintext of every sealed value of every row: `(table, key) → plaintexts`, and
-/// the key ids seen.
-fn opened(h: &AppState) -> (BTreeMap<(String, String), Vec<String>>, BTreeMap<String, u64>) {
-    let mut out: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+/// The plaintexts of the sealed values of each row: `(table, key JSON) → plaintexts`.
+type Opened = BTreeMap<(String, String), Vec<String>>;
+
+/// The plaintext of every sealed value of every row, and the key ids seen.
+fn opened(h: &AppState) -> (Opened, BTreeMap<String, u64>) {
+    let mut out = Opened::new();
     let mut kids: BTreeMap<String, u64> = BTreeMap::new();
     fn walk(v: &Value, f: &mut dyn FnMut(Sealed)) {
         match v {
-            Value::Object(m) if m.len() == 3 && m.contains_key("kid") && m.contains_key("nonce") && m.contains_key("ct") => {
+            Value::Object(m)
+                if m.len() == 3 && m.contains_key("kid") && m.contains_key("nonce") && m.contains_key("ct") =>
+            {
                 f(serde_json::from_value(v.clone()).unwrap())
             }
             Value::Object(m) => m.values().for_each(|x| walk(x, f)),
@@ -86,7 +90,9 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
         assert_eq!(kids.len(), 1, "one key seals everything at first: {kids:?}");
         (o, identities(&h))
     };
-    assert!(before_ids.keys().any(|k| k.starts_with("pseudonym")) && before_ids.keys().any(|k| k.starts_with("person")));
+    assert!(
+        before_ids.keys().any(|k| k.starts_with("pseudonym")) && before_ids.keys().any(|k| k.starts_with("person"))
+    );
     let work = tempfile::tempdir().unwrap();
     let serve = Serve::start(&data, work.path().join("serve.log"));
     let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
@@ -112,8 +118,11 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     assert!(report["note"].as_str().unwrap().contains("handle.key and mac.key"), "{report}");
     assert!(report["retirable"].as_array().unwrap().iter().any(|k| k == old.as_str()), "{report}");
     // The load goes on after the rotation, sealing with the new key.
-    let (i, d, c) =
-        (load.imports.load(std::sync::atomic::Ordering::SeqCst), load.drafts.load(std::sync::atomic::Ordering::SeqCst), load.consented.lock().unwrap().len());
+    let (i, d, c) = (
+        load.imports.load(std::sync::atomic::Ordering::SeqCst),
+        load.drafts.load(std::sync::atomic::Ordering::SeqCst),
+        load.consented.lock().unwrap().len(),
+    );
     load.wait_for(&serve, i + 10, d.min(19) + 1, (c + 1).min(15));
     let retired = ok_json(&admin(&data, &["keys", "retire", &old, "--json"]));
     assert_eq!((retired["retired"].clone(), retired["via"].clone()), (true.into(), "socket".into()), "{retired}");

@@ -310,8 +310,14 @@ impl Load {
                     if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
                         break;
                     }
-                    tool(port, &sid, 10 + n, "intent_publish_intent", json!({"statement": format!("Hľadám byt Load draft {n}"),
-                        "criteria": {"category": "property"}, "area": "SK"}));
+                    tool(
+                        port,
+                        &sid,
+                        10 + n,
+                        "intent_publish_intent",
+                        json!({"statement": format!("Hľadám byt Load draft {n}"),
+                        "criteria": {"category": "property"}, "area": "SK"}),
+                    );
                     published.store(n + 1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -329,9 +335,15 @@ impl Load {
                         if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
                             break;
                         }
-                        let out = tool(port, &sid, 1000 + 2 * n, "intent_publish_intent", json!({
+                        let out = tool(
+                            port,
+                            &sid,
+                            1000 + 2 * n,
+                            "intent_publish_intent",
+                            json!({
                             "statement": format!("Hľadám byt Load consent {n}"), "criteria": {"category": "property"},
-                            "area": "SK", "hiddenLimit": 5000 + n}));
+                            "area": "SK", "hiddenLimit": 5000 + n}),
+                        );
                         let code = out["intentCode"].as_str().unwrap().to_owned();
                         let url = out["consentUrl"].as_str().unwrap();
                         let path = format!("/consent/{}", url.rsplit('/').next().unwrap());
@@ -339,11 +351,25 @@ impl Load {
                         assert_eq!(status, 200, "{page}");
                         let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap();
                         let email = format!("load{n}@example.com");
-                        let form = serde_urlencoded::to_string([("email", email.as_str()), ("accept", "yes"),
-                            ("csrf", csrf), ("lang", "en")]).unwrap();
+                        let form = serde_urlencoded::to_string([
+                            ("email", email.as_str()),
+                            ("accept", "yes"),
+                            ("csrf", csrf),
+                            ("lang", "en"),
+                        ])
+                        .unwrap();
                         let origin = format!("http://127.0.0.1:{port}");
-                        let (status, head, _) = http(port, "POST", &path, &[("Content-Type", "application/x-www-form-urlencoded"),
-                            ("Origin", &origin), ("Accept-Language", "en")], &form);
+                        let (status, head, _) = http(
+                            port,
+                            "POST",
+                            &path,
+                            &[
+                                ("Content-Type", "application/x-www-form-urlencoded"),
+                                ("Origin", &origin),
+                                ("Accept-Language", "en"),
+                            ],
+                            &form,
+                        );
                         assert_eq!(status, 303, "consent {n}: {head}");
                         consented.lock().unwrap().push(Consented { n, code: code.clone(), withdrawn: false });
                         if n % 2 == 1 {
