@@ -79,9 +79,29 @@ fn state(data: &Path) -> AppState {
     open_state(data, clock(), Opts::default())
 }
 
+/// Intents taken through consent in-process (each seals a contact, a hidden limit and a
+/// queued mail): enough sealed values that a re-seal in small batches takes a while.
+fn bulk(data: &Path, n: u64) {
+    let quotas = isto::config::Quotas {
+        drafts_per_client_per_hour: 10_000,
+        consents_per_client_per_hour: 10_000,
+        ..isto::config::Quotas::default()
+    };
+    let h = open_state(data, clock(), Opts { quotas: Some(quotas), ..Opts::default() });
+    for i in 0..n {
+        let args = serde_json::json!({"statement": format!("Hľadám dom Bulk {i}"), "criteria": {"category": "property"},
+                                      "area": "SK", "hiddenLimit": 90000 + i});
+        let r = h.intents.publish_draft(h.intents.parse_publish(&args).unwrap()).unwrap();
+        let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
+        let out = h.intents.give_consent(&token, &format!("bulk{i}@example.com"), "en").unwrap();
+        assert_eq!(out, isto::intents::ConsentOutcome::Recorded);
+    }
+}
+
 #[test]
 fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_nothing() {
     let (_keep, data) = populated();
+    bulk(&data, 150);
     let before_rows = rows_of(&data.join("isto.redb"));
     assert_every_table_has_rows(&before_rows, "the fixture", &[]);
     let (before_open, before_ids) = {
@@ -106,9 +126,10 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     load.wait_for(&serve, 20, 2, 2);
     // Small batches, so the re-seal runs in many transactions between the load's.
     let imports_before = load.imports.load(std::sync::atomic::Ordering::SeqCst);
-    let report = ok_json(&admin(&data, &["keys", "rotate", "--batch", "7", "--json"]));
+    let report = ok_json(&admin(&data, &["keys", "rotate", "--batch", "5", "--json"]));
     let imports_during = load.imports.load(std::sync::atomic::Ordering::SeqCst) - imports_before;
     assert!(imports_during > 0, "the server took writes while the rotation ran");
+    eprintln!("rotation: {imports_during} imports acknowledged meanwhile; {report}");
     assert_eq!((report["rotated"].clone(), report["via"].clone()), (true.into(), "socket".into()), "{report}");
     assert_eq!(report["previous"], old.as_str());
     let new = report["kid"].as_str().unwrap().to_owned();
@@ -179,4 +200,58 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
 fn serve_log_has_secrets(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.contains("@example.com")
+}
+
+#[test]
+fn an_interrupted_rotation_is_shown_by_status_refused_by_rotate_and_finished_by_resume_offline() {
+    let (_keep, data) = populated();
+    let (old, before_open, before_ids) = {
+        let h = state(&data);
+        (h.base.keys.current_kid(), opened(&h).0, identities(&h))
+    };
+    // A rotation cut short after the new key became current: nothing re-sealed yet.
+    let (ring, _) = isto::crypto::KeyRing::load_or_create(&data.join("keys/sealing.key")).unwrap();
+    let new = ring.rotate().unwrap();
+    drop(ring);
+    let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
+    assert_eq!(status["via"], "direct", "{status}");
+    assert_eq!(
+        (status["current"].clone(), status["keys"][1]["kid"].clone()),
+        (new.as_str().into(), old.as_str().into())
+    );
+    let left = status["keys"][1]["sealed"].as_u64().unwrap();
+    assert!(left >= 3 && status["keys"][0]["sealed"] == 0, "{status}");
+    let human = admin(&data, &["keys", "status"]);
+    assert!(text(&human).contains(&format!("{left} values are still sealed with older keys")), "{}", text(&human));
+    // Retiring the old key and making yet another one are refused, saying what to do.
+    let refused = admin(&data, &["keys", "retire", &old]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains(&format!("still seals {left}")) && text(&refused).contains("--resume"),
+        "{}",
+        text(&refused)
+    );
+    let refused = admin(&data, &["keys", "rotate"]);
+    assert!(!refused.status.success() && text(&refused).contains("--resume"), "{}", text(&refused));
+    assert_eq!(
+        ok_json(&admin(&data, &["keys", "status", "--json"]))["keys"].as_array().unwrap().len(),
+        2,
+        "no third key"
+    );
+    // --resume finishes it without a new key.
+    let report = ok_json(&admin(&data, &["keys", "rotate", "--resume", "--batch", "3", "--json"]));
+    assert_eq!(
+        (report["rotated"].clone(), report["kid"].clone(), report["left"].clone()),
+        (false.into(), new.as_str().into(), 0.into()),
+        "{report}"
+    );
+    assert_eq!(report["resealed"].as_u64().unwrap(), left, "{report}");
+    assert_eq!(report["via"], "direct");
+    let retired = ok_json(&admin(&data, &["keys", "retire", &old, "--json"]));
+    assert_eq!(retired["retired"], true);
+    let h = state(&data);
+    let (after_open, kids) = opened(&h);
+    assert_eq!(kids.keys().cloned().collect::<Vec<_>>(), vec![new]);
+    assert_eq!(after_open, before_open, "every value opens to what it was");
+    assert_eq!(identities(&h), before_ids);
 }
