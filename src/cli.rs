@@ -124,8 +124,8 @@ pub enum AdminCommand {
 /// `isto admin keys ...`.
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Write the key ring (every sealing key, the current one first) to a file, mode
-    /// 0600. Backups do not hold the keys; keep this file apart from them (offline or
+    /// Write the key ring (every sealing key, the current one first, and the
+    /// never-rotated handle.key and mac.key) to a file, mode 0600. Backups do not hold the keys; keep this file apart from them (offline or
     /// encrypted): with both, anyone reads every contact and hidden limit.
     Export {
         /// The file to write.
