@@ -141,7 +141,7 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
 
     // The load (see `kit::load`): offer imports through the admin socket and drafts on
     // /mcp (under the per-client draft quota), bounded in count and time.
-    let load = Load::start(&serve, &data, LoadSize { imports: 3000, drafts: DRAFTS, consents: 0 });
+    let load = Load::start(&serve, &data, LoadSize { imports: 3000, drafts: DRAFTS, consents: 0 }, None);
     let (written, published) = (load.imports.clone(), load.drafts.clone());
     load.wait_for(&serve, 20, 3, 0);
     let file = work.path().join("backups").join("holder.isto-backup");

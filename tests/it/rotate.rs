@@ -1,6 +1,7 @@
 //! Key rotation (issue 11 point 2, "What must be shown"): `isto admin keys rotate`
 //! against a real `isto serve` child process under a bounded write load (publish,
-//! consent, withdraw on /mcp and the pages, offer imports through the admin socket):
+//! consent, confirm — the link read from the mail the server sent to a sink SMTP server
+//! —, withdraw on /mcp and the pages, offer imports through the admin socket):
 //! afterwards every sealed value opens with the new key (status shows 0 for the old),
 //! the old key is retired, every acknowledged write is there, and pseudonyms, handles,
 //! person keys and CSRF tokens are unchanged. The holder's data is made in-process with
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::backup::{assert_every_table_has_rows, populated};
-use crate::kit::load::{admin, load_numbers, numbered, ok_json, rows_of, text, Load, LoadSize, Serve};
+use crate::kit::load::{admin, load_numbers, numbered, ok_json, rows_of, text, Load, LoadSize, Serve, SmtpSink};
 use crate::kit::{clock, open_state, Opts};
 
 /// The plaintexts of the sealed values of each row: `(table, key JSON) → plaintexts`.
@@ -85,6 +86,7 @@ fn bulk(data: &Path, n: u64) {
     let quotas = isto::config::Quotas {
         drafts_per_client_per_hour: 10_000,
         consents_per_client_per_hour: 10_000,
+        confirmation_mails_per_hour: 10_000,
         ..isto::config::Quotas::default()
     };
     let h = open_state(data, clock(), Opts { quotas: Some(quotas), ..Opts::default() });
@@ -101,7 +103,7 @@ fn bulk(data: &Path, n: u64) {
 #[test]
 fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_nothing() {
     let (_keep, data) = populated();
-    bulk(&data, 150);
+    bulk(&data, 400);
     let before_rows = rows_of(&data.join("isto.redb"));
     assert_every_table_has_rows(&before_rows, "the fixture", &[]);
     let (before_open, before_ids) = {
@@ -114,7 +116,9 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
         before_ids.keys().any(|k| k.starts_with("pseudonym")) && before_ids.keys().any(|k| k.starts_with("person"))
     );
     let work = tempfile::tempdir().unwrap();
-    let serve = Serve::start(&data, work.path().join("serve.log"));
+    // Mail goes to a sink the load reads the confirmation links from.
+    let sink = std::sync::Arc::new(SmtpSink::start());
+    let serve = Serve::start_with_smtp(&data, work.path().join("serve.log"), &sink.url());
     let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
     assert_eq!(status["via"], "socket", "{status}");
     let old = status["current"].as_str().unwrap().to_owned();
@@ -122,14 +126,17 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     let refused = admin(&data, &["keys", "retire", &old]);
     assert!(!refused.status.success() && text(&refused).contains("current sealing key"), "{}", text(&refused));
 
-    let load = Load::start(&serve, &data, LoadSize { imports: 3000, drafts: 20, consents: 15 });
+    let load = Load::start(&serve, &data, LoadSize { imports: 3000, drafts: 20, consents: 15 }, Some(sink.clone()));
     load.wait_for(&serve, 20, 2, 2);
     // Small batches, so the re-seal runs in many transactions between the load's.
     let imports_before = load.imports.load(std::sync::atomic::Ordering::SeqCst);
     let report = ok_json(&admin(&data, &["keys", "rotate", "--batch", "5", "--json"]));
     let imports_during = load.imports.load(std::sync::atomic::Ordering::SeqCst) - imports_before;
     assert!(imports_during > 0, "the server took writes while the rotation ran");
-    eprintln!("rotation: {imports_during} imports acknowledged meanwhile; {report}");
+    eprintln!(
+        "rotation: {imports_during} imports acknowledged meanwhile; {} values re-sealed in {} pass(es)",
+        report["resealed"], report["passes"]
+    );
     assert_eq!((report["rotated"].clone(), report["via"].clone()), (true.into(), "socket".into()), "{report}");
     assert_eq!(report["previous"], old.as_str());
     let new = report["kid"].as_str().unwrap().to_owned();
@@ -181,9 +188,11 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
         let id: Option<String> = h.base.store.read(|rx| rx.token(&isto::crypto::token_hash("code", &c.code))).unwrap();
         let rec: IntentRecord = h.base.store.read(|rx| rx.intent(&id.unwrap())).unwrap().unwrap();
         assert!(rec.statement.contains(&format!("Load consent {}", c.n)));
+        assert!(c.confirmed, "intent {} was confirmed", c.n);
         if c.withdrawn {
             assert_eq!(rec.status, isto::protocol::Status::Withdrawn, "intent {}", c.n);
         } else {
+            assert_eq!(rec.status, isto::protocol::Status::Active, "intent {}", c.n);
             let contact = isto::base::open_contact(&h.base.keys, &rec).unwrap().unwrap();
             assert_eq!(contact.expose(), format!("load{}@example.com", c.n));
             assert_eq!(h.base.hidden_limit(&rec).unwrap(), Some(5000.0 + c.n as f64));

@@ -4,8 +4,9 @@
 //! ([`rows_of`]), and [`Load`]: threads that write through the running server — offer
 //! imports through the admin socket (`Load offer N`), drafts published on `/mcp`
 //! (`Load draft N`) and, optionally, intents taken through consent (the consent page's
-//! GET and POST, sealing a contact and a hidden limit and queueing sealed mail) of which
-//! every other one is withdrawn again (`intent_withdraw_intent`). Every write the server
+//! GET and POST, sealing a contact and a hidden limit and queueing sealed mail),
+//! confirmed on the confirmation page when the test gives an [`SmtpSink`] to read the
+//! mail from, and every other one withdrawn again (`intent_withdraw_intent`). Every write the server
 //! acknowledged is recorded. Loopback only; every loop bounded in count and time.
 
 use isto::store::{Export, Store, StoreError};
@@ -91,16 +92,22 @@ impl Drop for Serve {
 }
 
 impl Serve {
-    /// Starts it (logging to `log`) and waits (at most 20 s) for its admin socket.
+    /// Starts it (logging to `log`) and waits (at most 20 s) for its admin socket. Its
+    /// SMTP server is port 1, where nothing listens: queued mail stays queued (so the
+    /// outbox has rows).
     pub fn start(data: &Path, log: PathBuf) -> Serve {
+        Self::start_with_smtp(data, log, "smtp://127.0.0.1:1")
+    }
+
+    /// [`Serve::start`] sending mail to `smtp_url` (an [`SmtpSink`]'s, say).
+    pub fn start_with_smtp(data: &Path, log: PathBuf, smtp_url: &str) -> Serve {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = isto(data)
             .arg("serve")
             .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
             .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
             .env("RUST_LOG", "info")
-            // Nothing listens on port 1: queued mail stays queued (so the outbox has rows).
-            .env("ISTO_SMTP_URL", "smtp://127.0.0.1:1")
+            .env("ISTO_SMTP_URL", smtp_url)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -236,6 +243,115 @@ fn tool(port: u16, sid: &str, id: u64, name: &str, args: Value) -> Value {
     msg["result"]["structuredContent"].clone()
 }
 
+/// A minimal SMTP server on 127.0.0.1 that accepts every message and keeps it (raw,
+/// as sent after DATA), so a test can follow the links in the mail. Its threads end
+/// when it is dropped.
+pub struct SmtpSink {
+    /// Its port.
+    pub port: u16,
+    received: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+impl SmtpSink {
+    /// Starts it.
+    pub fn start() -> SmtpSink {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (received, stop) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicBool::new(false)));
+        let (r, st) = (received.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        let r = r.clone();
+                        std::thread::spawn(move || {
+                            let _ = Self::serve(s, &r);
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        SmtpSink { port, received, stop }
+    }
+
+    /// The URL for `ISTO_SMTP_URL`.
+    pub fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    fn serve(s: std::net::TcpStream, received: &Mutex<Vec<String>>) -> std::io::Result<()> {
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut w = s.try_clone()?;
+        let mut r = std::io::BufReader::new(s);
+        w.write_all(b"220 sink.test ESMTP\r\n")?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let cmd = line.trim_end().to_ascii_uppercase();
+            let reply: &[u8] = if cmd.starts_with("EHLO") {
+                b"250-sink.test\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n"
+            } else if cmd.starts_with("DATA") {
+                w.write_all(b"354 go ahead\r\n")?;
+                let mut data = String::new();
+                loop {
+                    let mut l = String::new();
+                    if r.read_line(&mut l)? == 0 {
+                        return Ok(());
+                    }
+                    if l == ".\r\n" {
+                        break;
+                    }
+                    data.push_str(&l);
+                }
+                received.lock().unwrap().push(data);
+                b"250 queued\r\n"
+            } else if cmd.starts_with("QUIT") {
+                w.write_all(b"221 bye\r\n")?;
+                return Ok(());
+            } else {
+                b"250 ok\r\n"
+            };
+            w.write_all(reply)?;
+        }
+    }
+
+    /// The token after `marker` (`/confirm/`) in the newest message to `to`, quoted-
+    /// printable soft line breaks undone; waits for it at most `wait`.
+    pub fn token(&self, to: &str, marker: &str, wait: Duration) -> Option<String> {
+        let t0 = Instant::now();
+        loop {
+            let found = self.received.lock().unwrap().iter().rev().find_map(|m| {
+                let (head, body) = m.split_once("\r\n\r\n")?;
+                if !head.to_ascii_lowercase().contains(&to.to_ascii_lowercase()) {
+                    return None;
+                }
+                let body = body.replace("=\r\n", "");
+                let rest = body.split(marker).nth(1)?;
+                let token: String =
+                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+                (!token.is_empty()).then_some(token)
+            });
+            if found.is_some() || t0.elapsed() > wait {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 /// How much [`Load`] writes at most (the per-client quotas of the defaults allow 60
 /// drafts and 20 consents an hour: drafts + consents stay under 60, consents under 20).
 #[derive(Clone, Copy)]
@@ -249,6 +365,10 @@ pub struct LoadSize {
     pub consents: u64,
 }
 
+/// Where the load reads the confirmation mail (then every consented intent is also
+/// confirmed on its page before the odd ones are withdrawn).
+pub type Mailbox = Option<Arc<SmtpSink>>;
+
 /// An intent the load took through consent, as the server acknowledged it.
 #[derive(Debug, Clone)]
 pub struct Consented {
@@ -256,6 +376,8 @@ pub struct Consented {
     pub n: u64,
     /// Its intentCode.
     pub code: String,
+    /// Whether the load confirmed it on the confirmation page (acknowledged).
+    pub confirmed: bool,
     /// Whether the load withdrew it afterwards (acknowledged).
     pub withdrawn: bool,
 }
@@ -275,7 +397,7 @@ pub struct Load {
 impl Load {
     /// Starts the load against `serve` on `data`: each thread stops at its count, after
     /// 40 s, or at [`Load::stop`].
-    pub fn start(serve: &Serve, data: &Path, size: LoadSize) -> Load {
+    pub fn start(serve: &Serve, data: &Path, size: LoadSize, mailbox: Mailbox) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let imports = Arc::new(AtomicU64::new(0));
         let drafts = Arc::new(AtomicU64::new(0));
@@ -371,7 +493,34 @@ impl Load {
                             &form,
                         );
                         assert_eq!(status, 303, "consent {n}: {head}");
-                        consented.lock().unwrap().push(Consented { n, code: code.clone(), withdrawn: false });
+                        consented.lock().unwrap().push(Consented {
+                            n,
+                            code: code.clone(),
+                            confirmed: false,
+                            withdrawn: false,
+                        });
+                        if let Some(sink) = &mailbox {
+                            let token = sink.token(&email, "/confirm/", Duration::from_secs(10));
+                            let token = token.unwrap_or_else(|| panic!("no confirmation mail for intent {n}"));
+                            let path = format!("/confirm/{token}");
+                            let (status, _, page) = http(port, "GET", &path, &[("Accept-Language", "en")], "");
+                            assert_eq!(status, 200, "{page}");
+                            let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+                            let form = serde_urlencoded::to_string([("csrf", csrf)]).unwrap();
+                            let (status, head, _) = http(
+                                port,
+                                "POST",
+                                &path,
+                                &[
+                                    ("Content-Type", "application/x-www-form-urlencoded"),
+                                    ("Origin", &origin),
+                                    ("Accept-Language", "en"),
+                                ],
+                                &form,
+                            );
+                            assert_eq!(status, 303, "confirm {n}: {head}");
+                            consented.lock().unwrap().last_mut().unwrap().confirmed = true;
+                        }
                         if n % 2 == 1 {
                             tool(port, &sid, 1001 + 2 * n, "intent_withdraw_intent", json!({"intentCode": code}));
                             consented.lock().unwrap().last_mut().unwrap().withdrawn = true;
