@@ -132,7 +132,8 @@ impl Fresh {
             vec![top]
         } else {
             let key = settings.key_path();
-            let mut paths = vec![settings.store_path(), KeyRing::handle_key_path(&key), key.clone()];
+            let mut paths =
+                vec![settings.store_path(), KeyRing::handle_key_path(&key), KeyRing::mac_key_path(&key), key.clone()];
             paths.extend(key.parent().map(std::path::Path::to_path_buf));
             paths.push(dir.join("index"));
             paths.push(settings.outbox_dir());

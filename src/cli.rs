@@ -165,8 +165,8 @@ pub enum AdminCommand {
 /// `isto admin keys ...`.
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Write the key ring (every sealing key, the current one first) to a file, mode
-    /// 0600. Backups do not hold the keys; keep this file apart from them (offline or
+    /// Write the key ring (every sealing key, the current one first, and the
+    /// never-rotated handle.key and mac.key) to a file, mode 0600. Backups do not hold the keys; keep this file apart from them (offline or
     /// encrypted): with both, anyone reads every contact and hidden limit.
     Export {
         /// The file to write.
@@ -175,6 +175,42 @@ pub enum KeysCommand {
         /// Replace FILE when it exists.
         #[arg(long)]
         force: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a new sealing key current (at once, also in a running `isto serve`, through
+    /// its admin socket) and re-seal every sealed value — contacts, hidden limits,
+    /// account e-mails, queued mail — with it, in batches while the server keeps
+    /// serving, with a progress bar. Only the sealing key rotates: handle.key and mac.key
+    /// never do (the sellers' intent handles, pseudonyms, person keys, CSRF tokens and
+    /// keyed hashes would change). Older keys stay in the ring until `keys retire`.
+    /// Export the key ring again afterwards.
+    Rotate {
+        /// Make no new key: finish the re-seal of an earlier rotation that was cut short
+        /// (see `keys status`).
+        #[arg(long)]
+        resume: bool,
+        /// Rows per write transaction.
+        #[arg(long, value_name = "ROWS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=5000))]
+        batch: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show every sealing key: its id, whether it is current, when it was made, and how
+    /// many stored values it still seals (counted over every table).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the old sealing key ID (its file, and from a running server's ring).
+    /// Refused when ID is the current key or any stored value is still sealed with it
+    /// (finish the re-seal with `keys rotate --resume` first).
+    Retire {
+        /// The key id, as `keys status` shows it.
+        id: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,

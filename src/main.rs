@@ -185,6 +185,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     isto::admin::migrate_command(&settings, dry_run, json)?;
                     Ok(ExitCode::SUCCESS)
                 }
+                AdminCommand::Keys(KeysCommand::Rotate { resume, batch, json }) => {
+                    let r = isto::admin::keys_rotate(&settings, resume, usize::try_from(batch).unwrap_or(500), json)?;
+                    Ok(if r.left == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                }
+                AdminCommand::Keys(KeysCommand::Status { json }) => {
+                    isto::admin::keys_status(&settings, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::Keys(KeysCommand::Retire { id, json }) => {
+                    isto::admin::keys_retire(&settings, &id, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
                 AdminCommand::Purge { dry_run, json } => {
                     isto::admin::purge_command(&settings, dry_run, json)?;
                     Ok(ExitCode::SUCCESS)

@@ -268,7 +268,7 @@ fn as_sealed(m: &serde_json::Map<String, Value>) -> Option<Sealed> {
 }
 
 /// Calls `f` on every sealed value inside `v`.
-fn each_sealed(v: &Value, f: &mut dyn FnMut(Sealed) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(super) fn each_sealed(v: &Value, f: &mut dyn FnMut(Sealed) -> anyhow::Result<()>) -> anyhow::Result<()> {
     match v {
         Value::Object(m) => match as_sealed(m) {
             Some(s) => f(s),
@@ -732,6 +732,11 @@ fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
     if handle.exists() {
         out.push(handle);
     }
+    // The MAC root: without it every person key, pseudonym and keyed hash changes.
+    let mac = KeyRing::mac_key_path(&current);
+    if mac.exists() {
+        out.push(mac);
+    }
     Ok(out)
 }
 
@@ -763,6 +768,13 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
     if out.exists() && !force {
         bail!("{} exists; refusing to overwrite it without --force", out.display());
     }
+    // Opening the ring checks every key and gives the ids (and writes mac.key into a
+    // data directory made before it existed, so the export holds it).
+    if !settings.key_path().exists() {
+        bail!("no sealing key at {}", settings.key_path().display());
+    }
+    let (ring, _) = KeyRing::load_or_create(&settings.key_path())?;
+    let kids = ring.kids();
     let files = key_files(settings)?;
     let mut keys = Vec::new();
     for p in &files {
@@ -772,9 +784,6 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
         let file = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         keys.push(KeyEntry { file, hex: text.trim().to_owned() });
     }
-    // Opening the ring checks every key and gives the ids.
-    let (ring, _) = KeyRing::load_or_create(&settings.key_path())?;
-    let kids = ring.kids();
     let body = zeroize::Zeroizing::new(serde_json::to_string_pretty(&KeysFile {
         format: KEYS_FORMAT.to_owned(),
         version: 1,
@@ -805,7 +814,7 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
             files.len(),
             out.display(),
             report.kids.join(", "),
-            if handle { " and the handle key" } else { "" }
+            if handle { " and the never-rotated handle.key and mac.key" } else { "" }
         );
     }
     Ok(report)
@@ -840,6 +849,7 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     let ok_name = |f: &str| {
         f == name
             || handle_name.as_deref() == Some(f)
+            || f == crate::crypto::MAC_KEY_FILE
             || f.strip_prefix(&format!("{name}."))
                 .is_some_and(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()))
     };
@@ -847,7 +857,7 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     crate::crypto::set_mode(dir, 0o700)?;
     for e in &k.keys {
         if !ok_name(&e.file) {
-            bail!("{}: key file name {:?} is not {name}, {name}.<id> or handle.key", file.display(), e.file);
+            bail!("{}: key file name {:?} is not {name}, {name}.<id>, handle.key or mac.key", file.display(), e.file);
         }
         crate::crypto::write_private(&dir.join(&e.file), e.hex.as_bytes())
             .with_context(|| format!("cannot write {}", dir.join(&e.file).display()))?;

@@ -25,9 +25,12 @@
 //! - `stats`: `isto admin stats` (see `stats.rs` in this directory).
 //! - `backup`: `isto admin backup` streams the export (see `backup.rs` in this directory;
 //!   `restore` and `keys export` never use the socket).
+//! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
+//!   (key rotation; see `keys.rs` in this directory).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 mod backup;
+mod keys;
 mod migrate;
 mod purge;
 mod sellers;
@@ -38,6 +41,10 @@ pub use backup::{
     backup, keys_export, restore, verify as verify_backup, BackupReport, Header as BackupHeader, KeysReport,
     RestoreReport, Trailer as BackupTrailer, Verified, FORMAT as BACKUP_FORMAT,
     FORMAT_VERSION as BACKUP_FORMAT_VERSION, KEYS_NOTE, KEYS_WARNING,
+};
+pub use keys::{
+    keys_retire, keys_rotate, keys_status, KeyStatus, RotateReport, StatusReport, BATCH_ROWS as RESEAL_BATCH_ROWS,
+    MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
 };
 pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
 pub use purge::{purge_command, report as purge_report};
@@ -69,7 +76,7 @@ pub const SHOWN_ERRORS: usize = 50;
 pub const REPORTED_ERRORS: usize = 1000;
 
 /// How an import reached the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
     /// Through the running server's admin socket.

@@ -18,6 +18,8 @@
 //!   directory).
 //! - `migrate`: the server's isto and schema versions (see `migrate.rs` in this
 //!   directory).
+//! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
+//!   (see `keys.rs` in this directory).
 //! - anything else → `{"ok":false,"error":"..."}`.
 
 use crate::catalogue::parse_json_row;
@@ -259,6 +261,7 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
         Some(super::purge::OP) => super::purge::respond(holder, &request).await,
         Some(super::migrate::OP) => super::migrate::respond(holder).await,
         Some(super::stats::OP) => super::stats::respond(holder).await,
+        Some(op) if super::keys::OPS.contains(&op) => super::keys::respond(holder, op, &request).await,
         Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
         None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
     }

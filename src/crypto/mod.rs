@@ -2,10 +2,14 @@
 //!
 //! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
 //! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
-//! The key ring is a directory of 32-byte key files; the newest is used for sealing and
-//! every one for opening, so rotation keeps old ciphertexts readable. Beside it,
-//! `handle.key` is the root of the sellers' intent handles ([`handle`], PROTOCOL.md §2),
-//! never rotated.
+//! The key ring is a directory of 32-byte key files; the newest (`sealing.key`) is used
+//! for sealing and every one (`sealing.key.<kid>`) for opening, so rotation
+//! ([`KeyRing::rotate`], issue 11 point 2) keeps old ciphertexts readable until the old
+//! key is retired ([`KeyRing::retire`]); the ring inside a running server is swapped in
+//! place. Beside it, never rotated: `handle.key`, the root of the sellers' intent
+//! handles and the e-mail index ([`handle`], PROTOCOL.md §2), and `mac.key`, the root of
+//! every MAC (person keys, pseudonyms, CSRF tokens, derived tokens, keyed hashes),
+//! written once from the then-current sealing key's MAC subkey so no MAC changed.
 
 pub mod handle;
 pub mod password;
@@ -46,6 +50,9 @@ pub enum CryptoError {
     /// Sealing failed (the reason says why); nothing sealed is stored.
     #[error("sealing failed: {0}")]
     Seal(&'static str),
+    /// A key cannot be retired (the reason says why and what to do).
+    #[error("{0}")]
+    Retire(String),
     /// Password hashing failed (the message never contains the password).
     #[error("password hashing: {0}")]
     Hash(String),
@@ -82,18 +89,54 @@ impl Secret {
 struct Key {
     id: String,
     cipher: XChaCha20Poly1305,
+    /// This key's own MAC subkey ("isto-mac-v1"): only for checking `hmac1:` hashes made
+    /// under it before the ring had a [`MacRoot`].
     mac_key: Zeroizing<[u8; 32]>,
+    /// The file it was read from (`None` for a ring made in memory).
+    file: Option<PathBuf>,
 }
 
-/// The key ring: seals with the newest key, opens with any; and the handle key.
+/// The stable root of every MAC (person keys, seller pseudonyms, CSRF tokens, derived
+/// refresh tokens, keyed hashes of client secrets): `keys/mac.key`, written once from the
+/// MAC subkey of the sealing key that was current when the file first went missing, so
+/// every MAC made before it existed stays the same. Never rotated: rotating it would
+/// change every person key and pseudonym (issue 11 point 2).
+struct MacRoot {
+    /// The id of the sealing key it was derived from (the `<key id>` of `hmac1:` hashes).
+    id: String,
+    key: Zeroizing<[u8; 32]>,
+}
+
+/// What the ring knows of one sealing key, for `isto admin keys status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// The key id.
+    pub kid: String,
+    /// Whether it is the current (sealing) key.
+    pub current: bool,
+    /// The key's file (`None` for a ring made in memory).
+    pub file: Option<PathBuf>,
+    /// When the key was made, as far as its file's modification time tells (rotation
+    /// keeps it when it moves the old key aside); `None` when unknown.
+    pub created: Option<std::time::SystemTime>,
+}
+
+/// The key ring: seals with the newest key, opens with any; the MAC root and the handle
+/// key. The sealing keys can be swapped while the ring is shared ([`KeyRing::rotate`],
+/// [`KeyRing::retire`]): every call sees either the old list or the new one.
 pub struct KeyRing {
-    keys: Vec<Key>,
+    keys: std::sync::RwLock<Vec<Key>>,
+    mac: MacRoot,
     handles: HandleKey,
+    /// The current sealing key's file (`None` for a ring made in memory).
+    path: Option<PathBuf>,
+    /// Held while key files are changed.
+    files: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyRing").field("kids", &self.keys.iter().map(|k| &k.id).collect::<Vec<_>>()).finish()
+        f.debug_struct("KeyRing").field("kids", &self.kids()).finish()
     }
 }
 
@@ -113,18 +156,43 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
+/// The MAC subkey of a sealing key: SHA-256("isto-mac-v1" ‖ key).
+fn mac_subkey(key: &[u8]) -> Zeroizing<[u8; 32]> {
+    let mut mac_key = Zeroizing::new([0u8; 32]);
+    let derived = Sha256::new().chain_update(b"isto-mac-v1").chain_update(key).finalize();
+    mac_key.copy_from_slice(&derived);
+    mac_key
+}
+
+fn key_of(bytes: &[u8], file: Option<PathBuf>) -> Key {
+    Key { id: key_id(bytes), cipher: XChaCha20Poly1305::new(bytes.into()), mac_key: mac_subkey(bytes), file }
+}
+
+/// File name of the MAC root, beside the sealing key.
+pub const MAC_KEY_FILE: &str = "mac.key";
+
 impl KeyRing {
     fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>, handle_root: &[u8]) -> Self {
-        let keys = list
-            .into_iter()
-            .map(|b| {
-                let mut mac_key = Zeroizing::new([0u8; 32]);
-                let derived = Sha256::new().chain_update(b"isto-mac-v1").chain_update(&b[..]).finalize();
-                mac_key.copy_from_slice(&derived);
-                Key { id: key_id(&b), cipher: XChaCha20Poly1305::new(b[..].into()), mac_key }
-            })
-            .collect();
-        Self { keys, handles: HandleKey::from_root(handle_root) }
+        let keys: Vec<Key> = list.iter().map(|b| key_of(b, None)).collect();
+        let mac = match keys.first() {
+            Some(k) => MacRoot { id: k.id.clone(), key: k.mac_key.clone() },
+            None => MacRoot { id: String::new(), key: Zeroizing::new([0u8; 32]) },
+        };
+        Self::assemble(keys, mac, handle_root, None)
+    }
+
+    fn assemble(keys: Vec<Key>, mac: MacRoot, handle_root: &[u8], path: Option<PathBuf>) -> Self {
+        Self {
+            keys: std::sync::RwLock::new(keys),
+            mac,
+            handles: HandleKey::from_root(handle_root),
+            path,
+            files: std::sync::Mutex::new(()),
+        }
+    }
+
+    fn sealing(&self) -> std::sync::RwLockReadGuard<'_, Vec<Key>> {
+        self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A ring with one fresh random key (and a fresh handle key), for tests.
@@ -142,12 +210,21 @@ impl KeyRing {
         path.with_file_name("handle.key")
     }
 
+    /// The path of the MAC root beside the sealing key `path`: [`MAC_KEY_FILE`] in the
+    /// same directory.
+    pub fn mac_key_path(path: &Path) -> PathBuf {
+        path.with_file_name(MAC_KEY_FILE)
+    }
+
     /// Loads `path` (64 hex digits), creating it with a fresh key (mode 0600, parent
     /// 0700) when absent. Older keys kept beside it as `sealing.key.<kid>` stay usable
     /// for opening. The handle key ([`KeyRing::handle_key_path`], 64 hex digits) is read
     /// the same way and created (0600) when absent — also beside an existing sealing key,
-    /// for a data directory made before handles existed; it is never rotated. Returns the
-    /// ring and whether the sealing key was created.
+    /// for a data directory made before handles existed; it is never rotated. The MAC
+    /// root ([`KeyRing::mac_key_path`], `<key id>:<64 hex digits>`) is created when
+    /// absent from the current sealing key's MAC subkey — for a data directory made
+    /// before it existed, so every MAC stays what it was —; it is never rotated either.
+    /// Returns the ring and whether the sealing key was created.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`] on I/O errors, [`CryptoError::BadKey`] on a malformed file.
@@ -156,21 +233,23 @@ impl KeyRing {
         let handle_path = Self::handle_key_path(path);
         create_key_file(&handle_path)?;
         let handle_root = read_key(&handle_path)?;
-        let io = |source| CryptoError::KeyFile { path: path.to_owned(), source };
-        let mut list = vec![read_key(path)?];
-        if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-            let prefix = format!("{name}.");
-            let mut old: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(io)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
-                .collect();
-            old.sort();
-            for p in old {
-                list.push(read_key(&p)?);
+        let current = read_key(path)?;
+        let mut keys = vec![key_of(&current, Some(path.to_owned()))];
+        for p in old_key_files(path)? {
+            let k = key_of(&read_key(&p)?, Some(p));
+            // A rotation cut short may leave the current key also under its old name.
+            if !keys.iter().any(|x| x.id == k.id) {
+                keys.push(k);
             }
         }
-        Ok((Self::from_bytes(list, &handle_root), created))
+        let mac_path = Self::mac_key_path(path);
+        if !mac_path.exists() {
+            let text = Zeroizing::new(format!("{}:{}", keys[0].id, hex(&keys[0].mac_key[..])));
+            write_atomic(&mac_path, text.as_bytes())
+                .map_err(|source| CryptoError::KeyFile { path: mac_path.clone(), source })?;
+        }
+        let mac = read_mac_root(&mac_path)?;
+        Ok((Self::assemble(keys, mac, &handle_root, Some(path.to_owned())), created))
     }
 
     /// The sellers' intent handles ([`handle`]): made and opened with the handle key.
@@ -184,14 +263,102 @@ impl KeyRing {
         self.handles.index_hash(kind, value)
     }
 
-    /// Id of the key used for sealing.
-    pub fn current_kid(&self) -> &str {
-        self.keys.first().map(|k| k.id.as_str()).unwrap_or_default()
+    /// Id of the key used for sealing (empty when the ring has none).
+    pub fn current_kid(&self) -> String {
+        self.sealing().first().map(|k| k.id.clone()).unwrap_or_default()
     }
 
     /// Ids of every key of the ring, the current (sealing) key first.
     pub fn kids(&self) -> Vec<String> {
-        self.keys.iter().map(|k| k.id.clone()).collect()
+        self.sealing().iter().map(|k| k.id.clone()).collect()
+    }
+
+    /// Every sealing key with its file and creation time, the current key first.
+    pub fn key_info(&self) -> Vec<KeyInfo> {
+        self.sealing()
+            .iter()
+            .enumerate()
+            .map(|(i, k)| KeyInfo {
+                kid: k.id.clone(),
+                current: i == 0,
+                file: k.file.clone(),
+                created: k.file.as_ref().and_then(|f| std::fs::metadata(f).ok()).and_then(|m| m.modified().ok()),
+            })
+            .collect()
+    }
+
+    /// Makes a new sealing key current (issue 11 point 2): the current key is copied to
+    /// `sealing.key.<kid>` (keeping its modification time, so its creation date stays
+    /// known), then a fresh key is written to a temp file (0600, synced) and renamed over
+    /// `sealing.key`, the directory synced — and only then does this ring seal with it.
+    /// Every older key still opens. The MAC root and the handle key are not touched.
+    /// Returns the new key id.
+    ///
+    /// # Errors
+    /// [`CryptoError::Seal`] for a ring made in memory (no key files); I/O errors as
+    /// [`CryptoError::KeyFile`] (then the ring is unchanged).
+    pub fn rotate(&self) -> Result<String, CryptoError> {
+        let path = self.path.as_deref().ok_or(CryptoError::Seal("this key ring has no key files to rotate"))?;
+        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let io = |p: &Path| {
+            let p = p.to_owned();
+            move |source| CryptoError::KeyFile { path: p, source }
+        };
+        let old = read_key(path)?;
+        let old_id = key_id(&old);
+        let archived = old_key_path(path, &old_id);
+        if !archived.exists() {
+            write_atomic(&archived, hex(&old).as_bytes()).map_err(io(&archived))?;
+        }
+        if let Ok(t) = std::fs::metadata(path).and_then(|m| m.modified()) {
+            let _ = std::fs::File::options().write(true).open(&archived).and_then(|f| f.set_modified(t));
+        }
+        let mut b = Zeroizing::new(vec![0u8; 32]);
+        rand::rng().fill_bytes(&mut b);
+        let text = Zeroizing::new(hex(&b));
+        write_atomic(path, text.as_bytes()).map_err(io(path))?;
+        let new = key_of(&b, Some(path.to_owned()));
+        let kid = new.id.clone();
+        let mut keys = self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for k in keys.iter_mut().filter(|k| k.id == old_id) {
+            k.file = Some(archived.clone());
+        }
+        keys.insert(0, new);
+        Ok(kid)
+    }
+
+    /// Removes the old sealing key `kid` from the ring and deletes its file. The caller
+    /// checks first that no stored value is sealed with it (`isto admin keys retire`).
+    ///
+    /// # Errors
+    /// [`CryptoError::Retire`] when `kid` is the current key or not in the ring; I/O
+    /// errors deleting the file as [`CryptoError::KeyFile`] (the ring is then unchanged).
+    pub fn retire(&self, kid: &str) -> Result<(), CryptoError> {
+        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut keys = self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(i) = keys.iter().position(|k| k.id == kid) else {
+            return Err(CryptoError::Retire(format!(
+                "no key with id {kid:?} in the key ring (it has {})",
+                keys.iter().map(|k| k.id.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        if i == 0 {
+            return Err(CryptoError::Retire(format!(
+                "key {kid} is the current sealing key; rotate first (`isto admin keys rotate`), then retire it"
+            )));
+        }
+        if let Some(f) = &keys[i].file {
+            match std::fs::remove_file(f) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(CryptoError::KeyFile { path: f.clone(), source }),
+            }
+            if let Some(dir) = f.parent() {
+                let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+            }
+        }
+        keys.remove(i);
+        Ok(())
     }
 
     /// Seals `plaintext` with the current key and a fresh random nonce.
@@ -200,7 +367,8 @@ impl KeyRing {
     /// [`CryptoError::Seal`] when the ring has no key or the cipher refuses the input
     /// (never an empty ciphertext).
     pub fn seal(&self, plaintext: &[u8]) -> Result<Sealed, CryptoError> {
-        let key = self.keys.first().ok_or(CryptoError::Seal("the key ring has no key"))?;
+        let keys = self.sealing();
+        let key = keys.first().ok_or(CryptoError::Seal("the key ring has no key"))?;
         let mut nonce = [0u8; 24];
         rand::rng().fill_bytes(&mut nonce);
         let ct = key
@@ -218,8 +386,9 @@ impl KeyRing {
     pub fn open(&self, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
         #[cfg(test)]
         OPENED.with(|n| n.set(n.get() + 1));
+        let keys = self.sealing();
         let key =
-            self.keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
+            keys.iter().find(|k| k.id == sealed.kid).ok_or_else(|| CryptoError::UnknownKey(sealed.kid.clone()))?;
         let nonce = B64.decode(&sealed.nonce).map_err(|_| CryptoError::Open)?;
         let ct = B64.decode(&sealed.ct).map_err(|_| CryptoError::Open)?;
         if nonce.len() != 24 {
@@ -245,38 +414,55 @@ impl KeyRing {
         String::from_utf8(b.to_vec()).map(Secret).map_err(|_| CryptoError::Open)
     }
 
-    /// HMAC-SHA-256 under the current key's MAC subkey, base64url. Used for CSRF tokens
-    /// and seller pseudonyms (keyed hashes).
+    /// HMAC-SHA-256 under the MAC root (never rotated), base64url. Used for CSRF tokens,
+    /// person keys and seller pseudonyms (keyed hashes).
     pub fn mac(&self, parts: &[&[u8]]) -> String {
-        let Some(key) = self.keys.first() else { return String::new() };
-        mac_with(key, parts)
+        if self.sealing().is_empty() {
+            return String::new();
+        }
+        mac_with(&self.mac.key, parts)
     }
 
-    /// A secret token derived from `input` under the current key: base64url HMAC-SHA-256
+    /// A secret token derived from `input` under the MAC root: base64url HMAC-SHA-256
     /// of (`"derive"`, `purpose`, `input`), 43 characters. The same input gives the same
     /// token again, so a value can be answered twice without being stored (the OAuth
     /// refresh grace window); `None` when the ring has no key.
     pub fn derive_token(&self, purpose: &str, input: &str) -> Option<Secret> {
-        self.keys.first()?;
+        if self.sealing().is_empty() {
+            return None;
+        }
         Some(Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
     }
 
     /// A keyed hash of a secret (an OAuth client secret) for storage:
-    /// `hmac1:<key id>:<base64url HMAC-SHA-256 of (kind, secret)>`. Checked by
-    /// [`KeyRing::keyed_hash_matches`] with the key it names, so an older key of the
-    /// ring still verifies it; `None` when the ring has no key.
+    /// `hmac1:<MAC key id>:<base64url HMAC-SHA-256 of (kind, secret)>` under the MAC
+    /// root. Checked by [`KeyRing::keyed_hash_matches`]; `None` when the ring has no key.
     pub fn keyed_hash(&self, kind: &str, secret: &str) -> Option<String> {
-        let key = self.keys.first()?;
-        Some(format!("hmac1:{}:{}", key.id, mac_with(key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])))
+        if self.sealing().is_empty() {
+            return None;
+        }
+        Some(format!(
+            "hmac1:{}:{}",
+            self.mac.id,
+            mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])
+        ))
     }
 
-    /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`;
-    /// constant-time comparison, `false` for another shape or an unknown key.
+    /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`:
+    /// under the MAC root when it names the root's id, else under the MAC subkey of the
+    /// sealing key it names (a hash made before the ring had a MAC root); constant-time
+    /// comparison, `false` for another shape or an unknown key.
     pub fn keyed_hash_matches(&self, stored: &str, kind: &str, secret: &str) -> bool {
         let Some(rest) = stored.strip_prefix("hmac1:") else { return false };
         let Some((kid, want)) = rest.split_once(':') else { return false };
-        let Some(key) = self.keys.iter().find(|k| k.id == kid) else { return false };
-        let got = mac_with(key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()]);
+        let parts: [&[u8]; 3] = [b"keyed-hash", kind.as_bytes(), secret.as_bytes()];
+        let got = if !self.mac.id.is_empty() && kid == self.mac.id {
+            mac_with(&self.mac.key, &parts)
+        } else {
+            let keys = self.sealing();
+            let Some(key) = keys.iter().find(|k| k.id == kid) else { return false };
+            mac_with(&key.mac_key, &parts)
+        };
         subtle::ConstantTimeEq::ct_eq(got.as_bytes(), want.as_bytes()).into()
     }
 
@@ -299,9 +485,63 @@ impl KeyRing {
     }
 }
 
-/// HMAC-SHA-256 of length-prefixed `parts` under `key`'s MAC subkey, base64url.
-fn mac_with(key: &Key, parts: &[&[u8]]) -> String {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key.mac_key[..]).unwrap_or_else(|_| unreachable_mac());
+/// The old sealing keys' files beside `path`: `sealing.key.<suffix>`, sorted.
+fn old_key_files(path: &Path) -> Result<Vec<PathBuf>, CryptoError> {
+    let io = |source| CryptoError::KeyFile { path: path.to_owned(), source };
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Ok(Vec::new());
+    };
+    let prefix = format!("{name}.");
+    let mut old: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
+        .collect();
+    old.sort();
+    Ok(old)
+}
+
+/// Where rotation keeps the old key `kid`: `sealing.key.<kid>` beside `path`.
+fn old_key_path(path: &Path, kid: &str) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key");
+    path.with_file_name(format!("{name}.{kid}"))
+}
+
+fn read_mac_root(p: &Path) -> Result<MacRoot, CryptoError> {
+    let text = Zeroizing::new(
+        std::fs::read_to_string(p).map_err(|source| CryptoError::KeyFile { path: p.to_owned(), source })?,
+    );
+    let bad = || CryptoError::BadKey(p.to_owned());
+    let (id, hexed) = text.trim().split_once(':').ok_or_else(bad)?;
+    let bytes = Zeroizing::new(unhex(hexed).filter(|b| b.len() == 32).ok_or_else(bad)?);
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    let mut key = Zeroizing::new([0u8; 32]);
+    key.copy_from_slice(&bytes);
+    Ok(MacRoot { id: id.to_owned(), key })
+}
+
+/// Writes `bytes` to `path` atomically: a temp file beside it (`.<name>.tmp`, 0600,
+/// synced), renamed over `path`, the directory synced.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("key");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    write_private(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// HMAC-SHA-256 of length-prefixed `parts` under `key`, base64url.
+fn mac_with(key: &[u8; 32], parts: &[&[u8]]) -> String {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key[..]).unwrap_or_else(|_| unreachable_mac());
     for p in parts {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
@@ -508,6 +748,122 @@ mod tests {
         assert!(!r.keyed_hash_matches(&token_hash("secret", "s3cr3t"), "secret", "s3cr3t"));
         let empty = KeyRing::from_bytes(vec![], &[7u8; 32]);
         assert!(empty.derive_token("p", "in").is_none() && empty.keyed_hash("k", "s").is_none());
+    }
+
+    /// Every kind of MAC the holder hands out, for one ring.
+    fn macs(r: &KeyRing) -> Vec<String> {
+        vec![
+            r.mac(&[b"person", b"buyer@example.com"]),
+            r.mac(&[b"pseudonym", b"per_x", b"sel_a"]),
+            r.derive_token("refresh", "tok").unwrap().expose().to_owned(),
+            r.keyed_hash("secret", "s3cr3t").unwrap(),
+            r.csrf_token("consent", "tok", 1000),
+        ]
+    }
+
+    #[test]
+    fn macs_stay_the_same_across_a_rotation_and_a_retirement() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let before = macs(&r);
+        let old = r.current_kid();
+        let sealed = r.seal_str("x").unwrap();
+        let h = r.handles().seal("sel_a", "int_a");
+        let new = r.rotate().unwrap();
+        assert_ne!(new, old);
+        assert_eq!(r.current_kid(), new, "the ring seals with the new key at once");
+        assert_eq!(r.seal_str("y").unwrap().kid, new);
+        assert_eq!(r.open_str(&sealed).unwrap().expose(), "x", "the old key still opens");
+        assert_eq!(macs(&r), before, "no MAC changed in the running ring");
+        assert!(r.csrf_valid(&before[4], "consent", "tok", 1500));
+        assert!(r.keyed_hash_matches(&before[3], "secret", "s3cr3t"));
+        // On disk: the new key current, the old one beside it (0600), no temp file left.
+        let mut names: Vec<String> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["handle.key", "mac.key", "sealing.key", &format!("sealing.key.{old}")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for n in &names {
+                assert_eq!(std::fs::metadata(p.with_file_name(n)).unwrap().permissions().mode() & 0o777, 0o600, "{n}");
+            }
+        }
+        let (again, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(!created);
+        assert_eq!(again.kids(), vec![new.clone(), old.clone()]);
+        assert_eq!(macs(&again), before, "nor after a restart");
+        assert_eq!(again.handles().seal("sel_a", "int_a"), h, "handles unchanged");
+        // Retired: the file goes, MACs and keyed hashes still the same.
+        r.retire(&old).unwrap();
+        assert!(!p.with_file_name(format!("sealing.key.{old}")).exists());
+        assert!(matches!(r.open(&sealed), Err(CryptoError::UnknownKey(_))));
+        assert_eq!(macs(&r), before);
+        assert!(r.keyed_hash_matches(&before[3], "secret", "s3cr3t"));
+        let (third, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!((third.kids(), macs(&third)), (vec![new], before));
+    }
+
+    #[test]
+    fn retire_refuses_the_current_key_and_an_unknown_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let e = r.retire(&r.current_kid()).unwrap_err().to_string();
+        assert!(e.contains("current sealing key") && e.contains("rotate first"), "{e}");
+        assert!(p.exists());
+        let e = r.retire("deadbeef").unwrap_err().to_string();
+        assert!(e.contains("no key with id"), "{e}");
+        assert!(KeyRing::ephemeral().rotate().is_err(), "a ring without files cannot rotate");
+    }
+
+    #[test]
+    fn a_ring_from_an_old_data_dir_without_mac_key_gives_the_macs_of_before() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        drop(KeyRing::load_or_create(&p).unwrap());
+        std::fs::remove_file(KeyRing::mac_key_path(&p)).unwrap();
+        // What the MACs were before mac.key existed: under the current key's subkey.
+        let key = read_key(&p).unwrap();
+        let sub = mac_subkey(&key);
+        let kid = key_id(&key);
+        let old_person = mac_with(&sub, &[b"person", b"buyer@example.com"]);
+        let old_hash = format!("hmac1:{kid}:{}", mac_with(&sub, &[b"keyed-hash", b"secret", b"s3cr3t"]));
+        let old_csrf = format!("1000.{}", mac_with(&sub, &[b"csrf", b"consent", b"tok", b"1000"]));
+        let (r, created) = KeyRing::load_or_create(&p).unwrap();
+        assert!(!created && KeyRing::mac_key_path(&p).exists());
+        assert_eq!(r.mac(&[b"person", b"buyer@example.com"]), old_person);
+        assert_eq!(r.keyed_hash("secret", "s3cr3t").unwrap(), old_hash);
+        assert_eq!(r.csrf_token("consent", "tok", 1000), old_csrf);
+        // The same after a rotation and the old key's retirement.
+        r.rotate().unwrap();
+        r.retire(&kid).unwrap();
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!(r.mac(&[b"person", b"buyer@example.com"]), old_person);
+        assert!(r.keyed_hash_matches(&old_hash, "secret", "s3cr3t"));
+        assert_eq!(r.keyed_hash("secret", "s3cr3t").unwrap(), old_hash);
+        // A malformed mac.key is refused by name.
+        std::fs::write(KeyRing::mac_key_path(&p), "nonsense").unwrap();
+        assert!(matches!(KeyRing::load_or_create(&p), Err(CryptoError::BadKey(_))));
+    }
+
+    #[test]
+    fn a_rotation_cut_short_between_the_two_renames_still_loads() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("keys/sealing.key");
+        let (r, _) = KeyRing::load_or_create(&p).unwrap();
+        let kid = r.current_kid();
+        // The old key copied aside, the new one not yet written.
+        std::fs::copy(&p, p.with_file_name(format!("sealing.key.{kid}"))).unwrap();
+        let (again, _) = KeyRing::load_or_create(&p).unwrap();
+        assert_eq!(again.kids(), vec![kid.clone()], "no key twice");
+        // A leftover temp file is no key.
+        std::fs::write(p.with_file_name(".sealing.key.tmp"), "junk").unwrap();
+        let new = again.rotate().unwrap();
+        assert_eq!(KeyRing::load_or_create(&p).unwrap().0.kids(), vec![new, kid]);
     }
 
     #[test]

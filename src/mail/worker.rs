@@ -231,11 +231,14 @@ async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob,
             let base = i64::try_from(outbox.retry_base_secs).unwrap_or(RETRY_MAX_SECS);
             let delay = base.saturating_mul(1 << attempts.min(7)).min(RETRY_MAX_SECS);
             tracing::warn!(seq, intent, smtp_host = host, smtp_port = port, tls, phase = e.phase().as_str(), ms, attempts, retry_in_secs = delay, error = %e, "mail not sent; will retry");
-            let mut j = job.clone();
-            j.attempts = attempts;
-            j.next_attempt = outbox.clock.now().unix_timestamp() + delay;
+            let next_attempt = outbox.clock.now().unix_timestamp() + delay;
+            // The job as stored now, not the copy read before the send: a key rotation
+            // may have re-sealed it meanwhile (issue 11 point 2), and writing the old
+            // copy back would bring the old key's ciphertext back.
             let still_there = |tx: &mut crate::store::Tx<'_>| -> Result<(), crate::store::StoreError> {
-                if tx.has_mail(seq)? {
+                if let Some(mut j) = tx.mail::<MailJob>(seq)? {
+                    j.attempts = attempts;
+                    j.next_attempt = next_attempt;
                     tx.update_mail(seq, &j)?;
                 }
                 Ok(())

@@ -16,6 +16,10 @@
 //!   alphabet, padded) instead of `"v"`.
 //!
 //! Reading a row back gives exactly the bytes that were stored.
+//!
+//! [`Store::rewrite_values`] walks the byte values of every table the same generic way,
+//! in bounded write transactions, for `isto admin keys rotate` (issue 11 point 2): the
+//! caller sees each value and may give new bytes for it.
 
 use super::schema::{self, TABLES};
 use super::{Result, Store, StoreError, SCHEMA_VERSION};
@@ -97,6 +101,88 @@ impl Store {
             }
             Ok(snapshot)
         })
+    }
+}
+
+/// Where a [`Store::rewrite_values`] pass stands: the table (index into
+/// [`table_names`]) and the key of the last row done there (as JSON, the `"k"` of an
+/// export row). `Cursor::default()` is the start; a cursor may be kept and sent back
+/// (it holds a key, never a value).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Cursor {
+    /// Index of the table in [`table_names`]; past the end when the pass is done.
+    pub table: usize,
+    /// The last key done in that table (`None`: none yet).
+    pub after: Option<String>,
+}
+
+impl Cursor {
+    /// Whether the pass has gone through every table.
+    pub fn done(&self) -> bool {
+        self.table >= TABLES.len()
+    }
+}
+
+/// What [`Store::rewrite_values`] asks about each value: given the table's name and the
+/// stored bytes, the new bytes (`None`: leave it).
+pub type Rewrite<'a, E> = dyn FnMut(&str, &[u8]) -> Result<Option<Vec<u8>>, E> + 'a;
+
+/// What one [`Store::rewrite_values`] batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    /// Rows looked at.
+    pub seen: u64,
+    /// Rows given new bytes.
+    pub changed: u64,
+}
+
+impl Store {
+    /// One batch of a pass over every byte value of every table (tables in
+    /// [`table_names`] order, keys in order), in one write transaction: from `cursor`,
+    /// up to `limit` rows are read and handed to `f` (table name, the stored bytes);
+    /// when `f` returns new bytes they replace the value in the same transaction, so a
+    /// row written meanwhile is read as it is now, never overwritten with an older
+    /// copy. `cursor` moves past the rows done (only when the transaction commits).
+    /// Tables whose values are not bytes are skipped.
+    ///
+    /// # Errors
+    /// `f`'s error (nothing of the batch is written); storage errors.
+    pub fn rewrite_values<E: From<StoreError>>(
+        &self,
+        cursor: &mut Cursor,
+        limit: usize,
+        f: &mut Rewrite<'_, E>,
+    ) -> Result<Rewritten, E> {
+        let mut next = cursor.clone();
+        let mut failed: Option<E> = None;
+        let mut call = |table: &str, bytes: &[u8]| match f(table, bytes) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                failed = Some(e);
+                Err(StoreError::Backup("stopped by the caller".to_owned()))
+            }
+        };
+        let out = self.write(|tx| -> Result<Rewritten> {
+            let mut done = Rewritten::default();
+            while !next.done() && (done.seen as usize) < limit {
+                let t = TABLES[next.table];
+                let left = limit - done.seen as usize;
+                let (batch, last, more) = t.rewrite(tx.txn, next.after.as_deref(), left, &mut call)?;
+                done.seen += batch.seen;
+                done.changed += batch.changed;
+                if more {
+                    next.after = last;
+                } else {
+                    next = Cursor { table: next.table + 1, after: None };
+                }
+            }
+            Ok(done)
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        *cursor = next;
+        Ok(out?)
     }
 }
 
@@ -207,6 +293,14 @@ trait Column: redb::Value + Sync + 'static {
     fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Self::Owned>;
     /// The stored form of a value read back.
     fn stored(o: &Self::Owned) -> Self::SelfType<'_>;
+    /// The stored bytes of a byte value (`None` for other types).
+    fn bytes_of<'a, 'b>(_: &'a Self::SelfType<'b>) -> Option<&'a [u8]> {
+        None
+    }
+    /// A byte value made from `b` (`None` for other types).
+    fn owned_of_bytes(_: Vec<u8>) -> Option<Self::Owned> {
+        None
+    }
 }
 
 fn field(row: &mut String, name: &str, json: &str) {
@@ -257,6 +351,12 @@ impl Column for &'static [u8] {
     }
     fn stored(o: &Vec<u8>) -> &[u8] {
         o
+    }
+    fn bytes_of<'a>(v: &'a &[u8]) -> Option<&'a [u8]> {
+        Some(v)
+    }
+    fn owned_of_bytes(b: Vec<u8>) -> Option<Vec<u8>> {
+        Some(b)
     }
 }
 
@@ -331,6 +431,16 @@ pub(super) trait AnyTable: Sync {
         first: (usize, String),
         next: &mut dyn FnMut() -> Option<(usize, String)>,
     ) -> Result<(u64, Option<(usize, String)>)>;
+    /// Up to `limit` rows after the key `after` (JSON) through `f`, writing the new
+    /// bytes it gives; returns what was done, the last key seen (JSON) and whether rows
+    /// may follow. A table whose values are not bytes has nothing to do.
+    fn rewrite(
+        &self,
+        txn: &WriteTransaction,
+        after: Option<&str>,
+        limit: usize,
+        f: &mut Rewrite<'_, StoreError>,
+    ) -> Result<(Rewritten, Option<String>, bool)>;
 }
 
 impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, V> {
@@ -388,6 +498,72 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
             current = next();
         }
         Ok((rows, None))
+    }
+
+    fn rewrite(
+        &self,
+        txn: &WriteTransaction,
+        after: Option<&str>,
+        limit: usize,
+        f: &mut Rewrite<'_, StoreError>,
+    ) -> Result<(Rewritten, Option<String>, bool)> {
+        if V::owned_of_bytes(Vec::new()).is_none() {
+            return Ok((Rewritten::default(), None, false));
+        }
+        let name = AnyTable::name(self).to_owned();
+        let bad_cursor = || StoreError::Backup(format!("the cursor's key does not fit table {name:?}"));
+        let start: Option<K::Owned> = match after {
+            Some(json) => {
+                let raw = RawValue::from_string(json.to_owned()).map_err(|_| bad_cursor())?;
+                Some(K::read(Some(&raw), None).ok_or_else(bad_cursor)?)
+            }
+            None => None,
+        };
+        let mut done = Rewritten::default();
+        let mut changes: Vec<(K::Owned, V::Owned)> = Vec::new();
+        let mut last: Option<String> = None;
+        let mut more = false;
+        {
+            let table = txn.open_table(*self)?;
+            let range = match &start {
+                Some(k) => table.range::<K::SelfType<'_>>((
+                    std::ops::Bound::Excluded(K::stored(k)),
+                    std::ops::Bound::<K::SelfType<'_>>::Unbounded,
+                ))?,
+                None => table.range::<K::SelfType<'_>>(..)?,
+            };
+            for r in range {
+                if done.seen as usize >= limit {
+                    more = true;
+                    break;
+                }
+                let (k, v) = r?;
+                done.seen += 1;
+                let key_json = {
+                    let mut s = String::new();
+                    K::write(&k.value(), "k", &mut s);
+                    s.strip_prefix(",\"k\":").unwrap_or(&s).to_owned()
+                };
+                let value = v.value();
+                if let Some(bytes) = V::bytes_of(&value) {
+                    if let Some(new) = f(&name, bytes)? {
+                        let raw = RawValue::from_string(key_json.clone()).map_err(|_| bad_cursor())?;
+                        let key = K::read(Some(&raw), None).ok_or_else(bad_cursor)?;
+                        let val = V::owned_of_bytes(new).ok_or_else(bad_cursor)?;
+                        changes.push((key, val));
+                    }
+                }
+                last = Some(key_json);
+            }
+        }
+        if !changes.is_empty() {
+            let mut table = txn.open_table(*self)?;
+            for (k, v) in &changes {
+                table.insert(K::stored(k), V::stored(v))?;
+            }
+            done.changed = changes.len() as u64;
+        }
+        Ok((done, last, more))
     }
 }
 

@@ -40,7 +40,7 @@ mod sellers;
 mod stats;
 mod tokens;
 
-pub use dump::{in_use, restore_file, table_names, Export, Snapshot};
+pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use intents::IntentDue;
 pub use records::Ns;
 pub use replies::PendingReply;

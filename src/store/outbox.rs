@@ -60,6 +60,16 @@ impl Tx<'_> {
         has(self, seq)
     }
 
+    /// The outbox job `seq` as stored now (`None`: sent or cancelled).
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Corrupt`].
+    pub fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
+        let t = self.table(OUTBOX)?;
+        let got = t.get(seq)?;
+        got.map(|v| decode(&seq.to_string(), v.value())).transpose()
+    }
+
     /// Replaces an outbox job (after a failed attempt).
     ///
     /// # Errors

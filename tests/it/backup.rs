@@ -9,42 +9,21 @@ use isto::crypto::KeyRing;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::sellers::{self, NewSeller};
 use isto::state::AppState;
-use isto::store::{Export, Reads as _, Store, StoreError};
+use isto::store::Reads as _;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, Write as _};
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::kit::load::{admin, load_numbers, mode, numbered, ok_json, rows_of, text, Load, LoadSize, Rows, Serve};
 use crate::kit::{token_from_outbox, Fx, Opts};
-
-/// Rows of every table: `table → (key JSON → whole line)`.
-type Rows = BTreeMap<String, BTreeMap<String, String>>;
-
-/// Every row of the store at `path` (opened here, so no server may hold it).
-fn rows_of(path: &Path) -> Rows {
-    let s = Store::open(path).unwrap();
-    let mut rows = Rows::new();
-    s.export(|step| -> Result<(), StoreError> {
-        if let Export::Row { table, line } = step {
-            let v: Value = serde_json::from_str(line).unwrap();
-            rows.entry(table.to_owned()).or_default().insert(v["k"].to_string(), line.to_owned());
-        }
-        Ok(())
-    })
-    .unwrap();
-    rows
-}
 
 /// A holder whose every table has rows: offers of a seller feed, a registered seller,
 /// a buyer account with a session, a confirmed intent with a hidden limit and matches
 /// (deliveries, a pending digest, queued mail), a withdrawn one (erasure index) and a
 /// draft. Returns the data dir (kept by the returned temp dir).
-fn populated() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn populated() -> (tempfile::TempDir, PathBuf) {
     let f = Fx::with(Opts::default());
     let h: &AppState = &f.holder;
     let row = |r: &str, title: &str, price: f64| {
@@ -118,43 +97,10 @@ fn populated() -> (tempfile::TempDir, PathBuf) {
 
 /// The tables the kit's holder fills (all of them, checked here so that a new table
 /// gets rows in this fixture too).
-fn assert_every_table_has_rows(rows: &Rows, what: &str, except: &[&str]) {
+pub(crate) fn assert_every_table_has_rows(rows: &Rows, what: &str, except: &[&str]) {
     for t in isto::store::table_names().into_iter().filter(|t| !except.contains(t)) {
         assert!(rows.get(t).is_some_and(|r| !r.is_empty()), "{what}: table {t} has no rows");
     }
-}
-
-fn isto(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_isto"));
-    c.env("ISTO_DATA_DIR", data).env_remove("ISTO_CONFIG").env("RUST_LOG", "warn").stdin(Stdio::null());
-    c
-}
-
-/// Runs `isto admin ARGS` on `data` (bounded: 60 s).
-fn admin(data: &Path, args: &[&str]) -> Output {
-    let mut child = isto(data).arg("admin").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("isto admin {args:?} did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn ok_json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", text(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
-}
-
-fn mode(p: &Path) -> u32 {
-    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
 /// Every file of a directory tree with its bytes (to see that a refusal changed nothing).
@@ -182,133 +128,6 @@ fn copy_keys(from: &Path, to: &Path) {
     }
 }
 
-/// `isto serve` on `data`, killed when dropped.
-struct Serve {
-    child: Child,
-    log: PathBuf,
-    port: u16,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn start(data: &Path, log: PathBuf) -> Serve {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = isto(data)
-            .arg("serve")
-            .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
-            .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
-            .env("RUST_LOG", "info")
-            // Nothing listens on port 1: queued mail stays queued (so the outbox has rows).
-            .env("ISTO_SMTP_URL", "smtp://127.0.0.1:1")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let s = Serve { child, log, port };
-        let sock = data.join("admin.sock");
-        let t0 = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "isto serve did not start:\n{}", s.log());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGTERM, then waits (at most 15 s) for a clean exit.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(st.success(), "isto serve exited with {st}:\n{}", self.log());
-                return;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(15), "isto serve did not stop:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// One request line on the admin socket; its answer.
-fn socket_call(
-    conn: &mut (std::io::BufReader<std::os::unix::net::UnixStream>, std::os::unix::net::UnixStream),
-    req: &Value,
-) -> Value {
-    let mut line = req.to_string();
-    line.push('\n');
-    conn.1.write_all(line.as_bytes()).unwrap();
-    let mut answer = String::new();
-    conn.0.read_line(&mut answer).unwrap();
-    serde_json::from_str(&answer).unwrap()
-}
-
-/// The numbers N of the rows of `table` whose value holds `marker` followed by N.
-fn numbered(rows: &Rows, table: &str, marker: &str) -> BTreeSet<u64> {
-    rows.get(table)
-        .into_iter()
-        .flat_map(|t| t.values())
-        .filter_map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let text = v["v"].to_string();
-            let digits: String = text.split(marker).nth(1)?.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .collect()
-}
-
-/// The load offers (`Load offer N`) of a store's rows: their numbers.
-fn load_numbers(rows: &Rows) -> BTreeSet<u64> {
-    numbered(rows, "offers", "Load offer ")
-}
-
-/// One JSON-RPC message to `/mcp` on 127.0.0.1:`port` (HTTP/1.0): the session id header
-/// and the message (JSON body or the SSE `data:` line).
-fn mcp(port: u16, session: Option<&str>, body: &Value) -> (Option<String>, Value) {
-    use std::io::Read as _;
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let body = body.to_string();
-    let mut req = format!(
-        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(sid) = session {
-        req.push_str(&format!("Mcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let sid = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_owned());
-    let msg = rest
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .and_then(|l| serde_json::from_str(l).ok())
-        .or_else(|| serde_json::from_str(rest).ok())
-        .unwrap_or(Value::Null);
-    (sid, msg)
-}
-
 /// Drafts the load publishes at most (the per-client draft quota is 60 an hour).
 const DRAFTS: u64 = 50;
 
@@ -320,58 +139,11 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     let work = tempfile::tempdir().unwrap();
     let serve = Serve::start(&data, work.path().join("serve.log"));
 
-    // The load: one writer importing one offer per transaction through the admin socket
-    // (and so through the server), as fast as it goes, bounded in count and time.
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let load = {
-        let (stop, written, sock) = (stop.clone(), written.clone(), data.join("admin.sock"));
-        std::thread::spawn(move || {
-            let s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
-            let mut conn = (std::io::BufReader::new(s.try_clone().unwrap()), s);
-            let t0 = Instant::now();
-            for n in 0..3000u64 {
-                if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
-                    break;
-                }
-                let row = json!({"ref": format!("load-{n}"), "title": format!("Load offer {n}"), "category": "property",
-                                 "price": {"amount": 100 + n, "currency": "EUR"}, "area": "SK", "seller": {"name": "Loader"}});
-                let a = socket_call(&mut conn, &json!({"op": "import", "rows": [row]}));
-                assert_eq!(a["ok"], true, "{a}");
-                written.store(n + 1, Ordering::SeqCst);
-            }
-        })
-    };
-    // And one assistant publishing drafts on /mcp (under the per-client draft quota).
-    let published = Arc::new(AtomicU64::new(0));
-    let drafts = {
-        let (stop, published, port) = (stop.clone(), published.clone(), serve.port);
-        std::thread::spawn(move || {
-            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "backup-load", "version": "1"}}});
-            let (sid, msg) = mcp(port, None, &init);
-            let sid = sid.unwrap_or_else(|| panic!("no MCP session: {msg}"));
-            mcp(port, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-            let t0 = Instant::now();
-            for n in 0..DRAFTS {
-                if stop.load(Ordering::SeqCst) || t0.elapsed() > Duration::from_secs(40) {
-                    break;
-                }
-                let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {
-                    "name": "intent_publish_intent",
-                    "arguments": {"statement": format!("Hľadám byt Load draft {n}"), "criteria": {"category": "property"}, "area": "SK"}}});
-                let (_, msg) = mcp(port, Some(&sid), &call);
-                assert!(msg["result"].is_object() && msg["result"]["isError"] != true, "publish {n}: {msg}");
-                published.store(n + 1, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
-    let t0 = Instant::now();
-    while written.load(Ordering::SeqCst) < 20 || published.load(Ordering::SeqCst) < 3 {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the load did not start:\n{}", serve.log());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The load (see `kit::load`): offer imports through the admin socket and drafts on
+    // /mcp (under the per-client draft quota), bounded in count and time.
+    let load = Load::start(&serve, &data, LoadSize { imports: 3000, drafts: DRAFTS, consents: 0 }, None);
+    let (written, published) = (load.imports.clone(), load.drafts.clone());
+    load.wait_for(&serve, 20, 3, 0);
     let file = work.path().join("backups").join("holder.isto-backup");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     let (at_start, drafts_at_start) = (written.load(Ordering::SeqCst), published.load(Ordering::SeqCst));
@@ -388,9 +160,7 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
     {
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.store(true, Ordering::SeqCst);
-    load.join().unwrap();
-    drafts.join().unwrap();
+    load.stop();
     serve.stop();
 
     assert_eq!(report["via"], "socket", "{report}");
@@ -618,4 +388,7 @@ fn keys_export_is_private_refuses_to_overwrite_and_restores_with_the_backup() {
         std::fs::read(fresh.join("keys/handle.key")).unwrap(),
         std::fs::read(data.join("keys/handle.key")).unwrap()
     );
+    // And the MAC root: person keys, pseudonyms and keyed hashes stay the same.
+    assert_eq!(mode(&fresh.join("keys").join("mac.key")), 0o600);
+    assert_eq!(std::fs::read(fresh.join("keys/mac.key")).unwrap(), std::fs::read(data.join("keys/mac.key")).unwrap());
 }

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
+pub mod load;
+
 /// The clock's start.
 pub const START: &str = "2026-12-01T10:00:00Z";
 

@@ -1,0 +1,581 @@
+//! `isto admin keys rotate`, `isto admin keys status` and `isto admin keys retire ID`
+//! (issue 11 point 2).
+//!
+//! What rotates: the sealing key only (`keys/sealing.key`, XChaCha20-Poly1305 of
+//! contacts, hidden limits, account e-mails and queued mail). What never rotates: the
+//! handle key (`keys/handle.key`, the sellers' intent handles and the e-mail index) and
+//! the MAC root (`keys/mac.key`: person keys, seller pseudonyms, CSRF tokens, derived
+//! refresh tokens, keyed hashes of client secrets) — rotating those would change every
+//! handle, pseudonym and person key a seller or buyer already holds.
+//!
+//! A rotation makes a new sealing key current at once (in the running server's ring,
+//! through the admin socket, after the key file was written atomically), then re-seals
+//! every sealed value of every table under it in bounded batches
+//! ([`crate::store::Store::rewrite_values`], [`BATCH_ROWS`] rows per write transaction,
+//! so the server keeps serving): each batch re-reads its rows inside its own write
+//! transaction, so a value the server wrote meanwhile (already sealed with the new key)
+//! is never overwritten with an older copy. After a pass the values are counted by key
+//! id again; a value written back by the server with an old key during the pass (a
+//! read-then-write that began before the rotation) is re-sealed by one more pass, at most
+//! [`MAX_PASSES`]. Cut short (a crash, Ctrl-C), nothing is lost — every value still opens
+//! with its key, which stays in the ring —, `keys status` shows what is left and
+//! `keys rotate --resume` finishes it.
+//!
+//! Socket ops (one answer line each; also answered in this process when no server runs):
+//! - `{"op":"keys_status"}` → `{"ok":true,"current":KID,"keys":[{"kid","current",
+//!   "created","file","sealed"}],"unknown":{KID:n},"rows":n,"sealedValues":n}`
+//! - `{"op":"keys_rotate"}` → `{"ok":true,"kid":NEW,"previous":OLD}`
+//! - `{"op":"keys_reseal","cursor":{"table":i,"after":KEY|null},"limit":n}` →
+//!   `{"ok":true,"cursor":…,"seen":n,"changed":n,"values":n,"done":bool}`
+//! - `{"op":"keys_retire","kid":KID}` → `{"ok":true,"kid":KID}` or the refusal.
+
+use super::socket::{Client, Connect};
+use super::Route;
+use crate::config::Settings;
+use crate::crypto::{KeyRing, Sealed};
+use crate::state::AppState;
+use crate::store::{Cursor, Export, Store};
+use anyhow::{bail, Context as _};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+
+/// The socket ops of this module.
+pub(crate) const OPS: &[&str] = &["keys_status", "keys_rotate", "keys_reseal", "keys_retire"];
+/// Rows per re-seal batch (one write transaction).
+pub const BATCH_ROWS: usize = 500;
+/// Most re-seal passes one `keys rotate` makes before it reports what is left.
+pub const MAX_PASSES: u32 = 5;
+/// What a rotation changes and what it never does, on screen and in `--json`.
+pub const ROTATE_NOTE: &str = "rotated: the sealing key (contacts, hidden limits, account e-mails and queued mail \
+     are re-sealed with the new key). Never rotated: handle.key and mac.key — they make the sellers' intent \
+     handles, the seller pseudonyms, the person keys, CSRF tokens and keyed hashes, which would all change. \
+     Export the key ring again (`isto admin keys export`): older exports lack the new key";
+
+/// One key of `keys status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyStatus {
+    /// The key id (first 8 hex digits of SHA-256 of the key).
+    pub kid: String,
+    /// Whether it is the current (sealing) key.
+    pub current: bool,
+    /// When it was made (RFC 3339, UTC), from its file's modification time; `None`
+    /// when unknown.
+    pub created: Option<String>,
+    /// Its file name in the keys directory.
+    pub file: Option<String>,
+    /// Stored values still sealed with it.
+    pub sealed: u64,
+}
+
+/// What `isto admin keys status` reports (`--json` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// The current key id.
+    pub current: String,
+    /// Every sealing key, the current one first.
+    pub keys: Vec<KeyStatus>,
+    /// Values sealed with a key id the ring does not have (restore that key file).
+    pub unknown: BTreeMap<String, u64>,
+    /// Rows in the store.
+    pub rows: u64,
+    /// Sealed values in the store.
+    pub sealed_values: u64,
+    /// `"socket"` or `"direct"` (filled in by the client).
+    #[serde(default = "direct")]
+    pub via: Route,
+}
+
+fn direct() -> Route {
+    Route::Direct
+}
+
+impl StatusReport {
+    /// Values sealed with any key but the current one: what a re-seal has left to do.
+    pub fn left(&self) -> u64 {
+        self.keys.iter().filter(|k| !k.current).map(|k| k.sealed).sum::<u64>() + self.unknown.values().sum::<u64>()
+    }
+
+    /// The count for `kid` (0 when no value uses it).
+    pub fn sealed_with(&self, kid: &str) -> u64 {
+        self.keys.iter().find(|k| k.kid == kid).map(|k| k.sealed).unwrap_or(0)
+    }
+}
+
+/// What `isto admin keys rotate` reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RotateReport {
+    /// The current key id now.
+    pub kid: String,
+    /// The key that was current before (`None` with `--resume`).
+    pub previous: Option<String>,
+    /// Whether a new key was made (false with `--resume`).
+    pub rotated: bool,
+    /// Values re-sealed with the current key.
+    pub resealed: u64,
+    /// Passes over the store.
+    pub passes: u32,
+    /// Values still sealed with an older key (0 when it finished).
+    pub left: u64,
+    /// Key ids that no value uses any more: `isto admin keys retire ID` may delete them.
+    pub retirable: Vec<String>,
+    /// `"socket"` or `"direct"`.
+    pub via: Route,
+    /// [`ROTATE_NOTE`].
+    pub note: &'static str,
+}
+
+fn failure(msg: impl Into<String>) -> Value {
+    json!({"ok": false, "error": msg.into()})
+}
+
+/// A sealed value inside a JSON value: an object of exactly `kid`, `nonce`, `ct`.
+fn is_sealed(m: &serde_json::Map<String, Value>) -> bool {
+    m.len() == 3 && ["kid", "nonce", "ct"].iter().all(|k| m.get(*k).is_some_and(Value::is_string))
+}
+
+/// Calls `f` on every sealed value inside `v`, which it may replace.
+fn each_sealed_mut(v: &mut Value, f: &mut dyn FnMut(&mut Value) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    match v {
+        Value::Object(m) if is_sealed(m) => f(v),
+        Value::Object(m) => m.values_mut().try_for_each(|x| each_sealed_mut(x, f)),
+        Value::Array(a) => a.iter_mut().try_for_each(|x| each_sealed_mut(x, f)),
+        _ => Ok(()),
+    }
+}
+
+/// The new bytes of a stored value whose sealed values are not all sealed with the
+/// current key: each such value opened and sealed again with it; `None` when nothing
+/// needs it (or the bytes are not JSON). The bytes change only where the sealed values
+/// are (each one's JSON text is replaced in place); `values` counts what was re-sealed.
+///
+/// # Errors
+/// A sealed value that the ring cannot open (naming the table and the key id, never a
+/// value).
+fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> anyhow::Result<Option<Vec<u8>>> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(bytes) else { return Ok(None) };
+    let current = keys.current_kid();
+    let mut swaps: Vec<(String, String)> = Vec::new();
+    each_sealed_mut(&mut v, &mut |s| {
+        if s.get("kid").and_then(Value::as_str) == Some(current.as_str()) {
+            return Ok(());
+        }
+        let old: Sealed = serde_json::from_value(s.clone())?;
+        let plain = keys.open(&old).map_err(|e| {
+            anyhow::anyhow!(
+                "a sealed value of table {table:?} (key {}) does not open: {e}; nothing of its batch was written",
+                old.kid
+            )
+        })?;
+        let new = keys.seal(&plain)?;
+        swaps.push((serde_json::to_string(&old)?, serde_json::to_string(&new)?));
+        *s = serde_json::to_value(&new)?;
+        Ok(())
+    })?;
+    if swaps.is_empty() {
+        return Ok(None);
+    }
+    *values += swaps.len() as u64;
+    // In place when every old text appears once (the store's own serialization), so the
+    // rest of the bytes stay as they were; else the whole value re-serialized.
+    if let Ok(mut text) = String::from_utf8(bytes.to_vec()) {
+        if swaps.iter().all(|(old, _)| text.matches(old.as_str()).count() == 1) {
+            for (old, new) in &swaps {
+                text = text.replacen(old.as_str(), new, 1);
+            }
+            return Ok(Some(text.into_bytes()));
+        }
+    }
+    Ok(Some(serde_json::to_vec(&v)?))
+}
+
+/// Counts the store's sealed values by key id, from one read transaction; also the rows.
+fn sealed_counts(store: &Store) -> anyhow::Result<(BTreeMap<String, u64>, u64)> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rows = 0u64;
+    store.export(|step| -> anyhow::Result<()> {
+        if let Export::Row { line, .. } = step {
+            rows += 1;
+            let row: Value = serde_json::from_str(line)?;
+            if let Some(v) = row.get("v") {
+                super::backup::each_sealed(v, &mut |s| {
+                    *counts.entry(s.kid).or_default() += 1;
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok((counts, rows))
+}
+
+/// The status of `keys` over `store`.
+fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
+    let (mut counts, rows) = sealed_counts(store)?;
+    let sealed_values = counts.values().sum();
+    let list: Vec<KeyStatus> = keys
+        .key_info()
+        .into_iter()
+        .map(|k| KeyStatus {
+            sealed: counts.remove(&k.kid).unwrap_or(0),
+            kid: k.kid,
+            current: k.current,
+            created: k.created.map(|t| crate::clock::rfc3339(time::OffsetDateTime::from(t))),
+            file: k.file.and_then(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned)),
+        })
+        .collect();
+    Ok(StatusReport {
+        current: keys.current_kid(),
+        keys: list,
+        unknown: counts,
+        rows,
+        sealed_values,
+        via: Route::Direct,
+    })
+}
+
+/// Answers one op of [`OPS`] with `store` and `keys` (blocking): the server's side of
+/// the socket and the offline path alike.
+fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
+    match op {
+        "keys_status" => match status_of(store, keys) {
+            Ok(s) => {
+                let mut v = serde_json::to_value(&s).unwrap_or(Value::Null);
+                v["ok"] = json!(true);
+                v
+            }
+            Err(e) => failure(format!("counting the sealed values failed: {e}")),
+        },
+        "keys_rotate" => {
+            let previous = keys.current_kid();
+            match keys.rotate() {
+                Ok(kid) => {
+                    tracing::info!(kid = %kid, previous = %previous, "sealing key rotated");
+                    json!({"ok": true, "kid": kid, "previous": previous})
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "sealing key rotation failed");
+                    failure(format!("the rotation failed, the key ring is unchanged: {e}"))
+                }
+            }
+        }
+        "keys_reseal" => {
+            let mut cursor: Cursor = match req.get("cursor").cloned().map(serde_json::from_value).transpose() {
+                Ok(c) => c.unwrap_or_default(),
+                Err(e) => return failure(format!("cursor: not a re-seal cursor ({e})")),
+            };
+            let limit = req.get("limit").and_then(Value::as_u64).map_or(BATCH_ROWS, |n| n.clamp(1, 5000) as usize);
+            let mut values = 0u64;
+            let out = store.rewrite_values(&mut cursor, limit, &mut |table, bytes| -> anyhow::Result<_> {
+                reseal_bytes(keys, table, bytes, &mut values)
+            });
+            match out {
+                Ok(done) => json!({"ok": true, "cursor": cursor, "seen": done.seen, "changed": done.changed,
+                                   "values": values, "done": cursor.done()}),
+                Err(e) => {
+                    tracing::error!(error = %e, "re-seal batch failed");
+                    failure(format!("the re-seal batch failed (nothing of it was written): {e}"))
+                }
+            }
+        }
+        "keys_retire" => {
+            let Some(kid) = req.get("kid").and_then(Value::as_str) else {
+                return failure("keys_retire needs \"kid\": the key id to retire");
+            };
+            if kid == keys.current_kid() {
+                return failure(format!(
+                    "key {kid} is the current sealing key and cannot be retired; rotate first \
+                     (`isto admin keys rotate`), then retire it"
+                ));
+            }
+            if !keys.kids().iter().any(|k| k == kid) {
+                return failure(format!("no key with id {kid:?} in the key ring (it has {})", keys.kids().join(", ")));
+            }
+            match sealed_counts(store) {
+                Ok((counts, _)) => {
+                    let n = counts.get(kid).copied().unwrap_or(0);
+                    if n > 0 {
+                        return failure(format!(
+                            "key {kid} still seals {n} stored value(s); run `isto admin keys rotate --resume` to \
+                             re-seal them with the current key, then retire it"
+                        ));
+                    }
+                }
+                Err(e) => return failure(format!("counting the sealed values failed: {e}")),
+            }
+            match keys.retire(kid) {
+                Ok(()) => {
+                    tracing::info!(kid = %kid, "sealing key retired");
+                    json!({"ok": true, "kid": kid})
+                }
+                Err(e) => failure(e.to_string()),
+            }
+        }
+        other => failure(format!("unknown op {other:?}")),
+    }
+}
+
+/// The server's side of [`OPS`].
+pub(crate) async fn respond(holder: &AppState, op: &str, req: &Value) -> Value {
+    let (h, op, req) = (holder.clone(), op.to_owned(), req.clone());
+    match tokio::task::spawn_blocking(move || answer(&h.base.store, &h.base.keys, &op, &req)).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "admin keys: task failed");
+            failure("the key command failed (see the server log)")
+        }
+    }
+}
+
+/// Where the key commands go: the running server, or the store and keys opened here.
+enum Target {
+    Socket(Client),
+    Direct { store: Box<Store>, keys: Box<KeyRing> },
+}
+
+impl Target {
+    fn open(settings: &Settings) -> anyhow::Result<Self> {
+        let socket = Client::connect(&settings.admin_socket_path())?;
+        if let Connect::Ready(c) = socket {
+            return Ok(Self::Socket(c));
+        }
+        let store_path = settings.store_path();
+        if !store_path.exists() {
+            bail!("no store at {}: run `isto admin init` (or start `isto serve`) first", store_path.display());
+        }
+        let key_path = settings.key_path();
+        if !key_path.exists() {
+            bail!(
+                "the sealing key {} is missing: restore it from your key export (without it sealed data cannot be read)",
+                key_path.display()
+            );
+        }
+        let store = Store::open(&store_path).map_err(|e| {
+            if e.is_already_open() {
+                anyhow::anyhow!(
+                    "the store {} is in use by another process (`isto serve` without a working admin socket at {}); \
+                     restart `isto serve`, or stop it, then run the command again",
+                    store_path.display(),
+                    settings.admin_socket_path().display()
+                )
+            } else {
+                anyhow::Error::new(e).context(format!("cannot open the store {}", store_path.display()))
+            }
+        })?;
+        let (keys, _) = KeyRing::load_or_create(&key_path)?;
+        Ok(Self::Direct { store: Box::new(store), keys: Box::new(keys) })
+    }
+
+    fn route(&self) -> Route {
+        match self {
+            Self::Socket(_) => Route::Socket,
+            Self::Direct { .. } => Route::Direct,
+        }
+    }
+
+    /// One op; its answer when `ok`, else its error.
+    fn ask(&mut self, req: &Value) -> anyhow::Result<Value> {
+        let v = match self {
+            Self::Socket(c) => c.request(req)?,
+            Self::Direct { store, keys } => {
+                let op = req.get("op").and_then(Value::as_str).unwrap_or_default();
+                answer(store, keys, op, req)
+            }
+        };
+        if v.get("ok") != Some(&Value::Bool(true)) {
+            bail!("{}", v.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
+        }
+        Ok(v)
+    }
+
+    fn status(&mut self) -> anyhow::Result<StatusReport> {
+        let mut s: StatusReport = serde_json::from_value(self.ask(&json!({"op": "keys_status"}))?)
+            .context("the server's key status has an unexpected shape")?;
+        s.via = self.route();
+        Ok(s)
+    }
+}
+
+fn bar(total: u64, json_output: bool) -> ProgressBar {
+    if json_output || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("re-sealing {wide_bar} {pos}/{len} values {per_sec} ETA {eta}") {
+        b.set_style(style);
+    }
+    b
+}
+
+/// `isto admin keys status`: every key id, which is current, when it was made, and how
+/// many stored values each still seals (counted over every table); through the running
+/// server or from the store opened here.
+///
+/// # Errors
+/// No store or key; the store held by a server without a working socket; the server's
+/// refusal.
+pub fn keys_status(settings: &Settings, json_output: bool) -> anyhow::Result<StatusReport> {
+    let s = Target::open(settings)?.status()?;
+    if json_output {
+        println!("{}", serde_json::to_string(&s)?);
+        return Ok(s);
+    }
+    println!("{:<10} {:<8} {:<21} {:>10}  file", "key id", "current", "created", "sealed");
+    for k in &s.keys {
+        println!(
+            "{:<10} {:<8} {:<21} {:>10}  {}",
+            k.kid,
+            if k.current { "yes" } else { "" },
+            k.created.as_deref().unwrap_or("unknown"),
+            k.sealed,
+            k.file.as_deref().unwrap_or("")
+        );
+    }
+    for (kid, n) in &s.unknown {
+        println!("{kid:<10} {:<8} {:<21} {n:>10}  MISSING: restore sealing.key.{kid} from a key export", "", "");
+    }
+    println!("{} sealed values in {} rows; handle.key and mac.key are never rotated", s.sealed_values, s.rows);
+    let left = s.left();
+    if left > 0 {
+        println!("{left} values are still sealed with older keys: run `isto admin keys rotate --resume`");
+    }
+    let idle: Vec<&str> = s.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.as_str()).collect();
+    if !idle.is_empty() {
+        println!("no value uses {}: `isto admin keys retire ID` deletes such a key", idle.join(", "));
+    }
+    Ok(s)
+}
+
+/// `isto admin keys rotate [--resume]`: see the module docs. Without `resume` a new
+/// sealing key is made current first (refused while an earlier re-seal is unfinished);
+/// then every value sealed with an older key is re-sealed, `batch` rows per write
+/// transaction, with a progress bar.
+///
+/// # Errors
+/// An unfinished earlier re-seal (without `resume`); no store or key; the rotation or a
+/// batch failing (what was done stays done; run it again with `--resume`).
+pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output: bool) -> anyhow::Result<RotateReport> {
+    let mut t = Target::open(settings)?;
+    let before = t.status()?;
+    if !before.unknown.is_empty() {
+        bail!(
+            "{} stored value(s) are sealed with key id(s) {} that the key ring lacks: restore those key files \
+             (`isto admin restore --keys` or copy them into the keys directory) before rotating",
+            before.unknown.values().sum::<u64>(),
+            before.unknown.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let left = before.left();
+    if !resume && left > 0 {
+        bail!(
+            "an earlier re-seal is unfinished: {left} value(s) are still sealed with older keys; run \
+             `isto admin keys rotate --resume` to finish it before making another key"
+        );
+    }
+    let (previous, rotated, mut total) = if resume {
+        (None, false, left)
+    } else {
+        let a = t.ask(&json!({"op": "keys_rotate"}))?;
+        let kid = a.get("kid").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if !json_output {
+            println!(
+                "new sealing key {kid} is current (was {}); re-sealing {} values",
+                before.current, before.sealed_values
+            );
+        }
+        (Some(before.current.clone()), true, before.sealed_values)
+    };
+    let bar = bar(total, json_output);
+    let mut resealed = 0u64;
+    let mut passes = 0u32;
+    let mut now = t.status()?;
+    let run = (|| -> anyhow::Result<()> {
+        while now.left() > 0 && passes < MAX_PASSES {
+            passes += 1;
+            if passes > 1 {
+                total += now.left();
+                bar.set_length(total);
+            }
+            let mut cursor = Cursor::default();
+            let t0 = std::time::Instant::now();
+            while !cursor.done() {
+                let a = t.ask(&json!({"op": "keys_reseal", "cursor": cursor, "limit": batch}))?;
+                cursor = serde_json::from_value(a["cursor"].clone()).context("the re-seal cursor is malformed")?;
+                let n = a.get("values").and_then(Value::as_u64).unwrap_or(0);
+                resealed += n;
+                bar.inc(n);
+                // A pass that makes no progress at all would loop forever: bounded in time.
+                if t0.elapsed() > std::time::Duration::from_secs(24 * 3600) {
+                    bail!("a re-seal pass took longer than a day; stopped");
+                }
+            }
+            now = t.status()?;
+        }
+        Ok(())
+    })();
+    bar.finish_and_clear();
+    run.context("the re-seal stopped; every value still opens (its key stays in the ring): run `isto admin keys rotate --resume` to finish")?;
+    let retirable: Vec<String> =
+        now.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.clone()).collect();
+    let report = RotateReport {
+        kid: now.current.clone(),
+        previous,
+        rotated,
+        resealed,
+        passes,
+        left: now.left(),
+        retirable,
+        via: t.route(),
+        note: ROTATE_NOTE,
+    };
+    tracing::info!(kid = %report.kid, resealed, passes, left = report.left, "key rotation finished");
+    if json_output {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{} values re-sealed with key {} in {passes} pass(es); {} left",
+            report.resealed, report.kid, report.left
+        );
+        if report.left > 0 {
+            println!("values were written with older keys meanwhile: run `isto admin keys rotate --resume` again");
+        }
+        if !report.retirable.is_empty() {
+            println!("no value uses {} any more: `isto admin keys retire ID` deletes it", report.retirable.join(", "));
+        }
+        println!("note: {ROTATE_NOTE}");
+    }
+    Ok(report)
+}
+
+/// `isto admin keys retire ID`: deletes the old sealing key `kid` (its file, and from
+/// the running server's ring). Refused when it is the current key, not in the ring, or
+/// any stored value is still sealed with it.
+///
+/// # Errors
+/// The refusals above (the CLI exits non-zero), no store or key, I/O errors.
+pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow::Result<Value> {
+    let mut t = Target::open(settings)?;
+    let a = t.ask(&json!({"op": "keys_retire", "kid": kid})).with_context(|| format!("key {kid} was not retired"))?;
+    let report = json!({"kid": kid, "retired": true, "via": t.route()});
+    if json_output {
+        println!("{report}");
+    } else {
+        println!(
+            "retired key {kid}: its file is deleted{}",
+            if a.is_object() && matches!(t.route(), Route::Socket) {
+                " and the running server no longer holds it"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests;
