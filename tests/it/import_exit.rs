@@ -132,12 +132,18 @@ fn check_exit_statuses(config: &Path, data: &Path, f: &Files, via: &str) {
     let o = import(config, data, &[f.empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{via} empty: {}{}", out(&o), err(&o));
 
-    // No such file: 2, the error names it, nothing on stdout.
+    // No such file: 2, the error names it on stderr, nothing on stdout; with --json the
+    // error is the one JSON object on stdout.
     let missing = f.good.with_file_name("missing.jsonl");
-    let o = import(config, data, &[missing.to_str().unwrap(), "--json"]);
+    let o = import(config, data, &[missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{via} missing: {}{}", out(&o), err(&o));
     assert!(err(&o).contains("missing.jsonl"), "{}", err(&o));
     assert!(out(&o).is_empty(), "{}", out(&o));
+    let o = import(config, data, &[missing.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{via} missing --json: {}{}", out(&o), err(&o));
+    let r = json_report(&o);
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(r["error"].as_str().unwrap_or_default().contains("missing.jsonl"), "{r}");
 
     // Bad arguments (no file): 2.
     let o = import(config, data, &[]);
