@@ -65,6 +65,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             served?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Generate(cmd) => {
+            isto::generate::run(cmd, o.data_dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Admin(AdminCommand::Init) => {
             // `init --config PATH` writes the skeleton there: a file that does not exist
             // yet is not an error.
