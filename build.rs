@@ -12,6 +12,10 @@
 //!
 //! Cargo reruns this script when those variables change and, in a git checkout, when
 //! HEAD or the branch it names moves (`.git/HEAD`, the ref file, `packed-refs`).
+//!
+//! Debug builds (`PROFILE=debug`: `cargo build`, `cargo test`) are not stamped from git
+//! and say `debug build`: a stamp would rebuild the whole crate, its tests and the e2e
+//! binary after every commit. `ISTO_BUILD_COMMIT` still stamps them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +23,12 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=ISTO_BUILD_COMMIT");
     println!("cargo:rerun-if-env-changed=ISTO_BUILD_DATE");
-    let build = from_env().or_else(from_git).unwrap_or_else(|| "unknown".to_owned());
+    let release = std::env::var("PROFILE").is_ok_and(|p| p != "debug");
+    let build = match from_env() {
+        Some(b) => b,
+        None if !release => "debug build".to_owned(),
+        None => from_git().unwrap_or_else(|| "unknown".to_owned()),
+    };
     println!("cargo:rustc-env=ISTO_BUILD={build}");
 }
 

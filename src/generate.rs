@@ -8,9 +8,14 @@ use clap::CommandFactory as _;
 use std::path::{Path, PathBuf};
 
 /// The date part of the build stamp (`abc1234 2026-12-02` → `2026-12-02`), for the man
-/// pages' footer; empty when the build names no date (`unknown`).
+/// pages' footer; empty when the build names no date (`unknown`, `debug build`).
 fn build_date() -> &'static str {
-    env!("ISTO_BUILD").split_whitespace().nth(1).unwrap_or("")
+    let date = env!("ISTO_BUILD").split_whitespace().nth(1).unwrap_or("");
+    if date.len() == 10 && date.starts_with(|c: char| c.is_ascii_digit()) {
+        date
+    } else {
+        ""
+    }
 }
 
 /// The full command tree, built (subcommands named `isto-admin-backup` etc.), without
