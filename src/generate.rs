@@ -36,7 +36,10 @@ pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}: check the path and its permissions", dir.display()))?;
     fn walk(cmd: &clap::Command, dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-        let page = clap_mangen::Man::new(cmd.clone()).date(build_date());
+        let page = clap_mangen::Man::new(cmd.clone())
+            .date(build_date())
+            .source(concat!("isto ", env!("CARGO_PKG_VERSION"), " (", env!("ISTO_BUILD"), ")"))
+            .manual("isto manual");
         let path = page
             .generate_to(dir)
             .with_context(|| format!("cannot write the man page {} into {}", page.get_filename(), dir.display()))?;
@@ -159,6 +162,9 @@ mod tests {
         assert!(top.contains(env!("CARGO_PKG_VERSION")), "no version in isto.1");
         let backup = std::fs::read_to_string(dir.path().join("man1/isto-admin-backup.1")).unwrap();
         assert!(backup.contains("\\-\\-verify"), "{backup}");
+        // The footer names isto and its version, also on a subcommand's page.
+        let th = backup.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        assert!(th.contains(concat!("\"isto ", env!("CARGO_PKG_VERSION"))) && th.contains("isto manual"), "{th}");
         // Written again: replaced, not an error.
         assert_eq!(man_pages(&dir.path().join("man1")).unwrap(), pages);
     }
