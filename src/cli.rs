@@ -6,7 +6,14 @@ use std::path::PathBuf;
 /// isto — an Isto Intents intent holder: MCP tools for assistants, double opt-in consent
 /// pages, catalogue and matching, in one binary.
 #[derive(Debug, Parser)]
-#[command(name = "isto", version, about, long_about = None, propagate_version = true)]
+// `--version` names the commit (build.rs): `isto 0.1.0 (abc1234 2026-12-02)`.
+#[command(
+    name = "isto",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ISTO_BUILD"), ")"),
+    about,
+    long_about = None,
+    propagate_version = true
+)]
 pub struct Cli {
     /// Config file (TOML). Default: /etc/isto/isto.toml when it exists; none needed.
     #[arg(long, global = true, env = "ISTO_CONFIG", value_name = "PATH")]
@@ -52,6 +59,69 @@ pub enum Command {
     /// Operator commands; they work whether or not `isto serve` runs.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Write the man pages or a shell completion script, made from these very commands
+    /// (the Debian package ships both; for an install from source).
+    #[command(subcommand)]
+    Generate(GenerateCommand),
+}
+
+/// `isto generate ...`.
+#[derive(Debug, Subcommand)]
+pub enum GenerateCommand {
+    /// Write one roff man page per command (isto.1, isto-serve.1, isto-admin-backup.1,
+    /// ...) into DIR, created when missing; existing pages are replaced.
+    Man {
+        /// The directory to write into (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Print the written files as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the completion script for SHELL, or write it into DIR under the name that
+    /// shell looks for (isto.bash, _isto, isto.fish, ...). Bash: `isto generate
+    /// completions bash > /etc/bash_completion.d/isto`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+        /// Write the script into this directory instead of standard output.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print the written file as JSON (with --out).
+        #[arg(long, requires = "out")]
+        json: bool,
+    },
+    /// Print the commented config skeleton (what `isto admin init --config` writes), or
+    /// write it to FILE; with the global --data-dir, its data_dir line is set to it (the
+    /// Debian package's /etc/isto/isto.toml).
+    Config {
+        /// Write the skeleton to this file (mode 0640) instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Replace FILE when it exists.
+        #[arg(long, requires = "out")]
+        force: bool,
+        /// Print the written file as JSON (with --out).
+        #[arg(long, requires = "out")]
+        json: bool,
+    },
+}
+
+/// The shells `isto generate completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// Bash (bash-completion).
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// Elvish.
+    Elvish,
+    /// PowerShell.
+    #[value(name = "powershell")]
+    PowerShell,
 }
 
 /// Options of `isto serve` (the listen, URL and mail options are global: `isto admin

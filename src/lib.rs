@@ -17,6 +17,7 @@ pub mod crypto;
 pub mod deliveries;
 pub mod demand;
 pub mod gazetteer;
+pub mod generate;
 pub mod intents;
 pub mod mail;
 pub mod matching;

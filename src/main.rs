@@ -110,6 +110,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             served?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Generate(cmd) => {
+            isto::generate::run(cmd, o.data_dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Admin(AdminCommand::Init { json }) => {
             init_logging(level, None);
             // `init --config PATH` writes the skeleton there: a file that does not exist

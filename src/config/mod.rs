@@ -647,6 +647,24 @@ fn read_file(p: &Path) -> Result<FileConfig, ConfigError> {
         .map_err(|e| ConfigError::Parse { path: p.to_owned(), message: e.to_string().trim().to_owned() })
 }
 
+/// [`SKELETON`] with its `data_dir` line set (uncommented) to `dir`, every other line
+/// unchanged: the Debian package's `/etc/isto/isto.toml` (`isto --data-dir /var/lib/isto
+/// generate config`), so that admin commands find the service's store without
+/// `--data-dir`. The value is written as a TOML string.
+pub fn skeleton_with_data_dir(dir: &str) -> String {
+    let value = toml::Value::String(dir.to_owned()).to_string();
+    let mut out = String::with_capacity(SKELETON.len() + 64);
+    for line in SKELETON.lines() {
+        if line.starts_with("# data_dir = ") {
+            out.push_str(&format!("data_dir = {value}  # ISTO_DATA_DIR and --data-dir override it"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A commented config skeleton, written by `isto admin init`.
 pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the values shown are the defaults.
 # Environment variables (ISTO_LISTEN, ISTO_METRICS_LISTEN, ISTO_PUBLIC_URL, ISTO_DATA_DIR,
