@@ -282,10 +282,7 @@ mod tests {
         }
         assert_eq!(found, vec![None, None, Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned())]);
         assert_eq!(event_end(b"data: x\r\n\r\nmore"), Some((7, 11)));
-        assert_eq!(
-            response_data(br#"data: {"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}"#).is_some(),
-            true
-        );
+        assert!(response_data(br#"data: {"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}"#).is_some());
     }
 
     #[test]
