@@ -5,7 +5,7 @@
 use crate::clock::SystemClock;
 use crate::config::{Limits, Settings};
 use crate::crypto::KeyRing;
-use crate::mcp::service::{mcp_service, protect};
+use crate::mcp::service::{accept_json, mcp_service, protect};
 use crate::mcp::Endpoint;
 use crate::net::{ClientAddr, TrustedProxies};
 use crate::policy::Resource;
@@ -379,10 +379,16 @@ pub struct McpServices {
 
 /// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
+    // Clients that accept only JSON get JSON (issue 12 point 1).
+    let json = || axum::middleware::from_fn(accept_json);
     McpServices {
-        public: Router::new().nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone())),
-        buyer: Router::new().nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone())),
-        seller: Router::new().nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop)),
+        public: Router::new()
+            .nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone()))
+            .layer(json()),
+        buyer: Router::new()
+            .nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone()))
+            .layer(json()),
+        seller: Router::new().nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop)).layer(json()),
     }
 }
 

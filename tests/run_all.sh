@@ -26,6 +26,17 @@ else
   python3 -c 'import aiosmtpd'
 fi
 
+# The official MCP Python SDK, for python_sdk.test.mjs (issue 12 point 1): pinned.
+MCP_PY_VERSION=2.3.0
+if [[ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)" == "$MCP_PY_VERSION" ]]; then
+  echo "mcp (Python SDK) $MCP_PY_VERSION: present"
+else
+  echo "mcp (Python SDK): installing $MCP_PY_VERSION from PyPI"
+  python3 -m pip install --quiet "mcp==$MCP_PY_VERSION" ||
+    python3 -m pip install --quiet --user --break-system-packages "mcp==$MCP_PY_VERSION"
+  python3 -c 'import mcp'
+fi
+
 # npm ci when node_modules is missing or older than the lock file.
 stamp="$E2E/node_modules/.package-lock.json"
 if [[ ! -d "$E2E/node_modules" || ! -f "$stamp" || "$E2E/package-lock.json" -nt "$stamp" || "$E2E/package.json" -nt "$stamp" ]]; then

@@ -15,8 +15,8 @@ use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
 use crate::state::AppState;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -351,6 +351,25 @@ pub(crate) async fn call_blocking(
     out.map(CallToolResponse::Complete).ok_or_else(unknown)
 }
 
+/// How long a client or cache may reuse a `tools/list` answer, milliseconds (SEP-2549
+/// `ttlMs`, MCP 2026-07-28 "Caching"): one hour. The lists change only with a new isto
+/// version, and a client that calls a tool an upgrade removed gets "unknown tool".
+pub const TOOLS_TTL_MS: u64 = 60 * 60 * 1000;
+
+/// The `tools/list` answer of an endpoint (issue 12 point 1): all of `tools`, in their
+/// fixed order, one page. The list is built once per endpoint and is the same for every
+/// caller (it depends on neither the token nor the client), so on 2026-07-28 and later
+/// it is marked cacheable by anyone: `ttlMs` [`TOOLS_TTL_MS`] and `cacheScope:
+/// "public"`. Older revisions have no caching hints and get none.
+pub fn tool_list(tools: &[Tool], version: Option<&ProtocolVersion>) -> ListToolsResult {
+    let list = ListToolsResult::with_all_items(tools.to_vec());
+    if version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
+        list.with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public)
+    } else {
+        list
+    }
+}
+
 /// The tool named `name` of a list.
 pub(crate) fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
     tools.iter().find(|t| t.name == name).cloned()
@@ -382,9 +401,9 @@ impl ServerHandler for IstoServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        Ok(tool_list(&self.tools, context.protocol_version().as_ref()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -449,6 +468,20 @@ mod tests {
                  scope intents"
             );
         }
+    }
+
+    #[test]
+    fn the_tool_list_is_cacheable_by_anyone_on_2026_07_28_only() {
+        let tools = public_tools();
+        let modern = serde_json::to_value(tool_list(&tools, Some(&ProtocolVersion::V_2026_07_28))).unwrap();
+        assert_eq!(modern["ttlMs"], TOOLS_TTL_MS);
+        assert_eq!(modern["cacheScope"], "public");
+        let legacy = serde_json::to_value(tool_list(&tools, Some(&ProtocolVersion::V_2025_11_25))).unwrap();
+        assert!(legacy.get("ttlMs").is_none() && legacy.get("cacheScope").is_none(), "{legacy}");
+        assert!(serde_json::to_value(tool_list(&tools, None)).unwrap().get("ttlMs").is_none());
+        let names: Vec<_> = modern["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+        assert_eq!(names[0], "intent_publish_intent");
+        assert_eq!(names.len(), tools.len());
     }
 
     #[test]

@@ -56,6 +56,9 @@ fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServe
         .with_allowed_hosts(url.allowed_hosts())
         .with_allowed_origins(url.allowed_origins())
         .enforce_origin_validation()
+        // A 2026-07-28 (stateless) request whose handler answers at once gets its
+        // response as `application/json` rather than a one-event SSE stream.
+        .with_json_response(true)
         .with_cancellation_token(stop)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
 }
@@ -127,6 +130,119 @@ fn tool_calls(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The `Accept` value rmcp needs on a POST (it answers 406 without both types).
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// Largest SSE answer [`accept_json`] turns into JSON, bytes.
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long [`accept_json`] waits for the JSON-RPC response in an SSE answer.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Whether a POST's `Accept` lets the client read JSON but not an SSE stream: no
+/// `Accept` at all (RFC 9110 §12.5.1: any type), or `application/json`, `application/*`
+/// or `*/*` without `text/event-stream` (weights of 0 excluded).
+fn json_only(headers: &axum::http::HeaderMap) -> bool {
+    let mut types = Vec::new();
+    for value in headers.get_all(axum::http::header::ACCEPT) {
+        let Ok(value) = value.to_str() else { return false };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts
+                .any(|p| p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)));
+            if !essence.is_empty() && !refused {
+                types.push(essence);
+            }
+        }
+    }
+    if headers.get(axum::http::header::ACCEPT).is_none() {
+        return true;
+    }
+    !types.iter().any(|t| t == "text/event-stream")
+        && types.iter().any(|t| matches!(t.as_str(), "application/json" | "application/*" | "*/*"))
+}
+
+/// The middleware of the three MCP endpoints that serves clients which accept only JSON
+/// (issue 12 point 1; MCP Streamable HTTP lets a server answer a POST with either
+/// `application/json` or an SSE stream): a POST whose `Accept` is `application/json`,
+/// `application/*`, `*/*` or absent ([`json_only`]) is passed to rmcp (which refuses
+/// anything without both types with 406) as accepting both, and an SSE answer is read
+/// (at most 16 MiB, 120 s) up to its JSON-RPC response, which is answered alone as
+/// `application/json` with the same status and headers. Notifications and progress sent
+/// before it are dropped: such a client has no way to read them. Every other request
+/// passes unchanged.
+pub async fn accept_json(mut req: Request, next: Next) -> Response {
+    if req.method() != Method::POST || !json_only(req.headers()) {
+        return next.run(req).await;
+    }
+    req.headers_mut().insert(axum::http::header::ACCEPT, axum::http::HeaderValue::from_static(ACCEPT_BOTH));
+    let res = next.run(req).await;
+    let sse = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+    if !sse {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let Ok(Some(answer)) = tokio::time::timeout(ANSWER_WAIT, first_response(body)).await else {
+        return (StatusCode::BAD_GATEWAY, "the MCP answer ended without a JSON-RPC response\n").into_response();
+    };
+    for h in [axum::http::header::CONTENT_TYPE, axum::http::header::CONTENT_LENGTH, axum::http::header::CACHE_CONTROL] {
+        parts.headers.remove(h);
+    }
+    parts.headers.remove("x-accel-buffering");
+    parts.headers.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, Body::from(answer))
+}
+
+/// Reads an SSE body event by event until one whose data is a JSON-RPC response (an
+/// object with `id` and `result` or `error`); that data. None when the stream ends (or
+/// passes [`MAX_ANSWER_BYTES`]) without one.
+async fn first_response(body: Body) -> Option<String> {
+    use futures_core::Stream;
+    let mut stream = body.into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        while let Some(end) = event_end(&buf) {
+            let event: Vec<u8> = buf.drain(..end.1).collect();
+            if let Some(data) = response_data(&event[..end.0]) {
+                return Some(data);
+            }
+        }
+        let chunk = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await?.ok()?;
+        buf.extend_from_slice(&chunk);
+        if buf.len() > MAX_ANSWER_BYTES {
+            return None;
+        }
+    }
+}
+
+/// The end of the first SSE event in `buf`: (end of its text, end of its blank-line
+/// separator), for `\n\n`, `\r\n\r\n` or `\r\r`.
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    [&b"\r\n\r\n"[..], b"\n\n", b"\r\r"]
+        .iter()
+        .filter_map(|sep| buf.windows(sep.len()).position(|w| w == *sep).map(|i| (i, i + sep.len())))
+        .min()
+}
+
+/// The data of one SSE event (its `data:` lines joined with newlines) when it is a
+/// JSON-RPC response.
+fn response_data(event: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(event).ok()?;
+    let lines: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let data = lines.join("\n");
+    let v: Value = serde_json::from_str(&data).ok()?;
+    (v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some())).then_some(data)
+}
+
 /// `router` behind [`require_bearer`] for `resource`.
 pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router {
     let gate = BearerGate { base: holder.base.clone(), resource };
@@ -135,7 +251,39 @@ pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router 
 
 #[cfg(test)]
 mod tests {
-    use super::tool_calls;
+    use super::{event_end, json_only, response_data, tool_calls};
+
+    #[test]
+    fn json_only_clients_are_those_that_cannot_read_sse() {
+        let accept = |v: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(axum::http::header::ACCEPT, v.parse().unwrap());
+            json_only(&h)
+        };
+        assert!(accept("application/json"));
+        assert!(accept("*/*"));
+        assert!(accept("application/*;q=0.5"));
+        assert!(accept("application/json, text/event-stream;q=0"));
+        assert!(json_only(&axum::http::HeaderMap::new()), "no Accept: any type");
+        assert!(!accept("application/json, text/event-stream"));
+        assert!(!accept("text/event-stream"));
+        assert!(!accept("text/html"));
+        assert!(!accept("application/json;q=0"));
+    }
+
+    #[test]
+    fn the_response_is_found_among_sse_events() {
+        let stream = b"data: \nid: 0\nretry: 3000\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+        let mut rest = &stream[..];
+        let mut found = Vec::new();
+        while let Some((text, next)) = event_end(rest) {
+            found.push(response_data(&rest[..text]));
+            rest = &rest[next..];
+        }
+        assert_eq!(found, vec![None, None, Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned())]);
+        assert_eq!(event_end(b"data: x\r\n\r\nmore"), Some((7, 11)));
+        assert!(response_data(br#"data: {"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}"#).is_some());
+    }
 
     #[test]
     fn tool_names_come_from_tools_call_messages_and_batches_only() {

@@ -1,0 +1,377 @@
+// MCP revision 2026-07-28 end to end (issue 12 point 1) with the official TypeScript SDK
+// v2 client (`@modelcontextprotocol/client`), pinned to 2026-07-28: stateless (no
+// initialize, no Mcp-Session-Id), server/discover first, `_meta` on every request,
+// Mcp-Method / Mcp-Name headers, the cacheable tools/list. Every request and response is
+// recorded by the client's `fetch` and checked.
+//
+// * the consent-link flow on /mcp: publish → the consent page POSTed like a browser →
+//   the confirmation e-mail from aiosmtpd → Confirm → get (active) / list_matches (the
+//   imported offer under the hidden limit) / withdraw;
+// * the OAuth flow on /mcp/buyer: 401 → registration → the person signs in (sign-up
+//   browser) and presses Allow → finishAuth → tools with the token;
+// * the server fixes of issue 12 point 1 with raw HTTP, for both revisions: tools/list
+//   the same bytes on every call and cacheable by anyone on 2026-07-28; clients that
+//   accept only application/json (or */*, or send no Accept) get JSON, not 406; a newer
+//   protocol version is negotiated down (initialize) or answered with the supported
+//   versions (-32022, the 2026-07-28 negotiation), never refused outright.
+//
+// The v2 package declares Node ≥ 20; the tests skip only when Node is older than that.
+
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
+
+import { freePort, initializeBody, withIsto } from "./lib/harness.mjs";
+import { actAsPerson, MemoryOAuthProvider, signUpBuyer } from "./lib/oauth.mjs";
+import { consentAndConfirm, writeJsonl } from "./lib/seller.mjs";
+import { stepper } from "./lib/steps.mjs";
+
+const V2 = "2026-07-28";
+const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
+const skip = NODE_MAJOR < 20 && `@modelcontextprotocol/client needs Node >= 20; this is Node ${process.versions.node}`;
+
+const PUBLIC_TOOLS = [
+  "intent_publish_intent",
+  "intent_get_intent",
+  "intent_list_matches",
+  "intent_withdraw_intent",
+  "intent_search_offers",
+  "intent_demand_summary",
+];
+
+const HIDDEN_LIMIT = 250000;
+
+/**
+ * The in-memory OAuth provider of lib/oauth.mjs with the v2 SDK's discovery state
+ * (SEP-2352: the authorization server the flow started with, checked on its callback).
+ */
+class V2OAuthProvider extends MemoryOAuthProvider {
+  saveDiscoveryState(state) {
+    this._discovery = state;
+  }
+
+  discoveryState() {
+    return this._discovery;
+  }
+}
+
+function octavia(ref, amount) {
+  return {
+    ref,
+    title: `Škoda Octavia ${ref}`,
+    description: "Škoda Octavia, testovací nabídka pro e2e test isto.",
+    category: "vehicles",
+    attributes: { make: "Škoda", model: "Octavia", year: 2015, mileageKm: 180000, fuel: "diesel", transmission: "manual" },
+    price: { amount, currency: "CZK" },
+    area: { country: "CZ", regions: ["CZ-64"], place: "Brno" },
+    seller: { name: "e2e dealer", url: "https://dealer.example/" },
+    url: `https://dealer.example/${ref}`,
+  };
+}
+
+/** A fetch that records every request's method and headers and every response's status and headers. */
+function recordingFetch() {
+  const log = [];
+  const f = async (url, init = {}) => {
+    const res = await fetch(url, init);
+    let body = null;
+    try {
+      body = typeof init.body === "string" ? JSON.parse(init.body) : null;
+    } catch {
+      /* not JSON */
+    }
+    log.push({
+      url: String(url),
+      method: init.method ?? "GET",
+      headers: Object.fromEntries(new Headers(init.headers)),
+      body,
+      status: res.status,
+      resHeaders: Object.fromEntries(res.headers),
+    });
+    return res;
+  };
+  return { fetch: f, log };
+}
+
+/** A v2 SDK client pinned to 2026-07-28 on `url`. */
+async function connectV2(url, { fetch, authProvider } = {}) {
+  const client = new Client({ name: "isto-e2e-v2", version: "0.0.0" }, { versionNegotiation: { mode: { pin: V2 } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch, authProvider }));
+  return client;
+}
+
+/** Checks of the 2026-07-28 wire: no session id, the protocol headers, `_meta` on every request. */
+function assertStatelessWire(log) {
+  const posts = log.filter((r) => r.method === "POST");
+  assert.ok(posts.length >= 2, `too few POSTs recorded: ${posts.length}`);
+  assert.equal(posts[0].body?.method, "server/discover", "the first request is server/discover");
+  for (const r of log) {
+    assert.equal(r.headers["mcp-session-id"], undefined, `request ${r.body?.method} carries Mcp-Session-Id`);
+    assert.equal(r.resHeaders["mcp-session-id"], undefined, `response to ${r.body?.method} carries Mcp-Session-Id`);
+  }
+  for (const r of posts) {
+    const m = r.body?.method;
+    assert.ok(m, `a POST without a JSON-RPC method: ${JSON.stringify(r.body)}`);
+    assert.notEqual(m, "initialize", "a 2026-07-28 client sent initialize");
+    assert.equal(r.headers["mcp-protocol-version"], V2, `${m}: Mcp-Protocol-Version`);
+    assert.equal(r.headers["mcp-method"], m, `${m}: Mcp-Method header`);
+    if (m === "tools/call") assert.equal(r.headers["mcp-name"], r.body.params.name, "Mcp-Name = the tool's name");
+    if (r.body.id !== undefined) {
+      assert.equal(r.body.params?._meta?.["io.modelcontextprotocol/protocolVersion"], V2, `${m}: _meta protocolVersion`);
+    }
+    assert.ok(r.status >= 200 && r.status < 300, `${m}: HTTP ${r.status}`);
+  }
+}
+
+async function ok(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  assert.notEqual(res.isError, true, `${name} failed: ${JSON.stringify(res.content)}`);
+  return res.structuredContent;
+}
+
+test("2026-07-28, SDK v2: the consent-link flow on /mcp, stateless", { skip, timeout: 120000 }, (t) =>
+  withIsto(t, { prefix: "isto-v2-flow-" }, async (env) => {
+    const { isto, smtp } = env;
+    const step = stepper(t);
+    const rec = recordingFetch();
+    const offers = writeJsonl(env.work, "offers.jsonl", [octavia("v2-under", 199000), octavia("v2-over", 320000)]);
+    const imported = await isto.importOffers(offers);
+    assert.equal(imported.code, 0, `import failed: ${imported.stdout}\n${imported.stderr}`);
+
+    const client = await connectV2(isto.mcpUrl, { fetch: rec.fetch });
+    env.defer(() => client.close());
+    const s = {};
+
+    await step("server/discover negotiated 2026-07-28 (modern era)", async () => {
+      assert.equal(client.getProtocolEra(), "modern");
+      assert.equal(client.getNegotiatedProtocolVersion(), V2);
+    });
+
+    await step("tools/list: the six tools, cacheable by anyone (ttlMs, cacheScope public)", async () => {
+      const list = await client.listTools();
+      assert.deepEqual(list.tools.map((x) => x.name), PUBLIC_TOOLS);
+      assert.equal(list.cacheScope, "public");
+      assert.ok(Number.isInteger(list.ttlMs) && list.ttlMs >= 60000, `ttlMs ${list.ttlMs}`);
+    });
+
+    await step("intent_publish_intent → awaiting_consent with a consentUrl and an intentCode", async () => {
+      const out = await ok(client, "intent_publish_intent", {
+        statement: "Hledám Škoda Octavia, nejlépe diesel",
+        criteria: { category: "vehicles", make: "Škoda", model: "Octavia" },
+        area: "CZ-64",
+        budget: { max: 400000, currency: "CZK" },
+        hiddenLimit: HIDDEN_LIMIT,
+      });
+      assert.equal(out.intent.status, "awaiting_consent");
+      assert.match(out.consentUrl, new RegExp(`^${isto.baseUrl}/consent/`));
+      assert.ok(out.intentCode, JSON.stringify(out));
+      Object.assign(s, out);
+    });
+
+    await step("the person consents on the page and confirms by e-mail → active", async () => {
+      s.email = `v2-${Date.now()}@buyer.example`;
+      await consentAndConfirm(smtp, s.consentUrl, s.email);
+      const got = await ok(client, "intent_get_intent", { intentCode: s.intentCode });
+      assert.equal(got.intent.status, "active");
+      assert.ok(!JSON.stringify(got).includes(s.email), "get_intent shows the e-mail");
+    });
+
+    await step("intent_list_matches → the offer under the hidden limit only", async () => {
+      const deadline = Date.now() + 20000;
+      let out;
+      do {
+        out = await ok(client, "intent_list_matches", { intentCode: s.intentCode });
+        if (out.matches.length) break;
+        await new Promise((r) => setTimeout(r, 300));
+      } while (Date.now() < deadline);
+      const titles = out.matches.map((m) => m.title ?? m.offer?.title);
+      assert.deepEqual(titles, ["Škoda Octavia v2-under"], JSON.stringify(out));
+      assert.ok("nextSince" in out);
+    });
+
+    await step("intent_withdraw_intent → withdrawn", async () => {
+      assert.equal((await ok(client, "intent_withdraw_intent", { intentCode: s.intentCode })).status, "withdrawn");
+      assert.equal((await ok(client, "intent_get_intent", { intentCode: s.intentCode })).intent.status, "withdrawn");
+    });
+
+    await step("the wire: no Mcp-Session-Id, Mcp-Method/Mcp-Name, _meta on every request", async () => {
+      assertStatelessWire(rec.log);
+      const methods = rec.log.map((r) => r.body?.method);
+      assert.ok(methods.includes("tools/call") && methods.includes("tools/list"), methods.join(","));
+    });
+  }),
+);
+
+test("2026-07-28, SDK v2: OAuth on /mcp/buyer (registration, sign-in, Allow, tools)", { skip, timeout: 120000 }, (t) =>
+  withIsto(t, { prefix: "isto-v2-oauth-" }, async (env) => {
+    const { isto, smtp } = env;
+    const step = stepper(t);
+    const url = `${isto.baseUrl}/mcp/buyer`;
+    const person = await signUpBuyer(isto, smtp);
+    const seen = {};
+    const provider = new V2OAuthProvider({
+      redirectUrl: `http://127.0.0.1:${await freePort()}/callback`,
+      clientMetadata: {
+        client_name: "isto e2e v2 agent",
+        redirect_uris: [],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      },
+      onRedirect: async (authUrl) => {
+        seen.person = await actAsPerson(person.browser, authUrl.href, {});
+      },
+    });
+    provider.clientMetadata.redirect_uris.push(String(provider.redirectUrl));
+    const rec = recordingFetch();
+    let client = null;
+    env.defer(() => client?.close());
+
+    await step("without a token: 401, the SDK registers and sends the person to authorize", async () => {
+      await assert.rejects(connectV2(url, { fetch: rec.fetch, authProvider: provider }), (e) => e instanceof UnauthorizedError);
+      assert.equal(rec.log[0].status, 401, "the first request is refused with 401");
+      assert.equal(provider.registrations, 1, "dynamic client registration");
+      assert.equal(seen.person?.kind, "redirect", `the person's part: ${JSON.stringify(seen.person?.steps)}`);
+    });
+
+    await step("finishAuth with the code → tokens for /mcp/buyer", async () => {
+      const back = new URL(seen.person.location);
+      assert.ok(back.searchParams.get("code"), seen.person.location);
+      await new StreamableHTTPClientTransport(new URL(url), { authProvider: provider }).finishAuth(back.searchParams);
+      assert.ok(provider.tokens()?.access_token, "no access token saved");
+    });
+
+    await step("the tools with the token, stateless: publish (active) → get → list_matches → withdraw", async () => {
+      rec.log.length = 0;
+      client = await connectV2(url, { fetch: rec.fetch, authProvider: provider });
+      assert.equal(client.getProtocolEra(), "modern");
+      const list = await client.listTools();
+      assert.ok(list.tools.some((x) => x.name === "intent_publish_intent"), JSON.stringify(list.tools.map((x) => x.name)));
+      assert.equal(list.cacheScope, "public");
+      const pub = await ok(client, "intent_publish_intent", {
+        statement: "Hledám Škoda Octavia Combi, diesel",
+        area: "CZ-64",
+        budget: { max: 300000, currency: "CZK" },
+      });
+      assert.equal(pub.intent.status, "active");
+      const id = pub.intent.id;
+      assert.equal((await ok(client, "intent_get_intent", { id })).intent.status, "active");
+      assert.ok(Array.isArray((await ok(client, "intent_list_matches", { intent: id })).matches));
+      assert.equal((await ok(client, "intent_withdraw_intent", { id })).status, "withdrawn");
+      assertStatelessWire(rec.log);
+      for (const r of rec.log) assert.match(r.headers.authorization ?? "", /^Bearer /, `${r.body?.method} without the token`);
+    });
+  }),
+);
+
+// ---------------------------------------------------------------------------
+// raw HTTP: the server fixes of issue 12 point 1
+
+const meta = (v = V2) => ({
+  "io.modelcontextprotocol/protocolVersion": v,
+  "io.modelcontextprotocol/clientInfo": { name: "isto-e2e-raw", version: "0.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+});
+
+/** POST one JSON-RPC message; answers {status, type, session, text, json}. */
+async function post(url, message, headers = {}) {
+  const h = { "content-type": "application/json", ...headers };
+  for (const [k, v] of Object.entries(h)) if (v === undefined) delete h[k];
+  const res = await fetch(url, { method: "POST", headers: h, body: typeof message === "string" ? message : JSON.stringify(message) });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* SSE or plain text */
+  }
+  return { status: res.status, type: res.headers.get("content-type"), session: res.headers.get("mcp-session-id"), text, json };
+}
+
+const modern = (method, id, params = {}, v = V2) => [
+  { jsonrpc: "2.0", id, method, params: { ...params, _meta: meta(v) } },
+  { "mcp-protocol-version": v, "mcp-method": method, ...(params.name ? { "mcp-name": params.name } : {}) },
+];
+
+test("both revisions, raw HTTP: deterministic cacheable tools/list, JSON for JSON-only clients, newer versions negotiated", { skip, timeout: 60000 }, (t) =>
+  withIsto(t, { prefix: "isto-v2-raw-" }, async ({ isto }) => {
+    const step = stepper(t);
+    const url = isto.mcpUrl;
+    const both = "application/json, text/event-stream";
+
+    await step("2026-07-28 tools/list: the same bytes on every call, ttlMs and cacheScope public", async () => {
+      const answers = [];
+      for (let i = 0; i < 3; i++) {
+        const [m, h] = modern("tools/list", 7);
+        const r = await post(url, m, { accept: both, ...h });
+        assert.equal(r.status, 200, r.text);
+        assert.match(r.type, /^application\/json/, "a one-message answer is JSON");
+        answers.push(r.text);
+      }
+      assert.equal(answers[1], answers[0], "tools/list differs between calls");
+      assert.equal(answers[2], answers[0], "tools/list differs between calls");
+      const res = JSON.parse(answers[0]).result;
+      assert.equal(res.cacheScope, "public");
+      assert.equal(res.ttlMs, 3600000);
+      assert.equal(res.resultType, "complete");
+      assert.deepEqual(res.tools.map((x) => x.name), PUBLIC_TOOLS);
+    });
+
+    await step("2025-11-25 session tools/list: the same tools, same bytes, no caching hints", async () => {
+      const init = await post(url, initializeBody(), { accept: "application/json" });
+      assert.equal(init.status, 200, init.text);
+      assert.ok(init.session, "a 2025-11-25 initialize opens a session");
+      const sh = { accept: "application/json", "mcp-session-id": init.session, "mcp-protocol-version": "2025-11-25" };
+      const note = await post(url, { jsonrpc: "2.0", method: "notifications/initialized" }, sh);
+      assert.equal(note.status, 202, note.text);
+      const lists = [];
+      for (let i = 0; i < 2; i++) lists.push(await post(url, { jsonrpc: "2.0", id: 8, method: "tools/list" }, sh));
+      assert.equal(lists[1].text, lists[0].text, "tools/list differs between calls");
+      const res = lists[0].json.result;
+      assert.equal(res.ttlMs, undefined);
+      assert.equal(res.cacheScope, undefined);
+      const [m, h] = modern("tools/list", 8);
+      const now = (await post(url, m, { accept: both, ...h })).json.result;
+      assert.deepEqual(res.tools, now.tools, "the two revisions list different tools");
+    });
+
+    await step("Accept: application/json, */* or none → JSON (initialize, tools/call on both revisions), not 406", async () => {
+      for (const accept of ["application/json", "*/*", undefined]) {
+        const init = await post(url, initializeBody(), { accept });
+        assert.equal(init.status, 200, `Accept ${accept}: ${init.text}`);
+        assert.match(init.type, /^application\/json/, `Accept ${accept}: ${init.type}`);
+        assert.equal(init.json.result.protocolVersion, "2025-11-25");
+        const [m, h] = modern("tools/call", 9, { name: "intent_search_offers", arguments: { statement: "Škoda Octavia" } });
+        const call = await post(url, m, { accept, ...h });
+        assert.equal(call.status, 200, `Accept ${accept}: ${call.text}`);
+        assert.match(call.type, /^application\/json/);
+        assert.equal(call.json.id, 9);
+        assert.ok(Array.isArray(call.json.result.structuredContent.offers), call.text);
+      }
+      const legacy = await post(url, initializeBody(), { accept: both });
+      assert.match(legacy.type, /^text\/event-stream/, "a client that accepts both still gets its SSE stream");
+      assert.equal((await post(url, initializeBody(), { accept: "text/html" })).status, 406, "no JSON accepted: 406");
+    });
+
+    await step("a newer protocol version: initialize negotiated down; 2026-07-28 requests get the supported list", async () => {
+      const init = JSON.parse(initializeBody());
+      init.params.protocolVersion = "2099-01-01";
+      const r = await post(url, init, { accept: both });
+      assert.equal(r.status, 200, r.text);
+      const data = r.text.split("\n").find((l) => l.startsWith("data: {"));
+      assert.equal(JSON.parse(data.slice(6)).result.protocolVersion, "2025-11-25");
+      for (const method of ["server/discover", "tools/list"]) {
+        const [m, h] = modern(method, 10, {}, "2099-01-01");
+        const e = await post(url, m, { accept: both, ...h });
+        assert.equal(e.json?.error?.code, -32022, `${method}: ${e.text}`);
+        assert.ok(e.json.error.data.supported.includes(V2), e.text);
+        assert.ok(e.json.error.data.supported.includes("2025-11-25"), e.text);
+        const [m2, h2] = modern(method, 11, {}, e.json.error.data.supported.at(-1));
+        const again = await post(url, m2, { accept: both, ...h2 });
+        assert.equal(again.status, 200, `${method} with the server's newest version: ${again.text}`);
+        assert.ok(again.json?.result, again.text);
+      }
+    });
+  }),
+);
