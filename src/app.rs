@@ -274,10 +274,18 @@ async fn same_origin_posts(
 /// as the filter says, every other crate's at `warn` and above only. Below warn, rmcp
 /// logs whole MCP messages (intentCode, statement, hidden limit, consent token), lettre
 /// the SMTP conversation (recipients), hyper and h2 request and response bytes; none of
-/// that may reach a log, whatever the operator sets.
+/// that may reach a log, whatever the operator sets. rmcp is held to `error`: at `warn`
+/// it logs every JSON-RPC error response with its message, which quotes the tool or
+/// method name the client sent (any string: an e-mail address, a statement); its
+/// `error` events are transport failures (tested in `tests/it/log_privacy.rs`).
 pub fn log_ceiling(meta: &tracing::Metadata<'_>) -> bool {
-    let own = meta.target() == "isto" || meta.target().starts_with("isto::");
-    own || *meta.level() <= tracing::Level::WARN
+    let target = meta.target();
+    if target == "isto" || target.starts_with("isto::") {
+        return true;
+    }
+    let ceiling =
+        if target == "rmcp" || target.starts_with("rmcp::") { tracing::Level::ERROR } else { tracing::Level::WARN };
+    *meta.level() <= ceiling
 }
 
 /// Puts the request's [`ClientAddr`] into its extensions: the socket peer (from the

@@ -18,6 +18,7 @@ mod holder_flow;
 mod http_router;
 mod import_exit;
 mod limits;
+mod log_privacy;
 mod mail_faults;
 mod people;
 mod quotas;

@@ -226,7 +226,7 @@ pub fn mcp(port: u16, session: Option<&str>, body: &Value) -> (Option<String>, V
 }
 
 /// An initialized MCP session on `/mcp`.
-fn mcp_session(port: u16, name: &str) -> String {
+pub fn mcp_session(port: u16, name: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}});
     let (sid, msg) = mcp(port, None, &init);
