@@ -22,6 +22,7 @@ mod mail_faults;
 mod people;
 mod quotas;
 mod rate_limits;
+mod relevance;
 mod sellers;
 mod smtp_faults;
 mod systemd;
