@@ -209,7 +209,7 @@ impl Engine {
                 if !area_settled && !gazetteer::contains(&intent.area, &offer.area) {
                     continue;
                 }
-                if !entry.required.is_empty() {
+                if !entry.required.is_empty() && p.min_should_match > 1e-9 {
                     let have = offer_set.get_or_insert_with(|| offer_terms(offer));
                     if !entry.required.iter().all(|t| have.contains(t)) {
                         continue;

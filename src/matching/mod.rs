@@ -5,7 +5,9 @@
 //! met by the offer's attributes (a missing attribute fails); the offer's region lies in
 //! the intent's area; the price converted to the holder's currency is ≤ the ceiling (the
 //! hidden limit when set, else budget.max, else none); the offer is valid; and the
-//! statement's relevance passes the minimum-should-match ratio.
+//! statement's relevance passes the minimum-should-match ratio, and the offer contains
+//! the statement's model designations (`3` of "Model 3", `3+kk`; see [`analyse`]) unless
+//! that ratio is 0.
 
 pub mod engine;
 
@@ -523,8 +525,9 @@ pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Para
         1.0
     } else {
         let have = offer_terms(offer);
-        // A model designation of the statement (`3` of "Model 3") must be in the offer.
-        if !required.iter().all(|t| have.contains(t)) {
+        // A model designation of the statement (`3` of "Model 3") must be in the offer,
+        // unless the holder switched the text rule off (ratio 0).
+        if p.min_should_match > 1e-9 && !required.iter().all(|t| have.contains(t)) {
             return None;
         }
         let found = terms.iter().filter(|t| term_hit(t, &have)).count();
@@ -597,6 +600,49 @@ mod tests {
         assert!(check(&iv, &nomake, true, &p).is_none(), "missing attribute fails");
         let sk = offer("Škoda Octavia", 1000.0, "EUR", "Bratislava", json!({"make": "Škoda"}));
         assert!(check(&iv, &sk, true, &p).is_none(), "outside the area");
+    }
+
+    #[test]
+    fn designations_are_kept_and_quantities_are_not_terms() {
+        let t = statement_analysis("Hľadám Teslu Model 3 do 40 000 EUR, max 150000 km");
+        assert_eq!(t.terms, ["teslu", "model", "3"], "{t:?}");
+        assert_eq!(t.required, ["3"]);
+        assert_eq!(t.phrases, ["model_3"]);
+        let t = statement_analysis("byt 3+kk Brno, 2+1 nebo BMW X5 a Peugeot 308, 12 000 EUR");
+        assert_eq!(t.required, ["3+kk", "2+1", "x5", "308"], "{t:?}");
+        assert!(t.phrases.contains(&"byt_3+kk".to_owned()) && t.phrases.contains(&"bmw_x5".to_owned()));
+        assert!(!t.terms.iter().any(|x| x == "12" || x == "000"), "{t:?}");
+        // A year right after a model ranks but is not required; after "od" it is a quantity.
+        let t = statement_analysis("Peugeot 2008 od 2019, 150kW");
+        assert_eq!(t.terms, ["peugeot", "2008"], "{t:?}");
+        assert!(t.required.is_empty());
+        // Offer text and statements share the analysis: decimals stay whole.
+        let have: Vec<String> = text_terms("Tesla Model 3, 2.0 TDI").collect();
+        assert_eq!(have, ["tesla", "model", "3", "model_3", "2.0", "diesel"]);
+        assert_eq!(stem("model_3"), None);
+        assert_eq!(stem("xdrive20"), None);
+    }
+
+    #[test]
+    fn model_designation_is_required_when_the_text_rule_is_on() {
+        let crit = Map::new();
+        let area = gazetteer::resolve("CZ").unwrap();
+        let r = rates();
+        let iv = IntentView {
+            category: "vehicles",
+            criteria: &crit,
+            area: &area,
+            budget: None,
+            hidden_limit: None,
+            statement: "tesla model 3",
+        };
+        let s = offer("Tesla Model S P85", 1000.0, "EUR", "Brno", json!({}));
+        let three = offer("Tesla Model 3 Long Range", 1000.0, "EUR", "Brno", json!({}));
+        let p = Params { min_should_match: 0.5, default_currency: "EUR", rates: &r };
+        assert!(check(&iv, &s, true, &p).is_none(), "Model S is not a Model 3");
+        assert!(check(&iv, &three, true, &p).is_some());
+        let off = Params { min_should_match: 0.0, default_currency: "EUR", rates: &r };
+        assert!(check(&iv, &s, true, &off).is_some(), "ratio 0: the text rule is off");
     }
 
     #[test]
