@@ -33,6 +33,9 @@
 //! * **rest** — the other intents without a text rule: ordered by price ceiling, so an
 //!   offer visits only those whose ceiling admits its price (plus those without one).
 //!
+//! An intent's model designations ([`super::StatementTerms::required`]) are checked
+//! exactly against the offer's terms after counting, as [`super::check`] does.
+//!
 //! Candidates are filtered by the precomputed ceiling (the oracle's
 //! `ceiling · (1 + 1e-9)`), then by the criteria constraints, and then
 //! [`super::check`] decides ([`Engine::match_offer`]). [`Engine::match_offer_indexed`]

@@ -278,9 +278,46 @@ const UNITS: &[&str] = &[
 ];
 /// Words before a number that make it a quantity (folded).
 const QUANTITY_WORDS: &[&str] = &[
-    "do", "od", "max", "maximum", "min", "minimum", "az", "pod", "nad", "under", "over", "below", "above", "up", "to",
-    "around", "cca", "about", "rv", "r", "rok", "roku", "vyroby", "year", "from", "until", "najeto", "najazdene",
-    "mileage", "price", "cena", "budget", "less", "than", "more", "after", "before", "po", "pred", "za",
+    "do",
+    "od",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "az",
+    "pod",
+    "nad",
+    "under",
+    "over",
+    "below",
+    "above",
+    "up",
+    "to",
+    "around",
+    "cca",
+    "about",
+    "rv",
+    "r",
+    "rok",
+    "roku",
+    "vyroby",
+    "year",
+    "from",
+    "until",
+    "najeto",
+    "najazdene",
+    "mileage",
+    "price",
+    "cena",
+    "budget",
+    "less",
+    "than",
+    "more",
+    "after",
+    "before",
+    "po",
+    "pred",
+    "za",
 ];
 
 /// The one text analysis of search and matching (issue 13 point 1): folds `input`
@@ -329,8 +366,9 @@ pub fn analyse(input: &str) -> Vec<Term> {
         }
         let prev = i.checked_sub(1).map(|j| raw[j].as_str());
         let next = raw.get(i + 1).map(String::as_str);
-        let prev_word = prev
-            .is_some_and(|p| !p.chars().any(|c| c.is_ascii_digit()) && !QUANTITY_WORDS.contains(&p) && !STOP.contains(&p));
+        let prev_word = prev.is_some_and(|p| {
+            !p.chars().any(|c| c.is_ascii_digit()) && !QUANTITY_WORDS.contains(&p) && !STOP.contains(&p)
+        });
         let kind = if numeric(t) {
             let digits = t.chars().filter(char::is_ascii_digit).count();
             let year = t.len() == 4 && t.parse::<u32>().is_ok_and(|y| (1950..=2039).contains(&y));

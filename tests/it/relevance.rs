@@ -135,5 +135,10 @@ fn judged_queries_meet_the_relevance_targets() {
     }
     let (n, p, _) = per_class["make_model"];
     assert!(p / n as f64 >= P3_TARGET, "make/model precision@3 {:.3} is below {P3_TARGET}\n{table}", p / n as f64);
-    assert!(wrong_model.is_empty(), "{} queries rank a wrong model first:\n{}", wrong_model.len(), wrong_model.join("\n"));
+    assert!(
+        wrong_model.is_empty(),
+        "{} queries rank a wrong model first:\n{}",
+        wrong_model.len(),
+        wrong_model.join("\n")
+    );
 }
