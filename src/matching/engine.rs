@@ -33,6 +33,9 @@
 //! * **rest** — the other intents without a text rule: ordered by price ceiling, so an
 //!   offer visits only those whose ceiling admits its price (plus those without one).
 //!
+//! An intent's model designations ([`super::StatementTerms::required`]) are checked
+//! exactly against the offer's terms after counting, as [`super::check`] does.
+//!
 //! Candidates are filtered by the precomputed ceiling (the oracle's
 //! `ceiling · (1 + 1e-9)`), then by the criteria constraints, and then
 //! [`super::check`] decides ([`Engine::match_offer`]). [`Engine::match_offer_indexed`]
@@ -40,7 +43,9 @@
 //! `check`, which refolds the offer's text for every matching intent. Removal updates the lists in place (swap-remove) and frees
 //! the slot for reuse; the term dictionary is reference counted.
 
-use super::{ceiling, check, constraint_holds, offer_terms, statement_terms, Hit, IntentView, Params};
+use super::{
+    ceiling, check, constraint_holds, offer_terms, statement_analysis, Hit, IntentView, Params, StatementTerms,
+};
 use crate::gazetteer::{self, AreaObject};
 use crate::protocol::{Budget, Offer};
 use crate::text;
@@ -190,6 +195,7 @@ impl Engine {
         // bucket of that region, and both imply `gazetteer::contains`.
         let area_settled = offer.area.regions.len() <= 1;
         let mut hits: Vec<(&str, Hit)> = Vec::new();
+        let mut offer_set: Option<HashSet<String>> = None;
         for (slot, found) in slots {
             let hot = inner.hot[slot as usize];
             let Some(entry) = inner.slots[slot as usize].as_ref() else { continue };
@@ -205,6 +211,12 @@ impl Engine {
             } else {
                 if !area_settled && !gazetteer::contains(&intent.area, &offer.area) {
                     continue;
+                }
+                if !entry.required.is_empty() && p.min_should_match > 1e-9 {
+                    let have = offer_set.get_or_insert_with(|| offer_terms(offer));
+                    if !entry.required.iter().all(|t| have.contains(t)) {
+                        continue;
+                    }
                 }
                 let n = hot.terms as usize;
                 let score = if n == 0 {
@@ -290,6 +302,9 @@ struct Entry {
     intent: EngineIntent,
     /// Interned ids of the statement's terms (empty for [`Group::Never`]).
     terms: Vec<u32>,
+    /// The statement's designations an offer must contain exactly
+    /// ([`super::StatementTerms::required`]).
+    required: Vec<String>,
     buckets: Vec<u32>,
     group: Group,
 }
@@ -434,7 +449,7 @@ impl Inner {
 
     fn insert(&mut self, intent: EngineIntent, params: &EngineParams) {
         let p = params.params();
-        let terms = statement_terms(&intent.statement);
+        let StatementTerms { terms, required, .. } = statement_analysis(&intent.statement);
         let need = min_hits(terms.len(), params.min_should_match);
         let ceil = ceiling(&intent.view(), &p).map(|c| c * (1.0 + 1e-9));
         let term_ids: Vec<u32> = match need {
@@ -511,7 +526,7 @@ impl Inner {
             ceil,
         };
         self.ids.insert(intent.id.clone(), slot);
-        self.slots[slot as usize] = Some(Entry { intent, terms: term_ids, buckets, group });
+        self.slots[slot as usize] = Some(Entry { intent, terms: term_ids, required, buckets, group });
     }
 
     fn remove(&mut self, id: &str) {

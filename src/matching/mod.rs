@@ -5,7 +5,9 @@
 //! met by the offer's attributes (a missing attribute fails); the offer's region lies in
 //! the intent's area; the price converted to the holder's currency is ≤ the ceiling (the
 //! hidden limit when set, else budget.max, else none); the offer is valid; and the
-//! statement's relevance passes the minimum-should-match ratio.
+//! statement's relevance passes the minimum-should-match ratio, and the offer contains
+//! the statement's model designations (`3` of "Model 3", `3+kk`; see [`analyse`]) unless
+//! that ratio is 0.
 
 pub mod engine;
 
@@ -241,24 +243,225 @@ pub fn canonical(term: &str) -> &str {
     }
 }
 
-/// The statement's terms: folded tokens without stop words, place names, pure numbers
-/// and tokens shorter than 2 characters, synonyms folded.
-pub fn statement_terms(statement: &str) -> Vec<String> {
-    let places = gazetteer::place_tokens();
-    let mut seen = HashSet::new();
-    text::tokens(statement)
-        .into_iter()
-        .filter(|t| t.chars().count() >= 2 && !t.chars().all(|c| c.is_ascii_digit()))
-        .filter(|t| !STOP.contains(&t.as_str()) && !places.contains(t))
-        .map(|t| canonical(&t).to_owned())
-        .filter(|t| seen.insert(t.clone()))
-        .collect()
+/// What a token of [`analyse`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TermKind {
+    /// A word without digits (`octavia`, `byt`), synonyms folded by [`canonical`].
+    Word,
+    /// A model designation or disposition with digits (`3`, `308`, `x5`, `a4`, `i30`,
+    /// `3+kk`, `2+1`, `2.0`): matched exactly, never by stem.
+    Designation,
+    /// A designation that is also a calendar year (4 digits, 1950–2039) right after a
+    /// word (`Peugeot 2008`): ranks in search, not required in matching.
+    YearLike,
+    /// A number that is a quantity (`150000 km`, `do 12000`, `12 000 EUR`, `150kW`,
+    /// `rok 2015`): indexed in offer text, never a statement term.
+    Quantity,
+    /// A word and the designation right after it, joined by `_` (`model_3`, `golf_7`,
+    /// `byt_3+kk`): the phrase of a make or model with its designation.
+    Phrase,
 }
 
-/// The terms of a piece of offer text: folded tokens with synonyms folded (the same
-/// token stream the full-text index stores).
+/// One token of [`analyse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The folded token.
+    pub text: String,
+    /// What it is.
+    pub kind: TermKind,
+}
+
+/// Units after a number that make it a quantity (folded).
+const UNITS: &[&str] = &[
+    "km", "tis", "tisic", "tisice", "eur", "euro", "eura", "czk", "kc", "korun", "m2", "m", "kw", "hp", "ps", "k",
+    "let", "rokov", "roku", "rok", "years", "year", "mesicu", "mesiacov", "months", "ks", "kusu", "mil", "milion",
+];
+/// Words before a number that make it a quantity (folded).
+const QUANTITY_WORDS: &[&str] = &[
+    "do",
+    "od",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "az",
+    "pod",
+    "nad",
+    "under",
+    "over",
+    "below",
+    "above",
+    "up",
+    "to",
+    "around",
+    "cca",
+    "about",
+    "rv",
+    "r",
+    "rok",
+    "roku",
+    "vyroby",
+    "year",
+    "from",
+    "until",
+    "najeto",
+    "najazdene",
+    "mileage",
+    "price",
+    "cena",
+    "budget",
+    "less",
+    "than",
+    "more",
+    "after",
+    "before",
+    "po",
+    "pred",
+    "za",
+];
+
+/// The one text analysis of search and matching (issue 13 point 1): folds `input`
+/// ([`text::fold`]), splits it into alphanumeric tokens — keeping `3+kk`, `2+1` (a `+`
+/// between alphanumerics with a digit) and decimals `2.0` (a `.` or `,` between digits)
+/// whole — and classifies each token ([`TermKind`]); after each designation that follows
+/// a word it adds their [`TermKind::Phrase`]. Offer text is indexed with every token
+/// ([`text_terms`]); statements keep words and designations ([`statement_analysis`]).
+pub fn analyse(input: &str) -> Vec<Term> {
+    let folded = text::fold(input);
+    let chars: Vec<char> = folded.chars().collect();
+    let mut raw: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_alphanumeric() {
+            cur.push(c);
+            continue;
+        }
+        let next = chars.get(i + 1).copied();
+        let prev_digit = cur.chars().last().is_some_and(|p| p.is_ascii_digit());
+        let joins = !cur.is_empty()
+            && match c {
+                '+' => {
+                    next.is_some_and(char::is_alphanumeric)
+                        && (cur.chars().any(|p| p.is_ascii_digit()) || next.is_some_and(|n| n.is_ascii_digit()))
+                }
+                '.' | ',' => prev_digit && next.is_some_and(|n| n.is_ascii_digit()) && !cur.contains(['.', ',']),
+                _ => false,
+            };
+        if joins {
+            cur.push(if c == ',' { '.' } else { c });
+        } else if !cur.is_empty() {
+            raw.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        raw.push(cur);
+    }
+    let numeric = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let group = |t: &str| t.len() == 3 && t.chars().all(|c| c.is_ascii_digit());
+    let mut out = Vec::with_capacity(raw.len() + 4);
+    for (i, t) in raw.iter().enumerate() {
+        if !t.chars().any(|c| c.is_ascii_digit()) {
+            out.push(Term { text: canonical(t).to_owned(), kind: TermKind::Word });
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| raw[j].as_str());
+        let next = raw.get(i + 1).map(String::as_str);
+        let prev_word = prev.is_some_and(|p| {
+            !p.chars().any(|c| c.is_ascii_digit()) && !QUANTITY_WORDS.contains(&p) && !STOP.contains(&p)
+        });
+        let kind = if numeric(t) {
+            let digits = t.chars().filter(char::is_ascii_digit).count();
+            let year = t.len() == 4 && t.parse::<u32>().is_ok_and(|y| (1950..=2039).contains(&y));
+            if next.is_some_and(|n| UNITS.contains(&n) || group(n))
+                || prev.is_some_and(|p| QUANTITY_WORDS.contains(&p) || (numeric(p) && group(t)))
+                || digits >= 5
+            {
+                TermKind::Quantity
+            } else if year {
+                if prev_word {
+                    TermKind::YearLike
+                } else {
+                    TermKind::Quantity
+                }
+            } else {
+                TermKind::Designation
+            }
+        } else {
+            let lead = t.chars().take_while(|c| c.is_ascii_digit() || *c == '.').count();
+            if lead > 0 && UNITS.contains(&&t[lead..]) {
+                TermKind::Quantity
+            } else {
+                TermKind::Designation
+            }
+        };
+        out.push(Term { text: t.clone(), kind });
+        if matches!(kind, TermKind::Designation | TermKind::YearLike) && prev_word {
+            if let Some(p) = prev.filter(|p| p.chars().count() >= 2) {
+                out.push(Term { text: format!("{}_{t}", canonical(p)), kind: TermKind::Phrase });
+            }
+        }
+    }
+    out
+}
+
+/// The analysis of a statement ([`analyse`]): the terms that count in matching, the
+/// designations an offer must contain, and the phrases that rank in search.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatementTerms {
+    /// Words (without stop words, place names and tokens under 2 characters) and
+    /// designations, distinct, in order: what [`check`]'s ratio counts.
+    pub terms: Vec<String>,
+    /// The designations (not year-like): an offer must contain each exactly.
+    pub required: Vec<String>,
+    /// The word + designation phrases (`model_3`): rank in search only.
+    pub phrases: Vec<String>,
+}
+
+/// The statement's terms, required designations and phrases (see [`StatementTerms`]);
+/// quantities (`do 12 000 EUR`, `150000 km`) are not terms.
+pub fn statement_analysis(statement: &str) -> StatementTerms {
+    let places = gazetteer::place_tokens();
+    let mut seen = HashSet::new();
+    let mut out = StatementTerms::default();
+    for t in analyse(statement) {
+        match t.kind {
+            TermKind::Word => {
+                if t.text.chars().count() < 2 || STOP.contains(&t.text.as_str()) || places.contains(&t.text) {
+                    continue;
+                }
+            }
+            TermKind::Designation => {
+                if !out.required.contains(&t.text) {
+                    out.required.push(t.text.clone());
+                }
+            }
+            TermKind::YearLike => {}
+            TermKind::Quantity => continue,
+            TermKind::Phrase => {
+                if !out.phrases.contains(&t.text) {
+                    out.phrases.push(t.text);
+                }
+                continue;
+            }
+        }
+        if seen.insert(t.text.clone()) {
+            out.terms.push(t.text);
+        }
+    }
+    out
+}
+
+/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`] — folded
+/// words without stop words, place names and tokens shorter than 2 characters, synonyms
+/// folded, plus model designations (`3`, `x5`, `3+kk`); quantities are not terms.
+pub fn statement_terms(statement: &str) -> Vec<String> {
+    statement_analysis(statement).terms
+}
+
+/// The terms of a piece of offer text: every token of [`analyse`] (the same token
+/// stream the full-text index stores).
 pub fn text_terms(text: &str) -> impl Iterator<Item = String> {
-    text::tokens(text).into_iter().map(|t| canonical(&t).to_owned())
+    analyse(text).into_iter().map(|t| t.text)
 }
 
 /// The searchable terms of an offer: title, description and attribute values.
@@ -275,8 +478,12 @@ pub fn offer_terms(offer: &Offer) -> HashSet<String> {
 
 /// The stem under which `term` also matches longer inflected forms: all but the last
 /// 2 characters, at least 4 (`"octaviu"` → `"octav"`); `None` for terms under 5
-/// characters, which match only exactly.
+/// characters and for designations and phrases (a digit, `+` or `_`), which match only
+/// exactly.
 pub fn stem(term: &str) -> Option<String> {
+    if term.chars().any(|c| c.is_ascii_digit() || c == '_' || c == '+') {
+        return None;
+    }
     let n = term.chars().count();
     (n >= 5).then(|| term.chars().take(n.saturating_sub(2).max(4)).collect())
 }
@@ -351,11 +558,16 @@ pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Para
             return None;
         }
     }
-    let terms = statement_terms(intent.statement);
+    let StatementTerms { terms, required, .. } = statement_analysis(intent.statement);
     let score = if terms.is_empty() {
         1.0
     } else {
         let have = offer_terms(offer);
+        // A model designation of the statement (`3` of "Model 3") must be in the offer,
+        // unless the holder switched the text rule off (ratio 0).
+        if p.min_should_match > 1e-9 && !required.iter().all(|t| have.contains(t)) {
+            return None;
+        }
         let found = terms.iter().filter(|t| term_hit(t, &have)).count();
         found as f64 / terms.len() as f64
     };
@@ -426,6 +638,49 @@ mod tests {
         assert!(check(&iv, &nomake, true, &p).is_none(), "missing attribute fails");
         let sk = offer("Škoda Octavia", 1000.0, "EUR", "Bratislava", json!({"make": "Škoda"}));
         assert!(check(&iv, &sk, true, &p).is_none(), "outside the area");
+    }
+
+    #[test]
+    fn designations_are_kept_and_quantities_are_not_terms() {
+        let t = statement_analysis("Hľadám Teslu Model 3 do 40 000 EUR, max 150000 km");
+        assert_eq!(t.terms, ["teslu", "model", "3"], "{t:?}");
+        assert_eq!(t.required, ["3"]);
+        assert_eq!(t.phrases, ["model_3"]);
+        let t = statement_analysis("byt 3+kk Brno, 2+1 nebo BMW X5 a Peugeot 308, 12 000 EUR");
+        assert_eq!(t.required, ["3+kk", "2+1", "x5", "308"], "{t:?}");
+        assert!(t.phrases.contains(&"byt_3+kk".to_owned()) && t.phrases.contains(&"bmw_x5".to_owned()));
+        assert!(!t.terms.iter().any(|x| x == "12" || x == "000"), "{t:?}");
+        // A year right after a model ranks but is not required; after "od" it is a quantity.
+        let t = statement_analysis("Peugeot 2008 od 2019, 150kW");
+        assert_eq!(t.terms, ["peugeot", "2008"], "{t:?}");
+        assert!(t.required.is_empty());
+        // Offer text and statements share the analysis: decimals stay whole.
+        let have: Vec<String> = text_terms("Tesla Model 3, 2.0 TDI").collect();
+        assert_eq!(have, ["tesla", "model", "3", "model_3", "2.0", "diesel"]);
+        assert_eq!(stem("model_3"), None);
+        assert_eq!(stem("xdrive20"), None);
+    }
+
+    #[test]
+    fn model_designation_is_required_when_the_text_rule_is_on() {
+        let crit = Map::new();
+        let area = gazetteer::resolve("CZ").unwrap();
+        let r = rates();
+        let iv = IntentView {
+            category: "vehicles",
+            criteria: &crit,
+            area: &area,
+            budget: None,
+            hidden_limit: None,
+            statement: "tesla model 3",
+        };
+        let s = offer("Tesla Model S P85", 1000.0, "EUR", "Brno", json!({}));
+        let three = offer("Tesla Model 3 Long Range", 1000.0, "EUR", "Brno", json!({}));
+        let p = Params { min_should_match: 0.5, default_currency: "EUR", rates: &r };
+        assert!(check(&iv, &s, true, &p).is_none(), "Model S is not a Model 3");
+        assert!(check(&iv, &three, true, &p).is_some());
+        let off = Params { min_should_match: 0.0, default_currency: "EUR", rates: &r };
+        assert!(check(&iv, &s, true, &off).is_some(), "ratio 0: the text rule is off");
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod mail_faults;
 mod people;
 mod quotas;
 mod rate_limits;
+mod relevance;
 mod rotate;
 mod sellers;
 mod smtp_faults;

@@ -48,7 +48,8 @@ pub(super) fn analysis_fingerprint() -> &'static str {
         use sha2::{Digest, Sha256};
         let probe = "Škoda Octavia Combi 2.0 TDI 110kW nafta naftový benzín benzínový TSI TFSI kombi estate \
                      wagon variant touring avant elektro elektromobil EV hybrid hybridní hybridný automat \
-                     automatická DSG byt bytu flat apartment dom dům domu house Košice ŁØß Žilina CRDi HDi dCi";
+                     automatická DSG byt bytu flat apartment dom dům domu house Košice ŁØß Žilina CRDi HDi dCi \
+                     Tesla Model 3 BMW X5 byt 3+kk 2+1 do 12 000 EUR 150000 km Peugeot 2008";
         let mut h = Sha256::new();
         h.update(INDEX_VERSION.to_le_bytes());
         let mut stop: Vec<&String> = STOP_WORDS.iter().collect();

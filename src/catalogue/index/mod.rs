@@ -46,7 +46,7 @@ use tantivy::{
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
-pub const INDEX_VERSION: u32 = 1;
+pub const INDEX_VERSION: u32 = 2;
 /// Memory budget of the index writer (split over at most 4 indexing threads).
 const WRITER_HEAP_BYTES: usize = 64 << 20;
 /// Field weights of the catalogue search (as the scan search: title 3, attributes 2,
@@ -57,7 +57,10 @@ const DESCRIPTION_BOOST: Score = 1.0;
 /// An inflected form (shared stem, see [`matching::stem`]) scores this share of what an
 /// exact hit of the same rarity scores.
 const INFLECTED_SHARE: Score = 0.8;
-/// Place names (with an area filter) and numbers only rank, with this share of a word.
+/// A word + designation phrase (`model_3`) ranks with this share of a word, on top of
+/// its two terms.
+const PHRASE_SHARE: Score = 1.0;
+/// Place names (with an area filter) only rank, with this share of a word.
 const RANK_ONLY_SHARE: Score = 0.25;
 /// At most this many inflected forms per statement term and field in a search.
 const MAX_EXPANSIONS: usize = 64;
@@ -142,37 +145,36 @@ impl std::fmt::Debug for OfferIndex {
 struct Analysed {
     /// Terms of which an offer must contain at least one (with inflection).
     words: Vec<String>,
-    /// Terms that only rank: place names when an area filter is given, numbers.
+    /// Word + designation phrases (`model_3`, `byt_3+kk`, see
+    /// [`matching::TermKind::Phrase`]): rank only, with [`PHRASE_SHARE`].
+    phrases: Vec<String>,
+    /// Terms that only rank: place names when an area filter is given.
     rank_only: Vec<String>,
 }
 
-/// Splits a search statement into terms: the words of [`matching::statement_terms`]
-/// (without stop words); place names, which count as words only when there are no
-/// other words and no area filter (then "Košice" finds offers that mention Košice), and
-/// otherwise only rank; and numbers of 2+ digits, which only rank.
+/// Splits a search statement into terms with [`matching::statement_analysis`] (the same
+/// analysis as matching): its words and model designations (without stop words) must
+/// match; its phrases rank; place names count as words only when there are no other
+/// words and no area filter (then "Košice" finds offers that mention Košice), and
+/// otherwise only rank. Quantities (`do 12 000 EUR`, `150000 km`) are ignored.
 fn analyse(statement: &str, has_area: bool) -> Analysed {
-    let mut words: Vec<String> =
-        matching::statement_terms(statement).into_iter().filter(|t| !is_stop_word(t)).collect();
+    let st = matching::statement_analysis(statement);
+    let mut words: Vec<String> = st.terms.into_iter().filter(|t| !is_stop_word(t)).collect();
     let places = gazetteer::place_tokens();
     let mut seen: HashSet<String> = words.iter().cloned().collect();
-    let (mut place_terms, mut numbers) = (Vec::new(), Vec::new());
-    for t in matching::text_terms(statement) {
-        if is_stop_word(&t) || !seen.insert(t.clone()) {
+    let mut place_terms = Vec::new();
+    for t in matching::analyse(statement) {
+        if t.kind != matching::TermKind::Word || is_stop_word(&t.text) || !seen.insert(t.text.clone()) {
             continue;
         }
-        if t.chars().all(|c| c.is_ascii_digit()) {
-            if t.len() >= 2 && t.chars().any(|c| c != '0') {
-                numbers.push(t);
-            }
-        } else if t.chars().count() >= 2 && places.contains(&t) {
-            place_terms.push(t);
+        if t.text.chars().count() >= 2 && places.contains(&t.text) {
+            place_terms.push(t.text);
         }
     }
     if words.is_empty() && !has_area {
         words = std::mem::take(&mut place_terms);
     }
-    place_terms.extend(numbers);
-    Analysed { words, rank_only: place_terms }
+    Analysed { words, phrases: st.phrases, rank_only: place_terms }
 }
 
 /// BM25's inverse document frequency (as tantivy computes it).
@@ -323,7 +325,7 @@ impl OfferIndex {
     /// shares the word's [`matching::stem`] and is at most 3 characters longer). The score
     /// is BM25 per word and field, weighted title 3, attributes 2, description 1, summed
     /// over words; an inflected form scores 0.8 of an exact hit. Place names (with an
-    /// area filter) and numbers only rank. `category` and `area` filter (the offer's area
+    /// area filter) and word + designation phrases only rank; quantities are ignored. `category` and `area` filter (the offer's area
     /// must lie in `area`, as [`gazetteer::contains`]). With no words, the offers of the
     /// filter come newest first; with no words and no filter, nothing. Order: score
     /// descending, then (without words) newest first, then id.
@@ -361,6 +363,12 @@ impl OfferIndex {
         }
         if let Some(filter) = filter {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
+        }
+        for t in &terms.phrases {
+            for (field, boost) in self.searchable() {
+                let q = TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost * PHRASE_SHARE))));
+            }
         }
         for t in &terms.rank_only {
             for (field, boost) in self.searchable() {
