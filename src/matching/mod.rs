@@ -271,6 +271,10 @@ pub struct Term {
     pub kind: TermKind,
 }
 
+/// The longest mixed letter-and-digit token that is a designation (`x5`, `i30`, `3+kk`,
+/// `308gt`); longer ones (`ab12cd34`, a listing reference) are ordinary words.
+pub const MAX_DESIGNATION_CHARS: usize = 5;
+
 /// Units after a number that make it a quantity (folded).
 const UNITS: &[&str] = &[
     "km", "tis", "tisic", "tisice", "eur", "euro", "eura", "czk", "kc", "korun", "m2", "m", "kw", "hp", "ps", "k",
@@ -390,6 +394,11 @@ pub fn analyse(input: &str) -> Vec<Term> {
             let lead = t.chars().take_while(|c| c.is_ascii_digit() || *c == '.').count();
             if lead > 0 && UNITS.contains(&&t[lead..]) {
                 TermKind::Quantity
+            } else if t.chars().count() > MAX_DESIGNATION_CHARS {
+                // A reference code, VIN part or other identifier, not a model name:
+                // an ordinary term, never required.
+                out.push(Term { text: t.clone(), kind: TermKind::Word });
+                continue;
             } else {
                 TermKind::Designation
             }
@@ -659,6 +668,10 @@ mod tests {
         assert_eq!(have, ["tesla", "model", "3", "model_3", "2.0", "diesel"]);
         assert_eq!(stem("model_3"), None);
         assert_eq!(stem("xdrive20"), None);
+        // A long code with digits (a reference, a tag) is a word: counted, never required.
+        let t = statement_analysis("Hledám Škoda Octavia combi k7q2xw9p");
+        assert!(t.required.is_empty(), "{t:?}");
+        assert!(t.terms.contains(&"k7q2xw9p".to_owned()), "{t:?}");
     }
 
     #[test]
