@@ -509,6 +509,71 @@ fn create_private(path: &Path) -> anyhow::Result<std::fs::File> {
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
+/// Checks `--out` of `isto admin backup` and `isto admin keys export` before anything is
+/// written: an existing name of any kind (file, symlink, dangling symlink) needs `force`;
+/// a directory is refused; the directory it goes in must exist; and the file must not be
+/// inside the data directory, `force` or not (resolved: the parent canonicalised, every
+/// symlink followed), because writing there can replace the live store or the sealing
+/// keys and a copy there is lost with the directory (issue 11, hardening).
+///
+/// # Errors
+/// Each refusal above, naming the path and what to do.
+fn check_out(settings: &Settings, out: &Path, force: bool) -> anyhow::Result<()> {
+    let name = out.file_name().with_context(|| format!("{} has no file name; --out names a file", out.display()))?;
+    let parent = dir_of(out);
+    let real_parent = std::fs::canonicalize(parent).with_context(|| {
+        format!("the directory {} of --out does not exist or cannot be read: create it first", parent.display())
+    })?;
+    if !real_parent.is_dir() {
+        bail!("{} is not a directory; --out names a file in an existing directory", parent.display());
+    }
+    let at = real_parent.join(name);
+    let mut places = vec![at.clone()];
+    if let Some(target) = resolve_links(&at) {
+        places.push(target);
+    }
+    if let Ok(data) = std::fs::canonicalize(&settings.data_dir) {
+        if let Some(p) = places.iter().find(|p| p.starts_with(&data)) {
+            bail!(
+                "{} is inside the data directory {} ({}): writing there can replace the live store or the keys, \
+                 and a copy there is lost with the directory; write it to a file outside the data directory \
+                 (--force does not change this)",
+                out.display(),
+                data.display(),
+                p.display()
+            );
+        }
+    }
+    if std::fs::symlink_metadata(out).is_ok() {
+        if out.is_dir() {
+            bail!("{} is a directory; --out names the file to write", out.display());
+        }
+        if !force {
+            bail!("{} exists; choose another file or add --force to replace it", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Where the symlink `path` finally points (followed at most 40 times, resolved even
+/// when the last target does not exist); `None` when `path` is no symlink.
+fn resolve_links(path: &Path) -> Option<PathBuf> {
+    let mut at = path.to_owned();
+    let mut followed = false;
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&at) else { break };
+        followed = true;
+        let joined = if target.is_absolute() { target } else { dir_of(&at).join(target) };
+        let name = joined.file_name().map(ToOwned::to_owned);
+        let parent = std::fs::canonicalize(dir_of(&joined)).unwrap_or_else(|_| dir_of(&joined).to_owned());
+        at = match name {
+            Some(n) => parent.join(n),
+            None => parent,
+        };
+    }
+    followed.then_some(at)
+}
+
 /// Syncs a directory (so a rename in it is durable).
 fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync {}", dir.display()))
@@ -574,12 +639,7 @@ impl Writer {
 /// write or sync failure; the written file fails its check. On any error `out` is as it
 /// was and the temp file is removed.
 pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -> anyhow::Result<BackupReport> {
-    if out.is_dir() {
-        bail!("{} is a directory; --out names the backup file", out.display());
-    }
-    if out.exists() && !force {
-        bail!("{} exists; choose another file or add --force to replace it", out.display());
-    }
+    check_out(settings, out, force)?;
     let tmp = temp_beside(out, "partial")?;
     let file = create_private(&tmp)?;
     let guard = TempFile(Some(tmp.clone()));
@@ -765,9 +825,7 @@ struct KeyEntry {
 /// # Errors
 /// No key; `out` exists; I/O errors naming the path.
 pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bool) -> anyhow::Result<KeysReport> {
-    if out.exists() && !force {
-        bail!("{} exists; refusing to overwrite it without --force", out.display());
-    }
+    check_out(settings, out, force)?;
     // Opening the ring checks every key and gives the ids (and writes mac.key into a
     // data directory made before it existed, so the export holds it).
     if !settings.key_path().exists() {

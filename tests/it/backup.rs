@@ -392,3 +392,92 @@ fn keys_export_is_private_refuses_to_overwrite_and_restores_with_the_backup() {
     assert_eq!(mode(&fresh.join("keys").join("mac.key")), 0o600);
     assert_eq!(std::fs::read(fresh.join("keys/mac.key")).unwrap(), std::fs::read(data.join("keys/mac.key")).unwrap());
 }
+
+/// Whether `o` failed saying that `--out` is inside the data directory `data`.
+fn refused_inside(o: &std::process::Output, data: &Path) -> bool {
+    let data = std::fs::canonicalize(data).unwrap();
+    !o.status.success()
+        && text(o).contains("inside the data directory")
+        && text(o).contains(data.to_str().unwrap())
+        && text(o).contains("outside the data directory")
+}
+
+#[test]
+fn out_inside_the_data_directory_is_refused_even_with_force_and_through_symlinks() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let untouched = tree(&data);
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let store = data.join("isto.redb");
+    let key = data.join("keys").join("sealing.key");
+    for target in [&store, &key, &data.join("new.isto-backup")] {
+        let o = admin(&data, &["backup", "--out", &s(target), "--force"]);
+        assert!(refused_inside(&o, &data), "{}", text(&o));
+        let o = admin(&data, &["keys", "export", "--out", &s(target), "--force"]);
+        assert!(refused_inside(&o, &data), "{}", text(&o));
+    }
+    // A symlink outside pointing at the live store, and one to the data directory.
+    let link = work.path().join("link.isto-backup");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    let dir_link = work.path().join("dir-link");
+    std::os::unix::fs::symlink(&data, &dir_link).unwrap();
+    for out in [s(&link), format!("{}/keys/sealing.key", s(&dir_link)), format!("{}/x.isto-backup", s(&dir_link))] {
+        let o = admin(&data, &["backup", "--out", &out, "--force"]);
+        assert!(refused_inside(&o, &data), "{out}: {}", text(&o));
+        let o = admin(&data, &["keys", "export", "--out", &out, "--force"]);
+        assert!(refused_inside(&o, &data), "{out}: {}", text(&o));
+    }
+    // A dangling symlink pointing into the data directory too.
+    let dangling_in = work.path().join("dangling-in");
+    std::os::unix::fs::symlink(data.join("gone.isto-backup"), &dangling_in).unwrap();
+    let o = admin(&data, &["backup", "--out", &s(&dangling_in), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    assert!(tree(&data) == untouched, "a refused --out changed the data directory");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    // The store still serves: a server starts on it and refuses the same --out.
+    let serve = Serve::start(&data, work.path().join("serve.log"));
+    let o = admin(&data, &["backup", "--out", &s(&store), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    let o = admin(&data, &["backup", "--out", &s(&link), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    let ok = ok_json(&admin(&data, &["backup", "--out", &s(&work.path().join("fine.isto-backup")), "--json"]));
+    assert_eq!(ok["via"], "socket");
+    serve.stop();
+    assert!(ok_json(&admin(&data, &["backup", "--verify", &s(&file), "--json"]))["header"]["format"] == "isto-backup");
+}
+
+#[test]
+fn every_existing_out_name_needs_force_and_a_missing_directory_is_named() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, _file) = backed_up(work.path());
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // A dangling symlink (pointing outside the data directory) is an existing name.
+    let dangling = work.path().join("dangling.isto-backup");
+    std::os::unix::fs::symlink(work.path().join("nowhere"), &dangling).unwrap();
+    let keys_dangling = work.path().join("dangling-keys.json");
+    std::os::unix::fs::symlink(work.path().join("nowhere-keys"), &keys_dangling).unwrap();
+    for (cmd, out) in [(&["backup"][..], &dangling), (&["keys", "export"][..], &keys_dangling)] {
+        let mut args: Vec<String> = cmd.iter().map(|a| (*a).to_owned()).collect();
+        args.extend(["--out".to_owned(), s(out)]);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = admin(&data, &argv);
+        assert!(!o.status.success() && text(&o).contains("exists") && text(&o).contains("--force"), "{}", text(&o));
+        assert!(std::fs::symlink_metadata(out).unwrap().file_type().is_symlink(), "kept without --force");
+        let mut forced = argv.clone();
+        forced.push("--force");
+        let o = admin(&data, &forced);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(std::fs::symlink_metadata(out).unwrap().file_type().is_file(), "replaced with --force");
+    }
+    // A missing directory is named, not the temp file.
+    let missing = work.path().join("nodir");
+    for cmd in [&["backup"][..], &["keys", "export"][..]] {
+        let mut argv = cmd.to_vec();
+        let out = s(&missing.join("x"));
+        argv.extend(["--out", &out]);
+        let o = admin(&data, &argv);
+        assert!(!o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains(&format!("the directory {} of --out does not exist", s(&missing))), "{}", text(&o));
+        assert!(!text(&o).contains("partial"), "{}", text(&o));
+    }
+}
