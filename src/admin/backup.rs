@@ -1043,7 +1043,10 @@ pub fn restore(
     bar.finish_and_clear();
     let restored = restored?;
     // Open it as a store: migrations of an older schema run here, still in the temp file.
-    drop(Store::open(&tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?);
+    let restored_store =
+        Store::open(&tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
+    check_records(&restored_store)?;
+    drop(restored_store);
     let want: BTreeMap<String, u64> =
         checked.header.tables.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
     let got: BTreeMap<String, u64> =
@@ -1100,6 +1103,34 @@ pub fn restore(
         }
     }
     Ok(report)
+}
+
+/// Decodes every record of the restored (not yet renamed) store with the real record
+/// types (`intents`, `offers`, `sellers`) and checks that the index tables name records
+/// that exist ([`crate::store::Rx::dangling_refs`]); refuses with the table, the key or
+/// id, and the reason, before anything replaces the data directory's store.
+fn check_records(store: &Store) -> anyhow::Result<()> {
+    use crate::records::{IntentRecord, OfferRecord, SellerRecord};
+    use crate::store::Reads as _;
+    let refuse = |table: &str, e: crate::store::StoreError| {
+        anyhow::anyhow!("the backup's table {table} holds a record that does not decode: {e}; nothing was restored")
+    };
+    store.read(|rx| rx.each_intent(|_: IntentRecord| ())).map_err(|e| refuse("intents", e))?;
+    store.read(|rx| rx.each_offer(|_: OfferRecord| ())).map_err(|e| refuse("offers", e))?;
+    store.read(|rx| rx.all_sellers::<SellerRecord>().map(drop)).map_err(|e| refuse("sellers", e))?;
+    let dangling = store.read(|rx| rx.dangling_refs(5)).context("cannot check the restored store's indexes")?;
+    if let Some(d) = dangling.first() {
+        bail!(
+            "the backup's table {} has a row for {} {}, which is not in table {}{}; the backup is inconsistent, \
+             nothing was restored",
+            d.table,
+            d.target.trim_end_matches('s'),
+            d.id,
+            d.target,
+            if dangling.len() > 1 { format!(" (and {} more such rows)", dangling.len() - 1) } else { String::new() }
+        );
+    }
+    Ok(())
 }
 
 /// The second pass of a restore: every row into `tmp`, every sealed value opened.

@@ -49,7 +49,7 @@ pub(crate) use schema::rewind_to_version_1;
 pub use schema::{
     migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
-pub use stats::Counts;
+pub use stats::{Counts, Dangling};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};

@@ -481,3 +481,96 @@ fn every_existing_out_name_needs_force_and_a_missing_directory_is_named() {
         assert!(!text(&o).contains("partial"), "{}", text(&o));
     }
 }
+
+/// Rewrites a backup's rows with `edit` (JSON values of the row lines) and recomputes
+/// what a verify checks: the header's and trailer's row counts per table and the
+/// checksum, so only the restore's record checks can notice.
+fn with_rows(file: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let raw = String::from_utf8(zstd::decode_all(std::fs::File::open(file).unwrap()).unwrap()).unwrap();
+    let lines: Vec<&str> = raw.lines().collect();
+    let mut header: Value = serde_json::from_str(lines[0]).unwrap();
+    let mut end: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    let mut rows: Vec<Value> = lines[1..lines.len() - 1].iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    edit(&mut rows);
+    let mut tables: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &rows {
+        *tables.entry(r["t"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    for t in isto::store::table_names() {
+        header["tables"][t] = json!(tables.get(t).copied().unwrap_or(0));
+    }
+    header["rows"] = json!(rows.len());
+    end["end"]["rows"] = json!(rows.len());
+    end["end"]["tables"] = header["tables"].clone();
+    let mut out = vec![header.to_string()];
+    out.extend(rows.iter().map(Value::to_string));
+    use sha2::Digest as _;
+    let mut sha = sha2::Sha256::new();
+    for l in &out {
+        sha.update(l.as_bytes());
+        sha.update(b"\n");
+    }
+    end["end"]["sha256"] = json!(sha.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
+    out.push(end.to_string());
+    std::fs::write(to, zstd::encode_all((out.join("\n") + "\n").as_bytes(), 3).unwrap()).unwrap();
+}
+
+#[test]
+fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_record() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let fresh = work.path().join("fresh");
+    copy_keys(&data, &fresh);
+    let untouched = tree(&fresh);
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // The untouched rewrite restores (the helper itself keeps a backup valid)...
+    let same = work.path().join("same.isto-backup");
+    with_rows(&file, &same, |_| ());
+    assert!(
+        ok_json(&admin(&data, &["backup", "--verify", &s(&same), "--json"]))["header"]["rows"].as_u64().unwrap() > 0
+    );
+    let insert_after = |rows: &mut Vec<Value>, table: &str, row: Value| {
+        let at = rows.iter().rposition(|r| r["t"] == table).map_or(rows.len(), |i| i + 1);
+        rows.insert(at, row);
+    };
+    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<Value>)>, Vec<&str>)> = vec![
+        (
+            "bogus-status",
+            Box::new(|rows: &mut Vec<Value>| {
+                let r = rows.iter_mut().find(|r| r["t"] == "intents").unwrap();
+                r["v"]["status"] = json!("bogus");
+            }),
+            vec!["table intents", "does not decode", "bogus", "nothing was restored"],
+        ),
+        (
+            "dangling-active",
+            Box::new(move |rows: &mut Vec<Value>| {
+                insert_after(rows, "active", json!({"t": "active", "k": "int_gone"}));
+            }),
+            vec!["table active", "intent int_gone", "not in table intents", "nothing was restored"],
+        ),
+        (
+            "dangling-token",
+            Box::new(move |rows: &mut Vec<Value>| {
+                insert_after(rows, "tokens", json!({"t": "tokens", "k": "confirm:00", "v": "int_gone2"}));
+            }),
+            vec!["table tokens", "intent int_gone2", "nothing was restored"],
+        ),
+    ];
+    for (name, edit, says) in cases {
+        let bad = work.path().join(format!("{name}.isto-backup"));
+        with_rows(&file, &bad, |rows| edit(rows));
+        // It passes the file checks: only the record checks can refuse it.
+        assert!(admin(&data, &["backup", "--verify", &s(&bad)]).status.success(), "{name}");
+        let o = admin(&fresh, &["restore", &s(&bad)]);
+        assert!(!o.status.success(), "{name}: {}", text(&o));
+        for w in says {
+            assert!(text(&o).contains(w), "{name}: {w:?} in {}", text(&o));
+        }
+        assert!(tree(&fresh) == untouched, "{name}: the refused restore changed the data directory");
+    }
+    let r = ok_json(&admin(&fresh, &["restore", &s(&same), "--json"]));
+    assert_eq!(r["replaced"], false);
+    let stats = admin(&fresh, &["stats", "--json"]);
+    assert!(stats.status.success(), "{}", text(&stats));
+}
