@@ -722,7 +722,7 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => {
             let mut ended = None;
-            client.stream(&json!({"op": OP}), &mut |line| {
+            let streamed = client.stream(&json!({"op": OP}), &mut |line| {
                 if line.starts_with("{\"t\":") {
                     w.take(line)?;
                     return Ok(true);
@@ -734,7 +734,16 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
                 }
                 ended = Some(v);
                 Ok(false)
-            })?;
+            });
+            if let Err(e) = streamed {
+                if e.downcast_ref::<super::socket::Closed>().is_some() {
+                    bail!(
+                        "the server closed the admin socket during the backup (it stopped or crashed; see its log): \
+                         start `isto serve` again and run the backup again; no backup file was written"
+                    );
+                }
+                return Err(e);
+            }
             let end = ended.context("the server ended the backup stream early")?;
             if end.get("ok") != Some(&Value::Bool(true)) {
                 bail!("{}", end.get("error").and_then(Value::as_str).unwrap_or("the server refused the backup"));

@@ -574,3 +574,51 @@ fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_rec
     let stats = admin(&fresh, &["stats", "--json"]);
     assert!(stats.status.success(), "{}", text(&stats));
 }
+
+#[test]
+fn a_backup_stream_cut_off_by_the_server_says_so_and_leaves_no_file() {
+    use std::io::{BufRead as _, Write as _};
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let raw = String::from_utf8(zstd::decode_all(std::fs::File::open(&file).unwrap()).unwrap()).unwrap();
+    let lines: Vec<String> = raw.lines().map(str::to_owned).collect();
+    // A server that dies mid-stream: the admin socket answers the ping, sends the header
+    // and some rows, then half a row, and closes (a fake at the real socket path).
+    for cut_mid_line in [true, false] {
+        let sock = data.join("admin.sock");
+        let _ = std::fs::remove_file(&sock);
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let sent = lines.clone();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut w = conn;
+            let mut req = String::new();
+            reader.read_line(&mut req).unwrap();
+            assert!(req.contains("ping"), "{req}");
+            writeln!(w, "{}", json!({"ok": true, "version": "0.0.0"})).unwrap();
+            req.clear();
+            reader.read_line(&mut req).unwrap();
+            assert!(req.contains("backup"), "{req}");
+            for l in &sent[..3] {
+                writeln!(w, "{l}").unwrap();
+            }
+            if cut_mid_line {
+                w.write_all(&sent[3].as_bytes()[..sent[3].len() / 2]).unwrap();
+            }
+            w.flush().unwrap();
+        });
+        let dir = work.path().join(format!("out-{cut_mid_line}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = admin(&data, &["backup", "--out", dir.join("cut.isto-backup").to_str().unwrap()]);
+        server.join().unwrap();
+        let says = text(&out);
+        assert!(!out.status.success(), "{says}");
+        assert!(says.contains("the server closed the admin socket during the backup"), "{says}");
+        assert!(says.contains("start `isto serve` again and run the backup again"), "{says}");
+        assert!(!says.contains("not a row") && !says.contains("EOF while parsing"), "{says}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no partial file is left");
+        std::fs::remove_file(&sock).unwrap();
+    }
+}
