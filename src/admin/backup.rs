@@ -766,15 +766,8 @@ fn open_store(settings: &Settings, socket: &Connect) -> anyhow::Result<Store> {
     }
     Store::open(&path).map_err(|e| {
         if e.is_already_open() {
-            let why = match socket {
-                Connect::Absent => "its admin socket is missing",
-                _ => "its admin socket does not answer",
-            };
-            anyhow::anyhow!(
-                "the store {} is in use by another process (`isto serve` without a working admin socket: {why}); \
-                 restart `isto serve`, or stop it, then back up again",
-                path.display()
-            )
+            let _ = socket;
+            anyhow::anyhow!("{}", super::held_by_another(&path, &settings.admin_socket_path()))
         } else {
             anyhow::Error::new(e).context(format!("cannot open the store {}", path.display()))
         }

@@ -219,6 +219,19 @@ impl Sink {
     }
 }
 
+/// The message when another process holds the store and no server answers on the
+/// admin socket: a server without its socket, or another admin command working
+/// offline (a backup, a key rotation, an import).
+pub(crate) fn held_by_another(store: &Path, socket: &Path) -> String {
+    format!(
+        "the store {} is held by another isto process: another admin command working without a server (a backup, \
+         a key rotation, an import…), or `isto serve` without a working admin socket at {}. Wait for that command \
+         to finish, or stop that process, then run this command again",
+        store.display(),
+        socket.display()
+    )
+}
+
 /// Whether a store error means another process holds the file.
 fn in_use(e: &StoreError) -> bool {
     e.is_already_open()
