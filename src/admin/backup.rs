@@ -769,7 +769,7 @@ fn open_store(settings: &Settings, socket: &Connect) -> anyhow::Result<Store> {
             let _ = socket;
             anyhow::anyhow!("{}", super::held_by_another(&path, &settings.admin_socket_path()))
         } else {
-            anyhow::Error::new(e).context(format!("cannot open the store {}", path.display()))
+            super::open_failed(&path, e)
         }
     })
 }

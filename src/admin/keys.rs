@@ -407,7 +407,7 @@ impl Target {
             if e.is_already_open() {
                 anyhow::anyhow!("{}", super::held_by_another(&store_path, &settings.admin_socket_path()))
             } else {
-                anyhow::Error::new(e).context(format!("cannot open the store {}", store_path.display()))
+                super::open_failed(&store_path, e)
             }
         })?;
         let (keys, _) = KeyRing::load_or_create(&key_path)?;

@@ -118,6 +118,19 @@ impl StoreError {
     pub fn is_already_open(&self) -> bool {
         matches!(self, Self::Db(DbError(redb::Error::DatabaseAlreadyOpen)))
     }
+
+    /// Whether the file could not be opened for want of permission (the process is not
+    /// the data directory's owner, say).
+    pub fn is_permission_denied(&self) -> bool {
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(x) = e {
+            if x.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied) {
+                return true;
+            }
+            e = x.source();
+        }
+        self.to_string().contains("Permission denied")
+    }
 }
 
 impl From<redb::Error> for StoreError {

@@ -622,3 +622,88 @@ fn a_backup_stream_cut_off_by_the_server_says_so_and_leaves_no_file() {
         std::fs::remove_file(&sock).unwrap();
     }
 }
+
+/// `isto ARGS` on `data` as a user who cannot write the store: uid 65534 when this test
+/// runs as root (who could write anything), else this user with the store made
+/// read-only. Bounded: 60 s.
+fn as_other_user(data: &Path, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt as _;
+    let mut c = crate::kit::load::isto(data);
+    c.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    if nix_is_root() {
+        c.uid(65534).gid(65534);
+    }
+    let child = c.spawn().unwrap();
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    out
+}
+
+fn nix_is_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+#[test]
+fn a_store_the_user_cannot_write_is_named_with_a_hint_by_every_command_and_serve() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (keep, data) = populated();
+    let store = data.join("isto.redb");
+    let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    if nix_is_root() {
+        // Readable (so the commands get as far as opening the store), not writable.
+        for d in [keep.path(), data.as_path(), &data.join("keys")] {
+            set(d, 0o755);
+        }
+        for e in std::fs::read_dir(data.join("keys")).unwrap() {
+            set(&e.unwrap().path(), 0o644);
+        }
+        set(&store, 0o644);
+    } else {
+        set(&store, 0o400);
+    }
+    let shown = store.to_str().unwrap();
+    for args in [&["admin", "stats"][..], &["admin", "keys", "status"][..], &["admin", "migrate", "--dry-run"][..]] {
+        let o = as_other_user(&data, args);
+        let says = text(&o);
+        assert!(!o.status.success(), "{args:?}: {says}");
+        assert!(says.contains(&format!("cannot open the store {shown}")), "{args:?}: {says}");
+        assert!(
+            says.contains("run as the data directory's owner (e.g. `sudo -u isto isto admin …`)"),
+            "{args:?}: {says}"
+        );
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = {
+        use std::os::unix::process::CommandExt as _;
+        let mut c = crate::kit::load::isto(&data);
+        c.arg("serve")
+            .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
+            .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if nix_is_root() {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    let says = text(&o);
+    assert!(!o.status.success(), "{says}");
+    assert!(
+        says.contains(&format!("cannot open the store {shown}")) && says.contains("data directory's owner"),
+        "{says}"
+    );
+    set(&store, 0o600);
+
+    // Not a store at all: serve names the file.
+    std::fs::write(&store, b"not a redb file, just text, long enough to be read as a header..........").unwrap();
+    let o = crate::kit::load::isto(&data)
+        .arg("serve")
+        .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let says = text(&o);
+    assert!(!o.status.success() && says.contains(&format!("cannot open the store {shown}")), "{says}");
+}
