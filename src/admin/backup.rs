@@ -156,6 +156,9 @@ pub struct RestoreReport {
     pub sealed_opened: u64,
     /// Whether a store was replaced (`--force`).
     pub replaced: bool,
+    /// Key ids of old sealing keys `--keys` added to an existing key ring (empty when
+    /// none were added or the ring was installed whole).
+    pub keys_added: Vec<String>,
 }
 
 /// What `isto admin keys export` reports.
@@ -895,12 +898,6 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     }
     let current = settings.key_path();
     let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key").to_owned();
-    if current.exists() {
-        bail!(
-            "the data directory has a sealing key already ({}); --keys installs keys only where there are none",
-            current.display()
-        );
-    }
     let Some(first) = k.keys.first() else { bail!("{} holds no key", file.display()) };
     if first.file != name {
         bail!("{}: the first key must be the current key {name:?}", file.display());
@@ -928,15 +925,84 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     Ok(staged)
 }
 
+/// For `isto admin restore FILE --keys EXPORT` into a data directory that has a key
+/// ring: stages in the new directory `staged` the ring as it is plus every sealing key
+/// of the export that the ring lacks (as `sealing.key.<kid>`); the current key,
+/// `handle.key` and `mac.key` are never replaced, and an export whose `handle.key` or
+/// `mac.key` differs from the directory's is refused (it is another holder's: its
+/// handles and keyed hashes would not match). `check` is a scratch directory for
+/// loading the export. Returns the staged current key's path and the files to add.
+fn stage_added_keys(
+    settings: &Settings,
+    file: &Path,
+    staged: &Path,
+    check: &Path,
+) -> anyhow::Result<(PathBuf, Vec<(String, zeroize::Zeroizing<String>)>)> {
+    let current = settings.key_path();
+    let keys_dir = dir_of(&current);
+    let export = install_keys(settings, file, check)?;
+    for key in [KeyRing::handle_key_path(&current), KeyRing::mac_key_path(&current)] {
+        let n = key.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let read = |p: &Path| std::fs::read_to_string(p).ok().map(|t| zeroize::Zeroizing::new(t.trim().to_owned()));
+        let (here, there) = (read(&key), read(&check.join(&n)));
+        if here.is_some() && there.is_some() && here != there {
+            bail!(
+                "{} is another holder's key export: its {n} differs from the one in {} (intent handles and keyed \
+                 hashes would not match); --keys adds only the missing sealing keys of this holder's own export, \
+                 and nothing was changed",
+                file.display(),
+                keys_dir.display()
+            );
+        }
+    }
+    let (have, _) = KeyRing::load_or_create(&current)?;
+    let have = have.kids();
+    let (theirs, _) = KeyRing::load_or_create(&export)?;
+    let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key").to_owned();
+    let mut add = Vec::new();
+    for k in theirs.key_info() {
+        if have.contains(&k.kid) {
+            continue;
+        }
+        let Some(f) = k.file else { continue };
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?.trim().to_owned(),
+        );
+        add.push((format!("{name}.{}", k.kid), text));
+    }
+    std::fs::create_dir(staged).with_context(|| format!("cannot create {}", staged.display()))?;
+    crate::crypto::set_mode(staged, 0o700)?;
+    for e in std::fs::read_dir(keys_dir).with_context(|| format!("cannot read {}", keys_dir.display()))? {
+        let p = e?.path();
+        if p.is_file() {
+            let bytes =
+                zeroize::Zeroizing::new(std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?);
+            let to = staged.join(p.file_name().unwrap_or_default());
+            crate::crypto::write_private(&to, &bytes).with_context(|| format!("cannot write {}", to.display()))?;
+        }
+    }
+    for (f, text) in &add {
+        crate::crypto::write_private(&staged.join(f), text.as_bytes())
+            .with_context(|| format!("cannot write {}", staged.join(f).display()))?;
+    }
+    let ring = staged.join(&name);
+    KeyRing::load_or_create(&ring)?;
+    Ok((ring, add))
+}
+
 /// Removes, when dropped unless disarmed, what a failed restore created: the staged key
 /// directory and a data directory that did not exist before.
 struct Undo {
     staged_keys: Option<PathBuf>,
     created_dir: Option<PathBuf>,
+    scratch: Option<PathBuf>,
 }
 
 impl Drop for Undo {
     fn drop(&mut self) {
+        if let Some(d) = self.scratch.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
         if let Some(d) = self.staged_keys.take() {
             let _ = std::fs::remove_dir_all(d);
         }
@@ -990,7 +1056,7 @@ pub fn restore(
             key_path.display()
         );
     }
-    let mut undo = Undo { staged_keys: None, created_dir: None };
+    let mut undo = Undo { staged_keys: None, created_dir: None, scratch: None };
     if !settings.data_dir.exists() {
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
@@ -998,6 +1064,7 @@ pub fn restore(
         crate::crypto::set_mode(&settings.data_dir, 0o700)?;
     }
     let keys_dir = dir_of(&key_path).to_owned();
+    let mut adding: Option<Vec<(String, zeroize::Zeroizing<String>)>> = None;
     let ring_path = match keys {
         Some(k) => {
             let staged = keys_dir.with_file_name(format!(
@@ -1009,7 +1076,22 @@ pub fn restore(
                     .with_context(|| format!("cannot remove the leftover {}", staged.display()))?;
             }
             undo.staged_keys = Some(staged.clone());
-            install_keys(settings, k, &staged)?
+            if key_path.exists() {
+                let check = staged.with_file_name(format!(
+                    "{}.checking",
+                    keys_dir.file_name().and_then(|n| n.to_str()).unwrap_or("keys")
+                ));
+                if check.exists() {
+                    std::fs::remove_dir_all(&check)
+                        .with_context(|| format!("cannot remove the leftover {}", check.display()))?;
+                }
+                undo.scratch = Some(check.clone());
+                let (ring, add) = stage_added_keys(settings, k, &staged, &check)?;
+                adding = Some(add);
+                ring
+            } else {
+                install_keys(settings, k, &staged)?
+            }
         }
         None => key_path.clone(),
     };
@@ -1019,7 +1101,8 @@ pub fn restore(
     if !missing.is_empty() {
         bail!(
             "the key ring in {} cannot open the backup's sealed values: it lacks key id(s) {} (it has {}); \
-             nothing was restored",
+             nothing was restored. Add the missing old key(s) from a key export of this holder made when they \
+             were in use: `isto admin restore FILE --keys EXPORT` (the current key, handle.key and mac.key stay)",
             dir_of(&key_path).display(),
             missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             have.join(", ")
@@ -1062,8 +1145,19 @@ pub fn restore(
         std::fs::remove_dir_all(&index)
             .with_context(|| format!("cannot remove the old offer index {}", index.display()))?;
     }
-    if let Some(staged) = undo.staged_keys.take() {
-        // An empty keys directory is replaced; one with files was refused above.
+    if let Some(add) = &adding {
+        // Only the missing old sealing keys are added; nothing is replaced.
+        for (f, text) in add {
+            let to = keys_dir.join(f);
+            crate::crypto::write_private(&to, text.as_bytes())
+                .with_context(|| format!("cannot write {}", to.display()))?;
+        }
+        sync_dir(&keys_dir)?;
+        if let Some(staged) = undo.staged_keys.take() {
+            let _ = std::fs::remove_dir_all(staged);
+        }
+    } else if let Some(staged) = undo.staged_keys.take() {
+        // An empty keys directory is replaced (a directory with a key adds, above).
         if keys_dir.exists() {
             std::fs::remove_dir(&keys_dir).with_context(|| format!("cannot replace {}", keys_dir.display()))?;
         }
@@ -1085,6 +1179,7 @@ pub fn restore(
         schema: SCHEMA_VERSION,
         sealed_opened: opened,
         replaced,
+        keys_added: adding.iter().flatten().map(|(f, _)| f.rsplit('.').next().unwrap_or_default().to_owned()).collect(),
     };
     tracing::info!(rows = report.rows, "backup restored");
     if json_output {
@@ -1100,6 +1195,9 @@ pub fn restore(
             if replaced { ", replacing the store that was there" } else { "" },
             opened
         );
+        if !report.keys_added.is_empty() {
+            println!("added old sealing key(s) {} to the key ring", report.keys_added.join(", "));
+        }
         if checked.header.schema < SCHEMA_VERSION {
             println!("the store was migrated from schema version {} to {SCHEMA_VERSION}", checked.header.schema);
         }

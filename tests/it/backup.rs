@@ -707,3 +707,57 @@ fn a_store_the_user_cannot_write_is_named_with_a_hint_by_every_command_and_serve
     let says = text(&o);
     assert!(!o.status.success() && says.contains(&format!("cannot open the store {shown}")), "{says}");
 }
+
+#[test]
+fn restore_keys_adds_a_retired_old_key_to_an_existing_ring_and_refuses_another_holders() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let old_export = work.path().join("old-keys.json");
+    assert!(admin(&data, &["keys", "export", "--out", &s(&old_export)]).status.success());
+    let old_kid = ok_json(&admin(&data, &["keys", "status", "--json"]))["current"].as_str().unwrap().to_owned();
+    // Rotate, re-seal and retire the old key: the ring no longer opens the old backup.
+    let r = ok_json(&admin(&data, &["keys", "rotate", "--json"]));
+    assert_eq!(r["left"], 0, "{r}");
+    assert!(admin(&data, &["keys", "retire", &old_kid]).status.success());
+    let keys_before: BTreeMap<String, Vec<u8>> = ["sealing.key", "handle.key", "mac.key"]
+        .iter()
+        .map(|f| ((*f).to_owned(), std::fs::read(data.join("keys").join(f)).unwrap()))
+        .collect();
+    let o = admin(&data, &["restore", &s(&file), "--force"]);
+    assert!(!o.status.success() && text(&o).contains(&old_kid) && text(&o).contains("--keys EXPORT"), "{}", text(&o));
+    // Another holder's export: refused (its handle.key and mac.key differ), nothing changed.
+    let other = work.path().join("other");
+    KeyRing::load_or_create(&other.join("keys").join("sealing.key")).unwrap();
+    let other_export = work.path().join("other-keys.json");
+    assert!(admin(&other, &["keys", "export", "--out", &s(&other_export)]).status.success());
+    // (Opening the store file to see whether a server holds it rewrites redb's header
+    // bytes, not its rows: the store is compared by rows.)
+    let untouched = tree(&data);
+    let rows_before = rows_of(&data.join("isto.redb"));
+    let o = admin(&data, &["restore", &s(&file), "--force", "--keys", &s(&other_export)]);
+    assert!(!o.status.success() && text(&o).contains("another holder's key export"), "{}", text(&o));
+    let now = tree(&data);
+    let changed: Vec<_> = now
+        .iter()
+        .filter(|(p, b)| untouched.get(*p) != Some(b) && !p.ends_with("isto.redb"))
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(rows_of(&data.join("isto.redb")) == rows_before, "the refused restore changed the store's rows");
+    assert!(now.len() == untouched.len() && changed.is_empty(), "the refused restore changed {changed:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!leftovers.iter().any(|n| n.to_string_lossy().contains("keys.")), "{leftovers:?}");
+    // This holder's old export: the missing key is added, nothing else is replaced.
+    let r = ok_json(&admin(&data, &["restore", &s(&file), "--force", "--keys", &s(&old_export), "--json"]));
+    assert_eq!(r["keysAdded"], json!([old_kid]), "{r}");
+    assert!(r["sealedOpened"].as_u64().unwrap() >= 3, "{r}");
+    assert!(data.join("keys").join(format!("sealing.key.{old_kid}")).exists());
+    assert_eq!(mode(&data.join("keys").join(format!("sealing.key.{old_kid}"))), 0o600);
+    for (f, bytes) in &keys_before {
+        assert_eq!(&std::fs::read(data.join("keys").join(f)).unwrap(), bytes, "{f} is kept");
+    }
+    let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
+    assert_eq!(status["keys"].as_array().unwrap().len(), 2, "{status}");
+    assert_eq!(status["keys"][1]["kid"], old_kid.as_str(), "{status}");
+    assert!(admin(&data, &["stats"]).status.success());
+}
