@@ -352,8 +352,9 @@ fn parse_header(line: &str) -> anyhow::Result<Header> {
     if h.schema > SCHEMA_VERSION {
         bail!(
             "the backup holds a store of schema version {}, newer than this isto knows ({SCHEMA_VERSION}): \
-             restore it with isto {} or newer",
+             restore it with a newer isto than this one ({}) (the backup was made by isto {})",
             h.schema,
+            super::VERSION,
             h.isto
         );
     }
@@ -1308,6 +1309,9 @@ mod tests {
         assert!(e.contains(&format!("format version {}", FORMAT_VERSION + 1)) && e.contains("9.9.9"), "{e}");
         let e = parse_header(&header(FORMAT_VERSION, SCHEMA_VERSION + 1)).unwrap_err().to_string();
         assert!(e.contains(&format!("schema version {}", SCHEMA_VERSION + 1)), "{e}");
+        // It names this isto as the one too old, not the writer's version as the minimum.
+        assert!(e.contains(&format!("a newer isto than this one ({})", super::super::VERSION)), "{e}");
+        assert!(!e.contains("isto 9.9.9 or newer"), "{e}");
         let e = parse_header(r#"{"t":"meta","k":"a","v":"b"}"#).unwrap_err().to_string();
         assert!(e.contains("not an isto backup"), "{e}");
     }

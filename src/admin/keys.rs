@@ -99,17 +99,14 @@ pub struct StatusReport {
 /// a client that stopped without finishing frees it after this.
 pub const ROTATION_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// When (unix ms) the running rotation last made a key or re-sealed a batch in this
-/// process; 0 when none runs. The server holds it for every admin connection.
-static ROTATION_STEP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Whether a rotation runs now in this process (its last step within the lease).
-fn rotation_running() -> bool {
-    let at = ROTATION_STEP.load(std::sync::atomic::Ordering::SeqCst);
+/// Whether a rotation of `keys` runs now (its last step within the lease; the marker is
+/// [`KeyRing::rotation_step`], shared by every admin connection of a server).
+fn rotation_running(keys: &KeyRing) -> bool {
+    let at = keys.rotation_step().load(std::sync::atomic::Ordering::SeqCst);
     at != 0 && unix_ms().saturating_sub(at) < ROTATION_LEASE.as_millis() as u64
 }
 
@@ -281,9 +278,9 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
             Ok(mut s) => {
                 if s.left() == 0 {
                     // Nothing left to re-seal: no rotation is running.
-                    ROTATION_STEP.store(0, std::sync::atomic::Ordering::SeqCst);
+                    keys.rotation_step().store(0, std::sync::atomic::Ordering::SeqCst);
                 }
-                s.rotating = rotation_running();
+                s.rotating = rotation_running(keys);
                 let mut v = serde_json::to_value(&s).unwrap_or(Value::Null);
                 v["ok"] = json!(true);
                 v
@@ -292,9 +289,9 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
         },
         "keys_rotate" => {
             use std::sync::atomic::Ordering;
-            let at = ROTATION_STEP.load(Ordering::SeqCst);
-            if rotation_running()
-                || ROTATION_STEP.compare_exchange(at, unix_ms(), Ordering::SeqCst, Ordering::SeqCst).is_err()
+            let at = keys.rotation_step().load(Ordering::SeqCst);
+            if rotation_running(keys)
+                || keys.rotation_step().compare_exchange(at, unix_ms(), Ordering::SeqCst, Ordering::SeqCst).is_err()
             {
                 return failure(rotation_busy());
             }
@@ -321,7 +318,7 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
                 reseal_bytes(keys, table, bytes, &mut values)
             });
             let step = if out.as_ref().is_ok() && cursor.done() { 0 } else { unix_ms() };
-            ROTATION_STEP.store(step, std::sync::atomic::Ordering::SeqCst);
+            keys.rotation_step().store(step, std::sync::atomic::Ordering::SeqCst);
             match out {
                 Ok(done) => json!({"ok": true, "cursor": cursor, "seen": done.seen, "changed": done.changed,
                                    "values": values, "done": cursor.done()}),
@@ -591,11 +588,22 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
             println!("values were written with older keys meanwhile: run `isto admin keys rotate --resume` again");
         }
         if !report.retirable.is_empty() {
-            println!("no value uses {} any more: `isto admin keys retire ID` deletes it", report.retirable.join(", "));
+            println!("{}", retirable_line(&report.retirable));
         }
         println!("note: {ROTATE_NOTE}");
     }
     Ok(report)
+}
+
+/// The hint after a rotation about old keys no value uses (singular or plural).
+fn retirable_line(kids: &[String]) -> String {
+    match kids {
+        [one] => format!("no value uses key {one} any more: `isto admin keys retire {one}` deletes it"),
+        many => format!(
+            "no value uses keys {} any more: `isto admin keys retire ID` deletes each of them (one ID at a time)",
+            many.join(", ")
+        ),
+    }
 }
 
 /// `isto admin keys retire ID`: deletes the old sealing key `kid` (its file, and from

@@ -263,6 +263,10 @@ fn offline_backup_verify_and_every_refusal_of_restore_leaves_the_directory_untou
     assert_eq!(mode(&file), 0o600);
     let v = ok_json(&admin(&data, &["backup", "--verify", file.to_str().unwrap(), "--json"]));
     assert_eq!(v["header"]["format"], "isto-backup");
+    // A check exports nothing, so it says nothing of exporting (nothing on stderr).
+    let human = admin(&data, &["backup", "--verify", file.to_str().unwrap()]);
+    assert!(human.status.success() && human.stderr.is_empty(), "{}", text(&human));
+    assert!(text(&human).contains("is a good backup") && !text(&human).contains("exporting"), "{}", text(&human));
     // An existing --out is kept without --force.
     let again = admin(&data, &["backup", "--out", file.to_str().unwrap()]);
     assert!(!again.status.success() && text(&again).contains("--force"), "{}", text(&again));
