@@ -926,6 +926,10 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     Ok(staged)
 }
 
+/// Old sealing keys a restore adds to a key ring: file name (`sealing.key.<kid>`) and
+/// its hex text.
+type AddedKeys = Vec<(String, zeroize::Zeroizing<String>)>;
+
 /// For `isto admin restore FILE --keys EXPORT` into a data directory that has a key
 /// ring: stages in the new directory `staged` the ring as it is plus every sealing key
 /// of the export that the ring lacks (as `sealing.key.<kid>`); the current key,
@@ -938,7 +942,7 @@ fn stage_added_keys(
     file: &Path,
     staged: &Path,
     check: &Path,
-) -> anyhow::Result<(PathBuf, Vec<(String, zeroize::Zeroizing<String>)>)> {
+) -> anyhow::Result<(PathBuf, AddedKeys)> {
     let current = settings.key_path();
     let keys_dir = dir_of(&current);
     let export = install_keys(settings, file, check)?;
@@ -1065,7 +1069,7 @@ pub fn restore(
         crate::crypto::set_mode(&settings.data_dir, 0o700)?;
     }
     let keys_dir = dir_of(&key_path).to_owned();
-    let mut adding: Option<Vec<(String, zeroize::Zeroizing<String>)>> = None;
+    let mut adding: Option<AddedKeys> = None;
     let ring_path = match keys {
         Some(k) => {
             let staged = keys_dir.with_file_name(format!(

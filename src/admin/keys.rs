@@ -100,7 +100,8 @@ pub struct StatusReport {
 pub const ROTATION_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    use crate::clock::Clock as _;
+    u64::try_from(crate::clock::SystemClock.now().unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
 }
 
 /// Whether a rotation of `keys` runs now (its last step within the lease; the marker is

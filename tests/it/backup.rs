@@ -537,7 +537,8 @@ fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_rec
         let at = rows.iter().rposition(|r| r["t"] == table).map_or(rows.len(), |i| i + 1);
         rows.insert(at, row);
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<Value>)>, Vec<&str>)> = vec![
+    type Edit = Box<dyn Fn(&mut Vec<Value>)>;
+    let cases: Vec<(&str, Edit, Vec<&str>)> = vec![
         (
             "bogus-status",
             Box::new(|rows: &mut Vec<Value>| {
