@@ -37,6 +37,10 @@ pub enum ServeError {
     /// process holds the file; a store newer than this isto says what to do itself).
     #[error("{0}{hint}", hint = if .0.is_already_open() { " (is another `isto serve` running on this data directory?)" } else { "" })]
     Store(#[from] crate::store::StoreError),
+    /// The store file cannot be opened at start: its path, and the cause (with a hint
+    /// for another server holding it or a permission the user lacks).
+    #[error("cannot open the store {0}: {1}{hint}", hint = open_hint(.1))]
+    StoreOpen(String, crate::store::StoreError),
     /// The store exists but its sealing key does not.
     #[error("the sealing key {0} is missing but the store exists: restore the key from your backup (a new key could not open the sealed contacts and limits)")]
     MissingKey(String),
@@ -57,13 +61,24 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+/// The hint of [`ServeError::StoreOpen`].
+fn open_hint(e: &crate::store::StoreError) -> &'static str {
+    if e.is_already_open() {
+        " (is another `isto serve` running on this data directory?)"
+    } else if e.is_permission_denied() {
+        "; run `isto serve` as the data directory's owner (the packaged unit runs it as the user `isto`)"
+    } else {
+        ""
+    }
+}
+
 impl ServeError {
     /// A short fixed phrase for the kind of failure (no path, no address), for the
     /// service manager's `STATUS=` ([`systemd::failed`]).
     pub fn kind(&self) -> &'static str {
         match self {
             ServeError::DataDir(..) => "cannot create the data directory",
-            ServeError::Store(_) => "cannot open the store",
+            ServeError::Store(_) | ServeError::StoreOpen(..) => "cannot open the store",
             ServeError::MissingKey(_) => "the sealing key is missing",
             ServeError::Key(_) => "cannot load the sealing key",
             ServeError::Mail(_) => "mail transport misconfigured",
@@ -187,7 +202,7 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
         return Err(ServeError::MissingKey(settings.key_path().display().to_string()));
     }
     let (keys, created) = KeyRing::load_or_create(&settings.key_path())?;
-    let store = Store::open(&store_path)?;
+    let store = Store::open(&store_path).map_err(|e| ServeError::StoreOpen(store_path.display().to_string(), e))?;
     crate::crypto::set_mode(&store_path, 0o600)
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
     let index_dir = settings.data_dir.join("index");

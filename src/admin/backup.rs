@@ -156,6 +156,9 @@ pub struct RestoreReport {
     pub sealed_opened: u64,
     /// Whether a store was replaced (`--force`).
     pub replaced: bool,
+    /// Key ids of old sealing keys `--keys` added to an existing key ring (empty when
+    /// none were added or the ring was installed whole).
+    pub keys_added: Vec<String>,
 }
 
 /// What `isto admin keys export` reports.
@@ -349,8 +352,9 @@ fn parse_header(line: &str) -> anyhow::Result<Header> {
     if h.schema > SCHEMA_VERSION {
         bail!(
             "the backup holds a store of schema version {}, newer than this isto knows ({SCHEMA_VERSION}): \
-             restore it with isto {} or newer",
+             restore it with a newer isto than this one ({}) (the backup was made by isto {})",
             h.schema,
+            super::VERSION,
             h.isto
         );
     }
@@ -509,6 +513,71 @@ fn create_private(path: &Path) -> anyhow::Result<std::fs::File> {
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
+/// Checks `--out` of `isto admin backup` and `isto admin keys export` before anything is
+/// written: an existing name of any kind (file, symlink, dangling symlink) needs `force`;
+/// a directory is refused; the directory it goes in must exist; and the file must not be
+/// inside the data directory, `force` or not (resolved: the parent canonicalised, every
+/// symlink followed), because writing there can replace the live store or the sealing
+/// keys and a copy there is lost with the directory (issue 11, hardening).
+///
+/// # Errors
+/// Each refusal above, naming the path and what to do.
+fn check_out(settings: &Settings, out: &Path, force: bool) -> anyhow::Result<()> {
+    let name = out.file_name().with_context(|| format!("{} has no file name; --out names a file", out.display()))?;
+    let parent = dir_of(out);
+    let real_parent = std::fs::canonicalize(parent).with_context(|| {
+        format!("the directory {} of --out does not exist or cannot be read: create it first", parent.display())
+    })?;
+    if !real_parent.is_dir() {
+        bail!("{} is not a directory; --out names a file in an existing directory", parent.display());
+    }
+    let at = real_parent.join(name);
+    let mut places = vec![at.clone()];
+    if let Some(target) = resolve_links(&at) {
+        places.push(target);
+    }
+    if let Ok(data) = std::fs::canonicalize(&settings.data_dir) {
+        if let Some(p) = places.iter().find(|p| p.starts_with(&data)) {
+            bail!(
+                "{} is inside the data directory {} ({}): writing there can replace the live store or the keys, \
+                 and a copy there is lost with the directory; write it to a file outside the data directory \
+                 (--force does not change this)",
+                out.display(),
+                data.display(),
+                p.display()
+            );
+        }
+    }
+    if std::fs::symlink_metadata(out).is_ok() {
+        if out.is_dir() {
+            bail!("{} is a directory; --out names the file to write", out.display());
+        }
+        if !force {
+            bail!("{} exists; choose another file or add --force to replace it", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Where the symlink `path` finally points (followed at most 40 times, resolved even
+/// when the last target does not exist); `None` when `path` is no symlink.
+fn resolve_links(path: &Path) -> Option<PathBuf> {
+    let mut at = path.to_owned();
+    let mut followed = false;
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&at) else { break };
+        followed = true;
+        let joined = if target.is_absolute() { target } else { dir_of(&at).join(target) };
+        let name = joined.file_name().map(ToOwned::to_owned);
+        let parent = std::fs::canonicalize(dir_of(&joined)).unwrap_or_else(|_| dir_of(&joined).to_owned());
+        at = match name {
+            Some(n) => parent.join(n),
+            None => parent,
+        };
+    }
+    followed.then_some(at)
+}
+
 /// Syncs a directory (so a rename in it is durable).
 fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync {}", dir.display()))
@@ -574,12 +643,7 @@ impl Writer {
 /// write or sync failure; the written file fails its check. On any error `out` is as it
 /// was and the temp file is removed.
 pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -> anyhow::Result<BackupReport> {
-    if out.is_dir() {
-        bail!("{} is a directory; --out names the backup file", out.display());
-    }
-    if out.exists() && !force {
-        bail!("{} exists; choose another file or add --force to replace it", out.display());
-    }
+    check_out(settings, out, force)?;
     let tmp = temp_beside(out, "partial")?;
     let file = create_private(&tmp)?;
     let guard = TempFile(Some(tmp.clone()));
@@ -662,7 +726,7 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => {
             let mut ended = None;
-            client.stream(&json!({"op": OP}), &mut |line| {
+            let streamed = client.stream(&json!({"op": OP}), &mut |line| {
                 if line.starts_with("{\"t\":") {
                     w.take(line)?;
                     return Ok(true);
@@ -674,7 +738,16 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
                 }
                 ended = Some(v);
                 Ok(false)
-            })?;
+            });
+            if let Err(e) = streamed {
+                if e.downcast_ref::<super::socket::Closed>().is_some() {
+                    bail!(
+                        "the server closed the admin socket during the backup (it stopped or crashed; see its log): \
+                         start `isto serve` again and run the backup again; no backup file was written"
+                    );
+                }
+                return Err(e);
+            }
             let end = ended.context("the server ended the backup stream early")?;
             if end.get("ok") != Some(&Value::Bool(true)) {
                 bail!("{}", end.get("error").and_then(Value::as_str).unwrap_or("the server refused the backup"));
@@ -697,17 +770,10 @@ fn open_store(settings: &Settings, socket: &Connect) -> anyhow::Result<Store> {
     }
     Store::open(&path).map_err(|e| {
         if e.is_already_open() {
-            let why = match socket {
-                Connect::Absent => "its admin socket is missing",
-                _ => "its admin socket does not answer",
-            };
-            anyhow::anyhow!(
-                "the store {} is in use by another process (`isto serve` without a working admin socket: {why}); \
-                 restart `isto serve`, or stop it, then back up again",
-                path.display()
-            )
+            let _ = socket;
+            anyhow::anyhow!("{}", super::held_by_another(&path, &settings.admin_socket_path()))
         } else {
-            anyhow::Error::new(e).context(format!("cannot open the store {}", path.display()))
+            super::open_failed(&path, e)
         }
     })
 }
@@ -765,9 +831,7 @@ struct KeyEntry {
 /// # Errors
 /// No key; `out` exists; I/O errors naming the path.
 pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bool) -> anyhow::Result<KeysReport> {
-    if out.exists() && !force {
-        bail!("{} exists; refusing to overwrite it without --force", out.display());
-    }
+    check_out(settings, out, force)?;
     // Opening the ring checks every key and gives the ids (and writes mac.key into a
     // data directory made before it existed, so the export holds it).
     if !settings.key_path().exists() {
@@ -835,12 +899,6 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     }
     let current = settings.key_path();
     let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key").to_owned();
-    if current.exists() {
-        bail!(
-            "the data directory has a sealing key already ({}); --keys installs keys only where there are none",
-            current.display()
-        );
-    }
     let Some(first) = k.keys.first() else { bail!("{} holds no key", file.display()) };
     if first.file != name {
         bail!("{}: the first key must be the current key {name:?}", file.display());
@@ -868,15 +926,88 @@ fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<
     Ok(staged)
 }
 
+/// Old sealing keys a restore adds to a key ring: file name (`sealing.key.<kid>`) and
+/// its hex text.
+type AddedKeys = Vec<(String, zeroize::Zeroizing<String>)>;
+
+/// For `isto admin restore FILE --keys EXPORT` into a data directory that has a key
+/// ring: stages in the new directory `staged` the ring as it is plus every sealing key
+/// of the export that the ring lacks (as `sealing.key.<kid>`); the current key,
+/// `handle.key` and `mac.key` are never replaced, and an export whose `handle.key` or
+/// `mac.key` differs from the directory's is refused (it is another holder's: its
+/// handles and keyed hashes would not match). `check` is a scratch directory for
+/// loading the export. Returns the staged current key's path and the files to add.
+fn stage_added_keys(
+    settings: &Settings,
+    file: &Path,
+    staged: &Path,
+    check: &Path,
+) -> anyhow::Result<(PathBuf, AddedKeys)> {
+    let current = settings.key_path();
+    let keys_dir = dir_of(&current);
+    let export = install_keys(settings, file, check)?;
+    for key in [KeyRing::handle_key_path(&current), KeyRing::mac_key_path(&current)] {
+        let n = key.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let read = |p: &Path| std::fs::read_to_string(p).ok().map(|t| zeroize::Zeroizing::new(t.trim().to_owned()));
+        let (here, there) = (read(&key), read(&check.join(&n)));
+        if here.is_some() && there.is_some() && here != there {
+            bail!(
+                "{} is another holder's key export: its {n} differs from the one in {} (intent handles and keyed \
+                 hashes would not match); --keys adds only the missing sealing keys of this holder's own export, \
+                 and nothing was changed",
+                file.display(),
+                keys_dir.display()
+            );
+        }
+    }
+    let (have, _) = KeyRing::load_or_create(&current)?;
+    let have = have.kids();
+    let (theirs, _) = KeyRing::load_or_create(&export)?;
+    let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key").to_owned();
+    let mut add = Vec::new();
+    for k in theirs.key_info() {
+        if have.contains(&k.kid) {
+            continue;
+        }
+        let Some(f) = k.file else { continue };
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?.trim().to_owned(),
+        );
+        add.push((format!("{name}.{}", k.kid), text));
+    }
+    std::fs::create_dir(staged).with_context(|| format!("cannot create {}", staged.display()))?;
+    crate::crypto::set_mode(staged, 0o700)?;
+    for e in std::fs::read_dir(keys_dir).with_context(|| format!("cannot read {}", keys_dir.display()))? {
+        let p = e?.path();
+        if p.is_file() {
+            let bytes =
+                zeroize::Zeroizing::new(std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?);
+            let to = staged.join(p.file_name().unwrap_or_default());
+            crate::crypto::write_private(&to, &bytes).with_context(|| format!("cannot write {}", to.display()))?;
+        }
+    }
+    for (f, text) in &add {
+        crate::crypto::write_private(&staged.join(f), text.as_bytes())
+            .with_context(|| format!("cannot write {}", staged.join(f).display()))?;
+    }
+    let ring = staged.join(&name);
+    KeyRing::load_or_create(&ring)?;
+    Ok((ring, add))
+}
+
 /// Removes, when dropped unless disarmed, what a failed restore created: the staged key
 /// directory and a data directory that did not exist before.
 struct Undo {
     staged_keys: Option<PathBuf>,
     created_dir: Option<PathBuf>,
+    scratch: Option<PathBuf>,
 }
 
 impl Drop for Undo {
     fn drop(&mut self) {
+        if let Some(d) = self.scratch.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
         if let Some(d) = self.staged_keys.take() {
             let _ = std::fs::remove_dir_all(d);
         }
@@ -930,7 +1061,7 @@ pub fn restore(
             key_path.display()
         );
     }
-    let mut undo = Undo { staged_keys: None, created_dir: None };
+    let mut undo = Undo { staged_keys: None, created_dir: None, scratch: None };
     if !settings.data_dir.exists() {
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
@@ -938,6 +1069,7 @@ pub fn restore(
         crate::crypto::set_mode(&settings.data_dir, 0o700)?;
     }
     let keys_dir = dir_of(&key_path).to_owned();
+    let mut adding: Option<AddedKeys> = None;
     let ring_path = match keys {
         Some(k) => {
             let staged = keys_dir.with_file_name(format!(
@@ -949,7 +1081,22 @@ pub fn restore(
                     .with_context(|| format!("cannot remove the leftover {}", staged.display()))?;
             }
             undo.staged_keys = Some(staged.clone());
-            install_keys(settings, k, &staged)?
+            if key_path.exists() {
+                let check = staged.with_file_name(format!(
+                    "{}.checking",
+                    keys_dir.file_name().and_then(|n| n.to_str()).unwrap_or("keys")
+                ));
+                if check.exists() {
+                    std::fs::remove_dir_all(&check)
+                        .with_context(|| format!("cannot remove the leftover {}", check.display()))?;
+                }
+                undo.scratch = Some(check.clone());
+                let (ring, add) = stage_added_keys(settings, k, &staged, &check)?;
+                adding = Some(add);
+                ring
+            } else {
+                install_keys(settings, k, &staged)?
+            }
         }
         None => key_path.clone(),
     };
@@ -959,7 +1106,8 @@ pub fn restore(
     if !missing.is_empty() {
         bail!(
             "the key ring in {} cannot open the backup's sealed values: it lacks key id(s) {} (it has {}); \
-             nothing was restored",
+             nothing was restored. Add the missing old key(s) from a key export of this holder made when they \
+             were in use: `isto admin restore FILE --keys EXPORT` (the current key, handle.key and mac.key stay)",
             dir_of(&key_path).display(),
             missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             have.join(", ")
@@ -985,7 +1133,10 @@ pub fn restore(
     bar.finish_and_clear();
     let restored = restored?;
     // Open it as a store: migrations of an older schema run here, still in the temp file.
-    drop(Store::open(&tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?);
+    let restored_store =
+        Store::open(&tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
+    check_records(&restored_store)?;
+    drop(restored_store);
     let want: BTreeMap<String, u64> =
         checked.header.tables.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
     let got: BTreeMap<String, u64> =
@@ -999,8 +1150,19 @@ pub fn restore(
         std::fs::remove_dir_all(&index)
             .with_context(|| format!("cannot remove the old offer index {}", index.display()))?;
     }
-    if let Some(staged) = undo.staged_keys.take() {
-        // An empty keys directory is replaced; one with files was refused above.
+    if let Some(add) = &adding {
+        // Only the missing old sealing keys are added; nothing is replaced.
+        for (f, text) in add {
+            let to = keys_dir.join(f);
+            crate::crypto::write_private(&to, text.as_bytes())
+                .with_context(|| format!("cannot write {}", to.display()))?;
+        }
+        sync_dir(&keys_dir)?;
+        if let Some(staged) = undo.staged_keys.take() {
+            let _ = std::fs::remove_dir_all(staged);
+        }
+    } else if let Some(staged) = undo.staged_keys.take() {
+        // An empty keys directory is replaced (a directory with a key adds, above).
         if keys_dir.exists() {
             std::fs::remove_dir(&keys_dir).with_context(|| format!("cannot replace {}", keys_dir.display()))?;
         }
@@ -1022,6 +1184,7 @@ pub fn restore(
         schema: SCHEMA_VERSION,
         sealed_opened: opened,
         replaced,
+        keys_added: adding.iter().flatten().map(|(f, _)| f.rsplit('.').next().unwrap_or_default().to_owned()).collect(),
     };
     tracing::info!(rows = report.rows, "backup restored");
     if json_output {
@@ -1037,11 +1200,42 @@ pub fn restore(
             if replaced { ", replacing the store that was there" } else { "" },
             opened
         );
+        if !report.keys_added.is_empty() {
+            println!("added old sealing key(s) {} to the key ring", report.keys_added.join(", "));
+        }
         if checked.header.schema < SCHEMA_VERSION {
             println!("the store was migrated from schema version {} to {SCHEMA_VERSION}", checked.header.schema);
         }
     }
     Ok(report)
+}
+
+/// Decodes every record of the restored (not yet renamed) store with the real record
+/// types (`intents`, `offers`, `sellers`) and checks that the index tables name records
+/// that exist ([`crate::store::Rx::dangling_refs`]); refuses with the table, the key or
+/// id, and the reason, before anything replaces the data directory's store.
+fn check_records(store: &Store) -> anyhow::Result<()> {
+    use crate::records::{IntentRecord, OfferRecord, SellerRecord};
+    use crate::store::Reads as _;
+    let refuse = |table: &str, e: crate::store::StoreError| {
+        anyhow::anyhow!("the backup's table {table} holds a record that does not decode: {e}; nothing was restored")
+    };
+    store.read(|rx| rx.each_intent(|_: IntentRecord| ())).map_err(|e| refuse("intents", e))?;
+    store.read(|rx| rx.each_offer(|_: OfferRecord| ())).map_err(|e| refuse("offers", e))?;
+    store.read(|rx| rx.all_sellers::<SellerRecord>().map(drop)).map_err(|e| refuse("sellers", e))?;
+    let dangling = store.read(|rx| rx.dangling_refs(5)).context("cannot check the restored store's indexes")?;
+    if let Some(d) = dangling.first() {
+        bail!(
+            "the backup's table {} has a row for {} {}, which is not in table {}{}; the backup is inconsistent, \
+             nothing was restored",
+            d.table,
+            d.target.trim_end_matches('s'),
+            d.id,
+            d.target,
+            if dangling.len() > 1 { format!(" (and {} more such rows)", dangling.len() - 1) } else { String::new() }
+        );
+    }
+    Ok(())
 }
 
 /// The second pass of a restore: every row into `tmp`, every sealed value opened.
@@ -1119,6 +1313,9 @@ mod tests {
         assert!(e.contains(&format!("format version {}", FORMAT_VERSION + 1)) && e.contains("9.9.9"), "{e}");
         let e = parse_header(&header(FORMAT_VERSION, SCHEMA_VERSION + 1)).unwrap_err().to_string();
         assert!(e.contains(&format!("schema version {}", SCHEMA_VERSION + 1)), "{e}");
+        // It names this isto as the one too old, not the writer's version as the minimum.
+        assert!(e.contains(&format!("a newer isto than this one ({})", super::super::VERSION)), "{e}");
+        assert!(!e.contains("isto 9.9.9 or newer"), "{e}");
         let e = parse_header(r#"{"t":"meta","k":"a","v":"b"}"#).unwrap_err().to_string();
         assert!(e.contains("not an isto backup"), "{e}");
     }

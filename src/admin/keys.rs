@@ -88,6 +88,37 @@ pub struct StatusReport {
     /// `"socket"` or `"direct"` (filled in by the client).
     #[serde(default = "direct")]
     pub via: Route,
+    /// Whether a rotation or re-seal is running now in the process that answered (one
+    /// made a key or re-sealed a batch in the last [`ROTATION_LEASE`] and has not
+    /// finished).
+    #[serde(default)]
+    pub rotating: bool,
+}
+
+/// How long after its last step a rotation counts as running ([`StatusReport::rotating`]):
+/// a client that stopped without finishing frees it after this.
+pub const ROTATION_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn unix_ms() -> u64 {
+    use crate::clock::Clock as _;
+    u64::try_from(crate::clock::SystemClock.now().unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
+}
+
+/// Whether a rotation of `keys` runs now (its last step within the lease; the marker is
+/// [`KeyRing::rotation_step`], shared by every admin connection of a server).
+fn rotation_running(keys: &KeyRing) -> bool {
+    let at = keys.rotation_step().load(std::sync::atomic::Ordering::SeqCst);
+    at != 0 && unix_ms().saturating_sub(at) < ROTATION_LEASE.as_millis() as u64
+}
+
+/// The refusal of a second rotation while one runs.
+fn rotation_busy() -> String {
+    format!(
+        "a key rotation is running now (another `isto admin keys rotate` is re-sealing through this server): wait \
+         for it to finish (`isto admin keys status` shows what is left; a rotation that stopped frees this within \
+         {} s), then run the command again",
+        ROTATION_LEASE.as_secs()
+    )
 }
 
 fn direct() -> Route {
@@ -236,6 +267,7 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
         rows,
         sealed_values,
         via: Route::Direct,
+        rotating: false,
     })
 }
 
@@ -244,7 +276,12 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
 fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
     match op {
         "keys_status" => match status_of(store, keys) {
-            Ok(s) => {
+            Ok(mut s) => {
+                if s.left() == 0 {
+                    // Nothing left to re-seal: no rotation is running.
+                    keys.rotation_step().store(0, std::sync::atomic::Ordering::SeqCst);
+                }
+                s.rotating = rotation_running(keys);
                 let mut v = serde_json::to_value(&s).unwrap_or(Value::Null);
                 v["ok"] = json!(true);
                 v
@@ -252,6 +289,13 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
             Err(e) => failure(format!("counting the sealed values failed: {e}")),
         },
         "keys_rotate" => {
+            use std::sync::atomic::Ordering;
+            let at = keys.rotation_step().load(Ordering::SeqCst);
+            if rotation_running(keys)
+                || keys.rotation_step().compare_exchange(at, unix_ms(), Ordering::SeqCst, Ordering::SeqCst).is_err()
+            {
+                return failure(rotation_busy());
+            }
             let previous = keys.current_kid();
             match keys.rotate() {
                 Ok(kid) => {
@@ -274,6 +318,8 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
             let out = store.rewrite_values(&mut cursor, limit, &mut |table, bytes| -> anyhow::Result<_> {
                 reseal_bytes(keys, table, bytes, &mut values)
             });
+            let step = if out.as_ref().is_ok() && cursor.done() { 0 } else { unix_ms() };
+            keys.rotation_step().store(step, std::sync::atomic::Ordering::SeqCst);
             match out {
                 Ok(done) => json!({"ok": true, "cursor": cursor, "seen": done.seen, "changed": done.changed,
                                    "values": values, "done": cursor.done()}),
@@ -357,14 +403,9 @@ impl Target {
         }
         let store = Store::open(&store_path).map_err(|e| {
             if e.is_already_open() {
-                anyhow::anyhow!(
-                    "the store {} is in use by another process (`isto serve` without a working admin socket at {}); \
-                     restart `isto serve`, or stop it, then run the command again",
-                    store_path.display(),
-                    settings.admin_socket_path().display()
-                )
+                anyhow::anyhow!("{}", super::held_by_another(&store_path, &settings.admin_socket_path()))
             } else {
-                anyhow::Error::new(e).context(format!("cannot open the store {}", store_path.display()))
+                super::open_failed(&store_path, e)
             }
         })?;
         let (keys, _) = KeyRing::load_or_create(&key_path)?;
@@ -470,6 +511,9 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
             before.unknown.keys().cloned().collect::<Vec<_>>().join(", ")
         );
     }
+    if before.rotating {
+        bail!("{}", rotation_busy());
+    }
     let left = before.left();
     if !resume && left > 0 {
         bail!(
@@ -545,11 +589,22 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
             println!("values were written with older keys meanwhile: run `isto admin keys rotate --resume` again");
         }
         if !report.retirable.is_empty() {
-            println!("no value uses {} any more: `isto admin keys retire ID` deletes it", report.retirable.join(", "));
+            println!("{}", retirable_line(&report.retirable));
         }
         println!("note: {ROTATE_NOTE}");
     }
     Ok(report)
+}
+
+/// The hint after a rotation about old keys no value uses (singular or plural).
+fn retirable_line(kids: &[String]) -> String {
+    match kids {
+        [one] => format!("no value uses key {one} any more: `isto admin keys retire {one}` deletes it"),
+        many => format!(
+            "no value uses keys {} any more: `isto admin keys retire ID` deletes each of them (one ID at a time)",
+            many.join(", ")
+        ),
+    }
 }
 
 /// `isto admin keys retire ID`: deletes the old sealing key `kid` (its file, and from

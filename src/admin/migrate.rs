@@ -186,6 +186,7 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
     let m = match m {
         Ok(m) => m,
         Err(e) if e.is_already_open() => return Ok(base_report(MigrateVia::Held, dry_run)),
+        Err(e) if e.is_permission_denied() => return Err(super::open_failed(&path, e)),
         Err(e) => return Err(e).with_context(|| format!("cannot migrate the store {}", path.display())),
     };
     let mut r = base_report(MigrateVia::Store, dry_run);
@@ -211,8 +212,7 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
 /// is recorded.
 fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
     let path = settings.store_path();
-    let store =
-        crate::store::Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))?;
+    let store = crate::store::Store::open(&path).map_err(|e| super::open_failed(&path, e))?;
     let (keys, _) = crate::crypto::KeyRing::load_or_create(&settings.key_path())?;
     let holder =
         crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));

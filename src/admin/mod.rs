@@ -219,6 +219,31 @@ impl Sink {
     }
 }
 
+/// The error of a store that does not open (not because another process holds it):
+/// names the path, and when permission was denied says to run as the data directory's
+/// owner.
+pub(crate) fn open_failed(path: &Path, e: StoreError) -> anyhow::Error {
+    let hint = if e.is_permission_denied() {
+        "; run as the data directory's owner (e.g. `sudo -u isto isto admin …`)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!("cannot open the store {}: {e}{hint}", path.display())
+}
+
+/// The message when another process holds the store and no server answers on the
+/// admin socket: a server without its socket, or another admin command working
+/// offline (a backup, a key rotation, an import).
+pub(crate) fn held_by_another(store: &Path, socket: &Path) -> String {
+    format!(
+        "the store {} is held by another isto process: another admin command working without a server (a backup, \
+         a key rotation, an import…), or `isto serve` without a working admin socket at {}. Wait for that command \
+         to finish, or stop that process, then run this command again",
+        store.display(),
+        socket.display()
+    )
+}
+
 /// Whether a store error means another process holds the file.
 fn in_use(e: &StoreError) -> bool {
     e.is_already_open()
@@ -282,7 +307,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
                 store_path.display()
             );
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
+        Err(e) => return Err(open_failed(&store_path, e)),
     };
     crate::crypto::set_mode(&store_path, 0o600)?;
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
@@ -503,7 +528,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
             say(format!("the store {} is in use by a running `isto serve`", store_path.display()));
             "in_use"
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot open the store {}", store_path.display())),
+        Err(e) => return Err(open_failed(&store_path, e)),
     };
     let mut config_written = false;
     if let Some(p) = config_path {

@@ -400,11 +400,19 @@ impl Client {
         let mut answer = String::new();
         loop {
             answer.clear();
-            if self.reader.read_line(&mut answer)? == 0 {
-                anyhow::bail!("the server closed the admin socket before the answer ended");
+            match self.reader.read_line(&mut answer) {
+                Ok(0) => return Err(Closed.into()),
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset) => {
+                    return Err(Closed.into())
+                }
+                Err(e) => return Err(e.into()),
             }
             if answer.ends_with('\n') {
                 answer.pop();
+            } else {
+                // A line cut off: the server went away in the middle of it.
+                return Err(Closed.into());
             }
             if !on_line(&answer)? {
                 return Ok(());
@@ -439,3 +447,16 @@ impl Client {
         anyhow::bail!("the server refused to finish the full import: {msg}")
     }
 }
+
+/// The error of [`Client::stream`] when the server closes the admin socket before its
+/// answer ended (it stopped or crashed); callers say what to do about it.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server closed the admin socket before the answer ended")
+    }
+}
+
+impl std::error::Error for Closed {}

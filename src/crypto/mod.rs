@@ -132,6 +132,9 @@ pub struct KeyRing {
     path: Option<PathBuf>,
     /// Held while key files are changed.
     files: std::sync::Mutex<()>,
+    /// When (unix ms) a running rotation of this ring last made a key or re-sealed a
+    /// batch; 0 when none runs ([`KeyRing::rotation_step`]; `admin::keys` keeps it).
+    rotation: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -188,7 +191,16 @@ impl KeyRing {
             handles: HandleKey::from_root(handle_root),
             path,
             files: std::sync::Mutex::new(()),
+            rotation: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The marker of a rotation running on this ring (unix ms of its last step, 0 for
+    /// none): `isto admin keys rotate` through a server sets it, so that a second one is
+    /// told that a rotation runs (issue 11 point 2, hardening). Only a marker: it guards
+    /// no key material.
+    pub fn rotation_step(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.rotation
     }
 
     fn sealing(&self) -> std::sync::RwLockReadGuard<'_, Vec<Key>> {

@@ -49,7 +49,7 @@ pub(crate) use schema::rewind_to_version_1;
 pub use schema::{
     migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
-pub use stats::Counts;
+pub use stats::{Counts, Dangling};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{de::DeserializeOwned, Serialize};
@@ -117,6 +117,19 @@ impl StoreError {
     /// Whether another process (usually `isto serve`) holds the store file.
     pub fn is_already_open(&self) -> bool {
         matches!(self, Self::Db(DbError(redb::Error::DatabaseAlreadyOpen)))
+    }
+
+    /// Whether the file could not be opened for want of permission (the process is not
+    /// the data directory's owner, say).
+    pub fn is_permission_denied(&self) -> bool {
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(x) = e {
+            if x.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied) {
+                return true;
+            }
+            e = x.source();
+        }
+        self.to_string().contains("Permission denied")
     }
 }
 

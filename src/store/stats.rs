@@ -3,7 +3,10 @@
 //! intent or offer, one record at a time (a scan, for the callers that need the
 //! records' fields).
 
-use super::schema::{ACTIVE, DELIVERED, INTENTS, OFFERS, RECORDS};
+use super::schema::{
+    ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE, RECORDS, SELLERS,
+    SELLER_NAMES, TOKENS,
+};
 use super::{decode, Ns, Result, Rx};
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::de::DeserializeOwned;
@@ -74,6 +77,81 @@ impl Rx {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+/// An index row that names a record elsewhere, as [`Rx::dangling_refs`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dangling {
+    /// The index table.
+    pub table: &'static str,
+    /// The table the record should be in.
+    pub target: &'static str,
+    /// The id the row names (an intent, offer or seller id; never a token hash, person
+    /// key or name, which stay out of messages).
+    pub id: String,
+}
+
+impl Rx {
+    /// Every index row naming a record that does not exist: `active`, `intent_expiry`,
+    /// `tokens`, `intent_person` and `person_active` → `intents`; `offer_refs` →
+    /// `offers`; `seller_names` → `sellers` (issue 11 hardening: a restore refuses a
+    /// backup with such rows). At most `limit` are returned.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
+        let intents = self.txn.open_table(INTENTS)?;
+        let offers = self.txn.open_table(OFFERS)?;
+        let sellers = self.txn.open_table(SELLERS)?;
+        let mut out = Vec::new();
+        let mut check = |table: &'static str, target: &'static str, id: &str| -> Result<bool> {
+            let there = match target {
+                "intents" => intents.get(id)?.is_some(),
+                "offers" => offers.get(id)?.is_some(),
+                _ => sellers.get(id)?.is_some(),
+            };
+            if !there {
+                out.push(Dangling { table, target, id: id.to_owned() });
+            }
+            Ok(out.len() < limit)
+        };
+        for row in self.txn.open_table(ACTIVE)?.iter()? {
+            if !check("active", "intents", row?.0.value())? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(INTENT_EXPIRY)?.iter()? {
+            if !check("intent_expiry", "intents", row?.0.value().1)? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(TOKENS)?.iter()? {
+            if !check("tokens", "intents", row?.1.value())? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(INTENT_PERSON)?.iter()? {
+            if !check("intent_person", "intents", row?.0.value())? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(PERSON_ACTIVE)?.iter()? {
+            if !check("person_active", "intents", row?.0.value().1)? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(OFFER_REFS)?.iter()? {
+            if !check("offer_refs", "offers", row?.1.value())? {
+                return Ok(out);
+            }
+        }
+        for row in self.txn.open_table(SELLER_NAMES)?.iter()? {
+            if !check("seller_names", "sellers", row?.1.value())? {
+                return Ok(out);
+            }
+        }
+        Ok(out)
     }
 }
 

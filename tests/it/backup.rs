@@ -263,6 +263,10 @@ fn offline_backup_verify_and_every_refusal_of_restore_leaves_the_directory_untou
     assert_eq!(mode(&file), 0o600);
     let v = ok_json(&admin(&data, &["backup", "--verify", file.to_str().unwrap(), "--json"]));
     assert_eq!(v["header"]["format"], "isto-backup");
+    // A check exports nothing, so it says nothing of exporting (nothing on stderr).
+    let human = admin(&data, &["backup", "--verify", file.to_str().unwrap()]);
+    assert!(human.status.success() && human.stderr.is_empty(), "{}", text(&human));
+    assert!(text(&human).contains("is a good backup") && !text(&human).contains("exporting"), "{}", text(&human));
     // An existing --out is kept without --force.
     let again = admin(&data, &["backup", "--out", file.to_str().unwrap()]);
     assert!(!again.status.success() && text(&again).contains("--force"), "{}", text(&again));
@@ -391,4 +395,374 @@ fn keys_export_is_private_refuses_to_overwrite_and_restores_with_the_backup() {
     // And the MAC root: person keys, pseudonyms and keyed hashes stay the same.
     assert_eq!(mode(&fresh.join("keys").join("mac.key")), 0o600);
     assert_eq!(std::fs::read(fresh.join("keys/mac.key")).unwrap(), std::fs::read(data.join("keys/mac.key")).unwrap());
+}
+
+/// Whether `o` failed saying that `--out` is inside the data directory `data`.
+fn refused_inside(o: &std::process::Output, data: &Path) -> bool {
+    let data = std::fs::canonicalize(data).unwrap();
+    !o.status.success()
+        && text(o).contains("inside the data directory")
+        && text(o).contains(data.to_str().unwrap())
+        && text(o).contains("outside the data directory")
+}
+
+#[test]
+fn out_inside_the_data_directory_is_refused_even_with_force_and_through_symlinks() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let untouched = tree(&data);
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let store = data.join("isto.redb");
+    let key = data.join("keys").join("sealing.key");
+    for target in [&store, &key, &data.join("new.isto-backup")] {
+        let o = admin(&data, &["backup", "--out", &s(target), "--force"]);
+        assert!(refused_inside(&o, &data), "{}", text(&o));
+        let o = admin(&data, &["keys", "export", "--out", &s(target), "--force"]);
+        assert!(refused_inside(&o, &data), "{}", text(&o));
+    }
+    // A symlink outside pointing at the live store, and one to the data directory.
+    let link = work.path().join("link.isto-backup");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    let dir_link = work.path().join("dir-link");
+    std::os::unix::fs::symlink(&data, &dir_link).unwrap();
+    for out in [s(&link), format!("{}/keys/sealing.key", s(&dir_link)), format!("{}/x.isto-backup", s(&dir_link))] {
+        let o = admin(&data, &["backup", "--out", &out, "--force"]);
+        assert!(refused_inside(&o, &data), "{out}: {}", text(&o));
+        let o = admin(&data, &["keys", "export", "--out", &out, "--force"]);
+        assert!(refused_inside(&o, &data), "{out}: {}", text(&o));
+    }
+    // A dangling symlink pointing into the data directory too.
+    let dangling_in = work.path().join("dangling-in");
+    std::os::unix::fs::symlink(data.join("gone.isto-backup"), &dangling_in).unwrap();
+    let o = admin(&data, &["backup", "--out", &s(&dangling_in), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    assert!(tree(&data) == untouched, "a refused --out changed the data directory");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    // The store still serves: a server starts on it and refuses the same --out.
+    let serve = Serve::start(&data, work.path().join("serve.log"));
+    let o = admin(&data, &["backup", "--out", &s(&store), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    let o = admin(&data, &["backup", "--out", &s(&link), "--force"]);
+    assert!(refused_inside(&o, &data), "{}", text(&o));
+    let ok = ok_json(&admin(&data, &["backup", "--out", &s(&work.path().join("fine.isto-backup")), "--json"]));
+    assert_eq!(ok["via"], "socket");
+    serve.stop();
+    assert!(ok_json(&admin(&data, &["backup", "--verify", &s(&file), "--json"]))["header"]["format"] == "isto-backup");
+}
+
+#[test]
+fn every_existing_out_name_needs_force_and_a_missing_directory_is_named() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, _file) = backed_up(work.path());
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // A dangling symlink (pointing outside the data directory) is an existing name.
+    let dangling = work.path().join("dangling.isto-backup");
+    std::os::unix::fs::symlink(work.path().join("nowhere"), &dangling).unwrap();
+    let keys_dangling = work.path().join("dangling-keys.json");
+    std::os::unix::fs::symlink(work.path().join("nowhere-keys"), &keys_dangling).unwrap();
+    for (cmd, out) in [(&["backup"][..], &dangling), (&["keys", "export"][..], &keys_dangling)] {
+        let mut args: Vec<String> = cmd.iter().map(|a| (*a).to_owned()).collect();
+        args.extend(["--out".to_owned(), s(out)]);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = admin(&data, &argv);
+        assert!(!o.status.success() && text(&o).contains("exists") && text(&o).contains("--force"), "{}", text(&o));
+        assert!(std::fs::symlink_metadata(out).unwrap().file_type().is_symlink(), "kept without --force");
+        let mut forced = argv.clone();
+        forced.push("--force");
+        let o = admin(&data, &forced);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(std::fs::symlink_metadata(out).unwrap().file_type().is_file(), "replaced with --force");
+    }
+    // A missing directory is named, not the temp file.
+    let missing = work.path().join("nodir");
+    for cmd in [&["backup"][..], &["keys", "export"][..]] {
+        let mut argv = cmd.to_vec();
+        let out = s(&missing.join("x"));
+        argv.extend(["--out", &out]);
+        let o = admin(&data, &argv);
+        assert!(!o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains(&format!("the directory {} of --out does not exist", s(&missing))), "{}", text(&o));
+        assert!(!text(&o).contains("partial"), "{}", text(&o));
+    }
+}
+
+/// Rewrites a backup's rows with `edit` (JSON values of the row lines) and recomputes
+/// what a verify checks: the header's and trailer's row counts per table and the
+/// checksum, so only the restore's record checks can notice.
+fn with_rows(file: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let raw = String::from_utf8(zstd::decode_all(std::fs::File::open(file).unwrap()).unwrap()).unwrap();
+    let lines: Vec<&str> = raw.lines().collect();
+    let mut header: Value = serde_json::from_str(lines[0]).unwrap();
+    let mut end: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    let mut rows: Vec<Value> = lines[1..lines.len() - 1].iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    edit(&mut rows);
+    let mut tables: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &rows {
+        *tables.entry(r["t"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    for t in isto::store::table_names() {
+        header["tables"][t] = json!(tables.get(t).copied().unwrap_or(0));
+    }
+    header["rows"] = json!(rows.len());
+    end["end"]["rows"] = json!(rows.len());
+    end["end"]["tables"] = header["tables"].clone();
+    let mut out = vec![header.to_string()];
+    out.extend(rows.iter().map(Value::to_string));
+    use sha2::Digest as _;
+    let mut sha = sha2::Sha256::new();
+    for l in &out {
+        sha.update(l.as_bytes());
+        sha.update(b"\n");
+    }
+    end["end"]["sha256"] = json!(sha.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
+    out.push(end.to_string());
+    std::fs::write(to, zstd::encode_all((out.join("\n") + "\n").as_bytes(), 3).unwrap()).unwrap();
+}
+
+#[test]
+fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_record() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let fresh = work.path().join("fresh");
+    copy_keys(&data, &fresh);
+    let untouched = tree(&fresh);
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // The untouched rewrite restores (the helper itself keeps a backup valid)...
+    let same = work.path().join("same.isto-backup");
+    with_rows(&file, &same, |_| ());
+    assert!(
+        ok_json(&admin(&data, &["backup", "--verify", &s(&same), "--json"]))["header"]["rows"].as_u64().unwrap() > 0
+    );
+    let insert_after = |rows: &mut Vec<Value>, table: &str, row: Value| {
+        let at = rows.iter().rposition(|r| r["t"] == table).map_or(rows.len(), |i| i + 1);
+        rows.insert(at, row);
+    };
+    type Edit = Box<dyn Fn(&mut Vec<Value>)>;
+    let cases: Vec<(&str, Edit, Vec<&str>)> = vec![
+        (
+            "bogus-status",
+            Box::new(|rows: &mut Vec<Value>| {
+                let r = rows.iter_mut().find(|r| r["t"] == "intents").unwrap();
+                r["v"]["status"] = json!("bogus");
+            }),
+            vec!["table intents", "does not decode", "bogus", "nothing was restored"],
+        ),
+        (
+            "dangling-active",
+            Box::new(move |rows: &mut Vec<Value>| {
+                insert_after(rows, "active", json!({"t": "active", "k": "int_gone"}));
+            }),
+            vec!["table active", "intent int_gone", "not in table intents", "nothing was restored"],
+        ),
+        (
+            "dangling-token",
+            Box::new(move |rows: &mut Vec<Value>| {
+                insert_after(rows, "tokens", json!({"t": "tokens", "k": "confirm:00", "v": "int_gone2"}));
+            }),
+            vec!["table tokens", "intent int_gone2", "nothing was restored"],
+        ),
+    ];
+    for (name, edit, says) in cases {
+        let bad = work.path().join(format!("{name}.isto-backup"));
+        with_rows(&file, &bad, |rows| edit(rows));
+        // It passes the file checks: only the record checks can refuse it.
+        assert!(admin(&data, &["backup", "--verify", &s(&bad)]).status.success(), "{name}");
+        let o = admin(&fresh, &["restore", &s(&bad)]);
+        assert!(!o.status.success(), "{name}: {}", text(&o));
+        for w in says {
+            assert!(text(&o).contains(w), "{name}: {w:?} in {}", text(&o));
+        }
+        assert!(tree(&fresh) == untouched, "{name}: the refused restore changed the data directory");
+    }
+    let r = ok_json(&admin(&fresh, &["restore", &s(&same), "--json"]));
+    assert_eq!(r["replaced"], false);
+    let stats = admin(&fresh, &["stats", "--json"]);
+    assert!(stats.status.success(), "{}", text(&stats));
+}
+
+#[test]
+fn a_backup_stream_cut_off_by_the_server_says_so_and_leaves_no_file() {
+    use std::io::{BufRead as _, Write as _};
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let raw = String::from_utf8(zstd::decode_all(std::fs::File::open(&file).unwrap()).unwrap()).unwrap();
+    let lines: Vec<String> = raw.lines().map(str::to_owned).collect();
+    // A server that dies mid-stream: the admin socket answers the ping, sends the header
+    // and some rows, then half a row, and closes (a fake at the real socket path).
+    for cut_mid_line in [true, false] {
+        let sock = data.join("admin.sock");
+        let _ = std::fs::remove_file(&sock);
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let sent = lines.clone();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut w = conn;
+            let mut req = String::new();
+            reader.read_line(&mut req).unwrap();
+            assert!(req.contains("ping"), "{req}");
+            writeln!(w, "{}", json!({"ok": true, "version": "0.0.0"})).unwrap();
+            req.clear();
+            reader.read_line(&mut req).unwrap();
+            assert!(req.contains("backup"), "{req}");
+            for l in &sent[..3] {
+                writeln!(w, "{l}").unwrap();
+            }
+            if cut_mid_line {
+                w.write_all(&sent[3].as_bytes()[..sent[3].len() / 2]).unwrap();
+            }
+            w.flush().unwrap();
+        });
+        let dir = work.path().join(format!("out-{cut_mid_line}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = admin(&data, &["backup", "--out", dir.join("cut.isto-backup").to_str().unwrap()]);
+        server.join().unwrap();
+        let says = text(&out);
+        assert!(!out.status.success(), "{says}");
+        assert!(says.contains("the server closed the admin socket during the backup"), "{says}");
+        assert!(says.contains("start `isto serve` again and run the backup again"), "{says}");
+        assert!(!says.contains("not a row") && !says.contains("EOF while parsing"), "{says}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no partial file is left");
+        std::fs::remove_file(&sock).unwrap();
+    }
+}
+
+/// `isto ARGS` on `data` as a user who cannot write the store: uid 65534 when this test
+/// runs as root (who could write anything), else this user with the store made
+/// read-only. Bounded: 60 s.
+fn as_other_user(data: &Path, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt as _;
+    let mut c = crate::kit::load::isto(data);
+    c.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    if nix_is_root() {
+        c.uid(65534).gid(65534);
+    }
+    let child = c.spawn().unwrap();
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    out
+}
+
+fn nix_is_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+#[test]
+fn a_store_the_user_cannot_write_is_named_with_a_hint_by_every_command_and_serve() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (keep, data) = populated();
+    let store = data.join("isto.redb");
+    let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    if nix_is_root() {
+        // Readable (so the commands get as far as opening the store), not writable.
+        for d in [keep.path(), data.as_path(), &data.join("keys")] {
+            set(d, 0o755);
+        }
+        for e in std::fs::read_dir(data.join("keys")).unwrap() {
+            set(&e.unwrap().path(), 0o644);
+        }
+        set(&store, 0o644);
+    } else {
+        set(&store, 0o400);
+    }
+    let shown = store.to_str().unwrap();
+    for args in [&["admin", "stats"][..], &["admin", "keys", "status"][..], &["admin", "migrate", "--dry-run"][..]] {
+        let o = as_other_user(&data, args);
+        let says = text(&o);
+        assert!(!o.status.success(), "{args:?}: {says}");
+        assert!(says.contains(&format!("cannot open the store {shown}")), "{args:?}: {says}");
+        assert!(
+            says.contains("run as the data directory's owner (e.g. `sudo -u isto isto admin …`)"),
+            "{args:?}: {says}"
+        );
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = {
+        use std::os::unix::process::CommandExt as _;
+        let mut c = crate::kit::load::isto(&data);
+        c.arg("serve")
+            .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
+            .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if nix_is_root() {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    let says = text(&o);
+    assert!(!o.status.success(), "{says}");
+    assert!(
+        says.contains(&format!("cannot open the store {shown}")) && says.contains("data directory's owner"),
+        "{says}"
+    );
+    set(&store, 0o600);
+
+    // Not a store at all: serve names the file.
+    std::fs::write(&store, b"not a redb file, just text, long enough to be read as a header..........").unwrap();
+    let o = crate::kit::load::isto(&data)
+        .arg("serve")
+        .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let says = text(&o);
+    assert!(!o.status.success() && says.contains(&format!("cannot open the store {shown}")), "{says}");
+}
+
+#[test]
+fn restore_keys_adds_a_retired_old_key_to_an_existing_ring_and_refuses_another_holders() {
+    let work = tempfile::tempdir().unwrap();
+    let (_keep, data, file) = backed_up(work.path());
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let old_export = work.path().join("old-keys.json");
+    assert!(admin(&data, &["keys", "export", "--out", &s(&old_export)]).status.success());
+    let old_kid = ok_json(&admin(&data, &["keys", "status", "--json"]))["current"].as_str().unwrap().to_owned();
+    // Rotate, re-seal and retire the old key: the ring no longer opens the old backup.
+    let r = ok_json(&admin(&data, &["keys", "rotate", "--json"]));
+    assert_eq!(r["left"], 0, "{r}");
+    assert!(admin(&data, &["keys", "retire", &old_kid]).status.success());
+    let keys_before: BTreeMap<String, Vec<u8>> = ["sealing.key", "handle.key", "mac.key"]
+        .iter()
+        .map(|f| ((*f).to_owned(), std::fs::read(data.join("keys").join(f)).unwrap()))
+        .collect();
+    let o = admin(&data, &["restore", &s(&file), "--force"]);
+    assert!(!o.status.success() && text(&o).contains(&old_kid) && text(&o).contains("--keys EXPORT"), "{}", text(&o));
+    // Another holder's export: refused (its handle.key and mac.key differ), nothing changed.
+    let other = work.path().join("other");
+    KeyRing::load_or_create(&other.join("keys").join("sealing.key")).unwrap();
+    let other_export = work.path().join("other-keys.json");
+    assert!(admin(&other, &["keys", "export", "--out", &s(&other_export)]).status.success());
+    // (Opening the store file to see whether a server holds it rewrites redb's header
+    // bytes, not its rows: the store is compared by rows.)
+    let untouched = tree(&data);
+    let rows_before = rows_of(&data.join("isto.redb"));
+    let o = admin(&data, &["restore", &s(&file), "--force", "--keys", &s(&other_export)]);
+    assert!(!o.status.success() && text(&o).contains("another holder's key export"), "{}", text(&o));
+    let now = tree(&data);
+    let changed: Vec<_> = now
+        .iter()
+        .filter(|(p, b)| untouched.get(*p) != Some(b) && !p.ends_with("isto.redb"))
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(rows_of(&data.join("isto.redb")) == rows_before, "the refused restore changed the store's rows");
+    assert!(now.len() == untouched.len() && changed.is_empty(), "the refused restore changed {changed:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!leftovers.iter().any(|n| n.to_string_lossy().contains("keys.")), "{leftovers:?}");
+    // This holder's old export: the missing key is added, nothing else is replaced.
+    let r = ok_json(&admin(&data, &["restore", &s(&file), "--force", "--keys", &s(&old_export), "--json"]));
+    assert_eq!(r["keysAdded"], json!([old_kid]), "{r}");
+    assert!(r["sealedOpened"].as_u64().unwrap() >= 3, "{r}");
+    assert!(data.join("keys").join(format!("sealing.key.{old_kid}")).exists());
+    assert_eq!(mode(&data.join("keys").join(format!("sealing.key.{old_kid}"))), 0o600);
+    for (f, bytes) in &keys_before {
+        assert_eq!(&std::fs::read(data.join("keys").join(f)).unwrap(), bytes, "{f} is kept");
+    }
+    let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
+    assert_eq!(status["keys"].as_array().unwrap().len(), 2, "{status}");
+    assert_eq!(status["keys"][1]["kid"], old_kid.as_str(), "{status}");
+    assert!(admin(&data, &["stats"]).status.success());
 }

@@ -264,3 +264,71 @@ fn an_interrupted_rotation_is_shown_by_status_refused_by_rotate_and_finished_by_
     assert_eq!(after_open, before_open, "every value opens to what it was");
     assert_eq!(identities(&h), before_ids);
 }
+
+/// One request on a raw admin socket connection, its answer.
+fn ask(
+    conn: &mut (std::io::BufReader<std::os::unix::net::UnixStream>, std::os::unix::net::UnixStream),
+    req: Value,
+) -> Value {
+    use std::io::{BufRead as _, Write as _};
+    writeln!(conn.1, "{req}").unwrap();
+    let mut line = String::new();
+    conn.0.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn a_second_rotation_is_told_one_runs_and_a_held_store_names_another_isto_process() {
+    let (_keep, data) = populated();
+    // Offline: another process holds the store (this test, as another admin command would).
+    let held = isto::store::Store::open(&data.join("isto.redb")).unwrap();
+    for args in [&["keys", "rotate", "--resume"][..], &["keys", "status"][..]] {
+        let o = admin(&data, args);
+        let says = text(&o);
+        assert!(!o.status.success(), "{says}");
+        assert!(says.contains("held by another isto process") && says.contains("another admin command"), "{says}");
+        assert!(says.contains("Wait for that command to finish, or stop that process"), "{says}");
+        assert!(!says.contains("restart `isto serve`"), "{says}");
+    }
+    let o = admin(&data, &["backup", "--out", data.parent().unwrap().join("b.isto-backup").to_str().unwrap()]);
+    assert!(text(&o).contains("held by another isto process"), "{}", text(&o));
+    drop(held);
+
+    // Through a server: a rotation runs (a key made, one batch re-sealed, not finished).
+    let work = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&data, work.path().join("serve.log"));
+    let stream = std::os::unix::net::UnixStream::connect(data.join("admin.sock")).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let mut conn = (std::io::BufReader::new(stream.try_clone().unwrap()), stream);
+    assert_eq!(ask(&mut conn, serde_json::json!({"op": "keys_rotate"}))["ok"], true);
+    let a = ask(&mut conn, serde_json::json!({"op": "keys_reseal", "limit": 1}));
+    assert_eq!((a["ok"].clone(), a["done"].clone()), (true.into(), false.into()), "{a}");
+    let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
+    assert_eq!(status["rotating"], true, "{status}");
+    for args in [&["keys", "rotate"][..], &["keys", "rotate", "--resume"][..]] {
+        let o = admin(&data, args);
+        let says = text(&o);
+        assert!(!o.status.success(), "{says}");
+        assert!(says.contains("a key rotation is running now") && says.contains("wait"), "{says}");
+        assert!(!says.contains("earlier re-seal is unfinished"), "{says}");
+    }
+    // The op itself refuses a second key while one runs (two clients racing).
+    let again = ask(&mut conn, serde_json::json!({"op": "keys_rotate"}));
+    assert!(again["error"].as_str().unwrap().contains("running now"), "{again}");
+    // The first finishes its pass; then a new rotation may run.
+    let mut cursor = a["cursor"].clone();
+    for _ in 0..10_000 {
+        let a = ask(&mut conn, serde_json::json!({"op": "keys_reseal", "cursor": cursor, "limit": 500}));
+        assert_eq!(a["ok"], true, "{a}");
+        cursor = a["cursor"].clone();
+        if a["done"] == true {
+            break;
+        }
+    }
+    let status = ok_json(&admin(&data, &["keys", "status", "--json"]));
+    assert_eq!(status["rotating"], false, "{status}");
+    let r = ok_json(&admin(&data, &["keys", "rotate", "--json"]));
+    assert_eq!((r["rotated"].clone(), r["left"].clone(), r["via"].clone()), (true.into(), 0.into(), "socket".into()));
+    drop(conn);
+    serve.stop();
+}

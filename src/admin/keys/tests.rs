@@ -165,3 +165,12 @@ fn a_value_that_does_not_open_stops_its_batch_and_nothing_of_it_is_written() {
     assert_eq!(s.unknown.len(), 1, "{s:?}");
     assert_eq!(s.sealed_with(&old), 12, "nothing of the failed batch was written");
 }
+
+#[test]
+fn the_retire_hint_is_singular_for_one_key_and_plural_for_more() {
+    let one = retirable_line(&["k1".to_owned()]);
+    assert_eq!(one, "no value uses key k1 any more: `isto admin keys retire k1` deletes it");
+    let two = retirable_line(&["k1".to_owned(), "k2".to_owned()]);
+    assert!(two.starts_with("no value uses keys k1, k2 any more") && two.contains("deletes each of them"), "{two}");
+    assert!(!two.contains("deletes it"), "{two}");
+}
