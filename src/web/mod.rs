@@ -1,7 +1,7 @@
 //! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the consent
 //! page, the e-mail confirmation page, the results page of a manage link, the withdraw
-//! page and the RFC 8058 one-click unsubscribe, a short home page and the one
-//! stylesheet (here); the account pages ([`accounts`]), the OAuth authorization page
+//! page and the RFC 8058 one-click unsubscribe, the home page, the 404 page of an
+//! address that is no page and the one stylesheet (here); the account pages ([`accounts`]), the OAuth authorization page
 //! ([`authorize`]), the signed-in buyer's pages (`mine`) and the sellers' pages.
 //!
 //! One web layer: one layout ([`pages::layout`]), one table of texts and one language
@@ -84,7 +84,8 @@ const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancesto
 /// `oauth`, which `crate::oauth::routes` shares for its token endpoint).
 ///
 /// Every page gets the body limit and [`security_headers`]; the stylesheet and the
-/// well-known files do not.
+/// well-known files do not. Any request that matches no route goes to
+/// [`unknown_path`] (the 404 page, or the plain 404 of the machine endpoints' spaces).
 pub fn routes(holder: AppState, oauth: Arc<crate::oauth::Server>) -> Router {
     pages_with(holder, oauth, Arc::new(authorize::Sessions))
 }
@@ -112,7 +113,12 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
         .merge(authorize)
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(axum::middleware::from_fn(security_headers));
-    Router::new().route("/assets/style.css", get(stylesheet)).merge(wellknown::routes().with_state(holder)).merge(pages)
+    let not_found = Router::new().fallback(unknown_path).with_state(holder.clone());
+    Router::new()
+        .route("/assets/style.css", get(stylesheet))
+        .merge(wellknown::routes().with_state(holder))
+        .merge(pages)
+        .merge(not_found)
 }
 
 /// The security and privacy headers of every page response (redirects and errors too):
@@ -122,13 +128,17 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
 pub async fn security_headers(req: Request, next: Next) -> Response {
     let csp = if req.uri().path() == "/oauth/authorize" { CSP_AUTHORIZE } else { CSP };
     let mut res = next.run(req).await;
-    let h = res.headers_mut();
+    set_page_headers(res.headers_mut(), csp);
+    res
+}
+
+/// Puts the headers of [`security_headers`] with `csp` on a page response.
+fn set_page_headers(h: &mut HeaderMap, csp: &'static str) {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    res
 }
 
 // ---------------------------------------------------------------------------
@@ -303,7 +313,11 @@ fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
 fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
     match fail {
         Fail::NotFound => {
-            page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::message(ui.not_found_body, false))
+            let body = maud::html! {
+                (pages::message(ui.not_found_body, false))
+                p { a href="/" { (ui.home_link) } }
+            };
+            page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, body)
         }
         Fail::Input => page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, pages::message(ui.email_invalid, true)),
         Fail::State => page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(ui.closed_body, false)),
@@ -364,13 +378,46 @@ impl FormFields {
 // ---------------------------------------------------------------------------
 // home
 
-/// `GET /`: what this holder is and where assistants connect.
-async fn home(State(h): State<Shared>) -> Response {
-    let ui = default_ui(&h);
+/// The language of a page not about an intent whose query may choose it: `?lang=`
+/// when it names one of [`LANGUAGES`] ([`i18n::query_lang`], the language switcher),
+/// else [`browser_lang`].
+fn chosen_lang(h: &AppState, headers: &HeaderMap, query: Option<&str>) -> &'static str {
+    i18n::query_lang(query).unwrap_or_else(|| browser_lang(h, headers))
+}
+
+/// `GET /` (issue 13 point 4): what this holder is, links to sign in, sign up and "my
+/// intents", the MCP endpoint (`public_url` + `/mcp`) for assistants, in the language
+/// of [`chosen_lang`] with a switcher (`/?lang=sk|cs|en`; a GET that only chooses).
+async fn home(State(h): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let ui = ui(chosen_lang(&h, &headers, query.as_deref()));
     let mcp = format!("{}/mcp", h.base.settings.public_url.base);
     let name = &h.base.settings.holder_name;
-    let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp));
+    let links = pages::HomeLinks { signin: "/signin", signup: "/signup", mine: "/me" };
+    let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp, &links));
     doc.into_response()
+}
+
+/// Whether a path that matched no route is in the space of the machine endpoints (MCP,
+/// OAuth, well-known files, assets, health), which keep axum's plain empty 404, rather
+/// than a page address.
+fn machine_path(path: &str) -> bool {
+    path.starts_with("/mcp")
+        || ["/oauth", "/.well-known", "/assets", "/healthz", "/readyz"]
+            .iter()
+            .any(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+}
+
+/// Any request that matched no route: for a page address the 404 page in the one layout
+/// and the [`chosen_lang`] language (what happened, a link home) with the pages'
+/// headers; for [`machine_path`]s the plain empty 404 they always had.
+async fn unknown_path(State(h): State<Shared>, uri: axum::http::Uri, headers: HeaderMap) -> Response {
+    if machine_path(uri.path()) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let ui = ui(chosen_lang(&h, &headers, uri.query()));
+    let mut res = page(&h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::no_such_page(ui));
+    set_page_headers(res.headers_mut(), CSP);
+    res
 }
 
 // ---------------------------------------------------------------------------

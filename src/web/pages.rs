@@ -47,13 +47,67 @@ pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup
     }
 }
 
-/// Home page body: what the holder is and where assistants connect.
-pub fn home(ui: &Ui, mcp_url: &str) -> Markup {
+/// The links of the home page (issue 13 point 4), as paths on this holder.
+pub struct HomeLinks<'a> {
+    /// The sign-in page.
+    pub signin: &'a str,
+    /// The sign-up page.
+    pub signup: &'a str,
+    /// The signed-in buyer's "my intents" page (sends to sign-in first when needed).
+    pub mine: &'a str,
+}
+
+/// Home page body (issue 13 point 4): what the holder is, the links for people (sign
+/// in, sign up, "my intents"), the MCP endpoint URL for assistants (as text to copy),
+/// and the language switcher (`/?lang=…` links, plain GETs that only choose the
+/// language; the current one is marked `aria-current`).
+pub fn home(ui: &Ui, mcp_url: &str, links: &HomeLinks<'_>) -> Markup {
     html! {
         p { (ui.home_intro) }
-        p { (ui.home_mcp) }
-        p { code.url { (mcp_url) } }
-        p { (ui.home_people) }
+        section aria-labelledby="people-heading" {
+            h2 #people-heading { (ui.home_people_heading) }
+            p { (ui.home_people) }
+            ul.links {
+                li { a href=(links.signin) { (ui.account.signin_title) } }
+                li { a href=(links.signup) { (ui.account.signup_title) } }
+                li { a href=(links.mine) { (ui.mine.title) } }
+            }
+        }
+        section aria-labelledby="assistants-heading" {
+            h2 #assistants-heading { (ui.home_assistants_heading) }
+            p { (ui.home_mcp) }
+            p { code.url { (mcp_url) } }
+        }
+        (language_switcher(ui))
+    }
+}
+
+/// The language switcher: one `/?lang=xx` link per page language, named in its own
+/// language.
+fn language_switcher(ui: &Ui) -> Markup {
+    html! {
+        nav.languages aria-label=(ui.language_nav) {
+            ul {
+                @for (code, name) in super::i18n::LANGUAGE_NAMES {
+                    li {
+                        @if code == ui.lang {
+                            a href={ "/?lang=" (code) } lang=(code) hreflang=(code) aria-current="page" { (name) }
+                        } @else {
+                            a href={ "/?lang=" (code) } lang=(code) hreflang=(code) { (name) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The 404 page body of an address that is no page (issue 13 point 4): what happened
+/// and a link home.
+pub fn no_such_page(ui: &Ui) -> Markup {
+    html! {
+        (message(ui.no_such_page, false))
+        p { a href="/" { (ui.home_link) } }
     }
 }
 

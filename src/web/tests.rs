@@ -183,6 +183,118 @@ async fn home_page_names_the_holder_and_the_mcp_endpoint() {
     assert!(r.body.contains("<html lang=\"sk\">"));
 }
 
+impl Env {
+    /// `GET path` with an `Accept-Language` header.
+    async fn get_in(&self, path: &str, accept_language: &str) -> Resp {
+        self.send(
+            Request::builder()
+                .method(Method::GET)
+                .uri(path)
+                .header(header::ACCEPT_LANGUAGE, accept_language)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+    }
+}
+
+/// The home page's words and links in `lang` (issue 13 point 4).
+fn assert_home_in(r: &Resp, lang: &str, words: &str) {
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_page_headers(r);
+    assert!(r.body.contains(&format!("<html lang=\"{lang}\">")), "{lang}:\n{}", r.body);
+    assert!(r.body.contains(words), "{lang}: no {words:?} in:\n{}", r.body);
+    let ui = super::i18n::ui(lang);
+    for (href, text) in
+        [("/signin", ui.account.signin_title), ("/signup", ui.account.signup_title), ("/me", ui.mine.title)]
+    {
+        assert!(r.body.contains(&format!("<a href=\"{href}\">{text}</a>")), "{lang}: no link {href} in:\n{}", r.body);
+    }
+    assert!(r.body.contains("<code class=\"url\">http://127.0.0.1:8080/mcp</code>"), "{}", r.body);
+    for (code, name) in super::i18n::LANGUAGE_NAMES {
+        let link = format!("<a href=\"/?lang={code}\" lang=\"{code}\" hreflang=\"{code}\"");
+        let at = r.body.find(&link).unwrap_or_else(|| panic!("{lang}: no switcher link {code} in:\n{}", r.body));
+        let tag = r.body[at..].split('>').next().unwrap();
+        assert_eq!(tag.contains("aria-current=\"page\""), code == lang, "{lang}: {tag}");
+        assert!(r.body[at..].contains(&format!(">{name}</a>")));
+    }
+    assert!(r.header(header::SET_COOKIE).is_empty(), "the home page sets nothing");
+}
+
+#[tokio::test]
+async fn home_page_speaks_the_browsers_language() {
+    let e = env();
+    assert_home_in(&e.get_in("/", "sk").await, "sk", "držiteľ dopytov Isto Intents");
+    assert_home_in(&e.get_in("/", "cs-CZ,cs;q=0.9,en;q=0.5").await, "cs", "držitel poptávek Isto Intents");
+    assert_home_in(&e.get_in("/", "en-GB,en;q=0.8").await, "en", "an Isto Intents intent holder");
+    // Neither language acceptable: the holder's default.
+    assert_home_in(&e.get_in("/", "de").await, "sk", "držiteľ dopytov");
+    // What never leaves the holder is said, in every language.
+    for (lang, words) in [
+        ("sk", "Kontakt ani skrytý cenový limit nikdy neopustia"),
+        ("cs", "Kontakt ani skrytý cenový limit nikdy neopustí"),
+        ("en", "contact and hidden price limit never leave"),
+    ] {
+        assert!(e.get_in("/", lang).await.body.contains(words), "{lang}");
+    }
+}
+
+#[tokio::test]
+async fn the_language_switcher_chooses_the_language_of_the_home_page() {
+    let e = env();
+    assert_home_in(&e.get_in("/?lang=cs", "en").await, "cs", "držitel poptávek");
+    assert_home_in(&e.get_in("/?lang=en", "sk").await, "en", "intent holder");
+    assert_home_in(&e.get_in("/?lang=sk", "cs").await, "sk", "držiteľ dopytov");
+    // An unknown choice leaves it to Accept-Language.
+    assert_home_in(&e.get_in("/?lang=de", "cs").await, "cs", "držitel poptávek");
+    // The choice is not remembered: a GET changes nothing.
+    assert_home_in(&e.get_in("/", "en").await, "en", "intent holder");
+}
+
+#[tokio::test]
+async fn unknown_page_addresses_get_a_404_page_in_the_layout_and_the_language() {
+    let e = env();
+    for (path, accept, lang, title, body) in [
+        ("/no/such/page", "en", "en", "Page not found", "There is no page at this address."),
+        ("/me/nothing-here", "cs", "cs", "Stránka nenalezena", "Na této adrese není žádná stránka."),
+        ("/hladam?x=1", "sk", "sk", "Stránka sa nenašla", "Na tejto adrese nie je žiadna stránka."),
+        ("/nope?lang=en", "cs", "en", "Page not found", "There is no page at this address."),
+    ] {
+        let r = e.get_in(path, accept).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert_page_headers(&r);
+        assert_eq!(r.header(header::CONTENT_TYPE), "text/html; charset=utf-8", "{path}");
+        assert!(r.body.contains(&format!("<html lang=\"{lang}\">")), "{path}:\n{}", r.body);
+        assert!(r.body.contains(&super::stylesheet_href()), "{path}: the layout's stylesheet");
+        assert!(r.body.contains("<header class=\"site\"><a href=\"/\">Test holder</a></header>"), "{}", r.body);
+        assert!(r.body.contains(&format!("<h1>{title}</h1>")), "{path}:\n{}", r.body);
+        assert!(r.body.contains(body), "{path}:\n{}", r.body);
+        let home = format!("<a href=\"/\">{}</a>", super::i18n::ui(lang).home_link);
+        assert!(r.body.contains(&home), "{path}: no link home in:\n{}", r.body);
+        assert!(r.body.contains("noindex"), "{path}");
+    }
+    // A POST to an address that is no page gets the same page.
+    let r = e.post("/no/such/form", &[("a", "b")]).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("<h1>Stránka sa nenašla</h1>"), "{}", r.body);
+    // The machine endpoints' spaces keep their plain empty 404.
+    for path in ["/oauth/nope", "/.well-known/nope", "/assets/nope.css", "/mcpx", "/healthz/x"] {
+        let r = e.get_in(path, "en").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(r.body.is_empty(), "{path}: {}", r.body);
+    }
+    // A known route with another method is still 405, not the 404 page.
+    assert_eq!(e.post("/", &[("a", "b")]).await.status, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn an_unknown_token_page_links_home() {
+    let e = env();
+    let r = e.get_in("/results/not-a-real-token-at-all", "en").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("<a href=\"/\">Na úvodnú stránku</a>"), "{}", r.body);
+}
+
 #[tokio::test]
 async fn consent_confirm_results_and_one_click_withdraw() {
     let e = env();

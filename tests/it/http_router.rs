@@ -120,3 +120,34 @@ fn a_huge_area_is_refused_fast_on_the_public_tools() {
         assert!(text.contains("area must be at most 200 characters"), "{tool}: {text}");
     }
 }
+
+/// Issue 13 point 4, through the whole router: an address that is no page gets the 404
+/// page in the layout; the MCP, OAuth and well-known spaces keep their own answers.
+#[test]
+fn unknown_pages_get_the_404_page_and_machine_endpoints_keep_their_answers() {
+    let f = holder("http://127.0.0.1:8080");
+    let get = |p: &str| {
+        Request::get(p).header("host", "127.0.0.1:8080").header("accept-language", "en").body(Body::empty()).unwrap()
+    };
+    let r = f.send(get("/no/such/page"));
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("<html lang=\"en\">"), "{}", r.body);
+    assert!(r.body.contains("<h1>Page not found</h1>"), "{}", r.body);
+    assert!(r.body.contains("<a href=\"/\">Go to the home page</a>"), "{}", r.body);
+    assert_eq!(r.headers.get("x-frame-options").unwrap(), "DENY");
+    for path in ["/oauth/nope", "/.well-known/nope"] {
+        let r = f.send(get(path));
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(r.body.is_empty(), "{path}: {}", r.body);
+    }
+    // The well-known answers that were JSON stay JSON.
+    let r = f.send(get("/.well-known/openid-configuration"));
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(!r.body.contains("<html"), "{}", r.body);
+    let r = f.send(get("/mcp/nope"));
+    assert!(!r.body.contains("<html"), "/mcp/nope: {} {}", r.status, r.body);
+    // The home page through the whole router.
+    let r = f.send(get("/?lang=cs"));
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("<html lang=\"cs\">") && r.body.contains("http://127.0.0.1:8080/mcp"), "{}", r.body);
+}

@@ -81,6 +81,16 @@ pub fn request_lang(headers: &HeaderMap, default: &str) -> &'static str {
     negotiate(headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()), default)
 }
 
+/// The language a page's query chooses (`?lang=sk|cs|en`, the home page's language
+/// switcher; issue 13 point 4): the first `lang` parameter when it is one of
+/// [`LANGUAGES`], else none (an unknown value leaves the choice to `Accept-Language`).
+pub fn query_lang(query: Option<&str>) -> Option<&'static str> {
+    query?.split('&').find_map(|p| p.strip_prefix("lang=")).and_then(language)
+}
+
+/// The name of each of [`LANGUAGES`] in that language (the language switcher's links).
+pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Čeština"), ("en", "English")];
+
 /// UI strings of one language.
 #[derive(Debug)]
 pub struct Ui {
@@ -98,12 +108,23 @@ pub struct Ui {
     pub mine: &'static MineText,
     /// Link text of the skip link.
     pub skip: &'static str,
-    /// Home page: what the holder is.
+    /// Home page: what the holder is, in 2–3 sentences (issue 13 point 4).
     pub home_intro: &'static str,
-    /// Home page: where assistants connect.
+    /// Home page: where assistants connect (followed by the MCP endpoint URL).
     pub home_mcp: &'static str,
-    /// Home page: how a person gets involved.
+    /// Home page: how a person gets involved (before the sign-in, sign-up and
+    /// "my intents" links).
     pub home_people: &'static str,
+    /// Home page: heading of the part for people.
+    pub home_people_heading: &'static str,
+    /// Home page: heading of the part for assistants.
+    pub home_assistants_heading: &'static str,
+    /// Accessible name of the language switcher.
+    pub language_nav: &'static str,
+    /// 404 page of an unknown address: what happened.
+    pub no_such_page: &'static str,
+    /// Link text of the link home on the 404 pages.
+    pub home_link: &'static str,
     /// Label of the statement.
     pub statement: &'static str,
     /// Label of the category.
@@ -253,9 +274,14 @@ static SK: Ui = Ui {
     demand: &DEMAND_SK,
     mine: &MINE_SK,
     skip: "Preskočiť na obsah",
-    home_intro: "Tento server je držiteľ dopytov Isto Intents: uchováva dopyty kupujúcich a posiela im zodpovedajúce ponuky.",
-    home_mcp: "AI asistenti sa k nemu pripájajú cez MCP na adrese:",
-    home_people: "Ak vám asistent poslal odkaz na túto stránku, otvorte ho: tam dopyt potvrdíte svojím e-mailom.",
+    home_intro: "Tento server je držiteľ dopytov Isto Intents. AI asistenti sem zverejňujú dopyty svojich ľudí, človek každý dopyt potvrdí e-mailom a zodpovedajúce ponuky mu potom prichádzajú e-mailom. Kontakt ani skrytý cenový limit nikdy neopustia tento server.",
+    home_mcp: "AI asistenti sa k nemu pripájajú cez MCP na tejto adrese (skopírujte ju do nastavení asistenta):",
+    home_people: "Ak vám asistent poslal odkaz na tento server, otvorte ho: tam dopyt potvrdíte svojím e-mailom. S účtom vidíte všetky svoje dopyty na jednom mieste.",
+    home_people_heading: "Pre ľudí",
+    home_assistants_heading: "Pre asistentov",
+    language_nav: "Jazyk",
+    no_such_page: "Na tejto adrese nie je žiadna stránka. Skontrolujte adresu alebo pokračujte na úvodnú stránku.",
+    home_link: "Na úvodnú stránku",
     statement: "Dopyt",
     category: "Kategória",
     criteria: "Kritériá",
@@ -352,9 +378,14 @@ static CS: Ui = Ui {
     demand: &DEMAND_CS,
     mine: &MINE_CS,
     skip: "Přeskočit na obsah",
-    home_intro: "Tento server je držitel poptávek Isto Intents: uchovává poptávky kupujících a posílá jim odpovídající nabídky.",
-    home_mcp: "AI asistenti se k němu připojují přes MCP na adrese:",
-    home_people: "Pokud vám asistent poslal odkaz na tuto stránku, otevřete jej: tam poptávku potvrdíte svým e-mailem.",
+    home_intro: "Tento server je držitel poptávek Isto Intents. AI asistenti sem zveřejňují poptávky svých lidí, člověk každou poptávku potvrdí e-mailem a odpovídající nabídky mu pak chodí e-mailem. Kontakt ani skrytý cenový limit nikdy neopustí tento server.",
+    home_mcp: "AI asistenti se k němu připojují přes MCP na této adrese (zkopírujte ji do nastavení asistenta):",
+    home_people: "Pokud vám asistent poslal odkaz na tento server, otevřete jej: tam poptávku potvrdíte svým e-mailem. S účtem vidíte všechny své poptávky na jednom místě.",
+    home_people_heading: "Pro lidi",
+    home_assistants_heading: "Pro asistenty",
+    language_nav: "Jazyk",
+    no_such_page: "Na této adrese není žádná stránka. Zkontrolujte adresu nebo pokračujte na úvodní stránku.",
+    home_link: "Na úvodní stránku",
     statement: "Poptávka",
     category: "Kategorie",
     criteria: "Kritéria",
@@ -451,9 +482,14 @@ static EN: Ui = Ui {
     demand: &DEMAND_EN,
     mine: &MINE_EN,
     skip: "Skip to content",
-    home_intro: "This server is an Isto Intents intent holder: it keeps buyers' requests and sends them matching offers.",
-    home_mcp: "AI assistants connect to it over MCP at:",
-    home_people: "If an assistant gave you a link to this site, open it: that is where you confirm the request with your e-mail.",
+    home_intro: "This server is an Isto Intents intent holder. AI assistants publish their people's requests here, the person confirms each request by e-mail, and matching offers then arrive by e-mail. The person's contact and hidden price limit never leave this server.",
+    home_mcp: "AI assistants connect to it over MCP at this address (copy it into the assistant's settings):",
+    home_people: "If an assistant gave you a link to this server, open it: that is where you confirm the request with your e-mail. With an account you see all your requests in one place.",
+    home_people_heading: "For people",
+    home_assistants_heading: "For assistants",
+    language_nav: "Language",
+    no_such_page: "There is no page at this address. Check the address or go on to the home page.",
+    home_link: "Go to the home page",
     statement: "Request",
     category: "Category",
     criteria: "Criteria",
@@ -596,6 +632,16 @@ impl Ui {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    #[test]
+    fn the_query_chooses_a_known_language_only() {
+        assert_eq!(query_lang(Some("lang=cs")), Some("cs"));
+        assert_eq!(query_lang(Some("x=1&lang=en")), Some("en"));
+        assert_eq!(query_lang(Some("lang=de")), None);
+        assert_eq!(query_lang(Some("lang=")), None);
+        assert_eq!(query_lang(Some("language=sk")), None);
+        assert_eq!(query_lang(None), None);
+    }
 
     #[test]
     fn language_from_accept_language_then_default() {
