@@ -178,6 +178,45 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
     t.diagnostic(`done page: ${await shot(page, "4-active")}`);
   });
 
+  // Issue 13 point 4: the home page in the browser's language with a switcher, its
+  // links, and the 404 page of an address that is no page.
+  await step("the home page is in Czech (Accept-Language), links to sign-in and shows the MCP URL", async () => {
+    const { page } = s;
+    const res = await page.goto(new URL("/", isto.mcpUrl).href);
+    assert.equal(res.status(), 200);
+    assert.equal(await page.locator("html").getAttribute("lang"), "cs");
+    assert.match(await page.locator("main").innerText(), /držitel poptávek Isto Intents/);
+    assert.equal(await page.locator("code.url").innerText(), isto.mcpUrl);
+    for (const [name, href] of [["Přihlášení", "/signin"], ["Vytvoření účtu", "/signup"], ["Moje poptávky", "/me"]]) {
+      assert.equal(await page.getByRole("link", { name, exact: true }).getAttribute("href"), href, name);
+    }
+    const box = await page.locator("main").boundingBox();
+    assert.ok(box && box.width <= 390, `main is ${box?.width}px wide on a 390px screen`);
+    t.diagnostic(`home page: ${await shot(page, "5-home-cs")}`);
+  });
+
+  await step("the switcher's English link shows the home page in English (a plain GET)", async () => {
+    const { page } = s;
+    await Promise.all([page.waitForURL(/\/\?lang=en$/), page.getByRole("link", { name: "English" }).click()]);
+    assert.equal(await page.locator("html").getAttribute("lang"), "en");
+    assert.match(await page.locator("main").innerText(), /an Isto Intents intent holder/);
+    assert.equal(await page.getByRole("link", { name: "English" }).getAttribute("aria-current"), "page");
+    t.diagnostic(`home page, English: ${await shot(page, "6-home-en")}`);
+    await Promise.all([page.waitForURL(/\/signin$/), page.getByRole("link", { name: "Sign in", exact: true }).click()]);
+    assert.equal(await page.locator("html").getAttribute("lang"), "cs", "the sign-in page keeps Accept-Language");
+  });
+
+  await step("an address that is no page: a 404 page in the layout with a link home", async () => {
+    const { page } = s;
+    const res = await page.goto(new URL("/no/such/page", isto.mcpUrl).href);
+    assert.equal(res.status(), 404);
+    assert.equal(res.headers()["content-security-policy"], CSP);
+    assert.equal(await page.locator("h1").innerText(), "Stránka nenalezena");
+    t.diagnostic(`404 page: ${await shot(page, "7-not-found")}`);
+    await Promise.all([page.waitForURL((u) => u.pathname === "/"), page.getByRole("link", { name: "Na úvodní stránku" }).click()]);
+    assert.equal(await page.locator("html").getAttribute("lang"), "cs");
+  });
+
   await step("no failed requests and no CSP violations", () => {
     assert.deepEqual(s.failed, []);
     const csp = s.console.filter((l) => /Content Security Policy|Refused to/i.test(l));
