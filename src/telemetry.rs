@@ -141,21 +141,6 @@ enum ImportResult {
     Refused,
 }
 
-/// An intent status, as a label (PROTOCOL.md §2 status names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IntentStatus {
-    /// `awaiting_consent`.
-    AwaitingConsent,
-    /// `awaiting_email_confirmation`.
-    AwaitingEmailConfirmation,
-    /// `active`.
-    Active,
-    /// `expired`.
-    Expired,
-    /// `withdrawn`.
-    Withdrawn,
-}
-
 impl Method {
     /// The label value.
     pub fn as_str(self) -> &'static str {
@@ -249,25 +234,6 @@ impl EncodeLabelValue for ImportResult {
     }
 }
 
-impl IntentStatus {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AwaitingConsent => "awaiting_consent",
-            Self::AwaitingEmailConfirmation => "awaiting_email_confirmation",
-            Self::Active => "active",
-            Self::Expired => "expired",
-            Self::Withdrawn => "withdrawn",
-        }
-    }
-}
-
-impl EncodeLabelValue for IntentStatus {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
     endpoint: String,
@@ -303,7 +269,8 @@ struct ResultLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StatusLabels {
-    status: IntentStatus,
+    /// A PROTOCOL.md §2 status name (`protocol::Status::as_str`): static, so bounded.
+    status: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -428,15 +395,6 @@ impl Metrics {
         for result in [ImportResult::Created, ImportResult::Updated, ImportResult::Refused] {
             drop(imported.get_or_create(&ResultLabels { result }));
         }
-        for status in [
-            IntentStatus::AwaitingConsent,
-            IntentStatus::AwaitingEmailConfirmation,
-            IntentStatus::Active,
-            IntentStatus::Expired,
-            IntentStatus::Withdrawn,
-        ] {
-            drop(intents.get_or_create(&StatusLabels { status }));
-        }
         let build = Family::<VersionLabels, Gauge>::default();
         build.get_or_create(&VersionLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
         registry.register("build_info", "The running isto's version", build);
@@ -505,8 +463,8 @@ pub fn offers_imported(created: u64, updated: u64, refused: u64) {
 /// The values read from the store at scrape time (see `app::metrics`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreGauges {
-    /// Intents by status.
-    pub intents: Vec<(IntentStatus, u64)>,
+    /// Intents by status name (PROTOCOL.md §2; every status, 0 included).
+    pub intents: Vec<(&'static str, u64)>,
     /// E-mails queued.
     pub outbox_depth: u64,
     /// Age of the oldest queued e-mail, seconds (0 when none).
@@ -527,7 +485,7 @@ pub fn render(store: Option<&StoreGauges>) -> String {
     let _one = m.render.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(s) = store {
         for (status, n) in &s.intents {
-            m.intents.get_or_create(&StatusLabels { status: *status }).set(gauge_value(*n));
+            m.intents.get_or_create(&StatusLabels { status }).set(gauge_value(*n));
         }
         m.outbox_depth.set(gauge_value(s.outbox_depth));
         m.outbox_oldest.set(gauge_value(s.outbox_oldest_age_secs));
@@ -567,7 +525,7 @@ mod tests {
         quota_refused(QuotaRule::DraftsPerClient);
         offers_imported(2, 1, 0);
         let store = StoreGauges {
-            intents: vec![(IntentStatus::Active, 3), (IntentStatus::Withdrawn, 1)],
+            intents: vec![("active", 3), ("withdrawn", 1)],
             outbox_depth: 2,
             outbox_oldest_age_secs: 30,
             deliveries: 5,

@@ -14,7 +14,7 @@
 use crate::protocol::Status;
 use crate::records::IntentRecord;
 use crate::state::AppState;
-use crate::telemetry::{self, IntentStatus, StoreGauges};
+use crate::telemetry::{self, StoreGauges};
 use axum::extract::{MatchedPath, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
@@ -65,7 +65,7 @@ pub async fn count_requests(req: Request, next: Next) -> Response {
 #[derive(Debug, Default)]
 struct Scan {
     at: Option<Instant>,
-    counts: Vec<(IntentStatus, u64)>,
+    counts: Vec<(&'static str, u64)>,
 }
 
 /// What the scrape handler keeps between scrapes.
@@ -73,16 +73,6 @@ struct Scan {
 pub struct Scraper {
     holder: AppState,
     scan: Arc<Mutex<Scan>>,
-}
-
-fn label(s: Status) -> IntentStatus {
-    match s {
-        Status::AwaitingConsent => IntentStatus::AwaitingConsent,
-        Status::AwaitingEmailConfirmation => IntentStatus::AwaitingEmailConfirmation,
-        Status::Active => IntentStatus::Active,
-        Status::Expired => IntentStatus::Expired,
-        Status::Withdrawn => IntentStatus::Withdrawn,
-    }
 }
 
 impl Scraper {
@@ -110,8 +100,8 @@ impl Scraper {
             }
         };
         let mut intents = self.intent_statuses();
-        intents.retain(|(s, _)| *s != IntentStatus::Active);
-        intents.push((IntentStatus::Active, counts.active));
+        intents.retain(|(s, _)| *s != Status::Active.as_str());
+        intents.push((Status::Active.as_str(), counts.active));
         Some(StoreGauges {
             intents,
             outbox_depth: backlog.jobs,
@@ -121,20 +111,14 @@ impl Scraper {
     }
 
     /// Intents by effective status, from a scan at most once per [`INTENT_SCAN_EVERY`].
-    fn intent_statuses(&self) -> Vec<(IntentStatus, u64)> {
+    fn intent_statuses(&self) -> Vec<(&'static str, u64)> {
         let mut scan = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
         if scan.at.is_some_and(|t| t.elapsed() < INTENT_SCAN_EVERY) {
             return scan.counts.clone();
         }
         let now = self.holder.base.clock.now();
-        let mut by = [0u64; 5];
-        let all = [
-            Status::AwaitingConsent,
-            Status::AwaitingEmailConfirmation,
-            Status::Active,
-            Status::Expired,
-            Status::Withdrawn,
-        ];
+        let mut by = [0u64; Status::ALL.len()];
+        let all = Status::ALL;
         let read = self.holder.base.store.read(|rx| {
             rx.each_intent(|r: IntentRecord| {
                 let s = r.effective_status(now);
@@ -145,7 +129,7 @@ impl Scraper {
         });
         match read {
             Ok(()) => {
-                scan.counts = all.iter().zip(by).map(|(s, n)| (label(*s), n)).collect();
+                scan.counts = all.iter().zip(by).map(|(s, n)| (s.as_str(), n)).collect();
                 scan.at = Some(Instant::now());
             }
             Err(e) => tracing::warn!(error = %e, "metrics: the intents could not be counted"),

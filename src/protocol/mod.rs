@@ -50,6 +50,10 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order of the lifecycle.
+    pub const ALL: [Status; 5] =
+        [Self::AwaitingConsent, Self::AwaitingEmailConfirmation, Self::Active, Self::Expired, Self::Withdrawn];
+
     /// The wire name (`"awaiting_consent"`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
