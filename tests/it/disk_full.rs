@@ -7,8 +7,9 @@
 //! Skipped, with a message, where no tmpfs can be mounted (no `unshare`, no user or
 //! mount namespaces) or the server's mount namespace cannot be reached. Loopback only; every loop bounded in count and time.
 
+use crate::kit::load::{http, mcp, mcp_session};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -51,78 +52,13 @@ impl Drop for Isto {
     }
 }
 
-/// One HTTP/1.0 exchange with 127.0.0.1:`port` (the body ends at EOF): status and body.
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
-/// A JSON-RPC call to `/mcp` (SSE or JSON answer); returns the session id header value
-/// and the message.
-fn rpc(port: u16, session: Option<&str>, body: Value) -> (Option<String>, Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let body = body.to_string();
-    let mut req = format!(
-        "POST /mcp HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(sid) = session {
-        req.push_str(&format!("Mcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let sid = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_owned());
-    let msg = rest
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .and_then(|l| serde_json::from_str(l).ok())
-        .or_else(|| serde_json::from_str(rest).ok())
-        .unwrap_or(Value::Null);
-    (sid, msg)
-}
-
-/// An initialized MCP session on `/mcp`.
-fn session(port: u16) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "disk-full", "version": "1"}}});
-    let (sid, msg) = rpc(port, None, init);
-    let sid = sid.unwrap_or_else(|| panic!("no MCP session: {msg}"));
-    rpc(port, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    sid
-}
-
 /// Publishes a draft with a long statement; `Ok` when it was stored, `Err(text)` with the
 /// tool's error text otherwise.
 fn publish(port: u16, sid: &str, n: usize) -> Result<(), String> {
     let statement = format!("Hľadám Škoda Octavia {n} {}", "kombi s ťažným zariadením ".repeat(70));
     let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {
         "name": "intent_publish_intent", "arguments": {"statement": statement, "area": "SK"}}});
-    let (_, msg) = rpc(port, Some(sid), call);
+    let (_, msg) = mcp(port, Some(sid), &call);
     let result = &msg["result"];
     if result.is_null() {
         return Err(format!("no result: {msg}"));
@@ -134,7 +70,7 @@ fn publish(port: u16, sid: &str, n: usize) -> Result<(), String> {
 }
 
 fn readyz(port: u16) -> (u16, Value) {
-    let (code, body) = http(port, "GET", "/readyz", &[], "");
+    let (code, _, body) = http(port, "GET", "/readyz", &[], "");
     (code, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
@@ -225,7 +161,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
     let (code, body) = readyz(port);
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["status"], "ready", "{body}");
-    let sid = session(port);
+    let sid = mcp_session(port, "disk-full");
     publish(port, &sid, 0).unwrap();
 
     // Fill the disk, then publish until the store refuses.

@@ -182,7 +182,7 @@ pub fn load_numbers(rows: &Rows) -> BTreeSet<u64> {
 }
 
 /// One HTTP/1.0 request to 127.0.0.1:`port`: status, headers and body.
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+pub fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     use std::io::Read as _;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
