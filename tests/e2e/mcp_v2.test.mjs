@@ -9,6 +9,11 @@
 //   imported offer under the hidden limit) / withdraw;
 // * the OAuth flow on /mcp/buyer: 401 → registration → the person signs in (sign-up
 //   browser) and presses Allow → finishAuth → tools with the token;
+// * the OAuth flow on /mcp/seller: a seller added with `isto admin seller add` signs in
+//   with a one-time e-mail link and presses Allow → finishAuth → the seller tools
+//   (intent_list_open_intents shows a pseudonymous intent without contact or hidden
+//   limit; intent_submit_offer reaches the buyer); a buyer's token is refused there, raw
+//   and through the SDK (whose new authorization the buyer cannot allow);
 // * the server fixes of issue 12 point 1 with raw HTTP, for both revisions: tools/list
 //   the same bytes on every call and cacheable by anyone on 2026-07-28; clients that
 //   accept only application/json (or */*, or send no Accept) get JSON, not 406; a newer
@@ -22,9 +27,9 @@ import test from "node:test";
 
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
 
-import { freePort, initializeBody, withIsto } from "./lib/harness.mjs";
-import { actAsPerson, MemoryOAuthProvider, signUpBuyer } from "./lib/oauth.mjs";
-import { consentAndConfirm, writeJsonl } from "./lib/seller.mjs";
+import { freePort, initializeBody, waitFor, withIsto } from "./lib/harness.mjs";
+import { actAsPerson, codeGrant, MemoryOAuthProvider, registerClient, signUpBuyer } from "./lib/oauth.mjs";
+import { addSeller, bearerParams, consentAndConfirm, signInWithLink, writeJsonl } from "./lib/seller.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 const V2 = "2026-07-28";
@@ -54,6 +59,29 @@ class V2OAuthProvider extends MemoryOAuthProvider {
   discoveryState() {
     return this._discovery;
   }
+}
+
+/**
+ * A V2OAuthProvider for a public client on a fresh 127.0.0.1 callback whose
+ * redirectToAuthorization plays the person signed in in `browser` (Allow); the outcome
+ * of that part ({kind, location, steps, …} of actAsPerson) lands in `seen.person`.
+ */
+async function v2Provider(browser, seen, clientName) {
+  const provider = new V2OAuthProvider({
+    redirectUrl: `http://127.0.0.1:${await freePort()}/callback`,
+    clientMetadata: {
+      client_name: clientName,
+      redirect_uris: [],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    },
+    onRedirect: async (authUrl) => {
+      seen.person = await actAsPerson(browser, authUrl.href, {});
+    },
+  });
+  provider.clientMetadata.redirect_uris.push(String(provider.redirectUrl));
+  return provider;
 }
 
 function octavia(ref, amount) {
@@ -100,6 +128,15 @@ async function connectV2(url, { fetch, authProvider } = {}) {
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch, authProvider }));
   return client;
 }
+
+/** No token but `access` was saved in `provider` (the SDK may save the same one again). */
+function assertNoNewToken(provider, access) {
+  const other = provider.savedTokens.filter((tk) => tk?.access_token !== access);
+  assert.deepEqual(other.map((tk) => tk?.scope), [], "the SDK got a new token for the buyer");
+}
+
+/** One line per recorded exchange: `METHOD /path rpc → status`. */
+const wireSummary = (log) => log.map((r) => `${r.method} ${new URL(r.url).pathname} ${r.body?.method ?? ""} → ${r.status}`).join("; ");
 
 /** Checks of the 2026-07-28 wire: no session id, the protocol headers, `_meta` on every request. */
 function assertStatelessWire(log) {
@@ -210,20 +247,7 @@ test("2026-07-28, SDK v2: OAuth on /mcp/buyer (registration, sign-in, Allow, too
     const url = `${isto.baseUrl}/mcp/buyer`;
     const person = await signUpBuyer(isto, smtp);
     const seen = {};
-    const provider = new V2OAuthProvider({
-      redirectUrl: `http://127.0.0.1:${await freePort()}/callback`,
-      clientMetadata: {
-        client_name: "isto e2e v2 agent",
-        redirect_uris: [],
-        grant_types: ["authorization_code", "refresh_token"],
-        response_types: ["code"],
-        token_endpoint_auth_method: "none",
-      },
-      onRedirect: async (authUrl) => {
-        seen.person = await actAsPerson(person.browser, authUrl.href, {});
-      },
-    });
-    provider.clientMetadata.redirect_uris.push(String(provider.redirectUrl));
+    const provider = await v2Provider(person.browser, seen, "isto e2e v2 agent");
     const rec = recordingFetch();
     let client = null;
     env.defer(() => client?.close());
@@ -372,6 +396,210 @@ test("both revisions, raw HTTP: deterministic cacheable tools/list, JSON for JSO
         assert.equal(again.status, 200, `${method} with the server's newest version: ${again.text}`);
         assert.ok(again.json?.result, again.text);
       }
+    });
+  }),
+);
+
+// ---------------------------------------------------------------------------
+// the seller's OAuth flow on /mcp/seller
+
+const SELLER_TOOLS = ["intent_submit_offer", "intent_list_open_intents", "intent_demand_summary", "intent_search_offers"];
+const BUYER_TOOLS = ["intent_publish_intent", "intent_get_intent", "intent_list_matches", "intent_withdraw_intent"];
+
+test("2026-07-28, SDK v2: a seller's OAuth on /mcp/seller (one-time link, Allow, seller tools); a buyer's token refused", { skip, timeout: 150000 }, (t) =>
+  withIsto(t, { prefix: "isto-v2-seller-" }, async (env) => {
+    const { isto, smtp } = env;
+    const step = stepper(t);
+    const base = isto.baseUrl;
+    const sellerUrl = `${base}/mcp/seller`;
+    const buyerUrl = `${base}/mcp/buyer`;
+    const limit = 12000;
+    const limitRe = /12[\s\u00a0\u202f.,']?000/;
+    const buyerEmail = `v2-pseudo-${Date.now()}@buyer.example`;
+    const statement = "Hľadám Škoda Octavia combi (v2)";
+    const clients = [];
+    env.defer(async () => {
+      for (const c of clients) await c.close().catch(() => {});
+    });
+    const s = {};
+
+    await step("isto admin seller add (vehicles, SK-BL)", async () => {
+      s.seller = await addSeller(isto, { name: "Auto V2 s.r.o.", email: "seller-v2@example.test", regions: ["SK-BL"] });
+      assert.match(s.seller.sellerId, /^sel_/);
+    });
+
+    await step("a buyer's v2 client on /mcp publishes a pseudonymous intent with a hidden limit; consent, confirm → active", async () => {
+      const buyer = await connectV2(isto.mcpUrl);
+      clients.push(buyer);
+      const pub = await ok(buyer, "intent_publish_intent", {
+        statement,
+        criteria: { category: "vehicles", make: "Škoda", model: "Octavia" },
+        area: "SK-BL",
+        budget: { max: 15000, currency: "EUR" },
+        hiddenLimit: limit,
+        visibility: "pseudonymous",
+      });
+      assert.equal(pub.intent.visibility, "pseudonymous", JSON.stringify(pub));
+      await consentAndConfirm(smtp, pub.consentUrl, buyerEmail);
+      assert.equal((await ok(buyer, "intent_get_intent", { intentCode: pub.intentCode })).intent.status, "active");
+      Object.assign(s, { buyer, intentId: pub.intent.id, intentCode: pub.intentCode });
+    });
+
+    await step("the seller signs in with a one-time e-mail link", async (st) => {
+      const signin = await signInWithLink(isto, smtp, s.seller.email);
+      st.diagnostic(signin.steps.join("; "));
+      s.sellerBrowser = signin.browser;
+    });
+
+    const seen = {};
+    const rec = recordingFetch();
+    await step("without a token: 401, the v2 SDK registers and sends the seller to authorize <public>/mcp/seller", async (st) => {
+      s.provider = await v2Provider(s.sellerBrowser, seen, "isto e2e v2 seller agent");
+      await assert.rejects(connectV2(sellerUrl, { fetch: rec.fetch, authProvider: s.provider }), (e) => e instanceof UnauthorizedError);
+      assert.equal(rec.log[0].status, 401, "the first request is refused with 401");
+      const challenge = bearerParams(rec.log[0].resHeaders["www-authenticate"]);
+      assert.equal(challenge?.resource_metadata, `${base}/.well-known/oauth-protected-resource/mcp/seller`, rec.log[0].resHeaders["www-authenticate"]);
+      assert.equal(s.provider.registrations, 1, "dynamic client registration");
+      const url = s.provider.authorizationUrls.at(-1);
+      assert.equal(`${url.origin}${url.pathname}`, `${base}/oauth/authorize`);
+      assert.equal(url.searchParams.get("resource"), sellerUrl, url.href);
+      assert.deepEqual((url.searchParams.get("scope") ?? "").split(" ").sort(), ["demand", "offers"], url.href);
+      st.diagnostic(`seller: ${seen.person?.steps?.join("; ")}`);
+      assert.equal(seen.person?.kind, "redirect", `the seller's part: ${JSON.stringify(seen.person)}`);
+      assert.ok(!seen.person.steps.some((x) => x.startsWith("POST /signin")), "the signed-in seller was asked to sign in again");
+    });
+
+    await step("finishAuth with the code → a token for /mcp/seller, scopes offers demand", async () => {
+      const back = new URL(seen.person.location);
+      assert.ok(back.searchParams.get("code"), seen.person.location);
+      assert.equal(back.searchParams.get("iss"), base);
+      assert.equal(back.searchParams.get("state"), s.provider.lastState);
+      await new StreamableHTTPClientTransport(new URL(sellerUrl), { authProvider: s.provider }).finishAuth(back.searchParams);
+      const tokens = s.provider.tokens();
+      assert.ok(tokens?.access_token, "no access token saved");
+      assert.deepEqual(String(tokens.scope ?? "").split(" ").sort(), ["demand", "offers"], `token scope: ${tokens.scope}`);
+    });
+
+    await step("tools/list on /mcp/seller with the token: the seller tools, no buyer tools", async () => {
+      rec.log.length = 0;
+      s.client = await connectV2(sellerUrl, { fetch: rec.fetch, authProvider: s.provider });
+      clients.push(s.client);
+      assert.equal(s.client.getProtocolEra(), "modern");
+      assert.equal(s.client.getNegotiatedProtocolVersion(), V2);
+      const names = (await s.client.listTools()).tools.map((x) => x.name);
+      for (const name of SELLER_TOOLS) assert.ok(names.includes(name), `tools/list lacks ${name}: ${names}`);
+      for (const name of BUYER_TOOLS) assert.ok(!names.includes(name), `/mcp/seller offers the buyer tool ${name}`);
+    });
+
+    await step("intent_list_open_intents → the intent under a pseudonym and a hdl_ handle, no contact or hidden limit", async () => {
+      const res = await s.client.callTool({ name: "intent_list_open_intents", arguments: {} });
+      assert.notEqual(res.isError, true, JSON.stringify(res.content));
+      const intents = res.structuredContent.intents;
+      assert.equal(intents.length, 1, JSON.stringify(intents));
+      const [mine] = intents;
+      assert.equal(mine.statement, statement);
+      assert.match(mine.id, /^hdl_/);
+      assert.notEqual(mine.id, s.intentId);
+      assert.match(mine.pseudonym ?? "", /^buyer-\S+$/, `pseudonym: ${mine.pseudonym}`);
+      assert.deepEqual(mine.area?.regions, ["SK-BL"]);
+      const json = JSON.stringify(res);
+      assert.ok(!json.includes("@"), `an e-mail-like string in the seller's view: ${json}`);
+      assert.ok(!json.includes(String(limit)) && !limitRe.test(json), `the hidden limit in the seller's view: ${json}`);
+      assert.ok(!/hiddenLimit/i.test(json), `a hidden-limit field in the seller's view: ${json}`);
+      assert.ok(!json.includes(s.intentCode) && !json.includes(s.intentId.slice(4)), `the intentCode or id in the seller's view: ${json}`);
+      s.handle = mine.id;
+    });
+
+    await step("intent_submit_offer below the hidden limit → accepted; the buyer's list_matches shows the reply", async () => {
+      const out = await ok(s.client, "intent_submit_offer", {
+        source: { kind: "reply" },
+        inReplyTo: s.handle,
+        title: "Škoda Octavia Combi 2.0 TDI (v2 reply)",
+        category: "vehicles",
+        attributes: { make: "Škoda", model: "Octavia", body: "combi", fuel: "diesel", year: 2017 },
+        price: { amount: 11000, currency: "EUR" },
+        area: "SK-BL",
+        url: "https://auto-v2.example/octavia",
+      });
+      assert.equal(out.accepted, true, JSON.stringify(out));
+      assert.match(out.offerId, /^off_/);
+      let matches = [];
+      await waitFor(
+        async () => {
+          matches = (await ok(s.buyer, "intent_list_matches", { intentCode: s.intentCode })).matches;
+          return matches.length > 0;
+        },
+        { timeout: 15000, interval: 300, what: "the reply among the buyer's matches" },
+      );
+      assert.deepEqual(matches.map((m) => m.offer.id), [out.offerId]);
+      assert.equal(matches[0].offer.inReplyTo, s.intentId);
+      assert.equal(matches[0].offer.seller?.id, s.seller.sellerId);
+    });
+
+    await step("the seller's wire: stateless 2026-07-28, the bearer token on every request", async () => {
+      assertStatelessWire(rec.log);
+      for (const r of rec.log) assert.match(r.headers.authorization ?? "", /^Bearer /, `${r.body?.method} without the token`);
+      assert.ok(rec.log.some((r) => r.headers["mcp-name"] === "intent_list_open_intents"));
+    });
+
+    // A buyer's token, from a raw code grant for /mcp/buyer.
+    await step("a buyer's /mcp/buyer token on /mcp/seller, raw 2026-07-28: 401 invalid_token, the seller's metadata", async () => {
+      const person = await signUpBuyer(isto, smtp);
+      const reg = await registerClient(base, {
+        client_name: "isto e2e v2 buyer agent",
+        redirect_uris: [`http://127.0.0.1:${await freePort()}/callback`],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      });
+      assert.equal(reg.status, 201, JSON.stringify(reg.body));
+      const grant = await codeGrant(isto, person.browser, person, reg.body, { resource: buyerUrl, scope: "intents" });
+      assert.equal(grant.token.status, 200, JSON.stringify(grant.token.body));
+      Object.assign(s, { buyerPerson: person, buyerClient: reg.body, buyerTokens: grant.token.body });
+      const [m, h] = modern("server/discover", 1);
+      const auth = { authorization: `Bearer ${grant.token.body.access_token}`, accept: "application/json, text/event-stream" };
+      const onBuyer = await post(buyerUrl, m, { ...auth, ...h });
+      assert.equal(onBuyer.status, 200, `the token does not work on /mcp/buyer: ${onBuyer.text}`);
+      const res = await fetch(sellerUrl, { method: "POST", headers: { "content-type": "application/json", ...auth, ...h }, body: JSON.stringify(m) });
+      const body = await res.text();
+      assert.equal(res.status, 401, `/mcp/seller answered ${res.status} to a buyer's token: ${body.slice(0, 300)}`);
+      const p = bearerParams(res.headers.get("www-authenticate"));
+      assert.equal(p?.error, "invalid_token", res.headers.get("www-authenticate"));
+      assert.equal(p?.resource_metadata, `${base}/.well-known/oauth-protected-resource/mcp/seller`);
+      assert.ok(!body.includes("intent_list_open_intents"), body);
+    });
+
+    await step("the v2 SDK with the buyer's tokens on /mcp/seller: 401, and the refresh for /mcp/seller refused", async (st) => {
+      const provider = await v2Provider(s.buyerPerson.browser, {}, "isto e2e v2 buyer agent");
+      provider.saveClientInformation(s.buyerClient);
+      provider.saveTokens(s.buyerTokens);
+      const rec2 = recordingFetch();
+      await assert.rejects(connectV2(sellerUrl, { fetch: rec2.fetch, authProvider: provider }), (e) => {
+        st.diagnostic(`rejected with ${e?.constructor?.name}: ${e?.message}`);
+        return /resource/i.test(e?.message ?? "");
+      });
+      st.diagnostic(`wire: ${wireSummary(rec2.log)}`);
+      const mcp = rec2.log.filter((r) => new URL(r.url).pathname === "/mcp/seller");
+      assert.ok(mcp.length >= 1 && mcp.every((r) => r.status === 401), `/mcp/seller: ${mcp.map((r) => r.status)}`);
+      const refresh = rec2.log.filter((r) => new URL(r.url).pathname === "/oauth/token");
+      assert.ok(refresh.length >= 1 && refresh.every((r) => r.status === 400), `the refresh for /mcp/seller: ${refresh.map((r) => r.status)}`);
+      assertNoNewToken(provider, s.buyerTokens.access_token);
+    });
+
+    await step("the v2 SDK with the buyer's access token only: a new authorization of /mcp/seller, which the buyer cannot allow", async (st) => {
+      const seenBuyer = {};
+      const provider = await v2Provider(s.buyerPerson.browser, seenBuyer, "isto e2e v2 buyer agent");
+      provider.saveClientInformation(s.buyerClient);
+      provider.saveTokens({ access_token: s.buyerTokens.access_token, token_type: "Bearer", scope: s.buyerTokens.scope });
+      const rec2 = recordingFetch();
+      await assert.rejects(connectV2(sellerUrl, { fetch: rec2.fetch, authProvider: provider }), (e) => e instanceof UnauthorizedError);
+      st.diagnostic(`wire: ${wireSummary(rec2.log)}`);
+      assert.ok(rec2.log.filter((r) => new URL(r.url).pathname === "/mcp/seller").every((r) => r.status === 401));
+      assert.equal(provider.authorizationUrls.at(-1)?.searchParams.get("resource"), sellerUrl);
+      st.diagnostic(`buyer at authorize: ${seenBuyer.person?.steps?.join("; ")}`);
+      assert.equal(seenBuyer.person?.kind, "page", `the buyer's authorization of /mcp/seller: ${JSON.stringify(seenBuyer.person)}`);
+      assert.equal(seenBuyer.person.status, 403, seenBuyer.person.text?.slice(0, 300));
+      assertNoNewToken(provider, s.buyerTokens.access_token);
     });
   }),
 );

@@ -1,7 +1,8 @@
-// Helpers for the seller end-to-end test (seller.test.mjs): a buyer's consent-link intent
-// made active the way a person does it (consent page + confirmation e-mail), a seller's
-// sign-in with a one-time e-mail link, the SDK's OAuth client provider for /mcp/seller,
-// and a raw MCP initialize with a bearer token.
+// Helpers for the seller end-to-end tests (seller.test.mjs, mcp_v2.test.mjs,
+// python_sdk.test.mjs): a buyer's consent-link intent made active the way a person does
+// it (consent page + confirmation e-mail), a seller's registration (`isto admin seller
+// add`) and sign-in with a one-time e-mail link, the SDK's OAuth client provider for
+// /mcp/seller, and a raw MCP initialize with a bearer token.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -21,6 +22,24 @@ export function writeJsonl(dir, name, rows) {
   const file = path.join(dir, name);
   fs.writeFileSync(file, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
   return file;
+}
+
+/**
+ * `isto admin seller add --name … --email … --category … --region … --json` (through the
+ * admin socket when the server runs); returns the `seller` object of its JSON output
+ * ({accountId, sellerId, name, email, categories, regions, disabled}). Throws with the
+ * output when the command fails.
+ */
+export async function addSeller(isto, { name, email, categories = ["vehicles"], regions }) {
+  const args = ["admin", "seller", "add", "--name", name, "--email", email];
+  for (const c of categories) args.push("--category", c);
+  for (const r of regions) args.push("--region", r);
+  const res = await isto.run([...args, "--json"]);
+  if (res.code !== 0) throw new Error(`isto admin seller add: exit ${res.code}\n${res.stdout}\n${res.stderr}`);
+  const out = JSON.parse(res.stdout);
+  const seller = out.seller ?? out.added?.seller;
+  if (!seller?.sellerId) throw new Error(`no seller in the output of isto admin seller add: ${res.stdout}`);
+  return seller;
 }
 
 /**
