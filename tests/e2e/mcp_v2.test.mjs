@@ -28,7 +28,7 @@ import test from "node:test";
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
 
 import { freePort, initializeBody, waitFor, withIsto } from "./lib/harness.mjs";
-import { actAsPerson, codeGrant, MemoryOAuthProvider, registerClient, signUpBuyer } from "./lib/oauth.mjs";
+import { actAsPerson, buyerWithToken, MemoryOAuthProvider, signUpBuyer } from "./lib/oauth.mjs";
 import { addSeller, bearerParams, consentAndConfirm, signInWithLink, writeJsonl } from "./lib/seller.mjs";
 import { stepper } from "./lib/steps.mjs";
 
@@ -544,20 +544,10 @@ test("2026-07-28, SDK v2: a seller's OAuth on /mcp/seller (one-time link, Allow,
 
     // A buyer's token, from a raw code grant for /mcp/buyer.
     await step("a buyer's /mcp/buyer token on /mcp/seller, raw 2026-07-28: 401 invalid_token, the seller's metadata", async () => {
-      const person = await signUpBuyer(isto, smtp);
-      const reg = await registerClient(base, {
-        client_name: "isto e2e v2 buyer agent",
-        redirect_uris: [`http://127.0.0.1:${await freePort()}/callback`],
-        grant_types: ["authorization_code", "refresh_token"],
-        response_types: ["code"],
-        token_endpoint_auth_method: "none",
-      });
-      assert.equal(reg.status, 201, JSON.stringify(reg.body));
-      const grant = await codeGrant(isto, person.browser, person, reg.body, { resource: buyerUrl, scope: "intents" });
-      assert.equal(grant.token.status, 200, JSON.stringify(grant.token.body));
-      Object.assign(s, { buyerPerson: person, buyerClient: reg.body, buyerTokens: grant.token.body });
+      const buyer = await buyerWithToken(isto, smtp);
+      Object.assign(s, { buyerPerson: buyer.person, buyerClient: buyer.client, buyerTokens: buyer.tokens });
       const [m, h] = modern("server/discover", 1);
-      const auth = { authorization: `Bearer ${grant.token.body.access_token}`, accept: "application/json, text/event-stream" };
+      const auth = { authorization: `Bearer ${s.buyerTokens.access_token}`, accept: "application/json, text/event-stream" };
       const onBuyer = await post(buyerUrl, m, { ...auth, ...h });
       assert.equal(onBuyer.status, 200, `the token does not work on /mcp/buyer: ${onBuyer.text}`);
       const res = await fetch(sellerUrl, { method: "POST", headers: { "content-type": "application/json", ...auth, ...h }, body: JSON.stringify(m) });

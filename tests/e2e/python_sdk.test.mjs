@@ -7,7 +7,11 @@
 // * consent-link flow on /mcp with mode "legacy" (2025-11-25: initialize, a session) and
 //   mode "2026-07-28" (stateless: no Mcp-Session-Id, Mcp-Method headers);
 // * OAuth on /mcp/buyer with the SDK's OAuthClientProvider (401 → metadata → registration
-//   → authorization → token), both modes.
+//   → authorization → token), both modes;
+// * the seller's OAuth on /mcp/seller the same way (a seller added with `isto admin seller
+//   add`, signed in with a one-time e-mail link, presses Allow), both modes: the seller
+//   tools, a pseudonymous intent listed without contact or hidden limit, a reply that
+//   reaches the buyer; a buyer (with or without its /mcp/buyer token) is refused there.
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -15,9 +19,9 @@ import path from "node:path";
 import readline from "node:readline";
 import test from "node:test";
 
-import { E2E_DIR, PYTHON, withIsto } from "./lib/harness.mjs";
-import { signUpBuyer } from "./lib/oauth.mjs";
-import { consentAndConfirm, writeJsonl } from "./lib/seller.mjs";
+import { connectMcp, E2E_DIR, PYTHON, waitFor, withIsto } from "./lib/harness.mjs";
+import { buyerWithToken, signUpBuyer } from "./lib/oauth.mjs";
+import { addSeller, consentAndConfirm, signInWithLink, writeJsonl } from "./lib/seller.mjs";
 
 const SCRIPT = path.join(E2E_DIR, "lib", "mcp_python_flow.py");
 const MODES = ["legacy", "2026-07-28"];
@@ -155,6 +159,128 @@ test(`MCP Python SDK: OAuth on /mcp/buyer, ${MODES.join(" and ")}`, { timeout: 2
         const mcp = done.wire.filter((w) => w.path === "/mcp/buyer" && w.status !== 401);
         assert.ok(mcp.length >= 3 && mcp.every((w) => w.bearer), "an MCP request after authorization without the token");
         assertWire(mode, done.wire.filter((w) => w.path === "/mcp/buyer"));
+      });
+    }
+  });
+});
+
+/** The structured content of a tool call made with the TS SDK (throws on a tool error). */
+async function tool(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  assert.notEqual(res.isError, true, `${name} failed: ${JSON.stringify(res.content)}`);
+  return res.structuredContent;
+}
+
+test(`MCP Python SDK: a seller's OAuth on /mcp/seller, ${MODES.join(" and ")}; a buyer refused there`, { timeout: 240000 }, async (t) => {
+  sdkVersion();
+  await withIsto(t, { prefix: "isto-py-seller-" }, async (env) => {
+    const { isto, smtp } = env;
+    const sellerUrl = `${isto.baseUrl}/mcp/seller`;
+    const limit = 12000;
+    const statement = "Hľadám Škoda Octavia combi (python)";
+    const seller = await addSeller(isto, { name: "Auto Py s.r.o.", email: "seller-py@example.test", regions: ["SK-BL"] });
+
+    // The buyer's intent: published on /mcp (TS SDK), consented and confirmed → active.
+    const buyer = await connectMcp(isto.mcpUrl, { name: "isto-e2e-buyer-agent" });
+    env.defer(() => buyer.close());
+    const pub = await tool(buyer.client, "intent_publish_intent", {
+      statement,
+      criteria: { category: "vehicles", make: "Škoda", model: "Octavia" },
+      area: "SK-BL",
+      budget: { max: 15000, currency: "EUR" },
+      hiddenLimit: limit,
+      visibility: "pseudonymous",
+    });
+    await consentAndConfirm(smtp, pub.consentUrl, `py-pseudo-${Date.now()}@buyer.example`);
+    assert.equal((await tool(buyer.client, "intent_get_intent", { intentCode: pub.intentCode })).intent.status, "active");
+
+    const signin = await signInWithLink(isto, smtp, seller.email);
+    const cookie = signin.browser.cookies.get("isto_session");
+    const offerIds = [];
+    for (const mode of MODES) {
+      await t.test(`seller, ${mode}`, async () => {
+        const reply = {
+          source: { kind: "reply" },
+          title: `Škoda Octavia Combi 2.0 TDI (python ${mode})`,
+          category: "vehicles",
+          attributes: { make: "Škoda", model: "Octavia", body: "combi", fuel: "diesel", year: 2017 },
+          price: { amount: 11000, currency: "EUR" },
+          area: "SK-BL",
+          url: `https://auto-py.example/octavia-${mode}`,
+        };
+        const lines = await runScript(["seller", sellerUrl, mode], { env: { ISTO_SESSION_COOKIE: cookie, ISTO_REPLY: JSON.stringify(reply) } });
+        const done = lines.find((l) => l.step === "done");
+        assert.ok(done, `no result line: ${JSON.stringify(lines)}`);
+        assert.equal(done.protocolVersion, mode === "legacy" ? "2025-11-25" : "2026-07-28");
+        assert.equal(done.registered, true, "dynamic client registration");
+        assert.equal(done.authorizations, 1);
+        assert.equal(done.authorizationQuery?.resource, sellerUrl, JSON.stringify(done.authorizationQuery));
+        assert.deepEqual(String(done.authorizationQuery?.scope ?? "").split(" ").sort(), ["demand", "offers"]);
+        assert.equal(done.redirect.iss, isto.baseUrl);
+        assert.deepEqual(String(done.tokenScope ?? "").split(" ").sort(), ["demand", "offers"], `token scope: ${done.tokenScope}`);
+        for (const name of ["intent_submit_offer", "intent_list_open_intents", "intent_demand_summary", "intent_search_offers"]) {
+          assert.ok(done.tools.includes(name), `tools/list lacks ${name}: ${done.tools}`);
+        }
+        for (const name of ["intent_publish_intent", "intent_get_intent", "intent_list_matches"]) {
+          assert.ok(!done.tools.includes(name), `/mcp/seller offers the buyer tool ${name}`);
+        }
+        const intents = done.openIntents.intents;
+        assert.equal(intents.length, 1, JSON.stringify(intents));
+        assert.equal(intents[0].statement, statement);
+        assert.match(intents[0].id, /^hdl_/);
+        assert.notEqual(intents[0].id, pub.intent.id);
+        assert.match(intents[0].pseudonym ?? "", /^buyer-\S+$/);
+        const json = JSON.stringify(done.openIntents);
+        assert.ok(!json.includes("@"), `an e-mail-like string in the seller's view: ${json}`);
+        assert.ok(!json.includes(String(limit)) && !/12[\s\u00a0\u202f.,']?000/.test(json), `the hidden limit in the seller's view: ${json}`);
+        assert.ok(!/hiddenLimit/i.test(json), `a hidden-limit field in the seller's view: ${json}`);
+        assert.ok(!json.includes(pub.intentCode) && !json.includes(pub.intent.id.slice(4)), `the intentCode or id in the seller's view: ${json}`);
+        assert.equal(done.submitted.accepted, true, JSON.stringify(done.submitted));
+        assert.match(done.submitted.offerId, /^off_/);
+        offerIds.push(done.submitted.offerId);
+        assert.equal(done.wire[0].status, 401, "the first request is refused with 401");
+        const mcp = done.wire.filter((w) => w.path === "/mcp/seller" && w.status !== 401);
+        assert.ok(mcp.length >= 3 && mcp.every((w) => w.bearer), "an MCP request after authorization without the token");
+        assertWire(mode, done.wire.filter((w) => w.path === "/mcp/seller"));
+      });
+    }
+
+    await t.test("the buyer's list_matches shows the seller's replies", async () => {
+      let matches = [];
+      await waitFor(
+        async () => {
+          matches = (await tool(buyer.client, "intent_list_matches", { intentCode: pub.intentCode })).matches;
+          return matches.length >= offerIds.length;
+        },
+        { timeout: 15000, interval: 300, what: "the replies among the buyer's matches" },
+      );
+      assert.deepEqual(matches.map((m) => m.offer.id).sort(), [...offerIds].sort());
+      for (const m of matches) {
+        assert.equal(m.offer.inReplyTo, pub.intent.id);
+        assert.equal(m.offer.seller?.id, seller.sellerId);
+      }
+    });
+
+    const other = await buyerWithToken(isto, smtp);
+    const buyerCookie = other.person.browser.cookies.get("isto_session");
+    for (const mode of MODES) {
+      await t.test(`a buyer on /mcp/seller, ${mode}, without and with its /mcp/buyer token: 401, the authorization refused (403)`, async (st) => {
+        const lines = await runScript(["refused", sellerUrl, mode], {
+          env: { ISTO_SESSION_COOKIE: buyerCookie, ISTO_PRELOAD: JSON.stringify({ client: other.client, tokens: other.tokens }) },
+        });
+        const outs = lines.filter((l) => l.step === "refused" || l.step === "served");
+        assert.deepEqual(outs.map((o) => o.preloaded), [false, true], `result lines: ${JSON.stringify(lines)}`);
+        for (const out of outs) {
+          const what = out.preloaded ? "with the buyer's token" : "without a token";
+          st.diagnostic(`${what}: ${out.wire.map((w) => `${w.method} ${w.path} ${w.rpc ?? ""} → ${w.status}`).join("; ")}`);
+          assert.equal(out.step, "refused", `${what}: the buyer was served on /mcp/seller: ${JSON.stringify(out.tools)}`);
+          assert.equal(out.status, 403, `${what}: the authorization page for a buyer`);
+          assert.equal(out.authorizationQuery?.resource, sellerUrl, what);
+          const mcp = out.wire.filter((w) => w.path === "/mcp/seller");
+          assert.ok(mcp.length >= 1 && mcp.every((w) => w.status === 401), `${what}: /mcp/seller: ${mcp.map((w) => w.status)}`);
+          assert.equal(mcp[0].bearer, out.preloaded, `${what}: the first request's Authorization`);
+          assert.ok(!out.wire.some((w) => w.path === "/oauth/token" && w.status === 200), `${what}: a token was issued for /mcp/seller`);
+        }
       });
     }
   });

@@ -13,6 +13,20 @@ driven by python_sdk.test.mjs (issue 12 point 1).
         and hands the code back; then publish / get / list_matches / withdraw with the
         token, printing {"step": "done", ...}.
 
+    python3 mcp_python_flow.py seller URL MODE
+        The seller's OAuth flow on /mcp/seller, the same way with the seller's session
+        cookie in ISTO_SESSION_COOKIE; then tools/list, intent_list_open_intents {} and
+        intent_submit_offer with the reply in ISTO_REPLY (JSON, without inReplyTo: the
+        handle of the first open intent is put there), printing {"step": "done", ...}
+        with both tools' structured results.
+    python3 mcp_python_flow.py refused URL MODE
+        The same with a buyer's session cookie on /mcp/seller, twice: with no stored
+        credentials, then (when ISTO_PRELOAD is set) with those in ISTO_PRELOAD (JSON
+        {client: a registration response, tokens: a token response}: the buyer's
+        /mcp/buyer token is sent first). The authorization page refuses the buyer; each
+        attempt prints {"step": "refused", preloaded, status, ...} (or {"step":
+        "served", ...} if it got through), and the script exits 0.
+
 MODE is "legacy" (2025-11-25: initialize, a session) or "2026-07-28" (stateless). Every
 HTTP exchange is recorded ({method, path, status, request and response headers, the
 JSON-RPC method}) and printed in the last line, for the test to check the wire. Errors
@@ -169,18 +183,30 @@ class MemoryStorage:
         self.client = client_info
 
 
-async def oauth_flow(url: str, mode: str) -> None:
-    cookie = os.environ["ISTO_SESSION_COOKIE"]
+class PersonRefused(Exception):
+    """The authorization page did not offer Allow to the signed-in person (HTTP status)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"GET the authorization page: HTTP {status}")
+        self.status = status
+
+
+def oauth_provider(url: str, cookie: str, seen: dict[str, Any], storage: MemoryStorage) -> OAuthClientProvider:
+    """The SDK's OAuthClientProvider for `url` whose redirect handler plays the person
+    signed in with the session `cookie` (GET the authorization page, POST Allow) and
+    whose callback handler hands the code back; `seen` gets the authorization URL's
+    query ("authorizationQuery"), the redirect back ("redirect") and "authorizations"."""
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
     redirect_uri = "http://127.0.0.1:9/callback"
-    seen: dict[str, Any] = {}
 
     async def act_as_person(authorization_url: str) -> None:
         """The signed-in person opens the authorization page and presses Allow."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(authorization_url).query)
+        seen["authorizationQuery"] = {k: v[0] for k, v in query.items()}
         async with httpx2.AsyncClient(timeout=30, headers={"Cookie": f"isto_session={cookie}"}) as browser:
             page = await browser.get(authorization_url)
             if page.status_code != 200:
-                raise RuntimeError(f"GET the authorization page: HTTP {page.status_code}")
+                raise PersonRefused(page.status_code)
             parser = FormParser()
             parser.feed(page.text)
             form = next((f for f in parser.forms if f["action"].endswith("/oauth/authorize")), None)
@@ -203,8 +229,7 @@ async def oauth_flow(url: str, mode: str) -> None:
         r = seen["redirect"]
         return AuthorizationCodeResult(code=r["code"], state=r.get("state"), iss=r.get("iss"))
 
-    storage = MemoryStorage()
-    provider = OAuthClientProvider(
+    return OAuthClientProvider(
         server_url=url,
         client_metadata=OAuthClientMetadata(
             client_name="isto e2e python agent",
@@ -217,6 +242,12 @@ async def oauth_flow(url: str, mode: str) -> None:
         redirect_handler=act_as_person,
         callback_handler=callback,
     )
+
+
+async def oauth_flow(url: str, mode: str) -> None:
+    seen: dict[str, Any] = {}
+    storage = MemoryStorage()
+    provider = oauth_provider(url, os.environ["ISTO_SESSION_COOKIE"], seen, storage)
     rec = Recorder()
     async with http_client(rec, auth=provider) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
@@ -246,13 +277,98 @@ async def oauth_flow(url: str, mode: str) -> None:
             )
 
 
+async def seller_flow(url: str, mode: str) -> None:
+    seen: dict[str, Any] = {}
+    storage = MemoryStorage()
+    provider = oauth_provider(url, os.environ["ISTO_SESSION_COOKIE"], seen, storage)
+    reply = json.loads(os.environ["ISTO_REPLY"])
+    rec = Recorder()
+    async with http_client(rec, auth=provider) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            tools = await client.list_tools()
+            opened = await call(client, "intent_list_open_intents", {})
+            if not opened["intents"]:
+                raise RuntimeError("intent_list_open_intents: no open intent to reply to")
+            submitted = await call(client, "intent_submit_offer", {**reply, "inReplyTo": opened["intents"][0]["id"]})
+            emit(
+                {
+                    "step": "done",
+                    "protocolVersion": client.protocol_version,
+                    "tools": [t.name for t in tools.tools],
+                    "registered": storage.client is not None,
+                    "authorizations": seen.get("authorizations", 0),
+                    "authorizationQuery": seen.get("authorizationQuery"),
+                    "redirect": {k: v for k, v in (seen.get("redirect") or {}).items() if k != "code"},
+                    "tokenScope": storage.tokens.scope if storage.tokens else None,
+                    "openIntents": opened,
+                    "submitted": submitted,
+                    "wire": rec.log,
+                }
+            )
+
+
+def refusal_in(e: BaseException) -> PersonRefused | None:
+    """The PersonRefused in `e`, its causes or (nested) exception groups."""
+    seen: set[int] = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, PersonRefused):
+            return x
+        todo.extend(getattr(x, "exceptions", ()))
+        todo.extend([x.__cause__, x.__context__])
+    return None
+
+
+async def refused_attempt(url: str, mode: str, preload: dict[str, Any] | None) -> None:
+    seen: dict[str, Any] = {}
+    storage = MemoryStorage()
+    if preload:
+        storage.client = OAuthClientInformationFull.model_validate(preload["client"])
+        storage.tokens = OAuthToken.model_validate(preload["tokens"])
+    provider = oauth_provider(url, os.environ["ISTO_SESSION_COOKIE"], seen, storage)
+    rec = Recorder()
+    try:
+        async with http_client(rec, auth=provider) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                tools = await client.list_tools()
+                emit({"step": "served", "preloaded": bool(preload), "tools": [t.name for t in tools.tools], "wire": rec.log})
+                return
+    except Exception as e:  # noqa: BLE001 - only the person's refusal is expected
+        refused = refusal_in(e)
+        if refused is None:
+            raise
+        emit(
+            {
+                "step": "refused",
+                "preloaded": bool(preload),
+                "status": refused.status,
+                "authorizationQuery": seen.get("authorizationQuery"),
+                "wire": rec.log,
+            }
+        )
+
+
+async def refused_flow(url: str, mode: str) -> None:
+    await refused_attempt(url, mode, None)
+    preload = json.loads(os.environ.get("ISTO_PRELOAD") or "null")
+    if preload:
+        await refused_attempt(url, mode, preload)
+
+
+FLOWS = {"consent": consent_flow, "oauth": oauth_flow, "seller": seller_flow, "refused": refused_flow}
+
+
 def main() -> int:
-    if len(sys.argv) != 4 or sys.argv[1] not in ("consent", "oauth"):
-        print("usage: mcp_python_flow.py consent|oauth URL legacy|2026-07-28", file=sys.stderr)
+    if len(sys.argv) != 4 or sys.argv[1] not in FLOWS:
+        print(f"usage: mcp_python_flow.py {'|'.join(FLOWS)} URL legacy|2026-07-28", file=sys.stderr)
         return 2
     flow, url, mode = sys.argv[1:]
     try:
-        anyio.run(consent_flow if flow == "consent" else oauth_flow, url, mode)
+        anyio.run(FLOWS[flow], url, mode)
     except BaseException as e:  # noqa: BLE001 - reported to the test, with its kind
         print(f"{flow} flow failed: {type(e).__name__}: {e}", file=sys.stderr)
         if hasattr(e, "exceptions"):

@@ -10,7 +10,7 @@
 
 import { createHash, randomBytes } from "node:crypto";
 
-import { Browser, extractUrls, findPostForm, htmlText, mailIsFor, randomToken } from "./harness.mjs";
+import { Browser, extractUrls, findPostForm, freePort, htmlText, mailIsFor, randomToken } from "./harness.mjs";
 
 // ---------------------------------------------------------------------------
 // PKCE and small HTTP helpers
@@ -263,6 +263,29 @@ export async function codeGrant(isto, browser, credentials, client, { redirectUr
     ...(resource ? { resource } : {}),
   });
   return { redirect, code, verifier, state, redirectUri, token };
+}
+
+/**
+ * A buyer with a token for `resource` (default `<public>/mcp/buyer`, scope `intents`),
+ * made with raw HTTP: sign-up (`signUpBuyer`), a public client registered on a
+ * 127.0.0.1 callback, and `codeGrant` (the person allows). Throws unless the token
+ * endpoint answers 200.
+ * @returns {Promise<{person, client, tokens}>} the signed-in person, the registration
+ *   response and the token response.
+ */
+export async function buyerWithToken(isto, smtp, { resource = `${isto.baseUrl}/mcp/buyer`, scope = "intents" } = {}) {
+  const person = await signUpBuyer(isto, smtp);
+  const reg = await registerClient(isto.baseUrl, {
+    client_name: "isto e2e buyer agent",
+    redirect_uris: [`http://127.0.0.1:${await freePort()}/callback`],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  });
+  if (reg.status !== 201) throw new Error(`registration: HTTP ${reg.status} ${JSON.stringify(reg.body)}`);
+  const grant = await codeGrant(isto, person.browser, person, reg.body, { resource, scope });
+  if (grant.token.status !== 200) throw new Error(`token: HTTP ${grant.token.status} ${JSON.stringify(grant.token.body)}`);
+  return { person, client: reg.body, tokens: grant.token.body };
 }
 
 // ---------------------------------------------------------------------------
