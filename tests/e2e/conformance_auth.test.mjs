@@ -28,9 +28,17 @@
 // person in on /signin, POSTs Allow on the consent page and delivers the redirect to the
 // runner's callback. The test passes only when the runner exits 0 and no check of either
 // scenario is a FAILURE.
+//
+// Spec versions: the runner is started without --spec-version, so every check of both
+// scenarios runs. Its --spec-version only filters checks by the revision they were
+// introduced in (the scenarios do not depend on it): for 2026-07-28 the authorization
+// scenarios are these same two, with the same checks (metadata, its client ID metadata
+// document field, the code grant and token response). A second test asks the runner's
+// `list --authorization --spec-version 2026-07-28` and fails when it names a scenario
+// not run here.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import test from "node:test";
@@ -198,3 +206,15 @@ test(`MCP conformance authorization (${pkg.name}@${pkg.version}): ${SCENARIOS.jo
     assert.equal(code, 0, `conformance authorization failed:\n${out}`);
   });
 }));
+
+test(`MCP conformance authorization (${pkg.name}@${pkg.version}): the runner's 2026-07-28 authorization scenarios are the ones run above`, () => {
+  const r = spawnSync(process.execPath, ["--import", COMPAT, RUNNER, "list", "--authorization", "--spec-version", "2026-07-28"], {
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+    timeout: 60000,
+  });
+  assert.equal(r.status, 0, `conformance list failed: ${r.stdout}\n${r.stderr}`);
+  const listed = [...r.stdout.matchAll(/^\s*-\s+(\S+)/gm)].map((m) => m[1]);
+  assert.ok(listed.length > 0, `no scenario listed:\n${r.stdout}`);
+  assert.deepEqual(listed.filter((name) => !SCENARIOS.includes(name)), [], `2026-07-28 authorization scenarios not run here:\n${r.stdout}`);
+});
