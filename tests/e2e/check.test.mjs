@@ -73,6 +73,7 @@ async function istoTools(mcpUrl) {
 
 test("isto check passes against isto in both revisions and cleans up; registry-entry carries the report", async (t) => {
   await withIsto(t, { prefix: "isto-e2e-check-", smtp: false }, async (env) => {
+    const doc = await (await fetch(`${env.isto.baseUrl}/.well-known/isto-intents`)).json();
     const { report, code, stderr } = await check(env.isto.mcpUrl);
     assert.ok(report, `no JSON report: ${stderr}`);
     t.diagnostic(JSON.stringify(report.checks.map((c) => `${c.status} ${c.revision ?? "-"} ${c.id}`)));
@@ -115,11 +116,8 @@ test("isto check passes against isto in both revisions and cleans up; registry-e
     for (const id of ["oauth.challenge", "oauth.resource_metadata", "oauth.as_metadata", "rate.limit"]) {
       assert.ok(holderWide.includes(id), `${id} did not pass`);
     }
-    // The table form: one line per check and the summary.
-    const table = await runIsto(["check", env.isto.mcpUrl, "--revision", "2026-07-28"], { timeout: 120000 });
-    assert.equal(table.code, 0, table.stdout + table.stderr);
-    assert.match(table.stdout, /^pass\s+2026-07-28\s+publish\.intent_code\s/m);
-    assert.match(table.stdout, /^OK: \d+ passed, 0 failed/m);
+    // (The check ended with its rate-limit burst: this address is limited for a moment,
+    // so nothing below talks HTTP to isto; the metadata document was read before.)
 
     // Every draft the check made is withdrawn.
     const stats = JSON.parse((await env.isto.run(["admin", "stats", "--json"])).stdout);
@@ -133,7 +131,6 @@ test("isto check passes against isto in both revisions and cleans up; registry-e
     const entryRun = await env.isto.run(["admin", "registry-entry", "--check-result", file, "--json"]);
     assert.equal(entryRun.code, 0, entryRun.stderr);
     const entry = JSON.parse(entryRun.stdout);
-    const doc = await (await fetch(`${env.isto.baseUrl}/.well-known/isto-intents`)).json();
     for (const k of ["name", "countries", "languages", "endpoints"]) assert.deepEqual(entry[k], doc[k], k);
     assert.deepEqual(entry.categories, doc.categories.map((c) => c.key));
     assert.deepEqual(entry.protocolRevisions, ["2025-11-25", "2026-07-28"]);
@@ -166,6 +163,13 @@ test("isto check fails, naming the check, against deliberately broken holders", 
         assert.deepEqual(failing(report), expected, `${brk}: ${JSON.stringify(report.checks, null, 1)}`);
         assert.equal(code, expected.length === 0 ? 0 : 1, brk);
         assert.equal(report.ok, expected.length === 0);
+        if (brk === "none") {
+          // The table form: one line per check and the summary.
+          const table = await runIsto(["check", holder.url, "--revision", "2025-11-25"], { timeout: 120000 });
+          assert.equal(table.code, 0, table.stdout + table.stderr);
+          assert.match(table.stdout, /^pass\s+2025-11-25\s+publish\.intent_code\s/m);
+          assert.match(table.stdout, /^OK: \d+ passed, 0 failed/m);
+        }
         for (const id of expected) {
           const c = report.checks.find((x) => x.id === id && x.status === "fail");
           t.diagnostic(`${brk}: ${id}: ${c.detail}`);
