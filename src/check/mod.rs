@@ -472,7 +472,7 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
     let code = codes[0].clone();
     // get / list_matches by code.
     let got = run.call(s, "intent_get_intent", json!({"intentCode": code})).await;
-    let status = got.as_ref().ok().and_then(|a| scan::intent_status(a));
+    let status = got.as_ref().ok().and_then(scan::intent_status);
     run.judge(
         "get.by_code",
         rev,
@@ -514,7 +514,7 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
         }
     }
     let after = run.call(s, "intent_get_intent", json!({"intentCode": code})).await;
-    let still = after.as_ref().ok().and_then(|a| scan::intent_status(a));
+    let still = after.as_ref().ok().and_then(scan::intent_status);
     if still.as_deref() != Some("awaiting_consent") {
         differ.push(format!(
             "after a withdraw with a wrong code the draft's status is {}",
@@ -538,7 +538,7 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
         !a.refused() && a.structured.as_ref().map_or(a.text.contains("withdrawn"), |v| v["status"] == "withdrawn")
     });
     let g = run.call(s, "intent_get_intent", json!({"intentCode": code})).await;
-    let g_status = g.as_ref().ok().and_then(|a| scan::intent_status(a));
+    let g_status = g.as_ref().ok().and_then(scan::intent_status);
     run.judge(
         "withdraw.immediate",
         rev,

@@ -434,7 +434,7 @@ mod tests {
             "area": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"place": {}, "buyer": {"type": "object", "properties": {"e_mail": {}}}}}]},
             "extra": {"type": "array", "items": {"properties": {"phoneNumber": {}, "fullName": {}}}}
         }});
-        assert_eq!(contact_properties(&s), vec!["area.buyer.e_mail", "extra.phoneNumber", "extra.fullName"]);
+        assert_eq!(contact_properties(&s), vec!["area.buyer.e_mail", "extra.fullName", "extra.phoneNumber"]);
         assert!(contact_properties(&json!({"properties": {"statement": {}, "budget": {"properties": {"max": {}}}}}))
             .is_empty());
     }
