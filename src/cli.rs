@@ -63,6 +63,28 @@ pub enum Command {
     /// (the Debian package ships both; for an install from source).
     #[command(subcommand)]
     Generate(GenerateCommand),
+    /// Run the MCP binding's automated check against a holder's MCP endpoint (any
+    /// holder, this one included) and print a pass/fail table: tools and schemas, the
+    /// disclaimer, intentCode entropy, the code's powers, withdrawal, secrets in answers,
+    /// demand thresholds, errors, rate limits, OAuth metadata, transport. It publishes a
+    /// few drafts (no contact) and withdraws them; it never opens a consent page. Exit
+    /// status: 0 every check passed, 1 a check failed, 2 the check could not run.
+    Check(CheckArgs),
+}
+
+/// Options of `isto check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The holder's MCP endpoint, e.g. https://holder.example/mcp. `http` is for
+    /// loopback and testing only.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The MCP revision(s) to check in.
+    #[arg(long, value_name = "REVISION", default_value = "both", value_parser = ["2025-11-25", "2026-07-28", "both"])]
+    pub revision: String,
+    /// Print the report as JSON: {"ok","holder","revisions","checks":[{"id","revision","ref","status","detail"}]}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `isto generate ...`.
@@ -215,6 +237,17 @@ pub enum AdminCommand {
         #[arg(long)]
         dry_run: bool,
         /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print this holder's entry for the Isto Intents Registry (PROTOCOL.md §8): name,
+    /// countries, categories, languages, endpoints and MCP revisions — the same data as
+    /// GET /.well-known/isto-intents — with the result of `isto check --json` when given.
+    RegistryEntry {
+        /// A file with the JSON report of `isto check --json` to include as `check`.
+        #[arg(long, value_name = "FILE")]
+        check_result: Option<PathBuf>,
+        /// Print compact JSON (one line) instead of indented JSON.
         #[arg(long)]
         json: bool,
     },

@@ -110,6 +110,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             served?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Check(args) => {
+            init_logging(level, None);
+            let Some(revs) = isto::check::revisions(&args.revision) else {
+                anyhow::bail!("--revision must be 2025-11-25, 2026-07-28 or both");
+            };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting tokio")?;
+            match rt.block_on(isto::check::run(&args.url, &revs)) {
+                Ok(report) => {
+                    if args.json {
+                        println!("{}", serde_json::to_string(&report)?);
+                    } else {
+                        print!("{}", report.table());
+                    }
+                    Ok(ExitCode::from(report.exit_code()))
+                }
+                Err(e) => {
+                    if args.json {
+                        println!("{}", serde_json::json!({"ok": false, "holder": args.url, "error": e.to_string()}));
+                    } else {
+                        eprintln!("error: the check could not run: {e}");
+                    }
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
         Command::Generate(cmd) => {
             isto::generate::run(cmd, o.data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -199,6 +224,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 AdminCommand::Keys(KeysCommand::Retire { id, json }) => {
                     isto::admin::keys_retire(&settings, &id, json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                AdminCommand::RegistryEntry { check_result, json } => {
+                    isto::admin::registry_entry(&settings, check_result.as_deref(), json)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 AdminCommand::Purge { dry_run, json } => {

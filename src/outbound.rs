@@ -4,7 +4,10 @@
 //! address [`is_forbidden`] allows (no loopback, private, link-local, CGNAT,
 //! documentation, multicast or IPv4-embedding IPv6 addresses: no SSRF), follows no
 //! redirects, uses no proxy, bounds the whole fetch by a timeout and the body by a byte
-//! limit ([`FetchError`] never carries the remote body).
+//! limit ([`FetchError`] never carries the remote body). A [`Probe`] is the client of
+//! `isto check URL` alone: it connects to the address the operator typed (loopback
+//! included, `http` or `https`), with no redirects and bounded in time and size, and
+//! returns every answer for judging.
 
 use reqwest::header;
 use serde_json::Value;
@@ -137,6 +140,158 @@ impl Fetcher {
             Some(first) if addrs.iter().all(allowed) => Ok(*first),
             _ => Err(FetchError::Address),
         }
+    }
+}
+
+/// One answer of a [`Probe`]: the status, the headers (names lower-case, values that
+/// are not visible ASCII dropped) and at most the probe's byte limit of the body.
+#[derive(Debug, Clone)]
+pub struct ProbeResponse {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The response headers, names lower-case, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The body, cut at the probe's limit (then `truncated`).
+    pub body: Vec<u8>,
+    /// Whether the body was longer than the limit (the rest was not read).
+    pub truncated: bool,
+}
+
+impl ProbeResponse {
+    /// The first value of header `name` (lower-case), if any.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a [`Probe`] request gave no answer at all (an HTTP error status is an answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The URL is not `http`/`https` or has no host, or a header is not valid.
+    #[error("URL or header not allowed")]
+    Url,
+    /// No HTTP client could be built.
+    #[error("no HTTP client")]
+    Unavailable,
+    /// The request or the body took longer than the timeout.
+    #[error("timed out")]
+    Timeout,
+    /// Connecting, sending or reading failed (the cause, for the operator).
+    #[error("connection failed: {0}")]
+    Failed(String),
+}
+
+/// An HTTP client for an address the operator names on the command line (`isto check
+/// URL`): `http` or `https` to any address, loopback included — the operator chooses
+/// the URL, no remote party does, so the SSRF guard of [`Fetcher`] does not apply —,
+/// no redirects, no proxy, every request bounded by a timeout (the whole exchange,
+/// body included) and every body by a byte limit. Unlike [`Fetcher`] it answers every
+/// status with its headers and body, for a checker to judge.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    http: reqwest::Client,
+    timeout: Duration,
+    max_bytes: usize,
+}
+
+impl Probe {
+    /// A probe whose requests last at most `timeout` each and read at most `max_bytes`
+    /// of each body.
+    ///
+    /// # Errors
+    /// [`ProbeError::Unavailable`] when the TLS client cannot be built.
+    pub fn new(timeout: Duration, max_bytes: usize) -> Result<Self, ProbeError> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .no_proxy()
+            .user_agent(concat!("isto-check/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|_| ProbeError::Unavailable)?;
+        Ok(Self { http, timeout, max_bytes })
+    }
+
+    /// Sends `method` to `url` with `headers` and `body`, and reads the answer: the body
+    /// until it ends, the limit is reached (then `truncated`), or — for a
+    /// `text/event-stream` answer — until `stop_sse` says the events read so far are
+    /// enough (an SSE stream a server keeps open ends there).
+    ///
+    /// # Errors
+    /// [`ProbeError`]: bad URL or header, timeout, connection failure.
+    pub async fn send(
+        &self,
+        method: &str,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<ProbeResponse, ProbeError> {
+        match tokio::time::timeout(self.timeout, self.exchange(method, url, headers, body, stop_sse)).await {
+            Ok(r) => r,
+            Err(_) => Err(ProbeError::Timeout),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<ProbeResponse, ProbeError> {
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(ProbeError::Url);
+        }
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| ProbeError::Url)?;
+        let mut req = self.http.request(method, url.clone());
+        for (n, v) in headers {
+            let name = header::HeaderName::from_bytes(n.as_bytes()).map_err(|_| ProbeError::Url)?;
+            let value = header::HeaderValue::from_str(v).map_err(|_| ProbeError::Url)?;
+            req = req.header(name, value);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let describe = |e: reqwest::Error| {
+            if e.is_timeout() {
+                ProbeError::Timeout
+            } else {
+                // The cause chain names what failed (refused, DNS, TLS), never a body.
+                let mut msg = e.to_string();
+                let mut src = std::error::Error::source(&e);
+                while let Some(s) = src {
+                    msg.push_str(": ");
+                    msg.push_str(&s.to_string());
+                    src = s.source();
+                }
+                ProbeError::Failed(msg)
+            }
+        };
+        let mut res = req.send().await.map_err(describe)?;
+        let status = res.status().as_u16();
+        let headers: Vec<(String, String)> = res
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str().to_owned(), v.to_owned())))
+            .collect();
+        let sse = headers.iter().any(|(n, v)| n == "content-type" && v.starts_with("text/event-stream"));
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = res.chunk().await.map_err(describe)? {
+            if body.len() + chunk.len() > self.max_bytes {
+                let room = self.max_bytes - body.len();
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+            if sse && stop_sse(&body) {
+                break;
+            }
+        }
+        Ok(ProbeResponse { status, headers, body, truncated })
     }
 }
 

@@ -565,5 +565,36 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
     Ok(report)
 }
 
+/// `isto admin registry-entry`: prints this holder's entry for the Isto Intents
+/// Registry ([`crate::metadata::registry_entry`], drawn from the same document as `GET
+/// /.well-known/isto-intents`), with the `isto check --json` report in `check_result`
+/// (a file) when given; indented, or on one line with `json_output`. Needs no store.
+///
+/// # Errors
+/// The check result file unreadable or not a JSON object.
+pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_output: bool) -> anyhow::Result<Value> {
+    let check = match check_result {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let v: Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON (give the output of `isto check --json`)", p.display()))?;
+            if !v.is_object() || v.get("checks").is_none() {
+                anyhow::bail!("{} is not an `isto check --json` report (no \"checks\")", p.display());
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let consent = crate::protocol::consent::ConsentTexts::load(&settings.consent_dir());
+    let doc = crate::metadata::document(settings, &consent);
+    let entry = crate::metadata::registry_entry(&doc, &settings.public_url.base, check);
+    if json_output {
+        println!("{}", serde_json::to_string(&entry)?);
+    } else {
+        println!("{}", serde_json::to_string_pretty(&entry)?);
+    }
+    Ok(entry)
+}
+
 #[cfg(test)]
 mod tests;

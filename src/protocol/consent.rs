@@ -6,6 +6,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The languages the holder serves: its pages and its consent texts (one text each).
+pub const LANGUAGES: [&str; 3] = ["sk", "cs", "en"];
+
 #[derive(RustEmbed)]
 #[folder = "assets/consent/"]
 struct ConsentAssets;
@@ -32,7 +35,7 @@ impl ConsentTexts {
     /// Loads the texts (operator files win over shipped ones).
     pub fn load(dir: &Path) -> Self {
         let mut by_lang = BTreeMap::new();
-        for lang in ["sk", "cs", "en"] {
+        for lang in LANGUAGES {
             let name = format!("{lang}.txt");
             let body = std::fs::read_to_string(dir.join(&name))
                 .ok()

@@ -20,68 +20,24 @@
 //! metadata is at `<issuer>/.well-known/oauth-authorization-server`. Public, cached for
 //! five minutes (`Cache-Control: public, max-age=300`); it holds nothing private.
 
-use super::i18n::LANGUAGES;
 use super::Shared;
-use crate::protocol::CATEGORIES;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// The route (merged into the pages' router before its state is set; no page headers).
 pub(super) fn routes() -> Router<Shared> {
     Router::new().route("/.well-known/isto-intents", get(metadata))
 }
 
-/// The metadata document (see the module docs); also what `isto admin registry-entry`
-/// can draw countries, categories, languages and endpoints from.
+/// The metadata document ([`crate::metadata::document`]: the one source, which `isto
+/// admin registry-entry` draws from too).
 pub fn document(h: &AppState) -> Value {
-    let s = &h.base.settings;
-    let base = &s.public_url.base;
-    let mut countries: Vec<&str> = Vec::new();
-    for (_, country) in crate::gazetteer::all_regions() {
-        if !countries.contains(&country) {
-            countries.push(country);
-        }
-    }
-    let categories: Vec<Value> = CATEGORIES
-        .iter()
-        .map(|c| {
-            let attributes: Vec<Value> = c
-                .attributes
-                .iter()
-                .map(|(key, kind, unit)| {
-                    let mut a = json!({"key": key, "type": kind});
-                    if let Some(u) = unit {
-                        a["unit"] = json!(u);
-                    }
-                    a
-                })
-                .collect();
-            let grid = crate::demand::grid(s, c.key);
-            json!({"key": c.key, "attributes": attributes, "currency": grid.currency, "bandGrid": grid.to_json()})
-        })
-        .collect();
-    let consent: Map<String, Value> =
-        LANGUAGES.iter().map(|l| ((*l).to_owned(), Value::String(h.base.consent.get(l).version))).collect();
-    json!({
-        "name": s.holder_name,
-        "countries": countries,
-        "languages": LANGUAGES,
-        "categories": categories,
-        "rates": s.rates,
-        "endpoints": {
-            "mcp": format!("{base}/mcp"),
-            "buyer": crate::oauth::Resource::Buyer.url(base),
-            "seller": crate::oauth::Resource::Seller.url(base),
-            "authorizationServer": base,
-        },
-        "consentTextVersions": consent,
-        "k": s.demand_k,
-    })
+    crate::metadata::document(&h.base.settings, &h.base.consent)
 }
 
 /// `GET /.well-known/isto-intents`.

@@ -20,7 +20,7 @@ use account::{ACCOUNT_CS, ACCOUNT_EN, ACCOUNT_SK};
 use pages::*;
 pub use pages::{AuthorizeText, DemandText, MineText, SellerText};
 
-pub const LANGUAGES: [&str; 3] = ["sk", "cs", "en"];
+pub use crate::protocol::consent::LANGUAGES;
 
 /// One of [`LANGUAGES`] equal to `s`, if any (a form's `lang` field).
 pub fn language(s: &str) -> Option<&'static str> {

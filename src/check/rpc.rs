@@ -1,0 +1,353 @@
+//! The check's MCP client: JSON-RPC over Streamable HTTP (MCP 2025-11-25 "Transports")
+//! for the two revisions, over [`crate::outbound::Probe`] — every request bounded in time
+//! and size. 2025-11-25: `initialize`, `notifications/initialized`, then requests with
+//! `Mcp-Session-Id` and `MCP-Protocol-Version`, `DELETE` at the end. 2026-07-28:
+//! stateless, `server/discover` first, every request with its `_meta` (protocol
+//! version, client info, capabilities) and the `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` headers. An answer is read as JSON or from an SSE stream (the event that
+//! carries the response to the request's id).
+
+use crate::outbound::{Probe, ProbeResponse};
+use serde_json::{json, Value};
+use url::Url;
+
+/// The MCP revisions the check speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revision {
+    /// MCP 2025-11-25: `initialize` and sessions.
+    V2025,
+    /// MCP 2026-07-28: stateless, `server/discover`.
+    V2026,
+}
+
+impl Revision {
+    /// The revision's date string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Revision::V2025 => "2025-11-25",
+            Revision::V2026 => "2026-07-28",
+        }
+    }
+}
+
+/// Both Accept forms of the transport: an MCP client sends the first; a client that
+/// accepts only JSON must be answered too (issue 12 point 1).
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// The JSON-only Accept form.
+pub const ACCEPT_JSON: &str = "application/json";
+
+/// One JSON-RPC exchange: the HTTP answer and the JSON-RPC response found in it.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// The HTTP answer (status, headers, body).
+    pub http: ProbeResponse,
+    /// The JSON-RPC response to the request, if the body held one.
+    pub message: Option<Value>,
+}
+
+/// A tool call's outcome as a client sees it.
+#[derive(Debug, Clone)]
+pub struct ToolAnswer {
+    /// `result.isError`.
+    pub is_error: bool,
+    /// A JSON-RPC error instead of a result (`{code, message, data?}`).
+    pub rpc_error: Option<Value>,
+    /// Every text content, joined by newlines.
+    pub text: String,
+    /// `result.structuredContent`.
+    pub structured: Option<Value>,
+    /// The whole HTTP body as received (what the secrets are searched in).
+    pub raw: String,
+}
+
+impl ToolAnswer {
+    /// Whether the call was refused (a tool error or a JSON-RPC error).
+    pub fn refused(&self) -> bool {
+        self.is_error || self.rpc_error.is_some()
+    }
+
+    /// The error a client sees (tool error text or JSON-RPC error message), for the
+    /// "names the field" and "indistinguishable" checks.
+    pub fn error_text(&self) -> String {
+        match &self.rpc_error {
+            Some(e) => format!(
+                "{} {}",
+                e.get("message").and_then(Value::as_str).unwrap_or(""),
+                e.get("data").map(Value::to_string).unwrap_or_default()
+            ),
+            None => self.text.clone(),
+        }
+    }
+
+    /// The answer's shape and text with the request id left out: two refusals a
+    /// client cannot tell apart have the same signature.
+    pub fn signature(&self) -> String {
+        match &self.rpc_error {
+            Some(e) => format!("jsonrpc-error {e}"),
+            None => format!(
+                "isError={} text={} structured={}",
+                self.is_error,
+                self.text,
+                self.structured.as_ref().map(Value::to_string).unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// An MCP client session on one endpoint in one revision.
+pub struct Session {
+    probe: Probe,
+    url: Url,
+    /// The revision spoken.
+    pub revision: Revision,
+    session_id: Option<String>,
+    next_id: u64,
+    /// The opening answer: the `initialize` or `server/discover` result.
+    pub opened: Value,
+    /// The Content-Type of the opening answer.
+    pub opened_content_type: String,
+}
+
+/// The `_meta` every 2026-07-28 request carries (SEP "stateless requests").
+fn meta_2026() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": Revision::V2026.as_str(),
+        "io.modelcontextprotocol/clientInfo": {"name": "isto-check", "version": env!("CARGO_PKG_VERSION")},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// The opening request of `revision` (id 1): `initialize` or `server/discover`.
+pub fn opening_body(revision: Revision) -> Value {
+    match revision {
+        Revision::V2025 => json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": Revision::V2025.as_str(),
+            "capabilities": {},
+            "clientInfo": {"name": "isto-check", "version": env!("CARGO_PKG_VERSION")}
+        }}),
+        Revision::V2026 => {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta_2026()}})
+        }
+    }
+}
+
+/// The JSON-RPC response with `id` in an SSE body, if one has arrived.
+fn sse_response(body: &[u8], id: u64) -> Option<Value> {
+    let text = String::from_utf8_lossy(body);
+    let text = text.replace("\r\n", "\n");
+    for event in text.split("\n\n") {
+        let data: Vec<&str> =
+            event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+        if data.is_empty() {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+            let is_response = v.get("result").is_some() || v.get("error").is_some();
+            if is_response && v.get("id").and_then(Value::as_u64) == Some(id) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// Sends one JSON-RPC `body` (a request with `id`, or a notification with `id` 0) to
+/// `url` with `headers`, and finds its response.
+///
+/// # Errors
+/// The probe's error, as text.
+pub async fn post(
+    probe: &Probe,
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: &Value,
+    id: u64,
+) -> Result<Exchange, String> {
+    let mut all: Vec<(&str, &str)> = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+    let stop = move |b: &[u8]| sse_response(b, id).is_some();
+    let http = probe.send("POST", url, &all, Some(bytes), &stop).await.map_err(|e| e.to_string())?;
+    let sse = http.header("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
+    let message = if sse {
+        sse_response(&http.body, id)
+    } else {
+        serde_json::from_slice::<Value>(&http.body)
+            .ok()
+            .filter(|v| v.get("result").is_some() || v.get("error").is_some())
+    };
+    Ok(Exchange { http, message })
+}
+
+impl Session {
+    /// Opens a session: `initialize` + `notifications/initialized` (2025-11-25) or
+    /// `server/discover` (2026-07-28), with both Accept forms.
+    ///
+    /// # Errors
+    /// What went wrong, for the report (unreachable, an HTTP status, no JSON-RPC result).
+    pub async fn open(probe: &Probe, url: &Url, revision: Revision) -> Result<Self, String> {
+        let body = opening_body(revision);
+        let mut headers = vec![("accept", ACCEPT_BOTH)];
+        if revision == Revision::V2026 {
+            headers.push(("mcp-protocol-version", Revision::V2026.as_str()));
+            headers.push(("mcp-method", "server/discover"));
+        }
+        let ex = post(probe, url, &headers, &body, 1).await?;
+        let Some(msg) = ex.message else {
+            return Err(format!(
+                "{} answered HTTP {} ({}) without a JSON-RPC response",
+                body["method"].as_str().unwrap_or(""),
+                ex.http.status,
+                ex.http.header("content-type").unwrap_or("no content type")
+            ));
+        };
+        let Some(result) = msg.get("result").cloned() else {
+            return Err(format!("{} was refused: {}", body["method"].as_str().unwrap_or(""), msg["error"]));
+        };
+        let s = Self {
+            probe: probe.clone(),
+            url: url.clone(),
+            revision,
+            session_id: ex.http.header("mcp-session-id").map(str::to_owned),
+            next_id: 2,
+            opened: result,
+            opened_content_type: ex.http.header("content-type").unwrap_or("").to_owned(),
+        };
+        if revision == Revision::V2025 {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let headers = s.headers(None, None);
+            let h: Vec<(&str, &str)> = headers.iter().map(|(a, b)| (*a, b.as_str())).collect();
+            post(&s.probe, &s.url, &h, &note, 0).await?;
+        }
+        Ok(s)
+    }
+
+    /// The headers of a request in this session.
+    fn headers(&self, method: Option<&str>, name: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut h =
+            vec![("accept", ACCEPT_BOTH.to_owned()), ("mcp-protocol-version", self.revision.as_str().to_owned())];
+        if let Some(id) = &self.session_id {
+            h.push(("mcp-session-id", id.clone()));
+        }
+        if self.revision == Revision::V2026 {
+            if let Some(m) = method {
+                h.push(("mcp-method", m.to_owned()));
+            }
+            if let Some(n) = name {
+                h.push(("mcp-name", n.to_owned()));
+            }
+        }
+        h
+    }
+
+    /// Sends `method` with `params` and returns the exchange.
+    ///
+    /// # Errors
+    /// The probe's error, as text.
+    pub async fn request(&mut self, method: &str, params: Value, name: Option<&str>) -> Result<Exchange, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut params = params;
+        if self.revision == Revision::V2026 {
+            if let Some(p) = params.as_object_mut() {
+                p.insert("_meta".into(), meta_2026());
+            }
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let headers = self.headers(Some(method), name);
+        let h: Vec<(&str, &str)> = headers.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        post(&self.probe, &self.url, &h, &body, id).await
+    }
+
+    /// `tools/list` (every page, at most 10).
+    ///
+    /// # Errors
+    /// Transport failures and JSON-RPC errors, as text.
+    pub async fn list_tools(&mut self) -> Result<Vec<Value>, String> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..10 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let ex = self.request("tools/list", params, None).await?;
+            let msg =
+                ex.message.ok_or_else(|| format!("tools/list: HTTP {} without a JSON-RPC response", ex.http.status))?;
+            let result = msg.get("result").ok_or_else(|| format!("tools/list refused: {}", msg["error"]))?;
+            tools.extend(result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
+            cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+
+    /// `tools/call` of `name` with `arguments`.
+    ///
+    /// # Errors
+    /// Transport failures, or an HTTP answer without a JSON-RPC response, as text.
+    pub async fn call(&mut self, name: &str, arguments: Value) -> Result<ToolAnswer, String> {
+        let ex = self.request("tools/call", json!({"name": name, "arguments": arguments}), Some(name)).await?;
+        let raw = String::from_utf8_lossy(&ex.http.body).into_owned();
+        let msg = ex.message.ok_or_else(|| format!("{name}: HTTP {} without a JSON-RPC response", ex.http.status))?;
+        if let Some(e) = msg.get("error") {
+            return Ok(ToolAnswer {
+                is_error: false,
+                rpc_error: Some(e.clone()),
+                text: String::new(),
+                structured: None,
+                raw,
+            });
+        }
+        let result = msg.get("result").cloned().unwrap_or(Value::Null);
+        let text = result
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        Ok(ToolAnswer {
+            is_error: result.get("isError").and_then(Value::as_bool).unwrap_or(false),
+            rpc_error: None,
+            text,
+            structured: result.get("structuredContent").cloned(),
+            raw,
+        })
+    }
+
+    /// A request the holder answers cheaply (the rate-limit probe): `ping` on
+    /// 2025-11-25, `tools/list` on 2026-07-28 (which has no `ping` outside a request);
+    /// returns the HTTP answer.
+    ///
+    /// # Errors
+    /// The probe's error, as text.
+    pub async fn cheap(&mut self) -> Result<ProbeResponse, String> {
+        let method = match self.revision {
+            Revision::V2025 => "ping",
+            Revision::V2026 => "tools/list",
+        };
+        Ok(self.request(method, json!({}), None).await?.http)
+    }
+
+    /// Ends the session (2025-11-25: `DELETE` with the session id; errors ignored).
+    pub async fn close(self) {
+        if let Some(id) = &self.session_id {
+            let h = [("mcp-session-id", id.as_str()), ("mcp-protocol-version", self.revision.as_str())];
+            let _ = self.probe.send("DELETE", &self.url, &h, None, &|_| false).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_finds_the_response_to_its_id() {
+        let body = b"id: 0\nretry: 3000\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}\n\n";
+        assert_eq!(sse_response(body, 7).unwrap()["result"]["a"], 1);
+        assert!(sse_response(body, 8).is_none());
+        assert!(sse_response(b"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"res", 7).is_none());
+    }
+}
