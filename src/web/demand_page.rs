@@ -248,9 +248,10 @@ fn svg(t: &DemandText, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup 
 /// The same numbers as a table (regions × budget bands).
 fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
     let labels = map.grid.budget_labels();
-    html! {
+    let caption_id = format!("table-{}", BUY_BY_BANDS[y]);
+    pages::scroll_box(&caption_id, html! {
         table.criteria {
-            caption {
+            caption id=(caption_id) {
                 (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y])
                 " — " (t.brackets)
             }
@@ -274,5 +275,5 @@ fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
                 }
             }
         }
-    }
+    })
 }
