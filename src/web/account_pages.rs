@@ -175,6 +175,7 @@ pub fn signup(ui: &Ui, p: &SignupPage<'_>) -> Markup {
             (password_field("password", "password", ui.password_optional_label, "new-password", false, Some(ui.password_optional_hint)))
             div.check {
                 input #accept type="checkbox" name="accept" value="yes" required
+                    aria-describedby=[about("accept").then_some("email-error")]
                     aria-invalid=[about("accept").then_some("true")];
                 label for="accept" { (ui.accept_label) }
             }

@@ -13,10 +13,11 @@
 //! `/mcp/seller` (otherwise a 403 page with a link back to the client). The Allow form is
 //! single-use: posting it again mints no second code ([`authorize::allow`]).
 //!
-//! The page is in the holder's default language. Its CSP leaves out `form-action`
+//! The page is in the browser's language (`Accept-Language`, else the holder's default,
+//! like the sign-in page it comes from). Its CSP leaves out `form-action`
 //! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
 
-use super::i18n::{page_lang, ui, AuthorizeText, Ui};
+use super::i18n::{request_lang, ui, AuthorizeText, Ui};
 use super::{now_unix, page, pages};
 use crate::base::Base;
 use crate::crypto::token_hash;
@@ -68,9 +69,10 @@ pub(super) fn routes(app: AppState, server: Arc<Server>, people: Arc<dyn People>
     Router::new().route("/oauth/authorize", get(consent_page).post(decide)).with_state(ctx)
 }
 
-/// The page's strings: the holder's default language.
-fn texts(ctx: &Ctx) -> &'static Ui {
-    ui(page_lang(None, &ctx.app.base.settings.default_language))
+/// The page's strings: the browser's language (`Accept-Language`), else the holder's
+/// default.
+fn texts(ctx: &Ctx, headers: &HeaderMap) -> &'static Ui {
+    ui(request_lang(headers, &ctx.app.base.settings.default_language))
 }
 
 fn alert(text: &str) -> Markup {
@@ -92,8 +94,8 @@ fn to_client(url: &str) -> Response {
 
 /// The answer to a refused request; `signed_in`: whether someone is signed in (only
 /// then may a refusal go back to the client).
-fn refusal(ctx: &Ctx, r: Refusal, signed_in: bool) -> Response {
-    let u = texts(ctx);
+fn refusal(ctx: &Ctx, headers: &HeaderMap, r: Refusal, signed_in: bool) -> Response {
+    let u = texts(ctx, headers);
     let t = u.authorize;
     match r {
         Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why)),
@@ -132,7 +134,7 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
         if denied == Denied::MissingCredentials {
             return Err(signin(p));
         }
-        let u = texts(ctx);
+        let u = texts(ctx, headers);
         let t = u.authorize;
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
         let back = authorize::error_url(
@@ -173,14 +175,14 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
     let p = Params::parse(query.unwrap_or_default().as_bytes());
     let r = match authorize::validate(&ctx.server, &p).await {
         Ok(r) => r,
-        Err(f) => return refusal(&ctx, f, signed_in(&ctx, &headers)),
+        Err(f) => return refusal(&ctx, &headers, f, signed_in(&ctx, &headers)),
     };
     let account_id = match person(&ctx, &headers, &p, &r) {
         Ok(a) => a,
         Err(res) => return res,
     };
     let csrf = ctx.app.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
-    let u = texts(&ctx);
+    let u = texts(&ctx, &headers);
     page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf))
 }
 
@@ -191,13 +193,13 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     let p = Params::parse(&body);
     let r = match authorize::validate(&ctx.server, &p).await {
         Ok(r) => r,
-        Err(f) => return refusal(&ctx, f, signed_in(&ctx, &headers)),
+        Err(f) => return refusal(&ctx, &headers, f, signed_in(&ctx, &headers)),
     };
     let account_id = match person(&ctx, &headers, &p, &r) {
         Ok(a) => a,
         Err(res) => return res,
     };
-    let u = texts(&ctx);
+    let u = texts(&ctx, &headers);
     let t = u.authorize;
     let now = now_unix(&ctx.app);
     let csrf = p.get("csrf").filter(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
@@ -221,7 +223,7 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     match authorize::allow(&ctx.server, &r, account_id, csrf).await {
         Ok(Some(url)) => to_client(&url),
         Ok(None) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.answered)),
-        Err(_) => refusal(&ctx, Refusal::Internal, true),
+        Err(_) => refusal(&ctx, &headers, Refusal::Internal, true),
     }
 }
 

@@ -248,31 +248,35 @@ fn svg(t: &DemandText, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup 
 /// The same numbers as a table (regions × budget bands).
 fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
     let labels = map.grid.budget_labels();
-    html! {
-        table.criteria {
-            caption {
-                (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y])
-                " — " (t.brackets)
-            }
-            thead {
-                tr {
-                    th scope="col" { (t.region) }
-                    @for l in &labels { th scope="col" { (budget_label(t, l)) } }
+    let caption_id = format!("table-{}", BUY_BY_BANDS[y]);
+    pages::scroll_box(
+        &caption_id,
+        html! {
+            table.criteria {
+                caption id=(caption_id) {
+                    (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y])
+                    " — " (t.brackets)
                 }
-            }
-            tbody {
-                @for (a, code) in map.grid.area.iter().enumerate() {
+                thead {
                     tr {
-                        th scope="row" { (region_name(code, lang).unwrap_or(code)) }
-                        @for b in 0..labels.len() {
-                            @match map.at(y, a, b) {
-                                Some(c) => td { (c.active_intents) " (" (c.new_last_7_days) ")" },
-                                None => td { (t.withheld) },
+                        th scope="col" { (t.region) }
+                        @for l in &labels { th scope="col" { (budget_label(t, l)) } }
+                    }
+                }
+                tbody {
+                    @for (a, code) in map.grid.area.iter().enumerate() {
+                        tr {
+                            th scope="row" { (region_name(code, lang).unwrap_or(code)) }
+                            @for b in 0..labels.len() {
+                                @match map.at(y, a, b) {
+                                    Some(c) => td { (c.active_intents) " (" (c.new_last_7_days) ")" },
+                                    None => td { (t.withheld) },
+                                }
                             }
                         }
                     }
                 }
             }
-        }
-    }
+        },
+    )
 }

@@ -133,8 +133,8 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
         @if intents.is_empty() {
             p.notice { (m.none) }
         } @else {
-            table.criteria {
-                caption { (m.title) }
+            (pages::scroll_box("my-intents-caption", html! { table.criteria {
+                caption #my-intents-caption { (m.title) }
                 thead {
                     tr {
                         th scope="col" { (ui.statement) }
@@ -159,7 +159,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
                         }
                     }
                 }
-            }
+            } }))
         }
         p.hint { (ui.aggregator) }
         @if let Some(c) = signout {

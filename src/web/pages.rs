@@ -111,6 +111,16 @@ pub fn no_such_page(ui: &Ui) -> Markup {
     }
 }
 
+/// A wide data table in its own scroll box, so that a phone-wide page never scrolls
+/// sideways (WCAG 2.1 SC 1.4.10: a data table may scroll in two dimensions): a
+/// `role="region"` named by the table's caption (`caption_id`), reachable with Tab
+/// (`tabindex="0"`, so that keyboard users can scroll it too).
+pub fn scroll_box(caption_id: &str, table: Markup) -> Markup {
+    html! {
+        div.table-scroll role="region" aria-labelledby=(caption_id) tabindex="0" { (table) }
+    }
+}
+
 /// A one-paragraph message page body (done pages, refusals, errors).
 pub fn message(text: &str, alert: bool) -> Markup {
     html! {

@@ -105,8 +105,8 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
         @if shown.is_empty() {
             p.notice { (t.none) }
         } @else {
-            table.criteria {
-                caption { (t.title) " (" (shown.len()) ")" }
+            (pages::scroll_box("open-intents-caption", html! { table.criteria {
+                caption #open-intents-caption { (t.title) " (" (shown.len()) ")" }
                 thead {
                     tr {
                         th scope="col" { (t.buyer) }
@@ -135,7 +135,7 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
                         }
                     }
                 }
-            }
+            } }))
             @if more {
                 p.hint { (t.more) }
             }
