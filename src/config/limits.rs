@@ -23,6 +23,7 @@ pub(super) struct FileLimits {
     pub(super) oauth_requests_per_minute: Option<u32>,
     pub(super) oauth_burst: Option<u32>,
     pub(super) refresh_grace_secs: Option<i64>,
+    pub(super) elicitation_wait_secs: Option<u64>,
 }
 
 /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
@@ -81,6 +82,10 @@ pub struct Limits {
     /// authorization (PROTOCOL.md §7; default 30; 0..=300, 0: no grace, every reuse
     /// revokes).
     pub refresh_grace_secs: i64,
+    /// Seconds a 2025-11-25 `/mcp` publish waits for the client's answer to its
+    /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
+    /// ordinary result, the draft kept (default 120; 1..=600).
+    pub elicitation_wait_secs: u64,
 }
 
 impl Default for Limits {
@@ -102,6 +107,7 @@ impl Default for Limits {
             oauth_requests_per_minute: 300,
             oauth_burst: 60,
             refresh_grace_secs: 30,
+            elicitation_wait_secs: 120,
         }
     }
 }
@@ -189,6 +195,13 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             0..=300,
             "limits.refresh_grace_secs",
             "0..=300",
+        )?,
+        elicitation_wait_secs: ranged(
+            f.elicitation_wait_secs,
+            d.elicitation_wait_secs,
+            1..=600,
+            "limits.elicitation_wait_secs",
+            "1..=600",
         )?,
     })
 }

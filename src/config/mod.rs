@@ -574,6 +574,7 @@ impl Settings {
                 "oauth_requests_per_minute": self.limits.oauth_requests_per_minute,
                 "oauth_burst": self.limits.oauth_burst,
                 "refresh_grace_secs": self.limits.refresh_grace_secs,
+                "elicitation_wait_secs": self.limits.elicitation_wait_secs,
             },
             "quotas": {
                 "drafts_per_client_per_hour": self.quotas.drafts_per_client_per_hour,
@@ -725,6 +726,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # oauth_requests_per_minute = 300           # /oauth/* and /.well-known/oauth-* (5/s)
 # oauth_burst = 60
 # refresh_grace_secs = 30                   # a rotated refresh token presented again this soon gets the same new pair (0: never)
+# elicitation_wait_secs = 120               # a 2025-11-25 /mcp publish waits this long for the answer to its consent-page elicitation
 
 [quotas]                                    # per hour (the last 60 minutes); a client = an IPv4 address or IPv6 /64
 # drafts_per_client_per_hour = 60           # intent_publish_intent on /mcp

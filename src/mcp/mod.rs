@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub mod buyer;
+pub mod elicit;
 pub mod seller;
 pub mod service;
 pub mod sessions;
@@ -418,6 +419,18 @@ impl ServerHandler for IstoServer {
         let grant = buyer::grant_of(&context);
         let client = client_of(&context);
         let (holder, endpoint) = (self.holder.clone(), self.endpoint);
+        if endpoint == Endpoint::Public && request.name == elicit::PUBLISH {
+            // Consent by URL-mode elicitation (PROTOCOL.md §4 item 1): only for a client
+            // that declared `elicitation.url`, or a retry carrying a requestState.
+            let mode = elicit::mode(&context);
+            if mode.is_some() || request.request_state.is_some() {
+                let h = holder.clone();
+                return elicit::publish(&holder, &self.tools, request, &context, mode, move |name, args| {
+                    dispatch_from(&h, client, name, args)
+                })
+                .await;
+            }
+        }
         call_blocking(&self.tools, request_span(&context), request, move |name, args| match endpoint {
             Endpoint::Public => dispatch_from(&holder, client, name, args),
             Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),

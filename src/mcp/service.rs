@@ -170,13 +170,15 @@ fn json_only(headers: &axum::http::HeaderMap) -> bool {
 /// anything without both types with 406) as accepting both, and an SSE answer is read
 /// (at most 16 MiB, 120 s) up to its JSON-RPC response, which is answered alone as
 /// `application/json` with the same status and headers. Notifications and progress sent
-/// before it are dropped: such a client has no way to read them. Every other request
-/// passes unchanged.
+/// before it are dropped: such a client has no way to read them, and it is marked
+/// [`super::elicit::JsonOnly`] so that no request is sent to it during the call. Every
+/// other request passes unchanged.
 pub async fn accept_json(mut req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !json_only(req.headers()) {
         return next.run(req).await;
     }
     req.headers_mut().insert(axum::http::header::ACCEPT, axum::http::HeaderValue::from_static(ACCEPT_BOTH));
+    req.extensions_mut().insert(super::elicit::JsonOnly);
     let res = next.run(req).await;
     let sse = res
         .headers()
