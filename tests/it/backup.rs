@@ -24,7 +24,7 @@ use crate::kit::{token_from_outbox, Fx, Opts};
 /// (deliveries, a pending digest, queued mail), a withdrawn one (erasure index) and a
 /// draft. Returns the data dir (kept by the returned temp dir).
 pub(crate) fn populated() -> (tempfile::TempDir, PathBuf) {
-    let f = Fx::with(Opts::default());
+    let f = Fx::with(Opts { wall_clock: true, ..Opts::default() });
     let h: &AppState = &f.holder;
     let row = |r: &str, title: &str, price: f64| {
         isto::catalogue::parse_json_row(

@@ -44,6 +44,10 @@ pub struct Opts {
     pub limits: Option<isto::config::Limits>,
     /// `[quotas]`; `None` keeps the defaults.
     pub quotas: Option<isto::config::Quotas>,
+    /// Start the clock at the system time instead of [`START`]: for stores the real
+    /// binary reads afterwards (it runs on the system clock, so drafts made at a fixed
+    /// past [`START`] would already have lapsed).
+    pub wall_clock: bool,
 }
 
 impl Default for Opts {
@@ -55,6 +59,7 @@ impl Default for Opts {
             max_mcp_sessions: None,
             limits: None,
             quotas: None,
+            wall_clock: false,
         }
     }
 }
@@ -98,6 +103,22 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
 /// A clock standing at [`START`].
 pub fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(isto::clock::parse_rfc3339(START).unwrap()))
+}
+
+/// A clock standing at the system time (whole seconds), for stores that the real
+/// binary, on the system clock, reads afterwards.
+pub fn wall_clock() -> Arc<ManualClock> {
+    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    Arc::new(ManualClock::new(now))
+}
+
+/// [`wall_clock`] when `opts.wall_clock`, else [`clock`].
+pub fn clock_for(opts: &Opts) -> Arc<ManualClock> {
+    if opts.wall_clock {
+        wall_clock()
+    } else {
+        clock()
+    }
 }
 
 /// Opens (or reopens) the holder in `dir`: the store and a sealing key kept in the dir,
@@ -194,7 +215,7 @@ impl Fx {
     /// A fixture set up as `opts` says.
     pub fn with(opts: Opts) -> Fx {
         let dir = tempfile::tempdir().unwrap();
-        let clock = clock();
+        let clock = clock_for(&opts);
         let holder = open_state(dir.path(), clock.clone(), opts);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let stop = CancellationToken::new();

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use crate::backup::{assert_every_table_has_rows, populated};
 use crate::kit::load::{admin, load_numbers, numbered, ok_json, rows_of, text, Load, LoadSize, Serve, SmtpSink};
-use crate::kit::{clock, open_state, Opts};
+use crate::kit::{open_state, wall_clock, Opts};
 
 /// The plaintexts of the sealed values of each row: `(table, key JSON) → plaintexts`.
 type Opened = BTreeMap<(String, String), Vec<String>>;
@@ -77,7 +77,7 @@ fn identities(h: &AppState) -> BTreeMap<String, String> {
 }
 
 fn state(data: &Path) -> AppState {
-    open_state(data, clock(), Opts::default())
+    open_state(data, wall_clock(), Opts::default())
 }
 
 /// Intents taken through consent in-process (each seals a contact, a hidden limit and a
@@ -89,7 +89,7 @@ fn bulk(data: &Path, n: u64) {
         confirmation_mails_per_hour: 10_000,
         ..isto::config::Quotas::default()
     };
-    let h = open_state(data, clock(), Opts { quotas: Some(quotas), ..Opts::default() });
+    let h = open_state(data, wall_clock(), Opts { quotas: Some(quotas), ..Opts::default() });
     for i in 0..n {
         let args = serde_json::json!({"statement": format!("Hľadám dom Bulk {i}"), "criteria": {"category": "property"},
                                       "area": "SK", "hiddenLimit": 90000 + i});

@@ -9,7 +9,7 @@ use isto::state::AppState;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-use crate::kit::{clock, open_state, token_from_outbox, Fx, Opts};
+use crate::kit::{open_state, token_from_outbox, wall_clock, Fx, Opts};
 
 fn offer(reference: &str, category: &str, price: f64) -> OfferInput {
     let attributes = match category {
@@ -103,7 +103,7 @@ fn stats_count_intents_offers_sellers_deliveries_outbox_and_accounts_without_per
 #[test]
 fn admin_stats_json_offline_from_the_binary_and_a_json_error_without_a_store() {
     let data = tempfile::tempdir().unwrap();
-    let h = open_state(data.path(), clock(), Opts::default());
+    let h = open_state(data.path(), wall_clock(), Opts::default());
     h.catalogue.import_offers(vec![offer("v1", "vehicles", 9000.0)]).unwrap();
     publish(&h, "Offline Octavia");
     drop(h); // the store is closed: the command opens it itself
