@@ -68,7 +68,8 @@ pub enum Command {
     /// disclaimer, intentCode entropy, the code's powers, withdrawal, secrets in answers,
     /// demand thresholds, errors, rate limits, OAuth metadata, transport. It publishes a
     /// few drafts (no contact) and withdraws them; it never opens a consent page. Exit
-    /// status: 0 every check passed, 1 a check failed, 2 the check could not run.
+    /// status: 0 every check passed, 1 a check failed, 2 the check could not run (or not
+    /// completely: the holder's quota stopped it; run it again later).
     Check(CheckArgs),
 }
 
@@ -82,7 +83,7 @@ pub struct CheckArgs {
     /// The MCP revision(s) to check in.
     #[arg(long, value_name = "REVISION", default_value = "both", value_parser = ["2025-11-25", "2026-07-28", "both"])]
     pub revision: String,
-    /// Print the report as JSON: {"ok","holder","revisions","checks":[{"id","revision","ref","status","detail"}]}.
+    /// Print the report as JSON: {"ok","complete","holder","revisions","checks":[{"id","revision","ref","status","detail"}]}.
     #[arg(long)]
     pub json: bool,
 }

@@ -176,6 +176,10 @@ pub enum ProbeError {
     /// The request or the body took longer than the timeout.
     #[error("timed out")]
     Timeout,
+    /// The probe's overall deadline ([`Probe::with_deadline`]) has passed: no request
+    /// is sent any more.
+    #[error("the overall time limit is spent")]
+    Deadline,
     /// Connecting, sending or reading failed (the cause, for the operator).
     #[error("connection failed: {0}")]
     Failed(String),
@@ -192,6 +196,7 @@ pub struct Probe {
     http: reqwest::Client,
     timeout: Duration,
     max_bytes: usize,
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl Probe {
@@ -209,7 +214,16 @@ impl Probe {
             .user_agent(concat!("isto-check/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|_| ProbeError::Unavailable)?;
-        Ok(Self { http, timeout, max_bytes })
+        Ok(Self { http, timeout, max_bytes, deadline: None })
+    }
+
+    /// The same probe with an overall deadline: each request lasts at most until
+    /// `at` (and the per-request timeout); after it, [`ProbeError::Deadline`] without
+    /// sending.
+    #[must_use]
+    pub fn with_deadline(mut self, at: tokio::time::Instant) -> Self {
+        self.deadline = Some(at);
+        self
     }
 
     /// Sends `method` to `url` with `headers` and `body`, and reads the answer: the body
@@ -227,9 +241,23 @@ impl Probe {
         body: Option<Vec<u8>>,
         stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
     ) -> Result<ProbeResponse, ProbeError> {
-        match tokio::time::timeout(self.timeout, self.exchange(method, url, headers, body, stop_sse)).await {
+        let (limit, error) = match self.deadline {
+            Some(at) => {
+                let left = at.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return Err(ProbeError::Deadline);
+                }
+                if left < self.timeout {
+                    (left, ProbeError::Deadline)
+                } else {
+                    (self.timeout, ProbeError::Timeout)
+                }
+            }
+            None => (self.timeout, ProbeError::Timeout),
+        };
+        match tokio::time::timeout(limit, self.exchange(method, url, headers, body, stop_sse)).await {
             Ok(r) => r,
-            Err(_) => Err(ProbeError::Timeout),
+            Err(_) => Err(error),
         }
     }
 

@@ -574,15 +574,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
 /// The check result file unreadable or not a JSON object.
 pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_output: bool) -> anyhow::Result<Value> {
     let check = match check_result {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            let v: Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON (give the output of `isto check --json`)", p.display()))?;
-            if !v.is_object() || v.get("checks").is_none() {
-                anyhow::bail!("{} is not an `isto check --json` report (no \"checks\")", p.display());
-            }
-            Some(v)
-        }
+        Some(p) => Some(read_check_report(p, &settings.public_url.base)?),
         None => None,
     };
     let consent = crate::protocol::consent::ConsentTexts::load(&settings.consent_dir());
@@ -594,6 +586,62 @@ pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_out
         println!("{}", serde_json::to_string_pretty(&entry)?);
     }
     Ok(entry)
+}
+
+/// Largest `--check-result` file read, bytes (a report is a few KB).
+const MAX_CHECK_REPORT_BYTES: u64 = 1024 * 1024;
+
+/// Reads an `isto check --json` report for the registry entry: at most
+/// [`MAX_CHECK_REPORT_BYTES`], a JSON object whose `checks` is an array of checks (each
+/// with a string `id` and `status`) and whose `holder` is on this holder's origin
+/// (`public_url`); the holder URL's user name and password are dropped. A report with
+/// failed checks is taken (the registry shows them) with a note on stderr.
+fn read_check_report(p: &Path, public_url: &str) -> anyhow::Result<Value> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(p).with_context(|| format!("reading {}", p.display()))?;
+    let mut text = String::new();
+    file.take(MAX_CHECK_REPORT_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading {} (give the output of `isto check --json`)", p.display()))?;
+    if text.len() as u64 > MAX_CHECK_REPORT_BYTES {
+        anyhow::bail!(
+            "{} is over {} bytes; an `isto check --json` report is a few KB",
+            p.display(),
+            MAX_CHECK_REPORT_BYTES
+        );
+    }
+    let mut v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON (give the output of `isto check --json`)", p.display()))?;
+    let checks_ok = v.get("checks").and_then(Value::as_array).is_some_and(|c| {
+        !c.is_empty()
+            && c.iter()
+                .all(|x| x.get("id").is_some_and(Value::is_string) && x.get("status").is_some_and(Value::is_string))
+    });
+    if !v.is_object() || !checks_ok {
+        anyhow::bail!(
+            "{} is not an `isto check --json` report (\"checks\" must be a non-empty array of checks with \"id\" and \"status\")",
+            p.display()
+        );
+    }
+    let holder = v.get("holder").and_then(Value::as_str).and_then(|h| url::Url::parse(h).ok());
+    let ours = url::Url::parse(public_url).ok();
+    let Some(mut holder) = holder else {
+        anyhow::bail!("{}: \"holder\" is not the URL of a checked holder", p.display());
+    };
+    if ours.as_ref().map(url::Url::origin) != Some(holder.origin()) {
+        anyhow::bail!(
+            "{} is a report of {}, not of this holder ({public_url}): run `isto check {public_url}/mcp --json`",
+            p.display(),
+            holder.origin().ascii_serialization()
+        );
+    }
+    let _ = holder.set_username("");
+    let _ = holder.set_password(None);
+    v["holder"] = Value::String(holder.to_string());
+    if v.get("ok") != Some(&Value::Bool(true)) {
+        eprintln!("note: the report has failed checks; the entry carries them as they are");
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

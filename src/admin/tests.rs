@@ -330,3 +330,40 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     assert!(text.starts_with("would remove (dry run, nothing removed):"), "{text}");
     assert!(text.contains("       4  lapsed drafts") && text.contains("       4  records in all"), "{text}");
 }
+
+#[test]
+fn a_check_report_is_taken_only_when_small_of_this_holder_and_without_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "https://holder.example";
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+        p
+    };
+    let check = json!([{"id": "tools.present", "status": "pass"}]);
+    let good = write(
+        "good.json",
+        &json!({"ok": true, "complete": true, "holder": "https://alice:s3cret@holder.example/mcp", "checks": check}),
+    );
+    let v = read_check_report(&good, base).unwrap();
+    assert_eq!(v["holder"], "https://holder.example/mcp");
+    assert!(!v.to_string().contains("s3cret"));
+    let other = write("other.json", &json!({"ok": false, "holder": "https://other.example/mcp", "checks": check}));
+    let e = read_check_report(&other, base).unwrap_err().to_string();
+    assert!(e.contains("https://other.example") && e.contains("not of this holder"), "{e}");
+    for (name, v) in [
+        ("n.json", json!({"checks": 5})),
+        ("e.json", json!({"checks": []})),
+        ("x.json", json!({"checks": [{"id": 1}]})),
+    ] {
+        let e = read_check_report(&write(name, &v), base).unwrap_err().to_string();
+        assert!(e.contains("\"checks\" must be"), "{name}: {e}");
+    }
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, vec![b' '; (MAX_CHECK_REPORT_BYTES + 10) as usize]).unwrap();
+    let e = read_check_report(&big, base).unwrap_err().to_string();
+    assert!(e.contains("is over"), "{e}");
+    // An endless file is read no further than the limit.
+    let e = read_check_report(Path::new("/dev/zero"), base).unwrap_err().to_string();
+    assert!(e.contains("is over") || e.contains("not JSON"), "{e}");
+}

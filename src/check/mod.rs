@@ -8,16 +8,18 @@
 //! size ([`MAX_BODY_BYTES`]). `http` URLs are for loopback and testing; a public holder
 //! is checked over `https`.
 //!
-//! The JSON report ([`Report`]): `{"ok", "holder", "revisions", "checks": [{"id",
+//! The JSON report ([`Report`]): `{"ok", "complete", "holder", "revisions", "checks": [{"id",
 //! "revision", "ref", "status": "pass|fail|skip|info", "detail"}]}`; `ok` is true when
-//! no check failed (skip and info do not fail). The exit status: 0 when `ok`, 1 when a
-//! check failed, 2 when the check could not run at all ([`CheckError`]).
+//! no check failed (skip and info do not fail); `complete` is false when the holder's
+//! quota or pace stopped the draft checks. The exit status: 0 when `ok` and
+//! `complete`, 1 when a check failed, 2 when the check could not run at all
+//! ([`CheckError`]) or not completely.
 
 mod rpc;
 mod scan;
 
 pub use rpc::Revision;
-use rpc::{Session, ToolAnswer, ACCEPT_BOTH, ACCEPT_JSON};
+use rpc::{Pace, Session, ToolAnswer, ACCEPT_BOTH, ACCEPT_JSON};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -27,6 +29,11 @@ use crate::outbound::Probe;
 
 /// Longest one request may take, body included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest a whole run may take: requests after it are not sent (they fail, naming the
+/// limit), except the withdrawal of the run's drafts, which has [`CLEANUP_GRACE`] more.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The time the run's drafts may still be withdrawn in after [`RUN_TIMEOUT`].
+const CLEANUP_GRACE: Duration = Duration::from_secs(60);
 /// Largest body read of one answer, bytes.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// The hidden limit the check's drafts carry: distinctive, so any answer that shows it
@@ -89,6 +96,10 @@ pub struct Check {
 pub struct Report {
     /// No check failed.
     pub ok: bool,
+    /// Every required check ran: false when the holder's quota or pace stopped the
+    /// draft checks of a revision (they are `skip`, with the holder's words). An
+    /// incomplete report exits with 2: run the check again later.
+    pub complete: bool,
     /// The URL checked.
     pub holder: String,
     /// The MCP revisions checked.
@@ -101,7 +112,13 @@ impl Report {
     /// The exit status: 0 when every check passed (or was skipped or informational),
     /// else 1.
     pub fn exit_code(&self) -> u8 {
-        u8::from(!self.ok)
+        if !self.ok {
+            1
+        } else if !self.complete {
+            2
+        } else {
+            0
+        }
     }
 
     /// The table `isto check` prints: status, revision, id, reference, detail.
@@ -121,7 +138,13 @@ impl Report {
         let count = |s: Status| self.checks.iter().filter(|c| c.status == s).count();
         out.push_str(&format!(
             "{}: {} passed, {} failed, {} skipped, {} informational\n",
-            if self.ok { "OK" } else { "FAILED" },
+            if !self.ok {
+                "FAILED"
+            } else if !self.complete {
+                "INCOMPLETE"
+            } else {
+                "OK"
+            },
             count(Status::Pass),
             count(Status::Fail),
             count(Status::Skip),
@@ -175,11 +198,18 @@ mod refs {
     pub const ACCEPT: &str = "MCP transports (Accept), PROTOCOL.md issue 12";
     pub const OPEN_2025: &str = "MCP 2025-11-25 lifecycle (initialize)";
     pub const OPEN_2026: &str = "MCP 2026-07-28 server/discover";
+    pub const HTTPS: &str = "MCP authorization (HTTPS for all endpoints), PROTOCOL.md §7";
+    pub const CLEANUP: &str = "issue 14 (checks that create data clean up after themselves)";
+    pub const ORIGIN_ONLY: &str = "isto check fetches only the checked URL's origin";
 }
 
 /// Collects the checks of one run.
 struct Run {
     probe: Probe,
+    /// The probe with the cleanup's later deadline.
+    grace: Probe,
+    /// The holder's quota or pace stopped a revision's draft checks.
+    incomplete: bool,
     url: Url,
     checks: Vec<Check>,
     /// Codes of the drafts made, withdrawn at the end.
@@ -197,7 +227,8 @@ impl Run {
         status: Status,
         detail: impl Into<String>,
     ) {
-        self.checks.push(Check { id, revision: rev.map(Revision::as_str), reference, status, detail: detail.into() });
+        let detail = scan::printable(&detail.into());
+        self.checks.push(Check { id, revision: rev.map(Revision::as_str), reference, status, detail });
     }
 
     fn judge(
@@ -228,7 +259,19 @@ pub async fn run(url: &str, revs: &[Revision]) -> Result<Report, CheckError> {
         return Err(CheckError::Url(format!("{url} is not an http(s) URL with a host")));
     }
     let probe = Probe::new(REQUEST_TIMEOUT, MAX_BODY_BYTES).map_err(|e| CheckError::NotMcp(e.to_string()))?;
-    let mut run = Run { probe, url: url.clone(), checks: Vec::new(), drafts: Vec::new(), answers: Vec::new() };
+    let start = tokio::time::Instant::now();
+    let grace = probe.clone().with_deadline(start + RUN_TIMEOUT + CLEANUP_GRACE);
+    let probe = probe.with_deadline(start + RUN_TIMEOUT);
+    let mut run = Run {
+        probe,
+        grace,
+        incomplete: false,
+        url: url.clone(),
+        checks: Vec::new(),
+        drafts: Vec::new(),
+        answers: Vec::new(),
+    };
+    scheme_check(&mut run);
     let meta = holder_metadata(&run).await;
     let mut any_session = false;
     let mut last: Option<Session> = None;
@@ -268,7 +311,35 @@ pub async fn run(url: &str, revs: &[Revision]) -> Result<Report, CheckError> {
         s.close().await;
     }
     let ok = run.checks.iter().all(|c| c.status != Status::Fail);
-    Ok(Report { ok, holder: url.to_string(), revisions: revs.iter().map(|r| r.as_str()).collect(), checks: run.checks })
+    Ok(Report {
+        ok,
+        complete: !run.incomplete,
+        holder: shown(&url),
+        revisions: revs.iter().map(|r| r.as_str()).collect(),
+        checks: run.checks,
+    })
+}
+
+/// The URL as the report shows it: without user name and password.
+fn shown(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.to_string()
+}
+
+/// `transport.https`: plain `http` only to a loopback host (testing); a holder anyone
+/// reaches is checked over `https`.
+fn scheme_check(run: &mut Run) {
+    let (ok, detail) = match run.url.scheme() {
+        "https" => (true, "https".to_owned()),
+        _ if scan::is_loopback_host(&run.url) => (true, "plain http on a loopback host (for testing)".to_owned()),
+        _ => (
+            false,
+            format!("plain http to {}: a public holder is served over https", run.url.host_str().unwrap_or("?")),
+        ),
+    };
+    run.judge("transport.https", None, refs::HTTPS, ok, detail);
 }
 
 fn opened_detail(s: &Session) -> String {
@@ -300,8 +371,10 @@ async fn holder_metadata(run: &Run) -> Option<Value> {
 }
 
 async fn get_json(probe: &Probe, url: &Url) -> Result<(u16, Value), String> {
+    let what = format!("GET {url}");
     let r =
-        probe.send("GET", url, &[("accept", "application/json")], None, &|_| false).await.map_err(|e| e.to_string())?;
+        rpc::send_paced(probe, &what, "GET", url, &[("accept", "application/json")], None, &|_| false, Pace::Patient)
+            .await?;
     if r.status != 200 {
         return Err(format!("GET {url}: HTTP {}", r.status));
     }
@@ -393,7 +466,17 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
                 }
             }
             Ok(a) => {
-                publish_fail = Some(format!("publish refused: {}", scan::short(&a.error_text())));
+                let text = a.error_text();
+                if scan::is_quota_refusal(&text) {
+                    let why = format!(
+                        "not run: the holder refused a draft for its quota or pace (\"{}\"); run the check again later",
+                        scan::clip(&text, 400)
+                    );
+                    skip_draft_checks(run, s.revision, &why);
+                    run.incomplete = true;
+                    return;
+                }
+                publish_fail = Some(format!("publish refused: {}", scan::clip(&text, 400)));
                 break;
             }
             Err(e) => {
@@ -404,6 +487,7 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
     }
     if let Some(e) = publish_fail.or_else(|| (codes.len() < DRAFTS).then(|| "publish returned no intentCode".into())) {
         run.add("publish.intent_code", rev, refs::CODE, Status::Fail, e);
+        skip_draft_checks(run, s.revision, "not run: no draft to check with (publish.intent_code failed)");
         return;
     }
     // Unknown properties refused (schema and call).
@@ -576,6 +660,31 @@ async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option<&Value>) {
     secrets_check(run, s.revision, &consent_urls);
 }
 
+/// The checks that need the run's drafts, as `skip` with `why` (those not yet in the
+/// report).
+fn skip_draft_checks(run: &mut Run, rev: Revision, why: &str) {
+    let all: [(&'static str, &'static str); 11] = [
+        ("publish.intent_code", refs::CODE),
+        ("publish.unknown_refused", refs::UNKNOWN),
+        ("publish.consent_url", refs::CONSENT_URL),
+        ("get.by_code", refs::BY_CODE),
+        ("list_matches.by_code", refs::BY_CODE),
+        ("codes.wrong_like_unknown", refs::WRONG_CODE),
+        ("withdraw.immediate", refs::WITHDRAW),
+        ("input.error_names_field", refs::BAD_INPUT),
+        ("demand.draft_not_counted", refs::DEMAND_DRAFT),
+        ("demand.below_k_withheld", refs::DEMAND_K),
+        ("results.no_secrets", refs::SECRETS),
+    ];
+    for (id, reference) in all {
+        let done = run.checks.iter().any(|c| c.id == id && c.revision == Some(rev.as_str()));
+        if !done {
+            run.add(id, Some(rev), reference, Status::Skip, why);
+        }
+    }
+    run.answers.clear();
+}
+
 async fn demand(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) -> Option<Result<Value, String>> {
     let args = plan.cell.clone()?;
     Some(match run.call(s, "intent_demand_summary", args).await {
@@ -705,10 +814,27 @@ fn secrets_check(run: &mut Run, rev: Revision, consent_urls: &[String]) {
     run.answers.clear();
 }
 
-/// Withdraws every draft the run made (and forgets them).
+/// Withdraws every draft the run made (and forgets them), with the cleanup's later
+/// deadline; drafts it could not withdraw are reported (`cleanup.drafts_withdrawn`,
+/// info: they carry no contact and lapse with the holder's draft lifetime).
 async fn cleanup(run: &mut Run, s: &mut Session) {
-    for code in std::mem::take(&mut run.drafts) {
-        let _ = s.call("intent_withdraw_intent", json!({"intentCode": code})).await;
+    s.set_probe(run.grace.clone());
+    let drafts = std::mem::take(&mut run.drafts);
+    let mut left = Vec::new();
+    for code in &drafts {
+        match s.call("intent_withdraw_intent", json!({"intentCode": code})).await {
+            Ok(a) if !a.refused() => {}
+            Ok(a) => left.push(scan::short(&a.error_text())),
+            Err(e) => left.push(scan::short(&e)),
+        }
+    }
+    if let Some(first) = left.first() {
+        let detail = format!(
+            "{} of {} drafts could not be withdrawn (first: {first}); they lapse with the holder's draft lifetime",
+            left.len(),
+            drafts.len()
+        );
+        run.add("cleanup.drafts_withdrawn", Some(s.revision), refs::CLEANUP, Status::Info, detail);
     }
 }
 
@@ -723,7 +849,7 @@ async fn transport_checks(run: &mut Run, rev: Revision) {
     let mut foreign = base.clone();
     foreign.push(("accept", ACCEPT_BOTH));
     foreign.push(("origin", "https://foreign-origin.invalid"));
-    match rpc::post(&run.probe, &run.url, &foreign, &body, 1).await {
+    match rpc::post(&run.probe, &run.url, &foreign, &body, 1, Pace::Patient).await {
         Ok(ex) => {
             if let Some(id) = ex.http.header("mcp-session-id") {
                 close_session(run, rev, id).await;
@@ -741,7 +867,7 @@ async fn transport_checks(run: &mut Run, rev: Revision) {
     for (id, accept) in [("transport.accept_both", ACCEPT_BOTH), ("transport.accept_json", ACCEPT_JSON)] {
         let mut h = base.clone();
         h.push(("accept", accept));
-        match rpc::post(&run.probe, &run.url, &h, &body, 1).await {
+        match rpc::post(&run.probe, &run.url, &h, &body, 1, Pace::Patient).await {
             Ok(ex) => {
                 if let Some(sid) = ex.http.header("mcp-session-id") {
                     close_session(run, rev, sid).await;
@@ -776,12 +902,24 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
             continue;
         };
         found = true;
+        if !scan::same_origin(&run.url, &ep) {
+            run.add(
+                "oauth.challenge",
+                None,
+                refs::ORIGIN_ONLY,
+                Status::Skip,
+                format!("{ep} is not on the checked URL's origin: not fetched"),
+            );
+            continue;
+        }
         let body = serde_json::to_vec(&rpc::opening_body(Revision::V2025)).unwrap_or_default();
         let h = [("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
-        let res = match run.probe.send("POST", &ep, &h, Some(body), &|_| true).await {
+        let res = match rpc::send_paced(&run.probe, ep.as_str(), "POST", &ep, &h, Some(body), &|_| true, Pace::Patient)
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
-                run.add("oauth.challenge", None, refs::CHALLENGE, Status::Fail, format!("{ep}: {e}"));
+                run.add("oauth.challenge", None, refs::CHALLENGE, Status::Fail, e);
                 continue;
             }
         };
@@ -801,6 +939,11 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         // RFC 9728: the named document, else the well-known location.
         let prm_url = prm.and_then(|u| Url::parse(&u).ok()).or_else(|| scan::prm_default(&ep));
         let Some(prm_url) = prm_url else { continue };
+        if !scan::same_origin(&run.url, &prm_url) {
+            let detail = format!("resource_metadata {prm_url} is not on the checked URL's origin: not fetched");
+            run.add("oauth.resource_metadata", None, refs::ORIGIN_ONLY, Status::Skip, detail);
+            continue;
+        }
         let doc = get_json(&run.probe, &prm_url).await;
         let (as_url, detail, ok) = match &doc {
             Ok((_, d)) => {
@@ -822,6 +965,11 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         run.judge("oauth.resource_metadata", None, refs::PRM, ok, detail);
         let Some(issuer) = as_url.and_then(|u| Url::parse(&u).ok()) else { continue };
         let asm_url = scan::as_metadata_url(&issuer);
+        if !scan::same_origin(&run.url, &asm_url) {
+            let detail = format!("authorization server {issuer} is not on the checked URL's origin: not fetched");
+            run.add("oauth.as_metadata", None, refs::ORIGIN_ONLY, Status::Skip, detail);
+            continue;
+        }
         match get_json(&run.probe, &asm_url).await {
             Ok((_, d)) => {
                 let s256 = d

@@ -151,23 +151,103 @@ fn sse_response(body: &[u8], id: u64) -> Option<Value> {
     None
 }
 
-/// Sends one JSON-RPC `body` (a request with `id`, or a notification with `id` 0) to
-/// `url` with `headers`, and finds its response.
+/// Longest `Retry-After` (seconds) a request waits out before it is sent again: a
+/// holder that limits the check's pace slows it down rather than failing it.
+pub const MAX_RETRY_AFTER_SECS: u64 = 10;
+/// How many times one request is sent again after a 429.
+const RETRIES_AFTER_429: usize = 3;
+
+/// Whether a 429 is waited out and the request sent again ([`Pace::Patient`]) or
+/// returned as it is ([`Pace::Once`], the rate-limit probe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Wait `Retry-After` (at most [`MAX_RETRY_AFTER_SECS`], 1 s when absent or a date)
+    /// and send again, up to three times.
+    Patient,
+    /// One send; a 429 is the answer.
+    Once,
+}
+
+/// The error text of a probe failure of `what` (a method or URL).
+pub fn describe(what: &str, e: &crate::outbound::ProbeError) -> String {
+    match e {
+        crate::outbound::ProbeError::Timeout => {
+            format!("{what}: no complete answer within {} s", super::REQUEST_TIMEOUT.as_secs())
+        }
+        crate::outbound::ProbeError::Deadline => {
+            format!("{what}: not sent, the check's overall time limit ({} s) is spent", super::RUN_TIMEOUT.as_secs())
+        }
+        e => format!("{what}: {e}"),
+    }
+}
+
+/// [`Probe::send`], waiting out 429 answers as `pace` says.
 ///
 /// # Errors
-/// The probe's error, as text.
+/// The probe's error ([`describe`]d with `what`).
+pub async fn send_paced(
+    probe: &Probe,
+    what: &str,
+    method: &str,
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+    stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
+    pace: Pace,
+) -> Result<ProbeResponse, String> {
+    let mut attempt = 0;
+    loop {
+        let r = probe.send(method, url, headers, body.clone(), stop_sse).await.map_err(|e| describe(what, &e))?;
+        if r.status != 429 || pace == Pace::Once || attempt == RETRIES_AFTER_429 {
+            return Ok(r);
+        }
+        let wait = r.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(1).max(1);
+        if wait > MAX_RETRY_AFTER_SECS {
+            return Ok(r);
+        }
+        attempt += 1;
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+    }
+}
+
+/// What an HTTP answer that held no JSON-RPC response was: status, content type, and
+/// the body's start, a `Location`, or that it was cut at the size limit.
+pub fn no_response(what: &str, http: &ProbeResponse) -> String {
+    let mut out = format!(
+        "{what} answered HTTP {} ({}) without a JSON-RPC response",
+        http.status,
+        http.header("content-type").unwrap_or("no content type")
+    );
+    if let Some(loc) = http.header("location") {
+        out.push_str(&format!("; Location: {} (redirects are not followed)", super::scan::short(loc)));
+    }
+    if http.truncated {
+        out.push_str(&format!("; the body was over {} bytes and was cut", super::MAX_BODY_BYTES));
+    } else if !http.body.is_empty() {
+        out.push_str(&format!("; body: \"{}\"", super::scan::short(&String::from_utf8_lossy(&http.body))));
+    }
+    out
+}
+
+/// Sends one JSON-RPC `body` (a request with `id`, or a notification with `id` 0) to
+/// `url` with `headers`, and finds its response; a 429 is waited out as `pace` says.
+///
+/// # Errors
+/// The probe's error, as text naming the method.
 pub async fn post(
     probe: &Probe,
     url: &Url,
     headers: &[(&str, &str)],
     body: &Value,
     id: u64,
+    pace: Pace,
 ) -> Result<Exchange, String> {
     let mut all: Vec<(&str, &str)> = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
     let stop = move |b: &[u8]| sse_response(b, id).is_some();
-    let http = probe.send("POST", url, &all, Some(bytes), &stop).await.map_err(|e| e.to_string())?;
+    let what = body["method"].as_str().unwrap_or("request");
+    let http = send_paced(probe, what, "POST", url, &all, Some(bytes), &stop, pace).await?;
     let sse = http.header("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
     let message = if sse {
         sse_response(&http.body, id)
@@ -192,14 +272,9 @@ impl Session {
             headers.push(("mcp-protocol-version", Revision::V2026.as_str()));
             headers.push(("mcp-method", "server/discover"));
         }
-        let ex = post(probe, url, &headers, &body, 1).await?;
+        let ex = post(probe, url, &headers, &body, 1, Pace::Patient).await?;
         let Some(msg) = ex.message else {
-            return Err(format!(
-                "{} answered HTTP {} ({}) without a JSON-RPC response",
-                body["method"].as_str().unwrap_or(""),
-                ex.http.status,
-                ex.http.header("content-type").unwrap_or("no content type")
-            ));
+            return Err(no_response(body["method"].as_str().unwrap_or(""), &ex.http));
         };
         let Some(result) = msg.get("result").cloned() else {
             return Err(format!("{} was refused: {}", body["method"].as_str().unwrap_or(""), msg["error"]));
@@ -217,9 +292,14 @@ impl Session {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
             let headers = s.headers(None, None);
             let h: Vec<(&str, &str)> = headers.iter().map(|(a, b)| (*a, b.as_str())).collect();
-            post(&s.probe, &s.url, &h, &note, 0).await?;
+            post(&s.probe, &s.url, &h, &note, 0, Pace::Patient).await?;
         }
         Ok(s)
+    }
+
+    /// Sends the session's later requests with `probe` (the cleanup's later deadline).
+    pub fn set_probe(&mut self, probe: Probe) {
+        self.probe = probe;
     }
 
     /// The headers of a request in this session.
@@ -245,6 +325,20 @@ impl Session {
     /// # Errors
     /// The probe's error, as text.
     pub async fn request(&mut self, method: &str, params: Value, name: Option<&str>) -> Result<Exchange, String> {
+        self.request_paced(method, params, name, Pace::Patient).await
+    }
+
+    /// [`Session::request`], a 429 handled as `pace` says.
+    ///
+    /// # Errors
+    /// The probe's error, as text.
+    pub async fn request_paced(
+        &mut self,
+        method: &str,
+        params: Value,
+        name: Option<&str>,
+        pace: Pace,
+    ) -> Result<Exchange, String> {
         let id = self.next_id;
         self.next_id += 1;
         let mut params = params;
@@ -256,7 +350,7 @@ impl Session {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let headers = self.headers(Some(method), name);
         let h: Vec<(&str, &str)> = headers.iter().map(|(a, b)| (*a, b.as_str())).collect();
-        post(&self.probe, &self.url, &h, &body, id).await
+        post(&self.probe, &self.url, &h, &body, id, pace).await
     }
 
     /// `tools/list` (every page, at most 10).
@@ -272,8 +366,7 @@ impl Session {
                 None => json!({}),
             };
             let ex = self.request("tools/list", params, None).await?;
-            let msg =
-                ex.message.ok_or_else(|| format!("tools/list: HTTP {} without a JSON-RPC response", ex.http.status))?;
+            let msg = ex.message.ok_or_else(|| no_response("tools/list", &ex.http))?;
             let result = msg.get("result").ok_or_else(|| format!("tools/list refused: {}", msg["error"]))?;
             tools.extend(result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
             cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
@@ -291,7 +384,7 @@ impl Session {
     pub async fn call(&mut self, name: &str, arguments: Value) -> Result<ToolAnswer, String> {
         let ex = self.request("tools/call", json!({"name": name, "arguments": arguments}), Some(name)).await?;
         let raw = String::from_utf8_lossy(&ex.http.body).into_owned();
-        let msg = ex.message.ok_or_else(|| format!("{name}: HTTP {} without a JSON-RPC response", ex.http.status))?;
+        let msg = ex.message.ok_or_else(|| no_response(name, &ex.http))?;
         if let Some(e) = msg.get("error") {
             return Ok(ToolAnswer {
                 is_error: false,
@@ -316,7 +409,8 @@ impl Session {
         })
     }
 
-    /// A request the holder answers cheaply (the rate-limit probe): `ping` on
+    /// A request the holder answers cheaply (the rate-limit probe; a 429 is returned,
+    /// not waited out): `ping` on
     /// 2025-11-25, `tools/list` on 2026-07-28 (which has no `ping` outside a request);
     /// returns the HTTP answer.
     ///
@@ -327,7 +421,7 @@ impl Session {
             Revision::V2025 => "ping",
             Revision::V2026 => "tools/list",
         };
-        Ok(self.request(method, json!({}), None).await?.http)
+        Ok(self.request_paced(method, json!({}), None, Pace::Once).await?.http)
     }
 
     /// Ends the session (2025-11-25: `DELETE` with the session id; errors ignored).

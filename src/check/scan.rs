@@ -356,12 +356,52 @@ pub fn summary_label(v: &Value) -> String {
 
 /// At most 120 characters of an error text, on one line.
 pub fn short(s: &str) -> String {
+    clip(s, 120)
+}
+
+/// `s` on one line (whitespace runs as one space), cut at `n` characters with "…".
+pub fn clip(s: &str, n: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > 120 {
-        format!("{}…", one.chars().take(120).collect::<String>())
+    if one.chars().count() > n {
+        format!("{}…", one.chars().take(n).collect::<String>())
     } else {
         one
     }
+}
+
+/// `s` with every control character (ESC, BEL, …) written as a `\u{..}` escape, so a
+/// holder's text cannot drive the terminal the table is printed on.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
+/// Whether `url` is on the origin of `checked` (scheme, host and port): the only
+/// addresses the check fetches, whatever the holder's answers name.
+pub fn same_origin(checked: &url::Url, url: &url::Url) -> bool {
+    checked.origin() == url.origin()
+}
+
+/// Whether `host` is a loopback host (`localhost`, 127.0.0.0/8, `::1`), where plain
+/// `http` is for testing.
+pub fn is_loopback_host(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Whether a refusal's text says the holder limits the pace or a quota (a retry time,
+/// "too many", "quota", "rate"): the check is then not run, rather than failed.
+pub fn is_quota_refusal(text: &str) -> bool {
+    let t = text.to_lowercase();
+    ["try again", "retry", "quota", "too many", "rate limit"].iter().any(|w| t.contains(w))
 }
 
 /// The value of auth-param `name` in a `WWW-Authenticate` challenge (quoted or token).
@@ -400,6 +440,50 @@ pub fn as_metadata_url(issuer: &Url) -> Url {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holder_text_cannot_drive_the_terminal() {
+        assert_eq!(printable("plain – text"), "plain – text");
+        let shown = printable("a\u{1b}]0;PWNED\u{7}\u{1b}[2Jb");
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert_eq!(shown, "a\\u{1b}]0;PWNED\\u{7}\\u{1b}[2Jb");
+    }
+
+    #[test]
+    fn only_the_checked_origin_is_fetched_and_http_only_on_loopback() {
+        let checked = url::Url::parse("https://holder.example/mcp").unwrap();
+        for same in ["https://holder.example/mcp/buyer", "https://holder.example:443/.well-known/x"] {
+            assert!(same_origin(&checked, &url::Url::parse(same).unwrap()), "{same}");
+        }
+        for other in [
+            "http://holder.example/mcp/buyer",
+            "https://holder.example:8443/",
+            "https://127.0.0.1/",
+            "https://evil.example/",
+        ] {
+            assert!(!same_origin(&checked, &url::Url::parse(other).unwrap()), "{other}");
+        }
+        for lo in [
+            "http://127.0.0.1:8080/mcp",
+            "http://127.9.9.9/",
+            "http://[::1]:80/",
+            "http://localhost/",
+            "http://a.localhost/",
+        ] {
+            assert!(is_loopback_host(&url::Url::parse(lo).unwrap()), "{lo}");
+        }
+        for public in ["http://holder.example/", "http://10.0.0.1/", "http://localhost.example/"] {
+            assert!(!is_loopback_host(&url::Url::parse(public).unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn quota_refusals_are_told_from_other_refusals() {
+        assert!(is_quota_refusal("too many drafts from this address; try again after 2026-12-02T21:09:00Z"));
+        assert!(is_quota_refusal("Rate limit exceeded"));
+        assert!(!is_quota_refusal("statement: required"));
+        assert_eq!(clip("a  b\n c", 3), "a b…");
+    }
 
     #[test]
     fn entropy_of_code_forms() {

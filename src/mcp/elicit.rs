@@ -287,9 +287,21 @@ pub async fn publish(
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
         let action = match answer_of(&request)? {
             Some(a) => a,
-            // Asked but not answered: ask again, with the same state (no new draft).
+            // Asked but not answered: ask again, with the same state (no new draft),
+            // while the draft still awaits consent; once it is withdrawn, declined or
+            // confirmed, the retry gets the completed result as the intent now is.
             None if mode == Some(Mode::InputRequired) => {
-                return Ok(CallToolResponse::InputRequired(input_required(holder, &draft, sealed.to_owned())));
+                let (h, d) = (holder.clone(), draft.clone());
+                let awaiting = tokio::task::spawn_blocking(move || {
+                    h.intents.get_by_code(&d.code, Some(&d.id)).map(|i| i.status == Status::AwaitingConsent)
+                })
+                .await
+                .map_err(|_| McpError::internal_error("tool task failed", None))?
+                .unwrap_or(false);
+                if awaiting {
+                    return Ok(CallToolResponse::InputRequired(input_required(holder, &draft, sealed.to_owned())));
+                }
+                ElicitationAction::Cancel
             }
             None => ElicitationAction::Cancel,
         };

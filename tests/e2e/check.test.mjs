@@ -36,9 +36,10 @@ async function check(url, extra = []) {
 const failing = (report) => report.checks.filter((c) => c.status === "fail").map((c) => c.id);
 
 /** Starts lib/broken_holder.mjs with `brk` and isto's tools dump; returns {url, stop}. */
-async function startBroken(brk, toolsFile) {
+async function startBroken(brk, toolsFile, extra = []) {
   const port = await freePort();
-  const child = spawn(process.execPath, [BROKEN, `--port=${port}`, `--tools=${toolsFile}`, `--break=${brk}`], {
+  const argv = [BROKEN, `--port=${port}`, `--tools=${toolsFile}`, `--break=${brk}`, ...extra];
+  const child = spawn(process.execPath, argv, {
     cwd: E2E_DIR,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -180,6 +181,62 @@ test("isto check fails, naming the check, against deliberately broken holders", 
         await holder.stop();
       }
     }
+  });
+});
+
+test("isto check fetches only the checked origin, and a holder's quota makes the report incomplete, not failed", async (t) => {
+  await withIsto(t, { prefix: "isto-e2e-check-origin-", smtp: false }, async (env) => {
+    const toolsFile = path.join(env.work, "tools.json");
+    fs.writeFileSync(toolsFile, JSON.stringify(await istoTools(env.isto.mcpUrl)));
+    // A trap on another origin that the holder's metadata names as its buyer endpoint.
+    const http = await import("node:http");
+    const hits = [];
+    const trap = http.createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      res.writeHead(401, { "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:1/x"' }).end();
+    });
+    await new Promise((r) => trap.listen(0, "127.0.0.1", r));
+    const trapUrl = `http://127.0.0.1:${trap.address().port}/internal/admin`;
+    const foreign = await startBroken("foreign-endpoint", toolsFile, [`--trap=${trapUrl}`]);
+    try {
+      const { report, code, stderr } = await check(foreign.url, ["--revision", "2025-11-25"]);
+      assert.ok(report, stderr);
+      assert.deepEqual(failing(report), [], JSON.stringify(report.checks, null, 1));
+      assert.equal(code, 0);
+      const oauth = report.checks.find((c) => c.id === "oauth.challenge");
+      assert.equal(oauth.status, "skip", JSON.stringify(oauth));
+      assert.match(oauth.detail, /not on the checked URL's origin: not fetched/);
+      assert.deepEqual(hits, [], "the check sent nothing to the other origin");
+    } finally {
+      await foreign.stop();
+      trap.close();
+    }
+    const quota = await startBroken("quota", toolsFile);
+    try {
+      const { report, code, stderr } = await check(quota.url, ["--revision", "2025-11-25"]);
+      assert.ok(report, stderr);
+      assert.equal(code, 2, "an incomplete report exits 2");
+      assert.equal(report.ok, true);
+      assert.equal(report.complete, false);
+      assert.deepEqual(failing(report), []);
+      const skipped = report.checks.filter((c) => c.status === "skip").map((c) => c.id);
+      for (const id of ["publish.intent_code", "get.by_code", "withdraw.immediate", "results.no_secrets"]) {
+        assert.ok(skipped.includes(id), `${id} skipped: ${skipped}`);
+      }
+      const pub = report.checks.find((c) => c.id === "publish.intent_code");
+      assert.match(pub.detail, /try again after 2099-01-01T00:00:00Z/, "the holder's whole retry time is shown");
+    } finally {
+      await quota.stop();
+    }
+    // A report of another holder is not taken into this holder's registry entry.
+    const other = path.join(env.work, "other.json");
+    fs.writeFileSync(
+      other,
+      JSON.stringify({ ok: true, holder: "https://other.example/mcp", checks: [{ id: "x", status: "pass" }] }),
+    );
+    const refused = await env.isto.run(["admin", "registry-entry", "--check-result", other]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /not of this holder/);
   });
 });
 

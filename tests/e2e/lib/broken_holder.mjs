@@ -9,8 +9,11 @@
 //   short-code      intentCodes are 64 bits (16 hex digits)
 //   ignore-withdraw intent_withdraw_intent answers "withdrawn" and changes nothing
 //   no-disclaimer   intent_get_intent's description lacks the aggregator disclaimer
+//   foreign-endpoint /.well-known/isto-intents names --trap=URL (another origin) as
+//                   its OAuth-protected buyer endpoint (the check must not fetch it)
+//   quota           publish refuses every draft with a quota message and a retry time
 //
-// Usage: node broken_holder.mjs --port=N --tools=FILE [--break=NAME]
+// Usage: node broken_holder.mjs --port=N --tools=FILE [--break=NAME] [--trap=URL]
 // It speaks MCP 2025-11-25 (stateless Streamable HTTP, JSON responses), refuses a
 // foreign Origin with 403, and prints "listening <url>" once it listens on 127.0.0.1.
 
@@ -29,7 +32,16 @@ const args = Object.fromEntries(
   }),
 );
 const BREAK = args.break || "none";
-const BREAKS = ["none", "echo-limit", "email", "short-code", "ignore-withdraw", "no-disclaimer"];
+const BREAKS = [
+  "none",
+  "echo-limit",
+  "email",
+  "short-code",
+  "ignore-withdraw",
+  "no-disclaimer",
+  "foreign-endpoint",
+  "quota",
+];
 if (!BREAKS.includes(BREAK)) {
   console.error(`--break must be one of ${BREAKS.join(", ")}`);
   process.exit(2);
@@ -86,6 +98,9 @@ function publicIntent(d) {
 }
 
 function publish(a) {
+  if (BREAK === "quota") {
+    return fail("too many drafts from this address in the last hour; try again after 2099-01-01T00:00:00Z");
+  }
   const known = Object.keys(tool("intent_publish_intent").inputSchema.properties ?? {});
   for (const k of Object.keys(a)) {
     if (!known.includes(k)) return fail(`${k} is not a known property (accepted: ${known.join(", ")})`);
@@ -147,6 +162,10 @@ function mcpServer() {
 
 const httpServer = http.createServer(async (req, res) => {
   const url = new URL(req.url, ORIGIN);
+  if (BREAK === "foreign-endpoint" && url.pathname === "/.well-known/isto-intents") {
+    const doc = { name: "broken", endpoints: { mcp: `${ORIGIN}/mcp`, buyer: args.trap } };
+    return res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(doc));
+  }
   if (url.pathname !== "/mcp") return res.writeHead(404).end("not found\n");
   if (req.headers.origin && req.headers.origin !== ORIGIN) return res.writeHead(403).end("forbidden origin\n");
   if (req.method !== "POST") return res.writeHead(405, { Allow: "POST" }).end();
