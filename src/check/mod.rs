@@ -372,9 +372,8 @@ async fn holder_metadata(run: &Run) -> Option<Value> {
 
 async fn get_json(probe: &Probe, url: &Url) -> Result<(u16, Value), String> {
     let what = format!("GET {url}");
-    let r =
-        rpc::send_paced(probe, &what, "GET", url, &[("accept", "application/json")], None, &|_| false, Pace::Patient)
-            .await?;
+    let out = rpc::Outgoing { method: "GET", url, headers: &[("accept", "application/json")], body: None };
+    let r = rpc::send_paced(probe, &what, out, &|_| false, Pace::Patient).await?;
     if r.status != 200 {
         return Err(format!("GET {url}: HTTP {}", r.status));
     }
@@ -914,9 +913,8 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         }
         let body = serde_json::to_vec(&rpc::opening_body(Revision::V2025)).unwrap_or_default();
         let h = [("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
-        let res = match rpc::send_paced(&run.probe, ep.as_str(), "POST", &ep, &h, Some(body), &|_| true, Pace::Patient)
-            .await
-        {
+        let out = rpc::Outgoing { method: "POST", url: &ep, headers: &h, body: Some(body) };
+        let res = match rpc::send_paced(&run.probe, ep.as_str(), out, &|_| true, Pace::Patient).await {
             Ok(r) => r,
             Err(e) => {
                 run.add("oauth.challenge", None, refs::CHALLENGE, Status::Fail, e);

@@ -181,23 +181,36 @@ pub fn describe(what: &str, e: &crate::outbound::ProbeError) -> String {
     }
 }
 
-/// [`Probe::send`], waiting out 429 answers as `pace` says.
+/// One HTTP request of the check: method, URL, headers, body.
+pub struct Outgoing<'a> {
+    /// `GET`, `POST`, ...
+    pub method: &'a str,
+    /// Where to.
+    pub url: &'a Url,
+    /// Header names (lower-case) and values.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The body, if any.
+    pub body: Option<Vec<u8>>,
+}
+
+/// [`Probe::send`] of `out`, waiting out 429 answers as `pace` says; `what` names the
+/// request in errors.
 ///
 /// # Errors
 /// The probe's error ([`describe`]d with `what`).
 pub async fn send_paced(
     probe: &Probe,
     what: &str,
-    method: &str,
-    url: &Url,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
+    out: Outgoing<'_>,
     stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
     pace: Pace,
 ) -> Result<ProbeResponse, String> {
     let mut attempt = 0;
     loop {
-        let r = probe.send(method, url, headers, body.clone(), stop_sse).await.map_err(|e| describe(what, &e))?;
+        let r = probe
+            .send(out.method, out.url, out.headers, out.body.clone(), stop_sse)
+            .await
+            .map_err(|e| describe(what, &e))?;
         if r.status != 429 || pace == Pace::Once || attempt == RETRIES_AFTER_429 {
             return Ok(r);
         }
@@ -247,7 +260,8 @@ pub async fn post(
     let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
     let stop = move |b: &[u8]| sse_response(b, id).is_some();
     let what = body["method"].as_str().unwrap_or("request");
-    let http = send_paced(probe, what, "POST", url, &all, Some(bytes), &stop, pace).await?;
+    let out = Outgoing { method: "POST", url, headers: &all, body: Some(bytes) };
+    let http = send_paced(probe, what, out, &stop, pace).await?;
     let sse = http.header("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
     let message = if sse {
         sse_response(&http.body, id)

@@ -238,6 +238,12 @@ test("issue 12 point 2: consent by URL-mode elicitation, SDK v1 (2025-11-25) and
       assert.ok(!JSON.stringify(first).includes(a.intentCode), "the InputRequiredResult shows the intentCode");
       assert.equal(await draftCount(isto), before + 1, "a retry made a second draft");
       assert.equal(await status(client, a.intentCode), "awaiting_consent");
+      // Once the draft is withdrawn, a retry without an answer is not asked again: it
+      // gets the completed result with the intent as it now is.
+      await client.callTool({ name: "intent_withdraw_intent", arguments: { intentCode: a.intentCode } });
+      const late = assertOrdinary(await client.callTool(retry, { allowInputRequired: true }));
+      assert.equal(late.intent.status, "withdrawn", JSON.stringify(late));
+      assert.equal(await draftCount(isto), before + 1, "the late retry made a draft");
     });
 
     await step("v2 by hand: a forged, altered, foreign or oversized requestState is refused naming requestState", async () => {
