@@ -310,7 +310,7 @@ impl Intents {
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
         let rec = self.owned(account_id, id)?;
         let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
-        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 
     /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module
