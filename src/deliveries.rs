@@ -89,7 +89,11 @@ pub fn record_hits_tx(
     if n > 0 {
         rec.match_count += n;
         // Paused: no digest is scheduled; the matches wait for another cadence.
-        let due = rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), base.settings.digest_min_interval_secs);
+        let due = rec.cadence.next_digest_at(
+            rec.last_digest_at,
+            now.unix_timestamp(),
+            base.settings.digest_min_interval_secs,
+        );
         if let Some(due) = due {
             if tx.digest_due_at(&rec.id)?.is_none() {
                 tx.set_digest_due(&rec.id, Some(due))?;
@@ -108,10 +112,20 @@ pub fn record_hits_tx(
 ///
 /// # Errors
 /// Storage errors.
-pub fn set_cadence_tx(base: &Base, tx: &mut Tx<'_>, rec: &mut IntentRecord, cadence: Cadence, now: OffsetDateTime) -> Result<()> {
+pub fn set_cadence_tx(
+    base: &Base,
+    tx: &mut Tx<'_>,
+    rec: &mut IntentRecord,
+    cadence: Cadence,
+    now: OffsetDateTime,
+) -> Result<()> {
     rec.cadence = cadence;
     let waiting = !tx.deliveries::<Value>(&rec.id, rec.digest_cursor, 1)?.is_empty();
-    let due = match cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), base.settings.digest_min_interval_secs) {
+    let due = match cadence.next_digest_at(
+        rec.last_digest_at,
+        now.unix_timestamp(),
+        base.settings.digest_min_interval_secs,
+    ) {
         Some(at) if waiting => Some(at),
         _ => None,
     };

@@ -37,7 +37,8 @@ fn strings(lang: &str) -> &'static Strings {
             aggregator: "Ponuky pochádzajú od trhového agregátora a nemusia byť úplné.",
             cadence_now: "E-maily o tomto dopyte chodia:",
             cadence_after_confirm: "Po potvrdení budú e-maily o tomto dopyte chodiť:",
-            cadence_change: "Ako často chodia (priebežne, denne, týždenne alebo pozastaviť), zmeníte na stránke výsledkov:",
+            cadence_change:
+                "Ako často chodia (priebežne, denne, týždenne alebo pozastaviť), zmeníte na stránke výsledkov:",
         },
         "cs" => &Strings {
             confirm_subject: "Potvrďte svou poptávku",

@@ -639,7 +639,12 @@ impl Intents {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
             match rec.effective_status(now) {
                 Status::Active | Status::AwaitingEmailConfirmation => {}
-                s => return Err(ServiceError::State(format!("state: the cadence cannot be changed while the intent is {}", s.as_str()))),
+                s => {
+                    return Err(ServiceError::State(format!(
+                        "state: the cadence cannot be changed while the intent is {}",
+                        s.as_str()
+                    )))
+                }
             }
             if rec.cadence == cadence {
                 return Ok(None);

@@ -582,7 +582,15 @@ fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Re
 /// The page of an active intent behind a confirmation token (after confirming, or the
 /// link opened again): `text` with the statement, then the delivery cadence form
 /// (issue 13 point 2) posting to `/confirm/{token}/cadence`.
-fn active_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str, text: &str, cadence: Cadence, saved: bool) -> Response {
+fn active_page(
+    h: &AppState,
+    ui: &Ui,
+    intent: &Intent,
+    token: &str,
+    text: &str,
+    cadence: Cadence,
+    saved: bool,
+) -> Response {
     let csrf = h.base.keys.csrf_token(CSRF_CADENCE, token, now_unix(h));
     let action = format!("/confirm/{token}/cadence");
     let form = pages::CadenceForm { action: &action, csrf: &csrf, current: cadence, saved };
@@ -672,8 +680,12 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQue
             let ui = intent_ui(&h, &v.intent);
             let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
             let action = format!("/results/{token}/cadence");
-            let form =
-                pages::CadenceForm { action: &action, csrf: &csrf, current: v.cadence, saved: cadence_saved(query.as_deref()) };
+            let form = pages::CadenceForm {
+                action: &action,
+                csrf: &csrf,
+                current: v.cadence,
+                saved: cadence_saved(query.as_deref()),
+            };
             let body = pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form));
             page(&h, ui, StatusCode::OK, ui.results_title, body)
         }

@@ -344,9 +344,10 @@ pub fn cadence_form(ui: &Ui, f: &CadenceForm<'_>) -> Markup {
     html! {
         section #cadence aria-labelledby="cadence-legend" {
             @if f.saved {
-                p.notice role="status" { (t.saved) " " (f.current.label(ui.lang)) "." }
+                p.notice #cadence-current role="status" { (t.saved) " " strong { (f.current.label(ui.lang)) } "." }
+            } @else {
+                p #cadence-current { (t.current) " " strong { (f.current.label(ui.lang)) } }
             }
-            p #cadence-current { (t.current) " " strong { (f.current.label(ui.lang)) } }
             form.card method="post" action=(f.action) {
                 input type="hidden" name="csrf" value=(f.csrf);
                 fieldset.cadence aria-describedby="cadence-hint" {

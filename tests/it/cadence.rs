@@ -151,7 +151,11 @@ fn each_cadence_paces_the_digests_over_the_clock() {
     }
     assert_eq!(digests(&f).len(), before);
     let results = f.get(&format!("/results/{}", a.manage), None);
-    assert!(results.body.contains("Skoda Octavia fifth") && results.body.contains("Skoda Octavia sixth"), "{}", results.body);
+    assert!(
+        results.body.contains("Skoda Octavia fifth") && results.body.contains("Skoda Octavia sixth"),
+        "{}",
+        results.body
+    );
     assert!(results.body.contains("value=\"pause\" checked"));
     let q = ListMatches { intent_code: Some(a.code.clone()), intent: None, since: None, limit: 50 };
     let (pulled, _) = f.holder.intents.list_matches_by_code(&q).unwrap();
@@ -202,12 +206,17 @@ fn a_change_needs_a_post_with_the_csrf_token_and_a_known_value() {
     let other = f.get(&format!("/withdraw/{}", a.manage), None).csrf_for(&format!("/withdraw/{}", a.manage));
     let r = f.post(&action, &[("csrf", &other), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "a withdraw form's token is not a cadence token");
-    let confirm_csrf = f.get(&format!("/confirm/{}/done", a.confirm), None).csrf_for(&format!("/confirm/{}/cadence", a.confirm));
+    let confirm_csrf =
+        f.get(&format!("/confirm/{}/done", a.confirm), None).csrf_for(&format!("/confirm/{}/cadence", a.confirm));
     let r = f.post(&action, &[("csrf", &confirm_csrf), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "bound to the page's own token");
     // An unknown or missing value: 400 naming the field.
     let csrf = f.get(&format!("/results/{}", a.manage), None).csrf_for(&action);
-    for bad in [&[("csrf", csrf.as_str()), ("cadence", "hourly")][..], &[("csrf", csrf.as_str()), ("cadence", "Daily")][..], &[("csrf", csrf.as_str())][..]] {
+    for bad in [
+        &[("csrf", csrf.as_str()), ("cadence", "hourly")][..],
+        &[("csrf", csrf.as_str()), ("cadence", "Daily")][..],
+        &[("csrf", csrf.as_str())][..],
+    ] {
         let r = f.post(&action, bad, None);
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad:?}");
         assert!(r.body.contains("The field “cadence”"), "{}", r.body);
