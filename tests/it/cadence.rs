@@ -115,7 +115,7 @@ fn each_cadence_paces_the_digests_over_the_clock() {
     let to = choose(&f, &done, &format!("/confirm/{}/cadence", a.confirm), "daily");
     assert_eq!(to, format!("{done}?saved=cadence"));
     let page = f.get(&to, None);
-    assert!(page.body.contains("Saved. E-mails will come: daily"), "{}", page.body);
+    assert!(page.body.contains("Saved. E-mails will come: <strong>daily"), "{}", page.body);
     assert!(page.body.contains("value=\"daily\" checked"), "{}", page.body);
     assert_eq!(stored(&f, &a.id).cadence, Cadence::Daily);
     f.holder.catalogue.import_offers(vec![octavia("third")]).unwrap();
