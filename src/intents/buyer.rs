@@ -272,6 +272,16 @@ impl Intents {
         self.withdraw_id(&rec.id)
     }
 
+    /// Sets the delivery cadence of an owned intent (the "my intents" page; issue 13
+    /// point 2), see [`Intents::set_cadence_id`]. Call it on a blocking thread.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (not this account's); as [`Intents::set_cadence_id`].
+    pub fn set_cadence_owned(&self, account_id: &str, id: &str, cadence: crate::records::Cadence) -> Result<Intent> {
+        let rec = self.owned(account_id, id)?;
+        self.set_cadence_id(&rec.id, cadence)
+    }
+
     /// `intent_list_matches` on `/mcp/buyer`: `{intent, since?, limit?}` (the same cursor
     /// rules as [`Intents::list_matches_by_code`]).
     ///

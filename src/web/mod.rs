@@ -693,6 +693,16 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQue
     }
 }
 
+/// 400: the `cadence` field is missing or not one of the four values: the message
+/// naming the field, and a link `back` to the page of the form.
+fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Response {
+    let body = maud::html! {
+        (pages::message(ui.cadence.invalid, true))
+        p { a href=(back) { (ui.cadence.back) } }
+    };
+    page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, body)
+}
+
 /// Which token a cadence POST carries.
 #[derive(Debug, Clone, Copy)]
 enum CadenceVia {
@@ -748,11 +758,7 @@ async fn cadence_submit(h: Shared, token: String, body: &[u8], via: CadenceVia) 
         CadenceVia::Confirm => format!("/confirm/{token}/done"),
     };
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        let body = maud::html! {
-            (pages::message(ui.cadence.invalid, true))
-            p { a href=(back) { (ui.cadence.back) } }
-        };
-        return page(&h, ui, StatusCode::BAD_REQUEST, ui.error_title, body);
+        return cadence_invalid_page(&h, ui, &back);
     };
     let t = token.clone();
     let set = match via {

@@ -261,3 +261,40 @@ fn the_digest_says_the_cadence_in_the_intents_language() {
     assert!(d.text.contains("E-maily o této poptávce chodí: týdně (nejvýše jeden e-mail za 7 dní)."), "{}", d.text);
     assert!(d.text.contains("změníte na stránce výsledků:\nhttps://holder.example/results/"), "{}", d.text);
 }
+
+#[test]
+fn a_signed_in_buyer_sets_the_cadence_on_the_intents_page() {
+    let f = Fx::new();
+    let h = &f.holder;
+    h.catalogue.import_offers(vec![octavia("first")]).unwrap();
+    let (account, cookie) = f.buyer("buyer@example.com");
+    let args = json!({"statement": "I am looking for a used Skoda Octavia estate", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"}, "area": "SK"});
+    let id = h.intents.publish_for(&account, h.intents.parse_publish(&args).unwrap()).unwrap().intent.id;
+    let page_path = format!("/me/intents/{id}");
+    let action = format!("{page_path}/cadence");
+    let page = f.get(&page_path, Some(&cookie));
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("value=\"as_they_come\" checked"), "{}", page.body);
+    let csrf = page.csrf_for(&action);
+    // Without the session, or without the token: nothing changes.
+    let r = f.post(&action, &[("csrf", &csrf), ("cadence", "weekly")], None);
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert!(r.location().starts_with("/signin"), "{}", r.location());
+    assert_eq!(f.post(&action, &[("cadence", "weekly")], Some(&cookie)).status, StatusCode::FORBIDDEN);
+    let r = f.post(&action, &[("csrf", &csrf), ("cadence", "sometimes")], Some(&cookie));
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("The field “cadence”"));
+    // Another account's session: the token is bound to the owner's account (403), and
+    // the intent is not its own (404 for its page).
+    let (_, other) = f.buyer("other@example.com");
+    assert_eq!(f.post(&action, &[("csrf", &csrf), ("cadence", "weekly")], Some(&other)).status, StatusCode::FORBIDDEN);
+    assert_eq!(f.get(&page_path, Some(&other)).status, StatusCode::NOT_FOUND);
+    assert_eq!(stored(&f, &id).cadence, Cadence::AsTheyCome);
+    // With both: 303 back to the page, which shows the choice.
+    let r = f.post(&action, &[("csrf", &csrf), ("cadence", "weekly")], Some(&cookie));
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("{page_path}?saved=cadence").as_str()));
+    assert_eq!(stored(&f, &id).cadence, Cadence::Weekly);
+    let page = f.get(&format!("{page_path}?saved=cadence"), Some(&cookie));
+    assert!(page.body.contains("value=\"weekly\" checked"), "{}", page.body);
+    assert!(page.body.contains("Saved. E-mails will come: <strong>weekly"), "{}", page.body);
+}
