@@ -113,6 +113,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                     owner: None,
                     last_delivered: 0,
                     person: None,
+                    cadence: isto::records::Cadence::AsTheyCome,
                 }
             })
             .collect();

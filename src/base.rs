@@ -499,6 +499,7 @@ mod tests {
             owner: None,
             last_delivered: 0,
             person: None,
+            cadence: crate::records::Cadence::AsTheyCome,
         }
     }
 

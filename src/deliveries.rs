@@ -10,7 +10,7 @@ use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status, Visibility};
-use crate::records::{from_micros, micros, offer_valid, IntentRecord, OfferRecord, SellerRecord};
+use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -88,13 +88,49 @@ pub fn record_hits_tx(
     }
     if n > 0 {
         rec.match_count += n;
-        let interval = base.settings.digest_min_interval_secs as i64;
-        let due = rec.last_digest_at.map(|l| l + interval).unwrap_or(0).max(now.unix_timestamp());
-        if tx.digest_due_at(&rec.id)?.is_none() {
-            tx.set_digest_due(&rec.id, Some(due))?;
+        // Paused: no digest is scheduled; the matches wait for another cadence.
+        let due = rec.cadence.next_digest_at(
+            rec.last_digest_at,
+            now.unix_timestamp(),
+            base.settings.digest_min_interval_secs,
+        );
+        if let Some(due) = due {
+            if tx.digest_due_at(&rec.id)?.is_none() {
+                tx.set_digest_due(&rec.id, Some(due))?;
+            }
         }
     }
     Ok(n)
+}
+
+/// Sets the delivery cadence of `rec` (issue 13 point 2) and reschedules its digest in
+/// the same transaction: paused, no digest is scheduled; otherwise, when matches wait
+/// that no digest carried yet, the digest is due at [`Cadence::next_digest_at`] (the
+/// timer still counts from the last digest sent: a new cadence does not reset it, and
+/// the matches found during a pause go out in the first digest after it). The caller
+/// writes `rec`.
+///
+/// # Errors
+/// Storage errors.
+pub fn set_cadence_tx(
+    base: &Base,
+    tx: &mut Tx<'_>,
+    rec: &mut IntentRecord,
+    cadence: Cadence,
+    now: OffsetDateTime,
+) -> Result<()> {
+    rec.cadence = cadence;
+    let waiting = !tx.deliveries::<Value>(&rec.id, rec.digest_cursor, 1)?.is_empty();
+    let due = match cadence.next_digest_at(
+        rec.last_digest_at,
+        now.unix_timestamp(),
+        base.settings.digest_min_interval_secs,
+    ) {
+        Some(at) if waiting => Some(at),
+        _ => None,
+    };
+    tx.set_digest_due(&rec.id, due)?;
+    Ok(())
 }
 
 /// Most queued replies one [`drain_pending_replies`] call matches; when more wait, it
@@ -169,7 +205,8 @@ fn match_pending_reply(base: &Base, seq: u64) -> Result<u64> {
 }
 
 /// Sends what is due: builds digests for intents whose digest time has come (first
-/// one at once, later ones after the minimum interval) into the outbox. Returns the
+/// one at once, later ones after the spacing of the intent's cadence, see
+/// [`Cadence::next_digest_at`]; none while paused) into the outbox. Returns the
 /// number of digests queued.
 ///
 /// # Errors
@@ -193,6 +230,18 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             if rec.effective_status(now) != Status::Active {
                 return Ok(false);
             }
+            // The person's cadence decides (issue 13 point 2): paused, nothing goes out
+            // (the matches wait); before its spacing since the last digest is over, the
+            // digest waits for it.
+            let min = base.settings.digest_min_interval_secs;
+            match rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), min) {
+                None => return Ok(false),
+                Some(later) if later > now.unix_timestamp() => {
+                    tx.set_digest_due(&id, Some(later))?;
+                    return Ok(false);
+                }
+                Some(_) => {}
+            }
             let Some(contact) = &rec.contact else { return Ok(false) };
             let rows: Vec<(i64, String, Value)> = tx.deliveries(&id, rec.digest_cursor, 50)?;
             if rows.is_empty() {
@@ -209,6 +258,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
                 &base.settings,
                 email.expose(),
                 &rec.to_intent(now),
+                rec.cadence,
                 &offers,
                 &format!("{url_base}/results/{}", manage.expose()),
                 &format!("{url_base}/withdraw/{}", manage.expose()),
@@ -219,7 +269,9 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             rec.digest_cursor = rows.last().map(|r| r.0).unwrap_or(rec.digest_cursor);
             rec.last_digest_at = Some(now.unix_timestamp());
             if rows.len() == 50 {
-                tx.set_digest_due(&id, Some(now.unix_timestamp() + base.settings.digest_min_interval_secs as i64))?;
+                // More wait: the next digest after this cadence's spacing.
+                let next = rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), min);
+                tx.set_digest_due(&id, next)?;
             }
             tx.put_intent(&rec, true)?;
             Ok(true)

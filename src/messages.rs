@@ -5,6 +5,7 @@
 use crate::config::Settings;
 use crate::mail::MailContent;
 use crate::protocol::{Intent, Offer};
+use crate::records::Cadence;
 use crate::text::format_amount;
 
 struct Strings {
@@ -17,6 +18,9 @@ struct Strings {
     digest_intro: &'static str,
     all_results: &'static str,
     aggregator: &'static str,
+    cadence_now: &'static str,
+    cadence_after_confirm: &'static str,
+    cadence_change: &'static str,
 }
 
 fn strings(lang: &str) -> &'static Strings {
@@ -31,6 +35,10 @@ fn strings(lang: &str) -> &'static Strings {
             digest_intro: "Našli sme nové ponuky, ktoré zodpovedajú vášmu dopytu:",
             all_results: "Všetky výsledky:",
             aggregator: "Ponuky pochádzajú od trhového agregátora a nemusia byť úplné.",
+            cadence_now: "E-maily o tomto dopyte chodia:",
+            cadence_after_confirm: "Po potvrdení budú e-maily o tomto dopyte chodiť:",
+            cadence_change:
+                "Ako často chodia (priebežne, denne, týždenne alebo pozastaviť), zmeníte na stránke výsledkov:",
         },
         "cs" => &Strings {
             confirm_subject: "Potvrďte svou poptávku",
@@ -42,6 +50,9 @@ fn strings(lang: &str) -> &'static Strings {
             digest_intro: "Našli jsme nové nabídky, které odpovídají vaší poptávce:",
             all_results: "Všechny výsledky:",
             aggregator: "Nabídky pocházejí od tržního agregátoru a nemusí být úplné.",
+            cadence_now: "E-maily o této poptávce chodí:",
+            cadence_after_confirm: "Po potvrzení budou e-maily o této poptávce chodit:",
+            cadence_change: "Jak často chodí (průběžně, denně, týdně nebo pozastavit), změníte na stránce výsledků:",
         },
         _ => &Strings {
             confirm_subject: "Confirm your request",
@@ -53,6 +64,9 @@ fn strings(lang: &str) -> &'static Strings {
             digest_intro: "We found new offers that match your request:",
             all_results: "All results:",
             aggregator: "Offers come from a market aggregator and may be incomplete.",
+            cadence_now: "E-mails about this request come:",
+            cadence_after_confirm: "Once confirmed, e-mails about this request come:",
+            cadence_change: "Change how often (as they come, daily, weekly, or pause) on the results page:",
         },
     }
 }
@@ -65,24 +79,36 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
+/// The cadence paragraph of every e-mail about an intent (issue 13 point 2): the
+/// current cadence in words ([`Cadence::label`]) and the results page link where the
+/// person changes it (a page with a form: following the link changes nothing).
+fn cadence_paragraph(s: &Strings, lead: &str, lang: &str, cadence: Cadence, results_url: &str) -> String {
+    format!("{lead} {label}.\n{change}\n{results_url}", label = cadence.label(lang), change = s.cadence_change)
+}
+
 /// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
-/// confirmation page link (which shows a Confirm button; GET never confirms) and the
-/// withdraw link.
+/// confirmation page link (which shows a Confirm button; GET never confirms), the
+/// cadence the intent will have once active with the results page link to change it
+/// (issue 13 point 2), and the withdraw link.
+#[allow(clippy::too_many_arguments)]
 pub fn confirmation(
     settings: &Settings,
     to: &str,
     intent: &Intent,
+    cadence: Cadence,
     confirm_url: &str,
+    results_url: &str,
     withdraw_url: &str,
     unsubscribe_url: &str,
 ) -> MailContent {
     let s = strings(&intent.language);
     let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
+        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
         intro = s.confirm_intro,
         statement = intent.statement,
         action = s.confirm_action,
         ignore = s.ignore,
+        cadence = cadence_paragraph(s, s.cadence_after_confirm, &intent.language, cadence, results_url),
         withdraw = s.withdraw,
         holder = settings.holder_name,
     );
@@ -95,11 +121,14 @@ pub fn confirmation(
 }
 
 /// The match digest (PROTOCOL.md §4.5): new offers with price, place and link, the
-/// results page and the withdraw link.
+/// results page, the current cadence with the link to change it (issue 13 point 2) and
+/// the withdraw link.
+#[allow(clippy::too_many_arguments)]
 pub fn digest(
     settings: &Settings,
     to: &str,
     intent: &Intent,
+    cadence: Cadence,
     offers: &[Offer],
     results_url: &str,
     withdraw_url: &str,
@@ -115,11 +144,12 @@ pub fn digest(
         }
     }
     let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
+        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
         intro = s.digest_intro,
         statement = intent.statement,
         all = s.all_results,
         aggregator = s.aggregator,
+        cadence = cadence_paragraph(s, s.cadence_now, &intent.language, cadence, results_url),
         withdraw = s.withdraw,
         holder = settings.holder_name,
     );

@@ -88,6 +88,102 @@ pub struct IntentRecord {
     /// start-up backfill).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
+    /// How often the person wants the match digest (issue 13 point 2), chosen on the
+    /// confirmation and results pages. Absent on records of an older isto, which read as
+    /// [`Cadence::AsTheyCome`] (the behaviour they had); not written when it is that.
+    #[serde(default, skip_serializing_if = "Cadence::is_default")]
+    pub cadence: Cadence,
+}
+
+/// How often the match digest of an intent may go out (issue 13 point 2; the rule is
+/// [`Cadence::next_digest_at`], docs/choices.md "Delivery cadence"). Stored by its
+/// [`Cadence::key`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cadence {
+    /// As matches come: at most one digest per `mail.digest_min_interval_secs`.
+    #[default]
+    AsTheyCome,
+    /// At most one digest per 24 hours.
+    Daily,
+    /// At most one digest per 7 days.
+    Weekly,
+    /// No digest; matches keep being recorded and are mailed once another cadence is
+    /// chosen.
+    Pause,
+}
+
+impl Cadence {
+    /// Every cadence, in the order the pages offer them.
+    pub const ALL: [Cadence; 4] = [Cadence::AsTheyCome, Cadence::Daily, Cadence::Weekly, Cadence::Pause];
+
+    /// Seconds in a day (the [`Cadence::Daily`] spacing).
+    pub const DAY_SECS: i64 = 24 * 3600;
+
+    /// Seconds in a week (the [`Cadence::Weekly`] spacing).
+    pub const WEEK_SECS: i64 = 7 * Self::DAY_SECS;
+
+    /// The form value and stored name: `as_they_come`, `daily`, `weekly`, `pause`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Cadence::AsTheyCome => "as_they_come",
+            Cadence::Daily => "daily",
+            Cadence::Weekly => "weekly",
+            Cadence::Pause => "pause",
+        }
+    }
+
+    /// The cadence whose [`Cadence::key`] is `s` exactly, if any.
+    pub fn parse(s: &str) -> Option<Cadence> {
+        Self::ALL.into_iter().find(|c| c.key() == s)
+    }
+
+    /// Whether this is the default ([`Cadence::AsTheyCome`]).
+    pub fn is_default(&self) -> bool {
+        *self == Cadence::AsTheyCome
+    }
+
+    /// Least seconds between two digests: `min_interval_secs` (the holder's
+    /// `mail.digest_min_interval_secs`) as they come, a day daily, a week weekly (never
+    /// less than `min_interval_secs`); `None` when paused.
+    pub fn spacing_secs(self, min_interval_secs: u64) -> Option<i64> {
+        let min = i64::try_from(min_interval_secs).unwrap_or(i64::MAX);
+        match self {
+            Cadence::AsTheyCome => Some(min),
+            Cadence::Daily => Some(Self::DAY_SECS.max(min)),
+            Cadence::Weekly => Some(Self::WEEK_SECS.max(min)),
+            Cadence::Pause => None,
+        }
+    }
+
+    /// When (Unix seconds) the next digest of an intent with undigested matches may go
+    /// out: [`Cadence::spacing_secs`] after the last digest (`last_digest_at`, Unix
+    /// seconds), or `now` when there was none or that time has passed; `None` when
+    /// paused. The timer counts from the last digest sent, so choosing another cadence
+    /// does not reset it.
+    pub fn next_digest_at(self, last_digest_at: Option<i64>, now: i64, min_interval_secs: u64) -> Option<i64> {
+        let spacing = self.spacing_secs(min_interval_secs)?;
+        Some(last_digest_at.map_or(now, |l| l.saturating_add(spacing)).max(now))
+    }
+
+    /// The cadence in words, in `lang` (`sk`, `cs`, else English): the pages' choices
+    /// and the line every e-mail about the intent carries.
+    pub fn label(self, lang: &str) -> &'static str {
+        match (lang, self) {
+            ("sk", Cadence::AsTheyCome) => "priebežne, hneď ako prídu",
+            ("sk", Cadence::Daily) => "denne (najviac jeden e-mail za 24 hodín)",
+            ("sk", Cadence::Weekly) => "týždenne (najviac jeden e-mail za 7 dní)",
+            ("sk", Cadence::Pause) => "pozastavené (e-maily nechodia, ponuky sa zbierajú na stránke výsledkov)",
+            ("cs", Cadence::AsTheyCome) => "průběžně, hned jak přijdou",
+            ("cs", Cadence::Daily) => "denně (nejvýše jeden e-mail za 24 hodin)",
+            ("cs", Cadence::Weekly) => "týdně (nejvýše jeden e-mail za 7 dní)",
+            ("cs", Cadence::Pause) => "pozastaveno (e-maily nechodí, nabídky se sbírají na stránce výsledků)",
+            (_, Cadence::AsTheyCome) => "as they come",
+            (_, Cadence::Daily) => "daily (at most one e-mail in 24 hours)",
+            (_, Cadence::Weekly) => "weekly (at most one e-mail in 7 days)",
+            (_, Cadence::Pause) => "paused (no e-mail; offers collect on the results page)",
+        }
+    }
 }
 
 /// Parses a stored RFC 3339 time (the epoch when malformed: stored times are written by
@@ -235,4 +331,61 @@ pub fn offer_valid(o: &OfferRecord, disabled: &HashSet<String>, now: OffsetDateT
     o.active
         && !disabled.contains(&o.offer.source.seller_id)
         && o.offer.valid_until.as_deref().is_none_or(|v| ts(v) > now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    fn at(c: &ManualClock) -> i64 {
+        c.now().unix_timestamp()
+    }
+
+    #[test]
+    fn each_cadence_spaces_digests_by_its_interval() {
+        let clock = ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap());
+        let min = 3600;
+        // No digest yet: the first one may go out at once, whatever the cadence.
+        for c in [Cadence::AsTheyCome, Cadence::Daily, Cadence::Weekly] {
+            assert_eq!(c.next_digest_at(None, at(&clock), min), Some(at(&clock)), "{c:?}");
+        }
+        let sent = at(&clock);
+        clock.advance(time::Duration::minutes(10));
+        assert_eq!(Cadence::AsTheyCome.next_digest_at(Some(sent), at(&clock), min), Some(sent + 3600));
+        assert_eq!(Cadence::Daily.next_digest_at(Some(sent), at(&clock), min), Some(sent + 86_400));
+        assert_eq!(Cadence::Weekly.next_digest_at(Some(sent), at(&clock), min), Some(sent + 7 * 86_400));
+        assert_eq!(Cadence::Pause.next_digest_at(Some(sent), at(&clock), min), None);
+        assert_eq!(Cadence::Pause.next_digest_at(None, at(&clock), min), None);
+        // Once the spacing has passed: now (a late digest is not pushed further out).
+        clock.advance(time::Duration::days(2));
+        assert_eq!(Cadence::Daily.next_digest_at(Some(sent), at(&clock), min), Some(at(&clock)));
+        assert_eq!(Cadence::Weekly.next_digest_at(Some(sent), at(&clock), min), Some(sent + 7 * 86_400));
+        // A holder minimum longer than a day wins over "daily".
+        assert_eq!(Cadence::Daily.spacing_secs(2 * 86_400), Some(2 * 86_400));
+        assert_eq!(Cadence::AsTheyCome.spacing_secs(u64::MAX), Some(i64::MAX));
+        assert_eq!(Cadence::AsTheyCome.next_digest_at(Some(sent), at(&clock), u64::MAX), Some(i64::MAX));
+    }
+
+    #[test]
+    fn keys_parse_back_and_old_records_read_as_they_come() {
+        for c in Cadence::ALL {
+            assert_eq!(Cadence::parse(c.key()), Some(c));
+            assert_eq!(serde_json::to_value(c).unwrap(), Value::String(c.key().into()));
+            for l in ["sk", "cs", "en"] {
+                assert!(!c.label(l).is_empty());
+            }
+        }
+        assert_eq!(Cadence::parse("Daily"), None);
+        assert_eq!(Cadence::parse("hourly"), None);
+        assert_eq!(Cadence::parse(""), None);
+        assert_ne!(Cadence::Daily.label("sk"), Cadence::Daily.label("en"));
+        #[derive(Deserialize)]
+        struct Old {
+            #[serde(default)]
+            cadence: Cadence,
+        }
+        let old: Old = serde_json::from_str("{}").unwrap();
+        assert_eq!(old.cadence, Cadence::AsTheyCome);
+    }
 }

@@ -272,6 +272,16 @@ impl Intents {
         self.withdraw_id(&rec.id)
     }
 
+    /// Sets the delivery cadence of an owned intent (the "my intents" page; issue 13
+    /// point 2), see [`Intents::set_cadence_id`]. Call it on a blocking thread.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (not this account's); as [`Intents::set_cadence_id`].
+    pub fn set_cadence_owned(&self, account_id: &str, id: &str, cadence: crate::records::Cadence) -> Result<Intent> {
+        let rec = self.owned(account_id, id)?;
+        self.set_cadence_id(&rec.id, cadence)
+    }
+
     /// `intent_list_matches` on `/mcp/buyer`: `{intent, since?, limit?}` (the same cursor
     /// rules as [`Intents::list_matches_by_code`]).
     ///
@@ -310,7 +320,7 @@ impl Intents {
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
         let rec = self.owned(account_id, id)?;
         let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
-        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 
     /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module

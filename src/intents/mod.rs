@@ -18,7 +18,7 @@ use crate::deliveries::{self, with_offers};
 use crate::mail::MailJob;
 use crate::protocol::input::{self, validate_email, Fields, InputError, ListMatches};
 use crate::protocol::{AreaObject, Budget, Delivery, Intent, Status, Visibility};
-use crate::records::{ts, ConsentRecord, IntentRecord};
+use crate::records::{ts, Cadence, ConsentRecord, IntentRecord};
 use crate::store::{Ns, Reads};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -76,6 +76,8 @@ pub struct ResultsView {
     pub intent: Intent,
     /// Deliveries, newest first.
     pub deliveries: Vec<Delivery>,
+    /// How often the digest may go out (issue 13 point 2).
+    pub cadence: Cadence,
 }
 
 /// Outcome of a consent submission.
@@ -172,6 +174,7 @@ impl Intents {
             last_delivered: 0,
             person: None,
             owner: owner.map(str::to_owned),
+            cadence: Cadence::AsTheyCome,
         })
     }
 
@@ -470,7 +473,9 @@ impl Intents {
             &self.base.settings,
             &email,
             &rec.to_intent(now),
+            rec.cadence,
             &format!("{base}/confirm/{}", confirm.expose()),
+            &format!("{base}/results/{}", manage.expose()),
             &format!("{base}/withdraw/{}", manage.expose()),
             &format!("{base}/unsubscribe/{}", manage.expose()),
         );
@@ -571,7 +576,7 @@ impl Intents {
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
         let rec = self.by_token("manage", token)?;
         let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
-        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries })
+        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 
     /// The intent behind a manage token (withdraw pages), without its deliveries.
@@ -580,6 +585,91 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn manage_view(&self, token: &str) -> Result<Intent> {
         Ok(self.by_token("manage", token)?.to_intent(self.now()))
+    }
+
+    /// The delivery cadence of the intent behind a manage token (results page).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn cadence_by_manage(&self, token: &str) -> Result<Cadence> {
+        Ok(self.by_token("manage", token)?.cadence)
+    }
+
+    /// The delivery cadence of the intent behind a confirmation token (the page after
+    /// confirming).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn cadence_by_confirm(&self, token: &str) -> Result<Cadence> {
+        Ok(self.by_token("confirm", token)?.cadence)
+    }
+
+    /// Sets the delivery cadence through a manage token (results page POST; issue 13
+    /// point 2), see [`Intents::set_cadence_id`].
+    ///
+    /// # Errors
+    /// As [`Intents::set_cadence_id`].
+    pub fn set_cadence_by_manage(&self, token: &str, cadence: Cadence) -> Result<Intent> {
+        let rec = self.by_token("manage", token)?;
+        self.set_cadence_id(&rec.id, cadence)
+    }
+
+    /// Sets the delivery cadence through a confirmation token (the POST of the page
+    /// after confirming), see [`Intents::set_cadence_id`].
+    ///
+    /// # Errors
+    /// As [`Intents::set_cadence_id`].
+    pub fn set_cadence_by_confirm(&self, token: &str, cadence: Cadence) -> Result<Intent> {
+        let rec = self.by_token("confirm", token)?;
+        self.set_cadence_id(&rec.id, cadence)
+    }
+
+    /// Sets how often the match digest may go out (issue 13 point 2) in one
+    /// transaction, rescheduling the pending digest by the new cadence
+    /// ([`deliveries::set_cadence_tx`]). Possible while the intent is awaiting its
+    /// e-mail confirmation or active; choosing the cadence it has changes nothing.
+    /// `intent_list_matches` is unaffected (pull). Returns the intent as it is now.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`]; [`ServiceError::State`] once the intent has ended
+    /// (expired or withdrawn) or before consent; storage errors.
+    pub(crate) fn set_cadence_id(&self, id: &str, cadence: Cadence) -> Result<Intent> {
+        let now = self.now();
+        let changed = self.base.write(|tx| -> Result<Option<IntentRecord>> {
+            let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
+            match rec.effective_status(now) {
+                Status::Active | Status::AwaitingEmailConfirmation => {}
+                s => {
+                    return Err(ServiceError::State(format!(
+                        "state: the cadence cannot be changed while the intent is {}",
+                        s.as_str()
+                    )))
+                }
+            }
+            if rec.cadence == cadence {
+                return Ok(None);
+            }
+            deliveries::set_cadence_tx(&self.base, tx, &mut rec, cadence, now)?;
+            rec.updated_at = clock::rfc3339(now);
+            let active = rec.effective_status(now) == Status::Active;
+            tx.put_intent(&rec, active)?;
+            Ok(Some(rec))
+        })?;
+        match changed {
+            Some(rec) => {
+                tracing::info!(intent = %id, cadence = cadence.key(), "delivery cadence changed");
+                // A resumed or shortened cadence may make a digest due now.
+                self.base.outbox.wake();
+                Ok(rec.to_intent(now))
+            }
+            None => self.by_id(id),
+        }
+    }
+
+    /// The public view of intent `id`.
+    fn by_id(&self, id: &str) -> Result<Intent> {
+        let rec: IntentRecord = self.base.store.read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
+        Ok(rec.to_intent(self.now()))
     }
 
     /// Withdraws through a manage token (withdraw page POST, RFC 8058 one-click).

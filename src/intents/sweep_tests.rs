@@ -46,6 +46,7 @@ fn record(id: &str, status: Status) -> IntentRecord {
         owner: None,
         last_delivered: 0,
         person: None,
+        cadence: crate::records::Cadence::AsTheyCome,
     }
 }
 

@@ -7,6 +7,8 @@
 //! * `GET /me/intents/{id}`: one intent and its delivered offers (owner only; any other
 //!   id is the same 404).
 //! * `POST /me/intents/{id}/withdraw` (csrf): withdraws at once; 303 to `/me`.
+//! * `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence (issue 13
+//!   point 2); 303 to `/me/intents/{id}?saved=cadence`.
 //! * `POST /me/intents/{id}/renew` (csrf): creates a pending renewal (+ the holder's
 //!   default validity, capped at its maximum); 303 to `/renew/{token}`.
 //! * `GET /renew/{token}`: the intent and the new validUntil with a Confirm button; never
@@ -23,9 +25,10 @@ use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, pa
 use crate::base::ServiceError;
 use crate::policy::Action;
 use crate::protocol::{Intent, Status};
+use crate::records::Cadence;
 use crate::state::AppState;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -34,6 +37,7 @@ use maud::{html, Markup};
 
 const CSRF_ME_WITHDRAW: &str = "me-withdraw";
 const CSRF_ME_RENEW: &str = "me-renew";
+const CSRF_ME_CADENCE: &str = "me-cadence";
 const CSRF_RENEW: &str = "renew";
 
 /// Routes of the signed-in buyer's pages (see the module docs).
@@ -43,6 +47,7 @@ pub(super) fn routes(holder: AppState) -> Router {
         .route("/me/intents/{id}", get(intent_page))
         .route("/me/intents/{id}/withdraw", post(withdraw_submit))
         .route("/me/intents/{id}/renew", post(renew_request))
+        .route("/me/intents/{id}/cadence", post(cadence_submit))
         .route("/renew/{token}", get(renew_page).post(renew_submit))
         .with_state(holder)
 }
@@ -173,7 +178,12 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
 }
 
 /// `GET /me/intents/{id}`: one owned intent and its delivered offers.
-async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn intent_page(
+    State(h): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let lang = super::browser_lang(&h, &headers);
     let (ui, m) = (ui(lang), mine(lang));
     let hd = headers.clone();
@@ -193,6 +203,14 @@ async fn intent_page(State(h): State<Shared>, Path(id): Path<String>, headers: H
         dl.facts {
             dt { (ui.status) }
             dd { (ui.status_name(view.intent.status)) }
+        }
+        @if !view.intent.status.is_final() {
+            (pages::cadence_form(ui, &pages::CadenceForm {
+                action: &format!("/me/intents/{}/cadence", view.intent.id),
+                csrf: &csrf(&h, CSRF_ME_CADENCE, &account, &view.intent.id),
+                current: view.cadence,
+                saved: super::cadence_saved(query.as_deref()),
+            }))
         }
         (actions(&h, ui, m, &account, &view.intent))
         (pages::offer_list(ui, &view.deliveries))
@@ -216,6 +234,32 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
     }
     match call(&h, "withdraw_owned", move |x| x.intents.withdraw_owned(&account, &id)).await {
         Ok(()) => Redirect::to("/me").into_response(),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence (issue 13
+/// point 2; the same rules as the results page's form): 303 to the intent's page with
+/// `?saved=cadence`; 400 naming the field for an unknown value; nothing changed on a
+/// refusal.
+async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let lang = super::browser_lang(&h, &headers);
+    let ui = ui(lang);
+    let form: super::CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let account = match account_of(&h, &headers).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return signin_redirect("/me"),
+        Err(f) => return fail_page(&h, ui, f),
+    };
+    if !csrf_ok(&h, &form.csrf, CSRF_ME_CADENCE, &binding(&account, &id)) {
+        return csrf_page(&h, ui);
+    }
+    let back = format!("/me/intents/{id}");
+    let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
+        return super::cadence_invalid_page(&h, ui, &back);
+    };
+    match call(&h, "set_cadence_owned", move |x| x.intents.set_cadence_owned(&account, &id, cadence)).await {
+        Ok(_) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
         Err(f) => fail_page(&h, ui, f),
     }
 }

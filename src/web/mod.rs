@@ -42,13 +42,14 @@ use crate::base::ServiceError;
 use crate::intents::{ConfirmOutcome, ConsentOutcome};
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::protocol::{Intent, Status};
+use crate::records::Cadence;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use i18n::{page_lang, ui, Ui, LANGUAGES};
 use maud::Markup;
@@ -65,6 +66,7 @@ const FORM_LIMIT: usize = 16 * 1024;
 const CSRF_CONSENT: &str = "consent";
 const CSRF_CONFIRM: &str = "confirm";
 const CSRF_WITHDRAW: &str = "withdraw";
+const CSRF_CADENCE: &str = "cadence";
 
 /// The pages' Content-Security-Policy: the stylesheet only, forms to this site only.
 const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
@@ -76,6 +78,8 @@ const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancesto
 ///
 /// `GET /`, `GET|POST /consent/{token}`, `GET /consent/{token}/sent`,
 /// `GET|POST /confirm/{token}`, `GET /confirm/{token}/done`, `GET /results/{token}`,
+/// `POST /confirm/{token}/cadence` and `POST /results/{token}/cadence` (the delivery
+/// cadence, issue 13 point 2),
 /// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
 /// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF),
 /// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
@@ -101,7 +105,9 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
         .route("/consent/{token}/sent", get(consent_sent))
         .route("/confirm/{token}", get(confirm_page).post(confirm_submit))
         .route("/confirm/{token}/done", get(confirm_done))
+        .route("/confirm/{token}/cadence", post(confirm_cadence))
         .route("/results/{token}", get(results_page))
+        .route("/results/{token}/cadence", post(results_cadence))
         .route("/withdraw/{token}", get(withdraw_page).post(withdraw_submit))
         .route("/withdraw/{token}/done", get(withdraw_done))
         .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
@@ -573,11 +579,48 @@ fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Re
     }
 }
 
-/// `GET /confirm/{token}`: a Confirm button; never changes state.
+/// The page of an active intent behind a confirmation token (after confirming, or the
+/// link opened again): `text` with the statement, then the delivery cadence form
+/// (issue 13 point 2) posting to `/confirm/{token}/cadence`.
+fn active_page(
+    h: &AppState,
+    ui: &Ui,
+    intent: &Intent,
+    token: &str,
+    text: &str,
+    cadence: Cadence,
+    saved: bool,
+) -> Response {
+    let csrf = h.base.keys.csrf_token(CSRF_CADENCE, token, now_unix(h));
+    let action = format!("/confirm/{token}/cadence");
+    let form = pages::CadenceForm { action: &action, csrf: &csrf, current: cadence, saved };
+    let body = maud::html! {
+        (pages::message_with_statement(ui, text, intent))
+        (pages::cadence_form(ui, &form))
+    };
+    page(h, ui, StatusCode::OK, ui.active_title, body)
+}
+
+/// Whether a page's query says that the cadence was just saved (`saved=cadence`, the
+/// redirect after the cadence POST; a GET that only shows a notice).
+fn cadence_saved(query: Option<&str>) -> bool {
+    query.is_some_and(|q| q.split('&').any(|p| p == "saved=cadence"))
+}
+
+/// `GET /confirm/{token}`: a Confirm button; once active, the cadence form; never
+/// changes state.
 async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
-        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
+    let viewed = call(&h, "confirm_view", move |x| -> Result<_, ServiceError> {
+        Ok((x.intents.confirm_view(&t)?, x.intents.cadence_by_confirm(&t)?))
+    })
+    .await;
+    match viewed {
+        Ok((intent, cadence)) if intent.status == Status::Active => {
+            let ui = intent_ui(&h, &intent);
+            active_page(&h, ui, &intent, &token, ui.already_active, cadence, false)
+        }
+        Ok((intent, _)) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
         Err(f) => fail_page(&h, default_ui(&h), f),
     }
 }
@@ -604,16 +647,21 @@ async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body
     }
 }
 
-/// `GET /confirm/{token}/done`: "your request is active".
-async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+/// `GET /confirm/{token}/done`: "your request is active", with the delivery cadence
+/// form (issue 13 point 2; `?saved=cadence` after a save shows the notice).
+async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>, RawQuery(query): RawQuery) -> Response {
     let t = token.clone();
-    let intent = match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
-        Ok(i) => i,
+    let (intent, cadence) = match call(&h, "confirm_view", move |x| -> Result<_, ServiceError> {
+        Ok((x.intents.confirm_view(&t)?, x.intents.cadence_by_confirm(&t)?))
+    })
+    .await
+    {
+        Ok(v) => v,
         Err(f) => return fail_page(&h, default_ui(&h), f),
     };
     let ui = intent_ui(&h, &intent);
     if intent.status == Status::Active {
-        page(&h, ui, StatusCode::OK, ui.active_title, pages::message_with_statement(ui, ui.active_body, &intent))
+        active_page(&h, ui, &intent, &token, ui.active_body, cadence, cadence_saved(query.as_deref()))
     } else {
         confirm_state_page(&h, ui, &intent, &token)
     }
@@ -622,15 +670,105 @@ async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Res
 // ---------------------------------------------------------------------------
 // results and withdrawal (manage token; PROTOCOL.md §4.4)
 
-/// `GET /results/{token}`: the intent, its deliveries and the withdraw link.
-async fn results_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
+/// `GET /results/{token}`: the intent, the delivery cadence form (issue 13 point 2;
+/// `?saved=cadence` after a save shows the notice), its deliveries and the withdraw
+/// link.
+async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQuery(query): RawQuery) -> Response {
     let t = token.clone();
     match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
         Ok(v) => {
             let ui = intent_ui(&h, &v.intent);
-            page(&h, ui, StatusCode::OK, ui.results_title, pages::results(ui, &v.intent, &v.deliveries, &token))
+            let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
+            let action = format!("/results/{token}/cadence");
+            let form = pages::CadenceForm {
+                action: &action,
+                csrf: &csrf,
+                current: v.cadence,
+                saved: cadence_saved(query.as_deref()),
+            };
+            let body = pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form));
+            page(&h, ui, StatusCode::OK, ui.results_title, body)
         }
         Err(f) => fail_page(&h, default_ui(&h), f),
+    }
+}
+
+/// 400: the `cadence` field is missing or not one of the four values: the message
+/// naming the field, and a link `back` to the page of the form.
+fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Response {
+    let body = maud::html! {
+        (pages::message(ui.cadence.invalid, true))
+        p { a href=(back) { (ui.cadence.back) } }
+    };
+    page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, body)
+}
+
+/// Which token a cadence POST carries.
+#[derive(Debug, Clone, Copy)]
+enum CadenceVia {
+    /// A manage token (`/results/{token}/cadence`).
+    Manage,
+    /// A confirmation token (`/confirm/{token}/cadence`).
+    Confirm,
+}
+
+/// The cadence form's fields.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CadenceFields {
+    csrf: String,
+    cadence: String,
+}
+
+/// `POST /results/{token}/cadence` (csrf, cadence): see [`cadence_submit`].
+async fn results_cadence(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+    cadence_submit(h, token, &body, CadenceVia::Manage).await
+}
+
+/// `POST /confirm/{token}/cadence` (csrf, cadence): see [`cadence_submit`].
+async fn confirm_cadence(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+    cadence_submit(h, token, &body, CadenceVia::Confirm).await
+}
+
+/// The cadence POST (issue 13 point 2): the token (404), the CSRF token of purpose
+/// `cadence` bound to it (403), the intent not ended (410), the `cadence` field one of
+/// `as_they_come`, `daily`, `weekly`, `pause` (400, a page naming the field; nothing
+/// changed); then [`crate::intents::Intents::set_cadence_by_manage`] or
+/// `set_cadence_by_confirm` and 303 back to the page with `?saved=cadence`.
+async fn cadence_submit(h: Shared, token: String, body: &[u8], via: CadenceVia) -> Response {
+    let form: CadenceFields = serde_urlencoded::from_bytes(body).unwrap_or_default();
+    let t = token.clone();
+    let viewed = match via {
+        CadenceVia::Manage => call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await,
+        CadenceVia::Confirm => call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await,
+    };
+    let intent = match viewed {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    if !csrf_ok(&h, &form.csrf, CSRF_CADENCE, &token) {
+        return csrf_page(&h, ui);
+    }
+    if intent.status.is_final() {
+        return closed_page(&h, ui, &intent);
+    }
+    let back = match via {
+        CadenceVia::Manage => format!("/results/{token}"),
+        CadenceVia::Confirm => format!("/confirm/{token}/done"),
+    };
+    let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
+        return cadence_invalid_page(&h, ui, &back);
+    };
+    let t = token.clone();
+    let set = match via {
+        CadenceVia::Manage => call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await,
+        CadenceVia::Confirm => call(&h, "set_cadence", move |x| x.intents.set_cadence_by_confirm(&t, cadence)).await,
+    };
+    match set {
+        Ok(_) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
+        Err(Fail::State) => closed_page(&h, ui, &intent),
+        Err(f) => fail_page(&h, ui, f),
     }
 }
 

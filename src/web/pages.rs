@@ -8,6 +8,7 @@
 use super::i18n::Ui;
 use crate::gazetteer::{region_name, AreaObject};
 use crate::protocol::{Budget, Delivery, Intent};
+use crate::records::Cadence;
 use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
 use serde_json::Value;
@@ -321,11 +322,65 @@ pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
     }
 }
 
-/// The code holder's results page body: the intent, its deliveries (newest first) and
-/// the withdraw link.
-pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+/// The delivery cadence form (issue 13 point 2): the current cadence in words, then a
+/// POST form to `action` (CSRF purpose `cadence`) with one radio button per
+/// [`Cadence`] (field `cadence`, the current one checked), what a pause means, and
+/// Save. After a save (`saved`) a status notice above it says what was chosen.
+pub struct CadenceForm<'a> {
+    /// Where the form posts (`/results/{token}/cadence`, `/confirm/{token}/cadence`).
+    pub action: &'a str,
+    /// CSRF token for purpose `cadence`, bound to the page's URL token.
+    pub csrf: &'a str,
+    /// The intent's cadence now.
+    pub current: Cadence,
+    /// Whether the page follows a save (shows the notice).
+    pub saved: bool,
+}
+
+/// The delivery cadence section of the results page and the page after confirming:
+/// see [`CadenceForm`].
+pub fn cadence_form(ui: &Ui, f: &CadenceForm<'_>) -> Markup {
+    let t = ui.cadence;
+    html! {
+        section #cadence aria-labelledby="cadence-legend" {
+            @if f.saved {
+                p.notice #cadence-current role="status" { (t.saved) " " strong { (f.current.label(ui.lang)) } "." }
+            } @else {
+                p #cadence-current { (t.current) " " strong { (f.current.label(ui.lang)) } }
+            }
+            form.card method="post" action=(f.action) {
+                input type="hidden" name="csrf" value=(f.csrf);
+                fieldset.cadence aria-describedby="cadence-hint" {
+                    legend #cadence-legend { (t.legend) }
+                    @for c in Cadence::ALL {
+                        @let id = format!("cadence-{}", c.key());
+                        div.check {
+                            input #(id) type="radio" name="cadence" value=(c.key()) checked[c == f.current];
+                            label for=(id) { (c.label(ui.lang)) }
+                        }
+                    }
+                    p.hint #cadence-hint { (t.pause_hint) }
+                }
+                button type="submit" { (t.save) }
+            }
+        }
+    }
+}
+
+/// The code holder's results page body: the intent, the delivery cadence form (while
+/// the intent has not ended), its deliveries (newest first) and the withdraw link.
+pub fn results(
+    ui: &Ui,
+    intent: &Intent,
+    deliveries: &[Delivery],
+    token: &str,
+    cadence: Option<&CadenceForm<'_>>,
+) -> Markup {
     html! {
         (intent_status(ui, intent))
+        @if let Some(f) = cadence.filter(|_| !intent.status.is_final()) {
+            (cadence_form(ui, f))
+        }
         (offer_list(ui, deliveries))
         @if !intent.status.is_final() {
             p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }

@@ -409,7 +409,11 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     let again = e.get(&confirm).await;
     assert_eq!(again.status, StatusCode::OK);
     assert!(again.body.contains("Tento dopyt je už aktívny"));
-    assert!(!again.has_form());
+    // No Confirm form any more; the delivery cadence form instead (issue 13 point 2).
+    assert!(!again.body.contains(&format!("action=\"/confirm/{confirm_token}\"")));
+    assert!(again.body.contains(&format!("action=\"/confirm/{confirm_token}/cadence\"")));
+    assert!(done.body.contains(&format!("action=\"/confirm/{confirm_token}/cadence\"")));
+    assert!(done.body.contains("value=\"as_they_come\" checked"), "{}", done.body);
 
     // The results page of the manage link: the delivered offer and the withdraw link.
     let results = e.get(&format!("/results/{manage_token}")).await;

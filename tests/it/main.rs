@@ -9,6 +9,7 @@ mod kit;
 mod backup;
 mod backup_timer;
 mod buyer_flow;
+mod cadence;
 mod demand;
 mod disk_full;
 mod failed_start;

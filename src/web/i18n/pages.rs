@@ -402,3 +402,54 @@ pub(super) static SELLER_EN: SellerText = SellerText {
     more: "The first 200 requests are shown; get the others with the intent_list_open_intents tool.",
     handle: "Request reference (inReplyTo)",
 };
+
+/// The delivery cadence form's texts (issue 13 point 2: the results page and the page
+/// after confirming). The cadences' own names are [`crate::records::Cadence::label`],
+/// shared with the e-mails.
+#[derive(Debug)]
+pub struct CadenceText {
+    /// The form's legend (a question).
+    pub legend: &'static str,
+    /// The sentence before the current cadence ("E-mails come: …").
+    pub current: &'static str,
+    /// What pause means for the matches found meanwhile.
+    pub pause_hint: &'static str,
+    /// The Save button.
+    pub save: &'static str,
+    /// The notice after saving (before the cadence chosen).
+    pub saved: &'static str,
+    /// 400: the `cadence` field is missing or not one of the four values; names the field.
+    pub invalid: &'static str,
+    /// Link back to the page with the form.
+    pub back: &'static str,
+}
+
+pub(super) static CADENCE_SK: CadenceText = CadenceText {
+    legend: "Ako často vám majú chodiť e-maily s ponukami?",
+    current: "Teraz chodia:",
+    pause_hint: "Počas pozastavenia sa nové ponuky ďalej zbierajú na tejto stránke; keď e-maily znova zapnete, prídu v najbližšom e-maile.",
+    save: "Uložiť",
+    saved: "Uložené. E-maily budú chodiť:",
+    invalid: "Pole „cadence“ (ako často chodia e-maily) musí byť jedna zo štyroch možností: priebežne, denne, týždenne alebo pozastaviť.",
+    back: "Späť na stránku výsledkov",
+};
+
+pub(super) static CADENCE_CS: CadenceText = CadenceText {
+    legend: "Jak často vám mají chodit e-maily s nabídkami?",
+    current: "Teď chodí:",
+    pause_hint: "Během pozastavení se nové nabídky dál sbírají na této stránce; až e-maily znovu zapnete, přijdou v nejbližším e-mailu.",
+    save: "Uložit",
+    saved: "Uloženo. E-maily budou chodit:",
+    invalid: "Pole „cadence“ (jak často chodí e-maily) musí být jedna ze čtyř možností: průběžně, denně, týdně nebo pozastavit.",
+    back: "Zpět na stránku výsledků",
+};
+
+pub(super) static CADENCE_EN: CadenceText = CadenceText {
+    legend: "How often should e-mails with offers come?",
+    current: "They come now:",
+    pause_hint: "While paused, new offers keep collecting on this page; when you switch e-mails back on, they come in the next e-mail.",
+    save: "Save",
+    saved: "Saved. E-mails will come:",
+    invalid: "The field “cadence” (how often e-mails come) must be one of the four choices: as they come, daily, weekly, or pause.",
+    back: "Back to the results page",
+};
