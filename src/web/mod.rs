@@ -627,6 +627,8 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>) -> Res
     let t = token.clone();
     match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
         Ok(v) => {
+            let mut v = v;
+            crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
             let ui = intent_ui(&h, &v.intent);
             page(&h, ui, StatusCode::OK, ui.results_title, pages::results(ui, &v.intent, &v.deliveries, &token))
         }
