@@ -11,7 +11,7 @@ mod backup_timer;
 mod buyer_flow;
 mod demand;
 mod disk_full;
-mod explain;
+pub mod explain;
 mod failed_start;
 mod fixture;
 mod hidden_limit;
