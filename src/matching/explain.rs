@@ -215,13 +215,10 @@ pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
 pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
     for d in deliveries {
         let phrases = explain(intent, &d.offer).phrases();
-        let ext = match &mut d.extensions {
-            Value::Object(m) => m,
-            other => {
-                *other = Value::Object(Map::new());
-                other.as_object_mut().expect("just made an object")
-            }
-        };
+        if !d.extensions.is_object() {
+            d.extensions = Value::Object(Map::new());
+        }
+        let Value::Object(ext) = &mut d.extensions else { continue };
         if !ext.contains_key("reasonCodes") {
             let codes = ext.remove("reasons").unwrap_or_else(|| Value::Array(Vec::new()));
             ext.insert("reasonCodes".into(), codes);
