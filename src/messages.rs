@@ -65,15 +65,6 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
-/// The digest line under an offer saying why it was sent (issue 13 point 3), in the
-/// intent's language: `  Why this offer: make Škoda, model Octavia; in your area:
-/// Bratislava (Bratislava Region); within your price limit` (see
-/// [`crate::matching::explain`]: pass/fail only about the price, never the limit).
-fn why_line(intent: &Intent, offer: &Offer) -> String {
-    let e = crate::matching::explain::explain(intent, offer);
-    format!("  {} {}\n", crate::matching::explain::heading(&intent.language), e.line())
-}
-
 /// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
 /// confirmation page link (which shows a Confirm button; GET never confirms) and the
 /// withdraw link.
@@ -139,4 +130,13 @@ pub fn digest(
         text,
         unsubscribe_url: unsubscribe_url.to_owned(),
     }
+}
+
+/// The digest line under an offer saying why it was sent (issue 13 point 3), in the
+/// intent's language: `  Why this offer: make Škoda, model Octavia; in your area:
+/// Bratislava (Bratislava Region); within your price limit` (see
+/// [`crate::matching::explain`]: pass/fail only about the price, never the limit).
+fn why_line(intent: &Intent, offer: &Offer) -> String {
+    let e = crate::matching::explain::explain(intent, offer);
+    format!("  {} {}\n", crate::matching::explain::heading(&intent.language), e.line())
 }

@@ -322,6 +322,24 @@ pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
     }
 }
 
+/// The code holder's results page body: the intent, its deliveries (newest first) and
+/// the withdraw link.
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
+    html! {
+        (intent_status(ui, intent))
+        (offer_list(ui, deliveries))
+        @if !intent.status.is_final() {
+            p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }
+        }
+    }
+}
+
+/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
+fn is_web_url(u: &str) -> bool {
+    let l = u.trim_start().to_ascii_lowercase();
+    l.starts_with("https://") || l.starts_with("http://")
+}
+
 /// Why a delivered offer was sent (issue 13 point 3): the phrases in words of its
 /// `extensions.reasons` (written by `matching::explain::annotate`) joined by `; ` after
 /// "Why this offer:" in one paragraph (`p.why`); nothing when the delivery carries no
@@ -340,24 +358,6 @@ fn why(ui: &Ui, d: &Delivery) -> Markup {
             }
         }
     }
-}
-
-/// The code holder's results page body: the intent, its deliveries (newest first) and
-/// the withdraw link.
-pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str) -> Markup {
-    html! {
-        (intent_status(ui, intent))
-        (offer_list(ui, deliveries))
-        @if !intent.status.is_final() {
-            p { a href=(format!("/withdraw/{token}")) { (ui.withdraw_link) } }
-        }
-    }
-}
-
-/// Only http(s) URLs become links (a feed could carry `javascript:` or `data:`).
-fn is_web_url(u: &str) -> bool {
-    let l = u.trim_start().to_ascii_lowercase();
-    l.starts_with("https://") || l.starts_with("http://")
 }
 
 /// Paragraphs of a plain text: blocks separated by blank lines, lines joined.

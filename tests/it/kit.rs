@@ -107,7 +107,7 @@ pub fn clock() -> Arc<ManualClock> {
 
 /// A clock standing at the system time (whole seconds), for stores that the real
 /// binary, on the system clock, reads afterwards.
-#[allow(clippy::disallowed_methods)] // the one test read of the wall clock, by design
+#[allow(clippy::disallowed_methods)] // the point: the system time, once, to start the test clock at
 pub fn wall_clock() -> Arc<ManualClock> {
     let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
     Arc::new(ManualClock::new(now))
