@@ -36,6 +36,13 @@ pub fn list(
     })
 }
 
+/// Writes the match explanations in words into `deliveries` of `intent` (issue 13
+/// point 3): see [`matching::explain::annotate`] (`extensions.reasons` in the intent's
+/// language, the stored codes as `extensions.reasonCodes`).
+pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
+    matching::explain::annotate(intent, deliveries);
+}
+
 /// Matches `offers` against one intent and records new deliveries (once per pair),
 /// scheduling its digest. Returns the number of new deliveries.
 pub fn match_intent_tx(

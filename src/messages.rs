@@ -142,6 +142,7 @@ pub fn digest(
         if let Some(u) = &o.source.url {
             list.push_str(&format!("  {u}\n"));
         }
+        list.push_str(&why_line(intent, o));
     }
     let text = format!(
         "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
@@ -159,4 +160,13 @@ pub fn digest(
         text,
         unsubscribe_url: unsubscribe_url.to_owned(),
     }
+}
+
+/// The digest line under an offer saying why it was sent (issue 13 point 3), in the
+/// intent's language: `  Why this offer: make Škoda, model Octavia; in your area:
+/// Bratislava (Bratislava Region); within your price limit` (see
+/// [`crate::matching::explain`]: pass/fail only about the price, never the limit).
+fn why_line(intent: &Intent, offer: &Offer) -> String {
+    let e = crate::matching::explain::explain(intent, offer);
+    format!("  {} {}\n", crate::matching::explain::heading(&intent.language), e.line())
 }

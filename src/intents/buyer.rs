@@ -291,7 +291,8 @@ impl Intents {
         let id = q.intent.as_deref().ok_or(ServiceError::NotFound)?;
         let (since, limit) = (q.since, q.limit);
         let rec = self.owned(account_id, id)?;
-        let (matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
+        let (mut matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
+        deliveries::explain(&rec.to_intent(self.now()), &mut matches);
         let next = next.or_else(|| since.map(clock::rfc3339_micros));
         Ok((matches, next))
     }

@@ -391,7 +391,8 @@ impl Intents {
     pub fn list_matches_by_code(&self, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
         let code = q.intent_code.as_deref().ok_or(ServiceError::NotFound)?;
         let rec = self.intent_by_code(code, q.intent.as_deref())?;
-        let (matches, next) = deliveries::list(&self.base, &rec.id, q.since, q.limit)?;
+        let (mut matches, next) = deliveries::list(&self.base, &rec.id, q.since, q.limit)?;
+        deliveries::explain(&rec.to_intent(self.now()), &mut matches);
         // With no new deliveries the cursor stays where the caller was.
         let next = next.or_else(|| q.since.map(clock::rfc3339_micros));
         Ok((matches, next))

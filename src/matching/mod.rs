@@ -10,6 +10,7 @@
 //! that ratio is 0.
 
 pub mod engine;
+pub mod explain;
 
 use crate::gazetteer;
 use crate::protocol::{Budget, Offer};

@@ -188,7 +188,10 @@ pub struct Delivery {
     pub offer: Offer,
     /// RFC 3339 with microseconds.
     pub delivered_at: String,
-    /// `{"score": number, "reasons": [string]}`.
+    /// `{"score": number, "reasons": [string]}` (PROTOCOL.md §2): as answered,
+    /// `reasons` are phrases in the intent's language and `reasonCodes` the stored
+    /// machine codes (`category`, `criteria`, `area`, `price`, `text`); see
+    /// `matching::explain::annotate`. Stored, `reasons` holds the codes.
     pub extensions: Value,
 }
 

@@ -198,6 +198,10 @@ async fn intent_page(
         Ok(None) => return signin_redirect("/me"),
         Err(f) => return fail_page(&h, ui, f),
     };
+    // The explanations in the page's language (the person's browser chose it here).
+    let mut view = view;
+    let words = Intent { language: ui.lang.to_owned(), ..view.intent.clone() };
+    crate::matching::explain::annotate(&words, &mut view.deliveries);
     let body = html! {
         (pages::intent_details(ui, &view.intent))
         dl.facts {

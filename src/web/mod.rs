@@ -677,6 +677,8 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQue
     let t = token.clone();
     match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
         Ok(v) => {
+            let mut v = v;
+            crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
             let ui = intent_ui(&h, &v.intent);
             let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
             let action = format!("/results/{token}/cadence");

@@ -314,6 +314,7 @@ pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
                             dt { (ui.delivered) }
                             dd { (date(ui, &d.delivered_at)) }
                         }
+                        (why(ui, d))
                     }
                 }
             }
@@ -392,6 +393,26 @@ pub fn results(
 fn is_web_url(u: &str) -> bool {
     let l = u.trim_start().to_ascii_lowercase();
     l.starts_with("https://") || l.starts_with("http://")
+}
+
+/// Why a delivered offer was sent (issue 13 point 3): the phrases in words of its
+/// `extensions.reasons` (written by `matching::explain::annotate`) joined by `; ` after
+/// "Why this offer:" in one paragraph (`p.why`); nothing when the delivery carries no
+/// words (only codes).
+fn why(ui: &Ui, d: &Delivery) -> Markup {
+    let words: Vec<&str> = if d.extensions.get("reasonCodes").is_some() {
+        d.extensions["reasons"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    html! {
+        @if !words.is_empty() {
+            p.why {
+                strong { (crate::matching::explain::heading(ui.lang)) }
+                " " (words.join("; "))
+            }
+        }
+    }
 }
 
 /// Paragraphs of a plain text: blocks separated by blank lines, lines joined.

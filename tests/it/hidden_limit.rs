@@ -43,6 +43,12 @@
 //! whatever its digits (point 5), and a hiddenLimit-only update leaves the stored
 //! `updatedAt` as it was (point 1).
 //!
+//! The delivery lists and pages compared include the match explanations in words
+//! (issue 13 point 3: `extensions.reasons`, the results page's "Why this offer"), and
+//! [`explanations_do_not_depend_on_the_hidden_limit`] checks them on their own: the
+//! words of `intent_list_matches`, the digest mail and the results page are the same for
+//! two hidden limits above the same offers (1 EUR or far under) and never name a limit.
+//!
 //! Cases: 32 by default (`PROPTEST_CASES=256 cargo test --test it hidden_limit` runs
 //! more); each builds two holders, so a case costs tens of milliseconds in a debug build.
 
@@ -1086,4 +1092,64 @@ fn the_normaliser_renames_random_values_only() {
         mask_match_count(r#"{"matchCount":12},"x":{"matchCount":0}"#),
         r#"{"matchCount":*},"x":{"matchCount":*}"#
     );
+}
+
+// ---------------------------------------------------------------------------
+// the match explanations (issue 13 point 3)
+
+/// What a person is told about why offers were sent, on one holder: per offer (by
+/// title) the `extensions.reasons` of `intent_list_matches`, then the digest's "why"
+/// lines and the results page's `p.why` paragraphs (each sorted: the order of one
+/// matching run follows random offer ids).
+fn explanations(limit: f64, prices: &[f64]) -> Vec<String> {
+    let f = Fx::new();
+    let h = &f.holder;
+    let offers = prices
+        .iter()
+        .enumerate()
+        .map(|(n, p)| crate::explain::car(&format!("r{n}"), &format!("Škoda Octavia {n}"), *p, "Bratislava"))
+        .collect();
+    h.catalogue.import_offers(offers).unwrap();
+    let code = crate::explain::publish_confirmed(h, "Looking for a used Skoda Octavia diesel", limit);
+    let mut out: Vec<String> =
+        crate::explain::matches(h, &code).into_iter().map(|(t, e)| format!("{t}: {}", e["reasons"])).collect();
+    isto::deliveries::queue_due_digests(&h.base).unwrap();
+    let mail = f.mails().last().unwrap().text.clone();
+    let mut lines = crate::explain::why_lines(&mail, "Why this offer:");
+    lines.sort();
+    out.extend(lines);
+    let token = f.token_from_outbox("/results/");
+    let mut paras = crate::explain::why_paragraphs(&f.get(&format!("/results/{token}"), None).body);
+    paras.sort();
+    out.extend(paras);
+    out
+}
+
+/// The explanation words (list_matches, digest mail, results page) are the same for any
+/// two hidden limits above the same offers, whatever the distance between price and
+/// limit (1 EUR or far under), and never carry the limit's digits.
+#[test]
+fn explanations_do_not_depend_on_the_hidden_limit() {
+    let config = Config { cases: cases().min(16), failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new(config);
+    let strategy = (2_000.0f64..200_000.0, 2_000.0f64..200_000.0).prop_flat_map(|(a, b)| {
+        let top = a.min(b);
+        let price = prop_oneof![1.0f64..top, Just(top.floor()), Just((top - 1.0).max(1.0))];
+        (Just((a.round(), b.round())), proptest::collection::vec(price, 1..4))
+    });
+    runner
+        .run(&strategy, |((a, b), prices)| {
+            let (ea, eb) = (explanations(a, &prices), explanations(b, &prices));
+            prop_assert_eq!(ea.len(), 3 * prices.len(), "every offer explained three times: {:?}", ea);
+            prop_assert_eq!(&ea, &eb, "limits {} and {}", a, b);
+            for limit in [a, b] {
+                let digits = format!("{}", limit as i64);
+                let grouped = isto::text::format_amount(limit);
+                for e in &ea {
+                    prop_assert!(!e.contains(&digits) && !e.contains(&grouped), "{e} names the limit {limit}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
 }

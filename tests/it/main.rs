@@ -12,6 +12,7 @@ mod buyer_flow;
 mod cadence;
 mod demand;
 mod disk_full;
+pub mod explain;
 mod failed_start;
 mod fixture;
 mod hidden_limit;
