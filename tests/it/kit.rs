@@ -108,7 +108,7 @@ pub fn clock() -> Arc<ManualClock> {
 /// A clock standing at the system time (whole seconds), for stores that the real
 /// binary, on the system clock, reads afterwards.
 pub fn wall_clock() -> Arc<ManualClock> {
-    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let now = isto::clock::Clock::now(&isto::clock::SystemClock).replace_nanosecond(0).unwrap();
     Arc::new(ManualClock::new(now))
 }
 
