@@ -846,7 +846,9 @@ mod run {
         let work = out_dir.join("mcp_load-work");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
-        let bin = PathBuf::from(env!("CARGO_BIN_EXE_isto"));
+        // `ISTO_BENCH_ISTO_BIN`: another isto binary (e.g. a release build for a dev-built bench).
+        let bin = std::env::var_os("ISTO_BENCH_ISTO_BIN")
+            .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_isto")), PathBuf::from);
         let server_cpu = env_u64("ISTO_BENCH_SERVER_CPU", 0).to_string();
         let client_cpu = env_u64("ISTO_BENCH_CLIENT_CPU", 1).to_string();
         let warm = Duration::from_secs(env_u64("ISTO_BENCH_WARM_SECS", 4));
