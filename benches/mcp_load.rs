@@ -97,6 +97,11 @@ mod servers {
             };
             println!("PORT {port}");
             std::io::stdout().flush().unwrap();
+            // Nagle off, as isto's own listener (else a session's SSE writes wait on delayed ACKs).
+            use axum::serve::ListenerExt as _;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             axum::serve(listener, router).await.unwrap();
         });
     }
