@@ -1,0 +1,1113 @@
+//! The MCP load benchmark of issue 12 point 4: isto's MCP path measured side by side with
+//! its floors, in one run, on loopback, one server core and one load-generator core.
+//!
+//! Run: `cargo bench --bench mcp_load` (about 6 minutes on 2 cores; the release build
+//! first if it is not there). It builds (as bench-only code in this file, from the same
+//! dependency versions as isto) and starts as child processes:
+//!
+//! - a raw axum JSON handler (`POST /mcp`: parse the JSON-RPC body, answer its params);
+//! - a bare rmcp echo server (one tool `echo` returning its arguments) with isto's
+//!   Streamable HTTP settings (session mode for 2025-11-25 clients, JSON answers for the
+//!   stateless 2026-07-28 requests), driven in both modes;
+//! - `isto serve` (the release binary) on a fresh data dir with a config raising the
+//!   `[limits]` and `[quotas]` that would otherwise throttle the load, the real sauto
+//!   listings of `../shared/data` imported when present (2 288 offers); then a second
+//!   `isto serve` with a generated catalogue of 100 000 more offers for the search target.
+//!
+//! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
+//! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
+//! runtime) on the other (`ISTO_BENCH_CLIENT_CPU`, default 1). Each path is loaded with 16
+//! and 64 connections for `ISTO_BENCH_WARM_SECS` (default 4) of warm-up and
+//! `ISTO_BENCH_SECS` (default 8) of measurement. A 2025-11-25 connection runs its own
+//! session (initialize, notifications/initialized, then `tools/call` with
+//! `Mcp-Session-Id`); a 2026-07-28 request is stateless (no initialize, `Mcp-Method` /
+//! `Mcp-Name` headers, `_meta` with the protocol version). Every connection binds its own
+//! loopback source address (127.1.x.y), so per-client limits count each connection alone.
+//! Only answers that are HTTP 200 with a JSON-RPC `result` and no `isError: true` count;
+//! the others are counted and printed as errors.
+//!
+//! Prints a table (req/s, p50/p99 latency, server CPU µs per request from
+//! `/proc/PID/stat` utime+stime over the measured window, ratios to the bare rmcp echo in
+//! the same mode and to raw axum), redb's one-row durable commit rate measured in the same
+//! run and the ratio of isto's durable publish to it, isto's idle RSS (after start and
+//! after the load), the time from process start to the first answer (`GET /healthz`) and
+//! the release binary's size (stripped by the release profile). The same as JSON in
+//! `target/bench/mcp_load.json`. Loopback only; every phase bounded in time.
+
+// A benchmark harness, not the holder: a failed set-up may abort the run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead as _, Write as _};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpSocket, TcpStream};
+
+const V1: &str = "2025-11-25";
+const V2: &str = "2026-07-28";
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--serve") {
+        servers::serve(args.get(i + 1).map(String::as_str).unwrap_or(""));
+        return;
+    }
+    if std::env::var_os("ISTO_BENCH_MCP_SKIP").is_some() {
+        eprintln!("mcp_load: ISTO_BENCH_MCP_SKIP set, nothing run");
+        return;
+    }
+    run::main();
+}
+
+/// The servers this file starts as child processes (`mcp_load --serve KIND`).
+mod servers {
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::RequestContext;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+    use serde_json::{json, Value};
+    use std::io::Write as _;
+    use std::sync::Arc;
+
+    /// Serves `kind` (`axum` or `echo`) on a free loopback port and prints `PORT n`.
+    pub fn serve(kind: &str) {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let router = match kind {
+                "axum" => Router::new().route("/mcp", post(raw)),
+                "echo" => Router::new().nest_service("/mcp", echo_service()),
+                other => panic!("unknown server kind {other:?}"),
+            };
+            println!("PORT {port}");
+            std::io::stdout().flush().unwrap();
+            // Nagle off, as isto's own listener (else a session's SSE writes wait on delayed ACKs).
+            use axum::serve::ListenerExt as _;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, router).await.unwrap();
+        });
+    }
+
+    /// The raw floor: parse the JSON-RPC body, answer its params as the result.
+    async fn raw(Json(req): Json<Value>) -> Json<Value> {
+        let id = req.get("id").cloned().unwrap_or(Value::Null);
+        let args = req.pointer("/params/arguments").cloned().unwrap_or(Value::Null);
+        Json(json!({"jsonrpc": "2.0", "id": id, "result": {"structuredContent": args}}))
+    }
+
+    /// The bare rmcp echo: one tool returning its arguments.
+    #[derive(Clone)]
+    struct Echo {
+        tools: Arc<Vec<Tool>>,
+    }
+
+    impl ServerHandler for Echo {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+                .with_server_info(Implementation::new("echo", "0.0.0"))
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, McpError> {
+            Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        }
+
+        fn get_tool(&self, name: &str) -> Option<Tool> {
+            self.tools.iter().find(|t| t.name == name).cloned()
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, McpError> {
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            Ok(CallToolResponse::Complete(CallToolResult::structured(args)))
+        }
+    }
+
+    /// isto's Streamable HTTP settings (`mcp::service::mcp_config`) without its Host list.
+    fn echo_service() -> StreamableHttpService<Echo, LocalSessionManager> {
+        let schema = json!({"type": "object", "additionalProperties": true}).as_object().cloned().unwrap_or_default();
+        let tools = Arc::new(vec![Tool::new("echo", "Returns its arguments.", schema)]);
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(vec!["127.0.0.1".to_owned()])
+            .with_json_response(true)
+            .with_max_request_body_bytes(256 * 1024);
+        StreamableHttpService::new(move || Ok(Echo { tools: tools.clone() }), Default::default(), config)
+    }
+}
+
+/// A minimal HTTP/1.1 keep-alive client: one request at a time per connection.
+mod http {
+    use super::*;
+
+    /// One answer: status, the session id header, the body.
+    pub struct Answer {
+        pub status: u16,
+        pub session: Option<String>,
+        pub body: Vec<u8>,
+    }
+
+    pub struct Conn {
+        stream: TcpStream,
+        buf: Vec<u8>,
+        start: usize,
+        host: String,
+    }
+
+    static NEXT_SOURCE: AtomicU32 = AtomicU32::new(1);
+
+    impl Conn {
+        /// Connects from a loopback source address of its own (127.1.x.y).
+        pub async fn connect(addr: SocketAddr) -> std::io::Result<Conn> {
+            let n = NEXT_SOURCE.fetch_add(1, Ordering::Relaxed);
+            let src = Ipv4Addr::new(127, 1 + (n >> 16) as u8, (n >> 8) as u8, (n & 0xff).max(1) as u8);
+            let socket = TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::V4(SocketAddrV4::new(src, 0)))?;
+            let stream = socket.connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok(Conn { stream, buf: Vec::with_capacity(64 * 1024), start: 0, host: addr.to_string() })
+        }
+
+        /// `METHOD path` with `headers` and `body`; the whole answer.
+        pub async fn request(
+            &mut self,
+            method: &str,
+            path: &str,
+            headers: &[(&str, &str)],
+            body: &str,
+        ) -> std::io::Result<Answer> {
+            let mut req = String::with_capacity(256 + body.len());
+            req.push_str(method);
+            req.push(' ');
+            req.push_str(path);
+            req.push_str(" HTTP/1.1\r\nHost: ");
+            req.push_str(&self.host);
+            req.push_str("\r\n");
+            if method == "POST" {
+                req.push_str("Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n");
+                req.push_str("Content-Length: ");
+                req.push_str(&body.len().to_string());
+                req.push_str("\r\n");
+            }
+            for (k, v) in headers {
+                req.push_str(k);
+                req.push_str(": ");
+                req.push_str(v);
+                req.push_str("\r\n");
+            }
+            req.push_str("\r\n");
+            req.push_str(body);
+            self.stream.write_all(req.as_bytes()).await?;
+            self.read_answer().await
+        }
+
+        async fn fill(&mut self) -> std::io::Result<()> {
+            if self.start > 0 && self.start == self.buf.len() {
+                self.buf.clear();
+                self.start = 0;
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self.stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+            Ok(())
+        }
+
+        async fn read_answer(&mut self) -> std::io::Result<Answer> {
+            let head_end = loop {
+                if let Some(p) = find(&self.buf[self.start..], b"\r\n\r\n") {
+                    break self.start + p + 4;
+                }
+                self.fill().await?;
+            };
+            let head = String::from_utf8_lossy(&self.buf[self.start..head_end]).into_owned();
+            self.start = head_end;
+            let mut lines = head.split("\r\n");
+            let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let (mut length, mut chunked, mut session) = (None, false, None);
+            for line in lines {
+                let Some((k, v)) = line.split_once(':') else { continue };
+                let v = v.trim();
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.parse::<usize>().ok();
+                } else if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
+                    chunked = true;
+                } else if k.eq_ignore_ascii_case("mcp-session-id") {
+                    session = Some(v.to_owned());
+                }
+            }
+            let mut body = Vec::new();
+            if chunked {
+                loop {
+                    let line_end = loop {
+                        if let Some(p) = find(&self.buf[self.start..], b"\r\n") {
+                            break self.start + p;
+                        }
+                        self.fill().await?;
+                    };
+                    let size_text = String::from_utf8_lossy(&self.buf[self.start..line_end]).into_owned();
+                    let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                        .map_err(|_| std::io::Error::other(format!("bad chunk size {size_text:?}")))?;
+                    self.start = line_end + 2;
+                    while self.buf.len() - self.start < size + 2 {
+                        self.fill().await?;
+                    }
+                    body.extend_from_slice(&self.buf[self.start..self.start + size]);
+                    self.start += size + 2;
+                    if size == 0 {
+                        break;
+                    }
+                }
+            } else if let Some(n) = length {
+                while self.buf.len() - self.start < n {
+                    self.fill().await?;
+                }
+                body.extend_from_slice(&self.buf[self.start..self.start + n]);
+                self.start += n;
+            }
+            if self.start == self.buf.len() {
+                self.buf.clear();
+                self.start = 0;
+            }
+            Ok(Answer { status, session, body })
+        }
+    }
+
+    pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+        hay.windows(needle.len()).position(|w| w == needle)
+    }
+}
+
+/// The orchestration: servers, loads, the table.
+mod run {
+    use super::http::{find, Answer, Conn};
+    use super::*;
+
+    /// How a path talks.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum Mode {
+        /// Plain JSON POST (the raw axum floor).
+        Raw,
+        /// 2025-11-25: a session per connection.
+        Session,
+        /// 2026-07-28: stateless, per-request headers and `_meta`.
+        Stateless,
+    }
+
+    impl Mode {
+        fn label(self) -> &'static str {
+            match self {
+                Mode::Raw => "raw",
+                Mode::Session => V1,
+                Mode::Stateless => V2,
+            }
+        }
+    }
+
+    /// One loaded path: the tool and how its arguments are made (`n` counts requests).
+    #[derive(Clone)]
+    pub struct Target {
+        pub name: String,
+        pub addr: SocketAddr,
+        pub pid: u32,
+        pub mode: Mode,
+        pub tool: &'static str,
+        pub args: Arc<dyn Fn(u64) -> Value + Send + Sync>,
+    }
+
+    /// One measured run.
+    #[derive(Debug, Clone)]
+    pub struct Row {
+        pub name: String,
+        pub mode: Mode,
+        pub conns: usize,
+        pub ok: u64,
+        pub errors: u64,
+        pub rps: f64,
+        pub p50_us: f64,
+        pub p99_us: f64,
+        pub cpu_us: f64,
+    }
+
+    fn call_body(mode: Mode, id: u64, tool: &str, args: &Value) -> String {
+        let mut params = json!({"name": tool, "arguments": args});
+        if mode == Mode::Stateless {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": V2,
+                "io.modelcontextprotocol/clientInfo": {"name": "isto-bench", "version": "0.0.0"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    }
+
+    /// An answer counts when it is HTTP 200 with a JSON-RPC result and no tool error.
+    fn good(a: &Answer) -> bool {
+        a.status == 200
+            && find(&a.body, b"\"result\"").is_some()
+            && find(&a.body, b"\"isError\":true").is_none()
+            && find(&a.body, b"\"error\":{").is_none()
+    }
+
+    /// A connection ready for `tools/call` (its session opened for [`Mode::Session`]).
+    pub async fn open(t: &Target) -> Result<(Conn, Option<String>), String> {
+        let mut c = Conn::connect(t.addr).await.map_err(|e| format!("connect {}: {e}", t.addr))?;
+        if t.mode != Mode::Session {
+            return Ok((c, None));
+        }
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": V1, "capabilities": {}, "clientInfo": {"name": "isto-bench", "version": "0.0.0"}}})
+        .to_string();
+        let a = c.request("POST", "/mcp", &[], &init).await.map_err(|e| format!("initialize: {e}"))?;
+        let Some(session) = a.session.filter(|_| a.status == 200) else {
+            return Err(format!("initialize: HTTP {} {}", a.status, String::from_utf8_lossy(&a.body)));
+        };
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let h = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", V1)];
+        let a = c.request("POST", "/mcp", &h, &note).await.map_err(|e| format!("initialized: {e}"))?;
+        if a.status != 202 && a.status != 200 {
+            return Err(format!("notifications/initialized: HTTP {}", a.status));
+        }
+        Ok((c, Some(session)))
+    }
+
+    /// One `tools/call` on an open connection.
+    pub async fn call(
+        c: &mut Conn,
+        t: &Target,
+        session: Option<&str>,
+        id: u64,
+        args: &Value,
+    ) -> std::io::Result<Answer> {
+        let body = call_body(t.mode, id, t.tool, args);
+        match t.mode {
+            Mode::Raw => c.request("POST", "/mcp", &[], &body).await,
+            Mode::Session => {
+                let h = [("Mcp-Session-Id", session.unwrap_or("")), ("MCP-Protocol-Version", V1)];
+                c.request("POST", "/mcp", &h, &body).await
+            }
+            Mode::Stateless => {
+                let h = [("MCP-Protocol-Version", V2), ("Mcp-Method", "tools/call"), ("Mcp-Name", t.tool)];
+                c.request("POST", "/mcp", &h, &body).await
+            }
+        }
+    }
+
+    /// utime + stime of `pid`, clock ticks (`/proc/PID/stat` fields 14 and 15).
+    fn cpu_ticks(pid: u32) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let rest = s.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // After ")": field 3 is f[0], so utime (14) is f[11] and stime (15) f[12].
+        f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    }
+
+    fn clock_ticks_per_sec() -> u64 {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100)
+    }
+
+    /// VmRSS of `pid`, KiB.
+    pub fn rss_kib(pid: u32) -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    fn pct(sorted: &[u32], p: f64) -> f64 {
+        if sorted.is_empty() {
+            return f64::NAN;
+        }
+        sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
+    }
+
+    /// Loads `t` with `conns` connections: `warm` then `measure`; one [`Row`].
+    pub async fn load(t: &Target, conns: usize, warm: Duration, measure: Duration) -> Row {
+        let t0 = Instant::now();
+        let (warm_end, end) = (t0 + warm, t0 + warm + measure);
+        let mut tasks = Vec::new();
+        for k in 0..conns {
+            let t = t.clone();
+            tasks.push(tokio::task::spawn_local(async move {
+                let mut lat: Vec<u32> = Vec::with_capacity(1 << 16);
+                let (mut errors, mut first_error) = (0u64, None::<String>);
+                let mut n: u64 = (k as u64) << 32;
+                'outer: while Instant::now() < end {
+                    let (mut c, session) = match open(&t).await {
+                        Ok(x) => x,
+                        Err(e) => {
+                            errors += 1;
+                            first_error.get_or_insert(e);
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    };
+                    loop {
+                        let start = Instant::now();
+                        if start >= end {
+                            break 'outer;
+                        }
+                        n += 1;
+                        let args = (t.args)(n);
+                        let a = call(&mut c, &t, session.as_deref(), n, &args).await;
+                        let done = Instant::now();
+                        let counted = start >= warm_end && done < end;
+                        match a {
+                            Ok(a) if good(&a) => {
+                                if counted {
+                                    lat.push(done.duration_since(start).as_micros().min(u32::MAX as u128) as u32);
+                                }
+                            }
+                            Ok(a) => {
+                                if counted {
+                                    errors += 1;
+                                }
+                                first_error.get_or_insert_with(|| {
+                                    format!(
+                                        "HTTP {}: {}",
+                                        a.status,
+                                        String::from_utf8_lossy(&a.body[..a.body.len().min(400)])
+                                    )
+                                });
+                            }
+                            Err(e) => {
+                                if counted {
+                                    errors += 1;
+                                }
+                                first_error.get_or_insert_with(|| e.to_string());
+                                continue 'outer;
+                            }
+                        }
+                    }
+                }
+                (lat, errors, first_error)
+            }));
+        }
+        tokio::time::sleep_until(warm_end.into()).await;
+        let (c0, w0) = (cpu_ticks(t.pid), Instant::now());
+        tokio::time::sleep_until(end.into()).await;
+        let (c1, w1) = (cpu_ticks(t.pid), Instant::now());
+        let mut lat = Vec::new();
+        let (mut errors, mut first) = (0, None);
+        for task in tasks {
+            let (l, e, f) = task.await.unwrap();
+            lat.extend(l);
+            errors += e;
+            if first.is_none() {
+                first = f;
+            }
+        }
+        if let Some(f) = first {
+            eprintln!("  {} @{conns}: {errors} errors in the window; first: {f}", t.name);
+        }
+        lat.sort_unstable();
+        let secs = w1.duration_since(w0).as_secs_f64();
+        let ok = lat.len() as u64;
+        let cpu_us = (c1.saturating_sub(c0)) as f64 * 1e6 / clock_ticks_per_sec() as f64;
+        Row {
+            name: t.name.clone(),
+            mode: t.mode,
+            conns,
+            ok,
+            errors,
+            rps: ok as f64 / secs,
+            p50_us: pct(&lat, 0.50),
+            p99_us: pct(&lat, 0.99),
+            cpu_us: if ok > 0 { cpu_us / ok as f64 } else { f64::NAN },
+        }
+    }
+
+    /// A child server process, killed when dropped.
+    pub struct Server {
+        pub child: Child,
+        pub addr: SocketAddr,
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn pinned(cpu: &str, program: &Path) -> Command {
+        let mut c = Command::new("taskset");
+        c.arg("-c").arg(cpu).arg(program);
+        c
+    }
+
+    /// Starts `mcp_load --serve KIND` pinned to the server core; waits for its port line.
+    fn start_own(kind: &str, cpu: &str) -> Server {
+        let exe = std::env::current_exe().unwrap();
+        let mut child = pinned(cpu, &exe)
+            .arg("--serve")
+            .arg(kind)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port: u16 = line.trim().strip_prefix("PORT ").and_then(|p| p.parse().ok()).expect("server port line");
+        Server { child, addr: SocketAddr::from(([127, 0, 0, 1], port)) }
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    /// The config of the isto under test: loopback, limits and quotas raised.
+    fn isto_config(dir: &Path, port: u16) -> PathBuf {
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let cfg = dir.join("isto.toml");
+        let text = format!(
+            "listen = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\ndata_dir = {}\n\
+             [mail]\nfrom = \"bench <bench@holder.example>\"\n\
+             [limits]\nmax_connections = 4096\nmcp_session_idle_secs = 3600\nmax_mcp_sessions = 100000\n\
+             max_mcp_sessions_per_client = 100000\nmcp_requests_per_minute = 1000000\nmcp_burst = 100000\n\
+             [quotas]\ndrafts_per_client_per_hour = 10000\n",
+            toml_string(&data.to_string_lossy())
+        );
+        std::fs::write(&cfg, text).unwrap();
+        cfg
+    }
+
+    fn toml_string(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    fn isto_cmd(bin: &Path, cfg: &Path) -> Command {
+        let mut c = Command::new(bin);
+        isto_env(&mut c, cfg);
+        c
+    }
+
+    fn isto_env(c: &mut Command, cfg: &Path) {
+        for (k, _) in std::env::vars() {
+            if k.starts_with("ISTO_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("ISTO_CONFIG", cfg).env("RUST_LOG", "info").stdin(Stdio::null());
+    }
+
+    /// `isto admin offers import FILE --json` on the stopped store: (imported, rejected, seconds).
+    fn import(bin: &Path, cfg: &Path, file: &Path) -> (u64, u64, f64) {
+        let t0 = Instant::now();
+        let out = isto_cmd(bin, cfg)
+            .args(["admin", "offers", "import"])
+            .arg(file)
+            .arg("--json")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "isto admin offers import {}: {}\n{}",
+                file.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let n = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        (n("/imported/created") + n("/imported/updated"), n("/rejected"), secs)
+    }
+
+    /// Starts `isto serve` pinned; the time until its first `GET /healthz` answer.
+    fn start_isto(bin: &Path, cfg: &Path, port: u16, cpu: &str, log: &Path) -> (Server, Duration) {
+        let mut c = pinned(cpu, bin);
+        isto_env(&mut c, cfg);
+        let log = std::fs::File::create(log).unwrap();
+        let t0 = Instant::now();
+        let child = c.arg("serve").stdout(Stdio::null()).stderr(log).spawn().unwrap();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let server = Server { child, addr };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let first = rt.block_on(async {
+            loop {
+                if t0.elapsed() > Duration::from_secs(30) {
+                    panic!("isto serve did not answer /healthz within 30 s");
+                }
+                if let Ok(mut conn) = Conn::connect(addr).await {
+                    if let Ok(a) = conn.request("GET", "/healthz", &[], "").await {
+                        if a.status == 200 {
+                            return t0.elapsed();
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+        });
+        (server, first)
+    }
+
+    /// The sauto CSV as isto's JSON Lines import (make and model from the title's first
+    /// comma-separated part, the region assigned from the listing id).
+    fn sauto_jsonl(csv_path: &Path, out: &Path) -> usize {
+        const REGIONS: [&str; 14] = [
+            "CZ-10", "CZ-20", "CZ-31", "CZ-32", "CZ-41", "CZ-42", "CZ-51", "CZ-52", "CZ-53", "CZ-63", "CZ-64", "CZ-71",
+            "CZ-72", "CZ-80",
+        ];
+        let mut r = csv::Reader::from_path(csv_path).unwrap();
+        let headers = r.headers().unwrap().clone();
+        let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        let (id, title, price, year, km, summary, url) = (
+            col("listing_id"),
+            col("title"),
+            col("price_czk"),
+            col("year"),
+            col("mileage_km"),
+            col("summary_raw"),
+            col("url"),
+        );
+        let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+        let mut n = 0;
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            let Ok(amount) = rec[price].replace(' ', "").parse::<u64>() else { continue };
+            if amount == 0 {
+                continue;
+            }
+            let head = rec[title].split(',').next().unwrap_or("").trim().to_owned();
+            let mut words = head.splitn(2, ' ');
+            let make = words.next().unwrap_or("").to_owned();
+            let mut attributes = json!({"make": make});
+            if let Some(model) = words.next().filter(|m| !m.is_empty()) {
+                attributes["model"] = json!(model);
+            }
+            if let Ok(y) = rec[year].parse::<u64>() {
+                attributes["year"] = json!(y);
+            }
+            if let Ok(k) = rec[km].replace(' ', "").parse::<u64>() {
+                attributes["mileageKm"] = json!(k);
+            }
+            let h = rec[id].bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+            let offer = json!({
+                "ref": format!("sauto-{}", &rec[id]),
+                "title": &rec[title],
+                "description": &rec[summary],
+                "category": "vehicles",
+                "attributes": attributes,
+                "price": {"amount": amount, "currency": "CZK"},
+                "area": {"country": "CZ", "regions": [REGIONS[h as usize % REGIONS.len()]]},
+                "seller": {"name": format!("sauto dealer {}", (h >> 8) % 40 + 1)},
+                "url": &rec[url],
+            });
+            writeln!(w, "{offer}").unwrap();
+            n += 1;
+        }
+        w.flush().unwrap();
+        n
+    }
+
+    /// `n` generated offers (the `testkit` generator of `cargo bench --bench holder`).
+    fn synth_jsonl(n: usize, out: &Path) {
+        let mut g = isto::matching::engine::synth::Synth::new(11);
+        let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+        for i in 0..n {
+            let o = g.offer();
+            let mut area = serde_json::to_value(&o.area).unwrap();
+            if area["regions"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|x| x.as_str().is_some_and(|s| s != s.to_uppercase())))
+            {
+                area["regions"] = json!([]);
+            }
+            let offer = json!({
+                "ref": format!("gen-{i}"),
+                "title": o.title,
+                "description": o.description,
+                "category": o.category,
+                "attributes": o.attributes,
+                "price": o.price,
+                "area": area,
+                "seller": {"name": o.seller.name},
+            });
+            writeln!(w, "{offer}").unwrap();
+        }
+        w.flush().unwrap();
+    }
+
+    /// A draft published once on a 2026-07-28 request; its intentCode.
+    async fn one_code(addr: SocketAddr, pid: u32) -> String {
+        let t = Target {
+            name: "setup".into(),
+            addr,
+            pid,
+            mode: Mode::Stateless,
+            tool: "intent_publish_intent",
+            args: Arc::new(|_| Value::Null),
+        };
+        let (mut c, _) = open(&t).await.unwrap();
+        let a = call(&mut c, &t, None, 1, &publish_args(0)).await.unwrap();
+        let v: Value = serde_json::from_slice(&a.body)
+            .unwrap_or_else(|_| panic!("publish: HTTP {} {}", a.status, String::from_utf8_lossy(&a.body)));
+        v.pointer("/result/structuredContent/intentCode")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("publish answered no intentCode: {v}"))
+            .to_owned()
+    }
+
+    fn publish_args(n: u64) -> Value {
+        const MODELS: [&str; 6] =
+            ["Škoda Octavia", "Škoda Fabia", "Volkswagen Golf", "BMW X3", "Toyota Corolla", "Ford Focus"];
+        json!({
+            "statement": format!("Hledám {} do {} Kč", MODELS[(n % 6) as usize], 200_000 + (n % 50) * 10_000),
+            "area": "CZ-64",
+        })
+    }
+
+    const STATEMENTS: [&str; 8] = [
+        "škoda octavia",
+        "bmw x3 diesel",
+        "volkswagen golf",
+        "toyota corolla automat",
+        "ford focus kombi",
+        "hyundai i30",
+        "audi a4 avant",
+        "byt 3+1 Brno",
+    ];
+
+    fn search_args(n: u64) -> Value {
+        json!({"statement": STATEMENTS[(n % STATEMENTS.len() as u64) as usize]})
+    }
+
+    /// redb's one-row durable commit rate: commits/s over `secs` on `path`.
+    fn redb_rate(path: &Path, secs: f64) -> f64 {
+        const T: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("rows");
+        let _ = std::fs::remove_file(path);
+        let db = redb::Database::create(path).unwrap();
+        let row = [7u8; 200];
+        let t0 = Instant::now();
+        let mut n = 0u64;
+        while t0.elapsed().as_secs_f64() < secs {
+            let tx = db.begin_write().unwrap();
+            {
+                let mut t = tx.open_table(T).unwrap();
+                t.insert(n, &row[..]).unwrap();
+            }
+            tx.commit().unwrap();
+            n += 1;
+        }
+        n as f64 / t0.elapsed().as_secs_f64()
+    }
+
+    fn fmt_ratio(x: f64) -> String {
+        if x.is_finite() {
+            format!("{x:.2}")
+        } else {
+            "–".into()
+        }
+    }
+
+    pub fn main() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out_dir = root.join("target/bench");
+        let work = out_dir.join("mcp_load-work");
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        // `ISTO_BENCH_ISTO_BIN`: another isto binary (e.g. a release build for a dev-built bench).
+        let bin = std::env::var_os("ISTO_BENCH_ISTO_BIN")
+            .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_isto")), PathBuf::from);
+        let server_cpu = env_u64("ISTO_BENCH_SERVER_CPU", 0).to_string();
+        let client_cpu = env_u64("ISTO_BENCH_CLIENT_CPU", 1).to_string();
+        let warm = Duration::from_secs(env_u64("ISTO_BENCH_WARM_SECS", 4));
+        let measure = Duration::from_secs(env_u64("ISTO_BENCH_SECS", 8));
+        let generated = env_u64("ISTO_BENCH_GEN_OFFERS", 100_000) as usize;
+        let conn_counts = [16usize, 64];
+        let t_all = Instant::now();
+
+        // The load generator (every thread of this process) on its own core.
+        let pinned_ok = Command::new("taskset")
+            .args(["-a", "-cp", &client_cpu, &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        eprintln!(
+            "mcp_load: servers on cpu {server_cpu}, load generator on cpu {client_cpu}{}; {}s warm + {}s measured per path",
+            if pinned_ok { "" } else { " (taskset FAILED: unpinned)" },
+            warm.as_secs(),
+            measure.as_secs()
+        );
+        eprintln!("mcp_load: isto binary {}", bin.display());
+
+        let redb_secs = env_u64("ISTO_BENCH_REDB_SECS", 5) as f64;
+        let redb = redb_rate(&work.join("redb-one-row.redb"), redb_secs);
+        eprintln!("mcp_load: redb one-row durable commits: {redb:.0}/s");
+
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let local = tokio::task::LocalSet::new();
+        let mut rows: Vec<Row> = Vec::new();
+        let run_target = |t: Target, rows: &mut Vec<Row>| {
+            for &c in &conn_counts {
+                let r = local.block_on(&rt, load(&t, c, warm, measure));
+                eprintln!(
+                    "  {:<44} {:>4} conns {:>9.0} req/s  p50 {:>7.0} µs  p99 {:>7.0} µs  {:>6.1} CPU µs/req  errors {}",
+                    r.name, c, r.rps, r.p50_us, r.p99_us, r.cpu_us, r.errors
+                );
+                rows.push(r);
+            }
+        };
+
+        // The floors.
+        {
+            let s = start_own("axum", &server_cpu);
+            let t = Target {
+                name: "raw axum JSON handler".into(),
+                addr: s.addr,
+                pid: s.child.id(),
+                mode: Mode::Raw,
+                tool: "echo",
+                args: Arc::new(search_args),
+            };
+            run_target(t, &mut rows);
+        }
+        {
+            let s = start_own("echo", &server_cpu);
+            for (name, mode) in [
+                ("bare rmcp echo, 2025-11-25 session", Mode::Session),
+                ("bare rmcp echo, 2026-07-28 stateless JSON", Mode::Stateless),
+            ] {
+                let t = Target {
+                    name: name.into(),
+                    addr: s.addr,
+                    pid: s.child.id(),
+                    mode,
+                    tool: "echo",
+                    args: Arc::new(search_args),
+                };
+                run_target(t, &mut rows);
+            }
+        }
+
+        // isto on the real listings.
+        let size = std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0);
+        let sauto = root.join("../shared/data/vehicles_cz_sauto.csv");
+        let dir_a = work.join("isto-real");
+        let port_a = free_port();
+        let cfg_a = isto_config(&dir_a, port_a);
+        let mut real_offers = 0;
+        if sauto.exists() {
+            let file = work.join("sauto.jsonl");
+            let rows_in = sauto_jsonl(&sauto, &file);
+            let (imported, rejected, secs) = import(&bin, &cfg_a, &file);
+            eprintln!("mcp_load: sauto: {rows_in} rows, {imported} imported, {rejected} rejected in {secs:.1} s");
+            real_offers = imported;
+        } else {
+            eprintln!("mcp_load: {} absent: the isto store has no real offers", sauto.display());
+        }
+        let (idle_rss, after_rss, first_answer);
+        {
+            let (s, first) = start_isto(&bin, &cfg_a, port_a, &server_cpu, &dir_a.join("serve.log"));
+            first_answer = first;
+            std::thread::sleep(Duration::from_secs(1));
+            let pid = isto_pid(&s);
+            idle_rss = rss_kib(pid);
+            eprintln!("mcp_load: isto first answer {:.1} ms, idle RSS {} KiB", first.as_secs_f64() * 1e3, idle_rss);
+            let code = local.block_on(&rt, one_code(s.addr, pid));
+            let get = {
+                let code = code.clone();
+                Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>
+            };
+            for (mode, rev) in [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")] {
+                let t = Target {
+                    name: format!("isto intent_get_intent, {rev}"),
+                    addr: s.addr,
+                    pid,
+                    mode,
+                    tool: "intent_get_intent",
+                    args: get.clone(),
+                };
+                run_target(t, &mut rows);
+            }
+            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+                let t = Target {
+                    name: format!("isto intent_search_offers, {real_offers} real, {rev}"),
+                    addr: s.addr,
+                    pid,
+                    mode,
+                    tool: "intent_search_offers",
+                    args: Arc::new(search_args),
+                };
+                run_target(t, &mut rows);
+            }
+            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+                let t = Target {
+                    name: format!("isto intent_publish_intent (durable), {rev}"),
+                    addr: s.addr,
+                    pid,
+                    mode,
+                    tool: "intent_publish_intent",
+                    args: Arc::new(publish_args),
+                };
+                run_target(t, &mut rows);
+            }
+            after_rss = rss_kib(pid);
+            eprintln!("mcp_load: isto RSS after the load {after_rss} KiB");
+        }
+
+        // isto with 10^5 generated offers more.
+        let dir_b = work.join("isto-gen");
+        let port_b = free_port();
+        let cfg_b = isto_config(&dir_b, port_b);
+        if sauto.exists() {
+            import(&bin, &cfg_b, &work.join("sauto.jsonl"));
+        }
+        let gen_file = work.join("generated.jsonl");
+        synth_jsonl(generated, &gen_file);
+        let (gen_imported, gen_rejected, gen_secs) = import(&bin, &cfg_b, &gen_file);
+        eprintln!("mcp_load: generated: {gen_imported} imported, {gen_rejected} rejected in {gen_secs:.1} s");
+        let big_offers = gen_imported + real_offers;
+        let big_rss;
+        {
+            let (s, _) = start_isto(&bin, &cfg_b, port_b, &server_cpu, &dir_b.join("serve.log"));
+            let pid = isto_pid(&s);
+            std::thread::sleep(Duration::from_secs(1));
+            big_rss = rss_kib(pid);
+            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+                let t = Target {
+                    name: format!("isto intent_search_offers, {big_offers} offers, {rev}"),
+                    addr: s.addr,
+                    pid,
+                    mode,
+                    tool: "intent_search_offers",
+                    args: Arc::new(search_args),
+                };
+                run_target(t, &mut rows);
+            }
+        }
+
+        report(&rows, redb, idle_rss, after_rss, big_rss, first_answer, size, &out_dir, t_all.elapsed());
+    }
+
+    /// The pid of the isto process itself (`taskset` execs it, so the child's pid).
+    fn isto_pid(s: &Server) -> u32 {
+        s.child.id()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        rows: &[Row],
+        redb: f64,
+        idle_rss: u64,
+        after_rss: u64,
+        big_rss: u64,
+        first: Duration,
+        size: u64,
+        out_dir: &Path,
+        took: Duration,
+    ) {
+        let find = |prefix: &str, conns: usize| rows.iter().find(|r| r.name.starts_with(prefix) && r.conns == conns);
+        let mut out = String::new();
+        out.push_str("| path | conns | req/s | p50 ms | p99 ms | CPU µs/req | vs rmcp echo (same mode) | vs raw axum | errors |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        let mut json_rows = Vec::new();
+        for r in rows {
+            let echo = match r.mode {
+                Mode::Stateless => find("bare rmcp echo, 2026-07-28", r.conns),
+                _ => find("bare rmcp echo, 2025-11-25", r.conns),
+            };
+            let axum = find("raw axum", r.conns);
+            let vs_echo = echo.map_or(f64::NAN, |e| r.rps / e.rps);
+            let vs_axum = axum.map_or(f64::NAN, |a| r.rps / a.rps);
+            out.push_str(&format!(
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {} | {} |\n",
+                r.name,
+                r.conns,
+                r.rps,
+                r.p50_us / 1e3,
+                r.p99_us / 1e3,
+                r.cpu_us,
+                fmt_ratio(vs_echo),
+                fmt_ratio(vs_axum),
+                r.errors
+            ));
+            json_rows.push(json!({
+                "path": r.name, "mode": r.mode.label(), "connections": r.conns, "ok": r.ok, "errors": r.errors,
+                "reqPerSec": r.rps, "p50Ms": r.p50_us / 1e3, "p99Ms": r.p99_us / 1e3, "cpuUsPerReq": r.cpu_us,
+                "vsEchoSameMode": vs_echo, "vsRawAxum": vs_axum,
+            }));
+        }
+        let publish: Vec<(usize, Mode, f64)> =
+            rows.iter().filter(|r| r.name.contains("publish")).map(|r| (r.conns, r.mode, r.rps)).collect();
+        out.push('\n');
+        out.push_str(&format!("redb one-row durable commits (same run, same disk): {redb:.0}/s\n"));
+        for (c, m, rps) in &publish {
+            out.push_str(&format!(
+                "isto durable publish {} @{c}: {:.2}× redb's one-row commit rate\n",
+                m.label(),
+                rps / redb
+            ));
+        }
+        out.push_str(&format!(
+            "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load; with the generated catalogue: {:.1} MiB\n",
+            idle_rss as f64 / 1024.0,
+            after_rss as f64 / 1024.0,
+            big_rss as f64 / 1024.0
+        ));
+        out.push_str(&format!("isto start to first answer (GET /healthz): {:.1} ms\n", first.as_secs_f64() * 1e3));
+        out.push_str(&format!(
+            "isto release binary (stripped): {:.1} MiB ({size} bytes)\n",
+            size as f64 / (1024.0 * 1024.0)
+        ));
+        out.push_str(&format!("whole bench: {:.0} s\n", took.as_secs_f64()));
+        println!("\n{out}");
+        let j = json!({
+            "rows": json_rows,
+            "redbOneRowCommitsPerSec": redb,
+            "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
+            "idleRssKiB": idle_rss, "rssAfterLoadKiB": after_rss, "generatedStoreRssKiB": big_rss,
+            "firstAnswerMs": first.as_secs_f64() * 1e3,
+            "binaryBytes": size,
+            "seconds": took.as_secs_f64(),
+        });
+        let path = out_dir.join("mcp_load.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&j).unwrap()).unwrap();
+        println!("written: {}", path.display());
+    }
+}
