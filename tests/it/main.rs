@@ -13,6 +13,7 @@ mod demand;
 mod disk_full;
 mod failed_start;
 mod fixture;
+mod group_commit;
 mod hidden_limit;
 mod holder_flow;
 mod http_router;
