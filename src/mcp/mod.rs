@@ -351,10 +351,15 @@ pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
         .unwrap_or(ClientAddr(None))
 }
 
+/// The tools whose call is one short store read (a token lookup and one record, a few
+/// microseconds from redb's cache): [`call_blocking`] runs them in the calling task,
+/// since handing them to a blocking thread costs more than the read.
+const INLINE_TOOLS: &[&str] = &["intent_get_intent"];
+
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
 /// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
-/// arguments on a blocking thread, inside `span` (the request's, see [`request_span`]),
-/// so what it logs carries the request id.
+/// arguments on a blocking thread (in the calling task for [`INLINE_TOOLS`]), inside
+/// `span` (the request's, see [`request_span`]), so what it logs carries the request id.
 pub(crate) async fn call_blocking(
     tools: &[Tool],
     span: tracing::Span,
@@ -370,10 +375,14 @@ pub(crate) async fn call_blocking(
         return Err(unknown());
     }
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let n = name.clone();
-    let out = tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
-        .await
-        .map_err(|_| McpError::internal_error("tool task failed", None))?;
+    let out = if INLINE_TOOLS.contains(&name.as_str()) {
+        span.in_scope(|| run(&name, &args))
+    } else {
+        let n = name.clone();
+        tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
+            .await
+            .map_err(|_| McpError::internal_error("tool task failed", None))?
+    };
     match &out {
         Some(r) if r.is_error == Some(true) => tool_call(&name, ToolOutcome::Error),
         Some(_) => tool_call(&name, ToolOutcome::Ok),
