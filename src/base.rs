@@ -317,15 +317,18 @@ impl Base {
     }
 
     /// One write transaction in which intents may be written (the only way to write
-    /// one): runs `f`, commits, then applies the staged engine changes. When `f` fails
-    /// or the commit fails, nothing is stored and the engine is unchanged.
+    /// one): runs `f`, commits, then applies the staged engine changes, and returns once
+    /// the write is durable ([`Store::sync`]: concurrent writes share one fsync). When
+    /// `f` fails or the commit fails, nothing is stored and the engine is unchanged;
+    /// when only the durable commit fails, its error is returned (the write may be lost
+    /// at a crash).
     ///
     /// # Errors
     /// What `f` returns; storage errors of the commit.
     pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
-        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut staged = Vec::new();
-        let out = self.store.write(|tx| {
+        let (out, pending) = self.store.write_unsynced(|tx| {
             let mut w = Writes { tx, base: self, ops: Vec::new() };
             let r = f(&mut w);
             staged = std::mem::take(&mut w.ops);
@@ -337,6 +340,10 @@ impl Base {
                 EngineOp::Remove(id) => self.engine.remove(&id),
             }
         }
+        // Durable before it returns, but waited for outside the lock, so that concurrent
+        // intent writes share one fsync (group commit, see `Store::sync`).
+        drop(serial);
+        self.store.sync(pending)?;
         Ok(out)
     }
 

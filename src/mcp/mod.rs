@@ -48,6 +48,9 @@ pub struct IstoServer {
     holder: AppState,
     tools: Arc<Vec<Tool>>,
     endpoint: Endpoint,
+    /// The `initialize` / `server/discover` answer, built once per endpoint: rmcp asks
+    /// for it on every request (every 2026-07-28 request builds a server).
+    info: Arc<ServerConfig>,
 }
 
 fn obj(v: Value) -> serde_json::Map<String, Value> {
@@ -145,7 +148,9 @@ impl IstoServer {
     ///
     /// The tool list (names, descriptions, JSON schemas: tens of KiB) is built once per
     /// endpoint and shared by every session, so a session costs only rmcp's own state
-    /// (issue 9 point 1: bounded memory per session).
+    /// (issue 9 point 1: bounded memory per session); the `initialize` answer is built
+    /// here, and clones of the server (one per session, one per 2026-07-28 request:
+    /// see `service::mcp_service`) share both.
     pub fn new(holder: AppState, endpoint: Endpoint) -> Self {
         static PUBLIC: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(public_tools()));
         static BUYER: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(buyer::buyer_tools()));
@@ -156,8 +161,33 @@ impl IstoServer {
             Endpoint::Buyer => &BUYER,
             Endpoint::Seller => &SELLER,
         };
-        Self { holder, tools: Arc::clone(tools), endpoint }
+        let info = Arc::new(server_info(&holder, endpoint));
+        Self { holder, tools: Arc::clone(tools), endpoint, info }
     }
+}
+
+/// The `initialize` answer of `endpoint`: [`server_config`] with the endpoint's
+/// instructions naming the holder.
+fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
+    let name = &holder.base.settings.holder_name;
+    server_config(match endpoint {
+        Endpoint::Public => format!(
+            "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
+             intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
+             intent_list_matches."
+        ),
+        Endpoint::Buyer => format!(
+            "Isto Intents holder '{name}', buyer endpoint: acts for the signed-in person. Publish what the person \
+             wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
+             intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person."
+        ),
+        Endpoint::Seller => format!(
+            "Isto Intents holder '{name}', seller endpoint: for the holder's registered sellers. List the buying \
+             intents open to you with intent_list_open_intents (buyers appear under pseudonyms, intents under ids \
+             of your own) and reply with intent_submit_offer, giving that id as inReplyTo (at most 3 offers per \
+             intent)."
+        ),
+    })
 }
 
 /// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
@@ -321,10 +351,15 @@ pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
         .unwrap_or(ClientAddr(None))
 }
 
+/// The tools whose call is one short store read (a token lookup and one record, a few
+/// microseconds from redb's cache): [`call_blocking`] runs them in the calling task,
+/// since handing them to a blocking thread costs more than the read.
+const INLINE_TOOLS: &[&str] = &["intent_get_intent"];
+
 /// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
 /// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
-/// arguments on a blocking thread, inside `span` (the request's, see [`request_span`]),
-/// so what it logs carries the request id.
+/// arguments on a blocking thread (in the calling task for [`INLINE_TOOLS`]), inside
+/// `span` (the request's, see [`request_span`]), so what it logs carries the request id.
 pub(crate) async fn call_blocking(
     tools: &[Tool],
     span: tracing::Span,
@@ -340,10 +375,14 @@ pub(crate) async fn call_blocking(
         return Err(unknown());
     }
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let n = name.clone();
-    let out = tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
-        .await
-        .map_err(|_| McpError::internal_error("tool task failed", None))?;
+    let out = if INLINE_TOOLS.contains(&name.as_str()) {
+        span.in_scope(|| run(&name, &args))
+    } else {
+        let n = name.clone();
+        tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
+            .await
+            .map_err(|_| McpError::internal_error("tool task failed", None))?
+    };
     match &out {
         Some(r) if r.is_error == Some(true) => tool_call(&name, ToolOutcome::Error),
         Some(_) => tool_call(&name, ToolOutcome::Ok),
@@ -378,25 +417,7 @@ pub(crate) fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
 
 impl ServerHandler for IstoServer {
     fn get_info(&self) -> ServerConfig {
-        let name = &self.holder.base.settings.holder_name;
-        server_config(match self.endpoint {
-            Endpoint::Public => format!(
-                "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
-                 intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
-                 intent_list_matches."
-            ),
-            Endpoint::Buyer => format!(
-                "Isto Intents holder '{name}', buyer endpoint: acts for the signed-in person. Publish what the person \
-                 wants to buy with intent_publish_intent, keep the intent id, and pull offers with \
-                 intent_list_matches. When a result carries consentUrl or renewUrl, hand the link to the person."
-            ),
-            Endpoint::Seller => format!(
-                "Isto Intents holder '{name}', seller endpoint: for the holder's registered sellers. List the buying \
-                 intents open to you with intent_list_open_intents (buyers appear under pseudonyms, intents under ids \
-                 of your own) and reply with intent_submit_offer, giving that id as inReplyTo (at most 3 offers per \
-                 intent)."
-            ),
-        })
+        (*self.info).clone()
     }
 
     async fn list_tools(

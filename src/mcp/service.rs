@@ -34,7 +34,7 @@ pub fn mcp_service(
     endpoint: Endpoint,
     stop: CancellationToken,
 ) -> StreamableHttpService<IstoServer, BoundedSessions> {
-    let h = holder.clone();
+    let server = IstoServer::new(holder.clone(), endpoint);
     let limits = holder.base.settings.limits;
     let sessions = BoundedSessions::new(
         limits.max_mcp_sessions,
@@ -42,7 +42,8 @@ pub fn mcp_service(
         std::time::Duration::from_secs(limits.mcp_session_idle_secs),
     );
     StreamableHttpService::new(
-        move || Ok(IstoServer::new(h.clone(), endpoint)),
+        // A clone shares the tool list and the `initialize` answer (built once here).
+        move || Ok(server.clone()),
         Arc::new(sessions),
         mcp_config(&holder, stop),
     )

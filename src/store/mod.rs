@@ -1,7 +1,8 @@
 //! Storage: all tables in one redb file (`DATA_DIR/isto.redb`).
 //!
-//! redb commits with immediate durability by default, so a write that a tool call
-//! acknowledges is on disk when the call returns. Records are JSON values; secrets appear
+//! A write that a tool call acknowledges is on disk when the call returns: each write
+//! transaction commits without an fsync, and [`Store::sync`] then waits for one durable
+//! commit that covers it, shared by every write committed meanwhile (group commit). Records are JSON values; secrets appear
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
 //!
@@ -185,7 +186,7 @@ thread_local! {
     /// The handle each store has lent to the outermost call running on this thread (by
     /// store address): a nested call (a read inside a write's closure) uses it, so it
     /// never waits for a reopen that waits for the outer call.
-    static LENT: RefCell<Vec<(usize, Arc<Database>)>> = const { RefCell::new(Vec::new()) };
+    static LENT: RefCell<Vec<(usize, Arc<Handle>)>> = const { RefCell::new(Vec::new()) };
     /// The text of the last of those errors (the engine's, e.g. "No space left on
     /// device": never a key or a value), for the one log line of an episode.
     static LAST_IO_FAILURE: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -215,7 +216,7 @@ pub struct Store {
 /// What [`Store`] knows of its handle.
 struct State {
     /// The handle; `None` when a reopen failed (or one is in progress).
-    db: Option<Arc<Database>>,
+    db: Option<Arc<Handle>>,
     /// An I/O-class failure was seen on `db`: reopen before the next call.
     broken: bool,
     /// A reopen is in progress (calls wait for it, up to [`REOPEN_WAIT`]).
@@ -247,9 +248,23 @@ pub struct Writable {
     pub free_bytes: Option<u64>,
 }
 
+/// A committed write that is not yet known to be durable: pass it to [`Store::sync`]
+/// before acknowledging the write.
+#[must_use = "a write is durable only after Store::sync"]
+pub struct Pending {
+    handle: Arc<Handle>,
+    seq: u64,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("seq", &self.seq).finish()
+    }
+}
+
 /// A handle lent to one call (see [`Store::lend`]).
 struct Lease {
-    db: Arc<Database>,
+    db: Arc<Handle>,
     /// The store's address, when this is the outermost call on this thread.
     outer: Option<usize>,
 }
@@ -262,10 +277,88 @@ impl Drop for Lease {
     }
 }
 
+/// An open database with its group-commit state (see [`Store::sync`]).
+struct Handle {
+    db: Database,
+    group: Mutex<Group>,
+    /// Signalled when a durable commit ends.
+    synced: Condvar,
+}
+
+/// The group-commit counters of one handle.
+#[derive(Default)]
+struct Group {
+    /// The number of the last write transaction committed (not yet durable perhaps).
+    committed: u64,
+    /// Every write numbered up to this one is durable.
+    durable: u64,
+    /// A durable commit is under way.
+    flushing: bool,
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+impl Handle {
+    fn new(db: Database) -> Self {
+        Self { db, group: Mutex::new(Group::default()), synced: Condvar::new() }
+    }
+
+    fn lock_group(&self) -> MutexGuard<'_, Group> {
+        self.group.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The number of the write about to commit (called under redb's write lock).
+    fn next_seq(&self) -> u64 {
+        let mut g = self.lock_group();
+        g.committed += 1;
+        g.committed
+    }
+
+    /// Blocks until the write numbered `seq` is durable, making a durable commit when
+    /// none is under way.
+    fn sync_through(&self, seq: u64) -> Result<()> {
+        let mut g = self.lock_group();
+        loop {
+            if g.durable >= seq {
+                return Ok(());
+            }
+            if !g.flushing {
+                g.flushing = true;
+                drop(g);
+                let flushed = self.durable_commit();
+                g = self.lock_group();
+                g.flushing = false;
+                if let Ok(through) = flushed {
+                    g.durable = g.durable.max(through);
+                }
+                self.synced.notify_all();
+                flushed?;
+                continue;
+            }
+            g = self.synced.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// One empty write transaction with immediate durability: every commit before it is
+    /// durable when it returns. The number of the last write it covers.
+    fn durable_commit(&self) -> Result<u64> {
+        let txn = self.db.begin_write()?;
+        // Under redb's write lock: every numbered write has committed or failed.
+        let through = self.lock_group().committed;
+        txn.commit()?;
+        Ok(through)
+    }
+}
+
 /// Why a reopen did not give a new handle.
 enum ReopenFailed {
     /// Calls on the old handle did not end within [`DRAIN_WAIT`]: it is kept.
-    Busy(Arc<Database>),
+    Busy(Arc<Handle>),
     /// Opening the file failed (the disk is still full, say).
     Open(redb::DatabaseError),
 }
@@ -297,7 +390,7 @@ impl Store {
         schema::prepare(&txn)?;
         txn.commit()?;
         let state = State {
-            db: Some(Arc::new(db)),
+            db: Some(Arc::new(Handle::new(db))),
             broken: false,
             reopening: false,
             last_attempt: None,
@@ -314,19 +407,58 @@ impl Store {
     /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
     /// while the file is reopened after an I/O failure).
     pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        let (out, pending) = self.write_unsynced(f)?;
+        self.sync(pending)?;
+        Ok(out)
+    }
+
+    /// As [`Store::write`], but returns once the transaction is committed and visible,
+    /// before it is durable: the caller must pass the [`Pending`] to [`Store::sync`]
+    /// before it acknowledges the write (typically after releasing its own locks, so
+    /// that the writes of many callers share one fsync: group commit).
+    ///
+    /// # Errors
+    /// As [`Store::write`].
+    pub fn write_unsynced<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>,
+    ) -> Result<(T, Pending), E> {
         let lease = self.lend()?;
         let before = IO_FAILURES.with(Cell::get);
         let out = (|| {
-            let txn = lease.db.begin_write().map_err(StoreError::from)?;
+            let mut txn = lease.db.begin_write().map_err(StoreError::from)?;
+            // Made durable by the next durable commit, see `Store::sync`.
+            txn.set_durability(redb::Durability::None).map_err(|e| StoreError::from(redb::Error::from(e)))?;
             let mut tx = Tx { txn: &txn };
             let out = f(&mut tx)?;
+            // Numbered under redb's write lock, so the numbers follow the commit order.
+            let seq = lease.db.next_seq();
             txn.commit().map_err(StoreError::from)?;
-            Ok(out)
+            Ok((out, Pending { handle: lease.db.clone(), seq }))
         })();
         let io_failed = IO_FAILURES.with(Cell::get) != before;
         drop(lease);
-        self.note(io_failed, out.is_ok().then_some(true).or(io_failed.then_some(false)));
+        if out.is_err() {
+            self.note(io_failed, io_failed.then_some(false));
+        }
         out
+    }
+
+    /// Waits until the write of `pending` is durable (group commit): when no durable
+    /// commit covering it is under way, this call makes one (an empty write
+    /// transaction with immediate durability, which persists every commit before it)
+    /// for all the writes committed so far; otherwise it waits for the one under way
+    /// and, when that did not cover it, for the next. So an acknowledged write is on
+    /// disk, and concurrent writers share one fsync.
+    ///
+    /// # Errors
+    /// A storage error of the durable commit (the write may then be lost at a crash).
+    pub fn sync<E: From<StoreError>>(&self, pending: Pending) -> Result<(), E> {
+        let before = IO_FAILURES.with(Cell::get);
+        let out = pending.handle.sync_through(pending.seq);
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        self.note(io_failed, Some(out.is_ok()).filter(|ok| *ok || io_failed));
+        out.map_err(E::from)
     }
 
     /// Runs `f` in one write transaction and rolls it back whatever `f` returns: `f`
@@ -462,7 +594,7 @@ impl Store {
         Ok(Lease { db, outer: Some(key) })
     }
 
-    fn current(&self) -> Result<Arc<Database>> {
+    fn current(&self) -> Result<Arc<Handle>> {
         let deadline = Instant::now() + REOPEN_WAIT;
         let mut st = self.lock_state();
         loop {
@@ -493,7 +625,7 @@ impl Store {
         let mut st = self.lock_state();
         match outcome {
             Ok(db) => {
-                st.db = Some(Arc::new(db));
+                st.db = Some(Arc::new(Handle::new(db)));
                 st.broken = false;
                 tracing::info!("store file reopened after an I/O failure");
             }
@@ -510,12 +642,12 @@ impl Store {
         st
     }
 
-    fn close_and_open(&self, old: Option<Arc<Database>>) -> std::result::Result<Database, ReopenFailed> {
+    fn close_and_open(&self, old: Option<Arc<Handle>>) -> std::result::Result<Database, ReopenFailed> {
         if let Some(mut old) = old {
             let since = Instant::now();
             loop {
                 match Arc::try_unwrap(old) {
-                    Ok(db) => {
+                    Ok(Handle { db, .. }) => {
                         // After an I/O failure redb leaves recovery to the next open and
                         // reports the failure again here; the file is released either way.
                         let _ = db.close();

@@ -15,6 +15,7 @@ mod disk_full;
 pub mod explain;
 mod failed_start;
 mod fixture;
+mod group_commit;
 mod hidden_limit;
 mod holder_flow;
 mod http_router;
