@@ -23,7 +23,7 @@ use isto::config::Settings;
 use isto::crypto::KeyRing;
 use isto::matching::engine::synth::Synth;
 use isto::protocol::{Offer, Status, Visibility};
-use isto::records::{IntentRecord, OfferInput};
+use isto::records::{IntentRecord, OfferInput, OfferRecord};
 use isto::state::AppState;
 use isto::store::Store;
 use std::sync::Arc;
@@ -157,26 +157,19 @@ fn main() {
     );
 
     // 2. Search over the catalogue.
-    let idx = h.catalogue.offer_index().expect("index");
     let mut q = Synth::new(2);
     let statements: Vec<String> = (0..1_000).map(|_| q.intent().statement).collect();
-    let mut times = Vec::with_capacity(statements.len());
-    let mut found = 0usize;
-    for s in &statements {
-        let t = Instant::now();
-        found += isto::catalogue::search_with(&idx, &h.base, s, None, None, 20).expect("search").len();
-        times.push(t.elapsed());
+    search_times(&h, &format!("{n_offers} offers"), &statements, None, 1);
+    if std::env::var_os("ISTO_BENCH_SEARCH_ONLY").is_some() {
+        let sauto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/vehicles_cz_sauto.csv");
+        if sauto.exists() {
+            let dir = tempfile::tempdir().expect("tempdir");
+            real_listings(&open(dir.path()), &sauto);
+        }
+        return;
     }
-    times.sort();
-    println!(
-        "search over {n_offers} offers: p50 {:.2} ms, p99 {:.2} ms ({} results per query on average)",
-        pct(&times, 0.5).as_secs_f64() * 1e3,
-        pct(&times, 0.99).as_secs_f64() * 1e3,
-        found / statements.len()
-    );
 
     // 3. Matching arriving offers against standing intents.
-    drop(idx); // the index writer's lock goes with the last handle
     let (h, load) = seed_intents(dir.path(), h, n_intents);
     println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine.len(), load.as_secs_f64());
     let mut fresh = Synth::new(3);
@@ -249,22 +242,76 @@ fn real_listings(h: &AppState, path: &std::path::Path) {
         h.catalogue.import_offers(chunk.to_vec()).expect("import sauto");
     }
     let el = t.elapsed();
-    let idx = h.catalogue.offer_index().expect("index");
-    let queries = ["skoda octavia", "octavia combi diesel", "bmw x5", "toyota hybrid", "fabia", "tesla model 3"];
-    let mut times = Vec::new();
-    for _ in 0..20 {
-        for q in queries {
-            let t = Instant::now();
-            let _ = isto::catalogue::search_with(&idx, &h.base, q, None, Some("vehicles"), 20).expect("search");
-            times.push(t.elapsed());
-        }
-    }
-    times.sort();
     println!(
-        "real sauto listings: {n} imported in {:.2} s ({:.0} offers/s, with standing intents); search p50 {:.2} ms, p99 {:.2} ms",
+        "real sauto listings: {n} imported in {:.2} s ({:.0} offers/s, with standing intents)",
         el.as_secs_f64(),
         n as f64 / el.as_secs_f64(),
-        pct(&times, 0.5).as_secs_f64() * 1e3,
-        pct(&times, 0.99).as_secs_f64() * 1e3
+    );
+    let queries = ["skoda octavia", "octavia combi diesel", "bmw x5", "toyota hybrid", "fabia", "tesla model 3"];
+    let statements: Vec<String> = queries.iter().map(|q| (*q).to_owned()).collect();
+    search_times(h, "the real sauto listings", &statements, Some("vehicles"), 50);
+}
+
+/// Times the `intent_search_offers` answer (limit 20) over `statements` (`rounds` times
+/// each): the holder's path (index with the stored offers: [`isto::catalogue::search_json`],
+/// then the structured value and the text as the MCP tool builds them), and for
+/// comparison the former path (ids from the index, each offer read from redb and
+/// decoded, `to_value`, the text serialized twice). Prints p50/p99 in µs of both.
+fn search_times(h: &AppState, what: &str, statements: &[String], category: Option<&str>, rounds: usize) {
+    use isto::store::Reads as _;
+    let idx = h.catalogue.offer_index().expect("index");
+    let (mut new, mut old) = (Vec::new(), Vec::new());
+    let mut found = 0usize;
+    for _ in 0..rounds {
+        for s in statements {
+            let t = Instant::now();
+            let offers = isto::catalogue::search_json(&idx, &h.base, s, None, category, 20).expect("search");
+            let text = format!("[{}]", offers.join(","));
+            let arr: Vec<serde_json::Value> = offers.iter().map(|j| serde_json::from_str(j).expect("json")).collect();
+            let structured = serde_json::json!({ "offers": arr });
+            std::hint::black_box((&structured, &text));
+            new.push(t.elapsed());
+            found += offers.len();
+
+            let t = Instant::now();
+            let now = h.base.clock.now();
+            let hits = idx.search(s, None, category, 28).expect("search");
+            let offers: Vec<Offer> = h
+                .base
+                .store
+                .read(|rx| {
+                    let mut out = Vec::new();
+                    for (id, _) in &hits {
+                        let Some(rec) = rx.offer::<OfferRecord>(id)? else { continue };
+                        let current = rec.active
+                            && rec.offer.valid_until.as_deref().is_none_or(|v| {
+                                isto::clock::parse_rfc3339(v).is_ok_and(|t| t > now)
+                            });
+                        if current && out.len() < 20 {
+                            out.push(rec.offer);
+                        }
+                    }
+                    Ok::<_, isto::base::ServiceError>(out)
+                })
+                .expect("store");
+            let arr = serde_json::to_value(&offers).expect("value");
+            let structured = serde_json::json!({ "offers": arr });
+            let wasted = structured.to_string();
+            let text = arr.to_string();
+            std::hint::black_box((&structured, &wasted, &text));
+            old.push(t.elapsed());
+        }
+    }
+    new.sort();
+    old.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "search over {what} (limit 20, {} results per query on average): index with stored offers p50 {:.0} µs, \
+         p99 {:.0} µs; former path (index ids + redb reads) p50 {:.0} µs, p99 {:.0} µs",
+        found / new.len().max(1),
+        us(pct(&new, 0.5)),
+        us(pct(&new, 0.99)),
+        us(pct(&old, 0.5)),
+        us(pct(&old, 0.99))
     );
 }

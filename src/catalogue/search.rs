@@ -1,7 +1,7 @@
 //! The ordinary catalogue search of `intent_search_offers` (PROTOCOL.md §3): full text,
-//! case- and diacritics-insensitive, sk/cs/en, best first. [`search_with`] asks the
-//! full-text index ([`OfferIndex`]) and loads the offers from the store; [`search`] is the
-//! older scan over the stored offers.
+//! case- and diacritics-insensitive, sk/cs/en, best first. [`search_json`] and
+//! [`search_with`] answer from the full-text index ([`OfferIndex`]) alone (it stores the
+//! public offers); [`search`] is the older scan over the stored offers.
 
 use super::index::OfferIndex;
 use super::service::index_error;
@@ -115,13 +115,29 @@ pub fn search(
 }
 
 /// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,
-/// filters and ranking) and loads the offers from the store, best first. Offers that are
-/// missing, inactive or past `validUntil` in the store are skipped (the index may lag the
-/// store); more hits are asked for until `limit` offers are found or the index has no
-/// more. At most `limit` offers.
+/// filters and ranking) and answers from the index alone, best first: the public offers
+/// current at the holder's clock (see [`OfferIndex::search_offers`]), each the JSON text
+/// of `serde_json::to_value(&offer)`. No store read: the index holds the active catalogue
+/// offers and is updated right after each catalogue commit (docs/choices.md). At most
+/// `limit` offers.
 ///
 /// # Errors
-/// Storage and index errors (both internal).
+/// Index errors (internal).
+pub fn search_json(
+    index: &OfferIndex,
+    base: &Base,
+    statement: &str,
+    area: Option<&AreaObject>,
+    category: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>, ServiceError> {
+    index.search_offers(statement, area, category, limit, base.clock.now()).map_err(index_error)
+}
+
+/// [`search_json`] with the offers decoded. No store read.
+///
+/// # Errors
+/// Index errors, a stored offer that does not decode (internal).
 pub fn search_with(
     index: &OfferIndex,
     base: &Base,
@@ -130,38 +146,10 @@ pub fn search_with(
     category: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Offer>, ServiceError> {
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
-    let now = base.clock.now();
-    let mut want = limit.saturating_add(8);
-    loop {
-        let hits = index.search(statement, area, category, want).map_err(index_error)?;
-        let exhausted = hits.len() < want;
-        let mut out = Vec::with_capacity(limit);
-        base.store.read(|rx| {
-            for (id, _) in &hits {
-                let Some(rec) = rx.offer::<OfferRecord>(id)? else { continue };
-                let current = rec.active
-                    && rec
-                        .offer
-                        .valid_until
-                        .as_deref()
-                        .is_none_or(|v| crate::clock::parse_rfc3339(v).is_ok_and(|t| t > now));
-                if current {
-                    out.push(rec.offer);
-                    if out.len() == limit {
-                        break;
-                    }
-                }
-            }
-            Ok::<_, ServiceError>(())
-        })?;
-        if out.len() == limit || exhausted {
-            return Ok(out);
-        }
-        want = want.saturating_mul(4);
-    }
+    search_json(index, base, statement, area, category, limit)?
+        .iter()
+        .map(|j| serde_json::from_str(j).map_err(|e| index_error(e.into())))
+        .collect()
 }
 
 #[cfg(test)]
@@ -221,11 +209,61 @@ mod tests {
         assert_eq!(search_with(&index, h, "skoda", None, Some("vehicles"), 1).unwrap().len(), 1);
         assert!(search_with(&index, h, "skoda", None, Some("property"), 10).unwrap().is_empty());
         assert!(search_with(&index, h, "skoda", None, None, 0).unwrap().is_empty());
-        // An id the store does not know is skipped.
+        // The answer comes from the index alone: an offer only the index holds is found
+        // (the store is not read), and it is gone as soon as the index removes it.
         let mut ghost = h.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
         ghost.id = "off_ghost".into();
         ghost.title = "Škoda Kodiaq".into();
-        index.apply(&[ghost], &[], 2).unwrap();
+        index.apply(std::slice::from_ref(&ghost), &[], 2).unwrap();
+        assert_eq!(search_with(&index, h, "kodiaq", None, None, 10).unwrap(), vec![ghost.clone()]);
+        let json = search_json(&index, h, "kodiaq", None, None, 10).unwrap();
+        assert_eq!(json, vec![serde_json::to_value(&ghost).unwrap().to_string()]);
+        index.apply(&[], &["off_ghost".to_owned()], 3).unwrap();
         assert!(search_with(&index, h, "kodiaq", None, None, 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn withdrawn_offers_leave_the_search_and_an_old_index_is_rebuilt_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Settings::defaults();
+        s.data_dir = dir.path().to_owned();
+        let index_dir = dir.path().join("index");
+        let base = Arc::new(Base::new(
+            s.clone(),
+            Arc::new(Store::open(&s.store_path()).unwrap()),
+            Arc::new(KeyRing::ephemeral()),
+            Arc::new(SystemClock),
+        ));
+        let cat = Catalogue::new(base.clone(), Some(index_dir.clone()));
+        cat.import_offers(vec![row("1", "Škoda Octavia", "Škoda", "Košice", None)]).unwrap();
+        let index = cat.offer_index().unwrap();
+        assert_eq!(search_with(&index, &base, "octavia", None, None, 10).unwrap().len(), 1);
+        // A full-feed run without the offer withdraws it: gone from search at once.
+        cat.import_offers_run(vec![row("2", "Škoda Fabia", "Škoda", "Košice", None)], Some("run-2")).unwrap();
+        assert_eq!(cat.withdraw_vanished("run-2").unwrap().len(), 1);
+        assert!(search_with(&index, &base, "octavia", None, None, 10).unwrap().is_empty());
+        assert_eq!(search_with(&index, &base, "fabia", None, None, 10).unwrap().len(), 1);
+        drop((index, cat));
+
+        // The index on disk is replaced by one of the previous schema that claims the
+        // store's generation: the next start recreates and rebuilds it from the store.
+        let generation = base.store.read(|rx| rx.offers_generation()).unwrap();
+        std::fs::remove_dir_all(&index_dir).unwrap();
+        std::fs::create_dir_all(&index_dir).unwrap();
+        {
+            let mut b = tantivy::schema::Schema::builder();
+            b.add_text_field("id", tantivy::schema::STRING | tantivy::schema::STORED | tantivy::schema::FAST);
+            let old = tantivy::Index::create_in_dir(&index_dir, b.build()).unwrap();
+            let mut w: tantivy::IndexWriter = old.writer(15_000_000).unwrap();
+            let mut prepared = w.prepare_commit().unwrap();
+            prepared.set_payload(&json!({"generation": generation}).to_string());
+            prepared.commit().unwrap();
+        }
+        let cat = Catalogue::new(base.clone(), Some(index_dir));
+        let index = cat.offer_index().unwrap();
+        assert_eq!((index.generation(), index.num_docs()), (Some(generation), 1));
+        let got = search_with(&index, &base, "fabia", None, None, 10).unwrap();
+        assert_eq!(got.iter().map(|o| o.extensions["ref"].as_str().unwrap()).collect::<Vec<_>>(), ["2"]);
+        assert!(search_with(&index, &base, "octavia", None, None, 10).unwrap().is_empty());
     }
 }

@@ -191,9 +191,18 @@ fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
 }
 
 /// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
+/// A successful result: `structured` as `structuredContent` and `text` serialized once as
+/// the text content.
 fn ok(structured: Value, text: &Value) -> CallToolResult {
-    let mut r = CallToolResult::structured(structured);
-    r.content = vec![ContentBlock::text(text.to_string())];
+    answer(structured, text.to_string())
+}
+
+/// A successful result from its parts: `structuredContent` and the text content (already
+/// JSON). Built field by field: `CallToolResult::structured` would serialize the value
+/// to a text that is then replaced.
+fn answer(structured: Value, text: String) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(structured);
     r
 }
 
@@ -291,9 +300,16 @@ fn search(holder: &AppState, args: &Value) -> Result<CallToolResult, ServiceErro
     let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
     f.finish("")?;
     let index = holder.catalogue.offer_index()?;
-    let offers = crate::catalogue::search_with(&index, &holder.base, &statement, area.as_ref(), category, limit)?;
-    let arr = to_value(&offers);
-    Ok(ok(json!({"offers": arr}), &arr))
+    let offers = crate::catalogue::search_json(&index, &holder.base, &statement, area.as_ref(), category, limit)?;
+    // The stored JSON texts are `to_value(&offer).to_string()`: joined, they are the text
+    // of the array byte for byte; parsed once, its structured value.
+    let text = format!("[{}]", offers.join(","));
+    let arr = offers
+        .iter()
+        .map(|j| serde_json::from_str(j))
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
+    Ok(answer(json!({"offers": arr}), text))
 }
 
 /// The `initialize` answer shared by the three endpoints: tools only, isto's name and

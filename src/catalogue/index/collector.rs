@@ -14,6 +14,9 @@ pub(super) struct Hit<K> {
     pub(super) published: i64,
     /// The id or its term ordinal.
     pub(super) key: K,
+    /// Where the document is (for its stored offer); not part of the order (one live
+    /// document per id).
+    pub(super) address: DocAddress,
 }
 
 impl<K: Ord> Eq for Hit<K> {}
@@ -41,13 +44,19 @@ pub(super) struct TopIds {
     pub(super) limit: usize,
     /// Whether equal scores order newest first.
     pub(super) newest_first: bool,
+    /// When given (Unix nanoseconds), only documents whose `valid_until` lies after it
+    /// are collected: offers past `validUntil` never take a place among the `limit`.
+    pub(super) current_at: Option<i64>,
 }
 
 /// The per-segment part of [`TopIds`].
 pub(super) struct TopIdsSegment {
     limit: usize,
+    segment: SegmentOrdinal,
     ids: StrColumn,
     published: Option<Column<i64>>,
+    /// The `valid_until` column and the instant a collected offer must be valid after.
+    current: Option<(Column<i64>, i64)>,
     heap: BinaryHeap<Hit<u64>>,
 }
 
@@ -71,12 +80,18 @@ impl Collector for TopIds {
     type Fruit = Vec<Hit<String>>;
     type Child = TopIdsSegment;
 
-    fn for_segment(&self, _: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
+    fn for_segment(&self, segment: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
         let published = if self.newest_first { Some(seg.fast_fields().i64("published")?) } else { None };
+        let current = match self.current_at {
+            Some(at) => Some((seg.fast_fields().i64("valid_until")?, at)),
+            None => None,
+        };
         Ok(TopIdsSegment {
             limit: self.limit,
+            segment,
             ids: id_column(seg)?,
             published,
+            current,
             heap: BinaryHeap::with_capacity(self.limit.min(1024) + 1),
         })
     }
@@ -100,9 +115,14 @@ impl SegmentCollector for TopIdsSegment {
     type Fruit = std::io::Result<Vec<Hit<String>>>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
+        if let Some((valid_until, at)) = &self.current {
+            if valid_until.first(doc).unwrap_or(i64::MAX) <= *at {
+                return;
+            }
+        }
         let Some(ord) = self.ids.ords().first(doc) else { return };
         let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
-        let hit = Hit { score, published, key: ord };
+        let hit = Hit { score, published, key: ord, address: DocAddress::new(self.segment, doc) };
         if self.heap.len() < self.limit {
             self.heap.push(hit);
         } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
@@ -116,7 +136,11 @@ impl SegmentCollector for TopIdsSegment {
         hits.sort_by_key(|h| h.key);
         let ords: Vec<u64> = hits.iter().map(|h| h.key).collect();
         let ids = ids_of(&self.ids, &ords)?;
-        Ok(hits.into_iter().zip(ids).map(|(h, id)| Hit { score: h.score, published: h.published, key: id }).collect())
+        Ok(hits
+            .into_iter()
+            .zip(ids)
+            .map(|(h, id)| Hit { score: h.score, published: h.published, key: id, address: h.address })
+            .collect())
     }
 }
 

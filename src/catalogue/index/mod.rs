@@ -28,7 +28,7 @@ use collector::{AllIds, TopIds};
 use serde_json::Value;
 use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::directory::MmapDirectory;
@@ -36,17 +36,19 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
+    STRING,
 };
 use tantivy::tokenizer::TextAnalyzer;
+use time::OffsetDateTime;
 use tantivy::{
-    DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
+    DocAddress, DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
     SegmentReader, TantivyDocument, Term,
 };
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
-pub const INDEX_VERSION: u32 = 2;
+pub const INDEX_VERSION: u32 = 3;
 /// Memory budget of the index writer (split over at most 4 indexing threads).
 const WRITER_HEAP_BYTES: usize = 64 << 20;
 /// Field weights of the catalogue search (as the scan search: title 3, attributes 2,
@@ -80,6 +82,9 @@ pub enum IndexError {
     /// I/O on the index directory.
     #[error("offer index: {0}")]
     Io(#[from] std::io::Error),
+    /// An offer could not be written as, or read back from, its stored JSON.
+    #[error("offer index: stored offer: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 /// One clause of a boolean query.
@@ -97,6 +102,12 @@ struct Fields {
     description: Field,
     terms: Field,
     published: Field,
+    /// The public offer as `intent_search_offers` answers it: the JSON text of
+    /// `serde_json::to_value(&offer)` (stored, not indexed).
+    offer: Field,
+    /// `validUntil` in Unix nanoseconds (fast field): `i64::MAX` without one,
+    /// `i64::MIN` when it does not parse (never current, as the store's check).
+    valid_until: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -117,8 +128,29 @@ fn schema() -> (Schema, Fields) {
         description: b.add_text_field("description", searchable()),
         terms: b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false)),
         published: b.add_i64_field("published", NumericOptions::default().set_fast()),
+        offer: b.add_text_field("offer", STORED),
+        valid_until: b.add_i64_field("valid_until", NumericOptions::default().set_fast()),
     };
     (b.build(), f)
+}
+
+/// `validUntil` as indexed (Unix nanoseconds): `i64::MAX` when there is none (always
+/// current), `i64::MIN` when it does not parse as RFC 3339 (never current: the store's
+/// check `parse_rfc3339(v).is_ok_and(|t| t > now)` fails for it).
+fn valid_until_nanos(valid_until: Option<&str>) -> i64 {
+    match valid_until {
+        None => i64::MAX,
+        Some(v) => match crate::clock::parse_rfc3339(v) {
+            Ok(t) => nanos(t),
+            Err(_) => i64::MIN,
+        },
+    }
+}
+
+/// Unix nanoseconds of `t`, saturated to the range of `i64` (years 1677 to 2262).
+fn nanos(t: OffsetDateTime) -> i64 {
+    let n = t.unix_timestamp_nanos();
+    i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// A region or country code as indexed: trimmed, upper case.
@@ -132,6 +164,9 @@ pub struct OfferIndex {
     writer: Mutex<IndexWriter>,
     f: Fields,
     generation: Mutex<Option<u64>>,
+    /// The `region` terms of one searcher generation (for the area filter's exclusions):
+    /// read once per index commit instead of once per search.
+    regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -202,7 +237,7 @@ impl OfferIndex {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let writer = index.writer(WRITER_HEAP_BYTES)?;
         let generation = stored_generation(&index)?;
-        Ok(Self { reader, writer: Mutex::new(writer), f, generation: Mutex::new(generation) })
+        Ok(Self { reader, writer: Mutex::new(writer), f, generation: Mutex::new(generation), regions: Mutex::new(None) })
     }
 
     /// The generation stored with the last commit (commit payload), None for a fresh
@@ -227,7 +262,7 @@ impl OfferIndex {
             w.delete_all_documents()?;
             let mut n = 0u64;
             for o in offers {
-                w.add_document(self.document(&o))?;
+                w.add_document(self.document(&o)?)?;
                 n += 1;
             }
             self.commit(&mut w, generation)?;
@@ -250,7 +285,7 @@ impl OfferIndex {
         let res = (|| {
             for o in upserts {
                 w.delete_term(Term::from_field_text(self.f.id, &o.id));
-                w.add_document(self.document(o))?;
+                w.add_document(self.document(o)?)?;
             }
             for id in removed {
                 w.delete_term(Term::from_field_text(self.f.id, id));
@@ -287,7 +322,9 @@ impl OfferIndex {
         Ok(())
     }
 
-    fn document(&self, o: &Offer) -> TantivyDocument {
+    /// The index document of an offer: its searchable and filter fields, the public
+    /// offer's JSON and `validUntil`.
+    fn document(&self, o: &Offer) -> Result<TantivyDocument, IndexError> {
         let f = &self.f;
         let mut d = TantivyDocument::new();
         d.add_text(f.id, &o.id);
@@ -314,7 +351,9 @@ impl OfferIndex {
         }
         let published = crate::clock::parse_rfc3339(&o.published_at).map(|t| t.unix_timestamp()).unwrap_or(0);
         d.add_i64(f.published, published);
-        d
+        d.add_text(f.offer, serde_json::to_value(o)?.to_string());
+        d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
+        Ok(d)
     }
 
     /// Full-text search (PROTOCOL.md §3 intent_search_offers): offer ids, best first, with
@@ -339,12 +378,57 @@ impl OfferIndex {
         category: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, f32)>, IndexError> {
+        let searcher = self.reader.searcher();
+        let hits = self.top(&searcher, statement, area, category, limit, None)?;
+        Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
+    }
+
+    /// The answer of `intent_search_offers` (PROTOCOL.md §3) from the index alone: the
+    /// public offers (each the JSON text of `serde_json::to_value(&offer)`, as stored by
+    /// [`Self::rebuild`] / [`Self::apply`]) of the best `limit` hits of [`Self::search`]
+    /// among the offers current at `now` (no `validUntil`, or `validUntil` after `now`).
+    /// Offers past `validUntil` are dropped while collecting, so they never take the place
+    /// of a current offer. Best first.
+    ///
+    /// # Errors
+    /// tantivy errors; a hit without its stored offer (an index written without it).
+    pub fn search_offers(
+        &self,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+        now: OffsetDateTime,
+    ) -> Result<Vec<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let hits = self.top(&searcher, statement, area, category, limit, Some(nanos(now)))?;
+        let mut out = Vec::with_capacity(hits.len());
+        for h in &hits {
+            let doc: TantivyDocument = searcher.doc(h.address)?;
+            let json = doc.get_first(self.f.offer).and_then(|v| v.as_str()).ok_or_else(|| {
+                tantivy::TantivyError::SchemaError("an offer index hit has no stored offer".into())
+            })?;
+            out.push(json.to_owned());
+        }
+        Ok(out)
+    }
+
+    /// The best `limit` hits of `statement` (see [`Self::search`]); with `current_at`
+    /// (Unix nanoseconds), only offers whose `validUntil` lies after it.
+    fn top(
+        &self,
+        searcher: &Searcher,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+        current_at: Option<i64>,
+    ) -> Result<Vec<collector::Hit<String>>, IndexError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let searcher = self.reader.searcher();
         let terms = analyse(statement, area.is_some());
-        let filter = self.filter(&searcher, category, area)?;
+        let filter = self.filter(searcher, category, area)?;
         if terms.words.is_empty() && filter.is_none() {
             return Ok(Vec::new());
         }
@@ -352,7 +436,7 @@ impl OfferIndex {
         if !terms.words.is_empty() {
             let mut any: Vec<Clause> = Vec::new();
             for w in &terms.words {
-                for q in self.word_queries(&searcher, w)? {
+                for q in self.word_queries(searcher, w)? {
                     any.push((Occur::Should, q));
                 }
             }
@@ -376,9 +460,8 @@ impl OfferIndex {
                 clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost * RANK_ONLY_SHARE))));
             }
         }
-        let collector = TopIds { limit, newest_first: terms.words.is_empty() };
-        let hits = searcher.search(&BooleanQuery::new(clauses), &collector)?;
-        Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
+        let collector = TopIds { limit, newest_first: terms.words.is_empty(), current_at };
+        Ok(searcher.search(&BooleanQuery::new(clauses), &collector)?)
     }
 
     fn searchable(&self) -> [(Field, Score); 3] {
@@ -449,12 +532,25 @@ impl OfferIndex {
         let wanted: BTreeSet<String> = area.regions.iter().map(|r| code(r)).collect();
         let any: Vec<Clause> = wanted.iter().map(|r| (Occur::Should, self.term(self.f.region, r))).collect();
         out.push((Occur::Must, Box::new(BooleanQuery::new(any))));
-        for other in all_terms(searcher, self.f.region)? {
-            if !wanted.contains(&other) {
-                out.push((Occur::MustNot, self.term(self.f.region, &other)));
+        for other in self.region_terms(searcher)?.iter() {
+            if !wanted.contains(other) {
+                out.push((Occur::MustNot, self.term(self.f.region, other)));
             }
         }
         Ok(out)
+    }
+
+    /// Every `region` term of `searcher`'s index state, cached per searcher generation.
+    fn region_terms(&self, searcher: &Searcher) -> Result<Arc<BTreeSet<String>>, IndexError> {
+        let id = searcher.generation().generation_id();
+        if let Some((g, set)) = self.regions.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            if *g == id {
+                return Ok(set.clone());
+            }
+        }
+        let set = Arc::new(all_terms(searcher, self.f.region)?);
+        *self.regions.lock().unwrap_or_else(PoisonError::into_inner) = Some((id, set.clone()));
+        Ok(set)
     }
 
     fn term(&self, field: Field, text: &str) -> Box<dyn Query> {
@@ -835,6 +931,119 @@ mod tests {
         assert_eq!((ix.generation(), ix.num_docs()), (None, 0));
         ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
         assert_eq!(ids(&ix, "octavia", None, None), vec!["o1"]);
+    }
+
+    fn at(t: &str) -> OffsetDateTime {
+        crate::clock::parse_rfc3339(t).unwrap()
+    }
+
+    #[test]
+    fn search_offers_answers_stored_current_offers() {
+        let mut offers: Vec<Offer> = Vec::new();
+        // The best hits by id ("a…" sort first at equal scores) are past validUntil or
+        // have one that does not parse; enough current offers come after them.
+        for (id, until) in [
+            ("a1", Some("2026-11-01T00:00:00Z")),
+            ("a2", Some("2026-12-01T10:00:00Z")),
+            ("a3", Some("garbage")),
+            ("a4", Some("2026-11-30T23:59:59.999Z")),
+            ("b1", None),
+            ("b2", Some("2026-12-01T10:00:00.001Z")),
+            ("b3", Some("2030-01-01T00:00:00Z")),
+            ("b4", None),
+        ] {
+            let mut o = offer(id, "Škoda Fabia", "", json!({"make": "Škoda", "year": 2019, "km": 12.5}), "Košice");
+            o.valid_until = until.map(str::to_owned);
+            offers.push(o);
+        }
+        let ix = index_of(offers.clone());
+        let now = at("2026-12-01T10:00:00Z");
+        let got = ix.search_offers("fabia", None, None, 3, now).unwrap();
+        let want: Vec<String> =
+            offers[4..7].iter().map(|o| serde_json::to_value(o).unwrap().to_string()).collect();
+        assert_eq!(got, want, "the stored JSON is to_value(&offer), byte for byte; expired offers take no place");
+        let all = ix.search_offers("fabia", None, None, 100, now).unwrap();
+        assert_eq!(all.len(), 4);
+        let back: Offer = serde_json::from_str(&all[3]).unwrap();
+        assert_eq!(back, offers[7]);
+        // Without a clock (`search`), every indexed offer is a hit; a later clock drops more.
+        assert_eq!(ids(&ix, "fabia", None, None).len(), 8);
+        assert_eq!(ix.search_offers("fabia", None, None, 100, at("2027-01-01T00:00:00Z")).unwrap().len(), 3);
+        // Filters and the newest-first order without words apply as in `search`.
+        let kosice = gazetteer::resolve("Košice").unwrap();
+        assert_eq!(ix.search_offers("", Some(&kosice), None, 100, now).unwrap().len(), 4);
+        assert!(ix.search_offers("fabia", None, Some("property"), 100, now).unwrap().is_empty());
+        assert!(ix.search_offers("fabia", None, None, 0, now).unwrap().is_empty());
+        // A withdrawn offer (removed by apply) is gone from the answer at once.
+        ix.apply(&[], &["b1".to_owned()], 2).unwrap();
+        let got: Vec<Offer> = ix
+            .search_offers("fabia", None, None, 100, now)
+            .unwrap()
+            .iter()
+            .map(|j| serde_json::from_str(j).unwrap())
+            .collect();
+        assert_eq!(got.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["b2", "b3", "b4"]);
+    }
+
+    #[test]
+    fn valid_until_is_indexed_in_nanoseconds() {
+        assert_eq!(valid_until_nanos(None), i64::MAX);
+        assert_eq!(valid_until_nanos(Some("not a time")), i64::MIN);
+        assert_eq!(valid_until_nanos(Some("1970-01-01T00:00:01.5Z")), 1_500_000_000);
+        assert_eq!(valid_until_nanos(Some("9999-12-31T23:59:59Z")), i64::MAX, "saturates");
+        assert_eq!(valid_until_nanos(Some("1000-01-01T00:00:00Z")), i64::MIN, "saturates");
+    }
+
+    /// The schema of INDEX_VERSION 2 (no stored offer, no validUntil).
+    fn version_2_schema() -> Schema {
+        let mut b = Schema::builder();
+        let text = |analyzer: &str, record: IndexRecordOption, norms: bool| {
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
+            )
+        };
+        let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
+        b.add_text_field("id", STRING | STORED | FAST);
+        b.add_text_field("category", STRING);
+        b.add_text_field("country", STRING);
+        b.add_text_field("region", STRING);
+        b.add_text_field("title", searchable());
+        b.add_text_field("attrs", searchable());
+        b.add_text_field("description", searchable());
+        b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false));
+        b.add_i64_field("published", NumericOptions::default().set_fast());
+        b.build()
+    }
+
+    #[test]
+    fn an_index_of_the_previous_schema_is_recreated_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index");
+        std::fs::create_dir_all(&path).unwrap();
+        {
+            let old = Index::create_in_dir(&path, version_2_schema()).unwrap();
+            old.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
+            old.tokenizers()
+                .register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: false }));
+            let s = old.schema();
+            let mut w: IndexWriter = old.writer(15_000_000).unwrap();
+            let mut d = TantivyDocument::new();
+            d.add_text(s.get_field("id").unwrap(), "o1");
+            d.add_text(s.get_field("title").unwrap(), "Škoda Octavia");
+            d.add_i64(s.get_field("published").unwrap(), 0);
+            w.add_document(d).unwrap();
+            // Even a payload that claims the current analysis and a generation.
+            let payload = json!({"generation": 9, "analysis": analysis_fingerprint()}).to_string();
+            let mut prepared = w.prepare_commit().unwrap();
+            prepared.set_payload(&payload);
+            prepared.commit().unwrap();
+        }
+        let ix = OfferIndex::open(Some(&path)).unwrap();
+        assert_eq!((ix.generation(), ix.num_docs()), (None, 0), "recreated: its owner rebuilds it");
+        ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 9).unwrap();
+        let got = ix.search_offers("octavia", None, None, 10, at("2026-12-01T00:00:00Z")).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].contains("\"title\":\"Škoda Octavia\""), "{got:?}");
     }
 
     #[test]
