@@ -284,9 +284,11 @@ fn search_times(h: &AppState, what: &str, statements: &[String], category: Optio
                     for (id, _) in &hits {
                         let Some(rec) = rx.offer::<OfferRecord>(id)? else { continue };
                         let current = rec.active
-                            && rec.offer.valid_until.as_deref().is_none_or(|v| {
-                                isto::clock::parse_rfc3339(v).is_ok_and(|t| t > now)
-                            });
+                            && rec
+                                .offer
+                                .valid_until
+                                .as_deref()
+                                .is_none_or(|v| isto::clock::parse_rfc3339(v).is_ok_and(|t| t > now));
                         if current && out.len() < 20 {
                             out.push(rec.offer);
                         }

@@ -249,16 +249,7 @@ mod tests {
         // store's generation: the next start recreates and rebuilds it from the store.
         let generation = base.store.read(|rx| rx.offers_generation()).unwrap();
         std::fs::remove_dir_all(&index_dir).unwrap();
-        std::fs::create_dir_all(&index_dir).unwrap();
-        {
-            let mut b = tantivy::schema::Schema::builder();
-            b.add_text_field("id", tantivy::schema::STRING | tantivy::schema::STORED | tantivy::schema::FAST);
-            let old = tantivy::Index::create_in_dir(&index_dir, b.build()).unwrap();
-            let mut w: tantivy::IndexWriter = old.writer(15_000_000).unwrap();
-            let mut prepared = w.prepare_commit().unwrap();
-            prepared.set_payload(&json!({"generation": generation}).to_string());
-            prepared.commit().unwrap();
-        }
+        crate::catalogue::index::write_version_2_index(&index_dir, generation, true);
         let cat = Catalogue::new(base.clone(), Some(index_dir));
         let index = cat.offer_index().unwrap();
         assert_eq!((index.generation(), index.num_docs()), (Some(generation), 1));

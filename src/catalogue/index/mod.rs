@@ -3,8 +3,10 @@
 //! becomes active (PROTOCOL.md §6).
 //!
 //! The index is derived from the store and never a second source of truth: it holds
-//! the active offers, and the generation stored with each commit says which state of the
-//! store it reflects. A missing, stale or unreadable index is rebuilt from the store.
+//! the active catalogue offers (with each one's public JSON and `validUntil`, so that a
+//! search is answered without reading the store, see [`OfferIndex::search_offers`]), and
+//! the generation stored with each commit says which state of the store it reflects. A
+//! missing, stale or unreadable index, or one of another schema, is rebuilt from the store.
 //!
 //! Text analysis: every text field is tokenized with exactly the token stream of
 //! [`matching::text_terms`] (case and diacritics folded as in [`crate::text::fold`],
@@ -36,15 +38,14 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
-    STRING,
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED, STRING,
 };
 use tantivy::tokenizer::TextAnalyzer;
-use time::OffsetDateTime;
 use tantivy::{
     DocAddress, DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
     SegmentReader, TantivyDocument, Term,
 };
+use time::OffsetDateTime;
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
@@ -153,6 +154,18 @@ fn nanos(t: OffsetDateTime) -> i64 {
     i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// Settings of a new index: the document store (the stored offers' JSON, read for every
+/// search hit) uncompressed in 4 KiB blocks. Reading a hit's offer is then a copy and a
+/// decode, about a third of what LZ4 blocks of 16 KiB (tantivy's default) cost; the
+/// store takes about the offers' JSON size on disk (~1 KB per offer).
+fn settings() -> IndexSettings {
+    IndexSettings {
+        docstore_compression: tantivy::store::Compressor::None,
+        docstore_blocksize: 4096,
+        ..IndexSettings::default()
+    }
+}
+
 /// A region or country code as indexed: trimmed, upper case.
 fn code(s: &str) -> String {
     s.trim().to_ascii_uppercase()
@@ -229,7 +242,7 @@ impl OfferIndex {
     pub fn open(dir: Option<&Path>) -> Result<Self, IndexError> {
         let (schema, f) = schema();
         let index = match dir {
-            None => Index::create_in_ram(schema),
+            None => Index::builder().schema(schema).settings(settings()).create_in_ram()?,
             Some(dir) => open_dir(dir, &schema)?,
         };
         index.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
@@ -237,7 +250,13 @@ impl OfferIndex {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let writer = index.writer(WRITER_HEAP_BYTES)?;
         let generation = stored_generation(&index)?;
-        Ok(Self { reader, writer: Mutex::new(writer), f, generation: Mutex::new(generation), regions: Mutex::new(None) })
+        Ok(Self {
+            reader,
+            writer: Mutex::new(writer),
+            f,
+            generation: Mutex::new(generation),
+            regions: Mutex::new(None),
+        })
     }
 
     /// The generation stored with the last commit (commit payload), None for a fresh
@@ -405,9 +424,10 @@ impl OfferIndex {
         let mut out = Vec::with_capacity(hits.len());
         for h in &hits {
             let doc: TantivyDocument = searcher.doc(h.address)?;
-            let json = doc.get_first(self.f.offer).and_then(|v| v.as_str()).ok_or_else(|| {
-                tantivy::TantivyError::SchemaError("an offer index hit has no stored offer".into())
-            })?;
+            let json = doc
+                .get_first(self.f.offer)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| tantivy::TantivyError::SchemaError("an offer index hit has no stored offer".into()))?;
             out.push(json.to_owned());
         }
         Ok(out)
@@ -651,7 +671,7 @@ fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {
         }
         wipe(dir)?;
     }
-    Ok(Index::create(MmapDirectory::open(dir)?, schema.clone(), IndexSettings::default())?)
+    Ok(Index::create(MmapDirectory::open(dir)?, schema.clone(), settings())?)
 }
 
 /// Removes everything inside `dir` (the index's own directory).
@@ -719,6 +739,48 @@ fn expansions(searcher: &Searcher, field: Field, term: &str, cap: usize) -> Resu
         }
     }
     Ok(out)
+}
+
+/// Test support: writes in `path` (created, must hold no index) an index of the schema
+/// of INDEX_VERSION 2 (no stored offer, no `validUntil`) with one document and a commit
+/// payload claiming `generation` (and, when `current_analysis`, today's analysis
+/// fingerprint): what an older isto left on disk.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn write_version_2_index(path: &Path, generation: u64, current_analysis: bool) {
+    let mut b = Schema::builder();
+    let text = |analyzer: &str, record: IndexRecordOption, norms: bool| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
+        )
+    };
+    let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
+    let id = b.add_text_field("id", STRING | STORED | FAST);
+    b.add_text_field("category", STRING);
+    b.add_text_field("country", STRING);
+    b.add_text_field("region", STRING);
+    let title = b.add_text_field("title", searchable());
+    b.add_text_field("attrs", searchable());
+    b.add_text_field("description", searchable());
+    b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false));
+    let published = b.add_i64_field("published", NumericOptions::default().set_fast());
+    std::fs::create_dir_all(path).unwrap();
+    let old = Index::create_in_dir(path, b.build()).unwrap();
+    old.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
+    old.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: false }));
+    let mut w: IndexWriter = old.writer(15_000_000).unwrap();
+    let mut d = TantivyDocument::new();
+    d.add_text(id, "o1");
+    d.add_text(title, "Škoda Octavia");
+    d.add_i64(published, 0);
+    w.add_document(d).unwrap();
+    let mut payload = serde_json::json!({ "generation": generation });
+    if current_analysis {
+        payload["analysis"] = Value::String(analysis_fingerprint().to_owned());
+    }
+    let mut prepared = w.prepare_commit().unwrap();
+    prepared.set_payload(&payload.to_string());
+    prepared.commit().unwrap();
 }
 
 #[cfg(test)]
@@ -959,8 +1021,7 @@ mod tests {
         let ix = index_of(offers.clone());
         let now = at("2026-12-01T10:00:00Z");
         let got = ix.search_offers("fabia", None, None, 3, now).unwrap();
-        let want: Vec<String> =
-            offers[4..7].iter().map(|o| serde_json::to_value(o).unwrap().to_string()).collect();
+        let want: Vec<String> = offers[4..7].iter().map(|o| serde_json::to_value(o).unwrap().to_string()).collect();
         assert_eq!(got, want, "the stored JSON is to_value(&offer), byte for byte; expired offers take no place");
         let all = ix.search_offers("fabia", None, None, 100, now).unwrap();
         assert_eq!(all.len(), 4);
@@ -994,50 +1055,12 @@ mod tests {
         assert_eq!(valid_until_nanos(Some("1000-01-01T00:00:00Z")), i64::MIN, "saturates");
     }
 
-    /// The schema of INDEX_VERSION 2 (no stored offer, no validUntil).
-    fn version_2_schema() -> Schema {
-        let mut b = Schema::builder();
-        let text = |analyzer: &str, record: IndexRecordOption, norms: bool| {
-            TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
-            )
-        };
-        let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
-        b.add_text_field("id", STRING | STORED | FAST);
-        b.add_text_field("category", STRING);
-        b.add_text_field("country", STRING);
-        b.add_text_field("region", STRING);
-        b.add_text_field("title", searchable());
-        b.add_text_field("attrs", searchable());
-        b.add_text_field("description", searchable());
-        b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false));
-        b.add_i64_field("published", NumericOptions::default().set_fast());
-        b.build()
-    }
-
     #[test]
     fn an_index_of_the_previous_schema_is_recreated_not_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index");
-        std::fs::create_dir_all(&path).unwrap();
-        {
-            let old = Index::create_in_dir(&path, version_2_schema()).unwrap();
-            old.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
-            old.tokenizers()
-                .register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: false }));
-            let s = old.schema();
-            let mut w: IndexWriter = old.writer(15_000_000).unwrap();
-            let mut d = TantivyDocument::new();
-            d.add_text(s.get_field("id").unwrap(), "o1");
-            d.add_text(s.get_field("title").unwrap(), "Škoda Octavia");
-            d.add_i64(s.get_field("published").unwrap(), 0);
-            w.add_document(d).unwrap();
-            // Even a payload that claims the current analysis and a generation.
-            let payload = json!({"generation": 9, "analysis": analysis_fingerprint()}).to_string();
-            let mut prepared = w.prepare_commit().unwrap();
-            prepared.set_payload(&payload);
-            prepared.commit().unwrap();
-        }
+        // Even a payload that claims the current analysis and a generation.
+        write_version_2_index(&path, 9, true);
         let ix = OfferIndex::open(Some(&path)).unwrap();
         assert_eq!((ix.generation(), ix.num_docs()), (None, 0), "recreated: its owner rebuilds it");
         ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 9).unwrap();
