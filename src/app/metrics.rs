@@ -17,7 +17,6 @@ use crate::state::AppState;
 use crate::telemetry::{self, StoreGauges};
 use axum::extract::{MatchedPath, Request};
 use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -49,16 +48,25 @@ fn mcp_route(path: &str) -> Option<&'static str> {
     }
 }
 
-/// Counts every request in [`telemetry::request`] when its response head is ready:
-/// route pattern (or [`telemetry::UNMATCHED`]), method, status, latency.
-pub async fn count_requests(req: Request, next: Next) -> Response {
-    let route = route_of(&req);
-    let method = req.method().clone();
-    let start = Instant::now();
-    let res = next.run(req).await;
-    let endpoint = route.as_deref().unwrap_or(telemetry::UNMATCHED);
-    telemetry::request(endpoint, method.as_str(), res.status().as_u16(), start.elapsed());
-    res
+/// A request as the Prometheus request metrics count it (`telemetry::request`): its
+/// route, method and start, taken before it is answered (by the app's outer layer).
+pub struct Started {
+    route: Option<String>,
+    method: axum::http::Method,
+    start: Instant,
+}
+
+impl Started {
+    /// Route, method and now, of `req`.
+    pub fn of(req: &Request) -> Self {
+        Self { route: route_of(req), method: req.method().clone(), start: Instant::now() }
+    }
+
+    /// Counts the answer `res` and its latency since [`Started::of`].
+    pub fn count(self, res: &Response) {
+        let endpoint = self.route.as_deref().unwrap_or(telemetry::UNMATCHED);
+        telemetry::request(endpoint, self.method.as_str(), res.status().as_u16(), self.start.elapsed());
+    }
 }
 
 /// The last intent scan: when, and its counts by status.

@@ -289,18 +289,25 @@ pub fn too_many_requests(wait: Duration, by: &str) -> Response {
 /// `client_addr` middleware, which must run first; a request without one counts under the
 /// shared key of unknown peers) counted in its path's [`Bucket`]; over the rate, 429.
 pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
-    if let Some(bucket) = Bucket::of(req.uri().path()) {
-        let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
-        if let Err(wait) = limits.check(bucket, key) {
-            crate::telemetry::rate_limited(match bucket {
-                Bucket::Mcp => RateScope::Mcp,
-                Bucket::OAuth => RateScope::OAuth,
-                Bucket::Pages => RateScope::Pages,
-            });
-            return too_many_requests(wait, "from this address");
-        }
+    match refuse_client(&limits, &req) {
+        Some(refused) => refused,
+        None => next.run(req).await,
     }
-    next.run(req).await
+}
+
+/// The per-address check of [`per_client`] without the middleware around it (the app's
+/// front layer runs it): the 429 answer when the request's address is over its path's
+/// rate, else None (and the request is counted).
+pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
+    let bucket = Bucket::of(req.uri().path())?;
+    let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
+    let wait = limits.check(bucket, key).err()?;
+    crate::telemetry::rate_limited(match bucket {
+        Bucket::Mcp => RateScope::Mcp,
+        Bucket::OAuth => RateScope::OAuth,
+        Bucket::Pages => RateScope::Pages,
+    });
+    Some(too_many_requests(wait, "from this address"))
 }
 
 /// The per-credential middleware of `/mcp/buyer` and `/mcp/seller`: runs after the bearer
