@@ -293,7 +293,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
             key_path.display()
         );
     }
-    let store = match Store::open(&store_path) {
+    let store = match Store::open_cached(&store_path, settings.store_cache_mib) {
         Ok(s) => s,
         Err(e) if in_use(&e) => {
             let sock = settings.admin_socket_path();
