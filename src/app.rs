@@ -202,7 +202,8 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
         return Err(ServeError::MissingKey(settings.key_path().display().to_string()));
     }
     let (keys, created) = KeyRing::load_or_create(&settings.key_path())?;
-    let store = Store::open(&store_path).map_err(|e| ServeError::StoreOpen(store_path.display().to_string(), e))?;
+    let store = Store::open_cached(&store_path, settings.store_cache_mib)
+        .map_err(|e| ServeError::StoreOpen(store_path.display().to_string(), e))?;
     crate::crypto::set_mode(&store_path, 0o600)
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
     let index_dir = settings.data_dir.join("index");
@@ -369,11 +370,13 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 ///  "checks": {"store": {"writable": true, "probed": false, "busy": false, "lastWriteAgeSecs": 3,
 ///                       "freeBytes": 52428800},
 ///             "outbox": {"backlog": 0, "oldestAgeSecs": 0},
-///             "index": {"inStep": true, "updating": false, "generation": 4, "storeGeneration": 4, "offers": 120}}}
+///             "index": {"inStep": true, "updating": false, "opening": false, "generation": 4, "storeGeneration": 4,
+///                       "offers": 120}}}
 /// ```
 ///
 /// Ready means the store takes writes ([`crate::store::Store::writable`]) and the offer
-/// index is in step with the store's catalogue; the outbox is reported but never makes
+/// index is in step with the store's catalogue (not while `isto serve` is still opening
+/// or rebuilding it after the start: `opening`); the outbox is reported but never makes
 /// the holder not ready (a stuck SMTP server must not take it out of a load balancer:
 /// see `docs/choices.md`). Blocking (store I/O); changes nothing a user can see.
 pub fn readiness(holder: &AppState) -> (bool, serde_json::Value) {
@@ -391,8 +394,8 @@ pub fn readiness(holder: &AppState) -> (bool, serde_json::Value) {
     let (in_step, index) = match holder.catalogue.index_status() {
         Ok(i) => (
             i.in_step,
-            json!({"inStep": i.in_step, "updating": i.updating, "generation": i.index_generation,
-                   "storeGeneration": i.store_generation, "offers": i.offers}),
+            json!({"inStep": i.in_step, "updating": i.updating, "opening": i.opening,
+                   "generation": i.index_generation, "storeGeneration": i.store_generation, "offers": i.offers}),
         ),
         Err(e) => {
             tracing::debug!(error = %e, "readiness: offer index unavailable");
@@ -490,8 +493,9 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
 
 /// Runs `isto serve` until SIGTERM/Ctrl-C. Under systemd (`Type=notify`, see
 /// [`systemd`]) it reports `STATUS=` phases, `READY=1` once it listens with the store
-/// and the offer index open, `STOPPING=1` at the signal, and pings the watchdog when
-/// the unit sets one.
+/// and the offer index open (it answers before that: the index opens in the
+/// background, `/readyz` not ready until then), `STOPPING=1` at the signal, and pings
+/// the watchdog when the unit sets one.
 ///
 /// # Errors
 /// [`ServeError`] on start-up failures (also sent as `STATUS=`).
@@ -554,26 +558,31 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
             tracing::warn!(dir = %s.outbox_dir().display(), "no SMTP configured (ISTO_SMTP_URL): mail is written as .eml files")
         }
     }
-    // Open (and if needed rebuild) the offer index now rather than on the first search.
+    // The offer index is opened (and rebuilt when it lags the store) in the background
+    // once the listener answers (issue 12 point 3: a rebuild no longer delays the first
+    // answer): `/readyz` says not ready (`opening`) until it is in step, and a search
+    // before then waits for it (it never sees a half-built index). `READY=1` follows it.
     systemd::status("opening the offer index");
-    let h = holder.clone();
-    let offers = match tokio::task::spawn_blocking(move || h.catalogue.offer_index().map(|i| i.num_docs())).await {
-        Ok(Ok(n)) => {
-            tracing::info!(
-                offers = n,
-                active_intents = holder.base.engine.len(),
-                "catalogue index and matching engine ready"
-            );
-            Some(n)
-        }
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, "offer index unavailable; search fails until restart");
-            None
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "offer index task failed");
-            None
-        }
+    let index_task = {
+        let h = holder.clone();
+        tokio::task::spawn_blocking(move || {
+            let opened = h.catalogue.offer_index().map(|i| i.num_docs());
+            let active = h.base.engine.len();
+            let offers = match opened {
+                Ok(n) => {
+                    tracing::info!(offers = n, active_intents = active, "catalogue index and matching engine ready");
+                    Some(n)
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "offer index unavailable; search fails until restart");
+                    None
+                }
+            };
+            systemd::ready(&match offers {
+                Some(n) => format!("serving: {n} offers, {active} active intents"),
+                None => format!("serving without the offer index (search fails): {active} active intents"),
+            });
+        })
     };
     let stop = CancellationToken::new();
     tracing::info!(listen = %s.listen, public_url = %s.public_url.base, data_dir = %s.data_dir.display(), "isto serving; MCP at {}/mcp", s.public_url.base);
@@ -635,13 +644,8 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         });
     }
     // The socket listens since the start (connections wait in its backlog) and is
-    // accepted from at once: ready now.
-    let active = holder.base.engine.len();
+    // accepted from at once; `READY=1` comes with the offer index (above).
     fresh.keep();
-    systemd::ready(&match offers {
-        Some(n) => format!("serving: {n} offers, {active} active intents"),
-        None => format!("serving without the offer index (search fails): {active} active intents"),
-    });
     serve_http(listener, app, s.limits, stop.clone()).await;
     stop.cancel();
     // The worker, the admin socket and the sweeper stop on `stop` at once (the worker
@@ -651,6 +655,7 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         let _ = worker.await;
         let _ = admin.await;
         let _ = sweeper.await;
+        let _ = index_task.await;
         if let Some(m) = metrics {
             let _ = m.await;
         }

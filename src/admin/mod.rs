@@ -177,6 +177,19 @@ impl Sink {
         }
     }
 
+    /// After a direct import: brings the data directory's offer index in step with the
+    /// store (one rebuild from it), so that the next `isto serve` is ready without
+    /// rebuilding it first (issue 12 point 3). A failure is only logged: the server
+    /// rebuilds a lagging index itself.
+    fn catch_up_index(&self) {
+        if let Self::Direct { holder, .. } = self {
+            match holder.catalogue.offer_index() {
+                Ok(i) => tracing::debug!(offers = i.num_docs(), "offer index in step with the store"),
+                Err(e) => tracing::warn!(error = %e, "offer index not brought in step; isto serve rebuilds it"),
+            }
+        }
+    }
+
     fn route(&self) -> Route {
         match self {
             Self::Socket { .. } => Route::Socket,
@@ -293,7 +306,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
             key_path.display()
         );
     }
-    let store = match Store::open(&store_path) {
+    let store = match Store::open_cached(&store_path, settings.store_cache_mib) {
         Ok(s) => s,
         Err(e) if in_use(&e) => {
             let sock = settings.admin_socket_path();
@@ -311,7 +324,9 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
     };
     crate::crypto::set_mode(&store_path, 0o600)?;
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
-    Ok(AppState::new(settings.clone(), store, keys, Arc::new(SystemClock)))
+    // The data directory's offer index, as `isto serve` keeps it (opened only when used).
+    let index = Some(settings.data_dir.join("index"));
+    Ok(AppState::with_index_dir(settings.clone(), store, keys, Arc::new(SystemClock), index))
 }
 
 /// A spinner with `message` on stderr while a command waits (hidden with `json_output`
@@ -391,6 +406,7 @@ pub fn import_feed(settings: &Settings, file: &Path, full: bool, json_output: bo
             e.context(format!("import of {} stopped; {stored} offers of earlier batches are stored", file.display()))
         );
     }
+    sink.catch_up_index();
     tracing::info!(
         rows = report.rows,
         created = report.imported.created,

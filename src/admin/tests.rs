@@ -72,11 +72,19 @@ fn offline_import_counts_lines_and_updates() {
     assert_eq!(j["imported"]["created"], 3);
     assert_eq!(j["errors"][0]["line"], 2);
     assert_eq!(j["via"], "direct");
+    // The data directory's offer index is in step: `isto serve` need not rebuild it.
+    let in_step = |s: &Settings| {
+        let g = Store::open(&s.store_path()).unwrap().read(|rx| rx.offers_generation()).unwrap();
+        let ix = crate::catalogue::index::OfferIndex::open(Some(&s.data_dir.join("index"))).unwrap();
+        (ix.generation() == Some(g), ix.num_docs())
+    };
+    assert_eq!(in_step(&s), (true, 3));
 
     // The same file again: the feed's refs update the offers in place.
     let r = import(&s, &file, true).unwrap();
     assert_eq!(r.imported, ImportCounts { created: 0, updated: 3, delivered: 0 });
     assert_eq!(stored_offers(&s), 3);
+    assert_eq!(in_step(&s), (true, 3));
 
     // Every row bad → exit status 1; an empty file is not a failure.
     let bad = dir.path().join("bad.jsonl");

@@ -13,6 +13,7 @@ use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferR
 use crate::store::{Reads, Tx};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
@@ -30,6 +31,10 @@ pub struct IndexStatus {
     /// A catalogue write and its index update are running (the generations may differ
     /// for that long).
     pub updating: bool,
+    /// The index is being opened (and rebuilt when it lags) right now, in another
+    /// thread: not in step until that ends (`isto serve` opens it after it starts
+    /// answering; issue 12 point 3). The generation and offers are then `None` and 0.
+    pub opening: bool,
     /// The generation of the index's last commit (`None`: never committed).
     pub index_generation: Option<u64>,
     /// The store's catalogue generation.
@@ -43,9 +48,11 @@ pub struct Catalogue {
     /// The shared handles.
     pub base: Arc<Base>,
     /// The full-text offer index, built on first use (see [`Catalogue::offer_index`]).
-    index: Mutex<Option<Arc<OfferIndex>>>,
+    pub(super) index: Mutex<Option<Arc<OfferIndex>>>,
     /// Where the index lives (`None`: in memory).
     index_dir: Option<PathBuf>,
+    /// Set while [`Catalogue::offer_index`] opens the index (under the `index` lock).
+    pub(super) opening: AtomicBool,
     /// Held across a catalogue write and its index update, so the index applies
     /// catalogue changes in commit order.
     lock: Mutex<()>,
@@ -61,7 +68,7 @@ impl Catalogue {
     /// The catalogue over `base`, with its index in `index_dir` (`DATA_DIR/index`) or in
     /// memory; the index is opened and caught up at first use.
     pub fn new(base: Arc<Base>, index_dir: Option<PathBuf>) -> Self {
-        Self { base, index: Mutex::new(None), index_dir, lock: Mutex::new(()) }
+        Self { base, index: Mutex::new(None), index_dir, opening: AtomicBool::new(false), lock: Mutex::new(()) }
     }
 
     /// The full-text offer index, opened (and rebuilt from the store when its generation
@@ -74,6 +81,16 @@ impl Catalogue {
         if let Some(i) = slot.as_ref() {
             return Ok(i.clone());
         }
+        self.opening.store(true, Ordering::Release);
+        let opened = self.open_index();
+        self.opening.store(false, Ordering::Release);
+        let idx = Arc::new(opened?);
+        *slot = Some(idx.clone());
+        Ok(idx)
+    }
+
+    /// Opens the index and rebuilds it from the store when its generation lags.
+    fn open_index(&self) -> Result<OfferIndex> {
         let idx = OfferIndex::open(self.index_dir.as_deref()).map_err(index_error)?;
         let (generation, offers) = self.base.store.read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
             let g = rx.offers_generation()?;
@@ -89,19 +106,29 @@ impl Catalogue {
                 .map_err(index_error)?;
             tracing::info!(offers = n, "offer index rebuilt from the store");
         }
-        let idx = Arc::new(idx);
-        *slot = Some(idx.clone());
         Ok(idx)
     }
 
     /// Whether the offer index is in step with the store (opening it first, as the first
-    /// search would). Compared under the catalogue lock when it is free, so a write in
+    /// search would, unless another thread is opening it: then at once not in step, with
+    /// `opening`). Compared under the catalogue lock when it is free, so a write in
     /// progress is not mistaken for a lag; when it is held, `updating` says so. Changes
     /// nothing a user can see.
     ///
     /// # Errors
     /// Index or storage errors (internal).
     pub fn index_status(&self) -> Result<IndexStatus> {
+        if self.opening.load(Ordering::Acquire) {
+            let store_generation = self.base.store.read(|rx| rx.offers_generation())?;
+            return Ok(IndexStatus {
+                in_step: false,
+                updating: false,
+                opening: true,
+                index_generation: None,
+                store_generation,
+                offers: 0,
+            });
+        }
         let idx = self.offer_index()?;
         let held = match self.lock.try_lock() {
             Ok(g) => Some(g),
@@ -115,6 +142,7 @@ impl Catalogue {
         Ok(IndexStatus {
             in_step: updating || index_generation == Some(store_generation),
             updating,
+            opening: false,
             index_generation,
             store_generation,
             offers: idx.num_docs(),

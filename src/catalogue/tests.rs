@@ -353,6 +353,30 @@ fn invalid_utf8_is_one_bad_row() {
 }
 
 #[test]
+fn index_status_answers_at_once_while_another_thread_opens_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Arc::new(holder(dir.path()));
+    h.import_offers(vec![offer("1", "Škoda Octavia", "", "Škoda", 9000.0, "Košice")]).unwrap();
+    // As while `isto serve`'s start-up task opens and rebuilds the index: the slot is
+    // held and `opening` set.
+    let slot = h.index.lock().unwrap();
+    h.opening.store(true, std::sync::atomic::Ordering::Release);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h2 = h.clone();
+    std::thread::spawn(move || tx.send(h2.index_status().unwrap()).unwrap());
+    let st = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("index_status waited for the opening");
+    assert!(st.opening && !st.in_step && !st.updating, "{st:?}");
+    assert_eq!((st.index_generation, st.store_generation, st.offers), (None, 1, 0));
+    h.opening.store(false, std::sync::atomic::Ordering::Release);
+    drop(slot);
+    // Opened (by this call, as the first search would): in step.
+    let st = h.index_status().unwrap();
+    assert!(st.in_step && !st.opening, "{st:?}");
+    assert_eq!((st.index_generation, st.store_generation, st.offers), (Some(1), 1, 1));
+    assert!(!h.opening.load(std::sync::atomic::Ordering::Acquire));
+}
+
+#[test]
 fn index_status_is_in_step_after_imports_and_reports_a_lag() {
     let dir = tempfile::tempdir().unwrap();
     let h = holder(dir.path());

@@ -74,6 +74,15 @@ struct FileConfig {
     limits: FileLimits,
     #[serde(default)]
     quotas: FileQuotas,
+    #[serde(default)]
+    store: FileStore,
+}
+
+/// `[store]`: the store file's memory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileStore {
+    cache_mib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -262,6 +271,12 @@ pub struct Settings {
     /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
     /// loopback: a reverse proxy on the same host; `[]` believes no header).
     pub trusted_proxies: crate::net::TrustedProxies,
+    /// Most memory the store's page cache holds, MiB (`store.cache_mib`, default
+    /// [`crate::store::DEFAULT_CACHE_MIB`]; 1..=65536). The cache fills with the pages
+    /// that are read and written; a page outside it is read from the file again (the
+    /// operating system's page cache usually has it). It never changes what a commit
+    /// makes durable.
+    pub store_cache_mib: u64,
 }
 
 /// `v` when it lies in `range` (else the error naming `key` and `rule`), `default` when absent.
@@ -326,6 +341,7 @@ impl Settings {
             limits: Limits::default(),
             quotas: Quotas::default(),
             trusted_proxies: crate::net::TrustedProxies::loopback(),
+            store_cache_mib: crate::store::DEFAULT_CACHE_MIB,
         }
     }
 
@@ -410,6 +426,8 @@ impl Settings {
         if let Some(v) = file.mail.digest_min_interval_secs {
             s.digest_min_interval_secs = v;
         }
+        s.store_cache_mib =
+            ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
         if let Some(v) = file.mail.smtp_timeout_secs {
             if !(1..=300).contains(&v) {
                 return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
@@ -557,6 +575,7 @@ impl Settings {
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
             "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
+            "store": {"cache_mib": self.store_cache_mib},
             "limits": {
                 "header_read_timeout_secs": self.limits.header_read_timeout_secs,
                 "idle_timeout_secs": self.limits.idle_timeout_secs,
@@ -728,6 +747,9 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # refresh_grace_secs = 30                   # a rotated refresh token presented again this soon gets the same new pair (0: never)
 # elicitation_wait_secs = 120               # a 2025-11-25 /mcp publish waits this long for the answer to its consent-page elicitation
 
+[store]
+# cache_mib = 16                            # the store's page cache; more keeps more of a big catalogue in memory
+
 [quotas]                                    # per hour (the last 60 minutes); a client = an IPv4 address or IPv6 /64
 # drafts_per_client_per_hour = 60           # intent_publish_intent on /mcp
 # consents_per_client_per_hour = 20         # consent page submissions
@@ -746,6 +768,27 @@ mod tests {
         let s = Settings::load(&Overrides { config: None, ..Default::default() }).unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(s.public_url.base, "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn store_cache_mib_defaults_loads_and_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("isto.toml");
+        let load = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
+        };
+        assert_eq!(load("").unwrap().store_cache_mib, crate::store::DEFAULT_CACHE_MIB);
+        assert_eq!(crate::store::DEFAULT_CACHE_MIB, 16);
+        let s = load("[store]\ncache_mib = 256\n").unwrap();
+        assert_eq!(s.store_cache_mib, 256);
+        assert_eq!(s.describe()["store"]["cache_mib"], 256);
+        for bad in ["0", "65537"] {
+            let e = load(&format!("[store]\ncache_mib = {bad}\n")).unwrap_err();
+            assert!(e.to_string().contains("store.cache_mib"), "{e}");
+        }
+        assert!(load("[store]\ncache = 1\n").is_err(), "unknown keys fail");
+        assert!(SKELETON.contains("# cache_mib = 16 "), "the skeleton shows the default");
     }
 
     #[test]

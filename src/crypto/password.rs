@@ -78,12 +78,27 @@ pub fn hash_with(password: &str, params: Params) -> Result<String, CryptoError> 
         argon.hash_password_into_with_memory(password.as_bytes(), &salt, &mut out, blocks)
     })
     .map_err(|e| fail(&e))?;
+    phc_with_salt(&params, &salt_string, &out)
+}
+
+/// The argon2id PHC string of `out` under `params` with a fresh random salt.
+fn phc_string(params: Params, out: &[u8]) -> Result<String, CryptoError> {
+    let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
+    let mut salt = [0u8; 16];
+    rand::rng().fill_bytes(&mut salt);
+    let salt_string = SaltString::encode_b64(&salt).map_err(|e| fail(&e))?;
+    phc_with_salt(&params, &salt_string, out)
+}
+
+/// The argon2id (v19) PHC string of `out` under `params` and `salt`.
+fn phc_with_salt(params: &Params, salt: &SaltString, out: &[u8]) -> Result<String, CryptoError> {
+    let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
     let phc = PasswordHash {
         algorithm: Algorithm::Argon2id.ident(),
         version: Some(Version::V0x13.into()),
-        params: ParamsString::try_from(&params).map_err(|e| fail(&e))?,
-        salt: Some(salt_string.as_salt()),
-        hash: Some(Output::new(&out).map_err(|e| fail(&e))?),
+        params: ParamsString::try_from(params).map_err(|e| fail(&e))?,
+        salt: Some(salt.as_salt()),
+        hash: Some(Output::new(out).map_err(|e| fail(&e))?),
     };
     Ok(phc.to_string())
 }
@@ -150,14 +165,25 @@ pub fn needs_rehash(phc: &str) -> bool {
     p.m_cost() != M_COST || p.t_cost() != T_COST || p.p_cost() != P_COST
 }
 
-/// A hash of a random password with the current parameters: verified against when the
-/// address has no account (or no password), so that the answer takes as long either way.
+/// A PHC string with the current parameters, a random salt and a random output:
+/// verified against when the address has no account (or no password), so that the
+/// answer takes as long either way ([`verify`] does the full argon2 work of the string's
+/// parameters and then compares). No password hashes to it that anyone knows, and making
+/// it costs no argon2 work and no working memory (issue 12 point 3: the start-up hashed a
+/// random password here, 19 MiB of the idle process and a core for tens of ms).
 pub fn dummy_hash() -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
-    DUMMY.get_or_init(|| {
-        let random = crate::crypto::new_token(32);
-        hash(random.expose()).unwrap_or_default()
-    })
+    DUMMY.get_or_init(|| unusable_hash().unwrap_or_default())
+}
+
+/// A fresh PHC string as [`dummy_hash`] keeps one.
+///
+/// # Errors
+/// [`CryptoError::Hash`] (never taken: the parts are valid).
+fn unusable_hash() -> Result<String, CryptoError> {
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    rand::rng().fill_bytes(&mut out);
+    phc_string(params(), &out)
 }
 
 #[cfg(test)]
@@ -180,6 +206,20 @@ mod tests {
         assert!(check_length("1234567890").is_ok());
         assert!(check_length(&"é".repeat(200)).is_ok());
         assert!(check_length(&"é".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn the_dummy_hash_has_the_current_parameters_and_matches_nothing() {
+        let d = dummy_hash();
+        assert!(d.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{d}");
+        assert!(!needs_rehash(d), "verified with the current parameters: as slow as a real hash");
+        let parsed = PasswordHash::new(d).unwrap();
+        assert_eq!(parsed.hash.map(|h| h.len()), Some(Params::DEFAULT_OUTPUT_LEN));
+        assert!(!verify("", d) && !verify("correct horse battery", d));
+        // Random each time: salt and output.
+        let (a, b) = (unusable_hash().unwrap(), unusable_hash().unwrap());
+        assert_ne!(a, b);
+        assert_ne!(PasswordHash::new(&a).unwrap().salt, PasswordHash::new(&b).unwrap().salt);
     }
 
     #[test]

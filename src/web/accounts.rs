@@ -189,8 +189,9 @@ impl Web {
 /// nothing). The sign-in pages take `?next=/relative/path`. Body limit and security
 /// headers are the pages' own ([`super::routes`]).
 pub(super) fn routes(app: AppState) -> Router {
-    // Make the dummy hash now, so that the first unknown address is not slower.
-    let _ = std::thread::Builder::new().name("isto-dummy-hash".into()).spawn(|| password::dummy_hash().len());
+    // The dummy hash costs no argon2 work to make (`password::dummy_hash`): made now, the
+    // first unknown address waits for nothing the others do not.
+    let _ = password::dummy_hash();
     let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
     let state = Arc::new(Web { app, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
     Router::new()

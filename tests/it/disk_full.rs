@@ -79,7 +79,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts `isto serve` inside a new mount namespace whose `dir` is a fresh tmpfs, and
-/// waits for `/healthz`.
+/// waits for `/healthz` and for the offer index to be open.
 fn start(ns: &[&str], dir: &Path, work: &Path) -> Isto {
     let port = free_port();
     let mut cmd = Command::new("unshare");
@@ -106,7 +106,8 @@ fn start(ns: &[&str], dir: &Path, work: &Path) -> Isto {
     let t = Instant::now();
     loop {
         let up = TcpStream::connect(("127.0.0.1", port)).is_ok() && http(port, "GET", "/healthz", &[], "").0 == 200;
-        if up {
+        // It answers before its offer index is open; then waits for that (`opening`).
+        if up && readyz(port).1["checks"]["index"]["opening"] != true {
             return isto;
         }
         assert!(t.elapsed() < Duration::from_secs(15), "isto serve did not answer /healthz:\n{}", log_of(work));

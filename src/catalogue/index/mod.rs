@@ -50,7 +50,8 @@ use time::OffsetDateTime;
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
 pub const INDEX_VERSION: u32 = 3;
-/// Memory budget of the index writer (split over at most 4 indexing threads).
+/// Memory budget of the index writer (split over its indexing threads, one per core up
+/// to 4). The writer exists only while a rebuild or an update runs (see [`OfferIndex`]).
 const WRITER_HEAP_BYTES: usize = 64 << 20;
 /// Field weights of the catalogue search (as the scan search: title 3, attributes 2,
 /// description 1).
@@ -172,9 +173,18 @@ fn code(s: &str) -> String {
 }
 
 /// The offer index: derived from the store, never a second source of truth.
+///
+/// Its tantivy `IndexWriter` is made for each [`OfferIndex::rebuild`] and
+/// [`OfferIndex::apply`] and ended after the commit and the merges it started (issue 12
+/// point 3): held for the process lifetime it kept its indexing, merge and segment
+/// updater threads (7 on 2 cores) and the directory's writer lock, for updates that come
+/// only with catalogue imports and withdrawals. Making one costs about a millisecond
+/// beside the commit's fsyncs.
 pub struct OfferIndex {
+    index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// Serialises the writers (tantivy allows one per index).
+    writing: Mutex<()>,
     f: Fields,
     generation: Mutex<Option<u64>>,
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
@@ -238,7 +248,7 @@ impl OfferIndex {
     /// [`Self::generation`] is not the store's).
     ///
     /// # Errors
-    /// I/O on the directory, tantivy errors (e.g. another process holds the index).
+    /// I/O on the directory, tantivy errors.
     pub fn open(dir: Option<&Path>) -> Result<Self, IndexError> {
         let (schema, f) = schema();
         let index = match dir {
@@ -248,11 +258,11 @@ impl OfferIndex {
         index.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: true }));
         index.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { drop_stop_words: false }));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let writer = index.writer(WRITER_HEAP_BYTES)?;
         let generation = stored_generation(&index)?;
         Ok(Self {
+            index,
             reader,
-            writer: Mutex::new(writer),
+            writing: Mutex::new(()),
             f,
             generation: Mutex::new(generation),
             regions: Mutex::new(None),
@@ -274,23 +284,18 @@ impl OfferIndex {
     /// `generation`. Returns the number of offers indexed.
     ///
     /// # Errors
-    /// tantivy errors; the index is then left as it was.
+    /// tantivy errors (also another process holding the index's writer lock); the index
+    /// is then left as it was.
     pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
-        let mut w = self.writer();
-        let res = (|| {
+        self.write(generation, |w| {
             w.delete_all_documents()?;
             let mut n = 0u64;
             for o in offers {
                 w.add_document(self.document(&o)?)?;
                 n += 1;
             }
-            self.commit(&mut w, generation)?;
             Ok(n)
-        })();
-        if res.is_err() {
-            let _ = w.rollback();
-        }
-        res
+        })
     }
 
     /// Adds or replaces offers (delete by id term, then add) and removes the `removed`
@@ -298,10 +303,10 @@ impl OfferIndex {
     /// became inactive belongs in `removed`).
     ///
     /// # Errors
-    /// tantivy errors; the index is then left as it was.
+    /// tantivy errors (also another process holding the index's writer lock); the index
+    /// is then left as it was.
     pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
-        let mut w = self.writer();
-        let res = (|| {
+        self.write(generation, |w| {
             for o in upserts {
                 w.delete_term(Term::from_field_text(self.f.id, &o.id));
                 w.add_document(self.document(o)?)?;
@@ -309,36 +314,34 @@ impl OfferIndex {
             for id in removed {
                 w.delete_term(Term::from_field_text(self.f.id, id));
             }
-            self.commit(&mut w, generation)
-        })();
-        if res.is_err() {
-            let _ = w.rollback();
-        }
-        res
+            Ok(())
+        })
     }
 
-    /// The writer; after a panic in another holder of the lock, its uncommitted work is
-    /// rolled back first.
-    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
-        match self.writer.lock() {
-            Ok(w) => w,
-            Err(poisoned) => {
-                let mut w = poisoned.into_inner();
-                let _ = w.rollback();
-                self.writer.clear_poison();
-                w
-            }
-        }
-    }
-
-    fn commit(&self, w: &mut IndexWriter, generation: u64) -> Result<(), IndexError> {
+    /// Runs `f` on a new writer and commits with `generation`; then waits for the merges
+    /// the commit started and ends the writer (its threads and memory), and shows the
+    /// merged segments to searches. When `f` or the commit fails, the writer is dropped
+    /// uncommitted: the index stays as it was.
+    fn write<T>(
+        &self,
+        generation: u64,
+        f: impl FnOnce(&mut IndexWriter) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let _one = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
+        let out = f(&mut w)?;
         let payload = serde_json::json!({"generation": generation, "analysis": analysis_fingerprint()}).to_string();
         let mut prepared = w.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.reader.reload()?;
         *self.generation.lock().unwrap_or_else(PoisonError::into_inner) = Some(generation);
-        Ok(())
+        // Committed: a failed merge leaves the committed segments as they are.
+        match w.wait_merging_threads() {
+            Ok(()) => self.reader.reload()?,
+            Err(e) => tracing::warn!(error = %e, "offer index merge failed; the index keeps its segments"),
+        }
+        Ok(out)
     }
 
     /// The index document of an offer: its searchable and filter fields, the public
@@ -962,6 +965,28 @@ mod tests {
         assert_eq!((n, ix.num_docs(), ix.generation()), (1, 1, Some(7)));
         assert!(ids(&ix, "octavia", None, None).is_empty());
         assert_eq!(ids(&ix, "kodiaq", None, None), vec!["z"]);
+    }
+
+    #[test]
+    fn no_writer_outlives_a_rebuild_or_an_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = OfferIndex::open(Some(&dir.path().join("index"))).unwrap();
+        let free = |ix: &OfferIndex| ix.index.writer::<TantivyDocument>(15_000_000).map(drop).is_ok();
+        assert!(free(&ix), "opening takes no writer (nor its lock and threads)");
+        ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
+        assert!(free(&ix), "the rebuild's writer ended with it");
+        for g in 2..12 {
+            let o = offer(&format!("o{g}"), "Škoda Fabia", "", json!({}), "Košice");
+            ix.apply(&[o], &[], g).unwrap();
+        }
+        assert!(free(&ix), "each update's writer ended with it");
+        assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
+        assert_eq!(ids(&ix, "fabia", None, None).len(), 10);
+        // While another writer holds the index, an update fails and changes nothing.
+        let held = ix.index.writer::<TantivyDocument>(15_000_000).unwrap();
+        assert!(ix.apply(&[], &["o1".to_owned()], 12).is_err());
+        drop(held);
+        assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
     }
 
     #[test]
