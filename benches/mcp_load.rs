@@ -31,6 +31,7 @@
 //! the same mode and to raw axum), redb's one-row durable commit rate measured in the same
 //! run and the ratio of isto's durable publish to it, isto's idle RSS (after start and
 //! after the load), the time from process start to the first answer (`GET /healthz`) and
+//! to ready (`GET /readyz` 200: the offer index open), and
 //! the release binary's size (stripped by the release profile). The same as JSON in
 //! `target/bench/mcp_load.json`. Loopback only; every phase bounded in time.
 
@@ -659,7 +660,7 @@ mod run {
     }
 
     /// Starts `isto serve` pinned; the time until its first `GET /healthz` answer.
-    fn start_isto(bin: &Path, cfg: &Path, port: u16, cpu: &str, log: &Path) -> (Server, Duration) {
+    fn start_isto(bin: &Path, cfg: &Path, port: u16, cpu: &str, log: &Path) -> (Server, Duration, Duration) {
         let mut c = pinned(cpu, bin);
         isto_env(&mut c, cfg);
         let log = std::fs::File::create(log).unwrap();
@@ -668,22 +669,27 @@ mod run {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let server = Server { child, addr };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let first = rt.block_on(async {
-            loop {
-                if t0.elapsed() > Duration::from_secs(30) {
-                    panic!("isto serve did not answer /healthz within 30 s");
-                }
-                if let Ok(mut conn) = Conn::connect(addr).await {
-                    if let Ok(a) = conn.request("GET", "/healthz", &[], "").await {
-                        if a.status == 200 {
-                            return t0.elapsed();
+        // The first 200 of `path`, polled every 0.5 ms for at most 30 s from the start.
+        let first_ok = |path: &'static str| {
+            rt.block_on(async {
+                loop {
+                    if t0.elapsed() > Duration::from_secs(30) {
+                        panic!("isto serve did not answer {path} with 200 within 30 s");
+                    }
+                    if let Ok(mut conn) = Conn::connect(addr).await {
+                        if let Ok(a) = conn.request("GET", path, &[], "").await {
+                            if a.status == 200 {
+                                return t0.elapsed();
+                            }
                         }
                     }
+                    tokio::time::sleep(Duration::from_micros(500)).await;
                 }
-                tokio::time::sleep(Duration::from_micros(500)).await;
-            }
-        });
-        (server, first)
+            })
+        };
+        let first = first_ok("/healthz");
+        let ready = first_ok("/readyz");
+        (server, first, ready)
     }
 
     /// The sauto CSV as isto's JSON Lines import (make and model from the title's first
@@ -941,10 +947,11 @@ mod run {
         } else {
             eprintln!("mcp_load: {} absent: the isto store has no real offers", sauto.display());
         }
-        let (idle_rss, after_rss, first_answer);
+        let (idle_rss, after_rss, first_answer, first_ready);
         {
-            let (s, first) = start_isto(&bin, &cfg_a, port_a, &server_cpu, &dir_a.join("serve.log"));
+            let (s, first, ready) = start_isto(&bin, &cfg_a, port_a, &server_cpu, &dir_a.join("serve.log"));
             first_answer = first;
+            first_ready = ready;
             std::thread::sleep(Duration::from_secs(1));
             let pid = isto_pid(&s);
             idle_rss = rss_kib(pid);
@@ -1005,7 +1012,7 @@ mod run {
         let big_offers = gen_imported + real_offers;
         let big_rss;
         {
-            let (s, _) = start_isto(&bin, &cfg_b, port_b, &server_cpu, &dir_b.join("serve.log"));
+            let (s, _, _) = start_isto(&bin, &cfg_b, port_b, &server_cpu, &dir_b.join("serve.log"));
             let pid = isto_pid(&s);
             std::thread::sleep(Duration::from_secs(1));
             big_rss = rss_kib(pid);
@@ -1022,7 +1029,7 @@ mod run {
             }
         }
 
-        report(&rows, redb, idle_rss, after_rss, big_rss, first_answer, size, &out_dir, t_all.elapsed());
+        report(&rows, redb, idle_rss, after_rss, big_rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
     }
 
     /// The pid of the isto process itself (`taskset` execs it, so the child's pid).
@@ -1037,7 +1044,7 @@ mod run {
         idle_rss: u64,
         after_rss: u64,
         big_rss: u64,
-        first: Duration,
+        (first, ready): (Duration, Duration),
         size: u64,
         out_dir: &Path,
         took: Duration,
@@ -1090,7 +1097,11 @@ mod run {
             after_rss as f64 / 1024.0,
             big_rss as f64 / 1024.0
         ));
-        out.push_str(&format!("isto start to first answer (GET /healthz): {:.1} ms\n", first.as_secs_f64() * 1e3));
+        out.push_str(&format!(
+            "isto start to first answer (GET /healthz): {:.1} ms; to ready (GET /readyz 200): {:.1} ms\n",
+            first.as_secs_f64() * 1e3,
+            ready.as_secs_f64() * 1e3
+        ));
         out.push_str(&format!(
             "isto release binary (stripped): {:.1} MiB ({size} bytes)\n",
             size as f64 / (1024.0 * 1024.0)
@@ -1103,6 +1114,7 @@ mod run {
             "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
             "idleRssKiB": idle_rss, "rssAfterLoadKiB": after_rss, "generatedStoreRssKiB": big_rss,
             "firstAnswerMs": first.as_secs_f64() * 1e3,
+            "readyMs": ready.as_secs_f64() * 1e3,
             "binaryBytes": size,
             "seconds": took.as_secs_f64(),
         });
