@@ -28,7 +28,7 @@ use analysis::{analysis_fingerprint, IstoTokenizer};
 pub use analysis::{is_stop_word, ANALYZER, TERMS_ANALYZER};
 use collector::{AllIds, TopIds};
 use serde_json::Value;
-use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use tantivy::collector::{Collector, SegmentCollector};
@@ -68,6 +68,21 @@ const PHRASE_SHARE: Score = 1.0;
 const RANK_ONLY_SHARE: Score = 0.25;
 /// At most this many inflected forms per statement term and field in a search.
 const MAX_EXPANSIONS: usize = 64;
+/// How many (field, word) [`WordPlan`]s one searcher generation keeps at most.
+const MAX_CACHED_PLANS: usize = 4096;
+
+/// The [`WordPlan`] of each (field, word) pair.
+type PlanCache = HashMap<(Field, String), Arc<WordPlan>>;
+
+/// What the query of one word in one field needs from the term dictionaries, fixed for
+/// one searcher generation: the exact term's document frequency, the inflected forms
+/// ([`expansions`] without the word) and their summed document frequency.
+#[derive(Debug)]
+struct WordPlan {
+    exact_df: u64,
+    forms: Vec<Term>,
+    forms_df: u64,
+}
 
 /// Index failures: tantivy errors and I/O on the index directory.
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +205,9 @@ pub struct OfferIndex {
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
     /// read once per index commit instead of once per search.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
+    /// The [`WordPlan`]s of (field, word) pairs for one searcher generation (id, map);
+    /// emptied when the reader has reloaded or the map holds [`MAX_CACHED_PLANS`].
+    plans: Mutex<(u64, PlanCache)>,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -266,6 +284,7 @@ impl OfferIndex {
             f,
             generation: Mutex::new(generation),
             regions: Mutex::new(None),
+            plans: Mutex::new((u64::MAX, HashMap::new())),
         })
     }
 
@@ -498,22 +517,15 @@ impl OfferIndex {
         let docs = searcher.num_docs().max(1);
         let mut out: Vec<Box<dyn Query>> = Vec::new();
         for (field, boost) in self.searchable() {
-            let exact_term = Term::from_field_text(field, word);
-            let exact_df = searcher.doc_freq(&exact_term)?;
-            let mut forms = expansions(searcher, field, word, MAX_EXPANSIONS)?;
-            forms.remove(word);
+            let plan = self.word_plan(searcher, field, word)?;
             let mut any: Vec<Box<dyn Query>> = Vec::new();
-            if exact_df > 0 {
+            if plan.exact_df > 0 {
+                let exact_term = Term::from_field_text(field, word);
                 any.push(Box::new(TermQuery::new(exact_term, IndexRecordOption::WithFreqs)));
             }
-            if !forms.is_empty() {
-                let terms: Vec<Term> = forms.iter().map(|t| Term::from_field_text(field, t)).collect();
-                let mut df = 0u64;
-                for t in &terms {
-                    df += searcher.doc_freq(t)?;
-                }
-                let set = Box::new(TermSetQuery::new(terms));
-                any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(df, docs))));
+            if !plan.forms.is_empty() {
+                let set = Box::new(TermSetQuery::new(plan.forms.iter().cloned()));
+                any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(plan.forms_df, docs))));
             }
             let q: Box<dyn Query> = if any.len() > 1 {
                 Box::new(DisjunctionMaxQuery::new(any))
@@ -525,6 +537,34 @@ impl OfferIndex {
             out.push(Box::new(BoostQuery::new(q, boost)));
         }
         Ok(out)
+    }
+
+    /// The [`WordPlan`] of `word` in `field` for `searcher`, from the cache of its
+    /// generation or computed (and cached).
+    fn word_plan(&self, searcher: &Searcher, field: Field, word: &str) -> Result<Arc<WordPlan>, IndexError> {
+        let id = searcher.generation().generation_id();
+        {
+            let cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+            if cache.0 == id {
+                if let Some(p) = cache.1.get(&(field, word.to_owned())) {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        let plan = Arc::new(word_plan(searcher, field, word)?);
+        let mut cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.0 != id || cache.1.len() >= MAX_CACHED_PLANS {
+            cache.0 = id;
+            cache.1.clear();
+        }
+        cache.1.insert((field, word.to_owned()), plan.clone());
+        Ok(plan)
+    }
+
+    /// Empties the [`WordPlan`] cache (tests: the uncached answer).
+    #[cfg(test)]
+    fn forget_plans(&self) {
+        self.plans.lock().unwrap_or_else(PoisonError::into_inner).1.clear();
     }
 
     /// The category and area filter, None when neither is given.
@@ -699,6 +739,19 @@ fn stored_generation(index: &Index) -> Result<Option<u64>, IndexError> {
         return Ok(None);
     }
     Ok(v.get("generation").and_then(Value::as_u64))
+}
+
+/// The [`WordPlan`] of `word` in `field`, read from `searcher`'s term dictionaries.
+fn word_plan(searcher: &Searcher, field: Field, word: &str) -> Result<WordPlan, IndexError> {
+    let exact_df = searcher.doc_freq(&Term::from_field_text(field, word))?;
+    let mut forms = expansions(searcher, field, word, MAX_EXPANSIONS)?;
+    forms.remove(word);
+    let forms: Vec<Term> = forms.iter().map(|t| Term::from_field_text(field, t)).collect();
+    let mut forms_df = 0u64;
+    for t in &forms {
+        forms_df += searcher.doc_freq(t)?;
+    }
+    Ok(WordPlan { exact_df, forms, forms_df })
 }
 
 /// Every term of `field` in the index (for the small `region` field).
@@ -1379,6 +1432,43 @@ mod tests {
         );
         assert!(matched >= 100, "the generated data must match often enough to test something: {matched}");
         assert!(candidates < in_area, "terms narrow the candidates: {candidates} vs {in_area}");
+    }
+
+    /// The cached [`WordPlan`]s give the answers of the uncached search (same ids, same
+    /// order, same scores), also after the index changed under a warm cache.
+    #[test]
+    fn cached_word_plans_answer_as_the_plain_search() {
+        let mut rng = StdRng::seed_from_u64(12);
+        let regions = regions();
+        let offers: Vec<Offer> = (0..600).map(|i| gen_offer(&mut rng, i, &regions)).collect();
+        let ix = OfferIndex::open(None).unwrap();
+        ix.rebuild(offers.into_iter(), 1).unwrap();
+        let statements: Vec<String> = (0..150).map(|_| gen_statement(&mut rng)).collect();
+        let kosice = gazetteer::resolve("Košice").unwrap();
+        let compare = |ix: &OfferIndex| {
+            let mut nonempty = 0;
+            for s in &statements {
+                for (area, category) in [(None, None), (Some(&kosice), Some("vehicles"))] {
+                    let cached = ix.search(s, area, category, 10).unwrap();
+                    let again = ix.search(s, area, category, 10).unwrap();
+                    ix.forget_plans();
+                    let plain = ix.search(s, area, category, 10).unwrap();
+                    assert_eq!(cached, plain, "{s}");
+                    assert_eq!(again, plain, "{s}");
+                    nonempty += usize::from(!plain.is_empty());
+                }
+            }
+            nonempty
+        };
+        // Warm the cache with every statement, then compare.
+        for s in &statements {
+            ix.search(s, None, None, 10).unwrap();
+        }
+        assert!(compare(&ix) > 100, "the generated statements must find offers");
+        // New offers (new words, other document frequencies) under a warm cache.
+        let upserts: Vec<Offer> = (600..900).map(|i| gen_offer(&mut rng, i, &regions)).collect();
+        ix.apply(&upserts, &["off_0000001".to_owned()], 2).unwrap();
+        assert!(compare(&ix) > 100);
     }
 
     use matching::Params;
