@@ -1465,7 +1465,10 @@ mod tests {
             ix.search(s, None, None, 10).unwrap();
         }
         assert!(compare(&ix) > 100, "the generated statements must find offers");
-        // New offers (new words, other document frequencies) under a warm cache.
+        // New offers (other document frequencies) under a cache warm with every statement.
+        for s in &statements {
+            ix.search(s, None, None, 10).unwrap();
+        }
         let upserts: Vec<Offer> = (600..900).map(|i| gen_offer(&mut rng, i, &regions)).collect();
         ix.apply(&upserts, &["off_0000001".to_owned()], 2).unwrap();
         assert!(compare(&ix) > 100);
