@@ -77,3 +77,10 @@ if [[ -z "$passed" || "$passed" -eq 0 ]]; then
   echo "end-to-end tests: no test passed" >&2
   exit 1
 fi
+# In CI every prerequisite is installed by .ci/run, so a skipped test never ran for a
+# reason CI should have removed: that is a failure, not a pass.
+if [[ -n "${CI:-}" && "${skipped:-0}" -ne 0 ]]; then
+  echo "end-to-end tests: $skipped skipped in CI (a prerequisite .ci/run installs is missing):" >&2
+  grep -aE '﹣|# SKIP' "$log" >&2 || true
+  exit 1
+fi

@@ -115,7 +115,7 @@ fn the_timer_is_daily_and_persistent_and_systemd_analyze_accepts_both() {
     let out = match Command::new("systemd-analyze").arg("verify").arg(&service).arg(&timer).output() {
         Ok(o) => o,
         Err(_) => {
-            eprintln!("skipped: no systemd-analyze here");
+            crate::kit::prerequisite_missing("systemd-analyze (Debian package systemd)");
             return;
         }
     };

@@ -66,6 +66,14 @@ impl Default for Opts {
 
 /// The default `[limits]` with every request rate and the per-client session cap at the
 /// top of its range (see [`Opts::limits`]).
+/// A test that cannot run here because `what` is missing: skipped with a message on a
+/// developer's machine, but a failure in CI (`CI` set), where `.ci/run` installs every
+/// prerequisite and a silent skip would hide a test that never ran.
+pub fn prerequisite_missing(what: &str) {
+    assert!(std::env::var_os("CI").is_none(), "in CI a prerequisite is missing, so this test would not run: {what}");
+    eprintln!("SKIPPED: {what}");
+}
+
 pub fn unlimited() -> isto::config::Limits {
     isto::config::Limits {
         max_mcp_sessions_per_client: 100_000,

@@ -52,7 +52,10 @@ fn judged_queries_meet_the_relevance_targets() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("../shared/data");
     if !data.is_dir() {
-        eprintln!("SKIPPED: {} is absent (the real listings); the relevance evaluation needs it", data.display());
+        crate::kit::prerequisite_missing(&format!(
+            "{} is absent (the real listings); the relevance evaluation needs it",
+            data.display()
+        ));
         return;
     }
     let started = Instant::now();

@@ -222,7 +222,7 @@ fn systemd_analyze_verifies_the_unit_where_it_runs() {
     let out = match Command::new("systemd-analyze").arg("verify").arg(&copy).output() {
         Ok(o) => o,
         Err(_) => {
-            eprintln!("skipped: no systemd-analyze here");
+            crate::kit::prerequisite_missing("systemd-analyze (Debian package systemd)");
             return;
         }
     };
@@ -234,11 +234,12 @@ fn systemd_analyze_verifies_the_unit_where_it_runs() {
 
     // The exposure score (README: 2.0 or better), offline (systemd 250 and later).
     let Ok(out) = Command::new("systemd-analyze").args(["security", "--offline=yes"]).arg(&copy).output() else {
+        crate::kit::prerequisite_missing("systemd-analyze (Debian package systemd)");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
     let Some(line) = text.lines().find(|l| l.contains("Overall exposure level")) else {
-        eprintln!("skipped: this systemd-analyze has no offline security check");
+        crate::kit::prerequisite_missing("a systemd-analyze with the offline security check (systemd 250 or later)");
         return;
     };
     let score: f64 = line.split(':').nth(1).and_then(|v| v.split_whitespace().next()).unwrap().parse().unwrap();
