@@ -1,4 +1,7 @@
 //! Command-line definitions (clap); no logic here.
+// These doc comments are the `--help` text, where a URL or `<listen>` is plain text, not
+// Markdown.
+#![allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

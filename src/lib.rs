@@ -2,7 +2,7 @@
 //!
 //! Module map (one concern each): [`config`] settings, [`clock`] time, [`text`] folding,
 //! [`gazetteer`] SK/CZ areas, [`protocol`] the objects and tool schemas of PROTOCOL.md §2–§3,
-//! [`crypto`] sealing and tokens, [`store`] the tables, [`holder`] the operations of the
+//! [`crypto`] sealing and tokens, [`store`] the tables, [`intents`] the operations of the
 //! consent-link flow, [`matching`] PROTOCOL.md §6, [`mail`] e-mails and the outbox.
 
 pub mod accounts;

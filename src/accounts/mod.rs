@@ -18,7 +18,7 @@
 //! restart and hold whether or not an account exists, which keeps answers identical);
 //! per-minute limits per client address on failed password attempts and on account
 //! e-mails (never a site-wide ceiling) are kept in memory by the account pages (`crate::web`, which also hashes passwords off
-//! the async threads). [`sweep`] deletes expired sessions, links and counters.
+//! the async threads). [`purge_tx`] deletes expired sessions, links and counters.
 //!
 //! A disabled account's sessions stop working at once: [`current`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.

@@ -37,7 +37,7 @@ const CLEANUP_GRACE: Duration = Duration::from_secs(60);
 /// Largest body read of one answer, bytes.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// The hidden limit the check's drafts carry: distinctive, so any answer that shows it
-/// is caught ([`scan::hidden_limit_forms`]).
+/// is caught ([`scan::hidden_limit_in`]).
 pub const HIDDEN_LIMIT: u64 = 13_579;
 /// Drafts published to estimate the intentCode's entropy.
 const DRAFTS: usize = 4;
