@@ -5,7 +5,7 @@
 use crate::clock::SystemClock;
 use crate::config::{Limits, Settings};
 use crate::crypto::KeyRing;
-use crate::mcp::service::{accept_json, mcp_service, protect};
+use crate::mcp::service::{accept_json, mcp_service, negotiate_initialize, protect};
 use crate::mcp::Endpoint;
 use crate::net::{ClientAddr, TrustedProxies};
 use crate::policy::Resource;
@@ -434,16 +434,23 @@ pub struct McpServices {
 
 /// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
-    // Clients that accept only JSON get JSON (issue 12 point 1).
+    // Clients that accept only JSON get JSON (issue 12 point 1); an `initialize` naming
+    // a newer version in its header too is negotiated down, not refused.
     let json = || axum::middleware::from_fn(accept_json);
+    let newer = || axum::middleware::from_fn(negotiate_initialize);
     McpServices {
         public: Router::new()
             .nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone()))
-            .layer(json()),
+            .layer(json())
+            .layer(newer()),
         buyer: Router::new()
             .nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone()))
-            .layer(json()),
-        seller: Router::new().nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop)).layer(json()),
+            .layer(json())
+            .layer(newer()),
+        seller: Router::new()
+            .nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop))
+            .layer(json())
+            .layer(newer()),
     }
 }
 

@@ -1,4 +1,5 @@
-//! `isto check URL`: the MCP binding's automated check of any holder (issue 14).
+//! `isto check URL`: the MCP binding's automated check of any holder (seed §6: the
+//! registry lists each server with the result of an automated check).
 //!
 //! A client that exercises a holder's `/mcp` against the seed (the MCP binding),
 //! PROTOCOL.md and the MCP specification, in one or both MCP revisions, and reports
@@ -15,6 +16,7 @@
 //! `complete`, 1 when a check failed, 2 when the check could not run at all
 //! ([`CheckError`]) or not completely.
 
+pub mod refs;
 mod rpc;
 mod scan;
 
@@ -173,34 +175,6 @@ pub fn revisions(arg: &str) -> Option<Vec<Revision>> {
         "both" => Some(vec![Revision::V2025, Revision::V2026]),
         _ => None,
     }
-}
-
-/// The references, in one place.
-mod refs {
-    pub const TOOLS: &str = "seed §1/§3, PROTOCOL.md §3";
-    pub const CONTACT: &str = "seed §5.1, PROTOCOL.md §3";
-    pub const UNKNOWN: &str = "PROTOCOL.md §3 (unknown properties are rejected)";
-    pub const DISCLAIMER: &str = "seed §4 rule 2";
-    pub const CODE: &str = "seed §5.2, PROTOCOL.md §4.1";
-    pub const CONSENT_URL: &str = "seed §5.2";
-    pub const BY_CODE: &str = "seed §5.4, PROTOCOL.md §3";
-    pub const WRONG_CODE: &str = "PROTOCOL.md §3 Errors (one indistinguishable not_found)";
-    pub const WITHDRAW: &str = "seed §1 (withdraw MUST take effect immediately)";
-    pub const SECRETS: &str = "seed §4 rule 1, §5.4";
-    pub const DEMAND_DRAFT: &str = "seed §5.1, PROTOCOL.md §5";
-    pub const DEMAND_K: &str = "PROTOCOL.md §5 (a cell below k is withheld)";
-    pub const BAD_INPUT: &str = "PROTOCOL.md §3 Errors";
-    pub const RATE: &str = "seed §4 rule 3, PROTOCOL.md §3 Limits";
-    pub const PRM: &str = "RFC 9728 §3, MCP authorization";
-    pub const ASM: &str = "RFC 8414 §3, MCP authorization (PKCE S256)";
-    pub const CHALLENGE: &str = "RFC 9728 §5.1, MCP authorization";
-    pub const ORIGIN: &str = "MCP transports (Origin validation, 403)";
-    pub const ACCEPT: &str = "MCP transports (Accept), PROTOCOL.md issue 12";
-    pub const OPEN_2025: &str = "MCP 2025-11-25 lifecycle (initialize)";
-    pub const OPEN_2026: &str = "MCP 2026-07-28 server/discover";
-    pub const HTTPS: &str = "MCP authorization (HTTPS for all endpoints), PROTOCOL.md §7";
-    pub const CLEANUP: &str = "issue 14 (checks that create data clean up after themselves)";
-    pub const ORIGIN_ONLY: &str = "isto check fetches only the checked URL's origin";
 }
 
 /// Collects the checks of one run.
@@ -905,7 +879,7 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
             run.add(
                 "oauth.challenge",
                 None,
-                refs::ORIGIN_ONLY,
+                refs::CHALLENGE,
                 Status::Skip,
                 format!("{ep} is not on the checked URL's origin: not fetched"),
             );
@@ -939,7 +913,7 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         let Some(prm_url) = prm_url else { continue };
         if !scan::same_origin(&run.url, &prm_url) {
             let detail = format!("resource_metadata {prm_url} is not on the checked URL's origin: not fetched");
-            run.add("oauth.resource_metadata", None, refs::ORIGIN_ONLY, Status::Skip, detail);
+            run.add("oauth.resource_metadata", None, refs::PRM, Status::Skip, detail);
             continue;
         }
         let doc = get_json(&run.probe, &prm_url).await;
@@ -965,7 +939,7 @@ async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         let asm_url = scan::as_metadata_url(&issuer);
         if !scan::same_origin(&run.url, &asm_url) {
             let detail = format!("authorization server {issuer} is not on the checked URL's origin: not fetched");
-            run.add("oauth.as_metadata", None, refs::ORIGIN_ONLY, Status::Skip, detail);
+            run.add("oauth.as_metadata", None, refs::ASM, Status::Skip, detail);
             continue;
         }
         match get_json(&run.probe, &asm_url).await {

@@ -31,7 +31,7 @@ impl Revision {
 }
 
 /// Both Accept forms of the transport: an MCP client sends the first; a client that
-/// accepts only JSON must be answered too (issue 12 point 1).
+/// accepts only JSON must be answered too (RFC 9110 §12.5.1).
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// The JSON-only Accept form.
 pub const ACCEPT_JSON: &str = "application/json";

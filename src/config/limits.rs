@@ -24,6 +24,7 @@ pub(super) struct FileLimits {
     pub(super) oauth_burst: Option<u32>,
     pub(super) refresh_grace_secs: Option<i64>,
     pub(super) elicitation_wait_secs: Option<u64>,
+    pub(super) request_state_secs: Option<u64>,
 }
 
 /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
@@ -86,6 +87,11 @@ pub struct Limits {
     /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
     /// ordinary result, the draft kept (default 120; 1..=600).
     pub elicitation_wait_secs: u64,
+    /// Seconds a `requestState` of a 2026-07-28 `/mcp` publish stays valid after the
+    /// `InputRequiredResult` that carried it (never past the draft's lapse); a retry
+    /// after it is refused (MCP 2026-07-28 multi round-trip requests: a short expiry
+    /// against replay; PROTOCOL.md §4 item 1) (default 300; 10..=3600).
+    pub request_state_secs: u64,
 }
 
 impl Default for Limits {
@@ -108,6 +114,7 @@ impl Default for Limits {
             oauth_burst: 60,
             refresh_grace_secs: 30,
             elicitation_wait_secs: 120,
+            request_state_secs: 300,
         }
     }
 }
@@ -203,6 +210,13 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             "limits.elicitation_wait_secs",
             "1..=600",
         )?,
+        request_state_secs: ranged(
+            f.request_state_secs,
+            d.request_state_secs,
+            10..=3600,
+            "limits.request_state_secs",
+            "10..=3600",
+        )?,
     })
 }
 
@@ -247,5 +261,17 @@ mod tests {
         let l = limits(&f).unwrap();
         assert_eq!((l.page_requests_per_minute, l.page_burst, l.credential_burst), (60, 60, 5));
         assert_eq!((l.mcp_requests_per_minute, l.max_mcp_sessions_per_client), (1200, 32));
+    }
+
+    #[test]
+    fn the_request_state_lifetime_is_a_few_minutes_at_most_an_hour() {
+        assert_eq!(limits(&FileLimits::default()).unwrap().request_state_secs, 300);
+        for bad in [0, 9, 3601] {
+            let f = FileLimits { request_state_secs: Some(bad), ..Default::default() };
+            let e = limits(&f).unwrap_err().to_string();
+            assert!(e.contains("limits.request_state_secs") && e.contains("10..=3600"), "{bad}: {e}");
+        }
+        let f = FileLimits { request_state_secs: Some(60), ..Default::default() };
+        assert_eq!(limits(&f).unwrap().request_state_secs, 60);
     }
 }

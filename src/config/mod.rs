@@ -594,6 +594,7 @@ impl Settings {
                 "oauth_burst": self.limits.oauth_burst,
                 "refresh_grace_secs": self.limits.refresh_grace_secs,
                 "elicitation_wait_secs": self.limits.elicitation_wait_secs,
+                "request_state_secs": self.limits.request_state_secs,
             },
             "quotas": {
                 "drafts_per_client_per_hour": self.quotas.drafts_per_client_per_hour,
@@ -746,6 +747,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # oauth_burst = 60
 # refresh_grace_secs = 30                   # a rotated refresh token presented again this soon gets the same new pair (0: never)
 # elicitation_wait_secs = 120               # a 2025-11-25 /mcp publish waits this long for the answer to its consent-page elicitation
+# request_state_secs = 300                  # a 2026-07-28 /mcp publish's requestState is refused this long after its answer
 
 [store]
 # cache_mib = 16                            # the store's page cache; more keeps more of a big catalogue in memory

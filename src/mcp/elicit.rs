@@ -21,9 +21,14 @@
 //! `requestState` is the draft's identity sealed with the holder's key ring
 //! (XChaCha20-Poly1305, [`crate::crypto::KeyRing::seal`]): unforgeable and unreadable
 //! (it carries the intentCode and the consent link, which the final result returns),
-//! bound to the tool and a digest of its arguments, expiring with the draft, at most
-//! [`MAX_REQUEST_STATE_CHARS`] characters. A forged, altered, foreign, oversized or
-//! expired one is a JSON-RPC invalid-params error naming `requestState`.
+//! bound to the call (the tool and a digest of its arguments; only `/mcp`'s publish
+//! takes one) and to a short lifetime (`[limits] request_state_secs` from the answer
+//! that carried it, never past the draft's lapse), at most [`MAX_REQUEST_STATE_CHARS`]
+//! characters — what MCP 2026-07-28 "Multi Round-Trip Requests" (server requirements)
+//! asks against replay; there is no principal on `/mcp` to bind. A forged, altered,
+//! foreign, oversized or expired one is a JSON-RPC invalid-params error naming
+//! `requestState`, and so is one sent with any other call, or `inputResponses` sent
+//! without one ([`check_retry`]): nothing is run, no draft made.
 
 use super::{call_blocking, failure, ok, request_span, to_value};
 use crate::base::Result as ServiceResult;
@@ -106,8 +111,11 @@ pub struct DraftState {
     pub code: String,
     /// Its consent page.
     pub consent_url: String,
-    /// When the draft lapses (RFC 3339); the state expires with it.
+    /// When the draft lapses (RFC 3339; the final result's `expiresAt`).
     pub expires_at: String,
+    /// When this state expires (RFC 3339): `[limits] request_state_secs` after it was
+    /// issued, or the draft's lapse if sooner.
+    pub valid_until: String,
 }
 
 /// A refused `requestState`; its message names the field and what to do.
@@ -124,9 +132,12 @@ pub enum StateError {
         "requestState belongs to another call; retry with the same tool and arguments as the call that returned it"
     )]
     OtherCall,
-    /// Its draft has lapsed.
-    #[error("requestState has expired with its draft (at {0}); call intent_publish_intent again without requestState")]
+    /// Past its lifetime ([`DraftState::valid_until`]).
+    #[error("requestState has expired (at {0}): a requestState is valid only for a few minutes after the answer that carried it; call intent_publish_intent again without requestState")]
     Expired(String),
+    /// `inputResponses` without `requestState`: not a retry isto can match to a call.
+    #[error("inputResponses without requestState: a retry of an input_required answer must send back its requestState unchanged (MCP 2026-07-28 multi round-trip requests); nothing was done — call intent_publish_intent again without inputResponses")]
+    Missing,
 }
 
 /// The digest of a call's tool and arguments bound into its `requestState`: SHA-256 of
@@ -173,28 +184,63 @@ pub fn open_state(
     if state.tool != tool || state.args != args_digest(tool, args) {
         return Err(StateError::OtherCall);
     }
-    let expires = crate::clock::parse_rfc3339(&state.expires_at).map_err(|_| StateError::Forged)?;
-    if now >= expires {
-        return Err(StateError::Expired(state.expires_at));
+    let until = crate::clock::parse_rfc3339(&state.valid_until).map_err(|_| StateError::Forged)?;
+    if now >= until {
+        return Err(StateError::Expired(state.valid_until));
     }
     Ok(state)
 }
 
+/// The retry rules of every `tools/call` on every endpoint, checked before anything
+/// runs (MCP 2026-07-28 "Multi Round-Trip Requests": `requestState` is attacker-controlled
+/// input, valid only on the retry of the call it was issued for). `issuer` is whether
+/// this call is one that issues a `requestState` (`intent_publish_intent` on `/mcp`,
+/// whose own state [`publish`] opens).
+///
+/// # Errors
+/// A JSON-RPC invalid-params error: [`StateError::Missing`] for `inputResponses`
+/// without `requestState`; for a `requestState` on any other call,
+/// [`StateError::TooLong`] or [`StateError::Forged`] when it is not one of this holder's,
+/// else [`StateError::OtherCall`].
+pub fn check_retry(keys: &KeyRing, request: &CallToolRequestParams, issuer: bool) -> Result<(), McpError> {
+    let refuse = |e: StateError| McpError::invalid_params(e.to_string(), None);
+    let Some(sealed) = request.request_state.as_deref() else {
+        return match request.input_responses {
+            Some(_) => Err(refuse(StateError::Missing)),
+            None => Ok(()),
+        };
+    };
+    if issuer {
+        return Ok(());
+    }
+    // Opened for its size and seal only: whatever it names, it is not this call's.
+    let args = Value::Object(request.arguments.clone().unwrap_or_default());
+    let far_past = OffsetDateTime::UNIX_EPOCH;
+    Err(refuse(match open_state(keys, sealed, &request.name, &args, far_past) {
+        Err(e @ (StateError::TooLong | StateError::Forged)) => e,
+        _ => StateError::OtherCall,
+    }))
+}
+
 /// The draft named by an ordinary publish result (its `structuredContent`) of a call
-/// with `args`; `None` for an error result or another shape.
-fn draft_of(result: &CallToolResult, args: &Value) -> Option<DraftState> {
+/// with `args`, its state valid until `valid_until` or the draft's lapse if sooner;
+/// `None` for an error result or another shape.
+fn draft_of(result: &CallToolResult, args: &Value, valid_until: OffsetDateTime) -> Option<DraftState> {
     if result.is_error == Some(true) {
         return None;
     }
     let v = result.structured_content.as_ref()?;
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    let expires_at = s("/expiresAt")?;
+    let lapse = crate::clock::parse_rfc3339(&expires_at).ok()?;
     Some(DraftState {
         tool: PUBLISH.to_owned(),
         args: args_digest(PUBLISH, args),
         id: s("/intent/id")?,
         code: s("/intentCode")?,
         consent_url: s("/consentUrl")?,
-        expires_at: s("/expiresAt")?,
+        expires_at,
+        valid_until: crate::clock::rfc3339(valid_until.min(lapse)),
     })
 }
 
@@ -313,7 +359,10 @@ pub async fn publish(
     }
     let response = call_blocking(tools, request_span(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
-    let (Some(mode), Some(draft)) = (mode, draft_of(result, &args)) else { return Ok(response) };
+    let lifetime =
+        time::Duration::seconds(holder.base.settings.limits.request_state_secs.try_into().unwrap_or(i64::MAX));
+    let valid_until = holder.base.now().saturating_add(lifetime);
+    let (Some(mode), Some(draft)) = (mode, draft_of(result, &args, valid_until)) else { return Ok(response) };
     match mode {
         Mode::InputRequired => match seal_state(&holder.base.keys, &draft) {
             Ok(state) => Ok(CallToolResponse::InputRequired(input_required(holder, &draft, state))),
@@ -360,6 +409,7 @@ mod tests {
             code: "c".repeat(32),
             consent_url: format!("https://holder.example/consent/{}", "t".repeat(32)),
             expires_at: "2030-01-02T00:00:00Z".into(),
+            valid_until: "2030-01-01T00:05:00Z".into(),
         }
     }
 
@@ -378,10 +428,13 @@ mod tests {
         let other = json!({"statement": "Hľadám Škoda Fabia", "area": "SK"});
         assert_eq!(open_state(&keys, &sealed, PUBLISH, &other, now()), Err(StateError::OtherCall));
         assert_eq!(open_state(&keys, &sealed, "intent_get_intent", &args, now()), Err(StateError::OtherCall));
-        let later = crate::clock::parse_rfc3339("2030-01-02T00:00:00Z").unwrap();
-        let e = open_state(&keys, &sealed, PUBLISH, &args, later).unwrap_err();
-        assert_eq!(e, StateError::Expired("2030-01-02T00:00:00Z".into()));
+        let at = |t: &str| open_state(&keys, &sealed, PUBLISH, &args, crate::clock::parse_rfc3339(t).unwrap());
+        assert!(at("2030-01-01T00:04:59Z").is_ok(), "within its lifetime");
+        // Its own lifetime, not the draft's: ten minutes later the draft is still there.
+        let e = at("2030-01-01T00:10:00Z").unwrap_err();
+        assert_eq!(e, StateError::Expired("2030-01-01T00:05:00Z".into()));
         assert!(e.to_string().starts_with("requestState has expired"), "{e}");
+        assert_eq!(at("2030-01-01T00:05:00Z"), Err(StateError::Expired("2030-01-01T00:05:00Z".into())));
     }
 
     #[test]
@@ -420,9 +473,13 @@ mod tests {
                    "expiresAt": "2030-01-02T00:00:00Z"}),
             &json!({}),
         );
-        let draft = draft_of(&ordinary, &args).unwrap();
+        let five = crate::clock::parse_rfc3339("2030-01-01T00:05:00Z").unwrap();
+        let draft = draft_of(&ordinary, &args, five).unwrap();
         assert_eq!(draft, state());
-        assert!(draft_of(&CallToolResult::error(vec![]), &args).is_none());
+        assert!(draft_of(&CallToolResult::error(vec![]), &args, five).is_none());
+        // Never past the draft's lapse.
+        let later = crate::clock::parse_rfc3339("2030-01-03T00:00:00Z").unwrap();
+        assert_eq!(draft_of(&ordinary, &args, later).unwrap().valid_until, "2030-01-02T00:00:00Z");
         let sealed = seal_state(&keys, &draft).unwrap();
         let mut requests = InputRequests::new();
         let params = ElicitRequestParams::UrlElicitationParams {
@@ -438,5 +495,40 @@ mod tests {
         assert_eq!(v["inputRequests"]["consent"]["params"]["mode"], "url");
         assert_eq!(v["inputRequests"]["consent"]["params"]["url"], draft.consent_url.as_str());
         assert!(!v.to_string().contains(&"c".repeat(32)), "the code is in the InputRequiredResult: {v}");
+    }
+
+    #[test]
+    fn a_retry_needs_its_state_and_a_state_belongs_to_its_call_only() {
+        let keys = KeyRing::ephemeral();
+        let args = json!({"statement": "Hľadám Škoda Octavia", "area": "SK"});
+        let sealed = seal_state(&keys, &state()).unwrap();
+        let call = |name: &str, state: Option<&str>, answered: bool| {
+            let mut r = CallToolRequestParams::new(name.to_owned());
+            r.arguments = args.as_object().cloned();
+            r.request_state = state.map(str::to_owned);
+            if answered {
+                let mut responses = rmcp::model::InputResponses::new();
+                responses.insert(CONSENT_REQUEST.to_owned(), json!({"action": "accept"}));
+                r.input_responses = Some(responses);
+            }
+            r
+        };
+        let message = |r: Result<(), McpError>| r.unwrap_err().message.to_string();
+        // inputResponses alone: refused naming the rule, on any call.
+        for issuer in [true, false] {
+            let m = message(check_retry(&keys, &call(PUBLISH, None, true), issuer));
+            assert!(m.starts_with("inputResponses without requestState"), "{m}");
+        }
+        // The issuing call opens its own state later; a first call passes.
+        assert!(check_retry(&keys, &call(PUBLISH, Some(&sealed), true), true).is_ok());
+        assert!(check_retry(&keys, &call(PUBLISH, None, false), true).is_ok());
+        assert!(check_retry(&keys, &call("intent_get_intent", None, false), false).is_ok());
+        // Any other call: the state is not its own, whatever it names.
+        for name in ["intent_get_intent", PUBLISH] {
+            let m = message(check_retry(&keys, &call(name, Some(&sealed), false), false));
+            assert_eq!(m, StateError::OtherCall.to_string(), "{name}");
+        }
+        let m = message(check_retry(&keys, &call("intent_get_intent", Some("isto-rs1.a.b.c"), false), false));
+        assert_eq!(m, StateError::Forged.to_string());
     }
 }

@@ -456,7 +456,11 @@ impl ServerHandler for IstoServer {
         let grant = buyer::grant_of(&context);
         let client = client_of(&context);
         let (holder, endpoint) = (self.holder.clone(), self.endpoint);
-        if endpoint == Endpoint::Public && request.name == elicit::PUBLISH {
+        let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
+        // A `requestState` only on the retry of the call it was issued for, and a retry's
+        // `inputResponses` only with one (MCP 2026-07-28 multi round-trip requests).
+        elicit::check_retry(&holder.base.keys, &request, issuer)?;
+        if issuer {
             // Consent by URL-mode elicitation (PROTOCOL.md §4 item 1): only for a client
             // that declared `elicitation.url`, or a retry carrying a requestState.
             let mode = elicit::mode(&context);

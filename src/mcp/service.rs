@@ -246,6 +246,59 @@ fn response_data(event: &[u8]) -> Option<String> {
     (v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some())).then_some(data)
 }
 
+/// The header that carries the protocol version on HTTP (MCP 2025-11-25 transports,
+/// "Protocol Version Header"; MCP 2026-07-28 Streamable HTTP, the same name).
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The middleware of the three MCP endpoints that lets an `initialize` naming a newer
+/// protocol version than isto knows be negotiated down rather than refused.
+///
+/// MCP 2025-11-25 lifecycle, "Version Negotiation": a server that does not support the
+/// version of an `initialize` request MUST answer with another version it supports;
+/// the `MCP-Protocol-Version` header is required on the requests *after* initialization
+/// (transports, "Protocol Version Header"), and MCP 2026-07-28 (versioning, "Backward
+/// Compatibility with Initialization-Based Versions") keeps `initialize` on those legacy
+/// semantics whatever version it names. rmcp refuses any request whose header names a
+/// version it does not know with 400 before it looks at the method, so a client one
+/// revision ahead (header and body both naming, say, `2099-01-01`) could never connect.
+/// Here, a POST whose header names a version unknown to rmcp and whose body (read, at
+/// most 256 KiB) is one `initialize` request naming that same version in
+/// `params.protocolVersion` goes on without the header: rmcp then negotiates the version
+/// from the body (answering `2025-11-25`), and the client sends the negotiated version
+/// in its header from then on. A header that differs from the body is left for rmcp to
+/// refuse (400); every other request passes unchanged, unread.
+pub async fn negotiate_initialize(req: Request, next: Next) -> Response {
+    let unknown = req.method() == Method::POST
+        && req.headers().get(PROTOCOL_VERSION_HEADER).is_some_and(|v| !known_version(v.as_bytes()));
+    if !unknown {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is over 256 KiB or could not be read\n")
+            .into_response();
+    };
+    let header = parts.headers.get(PROTOCOL_VERSION_HEADER).map(|v| v.as_bytes().to_vec());
+    if header.is_some_and(|h| initialize_version(&bytes).is_some_and(|b| b.as_bytes() == h)) {
+        parts.headers.remove(PROTOCOL_VERSION_HEADER);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Whether rmcp knows the protocol version `v` (a header's bytes).
+fn known_version(v: &[u8]) -> bool {
+    rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str().as_bytes() == v)
+}
+
+/// The `params.protocolVersion` of a body that is one JSON-RPC `initialize` request.
+fn initialize_version(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    if v.get("method").and_then(Value::as_str) != Some("initialize") || v.get("id").is_none() {
+        return None;
+    }
+    v.pointer("/params/protocolVersion").and_then(Value::as_str).map(str::to_owned)
+}
+
 /// `router` behind [`require_bearer`] for `resource`.
 pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router {
     let gate = BearerGate { base: holder.base.clone(), resource };
@@ -254,7 +307,7 @@ pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router 
 
 #[cfg(test)]
 mod tests {
-    use super::{event_end, json_only, response_data, tool_calls};
+    use super::{event_end, initialize_version, json_only, known_version, response_data, tool_calls};
 
     #[test]
     fn json_only_clients_are_those_that_cannot_read_sse() {
@@ -299,5 +352,20 @@ mod tests {
         assert!(tool_calls(br#"{"method":"initialize"}"#).is_empty());
         assert!(tool_calls(b"not json").is_empty());
         assert!(tool_calls(b"").is_empty());
+    }
+
+    #[test]
+    fn only_a_single_initialize_request_names_its_version() {
+        let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#;
+        assert_eq!(initialize_version(init).as_deref(), Some("2099-01-01"));
+        let note = br#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#;
+        assert_eq!(initialize_version(note), None, "a notification is no request");
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}]"#;
+        assert_eq!(initialize_version(batch), None);
+        let other = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"protocolVersion":"2099-01-01"}}"#;
+        assert_eq!(initialize_version(other), None);
+        assert_eq!(initialize_version(b"not json"), None);
+        assert!(known_version(b"2025-11-25") && known_version(b"2026-07-28"));
+        assert!(!known_version(b"2099-01-01") && !known_version(b""));
     }
 }

@@ -7,7 +7,10 @@
 // * against small holders on the TypeScript SDK v1 server (lib/broken_holder.mjs) with
 //   isto's own tool schemas: the baseline passes (exit 0); each deliberate break makes
 //   the check exit 1 with exactly the named check failing;
-// * a URL where nothing answers: exit 2 with a clear message; a non-http URL: exit 2.
+// * a URL where nothing answers: exit 2 with a clear message; a non-http URL: exit 2;
+// * in every report, each check — passed, failed, skipped or informational — cites a
+//   specification (seed §n, PROTOCOL.md §n, RFC n, or an MCP page with its revision) and
+//   no work item.
 // `isto admin registry-entry --check-result FILE` carries the report and the same
 // name, countries, languages and endpoints as GET /.well-known/isto-intents.
 
@@ -34,6 +37,20 @@ async function check(url, extra = []) {
 }
 
 const failing = (report) => report.checks.filter((c) => c.status === "fail").map((c) => c.id);
+
+/** A citation of a specification: the seed's or PROTOCOL.md's §, an RFC, an MCP spec page of a revision. */
+const CITATION = /(^|[\s,(])(seed §\d|PROTOCOL\.md §\d|RFC \d+|MCP (2025-11-25|2026-07-28) [a-z/]+)/;
+/** A work item: an issue, a ticket, a #number. */
+const WORK_ITEM = /\b(issues?|tickets?|todo)\b|#\d/i;
+
+/** Every check of `report` cites a specification and no work item. */
+function assertCitations(report) {
+  assert.ok(report.checks.length > 0, "no checks");
+  for (const c of report.checks) {
+    assert.match(c.ref, CITATION, `${c.id} (${c.status}) cites no specification: ${c.ref}`);
+    assert.doesNotMatch(c.ref, WORK_ITEM, `${c.id} (${c.status}) cites a work item: ${c.ref}`);
+  }
+}
 
 /** Starts lib/broken_holder.mjs with `brk` and isto's tools dump; returns {url, stop}. */
 async function startBroken(brk, toolsFile, extra = []) {
@@ -85,8 +102,8 @@ test("isto check passes against isto in both revisions and cleans up; registry-e
     for (const c of report.checks) {
       assert.deepEqual(Object.keys(c).sort(), ["detail", "id", "ref", "revision", "status"]);
       assert.ok(["pass", "fail", "skip", "info"].includes(c.status));
-      assert.ok(c.ref.length > 0);
     }
+    assertCitations(report);
     const ids = (rev) => report.checks.filter((c) => c.revision === rev && c.status === "pass").map((c) => c.id);
     for (const rev of ["2025-11-25", "2026-07-28"]) {
       for (const id of [
@@ -163,6 +180,7 @@ test("isto check fails, naming the check, against deliberately broken holders", 
       try {
         const { report, code, stderr } = await check(holder.url, ["--revision", "2025-11-25"]);
         assert.ok(report, `${brk}: no JSON report: ${stderr}`);
+        assertCitations(report);
         assert.deepEqual(failing(report), expected, `${brk}: ${JSON.stringify(report.checks, null, 1)}`);
         assert.equal(code, expected.length === 0 ? 0 : 1, brk);
         assert.equal(report.ok, expected.length === 0);
@@ -203,6 +221,7 @@ test("isto check fetches only the checked origin, and a holder's quota makes the
       assert.ok(report, stderr);
       assert.deepEqual(failing(report), [], JSON.stringify(report.checks, null, 1));
       assert.equal(code, 0);
+      assertCitations(report);
       const oauth = report.checks.find((c) => c.id === "oauth.challenge");
       assert.equal(oauth.status, "skip", JSON.stringify(oauth));
       assert.match(oauth.detail, /not on the checked URL's origin: not fetched/);
@@ -216,6 +235,7 @@ test("isto check fetches only the checked origin, and a holder's quota makes the
       const { report, code, stderr } = await check(quota.url, ["--revision", "2025-11-25"]);
       assert.ok(report, stderr);
       assert.equal(code, 2, "an incomplete report exits 2");
+      assertCitations(report);
       assert.equal(report.ok, true);
       assert.equal(report.complete, false);
       assert.deepEqual(failing(report), []);

@@ -12,7 +12,10 @@
 //   `requestState`; the SDK's driver answers through the registered handler and retries.
 //   The same three answers; then by hand (`allowInputRequired`): the same requestState
 //   sent twice makes no second draft (`isto admin stats`), a forged, altered or foreign
-//   requestState is refused naming `requestState`.
+//   requestState is refused naming `requestState`; a requestState on another tool is
+//   refused, and a retry with `inputResponses` but no requestState is an error naming the
+//   rule that makes no draft (MCP 2026-07-28 multi round-trip requests; the state's short
+//   lifetime is tested with a manual clock in tests/it/mrtr.rs).
 // * Clients without the capability (v1 and v2): the ordinary result, as before.
 //
 // Neither the URL nor the message carries the intentCode.
@@ -285,6 +288,40 @@ test("issue 12 point 2: consent by URL-mode elicitation, SDK v1 (2025-11-25) and
         (e) => /inputResponses\.consent\.action must be one of accept, decline, cancel/.test(e.message),
       );
       assert.equal(await draftCount(isto), before, "a refused requestState made a draft");
+    });
+
+    await step("v2 by hand: inputResponses without requestState, or a requestState on another tool: refused, no draft", async () => {
+      const { client } = await v2("accept");
+      const args = publishArgs();
+      const before = await draftCount(isto);
+      await assert.rejects(
+        client.callTool(
+          { name: "intent_publish_intent", arguments: args, inputResponses: { consent: { action: "accept" } } },
+          { allowInputRequired: true },
+        ),
+        (e) => /inputResponses without requestState: a retry of an input_required answer must send back its requestState unchanged/.test(e.message),
+      );
+      assert.equal(await draftCount(isto), before, "a retry without its requestState made a draft");
+      const first = await client.callTool({ name: "intent_publish_intent", arguments: args }, { allowInputRequired: true });
+      assert.equal(first.resultType, "input_required", JSON.stringify(first));
+      const done = assertOrdinary(
+        await client.callTool(
+          { name: "intent_publish_intent", arguments: args, requestState: first.requestState, inputResponses: { consent: { action: "accept" } } },
+          { allowInputRequired: true },
+        ),
+      );
+      for (const name of ["intent_get_intent", "intent_withdraw_intent"]) {
+        await assert.rejects(
+          client.callTool(
+            { name, arguments: { intentCode: done.intentCode }, requestState: first.requestState, inputResponses: { consent: { action: "accept" } } },
+            { allowInputRequired: true },
+          ),
+          (e) => /requestState belongs to another call/.test(e.message),
+          name,
+        );
+      }
+      assert.equal(await status(client, done.intentCode), "awaiting_consent", "the refused withdraw ran");
+      assert.equal(await draftCount(isto), before + 1);
     });
   }),
 );

@@ -18,7 +18,11 @@
 //   the same bytes on every call and cacheable by anyone on 2026-07-28; clients that
 //   accept only application/json (or */*, or send no Accept) get JSON, not 406; a newer
 //   protocol version is negotiated down (initialize) or answered with the supported
-//   versions (-32022, the 2026-07-28 negotiation), never refused outright.
+//   versions (-32022, the 2026-07-28 negotiation), never refused outright — also an
+//   initialize whose MCP-Protocol-Version header names the newer version too (MCP
+//   2025-11-25 lifecycle, "Version Negotiation": the header belongs to the requests after
+//   initialization), raw on /mcp, /mcp/buyer and /mcp/seller with their tokens, and
+//   through the v1 SDK client made to speak as a client one revision ahead;
 //
 // The v2 package declares Node ≥ 20; the tests skip only when Node is older than that.
 
@@ -26,6 +30,8 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 import { freePort, initializeBody, waitFor, withIsto } from "./lib/harness.mjs";
 import { actAsPerson, buyerWithToken, MemoryOAuthProvider, signUpBuyer } from "./lib/oauth.mjs";
@@ -313,6 +319,12 @@ async function post(url, message, headers = {}) {
   return { status: res.status, type: res.headers.get("content-type"), session: res.headers.get("mcp-session-id"), text, json };
 }
 
+/** The `protocolVersion` of an initialize answer (JSON or one SSE event). */
+function negotiated(r) {
+  const data = r.json ?? JSON.parse(r.text.split("\n").find((l) => l.startsWith("data: {")).slice(6));
+  return data.result?.protocolVersion;
+}
+
 const modern = (method, id, params = {}, v = V2) => [
   { jsonrpc: "2.0", id, method, params: { ...params, _meta: meta(v) } },
   { "mcp-protocol-version": v, "mcp-method": method, ...(params.name ? { "mcp-name": params.name } : {}) },
@@ -385,6 +397,15 @@ test("both revisions, raw HTTP: deterministic cacheable tools/list, JSON for JSO
       assert.equal(r.status, 200, r.text);
       const data = r.text.split("\n").find((l) => l.startsWith("data: {"));
       assert.equal(JSON.parse(data.slice(6)).result.protocolVersion, "2025-11-25");
+      // The same with the newer version in the MCP-Protocol-Version header too.
+      for (const accept of [both, "application/json"]) {
+        const h = await post(url, init, { accept, "mcp-protocol-version": "2099-01-01" });
+        assert.equal(h.status, 200, `initialize, header and body 2099-01-01, Accept ${accept}: ${h.text}`);
+        assert.equal(negotiated(h), "2025-11-25", h.text);
+      }
+      // A header that contradicts the body stays refused.
+      const bad = await post(url, initializeBody(), { accept: both, "mcp-protocol-version": "2099-01-01" });
+      assert.equal(bad.status, 400, `header 2099-01-01, body 2025-11-25: ${bad.text}`);
       for (const method of ["server/discover", "tools/list"]) {
         const [m, h] = modern(method, 10, {}, "2099-01-01");
         const e = await post(url, m, { accept: both, ...h });
@@ -396,6 +417,38 @@ test("both revisions, raw HTTP: deterministic cacheable tools/list, JSON for JSO
         assert.equal(again.status, 200, `${method} with the server's newest version: ${again.text}`);
         assert.ok(again.json?.result, again.text);
       }
+    });
+
+    await step("the v1 SDK as a client one revision ahead (2099-01-01 in header and body): negotiated down, then served", async () => {
+      const log = [];
+      // What a newer SDK would send: its own newest version in the initialize body and in
+      // the header from the first request on.
+      const ahead = async (u, init = {}) => {
+        let body = init.body;
+        const msg = typeof body === "string" ? JSON.parse(body) : null;
+        if (msg?.method === "initialize") body = JSON.stringify({ ...msg, params: { ...msg.params, protocolVersion: "2099-01-01" } });
+        const headers = Object.fromEntries(new Headers(init.headers));
+        const res = await fetch(u, { ...init, body });
+        log.push({ method: msg?.method, version: headers["mcp-protocol-version"], body: body && JSON.parse(body), status: res.status });
+        return res;
+      };
+      const transport = new TransportV1(new URL(url), { fetch: ahead });
+      transport.setProtocolVersion("2099-01-01");
+      const client = new ClientV1({ name: "isto-e2e-ahead", version: "0.0.0" });
+      try {
+        await client.connect(transport);
+        const res = await client.callTool({ name: "intent_search_offers", arguments: { statement: "Škoda Octavia" } });
+        assert.notEqual(res.isError, true, JSON.stringify(res.content));
+      } finally {
+        await client.close();
+      }
+      const first = log.find((r) => r.method === "initialize");
+      assert.equal(first?.version, "2099-01-01", JSON.stringify(log));
+      assert.equal(first.body.params.protocolVersion, "2099-01-01");
+      assert.equal(first.status, 200, JSON.stringify(log));
+      assert.equal(transport.protocolVersion, "2025-11-25", "the version the server negotiated");
+      const call = log.find((r) => r.method === "tools/call");
+      assert.equal(call?.version, "2025-11-25", `later requests carry the negotiated version: ${JSON.stringify(log)}`);
     });
   }),
 );
@@ -590,6 +643,20 @@ test("2026-07-28, SDK v2: a seller's OAuth on /mcp/seller (one-time link, Allow,
       assert.equal(seenBuyer.person?.kind, "page", `the buyer's authorization of /mcp/seller: ${JSON.stringify(seenBuyer.person)}`);
       assert.equal(seenBuyer.person.status, 403, seenBuyer.person.text?.slice(0, 300));
       assertNoNewToken(provider, s.buyerTokens.access_token);
+    });
+
+    await step("initialize naming a newer version in header and body, with the endpoint's token: negotiated down on /mcp/buyer and /mcp/seller", async () => {
+      const init = JSON.parse(initializeBody());
+      init.params.protocolVersion = "2099-01-01";
+      for (const [endpoint, token] of [
+        [buyerUrl, s.buyerTokens.access_token],
+        [sellerUrl, s.provider.tokens().access_token],
+      ]) {
+        const h = { accept: "application/json, text/event-stream", authorization: `Bearer ${token}`, "mcp-protocol-version": "2099-01-01" };
+        const r = await post(endpoint, init, h);
+        assert.equal(r.status, 200, `${endpoint}: ${r.text}`);
+        assert.equal(negotiated(r), "2025-11-25", `${endpoint}: ${r.text}`);
+      }
     });
   }),
 );
