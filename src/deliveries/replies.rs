@@ -129,8 +129,10 @@ pub struct ReplyTicker(pub Arc<Base>);
 
 impl ReplyTicker {
     /// Ticks until `stop` is cancelled (a tick in progress finishes; it is one short
-    /// transaction). A failed tick is logged and the batch stays queued for the next.
+    /// transaction). A failed tick leaves the batch queued for the next; failures are
+    /// logged once until a tick succeeds again (a full disk fails every tick).
     pub async fn run(self, stop: CancellationToken) {
+        let mut failing = false;
         loop {
             let base = self.0.clone();
             let ticked = tokio::select! {
@@ -138,8 +140,16 @@ impl ReplyTicker {
                 r = tokio::task::spawn_blocking(move || match_queued_replies(&base)) => r,
             };
             match ticked {
+                Ok(Ok(_)) if failing => {
+                    failing = false;
+                    tracing::info!("matching queued seller replies works again");
+                }
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "matching queued seller replies failed; they stay queued"),
+                Ok(Err(e)) if !failing => {
+                    failing = true;
+                    tracing::error!(error = %e, "matching queued seller replies failed; they stay queued");
+                }
+                Ok(Err(e)) => tracing::debug!(error = %e, "matching queued seller replies failed again"),
                 Err(e) => tracing::error!(error = %e, "reply matching task failed"),
             }
             let delay = tick_delay(rand::random::<f64>());
