@@ -1,5 +1,5 @@
 //! `isto serve`: opens the store and keys, assembles the router (`/mcp`, pages,
-//! `/healthz` and `/readyz`), starts the outbox worker, the expiry sweeper and the admin socket, and
+//! `/healthz` and `/readyz`), starts the outbox worker, the reply matching, the expiry sweeper and the admin socket, and
 //! shuts down gracefully on SIGTERM or Ctrl-C.
 
 use crate::clock::SystemClock;
@@ -25,6 +25,7 @@ use tracing::Span;
 
 pub mod metrics;
 pub mod rate;
+pub mod ready;
 pub mod systemd;
 
 /// A start-up failure, with what to do.
@@ -357,69 +358,6 @@ async fn healthz() -> impl IntoResponse {
     "ok\n"
 }
 
-/// How old the last write may be for `/readyz` to report its outcome rather than make
-/// a probe write (at most one probe per this interval however often `/readyz` is asked).
-pub const READY_FRESH: Duration = Duration::from_secs(5);
-/// Longest `/readyz` answer; a slower check is answered not ready.
-const READY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What `/readyz` found (issue 9 point 7): whether the holder is ready, and the report —
-///
-/// ```json
-/// {"status": "ready" | "not_ready",
-///  "checks": {"store": {"writable": true, "probed": false, "busy": false, "lastWriteAgeSecs": 3,
-///                       "freeBytes": 52428800},
-///             "outbox": {"backlog": 0, "oldestAgeSecs": 0},
-///             "index": {"inStep": true, "updating": false, "opening": false, "generation": 4, "storeGeneration": 4,
-///                       "offers": 120}}}
-/// ```
-///
-/// Ready means the store takes writes ([`crate::store::Store::writable`]) and the offer
-/// index is in step with the store's catalogue (not while `isto serve` is still opening
-/// or rebuilding it after the start: `opening`); the outbox is reported but never makes
-/// the holder not ready (a stuck SMTP server must not take it out of a load balancer:
-/// see `docs/choices.md`). Blocking (store I/O); changes nothing a user can see.
-pub fn readiness(holder: &AppState) -> (bool, serde_json::Value) {
-    use serde_json::json;
-    let w = holder.base.store.writable(READY_FRESH);
-    let store = json!({"writable": w.ok, "probed": w.probed, "busy": w.busy, "lastWriteAgeSecs": w.age_secs,
-                       "freeBytes": w.free_bytes});
-    let outbox = match holder.base.outbox.backlog() {
-        Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs, "dropped": b.dropped}),
-        Err(e) => {
-            tracing::debug!(error = %e, "readiness: outbox unreadable");
-            json!({"backlog": null, "oldestAgeSecs": null, "dropped": null, "error": "unreadable"})
-        }
-    };
-    let (in_step, index) = match holder.catalogue.index_status() {
-        Ok(i) => (
-            i.in_step,
-            json!({"inStep": i.in_step, "updating": i.updating, "opening": i.opening,
-                   "generation": i.index_generation, "storeGeneration": i.store_generation, "offers": i.offers}),
-        ),
-        Err(e) => {
-            tracing::debug!(error = %e, "readiness: offer index unavailable");
-            (false, json!({"inStep": false, "error": "unavailable"}))
-        }
-    };
-    let ready = w.ok && in_step;
-    let status = if ready { "ready" } else { "not_ready" };
-    (ready, json!({"status": status, "checks": {"store": store, "outbox": outbox, "index": index}}))
-}
-
-/// `GET /readyz`: [`readiness`] as JSON, 200 when ready, 503 when not (also when the
-/// checks take longer than 5 s).
-async fn readyz(holder: AppState) -> Response {
-    use axum::http::StatusCode;
-    let checks = tokio::task::spawn_blocking(move || readiness(&holder));
-    let (ready, body) = match tokio::time::timeout(READY_TIMEOUT, checks).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(_)) | Err(_) => (false, serde_json::json!({"status": "not_ready", "checks": {}, "error": "timeout"})),
-    };
-    let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (code, [(axum::http::header::CACHE_CONTROL, "no-store")], axum::Json(body)).into_response()
-}
-
 /// The three MCP endpoints, each a router with its Streamable HTTP service mounted at
 /// its path and the Host and Origin checks from the public URL. The bearer checks of
 /// `/mcp/buyer` and `/mcp/seller` are not in them: [`router`] layers those on.
@@ -489,7 +427,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", {
             let h = holder.clone();
-            get(move || readyz(h.clone()))
+            get(move || ready::public(h.clone()))
         })
         .merge(crate::web::routes(holder.clone(), oauth.clone()))
         .merge(crate::oauth::routes(oauth))
@@ -600,6 +538,8 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
         transport,
         stop.clone(),
     ));
+    // Seller replies are matched on their own jittered tick, not by the mail worker.
+    let replies = tokio::spawn(holder.reply_ticker().run(stop.clone()));
     let admin = tokio::spawn(admin_socket.run(holder.clone(), stop.clone()));
     let metrics = metrics_listener.map(|l| {
         if let Ok(addr) = l.local_addr() {
@@ -660,6 +600,7 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
     // the rest of the shutdown budget (issue 9 point 5: stop within 10 s).
     let _ = tokio::time::timeout(SHUTDOWN_TASKS, async {
         let _ = worker.await;
+        let _ = replies.await;
         let _ = admin.await;
         let _ = sweeper.await;
         let _ = index_task.await;
@@ -865,55 +806,6 @@ mod tests {
         assert_eq!(seen(lo(), "127.0.0.1:5", &["198.51.100.1", "192.0.2.7"]).await, "Some(192.0.2.7)");
         assert_eq!(seen(lo(), "192.0.2.9:5", &["192.0.2.7"]).await, "Some(192.0.2.9)");
         assert_eq!(seen(TrustedProxies::none(), "127.0.0.1:5", &["192.0.2.7"]).await, "Some(127.0.0.1)");
-    }
-
-    async fn get_json(app: &Router, path: &str) -> (axum::http::StatusCode, serde_json::Value) {
-        let req = Request::get(path).header("host", "holder.example").body(Body::empty()).unwrap();
-        let res = app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn readyz_reports_store_outbox_and_index_and_healthz_stays_liveness() {
-        use crate::clock::Clock as _;
-        let dir = tempfile::tempdir().unwrap();
-        let (s, store, clock) = holder_parts(dir.path());
-        let h = AppState::new(s, store, KeyRing::ephemeral(), clock.clone());
-        let app = router(h.clone(), CancellationToken::new());
-        let (code, body) = get_json(&app, "/readyz").await;
-        assert_eq!(code, axum::http::StatusCode::OK, "{body}");
-        assert_eq!(body["status"], "ready");
-        assert_eq!(body["checks"]["store"]["writable"], true);
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 0, "oldestAgeSecs": 0, "dropped": 0}));
-        assert_eq!(body["checks"]["index"]["inStep"], true);
-
-        // Queued mail is reported with its age, and alone never makes the holder unready.
-        let content = crate::mail::MailContent {
-            to: "a@b.example".into(),
-            subject: "s".into(),
-            text: "t".into(),
-            unsubscribe_url: "https://holder.example/u".into(),
-        };
-        let job =
-            crate::mail::MailJob::seal(&h.base.keys, None, &content, clock.now().unix_timestamp(), "holder.example")
-                .unwrap();
-        h.base.store.write(|tx| tx.enqueue_mail(&job)).unwrap();
-        clock.advance(time::Duration::minutes(90));
-        let (code, body) = get_json(&app, "/readyz").await;
-        assert_eq!(code, axum::http::StatusCode::OK, "{body}");
-        assert_eq!(body["checks"]["outbox"], serde_json::json!({"backlog": 1, "oldestAgeSecs": 5400, "dropped": 0}));
-
-        // An index that missed a catalogue change: not ready, 503; /healthz still ok.
-        h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
-        let (code, body) = get_json(&app, "/readyz").await;
-        assert_eq!(code, axum::http::StatusCode::SERVICE_UNAVAILABLE, "{body}");
-        assert_eq!(body["status"], "not_ready");
-        assert_eq!(body["checks"]["index"]["inStep"], false);
-        assert_eq!(body["checks"]["store"]["writable"], true);
-        let req = Request::get("/healthz").header("host", "holder.example").body(Body::empty()).unwrap();
-        assert_eq!(app.clone().oneshot(req).await.unwrap().status(), axum::http::StatusCode::OK);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,21 +1,25 @@
 //! Deliveries (PROTOCOL.md §4.5, §6): recording matches of offers to intents (once per
 //! pair, in strictly increasing delivery times), listing them, matching the queued
-//! seller replies ([`drain_pending_replies`]), and queueing the match digests that the
-//! mail worker sends ([`Digests`], the worker's
-//! [`DigestScheduler`](crate::mail::worker::DigestScheduler), which drains the reply
-//! queue first).
+//! seller replies on a tick of their own ([`replies`]: [`match_queued_replies`], run by
+//! the [`ReplyTicker`]), and queueing the match digests that the mail worker sends
+//! ([`Digests`], the worker's
+//! [`DigestScheduler`](crate::mail::worker::DigestScheduler)).
 
-use crate::base::{Base, Result, ServiceError, Writes};
+use crate::base::{Base, Result, Writes};
 use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::matching::{self, IntentView};
-use crate::protocol::{Delivery, Status, Visibility};
+use crate::protocol::{Delivery, Status};
 use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 use time::OffsetDateTime;
+
+pub mod replies;
+
+pub use replies::{match_queued_replies, ReplyTicker};
 
 /// Deliveries of an intent after `since` (exclusive), oldest first, at most `limit`,
 /// and the cursor for the next call (PROTOCOL.md §3 intent_list_matches).
@@ -140,77 +144,6 @@ pub fn set_cadence_tx(
     Ok(())
 }
 
-/// Most queued replies one [`drain_pending_replies`] call matches; when more wait, it
-/// wakes the mail worker for another pass (so mail is not held up behind a long queue).
-pub const DRAIN_MAX: usize = 256;
-
-/// Matches the queued seller replies (PROTOCOL.md §3 intent_submit_offer: "check and
-/// deliver after answering"; `sellers::submit_reply` queues them), oldest first, each
-/// against its one intent with the exact PROTOCOL.md §6 rules (hidden limit opened), as
-/// the intent is now: in one transaction per reply, which removes it from the queue,
-/// records the delivery when it matches and schedules the digest. So a reply is matched
-/// at most once: a crash before the commit leaves it queued for the next pass (the
-/// worker's first pass after a start), after the commit it is gone. A reply whose intent
-/// no longer takes replies (withdrawn, expired, made private, erased) or whose offer is
-/// gone is dropped undelivered. One whose intent's hidden limit cannot be opened (a key
-/// error) is dropped and logged; a storage error ends the call and the reply stays
-/// queued. Returns the number of new deliveries.
-///
-/// # Errors
-/// Storage errors.
-pub fn drain_pending_replies(base: &Base) -> Result<u64> {
-    let mut delivered = 0;
-    let mut done = 0;
-    while done < DRAIN_MAX {
-        let batch = base.store.read(|rx| rx.pending_replies(DRAIN_MAX - done))?;
-        if batch.is_empty() {
-            return Ok(delivered);
-        }
-        for (seq, _, _) in batch {
-            done += 1;
-            match match_pending_reply(base, seq) {
-                Ok(n) => delivered += n,
-                Err(ServiceError::Crypto(e)) => {
-                    base.store.write(|tx| tx.take_pending_reply(seq))?;
-                    tracing::error!(error = %e, "a queued seller reply was dropped undelivered: its intent's sealed fields cannot be opened");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    if base.store.read(|rx| rx.pending_reply_count())? > 0 {
-        base.outbox.wake();
-    }
-    Ok(delivered)
-}
-
-/// Matches queued reply `seq` (see [`drain_pending_replies`]); returns the number of new
-/// deliveries (0 or 1).
-fn match_pending_reply(base: &Base, seq: u64) -> Result<u64> {
-    let now = base.now();
-    let (n, ids) = base.write(|tx| -> Result<(u64, Option<(String, String)>)> {
-        let Some((intent_id, offer_id)) = tx.take_pending_reply(seq)? else { return Ok((0, None)) };
-        let ids = Some((intent_id.clone(), offer_id.clone()));
-        let Some(mut rec) = tx.intent::<IntentRecord>(&intent_id)? else { return Ok((0, ids)) };
-        if rec.effective_status(now) != Status::Active || rec.visibility != Visibility::Pseudonymous {
-            return Ok((0, ids));
-        }
-        let Some(offer) = tx.offer::<OfferRecord>(&offer_id)? else { return Ok((0, ids)) };
-        // The reply is current (valid, seller checked by the disabled set) as a candidate.
-        let candidate = OfferRecord { active: true, ..offer };
-        let disabled = disabled_sellers(tx)?;
-        let n = match_intent_tx(base, tx, &mut rec, std::slice::from_ref(&candidate), &disabled, now)?;
-        if n > 0 {
-            tx.put_intent(&rec, true)?;
-        }
-        Ok((n, ids))
-    })?;
-    if let Some((intent, offer)) = ids {
-        tracing::info!(intent = %intent, offer = %offer, delivered = n, "seller reply matched");
-    }
-    Ok(n)
-}
-
 /// Sends what is due: builds digests for intents whose digest time has come (first
 /// one at once, later ones after the spacing of the intent's cadence, see
 /// [`Cadence::next_digest_at`]; none while paused) into the outbox. Returns the
@@ -313,13 +246,10 @@ pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
 pub struct Digests(pub Arc<Base>);
 
 impl crate::mail::worker::DigestScheduler for Digests {
-    /// Drains the queued seller replies first ([`drain_pending_replies`]: a delivery it
-    /// makes goes out in the digest queued just after), then queues the due digests. A
-    /// failed drain is logged here and does not hold up the digests.
+    /// Queues the due digests ([`queue_due_digests`]). The queued seller replies are not
+    /// matched here but on the [`ReplyTicker`]'s own tick, so that nothing the worker
+    /// does follows a reply at once.
     fn queue_due(&self) -> std::result::Result<u64, String> {
-        if let Err(e) = drain_pending_replies(&self.0) {
-            tracing::error!(error = %e, "matching queued seller replies failed; they stay queued");
-        }
         queue_due_digests(&self.0).map_err(|e| e.to_string())
     }
 }

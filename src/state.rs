@@ -7,7 +7,7 @@ use crate::catalogue::Catalogue;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::deliveries::Digests;
+use crate::deliveries::{Digests, ReplyTicker};
 use crate::intents::Intents;
 use crate::store::{Reads as _, Store, StoreError};
 use std::path::PathBuf;
@@ -51,6 +51,12 @@ impl AppState {
     /// The digest scheduler for the mail worker.
     pub fn digests(&self) -> Digests {
         Digests(self.base.clone())
+    }
+
+    /// The scheduler that matches the queued seller replies on its own jittered tick
+    /// (`deliveries::replies`); `isto serve` runs one.
+    pub fn reply_ticker(&self) -> ReplyTicker {
+        ReplyTicker(self.base.clone())
     }
 }
 

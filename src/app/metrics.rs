@@ -9,7 +9,7 @@
 //! scrapes in between answer its last counts (see docs/choices.md).
 //!
 //! Metrics are served only on `metrics_listen` (default: off), never on the public
-//! listener.
+//! listener; so is the readiness report (`/readyz` there, see [`super::ready`]).
 
 use crate::protocol::Status;
 use crate::records::IntentRecord;
@@ -157,10 +157,14 @@ async fn metrics(scraper: Scraper) -> Response {
     }
 }
 
-/// The router of the metrics listener: `GET /metrics` only.
+/// The router of the metrics listener: `GET /metrics`, and `GET /readyz` with the
+/// readiness report ([`super::ready::detailed`]; the public `/readyz` says only ready or
+/// not).
 pub fn router(holder: AppState) -> Router {
-    let scraper = Scraper::new(holder);
-    Router::new().route("/metrics", get(move || metrics(scraper.clone())))
+    let scraper = Scraper::new(holder.clone());
+    Router::new()
+        .route("/metrics", get(move || metrics(scraper.clone())))
+        .route("/readyz", get(move || super::ready::detailed(holder.clone())))
 }
 
 /// Serves [`router`] on `listener` until `stop`.

@@ -26,8 +26,8 @@
 //! while deliveries, `list_matches` and digests load it by id like any offer. It is
 //! checked once, against its one intent, with the exact PROTOCOL.md §6 rules (hidden
 //! limit opened), after the answer: the transaction that stores it also queues it
-//! (`pending_replies`), and the mail worker matches the queue
-//! ([`crate::deliveries::drain_pending_replies`]). The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
+//! (`pending_replies`), and the reply matching's own jittered tick matches the queue
+//! ([`crate::deliveries::match_queued_replies`]). The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
 //! `replies:<account id>:<intent id>` (at most [`MAX_REPLIES`]).
 //!
 //! Disabling ([`set_disabled`]) flags the account (sessions end; the seller tools read

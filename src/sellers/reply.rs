@@ -7,8 +7,9 @@
 //! seller's reply count for the intent. `accepted: true` means stored and valid. The
 //! PROTOCOL.md §6 check (hidden limit included), which decides whether the reply is
 //! delivered, runs after the answer (issue 10 point 2): the reply is queued in the
-//! transaction that stores it, and the mail worker matches the queue
-//! ([`crate::deliveries::drain_pending_replies`]). The work before the answer never
+//! transaction that stores it, and the queue is matched on a jittered tick of its own
+//! ([`crate::deliveries::replies`]), so that not even the seller's next call is slowed
+//! by a delivery. The work before the answer never
 //! opens, reads or branches on the hidden limit ([`ReplyTarget`] does not hold it), so
 //! neither the answer nor the time it takes tells a price below the limit from one
 //! above it — price probing learns nothing.
@@ -158,8 +159,8 @@ impl ReplyTarget {
 /// stores the reply (see the module docs of [`crate::sellers`]) and queues it for
 /// matching (`pending_replies`). It neither opens nor reads the hidden limit, and does
 /// the same work whatever the price: the PROTOCOL.md §6 check against the one intent,
-/// the delivery and the digest come after the answer, when the mail worker drains the
-/// queue ([`crate::deliveries::drain_pending_replies`]; woken here, after the commit).
+/// the delivery and the digest come after the answer, at the next tick of the reply
+/// matching ([`crate::deliveries::match_queued_replies`]; nothing is woken here).
 ///
 /// # Errors
 /// Storage errors.
@@ -217,7 +218,6 @@ pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) ->
             offer = outcome.offer_id.as_deref().unwrap_or_default(),
             "seller reply stored and queued for matching"
         );
-        base.outbox.wake();
     }
     Ok(outcome)
 }
@@ -309,13 +309,13 @@ mod tests {
         assert_eq!(below, json!({"accepted": true}));
         assert_eq!(below, above, "identical answers");
         assert_eq!((opened_below, opened_above), (0, 0), "no sealed value is opened before the answer");
-        // Nothing is delivered or scheduled before the worker runs: the queue holds both.
+        // Nothing is delivered or scheduled before the tick: the queue holds both.
         assert!(delivered(&b, "int_a").is_empty());
         assert_eq!(b.store.read(|rx| rx.digest_due_at("int_a")).unwrap(), None);
         assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 2);
-        // The worker's drain opens the limit and delivers only the reply within it.
+        // The tick opens the limit and delivers only the reply within it.
         let before = crypto::opened_on_this_thread();
-        assert_eq!(deliveries::drain_pending_replies(&b).unwrap(), 1);
+        assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 1);
         assert!(crypto::opened_on_this_thread() > before, "the match after the answer opens the limit");
         assert_eq!(delivered(&b, "int_a"), vec!["Octavia below"]);
         assert!(b.store.read(|rx| rx.digest_due_at("int_a")).unwrap().is_some(), "the digest is scheduled");
@@ -324,10 +324,38 @@ mod tests {
         assert_eq!(rec.match_count, 1);
         assert!(b.engine.contains("int_a"), "the delivery's intent write went through Base::write");
         // A second drain finds nothing: matched once.
-        assert_eq!(deliveries::drain_pending_replies(&b).unwrap(), 0);
+        assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 0);
         assert_eq!(delivered(&b, "int_a").len(), 1);
         let stored: OfferRecord = b.store.read(|rx| rx.offer(&below_id)).unwrap().unwrap();
         assert!(!stored.active, "a reply never enters the catalogue");
+    }
+
+    /// The reply matching's tick is one write transaction whatever the queue holds —
+    /// nothing, a refused reply, a delivered one, several — so a refused reply opens no
+    /// write transaction of its own and a delivered one none more.
+    #[test]
+    fn one_tick_is_one_write_transaction_whatever_the_replies_outcomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, _) = base(dir.path());
+        intent(&b, "int_a", 12_000.0, &b.keys);
+        intent(&b, "int_b", 12_000.0, &b.keys);
+        let tick = |expect_delivered: u64| {
+            let before = b.store.commits().unwrap();
+            assert_eq!(deliveries::match_queued_replies(&b).unwrap(), expect_delivered);
+            b.store.commits().unwrap() - before
+        };
+        assert_eq!(tick(0), 1, "an empty queue");
+        submit(&b, &reply(&b, "int_a", "Octavia above", 15_000.0));
+        assert_eq!(tick(0), 1, "one refused reply");
+        submit(&b, &reply(&b, "int_a", "Octavia below", 11_000.0));
+        assert_eq!(tick(1), 1, "one delivered reply");
+        submit(&b, &reply(&b, "int_b", "Octavia above", 15_000.0));
+        submit(&b, &reply(&b, "int_b", "Octavia below", 11_000.0));
+        submit(&b, &reply(&b, "int_a", "Octavia above again", 16_000.0));
+        assert_eq!(tick(1), 1, "three replies, one delivered");
+        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
+        assert_eq!(delivered(&b, "int_a"), vec!["Octavia below"]);
+        assert_eq!(delivered(&b, "int_b"), vec!["Octavia below"]);
     }
 
     #[test]
@@ -343,7 +371,7 @@ mod tests {
         assert_eq!(normal, foreign);
         assert_eq!(opened, 0);
         // The drain drops the one it cannot match (logged) and delivers the other.
-        assert_eq!(deliveries::drain_pending_replies(&b).unwrap(), 1);
+        assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 1);
         assert_eq!(delivered(&b, "int_ok"), vec!["Octavia"]);
         assert!(delivered(&b, "int_sealed_elsewhere").is_empty());
         assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0, "not retried forever");
@@ -363,7 +391,7 @@ mod tests {
         b.store.write(|tx| tx.put_intent(&private.id, &private, true, crate::base::sweep_due(&private))).unwrap();
         b.store.write(|tx| tx.remove_intent(&erased.id)).unwrap();
         clock.advance(time::Duration::days(100));
-        assert_eq!(deliveries::drain_pending_replies(&b).unwrap(), 0);
+        assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 0);
         for id in ["int_private", "int_erased", "int_expiring"] {
             assert!(delivered(&b, id).is_empty(), "{id}");
         }

@@ -1,8 +1,8 @@
 //! Pending replies (v4): sellers' replies that were stored and answered but not yet
 //! matched against their intent — PROTOCOL.md §3 intent_submit_offer, "check and
 //! deliver after answering". A durable queue by sequence number (never reused), written
-//! in the transaction that stores the reply and emptied, one entry per transaction, by
-//! the worker that matches it (`deliveries::drain_pending_replies`).
+//! in the transaction that stores the reply and emptied in batches, one write
+//! transaction per tick, by the reply matching (`deliveries::match_queued_replies`).
 
 use super::schema::{META, PENDING_REPLIES};
 use super::{meta_counter, Result, Tables, Tx};

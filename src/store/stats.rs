@@ -11,6 +11,18 @@ use super::{decode, Ns, Result, Rx};
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::de::DeserializeOwned;
 
+impl super::Store {
+    /// How many write transactions have committed on the open file since it was opened
+    /// (or last reopened after an I/O failure): a count kept for the group commit, read
+    /// here so that tests can tell how many writes a call made.
+    ///
+    /// # Errors
+    /// [`super::StoreError::Unavailable`] while the file is being reopened.
+    pub fn commits(&self) -> Result<u64> {
+        Ok(self.current()?.lock_group().committed)
+    }
+}
+
 /// Row counts read from table headers, without a scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {

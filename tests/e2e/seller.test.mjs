@@ -278,7 +278,7 @@ test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's
       },
       { timeout: 15000, interval: 300, what: "the reply among the buyer's matches" },
     );
-    // Both replies are matched after their answers, by the holder's worker, in the
+    // Both replies are matched after their answers, by the holder's reply tick, in the
     // order they came; a short extra poll makes sure the one above the hidden limit
     // does not come later.
     const deadline = Date.now() + 1500;

@@ -2,7 +2,9 @@
 //! small tmpfs that this test mounts in a private mount namespace (`unshare`). The test
 //! fills the tmpfs through `/proc/<pid>/root` until publishing a draft over `/mcp`
 //! fails, sees `/readyz` answer 503 while `/healthz` stays 200, deletes the filler, and
-//! sees the next publish succeed and `/readyz` answer 200 — without a restart.
+//! sees the next publish succeed and `/readyz` answer 200 — without a restart. The
+//! report (why) is read from `/readyz` on the metrics listener; the public one says only
+//! ready or not.
 //!
 //! Skipped, with a message, where no tmpfs can be mounted (no `unshare`, no user or
 //! mount namespaces) or the server's mount namespace cannot be reached. Loopback only; every loop bounded in count and time.
@@ -43,6 +45,8 @@ fn mount_namespace(dir: &Path) -> Option<Vec<&'static str>> {
 struct Isto {
     child: Child,
     port: u16,
+    /// The metrics listener's port (`/readyz` with the report).
+    metrics: u16,
 }
 
 impl Drop for Isto {
@@ -69,9 +73,15 @@ fn publish(port: u16, sid: &str, n: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn readyz(port: u16) -> (u16, Value) {
-    let (code, _, body) = http(port, "GET", "/readyz", &[], "");
-    (code, serde_json::from_str(&body).unwrap_or(Value::Null))
+/// `GET /readyz` on the metrics listener `metrics`: the status code and the report. The
+/// public listener `port` answers its status alone (200 ready, 503 not ready).
+fn readyz(port: u16, metrics: u16) -> (u16, Value) {
+    let (code, _, body) = http(metrics, "GET", "/readyz", &[], "");
+    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let (public, _, text) = http(port, "GET", "/readyz", &[], "");
+    let status = if public == 200 { "ready" } else { "not_ready" };
+    assert_eq!(text, format!(r#"{{"status":"{status}"}}"#), "the public /readyz says ready or not, nothing more");
+    (code, body)
 }
 
 fn free_port() -> u16 {
@@ -81,7 +91,7 @@ fn free_port() -> u16 {
 /// Starts `isto serve` inside a new mount namespace whose `dir` is a fresh tmpfs, and
 /// waits for `/healthz` and for the offer index to be open.
 fn start(ns: &[&str], dir: &Path, work: &Path) -> Isto {
-    let port = free_port();
+    let (port, metrics) = (free_port(), free_port());
     let mut cmd = Command::new("unshare");
     cmd.args(ns)
         .args(["sh", "-c", "mount -t tmpfs -o \"$2\" tmpfs \"$1\" && exec \"$0\" serve"])
@@ -97,17 +107,19 @@ fn start(ns: &[&str], dir: &Path, work: &Path) -> Isto {
     cmd.env("ISTO_DATA_DIR", dir.join("data"))
         .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
         .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+        .env("ISTO_METRICS_LISTEN", format!("127.0.0.1:{metrics}"))
         .env("ISTO_MAIL_FROM", "holder@example.test")
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log);
-    let isto = Isto { child: cmd.spawn().unwrap(), port };
+    let isto = Isto { child: cmd.spawn().unwrap(), port, metrics };
     let t = Instant::now();
     loop {
         let up = TcpStream::connect(("127.0.0.1", port)).is_ok() && http(port, "GET", "/healthz", &[], "").0 == 200;
         // It answers before its offer index is open; then waits for that (`opening`).
-        if up && readyz(port).1["checks"]["index"]["opening"] != true {
+        let metrics_up = TcpStream::connect(("127.0.0.1", metrics)).is_ok();
+        if up && metrics_up && readyz(port, metrics).1["checks"]["index"]["opening"] != true {
             return isto;
         }
         assert!(t.elapsed() < Duration::from_secs(15), "isto serve did not answer /healthz:\n{}", log_of(work));
@@ -151,7 +163,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
         return;
     };
     let isto = start(&ns, &dir, work.path());
-    let port = isto.port;
+    let (port, metrics) = (isto.port, isto.metrics);
     // The tmpfs as the test sees it: through the server's root, in its mount namespace.
     let inside: PathBuf = PathBuf::from(format!("/proc/{}/root", isto.child.id())).join(dir.strip_prefix("/").unwrap());
     if !inside.join("data").is_dir() {
@@ -159,7 +171,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
         return;
     }
 
-    let (code, body) = readyz(port);
+    let (code, body) = readyz(port, metrics);
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["status"], "ready", "{body}");
     let sid = mcp_session(port, "disk-full");
@@ -183,7 +195,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
     let text = failure.expect("200 drafts on a full 4 MiB disk: one must fail");
     assert!(text.contains("internal error"), "the failure is the store's, answered generically: {text}");
 
-    let (code, body) = readyz(port);
+    let (code, body) = readyz(port, metrics);
     assert_eq!(code, 503, "{body}");
     assert_eq!(body["status"], "not_ready", "{body}");
     assert_eq!(body["checks"]["store"]["writable"], false, "{body}");
@@ -193,7 +205,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
     std::fs::remove_file(&filler).unwrap();
     std::thread::sleep(isto::store::REOPEN_INTERVAL + Duration::from_millis(100));
     publish(port, &sid, 1000).unwrap_or_else(|e| panic!("publish after space returned: {e}\n{}", log_of(work.path())));
-    let (code, body) = readyz(port);
+    let (code, body) = readyz(port, metrics);
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["checks"]["store"]["writable"], true, "{body}");
     assert_eq!(body["checks"]["index"]["inStep"], true, "{body}");

@@ -458,6 +458,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     assert_eq!(listed, vec![handle.as_str()], "{v}");
     // The queued reply is matched and delivered.
     assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 1);
+    isto::deliveries::match_queued_replies(&h.base).unwrap();
     isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
     assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
     let (delivered, _) = isto::deliveries::list(&h.base, &open, None, 10).unwrap();

@@ -64,6 +64,8 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 use crate::kit::buyer_grant;
+
+mod delivery_bit;
 use crate::kit::{Fx, Opts, Resp, START};
 
 // ---------------------------------------------------------------------------
@@ -662,8 +664,9 @@ fn run(case: &Case, s: &mut Side) -> Result<(), TestCaseError> {
         }
         s.tick();
     }
-    // What the mail worker runs before each pass: the queued replies are matched and
-    // delivered (issue 10 point 2), then due digests queued.
+    // A tick of the reply matching: the queued replies are matched and delivered (issue
+    // 10 point 2); then what the mail worker runs before each pass: due digests queued.
+    isto::deliveries::match_queued_replies(&h.base).unwrap();
     isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
     public_looks(case, s, "after replies");
     buyer_looks(s, "after replies");
@@ -789,8 +792,11 @@ fn sellers_look(case: &Case, s: &mut Side, when: &str) {
     s.tick();
 }
 
-/// The public's and sellers' view of the catalogue and the demand, on every endpoint.
+/// The public's and sellers' view of the catalogue and the demand, on every endpoint,
+/// and of the holder's readiness (`/readyz`, which once showed the outbox backlog: a
+/// digest queued for a delivered reply).
 fn public_looks(case: &Case, s: &mut Side, when: &str) {
+    s.page(Kind::Open, "/readyz", None);
     s.page(Kind::Open, "/.well-known/isto-intents", None);
     s.page(Kind::Open, "/", None);
     let mut searches = vec![json!({"statement": "Škoda Octavia"}), json!({"statement": "byt", "category": "property"})];

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::kit::{self, Fx, Opts, BASE};
 
-const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
+pub(crate) const SELLER_RESOURCE: &str = "https://holder.example/mcp/seller";
 const LIMIT: f64 = 12345.0;
 
 fn fixture() -> Fx {
@@ -33,7 +33,7 @@ fn fixture() -> Fx {
 
 impl Fx {
     /// Registers a seller (as `isto admin seller add` does).
-    fn seller(&self, name: &str, email: &str, categories: &[&str], regions: &[&str]) -> SellerProfile {
+    pub(crate) fn seller(&self, name: &str, email: &str, categories: &[&str], regions: &[&str]) -> SellerProfile {
         let added = sellers::add(
             &self.holder.base,
             &NewSeller {
@@ -50,7 +50,7 @@ impl Fx {
     }
 
     /// The seller signs in with a one-time link (from `/signin`); returns the cookie.
-    fn seller_signs_in(&self, email: &str) -> String {
+    pub(crate) fn seller_signs_in(&self, email: &str) -> String {
         let page = self.get("/signin?next=/seller/intents", None);
         let csrf = page.csrf_for("/signin/link");
         let fields = [("csrf", csrf.as_str()), ("email", email), ("next", "/seller/intents")];
@@ -66,7 +66,7 @@ impl Fx {
 
     /// A consent-link intent made active: publish, consent with `email`, confirm.
     /// Returns (id, intentCode).
-    fn consent_intent(&self, args: Value, email: &str) -> (String, String) {
+    pub(crate) fn consent_intent(&self, args: Value, email: &str) -> (String, String) {
         let h = &self.holder;
         let r = h.intents.publish_draft(h.intents.parse_publish(&args).unwrap()).unwrap();
         let token = r.consent_url.rsplit('/').next().unwrap().to_owned();
@@ -84,7 +84,7 @@ impl Fx {
 }
 
 /// A pseudonymous vehicles intent in Slovakia, budget 20 000 EUR, with `extra` fields.
-fn octavia(extra: Value) -> Value {
+pub(crate) fn octavia(extra: Value) -> Value {
     let mut v = json!({"statement": "Hľadám Škoda Octavia combi",
         "criteria": {"category": "vehicles", "make": "Škoda", "model": "Octavia"},
         "area": "SK", "budget": {"max": 20000, "currency": "EUR"}, "visibility": "pseudonymous"});
@@ -94,7 +94,7 @@ fn octavia(extra: Value) -> Value {
     v
 }
 
-fn reply(intent: &str, title: &str, price: f64) -> Value {
+pub(crate) fn reply(intent: &str, title: &str, price: f64) -> Value {
     json!({"source": {"kind": "reply"}, "inReplyTo": intent, "title": title,
            "description": "Servisná knižka, 1. majiteľ.", "category": "vehicles",
            "attributes": {"make": "Škoda", "model": "Octavia", "year": 2019},
@@ -133,7 +133,7 @@ fn open_list(h: &AppState, p: &SellerProfile, args: Value) -> Vec<Value> {
 
 /// Seller `p`'s handle for intent `id` (PROTOCOL.md §2): what the seller sees as the
 /// intent's `id` and gives as `inReplyTo`.
-fn hd(h: &AppState, p: &SellerProfile, id: &str) -> String {
+pub(crate) fn hd(h: &AppState, p: &SellerProfile, id: &str) -> String {
     sellers::handle(&h.base, &p.seller_id, id)
 }
 
@@ -157,9 +157,11 @@ fn pseudonym_of(list: &[Value], id: &str) -> String {
         .to_owned()
 }
 
-/// Runs what the mail worker runs before each pass (issue 10 point 2): the queued replies
-/// are matched and delivered, then due digests queued. Returns the digests queued.
+/// A tick of the reply matching (issue 10 point 2: the queued replies are matched and
+/// delivered), then what the mail worker runs before each pass (due digests queued).
+/// Returns the digests queued.
 fn drain(h: &AppState) -> u64 {
+    isto::deliveries::match_queued_replies(&h.base).unwrap();
     isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap()
 }
 
@@ -435,7 +437,7 @@ fn the_fourth_reply_is_refused() {
 
 /// Registers an OAuth client and authorizes it for `/mcp/seller` with the seller's
 /// session; returns the access token.
-fn seller_token(f: &Fx, cookie: &str) -> String {
+pub(crate) fn seller_token(f: &Fx, cookie: &str) -> String {
     seller_token_for(f, cookie, "offers demand")
 }
 
@@ -925,10 +927,10 @@ fn requests_are_limited_per_credential() {
 }
 
 /// Issue 10 point 2: a reply answered but not yet matched (the holder killed between the
-/// answer and the match) is matched after a restart — by the mail worker's first pass —
+/// answer and the match) is matched after a restart — by the reply matching's first tick —
 /// and reaches its buyer once, in a digest.
 #[test]
-fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_worker_at_start() {
+fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_first_tick_after_it() {
     let f = fixture();
     let s = f.seller("Dealer One", "one@dealer.example", &["vehicles"], &["SK-BL"]);
     let (id, _) = f.consent_intent(octavia(json!({"hiddenLimit": 12000})), "buyer@example.com");
@@ -944,16 +946,9 @@ fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_worker_at_start() {
     let f = f.restart();
     let h = f.holder.clone();
     assert_eq!(pending(&h), 1, "the queue is in the store");
-    // The real worker, as `isto serve` starts it (mail to .eml files in the data dir).
-    let transport =
-        isto::mail::Transport::new(None, &h.base.settings.outbox_dir(), h.base.settings.allow_plaintext_auth).unwrap();
+    // The real reply matching, as `isto serve` starts it: its first tick comes at once.
     let stop = tokio_util::sync::CancellationToken::new();
-    let worker = f.rt.spawn(isto::mail::worker::run(
-        h.base.outbox.clone(),
-        std::sync::Arc::new(h.digests()),
-        transport,
-        stop.clone(),
-    ));
+    let worker = f.rt.spawn(h.reply_ticker().run(stop.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while delivered_titles(&h, &id).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));

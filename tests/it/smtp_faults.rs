@@ -204,6 +204,8 @@ fn free_port() -> u16 {
 struct Isto {
     child: Child,
     base: String,
+    /// The metrics listener (`/readyz` with the report).
+    metrics: String,
     data: PathBuf,
     log: PathBuf,
     http: reqwest::Client,
@@ -227,7 +229,7 @@ impl Isto {
     /// [`Isto::start`] with `RUST_LOG` set to `rust_log`.
     async fn start_logging(smtp_url: &str, rust_log: &str) -> Isto {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
+        let (port, metrics) = (free_port(), free_port());
         let config = dir.path().join("isto.toml");
         std::fs::write(&config, "[mail]\nsmtp_timeout_secs = 2\nretry_base_secs = 1\n").unwrap();
         let log = dir.path().join("isto.log");
@@ -238,6 +240,7 @@ impl Isto {
             .env("ISTO_DATA_DIR", &data)
             .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
             .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+            .env("ISTO_METRICS_LISTEN", format!("127.0.0.1:{metrics}"))
             .env("ISTO_SMTP_URL", smtp_url)
             .env("ISTO_MAIL_FROM", "Holder <noreply@holder.test>")
             .env("RUST_LOG", rust_log)
@@ -251,7 +254,8 @@ impl Isto {
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
-        let isto = Isto { child, base: format!("http://127.0.0.1:{port}"), data, log, http, _dir: dir };
+        let base = format!("http://127.0.0.1:{port}");
+        let isto = Isto { child, base, metrics: format!("http://127.0.0.1:{metrics}"), data, log, http, _dir: dir };
         let t0 = Instant::now();
         loop {
             if let Ok(r) = isto.http.get(format!("{}/healthz", isto.base)).send().await {
@@ -513,9 +517,13 @@ fn a_silent_smtp_server_blocks_no_withdrawal_no_other_mail_and_no_shutdown() {
         })
         .await;
         assert!(fake.max_open.load(Ordering::SeqCst) >= 2, "several messages in flight at once");
-        // /readyz reports the stuck messages and stays ready: a mail backlog alone never
-        // takes the holder out of its load balancer.
+        // /readyz (the report, on the metrics listener) shows the stuck messages and stays
+        // ready: a mail backlog alone never takes the holder out of its load balancer.
+        // The public /readyz says only that.
         let res = isto.http.get(format!("{}/readyz", isto.base)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        assert_eq!(res.text().await.unwrap(), r#"{"status":"ready"}"#);
+        let res = isto.http.get(format!("{}/readyz", isto.metrics)).send().await.unwrap();
         assert_eq!(res.status().as_u16(), 200);
         let ready: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
         assert!(ready["checks"]["outbox"]["backlog"].as_u64().unwrap() >= 2, "{ready}");

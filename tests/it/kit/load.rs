@@ -101,13 +101,21 @@ impl Serve {
 
     /// [`Serve::start`] sending mail to `smtp_url` (an [`SmtpSink`]'s, say).
     pub fn start_with_smtp(data: &Path, log: PathBuf, smtp_url: &str) -> Serve {
+        Self::start_with_env(data, log, &[("ISTO_SMTP_URL", smtp_url)])
+    }
+
+    /// [`Serve::start`] with the environment `env` added (after the listen address and
+    /// the public URL `http://127.0.0.1:PORT`, which it may override); without
+    /// `ISTO_SMTP_URL` in it mail goes to `.eml` files in the data dir.
+    pub fn start_with_env(data: &Path, log: PathBuf, env: &[(&str, &str)]) -> Serve {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = isto(data)
             .arg("serve")
             .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
             .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
             .env("RUST_LOG", "info")
-            .env("ISTO_SMTP_URL", smtp_url)
+            .env_remove("ISTO_SMTP_URL")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
