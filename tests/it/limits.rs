@@ -7,6 +7,7 @@ use axum::routing::get;
 use axum::Router;
 use isto::app::serve_http;
 use isto::config::Limits;
+use isto::net::TrustedProxies;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,7 +28,7 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
                 "slow"
             }),
         );
-    let task = tokio::spawn(serve_http(listener, app, limits, stop.clone()));
+    let task = tokio::spawn(serve_http(listener, app, limits, TrustedProxies::none(), stop.clone()));
     (addr, stop, task)
 }
 
@@ -77,22 +78,28 @@ async fn half_a_request_line_is_closed_after_the_header_timeout() {
 #[tokio::test]
 async fn a_trickled_request_body_is_cut_off_after_the_body_timeout() {
     let (addr, stop, task) = start(Limits { body_read_timeout_secs: 1, ..limits(10, 30, 16) }).await;
-    let mut slow = TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
+    let slow = TcpStream::connect(addr).await.unwrap();
+    let (mut rx, mut tx) = slow.into_split();
+    tx.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
     let t = Instant::now();
-    // One byte every 200 ms keeps the idle timeout (30 s) from ever firing.
-    let trickle = async {
-        for _ in 0..40 {
-            if slow.write_all(b"a").await.is_err() {
+    // One byte every 200 ms, all along: each byte comes well within the body timeout
+    // (1 s) of the one before, but the whole body never does.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..25 {
+            if tx.write_all(b"a").await.is_err() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-    };
-    let _ = tokio::time::timeout(Duration::from_millis(1500), trickle).await;
-    let answer = read_to_close(&mut slow, Duration::from_secs(4)).await.expect("closed within the body timeout");
+    });
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(4), rx.read_to_end(&mut answer)).await;
+    let took = t.elapsed();
+    trickle.abort();
+    assert!(closed.is_ok(), "a body trickled for {took:?} was not cut off");
     let answer = String::from_utf8_lossy(&answer).into_owned();
-    assert!(t.elapsed() >= Duration::from_millis(900), "cut off too early: {:?}", t.elapsed());
+    assert!(took >= Duration::from_millis(900), "cut off too early: {took:?}");
+    assert!(took < Duration::from_millis(2500), "cut off after {took:?}, not 1 s after the head");
     assert!(!answer.contains("1000 bytes"), "{answer}");
     // A body sent at once is served.
     let mut quick = TcpStream::connect(addr).await.unwrap();
