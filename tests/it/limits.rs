@@ -1,7 +1,9 @@
 //! Connection limits of `app::serve_http` on a real socket (127.0.0.1:0): a connection
 //! that never finishes its request head is closed after the header timeout, held
 //! half-open connections do not keep a normal request from being answered, and at the
-//! connection cap the longest-waiting connection without a request in flight makes room.
+//! connection cap the longest-waiting connection without a request in flight makes room
+//! (loopback is a trusted proxy, as by default: the connection limits per address of
+//! `conn_limits.rs` hold each request, not each connection).
 
 use axum::routing::get;
 use axum::Router;
@@ -28,7 +30,7 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
                 "slow"
             }),
         );
-    let task = tokio::spawn(serve_http(listener, app, limits, TrustedProxies::none(), stop.clone()));
+    let task = tokio::spawn(serve_http(listener, app, limits, TrustedProxies::loopback(), stop.clone()));
     (addr, stop, task)
 }
 
@@ -142,18 +144,26 @@ async fn half_open_connections_do_not_starve_a_normal_request() {
 
 #[tokio::test]
 async fn over_the_cap_a_connection_waits_for_a_slot() {
-    // Two slots, both busy with a request (a slow handler): a third connection waits
-    // until one of them finishes, then is answered.
+    // Two slots, both busy with a request (a slow handler) of two addresses (one address
+    // never gets the last free slot): a connection from a third waits until one of them
+    // finishes, then is answered.
     let (addr, stop, task) = start(limits(1, 60, 2)).await;
     let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut tcp = TcpStream::connect(addr).await.unwrap();
+    for from in ["127.0.0.3", "127.0.0.4"] {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut tcp = socket.connect(addr).await.unwrap();
         tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
         held.push(tcp);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     let t = Instant::now();
-    let reply = get_root(addr).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(addr).await.unwrap();
+    other.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let reply = read_to_close(&mut other, Duration::from_secs(5)).await.expect("answered within 5 s");
+    let reply = String::from_utf8_lossy(&reply);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(t.elapsed() >= Duration::from_millis(500), "answered before a slot was free: {:?}", t.elapsed());
     for mut tcp in held {
