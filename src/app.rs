@@ -3,7 +3,7 @@
 //! shuts down gracefully on SIGTERM or Ctrl-C.
 
 use crate::clock::SystemClock;
-use crate::config::{Limits, Settings};
+use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::mcp::service::{accept_json, mcp_service, negotiate_initialize, protect};
 use crate::mcp::Endpoint;
@@ -23,10 +23,13 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub mod listener;
 pub mod metrics;
 pub mod rate;
 pub mod ready;
 pub mod systemd;
+
+pub use listener::{listen, serve_http, LISTEN_BACKLOG};
 
 /// A start-up failure, with what to do.
 #[derive(Debug, thiserror::Error)]
@@ -341,16 +344,7 @@ async fn client_addr(State(trusted): State<Arc<TrustedProxies>>, mut req: Reques
 /// the peer is a trusted proxy (see [`crate::net`]).
 fn client_of_request(trusted: &TrustedProxies, req: &Request) -> ClientAddr {
     let peer = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map(|ConnectInfo(a)| *a);
-    let mut forwarded = String::new();
-    for v in req.headers().get_all("x-forwarded-for").iter().take(8) {
-        if let Ok(v) = v.to_str() {
-            if !forwarded.is_empty() {
-                forwarded.push(',');
-            }
-            forwarded.push_str(v);
-        }
-    }
-    ClientAddr::resolve(peer, Some(&forwarded).filter(|f| !f.is_empty()).map(String::as_str), trusted)
+    listener::client_of(trusted, peer, req.headers())
 }
 
 /// `GET /healthz`: liveness only — the process is up and answering (issue 9 point 7).
@@ -467,8 +461,10 @@ fn mail_transport(s: &Settings) -> Result<crate::mail::Transport, ServeError> {
 }
 
 /// [`serve`] without the failure status.
-async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
+async fn serve_until_signal(mut settings: Settings) -> Result<(), ServeError> {
     systemd::status("opening the store");
+    // Descriptors first: out of them, `accept` fails before any connection limit acts.
+    settings.limits.max_connections = listener::nofile::raise_and_fit(settings.limits.max_connections);
     // Listen first and check the SMTP server's URL: a port in use or a bad URL is
     // reported before anything is created on disk.
     let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
@@ -593,7 +589,7 @@ async fn serve_until_signal(settings: Settings) -> Result<(), ServeError> {
     // The socket listens since the start (connections wait in its backlog) and is
     // accepted from at once; `READY=1` comes with the offer index (above).
     fresh.keep();
-    serve_http(listener, app, s.limits, stop.clone()).await;
+    serve_http(listener, app, s.limits, s.trusted_proxies.clone(), stop.clone()).await;
     stop.cancel();
     // The worker, the admin socket and the sweeper stop on `stop` at once (the worker
     // drops a stuck SMTP conversation: its job stays queued); a sweep in progress gets
@@ -637,41 +633,6 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
-    }
-}
-
-#[cfg(test)]
-mod eviction_tests {
-    use super::*;
-
-    #[test]
-    fn the_batch_grows_with_the_cap_up_to_eight() {
-        assert_eq!([1, 2, 127, 128, 256, 1024, 65536].map(evict_batch), [1, 1, 1, 1, 2, 8, 8]);
-    }
-
-    #[test]
-    fn half_open_before_idle_oldest_first_never_busy() {
-        let open = Connections::default();
-        let conn = |served: bool, in_flight: usize| {
-            let (_, c) = open.add(Watched::activity());
-            c.served.store(served, std::sync::atomic::Ordering::Relaxed);
-            c.in_flight.store(in_flight, std::sync::atomic::Ordering::Relaxed);
-            std::thread::sleep(Duration::from_millis(2));
-            c
-        };
-        let busy_half = conn(false, 1);
-        let idle_old = conn(true, 0);
-        let half_old = conn(false, 0);
-        let half_new = conn(false, 0);
-        let busy = conn(true, 1);
-        assert_eq!(open.evict(1), 1);
-        assert!(half_old.evict.is_cancelled() && !half_new.evict.is_cancelled());
-        assert_eq!(open.evict(1), 1);
-        assert!(half_new.evict.is_cancelled() && !idle_old.evict.is_cancelled());
-        assert_eq!(open.evict(8), 1, "only the idle keep-alive one is left to close");
-        assert!(idle_old.evict.is_cancelled());
-        assert_eq!(open.evict(8), 0, "a connection with a request in flight is never closed");
-        assert!(!busy.evict.is_cancelled() && !busy_half.evict.is_cancelled());
     }
 }
 
@@ -824,366 +785,5 @@ mod tests {
         assert!(line.contains("method=GET route=/consent/{token}"), "{line}");
         assert!(line.contains("status=404"), "{line}");
         assert!(!text.contains(token), "a URL token reached the log:\n{text}");
-    }
-}
-
-/// Length of the kernel's queue of connections not yet accepted (`listen(2)` backlog;
-/// the kernel caps it at `net.core.somaxconn`). Larger than the 128 of
-/// `TcpListener::bind`, so that a burst (or a flood that [`serve_http`] is closing to
-/// make room) is queued rather than having its SYNs dropped and retried a second later.
-pub const LISTEN_BACKLOG: u32 = 1024;
-
-/// How many waiting connections [`serve_http`] closes at once when every slot is taken:
-/// one per 128 slots, from one to eight.
-fn evict_batch(max_connections: usize) -> usize {
-    (max_connections / 128).clamp(1, 8)
-}
-
-/// A listening socket on `addr` (`SO_REUSEADDR`, as `TcpListener::bind` sets it) with a
-/// queue of [`LISTEN_BACKLOG`].
-///
-/// # Errors
-/// Creating, binding or listening failed (address in use, no permission).
-pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
-}
-
-/// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
-/// point 1): at most `max_connections` connections at once, each closed when it has not
-/// sent a complete request head within `header_read_timeout_secs` (also between
-/// keep-alive requests, and before its first byte), or when no byte went either way for
-/// `idle_timeout_secs`. When every slot is taken, a new connection is accepted and the
-/// connections waiting longest without a request in flight (one per 128 slots at once,
-/// at most eight, for the connections queued behind it) are closed to make room: first
-/// those that never completed a request head (half-open, oldest first), then idle
-/// keep-alive ones (longest idle first), as nginx reuses idle connections. Only when
-/// every slot is busy with a request does the new connection wait for a slot (holding
-/// one descriptor; further ones wait in the kernel's accept queue). TCP_NODELAY is set
-/// on each connection. On `stop`, accepting ends and open connections are shut down
-/// gracefully: idle ones are closed, requests in flight are finished, and after
-/// [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
-pub async fn serve_http(listener: tokio::net::TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-    use hyper_util::service::TowerToHyperService;
-    use tokio::sync::{Semaphore, TryAcquireError};
-
-    let header = Duration::from_secs(limits.header_read_timeout_secs);
-    let body_timeout =
-        tower_http::timeout::RequestBodyTimeoutLayer::new(Duration::from_secs(limits.body_read_timeout_secs));
-    let idle = Duration::from_secs(limits.idle_timeout_secs);
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(header);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
-    let builder = Arc::new(builder);
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let open = Arc::new(Connections::default());
-    let batch = evict_batch(limits.max_connections);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            _ = stop.cancelled() => break,
-            r = listener.accept() => match r {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of file descriptors or a connection reset before accept: wait a
-                    // little rather than spin.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(TryAcquireError::Closed) => break,
-            Err(TryAcquireError::NoPermits) => {
-                // A few at once: under a flood the kernel's queue holds many more, and
-                // each of them would otherwise wait for one closing connection's task.
-                open.evict(batch);
-                tokio::select! {
-                    _ = stop.cancelled() => break,
-                    p = slots.clone().acquire_owned() => match p {
-                        Ok(p) => p,
-                        Err(_) => break,
-                    },
-                }
-            }
-        };
-        // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
-        let _ = tcp.set_nodelay(true);
-        let (io, activity) = Watched::new(tcp);
-        let (id, conn) = open.add(activity.clone());
-        // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`); a
-        // body not complete within `body_read_timeout_secs` fails its read, so the request
-        // ends and its connection is closed (a trickled body cannot hold a slot).
-        let inner = TowerToHyperService::new(
-            app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))).layer(body_timeout.clone()),
-        );
-        let counted = conn.clone();
-        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-            let guard = InFlight::enter(counted.clone());
-            let call = hyper::service::Service::call(&inner, req);
-            async move {
-                let res = call.await?;
-                Ok::<_, std::convert::Infallible>(res.map(|body| CountedBody { body, _guard: guard }))
-            }
-        });
-        let (builder, stop, open) = (builder.clone(), stop.clone(), open.clone());
-        tokio::spawn(async move {
-            let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-            tokio::pin!(served);
-            let mut tick = tokio::time::interval(Duration::from_millis(250).max(header.min(idle) / 8));
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    _ = served.as_mut() => break,
-                    _ = stop.cancelled(), if !closing => {
-                        closing = true;
-                        served.as_mut().graceful_shutdown();
-                    }
-                    _ = conn.evict.cancelled() => {
-                        tracing::debug!("connection closed to make room for a new one");
-                        break;
-                    }
-                    _ = tick.tick() => {
-                        if activity.silent_for() >= idle || (!activity.read_any() && activity.age() >= header) {
-                            break;
-                        }
-                    }
-                }
-            }
-            open.remove(id);
-            drop(permit);
-        });
-    }
-    drop(listener);
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(SHUTDOWN_CONNECTIONS, slots.acquire_many(all)).await;
-}
-
-/// One open connection as the accept loop sees it: requests in flight (a request head
-/// was read and its response body is not yet finished), whether any request was
-/// served, since when it has waited without a request, and its eviction signal.
-#[derive(Debug)]
-struct Conn {
-    in_flight: std::sync::atomic::AtomicUsize,
-    served: std::sync::atomic::AtomicBool,
-    waiting_since: std::sync::Mutex<std::time::Instant>,
-    evict: CancellationToken,
-}
-
-impl Conn {
-    fn waiting_since(&self) -> std::time::Instant {
-        *self.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// The open connections of [`serve_http`], for eviction when every slot is taken.
-#[derive(Debug, Default)]
-struct Connections {
-    next: std::sync::atomic::AtomicU64,
-    map: std::sync::Mutex<std::collections::HashMap<u64, Arc<Conn>>>,
-}
-
-impl Connections {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Arc<Conn>>> {
-        self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn add(&self, activity: Arc<Activity>) -> (u64, Arc<Conn>) {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let conn = Arc::new(Conn {
-            in_flight: std::sync::atomic::AtomicUsize::new(0),
-            served: std::sync::atomic::AtomicBool::new(false),
-            waiting_since: std::sync::Mutex::new(activity.opened),
-            evict: CancellationToken::new(),
-        });
-        self.lock().insert(id, conn.clone());
-        (id, conn)
-    }
-
-    fn remove(&self, id: u64) {
-        self.lock().remove(&id);
-    }
-
-    /// Signals up to `n` connections waiting longest without a request in flight to
-    /// close: those that never completed a request head before idle keep-alive ones,
-    /// then the earliest wait. Returns how many were signalled (none when every
-    /// connection is busy). One pass over the open connections.
-    fn evict(&self, n: usize) -> usize {
-        use std::sync::atomic::Ordering;
-        let map = self.lock();
-        let mut idle: Vec<((bool, std::time::Instant), &Arc<Conn>)> = map
-            .values()
-            .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
-            .map(|c| ((c.served.load(Ordering::Relaxed), c.waiting_since()), c))
-            .collect();
-        let n = n.min(idle.len());
-        if n > 0 && n < idle.len() {
-            idle.select_nth_unstable_by_key(n - 1, |(key, _)| *key);
-        }
-        for (_, c) in idle.iter().take(n) {
-            c.evict.cancel();
-        }
-        n
-    }
-}
-
-/// A request in flight on a [`Conn`], from its complete head to the end of its response
-/// body (dropped with the body).
-#[derive(Debug)]
-struct InFlight(Arc<Conn>);
-
-impl InFlight {
-    fn enter(conn: Arc<Conn>) -> Self {
-        conn.in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        conn.served.store(true, std::sync::atomic::Ordering::Relaxed);
-        Self(conn)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        *self.0.waiting_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = std::time::Instant::now();
-        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
-/// A response body that keeps its request counted as in flight until it is finished
-/// or dropped.
-struct CountedBody {
-    body: axum::body::Body,
-    _guard: InFlight,
-}
-
-impl hyper::body::Body for CountedBody {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// What [`Watched`] saw of its connection: when it was opened, and the last read or write
-/// (milliseconds since opening), and whether a byte was ever read.
-#[derive(Debug)]
-struct Activity {
-    opened: std::time::Instant,
-    last_ms: std::sync::atomic::AtomicU64,
-    read_any: std::sync::atomic::AtomicBool,
-}
-
-impl Activity {
-    fn touch(&self, read: bool) {
-        use std::sync::atomic::Ordering;
-        let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-        if read {
-            self.read_any.store(true, Ordering::Relaxed);
-        }
-    }
-    /// Time since the connection was opened.
-    fn age(&self) -> Duration {
-        self.opened.elapsed()
-    }
-    /// Time since the last byte read or written (or since opening).
-    fn silent_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
-        self.opened.elapsed().saturating_sub(last)
-    }
-    /// Whether any byte has been read.
-    fn read_any(&self) -> bool {
-        self.read_any.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// A TCP stream that records its traffic in an [`Activity`] (for the idle timeout).
-#[derive(Debug)]
-struct Watched {
-    tcp: tokio::net::TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl Watched {
-    fn new(tcp: tokio::net::TcpStream) -> (Self, Arc<Activity>) {
-        let activity = Self::activity();
-        (Self { tcp, activity: activity.clone() }, activity)
-    }
-
-    /// A fresh record: opened now, nothing read or written.
-    fn activity() -> Arc<Activity> {
-        Arc::new(Activity {
-            opened: std::time::Instant::now(),
-            last_ms: std::sync::atomic::AtomicU64::new(0),
-            read_any: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-}
-
-impl tokio::io::AsyncRead for Watched {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch(true);
-        }
-        r
-    }
-}
-
-impl tokio::io::AsyncWrite for Watched {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        data: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.tcp).poll_write(cx, data);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch(false);
-        }
-        r
-    }
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch(false);
-        }
-        r
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
-    }
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
 }

@@ -11,6 +11,8 @@ pub(super) struct FileLimits {
     pub(super) idle_timeout_secs: Option<u64>,
     pub(super) body_read_timeout_secs: Option<u64>,
     pub(super) max_connections: Option<usize>,
+    pub(super) max_connections_per_client: Option<usize>,
+    pub(super) stream_idle_secs: Option<u64>,
     pub(super) mcp_session_idle_secs: Option<u64>,
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) max_mcp_sessions_per_client: Option<usize>,
@@ -41,14 +43,29 @@ pub struct Limits {
     /// Seconds without a byte read or written after which a connection is closed
     /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
     pub idle_timeout_secs: u64,
-    /// Seconds a request has to send its whole body once its head is in (default 15;
-    /// 1..=300): a body trickled a byte at a time cannot hold a connection slot for long.
+    /// Seconds a request has to send its whole body once its head is in, however the
+    /// bytes are spaced (default 15; 1..=300): a body trickled a byte at a time cannot
+    /// hold a connection slot for long.
     pub body_read_timeout_secs: u64,
     /// Connections served at once (default 1024; 1..=65536); at the cap a new one
     /// replaces the longest-waiting connection without a request in flight, or waits
     /// for a slot when all are busy (`app::serve_http`). Size the file limit
-    /// (`LimitNOFILE`) above it.
+    /// (`LimitNOFILE`) above it: `isto serve` raises its soft open-file limit to the hard
+    /// one, and serves fewer connections, with a warning, when the hard limit is lower
+    /// than this plus 256 (`app::listener::nofile`).
     pub max_connections: usize,
+    /// Connections one client address (IPv6: its /64; behind a trusted proxy the client
+    /// `X-Forwarded-For` names) holds at once, its open streams and requests in flight
+    /// included (default 32; 1..=65536); over it a new connection from it replaces one of
+    /// its own without a request in flight, or is answered 429. As the slots not busy
+    /// with a request run out, an address that holds some gets no more than there are
+    /// such slots (`app::listener`).
+    pub max_connections_per_client: usize,
+    /// Seconds an event stream (`text/event-stream`: an MCP `GET` stream, a streamed
+    /// reply) may go without an event — keep-alive comments do not count — before it is
+    /// ended; the client reconnects when it wants more (default 300; 10..=86400; more
+    /// than `elicitation_wait_secs`, during which a publish's stream waits for an answer).
+    pub stream_idle_secs: u64,
     /// Seconds an MCP session lives without a request (default 60; 5..=3600).
     pub mcp_session_idle_secs: u64,
     /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
@@ -101,6 +118,8 @@ impl Default for Limits {
             idle_timeout_secs: 60,
             body_read_timeout_secs: 15,
             max_connections: 1024,
+            max_connections_per_client: 32,
+            stream_idle_secs: 300,
             mcp_session_idle_secs: 60,
             max_mcp_sessions: 256,
             max_mcp_sessions_per_client: 32,
@@ -122,7 +141,7 @@ impl Default for Limits {
 /// `[limits]` checked against its ranges, defaults for the keys not given.
 pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
     let d = Limits::default();
-    Ok(Limits {
+    let l = Limits {
         header_read_timeout_secs: ranged(
             f.header_read_timeout_secs,
             d.header_read_timeout_secs,
@@ -150,6 +169,20 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             1..=65536,
             "limits.max_connections",
             "1..=65536",
+        )?,
+        max_connections_per_client: ranged(
+            f.max_connections_per_client,
+            d.max_connections_per_client,
+            1..=65536,
+            "limits.max_connections_per_client",
+            "1..=65536",
+        )?,
+        stream_idle_secs: ranged(
+            f.stream_idle_secs,
+            d.stream_idle_secs,
+            10..=86_400,
+            "limits.stream_idle_secs",
+            "10..=86400",
         )?,
         mcp_session_idle_secs: ranged(
             f.mcp_session_idle_secs,
@@ -217,7 +250,17 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
             "limits.request_state_secs",
             "10..=3600",
         )?,
-    })
+    };
+    if l.stream_idle_secs <= l.elicitation_wait_secs {
+        return Err(ConfigError::Invalid {
+            key: "limits.stream_idle_secs",
+            message: format!(
+                "must be more than limits.elicitation_wait_secs ({}): a publish's stream waits that long for an answer",
+                l.elicitation_wait_secs
+            ),
+        });
+    }
+    Ok(l)
 }
 
 /// A `*_requests_per_minute` key: 1..=1000000.
@@ -257,6 +300,9 @@ mod tests {
         let f = FileLimits { max_mcp_sessions_per_client: Some(0), ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.max_mcp_sessions_per_client"), "{e}");
+        let f = FileLimits { max_connections_per_client: Some(0), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.max_connections_per_client") && e.contains("1..=65536"), "{e}");
         let f = FileLimits { page_requests_per_minute: Some(60), credential_burst: Some(5), ..Default::default() };
         let l = limits(&f).unwrap();
         assert_eq!((l.page_requests_per_minute, l.page_burst, l.credential_burst), (60, 60, 5));
@@ -273,5 +319,19 @@ mod tests {
         }
         let f = FileLimits { request_state_secs: Some(60), ..Default::default() };
         assert_eq!(limits(&f).unwrap().request_state_secs, 60);
+    }
+
+    #[test]
+    fn the_stream_idle_time_is_checked_against_its_range_and_the_elicitation_wait() {
+        let l = limits(&FileLimits::default()).unwrap();
+        assert_eq!((l.stream_idle_secs, l.max_connections_per_client), (300, 32));
+        let f = FileLimits { stream_idle_secs: Some(5), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.stream_idle_secs") && e.contains("10..=86400"), "{e}");
+        let f = FileLimits { stream_idle_secs: Some(120), ..Default::default() };
+        let e = limits(&f).unwrap_err().to_string();
+        assert!(e.contains("limits.stream_idle_secs") && e.contains("elicitation_wait_secs (120)"), "{e}");
+        let f = FileLimits { stream_idle_secs: Some(60), elicitation_wait_secs: Some(30), ..Default::default() };
+        assert_eq!(limits(&f).unwrap().stream_idle_secs, 60);
     }
 }

@@ -581,6 +581,8 @@ impl Settings {
                 "idle_timeout_secs": self.limits.idle_timeout_secs,
                 "body_read_timeout_secs": self.limits.body_read_timeout_secs,
                 "max_connections": self.limits.max_connections,
+                "max_connections_per_client": self.limits.max_connections_per_client,
+                "stream_idle_secs": self.limits.stream_idle_secs,
                 "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
                 "max_mcp_sessions": self.limits.max_mcp_sessions,
                 "max_mcp_sessions_per_client": self.limits.max_mcp_sessions_per_client,
@@ -730,8 +732,10 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [limits]
 # header_read_timeout_secs = 10             # to send a request head (and between keep-alive requests)
 # idle_timeout_secs = 60                    # a connection with no traffic is closed
-# body_read_timeout_secs = 15               # to send a whole request body once the head is in
+# body_read_timeout_secs = 15               # to send a whole request body once the head is in (in all, however spaced)
 # max_connections = 1024                    # served at once; at the cap a half-open or idle one makes room (LimitNOFILE above it)
+# max_connections_per_client = 32           # per client address (IPv6: /64), streams and requests in flight included; over it 429
+# stream_idle_secs = 300                    # an event stream (MCP GET) without an event is ended (keep-alives do not count)
 # mcp_session_idle_secs = 60                # an MCP session with no request is closed
 # max_mcp_sessions = 256                    # per MCP endpoint; over it the least recently used is closed
 # max_mcp_sessions_per_client = 32          # per client address and endpoint; over it its own oldest is closed

@@ -1,12 +1,15 @@
 //! Connection limits of `app::serve_http` on a real socket (127.0.0.1:0): a connection
 //! that never finishes its request head is closed after the header timeout, held
 //! half-open connections do not keep a normal request from being answered, and at the
-//! connection cap the longest-waiting connection without a request in flight makes room.
+//! connection cap the longest-waiting connection without a request in flight makes room
+//! (loopback is a trusted proxy, as by default: the connection limits per address of
+//! `conn_limits.rs` hold each request, not each connection).
 
 use axum::routing::get;
 use axum::Router;
 use isto::app::serve_http;
 use isto::config::Limits;
+use isto::net::TrustedProxies;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,7 +30,7 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
                 "slow"
             }),
         );
-    let task = tokio::spawn(serve_http(listener, app, limits, stop.clone()));
+    let task = tokio::spawn(serve_http(listener, app, limits, TrustedProxies::loopback(), stop.clone()));
     (addr, stop, task)
 }
 
@@ -77,22 +80,28 @@ async fn half_a_request_line_is_closed_after_the_header_timeout() {
 #[tokio::test]
 async fn a_trickled_request_body_is_cut_off_after_the_body_timeout() {
     let (addr, stop, task) = start(Limits { body_read_timeout_secs: 1, ..limits(10, 30, 16) }).await;
-    let mut slow = TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
+    let slow = TcpStream::connect(addr).await.unwrap();
+    let (mut rx, mut tx) = slow.into_split();
+    tx.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n").await.unwrap();
     let t = Instant::now();
-    // One byte every 200 ms keeps the idle timeout (30 s) from ever firing.
-    let trickle = async {
-        for _ in 0..40 {
-            if slow.write_all(b"a").await.is_err() {
+    // One byte every 200 ms, all along: each byte comes well within the body timeout
+    // (1 s) of the one before, but the whole body never does.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..25 {
+            if tx.write_all(b"a").await.is_err() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-    };
-    let _ = tokio::time::timeout(Duration::from_millis(1500), trickle).await;
-    let answer = read_to_close(&mut slow, Duration::from_secs(4)).await.expect("closed within the body timeout");
+    });
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(4), rx.read_to_end(&mut answer)).await;
+    let took = t.elapsed();
+    trickle.abort();
+    assert!(closed.is_ok(), "a body trickled for {took:?} was not cut off");
     let answer = String::from_utf8_lossy(&answer).into_owned();
-    assert!(t.elapsed() >= Duration::from_millis(900), "cut off too early: {:?}", t.elapsed());
+    assert!(took >= Duration::from_millis(900), "cut off too early: {took:?}");
+    assert!(took < Duration::from_millis(2500), "cut off after {took:?}, not 1 s after the head");
     assert!(!answer.contains("1000 bytes"), "{answer}");
     // A body sent at once is served.
     let mut quick = TcpStream::connect(addr).await.unwrap();
@@ -135,18 +144,26 @@ async fn half_open_connections_do_not_starve_a_normal_request() {
 
 #[tokio::test]
 async fn over_the_cap_a_connection_waits_for_a_slot() {
-    // Two slots, both busy with a request (a slow handler): a third connection waits
-    // until one of them finishes, then is answered.
+    // Two slots, both busy with a request (a slow handler) of two addresses (one address
+    // never gets the last free slot): a connection from a third waits until one of them
+    // finishes, then is answered.
     let (addr, stop, task) = start(limits(1, 60, 2)).await;
     let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut tcp = TcpStream::connect(addr).await.unwrap();
+    for from in ["127.0.0.3", "127.0.0.4"] {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut tcp = socket.connect(addr).await.unwrap();
         tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
         held.push(tcp);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     let t = Instant::now();
-    let reply = get_root(addr).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(addr).await.unwrap();
+    other.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let reply = read_to_close(&mut other, Duration::from_secs(5)).await.expect("answered within 5 s");
+    let reply = String::from_utf8_lossy(&reply);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(t.elapsed() >= Duration::from_millis(500), "answered before a slot was free: {:?}", t.elapsed());
     for mut tcp in held {

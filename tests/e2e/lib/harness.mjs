@@ -260,7 +260,8 @@ export function importOffers(file, opts = {}) {
  * Start `isto serve` on a free port and wait for GET /healthz = 200.
  * stdout+stderr are captured (in memory and in logFile) so tests can grep them.
  * `nofile`: the limit on open files isto runs with (as `LimitNOFILE` in isto.service;
- * set by `ulimit -n` in a shell that then execs isto, so `proc.pid` is isto's).
+ * set by `ulimit -n` in a shell that then execs isto, so `proc.pid` is isto's): a number
+ * sets the soft and hard limits, `{ soft, hard }` either or both (`ulimit -Sn`/`-Hn`).
  */
 export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofile } = {}) {
   dataDir ??= tmpDir("isto-data-");
@@ -270,9 +271,13 @@ export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofil
   const logStream = fs.createWriteStream(logFile);
   let log = "";
   const fullEnv = istoEnv({ dataDir, port, smtpPort, env });
-  const [cmd, args] = nofile
-    ? ["/bin/sh", ["-c", `ulimit -n ${Number(nofile)} && exec "$0" serve`, ISTO_BIN]]
-    : [ISTO_BIN, ["serve"]];
+  const ulimit =
+    typeof nofile === "object"
+      ? [nofile.hard !== undefined && `ulimit -Hn ${Number(nofile.hard)}`, nofile.soft !== undefined && `ulimit -Sn ${Number(nofile.soft)}`]
+          .filter(Boolean)
+          .join(" && ")
+      : nofile && `ulimit -n ${Number(nofile)}`;
+  const [cmd, args] = ulimit ? ["/bin/sh", ["-c", `${ulimit} && exec "$0" serve`, ISTO_BIN]] : [ISTO_BIN, ["serve"]];
   const proc = track(spawn(cmd, args, { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] }));
   const onData = (d) => {
     log += d;
