@@ -23,6 +23,7 @@ mod import_exit;
 mod limits;
 mod log_privacy;
 mod mail_faults;
+mod mcp_app;
 mod people;
 mod quotas;
 mod rate_limits;
