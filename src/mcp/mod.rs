@@ -15,8 +15,9 @@ use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{schema, AGGREGATOR_NOTE};
 use crate::state::AppState;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -28,6 +29,7 @@ pub mod elicit;
 pub mod seller;
 pub mod service;
 pub mod sessions;
+pub mod view;
 
 /// Which of the three MCP endpoints a server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +49,9 @@ pub enum Endpoint {
 pub struct IstoServer {
     holder: AppState,
     tools: Arc<Vec<Tool>>,
+    /// The tool list for clients that declared the MCP Apps extension ([`view`]): the
+    /// view linked from its tools on `/mcp` and `/mcp/buyer`, else `tools`.
+    view_tools: Arc<Vec<Tool>>,
     endpoint: Endpoint,
     /// The `initialize` / `server/discover` answer, built once per endpoint: rmcp asks
     /// for it on every request (every 2026-07-28 request builds a server).
@@ -162,15 +167,17 @@ impl IstoServer {
             Endpoint::Seller => &SELLER,
         };
         let info = Arc::new(server_info(&holder, endpoint));
-        Self { holder, tools: Arc::clone(tools), endpoint, info }
+        let view_tools = view::linked_tools(endpoint).unwrap_or_else(|| Arc::clone(tools));
+        Self { holder, tools: Arc::clone(tools), view_tools, endpoint, info }
     }
 }
 
 /// The `initialize` answer of `endpoint`: [`server_config`] with the endpoint's
-/// instructions naming the holder.
+/// instructions naming the holder; on `/mcp` and `/mcp/buyer` also the MCP Apps
+/// extension and `resources` ([`view::offer`]).
 fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
     let name = &holder.base.settings.holder_name;
-    server_config(match endpoint {
+    let config = server_config(match endpoint {
         Endpoint::Public => format!(
             "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
              intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
@@ -187,7 +194,12 @@ fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
              of your own) and reply with intent_submit_offer, giving that id as inReplyTo (at most 3 offers per \
              intent)."
         ),
-    })
+    });
+    if view::offered(endpoint) {
+        view::offer(config)
+    } else {
+        config
+    }
 }
 
 /// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
@@ -441,7 +453,30 @@ impl ServerHandler for IstoServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(tool_list(&self.tools, context.protocol_version().as_ref()))
+        let tools = if view::declared(&context) { &self.view_tools } else { &self.tools };
+        Ok(tool_list(tools, context.protocol_version().as_ref()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        if !view::offered(self.endpoint) {
+            return Err(McpError::method_not_found::<rmcp::model::ListResourcesRequestMethod>());
+        }
+        Ok(view::resource_list(view::declared(&context), context.protocol_version().as_ref()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if !view::offered(self.endpoint) {
+            return Err(McpError::method_not_found::<rmcp::model::ReadResourceRequestMethod>());
+        }
+        view::read(&request.uri, context.protocol_version().as_ref()).map(ReadResourceResponse::Complete)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -449,6 +484,23 @@ impl ServerHandler for IstoServer {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // The view's data, for a client that declared the MCP Apps extension only.
+        let view = view::Call::of(&context, self.endpoint, &request);
+        let response = self.run_tool(request, context).await?;
+        Ok(match view {
+            Some(v) => v.decorate(&self.holder, response),
+            None => response,
+        })
+    }
+}
+
+impl IstoServer {
+    /// One `tools/call` as every client gets it.
+    async fn run_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

@@ -39,6 +39,9 @@
 //!   withdraw) are still compared with `extensions.matchCount` masked, and the delivery
 //!   lists and the person's HTML pages are not compared.
 //!
+//! - **The MCP App's view** ([`view`]): the same reads as a host with the MCP App gets
+//!   them, the view's data included, compared by the same rules.
+//!
 //! Also checked in every case: every sealed hidden limit has the same ciphertext length,
 //! whatever its digits (point 5), and a hiddenLimit-only update leaves the stored
 //! `updatedAt` as it was (point 1).
@@ -67,6 +70,8 @@ use crate::kit::buyer_grant;
 
 mod delivery_bit;
 use crate::kit::{Fx, Opts, Resp, START};
+
+mod view;
 
 // ---------------------------------------------------------------------------
 // what a case is made of
@@ -859,6 +864,7 @@ fn buyer_looks(s: &mut Side, when: &str) {
         }
     }
     s.page(Kind::OwnDeliveries, "/me", Some(s.buyer_cookie.clone()));
+    view::looks(s, when);
     s.tick();
 }
 

@@ -24,6 +24,7 @@ mod import_exit;
 mod limits;
 mod log_privacy;
 mod mail_faults;
+mod mcp_app;
 mod mrtr;
 mod people;
 mod quotas;

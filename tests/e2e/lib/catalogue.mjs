@@ -16,7 +16,8 @@ import { fileURLToPath } from "node:url";
 import { parseCsvObjects } from "./csv.mjs";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-export const DATA_DIR = path.resolve(REPO_ROOT, "../shared/data");
+// ISTO_DATA_DIR overrides (a worktree whose ../shared/data is elsewhere).
+export const DATA_DIR = process.env.ISTO_DATA_DIR ?? path.resolve(REPO_ROOT, "../shared/data");
 export const SAUTO_CSV = path.join(DATA_DIR, "vehicles_cz_sauto.csv");
 export const BAZOS_JSONL = path.join(DATA_DIR, "vehicles_cz_bazos_ads.jsonl");
 
