@@ -457,7 +457,8 @@ fn mail_transport(s: &Settings) -> Result<crate::mail::Transport, ServeError> {
         &s.outbox_dir(),
         s.allow_plaintext_auth,
         Duration::from_secs(s.smtp_timeout_secs),
-    )?)
+    )?
+    .with_hello(&s.helo_name()))
 }
 
 /// [`serve`] without the failure status.

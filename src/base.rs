@@ -438,8 +438,7 @@ impl Base {
     /// # Errors
     /// Storage or sealing errors.
     pub fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
-        let job =
-            MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.public_url.host)?;
+        let job = MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.helo_name())?;
         tx.enqueue_mail(&job)?;
         Ok(())
     }

@@ -49,6 +49,10 @@ pub struct Cli {
     /// From address of e-mails.
     #[arg(long, global = true, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
     pub mail_from: Option<String>,
+    /// The SMTP EHLO name and Message-ID domain (default: the public URL's host, else the
+    /// From domain).
+    #[arg(long, global = true, env = "ISTO_MAIL_HELO_NAME", value_name = "NAME")]
+    pub mail_helo_name: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

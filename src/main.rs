@@ -96,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         public_url: cli.public_url.clone(),
         smtp_url: cli.smtp_url.clone(),
         mail_from: cli.mail_from.clone(),
+        mail_helo_name: cli.mail_helo_name.clone(),
     };
     let level = cli.log_level.as_deref();
     match cli.command {

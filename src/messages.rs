@@ -1,5 +1,6 @@
 //! The e-mails the holder sends a buyer about an intent, one function each: the double
-//! opt-in confirmation (PROTOCOL.md §4.3) and the match digest (§4.5), in the intent's
+//! opt-in confirmation (PROTOCOL.md §4.3), the confirmation of a cadence change asked
+//! for on the results page, and the match digest (§4.5), in the intent's
 //! language (sk, cs, en). Account e-mails are in `crate::accounts`.
 
 use crate::config::Settings;
@@ -21,6 +22,10 @@ struct Strings {
     cadence_now: &'static str,
     cadence_after_confirm: &'static str,
     cadence_change: &'static str,
+    cadence_ask_subject: &'static str,
+    cadence_ask: &'static str,
+    cadence_ask_action: &'static str,
+    cadence_ask_ignore: &'static str,
 }
 
 fn strings(lang: &str) -> &'static Strings {
@@ -39,6 +44,10 @@ fn strings(lang: &str) -> &'static Strings {
             cadence_after_confirm: "Po potvrdení budú e-maily o tomto dopyte chodiť:",
             cadence_change:
                 "Ako často chodia (priebežne, denne, týždenne alebo pozastaviť), zmeníte na stránke výsledkov:",
+            cadence_ask_subject: "Potvrďte zmenu e-mailov o dopyte",
+            cadence_ask: "Na stránke výsledkov tohto dopytu niekto (asi vy) požiadal, aby e-maily o ňom chodili:",
+            cadence_ask_action: "Zmenu potvrdíte tlačidlom na tejto stránke (odkaz platí 2 hodiny):",
+            cadence_ask_ignore: "Ak ste to neboli vy, tento e-mail ignorujte; nič sa nezmení.",
         },
         "cs" => &Strings {
             confirm_subject: "Potvrďte svou poptávku",
@@ -53,6 +62,10 @@ fn strings(lang: &str) -> &'static Strings {
             cadence_now: "E-maily o této poptávce chodí:",
             cadence_after_confirm: "Po potvrzení budou e-maily o této poptávce chodit:",
             cadence_change: "Jak často chodí (průběžně, denně, týdně nebo pozastavit), změníte na stránce výsledků:",
+            cadence_ask_subject: "Potvrďte změnu e-mailů o poptávce",
+            cadence_ask: "Na stránce výsledků této poptávky někdo (asi vy) požádal, aby e-maily o ní chodily:",
+            cadence_ask_action: "Změnu potvrdíte tlačítkem na této stránce (odkaz platí 2 hodiny):",
+            cadence_ask_ignore: "Pokud jste to nebyli vy, tento e-mail ignorujte; nic se nezmění.",
         },
         _ => &Strings {
             confirm_subject: "Confirm your request",
@@ -67,6 +80,10 @@ fn strings(lang: &str) -> &'static Strings {
             cadence_now: "E-mails about this request come:",
             cadence_after_confirm: "Once confirmed, e-mails about this request come:",
             cadence_change: "Change how often (as they come, daily, weekly, or pause) on the results page:",
+            cadence_ask_subject: "Confirm the change to e-mails about your request",
+            cadence_ask: "On this request's results page someone (probably you) asked that e-mails about it come:",
+            cadence_ask_action: "Confirm the change with the button on this page (the link works for 2 hours):",
+            cadence_ask_ignore: "If that was not you, ignore this e-mail; nothing changes.",
         },
     }
 }
@@ -115,6 +132,37 @@ pub fn confirmation(
     MailContent {
         to: to.to_owned(),
         subject: format!("{}: {}", s.confirm_subject, short(&intent.statement, 60)),
+        text,
+        unsubscribe_url: unsubscribe_url.to_owned(),
+    }
+}
+
+/// The e-mail that asks the person to confirm a cadence change asked for on the results
+/// page by someone who is not signed in as them (a results link may have leaked): the
+/// statement, the cadence asked for in words ([`Cadence::label`]), the link to the page
+/// with the button that makes the change (`confirm_url`, carrying a two-hour proof; its
+/// GET changes nothing), and what to do when it was not them (nothing).
+pub fn cadence_change(
+    settings: &Settings,
+    to: &str,
+    intent: &Intent,
+    cadence: Cadence,
+    confirm_url: &str,
+    unsubscribe_url: &str,
+) -> MailContent {
+    let s = strings(&intent.language);
+    let text = format!(
+        "{ask} {label}.\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n-- \n{holder}\n",
+        ask = s.cadence_ask,
+        label = cadence.label(&intent.language),
+        statement = intent.statement,
+        action = s.cadence_ask_action,
+        ignore = s.cadence_ask_ignore,
+        holder = settings.holder_name,
+    );
+    MailContent {
+        to: to.to_owned(),
+        subject: format!("{}: {}", s.cadence_ask_subject, short(&intent.statement, 50)),
         text,
         unsubscribe_url: unsubscribe_url.to_owned(),
     }

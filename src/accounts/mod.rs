@@ -269,7 +269,7 @@ fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> 
         None,
         content,
         base.clock.now().unix_timestamp(),
-        &base.settings.public_url.host,
+        &base.settings.helo_name(),
     )?;
     tx.enqueue_mail(&job)?;
     Ok(())

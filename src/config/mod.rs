@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod helo;
 mod limits;
 mod quotas;
 
@@ -91,6 +92,7 @@ struct FileMail {
     smtp_url: Option<String>,
     allow_plaintext_auth: Option<bool>,
     from: Option<String>,
+    helo_name: Option<String>,
     digest_min_interval_secs: Option<u64>,
     smtp_timeout_secs: Option<u64>,
     retry_base_secs: Option<u64>,
@@ -146,6 +148,8 @@ pub struct Overrides {
     pub smtp_url: Option<String>,
     /// `ISTO_MAIL_FROM`.
     pub mail_from: Option<String>,
+    /// `ISTO_MAIL_HELO_NAME`.
+    pub mail_helo_name: Option<String>,
 }
 
 /// The public URL split into the parts isto needs (scheme, host, port, path prefix).
@@ -230,6 +234,9 @@ pub struct Settings {
     pub allow_plaintext_auth: bool,
     /// From address of every e-mail.
     pub mail_from: String,
+    /// The SMTP EHLO name and `Message-ID` domain as configured (`mail.helo_name`,
+    /// `ISTO_MAIL_HELO_NAME`); `None` derives it ([`Settings::helo_name`]).
+    pub mail_helo_name: Option<String>,
     /// Longest wait for one SMTP step (connect, greeting, STARTTLS, AUTH, MAIL, RCPT,
     /// DATA), seconds; the whole conversation gets three times it (`mail.smtp_timeout_secs`,
     /// default 20; 1..=300; issue 9 point 5).
@@ -325,6 +332,7 @@ impl Settings {
             smtp_url: None,
             allow_plaintext_auth: false,
             mail_from: "isto <noreply@localhost>".into(),
+            mail_helo_name: None,
             smtp_timeout_secs: 20,
             mail_retry_base_secs: 30,
             digest_min_interval_secs: 3600,
@@ -422,6 +430,10 @@ impl Settings {
                 });
             }
             s.mail_from = f;
+        }
+        if let Some(n) = overrides.mail_helo_name.clone().or(file.mail.helo_name).filter(|n| !n.is_empty()) {
+            helo::check(&n).map_err(|message| ConfigError::Invalid { key: "mail.helo_name", message })?;
+            s.mail_helo_name = Some(n.to_ascii_lowercase());
         }
         if let Some(v) = file.mail.digest_min_interval_secs {
             s.digest_min_interval_secs = v;
@@ -564,7 +576,7 @@ impl Settings {
             "holder_name": self.holder_name,
             "default_language": self.default_language,
             "trusted_proxies": self.trusted_proxies.describe(),
-            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "digest_min_interval_secs": self.digest_min_interval_secs, "smtp_timeout_secs": self.smtp_timeout_secs, "retry_base_secs": self.mail_retry_base_secs},
+            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "helo_name": self.helo_name(), "digest_min_interval_secs": self.digest_min_interval_secs, "smtp_timeout_secs": self.smtp_timeout_secs, "retry_base_secs": self.mail_retry_base_secs},
             "intents": {
                 "draft_ttl_secs": self.draft_ttl_secs,
                 "confirm_ttl_secs": self.confirm_ttl_secs,
@@ -611,8 +623,8 @@ impl Settings {
     }
 
     /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
-    /// mismatches such as port 465 without implicit TLS, and a `trusted_proxies` entry
-    /// that trusts every address.
+    /// mismatches such as port 465 without implicit TLS, an EHLO name without a dot
+    /// (`mail.helo_name`), and a `trusted_proxies` entry that trusts every address.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .smtp_url
@@ -628,6 +640,7 @@ impl Settings {
                  (no personal data, but traffic and queue figures); prefer 127.0.0.1 or firewall the port"
             ));
         }
+        w.extend(self.helo_warning());
         for net in self.trusted_proxies.everyone() {
             w.push(format!(
                 "trusted_proxies: {net} trusts every address, so any client can name itself in \
@@ -691,7 +704,7 @@ pub fn skeleton_with_data_dir(dir: &str) -> String {
 /// A commented config skeleton, written by `isto admin init`.
 pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the values shown are the defaults.
 # Environment variables (ISTO_LISTEN, ISTO_METRICS_LISTEN, ISTO_PUBLIC_URL, ISTO_DATA_DIR,
-# ISTO_SMTP_URL, ISTO_MAIL_FROM) and command-line flags override this file.
+# ISTO_SMTP_URL, ISTO_MAIL_FROM, ISTO_MAIL_HELO_NAME) and command-line flags override this file.
 
 # listen = "127.0.0.1:8080"
 # metrics_listen = "127.0.0.1:9464"       # Prometheus GET /metrics on its own listener; unset = off
@@ -705,6 +718,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # smtp_url = "smtp://127.0.0.1:25"         # lettre URL; smtps://user:pass@host or ?tls=required
 # allow_plaintext_auth = false            # true only for a server on a trusted network
 # from = "Holder <noreply@holder.example>"
+# helo_name = "holder.example"            # EHLO name and Message-ID domain; default: public_url's host, else from's domain
 # digest_min_interval_secs = 3600
 # smtp_timeout_secs = 20                  # per SMTP step; a whole conversation gets 3 times it
 # retry_base_secs = 30                    # a failed message is retried after 60 s, 120 s, ... (at most 1 h)

@@ -26,7 +26,9 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod buyer;
+mod links;
 mod purge;
+pub use links::{cadence_proof_purpose, CadenceRequest};
 pub use purge::Purged;
 #[cfg(test)]
 mod sweep_tests;
@@ -596,32 +598,14 @@ impl Intents {
         Ok(self.by_token("manage", token)?.cadence)
     }
 
-    /// The delivery cadence of the intent behind a confirmation token (the page after
-    /// confirming).
-    ///
-    /// # Errors
-    /// [`ServiceError::NotFound`].
-    pub fn cadence_by_confirm(&self, token: &str) -> Result<Cadence> {
-        Ok(self.by_token("confirm", token)?.cadence)
-    }
-
-    /// Sets the delivery cadence through a manage token (results page POST; issue 13
+    /// Sets the delivery cadence through a manage token (the POST of a cadence e-mail's
+    /// link, or [`Intents::request_cadence_by_manage`]'s signed-in person; issue 13
     /// point 2), see [`Intents::set_cadence_id`].
     ///
     /// # Errors
     /// As [`Intents::set_cadence_id`].
     pub fn set_cadence_by_manage(&self, token: &str, cadence: Cadence) -> Result<Intent> {
         let rec = self.by_token("manage", token)?;
-        self.set_cadence_id(&rec.id, cadence)
-    }
-
-    /// Sets the delivery cadence through a confirmation token (the POST of the page
-    /// after confirming), see [`Intents::set_cadence_id`].
-    ///
-    /// # Errors
-    /// As [`Intents::set_cadence_id`].
-    pub fn set_cadence_by_confirm(&self, token: &str, cadence: Cadence) -> Result<Intent> {
-        let rec = self.by_token("confirm", token)?;
         self.set_cadence_id(&rec.id, cadence)
     }
 

@@ -10,7 +10,10 @@
 //! worker sends and then deletes it, so a crash or an SMTP outage delays mail but loses
 //! none.
 
+mod hello;
 pub mod worker;
+
+pub use hello::mailbox_domain;
 
 use crate::clock::Clock;
 use crate::crypto::{KeyRing, Sealed};
@@ -57,7 +60,7 @@ pub struct MailJob {
 }
 
 impl MailJob {
-    /// Seals `content` into a job due at once; `domain` (the holder's host) goes into
+    /// Seals `content` into a job due at once; `domain` (`Settings::helo_name`, the EHLO name) goes into
     /// the `Message-ID`.
     ///
     /// # Errors
@@ -337,6 +340,7 @@ impl TlsMode {
 /// The SMTP server as the URL names it, and the bounds of one conversation. The
 /// conversation is driven step by step ([`lettre::transport::smtp::client::AsyncSmtpConnection`])
 /// so that each step has its own timeout and a failure names its [`Phase`].
+#[derive(Clone)]
 pub struct SmtpServer {
     /// Host name or address.
     pub host: String,
@@ -347,6 +351,8 @@ pub struct SmtpServer {
     credentials: Option<lettre::transport::smtp::authentication::Credentials>,
     allow_plaintext_auth: bool,
     hello: lettre::transport::smtp::extension::ClientId,
+    /// Whether the URL's path named the EHLO domain (it then wins over `mail.helo_name`).
+    hello_in_url: bool,
     step_timeout: std::time::Duration,
     send_timeout: std::time::Duration,
 }
@@ -412,6 +418,7 @@ impl SmtpServer {
             tls,
             credentials,
             allow_plaintext_auth,
+            hello_in_url: !u.path().trim_matches('/').is_empty(),
             hello,
             step_timeout,
             send_timeout: step_timeout.saturating_mul(3),

@@ -203,7 +203,7 @@ async fn intent_page(
     let words = Intent { language: ui.lang.to_owned(), ..view.intent.clone() };
     crate::matching::explain::annotate(&words, &mut view.deliveries);
     let body = html! {
-        (pages::intent_details(ui, &view.intent))
+        (pages::intent_details(ui, &view.intent, true))
         dl.facts {
             dt { (ui.status) }
             dd { (ui.status_name(view.intent.status)) }
@@ -249,7 +249,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
 async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     let lang = super::browser_lang(&h, &headers);
     let ui = ui(lang);
-    let form: super::CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let form: super::links::CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let account = match account_of(&h, &headers).await {
         Ok(Some(a)) => a,
         Ok(None) => return signin_redirect("/me"),

@@ -30,6 +30,9 @@ mod authorize_tests;
 mod client_limits;
 mod demand_page;
 mod i18n;
+mod links;
+#[cfg(test)]
+mod links_tests;
 mod mine;
 mod pages;
 mod seller_pages;
@@ -42,7 +45,6 @@ use crate::base::ServiceError;
 use crate::intents::{ConfirmOutcome, ConsentOutcome};
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::protocol::{Intent, Status};
-use crate::records::Cadence;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
@@ -78,8 +80,8 @@ const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancesto
 ///
 /// `GET /`, `GET|POST /consent/{token}`, `GET /consent/{token}/sent`,
 /// `GET|POST /confirm/{token}`, `GET /confirm/{token}/done`, `GET /results/{token}`,
-/// `POST /confirm/{token}/cadence` and `POST /results/{token}/cadence` (the delivery
-/// cadence, issue 13 point 2),
+/// `POST /results/{token}/cadence` and `GET|POST /results/{token}/cadence/{cadence}`
+/// (the delivery cadence, confirmed by e-mail unless signed in: [`links`]),
 /// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
 /// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF),
 /// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
@@ -105,9 +107,9 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
         .route("/consent/{token}/sent", get(consent_sent))
         .route("/confirm/{token}", get(confirm_page).post(confirm_submit))
         .route("/confirm/{token}/done", get(confirm_done))
-        .route("/confirm/{token}/cadence", post(confirm_cadence))
         .route("/results/{token}", get(results_page))
-        .route("/results/{token}/cadence", post(results_cadence))
+        .route("/results/{token}/cadence", post(links::results_cadence))
+        .route("/results/{token}/cadence/{cadence}", get(links::cadence_mail_page).post(links::cadence_mail_submit))
         .route("/withdraw/{token}", get(withdraw_page).post(withdraw_submit))
         .route("/withdraw/{token}/done", get(withdraw_done))
         .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
@@ -130,16 +132,26 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
 /// The security and privacy headers of every page response (redirects and errors too):
 /// `Cache-Control: no-store`, `X-Frame-Options: DENY`, the CSP (the authorization
 /// page's leaves out `form-action`), `Referrer-Policy: no-referrer` (tokens are in the
-/// URLs) and `X-Content-Type-Options: nosniff`.
+/// URLs), `X-Content-Type-Options: nosniff`, and on every page but the home page
+/// `X-Robots-Tag: noindex, nofollow` (pages behind tokens leak through scanners and
+/// shared inboxes; search engines must not list them).
 pub async fn security_headers(req: Request, next: Next) -> Response {
     let csp = if req.uri().path() == "/oauth/authorize" { CSP_AUTHORIZE } else { CSP };
+    let home = req.uri().path() == "/";
     let mut res = next.run(req).await;
     set_page_headers(res.headers_mut(), csp);
+    if home {
+        res.headers_mut().remove(ROBOTS);
+    }
     res
 }
 
+/// `X-Robots-Tag` (not in `http`'s list of headers).
+const ROBOTS: &str = "x-robots-tag";
+
 /// Puts the headers of [`security_headers`] with `csp` on a page response.
 fn set_page_headers(h: &mut HeaderMap, csp: &'static str) {
+    h.insert(ROBOTS, HeaderValue::from_static("noindex, nofollow"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
@@ -322,6 +334,7 @@ fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
             let body = maud::html! {
                 (pages::message(ui.not_found_body, false))
                 p { a href="/" { (ui.home_link) } }
+                (pages::way_forward(ui))
             };
             page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, body)
         }
@@ -346,14 +359,23 @@ fn csrf_page(h: &AppState, ui: &Ui) -> Response {
     page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
 }
 
-/// 410: expired or withdrawn.
+/// 410: expired or withdrawn, with the way forward ([`pages::way_forward`]).
 fn closed_page(h: &AppState, ui: &Ui, intent: &Intent) -> Response {
-    page(h, ui, StatusCode::GONE, ui.closed_title, pages::message_with_statement(ui, ui.closed_body, intent))
+    let body = maud::html! {
+        (pages::message_with_statement(ui, ui.closed_body, intent))
+        (pages::way_forward(ui))
+    };
+    page(h, ui, StatusCode::GONE, ui.closed_title, body)
 }
 
-/// 409: consent was already given on this link (first come, seed §5.3).
+/// 409: consent was already given on this link (first come, seed §5.3), with the way
+/// forward.
 fn taken_page(h: &AppState, ui: &Ui) -> Response {
-    page(h, ui, StatusCode::CONFLICT, ui.taken_title, pages::message(ui.taken_body, false))
+    let body = maud::html! {
+        (pages::message(ui.taken_body, false))
+        (pages::way_forward(ui))
+    };
+    page(h, ui, StatusCode::CONFLICT, ui.taken_title, body)
 }
 
 fn now_unix(h: &AppState) -> i64 {
@@ -487,6 +509,14 @@ async fn consent_submit(
         return csrf_page(&h, ui);
     }
     if !view.open {
+        // The same person submitting again (a double click, the back button): the
+        // success page again, not "already taken".
+        if matches!(view.intent.status, Status::AwaitingEmailConfirmation | Status::Active) {
+            let (t, email) = (token.clone(), form.email.clone());
+            if let Ok(true) = call(&h, "consent_view", move |x| x.intents.consent_repeated(&t, &email)).await {
+                return Redirect::to(&format!("/consent/{token}/sent")).into_response();
+            }
+        }
         return consent_closed(&h, ui, &view.intent);
     }
     if form.accept != "yes" {
@@ -572,31 +602,19 @@ fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Re
             let csrf = h.base.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
         }
-        Status::Active => {
-            page(h, ui, StatusCode::OK, ui.active_title, pages::message_with_statement(ui, ui.already_active, intent))
-        }
+        Status::Active => used_confirm_page(h, ui, intent, ui.already_active),
         _ => closed_page(h, ui, intent),
     }
 }
 
-/// The page of an active intent behind a confirmation token (after confirming, or the
-/// link opened again): `text` with the statement, then the delivery cadence form
-/// (issue 13 point 2) posting to `/confirm/{token}/cadence`.
-fn active_page(
-    h: &AppState,
-    ui: &Ui,
-    intent: &Intent,
-    token: &str,
-    text: &str,
-    cadence: Cadence,
-    saved: bool,
-) -> Response {
-    let csrf = h.base.keys.csrf_token(CSRF_CADENCE, token, now_unix(h));
-    let action = format!("/confirm/{token}/cadence");
-    let form = pages::CadenceForm { action: &action, csrf: &csrf, current: cadence, saved };
+/// The page of an active intent behind a used confirmation token (after confirming, or
+/// the link opened again): only its outcome — `text` with the statement and where the
+/// person manages the request now —, no form and no CSRF token (a used link may have
+/// leaked).
+fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &str) -> Response {
     let body = maud::html! {
         (pages::message_with_statement(ui, text, intent))
-        (pages::cadence_form(ui, &form))
+        p.hint { (ui.links.confirm_used) }
     };
     page(h, ui, StatusCode::OK, ui.active_title, body)
 }
@@ -607,20 +625,12 @@ fn cadence_saved(query: Option<&str>) -> bool {
     query.is_some_and(|q| q.split('&').any(|p| p == "saved=cadence"))
 }
 
-/// `GET /confirm/{token}`: a Confirm button; once active, the cadence form; never
+/// `GET /confirm/{token}`: a Confirm button; once used, only its outcome; never
 /// changes state.
 async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let viewed = call(&h, "confirm_view", move |x| -> Result<_, ServiceError> {
-        Ok((x.intents.confirm_view(&t)?, x.intents.cadence_by_confirm(&t)?))
-    })
-    .await;
-    match viewed {
-        Ok((intent, cadence)) if intent.status == Status::Active => {
-            let ui = intent_ui(&h, &intent);
-            active_page(&h, ui, &intent, &token, ui.already_active, cadence, false)
-        }
-        Ok((intent, _)) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
+    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
+        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
         Err(f) => fail_page(&h, default_ui(&h), f),
     }
 }
@@ -647,23 +657,17 @@ async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body
     }
 }
 
-/// `GET /confirm/{token}/done`: "your request is active", with the delivery cadence
-/// form (issue 13 point 2; `?saved=cadence` after a save shows the notice).
-async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>, RawQuery(query): RawQuery) -> Response {
+/// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
+/// page of a used confirmation link).
+async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     let t = token.clone();
-    let (intent, cadence) = match call(&h, "confirm_view", move |x| -> Result<_, ServiceError> {
-        Ok((x.intents.confirm_view(&t)?, x.intents.cadence_by_confirm(&t)?))
-    })
-    .await
-    {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &intent);
-    if intent.status == Status::Active {
-        active_page(&h, ui, &intent, &token, ui.active_body, cadence, cadence_saved(query.as_deref()))
-    } else {
-        confirm_state_page(&h, ui, &intent, &token)
+    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
+        Ok(intent) if intent.status == Status::Active => {
+            let ui = intent_ui(&h, &intent);
+            used_confirm_page(&h, ui, &intent, ui.active_body)
+        }
+        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
+        Err(f) => fail_page(&h, default_ui(&h), f),
     }
 }
 
@@ -671,8 +675,8 @@ async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>, RawQue
 // results and withdrawal (manage token; PROTOCOL.md §4.4)
 
 /// `GET /results/{token}`: the intent, the delivery cadence form (issue 13 point 2;
-/// `?saved=cadence` after a save shows the notice), its deliveries and the withdraw
-/// link.
+/// `?saved=cadence` after a save shows the notice, `?sent=cadence` after a change that
+/// waits for its confirmation by e-mail says so), its deliveries and the withdraw link.
 async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQuery(query): RawQuery) -> Response {
     let t = token.clone();
     match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
@@ -688,7 +692,11 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQue
                 current: v.cadence,
                 saved: cadence_saved(query.as_deref()),
             };
-            let body = pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form));
+            let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
+            let body = maud::html! {
+                @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
+                (pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form)))
+            };
             page(&h, ui, StatusCode::OK, ui.results_title, body)
         }
         Err(f) => fail_page(&h, default_ui(&h), f),
@@ -703,75 +711,6 @@ fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Response {
         p { a href=(back) { (ui.cadence.back) } }
     };
     page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, body)
-}
-
-/// Which token a cadence POST carries.
-#[derive(Debug, Clone, Copy)]
-enum CadenceVia {
-    /// A manage token (`/results/{token}/cadence`).
-    Manage,
-    /// A confirmation token (`/confirm/{token}/cadence`).
-    Confirm,
-}
-
-/// The cadence form's fields.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct CadenceFields {
-    csrf: String,
-    cadence: String,
-}
-
-/// `POST /results/{token}/cadence` (csrf, cadence): see [`cadence_submit`].
-async fn results_cadence(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
-    cadence_submit(h, token, &body, CadenceVia::Manage).await
-}
-
-/// `POST /confirm/{token}/cadence` (csrf, cadence): see [`cadence_submit`].
-async fn confirm_cadence(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
-    cadence_submit(h, token, &body, CadenceVia::Confirm).await
-}
-
-/// The cadence POST (issue 13 point 2): the token (404), the CSRF token of purpose
-/// `cadence` bound to it (403), the intent not ended (410), the `cadence` field one of
-/// `as_they_come`, `daily`, `weekly`, `pause` (400, a page naming the field; nothing
-/// changed); then [`crate::intents::Intents::set_cadence_by_manage`] or
-/// `set_cadence_by_confirm` and 303 back to the page with `?saved=cadence`.
-async fn cadence_submit(h: Shared, token: String, body: &[u8], via: CadenceVia) -> Response {
-    let form: CadenceFields = serde_urlencoded::from_bytes(body).unwrap_or_default();
-    let t = token.clone();
-    let viewed = match via {
-        CadenceVia::Manage => call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await,
-        CadenceVia::Confirm => call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await,
-    };
-    let intent = match viewed {
-        Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &intent);
-    if !csrf_ok(&h, &form.csrf, CSRF_CADENCE, &token) {
-        return csrf_page(&h, ui);
-    }
-    if intent.status.is_final() {
-        return closed_page(&h, ui, &intent);
-    }
-    let back = match via {
-        CadenceVia::Manage => format!("/results/{token}"),
-        CadenceVia::Confirm => format!("/confirm/{token}/done"),
-    };
-    let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        return cadence_invalid_page(&h, ui, &back);
-    };
-    let t = token.clone();
-    let set = match via {
-        CadenceVia::Manage => call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await,
-        CadenceVia::Confirm => call(&h, "set_cadence", move |x| x.intents.set_cadence_by_confirm(&t, cadence)).await,
-    };
-    match set {
-        Ok(_) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
-        Err(Fail::State) => closed_page(&h, ui, &intent),
-        Err(f) => fail_page(&h, ui, f),
-    }
 }
 
 /// The withdraw page for an intent in any state.

@@ -133,6 +133,35 @@ pub fn message(text: &str, alert: bool) -> Markup {
     }
 }
 
+/// The way forward from a link that has ended or was used (a consent or confirmation
+/// link): how to start again, with links to the home page (which says how) and to the
+/// signed-in person's requests.
+pub fn way_forward(ui: &Ui) -> Markup {
+    html! {
+        section.forward aria-labelledby="forward-heading" {
+            h2 #forward-heading { (ui.links.forward_heading) }
+            p { (ui.links.start_again) }
+            ul.links {
+                li { a href="/" { (ui.links.start_again_link) } }
+                li { a href="/me" { (ui.mine.title) } }
+            }
+        }
+    }
+}
+
+/// The page of a cadence e-mail's link: the cadence asked for, and the button that
+/// makes the change (POST to `action` with the e-mail's proof as its CSRF token).
+pub fn cadence_confirm(ui: &Ui, intent: &Intent, label: &str, action: &str, proof: &str) -> Markup {
+    html! {
+        p { (ui.links.cadence_confirm_intro) " " strong { (label) } }
+        (statement(ui, intent))
+        form.card method="post" action=(action) {
+            input type="hidden" name="csrf" value=(proof);
+            button type="submit" { (ui.links.cadence_confirm_button) }
+        }
+    }
+}
+
 /// A message followed by the statement of the intent it is about.
 pub fn message_with_statement(ui: &Ui, text: &str, intent: &Intent) -> Markup {
     html! {
@@ -151,9 +180,10 @@ pub fn statement(ui: &Ui, intent: &Intent) -> Markup {
     }
 }
 
-/// Everything public about an intent: statement, category, area, budget, dates,
+/// Everything public about an intent: statement, category, area, the visible budget
+/// (only with `budget`: never on a page behind a link, which may have leaked), dates,
 /// criteria table, and — when set — the sentence that a hidden limit exists.
-pub fn intent_details(ui: &Ui, intent: &Intent) -> Markup {
+pub fn intent_details(ui: &Ui, intent: &Intent, budget: bool) -> Markup {
     // Criteria in the category's attribute order (make before model), unknown keys last.
     let order = crate::protocol::category(&intent.category).map(|c| c.attributes).unwrap_or(&[]);
     let mut criteria: Vec<(&String, &Value)> =
@@ -166,7 +196,7 @@ pub fn intent_details(ui: &Ui, intent: &Intent) -> Markup {
             dd { (ui.category_name(&intent.category)) }
             dt { (ui.area) }
             dd { (area_text(ui, &intent.area)) }
-            @if let Some(b) = &intent.budget {
+            @if let Some(b) = intent.budget.as_ref().filter(|_| budget) {
                 dt { (ui.budget) }
                 dd { (budget_text(ui, b)) }
             }
@@ -228,7 +258,7 @@ pub fn consent(ui: &Ui, intent: &Intent, f: &ConsentForm<'_>) -> Markup {
     let accept_error = f.error.is_some_and(|(_, email)| !email);
     html! {
         p { (ui.consent_intro) }
-        (intent_details(ui, intent))
+        (intent_details(ui, intent, false))
         section.consent-text aria-labelledby="consent-heading" lang=(f.text_language) {
             h2 #consent-heading { (ui.consent_text) }
             @for para in paragraphs(f.text) {
@@ -266,7 +296,7 @@ pub fn consent(ui: &Ui, intent: &Intent, f: &ConsentForm<'_>) -> Markup {
 pub fn confirm(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     html! {
         p { (ui.confirm_intro) }
-        (intent_details(ui, intent))
+        (intent_details(ui, intent, false))
         form.card method="post" action=(format!("/confirm/{token}")) {
             input type="hidden" name="csrf" value=(csrf);
             button type="submit" { (ui.confirm_button) }

@@ -125,12 +125,15 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
     assert.equal(h["content-security-policy"], CSP);
     assert.equal(h["x-frame-options"], "DENY");
     assert.equal(h["referrer-policy"], "no-referrer");
+    assert.equal(h["x-robots-tag"], "noindex, nofollow");
     assert.equal(await page.locator("html").getAttribute("lang"), "cs");
     assert.equal(await page.locator('meta[name="referrer"]').getAttribute("content"), "no-referrer");
     const text = await page.locator("body").innerText();
     assert.ok(text.includes(STATEMENT), `statement missing:\n${text}`);
     assert.match(text, /limit/i);
     assert.doesNotMatch(await page.content(), LIMIT_RE, "the page contains the hidden limit");
+    // A page behind a link (links leak) shows no budget.
+    assert.doesNotMatch(text, /400[\s\u00a0]?000/, "the page shows the budget");
     assert.ok(text.includes("Jihomoravský kraj"), "region name missing");
     assert.ok(s.styles.includes(200) || s.styles.includes(304), `stylesheet not loaded: ${s.styles.join(",")}`);
     // Readable on a phone: nothing wider than the viewport.

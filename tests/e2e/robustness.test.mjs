@@ -133,6 +133,7 @@ function linksOf(mail) {
   const unsub = (mail.headers["list-unsubscribe"]?.[0] ?? "").replace(/[<>\s]/g, "");
   return {
     confirm: urls.find((u) => u.includes("/confirm/")),
+    results: urls.find((u) => u.includes("/results/")),
     withdraw: urls.find((u) => u.includes("/withdraw/")),
     unsubscribe: unsub.startsWith("http") ? unsub : null,
   };
@@ -243,6 +244,39 @@ test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) =>
     // Once consented, the consent link cannot be taken over.
     const takeover = await postForm(d.consentUrl, { csrf, accept: "yes", email: `x-${tag}@example.test` }, { origin: isto.origin });
     assert.ok(takeover.status >= 400, `consent on a used link: ${takeover.status}`);
+    // The same person submitting the consent form again (back button, double click)
+    // gets the success page again, and no second e-mail.
+    const again = await postForm(d.consentUrl, { csrf, accept: "yes", lang: "cs", email }, { origin: isto.origin });
+    assert.equal(again.status, 303, `the same person's second consent: ${again.status}`);
+    assert.match(again.headers.get("location") ?? "", /\/sent$/);
+  });
+
+  await t.test("leaked links: a cookie-less stranger cannot change the cadence; token pages are not indexed", async () => {
+    // A used confirmation link shows only its outcome: no form, no CSRF token.
+    const used = await getPage(links.confirm);
+    assert.equal(used.status, 200);
+    assert.equal(csrfOf(used.body, links.confirm), null, "the used confirmation link offers a form");
+    assert.doesNotMatch(used.body, /name="csrf"/);
+    assert.doesNotMatch(used.body, /400[\s\u00a0]?000/, "the budget is shown behind a token");
+    // The results link: the stranger's pause only asks the person by e-mail.
+    const results = await getPage(links.results);
+    assert.match(results.body, /value="as_they_come" checked/);
+    const action = `${links.results}/cadence`;
+    const before = smtp.messages().filter((m) => mailIsFor(m, email)).length;
+    for (const cadence of ["pause", "weekly"]) {
+      const r = await postForm(action, { csrf: csrfOf(results.body, action), cadence }, { origin: isto.origin });
+      assert.equal(r.status, 303, `stranger's ${cadence}: ${r.status}`);
+      assert.match(r.headers.get("location") ?? "", /\?sent=cadence$/);
+    }
+    assert.match((await getPage(links.results)).body, /value="as_they_come" checked/, "the stranger changed the cadence");
+    await waitFor(() => smtp.messages().filter((m) => mailIsFor(m, email)).length >= before + 2, {
+      timeout: 30000,
+      what: "the e-mails asking the person to confirm",
+    });
+    for (const u of [links.confirm, links.results, links.withdraw, d.consentUrl]) {
+      const res = await fetch(u, { redirect: "manual" });
+      assert.equal(res.headers.get("x-robots-tag"), "noindex, nofollow", u);
+    }
   });
 
   // The consent race runs before any withdrawal: a withdrawal while a mail is being sent

@@ -1,12 +1,14 @@
 //! The delivery cadence (issue 13 point 2) through the production router, on a real
 //! redb file with the kit's clock: the person chooses "as they come", "daily",
-//! "weekly" or "pause" on the results page (manage token) or the page after confirming
-//! (confirmation token), by a POST with the CSRF token; the digest scheduler
+//! "weekly" or "pause" on the results page (manage token) by a POST with the CSRF
+//! token, confirmed from the link of the e-mail that asks them (a results link may
+//! have leaked) unless signed in as that person; the digest scheduler
 //! (`deliveries::queue_due_digests`, what the mail worker calls) sends by it; every
 //! mail says the cadence with the results page link; `intent_list_matches` is
 //! unaffected.
 
 use axum::http::StatusCode;
+use isto::clock::Clock;
 use isto::mail::MailContent;
 use isto::protocol::input::ListMatches;
 use isto::protocol::Money;
@@ -87,9 +89,34 @@ fn choose(f: &Fx, page_path: &str, action: &str, value: &str) -> String {
     r.location().to_owned()
 }
 
+/// Chooses `value` on the results page without a session, as a stranger holding the
+/// link would: nothing changes until the person follows the link of the e-mail that
+/// asks them and presses its button.
 fn choose_on_results(f: &Fx, a: &Active, value: &str) {
-    let to = choose(f, &format!("/results/{}", a.manage), &format!("/results/{}/cadence", a.manage), value);
-    assert_eq!(to, format!("/results/{}?saved=cadence", a.manage));
+    let results = format!("/results/{}", a.manage);
+    let before = stored(f, &a.id).cadence;
+    let to = choose(f, &results, &format!("{results}/cadence"), value);
+    assert_eq!(to, format!("{results}?sent=cadence"));
+    if before.key() != value {
+        assert_eq!(stored(f, &a.id).cadence, before, "changed before the person confirmed");
+    }
+    let to = confirm_by_mail(f, value);
+    assert_eq!(to, format!("{results}?saved=cadence"));
+}
+
+/// Follows the newest cadence e-mail's link for `value` and presses its button; returns
+/// the redirect target.
+fn confirm_by_mail(f: &Fx, value: &str) -> String {
+    let marker = format!("/cadence/{value}?k=");
+    let mail = f.mails().into_iter().rev().find(|m| m.text.contains(&marker)).expect("a cadence e-mail");
+    let link = mail.text.split_whitespace().find(|w| w.contains(&marker)).unwrap().to_owned();
+    let path = link.strip_prefix("https://holder.example").unwrap().to_owned();
+    let page = f.get(&path, None);
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let action = path.split('?').next().unwrap();
+    let r = f.post(action, &[("csrf", &page.csrf_for(action))], None);
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    r.location().to_owned()
 }
 
 #[test]
@@ -109,12 +136,10 @@ fn each_cadence_paces_the_digests_over_the_clock() {
     f.clock.advance(Duration::minutes(2));
     assert_eq!(tick(&f), 1, "an hour after the last digest");
 
-    // Daily, chosen on the page after confirming: at most one digest per 24 hours,
-    // counted from the last digest (choosing does not reset the timer).
-    let done = format!("/confirm/{}/done", a.confirm);
-    let to = choose(&f, &done, &format!("/confirm/{}/cadence", a.confirm), "daily");
-    assert_eq!(to, format!("{done}?saved=cadence"));
-    let page = f.get(&to, None);
+    // Daily: at most one digest per 24 hours, counted from the last digest (choosing
+    // does not reset the timer).
+    choose_on_results(&f, &a, "daily");
+    let page = f.get(&format!("/results/{}?saved=cadence", a.manage), None);
     assert!(page.body.contains("Saved. E-mails will come: <strong>daily"), "{}", page.body);
     assert!(page.body.contains("value=\"daily\" checked"), "{}", page.body);
     assert_eq!(stored(&f, &a.id).cadence, Cadence::Daily);
@@ -206,8 +231,7 @@ fn a_change_needs_a_post_with_the_csrf_token_and_a_known_value() {
     let other = f.get(&format!("/withdraw/{}", a.manage), None).csrf_for(&format!("/withdraw/{}", a.manage));
     let r = f.post(&action, &[("csrf", &other), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "a withdraw form's token is not a cadence token");
-    let confirm_csrf =
-        f.get(&format!("/confirm/{}/done", a.confirm), None).csrf_for(&format!("/confirm/{}/cadence", a.confirm));
+    let confirm_csrf = f.holder.base.keys.csrf_token("cadence", &a.confirm, f.clock.now().unix_timestamp());
     let r = f.post(&action, &[("csrf", &confirm_csrf), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "bound to the page's own token");
     // An unknown or missing value: 400 naming the field.
@@ -251,11 +275,17 @@ fn the_digest_says_the_cadence_in_the_intents_language() {
     let confirm = f.token_from_outbox("/confirm/");
     let page = f.get(&format!("/confirm/{confirm}"), None);
     f.post(&format!("/confirm/{confirm}"), &[("csrf", &page.csrf_for(&format!("/confirm/{confirm}")))], None);
-    let done = f.get(&format!("/confirm/{confirm}/done"), None);
-    assert!(done.body.contains("Jak často vám mají chodit e-maily s nabídkami?"), "{}", done.body);
-    let action = format!("/confirm/{confirm}/cadence");
-    let r = f.post(&action, &[("csrf", &done.csrf_for(&action)), ("cadence", "weekly")], None);
+    let manage = f.token_from_outbox("/results/");
+    let results = f.get(&format!("/results/{manage}"), None);
+    assert!(results.body.contains("Jak často vám mají chodit e-maily s nabídkami?"), "{}", results.body);
+    let action = format!("/results/{manage}/cadence");
+    let r = f.post(&action, &[("csrf", &results.csrf_for(&action)), ("cadence", "weekly")], None);
     assert_eq!(r.status, StatusCode::SEE_OTHER);
+    // The e-mail that asks the person is in the intent's language.
+    let ask = f.mails().pop().unwrap();
+    assert!(ask.subject.starts_with("Potvrďte změnu e-mailů o poptávce"), "{}", ask.subject);
+    assert!(ask.text.contains("chodily: týdně"), "{}", ask.text);
+    confirm_by_mail(&f, "weekly");
     assert_eq!(tick(&f), 1);
     let d = f.mails().pop().unwrap();
     assert!(d.text.contains("E-maily o této poptávce chodí: týdně (nejvýše jeden e-mail za 7 dní)."), "{}", d.text);
@@ -297,4 +327,23 @@ fn a_signed_in_buyer_sets_the_cadence_on_the_intents_page() {
     let page = f.get(&format!("{page_path}?saved=cadence"), Some(&cookie));
     assert!(page.body.contains("value=\"weekly\" checked"), "{}", page.body);
     assert!(page.body.contains("Saved. E-mails will come: <strong>weekly"), "{}", page.body);
+}
+
+#[test]
+fn the_person_signed_in_changes_the_cadence_at_once_and_another_account_is_asked_by_mail() {
+    let f = Fx::new();
+    let a = activate(&f);
+    let results = format!("/results/{}", a.manage);
+    let action = format!("{results}/cadence");
+    // Signed in as someone else: the person is asked by e-mail, nothing changes.
+    let (_, other) = f.buyer("other@example.com");
+    let csrf = f.get(&results, Some(&other)).csrf_for(&action);
+    let r = f.post(&action, &[("csrf", &csrf), ("cadence", "pause")], Some(&other));
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("{results}?sent=cadence").as_str()));
+    assert_eq!(stored(&f, &a.id).cadence, Cadence::AsTheyCome);
+    // Signed in as the person (an account of the intent's address): at once.
+    let (_, mine) = f.buyer("buyer@example.com");
+    let r = f.post(&action, &[("csrf", &csrf), ("cadence", "pause")], Some(&mine));
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, format!("{results}?saved=cadence").as_str()));
+    assert_eq!(stored(&f, &a.id).cadence, Cadence::Pause);
 }

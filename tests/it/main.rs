@@ -17,6 +17,7 @@ pub mod explain;
 mod failed_start;
 mod fixture;
 mod group_commit;
+mod helo;
 mod hidden_limit;
 mod holder_flow;
 mod http_router;

@@ -178,7 +178,7 @@ impl Fake {
 }
 
 /// The value of header `name` in a raw message (unfolded), if present.
-fn header(raw: &str, name: &str) -> Option<String> {
+pub(crate) fn header(raw: &str, name: &str) -> Option<String> {
     let head = raw.split("\r\n\r\n").next()?.replace("\r\n ", " ").replace("\r\n\t", " ");
     let prefix = format!("{}:", name.to_ascii_lowercase());
     head.split("\r\n")
@@ -196,7 +196,7 @@ fn manage_token(raw: &str) -> String {
 // The isto process
 
 /// A free port on 127.0.0.1 (bound, read, released).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -432,7 +432,7 @@ impl Isto {
 }
 
 /// The first string under `key` anywhere in `v` (also inside JSON text content).
-fn find_str(v: &Value, key: &str) -> Option<String> {
+pub(crate) fn find_str(v: &Value, key: &str) -> Option<String> {
     match v {
         Value::Object(m) => {
             m.get(key).and_then(|x| x.as_str().map(str::to_owned)).or_else(|| m.values().find_map(|x| find_str(x, key)))
@@ -444,7 +444,7 @@ fn find_str(v: &Value, key: &str) -> Option<String> {
 }
 
 /// The CSRF token of the form posting to `action` in `page`.
-fn csrf_for(page: &str, action: &str) -> String {
+pub(crate) fn csrf_for(page: &str, action: &str) -> String {
     let at = page.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form for {action} in:\n{page}"));
     let marker = "name=\"csrf\" value=\"";
     let from = at + page[at..].find(marker).unwrap() + marker.len();
@@ -452,7 +452,7 @@ fn csrf_for(page: &str, action: &str) -> String {
 }
 
 /// Polls `f` every 50 ms until it holds; panics with `what` after `secs`.
-async fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
         assert!(t0.elapsed() < Duration::from_secs(secs), "timed out after {secs} s waiting for {what}");
@@ -460,7 +460,7 @@ async fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 

@@ -13,10 +13,13 @@ use axum::http::{header, HeaderMap};
 
 /// The languages the pages are written in.
 mod account;
+mod links;
 mod pages;
 
 pub use account::AccountText;
 use account::{ACCOUNT_CS, ACCOUNT_EN, ACCOUNT_SK};
+pub use links::LinkText;
+use links::{LINKS_CS, LINKS_EN, LINKS_SK};
 use pages::*;
 pub use pages::{AuthorizeText, CadenceText, DemandText, MineText, SellerText};
 
@@ -108,6 +111,9 @@ pub struct Ui {
     pub mine: &'static MineText,
     /// The delivery cadence form's texts (results page, the page after confirming).
     pub cadence: &'static CadenceText,
+    /// The texts of used, ended and leaked links (the way forward, the cadence change
+    /// confirmed by e-mail).
+    pub links: &'static LinkText,
     /// Link text of the skip link.
     pub skip: &'static str,
     /// Home page: what the holder is, in 2–3 sentences (issue 13 point 4).
@@ -276,6 +282,7 @@ static SK: Ui = Ui {
     demand: &DEMAND_SK,
     mine: &MINE_SK,
     cadence: &CADENCE_SK,
+    links: &LINKS_SK,
     skip: "Preskočiť na obsah",
     home_intro: "Tento server je držiteľ dopytov Isto Intents. AI asistenti sem zverejňujú dopyty svojich ľudí, človek každý dopyt potvrdí e-mailom a zodpovedajúce ponuky mu potom prichádzajú e-mailom. Kontakt ani skrytý cenový limit nikdy neopustia tento server.",
     home_mcp: "AI asistenti sa k nemu pripájajú cez MCP na tejto adrese (skopírujte ju do nastavení asistenta):",
@@ -381,6 +388,7 @@ static CS: Ui = Ui {
     demand: &DEMAND_CS,
     mine: &MINE_CS,
     cadence: &CADENCE_CS,
+    links: &LINKS_CS,
     skip: "Přeskočit na obsah",
     home_intro: "Tento server je držitel poptávek Isto Intents. AI asistenti sem zveřejňují poptávky svých lidí, člověk každou poptávku potvrdí e-mailem a odpovídající nabídky mu pak chodí e-mailem. Kontakt ani skrytý cenový limit nikdy neopustí tento server.",
     home_mcp: "AI asistenti se k němu připojují přes MCP na této adrese (zkopírujte ji do nastavení asistenta):",
@@ -486,6 +494,7 @@ static EN: Ui = Ui {
     demand: &DEMAND_EN,
     mine: &MINE_EN,
     cadence: &CADENCE_EN,
+    links: &LINKS_EN,
     skip: "Skip to content",
     home_intro: "This server is an Isto Intents intent holder. AI assistants publish their people's requests here, the person confirms each request by e-mail, and matching offers then arrive by e-mail. The person's contact and hidden price limit never leave this server.",
     home_mcp: "AI assistants connect to it over MCP at this address (copy it into the assistant's settings):",

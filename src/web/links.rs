@@ -1,0 +1,154 @@
+//! The delivery cadence behind a results link (issue 13 point 2), which a stranger may
+//! hold (scanners and shared inboxes publish links):
+//!
+//! * `POST /results/{token}/cadence` (csrf, cadence): the change is made at once for the
+//!   person signed in (the intent's owner, or an account of the same mailbox); for
+//!   anyone else an e-mail goes to the intent's address and nothing changes yet: 303 to
+//!   `/results/{token}?sent=cadence`.
+//! * `GET /results/{token}/cadence/{cadence}?k=PROOF`: the page of that e-mail's link, a
+//!   button (a GET never changes anything).
+//! * `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change;
+//!   303 to `/results/{token}?saved=cadence`.
+//!
+//! Stopping mail entirely stays one click: the withdraw page and the RFC 8058
+//! unsubscribe are not gated.
+
+use super::{
+    call, csrf_ok, csrf_page, default_ui, fail_page, intent_ui, page, pages, throttled_page, Fail, Shared, CSRF_CADENCE,
+};
+use crate::intents::{cadence_proof_purpose, CadenceRequest};
+use crate::records::Cadence;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+/// The cadence form's fields (also the signed-in buyer's page's).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct CadenceFields {
+    /// The CSRF token (or a cadence e-mail's proof).
+    pub csrf: String,
+    /// One of the [`Cadence`] keys.
+    pub cadence: String,
+}
+
+/// `POST /results/{token}/cadence` (csrf, cadence): the token (404), the CSRF token of
+/// purpose `cadence` bound to it (403), the intent not ended (410), the `cadence` field
+/// one of `as_they_come`, `daily`, `weekly`, `pause` (400, a page naming the field;
+/// nothing changed); then [`crate::intents::Intents::request_cadence_by_manage`] with
+/// the signed-in account: 303 to `?saved=cadence` when made, to `?sent=cadence` when
+/// it waits for the person's confirmation by e-mail; 429 when that e-mail's quota is
+/// used up.
+pub(super) async fn results_cadence(
+    State(h): State<Shared>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let t = token.clone();
+    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    if !csrf_ok(&h, &form.csrf, CSRF_CADENCE, &token) {
+        return csrf_page(&h, ui);
+    }
+    if intent.status.is_final() {
+        return super::closed_page(&h, ui, &intent);
+    }
+    let back = format!("/results/{token}");
+    let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
+        return super::cadence_invalid_page(&h, ui, &back);
+    };
+    let account = crate::accounts::current(&h.base, &headers).map(|(id, _)| id);
+    let t = token.clone();
+    let asked =
+        call(&h, "set_cadence", move |x| x.intents.request_cadence_by_manage(&t, cadence, account.as_deref())).await;
+    match asked {
+        Ok(CadenceRequest::Applied) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
+        Ok(CadenceRequest::Mailed) => Redirect::to(&format!("{back}?sent=cadence")).into_response(),
+        Ok(CadenceRequest::Throttled(e)) => throttled_page(&h, ui, &e),
+        Err(Fail::State) => super::closed_page(&h, ui, &intent),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// The proof of a cadence e-mail's link (`k=` in its query).
+fn proof_of(query: Option<&str>) -> String {
+    query
+        .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("k=")))
+        .map(|k| k.replace("%2E", ".").replace("%2e", "."))
+        .unwrap_or_default()
+}
+
+/// `GET /results/{token}/cadence/{cadence}?k=PROOF`: the button that makes the change
+/// the e-mail asked about; a forged or expired proof (or an unknown cadence) gets a 403
+/// page with the way forward (choose again on the results page). Changes nothing.
+pub(super) async fn cadence_mail_page(
+    State(h): State<Shared>,
+    Path((token, value)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let t = token.clone();
+    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    let proof = proof_of(query.as_deref());
+    let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &proof, &cadence_proof_purpose(*c), &token))
+    else {
+        return expired_link_page(&h, ui, &token);
+    };
+    if intent.status.is_final() {
+        return super::closed_page(&h, ui, &intent);
+    }
+    let action = format!("/results/{token}/cadence/{}", cadence.key());
+    let body = pages::cadence_confirm(ui, &intent, cadence.label(ui.lang), &action, &proof);
+    page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body)
+}
+
+/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change
+/// ([`crate::intents::Intents::set_cadence_by_manage`]); 303 to
+/// `/results/{token}?saved=cadence`; 403 with the way forward for a forged or expired
+/// proof; 410 once the intent has ended.
+pub(super) async fn cadence_mail_submit(
+    State(h): State<Shared>,
+    Path((token, value)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let t = token.clone();
+    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
+        Ok(i) => i,
+        Err(f) => return fail_page(&h, default_ui(&h), f),
+    };
+    let ui = intent_ui(&h, &intent);
+    let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &form.csrf, &cadence_proof_purpose(*c), &token))
+    else {
+        return expired_link_page(&h, ui, &token);
+    };
+    if intent.status.is_final() {
+        return super::closed_page(&h, ui, &intent);
+    }
+    let t = token.clone();
+    match call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await {
+        Ok(_) => Redirect::to(&format!("/results/{token}?saved=cadence")).into_response(),
+        Err(Fail::State) => super::closed_page(&h, ui, &intent),
+        Err(f) => fail_page(&h, ui, f),
+    }
+}
+
+/// 403: a cadence e-mail's link that is forged or older than two hours: what happened
+/// and the way forward (the results page, where a new one is asked for).
+fn expired_link_page(h: &Shared, ui: &super::Ui, token: &str) -> Response {
+    let body = maud::html! {
+        (pages::message(ui.links.cadence_link_expired, true))
+        p { a href=(format!("/results/{token}")) { (ui.cadence.back) } }
+    };
+    page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, body)
+}
