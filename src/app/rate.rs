@@ -18,7 +18,7 @@
 //! already tracked keep their own buckets.
 
 use crate::config::Limits;
-use crate::net::ClientAddr;
+use crate::net::{Charge, ClientAddr};
 use crate::telemetry::RateScope;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -43,6 +43,13 @@ pub const MAX_KEYS: usize = 100_000;
 
 /// How often the limiters forget the keys whose bucket has refilled.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// The share of one core that one client address may keep busy with MCP calls: a call
+/// is charged, beyond its request's cell, one more cell of the address's MCP bucket for
+/// each further [`RateLimits::mcp_cell_cpu`] of CPU time it used, so that at the
+/// sustained rate (`[limits] mcp_requests_per_minute`) an address's calls use at most
+/// this share (its burst aside), however costly each one.
+pub const MCP_CPU_SHARE: f64 = 0.5;
 
 /// The per-address buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +185,10 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     oauth: Keyed<Option<IpAddr>, C>,
     pages: Keyed<Option<IpAddr>, C>,
     credential: Keyed<u64, C>,
+    /// The CPU time one MCP cell pays for (see [`MCP_CPU_SHARE`]).
+    mcp_cell_cpu: Duration,
+    /// The most cells one call is charged beyond its request (the MCP burst).
+    mcp_burst: u32,
     /// Hashes a credential's account and client into its key (seeded per process).
     hasher: std::hash::RandomState,
 }
@@ -203,8 +214,31 @@ impl<C: Clock + Clone> RateLimits<C> {
                 max_keys,
                 clock.clone(),
             ),
+            mcp_cell_cpu: Duration::from_secs(60).mul_f64(MCP_CPU_SHARE) / limits.mcp_requests_per_minute.max(1),
+            mcp_burst: limits.mcp_burst,
             hasher: std::hash::RandomState::new(),
         }
+    }
+
+    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
+    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
+    pub fn mcp_cell_cpu(&self) -> Duration {
+        self.mcp_cell_cpu
+    }
+
+    /// Charges an MCP call of client `key` that used `cpu` of CPU time: the cells it owes
+    /// (`cpu` over [`Self::mcp_cell_cpu`], rounded up) beyond the one its request took,
+    /// at most the burst, taken from the address's MCP bucket while it has any (what
+    /// it lacks empties the bucket: its next requests wait). Returns the cells taken.
+    pub fn charge_mcp_cpu(&self, key: Option<IpAddr>, cpu: Duration) -> u32 {
+        let cell = self.mcp_cell_cpu.as_nanos().max(1);
+        let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
+        let owed = u32::try_from(owed).unwrap_or(u32::MAX).min(self.mcp_burst);
+        let mut taken = 0;
+        while taken < owed && self.mcp.limiter.check_key(&key).is_ok() {
+            taken += 1;
+        }
+        taken
     }
 
     fn bucket(&self, bucket: Bucket) -> &Keyed<Option<IpAddr>, C> {
@@ -308,6 +342,19 @@ pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
         Bucket::Pages => RateScope::Pages,
     });
     Some(too_many_requests(wait, "from this address"))
+}
+
+/// The [`Charge`] of an MCP request (path under `/mcp`): CPU time charged to the
+/// request's client address ([`RateLimits::charge_mcp_cpu`]); `None` for other paths.
+pub fn mcp_charge(limits: &Arc<RateLimits>, req: &Request) -> Option<Charge> {
+    if Bucket::of(req.uri().path()) != Some(Bucket::Mcp) {
+        return None;
+    }
+    let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
+    let limits = limits.clone();
+    Some(Charge::new(move |cpu| {
+        limits.charge_mcp_cpu(key, cpu);
+    }))
 }
 
 /// The per-credential middleware of `/mcp/buyer` and `/mcp/seller`: runs after the bearer

@@ -25,7 +25,7 @@
 //! [`MAX_REQUEST_STATE_CHARS`] characters. A forged, altered, foreign, oversized or
 //! expired one is a JSON-RPC invalid-params error naming `requestState`.
 
-use super::{call_blocking, failure, ok, request_span, to_value};
+use super::{call_blocking, charge_of, failure, ok, request_span, to_value};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
@@ -306,12 +306,12 @@ pub async fn publish(
             None => ElicitationAction::Cancel,
         };
         let h = holder.clone();
-        return call_blocking(tools, request_span(context), request, move |name, _| {
+        return call_blocking(tools, request_span(context), charge_of(context), request, move |name, _| {
             Some(finish(&h, &draft, action).unwrap_or_else(|e| failure(name, &e)))
         })
         .await;
     }
-    let response = call_blocking(tools, request_span(context), request, run).await?;
+    let response = call_blocking(tools, request_span(context), charge_of(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let (Some(mode), Some(draft)) = (mode, draft_of(result, &args)) else { return Ok(response) };
     match mode {
