@@ -24,16 +24,18 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, MonotonicClock};
+use governor::clock::{Clock, MonotonicClock, Reference as _};
 use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::{DashMapStateStore, ShrinkableKeyedStateStore};
 use governor::state::StateStore;
 use governor::{Quota, RateLimiter};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -189,6 +191,15 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     mcp_cell_cpu: Duration,
     /// The most cells one call is charged beyond its request (the MCP burst).
     mcp_burst: u32,
+    /// The time one MCP cell takes to refill.
+    mcp_period: Duration,
+    /// Per client key, the cells its calls owe beyond what its MCP bucket held, and
+    /// when they were last charged (see [`Self::charge_mcp_cpu`]); at most `max_keys`
+    /// keys.
+    owed: Mutex<HashMap<Option<IpAddr>, (u32, C::Instant)>>,
+    /// Entries of `owed` (read without its lock on every request).
+    owing: AtomicUsize,
+    max_keys: usize,
     /// Hashes a credential's account and client into its key (seeded per process).
     hasher: std::hash::RandomState,
 }
@@ -216,6 +227,10 @@ impl<C: Clock + Clone> RateLimits<C> {
             ),
             mcp_cell_cpu: Duration::from_secs(60).mul_f64(MCP_CPU_SHARE) / limits.mcp_requests_per_minute.max(1),
             mcp_burst: limits.mcp_burst,
+            mcp_period: Duration::from_secs(60) / limits.mcp_requests_per_minute.max(1),
+            owed: Mutex::new(HashMap::new()),
+            owing: AtomicUsize::new(0),
+            max_keys,
             hasher: std::hash::RandomState::new(),
         }
     }
@@ -228,8 +243,9 @@ impl<C: Clock + Clone> RateLimits<C> {
 
     /// Charges an MCP call of client `key` that used `cpu` of CPU time: the cells it owes
     /// (`cpu` over [`Self::mcp_cell_cpu`], rounded up) beyond the one its request took,
-    /// at most the burst, taken from the address's MCP bucket while it has any (what
-    /// it lacks empties the bucket: its next requests wait). Returns the cells taken.
+    /// at most the burst, are taken from the address's MCP bucket while it has any;
+    /// the rest is owed: the address's MCP requests wait (429) until that many cells
+    /// have refilled. Returns the cells charged (taken and owed).
     pub fn charge_mcp_cpu(&self, key: Option<IpAddr>, cpu: Duration) -> u32 {
         let cell = self.mcp_cell_cpu.as_nanos().max(1);
         let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
@@ -238,7 +254,36 @@ impl<C: Clock + Clone> RateLimits<C> {
         while taken < owed && self.mcp.limiter.check_key(&key).is_ok() {
             taken += 1;
         }
-        taken
+        if taken < owed {
+            let now = self.mcp.limiter.clock().now();
+            let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+            if map.len() < self.max_keys || map.contains_key(&key) {
+                let before = map.get(&key).map_or(0, |d| d.0);
+                map.insert(key, (before.saturating_add(owed - taken).min(self.mcp_burst), now));
+                self.owing.store(map.len(), Ordering::Relaxed);
+            }
+        }
+        owed
+    }
+
+    /// Pays what client `key` owes from its MCP bucket, as far as the bucket has
+    /// refilled: `Err(wait)` while something is still owed, with the time until it is
+    /// paid.
+    fn owed_wait(&self, key: Option<IpAddr>) -> Result<(), Duration> {
+        if self.owing.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(debt) = map.get_mut(&key) else { return Ok(()) };
+        while debt.0 > 0 && self.mcp.limiter.check_key(&key).is_ok() {
+            debt.0 -= 1;
+        }
+        if debt.0 > 0 {
+            return Err(self.mcp_period * debt.0);
+        }
+        map.remove(&key);
+        self.owing.store(map.len(), Ordering::Relaxed);
+        Ok(())
     }
 
     fn bucket(&self, bucket: Bucket) -> &Keyed<Option<IpAddr>, C> {
@@ -252,6 +297,9 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// Counts one request of client `key` ([`ClientAddr::key`]) in `bucket`: `Err(wait)`
     /// when the client is over its rate, with the time until it may send again.
     pub fn check(&self, bucket: Bucket, key: Option<IpAddr>) -> Result<(), Duration> {
+        if bucket == Bucket::Mcp {
+            self.owed_wait(key)?;
+        }
         self.bucket(bucket).check(&key)
     }
 
@@ -268,6 +316,14 @@ impl<C: Clock + Clone> RateLimits<C> {
             k.sweep();
         }
         self.credential.sweep();
+        let now = self.mcp.limiter.clock().now();
+        let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        // A debt left unpaid for as long as it and a full burst take to refill is gone:
+        // its client has stayed away at least that long.
+        let (period, burst) = (self.mcp_period, self.mcp_burst);
+        map.retain(|_, (cells, at)| now.duration_since(*at) < Nanos::from(period * cells.saturating_add(burst)));
+        map.shrink_to_fit();
+        self.owing.store(map.len(), Ordering::Relaxed);
     }
 
     /// Keys tracked in `bucket` (the overflow bucket included).
@@ -444,6 +500,47 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
         }
+    }
+
+    /// One address calling costly tools as fast as it is let through keeps at most
+    /// [`MCP_CPU_SHARE`] of a core busy (its burst aside); cheap calls pay one cell.
+    #[test]
+    fn costly_calls_cannot_take_more_than_half_a_core() {
+        let clock = FakeRelativeClock::default();
+        let l = RateLimits::with_clock(&limits(1200, 120), 100, clock.clone());
+        assert_eq!(l.mcp_cell_cpu(), Duration::from_millis(25));
+        let a = ip("192.0.2.9");
+        assert_eq!(l.charge_mcp_cpu(a, Duration::from_millis(20)), 0, "a cheap call pays its request only");
+        assert_eq!(l.charge_mcp_cpu(a, Duration::from_millis(26)), 1);
+        // What the bucket lacks is owed: the address waits until it has refilled.
+        let b = ip("192.0.2.11");
+        assert_eq!(l.charge_mcp_cpu(b, Duration::from_secs(4)), 120, "at most the burst");
+        assert_eq!(l.charge_mcp_cpu(b, Duration::from_secs(1)), 39);
+        let wait = l.check(Bucket::Mcp, b).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(50) * 39, "{wait:?}");
+        clock.advance(wait);
+        assert!(l.check(Bucket::Mcp, b).is_err(), "paid; the request itself needs one more cell");
+        clock.advance(Duration::from_millis(50));
+        assert_eq!(l.check(Bucket::Mcp, b), Ok(()));
+        let (cost, window) = (Duration::from_millis(100), Duration::from_secs(60));
+        let mut used = Duration::ZERO;
+        let mut elapsed = Duration::ZERO;
+        while elapsed < window {
+            // Four threads' worth of calls: whenever the bucket lets one through.
+            if l.check(Bucket::Mcp, a).is_ok() {
+                l.charge_mcp_cpu(a, cost);
+                used += cost;
+            } else {
+                clock.advance(Duration::from_millis(5));
+                elapsed += Duration::from_millis(5);
+            }
+        }
+        let burst = l.mcp_cell_cpu() * 120;
+        let most = window.mul_f64(MCP_CPU_SHARE) + burst + cost;
+        assert!(used <= most, "{used:?} of CPU in {window:?} (at most {most:?})");
+        assert!(used >= window.mul_f64(MCP_CPU_SHARE) / 2, "still served: {used:?}");
+        // Another address is not affected.
+        assert_eq!(l.check(Bucket::Mcp, ip("192.0.2.10")), Ok(()));
     }
 
     #[test]

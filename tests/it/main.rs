@@ -10,6 +10,7 @@ mod backup;
 mod backup_timer;
 mod buyer_flow;
 mod cadence;
+mod cost;
 mod demand;
 mod disk_full;
 pub mod explain;

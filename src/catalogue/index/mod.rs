@@ -1428,6 +1428,71 @@ mod tests {
         assert!(candidates < in_area, "terms narrow the candidates: {candidates} vs {in_area}");
     }
 
+    /// One client's unique words cannot flush the plan cache: plans used twice stay
+    /// (protected segment) while thousands of words used once come and go (probation).
+    #[test]
+    fn unique_words_do_not_flush_the_plan_cache() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let regions = regions();
+        let ix = index_of((0..300).map(|i| gen_offer(&mut rng, i, &regions)).collect());
+        let popular = ["octavia", "fabia", "passat", "corolla"];
+        for _ in 0..2 {
+            for w in popular {
+                ix.search(w, None, None, 10).unwrap();
+            }
+        }
+        // 6 000 unique words (3 fields each: 18 000 plans), 12 to a statement.
+        for i in 0..500 {
+            let statement: Vec<String> = (0..12).map(|j| format!("zq{}x{j}", i * 12 + j)).collect();
+            ix.search(&statement.join(" "), None, None, 10).unwrap();
+        }
+        for w in popular {
+            assert!(ix.plan_cached(w), "{w}: flushed by words used once");
+        }
+        assert!(!ix.plan_cached("zq0x0"), "the first unique words made room for later ones");
+    }
+
+    /// What one statement may make a search do is bounded per search, not per word.
+    #[test]
+    fn a_search_uses_a_bounded_number_of_words_and_forms() {
+        // 4-character stems with case endings: each word would expand on its own.
+        let endings = ["a", "u", "y", "e", "ou", "om", "ami", "ach", "ov", "iam"];
+        let stems = ["skod", "octa", "fabi", "auto", "diesl", "kombi", "toyo", "vozi", "servi", "klima"];
+        let words: Vec<String> = stems.iter().flat_map(|s| endings.iter().map(move |e| format!("{s}{e}"))).collect();
+        let statement = words.join(" ");
+        let a = analyse(&statement, false);
+        assert_eq!(a.words.len(), plans::MAX_WORDS, "{:?}", a.words);
+        assert_eq!(a.words[0], matching::statement_terms("skoda")[0], "the first words, in order");
+        let phrases = (0..40).map(|i| format!("model {i}")).collect::<Vec<_>>().join(" ");
+        assert!(analyse(&phrases, false).phrases.len() <= plans::MAX_RANKING_TERMS);
+        // The forms one search takes over all its words and fields: an index where every
+        // stem has a hundred forms.
+        let ix = index_of(
+            (0..100)
+                .map(|i| {
+                    let e = format!("{}{}", (b'a' + (i / 10) as u8) as char, (b'a' + (i % 10) as u8) as char);
+                    let text: Vec<String> = stems.iter().map(|s| format!("{s}{e}")).collect();
+                    let text = text.join(" ");
+                    offer(&format!("o{i}"), &text, &text, json!({ "note": text }), "Košice")
+                })
+                .collect(),
+        );
+        let searcher = ix.reader.searcher();
+        let mut left = plans::MAX_FORMS_PER_SEARCH;
+        let mut queries = 0;
+        for w in &a.words {
+            queries += ix.word_queries(&searcher, w, &mut left).unwrap().len();
+        }
+        assert!(queries > 0);
+        let total: usize = a
+            .words
+            .iter()
+            .flat_map(|w| ix.searchable().map(|(f, _)| ix.word_plan(&searcher, f, w).unwrap().forms.len()))
+            .sum();
+        assert!(total > plans::MAX_FORMS_PER_SEARCH, "the statement asks for more forms than a search takes: {total}");
+        assert_eq!(left, 0, "the budget was used up, and not exceeded");
+    }
+
     /// The cached [`WordPlan`]s give the answers of the uncached search (same ids, same
     /// order, same scores), also after the index changed under a warm cache.
     #[test]
