@@ -38,7 +38,10 @@ fn call(f: &Fx, tool: &str, args: Value) -> (Duration, Value) {
 
 fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
     let regions = ["SK-BL", "SK-KI", "SK-ZI", "CZ-10", "CZ-64"];
-    let at = "2026-11-30T10:00:00Z".to_owned();
+    // Each a minute after the previous one (intents change one at a time).
+    let at = isto::clock::rfc3339(
+        isto::clock::parse_rfc3339("2026-11-20T10:00:00Z").unwrap() + time::Duration::minutes(i as i64),
+    );
     IntentRecord {
         id: format!("int_cost{i:06}"),
         status: Status::Active,
