@@ -179,6 +179,9 @@ fn quota(per_minute: u32, burst: u32) -> Quota {
     Quota::with_period(period).unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX)).allow_burst(burst)
 }
 
+/// Cells owed per client key, with when they were last charged.
+type Owed<C> = HashMap<Option<IpAddr>, (u32, <C as Clock>::Instant)>;
+
 /// The limiters of `isto serve`: three per client address, one per credential (see the
 /// module docs). `C` is governor's clock: the monotonic clock, or a fake one in tests.
 #[derive(Debug)]
@@ -196,7 +199,7 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     /// Per client key, the cells its calls owe beyond what its MCP bucket held, and
     /// when they were last charged (see [`Self::charge_mcp_cpu`]); at most `max_keys`
     /// keys.
-    owed: Mutex<HashMap<Option<IpAddr>, (u32, C::Instant)>>,
+    owed: Mutex<Owed<C>>,
     /// Entries of `owed` (read without its lock on every request).
     owing: AtomicUsize,
     max_keys: usize,

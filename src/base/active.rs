@@ -134,7 +134,6 @@ mod tests {
         assert_eq!(get(t0 + Duration::seconds(10)), (Arc::new(1), t0), "kept within max_age");
         assert_eq!(*get(t0 + Duration::seconds(11)).0, 2, "too old");
         assert_eq!(*get(t0).0, 3, "a clock set back recomputes");
-        drop(get);
         set.put(super::super::tests::active("int_1"));
         assert_eq!((set.generation(), set.len()), (1, 1));
         let (v, _) = set.derived("k", t0, Duration::seconds(10), || Ok::<_, ()>(9)).unwrap();
