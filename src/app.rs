@@ -275,8 +275,8 @@ struct Front {
 
 /// The router's layer inside the request span, in this order: the request's
 /// [`ClientAddr`] ([`client_of_request`]), the per-address rate limit
-/// ([`rate::refuse_client`]: 429), the request's span put into its extensions for the
-/// MCP tools (rmcp runs them in a session task outside the span and hands them the
+/// ([`rate::refuse_client`]: 429), the request's span and (on `/mcp`) its CPU charge
+/// ([`rate::mcp_charge`]) put into its extensions for the MCP tools (rmcp runs them in a session task outside the span and hands them the
 /// request's parts), and the refusal of cross-site page POSTs ([`cross_site_post`]). One
 /// layer rather than four: each `from_fn` layer clones the whole inner service per
 /// request (issue 12 point 3, measured with `perf`).
@@ -287,6 +287,9 @@ async fn front(State(f): State<Arc<Front>>, mut req: Request, next: Next) -> Res
         return refused;
     }
     req.extensions_mut().insert(Span::current());
+    if let Some(charge) = rate::mcp_charge(&f.limits, &req) {
+        req.extensions_mut().insert(charge);
+    }
     if let Some(refused) = cross_site_post(&f.origins, &req) {
         return refused;
     }

@@ -24,6 +24,7 @@ use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
+pub mod active;
 pub mod person;
 pub mod quota;
 
@@ -136,6 +137,9 @@ pub struct Base {
     pub engine: Engine,
     /// The hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
     pub quotas: quota::Quotas,
+    /// The records of the store's active set, in memory (see [`active`]). Changed only
+    /// by [`Base::write`], after the commit, as the engine.
+    pub active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
 }
@@ -148,8 +152,12 @@ impl std::fmt::Debug for Base {
 
 /// A change of the engine staged by [`Writes::put_intent`].
 enum EngineOp {
-    Upsert(Box<EngineIntent>),
+    /// Into the engine and the active set.
+    Upsert(Box<EngineIntent>, Box<IntentRecord>),
+    /// Out of both.
     Remove(String),
+    /// A changed record of the active set that the engine does not need.
+    Record(Box<IntentRecord>),
 }
 
 /// A write transaction in which intents may be written: derefs to the store's
@@ -205,7 +213,7 @@ impl Writes<'_, '_> {
         self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
         if active {
-            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?)));
+            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?), Box::new(rec.clone())));
         } else {
             self.ops.push(EngineOp::Remove(rec.id.clone()));
         }
@@ -248,6 +256,7 @@ impl Writes<'_, '_> {
     pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
         self.tx.put_intent(&rec.id, rec, true, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
+        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
     }
 }
@@ -288,7 +297,18 @@ impl Base {
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
-        let b = Self { settings, store, keys, clock, outbox, consent, engine, quotas, intent_writes: Mutex::new(()) };
+        let b = Self {
+            settings,
+            store,
+            keys,
+            clock,
+            outbox,
+            consent,
+            engine,
+            quotas,
+            active: Default::default(),
+            intent_writes: Mutex::new(()),
+        };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
             Err(e) => tracing::error!(error = %e, "loading active intents into the matching engine failed"),
@@ -296,7 +316,7 @@ impl Base {
         b
     }
 
-    /// Loads every active intent into the matching engine (start-up).
+    /// Loads every active intent into the matching engine and the active set (start-up).
     fn load_engine(&self) -> Result<usize> {
         let now = self.now();
         let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
@@ -308,6 +328,9 @@ impl Base {
             }
             Ok(out)
         })?;
+        for rec in &recs {
+            self.active.put(rec.clone());
+        }
         let mut n = 0;
         for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
             self.engine.upsert(self.engine_intent(rec)?);
@@ -336,8 +359,15 @@ impl Base {
         })?;
         for op in staged {
             match op {
-                EngineOp::Upsert(i) => self.engine.upsert(*i),
-                EngineOp::Remove(id) => self.engine.remove(&id),
+                EngineOp::Upsert(i, rec) => {
+                    self.engine.upsert(*i);
+                    self.active.put(*rec);
+                }
+                EngineOp::Remove(id) => {
+                    self.engine.remove(&id);
+                    self.active.remove(&id);
+                }
+                EngineOp::Record(rec) => self.active.put(*rec),
             }
         }
         // Durable before it returns, but waited for outside the lock, so that concurrent
@@ -477,7 +507,7 @@ mod tests {
         test_base(dir)
     }
 
-    fn active(id: &str) -> IntentRecord {
+    pub(super) fn active(id: &str) -> IntentRecord {
         IntentRecord {
             id: id.into(),
             status: Status::Active,

@@ -111,6 +111,16 @@ pub fn date_string(d: time::Date) -> String {
     format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
 }
 
+/// CPU time the calling thread has used so far (Linux: the first field of
+/// `/proc/thread-self/schedstat`, nanoseconds on the CPU); `None` where that file is
+/// missing or unreadable. Differences measure what a call cost in CPU, whatever else
+/// the machine runs.
+pub fn thread_cpu() -> Option<std::time::Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(std::time::Duration::from_nanos(ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,10 +42,16 @@
 //! no person: it can never help a cell over k. Every output that applies k (the tool,
 //! [`summary`], [`heat_map`] and so the sellers' heat map page) applies it this way.
 //!
-//! **Cost.** Every call scans the active intents in one read transaction (no index or
-//! cache): O(active intents), plus a set of person keys per cell (the heat map interns
-//! them). Fine for the intent counts of one holder; an index per cell would be the next
-//! step if it ever shows up in profiles.
+//! **Sub-counts** (`newLast7Days`, `pseudonymous`) are `null` unless both the intents
+//! they count and the cell's other intents come from at least k distinct people
+//! ([`sub_count`]): otherwise k − 1 people who know their own intents would read a
+//! victim's visibility, or when its intent became active, from the difference.
+//!
+//! **Cost.** A category's whole grid is counted in one scan of the active set in memory
+//! ([`crate::base::active`], no store read) and kept while the set is unchanged, for at
+//! most [`MAX_AGE`]; a summary is then a look-up. Calls by anyone, however many, cost at
+//! most one count per change of the active set (each needs a write of an active intent)
+//! or per [`MAX_AGE`].
 
 use crate::base::{Base, ServiceError};
 use crate::clock;
@@ -54,10 +60,10 @@ use crate::gazetteer;
 use crate::protocol::input::{Fields, InputError};
 use crate::protocol::{Budget, Status, Visibility, CATEGORIES};
 use crate::records::IntentRecord;
-use crate::store::Reads;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use time::{Date, Month, OffsetDateTime};
 
 pub use crate::protocol::{BUY_BY_BANDS, NONE};
@@ -186,7 +192,9 @@ pub struct Cell {
     pub buy_by_band: String,
 }
 
-/// The counts of one cell.
+/// The counts of one shown cell. A sub-count is `None` (shown as `null`) unless both
+/// the intents it counts and the cell's other intents come from at least k distinct
+/// people (see [`sub_count`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
@@ -194,9 +202,19 @@ pub struct Counts {
     pub active_intents: u64,
     /// Of those, the ones that became active within the last 7 days.
     #[serde(rename = "newLast7Days")]
-    pub new_last_7_days: u64,
+    pub new_last_7_days: Option<u64>,
     /// Of those, the ones with visibility pseudonymous.
-    pub pseudonymous: u64,
+    pub pseudonymous: Option<u64>,
+}
+
+/// A sub-count of a cell (`newLast7Days`, `pseudonymous`) as shown: `count` when the
+/// intents it counts come from at least k distinct people (`inside`) and so do the
+/// cell's other intents (`outside`), else `None`. Either side below k would let a few
+/// people who know their own intents read the rest — a victim's visibility, or when
+/// its intent became active — from the difference (PROTOCOL.md §5 applies k to
+/// people; this applies it to the parts of a cell too).
+pub fn sub_count(count: u64, inside: usize, outside: usize, k: u32) -> Option<u64> {
+    (shown(inside, k) && shown(outside, k)).then_some(count)
 }
 
 /// DemandSummary (PROTOCOL.md §5): `{"category", "cell", "activeIntents",
@@ -210,11 +228,12 @@ pub struct DemandSummary {
     pub cell: Cell,
     /// Active intents in the cell (of at least k distinct people, so ≥ k).
     pub active_intents: u64,
-    /// Of those, became active within the last 7 days.
+    /// Of those, became active within the last 7 days; `null` unless both these and
+    /// the others come from at least k people ([`sub_count`]).
     #[serde(rename = "newLast7Days")]
-    pub new_last_7_days: u64,
-    /// Of those, pseudonymous.
-    pub pseudonymous: u64,
+    pub new_last_7_days: Option<u64>,
+    /// Of those, pseudonymous; `null` as `newLast7Days` ([`sub_count`]).
+    pub pseudonymous: Option<u64>,
     /// When counted, RFC 3339.
     pub as_of: String,
 }
@@ -280,65 +299,45 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTi
     }
 }
 
-/// Calls `each` with every intent of `category` that is active at `now`, in one read
-/// transaction (a scan of the active set).
-fn scan_active(
-    base: &Base,
-    category: &str,
-    now: OffsetDateTime,
-    mut each: impl FnMut(&IntentRecord),
-) -> Result<(), ServiceError> {
-    base.store.read(|rx| -> Result<(), ServiceError> {
-        for id in rx.active_ids()? {
-            let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
-            if rec.category == category && rec.effective_status(now) == Status::Active {
-                each(&rec);
-            }
+/// Calls `each` with every intent of `category` that is active at `now`: a scan of the
+/// active set in memory ([`crate::base::active`]), no store read.
+fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord)) {
+    base.active.scan(|rec| {
+        if rec.category == category && rec.effective_status(now) == Status::Active {
+            each(rec);
         }
-        Ok(())
-    })
+    });
 }
 
-fn add(c: &mut Counts, p: &Placement) {
-    c.active_intents += 1;
-    c.new_last_7_days += u64::from(p.new);
-    c.pseudonymous += u64::from(p.pseudonymous);
-}
+/// How long a counted heat map is reused while the active set is unchanged: what
+/// changes with the clock alone (expiry, "new within 7 days", buy-by bands) shows at
+/// most this late; `asOf` says when it was counted.
+pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 
 /// The DemandSummary of one cell, or withheld when its active intents come from fewer
 /// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
-/// a cell outside it simply counts nothing and is withheld.
+/// a cell outside it simply counts nothing and is withheld. Read from the category's
+/// heat map ([`heat_map`]): counted once per change of the active set, or per
+/// [`MAX_AGE`], whatever the calls — `asOf` is when.
 ///
 /// # Errors
 /// Storage errors.
 pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer, ServiceError> {
-    let settings = &base.settings;
-    let now = base.clock.now();
-    let grid = grid(settings, category);
-    let mut counts = Counts::default();
-    let mut people = HashSet::new();
-    if let Some(area) = grid.area_index(&cell.area) {
-        scan_active(base, category, now, |rec| {
-            let p = place(&grid, settings, rec, now);
-            let budget = p.budget.map_or(NONE, |i| grid.budget_bands[i].label.as_str());
-            if p.areas.contains(&area) && budget == cell.budget_band && p.buy_by == cell.buy_by_band {
-                add(&mut counts, &p);
-                if let Some(person) = &rec.person {
-                    people.insert(person.clone());
-                }
-            }
-        })?;
-    }
-    if !shown(people.len(), settings.demand_k) {
-        return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD));
-    }
+    let map = cached_heat_map(base, category)?;
+    let budget = map.grid.budget_labels().iter().position(|l| *l == cell.budget_band);
+    let buy_by = BUY_BY_BANDS.iter().position(|b| *b == cell.buy_by_band);
+    let counts = match (map.grid.area_index(&cell.area), budget, buy_by) {
+        (Some(a), Some(b), Some(y)) => map.at(y, a, b),
+        _ => None,
+    };
+    let Some(counts) = counts else { return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD)) };
     Ok(DemandAnswer::Summary(DemandSummary {
         category: category.to_owned(),
         cell: cell.clone(),
         active_intents: counts.active_intents,
         new_last_7_days: counts.new_last_7_days,
         pseudonymous: counts.pseudonymous,
-        as_of: clock::rfc3339(now),
+        as_of: map.as_of.clone(),
     }))
 }
 
@@ -373,20 +372,70 @@ impl HeatMap {
     }
 }
 
-/// The whole grid of `category` in one scan (see [`HeatMap`]). The same numbers as
-/// [`summary`] gives cell by cell, withheld the same way.
+/// The tally of one cell while counting: intents and their distinct people (indices of
+/// person keys), in the whole cell and in each part a sub-count splits it into.
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    intents: u64,
+    new: u64,
+    pseudonymous: u64,
+    /// People of the cell; of its new and not new intents; of its pseudonymous and
+    /// private intents.
+    people: [HashSet<usize>; 5],
+}
+
+impl Tally {
+    fn add(&mut self, p: &Placement, person: Option<usize>) {
+        self.intents += 1;
+        self.new += u64::from(p.new);
+        self.pseudonymous += u64::from(p.pseudonymous);
+        if let Some(x) = person {
+            for (i, part) in [true, p.new, !p.new, p.pseudonymous, !p.pseudonymous].into_iter().enumerate() {
+                if part {
+                    self.people[i].insert(x);
+                }
+            }
+        }
+    }
+
+    /// The counts as shown under `k`, `None` when withheld.
+    fn shown(&self, k: u32) -> Option<Counts> {
+        let p = |i: usize| self.people[i].len();
+        shown(p(0), k).then(|| Counts {
+            active_intents: self.intents,
+            new_last_7_days: sub_count(self.new, p(1), p(2), k),
+            pseudonymous: sub_count(self.pseudonymous, p(3), p(4), k),
+        })
+    }
+}
+
+/// The heat map of `category`, counted at most once per change of the active set or
+/// per [`MAX_AGE`] (see [`crate::base::active::ActiveSet::derived`]).
+fn cached_heat_map(base: &Base, category: &str) -> Result<Arc<HeatMap>, ServiceError> {
+    let now = base.clock.now();
+    let key = format!("demand:{category}");
+    let (map, _) = base.active.derived(&key, now, MAX_AGE, || count_heat_map(base, category, now))?;
+    Ok(map)
+}
+
+/// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
+/// gives cell by cell, withheld the same way, counted as [`summary`] counts them (at
+/// most once per change of the active set or per [`MAX_AGE`]).
 ///
 /// # Errors
 /// Storage errors.
 pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
+    Ok(cached_heat_map(base, category)?.as_ref().clone())
+}
+
+/// Counts the heat map of `category` at `now` in one scan of the active set.
+fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<HeatMap, ServiceError> {
     let settings = &base.settings;
-    let now = base.clock.now();
     let grid = grid(settings, category);
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();
-    let mut counts = vec![Counts::default(); BUY_BY_BANDS.len() * areas * budgets];
-    // The distinct people of each cell, as indices into `ids` (person key → index).
-    let mut people: Vec<HashSet<usize>> = vec![HashSet::new(); counts.len()];
+    let mut tallies = vec![Tally::default(); BUY_BY_BANDS.len() * areas * budgets];
+    // Person keys → small indices.
     let mut ids: HashMap<String, usize> = HashMap::new();
     scan_active(base, category, now, |rec| {
         let p = place(&grid, settings, rec, now);
@@ -397,22 +446,18 @@ pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
             *ids.entry(k.clone()).or_insert(next)
         });
         for &a in &p.areas {
-            let i = (y * areas + a) * budgets + b;
-            add(&mut counts[i], &p);
-            if let Some(person) = person {
-                people[i].insert(person);
-            }
+            tallies[(y * areas + a) * budgets + b].add(&p, person);
         }
-    })?;
+    });
     let labels = grid.budget_labels();
     let k = settings.demand_k;
-    let mut cells = Vec::with_capacity(counts.len());
+    let mut cells = Vec::with_capacity(tallies.len());
     for (y, buy_by) in BUY_BY_BANDS.iter().enumerate() {
         for (a, area) in grid.area.iter().enumerate() {
             for (b, label) in labels.iter().enumerate() {
                 let i = (y * areas + a) * budgets + b;
                 let cell = Cell { area: area.clone(), budget_band: label.clone(), buy_by_band: (*buy_by).to_owned() };
-                cells.push((cell, shown(people[i].len(), k).then_some(counts[i])));
+                cells.push((cell, tallies[i].shown(k)));
             }
         }
     }

@@ -82,6 +82,31 @@ impl TrustedProxies {
 /// driven in-process), which all such requests share ([`ClientAddr::key`]).
 pub type ClientKey = Option<IpAddr>;
 
+/// What an MCP call cost beyond its request, charged to its client's per-address rate
+/// bucket: the app's front layer puts one into each MCP request's extensions (bound to
+/// the request's client address), and the MCP tools call [`Charge::cpu`] with the CPU
+/// time a call used once it ran (`app::rate` turns it into cells of the bucket).
+#[derive(Clone)]
+pub struct Charge(std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>);
+
+impl Charge {
+    /// A charge that hands the CPU time used to `take`.
+    pub fn new(take: impl Fn(std::time::Duration) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(take))
+    }
+
+    /// Charges `used` CPU time to the client.
+    pub fn cpu(&self, used: std::time::Duration) {
+        (self.0)(used);
+    }
+}
+
+impl std::fmt::Debug for Charge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Charge")
+    }
+}
+
 /// The client a request comes from; put into every request's extensions by the app's
 /// middleware, read by the faces for their limits and quotas.
 ///

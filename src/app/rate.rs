@@ -18,22 +18,24 @@
 //! already tracked keep their own buckets.
 
 use crate::config::Limits;
-use crate::net::ClientAddr;
+use crate::net::{Charge, ClientAddr};
 use crate::telemetry::RateScope;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, MonotonicClock};
+use governor::clock::{Clock, MonotonicClock, Reference as _};
 use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::{DashMapStateStore, ShrinkableKeyedStateStore};
 use governor::state::StateStore;
 use governor::{Quota, RateLimiter};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +45,13 @@ pub const MAX_KEYS: usize = 100_000;
 
 /// How often the limiters forget the keys whose bucket has refilled.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// The share of one core that one client address may keep busy with MCP calls: a call
+/// is charged, beyond its request's cell, one more cell of the address's MCP bucket for
+/// each further [`RateLimits::mcp_cell_cpu`] of CPU time it used, so that at the
+/// sustained rate (`[limits] mcp_requests_per_minute`) an address's calls use at most
+/// this share (its burst aside), however costly each one.
+pub const MCP_CPU_SHARE: f64 = 0.5;
 
 /// The per-address buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +179,9 @@ fn quota(per_minute: u32, burst: u32) -> Quota {
     Quota::with_period(period).unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX)).allow_burst(burst)
 }
 
+/// Cells owed per client key, with when they were last charged.
+type Owed<C> = HashMap<Option<IpAddr>, (u32, <C as Clock>::Instant)>;
+
 /// The limiters of `isto serve`: three per client address, one per credential (see the
 /// module docs). `C` is governor's clock: the monotonic clock, or a fake one in tests.
 #[derive(Debug)]
@@ -178,6 +190,19 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     oauth: Keyed<Option<IpAddr>, C>,
     pages: Keyed<Option<IpAddr>, C>,
     credential: Keyed<u64, C>,
+    /// The CPU time one MCP cell pays for (see [`MCP_CPU_SHARE`]).
+    mcp_cell_cpu: Duration,
+    /// The most cells one call is charged beyond its request (the MCP burst).
+    mcp_burst: u32,
+    /// The time one MCP cell takes to refill.
+    mcp_period: Duration,
+    /// Per client key, the cells its calls owe beyond what its MCP bucket held, and
+    /// when they were last charged (see [`Self::charge_mcp_cpu`]); at most `max_keys`
+    /// keys.
+    owed: Mutex<Owed<C>>,
+    /// Entries of `owed` (read without its lock on every request).
+    owing: AtomicUsize,
+    max_keys: usize,
     /// Hashes a credential's account and client into its key (seeded per process).
     hasher: std::hash::RandomState,
 }
@@ -203,8 +228,65 @@ impl<C: Clock + Clone> RateLimits<C> {
                 max_keys,
                 clock.clone(),
             ),
+            mcp_cell_cpu: Duration::from_secs(60).mul_f64(MCP_CPU_SHARE) / limits.mcp_requests_per_minute.max(1),
+            mcp_burst: limits.mcp_burst,
+            mcp_period: Duration::from_secs(60) / limits.mcp_requests_per_minute.max(1),
+            owed: Mutex::new(HashMap::new()),
+            owing: AtomicUsize::new(0),
+            max_keys,
             hasher: std::hash::RandomState::new(),
         }
+    }
+
+    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
+    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
+    pub fn mcp_cell_cpu(&self) -> Duration {
+        self.mcp_cell_cpu
+    }
+
+    /// Charges an MCP call of client `key` that used `cpu` of CPU time: the cells it owes
+    /// (`cpu` over [`Self::mcp_cell_cpu`], rounded up) beyond the one its request took,
+    /// at most the burst, are taken from the address's MCP bucket while it has any;
+    /// the rest is owed: the address's MCP requests wait (429) until that many cells
+    /// have refilled. Returns the cells charged (taken and owed).
+    pub fn charge_mcp_cpu(&self, key: Option<IpAddr>, cpu: Duration) -> u32 {
+        let cell = self.mcp_cell_cpu.as_nanos().max(1);
+        let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
+        let owed = u32::try_from(owed).unwrap_or(u32::MAX).min(self.mcp_burst);
+        let mut taken = 0;
+        while taken < owed && self.mcp.limiter.check_key(&key).is_ok() {
+            taken += 1;
+        }
+        if taken < owed {
+            let now = self.mcp.limiter.clock().now();
+            let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+            if map.len() < self.max_keys || map.contains_key(&key) {
+                let before = map.get(&key).map_or(0, |d| d.0);
+                map.insert(key, (before.saturating_add(owed - taken).min(self.mcp_burst), now));
+                self.owing.store(map.len(), Ordering::Relaxed);
+            }
+        }
+        owed
+    }
+
+    /// Pays what client `key` owes from its MCP bucket, as far as the bucket has
+    /// refilled: `Err(wait)` while something is still owed, with the time until it is
+    /// paid.
+    fn owed_wait(&self, key: Option<IpAddr>) -> Result<(), Duration> {
+        if self.owing.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(debt) = map.get_mut(&key) else { return Ok(()) };
+        while debt.0 > 0 && self.mcp.limiter.check_key(&key).is_ok() {
+            debt.0 -= 1;
+        }
+        if debt.0 > 0 {
+            return Err(self.mcp_period * debt.0);
+        }
+        map.remove(&key);
+        self.owing.store(map.len(), Ordering::Relaxed);
+        Ok(())
     }
 
     fn bucket(&self, bucket: Bucket) -> &Keyed<Option<IpAddr>, C> {
@@ -218,6 +300,9 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// Counts one request of client `key` ([`ClientAddr::key`]) in `bucket`: `Err(wait)`
     /// when the client is over its rate, with the time until it may send again.
     pub fn check(&self, bucket: Bucket, key: Option<IpAddr>) -> Result<(), Duration> {
+        if bucket == Bucket::Mcp {
+            self.owed_wait(key)?;
+        }
         self.bucket(bucket).check(&key)
     }
 
@@ -234,6 +319,14 @@ impl<C: Clock + Clone> RateLimits<C> {
             k.sweep();
         }
         self.credential.sweep();
+        let now = self.mcp.limiter.clock().now();
+        let mut map = self.owed.lock().unwrap_or_else(PoisonError::into_inner);
+        // A debt left unpaid for as long as it and a full burst take to refill is gone:
+        // its client has stayed away at least that long.
+        let (period, burst) = (self.mcp_period, self.mcp_burst);
+        map.retain(|_, (cells, at)| now.duration_since(*at) < Nanos::from(period * cells.saturating_add(burst)));
+        map.shrink_to_fit();
+        self.owing.store(map.len(), Ordering::Relaxed);
     }
 
     /// Keys tracked in `bucket` (the overflow bucket included).
@@ -308,6 +401,19 @@ pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
         Bucket::Pages => RateScope::Pages,
     });
     Some(too_many_requests(wait, "from this address"))
+}
+
+/// The [`Charge`] of an MCP request (path under `/mcp`): CPU time charged to the
+/// request's client address ([`RateLimits::charge_mcp_cpu`]); `None` for other paths.
+pub fn mcp_charge(limits: &Arc<RateLimits>, req: &Request) -> Option<Charge> {
+    if Bucket::of(req.uri().path()) != Some(Bucket::Mcp) {
+        return None;
+    }
+    let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
+    let limits = limits.clone();
+    Some(Charge::new(move |cpu| {
+        limits.charge_mcp_cpu(key, cpu);
+    }))
 }
 
 /// The per-credential middleware of `/mcp/buyer` and `/mcp/seller`: runs after the bearer
@@ -397,6 +503,47 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
         }
+    }
+
+    /// One address calling costly tools as fast as it is let through keeps at most
+    /// [`MCP_CPU_SHARE`] of a core busy (its burst aside); cheap calls pay one cell.
+    #[test]
+    fn costly_calls_cannot_take_more_than_half_a_core() {
+        let clock = FakeRelativeClock::default();
+        let l = RateLimits::with_clock(&limits(1200, 120), 100, clock.clone());
+        assert_eq!(l.mcp_cell_cpu(), Duration::from_millis(25));
+        let a = ip("192.0.2.9");
+        assert_eq!(l.charge_mcp_cpu(a, Duration::from_millis(20)), 0, "a cheap call pays its request only");
+        assert_eq!(l.charge_mcp_cpu(a, Duration::from_millis(26)), 1);
+        // What the bucket lacks is owed: the address waits until it has refilled.
+        let b = ip("192.0.2.11");
+        assert_eq!(l.charge_mcp_cpu(b, Duration::from_secs(4)), 120, "at most the burst");
+        assert_eq!(l.charge_mcp_cpu(b, Duration::from_secs(1)), 39);
+        let wait = l.check(Bucket::Mcp, b).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(50) * 39, "{wait:?}");
+        clock.advance(wait);
+        assert!(l.check(Bucket::Mcp, b).is_err(), "paid; the request itself needs one more cell");
+        clock.advance(Duration::from_millis(50));
+        assert_eq!(l.check(Bucket::Mcp, b), Ok(()));
+        let (cost, window) = (Duration::from_millis(100), Duration::from_secs(60));
+        let mut used = Duration::ZERO;
+        let mut elapsed = Duration::ZERO;
+        while elapsed < window {
+            // Four threads' worth of calls: whenever the bucket lets one through.
+            if l.check(Bucket::Mcp, a).is_ok() {
+                l.charge_mcp_cpu(a, cost);
+                used += cost;
+            } else {
+                clock.advance(Duration::from_millis(5));
+                elapsed += Duration::from_millis(5);
+            }
+        }
+        let burst = l.mcp_cell_cpu() * 120;
+        let most = window.mul_f64(MCP_CPU_SHARE) + burst + cost;
+        assert!(used <= most, "{used:?} of CPU in {window:?} (at most {most:?})");
+        assert!(used >= window.mul_f64(MCP_CPU_SHARE) / 2, "still served: {used:?}");
+        // Another address is not affected.
+        assert_eq!(l.check(Bucket::Mcp, ip("192.0.2.10")), Ok(()));
     }
 
     #[test]

@@ -30,7 +30,7 @@
 //! `requestState`, and so is one sent with any other call, or `inputResponses` sent
 //! without one ([`check_retry`]): nothing is run, no draft made.
 
-use super::{call_blocking, failure, ok, request_span, to_value};
+use super::{call_blocking, charge_of, failure, ok, request_span, to_value};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
@@ -352,12 +352,12 @@ pub async fn publish(
             None => ElicitationAction::Cancel,
         };
         let h = holder.clone();
-        return call_blocking(tools, request_span(context), request, move |name, _| {
+        return call_blocking(tools, request_span(context), charge_of(context), request, move |name, _| {
             Some(finish(&h, &draft, action).unwrap_or_else(|e| failure(name, &e)))
         })
         .await;
     }
-    let response = call_blocking(tools, request_span(context), request, run).await?;
+    let response = call_blocking(tools, request_span(context), charge_of(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let lifetime =
         time::Duration::seconds(holder.base.settings.limits.request_state_secs.try_into().unwrap_or(i64::MAX));

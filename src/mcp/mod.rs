@@ -8,7 +8,7 @@
 //! with the same data as JSON (the seed's bare arrays for matches and offers).
 
 use crate::base::{PublicError, ServiceError};
-use crate::net::ClientAddr;
+use crate::net::{Charge, ClientAddr};
 use crate::policy::{Denied, Resource};
 use crate::protocol::input::ListMatches;
 use crate::protocol::input::{self, Fields, InputError};
@@ -379,6 +379,23 @@ pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
         .unwrap_or(ClientAddr(None))
 }
 
+/// The [`Charge`] the app's front layer put into the HTTP request of this call: what
+/// the call costs in CPU goes to its client's rate bucket. None without one.
+pub(crate) fn charge_of(context: &RequestContext<RoleServer>) -> Option<Charge> {
+    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Charge>()).cloned()
+}
+
+/// Runs `run` and hands the CPU time the calling thread spent in it to `charge`.
+fn charged<T>(charge: Option<&Charge>, run: impl FnOnce() -> T) -> T {
+    let Some(charge) = charge else { return run() };
+    let before = crate::clock::thread_cpu();
+    let out = run();
+    if let (Some(a), Some(b)) = (before, crate::clock::thread_cpu()) {
+        charge.cpu(b.saturating_sub(a));
+    }
+    out
+}
+
 /// The tools whose call is one short store read (a token lookup and one record, a few
 /// microseconds from redb's cache): [`call_blocking`] runs them in the calling task,
 /// since handing them to a blocking thread costs more than the read.
@@ -388,9 +405,12 @@ const INLINE_TOOLS: &[&str] = &["intent_get_intent"];
 /// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
 /// arguments on a blocking thread (in the calling task for [`INLINE_TOOLS`]), inside
 /// `span` (the request's, see [`request_span`]), so what it logs carries the request id.
+/// The CPU time `run` used is charged to `charge` (the client's rate bucket, see
+/// [`charge_of`]).
 pub(crate) async fn call_blocking(
     tools: &[Tool],
     span: tracing::Span,
+    charge: Option<Charge>,
     request: CallToolRequestParams,
     run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
@@ -404,10 +424,10 @@ pub(crate) async fn call_blocking(
     }
     let args = Value::Object(request.arguments.unwrap_or_default());
     let out = if INLINE_TOOLS.contains(&name.as_str()) {
-        span.in_scope(|| run(&name, &args))
+        span.in_scope(|| charged(charge.as_ref(), || run(&name, &args)))
     } else {
         let n = name.clone();
-        tokio::task::spawn_blocking(move || span.in_scope(|| run(&n, &args)))
+        tokio::task::spawn_blocking(move || span.in_scope(|| charged(charge.as_ref(), || run(&n, &args))))
             .await
             .map_err(|_| McpError::internal_error("tool task failed", None))?
     };
@@ -524,10 +544,12 @@ impl IstoServer {
                 .await;
             }
         }
-        call_blocking(&self.tools, request_span(&context), request, move |name, args| match endpoint {
-            Endpoint::Public => dispatch_from(&holder, client, name, args),
-            Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),
-            Endpoint::Seller => seller::dispatch(&holder, grant.as_ref(), name, args),
+        call_blocking(&self.tools, request_span(&context), charge_of(&context), request, move |name, args| {
+            match endpoint {
+                Endpoint::Public => dispatch_from(&holder, client, name, args),
+                Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),
+                Endpoint::Seller => seller::dispatch(&holder, grant.as_ref(), name, args),
+            }
         })
         .await
     }

@@ -251,8 +251,10 @@ pub fn demand_summary_output() -> Value {
             "cell": {"type": "object", "required": ["area", "budgetBand", "buyByBand"], "properties": {
                 "area": {"type": "string"}, "budgetBand": {"type": "string"}, "buyByBand": {"type": "string"}}},
             "activeIntents": {"type": "integer", "minimum": 0},
-            "newLast7Days": {"type": "integer", "minimum": 0},
-            "pseudonymous": {"type": "integer", "minimum": 0},
+            "newLast7Days": {"type": ["integer", "null"], "minimum": 0,
+                "description": "null unless these intents and the cell's others each come from at least k people."},
+            "pseudonymous": {"type": ["integer", "null"], "minimum": 0,
+                "description": "null unless these intents and the cell's others each come from at least k people."},
             "asOf": {"type": "string", "format": "date-time"}
         }},
         {"type": "object", "required": ["withheld", "reason"], "properties": {

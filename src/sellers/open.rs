@@ -27,9 +27,9 @@ use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::Budget;
 use crate::records::ts;
 use crate::records::IntentRecord;
-use crate::store::Reads;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 /// Default and largest page of the tool.
@@ -144,39 +144,37 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
 pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
     let now = base.clock.now();
     let since = q.since.map(seller_minute);
-    let recs: Vec<IntentRecord> = base.store.read(|rx| -> Result<Vec<IntentRecord>> {
-        let mut out = Vec::new();
-        for id in rx.active_ids()? {
-            let Some(rec) = rx.intent::<IntentRecord>(&id)? else { continue };
-            let wanted = open_to(&rec, profile, now)
-                && q.category.as_deref().is_none_or(|c| c == rec.category)
-                && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
-                && since.is_none_or(|s| seller_minute(ts(&rec.updated_at)) >= s);
-            if wanted {
-                out.push(rec);
-            }
-        }
-        Ok(out)
-    })?;
-    let seller = &profile.seller_id;
-    let mut keyed: Vec<(OffsetDateTime, String, IntentRecord)> =
-        recs.into_iter().map(|r| (seller_minute(ts(&r.updated_at)), handle(base, seller, &r.id), r)).collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    // The active set in memory (no store read, see `crate::base::active`).
+    let recs = base.active.filter(|rec| {
+        open_to(rec, profile, now)
+            && q.category.as_deref().is_none_or(|c| c == rec.category)
+            && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
+            && since.is_none_or(|s| seller_minute(ts(&rec.updated_at)) >= s)
+    });
+    let mut by_minute: Vec<(OffsetDateTime, Arc<IntentRecord>)> =
+        recs.into_iter().map(|r| (seller_minute(ts(&r.updated_at)), r)).collect();
+    by_minute.sort_by_key(|r| r.0);
     let limit = q.limit.max(1);
     let mut cut_short = false;
-    if keyed.len() > limit {
-        // End the page between two minutes, so that `since` skips nothing.
-        let edge = keyed[limit - 1].0;
+    if by_minute.len() > limit {
+        // End the page between two minutes, so that `since` skips nothing. Which
+        // intents a page holds depends on their minutes alone, so the handles (the
+        // order within a minute) are made for the page's intents only.
+        let edge = by_minute[limit - 1].0;
         let mut cut = limit;
-        if keyed[limit].0 == edge {
-            cut = keyed[..limit].iter().position(|r| r.0 == edge).unwrap_or(limit);
+        if by_minute[limit].0 == edge {
+            cut = by_minute[..limit].iter().position(|r| r.0 == edge).unwrap_or(limit);
             if cut == 0 {
-                cut = keyed.iter().position(|r| r.0 != edge).unwrap_or(keyed.len());
+                cut = by_minute.iter().position(|r| r.0 != edge).unwrap_or(by_minute.len());
             }
         }
-        cut_short = cut < keyed.len();
-        keyed.truncate(cut);
+        cut_short = cut < by_minute.len();
+        by_minute.truncate(cut);
     }
+    let seller = &profile.seller_id;
+    let mut keyed: Vec<(OffsetDateTime, String, Arc<IntentRecord>)> =
+        by_minute.into_iter().map(|(m, r)| (m, handle(base, seller, &r.id), r)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let mut intents = Vec::with_capacity(keyed.len());
     for (changed_minute, id, rec) in keyed {
         let mut criteria = rec.criteria.clone();
@@ -184,14 +182,14 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
         intents.push(OpenIntent {
             pseudonym: pseudonym(base, &rec, seller)?,
             id,
-            statement: rec.statement,
-            category: rec.category,
+            statement: rec.statement.clone(),
+            category: rec.category.clone(),
             criteria,
-            area: rec.area,
-            budget: rec.budget,
-            buy_by: rec.buy_by,
+            area: rec.area.clone(),
+            budget: rec.budget.clone(),
+            buy_by: rec.buy_by.clone(),
             valid_until: clock::rfc3339(seller_minute(ts(&rec.valid_until))),
-            language: rec.language,
+            language: rec.language.clone(),
             changed_minute,
         });
     }

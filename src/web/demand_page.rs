@@ -269,7 +269,10 @@ fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
                             th scope="row" { (region_name(code, lang).unwrap_or(code)) }
                             @for b in 0..labels.len() {
                                 @match map.at(y, a, b) {
-                                    Some(c) => td { (c.active_intents) " (" (c.new_last_7_days) ")" },
+                                    Some(c) => td {
+                                        (c.active_intents)
+                                        @if let Some(n) = c.new_last_7_days { " (" (n) ")" }
+                                    },
                                     None => td { (t.withheld) },
                                 }
                             }

@@ -114,7 +114,7 @@ fn a_cell_below_k_is_withheld_and_at_k_is_shown() {
     assert_eq!(
         out,
         json!({"category": "vehicles", "cell": {"area": "SK-BL", "budgetBand": "10000-20000", "buyByBand": "none"},
-               "activeIntents": 5, "newLast7Days": 5, "pseudonymous": 2, "asOf": START})
+               "activeIntents": 5, "newLast7Days": null, "pseudonymous": null, "asOf": START})
     );
     // Neighbouring cells stay withheld.
     assert_eq!(count(h, &cell("SK-TA", "10000-20000", "none")), None);
@@ -202,6 +202,43 @@ fn a_whole_country_intent_counts_in_every_region_of_it() {
     assert_eq!(out["cell"]["area"], "SK-KI");
 }
 
+/// The sub-counts of a shown cell are null when the intents they count, or the cell's
+/// others, come from fewer than k people: k − 1 people who know their own intents
+/// cannot read a victim's visibility, nor when its intent became active.
+#[test]
+fn sub_counts_of_fewer_than_k_people_are_null() {
+    let f = fixture();
+    let h = &f.holder;
+    let c = cell("SK-BL", "10000-20000", "none");
+    let args = |pseudo: bool| {
+        let visibility = if pseudo { "pseudonymous" } else { "private" };
+        vehicles(json!("SK-BL"), json!({"budget": 12000, "visibility": visibility}))
+    };
+    let ask = |h: &AppState| tool(h, json!({"category": "vehicles", "cell": c.clone()})).1;
+    // Four attackers' private intents, a week old, and the victim's new pseudonymous one.
+    for _ in 0..4 {
+        active(h, args(false));
+    }
+    f.clock.advance(time::Duration::days(8));
+    active(h, args(true));
+    let out = ask(h);
+    assert_eq!(out["activeIntents"], 5, "{out}");
+    assert_eq!(out["pseudonymous"], Value::Null, "1 of 5 would be the victim's visibility: {out}");
+    assert_eq!(out["newLast7Days"], Value::Null, "1 of 5 would say when the victim's became active: {out}");
+    // Five more pseudonymous people and one more private: both parts of the visibility
+    // split hold at least k people; the old intents are still the four attackers'.
+    for i in 0..6 {
+        active(h, args(i < 5));
+    }
+    let out = ask(h);
+    assert_eq!((out["activeIntents"].clone(), out["pseudonymous"].clone()), (json!(11), json!(6)), "{out}");
+    assert_eq!(out["newLast7Days"], Value::Null, "the old part is 4 people: {out}");
+    // The same in the heat map.
+    let map = isto::demand::heat_map(&h.base, "vehicles").unwrap();
+    let shown: Vec<_> = map.cells.iter().filter_map(|(x, n)| n.filter(|_| *x == c)).collect();
+    assert_eq!(shown[0].pseudonymous, Some(6));
+}
+
 #[test]
 fn new_last_7_days_and_buy_by_bands() {
     let f = fixture_with(1);
@@ -218,7 +255,7 @@ fn new_last_7_days_and_buy_by_bands() {
     active(h, with(Some("2026-12-21")));
     let answer = isto::demand::summary(&h.base, "vehicles", &cell("SK-TA", "5000-10000", "1m")).unwrap();
     let DemandAnswer::Summary(s) = answer else { panic!("withheld") };
-    assert_eq!((s.active_intents, s.new_last_7_days), (2, 1), "the first became active 8 days ago");
+    assert_eq!((s.active_intents, s.new_last_7_days), (2, Some(1)), "the first became active 8 days ago");
     assert_eq!(s.as_of, "2026-12-09T10:00:00Z");
 
     active(h, with(Some("2027-02-20"))); // ≤ 2027-03-09
@@ -422,7 +459,7 @@ fn the_heat_map_page_is_for_signed_in_sellers() {
     assert_eq!(body.matches("<svg").count(), 5, "one heat map per buy-by band");
     assert_eq!(body.matches("<table").count(), 5, "and one table each");
     assert!(body.contains("url(#hatch-none)") && body.contains(">withheld<"));
-    assert!(body.contains(">5 (5)<"), "the shown cell in the table");
+    assert!(body.contains("<td>5</td>"), "the shown cell in the table, without its new ones: all 5 are new");
     assert!(body.contains(">10000-20000<") && body.contains(">no budget<"));
     let shown = body.matches("text-anchor=\"middle\" fill=\"#ffffff\">5<").count();
     assert_eq!(shown, 1, "the one shown cell in the SVG, darkest");

@@ -11,6 +11,7 @@ mod backup_timer;
 mod buyer_flow;
 mod cadence;
 mod conn_limits;
+mod cost;
 mod demand;
 mod disk_full;
 pub mod explain;

@@ -20,6 +20,7 @@
 
 mod analysis;
 mod collector;
+mod plans;
 
 use crate::gazetteer::{self, AreaObject};
 use crate::matching;
@@ -27,8 +28,9 @@ use crate::protocol::Offer;
 use analysis::{analysis_fingerprint, IstoTokenizer};
 pub use analysis::{is_stop_word, ANALYZER, TERMS_ANALYZER};
 use collector::{AllIds, TopIds};
+use plans::{PlanCache, WordPlan, MAX_FORMS_PER_SEARCH, MAX_RANKING_TERMS, MAX_WORDS};
 use serde_json::Value;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use tantivy::collector::{Collector, SegmentCollector};
@@ -66,23 +68,6 @@ const INFLECTED_SHARE: Score = 0.8;
 const PHRASE_SHARE: Score = 1.0;
 /// Place names (with an area filter) only rank, with this share of a word.
 const RANK_ONLY_SHARE: Score = 0.25;
-/// At most this many inflected forms per statement term and field in a search.
-const MAX_EXPANSIONS: usize = 64;
-/// How many (field, word) [`WordPlan`]s one searcher generation keeps at most.
-const MAX_CACHED_PLANS: usize = 4096;
-
-/// The [`WordPlan`] of each (field, word) pair.
-type PlanCache = HashMap<(Field, String), Arc<WordPlan>>;
-
-/// What the query of one word in one field needs from the term dictionaries, fixed for
-/// one searcher generation: the exact term's document frequency, the inflected forms
-/// ([`expansions`] without the word) and their summed document frequency.
-#[derive(Debug)]
-struct WordPlan {
-    exact_df: u64,
-    forms: Vec<Term>,
-    forms_df: u64,
-}
 
 /// Index failures: tantivy errors and I/O on the index directory.
 #[derive(Debug, thiserror::Error)]
@@ -205,9 +190,9 @@ pub struct OfferIndex {
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
     /// read once per index commit instead of once per search.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
-    /// The [`WordPlan`]s of (field, word) pairs for one searcher generation (id, map);
-    /// emptied when the reader has reloaded or the map holds [`MAX_CACHED_PLANS`].
-    plans: Mutex<(u64, PlanCache)>,
+    /// The [`WordPlan`]s of (field, word) pairs for one searcher generation, a
+    /// segmented LRU (see [`plans`]); emptied when the reader has reloaded.
+    plans: Mutex<PlanCache>,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -232,7 +217,9 @@ struct Analysed {
 /// analysis as matching): its words and model designations (without stop words) must
 /// match; its phrases rank; place names count as words only when there are no other
 /// words and no area filter (then "Košice" finds offers that mention Košice), and
-/// otherwise only rank. Quantities (`do 12 000 EUR`, `150000 km`) are ignored.
+/// otherwise only rank. Quantities (`do 12 000 EUR`, `150000 km`) are ignored. At most
+/// [`MAX_WORDS`] words, [`MAX_RANKING_TERMS`] phrases and as many place names, the
+/// first in the statement.
 fn analyse(statement: &str, has_area: bool) -> Analysed {
     let st = matching::statement_analysis(statement);
     let mut words: Vec<String> = st.terms.into_iter().filter(|t| !is_stop_word(t)).collect();
@@ -250,7 +237,12 @@ fn analyse(statement: &str, has_area: bool) -> Analysed {
     if words.is_empty() && !has_area {
         words = std::mem::take(&mut place_terms);
     }
-    Analysed { words, phrases: st.phrases, rank_only: place_terms }
+    // Bounds per search (see [`plans`]): the first words, phrases and place names only.
+    let mut phrases = st.phrases;
+    words.truncate(MAX_WORDS);
+    phrases.truncate(MAX_RANKING_TERMS);
+    place_terms.truncate(MAX_RANKING_TERMS);
+    Analysed { words, phrases, rank_only: place_terms }
 }
 
 /// BM25's inverse document frequency (as tantivy computes it).
@@ -284,7 +276,7 @@ impl OfferIndex {
             f,
             generation: Mutex::new(generation),
             regions: Mutex::new(None),
-            plans: Mutex::new((u64::MAX, HashMap::new())),
+            plans: Mutex::new(PlanCache::new()),
         })
     }
 
@@ -477,8 +469,9 @@ impl OfferIndex {
         let mut clauses: Vec<Clause> = Vec::new();
         if !terms.words.is_empty() {
             let mut any: Vec<Clause> = Vec::new();
+            let mut forms_left = MAX_FORMS_PER_SEARCH;
             for w in &terms.words {
-                for q in self.word_queries(searcher, w)? {
+                for q in self.word_queries(searcher, w, &mut forms_left)? {
                     any.push((Occur::Should, q));
                 }
             }
@@ -512,8 +505,14 @@ impl OfferIndex {
 
     /// One query per field in which `word` (or an inflected form) occurs: BM25 of the
     /// exact term, or of the inflected forms together (constant score from their joint
-    /// rarity), whichever is higher; weighted by the field.
-    fn word_queries(&self, searcher: &Searcher, word: &str) -> Result<Vec<Box<dyn Query>>, IndexError> {
+    /// rarity), whichever is higher; weighted by the field. Takes at most `forms_left`
+    /// inflected forms (the search's budget, see [`plans`]) and counts them off it.
+    fn word_queries(
+        &self,
+        searcher: &Searcher,
+        word: &str,
+        forms_left: &mut usize,
+    ) -> Result<Vec<Box<dyn Query>>, IndexError> {
         let docs = searcher.num_docs().max(1);
         let mut out: Vec<Box<dyn Query>> = Vec::new();
         for (field, boost) in self.searchable() {
@@ -523,9 +522,12 @@ impl OfferIndex {
                 let exact_term = Term::from_field_text(field, word);
                 any.push(Box::new(TermQuery::new(exact_term, IndexRecordOption::WithFreqs)));
             }
-            if !plan.forms.is_empty() {
-                let set = Box::new(TermSetQuery::new(plan.forms.iter().cloned()));
-                any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(plan.forms_df, docs))));
+            let forms = &plan.forms[..plan.forms.len().min(*forms_left)];
+            *forms_left -= forms.len();
+            if !forms.is_empty() {
+                let forms_df = forms.iter().map(|f| f.1).sum();
+                let set = Box::new(TermSetQuery::new(forms.iter().map(|f| f.0.clone())));
+                any.push(Box::new(ConstScoreQuery::new(set, INFLECTED_SHARE * idf(forms_df, docs))));
             }
             let q: Box<dyn Query> = if any.len() > 1 {
                 Box::new(DisjunctionMaxQuery::new(any))
@@ -543,28 +545,24 @@ impl OfferIndex {
     /// generation or computed (and cached).
     fn word_plan(&self, searcher: &Searcher, field: Field, word: &str) -> Result<Arc<WordPlan>, IndexError> {
         let id = searcher.generation().generation_id();
-        {
-            let cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-            if cache.0 == id {
-                if let Some(p) = cache.1.get(&(field, word.to_owned())) {
-                    return Ok(p.clone());
-                }
-            }
+        if let Some(p) = self.plans.lock().unwrap_or_else(PoisonError::into_inner).get(id, field, word) {
+            return Ok(p);
         }
-        let plan = Arc::new(word_plan(searcher, field, word)?);
-        let mut cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.0 != id || cache.1.len() >= MAX_CACHED_PLANS {
-            cache.0 = id;
-            cache.1.clear();
-        }
-        cache.1.insert((field, word.to_owned()), plan.clone());
+        let plan = Arc::new(WordPlan::read(searcher, field, word)?);
+        self.plans.lock().unwrap_or_else(PoisonError::into_inner).put(id, field, word, plan.clone());
         Ok(plan)
     }
 
     /// Empties the [`WordPlan`] cache (tests: the uncached answer).
     #[cfg(test)]
     fn forget_plans(&self) {
-        self.plans.lock().unwrap_or_else(PoisonError::into_inner).1.clear();
+        self.plans.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// Whether the [`WordPlan`] of `word` in the title field is cached (tests).
+    #[cfg(test)]
+    fn plan_cached(&self, word: &str) -> bool {
+        self.plans.lock().unwrap_or_else(PoisonError::into_inner).holds(self.f.title, word)
     }
 
     /// The category and area filter, None when neither is given.
@@ -677,7 +675,7 @@ impl OfferIndex {
         let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
         clauses.extend(self.area_clauses(&searcher, area)?);
         let forms = |t: &String| -> Result<BTreeSet<String>, IndexError> {
-            let mut set = expansions(&searcher, self.f.terms, t, usize::MAX)?;
+            let mut set = expansions(&searcher, self.f.terms, t, usize::MAX, usize::MAX)?;
             set.insert(t.clone());
             Ok(set)
         };
@@ -741,19 +739,6 @@ fn stored_generation(index: &Index) -> Result<Option<u64>, IndexError> {
     Ok(v.get("generation").and_then(Value::as_u64))
 }
 
-/// The [`WordPlan`] of `word` in `field`, read from `searcher`'s term dictionaries.
-fn word_plan(searcher: &Searcher, field: Field, word: &str) -> Result<WordPlan, IndexError> {
-    let exact_df = searcher.doc_freq(&Term::from_field_text(field, word))?;
-    let mut forms = expansions(searcher, field, word, MAX_EXPANSIONS)?;
-    forms.remove(word);
-    let forms: Vec<Term> = forms.iter().map(|t| Term::from_field_text(field, t)).collect();
-    let mut forms_df = 0u64;
-    for t in &forms {
-        forms_df += searcher.doc_freq(t)?;
-    }
-    Ok(WordPlan { exact_df, forms, forms_df })
-}
-
 /// Every term of `field` in the index (for the small `region` field).
 fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, IndexError> {
     let mut out = BTreeSet::new();
@@ -771,15 +756,24 @@ fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, Inde
 
 /// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
 /// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
-/// (`term` itself included when indexed). Empty for terms without a stem. At most `cap`.
-fn expansions(searcher: &Searcher, field: Field, term: &str, cap: usize) -> Result<BTreeSet<String>, IndexError> {
+/// (`term` itself included when indexed). Empty for terms without a stem. At most `cap`,
+/// visiting at most `max_scanned` dictionary terms per segment.
+fn expansions(
+    searcher: &Searcher,
+    field: Field,
+    term: &str,
+    cap: usize,
+    max_scanned: usize,
+) -> Result<BTreeSet<String>, IndexError> {
     let mut out = BTreeSet::new();
     let Some(stem) = matching::stem(term) else { return Ok(out) };
     let max_chars = term.chars().count() + 3;
     for seg in searcher.segment_readers() {
         let inv = seg.inverted_index(field)?;
         let mut s = inv.terms().range().ge(stem.as_bytes()).into_stream()?;
-        while s.advance() {
+        let mut scanned = 0usize;
+        while scanned < max_scanned && s.advance() {
+            scanned += 1;
             let key = s.key();
             if !key.starts_with(stem.as_bytes()) {
                 break;
@@ -1432,6 +1426,71 @@ mod tests {
         );
         assert!(matched >= 100, "the generated data must match often enough to test something: {matched}");
         assert!(candidates < in_area, "terms narrow the candidates: {candidates} vs {in_area}");
+    }
+
+    /// One client's unique words cannot flush the plan cache: plans used twice stay
+    /// (protected segment) while thousands of words used once come and go (probation).
+    #[test]
+    fn unique_words_do_not_flush_the_plan_cache() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let regions = regions();
+        let ix = index_of((0..300).map(|i| gen_offer(&mut rng, i, &regions)).collect());
+        let popular = ["octavia", "fabia", "passat", "corolla"];
+        for _ in 0..2 {
+            for w in popular {
+                ix.search(w, None, None, 10).unwrap();
+            }
+        }
+        // 6 000 unique words (3 fields each: 18 000 plans), 12 to a statement.
+        for i in 0..500 {
+            let statement: Vec<String> = (0..12).map(|j| format!("zq{}x{j}", i * 12 + j)).collect();
+            ix.search(&statement.join(" "), None, None, 10).unwrap();
+        }
+        for w in popular {
+            assert!(ix.plan_cached(w), "{w}: flushed by words used once");
+        }
+        assert!(!ix.plan_cached("zq0x0"), "the first unique words made room for later ones");
+    }
+
+    /// What one statement may make a search do is bounded per search, not per word.
+    #[test]
+    fn a_search_uses_a_bounded_number_of_words_and_forms() {
+        // 4-character stems with case endings: each word would expand on its own.
+        let endings = ["a", "u", "y", "e", "ou", "om", "ami", "ach", "ov", "iam"];
+        let stems = ["skod", "octa", "fabi", "auto", "diesl", "kombi", "toyo", "vozi", "servi", "klima"];
+        let words: Vec<String> = stems.iter().flat_map(|s| endings.iter().map(move |e| format!("{s}{e}"))).collect();
+        let statement = words.join(" ");
+        let a = analyse(&statement, false);
+        assert_eq!(a.words.len(), plans::MAX_WORDS, "{:?}", a.words);
+        assert_eq!(a.words[0], matching::statement_terms("skoda")[0], "the first words, in order");
+        let phrases = (0..40).map(|i| format!("model {i}")).collect::<Vec<_>>().join(" ");
+        assert!(analyse(&phrases, false).phrases.len() <= plans::MAX_RANKING_TERMS);
+        // The forms one search takes over all its words and fields: an index where every
+        // stem has a hundred forms.
+        let ix = index_of(
+            (0..100)
+                .map(|i| {
+                    let e = format!("{}{}", (b'a' + (i / 10) as u8) as char, (b'a' + (i % 10) as u8) as char);
+                    let text: Vec<String> = stems.iter().map(|s| format!("{s}{e}")).collect();
+                    let text = text.join(" ");
+                    offer(&format!("o{i}"), &text, &text, json!({ "note": text }), "Košice")
+                })
+                .collect(),
+        );
+        let searcher = ix.reader.searcher();
+        let mut left = plans::MAX_FORMS_PER_SEARCH;
+        let mut queries = 0;
+        for w in &a.words {
+            queries += ix.word_queries(&searcher, w, &mut left).unwrap().len();
+        }
+        assert!(queries > 0);
+        let total: usize = a
+            .words
+            .iter()
+            .flat_map(|w| ix.searchable().map(|(f, _)| ix.word_plan(&searcher, f, w).unwrap().forms.len()))
+            .sum();
+        assert!(total > plans::MAX_FORMS_PER_SEARCH, "the statement asks for more forms than a search takes: {total}");
+        assert_eq!(left, 0, "the budget was used up, and not exceeded");
     }
 
     /// The cached [`WordPlan`]s give the answers of the uncached search (same ids, same

@@ -1,0 +1,146 @@
+//! The active set in memory: every intent record in the store's active set, kept in
+//! step by [`super::Base::write`] (applied after each commit, like the matching engine),
+//! so that the calls that read many active intents — the demand summaries
+//! (`crate::demand`) and the sellers' open intents (`crate::sellers`) — filter records
+//! in memory instead of reading and decoding every one from the store (about 8 µs a
+//! record in redb; 166 ms at 20 000 active intents).
+//!
+//! Each change bumps a generation; [`ActiveSet::derived`] keeps values computed from
+//! the set (a category's demand heat map) while the generation is unchanged and for at
+//! most a given age (for what depends on the clock: expiry, "new within 7 days",
+//! buy-by bands).
+//!
+//! Memory: one decoded record per active intent (about 1–2 KB each with its sealed
+//! fields), beside the matching engine's view of the same intents.
+
+use crate::records::IntentRecord;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use time::{Duration, OffsetDateTime};
+
+/// A derived value with the generation and time it was computed at.
+type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
+
+/// The records of the store's active set (see the module docs).
+#[derive(Default)]
+pub struct ActiveSet {
+    records: RwLock<(u64, HashMap<String, Arc<IntentRecord>>)>,
+    derived: Mutex<HashMap<String, Derived>>,
+}
+
+impl std::fmt::Debug for ActiveSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveSet").field("generation", &self.generation()).field("len", &self.len()).finish()
+    }
+}
+
+impl ActiveSet {
+    /// Puts (or replaces) a record of the active set.
+    pub(super) fn put(&self, rec: IntentRecord) {
+        let mut g = self.records.write().unwrap_or_else(PoisonError::into_inner);
+        g.0 += 1;
+        g.1.insert(rec.id.clone(), Arc::new(rec));
+    }
+
+    /// Removes an intent from the set (no-op when absent, but the generation moves).
+    pub(super) fn remove(&self, id: &str) {
+        let mut g = self.records.write().unwrap_or_else(PoisonError::into_inner);
+        if g.1.remove(id).is_some() {
+            g.0 += 1;
+        }
+    }
+
+    /// How many times the set has changed since start.
+    pub fn generation(&self) -> u64 {
+        self.records.read().unwrap_or_else(PoisonError::into_inner).0
+    }
+
+    /// Records in the set (in the store's active set: effective status still to check).
+    pub fn len(&self) -> usize {
+        self.records.read().unwrap_or_else(PoisonError::into_inner).1.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The records for which `keep` holds, in no particular order, under one read lock
+    /// (writers wait for it: keep `keep` cheap).
+    pub fn filter(&self, mut keep: impl FnMut(&IntentRecord) -> bool) -> Vec<Arc<IntentRecord>> {
+        let g = self.records.read().unwrap_or_else(PoisonError::into_inner);
+        g.1.values().filter(|r| keep(r)).cloned().collect()
+    }
+
+    /// Calls `each` with every record, under one read lock, and returns the generation
+    /// the records belong to.
+    pub fn scan(&self, mut each: impl FnMut(&IntentRecord)) -> u64 {
+        let g = self.records.read().unwrap_or_else(PoisonError::into_inner);
+        for r in g.1.values() {
+            each(r);
+        }
+        g.0
+    }
+
+    /// The value derived under `key` (computed by `compute`, given `now`): the kept one
+    /// when it was computed for the current generation no longer than `max_age` before
+    /// `now` (and not after it: a clock set back recomputes), else computed again (not
+    /// under any lock: two callers may both compute) and kept. Returns it with the time
+    /// it was computed at.
+    ///
+    /// # Errors
+    /// What `compute` returns (nothing is kept then).
+    pub fn derived<T: Any + Send + Sync, E>(
+        &self,
+        key: &str,
+        now: OffsetDateTime,
+        max_age: Duration,
+        compute: impl FnOnce() -> Result<T, E>,
+    ) -> Result<(Arc<T>, OffsetDateTime), E> {
+        let generation = self.generation();
+        let kept = self.derived.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned();
+        if let Some((g, at, v)) = kept {
+            if g == generation && at <= now && now - at <= max_age {
+                if let Ok(v) = v.downcast::<T>() {
+                    return Ok((v, at));
+                }
+            }
+        }
+        let v = Arc::new(compute()?);
+        let any: Arc<dyn Any + Send + Sync> = v.clone();
+        self.derived.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned(), (generation, now, any));
+        Ok((v, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_values_last_for_one_generation_and_max_age() {
+        let set = ActiveSet::default();
+        let t0 = crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap();
+        let mut runs = 0;
+        let mut get = |now: OffsetDateTime| {
+            set.derived("k", now, Duration::seconds(10), || {
+                runs += 1;
+                Ok::<_, ()>(runs)
+            })
+            .unwrap()
+        };
+        assert_eq!(*get(t0).0, 1);
+        assert_eq!(get(t0 + Duration::seconds(10)), (Arc::new(1), t0), "kept within max_age");
+        assert_eq!(*get(t0 + Duration::seconds(11)).0, 2, "too old");
+        assert_eq!(*get(t0).0, 3, "a clock set back recomputes");
+        set.put(super::super::tests::active("int_1"));
+        assert_eq!((set.generation(), set.len()), (1, 1));
+        let (v, _) = set.derived("k", t0, Duration::seconds(10), || Ok::<_, ()>(9)).unwrap();
+        assert_eq!(*v, 9, "a change of the set recomputes");
+        set.remove("nope");
+        assert_eq!(set.generation(), 1, "removing an absent id changes nothing");
+        set.remove("int_1");
+        assert_eq!((set.generation(), set.len()), (2, 0));
+    }
+}
