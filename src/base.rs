@@ -24,6 +24,7 @@ use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
+pub mod keycheck;
 pub mod person;
 pub mod quota;
 
@@ -138,6 +139,10 @@ pub struct Base {
     pub quotas: quota::Quotas,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// Why loading the active intents into the engine at assembly failed (`None`: it
+    /// loaded). `isto serve` refuses to start with it rather than run with an engine
+    /// that misses intents.
+    pub engine_failure: Option<String>,
 }
 
 impl std::fmt::Debug for Base {
@@ -288,10 +293,24 @@ impl Base {
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
-        let b = Self { settings, store, keys, clock, outbox, consent, engine, quotas, intent_writes: Mutex::new(()) };
+        let mut b = Self {
+            settings,
+            store,
+            keys,
+            clock,
+            outbox,
+            consent,
+            engine,
+            quotas,
+            intent_writes: Mutex::new(()),
+            engine_failure: None,
+        };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
-            Err(e) => tracing::error!(error = %e, "loading active intents into the matching engine failed"),
+            Err(e) => {
+                tracing::error!(error = %e, "loading active intents into the matching engine failed");
+                b.engine_failure = Some(e.to_string());
+            }
         }
         b
     }

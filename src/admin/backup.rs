@@ -27,7 +27,7 @@
 use super::socket::{Client, Connect};
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::config::Settings;
-use crate::crypto::{KeyRing, Sealed};
+use crate::crypto::{each_sealed, KeyRing, Sealed};
 use crate::state::AppState;
 use crate::store::{Export, Snapshot, Store, SCHEMA_VERSION};
 use anyhow::{bail, Context as _};
@@ -260,26 +260,6 @@ pub(crate) async fn serve(
         tracing::error!("admin backup: export task failed");
     }
     written
-}
-
-/// A JSON object that is a sealed value: exactly `kid`, `nonce`, `ct`, all strings.
-fn as_sealed(m: &serde_json::Map<String, Value>) -> Option<Sealed> {
-    if m.len() != 3 || !["kid", "nonce", "ct"].iter().all(|k| m.get(*k).is_some_and(Value::is_string)) {
-        return None;
-    }
-    serde_json::from_value(Value::Object(m.clone())).ok()
-}
-
-/// Calls `f` on every sealed value inside `v`.
-pub(super) fn each_sealed(v: &Value, f: &mut dyn FnMut(Sealed) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    match v {
-        Value::Object(m) => match as_sealed(m) {
-            Some(s) => f(s),
-            None => m.values().try_for_each(|x| each_sealed(x, f)),
-        },
-        Value::Array(a) => a.iter().try_for_each(|x| each_sealed(x, f)),
-        _ => Ok(()),
-    }
 }
 
 /// A row as the backup layer reads it: its table and value (the key stays opaque).
@@ -1293,7 +1273,7 @@ mod tests {
                        "number": {"kid": "k4", "nonce": "n", "ct": 5}});
         each_sealed(&v, &mut |s| {
             seen.push(s.kid);
-            Ok(())
+            Ok::<_, ()>(())
         })
         .unwrap();
         seen.sort();

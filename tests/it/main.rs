@@ -31,4 +31,5 @@ mod rotate;
 mod sellers;
 mod smtp_faults;
 mod stats;
+mod store_guard;
 mod systemd;
