@@ -94,7 +94,7 @@ pub struct KeyCheck {
 /// [`KeyCheckError::Unreadable`], [`KeyCheckError::Changed`] (nothing is written);
 /// storage errors.
 pub fn check_keys(store: &Store, keys: &KeyRing, key_path: &Path) -> Result<KeyCheck, KeyCheckError> {
-    let stored = store.read(|rx| key_record(rx))?;
+    let stored = store.read(key_record)?;
     let ring = keys.kids();
     let fp = keys.fingerprints();
     let rec = stored.clone().unwrap_or_default();

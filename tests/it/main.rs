@@ -7,6 +7,7 @@
 mod kit;
 
 mod backup;
+mod backup_paths;
 mod backup_timer;
 mod buyer_flow;
 mod cadence;
