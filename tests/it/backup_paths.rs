@@ -1,7 +1,8 @@
 //! Backup paths and restore input (issue "Under attack, round 3", point 6), against the
 //! real binary: `--out` of `backup` and `keys export` must be a regular file or not
-//! exist — a device, a FIFO, a socket is refused even with `--force` and left as it
-//! was; a restore reads no line past the cap (a file with a 1 GiB line is refused with
+//! exist — a device (a null device node of the test's own, never the machine's
+//! `/dev/null`, which the unit test `admin::backup::paths` checks by name), a FIFO, a
+//! socket is refused even with `--force` and left as it was; a restore reads no line past the cap (a file with a 1 GiB line is refused with
 //! the process's peak memory under 64 MiB, measured with `wait4`); and a restored intent
 //! that breaks the input rules is refused naming the record and the field, leaving the
 //! data directory as it was. Every wait bounded.
@@ -25,10 +26,24 @@ fn out_that_is_a_device_fifo_or_socket_is_refused_even_with_force() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let sock = work.path().join("s.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    // The null device itself, as a node of our own (`mknod c 1 3`, as root): a run of a
+    // build without the check must not replace the machine's /dev/null. Without the
+    // privilege, a symlink to /dev/null stands in (a rename replaces only the link).
+    let null = work.path().join("null");
+    let made_null = std::process::Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&null)
+        .args(["c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made_null {
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    }
     let null_link = work.path().join("to-null");
-    std::os::unix::fs::symlink("/dev/null", &null_link).unwrap();
+    std::os::unix::fs::symlink(&null, &null_link).unwrap();
     let cases = [
-        (Path::new("/dev/null"), "a character device"),
+        (null.as_path(), "a character device"),
         (fifo.as_path(), "a FIFO"),
         (sock.as_path(), "a socket"),
         (null_link.as_path(), "a character device"),
@@ -49,12 +64,12 @@ fn out_that_is_a_device_fifo_or_socket_is_refused_even_with_force() {
             }
         }
     }
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device(), "/dev/null was replaced");
+    assert!(std::fs::metadata(&null).unwrap().file_type().is_char_device(), "the null device was replaced");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
     assert!(std::fs::symlink_metadata(&sock).unwrap().file_type().is_socket(), "the socket was replaced");
     assert!(std::fs::symlink_metadata(&null_link).unwrap().file_type().is_symlink(), "the link was replaced");
     let left: Vec<_> = std::fs::read_dir(work.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
-    assert_eq!(left.len(), 3, "a temp file was left: {left:?}");
+    assert_eq!(left.len(), 4, "a temp file was left: {left:?}");
     // A regular file is still replaced with --force.
     let file = work.path().join("b.isto-backup");
     std::fs::write(&file, "old").unwrap();
