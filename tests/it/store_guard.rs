@@ -3,7 +3,8 @@
 //! `isto.redb` is refused naming the file and left as it was (never initialised); a
 //! start after `kill -9` logs the store's check and repair with its duration; a key ring
 //! that is not the store's — another holder's keys, a missing `handle.key` or
-//! another `mac.key` — refuses the start (exit non-zero) naming the files or key ids.
+//! another `mac.key` — refuses the start (exit non-zero) naming the files or key ids;
+//! and an active intent the matching engine cannot load stops the start too.
 //! Loopback only; every wait bounded.
 
 use std::path::Path;
@@ -228,4 +229,29 @@ fn a_missing_old_sealing_key_refuses_the_start_naming_its_id() {
     let err = text(&o);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains(&format!("{kid} (")) && err.contains("sealing.key.<id>"), "{err}");
+}
+
+#[test]
+fn an_active_intent_the_engine_cannot_load_stops_the_start_naming_the_cause() {
+    let (_d, data) = holder_with_sealed_values();
+    {
+        let db = redb::Database::create(data.join("isto.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let active: redb::TableDefinition<&str, ()> = redb::TableDefinition::new("active");
+            let intents: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
+            use redb::ReadableTable as _;
+            let id = txn.open_table(active).unwrap().iter().unwrap().next().unwrap().unwrap().0.value().to_owned();
+            txn.open_table(intents)
+                .unwrap()
+                .insert(id.as_str(), br#"{"id":"not an intent record"}"#.as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let o = serve_refused(&data);
+    let err = text(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("cannot load the active intents into the matching engine"), "{err}");
+    assert!(err.contains("is corrupt") && err.contains("did not start"), "{err}");
 }
