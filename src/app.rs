@@ -51,6 +51,13 @@ pub enum ServeError {
     /// The sealing key cannot be loaded or created.
     #[error(transparent)]
     Key(#[from] crate::crypto::CryptoError),
+    /// The key ring is not this store's (a wrong or missing key file): the check says
+    /// which file or key ids.
+    #[error(transparent)]
+    WrongKeys(#[from] crate::state::KeyCheckError),
+    /// The active intents could not be loaded into the matching engine: the cause.
+    #[error("cannot load the active intents into the matching engine: {0}; isto did not start")]
+    Engine(String),
     /// Mail transport misconfigured.
     #[error(transparent)]
     Mail(#[from] crate::mail::MailError),
@@ -85,6 +92,8 @@ impl ServeError {
             ServeError::Store(_) | ServeError::StoreOpen(..) => "cannot open the store",
             ServeError::MissingKey(_) => "the sealing key is missing",
             ServeError::Key(_) => "cannot load the sealing key",
+            ServeError::WrongKeys(_) => "the key files are not this store's",
+            ServeError::Engine(_) => "cannot load the matching engine",
             ServeError::Mail(_) => "mail transport misconfigured",
             ServeError::Bind(..) => "cannot listen",
             ServeError::AdminSocket(..) => "cannot create the admin socket",
@@ -210,8 +219,13 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
         .map_err(|e| ServeError::StoreOpen(store_path.display().to_string(), e))?;
     crate::crypto::set_mode(&store_path, 0o600)
         .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
+    crate::state::check_keys(&store, &keys, &settings.key_path())?;
     let index_dir = settings.data_dir.join("index");
-    Ok((AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir)), created))
+    let state = AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir));
+    if let Some(e) = state.base.engine_failure.as_deref() {
+        return Err(ServeError::Engine(e.to_owned()));
+    }
+    Ok((state, created))
 }
 
 /// A request's id: 16 hex digits, made here for every request (an incoming

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
 pub mod active;
+pub mod keycheck;
 pub mod person;
 pub mod quota;
 
@@ -142,6 +143,10 @@ pub struct Base {
     pub active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// Why loading the active intents into the engine at assembly failed (`None`: it
+    /// loaded). `isto serve` refuses to start with it rather than run with an engine
+    /// that misses intents.
+    pub engine_failure: Option<String>,
 }
 
 impl std::fmt::Debug for Base {
@@ -297,7 +302,7 @@ impl Base {
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
-        let b = Self {
+        let mut b = Self {
             settings,
             store,
             keys,
@@ -308,10 +313,14 @@ impl Base {
             quotas,
             active: Default::default(),
             intent_writes: Mutex::new(()),
+            engine_failure: None,
         };
         match b.load_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
-            Err(e) => tracing::error!(error = %e, "loading active intents into the matching engine failed"),
+            Err(e) => {
+                tracing::error!(error = %e, "loading active intents into the matching engine failed");
+                b.engine_failure = Some(e.to_string());
+            }
         }
         b
     }

@@ -2,6 +2,7 @@
 //! infrastructure handles ([`Base`]) and the services built on them. Assembled once at
 //! start (`crate::app`) or by a test; cloning is cheap.
 
+pub use crate::base::keycheck::{check_keys, sealed_counts, KeyCheck, KeyCheckError};
 use crate::base::Base;
 use crate::catalogue::Catalogue;
 use crate::clock::Clock;

@@ -24,10 +24,16 @@
 //! the file opens as a store, migrated when it is older) is it renamed to `isto.redb`.
 //! zstd is used here only (ARCHITECTURE.md, crates).
 
+mod lines;
+mod paths;
+mod records;
+
+pub use lines::MAX_LINE;
+
 use super::socket::{Client, Connect};
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::config::Settings;
-use crate::crypto::{KeyRing, Sealed};
+use crate::crypto::{each_sealed, KeyRing, Sealed};
 use crate::state::AppState;
 use crate::store::{Export, Snapshot, Store, SCHEMA_VERSION};
 use anyhow::{bail, Context as _};
@@ -36,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
 /// The `format` of a backup's header.
@@ -262,26 +268,6 @@ pub(crate) async fn serve(
     written
 }
 
-/// A JSON object that is a sealed value: exactly `kid`, `nonce`, `ct`, all strings.
-fn as_sealed(m: &serde_json::Map<String, Value>) -> Option<Sealed> {
-    if m.len() != 3 || !["kid", "nonce", "ct"].iter().all(|k| m.get(*k).is_some_and(Value::is_string)) {
-        return None;
-    }
-    serde_json::from_value(Value::Object(m.clone())).ok()
-}
-
-/// Calls `f` on every sealed value inside `v`.
-pub(super) fn each_sealed(v: &Value, f: &mut dyn FnMut(Sealed) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    match v {
-        Value::Object(m) => match as_sealed(m) {
-            Some(s) => f(s),
-            None => m.values().try_for_each(|x| each_sealed(x, f)),
-        },
-        Value::Array(a) => a.iter().try_for_each(|x| each_sealed(x, f)),
-        _ => Ok(()),
-    }
-}
-
 /// A row as the backup layer reads it: its table and value (the key stays opaque).
 #[derive(Deserialize)]
 struct RowView {
@@ -380,16 +366,10 @@ fn read_backup(
     let mut line = String::new();
     let mut n = 0u64;
     let mut tally = Tally::default();
+    let what = path.display().to_string();
     let mut next = |line: &mut String, n: &mut u64| -> anyhow::Result<bool> {
-        line.clear();
         *n += 1;
-        let got = reader.read_line(line).with_context(|| corrupt(*n))?;
-        if line.ends_with('\n') {
-            line.pop();
-        } else if got > 0 {
-            bail!("{}: line {n} is cut off", corrupt(*n));
-        }
-        Ok(got > 0)
+        lines::next_line(&mut reader, line, *n, &what)
     };
     if !next(&mut line, &mut n)? {
         bail!("the backup {} is empty", path.display());
@@ -548,6 +528,7 @@ fn check_out(settings: &Settings, out: &Path, force: bool) -> anyhow::Result<()>
             );
         }
     }
+    paths::refuse_special(out)?;
     if std::fs::symlink_metadata(out).is_ok() {
         if out.is_dir() {
             bail!("{} is a directory; --out names the file to write", out.display());
@@ -605,6 +586,13 @@ struct Writer {
 
 impl Writer {
     fn line(&mut self, line: &str) -> anyhow::Result<()> {
+        if line.len() > MAX_LINE {
+            bail!(
+                "row {} of the export is longer than {MAX_LINE} bytes, the longest line a restore reads; \
+                 no backup was written",
+                self.tally.rows + 1
+            );
+        }
         self.enc.write_all(line.as_bytes())?;
         self.enc.write_all(b"\n")?;
         self.tally.hash(line);
@@ -690,6 +678,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     if checked.file_sha256 != hex(&hashing.sha.finalize()) || checked.trailer != trailer {
         bail!("the backup just written reads back differently; nothing was replaced");
     }
+    paths::refuse_special(out)?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
     let mut guard = guard;
     guard.0 = None;
@@ -864,6 +853,7 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
         .and_then(|()| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     drop(f);
+    paths::refuse_special(out)?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
     let mut guard = guard;
     guard.0 = None;
@@ -1220,7 +1210,22 @@ fn check_records(store: &Store) -> anyhow::Result<()> {
     let refuse = |table: &str, e: crate::store::StoreError| {
         anyhow::anyhow!("the backup's table {table} holds a record that does not decode: {e}; nothing was restored")
     };
-    store.read(|rx| rx.each_intent(|_: IntentRecord| ())).map_err(|e| refuse("intents", e))?;
+    let mut broken: Option<anyhow::Error> = None;
+    store
+        .read(|rx| {
+            rx.each_intent(|r: IntentRecord| {
+                if let (None, Err(e)) = (&broken, records::check_intent(&r)) {
+                    broken = Some(anyhow::anyhow!(
+                        "the backup's intent {} breaks the input rules: {e}; nothing was restored",
+                        r.id
+                    ));
+                }
+            })
+        })
+        .map_err(|e| refuse("intents", e))?;
+    if let Some(e) = broken {
+        return Err(e);
+    }
     store.read(|rx| rx.each_offer(|_: OfferRecord| ())).map_err(|e| refuse("offers", e))?;
     store.read(|rx| rx.all_sellers::<SellerRecord>().map(drop)).map_err(|e| refuse("sellers", e))?;
     let dangling = store.read(|rx| rx.dangling_refs(5)).context("cannot check the restored store's indexes")?;
@@ -1293,7 +1298,7 @@ mod tests {
                        "number": {"kid": "k4", "nonce": "n", "ct": 5}});
         each_sealed(&v, &mut |s| {
             seen.push(s.kid);
-            Ok(())
+            Ok::<_, ()>(())
         })
         .unwrap();
         seen.sort();

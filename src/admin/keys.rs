@@ -34,7 +34,7 @@ use super::Route;
 use crate::config::Settings;
 use crate::crypto::{KeyRing, Sealed};
 use crate::state::AppState;
-use crate::store::{Cursor, Export, Store};
+use crate::store::{Cursor, Store};
 use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -225,24 +225,9 @@ fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> 
     Ok(Some(serde_json::to_vec(&v)?))
 }
 
-/// Counts the store's sealed values by key id, from one read transaction; also the rows.
+/// Counts the store's sealed values by key id ([`crate::state::sealed_counts`]).
 fn sealed_counts(store: &Store) -> anyhow::Result<(BTreeMap<String, u64>, u64)> {
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-    let mut rows = 0u64;
-    store.export(|step| -> anyhow::Result<()> {
-        if let Export::Row { line, .. } = step {
-            rows += 1;
-            let row: Value = serde_json::from_str(line)?;
-            if let Some(v) = row.get("v") {
-                super::backup::each_sealed(v, &mut |s| {
-                    *counts.entry(s.kid).or_default() += 1;
-                    Ok(())
-                })?;
-            }
-        }
-        Ok(())
-    })?;
-    Ok((counts, rows))
+    Ok(crate::state::sealed_counts(store)?)
 }
 
 /// The status of `keys` over `store`.

@@ -11,9 +11,11 @@
 //! every MAC (person keys, pseudonyms, CSRF tokens, derived tokens, keyed hashes),
 //! written once from the then-current sealing key's MAC subkey so no MAC changed.
 
+mod fingerprint;
 pub mod handle;
 pub mod password;
 
+pub use fingerprint::{each_sealed, Fingerprints};
 pub use handle::HandleKey;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;

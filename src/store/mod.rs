@@ -31,7 +31,9 @@
 mod deliveries;
 mod dump;
 mod intents;
+mod keymeta;
 mod offers;
+mod open;
 mod outbox;
 mod people;
 mod records;
@@ -43,6 +45,7 @@ mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use intents::IntentDue;
+pub use keymeta::{key_record, KeyRecord};
 pub use records::Ns;
 pub use replies::PendingReply;
 #[cfg(test)]
@@ -97,6 +100,11 @@ pub enum StoreError {
     /// which row or table; never a key or value): see `dump`.
     #[error("backup: {0}")]
     Backup(String),
+    /// The file is not an isto store (empty, not a regular file, not a redb database,
+    /// or a redb database without isto's schema version): the reason and what to do.
+    /// It is never initialised. The caller names the file.
+    #[error("not an isto store: {0}")]
+    NotAStore(String),
     /// The file was written by a newer isto (schema version above [`SCHEMA_VERSION`]).
     /// The message names the file's version and writer, this build's, and what to do.
     #[error(
@@ -205,8 +213,8 @@ pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
 /// system's page cache.
 pub const DEFAULT_CACHE_MIB: u64 = 16;
 
-/// Opens the database file: `true` the first time (creating it when missing), `false`
-/// to reopen it after an I/O failure (a missing file is then an error, not a new store).
+/// Opens the database file: `true` the first time, `false` to reopen it after an I/O
+/// failure (a missing file is an error then, not a new store).
 type Opener = Box<dyn Fn(bool) -> std::result::Result<Database, redb::DatabaseError> + Send + Sync>;
 
 /// The open store: one redb file, reopened after an I/O failure (see the module docs).
@@ -378,13 +386,15 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens or creates the store at `path`. A new file gets every table and
-    /// [`SCHEMA_VERSION`]; an older one is migrated (all pending migrations and the new
-    /// version in one write transaction, see `schema`).
+    /// Opens or creates the store at `path`. A missing file is made anew with every
+    /// table and [`SCHEMA_VERSION`]; an older one is migrated (all pending migrations and
+    /// the new version in one write transaction, see `schema`); a file that is not an
+    /// isto store is refused, never initialised (see `open`).
     ///
     /// # Errors
     /// [`StoreError::Db`] (for example when `isto serve` already holds the file:
-    /// [`StoreError::is_already_open`]), [`StoreError::TooNew`], and a migration's error.
+    /// [`StoreError::is_already_open`]), [`StoreError::NotAStore`],
+    /// [`StoreError::TooNew`], and a migration's error.
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_cached(path, DEFAULT_CACHE_MIB)
     }
@@ -397,23 +407,24 @@ impl Store {
     pub fn open_cached(path: &Path, cache_mib: u64) -> Result<Self> {
         let file: PathBuf = path.to_owned();
         let bytes = usize::try_from(cache_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        if !open::existing(path)? {
+            open::initialise(path, bytes)?;
+        }
         let open = move |first: bool| {
             let mut b = Database::builder();
             b.set_cache_size(bytes);
-            if first {
-                b.create(&file)
-            } else {
-                b.open(&file)
-            }
+            open::repair_logged(&mut b, &file, if first { "start" } else { "reopen" })
         };
-        Self::open_with(Box::new(open), Some(path.to_owned()))
+        Self::open_with(Box::new(open), Some(path.to_owned()), false)
     }
 
-    /// Opens the store with `open` (also used to reopen it after an I/O failure).
-    fn open_with(open: Opener, path: Option<PathBuf>) -> Result<Self> {
-        let db = open(true)?;
+    /// Opens the store with `open` (also used to reopen it after an I/O failure). A
+    /// file without isto's schema version is initialised only when `new` (a store the
+    /// caller has just made), else refused ([`StoreError::NotAStore`]).
+    fn open_with(open: Opener, path: Option<PathBuf>, new: bool) -> Result<Self> {
+        let db = open(true).map_err(open::not_redb)?;
         let txn = db.begin_write()?;
-        schema::prepare(&txn)?;
+        schema::prepare(&txn, new)?;
         txn.commit()?;
         let state = State {
             db: Some(Arc::new(Handle::new(db))),
@@ -1142,6 +1153,7 @@ mod tests {
                 Database::builder().create_with_backend(FullDisk { file: FileBackend::new(file)?, full: flag.clone() })
             }),
             None,
+            true,
         )
         .unwrap();
         (store, full)

@@ -172,17 +172,23 @@ pub fn migrations() -> Vec<MigrationInfo> {
 /// Brings the store in `txn` to [`SCHEMA_VERSION`] (see the module docs); the caller
 /// commits.
 ///
+/// A file without a schema version is given the current layout only when `new` (the
+/// caller has just made the file); otherwise it is not isto's and is refused, whatever
+/// it holds.
+///
 /// # Errors
-/// [`StoreError::TooNew`]; [`StoreError::Corrupt`] when the stored version is not a
-/// number; storage errors and a migration's error.
-pub(super) fn prepare(txn: &WriteTransaction) -> Result<()> {
+/// [`StoreError::TooNew`]; [`StoreError::NotAStore`] (a file without a schema version,
+/// not `new`; nothing is changed); [`StoreError::Corrupt`] when the stored version is
+/// not a number; storage errors and a migration's error.
+pub(super) fn prepare(txn: &WriteTransaction, new: bool) -> Result<()> {
     let found = stored_version(txn)?;
     match found {
         Some(v) if v > SCHEMA_VERSION => {
             return Err(StoreError::TooNew { found: v, writer: stored_writer(txn)? });
         }
         Some(v) => migrate(txn, v)?,
-        None => {}
+        None if new => {}
+        None => return Err(not_isto(write_table_list(txn)?)),
     }
     create_tables(txn)?;
     if found != Some(SCHEMA_VERSION) {
@@ -192,6 +198,38 @@ pub(super) fn prepare(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(META)?.insert(WRITER_KEY, ISTO_VERSION)?;
     }
     Ok(())
+}
+
+/// The names of every table (plain and multimap) of the file, for [`not_isto`].
+pub(super) fn table_list(txn: &ReadTransaction) -> Result<Vec<String>> {
+    use redb::{MultimapTableHandle as _, TableHandle as _};
+    let mut names: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
+    names.extend(txn.list_multimap_tables()?.map(|h| h.name().to_owned()));
+    Ok(names)
+}
+
+/// [`table_list`] in a write transaction.
+fn write_table_list(txn: &WriteTransaction) -> Result<Vec<String>> {
+    use redb::{MultimapTableHandle as _, TableHandle as _};
+    let mut names: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
+    names.extend(txn.list_multimap_tables()?.map(|h| h.name().to_owned()));
+    Ok(names)
+}
+
+/// The refusal of a redb file without isto's schema version, naming (some of) the
+/// `tables` it has.
+pub(super) fn not_isto(tables: Vec<String>) -> StoreError {
+    let held = if tables.is_empty() {
+        "no table at all".to_owned()
+    } else {
+        let shown: Vec<String> = tables.iter().take(8).map(|t| format!("{t:?}")).collect();
+        format!("table(s) {}", shown.join(", "))
+    };
+    StoreError::NotAStore(format!(
+        "it is a redb database without isto's schema version (meta {VERSION_KEY:?}; it holds {held}): another \
+         program's file, or a damaged one; isto never initialises an existing file. Move it away and restore a \
+         backup (`isto admin restore FILE`), or remove it to start with an empty store"
+    ))
 }
 
 /// The version recorded in the file (`None` for a new file).
@@ -244,8 +282,8 @@ pub struct TableChange {
 /// "tables": [TableChange…], "committed": true}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Migrated {
-    /// The schema version found in the file (`None`: a file without one, which the
-    /// open initialises as a new store).
+    /// The schema version found in the file (`None` only for a file without one, which
+    /// is refused before this is returned).
     pub stored: Option<u64>,
     /// The isto version recorded as its last writer, when one is.
     pub writer: Option<String>,
@@ -269,12 +307,13 @@ pub struct Migrated {
 /// everything back (a dry run: the file is left as it was). For `isto admin migrate`.
 ///
 /// # Errors
-/// [`StoreError::TooNew`] (nothing is changed); [`StoreError::Db`] when the file is
-/// missing or held by another process ([`StoreError::is_already_open`]); a migration's
+/// [`StoreError::TooNew`] and [`StoreError::NotAStore`] (nothing is changed);
+/// [`StoreError::Db`] when the file is missing or held by another process ([`StoreError::is_already_open`]); a migration's
 /// error (then nothing is changed).
 pub fn migrate_file(path: &std::path::Path, commit: bool) -> Result<Migrated> {
     use redb::TableHandle as _;
-    let db = redb::Database::open(path)?;
+    super::open::existing(path)?;
+    let db = redb::Database::open(path).map_err(super::open::not_redb)?;
     let txn = db.begin_write()?;
     let stored = stored_version(&txn)?;
     let writer = stored_writer(&txn)?;
@@ -290,7 +329,7 @@ pub fn migrate_file(path: &std::path::Path, commit: bool) -> Result<Migrated> {
     }
     let from = stored.unwrap_or(SCHEMA_VERSION);
     let pending = migrations().into_iter().filter(|m| m.number > from).collect();
-    prepare(&txn)?;
+    prepare(&txn, false)?;
     let mut tables = Vec::new();
     for (t, before) in TABLES.iter().zip(before) {
         let after = t.count_in(&txn)?;

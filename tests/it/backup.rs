@@ -104,7 +104,7 @@ pub(crate) fn assert_every_table_has_rows(rows: &Rows, what: &str, except: &[&st
 }
 
 /// Every file of a directory tree with its bytes (to see that a refusal changed nothing).
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut todo = vec![dir.to_owned()];
     while let Some(d) = todo.pop() {
@@ -120,7 +120,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-fn copy_keys(from: &Path, to: &Path) {
+pub(crate) fn copy_keys(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.join("keys")).unwrap();
     for e in std::fs::read_dir(from.join("keys")).unwrap() {
         let p = e.unwrap().path();
@@ -234,7 +234,7 @@ fn a_backup_under_write_load_restores_to_the_store_as_it_was_at_the_backup() {
 }
 
 /// A populated holder's data dir and an offline backup of it.
-fn backed_up(work: &Path) -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn backed_up(work: &Path) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let (keep, data) = populated();
     let file = work.join("b.isto-backup");
     let out = admin(&data, &["backup", "--out", file.to_str().unwrap()]);
@@ -489,7 +489,7 @@ fn every_existing_out_name_needs_force_and_a_missing_directory_is_named() {
 /// Rewrites a backup's rows with `edit` (JSON values of the row lines) and recomputes
 /// what a verify checks: the header's and trailer's row counts per table and the
 /// checksum, so only the restore's record checks can notice.
-fn with_rows(file: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+pub(crate) fn with_rows(file: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
     let raw = String::from_utf8(zstd::decode_all(std::fs::File::open(file).unwrap()).unwrap()).unwrap();
     let lines: Vec<&str> = raw.lines().collect();
     let mut header: Value = serde_json::from_str(lines[0]).unwrap();

@@ -7,6 +7,7 @@
 mod kit;
 
 mod backup;
+mod backup_paths;
 mod backup_timer;
 mod buyer_flow;
 mod cadence;
@@ -36,4 +37,5 @@ mod rotate;
 mod sellers;
 mod smtp_faults;
 mod stats;
+mod store_guard;
 mod systemd;

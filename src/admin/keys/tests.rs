@@ -2,7 +2,7 @@
 //! disk: counting, re-sealing in batches (cut short and resumed), and the retire rules.
 
 use super::*;
-use crate::store::{IntentDue, Ns, Reads as _, StoreError};
+use crate::store::{Export, IntentDue, Ns, Reads as _, StoreError};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -50,7 +50,7 @@ fn plaintexts(f: &Fixture) -> Vec<String> {
             if let Export::Row { line, .. } = step {
                 let row: Value = serde_json::from_str(line)?;
                 if let Some(v) = row.get("v") {
-                    super::super::backup::each_sealed(v, &mut |s| {
+                    crate::crypto::each_sealed(v, &mut |s| -> anyhow::Result<()> {
                         out.push(format!("{}:{}", row["t"], f.keys.open_str(&s)?.expose()));
                         Ok(())
                     })?;
