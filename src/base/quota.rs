@@ -95,7 +95,7 @@ impl Rule {
             Self::ConsentsPerAddress => "confirmation e-mails to this e-mail address",
             Self::MailsGlobal => "confirmation e-mails from this holder (all addresses together)",
             Self::MailsUnconfirmed => {
-                "confirmation e-mails from this holder to addresses that never confirmed (all together)"
+                "confirmation e-mails from this holder to addresses that never confirmed (all addresses together)"
             }
             Self::RegistrationsPerClient => "client registrations from this address",
         }
