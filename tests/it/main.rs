@@ -21,6 +21,7 @@ mod holder_flow;
 mod http_router;
 mod import_exit;
 mod limits;
+mod link_csrf;
 mod log_privacy;
 mod mail_faults;
 mod people;
