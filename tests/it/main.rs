@@ -25,6 +25,7 @@ mod link_csrf;
 mod log_privacy;
 mod mail_faults;
 mod people;
+mod proxies;
 mod quotas;
 mod rate_limits;
 mod relevance;
