@@ -7,10 +7,12 @@
 //! starts a new session): a session not yet tied to a client first, else the least
 //! recently used of the client key that holds the most sessions — so that a flood from a
 //! few addresses closes its own sessions, not everyone else's — and never a session
-//! younger than [`YOUNG`] (nor its idle lifetime, if shorter): the new session's client is
-//! not known yet, so a young session would be closed because of another client. When
-//! every session is young, the new one is refused (rmcp answers 500) until one ages or
-//! ends.
+//! younger than [`YOUNG`] (nor its idle lifetime, if shorter) of another client. When no
+//! session may be closed at creation (the new session's client is not known yet), the
+//! new one is held one over the cap until its `initialize` names its client: then that
+//! client's own least recently used session goes (whatever its age), else another
+//! client's as above, else the new session itself is refused (rmcp answers 500) until
+//! one ages or ends.
 //!
 //! The per-client cap: rmcp's `create_session` is told nothing about the request, but the
 //! `initialize` message that rmcp hands to `initialize_session` right after carries the
@@ -93,13 +95,15 @@ impl BoundedSessions {
         }
     }
 
-    /// Ties session `id` to `client` and answers that client's sessions to close so that
-    /// it holds at most `max_per_client`: its least recently used ones, never `id`.
-    /// Removes them from the map.
-    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> Vec<SessionId> {
+    /// Ties session `id` to `client` and answers the sessions to close: that client's
+    /// least recently used ones so that it holds at most `max_per_client`, never `id`;
+    /// then, while over the cap, its own least recently used one, else [`Self::victim`],
+    /// else `id` itself — `true` then: the new session is refused. Removes them from the
+    /// map.
+    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> (Vec<SessionId>, bool) {
         let mut map = self.lock();
         let Some(held) = map.get_mut(id) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         held.client = Some(client);
         held.last_use = Instant::now();
@@ -111,11 +115,21 @@ impl BoundedSessions {
         // `id` counts as one: the others may keep `max_per_client - 1`.
         let excess = (own.len() + 1).saturating_sub(self.max_per_client);
         own.sort_unstable_by_key(|(t, _)| *t);
-        let gone: Vec<SessionId> = own.into_iter().take(excess).map(|(_, other)| other).collect();
+        let mut gone: Vec<SessionId> = own.iter().take(excess).map(|(_, other)| other.clone()).collect();
         for other in &gone {
             map.remove(other);
         }
-        gone
+        let mut own = own.into_iter().skip(excess).map(|(_, other)| other);
+        while map.len() > self.max {
+            let Some(next) = own.next().or_else(|| self.victim(&map, Instant::now())) else {
+                map.remove(id);
+                gone.push(id.clone());
+                return (gone, true);
+            };
+            map.remove(&next);
+            gone.push(next);
+        }
+        (gone, false)
     }
 
     /// The same with another age under which sessions are spared (tests).
@@ -141,10 +155,10 @@ impl BoundedSessions {
     }
 
     /// The sessions to close before one more is created: those idle past their
-    /// lifetime, then at the cap one [`Self::victim`]. Removes them from the map. `Err`
-    /// with them when the cap is reached and no session may be closed (every one young):
-    /// the new session is refused.
-    fn to_close(&self) -> Result<Vec<SessionId>, Vec<SessionId>> {
+    /// lifetime, then while at the cap a [`Self::victim`], if there is one (else the new
+    /// session waits one over the cap for [`Self::bind_client`]). Removes them from the
+    /// map.
+    fn to_close(&self) -> Vec<SessionId> {
         let mut map = self.lock();
         let now = Instant::now();
         let mut gone: Vec<SessionId> =
@@ -153,13 +167,11 @@ impl BoundedSessions {
             map.remove(id);
         }
         while map.len() >= self.max {
-            let Some(victim) = self.victim(&map, now) else {
-                return Err(gone);
-            };
+            let Some(victim) = self.victim(&map, now) else { break };
             map.remove(&victim);
             gone.push(victim);
         }
-        Ok(gone)
+        gone
     }
 
     /// The session to close at the cap (see the module docs): the least recently used of
@@ -193,15 +205,7 @@ impl SessionManager for BoundedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let gone = match self.to_close() {
-            Ok(gone) => gone,
-            Err(gone) => {
-                self.close_all(gone, "cap").await;
-                tracing::warn!("MCP session refused: at the cap and every session is young");
-                let e = std::io::Error::other("at the MCP session cap, and every session is younger than a minute");
-                return Err(rmcp::transport::streamable_http_server::session::local::SessionError::Io(e).into());
-            }
-        };
+        let gone = self.to_close();
         self.close_all(gone, "cap").await;
         let (id, transport) = self.inner.create_session().await?;
         let now = Instant::now();
@@ -216,8 +220,13 @@ impl SessionManager for BoundedSessions {
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         match client_of(&message) {
             Some(client) => {
-                let gone = self.bind_client(id, client.key());
+                let (gone, refused) = self.bind_client(id, client.key());
                 self.close_all(gone, "per-client cap").await;
+                if refused {
+                    tracing::warn!("MCP session refused: at the cap and every other client's session is young");
+                    let e = std::io::Error::other("at the MCP session cap, and every session is younger than a minute");
+                    return Err(rmcp::transport::streamable_http_server::session::local::SessionError::Io(e).into());
+                }
             }
             None => self.touch(id),
         }
@@ -304,7 +313,7 @@ mod tests {
             let m = &m;
             async move {
                 let (id, _transport) = m.create_session().await.unwrap();
-                let gone = m.bind_client(&id, client);
+                let (gone, _) = m.bind_client(&id, client);
                 let closed = gone.clone();
                 m.close_all(gone, "per-client cap").await;
                 (id, closed)
@@ -334,12 +343,12 @@ mod tests {
     }
 
     /// Opens a session for `client` as a request would (create, then initialize's
-    /// binding, closing what the per-client cap asks); `None` when refused.
+    /// binding, closing what it asks); `None` when refused.
     async fn open_for(m: &BoundedSessions, client: Option<IpAddr>) -> Option<SessionId> {
-        let (id, _transport) = m.create_session().await.ok()?;
-        let gone = m.bind_client(&id, client);
+        let (id, _transport) = m.create_session().await.unwrap();
+        let (gone, refused) = m.bind_client(&id, client);
         m.close_all(gone, "per-client cap").await;
-        Some(id)
+        (!refused).then_some(id)
     }
 
     #[tokio::test]
@@ -387,6 +396,12 @@ mod tests {
         for id in [&young, &new, &newer] {
             assert!(m.has_session(id).await.unwrap());
         }
+        assert_eq!(m.len(), 3);
+        assert!(m.inner.sessions.read().await.len() <= 3, "rmcp's map is bounded too");
+        // A client over the cap closes its own young session rather than be refused.
+        let again = open_for(&m, ip(5)).await.unwrap();
+        assert!(!m.has_session(&newer).await.unwrap() && m.has_session(&again).await.unwrap());
+        assert!(m.has_session(&young).await.unwrap() && m.has_session(&new).await.unwrap());
     }
 
     #[tokio::test]
