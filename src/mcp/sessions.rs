@@ -32,8 +32,10 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Age under which a session is never closed to make room for another client's.
-pub const YOUNG: Duration = Duration::from_secs(60);
+/// Age under which a session is never closed to make room for another client's: long
+/// enough for a client's handshake (`initialize`, `notifications/initialized`, a first
+/// call), so that a flood of new sessions cannot close each new one before it is used.
+pub const YOUNG: Duration = Duration::from_secs(10);
 
 /// A [`LocalSessionManager`] holding at most `max` sessions, at most `max_per_client` of
 /// them for one client address, each for at most `idle` without a request.
@@ -224,7 +226,9 @@ impl SessionManager for BoundedSessions {
                 self.close_all(gone, "per-client cap").await;
                 if refused {
                     tracing::warn!("MCP session refused: at the cap and every other client's session is young");
-                    let e = std::io::Error::other("at the MCP session cap, and every session is younger than a minute");
+                    let e = std::io::Error::other(
+                        "at the MCP session cap, and every other client's session is younger than 10 s",
+                    );
                     return Err(rmcp::transport::streamable_http_server::session::local::SessionError::Io(e).into());
                 }
             }
