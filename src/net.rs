@@ -2,8 +2,8 @@
 //! and quotas of issue 9 (points 2, 3 and 8).
 //!
 //! The address is the TCP peer's, unless the peer is one of the configured
-//! [`TrustedProxies`] (setting `trusted_proxies`, default loopback only: a reverse proxy on
-//! the same host). Then the `X-Forwarded-For` header (the de-facto standard that
+//! [`TrustedProxies`] (setting `trusted_proxies`, default `127.0.0.1` and `::1` only: a
+//! reverse proxy on the same host). Then the `X-Forwarded-For` header (the de-facto standard that
 //! RFC 7239 §1 describes; nginx, Caddy and HAProxy append the address they saw) is read
 //! from the right: each entry appended by a trusted proxy is skipped and the first entry
 //! that is not trusted is the client. Entries to its left are the client's own words and
@@ -11,7 +11,9 @@
 //!
 //! Counting uses [`ClientAddr::key`]: an IPv4 address, or an IPv6 address cut to its /64
 //! (one customer's prefix, RFC 6177), so that a client cannot multiply its allowance by
-//! rotating through its own prefix.
+//! rotating through its own prefix. [`network_key`] widens a key to its network (IPv4
+//! /24, IPv6 /48: one site, RFC 6177), for the quotas that a client rotating through
+//! many addresses of one network must not multiply.
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -24,10 +26,11 @@ impl TrustedProxies {
     /// Most entries accepted in `trusted_proxies`.
     pub const MAX_ENTRIES: usize = 64;
 
-    /// Loopback only (`127.0.0.0/8` and `::1`): the default, for a proxy on the same host.
+    /// `127.0.0.1` and `::1` only: the default, for a proxy on the same host. Not all of
+    /// `127.0.0.0/8`: a local process binding to `127.0.0.2` is not a proxy.
     pub fn loopback() -> Self {
         Self(vec![
-            IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::new(127, 0, 0, 0), 8)),
+            IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::LOCALHOST, 32)),
             IpNet::V6(Ipv6Net::new_assert(Ipv6Addr::LOCALHOST, 128)),
         ])
     }
@@ -69,6 +72,18 @@ impl TrustedProxies {
     /// name any client in `X-Forwarded-For` (a `check-config` warning).
     pub fn everyone(&self) -> Vec<String> {
         self.0.iter().filter(|n| n.prefix_len() == 0).map(ToString::to_string).collect()
+    }
+
+    /// The entries that hold a loopback address: a `check-config` warning when isto
+    /// listens on a non-loopback address, since then any process on the host (not only
+    /// the proxy) can connect from loopback and name any client.
+    pub fn loopback_entries(&self) -> Vec<String> {
+        let loops = [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)];
+        self.0
+            .iter()
+            .filter(|n| loops.iter().any(|l| n.contains(l)) || n.addr().is_loopback())
+            .map(ToString::to_string)
+            .collect()
     }
 
     /// The entries in CIDR notation (for `isto admin check-config`).
@@ -146,6 +161,32 @@ impl ClientAddr {
     }
 }
 
+/// The `check-config` warning for `trusted_proxies` holding a loopback address while isto
+/// listens on `listen`, a non-loopback address: then the proxy is not the only way in,
+/// and any local process can connect from loopback and name any client. `None` when
+/// `listen` is loopback or no loopback address is trusted.
+pub fn loopback_proxy_warning(trusted: &TrustedProxies, listen: SocketAddr) -> Option<String> {
+    let loops = trusted.loopback_entries();
+    if listen.ip().to_canonical().is_loopback() || loops.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "trusted_proxies: {} trusted while isto listens on {listen}, a non-loopback address: clients reach isto \
+         directly, and any process on this host can name any client in X-Forwarded-For; if no proxy on this \
+         host forwards to isto, set trusted_proxies = [] (or list only your proxies' addresses)",
+        loops.join(", ")
+    ))
+}
+
+/// The network of a counting key ([`ClientAddr::key`]): an IPv4 address cut to its /24,
+/// an IPv6 address to its /48 (a site's usual allocation, RFC 6177); `None` stays `None`.
+pub fn network_key(key: ClientKey) -> ClientKey {
+    key.map(|a| match a.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(Ipv4Addr::from(u32::from(v4) & 0xffff_ff00)),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 80) - 1))),
+    })
+}
+
 /// One `X-Forwarded-For` entry: an address, optionally with a port (`192.0.2.1:4000`,
 /// `[2001:db8::1]:4000`).
 fn parse_entry(entry: &str) -> Option<IpAddr> {
@@ -201,6 +242,37 @@ mod tests {
     }
 
     #[test]
+    fn another_loopback_address_is_not_a_proxy_by_default() {
+        let t = TrustedProxies::loopback();
+        assert_eq!(ClientAddr::resolve(addr("127.0.0.2:9"), Some("192.0.2.7"), &t), ip("127.0.0.2"));
+        assert_eq!(ClientAddr::resolve(addr("127.0.0.1:9"), Some("127.0.0.2, 192.0.2.7"), &t), ip("192.0.2.7"));
+        assert_eq!(TrustedProxies::loopback().loopback_entries(), vec!["127.0.0.1/32", "::1/128"]);
+        let t = TrustedProxies::parse(&["10.0.0.0/8", "127.0.0.0/8"]).unwrap();
+        assert_eq!(t.loopback_entries(), vec!["127.0.0.0/8"]);
+        assert!(TrustedProxies::parse(&["10.0.0.1"]).unwrap().loopback_entries().is_empty());
+        let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let w = loopback_proxy_warning(&TrustedProxies::loopback(), public).unwrap();
+        assert!(
+            w.starts_with("trusted_proxies: 127.0.0.1/32, ::1/128 trusted while isto listens on 0.0.0.0:8080"),
+            "{w}"
+        );
+        assert_eq!(loopback_proxy_warning(&TrustedProxies::loopback(), "127.0.0.1:8080".parse().unwrap()), None);
+        assert_eq!(loopback_proxy_warning(&TrustedProxies::none(), public), None);
+    }
+
+    #[test]
+    fn networks_are_ipv4_slash_24_and_ipv6_slash_48() {
+        let net = |s: &str| network_key(Some(s.parse().unwrap())).map(|a| a.to_string());
+        assert_eq!(net("192.0.2.77"), Some("192.0.2.0".into()));
+        assert_eq!(net("127.0.0.30"), net("127.0.0.1"));
+        assert_ne!(net("127.0.1.1"), net("127.0.0.1"));
+        assert_eq!(net("2001:db8:1:2::"), Some("2001:db8:1::".into()));
+        assert_eq!(net("2001:db8:1:ffff::"), net("2001:db8:1::"));
+        assert_ne!(net("2001:db8:2::"), net("2001:db8:1::"));
+        assert_eq!(network_key(None), None);
+    }
+
+    #[test]
     fn no_trusted_proxy_means_the_socket_peer() {
         let t = TrustedProxies::none();
         assert_eq!(ClientAddr::resolve(addr("127.0.0.1:9"), Some("192.0.2.7"), &t), ip("127.0.0.1"));
@@ -215,7 +287,10 @@ mod tests {
         let err = TrustedProxies::parse(&["10.0.0.0/33"]).unwrap_err();
         assert!(err.contains("\"10.0.0.0/33\"") && err.contains("CIDR"), "{err}");
         assert!(TrustedProxies::parse(&vec!["::1"; 65]).is_err());
-        assert!(TrustedProxies::loopback().contains("127.1.2.3".parse().unwrap()));
+        assert!(TrustedProxies::loopback().contains("127.0.0.1".parse().unwrap()));
+        assert!(TrustedProxies::loopback().contains("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!TrustedProxies::loopback().contains("127.1.2.3".parse().unwrap()), "not all of 127.0.0.0/8");
+        assert!(!TrustedProxies::loopback().contains("127.0.0.2".parse().unwrap()));
         assert!(TrustedProxies::loopback().everyone().is_empty());
         assert_eq!(TrustedProxies::parse(&["10.0.0.0/8", "::/0"]).unwrap().everyone(), vec!["::/0"]);
     }

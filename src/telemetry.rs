@@ -125,10 +125,15 @@ pub enum QuotaRule {
     DraftsPerClient,
     /// `quotas.consents_per_client_per_hour`.
     ConsentsPerClient,
+    /// `quotas.consents_per_network_per_hour`.
+    ConsentsPerNetwork,
     /// `quotas.consents_per_address_per_hour`.
     ConsentsPerAddress,
     /// `quotas.confirmation_mails_per_hour`.
     ConfirmationMails,
+    /// `quotas.confirmation_mails_per_hour` less its reserved share (addresses that never
+    /// confirmed).
+    ConfirmationMailsUnconfirmed,
     /// `quotas.registrations_per_client_per_hour`.
     RegistrationsPerClient,
 }
@@ -204,8 +209,10 @@ impl QuotaRule {
         match self {
             Self::DraftsPerClient => "drafts_per_client",
             Self::ConsentsPerClient => "consents_per_client",
+            Self::ConsentsPerNetwork => "consents_per_network",
             Self::ConsentsPerAddress => "consents_per_address",
             Self::ConfirmationMails => "confirmation_mails",
+            Self::ConfirmationMailsUnconfirmed => "confirmation_mails_unconfirmed",
             Self::RegistrationsPerClient => "registrations_per_client",
         }
     }
@@ -386,8 +393,10 @@ impl Metrics {
         for rule in [
             QuotaRule::DraftsPerClient,
             QuotaRule::ConsentsPerClient,
+            QuotaRule::ConsentsPerNetwork,
             QuotaRule::ConsentsPerAddress,
             QuotaRule::ConfirmationMails,
+            QuotaRule::ConfirmationMailsUnconfirmed,
             QuotaRule::RegistrationsPerClient,
         ] {
             drop(quotas.get_or_create(&RuleLabels { rule }));

@@ -1,6 +1,14 @@
 //! Hourly quotas on unauthenticated writes (issue 9 point 3): drafts and OAuth client
-//! registrations per client address; recorded consents per client address;
-//! confirmation e-mails per target address and for the whole holder.
+//! registrations per client address; recorded consents per client address and per client
+//! network (IPv4 /24, IPv6 /48: [`crate::net::network_key`]); confirmation e-mails per
+//! target address and for the whole holder.
+//!
+//! The holder-wide count has two limits: [`Rule::MailsGlobal`]
+//! (`quotas.confirmation_mails_per_hour`) for consents of a known person (an address that
+//! confirmed before, or has an account) and the lower [`Rule::MailsUnconfirmed`] (that
+//! limit less `quotas.confirmation_mails_reserved_percent`) for everyone else. Both count
+//! in one window, so a flood of unknown addresses stops at the lower limit and leaves the
+//! reserved share to the people who use the holder.
 //!
 //! Counted in memory (see docs/choices.md): each counter is a sliding window of the
 //! last 60 minutes in one-minute buckets (248 bytes per key, whatever the limit), kept
@@ -34,10 +42,16 @@ pub enum Rule {
     DraftsPerClient,
     /// `quotas.consents_per_client_per_hour`.
     ConsentsPerClient,
+    /// `quotas.consents_per_network_per_hour`.
+    ConsentsPerNetwork,
     /// `quotas.consents_per_address_per_hour`.
     ConsentsPerAddress,
-    /// `quotas.confirmation_mails_per_hour`.
+    /// `quotas.confirmation_mails_per_hour`: the whole holder, for a known person.
     MailsGlobal,
+    /// `quotas.confirmation_mails_per_hour` less `quotas.confirmation_mails_reserved_percent`:
+    /// the whole holder, for an address that never confirmed (same window as
+    /// [`Rule::MailsGlobal`]).
+    MailsUnconfirmed,
     /// `quotas.registrations_per_client_per_hour`.
     RegistrationsPerClient,
 }
@@ -48,8 +62,12 @@ impl Rule {
         match self {
             Self::DraftsPerClient => "quotas.drafts_per_client_per_hour",
             Self::ConsentsPerClient => "quotas.consents_per_client_per_hour",
+            Self::ConsentsPerNetwork => "quotas.consents_per_network_per_hour",
             Self::ConsentsPerAddress => "quotas.consents_per_address_per_hour",
             Self::MailsGlobal => "quotas.confirmation_mails_per_hour",
+            Self::MailsUnconfirmed => {
+                "quotas.confirmation_mails_per_hour less quotas.confirmation_mails_reserved_percent"
+            }
             Self::RegistrationsPerClient => "quotas.registrations_per_client_per_hour",
         }
     }
@@ -60,8 +78,10 @@ impl Rule {
         match self {
             Self::DraftsPerClient => Q::DraftsPerClient,
             Self::ConsentsPerClient => Q::ConsentsPerClient,
+            Self::ConsentsPerNetwork => Q::ConsentsPerNetwork,
             Self::ConsentsPerAddress => Q::ConsentsPerAddress,
             Self::MailsGlobal => Q::ConfirmationMails,
+            Self::MailsUnconfirmed => Q::ConfirmationMailsUnconfirmed,
             Self::RegistrationsPerClient => Q::RegistrationsPerClient,
         }
     }
@@ -71,8 +91,12 @@ impl Rule {
         match self {
             Self::DraftsPerClient => "drafts from this address",
             Self::ConsentsPerClient => "consents from this address",
+            Self::ConsentsPerNetwork => "consents from this network",
             Self::ConsentsPerAddress => "confirmation e-mails to this e-mail address",
             Self::MailsGlobal => "confirmation e-mails from this holder (all addresses together)",
+            Self::MailsUnconfirmed => {
+                "confirmation e-mails from this holder to addresses that never confirmed (all addresses together)"
+            }
             Self::RegistrationsPerClient => "client registrations from this address",
         }
     }
@@ -231,10 +255,20 @@ pub use crate::net::ClientKey;
 pub enum Key {
     /// A client address.
     Client(ClientKey),
+    /// A client network ([`crate::net::network_key`] of a client address).
+    Network(ClientKey),
     /// A target e-mail address, as its keyed hash (never the address itself).
     Address(String),
     /// The holder as a whole.
     Global,
+}
+
+impl Key {
+    /// The [`Key::Network`] of a client address ([`crate::net::network_key`]: its IPv4
+    /// /24 or IPv6 /48).
+    pub fn network_of(client: ClientKey) -> Self {
+        Self::Network(crate::net::network_key(client))
+    }
 }
 
 /// The quota counters of one holder (see the module docs).
@@ -243,6 +277,7 @@ pub struct Quotas {
     limits: config::Quotas,
     drafts: Mutex<Counter<ClientKey>>,
     consents: Mutex<Counter<ClientKey>>,
+    networks: Mutex<Counter<ClientKey>>,
     registrations: Mutex<Counter<ClientKey>>,
     addresses: Mutex<Counter<String>>,
     global: Mutex<Counter<()>>,
@@ -255,6 +290,7 @@ impl Quotas {
             limits,
             drafts: Mutex::new(Counter::new()),
             consents: Mutex::new(Counter::new()),
+            networks: Mutex::new(Counter::new()),
             registrations: Mutex::new(Counter::new()),
             addresses: Mutex::new(Counter::new()),
             global: Mutex::new(Counter::new()),
@@ -267,8 +303,14 @@ impl Quotas {
         match rule {
             Rule::DraftsPerClient => l.drafts_per_client_per_hour,
             Rule::ConsentsPerClient => l.consents_per_client_per_hour,
+            Rule::ConsentsPerNetwork => l.consents_per_network_per_hour,
             Rule::ConsentsPerAddress => l.consents_per_address_per_hour,
             Rule::MailsGlobal => l.confirmation_mails_per_hour,
+            Rule::MailsUnconfirmed => {
+                let all = u64::from(l.confirmation_mails_per_hour);
+                let reserved = all * u64::from(l.confirmation_mails_reserved_percent.min(90)) / 100;
+                u32::try_from(all - reserved).unwrap_or(u32::MAX)
+            }
             Rule::RegistrationsPerClient => l.registrations_per_client_per_hour,
         }
     }
@@ -286,8 +328,11 @@ impl Quotas {
             (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.take(c, limit, now)),
             (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.take(c, limit, now)),
             (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.take(c, limit, now)),
+            (Rule::ConsentsPerNetwork, Key::Network(n)) => with(&self.networks, |m| m.take(n, limit, now)),
             (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.take(a, limit, now)),
-            (Rule::MailsGlobal, Key::Global) => with(&self.global, |m| m.take(&(), limit, now)),
+            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => {
+                with(&self.global, |m| m.take(&(), limit, now))
+            }
             _ => Err(WINDOW_SECS as u64),
         };
         if taken.is_err() {
@@ -308,8 +353,9 @@ impl Quotas {
             (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.refund(c, now)),
             (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.refund(c, now)),
             (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.refund(c, now)),
+            (Rule::ConsentsPerNetwork, Key::Network(n)) => with(&self.networks, |m| m.refund(n, now)),
             (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.refund(a, now)),
-            (Rule::MailsGlobal, Key::Global) => with(&self.global, |m| m.refund(&(), now)),
+            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => with(&self.global, |m| m.refund(&(), now)),
             _ => {}
         }
     }
@@ -401,6 +447,33 @@ mod tests {
         q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).unwrap();
         assert!(q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).is_err());
         q.take(Rule::ConsentsPerAddress, &Key::Address("h2".into()), 0).unwrap();
+    }
+
+    #[test]
+    fn unknown_addresses_stop_short_of_the_reserved_share_known_ones_reach_the_ceiling() {
+        let q = Quotas::new(config::Quotas {
+            confirmation_mails_per_hour: 10,
+            confirmation_mails_reserved_percent: 30,
+            ..config::Quotas::default()
+        });
+        assert_eq!(q.limit(Rule::MailsUnconfirmed), 7);
+        for _ in 0..7 {
+            q.take(Rule::MailsUnconfirmed, &Key::Global, 0).unwrap();
+        }
+        let e = q.take(Rule::MailsUnconfirmed, &Key::Global, 0).unwrap_err();
+        assert_eq!((e.rule, e.limit), (Rule::MailsUnconfirmed, 7));
+        assert!(e.to_string().contains("addresses that never confirmed"), "{e}");
+        for _ in 0..3 {
+            q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap();
+        }
+        assert_eq!(q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap_err().limit, 10, "the one ceiling holds");
+        // One window: a refund of either gives the unit back to both.
+        q.refund(Rule::MailsUnconfirmed, &Key::Global, 0);
+        q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap();
+        // The network rule counts networks, and only them.
+        let n = Key::Network(crate::net::network_key(Some("192.0.2.9".parse().unwrap())));
+        assert!(q.take(Rule::ConsentsPerNetwork, &client("192.0.2.9"), 0).is_err());
+        q.take(Rule::ConsentsPerNetwork, &n, 0).unwrap();
     }
 
     #[test]

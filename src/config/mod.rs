@@ -276,7 +276,7 @@ pub struct Settings {
     /// Hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
     pub quotas: Quotas,
     /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
-    /// loopback: a reverse proxy on the same host; `[]` believes no header).
+    /// `127.0.0.1` and `::1`: a reverse proxy on the same host; `[]` believes no header).
     pub trusted_proxies: crate::net::TrustedProxies,
     /// Most memory the store's page cache holds, MiB (`store.cache_mib`, default
     /// [`crate::store::DEFAULT_CACHE_MIB`]; 1..=65536). The cache fills with the pages
@@ -615,6 +615,8 @@ impl Settings {
                 "consents_per_client_per_hour": self.quotas.consents_per_client_per_hour,
                 "consents_per_address_per_hour": self.quotas.consents_per_address_per_hour,
                 "confirmation_mails_per_hour": self.quotas.confirmation_mails_per_hour,
+                "confirmation_mails_reserved_percent": self.quotas.confirmation_mails_reserved_percent,
+                "consents_per_network_per_hour": self.quotas.consents_per_network_per_hour,
                 "registrations_per_client_per_hour": self.quotas.registrations_per_client_per_hour,
                 "active_intents_per_person": self.quotas.active_intents_per_person,
             },
@@ -641,6 +643,7 @@ impl Settings {
             ));
         }
         w.extend(self.helo_warning());
+        w.extend(crate::net::loopback_proxy_warning(&self.trusted_proxies, self.listen));
         for net in self.trusted_proxies.everyone() {
             w.push(format!(
                 "trusted_proxies: {net} trusts every address, so any client can name itself in \
@@ -712,7 +715,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # data_dir = "/var/lib/isto"
 # holder_name = "isto"
 # default_language = "sk"                  # sk, cs or en
-# trusted_proxies = ["127.0.0.0/8", "::1"]  # peers whose X-Forwarded-For names the client; [] = none
+# trusted_proxies = ["127.0.0.1", "::1"]   # peers whose X-Forwarded-For names the client; [] = none
 
 [mail]
 # smtp_url = "smtp://127.0.0.1:25"         # lettre URL; smtps://user:pass@host or ?tls=required
@@ -773,8 +776,10 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 [quotas]                                    # per hour (the last 60 minutes); a client = an IPv4 address or IPv6 /64
 # drafts_per_client_per_hour = 60           # intent_publish_intent on /mcp
 # consents_per_client_per_hour = 20         # consent page submissions
+# consents_per_network_per_hour = 60        # consent page submissions from one IPv4 /24 or IPv6 /48
 # consents_per_address_per_hour = 5         # confirmation e-mails to one e-mail address
 # confirmation_mails_per_hour = 500         # confirmation e-mails from the whole holder
+# confirmation_mails_reserved_percent = 20  # of those, kept for addresses and accounts that confirmed before (1..=90)
 # registrations_per_client_per_hour = 20    # OAuth dynamic client registrations (/oauth/register)
 # active_intents_per_person = 20            # not hourly: active intents one e-mail address (+tags folded) or account holds
 "#;

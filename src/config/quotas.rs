@@ -1,5 +1,5 @@
-//! `[quotas]`: how many unauthenticated writes one client address, one target e-mail
-//! address and the whole holder may make per hour (issue 9 point 3), and how many
+//! `[quotas]`: how many unauthenticated writes one client address, one client network,
+//! one target e-mail address and the whole holder may make per hour (issue 9 point 3), and how many
 //! active intents one person may hold (issue 10 point 4).
 
 use super::{ranged, ConfigError};
@@ -11,8 +11,10 @@ use serde::Deserialize;
 pub(super) struct FileQuotas {
     pub(super) drafts_per_client_per_hour: Option<u32>,
     pub(super) consents_per_client_per_hour: Option<u32>,
+    pub(super) consents_per_network_per_hour: Option<u32>,
     pub(super) consents_per_address_per_hour: Option<u32>,
     pub(super) confirmation_mails_per_hour: Option<u32>,
+    pub(super) confirmation_mails_reserved_percent: Option<u32>,
     pub(super) registrations_per_client_per_hour: Option<u32>,
     pub(super) active_intents_per_person: Option<u32>,
 }
@@ -28,10 +30,20 @@ pub struct Quotas {
     /// Consents recorded (the consent page's POST, each queueing a confirmation e-mail)
     /// per client address (default 20; 1..=10000).
     pub consents_per_client_per_hour: u32,
+    /// Consents recorded per client network — an IPv4 /24 or an IPv6 /48
+    /// ([`crate::net::network_key`]) — so that rotating through the addresses of one
+    /// network does not multiply the per-address allowance (default 60; 1..=100000).
+    pub consents_per_network_per_hour: u32,
     /// Confirmation e-mails per target e-mail address (default 5; 1..=100).
     pub consents_per_address_per_hour: u32,
     /// Confirmation e-mails for the whole holder (default 500; 1..=1000000).
     pub confirmation_mails_per_hour: u32,
+    /// The share of `confirmation_mails_per_hour`, in percent (rounded down), that only
+    /// consents for a known person may use: an e-mail address that confirmed an intent
+    /// before, or that has an account. Consents for anyone else stop at the rest, so a
+    /// flood of new addresses never closes the holder to the people who use it (default
+    /// 20; 1..=90: never 0, so the ceiling is never one switch a flood can flip).
+    pub confirmation_mails_reserved_percent: u32,
     /// OAuth dynamic client registrations (RFC 7591) per client address (default 20;
     /// 1..=10000).
     pub registrations_per_client_per_hour: u32,
@@ -46,8 +58,10 @@ impl Default for Quotas {
         Self {
             drafts_per_client_per_hour: 60,
             consents_per_client_per_hour: 20,
+            consents_per_network_per_hour: 60,
             consents_per_address_per_hour: 5,
             confirmation_mails_per_hour: 500,
+            confirmation_mails_reserved_percent: 20,
             registrations_per_client_per_hour: 20,
             active_intents_per_person: 20,
         }
@@ -72,6 +86,13 @@ pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
             "quotas.consents_per_client_per_hour",
             "1..=10000",
         )?,
+        consents_per_network_per_hour: ranged(
+            f.consents_per_network_per_hour,
+            d.consents_per_network_per_hour,
+            1..=100_000,
+            "quotas.consents_per_network_per_hour",
+            "1..=100000",
+        )?,
         consents_per_address_per_hour: ranged(
             f.consents_per_address_per_hour,
             d.consents_per_address_per_hour,
@@ -85,6 +106,13 @@ pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
             1..=1_000_000,
             "quotas.confirmation_mails_per_hour",
             "1..=1000000",
+        )?,
+        confirmation_mails_reserved_percent: ranged(
+            f.confirmation_mails_reserved_percent,
+            d.confirmation_mails_reserved_percent,
+            1..=90,
+            "quotas.confirmation_mails_reserved_percent",
+            "1..=90",
         )?,
         registrations_per_client_per_hour: ranged(
             f.registrations_per_client_per_hour,
@@ -123,6 +151,12 @@ mod tests {
         let f = FileQuotas { active_intents_per_person: Some(0), ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.active_intents_per_person") && e.contains("1..=10000"), "{e}");
+        let f = FileQuotas { confirmation_mails_reserved_percent: Some(0), ..Default::default() };
+        let e = quotas(&f).unwrap_err().to_string();
+        assert!(e.contains("quotas.confirmation_mails_reserved_percent") && e.contains("1..=90"), "{e}");
+        let f = FileQuotas { consents_per_network_per_hour: Some(0), ..Default::default() };
+        let e = quotas(&f).unwrap_err().to_string();
+        assert!(e.contains("quotas.consents_per_network_per_hour") && e.contains("1..=100000"), "{e}");
         let f = FileQuotas { active_intents_per_person: Some(3), ..Default::default() };
         assert_eq!(quotas(&f).unwrap().active_intents_per_person, 3);
     }

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod buyer;
+mod known;
 mod links;
 mod purge;
 pub use links::{cadence_proof_purpose, CadenceRequest};
@@ -425,8 +426,10 @@ impl Intents {
     /// [`Intents::give_consent`] for a submission from `client`, under the quotas
     /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
     /// counts against `quotas.consents_per_client_per_hour` (its client address),
+    /// `quotas.consents_per_network_per_hour` (its client's /24 or /48),
     /// `quotas.consents_per_address_per_hour` (its e-mail address) and
-    /// `quotas.confirmation_mails_per_hour` (the holder); a submission that records
+    /// `quotas.confirmation_mails_per_hour` (the holder; for an address that is not a
+    /// known person, less the reserved share: [`known`]); a submission that records
     /// nothing (taken, repeated, closed) counts against none. Over a quota the outcome is
     /// [`ConsentOutcome::Throttled`] and nothing is recorded.
     ///
@@ -444,13 +447,16 @@ impl Intents {
         let now = self.now();
         let secs = now.unix_timestamp();
         let q = &self.base.quotas;
+        let global = if self.known_person(&email)? { Rule::MailsGlobal } else { Rule::MailsUnconfirmed };
+        let network = Key::network_of(client);
         let client = Key::Client(client);
         // One mailbox, one quota: `a+1@x` and `A+2@x` share it (the folding of person keys).
         let address = Key::Address(crypto::token_hash("address", &crate::base::person::normalise_email(&email)));
         let units = [
             (Rule::ConsentsPerClient, &client),
+            (Rule::ConsentsPerNetwork, &network),
             (Rule::ConsentsPerAddress, &address),
-            (Rule::MailsGlobal, &Key::Global),
+            (global, &Key::Global),
         ];
         let mut taken = Vec::new();
         for (rule, key) in units {
@@ -562,6 +568,9 @@ impl Intents {
             rec.updated_at = clock::rfc3339(now);
             let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             tx.put_intent(&rec, true)?;
+            if let Some(person) = &rec.person {
+                known::mark_confirmed(tx, person, now.unix_timestamp())?;
+            }
             Ok((ConfirmOutcome::Activated, n))
         })?;
         if out.0 == ConfirmOutcome::Activated {

@@ -90,7 +90,7 @@ fn open_output() -> Value {
                 "area": p["area"],
                 "budget": p["budget"],
                 "buyBy": p["buyBy"],
-                "validUntil": {"type": "string", "format": "date-time", "description": "RFC 3339, to the minute (rounded down)."}
+                "validUntil": {"type": "string", "format": "date-time", "description": "RFC 3339, the day only: 00:00 UTC of the day the intent lapses (rounded down)."}
             }}},
         "nextSince": {"type": ["string", "null"]}
     }})

@@ -2,9 +2,17 @@
 //! endpoint and per client address (issue 9 point 1).
 //! rmcp closes a session's worker after its idle lifetime (`SessionConfig::keep_alive`)
 //! but keeps its handle in the map and has no cap; this wrapper records each session's
-//! last use, forgets sessions idle past their lifetime, and over the cap closes the least
-//! recently used session before creating a new one (its client gets 404 and, as the MCP
-//! transport specifies, starts a new session).
+//! last use, forgets sessions idle past their lifetime, and at the cap closes one session
+//! before creating a new one (its client gets 404 and, as the MCP transport specifies,
+//! starts a new session): a session not yet tied to a client first, else the least
+//! recently used of the client key that holds the most sessions — so that a flood from a
+//! few addresses closes its own sessions, not everyone else's — and never a session
+//! younger than [`YOUNG`] (nor its idle lifetime, if shorter) of another client. When no
+//! session may be closed at creation (the new session's client is not known yet), the
+//! new one is held one over the cap until its `initialize` names its client: then that
+//! client's own least recently used session goes (whatever its age), else another
+//! client's as above, else the new session itself is refused (rmcp answers 500) until
+//! one ages or ends.
 //!
 //! The per-client cap: rmcp's `create_session` is told nothing about the request, but the
 //! `initialize` message that rmcp hands to `initialize_session` right after carries the
@@ -24,6 +32,11 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Age under which a session is never closed to make room for another client's: long
+/// enough for a client's handshake (`initialize`, `notifications/initialized`, a first
+/// call), so that a flood of new sessions cannot close each new one before it is used.
+pub const YOUNG: Duration = Duration::from_secs(10);
+
 /// A [`LocalSessionManager`] holding at most `max` sessions, at most `max_per_client` of
 /// them for one client address, each for at most `idle` without a request.
 #[derive(Debug)]
@@ -32,12 +45,15 @@ pub struct BoundedSessions {
     max: usize,
     max_per_client: usize,
     idle: Duration,
+    /// Age under which the cap never closes a session ([`YOUNG`], at most `idle`).
+    young: Duration,
     last_use: Mutex<HashMap<SessionId, Held>>,
 }
 
 /// What is known of a held session: its last use and, once initialized, its client's key.
 #[derive(Debug, Clone, Copy)]
 struct Held {
+    created: Instant,
     last_use: Instant,
     /// `None` before `initialize_session` and when the request had no [`ClientAddr`];
     /// `Some(None)` for a request without a peer address (one shared key, as
@@ -56,6 +72,7 @@ impl BoundedSessions {
             max: max.max(1),
             max_per_client: max_per_client.max(1),
             idle,
+            young: YOUNG.min(idle),
             last_use: Mutex::new(HashMap::new()),
         }
     }
@@ -80,13 +97,15 @@ impl BoundedSessions {
         }
     }
 
-    /// Ties session `id` to `client` and answers that client's sessions to close so that
-    /// it holds at most `max_per_client`: its least recently used ones, never `id`.
-    /// Removes them from the map.
-    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> Vec<SessionId> {
+    /// Ties session `id` to `client` and answers the sessions to close: that client's
+    /// least recently used ones so that it holds at most `max_per_client`, never `id`;
+    /// then, while over the cap, its own least recently used one, else [`Self::victim`],
+    /// else `id` itself — `true` then: the new session is refused. Removes them from the
+    /// map.
+    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> (Vec<SessionId>, bool) {
         let mut map = self.lock();
         let Some(held) = map.get_mut(id) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         held.client = Some(client);
         held.last_use = Instant::now();
@@ -98,11 +117,28 @@ impl BoundedSessions {
         // `id` counts as one: the others may keep `max_per_client - 1`.
         let excess = (own.len() + 1).saturating_sub(self.max_per_client);
         own.sort_unstable_by_key(|(t, _)| *t);
-        let gone: Vec<SessionId> = own.into_iter().take(excess).map(|(_, other)| other).collect();
+        let mut gone: Vec<SessionId> = own.iter().take(excess).map(|(_, other)| other.clone()).collect();
         for other in &gone {
             map.remove(other);
         }
-        gone
+        let mut own = own.into_iter().skip(excess).map(|(_, other)| other);
+        while map.len() > self.max {
+            let Some(next) = own.next().or_else(|| self.victim(&map, Instant::now())) else {
+                map.remove(id);
+                gone.push(id.clone());
+                return (gone, true);
+            };
+            map.remove(&next);
+            gone.push(next);
+        }
+        (gone, false)
+    }
+
+    /// The same with another age under which sessions are spared (tests).
+    #[cfg(test)]
+    fn with_young(mut self, young: Duration) -> Self {
+        self.young = young;
+        self
     }
 
     /// The number of sessions held for `client` (tests).
@@ -121,7 +157,9 @@ impl BoundedSessions {
     }
 
     /// The sessions to close before one more is created: those idle past their
-    /// lifetime, then the least recently used while at the cap. Removes them from the map.
+    /// lifetime, then while at the cap a [`Self::victim`], if there is one (else the new
+    /// session waits one over the cap for [`Self::bind_client`]). Removes them from the
+    /// map.
     fn to_close(&self) -> Vec<SessionId> {
         let mut map = self.lock();
         let now = Instant::now();
@@ -131,13 +169,36 @@ impl BoundedSessions {
             map.remove(id);
         }
         while map.len() >= self.max {
-            let Some(oldest) = map.iter().min_by_key(|(_, h)| h.last_use).map(|(id, _)| id.clone()) else {
-                break;
-            };
-            map.remove(&oldest);
-            gone.push(oldest);
+            let Some(victim) = self.victim(&map, now) else { break };
+            map.remove(&victim);
+            gone.push(victim);
         }
         gone
+    }
+
+    /// The session to close at the cap (see the module docs): the least recently used of
+    /// those not tied to a client; else, of the client key holding the most sessions
+    /// (ties: the key whose candidate was used least recently), its least recently used
+    /// session that is not young; a key with only young ones is passed over.
+    fn victim(&self, map: &HashMap<SessionId, Held>, now: Instant) -> Option<SessionId> {
+        if let Some((id, _)) = map.iter().filter(|(_, h)| h.client.is_none()).min_by_key(|(_, h)| h.last_use) {
+            return Some(id.clone());
+        }
+        // Per client key: how many sessions it holds, and its least recently used old one.
+        type Candidate<'m> = (usize, Option<(Instant, &'m SessionId)>);
+        let mut keys: HashMap<Option<IpAddr>, Candidate<'_>> = HashMap::new();
+        for (id, h) in map {
+            let Some(client) = h.client else { continue };
+            let e = keys.entry(client).or_insert((0, None));
+            e.0 += 1;
+            if now.duration_since(h.created) >= self.young && e.1.is_none_or(|(t, _)| h.last_use < t) {
+                e.1 = Some((h.last_use, id));
+            }
+        }
+        keys.into_values()
+            .filter_map(|(n, old)| old.map(|(t, id)| (n, t, id)))
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, _, id)| id.clone())
     }
 }
 
@@ -149,7 +210,8 @@ impl SessionManager for BoundedSessions {
         let gone = self.to_close();
         self.close_all(gone, "cap").await;
         let (id, transport) = self.inner.create_session().await?;
-        self.lock().insert(id.clone(), Held { last_use: Instant::now(), client: None });
+        let now = Instant::now();
+        self.lock().insert(id.clone(), Held { created: now, last_use: now, client: None });
         Ok((id, transport))
     }
 
@@ -160,8 +222,15 @@ impl SessionManager for BoundedSessions {
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         match client_of(&message) {
             Some(client) => {
-                let gone = self.bind_client(id, client.key());
+                let (gone, refused) = self.bind_client(id, client.key());
                 self.close_all(gone, "per-client cap").await;
+                if refused {
+                    tracing::warn!("MCP session refused: at the cap and every other client's session is young");
+                    let e = std::io::Error::other(
+                        "at the MCP session cap, and every other client's session is younger than 10 s",
+                    );
+                    return Err(rmcp::transport::streamable_http_server::session::local::SessionError::Io(e).into());
+                }
             }
             None => self.touch(id),
         }
@@ -248,7 +317,7 @@ mod tests {
             let m = &m;
             async move {
                 let (id, _transport) = m.create_session().await.unwrap();
-                let gone = m.bind_client(&id, client);
+                let (gone, _) = m.bind_client(&id, client);
                 let closed = gone.clone();
                 m.close_all(gone, "per-client cap").await;
                 (id, closed)
@@ -275,6 +344,68 @@ mod tests {
         assert!(m.has_session(&b1).await.unwrap());
         assert_eq!(m.len(), 3);
         assert!(m.inner.sessions.read().await.len() <= 3, "rmcp's map is bounded too");
+    }
+
+    /// Opens a session for `client` as a request would (create, then initialize's
+    /// binding, closing what it asks); `None` when refused.
+    async fn open_for(m: &BoundedSessions, client: Option<IpAddr>) -> Option<SessionId> {
+        let (id, _transport) = m.create_session().await.unwrap();
+        let (gone, refused) = m.bind_client(&id, client);
+        m.close_all(gone, "per-client cap").await;
+        (!refused).then_some(id)
+    }
+
+    #[tokio::test]
+    async fn a_flood_from_nine_addresses_closes_its_own_sessions_not_another_clients() {
+        let m = BoundedSessions::new(64, 32, Duration::from_secs(600)).with_young(Duration::from_millis(20));
+        let other = Some("203.0.113.5".parse().unwrap());
+        let kept = open_for(&m, other).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(40)).await; // no longer young
+        let (mut opened, mut refused) = (0, 0);
+        for a in 0..9u8 {
+            let flood = Some(IpAddr::from([198, 51, 100, a]));
+            for _ in 0..32 {
+                match open_for(&m, flood).await {
+                    Some(_) => opened += 1,
+                    None => refused += 1,
+                }
+                assert!(m.len() <= 64);
+            }
+            // Let this address's sessions age, so that the next ones find old sessions.
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(opened >= 64, "the flood got its sessions ({opened} opened, {refused} refused)");
+        assert!(m.has_session(&kept).await.unwrap(), "the other client's session survived the flood");
+        assert_eq!(m.held_by(other), 1);
+        assert!(m.inner.sessions.read().await.len() <= 64, "rmcp's map is bounded too");
+    }
+
+    #[tokio::test]
+    async fn a_young_session_is_never_closed_for_another_client() {
+        let m = BoundedSessions::new(3, 3, Duration::from_secs(600)).with_young(Duration::from_millis(200));
+        let ip = |n: u8| Some(IpAddr::from([192, 0, 2, n]));
+        let old1 = open_for(&m, ip(1)).await.unwrap();
+        let old2 = open_for(&m, ip(2)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        m.touch(&old1); // old2 is the least recently used
+        let young = open_for(&m, ip(3)).await.unwrap();
+        // At the cap: one key each; the old ones may go, least recently used first.
+        let new = open_for(&m, ip(4)).await.unwrap();
+        assert!(!m.has_session(&old2).await.unwrap());
+        assert!(m.has_session(&young).await.unwrap() && m.has_session(&old1).await.unwrap());
+        let newer = open_for(&m, ip(5)).await.unwrap();
+        assert!(!m.has_session(&old1).await.unwrap());
+        // Now every session is young: the next one is refused, none is closed.
+        assert!(open_for(&m, ip(6)).await.is_none());
+        for id in [&young, &new, &newer] {
+            assert!(m.has_session(id).await.unwrap());
+        }
+        assert_eq!(m.len(), 3);
+        assert!(m.inner.sessions.read().await.len() <= 3, "rmcp's map is bounded too");
+        // A client over the cap closes its own young session rather than be refused.
+        let again = open_for(&m, ip(5)).await.unwrap();
+        assert!(!m.has_session(&newer).await.unwrap() && m.has_session(&again).await.unwrap());
+        assert!(m.has_session(&young).await.unwrap() && m.has_session(&new).await.unwrap());
     }
 
     #[tokio::test]

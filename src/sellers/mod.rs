@@ -49,7 +49,7 @@
 mod open;
 mod reply;
 
-pub use open::{open_intents, parse_open_query, seller_minute, OpenIntent, OpenPage, OpenQuery};
+pub use open::{open_intents, parse_open_query, seller_day, seller_minute, OpenIntent, OpenPage, OpenQuery};
 pub use reply::{parse_reply, submit_reply, ReplyInput, ReplyOutcome, MAX_REPLIES, REFUSED_LIMIT, REFUSED_NOT_OPEN};
 pub use reply::{IN_REPLY_TO_MAX, NO_INTENT};
 

@@ -7,9 +7,11 @@
 //! own content (statement, criteria, area, budget, buy-by date: PROTOCOL.md §2 "Seller
 //! pseudonyms and handles", issue 10 point 3):
 //! * `id` is the seller's handle ([`super::handle`]), never the intent id;
-//! * times are whole minutes ([`seller_minute`]): `validUntil` rounded down, and the
-//!   `since` cursor counts in minutes of the last change (`updatedAt` itself is not
-//!   shown);
+//! * `validUntil` is only its day ([`seller_day`]: 00:00 UTC of the day it lapses), not
+//!   the publish minute + 90 days, which two sellers could compare to tell that their
+//!   intents are one (the content alone may link them: PROTOCOL.md §2); the `since`
+//!   cursor counts in whole minutes of the last change ([`seller_minute`]; `updatedAt`
+//!   itself is not shown);
 //! * the order is by minute of the last change, then by the handle — so within one
 //!   minute each seller has its own order, and no order is shared between sellers.
 //!
@@ -60,7 +62,8 @@ pub struct OpenIntent {
     /// `YYYY-MM-DD`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buy_by: Option<String>,
-    /// RFC 3339, rounded down to the minute.
+    /// RFC 3339, rounded down to the day: 00:00 UTC of the day the intent lapses
+    /// ([`seller_day`]).
     pub valid_until: String,
     /// The statement's language (pages mark it up; not in tool results).
     #[serde(skip)]
@@ -127,6 +130,12 @@ pub fn seller_minute(t: OffsetDateTime) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(s - s.rem_euclid(60)).unwrap_or(t)
 }
 
+/// `t` rounded down to 00:00 UTC of its day: the precision of `validUntil` for sellers.
+pub fn seller_day(t: OffsetDateTime) -> OffsetDateTime {
+    let s = t.unix_timestamp();
+    OffsetDateTime::from_unix_timestamp(s - s.rem_euclid(86_400)).unwrap_or(t)
+}
+
 /// Whether two areas share ground: same country, and one covers the whole country or
 /// their regions meet.
 fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
@@ -188,7 +197,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
             area: rec.area.clone(),
             budget: rec.budget.clone(),
             buy_by: rec.buy_by.clone(),
-            valid_until: clock::rfc3339(seller_minute(ts(&rec.valid_until))),
+            valid_until: clock::rfc3339(seller_day(ts(&rec.valid_until))),
             language: rec.language.clone(),
             changed_minute,
         });

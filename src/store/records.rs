@@ -32,6 +32,9 @@ pub enum Ns {
     Renewal,
     /// Answered OAuth consent forms (the Allow form is single-use) by hash.
     AuthDecision,
+    /// People who confirmed an intent, by person key: the unix second of the last
+    /// confirmation (the reserved share of the confirmation-mail quota).
+    Confirmed,
 }
 
 impl Ns {
@@ -50,6 +53,7 @@ impl Ns {
             Self::Seller => "seller:",
             Self::Renewal => "renewal:",
             Self::AuthDecision => "authdecision:",
+            Self::Confirmed => "confirmed:",
         }
     }
 

@@ -7,7 +7,12 @@
 //! cookie set by the form's GET ([`PreSession`]: random, `HttpOnly`, `SameSite=Lax`,
 //! `Secure` and `__Host-` on https), so a token fetched by another party (login CSRF:
 //! posted from another browser, or with `Origin: null` from a sandboxed frame, which the
-//! app lets through to the token check) is refused. Answers never
+//! app lets through to the token check) is refused. The one-time link pages (sign-in
+//! link, sign-up confirmation) bind theirs to the link token, which whoever holds the
+//! link can fetch — the attacker with a link of their own, to sign a victim's browser
+//! into the attacker's account (login CSRF) —, so their POSTs also refuse
+//! `Origin: null` ([`null_origin`]; a foreign origin is refused by the app already, and a
+//! browser posts a same-origin form with its own origin). Answers never
 //! tell whether an address has an account: a wrong password and an unknown address get
 //! the same words (and an unknown address is checked against a dummy hash, so the answer
 //! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
@@ -121,6 +126,12 @@ impl PreSession {
         }
         res
     }
+}
+
+/// Whether the request says `Origin: null` (an opaque origin: a sandboxed frame, a
+/// `data:` page), which the one-time link POSTs refuse (see the module docs).
+fn null_origin(headers: &HeaderMap) -> bool {
+    headers.get(header::ORIGIN).is_some_and(|o| o.as_bytes().trim_ascii().eq_ignore_ascii_case(b"null"))
 }
 
 /// The request's client address, put in by the app's middleware (absent when the router
@@ -500,7 +511,7 @@ async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Pat
 async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let form = Form::parse(&body);
-    if !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
+    if null_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
         return csrf_page(&w, ui);
     }
     match call(&w.app, "use_signin_link", move |x| accounts::use_signin_link(&x.base, &token)).await {
@@ -637,7 +648,7 @@ async fn signup_confirm_submit(
 ) -> Response {
     let ui = page_ui(&w, &headers);
     let form = Form::parse(&body);
-    if !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
+    if null_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
         return csrf_page(&w, ui);
     }
     match call(&w.app, "confirm_signup", move |x| accounts::confirm_signup(&x.base, &token)).await {

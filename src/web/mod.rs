@@ -553,7 +553,7 @@ fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota::Exceeded)
     use crate::base::quota::Rule;
     let why = match e.rule {
         Rule::ConsentsPerAddress => ui.throttled_body,
-        Rule::MailsGlobal => ui.throttled_global_body,
+        Rule::MailsGlobal | Rule::MailsUnconfirmed => ui.throttled_global_body,
         _ => ui.throttled_client_body,
     };
     let minutes = e.retry_after_secs.div_ceil(60).to_string();

@@ -10,7 +10,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{header, Method, Request, StatusCode};
 use isto::base::quota::Rule;
 use isto::config::Quotas;
-use isto::intents::ConsentOutcome;
+use isto::intents::{ConfirmOutcome, ConsentOutcome};
 use isto::net::ClientAddr;
 use isto::store::{Ns, Reads};
 use serde_json::{json, Value};
@@ -197,7 +197,9 @@ fn confirmation_mails_stop_at_the_global_quota() {
     let key = client("192.0.2.3:1").key();
     let out = h.intents.give_consent_from(&token, "3@example.com", "en", key).unwrap();
     let ConsentOutcome::Throttled(e) = out else { panic!("{out:?}") };
-    assert_eq!(e.rule, Rule::MailsGlobal);
+    // New addresses: the holder-wide rule for addresses that never confirmed (2 less 20 %,
+    // rounded down, reserves nothing of so small a quota).
+    assert_eq!((e.rule, e.limit), (Rule::MailsUnconfirmed, 2));
     assert!(e.to_string().contains("all addresses together"), "{e}");
     assert_eq!(status_of(&f, &id), "awaiting_consent");
     assert_eq!(f.mails().len(), 2);
@@ -210,7 +212,7 @@ fn confirmation_mails_stop_at_the_global_quota() {
     assert_eq!(h.intents.give_consent_from(&token, "5@example.com", "en", key).unwrap(), ConsentOutcome::Recorded);
     let (_, token) = draft("6");
     let out = h.intents.give_consent_from(&token, "6@example.com", "en", key).unwrap();
-    assert!(matches!(out, ConsentOutcome::Throttled(e) if e.rule == Rule::MailsGlobal), "{out:?}");
+    assert!(matches!(out, ConsentOutcome::Throttled(e) if e.rule == Rule::MailsUnconfirmed), "{out:?}");
 }
 
 fn register(f: &Fx, addr: &str) -> crate::kit::Resp {
@@ -278,4 +280,74 @@ fn the_purge_removes_lapsed_drafts_and_unused_clients_and_keeps_the_rest() {
     let code = fresh["structuredContent"]["intentCode"].as_str().unwrap();
     assert_eq!(h.intents.get_by_code(code, None).unwrap().status, isto::protocol::Status::AwaitingConsent);
     assert_eq!(h.intents.purge(true).unwrap().total(), 0);
+}
+
+/// Round 3 point 4: a consent flood from 30 client keys, first in one /24 (the per-network
+/// quota stops it), then spread over 30 /24s (the holder-wide quota for unknown addresses
+/// stops it, short of the reserved share). Afterwards a person whose address confirmed
+/// an intent before (and withdrew it: only the confirmation mark says so) can still
+/// consent through the page; a new address gets the 429 of the holder-wide quota.
+#[test]
+fn a_consent_flood_from_30_client_keys_leaves_room_for_a_person_who_confirmed_before() {
+    let f = fx(Quotas {
+        drafts_per_client_per_hour: 10_000,
+        consents_per_client_per_hour: 20,
+        consents_per_network_per_hour: 60,
+        confirmation_mails_per_hour: 200,
+        confirmation_mails_reserved_percent: 20,
+        ..Quotas::default()
+    });
+    let h = &f.holder;
+    let draft = || {
+        let r = publish(&f, "203.0.113.9:1");
+        let url = r["structuredContent"]["consentUrl"].as_str().unwrap().to_owned();
+        let code = r["structuredContent"]["intentCode"].as_str().unwrap().to_owned();
+        (code, url.rsplit('/').next().unwrap().to_owned())
+    };
+    // The known person: consented, confirmed and withdrew before the flood.
+    let (code, token) = draft();
+    let key = client("127.0.99.1:1").key();
+    assert_eq!(h.intents.give_consent_from(&token, "kim@example.org", "en", key).unwrap(), ConsentOutcome::Recorded);
+    let confirm = f.token_from_outbox("/confirm/");
+    assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
+    h.intents.withdraw_by_code(&code, None).unwrap();
+
+    // The flood: 30 client keys × 10 consents, each for a new address.
+    let mut n = 0;
+    let mut flood = |addr: &dyn Fn(u8) -> String| {
+        let (mut recorded, mut refused) = (0, std::collections::BTreeMap::<String, usize>::new());
+        for k in 1..=30u8 {
+            for _ in 0..10 {
+                n += 1;
+                let (_, token) = draft();
+                let key = client(&addr(k)).key();
+                match h.intents.give_consent_from(&token, &format!("flood{n}@example.net"), "en", key).unwrap() {
+                    ConsentOutcome::Recorded => recorded += 1,
+                    ConsentOutcome::Throttled(e) => *refused.entry(e.rule.setting().to_owned()).or_default() += 1,
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        (recorded, refused)
+    };
+    // One /24 (127.0.0.1 ..= 127.0.0.30): 60 recorded, the rest refused per network.
+    let (recorded, refused) = flood(&|k| format!("127.0.0.{k}:1"));
+    assert_eq!(recorded, 60, "{refused:?}");
+    assert_eq!(refused.get("quotas.consents_per_network_per_hour"), Some(&240), "{refused:?}");
+    // 30 /24s (127.0.1.1 ..= 127.0.30.1): unknown addresses stop at 200 − 20 % = 160 mails
+    // (61 counted already), 40 stay reserved.
+    let (recorded, refused) = flood(&|k| format!("127.0.{k}.1:1"));
+    assert_eq!(recorded, 99, "{refused:?}");
+    let unconfirmed = "quotas.confirmation_mails_per_hour less quotas.confirmation_mails_reserved_percent";
+    assert_eq!(refused.get(unconfirmed), Some(&201), "{refused:?}");
+    let mails = f.mails().len();
+
+    // A new address is refused with the holder-wide 429; the known person gets through.
+    let (_, r) = consent(&f, "127.0.77.1:1", "newcomer@example.org");
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+    assert!(r.body.contains("We sent too many confirmation e-mails in the last hour"), "{}", r.body);
+    let (id, r) = consent(&f, "127.0.78.1:1", "Kim+again@example.org");
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(status_of(&f, &id), "awaiting_email_confirmation");
+    assert_eq!(f.mails().len(), mails + 1, "one confirmation mail, to the known person");
 }

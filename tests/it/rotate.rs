@@ -86,6 +86,7 @@ fn bulk(data: &Path, n: u64) {
     let quotas = isto::config::Quotas {
         drafts_per_client_per_hour: 10_000,
         consents_per_client_per_hour: 10_000,
+        consents_per_network_per_hour: 10_000,
         confirmation_mails_per_hour: 10_000,
         ..isto::config::Quotas::default()
     };

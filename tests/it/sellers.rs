@@ -1065,7 +1065,7 @@ fn two_sellers_see_nothing_in_common_for_one_intent() {
         }
     }
     assert!(!whole_a.contains(&hb) && !whole_b.contains(&ha), "a handle is only its seller's");
-    // Times a seller sees are whole minutes: validUntil rounded down, nextSince a minute.
+    // Times a seller sees are whole minutes: validUntil a day, nextSince a minute.
     for page in [&pa, &pb] {
         let mut times = Vec::new();
         times_in(page, &mut times);
@@ -1074,7 +1074,8 @@ fn two_sellers_see_nothing_in_common_for_one_intent() {
     }
     let exact = isto::clock::parse_rfc3339(&soon).unwrap();
     let shown = isto::clock::parse_rfc3339(ia["validUntil"].as_str().unwrap()).unwrap();
-    assert!(shown <= exact && exact - shown < time::Duration::minutes(1), "{shown} for {exact}");
+    assert!(shown <= exact && exact - shown < time::Duration::days(1), "{shown} for {exact}");
+    assert_eq!((shown.hour(), shown.minute()), (0, 0), "validUntil is only its day: {shown}");
     // Within one minute the order is each seller's own (by its handles), not the
     // holder's order of ids or of seconds.
     let order = |l: &[Value]| l.iter().map(|i| i["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
@@ -1246,3 +1247,6 @@ fn property_no_seller_visible_value_is_shared_between_sellers() {
         })
         .unwrap();
 }
+
+#[path = "seller_days.rs"]
+mod days;
