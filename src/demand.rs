@@ -47,18 +47,20 @@
 //! ([`sub_count`]): otherwise k − 1 people who know their own intents would read a
 //! victim's visibility, or when its intent became active, from the difference.
 //!
-//! **Cost.** A category's whole grid is counted in one scan of the active set in memory
-//! ([`crate::base::active`], no store read) and kept while the set is unchanged, for at
-//! most [`MAX_AGE`]; a summary is then a look-up. Calls by anyone, however many, cost at
-//! most one count per change of the active set (each needs a write of an active intent)
-//! or per [`MAX_AGE`].
+//! **Cost.** A summary counts its one cell in one pass over the active set in memory
+//! ([`crate::base::active`], no store read; only the intents of the cell's category and
+//! area are placed) and keeps it while the set is unchanged, for at most [`MAX_AGE`].
+//! The sellers' heat map counts a category's whole grid in one pass, kept the same way.
+//! Calls by anyone, however many, cost at most one count per cell and change of the
+//! active set (each needs a write of an active intent) or per [`MAX_AGE`].
 
+use crate::base::active::Times;
 use crate::base::{Base, ServiceError};
 use crate::clock;
 use crate::config::Settings;
 use crate::gazetteer;
 use crate::protocol::input::{Fields, InputError};
-use crate::protocol::{Budget, Status, Visibility, CATEGORIES};
+use crate::protocol::{Budget, Visibility, CATEGORIES};
 use crate::records::IntentRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -278,7 +280,7 @@ struct Placement {
     pseudonymous: bool,
 }
 
-fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTime) -> Placement {
+fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, times: &Times, now: OffsetDateTime) -> Placement {
     let areas = if rec.area.regions.is_empty() {
         // Whole country: every region of it.
         gazetteer::all_regions()
@@ -288,8 +290,8 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTi
     } else {
         rec.area.regions.iter().filter_map(|r| grid.area_index(&r.to_ascii_uppercase())).collect()
     };
-    let became_active = rec.confirmed_at.as_deref().unwrap_or(&rec.created_at);
-    let new = clock::parse_rfc3339(became_active).is_ok_and(|t| t > now - time::Duration::days(NEW_DAYS));
+    // An unreadable time is the epoch here (never new), as it was never new before.
+    let new = times.became_active > now - time::Duration::days(NEW_DAYS);
     Placement {
         areas,
         budget: grid.budget_index(settings, rec.budget.as_ref()),
@@ -301,10 +303,10 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, now: OffsetDateTi
 
 /// Calls `each` with every intent of `category` that is active at `now`: a scan of the
 /// active set in memory ([`crate::base::active`]), no store read.
-fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord)) {
-    base.active.scan(|rec| {
-        if rec.category == category && rec.effective_status(now) == Status::Active {
-            each(rec);
+fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
+    base.active.scan(|rec, times| {
+        if rec.category == category && times.active_at(rec, now) {
+            each(rec, times);
         }
     });
 }
@@ -316,29 +318,64 @@ pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 
 /// The DemandSummary of one cell, or withheld when its active intents come from fewer
 /// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
-/// a cell outside it simply counts nothing and is withheld. Read from the category's
-/// heat map ([`heat_map`]): counted once per change of the active set, or per
-/// [`MAX_AGE`], whatever the calls — `asOf` is when.
+/// a cell outside it simply counts nothing and is withheld. Counted for this cell alone
+/// ([`count_cell`]: one pass over the active set that places only the intents of the
+/// cell's category and area) and kept per cell while the active set is unchanged, for
+/// at most [`MAX_AGE`] — `asOf` is when. So the first call after a change costs one
+/// cell's count, never the whole grid's.
 ///
 /// # Errors
 /// Storage errors.
 pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer, ServiceError> {
-    let map = cached_heat_map(base, category)?;
-    let budget = map.grid.budget_labels().iter().position(|l| *l == cell.budget_band);
-    let buy_by = BUY_BY_BANDS.iter().position(|b| *b == cell.buy_by_band);
-    let counts = match (map.grid.area_index(&cell.area), budget, buy_by) {
-        (Some(a), Some(b), Some(y)) => map.at(y, a, b),
-        _ => None,
-    };
-    let Some(counts) = counts else { return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD)) };
+    let now = base.clock.now();
+    let key = format!("demand:{category}:{}:{}:{}", cell.area, cell.budget_band, cell.buy_by_band);
+    let (counts, at) =
+        base.active.derived(&key, now, MAX_AGE, || Ok::<_, ServiceError>(count_cell(base, category, cell, now)))?;
+    let Some(counts) = *counts else { return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD)) };
     Ok(DemandAnswer::Summary(DemandSummary {
         category: category.to_owned(),
         cell: cell.clone(),
         active_intents: counts.active_intents,
         new_last_7_days: counts.new_last_7_days,
         pseudonymous: counts.pseudonymous,
-        as_of: map.as_of.clone(),
+        as_of: clock::rfc3339(at),
     }))
+}
+
+/// The counts of one cell at `now` as shown under k (`None` when withheld, or when the
+/// cell is not in the category's grid): the same tally as [`count_heat_map`] keeps for
+/// that cell. Intents outside the cell's category or country (or, with regions, outside
+/// its region) are skipped before anything is parsed.
+fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> Option<Counts> {
+    let settings = &base.settings;
+    let grid = grid(settings, category);
+    let area = grid.area_index(&cell.area)?;
+    let budget = grid.budget_labels().iter().position(|l| *l == cell.budget_band)?;
+    let budget = (budget < grid.budget_bands.len()).then_some(budget);
+    let buy_by = BUY_BY_BANDS.iter().find(|b| **b == cell.buy_by_band)?;
+    let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
+    let mut tally = Tally::default();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    base.active.scan(|rec, times| {
+        let in_area = if rec.area.regions.is_empty() {
+            rec.area.country.eq_ignore_ascii_case(country)
+        } else {
+            rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))
+        };
+        if rec.category != category || !in_area || !times.active_at(rec, now) {
+            return;
+        }
+        let p = place(&grid, settings, rec, times, now);
+        if p.budget != budget || p.buy_by != *buy_by || !p.areas.contains(&area) {
+            return;
+        }
+        let person = rec.person.as_ref().map(|k| {
+            let next = ids.len();
+            *ids.entry(k.clone()).or_insert(next)
+        });
+        tally.add(&p, person);
+    });
+    tally.shown(settings.demand_k)
 }
 
 /// Every cell of a category's grid with its counts, for the sellers' heat map page;
@@ -437,8 +474,8 @@ fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<He
     let mut tallies = vec![Tally::default(); BUY_BY_BANDS.len() * areas * budgets];
     // Person keys → small indices.
     let mut ids: HashMap<String, usize> = HashMap::new();
-    scan_active(base, category, now, |rec| {
-        let p = place(&grid, settings, rec, now);
+    scan_active(base, category, now, |rec, times| {
+        let p = place(&grid, settings, rec, times, now);
         let b = p.budget.unwrap_or(budgets - 1);
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
         let person = rec.person.as_ref().map(|k| {

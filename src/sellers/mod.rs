@@ -558,7 +558,8 @@ pub fn intent_of_handle(base: &Base, seller_id: &str, handle: &str) -> Option<St
 }
 
 /// Whether `rec` is open to `profile`'s seller at `now`: active, pseudonymous, in the
-/// seller's categories and regions.
+/// seller's categories and regions (`open::open_intents` applies the same rules to the
+/// active set's parsed times).
 pub fn open_to(rec: &IntentRecord, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {
     rec.effective_status(now) == crate::protocol::Status::Active
         && rec.visibility == crate::protocol::Visibility::Pseudonymous

@@ -21,7 +21,7 @@
 //! itself — the current minute is listed again on the next call, since more intents may
 //! still change in it. A seller skips what it has seen by the handle, which is stable.
 
-use super::{handle, open_to, pseudonym, Result, SellerProfile};
+use super::{handle, pseudonym, Result, SellerProfile};
 use crate::base::Base;
 use crate::clock;
 use crate::gazetteer::AreaObject;
@@ -154,14 +154,18 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     let now = base.clock.now();
     let since = q.since.map(seller_minute);
     // The active set in memory (no store read, see `crate::base::active`).
-    let recs = base.active.filter(|rec| {
-        open_to(rec, profile, now)
+    // The active set in memory (no store read, see `crate::base::active`), with its
+    // times parsed once: `open_to` without parsing validUntil.
+    let recs = base.active.filter(|rec, t| {
+        t.active_at(rec, now)
+            && rec.visibility == crate::protocol::Visibility::Pseudonymous
+            && profile.serves(&rec.category, &rec.area)
             && q.category.as_deref().is_none_or(|c| c == rec.category)
             && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
-            && since.is_none_or(|s| seller_minute(ts(&rec.updated_at)) >= s)
+            && since.is_none_or(|s| seller_minute(t.updated_at) >= s)
     });
     let mut by_minute: Vec<(OffsetDateTime, Arc<IntentRecord>)> =
-        recs.into_iter().map(|r| (seller_minute(ts(&r.updated_at)), r)).collect();
+        recs.into_iter().map(|(r, t)| (seller_minute(t.updated_at), r)).collect();
     by_minute.sort_by_key(|r| r.0);
     let limit = q.limit.max(1);
     let mut cut_short = false;
