@@ -456,8 +456,10 @@ fn cached_heat_map(base: &Base, category: &str) -> Result<Arc<HeatMap>, ServiceE
 }
 
 /// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
-/// gives cell by cell, withheld the same way, counted as [`summary`] counts them (at
-/// most once per change of the active set or per [`MAX_AGE`]).
+/// gives cell by cell, withheld the same way (the same tally), counted in one pass at
+/// most once per change of the active set or per [`MAX_AGE`]. Each is kept apart, so
+/// within [`MAX_AGE`] of an unchanged set the two may differ by what the clock alone
+/// moved (their `asOf` tells).
 ///
 /// # Errors
 /// Storage errors.
