@@ -232,15 +232,19 @@ async fn connection(shared: Arc<Shared>, tcp: tokio::net::TcpStream, peer: std::
         let admitted = admit_request(&s, &counted, peer, req.headers());
         let body_limit = Duration::from_secs(s.limits.body_read_timeout_secs);
         let stream_idle = Duration::from_secs(s.limits.stream_idle_secs);
+        let was_late = Arc::new(AtomicBool::new(false));
         let call = admitted.map(|guard| {
-            let req = req.map(|b| DeadlineBody::new(b, body_limit));
+            let req = req.map(|b| DeadlineBody::new(b, body_limit, was_late.clone()));
             (guard, hyper::service::Service::call(&inner, req))
         });
         async move {
             let Some((guard, call)) = call else {
                 return Ok::<_, std::convert::Infallible>(refused_response());
             };
-            let res = call.await?;
+            let mut res = call.await?;
+            if was_late.load(Ordering::Acquire) {
+                res = body::late_response();
+            }
             let idle = body::is_event_stream(res.headers()).then_some(stream_idle);
             Ok(res.map(|b| CountedBody::new(b, Some(guard), idle)))
         }
