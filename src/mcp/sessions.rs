@@ -107,12 +107,14 @@ impl BoundedSessions {
     /// least recently used ones so that it holds at most `max_per_client`, never `id`;
     /// then, while over the cap, its own least recently used one, else [`Self::victim`],
     /// else `id` itself — the new session is refused then, and the second value is how
-    /// long until the first of the sessions held stops being young. Removes them from
-    /// the map.
+    /// long until the first of the sessions held stops being young ([`Self::wait`]); the
+    /// same when `id` was closed at the cap before this call. Removes them from the map.
     fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> (Vec<SessionId>, Option<Duration>) {
         let mut map = self.lock();
         let Some(held) = map.get_mut(id) else {
-            return (Vec::new(), None);
+            // Closed at the cap before its client was known (another new session took
+            // its place): refused as well.
+            return (Vec::new(), Some(self.wait(&map, Instant::now())));
         };
         held.client = Some(client);
         held.last_use = Instant::now();
@@ -134,13 +136,19 @@ impl BoundedSessions {
             let Some(next) = own.next().or_else(|| self.victim(&map, now)) else {
                 map.remove(id);
                 gone.push(id.clone());
-                let wait = map.values().map(|h| self.young.saturating_sub(now.duration_since(h.created))).min();
-                return (gone, Some(wait.unwrap_or(self.young)));
+                return (gone, Some(self.wait(&map, now)));
             };
             map.remove(&next);
             gone.push(next);
         }
         (gone, None)
+    }
+
+    /// How long until the first session of `map` stops being young at `now` (zero when
+    /// one is not young; [`Self::young`] when there is none).
+    fn wait(&self, map: &HashMap<SessionId, Held>, now: Instant) -> Duration {
+        let wait = map.values().map(|h| self.young.saturating_sub(now.duration_since(h.created))).min();
+        wait.unwrap_or(self.young)
     }
 
     /// The same with another age under which sessions are spared (tests).
@@ -466,6 +474,20 @@ mod tests {
         let again = open_for(&m, ip(5)).await.unwrap();
         assert!(!m.has_session(&newer).await.unwrap() && m.has_session(&again).await.unwrap());
         assert!(m.has_session(&young).await.unwrap() && m.has_session(&new).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_new_session_closed_before_its_initialize_is_refused_not_lost() {
+        let m = BoundedSessions::new(1, 1, Duration::from_secs(600));
+        let (first, _t1) = m.create_session().await.unwrap();
+        // A second creation closes the first, not yet tied to a client.
+        let (second, _t2) = m.create_session().await.unwrap();
+        assert!(!m.has_session(&first).await.unwrap());
+        let (gone, refused) = m.bind_client(&first, Some(IpAddr::from([192, 0, 2, 1])));
+        assert!(gone.is_empty());
+        let wait = refused.expect("the closed session's initialize is refused");
+        assert!(wait > Duration::ZERO && wait <= YOUNG, "{wait:?}");
+        assert_eq!(m.bind_client(&second, Some(IpAddr::from([192, 0, 2, 2]))), (Vec::new(), None));
     }
 
     #[tokio::test]
