@@ -249,7 +249,7 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
         body = await res.text();
       } catch (e) {
         const ms = (performance.now() - t0).toFixed(0);
-        assert.fail(`a normal request failed after ${ms} ms (${e.name}: ${e.message}); ${nConnected} connected`);
+        assert.fail(`a normal request failed after ${ms} ms (${e.name}: ${e.message}${e.cause ? `, cause: ${e.cause.code ?? ""} ${e.cause.message ?? e.cause}` : ""}); ${nConnected} connected, ${closedByServer} closed by isto`);
       }
       times.push(performance.now() - t0);
       assert.equal(res.status, 200, `healthz: ${res.status} ${body}`);
