@@ -784,6 +784,11 @@ mod tests {
         // Two header lines read as one list, the last entry first.
         assert_eq!(seen(lo(), "127.0.0.1:5", &["198.51.100.1", "192.0.2.7"]).await, "Some(192.0.2.7)");
         assert_eq!(seen(lo(), "192.0.2.9:5", &["192.0.2.7"]).await, "Some(192.0.2.9)");
+        // A client's own lines before the one its proxy appends (HAProxy adds a line of
+        // its own): however many, the proxy's line decides.
+        let mut many = vec!["203.0.113.66"; 12];
+        many.push("192.0.2.7");
+        assert_eq!(seen(lo(), "127.0.0.1:5", &many).await, "Some(192.0.2.7)");
         assert_eq!(seen(TrustedProxies::none(), "127.0.0.1:5", &["192.0.2.7"]).await, "Some(127.0.0.1)");
     }
 

@@ -56,6 +56,7 @@ pub fn report(p: &Purged, dry_run: bool) -> String {
         ("expired sign-in links", a.sign_in_links),
         ("expired sessions", a.sessions),
         ("stale sign-in throttles", a.throttles),
+        ("lapsed marks of known people", p.confirmed_marks),
     ];
     let head = if dry_run { "would remove (dry run, nothing removed):" } else { "removed:" };
     let mut out = head.to_owned();

@@ -50,15 +50,19 @@ pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpList
 }
 
 /// The client a request comes from: the socket `peer`, or the client named by the
-/// `X-Forwarded-For` lines of `headers` (at most 8 lines read) when the peer is a trusted
-/// proxy (see [`crate::net`]).
+/// `X-Forwarded-For` lines of `headers` when the peer is a trusted proxy (see
+/// [`crate::net`]). Only the last 8 lines are read: a proxy that appends a line of its own
+/// (HAProxy's `option forwardfor`) puts the address it saw last, after any lines the
+/// client wrote, so the lines the client can add never push it out.
 pub fn client_of(
     trusted: &TrustedProxies,
     peer: Option<std::net::SocketAddr>,
     headers: &http::HeaderMap,
 ) -> ClientAddr {
     let mut forwarded = String::new();
-    for v in headers.get_all("x-forwarded-for").iter().take(8) {
+    let mut last: Vec<&http::HeaderValue> = headers.get_all("x-forwarded-for").iter().rev().take(8).collect();
+    last.reverse();
+    for v in last {
         if let Ok(v) = v.to_str() {
             if !forwarded.is_empty() {
                 forwarded.push(',');
@@ -115,10 +119,11 @@ pub async fn serve_http(
 ) {
     use hyper_util::rt::{TokioExecutor, TokioTimer};
     let header = Duration::from_secs(limits.header_read_timeout_secs);
-    let idle = Duration::from_secs(limits.idle_timeout_secs);
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: HTTP/2 is the TLS-terminating proxy's (isto serves plain HTTP behind
+    // it). Cleartext HTTP/2 let a client that never opens its flow-control window keep a
+    // request in flight, its connection busy and answering PINGs, for ever.
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
     builder.http1().timer(TokioTimer::new()).header_read_timeout(header);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(idle / 2)).keep_alive_timeout(header);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shared = Arc::new(Shared {
         app,
@@ -227,20 +232,24 @@ async fn connection(shared: Arc<Shared>, tcp: tokio::net::TcpStream, peer: std::
         let admitted = admit_request(&s, &counted, peer, req.headers());
         let body_limit = Duration::from_secs(s.limits.body_read_timeout_secs);
         let stream_idle = Duration::from_secs(s.limits.stream_idle_secs);
+        let was_late = Arc::new(AtomicBool::new(false));
         let call = admitted.map(|guard| {
-            let req = req.map(|b| DeadlineBody::new(b, body_limit));
+            let req = req.map(|b| DeadlineBody::new(b, body_limit, was_late.clone()));
             (guard, hyper::service::Service::call(&inner, req))
         });
         async move {
             let Some((guard, call)) = call else {
                 return Ok::<_, std::convert::Infallible>(refused_response());
             };
-            let res = call.await?;
+            let mut res = call.await?;
+            if was_late.load(Ordering::Acquire) {
+                res = body::late_response();
+            }
             let idle = body::is_event_stream(res.headers()).then_some(stream_idle);
             Ok(res.map(|b| CountedBody::new(b, Some(guard), idle)))
         }
     });
-    let served = shared.builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let served = shared.builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(served);
     let mut tick = tokio::time::interval(Duration::from_millis(250).max(header.min(idle) / 8));
     let mut closing = false;

@@ -263,6 +263,31 @@ pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
     Ok(l)
 }
 
+impl Limits {
+    /// The `check-config` warnings for connection limits that are allowed but refuse
+    /// ordinary clients: an MCP client holds an event stream (`GET /mcp`) beside its
+    /// POSTs, so fewer than 2 connections per client refuses its next call; a per-client
+    /// cap at or above `max_connections` lets one address take every slot.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.max_connections_per_client < 2 {
+            w.push(format!(
+                "limits.max_connections_per_client = {}: an MCP client holding its event stream (GET /mcp) \
+                 is refused its next POST; 2 is the least, 8 or more leaves room for a browser",
+                self.max_connections_per_client
+            ));
+        }
+        if self.max_connections_per_client >= self.max_connections {
+            w.push(format!(
+                "limits.max_connections_per_client = {} is not below limits.max_connections = {}: \
+                 one address may take every connection",
+                self.max_connections_per_client, self.max_connections
+            ));
+        }
+        w
+    }
+}
+
 /// A `*_requests_per_minute` key: 1..=1000000.
 fn per_minute(v: Option<u32>, default: u32, key: &'static str) -> Result<u32, ConfigError> {
     ranged(v, default, 1..=1_000_000, key, "1..=1000000")
@@ -319,6 +344,15 @@ mod tests {
         }
         let f = FileLimits { request_state_secs: Some(60), ..Default::default() };
         assert_eq!(limits(&f).unwrap().request_state_secs, 60);
+    }
+
+    #[test]
+    fn per_client_caps_that_refuse_ordinary_clients_are_warned_about() {
+        assert!(Limits::default().warnings().is_empty());
+        let one = Limits { max_connections_per_client: 1, ..Limits::default() };
+        assert!(one.warnings()[0].contains("max_connections_per_client = 1"), "{:?}", one.warnings());
+        let all = Limits { max_connections_per_client: 2000, max_connections: 1024, ..Limits::default() };
+        assert!(all.warnings()[0].contains("not below limits.max_connections = 1024"), "{:?}", all.warnings());
     }
 
     #[test]

@@ -626,7 +626,8 @@ impl Settings {
 
     /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
     /// mismatches such as port 465 without implicit TLS, an EHLO name without a dot
-    /// (`mail.helo_name`), and a `trusted_proxies` entry that trusts every address.
+    /// (`mail.helo_name`), connection limits that refuse ordinary clients
+    /// ([`Limits::warnings`]), and a `trusted_proxies` entry that trusts every address.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .smtp_url
@@ -643,6 +644,7 @@ impl Settings {
             ));
         }
         w.extend(self.helo_warning());
+        w.extend(self.limits.warnings());
         w.extend(crate::net::loopback_proxy_warning(&self.trusted_proxies, self.listen));
         for net in self.trusted_proxies.everyone() {
             w.push(format!(

@@ -788,6 +788,9 @@ impl Intents {
                     && rec.ended_at.as_deref().is_some_and(|e| ts(e) + retention < now)
                 {
                     rec.contact = None;
+                    if let Some(person) = &rec.person {
+                        known::forget_if_inactive(tx, person, &rec.id)?;
+                    }
                     dirty = true;
                 }
                 if dirty {

@@ -1,6 +1,7 @@
 //! The purge (issue 9 point 3): what nobody needs any more is deleted, not only marked —
 //! lapsed consent-link drafts with their tokens, unused OAuth clients, expired OAuth
-//! codes and tokens, expired sign-in links and sessions. One function,
+//! codes and tokens, expired sign-in links and sessions, `Confirmed` marks past their
+//! lifetime ([`super::known::MARK_LIFETIME`]). One function,
 //! [`Intents::purge`], run by the sweeper inside `isto serve` and by `isto admin purge`
 //! (which can rehearse it: `--dry-run`).
 //!
@@ -25,7 +26,7 @@ use time::OffsetDateTime;
 
 /// What a purge removed (or, rehearsed, would remove), per kind. As JSON (camelCase):
 /// `{"drafts":n,"draftTokens":n,"oauth":{"clients":n,"codes":n,"tokens":n,"families":n},
-/// "accounts":{"sessions":n,"signInLinks":n,"throttles":n}}`.
+/// "accounts":{"sessions":n,"signInLinks":n,"throttles":n},"confirmedMarks":n}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Purged {
@@ -37,6 +38,9 @@ pub struct Purged {
     pub oauth: OAuthPurged,
     /// Web sessions, one-time links, throttle counters.
     pub accounts: AccountsPurged,
+    /// `Confirmed` marks of known people past their lifetime (absent in older answers).
+    #[serde(default)]
+    pub confirmed_marks: u64,
 }
 
 impl Purged {
@@ -52,6 +56,7 @@ impl Purged {
             + a.sessions
             + a.sign_in_links
             + a.throttles
+            + self.confirmed_marks
     }
 }
 
@@ -87,7 +92,8 @@ impl Intents {
             let draft_tokens = w.remove_tokens_of(&drafts)?;
             let oauth = oauth::purge_tx(w, now.unix_timestamp())?;
             let accounts = accounts::purge_tx(w, now)?;
-            Ok(Purged { drafts: drafts.len() as u64, draft_tokens, oauth, accounts })
+            let confirmed_marks = super::known::purge_marks(w, now.unix_timestamp())?;
+            Ok(Purged { drafts: drafts.len() as u64, draft_tokens, oauth, accounts, confirmed_marks })
         };
         let purged = if dry_run { self.base.rehearse(run) } else { self.base.write(run) }?;
         if !dry_run && purged.total() > 0 {
@@ -97,6 +103,7 @@ impl Intents {
                 oauth_tokens = purged.oauth.tokens + purged.oauth.codes + purged.oauth.families,
                 sign_in_links = purged.accounts.sign_in_links,
                 sessions = purged.accounts.sessions,
+                confirmed_marks = purged.confirmed_marks,
                 "purge"
             );
         }

@@ -277,3 +277,75 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
     assert!(gone(h, "int_draft_due"));
     assert_eq!(h.purge(true).unwrap().total(), 0);
 }
+
+/// The `Confirmed` mark of `email`'s person key: the unix second it holds, if any.
+fn mark(h: &Intents, email: &str) -> Option<i64> {
+    let person = h.base.person_key(email);
+    h.base.store.read(|rx| rx.record::<i64>(crate::store::Ns::Confirmed, &person)).unwrap()
+}
+
+/// Writes a `Confirmed` mark for `email` at the clock's now, as a confirmation does.
+fn confirm_mark(h: &Intents, email: &str) {
+    let person = h.base.person_key(email);
+    let now = h.now().unix_timestamp();
+    h.base.write(|tx| known::mark_confirmed(tx, &person, now)).unwrap();
+}
+
+#[test]
+fn a_mark_counts_within_its_lifetime_and_is_purged_after_it() {
+    let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
+    let h = &f.holder;
+    confirm_mark(h, "ann@example.com");
+    confirm_mark(h, "bob@example.com");
+    assert!(h.known_person("Ann@Example.com").unwrap(), "a fresh mark grants the reserved share");
+    assert!(!h.known_person("carl@example.com").unwrap());
+    // Bob confirms again 200 days later: his lifetime starts again.
+    f.clock.advance(time::Duration::days(200));
+    confirm_mark(h, "bob@example.com");
+    // A second before Ann's mark's lifetime ends it still counts, and stays.
+    f.clock.advance(known::MARK_LIFETIME - time::Duration::days(200) - time::Duration::seconds(1));
+    assert!(h.known_person("ann@example.com").unwrap(), "within its lifetime the mark counts");
+    assert_eq!(h.purge(false).unwrap().confirmed_marks, 0);
+    assert!(mark(h, "ann@example.com").is_some());
+    // At its end it no longer counts, and the purge deletes it (a dry run first counts it).
+    f.clock.advance(time::Duration::seconds(1));
+    assert!(!h.known_person("ann@example.com").unwrap(), "a lapsed mark grants nothing");
+    assert_eq!(h.purge(true).unwrap().confirmed_marks, 1);
+    assert!(mark(h, "ann@example.com").is_some(), "a dry run removes nothing");
+    let purged = h.purge(false).unwrap();
+    assert_eq!((purged.confirmed_marks, purged.total()), (1, 1));
+    assert_eq!(mark(h, "ann@example.com"), None);
+    assert!(mark(h, "bob@example.com").is_some(), "Bob's later confirmation keeps his mark");
+    assert!(h.known_person("bob@example.com").unwrap());
+}
+
+#[test]
+fn erasing_a_persons_contact_removes_their_mark_unless_they_hold_an_active_intent() {
+    let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
+    let h = &f.holder;
+    let contact = h.base.keys.seal_str("buyer@example.com").unwrap();
+    let (gone, kept) = ("dana@example.com", "emil@example.com");
+    h.base
+        .write(|tx| -> Result<()> {
+            for (id, email) in [("int_dana_ended", gone), ("int_emil_ended", kept)] {
+                let mut r = record(id, Status::Withdrawn);
+                r.ended_at = Some(at(-time::Duration::days(31)));
+                r.contact = Some(contact.clone());
+                r.person = Some(h.base.person_key(email));
+                tx.put_intent(&r, false)?;
+            }
+            let mut r = record("int_emil_active", Status::Active);
+            r.contact = Some(contact.clone());
+            r.person = Some(h.base.person_key(kept));
+            tx.put_intent(&r, true)?;
+            Ok(())
+        })
+        .unwrap();
+    confirm_mark(h, gone);
+    confirm_mark(h, kept);
+    assert_eq!(h.sweep().unwrap(), 2, "both ended intents' contacts erased");
+    assert!(stored(h, "int_dana_ended").contact.is_none() && stored(h, "int_emil_ended").contact.is_none());
+    assert_eq!(mark(h, gone), None, "the erased person's mark is gone");
+    assert!(!h.known_person(gone).unwrap());
+    assert!(mark(h, kept).is_some(), "a person with another active intent keeps the mark");
+}

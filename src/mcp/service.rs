@@ -27,13 +27,10 @@ use tokio_util::sync::CancellationToken;
 /// with Host and Origin checks derived from the public URL (DNS-rebinding protection) and
 /// at most `[limits] max_mcp_sessions` sessions (`max_mcp_sessions_per_client` of them
 /// for one client address), each closed after `mcp_session_idle_secs` without a request
-/// ([`BoundedSessions`]);
+/// ([`BoundedSessions`]; a new session refused at the cap is answered 503 by
+/// [`super::sessions::answer_refusal`], in front of rmcp's service);
 /// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
-pub fn mcp_service(
-    holder: AppState,
-    endpoint: Endpoint,
-    stop: CancellationToken,
-) -> StreamableHttpService<IstoServer, BoundedSessions> {
+pub fn mcp_service(holder: AppState, endpoint: Endpoint, stop: CancellationToken) -> Router {
     let server = IstoServer::new(holder.clone(), endpoint);
     let limits = holder.base.settings.limits;
     let sessions = BoundedSessions::new(
@@ -41,12 +38,13 @@ pub fn mcp_service(
         limits.max_mcp_sessions_per_client,
         std::time::Duration::from_secs(limits.mcp_session_idle_secs),
     );
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         // A clone shares the tool list and the `initialize` answer (built once here).
         move || Ok(server.clone()),
         Arc::new(sessions),
         mcp_config(&holder, stop),
-    )
+    );
+    Router::new().fallback_service(service).layer(axum::middleware::from_fn(super::sessions::answer_refusal))
 }
 
 /// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the

@@ -11,8 +11,9 @@
 //! session may be closed at creation (the new session's client is not known yet), the
 //! new one is held one over the cap until its `initialize` names its client: then that
 //! client's own least recently used session goes (whatever its age), else another
-//! client's as above, else the new session itself is refused (rmcp answers 500) until
-//! one ages or ends.
+//! client's as above, else the new session itself is refused until one ages or ends:
+//! [`answer_refusal`] answers that `initialize` with HTTP 503, `Retry-After` and a
+//! JSON-RPC error naming the reason (rmcp alone would answer 500).
 //!
 //! The per-client cap: rmcp's `create_session` is told nothing about the request, but the
 //! `initialize` message that rmcp hands to `initialize_session` right after carries the
@@ -23,13 +24,18 @@
 //! never another client's.
 
 use crate::net::ClientAddr;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Age under which a session is never closed to make room for another client's: long
@@ -100,12 +106,15 @@ impl BoundedSessions {
     /// Ties session `id` to `client` and answers the sessions to close: that client's
     /// least recently used ones so that it holds at most `max_per_client`, never `id`;
     /// then, while over the cap, its own least recently used one, else [`Self::victim`],
-    /// else `id` itself — `true` then: the new session is refused. Removes them from the
-    /// map.
-    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> (Vec<SessionId>, bool) {
+    /// else `id` itself — the new session is refused then, and the second value is how
+    /// long until the first of the sessions held stops being young ([`Self::wait`]); the
+    /// same when `id` was closed at the cap before this call. Removes them from the map.
+    fn bind_client(&self, id: &SessionId, client: Option<IpAddr>) -> (Vec<SessionId>, Option<Duration>) {
         let mut map = self.lock();
         let Some(held) = map.get_mut(id) else {
-            return (Vec::new(), false);
+            // Closed at the cap before its client was known (another new session took
+            // its place): refused as well.
+            return (Vec::new(), Some(self.wait(&map, Instant::now())));
         };
         held.client = Some(client);
         held.last_use = Instant::now();
@@ -123,15 +132,23 @@ impl BoundedSessions {
         }
         let mut own = own.into_iter().skip(excess).map(|(_, other)| other);
         while map.len() > self.max {
-            let Some(next) = own.next().or_else(|| self.victim(&map, Instant::now())) else {
+            let now = Instant::now();
+            let Some(next) = own.next().or_else(|| self.victim(&map, now)) else {
                 map.remove(id);
                 gone.push(id.clone());
-                return (gone, true);
+                return (gone, Some(self.wait(&map, now)));
             };
             map.remove(&next);
             gone.push(next);
         }
-        (gone, false)
+        (gone, None)
+    }
+
+    /// How long until the first session of `map` stops being young at `now` (zero when
+    /// one is not young; [`Self::young`] when there is none).
+    fn wait(&self, map: &HashMap<SessionId, Held>, now: Instant) -> Duration {
+        let wait = map.values().map(|h| self.young.saturating_sub(now.duration_since(h.created))).min();
+        wait.unwrap_or(self.young)
     }
 
     /// The same with another age under which sessions are spared (tests).
@@ -220,15 +237,19 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        match client_of(&message) {
+        let parts = parts_of(&message);
+        match parts.and_then(|p| p.extensions.get::<ClientAddr>()).copied() {
             Some(client) => {
                 let (gone, refused) = self.bind_client(id, client.key());
                 self.close_all(gone, "per-client cap").await;
-                if refused {
+                if let Some(wait) = refused {
                     tracing::warn!("MCP session refused: at the cap and every other client's session is young");
-                    let e = std::io::Error::other(
-                        "at the MCP session cap, and every other client's session is younger than 10 s",
-                    );
+                    if let (Some(slot), ClientJsonRpcMessage::Request(req)) =
+                        (parts.and_then(|p| p.extensions.get::<Refused>()), &message)
+                    {
+                        slot.set(&req.id, wait);
+                    }
+                    let e = std::io::Error::other(REFUSED);
                     return Err(rmcp::transport::streamable_http_server::session::local::SessionError::Io(e).into());
                 }
             }
@@ -278,14 +299,61 @@ impl SessionManager for BoundedSessions {
     }
 }
 
-/// The [`ClientAddr`] of the HTTP request that carried `message`: rmcp puts the request's
-/// `http::request::Parts` into a request's extensions, the app's middleware the address
-/// into the parts' extensions. `None` when either is missing (not over the app's router).
-fn client_of(message: &ClientJsonRpcMessage) -> Option<ClientAddr> {
+/// The `http::request::Parts` of the HTTP request that carried `message` (rmcp puts them
+/// into a request's extensions), with what the app's middleware put into their
+/// extensions ([`ClientAddr`], [`Refused`]). `None` for a notification or a response.
+fn parts_of(message: &ClientJsonRpcMessage) -> Option<&http::request::Parts> {
     let ClientJsonRpcMessage::Request(req) = message else {
         return None;
     };
-    req.request.extensions().get::<http::request::Parts>().and_then(|p| p.extensions.get::<ClientAddr>()).copied()
+    req.request.extensions().get::<http::request::Parts>()
+}
+
+/// The reason a new session is refused at the cap (the JSON-RPC error's message).
+const REFUSED: &str =
+    "MCP session cap reached (limits.max_mcp_sessions) and no other client's session may be closed yet; retry later";
+
+/// JSON-RPC error code of [`answer_refusal`]'s answer: the implementation-defined server
+/// error range (JSON-RPC 2.0 §5.1, -32000 to -32099).
+const REFUSED_CODE: i64 = -32000;
+
+/// The slot where [`BoundedSessions::initialize_session`] tells [`answer_refusal`] that
+/// it refused the session of the request's `initialize`: that request's JSON-RPC id and
+/// how long until a session may be made (put into the request's extensions by
+/// [`answer_refusal`]; rmcp hands them on with the request's parts).
+#[derive(Debug, Clone, Default)]
+pub struct Refused(Arc<OnceLock<(Value, Duration)>>);
+
+impl Refused {
+    fn set(&self, id: &rmcp::model::RequestId, wait: Duration) {
+        let id = serde_json::to_value(id).unwrap_or(Value::Null);
+        let _ = self.0.set((id, wait));
+    }
+}
+
+/// The middleware of the MCP endpoints that answers a session refused at the cap
+/// ([`BoundedSessions`], module docs) with HTTP 503 and `Retry-After` (RFC 9110
+/// §15.6.4, §10.2.3: whole seconds until the first session held stops being young, at
+/// least 1), and a JSON-RPC error (code -32000, the message naming the cap and "retry
+/// later", `data.retryAfterSeconds`) for the `initialize`'s id — where rmcp, given the
+/// session manager's error, answers 500. A refusal because of load is no server fault.
+/// Every other answer passes unchanged; only a POST without `Mcp-Session-Id` (the only
+/// request that creates a session) is marked.
+pub async fn answer_refusal(mut req: Request, next: Next) -> Response {
+    if req.method() != Method::POST || req.headers().contains_key("mcp-session-id") {
+        return next.run(req).await;
+    }
+    let slot = Refused::default();
+    req.extensions_mut().insert(slot.clone());
+    let res = next.run(req).await;
+    let Some((id, wait)) = slot.0.get() else { return res };
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let secs = secs.max(1);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id,
+        "error": {"code": REFUSED_CODE, "message": REFUSED, "data": {"retryAfterSeconds": secs}}});
+    let mut res = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    res
 }
 
 #[cfg(test)]
@@ -352,7 +420,7 @@ mod tests {
         let (id, _transport) = m.create_session().await.unwrap();
         let (gone, refused) = m.bind_client(&id, client);
         m.close_all(gone, "per-client cap").await;
-        (!refused).then_some(id)
+        refused.is_none().then_some(id)
     }
 
     #[tokio::test]
@@ -406,6 +474,20 @@ mod tests {
         let again = open_for(&m, ip(5)).await.unwrap();
         assert!(!m.has_session(&newer).await.unwrap() && m.has_session(&again).await.unwrap());
         assert!(m.has_session(&young).await.unwrap() && m.has_session(&new).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_new_session_closed_before_its_initialize_is_refused_not_lost() {
+        let m = BoundedSessions::new(1, 1, Duration::from_secs(600));
+        let (first, _t1) = m.create_session().await.unwrap();
+        // A second creation closes the first, not yet tied to a client.
+        let (second, _t2) = m.create_session().await.unwrap();
+        assert!(!m.has_session(&first).await.unwrap());
+        let (gone, refused) = m.bind_client(&first, Some(IpAddr::from([192, 0, 2, 1])));
+        assert!(gone.is_empty());
+        let wait = refused.expect("the closed session's initialize is refused");
+        assert!(wait > Duration::ZERO && wait <= YOUNG, "{wait:?}");
+        assert_eq!(m.bind_client(&second, Some(IpAddr::from([192, 0, 2, 2]))), (Vec::new(), None));
     }
 
     #[tokio::test]

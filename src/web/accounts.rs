@@ -10,9 +10,9 @@
 //! app lets through to the token check) is refused. The one-time link pages (sign-in
 //! link, sign-up confirmation) bind theirs to the link token, which whoever holds the
 //! link can fetch — the attacker with a link of their own, to sign a victim's browser
-//! into the attacker's account (login CSRF) —, so their POSTs also refuse
-//! `Origin: null` ([`null_origin`]; a foreign origin is refused by the app already, and a
-//! browser posts a same-origin form with its own origin). Answers never
+//! into the attacker's account (login CSRF) —, so their POSTs also refuse an opaque
+//! origin ([`opaque_origin`]: `Sec-Fetch-Site` other than `same-origin`, or without it
+//! `Origin: null`; a foreign origin is refused by the app already). Answers never
 //! tell whether an address has an account: a wrong password and an unknown address get
 //! the same words (and an unknown address is checked against a dummy hash, so the answer
 //! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
@@ -128,10 +128,18 @@ impl PreSession {
     }
 }
 
-/// Whether the request says `Origin: null` (an opaque origin: a sandboxed frame, a
-/// `data:` page), which the one-time link POSTs refuse (see the module docs).
-fn null_origin(headers: &HeaderMap) -> bool {
-    headers.get(header::ORIGIN).is_some_and(|o| o.as_bytes().trim_ascii().eq_ignore_ascii_case(b"null"))
+/// Whether a one-time link POST comes from an opaque origin (a sandboxed frame, a `data:`
+/// page), which the link POSTs refuse (see the module docs). A browser posts isto's own
+/// form with `Origin: null` as well, because the pages send `Referrer-Policy:
+/// no-referrer` (Fetch, "append a request `Origin` header"); Fetch Metadata tells the two
+/// apart: `Sec-Fetch-Site: same-origin` for the holder's own page, `cross-site` for an
+/// opaque origin. Without `Sec-Fetch-Site` (an older browser) `Origin: null` is refused;
+/// with it, anything but `same-origin` is.
+fn opaque_origin(headers: &HeaderMap) -> bool {
+    match headers.get("sec-fetch-site") {
+        Some(site) => !site.as_bytes().trim_ascii().eq_ignore_ascii_case(b"same-origin"),
+        None => headers.get(header::ORIGIN).is_some_and(|o| o.as_bytes().trim_ascii().eq_ignore_ascii_case(b"null")),
+    }
 }
 
 /// The request's client address, put in by the app's middleware (absent when the router
@@ -511,7 +519,7 @@ async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Pat
 async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let form = Form::parse(&body);
-    if null_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
+    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
         return csrf_page(&w, ui);
     }
     match call(&w.app, "use_signin_link", move |x| accounts::use_signin_link(&x.base, &token)).await {
@@ -648,7 +656,7 @@ async fn signup_confirm_submit(
 ) -> Response {
     let ui = page_ui(&w, &headers);
     let form = Form::parse(&body);
-    if null_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
+    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
         return csrf_page(&w, ui);
     }
     match call(&w.app, "confirm_signup", move |x| accounts::confirm_signup(&x.base, &token)).await {

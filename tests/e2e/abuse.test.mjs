@@ -82,6 +82,7 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
     const before = rssBytes(pid);
     const statuses = new Map();
     let withSession = 0;
+    let wellRefused = 0;
     let firstSession = null;
     let peak = before;
     const sampler = setInterval(() => {
@@ -107,8 +108,21 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
           body: initializeBody(i + 1),
           signal: AbortSignal.timeout(20000),
         });
-        await res.arrayBuffer();
+        const text = await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status === 503) {
+          // Refused because of load: Retry-After and a JSON-RPC error naming the reason.
+          const wait = Number(res.headers.get("retry-after"));
+          let message = "";
+          try {
+            message = JSON.parse(text).error?.message ?? "";
+          } catch {
+            /* counted as malformed below */
+          }
+          if (wait >= 1 && wait <= 10 && message.includes("MCP session cap reached") && message.includes("retry later")) {
+            wellRefused++;
+          }
+        }
         const sid = res.headers.get("mcp-session-id");
         if (sid) withSession++;
         if (i === 0) firstSession = sid;
@@ -125,10 +139,12 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
         `RSS ${fmtMiB(before)} → ${fmtMiB(after)} (growth ${fmtMiB(after - before)}, peak ${fmtMiB(peak)})`,
     );
     // Each initialize is answered: with a session (the cap closing an old session of the
-    // client key holding the most), or refused (500) while every other client's session
-    // is younger than 10 s — a young session is never closed for another client.
-    const refusedAtCap = statuses.get(500) ?? 0;
+    // client key holding the most), or refused because of load (503 with Retry-After and
+    // a JSON-RPC error naming the session cap, never 500) while every other client's
+    // session is younger than 10 s — a young session is never closed for another client.
+    const refusedAtCap = statuses.get(503) ?? 0;
     assert.equal((statuses.get(200) ?? 0) + refusedAtCap, INITIALIZE_CALLS, `statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
+    assert.equal(wellRefused, refusedAtCap, "every 503 has Retry-After (1..10 s) and names the session cap");
     assert.equal(withSession, statuses.get(200), "every initialize answered 200 creates a session (2025-11-25 revision)");
     assert.ok(withSession >= 256, `the flood got at least the cap of sessions (${withSession})`);
     assert.ok(after - before < RSS_GROWTH_MAX, `RSS grew by ${fmtMiB(after - before)} (limit ${fmtMiB(RSS_GROWTH_MAX)})`);
@@ -233,7 +249,7 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
         body = await res.text();
       } catch (e) {
         const ms = (performance.now() - t0).toFixed(0);
-        assert.fail(`a normal request failed after ${ms} ms (${e.name}: ${e.message}); ${nConnected} connected`);
+        assert.fail(`a normal request failed after ${ms} ms (${e.name}: ${e.message}${e.cause ? `, cause: ${e.cause.code ?? ""} ${e.cause.message ?? e.cause}` : ""}); ${nConnected} connected, ${closedByServer} closed by isto`);
       }
       times.push(performance.now() - t0);
       assert.equal(res.status, 200, `healthz: ${res.status} ${body}`);

@@ -205,3 +205,26 @@ async fn an_event_stream_of_keep_alives_is_ended_after_the_stream_idle_time() {
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
 }
+
+/// Cleartext HTTP/2 is not served (HTTP/2 is the TLS proxy's): a client's connection
+/// preface gets no HTTP/2 SETTINGS frame and the connection is closed within 3 s — so a
+/// client that never opens its flow-control window cannot keep a request in flight.
+#[tokio::test]
+async fn cleartext_http2_is_not_served() {
+    let (addr, stop, task) = start(limits(4), TrustedProxies::none()).await;
+    let mut tcp = connect_from("127.0.0.2", addr).await;
+    // The preface, then an empty SETTINGS frame (RFC 9113 §3.4).
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    tcp.write_all(&preface).await.unwrap();
+    let (answer, closed) = read_for(&mut tcp, Duration::from_secs(3)).await;
+    assert!(closed, "an HTTP/2 preface kept its connection open: {answer:?}");
+    // A SETTINGS frame starts with a 3-byte length and type 4; an HTTP/1 answer with its
+    // status line.
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 "), "answered as HTTP/2: {answer:?}");
+    // Plain HTTP/1.1 from the same address is served.
+    let ok = get_root("127.0.0.2", addr, None).await;
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    stop.cancel();
+    task.await.unwrap();
+}

@@ -103,6 +103,10 @@ async fn a_trickled_request_body_is_cut_off_after_the_body_timeout() {
     assert!(took >= Duration::from_millis(900), "cut off too early: {took:?}");
     assert!(took < Duration::from_millis(2500), "cut off after {took:?}, not 1 s after the head");
     assert!(!answer.contains("1000 bytes"), "{answer}");
+    // Answered 408 whatever the handler made of its read error (not a 400, 413 or 500
+    // that would feed the operator's 5xx alerts).
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive in time"), "{answer}");
     // A body sent at once is served.
     let mut quick = TcpStream::connect(addr).await.unwrap();
     quick
@@ -260,6 +264,47 @@ fn many_initialize_calls_keep_at_most_the_cap_of_sessions() {
     // A normal client is still served: a new session works from initialize to a call.
     let again = initialize(&f);
     assert_eq!(tools_list(&f, &again), axum::http::StatusCode::OK);
+}
+
+/// An MCP `initialize` on `/mcp` of `f` from the client at `peer` (the socket peer, as
+/// `serve_http` gives it): the answer.
+fn initialize_from(f: &crate::kit::Fx, peer: [u8; 4]) -> crate::kit::Resp {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+    let req = axum::http::Request::post("/mcp")
+        .header("host", host)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .extension(axum::extract::ConnectInfo(SocketAddr::from((peer, 40000))))
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    crate::kit::send(&f.rt, &f.app, req)
+}
+
+/// At the session cap, with every session a young one of another client, a new client's
+/// `initialize` is refused because of load: 503 with `Retry-After` and a JSON-RPC error
+/// naming the reason, never 500 (RFC 9110 §15.6.4).
+#[test]
+fn a_session_refused_at_the_cap_is_answered_503_with_retry_after() {
+    let f = crate::kit::Fx::with(crate::kit::Opts { max_mcp_sessions: Some(2), ..Default::default() });
+    for peer in [[192, 0, 2, 1], [192, 0, 2, 2]] {
+        let r = initialize_from(&f, peer);
+        assert_eq!(r.status, axum::http::StatusCode::OK, "{}", r.body);
+    }
+    let r = initialize_from(&f, [192, 0, 2, 3]);
+    assert_eq!(r.status, axum::http::StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    let wait: u64 = r.headers[axum::http::header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=10).contains(&wait), "Retry-After: {wait}");
+    assert!(r.headers.get("mcp-session-id").is_none());
+    let msg: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!((&msg["jsonrpc"], &msg["id"], &msg["error"]["code"]), (&"2.0".into(), &7.into(), &(-32000).into()));
+    let text = msg["error"]["message"].as_str().unwrap();
+    assert!(text.contains("MCP session cap reached") && text.contains("retry later"), "{text}");
+    assert_eq!(msg["error"]["data"]["retryAfterSeconds"], wait);
+    // A client already holding a session makes room by closing its own, as before.
+    let r = initialize_from(&f, [192, 0, 2, 2]);
+    assert_eq!(r.status, axum::http::StatusCode::OK, "{}", r.body);
 }
 
 /// `isto serve` on a port already in use says so and leaves nothing behind: the data

@@ -2,8 +2,10 @@
 //! requests a sign-in link (or signs up) for an account of their own, opens the link page
 //! and takes its CSRF token, then makes a victim's browser post it from a sandboxed
 //! frame (`Origin: null`, which the app lets through to the token check) — which would
-//! sign the victim into the attacker's account. The link POSTs refuse `Origin: null`
-//! (403, nothing used up, no session); the same POST from the holder's own page works.
+//! sign the victim into the attacker's account. The link POSTs refuse an opaque origin
+//! (`Sec-Fetch-Site` other than `same-origin`, or without it `Origin: null`: 403, nothing
+//! used up, no session); the same POST from the holder's own page works, including a
+//! browser's `Origin: null` with `Sec-Fetch-Site: same-origin`.
 
 use crate::kit::{Fx, BASE};
 use axum::body::Body;
@@ -11,6 +13,11 @@ use axum::http::{header, Method, Request, StatusCode};
 
 /// A link page's button POST, as a browser sends it with `origin`.
 fn press(f: &Fx, path: &str, origin: &str) -> crate::kit::Resp {
+    press_from(f, path, origin, None)
+}
+
+/// [`press`] with the browser's `Sec-Fetch-Site` (Fetch Metadata), if any.
+fn press_from(f: &Fx, path: &str, origin: &str, site: Option<&str>) -> crate::kit::Resp {
     let page = f.get(path, None);
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     let csrf = page.csrf_for(path);
@@ -19,10 +26,12 @@ fn press(f: &Fx, path: &str, origin: &str) -> crate::kit::Resp {
         .uri(path)
         .header(header::ACCEPT_LANGUAGE, "en")
         .header(header::ORIGIN, origin)
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from(serde_urlencoded::to_string([("csrf", csrf.as_str())]).unwrap()))
-        .unwrap();
-    f.send(req)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    let req = match site {
+        Some(s) => req.header("sec-fetch-site", s),
+        None => req,
+    };
+    f.send(req.body(Body::from(serde_urlencoded::to_string([("csrf", csrf.as_str())]).unwrap())).unwrap())
 }
 
 fn refused(r: &crate::kit::Resp) {
@@ -43,8 +52,13 @@ fn the_attackers_own_sign_in_link_cannot_be_posted_from_an_opaque_origin() {
 
     refused(&press(&f, &path, "null"));
     refused(&press(&f, &path, " NULL "));
-    // The refusal used nothing up: the holder's own page still signs in.
-    let r = press(&f, &path, BASE);
+    // A sandboxed frame in a current browser: `Origin: null`, `Sec-Fetch-Site: cross-site`.
+    refused(&press_from(&f, &path, "null", Some("cross-site")));
+    refused(&press_from(&f, &path, "null", Some("same-site")));
+    // The refusal used nothing up: the holder's own page still signs in — a current
+    // browser posts it with `Origin: null` (the pages' `Referrer-Policy: no-referrer`) and
+    // `Sec-Fetch-Site: same-origin`.
+    let r = press_from(&f, &path, "null", Some("same-origin"));
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/me"), "{}", r.body);
     assert!(r.cookie().is_some());
 }
@@ -61,6 +75,7 @@ fn the_attackers_own_sign_up_link_cannot_be_posted_from_an_opaque_origin() {
     let path = format!("/signup/confirm/{}", f.token_from_outbox("/signup/confirm/"));
 
     refused(&press(&f, &path, "null"));
+    refused(&press_from(&f, &path, "null", Some("cross-site")));
     let account = isto::accounts::account_by_email(&f.holder.base, "mallory@example.org").unwrap();
     assert!(account.is_none(), "no account from a refused confirmation");
     let r = press(&f, &path, BASE);

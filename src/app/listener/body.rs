@@ -30,17 +30,40 @@ pub struct DeadlineBody {
     body: hyper::body::Incoming,
     deadline: Pin<Box<Sleep>>,
     limit: Duration,
+    /// Set once the deadline failed a read, so that the request's answer, whatever the
+    /// handler made of the error, can be a 408 ([`late_response`]).
+    was_late: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl DeadlineBody {
-    /// `body`, to be complete within `limit` from now (the head was just read).
-    pub fn new(body: hyper::body::Incoming, limit: Duration) -> Self {
-        Self { body, deadline: Box::pin(tokio::time::sleep(limit)), limit }
+    /// `body`, to be complete within `limit` from now (the head was just read); `was_late`
+    /// is set when the deadline fails a read.
+    pub fn new(
+        body: hyper::body::Incoming,
+        limit: Duration,
+        was_late: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        Self { body, deadline: Box::pin(tokio::time::sleep(limit)), limit, was_late }
     }
 
     fn late(&self) -> BodyError {
+        self.was_late.store(true, std::sync::atomic::Ordering::Release);
         BodyError::Late(self.limit.as_secs())
     }
+}
+
+/// The answer to a request whose body came too late, on every route alike (a handler
+/// would otherwise answer its read error as it sees fit: 400, 413, 500): 408 Request
+/// Timeout (RFC 9110 §15.5.9) with `Connection: close`.
+pub fn late_response() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut res = (
+        axum::http::StatusCode::REQUEST_TIMEOUT,
+        "The request body did not arrive in time: send it whole, then try again.\n",
+    )
+        .into_response();
+    res.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    res
 }
 
 impl Body for DeadlineBody {
