@@ -84,6 +84,7 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
     let withSession = 0;
     let wellRefused = 0;
     let firstSession = null;
+    let firstAt = 0;
     let peak = before;
     const sampler = setInterval(() => {
       try {
@@ -125,7 +126,10 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
         }
         const sid = res.headers.get("mcp-session-id");
         if (sid) withSession++;
-        if (i === 0) firstSession = sid;
+        if (i === 0) {
+          firstSession = sid;
+          firstAt = Date.now();
+        }
       });
     } finally {
       clearInterval(sampler);
@@ -150,8 +154,27 @@ test("10 000 initialize calls: RSS growth under 64 MiB, a normal client still se
     assert.ok(after - before < RSS_GROWTH_MAX, `RSS grew by ${fmtMiB(after - before)} (limit ${fmtMiB(RSS_GROWTH_MAX)})`);
     assert.ok(peak - before < RSS_GROWTH_MAX, `RSS peaked ${fmtMiB(peak - before)} above the start`);
 
-    // The flood's first session was closed (evicted at the cap, or idle): 404, after
-    // which a client starts a new session (MCP transport, session management).
+    // The flood's first session is closed once it is no longer young (10 s) and new
+    // sessions need its room. When the flood was quicker than that, wait for the session's
+    // age, then open more sessions from new addresses than the cap can hold beside it.
+    if (Date.now() - firstAt < 11000) {
+      await waitFor(() => Date.now() - firstAt >= 11000, { timeout: 15000, interval: 250, what: "the first session to be older than 10 s" });
+      await pool(64, INITIALIZE_WIDTH, Date.now() + 30000, async (k) => {
+        const res = await fetch(isto.mcpUrl, {
+          method: "POST",
+          headers: {
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+            "X-Forwarded-For": floodAddress(INITIALIZE_CALLS + k),
+          },
+          body: initializeBody(INITIALIZE_CALLS + k + 1),
+          signal: AbortSignal.timeout(20000),
+        });
+        await res.arrayBuffer();
+      });
+    }
+    // Closed (evicted at the cap, or idle): 404, after which a client starts a new session
+    // (MCP transport, session management).
     const stale = await fetch(isto.mcpUrl, {
       method: "POST",
       headers: {

@@ -143,7 +143,18 @@ const lastSegment = (u) => new URL(u).pathname.split("/").filter(Boolean).pop();
 
 // ---------------------------------------------------------------------------
 
-test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-rob-pages-" }, async (env) => {
+// The pages of one person come from one address here, many more than a person would load
+// in a minute: the per-address page rate is lifted so that only what is tested can refuse.
+const PAGES_CONFIG = `
+[limits]
+page_requests_per_minute = 100000
+page_burst = 10000
+`;
+
+test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-rob-pages-", start: false }, async (env) => {
+  const config = path.join(env.work, "isto.toml");
+  fs.writeFileSync(config, PAGES_CONFIG);
+  await env.start({ env: { ISTO_CONFIG: config } });
   const { work, smtp, isto } = env;
   let mcp = null;
   env.defer(() => mcp?.close());
