@@ -13,9 +13,7 @@
 //! Stopping mail entirely stays one click: the withdraw page and the RFC 8058
 //! unsubscribe are not gated.
 
-use super::{
-    call, csrf_ok, csrf_page, default_ui, fail_page, intent_ui, page, pages, throttled_page, Fail, Shared, CSRF_CADENCE,
-};
+use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, throttled_page, Fail, Shared, CSRF_CADENCE};
 use crate::intents::{cadence_proof_purpose, CadenceRequest};
 use crate::records::Cadence;
 use axum::body::Bytes;
@@ -48,12 +46,10 @@ pub(super) async fn results_cadence(
     body: Bytes,
 ) -> Response {
     let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (intent, ui) = match managed(&h, &token).await {
+        Ok(found) => found,
+        Err(page) => return page,
     };
-    let ui = intent_ui(&h, &intent);
     if !csrf_ok(&h, &form.csrf, CSRF_CADENCE, &token) {
         return csrf_page(&h, ui);
     }
@@ -93,12 +89,10 @@ pub(super) async fn cadence_mail_page(
     Path((token, value)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (intent, ui) = match managed(&h, &token).await {
+        Ok(found) => found,
+        Err(page) => return page,
     };
-    let ui = intent_ui(&h, &intent);
     let proof = proof_of(query.as_deref());
     let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &proof, &cadence_proof_purpose(*c), &token))
     else {
@@ -122,12 +116,10 @@ pub(super) async fn cadence_mail_submit(
     body: Bytes,
 ) -> Response {
     let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (intent, ui) = match managed(&h, &token).await {
+        Ok(found) => found,
+        Err(page) => return page,
     };
-    let ui = intent_ui(&h, &intent);
     let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &form.csrf, &cadence_proof_purpose(*c), &token))
     else {
         return expired_link_page(&h, ui, &token);

@@ -323,6 +323,20 @@ fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
 }
 
 /// The page language of an intent.
+/// The intent behind a results, withdraw or unsubscribe link (its `manage` token) and the
+/// language its pages are shown in; the error page when the link is unknown or the store
+/// fails.
+async fn managed(h: &Shared, token: &str) -> Result<(Intent, &'static Ui), Response> {
+    let t = token.to_owned();
+    match call(h, "manage_view", move |x| x.intents.manage_view(&t)).await {
+        Ok(intent) => {
+            let ui = intent_ui(h, &intent);
+            Ok((intent, ui))
+        }
+        Err(f) => Err(fail_page(h, default_ui(h), f)),
+    }
+}
+
 fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
     ui(page_lang(Some(&intent.language), &h.base.settings.default_language))
 }
@@ -736,10 +750,9 @@ fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> R
 /// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never
 /// changes state.
 async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(intent) => withdraw_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(f) => fail_page(&h, default_ui(&h), f),
+    match managed(&h, &token).await {
+        Ok((intent, ui)) => withdraw_state_page(&h, ui, &intent, &token),
+        Err(page) => page,
     }
 }
 
@@ -747,12 +760,10 @@ async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Re
 /// `/withdraw/{token}/done`.
 async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
     let form = FormFields::parse(&body);
-    let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(intent) => intent,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (_, ui) = match managed(&h, &token).await {
+        Ok(found) => found,
+        Err(page) => return page,
     };
-    let ui = intent_ui(&h, &intent);
     if !csrf_ok(&h, &form.csrf, CSRF_WITHDRAW, &token) {
         return csrf_page(&h, ui);
     }
@@ -772,12 +783,10 @@ async fn withdraw_done(State(h): State<Shared>, Path(token): Path<String>) -> Re
 /// CSRF token: mail clients cannot send one, and the unguessable token is the
 /// authority. Any body is accepted (some clients send multipart); 200 with a short page.
 async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    let intent = match call(&h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(intent) => intent,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (_, ui) = match managed(&h, &token).await {
+        Ok(found) => found,
+        Err(page) => return page,
     };
-    let ui = intent_ui(&h, &intent);
     let t = token.clone();
     match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
         Ok(()) => page(&h, ui, StatusCode::OK, ui.withdrawn_title, pages::message(ui.unsubscribed, false)),
