@@ -37,6 +37,14 @@ fn evict_batch(max_connections: usize) -> usize {
     (max_connections / 128).clamp(1, 8)
 }
 
+/// How many connections told to close may have handed their slot on before their task
+/// has closed them (eight batches): a flood drains the kernel's queue without waiting
+/// for each closing task to be scheduled, and the descriptors held beyond
+/// `max_connections` stay bounded (within [`nofile::RESERVE_MAX`]).
+fn closing_max(max_connections: usize) -> usize {
+    evict_batch(max_connections) * 8
+}
+
 /// A listening socket on `addr` (`SO_REUSEADDR`, as `TcpListener::bind` sets it) with a
 /// queue of [`LISTEN_BACKLOG`].
 ///
@@ -129,7 +137,7 @@ pub async fn serve_http(
         app,
         builder,
         trusted,
-        open: Connections::default(),
+        open: Connections::new(closing_max(limits.max_connections)),
         holds: Holds::new(limits.max_connections_per_client, limits.max_connections),
         limits,
         stop: stop.clone(),
@@ -178,7 +186,13 @@ pub async fn serve_http(
                 }
             }
         };
-        tokio::spawn(connection(shared.clone(), tcp, peer, Admitted { _permit: permit, _hold: hold, key }));
+        // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
+        let _ = tcp.set_nodelay(true);
+        // Registered here, not in its task: a connection accepted but not yet scheduled
+        // is seen (and weighed by its accept time) by the next eviction.
+        let (io, activity) = Watched::new(tcp);
+        let (id, conn) = shared.open.add(activity.clone(), key, Some(permit));
+        tokio::spawn(connection(shared.clone(), Accepted { io, activity, id, conn, peer, _hold: hold }));
     }
     drop(listener);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
@@ -207,26 +221,26 @@ fn refuse(tcp: tokio::net::TcpStream) {
     let _ = tcp.try_write(raw.as_bytes());
 }
 
-/// What an accepted connection holds: its slot, its address's hold (a peer that is not a
-/// trusted proxy) and that address's key.
-struct Admitted {
-    _permit: OwnedSemaphorePermit,
+/// An accepted connection: its stream, its traffic record, its entry in
+/// [`Connections`] (which holds its slot), its peer and its address's hold (a peer that
+/// is not a trusted proxy).
+struct Accepted {
+    io: Watched,
+    activity: Arc<Activity>,
+    id: u64,
+    conn: Arc<Conn>,
+    peer: std::net::SocketAddr,
     _hold: Option<Hold>,
-    key: Option<crate::net::ClientKey>,
 }
 
 /// Serves one connection until it ends, is evicted, times out or `stop` closes it.
-async fn connection(shared: Arc<Shared>, tcp: tokio::net::TcpStream, peer: std::net::SocketAddr, admitted: Admitted) {
+async fn connection(shared: Arc<Shared>, accepted: Accepted) {
     use hyper_util::rt::TokioIo;
     use hyper_util::service::TowerToHyperService;
     let header = Duration::from_secs(shared.limits.header_read_timeout_secs);
     let idle = Duration::from_secs(shared.limits.idle_timeout_secs);
-    // Without TCP_NODELAY a streamed MCP reply waits ~40 ms for a delayed ACK.
-    let _ = tcp.set_nodelay(true);
-    let (io, activity) = Watched::new(tcp);
-    let (id, conn) = shared.open.add(activity.clone(), admitted.key);
-    // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`).
-    let inner = TowerToHyperService::new(shared.app.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer))));
+    let Accepted { io, activity, id, conn, peer, _hold: hold } = accepted;
+    let inner = TowerToHyperService::new(shared.app.clone());
     let (s, counted) = (shared.clone(), conn.clone());
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         let admitted = admit_request(&s, &counted, peer, req.headers());
@@ -234,7 +248,10 @@ async fn connection(shared: Arc<Shared>, tcp: tokio::net::TcpStream, peer: std::
         let stream_idle = Duration::from_secs(s.limits.stream_idle_secs);
         let was_late = Arc::new(AtomicBool::new(false));
         let call = admitted.map(|guard| {
-            let req = req.map(|b| DeadlineBody::new(b, body_limit, was_late.clone()));
+            let mut req = req.map(|b| DeadlineBody::new(b, body_limit, was_late.clone()));
+            // The peer address feeds the per-client limits (`axum::extract::ConnectInfo`),
+            // set per request: layering the router per connection rebuilt every route.
+            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             (guard, hyper::service::Service::call(&inner, req))
         });
         async move {
@@ -272,7 +289,7 @@ async fn connection(shared: Arc<Shared>, tcp: tokio::net::TcpStream, peer: std::
         }
     }
     shared.open.remove(id);
-    drop(admitted);
+    drop(hold);
 }
 
 /// Admits a request whose head just arrived on `conn`: its in-flight guard, with a hold
@@ -319,6 +336,10 @@ struct Conn {
     waiting_since: Mutex<Instant>,
     key: Option<crate::net::ClientKey>,
     evict: CancellationToken,
+    /// Its connection slot, until it closes or is told to close and hands it on.
+    slot: Mutex<Option<OwnedSemaphorePermit>>,
+    /// Told to close and its slot handed on before its task closed it.
+    handed_on: AtomicBool,
 }
 
 impl Conn {
@@ -327,19 +348,31 @@ impl Conn {
     }
 }
 
-/// The open connections of [`serve_http`], for eviction when every slot is taken.
-#[derive(Debug, Default)]
+/// The open connections of [`serve_http`], for eviction when every slot is taken, and
+/// how many of them were told to close and handed their slot on ([`closing_max`]).
+#[derive(Debug)]
 struct Connections {
     next: AtomicU64,
     map: Mutex<std::collections::HashMap<u64, Arc<Conn>>>,
+    closing: AtomicUsize,
+    closing_max: usize,
 }
 
 impl Connections {
+    fn new(closing_max: usize) -> Self {
+        Self { next: AtomicU64::new(0), map: Mutex::default(), closing: AtomicUsize::new(0), closing_max }
+    }
+
     fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<u64, Arc<Conn>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn add(&self, activity: Arc<Activity>, key: Option<crate::net::ClientKey>) -> (u64, Arc<Conn>) {
+    fn add(
+        &self,
+        activity: Arc<Activity>,
+        key: Option<crate::net::ClientKey>,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             in_flight: AtomicUsize::new(0),
@@ -347,20 +380,28 @@ impl Connections {
             waiting_since: Mutex::new(activity.opened),
             key,
             evict: CancellationToken::new(),
+            slot: Mutex::new(slot),
+            handed_on: AtomicBool::new(false),
         });
         self.lock().insert(id, conn.clone());
         (id, conn)
     }
 
+    /// Forgets connection `id` as it closes, and frees its slot.
     fn remove(&self, id: u64) {
-        self.lock().remove(&id);
+        let Some(conn) = self.lock().remove(&id) else { return };
+        conn.slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if conn.handed_on.load(Ordering::Acquire) {
+            self.closing.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Signals up to `n` connections waiting longest without a request in flight to
     /// close (only those held for client `of`, when given): those that never completed a
     /// request head before idle keep-alive ones, then the earliest wait. Returns how many
     /// were signalled (none when every such connection is busy). One pass over the open
-    /// connections.
+    /// connections. Each signalled one hands its slot on at once while fewer than
+    /// `closing_max` are closing so: the accept loop need not wait for its task.
     fn evict(&self, n: usize, of: Option<crate::net::ClientKey>) -> usize {
         let map = self.lock();
         let mut idle: Vec<((bool, Instant), &Arc<Conn>)> = map
@@ -375,6 +416,13 @@ impl Connections {
         }
         for (_, c) in idle.iter().take(n) {
             c.evict.cancel();
+            if self.closing.load(Ordering::Acquire) < self.closing_max {
+                if let Some(slot) = c.slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    self.closing.fetch_add(1, Ordering::AcqRel);
+                    c.handed_on.store(true, Ordering::Release);
+                    drop(slot);
+                }
+            }
         }
         n
     }
@@ -419,9 +467,9 @@ mod tests {
 
     #[test]
     fn half_open_before_idle_oldest_first_never_busy() {
-        let open = Connections::default();
+        let open = Connections::new(8);
         let conn = |served: bool, in_flight: usize| {
-            let (_, c) = open.add(Watched::activity(), None);
+            let (_, c) = open.add(Watched::activity(), None, None);
             c.served.store(served, Ordering::Relaxed);
             c.in_flight.store(in_flight, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(2));
@@ -443,16 +491,37 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_told_to_close_hands_its_slot_on_at_once_up_to_the_bound() {
+        let slots = Arc::new(Semaphore::new(3));
+        let open = Connections::new(2);
+        let conns: Vec<(u64, Arc<Conn>)> =
+            (0..3).map(|_| open.add(Watched::activity(), None, slots.clone().try_acquire_owned().ok())).collect();
+        assert_eq!(slots.available_permits(), 0);
+        assert_eq!(open.evict(3, None), 3);
+        assert_eq!(slots.available_permits(), 2, "two slots handed on before their tasks end; the third waits");
+        let (handed, kept): (Vec<_>, Vec<_>) = conns.iter().partition(|(_, c)| c.handed_on.load(Ordering::Acquire));
+        assert_eq!((handed.len(), kept.len()), (2, 1));
+        open.remove(kept[0].0);
+        assert_eq!(slots.available_permits(), 3, "the one that kept its slot frees it as it closes");
+        open.remove(handed[0].0);
+        assert_eq!(open.closing.load(Ordering::Acquire), 1, "a handed-on one that closed leaves the bound");
+        let (_, late) = open.add(Watched::activity(), None, slots.clone().try_acquire_owned().ok());
+        assert_eq!(open.evict(1, None), 1);
+        assert!(late.handed_on.load(Ordering::Acquire), "room under the bound again");
+        assert_eq!(slots.available_permits(), 3);
+    }
+
+    #[test]
     fn an_address_makes_room_only_among_its_own_connections() {
-        let open = Connections::default();
+        let open = Connections::new(8);
         let a: crate::net::ClientKey = Some("192.0.2.1".parse().unwrap());
         let b: crate::net::ClientKey = Some("192.0.2.2".parse().unwrap());
-        let (_, other) = open.add(Watched::activity(), Some(b));
+        let (_, other) = open.add(Watched::activity(), Some(b), None);
         std::thread::sleep(Duration::from_millis(2));
-        let (_, own_busy) = open.add(Watched::activity(), Some(a));
+        let (_, own_busy) = open.add(Watched::activity(), Some(a), None);
         own_busy.in_flight.store(1, Ordering::Relaxed);
         assert_eq!(open.evict(1, Some(a)), 0, "its only connection is busy: nothing to close");
-        let (_, own_idle) = open.add(Watched::activity(), Some(a));
+        let (_, own_idle) = open.add(Watched::activity(), Some(a), None);
         assert_eq!(open.evict(1, Some(a)), 1);
         assert!(own_idle.evict.is_cancelled() && !other.evict.is_cancelled() && !own_busy.evict.is_cancelled());
     }
