@@ -12,7 +12,7 @@
 //! | `isto_http_requests_total` | counter | `endpoint` (the route pattern), `method`, `status` |
 //! | `isto_http_request_duration_seconds` | histogram | `endpoint` |
 //! | `isto_mcp_tool_calls_total` | counter | `tool`, `outcome` (`ok`, `error`, `unknown_tool`) |
-//! | `isto_rate_limited_total` | counter | `scope` (`mcp`, `oauth`, `pages`: per address; `credential`) |
+//! | `isto_rate_limited_total` | counter | `scope` (`mcp`, `oauth`, `pages`, `connections`: per address; `credential`) |
 //! | `isto_quota_refusals_total` | counter | `rule` (`drafts_per_client`, …) |
 //! | `isto_offers_imported_total` | counter | `result` (`created`, `updated`, `refused`) |
 //! | `isto_deliveries_total` | counter | — (deliveries in the store, never deleted) |
@@ -116,6 +116,9 @@ pub enum RateScope {
     Pages,
     /// Per credential (account and OAuth client) on `/mcp/buyer` and `/mcp/seller`.
     Credential,
+    /// Per client address, its connections (`limits.max_connections_per_client`): a
+    /// connection or a request through a trusted proxy refused.
+    Connections,
 }
 
 /// A quota of `base::quota` (issue 9 point 3), as a label.
@@ -193,6 +196,7 @@ impl RateScope {
             Self::OAuth => "oauth",
             Self::Pages => "pages",
             Self::Credential => "credential",
+            Self::Connections => "connections",
         }
     }
 }
@@ -387,7 +391,8 @@ impl Metrics {
         );
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
-        for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential] {
+        for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential, RateScope::Connections]
+        {
             drop(rate_limited.get_or_create(&ScopeLabels { scope }));
         }
         for rule in [

@@ -211,6 +211,7 @@ fn admit(shared: &Shared, key: crate::net::ClientKey) -> Option<Hold> {
 /// not a reset that could discard the answer.
 fn refuse(tcp: tokio::net::TcpStream) {
     tracing::debug!("connection refused: its address holds its share of connections");
+    crate::telemetry::rate_limited(crate::telemetry::RateScope::Connections);
     let mut buf = [0u8; 4096];
     let _ = tcp.try_read(&mut buf);
     let raw = format!(
@@ -311,6 +312,7 @@ fn admit_request(
             Some(h) => Some(h),
             None => {
                 tracing::debug!("request refused: its client holds its share of connections");
+                crate::telemetry::rate_limited(crate::telemetry::RateScope::Connections);
                 return None;
             }
         }

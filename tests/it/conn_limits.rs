@@ -95,6 +95,14 @@ async fn get_root(from: &str, addr: SocketAddr, xff: Option<&str>) -> String {
     answer
 }
 
+/// `isto_rate_limited_total{scope="connections"}` now (the metrics are process-wide:
+/// other tests may only add to it).
+fn connection_refusals() -> f64 {
+    let text = isto::telemetry::render(None);
+    let line = text.lines().find(|l| l.starts_with("isto_rate_limited_total{scope=\"connections\"}"));
+    line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).expect("the connections refusal series")
+}
+
 fn limits(per_client: usize) -> Limits {
     Limits {
         header_read_timeout_secs: 30,
@@ -112,9 +120,10 @@ async fn an_address_holds_at_most_its_cap_of_connections_others_are_served() {
     let held = [held_request("127.0.0.2", addr, None).await, held_request("127.0.0.2", addr, None).await];
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Both of its connections are busy: a third is answered 429 and closed at once.
-    let t = Instant::now();
+    let (t, refused_before) = (Instant::now(), connection_refusals());
     let third = get_root("127.0.0.2", addr, None).await;
     assert!(third.starts_with("HTTP/1.1 429"), "a third connection from one address: {third:?}");
+    assert!(connection_refusals() > refused_before, "the refusal is counted in the metrics");
     assert!(third.contains("Retry-After: 1") && third.contains("Too many connections"), "{third}");
     assert!(t.elapsed() < Duration::from_secs(1), "refused after {:?}", t.elapsed());
     // Another address is served.
@@ -160,8 +169,10 @@ async fn behind_a_trusted_proxy_the_forwarded_client_is_held_to_its_cap() {
     let client = Some("192.0.2.7");
     let _held = [held_request("127.0.0.1", addr, client).await, held_request("127.0.0.1", addr, client).await];
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused_before = connection_refusals();
     let third = get_root("127.0.0.1", addr, client).await;
     assert!(third.starts_with("HTTP/1.1 429"), "a third request of one forwarded client: {third:?}");
+    assert!(connection_refusals() > refused_before, "the refusal is counted in the metrics");
     assert!(third.to_ascii_lowercase().contains("connection: close"), "{third}");
     // The proxy itself and other clients through it are served.
     let other = get_root("127.0.0.1", addr, Some("192.0.2.8")).await;
