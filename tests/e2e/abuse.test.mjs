@@ -372,7 +372,27 @@ async function recordingListener() {
     srv.once("error", reject);
     srv.listen(0, "127.0.0.1", resolve);
   });
-  return { port: srv.address().port, seen, close: () => new Promise((r) => srv.close(r)) };
+  const port = srv.address().port;
+  return {
+    port,
+    seen,
+    close: () => new Promise((r) => srv.close(r)),
+    /**
+     * Resolves once the listener has recorded every connection made so far: it connects
+     * itself and waits (bounded) until that connection is seen (connections are accepted
+     * in order), then takes its own entry out of `seen` again.
+     */
+    async settle() {
+      const own = await new Promise((resolve, reject) => {
+        const s = net.connect({ host: "127.0.0.1", port }, () => resolve(`${s.localAddress}:${s.localPort}`));
+        s.on("error", reject);
+        s.on("close", () => {});
+        s.resume();
+      });
+      await waitFor(() => seen.includes(own), { timeout: 5000, interval: 10, what: "the listener recording its own connection" });
+      seen.splice(seen.indexOf(own), 1);
+    },
+  };
 }
 
 /** The URLs an attacker would give as client_id, all pointing at `port`. */
@@ -424,7 +444,7 @@ async function expectAllRefused(t, isto, listener, urls, { host, label }) {
     assert.ok(r.ms < 5000, `${label}: ${u}: answered in ${r.ms.toFixed(0)} ms`);
   }
   assert.equal(pages.size, 1, `${label}: different pages for different URLs: ${JSON.stringify([...pages.values()])}`);
-  await delay(100);
+  await listener.settle();
   assert.deepEqual(listener.seen, [], `${label}: isto connected to the listener`);
   t.diagnostic(`${label}: ${urls.length} URLs refused with one page, 0 connections to the listener`);
 }
@@ -457,7 +477,7 @@ test("client ID metadata documents on internal addresses are refused, the listen
       const r = await authorize(prod, u, host);
       assert.equal(r.status, 400, `${u}: ${r.status}: ${r.text.slice(0, 300)}`);
     }
-    await delay(100);
+    await listener.settle();
     assert.deepEqual(listener.seen, [], "isto connected to the listener");
     // The holder's log names the reason (for the operator), never in the page.
     assert.match(prod.log(), /client metadata document not usable/);
@@ -468,7 +488,7 @@ test("client ID metadata documents on internal addresses are refused, the listen
     const control = await authorize(dev, `http://127.0.0.1:${listener.port}/client.json`);
     assert.equal(control.status, 400, `control: ${control.status}`);
     assert.ok(control.text.includes(GENERIC), `control: ${control.text.slice(0, 300)}`);
-    await delay(100);
+    await listener.settle();
     assert.equal(listener.seen.length, 1, "the listener records the connection of the control fetch");
     t.diagnostic("control: an http:// loopback document in the development set-up reached the listener (1 connection)");
   }),
