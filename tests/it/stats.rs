@@ -173,7 +173,8 @@ fn random_paths_and_unknown_tools_create_no_series() {
         let call = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
                           "params": {"name": format!("{junk_tool}{i}"), "arguments": {}}});
         let (_, _, msg) = f.rpc(&f.app, "/mcp", Some(&sid), &[], call);
-        assert!(msg.get("error").is_some(), "{msg}");
+        assert_eq!(msg["error"]["code"], -32602, "{msg}");
+        assert!(msg["error"]["message"].as_str().is_some_and(|m| m.starts_with("unknown tool")), "{msg}");
     }
     let call = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
                       "params": {"name": "intent_get_intent", "arguments": {"intentCode": "wrong"}}});
