@@ -3,8 +3,8 @@
 //! (`isto::matching::engine::synth`): what it printed, it measures; it asserts nothing,
 //! so it is a bench, not a test.
 //!
-//! Run: `cargo bench --bench index` (`ISTO_INDEX_OFFERS=20000` for another size; the
-//! default 100 000 takes about a minute on 2 idle cores).
+//! Run: `cargo bench --bench index` (100 000 offers; `ISTO_INDEX_OFFERS=20000` for
+//! another size).
 //!
 //! Printed: the build (`rebuild`) of the index; `search` (limit 20) of 1000 intent
 //! statements without a filter and with area Košice + category vehicles (p50, p99, max in
