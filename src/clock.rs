@@ -138,7 +138,7 @@ mod tests {
         let t = parse_rfc3339("2026-12-01T10:00:00+01:00").unwrap();
         assert_eq!(rfc3339(t), "2026-12-01T09:00:00Z");
         assert_eq!(rfc3339_micros(t), "2026-12-01T09:00:00.000000Z");
-        assert!(parse_rfc3339("yesterday").is_err());
+        assert_eq!(parse_rfc3339("yesterday").unwrap_err(), "must be an RFC 3339 time such as 2026-12-01T10:00:00Z");
         assert_eq!(date_string(parse_date("2027-01-31").unwrap()), "2027-01-31");
     }
 

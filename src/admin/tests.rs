@@ -248,15 +248,24 @@ async fn a_stale_socket_file_is_replaced_and_idle_connections_end_on_stop() {
     let sock = s.admin_socket_path();
     drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
     std::fs::write(dir.path().join("data").join("not-a-socket"), "x").unwrap();
-    assert!(AdminSocket::bind(&dir.path().join("data").join("not-a-socket")).is_err());
+    let e = AdminSocket::bind(&dir.path().join("data").join("not-a-socket")).err().unwrap();
+    assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+    assert!(e.to_string().contains("is not a socket; move it away"), "{e}");
     let holder = server_holder(&s);
     let stop = CancellationToken::new();
     let socket = AdminSocket::bind(&sock).unwrap();
     assert_eq!(socket.path(), sock.as_path());
     let server = tokio::spawn(socket.run(holder, stop.clone()));
-    // An idle client must not keep the server from stopping.
-    let _idle = tokio::net::UnixStream::connect(&sock).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // An idle client must not keep the server from stopping: one that was answered a
+    // ping (so the server holds its connection) and now waits without a request.
+    let mut idle = tokio::net::UnixStream::connect(&sock).await.unwrap();
+    {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        idle.write_all(b"{\"op\": \"ping\"}\n").await.unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(&mut idle).read_line(&mut line).await.unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["ok"], true, "{line}");
+    }
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
     assert!(!sock.exists());
@@ -310,6 +319,7 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     let stop = CancellationToken::new();
     let server = tokio::spawn(serve_socket(holder.clone(), stop.clone()));
     wait_for(&s.admin_socket_path()).await;
+    // The time window under test: the drafts' TTL (1 s, on the system clock) passes.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let s2 = s.clone();
     let dry = tokio::task::spawn_blocking(move || purge_command(&s2, true, true)).await.unwrap().unwrap();
@@ -327,6 +337,7 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     // Without a server: on the store opened here.
     drafts(&holder, 2);
     drop(holder);
+    // The time window under test again: the new drafts' TTL passes.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let s2 = s.clone();
     let p = tokio::task::spawn_blocking(move || purge_command(&s2, false, true)).await.unwrap().unwrap();

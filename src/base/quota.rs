@@ -404,7 +404,8 @@ mod tests {
         for _ in 0..3 {
             q.take(Rule::DraftsPerClient, &a, t0 + 3600).unwrap();
         }
-        assert!(q.take(Rule::DraftsPerClient, &a, t0 + 3601).is_err());
+        let e = q.take(Rule::DraftsPerClient, &a, t0 + 3601).unwrap_err();
+        assert_eq!((e.rule, e.limit), (Rule::DraftsPerClient, 3));
     }
 
     #[test]
@@ -428,9 +429,15 @@ mod tests {
         q.take(Rule::DraftsPerClient, &a, 100).unwrap();
         q.refund(Rule::DraftsPerClient, &a, 101);
         q.take(Rule::DraftsPerClient, &a, 102).unwrap();
-        assert!(q.take(Rule::DraftsPerClient, &a, 103).is_err());
-        // A key of the wrong kind never passes.
-        assert!(q.take(Rule::DraftsPerClient, &Key::Global, 103).is_err());
+        let e = q.take(Rule::DraftsPerClient, &a, 103).unwrap_err();
+        assert_eq!(
+            (e.rule, e.limit, e.retry_at),
+            (Rule::DraftsPerClient, 1, 61 * 60),
+            "minute 1's unit leaves at minute 61"
+        );
+        // A key of the wrong kind never passes: refused for a whole window.
+        let e = q.take(Rule::DraftsPerClient, &Key::Global, 103).unwrap_err();
+        assert_eq!((e.rule, e.retry_after_secs), (Rule::DraftsPerClient, WINDOW_SECS as u64));
     }
 
     #[test]
@@ -445,7 +452,8 @@ mod tests {
         let e = q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap_err();
         assert!(e.to_string().contains("all addresses together"), "{e}");
         q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).unwrap();
-        assert!(q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).is_err());
+        let e = q.take(Rule::ConsentsPerAddress, &Key::Address("h1".into()), 0).unwrap_err();
+        assert_eq!((e.rule, e.limit), (Rule::ConsentsPerAddress, 1));
         q.take(Rule::ConsentsPerAddress, &Key::Address("h2".into()), 0).unwrap();
     }
 
@@ -472,7 +480,12 @@ mod tests {
         q.take(Rule::MailsGlobal, &Key::Global, 0).unwrap();
         // The network rule counts networks, and only them.
         let n = Key::Network(crate::net::network_key(Some("192.0.2.9".parse().unwrap())));
-        assert!(q.take(Rule::ConsentsPerNetwork, &client("192.0.2.9"), 0).is_err());
+        let e = q.take(Rule::ConsentsPerNetwork, &client("192.0.2.9"), 0).unwrap_err();
+        assert_eq!(
+            (e.rule, e.retry_after_secs),
+            (Rule::ConsentsPerNetwork, WINDOW_SECS as u64),
+            "a key of the wrong kind"
+        );
         q.take(Rule::ConsentsPerNetwork, &n, 0).unwrap();
     }
 

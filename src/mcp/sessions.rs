@@ -428,7 +428,7 @@ mod tests {
         let m = BoundedSessions::new(64, 32, Duration::from_secs(600)).with_young(Duration::from_millis(20));
         let other = Some("203.0.113.5".parse().unwrap());
         let kept = open_for(&m, other).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(40)).await; // no longer young
+        tokio::time::sleep(Duration::from_millis(40)).await; // the time under test: no longer young
         let (mut opened, mut refused) = (0, 0);
         for a in 0..9u8 {
             let flood = Some(IpAddr::from([198, 51, 100, a]));
@@ -454,6 +454,7 @@ mod tests {
         let ip = |n: u8| Some(IpAddr::from([192, 0, 2, n]));
         let old1 = open_for(&m, ip(1)).await.unwrap();
         let old2 = open_for(&m, ip(2)).await.unwrap();
+        // The time under test: both age past `young` (200 ms).
         tokio::time::sleep(Duration::from_millis(250)).await;
         m.touch(&old1); // old2 is the least recently used
         let young = open_for(&m, ip(3)).await.unwrap();
@@ -496,6 +497,7 @@ mod tests {
         for _ in 0..5 {
             let _ = m.create_session().await.unwrap();
         }
+        // The time under test: past their lifetime (50 ms).
         tokio::time::sleep(Duration::from_millis(80)).await;
         let _ = m.create_session().await.unwrap();
         assert_eq!(m.len(), 1);

@@ -23,7 +23,7 @@ import net from "node:net";
 import path from "node:path";
 import test from "node:test";
 
-import { connectMcp, freePort, htmlText, httpRequest, initializeBody, resultText, waitFor, withIsto } from "./lib/harness.mjs";
+import { connectMcp, freePort, htmlText, httpRequest, initializeBody, resultText, waitAccepted, waitFor, withIsto } from "./lib/harness.mjs";
 
 const MiB = 1024 * 1024;
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -255,7 +255,8 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
     );
     const openSeconds = (Date.now() - started) / 1000;
     const nConnected = connected.filter(Boolean).length;
-    await delay(200); // let the accept loop see them all
+    await waitAccepted(isto.port); // isto has accepted every queued one (and closed some)
+    const drainedAt = (Date.now() - started) / 1000;
     const fdsHeld = openFiles(pid);
 
     // A normal request on a fresh connection, well before any header timeout (10 s).
@@ -277,7 +278,7 @@ test("2 000 half-open connections: a normal request answered within 1 s", { time
     const measuredAt = (Date.now() - started) / 1000;
     t.diagnostic(
       `${nConnected} of ${HALF_OPEN} half-open connections connected and wrote a partial head within ` +
-        `${openSeconds.toFixed(1)} s; isto held ${fdsHeld} descriptors (limit ${SERVICE_NOFILE}); ` +
+        `${openSeconds.toFixed(1)} s, all accepted by isto at ${drainedAt.toFixed(1)} s; isto held ${fdsHeld} descriptors (limit ${SERVICE_NOFILE}); ` +
         `${closedByServer} half-open ones closed by isto to make room; normal requests answered in ` +
         `${times.map((x) => x.toFixed(0)).join(", ")} ms, ${measuredAt.toFixed(1)} s after the flood began`,
     );
@@ -360,7 +361,27 @@ async function recordingListener() {
     srv.once("error", reject);
     srv.listen(0, "127.0.0.1", resolve);
   });
-  return { port: srv.address().port, seen, close: () => new Promise((r) => srv.close(r)) };
+  const port = srv.address().port;
+  return {
+    port,
+    seen,
+    close: () => new Promise((r) => srv.close(r)),
+    /**
+     * Resolves once the listener has recorded every connection made so far: it connects
+     * itself and waits (bounded) until that connection is seen (connections are accepted
+     * in order), then takes its own entry out of `seen` again.
+     */
+    async settle() {
+      const own = await new Promise((resolve, reject) => {
+        const s = net.connect({ host: "127.0.0.1", port }, () => resolve(`${s.localAddress}:${s.localPort}`));
+        s.on("error", reject);
+        s.on("close", () => {});
+        s.resume();
+      });
+      await waitFor(() => seen.includes(own), { timeout: 5000, interval: 10, what: "the listener recording its own connection" });
+      seen.splice(seen.indexOf(own), 1);
+    },
+  };
 }
 
 /** The URLs an attacker would give as client_id, all pointing at `port`. */
@@ -412,7 +433,7 @@ async function expectAllRefused(t, isto, listener, urls, { host, label }) {
     assert.ok(r.ms < 5000, `${label}: ${u}: answered in ${r.ms.toFixed(0)} ms`);
   }
   assert.equal(pages.size, 1, `${label}: different pages for different URLs: ${JSON.stringify([...pages.values()])}`);
-  await delay(100);
+  await listener.settle();
   assert.deepEqual(listener.seen, [], `${label}: isto connected to the listener`);
   t.diagnostic(`${label}: ${urls.length} URLs refused with one page, 0 connections to the listener`);
 }
@@ -445,7 +466,7 @@ test("client ID metadata documents on internal addresses are refused, the listen
       const r = await authorize(prod, u, host);
       assert.equal(r.status, 400, `${u}: ${r.status}: ${r.text.slice(0, 300)}`);
     }
-    await delay(100);
+    await listener.settle();
     assert.deepEqual(listener.seen, [], "isto connected to the listener");
     // The holder's log names the reason (for the operator), never in the page.
     assert.match(prod.log(), /client metadata document not usable/);
@@ -456,7 +477,7 @@ test("client ID metadata documents on internal addresses are refused, the listen
     const control = await authorize(dev, `http://127.0.0.1:${listener.port}/client.json`);
     assert.equal(control.status, 400, `control: ${control.status}`);
     assert.ok(control.text.includes(GENERIC), `control: ${control.text.slice(0, 300)}`);
-    await delay(100);
+    await listener.settle();
     assert.equal(listener.seen.length, 1, "the listener records the connection of the control fetch");
     t.diagnostic("control: an http:// loopback document in the development set-up reached the listener (1 connection)");
   }),

@@ -177,12 +177,14 @@ test("cadence chosen on the results page decides the next digest (Chromium, real
       await page.reload();
       return (await page.locator("main").innerText()).includes("Škoda Octavia 1.6 TDI Style");
     }, { timeout: 20000, what: "the new match on the results page" });
+    // The time window under test: several mail worker passes in which no digest may come.
     await sleep(QUIET_MS);
     assert.equal(digests().length, 1, "a digest came while paused");
   });
 
   await step("daily: the last digest was seconds ago, so still no digest", async () => {
     await choose("denně");
+    // The time window under test, again.
     await sleep(QUIET_MS);
     assert.equal(digests().length, 1, "a digest came within a day of the last one");
   });

@@ -462,7 +462,7 @@ test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 },
           `a digest arrived after withdrawal: ${m.subject}`,
         );
       }
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 500)); // the watch window's pace (5 s under test)
     }
   });
 

@@ -389,6 +389,7 @@ test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse,
       assert.equal(again.status, 200, `within the grace window: ${JSON.stringify(again.body)}`);
       assert.equal(again.body.access_token, first.body.access_token);
       assert.equal(again.body.refresh_token, rt1);
+      // The time window under test: the reuse grace window passes.
       await new Promise((r) => setTimeout(r, GRACE_SECS * 1000 + 1200));
       const second = await refresh(rt0);
       assert.equal(second.status, 400, `reused refresh token: ${JSON.stringify(second.body)}`);

@@ -111,7 +111,7 @@ test("OAuth refresh grace window with the SDK: parallel refreshes, a lost respon
 
     // A lost response: 1 s later the SDK, still holding the old token, refreshes with it
     // (its own auth() path) and gets the same pair.
-    await sleep(1000);
+    await sleep(1000); // the scenario's delay: a retry 1 s later, inside the grace window
     provider.saveTokens(first);
     assert.equal(await auth(provider, { serverUrl: new URL(buyerUrl) }), "AUTHORIZED");
     assert.equal(provider.tokens().access_token, pair.access_token, "the retried refresh minted another access token");
@@ -120,7 +120,7 @@ test("OAuth refresh grace window with the SDK: parallel refreshes, a lost respon
 
     // After the window the old token is a reuse: invalid_grant, and the grant is revoked.
     const wait = rotatedAt + GRACE_SECS * 1000 + 1500 - Date.now();
-    if (wait > 0) await sleep(wait);
+    if (wait > 0) await sleep(wait); // the time window under test: the grace window passes
     await assert.rejects(refresh(first.refresh_token), (e) => /invalid_grant|already used/i.test(`${e?.name} ${e?.message}`));
     assert.equal(await initializeStatus(buyerUrl, pair.access_token), 401, "the pair survived a reuse after the window");
     await assert.rejects(refresh(pair.refresh_token), (e) => /invalid_grant|revoked|already used/i.test(`${e?.name} ${e?.message}`));

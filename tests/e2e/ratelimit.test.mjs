@@ -108,7 +108,7 @@ test("over the limit: 429 with Retry-After, per address and bucket, /healthz nev
     assert.equal((await initialize(isto, "2001:db8:1:2::ffff")).status, 429);
     assert.equal((await initialize(isto, "2001:db8:1:3::1")).status, 200);
 
-    // Waiting Retry-After seconds is enough to be served again.
+    // Waiting Retry-After seconds is enough to be served again (the wait under test).
     await new Promise((r) => setTimeout(r, after * 1000));
     assert.equal((await initialize(isto, a)).status, 200);
 
@@ -134,7 +134,7 @@ test("an assistant that waits Retry-After is served again", { timeout: 120_000 }
         assert.ok(Number.isInteger(after) && after >= 1, `Retry-After: ${res.headers.get("retry-after")}`);
         await res.arrayBuffer();
         seen.waited += after;
-        await new Promise((r) => setTimeout(r, after * 1000));
+        await new Promise((r) => setTimeout(r, after * 1000)); // the client's Retry-After wait, under test
       }
     };
     const client = new Client({ name: "isto-e2e-patient", version: "0.0.0" });

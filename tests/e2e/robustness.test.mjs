@@ -29,7 +29,6 @@ import {
 const REGION = "CZ-64";
 const HIDDEN_LIMIT = 287913; // CZK; distinctive digits for the log check
 const HIDDEN_LIMIT_RE = /287[\s\u00a0\u202f.,']?913/;
-const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A synthetic catalogue row. Every `octaviaEvery`-th row is a Škoda Octavia in REGION
@@ -154,7 +153,7 @@ page_burst = 10000
 test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-rob-pages-", start: false }, async (env) => {
   const config = path.join(env.work, "isto.toml");
   fs.writeFileSync(config, PAGES_CONFIG);
-  await env.start({ env: { ISTO_CONFIG: config } });
+  await env.start({ env: { ISTO_CONFIG: config }, metrics: true });
   const { work, smtp, isto } = env;
   let mcp = null;
   env.defer(() => mcp?.close());
@@ -320,7 +319,9 @@ test("person's pages, consent race and a clean log", { timeout: 120000 }, (t) =>
       timeout: 30000,
       what: "a confirmation e-mail to every winner",
     });
-    await delay(2500); // room for a duplicate or a loser's e-mail to arrive
+    // Every consent was answered, so every e-mail it queued is in the outbox: once the
+    // outbox is empty, a duplicate or a loser's e-mail would have arrived.
+    await isto.outboxIdle();
     const msgs = smtp.messages();
     for (const { emails, statuses } of rounds) {
       for (const [k, e] of emails.entries()) {
@@ -496,9 +497,10 @@ test("kill -9 while the confirmation e-mail is queued and SMTP does not answer: 
   for (const s of sockets) s.destroy();
 
   smtp = await env.startSmtp();
-  isto = await env.start();
+  isto = await env.start({ metrics: true });
   await smtp.waitForMessage((m) => mailIsFor(m, email), { timeout: 30000, what: "the queued confirmation e-mail" });
-  await delay(3000);
+  // Once the outbox is empty, a second copy would have arrived.
+  await isto.outboxIdle();
   const n = smtp.messages().filter((m) => mailIsFor(m, email)).length;
   assert.equal(n, 1, `the confirmation e-mail arrived ${n} times`);
   const { confirm } = linksOf(smtp.messages().find((m) => mailIsFor(m, email)));

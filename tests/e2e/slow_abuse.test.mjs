@@ -22,7 +22,7 @@ import net from "node:net";
 import path from "node:path";
 import test from "node:test";
 
-import { initializeBody, withIsto } from "./lib/harness.mjs";
+import { initializeBody, waitAccepted, withIsto } from "./lib/harness.mjs";
 
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -110,7 +110,7 @@ async function probeLoop(name, everyMs, until, probe, record) {
     } catch (e) {
       record.failures.push(`${name} at ${at} s: ${e.message}`);
     }
-    await delay(Math.max(0, everyMs - (Date.now() - started)));
+    await delay(Math.max(0, everyMs - (Date.now() - started))); // the probes' pace, not a synchronisation
   }
 }
 
@@ -318,7 +318,9 @@ test("a hard open-file limit too low: a warning, fewer connections, no descripto
           }),
       ),
     );
-    await delay(300);
+    // The whole flood reached isto: it accepted every connection the kernel queued for it
+    // (closing the oldest half-open ones to make room).
+    await waitAccepted(isto.port);
     const fds = openFiles(pid);
     const times = [];
     for (let k = 0; k < 3; k++) {

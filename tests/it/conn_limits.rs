@@ -16,6 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::kit::net::Started;
+
 /// A body of `chunk` every `every`, forever, as an event stream.
 fn stream_of(chunk: &'static str, every: Duration) -> axum::response::Response {
     struct Ticks(tokio::time::Interval, &'static str);
@@ -39,6 +41,15 @@ async fn start(
     limits: Limits,
     trusted: TrustedProxies,
 ) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>) {
+    let (addr, stop, task, _) = start_counting(limits, trusted).await;
+    (addr, stop, task)
+}
+
+/// [`start`], with the requests that reached the router counted.
+async fn start_counting(
+    limits: Limits,
+    trusted: TrustedProxies,
+) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>, Started) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
@@ -47,8 +58,9 @@ async fn start(
         .route("/echo", post(|body: axum::body::Bytes| async move { format!("{} bytes", body.len()) }))
         .route("/keepalives", get(|| async { stream_of(":\n\n", Duration::from_millis(100)) }))
         .route("/events", get(|| async { stream_of("data: tick\n\n", Duration::from_millis(200)) }));
-    let task = tokio::spawn(serve_http(listener, app, limits, trusted, stop.clone()));
-    (addr, stop, task)
+    let started = Started::default();
+    let task = tokio::spawn(serve_http(listener, started.layer(app), limits, trusted, stop.clone()));
+    (addr, stop, task, started)
 }
 
 /// A connection to `addr` from source address `from` (127.0.0.x).
@@ -116,9 +128,9 @@ fn limits(per_client: usize) -> Limits {
 
 #[tokio::test]
 async fn an_address_holds_at_most_its_cap_of_connections_others_are_served() {
-    let (addr, stop, task) = start(limits(2), TrustedProxies::none()).await;
+    let (addr, stop, task, started) = start_counting(limits(2), TrustedProxies::none()).await;
     let held = [held_request("127.0.0.2", addr, None).await, held_request("127.0.0.2", addr, None).await];
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    started.wait(2, "both held requests in flight").await;
     // Both of its connections are busy: a third is answered 429 and closed at once.
     let (t, refused_before) = (Instant::now(), connection_refusals());
     let third = get_root("127.0.0.2", addr, None).await;
@@ -146,8 +158,9 @@ async fn an_address_holds_at_most_its_cap_of_connections_others_are_served() {
 
 #[tokio::test]
 async fn an_address_at_its_cap_makes_room_among_its_own_idle_connections() {
-    let (addr, stop, task) = start(limits(2), TrustedProxies::none()).await;
+    let (addr, stop, task, started) = start_counting(limits(2), TrustedProxies::none()).await;
     let _busy = held_request("127.0.0.2", addr, None).await;
+    started.wait(1, "the busy request in flight").await;
     // An idle keep-alive connection of the same address (one request served).
     let mut idle = connect_from("127.0.0.2", addr).await;
     idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
@@ -165,10 +178,10 @@ async fn an_address_at_its_cap_makes_room_among_its_own_idle_connections() {
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_the_forwarded_client_is_held_to_its_cap() {
-    let (addr, stop, task) = start(limits(2), TrustedProxies::loopback()).await;
+    let (addr, stop, task, started) = start_counting(limits(2), TrustedProxies::loopback()).await;
     let client = Some("192.0.2.7");
     let _held = [held_request("127.0.0.1", addr, client).await, held_request("127.0.0.1", addr, client).await];
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    started.wait(2, "both held requests in flight").await;
     let refused_before = connection_refusals();
     let third = get_root("127.0.0.1", addr, client).await;
     assert!(third.starts_with("HTTP/1.1 429"), "a third request of one forwarded client: {third:?}");

@@ -203,6 +203,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
 
     // Space returns: no restart, the next write commits and the holder is ready again.
     std::fs::remove_file(&filler).unwrap();
+    // The time window under test: the store tries again only after REOPEN_INTERVAL.
     std::thread::sleep(isto::store::REOPEN_INTERVAL + Duration::from_millis(100));
     publish(port, &sid, 1000).unwrap_or_else(|e| panic!("publish after space returned: {e}\n{}", log_of(work.path())));
     let (code, body) = readyz(port, metrics);

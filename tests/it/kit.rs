@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 pub mod load;
+pub mod net;
 
 /// The clock's start.
 pub const START: &str = "2026-12-01T10:00:00Z";

@@ -16,7 +16,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::kit::net::{until_accepted, Started};
+
 async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>) {
+    let (addr, stop, task, _) = start_counting(limits).await;
+    (addr, stop, task)
+}
+
+/// [`start`], with the requests that reached the router counted.
+async fn start_counting(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>, Started) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
@@ -26,12 +34,14 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::J
         .route(
             "/slow",
             get(|| async {
+                // The slow handler under test: busy for 800 ms.
                 tokio::time::sleep(Duration::from_millis(800)).await;
                 "slow"
             }),
         );
-    let task = tokio::spawn(serve_http(listener, app, limits, TrustedProxies::loopback(), stop.clone()));
-    (addr, stop, task)
+    let started = Started::default();
+    let task = tokio::spawn(serve_http(listener, started.layer(app), limits, TrustedProxies::loopback(), stop.clone()));
+    (addr, stop, task, started)
 }
 
 /// Reads until the peer closes (Ok(bytes)) or `within` passes (Err).
@@ -91,6 +101,7 @@ async fn a_trickled_request_body_is_cut_off_after_the_body_timeout() {
             if tx.write_all(b"a").await.is_err() {
                 break;
             }
+            // The trickle under test: one byte every 200 ms.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     });
@@ -151,7 +162,7 @@ async fn over_the_cap_a_connection_waits_for_a_slot() {
     // Two slots, both busy with a request (a slow handler) of two addresses (one address
     // never gets the last free slot): a connection from a third waits until one of them
     // finishes, then is answered.
-    let (addr, stop, task) = start(limits(1, 60, 2)).await;
+    let (addr, stop, task, started) = start_counting(limits(1, 60, 2)).await;
     let mut held = Vec::new();
     for from in ["127.0.0.3", "127.0.0.4"] {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -160,7 +171,7 @@ async fn over_the_cap_a_connection_waits_for_a_slot() {
         tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
         held.push(tcp);
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    started.wait(2, "both slow requests in flight").await;
     let t = Instant::now();
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
@@ -185,10 +196,11 @@ async fn at_the_cap_the_oldest_half_open_connection_makes_room() {
     let (addr, stop, task) = start(limits(30, 60, 2)).await;
     let mut older = TcpStream::connect(addr).await.unwrap();
     older.write_all(b"GET / HT").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_accepted(addr, older.local_addr().unwrap()).await;
+    // Accepted (and so aged) strictly after the older one.
     let mut newer = TcpStream::connect(addr).await.unwrap();
     newer.write_all(b"GET / HT").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_accepted(addr, newer.local_addr().unwrap()).await;
     let t = Instant::now();
     let reply = get_root(addr).await;
     assert!(reply.starts_with("HTTP/1.1 200") && reply.ends_with("ok"), "{reply}");
@@ -212,10 +224,10 @@ async fn at_the_cap_a_half_open_connection_goes_before_an_idle_keep_alive_one() 
     let mut buf = [0u8; 512];
     let n = tokio::time::timeout(Duration::from_secs(5), kept.read(&mut buf)).await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let mut half = TcpStream::connect(addr).await.unwrap();
     half.write_all(b"GET / HT").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Half-open goes first whatever its age (the eviction order of `serve_http`).
+    until_accepted(addr, half.local_addr().unwrap()).await;
     let reply = get_root(addr).await;
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     read_to_close(&mut half, Duration::from_secs(2)).await.expect("the half-open connection is closed");

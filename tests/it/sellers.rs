@@ -536,7 +536,10 @@ fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
     let t = sellers::set_disabled(&h.base, &s.account_id, false).unwrap();
     assert!(!t.seller.disabled);
     assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
-    assert!(isto::oauth::check_bearer(&h.base, &bearer(&token), SELLER_RESOURCE, "offers").is_err());
+    let res = isto::oauth::check_bearer(&h.base, &bearer(&token), SELLER_RESOURCE, "offers").unwrap_err();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let challenge = res.headers().get(header::WWW_AUTHENTICATE).unwrap().to_str().unwrap();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
     assert!(matches!(sellers::set_disabled(&h.base, "acc_nosuchseller", true), Err(sellers::SellerError::NotFound)));
 }
 

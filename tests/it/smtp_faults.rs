@@ -539,7 +539,8 @@ fn a_silent_smtp_server_blocks_no_withdrawal_no_other_mail_and_no_shutdown() {
         for (what, took) in [("page", by_page), ("one-click", one_click), ("tool", by_tool), ("tool", in_flight)] {
             assert!(took < ONE_SECOND, "withdrawal by {what} took {took:?}");
         }
-        // Still stuck, and still answering: a second round after a step timeout passed.
+        // Still stuck, and still answering: a second round after a step timeout passed
+        // (a sleep on purpose: the time window under test).
         tokio::time::sleep(Duration::from_millis(2100)).await;
         for code in &codes {
             let again = isto.withdraw_by_tool(&sid, code).await;
@@ -629,8 +630,18 @@ fn after_an_outage_and_4xx_each_message_arrives_once_and_a_550_is_dropped_and_co
                 .any(|l| l.contains("phase=rcpt") && l.contains("reply code 550") && l.contains("dropped"))
         };
         wait_until(30, "the 550 dropped", || dropped_550(&isto.log())).await;
-        // A little longer: nothing arrives twice.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Nothing arrives twice: once the outbox is empty (a job leaves it only after its
+        // send ended), no message can come again.
+        let t0 = Instant::now();
+        loop {
+            let res = isto.http.get(format!("{}/readyz", isto.metrics)).send().await.unwrap();
+            let ready: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+            if ready["checks"]["outbox"]["backlog"] == 0 {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "the outbox never emptied: {ready}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let ids = fake.message_ids();
         assert_eq!(ids.len(), 3, "{ids:?}");
         let mut unique = ids.clone();

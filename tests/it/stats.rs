@@ -173,7 +173,8 @@ fn random_paths_and_unknown_tools_create_no_series() {
         let call = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
                           "params": {"name": format!("{junk_tool}{i}"), "arguments": {}}});
         let (_, _, msg) = f.rpc(&f.app, "/mcp", Some(&sid), &[], call);
-        assert!(msg.get("error").is_some(), "{msg}");
+        assert_eq!(msg["error"]["code"], -32602, "{msg}");
+        assert!(msg["error"]["message"].as_str().is_some_and(|m| m.starts_with("unknown tool")), "{msg}");
     }
     let call = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
                       "params": {"name": "intent_get_intent", "arguments": {"intentCode": "wrong"}}});
@@ -284,8 +285,10 @@ fn a_quota_refusal_is_counted_under_its_rule() {
     let q = Quotas::new(isto::config::Quotas { confirmation_mails_per_hour: 1, ..isto::config::Quotas::default() });
     let rule = isto::base::quota::Rule::MailsGlobal;
     assert!(q.take(rule, &Key::Global, 1_000).is_ok());
-    assert!(q.take(rule, &Key::Global, 1_001).is_err());
-    assert!(q.take(rule, &Key::Global, 1_002).is_err());
+    for now in [1_001, 1_002] {
+        let e = q.take(rule, &Key::Global, now).unwrap_err();
+        assert_eq!((e.rule, e.limit), (rule, 1), "{e}");
+    }
     let after = sample(&isto::telemetry::render(None), series);
     // Other tests of this binary may refuse mails too: at least these two.
     assert!(after >= before + 2.0, "{before} → {after}");

@@ -842,7 +842,6 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use serde_json::json;
     use std::collections::BTreeMap;
-    use std::time::Instant;
 
     fn area_of(code: &str) -> AreaObject {
         let country = gazetteer::region_country(code).unwrap_or(code);
@@ -1534,71 +1533,4 @@ mod tests {
     }
 
     use matching::Params;
-
-    fn percentile(v: &mut [f64], p: f64) -> f64 {
-        v.sort_by(f64::total_cmp);
-        v[((v.len() as f64 - 1.0) * p).round() as usize]
-    }
-
-    /// `cargo test --release --lib index_timing -- --ignored --nocapture`
-    #[test]
-    #[ignore = "timing; run in release mode"]
-    fn index_timing() {
-        let n: usize = std::env::var("ISTO_INDEX_OFFERS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-        let mut rng = StdRng::seed_from_u64(5);
-        let regions = regions();
-        let offers: Vec<Offer> = (0..n).map(|i| gen_offer(&mut rng, i, &regions)).collect();
-        let avg_desc = offers.iter().map(|o| o.description.chars().count()).sum::<usize>() / n;
-        let ix = OfferIndex::open(None).unwrap();
-        let t = Instant::now();
-        ix.rebuild(offers.into_iter(), 1).unwrap();
-        let build = t.elapsed();
-        let segments = ix.reader.searcher().segment_readers().len();
-        println!("index build: {n} offers (description avg {avg_desc} chars) in {build:.2?}, {segments} segments");
-        let statements: Vec<String> = (0..1000).map(|_| gen_statement(&mut rng)).collect();
-        let kosice = gazetteer::resolve("Košice").unwrap();
-        for (label, area, category) in
-            [("no filter", None, None), ("area SK-KI + category", Some(&kosice), Some("vehicles"))]
-        {
-            let mut ms = Vec::new();
-            let mut hits = 0;
-            for s in &statements {
-                let t = Instant::now();
-                hits += ix.search(s, area, category, 20).unwrap().len();
-                ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            println!(
-                "search ({label}, limit 20): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, avg hits {:.1}",
-                percentile(&mut ms, 0.5),
-                percentile(&mut ms, 0.99),
-                percentile(&mut ms, 1.0),
-                hits as f64 / statements.len() as f64
-            );
-        }
-        let intents: Vec<GenIntent> = (0..1000).map(|_| gen_intent(&mut rng, &regions)).collect();
-        for narrow in [false, true] {
-            let (mut ms, mut total) = (Vec::new(), 0);
-            for g in &intents {
-                let terms = matching::statement_terms(&g.statement);
-                let t = Instant::now();
-                total += if narrow {
-                    ix.candidates_for_intent_min("vehicles", &g.area, &terms, g.min_should_match).unwrap().len()
-                } else {
-                    ix.candidates_for_intent("vehicles", &g.area, &terms).unwrap().len()
-                };
-                ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            println!(
-                "{}: p50 {:.2} ms, p99 {:.2} ms, avg {:.0} candidates",
-                if narrow { "candidates_for_intent_min" } else { "candidates_for_intent" },
-                percentile(&mut ms, 0.5),
-                percentile(&mut ms, 0.99),
-                total as f64 / intents.len() as f64
-            );
-        }
-        let t = Instant::now();
-        let upserts: Vec<Offer> = (0..1000).map(|i| gen_offer(&mut rng, n + i, &regions)).collect();
-        ix.apply(&upserts, &["off_0000001".to_owned()], 2).unwrap();
-        println!("apply (1000 upserts + 1 removal, commit, reload): {:.2?}", t.elapsed());
-    }
 }

@@ -92,6 +92,27 @@ export async function waitFor(fn, { timeout = 30000, interval = 200, what = "con
   }
 }
 
+/**
+ * Connections waiting in the kernel's accept queue of the listener on 127.0.0.1:`port`
+ * (for a listening socket `/proc/net/tcp` shows that queue as `rx_queue`); null when no
+ * such listener is found.
+ */
+export function acceptQueue(port) {
+  const rows = fs.readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1);
+  for (const row of rows) {
+    const f = row.trim().split(/\s+/);
+    if (f.length < 5 || f[3] !== "0A") continue; // 0A: LISTEN
+    if (parseInt(f[1].split(":")[1], 16) !== port) continue;
+    return parseInt(f[4].split(":")[1], 16);
+  }
+  return null;
+}
+
+/** Waits until the listener on 127.0.0.1:`port` has accepted every connection queued for it. */
+export function waitAccepted(port, { timeout = 10000 } = {}) {
+  return waitFor(() => acceptQueue(port) === 0, { timeout, interval: 20, what: `an empty accept queue on port ${port}` });
+}
+
 /** Resolves when a TCP connection to 127.0.0.1:port succeeds. */
 function canConnect(port) {
   return new Promise((resolve) => {
@@ -263,14 +284,16 @@ export function importOffers(file, opts = {}) {
  * set by `ulimit -n` in a shell that then execs isto, so `proc.pid` is isto's): a number
  * sets the soft and hard limits, `{ soft, hard }` either or both (`ulimit -Sn`/`-Hn`).
  */
-export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofile } = {}) {
+export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofile, metrics = false } = {}) {
   dataDir ??= tmpDir("isto-data-");
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
+  const metricsUrl = metrics ? `http://127.0.0.1:${await freePort()}` : null;
   const logFile = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`);
   const logStream = fs.createWriteStream(logFile);
   let log = "";
-  const fullEnv = istoEnv({ dataDir, port, smtpPort, env });
+  const withMetrics = metricsUrl ? { ISTO_METRICS_LISTEN: metricsUrl.slice("http://".length), ...(env ?? {}) } : env;
+  const fullEnv = istoEnv({ dataDir, port, smtpPort, env: withMetrics });
   const ulimit =
     typeof nofile === "object"
       ? [nofile.hard !== undefined && `ulimit -Hn ${Number(nofile.hard)}`, nofile.soft !== undefined && `ulimit -Sn ${Number(nofile.soft)}`]
@@ -317,6 +340,24 @@ export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofil
     env: fullEnv,
     proc,
     exited,
+    /** The metrics listener (`/metrics`, `/readyz` with the report); null unless `metrics`. */
+    metricsUrl,
+    /**
+     * Waits until the outbox is empty (needs `metrics`): every queued e-mail was accepted
+     * by the SMTP server (a job leaves the outbox only then) or dropped, so no mail queued
+     * so far can arrive any more.
+     */
+    async outboxIdle({ timeout = 30000 } = {}) {
+      if (!metricsUrl) throw new Error("outboxIdle needs startIsto({ metrics: true })");
+      return waitFor(
+        async () => {
+          const res = await fetch(`${metricsUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
+          const report = await res.json();
+          return report?.checks?.outbox?.backlog === 0;
+        },
+        { timeout, interval: 100, what: "an empty outbox" },
+      );
+    },
     /** Everything isto wrote to stdout and stderr so far. */
     log: () => log,
     /** Run `isto ARGS` against the same data dir and settings. */

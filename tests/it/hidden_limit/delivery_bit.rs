@@ -249,8 +249,8 @@ fn whether_a_reply_was_delivered_shows_neither_in_readyz_nor_in_the_next_calls_t
             t.answer.push(answer);
             t.next_read.push(next_read);
             t.next_write.push(next_write);
-            // A pause as a seller's agent makes between replies, long enough for the
-            // work a reply set off to end before the next.
+            // Part of what is measured, not a synchronisation: the pause a seller's agent
+            // makes between replies (random, 10–25 ms), the cadence the attacker has.
             tokio::time::sleep(Duration::from_millis(rng.random_range(10..25))).await;
         }
         (delivered, refused, readyz)

@@ -449,6 +449,7 @@ impl Load {
                         "criteria": {"category": "property"}, "area": "SK"}),
                     );
                     published.store(n + 1, Ordering::SeqCst);
+                    // The load's pace (a draft every 20 ms), not a synchronisation.
                     std::thread::sleep(Duration::from_millis(20));
                 }
             })
@@ -533,6 +534,7 @@ impl Load {
                             tool(port, &sid, 1001 + 2 * n, "intent_withdraw_intent", json!({"intentCode": code}));
                             consented.lock().unwrap().last_mut().unwrap().withdrawn = true;
                         }
+                        // The load's pace (a person every 20 ms), not a synchronisation.
                         std::thread::sleep(Duration::from_millis(20));
                     }
                 })
