@@ -191,7 +191,7 @@ pub async fn serve_http(
         // Registered here, not in its task: a connection accepted but not yet scheduled
         // is seen (and weighed by its accept time) by the next eviction.
         let (io, activity) = Watched::new(tcp);
-        let (id, conn) = shared.open.add(activity.clone(), key, Some(permit));
+        let (id, conn) = shared.open.add(activity.clone(), key, permit);
         tokio::spawn(connection(shared.clone(), Accepted { io, activity, id, conn, peer, _hold: hold }));
     }
     drop(listener);
@@ -338,10 +338,9 @@ struct Conn {
     waiting_since: Mutex<Instant>,
     key: Option<crate::net::ClientKey>,
     evict: CancellationToken,
-    /// Its connection slot, until it closes or is told to close and hands it on.
+    /// Its connection slot, until it closes, or is told to close and hands it on (then
+    /// None while it is still open: it counts in [`Connections`]' `closing`).
     slot: Mutex<Option<OwnedSemaphorePermit>>,
-    /// Told to close and its slot handed on before its task closed it.
-    handed_on: AtomicBool,
 }
 
 impl Conn {
@@ -373,7 +372,7 @@ impl Connections {
         &self,
         activity: Arc<Activity>,
         key: Option<crate::net::ClientKey>,
-        slot: Option<OwnedSemaphorePermit>,
+        slot: OwnedSemaphorePermit,
     ) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
@@ -382,8 +381,7 @@ impl Connections {
             waiting_since: Mutex::new(activity.opened),
             key,
             evict: CancellationToken::new(),
-            slot: Mutex::new(slot),
-            handed_on: AtomicBool::new(false),
+            slot: Mutex::new(Some(slot)),
         });
         self.lock().insert(id, conn.clone());
         (id, conn)
@@ -392,8 +390,7 @@ impl Connections {
     /// Forgets connection `id` as it closes, and frees its slot.
     fn remove(&self, id: u64) {
         let Some(conn) = self.lock().remove(&id) else { return };
-        conn.slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if conn.handed_on.load(Ordering::Acquire) {
+        if conn.slot.lock().unwrap_or_else(PoisonError::into_inner).take().is_none() {
             self.closing.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -418,12 +415,10 @@ impl Connections {
         }
         for (_, c) in idle.iter().take(n) {
             c.evict.cancel();
-            if self.closing.load(Ordering::Acquire) < self.closing_max {
-                if let Some(slot) = c.slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                    self.closing.fetch_add(1, Ordering::AcqRel);
-                    c.handed_on.store(true, Ordering::Release);
-                    drop(slot);
-                }
+            if self.closing.load(Ordering::Acquire) < self.closing_max
+                && c.slot.lock().unwrap_or_else(PoisonError::into_inner).take().is_some()
+            {
+                self.closing.fetch_add(1, Ordering::AcqRel);
             }
         }
         n
@@ -462,6 +457,16 @@ impl Drop for InFlight {
 mod tests {
     use super::*;
 
+    /// A slot of a pool of its own (the eviction tests do not count slots).
+    fn slot() -> OwnedSemaphorePermit {
+        Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap()
+    }
+
+    /// Whether `c` handed its slot on while still open.
+    fn handed_on(c: &Conn) -> bool {
+        c.slot.lock().unwrap().is_none()
+    }
+
     #[test]
     fn the_batch_grows_with_the_cap_up_to_eight() {
         assert_eq!([1, 2, 127, 128, 256, 1024, 65536].map(evict_batch), [1, 1, 1, 1, 2, 8, 8]);
@@ -471,7 +476,7 @@ mod tests {
     fn half_open_before_idle_oldest_first_never_busy() {
         let open = Connections::new(8);
         let conn = |served: bool, in_flight: usize| {
-            let (_, c) = open.add(Watched::activity(), None, None);
+            let (_, c) = open.add(Watched::activity(), None, slot());
             c.served.store(served, Ordering::Relaxed);
             c.in_flight.store(in_flight, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(2));
@@ -497,19 +502,19 @@ mod tests {
         let slots = Arc::new(Semaphore::new(3));
         let open = Connections::new(2);
         let conns: Vec<(u64, Arc<Conn>)> =
-            (0..3).map(|_| open.add(Watched::activity(), None, slots.clone().try_acquire_owned().ok())).collect();
+            (0..3).map(|_| open.add(Watched::activity(), None, slots.clone().try_acquire_owned().unwrap())).collect();
         assert_eq!(slots.available_permits(), 0);
         assert_eq!(open.evict(3, None), 3);
         assert_eq!(slots.available_permits(), 2, "two slots handed on before their tasks end; the third waits");
-        let (handed, kept): (Vec<_>, Vec<_>) = conns.iter().partition(|(_, c)| c.handed_on.load(Ordering::Acquire));
+        let (handed, kept): (Vec<_>, Vec<_>) = conns.iter().partition(|(_, c)| handed_on(c));
         assert_eq!((handed.len(), kept.len()), (2, 1));
         open.remove(kept[0].0);
         assert_eq!(slots.available_permits(), 3, "the one that kept its slot frees it as it closes");
         open.remove(handed[0].0);
         assert_eq!(open.closing.load(Ordering::Acquire), 1, "a handed-on one that closed leaves the bound");
-        let (_, late) = open.add(Watched::activity(), None, slots.clone().try_acquire_owned().ok());
+        let (_, late) = open.add(Watched::activity(), None, slots.clone().try_acquire_owned().unwrap());
         assert_eq!(open.evict(1, None), 1);
-        assert!(late.handed_on.load(Ordering::Acquire), "room under the bound again");
+        assert!(handed_on(&late), "room under the bound again");
         assert_eq!(slots.available_permits(), 3);
     }
 
@@ -518,12 +523,12 @@ mod tests {
         let open = Connections::new(8);
         let a: crate::net::ClientKey = Some("192.0.2.1".parse().unwrap());
         let b: crate::net::ClientKey = Some("192.0.2.2".parse().unwrap());
-        let (_, other) = open.add(Watched::activity(), Some(b), None);
+        let (_, other) = open.add(Watched::activity(), Some(b), slot());
         std::thread::sleep(Duration::from_millis(2));
-        let (_, own_busy) = open.add(Watched::activity(), Some(a), None);
+        let (_, own_busy) = open.add(Watched::activity(), Some(a), slot());
         own_busy.in_flight.store(1, Ordering::Relaxed);
         assert_eq!(open.evict(1, Some(a)), 0, "its only connection is busy: nothing to close");
-        let (_, own_idle) = open.add(Watched::activity(), Some(a), None);
+        let (_, own_idle) = open.add(Watched::activity(), Some(a), slot());
         assert_eq!(open.evict(1, Some(a)), 1);
         assert!(own_idle.evict.is_cancelled() && !other.evict.is_cancelled() && !own_busy.evict.is_cancelled());
     }

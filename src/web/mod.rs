@@ -322,7 +322,6 @@ fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
     i18n::request_lang(headers, &h.base.settings.default_language)
 }
 
-/// The page language of an intent.
 /// The intent behind a results, withdraw or unsubscribe link (its `manage` token) and the
 /// language its pages are shown in; the error page when the link is unknown or the store
 /// fails.
@@ -337,6 +336,7 @@ async fn managed(h: &Shared, token: &str) -> Result<(Intent, &'static Ui), Respo
     }
 }
 
+/// The page language of an intent.
 fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
     ui(page_lang(Some(&intent.language), &h.base.settings.default_language))
 }

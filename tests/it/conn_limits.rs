@@ -110,9 +110,7 @@ async fn get_root(from: &str, addr: SocketAddr, xff: Option<&str>) -> String {
 /// `isto_rate_limited_total{scope="connections"}` now (the metrics are process-wide:
 /// other tests may only add to it).
 fn connection_refusals() -> f64 {
-    let text = isto::telemetry::render(None);
-    let line = text.lines().find(|l| l.starts_with("isto_rate_limited_total{scope=\"connections\"}"));
-    line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).expect("the connections refusal series")
+    crate::kit::metric("isto_rate_limited_total{scope=\"connections\"}")
 }
 
 fn limits(per_client: usize) -> Limits {

@@ -75,6 +75,14 @@ pub fn prerequisite_missing(what: &str) {
     eprintln!("SKIPPED: {what}");
 }
 
+/// The value of the Prometheus series `series` (its name and labels, as rendered) in
+/// this process's metrics now; 0 when it is not there yet. The metrics are process-wide:
+/// compare before and after, other tests may only add.
+pub fn metric(series: &str) -> f64 {
+    let text = isto::telemetry::render(None);
+    text.lines().find_map(|l| l.strip_prefix(series)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
+}
+
 pub fn unlimited() -> isto::config::Limits {
     isto::config::Limits {
         max_mcp_sessions_per_client: 100_000,
