@@ -24,14 +24,10 @@ use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS
 use crate::base::Base;
 use crate::crypto::{new_id, new_token, token_hash, Secret};
 use crate::store::{Ns, Reads, StoreError, Tx};
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
@@ -280,28 +276,29 @@ const TOKEN_PARAMS: [&str; 9] = [
     "resource",
 ];
 
-/// `POST /oauth/token`: `authorization_code` (with PKCE) and `refresh_token` grants.
-/// Answers `{"access_token","token_type":"Bearer","expires_in","refresh_token","scope"}`
-/// with `Cache-Control: no-store`, or an RFC 6749 §5.2 error.
-pub async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    match token_grant(&ctx, &headers, &body).await {
-        Ok(issued) => {
-            let mut out = json!({
-                "access_token": issued.access.expose(),
-                "token_type": "Bearer",
-                "expires_in": issued.expires_in,
-                "scope": issued.scopes.join(" "),
-            });
-            if let Some(r) = &issued.refresh {
-                out["refresh_token"] = json!(r.expose());
-            }
-            ([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], axum::Json(out)).into_response()
-        }
-        Err(e) => e.into_response(),
+/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §5.1, §6):
+/// `authorization_code` (with PKCE) and `refresh_token` grants, given the
+/// `Authorization` header's value (`authorization`, if any) and the form `body`. Gives
+/// the RFC 6749 §5.1 answer `{"access_token","token_type":"Bearer","expires_in",
+/// "refresh_token","scope"}`, which the face sends with `Cache-Control: no-store`.
+///
+/// # Errors
+/// The RFC 6749 §5.2 error to answer.
+pub async fn grant_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<Value, OAuthError> {
+    let issued = token_grant(ctx, authorization, body).await?;
+    let mut out = json!({
+        "access_token": issued.access.expose(),
+        "token_type": "Bearer",
+        "expires_in": issued.expires_in,
+        "scope": issued.scopes.join(" "),
+    });
+    if let Some(r) = &issued.refresh {
+        out["refresh_token"] = json!(r.expose());
     }
+    Ok(out)
 }
 
-async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<Issued, OAuthError> {
+async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<Issued, OAuthError> {
     let p = Params::parse(body);
     if p.is_repeated("resource") {
         return Err(OAuthError::bad("invalid_target", "give one resource"));
@@ -309,7 +306,7 @@ async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<I
     if let Some(name) = p.first_repeated(&TOKEN_PARAMS) {
         return Err(OAuthError::bad("invalid_request", format!("{name} must be sent once")));
     }
-    let creds = credentials(headers, &p)?;
+    let creds = credentials(authorization, &p)?;
     let grant_type = p.get("grant_type").ok_or_else(|| OAuthError::bad("invalid_request", "grant_type is required"))?;
     if grant_type != "authorization_code" && grant_type != "refresh_token" {
         return Err(OAuthError::bad("unsupported_grant_type", "use authorization_code or refresh_token"));
@@ -538,32 +535,30 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: i64) -> Re
     }))
 }
 
-/// `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`). Client credentials,
-/// when sent, are checked, and then only that client's tokens are revoked. Always `200`
-/// for unknown tokens. Revoking a refresh token revokes its family; revoking an access
-/// token removes that token.
-pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let p = Params::parse(&body);
+/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`) in the
+/// form `body`. Client credentials, when sent (`authorization`: the `Authorization`
+/// header's value, or the body), are checked, and then only that client's tokens are
+/// revoked. `Ok` (answered `200`) for unknown tokens too. Revoking a refresh token
+/// revokes its family; revoking an access token removes that token.
+///
+/// # Errors
+/// The RFC 6749 §5.2 error to answer.
+pub async fn revoke_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<(), OAuthError> {
+    let p = Params::parse(body);
     if let Some(name) = p.first_repeated(&["token", "token_type_hint", "client_id", "client_secret"]) {
-        return OAuthError::bad("invalid_request", format!("{name} must be sent once")).into_response();
+        return Err(OAuthError::bad("invalid_request", format!("{name} must be sent once")));
     }
     let Some(token) = p.get("token") else {
-        return OAuthError::bad("invalid_request", "token is required").into_response();
+        return Err(OAuthError::bad("invalid_request", "token is required"));
     };
-    let creds = match credentials(&headers, &p) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
+    let creds = credentials(authorization, &p)?;
     let client_id = match creds.client_id {
-        Some(_) => match authenticate(&ctx, &creds).await {
-            Ok(c) => Some(c.client_id),
-            Err(e) => return e.into_response(),
-        },
+        Some(_) => Some(authenticate(ctx, &creds).await?.client_id),
         None => None,
     };
     let access = token_hash(KIND_ACCESS, token);
     let refresh = token_hash(KIND_REFRESH, token);
-    let done = blocking(&ctx, "oauth revoke", move |h| {
+    blocking(ctx, "oauth revoke", move |h| {
         h.store.write(|tx| -> Result<(), StoreError> {
             let mine = |t: &TokenRecord| client_id.as_deref().is_none_or(|c| c == t.client_id);
             if tx.record::<TokenRecord>(Ns::Token, &access)?.is_some_and(|t| mine(&t)) {
@@ -575,11 +570,8 @@ pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
             Ok(())
         })
     })
-    .await;
-    match done {
-        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
-        Err(e) => e.into_response(),
-    }
+    .await
+    .map_err(OAuthError::from)
 }
 
 /// Revokes every token of an account (a disabled seller, a deleted account) and drops

@@ -30,6 +30,7 @@
 
 use super::account_pages as pages;
 use super::client_limits::{ClientKey, ClientLimits};
+use super::cookies::{self, PreSession};
 use super::i18n::{self, AccountText as Ui};
 use super::{call, Fail};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
@@ -57,76 +58,6 @@ const CSRF_SIGNUP: &str = "signup";
 const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
-
-/// The pre-session cookie on https (`__Host-`: Secure, Path=/, no Domain).
-const PRE_SESSION_COOKIE_HTTPS: &str = "__Host-isto_pre";
-/// The pre-session cookie on plain http (a loopback or development holder).
-const PRE_SESSION_COOKIE_HTTP: &str = "isto_pre";
-/// Lifetime of the pre-session cookie, seconds: as long as a form's CSRF token.
-const PRE_SESSION_TTL_SECS: i64 = 7200;
-
-/// The pre-session cookie of the sign-in and sign-up forms: their CSRF tokens are bound
-/// to the hash of its random value, so that only the browser that fetched the form can
-/// post it.
-struct PreSession {
-    /// What the forms' CSRF tokens are bound to (`token_hash("pre-session", value)`).
-    binding: String,
-    /// The `Set-Cookie` to send when the request had no such cookie yet.
-    set_cookie: Option<HeaderValue>,
-}
-
-impl PreSession {
-    fn cookie_name(base: &Base) -> &'static str {
-        if base.settings.public_url.is_https() {
-            PRE_SESSION_COOKIE_HTTPS
-        } else {
-            PRE_SESSION_COOKIE_HTTP
-        }
-    }
-
-    /// The binding of the request's pre-session cookie, if it has a well-formed one.
-    fn of(base: &Base, headers: &HeaderMap) -> Option<String> {
-        let name = Self::cookie_name(base);
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(n, v)| {
-                *n == name
-                    && (16..=64).contains(&v.len())
-                    && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            })
-            .map(|(_, v)| crate::crypto::token_hash("pre-session", v))
-    }
-
-    /// The request's pre-session, or a new one with its cookie (for a form's GET).
-    fn for_form(base: &Base, headers: &HeaderMap) -> Self {
-        if let Some(binding) = Self::of(base, headers) {
-            return Self { binding, set_cookie: None };
-        }
-        let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
-        let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
-        let cookie = format!(
-            "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
-            Self::cookie_name(base),
-            value.expose()
-        );
-        Self {
-            binding: crate::crypto::token_hash("pre-session", value.expose()),
-            set_cookie: HeaderValue::from_str(&cookie).ok(),
-        }
-    }
-
-    /// `res` with the new cookie, if any.
-    fn set_on(self, mut res: Response) -> Response {
-        if let Some(c) = self.set_cookie {
-            res.headers_mut().append(header::SET_COOKIE, c);
-        }
-        res
-    }
-}
 
 /// Whether a one-time link POST comes from an opaque origin (a sandboxed frame, a `data:`
 /// page), which the link POSTs refuse (see the module docs). A browser posts isto's own
@@ -230,7 +161,7 @@ pub(super) fn routes(app: AppState) -> Router {
 /// The CSRF token for a sign-out form on another page (e.g. `/me`): `POST /signout`
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
 pub(super) fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
-    let s = accounts::signed_in(base, headers)?;
+    let s = cookies::signed_in(base, headers)?;
     Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
 }
 
@@ -322,8 +253,8 @@ where
 
 /// The request's valid session, read on a blocking thread.
 async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
-    let headers = headers.clone();
-    call(&w.app, "session", move |x| Ok::<_, accounts::AccountError>(accounts::signed_in(&x.base, &headers)))
+    let tokens = cookies::session_tokens(headers);
+    call(&w.app, "session", move |x| Ok::<_, accounts::AccountError>(accounts::signed_in(&x.base, &tokens)))
         .await
         .ok()
         .flatten()
@@ -331,7 +262,7 @@ async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
 
 /// 303 to `next` with the new session cookie.
 fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&accounts::session_cookie(&w.app.base, token)) else {
+    let Ok(cookie) = HeaderValue::from_str(&cookies::session_cookie(&w.app.base, token)) else {
         return internal_page(w, ui);
     };
     let mut res = Redirect::to(&safe_next(next)).into_response();
@@ -671,7 +602,7 @@ async fn signup_confirm_submit(
 
 /// 303 to `/` deleting the session cookie.
 fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&accounts::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
+    let Ok(cookie) = HeaderValue::from_str(&cookies::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
     let mut res = Redirect::to("/").into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res

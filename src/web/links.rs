@@ -60,7 +60,7 @@ pub(super) async fn results_cadence(
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
         return super::cadence_invalid_page(&h, ui, &back);
     };
-    let account = crate::accounts::current(&h.base, &headers).map(|(id, _)| id);
+    let account = super::cookies::current(&h.base, &headers).map(|(id, _)| id);
     let t = token.clone();
     let asked =
         call(&h, "set_cadence", move |x| x.intents.request_cadence_by_manage(&t, cadence, account.as_deref())).await;

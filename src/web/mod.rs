@@ -28,17 +28,21 @@ mod authorize;
 #[cfg(test)]
 mod authorize_tests;
 mod client_limits;
+mod cookies;
 mod demand_page;
 mod i18n;
 mod links;
 #[cfg(test)]
 mod links_tests;
 mod mine;
+pub mod oauth;
 mod pages;
 mod seller_pages;
 #[cfg(test)]
 mod tests;
 pub mod wellknown;
+
+pub use cookies::SESSION_COOKIE;
 
 use crate::accounts::AccountError;
 use crate::base::ServiceError;
@@ -87,7 +91,7 @@ const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancesto
 /// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
 /// and the sellers' pages, the account pages ([`accounts`]) and
 /// `GET|POST /oauth/authorize` ([`authorize`], over the authorization server
-/// `oauth`, which `crate::oauth::routes` shares for its token endpoint).
+/// `oauth`, which [`oauth::routes`] shares for its token endpoint).
 ///
 /// Every page gets the body limit and [`security_headers`]; the stylesheet and the
 /// well-known files do not. Any request that matches no route goes to
@@ -305,7 +309,7 @@ where
 /// The signed-in account's id when the access policy lets its session do `action`
 /// (`accounts::current` reads the session: one short store read).
 fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<String, Denied> {
-    let current = crate::accounts::current(&h.base, headers);
+    let current = cookies::current(&h.base, headers);
     policy::authorize(&Credential::session(current.as_ref()), action, policy::no_lookup)
         .map_err(Refusal::denied)
         .map(|p| p.account_id().unwrap_or_default().to_owned())
