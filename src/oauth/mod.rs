@@ -43,6 +43,7 @@ mod clients;
 mod error;
 mod form;
 mod metadata;
+mod purge;
 mod token;
 
 use crate::base::Base;
@@ -56,10 +57,9 @@ pub use clients::{register_client, ClientRecord};
 pub use error::{Challenge, OAuthError};
 pub use form::Params;
 #[cfg(test)]
-pub(crate) use token::sweep;
-pub use token::{
-    grant_token, purge_tx, revoke_account, revoke_token, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS,
-};
+pub(crate) use purge::sweep;
+pub use purge::{purge_tx, revoke_account, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
+pub use token::{grant_token, revoke_token};
 
 pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
 
