@@ -96,7 +96,7 @@ pub struct ClientRecord {
     pub metadata_document: bool,
     /// Unix seconds of its last grant (code exchange or refresh); `None` until its first.
     /// The purge removes a registered client with no grant a day after registering, and
-    /// one unused for 90 days ([`super::token::purge_tx`]).
+    /// one unused for 90 days ([`super::purge::purge_tx`]).
     #[serde(default)]
     pub last_used_at: Option<i64>,
 }
