@@ -441,7 +441,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
             get(move || ready::public(h.clone()))
         })
         .merge(crate::web::routes(holder.clone(), oauth.clone()))
-        .merge(crate::oauth::routes(oauth))
+        .merge(crate::web::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(Arc::new(Front { trusted, limits, origins }), front))
         .layer(trace)
         .layer(axum::middleware::from_fn(outer))

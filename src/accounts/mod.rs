@@ -36,12 +36,9 @@ use crate::clock;
 use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
 use crate::records::ts;
 use crate::store::{Ns, Reads, StoreError, Tx};
-use axum::http::{header, HeaderMap};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-/// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "isto_session";
 /// Lifetime of a session, seconds (14 days).
 pub const SESSION_TTL_SECS: i64 = 14 * 24 * 3600;
 /// Lifetime of a one-time sign-in link, seconds (15 minutes).

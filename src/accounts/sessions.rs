@@ -1,23 +1,30 @@
-//! Web sessions: the session cookie, who is signed in on a request, starting and ending
-//! sessions (only the hash of a cookie token is stored).
+//! Web sessions: who is signed in, given the session tokens a request carried (the web
+//! face reads them from its cookies and sets the cookie: `crate::web`), starting and
+//! ending sessions (only the hash of a cookie token is stored).
 
 use super::*;
 
-/// Values of every `isto_session` cookie in the request (there may be several).
-pub(super) fn session_cookies(headers: &HeaderMap) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in headers.get_all(header::COOKIE) {
-        let Ok(s) = v.to_str() else { continue };
-        for pair in s.split(';') {
-            if let Some((name, value)) = pair.trim().split_once('=') {
-                let value = value.trim().trim_matches('"');
-                if name.trim() == SESSION_COOKIE && !value.is_empty() && value.len() <= 200 {
-                    out.push(value.to_owned());
-                }
-            }
-        }
+/// The session tokens a request carried: the values of its session cookies (there may
+/// be several), as the web face read them from the `Cookie` header. `Debug` prints only
+/// how many.
+#[derive(Clone, Default)]
+pub struct SessionTokens(Vec<String>);
+
+impl SessionTokens {
+    /// Longest token value looked up, bytes (a real one is 32 characters).
+    pub const MAX_LEN: usize = 200;
+
+    /// The tokens among `values`: empty values and values over [`Self::MAX_LEN`] bytes
+    /// are dropped (no session has them).
+    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
+        Self(values.into_iter().filter(|v| !v.is_empty() && v.len() <= Self::MAX_LEN).collect())
     }
-    out
+}
+
+impl std::fmt::Debug for SessionTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionTokens({} values)", self.0.len())
+    }
 }
 
 /// A valid session with its account.
@@ -32,12 +39,12 @@ pub struct Signed {
     pub account: Account,
 }
 
-/// The session of the request, if its cookie names one that exists, has not expired
-/// and belongs to an enabled account. Reads the store.
-pub fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
+/// The session of the request, if one of its session `tokens` names one that exists,
+/// has not expired and belongs to an enabled account. Reads the store.
+pub fn signed_in(base: &Base, tokens: &SessionTokens) -> Option<Signed> {
     let now = base.clock.now();
-    for token in session_cookies(headers) {
-        let key = session_key(&token);
+    for token in &tokens.0 {
+        let key = session_key(token);
         let found = base.store.read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
             let Some(s) = rx.record::<SessionRecord>(Ns::Session, &key)? else { return Ok(None) };
             let a = rx.record::<Account>(Ns::Account, &s.account_id)?;
@@ -54,11 +61,11 @@ pub fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
     None
 }
 
-/// The signed-in account `(id, role)` from the request's `isto_session` cookie, if the
+/// The signed-in account `(id, role)` of the request's session `tokens`, if the
 /// session exists, has not expired, and the account is not disabled. Reads the store
 /// (call it on a blocking thread, or accept one short store read).
-pub fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
-    signed_in(base, headers).map(|s| (s.account.id, s.account.role))
+pub fn current(base: &Base, tokens: &SessionTokens) -> Option<(String, String)> {
+    signed_in(base, tokens).map(|s| (s.account.id, s.account.role))
 }
 
 /// Starts a session for `account_id` in `tx`; returns the cookie token.
@@ -85,18 +92,6 @@ pub(super) fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>
         }
     }
     Ok(n)
-}
-
-/// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
-pub fn session_cookie(base: &Base, token: &str) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
-    format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
-}
-
-/// The `Set-Cookie` value that deletes the session cookie.
-pub fn clear_cookie(base: &Base) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
-    format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
 }
 
 // ---------------------------------------------------------------------------

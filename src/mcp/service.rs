@@ -12,7 +12,7 @@ use crate::policy::{self, Action, Denied, Refusal, Resource};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
 use axum::response::Response;
@@ -89,9 +89,12 @@ pub struct BearerGate {
 /// "Scope challenge handling"), before rmcp dispatches anything.
 /// Use with `axum::middleware::from_fn_with_state(gate, require_bearer)`, or [`protect`].
 pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: Next) -> Response {
-    let grant = match crate::oauth::admit(&gate.base, req.headers(), gate.resource) {
+    // A header that is not visible ASCII reads as none: the plain 401 challenge.
+    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let grant = match crate::oauth::admit(&gate.base, authorization, gate.resource) {
         Ok(grant) => grant,
-        Err(res) => return res,
+        // The response of an `OAuthError` is built by the web face (`crate::web::oauth`).
+        Err(refused) => return refused.into_response(),
     };
     let mut req = if req.method() == Method::POST {
         let (parts, body) = req.into_parts();
@@ -103,7 +106,7 @@ pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: 
         for name in tool_calls(&bytes) {
             let asked = policy::authorize(&who, Action::Call(gate.resource, &name), |_| Ok::<_, Infallible>(true));
             if let Err(Refusal::Denied(d @ Denied::InsufficientScope { .. })) = asked {
-                return crate::oauth::refuse(&gate.base, gate.resource, Some(&grant), &d);
+                return crate::oauth::refuse(&gate.base, gate.resource, Some(&grant), &d).into_response();
             }
         }
         Request::from_parts(parts, Body::from(bytes))

@@ -22,11 +22,6 @@ use crate::crypto::{new_id, new_token, token_hash};
 use crate::net::ClientAddr;
 use crate::outbound::Fetcher;
 use crate::store::{Ns, Reads, StoreError};
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -101,7 +96,7 @@ pub struct ClientRecord {
     pub metadata_document: bool,
     /// Unix seconds of its last grant (code exchange or refresh); `None` until its first.
     /// The purge removes a registered client with no grant a day after registering, and
-    /// one unused for 90 days ([`super::token::purge_tx`]).
+    /// one unused for 90 days ([`super::purge::purge_tx`]).
     #[serde(default)]
     pub last_used_at: Option<i64>,
 }
@@ -334,42 +329,49 @@ pub fn client_from_metadata(
     })
 }
 
-/// `POST /oauth/register` (RFC 7591): a JSON body of client metadata → `201` with the
-/// client_id (and client_secret unless `token_endpoint_auth_method` is `none`). A client
-/// address that registered `quotas.registrations_per_client_per_hour` clients in the
-/// last hour gets `429 temporarily_unavailable` with `Retry-After` ([`OAuthError::quota`])
-/// and nothing is stored; refused metadata is not counted.
-pub async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<ClientAddr>>, body: Bytes) -> Response {
-    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&body) else {
-        return OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata")
-            .into_response();
+/// Dynamic client registration, `POST /oauth/register` (RFC 7591): a JSON `body` of
+/// client metadata from the client address `client_addr` → the RFC 7591 §3.2.1
+/// registration response with the client_id (and client_secret unless
+/// `token_endpoint_auth_method` is `none`), which the face answers `201` with
+/// `Cache-Control: no-store`. A client address that registered
+/// `quotas.registrations_per_client_per_hour` clients in the last hour gets `429
+/// temporarily_unavailable` with `Retry-After` ([`OAuthError::quota`]) and nothing is
+/// stored; refused metadata is not counted.
+///
+/// # Errors
+/// The RFC 7591 §3.2.2 error to answer.
+pub async fn register_client(
+    ctx: &Shared,
+    client_addr: Option<ClientAddr>,
+    body: &[u8],
+) -> Result<Map<String, Value>, OAuthError> {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) else {
+        return Err(OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata"));
     };
     let now = now_unix(&ctx.base);
-    let mut client = match client_from_metadata(&m, new_id("cli_"), now, false) {
-        Ok(c) => c,
-        Err((code, why)) => return OAuthError::bad(code, why).into_response(),
-    };
-    let quota_key = Key::Client(client_addr.and_then(|Extension(c)| c.key()));
+    let mut client =
+        client_from_metadata(&m, new_id("cli_"), now, false).map_err(|(code, why)| OAuthError::bad(code, why))?;
+    let quota_key = Key::Client(client_addr.and_then(ClientAddr::key));
     if let Err(e) = ctx.base.quotas.take(Rule::RegistrationsPerClient, &quota_key, now) {
         tracing::info!(rule = e.rule.setting(), "oauth: registration refused: quota used up");
-        return OAuthError::quota(&e).into_response();
+        return Err(OAuthError::quota(&e));
     }
     let secret = (client.token_endpoint_auth_method != "none").then(|| new_token(32));
     if let Some(s) = &secret {
         let Some(hash) = ctx.base.keys.keyed_hash(KIND_SECRET, s.expose()) else {
             ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
-            return OAuthError::from(Internal::logged("oauth register", &"the key ring has no key")).into_response();
+            return Err(Internal::logged("oauth register", &"the key ring has no key").into());
         };
         client.client_secret_hash = Some(hash);
     }
     let record = client.clone();
-    let stored = blocking(&ctx, "oauth register", move |h| {
+    let stored = blocking(ctx, "oauth register", move |h| {
         h.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
     })
     .await;
     if let Err(e) = stored {
         ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
-        return e.into_response();
+        return Err(e.into());
     }
     tracing::info!(client_id = %client.client_id, "oauth: client registered");
     let mut out = client.registration_response();
@@ -377,8 +379,7 @@ pub async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<C
         out.insert("client_secret".into(), json!(s.expose()));
         out.insert("client_secret_expires_at".into(), json!(0));
     }
-    (StatusCode::CREATED, [(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], axum::Json(out))
-        .into_response()
+    Ok(out)
 }
 
 /// The metadata-document client cache and fetcher.

@@ -1,13 +1,16 @@
-//! The outward shapes of OAuth failures, each built here and nowhere else: RFC 6749 §5.2
-//! error JSON (token, registration and revocation endpoints), RFC 6750 §3 bearer
-//! challenges (the MCP endpoints, including every [`Denied`] of the access policy), and
-//! a generic `server_error` for internal failures, whose cause is logged once, by
-//! [`Internal::logged`], inside the request's span and never in the response.
+//! OAuth failures as typed values, each decided here and nowhere else: RFC 6749 §5.2
+//! errors (token, registration and revocation endpoints), RFC 6750 §3 bearer challenges
+//! (the MCP endpoints, including every [`Denied`] of the access policy), and a generic
+//! `server_error` for internal failures, whose cause is logged once, by
+//! [`Internal::logged`], inside the request's span and never in the response. One
+//! [`OAuthError`] carries all a face needs to answer (status, error JSON, the
+//! `WWW-Authenticate` challenge, `Retry-After`); the HTTP response is built from it by
+//! the web face (`crate::web`), for its OAuth routes and the MCP endpoints' bearer gate
+//! alike.
 
 use crate::policy::Denied;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use http::StatusCode;
+use serde_json::{json, Value};
 
 /// What a client is told of an internal failure.
 const INTERNAL_DESCRIPTION: &str = "internal error; try again later";
@@ -26,23 +29,33 @@ impl Internal {
     }
 }
 
-impl IntoResponse for Internal {
-    fn into_response(self) -> Response {
-        OAuthError::from(self).into_response()
-    }
+/// The authentication challenge of an [`OAuthError`]: the `WWW-Authenticate` value a
+/// face sends with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Challenge {
+    /// No challenge.
+    None,
+    /// `Basic realm="isto"`: the client tried HTTP Basic and failed (RFC 6749 §5.2).
+    Basic,
+    /// `Bearer resource_metadata="…", …` (RFC 6750 §3, RFC 9728 §5.1): the whole header
+    /// value. A bearer challenge is answered without `Pragma: no-cache`.
+    Bearer(String),
 }
 
-/// An RFC 6749 §5.2 / RFC 7591 §3.2.2 error response.
+/// An OAuth failure as a face answers it: an RFC 6749 §5.2 / RFC 7591 §3.2.2 error, or an
+/// RFC 6750 §3 bearer challenge. The body is [`OAuthError::body`]; the response carries
+/// `Cache-Control: no-store` (and `Pragma: no-cache` unless the challenge is a bearer
+/// one), the challenge as `WWW-Authenticate` and `retry_after` as `Retry-After`.
 #[derive(Debug, Clone)]
 pub struct OAuthError {
-    /// HTTP status (400, 401, 500).
+    /// HTTP status (400, 401, 403, 429, 500).
     pub status: StatusCode,
     /// The error code (`invalid_request`, `invalid_grant`, …).
     pub error: &'static str,
     /// Human text; never contains a secret.
     pub description: String,
-    /// Whether to add `WWW-Authenticate: Basic` (client tried HTTP Basic and failed).
-    pub basic: bool,
+    /// The `WWW-Authenticate` challenge, if any.
+    pub challenge: Challenge,
     /// Seconds for a `Retry-After` header (a used-up quota, answered 429).
     pub retry_after: Option<u64>,
 }
@@ -50,7 +63,12 @@ pub struct OAuthError {
 impl OAuthError {
     /// An error with a status.
     pub fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
-        Self { status, error, description: description.into(), basic: false, retry_after: None }
+        Self { status, error, description: description.into(), challenge: Challenge::None, retry_after: None }
+    }
+
+    /// The JSON body: `{"error": …, "error_description": …}`.
+    pub fn body(&self) -> Value {
+        json!({"error": self.error, "error_description": self.description})
     }
 
     /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (issue 9
@@ -70,30 +88,14 @@ impl OAuthError {
 
     /// `401 invalid_client`.
     pub fn invalid_client(basic: bool) -> Self {
-        Self { basic, ..Self::new(StatusCode::UNAUTHORIZED, "invalid_client", "client authentication failed") }
+        let challenge = if basic { Challenge::Basic } else { Challenge::None };
+        Self { challenge, ..Self::new(StatusCode::UNAUTHORIZED, "invalid_client", "client authentication failed") }
     }
 }
 
 impl From<Internal> for OAuthError {
     fn from(_: Internal) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", INTERNAL_DESCRIPTION)
-    }
-}
-
-impl IntoResponse for OAuthError {
-    fn into_response(self) -> Response {
-        let body = json!({"error": self.error, "error_description": self.description});
-        let mut res = (self.status, axum::Json(body)).into_response();
-        let h = res.headers_mut();
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-        if self.basic {
-            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"isto\""));
-        }
-        if let Some(secs) = self.retry_after {
-            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        res
     }
 }
 
@@ -113,10 +115,15 @@ fn quoted(v: &str) -> String {
     s
 }
 
-/// A bearer challenge response (RFC 6750 §3, RFC 9728 §5.1):
+/// A bearer challenge (RFC 6750 §3, RFC 9728 §5.1):
 /// `WWW-Authenticate: Bearer resource_metadata="…", scope="…"[, error="…", error_description="…"]`
-/// and the same error as JSON in the body.
-pub fn bearer_challenge(status: StatusCode, metadata_url: &str, scope: &str, error: Option<(&str, &str)>) -> Response {
+/// and the same error as JSON in the body (without an error code: `unauthorized`).
+pub fn bearer_challenge(
+    status: StatusCode,
+    metadata_url: &str,
+    scope: &str,
+    error: Option<(&'static str, &str)>,
+) -> OAuthError {
     let mut v = format!("Bearer resource_metadata={}", quoted(metadata_url));
     if !scope.is_empty() {
         v.push_str(&format!(", scope={}", quoted(scope)));
@@ -124,17 +131,8 @@ pub fn bearer_challenge(status: StatusCode, metadata_url: &str, scope: &str, err
     if let Some((code, why)) = error {
         v.push_str(&format!(", error={}, error_description={}", quoted(code), quoted(why)));
     }
-    let body = match error {
-        Some((code, why)) => json!({"error": code, "error_description": why}),
-        None => json!({"error": "unauthorized", "error_description": "this endpoint needs an OAuth access token"}),
-    };
-    let mut res = (status, axum::Json(body)).into_response();
-    let h = res.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&v) {
-        h.insert(header::WWW_AUTHENTICATE, v);
-    }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    res
+    let (code, why) = error.unwrap_or(("unauthorized", "this endpoint needs an OAuth access token"));
+    OAuthError { challenge: Challenge::Bearer(v), ..OAuthError::new(status, code, why) }
 }
 
 /// The bearer challenge of an access-policy refusal at an MCP endpoint:
@@ -143,7 +141,7 @@ pub fn bearer_challenge(status: StatusCode, metadata_url: &str, scope: &str, err
 /// [`Denied::InsufficientScope`] → 403 `insufficient_scope` with `scope` = the token's
 /// scopes plus the ones needed (MCP step-up); the seller rules (not asked at the door)
 /// → 403 `insufficient_scope` naming the rule.
-pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> Response {
+pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> OAuthError {
     match denied {
         Denied::MissingCredentials => bearer_challenge(StatusCode::UNAUTHORIZED, metadata_url, all_scopes, None),
         Denied::WrongResource => bearer_challenge(

@@ -2,7 +2,6 @@
 //! and none may be repeated) and HTTP Basic client credentials (RFC 6749 §2.3.1).
 
 use super::error::OAuthError;
-use axum::http::{header, HeaderMap};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -73,15 +72,16 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-/// Reads client credentials from `Authorization: Basic` or the body. Using both
-/// methods, or sending a different client_id beside Basic, is `invalid_request`.
+/// Reads client credentials from `Authorization: Basic` (`authorization`: the header's
+/// value, if the request had one) or the body. Using both methods, or sending a
+/// different client_id beside Basic, is `invalid_request`.
 ///
 /// # Errors
 /// [`OAuthError`] `invalid_request`, or `invalid_client` for a malformed Basic header.
-pub fn credentials(headers: &HeaderMap, params: &Params) -> Result<Credentials, OAuthError> {
+pub fn credentials(authorization: Option<&str>, params: &Params) -> Result<Credentials, OAuthError> {
     let form_id = params.get("client_id").map(str::to_owned);
     let form_secret = params.get("client_secret").map(str::to_owned);
-    let basic = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
+    let basic = authorization.and_then(|v| {
         let (scheme, rest) = v.trim().split_once(' ')?;
         scheme.eq_ignore_ascii_case("basic").then(|| rest.trim().to_owned())
     });

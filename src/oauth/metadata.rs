@@ -3,11 +3,7 @@
 //! for `/mcp/buyer` and `/mcp/seller`. The issuer is the public URL without a trailing
 //! slash, so the metadata lives at the root well-known path.
 
-use super::{Resource, Shared, SCOPES};
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use super::{Resource, Server, SCOPES};
 use serde_json::{json, Value};
 
 /// Client authentication methods of the token and revocation endpoints.
@@ -48,23 +44,16 @@ pub fn resource_document(base: &str, holder_name: &str, r: Resource) -> Value {
     })
 }
 
-fn cached_json(v: Value) -> Response {
-    ([(header::CACHE_CONTROL, "public, max-age=300")], Json(v)).into_response()
-}
+impl Server {
+    /// This holder's RFC 8414 document (`GET /.well-known/oauth-authorization-server`).
+    pub fn authorization_server_document(&self) -> Value {
+        authorization_server_document(&self.base.settings.public_url.base)
+    }
 
-/// `GET /.well-known/oauth-authorization-server`.
-pub async fn authorization_server(State(ctx): State<Shared>) -> Response {
-    cached_json(authorization_server_document(&ctx.base.settings.public_url.base))
-}
-
-/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`.
-pub async fn buyer_resource(State(ctx): State<Shared>) -> Response {
-    let s = &ctx.base.settings;
-    cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Buyer))
-}
-
-/// `GET /.well-known/oauth-protected-resource/mcp/seller`.
-pub async fn seller_resource(State(ctx): State<Shared>) -> Response {
-    let s = &ctx.base.settings;
-    cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Seller))
+    /// This holder's RFC 9728 document of `r` (`GET
+    /// /.well-known/oauth-protected-resource/mcp/buyer` or `…/mcp/seller`).
+    pub fn resource_document(&self, r: Resource) -> Value {
+        let s = &self.base.settings;
+        resource_document(&s.public_url.base, &s.holder_name, r)
+    }
 }

@@ -21,8 +21,15 @@
 //!   parallel retries); after that its reuse revokes the family.
 //! * Client secrets stored under a keyed hash (HMAC with the holder's key).
 //! * `/oauth/revoke`: RFC 7009.
-//! * [`check_bearer`]: the resource server's check, answering 401/403 with
+//! * [`check_bearer`]: the resource server's check, refusing with 401/403 and
 //!   `WWW-Authenticate: Bearer resource_metadata="…"`.
+//!
+//! HTTP is the faces' (`crate::web` routes the endpoints above and builds every
+//! response; `crate::mcp` gates its endpoints with [`admit`]): this module takes plain
+//! inputs — a form or JSON body as bytes, the `Authorization` header's value, the
+//! client's address — and gives typed answers: the JSON documents of RFC 8414, 9728,
+//! 7591 and 6749 §5.1, or an [`OAuthError`] that says all of the refusal (status, error
+//! JSON, challenge, `Retry-After`).
 //!
 //! Codes, tokens and client secrets are 160/256-bit random values stored only as
 //! hashes ([`crate::crypto::token_hash`]; client secrets
@@ -36,24 +43,23 @@ mod clients;
 mod error;
 mod form;
 mod metadata;
+mod purge;
 mod token;
 
 use crate::base::Base;
 use crate::crypto::token_hash;
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::store::{Ns, Reads, StoreError};
-use axum::extract::DefaultBodyLimit;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
+use http::StatusCode;
 use std::sync::Arc;
 
-pub use clients::ClientRecord;
+pub use clients::{register_client, ClientRecord};
+pub use error::{Challenge, OAuthError};
 pub use form::Params;
 #[cfg(test)]
-pub(crate) use token::sweep;
-pub use token::{purge_tx, revoke_account, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
+pub(crate) use purge::sweep;
+pub use purge::{purge_tx, revoke_account, OAuthPurged, CLIENT_GRANT_WINDOW_SECS, CLIENT_UNUSED_SECS};
+pub use token::{grant_token, revoke_token};
 
 pub use crate::policy::{Resource, SCOPES, SCOPE_DEMAND, SCOPE_INTENTS, SCOPE_OFFERS};
 
@@ -63,9 +69,6 @@ pub const CODE_TTL_SECS: i64 = 60;
 pub const ACCESS_TTL_SECS: i64 = 3600;
 /// Lifetime of a refresh token, seconds (each rotation starts a new 30 days).
 pub const REFRESH_TTL_SECS: i64 = 30 * 86400;
-
-/// Largest body accepted by the registration, token and revocation endpoints.
-const BODY_LIMIT: usize = 16 * 1024;
 
 /// A verified access token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,8 +104,8 @@ impl Grant {
 }
 
 /// The authorization server's shared state: the handles and the cache of client ID
-/// metadata documents. Built once ([`Server::new`]) and shared by the OAuth routes and
-/// the authorization page, so both see the same cached clients.
+/// metadata documents. Built once ([`Server::new`]) and shared by the web face's OAuth
+/// routes and its authorization page, so both see the same cached clients.
 pub struct Server {
     base: Arc<Base>,
     cimd: clients::Cimd,
@@ -118,63 +121,6 @@ impl Server {
 }
 
 type Shared = Arc<Server>;
-
-/// The authorization server and protected-resource routes:
-/// `GET /.well-known/oauth-authorization-server`,
-/// `GET /.well-known/oauth-protected-resource[/mcp/buyer|/mcp/seller]`,
-/// `POST /oauth/register`, `POST /oauth/token`, `POST /oauth/revoke` (the page
-/// `GET|POST /oauth/authorize` is routed by `crate::web`).
-///
-/// The machine endpoints (metadata, register, token, revoke) answer CORS requests from any
-/// origin (browser-based MCP clients), so the app's same-origin POST check must let
-/// `/oauth/register`, `/oauth/token` and `/oauth/revoke` through.
-pub fn routes(ctx: Arc<Server>) -> Router {
-    let api = Router::new()
-        .route("/.well-known/oauth-authorization-server", get(metadata::authorization_server).options(preflight))
-        .route("/.well-known/oauth-protected-resource", get(metadata::buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(metadata::buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/seller", get(metadata::seller_resource).options(preflight))
-        .route("/oauth/register", post(clients::register).options(preflight))
-        .route("/oauth/token", post(token::token).options(preflight))
-        .route("/oauth/revoke", post(token::revoke).options(preflight))
-        // Metadata a client may probe for that this holder does not publish (path-suffixed
-        // variants, OpenID discovery): a JSON 404 that a browser-based client can read,
-        // with the CORS headers of the rest (issue 10 point 7).
-        .route("/.well-known/oauth-authorization-server/{*rest}", get(no_metadata).options(preflight))
-        .route("/.well-known/oauth-protected-resource/{*rest}", get(no_metadata).options(preflight))
-        .route("/.well-known/openid-configuration", get(no_metadata).options(preflight))
-        .route("/.well-known/openid-configuration/{*rest}", get(no_metadata).options(preflight))
-        .layer(axum::middleware::map_response(cors_headers));
-    api.layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
-}
-
-/// CORS for the machine endpoints: any origin, no cookies.
-async fn cors_headers(mut res: Response) -> Response {
-    let h = res.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("WWW-Authenticate"));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    res
-}
-
-/// A discovery document this holder does not publish: 404 with a JSON error body.
-async fn no_metadata() -> Response {
-    let body = serde_json::json!({"error": "not_found", "error_description": "no such metadata document on this holder; see /.well-known/oauth-authorization-server and /.well-known/oauth-protected-resource/mcp/buyer"});
-    (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
-}
-
-/// `OPTIONS`: the CORS preflight answer.
-async fn preflight() -> Response {
-    (
-        StatusCode::NO_CONTENT,
-        [
-            (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, OPTIONS"),
-            (header::ACCESS_CONTROL_ALLOW_HEADERS, "Authorization, Content-Type, MCP-Protocol-Version"),
-            (header::ACCESS_CONTROL_MAX_AGE, "86400"),
-        ],
-    )
-        .into_response()
-}
 
 /// Runs a short store operation off the async threads, in the request's span. Storage
 /// failures are logged here, once, by operation name only ([`error::Internal::logged`]).
@@ -197,22 +143,28 @@ fn now_unix(base: &Base) -> i64 {
     base.clock.now().unix_timestamp()
 }
 
-/// Checks `Authorization: Bearer <token>` for `resource` (the absolute URL
+/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value, `None`
+/// without one or when it is not visible ASCII) for `resource` (the absolute URL
 /// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope): the
 /// token must be genuine (known, unrevoked, unexpired: checked here) and then allowed by
 /// [`policy::authorize`] ([`Action::Reach`]: bound to `resource`, carrying `scope`).
 ///
-/// `Err` is the complete response to send: 401 with `WWW-Authenticate: Bearer
+/// # Errors
+/// The refusal to answer: 401 with `WWW-Authenticate: Bearer
 /// resource_metadata="<public>/.well-known/oauth-protected-resource/mcp/…", scope="…"`
 /// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
 /// is unknown, expired, revoked or bound to another resource; 400 `invalid_request` when
 /// the header is not `Bearer <token>`; 403 with `error="insufficient_scope"` and
 /// `scope` = the token's scopes plus the one missing (MCP step-up); 500 when the store
 /// fails. One short store read; callable from async code.
-#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
-pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &str) -> Result<Grant, Response> {
+pub fn check_bearer(
+    base: &Base,
+    authorization: Option<&str>,
+    resource: &str,
+    scope: &str,
+) -> Result<Grant, OAuthError> {
     let scope = Some(scope).filter(|s| !s.is_empty());
-    bearer_check(base, headers, resource, |r| Action::Reach(r, scope))
+    bearer_check(base, authorization, resource, |r| Action::Reach(r, scope))
 }
 
 /// The bearer check at the gate of `resource`'s endpoint: [`check_bearer`] for what the
@@ -220,10 +172,9 @@ pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &st
 /// scope on `/mcp/seller`).
 ///
 /// # Errors
-/// The response to send, as [`check_bearer`].
-#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
-pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Grant, Response> {
-    bearer_check(base, headers, &resource.url(&base.settings.public_url.base), Action::connect)
+/// The refusal to answer, as [`check_bearer`].
+pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Result<Grant, OAuthError> {
+    bearer_check(base, authorization, &resource.url(&base.settings.public_url.base), Action::connect)
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
@@ -231,19 +182,18 @@ pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Gra
 /// missing credentials or another resource, 403 `insufficient_scope` with `scope` = the
 /// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
 /// scopes do not cover, checked before the call is dispatched).
-pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> Response {
+pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> OAuthError {
     let url_base = &base.settings.public_url.base;
     let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();
     error::bearer_denied(&resource.metadata_url(url_base), &resource.scopes().join(" "), token_scopes, denied)
 }
 
-#[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 fn bearer_check<'a>(
     base: &Base,
-    headers: &HeaderMap,
+    authorization: Option<&str>,
     resource: &str,
     action: impl FnOnce(Resource) -> Action<'a>,
-) -> Result<Grant, Response> {
+) -> Result<Grant, OAuthError> {
     let url_base = &base.settings.public_url.base;
     let metadata_url = format!(
         "{url_base}/.well-known/oauth-protected-resource{}",
@@ -253,7 +203,7 @@ fn bearer_check<'a>(
     let invalid = |why: &str| {
         error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
     };
-    let grant = match headers.get(header::AUTHORIZATION) {
+    let grant = match authorization {
         None => None,
         Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
             // Another scheme (`Basic …`) or an empty `Bearer` carries no bearer token:
@@ -264,7 +214,7 @@ fn bearer_check<'a>(
             }
             TokenProblem::Unknown => invalid("the access token is unknown or revoked"),
             TokenProblem::Expired => invalid("the access token expired"),
-            TokenProblem::Store(e) => error::Internal::logged("bearer check", &e).into_response(),
+            TokenProblem::Store(e) => error::Internal::logged("bearer check", &e).into(),
         })?),
     };
     let who = Grant::credential(grant.as_ref(), url_base);
@@ -295,9 +245,9 @@ enum TokenProblem {
     Store(StoreError),
 }
 
-/// The grant of the `Authorization` header's bearer token, if the token is genuine.
-fn genuine_token(base: &Base, raw: &HeaderValue) -> Result<Grant, TokenProblem> {
-    let token = raw.to_str().ok().and_then(|v| {
+/// The grant of the `Authorization` header's (`raw`) bearer token, if the token is genuine.
+fn genuine_token(base: &Base, raw: &str) -> Result<Grant, TokenProblem> {
+    let token = Some(raw).and_then(|v| {
         let (scheme, rest) = v.trim().split_once(' ')?;
         scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim()).filter(|t| !t.is_empty() && !t.contains(' '))
     });

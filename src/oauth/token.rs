@@ -24,16 +24,11 @@ use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS
 use crate::base::Base;
 use crate::crypto::{new_id, new_token, token_hash, Secret};
 use crate::store::{Ns, Reads, StoreError, Tx};
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 
 /// Hash kind of authorization codes.
 pub const KIND_CODE: &str = "oauth-code";
@@ -42,7 +37,7 @@ pub const KIND_ACCESS: &str = "oauth-access";
 /// Hash kind of refresh tokens.
 pub const KIND_REFRESH: &str = "oauth-refresh";
 /// How long a used or expired code is kept for replay detection after its expiry, seconds.
-const CODE_KEEP_SECS: i64 = 86400;
+pub(super) const CODE_KEEP_SECS: i64 = 86400;
 /// Derivation purposes of the access and refresh token that a refresh token's rotation
 /// mints ([`crate::crypto::KeyRing::derive_token`] of the presented token).
 const SUCCESSOR_ACCESS: &str = "oauth-refresh-successor-access";
@@ -280,28 +275,29 @@ const TOKEN_PARAMS: [&str; 9] = [
     "resource",
 ];
 
-/// `POST /oauth/token`: `authorization_code` (with PKCE) and `refresh_token` grants.
-/// Answers `{"access_token","token_type":"Bearer","expires_in","refresh_token","scope"}`
-/// with `Cache-Control: no-store`, or an RFC 6749 §5.2 error.
-pub async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    match token_grant(&ctx, &headers, &body).await {
-        Ok(issued) => {
-            let mut out = json!({
-                "access_token": issued.access.expose(),
-                "token_type": "Bearer",
-                "expires_in": issued.expires_in,
-                "scope": issued.scopes.join(" "),
-            });
-            if let Some(r) = &issued.refresh {
-                out["refresh_token"] = json!(r.expose());
-            }
-            ([(header::CACHE_CONTROL, "no-store"), (header::PRAGMA, "no-cache")], axum::Json(out)).into_response()
-        }
-        Err(e) => e.into_response(),
+/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §5.1, §6):
+/// `authorization_code` (with PKCE) and `refresh_token` grants, given the
+/// `Authorization` header's value (`authorization`, if any) and the form `body`. Gives
+/// the RFC 6749 §5.1 answer `{"access_token","token_type":"Bearer","expires_in",
+/// "refresh_token","scope"}`, which the face sends with `Cache-Control: no-store`.
+///
+/// # Errors
+/// The RFC 6749 §5.2 error to answer.
+pub async fn grant_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<Value, OAuthError> {
+    let issued = token_grant(ctx, authorization, body).await?;
+    let mut out = json!({
+        "access_token": issued.access.expose(),
+        "token_type": "Bearer",
+        "expires_in": issued.expires_in,
+        "scope": issued.scopes.join(" "),
+    });
+    if let Some(r) = &issued.refresh {
+        out["refresh_token"] = json!(r.expose());
     }
+    Ok(out)
 }
 
-async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<Issued, OAuthError> {
+async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<Issued, OAuthError> {
     let p = Params::parse(body);
     if p.is_repeated("resource") {
         return Err(OAuthError::bad("invalid_target", "give one resource"));
@@ -309,7 +305,7 @@ async fn token_grant(ctx: &Shared, headers: &HeaderMap, body: &[u8]) -> Result<I
     if let Some(name) = p.first_repeated(&TOKEN_PARAMS) {
         return Err(OAuthError::bad("invalid_request", format!("{name} must be sent once")));
     }
-    let creds = credentials(headers, &p)?;
+    let creds = credentials(authorization, &p)?;
     let grant_type = p.get("grant_type").ok_or_else(|| OAuthError::bad("invalid_request", "grant_type is required"))?;
     if grant_type != "authorization_code" && grant_type != "refresh_token" {
         return Err(OAuthError::bad("unsupported_grant_type", "use authorization_code or refresh_token"));
@@ -538,32 +534,30 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: i64) -> Re
     }))
 }
 
-/// `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`). Client credentials,
-/// when sent, are checked, and then only that client's tokens are revoked. Always `200`
-/// for unknown tokens. Revoking a refresh token revokes its family; revoking an access
-/// token removes that token.
-pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let p = Params::parse(&body);
+/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`) in the
+/// form `body`. Client credentials, when sent (`authorization`: the `Authorization`
+/// header's value, or the body), are checked, and then only that client's tokens are
+/// revoked. `Ok` (answered `200`) for unknown tokens too. Revoking a refresh token
+/// revokes its family; revoking an access token removes that token.
+///
+/// # Errors
+/// The RFC 6749 §5.2 error to answer.
+pub async fn revoke_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<(), OAuthError> {
+    let p = Params::parse(body);
     if let Some(name) = p.first_repeated(&["token", "token_type_hint", "client_id", "client_secret"]) {
-        return OAuthError::bad("invalid_request", format!("{name} must be sent once")).into_response();
+        return Err(OAuthError::bad("invalid_request", format!("{name} must be sent once")));
     }
     let Some(token) = p.get("token") else {
-        return OAuthError::bad("invalid_request", "token is required").into_response();
+        return Err(OAuthError::bad("invalid_request", "token is required"));
     };
-    let creds = match credentials(&headers, &p) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
+    let creds = credentials(authorization, &p)?;
     let client_id = match creds.client_id {
-        Some(_) => match authenticate(&ctx, &creds).await {
-            Ok(c) => Some(c.client_id),
-            Err(e) => return e.into_response(),
-        },
+        Some(_) => Some(authenticate(ctx, &creds).await?.client_id),
         None => None,
     };
     let access = token_hash(KIND_ACCESS, token);
     let refresh = token_hash(KIND_REFRESH, token);
-    let done = blocking(&ctx, "oauth revoke", move |h| {
+    blocking(ctx, "oauth revoke", move |h| {
         h.store.write(|tx| -> Result<(), StoreError> {
             let mine = |t: &TokenRecord| client_id.as_deref().is_none_or(|c| c == t.client_id);
             if tx.record::<TokenRecord>(Ns::Token, &access)?.is_some_and(|t| mine(&t)) {
@@ -575,135 +569,13 @@ pub async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) 
             Ok(())
         })
     })
-    .await;
-    match done {
-        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-/// Revokes every token of an account (a disabled seller, a deleted account) and drops
-/// its unused codes; returns the number of families revoked.
-///
-/// # Errors
-/// Storage errors.
-pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> {
-    base.store.write(|tx| {
-        let mut n = 0;
-        for (id, mut f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
-            if f.account_id == account_id && !f.revoked {
-                f.revoked = true;
-                tx.put_record(Ns::TokenFamily, &id, &f)?;
-                n += 1;
-            }
-        }
-        for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
-            if c.account_id == account_id && c.family.is_none() {
-                tx.remove_record(Ns::AuthCode, &key)?;
-            }
-        }
-        Ok(n)
-    })
-}
-
-/// A registered client is removed when it completed no grant within this many seconds
-/// of its registration (issue 9 point 3).
-pub const CLIENT_GRANT_WINDOW_SECS: i64 = 86400;
-/// A registered client is removed when its last grant (code exchange or refresh) is
-/// this many seconds old and it holds no live authorization (issue 9 point 3).
-pub const CLIENT_UNUSED_SECS: i64 = 90 * 86400;
-
-/// What [`purge_tx`] removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OAuthPurged {
-    /// Registered clients that completed no grant within a day of registering, or whose
-    /// last grant is 90 days old.
-    pub clients: u64,
-    /// Authorization codes a day after their expiry.
-    pub codes: u64,
-    /// Expired access and refresh tokens.
-    pub tokens: u64,
-    /// Authorizations (token families) whose every token expired.
-    pub families: u64,
-}
-
-/// [`purge_tx`] in a write transaction of its own at the holder's time; returns how many
-/// records went (tests; `isto serve` purges through `Intents::purge`).
-///
-/// # Errors
-/// Storage errors.
-#[cfg(test)]
-pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
-    let n = base.store.write(|tx| purge_tx(tx, now_unix(base)))?;
-    Ok(n.clients + n.codes + n.tokens + n.families)
-}
-
-/// Removes, in `tx` at `now` (unix seconds): expired tokens, families whose every token
-/// expired, codes a day after their expiry, and registered clients that are not in use
-/// — no authorization left and either no grant ever, [`CLIENT_GRANT_WINDOW_SECS`] after
-/// registering, or none for [`CLIENT_UNUSED_SECS`]. A client registered before grants
-/// were recorded on it ([`ClientRecord::last_used_at`] absent) that still holds an
-/// authorization gets that authorization's start as its last use. Metadata-document
-/// clients are never stored, so never purged. Run by
-/// [`crate::intents::Intents::purge`].
-///
-/// # Errors
-/// Storage errors.
-pub fn purge_tx(tx: &mut Tx<'_>, now: i64) -> Result<OAuthPurged, StoreError> {
-    let mut n = OAuthPurged::default();
-    for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
-        if now >= t.expires_at {
-            tx.remove_record(Ns::Token, &key)?;
-            n.tokens += 1;
-        }
-    }
-    // Client id → start of its newest authorization still held.
-    let mut held: HashMap<String, i64> = HashMap::new();
-    for (key, f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
-        if now >= f.expires_at {
-            tx.remove_record(Ns::TokenFamily, &key)?;
-            n.families += 1;
-        } else {
-            let e = held.entry(f.client_id.clone()).or_insert(f.created_at);
-            *e = (*e).max(f.created_at);
-        }
-    }
-    for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
-        if now >= c.expires_at + CODE_KEEP_SECS {
-            tx.remove_record(Ns::AuthCode, &key)?;
-            n.codes += 1;
-        }
-    }
-    // Answered consent forms whose token can no longer be posted (counted with codes).
-    for (key, d) in tx.records::<DecisionRecord>(Ns::AuthDecision)? {
-        if now >= d.expires_at {
-            tx.remove_record(Ns::AuthDecision, &key)?;
-            n.codes += 1;
-        }
-    }
-    for (id, mut c) in tx.records::<ClientRecord>(Ns::Client)? {
-        if let Some(started) = held.get(&id) {
-            if c.last_used_at.is_none() {
-                c.last_used_at = Some(*started);
-                tx.put_record(Ns::Client, &id, &c)?;
-            }
-            continue;
-        }
-        let unused = match c.last_used_at {
-            None => now - c.client_id_issued_at >= CLIENT_GRANT_WINDOW_SECS,
-            Some(t) => now - t >= CLIENT_UNUSED_SECS,
-        };
-        if unused {
-            tx.remove_record(Ns::Client, &id)?;
-            n.clients += 1;
-        }
-    }
-    Ok(n)
+    .await
+    .map_err(OAuthError::from)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::purge::{purge_tx, OAuthPurged};
     use super::*;
     use crate::store::Store;
 

@@ -143,7 +143,7 @@ impl Env {
     fn current(&self, cookie: &str) -> Option<(String, String)> {
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, cookie.parse().unwrap());
-        current(&self.base, &h)
+        super::cookies::current(&self.base, &h)
     }
 
     /// Signs up through the pages (form, e-mail, Confirm) and returns the cookie.
@@ -321,7 +321,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     assert!(!a.email.ct.contains("Person"), "the address is sealed at rest");
     assert_eq!(e.current(&cookie), Some((a.id.clone(), "buyer".to_owned())));
     assert_eq!(
-        current(&e.base, &{
+        super::cookies::current(&e.base, &{
             let mut h = HeaderMap::new();
             h.insert(header::COOKIE, format!("other=1; {cookie}").parse().unwrap());
             h

@@ -45,12 +45,12 @@ pub(super) trait People: Send + Sync + 'static {
     fn current(&self, base: &Base, headers: &HeaderMap) -> Option<(String, String)>;
 }
 
-/// The accounts service's sessions ([`crate::accounts::current`]).
+/// The accounts service's sessions ([`crate::accounts::current`] of the session cookies).
 pub(super) struct Sessions;
 
 impl People for Sessions {
     fn current(&self, base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
-        crate::accounts::current(base, headers)
+        super::cookies::current(base, headers)
     }
 }
 

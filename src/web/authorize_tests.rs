@@ -12,7 +12,8 @@ use crate::oauth::{check_bearer, revoke_account, sweep, Grant, Server};
 use crate::state::AppState;
 use crate::store::{Ns, Reads, Store, StoreError};
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::response::IntoResponse;
 use axum::Router;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
@@ -109,7 +110,7 @@ fn env_with(change: impl FnOnce(&mut Settings)) -> Env {
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
     let base = holder.base.clone();
     let server = Server::new(base.clone());
-    let app = super::pages_with(holder, server.clone(), Arc::new(TestPeople)).merge(crate::oauth::routes(server));
+    let app = super::pages_with(holder, server.clone(), Arc::new(TestPeople)).merge(super::oauth::routes(server));
     Env { _dir: dir, base, clock, app }
 }
 
@@ -119,10 +120,9 @@ fn pkce() -> (String, String) {
     (verifier, challenge)
 }
 
-fn bearer(token: &str) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
-    h
+/// The `Authorization` header's value of a bearer `token`.
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
 }
 
 fn authorize_query(fields: &[(&str, &str)]) -> String {
@@ -263,9 +263,10 @@ impl Env {
         )
     }
 
-    #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
+    /// The bearer check, its refusal as the faces answer it.
+    #[allow(clippy::result_large_err)] // the Err is the response the faces send
     fn check(&self, token: &str, resource: &str, scope: &str) -> Result<Grant, axum::response::Response> {
-        check_bearer(&self.base, &bearer(token), resource, scope)
+        check_bearer(&self.base, Some(&bearer(token)), resource, scope).map_err(IntoResponse::into_response)
     }
 }
 
@@ -442,7 +443,7 @@ async fn full_code_flow_and_bearer_checks() {
     assert!(w.contains("scope=\"offers demand\""), "{w}");
 
     // No token: 401 with the challenge and no error.
-    let res = check_bearer(&e.base, &HeaderMap::new(), &buyer(), "intents").unwrap_err();
+    let res = check_bearer(&e.base, None, &buyer(), "intents").unwrap_err().into_response();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         www_auth(&res),

@@ -13,7 +13,8 @@
 //! Stopping mail entirely stays one click: the withdraw page and the RFC 8058
 //! unsubscribe are not gated.
 
-use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, throttled_page, Fail, Shared, CSRF_CADENCE};
+use super::intent_pages::throttled_page;
+use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, Shared, CSRF_CADENCE};
 use crate::intents::{cadence_proof_purpose, CadenceRequest};
 use crate::records::Cadence;
 use axum::body::Bytes;
@@ -58,9 +59,9 @@ pub(super) async fn results_cadence(
     }
     let back = format!("/results/{token}");
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        return super::cadence_invalid_page(&h, ui, &back);
+        return super::intent_pages::cadence_invalid_page(&h, ui, &back);
     };
-    let account = crate::accounts::current(&h.base, &headers).map(|(id, _)| id);
+    let account = super::cookies::current(&h.base, &headers).map(|(id, _)| id);
     let t = token.clone();
     let asked =
         call(&h, "set_cadence", move |x| x.intents.request_cadence_by_manage(&t, cadence, account.as_deref())).await;

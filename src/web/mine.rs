@@ -213,7 +213,7 @@ async fn intent_page(
                 action: &format!("/me/intents/{}/cadence", view.intent.id),
                 csrf: &csrf(&h, CSRF_ME_CADENCE, &account, &view.intent.id),
                 current: view.cadence,
-                saved: super::cadence_saved(query.as_deref()),
+                saved: super::intent_pages::cadence_saved(query.as_deref()),
             }))
         }
         (actions(&h, ui, m, &account, &view.intent))
@@ -260,7 +260,7 @@ async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers
     }
     let back = format!("/me/intents/{id}");
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        return super::cadence_invalid_page(&h, ui, &back);
+        return super::intent_pages::cadence_invalid_page(&h, ui, &back);
     };
     match call(&h, "set_cadence_owned", move |x| x.intents.set_cadence_owned(&account, &id, cadence)).await {
         Ok(_) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),

@@ -1,8 +1,10 @@
-//! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the consent
-//! page, the e-mail confirmation page, the results page of a manage link, the withdraw
-//! page and the RFC 8058 one-click unsubscribe, the home page, the 404 page of an
-//! address that is no page and the one stylesheet (here); the account pages ([`accounts`]), the OAuth authorization page
-//! ([`authorize`]), the signed-in buyer's pages (`mine`) and the sellers' pages.
+//! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the home page,
+//! the 404 page of an address that is no page and the one stylesheet (here); the pages of
+//! an intent's links ([`intent_pages`]: consent, e-mail confirmation, results, withdraw,
+//! the RFC 8058 one-click unsubscribe); the account pages ([`accounts`]), the OAuth
+//! authorization page ([`authorize`]), the signed-in buyer's pages (`mine`) and the
+//! sellers' pages; and the HTTP side of the authorization server ([`oauth`]) and of the
+//! sessions ([`cookies`]).
 //!
 //! One web layer: one layout ([`pages::layout`]), one table of texts and one language
 //! negotiation ([`i18n`]), one security-header layer ([`security_headers`], applied
@@ -28,17 +30,22 @@ mod authorize;
 #[cfg(test)]
 mod authorize_tests;
 mod client_limits;
+mod cookies;
 mod demand_page;
 mod i18n;
+mod intent_pages;
 mod links;
 #[cfg(test)]
 mod links_tests;
 mod mine;
+pub mod oauth;
 mod pages;
 mod seller_pages;
 #[cfg(test)]
 mod tests;
 pub mod wellknown;
+
+pub use cookies::SESSION_COOKIE;
 
 use crate::accounts::AccountError;
 use crate::base::ServiceError;
@@ -54,6 +61,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use i18n::{page_lang, ui, Ui, LANGUAGES};
+use intent_pages::{
+    confirm_done, confirm_page, confirm_submit, consent_page, consent_sent, consent_submit, results_page,
+    unsubscribe_one_click, withdraw_done, withdraw_page, withdraw_submit,
+};
 use maud::Markup;
 use rust_embed::RustEmbed;
 use serde::Deserialize;
@@ -87,7 +98,7 @@ const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancesto
 /// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
 /// and the sellers' pages, the account pages ([`accounts`]) and
 /// `GET|POST /oauth/authorize` ([`authorize`], over the authorization server
-/// `oauth`, which `crate::oauth::routes` shares for its token endpoint).
+/// `oauth`, which [`oauth::routes`] shares for its token endpoint).
 ///
 /// Every page gets the body limit and [`security_headers`]; the stylesheet and the
 /// well-known files do not. Any request that matches no route goes to
@@ -305,7 +316,7 @@ where
 /// The signed-in account's id when the access policy lets its session do `action`
 /// (`accounts::current` reads the session: one short store read).
 fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<String, Denied> {
-    let current = crate::accounts::current(&h.base, headers);
+    let current = cookies::current(&h.base, headers);
     policy::authorize(&Credential::session(current.as_ref()), action, policy::no_lookup)
         .map_err(Refusal::denied)
         .map(|p| p.account_id().unwrap_or_default().to_owned())
@@ -460,336 +471,4 @@ async fn unknown_path(State(h): State<Shared>, uri: axum::http::Uri, headers: He
     let mut res = page(&h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::no_such_page(ui));
     set_page_headers(res.headers_mut(), CSP);
     res
-}
-
-// ---------------------------------------------------------------------------
-// consent (PROTOCOL.md §4.2)
-
-/// Renders the consent page (open drafts) with an optional error and status.
-fn consent_form_page(
-    h: &AppState,
-    ui: &Ui,
-    intent: &Intent,
-    token: &str,
-    status: StatusCode,
-    error: Option<(&str, bool)>,
-) -> Response {
-    let text = h.base.consent.get(ui.lang);
-    let csrf = h.base.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
-    let form = pages::ConsentForm { token, csrf: &csrf, text_language: &text.language, text: &text.body, error };
-    page(h, ui, status, ui.consent_title, pages::consent(ui, intent, &form))
-}
-
-/// The consent link when consent can no longer be given: already used (409) or
-/// expired/withdrawn (410).
-fn consent_closed(h: &AppState, ui: &Ui, intent: &Intent) -> Response {
-    match intent.status {
-        Status::AwaitingEmailConfirmation | Status::Active => taken_page(h, ui),
-        _ => closed_page(h, ui, intent),
-    }
-}
-
-/// `GET /consent/{token}`.
-async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &view.intent);
-    if view.open {
-        consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None)
-    } else {
-        consent_closed(&h, ui, &view.intent)
-    }
-}
-
-/// `POST /consent/{token}` (email, accept, csrf, lang): CSRF, the checkbox, then
-/// [`Holder::give_consent`]; 303 to `/consent/{token}/sent` when recorded.
-async fn consent_submit(
-    State(h): State<Shared>,
-    Path(token): Path<String>,
-    client: Option<axum::Extension<crate::net::ClientAddr>>,
-    body: Bytes,
-) -> Response {
-    let form = FormFields::parse(&body);
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &view.intent);
-    if !csrf_ok(&h, &form.csrf, CSRF_CONSENT, &token) {
-        return csrf_page(&h, ui);
-    }
-    if !view.open {
-        // The same person submitting again (a double click, the back button): the
-        // success page again, not "already taken".
-        if matches!(view.intent.status, Status::AwaitingEmailConfirmation | Status::Active) {
-            let (t, email) = (token.clone(), form.email.clone());
-            if let Ok(true) = call(&h, "consent_view", move |x| x.intents.consent_repeated(&t, &email)).await {
-                return Redirect::to(&format!("/consent/{token}/sent")).into_response();
-            }
-        }
-        return consent_closed(&h, ui, &view.intent);
-    }
-    if form.accept != "yes" {
-        return consent_form_page(
-            &h,
-            ui,
-            &view.intent,
-            &token,
-            StatusCode::BAD_REQUEST,
-            Some((ui.accept_required, false)),
-        );
-    }
-    // The language of the consent text the person read (sent back by the form).
-    let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
-    let (t, email) = (token.clone(), form.email);
-    let client = client.and_then(|axum::Extension(c)| c.key());
-    match call(&h, "give_consent", move |x| x.intents.give_consent_from(&t, &email, lang, client)).await {
-        Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => {
-            Redirect::to(&format!("/consent/{token}/sent")).into_response()
-        }
-        Ok(ConsentOutcome::Taken) => taken_page(&h, ui),
-        Ok(ConsentOutcome::Throttled(e)) => throttled_page(&h, ui, &e),
-        Ok(ConsentOutcome::Closed) => closed_page(&h, ui, &view.intent),
-        Err(Fail::Input) => {
-            consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, Some((ui.email_invalid, true)))
-        }
-        Err(f) => fail_page(&h, ui, f),
-    }
-}
-
-/// The 429 page of a used-up consent quota (issue 9 point 3), with `Retry-After`: the
-/// rule in the page's language, and when to try again (minutes, and the time in UTC).
-fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota::Exceeded) -> Response {
-    use crate::base::quota::Rule;
-    let why = match e.rule {
-        Rule::ConsentsPerAddress => ui.throttled_body,
-        Rule::MailsGlobal | Rule::MailsUnconfirmed => ui.throttled_global_body,
-        _ => ui.throttled_client_body,
-    };
-    let minutes = e.retry_after_secs.div_ceil(60).to_string();
-    let at = time::OffsetDateTime::from_unix_timestamp(e.retry_at)
-        .map(|t| format!("{:02}:{:02} UTC", t.hour(), t.minute()))
-        .unwrap_or_default();
-    let when = ui.throttled_retry.replace("{minutes}", &minutes).replace("{time}", &at);
-    let body = maud::html! {
-        (pages::message(why, false))
-        p.hint { (when) }
-    };
-    let mut res = page(h, ui, StatusCode::TOO_MANY_REQUESTS, ui.throttled_title, body);
-    res.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(e.retry_after_secs));
-    res
-}
-
-/// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).
-async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &view.intent);
-    match view.intent.status {
-        Status::AwaitingEmailConfirmation | Status::Active => {
-            let body = maud::html! {
-                (pages::message(ui.sent_body, false))
-                p.hint { (ui.sent_spam) }
-                (pages::statement(ui, &view.intent))
-            };
-            page(&h, ui, StatusCode::OK, ui.sent_title, body)
-        }
-        _ if view.open => consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None),
-        _ => consent_closed(&h, ui, &view.intent),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// e-mail confirmation (PROTOCOL.md §4.3)
-
-/// The confirmation page for an intent in any state (GET and the done page).
-fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
-    match intent.status {
-        Status::AwaitingEmailConfirmation => {
-            let csrf = h.base.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
-            page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
-        }
-        Status::Active => used_confirm_page(h, ui, intent, ui.already_active),
-        _ => closed_page(h, ui, intent),
-    }
-}
-
-/// The page of an active intent behind a used confirmation token (after confirming, or
-/// the link opened again): only its outcome — `text` with the statement and where the
-/// person manages the request now —, no form and no CSRF token (a used link may have
-/// leaked).
-fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &str) -> Response {
-    let body = maud::html! {
-        (pages::message_with_statement(ui, text, intent))
-        p.hint { (ui.links.confirm_used) }
-    };
-    page(h, ui, StatusCode::OK, ui.active_title, body)
-}
-
-/// Whether a page's query says that the cadence was just saved (`saved=cadence`, the
-/// redirect after the cadence POST; a GET that only shows a notice).
-fn cadence_saved(query: Option<&str>) -> bool {
-    query.is_some_and(|q| q.split('&').any(|p| p == "saved=cadence"))
-}
-
-/// `GET /confirm/{token}`: a Confirm button; once used, only its outcome; never
-/// changes state.
-async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
-        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(f) => fail_page(&h, default_ui(&h), f),
-    }
-}
-
-/// `POST /confirm/{token}` (csrf): [`Holder::confirm`]; 303 to `/confirm/{token}/done`.
-async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
-    let form = FormFields::parse(&body);
-    let t = token.clone();
-    let intent = match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
-        Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
-    };
-    let ui = intent_ui(&h, &intent);
-    if !csrf_ok(&h, &form.csrf, CSRF_CONFIRM, &token) {
-        return csrf_page(&h, ui);
-    }
-    let t = token.clone();
-    match call(&h, "confirm", move |x| x.intents.confirm(&t)).await {
-        Ok(ConfirmOutcome::Activated | ConfirmOutcome::AlreadyActive) => {
-            Redirect::to(&format!("/confirm/{token}/done")).into_response()
-        }
-        Ok(ConfirmOutcome::Closed) => closed_page(&h, ui, &intent),
-        Err(f) => fail_page(&h, ui, f),
-    }
-}
-
-/// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
-/// page of a used confirmation link).
-async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
-        Ok(intent) if intent.status == Status::Active => {
-            let ui = intent_ui(&h, &intent);
-            used_confirm_page(&h, ui, &intent, ui.active_body)
-        }
-        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(f) => fail_page(&h, default_ui(&h), f),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// results and withdrawal (manage token; PROTOCOL.md §4.4)
-
-/// `GET /results/{token}`: the intent, the delivery cadence form (issue 13 point 2;
-/// `?saved=cadence` after a save shows the notice, `?sent=cadence` after a change that
-/// waits for its confirmation by e-mail says so), its deliveries and the withdraw link.
-async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQuery(query): RawQuery) -> Response {
-    let t = token.clone();
-    match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
-        Ok(v) => {
-            let mut v = v;
-            crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
-            let ui = intent_ui(&h, &v.intent);
-            let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
-            let action = format!("/results/{token}/cadence");
-            let form = pages::CadenceForm {
-                action: &action,
-                csrf: &csrf,
-                current: v.cadence,
-                saved: cadence_saved(query.as_deref()),
-            };
-            let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
-            let body = maud::html! {
-                @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
-                (pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form)))
-            };
-            page(&h, ui, StatusCode::OK, ui.results_title, body)
-        }
-        Err(f) => fail_page(&h, default_ui(&h), f),
-    }
-}
-
-/// 400: the `cadence` field is missing or not one of the four values: the message
-/// naming the field, and a link `back` to the page of the form.
-fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Response {
-    let body = maud::html! {
-        (pages::message(ui.cadence.invalid, true))
-        p { a href=(back) { (ui.cadence.back) } }
-    };
-    page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, body)
-}
-
-/// The withdraw page for an intent in any state.
-fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
-    match intent.status {
-        Status::Withdrawn => page(
-            h,
-            ui,
-            StatusCode::OK,
-            ui.withdrawn_title,
-            pages::message_with_statement(ui, ui.withdrawn_body, intent),
-        ),
-        Status::Expired => {
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
-        }
-        _ => {
-            let csrf = h.base.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
-        }
-    }
-}
-
-/// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never
-/// changes state.
-async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    match managed(&h, &token).await {
-        Ok((intent, ui)) => withdraw_state_page(&h, ui, &intent, &token),
-        Err(page) => page,
-    }
-}
-
-/// `POST /withdraw/{token}` (csrf): [`Holder::withdraw_by_manage`]; 303 to
-/// `/withdraw/{token}/done`.
-async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
-    let form = FormFields::parse(&body);
-    let (_, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
-    if !csrf_ok(&h, &form.csrf, CSRF_WITHDRAW, &token) {
-        return csrf_page(&h, ui);
-    }
-    let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
-        Ok(()) => Redirect::to(&format!("/withdraw/{token}/done")).into_response(),
-        Err(f) => fail_page(&h, ui, f),
-    }
-}
-
-/// `GET /withdraw/{token}/done`: "withdrawn".
-async fn withdraw_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    withdraw_page(State(h), Path(token)).await
-}
-
-/// `POST /unsubscribe/{token}`: RFC 8058 one-click (`List-Unsubscribe=One-Click`). No
-/// CSRF token: mail clients cannot send one, and the unguessable token is the
-/// authority. Any body is accepted (some clients send multipart); 200 with a short page.
-async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let (_, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
-    let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
-        Ok(()) => page(&h, ui, StatusCode::OK, ui.withdrawn_title, pages::message(ui.unsubscribed, false)),
-        Err(f) => fail_page(&h, ui, f),
-    }
 }

@@ -13,7 +13,7 @@
 //! - [`a_store_newer_than_this_isto_is_refused_by_serve_and_migrate`] runs the real
 //!   binary on a store marked with a newer schema version.
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use isto::clock::ManualClock;
@@ -204,10 +204,9 @@ fn seller_oauth(f: &Fx, cookie: &str) -> (String, String, String) {
     (client, tok["access_token"].as_str().unwrap().to_owned(), tok["refresh_token"].as_str().unwrap().to_owned())
 }
 
-fn bearer(token: &str) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
-    h
+/// The `Authorization` header's value of a bearer `token`.
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
 }
 
 fn seller_grant(account: &str) -> isto::oauth::Grant {
@@ -443,7 +442,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("Škoda Octavia Combi"), "{}", page.body);
     // The seller: its OAuth token, its session, its handle of the pseudonymous intent.
-    let grant = isto::oauth::check_bearer(&h.base, &bearer(&s("/seller/accessToken")), SELLER_RESOURCE, "offers")
+    let grant = isto::oauth::check_bearer(&h.base, Some(&bearer(&s("/seller/accessToken"))), SELLER_RESOURCE, "offers")
         .unwrap_or_else(|_| panic!("the fixture's access token is refused"));
     assert_eq!(grant.account_id, seller.id);
     assert_eq!(f.get("/seller/intents", Some(&s("/seller/cookie"))).status, StatusCode::OK);

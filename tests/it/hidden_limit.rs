@@ -381,7 +381,7 @@ impl Side {
         let token = fx.token_from_outbox("/signup/confirm/");
         let (session, _) = isto::accounts::confirm_signup(base, &token).unwrap().unwrap();
         let buyer = isto::accounts::account_by_email(base, "owner.person@example.com").unwrap().unwrap().id;
-        let buyer_cookie = format!("{}={}", isto::accounts::SESSION_COOKIE, session.expose());
+        let buyer_cookie = format!("{}={}", isto::web::SESSION_COOKIE, session.expose());
         let mut seller_list = Vec::new();
         for (n, s) in case.sellers.iter().enumerate() {
             let email = format!("seller{n}@dealer.example");
@@ -406,7 +406,7 @@ impl Side {
             isto::accounts::request_signin_link(base, &email, "/seller/intents", "en").unwrap();
             let token = fx.token_from_outbox("/signin/link/");
             let (session, _) = isto::accounts::use_signin_link(base, &token).unwrap().unwrap();
-            seller_list.push((profile, format!("{}={}", isto::accounts::SESSION_COOKIE, session.expose())));
+            seller_list.push((profile, format!("{}={}", isto::web::SESSION_COOKIE, session.expose())));
         }
         let n = case.sellers.len();
         Side {

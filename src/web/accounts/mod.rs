@@ -28,8 +28,11 @@
 //! logged once ([`super::call`]), by operation name only: never a path, token, e-mail,
 //! password or form body.
 
+mod manage;
+
 use super::account_pages as pages;
 use super::client_limits::{ClientKey, ClientLimits};
+use super::cookies::{self, PreSession};
 use super::i18n::{self, AccountText as Ui};
 use super::{call, Fail};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
@@ -42,6 +45,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
+use manage::{mail_info, password_page, password_submit, signout};
 use maud::Markup;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
@@ -57,76 +61,6 @@ const CSRF_SIGNUP: &str = "signup";
 const CSRF_SIGNUP_CONFIRM: &str = "signup-confirm";
 const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
-
-/// The pre-session cookie on https (`__Host-`: Secure, Path=/, no Domain).
-const PRE_SESSION_COOKIE_HTTPS: &str = "__Host-isto_pre";
-/// The pre-session cookie on plain http (a loopback or development holder).
-const PRE_SESSION_COOKIE_HTTP: &str = "isto_pre";
-/// Lifetime of the pre-session cookie, seconds: as long as a form's CSRF token.
-const PRE_SESSION_TTL_SECS: i64 = 7200;
-
-/// The pre-session cookie of the sign-in and sign-up forms: their CSRF tokens are bound
-/// to the hash of its random value, so that only the browser that fetched the form can
-/// post it.
-struct PreSession {
-    /// What the forms' CSRF tokens are bound to (`token_hash("pre-session", value)`).
-    binding: String,
-    /// The `Set-Cookie` to send when the request had no such cookie yet.
-    set_cookie: Option<HeaderValue>,
-}
-
-impl PreSession {
-    fn cookie_name(base: &Base) -> &'static str {
-        if base.settings.public_url.is_https() {
-            PRE_SESSION_COOKIE_HTTPS
-        } else {
-            PRE_SESSION_COOKIE_HTTP
-        }
-    }
-
-    /// The binding of the request's pre-session cookie, if it has a well-formed one.
-    fn of(base: &Base, headers: &HeaderMap) -> Option<String> {
-        let name = Self::cookie_name(base);
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(n, v)| {
-                *n == name
-                    && (16..=64).contains(&v.len())
-                    && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            })
-            .map(|(_, v)| crate::crypto::token_hash("pre-session", v))
-    }
-
-    /// The request's pre-session, or a new one with its cookie (for a form's GET).
-    fn for_form(base: &Base, headers: &HeaderMap) -> Self {
-        if let Some(binding) = Self::of(base, headers) {
-            return Self { binding, set_cookie: None };
-        }
-        let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
-        let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
-        let cookie = format!(
-            "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
-            Self::cookie_name(base),
-            value.expose()
-        );
-        Self {
-            binding: crate::crypto::token_hash("pre-session", value.expose()),
-            set_cookie: HeaderValue::from_str(&cookie).ok(),
-        }
-    }
-
-    /// `res` with the new cookie, if any.
-    fn set_on(self, mut res: Response) -> Response {
-        if let Some(c) = self.set_cookie {
-            res.headers_mut().append(header::SET_COOKIE, c);
-        }
-        res
-    }
-}
 
 /// Whether a one-time link POST comes from an opaque origin (a sandboxed frame, a `data:`
 /// page), which the link POSTs refuse (see the module docs). A browser posts isto's own
@@ -230,7 +164,7 @@ pub(super) fn routes(app: AppState) -> Router {
 /// The CSRF token for a sign-out form on another page (e.g. `/me`): `POST /signout`
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
 pub(super) fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
-    let s = accounts::signed_in(base, headers)?;
+    let s = cookies::signed_in(base, headers)?;
     Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
 }
 
@@ -322,8 +256,8 @@ where
 
 /// The request's valid session, read on a blocking thread.
 async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
-    let headers = headers.clone();
-    call(&w.app, "session", move |x| Ok::<_, accounts::AccountError>(accounts::signed_in(&x.base, &headers)))
+    let tokens = cookies::session_tokens(headers);
+    call(&w.app, "session", move |x| Ok::<_, accounts::AccountError>(accounts::signed_in(&x.base, &tokens)))
         .await
         .ok()
         .flatten()
@@ -331,7 +265,7 @@ async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
 
 /// 303 to `next` with the new session cookie.
 fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&accounts::session_cookie(&w.app.base, token)) else {
+    let Ok(cookie) = HeaderValue::from_str(&cookies::session_cookie(&w.app.base, token)) else {
         return internal_page(w, ui);
     };
     let mut res = Redirect::to(&safe_next(next)).into_response();
@@ -664,115 +598,4 @@ async fn signup_confirm_submit(
         Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
-}
-
-// ---------------------------------------------------------------------------
-// sign-out and password
-
-/// 303 to `/` deleting the session cookie.
-fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&accounts::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
-    let mut res = Redirect::to("/").into_response();
-    res.headers_mut().append(header::SET_COOKIE, cookie);
-    res
-}
-
-/// `POST /signout` (csrf bound to the session): ends the session, deletes the cookie and
-/// 303s to `/`. Without a valid session it only deletes the cookie.
-async fn signout(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
-    let Some(s) = session_of(&w, &headers).await else { return signed_out(&w, ui) };
-    if !w.csrf_ok(&form.csrf, CSRF_SIGNOUT, &s.key) {
-        return csrf_page(&w, ui);
-    }
-    match call(&w.app, "signout", move |x| accounts::end_session(&x.base, &s.key)).await {
-        Ok(()) => signed_out(&w, ui),
-        Err(_) => internal_page(&w, ui),
-    }
-}
-
-/// Whether changing the password asks for the current one: only when there is one and
-/// the session began with it (a session from an e-mail link proves the mailbox, which is
-/// how a forgotten password is replaced).
-fn asks_current(s: &Signed) -> bool {
-    s.account.password_hash.is_some() && s.session.method == "password"
-}
-
-fn to_signin(path: &str) -> Response {
-    Redirect::to(&format!("/signin{}", pages::next_query(path))).into_response()
-}
-
-/// `GET /account/password`: set or change the password (signed in only).
-async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response {
-    let ui = page_ui(&w, &headers);
-    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
-    let csrf = w.csrf(CSRF_PASSWORD, &s.key);
-    page(&w, ui, StatusCode::OK, ui.password_title, pages::password(ui, &csrf, asks_current(&s), None))
-}
-
-/// `POST /account/password` (csrf, [current], password, repeat): stores the new hash and
-/// ends the account's other sessions.
-async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
-    let ui = page_ui(&w, &headers);
-    let client = peer_key(&peer);
-    let form = Form::parse(&body);
-    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
-    if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
-        return csrf_page(&w, ui);
-    }
-    let ask = asks_current(&s);
-    let again = |w: &Web, status: StatusCode, msg: &str| {
-        let csrf = w.csrf(CSRF_PASSWORD, &s.key);
-        page(w, ui, status, ui.password_title, pages::password(ui, &csrf, ask, Some(msg)))
-    };
-    if form.password != form.repeat {
-        return again(&w, StatusCode::BAD_REQUEST, ui.password_mismatch);
-    }
-    if password::check_length(&form.password).is_err() {
-        return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid);
-    }
-    if ask {
-        // The current password is checked like a sign-in: counted per address.
-        let hash = s.account.email_hash.clone();
-        match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &hash)).await {
-            Ok(Some(_)) => {}
-            Ok(None) => return too_many(again(&w, StatusCode::OK, ui.login_throttled), 900),
-            Err(_) => return internal_page(&w, ui),
-        }
-        let stored = s.account.password_hash.clone().unwrap_or_default();
-        let current = zeroizing(form.current.clone());
-        match hashing(&w, move || password::verify(&current, &stored)).await {
-            Ok(true) => {}
-            Ok(false) => {
-                w.count_failure(client);
-                return again(&w, StatusCode::BAD_REQUEST, ui.password_wrong_current);
-            }
-            Err(_) => return internal_page(&w, ui),
-        }
-    }
-    let (signed, new) = (s.clone(), zeroizing(form.password.clone()));
-    let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return internal_page(&w, ui) };
-    let saved = call(&w.app, "set_password", move |x| {
-        let out = accounts::change_password(&x.base, &signed, &new, Some(&signed.key));
-        drop(permit);
-        out
-    })
-    .await;
-    match saved {
-        Ok(()) => {
-            let body = pages::message_link(ui.password_saved, false, DEFAULT_NEXT, ui.continue_link);
-            page(&w, ui, StatusCode::OK, ui.password_title, body)
-        }
-        Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.password_invalid),
-        Err(_) => internal_page(&w, ui),
-    }
-}
-
-/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails. Account
-/// e-mails go out only on request, so there is nothing to leave; a one-click POST
-/// (RFC 8058, sent by mail providers without a CSRF token) changes nothing.
-async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
-    let ui = page_ui(&w, &headers);
-    page(&w, ui, StatusCode::OK, ui.mail_info_title, pages::message(ui.mail_info_body, false))
 }

@@ -1,0 +1,132 @@
+//! What ends an authorization: revoking every token of an account, and the purge of
+//! expired tokens, families, codes and unused clients (run by the sweeper through
+//! [`crate::intents::Intents::purge`]).
+
+use super::clients::ClientRecord;
+#[cfg(test)]
+use super::now_unix;
+use super::token::{CodeRecord, DecisionRecord, FamilyRecord, TokenRecord, CODE_KEEP_SECS};
+use crate::base::Base;
+use crate::store::{Ns, Reads, StoreError, Tx};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Revokes every token of an account (a disabled seller, a deleted account) and drops
+/// its unused codes; returns the number of families revoked.
+///
+/// # Errors
+/// Storage errors.
+pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> {
+    base.store.write(|tx| {
+        let mut n = 0;
+        for (id, mut f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
+            if f.account_id == account_id && !f.revoked {
+                f.revoked = true;
+                tx.put_record(Ns::TokenFamily, &id, &f)?;
+                n += 1;
+            }
+        }
+        for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
+            if c.account_id == account_id && c.family.is_none() {
+                tx.remove_record(Ns::AuthCode, &key)?;
+            }
+        }
+        Ok(n)
+    })
+}
+
+/// A registered client is removed when it completed no grant within this many seconds
+/// of its registration (issue 9 point 3).
+pub const CLIENT_GRANT_WINDOW_SECS: i64 = 86400;
+/// A registered client is removed when its last grant (code exchange or refresh) is
+/// this many seconds old and it holds no live authorization (issue 9 point 3).
+pub const CLIENT_UNUSED_SECS: i64 = 90 * 86400;
+
+/// What [`purge_tx`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthPurged {
+    /// Registered clients that completed no grant within a day of registering, or whose
+    /// last grant is 90 days old.
+    pub clients: u64,
+    /// Authorization codes a day after their expiry.
+    pub codes: u64,
+    /// Expired access and refresh tokens.
+    pub tokens: u64,
+    /// Authorizations (token families) whose every token expired.
+    pub families: u64,
+}
+
+/// [`purge_tx`] in a write transaction of its own at the holder's time; returns how many
+/// records went (tests; `isto serve` purges through `Intents::purge`).
+///
+/// # Errors
+/// Storage errors.
+#[cfg(test)]
+pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
+    let n = base.store.write(|tx| purge_tx(tx, now_unix(base)))?;
+    Ok(n.clients + n.codes + n.tokens + n.families)
+}
+
+/// Removes, in `tx` at `now` (unix seconds): expired tokens, families whose every token
+/// expired, codes a day after their expiry, and registered clients that are not in use
+/// — no authorization left and either no grant ever, [`CLIENT_GRANT_WINDOW_SECS`] after
+/// registering, or none for [`CLIENT_UNUSED_SECS`]. A client registered before grants
+/// were recorded on it ([`ClientRecord::last_used_at`] absent) that still holds an
+/// authorization gets that authorization's start as its last use. Metadata-document
+/// clients are never stored, so never purged. Run by
+/// [`crate::intents::Intents::purge`].
+///
+/// # Errors
+/// Storage errors.
+pub fn purge_tx(tx: &mut Tx<'_>, now: i64) -> Result<OAuthPurged, StoreError> {
+    let mut n = OAuthPurged::default();
+    for (key, t) in tx.records::<TokenRecord>(Ns::Token)? {
+        if now >= t.expires_at {
+            tx.remove_record(Ns::Token, &key)?;
+            n.tokens += 1;
+        }
+    }
+    // Client id → start of its newest authorization still held.
+    let mut held: HashMap<String, i64> = HashMap::new();
+    for (key, f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
+        if now >= f.expires_at {
+            tx.remove_record(Ns::TokenFamily, &key)?;
+            n.families += 1;
+        } else {
+            let e = held.entry(f.client_id.clone()).or_insert(f.created_at);
+            *e = (*e).max(f.created_at);
+        }
+    }
+    for (key, c) in tx.records::<CodeRecord>(Ns::AuthCode)? {
+        if now >= c.expires_at + CODE_KEEP_SECS {
+            tx.remove_record(Ns::AuthCode, &key)?;
+            n.codes += 1;
+        }
+    }
+    // Answered consent forms whose token can no longer be posted (counted with codes).
+    for (key, d) in tx.records::<DecisionRecord>(Ns::AuthDecision)? {
+        if now >= d.expires_at {
+            tx.remove_record(Ns::AuthDecision, &key)?;
+            n.codes += 1;
+        }
+    }
+    for (id, mut c) in tx.records::<ClientRecord>(Ns::Client)? {
+        if let Some(started) = held.get(&id) {
+            if c.last_used_at.is_none() {
+                c.last_used_at = Some(*started);
+                tx.put_record(Ns::Client, &id, &c)?;
+            }
+            continue;
+        }
+        let unused = match c.last_used_at {
+            None => now - c.client_id_issued_at >= CLIENT_GRANT_WINDOW_SECS,
+            Some(t) => now - t >= CLIENT_UNUSED_SECS,
+        };
+        if unused {
+            tx.remove_record(Ns::Client, &id)?;
+            n.clients += 1;
+        }
+    }
+    Ok(n)
+}
