@@ -73,95 +73,7 @@ pub(super) async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
             continue;
         };
         found = true;
-        if !scan::same_origin(&run.url, &ep) {
-            run.add(
-                "oauth.challenge",
-                None,
-                refs::CHALLENGE,
-                Status::Skip,
-                format!("{ep} is not on the checked URL's origin: not fetched"),
-            );
-            continue;
-        }
-        let body = serde_json::to_vec(&rpc::opening_body(Revision::V2025)).unwrap_or_default();
-        let h = [("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
-        let out = rpc::Outgoing { method: "POST", url: &ep, headers: &h, body: Some(body) };
-        let res = match rpc::send_paced(&run.probe, ep.as_str(), out, &|_| true, Pace::Patient).await {
-            Ok(r) => r,
-            Err(e) => {
-                run.add("oauth.challenge", None, refs::CHALLENGE, Status::Fail, e);
-                continue;
-            }
-        };
-        let challenge = res.header("www-authenticate").unwrap_or("").to_owned();
-        let prm = scan::auth_param(&challenge, "resource_metadata");
-        run.judge(
-            "oauth.challenge",
-            None,
-            refs::CHALLENGE,
-            res.status == 401 && challenge.to_ascii_lowercase().starts_with("bearer") && prm.is_some(),
-            format!(
-                "{ep} without a token: HTTP {}, WWW-Authenticate {}",
-                res.status,
-                if prm.is_some() { "with resource_metadata" } else { "without resource_metadata" }
-            ),
-        );
-        // RFC 9728: the named document, else the well-known location.
-        let prm_url = prm.and_then(|u| Url::parse(&u).ok()).or_else(|| scan::prm_default(&ep));
-        let Some(prm_url) = prm_url else { continue };
-        if !scan::same_origin(&run.url, &prm_url) {
-            let detail = format!("resource_metadata {prm_url} is not on the checked URL's origin: not fetched");
-            run.add("oauth.resource_metadata", None, refs::PRM, Status::Skip, detail);
-            continue;
-        }
-        let doc = get_json(&run.probe, &prm_url).await;
-        let (as_url, detail, ok) = match &doc {
-            Ok((_, d)) => {
-                let resource_ok = d.get("resource").and_then(Value::as_str) == Some(ep.as_str());
-                let servers = d.get("authorization_servers").and_then(Value::as_array).cloned().unwrap_or_default();
-                let first = servers.first().and_then(Value::as_str).map(str::to_owned);
-                (
-                    first.clone(),
-                    format!(
-                        "{prm_url}: resource {}, {} authorization server(s)",
-                        if resource_ok { "is the endpoint" } else { "is NOT the endpoint" },
-                        servers.len()
-                    ),
-                    resource_ok && first.is_some(),
-                )
-            }
-            Err(e) => (None, e.clone(), false),
-        };
-        run.judge("oauth.resource_metadata", None, refs::PRM, ok, detail);
-        let Some(issuer) = as_url.and_then(|u| Url::parse(&u).ok()) else { continue };
-        let asm_url = scan::as_metadata_url(&issuer);
-        if !scan::same_origin(&run.url, &asm_url) {
-            let detail = format!("authorization server {issuer} is not on the checked URL's origin: not fetched");
-            run.add("oauth.as_metadata", None, refs::ASM, Status::Skip, detail);
-            continue;
-        }
-        match get_json(&run.probe, &asm_url).await {
-            Ok((_, d)) => {
-                let s256 = d
-                    .get("code_challenge_methods_supported")
-                    .and_then(Value::as_array)
-                    .is_some_and(|m| m.iter().any(|x| x == "S256"));
-                let issuer_ok = d.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/'))
-                    == Some(issuer.as_str().trim_end_matches('/'));
-                run.judge(
-                    "oauth.as_metadata",
-                    None,
-                    refs::ASM,
-                    s256 && issuer_ok,
-                    format!(
-                        "{asm_url}: issuer {}, code_challenge_methods_supported {}",
-                        if issuer_ok { "matches" } else { "does NOT match" },
-                        if s256 { "has S256" } else { "lacks S256" }
-                    ),
-                );
-            }
-            Err(e) => run.add("oauth.as_metadata", None, refs::ASM, Status::Fail, e),
-        }
+        endpoint_checks(run, &ep).await;
     }
     if !found {
         run.add(
@@ -171,6 +83,101 @@ pub(super) async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
             Status::Skip,
             "the holder metadata names no OAuth-protected endpoint",
         );
+    }
+}
+
+/// The checks of one OAuth-protected endpoint `ep` on the checked URL's origin: the
+/// challenge without a token, its protected resource metadata (RFC 9728) and its
+/// authorization server's metadata (RFC 8414).
+async fn endpoint_checks(run: &mut Run, ep: &Url) {
+    if !scan::same_origin(&run.url, ep) {
+        run.add(
+            "oauth.challenge",
+            None,
+            refs::CHALLENGE,
+            Status::Skip,
+            format!("{ep} is not on the checked URL's origin: not fetched"),
+        );
+        return;
+    }
+    let body = serde_json::to_vec(&rpc::opening_body(Revision::V2025)).unwrap_or_default();
+    let h = [("content-type", "application/json"), ("accept", ACCEPT_BOTH)];
+    let out = rpc::Outgoing { method: "POST", url: ep, headers: &h, body: Some(body) };
+    let res = match rpc::send_paced(&run.probe, ep.as_str(), out, &|_| true, Pace::Patient).await {
+        Ok(r) => r,
+        Err(e) => {
+            run.add("oauth.challenge", None, refs::CHALLENGE, Status::Fail, e);
+            return;
+        }
+    };
+    let challenge = res.header("www-authenticate").unwrap_or("").to_owned();
+    let prm = scan::auth_param(&challenge, "resource_metadata");
+    run.judge(
+        "oauth.challenge",
+        None,
+        refs::CHALLENGE,
+        res.status == 401 && challenge.to_ascii_lowercase().starts_with("bearer") && prm.is_some(),
+        format!(
+            "{ep} without a token: HTTP {}, WWW-Authenticate {}",
+            res.status,
+            if prm.is_some() { "with resource_metadata" } else { "without resource_metadata" }
+        ),
+    );
+    // RFC 9728: the named document, else the well-known location.
+    let prm_url = prm.and_then(|u| Url::parse(&u).ok()).or_else(|| scan::prm_default(ep));
+    let Some(prm_url) = prm_url else { return };
+    if !scan::same_origin(&run.url, &prm_url) {
+        let detail = format!("resource_metadata {prm_url} is not on the checked URL's origin: not fetched");
+        run.add("oauth.resource_metadata", None, refs::PRM, Status::Skip, detail);
+        return;
+    }
+    let doc = get_json(&run.probe, &prm_url).await;
+    let (as_url, detail, ok) = match &doc {
+        Ok((_, d)) => {
+            let resource_ok = d.get("resource").and_then(Value::as_str) == Some(ep.as_str());
+            let servers = d.get("authorization_servers").and_then(Value::as_array).cloned().unwrap_or_default();
+            let first = servers.first().and_then(Value::as_str).map(str::to_owned);
+            (
+                first.clone(),
+                format!(
+                    "{prm_url}: resource {}, {} authorization server(s)",
+                    if resource_ok { "is the endpoint" } else { "is NOT the endpoint" },
+                    servers.len()
+                ),
+                resource_ok && first.is_some(),
+            )
+        }
+        Err(e) => (None, e.clone(), false),
+    };
+    run.judge("oauth.resource_metadata", None, refs::PRM, ok, detail);
+    let Some(issuer) = as_url.and_then(|u| Url::parse(&u).ok()) else { return };
+    let asm_url = scan::as_metadata_url(&issuer);
+    if !scan::same_origin(&run.url, &asm_url) {
+        let detail = format!("authorization server {issuer} is not on the checked URL's origin: not fetched");
+        run.add("oauth.as_metadata", None, refs::ASM, Status::Skip, detail);
+        return;
+    }
+    match get_json(&run.probe, &asm_url).await {
+        Ok((_, d)) => {
+            let s256 = d
+                .get("code_challenge_methods_supported")
+                .and_then(Value::as_array)
+                .is_some_and(|m| m.iter().any(|x| x == "S256"));
+            let issuer_ok = d.get("issuer").and_then(Value::as_str).map(|i| i.trim_end_matches('/'))
+                == Some(issuer.as_str().trim_end_matches('/'));
+            run.judge(
+                "oauth.as_metadata",
+                None,
+                refs::ASM,
+                s256 && issuer_ok,
+                format!(
+                    "{asm_url}: issuer {}, code_challenge_methods_supported {}",
+                    if issuer_ok { "matches" } else { "does NOT match" },
+                    if s256 { "has S256" } else { "lacks S256" }
+                ),
+            );
+        }
+        Err(e) => run.add("oauth.as_metadata", None, refs::ASM, Status::Fail, e),
     }
 }
 
