@@ -113,28 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             init_logging(level, None);
-            let Some(revs) = isto::check::revisions(&args.revision) else {
-                anyhow::bail!("--revision must be 2025-11-25, 2026-07-28 or both");
-            };
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting tokio")?;
-            match rt.block_on(isto::check::run(&args.url, &revs)) {
-                Ok(report) => {
-                    if args.json {
-                        println!("{}", serde_json::to_string(&report)?);
-                    } else {
-                        print!("{}", report.table());
-                    }
-                    Ok(ExitCode::from(report.exit_code()))
-                }
-                Err(e) => {
-                    if args.json {
-                        println!("{}", serde_json::json!({"ok": false, "holder": args.url, "error": e.to_string()}));
-                    } else {
-                        eprintln!("error: the check could not run: {e}");
-                    }
-                    Ok(ExitCode::from(2))
-                }
-            }
+            isto::check::command(&args.url, &args.revision, args.json).map_err(anyhow::Error::msg)
         }
         Command::Generate(cmd) => {
             isto::generate::run(cmd, o.data_dir.as_deref())?;

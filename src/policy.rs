@@ -9,12 +9,17 @@
 //! | action | needs |
 //! |---|---|
 //! | [`Action::Reach`] (the bearer check in front of `/mcp/buyer`, `/mcp/seller`) | a token ([`Denied::MissingCredentials`]) bound to the resource ([`Denied::WrongResource`]) carrying the scope asked, if any ([`Denied::InsufficientScope`]); [`Action::connect`] asks `intents` on `/mcp/buyer` and nothing more on `/mcp/seller` |
+//! | [`Action::Call`] of a `/mcp` tool | nothing (the consent-link profile acts by intentCode) |
 //! | [`Action::Call`] of a `/mcp/buyer` account tool | a token with scope `intents` |
 //! | [`Action::Call`] of `intent_search_offers` or `intent_demand_summary` on `/mcp/buyer` | nothing (not personal) |
 //! | [`Action::Call`] of a `/mcp/seller` tool | a token of role seller ([`Denied::NotSeller`]) bound to `/mcp/seller`, with the tool's scope (`offers`; `demand` for the summary; any seller scope for search), of an account that is an enabled seller now ([`Denied::SellerDisabled`]) |
+//! | [`Action::Call`] of a tool the endpoint does not offer | refused, whatever the credential ([`Denied::NotOffered`]) |
 //! | [`Action::OwnPages`] (`/me`, `/renew`) | a session |
 //! | [`Action::SellerPages`] (`/seller/…`) | a session of role seller |
 //! | [`Action::Authorize`] (the OAuth authorization page) | a session of the resource's role ([`Denied::NotBuyer`], [`Denied::NotSeller`]) |
+//!
+//! The tool rows come from [`need`], an exhaustive match over the tool table's
+//! [`ToolId`] for each [`Endpoint`]: a tool cannot exist without a policy entry.
 //!
 //! Pure: no I/O. The one fact that must be read from the store at the time of the call —
 //! whether an account is an enabled seller — is asked from the caller's `enabled_seller`
@@ -24,6 +29,7 @@
 //! [`Credential`]. The outward shapes of a [`Denied`] (a bearer challenge, a tool
 //! error, a sign-in redirect or a 403 page) belong to the faces.
 
+use crate::protocol::tools::{Endpoint, ToolId};
 use std::convert::Infallible;
 
 /// Role of people who publish intents (the buyer endpoint, scope `intents`).
@@ -39,15 +45,6 @@ pub const SCOPE_OFFERS: &str = "offers";
 pub const SCOPE_DEMAND: &str = "demand";
 /// Every scope, in metadata order.
 pub const SCOPES: [&str; 3] = [SCOPE_INTENTS, SCOPE_OFFERS, SCOPE_DEMAND];
-
-/// The `/mcp/buyer` tools that act for the signed-in person's account (scope `intents`).
-const BUYER_ACCOUNT_TOOLS: [&str; 5] = [
-    "intent_publish_intent",
-    "intent_get_intent",
-    "intent_update_intent",
-    "intent_withdraw_intent",
-    "intent_list_matches",
-];
 
 /// The two protected resources (RFC 8707 resource indicators, RFC 9728 metadata).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -107,6 +104,14 @@ impl Resource {
         Self::ALL.into_iter().find(|r| r.url(base) == url)
     }
 
+    /// The MCP endpoint this resource is.
+    pub fn endpoint(self) -> Endpoint {
+        match self {
+            Self::Buyer => Endpoint::Buyer,
+            Self::Seller => Endpoint::Seller,
+        }
+    }
+
     const ALL: [Self; 2] = [Self::Buyer, Self::Seller];
 }
 
@@ -157,8 +162,8 @@ pub enum Action<'a> {
     /// Reach a protected resource with a bearer token carrying `scope` (`None`: any
     /// scope).
     Reach(Resource, Option<&'a str>),
-    /// Call the tool of this name on the resource's endpoint.
-    Call(Resource, &'a str),
+    /// Call this tool on this endpoint (the requirement is [`need`]).
+    Call(Endpoint, ToolId),
     /// Open the signed-in person's own pages (`/me`, `/me/intents/…`, `/renew/…`).
     OwnPages,
     /// Open a seller page (`/seller/intents`, `/seller/demand`).
@@ -227,6 +232,9 @@ pub enum Denied {
     /// The account is not an enabled seller now (disabled, no longer a seller, or gone).
     #[error("seller disabled: the account is not an enabled seller")]
     SellerDisabled,
+    /// The endpoint does not offer the tool ([`Need::Absent`]): whatever the credential.
+    #[error("not offered: the endpoint has no such tool")]
+    NotOffered,
 }
 
 /// Why [`authorize`] did not allow: a rule, or the `enabled_seller` lookup failed.
@@ -284,29 +292,30 @@ pub fn authorize<E>(
             }
             Ok(account(t.account_id, t.role))
         }
-        Action::Call(Resource::Buyer, tool) => {
-            if !BUYER_ACCOUNT_TOOLS.contains(&tool) {
-                return Ok(Principal::Anyone);
+        Action::Call(endpoint, tool) => match need(endpoint, tool) {
+            Need::Nothing => Ok(Principal::Anyone),
+            Need::Absent => Err(Denied::NotOffered.into()),
+            Need::Buyer => {
+                let t = token(who)?;
+                needs_scope(&t, &[SCOPE_INTENTS])?;
+                Ok(account(t.account_id, t.role))
             }
-            let t = token(who)?;
-            needs_scope(&t, &[SCOPE_INTENTS])?;
-            Ok(account(t.account_id, t.role))
-        }
-        Action::Call(Resource::Seller, tool) => {
-            let t = token(who)?;
-            if t.role != ROLE_SELLER {
-                return Err(Denied::NotSeller.into());
+            Need::Seller(scopes) => {
+                let t = token(who)?;
+                if t.role != ROLE_SELLER {
+                    return Err(Denied::NotSeller.into());
+                }
+                if t.resource != Some(Resource::Seller) {
+                    return Err(Denied::WrongResource.into());
+                }
+                needs_scope(&t, scopes)?;
+                match enabled_seller(t.account_id) {
+                    Ok(true) => Ok(account(t.account_id, t.role)),
+                    Ok(false) => Err(Denied::SellerDisabled.into()),
+                    Err(e) => Err(Refusal::Failed(e)),
+                }
             }
-            if t.resource != Some(Resource::Seller) {
-                return Err(Denied::WrongResource.into());
-            }
-            needs_scope(&t, seller_scopes(tool))?;
-            match enabled_seller(t.account_id) {
-                Ok(true) => Ok(account(t.account_id, t.role)),
-                Ok(false) => Err(Denied::SellerDisabled.into()),
-                Err(e) => Err(Refusal::Failed(e)),
-            }
-        }
+        },
         Action::OwnPages => match who {
             Credential::Session { account_id, role } => Ok(account(account_id, role)),
             _ => Err(Denied::MissingCredentials.into()),
@@ -325,12 +334,47 @@ pub fn authorize<E>(
     }
 }
 
-/// The scopes any one of which a `/mcp/seller` tool needs.
-fn seller_scopes(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "intent_submit_offer" | "intent_list_open_intents" => &[SCOPE_OFFERS],
-        "intent_demand_summary" => &[SCOPE_DEMAND],
-        _ => Resource::Seller.scopes(),
+/// What calling a tool needs: the policy's column of the tool table
+/// ([`crate::protocol::tools`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Nothing: the call is not personal (the consent-link tools act by intentCode;
+    /// search and demand summaries reveal no one).
+    Nothing,
+    /// A token with scope `intents`: the call acts for the token's account.
+    Buyer,
+    /// A seller's token for `/mcp/seller` with any one of these scopes, of an account that
+    /// is an enabled seller now.
+    Seller(&'static [&'static str]),
+    /// The endpoint does not offer the tool: refused ([`Denied::NotOffered`]).
+    Absent,
+}
+
+/// The requirement of `tool` on `endpoint` (PROTOCOL.md §1, §7). An exhaustive match
+/// without a catch-all arm: a tool added to [`ToolId`] does not compile until it has an
+/// entry here for every endpoint, and a tool an endpoint does not offer is
+/// [`Need::Absent`], refused whatever the caller presents.
+pub fn need(endpoint: Endpoint, tool: ToolId) -> Need {
+    use ToolId::{
+        DemandSummary, GetIntent, ListMatches, ListOpenIntents, PublishIntent, SearchOffers, SubmitOffer, UpdateIntent,
+        WithdrawIntent,
+    };
+    match endpoint {
+        Endpoint::Public => match tool {
+            PublishIntent | GetIntent | ListMatches | WithdrawIntent | SearchOffers | DemandSummary => Need::Nothing,
+            UpdateIntent | SubmitOffer | ListOpenIntents => Need::Absent,
+        },
+        Endpoint::Buyer => match tool {
+            PublishIntent | GetIntent | UpdateIntent | WithdrawIntent | ListMatches => Need::Buyer,
+            SearchOffers | DemandSummary => Need::Nothing,
+            SubmitOffer | ListOpenIntents => Need::Absent,
+        },
+        Endpoint::Seller => match tool {
+            SubmitOffer | ListOpenIntents => Need::Seller(&[SCOPE_OFFERS]),
+            DemandSummary => Need::Seller(&[SCOPE_DEMAND]),
+            SearchOffers => Need::Seller(&[SCOPE_OFFERS, SCOPE_DEMAND]),
+            PublishIntent | GetIntent | UpdateIntent | WithdrawIntent | ListMatches => Need::Absent,
+        },
     }
 }
 
@@ -370,7 +414,8 @@ mod tests {
     }
 
     fn seller_call(who: &Credential<'_>, tool: &str, enabled: Result<bool, &'static str>) -> Result<Principal, String> {
-        authorize(who, Action::Call(Resource::Seller, tool), |_| enabled).map_err(|r| match r {
+        let tool = ToolId::from_name(tool).unwrap();
+        authorize(who, Action::Call(Endpoint::Seller, tool), |_| enabled).map_err(|r| match r {
             Refusal::Denied(d) => format!("denied: {d}"),
             Refusal::Failed(e) => format!("failed: {e}"),
         })
@@ -385,8 +430,8 @@ mod tests {
         for action in [
             Action::connect(Resource::Buyer),
             Action::connect(Resource::Seller),
-            Action::Call(Resource::Buyer, "intent_get_intent"),
-            Action::Call(Resource::Seller, "intent_search_offers"),
+            Action::Call(Endpoint::Buyer, ToolId::GetIntent),
+            Action::Call(Endpoint::Seller, ToolId::SearchOffers),
         ] {
             assert_eq!(decide(&Credential::None, action), Err(Denied::MissingCredentials), "{action:?}");
         }
@@ -441,11 +486,11 @@ mod tests {
         assert_eq!(decide(&buyer_offers, Action::connect(Resource::Buyer)), insufficient(&[SCOPE_INTENTS]));
         // Buyer account tools ask `intents`; search and demand nothing.
         assert_eq!(
-            decide(&buyer_offers, Action::Call(Resource::Buyer, "intent_get_intent")),
+            decide(&buyer_offers, Action::Call(Endpoint::Buyer, ToolId::GetIntent)),
             insufficient(&[SCOPE_INTENTS])
         );
-        for tool in ["intent_search_offers", "intent_demand_summary"] {
-            assert_eq!(decide(&Credential::None, Action::Call(Resource::Buyer, tool)), Ok(Principal::Anyone));
+        for tool in [ToolId::SearchOffers, ToolId::DemandSummary] {
+            assert_eq!(decide(&Credential::None, Action::Call(Endpoint::Buyer, tool)), Ok(Principal::Anyone));
         }
         // Seller tools: each its scope; search any seller scope.
         let seller = tok(ROLE_SELLER, &offers, Some(Resource::Seller));
@@ -508,12 +553,50 @@ mod tests {
         let none = scopes(&[]);
         let bare = tok(ROLE_SELLER, &none, Some(Resource::Seller));
         let asked = std::cell::Cell::new(false);
-        let r = authorize(&bare, Action::Call(Resource::Seller, "intent_submit_offer"), |_| {
+        let r = authorize(&bare, Action::Call(Endpoint::Seller, ToolId::SubmitOffer), |_| {
             asked.set(true);
             Ok::<bool, Infallible>(true)
         });
         assert!(matches!(r, Err(Refusal::Denied(Denied::InsufficientScope { .. }))));
         assert!(!asked.get());
+    }
+
+    #[test]
+    fn a_tool_the_endpoint_does_not_offer_is_refused_whatever_the_credential() {
+        // Before the typed table, a buyer call of any name outside the buyer's account
+        // list (a seller tool, a tool added later) was allowed as `Principal::Anyone`.
+        let s = scopes(&[SCOPE_INTENTS, SCOPE_OFFERS, SCOPE_DEMAND]);
+        let buyer = tok(ROLE_BUYER, &s, Some(Resource::Buyer));
+        let seller = tok(ROLE_SELLER, &s, Some(Resource::Seller));
+        for who in [Credential::None, buyer, seller] {
+            for e in Endpoint::ALL {
+                for t in ToolId::ALL.into_iter().filter(|t| !e.tools().contains(t)) {
+                    let r = authorize(&who, Action::Call(e, t), |_| Ok::<_, Infallible>(true));
+                    assert!(matches!(r, Err(Refusal::Denied(Denied::NotOffered))), "{t:?} on {e:?}: {:?}", r.ok());
+                }
+            }
+        }
+        assert_eq!(
+            decide(&Credential::None, Action::Call(Endpoint::Buyer, ToolId::SubmitOffer)),
+            Err(Denied::NotOffered)
+        );
+    }
+
+    #[test]
+    fn every_offered_tool_has_a_policy_entry_and_no_other_does() {
+        for e in Endpoint::ALL {
+            for t in ToolId::ALL {
+                assert_eq!(need(e, t) != Need::Absent, e.tools().contains(&t), "{t:?} on {e:?}");
+            }
+        }
+        // The public endpoint asks nothing of its tools; the buyer's account tools a token.
+        for t in Endpoint::Public.tools() {
+            assert_eq!(decide(&Credential::None, Action::Call(Endpoint::Public, *t)), Ok(Principal::Anyone));
+        }
+        assert_eq!(
+            decide(&Credential::None, Action::Call(Endpoint::Buyer, ToolId::UpdateIntent)),
+            Err(Denied::MissingCredentials)
+        );
     }
 
     #[test]

@@ -57,8 +57,6 @@ pub const FORMAT: &str = "isto-backup";
 pub const FORMAT_VERSION: u64 = 1;
 /// The `format` of a key ring export.
 pub const KEYS_FORMAT: &str = "isto-keys";
-/// The socket op of a backup.
-pub(crate) const OP: &str = "backup";
 /// zstd level (3: zstd's default, fast with a good ratio).
 const LEVEL: i32 = 3;
 /// What a backup says about the keys, on screen and in `--json`.
@@ -213,7 +211,7 @@ fn export_lines(
     })
 }
 
-/// The server's side of [`OP`]: streams the export to `write` (see the module docs).
+/// The server's side of `backup`: streams the export to `write` (see the module docs).
 /// Lines are sent in chunks of about 64 KiB through a bounded channel, so a slow client
 /// slows the export down instead of filling memory; a client that goes away stops it.
 /// A server stopping (`stop` cancelled) ends the stream at once; the client then sees
@@ -614,7 +612,7 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => {
             let mut ended = None;
-            let streamed = client.stream(&json!({"op": OP}), &mut |line| {
+            let streamed = client.stream(&super::Request::Backup, &mut |line| {
                 if line.starts_with("{\"t\":") {
                     w.take(line)?;
                     return Ok(true);

@@ -30,7 +30,7 @@
 //! - `{"op":"keys_retire","kid":KID}` → `{"ok":true,"kid":KID}` or the refusal.
 
 use super::socket::{Client, Connect};
-use super::Route;
+use super::{Request, Route};
 use crate::config::Settings;
 use crate::crypto::{KeyRing, Sealed};
 use crate::state::AppState;
@@ -42,8 +42,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 
-/// The socket ops of this module.
-pub(crate) const OPS: &[&str] = &["keys_status", "keys_rotate", "keys_reseal", "keys_retire"];
 /// Rows per re-seal batch (one write transaction).
 pub const BATCH_ROWS: usize = 500;
 /// Most re-seal passes one `keys rotate` makes before it reports what is left.
@@ -256,11 +254,11 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
     })
 }
 
-/// Answers one op of [`OPS`] with `store` and `keys` (blocking): the server's side of
+/// Answers one keys request with `store` and `keys` (blocking): the server's side of
 /// the socket and the offline path alike.
-fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
-    match op {
-        "keys_status" => match status_of(store, keys) {
+fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
+    match req {
+        Request::KeysStatus => match status_of(store, keys) {
             Ok(mut s) => {
                 if s.left() == 0 {
                     // Nothing left to re-seal: no rotation is running.
@@ -273,7 +271,7 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
             }
             Err(e) => failure(format!("counting the sealed values failed: {e}")),
         },
-        "keys_rotate" => {
+        Request::KeysRotate => {
             use std::sync::atomic::Ordering;
             let at = keys.rotation_step().load(Ordering::SeqCst);
             if rotation_running(keys)
@@ -293,12 +291,9 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
                 }
             }
         }
-        "keys_reseal" => {
-            let mut cursor: Cursor = match req.get("cursor").cloned().map(serde_json::from_value).transpose() {
-                Ok(c) => c.unwrap_or_default(),
-                Err(e) => return failure(format!("cursor: not a re-seal cursor ({e})")),
-            };
-            let limit = req.get("limit").and_then(Value::as_u64).map_or(BATCH_ROWS, |n| n.clamp(1, 5000) as usize);
+        Request::KeysReseal { cursor, limit } => {
+            let mut cursor: Cursor = cursor.clone().unwrap_or_default();
+            let limit = limit.map_or(BATCH_ROWS, |n| n.clamp(1, 5000) as usize);
             let mut values = 0u64;
             let out = store.rewrite_values(&mut cursor, limit, &mut |table, bytes| -> anyhow::Result<_> {
                 reseal_bytes(keys, table, bytes, &mut values)
@@ -314,10 +309,8 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
                 }
             }
         }
-        "keys_retire" => {
-            let Some(kid) = req.get("kid").and_then(Value::as_str) else {
-                return failure("keys_retire needs \"kid\": the key id to retire");
-            };
+        Request::KeysRetire { kid } => {
+            let kid = kid.as_str();
             if kid == keys.current_kid() {
                 return failure(format!(
                     "key {kid} is the current sealing key and cannot be retired; rotate first \
@@ -347,14 +340,14 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
                 Err(e) => failure(e.to_string()),
             }
         }
-        other => failure(format!("unknown op {other:?}")),
+        other => failure(format!("{} is not a keys op", other.op())),
     }
 }
 
-/// The server's side of [`OPS`].
-pub(crate) async fn respond(holder: &AppState, op: &str, req: &Value) -> Value {
-    let (h, op, req) = (holder.clone(), op.to_owned(), req.clone());
-    match tokio::task::spawn_blocking(move || answer(&h.base.store, &h.base.keys, &op, &req)).await {
+/// The server's side of the keys requests.
+pub(crate) async fn respond(holder: &AppState, req: Request) -> Value {
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || answer(&h.base.store, &h.base.keys, &req)).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "admin keys: task failed");
@@ -405,13 +398,10 @@ impl Target {
     }
 
     /// One op; its answer when `ok`, else its error.
-    fn ask(&mut self, req: &Value) -> anyhow::Result<Value> {
+    fn ask(&mut self, req: &Request) -> anyhow::Result<Value> {
         let v = match self {
             Self::Socket(c) => c.request(req)?,
-            Self::Direct { store, keys } => {
-                let op = req.get("op").and_then(Value::as_str).unwrap_or_default();
-                answer(store, keys, op, req)
-            }
+            Self::Direct { store, keys } => answer(store, keys, req),
         };
         if v.get("ok") != Some(&Value::Bool(true)) {
             bail!("{}", v.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
@@ -420,7 +410,7 @@ impl Target {
     }
 
     fn status(&mut self) -> anyhow::Result<StatusReport> {
-        let mut s: StatusReport = serde_json::from_value(self.ask(&json!({"op": "keys_status"}))?)
+        let mut s: StatusReport = serde_json::from_value(self.ask(&Request::KeysStatus)?)
             .context("the server's key status has an unexpected shape")?;
         s.via = self.route();
         Ok(s)
@@ -509,7 +499,7 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
     let (previous, rotated, mut total) = if resume {
         (None, false, left)
     } else {
-        let a = t.ask(&json!({"op": "keys_rotate"}))?;
+        let a = t.ask(&Request::KeysRotate)?;
         let kid = a.get("kid").and_then(Value::as_str).unwrap_or_default().to_owned();
         if !json_output {
             println!(
@@ -533,7 +523,7 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
             let mut cursor = Cursor::default();
             let t0 = std::time::Instant::now();
             while !cursor.done() {
-                let a = t.ask(&json!({"op": "keys_reseal", "cursor": cursor, "limit": batch}))?;
+                let a = t.ask(&Request::KeysReseal { cursor: Some(cursor.clone()), limit: Some(batch as u64) })?;
                 cursor = serde_json::from_value(a["cursor"].clone()).context("the re-seal cursor is malformed")?;
                 let n = a.get("values").and_then(Value::as_u64).unwrap_or(0);
                 resealed += n;
@@ -600,7 +590,8 @@ fn retirable_line(kids: &[String]) -> String {
 /// The refusals above (the CLI exits non-zero), no store or key, I/O errors.
 pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow::Result<Value> {
     let mut t = Target::open(settings)?;
-    let a = t.ask(&json!({"op": "keys_retire", "kid": kid})).with_context(|| format!("key {kid} was not retired"))?;
+    let a =
+        t.ask(&Request::KeysRetire { kid: kid.to_owned() }).with_context(|| format!("key {kid} was not retired"))?;
     let report = json!({"kid": kid, "retired": true, "via": t.route()});
     if json_output {
         println!("{report}");

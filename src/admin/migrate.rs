@@ -17,6 +17,7 @@
 //! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
 //! answer is reported the same way, without the server's versions.
 
+use super::Request;
 use crate::config::Settings;
 use crate::state::{Pass, PASSES};
 use crate::store::{Migrated, MigrationInfo, StoreError, TableChange, ISTO_VERSION, SCHEMA_VERSION};
@@ -27,10 +28,7 @@ use serde_json::{json, Value};
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
-/// The socket op of this module.
-pub(crate) const OP: &str = "migrate";
-
-/// The server's answer to [`OP`]: its versions and the start-up passes its store does
+/// The server's answer to `migrate`: its versions and the start-up passes its store does
 /// not record as done (none, unless one failed at start).
 pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
     match crate::state::pending_passes(&holder.base.store) {
@@ -43,7 +41,7 @@ pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
     }
 }
 
-/// The socket server's side (called from [`super::socket`] for [`OP`]).
+/// The socket server's side (called from [`super::socket`] for `migrate`).
 pub(crate) async fn respond(holder: &crate::state::AppState) -> Value {
     let h = holder.clone();
     match tokio::task::spawn_blocking(move || answer(&h)).await {
@@ -154,7 +152,7 @@ fn pass_states(done: impl Fn(&Pass) -> bool) -> Vec<PassState> {
 fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
     let sock = settings.admin_socket_path();
     if let super::Connect::Ready(mut client) = super::Client::connect(&sock)? {
-        let a = client.request(&json!({"op": OP}))?;
+        let a = client.request(&Request::Migrate)?;
         if a.get("ok") != Some(&Value::Bool(true)) {
             anyhow::bail!("{}", a.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
         }

@@ -27,12 +27,17 @@
 //!   `restore` and `keys export` never use the socket).
 //! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
 //!   (key rotation; see `keys.rs` in this directory).
-//! - anything else → `{"ok":false,"error":"..."}`.
+//! - anything else → `{"ok":false,"error":"..."}`: an unknown op is named, with the
+//!   known ones.
+//!
+//! The requests are one typed enum, [`Request`] (serde-tagged by `"op"`), which the
+//! client and the server share; its `"op"` names are those of every earlier version.
 
 mod backup;
 mod keys;
 mod migrate;
 mod purge;
+mod request;
 mod sellers;
 mod socket;
 mod stats;
@@ -48,6 +53,7 @@ pub use keys::{
 };
 pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
 pub use purge::{purge_command, report as purge_report};
+pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
 pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
 pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
@@ -271,8 +277,8 @@ fn in_use(e: &StoreError) -> bool {
 /// server without a working admin socket.
 fn via_server_or_store(
     settings: &Settings,
-    req: &Value,
-    local: impl FnOnce(&AppState, &Value) -> Value,
+    req: &Request,
+    local: impl FnOnce(&AppState, &Request) -> Value,
 ) -> anyhow::Result<(Value, bool)> {
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => Ok((client.request(req)?, true)),

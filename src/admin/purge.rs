@@ -9,18 +9,15 @@
 //! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
 //! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
 
+use super::Request;
 use crate::config::Settings;
 use crate::intents::Purged;
 use crate::state::AppState;
 use serde_json::{json, Value};
 
-/// The socket op of this module.
-pub(crate) const OP: &str = "purge";
-
 /// Runs the purge on `holder`. Internal failures are logged; over the socket (`detail`
 /// false) they are answered generically.
-pub(crate) fn answer(holder: &AppState, req: &Value, detail: bool) -> Value {
-    let dry_run = req.get("dryRun").and_then(Value::as_bool).unwrap_or(false);
+pub(crate) fn answer(holder: &AppState, dry_run: bool, detail: bool) -> Value {
     match holder.intents.purge(dry_run) {
         Ok(p) => json!({"ok": true, "dryRun": dry_run, "purged": p}),
         Err(e) => {
@@ -31,10 +28,10 @@ pub(crate) fn answer(holder: &AppState, req: &Value, detail: bool) -> Value {
     }
 }
 
-/// The socket server's side (called from [`super::socket`] for [`OP`]).
-pub(crate) async fn respond(holder: &AppState, request: &Value) -> Value {
-    let (h, req) = (holder.clone(), request.clone());
-    match tokio::task::spawn_blocking(move || answer(&h, &req, false)).await {
+/// The socket server's side (called from [`super::socket`] for `purge`).
+pub(crate) async fn respond(holder: &AppState, dry_run: bool) -> Value {
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || answer(&h, dry_run, false)).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "admin socket: purge task failed");
@@ -73,8 +70,8 @@ pub fn report(p: &Purged, dry_run: bool) -> String {
 /// No store; the server's or the store's failure; the store held by a server without a
 /// working admin socket.
 pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<Purged> {
-    let req = json!({"op": OP, "dryRun": dry_run});
-    let (answer, _) = super::via_server_or_store(settings, &req, |holder, req| answer(holder, req, true))?;
+    let req = Request::Purge { dry_run };
+    let (answer, _) = super::via_server_or_store(settings, &req, |holder, _| answer(holder, dry_run, true))?;
     if answer.get("ok") != Some(&Value::Bool(true)) {
         let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
         anyhow::bail!("{msg}");

@@ -14,43 +14,32 @@
 //! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
 //! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
 
+use super::Request;
 use crate::cli::SellerCommand;
 use crate::config::Settings;
 use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};
 use crate::state::AppState;
 use serde_json::{json, Value};
 
-/// The socket ops of this module.
-pub(crate) const OPS: [&str; 4] = ["seller_add", "seller_list", "seller_disable", "seller_enable"];
-
 fn failure(msg: impl Into<String>) -> Value {
     json!({"ok": false, "error": msg.into()})
 }
 
-fn run(holder: &AppState, op: &str, req: &Value) -> Result<Value, SellerError> {
-    let id = || {
-        req.get("id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| SellerError::Input(format!("{op} needs \"id\": the seller's acc_… or sel_… id")))
-    };
-    Ok(match op {
-        "seller_add" => {
-            let new: NewSeller = serde_json::from_value(req.get("seller").cloned().unwrap_or(Value::Null))
-                .map_err(|e| SellerError::Input(format!("seller_add needs \"seller\": {e}")))?;
-            json!({"ok": true, "added": sellers::add(&holder.base, &new)?})
-        }
-        "seller_list" => json!({"ok": true, "sellers": sellers::list(&holder.base)?}),
-        "seller_disable" => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, &id()?, true)?}),
-        "seller_enable" => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, &id()?, false)?}),
-        other => return Err(SellerError::Input(format!("unknown op {other:?}"))),
+fn run(holder: &AppState, req: &Request) -> Result<Value, SellerError> {
+    Ok(match req {
+        Request::SellerAdd { seller } => json!({"ok": true, "added": sellers::add(&holder.base, seller)?}),
+        Request::SellerList => json!({"ok": true, "sellers": sellers::list(&holder.base)?}),
+        Request::SellerDisable { id } => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, id, true)?}),
+        Request::SellerEnable { id } => json!({"ok": true, "toggled": sellers::set_disabled(&holder.base, id, false)?}),
+        other => return Err(SellerError::Input(format!("{} is not a seller op", other.op()))),
     })
 }
 
-/// Answers one seller op on `holder`. Internal failures are logged; over the socket
-/// (`detail` false) they are answered generically.
-pub(crate) fn answer(holder: &AppState, op: &str, req: &Value, detail: bool) -> Value {
-    match run(holder, op, req) {
+/// Answers one seller request on `holder`. Internal failures are logged; over the
+/// socket (`detail` false) they are answered generically.
+pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
+    let op = req.op();
+    match run(holder, req) {
         Ok(v) => v,
         Err(e) if e.is_internal() => {
             tracing::error!(op, error = %e, "admin: seller command failed");
@@ -64,10 +53,10 @@ pub(crate) fn answer(holder: &AppState, op: &str, req: &Value, detail: bool) -> 
     }
 }
 
-/// The socket server's side (called from [`super::socket`] for [`OPS`]).
-pub(crate) async fn respond(holder: &AppState, op: &str, request: &Value) -> Value {
-    let (h, op, req) = (holder.clone(), op.to_owned(), request.clone());
-    match tokio::task::spawn_blocking(move || answer(&h, &op, &req, false)).await {
+/// The socket server's side (called from [`super::socket`] for the seller requests).
+pub(crate) async fn respond(holder: &AppState, request: Request) -> Value {
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || answer(&h, &request, false)).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "admin socket: seller task failed");
@@ -78,8 +67,8 @@ pub(crate) async fn respond(holder: &AppState, op: &str, request: &Value) -> Val
 
 /// Sends `req` to the running server, or runs it on the store opened here. Returns the
 /// answer and whether it went through the socket.
-fn call(settings: &Settings, op: &str, req: &Value) -> anyhow::Result<(Value, bool)> {
-    super::via_server_or_store(settings, req, |holder, req| answer(holder, op, req, true))
+fn call(settings: &Settings, req: &Request) -> anyhow::Result<(Value, bool)> {
+    super::via_server_or_store(settings, req, |holder, req| answer(holder, req, true))
 }
 
 fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
@@ -151,7 +140,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
     match cmd {
         SellerCommand::Add { name, email, url, categories, regions, invite, json } => {
             let new = NewSeller { name, email, url, categories, regions, invite };
-            let (answer, via_socket) = call(settings, "seller_add", &json!({"op": "seller_add", "seller": new}))?;
+            let (answer, via_socket) = call(settings, &Request::SellerAdd { seller: new })?;
             let answer = ok_or_bail(answer)?;
             let added: Added = serde_json::from_value(answer["added"].clone())?;
             if json {
@@ -187,7 +176,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
             }
         }
         SellerCommand::List { json } => {
-            let (answer, _) = call(settings, "seller_list", &json!({"op": "seller_list"}))?;
+            let (answer, _) = call(settings, &Request::SellerList)?;
             let answer = ok_or_bail(answer)?;
             let list: Vec<SellerInfo> = serde_json::from_value(answer["sellers"].clone())?;
             if json {
@@ -205,8 +194,9 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
 }
 
 fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::Result<()> {
-    let op = if disable { "seller_disable" } else { "seller_enable" };
-    let (answer, _) = call(settings, op, &json!({"op": op, "id": id}))?;
+    let id = id.to_owned();
+    let req = if disable { Request::SellerDisable { id } } else { Request::SellerEnable { id } };
+    let (answer, _) = call(settings, &req)?;
     let answer = ok_or_bail(answer)?;
     let t: Toggled = serde_json::from_value(answer["toggled"].clone())?;
     if json {

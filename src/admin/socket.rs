@@ -20,8 +20,12 @@
 //!   directory).
 //! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
 //!   (see `keys.rs` in this directory).
-//! - anything else → `{"ok":false,"error":"..."}`.
+//! - anything else → `{"ok":false,"error":"..."}` naming what is wrong (an unknown op is
+//!   named, with the known ones).
+//!
+//! Requests are the typed [`super::Request`] on both sides.
 
+use super::Request;
 use crate::catalogue::parse_json_row;
 use crate::records::ImportCounts;
 use crate::state::AppState;
@@ -192,44 +196,43 @@ async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToke
                 break;
             }
         }
-        if is_op(&line, super::backup::OP) {
-            // A backup answers with many lines (see `backup.rs` in this directory).
-            if super::backup::serve(&holder, &mut write, &stop).await.is_err() {
-                break;
+        let answer = match Request::parse(&line) {
+            Ok(request) => respond(&holder, request).await,
+            Err(msg) => Answer::Line(failure(msg)),
+        };
+        match answer {
+            Answer::Line(response) => {
+                if write.write_all(format!("{response}\n").as_bytes()).await.is_err() {
+                    break;
+                }
             }
-            continue;
-        }
-        let response = respond(&holder, &line).await;
-        if write.write_all(format!("{response}\n").as_bytes()).await.is_err() {
-            break;
+            // A backup answers with many lines (see `backup.rs` in this directory).
+            Answer::Backup => {
+                if super::backup::serve(&holder, &mut write, &stop).await.is_err() {
+                    break;
+                }
+            }
         }
     }
 }
 
-/// Whether the request line asks for `op`.
-fn is_op(line: &[u8], op: &str) -> bool {
-    serde_json::from_slice::<Value>(line)
-        .ok()
-        .and_then(|v| v.get("op").and_then(Value::as_str).map(|o| o == op))
-        .unwrap_or(false)
+/// How a request is answered.
+enum Answer {
+    /// With one line.
+    Line(Value),
+    /// With the backup's stream of lines.
+    Backup,
 }
 
-async fn respond(holder: &AppState, line: &[u8]) -> Value {
-    let mut request: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => return failure(format!("the request is not JSON: {e}")),
-    };
-    match request.get("op").and_then(Value::as_str) {
-        Some("ping") => json!({"ok": true, "version": VERSION}),
-        Some("import") => {
-            let rows = match request.get_mut("rows").map(Value::take) {
-                Some(Value::Array(rows)) => rows,
-                _ => return failure("import needs \"rows\": an array of offer rows"),
-            };
+/// Answers one request: an exhaustive match over [`Request`], so an op without a
+/// server side does not compile.
+async fn respond(holder: &AppState, request: Request) -> Answer {
+    Answer::Line(match request {
+        Request::Ping => json!({"ok": true, "version": VERSION}),
+        Request::Import { rows, run } => {
             if rows.len() > MAX_ROWS {
-                return failure(format!("at most {MAX_ROWS} rows per request"));
+                return Answer::Line(failure(format!("at most {MAX_ROWS} rows per request")));
             }
-            let run = request.get("run").and_then(Value::as_str).map(str::to_owned);
             let h = holder.clone();
             let job = tokio::task::spawn_blocking(move || import_rows(&h, &rows, run.as_deref()));
             match job.await {
@@ -240,10 +243,7 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
                 }
             }
         }
-        Some("finish_full") => {
-            let Some(run) = request.get("run").and_then(Value::as_str).map(str::to_owned) else {
-                return failure("finish_full needs \"run\": the run id sent with the import batches");
-            };
+        Request::FinishFull { run } => {
             let h = holder.clone();
             match tokio::task::spawn_blocking(move || h.catalogue.withdraw_vanished(&run)).await {
                 Ok(Ok(gone)) => {
@@ -257,14 +257,18 @@ async fn respond(holder: &AppState, line: &[u8]) -> Value {
                 Err(_) => failure("finish_full failed (see the server log)"),
             }
         }
-        Some(op) if super::sellers::OPS.contains(&op) => super::sellers::respond(holder, op, &request).await,
-        Some(super::purge::OP) => super::purge::respond(holder, &request).await,
-        Some(super::migrate::OP) => super::migrate::respond(holder).await,
-        Some(super::stats::OP) => super::stats::respond(holder).await,
-        Some(op) if super::keys::OPS.contains(&op) => super::keys::respond(holder, op, &request).await,
-        Some(op) => failure(format!("unknown op {op:?} (known: ping, import, finish_full)")),
-        None => failure("the request needs \"op\": \"ping\", \"import\" or \"finish_full\""),
-    }
+        r @ (Request::SellerAdd { .. }
+        | Request::SellerList
+        | Request::SellerDisable { .. }
+        | Request::SellerEnable { .. }) => super::sellers::respond(holder, r).await,
+        Request::Purge { dry_run } => super::purge::respond(holder, dry_run).await,
+        Request::Migrate => super::migrate::respond(holder).await,
+        Request::Stats => super::stats::respond(holder).await,
+        Request::Backup => return Answer::Backup,
+        r @ (Request::KeysStatus | Request::KeysRotate | Request::KeysReseal { .. } | Request::KeysRetire { .. }) => {
+            super::keys::respond(holder, r).await
+        }
+    })
 }
 
 /// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
@@ -343,7 +347,7 @@ impl Client {
         };
         stream.set_read_timeout(Some(PING_TIMEOUT))?;
         let mut client = Self { reader: io::BufReader::new(stream.try_clone()?), writer: stream };
-        let answer = match client.call(&json!({"op": "ping"})) {
+        let answer = match client.call(&Request::Ping) {
             Ok(v) => v,
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 return Ok(Connect::Stale)
@@ -361,8 +365,8 @@ impl Client {
         Ok(Connect::Ready(client))
     }
 
-    fn call(&mut self, request: &Value) -> io::Result<Value> {
-        let mut line = serde_json::to_vec(request)?;
+    fn call(&mut self, request: &Request) -> io::Result<Value> {
+        let mut line = request.to_line()?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
         self.writer.flush()?;
@@ -378,7 +382,7 @@ impl Client {
     ///
     /// # Errors
     /// I/O errors.
-    pub(crate) fn request(&mut self, request: &Value) -> anyhow::Result<Value> {
+    pub(crate) fn request(&mut self, request: &Request) -> anyhow::Result<Value> {
         Ok(self.call(request)?)
     }
 
@@ -390,10 +394,10 @@ impl Client {
     /// `on_line`'s error (the connection should then be dropped).
     pub(crate) fn stream(
         &mut self,
-        request: &Value,
+        request: &Request,
         on_line: &mut dyn FnMut(&str) -> anyhow::Result<bool>,
     ) -> anyhow::Result<()> {
-        let mut line = serde_json::to_vec(request)?;
+        let mut line = request.to_line()?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
         self.writer.flush()?;
@@ -425,7 +429,7 @@ impl Client {
     /// # Errors
     /// I/O errors, or the server's refusal.
     pub(crate) fn import(&mut self, rows: &[Value], run: Option<&str>) -> anyhow::Result<ImportCounts> {
-        let answer = self.call(&json!({"op": "import", "rows": rows, "run": run}))?;
+        let answer = self.call(&Request::Import { rows: rows.to_vec(), run: run.map(str::to_owned) })?;
         if answer.get("ok") == Some(&Value::Bool(true)) {
             let counts = answer.get("counts").cloned().unwrap_or(Value::Null);
             return Ok(serde_json::from_value(counts)?);
@@ -439,7 +443,7 @@ impl Client {
     /// # Errors
     /// I/O errors, or the server's refusal.
     pub(crate) fn finish_full(&mut self, run: &str) -> anyhow::Result<u64> {
-        let answer = self.call(&json!({"op": "finish_full", "run": run}))?;
+        let answer = self.call(&Request::FinishFull { run: run.to_owned() })?;
         if answer.get("ok") == Some(&Value::Bool(true)) {
             return Ok(answer.get("withdrawn").and_then(Value::as_u64).unwrap_or(0));
         }

@@ -10,6 +10,7 @@
 //! opens the store here. Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see
 //! [`Stats`] for its shape), or `{"ok":false,"error":"…"}`.
 
+use super::Request;
 use crate::config::Settings;
 use crate::records::{IntentRecord, OfferRecord, SellerRecord};
 use crate::state::AppState;
@@ -17,9 +18,6 @@ use crate::store::{Ns, Reads as _, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-/// The socket op of this module.
-pub(crate) const OP: &str = "stats";
 
 /// The counts, as `--json` prints them:
 ///
@@ -149,7 +147,7 @@ pub(crate) fn answer(holder: &AppState, detail: bool) -> Value {
     }
 }
 
-/// The socket server's side (called from [`super::socket`] for [`OP`]).
+/// The socket server's side (called from [`super::socket`] for `stats`).
 pub(crate) async fn respond(holder: &AppState) -> Value {
     let h = holder.clone();
     match tokio::task::spawn_blocking(move || answer(&h, false)).await {
@@ -200,8 +198,7 @@ pub fn report(s: &Stats) -> String {
 /// working admin socket.
 pub fn stats_command(settings: &Settings, json_output: bool) -> anyhow::Result<Stats> {
     let spinner = super::spinner("counting", json_output);
-    let req = json!({"op": OP});
-    let answered = super::via_server_or_store(settings, &req, |holder, _| answer(holder, true));
+    let answered = super::via_server_or_store(settings, &Request::Stats, |holder, _| answer(holder, true));
     spinner.finish_and_clear();
     let (answer, _) = answered?;
     if answer.get("ok") != Some(&Value::Bool(true)) {

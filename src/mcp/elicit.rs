@@ -30,15 +30,16 @@
 //! `requestState`, and so is one sent with any other call, or `inputResponses` sent
 //! without one ([`check_retry`]): nothing is run, no draft made.
 
-use super::{call_blocking, charge_of, failure, ok, request_span, to_value};
+use super::{call_blocking, charge_of, failure, ok_of, request_span, Endpoint};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
+use crate::protocol::tools::ToolId;
 use crate::protocol::Status;
 use crate::state::AppState;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, ProtocolVersion, Tool,
+    InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -47,7 +48,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 /// The one tool that elicits.
-pub const PUBLISH: &str = "intent_publish_intent";
+pub const PUBLISH: &str = ToolId::PublishIntent.name();
 
 /// The key of the consent page's `elicitation/create` in `inputRequests` (and of its
 /// answer in `inputResponses`).
@@ -313,19 +314,17 @@ pub fn finish(holder: &AppState, draft: &DraftState, action: ElicitationAction) 
         consent_url: draft.consent_url.clone(),
         expires_at: draft.expires_at.clone(),
     };
-    let v = to_value(&result);
-    Ok(ok(v.clone(), &v))
+    Ok(ok_of(ToolId::PublishIntent, &result))
 }
 
 /// `intent_publish_intent` on `/mcp` for a client asked by `mode` (or carrying a
 /// `requestState`): see the module docs. `run` is the ordinary publish.
 pub async fn publish(
     holder: &AppState,
-    tools: &[Tool],
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     mode: Option<Mode>,
-    run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
+    run: impl FnOnce(ToolId, &Value) -> CallToolResult + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
     let args = Value::Object(request.arguments.clone().unwrap_or_default());
     if let Some(sealed) = request.request_state.as_deref() {
@@ -352,12 +351,12 @@ pub async fn publish(
             None => ElicitationAction::Cancel,
         };
         let h = holder.clone();
-        return call_blocking(tools, request_span(context), charge_of(context), request, move |name, _| {
-            Some(finish(&h, &draft, action).unwrap_or_else(|e| failure(name, &e)))
+        return call_blocking(Endpoint::Public, request_span(context), charge_of(context), request, move |tool, _| {
+            finish(&h, &draft, action).unwrap_or_else(|e| failure(tool.name(), &e))
         })
         .await;
     }
-    let response = call_blocking(tools, request_span(context), charge_of(context), request, run).await?;
+    let response = call_blocking(Endpoint::Public, request_span(context), charge_of(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let lifetime =
         time::Duration::seconds(holder.base.settings.limits.request_state_secs.try_into().unwrap_or(i64::MAX));
@@ -467,11 +466,11 @@ mod tests {
     fn the_consent_request_is_a_url_elicitation_of_the_consent_page_without_the_code() {
         let keys = KeyRing::ephemeral();
         let args = json!({"statement": "Hľadám Škoda Octavia", "area": "SK"});
-        let ordinary = ok(
-            json!({"intent": {"id": "int_abc", "status": "awaiting_consent"}, "intentCode": "c".repeat(32),
+        let ordinary = ok_of(
+            ToolId::PublishIntent,
+            &json!({"intent": {"id": "int_abc", "status": "awaiting_consent"}, "intentCode": "c".repeat(32),
                    "consentUrl": format!("https://holder.example/consent/{}", "t".repeat(32)),
                    "expiresAt": "2030-01-02T00:00:00Z"}),
-            &json!({}),
         );
         let five = crate::clock::parse_rfc3339("2030-01-01T00:05:00Z").unwrap();
         let draft = draft_of(&ordinary, &args, five).unwrap();

@@ -2,17 +2,19 @@
 //! Streamable HTTP through rmcp, tools declared by hand so that every input schema
 //! rejects unknown properties and every error names the field.
 //!
-//! Tools: intent_publish_intent, intent_get_intent, intent_list_matches,
-//! intent_withdraw_intent (all by `intentCode`) and intent_search_offers. Every result
-//! carries `structuredContent` matching the tool's `outputSchema` and a text content
-//! with the same data as JSON (the seed's bare arrays for matches and offers).
+//! The tools of each endpoint, their names, descriptions and schemas are the tool table
+//! of [`crate::protocol::tools`]; their handlers are [`handlers`], the access policy's
+//! requirement [`crate::policy::need`] — each an exhaustive match over the table's
+//! [`ToolId`]. Every result carries `structuredContent` matching the tool's
+//! `outputSchema` and a text content with the same data as JSON (the seed's bare arrays
+//! for matches and offers).
 
-use crate::base::{PublicError, ServiceError};
+use crate::base::PublicError;
 use crate::net::{Charge, ClientAddr};
-use crate::policy::{Denied, Resource};
-use crate::protocol::input::ListMatches;
-use crate::protocol::input::{self, Fields, InputError};
-use crate::protocol::{schema, AGGREGATOR_NOTE};
+use crate::policy::Denied;
+pub use crate::protocol::tools::Endpoint;
+use crate::protocol::tools::{Spec, ToolId};
+use crate::protocol::AGGREGATOR_NOTE;
 use crate::state::AppState;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -21,26 +23,16 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 pub mod buyer;
 pub mod elicit;
+pub(crate) mod handlers;
 pub mod seller;
 pub mod service;
 pub mod sessions;
 pub mod view;
-
-/// Which of the three MCP endpoints a server answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `/mcp`: the consent-link profile, no sign-in (seed §5).
-    Public,
-    /// `/mcp/buyer`: a signed-in person's intents (bearer token, PROTOCOL.md §7).
-    Buyer,
-    /// `/mcp/seller`: registered sellers (bearer token, PROTOCOL.md §7).
-    Seller,
-}
 
 /// An MCP server of one endpoint: one value per session, sharing the holder. The rmcp
 /// handler is written once for the three endpoints; they differ in their instructions,
@@ -65,87 +57,31 @@ fn obj(v: Value) -> serde_json::Map<String, Value> {
     }
 }
 
-fn tool(name: &'static str, title: &str, what: &str, input: Value, output: Value, ann: ToolAnnotations) -> Tool {
-    let mut t = Tool::new(name, format!("{what} {AGGREGATOR_NOTE}"), obj(input));
-    t.title = Some(title.to_owned());
-    t.output_schema = Some(Arc::new(obj(output)));
-    t.with_annotations(ann)
+/// The `tools/list` entry of one table row ([`crate::protocol::tools::Spec`]): name,
+/// title, the description with the aggregator note, the schemas and the annotations.
+fn tool(spec: Spec) -> Tool {
+    let id = spec.id;
+    let h = id.hints();
+    let mut t = Tool::new(id.name(), format!("{} {AGGREGATOR_NOTE}", spec.description), obj(spec.input));
+    t.title = Some(id.title().to_owned());
+    t.output_schema = Some(Arc::new(obj(spec.output)));
+    t.with_annotations(
+        ToolAnnotations::new()
+            .read_only(h.read_only)
+            .destructive(h.destructive)
+            .idempotent(h.idempotent)
+            .open_world(false),
+    )
+}
+
+/// The tool list of `endpoint`, from the tool table, in its order.
+pub fn tools_of(endpoint: Endpoint) -> Vec<Tool> {
+    endpoint.tools().iter().filter_map(|t| t.spec(endpoint)).map(tool).collect()
 }
 
 /// The tool list of `/mcp` (PROTOCOL.md §3).
 pub fn public_tools() -> Vec<Tool> {
-    vec![
-        tool(
-            "intent_publish_intent",
-            "Publish a buying intent",
-            "Publishes what a person wants to buy (vehicles or property in Slovakia and Czechia) as a draft intent. \
-             Takes no contact data: the result has a consentUrl on the holder's own page; give that link to the person, \
-             who enters their e-mail and consents there, then confirms by e-mail (double opt-in). Do not open or fill \
-             in the link yourself. Keep the returned intentCode: it reads matches and withdraws the intent. A draft \
-             without consent expires after 24 hours. An optional hiddenLimit is sealed by the holder and never shown to anyone.",
-            schema::publish_input(),
-            schema::publish_output(),
-            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false),
-        ),
-        tool(
-            "intent_get_intent",
-            "Get an intent",
-            "Returns the intent of an intentCode with its status (awaiting_consent, awaiting_email_confirmation, active, \
-             expired, withdrawn). Never returns contact data or the hidden limit's value.",
-            schema::code_input(),
-            schema::get_output(),
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-        ),
-        tool(
-            "intent_list_matches",
-            "List delivered offers",
-            "Lists the offers the holder has delivered for the intent, oldest first. Pass the previous nextSince as \
-             since to get only new ones. Offers are also e-mailed to the person.",
-            schema::list_matches_input(),
-            schema::list_matches_output(),
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-        ),
-        tool(
-            "intent_withdraw_intent",
-            "Withdraw an intent",
-            "Withdraws the intent at once: nothing more is delivered or e-mailed for it. Idempotent.",
-            schema::code_input(),
-            schema::withdraw_output(),
-            ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false),
-        ),
-        search_tool(),
-        demand_summary_tool(),
-    ]
-}
-
-/// `intent_search_offers` (PROTOCOL.md §3), the same on `/mcp` and `/mcp/buyer`.
-pub fn search_tool() -> Tool {
-    tool(
-        "intent_search_offers",
-        "Search the catalogue",
-        "Searches the holder's catalogue of offers (full text in Slovak, Czech or English; case and diacritics do \
-         not matter), best first. Read-only: no intent is created.",
-        schema::search_input(),
-        schema::search_output(),
-        ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-    )
-}
-
-/// `intent_demand_summary` (PROTOCOL.md §3, §5), the same on every endpoint: see
-/// [`crate::demand`].
-pub fn demand_summary_tool() -> Tool {
-    tool(
-        "intent_demand_summary",
-        "Demand in one cell",
-        "Counts the active buying intents in one cell of the holder's band grid: a category, a region, a budget \
-         band (by the buyers' visible budget) and a buy-by band. The grid is published in the holder metadata at \
-         /.well-known/isto-intents. A cell with fewer active intents than the holder's threshold k is withheld \
-         ({\"withheld\": true}). Whole-country intents count in every region of the country. Never reveals an \
-         intent, a buyer or a hidden limit.",
-        schema::demand_summary_input(),
-        schema::demand_summary_output(),
-        ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
-    )
+    tools_of(Endpoint::Public)
 }
 
 impl IstoServer {
@@ -202,20 +138,11 @@ fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
     }
 }
 
-/// A tool's successful result: `structured` as structuredContent, `text` (JSON) as text.
-/// A successful result: `structured` as `structuredContent` and `text` serialized once as
-/// the text content.
-fn ok(structured: Value, text: &Value) -> CallToolResult {
-    answer(structured, text.to_string())
-}
-
-/// A successful result from its parts: `structuredContent` and the text content (already
-/// JSON). Built field by field: `CallToolResult::structured` would serialize the value
-/// to a text that is then replaced.
-fn answer(structured: Value, text: String) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(structured);
-    r
+/// A successful result whose structured content and text are both `v`; a `v` that is no
+/// JSON object (`null`, …) is an internal error ([`handlers::finish`]).
+fn ok_of<T: serde::Serialize>(tool: ToolId, v: &T) -> CallToolResult {
+    let out = serde_json::to_value(v).map(|structured| handlers::Output { text: structured.to_string(), structured });
+    handlers::finish(Endpoint::Public, tool, out.map_err(|e| handlers::CallError::NoResult(e.to_string())))
 }
 
 fn tool_error(msg: String) -> CallToolResult {
@@ -233,95 +160,19 @@ pub(crate) fn failure(tool: &str, e: &dyn PublicError) -> CallToolResult {
     tool_error(e.public_message())
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
 /// Runs one tool call (blocking: store I/O) as from an unknown client address (counted
 /// under one shared key): [`dispatch_from`].
 pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
     dispatch_from(holder, ClientAddr(None), name, args)
 }
 
-/// Runs one tool call (blocking: store I/O) of a caller at `client`. Domain failures
-/// become `isError` results (a used-up draft quota too: "too many drafts from this
-/// address in the last hour (…); try again after …"); internal ones are logged and
-/// answered generically.
+/// Runs one `/mcp` tool call (blocking: store I/O) of a caller at `client`; `None` when
+/// `/mcp` has no tool of that name. Domain failures become `isError` results (a
+/// used-up draft quota too: "too many drafts from this address in the last hour (…);
+/// try again after …"); internal ones are logged and answered generically.
 pub fn dispatch_from(holder: &AppState, client: ClientAddr, name: &str, args: &Value) -> Option<CallToolResult> {
-    let result: Result<CallToolResult, ServiceError> = match name {
-        "intent_publish_intent" => {
-            holder.intents.parse_publish(args).and_then(|p| holder.intents.publish_draft_from(p, client.key())).map(
-                |r| {
-                    let v = to_value(&r);
-                    ok(v.clone(), &v)
-                },
-            )
-        }
-        "intent_get_intent" => {
-            code_args(args).and_then(|(code, id)| holder.intents.get_by_code(&code, id.as_deref())).map(|i| {
-                let v = json!({"intent": i});
-                ok(v.clone(), &v)
-            })
-        }
-        "intent_withdraw_intent" => {
-            code_args(args).and_then(|(code, id)| holder.intents.withdraw_by_code(&code, id.as_deref())).map(|()| {
-                let v = json!({"status": "withdrawn"});
-                ok(v.clone(), &v)
-            })
-        }
-        "intent_list_matches" => ListMatches::by_code(args)
-            .map_err(ServiceError::from)
-            .and_then(|q| holder.intents.list_matches_by_code(&q))
-            .map(|(matches, next)| {
-                let arr = to_value(&matches);
-                ok(json!({"matches": arr, "nextSince": next}), &arr)
-            }),
-        "intent_search_offers" => search(holder, args),
-        "intent_demand_summary" => crate::demand::parse_request(&holder.base.settings, args)
-            .map_err(ServiceError::from)
-            .and_then(|(category, cell)| crate::demand::summary(&holder.base, &category, &cell))
-            .map(|a| {
-                let v = to_value(&a);
-                ok(v.clone(), &v)
-            }),
-        _ => return None,
-    };
-    Some(result.unwrap_or_else(|e| failure(name, &e)))
-}
-
-fn code_args(args: &Value) -> Result<(String, Option<String>), ServiceError> {
-    let mut f = Fields::new(args, "")?;
-    let code = f.req_str("intentCode", 200)?;
-    let id = f.opt_str("id", 64)?;
-    f.finish("")?;
-    Ok((code, id))
-}
-
-fn search(holder: &AppState, args: &Value) -> Result<CallToolResult, ServiceError> {
-    let mut f = Fields::new(args, "")?;
-    let statement = f.req_str("statement", input::STATEMENT_MAX)?;
-    let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
-    let category = match f.opt_str("category", 40)? {
-        Some(c) => Some(
-            crate::protocol::category(&c)
-                .map(|c| c.key)
-                .ok_or_else(|| InputError("category must be one of vehicles, property".into()))?,
-        ),
-        None => None,
-    };
-    let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
-    f.finish("")?;
-    let index = holder.catalogue.offer_index()?;
-    let offers = crate::catalogue::search_json(&index, &holder.base, &statement, area.as_ref(), category, limit)?;
-    // The stored JSON texts are `to_value(&offer).to_string()`: joined, they are the text
-    // of the array byte for byte; parsed once, its structured value.
-    let text = format!("[{}]", offers.join(","));
-    let arr = offers
-        .iter()
-        .map(|j| serde_json::from_str(j))
-        .collect::<Result<Vec<Value>, _>>()
-        .map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
-    Ok(answer(json!({"offers": arr}), text))
+    let tool = Endpoint::Public.tool(name)?;
+    Some(handlers::run(holder, Endpoint::Public, None, client, tool, args))
 }
 
 /// The `initialize` answer shared by the three endpoints: tools only, isto's name and
@@ -333,22 +184,24 @@ pub(crate) fn server_config(about: String) -> ServerConfig {
 }
 
 /// The one mapping of an access-policy refusal to a tool result (`isError`, the text
-/// naming the rule for the agent), for the tool `tool` of `resource`'s endpoint.
-pub(crate) fn denied(resource: Resource, tool: &str, d: &Denied) -> CallToolResult {
+/// naming the rule for the agent), for the tool `tool` of `endpoint`.
+pub(crate) fn denied(endpoint: Endpoint, tool: &str, d: &Denied) -> CallToolResult {
     const BUYER: &str = "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token \
                          for scope intents";
     const SELLER: &str = "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth \
                           access token for /mcp/seller (scopes offers, demand)";
-    let text = match (resource, d) {
-        (Resource::Buyer, _) => BUYER.to_owned(),
-        (Resource::Seller, Denied::MissingCredentials) => SELLER.to_owned(),
-        (Resource::Seller, Denied::NotSeller | Denied::NotBuyer | Denied::WrongResource) => {
+    let text = match (endpoint, d) {
+        (_, Denied::NotOffered) => format!("unknown tool: {tool} is not offered on this endpoint"),
+        (Endpoint::Public, d) => format!("unauthorized: {d}"),
+        (Endpoint::Buyer, _) => BUYER.to_owned(),
+        (Endpoint::Seller, Denied::MissingCredentials) => SELLER.to_owned(),
+        (Endpoint::Seller, Denied::NotSeller | Denied::NotBuyer | Denied::WrongResource) => {
             "unauthorized: the access token is not a seller's token for /mcp/seller".to_owned()
         }
-        (Resource::Seller, Denied::InsufficientScope { any_of }) => {
+        (Endpoint::Seller, Denied::InsufficientScope { any_of }) => {
             format!("insufficient_scope: {tool} needs scope {}", any_of.join(" or "))
         }
-        (Resource::Seller, Denied::SellerDisabled) => {
+        (Endpoint::Seller, Denied::SellerDisabled) => {
             "unauthorized: the seller account is disabled or unknown".to_owned()
         }
     };
@@ -399,44 +252,38 @@ fn charged<T>(charge: Option<&Charge>, run: impl FnOnce() -> T) -> T {
 /// The tools whose call is one short store read (a token lookup and one record, a few
 /// microseconds from redb's cache): [`call_blocking`] runs them in the calling task,
 /// since handing them to a blocking thread costs more than the read.
-const INLINE_TOOLS: &[&str] = &["intent_get_intent"];
+const INLINE_TOOLS: &[ToolId] = &[ToolId::GetIntent];
 
-/// Runs a `tools/call` for one endpoint: a name outside `tools` is a JSON-RPC
-/// invalid-params error; otherwise `run` (blocking: store I/O) gets the name and the
-/// arguments on a blocking thread (in the calling task for [`INLINE_TOOLS`]), inside
-/// `span` (the request's, see [`request_span`]), so what it logs carries the request id.
-/// The CPU time `run` used is charged to `charge` (the client's rate bucket, see
-/// [`charge_of`]).
+/// Runs a `tools/call` for one endpoint: a name that is not one of `endpoint`'s tools
+/// ([`Endpoint::tool`]) is a JSON-RPC invalid-params error; otherwise `run` (blocking:
+/// store I/O) gets the tool and the arguments on a blocking thread (in the calling task
+/// for [`INLINE_TOOLS`]), inside `span` (the request's, see [`request_span`]), so what it
+/// logs carries the request id. The CPU time `run` used is charged to `charge` (the
+/// client's rate bucket, see [`charge_of`]).
 pub(crate) async fn call_blocking(
-    tools: &[Tool],
+    endpoint: Endpoint,
     span: tracing::Span,
     charge: Option<Charge>,
     request: CallToolRequestParams,
-    run: impl FnOnce(&str, &Value) -> Option<CallToolResult> + Send + 'static,
+    run: impl FnOnce(ToolId, &Value) -> CallToolResult + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
     use crate::telemetry::{tool_call, ToolOutcome, OTHER};
-    let name = request.name.to_string();
-    let unknown = || McpError::invalid_params(format!("unknown tool: {}", crate::protocol::input::echo(&name)), None);
-    if !tools.iter().any(|t| t.name == name) {
+    let Some(tool) = endpoint.tool(&request.name) else {
         // A client's name is never a label: only the endpoint's own tool names are.
         tool_call(OTHER, ToolOutcome::UnknownTool);
-        return Err(unknown());
-    }
+        let name = crate::protocol::input::echo(&request.name);
+        return Err(McpError::invalid_params(format!("unknown tool: {name}"), None));
+    };
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let out = if INLINE_TOOLS.contains(&name.as_str()) {
-        span.in_scope(|| charged(charge.as_ref(), || run(&name, &args)))
+    let out = if INLINE_TOOLS.contains(&tool) {
+        span.in_scope(|| charged(charge.as_ref(), || run(tool, &args)))
     } else {
-        let n = name.clone();
-        tokio::task::spawn_blocking(move || span.in_scope(|| charged(charge.as_ref(), || run(&n, &args))))
+        tokio::task::spawn_blocking(move || span.in_scope(|| charged(charge.as_ref(), || run(tool, &args))))
             .await
             .map_err(|_| McpError::internal_error("tool task failed", None))?
     };
-    match &out {
-        Some(r) if r.is_error == Some(true) => tool_call(&name, ToolOutcome::Error),
-        Some(_) => tool_call(&name, ToolOutcome::Ok),
-        None => tool_call(OTHER, ToolOutcome::UnknownTool),
-    }
-    out.map(CallToolResponse::Complete).ok_or_else(unknown)
+    tool_call(tool.name(), if out.is_error == Some(true) { ToolOutcome::Error } else { ToolOutcome::Ok });
+    Ok(CallToolResponse::Complete(out))
 }
 
 /// How long a client or cache may reuse a `tools/list` answer, milliseconds (SEP-2549
@@ -538,18 +385,14 @@ impl IstoServer {
             let mode = elicit::mode(&context);
             if mode.is_some() || request.request_state.is_some() {
                 let h = holder.clone();
-                return elicit::publish(&holder, &self.tools, request, &context, mode, move |name, args| {
-                    dispatch_from(&h, client, name, args)
+                return elicit::publish(&holder, request, &context, mode, move |tool, args| {
+                    handlers::run(&h, Endpoint::Public, None, client, tool, args)
                 })
                 .await;
             }
         }
-        call_blocking(&self.tools, request_span(&context), charge_of(&context), request, move |name, args| {
-            match endpoint {
-                Endpoint::Public => dispatch_from(&holder, client, name, args),
-                Endpoint::Buyer => buyer::dispatch(&holder, grant.as_ref(), name, args),
-                Endpoint::Seller => seller::dispatch(&holder, grant.as_ref(), name, args),
-            }
+        call_blocking(endpoint, request_span(&context), charge_of(&context), request, move |tool, args| {
+            handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
         })
         .await
     }
@@ -558,6 +401,8 @@ impl IstoServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::ServiceError;
+    use crate::protocol::input::InputError;
 
     fn text(r: &CallToolResult) -> String {
         let v = serde_json::to_value(r).unwrap();
@@ -567,7 +412,7 @@ mod tests {
 
     #[test]
     fn each_refusal_has_its_tool_text() {
-        let seller = |d: Denied| text(&denied(Resource::Seller, "intent_submit_offer", &d));
+        let seller = |d: Denied| text(&denied(Endpoint::Seller, "intent_submit_offer", &d));
         assert_eq!(
             seller(Denied::MissingCredentials),
             "unauthorized: this endpoint is for the holder's registered sellers; connect with an OAuth access token \
@@ -582,7 +427,7 @@ mod tests {
         );
         assert_eq!(
             text(&denied(
-                Resource::Seller,
+                Endpoint::Seller,
                 "intent_search_offers",
                 &Denied::InsufficientScope { any_of: vec!["offers".into(), "demand".into()] }
             )),
@@ -591,7 +436,7 @@ mod tests {
         assert_eq!(seller(Denied::SellerDisabled), "unauthorized: the seller account is disabled or unknown");
         for d in [Denied::MissingCredentials, Denied::InsufficientScope { any_of: vec!["intents".into()] }] {
             assert_eq!(
-                text(&denied(Resource::Buyer, "intent_get_intent", &d)),
+                text(&denied(Endpoint::Buyer, "intent_get_intent", &d)),
                 "unauthorized: this endpoint acts for a signed-in person; connect with an OAuth access token for \
                  scope intents"
             );

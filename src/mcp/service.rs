@@ -103,8 +103,10 @@ pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: 
                 .into_response();
         };
         let who = Grant::credential(Some(&grant), &gate.base.settings.public_url.base);
-        for name in tool_calls(&bytes) {
-            let asked = policy::authorize(&who, Action::Call(gate.resource, &name), |_| Ok::<_, Infallible>(true));
+        let endpoint = gate.resource.endpoint();
+        // A name the endpoint does not offer is left to rmcp ("unknown tool").
+        for tool in tool_calls(&bytes).iter().filter_map(|n| endpoint.tool(n)) {
+            let asked = policy::authorize(&who, Action::Call(endpoint, tool), |_| Ok::<_, Infallible>(true));
             if let Err(Refusal::Denied(d @ Denied::InsufficientScope { .. })) = asked {
                 return crate::oauth::refuse(&gate.base, gate.resource, Some(&grant), &d).into_response();
             }

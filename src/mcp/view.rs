@@ -35,6 +35,7 @@
 
 use super::Endpoint;
 use crate::oauth::Grant;
+use crate::protocol::tools::ToolId;
 use crate::state::AppState;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ListResourcesResult,
@@ -61,8 +62,12 @@ pub const VIEW_URI: &str = "ui://isto/offers";
 pub const LEGACY_URI_KEY: &str = "ui/resourceUri";
 
 /// The tools linked to the view (on `/mcp` and `/mcp/buyer`).
-pub const LINKED: [&str; 4] =
-    ["intent_search_offers", "intent_list_matches", "intent_publish_intent", "intent_get_intent"];
+pub const LINKED: [ToolId; 4] = [ToolId::SearchOffers, ToolId::ListMatches, ToolId::PublishIntent, ToolId::GetIntent];
+
+/// Whether the tool named `name` is linked to the view.
+fn is_linked(name: &str) -> bool {
+    LINKED.iter().any(|t| t.name() == name)
+}
 
 /// How long a 2026-07-28 client or cache may reuse `resources/list` and
 /// `resources/read`, milliseconds: as the tool list ([`super::TOOLS_TTL_MS`]); both
@@ -127,7 +132,7 @@ pub fn linked(tools: &[Tool]) -> Vec<Tool> {
         .iter()
         .map(|t| {
             let mut t = t.clone();
-            if LINKED.contains(&t.name.as_ref()) {
+            if is_linked(&t.name) {
                 let mut meta = t.meta.take().unwrap_or_default();
                 meta.0.insert("ui".into(), json!({"resourceUri": VIEW_URI}));
                 meta.0.insert(LEGACY_URI_KEY.into(), json!(VIEW_URI));
@@ -256,7 +261,7 @@ impl Call {
         endpoint: Endpoint,
         request: &CallToolRequestParams,
     ) -> Option<Call> {
-        if !offered(endpoint) || !LINKED.contains(&request.name.as_ref()) || !declared(context) {
+        if !offered(endpoint) || !is_linked(&request.name) || !declared(context) {
             return None;
         }
         Some(Call {
@@ -298,7 +303,7 @@ pub fn dispatch(
         Endpoint::Buyer => super::buyer::dispatch(holder, grant, name, args),
         Endpoint::Seller => super::seller::dispatch(holder, grant, name, args),
     }?;
-    Some(if offered(endpoint) && LINKED.contains(&name) {
+    Some(if offered(endpoint) && is_linked(name) {
         view_result(holder, endpoint, grant, name, args, result)
     } else {
         result
@@ -317,7 +322,7 @@ pub fn view_result(
     args: &Value,
     mut result: CallToolResult,
 ) -> CallToolResult {
-    if result.is_error == Some(true) || name == "intent_search_offers" {
+    if result.is_error == Some(true) || name == ToolId::SearchOffers.name() {
         return result;
     }
     let Some(Value::Object(sc)) = result.structured_content.as_mut() else { return result };
@@ -395,7 +400,7 @@ mod tests {
         assert_eq!(plain.len(), ui.len());
         for (p, u) in plain.iter().zip(&ui) {
             let (mut p, mut u) = (serde_json::to_value(p).unwrap(), serde_json::to_value(u).unwrap());
-            if LINKED.contains(&p["name"].as_str().unwrap()) {
+            if is_linked(p["name"].as_str().unwrap()) {
                 assert_eq!(u["_meta"], json!({"ui": {"resourceUri": VIEW_URI}, LEGACY_URI_KEY: VIEW_URI}));
                 u.as_object_mut().unwrap().remove("_meta");
                 p.as_object_mut().unwrap().remove("_meta");

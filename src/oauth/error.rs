@@ -160,7 +160,7 @@ pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[Strin
                 Some(("insufficient_scope", "the access token lacks the scope this call needs")),
             )
         }
-        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled => bearer_challenge(
+        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled | Denied::NotOffered => bearer_challenge(
             StatusCode::FORBIDDEN,
             metadata_url,
             all_scopes,

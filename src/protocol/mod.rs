@@ -5,6 +5,7 @@
 pub mod consent;
 pub mod input;
 pub mod schema;
+pub mod tools;
 
 pub use crate::gazetteer::AreaObject;
 use serde::{Deserialize, Serialize};

@@ -263,3 +263,75 @@ pub fn demand_summary_output() -> Value {
         }}
     ]})
 }
+
+// ---------------------------------------------------------------------------
+// `/mcp/seller` (PROTOCOL.md §1, §3): the seller's own tools.
+
+/// Longest `inReplyTo`, characters (a handle is 80).
+pub const IN_REPLY_TO_MAX: usize = 128;
+
+/// `intent_submit_offer` input on `/mcp/seller`: an Offer with `source: {"kind": "reply"}`
+/// and `inReplyTo`.
+pub fn offer_input() -> Value {
+    let area = area_input();
+    json!({"type": "object", "additionalProperties": false,
+        "required": ["source", "inReplyTo", "title", "category", "price", "area"],
+        "properties": {
+            "source": {"type": "object", "additionalProperties": false, "required": ["kind"],
+                "properties": {"kind": {"type": "string", "const": "reply"}}},
+            "inReplyTo": {"type": "string", "minLength": 1, "maxLength": IN_REPLY_TO_MAX,
+                "description": "The id (hdl_…) of the open intent this offer answers, as intent_list_open_intents gave it to this seller."},
+            "title": {"type": "string", "minLength": 1, "maxLength": 300},
+            "description": {"type": "string", "maxLength": 10000},
+            "category": {"type": "string", "enum": ["vehicles", "property"]},
+            "attributes": {"type": "object", "description": "The offer's attributes, same keys and units as intent criteria. Vehicles: make, model, body, fuel, transmission, year, mileageKm, powerKw, color. Property: type, transaction, disposition, rooms, floorAreaM2, landAreaM2, floor.",
+                "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}]}},
+            "price": {"type": "object", "additionalProperties": false, "required": ["amount", "currency"], "properties": {
+                "amount": {"type": "number", "exclusiveMinimum": 0}, "currency": {"type": "string", "minLength": 3, "maxLength": 3}}},
+            "area": {"description": "Where the offered item is: one region or town (\"Košice\", \"SK-KI\").", "anyOf": area["anyOf"]},
+            "url": {"type": "string", "maxLength": 2000, "description": "The offer's own page (http or https)."},
+            "validUntil": {"type": "string", "description": "RFC 3339 time (or a date: the end of that day, UTC) when the offer lapses; in the future."}
+        }
+    })
+}
+
+/// `intent_submit_offer` output: `{accepted, offerId?, reason?}`.
+pub fn offer_output() -> Value {
+    json!({"type": "object", "required": ["accepted"], "properties": {
+        "accepted": {"type": "boolean", "description": "true: stored and valid. Whether it is delivered to the buyer is not shown."},
+        "offerId": {"type": "string"},
+        "reason": {"type": "string", "description": "Why it was not accepted: \"not open for replies\" or \"reply limit reached\"."}
+    }})
+}
+
+/// `intent_list_open_intents` input: `{category?, area?, since?, limit?}`.
+pub fn open_input() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "category": {"type": "string", "enum": ["vehicles", "property"]},
+        "area": area_input(),
+        "since": {"type": "string", "format": "date-time", "description": "Only intents that opened or changed in this minute or later (use the previous nextSince; the current minute comes again, so skip ids already seen)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
+    }})
+}
+
+/// `intent_list_open_intents` output: the open intents under the seller's handles.
+pub fn open_output() -> Value {
+    let intent = intent();
+    let p = &intent["properties"];
+    json!({"type": "object", "required": ["intents", "nextSince"], "properties": {
+        "intents": {"type": "array", "items": {"type": "object",
+            "required": ["id", "pseudonym", "statement", "category", "criteria", "area", "validUntil"],
+            "properties": {
+                "id": {"type": "string", "pattern": "^hdl_", "description": "This seller's handle for the intent (inReplyTo of intent_submit_offer): the same on every call, different for every seller."},
+                "pseudonym": {"type": "string", "description": "This seller's pseudonym for the buyer: the same for all of one buyer's intents, different for every seller."},
+                "statement": p["statement"],
+                "category": p["category"],
+                "criteria": p["criteria"],
+                "area": p["area"],
+                "budget": p["budget"],
+                "buyBy": p["buyBy"],
+                "validUntil": {"type": "string", "format": "date-time", "description": "RFC 3339, the day only: 00:00 UTC of the day the intent lapses (rounded down)."}
+            }}},
+        "nextSince": {"type": ["string", "null"]}
+    }})
+}

@@ -58,8 +58,8 @@ impl ReplyOutcome {
 /// id no intent has.
 pub const NO_INTENT: &str = "";
 
-/// Longest `inReplyTo`, characters (a handle is 80).
-pub const IN_REPLY_TO_MAX: usize = 128;
+/// Longest `inReplyTo`, characters (the tool schema's limit).
+pub use crate::protocol::schema::IN_REPLY_TO_MAX;
 
 /// The Offer fields a reply may carry besides `source` and `inReplyTo`.
 const OFFER_FIELDS: [&str; 8] =

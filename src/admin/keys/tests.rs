@@ -34,8 +34,8 @@ fn fixture() -> Fixture {
 }
 
 fn ask(f: &Fixture, req: Value) -> Value {
-    let op = req["op"].as_str().unwrap().to_owned();
-    answer(&f.store, &f.keys, &op, &req)
+    let req = crate::admin::Request::parse(req.to_string().as_bytes()).unwrap();
+    answer(&f.store, &f.keys, &req)
 }
 
 fn status(f: &Fixture) -> StatusReport {

@@ -1,0 +1,332 @@
+//! The handlers of the tool table ([`crate::protocol::tools`]): one typed call per
+//! [`ToolId`] and endpoint, chosen by an exhaustive `match` (a tool without a handler
+//! does not compile), after the access policy ([`crate::policy::authorize`] of
+//! [`Action::Call`]) allowed it.
+//!
+//! Every handler parses its arguments into a typed value (unknown properties refused,
+//! errors naming the field) and answers an [`Output`]; [`finish`] turns that into the
+//! tool result. A result that is not a JSON object — `null` from a value that could not
+//! be serialized, or nothing at all — is an internal error, logged once and answered
+//! generically (MCP spec "Tools": `structuredContent` is an object), never a success.
+
+use super::{denied, failure, tool_error};
+use crate::base::{ServiceError, INTERNAL_MESSAGE};
+use crate::net::ClientAddr;
+use crate::oauth::Grant;
+use crate::policy::{self, Action, Principal, Refusal};
+use crate::protocol::input::{self, Fields, InputError, UpdateArgs};
+use crate::protocol::tools::{Endpoint, ToolId};
+use crate::protocol::AreaObject;
+use crate::sellers::{self, SellerError};
+use crate::state::AppState;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// A handler's answer: `structuredContent` (an object) and the text content (JSON: the
+/// same data, or the seed's bare array for matches and offers).
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    /// The `structuredContent`.
+    pub structured: Value,
+    /// The text content.
+    pub text: String,
+}
+
+impl Output {
+    /// `v` as both the structured content and the text.
+    fn of<T: Serialize>(v: &T) -> Result<Self, CallError> {
+        let structured = serde_json::to_value(v).map_err(|e| CallError::NoResult(e.to_string()))?;
+        let text = structured.to_string();
+        Ok(Self { structured, text })
+    }
+
+    /// `{key: items, "nextSince": next}` as structured content, the bare `items` array as
+    /// the text (the seed's shape of matches and open intents).
+    fn page<T: Serialize>(key: &str, items: &T, next: Option<String>) -> Result<Self, CallError> {
+        let arr = serde_json::to_value(items).map_err(|e| CallError::NoResult(e.to_string()))?;
+        let text = arr.to_string();
+        Ok(Self { structured: json!({key: arr, "nextSince": next}), text })
+    }
+}
+
+/// Why a call did not succeed.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// A domain or internal failure of the services.
+    Service(ServiceError),
+    /// A seller operation's failure.
+    Seller(SellerError),
+    /// Refused with this text (the seller without a profile).
+    Refused(String),
+    /// The handler produced no result object (the cause, for the log).
+    NoResult(String),
+}
+
+impl From<ServiceError> for CallError {
+    fn from(e: ServiceError) -> Self {
+        Self::Service(e)
+    }
+}
+
+impl From<InputError> for CallError {
+    fn from(e: InputError) -> Self {
+        Self::Service(ServiceError::Input(e))
+    }
+}
+
+impl From<SellerError> for CallError {
+    fn from(e: SellerError) -> Self {
+        Self::Seller(e)
+    }
+}
+
+/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp`.
+struct CodeArgs {
+    code: String,
+    id: Option<String>,
+}
+
+impl CodeArgs {
+    fn parse(args: &Value) -> Result<Self, InputError> {
+        let mut f = Fields::new(args, "")?;
+        let code = f.req_str("intentCode", 200)?;
+        let id = f.opt_str("id", 64)?;
+        f.finish("")?;
+        Ok(Self { code, id })
+    }
+}
+
+/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp/buyer`.
+struct IdArgs {
+    id: String,
+}
+
+impl IdArgs {
+    fn parse(args: &Value) -> Result<Self, InputError> {
+        let mut f = Fields::new(args, "")?;
+        let id = f.req_str("id", 64)?;
+        f.finish("")?;
+        Ok(Self { id })
+    }
+}
+
+/// `intent_search_offers` arguments.
+struct SearchArgs {
+    statement: String,
+    area: Option<AreaObject>,
+    category: Option<&'static str>,
+    limit: usize,
+}
+
+impl SearchArgs {
+    fn parse(args: &Value) -> Result<Self, InputError> {
+        let mut f = Fields::new(args, "")?;
+        let statement = f.req_str("statement", input::STATEMENT_MAX)?;
+        let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
+        let category = match f.opt_str("category", 40)? {
+            Some(c) => Some(
+                crate::protocol::category(&c)
+                    .map(|c| c.key)
+                    .ok_or_else(|| InputError("category must be one of vehicles, property".into()))?,
+            ),
+            None => None,
+        };
+        let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
+        f.finish("")?;
+        Ok(Self { statement, area, category, limit })
+    }
+}
+
+/// Runs one call of `tool` on `endpoint` (blocking: store I/O) for the caller of
+/// `grant` (none on `/mcp`) at `client`: the policy's decision, the handler, [`finish`].
+/// Refusals and failures are `isError` results (see [`super::denied`],
+/// [`super::failure`]).
+pub(crate) fn run(
+    holder: &AppState,
+    endpoint: Endpoint,
+    grant: Option<&Grant>,
+    client: ClientAddr,
+    tool: ToolId,
+    args: &Value,
+) -> CallToolResult {
+    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let base = &holder.base;
+    let principal =
+        match policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)) {
+            Ok(p) => p,
+            Err(Refusal::Denied(d)) => return denied(endpoint, tool.name(), &d),
+            Err(Refusal::Failed(e)) => return failure(tool.name(), &e),
+        };
+    finish(endpoint, tool, handle(holder, endpoint, &principal, client, tool, args))
+}
+
+/// The handler of `tool` on `endpoint`. The combinations an endpoint does not offer
+/// were refused by the policy already; here they fail closed.
+fn handle(
+    holder: &AppState,
+    endpoint: Endpoint,
+    principal: &Principal,
+    client: ClientAddr,
+    tool: ToolId,
+    args: &Value,
+) -> Result<Output, CallError> {
+    use Endpoint::{Buyer, Public, Seller};
+    use ToolId::*;
+    let intents = &holder.intents;
+    let account = || {
+        principal.account_id().ok_or_else(|| CallError::NoResult(format!("{} allowed without an account", tool.name())))
+    };
+    match (endpoint, tool) {
+        (Public, PublishIntent) => Output::of(&intents.publish_draft_from(intents.parse_publish(args)?, client.key())?),
+        (Public, GetIntent) => {
+            let a = CodeArgs::parse(args)?;
+            Output::of(&json!({"intent": intents.get_by_code(&a.code, a.id.as_deref())?}))
+        }
+        (Public, WithdrawIntent) => {
+            let a = CodeArgs::parse(args)?;
+            intents.withdraw_by_code(&a.code, a.id.as_deref())?;
+            Output::of(&json!({"status": "withdrawn"}))
+        }
+        (Public, ListMatches) => {
+            let (matches, next) = intents.list_matches_by_code(&input::ListMatches::by_code(args)?)?;
+            Output::page("matches", &matches, next)
+        }
+        (Buyer, PublishIntent) => Output::of(&intents.publish_for(account()?, intents.parse_publish(args)?)?),
+        (Buyer, GetIntent) => Output::of(&json!({"intent": intents.get_owned(account()?, &IdArgs::parse(args)?.id)?})),
+        (Buyer, UpdateIntent) => Output::of(&intents.update_owned(account()?, &UpdateArgs::parse(args)?)?),
+        (Buyer, WithdrawIntent) => {
+            intents.withdraw_owned(account()?, &IdArgs::parse(args)?.id)?;
+            Output::of(&json!({"status": "withdrawn"}))
+        }
+        (Buyer, ListMatches) => {
+            let (matches, next) = intents.list_matches_owned(account()?, &input::ListMatches::by_id(args)?)?;
+            Output::page("matches", &matches, next)
+        }
+        (_, SearchOffers) => search(holder, &SearchArgs::parse(args)?),
+        (_, DemandSummary) => {
+            let (category, cell) = crate::demand::parse_request(&holder.base.settings, args)?;
+            Output::of(&crate::demand::summary(&holder.base, &category, &cell)?)
+        }
+        (Seller, SubmitOffer) => {
+            let profile = seller_profile(holder, account()?)?;
+            let reply = sellers::parse_reply(&holder.base, &profile, args)?;
+            Output::of(&sellers::submit_reply(&holder.base, &profile, &reply)?)
+        }
+        (Seller, ListOpenIntents) => {
+            let profile = seller_profile(holder, account()?)?;
+            let page = sellers::open_intents(&holder.base, &profile, &sellers::parse_open_query(args)?)?;
+            Output::page("intents", &page.intents, page.next_since)
+        }
+        (Seller, PublishIntent | GetIntent | UpdateIntent | WithdrawIntent | ListMatches)
+        | (Public, UpdateIntent | SubmitOffer | ListOpenIntents)
+        | (Buyer, SubmitOffer | ListOpenIntents) => {
+            Err(CallError::NoResult(format!("{} is not offered here", tool.name())))
+        }
+    }
+}
+
+/// The seller profile of `account` (categories and regions), or the refusal naming the
+/// way to get one.
+fn seller_profile(holder: &AppState, account: &str) -> Result<sellers::SellerProfile, CallError> {
+    sellers::profile(&holder.base, account)?.ok_or_else(|| {
+        CallError::Refused(
+            "this seller account has no seller profile (categories and regions): ask the holder's operator to \
+             register it with `isto admin seller add`"
+                .into(),
+        )
+    })
+}
+
+fn search(holder: &AppState, a: &SearchArgs) -> Result<Output, CallError> {
+    let index = holder.catalogue.offer_index()?;
+    let offers =
+        crate::catalogue::search_json(&index, &holder.base, &a.statement, a.area.as_ref(), a.category, a.limit)?;
+    // The stored JSON texts are `to_value(&offer).to_string()`: joined, they are the text
+    // of the array byte for byte; parsed once, its structured value.
+    let text = format!("[{}]", offers.join(","));
+    let arr = offers
+        .iter()
+        .map(|j| serde_json::from_str(j))
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
+    Ok(Output { structured: json!({"offers": arr}), text })
+}
+
+/// The tool result of a call: a success only for an [`Output`] whose structured content
+/// is a JSON object; `null` or any other value, and [`CallError::NoResult`], are
+/// internal errors (logged here, answered with [`INTERNAL_MESSAGE`]). Domain failures
+/// are answered by [`super::failure`]; on `/mcp/buyer` an unknown or other account's id
+/// gets the endpoint's one not-found answer (PROTOCOL.md §3).
+pub(crate) fn finish(endpoint: Endpoint, tool: ToolId, r: Result<Output, CallError>) -> CallToolResult {
+    let name = tool.name();
+    match r {
+        Ok(out) if out.structured.is_object() => {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(out.text)]);
+            r.structured_content = Some(out.structured);
+            r
+        }
+        Ok(_) => {
+            tracing::error!(tool = name, "tool failed: the handler's result is not an object");
+            tool_error(INTERNAL_MESSAGE.to_owned())
+        }
+        Err(CallError::NoResult(cause)) => {
+            tracing::error!(tool = name, error = %cause, "tool failed: no result");
+            tool_error(INTERNAL_MESSAGE.to_owned())
+        }
+        Err(CallError::Refused(text)) => tool_error(text),
+        Err(CallError::Service(ServiceError::NotFound)) if endpoint == Endpoint::Buyer => {
+            tool_error("not_found: no intent with this id".into())
+        }
+        Err(CallError::Service(e)) => failure(name, &e),
+        Err(CallError::Seller(e)) => failure(name, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_text(r: &CallToolResult) -> String {
+        let v = serde_json::to_value(r).unwrap();
+        assert_eq!(v["isError"], true, "{v}");
+        v["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn a_null_or_missing_result_is_an_error_not_a_success() {
+        // Before: `ok(Value::Null, …)` answered `isError: false` with `structuredContent: null`.
+        let null = Output { structured: Value::Null, text: "null".into() };
+        let r = finish(Endpoint::Public, ToolId::GetIntent, Ok(null));
+        assert_eq!(error_text(&r), INTERNAL_MESSAGE);
+        assert!(r.structured_content.is_none());
+        let array = Output { structured: json!([1]), text: "[1]".into() };
+        assert_eq!(error_text(&finish(Endpoint::Buyer, ToolId::ListMatches, Ok(array))), INTERNAL_MESSAGE);
+        let missing = Err(CallError::NoResult("nothing".into()));
+        assert_eq!(error_text(&finish(Endpoint::Seller, ToolId::SubmitOffer, missing)), INTERNAL_MESSAGE);
+        let fine = finish(Endpoint::Public, ToolId::WithdrawIntent, Output::of(&json!({"status": "withdrawn"})));
+        assert_eq!(fine.is_error, Some(false));
+        assert_eq!(fine.structured_content, Some(json!({"status": "withdrawn"})));
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_serialized_is_no_result() {
+        struct Broken;
+        impl Serialize for Broken {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("broken"))
+            }
+        }
+        assert!(matches!(Output::of(&Broken), Err(CallError::NoResult(m)) if m == "broken"));
+    }
+
+    #[test]
+    fn not_found_reads_per_endpoint() {
+        let nf = || Err(CallError::Service(ServiceError::NotFound));
+        assert_eq!(error_text(&finish(Endpoint::Buyer, ToolId::GetIntent, nf())), "not_found: no intent with this id");
+        assert_eq!(
+            error_text(&finish(Endpoint::Public, ToolId::GetIntent, nf())),
+            "not_found: no intent for this code"
+        );
+    }
+}
