@@ -19,7 +19,7 @@
 //! fields), beside the matching engine's view of the same intents.
 
 use crate::protocol::Status;
-use crate::records::{ts, IntentRecord};
+use crate::records::IntentRecord;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -28,8 +28,7 @@ use time::{Duration, OffsetDateTime};
 /// A derived value with the generation and time it was computed at.
 type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
 
-/// The times of a record of the set, parsed when it entered ([`crate::records::ts`]:
-/// an unreadable time is the Unix epoch, as everywhere records are read).
+/// The times of a record of the set, taken when it entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Times {
     /// `validUntil`.
@@ -43,9 +42,9 @@ pub struct Times {
 impl Times {
     fn of(rec: &IntentRecord) -> Self {
         Self {
-            valid_until: ts(&rec.valid_until),
-            updated_at: ts(&rec.updated_at),
-            became_active: ts(rec.confirmed_at.as_deref().unwrap_or(&rec.created_at)),
+            valid_until: rec.valid_until.at(),
+            updated_at: rec.updated_at.at(),
+            became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
         }
     }
 

@@ -13,8 +13,12 @@ use serde_json::json;
 
 const T0: &str = "2026-12-01T10:00:00Z";
 
-fn at(offset: time::Duration) -> String {
-    clock::rfc3339(ts(T0) + offset)
+fn ts(s: &str) -> OffsetDateTime {
+    clock::parse_rfc3339(s).unwrap()
+}
+
+fn at(offset: time::Duration) -> Stamp {
+    Stamp::of(ts(T0) + offset)
 }
 
 fn record(id: &str, status: Status) -> IntentRecord {
@@ -22,16 +26,18 @@ fn record(id: &str, status: Status) -> IntentRecord {
     IntentRecord {
         id: id.to_owned(),
         status,
-        statement: "Octavia".into(),
-        category: "vehicles".into(),
-        criteria: Map::new(),
-        area: AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
-        budget: None,
+        content: crate::records::IntentContent {
+            statement: "Octavia".into(),
+            category: "vehicles".into(),
+            criteria: serde_json::Map::new(),
+            area: crate::protocol::AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
+            budget: None,
+            buy_by: None,
+            valid_until: far,
+            visibility: crate::protocol::Visibility::Private,
+            language: "sk".into(),
+        },
         hidden_limit: None,
-        buy_by: None,
-        valid_until: far.clone(),
-        visibility: Visibility::Private,
-        language: "sk".into(),
         created_at: at(-time::Duration::days(40)),
         updated_at: at(-time::Duration::days(40)),
         draft_expires_at: far,
@@ -168,7 +174,7 @@ fn check_after_first_sweep(h: &Intents) {
         let s = stored(h, &r.id);
         assert_eq!(s.status, after, "{}", r.id);
         if after != r.status {
-            assert_eq!(s.ended_at.as_deref(), Some(T0), "{}", r.id);
+            assert_eq!(s.ended_at.map(Stamp::rfc3339).as_deref(), Some(T0), "{}", r.id);
         }
         assert_eq!(
             h.base.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),

@@ -27,7 +27,6 @@ use crate::clock;
 use crate::gazetteer::AreaObject;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::Budget;
-use crate::records::ts;
 use crate::records::IntentRecord;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -203,7 +202,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
             area: rec.area.clone(),
             budget: rec.budget.clone(),
             buy_by: rec.buy_by.clone(),
-            valid_until: clock::rfc3339(seller_day(ts(&rec.valid_until))),
+            valid_until: clock::rfc3339(seller_day(rec.valid_until.at())),
             language: rec.language.clone(),
             changed_minute,
         });

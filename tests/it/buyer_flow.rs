@@ -306,7 +306,7 @@ fn the_stored_hidden_limit_never_shapes_an_update_answer() {
     let before = f.stored(&low);
     f.clock.advance(time::Duration::minutes(5));
     let r = update(h, &acc, &json!({"id": low, "hiddenLimit": 60_000})).unwrap();
-    assert_eq!(r.intent.updated_at, before.updated_at);
+    assert_eq!(r.intent.updated_at, before.updated_at.rfc3339());
     let after = f.stored(&low);
     assert_eq!(h.base.hidden_limit(&after).unwrap(), Some(60_000.0));
     assert_eq!(after.updated_at, before.updated_at);
