@@ -315,15 +315,28 @@ impl Intents {
     /// The account's intents, newest first ("my intents" page).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`] naming the first of the account's
+    /// records that does not decode (an unreadable time, say): never a list with a
+    /// made-up value.
     pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
         let now = self.now();
+        /// The fields that say whose an intent is: other people's records are not
+        /// decoded further (one damaged record of theirs does not stop this list).
+        #[derive(Deserialize)]
+        struct Whose {
+            #[serde(default)]
+            id: String,
+            #[serde(default)]
+            owner: Option<String>,
+        }
         let mut all: Vec<IntentRecord> = self.base.store.read(|rx| -> Result<Vec<IntentRecord>> {
-            Ok(rx
-                .all_intents::<IntentRecord>()?
-                .into_iter()
-                .filter(|r| r.owner.as_deref() == Some(account_id))
-                .collect())
+            let mut out = Vec::new();
+            for w in rx.all_intents::<Whose>()? {
+                if w.owner.as_deref() == Some(account_id) {
+                    out.extend(rx.intent::<IntentRecord>(&w.id)?);
+                }
+            }
+            Ok(out)
         })?;
         all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
         Ok(all.iter().map(|r| r.to_intent(now)).collect())

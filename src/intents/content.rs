@@ -237,13 +237,25 @@ impl Intents {
     }
 }
 
-/// The rules between fields (PROTOCOL.md §3): the criteria keys of the category, and a
-/// hidden limit given in this call not below `budget.min`.
+/// The rules between fields (PROTOCOL.md §3): the criteria keys of the category, finite
+/// budget bounds, and a hidden limit given in this call (positive, at most 10^12) not
+/// below `budget.min`. The parsers check each field too; this holds for changes made
+/// by code as well.
 ///
 /// # Errors
 /// [`InputError`] naming the field and rule.
 pub(super) fn check_content(c: &IntentContent, hidden_limit: Option<f64>) -> Result<(), InputError> {
     input::check_criteria_keys(&c.category, &c.criteria)?;
+    if let Some(b) = &c.budget {
+        for (field, v) in [("budget.max", b.max), ("budget.min", b.min)] {
+            if v.is_some_and(|n| !n.is_finite()) {
+                return Err(InputError(format!("{field} must be a finite number")));
+            }
+        }
+    }
+    if hidden_limit.is_some_and(|h| !(h.is_finite() && h > 0.0 && h <= 1e12)) {
+        return Err(InputError("hiddenLimit must be a positive number up to 10^12".into()));
+    }
     if let (Some(h), Some(min)) = (hidden_limit, c.budget.as_ref().and_then(|b| b.min)) {
         if h < min {
             return Err(InputError("hiddenLimit must not be below budget.min".into()));

@@ -33,6 +33,8 @@ pub use content::{Change, IntentChanges, PublishInput};
 pub use links::{cadence_proof_purpose, CadenceRequest};
 pub use purge::Purged;
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod sweep_tests;
 
 /// The `/mcp` publish result (PROTOCOL.md §3).

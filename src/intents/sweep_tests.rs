@@ -11,17 +11,17 @@ use crate::crypto::KeyRing;
 use crate::store::{IntentDue, Store};
 use serde_json::json;
 
-const T0: &str = "2026-12-01T10:00:00Z";
+pub(super) const T0: &str = "2026-12-01T10:00:00Z";
 
 fn ts(s: &str) -> OffsetDateTime {
     clock::parse_rfc3339(s).unwrap()
 }
 
-fn at(offset: time::Duration) -> Stamp {
+pub(super) fn at(offset: time::Duration) -> Stamp {
     Stamp::of(ts(T0) + offset)
 }
 
-fn record(id: &str, status: Status) -> IntentRecord {
+pub(super) fn record(id: &str, status: Status) -> IntentRecord {
     let far = at(time::Duration::days(60));
     IntentRecord {
         id: id.to_owned(),
@@ -98,13 +98,13 @@ fn records(keys: &KeyRing) -> Vec<(IntentRecord, Status)> {
     out
 }
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    holder: Intents,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) clock: Arc<ManualClock>,
+    pub(super) holder: Intents,
 }
 
-fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
+pub(super) fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     let store = Store::open(&settings.store_path()).unwrap();
