@@ -5,6 +5,7 @@
 //! are deleted, not marked expired.
 
 use super::*;
+use crate::base::{floor_micros, sweep_due};
 use crate::clock::ManualClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;

@@ -30,6 +30,7 @@
 
 mod deliveries;
 mod dump;
+mod intent_times;
 mod intents;
 mod keymeta;
 mod offers;
