@@ -405,14 +405,15 @@ impl Base {
 
     /// The engine's view of an intent (hidden limit opened).
     fn engine_intent(&self, rec: &IntentRecord) -> Result<EngineIntent> {
+        let c = &rec.content;
         Ok(EngineIntent {
             id: rec.id.clone(),
-            category: rec.category.clone(),
-            criteria: rec.criteria.clone(),
-            area: rec.area.clone(),
-            budget: rec.budget.clone(),
+            category: c.category.clone(),
+            criteria: c.criteria.clone(),
+            area: c.area.clone(),
+            budget: c.budget.clone(),
             hidden_limit: self.hidden_limit(rec)?,
-            statement: rec.statement.clone(),
+            statement: c.statement.clone(),
         })
     }
 
