@@ -16,10 +16,11 @@
 //! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
 //! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
 //!
-//! **Updating** ([`Intents::update_owned`]): the changed fields are validated by
-//! [`Intents::parse_publish`] itself — the stored intent is written back as a publish
-//! input, the changes laid over it — so an update accepts exactly what a publish accepts
-//! and its errors name the same fields. `null` removes `criteria` (the category stays),
+//! **Updating** ([`Intents::update_owned`]): each changed field is parsed by the
+//! publish parser of that field ([`Intents::parse_changes`], `intents::content`) into
+//! typed changes, laid over the stored content, and the publish rules between fields run
+//! on the result — so an update accepts exactly what a publish accepts and its errors
+//! name the same fields; the stored intent is never turned back into input. `null` removes `criteria` (the category stays),
 //! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
 //! (new deliveries only: one per (intent, offer), ever). Moving `validUntil` earlier
 //! applies at once; moving it later (or renewing an expired intent) creates a pending

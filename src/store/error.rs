@@ -34,7 +34,7 @@ pub enum StoreError {
     #[error("store: a {0} record does not encode: {1}")]
     Encode(String, String),
     /// The store is being (or could not be) opened again after an I/O failure; the
-    /// call may be retried (see [`REOPEN_INTERVAL`]).
+    /// call may be retried (see [`super::REOPEN_INTERVAL`]).
     #[error("store: unavailable after an I/O failure (reopening the file)")]
     Unavailable,
     /// A backup's rows or the store's tables do not fit a backup (the message says
