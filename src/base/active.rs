@@ -11,8 +11,8 @@
 //! buy-by bands).
 //!
 //! The times a filter needs ([`Times`]: validUntil, the last change, when it became
-//! active) are parsed once, when a record enters the set: parsing RFC 3339 costs more
-//! than the rest of a filter, and a pass over 20 000 records must stay within a few
+//! active) are taken once, when a record enters the set (the record's
+//! [`crate::records::Stamp`]s), so a pass over 20 000 records stays within a few
 //! typical searches.
 //!
 //! Memory: one decoded record per active intent (about 1–2 KB each with its sealed
