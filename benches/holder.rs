@@ -76,8 +76,8 @@ fn open(dir: &std::path::Path) -> AppState {
 fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Duration) {
     let mut g = Synth::new(7);
     let t = SystemClock.now();
-    let now = isto::clock::rfc3339(t);
-    let later = isto::clock::rfc3339(t + time::Duration::days(90));
+    let now = isto::records::Stamp::of(t);
+    let later = isto::records::Stamp::of(t + time::Duration::days(90));
     let contact = h.base.keys.seal_str("bench@example.com").expect("seal");
     let mut left = n;
     while left > 0 {
@@ -89,23 +89,25 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                 IntentRecord {
                     id: e.id,
                     status: Status::Active,
-                    statement: e.statement,
-                    category: e.category,
-                    criteria: e.criteria,
-                    area: e.area,
-                    budget: e.budget,
+                    content: isto::records::IntentContent {
+                        statement: e.statement,
+                        category: e.category,
+                        criteria: e.criteria,
+                        area: e.area,
+                        budget: e.budget,
+                        buy_by: None,
+                        valid_until: later,
+                        visibility: Visibility::Private,
+                        language: "sk".into(),
+                    },
                     hidden_limit: e.hidden_limit.map(|l| h.base.keys.seal_str(&l.to_string()).expect("seal")),
-                    buy_by: None,
-                    valid_until: later.clone(),
-                    visibility: Visibility::Private,
-                    language: "sk".into(),
-                    created_at: now.clone(),
-                    updated_at: now.clone(),
-                    draft_expires_at: now.clone(),
+                    created_at: now,
+                    updated_at: now,
+                    draft_expires_at: now,
                     contact: Some(contact.clone()),
                     consent: None,
                     confirm_expires_at: None,
-                    confirmed_at: Some(now.clone()),
+                    confirmed_at: Some(now),
                     ended_at: None,
                     match_count: 0,
                     last_digest_at: None,

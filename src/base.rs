@@ -19,7 +19,7 @@ use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
 use crate::protocol::Status;
-use crate::records::{ts, IntentRecord};
+use crate::records::IntentRecord;
 use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
 use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
@@ -241,7 +241,7 @@ impl Writes<'_, '_> {
     fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
         let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
         let now = floor_micros(self.base.now());
-        if floor_micros(ts(&rec.valid_until)) <= now {
+        if rec.valid_until.micros() <= now {
             return Ok(()); // not current: nothing to count
         }
         let counted = self.tx.intent_person(&rec.id)?.is_some_and(|(p, until)| p == person && until > now);
@@ -269,7 +269,7 @@ impl Writes<'_, '_> {
 /// The record's row in the store's person index: its person key and validUntil (unix
 /// µs, rounded down) while it is in the active set and has a person key.
 fn person_entry(rec: &IntentRecord, active: bool) -> Option<(&str, i64)> {
-    rec.person.as_deref().filter(|_| active).map(|p| (p, floor_micros(ts(&rec.valid_until))))
+    rec.person.as_deref().filter(|_| active).map(|p| (p, rec.valid_until.micros()))
 }
 
 /// The record's entry in the store's expiry index, which the sweep reads
@@ -405,14 +405,15 @@ impl Base {
 
     /// The engine's view of an intent (hidden limit opened).
     fn engine_intent(&self, rec: &IntentRecord) -> Result<EngineIntent> {
+        let c = &rec.content;
         Ok(EngineIntent {
             id: rec.id.clone(),
-            category: rec.category.clone(),
-            criteria: rec.criteria.clone(),
-            area: rec.area.clone(),
-            budget: rec.budget.clone(),
+            category: c.category.clone(),
+            criteria: c.criteria.clone(),
+            area: c.area.clone(),
+            budget: c.budget.clone(),
             hidden_limit: self.hidden_limit(rec)?,
-            statement: rec.statement.clone(),
+            statement: c.statement.clone(),
         })
     }
 
@@ -517,26 +518,29 @@ mod tests {
     }
 
     pub(super) fn active(id: &str) -> IntentRecord {
+        let t = |s: &str| crate::records::Stamp::parse(s).unwrap();
         IntentRecord {
             id: id.into(),
             status: Status::Active,
-            statement: "Škoda Octavia combi".into(),
-            category: "vehicles".into(),
-            criteria: Map::new(),
-            area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
-            budget: None,
+            content: crate::records::IntentContent {
+                statement: "Škoda Octavia combi".into(),
+                category: "vehicles".into(),
+                criteria: Map::new(),
+                area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
+                budget: None,
+                buy_by: None,
+                valid_until: t("2027-03-01T00:00:00Z"),
+                visibility: Visibility::default(),
+                language: "sk".into(),
+            },
             hidden_limit: None,
-            buy_by: None,
-            valid_until: "2027-03-01T00:00:00Z".into(),
-            visibility: Visibility::default(),
-            language: "sk".into(),
-            created_at: "2026-12-01T10:00:00Z".into(),
-            updated_at: "2026-12-01T10:00:00Z".into(),
-            draft_expires_at: "2026-12-02T10:00:00Z".into(),
+            created_at: t("2026-12-01T10:00:00Z"),
+            updated_at: t("2026-12-01T10:00:00Z"),
+            draft_expires_at: t("2026-12-02T10:00:00Z"),
             contact: None,
             consent: None,
             confirm_expires_at: None,
-            confirmed_at: Some("2026-12-01T10:00:00Z".into()),
+            confirmed_at: Some(t("2026-12-01T10:00:00Z")),
             ended_at: None,
             match_count: 0,
             last_digest_at: None,
@@ -571,7 +575,8 @@ mod tests {
         b.write(|w| w.put_intent(&of("int_c", "per_y"), true)).unwrap();
         b.write(|w| w.put_intent(&active("int_n"), true)).unwrap();
         // An intent whose validUntil passed no longer counts (and is not checked).
-        let ended = IntentRecord { valid_until: "2026-11-30T00:00:00Z".into(), ..of("int_b", "per_x") };
+        let mut ended = of("int_b", "per_x");
+        ended.valid_until = crate::records::Stamp::parse("2026-11-30T00:00:00Z").unwrap();
         b.write(|w| w.put_intent(&ended, true)).unwrap();
         b.write(|w| w.put_intent(&of("int_d", "per_x"), true)).unwrap();
         // Coming back with a new validUntil is checked like a new one.

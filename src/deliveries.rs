@@ -10,7 +10,7 @@ use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
-use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord};
+use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
 use crate::store::{Reads, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -101,7 +101,7 @@ pub fn record_hits_tx(
         rec.match_count += n;
         // Paused: no digest is scheduled; the matches wait for another cadence.
         let due = rec.cadence.next_digest_at(
-            rec.last_digest_at,
+            rec.last_digest_secs(),
             now.unix_timestamp(),
             base.settings.digest_min_interval_secs,
         );
@@ -133,7 +133,7 @@ pub fn set_cadence_tx(
     rec.cadence = cadence;
     let waiting = !tx.deliveries::<Value>(&rec.id, rec.digest_cursor, 1)?.is_empty();
     let due = match cadence.next_digest_at(
-        rec.last_digest_at,
+        rec.last_digest_secs(),
         now.unix_timestamp(),
         base.settings.digest_min_interval_secs,
     ) {
@@ -174,7 +174,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             // (the matches wait); before its spacing since the last digest is over, the
             // digest waits for it.
             let min = base.settings.digest_min_interval_secs;
-            match rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), min) {
+            match rec.cadence.next_digest_at(rec.last_digest_secs(), now.unix_timestamp(), min) {
                 None => return Ok(false),
                 Some(later) if later > now.unix_timestamp() => {
                     tx.set_digest_due(&id, Some(later))?;
@@ -207,10 +207,10 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             tx.put_token(&crypto::token_hash("manage", manage.expose()), &id)?;
             base.enqueue(tx, Some(&id), &content)?;
             rec.digest_cursor = rows.last().map(|r| r.0).unwrap_or(rec.digest_cursor);
-            rec.last_digest_at = Some(now.unix_timestamp());
+            rec.last_digest_at = Some(Stamp::of(now));
             if rows.len() == 50 {
                 // More wait: the next digest after this cadence's spacing.
-                let next = rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), min);
+                let next = rec.cadence.next_digest_at(rec.last_digest_secs(), now.unix_timestamp(), min);
                 tx.set_digest_due(&id, next)?;
             }
             tx.put_intent(&rec, true)?;

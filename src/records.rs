@@ -5,17 +5,22 @@
 
 use crate::clock;
 use crate::crypto::Sealed;
-use crate::protocol::{AreaObject, Budget, Intent, Offer, Status, Visibility};
+use crate::protocol::{AreaObject, Intent, Offer, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
+mod content;
+mod stamp;
+pub use content::IntentContent;
+pub use stamp::Stamp;
+
 /// Consent given on the holder's page (PROTOCOL.md §4.2).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConsentRecord {
-    /// When, RFC 3339.
-    pub at: String,
+    /// When.
+    pub at: Stamp,
     /// Version (hash prefix) of the consent text shown.
     pub text_version: String,
     /// Language of the consent text shown.
@@ -30,46 +35,31 @@ pub struct IntentRecord {
     pub id: String,
     /// Stored status (see [`IntentRecord::effective_status`]).
     pub status: Status,
-    /// The buyer's words.
-    pub statement: String,
-    /// Category key.
-    pub category: String,
-    /// Criteria without `category`.
-    pub criteria: Map<String, Value>,
-    /// Normalised area.
-    pub area: AreaObject,
-    /// Visible budget.
-    pub budget: Option<Budget>,
+    /// What the person asked for (stored flattened: its fields are the record's).
+    #[serde(flatten)]
+    pub content: IntentContent,
     /// Sealed hidden limit (decimal string), in the budget's currency.
     pub hidden_limit: Option<Sealed>,
-    /// `YYYY-MM-DD`.
-    pub buy_by: Option<String>,
-    /// RFC 3339.
-    pub valid_until: String,
-    /// Visibility.
-    pub visibility: Visibility,
-    /// BCP 47 tag.
-    pub language: String,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339.
-    pub updated_at: String,
-    /// When a draft lapses without consent, RFC 3339.
-    pub draft_expires_at: String,
+    /// When it was published.
+    pub created_at: Stamp,
+    /// The last change a seller or the person sees.
+    pub updated_at: Stamp,
+    /// When a draft lapses without consent.
+    pub draft_expires_at: Stamp,
     /// Sealed e-mail address (after consent; erased after retention).
     pub contact: Option<Sealed>,
     /// Consent record.
     pub consent: Option<ConsentRecord>,
-    /// Deadline of the e-mail confirmation, RFC 3339.
-    pub confirm_expires_at: Option<String>,
+    /// Deadline of the e-mail confirmation.
+    pub confirm_expires_at: Option<Stamp>,
     /// When the e-mail was confirmed.
-    pub confirmed_at: Option<String>,
+    pub confirmed_at: Option<Stamp>,
     /// When it became expired or withdrawn.
-    pub ended_at: Option<String>,
+    pub ended_at: Option<Stamp>,
     /// Number of deliveries.
     pub match_count: u64,
-    /// Unix seconds of the last digest sent.
-    pub last_digest_at: Option<i64>,
+    /// When the last digest was sent.
+    pub last_digest_at: Option<Stamp>,
     /// Delivery time (µs) of the last delivery included in a digest.
     pub digest_cursor: i64,
     /// The account that owns it when published on `/mcp/buyer` (PROTOCOL.md §1); `None`
@@ -186,10 +176,19 @@ impl Cadence {
     }
 }
 
-/// Parses a stored RFC 3339 time (the epoch when malformed: stored times are written by
-/// isto).
-pub fn ts(s: &str) -> OffsetDateTime {
-    clock::parse_rfc3339(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+impl std::ops::Deref for IntentRecord {
+    type Target = IntentContent;
+
+    /// The record reads as its content (`rec.statement`, `rec.valid_until`, …).
+    fn deref(&self) -> &IntentContent {
+        &self.content
+    }
+}
+
+impl std::ops::DerefMut for IntentRecord {
+    fn deref_mut(&mut self) -> &mut IntentContent {
+        &mut self.content
+    }
 }
 
 impl IntentRecord {
@@ -197,11 +196,11 @@ impl IntentRecord {
     /// deadline, unconfirmed after 72 h, active after validUntil).
     pub fn effective_status(&self, now: OffsetDateTime) -> Status {
         match self.status {
-            Status::AwaitingConsent if now > ts(&self.draft_expires_at) => Status::Expired,
-            Status::AwaitingEmailConfirmation if self.confirm_expires_at.as_deref().is_some_and(|t| now > ts(t)) => {
+            Status::AwaitingConsent if now > self.draft_expires_at.at() => Status::Expired,
+            Status::AwaitingEmailConfirmation if self.confirm_expires_at.is_some_and(|t| now > t.at()) => {
                 Status::Expired
             }
-            Status::Active if now > ts(&self.valid_until) => Status::Expired,
+            Status::Active if now > self.valid_until.at() => Status::Expired,
             s => s,
         }
     }
@@ -212,9 +211,9 @@ impl IntentRecord {
     /// ended. The status changes at every instant strictly after the time returned.
     pub fn next_status_change(&self) -> Option<OffsetDateTime> {
         match self.status {
-            Status::AwaitingConsent => Some(ts(&self.draft_expires_at)),
-            Status::AwaitingEmailConfirmation => self.confirm_expires_at.as_deref().map(ts),
-            Status::Active => Some(ts(&self.valid_until)),
+            Status::AwaitingConsent => Some(self.draft_expires_at.at()),
+            Status::AwaitingEmailConfirmation => self.confirm_expires_at.map(Stamp::at),
+            Status::Active => Some(self.valid_until.at()),
             Status::Expired | Status::Withdrawn => None,
         }
     }
@@ -222,33 +221,28 @@ impl IntentRecord {
     /// When the intent ended, if it has ended and still holds a contact (which the sweep
     /// erases `contact_retention_days` later, PROTOCOL.md §4.6).
     pub fn ended_with_contact_at(&self) -> Option<OffsetDateTime> {
-        match (&self.contact, &self.ended_at) {
-            (Some(_), Some(e)) if self.status.is_final() => Some(ts(e)),
+        match (&self.contact, self.ended_at) {
+            (Some(_), Some(e)) if self.status.is_final() => Some(e.at()),
             _ => None,
         }
     }
 
-    /// The public view (PROTOCOL.md §2 Intent): no contact, no hidden limit value.
+    /// When the last digest was sent, in unix seconds (what [`Cadence::next_digest_at`]
+    /// counts in).
+    pub fn last_digest_secs(&self) -> Option<i64> {
+        self.last_digest_at.map(|t| t.at().unix_timestamp())
+    }
+
+    /// The public view (PROTOCOL.md §2 Intent): the content, no contact, no hidden limit
+    /// value.
     pub fn to_intent(&self, now: OffsetDateTime) -> Intent {
-        let mut criteria = self.criteria.clone();
-        criteria.insert("category".into(), Value::String(self.category.clone()));
-        Intent {
-            id: self.id.clone(),
-            status: self.effective_status(now),
-            statement: self.statement.clone(),
-            category: self.category.clone(),
-            criteria,
-            area: self.area.clone(),
-            budget: self.budget.clone(),
-            has_hidden_limit: self.hidden_limit.is_some(),
-            buy_by: self.buy_by.clone(),
-            valid_until: self.valid_until.clone(),
-            visibility: self.visibility,
-            language: self.language.clone(),
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
-            extensions: json!({"matchCount": self.match_count}),
-        }
+        self.content.to_intent(
+            &self.id,
+            self.effective_status(now),
+            self.hidden_limit.is_some(),
+            (self.created_at, self.updated_at),
+            json!({"matchCount": self.match_count}),
+        )
     }
 }
 
@@ -326,11 +320,19 @@ pub fn from_micros(m: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
-/// Whether an offer may match (PROTOCOL.md §6): current, active, seller enabled.
+/// Whether an offer is current at `now` (PROTOCOL.md §2 Offer `validUntil`, §6): it has
+/// no `validUntil`, or one strictly after `now`. A `validUntil` that is not RFC 3339
+/// (never written by isto, which checks it on import and reply) is not current. The one
+/// rule for matching ([`offer_valid`]), the full-text search's filter and the sellers'
+/// replies.
+pub fn offer_current(valid_until: Option<&str>, now: OffsetDateTime) -> bool {
+    valid_until.is_none_or(|v| clock::parse_rfc3339(v).is_ok_and(|t| t > now))
+}
+
+/// Whether an offer may match (PROTOCOL.md §6): current ([`offer_current`]), active,
+/// seller enabled.
 pub fn offer_valid(o: &OfferRecord, disabled: &HashSet<String>, now: OffsetDateTime) -> bool {
-    o.active
-        && !disabled.contains(&o.offer.source.seller_id)
-        && o.offer.valid_until.as_deref().is_none_or(|v| ts(v) > now)
+    o.active && !disabled.contains(&o.offer.source.seller_id) && offer_current(o.offer.valid_until.as_deref(), now)
 }
 
 #[cfg(test)]

@@ -149,7 +149,7 @@ pub(super) fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<Li
     }
     let now = base.clock.now();
     let rec = base.store.read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
-    Ok(rec.filter(|r| r.kind == kind && ts(&r.expires_at) > now))
+    Ok(rec.filter(|r| r.kind == kind && !expired(&r.expires_at, now)))
 }
 
 /// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
@@ -167,7 +167,7 @@ pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, Strin
     base.store.write(|tx| -> Result<Option<(Secret, String)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signin || ts(&rec.expires_at) <= now {
+        if rec.kind != LinkKind::Signin || expired(&rec.expires_at, now) {
             return Ok(None);
         }
         let Some(id) = rec.account_id else { return Ok(None) };
@@ -195,7 +195,7 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
     let out = base.store.write(|tx| -> Result<Option<(Secret, String, bool)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signup || ts(&rec.expires_at) <= now {
+        if rec.kind != LinkKind::Signup || expired(&rec.expires_at, now) {
             return Ok(None);
         }
         // The person proved they read this mailbox: an account created meanwhile (a

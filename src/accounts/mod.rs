@@ -34,7 +34,6 @@ pub use sessions::*;
 use crate::base::Base;
 use crate::clock;
 use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
-use crate::records::ts;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -483,13 +482,13 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<Acc
     let secs = now.unix_timestamp();
     let mut n = AccountsPurged::default();
     for (k, s) in tx.records::<SessionRecord>(Ns::Session)? {
-        if ts(&s.expires_at) <= now {
+        if expired(&s.expires_at, now) {
             tx.remove_record(Ns::Session, &k)?;
             n.sessions += 1;
         }
     }
     for (k, l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
-        if ts(&l.expires_at) <= now {
+        if expired(&l.expires_at, now) {
             tx.remove_record(Ns::SignInLink, &k)?;
             n.sign_in_links += 1;
         }
@@ -570,6 +569,12 @@ pub fn end_session(base: &Base, key: &str) -> Result<()> {
         tx.remove_record(Ns::Session, key)?;
         Ok(())
     })
+}
+
+/// Whether a stored expiry (RFC 3339) has passed at `now`; an unreadable one has (a
+/// session or link whose end cannot be read is not honoured).
+fn expired(expires_at: &str, now: time::OffsetDateTime) -> bool {
+    crate::clock::parse_rfc3339(expires_at).map_or(true, |t| t <= now)
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub fn signed_in(base: &Base, tokens: &SessionTokens) -> Option<Signed> {
             Ok(Some((s, a)))
         });
         match found {
-            Ok(Some((session, Some(account)))) if !account.disabled && ts(&session.expires_at) > now => {
+            Ok(Some((session, Some(account)))) if !account.disabled && !expired(&session.expires_at, now) => {
                 return Some(Signed { key, session, account });
             }
             Ok(_) => {}

@@ -114,7 +114,7 @@ pub fn collect(holder: &AppState) -> Result<Stats, StoreError> {
             let status = r.effective_status(now).as_str().to_owned();
             stats.intents.total += 1;
             *stats.intents.by_status.entry(status.clone()).or_default() += 1;
-            *stats.intents.by_category.entry(r.category).or_default().entry(status).or_default() += 1;
+            *stats.intents.by_category.entry(r.content.category).or_default().entry(status).or_default() += 1;
         })?;
         rx.each_offer(|o: OfferRecord| {
             stats.offers.total += 1;

@@ -11,15 +11,15 @@
 //! buy-by bands).
 //!
 //! The times a filter needs ([`Times`]: validUntil, the last change, when it became
-//! active) are parsed once, when a record enters the set: parsing RFC 3339 costs more
-//! than the rest of a filter, and a pass over 20 000 records must stay within a few
+//! active) are taken once, when a record enters the set (the record's
+//! [`crate::records::Stamp`]s), so a pass over 20 000 records stays within a few
 //! typical searches.
 //!
 //! Memory: one decoded record per active intent (about 1–2 KB each with its sealed
 //! fields), beside the matching engine's view of the same intents.
 
 use crate::protocol::Status;
-use crate::records::{ts, IntentRecord};
+use crate::records::IntentRecord;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -28,8 +28,7 @@ use time::{Duration, OffsetDateTime};
 /// A derived value with the generation and time it was computed at.
 type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
 
-/// The times of a record of the set, parsed when it entered ([`crate::records::ts`]:
-/// an unreadable time is the Unix epoch, as everywhere records are read).
+/// The times of a record of the set, taken when it entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Times {
     /// `validUntil`.
@@ -43,9 +42,9 @@ pub struct Times {
 impl Times {
     fn of(rec: &IntentRecord) -> Self {
         Self {
-            valid_until: ts(&rec.valid_until),
-            updated_at: ts(&rec.updated_at),
-            became_active: ts(rec.confirmed_at.as_deref().unwrap_or(&rec.created_at)),
+            valid_until: rec.valid_until.at(),
+            updated_at: rec.updated_at.at(),
+            became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
         }
     }
 

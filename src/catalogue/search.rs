@@ -1,16 +1,14 @@
 //! The ordinary catalogue search of `intent_search_offers` (PROTOCOL.md §3): full text,
 //! case- and diacritics-insensitive, sk/cs/en, best first. [`search_json`] and
 //! [`search_with`] answer from the full-text index ([`OfferIndex`]) alone (it stores the
-//! public offers); [`search`] is the older scan over the stored offers.
+//! public offers). [`score`] is the relevance of one offer for a statement.
 
 use super::index::OfferIndex;
 use super::service::index_error;
 use crate::base::{Base, ServiceError};
-use crate::gazetteer::{self, AreaObject};
+use crate::gazetteer::AreaObject;
 use crate::matching;
 use crate::protocol::Offer;
-use crate::records::OfferRecord;
-use crate::store::Reads;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -69,51 +67,6 @@ fn score_with(fields: &mut FieldTerms, terms: &[String], offer: &mut Offer) -> u
     3 * title + 2 * attributes + description
 }
 
-/// Searches the catalogue: current offers (active, not past `validUntil`) in `category`
-/// (when given) whose area lies in `area` (when given), scored by [`score`]; when the
-/// statement has terms (place names and function words do not count), offers scoring 0
-/// are dropped. Best first: score descending, then price (in the holder's currency)
-/// ascending, then id. At most `limit` offers.
-///
-/// # Errors
-/// Storage errors.
-pub fn search(
-    base: &Base,
-    statement: &str,
-    area: Option<&AreaObject>,
-    category: Option<&str>,
-    limit: usize,
-) -> Result<Vec<Offer>, ServiceError> {
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
-    let now = base.clock.now();
-    let terms = matching::statement_terms(statement);
-    let records: Vec<OfferRecord> = base.store.read(|rx| rx.all_offers())?;
-    let mut hits: Vec<(u32, f64, Offer)> = Vec::new();
-    let mut fields = FieldTerms::new();
-    for rec in records {
-        let mut o = rec.offer;
-        let current = rec.active
-            && o.valid_until.as_deref().is_none_or(|v| crate::clock::parse_rfc3339(v).is_ok_and(|t| t > now));
-        if !current
-            || category.is_some_and(|c| o.category != c)
-            || area.is_some_and(|a| !gazetteer::contains(a, &o.area))
-        {
-            continue;
-        }
-        let s = score_with(&mut fields, &terms, &mut o);
-        if s == 0 && !terms.is_empty() {
-            continue;
-        }
-        let price = base.settings.to_default_currency(o.price.amount, &o.price.currency).unwrap_or(f64::INFINITY);
-        hits.push((s, price, o));
-    }
-    hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)).then_with(|| a.2.id.cmp(&b.2.id)));
-    hits.truncate(limit);
-    Ok(hits.into_iter().map(|(_, _, o)| o).collect())
-}
-
 /// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,
 /// filters and ranking) and answers from the index alone, best first: the public offers
 /// current at the holder's clock (see [`OfferIndex::search_offers`]), each the JSON text
@@ -161,7 +114,9 @@ mod tests {
     use crate::clock::SystemClock;
     use crate::config::Settings;
     use crate::crypto::KeyRing;
-    use crate::records::OfferInput;
+    use crate::gazetteer;
+    use crate::records::{OfferInput, OfferRecord};
+    use crate::store::Reads;
     use crate::store::Store;
     use serde_json::json;
     use std::sync::Arc;

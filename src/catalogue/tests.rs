@@ -293,24 +293,26 @@ fn search_folds_filters_and_ranks() {
         offer("5", "Sedan", "", "Škoda", 4000.0, "Žilina"),
     ];
     h.import_offers(rows).unwrap();
+    let index = h.offer_index().unwrap();
+    let search = |q: &str, area, category, limit| search_with(&index, &h.base, q, area, category, limit);
     let refs =
         |v: Vec<Offer>| v.into_iter().map(|o| o.extensions["ref"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
 
     // "skoda" finds "Škoda": title + attribute (5) beats attribute only (2) beats
     // description only (1); equal scores go by price.
-    let got = refs(search(&h.base, "skoda", None, None, 10).unwrap());
+    let got = refs(search("skoda", None, None, 10).unwrap());
     assert_eq!(got, vec!["3", "1", "5", "2"]);
     // Inflection: "octaviu" finds "Octavia".
-    assert_eq!(refs(search(&h.base, "ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
+    assert_eq!(refs(search("ŠKODU OCTAVIU", None, None, 10).unwrap())[0], "1");
     // "kosice" is a place name, not a term: with the area filter it finds what lies in Košice.
     let kosice = gazetteer::resolve("Košice").unwrap();
-    assert_eq!(refs(search(&h.base, "kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
-    assert_eq!(refs(search(&h.base, "skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
+    assert_eq!(refs(search("kosice", Some(&kosice), None, 10).unwrap()), vec!["4", "1"]);
+    assert_eq!(refs(search("skoda", Some(&kosice), None, 10).unwrap()), vec!["1"]);
     // Category and limit.
-    assert!(search(&h.base, "skoda", None, Some("property"), 10).unwrap().is_empty());
-    assert_eq!(search(&h.base, "skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
-    assert!(search(&h.base, "zzz", None, None, 10).unwrap().is_empty());
-    assert!(search(&h.base, "skoda", None, None, 0).unwrap().is_empty());
+    assert!(search("skoda", None, Some("property"), 10).unwrap().is_empty());
+    assert_eq!(search("skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
+    assert!(search("zzz", None, None, 10).unwrap().is_empty());
+    assert!(search("skoda", None, None, 0).unwrap().is_empty());
 }
 
 #[test]
@@ -322,7 +324,8 @@ fn search_ranks_title_above_description() {
         offer("t", "Superb", "", "Škoda", 20000.0, "SK"),
     ])
     .unwrap();
-    let got = search(&h.base, "superb", None, None, 10).unwrap();
+    let index = h.offer_index().unwrap();
+    let got = search_with(&index, &h.base, "superb", None, None, 10).unwrap();
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].title, "Superb", "a title hit outranks a cheaper description hit");
     assert_eq!(score(&matching_terms("superb"), &got[0]), 3);

@@ -16,10 +16,11 @@
 //! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
 //! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
 //!
-//! **Updating** ([`Intents::update_owned`]): the changed fields are validated by
-//! [`Intents::parse_publish`] itself — the stored intent is written back as a publish
-//! input, the changes laid over it — so an update accepts exactly what a publish accepts
-//! and its errors name the same fields. `null` removes `criteria` (the category stays),
+//! **Updating** ([`Intents::update_owned`]): each changed field is parsed by the
+//! publish parser of that field ([`Intents::parse_changes`], `intents::content`) into
+//! typed changes, laid over the stored content, and the publish rules between fields run
+//! on the result — so an update accepts exactly what a publish accepts and its errors
+//! name the same fields; the stored intent is never turned back into input. `null` removes `criteria` (the category stays),
 //! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
 //! (new deliveries only: one per (intent, offer), ever). Moving `validUntil` earlier
 //! applies at once; moving it later (or renewing an expired intent) creates a pending
@@ -35,6 +36,7 @@
 //! Account-owned intents are found by scanning the intents table (there is no owner
 //! index): fine for a holder's size, and only the "my intents" page lists them.
 
+use super::content::{check_content, Change, IntentChanges};
 use super::{Intents, PublishInput, ResultsView};
 use crate::accounts::{self, Account, AccountError, ROLE_BUYER};
 use crate::base::{Result, ServiceError};
@@ -44,10 +46,9 @@ use crate::crypto::{self, Secret};
 use crate::deliveries::{self, with_offers};
 use crate::protocol::input::{InputError, ListMatches, UpdateArgs};
 use crate::protocol::{Delivery, Intent, Status};
-use crate::records::{ts, ConsentRecord, IntentRecord};
-use crate::store::{Ns, Reads, Tx};
+use crate::records::{ConsentRecord, IntentContent, IntentRecord, Stamp};
+use crate::store::{Ns, Reads, StoreError, Tx};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 /// How long a pending renewal can be confirmed, seconds (72 h, as an e-mail confirmation).
@@ -85,12 +86,12 @@ pub struct RenewalRecord {
     pub intent_id: String,
     /// The account that asked (only it can confirm).
     pub account_id: String,
-    /// The new validUntil, RFC 3339.
-    pub valid_until: String,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339 (created + 72 h).
-    pub expires_at: String,
+    /// The new validUntil.
+    pub valid_until: Stamp,
+    /// When it was asked for.
+    pub created_at: Stamp,
+    /// When it lapses (created + 72 h).
+    pub expires_at: Stamp,
 }
 
 /// A renewal just created.
@@ -150,6 +151,25 @@ fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
     }
 }
 
+/// The consent record of an account that accepted the consent text: the version, time
+/// and language its sign-up recorded (PROTOCOL.md §4.2). Never made up: an account
+/// whose record lacks the time or the language (or holds an unreadable time) is an
+/// internal error naming the account — logged once by the face that answers —, and no
+/// intent is published.
+fn account_consent(account: &Account) -> Result<ConsentRecord> {
+    let missing = |what: &str| {
+        ServiceError::Store(StoreError::Corrupt(
+            format!("account {}", account.id),
+            format!("it accepted the consent text but its {what} is not recorded"),
+        ))
+    };
+    let text_version = account.consent_version.clone().ok_or_else(|| missing("consent text version"))?;
+    let language = account.consent_language.clone().ok_or_else(|| missing("consent language"))?;
+    let at = account.consent_at.as_deref().ok_or_else(|| missing("consent time"))?;
+    let at = clock::parse_rfc3339(at).map_err(|_| missing("readable consent time"))?;
+    Ok(ConsentRecord { at: Stamp::of(at), text_version, language })
+}
+
 fn nothing_to_change() -> ServiceError {
     InputError(format!("nothing to change: give the id and at least one of {}", UPDATABLE.join(", "))).into()
 }
@@ -191,7 +211,7 @@ impl Intents {
             .ok_or_else(|| ServiceError::State("unauthorized: the account does not exist".into()))?;
         let now = self.now();
         let accepted = if account.role == ROLE_BUYER && !account.disabled {
-            self.consent_accepted(&account, &p.language)
+            self.consent_accepted(&account, &p.content.language)
         } else {
             None
         };
@@ -199,16 +219,12 @@ impl Intents {
         let id = rec.id.clone();
         // One person: the account with its address (its consent-link intents included).
         rec.person = Some(self.base.person_key(self.base.keys.open_str(&account.email)?.expose()));
-        if let Some(language) = accepted {
+        if accepted.is_some() {
             rec.status = Status::Active;
             rec.contact = Some(account.email.clone());
-            rec.consent = Some(ConsentRecord {
-                at: account.consent_at.clone().unwrap_or_else(|| clock::rfc3339(now)),
-                text_version: account.consent_version.clone().unwrap_or_default(),
-                language: account.consent_language.clone().unwrap_or(language),
-            });
+            rec.consent = Some(account_consent(&account)?);
             // The address was verified when the account was confirmed (double opt-in).
-            rec.confirmed_at = Some(clock::rfc3339(now));
+            rec.confirmed_at = Some(Stamp::of(now));
             let n = self.base.write(|tx| -> Result<u64> {
                 self.check_person_cap(tx, &rec)?;
                 let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
@@ -220,7 +236,7 @@ impl Intents {
             return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
         }
         let consent = crypto::new_token(TOKEN_BYTES);
-        rec.draft_expires_at = clock::rfc3339(now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64));
+        rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64));
         self.base.write(|tx| -> Result<()> {
             // A draft that could only become one active intent too many is refused now.
             self.check_person_cap(tx, &rec)?;
@@ -300,15 +316,28 @@ impl Intents {
     /// The account's intents, newest first ("my intents" page).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`] naming the first of the account's
+    /// records that does not decode (an unreadable time, say): never a list with a
+    /// made-up value.
     pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
         let now = self.now();
+        /// The fields that say whose an intent is: other people's records are not
+        /// decoded further (one damaged record of theirs does not stop this list).
+        #[derive(Deserialize)]
+        struct Whose {
+            #[serde(default)]
+            id: String,
+            #[serde(default)]
+            owner: Option<String>,
+        }
         let mut all: Vec<IntentRecord> = self.base.store.read(|rx| -> Result<Vec<IntentRecord>> {
-            Ok(rx
-                .all_intents::<IntentRecord>()?
-                .into_iter()
-                .filter(|r| r.owner.as_deref() == Some(account_id))
-                .collect())
+            let mut out = Vec::new();
+            for w in rx.all_intents::<Whose>()? {
+                if w.owner.as_deref() == Some(account_id) {
+                    out.extend(rx.intent::<IntentRecord>(&w.id)?);
+                }
+            }
+            Ok(out)
         })?;
         all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
         Ok(all.iter().map(|r| r.to_intent(now)).collect())
@@ -333,14 +362,27 @@ impl Intents {
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a draft
     /// that lapsed, or content changes to an expired intent (renew it first).
     pub fn update_owned(&self, account_id: &str, args: &UpdateArgs) -> Result<UpdateResult> {
-        let (id, changes) = (args.id.as_str(), &args.changes);
-        if changes.is_empty() {
+        if args.changes.is_empty() {
+            return Err(nothing_to_change());
+        }
+        let changes = self.parse_changes(args)?;
+        self.update_owned_with(account_id, &args.id, &changes)
+    }
+
+    /// [`Intents::update_owned`] with its changes parsed (see the module docs): the
+    /// typed changes are laid over the stored content and the publish rules between
+    /// fields run on the result; nothing is written unless all of it holds.
+    ///
+    /// # Errors
+    /// As [`Intents::update_owned`].
+    pub fn update_owned_with(&self, account_id: &str, id: &str, changes: &IntentChanges) -> Result<UpdateResult> {
+        if !changes.content() && changes.valid_until.is_none() {
             return Err(nothing_to_change());
         }
         let rec = self.owned(account_id, id)?;
         let now = self.now();
         let status = check_changeable(&rec, now)?;
-        let content = changes.keys().any(|k| k != "validUntil");
+        let content = changes.content();
         if status == Status::Expired && content {
             return Err(ServiceError::State(
                 "the intent has expired: renew it first by moving validUntil later (the person confirms on the \
@@ -348,19 +390,22 @@ impl Intents {
                     .into(),
             ));
         }
-        let p = self.parse_publish(&Value::Object(self.merged_input(&rec, changes)?))?;
-
+        let new = changes.apply(&rec.content, &self.base.settings.default_language)?;
+        let new_limit = match changes.hidden_limit {
+            Change::Set(h) => Some(h),
+            _ => None,
+        };
+        check_content(&new, new_limit)?;
         // validUntil: earlier applies at once; later (or any date for an expired intent)
         // waits for the person's confirmation.
         let (mut earlier, mut later) = (None, None);
-        if changes.contains_key("validUntil") {
-            if status == Status::Expired || p.valid_until > ts(&rec.valid_until) {
-                later = Some(p.valid_until);
+        if let Some(t) = changes.valid_until {
+            if status == Status::Expired || t > rec.valid_until.at() {
+                later = Some(t);
             } else {
-                earlier = Some(p.valid_until);
+                earlier = Some(t);
             }
         }
-        let hidden_changed = changes.contains_key("hiddenLimit");
         // The hidden limit is a number in the budget's currency (or the holder's default):
         // a change of currency would silently re-read it in another one. Whether a limit is
         // set is the caller's own knowledge (`hasHiddenLimit`), never its value.
@@ -368,8 +413,8 @@ impl Intents {
             b.map_or_else(|| self.base.settings.default_currency.clone(), |b| b.currency.clone())
         };
         if rec.hidden_limit.is_some()
-            && !hidden_changed
-            && currency_of(rec.budget.as_ref()) != currency_of(p.budget.as_ref())
+            && !changes.hidden_limit.given()
+            && currency_of(rec.budget.as_ref()) != currency_of(new.budget.as_ref())
         {
             return Err(InputError(
                 "hiddenLimit must be given again (or null) when budget.currency changes: the hidden limit is in the \
@@ -378,44 +423,34 @@ impl Intents {
             )
             .into());
         }
-        let buy_by_changed = changes.contains_key("buyBy");
-        let hidden = p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?;
-        let before = content_of(&rec);
+        let hidden = new_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?;
+        let before = (rec.content.clone(), rec.hidden_limit.clone());
         let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
             if rec.owner.as_deref() != Some(account_id) {
                 return Err(ServiceError::NotFound);
             }
             check_changeable(&rec, now)?; // a withdrawal may have won the race
-            if content_of(&rec) != before {
+            if (&rec.content, &rec.hidden_limit) != (&before.0, &before.1) {
                 // Another update came between reading and writing: never apply changes
                 // laid over stale fields.
                 return Err(ServiceError::State("the intent changed meanwhile; send the update again".into()));
             }
             let mut n = 0;
             if content {
-                rec.statement = p.statement;
-                rec.category = p.category;
-                rec.criteria = p.criteria;
-                rec.area = p.area;
-                rec.budget = p.budget;
-                if hidden_changed {
-                    rec.hidden_limit = hidden;
+                rec.content = IntentContent { valid_until: rec.valid_until, ..new.clone() };
+                if changes.hidden_limit.given() {
+                    rec.hidden_limit = hidden.clone();
                 }
-                if buy_by_changed {
-                    rec.buy_by = p.buy_by;
-                }
-                rec.visibility = p.visibility;
-                rec.language = p.language;
             }
             if let Some(t) = earlier {
-                rec.valid_until = clock::rfc3339(t);
+                rec.valid_until = Stamp::of(t);
             }
             if content || earlier.is_some() {
                 // A change of the hidden limit alone is nothing a seller sees: the intent
                 // does not move in the sellers' `since` feed (PROTOCOL.md §3).
-                if !changes.keys().all(|k| k == "hiddenLimit") {
-                    rec.updated_at = clock::rfc3339(now);
+                if !changes.hidden_limit_only() {
+                    rec.updated_at = Stamp::of(now);
                 }
                 if content && rec.effective_status(now) == Status::Active {
                     n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
@@ -435,44 +470,6 @@ impl Intents {
         Ok(UpdateResult { intent: rec.to_intent(now), renew_url: token.map(|t| self.renew_url(t.expose())) })
     }
 
-    /// The stored intent written back as a publish input, with `changes` laid over it
-    /// (`null` removes a removable field). `validUntil` is present only when changed, so
-    /// that the publish rules check a new date and leave the stored one alone; likewise
-    /// `buyBy` (a stored date may be in the past by now).
-    fn merged_input(&self, rec: &IntentRecord, changes: &Map<String, Value>) -> Result<Map<String, Value>> {
-        let mut m = Map::new();
-        let mut criteria = rec.criteria.clone();
-        criteria.insert("category".into(), Value::String(rec.category.clone()));
-        m.insert("statement".into(), Value::String(rec.statement.clone()));
-        m.insert("criteria".into(), Value::Object(criteria.clone()));
-        m.insert("area".into(), json(&rec.area));
-        if let Some(b) = &rec.budget {
-            m.insert("budget".into(), json(b));
-        }
-        // The stored hidden limit is never laid in: the checks that relate it to other
-        // fields run only when the call itself gives one (PROTOCOL.md §3), so no answer
-        // depends on the stored value (issue 10 point 1). The write keeps it unless the
-        // call changes it.
-        m.insert("visibility".into(), json(&rec.visibility));
-        for (k, v) in changes {
-            match (k.as_str(), v) {
-                // No criteria: no constraints, the category stays.
-                ("criteria", Value::Null) => {
-                    let mut c = Map::new();
-                    c.insert("category".into(), Value::String(rec.category.clone()));
-                    m.insert(k.clone(), Value::Object(c));
-                }
-                (_, Value::Null) => {
-                    m.remove(k);
-                }
-                _ => {
-                    m.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        Ok(m)
-    }
-
     fn renew_url(&self, token: &str) -> String {
         format!("{}/renew/{token}", self.base.settings.public_url.base)
     }
@@ -490,9 +487,9 @@ impl Intents {
         let rec = RenewalRecord {
             intent_id: intent_id.to_owned(),
             account_id: account_id.to_owned(),
-            valid_until: clock::rfc3339(valid_until),
-            created_at: clock::rfc3339(now),
-            expires_at: clock::rfc3339(now + time::Duration::seconds(RENEWAL_TTL_SECS)),
+            valid_until: Stamp::of(valid_until),
+            created_at: Stamp::of(now),
+            expires_at: Stamp::of(now + time::Duration::seconds(RENEWAL_TTL_SECS)),
         };
         tx.put_record(Ns::Renewal, &renewal_key(token.expose()), &rec)?;
         Ok(token)
@@ -509,7 +506,7 @@ impl Intents {
         let rec = self.owned(account_id, id)?;
         let now = self.now();
         check_changeable(&rec, now)?;
-        let current = ts(&rec.valid_until);
+        let current = rec.valid_until.at();
         let wanted = current.max(now) + time::Duration::days(i64::from(self.base.settings.default_validity_days));
         let target = wanted.min(now + time::Duration::days(i64::from(self.base.settings.max_validity_days)));
         if rec.effective_status(now) != Status::Expired && target <= current {
@@ -537,7 +534,7 @@ impl Intents {
             .store
             .read(|rx| -> Result<Option<RenewalRecord>> { Ok(rx.record(Ns::Renewal, &key)?) })?
             .ok_or(ServiceError::NotFound)?;
-        if rec.account_id != account_id || ts(&rec.expires_at) <= self.now() {
+        if rec.account_id != account_id || rec.expires_at.at() <= self.now() {
             return Err(ServiceError::NotFound);
         }
         Ok((key, rec))
@@ -552,8 +549,8 @@ impl Intents {
         let (_, r) = self.renewal(account_id, token)?;
         let rec = self.owned(account_id, &r.intent_id)?;
         let now = self.now();
-        let open = check_changeable(&rec, now).is_ok() && ts(&r.valid_until) > now;
-        Ok(RenewalView { intent: rec.to_intent(now), valid_until: r.valid_until, open })
+        let open = check_changeable(&rec, now).is_ok() && r.valid_until.at() > now;
+        Ok(RenewalView { intent: rec.to_intent(now), valid_until: r.valid_until.rfc3339(), open })
     }
 
     /// Confirms a renewal (the renewal page's POST, by the signed-in owner): sets the new
@@ -578,12 +575,11 @@ impl Intents {
                 return Err(ServiceError::NotFound);
             }
             let status = check_changeable(&rec, now)?;
-            let until = ts(&r.valid_until);
-            if until <= now {
+            if r.valid_until.at() <= now {
                 return Err(ServiceError::State("the new validUntil has passed already; ask for a new renewal".into()));
             }
-            rec.valid_until = r.valid_until.clone();
-            rec.updated_at = clock::rfc3339(now);
+            rec.valid_until = r.valid_until;
+            rec.updated_at = Stamp::of(now);
             let mut n = 0;
             if status == Status::Expired {
                 let account = tx
@@ -621,7 +617,7 @@ impl Intents {
         self.base.write(|tx| -> Result<u64> {
             let mut n = 0;
             for (k, r) in tx.records::<RenewalRecord>(Ns::Renewal)? {
-                if ts(&r.expires_at) <= now {
+                if r.expires_at.at() <= now {
                     tx.remove_record(Ns::Renewal, &k)?;
                     n += 1;
                 }
@@ -629,24 +625,4 @@ impl Intents {
             Ok(n)
         })
     }
-}
-
-/// The fields an update writes, for detecting a concurrent update.
-fn content_of(rec: &IntentRecord) -> Value {
-    json(&(
-        &rec.statement,
-        &rec.category,
-        &rec.criteria,
-        &rec.area,
-        &rec.budget,
-        &rec.hidden_limit,
-        &rec.buy_by,
-        &rec.valid_until,
-        &rec.visibility,
-    ))
-}
-
-/// A stored value written back as JSON input.
-fn json<T: Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }

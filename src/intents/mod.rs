@@ -10,44 +10,34 @@
 //! what expiry already means.
 
 use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
-use crate::base::{floor_micros, open_contact, sweep_due, Base, Result, ServiceError};
+use crate::base::{open_contact, Base, Result, ServiceError};
 use crate::catalogue::Catalogue;
 use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::deliveries::{self, with_offers};
 use crate::mail::MailJob;
-use crate::protocol::input::{self, validate_email, Fields, InputError, ListMatches};
-use crate::protocol::{AreaObject, Budget, Delivery, Intent, Status, Visibility};
-use crate::records::{ts, Cadence, ConsentRecord, IntentRecord};
+use crate::protocol::input::{validate_email, ListMatches};
+use crate::protocol::{Delivery, Intent, Status};
+use crate::records::{Cadence, ConsentRecord, IntentRecord, Stamp};
 use crate::store::{Ns, Reads};
 use serde::Serialize;
-use serde_json::{Map, Value};
 use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod buyer;
+mod content;
 mod known;
 mod links;
+mod passes;
 mod purge;
+pub use content::{Change, IntentChanges, PublishInput};
 pub use links::{cadence_proof_purpose, CadenceRequest};
+pub(crate) use passes::readable;
 pub use purge::Purged;
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod sweep_tests;
-
-/// A validated `intent_publish_intent` input (PROTOCOL.md §3).
-#[derive(Debug, Clone)]
-pub struct PublishInput {
-    statement: String,
-    category: String,
-    criteria: Map<String, Value>,
-    area: AreaObject,
-    budget: Option<Budget>,
-    hidden_limit: Option<f64>,
-    buy_by: Option<String>,
-    valid_until: OffsetDateTime,
-    visibility: Visibility,
-    language: String,
-}
 
 /// The `/mcp` publish result (PROTOCOL.md §3).
 #[derive(Debug, Clone, Serialize)]
@@ -153,19 +143,11 @@ impl Intents {
         Ok(IntentRecord {
             id,
             status: Status::AwaitingConsent,
-            statement: p.statement,
-            category: p.category,
-            criteria: p.criteria,
-            area: p.area,
-            budget: p.budget,
+            content: p.content,
             hidden_limit: p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?,
-            buy_by: p.buy_by,
-            valid_until: clock::rfc3339(p.valid_until),
-            visibility: p.visibility,
-            language: p.language,
-            created_at: clock::rfc3339(now),
-            updated_at: clock::rfc3339(now),
-            draft_expires_at: clock::rfc3339(draft_expires),
+            created_at: Stamp::of(now),
+            updated_at: Stamp::of(now),
+            draft_expires_at: Stamp::of(draft_expires),
             contact: None,
             consent: None,
             confirm_expires_at: None,
@@ -178,98 +160,6 @@ impl Intents {
             person: None,
             owner: owner.map(str::to_owned),
             cadence: Cadence::AsTheyCome,
-        })
-    }
-
-    /// Validates `intent_publish_intent` arguments (PROTOCOL.md §3). There is no
-    /// contact field; any unknown property is refused.
-    ///
-    /// # Errors
-    /// [`ServiceError::Input`] naming the field and rule.
-    pub fn parse_publish(&self, args: &Value) -> Result<PublishInput> {
-        let now = self.now();
-        let mut f = Fields::new(args, "")?;
-        let statement = f.req_str("statement", input::STATEMENT_MAX)?;
-        let (cat, criteria) = match f.get("criteria") {
-            Some(c) => input::parse_criteria(c)?,
-            None => (None, Map::new()),
-        };
-        let area = match f.get("area") {
-            Some(a) => input::parse_area(a, "area")?,
-            None => {
-                return Err(InputError(
-                    "area is required (a country, region or place name, e.g. \"SK-BL\" or \"Brno\")".into(),
-                )
-                .into())
-            }
-        };
-        let currencies = self.base.currencies();
-        let budget = f
-            .get("budget")
-            .map(|b| input::parse_budget(b, &self.base.settings.default_currency, &currencies))
-            .transpose()?;
-        let hidden_limit = f.opt_positive("hiddenLimit")?;
-        let buy_by = match f.get("buyBy") {
-            None => None,
-            Some(Value::String(s)) => {
-                let d = clock::parse_date(s).map_err(|m| InputError(format!("buyBy {m}")))?;
-                if d < now.date() {
-                    return Err(InputError("buyBy must not be in the past".into()).into());
-                }
-                Some(clock::date_string(d))
-            }
-            Some(_) => return Err(InputError("buyBy must be a string such as 2027-01-31".into()).into()),
-        };
-        let max_valid = now + time::Duration::days(i64::from(self.base.settings.max_validity_days));
-        let valid_until = match f.get("validUntil") {
-            None => now + time::Duration::days(i64::from(self.base.settings.default_validity_days)),
-            Some(Value::String(s)) => {
-                let t = clock::parse_rfc3339(s).map_err(|m| InputError(format!("validUntil {m}")))?;
-                if t <= now {
-                    return Err(InputError("validUntil must be in the future".into()).into());
-                }
-                if t > max_valid {
-                    return Err(InputError(format!(
-                        "validUntil must be at most {} days from now",
-                        self.base.settings.max_validity_days
-                    ))
-                    .into());
-                }
-                t
-            }
-            Some(_) => return Err(InputError("validUntil must be an RFC 3339 string".into()).into()),
-        };
-        let visibility = f.get("visibility").map(input::parse_visibility).transpose()?.unwrap_or_default();
-        f.finish(". Contact data is never accepted here: the person enters it on the holder's consent page.")?;
-        let category = match cat {
-            Some(c) => c,
-            None => input::classify(&statement).map(str::to_owned).ok_or_else(|| {
-                InputError(
-                    "criteria.category is required: the statement does not say whether it is vehicles or property"
-                        .into(),
-                )
-            })?,
-        };
-        input::check_criteria_keys(&category, &criteria)?;
-        if let (Some(h), Some(b)) = (hidden_limit, &budget) {
-            if let Some(min) = b.min {
-                if h < min {
-                    return Err(InputError("hiddenLimit must not be below budget.min".into()).into());
-                }
-            }
-        }
-        let language = input::detect_language(&statement, &self.base.settings.default_language);
-        Ok(PublishInput {
-            statement,
-            category,
-            criteria,
-            area,
-            budget,
-            hidden_limit,
-            buy_by,
-            valid_until,
-            visibility,
-            language,
         })
     }
 
@@ -363,8 +253,8 @@ impl Intents {
                 return Ok(());
             }
             rec.status = Status::Withdrawn;
-            rec.ended_at = Some(clock::rfc3339(now));
-            rec.updated_at = clock::rfc3339(now);
+            rec.ended_at = Some(Stamp::of(now));
+            rec.updated_at = Stamp::of(now);
             tx.put_intent(&rec, false)?;
             tx.set_digest_due(id, None)?;
             for (seq, job) in tx.outbox::<MailJob>()? {
@@ -509,13 +399,13 @@ impl Intents {
             rec.status = Status::AwaitingEmailConfirmation;
             rec.contact = Some(self.base.keys.seal_str(&email)?);
             rec.consent = Some(ConsentRecord {
-                at: clock::rfc3339(now),
+                at: Stamp::of(now),
                 text_version: text.version.clone(),
                 language: text.language.clone(),
             });
             rec.confirm_expires_at =
-                Some(clock::rfc3339(now + time::Duration::seconds(self.base.settings.confirm_ttl_secs as i64)));
-            rec.updated_at = clock::rfc3339(now);
+                Some(Stamp::of(now + time::Duration::seconds(self.base.settings.confirm_ttl_secs as i64)));
+            rec.updated_at = Stamp::of(now);
             tx.put_intent(&rec, false)?;
             tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
             tx.put_token(&crypto::token_hash("manage", manage.expose()), &rec.id)?;
@@ -564,8 +454,8 @@ impl Intents {
             }
             self.check_person_cap(tx, &rec)?;
             rec.status = Status::Active;
-            rec.confirmed_at = Some(clock::rfc3339(now));
-            rec.updated_at = clock::rfc3339(now);
+            rec.confirmed_at = Some(Stamp::of(now));
+            rec.updated_at = Stamp::of(now);
             let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             tx.put_intent(&rec, true)?;
             if let Some(person) = &rec.person {
@@ -644,7 +534,7 @@ impl Intents {
                 return Ok(None);
             }
             deliveries::set_cadence_tx(&self.base, tx, &mut rec, cadence, now)?;
-            rec.updated_at = clock::rfc3339(now);
+            rec.updated_at = Stamp::of(now);
             let active = rec.effective_status(now) == Status::Active;
             tx.put_intent(&rec, active)?;
             Ok(Some(rec))
@@ -713,97 +603,5 @@ impl Intents {
             Some(p) if tx.person_at_cap(p, &rec.id)? => Err(self.person_cap()),
             _ => Ok(()),
         }
-    }
-
-    /// Gives every intent in the active set a person key and its person-index row when
-    /// it has none (intents stored by an isto before person keys, schema v3), so that
-    /// demand counts people and the cap counts them from then on. Run once at start
-    /// (`AppState`); finds nothing to do on later starts. Such intents stay active even
-    /// where their person holds more than the cap. An intent whose address cannot be
-    /// opened is left without one (logged; it then adds no person to demand). Returns
-    /// how many intents were written.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn backfill_people(&self) -> Result<usize> {
-        self.base.write(|w| -> Result<usize> {
-            let mut n = 0;
-            for id in w.active_ids()? {
-                let Some(mut rec) = w.intent::<IntentRecord>(&id)? else { continue };
-                let mut changed = false;
-                if rec.person.is_none() {
-                    rec.person = match self.person_of(&**w, &rec, None) {
-                        Ok(p) => p,
-                        Err(e) if e.is_internal() && !matches!(e, ServiceError::Crypto(_)) => return Err(e),
-                        Err(e) => {
-                            tracing::warn!(intent = %id, error = %e, "no person key for an active intent");
-                            None
-                        }
-                    };
-                    changed = rec.person.is_some();
-                }
-                let want = rec.person.as_deref().map(|p| (p.to_owned(), floor_micros(ts(&rec.valid_until))));
-                if !changed && w.intent_person(&id)? == want {
-                    continue;
-                }
-                w.put_person(&rec)?;
-                n += 1;
-            }
-            Ok(n)
-        })
-    }
-
-    /// Persists what time already means: expired drafts of signed-in buyers, unconfirmed
-    /// and past-validity intents become `expired`; contact is erased
-    /// `contact_retention_days` after an intent ended (PROTOCOL.md §4.6). Returns how many
-    /// records changed. A lapsed consent-link draft is left as it is, in the index, for
-    /// [`Intents::purge`], which deletes it.
-    ///
-    /// Reads only the intents that the store's expiry index names as due
-    /// ([`crate::base::sweep_due`]), not every intent.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn sweep(&self) -> Result<u64> {
-        let now = self.now();
-        let retention = time::Duration::days(i64::from(self.base.settings.contact_retention_days));
-        let ended_before = now.checked_sub(retention).map_or(i64::MIN, floor_micros);
-        self.base.write(|tx| -> Result<u64> {
-            let mut changed = 0;
-            for id in tx.intents_due(floor_micros(now), ended_before)? {
-                let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
-                if purge::lapsed_draft(&rec, now) {
-                    continue;
-                }
-                let eff = rec.effective_status(now);
-                let mut dirty = false;
-                if eff != rec.status {
-                    rec.status = eff;
-                    rec.ended_at = Some(clock::rfc3339(now));
-                    dirty = true;
-                    tx.set_digest_due(&rec.id, None)?;
-                }
-                if rec.status.is_final()
-                    && rec.contact.is_some()
-                    && rec.ended_at.as_deref().is_some_and(|e| ts(e) + retention < now)
-                {
-                    rec.contact = None;
-                    if let Some(person) = &rec.person {
-                        known::forget_if_inactive(tx, person, &rec.id)?;
-                    }
-                    dirty = true;
-                }
-                if dirty {
-                    rec.updated_at = clock::rfc3339(now);
-                    tx.put_intent(&rec, rec.status == Status::Active)?;
-                    changed += 1;
-                } else {
-                    // Not due after all (due within this microsecond, or entered as due
-                    // by a migration): record its real times.
-                    tx.set_intent_due(&rec.id, sweep_due(&rec))?;
-                }
-            }
-            Ok(changed)
-        })
     }
 }

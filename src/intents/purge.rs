@@ -19,7 +19,7 @@ use crate::base::{floor_micros, Result, Writes};
 use crate::oauth::{self, OAuthPurged};
 use crate::protocol::Status;
 use crate::records::IntentRecord;
-use crate::store::Reads;
+use crate::store::Reads as _;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -84,7 +84,7 @@ impl Intents {
         let run = |w: &mut Writes<'_, '_>| -> Result<Purged> {
             let mut drafts = HashSet::new();
             for id in w.intents_due(floor_micros(now), i64::MIN)? {
-                if w.intent::<IntentRecord>(&id)?.is_some_and(|r| lapsed_draft(&r, now)) {
+                if super::readable(&**w, &id)?.is_some_and(|r| lapsed_draft(&r, now)) {
                     w.remove_intent(&id)?;
                     drafts.insert(id);
                 }

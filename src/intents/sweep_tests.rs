@@ -5,33 +5,40 @@
 //! are deleted, not marked expired.
 
 use super::*;
+use crate::base::{floor_micros, sweep_due};
 use crate::clock::ManualClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
 use crate::store::{IntentDue, Store};
 use serde_json::json;
 
-const T0: &str = "2026-12-01T10:00:00Z";
+pub(super) const T0: &str = "2026-12-01T10:00:00Z";
 
-fn at(offset: time::Duration) -> String {
-    clock::rfc3339(ts(T0) + offset)
+fn ts(s: &str) -> OffsetDateTime {
+    clock::parse_rfc3339(s).unwrap()
 }
 
-fn record(id: &str, status: Status) -> IntentRecord {
+pub(super) fn at(offset: time::Duration) -> Stamp {
+    Stamp::of(ts(T0) + offset)
+}
+
+pub(super) fn record(id: &str, status: Status) -> IntentRecord {
     let far = at(time::Duration::days(60));
     IntentRecord {
         id: id.to_owned(),
         status,
-        statement: "Octavia".into(),
-        category: "vehicles".into(),
-        criteria: Map::new(),
-        area: AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
-        budget: None,
+        content: crate::records::IntentContent {
+            statement: "Octavia".into(),
+            category: "vehicles".into(),
+            criteria: serde_json::Map::new(),
+            area: crate::protocol::AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
+            budget: None,
+            buy_by: None,
+            valid_until: far,
+            visibility: crate::protocol::Visibility::Private,
+            language: "sk".into(),
+        },
         hidden_limit: None,
-        buy_by: None,
-        valid_until: far.clone(),
-        visibility: Visibility::Private,
-        language: "sk".into(),
         created_at: at(-time::Duration::days(40)),
         updated_at: at(-time::Duration::days(40)),
         draft_expires_at: far,
@@ -92,13 +99,13 @@ fn records(keys: &KeyRing) -> Vec<(IntentRecord, Status)> {
     out
 }
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    holder: Intents,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) clock: Arc<ManualClock>,
+    pub(super) holder: Intents,
 }
 
-fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
+pub(super) fn holder(dir: tempfile::TempDir, clock: Arc<ManualClock>) -> Fixture {
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     let store = Store::open(&settings.store_path()).unwrap();
@@ -168,7 +175,7 @@ fn check_after_first_sweep(h: &Intents) {
         let s = stored(h, &r.id);
         assert_eq!(s.status, after, "{}", r.id);
         if after != r.status {
-            assert_eq!(s.ended_at.as_deref(), Some(T0), "{}", r.id);
+            assert_eq!(s.ended_at.map(Stamp::rfc3339).as_deref(), Some(T0), "{}", r.id);
         }
         assert_eq!(
             h.base.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),

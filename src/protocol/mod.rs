@@ -20,14 +20,31 @@ pub struct Money {
     pub currency: String,
 }
 
+/// Serializes `v` when finite; names `field` otherwise.
+fn finite<S: serde::Serializer>(v: &Option<f64>, field: &str, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(n) if !n.is_finite() => Err(serde::ser::Error::custom(format!("{field} must be a finite number"))),
+        _ => v.serialize(s),
+    }
+}
+
+fn finite_max<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    finite(v, "budget.max", s)
+}
+
+fn finite_min<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    finite(v, "budget.min", s)
+}
+
 /// The visible budget (PROTOCOL.md §2 Budget): `max`, optional `min`, currency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
-    /// Upper bound, in `currency`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Upper bound, in `currency`. A non-finite value does not serialize (JSON would
+    /// write `null`, which reads back as no bound).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "finite_max")]
     pub max: Option<f64>,
-    /// Lower bound, in `currency`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Lower bound, in `currency`; finite, as `max`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "finite_min")]
     pub min: Option<f64>,
     /// ISO 4217 code.
     pub currency: String,

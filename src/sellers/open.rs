@@ -27,8 +27,7 @@ use crate::clock;
 use crate::gazetteer::AreaObject;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::Budget;
-use crate::records::ts;
-use crate::records::IntentRecord;
+use crate::records::{IntentContent, IntentRecord};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -38,6 +37,27 @@ use time::OffsetDateTime;
 pub const DEFAULT_LIMIT: usize = 50;
 /// Largest `limit` the tool accepts.
 pub const MAX_LIMIT: usize = 100;
+
+impl OpenIntent {
+    /// The seller's view of `content` (what the person asked for, nothing else of the
+    /// record): under the seller's handle `id` and `pseudonym`, validUntil rounded down
+    /// to its day ([`seller_day`]), last changed in `changed_minute`.
+    fn of(content: &IntentContent, id: String, pseudonym: String, changed_minute: OffsetDateTime) -> Self {
+        Self {
+            id,
+            pseudonym,
+            statement: content.statement.clone(),
+            category: content.category.clone(),
+            criteria: content.criteria_with_category(),
+            area: content.area.clone(),
+            budget: content.budget.clone(),
+            buy_by: content.buy_by.clone(),
+            valid_until: clock::rfc3339(seller_day(content.valid_until.at())),
+            language: content.language.clone(),
+            changed_minute,
+        }
+    }
+}
 
 /// An open intent as a seller sees it (PROTOCOL.md §3 intent_list_open_intents).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -192,21 +212,8 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let mut intents = Vec::with_capacity(keyed.len());
     for (changed_minute, id, rec) in keyed {
-        let mut criteria = rec.criteria.clone();
-        criteria.insert("category".into(), Value::String(rec.category.clone()));
-        intents.push(OpenIntent {
-            pseudonym: pseudonym(base, &rec, seller)?,
-            id,
-            statement: rec.statement.clone(),
-            category: rec.category.clone(),
-            criteria,
-            area: rec.area.clone(),
-            budget: rec.budget.clone(),
-            buy_by: rec.buy_by.clone(),
-            valid_until: clock::rfc3339(seller_day(ts(&rec.valid_until))),
-            language: rec.language.clone(),
-            changed_minute,
-        });
+        let pseudonym = pseudonym(base, &rec, seller)?;
+        intents.push(OpenIntent::of(&rec.content, id, pseudonym, changed_minute));
     }
     let minute = time::Duration::minutes(1);
     let next_since = match intents.last() {

@@ -21,7 +21,7 @@ use crate::clock;
 use crate::crypto;
 use crate::protocol::input::{Fields, InputError};
 use crate::protocol::{AreaObject, Offer, OfferSource, SellerPublic, Status, Visibility};
-use crate::records::{ts, OfferInput, OfferRecord, SellerRecord};
+use crate::records::{offer_current, OfferInput, OfferRecord, SellerRecord, Stamp};
 use crate::store::{Ns, Reads};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -117,7 +117,7 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
         return Err(InputError(format!("category must be one this seller serves ({})", profile.categories.join(", "))));
     }
     if let Some(v) = &input.valid_until {
-        if clock::parse_rfc3339(v).map_or(true, |t| t <= base.clock.now()) {
+        if !offer_current(Some(v), base.clock.now()) {
             return Err(InputError("validUntil must be in the future".into()));
         }
     }
@@ -136,7 +136,7 @@ struct ReplyTarget {
     status: Status,
     category: String,
     area: AreaObject,
-    valid_until: String,
+    valid_until: Stamp,
     visibility: Visibility,
 }
 
@@ -147,7 +147,7 @@ impl ReplyTarget {
     /// seller's categories and regions.
     fn open_to(&self, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {
         self.status == Status::Active
-            && now <= ts(&self.valid_until)
+            && now <= self.valid_until.at()
             && self.visibility == Visibility::Pseudonymous
             && profile.serves(&self.category, &self.area)
     }
@@ -258,15 +258,17 @@ mod tests {
     /// An active pseudonymous Octavia intent in Slovakia, budget 20 000 EUR, hidden
     /// limit `limit` sealed with `keys`.
     fn intent(b: &Base, id: &str, limit: f64, keys: &KeyRing) -> IntentRecord {
+        let t = |s: &str| Stamp::parse(s).unwrap();
         let v = json!({
             "id": id, "status": "active", "statement": "Hľadám Škoda Octavia combi", "category": "vehicles",
             "criteria": {"make": "Škoda", "model": "Octavia"},
             "area": crate::gazetteer::resolve("SK").unwrap(),
             "budget": {"max": 20000, "currency": "EUR"},
             "hidden_limit": keys.seal_str(&format!("{limit:<32}")).unwrap(),
-            "buy_by": null, "valid_until": "2027-03-01T00:00:00Z", "visibility": "pseudonymous",
-            "language": "sk", "created_at": START, "updated_at": START, "draft_expires_at": "2026-12-02T10:00:00Z",
-            "contact": null, "consent": null, "confirm_expires_at": null, "confirmed_at": START, "ended_at": null,
+            "buy_by": null, "valid_until": t("2027-03-01T00:00:00Z"), "visibility": "pseudonymous",
+            "language": "sk", "created_at": t(START), "updated_at": t(START),
+            "draft_expires_at": t("2026-12-02T10:00:00Z"),
+            "contact": null, "consent": null, "confirm_expires_at": null, "confirmed_at": t(START), "ended_at": null,
             "match_count": 0, "last_digest_at": null, "digest_cursor": 0
         });
         let rec: IntentRecord = serde_json::from_value(v).unwrap();

@@ -131,6 +131,14 @@ const MIGRATIONS: &[Migration] = &[
         description: "adds the queue of seller replies waiting to be matched (pending_replies), empty",
         run: v4_pending_replies,
     },
+    Migration {
+        number: 5,
+        name: "intent_times",
+        description: "stores every time of an intent record (and of a pending renewal) as one integer of unix \
+                      microseconds instead of RFC 3339 strings and unix seconds; a value that does not read as a \
+                      time is left as it was, so reading that record is an error naming it",
+        run: super::intent_times::v5_intent_times,
+    },
 ];
 
 /// Version of the table layout this build writes: the last migration's number.

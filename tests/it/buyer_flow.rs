@@ -136,6 +136,30 @@ fn publish_with_current_consent_is_active_at_once_and_matched() {
 }
 
 #[test]
+fn an_account_without_a_recorded_consent_time_publishes_nothing_and_no_consent_is_made_up() {
+    let f = fixture();
+    let h = &f.holder;
+    let (acc, _) = f.buyer("buyer@example.com");
+    // An account that accepted the current text, but whose record lacks the time (as a
+    // damaged record or a foreign writer would leave it).
+    let mut account = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
+    assert!(account.consent_version.is_some() && account.consent_at.is_some());
+    account.consent_at = None;
+    h.base.store.write(|tx| tx.put_record(isto::store::Ns::Account, &acc, &account)).unwrap();
+    let before = h.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len();
+    let e = h.intents.publish_for(&acc, h.intents.parse_publish(&octavia()).unwrap()).unwrap_err();
+    match &e {
+        ServiceError::Store(isto::store::StoreError::Corrupt(what, why)) => {
+            assert_eq!(what, &format!("account {acc}"));
+            assert!(why.contains("consent time is not recorded"), "{why}");
+        }
+        other => panic!("another error: {other}"),
+    }
+    assert!(e.is_internal(), "answered as an internal error, logged once by the face");
+    assert_eq!(h.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), before, "nothing stored");
+}
+
+#[test]
 fn stale_consent_gives_a_draft_with_a_consent_url() {
     let f = fixture();
     catalogue(&f.holder);
@@ -306,7 +330,7 @@ fn the_stored_hidden_limit_never_shapes_an_update_answer() {
     let before = f.stored(&low);
     f.clock.advance(time::Duration::minutes(5));
     let r = update(h, &acc, &json!({"id": low, "hiddenLimit": 60_000})).unwrap();
-    assert_eq!(r.intent.updated_at, before.updated_at);
+    assert_eq!(r.intent.updated_at, before.updated_at.rfc3339());
     let after = f.stored(&low);
     assert_eq!(h.base.hidden_limit(&after).unwrap(), Some(60_000.0));
     assert_eq!(after.updated_at, before.updated_at);

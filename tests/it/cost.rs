@@ -73,25 +73,28 @@ fn call(f: &Fx, tool: &str, args: Value) -> (Duration, Value) {
 fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
     let regions = ["SK-BL", "SK-KI", "SK-ZI", "CZ-10", "CZ-64"];
     // Each a minute after the previous one (intents change one at a time).
-    let at = isto::clock::rfc3339(
+    let at = isto::records::Stamp::of(
         isto::clock::parse_rfc3339("2026-11-20T10:00:00Z").unwrap() + time::Duration::minutes(i as i64),
     );
     IntentRecord {
         id: format!("int_cost{i:06}"),
         status: Status::Active,
-        statement: "Hľadám Škodu Octaviu combi diesel".into(),
-        category: "vehicles".into(),
-        criteria: Map::new(),
-        area: serde_json::from_value(json!({"country": &regions[i % 5][..2], "regions": [regions[i % 5]]})).unwrap(),
-        budget: serde_json::from_value(json!({"max": 5000 + (i % 7) * 4000, "currency": "EUR"})).unwrap(),
+        content: isto::records::IntentContent {
+            statement: "Hľadám Škodu Octaviu combi diesel".into(),
+            category: "vehicles".into(),
+            criteria: Map::new(),
+            area: serde_json::from_value(json!({"country": &regions[i % 5][..2], "regions": [regions[i % 5]]}))
+                .unwrap(),
+            budget: serde_json::from_value(json!({"max": 5000 + (i % 7) * 4000, "currency": "EUR"})).unwrap(),
+            buy_by: None,
+            valid_until: isto::records::Stamp::parse("2027-06-01T00:00:00Z").unwrap(),
+            visibility: if pseudonymous { Visibility::Pseudonymous } else { Visibility::default() },
+            language: "sk".into(),
+        },
         hidden_limit: None,
-        buy_by: None,
-        valid_until: "2027-06-01T00:00:00Z".into(),
-        visibility: if pseudonymous { Visibility::Pseudonymous } else { Visibility::default() },
-        language: "sk".into(),
-        created_at: at.clone(),
-        updated_at: at.clone(),
-        draft_expires_at: at.clone(),
+        created_at: at,
+        updated_at: at,
+        draft_expires_at: at,
         contact: None,
         consent: None,
         confirm_expires_at: None,

@@ -750,3 +750,105 @@ fn the_fixture_is_small_and_says_its_keys_are_test_keys() {
     assert!(readme.contains("test keys"), "{readme}");
     assert!(fixture_dir().join("keys/sealing.key").is_file());
 }
+
+/// The intents of the store file at `path` as stored JSON, by id (redb directly, no
+/// migration).
+fn raw_intents(path: &Path) -> BTreeMap<String, Value> {
+    use redb::{ReadableDatabase as _, ReadableTable as _};
+    const INTENTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(INTENTS).unwrap();
+    t.iter()
+        .unwrap()
+        .map(|r| r.unwrap())
+        .map(|(k, v)| (k.value().to_owned(), serde_json::from_slice(v.value()).unwrap()))
+        .collect()
+}
+
+/// Microseconds of an RFC 3339 time.
+fn micros_of(s: &str) -> i64 {
+    (isto::clock::parse_rfc3339(s).unwrap().unix_timestamp_nanos() / 1000) as i64
+}
+
+#[test]
+fn migration_5_stores_every_intent_time_as_microseconds_and_leaves_an_unreadable_one_to_fail() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    copy_files(&fixture_dir(), &data);
+    copy_files(&fixture_dir().join("keys"), &data.join("keys"));
+    let store = data.join("isto.redb");
+    let before = raw_intents(&store);
+    // One record with a time the older isto never wrote, as a damaged file would hold.
+    let damaged = before.keys().next().unwrap().clone();
+    {
+        const INTENTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
+        let db = redb::Database::open(&store).unwrap();
+        let txn = db.begin_write().unwrap();
+        let mut v = before[&damaged].clone();
+        v["updated_at"] = json!("yesterday");
+        txn.open_table(INTENTS).unwrap().insert(damaged.as_str(), serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
+        txn.commit().unwrap();
+    }
+    // The dry run names the migration; the open runs it.
+    let m = isto::store::migrate_file(&store, false).unwrap();
+    assert!(m.pending.iter().any(|p| p.number == 5 && p.name == "intent_times"), "{m:?}");
+    let s = Store::open(&store).unwrap();
+    drop(s);
+    let after = raw_intents(&store);
+    assert_eq!(after.len(), before.len());
+    let fields = [
+        "valid_until",
+        "created_at",
+        "updated_at",
+        "draft_expires_at",
+        "confirm_expires_at",
+        "confirmed_at",
+        "ended_at",
+    ];
+    let mut seen = 0;
+    for (id, old) in &before {
+        let new = &after[id];
+        for f in fields {
+            match (&old[f], id == &damaged && f == "updated_at") {
+                (Value::Null, _) => assert!(new[f].is_null(), "{id} {f}"),
+                (_, true) => assert_eq!(new[f], json!("yesterday"), "left as it was"),
+                (Value::String(t), false) => {
+                    assert_eq!(new[f], json!(micros_of(t)), "{id} {f}");
+                    seen += 1;
+                }
+                (other, _) => panic!("{id} {f}: a v4 time is a string, not {other}"),
+            }
+        }
+        if let Some(t) = old["consent"]["at"].as_str() {
+            assert_eq!(new["consent"]["at"], json!(micros_of(t)), "{id} consent.at");
+            seen += 1;
+        }
+        match old["last_digest_at"].as_i64() {
+            Some(secs) => assert_eq!(new["last_digest_at"], json!(secs * 1_000_000), "{id}"),
+            None => assert!(new["last_digest_at"].is_null()),
+        }
+        // Nothing else changed.
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            for f in fields.iter().chain(&["consent", "last_digest_at"]) {
+                v.as_object_mut().unwrap().remove(*f);
+            }
+            v
+        };
+        assert_eq!(strip(old), strip(new), "{id}");
+    }
+    assert!(seen >= 7 * 4, "every intent's times were converted ({seen})");
+    assert!(before.values().any(|v| v["last_digest_at"].is_i64()), "the fixture has a digest sent");
+    // Each record reads as an IntentRecord, but the damaged one: an error naming it.
+    let s = Store::open(&store).unwrap();
+    for id in before.keys() {
+        let r = s.read(|rx| rx.intent::<IntentRecord>(id));
+        if id == &damaged {
+            assert!(matches!(r, Err(StoreError::Corrupt(ref k, _)) if k == id), "{r:?}");
+        } else {
+            let rec = r.unwrap().unwrap();
+            assert_eq!(rec.created_at.micros(), micros_of(before[id]["created_at"].as_str().unwrap()));
+        }
+    }
+}

@@ -605,7 +605,8 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let search = isto::mcp::dispatch(h, "intent_search_offers", &json!({"statement": "Škoda Octavia"})).unwrap();
     let text = serde_json::to_string(&search).unwrap();
     assert!(text.contains("katalóg") && !text.contains("odpoveď"), "{text}");
-    let plain = isto::catalogue::search(&h.base, "odpoveď Octavia", None, None, 20).unwrap();
+    let index = h.catalogue.offer_index().unwrap();
+    let plain = isto::catalogue::search_with(&index, &h.base, "odpoveď Octavia", None, None, 20).unwrap();
     assert!(plain.iter().all(|o| o.source.kind == "catalogue"), "{plain:?}");
     let (_, found, _) = call(h, Some(&grant(&s)), "intent_search_offers", json!({"statement": "odpoveď Octavia"}));
     assert!(!found.to_string().contains("odpoveď"), "{found}");

@@ -1,0 +1,362 @@
+//! The transactions ([`Rx`], [`Tx`]), the reads they share ([`Reads`]: each method is
+//! its entity module's read) and the generic JSON-record helpers behind them.
+
+use super::*;
+use redb::{ReadableTable, TableDefinition};
+use serde::de::DeserializeOwned;
+
+/// A read transaction.
+pub struct Rx {
+    pub(super) txn: redb::ReadTransaction,
+}
+
+/// A write transaction (reads see its own writes).
+pub struct Tx<'a> {
+    pub(super) txn: &'a redb::WriteTransaction,
+}
+
+mod sealed {
+    /// Opening a table for reading, in a read or a write transaction. Sealed: only
+    /// [`super::Rx`] and [`super::Tx`] implement it, and only `store` calls it.
+    pub trait Tables {
+        /// The table `def`, readable.
+        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+            &self,
+            def: redb::TableDefinition<'_, K, V>,
+        ) -> super::Result<impl redb::ReadableTable<K, V> + '_>;
+    }
+}
+pub(super) use sealed::Tables;
+
+impl Tables for Rx {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.txn.open_table(def)?)
+    }
+}
+
+impl Tables for Tx<'_> {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<'_, K, V>,
+    ) -> Result<impl ReadableTable<K, V> + '_> {
+        Ok(self.txn.open_table(def)?)
+    }
+}
+
+/// A JSON record from a `&str → &[u8]` table.
+pub(super) fn get_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+    key: &str,
+) -> Result<Option<T>> {
+    let t = r.table(def)?;
+    let v = t.get(key)?;
+    v.map(|g| decode(key, g.value())).transpose()
+}
+
+/// A string from a `&str → &str` table.
+pub(super) fn get_str<R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &str>,
+    key: &str,
+) -> Result<Option<String>> {
+    let t = r.table(def)?;
+    let v = t.get(key)?;
+    Ok(v.map(|g| g.value().to_owned()))
+}
+
+/// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
+/// or newest first when `rev`.
+pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+    (from, to): (&str, &str),
+    limit: usize,
+    rev: bool,
+) -> Result<Vec<(String, T)>> {
+    let t = r.table(def)?;
+    let rows = t.range(from..to)?;
+    let rows: Box<dyn Iterator<Item = _>> = if rev { Box::new(rows.rev()) } else { Box::new(rows) };
+    let mut out = Vec::new();
+    for row in rows.take(limit) {
+        let (k, v) = row?;
+        let key = k.value().to_owned();
+        let val = decode(&key, v.value())?;
+        out.push((key, val));
+    }
+    Ok(out)
+}
+
+/// Every record of a `&str → &[u8]` table, in key order.
+pub(super) fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+) -> Result<Vec<T>> {
+    Ok(range_json(r, def, ("", "\u{10ffff}"), usize::MAX, false)?.into_iter().map(|(_, v)| v).collect())
+}
+
+/// A counter kept as a decimal string in `meta` (0 when absent or unreadable).
+pub(super) fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
+    Ok(get_str(r, schema::META, key)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// Key of the write-probe counter in `meta` (see [`Store::writable`]; nothing reads it).
+const WRITE_PROBE: &str = "write_probe";
+
+/// Prefix in `meta` of the one-time start-up passes recorded as done
+/// (`pass:<name>` → the isto version that ran it; see `crate::state`).
+const PASS_PREFIX: &str = "pass:";
+
+impl Tx<'_> {
+    /// Records the one-time start-up pass `name` (a snake_case name from
+    /// `crate::state::PASSES`) as done, by this isto version; later starts skip it.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn record_pass(&mut self, name: &str) -> Result<()> {
+        self.txn.open_table(schema::META)?.insert(format!("{PASS_PREFIX}{name}").as_str(), ISTO_VERSION)?;
+        Ok(())
+    }
+
+    /// Forgets that the start-up pass `name` ran, so the next start runs it again (as
+    /// on a store written before the pass was recorded). Returns whether it was recorded.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn forget_pass(&mut self, name: &str) -> Result<bool> {
+        Ok(self.txn.open_table(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
+    }
+
+    /// Bumps the write-probe counter: the smallest write that goes through a commit.
+    pub(super) fn bump_write_probe(&mut self) -> Result<()> {
+        let n = meta_counter(&*self, WRITE_PROBE)?.wrapping_add(1);
+        self.txn.open_table(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
+        Ok(())
+    }
+}
+
+/// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read.
+pub trait Reads: Tables {
+    /// The isto version that ran the one-time start-up pass `name`, when it is
+    /// recorded as done ([`Tx::record_pass`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pass_done(&self, name: &str) -> Result<Option<String>> {
+        get_str(self, schema::META, &format!("{PASS_PREFIX}{name}"))
+    }
+
+    /// The intent record with this id.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        intents::get(self, id)
+    }
+
+    /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        intents::all(self)
+    }
+
+    /// Ids of active intents.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn active_ids(&self) -> Result<Vec<String>> {
+        intents::active_ids(self)
+    }
+
+    /// Ids of the intents the sweep must look at, in id order, each once: those whose
+    /// status-change time is at or before `now_micros`, and those that ended (still
+    /// holding a contact) at or before `ended_before_micros` (both unix µs; see
+    /// [`IntentDue`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intents_due(&self, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
+        intents::due(self, now_micros, ended_before_micros)
+    }
+
+    /// The sweep times recorded for an intent (`None` when it has none).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
+        intents::due_of(self, id)
+    }
+
+    /// The person-index row of an intent: its person key and the validUntil (unix µs)
+    /// recorded with it; `None` when it has none (not in the active set, or no person
+    /// key). See [`Tx::set_intent_person`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn intent_person(&self, id: &str) -> Result<Option<(String, i64)>> {
+        people::entry_of(self, id)
+    }
+
+    /// How many intents of `person` in the active set are valid after `after_micros`
+    /// (validUntil strictly later; unix µs), leaving out intent `except` — at most
+    /// `limit` (the scan stops there). The per-person cap's count.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn person_active(&self, person: &str, after_micros: i64, except: &str, limit: usize) -> Result<usize> {
+        people::count(self, person, after_micros, except, limit)
+    }
+
+    /// The intent id a token hash points to.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn token(&self, hash: &str) -> Result<Option<String>> {
+        tokens::get(self, hash)
+    }
+
+    /// The offer record with this id.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        offers::get(self, id)
+    }
+
+    /// Every offer record.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn all_offers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        offers::all(self)
+    }
+
+    /// The offer id stored for a feed's `(seller id, ref)`.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
+        offers::by_ref(self, seller_id, reference)
+    }
+
+    /// The seller record with this id.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn seller<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        sellers::get(self, id)
+    }
+
+    /// Every seller record.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        sellers::all(self)
+    }
+
+    /// The seller id registered under a folded name.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
+        sellers::by_name(self, folded)
+    }
+
+    /// When `(intent, offer)` was delivered (unix µs), if it was.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
+        deliveries::delivered_at(self, intent, offer)
+    }
+
+    /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
+    /// `limit`: `(delivered µs, offer id, extensions JSON)`.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn deliveries<T: DeserializeOwned>(
+        &self,
+        intent: &str,
+        after_micros: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, T)>> {
+        deliveries::after(self, intent, after_micros, limit)
+    }
+
+    /// The newest `limit` deliveries of `intent`, newest first.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
+        deliveries::latest(self, intent, limit)
+    }
+
+    /// When an intent's pending digest is due (unix seconds), if one is pending.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
+        deliveries::digest_due_at(self, intent)
+    }
+
+    /// Intents whose digest is pending: `(id, due unix seconds)`.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn digests_due(&self) -> Result<Vec<(String, i64)>> {
+        deliveries::digests_due(self)
+    }
+
+    /// A record of a namespace.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
+        records::get(self, ns, key)
+    }
+
+    /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
+    /// store was created (issue 9 point 5: "5xx dropped and recorded"); counted with the
+    /// removal in one transaction ([`Tx::drop_mail`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn mail_dropped(&self) -> Result<u64> {
+        outbox::dropped(self)
+    }
+
+    /// The first `limit` queued seller replies, oldest first: `(sequence, intent id,
+    /// reply offer id)` (see [`Tx::queue_reply`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pending_replies(&self, limit: usize) -> Result<Vec<PendingReply>> {
+        replies::first(self, limit)
+    }
+
+    /// How many seller replies wait to be matched.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn pending_reply_count(&self) -> Result<u64> {
+        replies::len(self)
+    }
+
+    /// Every record of a namespace, `(key without prefix, value)`, in key order.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
+        records::all(self, ns)
+    }
+}
+
+impl Reads for Rx {}
+impl Reads for Tx<'_> {}

@@ -1,0 +1,263 @@
+//! The store handle's tests: a disk that fills, concurrent failures, the write probe,
+//! the schema version, failed writes and encoding errors.
+
+use super::*;
+use redb::backends::FileBackend;
+use redb::{BackendError, StorageBackend};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A file backend that refuses every write and resize while `full` is set, as a full
+/// disk does (ENOSPC).
+#[derive(Debug)]
+struct FullDisk {
+    file: FileBackend,
+    full: Arc<AtomicBool>,
+}
+
+impl FullDisk {
+    fn check(&self) -> std::io::Result<()> {
+        if self.full.load(Ordering::SeqCst) {
+            Err(std::io::Error::from_raw_os_error(28))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl StorageBackend for FullDisk {
+    fn len(&self) -> std::io::Result<u64> {
+        self.file.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        self.file.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.check()?;
+        self.file.set_len(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.check()?;
+        self.file.write(offset, data)
+    }
+    fn close(&self) -> std::io::Result<()> {
+        self.file.close()
+    }
+    fn try_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+        self.file.try_lock_range(s, e)
+    }
+    fn try_lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+        self.file.try_lock_shared_range(s, e)
+    }
+    fn lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+        self.file.lock_range(s, e)
+    }
+    fn lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+        self.file.lock_shared_range(s, e)
+    }
+    fn unlock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
+        self.file.unlock_range(s, e)
+    }
+    fn query_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
+        self.file.query_lock_range(s, e)
+    }
+}
+
+/// A store at `path` on a disk that is full while the returned flag is set.
+fn on_a_disk_that_fills(path: &Path) -> (Store, Arc<AtomicBool>) {
+    let full = Arc::new(AtomicBool::new(false));
+    let (path, flag) = (path.to_owned(), full.clone());
+    let store = Store::open_with(
+        Box::new(move |_| {
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+            Database::builder().create_with_backend(FullDisk { file: FileBackend::new(file)?, full: flag.clone() })
+        }),
+        None,
+        true,
+    )
+    .unwrap();
+    (store, full)
+}
+
+fn put(s: &Store, id: &str, size: usize) -> Result<()> {
+    s.write(|tx| tx.put_intent(id, &serde_json::json!({"pad": "x".repeat(size)}), true, IntentDue::default()))
+}
+
+fn has(s: &Store, id: &str) -> bool {
+    s.read(|rx| rx.intent::<serde_json::Value>(id)).unwrap().is_some()
+}
+
+#[test]
+fn a_write_that_failed_for_lack_of_space_succeeds_once_space_returns() {
+    let d = tempfile::tempdir().unwrap();
+    let (s, full) = on_a_disk_that_fills(&d.path().join("s.redb"));
+    put(&s, "int_a", 100).unwrap();
+    assert!(s.writable(Duration::from_secs(60)).ok);
+
+    full.store(true, Ordering::SeqCst);
+    let e = put(&s, "int_b", 20_000).unwrap_err();
+    assert!(matches!(e, StoreError::Db(_)), "{e}");
+    // Every write fails while the disk is full, reopened or not.
+    std::thread::sleep(REOPEN_INTERVAL);
+    assert!(put(&s, "int_b", 10).is_err());
+    let w = s.writable(Duration::from_secs(60));
+    assert!(!w.ok, "{w:?}");
+
+    full.store(false, Ordering::SeqCst);
+    std::thread::sleep(REOPEN_INTERVAL);
+    put(&s, "int_b", 20_000).unwrap();
+    assert!(has(&s, "int_a") && has(&s, "int_b"), "committed data survives the reopen");
+    assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a", "int_b"]);
+    let w = s.writable(Duration::from_secs(60));
+    assert!(w.ok && !w.probed, "{w:?}");
+}
+
+#[test]
+fn concurrent_calls_fail_together_and_recover_together_without_deadlock() {
+    let d = tempfile::tempdir().unwrap();
+    let (s, full) = on_a_disk_that_fills(&d.path().join("s.redb"));
+    let s = Arc::new(s);
+    put(&s, "int_0", 10).unwrap();
+    full.store(true, Ordering::SeqCst);
+    let failing: Vec<_> = (0..4)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || put(&s, &format!("int_f{i}"), 5_000).is_err())
+        })
+        .collect();
+    for t in failing {
+        assert!(t.join().unwrap(), "a write on a full disk must fail");
+    }
+    full.store(false, Ordering::SeqCst);
+    std::thread::sleep(REOPEN_INTERVAL);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                for j in 0..10 {
+                    let id = format!("int_{i}_{j}");
+                    // A read nested in a write's closure uses the outer call's handle.
+                    s.write(|tx| {
+                        let seen = s.read(|rx| rx.intent::<serde_json::Value>("int_0"))?;
+                        assert!(seen.is_some());
+                        tx.put_intent(&id, &serde_json::json!({"i": i}), true, IntentDue::default())
+                    })
+                    .unwrap();
+                    assert!(has(&s, &id));
+                }
+            })
+        })
+        .collect();
+    for t in workers {
+        t.join().unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(s.read(|rx| rx.active_ids()).unwrap().len(), 41);
+    assert!(!has(&s, "int_f0"), "a failed write leaves nothing");
+}
+
+#[test]
+fn writable_reports_the_last_write_or_probes_without_visible_change() {
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(&d.path().join("s.redb")).unwrap();
+    // No write yet: a probe.
+    let w = s.writable(Duration::from_secs(60));
+    assert!(w.ok && w.probed, "{w:?}");
+    // The probe counts as the last write.
+    let w = s.writable(Duration::from_secs(60));
+    assert!(w.ok && !w.probed, "{w:?}");
+    // Stale: probed again.
+    assert!(s.writable(Duration::ZERO).probed);
+    // A write refused by its own closure says nothing about the disk.
+    let _: Result<()> = s.write(|_| Err(StoreError::Corrupt("k".into(), "refused".into())));
+    assert!(s.writable(Duration::from_secs(60)).ok);
+    assert_eq!(s.read(|rx| rx.all_intents::<serde_json::Value>()).unwrap().len(), 0);
+    assert_eq!(s.read(|rx| rx.outbox::<serde_json::Value>()).unwrap().len(), 0);
+}
+
+#[test]
+fn the_probe_never_waits_for_a_running_write() {
+    let d = tempfile::tempdir().unwrap();
+    let s = Arc::new(Store::open(&d.path().join("s.redb")).unwrap());
+    put(&s, "int_a", 10).unwrap();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let long = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            s.write(|tx| {
+                started_tx.send(()).unwrap();
+                released.recv().unwrap();
+                tx.put_token("code:x", "int_a")
+            })
+        })
+    };
+    started.recv().unwrap();
+    let t = Instant::now();
+    let w = s.writable(Duration::ZERO);
+    assert!(w.ok && w.busy && !w.probed, "{w:?}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    release.send(()).unwrap();
+    long.join().unwrap().unwrap();
+    assert!(!s.writable(Duration::ZERO).busy);
+}
+
+#[test]
+fn schema_version_and_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.redb");
+    {
+        let s = Store::open(&p).unwrap();
+        s.write(|tx| tx.put_intent("int_a", &serde_json::json!({"x": 1}), true, IntentDue::default())).unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    let v: Option<serde_json::Value> = s.read(|rx| rx.intent("int_a")).unwrap();
+    assert_eq!(v.unwrap()["x"], 1);
+    assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+}
+
+#[test]
+fn failed_write_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(&d.path().join("s.redb")).unwrap();
+    let r: Result<(), StoreError> = s.write(|tx| {
+        tx.put_token("code:x", "int_a")?;
+        Err(StoreError::Corrupt("test".into(), "abort".into()))
+    });
+    assert!(r.is_err());
+    assert_eq!(s.read(|rx| rx.token("code:x")).unwrap(), None);
+}
+
+#[test]
+fn a_second_open_is_already_open() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.redb");
+    let _s = Store::open(&p).unwrap();
+    let e = Store::open(&p).unwrap_err();
+    assert!(e.is_already_open(), "{e}");
+    assert!(!StoreError::Corrupt("k".into(), "x".into()).is_already_open());
+}
+
+#[test]
+fn a_record_that_does_not_encode_is_an_error_and_writes_nothing() {
+    use std::collections::HashMap;
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(&d.path().join("s.redb")).unwrap();
+    // JSON object keys must be strings: a map keyed by tuples does not encode.
+    let bad: HashMap<(i32, i32), i32> = HashMap::from([((1, 2), 3)]);
+    let e = s.write(|tx| tx.put_record(Ns::Client, "a", &bad)).unwrap_err();
+    assert!(matches!(e, StoreError::Encode(ref t, _) if t == "records/client"), "{e}");
+    assert!(!e.to_string().contains("a\""), "{e}");
+    assert_eq!(s.read(|rx| rx.record::<serde_json::Value>(Ns::Client, "a")).unwrap(), None);
+    let e = s.write(|tx| tx.put_intent("int_a", &bad, true, IntentDue::default())).unwrap_err();
+    assert!(matches!(e, StoreError::Encode(ref t, _) if t == "intents"), "{e}");
+    assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
+    assert!(s.write(|tx| tx.enqueue_mail(&bad)).is_err());
+    assert!(s.write(|tx| tx.put_offer("off_a", &bad, None)).is_err());
+    assert!(s.write(|tx| tx.put_seller("sel_a", "a", &bad)).is_err());
+    assert!(s.write(|tx| tx.put_delivery("int_a", "off_a", 1, &bad)).is_err());
+}
