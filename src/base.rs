@@ -18,16 +18,19 @@ use crate::matching::engine::{Engine, EngineIntent, EngineParams};
 use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
-use crate::protocol::Status;
 use crate::records::{ts, IntentRecord};
-use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::store::{IntentDue, Store, StoreError, Tx};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 
 pub mod active;
 pub mod keycheck;
 pub mod person;
 pub mod quota;
+mod write;
+
+pub use write::Writes;
 
 /// A failure of a domain operation, split by who should see what.
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +146,9 @@ pub struct Base {
     pub active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// A durable commit failed and the engine has not been rebuilt from the store since
+    /// (see [`write`]).
+    engine_stale: AtomicBool,
     /// Why loading the active intents into the engine at assembly failed (`None`: it
     /// loaded). `isto serve` refuses to start with it rather than run with an engine
     /// that misses intents.
@@ -152,117 +158,6 @@ pub struct Base {
 impl std::fmt::Debug for Base {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Base")
-    }
-}
-
-/// A change of the engine staged by [`Writes::put_intent`].
-enum EngineOp {
-    /// Into the engine and the active set.
-    Upsert(Box<EngineIntent>, Box<IntentRecord>),
-    /// Out of both.
-    Remove(String),
-    /// A changed record of the active set that the engine does not need.
-    Record(Box<IntentRecord>),
-}
-
-/// A write transaction in which intents may be written: derefs to the store's
-/// [`Tx`]; intents are written only with [`Writes::put_intent`].
-pub struct Writes<'t, 'a> {
-    tx: &'t mut Tx<'a>,
-    base: &'t Base,
-    ops: Vec<EngineOp>,
-}
-
-impl<'a> std::ops::Deref for Writes<'_, 'a> {
-    type Target = Tx<'a>;
-    fn deref(&self) -> &Self::Target {
-        self.tx
-    }
-}
-
-impl std::ops::DerefMut for Writes<'_, '_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        self.tx
-    }
-}
-
-impl Writes<'_, '_> {
-    /// Deletes an intent record with its active-set and expiry-index rows, and stages
-    /// its removal from the engine (the purge of lapsed drafts; tokens pointing to it
-    /// are removed by the caller, [`Tx::remove_tokens_of`]).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
-        self.tx.remove_intent(id)?;
-        self.ops.push(EngineOp::Remove(id.to_owned()));
-        Ok(())
-    }
-
-    /// Stores an intent record, keeps the active set, the expiry index and the person
-    /// index in step, and stages the engine change that [`Base::write`] applies after
-    /// the commit.
-    ///
-    /// **The per-person cap** (PROTOCOL.md §3 "Limits") is checked here, inside the one
-    /// intent write, so it holds whatever path makes an intent active and however many
-    /// calls race: when `rec` goes into the active set with a person key
-    /// ([`IntentRecord::person`]) and a validUntil in the future, and was not counted
-    /// for that person already (not in the set, or expired there), the person's other
-    /// current intents must be fewer than `quotas.active_intents_per_person`.
-    ///
-    /// # Errors
-    /// [`ServiceError::PersonCap`] (the caller's transaction then fails: nothing is
-    /// written); storage errors; key errors opening the hidden limit.
-    pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
-        self.check_person_cap(rec, active)?;
-        self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
-        self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
-        if active {
-            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?), Box::new(rec.clone())));
-        } else {
-            self.ops.push(EngineOp::Remove(rec.id.clone()));
-        }
-        Ok(())
-    }
-
-    /// Whether `person` already holds the most active intents one person may, not
-    /// counting intent `except` (the one about to become active, if any).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
-        let limit = self.base.settings.quotas.active_intents_per_person as usize;
-        let now = floor_micros(self.base.now());
-        Ok(self.tx.person_active(person, now, except, limit)? >= limit)
-    }
-
-    /// [`ServiceError::PersonCap`] when [`Writes::put_intent`] would push `rec`'s person
-    /// over the cap (see there).
-    fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
-        let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
-        let now = floor_micros(self.base.now());
-        if floor_micros(ts(&rec.valid_until)) <= now {
-            return Ok(()); // not current: nothing to count
-        }
-        let counted = self.tx.intent_person(&rec.id)?.is_some_and(|(p, until)| p == person && until > now);
-        if !counted && self.person_at_cap(person, &rec.id)? {
-            return Err(ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person });
-        }
-        Ok(())
-    }
-
-    /// Stores `rec` — an intent in the active set whose only change is its person key —
-    /// with its person-index row, without the per-person cap and without touching the
-    /// engine: the start-up backfill of intents that were active before person keys
-    /// existed (they stay active, even over the cap; `Intents::backfill_people`).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
-        self.tx.put_intent(&rec.id, rec, true, sweep_due(rec))?;
-        self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
-        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
-        Ok(())
     }
 }
 
@@ -313,9 +208,10 @@ impl Base {
             quotas,
             active: Default::default(),
             intent_writes: Mutex::new(()),
+            engine_stale: AtomicBool::new(false),
             engine_failure: None,
         };
-        match b.load_engine() {
+        match b.reload_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
             Err(e) => {
                 tracing::error!(error = %e, "loading active intents into the matching engine failed");
@@ -323,84 +219,6 @@ impl Base {
             }
         }
         b
-    }
-
-    /// Loads every active intent into the matching engine and the active set (start-up).
-    fn load_engine(&self) -> Result<usize> {
-        let now = self.now();
-        let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
-            let mut out = Vec::new();
-            for id in rx.active_ids()? {
-                if let Some(r) = rx.intent::<IntentRecord>(&id)? {
-                    out.push(r);
-                }
-            }
-            Ok(out)
-        })?;
-        for rec in &recs {
-            self.active.put(rec.clone());
-        }
-        let mut n = 0;
-        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
-            self.engine.upsert(self.engine_intent(rec)?);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    /// One write transaction in which intents may be written (the only way to write
-    /// one): runs `f`, commits, then applies the staged engine changes, and returns once
-    /// the write is durable ([`Store::sync`]: concurrent writes share one fsync). When
-    /// `f` fails or the commit fails, nothing is stored and the engine is unchanged;
-    /// when only the durable commit fails, its error is returned (the write may be lost
-    /// at a crash).
-    ///
-    /// # Errors
-    /// What `f` returns; storage errors of the commit.
-    pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
-        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut staged = Vec::new();
-        let (out, pending) = self.store.write_unsynced(|tx| {
-            let mut w = Writes { tx, base: self, ops: Vec::new() };
-            let r = f(&mut w);
-            staged = std::mem::take(&mut w.ops);
-            r
-        })?;
-        for op in staged {
-            match op {
-                EngineOp::Upsert(i, rec) => {
-                    self.engine.upsert(*i);
-                    self.active.put(*rec);
-                }
-                EngineOp::Remove(id) => {
-                    self.engine.remove(&id);
-                    self.active.remove(&id);
-                }
-                EngineOp::Record(rec) => self.active.put(*rec),
-            }
-        }
-        // Durable before it returns, but waited for outside the lock, so that concurrent
-        // intent writes share one fsync (group commit, see `Store::sync`).
-        drop(serial);
-        self.store.sync(pending)?;
-        Ok(out)
-    }
-
-    /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
-    /// would do, without doing it (`isto admin purge --dry-run`). The engine is not
-    /// touched.
-    ///
-    /// # Errors
-    /// What `f` returns; storage errors.
-    pub fn rehearse<T, E: From<StoreError>>(
-        &self,
-        f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>,
-    ) -> Result<T, E> {
-        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
-        self.store.rehearse(|tx| {
-            let mut w = Writes { tx, base: self, ops: Vec::new() };
-            f(&mut w)
-        })
     }
 
     /// The engine's view of an intent (hidden limit opened).
@@ -509,7 +327,8 @@ pub(crate) fn test_base(dir: &std::path::Path) -> Base {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Visibility;
+    use crate::protocol::{Status, Visibility};
+    use crate::store::Reads as _;
     use serde_json::Map;
 
     fn base(dir: &std::path::Path) -> Base {

@@ -2,8 +2,7 @@
 //! pair, in strictly increasing delivery times), listing them, matching the queued
 //! seller replies on a tick of their own ([`replies`]: [`match_queued_replies`], run by
 //! the [`ReplyTicker`]), and queueing the match digests that the mail worker sends
-//! ([`Digests`], the worker's
-//! [`DigestScheduler`](crate::mail::worker::DigestScheduler)).
+//! ([`queue_due_digests`]; both run by the domain's scheduler, `crate::schedule`).
 
 use crate::base::{Base, Result, Writes};
 use crate::clock;
@@ -14,7 +13,6 @@ use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, Of
 use crate::store::{Reads, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod replies;
@@ -239,17 +237,4 @@ pub fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<V
 /// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
 pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
     Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
-}
-
-/// The digest scheduler the mail worker calls before each pass.
-#[derive(Debug, Clone)]
-pub struct Digests(pub Arc<Base>);
-
-impl crate::mail::worker::DigestScheduler for Digests {
-    /// Queues the due digests ([`queue_due_digests`]). The queued seller replies are not
-    /// matched here but on the [`ReplyTicker`]'s own tick, so that nothing the worker
-    /// does follows a reply at once.
-    fn queue_due(&self) -> std::result::Result<u64, String> {
-        queue_due_digests(&self.0).map_err(|e| e.to_string())
-    }
 }

@@ -30,6 +30,8 @@
 
 mod deliveries;
 mod dump;
+#[cfg(test)]
+pub(crate) mod faults;
 mod intents;
 mod keymeta;
 mod offers;
@@ -616,6 +618,14 @@ impl Store {
 
     fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether an I/O failure was seen and the file has not been reopened since: reads
+    /// may then still see commits that were never made durable and that the reopen
+    /// (redb's recovery) will drop. `base` rebuilds its engine only from a store that
+    /// is not failed.
+    pub fn failed(&self) -> bool {
+        self.lock_state().broken
     }
 
     /// The handle for one call: the one already lent to an outer call on this thread, or

@@ -281,7 +281,7 @@ fn write_the_store_v4_fixture() {
     let (active, active_code) = consented(&f, &octavia("private"), "active@example.com");
     assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
     // Its first digest (the results link in it); the digest scheduler as the worker runs it.
-    assert!(isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap() >= 1);
+    assert!(isto::deliveries::queue_due_digests(&h.base).unwrap() >= 1);
     let results = token_from_outbox(h, "/results/");
     // Awaiting the e-mail confirmation.
     let (awaiting, _) = consented(&f, &octavia("private"), "awaiting@example.com");
@@ -459,7 +459,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     // The queued reply is matched and delivered.
     assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 1);
     isto::deliveries::match_queued_replies(&h.base).unwrap();
-    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
+    isto::deliveries::queue_due_digests(&h.base).unwrap();
     assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
     let (delivered, _) = isto::deliveries::list(&h.base, &open, None, 10).unwrap();
     assert!(delivered.iter().any(|d| d.offer.title == "Škoda Octavia Combi (reply)"));

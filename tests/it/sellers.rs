@@ -162,7 +162,7 @@ fn pseudonym_of(list: &[Value], id: &str) -> String {
 /// Returns the digests queued.
 fn drain(h: &AppState) -> u64 {
     isto::deliveries::match_queued_replies(&h.base).unwrap();
-    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap()
+    isto::deliveries::queue_due_digests(&h.base).unwrap()
 }
 
 fn pending(h: &AppState) -> u64 {
