@@ -208,9 +208,13 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
     Ok((state, created))
 }
 
-/// The mail transport `s` names: its SMTP server, or `.eml` files in `DATA_DIR/outbox`
-/// (created, owner-only).
+/// The mail transport `s` names — its SMTP server, or `.eml` files in `DATA_DIR/outbox`
+/// (created, owner-only) — after `mail.from` is checked as the transport reads it.
 pub(super) fn mail_transport(s: &Settings) -> Result<crate::mail::Transport, ServeError> {
+    // The settings checked the address's syntax; the transport's parser decides.
+    if !crate::mail::is_mailbox(&s.mail_from) {
+        return Err(crate::mail::MailError::Address("mail.from").into());
+    }
     Ok(crate::mail::Transport::with_timeout(
         s.smtp_url.as_deref(),
         &s.outbox_dir(),
