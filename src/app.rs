@@ -76,7 +76,7 @@ async fn serve_until_signal(mut settings: Settings) -> Result<(), ServeError> {
     // From here on what this start creates is removed again if it fails before serving.
     let fresh = start::Fresh::survey(&settings);
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
-    let s = &holder.base.settings;
+    let s = &holder.base.settings();
     // The .eml directory is made inside the data directory that `open_holder` made
     // owner-only (made first, it would have created the data directory with the umask).
     let transport = match smtp {

@@ -125,25 +125,25 @@ pub const SEALED_NUMBER_WIDTH: usize = 32;
 /// a service.
 pub struct Base {
     /// Effective settings (read-only at run time).
-    pub settings: Settings,
+    settings: Settings,
     /// The store.
-    pub store: Arc<Store>,
+    store: Arc<Store>,
     /// Sealing keys.
-    pub keys: Arc<KeyRing>,
+    keys: Arc<KeyRing>,
     /// The clock.
-    pub clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
-    pub outbox: Outbox,
+    outbox: Outbox,
     /// Consent texts in force (PROTOCOL.md §4.2).
-    pub consent: ConsentTexts,
+    consent: ConsentTexts,
     /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
     /// Changed only by [`Base::write`].
-    pub engine: Engine,
+    engine: Engine,
     /// The hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
-    pub quotas: quota::Quotas,
+    quotas: quota::Quotas,
     /// The records of the store's active set, in memory (see [`active`]). Changed only
     /// by [`Base::write`], after the commit, as the engine.
-    pub active: active::ActiveSet,
+    active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
     /// A durable commit failed and the engine has not been rebuilt from the store since
@@ -152,7 +152,7 @@ pub struct Base {
     /// Why loading the active intents into the engine at assembly failed (`None`: it
     /// loaded). `isto serve` refuses to start with it rather than run with an engine
     /// that misses intents.
-    pub engine_failure: Option<String>,
+    engine_failure: Option<String>,
 }
 
 impl std::fmt::Debug for Base {
@@ -232,6 +232,74 @@ impl Base {
             hidden_limit: self.hidden_limit(rec)?,
             statement: rec.statement.clone(),
         })
+    }
+
+    /// Effective settings (read-only at run time).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The store. Intents are written only through [`Base::write`]: the store's intent
+    /// writes need the key only this base holds.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Sealing keys.
+    pub fn keys(&self) -> &Arc<KeyRing> {
+        &self.keys
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Consent texts in force (PROTOCOL.md §4.2).
+    pub fn consent(&self) -> &ConsentTexts {
+        &self.consent
+    }
+
+    /// The hourly quotas on unauthenticated writes (`[quotas]`).
+    pub fn quotas(&self) -> &quota::Quotas {
+        &self.quotas
+    }
+
+    /// The records of the store's active set, in memory (read-only outside [`Base::write`]).
+    pub fn active(&self) -> &active::ActiveSet {
+        &self.active
+    }
+
+    /// The active intents that `offer` matches (PROTOCOL.md §6), from the standing-intent
+    /// engine ([`Engine::match_offer_indexed`]); the engine itself changes only in
+    /// [`Base::write`].
+    pub fn engine_matches(
+        &self,
+        offer: &crate::protocol::Offer,
+        offer_valid: bool,
+    ) -> Vec<(String, crate::matching::Hit)> {
+        self.engine.match_offer_indexed(offer, offer_valid)
+    }
+
+    /// How many intents the matching engine holds.
+    pub fn engine_len(&self) -> usize {
+        self.engine.len()
+    }
+
+    /// Whether the matching engine holds intent `id`.
+    pub fn engine_contains(&self, id: &str) -> bool {
+        self.engine.contains(id)
+    }
+
+    /// Why loading the active intents into the engine at assembly failed (`None`: it
+    /// loaded); `isto serve` refuses to start with it.
+    pub fn engine_failure(&self) -> Option<&str> {
+        self.engine_failure.as_deref()
     }
 
     /// The current time.

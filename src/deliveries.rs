@@ -31,7 +31,7 @@ pub fn list(
     limit: usize,
 ) -> Result<(Vec<Delivery>, Option<String>)> {
     let after = since.map(micros).unwrap_or(0);
-    base.store.read(|rx| -> Result<_> {
+    base.store().read(|rx| -> Result<_> {
         let out = with_offers(rx, rx.deliveries(id, after, limit)?)?;
         let next = out.last().map(|d| d.delivered_at.clone());
         Ok((out, next))
@@ -101,7 +101,7 @@ pub fn record_hits_tx(
         let due = rec.cadence.next_digest_at(
             rec.last_digest_at,
             now.unix_timestamp(),
-            base.settings.digest_min_interval_secs,
+            base.settings().digest_min_interval_secs,
         );
         if let Some(due) = due {
             if tx.digest_due_at(&rec.id)?.is_none() {
@@ -133,7 +133,7 @@ pub fn set_cadence_tx(
     let due = match cadence.next_digest_at(
         rec.last_digest_at,
         now.unix_timestamp(),
-        base.settings.digest_min_interval_secs,
+        base.settings().digest_min_interval_secs,
     ) {
         Some(at) if waiting => Some(at),
         _ => None,
@@ -151,14 +151,14 @@ pub fn set_cadence_tx(
 /// Storage or key errors.
 pub fn queue_due_digests(base: &Base) -> Result<u64> {
     let now = base.now();
-    let due: Vec<(String, i64)> = base.store.read(|rx| rx.digests_due())?;
+    let due: Vec<(String, i64)> = base.store().read(|rx| rx.digests_due())?;
     let mut queued = 0;
     for (id, at) in due {
         if at > now.unix_timestamp() {
             continue;
         }
         let manage = crypto::new_token(TOKEN_BYTES);
-        let url_base = base.settings.public_url.base.clone();
+        let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
             let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else {
                 tx.set_digest_due(&id, None)?;
@@ -171,7 +171,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             // The person's cadence decides (issue 13 point 2): paused, nothing goes out
             // (the matches wait); before its spacing since the last digest is over, the
             // digest waits for it.
-            let min = base.settings.digest_min_interval_secs;
+            let min = base.settings().digest_min_interval_secs;
             match rec.cadence.next_digest_at(rec.last_digest_at, now.unix_timestamp(), min) {
                 None => return Ok(false),
                 Some(later) if later > now.unix_timestamp() => {
@@ -191,9 +191,9 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
                     offers.push(o.offer);
                 }
             }
-            let email = base.keys.open_str(contact)?;
+            let email = base.keys().open_str(contact)?;
             let content = crate::messages::digest(
-                &base.settings,
+                base.settings(),
                 email.expose(),
                 &rec.to_intent(now),
                 rec.cadence,

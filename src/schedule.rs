@@ -50,7 +50,7 @@ impl Scheduler {
             every(DIGEST_EVERY, "queueing due digests", stop.clone(), move || {
                 let n = queue_due_digests(&base)?;
                 if n > 0 {
-                    base.outbox.wake();
+                    base.outbox().wake();
                 }
                 Ok(())
             })

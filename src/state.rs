@@ -111,7 +111,7 @@ pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
 /// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
 /// what each did. Returns the names of the passes run and succeeded with their counts.
 fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
-    let pending = match pending_passes(&base.store) {
+    let pending = match pending_passes(base.store()) {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(error = %e, "reading the start-up passes failed");
@@ -132,7 +132,7 @@ fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
                 continue;
             }
         };
-        if let Err(e) = base.store.write(|tx| tx.record_pass(pass.name)) {
+        if let Err(e) = base.store().write(|tx| tx.record_pass(pass.name)) {
             tracing::error!(pass = pass.name, error = %e, "recording a start-up pass failed; it runs again at the next start");
             continue;
         }

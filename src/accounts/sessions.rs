@@ -35,10 +35,10 @@ pub struct Signed {
 /// The session of the request, if its cookie names one that exists, has not expired
 /// and belongs to an enabled account. Reads the store.
 pub fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
-    let now = base.clock.now();
+    let now = base.clock().now();
     for token in session_cookies(headers) {
         let key = session_key(&token);
-        let found = base.store.read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
+        let found = base.store().read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
             let Some(s) = rx.record::<SessionRecord>(Ns::Session, &key)? else { return Ok(None) };
             let a = rx.record::<Account>(Ns::Account, &s.account_id)?;
             Ok(Some((s, a)))
@@ -89,13 +89,13 @@ pub(super) fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>
 
 /// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
 pub fn session_cookie(base: &Base, token: &str) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+    let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// The `Set-Cookie` value that deletes the session cookie.
 pub fn clear_cookie(base: &Base) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+    let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
 }
 

@@ -354,7 +354,7 @@ fn answer(store: &Store, keys: &KeyRing, op: &str, req: &Value) -> Value {
 /// The server's side of [`OPS`].
 pub(crate) async fn respond(holder: &AppState, op: &str, req: &Value) -> Value {
     let (h, op, req) = (holder.clone(), op.to_owned(), req.clone());
-    match tokio::task::spawn_blocking(move || answer(&h.base.store, &h.base.keys, &op, &req)).await {
+    match tokio::task::spawn_blocking(move || answer(h.base.store(), h.base.keys(), &op, &req)).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "admin keys: task failed");

@@ -184,14 +184,14 @@ pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
 /// `/mcp/buyer` and `/mcp/seller`, per credential ([`rate`]; a sweeper task forgets idle
 /// clients until `stop`).
 pub fn router(holder: AppState, stop: CancellationToken) -> Router {
-    let url = &holder.base.settings.public_url;
+    let url = &holder.base.settings().public_url;
     // The origin as browsers send it: without the default port.
     let mut origins = vec![url.base.clone()];
     origins.extend(url.allowed_origins());
     let origins = Arc::new(origins);
-    let trusted = Arc::new(holder.base.settings.trusted_proxies.clone());
+    let trusted = Arc::new(holder.base.settings().trusted_proxies.clone());
     let oauth = crate::oauth::Server::new(holder.base.clone());
-    let limits = Arc::new(rate::RateLimits::new(&holder.base.settings.limits));
+    let limits = Arc::new(rate::RateLimits::new(&holder.base.settings().limits));
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn(rate::sweeper(Arc::downgrade(&limits), stop.clone()));
     }

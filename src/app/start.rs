@@ -202,7 +202,7 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
     crate::state::check_keys(&store, &keys, &settings.key_path())?;
     let index_dir = settings.data_dir.join("index");
     let state = AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir));
-    if let Some(e) = state.base.engine_failure.as_deref() {
+    if let Some(e) = state.base.engine_failure() {
         return Err(ServeError::Engine(e.to_owned()));
     }
     Ok((state, created))

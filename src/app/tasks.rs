@@ -25,7 +25,7 @@ impl Tasks {
         stop: &CancellationToken,
     ) -> Self {
         let mut running = vec![open_index(holder.clone())];
-        running.push(tokio::spawn(crate::mail::worker::run(holder.base.outbox.clone(), transport, stop.clone())));
+        running.push(tokio::spawn(crate::mail::worker::run(holder.base.outbox().clone(), transport, stop.clone())));
         running.push(tokio::spawn(holder.scheduler().run(stop.clone())));
         let admin = admin_socket.run(holder.clone(), stop.clone());
         running.push(tokio::spawn(async move {
@@ -75,7 +75,7 @@ fn open_index(holder: AppState) -> JoinHandle<()> {
     systemd::status("opening the offer index");
     tokio::task::spawn_blocking(move || {
         let opened = holder.catalogue.offer_index().map(|i| i.num_docs());
-        let active = holder.base.engine.len();
+        let active = holder.base.engine_len();
         let offers = match opened {
             Ok(n) => {
                 tracing::info!(offers = n, active_intents = active, "catalogue index and matching engine ready");

@@ -87,9 +87,9 @@ pub fn search(
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let now = base.clock.now();
+    let now = base.clock().now();
     let terms = matching::statement_terms(statement);
-    let records: Vec<OfferRecord> = base.store.read(|rx| rx.all_offers())?;
+    let records: Vec<OfferRecord> = base.store().read(|rx| rx.all_offers())?;
     let mut hits: Vec<(u32, f64, Offer)> = Vec::new();
     let mut fields = FieldTerms::new();
     for rec in records {
@@ -106,7 +106,7 @@ pub fn search(
         if s == 0 && !terms.is_empty() {
             continue;
         }
-        let price = base.settings.to_default_currency(o.price.amount, &o.price.currency).unwrap_or(f64::INFINITY);
+        let price = base.settings().to_default_currency(o.price.amount, &o.price.currency).unwrap_or(f64::INFINITY);
         hits.push((s, price, o));
     }
     hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)).then_with(|| a.2.id.cmp(&b.2.id)));
@@ -131,7 +131,7 @@ pub fn search_json(
     category: Option<&str>,
     limit: usize,
 ) -> Result<Vec<String>, ServiceError> {
-    index.search_offers(statement, area, category, limit, base.clock.now()).map_err(index_error)
+    index.search_offers(statement, area, category, limit, base.clock().now()).map_err(index_error)
 }
 
 /// [`search_json`] with the offers decoded. No store read.
@@ -193,7 +193,7 @@ mod tests {
             row("4", "Toyota Corolla", "Toyota", "Košice", None),
         ])
         .unwrap();
-        let records: Vec<OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+        let records: Vec<OfferRecord> = h.store().read(|rx| rx.all_offers()).unwrap();
         let index = OfferIndex::open(None).unwrap();
         index.rebuild(records.into_iter().filter(|r| r.active).map(|r| r.offer), 1).unwrap();
         let refs =
@@ -211,7 +211,7 @@ mod tests {
         assert!(search_with(&index, h, "skoda", None, None, 0).unwrap().is_empty());
         // The answer comes from the index alone: an offer only the index holds is found
         // (the store is not read), and it is gone as soon as the index removes it.
-        let mut ghost = h.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
+        let mut ghost = h.store().read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
         ghost.id = "off_ghost".into();
         ghost.title = "Škoda Kodiaq".into();
         // The first record by (random) id may be "3", past its validUntil.
@@ -249,7 +249,7 @@ mod tests {
 
         // The index on disk is replaced by one of the previous schema that claims the
         // store's generation: the next start recreates and rebuilds it from the store.
-        let generation = base.store.read(|rx| rx.offers_generation()).unwrap();
+        let generation = base.store().read(|rx| rx.offers_generation()).unwrap();
         std::fs::remove_dir_all(&index_dir).unwrap();
         crate::catalogue::index::write_version_2_index(&index_dir, generation, true);
         let cat = Catalogue::new(base.clone(), Some(index_dir));

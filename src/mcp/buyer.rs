@@ -109,7 +109,7 @@ fn id_arg(args: &Value) -> Result<String, ServiceError> {
 /// refused: "unauthorized"); domain failures become `isError` results; internal ones
 /// are logged and answered generically.
 pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
-    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let who = Grant::credential(grant, &holder.base.settings().public_url.base);
     let principal = match policy::authorize(&who, Action::Call(Resource::Buyer, name), policy::no_lookup) {
         Ok(p) => p,
         Err(r) => return Some(denied(Resource::Buyer, name, &r.denied())),
@@ -117,7 +117,7 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
     let account = principal.account_id();
     let result: Result<CallToolResult, ServiceError> = match (name, account) {
         ("intent_search_offers", _) => search(holder, args),
-        ("intent_demand_summary", _) => crate::demand::parse_request(&holder.base.settings, args)
+        ("intent_demand_summary", _) => crate::demand::parse_request(holder.base.settings(), args)
             .map_err(ServiceError::from)
             .and_then(|(category, cell)| crate::demand::summary(&holder.base, &category, &cell))
             .map(|a| {

@@ -137,7 +137,7 @@ pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Val
     if !own && !SHARED.contains(&name) {
         return None;
     }
-    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let who = Grant::credential(grant, &holder.base.settings().public_url.base);
     let base = &holder.base;
     let account =
         match policy::authorize(&who, Action::Call(Resource::Seller, name), |acc| sellers::enabled_seller(base, acc)) {

@@ -54,17 +54,17 @@ fn cached_json(v: Value) -> Response {
 
 /// `GET /.well-known/oauth-authorization-server`.
 pub async fn authorization_server(State(ctx): State<Shared>) -> Response {
-    cached_json(authorization_server_document(&ctx.base.settings.public_url.base))
+    cached_json(authorization_server_document(&ctx.base.settings().public_url.base))
 }
 
 /// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`.
 pub async fn buyer_resource(State(ctx): State<Shared>) -> Response {
-    let s = &ctx.base.settings;
+    let s = &ctx.base.settings();
     cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Buyer))
 }
 
 /// `GET /.well-known/oauth-protected-resource/mcp/seller`.
 pub async fn seller_resource(State(ctx): State<Shared>) -> Response {
-    let s = &ctx.base.settings;
+    let s = &ctx.base.settings();
     cached_json(resource_document(&s.public_url.base, &s.holder_name, Resource::Seller))
 }

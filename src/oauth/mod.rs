@@ -112,7 +112,7 @@ impl Server {
     /// The server over `base` (loopback `http://` metadata documents are allowed only
     /// when the holder itself is not served over HTTPS).
     pub fn new(base: Arc<Base>) -> Arc<Self> {
-        let allow_loopback_http = !base.settings.public_url.is_https();
+        let allow_loopback_http = !base.settings().public_url.is_https();
         Arc::new(Self { base, cimd: clients::Cimd::new(allow_loopback_http) })
     }
 }
@@ -194,7 +194,7 @@ where
 
 /// The holder's clock, unix seconds.
 fn now_unix(base: &Base) -> i64 {
-    base.clock.now().unix_timestamp()
+    base.clock().now().unix_timestamp()
 }
 
 /// Checks `Authorization: Bearer <token>` for `resource` (the absolute URL
@@ -223,7 +223,7 @@ pub fn check_bearer(base: &Base, headers: &HeaderMap, resource: &str, scope: &st
 /// The response to send, as [`check_bearer`].
 #[allow(clippy::result_large_err)] // the Err is the response to send, as callers want it
 pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Grant, Response> {
-    bearer_check(base, headers, &resource.url(&base.settings.public_url.base), Action::connect)
+    bearer_check(base, headers, &resource.url(&base.settings().public_url.base), Action::connect)
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
@@ -232,7 +232,7 @@ pub fn admit(base: &Base, headers: &HeaderMap, resource: Resource) -> Result<Gra
 /// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
 /// scopes do not cover, checked before the call is dispatched).
 pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> Response {
-    let url_base = &base.settings.public_url.base;
+    let url_base = &base.settings().public_url.base;
     let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();
     error::bearer_denied(&resource.metadata_url(url_base), &resource.scopes().join(" "), token_scopes, denied)
 }
@@ -244,7 +244,7 @@ fn bearer_check<'a>(
     resource: &str,
     action: impl FnOnce(Resource) -> Action<'a>,
 ) -> Result<Grant, Response> {
-    let url_base = &base.settings.public_url.base;
+    let url_base = &base.settings().public_url.base;
     let metadata_url = format!(
         "{url_base}/.well-known/oauth-protected-resource{}",
         resource.strip_prefix(url_base.as_str()).unwrap_or_default()
@@ -303,7 +303,7 @@ fn genuine_token(base: &Base, raw: &HeaderValue) -> Result<Grant, TokenProblem> 
     });
     let token = token.ok_or(TokenProblem::Malformed)?;
     let hash = token_hash(token::KIND_ACCESS, token);
-    let found = base.store.read(|rx| -> Result<_, StoreError> {
+    let found = base.store().read(|rx| -> Result<_, StoreError> {
         let Some(t) = rx.record::<token::TokenRecord>(Ns::Token, &hash)? else { return Ok(None) };
         let family = rx.record::<token::FamilyRecord>(Ns::TokenFamily, &t.family)?;
         Ok(Some((t, family)))

@@ -77,7 +77,7 @@ struct PreSession {
 
 impl PreSession {
     fn cookie_name(base: &Base) -> &'static str {
-        if base.settings.public_url.is_https() {
+        if base.settings().public_url.is_https() {
             PRE_SESSION_COOKIE_HTTPS
         } else {
             PRE_SESSION_COOKIE_HTTP
@@ -107,7 +107,7 @@ impl PreSession {
             return Self { binding, set_cookie: None };
         }
         let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
-        let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+        let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
         let cookie = format!(
             "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
             Self::cookie_name(base),
@@ -191,11 +191,11 @@ impl Web {
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.app.base.keys.csrf_token(purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_token(purpose, binding, self.now_unix())
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.app.base.keys.csrf_valid(token, purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_valid(token, purpose, binding, self.now_unix())
     }
 }
 
@@ -231,7 +231,7 @@ pub(super) fn routes(app: AppState) -> Router {
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
 pub(super) fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
     let s = accounts::signed_in(base, headers)?;
-    Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
+    Some(base.keys().csrf_token(CSRF_SIGNOUT, &s.key, base.clock().now().unix_timestamp()))
 }
 
 // ---------------------------------------------------------------------------
@@ -283,7 +283,7 @@ impl Form {
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(i18n::request_lang(headers, &w.app.base.settings.default_language)).account
+    i18n::ui(i18n::request_lang(headers, &w.app.base.settings().default_language)).account
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
@@ -413,7 +413,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
         return failed(&w, &email);
     }
-    let hash = accounts::email_key(&w.app.base.keys, &email);
+    let hash = accounts::email_key(w.app.base.keys(), &email);
     let h2 = hash.clone();
     let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
         Ok(Some(t)) => t,
@@ -545,7 +545,7 @@ fn signup_render(
     error: Option<(&str, &str)>,
     pre: &str,
 ) -> Response {
-    let text = w.app.base.consent.get(ui.lang);
+    let text = w.app.base.consent().get(ui.lang);
     let csrf = w.csrf(CSRF_SIGNUP, pre);
     let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
     page(w, ui, status, ui.signup_title, pages::signup(ui, &p))

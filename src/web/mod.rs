@@ -216,7 +216,7 @@ async fn stylesheet(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
 
 /// Renders a page body in the layout with `status` (never indexed).
 fn page(h: &AppState, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    let doc = pages::layout(ui, &h.base.settings.holder_name, title, false, body);
+    let doc = pages::layout(ui, &h.base.settings().holder_name, title, false, body);
     (status, doc).into_response()
 }
 
@@ -313,13 +313,13 @@ fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<
 
 /// The holder's default page language (for pages without an intent).
 fn default_ui(h: &AppState) -> &'static Ui {
-    ui(page_lang(None, &h.base.settings.default_language))
+    ui(page_lang(None, &h.base.settings().default_language))
 }
 
 /// The page language of a page not about an intent: the browser's (`Accept-Language`,
 /// [`i18n::request_lang`]), else the holder's default.
 fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
-    i18n::request_lang(headers, &h.base.settings.default_language)
+    i18n::request_lang(headers, &h.base.settings().default_language)
 }
 
 /// The page language of an intent.
@@ -338,7 +338,7 @@ async fn managed(h: &Shared, token: &str) -> Result<(Intent, &'static Ui), Respo
 }
 
 fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
-    ui(page_lang(Some(&intent.language), &h.base.settings.default_language))
+    ui(page_lang(Some(&intent.language), &h.base.settings().default_language))
 }
 
 /// The error page of a [`Fail`].
@@ -393,11 +393,11 @@ fn taken_page(h: &AppState, ui: &Ui) -> Response {
 }
 
 fn now_unix(h: &AppState) -> i64 {
-    h.base.clock.now().unix_timestamp()
+    h.base.clock().now().unix_timestamp()
 }
 
 fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
-    h.base.keys.csrf_valid(token, purpose, binding, now_unix(h))
+    h.base.keys().csrf_valid(token, purpose, binding, now_unix(h))
 }
 
 /// The fields of the pages' forms; missing fields are empty (and then fail the CSRF or
@@ -432,8 +432,8 @@ fn chosen_lang(h: &AppState, headers: &HeaderMap, query: Option<&str>) -> &'stat
 /// of [`chosen_lang`] with a switcher (`/?lang=sk|cs|en`; a GET that only chooses).
 async fn home(State(h): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let ui = ui(chosen_lang(&h, &headers, query.as_deref()));
-    let mcp = format!("{}/mcp", h.base.settings.public_url.base);
-    let name = &h.base.settings.holder_name;
+    let mcp = format!("{}/mcp", h.base.settings().public_url.base);
+    let name = &h.base.settings().holder_name;
     let links = pages::HomeLinks { signin: "/signin", signup: "/signup", mine: "/me" };
     let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp, &links));
     doc.into_response()
@@ -474,8 +474,8 @@ fn consent_form_page(
     status: StatusCode,
     error: Option<(&str, bool)>,
 ) -> Response {
-    let text = h.base.consent.get(ui.lang);
-    let csrf = h.base.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
+    let text = h.base.consent().get(ui.lang);
+    let csrf = h.base.keys().csrf_token(CSRF_CONSENT, token, now_unix(h));
     let form = pages::ConsentForm { token, csrf: &csrf, text_language: &text.language, text: &text.body, error };
     page(h, ui, status, ui.consent_title, pages::consent(ui, intent, &form))
 }
@@ -613,7 +613,7 @@ async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Res
 fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
     match intent.status {
         Status::AwaitingEmailConfirmation => {
-            let csrf = h.base.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
+            let csrf = h.base.keys().csrf_token(CSRF_CONFIRM, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
         }
         Status::Active => used_confirm_page(h, ui, intent, ui.already_active),
@@ -698,7 +698,7 @@ async fn results_page(State(h): State<Shared>, Path(token): Path<String>, RawQue
             let mut v = v;
             crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
             let ui = intent_ui(&h, &v.intent);
-            let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
+            let csrf = h.base.keys().csrf_token(CSRF_CADENCE, &token, now_unix(&h));
             let action = format!("/results/{token}/cadence");
             let form = pages::CadenceForm {
                 action: &action,
@@ -741,7 +741,7 @@ fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> R
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
         }
         _ => {
-            let csrf = h.base.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
+            let csrf = h.base.keys().csrf_token(CSRF_WITHDRAW, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
         }
     }

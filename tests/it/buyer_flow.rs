@@ -41,7 +41,7 @@ fn fixture() -> Fx {
 
 impl Fx {
     fn stored(&self, id: &str) -> IntentRecord {
-        self.holder.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+        self.holder.base.store().read(|rx| rx.intent(id)).unwrap().unwrap()
     }
 }
 
@@ -425,7 +425,7 @@ fn an_expired_intent_is_renewed_and_active_again() {
     assert!(rec.ended_at.is_none() && rec.contact.is_some());
     // Matched again at once: the offer that came while it was expired arrives, once.
     assert_eq!(titles(h, &id), vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI", "Škoda Octavia Scout"]);
-    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
+    assert_eq!(h.base.store().read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
 
     // An account that is not a buyer gets a draft; once it lapsed without consent it
     // cannot be renewed or changed.

@@ -499,7 +499,7 @@ impl Side {
     }
 
     fn stored(&self, i: usize) -> IntentRecord {
-        self.fx.holder.base.store.read(|rx| rx.intent(&self.intents[i].id)).unwrap().unwrap()
+        self.fx.holder.base.store().read(|rx| rx.intent(&self.intents[i].id)).unwrap().unwrap()
     }
 
     /// The id under which seller `n` sees intent `i` in its last feed answer `feed`

@@ -166,7 +166,7 @@ fn drain(h: &AppState) -> u64 {
 }
 
 fn pending(h: &AppState) -> u64 {
-    h.base.store.read(|rx| rx.pending_reply_count()).unwrap()
+    h.base.store().read(|rx| rx.pending_reply_count()).unwrap()
 }
 
 fn delivered_titles(h: &AppState, id: &str) -> Vec<String> {
@@ -661,7 +661,7 @@ fn admin_add_list_and_refusals() {
     assert_eq!(added.seller.regions, vec!["SK-BL", "SK-TA"]);
     assert_eq!(added.invite.as_deref(), Some("queued"));
     assert!(f.mails().iter().any(|m| m.to == "feed@dealer.example" && m.text.contains("/signin/link/")));
-    let offers: Vec<isto::records::OfferRecord> = h.base.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<isto::records::OfferRecord> = h.base.store().read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers[0].offer.seller.id, added.seller.seller_id);
     // Refusals: the same address, the same name, a buyer's address, bad input.
     assert!(matches!(
@@ -696,7 +696,7 @@ fn admin_add_list_and_refusals() {
 #[test]
 fn admin_commands_go_through_the_running_servers_socket() {
     let f = fixture();
-    let settings = f.holder.base.settings.clone();
+    let settings = f.holder.base.settings().clone();
     let stop = tokio_util::sync::CancellationToken::new();
     let server = {
         let (h, stop) = (f.holder.clone(), stop.clone());
@@ -775,7 +775,7 @@ fn admin_commands_work_offline() {
     let list = sellers::list(&h.base).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!((list[0].categories.clone(), list[0].regions.clone()), (vec!["property".into()], vec!["CZ-64".into()]));
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, MailJob)> = h.base.store().read(|rx| rx.outbox()).unwrap();
     assert_eq!(jobs.len(), 1, "the invitation waits in the outbox for `isto serve`");
 }
 
@@ -848,7 +848,7 @@ fn too_little_scope_for_a_tool_is_http_403_insufficient_scope() {
     let sid = sid.unwrap();
     rpc(&f, &mcp, Some(&sid), &token, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let call = |n: u32, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}});
-    let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+    let host = f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
     let raw = |body: Value, auth: Option<&str>| {
         let mut b = Request::post("/mcp/seller")
             .header("host", host.clone())
@@ -903,7 +903,7 @@ fn requests_are_limited_per_credential() {
         "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let send = |token: &str| {
         let headers = [("authorization", format!("Bearer {token}"))];
-        let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let host = f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
         let mut b = axum::http::Request::post("/mcp/seller")
             .header("host", host)
             .header("content-type", "application/json")
@@ -997,10 +997,10 @@ fn the_answer_does_not_touch_the_hidden_limit() {
     {
         // Re-seal the second intent's limit under a foreign key, in the store only.
         let mut rec: isto::records::IntentRecord =
-            h.base.store.read(|rx| rx.intent(&sealed_elsewhere)).unwrap().unwrap();
+            h.base.store().read(|rx| rx.intent(&sealed_elsewhere)).unwrap().unwrap();
         rec.hidden_limit = Some(isto::crypto::KeyRing::ephemeral().seal_str("12000").unwrap());
         let due = isto::base::sweep_due(&rec);
-        h.base.store.write(|tx| tx.put_intent(&rec.id, &rec, true, due)).unwrap();
+        h.base.store().write(|tx| tx.put_intent(&rec.id, &rec, true, due)).unwrap();
     }
     let answer = |intent: &str, price: f64| {
         let (err, mut v, _) =
