@@ -118,12 +118,11 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
             })
             .collect();
         h.base
-            .store()
-            .write(|tx| {
+            .write(|w| {
                 for r in &recs {
-                    tx.put_intent(&r.id, r, true, isto::base::sweep_due(r))?;
+                    w.put_intent(r, true)?;
                 }
-                Ok::<_, isto::store::StoreError>(())
+                Ok::<_, isto::base::ServiceError>(())
             })
             .expect("seed intents");
     }

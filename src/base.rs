@@ -19,7 +19,7 @@ use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
 use crate::records::{ts, IntentRecord};
-use crate::store::{IntentDue, Store, StoreError, Tx};
+use crate::store::{IntentDue, IntentKey, Store, StoreError, Tx};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
@@ -146,6 +146,9 @@ pub struct Base {
     active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// The store's one key to intent writes (`None` when another base over the same
+    /// store took it first: then every intent write fails, and `engine_failure` says why).
+    intent_key: Option<IntentKey>,
     /// A durable commit failed and the engine has not been rebuilt from the store since
     /// (see [`write`]).
     engine_stale: AtomicBool,
@@ -197,6 +200,7 @@ impl Base {
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
+        let intent_key = store.intent_key();
         let mut b = Self {
             settings,
             store,
@@ -208,9 +212,14 @@ impl Base {
             quotas,
             active: Default::default(),
             intent_writes: Mutex::new(()),
+            intent_key,
             engine_stale: AtomicBool::new(false),
             engine_failure: None,
         };
+        if b.intent_key.is_none() {
+            b.engine_failure = Some("another holder over this store took its intent key: one store, one base".into());
+            return b;
+        }
         match b.reload_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
             Err(e) => {

@@ -61,7 +61,7 @@ impl Writes<'_, '_> {
     /// # Errors
     /// Storage errors.
     pub fn remove_intent(&mut self, id: &str) -> Result<()> {
-        self.tx.remove_intent(id)?;
+        self.tx.remove_intent(self.base.key()?, id)?;
         self.ops.push(EngineOp::Remove(id.to_owned()));
         Ok(())
     }
@@ -82,7 +82,7 @@ impl Writes<'_, '_> {
     /// written); storage errors; key errors opening the hidden limit.
     pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
         self.check_person_cap(rec, active)?;
-        self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
+        self.tx.put_intent(self.base.key()?, &rec.id, rec, active, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
         if active {
             self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?), Box::new(rec.clone())));
@@ -126,7 +126,7 @@ impl Writes<'_, '_> {
     /// # Errors
     /// Storage errors.
     pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
-        self.tx.put_intent(&rec.id, rec, true, sweep_due(rec))?;
+        self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
@@ -134,6 +134,14 @@ impl Writes<'_, '_> {
 }
 
 impl Base {
+    /// The store's intent key (see [`crate::store::IntentKey`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when another base took it (see `engine_failure`).
+    fn key(&self) -> Result<&crate::store::IntentKey> {
+        self.intent_key.as_ref().ok_or(ServiceError::Store(StoreError::Unavailable))
+    }
+
     /// Makes the matching engine and the active set equal to the store's active intents:
     /// every record of the store's active set into the set, the effectively active ones
     /// into the engine, and whatever the set or engine held that the store no longer
@@ -358,5 +366,20 @@ mod tests {
         let stored = in_step(&b, &["int_a", "int_b", "int_c"]);
         assert!(stored.contains(&"int_c".to_owned()) && stored.contains(&"int_a".to_owned()), "{stored:?}");
         assert!(!b.engine_stale());
+    }
+
+    #[test]
+    fn the_base_holds_the_stores_only_intent_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(dir.path());
+        assert!(b.store.intent_key().is_none(), "the base took it at assembly");
+        assert!(b.engine_failure().is_none());
+        // A second base over the same store cannot write intents, and says why.
+        let settings = b.settings.clone();
+        let other = Base::new(settings, b.store.clone(), b.keys.clone(), b.clock.clone());
+        assert!(other.engine_failure().is_some_and(|e| e.contains("intent key")));
+        let e = other.write(|w| w.put_intent(&active("int_a"), true)).unwrap_err();
+        assert!(matches!(e, ServiceError::Store(StoreError::Unavailable)), "{e}");
+        assert!(b.store.read(|rx| rx.active_ids()).unwrap().is_empty());
     }
 }

@@ -122,6 +122,7 @@ fn fixture(undecodable: bool) -> Fixture {
             if undecodable {
                 // Not an IntentRecord: a sweep that decoded every intent would fail on it.
                 std::ops::DerefMut::deref_mut(tx).put_intent(
+                    &crate::store::IntentKey::for_tests(),
                     "int_not_a_record",
                     &json!({"x": 1}),
                     false,

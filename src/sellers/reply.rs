@@ -271,7 +271,11 @@ mod tests {
         });
         let rec: IntentRecord = serde_json::from_value(v).unwrap();
         // Written as the store keeps it, without the engine (which would open the limit).
-        b.store().write(|tx| tx.put_intent(&rec.id, &rec, true, crate::base::sweep_due(&rec))).unwrap();
+        b.store()
+            .write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), &rec.id, &rec, true, crate::base::sweep_due(&rec))
+            })
+            .unwrap();
         rec
     }
 
@@ -388,8 +392,18 @@ mod tests {
             assert_eq!(submit(&b, &reply(&b, id, "Octavia", 11_000.0)).0, json!({"accepted": true}));
         }
         private.visibility = Visibility::Private;
-        b.store().write(|tx| tx.put_intent(&private.id, &private, true, crate::base::sweep_due(&private))).unwrap();
-        b.store().write(|tx| tx.remove_intent(&erased.id)).unwrap();
+        b.store()
+            .write(|tx| {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    &private.id,
+                    &private,
+                    true,
+                    crate::base::sweep_due(&private),
+                )
+            })
+            .unwrap();
+        b.store().write(|tx| tx.remove_intent(&crate::store::IntentKey::for_tests(), &erased.id)).unwrap();
         clock.advance(time::Duration::days(100));
         assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 0);
         for id in ["int_private", "int_erased", "int_expiring"] {

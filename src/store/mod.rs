@@ -46,7 +46,7 @@ mod stats;
 mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
-pub use intents::IntentDue;
+pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
 pub use records::Ns;
 pub use replies::PendingReply;
@@ -229,6 +229,8 @@ pub struct Store {
     reopened: Condvar,
     /// Held by [`Store::writable`]'s probe, so concurrent readiness checks probe once.
     probe: Mutex<()>,
+    /// Whether [`Store::intent_key`] has handed out the key.
+    intent_key_taken: std::sync::atomic::AtomicBool,
 }
 
 /// What [`Store`] knows of its handle.
@@ -436,7 +438,14 @@ impl Store {
             failing: false,
             last_write: None,
         };
-        Ok(Self { open, path, state: Mutex::new(state), reopened: Condvar::new(), probe: Mutex::new(()) })
+        Ok(Self {
+            open,
+            path,
+            state: Mutex::new(state),
+            reopened: Condvar::new(),
+            probe: Mutex::new(()),
+            intent_key_taken: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     /// Runs `f` in one write transaction and commits (durably) when it returns `Ok`;
@@ -618,6 +627,16 @@ impl Store {
 
     fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The one key to this store's intent writes ([`Tx::put_intent`],
+    /// [`Tx::remove_intent`]): the first call gets it, every later one `None`. The
+    /// services' base takes it when it is assembled, so no other code can write an
+    /// intent record past its rules (the active set, the expiry and person indexes, the
+    /// per-person cap, the matching engine).
+    pub fn intent_key(&self) -> Option<IntentKey> {
+        (!self.intent_key_taken.swap(true, std::sync::atomic::Ordering::SeqCst))
+            .then_some(IntentKey { _only_from_the_store: () })
     }
 
     /// Whether an I/O failure was seen and the file has not been reopened since: reads
@@ -1170,7 +1189,15 @@ mod tests {
     }
 
     fn put(s: &Store, id: &str, size: usize) -> Result<()> {
-        s.write(|tx| tx.put_intent(id, &serde_json::json!({"pad": "x".repeat(size)}), true, IntentDue::default()))
+        s.write(|tx| {
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                id,
+                &serde_json::json!({"pad": "x".repeat(size)}),
+                true,
+                IntentDue::default(),
+            )
+        })
     }
 
     fn has(s: &Store, id: &str) -> bool {
@@ -1231,7 +1258,13 @@ mod tests {
                         s.write(|tx| {
                             let seen = s.read(|rx| rx.intent::<serde_json::Value>("int_0"))?;
                             assert!(seen.is_some());
-                            tx.put_intent(&id, &serde_json::json!({"i": i}), true, IntentDue::default())
+                            tx.put_intent(
+                                &crate::store::IntentKey::for_tests(),
+                                &id,
+                                &serde_json::json!({"i": i}),
+                                true,
+                                IntentDue::default(),
+                            )
                         })
                         .unwrap();
                         assert!(has(&s, &id));
@@ -1299,7 +1332,16 @@ mod tests {
         let p = d.path().join("s.redb");
         {
             let s = Store::open(&p).unwrap();
-            s.write(|tx| tx.put_intent("int_a", &serde_json::json!({"x": 1}), true, IntentDue::default())).unwrap();
+            s.write(|tx| {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_a",
+                    &serde_json::json!({"x": 1}),
+                    true,
+                    IntentDue::default(),
+                )
+            })
+            .unwrap();
         }
         let s = Store::open(&p).unwrap();
         let v: Option<serde_json::Value> = s.read(|rx| rx.intent("int_a")).unwrap();
@@ -1340,7 +1382,9 @@ mod tests {
         assert!(matches!(e, StoreError::Encode(ref t, _) if t == "records/client"), "{e}");
         assert!(!e.to_string().contains("a\""), "{e}");
         assert_eq!(s.read(|rx| rx.record::<serde_json::Value>(Ns::Client, "a")).unwrap(), None);
-        let e = s.write(|tx| tx.put_intent("int_a", &bad, true, IntentDue::default())).unwrap_err();
+        let e = s
+            .write(|tx| tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &bad, true, IntentDue::default()))
+            .unwrap_err();
         assert!(matches!(e, StoreError::Encode(ref t, _) if t == "intents"), "{e}");
         assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
         assert!(s.write(|tx| tx.enqueue_mail(&bad)).is_err());

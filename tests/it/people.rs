@@ -384,7 +384,7 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
             .base
             .store()
             .write(|tx| -> Result<(), isto::store::StoreError> {
-                tx.put_intent(id, &rec, true, isto::base::sweep_due(&rec))?;
+                tx.put_intent(&isto::store::IntentKey::for_tests(), id, &rec, true, isto::base::sweep_due(&rec))?;
                 tx.set_intent_person(id, None)
             })
             .unwrap();
@@ -413,7 +413,7 @@ fn the_start_up_passes_run_once_and_later_starts_do_not_scan() {
         .base
         .store()
         .write(|tx| -> Result<(), isto::store::StoreError> {
-            tx.put_intent(&a, &rec, true, isto::base::sweep_due(&rec))?;
+            tx.put_intent(&isto::store::IntentKey::for_tests(), &a, &rec, true, isto::base::sweep_due(&rec))?;
             tx.set_intent_person(&a, None)
         })
         .unwrap();

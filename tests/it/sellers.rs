@@ -1000,7 +1000,10 @@ fn the_answer_does_not_touch_the_hidden_limit() {
             h.base.store().read(|rx| rx.intent(&sealed_elsewhere)).unwrap().unwrap();
         rec.hidden_limit = Some(isto::crypto::KeyRing::ephemeral().seal_str("12000").unwrap());
         let due = isto::base::sweep_due(&rec);
-        h.base.store().write(|tx| tx.put_intent(&rec.id, &rec, true, due)).unwrap();
+        h.base
+            .store()
+            .write(|tx| tx.put_intent(&isto::store::IntentKey::for_tests(), &rec.id, &rec, true, due))
+            .unwrap();
     }
     let answer = |intent: &str, price: f64| {
         let (err, mut v, _) =
