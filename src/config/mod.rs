@@ -419,42 +419,9 @@ impl Settings {
             }
             s.default_language = l;
         }
-        s.smtp_url = overrides.smtp_url.clone().or(file.mail.smtp_url).filter(|u| !u.is_empty());
-        s.allow_plaintext_auth = file.mail.allow_plaintext_auth.unwrap_or(false);
-        if let Some(u) = &s.smtp_url {
-            check_smtp_url(u, s.allow_plaintext_auth)
-                .map_err(|message| ConfigError::Invalid { key: "mail.smtp_url", message })?;
-        }
-        if let Some(f) = overrides.mail_from.clone().or(file.mail.from) {
-            if mailbox_address(&f).is_none() {
-                return Err(ConfigError::Invalid {
-                    key: "mail.from",
-                    message: format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
-                });
-            }
-            s.mail_from = f;
-        }
-        if let Some(n) = overrides.mail_helo_name.clone().or(file.mail.helo_name).filter(|n| !n.is_empty()) {
-            helo::check(&n).map_err(|message| ConfigError::Invalid { key: "mail.helo_name", message })?;
-            s.mail_helo_name = Some(n.to_ascii_lowercase());
-        }
-        if let Some(v) = file.mail.digest_min_interval_secs {
-            s.digest_min_interval_secs = v;
-        }
+        smtp::load_mail(&mut s, file.mail, overrides)?;
         s.store_cache_mib =
             ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
-        if let Some(v) = file.mail.smtp_timeout_secs {
-            if !(1..=300).contains(&v) {
-                return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
-            }
-            s.smtp_timeout_secs = v;
-        }
-        if let Some(v) = file.mail.retry_base_secs {
-            if !(1..=3600).contains(&v) {
-                return Err(ConfigError::Invalid { key: "mail.retry_base_secs", message: "must be 1..=3600".into() });
-            }
-            s.mail_retry_base_secs = v;
-        }
         if let Some(v) = file.intents.draft_ttl_secs {
             if v == 0 || v > 86_400 {
                 return Err(ConfigError::Invalid {

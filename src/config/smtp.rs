@@ -3,6 +3,8 @@
 //! settings know no transport; `mail` turns them into its own types when it starts
 //! (and refuses there, naming the key, what its parser reads otherwise).
 
+use super::{helo, ConfigError, FileMail, Overrides, Settings};
+
 /// Checks an SMTP URL as lettre reads it (`smtp://` plain or with `?tls=required` /
 /// `?tls=opportunistic` for STARTTLS, `smtps://` implicit TLS): the scheme, the `tls`
 /// value, and that credentials never travel in clear — a URL with a user name must use
@@ -70,6 +72,50 @@ pub fn mailbox_address(s: &str) -> Option<(&str, &str)> {
         !l.is_empty() && !l.starts_with('-') && !l.ends_with('-') && l.chars().all(|c| c.is_alphanumeric() || c == '-')
     });
     (local_ok && domain_ok).then_some((local, domain))
+}
+
+/// Reads the `[mail]` table and the mail overrides into `s`, each value checked: the
+/// SMTP URL ([`check_smtp_url`]), the From mailbox ([`mailbox_address`]), the EHLO name,
+/// the digest spacing, the SMTP time bound (1..=300 s) and the retry base (1..=3600 s).
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming the key and the rule.
+pub(super) fn load_mail(s: &mut Settings, mail: FileMail, overrides: &Overrides) -> Result<(), ConfigError> {
+    s.smtp_url = overrides.smtp_url.clone().or(mail.smtp_url).filter(|u| !u.is_empty());
+    s.allow_plaintext_auth = mail.allow_plaintext_auth.unwrap_or(false);
+    if let Some(u) = &s.smtp_url {
+        check_smtp_url(u, s.allow_plaintext_auth)
+            .map_err(|message| ConfigError::Invalid { key: "mail.smtp_url", message })?;
+    }
+    if let Some(f) = overrides.mail_from.clone().or(mail.from) {
+        if mailbox_address(&f).is_none() {
+            return Err(ConfigError::Invalid {
+                key: "mail.from",
+                message: format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
+            });
+        }
+        s.mail_from = f;
+    }
+    if let Some(n) = overrides.mail_helo_name.clone().or(mail.helo_name).filter(|n| !n.is_empty()) {
+        helo::check(&n).map_err(|message| ConfigError::Invalid { key: "mail.helo_name", message })?;
+        s.mail_helo_name = Some(n.to_ascii_lowercase());
+    }
+    if let Some(v) = mail.digest_min_interval_secs {
+        s.digest_min_interval_secs = v;
+    }
+    if let Some(v) = mail.smtp_timeout_secs {
+        if !(1..=300).contains(&v) {
+            return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
+        }
+        s.smtp_timeout_secs = v;
+    }
+    if let Some(v) = mail.retry_base_secs {
+        if !(1..=3600).contains(&v) {
+            return Err(ConfigError::Invalid { key: "mail.retry_base_secs", message: "must be 1..=3600".into() });
+        }
+        s.mail_retry_base_secs = v;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
