@@ -78,7 +78,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
     let t = SystemClock.now();
     let now = isto::records::Stamp::of(t);
     let later = isto::records::Stamp::of(t + time::Duration::days(90));
-    let contact = h.base.keys.seal_str("bench@example.com").expect("seal");
+    let contact = h.base.keys().seal_str("bench@example.com").expect("seal");
     let mut left = n;
     while left > 0 {
         let take = left.min(5_000);
@@ -100,7 +100,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                         visibility: Visibility::Private,
                         language: "sk".into(),
                     },
-                    hidden_limit: e.hidden_limit.map(|l| h.base.keys.seal_str(&l.to_string()).expect("seal")),
+                    hidden_limit: e.hidden_limit.map(|l| h.base.keys().seal_str(&l.to_string()).expect("seal")),
                     created_at: now,
                     updated_at: now,
                     draft_expires_at: now,
@@ -120,12 +120,11 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
             })
             .collect();
         h.base
-            .store
-            .write(|tx| {
+            .write(|w| {
                 for r in &recs {
-                    tx.put_intent(&r.id, r, true, isto::base::sweep_due(r))?;
+                    w.put_intent(r, true)?;
                 }
-                Ok::<_, isto::store::StoreError>(())
+                Ok::<_, isto::base::ServiceError>(())
             })
             .expect("seed intents");
     }
@@ -173,7 +172,7 @@ fn main() {
 
     // 3. Matching arriving offers against standing intents.
     let (h, load) = seed_intents(dir.path(), h, n_intents);
-    println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine.len(), load.as_secs_f64());
+    println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine_len(), load.as_secs_f64());
     let mut fresh = Synth::new(3);
     let mut one = Vec::new();
     for _ in 0..200 {
@@ -276,11 +275,11 @@ fn search_times(h: &AppState, what: &str, statements: &[String], category: Optio
             found += offers.len();
 
             let t = Instant::now();
-            let now = h.base.clock.now();
+            let now = h.base.clock().now();
             let hits = idx.search(s, None, category, 28).expect("search");
             let offers: Vec<Offer> = h
                 .base
-                .store
+                .store()
                 .read(|rx| {
                     let mut out = Vec::new();
                     for (id, _) in &hits {

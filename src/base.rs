@@ -18,16 +18,19 @@ use crate::matching::engine::{Engine, EngineIntent, EngineParams};
 use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
-use crate::protocol::Status;
 use crate::records::IntentRecord;
-use crate::store::{IntentDue, Reads, Store, StoreError, Tx};
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::store::{IntentDue, IntentKey, Store, StoreError, Tx};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 
 pub mod active;
 pub mod keycheck;
 pub mod person;
 pub mod quota;
+mod write;
+
+pub use write::Writes;
 
 /// A failure of a domain operation, split by who should see what.
 #[derive(Debug, thiserror::Error)]
@@ -122,147 +125,42 @@ pub const SEALED_NUMBER_WIDTH: usize = 32;
 /// a service.
 pub struct Base {
     /// Effective settings (read-only at run time).
-    pub settings: Settings,
+    settings: Settings,
     /// The store.
-    pub store: Arc<Store>,
+    store: Arc<Store>,
     /// Sealing keys.
-    pub keys: Arc<KeyRing>,
+    keys: Arc<KeyRing>,
     /// The clock.
-    pub clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
-    pub outbox: Outbox,
+    outbox: Outbox,
     /// Consent texts in force (PROTOCOL.md §4.2).
-    pub consent: ConsentTexts,
+    consent: ConsentTexts,
     /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
     /// Changed only by [`Base::write`].
-    pub engine: Engine,
+    engine: Engine,
     /// The hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
-    pub quotas: quota::Quotas,
+    quotas: quota::Quotas,
     /// The records of the store's active set, in memory (see [`active`]). Changed only
     /// by [`Base::write`], after the commit, as the engine.
-    pub active: active::ActiveSet,
+    active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// The store's one key to intent writes (`None` when another base over the same
+    /// store took it first: then every intent write fails, and `engine_failure` says why).
+    intent_key: Option<IntentKey>,
+    /// A durable commit failed and the engine has not been rebuilt from the store since
+    /// (see [`write`]).
+    engine_stale: AtomicBool,
     /// Why loading the active intents into the engine at assembly failed (`None`: it
     /// loaded). `isto serve` refuses to start with it rather than run with an engine
     /// that misses intents.
-    pub engine_failure: Option<String>,
+    engine_failure: Option<String>,
 }
 
 impl std::fmt::Debug for Base {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Base")
-    }
-}
-
-/// A change of the engine staged by [`Writes::put_intent`].
-enum EngineOp {
-    /// Into the engine and the active set.
-    Upsert(Box<EngineIntent>, Box<IntentRecord>),
-    /// Out of both.
-    Remove(String),
-    /// A changed record of the active set that the engine does not need.
-    Record(Box<IntentRecord>),
-}
-
-/// A write transaction in which intents may be written: derefs to the store's
-/// [`Tx`]; intents are written only with [`Writes::put_intent`].
-pub struct Writes<'t, 'a> {
-    tx: &'t mut Tx<'a>,
-    base: &'t Base,
-    ops: Vec<EngineOp>,
-}
-
-impl<'a> std::ops::Deref for Writes<'_, 'a> {
-    type Target = Tx<'a>;
-    fn deref(&self) -> &Self::Target {
-        self.tx
-    }
-}
-
-impl std::ops::DerefMut for Writes<'_, '_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        self.tx
-    }
-}
-
-impl Writes<'_, '_> {
-    /// Deletes an intent record with its active-set and expiry-index rows, and stages
-    /// its removal from the engine (the purge of lapsed drafts; tokens pointing to it
-    /// are removed by the caller, [`Tx::remove_tokens_of`]).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
-        self.tx.remove_intent(id)?;
-        self.ops.push(EngineOp::Remove(id.to_owned()));
-        Ok(())
-    }
-
-    /// Stores an intent record, keeps the active set, the expiry index and the person
-    /// index in step, and stages the engine change that [`Base::write`] applies after
-    /// the commit.
-    ///
-    /// **The per-person cap** (PROTOCOL.md §3 "Limits") is checked here, inside the one
-    /// intent write, so it holds whatever path makes an intent active and however many
-    /// calls race: when `rec` goes into the active set with a person key
-    /// ([`IntentRecord::person`]) and a validUntil in the future, and was not counted
-    /// for that person already (not in the set, or expired there), the person's other
-    /// current intents must be fewer than `quotas.active_intents_per_person`.
-    ///
-    /// # Errors
-    /// [`ServiceError::PersonCap`] (the caller's transaction then fails: nothing is
-    /// written); storage errors; key errors opening the hidden limit.
-    pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
-        self.check_person_cap(rec, active)?;
-        self.tx.put_intent(&rec.id, rec, active, sweep_due(rec))?;
-        self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
-        if active {
-            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?), Box::new(rec.clone())));
-        } else {
-            self.ops.push(EngineOp::Remove(rec.id.clone()));
-        }
-        Ok(())
-    }
-
-    /// Whether `person` already holds the most active intents one person may, not
-    /// counting intent `except` (the one about to become active, if any).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
-        let limit = self.base.settings.quotas.active_intents_per_person as usize;
-        let now = floor_micros(self.base.now());
-        Ok(self.tx.person_active(person, now, except, limit)? >= limit)
-    }
-
-    /// [`ServiceError::PersonCap`] when [`Writes::put_intent`] would push `rec`'s person
-    /// over the cap (see there).
-    fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
-        let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
-        let now = floor_micros(self.base.now());
-        if rec.valid_until.micros() <= now {
-            return Ok(()); // not current: nothing to count
-        }
-        let counted = self.tx.intent_person(&rec.id)?.is_some_and(|(p, until)| p == person && until > now);
-        if !counted && self.person_at_cap(person, &rec.id)? {
-            return Err(ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person });
-        }
-        Ok(())
-    }
-
-    /// Stores `rec` — an intent in the active set whose only change is its person key —
-    /// with its person-index row, without the per-person cap and without touching the
-    /// engine: the start-up backfill of intents that were active before person keys
-    /// existed (they stay active, even over the cap; `Intents::backfill_people`).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
-        self.tx.put_intent(&rec.id, rec, true, sweep_due(rec))?;
-        self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
-        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
-        Ok(())
     }
 }
 
@@ -302,6 +200,7 @@ impl Base {
         let mut outbox = Outbox::new(store.clone(), keys.clone(), clock.clone(), &settings.mail_from);
         outbox.retry_base_secs = settings.mail_retry_base_secs;
         let quotas = quota::Quotas::new(settings.quotas);
+        let intent_key = store.intent_key();
         let mut b = Self {
             settings,
             store,
@@ -313,9 +212,15 @@ impl Base {
             quotas,
             active: Default::default(),
             intent_writes: Mutex::new(()),
+            intent_key,
+            engine_stale: AtomicBool::new(false),
             engine_failure: None,
         };
-        match b.load_engine() {
+        if b.intent_key.is_none() {
+            b.engine_failure = Some("another holder over this store took its intent key: one store, one base".into());
+            return b;
+        }
+        match b.reload_engine() {
             Ok(n) => tracing::debug!(intents = n, "matching engine loaded"),
             Err(e) => {
                 tracing::error!(error = %e, "loading active intents into the matching engine failed");
@@ -323,84 +228,6 @@ impl Base {
             }
         }
         b
-    }
-
-    /// Loads every active intent into the matching engine and the active set (start-up).
-    fn load_engine(&self) -> Result<usize> {
-        let now = self.now();
-        let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
-            let mut out = Vec::new();
-            for id in rx.active_ids()? {
-                if let Some(r) = rx.intent::<IntentRecord>(&id)? {
-                    out.push(r);
-                }
-            }
-            Ok(out)
-        })?;
-        for rec in &recs {
-            self.active.put(rec.clone());
-        }
-        let mut n = 0;
-        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
-            self.engine.upsert(self.engine_intent(rec)?);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    /// One write transaction in which intents may be written (the only way to write
-    /// one): runs `f`, commits, then applies the staged engine changes, and returns once
-    /// the write is durable ([`Store::sync`]: concurrent writes share one fsync). When
-    /// `f` fails or the commit fails, nothing is stored and the engine is unchanged;
-    /// when only the durable commit fails, its error is returned (the write may be lost
-    /// at a crash).
-    ///
-    /// # Errors
-    /// What `f` returns; storage errors of the commit.
-    pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
-        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut staged = Vec::new();
-        let (out, pending) = self.store.write_unsynced(|tx| {
-            let mut w = Writes { tx, base: self, ops: Vec::new() };
-            let r = f(&mut w);
-            staged = std::mem::take(&mut w.ops);
-            r
-        })?;
-        for op in staged {
-            match op {
-                EngineOp::Upsert(i, rec) => {
-                    self.engine.upsert(*i);
-                    self.active.put(*rec);
-                }
-                EngineOp::Remove(id) => {
-                    self.engine.remove(&id);
-                    self.active.remove(&id);
-                }
-                EngineOp::Record(rec) => self.active.put(*rec),
-            }
-        }
-        // Durable before it returns, but waited for outside the lock, so that concurrent
-        // intent writes share one fsync (group commit, see `Store::sync`).
-        drop(serial);
-        self.store.sync(pending)?;
-        Ok(out)
-    }
-
-    /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
-    /// would do, without doing it (`isto admin purge --dry-run`). The engine is not
-    /// touched.
-    ///
-    /// # Errors
-    /// What `f` returns; storage errors.
-    pub fn rehearse<T, E: From<StoreError>>(
-        &self,
-        f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>,
-    ) -> Result<T, E> {
-        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
-        self.store.rehearse(|tx| {
-            let mut w = Writes { tx, base: self, ops: Vec::new() };
-            f(&mut w)
-        })
     }
 
     /// The engine's view of an intent (hidden limit opened).
@@ -415,6 +242,74 @@ impl Base {
             hidden_limit: self.hidden_limit(rec)?,
             statement: c.statement.clone(),
         })
+    }
+
+    /// Effective settings (read-only at run time).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The store. Intents are written only through [`Base::write`]: the store's intent
+    /// writes need the key only this base holds.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Sealing keys.
+    pub fn keys(&self) -> &Arc<KeyRing> {
+        &self.keys
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Consent texts in force (PROTOCOL.md §4.2).
+    pub fn consent(&self) -> &ConsentTexts {
+        &self.consent
+    }
+
+    /// The hourly quotas on unauthenticated writes (`[quotas]`).
+    pub fn quotas(&self) -> &quota::Quotas {
+        &self.quotas
+    }
+
+    /// The records of the store's active set, in memory (read-only outside [`Base::write`]).
+    pub fn active(&self) -> &active::ActiveSet {
+        &self.active
+    }
+
+    /// The active intents that `offer` matches (PROTOCOL.md §6), from the standing-intent
+    /// engine ([`Engine::match_offer_indexed`]); the engine itself changes only in
+    /// [`Base::write`].
+    pub fn engine_matches(
+        &self,
+        offer: &crate::protocol::Offer,
+        offer_valid: bool,
+    ) -> Vec<(String, crate::matching::Hit)> {
+        self.engine.match_offer_indexed(offer, offer_valid)
+    }
+
+    /// How many intents the matching engine holds.
+    pub fn engine_len(&self) -> usize {
+        self.engine.len()
+    }
+
+    /// Whether the matching engine holds intent `id`.
+    pub fn engine_contains(&self, id: &str) -> bool {
+        self.engine.contains(id)
+    }
+
+    /// Why loading the active intents into the engine at assembly failed (`None`: it
+    /// loaded); `isto serve` refuses to start with it.
+    pub fn engine_failure(&self) -> Option<&str> {
+        self.engine_failure.as_deref()
     }
 
     /// The current time.
@@ -510,7 +405,8 @@ pub(crate) fn test_base(dir: &std::path::Path) -> Base {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Visibility;
+    use crate::protocol::{Status, Visibility};
+    use crate::store::Reads as _;
     use serde_json::Map;
 
     fn base(dir: &std::path::Path) -> Base {

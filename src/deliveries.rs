@@ -2,8 +2,7 @@
 //! pair, in strictly increasing delivery times), listing them, matching the queued
 //! seller replies on a tick of their own ([`replies`]: [`match_queued_replies`], run by
 //! the [`ReplyTicker`]), and queueing the match digests that the mail worker sends
-//! ([`Digests`], the worker's
-//! [`DigestScheduler`](crate::mail::worker::DigestScheduler)).
+//! ([`queue_due_digests`]; both run by the domain's scheduler, `crate::schedule`).
 
 use crate::base::{Base, Result, Writes};
 use crate::clock;
@@ -14,7 +13,6 @@ use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, Of
 use crate::store::{Reads, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub mod replies;
@@ -33,7 +31,7 @@ pub fn list(
     limit: usize,
 ) -> Result<(Vec<Delivery>, Option<String>)> {
     let after = since.map(micros).unwrap_or(0);
-    base.store.read(|rx| -> Result<_> {
+    base.store().read(|rx| -> Result<_> {
         let out = with_offers(rx, rx.deliveries(id, after, limit)?)?;
         let next = out.last().map(|d| d.delivered_at.clone());
         Ok((out, next))
@@ -103,7 +101,7 @@ pub fn record_hits_tx(
         let due = rec.cadence.next_digest_at(
             rec.last_digest_secs(),
             now.unix_timestamp(),
-            base.settings.digest_min_interval_secs,
+            base.settings().digest_min_interval_secs,
         );
         if let Some(due) = due {
             if tx.digest_due_at(&rec.id)?.is_none() {
@@ -135,7 +133,7 @@ pub fn set_cadence_tx(
     let due = match cadence.next_digest_at(
         rec.last_digest_secs(),
         now.unix_timestamp(),
-        base.settings.digest_min_interval_secs,
+        base.settings().digest_min_interval_secs,
     ) {
         Some(at) if waiting => Some(at),
         _ => None,
@@ -153,14 +151,14 @@ pub fn set_cadence_tx(
 /// Storage or key errors.
 pub fn queue_due_digests(base: &Base) -> Result<u64> {
     let now = base.now();
-    let due: Vec<(String, i64)> = base.store.read(|rx| rx.digests_due())?;
+    let due: Vec<(String, i64)> = base.store().read(|rx| rx.digests_due())?;
     let mut queued = 0;
     for (id, at) in due {
         if at > now.unix_timestamp() {
             continue;
         }
         let manage = crypto::new_token(TOKEN_BYTES);
-        let url_base = base.settings.public_url.base.clone();
+        let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
             let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else {
                 tx.set_digest_due(&id, None)?;
@@ -173,7 +171,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             // The person's cadence decides (issue 13 point 2): paused, nothing goes out
             // (the matches wait); before its spacing since the last digest is over, the
             // digest waits for it.
-            let min = base.settings.digest_min_interval_secs;
+            let min = base.settings().digest_min_interval_secs;
             match rec.cadence.next_digest_at(rec.last_digest_secs(), now.unix_timestamp(), min) {
                 None => return Ok(false),
                 Some(later) if later > now.unix_timestamp() => {
@@ -193,9 +191,9 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
                     offers.push(o.offer);
                 }
             }
-            let email = base.keys.open_str(contact)?;
+            let email = base.keys().open_str(contact)?;
             let content = crate::messages::digest(
-                &base.settings,
+                base.settings(),
                 email.expose(),
                 &rec.to_intent(now),
                 rec.cadence,
@@ -239,17 +237,4 @@ pub fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<V
 /// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
 pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
     Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
-}
-
-/// The digest scheduler the mail worker calls before each pass.
-#[derive(Debug, Clone)]
-pub struct Digests(pub Arc<Base>);
-
-impl crate::mail::worker::DigestScheduler for Digests {
-    /// Queues the due digests ([`queue_due_digests`]). The queued seller replies are not
-    /// matched here but on the [`ReplyTicker`]'s own tick, so that nothing the worker
-    /// does follows a reply at once.
-    fn queue_due(&self) -> std::result::Result<u64, String> {
-        queue_due_digests(&self.0).map_err(|e| e.to_string())
-    }
 }

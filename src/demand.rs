@@ -304,7 +304,7 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, times: &Times, no
 /// Calls `each` with every intent of `category` that is active at `now`: a scan of the
 /// active set in memory ([`crate::base::active`]), no store read.
 fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
-    base.active.scan(|rec, times| {
+    base.active().scan(|rec, times| {
         if rec.category == category && times.active_at(rec, now) {
             each(rec, times);
         }
@@ -327,10 +327,10 @@ pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 /// # Errors
 /// Storage errors.
 pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer, ServiceError> {
-    let now = base.clock.now();
+    let now = base.clock().now();
     let key = format!("demand:{category}:{}:{}:{}", cell.area, cell.budget_band, cell.buy_by_band);
     let (counts, at) =
-        base.active.derived(&key, now, MAX_AGE, || Ok::<_, ServiceError>(count_cell(base, category, cell, now)))?;
+        base.active().derived(&key, now, MAX_AGE, || Ok::<_, ServiceError>(count_cell(base, category, cell, now)))?;
     let Some(counts) = *counts else { return Ok(DemandAnswer::Withheld(Withheld::BELOW_THRESHOLD)) };
     Ok(DemandAnswer::Summary(DemandSummary {
         category: category.to_owned(),
@@ -347,7 +347,7 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
 /// that cell. Intents outside the cell's category or country (or, with regions, outside
 /// its region) are skipped before anything is parsed.
 fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> Option<Counts> {
-    let settings = &base.settings;
+    let settings = &base.settings();
     let grid = grid(settings, category);
     let area = grid.area_index(&cell.area)?;
     let budget = grid.budget_labels().iter().position(|l| *l == cell.budget_band)?;
@@ -356,7 +356,7 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
     let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
     let mut tally = Tally::default();
     let mut ids: HashMap<String, usize> = HashMap::new();
-    base.active.scan(|rec, times| {
+    base.active().scan(|rec, times| {
         let in_area = if rec.area.regions.is_empty() {
             rec.area.country.eq_ignore_ascii_case(country)
         } else {
@@ -449,9 +449,9 @@ impl Tally {
 /// The heat map of `category`, counted at most once per change of the active set or
 /// per [`MAX_AGE`] (see [`crate::base::active::ActiveSet::derived`]).
 fn cached_heat_map(base: &Base, category: &str) -> Result<Arc<HeatMap>, ServiceError> {
-    let now = base.clock.now();
+    let now = base.clock().now();
     let key = format!("demand:{category}");
-    let (map, _) = base.active.derived(&key, now, MAX_AGE, || count_heat_map(base, category, now))?;
+    let (map, _) = base.active().derived(&key, now, MAX_AGE, || count_heat_map(base, category, now))?;
     Ok(map)
 }
 
@@ -469,7 +469,7 @@ pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
 
 /// Counts the heat map of `category` at `now` in one scan of the active set.
 fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<HeatMap, ServiceError> {
-    let settings = &base.settings;
+    let settings = &base.settings();
     let grid = grid(settings, category);
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();

@@ -31,6 +31,7 @@ pub mod outbound;
 pub mod policy;
 pub mod protocol;
 pub mod records;
+pub mod schedule;
 pub mod sellers;
 pub mod state;
 pub mod store;

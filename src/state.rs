@@ -8,8 +8,9 @@ use crate::catalogue::Catalogue;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::deliveries::{Digests, ReplyTicker};
+use crate::deliveries::ReplyTicker;
 use crate::intents::Intents;
+use crate::schedule::Scheduler;
 use crate::store::{Reads as _, Store, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,13 +50,14 @@ impl AppState {
         Self { base, catalogue, intents }
     }
 
-    /// The digest scheduler for the mail worker.
-    pub fn digests(&self) -> Digests {
-        Digests(self.base.clone())
+    /// The domain's scheduler of background work (reply matching, due digests, purge and
+    /// expiry sweep; `crate::schedule`); `isto serve` runs one.
+    pub fn scheduler(&self) -> Scheduler {
+        Scheduler::new(self.base.clone(), self.intents.clone())
     }
 
-    /// The scheduler that matches the queued seller replies on its own jittered tick
-    /// (`deliveries::replies`); `isto serve` runs one.
+    /// The scheduler's reply matching alone, on its own jittered tick
+    /// (`deliveries::replies`), for tests.
     pub fn reply_ticker(&self) -> ReplyTicker {
         ReplyTicker(self.base.clone())
     }
@@ -109,7 +111,7 @@ pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
 /// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
 /// what each did. Returns the names of the passes run and succeeded with their counts.
 fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
-    let pending = match pending_passes(&base.store) {
+    let pending = match pending_passes(base.store()) {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(error = %e, "reading the start-up passes failed");
@@ -130,7 +132,7 @@ fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
                 continue;
             }
         };
-        if let Err(e) = base.store.write(|tx| tx.record_pass(pass.name)) {
+        if let Err(e) = base.store().write(|tx| tx.record_pass(pass.name)) {
             tracing::error!(pass = pass.name, error = %e, "recording a start-up pass failed; it runs again at the next start");
             continue;
         }

@@ -23,12 +23,12 @@ pub enum MailOutcome {
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
 pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> Result<MailOutcome> {
     let email = checked_email(email)?;
-    let now = base.clock.now();
-    let hash = email_key(&base.keys, &email);
+    let now = base.clock().now();
+    let hash = email_key(base.keys(), &email);
     let token = crypto::new_token(TOKEN_BYTES);
-    let url = format!("{}/signin/link/{}", base.settings.public_url.base, token.expose());
+    let url = format!("{}/signin/link/{}", base.settings().public_url.base, token.expose());
     let content = mail::signin_link(base, lang, &email, &url, false);
-    let out = base.store.write(|tx| -> Result<MailOutcome> {
+    let out = base.store().write(|tx| -> Result<MailOutcome> {
         if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
@@ -41,7 +41,7 @@ pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> 
         Ok(MailOutcome::Queued)
     })?;
     if out == MailOutcome::Queued {
-        base.outbox.wake();
+        base.outbox().wake();
     }
     Ok(out)
 }
@@ -90,14 +90,14 @@ pub struct SignupRequest {
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
 pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let email = checked_email(&req.email)?;
-    let now = base.clock.now();
-    let hash = email_key(&base.keys, &email);
-    let text = base.consent.get(&req.lang);
+    let now = base.clock().now();
+    let hash = email_key(base.keys(), &email);
+    let text = base.consent().get(&req.lang);
     let token = crypto::new_token(TOKEN_BYTES);
-    let url_base = &base.settings.public_url.base;
+    let url_base = &base.settings().public_url.base;
     let confirm_url = format!("{url_base}/signup/confirm/{}", token.expose());
     let signin_url = format!("{url_base}/signin/link/{}", token.expose());
-    let out = base.store.write(|tx| -> Result<MailOutcome> {
+    let out = base.store().write(|tx| -> Result<MailOutcome> {
         if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
@@ -111,7 +111,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
                 let rec = LinkRecord {
                     kind: LinkKind::Signup,
                     account_id: None,
-                    email: Some(base.keys.seal_str(&email)?),
+                    email: Some(base.keys().seal_str(&email)?),
                     email_hash: hash.clone(),
                     password_hash: req.password_hash.clone(),
                     consent_version: Some(text.version.clone()),
@@ -127,7 +127,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
         Ok(MailOutcome::Queued)
     })?;
     if out == MailOutcome::Queued {
-        base.outbox.wake();
+        base.outbox().wake();
     }
     Ok(out)
 }
@@ -147,8 +147,8 @@ pub(super) fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<Li
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = base.clock.now();
-    let rec = base.store.read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
+    let now = base.clock().now();
+    let rec = base.store().read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
     Ok(rec.filter(|r| r.kind == kind && !expired(&r.expires_at, now)))
 }
 
@@ -162,9 +162,9 @@ pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, Strin
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = base.clock.now();
+    let now = base.clock().now();
     let key = link_key(LinkKind::Signin, token);
-    base.store.write(|tx| -> Result<Option<(Secret, String)>> {
+    base.store().write(|tx| -> Result<Option<(Secret, String)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
         if rec.kind != LinkKind::Signin || expired(&rec.expires_at, now) {
@@ -190,9 +190,9 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
     if token.is_empty() || token.len() > 200 {
         return Ok(None);
     }
-    let now = base.clock.now();
+    let now = base.clock().now();
     let key = link_key(LinkKind::Signup, token);
-    let out = base.store.write(|tx| -> Result<Option<(Secret, String, bool)>> {
+    let out = base.store().write(|tx| -> Result<Option<(Secret, String, bool)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
         if rec.kind != LinkKind::Signup || expired(&rec.expires_at, now) {

@@ -60,7 +60,7 @@ fn strings(lang: &str) -> &'static Strings {
 }
 
 fn info_url(base: &Base) -> String {
-    format!("{}/account/mail", base.settings.public_url.base)
+    format!("{}/account/mail", base.settings().public_url.base)
 }
 
 /// A one-time sign-in link; with `exists`, worded as the answer to a sign-up for an
@@ -70,12 +70,12 @@ pub fn signin_link(base: &Base, lang: &str, to: &str, url: &str, exists: bool) -
     let (subject, intro) = if exists { (s.exists_subject, s.exists_intro) } else { (s.signin_subject, s.signin_intro) };
     MailContent {
         to: to.to_owned(),
-        subject: format!("{subject} – {}", base.settings.holder_name),
+        subject: format!("{subject} – {}", base.settings().holder_name),
         text: format!(
             "{intro}\n{url}\n\n{validity}\n\n{ignore}\n\n-- \n{holder}\n",
             validity = s.signin_validity,
             ignore = s.ignore,
-            holder = base.settings.holder_name,
+            holder = base.settings().holder_name,
         ),
         unsubscribe_url: info_url(base),
     }
@@ -87,13 +87,13 @@ pub fn signup_confirmation(base: &Base, lang: &str, to: &str, url: &str) -> Mail
     let s = strings(lang);
     MailContent {
         to: to.to_owned(),
-        subject: format!("{} – {}", s.signup_subject, base.settings.holder_name),
+        subject: format!("{} – {}", s.signup_subject, base.settings().holder_name),
         text: format!(
             "{intro}\n{url}\n\n{validity}\n\n{ignore}\n\n-- \n{holder}\n",
             intro = s.signup_intro,
             validity = s.signup_validity,
             ignore = s.ignore,
-            holder = base.settings.holder_name,
+            holder = base.settings().holder_name,
         ),
         unsubscribe_url: info_url(base),
     }

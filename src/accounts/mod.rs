@@ -261,11 +261,11 @@ fn mail_throttle_key(email_hash: &str) -> String {
 /// Seals `content` into the outbox in `tx` (the caller wakes the worker after commit).
 fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> Result<()> {
     let job = crate::mail::MailJob::seal(
-        &base.keys,
+        base.keys(),
         None,
         content,
-        base.clock.now().unix_timestamp(),
-        &base.settings.helo_name(),
+        base.clock().now().unix_timestamp(),
+        &base.settings().helo_name(),
     )?;
     tx.enqueue_mail(&job)?;
     Ok(())
@@ -281,7 +281,7 @@ fn account_by_hash(rx: &impl Reads, email_hash: &str) -> Result<Option<Account>>
 /// # Errors
 /// Storage errors.
 pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
-    Ok(base.store.read(|rx| rx.record::<Account>(Ns::Account, id))?)
+    Ok(base.store().read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
 
 /// Rewrites the e-mail index of a store written before keyed index hashes (its keys were
@@ -297,13 +297,13 @@ pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
 /// is changed.
 pub fn rekey_email_index(base: &Base) -> Result<u64> {
     let legacy = |h: &str| !h.contains('#');
-    base.store.write(|tx| -> Result<u64> {
+    base.store().write(|tx| -> Result<u64> {
         let mut renamed = std::collections::HashMap::new();
         for (id, mut a) in tx.records::<Account>(Ns::Account)? {
             if !legacy(&a.email_hash) {
                 continue;
             }
-            let new = email_key(&base.keys, a.email(&base.keys)?.expose());
+            let new = email_key(base.keys(), a.email(base.keys())?.expose());
             tx.remove_record(Ns::AccountEmail, &a.email_hash)?;
             tx.put_record(Ns::AccountEmail, &new, &a.id)?;
             renamed.insert(std::mem::replace(&mut a.email_hash, new.clone()), new);
@@ -315,7 +315,7 @@ pub fn rekey_email_index(base: &Base) -> Result<u64> {
             }
             let new = match (renamed.get(&l.email_hash), &l.email) {
                 (Some(new), _) => Some(new.clone()),
-                (None, Some(sealed)) => Some(email_key(&base.keys, base.keys.open_str(sealed)?.expose())),
+                (None, Some(sealed)) => Some(email_key(base.keys(), base.keys().open_str(sealed)?.expose())),
                 (None, None) => None,
             };
             match new {
@@ -342,8 +342,8 @@ pub fn rekey_email_index(base: &Base) -> Result<u64> {
 /// # Errors
 /// Storage errors.
 pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
-    let hash = email_key(&base.keys, email);
-    base.store.read(|rx| account_by_hash(rx, &hash))
+    let hash = email_key(base.keys(), email);
+    base.store().read(|rx| account_by_hash(rx, &hash))
 }
 
 /// Every account, in id order (admin listings).
@@ -351,7 +351,7 @@ pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
 /// # Errors
 /// Storage errors.
 pub fn accounts(base: &Base) -> Result<Vec<Account>> {
-    Ok(base.store.read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
+    Ok(base.store().read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
 }
 
 /// Creates a seller account (`isto admin seller add`): no password; the seller signs in
@@ -367,11 +367,11 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(AccountError::Input("name must be 1 to 200 characters without control characters".into()));
     }
-    let now = base.clock.now();
-    let hash = email_key(&base.keys, &email);
+    let now = base.clock().now();
+    let hash = email_key(base.keys(), &email);
     let a = Account {
         id: crypto::new_id("acc_"),
-        email: base.keys.seal_str(&email)?,
+        email: base.keys().seal_str(&email)?,
         email_hash: hash.clone(),
         role: ROLE_SELLER.to_owned(),
         name: Some(name.to_owned()),
@@ -382,7 +382,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
         created_at: clock::rfc3339(now),
         disabled: false,
     };
-    base.store.write(|tx| -> Result<()> {
+    base.store().write(|tx| -> Result<()> {
         if tx.record::<String>(Ns::AccountEmail, &hash)?.is_some() {
             return Err(AccountError::Exists);
         }
@@ -400,7 +400,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
 /// # Errors
 /// [`AccountError::NotFound`]; storage errors.
 pub fn set_disabled(base: &Base, account_id: &str, disabled: bool) -> Result<()> {
-    base.store.write(|tx| -> Result<()> {
+    base.store().write(|tx| -> Result<()> {
         let mut a = tx.record::<Account>(Ns::Account, account_id)?.ok_or(AccountError::NotFound)?;
         a.disabled = disabled;
         tx.put_record(Ns::Account, account_id, &a)?;
@@ -423,7 +423,7 @@ pub fn set_disabled(base: &Base, account_id: &str, disabled: bool) -> Result<()>
 pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_session: Option<&str>) -> Result<()> {
     password::check_length(new_password).map_err(|m| AccountError::Input(m.to_owned()))?;
     let phc = password::hash(new_password)?;
-    base.store.write(|tx| -> Result<()> {
+    base.store().write(|tx| -> Result<()> {
         let mut a = tx.record::<Account>(Ns::Account, account_id)?.ok_or(AccountError::NotFound)?;
         a.password_hash = Some(phc);
         tx.put_record(Ns::Account, account_id, &a)?;
@@ -443,7 +443,7 @@ pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_sess
 pub fn change_password(base: &Base, signed: &Signed, new_password: &str, keep_session: Option<&str>) -> Result<()> {
     set_password(base, &signed.account.id, new_password, keep_session)?;
     let key = login_throttle_key(&signed.account.email_hash);
-    if let Err(e) = base.store.write(|tx| tx.remove_record(Ns::Throttle, &key)) {
+    if let Err(e) = base.store().write(|tx| tx.remove_record(Ns::Throttle, &key)) {
         tracing::warn!(error = %e, "clearing a sign-in counter failed");
     }
     Ok(())
@@ -469,7 +469,7 @@ pub struct AccountsPurged {
 /// Storage errors.
 #[cfg(test)]
 pub(crate) fn sweep(base: &Base) -> Result<u64> {
-    let n = base.store.write(|tx| purge_tx(tx, base.clock.now()))?;
+    let n = base.store().write(|tx| purge_tx(tx, base.clock().now()))?;
     Ok(n.sessions + n.sign_in_links + n.throttles)
 }
 
@@ -519,8 +519,8 @@ pub struct LoginTarget {
 /// # Errors
 /// Storage errors.
 pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
-    let now = base.clock.now().unix_timestamp();
-    base.store.write(|tx| -> Result<Option<LoginTarget>> {
+    let now = base.clock().now().unix_timestamp();
+    base.store().write(|tx| -> Result<Option<LoginTarget>> {
         let key = login_throttle_key(email_hash);
         if !throttle_take(tx, &key, now, LOGIN_WINDOW_SECS, LOGIN_FAILURES_PER_WINDOW)? {
             return Ok(None);
@@ -542,8 +542,8 @@ pub fn finish_login(
     verified_hash: &str,
     rehash: Option<String>,
 ) -> Result<Option<Secret>> {
-    let now = base.clock.now();
-    base.store.write(|tx| -> Result<Option<Secret>> {
+    let now = base.clock().now();
+    base.store().write(|tx| -> Result<Option<Secret>> {
         tx.remove_record(Ns::Throttle, &login_throttle_key(email_hash))?;
         let Some(mut a) = tx.record::<Account>(Ns::Account, account_id)? else { return Ok(None) };
         if a.disabled {
@@ -565,7 +565,7 @@ pub fn finish_login(
 /// # Errors
 /// Storage errors.
 pub fn end_session(base: &Base, key: &str) -> Result<()> {
-    base.store.write(|tx| -> Result<()> {
+    base.store().write(|tx| -> Result<()> {
         tx.remove_record(Ns::Session, key)?;
         Ok(())
     })
@@ -589,7 +589,7 @@ mod tests {
     fn indexed_text(b: &Base) -> String {
         let mut out = String::new();
         for ns in [Ns::Account, Ns::AccountEmail, Ns::SignInLink, Ns::Throttle] {
-            for (k, v) in b.store.read(|rx| rx.records::<serde_json::Value>(ns)).unwrap() {
+            for (k, v) in b.store().read(|rx| rx.records::<serde_json::Value>(ns)).unwrap() {
                 out.push_str(&format!("{k} {v}\n"));
             }
         }
@@ -612,7 +612,7 @@ mod tests {
         assert!(text.contains("address#"), "{text}");
 
         // As an older isto wrote it: the unkeyed hash everywhere.
-        b.store
+        b.store()
             .write(|tx| -> Result<()> {
                 let mut a: Account = tx.record(Ns::Account, &id)?.unwrap();
                 tx.remove_record(Ns::AccountEmail, &a.email_hash)?;

@@ -42,10 +42,10 @@ pub struct Signed {
 /// The session of the request, if one of its session `tokens` names one that exists,
 /// has not expired and belongs to an enabled account. Reads the store.
 pub fn signed_in(base: &Base, tokens: &SessionTokens) -> Option<Signed> {
-    let now = base.clock.now();
+    let now = base.clock().now();
     for token in &tokens.0 {
         let key = session_key(token);
-        let found = base.store.read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
+        let found = base.store().read(|rx| -> Result<Option<(SessionRecord, Option<Account>)>> {
             let Some(s) = rx.record::<SessionRecord>(Ns::Session, &key)? else { return Ok(None) };
             let a = rx.record::<Account>(Ns::Account, &s.account_id)?;
             Ok(Some((s, a)))

@@ -227,7 +227,7 @@ pub(crate) async fn serve(
     let h = holder.clone();
     let job = tokio::task::spawn_blocking(move || {
         let mut buf = String::with_capacity(CHUNK + 1024);
-        let out = export_lines(&h.base.store, h.base.clock.as_ref(), |line| {
+        let out = export_lines(h.base.store(), h.base.clock().as_ref(), |line| {
             buf.push_str(line);
             buf.push('\n');
             if buf.len() >= CHUNK {

@@ -347,7 +347,7 @@ fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
 /// The server's side of the keys requests.
 pub(crate) async fn respond(holder: &AppState, req: Request) -> Value {
     let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(&h.base.store, &h.base.keys, &req)).await {
+    match tokio::task::spawn_blocking(move || answer(h.base.store(), h.base.keys(), &req)).await {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "admin keys: task failed");

@@ -31,7 +31,7 @@ use std::time::Duration;
 /// The server's answer to `migrate`: its versions and the start-up passes its store does
 /// not record as done (none, unless one failed at start).
 pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
-    match crate::state::pending_passes(&holder.base.store) {
+    match crate::state::pending_passes(holder.base.store()) {
         Ok(p) => json!({"ok": true, "isto": ISTO_VERSION, "schema": SCHEMA_VERSION,
                         "passesPending": p.iter().map(|p| p.name).collect::<Vec<_>>()}),
         Err(e) => {
@@ -214,7 +214,7 @@ fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store
     let (keys, _) = crate::crypto::KeyRing::load_or_create(&settings.key_path())?;
     let holder =
         crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));
-    Ok(holder.base.store.clone())
+    Ok(holder.base.store().clone())
 }
 
 fn spinner(json_output: bool, what: &'static str) -> ProgressBar {

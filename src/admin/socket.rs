@@ -148,7 +148,7 @@ impl AdminSocket {
 /// # Errors
 /// Binding errors (see [`AdminSocket::bind`]).
 pub async fn serve_socket(holder: AppState, stop: CancellationToken) -> io::Result<()> {
-    let socket = AdminSocket::bind(&holder.base.settings.admin_socket_path())?;
+    let socket = AdminSocket::bind(&holder.base.settings().admin_socket_path())?;
     socket.run(holder, stop).await
 }
 
@@ -273,7 +273,7 @@ async fn respond(holder: &AppState, request: Request) -> Answer {
 
 /// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
 fn import_rows(holder: &AppState, rows: &[Value], run: Option<&str>) -> Value {
-    let currencies: Vec<String> = holder.base.settings.rates.keys().cloned().collect();
+    let currencies: Vec<String> = holder.base.settings().rates.keys().cloned().collect();
     let mut inputs = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         match parse_json_row(row, &currencies) {

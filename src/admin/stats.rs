@@ -105,9 +105,9 @@ pub struct OutboxCounts {
 /// Storage errors; a record that does not decode.
 pub fn collect(holder: &AppState) -> Result<Stats, StoreError> {
     let base = &holder.base;
-    let now = base.clock.now();
+    let now = base.clock().now();
     let mut stats = Stats { at: crate::clock::rfc3339(now), ..Stats::default() };
-    base.store.read(|rx| -> Result<(), StoreError> {
+    base.store().read(|rx| -> Result<(), StoreError> {
         let counts = rx.counts()?;
         stats.deliveries = counts.deliveries;
         rx.each_intent(|r: IntentRecord| {
@@ -128,7 +128,7 @@ pub fn collect(holder: &AppState) -> Result<Stats, StoreError> {
         stats.accounts = rx.count_records(Ns::Account)?;
         Ok(())
     })?;
-    let backlog = base.outbox.backlog()?;
+    let backlog = base.outbox().backlog()?;
     stats.outbox =
         OutboxCounts { depth: backlog.jobs, oldest_age_secs: backlog.oldest_age_secs, dropped: backlog.dropped };
     Ok(stats)

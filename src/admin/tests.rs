@@ -188,7 +188,7 @@ async fn import_goes_through_the_running_server() {
     let (s2, f2) = (s.clone(), jsonl(dir.path()));
     let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
     assert_eq!((r.via, r.imported.created, r.rejected), (Route::Socket, 3, 2));
-    let offers: Vec<OfferRecord> = holder.base.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<OfferRecord> = holder.base.store().read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers.len(), 5, "the offers are in the server's store");
     let year = offers.iter().find(|o| o.offer.title == "Škoda Octavia" && o.offer.attributes.contains_key("year"));
     assert_eq!(year.unwrap().offer.attributes["year"], json!(2018));
@@ -227,7 +227,7 @@ async fn import_goes_through_the_running_server() {
     assert_eq!(answers[3]["error"], "import: missing field `rows`");
     assert_eq!(answers[4]["ok"], false);
     assert!(answers[4]["error"].as_str().unwrap().starts_with("rows[1]: price.currency"), "{}", answers[4]);
-    let n = holder.base.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len();
+    let n = holder.base.store().read(|rx| rx.all_offers::<OfferRecord>()).unwrap().len();
     assert_eq!(n, 5, "a refused batch stores nothing");
 
     // Stopping removes the socket file; with the store still held the import says why.
@@ -327,13 +327,13 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     let s2 = s.clone();
     let dry = tokio::task::spawn_blocking(move || purge_command(&s2, true, true)).await.unwrap().unwrap();
     assert_eq!((dry.drafts, dry.draft_tokens), (3, 6));
-    assert_eq!(holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), 3, "dry: all kept");
+    assert_eq!(holder.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len(), 3, "dry: all kept");
     let s2 = s.clone();
     let real = tokio::task::spawn_blocking(move || purge_command(&s2, false, false)).await.unwrap().unwrap();
     assert_eq!(real, dry, "through the socket, exactly what the dry run counted");
-    assert_eq!(holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), 0);
+    assert_eq!(holder.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len(), 0);
     for c in &codes {
-        assert_eq!(holder.base.store.read(|rx| rx.token(&crate::crypto::token_hash("code", c))).unwrap(), None);
+        assert_eq!(holder.base.store().read(|rx| rx.token(&crate::crypto::token_hash("code", c))).unwrap(), None);
     }
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();

@@ -93,14 +93,14 @@ impl Scraper {
     /// (logged).
     pub fn store_gauges(&self) -> Option<StoreGauges> {
         let base = &self.holder.base;
-        let counts = match base.store.read(|rx| rx.counts()) {
+        let counts = match base.store().read(|rx| rx.counts()) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "metrics: the store could not be read");
                 return None;
             }
         };
-        let backlog = match base.outbox.backlog() {
+        let backlog = match base.outbox().backlog() {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!(error = %e, "metrics: the outbox could not be read");
@@ -124,10 +124,10 @@ impl Scraper {
         if scan.at.is_some_and(|t| t.elapsed() < INTENT_SCAN_EVERY) {
             return scan.counts.clone();
         }
-        let now = self.holder.base.clock.now();
+        let now = self.holder.base.clock().now();
         let mut by = [0u64; Status::ALL.len()];
         let all = Status::ALL;
-        let read = self.holder.base.store.read(|rx| {
+        let read = self.holder.base.store().read(|rx| {
             rx.each_intent(|r: IntentRecord| {
                 let s = r.effective_status(now);
                 if let Some(i) = all.iter().position(|a| *a == s) {

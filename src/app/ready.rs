@@ -40,10 +40,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// the holder not ready (a stuck SMTP server must not take it out of a load balancer:
 /// see `docs/choices.md`). Blocking (store I/O); changes nothing a user can see.
 pub fn readiness(holder: &AppState) -> (bool, Value) {
-    let w = holder.base.store.writable(READY_FRESH);
+    let w = holder.base.store().writable(READY_FRESH);
     let store = json!({"writable": w.ok, "probed": w.probed, "busy": w.busy, "lastWriteAgeSecs": w.age_secs,
                        "freeBytes": w.free_bytes});
-    let outbox = match holder.base.outbox.backlog() {
+    let outbox = match holder.base.outbox().backlog() {
         Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs, "dropped": b.dropped}),
         Err(e) => {
             tracing::debug!(error = %e, "readiness: outbox unreadable");
@@ -58,7 +58,7 @@ pub fn readiness(holder: &AppState) -> (bool, Value) {
 /// Whether the holder is ready, as [`readiness`] decides it, without reading what does
 /// not decide it (the outbox): what the public `/readyz` answers. Blocking.
 pub fn ready(holder: &AppState) -> bool {
-    holder.base.store.writable(READY_FRESH).ok && index_check(holder).0
+    holder.base.store().writable(READY_FRESH).ok && index_check(holder).0
 }
 
 /// Whether the offer index is in step, and its part of the report.
@@ -171,9 +171,9 @@ mod tests {
             unsubscribe_url: "https://holder.example/u".into(),
         };
         let job =
-            crate::mail::MailJob::seal(&h.base.keys, None, &content, clock.now().unix_timestamp(), "holder.example")
+            crate::mail::MailJob::seal(h.base.keys(), None, &content, clock.now().unix_timestamp(), "holder.example")
                 .unwrap();
-        h.base.store.write(|tx| tx.enqueue_mail(&job)).unwrap();
+        h.base.store().write(|tx| tx.enqueue_mail(&job)).unwrap();
         clock.advance(time::Duration::minutes(90));
         let (code, _, text) = get(&public, "/readyz").await;
         assert_eq!((code, text.as_str()), (StatusCode::OK, r#"{"status":"ready"}"#), "no backlog in public");
@@ -183,7 +183,7 @@ mod tests {
 
         // An index that missed a catalogue change: not ready, 503 on both; only the
         // metrics listener says why. /healthz still ok.
-        h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
+        h.base.store().write(|tx| tx.bump_offers_generation()).unwrap();
         let (code, _, text) = get(&public, "/readyz").await;
         assert_eq!((code, text.as_str()), (StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"not_ready"}"#));
         let (code, body, _) = get(&private, "/readyz").await;

@@ -84,7 +84,7 @@ pub fn search_json(
     category: Option<&str>,
     limit: usize,
 ) -> Result<Vec<String>, ServiceError> {
-    index.search_offers(statement, area, category, limit, base.clock.now()).map_err(index_error)
+    index.search_offers(statement, area, category, limit, base.clock().now()).map_err(index_error)
 }
 
 /// [`search_json`] with the offers decoded. No store read.
@@ -148,7 +148,7 @@ mod tests {
             row("4", "Toyota Corolla", "Toyota", "Košice", None),
         ])
         .unwrap();
-        let records: Vec<OfferRecord> = h.store.read(|rx| rx.all_offers()).unwrap();
+        let records: Vec<OfferRecord> = h.store().read(|rx| rx.all_offers()).unwrap();
         let index = OfferIndex::open(None).unwrap();
         index.rebuild(records.into_iter().filter(|r| r.active).map(|r| r.offer), 1).unwrap();
         let refs =
@@ -166,7 +166,7 @@ mod tests {
         assert!(search_with(&index, h, "skoda", None, None, 0).unwrap().is_empty());
         // The answer comes from the index alone: an offer only the index holds is found
         // (the store is not read), and it is gone as soon as the index removes it.
-        let mut ghost = h.store.read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
+        let mut ghost = h.store().read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
         ghost.id = "off_ghost".into();
         ghost.title = "Škoda Kodiaq".into();
         // The first record by (random) id may be "3", past its validUntil.
@@ -204,7 +204,7 @@ mod tests {
 
         // The index on disk is replaced by one of the previous schema that claims the
         // store's generation: the next start recreates and rebuilds it from the store.
-        let generation = base.store.read(|rx| rx.offers_generation()).unwrap();
+        let generation = base.store().read(|rx| rx.offers_generation()).unwrap();
         std::fs::remove_dir_all(&index_dir).unwrap();
         crate::catalogue::index::write_version_2_index(&index_dir, generation, true);
         let cat = Catalogue::new(base.clone(), Some(index_dir));

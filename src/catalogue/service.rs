@@ -92,7 +92,7 @@ impl Catalogue {
     /// Opens the index and rebuilds it from the store when its generation lags.
     fn open_index(&self) -> Result<OfferIndex> {
         let idx = OfferIndex::open(self.index_dir.as_deref()).map_err(index_error)?;
-        let (generation, offers) = self.base.store.read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
+        let (generation, offers) = self.base.store().read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
             let g = rx.offers_generation()?;
             let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };
             Ok((g, offers))
@@ -119,7 +119,7 @@ impl Catalogue {
     /// Index or storage errors (internal).
     pub fn index_status(&self) -> Result<IndexStatus> {
         if self.opening.load(Ordering::Acquire) {
-            let store_generation = self.base.store.read(|rx| rx.offers_generation())?;
+            let store_generation = self.base.store().read(|rx| rx.offers_generation())?;
             return Ok(IndexStatus {
                 in_step: false,
                 updating: false,
@@ -136,7 +136,7 @@ impl Catalogue {
             Err(std::sync::TryLockError::WouldBlock) => None,
         };
         let updating = held.is_none();
-        let store_generation = self.base.store.read(|rx| rx.offers_generation())?;
+        let store_generation = self.base.store().read(|rx| rx.offers_generation())?;
         let index_generation = idx.generation();
         drop(held);
         Ok(IndexStatus {
@@ -171,7 +171,7 @@ impl Catalogue {
         let terms = matching::statement_terms(&rec.statement);
         let ids = self
             .offer_index()?
-            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.base.settings.min_should_match)
+            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.base.settings().min_should_match)
             .map_err(index_error)?;
         let mut offers = Vec::with_capacity(ids.len());
         for id in ids {
@@ -255,7 +255,7 @@ impl Catalogue {
             let disabled = disabled_sellers(tx)?;
             let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
             for o in &changed {
-                for (intent, hit) in self.base.engine.match_offer_indexed(&o.offer, offer_valid(o, &disabled, now)) {
+                for (intent, hit) in self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now)) {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
@@ -278,7 +278,7 @@ impl Catalogue {
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
-            self.base.outbox.wake();
+            self.base.outbox().wake();
         }
         Ok(counts)
     }

@@ -391,7 +391,7 @@ fn index_status_is_in_step_after_imports_and_reports_a_lag() {
     assert!(st.in_step, "{st:?}");
     assert_eq!((st.index_generation, st.store_generation, st.offers), (Some(1), 1, 1));
     // A catalogue change the index never saw (its update failed): out of step.
-    h.base.store.write(|tx| tx.bump_offers_generation()).unwrap();
+    h.base.store().write(|tx| tx.bump_offers_generation()).unwrap();
     let st = h.index_status().unwrap();
     assert!(!st.in_step && !st.updating, "{st:?}");
     assert_eq!((st.index_generation, st.store_generation), (Some(1), 2));

@@ -52,7 +52,7 @@ impl Settings {
             return n.clone();
         }
         let host = self.public_url.host.to_ascii_lowercase();
-        let from = crate::mail::mailbox_domain(&self.mail_from).map(|d| d.to_ascii_lowercase());
+        let from = super::smtp::mailbox_address(&self.mail_from).map(|(_, d)| d.to_ascii_lowercase());
         if qualified(&host) {
             return host;
         }

@@ -12,11 +12,14 @@ use std::path::{Path, PathBuf};
 mod helo;
 mod limits;
 mod quotas;
+mod report;
+mod smtp;
 
 use limits::FileLimits;
 pub use limits::Limits;
 use quotas::FileQuotas;
 pub use quotas::Quotas;
+pub use smtp::{check_smtp_url, mailbox_address};
 
 /// The system-wide config file read when `--config` is not given and the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/isto/isto.toml";
@@ -416,42 +419,9 @@ impl Settings {
             }
             s.default_language = l;
         }
-        s.smtp_url = overrides.smtp_url.clone().or(file.mail.smtp_url).filter(|u| !u.is_empty());
-        s.allow_plaintext_auth = file.mail.allow_plaintext_auth.unwrap_or(false);
-        if let Some(u) = &s.smtp_url {
-            crate::mail::check_smtp_url(u, s.allow_plaintext_auth)
-                .map_err(|message| ConfigError::Invalid { key: "mail.smtp_url", message })?;
-        }
-        if let Some(f) = overrides.mail_from.clone().or(file.mail.from) {
-            if !crate::mail::is_mailbox(&f) {
-                return Err(ConfigError::Invalid {
-                    key: "mail.from",
-                    message: format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
-                });
-            }
-            s.mail_from = f;
-        }
-        if let Some(n) = overrides.mail_helo_name.clone().or(file.mail.helo_name).filter(|n| !n.is_empty()) {
-            helo::check(&n).map_err(|message| ConfigError::Invalid { key: "mail.helo_name", message })?;
-            s.mail_helo_name = Some(n.to_ascii_lowercase());
-        }
-        if let Some(v) = file.mail.digest_min_interval_secs {
-            s.digest_min_interval_secs = v;
-        }
+        smtp::load_mail(&mut s, file.mail, overrides)?;
         s.store_cache_mib =
             ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
-        if let Some(v) = file.mail.smtp_timeout_secs {
-            if !(1..=300).contains(&v) {
-                return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
-            }
-            s.smtp_timeout_secs = v;
-        }
-        if let Some(v) = file.mail.retry_base_secs {
-            if !(1..=3600).contains(&v) {
-                return Err(ConfigError::Invalid { key: "mail.retry_base_secs", message: "must be 1..=3600".into() });
-            }
-            s.mail_retry_base_secs = v;
-        }
         if let Some(v) = file.intents.draft_ttl_secs {
             if v == 0 || v > 86_400 {
                 return Err(ConfigError::Invalid {
@@ -559,100 +529,6 @@ impl Settings {
     /// configured for `currency`.
     pub fn to_default_currency(&self, amount: f64, currency: &str) -> Option<f64> {
         self.rates.get(currency).map(|r| amount * r)
-    }
-
-    /// The effective settings as JSON for `isto admin check-config` (the SMTP URL is
-    /// shown without its user info, which may hold a password).
-    pub fn describe(&self) -> serde_json::Value {
-        let smtp = self.smtp_url.as_deref().map(|u| match (u.find("://"), u.rfind('@')) {
-            (Some(i), Some(j)) if j > i => format!("{}***@{}", &u[..i + 3], &u[j + 1..]),
-            _ => u.to_owned(),
-        });
-        serde_json::json!({
-            "listen": self.listen.to_string(),
-            "metrics_listen": self.metrics_listen.map(|a| a.to_string()),
-            "public_url": self.public_url.base,
-            "data_dir": self.data_dir.display().to_string(),
-            "holder_name": self.holder_name,
-            "default_language": self.default_language,
-            "trusted_proxies": self.trusted_proxies.describe(),
-            "mail": {"smtp_url": smtp, "allow_plaintext_auth": self.allow_plaintext_auth, "from": self.mail_from, "helo_name": self.helo_name(), "digest_min_interval_secs": self.digest_min_interval_secs, "smtp_timeout_secs": self.smtp_timeout_secs, "retry_base_secs": self.mail_retry_base_secs},
-            "intents": {
-                "draft_ttl_secs": self.draft_ttl_secs,
-                "confirm_ttl_secs": self.confirm_ttl_secs,
-                "default_validity_days": self.default_validity_days,
-                "max_validity_days": self.max_validity_days,
-                "contact_retention_days": self.contact_retention_days,
-            },
-            "matching": {"min_should_match": self.min_should_match},
-            "currency": {"default": self.default_currency, "rates": self.rates},
-            "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
-            "store": {"cache_mib": self.store_cache_mib},
-            "limits": {
-                "header_read_timeout_secs": self.limits.header_read_timeout_secs,
-                "idle_timeout_secs": self.limits.idle_timeout_secs,
-                "body_read_timeout_secs": self.limits.body_read_timeout_secs,
-                "max_connections": self.limits.max_connections,
-                "max_connections_per_client": self.limits.max_connections_per_client,
-                "stream_idle_secs": self.limits.stream_idle_secs,
-                "mcp_session_idle_secs": self.limits.mcp_session_idle_secs,
-                "max_mcp_sessions": self.limits.max_mcp_sessions,
-                "max_mcp_sessions_per_client": self.limits.max_mcp_sessions_per_client,
-                "mcp_requests_per_minute": self.limits.mcp_requests_per_minute,
-                "mcp_burst": self.limits.mcp_burst,
-                "credential_requests_per_minute": self.limits.credential_requests_per_minute,
-                "credential_burst": self.limits.credential_burst,
-                "page_requests_per_minute": self.limits.page_requests_per_minute,
-                "page_burst": self.limits.page_burst,
-                "oauth_requests_per_minute": self.limits.oauth_requests_per_minute,
-                "oauth_burst": self.limits.oauth_burst,
-                "refresh_grace_secs": self.limits.refresh_grace_secs,
-                "elicitation_wait_secs": self.limits.elicitation_wait_secs,
-                "request_state_secs": self.limits.request_state_secs,
-            },
-            "quotas": {
-                "drafts_per_client_per_hour": self.quotas.drafts_per_client_per_hour,
-                "consents_per_client_per_hour": self.quotas.consents_per_client_per_hour,
-                "consents_per_address_per_hour": self.quotas.consents_per_address_per_hour,
-                "confirmation_mails_per_hour": self.quotas.confirmation_mails_per_hour,
-                "confirmation_mails_reserved_percent": self.quotas.confirmation_mails_reserved_percent,
-                "consents_per_network_per_hour": self.quotas.consents_per_network_per_hour,
-                "registrations_per_client_per_hour": self.quotas.registrations_per_client_per_hour,
-                "active_intents_per_person": self.quotas.active_intents_per_person,
-            },
-            "warnings": self.warnings(),
-        })
-    }
-
-    /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
-    /// mismatches such as port 465 without implicit TLS, an EHLO name without a dot
-    /// (`mail.helo_name`), connection limits that refuse ordinary clients
-    /// ([`Limits::warnings`]), and a `trusted_proxies` entry that trusts every address.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut w: Vec<String> = self
-            .smtp_url
-            .as_deref()
-            .and_then(|u| crate::mail::check_smtp_url(u, self.allow_plaintext_auth).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|w| format!("mail.smtp_url: {w}"))
-            .collect();
-        if let Some(m) = self.metrics_listen.filter(|m| !m.ip().is_loopback()) {
-            w.push(format!(
-                "metrics_listen: {m} is not a loopback address, so whoever reaches it reads the metrics \
-                 (no personal data, but traffic and queue figures); prefer 127.0.0.1 or firewall the port"
-            ));
-        }
-        w.extend(self.helo_warning());
-        w.extend(self.limits.warnings());
-        w.extend(crate::net::loopback_proxy_warning(&self.trusted_proxies, self.listen));
-        for net in self.trusted_proxies.everyone() {
-            w.push(format!(
-                "trusted_proxies: {net} trusts every address, so any client can name itself in \
-                 X-Forwarded-For and escape the per-client limits; list only your proxies' addresses"
-            ));
-        }
-        w
     }
 
     /// Path of the store file ([`crate::store::FILE_NAME`] in the data directory).
@@ -787,94 +663,4 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 "#;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_need_no_file() {
-        let s = Settings::load(&Overrides { config: None, ..Default::default() }).unwrap();
-        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(s.public_url.base, "http://127.0.0.1:8080");
-    }
-
-    #[test]
-    fn store_cache_mib_defaults_loads_and_is_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("isto.toml");
-        let load = |text: &str| {
-            std::fs::write(&p, text).unwrap();
-            Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
-        };
-        assert_eq!(load("").unwrap().store_cache_mib, crate::store::DEFAULT_CACHE_MIB);
-        assert_eq!(crate::store::DEFAULT_CACHE_MIB, 16);
-        let s = load("[store]\ncache_mib = 256\n").unwrap();
-        assert_eq!(s.store_cache_mib, 256);
-        assert_eq!(s.describe()["store"]["cache_mib"], 256);
-        for bad in ["0", "65537"] {
-            let e = load(&format!("[store]\ncache_mib = {bad}\n")).unwrap_err();
-            assert!(e.to_string().contains("store.cache_mib"), "{e}");
-        }
-        assert!(load("[store]\ncache = 1\n").is_err(), "unknown keys fail");
-        assert!(SKELETON.contains("# cache_mib = 16 "), "the skeleton shows the default");
-    }
-
-    #[test]
-    fn skeleton_parses_and_unknown_keys_fail() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("isto.toml");
-        std::fs::write(&p, SKELETON).unwrap();
-        Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
-        std::fs::write(&p, "lisen = \"1.2.3.4:5\"\n").unwrap();
-        let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err();
-        assert!(e.to_string().contains("lisen"), "{e}");
-    }
-
-    #[test]
-    fn trusted_proxies_load_and_a_catch_all_is_warned_about() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("isto.toml");
-        std::fs::write(&p, "trusted_proxies = [\"10.0.0.0/8\", \"0.0.0.0/0\"]\n").unwrap();
-        let s = Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
-        assert_eq!(s.describe()["trusted_proxies"], serde_json::json!(["10.0.0.0/8", "0.0.0.0/0"]));
-        let w = s.warnings();
-        assert!(w.len() == 1 && w[0].starts_with("trusted_proxies: 0.0.0.0/0 trusts every address"), "{w:?}");
-        assert!(Settings::defaults().warnings().is_empty());
-        std::fs::write(&p, "trusted_proxies = [\"proxy.example\"]\n").unwrap();
-        let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err().to_string();
-        assert!(e.contains("trusted_proxies") && e.contains("\"proxy.example\""), "{e}");
-    }
-
-    #[test]
-    fn public_url_gives_hosts_and_origins() {
-        let u = PublicUrl::parse("https://Holder.Example/").unwrap();
-        assert_eq!(u.base, "https://holder.example");
-        assert_eq!(u.allowed_hosts(), vec!["holder.example", "holder.example:443"]);
-        assert_eq!(u.allowed_origins(), vec!["https://holder.example:443"]);
-        assert!(PublicUrl::parse("https://holder.example/app").is_err());
-        assert!(PublicUrl::parse("ftp://x").is_err());
-    }
-
-    #[test]
-    fn metrics_listen_is_off_by_default_parsed_checked_and_warned_about_off_loopback() {
-        let s = Settings::load(&Overrides::default()).unwrap();
-        assert_eq!(s.metrics_listen, None);
-        assert!(s.describe()["metrics_listen"].is_null());
-        let with = |m: &str| Settings::load(&Overrides { metrics_listen: Some(m.into()), ..Default::default() });
-        let s = with("127.0.0.1:9464").unwrap();
-        assert_eq!(s.metrics_listen, Some(SocketAddr::from(([127, 0, 0, 1], 9464))));
-        assert!(s.warnings().is_empty(), "{:?}", s.warnings());
-        assert_eq!(with("off").unwrap().metrics_listen, None);
-        let e = with("localhost").unwrap_err().to_string();
-        assert!(e.contains("metrics_listen") && e.contains("address:port"), "{e}");
-        let e = with("127.0.0.1:8080").unwrap_err().to_string();
-        assert!(e.contains("must differ from listen"), "{e}");
-        let w = with("0.0.0.0:9464").unwrap().warnings();
-        assert!(w.iter().any(|w| w.starts_with("metrics_listen: 0.0.0.0:9464 is not a loopback address")), "{w:?}");
-    }
-
-    #[test]
-    fn listen_alone_moves_public_url() {
-        let s = Settings::load(&Overrides { listen: Some("127.0.0.1:9999".into()), ..Default::default() }).unwrap();
-        assert_eq!(s.public_url.base, "http://127.0.0.1:9999");
-    }
-}
+mod tests;

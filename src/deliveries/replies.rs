@@ -19,8 +19,8 @@
 //!   matching engine's copy with it) — apart from the delivery row and the digest's
 //!   due time that a delivery adds (see `docs/choices.md`, "Delivery bit").
 //!
-//! The digest a delivery schedules is queued by the mail worker's own pass (every few
-//! seconds, [`super::Digests`]), so nothing else happens at once after a delivery
+//! The digest a delivery schedules is queued by the scheduler's own fixed tick (every
+//! few seconds, `crate::schedule`), so nothing else happens at once after a delivery
 //! either.
 
 use super::{disabled_sellers, match_intent_tx};
@@ -122,8 +122,8 @@ fn match_one(
 }
 
 /// The domain's scheduler of reply matching: runs [`match_queued_replies`] at once and
-/// then every [`tick_delay`] (a fresh random jitter each time) until stopped. `isto
-/// serve` runs one (`AppState::reply_ticker`); the mail worker does not drive it.
+/// then every [`tick_delay`] (a fresh random jitter each time) until stopped. The
+/// domain's scheduler runs it (`crate::schedule`); the mail worker does not drive it.
 #[derive(Debug, Clone)]
 pub struct ReplyTicker(pub Arc<Base>);
 

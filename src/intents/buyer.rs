@@ -180,11 +180,11 @@ impl Intents {
     /// language the holder serves. Returns the language of the matching text.
     pub fn consent_accepted(&self, account: &Account, language: &str) -> Option<String> {
         let v = account.consent_version.as_deref()?;
-        let first = self.base.consent.get(language);
+        let first = self.base.consent().get(language);
         if first.version == v {
             return Some(first.language);
         }
-        ["sk", "cs", "en"].into_iter().map(|l| self.base.consent.get(l)).find(|t| t.version == v).map(|t| t.language)
+        ["sk", "cs", "en"].into_iter().map(|l| self.base.consent().get(l)).find(|t| t.version == v).map(|t| t.language)
     }
 
     fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> Result<IntentRecord> {
@@ -218,7 +218,7 @@ impl Intents {
         let mut rec = self.new_owned_record(account_id, p, now)?;
         let id = rec.id.clone();
         // One person: the account with its address (its consent-link intents included).
-        rec.person = Some(self.base.person_key(self.base.keys.open_str(&account.email)?.expose()));
+        rec.person = Some(self.base.person_key(self.base.keys().open_str(&account.email)?.expose()));
         if accepted.is_some() {
             rec.status = Status::Active;
             rec.contact = Some(account.email.clone());
@@ -232,11 +232,11 @@ impl Intents {
                 Ok(n)
             })?;
             tracing::info!(intent = %id, category = %rec.category, delivered = n, "account intent published and active");
-            self.base.outbox.wake();
+            self.base.outbox().wake();
             return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
         }
         let consent = crypto::new_token(TOKEN_BYTES);
-        rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64));
+        rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64));
         self.base.write(|tx| -> Result<()> {
             // A draft that could only become one active intent too many is refused now.
             self.check_person_cap(tx, &rec)?;
@@ -247,7 +247,7 @@ impl Intents {
         tracing::info!(intent = %id, category = %rec.category, "account intent published as a draft (consent missing)");
         Ok(BuyerPublishResult {
             intent: rec.to_intent(now),
-            consent_url: Some(format!("{}/consent/{}", self.base.settings.public_url.base, consent.expose())),
+            consent_url: Some(format!("{}/consent/{}", self.base.settings().public_url.base, consent.expose())),
         })
     }
 
@@ -261,7 +261,7 @@ impl Intents {
         }
         let rec: IntentRecord = self
             .base
-            .store
+            .store()
             .read(|rx| -> Result<Option<IntentRecord>> { Ok(rx.intent(id)?) })?
             .ok_or(ServiceError::NotFound)?;
         if rec.owner.as_deref() != Some(account_id) {
@@ -330,7 +330,7 @@ impl Intents {
             #[serde(default)]
             owner: Option<String>,
         }
-        let mut all: Vec<IntentRecord> = self.base.store.read(|rx| -> Result<Vec<IntentRecord>> {
+        let mut all: Vec<IntentRecord> = self.base.store().read(|rx| -> Result<Vec<IntentRecord>> {
             let mut out = Vec::new();
             for w in rx.all_intents::<Whose>()? {
                 if w.owner.as_deref() == Some(account_id) {
@@ -349,7 +349,7 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
         let rec = self.owned(account_id, id)?;
-        let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        let deliveries = self.base.store().read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 
@@ -390,7 +390,7 @@ impl Intents {
                     .into(),
             ));
         }
-        let new = changes.apply(&rec.content, &self.base.settings.default_language)?;
+        let new = changes.apply(&rec.content, &self.base.settings().default_language)?;
         let new_limit = match changes.hidden_limit {
             Change::Set(h) => Some(h),
             _ => None,
@@ -410,7 +410,7 @@ impl Intents {
         // a change of currency would silently re-read it in another one. Whether a limit is
         // set is the caller's own knowledge (`hasHiddenLimit`), never its value.
         let currency_of = |b: Option<&crate::protocol::Budget>| {
-            b.map_or_else(|| self.base.settings.default_currency.clone(), |b| b.currency.clone())
+            b.map_or_else(|| self.base.settings().default_currency.clone(), |b| b.currency.clone())
         };
         if rec.hidden_limit.is_some()
             && !changes.hidden_limit.given()
@@ -464,14 +464,14 @@ impl Intents {
             Ok((rec, n, token))
         })?;
         if n > 0 {
-            self.base.outbox.wake();
+            self.base.outbox().wake();
         }
         tracing::info!(intent = %id, delivered = n, renewal = token.is_some(), "account intent updated");
         Ok(UpdateResult { intent: rec.to_intent(now), renew_url: token.map(|t| self.renew_url(t.expose())) })
     }
 
     fn renew_url(&self, token: &str) -> String {
-        format!("{}/renew/{token}", self.base.settings.public_url.base)
+        format!("{}/renew/{token}", self.base.settings().public_url.base)
     }
 
     /// Stores a pending renewal in `tx`; returns its token.
@@ -507,12 +507,12 @@ impl Intents {
         let now = self.now();
         check_changeable(&rec, now)?;
         let current = rec.valid_until.at();
-        let wanted = current.max(now) + time::Duration::days(i64::from(self.base.settings.default_validity_days));
-        let target = wanted.min(now + time::Duration::days(i64::from(self.base.settings.max_validity_days)));
+        let wanted = current.max(now) + time::Duration::days(i64::from(self.base.settings().default_validity_days));
+        let target = wanted.min(now + time::Duration::days(i64::from(self.base.settings().max_validity_days)));
         if rec.effective_status(now) != Status::Expired && target <= current {
             return Err(ServiceError::State(format!(
                 "the intent is already valid for the longest time this holder allows ({} days)",
-                self.base.settings.max_validity_days
+                self.base.settings().max_validity_days
             )));
         }
         let token = self.base.write(|tx| self.put_renewal(tx, account_id, &rec.id, target, now))?;
@@ -531,7 +531,7 @@ impl Intents {
         let key = renewal_key(token);
         let rec: RenewalRecord = self
             .base
-            .store
+            .store()
             .read(|rx| -> Result<Option<RenewalRecord>> { Ok(rx.record(Ns::Renewal, &key)?) })?
             .ok_or(ServiceError::NotFound)?;
         if rec.account_id != account_id || rec.expires_at.at() <= self.now() {
@@ -604,7 +604,7 @@ impl Intents {
             Ok((rec, n))
         })?;
         tracing::info!(intent = %rec.id, delivered = n, "intent renewed");
-        self.base.outbox.wake();
+        self.base.outbox().wake();
         Ok(rec.to_intent(now))
     }
 

@@ -166,14 +166,14 @@ impl Intents {
         let hidden_limit = f.opt_positive("hiddenLimit")?;
         let buy_by = f.get("buyBy").map(|v| parse_buy_by(v, now)).transpose()?;
         let valid_until = match f.get("validUntil") {
-            None => now + time::Duration::days(i64::from(self.base.settings.default_validity_days)),
+            None => now + time::Duration::days(i64::from(self.base.settings().default_validity_days)),
             Some(v) => self.parse_valid_until(v, now)?,
         };
         let visibility = f.get("visibility").map(input::parse_visibility).transpose()?.unwrap_or_default();
         f.finish(". Contact data is never accepted here: the person enters it on the holder's consent page.")?;
         let category = category_of(cat, &statement)?;
         let content = IntentContent {
-            language: input::detect_language(&statement, &self.base.settings.default_language),
+            language: input::detect_language(&statement, &self.base.settings().default_language),
             statement,
             category,
             criteria,
@@ -219,7 +219,7 @@ impl Intents {
     }
 
     fn parse_budget(&self, v: &Value) -> Result<Budget, InputError> {
-        input::parse_budget(v, &self.base.settings.default_currency, &self.base.currencies())
+        input::parse_budget(v, &self.base.settings().default_currency, &self.base.currencies())
     }
 
     /// `validUntil`: RFC 3339, in the future, at most `max_validity_days` from `now`.
@@ -229,7 +229,7 @@ impl Intents {
         if t <= now {
             return Err(InputError("validUntil must be in the future".into()));
         }
-        let max_days = self.base.settings.max_validity_days;
+        let max_days = self.base.settings().max_validity_days;
         if t > now + time::Duration::days(i64::from(max_days)) {
             return Err(InputError(format!("validUntil must be at most {max_days} days from now")));
         }

@@ -39,9 +39,9 @@ impl Intents {
     /// Storage errors.
     pub(super) fn known_person(&self, email: &str) -> Result<bool> {
         let person = self.base.person_key(email);
-        let account = crate::accounts::email_key(&self.base.keys, email);
+        let account = crate::accounts::email_key(self.base.keys(), email);
         let now = self.now().unix_timestamp();
-        Ok(self.base.store.read(|rx| -> crate::store::Result<bool> {
+        Ok(self.base.store().read(|rx| -> crate::store::Result<bool> {
             Ok(rx.record::<i64>(Ns::Confirmed, &person)?.is_some_and(|t| alive(t, now))
                 || rx.person_active(&person, i64::MIN, "", 1)? > 0
                 || rx.record::<String>(Ns::AccountEmail, &account)?.is_some())

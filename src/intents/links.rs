@@ -63,11 +63,11 @@ impl Intents {
         if rec.cadence == cadence || account.map(|a| self.is_persons(&rec, a)).transpose()? == Some(true) {
             return self.set_cadence_id(&rec.id, cadence).map(|_| CadenceRequest::Applied);
         }
-        let contact = open_contact(&self.base.keys, &rec)?
+        let contact = open_contact(self.base.keys(), &rec)?
             .ok_or_else(|| ServiceError::State("state: the intent has no address to ask".into()))?;
         let email = contact.expose();
         let secs = now.unix_timestamp();
-        let q = &self.base.quotas;
+        let q = &self.base.quotas();
         let address = Key::Address(crypto::token_hash("address", &crate::base::person::normalise_email(email)));
         if let Err(e) = q.take(Rule::ConsentsPerAddress, &address, secs) {
             return Ok(CadenceRequest::Throttled(e));
@@ -76,10 +76,10 @@ impl Intents {
             q.refund(Rule::ConsentsPerAddress, &address, secs);
             return Ok(CadenceRequest::Throttled(e));
         }
-        let base = &self.base.settings.public_url.base;
-        let proof = self.base.keys.csrf_token(&cadence_proof_purpose(cadence), token, secs);
+        let base = &self.base.settings().public_url.base;
+        let proof = self.base.keys().csrf_token(&cadence_proof_purpose(cadence), token, secs);
         let content = crate::messages::cadence_change(
-            &self.base.settings,
+            self.base.settings(),
             email,
             &rec.to_intent(now),
             cadence,
@@ -91,7 +91,7 @@ impl Intents {
             q.refund(Rule::MailsGlobal, &Key::Global, secs);
         })?;
         tracing::info!(intent = %rec.id, cadence = cadence.key(), "cadence change asked for; confirmation e-mail queued");
-        self.base.outbox.wake();
+        self.base.outbox().wake();
         Ok(CadenceRequest::Mailed)
     }
 
@@ -109,7 +109,7 @@ impl Intents {
         if !matches!(rec.effective_status(self.now()), Status::AwaitingEmailConfirmation | Status::Active) {
             return Ok(false);
         }
-        Ok(open_contact(&self.base.keys, &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email)))
+        Ok(open_contact(self.base.keys(), &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email)))
     }
 
     /// Whether `account` is the owner of `rec` or the same person (its address's person
@@ -119,9 +119,9 @@ impl Intents {
             return Ok(true);
         }
         let Some(person) = &rec.person else { return Ok(false) };
-        let Some(a) = self.base.store.read(|rx| rx.record::<crate::accounts::Account>(Ns::Account, account))? else {
+        let Some(a) = self.base.store().read(|rx| rx.record::<crate::accounts::Account>(Ns::Account, account))? else {
             return Ok(false);
         };
-        Ok(self.base.person_key(self.base.keys.open_str(&a.email)?.expose()) == *person)
+        Ok(self.base.person_key(self.base.keys().open_str(&a.email)?.expose()) == *person)
     }
 }

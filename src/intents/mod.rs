@@ -172,11 +172,11 @@ impl Intents {
     pub fn publish_draft_from(&self, p: PublishInput, client: ClientKey) -> Result<PublishResult> {
         let now = self.now().unix_timestamp();
         let key = Key::Client(client);
-        self.base.quotas.take(Rule::DraftsPerClient, &key, now).map_err(|e| {
+        self.base.quotas().take(Rule::DraftsPerClient, &key, now).map_err(|e| {
             tracing::info!(rule = e.rule.setting(), "draft refused: quota used up");
             ServiceError::Quota(e)
         })?;
-        self.publish_draft(p).inspect_err(|_| self.base.quotas.refund(Rule::DraftsPerClient, &key, now))
+        self.publish_draft(p).inspect_err(|_| self.base.quotas().refund(Rule::DraftsPerClient, &key, now))
     }
 
     /// Stores a draft (seed §5.1–5.2): status `awaiting_consent`, not matched, expiring
@@ -191,7 +191,7 @@ impl Intents {
         let id = crypto::new_id("int_");
         let code = crypto::new_token(TOKEN_BYTES);
         let consent = crypto::new_token(TOKEN_BYTES);
-        let expires = now + time::Duration::seconds(self.base.settings.draft_ttl_secs as i64);
+        let expires = now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64);
         let rec = self.new_record(id.clone(), p, now, expires, None)?;
         self.base.write(|tx| -> Result<()> {
             tx.put_intent(&rec, false)?;
@@ -203,7 +203,7 @@ impl Intents {
         Ok(PublishResult {
             intent: rec.to_intent(now),
             intent_code: code.0,
-            consent_url: format!("{}/consent/{}", self.base.settings.public_url.base, consent.expose()),
+            consent_url: format!("{}/consent/{}", self.base.settings().public_url.base, consent.expose()),
             expires_at: clock::rfc3339(expires),
         })
     }
@@ -213,7 +213,7 @@ impl Intents {
             return Err(ServiceError::NotFound);
         }
         let hash = crypto::token_hash(kind, token);
-        self.base.store.read(|rx| -> Result<IntentRecord> {
+        self.base.store().read(|rx| -> Result<IntentRecord> {
             let id = rx.token(&hash)?.ok_or(ServiceError::NotFound)?;
             rx.intent(&id)?.ok_or(ServiceError::NotFound)
         })
@@ -246,7 +246,7 @@ impl Intents {
     pub(crate) fn withdraw_id(&self, id: &str) -> Result<()> {
         let now = self.now();
         // Called on blocking threads (tool calls and pages use spawn_blocking).
-        let _in_flight = self.base.outbox.send_lock.blocking_lock();
+        let _in_flight = self.base.outbox().send_lock.blocking_lock();
         self.base.write(|tx| -> Result<()> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
             if rec.status == Status::Withdrawn {
@@ -336,7 +336,7 @@ impl Intents {
         let rec = self.by_token("consent", token)?;
         let now = self.now();
         let secs = now.unix_timestamp();
-        let q = &self.base.quotas;
+        let q = &self.base.quotas();
         let global = if self.known_person(&email)? { Rule::MailsGlobal } else { Rule::MailsUnconfirmed };
         let network = Key::network_of(client);
         let client = Key::Client(client);
@@ -364,12 +364,12 @@ impl Intents {
                 q.refund(r, k, secs);
             }
         };
-        let text = self.base.consent.get(language);
+        let text = self.base.consent().get(language);
         let confirm = crypto::new_token(TOKEN_BYTES);
         let manage = crypto::new_token(TOKEN_BYTES);
-        let base = &self.base.settings.public_url.base;
+        let base = &self.base.settings().public_url.base;
         let content = crate::messages::confirmation(
-            &self.base.settings,
+            self.base.settings(),
             &email,
             &rec.to_intent(now),
             rec.cadence,
@@ -386,7 +386,7 @@ impl Intents {
                     // The same person submitting again (double click, reload) is not a
                     // takeover: answer as before, queue nothing new.
                     let same =
-                        open_contact(&self.base.keys, &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email));
+                        open_contact(self.base.keys(), &rec)?.is_some_and(|c| c.expose().eq_ignore_ascii_case(&email));
                     return Ok(if same { ConsentOutcome::Repeated } else { ConsentOutcome::Taken });
                 }
                 _ => return Ok(ConsentOutcome::Closed),
@@ -397,14 +397,14 @@ impl Intents {
             // cap (only its owner, on the confirmation page, learns it).
             rec.person = self.person_of(&**tx, &rec, Some(&email))?;
             rec.status = Status::AwaitingEmailConfirmation;
-            rec.contact = Some(self.base.keys.seal_str(&email)?);
+            rec.contact = Some(self.base.keys().seal_str(&email)?);
             rec.consent = Some(ConsentRecord {
                 at: Stamp::of(now),
                 text_version: text.version.clone(),
                 language: text.language.clone(),
             });
             rec.confirm_expires_at =
-                Some(Stamp::of(now + time::Duration::seconds(self.base.settings.confirm_ttl_secs as i64)));
+                Some(Stamp::of(now + time::Duration::seconds(self.base.settings().confirm_ttl_secs as i64)));
             rec.updated_at = Stamp::of(now);
             tx.put_intent(&rec, false)?;
             tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
@@ -417,7 +417,7 @@ impl Intents {
             refund();
         } else {
             tracing::info!(intent = %rec.id, "consent recorded; confirmation e-mail queued");
-            self.base.outbox.wake();
+            self.base.outbox().wake();
         }
         Ok(outcome)
     }
@@ -465,7 +465,7 @@ impl Intents {
         })?;
         if out.0 == ConfirmOutcome::Activated {
             tracing::info!(intent = %rec.id, delivered = out.1, "intent confirmed and active");
-            self.base.outbox.wake();
+            self.base.outbox().wake();
         }
         Ok(out.0)
     }
@@ -477,7 +477,7 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
         let rec = self.by_token("manage", token)?;
-        let deliveries = self.base.store.read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        let deliveries = self.base.store().read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 
@@ -543,7 +543,7 @@ impl Intents {
             Some(rec) => {
                 tracing::info!(intent = %id, cadence = cadence.key(), "delivery cadence changed");
                 // A resumed or shortened cadence may make a digest due now.
-                self.base.outbox.wake();
+                self.base.outbox().wake();
                 Ok(rec.to_intent(now))
             }
             None => self.by_id(id),
@@ -552,7 +552,7 @@ impl Intents {
 
     /// The public view of intent `id`.
     fn by_id(&self, id: &str) -> Result<Intent> {
-        let rec: IntentRecord = self.base.store.read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
+        let rec: IntentRecord = self.base.store().read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
         Ok(rec.to_intent(self.now()))
     }
 
@@ -581,18 +581,18 @@ impl Intents {
     ) -> Result<Option<String>> {
         if let Some(owner) = &rec.owner {
             if let Some(a) = rx.record::<crate::accounts::Account>(Ns::Account, owner)? {
-                return Ok(Some(self.base.person_key(self.base.keys.open_str(&a.email)?.expose())));
+                return Ok(Some(self.base.person_key(self.base.keys().open_str(&a.email)?.expose())));
             }
         }
         if let Some(e) = email {
             return Ok(Some(self.base.person_key(e)));
         }
-        Ok(open_contact(&self.base.keys, rec)?.map(|c| self.base.person_key(c.expose())))
+        Ok(open_contact(self.base.keys(), rec)?.map(|c| self.base.person_key(c.expose())))
     }
 
     /// The refusal of the per-person cap in force.
     fn person_cap(&self) -> ServiceError {
-        ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person }
+        ServiceError::PersonCap { limit: self.base.settings().quotas.active_intents_per_person }
     }
 
     /// [`ServiceError::PersonCap`] when `rec` (about to become active) would be one too

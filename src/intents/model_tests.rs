@@ -13,27 +13,27 @@ use serde_json::json;
 /// were (as a damaged file or a foreign writer would leave it).
 fn damage(h: &Intents, id: &str, field: &str, value: serde_json::Value) {
     h.base
-        .store
+        .store()
         .write(|tx| -> std::result::Result<(), StoreError> {
             let mut v: serde_json::Value = tx.intent(id)?.unwrap_or_default();
             v[field] = value;
             let due = tx.intent_due(id)?.unwrap_or_default();
             let active = tx.active_ids()?.iter().any(|a| a == id);
-            tx.put_intent(id, &v, active, due)
+            tx.put_intent(&crate::store::IntentKey::for_tests(), id, &v, active, due)
         })
         .unwrap();
 }
 
 /// The stored record as JSON (whatever it holds).
 fn raw(h: &Intents, id: &str) -> serde_json::Value {
-    h.base.store.read(|rx| rx.intent::<serde_json::Value>(id)).unwrap().unwrap_or_default()
+    h.base.store().read(|rx| rx.intent::<serde_json::Value>(id)).unwrap().unwrap_or_default()
 }
 
 #[test]
 fn a_record_with_an_unreadable_time_keeps_its_contact_and_draft_and_does_not_list_as_1970() {
     let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(clock::parse_rfc3339(T0).unwrap())));
     let h = &f.holder;
-    let contact = h.base.keys.seal_str("buyer@example.com").unwrap();
+    let contact = h.base.keys().seal_str("buyer@example.com").unwrap();
     // Ended two days ago: its contact stays for the retention period (30 days).
     let mut ended = record("int_ended", Status::Withdrawn);
     ended.ended_at = Some(at(-time::Duration::days(2)));
@@ -59,7 +59,7 @@ fn a_record_with_an_unreadable_time_keeps_its_contact_and_draft_and_does_not_lis
     // Due now in both indexes, as a migration enters every intent: the sweep and the
     // purge read them.
     h.base
-        .store
+        .store()
         .write(|tx| {
             for id in ["int_ended", "int_draft", "int_listed"] {
                 tx.set_intent_due(id, IntentDue { status_change: Some(0), contact_ended: Some(0) })?;

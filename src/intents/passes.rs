@@ -60,7 +60,7 @@ impl Intents {
     /// Storage errors.
     pub fn sweep(&self) -> Result<u64> {
         let now = self.now();
-        let retention = time::Duration::days(i64::from(self.base.settings.contact_retention_days));
+        let retention = time::Duration::days(i64::from(self.base.settings().contact_retention_days));
         let ended_before = now.checked_sub(retention).map_or(i64::MIN, floor_micros);
         self.base.write(|tx| -> Result<u64> {
             let mut changed = 0;

@@ -123,12 +123,13 @@ fn fixture(undecodable: bool) -> Fixture {
     let h = &f.holder;
     h.base
         .write(|tx| -> Result<()> {
-            for (r, _) in records(&h.base.keys) {
+            for (r, _) in records(h.base.keys()) {
                 tx.put_intent(&r, r.status == Status::Active)?;
             }
             if undecodable {
                 // Not an IntentRecord: a sweep that decoded every intent would fail on it.
                 std::ops::DerefMut::deref_mut(tx).put_intent(
+                    &crate::store::IntentKey::for_tests(),
                     "int_not_a_record",
                     &json!({"x": 1}),
                     false,
@@ -143,13 +144,13 @@ fn fixture(undecodable: bool) -> Fixture {
 }
 
 fn stored(h: &Intents, id: &str) -> IntentRecord {
-    h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
+    h.base.store().read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
 }
 
 /// Whether the record is gone (purged), with its index rows.
 fn gone(h: &Intents, id: &str) -> bool {
-    let rec = h.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap();
-    rec.is_none() && h.base.store.read(|rx| rx.intent_due(id)).unwrap().is_none()
+    let rec = h.base.store().read(|rx| rx.intent::<IntentRecord>(id)).unwrap();
+    rec.is_none() && h.base.store().read(|rx| rx.intent_due(id)).unwrap().is_none()
 }
 
 /// Whether a fixture record is a consent-link draft that lapses: purged, not expired.
@@ -166,7 +167,7 @@ fn pass(h: &Intents) -> (u64, u64) {
 /// Checks the statuses after the first sweep at T0, and that every record's index
 /// entry is its own [`crate::base::sweep_due`].
 fn check_after_first_sweep(h: &Intents) {
-    for (r, after) in records(&h.base.keys) {
+    for (r, after) in records(h.base.keys()) {
         if purged_draft(&r, after) {
             // The lapsed draft is deleted (issue 9 point 3), not marked expired.
             assert!(gone(h, &r.id), "{}", r.id);
@@ -178,7 +179,7 @@ fn check_after_first_sweep(h: &Intents) {
             assert_eq!(s.ended_at.map(Stamp::rfc3339).as_deref(), Some(T0), "{}", r.id);
         }
         assert_eq!(
-            h.base.store.read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),
+            h.base.store().read(|rx| rx.intent_due(&r.id)).unwrap().unwrap_or_default(),
             sweep_due(&s),
             "{}",
             r.id
@@ -187,12 +188,12 @@ fn check_after_first_sweep(h: &Intents) {
     assert!(stored(h, "int_ended_erase").contact.is_none(), "erased after retention");
     assert!(stored(h, "int_ended_keep").contact.is_some(), "kept within retention");
     assert!(stored(h, "int_unconf_due").contact.is_some(), "just ended: kept");
-    let active = h.base.store.read(|rx| rx.active_ids()).unwrap();
+    let active = h.base.store().read(|rx| rx.active_ids()).unwrap();
     assert_eq!(active, vec!["int_active_later"]);
     // Only the draft due within this very microsecond is still listed.
     let now = floor_micros(h.now());
     assert_eq!(
-        h.base.store.read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(),
+        h.base.store().read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(),
         vec!["int_draft_at_now"]
     );
 }
@@ -246,20 +247,20 @@ fn sweep_expires_exactly_what_is_due_and_reads_only_the_index() {
     for id in ["int_unconf_later", "int_active_later"] {
         assert!(stored(h, id).contact.is_some(), "{id}: just ended");
     }
-    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
+    assert_eq!(h.base.store().read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
 }
 
 #[test]
 fn a_store_written_without_the_index_is_backfilled_and_swept_the_same() {
     let Fixture { dir, clock, holder: h } = fixture(false);
-    let path = h.base.settings.store_path();
+    let path = h.base.settings().store_path();
     drop(h);
     crate::store::rewind_to_version_1(&path);
     let f = holder(dir, clock);
     let h = &f.holder;
     // Migration 2 entered every intent as due now.
-    let all_due = h.base.store.read(|rx| rx.intents_due(0, i64::MIN)).unwrap();
-    assert_eq!(all_due.len(), records(&h.base.keys).len());
+    let all_due = h.base.store().read(|rx| rx.intents_due(0, i64::MIN)).unwrap();
+    assert_eq!(all_due.len(), records(h.base.keys()).len());
     // The first sweep looks at each once, changes what is due and records the real
     // times of the rest: the same state as on a store that always had the index.
     let (purged, changed) = pass(h);
@@ -275,7 +276,7 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
     assert_eq!(stored(h, "int_draft_due").status, Status::AwaitingConsent);
     assert_eq!(stored(h, "int_draft_due").to_intent(h.now()).status, Status::Expired, "read as expired");
     let now = floor_micros(h.now());
-    assert!(h.base.store.read(|rx| rx.intents_due(now, i64::MIN)).unwrap().contains(&"int_draft_due".to_owned()));
+    assert!(h.base.store().read(|rx| rx.intents_due(now, i64::MIN)).unwrap().contains(&"int_draft_due".to_owned()));
     // A dry run counts it and leaves it; the real run deletes exactly what it counted.
     let dry = h.purge(true).unwrap();
     assert_eq!(dry.drafts, 1);
@@ -288,7 +289,7 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
 /// The `Confirmed` mark of `email`'s person key: the unix second it holds, if any.
 fn mark(h: &Intents, email: &str) -> Option<i64> {
     let person = h.base.person_key(email);
-    h.base.store.read(|rx| rx.record::<i64>(crate::store::Ns::Confirmed, &person)).unwrap()
+    h.base.store().read(|rx| rx.record::<i64>(crate::store::Ns::Confirmed, &person)).unwrap()
 }
 
 /// Writes a `Confirmed` mark for `email` at the clock's now, as a confirmation does.
@@ -330,7 +331,7 @@ fn a_mark_counts_within_its_lifetime_and_is_purged_after_it() {
 fn erasing_a_persons_contact_removes_their_mark_unless_they_hold_an_active_intent() {
     let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
     let h = &f.holder;
-    let contact = h.base.keys.seal_str("buyer@example.com").unwrap();
+    let contact = h.base.keys().seal_str("buyer@example.com").unwrap();
     let (gone, kept) = ("dana@example.com", "emil@example.com");
     h.base
         .write(|tx| -> Result<()> {

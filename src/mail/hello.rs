@@ -1,17 +1,9 @@
-//! The name isto gives itself to SMTP servers (`EHLO`, RFC 5321 §4.1.1.1) and the
-//! domain of the From address, from which `config` derives that name
-//! (`mail.helo_name`).
+//! The name isto gives itself to SMTP servers (`EHLO`, RFC 5321 §4.1.1.1), which
+//! `config` derives (`mail.helo_name`, `Settings::helo_name`).
 
 use super::Transport;
-use lettre::message::Mailbox;
 use lettre::transport::smtp::extension::ClientId;
 use std::sync::Arc;
-
-/// The domain of a mailbox such as `Holder <noreply@holder.example>` (`holder.example`);
-/// `None` when `s` is no mailbox.
-pub fn mailbox_domain(s: &str) -> Option<String> {
-    s.parse::<Mailbox>().ok().map(|m| m.email.domain().to_owned())
-}
 
 /// The EHLO argument for `name`: an IP address as an address literal (`[192.0.2.1]`,
 /// `[IPv6:…]`, RFC 5321 §4.1.3), anything else as a domain.

@@ -1,4 +1,5 @@
-//! The outbox worker: queues due digests, sends due mail, retries with back-off.
+//! The outbox worker: sends due mail, retries with back-off. It only sends: the digests
+//! it sends are queued by the domain's scheduler (`crate::schedule`), which wakes it.
 //!
 //! A job is deleted only after the transport accepted it, so a crash or an SMTP outage
 //! delays mail but loses none. A crash in the milliseconds between the server's
@@ -15,7 +16,6 @@
 
 use super::{build_message, MailContent, MailJob, Outbox, Transport};
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -36,16 +36,6 @@ const SLOW_SEND_MS: u64 = 10_000;
 
 /// Longest delay between two attempts, seconds.
 const RETRY_MAX_SECS: i64 = 3600;
-
-/// What the worker asks, before each pass, to queue the digests that are due (the
-/// deliveries service implements it).
-pub trait DigestScheduler: Send + Sync + 'static {
-    /// Queues due digests into the outbox; returns how many, or the (logged) failure.
-    ///
-    /// # Errors
-    /// The failure's description (no personal data).
-    fn queue_due(&self) -> Result<u64, String>;
-}
 
 /// How one attempt ended.
 enum Outcome {
@@ -76,10 +66,10 @@ struct Slots {
     unreadable: HashSet<u64>,
 }
 
-/// Runs until `stop` is cancelled: digests → outbox → transport. A stop does not wait
+/// Runs until `stop` is cancelled: outbox → transport. A stop does not wait
 /// for an SMTP server: the attempts in flight are dropped, their jobs stay queued and
 /// are sent again (same Message-ID) after the restart.
-pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: Transport, stop: CancellationToken) {
+pub async fn run(outbox: Outbox, transport: Transport, stop: CancellationToken) {
     let mut slots = Slots {
         set: JoinSet::new(),
         in_flight: HashSet::new(),
@@ -90,26 +80,12 @@ pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: T
         paused: HashSet::new(),
         unreadable: HashSet::new(),
     };
-    let mut queue_digests = true;
     loop {
-        if queue_digests {
-            let d = digests.clone();
-            let queued = tokio::select! {
-                _ = stop.cancelled() => return,
-                r = tokio::task::spawn_blocking(move || d.queue_due()) => r,
-            };
-            match queued {
-                Ok(Err(e)) => tracing::error!(error = %e, "queueing digests failed"),
-                Err(e) => tracing::error!(error = %e, "digest task panicked"),
-                Ok(Ok(_)) => {}
-            }
-        }
         let next_due = fill(&outbox, &transport, &mut slots);
         let pause = next_due.map_or(TICK, |secs| Duration::from_secs(secs.clamp(1, TICK.as_secs())));
         tokio::select! {
             _ = stop.cancelled() => return,
             Some(done) = slots.set.join_next(), if !slots.set.is_empty() => {
-                queue_digests = false;
                 match done {
                     Ok((seq, outcome)) => {
                         slots.in_flight.remove(&seq);
@@ -124,8 +100,8 @@ pub async fn run(outbox: Outbox, digests: Arc<dyn DigestScheduler>, transport: T
                     }
                 }
             }
-            _ = outbox.woken() => { queue_digests = true; slots.paused.clear(); }
-            _ = tokio::time::sleep(pause) => { queue_digests = true; slots.paused.clear(); }
+            _ = outbox.woken() => slots.paused.clear(),
+            _ = tokio::time::sleep(pause) => slots.paused.clear(),
         }
         if slots.set.is_empty() {
             slots.in_flight.clear();

@@ -251,7 +251,7 @@ fn message(holder: &AppState) -> String {
         "{} asks the person to open its consent page: it shows the buying intent; there the person enters their \
          e-mail address and consents, then confirms by e-mail. Open it only if the person agrees; do not fill it in \
          for them.",
-        holder.base.settings.holder_name
+        holder.base.settings().holder_name
     )
 }
 
@@ -328,7 +328,7 @@ pub async fn publish(
 ) -> Result<CallToolResponse, McpError> {
     let args = Value::Object(request.arguments.clone().unwrap_or_default());
     if let Some(sealed) = request.request_state.as_deref() {
-        let draft = open_state(&holder.base.keys, sealed, PUBLISH, &args, holder.base.now())
+        let draft = open_state(holder.base.keys(), sealed, PUBLISH, &args, holder.base.now())
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
         let action = match answer_of(&request)? {
             Some(a) => a,
@@ -359,11 +359,11 @@ pub async fn publish(
     let response = call_blocking(Endpoint::Public, request_span(context), charge_of(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let lifetime =
-        time::Duration::seconds(holder.base.settings.limits.request_state_secs.try_into().unwrap_or(i64::MAX));
+        time::Duration::seconds(holder.base.settings().limits.request_state_secs.try_into().unwrap_or(i64::MAX));
     let valid_until = holder.base.now().saturating_add(lifetime);
     let (Some(mode), Some(draft)) = (mode, draft_of(result, &args, valid_until)) else { return Ok(response) };
     match mode {
-        Mode::InputRequired => match seal_state(&holder.base.keys, &draft) {
+        Mode::InputRequired => match seal_state(holder.base.keys(), &draft) {
             Ok(state) => Ok(CallToolResponse::InputRequired(input_required(holder, &draft, state))),
             Err(e) => {
                 tracing::error!(error = %e, "requestState could not be sealed: answering the ordinary result");
@@ -371,7 +371,7 @@ pub async fn publish(
             }
         },
         Mode::ServerRequest => {
-            let wait = std::time::Duration::from_secs(holder.base.settings.limits.elicitation_wait_secs);
+            let wait = std::time::Duration::from_secs(holder.base.settings().limits.elicitation_wait_secs);
             let params = url_params(holder, &draft.consent_url, crypto::new_id("eli_"));
             let action = match context.peer.create_elicitation_with_timeout(params, Some(wait)).await {
                 Ok(answer) => answer.action,

@@ -150,7 +150,7 @@ pub(crate) fn run(
     tool: ToolId,
     args: &Value,
 ) -> CallToolResult {
-    let who = Grant::credential(grant, &holder.base.settings.public_url.base);
+    let who = Grant::credential(grant, &holder.base.settings().public_url.base);
     let base = &holder.base;
     let principal =
         match policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)) {
@@ -205,7 +205,7 @@ fn handle(
         }
         (_, SearchOffers) => search(holder, &SearchArgs::parse(args)?),
         (_, DemandSummary) => {
-            let (category, cell) = crate::demand::parse_request(&holder.base.settings, args)?;
+            let (category, cell) = crate::demand::parse_request(holder.base.settings(), args)?;
             Output::of(&crate::demand::summary(&holder.base, &category, &cell)?)
         }
         (Seller, SubmitOffer) => {

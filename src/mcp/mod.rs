@@ -112,7 +112,7 @@ impl IstoServer {
 /// instructions naming the holder; on `/mcp` and `/mcp/buyer` also the MCP Apps
 /// extension and `resources` ([`view::offer`]).
 fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
-    let name = &holder.base.settings.holder_name;
+    let name = &holder.base.settings().holder_name;
     let config = server_config(match endpoint {
         Endpoint::Public => format!(
             "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
@@ -378,7 +378,7 @@ impl IstoServer {
         let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
         // A `requestState` only on the retry of the call it was issued for, and a retry's
         // `inputResponses` only with one (MCP 2026-07-28 multi round-trip requests).
-        elicit::check_retry(&holder.base.keys, &request, issuer)?;
+        elicit::check_retry(holder.base.keys(), &request, issuer)?;
         if issuer {
             // Consent by URL-mode elicitation (PROTOCOL.md §4 item 1): only for a client
             // that declared `elicitation.url`, or a retry carrying a requestState.

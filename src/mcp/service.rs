@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 /// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
 pub fn mcp_service(holder: AppState, endpoint: Endpoint, stop: CancellationToken) -> Router {
     let server = IstoServer::new(holder.clone(), endpoint);
-    let limits = holder.base.settings.limits;
+    let limits = holder.base.settings().limits;
     let sessions = BoundedSessions::new(
         limits.max_mcp_sessions,
         limits.max_mcp_sessions_per_client,
@@ -50,7 +50,7 @@ pub fn mcp_service(holder: AppState, endpoint: Endpoint, stop: CancellationToken
 /// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the
 /// public URL, a body limit.
 fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServerConfig {
-    let url = &holder.base.settings.public_url;
+    let url = &holder.base.settings().public_url;
     StreamableHttpServerConfig::default()
         .with_allowed_hosts(url.allowed_hosts())
         .with_allowed_origins(url.allowed_origins())
@@ -102,7 +102,7 @@ pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: 
             return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is over 256 KiB or could not be read\n")
                 .into_response();
         };
-        let who = Grant::credential(Some(&grant), &gate.base.settings.public_url.base);
+        let who = Grant::credential(Some(&grant), &gate.base.settings().public_url.base);
         let endpoint = gate.resource.endpoint();
         // A name the endpoint does not offer is left to rmcp ("unknown tool").
         for tool in tool_calls(&bytes).iter().filter_map(|n| endpoint.tool(n)) {

@@ -353,7 +353,7 @@ pub fn view_result(
     };
     let mut view = json!({"language": rec.language, "cadence": rec.cadence.key()});
     if endpoint == Endpoint::Buyer {
-        view["resultsUrl"] = json!(format!("{}/me/intents/{}", holder.base.settings.public_url.base, rec.id));
+        view["resultsUrl"] = json!(format!("{}/me/intents/{}", holder.base.settings().public_url.base, rec.id));
     }
     sc.insert("view".into(), view);
     result

@@ -143,7 +143,7 @@ pub async fn validate(ctx: &Shared, p: &Params) -> Result<AuthzRequest, Refusal>
     if challenge.len() != 43 || !is_b64url(challenge) {
         return Err(back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"));
     }
-    let base = &ctx.base.settings.public_url.base;
+    let base = &ctx.base.settings().public_url.base;
     let resource = match p.get("resource") {
         None => Resource::Buyer,
         Some(r) => match Resource::from_url(base, r) {
@@ -190,7 +190,7 @@ pub fn answer_url(uri: &str, params: &[(&str, &str)]) -> String {
 /// An error answer to the client (RFC 6749 §4.1.2.1, with RFC 9207 `iss`): the URL to
 /// redirect to.
 pub fn error_url(ctx: &Shared, to: &str, state: Option<&str>, error: &str, description: &str) -> String {
-    let iss = ctx.base.settings.public_url.base.as_str();
+    let iss = ctx.base.settings().public_url.base.as_str();
     let mut params = vec![("error", error), ("error_description", description)];
     if let Some(s) = state {
         params.push(("state", s));
@@ -219,7 +219,7 @@ pub async fn allow(
         redirect_uri_sent: r.redirect_uri_sent,
         code_challenge: r.code_challenge.clone(),
         scopes: r.scopes.clone(),
-        resource: r.resource.url(&ctx.base.settings.public_url.base),
+        resource: r.resource.url(&ctx.base.settings().public_url.base),
         account_id,
         role: r.resource.role().to_owned(),
         expires_at: 0,
@@ -232,7 +232,7 @@ pub async fn allow(
         return Ok(None);
     };
     tracing::info!(client_id = %r.client.client_id, resource = r.resource.path(), "oauth: authorization code issued");
-    let iss = ctx.base.settings.public_url.base.as_str();
+    let iss = ctx.base.settings().public_url.base.as_str();
     let mut params = vec![("code", code.expose())];
     if let Some(s) = r.state.as_deref() {
         params.push(("state", s));

@@ -352,25 +352,25 @@ pub async fn register_client(
     let mut client =
         client_from_metadata(&m, new_id("cli_"), now, false).map_err(|(code, why)| OAuthError::bad(code, why))?;
     let quota_key = Key::Client(client_addr.and_then(ClientAddr::key));
-    if let Err(e) = ctx.base.quotas.take(Rule::RegistrationsPerClient, &quota_key, now) {
+    if let Err(e) = ctx.base.quotas().take(Rule::RegistrationsPerClient, &quota_key, now) {
         tracing::info!(rule = e.rule.setting(), "oauth: registration refused: quota used up");
         return Err(OAuthError::quota(&e));
     }
     let secret = (client.token_endpoint_auth_method != "none").then(|| new_token(32));
     if let Some(s) = &secret {
-        let Some(hash) = ctx.base.keys.keyed_hash(KIND_SECRET, s.expose()) else {
-            ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
+        let Some(hash) = ctx.base.keys().keyed_hash(KIND_SECRET, s.expose()) else {
+            ctx.base.quotas().refund(Rule::RegistrationsPerClient, &quota_key, now);
             return Err(Internal::logged("oauth register", &"the key ring has no key").into());
         };
         client.client_secret_hash = Some(hash);
     }
     let record = client.clone();
     let stored = blocking(ctx, "oauth register", move |h| {
-        h.store.write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
+        h.store().write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
     })
     .await;
     if let Err(e) = stored {
-        ctx.base.quotas.refund(Rule::RegistrationsPerClient, &quota_key, now);
+        ctx.base.quotas().refund(Rule::RegistrationsPerClient, &quota_key, now);
         return Err(e.into());
     }
     tracing::info!(client_id = %client.client_id, "oauth: client registered");
@@ -486,7 +486,7 @@ pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, 
     }
     let id = client_id.to_owned();
     let found = blocking(ctx, "oauth client lookup", move |h| {
-        h.store.read(|rx| -> Result<_, StoreError> { rx.record::<ClientRecord>(Ns::Client, &id) })
+        h.store().read(|rx| -> Result<_, StoreError> { rx.record::<ClientRecord>(Ns::Client, &id) })
     })
     .await?;
     Ok(found.ok_or_else(|| "unknown client_id (register the client first)".to_owned()))
@@ -504,15 +504,15 @@ pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRec
     let mut client = find(ctx, id).await?.map_err(|_| OAuthError::invalid_client(creds.basic))?;
     if let Some(want) = &client.client_secret_hash {
         let Some(secret) = &creds.secret else { return Err(OAuthError::invalid_client(creds.basic)) };
-        match secret_matches(&ctx.base.keys, want, secret) {
+        match secret_matches(ctx.base.keys(), want, secret) {
             SecretCheck::Keyed => {}
             SecretCheck::Legacy => {
                 // Stored before secrets were keyed: rewrite it keyed now.
-                if let Some(keyed) = ctx.base.keys.keyed_hash(KIND_SECRET, secret) {
+                if let Some(keyed) = ctx.base.keys().keyed_hash(KIND_SECRET, secret) {
                     client.client_secret_hash = Some(keyed);
                     let record = client.clone();
                     blocking(ctx, "oauth client secret rehash", move |h| {
-                        h.store.write(|tx| -> Result<(), StoreError> {
+                        h.store().write(|tx| -> Result<(), StoreError> {
                             tx.put_record(Ns::Client, &record.client_id, &record)
                         })
                     })

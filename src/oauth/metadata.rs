@@ -47,13 +47,13 @@ pub fn resource_document(base: &str, holder_name: &str, r: Resource) -> Value {
 impl Server {
     /// This holder's RFC 8414 document (`GET /.well-known/oauth-authorization-server`).
     pub fn authorization_server_document(&self) -> Value {
-        authorization_server_document(&self.base.settings.public_url.base)
+        authorization_server_document(&self.base.settings().public_url.base)
     }
 
     /// This holder's RFC 9728 document of `r` (`GET
     /// /.well-known/oauth-protected-resource/mcp/buyer` or `…/mcp/seller`).
     pub fn resource_document(&self, r: Resource) -> Value {
-        let s = &self.base.settings;
+        let s = &self.base.settings();
         resource_document(&s.public_url.base, &s.holder_name, r)
     }
 }

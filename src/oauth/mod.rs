@@ -115,7 +115,7 @@ impl Server {
     /// The server over `base` (loopback `http://` metadata documents are allowed only
     /// when the holder itself is not served over HTTPS).
     pub fn new(base: Arc<Base>) -> Arc<Self> {
-        let allow_loopback_http = !base.settings.public_url.is_https();
+        let allow_loopback_http = !base.settings().public_url.is_https();
         Arc::new(Self { base, cimd: clients::Cimd::new(allow_loopback_http) })
     }
 }
@@ -140,7 +140,7 @@ where
 
 /// The holder's clock, unix seconds.
 fn now_unix(base: &Base) -> i64 {
-    base.clock.now().unix_timestamp()
+    base.clock().now().unix_timestamp()
 }
 
 /// Checks `Authorization: Bearer <token>` (`authorization`: the header's value, `None`
@@ -174,7 +174,7 @@ pub fn check_bearer(
 /// # Errors
 /// The refusal to answer, as [`check_bearer`].
 pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Result<Grant, OAuthError> {
-    bearer_check(base, authorization, &resource.url(&base.settings.public_url.base), Action::connect)
+    bearer_check(base, authorization, &resource.url(&base.settings().public_url.base), Action::connect)
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
@@ -183,7 +183,7 @@ pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Re
 /// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
 /// scopes do not cover, checked before the call is dispatched).
 pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> OAuthError {
-    let url_base = &base.settings.public_url.base;
+    let url_base = &base.settings().public_url.base;
     let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();
     error::bearer_denied(&resource.metadata_url(url_base), &resource.scopes().join(" "), token_scopes, denied)
 }
@@ -194,7 +194,7 @@ fn bearer_check<'a>(
     resource: &str,
     action: impl FnOnce(Resource) -> Action<'a>,
 ) -> Result<Grant, OAuthError> {
-    let url_base = &base.settings.public_url.base;
+    let url_base = &base.settings().public_url.base;
     let metadata_url = format!(
         "{url_base}/.well-known/oauth-protected-resource{}",
         resource.strip_prefix(url_base.as_str()).unwrap_or_default()
@@ -253,7 +253,7 @@ fn genuine_token(base: &Base, raw: &str) -> Result<Grant, TokenProblem> {
     });
     let token = token.ok_or(TokenProblem::Malformed)?;
     let hash = token_hash(token::KIND_ACCESS, token);
-    let found = base.store.read(|rx| -> Result<_, StoreError> {
+    let found = base.store().read(|rx| -> Result<_, StoreError> {
         let Some(t) = rx.record::<token::TokenRecord>(Ns::Token, &hash)? else { return Ok(None) };
         let family = rx.record::<token::FamilyRecord>(Ns::TokenFamily, &t.family)?;
         Ok(Some((t, family)))

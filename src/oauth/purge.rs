@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// # Errors
 /// Storage errors.
 pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> {
-    base.store.write(|tx| {
+    base.store().write(|tx| {
         let mut n = 0;
         for (id, mut f) in tx.records::<FamilyRecord>(Ns::TokenFamily)? {
             if f.account_id == account_id && !f.revoked {
@@ -64,7 +64,7 @@ pub struct OAuthPurged {
 /// Storage errors.
 #[cfg(test)]
 pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
-    let n = base.store.write(|tx| purge_tx(tx, now_unix(base)))?;
+    let n = base.store().write(|tx| purge_tx(tx, now_unix(base)))?;
     Ok(n.clients + n.codes + n.tokens + n.families)
 }
 

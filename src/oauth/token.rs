@@ -155,7 +155,7 @@ pub fn issue_code(base: &Base, mut record: CodeRecord, decision: &str) -> Result
     record.expires_at = now + CODE_TTL_SECS;
     record.family = None;
     let key = token_hash(KIND_CODE, code.expose());
-    let fresh = base.store.write(|tx| -> Result<bool, StoreError> {
+    let fresh = base.store().write(|tx| -> Result<bool, StoreError> {
         if tx.record::<DecisionRecord>(Ns::AuthDecision, decision)?.is_some() {
             return Ok(false);
         }
@@ -314,7 +314,7 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
     if !client.allows_grant(grant_type) {
         return Err(OAuthError::bad("unauthorized_client", format!("this client is not registered for {grant_type}")));
     }
-    let base = ctx.base.settings.public_url.base.clone();
+    let base = ctx.base.settings().public_url.base.clone();
     let resource = match p.get("resource") {
         Some(r) => Some(
             Resource::from_url(&base, r)
@@ -335,7 +335,7 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
         let redirect_uri = p.get("redirect_uri").map(str::to_owned);
         blocking(ctx, "oauth code exchange", move |h| {
             let now = now_unix(h);
-            h.store
+            h.store()
                 .write(|tx| exchange_code(tx, &hash, &client_id, redirect_uri, &verifier, resource, with_refresh, now))
         })
         .await?
@@ -352,9 +352,9 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
                 client_id,
                 scope,
                 resource,
-                grace_secs: h.settings.limits.refresh_grace_secs,
+                grace_secs: h.settings().limits.refresh_grace_secs,
             };
-            h.store.write(|tx| rotate(tx, &asked, now))
+            h.store().write(|tx| rotate(tx, &asked, now))
         })
         .await?
     }
@@ -439,7 +439,7 @@ struct Refresh {
 /// The pair that rotating `presented` mints: derived from it under the holder's key
 /// (the same pair each time), or random without a key (then no grace answer matches).
 fn successor(base: &Base, presented: &Secret, with_refresh: bool) -> Minted {
-    let derive = |purpose| base.keys.derive_token(purpose, presented.expose());
+    let derive = |purpose| base.keys().derive_token(purpose, presented.expose());
     match derive(SUCCESSOR_ACCESS) {
         Some(access) => Minted { access, refresh: if with_refresh { derive(SUCCESSOR_REFRESH) } else { None } },
         None => Minted::random(with_refresh),
@@ -558,7 +558,7 @@ pub async fn revoke_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]
     let access = token_hash(KIND_ACCESS, token);
     let refresh = token_hash(KIND_REFRESH, token);
     blocking(ctx, "oauth revoke", move |h| {
-        h.store.write(|tx| -> Result<(), StoreError> {
+        h.store().write(|tx| -> Result<(), StoreError> {
             let mine = |t: &TokenRecord| client_id.as_deref().is_none_or(|c| c == t.client_id);
             if tx.record::<TokenRecord>(Ns::Token, &access)?.is_some_and(|t| mine(&t)) {
                 tx.remove_record(Ns::Token, &access)?;

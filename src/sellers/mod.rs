@@ -333,14 +333,14 @@ pub fn profile(base: &Base, account_id: &str) -> Result<Option<SellerProfile>> {
     if !is_profile_key(account_id) {
         return Ok(None);
     }
-    Ok(base.store.read(|rx| rx.record::<SellerProfile>(Ns::Seller, account_id))?)
+    Ok(base.store().read(|rx| rx.record::<SellerProfile>(Ns::Seller, account_id))?)
 }
 
 fn info(base: &Base, p: &SellerProfile) -> Result<SellerInfo> {
     let account = accounts::account(base, &p.account_id)?;
-    let record: Option<SellerRecord> = base.store.read(|rx| rx.seller(&p.seller_id))?;
+    let record: Option<SellerRecord> = base.store().read(|rx| rx.seller(&p.seller_id))?;
     let email = match &account {
-        Some(a) => a.email(&base.keys)?.expose().to_owned(),
+        Some(a) => a.email(base.keys())?.expose().to_owned(),
         None => String::new(),
     };
     Ok(SellerInfo {
@@ -378,7 +378,7 @@ pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
     let folded = folded_name(&name);
 
     // Refuse what the transaction below would refuse before an account is created.
-    let taken_name = base.store.read(|rx| name_taken(rx, &folded))?;
+    let taken_name = base.store().read(|rx| name_taken(rx, &folded))?;
     if let Some(owner) = taken_name {
         return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
     }
@@ -406,8 +406,8 @@ pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
             Err(e) => return Err(e.into()),
         },
     };
-    let now = base.clock.now();
-    let (profile, adopted_catalogue_seller) = base.store.write(|tx| -> Result<(SellerProfile, bool)> {
+    let now = base.clock().now();
+    let (profile, adopted_catalogue_seller) = base.store().write(|tx| -> Result<(SellerProfile, bool)> {
         if let Some(owner) = name_taken(tx, &folded)? {
             return Err(SellerError::Exists(format!("a registered seller is named {name:?} already ({owner})")));
         }
@@ -440,7 +440,7 @@ pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
     })?;
     tracing::info!(account = %profile.account_id, seller = %profile.seller_id, "seller registered");
     let invite = if new.invite {
-        let lang = base.settings.default_language.clone();
+        let lang = base.settings().default_language.clone();
         Some(match accounts::request_signin_link(base, &email, "/seller/intents", &lang)? {
             MailOutcome::Queued => "queued".to_owned(),
             MailOutcome::Throttled => "throttled".to_owned(),
@@ -463,7 +463,7 @@ fn name_taken(rx: &impl Reads, folded: &str) -> Result<Option<String>> {
 /// # Errors
 /// Storage and key errors.
 pub fn list(base: &Base) -> Result<Vec<SellerInfo>> {
-    let profiles = base.store.read(profiles_in)?;
+    let profiles = base.store().read(profiles_in)?;
     profiles.iter().map(|p| info(base, p)).collect()
 }
 
@@ -476,7 +476,7 @@ pub fn find(base: &Base, id: &str) -> Result<SellerProfile> {
     if let Some(p) = profile(base, id)? {
         return Ok(p);
     }
-    base.store.read(profiles_in)?.into_iter().find(|p| p.seller_id == id).ok_or(SellerError::NotFound)
+    base.store().read(profiles_in)?.into_iter().find(|p| p.seller_id == id).ok_or(SellerError::NotFound)
 }
 
 /// Disables or re-enables a seller (`isto admin seller disable|enable ID`, ID `acc_…`
@@ -496,7 +496,7 @@ pub fn set_disabled(base: &Base, id: &str, disabled: bool) -> Result<Toggled> {
         Err(e) => return Err(e.into()),
     }
     let tokens_revoked = if disabled { crate::oauth::revoke_account(base, &p.account_id)? } else { 0 };
-    base.store.write(|tx| -> Result<()> {
+    base.store().write(|tx| -> Result<()> {
         if let Some(mut r) = tx.seller::<SellerRecord>(&p.seller_id)? {
             r.disabled = disabled;
             let folded = folded_name(&r.name);
@@ -522,7 +522,7 @@ pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
 /// address), else its owner account, else the intent itself. Never leaves this module.
 fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
     if let Some(contact) = &rec.contact {
-        let email = base.keys.open_str(contact)?;
+        let email = base.keys().open_str(contact)?;
         // The unkeyed address hash is only the pseudonym MAC's input here (never
         // stored): kept as it was, so existing pseudonyms stay stable.
         return Ok(crate::crypto::token_hash("address", &email.expose().trim().to_ascii_lowercase()));
@@ -540,21 +540,21 @@ fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
 /// Key errors (the sealed contact cannot be opened).
 pub fn pseudonym(base: &Base, rec: &IntentRecord, seller_id: &str) -> Result<String> {
     let key = buyer_key(base, rec)?;
-    let mac = base.keys.mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
+    let mac = base.keys().mac(&[b"pseudonym", key.as_bytes(), seller_id.as_bytes()]);
     Ok(format!("buyer-{}", mac.get(..12).unwrap_or(&mac)))
 }
 
 /// The handle under which seller `seller_id` (`sel_…`) sees intent `intent_id`
 /// (PROTOCOL.md §2): `hdl_…`, stable for the pair, unrelated between sellers.
 pub fn handle(base: &Base, seller_id: &str, intent_id: &str) -> String {
-    base.keys.handles().seal(seller_id, intent_id)
+    base.keys().handles().seal(seller_id, intent_id)
 }
 
 /// The intent id behind `handle` when it is seller `seller_id`'s handle; `None` for any
 /// other string — another seller's handle, an intent id, a tampered handle — which the
 /// caller refuses like an unknown intent.
 pub fn intent_of_handle(base: &Base, seller_id: &str, handle: &str) -> Option<String> {
-    base.keys.handles().open(seller_id, handle)
+    base.keys().handles().open(seller_id, handle)
 }
 
 /// Whether `rec` is open to `profile`'s seller at `now`: active, pseudonymous, in the

@@ -171,12 +171,12 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
 /// # Errors
 /// Storage and key errors.
 pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
-    let now = base.clock.now();
+    let now = base.clock().now();
     let since = q.since.map(seller_minute);
     let since_number = since.map(|s| s.unix_timestamp().div_euclid(60));
     // The active set in memory (no store read, see `crate::base::active`), with its
     // times parsed once: `open_to` without parsing validUntil.
-    let recs = base.active.filter(|rec, t| {
+    let recs = base.active().filter(|rec, t| {
         t.active_at(rec, now)
             && rec.visibility == crate::protocol::Visibility::Pseudonymous
             && profile.serves(&rec.category, &rec.area)

@@ -111,13 +111,13 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
     }
     f.finish("; id, seller, publishedAt and extensions are assigned by the holder")?;
     row.insert("seller".into(), json!({"name": profile.name}));
-    let currencies: Vec<String> = base.settings.rates.keys().cloned().collect();
+    let currencies: Vec<String> = base.settings().rates.keys().cloned().collect();
     let input = parse_json_row(&Value::Object(row), &currencies)?;
     if !profile.serves_category(&input.category) {
         return Err(InputError(format!("category must be one this seller serves ({})", profile.categories.join(", "))));
     }
     if let Some(v) = &input.valid_until {
-        if !offer_current(Some(v), base.clock.now()) {
+        if !offer_current(Some(v), base.clock().now()) {
             return Err(InputError("validUntil must be in the future".into()));
         }
     }
@@ -166,9 +166,9 @@ impl ReplyTarget {
 /// Storage errors.
 pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) -> Result<ReplyOutcome> {
     let (intent_id, input) = (reply.intent_id.clone(), reply.offer.clone());
-    let now = base.clock.now();
+    let now = base.clock().now();
     // No intent is written here (the match is), so the plain store transaction.
-    let outcome = base.store.write(|tx| -> Result<ReplyOutcome> {
+    let outcome = base.store().write(|tx| -> Result<ReplyOutcome> {
         let Some(rec) = tx.intent::<ReplyTarget>(&intent_id)? else {
             return Ok(ReplyOutcome::refused(REFUSED_NOT_OPEN));
         };
@@ -273,7 +273,11 @@ mod tests {
         });
         let rec: IntentRecord = serde_json::from_value(v).unwrap();
         // Written as the store keeps it, without the engine (which would open the limit).
-        b.store.write(|tx| tx.put_intent(&rec.id, &rec, true, crate::base::sweep_due(&rec))).unwrap();
+        b.store()
+            .write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), &rec.id, &rec, true, crate::base::sweep_due(&rec))
+            })
+            .unwrap();
         rec
     }
 
@@ -305,7 +309,7 @@ mod tests {
     fn the_answer_path_never_opens_the_hidden_limit_and_answers_alike_on_both_sides_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let (b, _) = base(dir.path());
-        intent(&b, "int_a", 12_000.0, &b.keys);
+        intent(&b, "int_a", 12_000.0, b.keys());
         let (below, opened_below, below_id) = submit(&b, &reply(&b, "int_a", "Octavia below", 11_000.0));
         let (above, opened_above, _) = submit(&b, &reply(&b, "int_a", "Octavia above", 15_000.0));
         assert_eq!(below, json!({"accepted": true}));
@@ -313,22 +317,22 @@ mod tests {
         assert_eq!((opened_below, opened_above), (0, 0), "no sealed value is opened before the answer");
         // Nothing is delivered or scheduled before the tick: the queue holds both.
         assert!(delivered(&b, "int_a").is_empty());
-        assert_eq!(b.store.read(|rx| rx.digest_due_at("int_a")).unwrap(), None);
-        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 2);
+        assert_eq!(b.store().read(|rx| rx.digest_due_at("int_a")).unwrap(), None);
+        assert_eq!(b.store().read(|rx| rx.pending_reply_count()).unwrap(), 2);
         // The tick opens the limit and delivers only the reply within it.
         let before = crypto::opened_on_this_thread();
         assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 1);
         assert!(crypto::opened_on_this_thread() > before, "the match after the answer opens the limit");
         assert_eq!(delivered(&b, "int_a"), vec!["Octavia below"]);
-        assert!(b.store.read(|rx| rx.digest_due_at("int_a")).unwrap().is_some(), "the digest is scheduled");
-        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
-        let rec: IntentRecord = b.store.read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert!(b.store().read(|rx| rx.digest_due_at("int_a")).unwrap().is_some(), "the digest is scheduled");
+        assert_eq!(b.store().read(|rx| rx.pending_reply_count()).unwrap(), 0);
+        let rec: IntentRecord = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
         assert_eq!(rec.match_count, 1);
-        assert!(b.engine.contains("int_a"), "the delivery's intent write went through Base::write");
+        assert!(b.engine_contains("int_a"), "the delivery's intent write went through Base::write");
         // A second drain finds nothing: matched once.
         assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 0);
         assert_eq!(delivered(&b, "int_a").len(), 1);
-        let stored: OfferRecord = b.store.read(|rx| rx.offer(&below_id)).unwrap().unwrap();
+        let stored: OfferRecord = b.store().read(|rx| rx.offer(&below_id)).unwrap().unwrap();
         assert!(!stored.active, "a reply never enters the catalogue");
     }
 
@@ -339,12 +343,12 @@ mod tests {
     fn one_tick_is_one_write_transaction_whatever_the_replies_outcomes() {
         let dir = tempfile::tempdir().unwrap();
         let (b, _) = base(dir.path());
-        intent(&b, "int_a", 12_000.0, &b.keys);
-        intent(&b, "int_b", 12_000.0, &b.keys);
+        intent(&b, "int_a", 12_000.0, b.keys());
+        intent(&b, "int_b", 12_000.0, b.keys());
         let tick = |expect_delivered: u64| {
-            let before = b.store.commits().unwrap();
+            let before = b.store().commits().unwrap();
             assert_eq!(deliveries::match_queued_replies(&b).unwrap(), expect_delivered);
-            b.store.commits().unwrap() - before
+            b.store().commits().unwrap() - before
         };
         assert_eq!(tick(0), 1, "an empty queue");
         submit(&b, &reply(&b, "int_a", "Octavia above", 15_000.0));
@@ -355,7 +359,7 @@ mod tests {
         submit(&b, &reply(&b, "int_b", "Octavia below", 11_000.0));
         submit(&b, &reply(&b, "int_a", "Octavia above again", 16_000.0));
         assert_eq!(tick(1), 1, "three replies, one delivered");
-        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
+        assert_eq!(b.store().read(|rx| rx.pending_reply_count()).unwrap(), 0);
         assert_eq!(delivered(&b, "int_a"), vec!["Octavia below"]);
         assert_eq!(delivered(&b, "int_b"), vec!["Octavia below"]);
     }
@@ -366,7 +370,7 @@ mod tests {
         // path that opened it (or branched on it) could not answer as usual.
         let dir = tempfile::tempdir().unwrap();
         let (b, _) = base(dir.path());
-        intent(&b, "int_ok", 12_000.0, &b.keys);
+        intent(&b, "int_ok", 12_000.0, b.keys());
         intent(&b, "int_sealed_elsewhere", 12_000.0, &KeyRing::ephemeral());
         let (normal, _, _) = submit(&b, &reply(&b, "int_ok", "Octavia", 11_000.0));
         let (foreign, opened, _) = submit(&b, &reply(&b, "int_sealed_elsewhere", "Octavia", 11_000.0));
@@ -376,35 +380,45 @@ mod tests {
         assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 1);
         assert_eq!(delivered(&b, "int_ok"), vec!["Octavia"]);
         assert!(delivered(&b, "int_sealed_elsewhere").is_empty());
-        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0, "not retried forever");
+        assert_eq!(b.store().read(|rx| rx.pending_reply_count()).unwrap(), 0, "not retried forever");
     }
 
     #[test]
     fn replies_are_not_delivered_to_intents_that_stopped_taking_them_before_the_drain() {
         let dir = tempfile::tempdir().unwrap();
         let (b, clock) = base(dir.path());
-        let mut private = intent(&b, "int_private", 12_000.0, &b.keys);
-        let erased = intent(&b, "int_erased", 12_000.0, &b.keys);
-        intent(&b, "int_expiring", 12_000.0, &b.keys);
+        let mut private = intent(&b, "int_private", 12_000.0, b.keys());
+        let erased = intent(&b, "int_erased", 12_000.0, b.keys());
+        intent(&b, "int_expiring", 12_000.0, b.keys());
         for id in ["int_private", "int_erased", "int_expiring"] {
             assert_eq!(submit(&b, &reply(&b, id, "Octavia", 11_000.0)).0, json!({"accepted": true}));
         }
         private.visibility = Visibility::Private;
-        b.store.write(|tx| tx.put_intent(&private.id, &private, true, crate::base::sweep_due(&private))).unwrap();
-        b.store.write(|tx| tx.remove_intent(&erased.id)).unwrap();
+        b.store()
+            .write(|tx| {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    &private.id,
+                    &private,
+                    true,
+                    crate::base::sweep_due(&private),
+                )
+            })
+            .unwrap();
+        b.store().write(|tx| tx.remove_intent(&crate::store::IntentKey::for_tests(), &erased.id)).unwrap();
         clock.advance(time::Duration::days(100));
         assert_eq!(deliveries::match_queued_replies(&b).unwrap(), 0);
         for id in ["int_private", "int_erased", "int_expiring"] {
             assert!(delivered(&b, id).is_empty(), "{id}");
         }
-        assert_eq!(b.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
+        assert_eq!(b.store().read(|rx| rx.pending_reply_count()).unwrap(), 0);
     }
 
     #[test]
     fn the_reply_target_is_open_exactly_when_the_record_is() {
         let dir = tempfile::tempdir().unwrap();
         let (b, _) = base(dir.path());
-        let rec = intent(&b, "int_a", 1.0, &b.keys);
+        let rec = intent(&b, "int_a", 1.0, b.keys());
         let now = clock::parse_rfc3339(START).unwrap();
         let later = clock::parse_rfc3339("2027-03-02T00:00:00Z").unwrap();
         let mut other_seller = profile();

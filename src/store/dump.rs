@@ -592,8 +592,20 @@ mod tests {
         let s = Store::open(path).unwrap();
         s.write(|tx| {
             let due = IntentDue { status_change: Some(5), contact_ended: Some(-7) };
-            tx.put_intent("int_a", &serde_json::json!({"x": 1, "s": "ľ\n\"q\""}), true, due)?;
-            tx.put_intent("int_b", &serde_json::json!({"x": 2}), false, IntentDue::default())?;
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                "int_a",
+                &serde_json::json!({"x": 1, "s": "ľ\n\"q\""}),
+                true,
+                due,
+            )?;
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                "int_b",
+                &serde_json::json!({"x": 2}),
+                false,
+                IntentDue::default(),
+            )?;
             tx.put_token("code:ab", "int_a")?;
             tx.put_offer("off_a", &serde_json::json!({"p": 1.5}), Some(("sel_a", "ref 1")))?;
             tx.put_seller("sel_a", "acme", &serde_json::json!({"n": "Acme"}))?;

@@ -9,6 +9,25 @@ use redb::ReadableTable;
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::BTreeSet;
 
+/// The right to write intent records: [`Tx::put_intent`] and [`Tx::remove_intent`]
+/// take it. Only [`super::Store::intent_key`] makes one, once per open store (and, in test builds,
+/// `IntentKey::for_tests`), so the compiler holds every intent write to the one holder
+/// of the key: `base::Base`, whose `Base::write` keeps the rules of an intent write.
+#[derive(Debug)]
+pub struct IntentKey {
+    pub(super) _only_from_the_store: (),
+}
+
+impl IntentKey {
+    /// A key for tests that write intent records directly (as an older isto left them,
+    /// say); only in test builds and with the `testkit` feature, never in `isto serve`.
+    #[cfg(any(test, feature = "testkit"))]
+    #[doc(hidden)]
+    pub fn for_tests() -> Self {
+        Self { _only_from_the_store: () }
+    }
+}
+
 /// When the sweep must next look at an intent, in unix µs (floored). The caller of
 /// [`Tx::put_intent`] computes it from the record (the store does not read records).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,7 +91,14 @@ impl Tx<'_> {
     ///
     /// # Errors
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
-    pub fn put_intent<T: Serialize>(&mut self, id: &str, record: &T, active: bool, due: IntentDue) -> Result<()> {
+    pub fn put_intent<T: Serialize>(
+        &mut self,
+        _key: &IntentKey,
+        id: &str,
+        record: &T,
+        active: bool,
+        due: IntentDue,
+    ) -> Result<()> {
         let bytes = encode("intents", record)?;
         self.txn.open_table(INTENTS)?.insert(id, bytes.as_slice())?;
         {
@@ -91,7 +117,7 @@ impl Tx<'_> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
+    pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.txn.open_table(INTENTS)?.remove(id)?;
         self.txn.open_table(ACTIVE)?.remove(id)?;
         self.set_intent_person(id, None)?;
@@ -147,10 +173,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let s = Store::open(&d.path().join("s.redb")).unwrap();
         s.write(|tx| {
-            tx.put_intent("int_a", &json!({}), false, due(Some(100), None))?;
-            tx.put_intent("int_b", &json!({}), true, due(Some(200), None))?;
-            tx.put_intent("int_c", &json!({}), false, due(None, Some(50)))?;
-            tx.put_intent("int_d", &json!({}), false, IntentDue::default())?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(100), None))?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), true, due(Some(200), None))?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, due(None, Some(50)))?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_d", &json!({}), false, IntentDue::default())?;
             Ok::<_, StoreError>(())
         })
         .unwrap();
@@ -162,9 +188,9 @@ mod tests {
         assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
         // A rewrite moves the rows; an ended intent without contact leaves the index.
         s.write(|tx| {
-            tx.put_intent("int_a", &json!({}), true, due(Some(300), None))?;
-            tx.put_intent("int_b", &json!({}), false, due(None, Some(250)))?;
-            tx.put_intent("int_c", &json!({}), false, IntentDue::default())
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), true, due(Some(300), None))?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), false, due(None, Some(250)))?;
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, IntentDue::default())
         })
         .unwrap();
         assert_eq!(ids(299, 249), Vec::<String>::new());
@@ -178,7 +204,10 @@ mod tests {
     fn an_intent_due_in_both_tables_is_listed_once() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| tx.put_intent("int_a", &json!({}), false, due(Some(10), Some(10)))).unwrap();
+        s.write(|tx| {
+            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(10), Some(10)))
+        })
+        .unwrap();
         assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
     }
 }

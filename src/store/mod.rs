@@ -31,6 +31,8 @@
 mod deliveries;
 mod dump;
 mod error;
+#[cfg(test)]
+pub(crate) mod faults;
 mod intent_times;
 mod intents;
 mod keymeta;
@@ -48,7 +50,7 @@ mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
-pub use intents::IntentDue;
+pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
 use reads::{all_json, get_json, get_str, meta_counter, range_json, Tables};
 pub use reads::{Reads, Rx, Tx};
@@ -129,6 +131,8 @@ pub struct Store {
     reopened: Condvar,
     /// Held by [`Store::writable`]'s probe, so concurrent readiness checks probe once.
     probe: Mutex<()>,
+    /// Whether [`Store::intent_key`] has handed out the key.
+    intent_key_taken: std::sync::atomic::AtomicBool,
 }
 
 /// What [`Store`] knows of its handle.
@@ -336,7 +340,14 @@ impl Store {
             failing: false,
             last_write: None,
         };
-        Ok(Self { open, path, state: Mutex::new(state), reopened: Condvar::new(), probe: Mutex::new(()) })
+        Ok(Self {
+            open,
+            path,
+            state: Mutex::new(state),
+            reopened: Condvar::new(),
+            probe: Mutex::new(()),
+            intent_key_taken: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     /// Runs `f` in one write transaction and commits (durably) when it returns `Ok`;
@@ -518,6 +529,24 @@ impl Store {
 
     fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The one key to this store's intent writes ([`Tx::put_intent`],
+    /// [`Tx::remove_intent`]): the first call gets it, every later one `None`. The
+    /// services' base takes it when it is assembled, so no other code can write an
+    /// intent record past its rules (the active set, the expiry and person indexes, the
+    /// per-person cap, the matching engine).
+    pub fn intent_key(&self) -> Option<IntentKey> {
+        (!self.intent_key_taken.swap(true, std::sync::atomic::Ordering::SeqCst))
+            .then_some(IntentKey { _only_from_the_store: () })
+    }
+
+    /// Whether an I/O failure was seen and the file has not been reopened since: reads
+    /// may then still see commits that were never made durable and that the reopen
+    /// (redb's recovery) will drop. `base` rebuilds its engine only from a store that
+    /// is not failed.
+    pub fn failed(&self) -> bool {
+        self.lock_state().broken
     }
 
     /// The handle for one call: the one already lent to an outer call on this thread, or

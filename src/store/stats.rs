@@ -178,8 +178,20 @@ mod tests {
         let s = Store::open(&dir.path().join("s.redb")).unwrap();
         assert_eq!(s.read(|rx| rx.counts()).unwrap(), Counts::default());
         s.write(|tx: &mut Tx<'_>| -> Result<()> {
-            tx.put_intent("int_a", &serde_json::json!({"n": 1}), true, Default::default())?;
-            tx.put_intent("int_b", &serde_json::json!({"n": 2}), false, Default::default())?;
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                "int_a",
+                &serde_json::json!({"n": 1}),
+                true,
+                Default::default(),
+            )?;
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                "int_b",
+                &serde_json::json!({"n": 2}),
+                false,
+                Default::default(),
+            )?;
             tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
             tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
             tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;

@@ -83,7 +83,15 @@ fn on_a_disk_that_fills(path: &Path) -> (Store, Arc<AtomicBool>) {
 }
 
 fn put(s: &Store, id: &str, size: usize) -> Result<()> {
-    s.write(|tx| tx.put_intent(id, &serde_json::json!({"pad": "x".repeat(size)}), true, IntentDue::default()))
+    s.write(|tx| {
+        tx.put_intent(
+            &crate::store::IntentKey::for_tests(),
+            id,
+            &serde_json::json!({"pad": "x".repeat(size)}),
+            true,
+            IntentDue::default(),
+        )
+    })
 }
 
 fn has(s: &Store, id: &str) -> bool {
@@ -144,7 +152,13 @@ fn concurrent_calls_fail_together_and_recover_together_without_deadlock() {
                     s.write(|tx| {
                         let seen = s.read(|rx| rx.intent::<serde_json::Value>("int_0"))?;
                         assert!(seen.is_some());
-                        tx.put_intent(&id, &serde_json::json!({"i": i}), true, IntentDue::default())
+                        tx.put_intent(
+                            &crate::store::IntentKey::for_tests(),
+                            &id,
+                            &serde_json::json!({"i": i}),
+                            true,
+                            IntentDue::default(),
+                        )
                     })
                     .unwrap();
                     assert!(has(&s, &id));
@@ -212,7 +226,16 @@ fn schema_version_and_reopen() {
     let p = d.path().join("s.redb");
     {
         let s = Store::open(&p).unwrap();
-        s.write(|tx| tx.put_intent("int_a", &serde_json::json!({"x": 1}), true, IntentDue::default())).unwrap();
+        s.write(|tx| {
+            tx.put_intent(
+                &crate::store::IntentKey::for_tests(),
+                "int_a",
+                &serde_json::json!({"x": 1}),
+                true,
+                IntentDue::default(),
+            )
+        })
+        .unwrap();
     }
     let s = Store::open(&p).unwrap();
     let v: Option<serde_json::Value> = s.read(|rx| rx.intent("int_a")).unwrap();
@@ -253,7 +276,9 @@ fn a_record_that_does_not_encode_is_an_error_and_writes_nothing() {
     assert!(matches!(e, StoreError::Encode(ref t, _) if t == "records/client"), "{e}");
     assert!(!e.to_string().contains("a\""), "{e}");
     assert_eq!(s.read(|rx| rx.record::<serde_json::Value>(Ns::Client, "a")).unwrap(), None);
-    let e = s.write(|tx| tx.put_intent("int_a", &bad, true, IntentDue::default())).unwrap_err();
+    let e = s
+        .write(|tx| tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &bad, true, IntentDue::default()))
+        .unwrap_err();
     assert!(matches!(e, StoreError::Encode(ref t, _) if t == "intents"), "{e}");
     assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
     assert!(s.write(|tx| tx.enqueue_mail(&bad)).is_err());

@@ -126,8 +126,8 @@ impl Env {
     }
 
     fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.base.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.base.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+        let jobs: Vec<(u64, MailJob)> = self.base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.base.keys().open(&j.sealed).unwrap()).unwrap()).collect()
     }
 
     /// The token after `marker` in the newest mail that has it.
@@ -253,7 +253,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let e = env();
     let page = e.get("/signup", None).await;
     assert_page_headers(&page);
-    assert!(page.body.contains(&e.base.consent.get("en").body.lines().next().unwrap().trim().to_owned()));
+    assert!(page.body.contains(&e.base.consent().get("en").body.lines().next().unwrap().trim().to_owned()));
     // The checkbox is required.
     let csrf = page.csrf_for("/signup");
     let pre = page.pre_cookie();
@@ -315,9 +315,9 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let a = e.stored(EMAIL);
     assert_eq!(a.role, ROLE_BUYER);
     assert!(a.id.starts_with("acc_"));
-    assert_eq!(a.consent_version.as_deref(), Some(e.base.consent.get("en").version.as_str()));
+    assert_eq!(a.consent_version.as_deref(), Some(e.base.consent().get("en").version.as_str()));
     assert!(a.password_hash.as_deref().unwrap().starts_with("$argon2id$v=19$m=19456,t=2,p=1$"));
-    assert_eq!(a.email(&e.base.keys).unwrap().expose(), "Person.One@buyer.example");
+    assert_eq!(a.email(e.base.keys()).unwrap().expose(), "Person.One@buyer.example");
     assert!(!a.email.ct.contains("Person"), "the address is sealed at rest");
     assert_eq!(e.current(&cookie), Some((a.id.clone(), "buyer".to_owned())));
     assert_eq!(
@@ -333,7 +333,7 @@ async fn signup_is_double_opt_in_and_sets_a_secure_cookie() {
     let session_token = cookie.split_once('=').unwrap().1.to_owned();
     let keys: Vec<String> = e
         .base
-        .store
+        .store()
         .read(|rx| -> Result<_, StoreError> {
             let mut k: Vec<String> = rx.records::<serde_json::Value>(Ns::Session)?.into_iter().map(|r| r.0).collect();
             k.extend(rx.records::<serde_json::Value>(Ns::SignInLink)?.into_iter().map(|r| r.0));
@@ -409,7 +409,7 @@ async fn successful_signin_rehashes_weaker_parameters() {
     let id = create_seller(&e.base, "seller@dealer.example", "Dealer").unwrap();
     let weak = password::hash_with(PASSWORD, password::HashParams::new(1024, 1, 1, None).unwrap()).unwrap();
     e.base
-        .store
+        .store()
         .write(|tx| -> Result<(), StoreError> {
             let mut a: Account = tx.record(Ns::Account, &id)?.unwrap();
             a.password_hash = Some(weak.clone());
@@ -448,7 +448,7 @@ async fn signin_link_is_single_use_and_expires() {
     assert_eq!(e.current(&r.cookie().unwrap()), Some((id.clone(), "seller".into())));
     // Used once: gone for GET and POST.
     assert_eq!(e.get(&format!("/signin/link/{token}"), None).await.status, StatusCode::GONE);
-    let csrf = e.base.keys.csrf_token("signin-link", &token, e.base.clock.now().unix_timestamp());
+    let csrf = e.base.keys().csrf_token("signin-link", &token, e.base.clock().now().unix_timestamp());
     let again = e.post(&format!("/signin/link/{token}"), &[("csrf", &csrf)], None).await;
     assert_eq!(again.status, StatusCode::GONE);
     assert!(again.cookie().is_none());
@@ -665,7 +665,7 @@ async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
 
 /// Whether the store holds a session under `key`.
 fn session_exists(h: &Base, key: &str) -> bool {
-    h.store.read(|rx| rx.record::<SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
+    h.store().read(|rx| rx.record::<SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
 }
 
 /// Issue 10 point 7 (login CSRF): the sign-in and sign-up forms' CSRF tokens are bound to

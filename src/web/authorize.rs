@@ -72,7 +72,7 @@ pub(super) fn routes(app: AppState, server: Arc<Server>, people: Arc<dyn People>
 /// The page's strings: the browser's language (`Accept-Language`), else the holder's
 /// default.
 fn texts(ctx: &Ctx, headers: &HeaderMap) -> &'static Ui {
-    ui(request_lang(headers, &ctx.app.base.settings.default_language))
+    ui(request_lang(headers, &ctx.app.base.settings().default_language))
 }
 
 fn alert(text: &str) -> Markup {
@@ -181,7 +181,7 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
         Ok(a) => a,
         Err(res) => return res,
     };
-    let csrf = ctx.app.base.keys.csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
+    let csrf = ctx.app.base.keys().csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
     let u = texts(&ctx, &headers);
     page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf))
 }
@@ -202,7 +202,8 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     let u = texts(&ctx, &headers);
     let t = u.authorize;
     let now = now_unix(&ctx.app);
-    let csrf = p.get("csrf").filter(|c| ctx.app.base.keys.csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
+    let csrf =
+        p.get("csrf").filter(|c| ctx.app.base.keys().csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
     let Some(csrf) = csrf else {
         return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired));
     };
@@ -230,7 +231,7 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
 /// The consent page body: who asks, for what, where the answer goes, Allow and Deny.
 fn consent(ctx: &Ctx, t: &AuthorizeText, p: &Params, r: &AuthzRequest, csrf: &str) -> Markup {
     let name = r.client.client_name.clone().unwrap_or_else(|| authorize::destination(&r.client.client_id));
-    let holder = &ctx.app.base.settings.holder_name;
+    let holder = &ctx.app.base.settings().holder_name;
     html! {
         p { strong { (name) } " " (t.asks) " " strong { (holder) } "." }
         @if r.client.metadata_document {

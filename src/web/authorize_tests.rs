@@ -381,7 +381,7 @@ async fn registration_validates_redirect_uris_and_metadata() {
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
     // A name that would show other text than it holds (issue 10 point 7): refused, naming
     // the field and the character; nothing is stored.
-    let before = e.base.store.read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len();
+    let before = e.base.store().read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len();
     for (name, code) in [
         ("Good app \u{202E}moc.live", "U+202E"),
         ("\u{2066}Agent\u{2069}", "U+2066"),
@@ -407,7 +407,7 @@ async fn registration_validates_redirect_uris_and_metadata() {
         .post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "software_id": "x\u{202D}y"}))
         .await;
     assert_eq!(r.json()["error"], "invalid_client_metadata");
-    assert_eq!(e.base.store.read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len(), before);
+    assert_eq!(e.base.store().read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len(), before);
     // Letters of any script, and a plain name around spaces, are kept.
     let r = e
         .post_json(
@@ -647,7 +647,7 @@ async fn the_allow_form_mints_one_code_however_often_it_is_posted() {
     let mut form = fields.to_vec();
     form.push(("csrf", &csrf));
     form.push(("decision", "allow"));
-    let codes = || e.base.store.read(|rx| rx.records::<Value>(Ns::AuthCode)).unwrap().len();
+    let codes = || e.base.store().read(|rx| rx.records::<Value>(Ns::AuthCode)).unwrap().len();
     let first = e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None).await;
     assert_eq!(first.status, StatusCode::SEE_OTHER);
     let code = first.location_param("code").unwrap();
@@ -672,7 +672,7 @@ async fn the_allow_form_mints_one_code_however_often_it_is_posted() {
     // Answered forms are forgotten once their token could no longer be posted.
     e.clock.advance(time::Duration::seconds(7261 + 86400));
     sweep(&e.base).unwrap();
-    assert_eq!(e.base.store.read(|rx| rx.records::<Value>(Ns::AuthDecision)).unwrap().len(), 0);
+    assert_eq!(e.base.store().read(|rx| rx.records::<Value>(Ns::AuthDecision)).unwrap().len(), 0);
 }
 
 #[tokio::test]
@@ -843,7 +843,7 @@ fn pair(r: &Resp) -> (String, String) {
 #[tokio::test]
 async fn a_refresh_token_presented_again_within_the_grace_window_gets_the_same_pair() {
     let e = env();
-    assert_eq!(e.base.settings.limits.refresh_grace_secs, 30);
+    assert_eq!(e.base.settings().limits.refresh_grace_secs, 30);
     let (client, t) = e.buyer_tokens().await;
     // Five parallel refreshes with the same token: one rotation, five equal answers.
     let r = || e.refresh(&client, &t.refresh);
@@ -863,7 +863,7 @@ async fn a_refresh_token_presented_again_within_the_grace_window_gets_the_same_p
     assert_eq!(again.json()["scope"], "intents");
     assert!(e.check(&first.0, &buyer(), "intents").is_ok());
     // Nothing but hashes is stored: no token value in any record.
-    let records = e.base.store.read(|rx| rx.records::<Value>(Ns::Token)).unwrap();
+    let records = e.base.store().read(|rx| rx.records::<Value>(Ns::Token)).unwrap();
     for v in [&first.0, &first.1, &t.refresh] {
         assert!(!records.iter().any(|(k, r)| k.contains(v.as_str()) || r.to_string().contains(v.as_str())));
     }
@@ -1036,13 +1036,13 @@ async fn revoke_account_and_sweep() {
     assert_eq!(revoke_account(&e.base, "acc_buyer").unwrap(), 0);
 
     let before: Vec<(String, Value)> =
-        e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(Ns::Token) }).unwrap();
+        e.base.store().read(|rx| -> Result<_, StoreError> { rx.records(Ns::Token) }).unwrap();
     assert_eq!(before.len(), 4);
     assert_eq!(sweep(&e.base).unwrap(), 0);
     e.clock.advance(time::Duration::days(31));
     assert!(sweep(&e.base).unwrap() >= 8);
     for ns in [Ns::Token, Ns::TokenFamily, Ns::AuthCode] {
-        let left: Vec<(String, Value)> = e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
+        let left: Vec<(String, Value)> = e.base.store().read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
         assert!(left.is_empty(), "{ns:?}: {left:?}");
     }
 }
@@ -1058,7 +1058,7 @@ async fn only_hashes_are_stored() {
     let t = e.exchange(&client, &code, REDIRECT, &verifier).await.json();
     let mut dump = String::new();
     for ns in [Ns::Client, Ns::AuthCode, Ns::Token, Ns::TokenFamily, Ns::AuthDecision] {
-        let rows: Vec<(String, Value)> = e.base.store.read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
+        let rows: Vec<(String, Value)> = e.base.store().read(|rx| -> Result<_, StoreError> { rx.records(ns) }).unwrap();
         dump.push_str(&serde_json::to_string(&rows).unwrap());
     }
     for s in
@@ -1068,7 +1068,7 @@ async fn only_hashes_are_stored() {
     }
     // The client secret under a keyed hash (HMAC with the holder's key).
     let id = reg["client_id"].as_str().unwrap();
-    let c = e.base.store.read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    let c = e.base.store().read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
     assert!(c.client_secret_hash.unwrap().starts_with("hmac1:"));
 }
 
@@ -1078,10 +1078,10 @@ async fn a_client_secret_stored_unkeyed_still_authenticates_and_is_rewritten_key
     let reg = e.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT]})).await.json();
     let (id, secret) = (reg["client_id"].as_str().unwrap(), reg["client_secret"].as_str().unwrap());
     let e = &e;
-    let read = || e.base.store.read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    let read = || e.base.store().read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
     let mut c = read();
     c.client_secret_hash = Some(crate::crypto::token_hash("oauth-client-secret", secret));
-    e.base.store.write(|tx| tx.put_record(Ns::Client, id, &c)).unwrap();
+    e.base.store().write(|tx| tx.put_record(Ns::Client, id, &c)).unwrap();
     let ask = |basic: String| async move {
         let fields = [("grant_type", "refresh_token"), ("refresh_token", "nope")];
         e.post_form("/oauth/token", &fields, None, Some(&basic)).await

@@ -43,13 +43,13 @@ pub(super) fn current(base: &Base, headers: &HeaderMap) -> Option<(String, Strin
 
 /// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
 pub(super) fn session_cookie(base: &Base, token: &str) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+    let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
 }
 
 /// The `Set-Cookie` value that deletes the session cookie.
 pub(super) fn clear_cookie(base: &Base) -> String {
-    let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+    let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
     format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
 }
 
@@ -72,7 +72,7 @@ pub(super) struct PreSession {
 
 impl PreSession {
     fn cookie_name(base: &Base) -> &'static str {
-        if base.settings.public_url.is_https() {
+        if base.settings().public_url.is_https() {
             PRE_SESSION_COOKIE_HTTPS
         } else {
             PRE_SESSION_COOKIE_HTTP
@@ -102,7 +102,7 @@ impl PreSession {
             return Self { binding, set_cookie: None };
         }
         let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
-        let secure = if base.settings.public_url.is_https() { "; Secure" } else { "" };
+        let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
         let cookie = format!(
             "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
             Self::cookie_name(base),

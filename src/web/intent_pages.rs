@@ -16,8 +16,8 @@ pub(super) fn consent_form_page(
     status: StatusCode,
     error: Option<(&str, bool)>,
 ) -> Response {
-    let text = h.base.consent.get(ui.lang);
-    let csrf = h.base.keys.csrf_token(CSRF_CONSENT, token, now_unix(h));
+    let text = h.base.consent().get(ui.lang);
+    let csrf = h.base.keys().csrf_token(CSRF_CONSENT, token, now_unix(h));
     let form = pages::ConsentForm { token, csrf: &csrf, text_language: &text.language, text: &text.body, error };
     page(h, ui, status, ui.consent_title, pages::consent(ui, intent, &form))
 }
@@ -155,7 +155,7 @@ pub(super) async fn consent_sent(State(h): State<Shared>, Path(token): Path<Stri
 pub(super) fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
     match intent.status {
         Status::AwaitingEmailConfirmation => {
-            let csrf = h.base.keys.csrf_token(CSRF_CONFIRM, token, now_unix(h));
+            let csrf = h.base.keys().csrf_token(CSRF_CONFIRM, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.confirm_title, pages::confirm(ui, intent, token, &csrf))
         }
         Status::Active => used_confirm_page(h, ui, intent, ui.already_active),
@@ -244,7 +244,7 @@ pub(super) async fn results_page(
             let mut v = v;
             crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
             let ui = intent_ui(&h, &v.intent);
-            let csrf = h.base.keys.csrf_token(CSRF_CADENCE, &token, now_unix(&h));
+            let csrf = h.base.keys().csrf_token(CSRF_CADENCE, &token, now_unix(&h));
             let action = format!("/results/{token}/cadence");
             let form = pages::CadenceForm {
                 action: &action,
@@ -287,7 +287,7 @@ pub(super) fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token:
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
         }
         _ => {
-            let csrf = h.base.keys.csrf_token(CSRF_WITHDRAW, token, now_unix(h));
+            let csrf = h.base.keys().csrf_token(CSRF_WITHDRAW, token, now_unix(h));
             page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
         }
     }

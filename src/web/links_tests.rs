@@ -89,7 +89,7 @@ async fn a_used_confirmation_link_shows_only_its_outcome() {
         assert!(r.body.contains("stránku výsledkov"), "{path}: where to manage it now:\n{}", r.body);
     }
     // The cadence form that page used to carry is gone with its address.
-    let csrf = e.holder.base.keys.csrf_token("cadence", &confirm, e.clock.now().unix_timestamp());
+    let csrf = e.holder.base.keys().csrf_token("cadence", &confirm, e.clock.now().unix_timestamp());
     let r = e.post(&format!("/confirm/{confirm}/cadence"), &[("csrf", &csrf), ("cadence", "pause")]).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(cadence_of(&e, &code), Cadence::AsTheyCome);
@@ -188,7 +188,7 @@ async fn expired_and_used_links_show_a_way_forward_in_every_language() {
         let p = e.publish(args.clone());
         assert_eq!(p.intent.language, lang);
         let token = consent(&e, &p.consent_url, EMAIL).await;
-        let csrf = e.holder.base.keys.csrf_token("consent", &token, e.clock.now().unix_timestamp());
+        let csrf = e.holder.base.keys().csrf_token("consent", &token, e.clock.now().unix_timestamp());
         let r = e.post(&format!("/consent/{token}"), &[("email", EMAIL2), ("accept", "yes"), ("csrf", &csrf)]).await;
         assert_eq!(r.status, StatusCode::CONFLICT, "{lang}");
         assert_way_forward(&r, lang);

@@ -78,7 +78,7 @@ fn binding(account: &str, what: &str) -> String {
 }
 
 fn csrf(h: &AppState, purpose: &str, account: &str, what: &str) -> String {
-    h.base.keys.csrf_token(purpose, &binding(account, what), now_unix(h))
+    h.base.keys().csrf_token(purpose, &binding(account, what), now_unix(h))
 }
 
 /// 409 with a message (a renewal that cannot be made or confirmed).

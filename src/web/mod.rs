@@ -227,7 +227,7 @@ async fn stylesheet(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
 
 /// Renders a page body in the layout with `status` (never indexed).
 fn page(h: &AppState, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
-    let doc = pages::layout(ui, &h.base.settings.holder_name, title, false, body);
+    let doc = pages::layout(ui, &h.base.settings().holder_name, title, false, body);
     (status, doc).into_response()
 }
 
@@ -324,13 +324,13 @@ fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<
 
 /// The holder's default page language (for pages without an intent).
 fn default_ui(h: &AppState) -> &'static Ui {
-    ui(page_lang(None, &h.base.settings.default_language))
+    ui(page_lang(None, &h.base.settings().default_language))
 }
 
 /// The page language of a page not about an intent: the browser's (`Accept-Language`,
 /// [`i18n::request_lang`]), else the holder's default.
 fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
-    i18n::request_lang(headers, &h.base.settings.default_language)
+    i18n::request_lang(headers, &h.base.settings().default_language)
 }
 
 /// The intent behind a results, withdraw or unsubscribe link (its `manage` token) and the
@@ -349,7 +349,7 @@ async fn managed(h: &Shared, token: &str) -> Result<(Intent, &'static Ui), Respo
 
 /// The page language of an intent.
 fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
-    ui(page_lang(Some(&intent.language), &h.base.settings.default_language))
+    ui(page_lang(Some(&intent.language), &h.base.settings().default_language))
 }
 
 /// The error page of a [`Fail`].
@@ -404,11 +404,11 @@ fn taken_page(h: &AppState, ui: &Ui) -> Response {
 }
 
 fn now_unix(h: &AppState) -> i64 {
-    h.base.clock.now().unix_timestamp()
+    h.base.clock().now().unix_timestamp()
 }
 
 fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
-    h.base.keys.csrf_valid(token, purpose, binding, now_unix(h))
+    h.base.keys().csrf_valid(token, purpose, binding, now_unix(h))
 }
 
 /// The fields of the pages' forms; missing fields are empty (and then fail the CSRF or
@@ -443,8 +443,8 @@ fn chosen_lang(h: &AppState, headers: &HeaderMap, query: Option<&str>) -> &'stat
 /// of [`chosen_lang`] with a switcher (`/?lang=sk|cs|en`; a GET that only chooses).
 async fn home(State(h): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let ui = ui(chosen_lang(&h, &headers, query.as_deref()));
-    let mcp = format!("{}/mcp", h.base.settings.public_url.base);
-    let name = &h.base.settings.holder_name;
+    let mcp = format!("{}/mcp", h.base.settings().public_url.base);
+    let name = &h.base.settings().holder_name;
     let links = pages::HomeLinks { signin: "/signin", signup: "/signup", mine: "/me" };
     let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp, &links));
     doc.into_response()

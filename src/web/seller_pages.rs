@@ -86,7 +86,7 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
         }
         Access::NoProfile => page(&h, ui, StatusCode::OK, t.title, pages::message(t.no_profile, true)),
         Access::List(intents) => {
-            let endpoint = format!("{}/mcp/seller", h.base.settings.public_url.base);
+            let endpoint = format!("{}/mcp/seller", h.base.settings().public_url.base);
             page(&h, ui, StatusCode::OK, t.title, body(ui, t, &intents, &endpoint))
         }
     }

@@ -91,9 +91,9 @@ impl Env {
     /// The (only) queued mail, opened.
     pub(super) fn mails(&self) -> Vec<MailContent> {
         let jobs: Vec<(u64, MailJob)> =
-            self.holder.base.store.read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+            self.holder.base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
         jobs.iter()
-            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys.open(&j.sealed).unwrap()).unwrap())
+            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys().open(&j.sealed).unwrap()).unwrap())
             .collect()
     }
 }
@@ -318,7 +318,7 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     assert!(page.body.contains("≥ 2016"), "criteria table missing");
     let pos = |s: &str| page.body.find(s).unwrap_or_else(|| panic!("{s} missing"));
     assert!(pos(">Značka<") < pos(">Model<") && pos(">Model<") < pos(">Rok výroby<"), "criteria out of order");
-    assert!(page.body.contains(&e.holder.base.consent.get("sk").body.lines().next().unwrap()[..40]));
+    assert!(page.body.contains(&e.holder.base.consent().get("sk").body.lines().next().unwrap()[..40]));
     for needle in [
         "type=\"email\" name=\"email\" required autocomplete=\"email\"",
         "type=\"checkbox\" name=\"accept\" value=\"yes\" required",
@@ -334,7 +334,7 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("lang", "sk")]).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.body.contains("načítajte stránku znova"), "{}", r.body);
-    let other = e.holder.base.keys.csrf_token("confirm", &token, e.clock.now().unix_timestamp());
+    let other = e.holder.base.keys().csrf_token("confirm", &token, e.clock.now().unix_timestamp());
     let r = e.post(&consent, &[("email", EMAIL), ("accept", "yes"), ("csrf", &other)]).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(e.status(&p), Status::AwaitingConsent);
@@ -507,7 +507,7 @@ async fn expired_draft_says_so_and_refuses_consent() {
     assert!(page.body.contains("vypršala"), "{}", page.body);
     assert!(!page.has_form());
     // Even with a valid CSRF token (the page no longer offers one), consent is refused.
-    let csrf = e.holder.base.keys.csrf_token("consent", &token, e.clock.now().unix_timestamp());
+    let csrf = e.holder.base.keys().csrf_token("consent", &token, e.clock.now().unix_timestamp());
     let r = e.post(&format!("/consent/{token}"), &[("email", EMAIL), ("accept", "yes"), ("csrf", &csrf)]).await;
     assert_eq!(r.status, StatusCode::GONE);
     assert_eq!(e.status(&p), Status::Expired);

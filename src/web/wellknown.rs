@@ -37,7 +37,7 @@ pub(super) fn routes() -> Router<Shared> {
 /// The metadata document ([`crate::metadata::document`]: the one source, which `isto
 /// admin registry-entry` draws from too).
 pub fn document(h: &AppState) -> Value {
-    crate::metadata::document(&h.base.settings, &h.base.consent)
+    crate::metadata::document(h.base.settings(), h.base.consent())
 }
 
 /// `GET /.well-known/isto-intents`.

@@ -73,11 +73,11 @@ pub(crate) fn populated() -> (tempfile::TempDir, PathBuf) {
     let confirm = token_from_outbox(h, "/confirm/");
     assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
     let profile = sellers::find(&h.base, &added.seller.seller_id).unwrap();
-    let ids: Vec<String> = h.base.store.read(|rx| rx.active_ids()).unwrap();
+    let ids: Vec<String> = h.base.store().read(|rx| rx.active_ids()).unwrap();
     let seen = ids
         .iter()
         .find(|id| {
-            let rec: Option<isto::records::IntentRecord> = h.base.store.read(|rx| rx.intent(id)).unwrap();
+            let rec: Option<isto::records::IntentRecord> = h.base.store().read(|rx| rx.intent(id)).unwrap();
             rec.is_some_and(|r| r.visibility == isto::protocol::Visibility::Pseudonymous)
         })
         .unwrap();

@@ -41,7 +41,7 @@ fn fixture() -> Fx {
 
 impl Fx {
     fn stored(&self, id: &str) -> IntentRecord {
-        self.holder.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+        self.holder.base.store().read(|rx| rx.intent(id)).unwrap().unwrap()
     }
 }
 
@@ -145,8 +145,8 @@ fn an_account_without_a_recorded_consent_time_publishes_nothing_and_no_consent_i
     let mut account = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
     assert!(account.consent_version.is_some() && account.consent_at.is_some());
     account.consent_at = None;
-    h.base.store.write(|tx| tx.put_record(isto::store::Ns::Account, &acc, &account)).unwrap();
-    let before = h.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len();
+    h.base.store().write(|tx| tx.put_record(isto::store::Ns::Account, &acc, &account)).unwrap();
+    let before = h.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len();
     let e = h.intents.publish_for(&acc, h.intents.parse_publish(&octavia()).unwrap()).unwrap_err();
     match &e {
         ServiceError::Store(isto::store::StoreError::Corrupt(what, why)) => {
@@ -156,7 +156,7 @@ fn an_account_without_a_recorded_consent_time_publishes_nothing_and_no_consent_i
         other => panic!("another error: {other}"),
     }
     assert!(e.is_internal(), "answered as an internal error, logged once by the face");
-    assert_eq!(h.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len(), before, "nothing stored");
+    assert_eq!(h.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len(), before, "nothing stored");
 }
 
 #[test]
@@ -449,7 +449,7 @@ fn an_expired_intent_is_renewed_and_active_again() {
     assert!(rec.ended_at.is_none() && rec.contact.is_some());
     // Matched again at once: the offer that came while it was expired arrives, once.
     assert_eq!(titles(h, &id), vec!["Škoda Octavia 1.6 TDI", "Škoda Octavia Combi 2.0 TDI", "Škoda Octavia Scout"]);
-    assert_eq!(h.base.store.read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
+    assert_eq!(h.base.store().read(|rx| rx.active_ids()).unwrap(), vec![id.clone()]);
 
     // An account that is not a buyer gets a draft; once it lapsed without consent it
     // cannot be renewed or changed.

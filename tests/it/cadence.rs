@@ -76,7 +76,7 @@ fn tick(f: &Fx) -> u64 {
 }
 
 fn stored(f: &Fx, id: &str) -> IntentRecord {
-    f.holder.base.store.read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
+    f.holder.base.store().read(|rx| rx.intent::<IntentRecord>(id)).unwrap().unwrap()
 }
 
 /// Chooses `value` on the page at `page_path` (its form posts to `action`) with the
@@ -231,7 +231,7 @@ fn a_change_needs_a_post_with_the_csrf_token_and_a_known_value() {
     let other = f.get(&format!("/withdraw/{}", a.manage), None).csrf_for(&format!("/withdraw/{}", a.manage));
     let r = f.post(&action, &[("csrf", &other), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "a withdraw form's token is not a cadence token");
-    let confirm_csrf = f.holder.base.keys.csrf_token("cadence", &a.confirm, f.clock.now().unix_timestamp());
+    let confirm_csrf = f.holder.base.keys().csrf_token("cadence", &a.confirm, f.clock.now().unix_timestamp());
     let r = f.post(&action, &[("csrf", &confirm_csrf), ("cadence", "pause")], None);
     assert_eq!(r.status, StatusCode::FORBIDDEN, "bound to the page's own token");
     // An unknown or missing value: 400 naming the field.

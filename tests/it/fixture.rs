@@ -118,7 +118,7 @@ fn all_sealed(lines: &[(String, Value)]) -> Vec<Sealed> {
 }
 
 fn stored(h: &isto::state::AppState, id: &str) -> IntentRecord {
-    h.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+    h.base.store().read(|rx| rx.intent(id)).unwrap().unwrap()
 }
 
 /// Publishes a consent-link draft; returns (id, intentCode, consent token).
@@ -280,7 +280,7 @@ fn write_the_store_v4_fixture() {
     let (active, active_code) = consented(&f, &octavia("private"), "active@example.com");
     assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
     // Its first digest (the results link in it); the digest scheduler as the worker runs it.
-    assert!(isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap() >= 1);
+    assert!(isto::deliveries::queue_due_digests(&h.base).unwrap() >= 1);
     let results = token_from_outbox(h, "/results/");
     // Awaiting the e-mail confirmation.
     let (awaiting, _) = consented(&f, &octavia("private"), "awaiting@example.com");
@@ -304,7 +304,7 @@ fn write_the_store_v4_fixture() {
     let reply = sellers::parse_reply(&h.base, &profile, &args).unwrap();
     assert!(sellers::submit_reply(&h.base, &profile, &reply).unwrap().accepted);
 
-    let (counts, lines) = export_of(&h.base.store);
+    let (counts, lines) = export_of(h.base.store());
     for (t, n) in &counts {
         assert!(*n > 0, "table {t} has no rows in the fixture");
     }
@@ -378,7 +378,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
         |p: &str| m.pointer(p).and_then(Value::as_str).unwrap_or_else(|| panic!("fixture.json lacks {p}")).to_owned();
 
     // Counts per table and per record namespace, as the generator left them.
-    let (counts, lines) = export_of(&h.base.store);
+    let (counts, lines) = export_of(h.base.store());
     let want: BTreeMap<String, u64> = serde_json::from_value(m["counts"].clone()).unwrap();
     assert_eq!(counts, want, "rows per table");
     let want: BTreeMap<String, u64> = serde_json::from_value(m["namespaces"].clone()).unwrap();
@@ -387,11 +387,11 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     let sealed = all_sealed(&lines);
     assert_eq!(sealed.len() as u64, m["sealed"].as_u64().unwrap());
     for v in &sealed {
-        h.base.keys.open(v).unwrap_or_else(|e| panic!("a sealed value (key {}) does not open: {e}", v.kid));
+        h.base.keys().open(v).unwrap_or_else(|e| panic!("a sealed value (key {}) does not open: {e}", v.kid));
     }
     // The store records this version's migrations and start-up passes.
-    assert!(h.base.store.read(|rx| rx.pass_done(isto::state::PERSON_KEYS.name)).unwrap().is_some());
-    assert!(isto::state::pending_passes(&h.base.store).unwrap().is_empty());
+    assert!(h.base.store().read(|rx| rx.pass_done(isto::state::PERSON_KEYS.name)).unwrap().is_some());
+    assert!(isto::state::pending_passes(h.base.store()).unwrap().is_empty());
 
     // The intents: fields and statuses.
     let kinds = [
@@ -409,15 +409,15 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
         assert_eq!(rec.statement, "Hľadám Škoda Octavia combi", "{kind}");
         assert_eq!(rec.category, "vehicles", "{kind}");
         assert_eq!(rec.criteria["model"], "Octavia", "{kind}");
-        let limit = rec.hidden_limit.as_ref().map(|l| h.base.keys.open_str(l).unwrap().expose().to_owned());
+        let limit = rec.hidden_limit.as_ref().map(|l| h.base.keys().open_str(l).unwrap().expose().to_owned());
         assert!(limit.as_deref().is_some_and(|l| l.contains(&LIMIT.to_string())), "{kind}: hidden limit {limit:?}");
         if let Some(email) = m.pointer(&format!("/intents/{kind}/email")).and_then(Value::as_str) {
             if kind != "owned" {
                 let c = rec.contact.as_ref().unwrap_or_else(|| panic!("{kind}: no contact"));
-                assert!(h.base.keys.open_str(c).unwrap().expose().contains(email), "{kind}");
+                assert!(h.base.keys().open_str(c).unwrap().expose().contains(email), "{kind}");
             }
         }
-        let active = h.base.store.read(|rx| rx.active_ids()).unwrap().contains(&rec.id);
+        let active = h.base.store().read(|rx| rx.active_ids()).unwrap().contains(&rec.id);
         assert_eq!(active, status == Status::Active, "{kind}: the active set");
     }
     let owned = stored(h, &s("/intents/owned/id"));
@@ -426,7 +426,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     // The person index: every active intent has its row.
     for kind in ["active", "owned", "pseudonymous"] {
         let id = s(&format!("/intents/{kind}/id"));
-        assert!(h.base.store.read(|rx| rx.intent_person(&id)).unwrap().is_some(), "{kind}: person index");
+        assert!(h.base.store().read(|rx| rx.intent_person(&id)).unwrap().is_some(), "{kind}: person index");
     }
     // Accounts by their keyed e-mail index.
     let buyer = isto::accounts::account_by_email(&h.base, &s("/buyer/email")).unwrap().unwrap();
@@ -456,10 +456,10 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
         v["structuredContent"]["intents"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
     assert_eq!(listed, vec![handle.as_str()], "{v}");
     // The queued reply is matched and delivered.
-    assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 1);
+    assert_eq!(h.base.store().read(|rx| rx.pending_reply_count()).unwrap(), 1);
     isto::deliveries::match_queued_replies(&h.base).unwrap();
-    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
-    assert_eq!(h.base.store.read(|rx| rx.pending_reply_count()).unwrap(), 0);
+    isto::deliveries::queue_due_digests(&h.base).unwrap();
+    assert_eq!(h.base.store().read(|rx| rx.pending_reply_count()).unwrap(), 0);
     let (delivered, _) = isto::deliveries::list(&h.base, &open, None, 10).unwrap();
     assert!(delivered.iter().any(|d| d.offer.title == "Škoda Octavia Combi (reply)"));
     // The flows continue: consent on the draft, then its confirmation; the awaiting
@@ -477,7 +477,7 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     assert_eq!(stored(h, &active).status, Status::Withdrawn);
     // New writes after the migration: a new intent, a new offer.
     consented(&f, &octavia("private"), "new@example.com");
-    let (counts, _) = export_of(&h.base.store);
+    let (counts, _) = export_of(h.base.store());
     assert!(counts["intents"] > want_count(&m, "intents"));
 }
 

@@ -499,7 +499,7 @@ impl Side {
     }
 
     fn stored(&self, i: usize) -> IntentRecord {
-        self.fx.holder.base.store.read(|rx| rx.intent(&self.intents[i].id)).unwrap().unwrap()
+        self.fx.holder.base.store().read(|rx| rx.intent(&self.intents[i].id)).unwrap().unwrap()
     }
 
     /// The id under which seller `n` sees intent `i` in its last feed answer `feed`
@@ -672,7 +672,7 @@ fn run(case: &Case, s: &mut Side) -> Result<(), TestCaseError> {
     // A tick of the reply matching: the queued replies are matched and delivered (issue
     // 10 point 2); then what the mail worker runs before each pass: due digests queued.
     isto::deliveries::match_queued_replies(&h.base).unwrap();
-    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap();
+    isto::deliveries::queue_due_digests(&h.base).unwrap();
     public_looks(case, s, "after replies");
     buyer_looks(s, "after replies");
 

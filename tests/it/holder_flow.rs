@@ -65,7 +65,7 @@ fn full_flow_respects_hidden_limit_and_withdrawal() {
     assert_eq!(h.intents.give_consent(&consent, "thief@example.com", "sk").unwrap(), ConsentOutcome::Taken);
     let confirm = token_from_outbox(h, "/confirm/");
     // The confirmation mail goes only to the first address.
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, MailJob)> = h.base.store().read(|rx| rx.outbox()).unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::Activated);
     assert_eq!(h.intents.confirm(&confirm).unwrap(), ConfirmOutcome::AlreadyActive);
@@ -110,9 +110,9 @@ fn withdrawal_drops_queued_mail() {
     let (_, code, consent) =
         publish(h, json!({"statement": "Octavia", "criteria": {"category": "vehicles"}, "area": "SK"}));
     h.intents.give_consent(&consent, "buyer@example.com", "en").unwrap();
-    assert_eq!(h.base.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
+    assert_eq!(h.base.store().read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 1);
     h.intents.withdraw_by_code(&code, None).unwrap();
-    assert_eq!(h.base.store.read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 0);
+    assert_eq!(h.base.store().read(|rx| rx.outbox::<MailJob>()).unwrap().len(), 0);
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn expired_draft_cannot_be_consented_and_the_purge_deletes_it() {
     f.clock.advance(time::Duration::hours(25));
     assert_eq!(h.intents.get_by_code(&code, None).unwrap().status, Status::Expired);
     assert_eq!(h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
-    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    let stored: IntentRecord = h.base.store().read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert_eq!(stored.status, Status::AwaitingConsent, "reading never writes");
     // A lapsed consent-link draft is the purge's (issue 9 point 3): the sweep leaves it,
     // the purge deletes it with its code and consent link, rather than persisting
@@ -132,7 +132,7 @@ fn expired_draft_cannot_be_consented_and_the_purge_deletes_it() {
     assert_eq!(h.intents.sweep().unwrap(), 0);
     let purged = h.intents.purge(false).unwrap();
     assert_eq!((purged.drafts, purged.draft_tokens), (1, 2));
-    assert!(h.base.store.read(|rx| rx.intent::<IntentRecord>(&id)).unwrap().is_none());
+    assert!(h.base.store().read(|rx| rx.intent::<IntentRecord>(&id)).unwrap().is_none());
     assert!(matches!(h.intents.get_by_code(&code, None), Err(isto::base::ServiceError::NotFound)));
     assert!(matches!(h.intents.consent_view(&consent), Err(isto::base::ServiceError::NotFound)));
 }
@@ -151,7 +151,7 @@ fn unconfirmed_intent_expires_after_72h_and_contact_is_erased_later() {
     h.intents.sweep().unwrap();
     f.clock.advance(time::Duration::days(31));
     h.intents.sweep().unwrap();
-    let stored: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+    let stored: IntentRecord = h.base.store().read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert!(stored.contact.is_none(), "contact erased after retention");
 }
 
@@ -224,7 +224,7 @@ fn full_feed_withdraws_vanished_offers_of_its_sellers_only() {
     assert_eq!((c.created, c.updated), (1, 1));
     let gone = h.catalogue.withdraw_vanished("run_1").unwrap();
     assert_eq!(gone.len(), 1, "only b vanished; the other dealer's offer stays");
-    let offers: Vec<isto::records::OfferRecord> = h.base.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<isto::records::OfferRecord> = h.base.store().read(|rx| rx.all_offers()).unwrap();
     let active: Vec<_> = offers.iter().filter(|o| o.active).map(|o| o.offer.title.as_str()).collect();
     assert_eq!(active.len(), 3, "{active:?}");
     assert!(!active.contains(&"Škoda Octavia B"));
@@ -299,7 +299,7 @@ fn engine_and_index_survive_a_restart_and_catch_up_with_offline_imports() {
         // An offline import (no index open) still reaches the standing intent through
         // the engine loaded from the store.
         let h = open(false);
-        assert_eq!(h.base.engine.len(), 1);
+        assert_eq!(h.base.engine_len(), 1);
         let c = h
             .catalogue
             .import_offers(vec![offer("b", "Škoda Octavia RS", 9500.0, "Bratislava", "Škoda", "Octavia")])

@@ -150,8 +150,8 @@ pub fn open_state(dir: &Path, clock: Arc<ManualClock>, opts: Opts) -> AppState {
 
 /// Everything queued in the outbox, opened, oldest first.
 pub fn mails(h: &AppState) -> Vec<MailContent> {
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
-    jobs.iter().map(|(_, j)| serde_json::from_slice(&h.base.keys.open(&j.sealed).unwrap()).unwrap()).collect()
+    let jobs: Vec<(u64, MailJob)> = h.base.store().read(|rx| rx.outbox()).unwrap();
+    jobs.iter().map(|(_, j)| serde_json::from_slice(&h.base.keys().open(&j.sealed).unwrap()).unwrap()).collect()
 }
 
 /// The token after `marker` (e.g. `/confirm/`) in the newest queued mail containing it.
@@ -333,7 +333,7 @@ impl Fx {
         headers: &[(&str, String)],
         body: Value,
     ) -> (StatusCode, Option<String>, Value) {
-        let host = self.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let host = self.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
         let mut b = Request::post(path)
             .header("host", host)
             .header("content-type", "application/json")

@@ -283,7 +283,7 @@ fn many_initialize_calls_keep_at_most_the_cap_of_sessions() {
 fn initialize_from(f: &crate::kit::Fx, peer: [u8; 4]) -> crate::kit::Resp {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+    let host = f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
     let req = axum::http::Request::post("/mcp")
         .header("host", host)
         .header("content-type", "application/json")

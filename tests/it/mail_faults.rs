@@ -55,7 +55,7 @@ fn a_silent_smtp_server_never_holds_up_a_withdrawal() {
         let transport =
             Transport::new(Some(&format!("smtp://127.0.0.1:{port}")), &dir.path().join("outbox"), false).unwrap();
         let stop = CancellationToken::new();
-        let w = tokio::spawn(worker::run(h.base.outbox.clone(), Arc::new(h.digests()), transport, stop.clone()));
+        let w = tokio::spawn(worker::run(h.base.outbox().clone(), transport, stop.clone()));
         // Wait (bounded) until the worker is stuck in the conversation with the silent
         // server: once it connected, its send has begun, and without a greeting it cannot
         // end.

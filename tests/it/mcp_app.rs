@@ -67,7 +67,7 @@ impl<'a> Client<'a> {
     }
 
     fn post(&self, body: &Value, extra: &[(&str, String)]) -> (StatusCode, Option<String>, Value) {
-        let host = self.f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let host = self.f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
         let mut b = Request::post(self.path)
             .header("host", host)
             .header("content-type", "application/json")

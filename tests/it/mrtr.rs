@@ -43,7 +43,7 @@ fn call(f: &Fx, id: u32, name: &str, args: &Value, extra: Value) -> (StatusCode,
 }
 
 fn drafts(f: &Fx) -> usize {
-    f.holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len()
+    f.holder.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len()
 }
 
 /// The JSON-RPC error message of `msg`, failing when it is not an error.
@@ -63,7 +63,7 @@ fn first_state(f: &Fx, id: u32, args: &Value) -> String {
 #[test]
 fn a_request_state_expires_after_its_short_lifetime_not_with_the_draft() {
     let f = Fx::new();
-    assert_eq!(f.holder.base.settings.limits.request_state_secs, 300, "the default lifetime");
+    assert_eq!(f.holder.base.settings().limits.request_state_secs, 300, "the default lifetime");
     let args = publish_args(1);
     let state = first_state(&f, 1, &args);
     let answered = json!({"requestState": state, "inputResponses": {"consent": {"action": "accept"}}});

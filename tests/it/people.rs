@@ -101,11 +101,11 @@ fn withheld() -> Value {
 }
 
 fn stored(h: &AppState, id: &str) -> IntentRecord {
-    h.base.store.read(|rx| rx.intent(id)).unwrap().unwrap()
+    h.base.store().read(|rx| rx.intent(id)).unwrap().unwrap()
 }
 
 fn intent_count(h: &AppState) -> usize {
-    h.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len()
+    h.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len()
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn the_person_key_is_stored_and_never_the_address() {
 fn the_cap_on_mcp_buyer_publish_is_20_by_default_and_names_the_setting() {
     let f = Fx::new();
     let h = &f.holder;
-    assert_eq!(h.base.settings.quotas.active_intents_per_person, 20);
+    assert_eq!(h.base.settings().quotas.active_intents_per_person, 20);
     let (acc, _) = f.buyer("busy@example.com");
     let mut ids = Vec::new();
     for _ in 0..20 {
@@ -229,7 +229,7 @@ fn an_account_without_consent_at_the_cap_gets_no_draft_either() {
     // only become a second active intent; refused at once.
     let mut a = isto::accounts::account(&h.base, &acc).unwrap().unwrap();
     a.consent_version = Some("stale".into());
-    h.base.store.write(|tx| tx.put_record(isto::store::Ns::Account, &acc, &a)).unwrap();
+    h.base.store().write(|tx| tx.put_record(isto::store::Ns::Account, &acc, &a)).unwrap();
     let before = intent_count(h);
     let (err, text) = buyer_call(h, &acc, "intent_publish_intent", args(false));
     assert!(err && text.as_str().unwrap().contains("quotas.active_intents_per_person = 1"), "{text}");
@@ -284,7 +284,7 @@ fn the_consent_page_answers_alike_at_the_cap_and_the_confirmation_refuses() {
     assert!(!r.body.contains("gil") && !r.body.contains("Gil"), "the page never repeats an address");
     let rec = stored(h, &id);
     assert_eq!(rec.status, Status::AwaitingEmailConfirmation, "not activated");
-    assert!(!h.base.store.read(|rx| rx.active_ids()).unwrap().contains(&id));
+    assert!(!h.base.store().read(|rx| rx.active_ids()).unwrap().contains(&id));
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn the_confirmation_post_refuses_a_person_at_the_cap_and_writes_nothing() {
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     assert!(r.body.contains("Too many active requests") && r.body.contains(CAP_TEXT), "{}", r.body);
     assert_eq!(stored(h, third).status, Status::AwaitingEmailConfirmation, "not activated");
-    assert!(!h.base.store.read(|rx| rx.active_ids()).unwrap().contains(third));
+    assert!(!h.base.store().read(|rx| rx.active_ids()).unwrap().contains(third));
     assert_eq!(f.mails().len(), mails);
     // The GET page still offers the Confirm button; after a withdrawal the POST works.
     assert_eq!(f.get(&format!("/confirm/{token}"), None).status, StatusCode::OK);
@@ -321,12 +321,12 @@ fn the_confirmation_post_refuses_a_person_at_the_cap_and_writes_nothing() {
 /// The withdraw (manage) token of the confirmation e-mail of intent `id`.
 fn manage_token_of(f: &Fx, id: &str) -> String {
     let h = &f.holder;
-    let jobs: Vec<(u64, isto::mail::MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, isto::mail::MailJob)> = h.base.store().read(|rx| rx.outbox()).unwrap();
     for (_, j) in jobs {
         if j.intent_id.as_deref() != Some(id) {
             continue;
         }
-        let m: isto::mail::MailContent = serde_json::from_slice(&h.base.keys.open(&j.sealed).unwrap()).unwrap();
+        let m: isto::mail::MailContent = serde_json::from_slice(&h.base.keys().open(&j.sealed).unwrap()).unwrap();
         if let Some(i) = m.text.find("/withdraw/") {
             return m.text[i + "/withdraw/".len()..].split_whitespace().next().unwrap().to_owned();
         }
@@ -375,16 +375,16 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
     let (b, _) = active(&f.holder, "old+2@example.com", false);
     // As an older isto stored them: no person key, no index rows, and no record of the
     // start-up pass (which the first start recorded).
-    let forgot = f.holder.base.store.write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap();
+    let forgot = f.holder.base.store().write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap();
     assert!(forgot, "the first start recorded the pass");
     for id in [&a, &b] {
         let mut rec = stored(&f.holder, id);
         rec.person = None;
         f.holder
             .base
-            .store
+            .store()
             .write(|tx| -> Result<(), isto::store::StoreError> {
-                tx.put_intent(id, &rec, true, isto::base::sweep_due(&rec))?;
+                tx.put_intent(&isto::store::IntentKey::for_tests(), id, &rec, true, isto::base::sweep_due(&rec))?;
                 tx.set_intent_person(id, None)
             })
             .unwrap();
@@ -393,7 +393,7 @@ fn active_intents_stored_before_person_keys_get_them_at_start() {
     let h = &f.holder;
     let key = stored(h, &a).person.unwrap();
     assert_eq!(stored(h, &b).person.as_deref(), Some(key.as_str()));
-    assert_eq!(h.base.store.read(|rx| rx.person_active(&key, 0, "", 10)).unwrap(), 2);
+    assert_eq!(h.base.store().read(|rx| rx.person_active(&key, 0, "", 10)).unwrap(), 2);
     assert_eq!(demand(h), withheld(), "k = 2, one person");
 }
 
@@ -402,18 +402,18 @@ fn the_start_up_passes_run_once_and_later_starts_do_not_scan() {
     let f = fx(2, 20);
     // A new store's first start ran every pass and recorded it, by this version.
     for p in isto::state::PASSES {
-        let by = f.holder.base.store.read(|rx| rx.pass_done(p.name)).unwrap();
+        let by = f.holder.base.store().read(|rx| rx.pass_done(p.name)).unwrap();
         assert_eq!(by.as_deref(), Some(isto::store::ISTO_VERSION), "{}", p.name);
     }
-    assert!(isto::state::pending_passes(&f.holder.base.store).unwrap().is_empty());
+    assert!(isto::state::pending_passes(f.holder.base.store()).unwrap().is_empty());
     let (a, _) = active(&f.holder, "once@example.com", false);
     let mut rec = stored(&f.holder, &a);
     rec.person = None;
     f.holder
         .base
-        .store
+        .store()
         .write(|tx| -> Result<(), isto::store::StoreError> {
-            tx.put_intent(&a, &rec, true, isto::base::sweep_due(&rec))?;
+            tx.put_intent(&isto::store::IntentKey::for_tests(), &a, &rec, true, isto::base::sweep_due(&rec))?;
             tx.set_intent_person(&a, None)
         })
         .unwrap();
@@ -421,11 +421,11 @@ fn the_start_up_passes_run_once_and_later_starts_do_not_scan() {
     let f = f.restart();
     assert_eq!(stored(&f.holder, &a).person, None, "the pass did not run again");
     // Forgotten (as on a store written before the record), the next start runs it once.
-    assert!(f.holder.base.store.write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap());
-    assert_eq!(isto::state::pending_passes(&f.holder.base.store).unwrap(), vec![isto::state::PERSON_KEYS]);
+    assert!(f.holder.base.store().write(|tx| tx.forget_pass(isto::state::PERSON_KEYS.name)).unwrap());
+    assert_eq!(isto::state::pending_passes(f.holder.base.store()).unwrap(), vec![isto::state::PERSON_KEYS]);
     let f = f.restart();
     assert!(stored(&f.holder, &a).person.is_some());
-    assert!(isto::state::pending_passes(&f.holder.base.store).unwrap().is_empty());
+    assert!(isto::state::pending_passes(f.holder.base.store()).unwrap().is_empty());
 }
 
 #[test]
@@ -439,6 +439,6 @@ fn racing_publishes_never_overshoot_the_cap() {
         calls.into_iter().map(|c| c.join().unwrap()).collect()
     });
     assert_eq!(results.iter().filter(|err| !**err).count(), 3, "{results:?}");
-    let active = h.base.store.read(|rx| rx.active_ids()).unwrap().len();
+    let active = h.base.store().read(|rx| rx.active_ids()).unwrap().len();
     assert_eq!((active, intent_count(h)), (3, 3), "the refused calls wrote nothing");
 }

@@ -36,7 +36,7 @@ fn octavia() -> Value {
 }
 
 fn intents(f: &Fx) -> usize {
-    f.holder.base.store.read(|rx| rx.all_intents::<Value>()).unwrap().len()
+    f.holder.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len()
 }
 
 /// `intent_publish_intent` on `/mcp` from `from`: the tool result as JSON.
@@ -104,7 +104,7 @@ fn consent(f: &Fx, addr: &str, email: &str) -> (String, crate::kit::Resp) {
 }
 
 fn status_of(f: &Fx, id: &str) -> String {
-    let v: Value = f.holder.base.store.read(|rx| rx.intent(id)).unwrap().unwrap();
+    let v: Value = f.holder.base.store().read(|rx| rx.intent(id)).unwrap().unwrap();
     v["status"].as_str().unwrap().to_owned()
 }
 
@@ -223,7 +223,7 @@ fn register(f: &Fx, addr: &str) -> crate::kit::Resp {
 }
 
 fn clients(f: &Fx) -> usize {
-    f.holder.base.store.read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len()
+    f.holder.base.store().read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len()
 }
 
 #[test]

@@ -39,13 +39,13 @@ fn opened(h: &AppState) -> (Opened, BTreeMap<String, u64>) {
         }
     }
     h.base
-        .store
+        .store()
         .export(|step| -> Result<(), StoreError> {
             if let Export::Row { table, line } = step {
                 let row: Value = serde_json::from_str(line).unwrap();
                 walk(&row["v"], &mut |s| {
                     *kids.entry(s.kid.clone()).or_default() += 1;
-                    let plain = h.base.keys.open(&s).unwrap_or_else(|e| panic!("table {table}: {e}"));
+                    let plain = h.base.keys().open(&s).unwrap_or_else(|e| panic!("table {table}: {e}"));
                     out.entry((table.to_owned(), row["k"].to_string()))
                         .or_default()
                         .push(String::from_utf8_lossy(&plain).into_owned());
@@ -62,17 +62,17 @@ fn opened(h: &AppState) -> (Opened, BTreeMap<String, u64>) {
 fn identities(h: &AppState) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let seller = isto::sellers::list(&h.base).unwrap()[0].seller_id.clone();
-    let ids: Vec<String> = h.base.store.read(|rx| rx.active_ids()).unwrap();
+    let ids: Vec<String> = h.base.store().read(|rx| rx.active_ids()).unwrap();
     for id in ids {
-        let rec: IntentRecord = h.base.store.read(|rx| rx.intent(&id)).unwrap().unwrap();
+        let rec: IntentRecord = h.base.store().read(|rx| rx.intent(&id)).unwrap().unwrap();
         out.insert(format!("handle {id}"), isto::sellers::handle(&h.base, &seller, &id));
         out.insert(format!("pseudonym {id}"), isto::sellers::pseudonym(&h.base, &rec, &seller).unwrap());
-        if let Some(email) = isto::base::open_contact(&h.base.keys, &rec).unwrap() {
+        if let Some(email) = isto::base::open_contact(h.base.keys(), &rec).unwrap() {
             out.insert(format!("person {id}"), h.base.person_key(email.expose()));
         }
     }
-    out.insert("csrf".into(), h.base.keys.csrf_token("consent", "tok", 1_765_000_000));
-    out.insert("keyed".into(), h.base.keys.keyed_hash("secret", "s3cr3t").unwrap());
+    out.insert("csrf".into(), h.base.keys().csrf_token("consent", "tok", 1_765_000_000));
+    out.insert("keyed".into(), h.base.keys().keyed_hash("secret", "s3cr3t").unwrap());
     out
 }
 
@@ -170,7 +170,7 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     let after_rows = rows_of(&data.join("isto.redb"));
     // Every sealed value opens with the ring that has only the new key.
     let h = state(&data);
-    assert_eq!(h.base.keys.kids(), vec![new.clone()]);
+    assert_eq!(h.base.keys().kids(), vec![new.clone()]);
     let (after_open, kids) = opened(&h);
     assert_eq!(kids.keys().cloned().collect::<Vec<_>>(), vec![new.clone()], "{kids:?}");
     // Nothing lost: the fixture's values open to what they were (rows still there), …
@@ -186,15 +186,16 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     assert!(numbered(&after_rows, "intents", "Load draft ").is_superset(&(0..drafts).collect()), "every draft");
     assert!(consented.len() >= 3, "{consented:?}");
     for c in &consented {
-        let id: Option<String> = h.base.store.read(|rx| rx.token(&isto::crypto::token_hash("code", &c.code))).unwrap();
-        let rec: IntentRecord = h.base.store.read(|rx| rx.intent(&id.unwrap())).unwrap().unwrap();
+        let id: Option<String> =
+            h.base.store().read(|rx| rx.token(&isto::crypto::token_hash("code", &c.code))).unwrap();
+        let rec: IntentRecord = h.base.store().read(|rx| rx.intent(&id.unwrap())).unwrap().unwrap();
         assert!(rec.statement.contains(&format!("Load consent {}", c.n)));
         assert!(c.confirmed, "intent {} was confirmed", c.n);
         if c.withdrawn {
             assert_eq!(rec.status, isto::protocol::Status::Withdrawn, "intent {}", c.n);
         } else {
             assert_eq!(rec.status, isto::protocol::Status::Active, "intent {}", c.n);
-            let contact = isto::base::open_contact(&h.base.keys, &rec).unwrap().unwrap();
+            let contact = isto::base::open_contact(h.base.keys(), &rec).unwrap().unwrap();
             assert_eq!(contact.expose(), format!("load{}@example.com", c.n));
             assert_eq!(h.base.hidden_limit(&rec).unwrap(), Some(5000.0 + c.n as f64));
         }
@@ -217,7 +218,7 @@ fn an_interrupted_rotation_is_shown_by_status_refused_by_rotate_and_finished_by_
     let (_keep, data) = populated();
     let (old, before_open, before_ids) = {
         let h = state(&data);
-        (h.base.keys.current_kid(), opened(&h).0, identities(&h))
+        (h.base.keys().current_kid(), opened(&h).0, identities(&h))
     };
     // A rotation cut short after the new key became current: nothing re-sealed yet.
     let (ring, _) = isto::crypto::KeyRing::load_or_create(&data.join("keys/sealing.key")).unwrap();

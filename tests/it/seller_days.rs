@@ -7,7 +7,7 @@ use super::*;
 
 /// The intent's exact validUntil, from the store.
 fn exact_until(h: &AppState, id: &str) -> time::OffsetDateTime {
-    let rec: isto::records::IntentRecord = h.base.store.read(|rx| rx.intent(id)).unwrap().unwrap();
+    let rec: isto::records::IntentRecord = h.base.store().read(|rx| rx.intent(id)).unwrap().unwrap();
     rec.valid_until.at()
 }
 

@@ -158,15 +158,15 @@ fn pseudonym_of(list: &[Value], id: &str) -> String {
 }
 
 /// A tick of the reply matching (issue 10 point 2: the queued replies are matched and
-/// delivered), then what the mail worker runs before each pass (due digests queued).
+/// delivered), then the scheduler's digest pass (due digests queued).
 /// Returns the digests queued.
 fn drain(h: &AppState) -> u64 {
     isto::deliveries::match_queued_replies(&h.base).unwrap();
-    isto::mail::worker::DigestScheduler::queue_due(&h.digests()).unwrap()
+    isto::deliveries::queue_due_digests(&h.base).unwrap()
 }
 
 fn pending(h: &AppState) -> u64 {
-    h.base.store.read(|rx| rx.pending_reply_count()).unwrap()
+    h.base.store().read(|rx| rx.pending_reply_count()).unwrap()
 }
 
 fn delivered_titles(h: &AppState, id: &str) -> Vec<String> {
@@ -537,7 +537,9 @@ fn a_disabled_seller_stops_at_once_and_its_tokens_are_revoked() {
     assert!(!call(h, Some(&g), "intent_list_open_intents", json!({})).0);
     let res = isto::oauth::check_bearer(&h.base, Some(&bearer(&token)), SELLER_RESOURCE, "offers").unwrap_err();
     assert_eq!(res.status, StatusCode::UNAUTHORIZED);
-    let isto::oauth::Challenge::Bearer(challenge) = &res.challenge else { panic!("no bearer challenge: {:?}", res.challenge) };
+    let isto::oauth::Challenge::Bearer(challenge) = &res.challenge else {
+        panic!("no bearer challenge: {:?}", res.challenge)
+    };
     assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
     assert!(matches!(sellers::set_disabled(&h.base, "acc_nosuchseller", true), Err(sellers::SellerError::NotFound)));
 }
@@ -664,7 +666,7 @@ fn admin_add_list_and_refusals() {
     assert_eq!(added.seller.regions, vec!["SK-BL", "SK-TA"]);
     assert_eq!(added.invite.as_deref(), Some("queued"));
     assert!(f.mails().iter().any(|m| m.to == "feed@dealer.example" && m.text.contains("/signin/link/")));
-    let offers: Vec<isto::records::OfferRecord> = h.base.store.read(|rx| rx.all_offers()).unwrap();
+    let offers: Vec<isto::records::OfferRecord> = h.base.store().read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers[0].offer.seller.id, added.seller.seller_id);
     // Refusals: the same address, the same name, a buyer's address, bad input.
     assert!(matches!(
@@ -699,7 +701,7 @@ fn admin_add_list_and_refusals() {
 #[test]
 fn admin_commands_go_through_the_running_servers_socket() {
     let f = fixture();
-    let settings = f.holder.base.settings.clone();
+    let settings = f.holder.base.settings().clone();
     let stop = tokio_util::sync::CancellationToken::new();
     let server = {
         let (h, stop) = (f.holder.clone(), stop.clone());
@@ -778,7 +780,7 @@ fn admin_commands_work_offline() {
     let list = sellers::list(&h.base).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!((list[0].categories.clone(), list[0].regions.clone()), (vec!["property".into()], vec!["CZ-64".into()]));
-    let jobs: Vec<(u64, MailJob)> = h.base.store.read(|rx| rx.outbox()).unwrap();
+    let jobs: Vec<(u64, MailJob)> = h.base.store().read(|rx| rx.outbox()).unwrap();
     assert_eq!(jobs.len(), 1, "the invitation waits in the outbox for `isto serve`");
 }
 
@@ -851,7 +853,7 @@ fn too_little_scope_for_a_tool_is_http_403_insufficient_scope() {
     let sid = sid.unwrap();
     rpc(&f, &mcp, Some(&sid), &token, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let call = |n: u32, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}});
-    let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+    let host = f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
     let raw = |body: Value, auth: Option<&str>| {
         let mut b = Request::post("/mcp/seller")
             .header("host", host.clone())
@@ -906,7 +908,7 @@ fn requests_are_limited_per_credential() {
         "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let send = |token: &str| {
         let headers = [("authorization", format!("Bearer {token}"))];
-        let host = f.holder.base.settings.public_url.allowed_hosts().into_iter().next().unwrap();
+        let host = f.holder.base.settings().public_url.allowed_hosts().into_iter().next().unwrap();
         let mut b = axum::http::Request::post("/mcp/seller")
             .header("host", host)
             .header("content-type", "application/json")
@@ -931,7 +933,8 @@ fn requests_are_limited_per_credential() {
 
 /// Issue 10 point 2: a reply answered but not yet matched (the holder killed between the
 /// answer and the match) is matched after a restart — by the reply matching's first tick —
-/// and reaches its buyer once, in a digest.
+/// and reaches its buyer once, in a digest that the domain's scheduler queues without the
+/// mail worker.
 #[test]
 fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_first_tick_after_it() {
     let f = fixture();
@@ -949,17 +952,27 @@ fn a_queued_reply_survives_a_restart_and_is_delivered_by_the_first_tick_after_it
     let f = f.restart();
     let h = f.holder.clone();
     assert_eq!(pending(&h), 1, "the queue is in the store");
-    // The real reply matching, as `isto serve` starts it: its first tick comes at once.
+    // The domain's scheduler, as `isto serve` starts it, and no mail worker: the reply
+    // matching's first tick comes at once, and the digest it makes due is queued by the
+    // scheduler's own digest pass (the worker only sends).
+    let digests = |h: &AppState| {
+        kit::mails(h)
+            .into_iter()
+            .filter(|m| m.to == "buyer@example.com" && m.text.contains("Škoda Octavia Combi"))
+            .count()
+    };
+    assert_eq!(digests(&h), 0);
     let stop = tokio_util::sync::CancellationToken::new();
-    let worker = f.rt.spawn(h.reply_ticker().run(stop.clone()));
+    let scheduler = f.rt.spawn(h.scheduler().run(stop.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while delivered_titles(&h, &id).is_empty() && std::time::Instant::now() < deadline {
+    while (delivered_titles(&h, &id).is_empty() || digests(&h) == 0) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(delivered_titles(&h, &id), vec!["Škoda Octavia Combi"]);
     assert_eq!(pending(&h), 0);
+    assert_eq!(digests(&h), 1, "the scheduler queued the digest, no worker running");
     stop.cancel();
-    f.rt.block_on(worker).unwrap();
+    f.rt.block_on(scheduler).unwrap();
     // Matched once: another pass delivers nothing more.
     drain(&h);
     assert_eq!(delivered_titles(&h, &id).len(), 1);
@@ -1000,10 +1013,13 @@ fn the_answer_does_not_touch_the_hidden_limit() {
     {
         // Re-seal the second intent's limit under a foreign key, in the store only.
         let mut rec: isto::records::IntentRecord =
-            h.base.store.read(|rx| rx.intent(&sealed_elsewhere)).unwrap().unwrap();
+            h.base.store().read(|rx| rx.intent(&sealed_elsewhere)).unwrap().unwrap();
         rec.hidden_limit = Some(isto::crypto::KeyRing::ephemeral().seal_str("12000").unwrap());
         let due = isto::base::sweep_due(&rec);
-        h.base.store.write(|tx| tx.put_intent(&rec.id, &rec, true, due)).unwrap();
+        h.base
+            .store()
+            .write(|tx| tx.put_intent(&isto::store::IntentKey::for_tests(), &rec.id, &rec, true, due))
+            .unwrap();
     }
     let answer = |intent: &str, price: f64| {
         let (err, mut v, _) =

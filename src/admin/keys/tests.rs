@@ -22,7 +22,7 @@ fn fixture() -> Fixture {
             for i in 0..5 {
                 let rec = json!({"id": format!("int_{i}"), "status": "active", "contact": seal(&format!("b{i}@example.com")),
                                  "hidden_limit": seal("12000"), "price": 1.5});
-                tx.put_intent(&format!("int_{i}"), &rec, true, IntentDue::default())?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), &format!("int_{i}"), &rec, true, IntentDue::default())?;
             }
             tx.enqueue_mail(&json!({"sealed": seal("mail body"), "attempts": 0}))?;
             tx.put_record(Ns::Client, "acct", &json!({"emails": [seal("a@example.com")], "n": 1}))?;

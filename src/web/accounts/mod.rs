@@ -125,11 +125,11 @@ impl Web {
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.app.base.keys.csrf_token(purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_token(purpose, binding, self.now_unix())
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.app.base.keys.csrf_valid(token, purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_valid(token, purpose, binding, self.now_unix())
     }
 }
 
@@ -165,7 +165,7 @@ pub(super) fn routes(app: AppState) -> Router {
 /// with field `csrf`. `None` when the request has no valid session. Reads the store.
 pub(super) fn signout_csrf(base: &Base, headers: &HeaderMap) -> Option<String> {
     let s = cookies::signed_in(base, headers)?;
-    Some(base.keys.csrf_token(CSRF_SIGNOUT, &s.key, base.clock.now().unix_timestamp()))
+    Some(base.keys().csrf_token(CSRF_SIGNOUT, &s.key, base.clock().now().unix_timestamp()))
 }
 
 // ---------------------------------------------------------------------------
@@ -217,7 +217,7 @@ impl Form {
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(i18n::request_lang(headers, &w.app.base.settings.default_language)).account
+    i18n::ui(i18n::request_lang(headers, &w.app.base.settings().default_language)).account
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
@@ -347,7 +347,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if form.password.is_empty() || form.password.chars().count() > password::MAX_LEN {
         return failed(&w, &email);
     }
-    let hash = accounts::email_key(&w.app.base.keys, &email);
+    let hash = accounts::email_key(w.app.base.keys(), &email);
     let h2 = hash.clone();
     let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
         Ok(Some(t)) => t,
@@ -479,7 +479,7 @@ fn signup_render(
     error: Option<(&str, &str)>,
     pre: &str,
 ) -> Response {
-    let text = w.app.base.consent.get(ui.lang);
+    let text = w.app.base.consent().get(ui.lang);
     let csrf = w.csrf(CSRF_SIGNUP, pre);
     let p = pages::SignupPage { csrf: &csrf, next, email, text_language: &text.language, text: &text.body, error };
     page(w, ui, status, ui.signup_title, pages::signup(ui, &p))

@@ -1,0 +1,385 @@
+//! The one intent write ([`Base::write`] with [`Writes::put_intent`]) and the rule that
+//! keeps the matching engine (and the active set in memory) in step with the store.
+//!
+//! **The engine follows the durable store.** A write transaction commits without an
+//! fsync and the engine takes the staged changes right after that commit, under the
+//! intent-write lock (so a concurrent import never sees the engine behind the store);
+//! the shared durable commit comes after the lock is released (group commit, see
+//! [`Store::sync`]). When that durable commit fails — an I/O error: redb then latches
+//! the file and the store reopens it, restoring the last durable commit — the writes of
+//! the batch may be gone from the store although the engine has them. So the failed
+//! write marks the engine stale and rebuilds it and the active set from the store
+//! ([`Base::resync`]); until a rebuild succeeds every intent write first tries it again
+//! and fails without writing, so nothing is matched against intents the store does not
+//! hold. The caller gets the durable commit's error either way.
+
+use super::{floor_micros, person_entry, sweep_due, Base, Result, ServiceError};
+use crate::matching::engine::EngineIntent;
+use crate::protocol::Status;
+use crate::records::IntentRecord;
+use crate::store::{Reads as _, StoreError, Tx};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+
+/// A change of the engine staged by [`Writes::put_intent`].
+enum EngineOp {
+    /// Into the engine and the active set.
+    Upsert(Box<EngineIntent>, Box<IntentRecord>),
+    /// Out of both.
+    Remove(String),
+    /// A changed record of the active set that the engine does not need.
+    Record(Box<IntentRecord>),
+}
+
+/// A write transaction in which intents may be written: derefs to the store's
+/// [`Tx`]; intents are written only with [`Writes::put_intent`].
+pub struct Writes<'t, 'a> {
+    tx: &'t mut Tx<'a>,
+    base: &'t Base,
+    ops: Vec<EngineOp>,
+}
+
+impl<'a> std::ops::Deref for Writes<'_, 'a> {
+    type Target = Tx<'a>;
+    fn deref(&self) -> &Self::Target {
+        self.tx
+    }
+}
+
+impl std::ops::DerefMut for Writes<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.tx
+    }
+}
+
+impl Writes<'_, '_> {
+    /// Deletes an intent record with its active-set and expiry-index rows, and stages
+    /// its removal from the engine (the purge of lapsed drafts; tokens pointing to it
+    /// are removed by the caller, [`Tx::remove_tokens_of`]).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn remove_intent(&mut self, id: &str) -> Result<()> {
+        self.tx.remove_intent(self.base.key()?, id)?;
+        self.ops.push(EngineOp::Remove(id.to_owned()));
+        Ok(())
+    }
+
+    /// Stores an intent record, keeps the active set, the expiry index and the person
+    /// index in step, and stages the engine change that [`Base::write`] applies after
+    /// the commit.
+    ///
+    /// **The per-person cap** (PROTOCOL.md §3 "Limits") is checked here, inside the one
+    /// intent write, so it holds whatever path makes an intent active and however many
+    /// calls race: when `rec` goes into the active set with a person key
+    /// ([`IntentRecord::person`]) and a validUntil in the future, and was not counted
+    /// for that person already (not in the set, or expired there), the person's other
+    /// current intents must be fewer than `quotas.active_intents_per_person`.
+    ///
+    /// # Errors
+    /// [`ServiceError::PersonCap`] (the caller's transaction then fails: nothing is
+    /// written); storage errors; key errors opening the hidden limit.
+    pub fn put_intent(&mut self, rec: &IntentRecord, active: bool) -> Result<()> {
+        self.check_person_cap(rec, active)?;
+        self.tx.put_intent(self.base.key()?, &rec.id, rec, active, sweep_due(rec))?;
+        self.tx.set_intent_person(&rec.id, person_entry(rec, active))?;
+        if active {
+            self.ops.push(EngineOp::Upsert(Box::new(self.base.engine_intent(rec)?), Box::new(rec.clone())));
+        } else {
+            self.ops.push(EngineOp::Remove(rec.id.clone()));
+        }
+        Ok(())
+    }
+
+    /// Whether `person` already holds the most active intents one person may, not
+    /// counting intent `except` (the one about to become active, if any).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
+        let limit = self.base.settings.quotas.active_intents_per_person as usize;
+        let now = floor_micros(self.base.now());
+        Ok(self.tx.person_active(person, now, except, limit)? >= limit)
+    }
+
+    /// [`ServiceError::PersonCap`] when [`Writes::put_intent`] would push `rec`'s person
+    /// over the cap (see there).
+    fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
+        let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
+        let now = floor_micros(self.base.now());
+        if rec.valid_until.micros() <= now {
+            return Ok(()); // not current: nothing to count
+        }
+        let counted = self.tx.intent_person(&rec.id)?.is_some_and(|(p, until)| p == person && until > now);
+        if !counted && self.person_at_cap(person, &rec.id)? {
+            return Err(ServiceError::PersonCap { limit: self.base.settings.quotas.active_intents_per_person });
+        }
+        Ok(())
+    }
+
+    /// Stores `rec` — an intent in the active set whose only change is its person key —
+    /// with its person-index row, without the per-person cap and without touching the
+    /// engine: the start-up backfill of intents that were active before person keys
+    /// existed (they stay active, even over the cap; `Intents::backfill_people`).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
+        self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
+        self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
+        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
+        Ok(())
+    }
+}
+
+impl Base {
+    /// The store's intent key (see [`crate::store::IntentKey`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when another base took it (see `engine_failure`).
+    fn key(&self) -> Result<&crate::store::IntentKey> {
+        self.intent_key.as_ref().ok_or(ServiceError::Store(StoreError::Unavailable))
+    }
+
+    /// Makes the matching engine and the active set equal to the store's active intents:
+    /// every record of the store's active set into the set, the effectively active ones
+    /// into the engine, and whatever the set or engine held that the store no longer
+    /// has out of both. At start-up (from empty) and after a failed durable commit
+    /// ([`Base::resync`]). Readers see each intent's old or new entry, never a gap.
+    /// Returns the number of intents in the engine.
+    ///
+    /// # Errors
+    /// Storage errors reading the store ([`StoreError::Unavailable`] while the store
+    /// has failed and is not reopened yet: its reads may show commits the reopen
+    /// drops); key errors opening a hidden limit (nothing is changed then).
+    pub(super) fn reload_engine(&self) -> Result<usize> {
+        let now = self.now();
+        let recs: Vec<IntentRecord> = self.store.read(|rx| -> Result<Vec<IntentRecord>> {
+            let mut out = Vec::new();
+            for id in rx.active_ids()? {
+                if let Some(r) = rx.intent::<IntentRecord>(&id)? {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        })?;
+        // A failed file not reopened yet still shows the commits its recovery drops.
+        if self.store.failed() {
+            return Err(StoreError::Unavailable.into());
+        }
+        let mut engine = Vec::new();
+        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
+            engine.push(self.engine_intent(rec)?);
+        }
+        let kept: HashSet<&str> = recs.iter().map(|r| r.id.as_str()).collect();
+        let mut gone = Vec::new();
+        self.active.scan(|r, _| {
+            if !kept.contains(r.id.as_str()) {
+                gone.push(r.id.clone());
+            }
+        });
+        let inactive: Vec<&str> =
+            recs.iter().filter(|r| r.effective_status(now) != Status::Active).map(|r| r.id.as_str()).collect();
+        let n = engine.len();
+        for rec in &recs {
+            self.active.put(rec.clone());
+        }
+        for i in engine {
+            self.engine.upsert(i);
+        }
+        for id in inactive {
+            self.engine.remove(id);
+        }
+        for id in gone {
+            self.engine.remove(&id);
+            self.active.remove(&id);
+        }
+        Ok(n)
+    }
+
+    /// Rebuilds the engine from the store after a failed durable commit (see the module
+    /// docs), under the intent-write lock; on failure the engine stays marked stale and
+    /// the next intent write tries again. Whether the engine is in step afterwards.
+    pub(super) fn resync(&self) -> bool {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        self.resync_locked().is_ok()
+    }
+
+    /// [`Base::resync`] with the intent-write lock held.
+    fn resync_locked(&self) -> Result<()> {
+        self.engine_stale.store(true, Ordering::SeqCst);
+        match self.reload_engine() {
+            Ok(n) => {
+                self.engine_stale.store(false, Ordering::SeqCst);
+                tracing::warn!(intents = n, "matching engine rebuilt from the store after a failed durable commit");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "matching engine out of step with the store; intent writes fail until it is rebuilt");
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the engine waits for a rebuild after a failed durable commit (intent
+    /// writes fail until then).
+    pub fn engine_stale(&self) -> bool {
+        self.engine_stale.load(Ordering::SeqCst)
+    }
+
+    /// One write transaction in which intents may be written (the only way to write
+    /// one): runs `f`, commits, then applies the staged engine changes, and returns once
+    /// the write is durable ([`Store::sync`]: concurrent writes share one fsync). When
+    /// `f` fails or the commit fails, nothing is stored and the engine is unchanged.
+    /// When the durable commit fails, the engine is rebuilt from the store (see the
+    /// module docs) and the durable commit's error is returned (the write may be lost).
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors of the commit or the durable commit;
+    /// [`StoreError::Unavailable`] (or the store's own error) while the engine waits for
+    /// a rebuild that cannot read the store yet.
+    pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
+        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.engine_stale.load(Ordering::SeqCst) {
+            self.resync_locked().map_err(|e| match e {
+                ServiceError::Store(e) => E::from(e),
+                _ => E::from(StoreError::Unavailable),
+            })?;
+        }
+        let mut staged = Vec::new();
+        let (out, pending) = self.store.write_unsynced(|tx| {
+            let mut w = Writes { tx, base: self, ops: Vec::new() };
+            let r = f(&mut w);
+            staged = std::mem::take(&mut w.ops);
+            r
+        })?;
+        for op in staged {
+            match op {
+                EngineOp::Upsert(i, rec) => {
+                    self.engine.upsert(*i);
+                    self.active.put(*rec);
+                }
+                EngineOp::Remove(id) => {
+                    self.engine.remove(&id);
+                    self.active.remove(&id);
+                }
+                EngineOp::Record(rec) => self.active.put(*rec),
+            }
+        }
+        // Durable before it returns, but waited for outside the lock, so that concurrent
+        // intent writes share one fsync (group commit, see `Store::sync`).
+        drop(serial);
+        if let Err(e) = self.store.sync::<StoreError>(pending) {
+            self.resync();
+            return Err(E::from(e));
+        }
+        Ok(out)
+    }
+
+    /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
+    /// would do, without doing it (`isto admin purge --dry-run`). The engine is not
+    /// touched.
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors.
+    pub fn rehearse<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        self.store.rehearse(|tx| {
+            let mut w = Writes { tx, base: self, ops: Vec::new() };
+            f(&mut w)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::tests::active;
+    use crate::clock::{parse_rfc3339, ManualClock};
+    use crate::config::Settings;
+    use crate::crypto::KeyRing;
+    use crate::store::faults::{open_faulty, Faults};
+    use std::sync::Arc;
+
+    /// A base over a store whose file fails on demand.
+    fn faulty_base(dir: &std::path::Path) -> (Base, Faults) {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        let (store, faults) = open_faulty(&dir.join(crate::store::FILE_NAME)).unwrap();
+        let clock = Arc::new(ManualClock::new(parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        (Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock), faults)
+    }
+
+    /// The ids of the store's active set, and whether engine and active set hold exactly
+    /// those (every test record is effectively active while in the set).
+    fn in_step(b: &Base, ids: &[&str]) -> Vec<String> {
+        let stored = b.store.read(|rx| rx.active_ids()).unwrap();
+        assert_eq!(b.engine.len(), stored.len(), "engine {:?} vs store {stored:?}", b.engine);
+        assert_eq!(b.active.len(), stored.len(), "active set vs store {stored:?}");
+        for id in ids {
+            let s = stored.iter().any(|i| i == id);
+            assert_eq!(b.engine.contains(id), s, "{id}: engine vs store {stored:?}");
+        }
+        stored
+    }
+
+    #[test]
+    fn a_failed_durable_commit_leaves_the_engine_as_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, faults) = faulty_base(dir.path());
+        b.write(|w| w.put_intent(&active("int_a"), true)).unwrap();
+
+        // An activation whose transaction commits but whose durable commit fails: the
+        // store reopens at its last durable commit, without it; so must the engine.
+        faults.fail_next_write();
+        let e = b.write(|w| w.put_intent(&active("int_b"), true)).unwrap_err();
+        assert!(!faults.armed(), "the injected failure came");
+        assert!(matches!(e, ServiceError::Store(StoreError::Db(_))), "{e}");
+        assert_eq!(in_step(&b, &["int_a", "int_b"]), vec!["int_a"], "the failed batch is gone from the store");
+        assert!(!b.engine_stale());
+
+        // A withdrawal whose durable commit fails within a second of that reopen: the
+        // store reopens again only after a second, so the engine waits for that.
+        let withdrawn = IntentRecord { status: Status::Withdrawn, ..active("int_a") };
+        faults.fail_next_write();
+        let e = b.write(|w| w.put_intent(&withdrawn, false)).unwrap_err();
+        assert!(matches!(e, ServiceError::Store(StoreError::Db(_))), "{e}");
+
+        // Writes work again once the store has reopened (at most one reopen a second),
+        // and the engine is rebuilt before the first of them.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match b.write(|w| w.put_intent(&active("int_c"), true)) {
+                Ok(()) => break,
+                Err(ServiceError::Store(e @ (StoreError::Unavailable | StoreError::Db(_)))) => {
+                    assert!(b.engine_stale(), "a write refused for the rebuild: {e}");
+                    assert!(std::time::Instant::now() < deadline, "the store never came back: {e}");
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let stored = in_step(&b, &["int_a", "int_b", "int_c"]);
+        assert!(stored.contains(&"int_c".to_owned()) && stored.contains(&"int_a".to_owned()), "{stored:?}");
+        assert!(!b.engine_stale());
+    }
+
+    #[test]
+    fn the_base_holds_the_stores_only_intent_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(dir.path());
+        assert!(b.store.intent_key().is_none(), "the base took it at assembly");
+        assert!(b.engine_failure().is_none());
+        // A second base over the same store cannot write intents, and says why.
+        let settings = b.settings.clone();
+        let other = Base::new(settings, b.store.clone(), b.keys.clone(), b.clock.clone());
+        assert!(other.engine_failure().is_some_and(|e| e.contains("intent key")));
+        let e = other.write(|w| w.put_intent(&active("int_a"), true)).unwrap_err();
+        assert!(matches!(e, ServiceError::Store(StoreError::Unavailable)), "{e}");
+        assert!(b.store.read(|rx| rx.active_ids()).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,90 @@
+//! Loading and checking the settings.
+use super::*;
+
+#[test]
+fn defaults_need_no_file() {
+    let s = Settings::load(&Overrides { config: None, ..Default::default() }).unwrap();
+    assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(s.public_url.base, "http://127.0.0.1:8080");
+}
+
+#[test]
+fn store_cache_mib_defaults_loads_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("isto.toml");
+    let load = |text: &str| {
+        std::fs::write(&p, text).unwrap();
+        Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
+    };
+    assert_eq!(load("").unwrap().store_cache_mib, crate::store::DEFAULT_CACHE_MIB);
+    assert_eq!(crate::store::DEFAULT_CACHE_MIB, 16);
+    let s = load("[store]\ncache_mib = 256\n").unwrap();
+    assert_eq!(s.store_cache_mib, 256);
+    assert_eq!(s.describe()["store"]["cache_mib"], 256);
+    for bad in ["0", "65537"] {
+        let e = load(&format!("[store]\ncache_mib = {bad}\n")).unwrap_err();
+        assert!(e.to_string().contains("store.cache_mib"), "{e}");
+    }
+    assert!(load("[store]\ncache = 1\n").is_err(), "unknown keys fail");
+    assert!(SKELETON.contains("# cache_mib = 16 "), "the skeleton shows the default");
+}
+
+#[test]
+fn skeleton_parses_and_unknown_keys_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("isto.toml");
+    std::fs::write(&p, SKELETON).unwrap();
+    Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
+    std::fs::write(&p, "lisen = \"1.2.3.4:5\"\n").unwrap();
+    let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err();
+    assert!(e.to_string().contains("lisen"), "{e}");
+}
+
+#[test]
+fn trusted_proxies_load_and_a_catch_all_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("isto.toml");
+    std::fs::write(&p, "trusted_proxies = [\"10.0.0.0/8\", \"0.0.0.0/0\"]\n").unwrap();
+    let s = Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap();
+    assert_eq!(s.describe()["trusted_proxies"], serde_json::json!(["10.0.0.0/8", "0.0.0.0/0"]));
+    let w = s.warnings();
+    assert!(w.len() == 1 && w[0].starts_with("trusted_proxies: 0.0.0.0/0 trusts every address"), "{w:?}");
+    assert!(Settings::defaults().warnings().is_empty());
+    std::fs::write(&p, "trusted_proxies = [\"proxy.example\"]\n").unwrap();
+    let e = Settings::load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err().to_string();
+    assert!(e.contains("trusted_proxies") && e.contains("\"proxy.example\""), "{e}");
+}
+
+#[test]
+fn public_url_gives_hosts_and_origins() {
+    let u = PublicUrl::parse("https://Holder.Example/").unwrap();
+    assert_eq!(u.base, "https://holder.example");
+    assert_eq!(u.allowed_hosts(), vec!["holder.example", "holder.example:443"]);
+    assert_eq!(u.allowed_origins(), vec!["https://holder.example:443"]);
+    assert!(PublicUrl::parse("https://holder.example/app").is_err());
+    assert!(PublicUrl::parse("ftp://x").is_err());
+}
+
+#[test]
+fn metrics_listen_is_off_by_default_parsed_checked_and_warned_about_off_loopback() {
+    let s = Settings::load(&Overrides::default()).unwrap();
+    assert_eq!(s.metrics_listen, None);
+    assert!(s.describe()["metrics_listen"].is_null());
+    let with = |m: &str| Settings::load(&Overrides { metrics_listen: Some(m.into()), ..Default::default() });
+    let s = with("127.0.0.1:9464").unwrap();
+    assert_eq!(s.metrics_listen, Some(SocketAddr::from(([127, 0, 0, 1], 9464))));
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    assert_eq!(with("off").unwrap().metrics_listen, None);
+    let e = with("localhost").unwrap_err().to_string();
+    assert!(e.contains("metrics_listen") && e.contains("address:port"), "{e}");
+    let e = with("127.0.0.1:8080").unwrap_err().to_string();
+    assert!(e.contains("must differ from listen"), "{e}");
+    let w = with("0.0.0.0:9464").unwrap().warnings();
+    assert!(w.iter().any(|w| w.starts_with("metrics_listen: 0.0.0.0:9464 is not a loopback address")), "{w:?}");
+}
+
+#[test]
+fn listen_alone_moves_public_url() {
+    let s = Settings::load(&Overrides { listen: Some("127.0.0.1:9999".into()), ..Default::default() }).unwrap();
+    assert_eq!(s.public_url.base, "http://127.0.0.1:9999");
+}

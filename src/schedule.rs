@@ -1,0 +1,113 @@
+//! The domain's scheduler: every piece of background work of the domain, on its own
+//! clock, in one place (`isto serve` runs one [`Scheduler`]; the mail worker only sends
+//! mail and drives none of it):
+//!
+//! * the seller replies waiting to be matched — [`ReplyTicker`]: at once, then every
+//!   1 s plus a random 0–3 s, one write transaction per tick whatever the queue holds
+//!   (its timing is what keeps a delivery invisible to the seller, see
+//!   `deliveries::replies`);
+//! * the match digests that have come due — [`queue_due_digests`] every
+//!   [`DIGEST_EVERY`], on a fixed tick that nothing a request does moves; each queued
+//!   digest wakes the mail worker, which sends it;
+//! * the purge of what nobody needs any more, then the expiry sweep and the renewal
+//!   reminders — every [`SWEEP_EVERY`], the first at once.
+//!
+//! Each task runs its work on a blocking thread, logs a failure once until the work
+//! succeeds again (a full disk fails every tick), and stops at `stop` without waiting
+//! for its next tick (work in progress is one short transaction, or a bounded purge and
+//! sweep).
+
+use crate::base::Base;
+use crate::deliveries::{queue_due_digests, ReplyTicker};
+use crate::intents::Intents;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Time between two passes that queue the due digests.
+pub const DIGEST_EVERY: Duration = Duration::from_secs(2);
+
+/// Time between two purges and expiry sweeps.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The domain's background work (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    base: Arc<Base>,
+    intents: Arc<Intents>,
+}
+
+impl Scheduler {
+    /// The scheduler over the holder's base and intents service.
+    pub fn new(base: Arc<Base>, intents: Arc<Intents>) -> Self {
+        Self { base, intents }
+    }
+
+    /// Runs every task until `stop` is cancelled.
+    pub async fn run(self, stop: CancellationToken) {
+        let digests = {
+            let base = self.base.clone();
+            every(DIGEST_EVERY, "queueing due digests", stop.clone(), move || {
+                let n = queue_due_digests(&base)?;
+                if n > 0 {
+                    base.outbox().wake();
+                }
+                Ok(())
+            })
+        };
+        let sweeps = {
+            let intents = self.intents.clone();
+            every(SWEEP_EVERY, "purge and expiry sweep", stop.clone(), move || sweep(&intents))
+        };
+        tokio::join!(ReplyTicker(self.base).run(stop), digests, sweeps);
+    }
+}
+
+/// One purge, expiry sweep and renewal pass: the purge first (it deletes lapsed drafts,
+/// which the sweep leaves to it); a failed purge does not keep the sweep from running.
+///
+/// # Errors
+/// The sweep's error (the purge's is logged here).
+fn sweep(intents: &Intents) -> crate::base::Result<()> {
+    if let Err(e) = intents.purge(false) {
+        tracing::error!(error = %e, "purge failed");
+    }
+    let changed = intents.sweep()? + intents.sweep_renewals()?;
+    if changed > 0 {
+        tracing::info!(changed, "expiry sweep");
+    }
+    Ok(())
+}
+
+/// Runs `work` on a blocking thread at once and then every `period` until `stop`;
+/// a failure is logged once (as `what`) until the work succeeds again.
+async fn every<F>(period: Duration, what: &'static str, stop: CancellationToken, work: F)
+where
+    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
+{
+    let mut failing = false;
+    loop {
+        let w = work.clone();
+        let done = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::task::spawn_blocking(w) => r,
+        };
+        match done {
+            Ok(Ok(())) if failing => {
+                failing = false;
+                tracing::info!(task = what, "background work succeeds again");
+            }
+            Ok(Ok(())) => {}
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                tracing::error!(task = what, error = %e, "background work failed");
+            }
+            Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
+            Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+    }
+}
