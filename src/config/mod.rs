@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 mod helo;
 mod limits;
 mod quotas;
+pub mod reference;
 
 use limits::FileLimits;
 pub use limits::Limits;
