@@ -254,7 +254,7 @@ pub enum AdminCommand {
     /// start-up passes, and prints what changed (rows per table). With `isto serve`
     /// running it prints the server's versions: the server migrated at start. A store
     /// written by a newer isto is refused (install that isto again, or restore a backup
-    /// made by this one). Stop the server and back up first: see README "Upgrades".
+    /// made by this one). Stop the server and back up first: see the book, "Upgrades and going back".
     Migrate {
         /// Run the migrations in a transaction that is rolled back and print what they
         /// would change; change nothing.
