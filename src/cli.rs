@@ -122,6 +122,22 @@ pub enum GenerateCommand {
         #[arg(long, requires = "out")]
         json: bool,
     },
+    /// Write the book's reference pages (configuration keys, metrics, commands, store
+    /// schema versions: config.md, metrics.md, cli.md, schema.md) into DIR, made from this
+    /// very binary; with --check, write nothing and exit 1 naming the pages in DIR that
+    /// differ from what this binary would write (CI runs `isto generate reference --check
+    /// --out docs/src/reference`).
+    Reference {
+        /// The directory (docs/src/reference in the repository).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only compare: exit 1 when a page is missing or differs.
+        #[arg(long)]
+        check: bool,
+        /// Print the written (or stale) files as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the commented config skeleton (what `isto admin init --config` writes), or
     /// write it to FILE; with the global --data-dir, its data_dir line is set to it (the
     /// Debian package's /etc/isto/isto.toml).
@@ -238,7 +254,7 @@ pub enum AdminCommand {
     /// start-up passes, and prints what changed (rows per table). With `isto serve`
     /// running it prints the server's versions: the server migrated at start. A store
     /// written by a newer isto is refused (install that isto again, or restore a backup
-    /// made by this one). Stop the server and back up first: see README "Upgrades".
+    /// made by this one). Stop the server and back up first: see the book, "Upgrades and going back".
     Migrate {
         /// Run the migrations in a transaction that is rolled back and print what they
         /// would change; change nothing.

@@ -1,6 +1,8 @@
 //! `isto generate`: man pages, shell completions and the config skeleton, made from the
-//! clap tree in [`crate::cli`] (issue 11 point 6). The one user of `clap_mangen` and
+//! clap tree in [`crate::cli`]; the book's reference pages ([`reference`]). The one user of `clap_mangen` and
 //! `clap_complete`; `packaging/build-deb` runs it to fill the Debian package.
+
+pub mod reference;
 
 use crate::cli::{Cli, GenerateCommand, Shell};
 use anyhow::Context as _;
@@ -124,6 +126,28 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
         }
         GenerateCommand::Completions { shell, out: Some(dir), json } => {
             report(&[completions_to(shell, &dir)?], json, "completion script")
+        }
+        GenerateCommand::Reference { out, check: false, json } => {
+            let pages = reference::pages(&crate::config::Settings::defaults())?;
+            report(&reference::write(&out, &pages)?, json, "reference pages")
+        }
+        GenerateCommand::Reference { out, check: true, json } => {
+            let pages = reference::pages(&crate::config::Settings::defaults())?;
+            let stale = reference::stale(&out, &pages);
+            if json {
+                println!("{}", serde_json::json!({ "stale": stale }));
+            }
+            if !stale.is_empty() {
+                anyhow::bail!(
+                    "not what this isto writes: {}; run `isto generate reference --out {}` and commit the result",
+                    stale.iter().map(|n| out.join(n).display().to_string()).collect::<Vec<_>>().join(", "),
+                    out.display()
+                );
+            }
+            if !json {
+                println!("the reference pages in {} are current", out.display());
+            }
+            Ok(())
         }
         GenerateCommand::Config { out: None, .. } => std::io::stdout()
             .write_all(config_skeleton(data_dir)?.as_bytes())

@@ -2,7 +2,8 @@
 //! command-line flags (later wins). Read once at start-up; read-only at run time.
 //!
 //! The file is `--config PATH`, else `/etc/isto/isto.toml` when that file exists. Unknown
-//! keys are rejected so a typo never goes unnoticed. See README.md "Configuration".
+//! keys are rejected so a typo never goes unnoticed. Every key is listed in the book's
+//! "Configuration keys" page, which `isto generate reference` writes.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 mod helo;
 mod limits;
 mod quotas;
+pub mod reference;
 mod report;
 mod smtp;
 

@@ -9,6 +9,7 @@ mod kit;
 mod backup;
 mod backup_paths;
 mod backup_timer;
+mod book;
 mod buyer_flow;
 mod cadence;
 mod conn_limits;
