@@ -328,6 +328,9 @@ struct Hot {
     /// Number of statement terms outside the signature (text group): `found` is at most
     /// the posted count plus this.
     unposted: u32,
+    /// The unposted term ids when there are at most two (else unused): a candidate's
+    /// `found` without reading its [`Entry`].
+    rest: [u32; 2],
     /// Whether the intent has criteria.
     criteria: bool,
     /// The oracle's `ceiling * (1 + 1e-9)`, when there is a ceiling.
@@ -335,7 +338,7 @@ struct Hot {
 }
 
 impl Hot {
-    const VACANT: Hot = Hot { need: u32::MAX, terms: 0, unposted: 0, criteria: false, ceil: None };
+    const VACANT: Hot = Hot { need: u32::MAX, terms: 0, unposted: 0, rest: [u32::MAX; 2], criteria: false, ceil: None };
 
     /// The oracle's price rule: no ceiling passes; otherwise an unconvertible price fails
     /// and a price above the tolerant ceiling fails.
@@ -531,14 +534,19 @@ impl Inner {
                 }
             }
         }
-        let unposted = match &group {
-            Group::Text(sig) => (term_ids.len() - sig.len()) as u32,
-            _ => 0,
+        let unposted: Vec<u32> = match &group {
+            Group::Text(sig) => term_ids.iter().copied().filter(|t| !sig.contains(t)).collect(),
+            _ => Vec::new(),
         };
+        let mut rest = [u32::MAX; 2];
+        for (r, &t) in rest.iter_mut().zip(&unposted) {
+            *r = t;
+        }
         self.hot[slot as usize] = Hot {
             need: need.unwrap_or(u32::MAX),
             terms: terms.len() as u32,
-            unposted,
+            unposted: unposted.len() as u32,
+            rest,
             criteria: !intent.criteria.is_empty(),
             ceil,
         };
@@ -643,6 +651,9 @@ impl Inner {
                         }
                         let found = if hot.unposted == 0 {
                             c
+                        } else if hot.unposted <= 2 {
+                            let rest = &hot.rest[..hot.unposted as usize];
+                            c + rest.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
                         } else {
                             let Some(entry) = self.slots[slot as usize].as_ref() else { continue };
                             entry.terms.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
