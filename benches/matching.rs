@@ -1,6 +1,11 @@
 //! Bench of the standing-intent matching engine (`src/matching/engine.rs`): engines with
 //! 100 000 and 1 000 000 synthetic SK/CZ car and property intents
-//! (`isto::matching::engine::synth`, min_should_match 0.5, the holder default).
+//! (`isto::matching::engine::synth`, min_should_match 0.5, the holder default), and —
+//! when `../shared/data` is present — the realistic case: 1 000 000 intents whose
+//! statements are the real listings' titles, matched against real listings arriving as
+//! offers ([`real`]; `ISTO_BENCH_REAL_SIZES` picks its sizes, `0` skips it;
+//! `ISTO_BENCH_DATA` names another folder of the listings). The target
+//! there is a median under 1 ms per arriving offer.
 //!
 //! Run: `cargo bench --bench matching` (about 4–5 minutes on 2 idle cores, mostly the
 //! 1M pass). `ISTO_BENCH_SIZES=100000` picks the sizes (comma-separated),
@@ -27,6 +32,9 @@ use isto::matching::engine::{Engine, EngineIntent};
 use isto::protocol::Offer;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+#[path = "matching/real.rs"]
+mod real;
 
 /// min_should_match: the holder default, or `ISTO_BENCH_MSM`.
 fn msm() -> f64 {
@@ -110,6 +118,27 @@ fn bench_size(c: &mut Criterion, n: usize) {
     let t = Instant::now();
     let generated = intents(7, n);
     let gen = t.elapsed();
+    bench_engine(c, &label, &format!("engine/{n}"), generated, gen, offers(8, BATCH));
+}
+
+/// The realistic case at `n` intents ([`real`]).
+fn bench_real(c: &mut Criterion, n: usize, all: &[real::Listing]) {
+    let label = format!("{n} realistic intents (real titles, min_should_match {})", msm());
+    let t = Instant::now();
+    let generated = real::intents(7, n, all);
+    let gen = t.elapsed();
+    bench_engine(c, &label, &format!("engine/real/{n}"), generated, gen, real::offers(8, BATCH, all));
+}
+
+fn bench_engine(
+    c: &mut Criterion,
+    label: &str,
+    group: &str,
+    generated: Vec<EngineIntent>,
+    gen: Duration,
+    batch: Vec<Offer>,
+) {
+    let n = generated.len();
     let brute_set = (n <= 100_000).then(|| generated.clone());
     let engine = Engine::new(synth::params(msm()));
     let t = Instant::now();
@@ -124,16 +153,15 @@ fn bench_size(c: &mut Criterion, n: usize) {
         build.as_secs_f64() * 1e6 / n as f64,
         status("VmRSS:")
     );
-    let batch = offers(8, BATCH);
-    pass(&engine, &batch, &label, Way::Indexed);
+    pass(&engine, &batch, label, Way::Indexed);
     if std::env::var_os("ISTO_BENCH_PROFILE").is_some() {
         return;
     }
     // `check` costs ~5-10 µs per matching intent: time it on a part of the batch.
     let checked = if n >= 1_000_000 { &batch[..200] } else { &batch[..2000] };
-    pass(&engine, checked, &label, Way::Checked);
+    pass(&engine, checked, label, Way::Checked);
 
-    let mut g = c.benchmark_group(format!("engine/{n}"));
+    let mut g = c.benchmark_group(group);
     g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     for way in [Way::Indexed, Way::Checked] {
         if n >= 1_000_000 && matches!(way, Way::Checked) {
@@ -192,6 +220,22 @@ fn main() {
         .unwrap_or_else(|| vec![100_000, 1_000_000]);
     for n in sizes {
         bench_size(&mut c, n);
+    }
+    let data = std::env::var_os("ISTO_BENCH_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let all = real::listings(&data);
+    if all.is_empty() {
+        println!("realistic case: no listings in {} (absent), skipped", data.display());
+    } else {
+        let sizes: Vec<usize> = std::env::var("ISTO_BENCH_REAL_SIZES")
+            .ok()
+            .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).filter(|&n| n > 0).collect())
+            .unwrap_or_else(|| vec![1_000_000]);
+        println!("realistic case: {} listings with a title read from {}", all.len(), data.display());
+        for n in sizes {
+            bench_real(&mut c, n, &all);
+        }
     }
     c.final_summary();
     println!("peak RSS (VmHWM): {}", status("VmHWM:"));

@@ -24,8 +24,16 @@
 //!   every offer term `u`, and a lookup of every prefix of `u` of at least 4 characters
 //!   in the stem map, keeping term `t` when `len(u) ≤ len(t) + 3` — exactly
 //!   [`super::term_hit`]'s rule, but once per distinct term instead of once per intent.
-//!   The postings of the hit terms are then counted per slot; since an intent's terms are
-//!   distinct the count is the oracle's `found`, so `count ≥ k` is exact.
+//!   An intent is posted only under a *signature* of its terms (prefix filtering, as in
+//!   set-similarity joins), so that the common words of real titles (`prodej`, `bytu`,
+//!   `skoda`) do not make every offer walk long lists: either its rarest required
+//!   designation (a match must contain every designation exactly, so it hits that term),
+//!   or its `n − k + 1` rarest terms (an offer that hits `k` of the `n` terms hits at
+//!   least one of any `n − k + 1`), whichever has the shorter lists when it is inserted
+//!   ("rarest" by the dictionary's reference counts then; any choice is exact, a good
+//!   one is fast). The postings of the hit terms give the candidates; each candidate's
+//!   `found` — the oracle's count, since an intent's terms are distinct — is then
+//!   counted over all its terms against the offer's hit terms, so `found ≥ k` is exact.
 //! * **criteria** — intents without a text rule (no terms, or `k = 0`) that have a
 //!   criteria constraint on a plain, non-numeric string or an any-of list of them (e.g.
 //!   `make`, `model`): indexed by `(attribute, folded value)`; only an offer whose
@@ -234,14 +242,14 @@ impl Engine {
                     continue;
                 }
                 // The oracle's reasons (matching::check).
-                let mut reasons = vec!["category".to_owned()];
+                let mut reasons = vec!["category"];
                 if !intent.criteria.is_empty() {
-                    reasons.push("criteria".into());
+                    reasons.push("criteria");
                 }
-                reasons.push("area".into());
-                reasons.push("price".into());
+                reasons.push("area");
+                reasons.push("price");
                 if n > 0 {
-                    reasons.push("text".into());
+                    reasons.push("text");
                 }
                 Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
             };
@@ -287,8 +295,9 @@ const CRITERIA_KEYS: &[&str] =
 enum Group {
     /// Never matches (its text rule cannot pass): not indexed.
     Never,
-    /// Text group (postings of `Entry::terms`).
-    Text,
+    /// Text group, posted under these term ids (its signature, a subset of
+    /// `Entry::terms`).
+    Text(Box<[u32]>),
     /// Criteria group: attribute and folded values (any of).
     Criteria(Box<str>, Vec<Box<str>>),
     /// Rest group without a (comparable) ceiling.
@@ -316,6 +325,12 @@ struct Hot {
     need: u32,
     /// Number of statement terms.
     terms: u32,
+    /// Number of statement terms outside the signature (text group): `found` is at most
+    /// the posted count plus this.
+    unposted: u32,
+    /// The unposted term ids when there are at most two (else unused): a candidate's
+    /// `found` without reading its [`Entry`].
+    rest: [u32; 2],
     /// Whether the intent has criteria.
     criteria: bool,
     /// The oracle's `ceiling * (1 + 1e-9)`, when there is a ceiling.
@@ -323,7 +338,7 @@ struct Hot {
 }
 
 impl Hot {
-    const VACANT: Hot = Hot { need: u32::MAX, terms: 0, criteria: false, ceil: None };
+    const VACANT: Hot = Hot { need: u32::MAX, terms: 0, unposted: 0, rest: [u32::MAX; 2], criteria: false, ceil: None };
 
     /// The oracle's price rule: no ceiling passes; otherwise an unconvertible price fails
     /// and a price above the tolerant ceiling fails.
@@ -458,7 +473,7 @@ impl Inner {
         };
         let group = match need {
             None => Group::Never,
-            Some(need) if need > 0 => Group::Text,
+            Some(need) if need > 0 => Group::Text(self.terms.signature(&terms, &required, &term_ids, need)),
             Some(_) => {
                 let best = intent
                     .criteria
@@ -502,8 +517,8 @@ impl Inner {
             let bucket = &mut self.buckets[b as usize];
             match &group {
                 Group::Never => {}
-                Group::Text => {
-                    for &t in &term_ids {
+                Group::Text(sig) => {
+                    for &t in sig.iter() {
                         bucket.text.entry(t).or_default().push(slot);
                     }
                 }
@@ -519,9 +534,19 @@ impl Inner {
                 }
             }
         }
+        let unposted: Vec<u32> = match &group {
+            Group::Text(sig) => term_ids.iter().copied().filter(|t| !sig.contains(t)).collect(),
+            _ => Vec::new(),
+        };
+        let mut rest = [u32::MAX; 2];
+        for (r, &t) in rest.iter_mut().zip(&unposted) {
+            *r = t;
+        }
         self.hot[slot as usize] = Hot {
             need: need.unwrap_or(u32::MAX),
             terms: terms.len() as u32,
+            unposted: unposted.len() as u32,
+            rest,
             criteria: !intent.criteria.is_empty(),
             ceil,
         };
@@ -536,8 +561,8 @@ impl Inner {
             let bucket = &mut self.buckets[b as usize];
             match &entry.group {
                 Group::Never => {}
-                Group::Text => {
-                    for t in &entry.terms {
+                Group::Text(sig) => {
+                    for t in sig.iter() {
                         if let Some(list) = bucket.text.get_mut(t) {
                             remove_from(list, slot);
                             if list.is_empty() {
@@ -620,8 +645,21 @@ impl Inner {
                     }
                     for slot in touched {
                         let c = std::mem::take(&mut counts[slot as usize]);
-                        if c >= self.hot[slot as usize].need && ok(slot) {
-                            out.push((slot, c));
+                        let hot = self.hot[slot as usize];
+                        if c + hot.unposted < hot.need || !ok(slot) {
+                            continue;
+                        }
+                        let found = if hot.unposted == 0 {
+                            c
+                        } else if hot.unposted <= 2 {
+                            let rest = &hot.rest[..hot.unposted as usize];
+                            c + rest.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
+                        } else {
+                            let Some(entry) = self.slots[slot as usize].as_ref() else { continue };
+                            entry.terms.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
+                        };
+                        if found >= hot.need {
+                            out.push((slot, found));
                         }
                     }
                 });

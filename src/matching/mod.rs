@@ -51,8 +51,10 @@ pub struct Params<'a> {
 pub struct Hit {
     /// Share of statement terms found (1.0 when the statement has no terms left).
     pub score: f64,
-    /// What matched: `category`, `criteria`, `area`, `price`, `text`.
-    pub reasons: Vec<String>,
+    /// What matched, in this order: `category`, `criteria` (when the intent has
+    /// criteria), `area`, `price`, `text` (when the statement has terms). Static codes,
+    /// so that a match costs no string allocation per reason.
+    pub reasons: Vec<&'static str>,
 }
 
 /// Words that never count as statement terms: sk/cs/en function words and buying words.
@@ -584,14 +586,14 @@ pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Para
     if score + 1e-9 < p.min_should_match {
         return None;
     }
-    let mut reasons = vec!["category".to_owned()];
+    let mut reasons = vec!["category"];
     if !intent.criteria.is_empty() {
-        reasons.push("criteria".into());
+        reasons.push("criteria");
     }
-    reasons.push("area".into());
-    reasons.push("price".into());
+    reasons.push("area");
+    reasons.push("price");
     if !terms.is_empty() {
-        reasons.push("text".into());
+        reasons.push("text");
     }
     Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
 }

@@ -380,11 +380,9 @@ impl Synth {
         }
     }
 
-    /// A new offer `off_…` shaped like an SK/CZ car or property ad.
-    pub fn offer(&mut self) -> Offer {
-        self.next_offer += 1;
-        let id = format!("off_{:026}", self.next_offer);
-        let country = self.country();
+    /// An offer's area in `country` (`SK`, `CZ`): mostly one region, rarely none or a
+    /// lower-case code.
+    pub fn offer_area(&mut self, country: &str) -> AreaObject {
         let regions = if self.chance(0.04) {
             Vec::new()
         } else if self.chance(0.02) {
@@ -392,7 +390,15 @@ impl Synth {
         } else {
             vec![self.region(country).to_owned()]
         };
-        let area = AreaObject { country: country.into(), regions, place: None };
+        AreaObject { country: country.into(), regions, place: None }
+    }
+
+    /// A new offer `off_…` shaped like an SK/CZ car or property ad.
+    pub fn offer(&mut self) -> Offer {
+        self.next_offer += 1;
+        let id = format!("off_{:026}", self.next_offer);
+        let country = self.country();
+        let area = self.offer_area(country);
         let lang = if country == "SK" { 0 } else { 1 };
         let lang = if self.chance(0.15) { 2 } else { lang };
         let property = self.chance(0.3);

@@ -52,6 +52,31 @@ impl Terms {
         id
     }
 
+    /// How many stored intents use term `id` (0 for a free id).
+    pub(super) fn refs(&self, id: u32) -> u32 {
+        self.info.get(id as usize).and_then(Option::as_ref).map_or(0, |i| i.refs)
+    }
+
+    /// The term ids a text intent is posted under (see the engine's module docs): its rarest
+    /// required designation, or its `n − need + 1` rarest terms, whichever has the fewer
+    /// postings now. `terms`/`term_ids` are parallel; `required ⊆ terms`.
+    pub(super) fn signature(&self, terms: &[String], required: &[String], term_ids: &[u32], need: u32) -> Box<[u32]> {
+        let refs = |id: u32| u64::from(self.refs(id));
+        let mut by_refs: Vec<u32> = term_ids.to_vec();
+        by_refs.sort_by_key(|&id| (refs(id), id));
+        let size = term_ids.len().saturating_sub(need as usize) + 1;
+        by_refs.truncate(size.min(by_refs.len()));
+        let prefix_cost: u64 = by_refs.iter().map(|&id| refs(id)).sum();
+        let rarest_required = required
+            .iter()
+            .filter_map(|r| terms.iter().position(|t| t == r).map(|i| term_ids[i]))
+            .min_by_key(|&id| (refs(id), id));
+        match rarest_required {
+            Some(id) if refs(id) < prefix_cost => Box::new([id]),
+            _ => by_refs.into_boxed_slice(),
+        }
+    }
+
     pub(super) fn release(&mut self, id: u32) {
         let Some(slot) = self.info.get_mut(id as usize) else { return };
         let Some(info) = slot.as_mut() else { return };
