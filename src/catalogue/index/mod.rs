@@ -22,8 +22,9 @@
 //! its owner.
 //!
 //! Segments: each update commits a segment; tantivy's merge policy merges them while
-//! the writer lives, and when an update leaves more than [`MAX_SEGMENTS`] segments they
-//! are merged into one before the writer ends (a search visits each segment).
+//! the writer lives, and when an update leaves more than [`MAX_SEGMENTS`] segments all
+//! but the largest are merged into one before the writer ends (a search visits each
+//! segment).
 
 mod analysis;
 mod candidates;
@@ -310,14 +311,18 @@ impl OfferIndex {
         Ok(out)
     }
 
-    /// Merges every segment into one when there are more than [`MAX_SEGMENTS`] (the
-    /// merge policy leaves many small segments after a long series of imports; each
-    /// costs every search a visit). Called with the writer lock held, after a commit.
+    /// When there are more than [`MAX_SEGMENTS`] segments, merges all but the largest
+    /// into one (the merge policy leaves many small segments after a long series of
+    /// imports; each costs every search a visit). Leaving the largest out keeps the cost
+    /// of a series of imports near linear: a segment is copied again only when the
+    /// others have grown to its size. Called with the writer lock held, after a commit.
     fn compact(&self) -> Result<(), IndexError> {
-        let ids = self.index.searchable_segment_ids()?;
-        if ids.len() <= MAX_SEGMENTS {
+        let mut metas = self.index.searchable_segment_metas()?;
+        if metas.len() <= MAX_SEGMENTS {
             return Ok(());
         }
+        metas.sort_by_key(|m| std::cmp::Reverse(m.num_docs()));
+        let ids: Vec<_> = metas.iter().skip(1).map(|m| m.id()).collect();
         let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
         w.merge(&ids).wait()?;
         w.wait_merging_threads()?;

@@ -312,3 +312,22 @@ fn candidates_follow_category_area_and_terms() {
 }
 
 // ---- generated offers and intents (property test and timing) ----
+
+/// Names that differ in one letter rank their own model first: hyphenated (`C-MAX`,
+/// `S-MAX`) and the single-letter classes (`Třídy C`, where `s`, `v`, `a` are also stop
+/// words). The wrong model sorts first by id, so equal scores would rank it first.
+#[test]
+fn one_letter_names_rank_their_model_first() {
+    let ix = index_of(vec![
+        offer("a1", "Ford S-MAX 2.0 TDCi", "", json!({"make": "ford", "model": "s max"}), "SK"),
+        offer("a2", "Ford C-MAX 1.6", "", json!({"make": "ford", "model": "c max"}), "SK"),
+        offer("b1", "Mercedes-Benz Třídy S", "", json!({"make": "mercedes benz", "model": "tridy s"}), "SK"),
+        offer("b2", "Mercedes-Benz Třídy V", "", json!({"make": "mercedes benz", "model": "tridy v"}), "SK"),
+        offer("b3", "Mercedes-Benz Třídy C", "", json!({"make": "mercedes benz", "model": "tridy c"}), "SK"),
+    ]);
+    assert_eq!(ids(&ix, "Ford C-MAX", None, None)[0], "a2");
+    assert_eq!(ids(&ix, "ford s-max", None, None)[0], "a1");
+    assert_eq!(ids(&ix, "Hledám Mercedes-Benz Třídy C", None, None)[0], "b3");
+    assert_eq!(ids(&ix, "mercedes-benz tridy v", None, None)[0], "b2");
+    assert_eq!(ids(&ix, "Mercedes-Benz Třídy S", None, None)[0], "b1");
+}
