@@ -10,7 +10,9 @@
 //! matching).
 //!
 //! Prints: import rate (offers/s) for the generated catalogue (batches of 500, one
-//! transaction each, index kept in step); search p50/p99 over 1 000 statements; the time
+//! transaction each, index kept in step); search p50/p99 over 1 000 statements, and
+//! isto's top-10 answer beside its floor (a plain tantivy BM25 top-10 OR query over the
+//! same index and statements, in-process) with their ratio; the time
 //! to match a 10 000-offer import against the standing intents (deliveries recorded);
 //! the same for one offer; and the process's peak RSS (VmHWM). The matching engine alone
 //! at 100 000 and 1 000 000 intents is in `cargo bench --bench matching`.
@@ -161,6 +163,21 @@ fn main() {
     let mut q = Synth::new(2);
     let statements: Vec<String> = (0..1_000).map(|_| q.intent().statement).collect();
     search_times(&h, &format!("{n_offers} offers"), &statements, None, 1);
+    // The statements of `cargo bench --bench mcp_load` over the same catalogue.
+    let mcp_statements: Vec<String> = [
+        "škoda octavia",
+        "bmw x3 diesel",
+        "volkswagen golf",
+        "toyota corolla automat",
+        "ford focus kombi",
+        "hyundai i30",
+        "audi a4 avant",
+        "byt 3+1 Brno",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    search_times(&h, &format!("{n_offers} offers, the mcp_load statements"), &mcp_statements, None, 50);
     if std::env::var_os("ISTO_BENCH_SEARCH_ONLY").is_some() {
         let sauto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/vehicles_cz_sauto.csv");
         if sauto.exists() {
@@ -305,6 +322,35 @@ fn search_times(h: &AppState, what: &str, statements: &[String], category: Optio
             old.push(t.elapsed());
         }
     }
+    // The floor: a plain tantivy BM25 top-10 query over the same index and statements
+    // (`OfferIndex::floor_search`), beside isto's own top-10 answer from the index.
+    let (mut isto10, mut floor) = (Vec::new(), Vec::new());
+    let now = h.base.clock().now();
+    for _ in 0..rounds.max(3) {
+        for s in statements {
+            let t = Instant::now();
+            std::hint::black_box(idx.search_offers(s, None, category, 10, now).expect("search"));
+            isto10.push(t.elapsed());
+            let t = Instant::now();
+            std::hint::black_box(idx.floor_search(s, 10).expect("floor"));
+            floor.push(t.elapsed());
+        }
+    }
+    isto10.sort();
+    floor.sort();
+    let mean = |v: &[Duration]| v.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e6 / v.len().max(1) as f64;
+    println!(
+        "search over {what}, top 10 in-process (one thread, so wall ≈ CPU): isto search_offers mean {:.0} µs \
+         (p50 {:.0}, p99 {:.0}); floor (plain tantivy BM25 OR top-10) mean {:.0} µs (p50 {:.0}, p99 {:.0}); \
+         ratio {:.2}",
+        mean(&isto10),
+        pct(&isto10, 0.5).as_secs_f64() * 1e6,
+        pct(&isto10, 0.99).as_secs_f64() * 1e6,
+        mean(&floor),
+        pct(&floor, 0.5).as_secs_f64() * 1e6,
+        pct(&floor, 0.99).as_secs_f64() * 1e6,
+        mean(&isto10) / mean(&floor)
+    );
     new.sort();
     old.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;

@@ -18,7 +18,8 @@ other constraints, for the "top hit has the wrong model" check.
 Query classes:
 * ``make_model``: make + model (``Tesla Model 3``, ``BMW X5``, ``Peugeot 308``), in cs,
   sk and en, with and without diacritics, some with a quantity (``do 400000 Kč``,
-  ``under 150000 km``) that must not count as a term;
+  ``under 150000 km``) that must not count as a term; and the names that differ in one
+  letter (``Ford C-MAX`` / ``S-MAX``, ``Mercedes-Benz Třídy C/E/S/V``);
 * ``model_fuel``: make + model + fuel (``nafta``, ``diesel``, ``benzín``);
 * ``flat_cz``: Czech flat disposition + city (``byt 2+kk Brno``);
 * ``flat_sk``: Slovak property type + district (``3 izbový byt Bratislava``).
@@ -103,6 +104,19 @@ def vehicle_queries(facts):
         stmt = t.format(name=name, folded=fold(name))
         rel = models_of(*key)
         out.append({"class": "make_model", "lang": lang, "statement": stmt, "relevant": rel, "models": rel})
+    # Names that differ only in one letter: hyphenated (C-MAX, S-MAX) and the single-letter
+    # Mercedes-Benz classes ("Třídy C"); the top hit must have the named model.
+    lettered = [("cs", "{name}"), ("en", "{folded} wanted"), ("cs", "koupím {name}"), ("sk", "hľadám {folded}"),
+                ("cs", "Hledám {name}"), ("en", "{name}")]
+    keys = [("ford", "c-max"), ("ford", "s-max"), ("mercedes-benz", "tridy-c"), ("mercedes-benz", "tridy-e"),
+            ("mercedes-benz", "tridy-s"), ("mercedes-benz", "tridy-v")]
+    for (lang, t), key in zip(lettered, keys):
+        if key not in by_model:
+            continue
+        name = shown[key]
+        rel = models_of(*key)
+        out.append({"class": "make_model", "lang": lang, "statement": t.format(name=name, folded=fold(name)),
+                    "relevant": rel, "models": rel})
     # make + model + fuel where at least 3 listings have that fuel.
     n = 0
     for key in designated + plain:

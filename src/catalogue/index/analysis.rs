@@ -1,7 +1,29 @@
 //! The text analysis of the offer index: the analyzers of the searchable fields and of
-//! `terms` (the token stream of [`matching::text_terms`], with or without the sk/cs/en
-//! stop words) and the fingerprint of that analysis stored with each commit, so that an
+//! `terms`, and the fingerprint of that analysis stored with each commit, so that an
 //! index written with other analysis is rebuilt.
+//!
+//! **The language work is done at index time**, so that a search is a handful of plain
+//! term lookups:
+//! - folding (case, diacritics), synonyms and designations come from
+//!   [`matching::analyse`] (the one analysis of search and matching);
+//! - **inflection**: each searchable word `t` of `m` characters is indexed as itself (in
+//!   `title`, `attrs`, `description`) and as its *stem forms* `~p` ([`STEM_MARK`] + `p`,
+//!   in `title_stems`, `attrs_stems`, `description_stems`, analyzer [`STEMS_ANALYZER`])
+//!   for each prefix `p` of `t` of `L` characters, `max(4, m - 5) ≤ L ≤ m` (`L = 4` only
+//!   when `m ≤ 8`). A stem field is padded to [`STEM_FIELD_PAD`] tokens (the token `~`,
+//!   which no statement looks up), so that its field norm is the same for every offer
+//!   whose text has fewer stem forms: a word with many stem forms does not make its
+//!   offer's text count as longer (tantivy's block-max WAND needs field norms, so the
+//!   field cannot simply do without them). A statement word `w` with a
+//!   [`matching::stem`] `s` looks up the one term `~s`: it finds exactly the
+//!   words that start with `s` and are at most `len(w) + 3` characters long — the
+//!   inflection rule of [`matching::term_hit`] (for 6-character words with a 4-character
+//!   stem, words up to 8 characters instead of 9). A word without a stem (short, or with
+//!   digits) looks up itself;
+//! - **single-letter names**: a one-letter word beside a longer word is indexed joined to
+//!   it (`Ford C-MAX` → `ford_c`, `c_max`; `Mercedes-Benz Třídy C` → `tridy_c`), before
+//!   stop words are dropped (`s`, `v`, `a` are Slovak/Czech stop words), so that `C-MAX`
+//!   and `S-MAX`, or the classes of one make, rank apart ([`letter_phrases`]).
 
 use super::INDEX_VERSION;
 use crate::matching;
@@ -9,9 +31,13 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-/// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] without
-/// stop words.
-pub const ANALYZER: &str = "isto_v1";
+/// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] and the
+/// [`letter_phrases`] without stop words.
+pub const ANALYZER: &str = "isto_match_v4";
+/// The analyzer of the stem fields: the [`stem_forms`] of the searchable tokens.
+pub const STEMS_ANALYZER: &str = "isto_stems_v4";
+/// The mark of a stem form (a character folded text never holds in a token).
+pub const STEM_MARK: char = '~';
 /// The analyzer of `terms`: exactly [`matching::text_terms`].
 pub const TERMS_ANALYZER: &str = "isto_terms_v1";
 
@@ -62,17 +88,107 @@ pub(super) fn analysis_fingerprint() -> &'static str {
             h.update(t.as_bytes());
             h.update([1]);
         }
+        for t in searchable_tokens(probe).into_iter().chain(stem_tokens(probe)) {
+            h.update(t.as_bytes());
+            h.update([2]);
+        }
         h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
     });
     &FP
 }
 
-/// The tokenizer of both analyzers: the tokens of [`matching::text_terms`], optionally
-/// without stop words. Offsets are not kept (nothing is highlighted).
+/// The phrases of one-letter words (`c`, `s`, `v`) with the longer word (not a stop word)
+/// before and after them (`ford_c`, `c_max`, `tridy_c`): names such as `C-MAX` or
+/// `Třídy C`. Designation phrases of [`matching::analyse`] are not neighbours (they
+/// follow their designation).
+pub fn letter_phrases(terms: &[matching::Term]) -> Vec<String> {
+    let words: Vec<&str> =
+        terms.iter().filter(|t| t.kind != matching::TermKind::Phrase).map(|t| t.text.as_str()).collect();
+    let mut out = Vec::new();
+    let long = |w: &str| w.chars().count() >= 2 && !w.contains('_') && !is_stop_word(w);
+    for (i, w) in words.iter().enumerate() {
+        let mut chars = w.chars();
+        let letter = chars.next().is_some_and(char::is_alphabetic) && chars.next().is_none();
+        if !letter {
+            continue;
+        }
+        if let Some(p) = i.checked_sub(1).map(|j| words[j]).filter(|p| long(p)) {
+            out.push(format!("{p}_{w}"));
+        }
+        if let Some(n) = words.get(i + 1).filter(|n| long(n)) {
+            out.push(format!("{w}_{n}"));
+        }
+    }
+    out
+}
+
+/// The stem forms of a searchable token (see the module docs), `STEM_MARK` + prefix, in
+/// `out`; none for a token that [`matching::stem`] would not stem (digits, `_`, `+`).
+pub fn stem_forms(token: &str, out: &mut Vec<String>) {
+    if token.chars().any(|c| c.is_ascii_digit() || c == '_' || c == '+') {
+        return;
+    }
+    let m = token.chars().count();
+    let ends: Vec<usize> = token.char_indices().map(|(i, _)| i).skip(1).chain([token.len()]).collect();
+    for len in m.saturating_sub(5).max(4)..=m {
+        if len == 4 && m > 8 {
+            continue;
+        }
+        if let Some(&end) = ends.get(len - 1) {
+            out.push(format!("{STEM_MARK}{}", &token[..end]));
+        }
+    }
+}
+
+/// The one term a statement word looks up in the searchable fields: its stem form when
+/// [`matching::stem`] gives a stem, else the word itself.
+pub fn lookup_term(word: &str) -> String {
+    match matching::stem(word) {
+        Some(s) => format!("{STEM_MARK}{s}"),
+        None => word.to_owned(),
+    }
+}
+
+/// The tokens of a searchable field: the tokens of [`matching::analyse`] and the
+/// [`letter_phrases`], stop words dropped.
+pub fn searchable_tokens(text: &str) -> Vec<String> {
+    let terms = matching::analyse(text);
+    let phrases = letter_phrases(&terms);
+    terms.into_iter().map(|t| t.text).chain(phrases).filter(|t| !is_stop_word(t)).collect()
+}
+
+/// The length every stem field is padded to (see the module docs).
+pub const STEM_FIELD_PAD: usize = 64;
+
+/// The tokens of a stem field: the [`stem_forms`] of the [`searchable_tokens`], padded
+/// with `~` to [`STEM_FIELD_PAD`] tokens.
+pub fn stem_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in searchable_tokens(text) {
+        stem_forms(&t, &mut out);
+    }
+    let pad = STEM_FIELD_PAD.saturating_sub(out.len());
+    out.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
+    out
+}
+
+/// What an [`IstoTokenizer`] emits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tokens {
+    /// [`searchable_tokens`] (`title`, `attrs`, `description`).
+    Searchable,
+    /// [`stem_tokens`] (the stem fields).
+    Stems,
+    /// Exactly [`matching::text_terms`] (`terms`).
+    Terms,
+}
+
+/// The tokenizer of the analyzers ([`Tokens`]). Offsets are not kept (nothing is
+/// highlighted).
 #[derive(Clone)]
 pub(super) struct IstoTokenizer {
-    /// Whether stop words are dropped (the searchable fields) or kept (`terms`).
-    pub(super) drop_stop_words: bool,
+    /// What it emits.
+    pub(super) tokens: Tokens,
 }
 
 /// The token stream of [`IstoTokenizer`].
@@ -105,9 +221,14 @@ impl Tokenizer for IstoTokenizer {
     type TokenStream<'a> = IstoTokenStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
-        let tokens: Vec<Token> = matching::text_terms(text)
+        let texts: Vec<String> = match self.tokens {
+            Tokens::Searchable => searchable_tokens(text),
+            Tokens::Stems => stem_tokens(text),
+            Tokens::Terms => matching::text_terms(text).collect(),
+        };
+        let tokens: Vec<Token> = texts
+            .into_iter()
             .enumerate()
-            .filter(|(_, t)| !(self.drop_stop_words && is_stop_word(t)))
             .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
             .collect();
         IstoTokenStream { tokens: tokens.into_iter(), current: Token::default() }

@@ -1,7 +1,14 @@
 //! The search collector of the offer index: the top `limit` offer ids by score, then
 //! (when asked) publication time, then id — deterministic whatever the segment layout.
+//!
+//! It lets tantivy prune: each segment is collected with `Weight::for_each_pruning`,
+//! told after each hit the lowest score that can still enter the top `limit`, so a
+//! union of term queries skips the blocks of documents that cannot (block-max WAND).
+//! Its filters (category, area, `validUntil`, deleted documents) are fast-field checks
+//! on the documents it is given.
 
 use super::*;
+use tantivy::query::Weight;
 
 /// One search hit: `key` is the id (across segments) or the id's term ordinal in the
 /// segment's id column (inside a segment, where ordinals sort as the ids do). Orders
@@ -37,6 +44,85 @@ impl<K: Ord> PartialOrd for Hit<K> {
     }
 }
 
+/// The category and area filter of a search, checked on fast fields.
+#[derive(Debug, Default)]
+pub(super) struct AreaFilter {
+    /// The offer's category must be this one.
+    pub(super) category: Option<String>,
+    /// (country, regions) as indexed ([`code`]): the offer's area must lie in it
+    /// ([`gazetteer::contains`]: the same country; when regions are given, at least one
+    /// region, all of them among these).
+    pub(super) area: Option<(String, BTreeSet<String>)>,
+}
+
+/// The term ordinal of `value` in a segment's string column: Ok(None) when the segment
+/// has no column or no document with that value.
+fn ord_of(col: Option<&StrColumn>, value: &str) -> std::io::Result<Option<u64>> {
+    match col {
+        Some(c) => c.dictionary().term_ord(value.as_bytes()),
+        None => Ok(None),
+    }
+}
+
+/// [`AreaFilter`] prepared for one segment (term ordinals of its columns).
+pub(super) struct SegmentFilter {
+    category: Option<(StrColumn, u64)>,
+    country: Option<(StrColumn, u64)>,
+    /// The region column and the ordinals of the wanted regions, sorted.
+    regions: Option<(StrColumn, Vec<u64>)>,
+}
+
+impl SegmentFilter {
+    /// The filter for `seg`, None when no document of the segment can pass it.
+    fn new(f: &AreaFilter, seg: &SegmentReader) -> tantivy::Result<Option<Self>> {
+        let ff = seg.fast_fields();
+        let mut out = SegmentFilter { category: None, country: None, regions: None };
+        if let Some(c) = &f.category {
+            let col = ff.str("category")?;
+            let Some(ord) = ord_of(col.as_ref(), c)? else { return Ok(None) };
+            out.category = col.map(|col| (col, ord));
+        }
+        if let Some((country, regions)) = &f.area {
+            let col = ff.str("country")?;
+            let Some(ord) = ord_of(col.as_ref(), country)? else { return Ok(None) };
+            out.country = col.map(|col| (col, ord));
+            if !regions.is_empty() {
+                let col = ff.str("region")?;
+                let mut ords = Vec::new();
+                for r in regions {
+                    ords.extend(ord_of(col.as_ref(), r)?);
+                }
+                ords.sort_unstable();
+                match col {
+                    Some(col) if !ords.is_empty() => out.regions = Some((col, ords)),
+                    _ => return Ok(None),
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn passes(&self, doc: DocId) -> bool {
+        let is = |c: &Option<(StrColumn, u64)>| c.as_ref().is_none_or(|(col, ord)| col.ords().first(doc) == Some(*ord));
+        if !is(&self.category) || !is(&self.country) {
+            return false;
+        }
+        match &self.regions {
+            None => true,
+            Some((col, wanted)) => {
+                let mut any = false;
+                for ord in col.term_ords(doc) {
+                    if wanted.binary_search(&ord).is_err() {
+                        return false;
+                    }
+                    any = true;
+                }
+                any
+            }
+        }
+    }
+}
+
 /// Top `limit` hits by score descending, then (when `newest_first`) publication time
 /// descending, then id ascending — deterministic whatever the segment layout.
 pub(super) struct TopIds {
@@ -47,11 +133,15 @@ pub(super) struct TopIds {
     /// When given (Unix nanoseconds), only documents whose `valid_until` lies after it
     /// are collected: offers past `validUntil` never take a place among the `limit`.
     pub(super) current_at: Option<i64>,
+    /// The category and area filter.
+    pub(super) filter: AreaFilter,
 }
 
 /// The per-segment part of [`TopIds`].
 pub(super) struct TopIdsSegment {
     limit: usize,
+    /// The filter of this segment; None when no document of it can pass.
+    filter: Option<SegmentFilter>,
     segment: SegmentOrdinal,
     ids: StrColumn,
     published: Option<Column<i64>>,
@@ -88,6 +178,7 @@ impl Collector for TopIds {
         };
         Ok(TopIdsSegment {
             limit: self.limit,
+            filter: SegmentFilter::new(&self.filter, seg)?,
             segment,
             ids: id_column(seg)?,
             published,
@@ -98,6 +189,29 @@ impl Collector for TopIds {
 
     fn requires_scoring(&self) -> bool {
         true
+    }
+
+    /// Collects one segment with pruning: tantivy is told after each hit the lowest score
+    /// that can still enter the top `limit` (just under the worst kept score, so that
+    /// equal scores still meet the tie break).
+    fn collect_segment(
+        &self,
+        weight: &dyn Weight,
+        segment_ord: u32,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<std::io::Result<Vec<Hit<String>>>> {
+        let mut child = self.for_segment(segment_ord, reader)?;
+        if child.filter.is_none() {
+            return Ok(child.harvest());
+        }
+        let alive = reader.alive_bitset();
+        weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+            if alive.is_none_or(|a| a.is_alive(doc)) {
+                child.collect(doc, score);
+            }
+            child.threshold()
+        })?;
+        Ok(child.harvest())
     }
 
     fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<Hit<String>>>>) -> tantivy::Result<Vec<Hit<String>>> {
@@ -111,16 +225,44 @@ impl Collector for TopIds {
     }
 }
 
+/// A BM25 score on a grid of 2^-15 of its value (the low 8 bits of the mantissa cleared,
+/// rounding down): block-max WAND adds a document's term scores in an order that depends
+/// on what it skipped, so the same score may come out a unit in the last place apart;
+/// on the grid such scores are (almost always) equal again and meet the tie break.
+/// Monotone, so the pruning threshold stays valid.
+pub(super) fn on_grid(score: Score) -> Score {
+    if score > 0.0 && score.is_finite() {
+        Score::from_bits(score.to_bits() & !0xFF)
+    } else {
+        score
+    }
+}
+
+impl TopIdsSegment {
+    /// The score a document must exceed to be offered: just under the worst kept score
+    /// once `limit` hits are kept, else the lowest score.
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.limit => worst.score.next_down(),
+            _ => Score::MIN,
+        }
+    }
+}
+
 impl SegmentCollector for TopIdsSegment {
     type Fruit = std::io::Result<Vec<Hit<String>>>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
+        if !self.filter.as_ref().is_some_and(|f| f.passes(doc)) {
+            return;
+        }
         if let Some((valid_until, at)) = &self.current {
             if valid_until.first(doc).unwrap_or(i64::MAX) <= *at {
                 return;
             }
         }
         let Some(ord) = self.ids.ords().first(doc) else { return };
+        let score = on_grid(score);
         let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
         let hit = Hit { score, published, key: ord, address: DocAddress::new(self.segment, doc) };
         if self.heap.len() < self.limit {

@@ -1,0 +1,179 @@
+//! The candidate offers of an intent that becomes active (PROTOCOL.md §6): a true
+//! superset of the offers [`matching::check`] accepts, found with the `terms` field and
+//! the category and area terms (no ranking, no limit). The inflected forms of each term
+//! are read from the term dictionary here (the rule of [`matching::term_hit`] exactly),
+//! unlike the catalogue search, which looks up stem forms indexed in advance.
+
+use super::*;
+
+impl OfferIndex {
+    /// Clauses that hold exactly when the offer's area lies in `area`
+    /// ([`gazetteer::contains`]): the same country, and when `area.regions` is not empty,
+    /// at least one region, all of them in `area.regions`.
+    fn area_clauses(&self, searcher: &Searcher, area: &AreaObject) -> Result<Vec<Clause>, IndexError> {
+        let mut out: Vec<Clause> = vec![(Occur::Must, self.term(self.f.country, &code(&area.country)))];
+        if area.regions.is_empty() {
+            return Ok(out);
+        }
+        let wanted: BTreeSet<String> = area.regions.iter().map(|r| code(r)).collect();
+        let any: Vec<Clause> = wanted.iter().map(|r| (Occur::Should, self.term(self.f.region, r))).collect();
+        out.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        for other in self.region_terms(searcher)?.iter() {
+            if !wanted.contains(other) {
+                out.push((Occur::MustNot, self.term(self.f.region, other)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every `region` term of `searcher`'s index state, cached per searcher generation.
+    fn region_terms(&self, searcher: &Searcher) -> Result<Arc<BTreeSet<String>>, IndexError> {
+        let id = searcher.generation().generation_id();
+        if let Some((g, set)) = self.regions.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            if *g == id {
+                return Ok(set.clone());
+            }
+        }
+        let set = Arc::new(all_terms(searcher, self.f.region)?);
+        *self.regions.lock().unwrap_or_else(PoisonError::into_inner) = Some((id, set.clone()));
+        Ok(set)
+    }
+
+    fn term(&self, field: Field, text: &str) -> Box<dyn Query> {
+        Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
+    }
+
+    /// A superset of the offers that can match an intent (PROTOCOL.md §6), used when an
+    /// intent becomes active: offers of `category` whose area lies in `area` (as
+    /// [`gazetteer::contains`]: same country; any region when `area.regions` is empty,
+    /// else each of the offer's regions in it) and, when `terms` is non-empty, that contain
+    /// at least one term `t` exactly or (when [`matching::stem`] of `t` is `Some(s)`) a
+    /// term that starts with `s` and is at most `len(t) + 3` characters long — the text
+    /// rule of [`matching::term_hit`].
+    ///
+    /// Pass the intent's [`matching::statement_terms`] when its minimum-should-match ratio
+    /// requires at least one hit (`min_should_match > 1e-9`, see [`matching::check`]),
+    /// else no terms; [`Self::candidates_for_intent_min`] narrows further. Returns offer
+    /// ids (sorted, no limit).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn candidates_for_intent(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+    ) -> Result<Vec<String>, IndexError> {
+        self.candidates(category, area, terms, usize::from(!terms.is_empty()))
+    }
+
+    /// Like [`Self::candidates_for_intent`], but an offer must contain as many of `terms`
+    /// (each counted as [`matching::term_hit`] counts it) as the ratio `min_should_match`
+    /// requires in [`matching::check`] (`hits / terms + 1e-9 >= min_should_match`): the
+    /// text rule exactly, so still a superset of the matches. `terms` are the intent's
+    /// [`matching::statement_terms`] (whatever the ratio).
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn candidates_for_intent_min(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+        min_should_match: f64,
+    ) -> Result<Vec<String>, IndexError> {
+        let n = terms.len();
+        match (0..=n).find(|&k| n == 0 || k as f64 / n as f64 + 1e-9 >= min_should_match) {
+            Some(k) => self.candidates(category, area, terms, k),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn candidates(
+        &self,
+        category: &str,
+        area: &AreaObject,
+        terms: &[String],
+        min_hits: usize,
+    ) -> Result<Vec<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
+        clauses.extend(self.area_clauses(&searcher, area)?);
+        let forms = |t: &String| -> Result<BTreeSet<String>, IndexError> {
+            let mut set = expansions(&searcher, self.f.terms, t, usize::MAX, usize::MAX)?;
+            set.insert(t.clone());
+            Ok(set)
+        };
+        let term_set = |set: BTreeSet<String>| -> Box<dyn Query> {
+            Box::new(TermSetQuery::new(set.iter().map(|t| Term::from_field_text(self.f.terms, t)).collect::<Vec<_>>()))
+        };
+        if min_hits == 1 {
+            let mut all = BTreeSet::new();
+            for t in terms {
+                all.extend(forms(t)?);
+            }
+            clauses.push((Occur::Must, term_set(all)));
+        } else if min_hits > 1 {
+            let mut each: Vec<Clause> = Vec::new();
+            for t in terms {
+                each.push((Occur::Should, term_set(forms(t)?)));
+            }
+            clauses.push((Occur::Must, Box::new(BooleanQuery::with_minimum_required_clauses(each, min_hits))));
+        }
+        let mut ids = searcher.search(&BooleanQuery::new(clauses), &AllIds)?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+}
+
+/// Every term of `field` in the index (for the small `region` field).
+fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, IndexError> {
+    let mut out = BTreeSet::new();
+    for seg in searcher.segment_readers() {
+        let inv = seg.inverted_index(field)?;
+        let mut s = inv.terms().stream()?;
+        while s.advance() {
+            if let Ok(t) = std::str::from_utf8(s.key()) {
+                out.insert(t.to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
+/// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
+/// (`term` itself included when indexed). Empty for terms without a stem. At most `cap`,
+/// visiting at most `max_scanned` dictionary terms per segment.
+fn expansions(
+    searcher: &Searcher,
+    field: Field,
+    term: &str,
+    cap: usize,
+    max_scanned: usize,
+) -> Result<BTreeSet<String>, IndexError> {
+    let mut out = BTreeSet::new();
+    let Some(stem) = matching::stem(term) else { return Ok(out) };
+    let max_chars = term.chars().count() + 3;
+    for seg in searcher.segment_readers() {
+        let inv = seg.inverted_index(field)?;
+        let mut s = inv.terms().range().ge(stem.as_bytes()).into_stream()?;
+        let mut scanned = 0usize;
+        while scanned < max_scanned && s.advance() {
+            scanned += 1;
+            let key = s.key();
+            if !key.starts_with(stem.as_bytes()) {
+                break;
+            }
+            if let Ok(t) = std::str::from_utf8(key) {
+                if t.chars().count() <= max_chars && !out.contains(t) {
+                    out.insert(t.to_owned());
+                    if out.len() >= cap {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,255 @@
+//! The catalogue search of the offer index (PROTOCOL.md §3 `intent_search_offers`).
+//!
+//! **A search is a handful of plain term lookups** (the language work is done at index
+//! time, see [`super::analysis`]): each statement word looks up one term
+//! ([`lookup_term`]: its stem form, which finds its inflected forms, or itself) in each
+//! searchable field, each phrase its own term. The query is a union of those term
+//! queries, scored with BM25 and weighted by field, so tantivy's block-max WAND prunes
+//! the offers that cannot enter the top `limit` ([`collector::TopIds`]); the category,
+//! area and validity filters are fast-field checks on the collected documents, not
+//! clauses that would turn the pruning off.
+//!
+//! **Bounds per search, not per word** (a statement chosen by one client must not cost
+//! more than a few ordinary searches): at most [`MAX_WORDS`] statement words take part
+//! (in statement order; the rest are ignored), at most [`MAX_RANKING_TERMS`] phrases and
+//! as many rank-only place names; each one is one term per searchable field, so a search
+//! looks up at most `3 × (MAX_WORDS + 2 × MAX_RANKING_TERMS)` terms and never walks a
+//! term dictionary.
+
+use super::analysis::{letter_phrases, lookup_term, STEM_MARK};
+use super::collector::{AreaFilter, Hit, TopIds};
+use super::*;
+use tantivy::collector::TopDocs;
+use tantivy::query::AllQuery;
+
+/// At most this many statement words take part in a search.
+pub(super) const MAX_WORDS: usize = 12;
+/// At most this many phrases, and this many rank-only place names, rank a search.
+pub(super) const MAX_RANKING_TERMS: usize = 8;
+/// Field weights of the catalogue search (title 3, attributes 2, description 1).
+const TITLE_BOOST: Score = 3.0;
+const ATTRS_BOOST: Score = 2.0;
+const DESCRIPTION_BOOST: Score = 1.0;
+/// A phrase (`model_3`, `c_max`) ranks with this share of a word, on top of its words.
+const PHRASE_SHARE: Score = 1.0;
+/// Place names (with an area filter) only rank, with this share of a word.
+const RANK_ONLY_SHARE: Score = 0.25;
+
+/// Statement terms of a catalogue search.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Analysed {
+    /// Terms of which an offer must contain at least one (with inflection).
+    pub(super) words: Vec<String>,
+    /// Word + designation phrases (`model_3`, `byt_3+kk`, see
+    /// [`matching::TermKind::Phrase`]) and one-letter phrases (`c_max`, `tridy_c`, see
+    /// [`letter_phrases`]): rank only, with [`PHRASE_SHARE`].
+    pub(super) phrases: Vec<String>,
+    /// Terms that only rank: place names when an area filter is given.
+    pub(super) rank_only: Vec<String>,
+}
+
+/// Splits a search statement into terms with [`matching::statement_analysis`] (the same
+/// analysis as matching): its words and model designations (without stop words) must
+/// match; its phrases rank; place names count as words only when there are no other
+/// words and no area filter (then "Košice" finds offers that mention Košice), and
+/// otherwise only rank. Quantities (`do 12 000 EUR`, `150000 km`) are ignored. At most
+/// [`MAX_WORDS`] words, [`MAX_RANKING_TERMS`] phrases and as many place names, the
+/// first in the statement.
+pub(super) fn analyse(statement: &str, has_area: bool) -> Analysed {
+    let st = matching::statement_analysis(statement);
+    let mut words: Vec<String> = st.terms.into_iter().filter(|t| !is_stop_word(t)).collect();
+    let places = gazetteer::place_tokens();
+    let mut seen: HashSet<String> = words.iter().cloned().collect();
+    let mut place_terms = Vec::new();
+    let all = matching::analyse(statement);
+    for t in &all {
+        if t.kind != matching::TermKind::Word || is_stop_word(&t.text) || !seen.insert(t.text.clone()) {
+            continue;
+        }
+        if t.text.chars().count() >= 2 && places.contains(&t.text) {
+            place_terms.push(t.text.clone());
+        }
+    }
+    if words.is_empty() && !has_area {
+        words = std::mem::take(&mut place_terms);
+    }
+    let mut phrases = st.phrases;
+    for p in letter_phrases(&all) {
+        if !phrases.contains(&p) {
+            phrases.push(p);
+        }
+    }
+    // Bounds per search: the first words, phrases and place names only.
+    words.truncate(MAX_WORDS);
+    phrases.truncate(MAX_RANKING_TERMS);
+    place_terms.truncate(MAX_RANKING_TERMS);
+    Analysed { words, phrases, rank_only: place_terms }
+}
+
+impl OfferIndex {
+    /// Full-text search (PROTOCOL.md §3 intent_search_offers): offer ids, best first, with
+    /// scores.
+    ///
+    /// Terms come from [`analyse`]: an offer must contain at least one statement word in
+    /// its title, attribute values or description, exactly or inflected (a word that
+    /// starts with the word's [`matching::stem`] and is at most 3 characters longer, see
+    /// [`super::analysis`]). The score is BM25 per word and field, weighted title 3,
+    /// attributes 2, description 1, summed over words. Place names (with an area filter)
+    /// and phrases only rank; quantities are ignored. `category` and `area` filter (the
+    /// offer's area must lie in `area`, as [`gazetteer::contains`]). With no words, the
+    /// offers of the filter come newest first; with no words and no filter, nothing.
+    /// Order: score descending, then (without words) newest first, then id.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    pub fn search(
+        &self,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
+        let searcher = self.reader.searcher();
+        let hits = self.top(&searcher, statement, area, category, limit, None)?;
+        Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
+    }
+
+    /// The answer of `intent_search_offers` (PROTOCOL.md §3) from the index alone: the
+    /// public offers (each the JSON text of `serde_json::to_value(&offer)`, as stored by
+    /// [`Self::rebuild`] / [`Self::apply`]) of the best `limit` hits of [`Self::search`]
+    /// among the offers current at `now` (no `validUntil`, or `validUntil` after `now`).
+    /// Offers past `validUntil` are dropped while collecting, so they never take the place
+    /// of a current offer. Best first.
+    ///
+    /// # Errors
+    /// tantivy errors; a hit without its stored offer (an index written without it).
+    pub fn search_offers(
+        &self,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+        now: OffsetDateTime,
+    ) -> Result<Vec<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let hits = self.top(&searcher, statement, area, category, limit, Some(nanos(now)))?;
+        let mut out = Vec::with_capacity(hits.len());
+        for h in &hits {
+            let doc: TantivyDocument = searcher.doc(h.address)?;
+            let json = doc
+                .get_first(self.f.offer)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| tantivy::TantivyError::SchemaError("an offer index hit has no stored offer".into()))?;
+            out.push(json.to_owned());
+        }
+        Ok(out)
+    }
+
+    /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` query over the
+    /// same index and statement — the statement's folded tokens without stop words
+    /// ([`matching::text_terms`]) looked up as they are in `title` and `description`, OR,
+    /// tantivy's own top-k collector (block-max WAND), no filter, no stored offer read.
+    /// Returns the number of hits.
+    ///
+    /// # Errors
+    /// tantivy errors.
+    #[doc(hidden)]
+    pub fn floor_search(&self, statement: &str, limit: usize) -> Result<usize, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut clauses: Vec<Clause> = Vec::new();
+        for t in matching::text_terms(statement).filter(|t| !is_stop_word(t)) {
+            for field in [self.f.title, self.f.description] {
+                let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(q)));
+            }
+        }
+        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        Ok(searcher.search(&BooleanQuery::new(clauses), &top)?.len())
+    }
+
+    /// The best `limit` hits of `statement` (see [`Self::search`]); with `current_at`
+    /// (Unix nanoseconds), only offers whose `validUntil` lies after it.
+    pub(super) fn top(
+        &self,
+        searcher: &Searcher,
+        statement: &str,
+        area: Option<&AreaObject>,
+        category: Option<&str>,
+        limit: usize,
+        current_at: Option<i64>,
+    ) -> Result<Vec<Hit<String>>, IndexError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let terms = analyse(statement, area.is_some());
+        if terms.words.is_empty() && area.is_none() && category.is_none() {
+            return Ok(Vec::new());
+        }
+        let ranking = self.ranking_clauses(&terms);
+        let query: Box<dyn Query> = if terms.words.is_empty() {
+            // The filter's offers (newest first), ranked by the place names they mention.
+            let mut clauses: Vec<Clause> = vec![(Occur::Must, Box::new(ConstScoreQuery::new(Box::new(AllQuery), 0.0)))];
+            clauses.extend(ranking.1);
+            Box::new(BooleanQuery::new(clauses))
+        } else if ranking.1.is_empty() {
+            // The common case: one union of term queries, pruned by block-max WAND.
+            Box::new(BooleanQuery::new(ranking.0))
+        } else {
+            let mut clauses: Vec<Clause> = vec![(Occur::Must, Box::new(BooleanQuery::new(ranking.0)))];
+            clauses.extend(ranking.1);
+            Box::new(BooleanQuery::new(clauses))
+        };
+        let filter = AreaFilter {
+            category: category.map(str::to_owned),
+            area: area.map(|a| (code(&a.country), a.regions.iter().map(|r| code(r)).collect())),
+        };
+        let collector = TopIds { limit, newest_first: terms.words.is_empty(), current_at, filter };
+        Ok(searcher.search(query.as_ref(), &collector)?)
+    }
+
+    /// The term clauses of a search: (the words' and phrases' clauses, which select and
+    /// rank; the rank-only place names' clauses). One term per word or phrase and field.
+    fn ranking_clauses(&self, terms: &Analysed) -> (Vec<Clause>, Vec<Clause>) {
+        let mut select: Vec<Clause> = Vec::new();
+        let mut rank_only: Vec<Clause> = Vec::new();
+        let add = |out: &mut Vec<Clause>, term: &str, share: Score| {
+            let fields = if term.starts_with(STEM_MARK) { self.stem_fields() } else { self.searchable() };
+            for (field, boost) in fields {
+                let q = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                out.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost * share))));
+            }
+        };
+        if !terms.words.is_empty() {
+            for w in &terms.words {
+                add(&mut select, &lookup_term(w), 1.0);
+            }
+            for p in &terms.phrases {
+                add(&mut select, p, PHRASE_SHARE);
+            }
+        }
+        for t in &terms.rank_only {
+            add(&mut rank_only, t, RANK_ONLY_SHARE);
+        }
+        (select, rank_only)
+    }
+
+    /// The terms one search of `statement` looks up (tests: the bound per search).
+    #[cfg(test)]
+    pub(super) fn lookups(&self, statement: &str, has_area: bool) -> usize {
+        let (a, b) = self.ranking_clauses(&analyse(statement, has_area));
+        a.len() + b.len()
+    }
+
+    fn searchable(&self) -> [(Field, Score); 3] {
+        [(self.f.title, TITLE_BOOST), (self.f.attrs, ATTRS_BOOST), (self.f.description, DESCRIPTION_BOOST)]
+    }
+
+    /// The stem fields, weighted as their searchable fields.
+    fn stem_fields(&self) -> [(Field, Score); 3] {
+        [
+            (self.f.title_stems, TITLE_BOOST),
+            (self.f.attrs_stems, ATTRS_BOOST),
+            (self.f.description_stems, DESCRIPTION_BOOST),
+        ]
+    }
+}

@@ -1,0 +1,333 @@
+//! Unit tests of the offer index: analysis, ranking, filters, updates, storage.
+
+use super::search::analyse;
+use super::search::Analysed;
+use super::*;
+use crate::protocol::{Money, OfferSource, SellerPublic};
+use serde_json::json;
+
+pub(super) fn area_of(code: &str) -> AreaObject {
+    let country = gazetteer::region_country(code).unwrap_or(code);
+    let regions = if code.contains('-') { vec![code.to_owned()] } else { Vec::new() };
+    AreaObject { country: country.to_owned(), regions, place: None }
+}
+
+pub(super) fn offer(id: &str, title: &str, description: &str, attrs: Value, area: &str) -> Offer {
+    Offer {
+        id: id.into(),
+        source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
+        in_reply_to: None,
+        title: title.into(),
+        description: description.into(),
+        category: "vehicles".into(),
+        attributes: attrs.as_object().cloned().unwrap_or_default(),
+        price: Money { amount: 10000.0, currency: "EUR".into() },
+        area: gazetteer::resolve(area).unwrap(),
+        seller: SellerPublic { id: "sel_1".into(), name: "Auto Kováč".into(), url: None },
+        published_at: "2026-11-30T00:00:00Z".into(),
+        valid_until: None,
+        extensions: json!({}),
+    }
+}
+
+pub(super) fn index_of(offers: Vec<Offer>) -> OfferIndex {
+    let ix = OfferIndex::open(None).unwrap();
+    assert_eq!(ix.generation(), None);
+    assert_eq!(ix.rebuild(offers.into_iter(), 1).unwrap(), ix.num_docs());
+    ix
+}
+
+pub(super) fn ids(ix: &OfferIndex, statement: &str, area: Option<&AreaObject>, category: Option<&str>) -> Vec<String> {
+    ix.search(statement, area, category, 100).unwrap().into_iter().map(|(id, _)| id).collect()
+}
+
+fn sample() -> OfferIndex {
+    index_of(vec![
+        offer("o1", "Škoda Octavia Combi 2.0 TDI", "", json!({"make": "Škoda", "model": "Octavia"}), "Košice"),
+        offer("o2", "Volkswagen Passat", "Lepšie ako Škoda, garážované.", json!({"make": "Volkswagen"}), "Bratislava"),
+        offer("o3", "Škoda Fabia", "", json!({"make": "Škoda"}), "Bratislava"),
+        offer(
+            "o4",
+            "Toyota Corolla",
+            "Auto stojí v Košice, do 5000 km od servisu.",
+            json!({"make": "Toyota"}),
+            "Žilina",
+        ),
+        offer("o5", "Sedan", "", json!({"make": "Škoda"}), "Brno"),
+    ])
+}
+
+#[test]
+fn folds_case_and_diacritics() {
+    let ix = sample();
+    let got = ids(&ix, "skoda", None, None);
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(!got.contains(&"o4".to_owned()));
+    assert_eq!(ids(&ix, "KOSICE", None, None), vec!["o4"], "a place name alone searches the text");
+    assert_eq!(ids(&ix, "ŠKODU OCTAVIU", None, None)[0], "o1", "inflected forms find Octavia");
+    assert_eq!(ids(&ix, "nafta", None, None), vec!["o1"], "synonyms fold: nafta = TDI = diesel");
+}
+
+#[test]
+fn stop_words_do_not_match() {
+    let ix = sample();
+    for s in ["a", "do", "the", "A DO THE", "ale že", "aj s"] {
+        assert!(ids(&ix, s, None, None).is_empty(), "{s}");
+    }
+    assert_eq!(analyse("do a the", false), Analysed::default());
+    // A stop word next to a real word changes nothing.
+    assert_eq!(ids(&ix, "corolla do", None, None), vec!["o4"]);
+}
+
+#[test]
+fn ranks_title_then_attributes_then_description() {
+    let ix = index_of(vec![
+        offer("d", "Combi", "Superb v top stave", json!({}), "SK"),
+        offer("a", "Combi", "", json!({"model": "Superb"}), "SK"),
+        offer("t", "Superb", "", json!({}), "SK"),
+    ]);
+    assert_eq!(ids(&ix, "superb", None, None), vec!["t", "a", "d"]);
+    let s = ix.search("superb", None, None, 10).unwrap();
+    assert!(s[0].1 > s[1].1 && s[1].1 > s[2].1, "{s:?}");
+    // More words found rank higher; an inflected form counts as a hit.
+    let ix = index_of(vec![
+        offer("x1", "Škoda Superb", "", json!({}), "SK"),
+        offer("x2", "Škoda Octavia", "", json!({}), "SK"),
+        offer("x3", "Octavia", "", json!({}), "SK"),
+    ]);
+    let got = ids(&ix, "škoda octaviu", None, None);
+    assert_eq!(got[0], "x2", "{got:?}");
+    assert_eq!(got.len(), 3);
+}
+
+#[test]
+fn equal_scores_go_by_id() {
+    let ix =
+        index_of(["c", "a", "d", "b"].iter().map(|id| offer(id, "Škoda Fabia", "", json!({}), "Košice")).collect());
+    assert_eq!(ids(&ix, "fabia", None, None), vec!["a", "b", "c", "d"]);
+    assert_eq!(ix.search("fabia", None, None, 2).unwrap().into_iter().map(|h| h.0).collect::<Vec<_>>(), ["a", "b"]);
+}
+
+#[test]
+fn filters_area_category_and_limit() {
+    let ix = sample();
+    let kosice = gazetteer::resolve("Košice").unwrap();
+    assert_eq!(ids(&ix, "skoda", Some(&kosice), None), vec!["o1"]);
+    let sk = gazetteer::resolve("SK").unwrap();
+    assert_eq!(ids(&ix, "skoda", Some(&sk), None).len(), 3, "o5 lies in Brno");
+    let two = AreaObject { country: "sk".into(), regions: vec!["sk-ki".into(), "SK-BL".into()], place: None };
+    let mut got = ids(&ix, "skoda", Some(&two), None);
+    got.sort();
+    assert_eq!(got, vec!["o1", "o2", "o3"]);
+    assert!(ids(&ix, "skoda", None, Some("property")).is_empty());
+    assert_eq!(ids(&ix, "skoda", None, Some("vehicles")).len(), 4);
+    assert_eq!(ix.search("skoda", None, Some("vehicles"), 2).unwrap().len(), 2);
+    assert!(ix.search("skoda", None, None, 0).unwrap().is_empty());
+    assert!(ids(&ix, "zzz", None, None).is_empty());
+    // No words: the filter's offers (newest first, then id); no words and no filter: nothing.
+    let mut kos = ids(&ix, "kosice", Some(&kosice), None);
+    kos.sort();
+    assert_eq!(kos, vec!["o1"]);
+    assert_eq!(ids(&ix, "", None, Some("vehicles")), vec!["o1", "o2", "o3", "o4", "o5"]);
+    assert!(ids(&ix, "", None, None).is_empty());
+    // A whole-country offer matches only a whole-country area.
+    let ix = index_of(vec![offer("c", "Škoda Fabia", "", json!({}), "SK")]);
+    assert_eq!(ids(&ix, "fabia", Some(&sk), None), vec!["c"]);
+    assert!(ids(&ix, "fabia", Some(&kosice), None).is_empty());
+}
+
+#[test]
+fn apply_replaces_and_removes() {
+    let ix = sample();
+    let mut o1 = offer("o1", "Hyundai i30", "", json!({"make": "Hyundai"}), "Košice");
+    o1.published_at = "2026-12-01T00:00:00Z".into();
+    let new = offer("o6", "Kia Ceed", "", json!({"make": "Kia"}), "Košice");
+    ix.apply(&[o1, new], &["o3".to_owned(), "nope".to_owned()], 2).unwrap();
+    assert_eq!(ix.generation(), Some(2));
+    assert_eq!(ix.num_docs(), 5);
+    assert!(!ids(&ix, "octavia", None, None).contains(&"o1".to_owned()), "the old title is gone");
+    assert_eq!(ids(&ix, "hyundai", None, None), vec!["o1"]);
+    assert_eq!(ids(&ix, "ceed", None, None), vec!["o6"]);
+    assert!(ids(&ix, "fabia", None, None).is_empty(), "o3 was removed");
+    // The same id twice in one batch: the last one wins.
+    let a = offer("o7", "Dacia Duster", "", json!({}), "SK");
+    let b = offer("o7", "Dacia Sandero", "", json!({}), "SK");
+    ix.apply(&[a, b], &[], 3).unwrap();
+    assert!(ids(&ix, "duster", None, None).is_empty());
+    assert_eq!(ids(&ix, "sandero", None, None), vec!["o7"]);
+    // Newest first without words.
+    let kosice = gazetteer::resolve("Košice").unwrap();
+    assert_eq!(ids(&ix, "", Some(&kosice), None), vec!["o1", "o6"]);
+}
+
+#[test]
+fn rebuild_replaces_everything() {
+    let ix = sample();
+    assert_eq!(ix.generation(), Some(1));
+    let n = ix.rebuild(vec![offer("z", "Škoda Kodiaq", "", json!({}), "SK")].into_iter(), 7).unwrap();
+    assert_eq!((n, ix.num_docs(), ix.generation()), (1, 1, Some(7)));
+    assert!(ids(&ix, "octavia", None, None).is_empty());
+    assert_eq!(ids(&ix, "kodiaq", None, None), vec!["z"]);
+}
+
+#[test]
+fn no_writer_outlives_a_rebuild_or_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let ix = OfferIndex::open(Some(&dir.path().join("index"))).unwrap();
+    let free = |ix: &OfferIndex| ix.index.writer::<TantivyDocument>(15_000_000).map(drop).is_ok();
+    assert!(free(&ix), "opening takes no writer (nor its lock and threads)");
+    ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
+    assert!(free(&ix), "the rebuild's writer ended with it");
+    for g in 2..12 {
+        let o = offer(&format!("o{g}"), "Škoda Fabia", "", json!({}), "Košice");
+        ix.apply(&[o], &[], g).unwrap();
+    }
+    assert!(free(&ix), "each update's writer ended with it");
+    assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
+    assert_eq!(ids(&ix, "fabia", None, None).len(), 10);
+    // While another writer holds the index, an update fails and changes nothing.
+    let held = ix.index.writer::<TantivyDocument>(15_000_000).unwrap();
+    assert!(ix.apply(&[], &["o1".to_owned()], 12).is_err());
+    drop(held);
+    assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
+}
+
+#[test]
+fn directory_index_reopens_with_its_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    {
+        let ix = OfferIndex::open(Some(&path)).unwrap();
+        assert_eq!(ix.generation(), None);
+        ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 41).unwrap();
+        ix.apply(&[offer("o2", "Škoda Fabia", "", json!({}), "Košice")], &[], 42).unwrap();
+    }
+    let ix = OfferIndex::open(Some(&path)).unwrap();
+    assert_eq!(ix.generation(), Some(42));
+    assert_eq!(ix.num_docs(), 2);
+    assert_eq!(ids(&ix, "octaviu", None, None), vec!["o1"]);
+    drop(ix);
+    // An index with another schema is wiped and recreated.
+    std::fs::remove_dir_all(&path).unwrap();
+    std::fs::create_dir_all(&path).unwrap();
+    {
+        let mut b = Schema::builder();
+        b.add_text_field("id", STRING | STORED);
+        let other = Index::create_in_dir(&path, b.build()).unwrap();
+        let mut w: IndexWriter = other.writer(15_000_000).unwrap();
+        w.commit().unwrap();
+    }
+    let ix = OfferIndex::open(Some(&path)).unwrap();
+    assert_eq!((ix.generation(), ix.num_docs()), (None, 0));
+    ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
+    assert_eq!(ids(&ix, "octavia", None, None), vec!["o1"]);
+}
+
+fn at(t: &str) -> OffsetDateTime {
+    crate::clock::parse_rfc3339(t).unwrap()
+}
+
+#[test]
+fn search_offers_answers_stored_current_offers() {
+    let mut offers: Vec<Offer> = Vec::new();
+    // The best hits by id ("a…" sort first at equal scores) are past validUntil or
+    // have one that does not parse; enough current offers come after them.
+    for (id, until) in [
+        ("a1", Some("2026-11-01T00:00:00Z")),
+        ("a2", Some("2026-12-01T10:00:00Z")),
+        ("a3", Some("garbage")),
+        ("a4", Some("2026-11-30T23:59:59.999Z")),
+        ("b1", None),
+        ("b2", Some("2026-12-01T10:00:00.001Z")),
+        ("b3", Some("2030-01-01T00:00:00Z")),
+        ("b4", None),
+    ] {
+        let mut o = offer(id, "Škoda Fabia", "", json!({"make": "Škoda", "year": 2019, "km": 12.5}), "Košice");
+        o.valid_until = until.map(str::to_owned);
+        offers.push(o);
+    }
+    let ix = index_of(offers.clone());
+    let now = at("2026-12-01T10:00:00Z");
+    let got = ix.search_offers("fabia", None, None, 3, now).unwrap();
+    let want: Vec<String> = offers[4..7].iter().map(|o| serde_json::to_value(o).unwrap().to_string()).collect();
+    assert_eq!(got, want, "the stored JSON is to_value(&offer), byte for byte; expired offers take no place");
+    let all = ix.search_offers("fabia", None, None, 100, now).unwrap();
+    assert_eq!(all.len(), 4);
+    let back: Offer = serde_json::from_str(&all[3]).unwrap();
+    assert_eq!(back, offers[7]);
+    // Without a clock (`search`), every indexed offer is a hit; a later clock drops more.
+    assert_eq!(ids(&ix, "fabia", None, None).len(), 8);
+    assert_eq!(ix.search_offers("fabia", None, None, 100, at("2027-01-01T00:00:00Z")).unwrap().len(), 3);
+    // Filters and the newest-first order without words apply as in `search`.
+    let kosice = gazetteer::resolve("Košice").unwrap();
+    assert_eq!(ix.search_offers("", Some(&kosice), None, 100, now).unwrap().len(), 4);
+    assert!(ix.search_offers("fabia", None, Some("property"), 100, now).unwrap().is_empty());
+    assert!(ix.search_offers("fabia", None, None, 0, now).unwrap().is_empty());
+    // A withdrawn offer (removed by apply) is gone from the answer at once.
+    ix.apply(&[], &["b1".to_owned()], 2).unwrap();
+    let got: Vec<Offer> = ix
+        .search_offers("fabia", None, None, 100, now)
+        .unwrap()
+        .iter()
+        .map(|j| serde_json::from_str(j).unwrap())
+        .collect();
+    assert_eq!(got.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(), ["b2", "b3", "b4"]);
+}
+
+#[test]
+fn valid_until_is_indexed_in_nanoseconds() {
+    assert_eq!(valid_until_nanos(None), i64::MAX);
+    assert_eq!(valid_until_nanos(Some("not a time")), i64::MIN);
+    assert_eq!(valid_until_nanos(Some("1970-01-01T00:00:01.5Z")), 1_500_000_000);
+    assert_eq!(valid_until_nanos(Some("9999-12-31T23:59:59Z")), i64::MAX, "saturates");
+    assert_eq!(valid_until_nanos(Some("1000-01-01T00:00:00Z")), i64::MIN, "saturates");
+}
+
+#[test]
+fn an_index_of_the_previous_schema_is_recreated_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    // Even a payload that claims the current analysis and a generation.
+    write_version_2_index(&path, 9, true);
+    let ix = OfferIndex::open(Some(&path)).unwrap();
+    assert_eq!((ix.generation(), ix.num_docs()), (None, 0), "recreated: its owner rebuilds it");
+    ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 9).unwrap();
+    let got = ix.search_offers("octavia", None, None, 10, at("2026-12-01T00:00:00Z")).unwrap();
+    assert_eq!(got.len(), 1);
+    assert!(got[0].contains("\"title\":\"Škoda Octavia\""), "{got:?}");
+}
+
+#[test]
+fn candidates_follow_category_area_and_terms() {
+    let ix = sample();
+    let sk = gazetteer::resolve("SK").unwrap();
+    let t = |s: &str| matching::statement_terms(s);
+    assert_eq!(ix.candidates_for_intent("vehicles", &sk, &[]).unwrap(), vec!["o1", "o2", "o3", "o4"]);
+    assert_eq!(ix.candidates_for_intent("vehicles", &sk, &t("Hľadám Octaviu")).unwrap(), vec!["o1"]);
+    // Stop words of the search fields still count here (the text rule of matching keeps them).
+    assert_eq!(ix.candidates_for_intent("vehicles", &sk, &t("ako nová")).unwrap(), vec!["o2"]);
+    assert!(ix.candidates_for_intent("property", &sk, &[]).unwrap().is_empty());
+    let cz = gazetteer::resolve("Jihomoravský kraj").unwrap();
+    assert_eq!(ix.candidates_for_intent("vehicles", &cz, &t("skoda")).unwrap(), vec!["o5"]);
+}
+
+// ---- generated offers and intents (property test and timing) ----
+
+/// Names that differ in one letter rank their own model first: hyphenated (`C-MAX`,
+/// `S-MAX`) and the single-letter classes (`Třídy C`, where `s`, `v`, `a` are also stop
+/// words). The wrong model sorts first by id, so equal scores would rank it first.
+#[test]
+fn one_letter_names_rank_their_model_first() {
+    let ix = index_of(vec![
+        offer("a1", "Ford S-MAX 2.0 TDCi", "", json!({"make": "ford", "model": "s max"}), "SK"),
+        offer("a2", "Ford C-MAX 1.6", "", json!({"make": "ford", "model": "c max"}), "SK"),
+        offer("b1", "Mercedes-Benz Třídy S", "", json!({"make": "mercedes benz", "model": "tridy s"}), "SK"),
+        offer("b2", "Mercedes-Benz Třídy V", "", json!({"make": "mercedes benz", "model": "tridy v"}), "SK"),
+        offer("b3", "Mercedes-Benz Třídy C", "", json!({"make": "mercedes benz", "model": "tridy c"}), "SK"),
+    ]);
+    assert_eq!(ids(&ix, "Ford C-MAX", None, None)[0], "a2");
+    assert_eq!(ids(&ix, "ford s-max", None, None)[0], "a1");
+    assert_eq!(ids(&ix, "Hledám Mercedes-Benz Třídy C", None, None)[0], "b3");
+    assert_eq!(ids(&ix, "mercedes-benz tridy v", None, None)[0], "b2");
+    assert_eq!(ids(&ix, "Mercedes-Benz Třídy S", None, None)[0], "b1");
+}
