@@ -355,9 +355,10 @@ mod tests {
             assert!(cli.contains(want), "{want} missing");
         }
         let metrics = metrics_page();
-        for want in
-            ["| `isto_http_requests_total` | counter | `endpoint`", "`scope` (`credential`, `mcp`, `oauth`, `pages`)"]
-        {
+        for want in [
+            "| `isto_http_requests_total` | counter | `endpoint`",
+            "`scope` (`connections`, `credential`, `mcp`, `oauth`, `pages`)",
+        ] {
             assert!(metrics.contains(want), "{want} missing from {metrics}");
         }
         assert!(schema_page().contains("| 4 | `pending_replies` |"));
