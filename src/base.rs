@@ -529,7 +529,7 @@ mod tests {
             w.put_intent(&active("int_a"), true)?;
             Err(ServiceError::State("refused after the put".into()))
         });
-        assert!(r.is_err());
+        assert!(matches!(&r, Err(ServiceError::State(m)) if m == "refused after the put"), "{r:?}");
         assert!(!stored_active(&b, "int_a"));
         assert!(!b.engine.contains("int_a"), "a failed transaction must not reach the engine");
         assert_eq!(b.engine.len(), 0);
@@ -546,7 +546,7 @@ mod tests {
             w.put_intent(&withdrawn, false)?;
             Err(ServiceError::State("refused after the put".into()))
         });
-        assert!(r.is_err());
+        assert!(matches!(&r, Err(ServiceError::State(m)) if m == "refused after the put"), "{r:?}");
         assert!(stored_active(&b, "int_a"));
         assert!(b.engine.contains("int_a"), "the engine keeps what the store keeps");
 

@@ -562,11 +562,16 @@ mod tests {
         assert!(check_redirect_uri("http://[::1]:8080/cb").is_ok());
         assert!(check_redirect_uri("http://localhost:3000/cb").is_ok());
         assert!(check_redirect_uri("cursor://anysphere.cursor-retrieval/oauth/callback").is_ok());
-        assert!(check_redirect_uri("http://app.example/cb").is_err());
-        assert!(check_redirect_uri("https://app.example/cb#x").is_err());
-        assert!(check_redirect_uri("javascript:alert(1)").is_err());
-        assert!(check_redirect_uri("https://user:pw@app.example/cb").is_err());
-        assert!(check_redirect_uri("/relative").is_err());
+        for (bad, rule) in [
+            ("http://app.example/cb", "plain http is allowed only for loopback hosts"),
+            ("https://app.example/cb#x", "must not contain a fragment"),
+            ("javascript:alert(1)", "the javascript: scheme is not allowed"),
+            ("https://user:pw@app.example/cb", "must not contain user information"),
+            ("/relative", "is not an absolute URI"),
+        ] {
+            let e = check_redirect_uri(bad).unwrap_err();
+            assert!(e.contains(rule), "{bad}: {e}");
+        }
         // PROTOCOL.md §7 (issue 10 point 7): no wildcards, empty hosts or handler schemes;
         // private-use schemes in reverse-DNS form.
         for bad in [
