@@ -1103,6 +1103,24 @@ async fn a_client_secret_stored_unkeyed_still_authenticates_and_is_rewritten_key
     assert_eq!(ask(format!("{id}:wrong")).await.json()["error"], "invalid_client");
 }
 
+/// A confidential client whose stored record has lost its secret hash is not taken for
+/// a public client: the token endpoint answers `server_error`, with or without a secret.
+#[tokio::test]
+async fn a_confidential_client_without_a_stored_secret_is_refused_not_public() {
+    let e = env();
+    let reg = e.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT]})).await.json();
+    let (id, secret) = (reg["client_id"].as_str().unwrap(), reg["client_secret"].as_str().unwrap());
+    let mut c = e.base.store().read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    assert_eq!(c.token_endpoint_auth_method, "client_secret_basic");
+    c.client_secret_hash = None;
+    e.base.store().write(|tx| tx.put_record(Ns::Client, id, &c)).unwrap();
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", "nope"), ("client_id", id)];
+    let r = e.post_form("/oauth/token", &refresh, None, None).await;
+    assert_eq!((r.status, r.json()["error"].as_str()), (StatusCode::INTERNAL_SERVER_ERROR, Some("server_error")));
+    let r = e.post_form("/oauth/token", &refresh[..2], None, Some(&format!("{id}:{secret}"))).await;
+    assert_eq!((r.status, r.json()["error"].as_str()), (StatusCode::INTERNAL_SERVER_ERROR, Some("server_error")));
+}
+
 /// A client ID metadata document served by a real HTTP server on 127.0.0.1.
 #[tokio::test]
 async fn client_id_metadata_document() {
