@@ -349,15 +349,20 @@ impl Base {
         Ok(self.keys.seal_str(&format!("{text:<SEALED_NUMBER_WIDTH$}"))?)
     }
 
-    /// The intent's hidden limit, opened (`None` without one or when unreadable as a
-    /// number).
+    /// The intent's hidden limit, opened (`None` without one).
     ///
     /// # Errors
-    /// Key errors.
+    /// Key errors; [`StoreError::Corrupt`] naming the intent when the sealed text is not
+    /// a positive number: never read as "no limit", which would match offers above it.
+    /// The message never holds the text.
     pub fn hidden_limit(&self, rec: &IntentRecord) -> Result<Option<f64>> {
-        match &rec.hidden_limit {
-            None => Ok(None),
-            Some(s) => Ok(self.keys.open_str(s)?.expose().trim_end().parse::<f64>().ok()),
+        let Some(sealed) = &rec.hidden_limit else { return Ok(None) };
+        match self.keys.open_str(sealed)?.expose().trim_end().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Some(v)),
+            _ => Err(ServiceError::Store(StoreError::Corrupt(
+                format!("intent {}", rec.id),
+                "its sealed hidden limit does not read as a positive number".into(),
+            ))),
         }
     }
 
@@ -508,6 +513,28 @@ mod tests {
         assert_eq!(b.hidden_limit(&rec).unwrap(), Some(13_777.5));
     }
 
+    /// A sealed hidden limit that opens but is not a positive number is an error naming
+    /// the intent (and not the text): read as "no limit" it would match offers above it.
+    #[test]
+    fn an_unreadable_hidden_limit_is_an_error_not_no_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = base(dir.path());
+        let mut rec = active("int_a");
+        for bad in ["12 000", "NaN", "inf", "-5", "0", ""] {
+            rec.hidden_limit = Some(b.keys.seal_str(bad).unwrap());
+            let e = b.hidden_limit(&rec).unwrap_err();
+            assert!(
+                matches!(&e, ServiceError::Store(StoreError::Corrupt(k, m)) if k == "intent int_a" && m.contains("hidden limit")),
+                "{bad:?}: {e}"
+            );
+            assert!(bad.is_empty() || !e.to_string().contains(bad), "the message holds the limit: {e}");
+        }
+        // Nor does such an intent reach the engine without its limit: the write fails.
+        let r = b.write(|w| w.put_intent(&rec, true));
+        assert!(matches!(&r, Err(ServiceError::Store(StoreError::Corrupt(k, _))) if k == "intent int_a"), "{r:?}");
+        assert!(!b.engine.contains("int_a"));
+    }
+
     #[test]
     fn the_public_message_of_an_internal_failure_hides_its_cause() {
         let e = ServiceError::Index("segment 7 of /data/index is corrupt".into());
@@ -529,7 +556,7 @@ mod tests {
             w.put_intent(&active("int_a"), true)?;
             Err(ServiceError::State("refused after the put".into()))
         });
-        assert!(r.is_err());
+        assert!(matches!(&r, Err(ServiceError::State(m)) if m == "refused after the put"), "{r:?}");
         assert!(!stored_active(&b, "int_a"));
         assert!(!b.engine.contains("int_a"), "a failed transaction must not reach the engine");
         assert_eq!(b.engine.len(), 0);
@@ -546,7 +573,7 @@ mod tests {
             w.put_intent(&withdrawn, false)?;
             Err(ServiceError::State("refused after the put".into()))
         });
-        assert!(r.is_err());
+        assert!(matches!(&r, Err(ServiceError::State(m)) if m == "refused after the put"), "{r:?}");
         assert!(stored_active(&b, "int_a"));
         assert!(b.engine.contains("int_a"), "the engine keeps what the store keeps");
 

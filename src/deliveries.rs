@@ -9,8 +9,8 @@ use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
-use crate::records::{from_micros, micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
-use crate::store::{Reads, Tx};
+use crate::records::{micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
+use crate::store::{Reads, StoreError, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -32,7 +32,7 @@ pub fn list(
 ) -> Result<(Vec<Delivery>, Option<String>)> {
     let after = since.map(micros).unwrap_or(0);
     base.store().read(|rx| -> Result<_> {
-        let out = with_offers(rx, rx.deliveries(id, after, limit)?)?;
+        let out = with_offers(rx, id, rx.deliveries(id, after, limit)?)?;
         let next = out.last().map(|d| d.delivered_at.clone());
         Ok((out, next))
     })
@@ -222,13 +222,21 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
     Ok(queued)
 }
 
-/// Turns delivery rows `(µs, offer id, extensions)` into Deliveries with their offers
-/// (rows whose offer is gone are skipped).
-pub fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
+/// Turns intent `intent`'s delivery rows `(µs, offer id, extensions)` into Deliveries
+/// with their offers (rows whose offer is gone are skipped).
+///
+/// # Errors
+/// Storage errors; [`StoreError::Corrupt`] naming the delivery (intent and offer id)
+/// when its stored time lies outside what a time holds: the list fails rather than show
+/// a made-up time such as 1970.
+pub fn with_offers(rx: &impl Reads, intent: &str, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
     let mut out = Vec::with_capacity(rows.len());
     for (m, offer_id, ext) in rows {
+        let at = Stamp::from_micros(m).ok_or_else(|| {
+            StoreError::Corrupt(format!("delivery {intent}/{offer_id}"), format!("its time {m} µs is out of range"))
+        })?;
         if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(from_micros(m)), extensions: ext });
+            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(at.at()), extensions: ext });
         }
     }
     Ok(out)
@@ -237,4 +245,60 @@ pub fn with_offers(rx: &impl Reads, rows: Vec<(i64, String, Value)>) -> Result<V
 /// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
 pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
     Ok(tx.all_sellers::<SellerRecord>()?.into_iter().filter(|s| s.disabled).map(|s| s.id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::ServiceError;
+
+    fn offer(id: &str) -> OfferRecord {
+        serde_json::from_value(json!({
+            "offer": {
+                "id": id,
+                "source": {"kind": "feed", "sellerId": "sel_a"},
+                "title": "Škoda Octavia",
+                "description": "",
+                "category": "vehicles",
+                "attributes": {},
+                "price": {"amount": 9000, "currency": "EUR"},
+                "area": {"country": "SK", "regions": ["SK-KI"]},
+                "seller": {"id": "sel_a", "name": "A"},
+                "publishedAt": "2026-12-01T10:00:00Z",
+                "extensions": {}
+            },
+            "active": true
+        }))
+        .unwrap()
+    }
+
+    /// A delivery whose stored time lies outside what a time holds is an error that
+    /// names it, in the tool's list and the results page's: never a delivery "at 1970".
+    #[test]
+    fn a_delivery_with_an_unreadable_time_is_an_error_naming_it_not_1970() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(dir.path());
+        let good = micros(b.now());
+        b.store()
+            .write(|tx| -> Result<()> {
+                tx.put_offer("off_a", &offer("off_a"), None)?;
+                tx.put_offer("off_b", &offer("off_b"), None)?;
+                tx.put_delivery("int_a", "off_a", good, &json!({}))?;
+                tx.put_delivery("int_b", "off_a", good, &json!({}))?;
+                tx.put_delivery("int_b", "off_b", i64::MAX, &json!({}))?;
+                Ok(())
+            })
+            .unwrap();
+        let (listed, next) = list(&b, "int_a", None, 10).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(next.as_deref(), Some("2026-12-01T10:00:00.000000Z"));
+
+        let e = list(&b, "int_b", None, 10).unwrap_err();
+        assert!(
+            matches!(&e, ServiceError::Store(StoreError::Corrupt(k, m)) if k == "delivery int_b/off_b" && m.contains("out of range")),
+            "{e}"
+        );
+        let e = b.store().read(|rx| with_offers(rx, "int_b", rx.latest_deliveries("int_b", 100)?)).unwrap_err();
+        assert!(matches!(&e, ServiceError::Store(StoreError::Corrupt(k, _)) if k == "delivery int_b/off_b"), "{e}");
+    }
 }

@@ -1,5 +1,5 @@
 //! `isto generate`: man pages, shell completions and the config skeleton, made from the
-//! clap tree in [`crate::cli`]; the book's reference pages ([`reference`]). The one user of `clap_mangen` and
+//! clap tree in [`crate::cli`]; the book's reference pages ([`mod@reference`]). The one user of `clap_mangen` and
 //! `clap_complete`; `packaging/build-deb` runs it to fill the Debian package.
 
 pub mod reference;

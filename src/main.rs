@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
-use isto::cli::{AdminCommand, Cli, Command, KeysCommand, OffersCommand};
+use isto::cli::{AdminCommand, Cli, Command, OffersCommand};
 use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
 
@@ -133,88 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Admin(cmd) => {
             let settings = Settings::load(&o)?;
             init_logging(level, None);
-            match cmd {
-                AdminCommand::Init { .. } => Ok(ExitCode::SUCCESS),
-                AdminCommand::Stats { json } => {
-                    isto::admin::stats_command(&settings, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::CheckConfig { json } => {
-                    let d = settings.describe();
-                    if json {
-                        println!("{d}");
-                    } else {
-                        for w in settings.warnings() {
-                            eprintln!("warning: {w}");
-                        }
-                        println!("configuration is valid; effective settings:");
-                        println!("{}", serde_json::to_string_pretty(&d)?);
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Offers(OffersCommand::Import { file, full, json }) => {
-                    let report = isto::admin::import_feed(&settings, &file, full, json)?;
-                    Ok(ExitCode::from(report.exit_code()))
-                }
-                AdminCommand::Seller(cmd) => {
-                    isto::admin::seller_command(&settings, cmd)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Backup { out: Some(out), force, json, .. } => {
-                    isto::admin::backup(&settings, &out, force, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Backup { verify, json, .. } => {
-                    let file = verify.context("--out or --verify is required")?;
-                    let v = isto::admin::verify_backup(&file)?;
-                    if json {
-                        println!("{}", serde_json::to_string(&v)?);
-                    } else {
-                        println!(
-                            "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
-                            file.display(),
-                            v.trailer.rows,
-                            v.header.schema,
-                            v.header.created,
-                            v.header.isto,
-                            v.file_sha256
-                        );
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Restore { file, force, keys, json } => {
-                    isto::admin::restore(&settings, &file, force, keys.as_deref(), json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Keys(KeysCommand::Export { out, force, json }) => {
-                    isto::admin::keys_export(&settings, &out, force, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Migrate { dry_run, json } => {
-                    isto::admin::migrate_command(&settings, dry_run, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Keys(KeysCommand::Rotate { resume, batch, json }) => {
-                    let r = isto::admin::keys_rotate(&settings, resume, usize::try_from(batch).unwrap_or(500), json)?;
-                    Ok(if r.left == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
-                }
-                AdminCommand::Keys(KeysCommand::Status { json }) => {
-                    isto::admin::keys_status(&settings, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Keys(KeysCommand::Retire { id, json }) => {
-                    isto::admin::keys_retire(&settings, &id, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::RegistryEntry { check_result, json } => {
-                    isto::admin::registry_entry(&settings, check_result.as_deref(), json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                AdminCommand::Purge { dry_run, json } => {
-                    isto::admin::purge_command(&settings, dry_run, json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-            }
+            Ok(ExitCode::from(isto::admin::command(&settings, cmd)?))
         }
     }
 }

@@ -315,11 +315,6 @@ pub fn micros(t: OffsetDateTime) -> i64 {
     (t.unix_timestamp_nanos() / 1000) as i64
 }
 
-/// The instant `m` microseconds after the Unix epoch (the epoch when out of range).
-pub fn from_micros(m: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
-}
-
 /// Whether an offer is current at `now` (PROTOCOL.md §2 Offer `validUntil`, §6): it has
 /// no `validUntil`, or one strictly after `now`. A `validUntil` that is not RFC 3339
 /// (never written by isto, which checks it on import and reply) is not current. The one

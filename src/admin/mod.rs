@@ -34,6 +34,7 @@
 //! client and the server share; its `"op"` names are those of every earlier version.
 
 mod backup;
+mod command;
 mod keys;
 mod migrate;
 mod purge;
@@ -47,6 +48,7 @@ pub use backup::{
     RestoreReport, Trailer as BackupTrailer, Verified, FORMAT as BACKUP_FORMAT,
     FORMAT_VERSION as BACKUP_FORMAT_VERSION, KEYS_NOTE, KEYS_WARNING,
 };
+pub use command::run as command;
 pub use keys::{
     keys_retire, keys_rotate, keys_status, KeyStatus, RotateReport, StatusReport, BATCH_ROWS as RESEAL_BATCH_ROWS,
     MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,

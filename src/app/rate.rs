@@ -493,12 +493,12 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(l.check(Bucket::Pages, v6("2001:db8:0:1::1")), Ok(()));
         }
-        assert!(l.check(Bucket::Pages, v6("2001:db8:0:1::ffff")).is_err());
+        assert_eq!(l.check(Bucket::Pages, v6("2001:db8:0:1::ffff")), Err(wait), "the /64 shares one bucket");
         assert_eq!(l.check(Bucket::Pages, v6("2001:db8:0:2::1")), Ok(()));
         // After the wait the client is served again, one request a second.
         clock.advance(wait);
         assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
-        assert!(l.check(Bucket::Mcp, a).is_err());
+        assert_eq!(l.check(Bucket::Mcp, a), Err(Duration::from_secs(1)), "one request a second");
         clock.advance(Duration::from_secs(3));
         for _ in 0..3 {
             assert_eq!(l.check(Bucket::Mcp, a), Ok(()));
@@ -522,7 +522,11 @@ mod tests {
         let wait = l.check(Bucket::Mcp, b).unwrap_err();
         assert_eq!(wait, Duration::from_millis(50) * 39, "{wait:?}");
         clock.advance(wait);
-        assert!(l.check(Bucket::Mcp, b).is_err(), "paid; the request itself needs one more cell");
+        assert_eq!(
+            l.check(Bucket::Mcp, b),
+            Err(Duration::from_millis(50)),
+            "paid; the request itself needs one more cell"
+        );
         clock.advance(Duration::from_millis(50));
         assert_eq!(l.check(Bucket::Mcp, b), Ok(()));
         let (cost, window) = (Duration::from_millis(100), Duration::from_secs(60));
@@ -552,7 +556,11 @@ mod tests {
         let l = RateLimits::with_clock(&limits(60, 2), 100, clock);
         assert_eq!(l.check_credential("acct-1", "client-a"), Ok(()));
         assert_eq!(l.check_credential("acct-1", "client-a"), Ok(()));
-        assert!(l.check_credential("acct-1", "client-a").is_err());
+        assert_eq!(
+            l.check_credential("acct-1", "client-a"),
+            Err(Duration::from_secs(1)),
+            "one a second after the burst"
+        );
         assert_eq!(l.check_credential("acct-1", "client-b"), Ok(()), "another client of the account");
         assert_eq!(l.check_credential("acct-2", "client-a"), Ok(()), "another account");
         // No ambiguity between the parts of the key.
@@ -576,7 +584,7 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(l.check(Bucket::Mcp, known), Ok(()));
         }
-        assert!(l.check(Bucket::Mcp, known).is_err());
+        assert_eq!(l.check(Bucket::Mcp, known), Err(Duration::from_secs(1)), "its burst of five is used up");
         // Once the buckets have refilled the sweep forgets them all.
         clock.advance(Duration::from_secs(10));
         l.sweep();

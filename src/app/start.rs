@@ -65,7 +65,7 @@ fn open_hint(e: &crate::store::StoreError) -> &'static str {
 
 impl ServeError {
     /// A short fixed phrase for the kind of failure (no path, no address), for the
-    /// service manager's `STATUS=` ([`systemd::failed`]).
+    /// service manager's `STATUS=` ([`super::systemd::failed`]).
     pub fn kind(&self) -> &'static str {
         match self {
             ServeError::DataDir(..) => "cannot create the data directory",

@@ -230,7 +230,7 @@ impl Base {
 
     /// One write transaction in which intents may be written (the only way to write
     /// one): runs `f`, commits, then applies the staged engine changes, and returns once
-    /// the write is durable ([`Store::sync`]: concurrent writes share one fsync). When
+    /// the write is durable ([`crate::store::Store::sync`]: concurrent writes share one fsync). When
     /// `f` fails or the commit fails, nothing is stored and the engine is unchanged.
     /// When the durable commit fails, the engine is rebuilt from the store (see the
     /// module docs) and the durable commit's error is returned (the write may be lost).

@@ -154,7 +154,11 @@ fn json_array_and_sniffing() {
     assert!(r.next().unwrap().is_ok(), "a byte order mark is skipped");
     let p = write(dir.path(), "feed.txt", "title,category,price.amount,price.currency,area,seller.name\n");
     assert_eq!(read_file(&p, &cur()).unwrap().format(), Format::Csv);
-    assert!(read_file(&dir.path().join("missing.csv"), &cur()).is_err());
+    let e = read_file(&dir.path().join("missing.csv"), &cur()).unwrap_err();
+    assert!(
+        matches!(&e, CatalogueError::Io { path, source } if path.ends_with("missing.csv") && source.kind() == std::io::ErrorKind::NotFound),
+        "{e}"
+    );
 }
 
 const HEADER: &str = "ref,title,description,category,price.amount,price.currency,area,area.place,seller.name,seller.url,url,validUntil,attr.make,attr.year,attr.mileageKm";
@@ -247,7 +251,7 @@ fn csv_semicolons_and_an_unbalanced_quote() {
     }
     let p = write(dir.path(), "quote.csv", &body);
     let mut r = read_file(&p, &cur()).unwrap();
-    assert!(r.by_ref().all(|x| x.is_err()));
+    assert_eq!(r.by_ref().count(), 0, "the quote swallows every row");
     let e = r.finish().unwrap_err().to_string();
     assert!(e.contains("longer than 1 MiB"), "{e}");
 }

@@ -1,7 +1,8 @@
 //! `[limits]`: connection, MCP session and per-client request bounds (issue 9 points 1–2).
 
-use super::{ranged, ConfigError};
+use super::ConfigError;
 use serde::Deserialize;
+use std::ops::RangeInclusive;
 
 /// `[limits]`: connection and MCP session bounds.
 #[derive(Debug, Default, Deserialize)]
@@ -142,114 +143,26 @@ impl Default for Limits {
 pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
     let d = Limits::default();
     let l = Limits {
-        header_read_timeout_secs: ranged(
-            f.header_read_timeout_secs,
-            d.header_read_timeout_secs,
-            1..=300,
-            "limits.header_read_timeout_secs",
-            "1..=300",
-        )?,
-        idle_timeout_secs: ranged(
-            f.idle_timeout_secs,
-            d.idle_timeout_secs,
-            1..=3600,
-            "limits.idle_timeout_secs",
-            "1..=3600",
-        )?,
-        body_read_timeout_secs: ranged(
-            f.body_read_timeout_secs,
-            d.body_read_timeout_secs,
-            1..=300,
-            "limits.body_read_timeout_secs",
-            "1..=300",
-        )?,
-        max_connections: ranged(
-            f.max_connections,
-            d.max_connections,
-            1..=65536,
-            "limits.max_connections",
-            "1..=65536",
-        )?,
-        max_connections_per_client: ranged(
-            f.max_connections_per_client,
-            d.max_connections_per_client,
-            1..=65536,
-            "limits.max_connections_per_client",
-            "1..=65536",
-        )?,
-        stream_idle_secs: ranged(
-            f.stream_idle_secs,
-            d.stream_idle_secs,
-            10..=86_400,
-            "limits.stream_idle_secs",
-            "10..=86400",
-        )?,
-        mcp_session_idle_secs: ranged(
-            f.mcp_session_idle_secs,
-            d.mcp_session_idle_secs,
-            5..=3600,
-            "limits.mcp_session_idle_secs",
-            "5..=3600",
-        )?,
-        max_mcp_sessions: ranged(
-            f.max_mcp_sessions,
-            d.max_mcp_sessions,
-            1..=100_000,
-            "limits.max_mcp_sessions",
-            "1..=100000",
-        )?,
-        max_mcp_sessions_per_client: ranged(
-            f.max_mcp_sessions_per_client,
-            d.max_mcp_sessions_per_client,
-            1..=100_000,
-            "limits.max_mcp_sessions_per_client",
-            "1..=100000",
-        )?,
-        mcp_requests_per_minute: per_minute(
-            f.mcp_requests_per_minute,
-            d.mcp_requests_per_minute,
-            "limits.mcp_requests_per_minute",
-        )?,
-        mcp_burst: burst(f.mcp_burst, d.mcp_burst, "limits.mcp_burst")?,
-        credential_requests_per_minute: per_minute(
-            f.credential_requests_per_minute,
-            d.credential_requests_per_minute,
-            "limits.credential_requests_per_minute",
-        )?,
-        credential_burst: burst(f.credential_burst, d.credential_burst, "limits.credential_burst")?,
-        page_requests_per_minute: per_minute(
-            f.page_requests_per_minute,
-            d.page_requests_per_minute,
-            "limits.page_requests_per_minute",
-        )?,
-        page_burst: burst(f.page_burst, d.page_burst, "limits.page_burst")?,
-        oauth_requests_per_minute: per_minute(
-            f.oauth_requests_per_minute,
-            d.oauth_requests_per_minute,
-            "limits.oauth_requests_per_minute",
-        )?,
-        oauth_burst: burst(f.oauth_burst, d.oauth_burst, "limits.oauth_burst")?,
-        refresh_grace_secs: ranged(
-            f.refresh_grace_secs,
-            d.refresh_grace_secs,
-            0..=300,
-            "limits.refresh_grace_secs",
-            "0..=300",
-        )?,
-        elicitation_wait_secs: ranged(
-            f.elicitation_wait_secs,
-            d.elicitation_wait_secs,
-            1..=600,
-            "limits.elicitation_wait_secs",
-            "1..=600",
-        )?,
-        request_state_secs: ranged(
-            f.request_state_secs,
-            d.request_state_secs,
-            10..=3600,
-            "limits.request_state_secs",
-            "10..=3600",
-        )?,
+        header_read_timeout_secs: keyed!("limits", f, d, header_read_timeout_secs, 1..=300)?,
+        idle_timeout_secs: keyed!("limits", f, d, idle_timeout_secs, 1..=3600)?,
+        body_read_timeout_secs: keyed!("limits", f, d, body_read_timeout_secs, 1..=300)?,
+        max_connections: keyed!("limits", f, d, max_connections, 1..=65536)?,
+        max_connections_per_client: keyed!("limits", f, d, max_connections_per_client, 1..=65536)?,
+        stream_idle_secs: keyed!("limits", f, d, stream_idle_secs, 10..=86_400)?,
+        mcp_session_idle_secs: keyed!("limits", f, d, mcp_session_idle_secs, 5..=3600)?,
+        max_mcp_sessions: keyed!("limits", f, d, max_mcp_sessions, 1..=100_000)?,
+        max_mcp_sessions_per_client: keyed!("limits", f, d, max_mcp_sessions_per_client, 1..=100_000)?,
+        mcp_requests_per_minute: keyed!("limits", f, d, mcp_requests_per_minute, PER_MINUTE)?,
+        mcp_burst: keyed!("limits", f, d, mcp_burst, BURST)?,
+        credential_requests_per_minute: keyed!("limits", f, d, credential_requests_per_minute, PER_MINUTE)?,
+        credential_burst: keyed!("limits", f, d, credential_burst, BURST)?,
+        page_requests_per_minute: keyed!("limits", f, d, page_requests_per_minute, PER_MINUTE)?,
+        page_burst: keyed!("limits", f, d, page_burst, BURST)?,
+        oauth_requests_per_minute: keyed!("limits", f, d, oauth_requests_per_minute, PER_MINUTE)?,
+        oauth_burst: keyed!("limits", f, d, oauth_burst, BURST)?,
+        refresh_grace_secs: keyed!("limits", f, d, refresh_grace_secs, 0..=300)?,
+        elicitation_wait_secs: keyed!("limits", f, d, elicitation_wait_secs, 1..=600)?,
+        request_state_secs: keyed!("limits", f, d, request_state_secs, 10..=3600)?,
     };
     if l.stream_idle_secs <= l.elicitation_wait_secs {
         return Err(ConfigError::Invalid {
@@ -288,15 +201,11 @@ impl Limits {
     }
 }
 
-/// A `*_requests_per_minute` key: 1..=1000000.
-fn per_minute(v: Option<u32>, default: u32, key: &'static str) -> Result<u32, ConfigError> {
-    ranged(v, default, 1..=1_000_000, key, "1..=1000000")
-}
+/// The range of a `*_requests_per_minute` key.
+const PER_MINUTE: RangeInclusive<u32> = 1..=1_000_000;
 
-/// A `*_burst` key: 1..=100000.
-fn burst(v: Option<u32>, default: u32, key: &'static str) -> Result<u32, ConfigError> {
-    ranged(v, default, 1..=100_000, key, "1..=100000")
-}
+/// The range of a `*_burst` key.
+const BURST: RangeInclusive<u32> = 1..=100_000;
 
 #[cfg(test)]
 mod tests {

@@ -10,11 +10,22 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+/// `Ok` of `$section.$key` in the file section `$file` when it lies in `$range`, of
+/// `$defaults.$key` when the file has no such key; else the [`ConfigError::Invalid`]
+/// naming the key and the range ([`within`]). The key as written in the file is the
+/// field's name, so the two cannot disagree.
+macro_rules! keyed {
+    ($section:literal, $file:ident, $defaults:ident, $key:ident, $range:expr) => {
+        super::within($file.$key, $defaults.$key, $range, concat!($section, ".", stringify!($key)))
+    };
+}
+
 mod helo;
 mod limits;
 mod quotas;
 pub mod reference;
 mod report;
+mod sections;
 mod smtp;
 
 use limits::FileLimits;
@@ -306,6 +317,17 @@ fn ranged<T: PartialOrd + Copy>(
     }
 }
 
+/// [`ranged`] with the rule stated as the range itself: `must be 1..=300`.
+fn within<T: PartialOrd + Copy + std::fmt::Display>(
+    v: Option<T>,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
+    key: &'static str,
+) -> Result<T, ConfigError> {
+    let rule = format!("{}..={}", range.start(), range.end());
+    ranged(v, default, range, key, &rule)
+}
+
 /// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name.
 /// The same keys as `protocol::CATEGORIES` (a test there checks it); listed here so that
 /// settings are checked without the model layer.
@@ -373,151 +395,14 @@ impl Settings {
             None => FileConfig::default(),
         };
         let mut s = Self::defaults();
-        let listen = overrides.listen.clone().or(file.listen);
-        let public_url = overrides.public_url.clone().or(file.public_url);
-        if let Some(l) = &listen {
-            s.listen = l.parse().map_err(|_| ConfigError::Invalid {
-                key: "listen",
-                message: format!("{l:?} must be an address:port such as 127.0.0.1:8080"),
-            })?;
-        }
-        match public_url {
-            Some(u) => {
-                s.public_url =
-                    PublicUrl::parse(&u).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
-            }
-            None if listen.is_some() => {
-                // Follow the listen address so a bare `--listen` still produces working links.
-                let base = format!("http://{}", s.listen);
-                s.public_url =
-                    PublicUrl::parse(&base).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
-            }
-            None => {}
-        }
-        match overrides.metrics_listen.clone().or(file.metrics_listen).as_deref() {
-            None | Some("" | "off") => {}
-            Some(m) => {
-                s.metrics_listen = Some(m.parse().map_err(|_| ConfigError::Invalid {
-                    key: "metrics_listen",
-                    message: format!("{m:?} must be an address:port such as 127.0.0.1:9464, or \"off\""),
-                })?);
-            }
-        }
-        if s.metrics_listen.is_some() && s.metrics_listen == Some(s.listen) {
-            return Err(ConfigError::Invalid {
-                key: "metrics_listen",
-                message: "must differ from listen (metrics have a listener of their own)".into(),
-            });
-        }
-        if let Some(d) = overrides.data_dir.clone().or(file.data_dir) {
-            s.data_dir = d;
-        }
-        if let Some(n) = file.holder_name {
-            s.holder_name = n;
-        }
-        if let Some(l) = file.default_language {
-            if !matches!(l.as_str(), "sk" | "cs" | "en") {
-                return Err(ConfigError::Invalid { key: "default_language", message: "must be sk, cs or en".into() });
-            }
-            s.default_language = l;
-        }
+        sections::load_addresses(&mut s, &file, overrides)?;
+        sections::load_holder(&mut s, &file, overrides)?;
         smtp::load_mail(&mut s, file.mail, overrides)?;
         s.store_cache_mib =
             ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
-        if let Some(v) = file.intents.draft_ttl_secs {
-            if v == 0 || v > 86_400 {
-                return Err(ConfigError::Invalid {
-                    key: "intents.draft_ttl_secs",
-                    message: "must be 1..=86400 (a draft expires within 24 hours, seed §5.1)".into(),
-                });
-            }
-            s.draft_ttl_secs = v;
-        }
-        if let Some(v) = file.intents.confirm_ttl_secs {
-            if v < 60 {
-                return Err(ConfigError::Invalid {
-                    key: "intents.confirm_ttl_secs",
-                    message: "must be at least 60".into(),
-                });
-            }
-            s.confirm_ttl_secs = v;
-        }
-        if let Some(v) = file.intents.max_validity_days {
-            if !(1..=3650).contains(&v) {
-                return Err(ConfigError::Invalid {
-                    key: "intents.max_validity_days",
-                    message: "must be 1..=3650".into(),
-                });
-            }
-            s.max_validity_days = v;
-        }
-        if let Some(v) = file.intents.default_validity_days {
-            s.default_validity_days = v;
-        }
-        if s.default_validity_days == 0 || s.default_validity_days > s.max_validity_days {
-            return Err(ConfigError::Invalid {
-                key: "intents.default_validity_days",
-                message: format!("must be 1..={} (intents.max_validity_days)", s.max_validity_days),
-            });
-        }
-        if let Some(v) = file.intents.contact_retention_days {
-            s.contact_retention_days = v;
-        }
-        if let Some(v) = file.matching.min_should_match {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(ConfigError::Invalid {
-                    key: "matching.min_should_match",
-                    message: "must be 0.0..=1.0".into(),
-                });
-            }
-            s.min_should_match = v;
-        }
-        if let Some(c) = file.currency.default {
-            let c = c.trim().to_ascii_uppercase();
-            if c.len() != 3 || !c.chars().all(|ch| ch.is_ascii_alphabetic()) {
-                return Err(ConfigError::Invalid {
-                    key: "currency.default",
-                    message: "must be an ISO 4217 code such as EUR".into(),
-                });
-            }
-            s.default_currency = c;
-        }
-        if let Some(r) = file.currency.rates {
-            for (k, v) in r {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(ConfigError::Invalid {
-                        key: "currency.rates",
-                        message: format!("{k} must be a positive number"),
-                    });
-                }
-                s.rates.insert(k.to_ascii_uppercase(), v);
-            }
-        }
-        s.rates.insert(s.default_currency.clone(), 1.0);
-        if let Some(k) = file.demand.k {
-            if !(1..=1000).contains(&k) {
-                return Err(ConfigError::Invalid { key: "demand.k", message: "must be 1..=1000".into() });
-            }
-            s.demand_k = k;
-        }
-        for (cat, bounds) in file.demand.budget_bands.unwrap_or_default() {
-            if !CATEGORY_KEYS.contains(&cat.as_str()) {
-                let keys = CATEGORY_KEYS;
-                return Err(ConfigError::Invalid {
-                    key: "demand.budget_bands",
-                    message: format!("{cat:?} is not a category (known: {})", keys.join(", ")),
-                });
-            }
-            if bounds.first() != Some(&0) || bounds.len() > 20 || bounds.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(ConfigError::Invalid {
-                    key: "demand.budget_bands",
-                    message: format!(
-                        "{cat} must list 1 to 20 band lower bounds in ascending order starting at 0, e.g. [0, 5000, 10000]"
-                    ),
-                });
-            }
-            s.demand_budget_bands.insert(cat, bounds);
-        }
+        sections::load_intents(&mut s, &file.intents)?;
+        sections::load_matching(&mut s, &file.matching, file.currency)?;
+        sections::load_demand(&mut s, file.demand)?;
         s.limits = limits::limits(&file.limits)?;
         s.quotas = quotas::quotas(&file.quotas)?;
         if let Some(t) = &file.trusted_proxies {

@@ -2,7 +2,7 @@
 //! one target e-mail address and the whole holder may make per hour (issue 9 point 3), and how many
 //! active intents one person may hold (issue 10 point 4).
 
-use super::{ranged, ConfigError};
+use super::ConfigError;
 use serde::Deserialize;
 
 /// `[quotas]` as written in the file.
@@ -72,62 +72,14 @@ impl Default for Quotas {
 pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
     let d = Quotas::default();
     Ok(Quotas {
-        drafts_per_client_per_hour: ranged(
-            f.drafts_per_client_per_hour,
-            d.drafts_per_client_per_hour,
-            1..=10_000,
-            "quotas.drafts_per_client_per_hour",
-            "1..=10000",
-        )?,
-        consents_per_client_per_hour: ranged(
-            f.consents_per_client_per_hour,
-            d.consents_per_client_per_hour,
-            1..=10_000,
-            "quotas.consents_per_client_per_hour",
-            "1..=10000",
-        )?,
-        consents_per_network_per_hour: ranged(
-            f.consents_per_network_per_hour,
-            d.consents_per_network_per_hour,
-            1..=100_000,
-            "quotas.consents_per_network_per_hour",
-            "1..=100000",
-        )?,
-        consents_per_address_per_hour: ranged(
-            f.consents_per_address_per_hour,
-            d.consents_per_address_per_hour,
-            1..=100,
-            "quotas.consents_per_address_per_hour",
-            "1..=100",
-        )?,
-        confirmation_mails_per_hour: ranged(
-            f.confirmation_mails_per_hour,
-            d.confirmation_mails_per_hour,
-            1..=1_000_000,
-            "quotas.confirmation_mails_per_hour",
-            "1..=1000000",
-        )?,
-        confirmation_mails_reserved_percent: ranged(
-            f.confirmation_mails_reserved_percent,
-            d.confirmation_mails_reserved_percent,
-            1..=90,
-            "quotas.confirmation_mails_reserved_percent",
-            "1..=90",
-        )?,
-        registrations_per_client_per_hour: ranged(
-            f.registrations_per_client_per_hour,
-            d.registrations_per_client_per_hour,
-            1..=10_000,
-            "quotas.registrations_per_client_per_hour",
-            "1..=10000",
-        )?,
-        active_intents_per_person: ranged(
-            f.active_intents_per_person,
-            d.active_intents_per_person,
-            1..=10_000,
-            "quotas.active_intents_per_person",
-            "1..=10000",
-        )?,
+        drafts_per_client_per_hour: keyed!("quotas", f, d, drafts_per_client_per_hour, 1..=10_000)?,
+        consents_per_client_per_hour: keyed!("quotas", f, d, consents_per_client_per_hour, 1..=10_000)?,
+        consents_per_network_per_hour: keyed!("quotas", f, d, consents_per_network_per_hour, 1..=100_000)?,
+        consents_per_address_per_hour: keyed!("quotas", f, d, consents_per_address_per_hour, 1..=100)?,
+        confirmation_mails_per_hour: keyed!("quotas", f, d, confirmation_mails_per_hour, 1..=1_000_000)?,
+        confirmation_mails_reserved_percent: keyed!("quotas", f, d, confirmation_mails_reserved_percent, 1..=90)?,
+        registrations_per_client_per_hour: keyed!("quotas", f, d, registrations_per_client_per_hour, 1..=10_000)?,
+        active_intents_per_person: keyed!("quotas", f, d, active_intents_per_person, 1..=10_000)?,
     })
 }
 

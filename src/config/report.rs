@@ -71,7 +71,7 @@ impl Settings {
     /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
     /// mismatches such as port 465 without implicit TLS, an EHLO name without a dot
     /// (`mail.helo_name`), connection limits that refuse ordinary clients
-    /// ([`Limits::warnings`]), and a `trusted_proxies` entry that trusts every address.
+    /// ([`super::Limits::warnings`]), and a `trusted_proxies` entry that trusts every address.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .smtp_url

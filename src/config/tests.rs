@@ -25,7 +25,8 @@ fn store_cache_mib_defaults_loads_and_is_checked() {
         let e = load(&format!("[store]\ncache_mib = {bad}\n")).unwrap_err();
         assert!(e.to_string().contains("store.cache_mib"), "{e}");
     }
-    assert!(load("[store]\ncache = 1\n").is_err(), "unknown keys fail");
+    let e = load("[store]\ncache = 1\n").unwrap_err();
+    assert!(matches!(&e, ConfigError::Parse { message, .. } if message.contains("unknown field `cache`")), "{e}");
     assert!(SKELETON.contains("# cache_mib = 16 "), "the skeleton shows the default");
 }
 
@@ -61,8 +62,11 @@ fn public_url_gives_hosts_and_origins() {
     assert_eq!(u.base, "https://holder.example");
     assert_eq!(u.allowed_hosts(), vec!["holder.example", "holder.example:443"]);
     assert_eq!(u.allowed_origins(), vec!["https://holder.example:443"]);
-    assert!(PublicUrl::parse("https://holder.example/app").is_err());
-    assert!(PublicUrl::parse("ftp://x").is_err());
+    assert_eq!(
+        PublicUrl::parse("https://holder.example/app").unwrap_err(),
+        "\"https://holder.example/app\" must have no path or query (serve isto at the root of its origin)"
+    );
+    assert_eq!(PublicUrl::parse("ftp://x").unwrap_err(), "\"ftp://x\" must start with http:// or https://");
 }
 
 #[test]

@@ -349,7 +349,7 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
         let rec = self.owned(account_id, id)?;
-        let deliveries = self.base.store().read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        let deliveries = self.base.store().read(|rx| with_offers(rx, &rec.id, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 

@@ -477,7 +477,7 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
         let rec = self.by_token("manage", token)?;
-        let deliveries = self.base.store().read(|rx| with_offers(rx, rx.latest_deliveries(&rec.id, 100)?))?;
+        let deliveries = self.base.store().read(|rx| with_offers(rx, &rec.id, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
 

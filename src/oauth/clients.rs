@@ -496,12 +496,21 @@ pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, 
 /// and a confidential client must present its secret.
 ///
 /// # Errors
-/// `invalid_client` (401), or `server_error`.
+/// `invalid_client` (401), or `server_error` — also, logged naming the client, when a
+/// client registered as confidential (`token_endpoint_auth_method` other than `none`)
+/// has no stored secret hash: it is never taken for a public client.
 pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRecord, OAuthError> {
     let Some(id) = creds.client_id.as_deref() else {
         return Err(OAuthError::invalid_client(creds.basic));
     };
     let mut client = find(ctx, id).await?.map_err(|_| OAuthError::invalid_client(creds.basic))?;
+    if client.client_secret_hash.is_none() && client.token_endpoint_auth_method != "none" {
+        let why = format!(
+            "client {} is registered with token_endpoint_auth_method {} but its record holds no secret hash",
+            client.client_id, client.token_endpoint_auth_method
+        );
+        return Err(Internal::logged("oauth client authentication", &why).into());
+    }
     if let Some(want) = &client.client_secret_hash {
         let Some(secret) = &creds.secret else { return Err(OAuthError::invalid_client(creds.basic)) };
         match secret_matches(ctx.base.keys(), want, secret) {
@@ -562,11 +571,16 @@ mod tests {
         assert!(check_redirect_uri("http://[::1]:8080/cb").is_ok());
         assert!(check_redirect_uri("http://localhost:3000/cb").is_ok());
         assert!(check_redirect_uri("cursor://anysphere.cursor-retrieval/oauth/callback").is_ok());
-        assert!(check_redirect_uri("http://app.example/cb").is_err());
-        assert!(check_redirect_uri("https://app.example/cb#x").is_err());
-        assert!(check_redirect_uri("javascript:alert(1)").is_err());
-        assert!(check_redirect_uri("https://user:pw@app.example/cb").is_err());
-        assert!(check_redirect_uri("/relative").is_err());
+        for (bad, rule) in [
+            ("http://app.example/cb", "plain http is allowed only for loopback hosts"),
+            ("https://app.example/cb#x", "must not contain a fragment"),
+            ("javascript:alert(1)", "the javascript: scheme is not allowed"),
+            ("https://user:pw@app.example/cb", "must not contain user information"),
+            ("/relative", "is not an absolute URI"),
+        ] {
+            let e = check_redirect_uri(bad).unwrap_err();
+            assert!(e.contains(rule), "{bad}: {e}");
+        }
         // PROTOCOL.md §7 (issue 10 point 7): no wildcards, empty hosts or handler schemes;
         // private-use schemes in reverse-DNS form.
         for bad in [

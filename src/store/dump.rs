@@ -704,7 +704,8 @@ mod tests {
             assert!(e.to_string().contains(says) && e.to_string().contains("row 2"), "{says}: {e}");
             let db = Database::open(&p).unwrap();
             let txn = db.begin_read().unwrap();
-            assert!(txn.open_table(schema::TOKENS).is_err(), "nothing committed");
+            let e = txn.open_table(schema::TOKENS).unwrap_err();
+            assert!(matches!(e, redb::TableError::TableDoesNotExist(_)), "nothing committed: {e}");
         }
     }
 

@@ -110,7 +110,8 @@ fn a_write_that_failed_for_lack_of_space_succeeds_once_space_returns() {
     assert!(matches!(e, StoreError::Db(_)), "{e}");
     // Every write fails while the disk is full, reopened or not.
     std::thread::sleep(REOPEN_INTERVAL);
-    assert!(put(&s, "int_b", 10).is_err());
+    let e = put(&s, "int_b", 10).unwrap_err();
+    assert!(matches!(e, StoreError::Unavailable), "{e}");
     let w = s.writable(Duration::from_secs(60));
     assert!(!w.ok, "{w:?}");
 
@@ -133,11 +134,15 @@ fn concurrent_calls_fail_together_and_recover_together_without_deadlock() {
     let failing: Vec<_> = (0..4)
         .map(|i| {
             let s = s.clone();
-            std::thread::spawn(move || put(&s, &format!("int_f{i}"), 5_000).is_err())
+            std::thread::spawn(move || put(&s, &format!("int_f{i}"), 5_000).err())
         })
         .collect();
     for t in failing {
-        assert!(t.join().unwrap(), "a write on a full disk must fail");
+        let e = t.join().unwrap();
+        assert!(
+            matches!(e, Some(StoreError::Db(_) | StoreError::Unavailable)),
+            "a write on a full disk must fail: {e:?}"
+        );
     }
     full.store(false, Ordering::SeqCst);
     std::thread::sleep(REOPEN_INTERVAL);
@@ -251,7 +256,7 @@ fn failed_write_leaves_nothing() {
         tx.put_token("code:x", "int_a")?;
         Err(StoreError::Corrupt("test".into(), "abort".into()))
     });
-    assert!(r.is_err());
+    assert!(matches!(&r, Err(StoreError::Corrupt(k, m)) if k == "test" && m == "abort"), "{r:?}");
     assert_eq!(s.read(|rx| rx.token("code:x")).unwrap(), None);
 }
 
@@ -281,8 +286,9 @@ fn a_record_that_does_not_encode_is_an_error_and_writes_nothing() {
         .unwrap_err();
     assert!(matches!(e, StoreError::Encode(ref t, _) if t == "intents"), "{e}");
     assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new());
-    assert!(s.write(|tx| tx.enqueue_mail(&bad)).is_err());
-    assert!(s.write(|tx| tx.put_offer("off_a", &bad, None)).is_err());
-    assert!(s.write(|tx| tx.put_seller("sel_a", "a", &bad)).is_err());
-    assert!(s.write(|tx| tx.put_delivery("int_a", "off_a", 1, &bad)).is_err());
+    let encode = |table: &str, e: StoreError| assert!(matches!(e, StoreError::Encode(ref t, _) if t == table), "{e}");
+    encode("outbox", s.write(|tx| tx.enqueue_mail(&bad)).unwrap_err());
+    encode("offers", s.write(|tx| tx.put_offer("off_a", &bad, None)).unwrap_err());
+    encode("sellers", s.write(|tx| tx.put_seller("sel_a", "a", &bad)).unwrap_err());
+    encode("delivery_log", s.write(|tx| tx.put_delivery("int_a", "off_a", 1, &bad)).unwrap_err());
 }

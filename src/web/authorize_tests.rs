@@ -274,6 +274,16 @@ fn www_auth(res: &axum::response::Response) -> String {
     res.headers().get(header::WWW_AUTHENTICATE).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
 }
 
+/// Asserts that the bearer check refused the token as unknown or revoked: 401
+/// `invalid_token` (RFC 6750 §3.1), not a scope or resource refusal.
+#[track_caller]
+fn assert_revoked(checked: Result<Grant, axum::response::Response>, why: &str) {
+    let Err(res) = checked else { panic!("the token still works: {why}") };
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{why}");
+    let w = www_auth(&res);
+    assert!(w.contains(r#"error_description="the access token is unknown or revoked""#), "{why}: {w}");
+}
+
 #[tokio::test]
 async fn metadata_documents() {
     let e = env();
@@ -829,7 +839,7 @@ async fn access_tokens_expire_after_an_hour_and_refresh_rotates() {
     e.clock.advance(time::Duration::seconds(31));
     let reuse = e.refresh(&client, &t.refresh).await;
     assert_eq!(reuse.json()["error"], "invalid_grant");
-    assert!(e.check(&access2, &buyer(), "intents").is_err());
+    assert_revoked(e.check(&access2, &buyer(), "intents"), "the reuse revoked the family");
     assert_eq!(e.refresh(&client, &refresh2).await.json()["error"], "invalid_grant");
 }
 
@@ -871,7 +881,7 @@ async fn a_refresh_token_presented_again_within_the_grace_window_gets_the_same_p
     e.clock.advance(time::Duration::seconds(2));
     let reuse = e.refresh(&client, &t.refresh).await;
     assert_eq!(reuse.json()["error"], "invalid_grant");
-    assert!(e.check(&first.0, &buyer(), "intents").is_err(), "reuse after the window revokes the family");
+    assert_revoked(e.check(&first.0, &buyer(), "intents"), "reuse after the window revokes the family");
     assert_eq!(e.refresh(&client, &first.1).await.json()["error"], "invalid_grant");
 
     // Within the window, once the new refresh token was itself used, the old one is a
@@ -881,7 +891,7 @@ async fn a_refresh_token_presented_again_within_the_grace_window_gets_the_same_p
     let after = pair(&e.refresh(&client, &next.1).await);
     let stale = e.refresh(&client, &t.refresh).await;
     assert_eq!(stale.json()["error"], "invalid_grant");
-    assert!(e.check(&after.0, &buyer(), "intents").is_err());
+    assert_revoked(e.check(&after.0, &buyer(), "intents"), "a stale reuse revokes the family");
     // Another client presenting the token within the window gets nothing.
     let (client, t) = e.buyer_tokens().await;
     let other = e.register(&[REDIRECT]).await;
@@ -896,7 +906,7 @@ async fn refresh_grace_zero_revokes_at_once() {
     let (client, t) = e.buyer_tokens().await;
     let p = pair(&e.refresh(&client, &t.refresh).await);
     assert_eq!(e.refresh(&client, &t.refresh).await.json()["error"], "invalid_grant");
-    assert!(e.check(&p.0, &buyer(), "intents").is_err());
+    assert_revoked(e.check(&p.0, &buyer(), "intents"), "grace zero: the first reuse revokes");
 }
 
 #[tokio::test]
@@ -966,14 +976,14 @@ async fn revocation() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(e.check(&t.access, &buyer(), "intents").is_err());
+    assert_revoked(e.check(&t.access, &buyer(), "intents"), "the revoked access token");
     let fresh = e.refresh(&client, &t.refresh).await.json();
     let access2 = fresh["access_token"].as_str().unwrap();
     let refresh2 = fresh["refresh_token"].as_str().unwrap();
     // Revoking the refresh token ends the family.
     let r = e.post_form("/oauth/revoke", &[("token", refresh2), ("client_id", &client)], None, None).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(e.check(access2, &buyer(), "intents").is_err());
+    assert_revoked(e.check(access2, &buyer(), "intents"), "revoking the refresh token ends the family");
     assert_eq!(e.refresh(&client, refresh2).await.json()["error"], "invalid_grant");
 }
 
@@ -1030,8 +1040,8 @@ async fn revoke_account_and_sweep() {
     let (client, t) = e.buyer_tokens().await;
     let (_, t2) = e.buyer_tokens().await;
     assert_eq!(revoke_account(&e.base, "acc_buyer").unwrap(), 2);
-    assert!(e.check(&t.access, &buyer(), "intents").is_err());
-    assert!(e.check(&t2.access, &buyer(), "intents").is_err());
+    assert_revoked(e.check(&t.access, &buyer(), "intents"), "the account's tokens are revoked");
+    assert_revoked(e.check(&t2.access, &buyer(), "intents"), "the account's tokens are revoked");
     assert_eq!(e.refresh(&client, &t.refresh).await.json()["error"], "invalid_grant");
     assert_eq!(revoke_account(&e.base, "acc_buyer").unwrap(), 0);
 
@@ -1091,6 +1101,24 @@ async fn a_client_secret_stored_unkeyed_still_authenticates_and_is_rewritten_key
     assert!(read().client_secret_hash.unwrap().starts_with("hmac1:"), "rewritten keyed");
     assert_eq!(ask(format!("{id}:{secret}")).await.json()["error"], "invalid_grant");
     assert_eq!(ask(format!("{id}:wrong")).await.json()["error"], "invalid_client");
+}
+
+/// A confidential client whose stored record has lost its secret hash is not taken for
+/// a public client: the token endpoint answers `server_error`, with or without a secret.
+#[tokio::test]
+async fn a_confidential_client_without_a_stored_secret_is_refused_not_public() {
+    let e = env();
+    let reg = e.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT]})).await.json();
+    let (id, secret) = (reg["client_id"].as_str().unwrap(), reg["client_secret"].as_str().unwrap());
+    let mut c = e.base.store().read(|rx| rx.record::<crate::oauth::ClientRecord>(Ns::Client, id)).unwrap().unwrap();
+    assert_eq!(c.token_endpoint_auth_method, "client_secret_basic");
+    c.client_secret_hash = None;
+    e.base.store().write(|tx| tx.put_record(Ns::Client, id, &c)).unwrap();
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", "nope"), ("client_id", id)];
+    let r = e.post_form("/oauth/token", &refresh, None, None).await;
+    assert_eq!((r.status, r.json()["error"].as_str()), (StatusCode::INTERNAL_SERVER_ERROR, Some("server_error")));
+    let r = e.post_form("/oauth/token", &refresh[..2], None, Some(&format!("{id}:{secret}"))).await;
+    assert_eq!((r.status, r.json()["error"].as_str()), (StatusCode::INTERNAL_SERVER_ERROR, Some("server_error")));
 }
 
 /// A client ID metadata document served by a real HTTP server on 127.0.0.1.

@@ -187,7 +187,8 @@ fn no_writer_outlives_a_rebuild_or_an_update() {
     assert_eq!(ids(&ix, "fabia", None, None).len(), 10);
     // While another writer holds the index, an update fails and changes nothing.
     let held = ix.index.writer::<TantivyDocument>(15_000_000).unwrap();
-    assert!(ix.apply(&[], &["o1".to_owned()], 12).is_err());
+    let e = ix.apply(&[], &["o1".to_owned()], 12).unwrap_err();
+    assert!(matches!(e, IndexError::Tantivy(tantivy::TantivyError::LockFailure(..))), "{e}");
     drop(held);
     assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
 }
