@@ -2,6 +2,7 @@
 
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
+use isto::admin::print_line;
 use isto::cli::{AdminCommand, Cli, Command, KeysCommand, OffersCommand};
 use isto::config::{Overrides, Settings};
 use std::process::ExitCode;
@@ -77,8 +78,12 @@ fn main() -> ExitCode {
                 }
             }
             if json {
-                // With --json the failure is a JSON object on stdout too.
-                println!("{}", serde_json::json!({"ok": false, "error": msg}));
+                // With --json the failure is a JSON object on stdout; when stdout cannot
+                // take it (its reader is gone), the error goes to stderr as without --json.
+                let said = isto::admin::print_line(serde_json::json!({"ok": false, "error": msg}));
+                if said.is_err() || isto::admin::stdout_closed() {
+                    eprintln!("error: {msg}");
+                }
             } else {
                 eprintln!("error: {msg}");
             }
@@ -142,13 +147,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 AdminCommand::CheckConfig { json } => {
                     let d = settings.describe();
                     if json {
-                        println!("{d}");
+                        print_line(d)?;
                     } else {
                         for w in settings.warnings() {
                             eprintln!("warning: {w}");
                         }
-                        println!("configuration is valid; effective settings:");
-                        println!("{}", serde_json::to_string_pretty(&d)?);
+                        print_line("configuration is valid; effective settings:")?;
+                        print_line(serde_json::to_string_pretty(&d)?)?;
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -168,9 +173,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let file = verify.context("--out or --verify is required")?;
                     let v = isto::admin::verify_backup(&file)?;
                     if json {
-                        println!("{}", serde_json::to_string(&v)?);
+                        print_line(serde_json::to_string(&v)?)?;
                     } else {
-                        println!(
+                        print_line(format_args!(
                             "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
                             file.display(),
                             v.trailer.rows,
@@ -178,7 +183,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             v.header.created,
                             v.header.isto,
                             v.file_sha256
-                        );
+                        ))?;
                     }
                     Ok(ExitCode::SUCCESS)
                 }
