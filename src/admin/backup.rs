@@ -30,6 +30,7 @@ mod paths;
 mod records;
 mod restore;
 
+use super::out::print_line;
 pub use keys::keys_export;
 use keys::{install_keys, stage_added_keys, AddedKeys};
 pub use lines::MAX_LINE;
@@ -592,17 +593,17 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     };
     tracing::info!(rows = report.trailer.rows, bytes = report.bytes, via = ?report.via, "backup written");
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     } else {
-        println!(
+        print_line(format_args!(
             "wrote {} ({} rows, {} bytes, schema version {}), checked: SHA-256 {}",
             out.display(),
             report.trailer.rows,
             report.bytes,
             report.header.schema,
             report.file_sha256
-        );
-        println!("note: {KEYS_NOTE}");
+        ))?;
+        print_line(format_args!("note: {KEYS_NOTE}"))?;
     }
     Ok(report)
 }

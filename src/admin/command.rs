@@ -74,13 +74,13 @@ fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<u8> {
 fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let d = settings.describe();
     if json {
-        println!("{d}");
+        super::print_line(d)?;
     } else {
         for w in settings.warnings() {
             eprintln!("warning: {w}");
         }
-        println!("configuration is valid; effective settings:");
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        super::print_line("configuration is valid; effective settings:")?;
+        super::print_line(serde_json::to_string_pretty(&d)?)?;
     }
     Ok(())
 }
@@ -90,9 +90,9 @@ fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
 fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let v = super::verify_backup(file)?;
     if json {
-        println!("{}", serde_json::to_string(&v)?);
+        super::print_line(serde_json::to_string(&v)?)?;
     } else {
-        println!(
+        super::print_line(format_args!(
             "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
             file.display(),
             v.trailer.rows,
@@ -100,7 +100,7 @@ fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
             v.header.created,
             v.header.isto,
             v.file_sha256
-        );
+        ))?;
     }
     Ok(())
 }

@@ -29,6 +29,7 @@
 //!   `{"ok":true,"cursor":…,"seen":n,"changed":n,"values":n,"done":bool}`
 //! - `{"op":"keys_retire","kid":KID}` → `{"ok":true,"kid":KID}` or the refusal.
 
+use super::out::print_line;
 use super::socket::{Client, Connect};
 use super::{Request, Route};
 use crate::config::Settings;
@@ -438,31 +439,39 @@ fn bar(total: u64, json_output: bool) -> ProgressBar {
 pub fn keys_status(settings: &Settings, json_output: bool) -> anyhow::Result<StatusReport> {
     let s = Target::open(settings)?.status()?;
     if json_output {
-        println!("{}", serde_json::to_string(&s)?);
+        print_line(serde_json::to_string(&s)?)?;
         return Ok(s);
     }
-    println!("{:<10} {:<8} {:<21} {:>10}  file", "key id", "current", "created", "sealed");
+    print_line(format_args!("{:<10} {:<8} {:<21} {:>10}  file", "key id", "current", "created", "sealed"))?;
     for k in &s.keys {
-        println!(
+        print_line(format_args!(
             "{:<10} {:<8} {:<21} {:>10}  {}",
             k.kid,
             if k.current { "yes" } else { "" },
             k.created.as_deref().unwrap_or("unknown"),
             k.sealed,
             k.file.as_deref().unwrap_or("")
-        );
+        ))?;
     }
     for (kid, n) in &s.unknown {
-        println!("{kid:<10} {:<8} {:<21} {n:>10}  MISSING: restore sealing.key.{kid} from a key export", "", "");
+        print_line(format_args!(
+            "{kid:<10} {:<8} {:<21} {n:>10}  MISSING: restore sealing.key.{kid} from a key export",
+            "", ""
+        ))?;
     }
-    println!("{} sealed values in {} rows; handle.key and mac.key are never rotated", s.sealed_values, s.rows);
+    print_line(format_args!(
+        "{} sealed values in {} rows; handle.key and mac.key are never rotated",
+        s.sealed_values, s.rows
+    ))?;
     let left = s.left();
     if left > 0 {
-        println!("{left} values are still sealed with older keys: run `isto admin keys rotate --resume`");
+        print_line(format_args!(
+            "{left} values are still sealed with older keys: run `isto admin keys rotate --resume`"
+        ))?;
     }
     let idle: Vec<&str> = s.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.as_str()).collect();
     if !idle.is_empty() {
-        println!("no value uses {}: `isto admin keys retire ID` deletes such a key", idle.join(", "));
+        print_line(format_args!("no value uses {}: `isto admin keys retire ID` deletes such a key", idle.join(", ")))?;
     }
     Ok(s)
 }
@@ -502,10 +511,10 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
         let a = t.ask(&Request::KeysRotate)?;
         let kid = a.get("kid").and_then(Value::as_str).unwrap_or_default().to_owned();
         if !json_output {
-            println!(
+            print_line(format_args!(
                 "new sealing key {kid} is current (was {}); re-sealing {} values",
                 before.current, before.sealed_values
-            );
+            ))?;
         }
         (Some(before.current.clone()), true, before.sealed_values)
     };
@@ -554,19 +563,21 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
     };
     tracing::info!(kid = %report.kid, resealed, passes, left = report.left, "key rotation finished");
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     } else {
-        println!(
+        print_line(format_args!(
             "{} values re-sealed with key {} in {passes} pass(es); {} left",
             report.resealed, report.kid, report.left
-        );
+        ))?;
         if report.left > 0 {
-            println!("values were written with older keys meanwhile: run `isto admin keys rotate --resume` again");
+            print_line(format_args!(
+                "values were written with older keys meanwhile: run `isto admin keys rotate --resume` again"
+            ))?;
         }
         if !report.retirable.is_empty() {
-            println!("{}", retirable_line(&report.retirable));
+            print_line(retirable_line(&report.retirable))?;
         }
-        println!("note: {ROTATE_NOTE}");
+        print_line(format_args!("note: {ROTATE_NOTE}"))?;
     }
     Ok(report)
 }
@@ -594,16 +605,16 @@ pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow:
         t.ask(&Request::KeysRetire { kid: kid.to_owned() }).with_context(|| format!("key {kid} was not retired"))?;
     let report = json!({"kid": kid, "retired": true, "via": t.route()});
     if json_output {
-        println!("{report}");
+        print_line(format_args!("{report}"))?;
     } else {
-        println!(
+        print_line(format_args!(
             "retired key {kid}: its file is deleted{}",
             if a.is_object() && matches!(t.route(), Route::Socket) {
                 " and the running server no longer holds it"
             } else {
                 ""
             }
-        );
+        ))?;
     }
     Ok(report)
 }

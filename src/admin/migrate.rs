@@ -17,6 +17,7 @@
 //! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
 //! answer is reported the same way, without the server's versions.
 
+use super::out::print_line;
 use super::Request;
 use crate::config::Settings;
 use crate::state::{Pass, PASSES};
@@ -122,9 +123,9 @@ pub struct MigrateReport {
 pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
     let report = migrate(settings, dry_run, json_output)?;
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     } else {
-        println!("{}", human(&report, &settings.store_path().display().to_string()));
+        print_line(human(&report, &settings.store_path().display().to_string()))?;
     }
     Ok(report)
 }

@@ -37,6 +37,7 @@ mod backup;
 mod command;
 mod keys;
 mod migrate;
+mod out;
 mod purge;
 mod request;
 mod sellers;
@@ -54,6 +55,7 @@ pub use keys::{
     MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
 };
 pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
+pub use out::{print_line, stdout_closed};
 pub use purge::{purge_command, report as purge_report};
 pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
@@ -425,12 +427,12 @@ pub fn import_feed(settings: &Settings, file: &Path, full: bool, json_output: bo
         "catalogue import finished"
     );
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     } else {
         if report.rejected > SHOWN_ERRORS as u64 {
             eprintln!("… and {} more rows rejected", report.rejected - SHOWN_ERRORS as u64);
         }
-        println!("{}", report.summary());
+        print_line(report.summary())?;
     }
     Ok(report)
 }
@@ -513,43 +515,39 @@ pub struct InitReport {
 /// # Errors
 /// As [`init`].
 pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output: bool) -> anyhow::Result<InitReport> {
-    let say = |line: String| {
-        if !json_output {
-            println!("{line}");
-        }
-    };
+    let say = |line: String| if json_output { Ok(()) } else { print_line(line) };
     let dir = &settings.data_dir;
     let data_dir_created = !dir.exists();
     if data_dir_created {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create the data directory {}", dir.display()))?;
         crate::crypto::set_mode(dir, 0o700).with_context(|| format!("cannot restrict {}", dir.display()))?;
-        say(format!("created the data directory {}", dir.display()));
+        say(format!("created the data directory {}", dir.display()))?;
     } else {
-        say(format!("data directory {} exists", dir.display()));
+        say(format!("data directory {} exists", dir.display()))?;
     }
     let key_path = settings.key_path();
     let (_, key_created) = KeyRing::load_or_create(&key_path)?;
     if key_created {
-        say(format!("created the sealing key {}", key_path.display()));
+        say(format!("created the sealing key {}", key_path.display()))?;
     } else {
-        say(format!("the sealing key {} exists", key_path.display()));
+        say(format!("the sealing key {} exists", key_path.display()))?;
     }
     say("  back it up and keep the copy safe: without it, contact data and hidden limits in the store cannot be read"
-        .to_owned());
+        .to_owned())?;
     let store_path = settings.store_path();
     let existed = store_path.exists();
     let store_state = match Store::open(&store_path) {
         Ok(_) if existed => {
-            say(format!("the store {} exists and opens", store_path.display()));
+            say(format!("the store {} exists and opens", store_path.display()))?;
             "exists"
         }
         Ok(_) => {
             crate::crypto::set_mode(&store_path, 0o600)?;
-            say(format!("created the store {}", store_path.display()));
+            say(format!("created the store {}", store_path.display()))?;
             "created"
         }
         Err(e) if in_use(&e) => {
-            say(format!("the store {} is in use by a running `isto serve`", store_path.display()));
+            say(format!("the store {} is in use by a running `isto serve`", store_path.display()))?;
             "in_use"
         }
         Err(e) => return Err(open_failed(&store_path, e)),
@@ -557,7 +555,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
     let mut config_written = false;
     if let Some(p) = config_path {
         if p.exists() {
-            say(format!("the config file {} exists; left unchanged", p.display()));
+            say(format!("the config file {} exists; left unchanged", p.display()))?;
         } else {
             if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -570,7 +568,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
             std::io::Write::write_all(&mut f, crate::config::SKELETON.as_bytes())
                 .with_context(|| format!("cannot write {}", p.display()))?;
             config_written = true;
-            say(format!("wrote a commented config skeleton to {}", p.display()));
+            say(format!("wrote a commented config skeleton to {}", p.display()))?;
         }
     }
     let report = InitReport {
@@ -584,7 +582,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
         config_written,
     };
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     }
     Ok(report)
 }
@@ -605,9 +603,9 @@ pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_out
     let doc = crate::metadata::document(settings, &consent);
     let entry = crate::metadata::registry_entry(&doc, &settings.public_url.base, check);
     if json_output {
-        println!("{}", serde_json::to_string(&entry)?);
+        print_line(serde_json::to_string(&entry)?)?;
     } else {
-        println!("{}", serde_json::to_string_pretty(&entry)?);
+        print_line(serde_json::to_string_pretty(&entry)?)?;
     }
     Ok(entry)
 }

@@ -9,6 +9,7 @@
 //! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
 //! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
 
+use super::out::print_line;
 use super::Request;
 use crate::config::Settings;
 use crate::intents::Purged;
@@ -78,9 +79,9 @@ pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> a
     }
     let purged: Purged = serde_json::from_value(answer["purged"].clone())?;
     if json_output {
-        println!("{}", serde_json::to_string(&purged)?);
+        print_line(serde_json::to_string(&purged)?)?;
     } else {
-        println!("{}", report(&purged, dry_run));
+        print_line(report(&purged, dry_run))?;
     }
     Ok(purged)
 }

@@ -14,6 +14,7 @@
 //! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
 //! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
 
+use super::out::print_line;
 use super::Request;
 use crate::cli::SellerCommand;
 use crate::config::Settings;
@@ -144,35 +145,37 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
             let answer = ok_or_bail(answer)?;
             let added: Added = serde_json::from_value(answer["added"].clone())?;
             if json {
-                println!("{}", serde_json::to_string(&added)?);
+                print_line(serde_json::to_string(&added)?)?;
                 return Ok(());
             }
             let s = &added.seller;
-            println!("registered seller {} <{}>", s.name, s.email);
-            println!("  account:    {}", s.account_id);
-            println!("  seller id:  {}", s.seller_id);
-            println!("  categories: {}", all_or(&s.categories, "all"));
-            println!("  regions:    {}", all_or(&s.regions, "everywhere"));
+            print_line(format_args!("registered seller {} <{}>", s.name, s.email))?;
+            print_line(format_args!("  account:    {}", s.account_id))?;
+            print_line(format_args!("  seller id:  {}", s.seller_id))?;
+            print_line(format_args!("  categories: {}", all_or(&s.categories, "all")))?;
+            print_line(format_args!("  regions:    {}", all_or(&s.regions, "everywhere")))?;
             if added.adopted_account {
-                println!("  (took over the existing seller account of this address)");
+                print_line(format_args!("  (took over the existing seller account of this address)"))?;
             }
             if added.adopted_catalogue_seller {
-                println!("  (the catalogue seller of this name is now this seller: its feed offers are its offers)");
+                print_line(format_args!(
+                    "  (the catalogue seller of this name is now this seller: its feed offers are its offers)"
+                ))?;
             }
             match added.invite.as_deref() {
                 Some("queued") if via_socket => {
-                    println!("a one-time sign-in link (valid 15 minutes) is on its way to {}", s.email)
+                    print_line(format_args!("a one-time sign-in link (valid 15 minutes) is on its way to {}", s.email))?
                 }
-                Some("queued") => println!(
+                Some("queued") => print_line(format_args!(
                     "a one-time sign-in link (valid 15 minutes) is queued for {}; it is sent when `isto serve` runs",
                     s.email
-                ),
-                Some("throttled") => println!(
+                ))?,
+                Some("throttled") => print_line(format_args!(
                     "no sign-in link sent: this address got too many account e-mails in the last hour; the seller can \
                      ask for one at {base}/signin"
-                ),
-                Some(_) => println!("no sign-in link sent (the account is disabled)"),
-                None => println!("the seller signs in at {base}/signin with a one-time e-mail link"),
+                ))?,
+                Some(_) => print_line(format_args!("no sign-in link sent (the account is disabled)"))?,
+                None => print_line(format_args!("the seller signs in at {base}/signin with a one-time e-mail link"))?,
             }
         }
         SellerCommand::List { json } => {
@@ -180,11 +183,13 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
             let answer = ok_or_bail(answer)?;
             let list: Vec<SellerInfo> = serde_json::from_value(answer["sellers"].clone())?;
             if json {
-                println!("{}", serde_json::to_string(&list)?);
+                print_line(serde_json::to_string(&list)?)?;
             } else if list.is_empty() {
-                println!("no registered sellers; add one with `isto admin seller add --name NAME --email EMAIL`");
+                print_line(format_args!(
+                    "no registered sellers; add one with `isto admin seller add --name NAME --email EMAIL`"
+                ))?;
             } else {
-                println!("{}", table(&list));
+                print_line(table(&list))?;
             }
         }
         SellerCommand::Disable { id, json } => toggle(settings, &id, true, json)?,
@@ -200,18 +205,18 @@ fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::R
     let answer = ok_or_bail(answer)?;
     let t: Toggled = serde_json::from_value(answer["toggled"].clone())?;
     if json {
-        println!("{}", serde_json::to_string(&t)?);
+        print_line(serde_json::to_string(&t)?)?;
     } else if disable {
-        println!(
+        print_line(format_args!(
             "seller {} ({}) disabled: its tools and sessions stopped working, {} OAuth authorizations revoked, its \
              offers and replies no longer match",
             t.seller.name, t.seller.account_id, t.tokens_revoked
-        );
+        ))?;
     } else {
-        println!(
+        print_line(format_args!(
             "seller {} ({}) enabled; tokens revoked earlier stay revoked: its agent authorizes again",
             t.seller.name, t.seller.account_id
-        );
+        ))?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 //! opens the store here. Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see
 //! [`Stats`] for its shape), or `{"ok":false,"error":"…"}`.
 
+use super::out::print_line;
 use super::Request;
 use crate::config::Settings;
 use crate::records::{IntentRecord, OfferRecord, SellerRecord};
@@ -207,9 +208,9 @@ pub fn stats_command(settings: &Settings, json_output: bool) -> anyhow::Result<S
     }
     let stats: Stats = serde_json::from_value(answer["stats"].clone())?;
     if json_output {
-        println!("{}", serde_json::to_string(&stats)?);
+        print_line(serde_json::to_string(&stats)?)?;
     } else {
-        println!("{}", report(&stats));
+        print_line(report(&stats))?;
     }
     Ok(stats)
 }

@@ -89,7 +89,7 @@ fn bind_hint(e: &std::io::Error) -> &'static str {
             "another program (another `isto serve`?) uses that port: stop it, or choose another address with `listen` in the config, ISTO_LISTEN or --listen"
         }
         std::io::ErrorKind::PermissionDenied => {
-            "ports below 1024 need CAP_NET_BIND_SERVICE: listen on a higher port behind a reverse proxy, or grant the capability (see the README)"
+            "ports below 1024 need CAP_NET_BIND_SERVICE: listen on a higher port behind a reverse proxy, or grant the capability (the book, \"Running under systemd\", section \"Ports below 1024\": /usr/share/doc/isto/book/operators/systemd.html with the package, docs/src/operators/systemd.md in the source)"
         }
         std::io::ErrorKind::AddrNotAvailable => {
             "no interface of this machine has that address: use 127.0.0.1, 0.0.0.0 or one of its own addresses (`listen`, ISTO_LISTEN or --listen)"

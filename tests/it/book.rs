@@ -94,3 +94,57 @@ fn the_restore_drill_of_the_book_passes_on_a_good_backup_and_fails_on_a_damaged_
     assert!(!out.contains("== 2."), "the drill went on after a failed check:\n{out}");
     assert!(err.starts_with("error: "), "{err}");
 }
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each run of path characters that follows `prefix` in `text`.
+fn paths_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.match_indices(prefix)
+        .map(|(i, _)| {
+            let rest = &text[i + prefix.len()..];
+            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c))).unwrap_or(rest.len());
+            rest[..end].trim_end_matches('.')
+        })
+        .collect()
+}
+
+/// What isto's messages tell an operator to read is in the book, and exists: no message
+/// sends them to the README (a short page of links), each `docs/src/….md` a message
+/// names is a page of the book, and each page of the packaged book
+/// (`/usr/share/doc/isto/book/….html`) is made from one.
+#[test]
+fn messages_point_to_pages_of_the_book_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        if text.contains("the README") {
+            problems.push(format!("{rel}: sends the reader to the README"));
+        }
+        for page in paths_after(&text, "docs/src/") {
+            if page.ends_with(".md") && !root.join("docs/src").join(page).is_file() {
+                problems.push(format!("{rel}: docs/src/{page} is no page of the book"));
+            }
+        }
+        for page in paths_after(&text, "/usr/share/doc/isto/book/") {
+            let md = Path::new(page).with_extension("md");
+            if page.ends_with(".html") && !root.join("docs/src").join(&md).is_file() {
+                problems.push(format!("{rel}: /usr/share/doc/isto/book/{page} has no docs/src/{}", md.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -40,5 +40,6 @@ mod rotate;
 mod sellers;
 mod smtp_faults;
 mod stats;
+mod stdout_closed;
 mod store_guard;
 mod systemd;

@@ -3,6 +3,7 @@
 //! staging the old keys it adds to a ring that has a key.
 
 use super::*;
+use crate::admin::out::print_line;
 
 /// The key files of the data directory: the current key first, then the older ones.
 fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
@@ -97,16 +98,16 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
     sync_dir(dir_of(out))?;
     let report = KeysReport { file: out.to_owned(), kids, warning: KEYS_WARNING };
     if json_output {
-        println!("{}", serde_json::to_string(&report)?);
+        print_line(serde_json::to_string(&report)?)?;
     } else {
         let handle = files.len() > report.kids.len();
-        println!(
+        print_line(format_args!(
             "wrote {} key file(s) to {} (mode 0600): sealing key(s) {}{}",
             files.len(),
             out.display(),
             report.kids.join(", "),
             if handle { " and the never-rotated handle.key and mac.key" } else { "" }
-        );
+        ))?;
     }
     Ok(report)
 }

@@ -3,6 +3,7 @@
 //! module docs of `admin::backup`).
 
 use super::*;
+use crate::admin::out::print_line;
 
 /// Removes, when dropped unless disarmed, what a failed restore created: the staged key
 /// directory and a data directory that did not exist before.
@@ -235,10 +236,10 @@ fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut U
 /// Prints the restore's summary (or, with `json_output`, the report as JSON).
 fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -> anyhow::Result<()> {
     if json_output {
-        println!("{}", serde_json::to_string(report)?);
+        print_line(serde_json::to_string(report)?)?;
         return Ok(());
     }
-    println!(
+    print_line(format_args!(
         "restored {} rows from {} (made {} by isto {}) into {}{}; all {} sealed values open with the key ring",
         report.rows,
         report.file.display(),
@@ -247,12 +248,15 @@ fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -
         report.store.display(),
         if report.replaced { ", replacing the store that was there" } else { "" },
         report.sealed_opened
-    );
+    ))?;
     if !report.keys_added.is_empty() {
-        println!("added old sealing key(s) {} to the key ring", report.keys_added.join(", "));
+        print_line(format_args!("added old sealing key(s) {} to the key ring", report.keys_added.join(", ")))?;
     }
     if checked.header.schema < SCHEMA_VERSION {
-        println!("the store was migrated from schema version {} to {SCHEMA_VERSION}", checked.header.schema);
+        print_line(format_args!(
+            "the store was migrated from schema version {} to {SCHEMA_VERSION}",
+            checked.header.schema
+        ))?;
     }
     Ok(())
 }
