@@ -91,7 +91,8 @@ impl Catalogue {
 
     /// Opens the index and rebuilds it from the store when its generation lags.
     fn open_index(&self) -> Result<OfferIndex> {
-        let idx = OfferIndex::open(self.index_dir.as_deref()).map_err(index_error)?;
+        let idx =
+            OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates).map_err(index_error)?;
         let (generation, offers) = self.base.store().read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
             let g = rx.offers_generation()?;
             let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };

@@ -1,5 +1,6 @@
 //! The search collector of the offer index: the top `limit` offer ids by score, then
-//! (when asked) publication time, then id — deterministic whatever the segment layout.
+//! (when asked) publication time, then price, then id — deterministic whatever the
+//! segment layout.
 //!
 //! It lets tantivy prune: each segment is collected with `Weight::for_each_pruning`,
 //! told after each hit the lowest score that can still enter the top `limit`, so a
@@ -12,13 +13,15 @@ use tantivy::query::Weight;
 
 /// One search hit: `key` is the id (across segments) or the id's term ordinal in the
 /// segment's id column (inside a segment, where ordinals sort as the ids do). Orders
-/// worst last: lower score, then (when asked) older, then larger id.
+/// worst last: lower score, then (when asked) older, then dearer, then larger id.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Hit<K> {
     /// BM25 score.
     pub(super) score: Score,
     /// Publication time (Unix seconds), for the newest-first tie break.
     pub(super) published: i64,
+    /// The price in the default currency, for the cheaper-first tie break.
+    pub(super) price: f64,
     /// The id or its term ordinal.
     pub(super) key: K,
     /// Where the document is (for its stored offer); not part of the order (one live
@@ -34,6 +37,7 @@ impl<K: Ord> Ord for Hit<K> {
             .score
             .total_cmp(&self.score)
             .then(other.published.cmp(&self.published))
+            .then(self.price.total_cmp(&other.price))
             .then_with(|| self.key.cmp(&other.key))
     }
 }
@@ -124,7 +128,8 @@ impl SegmentFilter {
 }
 
 /// Top `limit` hits by score descending, then (when `newest_first`) publication time
-/// descending, then id ascending — deterministic whatever the segment layout.
+/// descending, then price ascending, then id ascending — deterministic whatever the
+/// segment layout.
 pub(super) struct TopIds {
     /// How many hits at most.
     pub(super) limit: usize,
@@ -145,6 +150,7 @@ pub(super) struct TopIdsSegment {
     segment: SegmentOrdinal,
     ids: StrColumn,
     published: Option<Column<i64>>,
+    price: Column<f64>,
     /// The `valid_until` column and the instant a collected offer must be valid after.
     current: Option<(Column<i64>, i64)>,
     heap: BinaryHeap<Hit<u64>>,
@@ -182,6 +188,7 @@ impl Collector for TopIds {
             segment,
             ids: id_column(seg)?,
             published,
+            price: seg.fast_fields().f64("price")?,
             current,
             heap: BinaryHeap::with_capacity(self.limit.min(1024) + 1),
         })
@@ -264,7 +271,8 @@ impl SegmentCollector for TopIdsSegment {
         let Some(ord) = self.ids.ords().first(doc) else { return };
         let score = on_grid(score);
         let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
-        let hit = Hit { score, published, key: ord, address: DocAddress::new(self.segment, doc) };
+        let price = self.price.first(doc).unwrap_or(f64::MAX);
+        let hit = Hit { score, published, price, key: ord, address: DocAddress::new(self.segment, doc) };
         if self.heap.len() < self.limit {
             self.heap.push(hit);
         } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
@@ -281,7 +289,7 @@ impl SegmentCollector for TopIdsSegment {
         Ok(hits
             .into_iter()
             .zip(ids)
-            .map(|(h, id)| Hit { score: h.score, published: h.published, key: id, address: h.address })
+            .map(|(h, id)| Hit { score: h.score, published: h.published, price: h.price, key: id, address: h.address })
             .collect())
     }
 }

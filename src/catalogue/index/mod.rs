@@ -39,7 +39,7 @@ use analysis::{analysis_fingerprint, IstoTokenizer};
 pub use analysis::{is_stop_word, ANALYZER, STEMS_ANALYZER, TERMS_ANALYZER};
 use collector::AllIds;
 use serde_json::Value;
-use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use tantivy::collector::{Collector, SegmentCollector};
@@ -58,7 +58,7 @@ use time::OffsetDateTime;
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
-pub const INDEX_VERSION: u32 = 4;
+pub const INDEX_VERSION: u32 = 5;
 /// Memory budget of the index writer (split over its indexing threads, one per core up
 /// to 4). The writer exists only while a rebuild or an update runs (see [`OfferIndex`]).
 const WRITER_HEAP_BYTES: usize = 64 << 20;
@@ -110,6 +110,9 @@ struct Fields {
     /// `validUntil` in Unix nanoseconds (fast field): `i64::MAX` without one,
     /// `i64::MIN` when it does not parse (never current, as the store's check).
     valid_until: Field,
+    /// The price in the default currency (fast field, the tie break of equal scores):
+    /// `f64::MAX` when the holder has no rate for the offer's currency.
+    price: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -136,6 +139,7 @@ fn schema() -> (Schema, Fields) {
         published: b.add_i64_field("published", NumericOptions::default().set_fast()),
         offer: b.add_text_field("offer", STORED),
         valid_until: b.add_i64_field("valid_until", NumericOptions::default().set_fast()),
+        price: b.add_f64_field("price", NumericOptions::default().set_fast()),
     };
     (b.build(), f)
 }
@@ -194,6 +198,10 @@ pub struct OfferIndex {
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
     /// read once per index commit instead of once per search.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
+    /// The exchange rates into the default currency (currency code → rate), for the
+    /// indexed price; `prices` is their fingerprint, stored with each commit.
+    rates: BTreeMap<String, f64>,
+    prices: String,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -211,6 +219,17 @@ impl OfferIndex {
     /// # Errors
     /// I/O on the directory, tantivy errors.
     pub fn open(dir: Option<&Path>) -> Result<Self, IndexError> {
+        Self::open_priced(dir, &BTreeMap::new())
+    }
+
+    /// As [`Self::open`], with the holder's exchange rates into its default currency
+    /// (`[currency] rates`, the default currency at 1): the indexed price that orders
+    /// equal scores (cheaper first; an offer in a currency without a rate last). An index
+    /// committed with other rates reports no generation, so its owner rebuilds it.
+    ///
+    /// # Errors
+    /// I/O on the directory, tantivy errors.
+    pub fn open_priced(dir: Option<&Path>, rates: &BTreeMap<String, f64>) -> Result<Self, IndexError> {
         let (schema, f) = schema();
         let index = match dir {
             None => Index::builder().schema(schema).settings(settings()).create_in_ram()?,
@@ -222,7 +241,8 @@ impl OfferIndex {
             index.tokenizers().register(name, TextAnalyzer::from(IstoTokenizer { tokens }));
         }
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let generation = stored_generation(&index)?;
+        let prices = rates.iter().map(|(c, r)| format!("{c}={r}")).collect::<Vec<_>>().join(";");
+        let generation = stored_generation(&index, &prices)?;
         Ok(Self {
             index,
             reader,
@@ -230,6 +250,8 @@ impl OfferIndex {
             f,
             generation: Mutex::new(generation),
             regions: Mutex::new(None),
+            rates: rates.clone(),
+            prices,
         })
     }
 
@@ -294,7 +316,9 @@ impl OfferIndex {
         let _one = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
         let out = f(&mut w)?;
-        let payload = serde_json::json!({"generation": generation, "analysis": analysis_fingerprint()}).to_string();
+        let payload =
+            serde_json::json!({"generation": generation, "analysis": analysis_fingerprint(), "prices": self.prices})
+                .to_string();
         let mut prepared = w.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
@@ -368,6 +392,8 @@ impl OfferIndex {
         d.add_i64(f.published, published);
         d.add_text(f.offer, serde_json::to_value(o)?.to_string());
         d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
+        let price = self.rates.get(&o.price.currency).map(|r| o.price.amount * r).filter(|p| p.is_finite());
+        d.add_f64(f.price, price.unwrap_or(f64::MAX));
         Ok(d)
     }
 }
@@ -400,11 +426,13 @@ fn wipe(dir: &Path) -> Result<(), IndexError> {
 }
 
 /// The generation of the last commit, None when there is none or it was written with
-/// other analysis.
-fn stored_generation(index: &Index) -> Result<Option<u64>, IndexError> {
+/// other analysis or other exchange rates (`prices`).
+fn stored_generation(index: &Index, prices: &str) -> Result<Option<u64>, IndexError> {
     let Some(payload) = index.load_metas()?.payload else { return Ok(None) };
     let Ok(v) = serde_json::from_str::<Value>(&payload) else { return Ok(None) };
-    if v.get("analysis").and_then(Value::as_str) != Some(analysis_fingerprint()) {
+    if v.get("analysis").and_then(Value::as_str) != Some(analysis_fingerprint())
+        || v.get("prices").and_then(Value::as_str) != Some(prices)
+    {
         return Ok(None);
     }
     Ok(v.get("generation").and_then(Value::as_u64))

@@ -19,8 +19,9 @@
 use super::analysis::{letter_phrases, lookup_term, STEM_MARK};
 use super::collector::{AreaFilter, Hit, TopIds};
 use super::*;
+use std::collections::HashMap;
 use tantivy::collector::TopDocs;
-use tantivy::query::AllQuery;
+use tantivy::query::{AllQuery, Bm25StatisticsProvider};
 
 /// At most this many statement words take part in a search.
 pub(super) const MAX_WORDS: usize = 12;
@@ -98,7 +99,8 @@ impl OfferIndex {
     /// and phrases only rank; quantities are ignored. `category` and `area` filter (the
     /// offer's area must lie in `area`, as [`gazetteer::contains`]). With no words, the
     /// offers of the filter come newest first; with no words and no filter, nothing.
-    /// Order: score descending, then (without words) newest first, then id.
+    /// Order: score descending, then (without words) newest first, then cheaper first (the
+    /// price in the default currency, see [`Self::open_priced`]), then id.
     ///
     /// # Errors
     /// tantivy errors.
@@ -204,7 +206,8 @@ impl OfferIndex {
             area: area.map(|a| (code(&a.country), a.regions.iter().map(|r| code(r)).collect())),
         };
         let collector = TopIds { limit, newest_first: terms.words.is_empty(), current_at, filter };
-        Ok(searcher.search(query.as_ref(), &collector)?)
+        let stats = SharedIdf::new(searcher, &self.searchable(), &self.stem_fields(), &terms)?;
+        Ok(searcher.search_with_statistics_provider(query.as_ref(), &collector, &stats)?)
     }
 
     /// The term clauses of a search: (the words' and phrases' clauses, which select and
@@ -251,5 +254,70 @@ impl OfferIndex {
             (self.f.attrs_stems, ATTRS_BOOST),
             (self.f.description_stems, DESCRIPTION_BOOST),
         ]
+    }
+}
+
+/// BM25 statistics with one document frequency per term for the three searchable fields
+/// (BM25F-style): a term's IDF is the same in `title`, `attrs` and `description` (and in
+/// their stem fields), computed from the largest of its three document frequencies.
+///
+/// With tantivy's per-field statistics a word common in attribute values and rare in
+/// descriptions (a make: "Škoda") weighed more in a description than in an attribute, so
+/// an offer that only mentions the make in its description outranked one whose make it
+/// is. With one IDF per word the field weights (3/2/1) decide, as the catalogue search
+/// promises (PROTOCOL.md §3: title, then attributes, then description). The largest of
+/// the three frequencies is a lower bound of the number of offers that hold the term in
+/// any of the fields, read without visiting a posting list. Field lengths (the average
+/// field norm) stay per field.
+struct SharedIdf<'a> {
+    searcher: &'a Searcher,
+    /// The shared document frequency of each looked-up term text.
+    doc_freq: HashMap<String, u64>,
+    /// The fields whose terms take the shared frequency.
+    fields: [Field; 6],
+}
+
+impl<'a> SharedIdf<'a> {
+    fn new(
+        searcher: &'a Searcher,
+        plain: &[(Field, Score); 3],
+        stems: &[(Field, Score); 3],
+        terms: &Analysed,
+    ) -> tantivy::Result<Self> {
+        let mut doc_freq = HashMap::new();
+        let texts =
+            terms.words.iter().map(|w| lookup_term(w)).chain(terms.phrases.iter().chain(&terms.rank_only).cloned());
+        for text in texts {
+            let fields = if text.starts_with(STEM_MARK) { stems } else { plain };
+            let mut df = 0;
+            for (field, _) in fields {
+                df = df.max(searcher.doc_freq(&Term::from_field_text(*field, &text))?);
+            }
+            doc_freq.insert(text, df);
+        }
+        let fields = [plain[0].0, plain[1].0, plain[2].0, stems[0].0, stems[1].0, stems[2].0];
+        Ok(Self { searcher, doc_freq, fields })
+    }
+}
+
+impl Bm25StatisticsProvider for SharedIdf<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Bm25StatisticsProvider::total_num_docs(self.searcher)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let shared = if self.fields.contains(&term.field()) {
+            term.value().as_str().and_then(|t| self.doc_freq.get(t).copied())
+        } else {
+            None
+        };
+        match shared {
+            Some(df) => Ok(df),
+            None => self.searcher.doc_freq(term),
+        }
     }
 }

@@ -109,6 +109,44 @@ fn equal_scores_go_by_id() {
 }
 
 #[test]
+fn equal_scores_go_by_price_in_the_default_currency() {
+    let rates = BTreeMap::from([("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index");
+    let priced = |id: &str, amount: f64, currency: &str| {
+        let mut o = offer(id, "Škoda Fabia", "", json!({}), "Košice");
+        o.price = Money { amount, currency: currency.into() };
+        o
+    };
+    // 20 000 EUR; 100 000 CZK = 4 000 EUR; USD has no rate (last); 5 000 EUR.
+    let offers = vec![priced("a", 20_000.0, "EUR"), priced("b", 100_000.0, "CZK"), priced("c", 1.0, "USD")];
+    let ix = OfferIndex::open_priced(Some(&path), &rates).unwrap();
+    ix.rebuild(offers.into_iter(), 1).unwrap();
+    ix.apply(&[priced("d", 5_000.0, "EUR")], &[], 2).unwrap();
+    assert_eq!(ids(&ix, "fabia", None, None), vec!["b", "d", "a", "c"]);
+    assert_eq!(ix.search("fabia", None, None, 2).unwrap().into_iter().map(|h| h.0).collect::<Vec<_>>(), ["b", "d"]);
+    drop(ix);
+    // Reopened with the same rates it is in step; with other rates its prices are stale:
+    // it reports no generation, so its owner rebuilds it.
+    assert_eq!(OfferIndex::open_priced(Some(&path), &rates).unwrap().generation(), Some(2));
+    let other = BTreeMap::from([("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.05)]);
+    assert_eq!(OfferIndex::open_priced(Some(&path), &other).unwrap().generation(), None);
+}
+
+#[test]
+fn a_word_weighs_the_same_in_every_field() {
+    // "Škoda" is a make in three offers' attributes and appears in one description
+    // (o2): with per-field IDF the rare description hit outweighed the attribute hit of
+    // o5 ("Sedan", make Škoda). With one IDF per word the field weights decide.
+    let ix = sample();
+    let got = ix.search("skoda", None, None, 10).unwrap();
+    let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(order[2..], ["o5", "o2"], "{got:?}");
+    let (attribute, description) = (got[2].1, got[3].1);
+    assert!((attribute / description - 2.0).abs() < 0.01, "the field weights 2:1 decide: {got:?}");
+}
+
+#[test]
 fn filters_area_category_and_limit() {
     let ix = sample();
     let kosice = gazetteer::resolve("Košice").unwrap();
