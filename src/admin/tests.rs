@@ -75,7 +75,7 @@ fn offline_import_counts_lines_and_updates() {
     // The data directory's offer index is in step: `isto serve` need not rebuild it.
     let in_step = |s: &Settings| {
         let g = Store::open(&s.store_path()).unwrap().read(|rx| rx.offers_generation()).unwrap();
-        let ix = crate::catalogue::index::OfferIndex::open(Some(&s.data_dir.join("index"))).unwrap();
+        let ix = crate::catalogue::index::OfferIndex::open_priced(Some(&s.data_dir.join("index")), &s.rates).unwrap();
         (ix.generation() == Some(g), ix.num_docs())
     };
     assert_eq!(in_step(&s), (true, 3));
