@@ -3,7 +3,6 @@
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
 use super::{encode, range_json, Result, Tables, Tx};
-use redb::ReadableTable;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Key of a `delivered` row.
@@ -30,9 +29,7 @@ fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
 }
 
 pub(super) fn delivered_at<R: Tables + ?Sized>(r: &R, intent: &str, offer: &str) -> Result<Option<i64>> {
-    let t = r.table(DELIVERED)?;
-    let v = t.get(pair_key(intent, offer).as_str())?;
-    Ok(v.map(|g| g.value()))
+    r.table(DELIVERED)?.get(pair_key(intent, offer).as_str())
 }
 
 pub(super) fn after<T: DeserializeOwned, R: Tables + ?Sized>(
@@ -56,18 +53,15 @@ pub(super) fn latest<T: DeserializeOwned, R: Tables + ?Sized>(
 }
 
 pub(super) fn digest_due_at<R: Tables + ?Sized>(r: &R, intent: &str) -> Result<Option<i64>> {
-    let t = r.table(DIGEST_DUE)?;
-    let v = t.get(intent)?;
-    Ok(v.map(|g| g.value()))
+    r.table(DIGEST_DUE)?.get(intent)
 }
 
 pub(super) fn digests_due<R: Tables + ?Sized>(r: &R) -> Result<Vec<(String, i64)>> {
-    let t = r.table(DIGEST_DUE)?;
     let mut out = Vec::new();
-    for row in t.iter()? {
-        let (k, v) = row?;
-        out.push((k.value().to_owned(), v.value()));
-    }
+    r.table(DIGEST_DUE)?.each(|k, v| {
+        out.push((k, v));
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -79,13 +73,13 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
         let pair = pair_key(intent, offer);
-        let mut d = self.txn.open_table(DELIVERED)?;
+        let mut d = self.open(DELIVERED)?;
         if d.get(pair.as_str())?.is_some() {
             return Ok(false);
         }
         let bytes = encode("delivery_log", ext)?;
         d.insert(pair.as_str(), micros)?;
-        self.txn.open_table(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
+        self.open(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
         Ok(true)
     }
 
@@ -94,7 +88,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
-        let mut t = self.txn.open_table(DIGEST_DUE)?;
+        let mut t = self.open(DIGEST_DUE)?;
         match due_unix {
             Some(d) => {
                 t.insert(intent, d)?;

@@ -32,9 +32,9 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
         let bytes = encode("offers", record)?;
-        self.txn.open_table(OFFERS)?.insert(id, bytes.as_slice())?;
+        self.open(OFFERS)?.insert(id, bytes.as_slice())?;
         if let Some((seller, r)) = seller_ref {
-            self.txn.open_table(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
+            self.open(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
         }
         Ok(())
     }
@@ -45,7 +45,7 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
         let next = meta_counter(&*self, GENERATION)? + 1;
-        self.txn.open_table(META)?.insert(GENERATION, next.to_string().as_str())?;
+        self.open(META)?.insert(GENERATION, next.to_string().as_str())?;
         Ok(next)
     }
 }

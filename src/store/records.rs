@@ -87,7 +87,7 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
         let bytes = encode(&ns.table_name(), value)?;
-        self.txn.open_table(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
+        self.open(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
         Ok(())
     }
 
@@ -96,7 +96,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
-        Ok(self.txn.open_table(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
+        Ok(self.open(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
     }
 }
 

@@ -23,8 +23,8 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_seller<T: Serialize>(&mut self, id: &str, folded_name: &str, record: &T) -> Result<()> {
         let bytes = encode("sellers", record)?;
-        self.txn.open_table(SELLERS)?.insert(id, bytes.as_slice())?;
-        self.txn.open_table(SELLER_NAMES)?.insert(folded_name, id)?;
+        self.open(SELLERS)?.insert(id, bytes.as_slice())?;
+        self.open(SELLER_NAMES)?.insert(folded_name, id)?;
         Ok(())
     }
 }
