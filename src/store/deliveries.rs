@@ -103,40 +103,42 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
 
     #[test]
     fn deliveries_once_and_in_order() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
-            assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
-            assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
-            assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
-        assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
-        let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
-        assert_eq!(later.len(), 1);
-        let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
-        assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
-        assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
+                assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
+                assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
+                assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
+            assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
+            let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
+            assert_eq!(later.len(), 1);
+            let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
+            assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
+            assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+        }
     }
 
     #[test]
     fn digest_due_times() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.set_digest_due("int_a", Some(100))?;
-            tx.set_digest_due("int_b", Some(50))?;
-            tx.set_digest_due("int_b", None)
-        })
-        .unwrap();
-        assert_eq!(s.read(|rx| rx.digest_due_at("int_a")).unwrap(), Some(100));
-        assert_eq!(s.read(|rx| rx.digests_due()).unwrap(), vec![("int_a".to_owned(), 100)]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.set_digest_due("int_a", Some(100))?;
+                tx.set_digest_due("int_b", Some(50))?;
+                tx.set_digest_due("int_b", None)
+            })
+            .unwrap();
+            assert_eq!(s.read(|rx| rx.digest_due_at("int_a")).unwrap(), Some(100));
+            assert_eq!(s.read(|rx| rx.digests_due()).unwrap(), vec![("int_a".to_owned(), 100)]);
+        }
     }
 }

@@ -155,7 +155,7 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
     use super::*;
     use serde_json::json;
 
@@ -165,44 +165,52 @@ mod tests {
 
     #[test]
     fn the_expiry_index_follows_every_write() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(100), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), true, due(Some(200), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, due(None, Some(50)))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_d", &json!({}), false, IntentDue::default())?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let ids = |now, ended| s.read(|rx| rx.intents_due(now, ended)).unwrap();
-        assert_eq!(ids(99, 49), Vec::<String>::new());
-        assert_eq!(ids(100, 49), vec!["int_a"], "at the time itself");
-        assert_eq!(ids(200, 49), vec!["int_a", "int_b"]);
-        assert_eq!(ids(200, 50), vec!["int_a", "int_b", "int_c"]);
-        assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
-        // A rewrite moves the rows; an ended intent without contact leaves the index.
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), true, due(Some(300), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), false, due(None, Some(250)))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, IntentDue::default())
-        })
-        .unwrap();
-        assert_eq!(ids(299, 249), Vec::<String>::new());
-        assert_eq!(ids(300, 250), vec!["int_a", "int_b"]);
-        assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
-        assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
-        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(100), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), true, due(Some(200), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, due(None, Some(50)))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_d", &json!({}), false, IntentDue::default())?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let ids = |now, ended| s.read(|rx| rx.intents_due(now, ended)).unwrap();
+            assert_eq!(ids(99, 49), Vec::<String>::new());
+            assert_eq!(ids(100, 49), vec!["int_a"], "at the time itself");
+            assert_eq!(ids(200, 49), vec!["int_a", "int_b"]);
+            assert_eq!(ids(200, 50), vec!["int_a", "int_b", "int_c"]);
+            assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
+            // A rewrite moves the rows; an ended intent without contact leaves the index.
+            s.write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), true, due(Some(300), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), false, due(None, Some(250)))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, IntentDue::default())
+            })
+            .unwrap();
+            assert_eq!(ids(299, 249), Vec::<String>::new());
+            assert_eq!(ids(300, 250), vec!["int_a", "int_b"]);
+            assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
+            assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
+            assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        }
     }
 
     #[test]
     fn an_intent_due_in_both_tables_is_listed_once() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(10), Some(10)))
-        })
-        .unwrap();
-        assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_a",
+                    &json!({}),
+                    false,
+                    due(Some(10), Some(10)),
+                )
+            })
+            .unwrap();
+            assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
+        }
     }
 }

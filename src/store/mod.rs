@@ -42,6 +42,8 @@ mod open;
 mod outbox;
 mod people;
 mod pg;
+#[cfg(test)]
+mod pg_tests;
 mod reads;
 mod records;
 mod replies;
@@ -49,6 +51,8 @@ mod schema;
 mod sellers;
 mod stats;
 mod table;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testpg;
 mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};

@@ -143,60 +143,63 @@ impl Rx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Store;
 
     #[test]
     fn outbox_numbers_are_never_reused() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
-        s.write(|tx| tx.remove_mail(a)).unwrap();
-        let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
-        assert!(b > a, "{b} after {a}");
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
+            s.write(|tx| tx.remove_mail(a)).unwrap();
+            let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
+            assert!(b > a, "{b} after {a}");
+        }
     }
 
     #[test]
     fn outbox_backlog_counts_jobs_and_names_the_oldest() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (0, None));
-        let a = s.write(|tx| tx.enqueue_mail(&7)).unwrap();
-        s.write(|tx| tx.enqueue_mail(&8)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (2, Some((a, 7))));
-        s.write(|tx| tx.remove_mail(a)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (1, Some((a + 1, 8))));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (0, None));
+            let a = s.write(|tx| tx.enqueue_mail(&7)).unwrap();
+            s.write(|tx| tx.enqueue_mail(&8)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (2, Some((a, 7))));
+            s.write(|tx| tx.remove_mail(a)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (1, Some((a + 1, 8))));
+        }
     }
 
     #[test]
     fn outbox_jobs_in_order_updated_and_removed() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        let (a, b) =
-            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
-        s.write(|tx| tx.update_mail(a, &3)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox::<i32>()).unwrap(), vec![(a, 3), (b, 2)]);
-        assert!(s.read(|rx| rx.has_mail(b)).unwrap());
-        s.write(|tx| tx.remove_mail(b)).unwrap();
-        assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
-        assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let (a, b) =
+                s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+            s.write(|tx| tx.update_mail(a, &3)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox::<i32>()).unwrap(), vec![(a, 3), (b, 2)]);
+            assert!(s.read(|rx| rx.has_mail(b)).unwrap());
+            s.write(|tx| tx.remove_mail(b)).unwrap();
+            assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
+            assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+        }
     }
 
     #[test]
     fn dropped_mail_is_counted_once_with_its_removal() {
         use super::super::Reads as _;
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 0);
-        let (a, b) =
-            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 2);
-        s.write(|tx| tx.drop_mail(a)).unwrap();
-        // A second drop of the same job (already gone) is not counted again.
-        s.write(|tx| tx.drop_mail(a)).unwrap();
-        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 1);
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 1);
-        s.write(|tx| tx.remove_mail(b)).unwrap();
-        assert_eq!(s.write(|tx| tx.mail_dropped()).unwrap(), 1, "a sent or cancelled job is not a drop");
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 0);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 0);
+            let (a, b) =
+                s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 2);
+            s.write(|tx| tx.drop_mail(a)).unwrap();
+            // A second drop of the same job (already gone) is not counted again.
+            s.write(|tx| tx.drop_mail(a)).unwrap();
+            assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 1);
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 1);
+            s.write(|tx| tx.remove_mail(b)).unwrap();
+            assert_eq!(s.write(|tx| tx.mail_dropped()).unwrap(), 1, "a sent or cancelled job is not a drop");
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 0);
+        }
     }
 }

@@ -78,37 +78,39 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
 
     #[test]
     fn the_index_follows_every_change_and_counts_only_current_rows() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.set_intent_person("int_a", Some(("per_x", 100)))?;
-            tx.set_intent_person("int_b", Some(("per_x", 200)))?;
-            tx.set_intent_person("int_c", Some(("per_y", 300)))?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let count = |p: &str, after: i64, except: &str| s.read(|rx| rx.person_active(p, after, except, 10)).unwrap();
-        assert_eq!(count("per_x", 0, ""), 2);
-        assert_eq!(count("per_x", 100, ""), 1, "validUntil at or before `after` no longer counts");
-        assert_eq!(count("per_x", 0, "int_a"), 1, "the intent itself is left out");
-        assert_eq!(count("per_", 0, ""), 0, "a prefix of a key is another person");
-        assert_eq!(s.read(|rx| rx.person_active("per_x", 0, "", 1)).unwrap(), 1, "bounded by the limit");
-        assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_x".into(), 200)));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.set_intent_person("int_a", Some(("per_x", 100)))?;
+                tx.set_intent_person("int_b", Some(("per_x", 200)))?;
+                tx.set_intent_person("int_c", Some(("per_y", 300)))?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let count =
+                |p: &str, after: i64, except: &str| s.read(|rx| rx.person_active(p, after, except, 10)).unwrap();
+            assert_eq!(count("per_x", 0, ""), 2);
+            assert_eq!(count("per_x", 100, ""), 1, "validUntil at or before `after` no longer counts");
+            assert_eq!(count("per_x", 0, "int_a"), 1, "the intent itself is left out");
+            assert_eq!(count("per_", 0, ""), 0, "a prefix of a key is another person");
+            assert_eq!(s.read(|rx| rx.person_active("per_x", 0, "", 1)).unwrap(), 1, "bounded by the limit");
+            assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_x".into(), 200)));
 
-        // Moving to another person, leaving, and a no-op removal.
-        s.write(|tx| {
-            tx.set_intent_person("int_b", Some(("per_y", 250)))?;
-            tx.set_intent_person("int_a", None)?;
-            tx.set_intent_person("int_z", None)
-        })
-        .unwrap();
-        assert_eq!(count("per_x", 0, ""), 0);
-        assert_eq!(count("per_y", 0, ""), 2);
-        assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
-        assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_y".into(), 250)));
+            // Moving to another person, leaving, and a no-op removal.
+            s.write(|tx| {
+                tx.set_intent_person("int_b", Some(("per_y", 250)))?;
+                tx.set_intent_person("int_a", None)?;
+                tx.set_intent_person("int_z", None)
+            })
+            .unwrap();
+            assert_eq!(count("per_x", 0, ""), 0);
+            assert_eq!(count("per_y", 0, ""), 2);
+            assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
+            assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_y".into(), 250)));
+        }
     }
 }

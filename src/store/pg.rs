@@ -423,6 +423,18 @@ pub(super) fn write<T, E: From<StoreError>>(
     out
 }
 
+/// Runs `sql` once on a new connection of `settings` (the test cluster's `CREATE
+/// DATABASE`).
+///
+/// # Errors
+/// The database's error.
+#[cfg(any(test, feature = "testkit"))]
+pub(super) fn execute_once(settings: &PgSettings, sql: &str) -> Result<()> {
+    let pool = Pool::new(settings)?;
+    let lease = pool.lease()?;
+    lease.conn()?.batch(sql)
+}
+
 /// One round trip to the database (for `/readyz`).
 ///
 /// # Errors

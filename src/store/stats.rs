@@ -155,40 +155,41 @@ impl Rx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Store, Tx};
+    use super::super::Tx;
     use super::*;
 
     #[test]
     fn counts_follow_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.counts()).unwrap(), Counts::default());
-        s.write(|tx: &mut Tx<'_>| -> Result<()> {
-            tx.put_intent(
-                &crate::store::IntentKey::for_tests(),
-                "int_a",
-                &serde_json::json!({"n": 1}),
-                true,
-                Default::default(),
-            )?;
-            tx.put_intent(
-                &crate::store::IntentKey::for_tests(),
-                "int_b",
-                &serde_json::json!({"n": 2}),
-                false,
-                Default::default(),
-            )?;
-            tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
-            tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
-            tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;
-            Ok(())
-        })
-        .unwrap();
-        let c = s.read(|rx| rx.counts()).unwrap();
-        assert_eq!(c, Counts { intents: 2, active: 1, offers: 0, deliveries: 1 });
-        let mut seen = Vec::new();
-        s.read(|rx| rx.each_intent(|v: serde_json::Value| seen.push(v["n"].as_u64().unwrap()))).unwrap();
-        assert_eq!(seen, [1, 2]);
-        assert_eq!(s.read(|rx| rx.count_records(Ns::Account)).unwrap(), 1);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.counts()).unwrap(), Counts::default());
+            s.write(|tx: &mut Tx<'_>| -> Result<()> {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_a",
+                    &serde_json::json!({"n": 1}),
+                    true,
+                    Default::default(),
+                )?;
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_b",
+                    &serde_json::json!({"n": 2}),
+                    false,
+                    Default::default(),
+                )?;
+                tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
+                tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
+                tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;
+                Ok(())
+            })
+            .unwrap();
+            let c = s.read(|rx| rx.counts()).unwrap();
+            assert_eq!(c, Counts { intents: 2, active: 1, offers: 0, deliveries: 1 });
+            let mut seen = Vec::new();
+            s.read(|rx| rx.each_intent(|v: serde_json::Value| seen.push(v["n"].as_u64().unwrap()))).unwrap();
+            assert_eq!(seen, [1, 2]);
+            assert_eq!(s.read(|rx| rx.count_records(Ns::Account)).unwrap(), 1);
+        }
     }
 }
