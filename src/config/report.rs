@@ -31,7 +31,14 @@ impl Settings {
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
             "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
-            "store": {"cache_mib": self.store_cache_mib},
+            "store": match &self.store_postgres {
+                None => serde_json::json!({"backend": "redb", "cache_mib": self.store_cache_mib}),
+                Some(pg) => serde_json::json!({
+                    "backend": "postgres",
+                    "url": crate::store::redacted(&pg.url),
+                    "pool_size": pg.pool_size,
+                }),
+            },
             "limits": {
                 "header_read_timeout_secs": self.limits.header_read_timeout_secs,
                 "idle_timeout_secs": self.limits.idle_timeout_secs,

@@ -67,7 +67,7 @@ pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
 pub use schema::{
-    migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
+    migrate_at, migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
 pub use stats::{Counts, Dangling};
 

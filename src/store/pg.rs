@@ -387,6 +387,21 @@ pub(super) fn open(settings: &PgSettings) -> Result<Arc<Pool>> {
     Ok(pool)
 }
 
+/// [`super::migrate_at`] on PostgreSQL: the SQL migrations and the typed ones in one
+/// write transaction, committed when `commit`, else rolled back (PostgreSQL's DDL is
+/// transactional, so a dry run leaves the database as it was).
+///
+/// # Errors
+/// As [`open`].
+pub(super) fn migrate(settings: &PgSettings, commit: bool) -> Result<schema::Migrated> {
+    let pool = Pool::new(settings)?;
+    write(&pool, commit, |tx| {
+        let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
+        let new = migrate_sql(conn, &super::table_names())?;
+        schema::migrate_in(tx, &|_| !new, new, commit)
+    })
+}
+
 /// Runs `f` in one read transaction (one snapshot).
 ///
 /// # Errors

@@ -342,6 +342,19 @@ pub fn migrate_file(path: &std::path::Path, commit: bool) -> Result<Migrated> {
     }
 }
 
+/// [`migrate_file`] for a store at `location`: the redb file, or the PostgreSQL database
+/// (where the SQL migrations run first, in the same transaction; a new database counts as
+/// a store made now).
+///
+/// # Errors
+/// As [`migrate_file`]; the database's error.
+pub fn migrate_at(location: &super::Location, commit: bool) -> Result<Migrated> {
+    match location {
+        super::Location::Redb { path, .. } => migrate_file(path, commit),
+        super::Location::Postgres(settings) => super::pg::migrate(settings, commit),
+    }
+}
+
 /// [`migrate_file`]'s work inside the write transaction `tx`: `existed` says whether a
 /// table existed before (its rows are counted then), `new` whether the store is new.
 pub(super) fn migrate_in(tx: &mut Tx<'_>, existed: &dyn Fn(&str) -> bool, new: bool, commit: bool) -> Result<Migrated> {

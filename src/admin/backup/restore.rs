@@ -41,6 +41,12 @@ pub fn restore(
     keys: Option<&Path>,
     json_output: bool,
 ) -> anyhow::Result<RestoreReport> {
+    if settings.store_postgres.is_some() {
+        anyhow::bail!(
+            "restoring into a PostgreSQL store is not yet available: restore into a redb data directory (store.backend \
+             = \"redb\"); see the book's PostgreSQL page"
+        );
+    }
     let checked = verify(file)?;
     let replaced = refuse_target(settings, force, keys)?;
     let store_path = settings.store_path();
