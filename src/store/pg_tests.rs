@@ -14,11 +14,11 @@ fn open(settings: &PgSettings) -> Store {
 fn a_new_database_is_migrated_once_and_a_newer_one_is_refused() {
     let db = database();
     let s = open(&db);
-    assert_eq!(s.read(|rx| schema::read_version(rx)).unwrap(), Some(SCHEMA_VERSION));
+    assert_eq!(s.read(schema::read_version).unwrap(), Some(SCHEMA_VERSION));
     drop(s);
     // Opening again changes nothing and runs no migration twice.
     let s = open(&db);
-    assert_eq!(s.read(|rx| schema::read_version(rx)).unwrap(), Some(SCHEMA_VERSION));
+    assert_eq!(s.read(schema::read_version).unwrap(), Some(SCHEMA_VERSION));
     let newer = (SCHEMA_VERSION + 1).to_string();
     s.write(|tx| tx.open(META)?.insert("schema_version", newer.as_str()).map(drop)).unwrap();
     drop(s);
@@ -114,4 +114,30 @@ fn a_password_never_appears_in_an_error() {
     assert!(!e.to_string().contains("s3cret-pw") && !format!("{e:?}").contains("s3cret-pw"), "{e:?}");
     let settings = PgSettings { url, pool_size: 1 };
     assert!(!format!("{settings:?}").contains("s3cret-pw"));
+}
+
+/// A micro-measure, not a check: `cargo test --lib store::pg_tests::measure -- --ignored
+/// --nocapture` prints the time of one intent write (a durable commit) and one intent
+/// read on each backend.
+#[test]
+#[ignore = "a measurement; run it by name"]
+fn measure_intent_write_and_read_on_both_backends() {
+    let record = serde_json::json!({"what": "Škoda Octavia combi", "budget": {"max": 15000}, "pad": "x".repeat(600)});
+    for (backend, s, _d) in testpg::both() {
+        let n = 500;
+        let t0 = std::time::Instant::now();
+        for i in 0..n {
+            let id = format!("int_{i:05}");
+            s.write(|tx| tx.put_intent(&IntentKey::for_tests(), &id, &record, true, IntentDue::default())).unwrap();
+        }
+        let write = t0.elapsed() / n;
+        let t0 = std::time::Instant::now();
+        for i in 0..n {
+            let id = format!("int_{i:05}");
+            let v: Option<serde_json::Value> = s.read(|rx| rx.intent(&id)).unwrap();
+            assert!(v.is_some());
+        }
+        let read = t0.elapsed() / n;
+        eprintln!("{backend}: write {write:?} per intent (one transaction each), read {read:?} per intent");
+    }
 }

@@ -120,6 +120,8 @@ fn start() -> Cluster {
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop_line} >/dev/null 2>&1; rm -rf '{dir_s}'",
         pid = std::process::id()
     );
+    // Never waited for: it outlives this process, whose end is what it waits for.
+    #[allow(clippy::zombie_processes)]
     Command::new("sh")
         .args(["-c", &script])
         .stdin(std::process::Stdio::null())

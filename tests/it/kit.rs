@@ -275,6 +275,28 @@ impl Fx {
         Fx { dir, clock, holder, app, rt, opts, stop }
     }
 
+    /// Everything the store holds as bytes, to look for what must never be stored in
+    /// the clear: the redb file, or on PostgreSQL every row of the export (the tables'
+    /// keys and values as they are stored).
+    pub fn store_bytes(&self) -> Vec<u8> {
+        if !backend_is_postgres() {
+            return std::fs::read(self.dir.path().join(isto::store::FILE_NAME)).unwrap();
+        }
+        let mut out = Vec::new();
+        self.holder
+            .base
+            .store()
+            .export(|step| -> Result<(), isto::store::StoreError> {
+                if let isto::store::Export::Row { line, .. } = step {
+                    out.extend_from_slice(line.as_bytes());
+                    out.push(b'\n');
+                }
+                Ok(())
+            })
+            .unwrap();
+        out
+    }
+
     /// Sends a request through the router.
     pub fn send(&self, req: Request<Body>) -> Resp {
         send(&self.rt, &self.app, req)
