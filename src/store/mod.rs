@@ -37,6 +37,7 @@ pub(crate) mod faults;
 mod intent_times;
 mod intents;
 mod keymeta;
+mod location;
 mod offers;
 mod open;
 mod outbox;
@@ -59,6 +60,7 @@ pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Sna
 pub use error::{DbError, Result, StoreError};
 pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
+pub use location::Location;
 pub use pg::{check_url, redacted, PgSettings, DEFAULT_POOL_SIZE, WRITER_LOCK};
 use reads::{all_json, get_json, get_str, meta_counter, range_json, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};
@@ -143,20 +145,6 @@ pub struct Store {
     intent_key_taken: std::sync::atomic::AtomicBool,
     /// The PostgreSQL backend's pool; `None` on redb (the fields above serve redb only).
     pg: Option<Arc<pg::Pool>>,
-}
-
-/// Where a store lives (`[store] backend`): a redb file, or a PostgreSQL database.
-#[derive(Debug, Clone)]
-pub enum Location {
-    /// The redb file at `path` with a page cache of `cache_mib` MiB.
-    Redb {
-        /// The store file.
-        path: PathBuf,
-        /// `store.cache_mib`.
-        cache_mib: u64,
-    },
-    /// A PostgreSQL database (see `pg`).
-    Postgres(PgSettings),
 }
 
 impl State {
@@ -334,28 +322,6 @@ impl Store {
     /// [`StoreError::TooNew`], and a migration's error.
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_cached(path, DEFAULT_CACHE_MIB)
-    }
-
-    /// Opens the store at `location`: [`Store::open_cached`] for a redb file; for
-    /// PostgreSQL, connects, runs the SQL migrations and then the store's typed
-    /// migrations in one write transaction (a database at a newer schema version is
-    /// refused as a newer file is).
-    ///
-    /// # Errors
-    /// As [`Store::open`]; the database's error when it cannot be reached.
-    pub fn open_at(location: &Location) -> Result<Self> {
-        match location {
-            Location::Redb { path, cache_mib } => Self::open_cached(path, *cache_mib),
-            Location::Postgres(settings) => Ok(Self {
-                open: Box::new(|_| Err(redb::DatabaseError::DatabaseAlreadyOpen)),
-                path: None,
-                state: Mutex::new(State::new(None)),
-                reopened: Condvar::new(),
-                probe: Mutex::new(()),
-                intent_key_taken: std::sync::atomic::AtomicBool::new(false),
-                pg: Some(pg::open(settings)?),
-            }),
-        }
     }
 
     /// As [`Store::open`], with a page cache of at most `cache_mib` MiB (`store.cache_mib`).

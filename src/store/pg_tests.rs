@@ -106,6 +106,44 @@ fn an_export_from_postgresql_restores_into_redb_row_for_row() {
 }
 
 #[test]
+fn a_redb_backup_restored_into_postgresql_serves_the_same_rows_and_refuses_a_second_load() {
+    let d = tempfile::tempdir().unwrap();
+    let src = Store::open(&d.path().join("a.redb")).unwrap();
+    src.write(|tx| {
+        tx.put_intent(&IntentKey::for_tests(), "int_a", &serde_json::json!({"x": 1}), true, IntentDue::default())?;
+        tx.set_intent_person("int_a", Some(("per_a", 7)))?;
+        tx.put_token("code:ab", "int_a")?;
+        tx.put_seller("sel_a", "acme", &serde_json::json!({"n": "Acme"}))?;
+        tx.put_record(Ns::Seller, "handle-key", &serde_json::json!({"sealed": "…"}))?;
+        tx.enqueue_mail(&serde_json::json!({"to": "x"})).map(drop)
+    })
+    .unwrap();
+    let lines = |st: &Store| {
+        let mut out = Vec::new();
+        st.export(|step| -> Result<()> {
+            if let Export::Row { line, .. } = step {
+                out.push(line.to_owned());
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    };
+    let rows = lines(&src);
+    let db = database();
+    let pg = open(&db);
+    let counts = pg.restore_rows(rows.clone().into_iter().map(Ok::<_, StoreError>)).unwrap();
+    assert_eq!(counts.values().sum::<u64>(), rows.len() as u64);
+    drop(pg);
+    let pg = open(&db);
+    assert_eq!(lines(&pg), rows, "the same rows, byte for byte, in the same order");
+    assert_eq!(pg.read(|rx| rx.token("code:ab")).unwrap().as_deref(), Some("int_a"));
+    assert_eq!(pg.read(|rx| rx.person_active("per_a", 0, "", 5)).unwrap(), 1);
+    let e = pg.restore_rows(rows.into_iter().map(Ok::<_, StoreError>)).unwrap_err();
+    assert!(matches!(&e, StoreError::Backup(m) if m.contains("not empty")), "{e}");
+}
+
+#[test]
 fn a_password_never_appears_in_an_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("postgres://isto:s3cret-pw@127.0.0.1:{port}/isto");
