@@ -29,6 +29,7 @@ mod lines;
 mod paths;
 mod records;
 mod restore;
+mod restore_pg;
 
 pub use keys::keys_export;
 use keys::{install_keys, stage_added_keys, AddedKeys};

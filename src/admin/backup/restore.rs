@@ -41,12 +41,6 @@ pub fn restore(
     keys: Option<&Path>,
     json_output: bool,
 ) -> anyhow::Result<RestoreReport> {
-    if settings.store_postgres.is_some() {
-        anyhow::bail!(
-            "restoring into a PostgreSQL store is not yet available: restore into a redb data directory (store.backend \
-             = \"redb\"); see the book's PostgreSQL page"
-        );
-    }
     let checked = verify(file)?;
     let replaced = refuse_target(settings, force, keys)?;
     let store_path = settings.store_path();
@@ -83,15 +77,21 @@ pub fn restore(
     drop(create_private(&tmp)?);
     let mut guard = TempFile(Some(tmp.clone()));
     let (got, opened) = restore_checked(settings, file, &checked, &tmp, &ring, json_output)?;
+    if settings.store_postgres.is_some() {
+        // Checked in the temp redb store above; then moved into the empty database.
+        super::restore_pg::into_database(settings, &tmp)?;
+    }
     install_staged_keys(&keys_dir, adding.as_ref(), &mut undo)?;
-    std::fs::rename(&tmp, &store_path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), store_path.display()))?;
-    guard.0 = None;
+    if settings.store_postgres.is_none() {
+        std::fs::rename(&tmp, &store_path)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), store_path.display()))?;
+        guard.0 = None;
+    }
     undo.created_dir = None;
     sync_dir(&settings.data_dir)?;
     let report = RestoreReport {
         file: file.to_owned(),
-        store: store_path.clone(),
+        store: if settings.store_postgres.is_some() { settings.store_name().into() } else { store_path.clone() },
         rows: checked.trailer.rows,
         tables: got,
         schema_from: checked.header.schema,

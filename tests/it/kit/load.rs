@@ -31,6 +31,11 @@ pub fn rows_of(path: &Path) -> Rows {
         (true, Some(dir)) => Store::open_at(&isto::store::Location::Postgres(super::database_of(dir))).unwrap(),
         _ => Store::open(path).unwrap(),
     };
+    rows_in(&s)
+}
+
+/// Every row of the open store `s`.
+pub fn rows_in(s: &Store) -> Rows {
     let mut rows = Rows::new();
     s.export(|step| -> Result<(), StoreError> {
         if let Export::Row { table, line } = step {
