@@ -53,6 +53,17 @@ pub struct Cli {
     /// From domain).
     #[arg(long, global = true, env = "ISTO_MAIL_HELO_NAME", value_name = "NAME")]
     pub mail_helo_name: Option<String>,
+    /// The store's backend: redb (the file in the data directory; the default) or
+    /// postgres (`store.url`). Default: `store.backend` in the config file.
+    #[arg(long, global = true, env = "ISTO_STORE_BACKEND", value_name = "BACKEND", value_parser = ["redb", "postgres"])]
+    pub store_backend: Option<String>,
+    /// The PostgreSQL store's connection: a postgres:// URL or key=value settings
+    /// (`host=/run/postgresql dbname=isto`). Default: `store.url` in the config file.
+    #[arg(long, global = true, env = "ISTO_STORE_URL", value_name = "URL", hide_env_values = true)]
+    pub store_url: Option<String>,
+    /// Most connections of the PostgreSQL store (1..=64). Default: `store.pool_size`, else 8.
+    #[arg(long, global = true, env = "ISTO_STORE_POOL_SIZE", value_name = "N")]
+    pub store_pool_size: Option<u32>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

@@ -101,6 +101,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         smtp_url: cli.smtp_url.clone(),
         mail_from: cli.mail_from.clone(),
         mail_helo_name: cli.mail_helo_name.clone(),
+        store_backend: cli.store_backend.clone(),
+        store_url: cli.store_url.clone(),
+        store_pool_size: cli.store_pool_size,
     };
     let level = cli.log_level.as_deref();
     match cli.command {

@@ -29,6 +29,7 @@ mod lines;
 mod paths;
 mod records;
 mod restore;
+mod restore_pg;
 
 use super::out::print_line;
 pub use keys::keys_export;
@@ -652,10 +653,10 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
 /// Opens the store here for a backup (no server answers): it must exist.
 fn open_store(settings: &Settings, socket: &Connect) -> anyhow::Result<Store> {
     let path = settings.store_path();
-    if !path.exists() {
+    if settings.store_postgres.is_none() && !path.exists() {
         bail!("no store at {}: nothing to back up", path.display());
     }
-    Store::open(&path).map_err(|e| {
+    Store::open_at(&settings.store_location()).map_err(|e| {
         if e.is_already_open() {
             let _ = socket;
             anyhow::anyhow!("{}", super::held_by_another(&path, &settings.admin_socket_path()))

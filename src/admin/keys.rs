@@ -370,7 +370,7 @@ impl Target {
             return Ok(Self::Socket(c));
         }
         let store_path = settings.store_path();
-        if !store_path.exists() {
+        if settings.store_postgres.is_none() && !store_path.exists() {
             bail!("no store at {}: run `isto admin init` (or start `isto serve`) first", store_path.display());
         }
         let key_path = settings.key_path();
@@ -380,7 +380,7 @@ impl Target {
                 key_path.display()
             );
         }
-        let store = Store::open(&store_path).map_err(|e| {
+        let store = Store::open_at(&settings.store_location()).map_err(|e| {
             if e.is_already_open() {
                 anyhow::anyhow!("{}", super::held_by_another(&store_path, &settings.admin_socket_path()))
             } else {

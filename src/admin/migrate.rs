@@ -125,7 +125,7 @@ pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) ->
     if json_output {
         print_line(serde_json::to_string(&report)?)?;
     } else {
-        print_line(human(&report, &settings.store_path().display().to_string()))?;
+        print_line(human(&report, &settings.store_name()))?;
     }
     Ok(report)
 }
@@ -166,7 +166,8 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
         return Ok(r);
     }
     let path = settings.store_path();
-    if !path.exists() {
+    let on_redb = settings.store_postgres.is_none();
+    if on_redb && !path.exists() {
         anyhow::bail!(
             "no store at {}: nothing to migrate (`isto admin init` or `isto serve` creates one at schema version \
              {SCHEMA_VERSION}); check --data-dir",
@@ -180,13 +181,13 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
         );
     }
     let bar = spinner(json_output, if dry_run { "rehearsing the migrations" } else { "migrating the store" });
-    let m: Result<Migrated, StoreError> = crate::store::migrate_file(&path, !dry_run);
+    let m: Result<Migrated, StoreError> = crate::store::migrate_at(&settings.store_location(), !dry_run);
     bar.finish_and_clear();
     let m = match m {
         Ok(m) => m,
         Err(e) if e.is_already_open() => return Ok(base_report(MigrateVia::Held, dry_run)),
         Err(e) if e.is_permission_denied() => return Err(super::open_failed(&path, e)),
-        Err(e) => return Err(e).with_context(|| format!("cannot migrate the store {}", path.display())),
+        Err(e) => return Err(e).with_context(|| format!("cannot migrate the store {}", settings.store_name())),
     };
     let mut r = base_report(MigrateVia::Store, dry_run);
     r.store_schema = m.stored;
@@ -211,7 +212,7 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
 /// is recorded.
 fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
     let path = settings.store_path();
-    let store = crate::store::Store::open(&path).map_err(|e| super::open_failed(&path, e))?;
+    let store = crate::store::Store::open_at(&settings.store_location()).map_err(|e| super::open_failed(&path, e))?;
     let (keys, _) = crate::crypto::KeyRing::load_or_create(&settings.key_path())?;
     let holder =
         crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));

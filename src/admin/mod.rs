@@ -287,7 +287,7 @@ fn via_server_or_store(
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => Ok((client.request(req)?, true)),
         other => {
-            if !settings.store_path().exists() {
+            if settings.store_postgres.is_none() && !settings.store_path().exists() {
                 anyhow::bail!(
                     "no store at {}: run `isto admin init` (or start `isto serve`) first",
                     settings.store_path().display()
@@ -316,7 +316,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
             key_path.display()
         );
     }
-    let store = match Store::open_cached(&store_path, settings.store_cache_mib) {
+    let store = match Store::open_at(&settings.store_location()) {
         Ok(s) => s,
         Err(e) if in_use(&e) => {
             let sock = settings.admin_socket_path();
@@ -536,7 +536,15 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
         .to_owned())?;
     let store_path = settings.store_path();
     let existed = store_path.exists();
-    let store_state = match Store::open(&store_path) {
+    let opened = match &settings.store_postgres {
+        Some(_) => Store::open_at(&settings.store_location()),
+        None => Store::open(&store_path),
+    };
+    let store_state = match opened {
+        Ok(_) if settings.store_postgres.is_some() => {
+            say(format!("the store {} opens", settings.store_name()))?;
+            "exists"
+        }
         Ok(_) if existed => {
             say(format!("the store {} exists and opens", store_path.display()))?;
             "exists"

@@ -190,15 +190,18 @@ pub fn open_holder(settings: Settings) -> Result<(AppState, bool), ServeError> {
         crate::crypto::set_mode(dir, 0o700).map_err(|e| ServeError::DataDir(dir.display().to_string(), e))?;
     }
     let store_path = settings.store_path();
-    if store_path.exists() && !settings.key_path().exists() {
+    let on_redb = settings.store_postgres.is_none();
+    if on_redb && store_path.exists() && !settings.key_path().exists() {
         // A new key would make every sealed contact and limit unreadable.
         return Err(ServeError::MissingKey(settings.key_path().display().to_string()));
     }
     let (keys, created) = KeyRing::load_or_create(&settings.key_path())?;
-    let store = Store::open_cached(&store_path, settings.store_cache_mib)
-        .map_err(|e| ServeError::StoreOpen(store_path.display().to_string(), e))?;
-    crate::crypto::set_mode(&store_path, 0o600)
-        .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
+    let store =
+        Store::open_at(&settings.store_location()).map_err(|e| ServeError::StoreOpen(settings.store_name(), e))?;
+    if on_redb {
+        crate::crypto::set_mode(&store_path, 0o600)
+            .map_err(|e| ServeError::DataDir(store_path.display().to_string(), e))?;
+    }
     crate::state::check_keys(&store, &keys, &settings.key_path())?;
     let index_dir = settings.data_dir.join("index");
     let state = AppState::with_index_dir(settings, store, keys, Arc::new(SystemClock), Some(index_dir));

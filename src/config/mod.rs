@@ -27,6 +27,7 @@ pub mod reference;
 mod report;
 mod sections;
 mod smtp;
+mod store;
 
 use limits::FileLimits;
 pub use limits::Limits;
@@ -95,11 +96,14 @@ struct FileConfig {
     store: FileStore,
 }
 
-/// `[store]`: the store file's memory.
+/// `[store]`: the backend, the redb file's memory, the PostgreSQL connection.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileStore {
     cache_mib: Option<u64>,
+    backend: Option<String>,
+    url: Option<String>,
+    pool_size: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -166,6 +170,12 @@ pub struct Overrides {
     pub mail_from: Option<String>,
     /// `ISTO_MAIL_HELO_NAME`.
     pub mail_helo_name: Option<String>,
+    /// `ISTO_STORE_BACKEND`.
+    pub store_backend: Option<String>,
+    /// `ISTO_STORE_URL`.
+    pub store_url: Option<String>,
+    /// `ISTO_STORE_POOL_SIZE`.
+    pub store_pool_size: Option<u32>,
 }
 
 /// The public URL split into the parts isto needs (scheme, host, port, path prefix).
@@ -300,6 +310,10 @@ pub struct Settings {
     /// operating system's page cache usually has it). It never changes what a commit
     /// makes durable.
     pub store_cache_mib: u64,
+    /// The PostgreSQL store (`store.backend = "postgres"` with `store.url` and
+    /// `store.pool_size`, 1..=64, default [`crate::store::DEFAULT_POOL_SIZE`]); `None`: the
+    /// redb file in the data directory (the default).
+    pub store_postgres: Option<crate::store::PgSettings>,
 }
 
 /// `v` when it lies in `range` (else the error naming `key` and `rule`), `default` when absent.
@@ -377,6 +391,7 @@ impl Settings {
             quotas: Quotas::default(),
             trusted_proxies: crate::net::TrustedProxies::loopback(),
             store_cache_mib: crate::store::DEFAULT_CACHE_MIB,
+            store_postgres: None,
         }
     }
 
@@ -400,6 +415,7 @@ impl Settings {
         smtp::load_mail(&mut s, file.mail, overrides)?;
         s.store_cache_mib =
             ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
+        s.store_postgres = store::load(&file.store, overrides)?;
         sections::load_intents(&mut s, &file.intents)?;
         sections::load_matching(&mut s, &file.matching, file.currency)?;
         sections::load_demand(&mut s, file.demand)?;
@@ -416,6 +432,24 @@ impl Settings {
     /// configured for `currency`.
     pub fn to_default_currency(&self, amount: f64, currency: &str) -> Option<f64> {
         self.rates.get(currency).map(|r| amount * r)
+    }
+
+    /// Where the store lives: the PostgreSQL database of `[store]`, else the redb file
+    /// [`Settings::store_path`].
+    pub fn store_location(&self) -> crate::store::Location {
+        match &self.store_postgres {
+            Some(pg) => crate::store::Location::Postgres(pg.clone()),
+            None => crate::store::Location::Redb { path: self.store_path(), cache_mib: self.store_cache_mib },
+        }
+    }
+
+    /// The store as messages name it: the redb file's path, or the PostgreSQL settings
+    /// without their password.
+    pub fn store_name(&self) -> String {
+        match &self.store_postgres {
+            Some(pg) => format!("PostgreSQL {}", crate::store::redacted(&pg.url)),
+            None => self.store_path().display().to_string(),
+        }
     }
 
     /// Path of the store file ([`crate::store::FILE_NAME`] in the data directory).
@@ -536,7 +570,10 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 # request_state_secs = 300                  # a 2026-07-28 /mcp publish's requestState is refused this long after its answer
 
 [store]
-# cache_mib = 16                            # the store's page cache; more keeps more of a big catalogue in memory
+# backend = "redb"                          # or "postgres" (ISTO_STORE_BACKEND): the database below instead of DATA_DIR/isto.redb
+# cache_mib = 16                            # redb: the store's page cache; more keeps more of a big catalogue in memory
+# url = "host=/run/postgresql dbname=isto"  # postgres (ISTO_STORE_URL): a postgres:// URL or key=value settings
+# pool_size = 8                             # postgres (ISTO_STORE_POOL_SIZE): most connections, 1..=64
 
 [quotas]                                    # per hour (the last 60 minutes); a client = an IPv4 address or IPv6 /64
 # drafts_per_client_per_hour = 60           # intent_publish_intent on /mcp

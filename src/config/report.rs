@@ -31,7 +31,12 @@ impl Settings {
             "matching": {"min_should_match": self.min_should_match},
             "currency": {"default": self.default_currency, "rates": self.rates},
             "demand": {"k": self.demand_k, "budget_bands": self.demand_budget_bands},
-            "store": {"cache_mib": self.store_cache_mib},
+            "store": {
+                "backend": if self.store_postgres.is_some() { "postgres" } else { "redb" },
+                "cache_mib": self.store_cache_mib,
+                "url": self.store_postgres.as_ref().map(|pg| crate::store::redacted(&pg.url)),
+                "pool_size": self.store_postgres.as_ref().map(|pg| pg.pool_size),
+            },
             "limits": {
                 "header_read_timeout_secs": self.limits.header_read_timeout_secs,
                 "idle_timeout_secs": self.limits.idle_timeout_secs,

@@ -92,3 +92,45 @@ fn listen_alone_moves_public_url() {
     let s = Settings::load(&Overrides { listen: Some("127.0.0.1:9999".into()), ..Default::default() }).unwrap();
     assert_eq!(s.public_url.base, "http://127.0.0.1:9999");
 }
+
+#[test]
+fn store_backend_keys_load_are_checked_and_never_show_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("isto.toml");
+    let load = |text: &str, o: Overrides| {
+        std::fs::write(&p, text).unwrap();
+        Settings::load(&Overrides { config: Some(p.clone()), ..o })
+    };
+    let s = load("", Overrides::default()).unwrap();
+    assert!(s.store_postgres.is_none());
+    assert!(matches!(s.store_location(), crate::store::Location::Redb { .. }));
+    assert_eq!(s.describe()["store"]["backend"], "redb");
+    let text = "[store]\nbackend = \"postgres\"\nurl = \"postgres://isto:s3cret@db.example/isto\"\n";
+    let s = load(text, Overrides::default()).unwrap();
+    let pg = s.store_postgres.clone().unwrap();
+    assert_eq!(pg.pool_size, crate::store::DEFAULT_POOL_SIZE);
+    let shown = s.describe().to_string();
+    assert!(shown.contains("postgres://isto:***@db.example/isto") && !shown.contains("s3cret"), "{shown}");
+    assert!(!s.store_name().contains("s3cret") && !format!("{s:?}").contains("s3cret"));
+    // The environment's values win over the file's.
+    let o = Overrides {
+        store_backend: Some("postgres".into()),
+        store_url: Some("host=/run/postgresql dbname=isto".into()),
+        store_pool_size: Some(3),
+        ..Default::default()
+    };
+    let s = load("", o).unwrap();
+    assert_eq!(s.store_postgres.unwrap().pool_size, 3);
+    for (text, key, says) in [
+        ("[store]\nbackend = \"sqlite\"\n", "store.backend", "must be \"redb\" or \"postgres\""),
+        ("[store]\nbackend = \"postgres\"\n", "store.url", "is required"),
+        ("[store]\nbackend = \"postgres\"\nurl = \"host=/x\"\npool_size = 0\n", "store.pool_size", "1..=64"),
+        ("[store]\nbackend = \"postgres\"\nurl = \"host=/x\"\npool_size = 65\n", "store.pool_size", "1..=64"),
+        ("[store]\nurl = \"host=/x\"\n", "store.url", "is for store.backend = \"postgres\""),
+        ("[store]\nbackend = \"postgres\"\nurl = \"postgres://u:s3cret@h:port/x\"\n", "store.url", "not PostgreSQL"),
+    ] {
+        let e = load(text, Overrides::default()).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(says) && !e.contains("s3cret"), "{text}: {e}");
+    }
+    assert!(SKELETON.contains("# backend = \"redb\""), "the skeleton shows the key");
+}

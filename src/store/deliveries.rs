@@ -3,7 +3,6 @@
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
 use super::{encode, range_json, Result, Tables, Tx};
-use redb::ReadableTable;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Key of a `delivered` row.
@@ -30,9 +29,7 @@ fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
 }
 
 pub(super) fn delivered_at<R: Tables + ?Sized>(r: &R, intent: &str, offer: &str) -> Result<Option<i64>> {
-    let t = r.table(DELIVERED)?;
-    let v = t.get(pair_key(intent, offer).as_str())?;
-    Ok(v.map(|g| g.value()))
+    r.table(DELIVERED)?.get(pair_key(intent, offer).as_str())
 }
 
 pub(super) fn after<T: DeserializeOwned, R: Tables + ?Sized>(
@@ -56,18 +53,15 @@ pub(super) fn latest<T: DeserializeOwned, R: Tables + ?Sized>(
 }
 
 pub(super) fn digest_due_at<R: Tables + ?Sized>(r: &R, intent: &str) -> Result<Option<i64>> {
-    let t = r.table(DIGEST_DUE)?;
-    let v = t.get(intent)?;
-    Ok(v.map(|g| g.value()))
+    r.table(DIGEST_DUE)?.get(intent)
 }
 
 pub(super) fn digests_due<R: Tables + ?Sized>(r: &R) -> Result<Vec<(String, i64)>> {
-    let t = r.table(DIGEST_DUE)?;
     let mut out = Vec::new();
-    for row in t.iter()? {
-        let (k, v) = row?;
-        out.push((k.value().to_owned(), v.value()));
-    }
+    r.table(DIGEST_DUE)?.each(|k, v| {
+        out.push((k, v));
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -79,13 +73,13 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
         let pair = pair_key(intent, offer);
-        let mut d = self.txn.open_table(DELIVERED)?;
+        let mut d = self.open(DELIVERED)?;
         if d.get(pair.as_str())?.is_some() {
             return Ok(false);
         }
         let bytes = encode("delivery_log", ext)?;
         d.insert(pair.as_str(), micros)?;
-        self.txn.open_table(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
+        self.open(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
         Ok(true)
     }
 
@@ -94,7 +88,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
-        let mut t = self.txn.open_table(DIGEST_DUE)?;
+        let mut t = self.open(DIGEST_DUE)?;
         match due_unix {
             Some(d) => {
                 t.insert(intent, d)?;
@@ -109,40 +103,42 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
 
     #[test]
     fn deliveries_once_and_in_order() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
-            assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
-            assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
-            assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
-        assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
-        let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
-        assert_eq!(later.len(), 1);
-        let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
-        assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
-        assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
+                assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
+                assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
+                assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
+            assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
+            let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
+            assert_eq!(later.len(), 1);
+            let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
+            assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
+            assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+        }
     }
 
     #[test]
     fn digest_due_times() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.set_digest_due("int_a", Some(100))?;
-            tx.set_digest_due("int_b", Some(50))?;
-            tx.set_digest_due("int_b", None)
-        })
-        .unwrap();
-        assert_eq!(s.read(|rx| rx.digest_due_at("int_a")).unwrap(), Some(100));
-        assert_eq!(s.read(|rx| rx.digests_due()).unwrap(), vec![("int_a".to_owned(), 100)]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.set_digest_due("int_a", Some(100))?;
+                tx.set_digest_due("int_b", Some(50))?;
+                tx.set_digest_due("int_b", None)
+            })
+            .unwrap();
+            assert_eq!(s.read(|rx| rx.digest_due_at("int_a")).unwrap(), Some(100));
+            assert_eq!(s.read(|rx| rx.digests_due()).unwrap(), vec![("int_a".to_owned(), 100)]);
+        }
     }
 }

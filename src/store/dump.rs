@@ -21,18 +21,15 @@
 //! in bounded write transactions, for `isto admin keys rotate` (issue 11 point 2): the
 //! caller sees each value and may give new bytes for it.
 
+use super::column::{json_of, Column};
+use super::reads::{RxTxn, TxTxn};
 use super::schema::{self, TABLES};
-use super::{Result, Store, StoreError, SCHEMA_VERSION};
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
-use redb::{
-    Database, MultimapTableHandle, ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
-    WriteTransaction,
-};
+use super::{Result, Rx, Store, StoreError, Tables as _, Tx, SCHEMA_VERSION};
+use redb::{Database, MultimapTableHandle, TableDefinition, TableHandle};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::ops::Bound;
 use std::path::Path;
 
 /// What an export starts with: the store's schema version and the rows per table, as of
@@ -82,13 +79,12 @@ impl Store {
     /// a table the layout's list does not name (nothing is exported); storage errors.
     pub fn export<E: From<StoreError>>(&self, mut on: impl FnMut(Export<'_>) -> Result<(), E>) -> Result<Snapshot, E> {
         self.read(|rx| {
-            let txn = &rx.txn;
-            let snapshot = snapshot(txn)?;
+            let snapshot = snapshot(rx)?;
             on(Export::Begin(&snapshot))?;
             let mut failed: Option<E> = None;
             for t in TABLES {
                 let table = t.name();
-                t.dump(txn, &mut |line| match on(Export::Row { table, line }) {
+                t.dump(rx, &mut |line| match on(Export::Row { table, line }) {
                     Ok(()) => true,
                     Err(e) => {
                         failed = Some(e);
@@ -167,7 +163,7 @@ impl Store {
             while !next.done() && (done.seen as usize) < limit {
                 let t = TABLES[next.table];
                 let left = limit - done.seen as usize;
-                let (batch, last, more) = t.rewrite(tx.txn, next.after.as_deref(), left, &mut call)?;
+                let (batch, last, more) = t.rewrite(tx, next.after.as_deref(), left, &mut call)?;
                 done.seen += batch.seen;
                 done.changed += batch.changed;
                 if more {
@@ -193,7 +189,20 @@ pub fn in_use(path: &Path) -> bool {
 }
 
 /// The snapshot of `txn`; refuses a file with a table that is not in [`TABLES`].
-fn snapshot(txn: &ReadTransaction) -> Result<Snapshot> {
+fn snapshot(rx: &Rx) -> Result<Snapshot> {
+    if let RxTxn::Redb(txn) = &rx.txn {
+        redb_tables_listed(txn)?;
+    }
+    let mut tables = Vec::with_capacity(TABLES.len());
+    for t in TABLES {
+        tables.push((t.name(), t.count(rx)?));
+    }
+    Ok(Snapshot { schema_version: schema::read_version(rx)?.unwrap_or(SCHEMA_VERSION), tables })
+}
+
+/// Refuses a redb file with a table that [`TABLES`] does not name (on PostgreSQL the SQL
+/// migrations make exactly the listed tables).
+fn redb_tables_listed(txn: &redb::ReadTransaction) -> Result<()> {
     let listed = table_names();
     for h in txn.list_tables()? {
         if !listed.contains(&h.name()) {
@@ -210,11 +219,7 @@ fn snapshot(txn: &ReadTransaction) -> Result<Snapshot> {
             h.name()
         )));
     }
-    let mut tables = Vec::with_capacity(TABLES.len());
-    for t in TABLES {
-        tables.push((t.name(), t.count(txn)?));
-    }
-    Ok(Snapshot { schema_version: schema::read_version(txn)?.unwrap_or(SCHEMA_VERSION), tables })
+    Ok(())
 }
 
 /// Writes the rows of `lines` (as [`Store::export`] made them, in any order) into a new
@@ -233,6 +238,20 @@ pub fn restore_file<E: From<StoreError>>(
 ) -> Result<BTreeMap<&'static str, u64>, E> {
     let db = Database::create(path).map_err(StoreError::from)?;
     let txn = db.begin_write().map_err(StoreError::from)?;
+    let counts = load_rows(&Tx { txn: TxTxn::Redb(&txn) }, lines)?;
+    txn.commit().map_err(StoreError::from)?;
+    Ok(counts)
+}
+
+/// Inserts the rows of `lines` (see [`restore_file`]) in the write transaction `tx`;
+/// the rows per table. The caller commits.
+///
+/// # Errors
+/// As [`restore_file`].
+pub(super) fn load_rows<E: From<StoreError>>(
+    tx: &Tx<'_>,
+    lines: impl Iterator<Item = Result<String, E>>,
+) -> Result<BTreeMap<&'static str, u64>, E> {
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut lines = lines.enumerate();
     let mut failed: Option<E> = None;
@@ -251,14 +270,13 @@ pub fn restore_file<E: From<StoreError>>(
         let Some(t) = TABLES.iter().find(|t| t.name() == name) else {
             return Err(StoreError::Backup(format!("row {n}: unknown table {name:?}")).into());
         };
-        let (rows, rest) = t.load(&txn, (n, line), &mut next)?;
+        let (rows, rest) = t.load(tx, (n, line), &mut next)?;
         *counts.entry(t.name()).or_default() += rows;
         pending = rest;
     }
     if let Some(e) = failed {
         return Err(e);
     }
-    txn.commit().map_err(StoreError::from)?;
     Ok(counts)
 }
 
@@ -282,152 +300,23 @@ fn table_of(n: usize, line: &str) -> Result<String> {
     Ok(parse_row(n, line)?.t)
 }
 
-/// A key or value type of a table: how it is written into a row and read back.
-trait Column: redb::Value + Sync + 'static {
-    /// What a row is read into.
-    type Owned;
-    /// Appends the value to `row`: `,"v":…` (or `,"b":…`; nothing for `()`), or, as a
-    /// key, `,"k":…`.
-    fn write(v: &Self::SelfType<'_>, field: &str, row: &mut String);
-    /// Reads the value back from its field (`v` or `k`) or from `b`.
-    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Self::Owned>;
-    /// The stored form of a value read back.
-    fn stored(o: &Self::Owned) -> Self::SelfType<'_>;
-    /// The stored bytes of a byte value (`None` for other types).
-    fn bytes_of<'a, 'b>(_: &'a Self::SelfType<'b>) -> Option<&'a [u8]> {
-        None
-    }
-    /// A byte value made from `b` (`None` for other types).
-    fn owned_of_bytes(_: Vec<u8>) -> Option<Self::Owned> {
-        None
-    }
-}
-
-fn field(row: &mut String, name: &str, json: &str) {
-    let _ = write!(row, ",\"{name}\":{json}");
-}
-
-fn json_of<T: serde::Serialize + ?Sized>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned())
-}
-
-fn parse<T: serde::de::DeserializeOwned>(v: Option<&RawValue>) -> Option<T> {
-    serde_json::from_str(v?.get()).ok()
-}
-
-impl Column for &'static str {
-    type Owned = String;
-    fn write(v: &&str, name: &str, row: &mut String) {
-        field(row, name, &json_of(*v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<String> {
-        parse(v)
-    }
-    fn stored(o: &String) -> &str {
-        o
-    }
-}
-
-impl Column for &'static [u8] {
-    type Owned = Vec<u8>;
-    fn write(v: &&[u8], name: &str, row: &mut String) {
-        let one_line_json = std::str::from_utf8(v).ok().filter(|s| {
-            !s.contains('\n')
-                && *s != "null"
-                && s.trim() == *s
-                && serde_json::from_str::<&RawValue>(s).is_ok_and(|r| r.get().len() == s.len())
-        });
-        match one_line_json {
-            Some(s) => field(row, name, s),
-            None => field(row, "b", &json_of(&B64.encode(v))),
-        }
-    }
-    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Vec<u8>> {
-        match (v, b) {
-            (Some(v), None) => Some(v.get().as_bytes().to_vec()),
-            (None, Some(b)) => B64.decode(b).ok(),
-            _ => None,
-        }
-    }
-    fn stored(o: &Vec<u8>) -> &[u8] {
-        o
-    }
-    fn bytes_of<'a>(v: &'a &[u8]) -> Option<&'a [u8]> {
-        Some(v)
-    }
-    fn owned_of_bytes(b: Vec<u8>) -> Option<Vec<u8>> {
-        Some(b)
-    }
-}
-
-macro_rules! plain_column {
-    ($($t:ty),*) => {$(
-        impl Column for $t {
-            type Owned = $t;
-            fn write(v: &$t, name: &str, row: &mut String) {
-                field(row, name, &json_of(v));
-            }
-            fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<$t> {
-                parse(v)
-            }
-            fn stored(o: &$t) -> $t {
-                *o
-            }
-        }
-    )*};
-}
-plain_column!(i64, u64, (Option<i64>, Option<i64>));
-
-impl Column for () {
-    type Owned = ();
-    fn write(_: &(), _: &str, _: &mut String) {}
-    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<()> {
-        (v.is_none() && b.is_none()).then_some(())
-    }
-    fn stored(_: &()) {}
-}
-
-impl Column for (i64, &'static str) {
-    type Owned = (i64, String);
-    fn write(v: &(i64, &str), name: &str, row: &mut String) {
-        field(row, name, &json_of(v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(i64, String)> {
-        parse(v)
-    }
-    fn stored(o: &(i64, String)) -> (i64, &str) {
-        (o.0, &o.1)
-    }
-}
-
-impl Column for (&'static str, &'static str) {
-    type Owned = (String, String);
-    fn write(v: &(&str, &str), name: &str, row: &mut String) {
-        field(row, name, &json_of(v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(String, String)> {
-        parse(v)
-    }
-    fn stored(o: &(String, String)) -> (&str, &str) {
-        (&o.0, &o.1)
-    }
-}
-
 /// A table of the layout, whatever its key and value types (see [`TABLES`]).
 pub(super) trait AnyTable: Sync {
     /// The table's name.
     fn name(&self) -> &str;
-    /// Its rows in `txn`.
-    fn count(&self, txn: &ReadTransaction) -> Result<u64>;
-    /// Its rows in the write transaction `txn` (opening a missing table creates it).
-    fn count_in(&self, txn: &WriteTransaction) -> Result<u64>;
+    /// Its rows in `rx`.
+    fn count(&self, rx: &Rx) -> Result<u64>;
+    /// Its rows in the write transaction `tx` (on redb, opening a missing table creates it).
+    fn count_in(&self, tx: &Tx<'_>) -> Result<u64>;
+    /// Opens it in `tx`, which on redb creates it when missing.
+    fn create(&self, tx: &Tx<'_>) -> Result<()>;
     /// Every row as a line, in key order, until `row` answers false.
-    fn dump(&self, txn: &ReadTransaction, row: &mut dyn FnMut(&str) -> bool) -> Result<()>;
+    fn dump(&self, rx: &Rx, row: &mut dyn FnMut(&str) -> bool) -> Result<()>;
     /// Inserts `first` and the rows after it while they are of this table; returns how
     /// many and the first row of another table (`None`: `next` ended).
     fn load(
         &self,
-        txn: &WriteTransaction,
+        tx: &Tx<'_>,
         first: (usize, String),
         next: &mut dyn FnMut() -> Option<(usize, String)>,
     ) -> Result<(u64, Option<(usize, String)>)>;
@@ -436,7 +325,7 @@ pub(super) trait AnyTable: Sync {
     /// may follow. A table whose values are not bytes has nothing to do.
     fn rewrite(
         &self,
-        txn: &WriteTransaction,
+        tx: &Tx<'_>,
         after: Option<&str>,
         limit: usize,
         f: &mut Rewrite<'_, StoreError>,
@@ -448,39 +337,38 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
         TableHandle::name(self)
     }
 
-    fn count(&self, txn: &ReadTransaction) -> Result<u64> {
-        Ok(txn.open_table(*self)?.len()?)
+    fn count(&self, rx: &Rx) -> Result<u64> {
+        rx.table(*self)?.len()
     }
 
-    fn count_in(&self, txn: &WriteTransaction) -> Result<u64> {
-        Ok(txn.open_table(*self)?.len()?)
+    fn count_in(&self, tx: &Tx<'_>) -> Result<u64> {
+        tx.open(*self)?.len()
     }
 
-    fn dump(&self, txn: &ReadTransaction, row: &mut dyn FnMut(&str) -> bool) -> Result<()> {
-        let table = txn.open_table(*self)?;
+    fn create(&self, tx: &Tx<'_>) -> Result<()> {
+        tx.open(*self).map(drop)
+    }
+
+    fn dump(&self, rx: &Rx, row: &mut dyn FnMut(&str) -> bool) -> Result<()> {
         let head = format!("{{\"t\":{}", json_of(AnyTable::name(self)));
         let mut line = String::new();
-        for r in table.iter()? {
-            let (k, v) = r?;
+        rx.table(*self)?.each(|k, v| {
             line.clear();
             line.push_str(&head);
-            K::write(&k.value(), "k", &mut line);
-            V::write(&v.value(), "v", &mut line);
+            K::write(&K::stored(&k), "k", &mut line);
+            V::write(&V::stored(&v), "v", &mut line);
             line.push('}');
-            if !row(&line) {
-                break;
-            }
-        }
-        Ok(())
+            Ok(row(&line))
+        })
     }
 
     fn load(
         &self,
-        txn: &WriteTransaction,
+        tx: &Tx<'_>,
         first: (usize, String),
         next: &mut dyn FnMut() -> Option<(usize, String)>,
     ) -> Result<(u64, Option<(usize, String)>)> {
-        let mut table = txn.open_table(*self)?;
+        let mut table = tx.open(*self)?;
         let mut rows = 0u64;
         let mut current = Some(first);
         while let Some((n, line)) = current.take() {
@@ -491,7 +379,7 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
             let bad = |what: &str| StoreError::Backup(format!("row {n}: the {what} does not fit table {:?}", row.t));
             let k = K::read(Some(row.k), None).ok_or_else(|| bad("key"))?;
             let v = V::read(row.v, row.b.as_deref()).ok_or_else(|| bad("value"))?;
-            if table.insert(K::stored(&k), V::stored(&v))?.is_some() {
+            if table.insert(K::stored(&k), V::stored(&v))? {
                 return Err(StoreError::Backup(format!("row {n}: a key of table {:?} appears twice", row.t)));
             }
             rows += 1;
@@ -502,7 +390,7 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
 
     fn rewrite(
         &self,
-        txn: &WriteTransaction,
+        tx: &Tx<'_>,
         after: Option<&str>,
         limit: usize,
         f: &mut Rewrite<'_, StoreError>,
@@ -523,46 +411,35 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
         let mut changes: Vec<(K::Owned, V::Owned)> = Vec::new();
         let mut last: Option<String> = None;
         let mut more = false;
-        {
-            let table = txn.open_table(*self)?;
-            let range = match &start {
-                Some(k) => table.range::<K::SelfType<'_>>((
-                    std::ops::Bound::Excluded(K::stored(k)),
-                    std::ops::Bound::<K::SelfType<'_>>::Unbounded,
-                ))?,
-                None => table.range::<K::SelfType<'_>>(..)?,
+        let mut table = tx.open(*self)?;
+        let lo = match &start {
+            Some(k) => Bound::Excluded(K::stored(k)),
+            None => Bound::Unbounded,
+        };
+        table.scan((lo, Bound::Unbounded), false, |k, v| {
+            if done.seen as usize >= limit {
+                more = true;
+                return Ok(false);
+            }
+            done.seen += 1;
+            let key_json = {
+                let mut s = String::new();
+                K::write(&K::stored(&k), "k", &mut s);
+                s.strip_prefix(",\"k\":").unwrap_or(&s).to_owned()
             };
-            for r in range {
-                if done.seen as usize >= limit {
-                    more = true;
-                    break;
+            if let Some(bytes) = V::bytes_of(&V::stored(&v)) {
+                if let Some(new) = f(&name, bytes)? {
+                    let val = V::owned_of_bytes(new).ok_or_else(bad_cursor)?;
+                    changes.push((k, val));
                 }
-                let (k, v) = r?;
-                done.seen += 1;
-                let key_json = {
-                    let mut s = String::new();
-                    K::write(&k.value(), "k", &mut s);
-                    s.strip_prefix(",\"k\":").unwrap_or(&s).to_owned()
-                };
-                let value = v.value();
-                if let Some(bytes) = V::bytes_of(&value) {
-                    if let Some(new) = f(&name, bytes)? {
-                        let raw = RawValue::from_string(key_json.clone()).map_err(|_| bad_cursor())?;
-                        let key = K::read(Some(&raw), None).ok_or_else(bad_cursor)?;
-                        let val = V::owned_of_bytes(new).ok_or_else(bad_cursor)?;
-                        changes.push((key, val));
-                    }
-                }
-                last = Some(key_json);
             }
+            last = Some(key_json);
+            Ok(true)
+        })?;
+        for (k, v) in &changes {
+            table.insert(K::stored(k), V::stored(v))?;
         }
-        if !changes.is_empty() {
-            let mut table = txn.open_table(*self)?;
-            for (k, v) in &changes {
-                table.insert(K::stored(k), V::stored(v))?;
-            }
-            done.changed = changes.len() as u64;
-        }
+        done.changed = changes.len() as u64;
         Ok((done, last, more))
     }
 }

@@ -3,20 +3,43 @@
 
 use super::{IO_FAILURES, ISTO_VERSION, LAST_IO_FAILURE, SCHEMA_VERSION};
 
-/// A failure reported by the database engine (I/O, corruption, a second process holding
-/// the file). Opaque: match on [`StoreError`] and its methods instead.
+/// A failure reported by the database engine (redb: I/O, corruption, a second process
+/// holding the file; PostgreSQL: the server's or the connection's error, which never
+/// carries the connection's password). Opaque: match on [`StoreError`] and its methods
+/// instead.
 #[derive(Debug)]
-pub struct DbError(redb::Error);
+pub struct DbError(Engine);
+
+#[derive(Debug)]
+enum Engine {
+    Redb(redb::Error),
+    Pg(tokio_postgres::Error),
+}
 
 impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        match &self.0 {
+            Engine::Redb(e) => e.fmt(f),
+            Engine::Pg(e) => match e.as_db_error() {
+                Some(db) => write!(f, "PostgreSQL: {} ({})", db.message(), db.code().code()),
+                None => write!(f, "PostgreSQL: {e}"),
+            },
+        }
     }
 }
 
 impl std::error::Error for DbError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
+        match &self.0 {
+            Engine::Redb(e) => Some(e),
+            Engine::Pg(e) => Some(e),
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Db(DbError(Engine::Pg(e)))
     }
 }
 
@@ -66,7 +89,7 @@ pub enum StoreError {
 impl StoreError {
     /// Whether another process (usually `isto serve`) holds the store file.
     pub fn is_already_open(&self) -> bool {
-        matches!(self, Self::Db(DbError(redb::Error::DatabaseAlreadyOpen)))
+        matches!(self, Self::Db(DbError(Engine::Redb(redb::Error::DatabaseAlreadyOpen))))
     }
 
     /// Whether the file could not be opened for want of permission (the process is not
@@ -89,7 +112,7 @@ impl From<redb::Error> for StoreError {
             IO_FAILURES.with(|n| n.set(n.get().wrapping_add(1)));
             LAST_IO_FAILURE.with(|m| *m.borrow_mut() = Some(e.to_string()));
         }
-        Self::Db(DbError(e))
+        Self::Db(DbError(Engine::Redb(e)))
     }
 }
 

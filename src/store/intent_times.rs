@@ -2,8 +2,8 @@
 //! and pending renewals become unix microseconds (`records::Stamp`).
 
 use super::schema::{INTENTS, RECORDS};
-use super::{Result, StoreError};
-use redb::{ReadableTable, WriteTransaction};
+use super::{Result, StoreError, Tx};
+use std::ops::Bound;
 
 /// The RFC 3339 times of an intent record (schema ≤ 4), by field.
 const INTENT_RFC3339: [&str; 7] =
@@ -22,12 +22,11 @@ const RENEWAL_RFC3339: [&str; 3] = ["valid_until", "created_at", "expires_at"];
 /// other value is left as it was, so that reading the record fails naming it instead
 /// of the migration inventing a time or refusing the whole store. The store reads the
 /// records as JSON objects only: it knows their field names, not their types.
-pub(super) fn v5_intent_times(txn: &WriteTransaction) -> Result<()> {
-    let mut intents = txn.open_table(INTENTS)?;
+pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
+    let mut intents = tx.open(INTENTS)?;
     let mut rewritten = Vec::new();
-    for row in intents.iter()? {
-        let (id, bytes) = row?;
-        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(bytes.value()) else { continue };
+    intents.each(|id, bytes| {
+        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
         let mut changed = convert_times(&mut rec, &INTENT_RFC3339);
         if let Some(serde_json::Value::Object(consent)) = rec.get_mut("consent") {
             changed |= convert_times(consent, &["at"]);
@@ -42,21 +41,22 @@ pub(super) fn v5_intent_times(txn: &WriteTransaction) -> Result<()> {
             }
         }
         if changed {
-            rewritten.push((id.value().to_owned(), serde_json::to_vec(&rec).map_err(encode_error)?));
+            rewritten.push((id, serde_json::to_vec(&rec).map_err(encode_error)?));
         }
-    }
+        Ok(true)
+    })?;
     for (id, bytes) in rewritten {
         intents.insert(id.as_str(), bytes.as_slice())?;
     }
-    let mut records = txn.open_table(RECORDS)?;
+    let mut records = tx.open(RECORDS)?;
     let mut rewritten = Vec::new();
-    for row in records.range("renewal:".."renewal;")? {
-        let (key, bytes) = row?;
-        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(bytes.value()) else { continue };
+    records.scan((Bound::Included("renewal:"), Bound::Excluded("renewal;")), false, |key, bytes| {
+        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
         if convert_times(&mut rec, &RENEWAL_RFC3339) {
-            rewritten.push((key.value().to_owned(), serde_json::to_vec(&rec).map_err(encode_error)?));
+            rewritten.push((key, serde_json::to_vec(&rec).map_err(encode_error)?));
         }
-    }
+        Ok(true)
+    })?;
     for (key, bytes) in rewritten {
         records.insert(key.as_str(), bytes.as_slice())?;
     }

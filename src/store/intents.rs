@@ -5,9 +5,9 @@
 
 use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
 use super::{all_json, encode, get_json, Result, Tables, Tx};
-use redb::ReadableTable;
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 /// The right to write intent records: [`Tx::put_intent`] and [`Tx::remove_intent`]
 /// take it. Only [`super::Store::intent_key`] makes one, once per open store (and, in test builds,
@@ -49,11 +49,11 @@ pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<
 }
 
 pub(super) fn active_ids<R: Tables + ?Sized>(r: &R) -> Result<Vec<String>> {
-    let t = r.table(ACTIVE)?;
     let mut out = Vec::new();
-    for row in t.iter()? {
-        out.push(row?.0.value().to_owned());
-    }
+    r.table(ACTIVE)?.each(|id, ()| {
+        out.push(id);
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -62,26 +62,21 @@ pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micro
     for (table, until) in [(INTENT_EXPIRY, now_micros), (INTENT_ERASURE, ended_before_micros)] {
         let t = r.table(table)?;
         // Every key at or before `until`: strictly before `(until + 1, "")`.
-        let Some(end) = until.checked_add(1) else {
-            for row in t.iter()? {
-                ids.insert(row?.0.value().1.to_owned());
-            }
-            continue;
+        let hi = match until.checked_add(1) {
+            Some(end) => Bound::Excluded((end, "")),
+            None => Bound::Unbounded,
         };
-        for row in t.range(..(end, ""))? {
-            ids.insert(row?.0.value().1.to_owned());
-        }
+        t.scan((Bound::Unbounded, hi), false, |(_, id), ()| {
+            ids.insert(id);
+            Ok(true)
+        })?;
     }
     Ok(ids.into_iter().collect())
 }
 
 pub(super) fn due_of<R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<IntentDue>> {
-    let t = r.table(INTENT_DUE)?;
-    let v = t.get(id)?;
-    Ok(v.map(|g| {
-        let (status_change, contact_ended) = g.value();
-        IntentDue { status_change, contact_ended }
-    }))
+    let v = r.table(INTENT_DUE)?.get(id)?;
+    Ok(v.map(|(status_change, contact_ended)| IntentDue { status_change, contact_ended }))
 }
 
 impl Tx<'_> {
@@ -100,9 +95,9 @@ impl Tx<'_> {
         due: IntentDue,
     ) -> Result<()> {
         let bytes = encode("intents", record)?;
-        self.txn.open_table(INTENTS)?.insert(id, bytes.as_slice())?;
+        self.open(INTENTS)?.insert(id, bytes.as_slice())?;
         {
-            let mut a = self.txn.open_table(ACTIVE)?;
+            let mut a = self.open(ACTIVE)?;
             if active {
                 a.insert(id, ())?;
             } else {
@@ -118,8 +113,8 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
-        self.txn.open_table(INTENTS)?.remove(id)?;
-        self.txn.open_table(ACTIVE)?.remove(id)?;
+        self.open(INTENTS)?.remove(id)?;
+        self.open(ACTIVE)?.remove(id)?;
         self.set_intent_person(id, None)?;
         self.set_intent_due(id, IntentDue::default())
     }
@@ -131,8 +126,8 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn set_intent_due(&mut self, id: &str, due: IntentDue) -> Result<()> {
-        let mut by_id = self.txn.open_table(INTENT_DUE)?;
-        let old = by_id.get(id)?.map(|g| g.value()).unwrap_or((None, None));
+        let mut by_id = self.open(INTENT_DUE)?;
+        let old = by_id.get(id)?.unwrap_or((None, None));
         let new = (due.status_change, due.contact_ended);
         if old == new {
             return Ok(());
@@ -141,7 +136,7 @@ impl Tx<'_> {
             if old == new {
                 continue;
             }
-            let mut t = self.txn.open_table(table)?;
+            let mut t = self.open(table)?;
             if let Some(at) = old {
                 t.remove((at, id))?;
             }
@@ -160,7 +155,7 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
     use super::*;
     use serde_json::json;
 
@@ -170,44 +165,52 @@ mod tests {
 
     #[test]
     fn the_expiry_index_follows_every_write() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(100), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), true, due(Some(200), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, due(None, Some(50)))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_d", &json!({}), false, IntentDue::default())?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let ids = |now, ended| s.read(|rx| rx.intents_due(now, ended)).unwrap();
-        assert_eq!(ids(99, 49), Vec::<String>::new());
-        assert_eq!(ids(100, 49), vec!["int_a"], "at the time itself");
-        assert_eq!(ids(200, 49), vec!["int_a", "int_b"]);
-        assert_eq!(ids(200, 50), vec!["int_a", "int_b", "int_c"]);
-        assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
-        // A rewrite moves the rows; an ended intent without contact leaves the index.
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), true, due(Some(300), None))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), false, due(None, Some(250)))?;
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, IntentDue::default())
-        })
-        .unwrap();
-        assert_eq!(ids(299, 249), Vec::<String>::new());
-        assert_eq!(ids(300, 250), vec!["int_a", "int_b"]);
-        assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
-        assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
-        assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(100), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), true, due(Some(200), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, due(None, Some(50)))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_d", &json!({}), false, IntentDue::default())?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let ids = |now, ended| s.read(|rx| rx.intents_due(now, ended)).unwrap();
+            assert_eq!(ids(99, 49), Vec::<String>::new());
+            assert_eq!(ids(100, 49), vec!["int_a"], "at the time itself");
+            assert_eq!(ids(200, 49), vec!["int_a", "int_b"]);
+            assert_eq!(ids(200, 50), vec!["int_a", "int_b", "int_c"]);
+            assert_eq!(ids(i64::MAX, i64::MAX), vec!["int_a", "int_b", "int_c"]);
+            // A rewrite moves the rows; an ended intent without contact leaves the index.
+            s.write(|tx| {
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), true, due(Some(300), None))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_b", &json!({}), false, due(None, Some(250)))?;
+                tx.put_intent(&crate::store::IntentKey::for_tests(), "int_c", &json!({}), false, IntentDue::default())
+            })
+            .unwrap();
+            assert_eq!(ids(299, 249), Vec::<String>::new());
+            assert_eq!(ids(300, 250), vec!["int_a", "int_b"]);
+            assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
+            assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
+            assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        }
     }
 
     #[test]
     fn an_intent_due_in_both_tables_is_listed_once() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_intent(&crate::store::IntentKey::for_tests(), "int_a", &json!({}), false, due(Some(10), Some(10)))
-        })
-        .unwrap();
-        assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_a",
+                    &json!({}),
+                    false,
+                    due(Some(10), Some(10)),
+                )
+            })
+            .unwrap();
+            assert_eq!(s.read(|rx| rx.intents_due(10, 10)).unwrap(), vec!["int_a"]);
+        }
     }
 }

@@ -40,7 +40,7 @@ impl Tx<'_> {
     /// Storage errors; [`StoreError::Encode`].
     pub fn set_key_record(&mut self, rec: &KeyRecord) -> Result<()> {
         let text = serde_json::to_string(rec).map_err(|e| StoreError::Encode("meta".into(), e.to_string()))?;
-        self.txn.open_table(schema::META)?.insert(KEYS_KEY, text.as_str())?;
+        self.open(schema::META)?.insert(KEYS_KEY, text.as_str())?;
         Ok(())
     }
 }

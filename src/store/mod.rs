@@ -28,6 +28,7 @@
 //!   times), `outbox`, `replies` (the queue of seller replies waiting to be matched) and
 //!   `records` (namespaced small records, [`Ns`]).
 
+mod column;
 mod deliveries;
 mod dump;
 mod error;
@@ -36,30 +37,39 @@ pub(crate) mod faults;
 mod intent_times;
 mod intents;
 mod keymeta;
+mod location;
 mod offers;
 mod open;
 mod outbox;
 mod people;
+mod pg;
+#[cfg(test)]
+mod pg_tests;
 mod reads;
 mod records;
 mod replies;
 mod schema;
 mod sellers;
 mod stats;
+mod table;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testpg;
 mod tokens;
 
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
 pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
-use reads::{all_json, get_json, get_str, meta_counter, range_json, Tables};
+pub use location::Location;
+pub use pg::{check_url, redacted, PgSettings, DEFAULT_POOL_SIZE, WRITER_LOCK};
+use reads::{all_json, get_json, get_str, meta_counter, range_json, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};
 pub use records::Ns;
 pub use replies::PendingReply;
 #[cfg(test)]
 pub(crate) use schema::rewind_to_version_1;
 pub use schema::{
-    migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
+    migrate_at, migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
 pub use stats::{Counts, Dangling};
 
@@ -133,6 +143,14 @@ pub struct Store {
     probe: Mutex<()>,
     /// Whether [`Store::intent_key`] has handed out the key.
     intent_key_taken: std::sync::atomic::AtomicBool,
+    /// The PostgreSQL backend's pool; `None` on redb (the fields above serve redb only).
+    pg: Option<Arc<pg::Pool>>,
+}
+
+impl State {
+    fn new(db: Option<Arc<Handle>>) -> Self {
+        Self { db, broken: false, reopening: false, last_attempt: None, failing: false, last_write: None }
+    }
 }
 
 /// What [`Store`] knows of its handle.
@@ -174,7 +192,8 @@ pub struct Writable {
 /// before acknowledging the write.
 #[must_use = "a write is durable only after Store::sync"]
 pub struct Pending {
-    handle: Arc<Handle>,
+    /// The redb handle it was committed on (`None`: PostgreSQL, durable at commit).
+    handle: Option<Arc<Handle>>,
     seq: u64,
 }
 
@@ -330,16 +349,9 @@ impl Store {
     fn open_with(open: Opener, path: Option<PathBuf>, new: bool) -> Result<Self> {
         let db = open(true).map_err(open::not_redb)?;
         let txn = db.begin_write()?;
-        schema::prepare(&txn, new)?;
+        schema::prepare(&mut Tx { txn: TxTxn::Redb(&txn) }, new)?;
         txn.commit()?;
-        let state = State {
-            db: Some(Arc::new(Handle::new(db))),
-            broken: false,
-            reopening: false,
-            last_attempt: None,
-            failing: false,
-            last_write: None,
-        };
+        let state = State::new(Some(Arc::new(Handle::new(db))));
         Ok(Self {
             open,
             path,
@@ -347,6 +359,7 @@ impl Store {
             reopened: Condvar::new(),
             probe: Mutex::new(()),
             intent_key_taken: std::sync::atomic::AtomicBool::new(false),
+            pg: None,
         })
     }
 
@@ -373,18 +386,21 @@ impl Store {
         &self,
         f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>,
     ) -> Result<(T, Pending), E> {
+        if let Some(pool) = &self.pg {
+            return pg::write(pool, true, f).map(|out| (out, Pending { handle: None, seq: 0 }));
+        }
         let lease = self.lend()?;
         let before = IO_FAILURES.with(Cell::get);
         let out = (|| {
             let mut txn = lease.db.begin_write().map_err(StoreError::from)?;
             // Made durable by the next durable commit, see `Store::sync`.
             txn.set_durability(redb::Durability::None).map_err(|e| StoreError::from(redb::Error::from(e)))?;
-            let mut tx = Tx { txn: &txn };
+            let mut tx = Tx { txn: TxTxn::Redb(&txn) };
             let out = f(&mut tx)?;
             // Numbered under redb's write lock, so the numbers follow the commit order.
             let seq = lease.db.next_seq();
             txn.commit().map_err(StoreError::from)?;
-            Ok((out, Pending { handle: lease.db.clone(), seq }))
+            Ok((out, Pending { handle: Some(lease.db.clone()), seq }))
         })();
         let io_failed = IO_FAILURES.with(Cell::get) != before;
         drop(lease);
@@ -404,8 +420,9 @@ impl Store {
     /// # Errors
     /// A storage error of the durable commit (the write may then be lost at a crash).
     pub fn sync<E: From<StoreError>>(&self, pending: Pending) -> Result<(), E> {
+        let Some(handle) = pending.handle else { return Ok(()) };
         let before = IO_FAILURES.with(Cell::get);
-        let out = pending.handle.sync_through(pending.seq);
+        let out = handle.sync_through(pending.seq);
         let io_failed = IO_FAILURES.with(Cell::get) != before;
         self.note(io_failed, Some(out.is_ok()).filter(|ok| *ok || io_failed));
         out.map_err(E::from)
@@ -418,11 +435,14 @@ impl Store {
     /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
     /// while the file is reopened after an I/O failure).
     pub fn rehearse<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        if let Some(pool) = &self.pg {
+            return pg::write(pool, false, f);
+        }
         let lease = self.lend()?;
         let before = IO_FAILURES.with(Cell::get);
         let out = (|| {
             let txn = lease.db.begin_write().map_err(StoreError::from)?;
-            let mut tx = Tx { txn: &txn };
+            let mut tx = Tx { txn: TxTxn::Redb(&txn) };
             let out = f(&mut tx);
             txn.abort().map_err(StoreError::from)?;
             out
@@ -440,11 +460,14 @@ impl Store {
     /// `f`'s error, or a storage error converted into `E` ([`StoreError::Unavailable`]
     /// while the file is reopened after an I/O failure).
     pub fn read<T, E: From<StoreError>>(&self, f: impl FnOnce(&Rx) -> Result<T, E>) -> Result<T, E> {
+        if let Some(pool) = &self.pg {
+            return pg::read(pool, f);
+        }
         let lease = self.lend()?;
         let before = IO_FAILURES.with(Cell::get);
         let out = (|| {
             let txn = lease.db.begin_read().map_err(StoreError::from)?;
-            f(&Rx { txn })
+            f(&Rx { txn: reads::RxTxn::Redb(txn) })
         })();
         let io_failed = IO_FAILURES.with(Cell::get) != before;
         drop(lease);
@@ -461,6 +484,11 @@ impl Store {
     /// less than [`MIN_FREE_BYTES`] free on the file system is not writable. Changes
     /// nothing a user can see.
     pub fn writable(&self, fresh: Duration) -> Writable {
+        if let Some(pool) = &self.pg {
+            // The database's own disk is its operator's: a round trip says it answers.
+            let ok = pg::ping(pool).is_ok();
+            return Writable { ok, probed: true, busy: false, age_secs: Some(0), free_bytes: None };
+        }
         let free_bytes = self.path.as_deref().and_then(|p| fs4::available_space(p).ok());
         let roomy = free_bytes.is_none_or(|f| f >= MIN_FREE_BYTES);
         // Without room, no probe: it would prove only that a small write still fits.
@@ -508,7 +536,7 @@ impl Store {
                 Err(redb::TransactionError::WouldBlock) => return Ok(false),
                 Err(e) => return Err(e.into()),
             };
-            Tx { txn: &txn }.bump_write_probe()?;
+            Tx { txn: TxTxn::Redb(&txn) }.bump_write_probe()?;
             txn.commit()?;
             Ok(true)
         })();

@@ -32,9 +32,9 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
         let bytes = encode("offers", record)?;
-        self.txn.open_table(OFFERS)?.insert(id, bytes.as_slice())?;
+        self.open(OFFERS)?.insert(id, bytes.as_slice())?;
         if let Some((seller, r)) = seller_ref {
-            self.txn.open_table(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
+            self.open(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
         }
         Ok(())
     }
@@ -45,7 +45,7 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
         let next = meta_counter(&*self, GENERATION)? + 1;
-        self.txn.open_table(META)?.insert(GENERATION, next.to_string().as_str())?;
+        self.open(META)?.insert(GENERATION, next.to_string().as_str())?;
         Ok(next)
     }
 }
@@ -63,29 +63,30 @@ impl Rx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store};
+    use super::super::Reads;
     use serde_json::json;
 
     #[test]
     fn offers_refs_and_generation() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 0);
-        let g = s
-            .write(|tx| {
-                tx.put_offer("off_a", &json!({"n": 1}), Some(("sel_1", "r1")))?;
-                tx.put_offer("off_b", &json!({"n": 2}), None)?;
-                tx.bump_offers_generation()
-            })
-            .unwrap();
-        assert_eq!(g, 1);
-        assert_eq!(s.write(|tx| tx.bump_offers_generation()).unwrap(), 2);
-        assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 2);
-        assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r1")).unwrap().as_deref(), Some("off_a"));
-        assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r2")).unwrap(), None);
-        let all: Vec<serde_json::Value> = s.read(|rx| rx.all_offers()).unwrap();
-        assert_eq!(all.len(), 2);
-        let b: Option<serde_json::Value> = s.read(|rx| rx.offer("off_b")).unwrap();
-        assert_eq!(b.unwrap()["n"], 2);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 0);
+            let g = s
+                .write(|tx| {
+                    tx.put_offer("off_a", &json!({"n": 1}), Some(("sel_1", "r1")))?;
+                    tx.put_offer("off_b", &json!({"n": 2}), None)?;
+                    tx.bump_offers_generation()
+                })
+                .unwrap();
+            assert_eq!(g, 1);
+            assert_eq!(s.write(|tx| tx.bump_offers_generation()).unwrap(), 2);
+            assert_eq!(s.read(|rx| rx.offers_generation()).unwrap(), 2);
+            assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r1")).unwrap().as_deref(), Some("off_a"));
+            assert_eq!(s.read(|rx| rx.offer_by_ref("sel_1", "r2")).unwrap(), None);
+            let all: Vec<serde_json::Value> = s.read(|rx| rx.all_offers()).unwrap();
+            assert_eq!(all.len(), 2);
+            let b: Option<serde_json::Value> = s.read(|rx| rx.offer("off_b")).unwrap();
+            assert_eq!(b.unwrap()["n"], 2);
+        }
     }
 }

@@ -57,7 +57,8 @@ pub(super) fn existing(path: &Path) -> Result<bool> {
     let txn = db.begin_read()?;
     let tables = super::schema::table_list(&txn)?;
     let has_meta = tables.iter().any(|t| t == "meta");
-    if !has_meta || matches!(super::schema::read_version(&txn), Ok(None)) {
+    let rx = super::Rx { txn: super::reads::RxTxn::Redb(txn) };
+    if !has_meta || matches!(super::schema::read_version(&rx), Ok(None)) {
         return Err(super::schema::not_isto(tables));
     }
     Ok(true)
@@ -80,7 +81,7 @@ pub(super) fn initialise(path: &Path, cache_bytes: usize) -> Result<()> {
         b.set_cache_size(cache_bytes);
         let db = b.create(&tmp)?;
         let txn = db.begin_write()?;
-        super::schema::prepare(&txn, true)?;
+        super::schema::prepare(&mut super::Tx { txn: super::TxTxn::Redb(&txn) }, true)?;
         txn.commit()?;
         drop(db);
         match std::fs::hard_link(&tmp, path) {

@@ -2,7 +2,6 @@
 
 use super::schema::{META, OUTBOX};
 use super::{decode, encode, meta_counter, Result, Rx, Tables, Tx};
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Key of the last sequence number handed out, in `meta`.
@@ -13,7 +12,7 @@ const DROPPED: &str = "mail_dropped";
 
 /// How many queued messages there are (sent ones and cancelled ones are gone).
 pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    Ok(r.table(OUTBOX)?.len()?)
+    r.table(OUTBOX)?.len()
 }
 
 /// How many messages were dropped for good since the store was created.
@@ -26,12 +25,11 @@ fn has<R: Tables + ?Sized>(r: &R, seq: u64) -> Result<bool> {
 }
 
 fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<(u64, T)>> {
-    let t = r.table(OUTBOX)?;
     let mut out = Vec::new();
-    for row in t.iter()? {
-        let (k, v) = row?;
-        out.push((k.value(), decode(&k.value().to_string(), v.value())?));
-    }
+    r.table(OUTBOX)?.each(|k, v| {
+        out.push((k, decode(&k.to_string(), &v)?));
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -45,9 +43,9 @@ impl Tx<'_> {
         // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
         // worker holding a job number can never touch a later job by mistake.
         let last = meta_counter(&*self, SEQ)?;
-        let mut t = self.txn.open_table(OUTBOX)?;
-        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
-        self.txn.open_table(META)?.insert(SEQ, next.to_string().as_str())?;
+        let mut t = self.open(OUTBOX)?;
+        let next = last.max(t.last()?.map(|(k, _)| k).unwrap_or(0)) + 1;
+        self.open(META)?.insert(SEQ, next.to_string().as_str())?;
         t.insert(next, bytes.as_slice())?;
         Ok(next)
     }
@@ -65,9 +63,8 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
-        let t = self.table(OUTBOX)?;
-        let got = t.get(seq)?;
-        got.map(|v| decode(&seq.to_string(), v.value())).transpose()
+        let got = self.table(OUTBOX)?.get(seq)?;
+        got.map(|v| decode(&seq.to_string(), &v)).transpose()
     }
 
     /// Replaces an outbox job (after a failed attempt).
@@ -76,7 +73,7 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn update_mail<T: Serialize>(&mut self, seq: u64, job: &T) -> Result<()> {
         let bytes = encode("outbox", job)?;
-        self.txn.open_table(OUTBOX)?.insert(seq, bytes.as_slice())?;
+        self.open(OUTBOX)?.insert(seq, bytes.as_slice())?;
         Ok(())
     }
 
@@ -85,7 +82,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn remove_mail(&mut self, seq: u64) -> Result<()> {
-        self.txn.open_table(OUTBOX)?.remove(seq)?;
+        self.open(OUTBOX)?.remove(seq)?;
         Ok(())
     }
 
@@ -96,9 +93,9 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
-        if self.txn.open_table(OUTBOX)?.remove(seq)?.is_some() {
+        if self.open(OUTBOX)?.remove(seq)?.is_some() {
             let n = dropped(&*self)?.saturating_add(1);
-            self.txn.open_table(META)?.insert(DROPPED, n.to_string().as_str())?;
+            self.open(META)?.insert(DROPPED, n.to_string().as_str())?;
         }
         Ok(())
     }
@@ -121,7 +118,7 @@ impl Rx {
     pub fn outbox_backlog<T: DeserializeOwned>(&self) -> Result<(u64, Option<(u64, T)>)> {
         let n = len(self)?;
         let first = match self.table(OUTBOX)?.first()? {
-            Some((k, v)) => Some((k.value(), decode(&k.value().to_string(), v.value())?)),
+            Some((k, v)) => Some((k, decode(&k.to_string(), &v)?)),
             None => None,
         };
         Ok((n, first))
@@ -146,60 +143,63 @@ impl Rx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Store;
 
     #[test]
     fn outbox_numbers_are_never_reused() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
-        s.write(|tx| tx.remove_mail(a)).unwrap();
-        let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
-        assert!(b > a, "{b} after {a}");
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let a = s.write(|tx| tx.enqueue_mail(&1)).unwrap();
+            s.write(|tx| tx.remove_mail(a)).unwrap();
+            let b = s.write(|tx| tx.enqueue_mail(&2)).unwrap();
+            assert!(b > a, "{b} after {a}");
+        }
     }
 
     #[test]
     fn outbox_backlog_counts_jobs_and_names_the_oldest() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (0, None));
-        let a = s.write(|tx| tx.enqueue_mail(&7)).unwrap();
-        s.write(|tx| tx.enqueue_mail(&8)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (2, Some((a, 7))));
-        s.write(|tx| tx.remove_mail(a)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (1, Some((a + 1, 8))));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (0, None));
+            let a = s.write(|tx| tx.enqueue_mail(&7)).unwrap();
+            s.write(|tx| tx.enqueue_mail(&8)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (2, Some((a, 7))));
+            s.write(|tx| tx.remove_mail(a)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>()).unwrap(), (1, Some((a + 1, 8))));
+        }
     }
 
     #[test]
     fn outbox_jobs_in_order_updated_and_removed() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        let (a, b) =
-            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
-        s.write(|tx| tx.update_mail(a, &3)).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox::<i32>()).unwrap(), vec![(a, 3), (b, 2)]);
-        assert!(s.read(|rx| rx.has_mail(b)).unwrap());
-        s.write(|tx| tx.remove_mail(b)).unwrap();
-        assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
-        assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let (a, b) =
+                s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+            s.write(|tx| tx.update_mail(a, &3)).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox::<i32>()).unwrap(), vec![(a, 3), (b, 2)]);
+            assert!(s.read(|rx| rx.has_mail(b)).unwrap());
+            s.write(|tx| tx.remove_mail(b)).unwrap();
+            assert!(!s.write(|tx| tx.has_mail(b)).unwrap());
+            assert_eq!(s.write(|tx| tx.outbox::<i32>()).unwrap(), vec![(a, 3)]);
+        }
     }
 
     #[test]
     fn dropped_mail_is_counted_once_with_its_removal() {
         use super::super::Reads as _;
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 0);
-        let (a, b) =
-            s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 2);
-        s.write(|tx| tx.drop_mail(a)).unwrap();
-        // A second drop of the same job (already gone) is not counted again.
-        s.write(|tx| tx.drop_mail(a)).unwrap();
-        assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 1);
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 1);
-        s.write(|tx| tx.remove_mail(b)).unwrap();
-        assert_eq!(s.write(|tx| tx.mail_dropped()).unwrap(), 1, "a sent or cancelled job is not a drop");
-        assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 0);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 0);
+            let (a, b) =
+                s.write(|tx| Ok::<_, super::super::StoreError>((tx.enqueue_mail(&1)?, tx.enqueue_mail(&2)?))).unwrap();
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 2);
+            s.write(|tx| tx.drop_mail(a)).unwrap();
+            // A second drop of the same job (already gone) is not counted again.
+            s.write(|tx| tx.drop_mail(a)).unwrap();
+            assert_eq!(s.read(|rx| rx.mail_dropped()).unwrap(), 1);
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 1);
+            s.write(|tx| tx.remove_mail(b)).unwrap();
+            assert_eq!(s.write(|tx| tx.mail_dropped()).unwrap(), 1, "a sent or cancelled job is not a drop");
+            assert_eq!(s.read(|rx| rx.outbox_backlog::<i32>().map(|b| b.0)).unwrap(), 0);
+        }
     }
 }

@@ -10,16 +10,14 @@
 
 use super::schema::{INTENT_PERSON, PERSON_ACTIVE};
 use super::{Result, Tables, Tx};
-use redb::ReadableTable;
+use std::ops::Bound;
 
 /// Upper bound of intent ids in a range (ids are ASCII).
 const ID_END: &str = "\u{10ffff}";
 
 pub(super) fn entry_of<R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<(String, i64)>> {
-    let by_id = r.table(INTENT_PERSON)?;
-    let Some(person) = by_id.get(id)?.map(|g| g.value().to_owned()) else { return Ok(None) };
-    let rows = r.table(PERSON_ACTIVE)?;
-    let until = rows.get((person.as_str(), id))?.map(|g| g.value());
+    let Some(person) = r.table(INTENT_PERSON)?.get(id)? else { return Ok(None) };
+    let until = r.table(PERSON_ACTIVE)?.get((person.as_str(), id))?;
     Ok(until.map(|u| (person, u)))
 }
 
@@ -32,15 +30,16 @@ pub(super) fn count<R: Tables + ?Sized>(
 ) -> Result<usize> {
     let rows = r.table(PERSON_ACTIVE)?;
     let mut n = 0;
-    for row in rows.range((person, "")..=(person, ID_END))? {
-        let (k, v) = row?;
-        if n >= limit {
-            break;
-        }
-        if k.value().1 != except && v.value() > after_micros {
+    if limit == 0 {
+        return Ok(0);
+    }
+    let bounds = (Bound::Included((person, "")), Bound::Included((person, ID_END)));
+    rows.scan(bounds, false, |(_, id), until| {
+        if id != except && until > after_micros {
             n += 1;
         }
-    }
+        Ok(n < limit)
+    })?;
     Ok(n)
 }
 
@@ -52,9 +51,9 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn set_intent_person(&mut self, id: &str, entry: Option<(&str, i64)>) -> Result<()> {
-        let mut by_id = self.txn.open_table(INTENT_PERSON)?;
-        let mut rows = self.txn.open_table(PERSON_ACTIVE)?;
-        let old = by_id.get(id)?.map(|g| g.value().to_owned());
+        let mut by_id = self.open(INTENT_PERSON)?;
+        let mut rows = self.open(PERSON_ACTIVE)?;
+        let old = by_id.get(id)?;
         if let Some(old) = old.as_deref() {
             if entry.is_none_or(|(p, _)| p != old) {
                 rows.remove((old, id))?;
@@ -79,37 +78,39 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
 
     #[test]
     fn the_index_follows_every_change_and_counts_only_current_rows() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.set_intent_person("int_a", Some(("per_x", 100)))?;
-            tx.set_intent_person("int_b", Some(("per_x", 200)))?;
-            tx.set_intent_person("int_c", Some(("per_y", 300)))?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let count = |p: &str, after: i64, except: &str| s.read(|rx| rx.person_active(p, after, except, 10)).unwrap();
-        assert_eq!(count("per_x", 0, ""), 2);
-        assert_eq!(count("per_x", 100, ""), 1, "validUntil at or before `after` no longer counts");
-        assert_eq!(count("per_x", 0, "int_a"), 1, "the intent itself is left out");
-        assert_eq!(count("per_", 0, ""), 0, "a prefix of a key is another person");
-        assert_eq!(s.read(|rx| rx.person_active("per_x", 0, "", 1)).unwrap(), 1, "bounded by the limit");
-        assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_x".into(), 200)));
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.set_intent_person("int_a", Some(("per_x", 100)))?;
+                tx.set_intent_person("int_b", Some(("per_x", 200)))?;
+                tx.set_intent_person("int_c", Some(("per_y", 300)))?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let count =
+                |p: &str, after: i64, except: &str| s.read(|rx| rx.person_active(p, after, except, 10)).unwrap();
+            assert_eq!(count("per_x", 0, ""), 2);
+            assert_eq!(count("per_x", 100, ""), 1, "validUntil at or before `after` no longer counts");
+            assert_eq!(count("per_x", 0, "int_a"), 1, "the intent itself is left out");
+            assert_eq!(count("per_", 0, ""), 0, "a prefix of a key is another person");
+            assert_eq!(s.read(|rx| rx.person_active("per_x", 0, "", 1)).unwrap(), 1, "bounded by the limit");
+            assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_x".into(), 200)));
 
-        // Moving to another person, leaving, and a no-op removal.
-        s.write(|tx| {
-            tx.set_intent_person("int_b", Some(("per_y", 250)))?;
-            tx.set_intent_person("int_a", None)?;
-            tx.set_intent_person("int_z", None)
-        })
-        .unwrap();
-        assert_eq!(count("per_x", 0, ""), 0);
-        assert_eq!(count("per_y", 0, ""), 2);
-        assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
-        assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_y".into(), 250)));
+            // Moving to another person, leaving, and a no-op removal.
+            s.write(|tx| {
+                tx.set_intent_person("int_b", Some(("per_y", 250)))?;
+                tx.set_intent_person("int_a", None)?;
+                tx.set_intent_person("int_z", None)
+            })
+            .unwrap();
+            assert_eq!(count("per_x", 0, ""), 0);
+            assert_eq!(count("per_y", 0, ""), 2);
+            assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
+            assert_eq!(s.read(|rx| rx.intent_person("int_b")).unwrap(), Some(("per_y".into(), 250)));
+        }
     }
 }

@@ -1,18 +1,37 @@
 //! The transactions ([`Rx`], [`Tx`]), the reads they share ([`Reads`]: each method is
 //! its entity module's read) and the generic JSON-record helpers behind them.
 
+use super::column::Column;
+use super::pg::{Conn, Lease};
+use super::table::Table;
 use super::*;
-use redb::{ReadableTable, TableDefinition};
+use redb::TableDefinition;
 use serde::de::DeserializeOwned;
+use std::ops::Bound;
 
 /// A read transaction.
 pub struct Rx {
-    pub(super) txn: redb::ReadTransaction,
+    pub(super) txn: RxTxn,
+}
+
+/// The backend's read transaction.
+pub(super) enum RxTxn {
+    Redb(redb::ReadTransaction),
+    /// A connection inside a `REPEATABLE READ, READ ONLY` transaction.
+    Pg(Lease),
 }
 
 /// A write transaction (reads see its own writes).
 pub struct Tx<'a> {
-    pub(super) txn: &'a redb::WriteTransaction,
+    pub(super) txn: TxTxn<'a>,
+}
+
+/// The backend's write transaction.
+#[derive(Clone, Copy)]
+pub(super) enum TxTxn<'a> {
+    Redb(&'a redb::WriteTransaction),
+    /// A connection inside a write transaction holding the writer lock.
+    Pg(&'a Conn),
 }
 
 mod sealed {
@@ -20,29 +39,39 @@ mod sealed {
     /// [`super::Rx`] and [`super::Tx`] implement it, and only `store` calls it.
     pub trait Tables {
         /// The table `def`, readable.
-        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        fn table<K: super::Column + redb::Key, V: super::Column>(
             &self,
             def: redb::TableDefinition<'_, K, V>,
-        ) -> super::Result<impl redb::ReadableTable<K, V> + '_>;
+        ) -> super::Result<super::Table<'_, K, V>>;
     }
 }
 pub(super) use sealed::Tables;
 
 impl Tables for Rx {
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-        &self,
-        def: TableDefinition<'_, K, V>,
-    ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.txn.open_table(def)?)
+    fn table<K: Column + redb::Key, V: Column>(&self, def: TableDefinition<'_, K, V>) -> Result<Table<'_, K, V>> {
+        match &self.txn {
+            RxTxn::Redb(txn) => Table::redb_read(txn, def),
+            RxTxn::Pg(lease) => Ok(Table::pg(lease.conn()?, def)),
+        }
     }
 }
 
 impl Tables for Tx<'_> {
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    fn table<K: Column + redb::Key, V: Column>(&self, def: TableDefinition<'_, K, V>) -> Result<Table<'_, K, V>> {
+        self.open(def)
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// The table `def`, writable (redb creates it when missing).
+    pub(super) fn open<K: Column + redb::Key, V: Column>(
         &self,
         def: TableDefinition<'_, K, V>,
-    ) -> Result<impl ReadableTable<K, V> + '_> {
-        Ok(self.txn.open_table(def)?)
+    ) -> Result<Table<'a, K, V>> {
+        match self.txn {
+            TxTxn::Redb(txn) => Table::redb_write(txn, def),
+            TxTxn::Pg(conn) => Ok(Table::pg(conn, def)),
+        }
     }
 }
 
@@ -52,9 +81,8 @@ pub(super) fn get_json<T: DeserializeOwned, R: Tables + ?Sized>(
     def: TableDefinition<&str, &[u8]>,
     key: &str,
 ) -> Result<Option<T>> {
-    let t = r.table(def)?;
-    let v = t.get(key)?;
-    v.map(|g| decode(key, g.value())).transpose()
+    let v = r.table(def)?.get(key)?;
+    v.map(|b| decode(key, &b)).transpose()
 }
 
 /// A string from a `&str → &str` table.
@@ -63,9 +91,7 @@ pub(super) fn get_str<R: Tables + ?Sized>(
     def: TableDefinition<&str, &str>,
     key: &str,
 ) -> Result<Option<String>> {
-    let t = r.table(def)?;
-    let v = t.get(key)?;
-    Ok(v.map(|g| g.value().to_owned()))
+    r.table(def)?.get(key)
 }
 
 /// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
@@ -78,15 +104,15 @@ pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
     rev: bool,
 ) -> Result<Vec<(String, T)>> {
     let t = r.table(def)?;
-    let rows = t.range(from..to)?;
-    let rows: Box<dyn Iterator<Item = _>> = if rev { Box::new(rows.rev()) } else { Box::new(rows) };
     let mut out = Vec::new();
-    for row in rows.take(limit) {
-        let (k, v) = row?;
-        let key = k.value().to_owned();
-        let val = decode(&key, v.value())?;
-        out.push((key, val));
+    if limit == 0 {
+        return Ok(out);
     }
+    t.scan((Bound::Included(from), Bound::Excluded(to)), rev, |key, v| {
+        let val = decode(&key, &v)?;
+        out.push((key, val));
+        Ok(out.len() < limit)
+    })?;
     Ok(out)
 }
 
@@ -95,7 +121,12 @@ pub(super) fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(
     r: &R,
     def: TableDefinition<&str, &[u8]>,
 ) -> Result<Vec<T>> {
-    Ok(range_json(r, def, ("", "\u{10ffff}"), usize::MAX, false)?.into_iter().map(|(_, v)| v).collect())
+    let mut out = Vec::new();
+    r.table(def)?.each(|k, v| {
+        out.push(decode(&k, &v)?);
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 /// A counter kept as a decimal string in `meta` (0 when absent or unreadable).
@@ -117,7 +148,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn record_pass(&mut self, name: &str) -> Result<()> {
-        self.txn.open_table(schema::META)?.insert(format!("{PASS_PREFIX}{name}").as_str(), ISTO_VERSION)?;
+        self.open(schema::META)?.insert(format!("{PASS_PREFIX}{name}").as_str(), ISTO_VERSION)?;
         Ok(())
     }
 
@@ -127,13 +158,13 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn forget_pass(&mut self, name: &str) -> Result<bool> {
-        Ok(self.txn.open_table(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
+        Ok(self.open(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
     }
 
     /// Bumps the write-probe counter: the smallest write that goes through a commit.
     pub(super) fn bump_write_probe(&mut self) -> Result<()> {
         let n = meta_counter(&*self, WRITE_PROBE)?.wrapping_add(1);
-        self.txn.open_table(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
+        self.open(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
         Ok(())
     }
 }

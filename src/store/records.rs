@@ -87,7 +87,7 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
         let bytes = encode(&ns.table_name(), value)?;
-        self.txn.open_table(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
+        self.open(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
         Ok(())
     }
 
@@ -96,30 +96,31 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
-        Ok(self.txn.open_table(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
+        Ok(self.open(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store, StoreError};
+    use super::super::{Reads, StoreError};
     use super::Ns;
 
     #[test]
     fn records_are_namespaced() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| {
-            tx.put_record(Ns::Client, "a", &1)?;
-            tx.put_record(Ns::Client, "b", &2)?;
-            tx.put_record(Ns::Token, "a", &3)?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-        let clients: Vec<(String, i32)> = s.read(|rx| rx.records(Ns::Client)).unwrap();
-        assert_eq!(clients, vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
-        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), Some(3));
-        assert!(s.write(|tx| tx.remove_record(Ns::Token, "a")).unwrap());
-        assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), None);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| {
+                tx.put_record(Ns::Client, "a", &1)?;
+                tx.put_record(Ns::Client, "b", &2)?;
+                tx.put_record(Ns::Token, "a", &3)?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let clients: Vec<(String, i32)> = s.read(|rx| rx.records(Ns::Client)).unwrap();
+            assert_eq!(clients, vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
+            assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), Some(3));
+            assert!(s.write(|tx| tx.remove_record(Ns::Token, "a")).unwrap());
+            assert_eq!(s.read(|rx| rx.record::<i32>(Ns::Token, "a")).unwrap(), None);
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use super::schema::{META, PENDING_REPLIES};
 use super::{meta_counter, Result, Tables, Tx};
-use redb::ReadableTable;
+use std::ops::Bound;
 
 /// Key of the last sequence number handed out, in `meta`.
 const SEQ: &str = "pending_reply_seq";
@@ -15,19 +15,12 @@ const SEQ: &str = "pending_reply_seq";
 pub type PendingReply = (u64, String, String);
 
 pub(super) fn first<R: Tables + ?Sized>(r: &R, limit: usize) -> Result<Vec<PendingReply>> {
-    let t = r.table(PENDING_REPLIES)?;
-    let mut out = Vec::new();
-    for row in t.iter()?.take(limit) {
-        let (k, v) = row?;
-        let (intent, offer) = v.value();
-        out.push((k.value(), intent.to_owned(), offer.to_owned()));
-    }
-    Ok(out)
+    let rows = r.table(PENDING_REPLIES)?.range((Bound::Unbounded, Bound::Unbounded), false, limit)?;
+    Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
 }
 
 pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    use redb::ReadableTableMetadata;
-    Ok(r.table(PENDING_REPLIES)?.len()?)
+    r.table(PENDING_REPLIES)?.len()
 }
 
 impl Tx<'_> {
@@ -38,9 +31,9 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn queue_reply(&mut self, intent_id: &str, offer_id: &str) -> Result<u64> {
         let last = meta_counter(&*self, SEQ)?;
-        let mut t = self.txn.open_table(PENDING_REPLIES)?;
-        let next = last.max(t.last()?.map(|(k, _)| k.value()).unwrap_or(0)) + 1;
-        self.txn.open_table(META)?.insert(SEQ, next.to_string().as_str())?;
+        let mut t = self.open(PENDING_REPLIES)?;
+        let next = last.max(t.last()?.map(|(k, _)| k).unwrap_or(0)) + 1;
+        self.open(META)?.insert(SEQ, next.to_string().as_str())?;
         t.insert(next, (intent_id, offer_id))?;
         Ok(next)
     }
@@ -51,11 +44,6 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn take_pending_reply(&mut self, seq: u64) -> Result<Option<(String, String)>> {
-        let mut t = self.txn.open_table(PENDING_REPLIES)?;
-        let v = t.remove(seq)?;
-        Ok(v.map(|g| {
-            let (intent, offer) = g.value();
-            (intent.to_owned(), offer.to_owned())
-        }))
+        self.open(PENDING_REPLIES)?.remove(seq)
     }
 }

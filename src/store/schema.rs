@@ -7,7 +7,8 @@
 //!   open, so a failed migration leaves the file as it was;
 //! - a file at a newer version is refused ([`StoreError::TooNew`]).
 //!
-//! A migration is `(number, fn(&WriteTransaction) -> Result<()>)`; numbers start at 1
+//! A migration is `(number, fn(&mut Tx) -> Result<()>)`, over the store's table interface
+//! (the same migration on redb and PostgreSQL); numbers start at 1
 //! and grow by one, and [`SCHEMA_VERSION`] is the last number. To change the layout, add
 //! the table here and a migration that creates and fills it from the tables before it
 //! (migrations are cumulative: a store several versions behind runs each in turn).
@@ -15,8 +16,10 @@
 //! an application type.
 
 use super::dump::AnyTable;
-use super::{Result, StoreError};
-use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+use super::reads::TxTxn;
+use super::{get_str, Result, StoreError, Tx};
+use redb::{ReadTransaction, TableDefinition, WriteTransaction};
+use std::ops::Bound;
 
 /// The store's file name inside `DATA_DIR`.
 pub const FILE_NAME: &str = "isto.redb";
@@ -100,7 +103,7 @@ struct Migration {
     number: u64,
     name: &'static str,
     description: &'static str,
-    run: fn(&WriteTransaction) -> Result<()>,
+    run: fn(&mut Tx<'_>) -> Result<()>,
 }
 
 /// Every migration, by number (1, 2, …; see the module docs).
@@ -188,22 +191,30 @@ pub fn migrations() -> Vec<MigrationInfo> {
 /// [`StoreError::TooNew`]; [`StoreError::NotAStore`] (a file without a schema version,
 /// not `new`; nothing is changed); [`StoreError::Corrupt`] when the stored version is
 /// not a number; storage errors and a migration's error.
-pub(super) fn prepare(txn: &WriteTransaction, new: bool) -> Result<()> {
-    let found = stored_version(txn)?;
+pub(super) fn prepare(tx: &mut Tx<'_>, new: bool) -> Result<()> {
+    let found = stored_version(tx)?;
     match found {
         Some(v) if v > SCHEMA_VERSION => {
-            return Err(StoreError::TooNew { found: v, writer: stored_writer(txn)? });
+            return Err(StoreError::TooNew { found: v, writer: stored_writer(tx)? });
         }
-        Some(v) => migrate(txn, v)?,
+        Some(v) => migrate(tx, v)?,
         None if new => {}
-        None => return Err(not_isto(write_table_list(txn)?)),
+        None => {
+            return Err(match tx.txn {
+                TxTxn::Redb(txn) => not_isto(write_table_list(txn)?),
+                TxTxn::Pg(_) => StoreError::NotAStore(format!(
+                    "the PostgreSQL database has isto's tables but no schema version (meta {VERSION_KEY:?}): a \
+                     damaged store; restore a backup into an empty database"
+                )),
+            })
+        }
     }
-    create_tables(txn)?;
+    create_tables(tx)?;
     if found != Some(SCHEMA_VERSION) {
-        txn.open_table(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_string().as_str())?;
+        tx.open(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_string().as_str())?;
     }
-    if stored_writer(txn)?.as_deref() != Some(ISTO_VERSION) {
-        txn.open_table(META)?.insert(WRITER_KEY, ISTO_VERSION)?;
+    if stored_writer(tx)?.as_deref() != Some(ISTO_VERSION) {
+        tx.open(META)?.insert(WRITER_KEY, ISTO_VERSION)?;
     }
     Ok(())
 }
@@ -240,31 +251,25 @@ pub(super) fn not_isto(tables: Vec<String>) -> StoreError {
     ))
 }
 
-/// The version recorded in the file (`None` for a new file).
-fn stored_version(txn: &WriteTransaction) -> Result<Option<u64>> {
-    let meta = txn.open_table(META)?;
-    let Some(v) = meta.get(VERSION_KEY)? else { return Ok(None) };
-    let v = v.value();
+/// The version recorded in the store (`None` for a new store).
+fn stored_version(tx: &Tx<'_>) -> Result<Option<u64>> {
+    let Some(v) = get_str(tx, META, VERSION_KEY)? else { return Ok(None) };
     v.parse::<u64>().map(Some).map_err(|_| {
         StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
     })
 }
 
 /// The isto version recorded as the store's last writer (`None`: none recorded).
-fn stored_writer(txn: &WriteTransaction) -> Result<Option<String>> {
-    let meta = txn.open_table(META)?;
-    let v = meta.get(WRITER_KEY)?.map(|v| v.value().to_owned());
-    Ok(v)
+fn stored_writer(tx: &Tx<'_>) -> Result<Option<String>> {
+    get_str(tx, META, WRITER_KEY)
 }
 
 /// The version recorded in the file, read in a read transaction (`None`: no version).
 ///
 /// # Errors
 /// [`StoreError::Corrupt`] when it is not a number; storage errors.
-pub(super) fn read_version(txn: &ReadTransaction) -> Result<Option<u64>> {
-    let meta = txn.open_table(META)?;
-    let Some(v) = meta.get(VERSION_KEY)? else { return Ok(None) };
-    let v = v.value();
+pub(super) fn read_version<R: super::Tables + ?Sized>(r: &R) -> Result<Option<u64>> {
+    let Some(v) = get_str(r, META, VERSION_KEY)? else { return Ok(None) };
     v.parse::<u64>().map(Some).map_err(|_| {
         StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
     })
@@ -323,78 +328,86 @@ pub fn migrate_file(path: &std::path::Path, commit: bool) -> Result<Migrated> {
     super::open::existing(path)?;
     let db = redb::Database::open(path).map_err(super::open::not_redb)?;
     let txn = db.begin_write()?;
-    let stored = stored_version(&txn)?;
-    let writer = stored_writer(&txn)?;
+    let existing: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
+    let out = migrate_in(&mut Tx { txn: TxTxn::Redb(&txn) }, &|t| existing.iter().any(|e| e == t), false, commit);
+    match out {
+        Ok(m) if commit => {
+            txn.commit()?;
+            Ok(m)
+        }
+        out => {
+            txn.abort()?;
+            out
+        }
+    }
+}
+
+/// [`migrate_file`] for a store at `location`: the redb file, or the PostgreSQL database
+/// (where the SQL migrations run first, in the same transaction; a new database counts as
+/// a store made now).
+///
+/// # Errors
+/// As [`migrate_file`]; the database's error.
+pub fn migrate_at(location: &super::Location, commit: bool) -> Result<Migrated> {
+    match location {
+        super::Location::Redb { path, .. } => migrate_file(path, commit),
+        super::Location::Postgres(settings) => super::pg::migrate(settings, commit),
+    }
+}
+
+/// [`migrate_file`]'s work inside the write transaction `tx`: `existed` says whether a
+/// table existed before (its rows are counted then), `new` whether the store is new.
+pub(super) fn migrate_in(tx: &mut Tx<'_>, existed: &dyn Fn(&str) -> bool, new: bool, commit: bool) -> Result<Migrated> {
+    let stored = stored_version(tx)?;
+    let writer = stored_writer(tx)?;
     if let Some(v) = stored.filter(|v| *v > SCHEMA_VERSION) {
-        txn.abort()?;
         return Err(StoreError::TooNew { found: v, writer });
     }
-    let existing: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
     let mut before = Vec::with_capacity(TABLES.len());
     for t in TABLES {
-        let n = if existing.iter().any(|e| e == t.name()) { Some(t.count_in(&txn)?) } else { None };
+        let n = if existed(t.name()) { Some(t.count_in(tx)?) } else { None };
         before.push(n);
     }
     let from = stored.unwrap_or(SCHEMA_VERSION);
     let pending = migrations().into_iter().filter(|m| m.number > from).collect();
-    prepare(&txn, false)?;
+    prepare(tx, new)?;
     let mut tables = Vec::new();
     for (t, before) in TABLES.iter().zip(before) {
-        let after = t.count_in(&txn)?;
+        let after = t.count_in(tx)?;
         if before != Some(after) {
             tables.push(TableChange { table: t.name().to_owned(), before, after });
         }
     }
     let mut passes_done = Vec::new();
-    for row in txn.open_table(META)?.range("pass:".."pass;")? {
-        let (k, _) = row?;
-        passes_done.push(k.value().trim_start_matches("pass:").to_owned());
-    }
-    if commit {
-        txn.commit()?;
-    } else {
-        txn.abort()?;
-    }
+    tx.open(META)?.scan((Bound::Included("pass:"), Bound::Excluded("pass;")), false, |k, _| {
+        passes_done.push(k.trim_start_matches("pass:").to_owned());
+        Ok(true)
+    })?;
     Ok(Migrated { stored, writer, current: SCHEMA_VERSION, pending, tables, committed: commit, passes_done })
 }
 
 /// Runs every migration numbered above `from`, in order.
-fn migrate(txn: &WriteTransaction, from: u64) -> Result<()> {
+fn migrate(tx: &mut Tx<'_>, from: u64) -> Result<()> {
     for m in MIGRATIONS.iter().filter(|m| m.number > from) {
-        (m.run)(txn)?;
+        (m.run)(tx)?;
         tracing::info!(migration = m.number, name = m.name, "store migrated");
     }
     Ok(())
 }
 
 /// Opens (creating when missing) every table of the current layout, so that reads in
-/// read transactions never meet a missing table.
-fn create_tables(txn: &WriteTransaction) -> Result<()> {
-    txn.open_table(META)?;
-    txn.open_table(INTENTS)?;
-    txn.open_table(ACTIVE)?;
-    txn.open_table(INTENT_EXPIRY)?;
-    txn.open_table(INTENT_ERASURE)?;
-    txn.open_table(INTENT_DUE)?;
-    txn.open_table(TOKENS)?;
-    txn.open_table(OFFERS)?;
-    txn.open_table(OFFER_REFS)?;
-    txn.open_table(SELLERS)?;
-    txn.open_table(SELLER_NAMES)?;
-    txn.open_table(DELIVERED)?;
-    txn.open_table(DELIVERY_LOG)?;
-    txn.open_table(DIGEST_DUE)?;
-    txn.open_table(OUTBOX)?;
-    txn.open_table(PENDING_REPLIES)?;
-    txn.open_table(RECORDS)?;
-    txn.open_table(PERSON_ACTIVE)?;
-    txn.open_table(INTENT_PERSON)?;
+/// read transactions never meet a missing table (on PostgreSQL the SQL migrations made
+/// them).
+fn create_tables(tx: &mut Tx<'_>) -> Result<()> {
+    for t in TABLES {
+        t.create(tx)?;
+    }
     Ok(())
 }
 
 /// 1: the first layout (`meta` … `records`), which stores at version 1 were created
 /// with in full; nothing to change.
-fn v1_initial(_txn: &WriteTransaction) -> Result<()> {
+fn v1_initial(_tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
@@ -402,16 +415,18 @@ fn v1_initial(_txn: &WriteTransaction) -> Result<()> {
 /// intent is entered as due now (time 0): the store cannot read application records,
 /// so the first sweep after the upgrade looks at each intent once — as every sweep did
 /// before the index — and records its real times (see `docs/choices.md`).
-fn v2_intent_expiry_index(txn: &WriteTransaction) -> Result<()> {
-    let intents = txn.open_table(INTENTS)?;
-    let mut expiry = txn.open_table(INTENT_EXPIRY)?;
-    let mut due = txn.open_table(INTENT_DUE)?;
-    txn.open_table(INTENT_ERASURE)?;
-    for row in intents.iter()? {
-        let (id, _) = row?;
-        let id = id.value();
-        expiry.insert((0i64, id), ())?;
-        due.insert(id, (Some(0i64), None::<i64>))?;
+fn v2_intent_expiry_index(tx: &mut Tx<'_>) -> Result<()> {
+    let mut ids = Vec::new();
+    tx.open(INTENTS)?.each(|id, _| {
+        ids.push(id);
+        Ok(true)
+    })?;
+    let mut expiry = tx.open(INTENT_EXPIRY)?;
+    let mut due = tx.open(INTENT_DUE)?;
+    tx.open(INTENT_ERASURE)?;
+    for id in &ids {
+        expiry.insert((0i64, id.as_str()), ())?;
+        due.insert(id.as_str(), (Some(0i64), None::<i64>))?;
     }
     Ok(())
 }
@@ -421,16 +436,16 @@ fn v2_intent_expiry_index(txn: &WriteTransaction) -> Result<()> {
 /// store cannot open, so the services fill the index at start
 /// (`Intents::backfill_people`: every active intent without a person key gets one, and
 /// its row) — see `docs/choices.md`.
-fn v3_person_index(txn: &WriteTransaction) -> Result<()> {
-    txn.open_table(PERSON_ACTIVE)?;
-    txn.open_table(INTENT_PERSON)?;
+fn v3_person_index(tx: &mut Tx<'_>) -> Result<()> {
+    tx.open(PERSON_ACTIVE)?;
+    tx.open(INTENT_PERSON)?;
     Ok(())
 }
 
 /// 4: the queue of seller replies waiting to be matched (`pending_replies`), empty:
 /// replies stored before it were matched when they were stored.
-fn v4_pending_replies(txn: &WriteTransaction) -> Result<()> {
-    txn.open_table(PENDING_REPLIES)?;
+fn v4_pending_replies(tx: &mut Tx<'_>) -> Result<()> {
+    tx.open(PENDING_REPLIES)?;
     Ok(())
 }
 

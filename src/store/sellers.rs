@@ -23,25 +23,26 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_seller<T: Serialize>(&mut self, id: &str, folded_name: &str, record: &T) -> Result<()> {
         let bytes = encode("sellers", record)?;
-        self.txn.open_table(SELLERS)?.insert(id, bytes.as_slice())?;
-        self.txn.open_table(SELLER_NAMES)?.insert(folded_name, id)?;
+        self.open(SELLERS)?.insert(id, bytes.as_slice())?;
+        self.open(SELLER_NAMES)?.insert(folded_name, id)?;
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Reads, Store};
+    use super::super::Reads;
     use serde_json::json;
 
     #[test]
     fn sellers_by_id_and_folded_name() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| tx.put_seller("sel_a", "auto kovac", &json!({"name": "Auto Kováč"}))).unwrap();
-        assert_eq!(s.read(|rx| rx.seller_by_name("auto kovac")).unwrap().as_deref(), Some("sel_a"));
-        let v: Option<serde_json::Value> = s.read(|rx| rx.seller("sel_a")).unwrap();
-        assert_eq!(v.unwrap()["name"], "Auto Kováč");
-        assert_eq!(s.read(|rx| rx.all_sellers::<serde_json::Value>()).unwrap().len(), 1);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            s.write(|tx| tx.put_seller("sel_a", "auto kovac", &json!({"name": "Auto Kováč"}))).unwrap();
+            assert_eq!(s.read(|rx| rx.seller_by_name("auto kovac")).unwrap().as_deref(), Some("sel_a"));
+            let v: Option<serde_json::Value> = s.read(|rx| rx.seller("sel_a")).unwrap();
+            assert_eq!(v.unwrap()["name"], "Auto Kováč");
+            assert_eq!(s.read(|rx| rx.all_sellers::<serde_json::Value>()).unwrap().len(), 1);
+        }
     }
 }

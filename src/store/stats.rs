@@ -1,5 +1,5 @@
 //! Counts for `/metrics` and `isto admin stats` (issue 11 point 4): row counts of whole
-//! tables, which redb keeps in each table's header (no scan), and visits of every
+//! tables, which redb keeps in each table's header (no scan; PostgreSQL counts), and visits of every
 //! intent or offer, one record at a time (a scan, for the callers that need the
 //! records' fields).
 
@@ -7,9 +7,10 @@ use super::schema::{
     ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE, RECORDS, SELLERS,
     SELLER_NAMES, TOKENS,
 };
+use super::Tables as _;
 use super::{decode, Ns, Result, Rx};
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::de::DeserializeOwned;
+use std::ops::Bound;
 
 impl super::Store {
     /// How many write transactions have committed on the open file since it was opened
@@ -19,6 +20,9 @@ impl super::Store {
     /// # Errors
     /// [`super::StoreError::Unavailable`] while the file is being reopened.
     pub fn commits(&self) -> Result<u64> {
+        if let Some(pool) = &self.pg {
+            return Ok(pool.commits.load(std::sync::atomic::Ordering::Relaxed));
+        }
         Ok(self.current()?.lock_group().committed)
     }
 }
@@ -44,10 +48,10 @@ impl Rx {
     /// Storage errors.
     pub fn counts(&self) -> Result<Counts> {
         Ok(Counts {
-            intents: self.txn.open_table(INTENTS)?.len()?,
-            active: self.txn.open_table(ACTIVE)?.len()?,
-            offers: self.txn.open_table(OFFERS)?.len()?,
-            deliveries: self.txn.open_table(DELIVERED)?.len()?,
+            intents: self.table(INTENTS)?.len()?,
+            active: self.table(ACTIVE)?.len()?,
+            offers: self.table(OFFERS)?.len()?,
+            deliveries: self.table(DELIVERED)?.len()?,
         })
     }
 
@@ -56,11 +60,10 @@ impl Rx {
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn each_intent<T: DeserializeOwned>(&self, mut visit: impl FnMut(T)) -> Result<()> {
-        for row in self.txn.open_table(INTENTS)?.iter()? {
-            let (k, v) = row?;
-            visit(decode(k.value(), v.value())?);
-        }
-        Ok(())
+        self.table(INTENTS)?.each(|k, v| {
+            visit(decode(&k, &v)?);
+            Ok(true)
+        })
     }
 
     /// Hands every offer record to `visit`, in id order, decoding one at a time.
@@ -68,11 +71,10 @@ impl Rx {
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn each_offer<T: DeserializeOwned>(&self, mut visit: impl FnMut(T)) -> Result<()> {
-        for row in self.txn.open_table(OFFERS)?.iter()? {
-            let (k, v) = row?;
-            visit(decode(k.value(), v.value())?);
-        }
-        Ok(())
+        self.table(OFFERS)?.each(|k, v| {
+            visit(decode(&k, &v)?);
+            Ok(true)
+        })
     }
 
     /// How many records the namespace `ns` holds (a key range walk; nothing decoded).
@@ -82,12 +84,11 @@ impl Rx {
     pub fn count_records(&self, ns: Ns) -> Result<u64> {
         let p = ns.prefix();
         let to = format!("{p}\u{10ffff}");
-        let t = self.txn.open_table(RECORDS)?;
         let mut n = 0;
-        for row in t.range(p..to.as_str())? {
-            row?;
+        self.table(RECORDS)?.scan((Bound::Included(p), Bound::Excluded(to.as_str())), false, |_, _| {
             n += 1;
-        }
+            Ok(true)
+        })?;
         Ok(n)
     }
 }
@@ -113,11 +114,10 @@ impl Rx {
     /// # Errors
     /// Storage errors.
     pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
-        let intents = self.txn.open_table(INTENTS)?;
-        let offers = self.txn.open_table(OFFERS)?;
-        let sellers = self.txn.open_table(SELLERS)?;
-        let mut out = Vec::new();
-        let mut check = |table: &'static str, target: &'static str, id: &str| -> Result<bool> {
+        let intents = self.table(INTENTS)?;
+        let offers = self.table(OFFERS)?;
+        let sellers = self.table(SELLERS)?;
+        let check = |out: &mut Vec<Dangling>, table: &'static str, target: &'static str, id: &str| -> Result<bool> {
             let there = match target {
                 "intents" => intents.get(id)?.is_some(),
                 "offers" => offers.get(id)?.is_some(),
@@ -128,40 +128,26 @@ impl Rx {
             }
             Ok(out.len() < limit)
         };
-        for row in self.txn.open_table(ACTIVE)?.iter()? {
-            if !check("active", "intents", row?.0.value())? {
-                return Ok(out);
-            }
+        let mut out = Vec::new();
+        let o = &mut out;
+        self.table(ACTIVE)?.each(|id, ()| check(o, "active", "intents", &id))?;
+        if o.len() < limit {
+            self.table(INTENT_EXPIRY)?.each(|(_, id), ()| check(o, "intent_expiry", "intents", &id))?;
         }
-        for row in self.txn.open_table(INTENT_EXPIRY)?.iter()? {
-            if !check("intent_expiry", "intents", row?.0.value().1)? {
-                return Ok(out);
-            }
+        if o.len() < limit {
+            self.table(TOKENS)?.each(|_, id| check(o, "tokens", "intents", &id))?;
         }
-        for row in self.txn.open_table(TOKENS)?.iter()? {
-            if !check("tokens", "intents", row?.1.value())? {
-                return Ok(out);
-            }
+        if o.len() < limit {
+            self.table(INTENT_PERSON)?.each(|id, _| check(o, "intent_person", "intents", &id))?;
         }
-        for row in self.txn.open_table(INTENT_PERSON)?.iter()? {
-            if !check("intent_person", "intents", row?.0.value())? {
-                return Ok(out);
-            }
+        if o.len() < limit {
+            self.table(PERSON_ACTIVE)?.each(|(_, id), _| check(o, "person_active", "intents", &id))?;
         }
-        for row in self.txn.open_table(PERSON_ACTIVE)?.iter()? {
-            if !check("person_active", "intents", row?.0.value().1)? {
-                return Ok(out);
-            }
+        if o.len() < limit {
+            self.table(OFFER_REFS)?.each(|_, id| check(o, "offer_refs", "offers", &id))?;
         }
-        for row in self.txn.open_table(OFFER_REFS)?.iter()? {
-            if !check("offer_refs", "offers", row?.1.value())? {
-                return Ok(out);
-            }
-        }
-        for row in self.txn.open_table(SELLER_NAMES)?.iter()? {
-            if !check("seller_names", "sellers", row?.1.value())? {
-                return Ok(out);
-            }
+        if o.len() < limit {
+            self.table(SELLER_NAMES)?.each(|_, id| check(o, "seller_names", "sellers", &id))?;
         }
         Ok(out)
     }
@@ -169,40 +155,41 @@ impl Rx {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Store, Tx};
+    use super::super::Tx;
     use super::*;
 
     #[test]
     fn counts_follow_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.redb")).unwrap();
-        assert_eq!(s.read(|rx| rx.counts()).unwrap(), Counts::default());
-        s.write(|tx: &mut Tx<'_>| -> Result<()> {
-            tx.put_intent(
-                &crate::store::IntentKey::for_tests(),
-                "int_a",
-                &serde_json::json!({"n": 1}),
-                true,
-                Default::default(),
-            )?;
-            tx.put_intent(
-                &crate::store::IntentKey::for_tests(),
-                "int_b",
-                &serde_json::json!({"n": 2}),
-                false,
-                Default::default(),
-            )?;
-            tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
-            tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
-            tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;
-            Ok(())
-        })
-        .unwrap();
-        let c = s.read(|rx| rx.counts()).unwrap();
-        assert_eq!(c, Counts { intents: 2, active: 1, offers: 0, deliveries: 1 });
-        let mut seen = Vec::new();
-        s.read(|rx| rx.each_intent(|v: serde_json::Value| seen.push(v["n"].as_u64().unwrap()))).unwrap();
-        assert_eq!(seen, [1, 2]);
-        assert_eq!(s.read(|rx| rx.count_records(Ns::Account)).unwrap(), 1);
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            assert_eq!(s.read(|rx| rx.counts()).unwrap(), Counts::default());
+            s.write(|tx: &mut Tx<'_>| -> Result<()> {
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_a",
+                    &serde_json::json!({"n": 1}),
+                    true,
+                    Default::default(),
+                )?;
+                tx.put_intent(
+                    &crate::store::IntentKey::for_tests(),
+                    "int_b",
+                    &serde_json::json!({"n": 2}),
+                    false,
+                    Default::default(),
+                )?;
+                tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
+                tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
+                tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;
+                Ok(())
+            })
+            .unwrap();
+            let c = s.read(|rx| rx.counts()).unwrap();
+            assert_eq!(c, Counts { intents: 2, active: 1, offers: 0, deliveries: 1 });
+            let mut seen = Vec::new();
+            s.read(|rx| rx.each_intent(|v: serde_json::Value| seen.push(v["n"].as_u64().unwrap()))).unwrap();
+            assert_eq!(seen, [1, 2]);
+            assert_eq!(s.read(|rx| rx.count_records(Ns::Account)).unwrap(), 1);
+        }
     }
 }

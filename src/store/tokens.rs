@@ -2,7 +2,6 @@
 
 use super::schema::TOKENS;
 use super::{get_str, Result, Tables, Tx};
-use redb::ReadableTable;
 use std::collections::HashSet;
 
 pub(super) fn get<R: Tables + ?Sized>(r: &R, hash: &str) -> Result<Option<String>> {
@@ -15,7 +14,7 @@ impl Tx<'_> {
     /// # Errors
     /// Storage errors.
     pub fn put_token(&mut self, hash: &str, intent: &str) -> Result<()> {
-        self.txn.open_table(TOKENS)?.insert(hash, intent)?;
+        self.open(TOKENS)?.insert(hash, intent)?;
         Ok(())
     }
 
@@ -28,14 +27,14 @@ impl Tx<'_> {
         if intents.is_empty() {
             return Ok(0);
         }
-        let mut t = self.txn.open_table(TOKENS)?;
+        let mut t = self.open(TOKENS)?;
         let mut doomed = Vec::new();
-        for row in t.iter()? {
-            let (k, v) = row?;
-            if intents.contains(v.value()) {
-                doomed.push(k.value().to_owned());
+        t.each(|k, v| {
+            if intents.contains(&v) {
+                doomed.push(k);
             }
-        }
+            Ok(true)
+        })?;
         for k in &doomed {
             t.remove(k.as_str())?;
         }

@@ -185,7 +185,7 @@ fn stale_consent_gives_a_draft_with_a_consent_url() {
 
     // The same consent page as /mcp drafts; the token is stored only as a hash.
     let token = url.rsplit('/').next().unwrap();
-    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
+    let raw = f.store_bytes();
     assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()));
     assert!(h.intents.consent_view(token).unwrap().open);
     assert_eq!(h.intents.give_consent(token, "buyer@example.com", "en").unwrap(), ConsentOutcome::Recorded);
@@ -380,7 +380,7 @@ fn valid_until_later_waits_for_the_renewal_page() {
     let token = renewal_token(r.renew_url.as_deref().unwrap());
     assert_eq!(r.intent.valid_until, "2027-02-01T00:00:00Z");
     assert_eq!(h.intents.get_owned(&acc, &id).unwrap().valid_until, "2027-02-01T00:00:00Z");
-    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
+    let raw = f.store_bytes();
     assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()), "only the hash is stored");
 
     let path = format!("/renew/{token}");

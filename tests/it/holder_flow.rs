@@ -166,7 +166,7 @@ fn codes_are_secret_and_ids_must_match() {
     assert!(matches!(h.intents.get_by_code("nope-nope-nope-nope", None), Err(ServiceError::NotFound)));
     assert!(matches!(h.intents.get_by_code(&code, Some(&other_id)), Err(ServiceError::NotFound)));
     // The code is stored only as a hash.
-    let raw = std::fs::read(f.dir.path().join("isto.redb")).unwrap();
+    let raw = f.store_bytes();
     assert!(!raw.windows(code.len()).any(|w| w == code.as_bytes()));
 }
 

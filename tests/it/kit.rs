@@ -1,5 +1,6 @@
-//! The one test kit of the integration tests: an [`AppState`] over a real redb file in a
-//! temp dir with a [`ManualClock`], the production router (`isto::app::router`) driven
+//! The one test kit of the integration tests: an [`AppState`] over a real store — a redb
+//! file in a temp dir, or with `ISTO_TEST_BACKEND=postgres` a new database of a
+//! throw-away PostgreSQL cluster (`isto::store::testpg`) — with a [`ManualClock`], the production router (`isto::app::router`) driven
 //! in-process (axum's `oneshot` pattern), form and JSON-RPC helpers, the outbox reader,
 //! and the account sign-up every suite needs.
 
@@ -114,7 +115,28 @@ pub fn settings(dir: &Path, opts: Opts) -> Settings {
     if let Some(q) = opts.quotas {
         s.quotas = q;
     }
+    if backend_is_postgres() {
+        s.store_postgres = Some(database_of(dir));
+    }
     s
+}
+
+/// Whether the tests run on PostgreSQL (`ISTO_TEST_BACKEND=postgres`; the default,
+/// `redb`, or anything else: the redb file).
+pub fn backend_is_postgres() -> bool {
+    std::env::var("ISTO_TEST_BACKEND").is_ok_and(|b| b == "postgres")
+}
+
+/// The PostgreSQL database of the holder in `dir`: made at the first call for the
+/// directory, its settings kept in the directory, so that a reopened holder finds it.
+pub fn database_of(dir: &Path) -> isto::store::PgSettings {
+    let kept = dir.join(".isto-test-postgres");
+    if let Ok(url) = std::fs::read_to_string(&kept) {
+        return isto::store::PgSettings { url, pool_size: 4 };
+    }
+    let db = isto::store::testpg::database();
+    std::fs::write(&kept, &db.url).unwrap();
+    db
 }
 
 /// A clock standing at [`START`].
@@ -143,7 +165,7 @@ pub fn clock_for(opts: &Opts) -> Arc<ManualClock> {
 pub fn open_state(dir: &Path, clock: Arc<ManualClock>, opts: Opts) -> AppState {
     let settings = settings(dir, opts);
     let (keys, _) = KeyRing::load_or_create(&settings.key_path()).unwrap();
-    let store = Store::open(&settings.store_path()).unwrap();
+    let store = Store::open_at(&settings.store_location()).unwrap();
     let index = opts.index_on_disk.then(|| dir.join("index"));
     AppState::with_index_dir(settings, store, keys, clock, index)
 }
@@ -251,6 +273,28 @@ impl Fx {
         let stop = CancellationToken::new();
         let app = isto::app::router(holder.clone(), stop.clone());
         Fx { dir, clock, holder, app, rt, opts, stop }
+    }
+
+    /// Everything the store holds as bytes, to look for what must never be stored in
+    /// the clear: the redb file, or on PostgreSQL every row of the export (the tables'
+    /// keys and values as they are stored).
+    pub fn store_bytes(&self) -> Vec<u8> {
+        if !backend_is_postgres() {
+            return std::fs::read(self.dir.path().join(isto::store::FILE_NAME)).unwrap();
+        }
+        let mut out = Vec::new();
+        self.holder
+            .base
+            .store()
+            .export(|step| -> Result<(), isto::store::StoreError> {
+                if let isto::store::Export::Row { line, .. } = step {
+                    out.extend_from_slice(line.as_bytes());
+                    out.push(b'\n');
+                }
+                Ok(())
+            })
+            .unwrap();
+        out
     }
 
     /// Sends a request through the router.

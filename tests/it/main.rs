@@ -32,6 +32,7 @@ mod mail_faults;
 mod mcp_app;
 mod mrtr;
 mod people;
+mod postgres;
 mod proxies;
 mod quotas;
 mod rate_limits;

@@ -78,15 +78,21 @@ pub fn restore(
     drop(create_private(&tmp)?);
     let mut guard = TempFile(Some(tmp.clone()));
     let (got, opened) = restore_checked(settings, file, &checked, &tmp, &ring, json_output)?;
+    if settings.store_postgres.is_some() {
+        // Checked in the temp redb store above; then moved into the empty database.
+        super::restore_pg::into_database(settings, &tmp)?;
+    }
     install_staged_keys(&keys_dir, adding.as_ref(), &mut undo)?;
-    std::fs::rename(&tmp, &store_path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), store_path.display()))?;
-    guard.0 = None;
+    if settings.store_postgres.is_none() {
+        std::fs::rename(&tmp, &store_path)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), store_path.display()))?;
+        guard.0 = None;
+    }
     undo.created_dir = None;
     sync_dir(&settings.data_dir)?;
     let report = RestoreReport {
         file: file.to_owned(),
-        store: store_path.clone(),
+        store: if settings.store_postgres.is_some() { settings.store_name().into() } else { store_path.clone() },
         rows: checked.trailer.rows,
         tables: got,
         schema_from: checked.header.schema,

@@ -24,9 +24,18 @@ use std::time::{Duration, Instant};
 /// Rows of every table: `table → (key JSON → whole line)`.
 pub type Rows = BTreeMap<String, BTreeMap<String, String>>;
 
-/// Every row of the store at `path` (opened here, so no server may hold it).
+/// Every row of the store at `path` (opened here, so no server may hold it); with
+/// `ISTO_TEST_BACKEND=postgres`, of the database of `path`'s directory.
 pub fn rows_of(path: &Path) -> Rows {
-    let s = Store::open(path).unwrap();
+    let s = match (super::backend_is_postgres(), path.parent()) {
+        (true, Some(dir)) => Store::open_at(&isto::store::Location::Postgres(super::database_of(dir))).unwrap(),
+        _ => Store::open(path).unwrap(),
+    };
+    rows_in(&s)
+}
+
+/// Every row of the open store `s`.
+pub fn rows_in(s: &Store) -> Rows {
     let mut rows = Rows::new();
     s.export(|step| -> Result<(), StoreError> {
         if let Export::Row { table, line } = step {
@@ -39,10 +48,17 @@ pub fn rows_of(path: &Path) -> Rows {
     rows
 }
 
-/// The binary on `data` (no config file, warnings only).
+/// The binary on `data` (no config file, warnings only); with
+/// `ISTO_TEST_BACKEND=postgres`, on the database of `data` ([`super::database_of`]).
 pub fn isto(data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_isto"));
     c.env("ISTO_DATA_DIR", data).env_remove("ISTO_CONFIG").env("RUST_LOG", "warn").stdin(Stdio::null());
+    if super::backend_is_postgres() {
+        std::fs::create_dir_all(data).unwrap();
+        c.env("ISTO_STORE_BACKEND", "postgres").env("ISTO_STORE_URL", super::database_of(data).url);
+    } else {
+        c.env_remove("ISTO_STORE_BACKEND").env_remove("ISTO_STORE_URL");
+    }
     c
 }
 

@@ -1,0 +1,52 @@
+//! `isto admin restore` into a PostgreSQL store (`store.backend = "postgres"`): the
+//! backup is first restored and checked in a temp redb store beside the data directory,
+//! exactly as for a redb holder (format, rows, sealed values, records), then its rows
+//! are loaded into the configured database in one transaction
+//! ([`Store::restore_rows`]: the same keys and sealed bytes), and the database is
+//! opened once more so an older backup's schema is migrated there. The database must be
+//! empty (a new one, or one only `isto serve` or `isto admin init` opened): a store
+//! with data is never replaced.
+
+use crate::config::Settings;
+use crate::store::{Export, Store, StoreError};
+use anyhow::Context as _;
+use std::path::Path;
+
+/// Rows in flight between the export of the temp store and the load into the database.
+const IN_FLIGHT: usize = 1024;
+
+/// Loads the checked temp store `tmp` into the database of `settings`.
+///
+/// # Errors
+/// The database cannot be reached or is not empty (nothing is written), or a storage
+/// error of either store.
+pub(super) fn into_database(settings: &Settings, tmp: &Path) -> anyhow::Result<()> {
+    let name = settings.store_name();
+    let to = Store::open_at(&settings.store_location()).with_context(|| format!("cannot open the store {name}"))?;
+    let from = Store::open(tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
+    let (send, recv) = std::sync::mpsc::sync_channel::<Result<String, StoreError>>(IN_FLIGHT);
+    let exporter = std::thread::spawn(move || {
+        let out = from.export(|step| -> Result<(), StoreError> {
+            if let Export::Row { line, .. } = step {
+                // The loader stopped (it failed): stop exporting too.
+                send.send(Ok(line.to_owned())).map_err(|_| StoreError::Backup("the load stopped".to_owned()))?;
+            }
+            Ok(())
+        });
+        // A failed export ends the rows with its error, so the load rolls back rather
+        // than commit what came before it.
+        if let Err(e) = out {
+            let _ = send.send(Err(e));
+        }
+    });
+    let loaded = to.restore_rows(recv.into_iter());
+    exporter.join().map_err(|_| anyhow::anyhow!("the export of the restored store failed"))?;
+    loaded.with_context(|| format!("cannot restore into {name}; nothing was written there"))?;
+    drop(to);
+    // Opened again: an older backup's schema is migrated in the database.
+    drop(
+        Store::open_at(&settings.store_location())
+            .with_context(|| format!("the restored store {name} does not open"))?,
+    );
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! `[store]`'s backend keys: `backend` (`redb`, the default, or `postgres`), and for
+//! PostgreSQL `url` and `pool_size`, each overridden by its `ISTO_STORE_*` variable.
+//! The URL's password never appears in an error or in `check-config` output.
+
+use super::{ConfigError, FileStore, Overrides};
+use crate::store::{PgSettings, DEFAULT_POOL_SIZE};
+
+/// The PostgreSQL settings of `[store]` and the overrides; `None` for redb.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming the key: an unknown backend, a PostgreSQL backend
+/// without a URL or with a URL that does not parse, `url` or `pool_size` with redb, a
+/// `pool_size` outside 1..=64.
+pub(super) fn load(file: &FileStore, o: &Overrides) -> Result<Option<PgSettings>, ConfigError> {
+    let backend = o.store_backend.clone().or_else(|| file.backend.clone()).unwrap_or_else(|| "redb".to_owned());
+    let url = o.store_url.clone().or_else(|| file.url.clone()).filter(|u| !u.trim().is_empty());
+    let pool_size = o.store_pool_size.or(file.pool_size);
+    match backend.as_str() {
+        "redb" => {
+            if url.is_some() || pool_size.is_some() {
+                return Err(ConfigError::Invalid {
+                    key: if url.is_some() { "store.url" } else { "store.pool_size" },
+                    message: "is for store.backend = \"postgres\"; the redb store lives in the data directory".into(),
+                });
+            }
+            Ok(None)
+        }
+        "postgres" => {
+            let Some(url) = url else {
+                return Err(ConfigError::Invalid {
+                    key: "store.url",
+                    message: "is required with store.backend = \"postgres\": a postgres:// URL or key=value settings \
+                              such as \"host=/run/postgresql dbname=isto\""
+                        .into(),
+                });
+            };
+            crate::store::check_url(&url).map_err(|m| ConfigError::Invalid { key: "store.url", message: m })?;
+            let pool_size = pool_size.unwrap_or(DEFAULT_POOL_SIZE);
+            if !(1..=64).contains(&pool_size) {
+                return Err(ConfigError::Invalid { key: "store.pool_size", message: "must be 1..=64".into() });
+            }
+            Ok(Some(PgSettings { url, pool_size }))
+        }
+        other => Err(ConfigError::Invalid {
+            key: "store.backend",
+            message: format!("{other:?} must be \"redb\" or \"postgres\""),
+        }),
+    }
+}

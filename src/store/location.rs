@@ -1,0 +1,83 @@
+//! Where a store lives ([`Location`]) and [`Store::open_at`], which opens either backend.
+
+use super::{pg, PgSettings, Result, State, Store, StoreError};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+
+/// Where a store lives (`[store] backend`): a redb file, or a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// The redb file at `path` with a page cache of `cache_mib` MiB.
+    Redb {
+        /// The store file.
+        path: PathBuf,
+        /// `store.cache_mib`.
+        cache_mib: u64,
+    },
+    /// A PostgreSQL database (see `pg`).
+    Postgres(PgSettings),
+}
+
+impl Store {
+    /// Opens the store at `location`: [`Store::open_cached`] for a redb file; for
+    /// PostgreSQL, connects, runs the SQL migrations and then the store's typed
+    /// migrations in one write transaction (a database at a newer schema version is
+    /// refused as a newer file is).
+    ///
+    /// # Errors
+    /// As [`Store::open`]; the database's error when it cannot be reached.
+    pub fn open_at(location: &Location) -> Result<Self> {
+        match location {
+            Location::Redb { path, cache_mib } => Self::open_cached(path, *cache_mib),
+            Location::Postgres(settings) => Ok(Self {
+                open: Box::new(|_| Err(redb::DatabaseError::DatabaseAlreadyOpen)),
+                path: None,
+                state: Mutex::new(State::new(None)),
+                reopened: Condvar::new(),
+                probe: Mutex::new(()),
+                intent_key_taken: std::sync::atomic::AtomicBool::new(false),
+                pg: Some(pg::open(settings)?),
+            }),
+        }
+    }
+}
+
+impl Store {
+    /// Loads the rows of a backup (as [`Store::export`] made them) into this store, which
+    /// must hold nothing but what its open wrote (the `meta` rows of the version and
+    /// writer), in one write transaction: `meta` is replaced by the backup's, every other
+    /// table filled. This is how a redb backup moves into a PostgreSQL store (and back):
+    /// the keys and sealed values are the same bytes on both backends. Reopen the store
+    /// afterwards, so that the backup's schema version is migrated. Returns the rows
+    /// written per table.
+    ///
+    /// # Errors
+    /// [`StoreError::Backup`] when a table other than `meta` holds a row (nothing is
+    /// written), and as [`super::restore_file`].
+    pub fn restore_rows<E: From<StoreError>>(
+        &self,
+        lines: impl Iterator<Item = Result<String, E>>,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>, E> {
+        self.write(|tx| {
+            for t in super::schema::TABLES {
+                if t.name() != "meta" && t.count_in(tx)? > 0 {
+                    return Err(StoreError::Backup(format!(
+                        "the store is not empty (table {:?} holds rows): restore into a new store",
+                        t.name()
+                    ))
+                    .into());
+                }
+            }
+            let mut meta = tx.open(super::schema::META)?;
+            let mut keys = Vec::new();
+            meta.each(|k, _| {
+                keys.push(k);
+                Ok(true)
+            })?;
+            for k in &keys {
+                meta.remove(k.as_str())?;
+            }
+            super::dump::load_rows(tx, lines)
+        })
+    }
+}

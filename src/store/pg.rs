@@ -1,0 +1,481 @@
+//! The PostgreSQL backend's connections: a small pool of `tokio-postgres` clients, their
+//! transactions and the SQL migrations that create the store's tables.
+//!
+//! The store's API is synchronous and is called from blocking threads and, at start-up
+//! and in admin commands, from async code too. So the connections run on the pool's own
+//! runtime (one worker thread), and a call waits for its query with a small park-based
+//! executor: the client's futures only talk to the connection task through channels, so
+//! waiting works on any thread — no nested-runtime panic on a tokio worker.
+//!
+//! - A read is one `REPEATABLE READ, READ ONLY` transaction: one snapshot.
+//! - A write is one `READ COMMITTED` transaction that first takes the transaction-level
+//!   advisory lock [`WRITER_LOCK`] (`pg_advisory_xact_lock`): writers are serialized as
+//!   redb serializes them, across every process on the database, so every rule that
+//!   relies on one writer holds (the first-come consent race, the per-person cap, the
+//!   quotas, handles). Each statement of a write sees every write committed before the
+//!   lock was granted (not `REPEATABLE READ`: its snapshot would be taken by the lock's
+//!   own statement, before the lock is granted).
+//! - A commit returns when PostgreSQL has made it durable (`synchronous_commit`), so
+//!   there is no group commit to wait for.
+
+use super::reads::{RxTxn, TxTxn};
+use super::{schema, Result, Rx, StoreError, Tx};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// The advisory-lock key every write transaction takes (`pg_advisory_xact_lock`):
+/// "isto" in ASCII, the store's single-writer lock on its database.
+pub const WRITER_LOCK: i64 = 0x6973_746f;
+
+/// The longest a call waits for a free connection, or for a new one to connect, before
+/// it fails with [`StoreError::Unavailable`] (a lost database fails fast, no hang).
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// Default number of connections (`store.pool_size`).
+pub const DEFAULT_POOL_SIZE: u32 = 8;
+
+/// The numbered SQL migrations, in order, recorded in `schema_migrations`: each is run
+/// once, in the open's transaction. The store's typed migrations (`schema`, version in
+/// `meta`) then run over the tables these create.
+pub(super) const SQL_MIGRATIONS: &[(i32, &str)] = &[(1, "tables")];
+
+/// Connection settings of a PostgreSQL store (`[store] url`, `pool_size`).
+#[derive(Clone)]
+pub struct PgSettings {
+    /// A `postgres://` URL or `key=value` settings (`host=/run/postgresql dbname=isto`).
+    pub url: String,
+    /// Most connections the pool opens.
+    pub pool_size: u32,
+}
+
+impl std::fmt::Debug for PgSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSettings").field("url", &redacted(&self.url)).field("pool_size", &self.pool_size).finish()
+    }
+}
+
+/// `url` with any password replaced by `***` (for logs, errors and `check-config`): the
+/// `user:password@` of a URL and a `password=` setting.
+pub fn redacted(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (auth, tail) = match rest.find('@') {
+            Some(at) if !rest[..at].contains('/') => (&rest[..at], &rest[at..]),
+            _ => return url.to_owned(),
+        };
+        let user = auth.split_once(':').map_or(auth, |(u, _)| u);
+        let shown = if auth.contains(':') { format!("{user}:***") } else { user.to_owned() };
+        let tail = hide_password_param(tail);
+        return format!("{scheme}://{shown}{tail}");
+    }
+    url.split_whitespace()
+        .map(|kv| if kv.starts_with("password=") { "password=***".to_owned() } else { kv.to_owned() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn hide_password_param(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else { return tail.to_owned() };
+    let q: Vec<String> = query
+        .split('&')
+        .map(|kv| if kv.starts_with("password=") { "password=***".to_owned() } else { kv.to_owned() })
+        .collect();
+    format!("{path}?{}", q.join("&"))
+}
+
+/// Checks `url` as connection settings (for the config's load), without connecting.
+///
+/// # Errors
+/// The parser's reason (never the password: the message names only the rule).
+pub fn check_url(url: &str) -> std::result::Result<(), String> {
+    url.parse::<tokio_postgres::Config>().map(|_| ()).map_err(|e| format!("not PostgreSQL connection settings: {e}"))
+}
+
+/// Wakes the thread that waits in [`block_on`].
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `f` to completion on this thread (see the module docs).
+fn block_on<F: Future>(f: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+/// One connection, with its prepared statements.
+pub(super) struct Conn {
+    client: Client,
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+impl Conn {
+    /// Runs one statement (prepared once per connection) and returns its rows.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(super) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<tokio_postgres::Row>> {
+        let cached = self.statements.borrow().get(sql).cloned();
+        let stmt = match cached {
+            Some(s) => s,
+            None => {
+                let s = block_on(self.client.prepare(sql))?;
+                self.statements.borrow_mut().insert(sql.to_owned(), s.clone());
+                s
+            }
+        };
+        Ok(block_on(self.client.query(&stmt, params))?)
+    }
+
+    /// Runs SQL statements without parameters or results.
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(super) fn batch(&self, sql: &str) -> Result<()> {
+        Ok(block_on(self.client.batch_execute(sql))?)
+    }
+}
+
+/// The pool: idle connections, how many are open, and the runtime they run on.
+pub(super) struct Pool {
+    config: tokio_postgres::Config,
+    size: u32,
+    idle: Mutex<(Vec<Conn>, u32)>,
+    freed: Condvar,
+    runtime: Option<tokio::runtime::Runtime>,
+    /// Write transactions committed through this pool (see `Store::commits`).
+    pub(super) commits: std::sync::atomic::AtomicU64,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Never blocks, also when the store is dropped inside async code.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A connection lent to one transaction; back to the pool when dropped, unless the
+/// transaction did not end cleanly or the connection closed.
+pub(super) struct Lease {
+    pool: Arc<Pool>,
+    conn: Option<Conn>,
+    clean: bool,
+}
+
+impl Lease {
+    /// The connection.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] (never: a lease always holds one until dropped).
+    pub(super) fn conn(&self) -> Result<&Conn> {
+        self.conn.as_ref().ok_or(StoreError::Unavailable)
+    }
+
+    /// Begins a transaction with `begin` ([`BEGIN_READ`], [`Pool::begin_write`]).
+    ///
+    /// # Errors
+    /// The database's error.
+    pub(super) fn begin(&mut self, begin: &str) -> Result<()> {
+        self.clean = false;
+        self.conn()?.batch(begin)
+    }
+
+    /// Ends the transaction: `COMMIT` when `commit`, else `ROLLBACK`. The connection goes
+    /// back to the pool only after a clean end.
+    ///
+    /// # Errors
+    /// The database's error (a failed commit wrote nothing).
+    pub(super) fn end(&mut self, commit: bool) -> Result<()> {
+        self.conn()?.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
+        self.clean = true;
+        if commit {
+            self.pool.commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let pool = self.pool.clone();
+        let mut g = pool.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.conn.take() {
+            Some(c) if self.clean && !c.client.is_closed() => g.0.push(c),
+            _ => g.1 = g.1.saturating_sub(1),
+        }
+        drop(g);
+        pool.freed.notify_one();
+    }
+}
+
+impl Pool {
+    /// A pool for `settings`; connects once to check them.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] for settings that do not parse; the database's error
+    /// when the first connection fails.
+    pub(super) fn new(settings: &PgSettings) -> Result<Arc<Self>> {
+        let mut config: tokio_postgres::Config = settings
+            .url
+            .parse()
+            .map_err(|e| StoreError::NotAStore(format!("store.url is not PostgreSQL connection settings: {e}")))?;
+        config.connect_timeout(CONNECT_WAIT);
+        if config.get_application_name().is_none() {
+            config.application_name("isto");
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("isto-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::from(redb::Error::Io(e)))?;
+        let pool = Arc::new(Self {
+            config,
+            size: settings.pool_size.max(1),
+            idle: Mutex::new((Vec::new(), 0)),
+            freed: Condvar::new(),
+            runtime: Some(runtime),
+            commits: std::sync::atomic::AtomicU64::new(0),
+        });
+        drop(pool.lease()?);
+        Ok(pool)
+    }
+
+    fn connect(&self) -> Result<Conn> {
+        let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
+        let config = self.config.clone();
+        let task = rt.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "store: a PostgreSQL connection ended");
+                }
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        let client = block_on(task).map_err(|_| StoreError::Unavailable)??;
+        Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
+    }
+
+    /// A connection for one transaction: an idle one, a new one while fewer than the
+    /// pool's size are open, else the first one freed within [`CONNECT_WAIT`].
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] after the wait; the database's error on connecting.
+    pub(super) fn lease(self: &Arc<Self>) -> Result<Lease> {
+        let deadline = Instant::now() + CONNECT_WAIT;
+        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(c) = g.0.pop() {
+                if c.client.is_closed() {
+                    g.1 = g.1.saturating_sub(1);
+                    continue;
+                }
+                return Ok(Lease { pool: self.clone(), conn: Some(c), clean: true });
+            }
+            if g.1 < self.size {
+                g.1 += 1;
+                drop(g);
+                return match self.connect() {
+                    Ok(c) => Ok(Lease { pool: self.clone(), conn: Some(c), clean: true }),
+                    Err(e) => {
+                        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+                        g.1 = g.1.saturating_sub(1);
+                        Err(e)
+                    }
+                };
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(StoreError::Unavailable);
+            }
+            g = self.freed.wait_timeout(g, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// The statements that begin a write transaction (see the module docs).
+    pub(super) fn begin_write() -> String {
+        format!("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+    }
+}
+
+/// The begin of a read transaction.
+pub(super) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+/// Brings the SQL layout to the last of [`SQL_MIGRATIONS`] inside the write
+/// transaction on `conn`; whether the database was new (no isto table at all).
+///
+/// # Errors
+/// [`StoreError::NotAStore`] when the database has isto's table names without
+/// `schema_migrations` (another program's tables); [`StoreError::TooNew`]-like refusal
+/// ([`StoreError::NotAStore`]) when it records a migration this build does not know.
+pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<bool> {
+    let exists = |t: &str| -> Result<bool> {
+        let rows = conn.query("SELECT to_regclass($1) IS NOT NULL", &[&format!("\"{t}\"")])?;
+        Ok(rows.first().map(|r| r.try_get::<_, bool>(0)).transpose()?.unwrap_or(false))
+    };
+    let new = if exists("schema_migrations")? {
+        false
+    } else {
+        if let Some(t) = tables.iter().find(|t| exists(t).unwrap_or(false)) {
+            return Err(StoreError::NotAStore(format!(
+                "the PostgreSQL database has a table {t:?} but no schema_migrations table: another program's \
+                 tables; give isto a database of its own"
+            )));
+        }
+        conn.batch(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, \
+             applied_at timestamptz NOT NULL DEFAULT now())",
+        )?;
+        true
+    };
+    let done: Vec<i32> =
+        conn.query("SELECT version FROM schema_migrations ORDER BY version", &[])?.iter().map(|r| r.get(0)).collect();
+    let known = SQL_MIGRATIONS.last().map_or(0, |m| m.0);
+    if let Some(v) = done.iter().find(|v| **v > known) {
+        return Err(StoreError::NotAStore(format!(
+            "the PostgreSQL database records SQL migration {v}, newer than this isto knows ({known}): upgrade isto"
+        )));
+    }
+    for (n, name) in SQL_MIGRATIONS {
+        if done.contains(n) {
+            continue;
+        }
+        if *n == 1 {
+            let mut sql = String::new();
+            for t in tables {
+                sql.push_str(&format!("CREATE TABLE \"{t}\" (k bytea PRIMARY KEY, v bytea NOT NULL);"));
+            }
+            conn.batch(&sql)?;
+        }
+        conn.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[n, name])?;
+        tracing::info!(migration = n, name, "store: SQL migration run");
+    }
+    Ok(new)
+}
+
+/// Connects to the database of `settings` and brings it to the current layout: the SQL
+/// migrations, then the store's typed migrations (`schema::prepare`), in one write
+/// transaction under the writer lock (so concurrent starts migrate once).
+///
+/// # Errors
+/// As [`Pool::new`], [`migrate_sql`] and `schema::prepare`.
+pub(super) fn open(settings: &PgSettings) -> Result<Arc<Pool>> {
+    let pool = Pool::new(settings)?;
+    write(&pool, true, |tx| {
+        let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
+        let new = migrate_sql(conn, &super::table_names())?;
+        schema::prepare(tx, new)
+    })?;
+    Ok(pool)
+}
+
+/// [`super::migrate_at`] on PostgreSQL: the SQL migrations and the typed ones in one
+/// write transaction, committed when `commit`, else rolled back (PostgreSQL's DDL is
+/// transactional, so a dry run leaves the database as it was).
+///
+/// # Errors
+/// As [`open`].
+pub(super) fn migrate(settings: &PgSettings, commit: bool) -> Result<schema::Migrated> {
+    let pool = Pool::new(settings)?;
+    write(&pool, commit, |tx| {
+        let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
+        let new = migrate_sql(conn, &super::table_names())?;
+        schema::migrate_in(tx, &|_| !new, new, commit)
+    })
+}
+
+/// Runs `f` in one read transaction (one snapshot).
+///
+/// # Errors
+/// `f`'s error; the database's error; [`StoreError::Unavailable`] when no connection
+/// is free in time.
+pub(super) fn read<T, E: From<StoreError>>(
+    pool: &Arc<Pool>,
+    f: impl FnOnce(&Rx) -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let mut lease = pool.lease()?;
+    lease.begin(BEGIN_READ)?;
+    let rx = Rx { txn: RxTxn::Pg(lease) };
+    let out = f(&rx);
+    if let RxTxn::Pg(mut lease) = rx.txn {
+        lease.end(false)?;
+    }
+    out
+}
+
+/// Runs `f` in one write transaction holding the writer lock; commits when `f` returns
+/// `Ok` and `commit`, else rolls back.
+///
+/// # Errors
+/// As [`read`]; a failed commit (nothing written).
+pub(super) fn write<T, E: From<StoreError>>(
+    pool: &Arc<Pool>,
+    commit: bool,
+    f: impl FnOnce(&mut Tx<'_>) -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let mut lease = pool.lease()?;
+    lease.begin(&Pool::begin_write())?;
+    let out = f(&mut Tx { txn: TxTxn::Pg(lease.conn()?) });
+    lease.end(out.is_ok() && commit)?;
+    out
+}
+
+/// Runs `sql` once on a new connection of `settings` (the test cluster's `CREATE
+/// DATABASE`).
+///
+/// # Errors
+/// The database's error.
+#[cfg(any(test, feature = "testkit"))]
+pub(super) fn execute_once(settings: &PgSettings, sql: &str) -> Result<()> {
+    let pool = Pool::new(settings)?;
+    let lease = pool.lease()?;
+    lease.conn()?.batch(sql)
+}
+
+/// One round trip to the database (for `/readyz`).
+///
+/// # Errors
+/// The database's error; [`StoreError::Unavailable`].
+pub(super) fn ping(pool: &Arc<Pool>) -> Result<()> {
+    let mut lease = pool.lease()?;
+    lease.conn()?.batch("SELECT 1")?;
+    lease.clean = true;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden_in_every_form() {
+        assert_eq!(redacted("postgres://isto:s3cret@db.example/isto"), "postgres://isto:***@db.example/isto");
+        assert_eq!(redacted("postgres://isto@db/isto?password=s3cret&x=1"), "postgres://isto@db/isto?password=***&x=1");
+        assert_eq!(
+            redacted("host=/run/postgresql user=isto password=s3cret"),
+            "host=/run/postgresql user=isto password=***"
+        );
+        assert_eq!(redacted("host=/run/postgresql dbname=isto"), "host=/run/postgresql dbname=isto");
+        assert!(check_url("host=/run/postgresql dbname=isto").is_ok());
+        let e = check_url("postgres://isto:s3cret@db:notaport/isto").unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+}
