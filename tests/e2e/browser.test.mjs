@@ -21,7 +21,7 @@ import {
   waitFor,
   withIsto,
 } from "./lib/harness.mjs";
-import { launchBrowser, loadChromium } from "./lib/browser.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 
@@ -76,15 +76,7 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
 
   await step("Chromium starts (JavaScript off, phone viewport)", async () => {
     browser = await launchBrowser(chromium);
-    const context = await browser.newContext({
-      javaScriptEnabled: false,
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      locale: "cs-CZ",
-    });
-    s.page = await context.newPage();
+    s.page = await phonePage(browser, "cs-CZ");
     s.styles = [];
     s.failed = [];
     s.console = [];

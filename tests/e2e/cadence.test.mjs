@@ -20,7 +20,7 @@ import test from "node:test";
 
 import { connectMcp, extractUrls, mailIsFor, randomToken, tmpDir, waitFor, withIsto } from "./lib/harness.mjs";
 import { writeJsonl } from "./lib/seller.mjs";
-import { launchBrowser, loadChromium } from "./lib/browser.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 
@@ -98,15 +98,7 @@ test("cadence chosen on the results page decides the next digest (Chromium, real
     await importOffers("first.jsonl", [offer("cad-1", "Škoda Octavia 2.0 TDI Combi")]);
     mcp = await connectMcp(isto.mcpUrl);
     browser = await launchBrowser(chromium);
-    const context = await browser.newContext({
-      javaScriptEnabled: false,
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      locale: "cs-CZ",
-    });
-    s.page = await context.newPage();
+    s.page = await phonePage(browser, "cs-CZ");
   });
 
   await step("a draft, consent and confirmation in the browser; the used confirmation link shows only its outcome", async () => {

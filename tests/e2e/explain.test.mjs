@@ -18,7 +18,7 @@ import test from "node:test";
 
 import { connectMcp, extractUrls, mailIsFor, randomToken, tmpDir, waitFor, withIsto } from "./lib/harness.mjs";
 import { writeJsonl } from "./lib/seller.mjs";
-import { launchBrowser, loadChromium } from "./lib/browser.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 
@@ -104,15 +104,7 @@ test("explanations in words on the results page, in the digest and in intent_lis
     const want = `${c.heading} ${c.reasons.join("; ")}`;
 
     await step(`${c.lang}: publish with a hidden limit, consent and confirm in the browser`, async () => {
-      const context = await browser.newContext({
-        javaScriptEnabled: false,
-        viewport: { width: 390, height: 844 },
-        deviceScaleFactor: 2,
-        isMobile: true,
-        hasTouch: true,
-        locale: c.locale,
-      });
-      s.page = await context.newPage();
+      s.page = await phonePage(browser, c.locale);
       const res = await mcp.callTool("intent_publish_intent", {
         statement: c.statement,
         criteria: { category: "vehicles", make: "Škoda", model: "Octavia", fuel: "diesel" },

@@ -47,3 +47,19 @@ export function readAxe() {
 export function launchBrowser(chromium) {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }
+
+/**
+ * A new page of `browser` as a phone shows it with JavaScript off (390×844 at 2×, touch),
+ * in `locale` (e.g. "cs-CZ").
+ */
+export async function phonePage(browser, locale) {
+  const context = await browser.newContext({
+    javaScriptEnabled: false,
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    locale,
+  });
+  return context.newPage();
+}
