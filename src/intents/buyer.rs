@@ -165,9 +165,8 @@ fn account_consent(account: &Account) -> Result<ConsentRecord> {
     };
     let text_version = account.consent_version.clone().ok_or_else(|| missing("consent text version"))?;
     let language = account.consent_language.clone().ok_or_else(|| missing("consent language"))?;
-    let at = account.consent_at.as_deref().ok_or_else(|| missing("consent time"))?;
-    let at = clock::parse_rfc3339(at).map_err(|_| missing("readable consent time"))?;
-    Ok(ConsentRecord { at: Stamp::of(at), text_version, language })
+    let at = account.consent_at.ok_or_else(|| missing("consent time"))?;
+    Ok(ConsentRecord { at, text_version, language })
 }
 
 fn nothing_to_change() -> ServiceError {
