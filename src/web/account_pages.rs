@@ -4,17 +4,9 @@
 //! other than the one the person just typed, or a token other than the page's own.
 
 use super::i18n::AccountText as Ui;
-pub use super::pages::message;
 use super::pages::paragraphs;
+pub use super::pages::{message, message_link};
 use maud::{html, Markup};
-
-/// A message with one link under it.
-pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
-    html! {
-        (message(text, alert))
-        p { a href=(href) { (link) } }
-    }
-}
 
 /// `?next=…` for links between the pages (empty for the default).
 pub fn next_query(next: &str) -> String {
