@@ -192,10 +192,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
         }
         p.hint { (ui.aggregator) }
         @if let Some(c) = signout {
-            form.card method="post" action="/signout" {
-                input type="hidden" name="csrf" value=(c);
-                button type="submit" { (m.signout) }
-            }
+            (pages::button_form("/signout", &c, m.signout, false))
         }
     };
     page(&h, ui, StatusCode::OK, m.title, body)
@@ -317,10 +314,7 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
             dt { (m.new_valid_until) }
             dd { (pages::date(ui, &view.valid_until)) }
         }
-        form.card method="post" action=(next) {
-            input type="hidden" name="csrf" value=(csrf(&h, CSRF_RENEW, &account, &token));
-            button type="submit" { (ui.confirm_button) }
-        }
+        (pages::button_form(&next, &csrf(&h, CSRF_RENEW, &account, &token), ui.confirm_button, false))
         p { a href="/me" { (m.back) } }
     };
     page(&h, ui, StatusCode::OK, m.renew_title, body)

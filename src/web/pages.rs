@@ -137,6 +137,17 @@ pub fn message(text: &str, alert: bool) -> Markup {
     }
 }
 
+/// A POST form (`form.card`) to `action` with the CSRF token `csrf` and one submit
+/// button named `label` (`button.danger` when `danger`): the pages' one-button forms.
+pub fn button_form(action: &str, csrf: &str, label: &str, danger: bool) -> Markup {
+    html! {
+        form.card method="post" action=(action) {
+            input type="hidden" name="csrf" value=(csrf);
+            @if danger { button.danger type="submit" { (label) } } @else { button type="submit" { (label) } }
+        }
+    }
+}
+
 /// A message with one link under it (to `href`, named `link`).
 pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
     html! {
@@ -167,10 +178,7 @@ pub fn cadence_confirm(ui: &Ui, intent: &Intent, label: &str, action: &str, proo
     html! {
         p { (ui.links.cadence_confirm_intro) " " strong { (label) } }
         (statement(ui, intent))
-        form.card method="post" action=(action) {
-            input type="hidden" name="csrf" value=(proof);
-            button type="submit" { (ui.links.cadence_confirm_button) }
-        }
+        (button_form(action, proof, ui.links.cadence_confirm_button, false))
     }
 }
 
@@ -305,10 +313,7 @@ pub fn confirm(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     html! {
         p { (ui.confirm_intro) }
         (intent_details(ui, intent, false))
-        form.card method="post" action=(format!("/confirm/{token}")) {
-            input type="hidden" name="csrf" value=(csrf);
-            button type="submit" { (ui.confirm_button) }
-        }
+        (button_form(&format!("/confirm/{token}"), csrf, ui.confirm_button, false))
     }
 }
 
@@ -317,10 +322,7 @@ pub fn withdraw(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     html! {
         p { (ui.withdraw_intro) }
         (intent_status(ui, intent))
-        form.card method="post" action=(format!("/withdraw/{token}")) {
-            input type="hidden" name="csrf" value=(csrf);
-            button.danger type="submit" { (ui.withdraw_button) }
-        }
+        (button_form(&format!("/withdraw/{token}"), csrf, ui.withdraw_button, true))
     }
 }
 
