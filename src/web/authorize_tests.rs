@@ -192,13 +192,14 @@ impl Env {
     }
 
     async fn refresh(&self, client_id: &str, refresh: &str) -> Resp {
-        self.post_form(
-            "/oauth/token",
-            &[("grant_type", "refresh_token"), ("client_id", client_id), ("refresh_token", refresh)],
-            None,
-            None,
-        )
-        .await
+        self.refresh_with(client_id, refresh, &[]).await
+    }
+
+    /// A refresh grant with `extra` fields.
+    async fn refresh_with(&self, client_id: &str, refresh: &str, extra: &[(&str, &str)]) -> Resp {
+        let mut fields = vec![("grant_type", "refresh_token"), ("client_id", client_id), ("refresh_token", refresh)];
+        fields.extend_from_slice(extra);
+        self.post_form("/oauth/token", &fields, None, None).await
     }
 
     /// Register, authorize (buyer) and exchange: a client id and its tokens.
@@ -828,34 +829,10 @@ async fn refresh_is_bound_to_client_resource_and_scope() {
     let (client, t) = e.buyer_tokens().await;
     let other = e.register(&[REDIRECT]).await;
     assert_eq!(e.refresh(&other, &t.refresh).await.json()["error"], "invalid_grant");
-    let r = e
-        .post_form(
-            "/oauth/token",
-            &[
-                ("grant_type", "refresh_token"),
-                ("client_id", &client),
-                ("refresh_token", &t.refresh),
-                ("scope", "offers"),
-            ],
-            None,
-            None,
-        )
-        .await;
+    let r = e.refresh_with(&client, &t.refresh, &[("scope", "offers")]).await;
     assert_eq!(r.json()["error"], "invalid_scope");
     let seller_url = seller();
-    let r = e
-        .post_form(
-            "/oauth/token",
-            &[
-                ("grant_type", "refresh_token"),
-                ("client_id", &client),
-                ("refresh_token", &t.refresh),
-                ("resource", &seller_url),
-            ],
-            None,
-            None,
-        )
-        .await;
+    let r = e.refresh_with(&client, &t.refresh, &[("resource", &seller_url)]).await;
     assert_eq!(r.json()["error"], "invalid_target");
     // None of the refusals used the token up.
     assert_eq!(e.refresh(&client, &t.refresh).await.status, StatusCode::OK);
