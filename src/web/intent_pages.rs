@@ -253,7 +253,7 @@ pub(super) async fn results_page(
             let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
             let body = maud::html! {
                 @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
-                (pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form)))
+                (pages::results(ui, &v.intent, &v.deliveries, &token, &form))
             };
             page(&h, ui, StatusCode::OK, ui.results_title, body)
         }
@@ -270,22 +270,15 @@ pub(super) fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Respons
 
 /// The withdraw page for an intent in any state.
 pub(super) fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
-    match intent.status {
-        Status::Withdrawn => page(
-            h,
-            ui,
-            StatusCode::OK,
-            ui.withdrawn_title,
-            pages::message_with_statement(ui, ui.withdrawn_body, intent),
-        ),
-        Status::Expired => {
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
-        }
+    let (title, body) = match intent.status {
+        Status::Withdrawn => (ui.withdrawn_title, pages::message_with_statement(ui, ui.withdrawn_body, intent)),
+        Status::Expired => (ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent)),
         _ => {
             let csrf = h.base.keys().csrf_token(CSRF_WITHDRAW, token, now_unix(h));
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
+            (ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
         }
-    }
+    };
+    page(h, ui, StatusCode::OK, title, body)
 }
 
 /// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never

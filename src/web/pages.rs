@@ -410,17 +410,11 @@ pub fn cadence_form(ui: &Ui, f: &CadenceForm<'_>) -> Markup {
 
 /// The code holder's results page body: the intent, the delivery cadence form (while
 /// the intent has not ended), its deliveries (newest first) and the withdraw link.
-pub fn results(
-    ui: &Ui,
-    intent: &Intent,
-    deliveries: &[Delivery],
-    token: &str,
-    cadence: Option<&CadenceForm<'_>>,
-) -> Markup {
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str, cadence: &CadenceForm<'_>) -> Markup {
     html! {
         (intent_status(ui, intent))
-        @if let Some(f) = cadence.filter(|_| !intent.status.is_final()) {
-            (cadence_form(ui, f))
+        @if !intent.status.is_final() {
+            (cadence_form(ui, cadence))
         }
         (offer_list(ui, deliveries))
         @if !intent.status.is_final() {
