@@ -14,24 +14,13 @@
 //! unsubscribe are not gated.
 
 use super::intent_pages::throttled_page;
-use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, Shared, CSRF_CADENCE};
+use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Shared, CSRF_CADENCE};
 use crate::intents::{cadence_proof_purpose, CadenceRequest};
 use crate::records::Cadence;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
-
-/// The cadence form's fields (also the signed-in buyer's page's).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(super) struct CadenceFields {
-    /// The CSRF token (or a cadence e-mail's proof).
-    pub csrf: String,
-    /// One of the [`Cadence`] keys.
-    pub cadence: String,
-}
 
 /// `POST /results/{token}/cadence` (csrf, cadence): the token (404), the CSRF token of
 /// purpose `cadence` bound to it (403), the intent not ended (410), the `cadence` field
@@ -46,7 +35,7 @@ pub(super) async fn results_cadence(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let form = FormFields::parse(&body);
     let (intent, ui) = match managed(&h, &token).await {
         Ok(found) => found,
         Err(page) => return page,
@@ -128,7 +117,7 @@ pub(super) async fn cadence_mail_submit(
     Path((token, value)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let form = FormFields::parse(&body);
     let (intent, ui, cadence) = match mailed_cadence(&h, &token, &value, &form.csrf).await {
         Ok(found) => found,
         Err(res) => return res,

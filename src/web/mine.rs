@@ -257,7 +257,7 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
 /// refusal.
 async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     let (ui, _) = texts(&h, &headers);
-    let form: super::links::CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let form = FormFields::parse(&body);
     let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_CADENCE, &id), "/me").await {
         Ok(a) => a,
         Err(res) => return res,

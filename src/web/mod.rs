@@ -421,10 +421,13 @@ fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct FormFields {
+    /// The CSRF token (or a cadence e-mail's proof).
     csrf: String,
     email: String,
     accept: String,
     lang: String,
+    /// The cadence forms' choice: one of the [`crate::records::Cadence`] keys.
+    cadence: String,
 }
 
 impl FormFields {
