@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs all of isto's tests: the Rust tests (cargo test), then the end-to-end tests in
+# Runs all of isto's tests: the Rust tests (cargo test), the integration tests once more
+# on a throw-away PostgreSQL cluster (ISTO_TEST_BACKEND=postgres), then the end-to-end tests in
 # tests/e2e (node:test against the debug binary, a real SMTP server and the real
 # listings in ../shared/data), which include the MCP conformance scenarios
 # (server-initialize, ping, dns-rebinding-protection).
@@ -7,6 +8,7 @@
 # Usage: bash tests/run_all.sh
 # Env:   ISTO_BIN       binary for the e2e tests (default target/debug/isto)
 #        ISTO_E2E_KEEP  keep the tests' temporary directories
+#        ISTO_PG_PASS_TIMEOUT  seconds the PostgreSQL pass may take (default 2400)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +53,23 @@ cargo build
 
 section "cargo test"
 cargo test
+
+# The integration tests once more on the PostgreSQL store: the same kit, each holder in
+# a new database of a throw-away cluster the kit starts (src/store/testpg.rs). Tests
+# about the redb file itself say so on stderr and run their PostgreSQL counterpart.
+section "integration tests on PostgreSQL (ISTO_TEST_BACKEND=postgres cargo test --test it)"
+pg_bins=(/usr/lib/postgresql/*/bin/initdb)
+if command -v initdb >/dev/null 2>&1 || [[ -x "${pg_bins[0]}" ]]; then
+  # Bounded: the pass takes minutes here; a hang fails the run instead of stalling it.
+  started=$SECONDS
+  ISTO_TEST_BACKEND=postgres timeout --kill-after=30 "${ISTO_PG_PASS_TIMEOUT:-2400}" cargo test --test it
+  echo "PostgreSQL pass of tests/it: $((SECONDS - started)) s"
+elif [[ -n "${CI:-}" ]]; then
+  echo "PostgreSQL's server binaries (initdb, pg_ctl) are missing in CI: .ci/run installs them" >&2
+  exit 1
+else
+  echo "SKIPPED: PostgreSQL's server binaries (initdb, pg_ctl) are not installed (Debian: postgresql)"
+fi
 
 section "end-to-end tests (tests/e2e/*.test.mjs: flow, bad input, abuse, MCP conformance, …)"
 if [[ ! -d "$ROOT/../shared/data" ]]; then

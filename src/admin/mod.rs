@@ -303,10 +303,12 @@ fn via_server_or_store(
 fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState> {
     let store_path = settings.store_path();
     let key_path = settings.key_path();
-    let fresh = !store_path.exists();
+    let postgres = settings.store_postgres.is_some();
+    // On PostgreSQL the store is the database: the data directory is new without its key.
+    let fresh = if postgres { !key_path.exists() } else { !store_path.exists() };
     if fresh {
         // A new data directory: create it as `isto admin init` (and `isto serve`) would.
-        eprintln!("note: no store at {}: creating a new data directory", store_path.display());
+        eprintln!("note: no store at {}: creating a new data directory", settings.store_name());
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
         crate::crypto::set_mode(&settings.data_dir, 0o700)?;
@@ -332,7 +334,9 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
         }
         Err(e) => return Err(open_failed(&store_path, e)),
     };
-    crate::crypto::set_mode(&store_path, 0o600)?;
+    if !postgres {
+        crate::crypto::set_mode(&store_path, 0o600)?;
+    }
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
     // The data directory's offer index, as `isto serve` keeps it (opened only when used).
     let index = Some(settings.data_dir.join("index"));

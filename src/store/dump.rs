@@ -310,6 +310,8 @@ pub(super) trait AnyTable: Sync {
     fn count_in(&self, tx: &Tx<'_>) -> Result<u64>;
     /// Opens it in `tx`, which on redb creates it when missing.
     fn create(&self, tx: &Tx<'_>) -> Result<()>;
+    /// Removes every row in `tx`.
+    fn clear(&self, tx: &Tx<'_>) -> Result<()>;
     /// Every row as a line, in key order, until `row` answers false.
     fn dump(&self, rx: &Rx, row: &mut dyn FnMut(&str) -> bool) -> Result<()>;
     /// Inserts `first` and the rows after it while they are of this table; returns how
@@ -347,6 +349,19 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
 
     fn create(&self, tx: &Tx<'_>) -> Result<()> {
         tx.open(*self).map(drop)
+    }
+
+    fn clear(&self, tx: &Tx<'_>) -> Result<()> {
+        let mut table = tx.open(*self)?;
+        let mut keys = Vec::new();
+        table.each(|k, _| {
+            keys.push(k);
+            Ok(true)
+        })?;
+        for k in &keys {
+            table.remove(K::stored(k))?;
+        }
+        Ok(())
     }
 
     fn dump(&self, rx: &Rx, row: &mut dyn FnMut(&str) -> bool) -> Result<()> {

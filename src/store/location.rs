@@ -43,39 +43,50 @@ impl Store {
 }
 
 impl Store {
-    /// Loads the rows of a backup (as [`Store::export`] made them) into this store, which
-    /// must hold nothing but what its open wrote (the `meta` rows of the version and
-    /// writer), in one write transaction: `meta` is replaced by the backup's, every other
-    /// table filled. This is how a redb backup moves into a PostgreSQL store (and back):
-    /// the keys and sealed values are the same bytes on both backends. Reopen the store
-    /// afterwards, so that the backup's schema version is migrated. Returns the rows
-    /// written per table.
+    /// The first table other than `meta` that holds a row (`None`: the store holds
+    /// nothing but what its open wrote).
     ///
     /// # Errors
-    /// [`StoreError::Backup`] when a table other than `meta` holds a row (nothing is
-    /// written), and as [`super::restore_file`].
-    pub fn restore_rows<E: From<StoreError>>(
-        &self,
-        lines: impl Iterator<Item = Result<String, E>>,
-    ) -> Result<std::collections::BTreeMap<&'static str, u64>, E> {
+    /// A storage error.
+    pub fn holds_data(&self) -> Result<Option<&'static str>> {
         self.write(|tx| {
             for t in super::schema::TABLES {
                 if t.name() != "meta" && t.count_in(tx)? > 0 {
+                    return Ok(Some(t.name()));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// Loads the rows of a backup (as [`Store::export`] made them) into this store in one
+    /// write transaction: `meta` is replaced by the backup's, every other table filled.
+    /// Unless `replace`, the store must hold nothing but what its open wrote (the `meta`
+    /// rows of the version and writer); with `replace`, every row of every table is
+    /// removed first, in the same transaction (`isto admin restore --force`). This is how
+    /// a redb backup moves into a PostgreSQL store (and back): the keys and sealed values
+    /// are the same bytes on both backends. Reopen the store afterwards, so that the
+    /// backup's schema version is migrated. Returns the rows written per table.
+    ///
+    /// # Errors
+    /// [`StoreError::Backup`] when, without `replace`, a table other than `meta` holds a
+    /// row (nothing is written), and as [`super::restore_file`].
+    pub fn restore_rows<E: From<StoreError>>(
+        &self,
+        lines: impl Iterator<Item = Result<String, E>>,
+        replace: bool,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>, E> {
+        self.write(|tx| {
+            for t in super::schema::TABLES {
+                if replace || t.name() == "meta" {
+                    t.clear(tx)?;
+                } else if t.count_in(tx)? > 0 {
                     return Err(StoreError::Backup(format!(
                         "the store is not empty (table {:?} holds rows): restore into a new store",
                         t.name()
                     ))
                     .into());
                 }
-            }
-            let mut meta = tx.open(super::schema::META)?;
-            let mut keys = Vec::new();
-            meta.each(|k, _| {
-                keys.push(k);
-                Ok(true)
-            })?;
-            for k in &keys {
-                meta.remove(k.as_str())?;
             }
             super::dump::load_rows(tx, lines)
         })

@@ -132,15 +132,22 @@ fn a_redb_backup_restored_into_postgresql_serves_the_same_rows_and_refuses_a_sec
     let rows = lines(&src);
     let db = database();
     let pg = open(&db);
-    let counts = pg.restore_rows(rows.clone().into_iter().map(Ok::<_, StoreError>)).unwrap();
+    let counts = pg.restore_rows(rows.clone().into_iter().map(Ok::<_, StoreError>), false).unwrap();
     assert_eq!(counts.values().sum::<u64>(), rows.len() as u64);
     drop(pg);
     let pg = open(&db);
     assert_eq!(lines(&pg), rows, "the same rows, byte for byte, in the same order");
     assert_eq!(pg.read(|rx| rx.token("code:ab")).unwrap().as_deref(), Some("int_a"));
     assert_eq!(pg.read(|rx| rx.person_active("per_a", 0, "", 5)).unwrap(), 1);
-    let e = pg.restore_rows(rows.into_iter().map(Ok::<_, StoreError>)).unwrap_err();
+    let e = pg.restore_rows(rows.clone().into_iter().map(Ok::<_, StoreError>), false).unwrap_err();
     assert!(matches!(&e, StoreError::Backup(m) if m.contains("not empty")), "{e}");
+    assert_eq!(pg.holds_data().unwrap(), Some("intents"));
+    // Replacing (`restore --force`): every row of the store goes, the backup's come in.
+    let fewer: Vec<String> = rows.iter().filter(|l| !l.contains("code:ab")).cloned().collect();
+    assert!(fewer.len() < rows.len());
+    pg.restore_rows(fewer.clone().into_iter().map(Ok::<_, StoreError>), true).unwrap();
+    assert_eq!(lines(&pg), fewer, "exactly the backup's rows");
+    assert_eq!(pg.read(|rx| rx.token("code:ab")).unwrap(), None);
 }
 
 #[test]

@@ -145,8 +145,42 @@ pub fn database() -> PgSettings {
     settings(c, &name)
 }
 
+/// Runs `sql` (statements without results) on the database of `settings`.
+///
+/// # Panics
+/// On the database's error (tests only).
+pub fn execute(settings: &PgSettings, sql: &str) {
+    super::pg::execute_once(settings, sql).unwrap();
+}
+
+/// The `bigint` in the first column of the first row of `sql` on the database of
+/// `settings` (a `SELECT count(*) …`).
+///
+/// # Panics
+/// On the database's error or no such value (tests only).
+pub fn query_count(settings: &PgSettings, sql: &str) -> i64 {
+    let pool = super::pg::Pool::new(settings).unwrap();
+    let lease = pool.lease().unwrap();
+    let rows = lease.conn().unwrap().query(sql, &[]).unwrap();
+    rows[0].get(0)
+}
+
+/// The cluster's data directory and `pg_ctl` as the cluster's user, with `action`
+/// (`stop -m immediate`, `start`): for tests of a lost database.
+///
+/// # Panics
+/// When `pg_ctl` fails or no cluster runs in this process (tests only).
+pub fn pg_ctl(action: &[&str]) {
+    let c = CLUSTER.get().expect("no test cluster runs in this process");
+    let data = c.dir.join("data").to_string_lossy().into_owned();
+    let opts = format!("-p {} -k {} -h 127.0.0.1 -F -c max_connections=200", c.port, c.dir.to_string_lossy());
+    let log = c.dir.join("log").to_string_lossy().into_owned();
+    let mut args = vec!["-D", data.as_str(), "-o", opts.as_str(), "-l", log.as_str(), "-w"];
+    args.extend_from_slice(action);
+    run(pg_command(&bin_dir(), "pg_ctl", &args), "pg_ctl");
+}
+
 fn settings(c: &Cluster, db: &str) -> PgSettings {
-    let _ = &c.dir;
     PgSettings {
         url: format!("host=127.0.0.1 port={} user=isto dbname={db} application_name=isto-test", c.port),
         pool_size: 4,

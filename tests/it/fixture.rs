@@ -361,6 +361,16 @@ fn open_copy() -> (Fx, Value) {
     let m = isto::store::migrate_file(&dir.path().join("isto.redb"), false).unwrap();
     assert_eq!(m.stored, Some(FIXTURE_SCHEMA));
     assert_eq!(m.pending.len() as u64, isto::store::SCHEMA_VERSION - FIXTURE_SCHEMA);
+    if kit::backend_is_postgres() {
+        // The fixture is a redb file: on PostgreSQL its rows, migrated by redb's open,
+        // are loaded into the holder's database (as `isto admin restore` moves a redb
+        // backup there) and the file removed, so every check below reads PostgreSQL.
+        let file = dir.path().join(isto::store::FILE_NAME);
+        let rows = kit::load::rows_in(&Store::open(&file).unwrap());
+        let lines = rows.into_values().flat_map(BTreeMap::into_values);
+        kit::load::store_of(dir.path()).restore_rows(lines.map(Ok::<_, StoreError>), false).unwrap();
+        std::fs::remove_file(file).unwrap();
+    }
     let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(manifest["clock"].as_str().unwrap()).unwrap()));
     let opts = Opts::default();
     let holder = kit::open_state(dir.path(), clock.clone(), opts);

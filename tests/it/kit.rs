@@ -128,15 +128,32 @@ pub fn backend_is_postgres() -> bool {
 }
 
 /// The PostgreSQL database of the holder in `dir`: made at the first call for the
-/// directory, its settings kept in the directory, so that a reopened holder finds it.
+/// directory and kept for this test process in a map by path, so that a reopened
+/// holder, the binary run on the directory and the rows read back all find it. Nothing
+/// is written into `dir` (tests compare data directories file by file, and a refused
+/// restore must leave no directory behind).
 pub fn database_of(dir: &Path) -> isto::store::PgSettings {
-    let kept = dir.join(".isto-test-postgres");
-    if let Ok(url) = std::fs::read_to_string(&kept) {
-        return isto::store::PgSettings { url, pool_size: 4 };
+    static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, isto::store::PgSettings)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut known = DATABASES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, db)) = known.iter().find(|(d, _)| d == dir) {
+        return db.clone();
     }
     let db = isto::store::testpg::database();
-    std::fs::write(&kept, &db.url).unwrap();
+    known.push((dir.to_owned(), db.clone()));
     db
+}
+
+/// Whether a test is about the redb file itself (its lock, its bytes, its repair, its
+/// permissions): true on redb; on PostgreSQL false, after saying on stderr which test is
+/// left out and `why` (a test of the PostgreSQL equivalent, where there is one, runs
+/// instead). Not a skip for a missing prerequisite: the test has no meaning there.
+pub fn redb_only(test: &str, why: &str) -> bool {
+    if !backend_is_postgres() {
+        return true;
+    }
+    eprintln!("redb only, not run on PostgreSQL: {test}: {why}");
+    false
 }
 
 /// A clock standing at [`START`].

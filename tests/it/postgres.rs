@@ -33,3 +33,44 @@ fn a_backup_restored_into_an_empty_postgresql_store_holds_the_same_rows_and_a_fu
     assert!(!again.status.success() && text(&again).contains("not empty"), "{}", text(&again));
     assert_eq!(rows_in(&Store::open_at(&Location::Postgres(db)).unwrap()), source);
 }
+
+/// Losing the database (its connections ended and new ones refused) makes calls fail
+/// fast with the database's error, and once it takes connections again calls succeed
+/// on the same open store (no restart). Only this test's database is cut off.
+#[test]
+fn a_lost_database_fails_calls_fast_and_they_succeed_again_when_it_is_back() {
+    use std::time::{Duration, Instant};
+    let db = isto::store::testpg::database();
+    let name = db.url.split_whitespace().find_map(|kv| kv.strip_prefix("dbname=")).unwrap().to_owned();
+    let admin =
+        isto::store::PgSettings { url: db.url.replace(&format!("dbname={name}"), "dbname=postgres"), ..db.clone() };
+    let store = Store::open_at(&Location::Postgres(db)).unwrap();
+    let outbox = |s: &Store| s.read(|rx| rx.outbox::<serde_json::Value>()).map(|jobs| jobs.len());
+    assert_eq!(outbox(&store).unwrap(), 0);
+    isto::store::testpg::execute(
+        &admin,
+        &format!(
+            "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        ),
+    );
+    // Every call fails within the pool's bounded wait; soon with the refusal itself.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t0 = Instant::now();
+        let e = outbox(&store).unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(11), "a call hung for {:?}: {e}", t0.elapsed());
+        if e.to_string().contains(&format!("database \"{name}\" is not currently accepting connections")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never refused with the database's reason: {e}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    isto::store::testpg::execute(&admin, &format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = outbox(&store) {
+        assert!(Instant::now() < deadline, "calls never succeeded again: {e}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(outbox(&store).unwrap(), 0, "the same store answers again, no restart");
+}

@@ -12,6 +12,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::kit::load::{admin, isto, text, Serve};
+use crate::kit::redb_only;
 
 /// `isto serve` on `data` that must end by itself (a refused start), at most 30 s.
 fn serve_refused(data: &Path) -> Output {
@@ -84,12 +85,22 @@ fn refused_everywhere(data: &Path, reason: &str) {
 
 #[test]
 fn an_empty_store_file_is_refused_by_serve_and_admin_commands_naming_it() {
+    if !redb_only("an empty store file", "about the redb file's bytes (see another_programs_tables_in_the_database…)")
+    {
+        return;
+    }
     let (_d, data) = with_store_file(b"");
     refused_everywhere(&data, "empty file");
 }
 
 #[test]
 fn random_bytes_named_isto_redb_are_refused_naming_the_file() {
+    if !redb_only(
+        "random bytes as the store",
+        "about the redb file's bytes (see another_programs_tables_in_the_database…)",
+    ) {
+        return;
+    }
     let bytes: Vec<u8> = (0..64 * 1024u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let (_d, data) = with_store_file(&bytes);
     refused_everywhere(&data, "not a redb database");
@@ -97,6 +108,10 @@ fn random_bytes_named_isto_redb_are_refused_naming_the_file() {
 
 #[test]
 fn another_programs_redb_file_is_refused_naming_its_tables() {
+    if !redb_only("another program's redb file", "the PostgreSQL equivalent: another_programs_tables_in_the_database…")
+    {
+        return;
+    }
     let (_d, data) = with_store_file(b"");
     std::fs::remove_file(data.join("isto.redb")).unwrap();
     {
@@ -115,7 +130,12 @@ fn a_missing_store_is_still_made_on_the_first_start() {
     let data = d.path().join("data");
     let o = admin(&data, &["init"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("created the store"), "{}", text(&o));
+    if crate::kit::backend_is_postgres() {
+        // The database exists before isto (its operator makes it); the open makes its tables.
+        assert!(text(&o).contains("the store PostgreSQL") && text(&o).contains(" opens"), "{}", text(&o));
+    } else {
+        assert!(text(&o).contains("created the store"), "{}", text(&o));
+    }
     let leftovers: Vec<_> = std::fs::read_dir(&data)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -134,6 +154,13 @@ fn a_start_after_kill_9_logs_the_check_and_repair_and_its_duration() {
     // Its start wrote (the key record), so the file has commits a clean close would seal.
     drop(first); // SIGKILL
     let second = Serve::start(&data, d.path().join("second.log"));
+    if crate::kit::backend_is_postgres() {
+        // PostgreSQL recovers its own crashes: the next start has nothing to repair.
+        ready_then_stop(second);
+        let log = std::fs::read_to_string(d.path().join("second.log")).unwrap();
+        assert!(!log.contains("repair") && !log.contains("not closed cleanly"), "{log}");
+        return;
+    }
     let t0 = Instant::now();
     let log = loop {
         let log = second.log();
@@ -234,24 +261,93 @@ fn a_missing_old_sealing_key_refuses_the_start_naming_its_id() {
 #[test]
 fn an_active_intent_the_engine_cannot_load_stops_the_start_naming_the_cause() {
     let (_d, data) = holder_with_sealed_values();
-    {
-        let db = redb::Database::create(data.join("isto.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let active: redb::TableDefinition<&str, ()> = redb::TableDefinition::new("active");
-            let intents: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
-            use redb::ReadableTable as _;
-            let id = txn.open_table(active).unwrap().iter().unwrap().next().unwrap().unwrap().0.value().to_owned();
-            txn.open_table(intents)
-                .unwrap()
-                .insert(id.as_str(), br#"{"id":"not an intent record"}"#.as_slice())
-                .unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    // An active intent's record replaced by bytes that are no intent record.
+    crate::kit::load::edit_rows(&data, |rows| {
+        let id = rows.iter().find(|r| r["t"] == "active").unwrap()["k"].clone();
+        let record = rows.iter_mut().find(|r| r["t"] == "intents" && r["k"] == id).unwrap();
+        record.as_object_mut().unwrap().remove("b");
+        record["v"] = serde_json::json!({"id": "not an intent record"});
+    });
     let o = serve_refused(&data);
     let err = text(&o);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("cannot load the active intents into the matching engine"), "{err}");
     assert!(err.contains("is corrupt") && err.contains("did not start"), "{err}");
+}
+
+/// The PostgreSQL equivalent of a foreign store file: a database holding a table of
+/// isto's names but no `schema_migrations` (another program's tables) is refused by
+/// `serve` and by the admin commands, naming the table, and is left as it was.
+#[test]
+fn another_programs_tables_in_the_database_are_refused_by_serve_and_admin_commands() {
+    if !crate::kit::backend_is_postgres() {
+        eprintln!("PostgreSQL only (ISTO_TEST_BACKEND=postgres): another program's tables in the database");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let settings = crate::kit::database_of(&data);
+    isto::store::testpg::execute(
+        &settings,
+        "CREATE TABLE intents (id text PRIMARY KEY); INSERT INTO intents VALUES ('theirs')",
+    );
+    let o = serve_refused(&data);
+    let err = text(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("has a table \"intents\" but no schema_migrations table"), "{err}");
+    for args in [&["stats"][..], &["migrate", "--dry-run"], &["init"]] {
+        let o = admin(&data, args);
+        let err = text(&o);
+        assert!(!o.status.success() && err.contains("another program's tables"), "admin {args:?}: {err}");
+    }
+    let rows = isto::store::testpg::query_count(&settings, "SELECT count(*) FROM intents WHERE id = 'theirs'");
+    assert_eq!(rows, 1, "their table is left as it was");
+    let tables =
+        isto::store::testpg::query_count(&settings, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
+    assert_eq!(tables, 1, "no table of isto's was made beside it");
+}
+
+/// The PostgreSQL equivalent of a store file marked newer than this isto: a database
+/// whose `meta` says a newer schema version (and the isto that wrote it) is refused by
+/// `serve` and by `admin migrate` with the same message as the file, and left as it was.
+#[test]
+fn a_database_newer_than_this_isto_is_refused_by_serve_and_migrate() {
+    if !crate::kit::backend_is_postgres() {
+        eprintln!("PostgreSQL only (ISTO_TEST_BACKEND=postgres): a database newer than this isto");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    let o = admin(&data, &["init"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let newer = isto::store::SCHEMA_VERSION + 1;
+    crate::kit::load::edit_rows(&data, |rows| {
+        rows.retain(|r| !(r["t"] == "meta" && r["k"].as_str().is_some_and(|k| k.starts_with("pass:"))));
+        for r in rows.iter_mut().filter(|r| r["t"] == "meta") {
+            match r["k"].as_str() {
+                Some("schema_version") => r["v"] = serde_json::json!(newer.to_string()),
+                Some("isto_version") => r["v"] = serde_json::json!("99.0.0"),
+                _ => {}
+            }
+        }
+    });
+    let settings = crate::kit::database_of(&data);
+    let meta = "SELECT count(*) FROM meta";
+    let before = isto::store::testpg::query_count(&settings, meta);
+    let says_what_to_do = |t: &str| {
+        assert!(t.contains(&format!("store schema version {newer}")), "{t}");
+        assert!(t.contains("isto 99.0.0") && t.contains("upgrade isto again"), "{t}");
+        assert!(t.contains(&format!("({})", isto::store::SCHEMA_VERSION)), "{t}");
+    };
+    for args in [&["migrate"][..], &["migrate", "--dry-run"], &["stats"]] {
+        let o = admin(&data, args);
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        says_what_to_do(&text(&o));
+    }
+    let o = serve_refused(&data);
+    assert!(!o.status.success(), "{}", text(&o));
+    says_what_to_do(&text(&o));
+    assert_eq!(isto::store::testpg::query_count(&settings, meta), before, "refusing changed nothing");
+    let e = isto::store::Store::open_at(&isto::store::Location::Postgres(settings)).err().unwrap();
+    assert!(matches!(e, isto::store::StoreError::TooNew { found, .. } if found == newer), "{e}");
 }

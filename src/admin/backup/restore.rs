@@ -43,7 +43,7 @@ pub fn restore(
     json_output: bool,
 ) -> anyhow::Result<RestoreReport> {
     let checked = verify(file)?;
-    let replaced = refuse_target(settings, force, keys)?;
+    let mut replaced = refuse_target(settings, force, keys)?;
     let store_path = settings.store_path();
     let key_path = settings.key_path();
     let mut undo = Undo { staged_keys: None, created_dir: None, scratch: None };
@@ -80,7 +80,7 @@ pub fn restore(
     let (got, opened) = restore_checked(settings, file, &checked, &tmp, &ring, json_output)?;
     if settings.store_postgres.is_some() {
         // Checked in the temp redb store above; then moved into the empty database.
-        super::restore_pg::into_database(settings, &tmp)?;
+        replaced = super::restore_pg::into_database(settings, &tmp, force)?;
     }
     install_staged_keys(&keys_dir, adding.as_ref(), &mut undo)?;
     if settings.store_postgres.is_none() {
@@ -117,6 +117,9 @@ fn refuse_target(settings: &Settings, force: bool, keys: Option<&Path>) -> anyho
         );
     }
     let store_path = settings.store_path();
+    if settings.store_postgres.is_some() {
+        super::restore_pg::refuse_data(settings, force)?;
+    }
     let replaced = store_path.exists();
     if replaced && !force {
         bail!(

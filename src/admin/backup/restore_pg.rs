@@ -4,8 +4,8 @@
 //! are loaded into the configured database in one transaction
 //! ([`Store::restore_rows`]: the same keys and sealed bytes), and the database is
 //! opened once more so an older backup's schema is migrated there. The database must be
-//! empty (a new one, or one only `isto serve` or `isto admin init` opened): a store
-//! with data is never replaced.
+//! empty (a new one, or one only `isto serve` or `isto admin init` opened) unless
+//! `--force`: then its rows are replaced by the backup's in that one transaction.
 
 use crate::config::Settings;
 use crate::store::{Export, Store, StoreError};
@@ -15,14 +15,33 @@ use std::path::Path;
 /// Rows in flight between the export of the temp store and the load into the database.
 const IN_FLIGHT: usize = 1024;
 
-/// Loads the checked temp store `tmp` into the database of `settings`.
+/// Refuses, before anything is touched, a database that holds data unless `force`.
 ///
 /// # Errors
-/// The database cannot be reached or is not empty (nothing is written), or a storage
-/// error of either store.
-pub(super) fn into_database(settings: &Settings, tmp: &Path) -> anyhow::Result<()> {
+/// The database cannot be reached, or holds data and `force` is not given (naming the
+/// first table with rows).
+pub(super) fn refuse_data(settings: &Settings, force: bool) -> anyhow::Result<()> {
+    let name = settings.store_name();
+    let store = Store::open_at(&settings.store_location()).with_context(|| format!("cannot open the store {name}"))?;
+    match store.holds_data().with_context(|| format!("cannot read the store {name}"))? {
+        Some(table) if !force => anyhow::bail!(
+            "the store {name} is not empty (table {table:?} holds rows): restore into a new database, \
+             or add --force to replace its data"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Loads the checked temp store `tmp` into the database of `settings`, replacing what it
+/// holds when `replace`; whether it held data.
+///
+/// # Errors
+/// The database cannot be reached or is not empty without `replace` (nothing is
+/// written), or a storage error of either store.
+pub(super) fn into_database(settings: &Settings, tmp: &Path, replace: bool) -> anyhow::Result<bool> {
     let name = settings.store_name();
     let to = Store::open_at(&settings.store_location()).with_context(|| format!("cannot open the store {name}"))?;
+    let held = to.holds_data().with_context(|| format!("cannot read the store {name}"))?.is_some();
     let from = Store::open(tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
     let (send, recv) = std::sync::mpsc::sync_channel::<Result<String, StoreError>>(IN_FLIGHT);
     let exporter = std::thread::spawn(move || {
@@ -39,7 +58,7 @@ pub(super) fn into_database(settings: &Settings, tmp: &Path) -> anyhow::Result<(
             let _ = send.send(Err(e));
         }
     });
-    let loaded = to.restore_rows(recv.into_iter());
+    let loaded = to.restore_rows(recv.into_iter(), replace);
     exporter.join().map_err(|_| anyhow::anyhow!("the export of the restored store failed"))?;
     loaded.with_context(|| format!("cannot restore into {name}; nothing was written there"))?;
     drop(to);
@@ -48,5 +67,5 @@ pub(super) fn into_database(settings: &Settings, tmp: &Path) -> anyhow::Result<(
         Store::open_at(&settings.store_location())
             .with_context(|| format!("the restored store {name} does not open"))?,
     );
-    Ok(())
+    Ok(held)
 }

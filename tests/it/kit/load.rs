@@ -27,11 +27,38 @@ pub type Rows = BTreeMap<String, BTreeMap<String, String>>;
 /// Every row of the store at `path` (opened here, so no server may hold it); with
 /// `ISTO_TEST_BACKEND=postgres`, of the database of `path`'s directory.
 pub fn rows_of(path: &Path) -> Rows {
-    let s = match (super::backend_is_postgres(), path.parent()) {
-        (true, Some(dir)) => Store::open_at(&isto::store::Location::Postgres(super::database_of(dir))).unwrap(),
-        _ => Store::open(path).unwrap(),
-    };
-    rows_in(&s)
+    match (super::backend_is_postgres(), path.parent()) {
+        (true, Some(dir)) => rows_in(&store_of(dir)),
+        _ => rows_in(&Store::open(path).unwrap()),
+    }
+}
+
+/// The store of the data directory `data` (no server may hold it): its redb file, or
+/// with `ISTO_TEST_BACKEND=postgres` its database.
+pub fn store_of(data: &Path) -> Store {
+    if super::backend_is_postgres() {
+        Store::open_at(&isto::store::Location::Postgres(super::database_of(data))).unwrap()
+    } else {
+        Store::open(&data.join(isto::store::FILE_NAME)).unwrap()
+    }
+}
+
+/// Rewrites the rows of the store of `data` (either backend, no server holding it) with
+/// `edit` applied to them (backup rows, `{"t", "k", "v"}` JSON, in table and key order),
+/// in one transaction through the store's own restore (`Store::restore_rows`, replacing).
+pub fn edit_rows(data: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let store = store_of(data);
+    let mut rows: Vec<Value> = Vec::new();
+    store
+        .export(|step| -> Result<(), StoreError> {
+            if let Export::Row { line, .. } = step {
+                rows.push(serde_json::from_str(line).unwrap());
+            }
+            Ok(())
+        })
+        .unwrap();
+    edit(&mut rows);
+    store.restore_rows(rows.iter().map(|r| Ok::<_, StoreError>(r.to_string())), true).unwrap();
 }
 
 /// Every row of the open store `s`.
@@ -54,7 +81,6 @@ pub fn isto(data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_isto"));
     c.env("ISTO_DATA_DIR", data).env_remove("ISTO_CONFIG").env("RUST_LOG", "warn").stdin(Stdio::null());
     if super::backend_is_postgres() {
-        std::fs::create_dir_all(data).unwrap();
         c.env("ISTO_STORE_BACKEND", "postgres").env("ISTO_STORE_URL", super::database_of(data).url);
     } else {
         c.env_remove("ISTO_STORE_BACKEND").env_remove("ISTO_STORE_URL");
