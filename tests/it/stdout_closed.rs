@@ -7,36 +7,16 @@
 //! command meets `EPIPE` (no race with a reader that reads a little first).
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-/// `isto ARGS` with `data` as its data directory, an empty config, stdout a pipe with
-/// no reader; to its end (at most 60 s).
+use crate::fixture;
+
+/// `isto ARGS` with `work/data` as its data directory, stdout a pipe with no reader; to
+/// its end (at most 60 s).
 fn run_with_closed_stdout(work: &Path, args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_isto"))
-        .args(args)
-        .env("ISTO_DATA_DIR", work.join("data"))
-        .env("ISTO_CONFIG", work.join("isto.toml"))
-        .env_remove("ISTO_SMTP_URL")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("RUST_LOG")
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("isto {args:?} did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    fixture::run_with_stdout(&work.join("data"), args, writer)
 }
 
 /// The command ended with `code`, and said nothing on stderr about the pipe or a panic.
@@ -52,7 +32,6 @@ fn assert_quiet(o: &Output, args: &[&str], code: i32) {
 fn admin_commands_exit_quietly_when_the_reader_of_stdout_is_gone() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
-    std::fs::write(w.join("isto.toml"), "").unwrap();
 
     // init prints a line per step: the first write fails, the store is still made.
     let args = ["admin", "init"];
@@ -76,7 +55,7 @@ fn admin_commands_exit_quietly_when_the_reader_of_stdout_is_gone() {
     // The backup was written and is whole, though nobody read its report.
     let args = ["admin", "backup", "--verify", b];
     assert_quiet(&run_with_closed_stdout(w, &args), &args, 0);
-    let ok = Command::new(env!("CARGO_BIN_EXE_isto")).args(args).output().unwrap();
+    let ok = fixture::run(&w.join("data"), &args);
     assert!(
         String::from_utf8_lossy(&ok.stdout).contains("is a good backup"),
         "{}",
