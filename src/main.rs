@@ -79,8 +79,8 @@ fn main() -> ExitCode {
             if json {
                 // With --json the failure is a JSON object on stdout; when stdout cannot
                 // take it (its reader is gone), the error goes to stderr as without --json.
-                let said = isto::admin::print_line(serde_json::json!({"ok": false, "error": msg}));
-                if said.is_err() || isto::admin::stdout_closed() {
+                let said = isto::cli::out::print_line(serde_json::json!({"ok": false, "error": msg}));
+                if said.is_err() || isto::cli::out::stdout_closed() {
                     eprintln!("error: {msg}");
                 }
             } else {

@@ -31,7 +31,7 @@ mod records;
 mod restore;
 mod restore_pg;
 
-use super::out::print_line;
+use crate::cli::out::print_line;
 pub use keys::keys_export;
 use keys::{install_keys, stage_added_keys, AddedKeys};
 pub use lines::MAX_LINE;

@@ -1,6 +1,7 @@
 //! The dispatch of `isto admin …` once the settings are loaded: each [`AdminCommand`] to
 //! the function of this module that runs it, and the exit status it ends with.
 
+use crate::cli::out::print_line;
 use crate::cli::{AdminCommand, KeysCommand, OffersCommand};
 use crate::config::Settings;
 use anyhow::Context as _;
@@ -74,13 +75,13 @@ fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<u8> {
 fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let d = settings.describe();
     if json {
-        super::print_line(d)?;
+        print_line(d)?;
     } else {
         for w in settings.warnings() {
             eprintln!("warning: {w}");
         }
-        super::print_line("configuration is valid; effective settings:")?;
-        super::print_line(serde_json::to_string_pretty(&d)?)?;
+        print_line("configuration is valid; effective settings:")?;
+        print_line(serde_json::to_string_pretty(&d)?)?;
     }
     Ok(())
 }
@@ -90,9 +91,9 @@ fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
 fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let v = super::verify_backup(file)?;
     if json {
-        super::print_line(serde_json::to_string(&v)?)?;
+        print_line(serde_json::to_string(&v)?)?;
     } else {
-        super::print_line(format_args!(
+        print_line(format_args!(
             "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
             file.display(),
             v.trailer.rows,

@@ -29,9 +29,9 @@
 //!   `{"ok":true,"cursor":…,"seen":n,"changed":n,"values":n,"done":bool}`
 //! - `{"op":"keys_retire","kid":KID}` → `{"ok":true,"kid":KID}` or the refusal.
 
-use super::out::print_line;
 use super::socket::{Client, Connect};
 use super::{Request, Route};
+use crate::cli::out::print_line;
 use crate::config::Settings;
 use crate::crypto::{KeyRing, Sealed};
 use crate::state::AppState;

@@ -17,8 +17,8 @@
 //! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
 //! answer is reported the same way, without the server's versions.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::print_line;
 use crate::config::Settings;
 use crate::state::{Pass, PASSES};
 use crate::store::{Migrated, MigrationInfo, StoreError, TableChange, ISTO_VERSION, SCHEMA_VERSION};

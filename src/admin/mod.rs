@@ -37,7 +37,6 @@ mod backup;
 mod command;
 mod keys;
 mod migrate;
-mod out;
 mod purge;
 mod request;
 mod sellers;
@@ -55,7 +54,6 @@ pub use keys::{
     MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
 };
 pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
-pub use out::{print_line, stdout_closed};
 pub use purge::{purge_command, report as purge_report};
 pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
@@ -63,6 +61,7 @@ pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TI
 pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};
+use crate::cli::out::print_line;
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;

@@ -9,8 +9,8 @@
 //! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
 //! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::print_line;
 use crate::config::Settings;
 use crate::intents::Purged;
 use crate::state::AppState;

@@ -14,8 +14,8 @@
 //! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
 //! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::print_line;
 use crate::cli::SellerCommand;
 use crate::config::Settings;
 use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};

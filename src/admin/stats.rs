@@ -10,8 +10,8 @@
 //! opens the store here. Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see
 //! [`Stats`] for its shape), or `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::print_line;
 use crate::config::Settings;
 use crate::records::{IntentRecord, OfferRecord, SellerRecord};
 use crate::state::AppState;

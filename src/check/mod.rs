@@ -30,6 +30,7 @@ mod runner;
 mod scan;
 mod transport;
 
+use crate::cli::out::{print, print_line, stdout_closed};
 use crate::outbound::Probe;
 use crate::protocol::tools::{ToolId, CONSENT_LINK_PROFILE};
 pub use rpc::Revision;
@@ -279,17 +280,21 @@ pub fn command(url: &str, revision: &str, json: bool) -> Result<ExitCode, String
         .map_err(|e| format!("starting tokio: {e}"))?;
     match rt.block_on(run(url, &revs)) {
         Ok(report) => {
-            if json {
-                println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+            let printed = if json {
+                serde_json::to_string(&report).map_err(anyhow::Error::from).and_then(print_line)
             } else {
-                print!("{}", report.table());
-            }
+                print(report.table().as_bytes())
+            };
+            printed.map_err(|e| e.to_string())?;
             Ok(ExitCode::from(report.exit_code()))
         }
         Err(e) => {
             if json {
-                println!("{}", serde_json::json!({"ok": false, "holder": url, "error": e.to_string()}));
-            } else {
+                print_line(serde_json::json!({"ok": false, "holder": url, "error": e.to_string()}))
+                    .map_err(|e| e.to_string())?;
+            }
+            // Without --json, or with its report undeliverable, the error goes to stderr.
+            if !json || stdout_closed() {
                 eprintln!("error: the check could not run: {e}");
             }
             Ok(ExitCode::from(2))

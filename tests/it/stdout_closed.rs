@@ -1,7 +1,8 @@
-//! The real `isto admin …` commands with a standard output whose reader has gone away
-//! (`isto admin stats --json | head -c1`): every write fails with `EPIPE`. The command
-//! exits quietly with its own status, as coreutils do — no panic message, no "Broken
-//! pipe" error — and its work is done as if the output went to `/dev/null`.
+//! The real `isto admin …`, `isto generate …` and `isto check …` commands with a
+//! standard output whose reader has gone away (`isto admin stats --json | head -c1`):
+//! every write fails with `EPIPE`. The command exits quietly with its own status, as
+//! coreutils do — no panic message, no "Broken pipe" error — and its work is done as if
+//! the output went to `/dev/null`.
 //!
 //! The pipe's read end is closed before the command starts, so every write of the
 //! command meets `EPIPE` (no race with a reader that reads a little first).
@@ -70,4 +71,32 @@ fn admin_commands_exit_quietly_when_the_reader_of_stdout_is_gone() {
     assert_quiet(&o, &args, 1);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("missing.isto-backup"), "no error on stderr: {stderr}");
+}
+
+#[test]
+fn generate_and_check_exit_quietly_when_the_reader_of_stdout_is_gone() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let (man, reference) = (w.join("man"), w.join("reference"));
+    let (man, reference) = (man.to_str().unwrap(), reference.to_str().unwrap());
+    for args in [
+        &["generate", "completions", "bash"][..],
+        &["generate", "config"],
+        &["generate", "man", "--out", man],
+        &["generate", "man", "--out", man, "--json"],
+        &["generate", "reference", "--out", reference, "--json"],
+        &["generate", "reference", "--out", reference, "--check"],
+    ] {
+        assert_quiet(&run_with_closed_stdout(w, args), args, 0);
+    }
+    // The pages were written, though nobody read the report.
+    assert!(std::path::Path::new(man).join("isto.1").is_file(), "generate man wrote no isto.1");
+
+    // A check that cannot run (nothing listens on port 1) keeps its status 2, and with its
+    // JSON report undeliverable says why on stderr.
+    let args = ["check", "http://127.0.0.1:1/mcp", "--json"];
+    let o = run_with_closed_stdout(w, &args);
+    assert_quiet(&o, &args, 2);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("the check could not run"), "no error on stderr: {stderr}");
 }

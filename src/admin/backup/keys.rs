@@ -3,7 +3,7 @@
 //! staging the old keys it adds to a ring that has a key.
 
 use super::*;
-use crate::admin::out::print_line;
+use crate::cli::out::print_line;
 
 /// The key files of the data directory: the current key first, then the older ones.
 fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {

@@ -3,7 +3,7 @@
 //! module docs of `admin::backup`).
 
 use super::*;
-use crate::admin::out::print_line;
+use crate::cli::out::print_line;
 
 /// Removes, when dropped unless disarmed, what a failed restore created: the staged key
 /// directory and a data directory that did not exist before.
