@@ -120,7 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             init_logging(level, None);
-            isto::check::command(&args.url, &args.revision, args.json).map_err(anyhow::Error::msg)
+            isto::check::command(&args.url, &args.revision, args.json)
         }
         Command::Generate(cmd) => {
             isto::generate::run(cmd, o.data_dir.as_deref())?;
@@ -134,7 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 o.config = None;
             }
             let settings = Settings::load(&o)?;
-            isto::admin::init_report(&settings, cli.config.as_deref(), json)?;
+            isto::admin::init(&settings, cli.config.as_deref(), json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(cmd) => {

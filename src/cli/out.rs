@@ -41,6 +41,23 @@ pub fn print_line(line: impl Display) -> anyhow::Result<()> {
     print(format!("{line}\n").as_bytes())
 }
 
+/// A command's report: with `json`, `report` as one line of JSON; else what `human`
+/// prints of it.
+///
+/// # Errors
+/// As [`print_line`]; `human`'s own error.
+pub fn print_json_or<T: serde::Serialize>(
+    json: bool,
+    report: &T,
+    human: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        print_line(serde_json::to_string(report)?)
+    } else {
+        human()
+    }
+}
+
 /// Whether a write to standard output has met `EPIPE` in this process (its reader is
 /// gone; [`print`] drops every write since).
 pub fn stdout_closed() -> bool {
