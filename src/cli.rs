@@ -1,7 +1,9 @@
-//! Command-line definitions (clap); no logic here.
+//! Command-line definitions (clap), and [`out`]: the commands' standard output.
 // These doc comments are the `--help` text, where a URL or `<listen>` is plain text, not
 // Markdown.
 #![allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
+
+pub mod out;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

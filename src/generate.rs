@@ -4,6 +4,7 @@
 
 pub mod reference;
 
+use crate::cli::out::{print, print_line};
 use crate::cli::{Cli, GenerateCommand, Shell};
 use anyhow::Context as _;
 use clap::CommandFactory as _;
@@ -110,20 +111,17 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
     use std::io::Write as _;
     let report = |files: &[PathBuf], json: bool, what: &str| -> anyhow::Result<()> {
         if json {
-            println!("{}", serde_json::json!({ "files": files }));
+            print_line(serde_json::json!({ "files": files }))
         } else if let [one] = files {
-            println!("wrote the {what} {}", one.display());
+            print_line(format_args!("wrote the {what} {}", one.display()))
         } else {
             let dir = files.first().and_then(|p| p.parent()).map(|d| d.display().to_string()).unwrap_or_default();
-            println!("wrote {} {what} into {dir}", files.len());
+            print_line(format_args!("wrote {} {what} into {dir}", files.len()))
         }
-        Ok(())
     };
     match cmd {
         GenerateCommand::Man { out, json } => report(&man_pages(&out)?, json, "man pages"),
-        GenerateCommand::Completions { shell, out: None, .. } => {
-            std::io::stdout().write_all(&completion_script(shell)).context("cannot write to standard output")
-        }
+        GenerateCommand::Completions { shell, out: None, .. } => print(&completion_script(shell)),
         GenerateCommand::Completions { shell, out: Some(dir), json } => {
             report(&[completions_to(shell, &dir)?], json, "completion script")
         }
@@ -135,7 +133,7 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
             let pages = reference::pages(&crate::config::Settings::defaults())?;
             let stale = reference::stale(&out, &pages);
             if json {
-                println!("{}", serde_json::json!({ "stale": stale }));
+                print_line(serde_json::json!({ "stale": stale }))?;
             }
             if !stale.is_empty() {
                 anyhow::bail!(
@@ -145,13 +143,11 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
                 );
             }
             if !json {
-                println!("the reference pages in {} are current", out.display());
+                print_line(format_args!("the reference pages in {} are current", out.display()))?;
             }
             Ok(())
         }
-        GenerateCommand::Config { out: None, .. } => std::io::stdout()
-            .write_all(config_skeleton(data_dir)?.as_bytes())
-            .context("cannot write to standard output"),
+        GenerateCommand::Config { out: None, .. } => print(config_skeleton(data_dir)?.as_bytes()),
         GenerateCommand::Config { out: Some(file), force, json } => {
             let text = config_skeleton(data_dir)?;
             if file.exists() && !force {

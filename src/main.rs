@@ -79,8 +79,8 @@ fn main() -> ExitCode {
             if json {
                 // With --json the failure is a JSON object on stdout; when stdout cannot
                 // take it (its reader is gone), the error goes to stderr as without --json.
-                let said = isto::admin::print_line(serde_json::json!({"ok": false, "error": msg}));
-                if said.is_err() || isto::admin::stdout_closed() {
+                let said = isto::cli::out::print_line(serde_json::json!({"ok": false, "error": msg}));
+                if said.is_err() || isto::cli::out::stdout_closed() {
                     eprintln!("error: {msg}");
                 }
             } else {
@@ -120,7 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             init_logging(level, None);
-            isto::check::command(&args.url, &args.revision, args.json).map_err(anyhow::Error::msg)
+            isto::check::command(&args.url, &args.revision, args.json)
         }
         Command::Generate(cmd) => {
             isto::generate::run(cmd, o.data_dir.as_deref())?;
@@ -134,7 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 o.config = None;
             }
             let settings = Settings::load(&o)?;
-            isto::admin::init_report(&settings, cli.config.as_deref(), json)?;
+            isto::admin::init(&settings, cli.config.as_deref(), json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(cmd) => {

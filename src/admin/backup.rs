@@ -31,7 +31,7 @@ mod records;
 mod restore;
 mod restore_pg;
 
-use super::out::print_line;
+use crate::cli::out::{print_json_or, print_line};
 pub use keys::keys_export;
 use keys::{install_keys, stage_added_keys, AddedKeys};
 pub use lines::MAX_LINE;
@@ -45,12 +45,12 @@ use crate::crypto::{each_sealed, KeyRing, Sealed};
 use crate::state::AppState;
 use crate::store::{Export, Snapshot, Store, SCHEMA_VERSION};
 use anyhow::{bail, Context as _};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The `format` of a backup's header.
@@ -61,6 +61,8 @@ pub const FORMAT_VERSION: u64 = 1;
 pub const KEYS_FORMAT: &str = "isto-keys";
 /// zstd level (3: zstd's default, fast with a good ratio).
 const LEVEL: i32 = 3;
+/// How the progress bars of a backup and a restore are drawn (rows done of all).
+const ROWS_BAR: &str = "{wide_bar} {pos}/{len} rows {per_sec} ETA {eta}";
 /// What a backup says about the keys, on screen and in `--json`.
 pub const KEYS_NOTE: &str = "sealed values (contacts, hidden limits, outbox mail) stay sealed in the backup and \
      the sealing keys are NOT in it: keep `isto admin keys export` output apart from the backups, or the backup \
@@ -541,15 +543,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     let mut enc = enc;
     // zstd's own checksum of the frame too, checked while decompressing.
     enc.include_checksum(true)?;
-    let bar = if json_output || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{wide_bar} {pos}/{len} rows {per_sec} ETA {eta}") {
-            b.set_style(style);
-        }
-        b
-    };
+    let bar = crate::admin::progress(json_output, Some(0), ROWS_BAR);
     let mut w = Writer { enc, tally: Tally::default(), header: None, bar, json_output };
     let via = export_into(settings, &mut w)?;
     w.bar.finish_and_clear();
@@ -577,11 +571,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     if checked.file_sha256 != hex(&hashing.sha.finalize()) || checked.trailer != trailer {
         bail!("the backup just written reads back differently; nothing was replaced");
     }
-    paths::refuse_special(out)?;
-    std::fs::rename(&tmp, out).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
-    let mut guard = guard;
-    guard.0 = None;
-    sync_dir(dir_of(out))?;
+    paths::move_into_place(&tmp, out, guard)?;
     let report = BackupReport {
         file: out.to_owned(),
         bytes: checked.bytes,
@@ -593,9 +583,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
         note: KEYS_NOTE,
     };
     tracing::info!(rows = report.trailer.rows, bytes = report.bytes, via = ?report.via, "backup written");
-    if json_output {
-        print_line(serde_json::to_string(&report)?)?;
-    } else {
+    print_json_or(json_output, &report, || {
         print_line(format_args!(
             "wrote {} ({} rows, {} bytes, schema version {}), checked: SHA-256 {}",
             out.display(),
@@ -604,8 +592,8 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
             report.header.schema,
             report.file_sha256
         ))?;
-        print_line(format_args!("note: {KEYS_NOTE}"))?;
-    }
+        print_line(format_args!("note: {KEYS_NOTE}"))
+    })?;
     Ok(report)
 }
 
@@ -642,8 +630,8 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
             }
             Ok(super::Route::Socket)
         }
-        other => {
-            let store = open_store(settings, &other)?;
+        Connect::Absent | Connect::Stale => {
+            let store = open_store(settings)?;
             export_lines(&store, &SystemClock, |line| w.take(line))?;
             Ok(super::Route::Direct)
         }
@@ -651,19 +639,12 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
 }
 
 /// Opens the store here for a backup (no server answers): it must exist.
-fn open_store(settings: &Settings, socket: &Connect) -> anyhow::Result<Store> {
+fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     let path = settings.store_path();
     if settings.store_postgres.is_none() && !path.exists() {
         bail!("no store at {}: nothing to back up", path.display());
     }
-    Store::open_at(&settings.store_location()).map_err(|e| {
-        if e.is_already_open() {
-            let _ = socket;
-            anyhow::anyhow!("{}", super::held_by_another(&path, &settings.admin_socket_path()))
-        } else {
-            super::open_failed(&path, e)
-        }
-    })
+    super::open_offline(settings)
 }
 
 #[cfg(test)]

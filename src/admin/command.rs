@@ -1,13 +1,14 @@
 //! The dispatch of `isto admin …` once the settings are loaded: each [`AdminCommand`] to
 //! the function of this module that runs it, and the exit status it ends with.
 
+use crate::cli::out::{print_json_or, print_line};
 use crate::cli::{AdminCommand, KeysCommand, OffersCommand};
 use crate::config::Settings;
 use anyhow::Context as _;
 
 /// Runs the admin command `cmd` with `settings` and gives the process exit status: 0 on
 /// success; [`super::IMPORT_REJECTED`] when an import refused rows; 1 when a key rotation
-/// left rows to reseal. `init` is run before the settings exist ([`super::init_report`])
+/// left rows to reseal. `init` is run before the settings exist ([`super::init`])
 /// and is a no-op here.
 ///
 /// # Errors
@@ -21,7 +22,7 @@ pub fn run(settings: &Settings, cmd: AdminCommand) -> anyhow::Result<u8> {
         }
         AdminCommand::CheckConfig { json } => check_config(settings, json)?,
         AdminCommand::Offers(OffersCommand::Import { file, full, json }) => {
-            return Ok(super::import_feed(settings, &file, full, json)?.exit_code());
+            return Ok(super::import(settings, &file, full, json)?.exit_code());
         }
         AdminCommand::Seller(cmd) => super::seller_command(settings, cmd)?,
         AdminCommand::Backup { out: Some(out), force, json, .. } => {
@@ -73,26 +74,21 @@ fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<u8> {
 /// the warnings on stderr and the settings pretty-printed.
 fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let d = settings.describe();
-    if json {
-        super::print_line(d)?;
-    } else {
+    print_json_or(json, &d, || {
         for w in settings.warnings() {
             eprintln!("warning: {w}");
         }
-        super::print_line("configuration is valid; effective settings:")?;
-        super::print_line(serde_json::to_string_pretty(&d)?)?;
-    }
-    Ok(())
+        print_line("configuration is valid; effective settings:")?;
+        print_line(serde_json::to_string_pretty(&d)?)
+    })
 }
 
 /// `isto admin backup --verify FILE`: the verified backup's rows, schema, date, writer
 /// and SHA-256 (`--json`: the [`super::Verified`] object).
 fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let v = super::verify_backup(file)?;
-    if json {
-        super::print_line(serde_json::to_string(&v)?)?;
-    } else {
-        super::print_line(format_args!(
+    print_json_or(json, &v, || {
+        print_line(format_args!(
             "{} is a good backup: {} rows, schema version {}, made {} by isto {}; SHA-256 {}",
             file.display(),
             v.trailer.rows,
@@ -100,7 +96,6 @@ fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
             v.header.created,
             v.header.isto,
             v.file_sha256
-        ))?;
-    }
-    Ok(())
+        ))
+    })
 }

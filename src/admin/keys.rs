@@ -29,19 +29,16 @@
 //!   `{"ok":true,"cursor":…,"seen":n,"changed":n,"values":n,"done":bool}`
 //! - `{"op":"keys_retire","kid":KID}` → `{"ok":true,"kid":KID}` or the refusal.
 
-use super::out::print_line;
-use super::socket::{Client, Connect};
+use super::socket::{failure, Client, Connect};
 use super::{Request, Route};
+use crate::cli::out::{print_json_or, print_line};
 use crate::config::Settings;
 use crate::crypto::{KeyRing, Sealed};
-use crate::state::AppState;
 use crate::store::{Cursor, Store};
 use anyhow::{bail, Context as _};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::IsTerminal as _;
 
 /// Rows per re-seal batch (one write transaction).
 pub const BATCH_ROWS: usize = 500;
@@ -160,10 +157,6 @@ pub struct RotateReport {
     pub note: &'static str,
 }
 
-fn failure(msg: impl Into<String>) -> Value {
-    json!({"ok": false, "error": msg.into()})
-}
-
 /// A sealed value inside a JSON value: an object of exactly `kid`, `nonce`, `ct`.
 fn is_sealed(m: &serde_json::Map<String, Value>) -> bool {
     m.len() == 3 && ["kid", "nonce", "ct"].iter().all(|k| m.get(*k).is_some_and(Value::is_string))
@@ -224,14 +217,9 @@ fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> 
     Ok(Some(serde_json::to_vec(&v)?))
 }
 
-/// Counts the store's sealed values by key id ([`crate::state::sealed_counts`]).
-fn sealed_counts(store: &Store) -> anyhow::Result<(BTreeMap<String, u64>, u64)> {
-    Ok(crate::state::sealed_counts(store)?)
-}
-
 /// The status of `keys` over `store`.
 fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
-    let (mut counts, rows) = sealed_counts(store)?;
+    let (mut counts, rows) = crate::state::sealed_counts(store)?;
     let sealed_values = counts.values().sum();
     let list: Vec<KeyStatus> = keys
         .key_info()
@@ -257,7 +245,7 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
 
 /// Answers one keys request with `store` and `keys` (blocking): the server's side of
 /// the socket and the offline path alike.
-fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
+pub(super) fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
     match req {
         Request::KeysStatus => match status_of(store, keys) {
             Ok(mut s) => {
@@ -321,7 +309,7 @@ fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
             if !keys.kids().iter().any(|k| k == kid) {
                 return failure(format!("no key with id {kid:?} in the key ring (it has {})", keys.kids().join(", ")));
             }
-            match sealed_counts(store) {
+            match crate::state::sealed_counts(store) {
                 Ok((counts, _)) => {
                     let n = counts.get(kid).copied().unwrap_or(0);
                     if n > 0 {
@@ -342,18 +330,6 @@ fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
             }
         }
         other => failure(format!("{} is not a keys op", other.op())),
-    }
-}
-
-/// The server's side of the keys requests.
-pub(crate) async fn respond(holder: &AppState, req: Request) -> Value {
-    let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(h.base.store(), h.base.keys(), &req)).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "admin keys: task failed");
-            failure("the key command failed (see the server log)")
-        }
     }
 }
 
@@ -380,13 +356,7 @@ impl Target {
                 key_path.display()
             );
         }
-        let store = Store::open_at(&settings.store_location()).map_err(|e| {
-            if e.is_already_open() {
-                anyhow::anyhow!("{}", super::held_by_another(&store_path, &settings.admin_socket_path()))
-            } else {
-                super::open_failed(&store_path, e)
-            }
-        })?;
+        let store = super::open_offline(settings)?;
         let (keys, _) = KeyRing::load_or_create(&key_path)?;
         Ok(Self::Direct { store: Box::new(store), keys: Box::new(keys) })
     }
@@ -400,14 +370,10 @@ impl Target {
 
     /// One op; its answer when `ok`, else its error.
     fn ask(&mut self, req: &Request) -> anyhow::Result<Value> {
-        let v = match self {
+        super::ok_or_bail(match self {
             Self::Socket(c) => c.request(req)?,
             Self::Direct { store, keys } => answer(store, keys, req),
-        };
-        if v.get("ok") != Some(&Value::Bool(true)) {
-            bail!("{}", v.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
-        }
-        Ok(v)
+        })
     }
 
     fn status(&mut self) -> anyhow::Result<StatusReport> {
@@ -416,17 +382,6 @@ impl Target {
         s.via = self.route();
         Ok(s)
     }
-}
-
-fn bar(total: u64, json_output: bool) -> ProgressBar {
-    if json_output || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("re-sealing {wide_bar} {pos}/{len} values {per_sec} ETA {eta}") {
-        b.set_style(style);
-    }
-    b
 }
 
 /// `isto admin keys status`: every key id, which is current, when it was made, and how
@@ -438,41 +393,43 @@ fn bar(total: u64, json_output: bool) -> ProgressBar {
 /// refusal.
 pub fn keys_status(settings: &Settings, json_output: bool) -> anyhow::Result<StatusReport> {
     let s = Target::open(settings)?.status()?;
-    if json_output {
-        print_line(serde_json::to_string(&s)?)?;
-        return Ok(s);
-    }
-    print_line(format_args!("{:<10} {:<8} {:<21} {:>10}  file", "key id", "current", "created", "sealed"))?;
-    for k in &s.keys {
+    print_json_or(json_output, &s, || {
+        print_line(format_args!("{:<10} {:<8} {:<21} {:>10}  file", "key id", "current", "created", "sealed"))?;
+        for k in &s.keys {
+            print_line(format_args!(
+                "{:<10} {:<8} {:<21} {:>10}  {}",
+                k.kid,
+                if k.current { "yes" } else { "" },
+                k.created.as_deref().unwrap_or("unknown"),
+                k.sealed,
+                k.file.as_deref().unwrap_or("")
+            ))?;
+        }
+        for (kid, n) in &s.unknown {
+            print_line(format_args!(
+                "{kid:<10} {:<8} {:<21} {n:>10}  MISSING: restore sealing.key.{kid} from a key export",
+                "", ""
+            ))?;
+        }
         print_line(format_args!(
-            "{:<10} {:<8} {:<21} {:>10}  {}",
-            k.kid,
-            if k.current { "yes" } else { "" },
-            k.created.as_deref().unwrap_or("unknown"),
-            k.sealed,
-            k.file.as_deref().unwrap_or("")
+            "{} sealed values in {} rows; handle.key and mac.key are never rotated",
+            s.sealed_values, s.rows
         ))?;
-    }
-    for (kid, n) in &s.unknown {
-        print_line(format_args!(
-            "{kid:<10} {:<8} {:<21} {n:>10}  MISSING: restore sealing.key.{kid} from a key export",
-            "", ""
-        ))?;
-    }
-    print_line(format_args!(
-        "{} sealed values in {} rows; handle.key and mac.key are never rotated",
-        s.sealed_values, s.rows
-    ))?;
-    let left = s.left();
-    if left > 0 {
-        print_line(format_args!(
-            "{left} values are still sealed with older keys: run `isto admin keys rotate --resume`"
-        ))?;
-    }
-    let idle: Vec<&str> = s.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.as_str()).collect();
-    if !idle.is_empty() {
-        print_line(format_args!("no value uses {}: `isto admin keys retire ID` deletes such a key", idle.join(", ")))?;
-    }
+        let left = s.left();
+        if left > 0 {
+            print_line(format_args!(
+                "{left} values are still sealed with older keys: run `isto admin keys rotate --resume`"
+            ))?;
+        }
+        let idle: Vec<&str> = s.keys.iter().filter(|k| !k.current && k.sealed == 0).map(|k| k.kid.as_str()).collect();
+        if !idle.is_empty() {
+            print_line(format_args!(
+                "no value uses {}: `isto admin keys retire ID` deletes such a key",
+                idle.join(", ")
+            ))?;
+        }
+        Ok(())
+    })?;
     Ok(s)
 }
 
@@ -518,7 +475,7 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
         }
         (Some(before.current.clone()), true, before.sealed_values)
     };
-    let bar = bar(total, json_output);
+    let bar = super::progress(json_output, Some(total), "re-sealing {wide_bar} {pos}/{len} values {per_sec} ETA {eta}");
     let mut resealed = 0u64;
     let mut passes = 0u32;
     let mut now = t.status()?;
@@ -562,23 +519,19 @@ pub fn keys_rotate(settings: &Settings, resume: bool, batch: usize, json_output:
         note: ROTATE_NOTE,
     };
     tracing::info!(kid = %report.kid, resealed, passes, left = report.left, "key rotation finished");
-    if json_output {
-        print_line(serde_json::to_string(&report)?)?;
-    } else {
+    print_json_or(json_output, &report, || {
         print_line(format_args!(
             "{} values re-sealed with key {} in {passes} pass(es); {} left",
             report.resealed, report.kid, report.left
         ))?;
         if report.left > 0 {
-            print_line(format_args!(
-                "values were written with older keys meanwhile: run `isto admin keys rotate --resume` again"
-            ))?;
+            print_line("values were written with older keys meanwhile: run `isto admin keys rotate --resume` again")?;
         }
         if !report.retirable.is_empty() {
             print_line(retirable_line(&report.retirable))?;
         }
-        print_line(format_args!("note: {ROTATE_NOTE}"))?;
-    }
+        print_line(format_args!("note: {ROTATE_NOTE}"))
+    })?;
     Ok(report)
 }
 
@@ -604,9 +557,7 @@ pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow:
     let a =
         t.ask(&Request::KeysRetire { kid: kid.to_owned() }).with_context(|| format!("key {kid} was not retired"))?;
     let report = json!({"kid": kid, "retired": true, "via": t.route()});
-    if json_output {
-        print_line(format_args!("{report}"))?;
-    } else {
+    print_json_or(json_output, &report, || {
         print_line(format_args!(
             "retired key {kid}: its file is deleted{}",
             if a.is_object() && matches!(t.route(), Route::Socket) {
@@ -614,8 +565,8 @@ pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow:
             } else {
                 ""
             }
-        ))?;
-    }
+        ))
+    })?;
     Ok(report)
 }
 

@@ -17,17 +17,17 @@
 //! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
 //! answer is reported the same way, without the server's versions.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::{print_json_or, print_line};
 use crate::config::Settings;
 use crate::state::{Pass, PASSES};
 use crate::store::{Migrated, MigrationInfo, StoreError, TableChange, ISTO_VERSION, SCHEMA_VERSION};
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::io::IsTerminal as _;
-use std::time::Duration;
+
+/// How the spinners of the migration are drawn: what runs, and for how long.
+const SPINNER: &str = "{spinner} {msg} {elapsed}";
 
 /// The server's answer to `migrate`: its versions and the start-up passes its store does
 /// not record as done (none, unless one failed at start).
@@ -35,22 +35,7 @@ pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
     match crate::state::pending_passes(holder.base.store()) {
         Ok(p) => json!({"ok": true, "isto": ISTO_VERSION, "schema": SCHEMA_VERSION,
                         "passesPending": p.iter().map(|p| p.name).collect::<Vec<_>>()}),
-        Err(e) => {
-            tracing::error!(error = %e, "admin: reading the start-up passes failed");
-            json!({"ok": false, "error": "reading the store failed (see the server log)"})
-        }
-    }
-}
-
-/// The socket server's side (called from [`super::socket`] for `migrate`).
-pub(crate) async fn respond(holder: &crate::state::AppState) -> Value {
-    let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(&h)).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "admin socket: migrate task failed");
-            json!({"ok": false, "error": "migrate failed (see the server log)"})
-        }
+        Err(e) => super::socket::internal_failure("reading the store", &e, false),
     }
 }
 
@@ -122,11 +107,7 @@ pub struct MigrateReport {
 /// `dry_run`); a migration's or the socket's failure.
 pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
     let report = migrate(settings, dry_run, json_output)?;
-    if json_output {
-        print_line(serde_json::to_string(&report)?)?;
-    } else {
-        print_line(human(&report, &settings.store_name()))?;
-    }
+    print_json_or(json_output, &report, || print_line(human(&report, &settings.store_name())))?;
     Ok(report)
 }
 
@@ -153,10 +134,7 @@ fn pass_states(done: impl Fn(&Pass) -> bool) -> Vec<PassState> {
 fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
     let sock = settings.admin_socket_path();
     if let super::Connect::Ready(mut client) = super::Client::connect(&sock)? {
-        let a = client.request(&Request::Migrate)?;
-        if a.get("ok") != Some(&Value::Bool(true)) {
-            anyhow::bail!("{}", a.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"));
-        }
+        let a = super::ok_or_bail(client.request(&Request::Migrate)?)?;
         let pending: Vec<String> = serde_json::from_value(a["passesPending"].clone()).unwrap_or_default();
         let mut r = base_report(MigrateVia::Server, dry_run);
         r.store_schema = a["schema"].as_u64();
@@ -180,7 +158,8 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
             settings.key_path().display()
         );
     }
-    let bar = spinner(json_output, if dry_run { "rehearsing the migrations" } else { "migrating the store" });
+    let what = if dry_run { "rehearsing the migrations" } else { "migrating the store" };
+    let bar = super::spinner(json_output, what, SPINNER);
     let m: Result<Migrated, StoreError> = crate::store::migrate_at(&settings.store_location(), !dry_run);
     bar.finish_and_clear();
     let m = match m {
@@ -197,7 +176,7 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
     r.migrated = m.committed;
     r.passes = pass_states(|p| m.passes_done.iter().any(|n| n == p.name));
     if !dry_run && r.passes.iter().any(|p| !p.done) {
-        let bar = spinner(json_output, "running the start-up passes");
+        let bar = super::spinner(json_output, "running the start-up passes", SPINNER);
         let ran = run_passes(settings);
         bar.finish_and_clear();
         let store = ran?;
@@ -217,19 +196,6 @@ fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store
     let holder =
         crate::state::AppState::new(settings.clone(), store, keys, std::sync::Arc::new(crate::clock::SystemClock));
     Ok(holder.base.store().clone())
-}
-
-fn spinner(json_output: bool, what: &'static str) -> ProgressBar {
-    if json_output || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
-        bar.set_style(style);
-    }
-    bar.set_message(what);
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar
 }
 
 /// The human report.

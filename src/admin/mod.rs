@@ -37,7 +37,6 @@ mod backup;
 mod command;
 mod keys;
 mod migrate;
-mod out;
 mod purge;
 mod request;
 mod sellers;
@@ -55,7 +54,6 @@ pub use keys::{
     MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
 };
 pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
-pub use out::{print_line, stdout_closed};
 pub use purge::{purge_command, report as purge_report};
 pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
@@ -63,6 +61,7 @@ pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TI
 pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};
+use crate::cli::out::{print_json_or, print_line};
 use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
@@ -129,11 +128,6 @@ pub const IMPORT_REJECTED: u8 = 1;
 pub const IMPORT_FAILED: u8 = 2;
 
 impl ImportReport {
-    /// Whether the file had rows and every one was refused.
-    pub fn all_rejected(&self) -> bool {
-        self.rows > 0 && self.rejected == self.rows
-    }
-
     /// The process exit status: [`IMPORT_REJECTED`] (1) when any row was rejected, else
     /// 0 (an empty file is not a failure).
     pub fn exit_code(&self) -> u8 {
@@ -254,22 +248,27 @@ pub(crate) fn open_failed(path: &Path, e: StoreError) -> anyhow::Error {
     anyhow::anyhow!("cannot open the store {}: {e}{hint}", path.display())
 }
 
-/// The message when another process holds the store and no server answers on the
-/// admin socket: a server without its socket, or another admin command working
-/// offline (a backup, a key rotation, an import).
-pub(crate) fn held_by_another(store: &Path, socket: &Path) -> String {
-    format!(
-        "the store {} is held by another isto process: another admin command working without a server (a backup, \
-         a key rotation, an import…), or `isto serve` without a working admin socket at {}. Wait for that command \
-         to finish, or stop that process, then run this command again",
-        store.display(),
-        socket.display()
-    )
-}
-
-/// Whether a store error means another process holds the file.
-fn in_use(e: &StoreError) -> bool {
-    e.is_already_open()
+/// Opens the store in this process, for a command that found no server on the admin
+/// socket.
+///
+/// # Errors
+/// Another process holds the store: a server without its socket, or another admin
+/// command working offline (a backup, a key rotation, an import) — the message says
+/// both and what to do; any other failure as [`open_failed`].
+fn open_offline(settings: &Settings) -> anyhow::Result<Store> {
+    let path = settings.store_path();
+    Store::open_at(&settings.store_location()).map_err(|e| {
+        if !e.is_already_open() {
+            return open_failed(&path, e);
+        }
+        anyhow::anyhow!(
+            "the store {} is held by another isto process: another admin command working without a server (a \
+             backup, a key rotation, an import…), or `isto serve` without a working admin socket at {}. Wait for \
+             that command to finish, or stop that process, then run this command again",
+            path.display(),
+            settings.admin_socket_path().display()
+        )
+    })
 }
 
 /// Sends `req` to the running server's admin socket, or, when no server runs, opens the
@@ -299,6 +298,26 @@ fn via_server_or_store(
     }
 }
 
+/// `answer` itself when its `"ok"` is true.
+///
+/// # Errors
+/// Its `"error"` as the message ("unexpected answer" when it has none).
+fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
+    if answer.get("ok") == Some(&Value::Bool(true)) {
+        return Ok(answer);
+    }
+    anyhow::bail!("{}", answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"))
+}
+
+/// The member `name` of an `ok` answer (of the socket or of the store opened here).
+///
+/// # Errors
+/// As [`ok_or_bail`]; a member not of the shape of `T`.
+fn answer_field<T: serde::de::DeserializeOwned>(answer: Value, name: &str) -> anyhow::Result<T> {
+    let mut answer = ok_or_bail(answer)?;
+    Ok(serde_json::from_value(answer[name].take())?)
+}
+
 /// Opens store and keys in this process for an import (no server answers).
 fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState> {
     let store_path = settings.store_path();
@@ -320,7 +339,7 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
     }
     let store = match Store::open_at(&settings.store_location()) {
         Ok(s) => s,
-        Err(e) if in_use(&e) => {
+        Err(e) if e.is_already_open() => {
             let sock = settings.admin_socket_path();
             let why = match socket {
                 Connect::Absent => format!("{} is missing", sock.display()),
@@ -343,25 +362,26 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
     Ok(AppState::with_index_dir(settings.clone(), store, keys, Arc::new(SystemClock), index))
 }
 
-/// A spinner with `message` on stderr while a command waits (hidden with `json_output`
-/// or when stderr is not a terminal).
-fn spinner(message: &'static str, json_output: bool) -> ProgressBar {
+/// A progress display on stderr drawn with the indicatif `template`: a bar of `total`
+/// steps, or with `total` `None` a spinner. Hidden with `json_output` or when stderr is
+/// not a terminal.
+fn progress(json_output: bool, total: Option<u64>, template: &str) -> ProgressBar {
     if json_output || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new_spinner().with_message(message);
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
     bar
 }
 
-fn progress_bar(total: u64, json_output: bool) -> ProgressBar {
-    if json_output || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}") {
-        bar.set_style(style);
-    }
+/// A spinner with `message` on stderr while a command waits, drawn with `template`
+/// (hidden as [`progress`]).
+fn spinner(json_output: bool, message: &'static str, template: &str) -> ProgressBar {
+    let bar = progress(json_output, None, template);
+    bar.set_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
 }
 
@@ -371,28 +391,21 @@ fn progress_bar(total: u64, json_output: bool) -> ProgressBar {
 /// printed to stderr as `line N: message` (the first [`SHOWN_ERRORS`]), good rows are
 /// stored. Prints a progress bar on a terminal (not with `json_output`), then the
 /// summary line ([`ImportReport::summary`]) or, with `json_output`, the report as JSON
-/// on stdout.
+/// on stdout. With `full` the file is the whole feed of the sellers it names: afterwards
+/// their active offers that the file did not contain are withdrawn — only when no row
+/// was rejected.
 ///
 /// # Errors
 /// The file cannot be opened or has a bad CSV header (nothing imported); the store is
 /// missing, or held by a server without a working admin socket; a read error or a
 /// refused batch mid-file (earlier batches stay stored; the message says how many).
-pub fn import(settings: &Settings, file: &Path, json_output: bool) -> anyhow::Result<ImportReport> {
-    import_feed(settings, file, false, json_output)
-}
-
-/// [`import`], and with `full` the file is the whole feed of the sellers it names:
-/// afterwards their active offers that the file did not contain are withdrawn — only
-/// when no row was rejected.
-///
-/// # Errors
-/// As [`import`].
-pub fn import_feed(settings: &Settings, file: &Path, full: bool, json_output: bool) -> anyhow::Result<ImportReport> {
+pub fn import(settings: &Settings, file: &Path, full: bool, json_output: bool) -> anyhow::Result<ImportReport> {
     let currencies: Vec<String> = settings.rates.keys().cloned().collect();
     let mut reader = catalogue::read_file(file, &currencies)?;
     let run = full.then(|| crate::crypto::new_id("run_"));
     let mut sink = Sink::open(settings, run)?;
-    let bar = progress_bar(reader.total_bytes(), json_output);
+    let bar =
+        progress(json_output, Some(reader.total_bytes()), "{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}");
     let mut report = ImportReport {
         rows: 0,
         imported: ImportCounts::default(),
@@ -430,14 +443,12 @@ pub fn import_feed(settings: &Settings, file: &Path, full: bool, json_output: bo
         via = ?report.via,
         "catalogue import finished"
     );
-    if json_output {
-        print_line(serde_json::to_string(&report)?)?;
-    } else {
+    print_json_or(json_output, &report, || {
         if report.rejected > SHOWN_ERRORS as u64 {
             eprintln!("… and {} more rows rejected", report.rejected - SHOWN_ERRORS as u64);
         }
-        print_line(report.summary())?;
-    }
+        print_line(report.summary())
+    })?;
     Ok(report)
 }
 
@@ -477,17 +488,6 @@ fn import_rows(
     sink.flush(&mut report.imported)
 }
 
-/// `isto admin init`: creates the data directory (0700 when created here), the sealing
-/// key (printing where it is and that it must be backed up), the store, and — when
-/// `config_path` is given and no file is there — the commented config skeleton
-/// ([`crate::config::SKELETON`]). Never overwrites; safe to run again.
-///
-/// # Errors
-/// I/O errors naming the path; a store written by a newer isto.
-pub fn init(settings: &Settings, config_path: Option<&Path>) -> anyhow::Result<()> {
-    init_report(settings, config_path, false).map(|_| ())
-}
-
 /// What `isto admin init` did, printed as JSON with `--json`: `{"dataDir": "…",
 /// "dataDirCreated": bool, "keyPath": "…", "keyCreated": bool, "store": "…",
 /// "storeState": "created" | "exists" | "in_use", "config": "…" | null,
@@ -513,12 +513,15 @@ pub struct InitReport {
     pub config_written: bool,
 }
 
-/// [`init`], printing each step as it is done, or with `json_output` only the
-/// [`InitReport`] at the end.
+/// `isto admin init`: creates the data directory (0700 when created here), the sealing
+/// key (printing where it is and that it must be backed up), the store, and — when
+/// `config_path` is given and no file is there — the commented config skeleton
+/// ([`crate::config::SKELETON`]). Never overwrites; safe to run again. Prints each step
+/// as it is done, or with `json_output` only the [`InitReport`] at the end.
 ///
 /// # Errors
-/// As [`init`].
-pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output: bool) -> anyhow::Result<InitReport> {
+/// I/O errors naming the path; a store written by a newer isto.
+pub fn init(settings: &Settings, config_path: Option<&Path>, json_output: bool) -> anyhow::Result<InitReport> {
     let say = |line: String| if json_output { Ok(()) } else { print_line(line) };
     let dir = &settings.data_dir;
     let data_dir_created = !dir.exists();
@@ -558,7 +561,7 @@ pub fn init_report(settings: &Settings, config_path: Option<&Path>, json_output:
             say(format!("created the store {}", store_path.display()))?;
             "created"
         }
-        Err(e) if in_use(&e) => {
+        Err(e) if e.is_already_open() => {
             say(format!("the store {} is in use by a running `isto serve`", store_path.display()))?;
             "in_use"
         }
@@ -614,11 +617,7 @@ pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_out
     let consent = crate::protocol::consent::ConsentTexts::load(&settings.consent_dir());
     let doc = crate::metadata::document(settings, &consent);
     let entry = crate::metadata::registry_entry(&doc, &settings.public_url.base, check);
-    if json_output {
-        print_line(serde_json::to_string(&entry)?)?;
-    } else {
-        print_line(serde_json::to_string_pretty(&entry)?)?;
-    }
+    print_json_or(json_output, &entry, || print_line(serde_json::to_string_pretty(&entry)?))?;
     Ok(entry)
 }
 

@@ -9,8 +9,8 @@
 //! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
 //! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::{print_json_or, print_line};
 use crate::config::Settings;
 use crate::intents::Purged;
 use crate::state::AppState;
@@ -21,23 +21,7 @@ use serde_json::{json, Value};
 pub(crate) fn answer(holder: &AppState, dry_run: bool, detail: bool) -> Value {
     match holder.intents.purge(dry_run) {
         Ok(p) => json!({"ok": true, "dryRun": dry_run, "purged": p}),
-        Err(e) => {
-            tracing::error!(error = %e, "admin: purge failed");
-            let msg = if detail { format!("purge failed: {e}") } else { "purge failed (see the server log)".into() };
-            json!({"ok": false, "error": msg})
-        }
-    }
-}
-
-/// The socket server's side (called from [`super::socket`] for `purge`).
-pub(crate) async fn respond(holder: &AppState, dry_run: bool) -> Value {
-    let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(&h, dry_run, false)).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "admin socket: purge task failed");
-            json!({"ok": false, "error": "purge failed (see the server log)"})
-        }
+        Err(e) => super::socket::internal_failure("purge", &e, detail),
     }
 }
 
@@ -73,15 +57,7 @@ pub fn report(p: &Purged, dry_run: bool) -> String {
 pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<Purged> {
     let req = Request::Purge { dry_run };
     let (answer, _) = super::via_server_or_store(settings, &req, |holder, _| answer(holder, dry_run, true))?;
-    if answer.get("ok") != Some(&Value::Bool(true)) {
-        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-        anyhow::bail!("{msg}");
-    }
-    let purged: Purged = serde_json::from_value(answer["purged"].clone())?;
-    if json_output {
-        print_line(serde_json::to_string(&purged)?)?;
-    } else {
-        print_line(report(&purged, dry_run))?;
-    }
+    let purged: Purged = super::answer_field(answer, "purged")?;
+    print_json_or(json_output, &purged, || print_line(report(&purged, dry_run)))?;
     Ok(purged)
 }

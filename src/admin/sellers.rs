@@ -14,17 +14,14 @@
 //! `SellerInfo` is `{"accountId","sellerId","name","email","url"?,"categories",
 //! "regions","disabled","createdAt"}`. Refusals are `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
+use super::socket::failure;
 use super::Request;
+use crate::cli::out::{print_json_or, print_line};
 use crate::cli::SellerCommand;
 use crate::config::Settings;
 use crate::sellers::{self, Added, NewSeller, SellerError, SellerInfo, Toggled};
 use crate::state::AppState;
 use serde_json::{json, Value};
-
-fn failure(msg: impl Into<String>) -> Value {
-    json!({"ok": false, "error": msg.into()})
-}
 
 fn run(holder: &AppState, req: &Request) -> Result<Value, SellerError> {
     Ok(match req {
@@ -42,27 +39,8 @@ pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
     let op = req.op();
     match run(holder, req) {
         Ok(v) => v,
-        Err(e) if e.is_internal() => {
-            tracing::error!(op, error = %e, "admin: seller command failed");
-            if detail {
-                failure(format!("{op} failed: {e}"))
-            } else {
-                failure(format!("{op} failed (see the server log)"))
-            }
-        }
+        Err(e) if e.is_internal() => super::socket::internal_failure(op, &e, detail),
         Err(e) => failure(e.to_string()),
-    }
-}
-
-/// The socket server's side (called from [`super::socket`] for the seller requests).
-pub(crate) async fn respond(holder: &AppState, request: Request) -> Value {
-    let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(&h, &request, false)).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "admin socket: seller task failed");
-            failure("the seller command failed (see the server log)")
-        }
     }
 }
 
@@ -70,14 +48,6 @@ pub(crate) async fn respond(holder: &AppState, request: Request) -> Value {
 /// answer and whether it went through the socket.
 fn call(settings: &Settings, req: &Request) -> anyhow::Result<(Value, bool)> {
     super::via_server_or_store(settings, req, |holder, req| answer(holder, req, true))
-}
-
-fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
-    if answer.get("ok") == Some(&Value::Bool(true)) {
-        return Ok(answer);
-    }
-    let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-    anyhow::bail!("{msg}")
 }
 
 fn all_or(list: &[String], all: &str) -> String {
@@ -142,55 +112,49 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
         SellerCommand::Add { name, email, url, categories, regions, invite, json } => {
             let new = NewSeller { name, email, url, categories, regions, invite };
             let (answer, via_socket) = call(settings, &Request::SellerAdd { seller: new })?;
-            let answer = ok_or_bail(answer)?;
-            let added: Added = serde_json::from_value(answer["added"].clone())?;
-            if json {
-                print_line(serde_json::to_string(&added)?)?;
-                return Ok(());
-            }
-            let s = &added.seller;
-            print_line(format_args!("registered seller {} <{}>", s.name, s.email))?;
-            print_line(format_args!("  account:    {}", s.account_id))?;
-            print_line(format_args!("  seller id:  {}", s.seller_id))?;
-            print_line(format_args!("  categories: {}", all_or(&s.categories, "all")))?;
-            print_line(format_args!("  regions:    {}", all_or(&s.regions, "everywhere")))?;
-            if added.adopted_account {
-                print_line(format_args!("  (took over the existing seller account of this address)"))?;
-            }
-            if added.adopted_catalogue_seller {
-                print_line(format_args!(
-                    "  (the catalogue seller of this name is now this seller: its feed offers are its offers)"
-                ))?;
-            }
-            match added.invite.as_deref() {
-                Some("queued") if via_socket => {
-                    print_line(format_args!("a one-time sign-in link (valid 15 minutes) is on its way to {}", s.email))?
+            let added: Added = super::answer_field(answer, "added")?;
+            print_json_or(json, &added, || {
+                let s = &added.seller;
+                print_line(format_args!("registered seller {} <{}>", s.name, s.email))?;
+                print_line(format_args!("  account:    {}", s.account_id))?;
+                print_line(format_args!("  seller id:  {}", s.seller_id))?;
+                print_line(format_args!("  categories: {}", all_or(&s.categories, "all")))?;
+                print_line(format_args!("  regions:    {}", all_or(&s.regions, "everywhere")))?;
+                if added.adopted_account {
+                    print_line("  (took over the existing seller account of this address)")?;
                 }
-                Some("queued") => print_line(format_args!(
-                    "a one-time sign-in link (valid 15 minutes) is queued for {}; it is sent when `isto serve` runs",
-                    s.email
-                ))?,
-                Some("throttled") => print_line(format_args!(
-                    "no sign-in link sent: this address got too many account e-mails in the last hour; the seller can \
-                     ask for one at {base}/signin"
-                ))?,
-                Some(_) => print_line(format_args!("no sign-in link sent (the account is disabled)"))?,
-                None => print_line(format_args!("the seller signs in at {base}/signin with a one-time e-mail link"))?,
-            }
+                if added.adopted_catalogue_seller {
+                    print_line(
+                        "  (the catalogue seller of this name is now this seller: its feed offers are its offers)",
+                    )?;
+                }
+                match added.invite.as_deref() {
+                    Some("queued") if via_socket => {
+                        print_line(format_args!("a one-time sign-in link (valid 15 minutes) is on its way to {}", s.email))
+                    }
+                    Some("queued") => print_line(format_args!(
+                        "a one-time sign-in link (valid 15 minutes) is queued for {}; it is sent when `isto serve` runs",
+                        s.email
+                    )),
+                    Some("throttled") => print_line(format_args!(
+                        "no sign-in link sent: this address got too many account e-mails in the last hour; the seller can \
+                         ask for one at {base}/signin"
+                    )),
+                    Some(_) => print_line("no sign-in link sent (the account is disabled)"),
+                    None => print_line(format_args!("the seller signs in at {base}/signin with a one-time e-mail link")),
+                }
+            })?;
         }
         SellerCommand::List { json } => {
             let (answer, _) = call(settings, &Request::SellerList)?;
-            let answer = ok_or_bail(answer)?;
-            let list: Vec<SellerInfo> = serde_json::from_value(answer["sellers"].clone())?;
-            if json {
-                print_line(serde_json::to_string(&list)?)?;
-            } else if list.is_empty() {
-                print_line(format_args!(
-                    "no registered sellers; add one with `isto admin seller add --name NAME --email EMAIL`"
-                ))?;
-            } else {
-                print_line(table(&list))?;
-            }
+            let list: Vec<SellerInfo> = super::answer_field(answer, "sellers")?;
+            print_json_or(json, &list, || {
+                if list.is_empty() {
+                    print_line("no registered sellers; add one with `isto admin seller add --name NAME --email EMAIL`")
+                } else {
+                    print_line(table(&list))
+                }
+            })?;
         }
         SellerCommand::Disable { id, json } => toggle(settings, &id, true, json)?,
         SellerCommand::Enable { id, json } => toggle(settings, &id, false, json)?,
@@ -202,21 +166,19 @@ fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::R
     let id = id.to_owned();
     let req = if disable { Request::SellerDisable { id } } else { Request::SellerEnable { id } };
     let (answer, _) = call(settings, &req)?;
-    let answer = ok_or_bail(answer)?;
-    let t: Toggled = serde_json::from_value(answer["toggled"].clone())?;
-    if json {
-        print_line(serde_json::to_string(&t)?)?;
-    } else if disable {
-        print_line(format_args!(
+    let t: Toggled = super::answer_field(answer, "toggled")?;
+    print_json_or(json, &t, || {
+        if disable {
+            print_line(format_args!(
             "seller {} ({}) disabled: its tools and sessions stopped working, {} OAuth authorizations revoked, its \
              offers and replies no longer match",
             t.seller.name, t.seller.account_id, t.tokens_revoked
-        ))?;
-    } else {
-        print_line(format_args!(
-            "seller {} ({}) enabled; tokens revoked earlier stay revoked: its agent authorizes again",
-            t.seller.name, t.seller.account_id
-        ))?;
-    }
-    Ok(())
+            ))
+        } else {
+            print_line(format_args!(
+                "seller {} ({}) enabled; tokens revoked earlier stay revoked: its agent authorizes again",
+                t.seller.name, t.seller.account_id
+            ))
+        }
+    })
 }

@@ -152,8 +152,28 @@ pub async fn serve_socket(holder: AppState, stop: CancellationToken) -> io::Resu
     socket.run(holder, stop).await
 }
 
-fn failure(msg: impl Into<String>) -> Value {
+/// A refusal on the socket: `{"ok":false,"error":msg}`.
+pub(super) fn failure(msg: impl Into<String>) -> Value {
     json!({"ok": false, "error": msg.into()})
+}
+
+/// The answer of `what` (an op, or a job running one) that failed inside: logged with
+/// its cause `e`; the answer names the cause with `detail` (the command opened the
+/// store itself), else, over the socket, points to the server log.
+pub(super) fn internal_failure(what: &str, e: &dyn std::fmt::Display, detail: bool) -> Value {
+    tracing::error!(op = what, error = %e, "admin: command failed");
+    failure(if detail { format!("{what} failed: {e}") } else { format!("{what} failed (see the server log)") })
+}
+
+/// Runs `job` on a blocking thread with a handle of `holder` (a store transaction must not
+/// hold up the runtime) and gives its answer. A job that panicked is answered with
+/// [`internal_failure`].
+async fn blocking(holder: &AppState, what: &str, job: impl FnOnce(&AppState) -> Value + Send + 'static) -> Value {
+    let h = holder.clone();
+    match tokio::task::spawn_blocking(move || job(&h)).await {
+        Ok(v) => v,
+        Err(e) => internal_failure(what, &e, false),
+    }
 }
 
 async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToken, uid: u32) {
@@ -233,42 +253,38 @@ async fn respond(holder: &AppState, request: Request) -> Answer {
             if rows.len() > MAX_ROWS {
                 return Answer::Line(failure(format!("at most {MAX_ROWS} rows per request")));
             }
-            let h = holder.clone();
-            let job = tokio::task::spawn_blocking(move || import_rows(&h, &rows, run.as_deref()));
-            match job.await {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::error!(error = %e, "admin socket: import task failed");
-                    failure("import failed (see the server log)")
-                }
-            }
+            blocking(holder, "import", move |h| import_rows(h, &rows, run.as_deref())).await
         }
-        Request::FinishFull { run } => {
-            let h = holder.clone();
-            match tokio::task::spawn_blocking(move || h.catalogue.withdraw_vanished(&run)).await {
-                Ok(Ok(gone)) => {
-                    tracing::info!(withdrawn = gone.len(), "admin import: full feed finished");
-                    json!({"ok": true, "withdrawn": gone.len()})
-                }
-                Ok(Err(e)) => {
-                    tracing::error!(error = %e, "admin import: withdrawing vanished offers failed");
-                    failure(format!("withdrawing vanished offers failed: {e}"))
-                }
-                Err(_) => failure("finish_full failed (see the server log)"),
-            }
-        }
+        Request::FinishFull { run } => blocking(holder, "finish_full", move |h| finish_full(h, &run)).await,
         r @ (Request::SellerAdd { .. }
         | Request::SellerList
         | Request::SellerDisable { .. }
-        | Request::SellerEnable { .. }) => super::sellers::respond(holder, r).await,
-        Request::Purge { dry_run } => super::purge::respond(holder, dry_run).await,
-        Request::Migrate => super::migrate::respond(holder).await,
-        Request::Stats => super::stats::respond(holder).await,
+        | Request::SellerEnable { .. }) => {
+            blocking(holder, "the seller command", move |h| super::sellers::answer(h, &r, false)).await
+        }
+        Request::Purge { dry_run } => blocking(holder, "purge", move |h| super::purge::answer(h, dry_run, false)).await,
+        Request::Migrate => blocking(holder, "migrate", super::migrate::answer).await,
+        Request::Stats => blocking(holder, "stats", |h| super::stats::answer(h, false)).await,
         Request::Backup => return Answer::Backup,
         r @ (Request::KeysStatus | Request::KeysRotate | Request::KeysReseal { .. } | Request::KeysRetire { .. }) => {
-            super::keys::respond(holder, r).await
+            blocking(holder, "the key command", move |h| super::keys::answer(h.base.store(), h.base.keys(), &r)).await
         }
     })
+}
+
+/// Ends a full-feed run: withdraws the offers of the feed's sellers that `run` did not
+/// send (blocking: one transaction).
+fn finish_full(holder: &AppState, run: &str) -> Value {
+    match holder.catalogue.withdraw_vanished(run) {
+        Ok(gone) => {
+            tracing::info!(withdrawn = gone.len(), "admin import: full feed finished");
+            json!({"ok": true, "withdrawn": gone.len()})
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "admin import: withdrawing vanished offers failed");
+            failure(format!("withdrawing vanished offers failed: {e}"))
+        }
+    }
 }
 
 /// Validates and imports one batch (blocking: gazetteer lookups and one transaction).
@@ -347,7 +363,7 @@ impl Client {
         };
         stream.set_read_timeout(Some(PING_TIMEOUT))?;
         let mut client = Self { reader: io::BufReader::new(stream.try_clone()?), writer: stream };
-        let answer = match client.call(&Request::Ping) {
+        let answer = match client.request(&Request::Ping) {
             Ok(v) => v,
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 return Ok(Connect::Stale)
@@ -357,33 +373,33 @@ impl Client {
             }
             Err(e) => return Err(e).with_context(|| format!("admin socket {}", path.display())),
         };
-        if answer.get("ok") != Some(&Value::Bool(true)) {
-            let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-            anyhow::bail!("the admin socket {} refused: {msg}", path.display());
-        }
+        super::ok_or_bail(answer)
+            .map_err(|msg| anyhow::anyhow!("the admin socket {} refused: {msg}", path.display()))?;
         client.writer.set_read_timeout(None)?;
         Ok(Connect::Ready(client))
     }
 
-    fn call(&mut self, request: &Request) -> io::Result<Value> {
+    /// Writes `request` as one line.
+    fn send(&mut self, request: &Request) -> io::Result<()> {
         let mut line = request.to_line()?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
-        self.writer.flush()?;
-        let mut answer = String::new();
-        if self.reader.read_line(&mut answer)? == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the admin socket"));
-        }
-        serde_json::from_str(&answer).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        self.writer.flush()
     }
 
     /// Sends one request and returns the server's answer line as it is (`ok` true or
     /// false), for commands that print the server's refusal themselves.
     ///
     /// # Errors
-    /// I/O errors.
-    pub(crate) fn request(&mut self, request: &Request) -> anyhow::Result<Value> {
-        Ok(self.call(request)?)
+    /// I/O errors; `UnexpectedEof` when the server closed the socket instead of
+    /// answering, `InvalidData` when the answer is not JSON.
+    pub(crate) fn request(&mut self, request: &Request) -> io::Result<Value> {
+        self.send(request)?;
+        let mut answer = String::new();
+        if self.reader.read_line(&mut answer)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the admin socket"));
+        }
+        serde_json::from_str(&answer).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
     /// Sends one request whose answer is many lines, handing each (without its newline)
@@ -397,10 +413,7 @@ impl Client {
         request: &Request,
         on_line: &mut dyn FnMut(&str) -> anyhow::Result<bool>,
     ) -> anyhow::Result<()> {
-        let mut line = request.to_line()?;
-        line.push(b'\n');
-        self.writer.write_all(&line)?;
-        self.writer.flush()?;
+        self.send(request)?;
         let mut answer = String::new();
         loop {
             answer.clear();
@@ -429,13 +442,10 @@ impl Client {
     /// # Errors
     /// I/O errors, or the server's refusal.
     pub(crate) fn import(&mut self, rows: &[Value], run: Option<&str>) -> anyhow::Result<ImportCounts> {
-        let answer = self.call(&Request::Import { rows: rows.to_vec(), run: run.map(str::to_owned) })?;
-        if answer.get("ok") == Some(&Value::Bool(true)) {
-            let counts = answer.get("counts").cloned().unwrap_or(Value::Null);
-            return Ok(serde_json::from_value(counts)?);
-        }
-        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-        anyhow::bail!("the server refused the batch: {msg}")
+        let answer = self.request(&Request::Import { rows: rows.to_vec(), run: run.map(str::to_owned) })?;
+        let mut answer =
+            super::ok_or_bail(answer).map_err(|msg| anyhow::anyhow!("the server refused the batch: {msg}"))?;
+        Ok(serde_json::from_value(answer["counts"].take())?)
     }
 
     /// Ends a full-feed import: the server withdraws offers the feed no longer has.
@@ -443,12 +453,10 @@ impl Client {
     /// # Errors
     /// I/O errors, or the server's refusal.
     pub(crate) fn finish_full(&mut self, run: &str) -> anyhow::Result<u64> {
-        let answer = self.call(&Request::FinishFull { run: run.to_owned() })?;
-        if answer.get("ok") == Some(&Value::Bool(true)) {
-            return Ok(answer.get("withdrawn").and_then(Value::as_u64).unwrap_or(0));
-        }
-        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-        anyhow::bail!("the server refused to finish the full import: {msg}")
+        let answer = self.request(&Request::FinishFull { run: run.to_owned() })?;
+        let answer = super::ok_or_bail(answer)
+            .map_err(|msg| anyhow::anyhow!("the server refused to finish the full import: {msg}"))?;
+        Ok(answer.get("withdrawn").and_then(Value::as_u64).unwrap_or(0))
     }
 }
 

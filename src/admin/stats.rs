@@ -10,8 +10,8 @@
 //! opens the store here. Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see
 //! [`Stats`] for its shape), or `{"ok":false,"error":"…"}`.
 
-use super::out::print_line;
 use super::Request;
+use crate::cli::out::{print_json_or, print_line};
 use crate::config::Settings;
 use crate::records::{IntentRecord, OfferRecord, SellerRecord};
 use crate::state::AppState;
@@ -140,23 +140,7 @@ pub fn collect(holder: &AppState) -> Result<Stats, StoreError> {
 pub(crate) fn answer(holder: &AppState, detail: bool) -> Value {
     match collect(holder) {
         Ok(s) => json!({"ok": true, "stats": s}),
-        Err(e) => {
-            tracing::error!(error = %e, "admin: stats failed");
-            let msg = if detail { format!("stats failed: {e}") } else { "stats failed (see the server log)".into() };
-            json!({"ok": false, "error": msg})
-        }
-    }
-}
-
-/// The socket server's side (called from [`super::socket`] for `stats`).
-pub(crate) async fn respond(holder: &AppState) -> Value {
-    let h = holder.clone();
-    match tokio::task::spawn_blocking(move || answer(&h, false)).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "admin socket: stats task failed");
-            json!({"ok": false, "error": "stats failed (see the server log)"})
-        }
+        Err(e) => super::socket::internal_failure("stats", &e, detail),
     }
 }
 
@@ -198,19 +182,11 @@ pub fn report(s: &Stats) -> String {
 /// No store; the server's or the store's failure; the store held by a server without a
 /// working admin socket.
 pub fn stats_command(settings: &Settings, json_output: bool) -> anyhow::Result<Stats> {
-    let spinner = super::spinner("counting", json_output);
+    let spinner = super::spinner(json_output, "counting", "{spinner} {msg}");
     let answered = super::via_server_or_store(settings, &Request::Stats, |holder, _| answer(holder, true));
     spinner.finish_and_clear();
     let (answer, _) = answered?;
-    if answer.get("ok") != Some(&Value::Bool(true)) {
-        let msg = answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer");
-        anyhow::bail!("{msg}");
-    }
-    let stats: Stats = serde_json::from_value(answer["stats"].clone())?;
-    if json_output {
-        print_line(serde_json::to_string(&stats)?)?;
-    } else {
-        print_line(report(&stats))?;
-    }
+    let stats: Stats = super::answer_field(answer, "stats")?;
+    print_json_or(json_output, &stats, || print_line(report(&stats)))?;
     Ok(stats)
 }

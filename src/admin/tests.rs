@@ -47,17 +47,17 @@ fn offline_import_counts_lines_and_updates() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
     let config = dir.path().join("etc").join("isto.toml");
-    init(&s, Some(&config)).unwrap();
+    init(&s, Some(&config), false).unwrap();
     assert_eq!(std::fs::read_to_string(&config).unwrap(), crate::config::SKELETON);
     std::fs::write(&config, "# mine\n").unwrap();
-    init(&s, Some(&config)).unwrap();
+    init(&s, Some(&config), false).unwrap();
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n", "init never overwrites");
     let mode = std::fs::metadata(&s.data_dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
     assert!(s.key_path().exists() && s.store_path().exists());
 
     let file = jsonl(dir.path());
-    let r = import(&s, &file, true).unwrap();
+    let r = import(&s, &file, false, true).unwrap();
     assert_eq!(r.via, Route::Direct);
     assert_eq!((r.rows, r.rejected), (5, 2));
     assert_eq!(r.imported, ImportCounts { created: 3, updated: 0, delivered: 0 });
@@ -81,7 +81,7 @@ fn offline_import_counts_lines_and_updates() {
     assert_eq!(in_step(&s), (true, 3));
 
     // The same file again: the feed's refs update the offers in place.
-    let r = import(&s, &file, true).unwrap();
+    let r = import(&s, &file, false, true).unwrap();
     assert_eq!(r.imported, ImportCounts { created: 0, updated: 3, delivered: 0 });
     assert_eq!(stored_offers(&s), 3);
     assert_eq!(in_step(&s), (true, 3));
@@ -89,10 +89,10 @@ fn offline_import_counts_lines_and_updates() {
     // Every row bad → exit status 1; an empty file is not a failure.
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{}\n[]\n").unwrap();
-    assert_eq!(import(&s, &bad, true).unwrap().exit_code(), 1);
+    assert_eq!(import(&s, &bad, false, true).unwrap().exit_code(), 1);
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    assert_eq!(import(&s, &empty, true).unwrap().exit_code(), 0);
+    assert_eq!(import(&s, &empty, false, true).unwrap().exit_code(), 0);
 }
 
 #[test]
@@ -100,19 +100,19 @@ fn import_creates_a_fresh_store_but_never_a_key_for_an_existing_one() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
     // A new data directory is created as `isto admin init` would.
-    let r = import(&s, &jsonl(dir.path()), true).unwrap();
+    let r = import(&s, &jsonl(dir.path()), false, true).unwrap();
     assert_eq!(r.imported.created, 3);
     assert!(s.key_path().exists() && s.store_path().exists());
     // A store whose key is gone is refused: a new key would orphan the sealed data.
     std::fs::remove_file(s.key_path()).unwrap();
-    let e = import(&s, &jsonl(dir.path()), true).unwrap_err();
+    let e = import(&s, &jsonl(dir.path()), false, true).unwrap_err();
     assert!(e.to_string().contains("restore it from your backup"), "{e:#}");
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let csv = dir.path().join("f.csv");
     std::fs::write(&csv, "title,colour\n").unwrap();
-    let e = import(&s, &csv, true).unwrap_err();
+    let e = import(&s, &csv, false, true).unwrap_err();
     assert!(format!("{e:#}").contains("unknown columns colour"), "{e:#}");
 }
 
@@ -120,11 +120,11 @@ fn import_creates_a_fresh_store_but_never_a_key_for_an_existing_one() {
 fn stale_socket_falls_back_to_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     // A socket file nothing listens on (a server that died).
     drop(std::os::unix::net::UnixListener::bind(s.admin_socket_path()).unwrap());
     assert!(s.admin_socket_path().exists());
-    let r = import(&s, &jsonl(dir.path()), true).unwrap();
+    let r = import(&s, &jsonl(dir.path()), false, true).unwrap();
     assert_eq!(r.via, Route::Direct);
     assert_eq!(r.imported.created, 3);
 }
@@ -133,9 +133,9 @@ fn stale_socket_falls_back_to_the_store() {
 fn held_store_without_socket_is_explained() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let _held = Store::open(&s.store_path()).unwrap();
-    let e = import(&s, &jsonl(dir.path()), true).unwrap_err().to_string();
+    let e = import(&s, &jsonl(dir.path()), false, true).unwrap_err().to_string();
     assert!(e.contains("`isto serve` is running without its admin socket"), "{e}");
     assert!(e.contains("is missing"), "{e}");
 }
@@ -158,7 +158,7 @@ async fn wait_for(path: &Path) {
 async fn import_goes_through_the_running_server() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let holder = server_holder(&s);
     let stop = CancellationToken::new();
     let server = tokio::spawn(serve_socket(holder.clone(), stop.clone()));
@@ -168,7 +168,7 @@ async fn import_goes_through_the_running_server() {
 
     // The server's Holder holds the store: a direct open fails, so an import that
     // succeeds must have gone through the socket.
-    assert!(Store::open(&s.store_path()).is_err_and(|e| in_use(&e)));
+    assert!(Store::open(&s.store_path()).is_err_and(|e| e.is_already_open()));
 
     // A CSV file: parsed here into JSON rows, validated again by the server.
     let csv = dir.path().join("feed.csv");
@@ -181,12 +181,12 @@ async fn import_goes_through_the_running_server() {
     )
     .unwrap();
     let (s2, f2) = (s.clone(), csv.clone());
-    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, false, true)).await.unwrap().unwrap();
     assert_eq!(r.via, Route::Socket);
     assert_eq!(r.imported, ImportCounts { created: 2, updated: 0, delivered: 0 });
     assert_eq!(r.errors, vec![RowError { line: 3, message: "price.currency is required".into() }]);
     let (s2, f2) = (s.clone(), jsonl(dir.path()));
-    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, false, true)).await.unwrap().unwrap();
     assert_eq!((r.via, r.imported.created, r.rejected), (Route::Socket, 3, 2));
     let offers: Vec<OfferRecord> = holder.base.store().read(|rx| rx.all_offers()).unwrap();
     assert_eq!(offers.len(), 5, "the offers are in the server's store");
@@ -235,11 +235,11 @@ async fn import_goes_through_the_running_server() {
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();
     assert!(!sock.exists());
     let (s2, f2) = (s.clone(), csv.clone());
-    let e = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap_err();
+    let e = tokio::task::spawn_blocking(move || import(&s2, &f2, false, true)).await.unwrap().unwrap_err();
     assert!(e.to_string().contains("without its admin socket"), "{e}");
     drop(holder);
     let (s2, f2) = (s.clone(), csv);
-    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, true)).await.unwrap().unwrap();
+    let r = tokio::task::spawn_blocking(move || import(&s2, &f2, false, true)).await.unwrap().unwrap();
     assert_eq!((r.via, r.imported.updated), (Route::Direct, 2));
 }
 
@@ -247,7 +247,7 @@ async fn import_goes_through_the_running_server() {
 async fn a_stale_socket_file_is_replaced_and_idle_connections_end_on_stop() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let sock = s.admin_socket_path();
     drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
     std::fs::write(dir.path().join("data").join("not-a-socket"), "x").unwrap();
@@ -278,7 +278,7 @@ async fn a_stale_socket_file_is_replaced_and_idle_connections_end_on_stop() {
 fn full_import_withdraws_vanished_offers_unless_rows_were_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let s = settings(dir.path());
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let write = |name: &str, rows: &[Value]| {
         let p = dir.path().join(name);
         let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
@@ -286,10 +286,10 @@ fn full_import_withdraws_vanished_offers_unless_rows_were_rejected() {
         p
     };
     let first = write("all.jsonl", &[row("a", "Škoda Octavia"), row("b", "Škoda Fabia"), row("c", "Škoda Superb")]);
-    assert_eq!(import_feed(&s, &first, true, true).unwrap().withdrawn, Some(0));
+    assert_eq!(import(&s, &first, true, true).unwrap().withdrawn, Some(0));
     // A bad row in a full feed withdraws nothing.
     let bad = write("bad.jsonl", &[row("a", "Škoda Octavia"), json!({"title": "broken"})]);
-    let r = import_feed(&s, &bad, true, true).unwrap();
+    let r = import(&s, &bad, true, true).unwrap();
     assert_eq!((r.rejected, r.withdrawn), (1, None));
     let active = |s: &Settings| {
         let store = Store::open(&s.store_path()).unwrap();
@@ -297,7 +297,7 @@ fn full_import_withdraws_vanished_offers_unless_rows_were_rejected() {
     };
     assert_eq!(active(&s), 3);
     let second = write("two.jsonl", &[row("a", "Škoda Octavia"), row("c", "Škoda Superb")]);
-    let r = import_feed(&s, &second, true, true).unwrap();
+    let r = import(&s, &second, true, true).unwrap();
     assert_eq!(r.withdrawn, Some(1));
     assert_eq!(active(&s), 2);
     assert!(r.summary().contains("1 offers no longer in the feed withdrawn"));
@@ -316,7 +316,7 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = settings(dir.path());
     s.draft_ttl_secs = 1;
-    init(&s, None).unwrap();
+    init(&s, None, false).unwrap();
     let holder = server_holder(&s);
     let codes = drafts(&holder, 3);
     let stop = CancellationToken::new();

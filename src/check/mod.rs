@@ -30,6 +30,7 @@ mod runner;
 mod scan;
 mod transport;
 
+use crate::cli::out::{print, print_json_or, print_line, stdout_closed};
 use crate::outbound::Probe;
 use crate::protocol::tools::{ToolId, CONSENT_LINK_PROFILE};
 pub use rpc::Revision;
@@ -271,25 +272,21 @@ pub async fn run(url: &str, revs: &[Revision]) -> Result<Report, CheckError> {
 /// # Errors
 /// A `revision` other than `2025-11-25`, `2026-07-28` or `both` (naming the option), or
 /// a runtime that could not start.
-pub fn command(url: &str, revision: &str, json: bool) -> Result<ExitCode, String> {
-    let revs = revisions(revision).ok_or("--revision must be 2025-11-25, 2026-07-28 or both")?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting tokio: {e}"))?;
+pub fn command(url: &str, revision: &str, json: bool) -> anyhow::Result<ExitCode> {
+    use anyhow::Context as _;
+    let revs = revisions(revision).context("--revision must be 2025-11-25, 2026-07-28 or both")?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting tokio")?;
     match rt.block_on(run(url, &revs)) {
         Ok(report) => {
-            if json {
-                println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
-            } else {
-                print!("{}", report.table());
-            }
+            print_json_or(json, &report, || print(report.table().as_bytes()))?;
             Ok(ExitCode::from(report.exit_code()))
         }
         Err(e) => {
             if json {
-                println!("{}", serde_json::json!({"ok": false, "holder": url, "error": e.to_string()}));
-            } else {
+                print_line(serde_json::json!({"ok": false, "holder": url, "error": e.to_string()}))?;
+            }
+            // Without --json, or with its report undeliverable, the error goes to stderr.
+            if !json || stdout_closed() {
                 eprintln!("error: the check could not run: {e}");
             }
             Ok(ExitCode::from(2))

@@ -316,30 +316,21 @@ pub struct Settings {
     pub store_postgres: Option<crate::store::PgSettings>,
 }
 
-/// `v` when it lies in `range` (else the error naming `key` and `rule`), `default` when absent.
-fn ranged<T: PartialOrd + Copy>(
-    v: Option<T>,
-    default: T,
-    range: std::ops::RangeInclusive<T>,
-    key: &'static str,
-    rule: &str,
-) -> Result<T, ConfigError> {
-    match v {
-        Some(v) if !range.contains(&v) => Err(ConfigError::Invalid { key, message: format!("must be {rule}") }),
-        Some(v) => Ok(v),
-        None => Ok(default),
-    }
-}
-
-/// [`ranged`] with the rule stated as the range itself: `must be 1..=300`.
+/// `v` when it lies in `range` (else the error naming `key` and the range: `must be
+/// 1..=300`), `default` when absent.
 fn within<T: PartialOrd + Copy + std::fmt::Display>(
     v: Option<T>,
     default: T,
     range: std::ops::RangeInclusive<T>,
     key: &'static str,
 ) -> Result<T, ConfigError> {
-    let rule = format!("{}..={}", range.start(), range.end());
-    ranged(v, default, range, key, &rule)
+    match v {
+        Some(v) if !range.contains(&v) => {
+            Err(ConfigError::Invalid { key, message: format!("must be {}..={}", range.start(), range.end()) })
+        }
+        Some(v) => Ok(v),
+        None => Ok(default),
+    }
 }
 
 /// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name.
@@ -414,7 +405,7 @@ impl Settings {
         sections::load_holder(&mut s, &file, overrides)?;
         smtp::load_mail(&mut s, file.mail, overrides)?;
         s.store_cache_mib =
-            ranged(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib", "1..=65536")?;
+            within(file.store.cache_mib, crate::store::DEFAULT_CACHE_MIB, 1..=65_536, "store.cache_mib")?;
         s.store_postgres = store::load(&file.store, overrides)?;
         sections::load_intents(&mut s, &file.intents)?;
         sections::load_matching(&mut s, &file.matching, file.currency)?;

@@ -96,24 +96,16 @@ pub(super) fn load_intents(s: &mut Settings, f: &FileIntents) -> Result<(), Conf
         }
         s.confirm_ttl_secs = v;
     }
-    if let Some(v) = f.max_validity_days {
-        if !(1..=3650).contains(&v) {
-            return Err(ConfigError::Invalid { key: "intents.max_validity_days", message: "must be 1..=3650".into() });
-        }
-        s.max_validity_days = v;
-    }
-    if let Some(v) = f.default_validity_days {
-        s.default_validity_days = v;
-    }
+    s.max_validity_days =
+        super::within(f.max_validity_days, s.max_validity_days, 1..=3650, "intents.max_validity_days")?;
+    s.default_validity_days = f.default_validity_days.unwrap_or(s.default_validity_days);
     if s.default_validity_days == 0 || s.default_validity_days > s.max_validity_days {
         return Err(ConfigError::Invalid {
             key: "intents.default_validity_days",
             message: format!("must be 1..={} (intents.max_validity_days)", s.max_validity_days),
         });
     }
-    if let Some(v) = f.contact_retention_days {
-        s.contact_retention_days = v;
-    }
+    s.contact_retention_days = f.contact_retention_days.unwrap_or(s.contact_retention_days);
     Ok(())
 }
 

@@ -100,21 +100,11 @@ pub(super) fn load_mail(s: &mut Settings, mail: FileMail, overrides: &Overrides)
         helo::check(&n).map_err(|message| ConfigError::Invalid { key: "mail.helo_name", message })?;
         s.mail_helo_name = Some(n.to_ascii_lowercase());
     }
-    if let Some(v) = mail.digest_min_interval_secs {
-        s.digest_min_interval_secs = v;
-    }
-    if let Some(v) = mail.smtp_timeout_secs {
-        if !(1..=300).contains(&v) {
-            return Err(ConfigError::Invalid { key: "mail.smtp_timeout_secs", message: "must be 1..=300".into() });
-        }
-        s.smtp_timeout_secs = v;
-    }
-    if let Some(v) = mail.retry_base_secs {
-        if !(1..=3600).contains(&v) {
-            return Err(ConfigError::Invalid { key: "mail.retry_base_secs", message: "must be 1..=3600".into() });
-        }
-        s.mail_retry_base_secs = v;
-    }
+    s.digest_min_interval_secs = mail.digest_min_interval_secs.unwrap_or(s.digest_min_interval_secs);
+    s.smtp_timeout_secs =
+        super::within(mail.smtp_timeout_secs, s.smtp_timeout_secs, 1..=300, "mail.smtp_timeout_secs")?;
+    s.mail_retry_base_secs =
+        super::within(mail.retry_base_secs, s.mail_retry_base_secs, 1..=3600, "mail.retry_base_secs")?;
     Ok(())
 }
 

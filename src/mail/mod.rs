@@ -265,9 +265,6 @@ pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>
 /// the handshake, AUTH, each of MAIL, RCPT and DATA) unless `mail.smtp_timeout_secs` says
 /// otherwise.
 pub const SMTP_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
-/// Longest whole SMTP conversation for one message with the default step timeout: three
-/// steps' worth ([`Transport::with_timeout`] keeps that ratio).
-pub const SMTP_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub use crate::config::check_smtp_url;
 

@@ -495,20 +495,34 @@ fn want_count(m: &Value, table: &str) -> u64 {
     m["counts"][table].as_u64().unwrap()
 }
 
+/// The binary on the data directory `data`: no config file, no SMTP URL, no systemd
+/// socket, logs at warn, no backtraces, no stdin.
 fn isto_bin(data: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_isto"));
-    c.env("ISTO_DATA_DIR", data).env_remove("ISTO_CONFIG").env("RUST_LOG", "warn").stdin(Stdio::null());
+    c.env("ISTO_DATA_DIR", data)
+        .env_remove("ISTO_CONFIG")
+        .env_remove("ISTO_SMTP_URL")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("RUST_BACKTRACE")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
     c
 }
 
 /// Runs the binary with `args` on `data` (bounded: 60 s).
-fn run(data: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(data: &Path, args: &[&str]) -> Output {
+    run_with_stdout(data, args, Stdio::piped())
+}
+
+/// Runs the binary with `args` on `data`, its standard output `stdout`, stderr piped,
+/// listening (if it serves) on a free loopback port; to its end, at most 60 s.
+pub(crate) fn run_with_stdout(data: &Path, args: &[&str], stdout: impl Into<Stdio>) -> Output {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = isto_bin(data)
         .args(args)
         .env("ISTO_LISTEN", format!("127.0.0.1:{port}"))
         .env("ISTO_PUBLIC_URL", format!("http://127.0.0.1:{port}"))
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

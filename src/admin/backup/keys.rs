@@ -3,7 +3,7 @@
 //! staging the old keys it adds to a ring that has a key.
 
 use super::*;
-use crate::admin::out::print_line;
+use crate::cli::out::{print_json_or, print_line};
 
 /// The key files of the data directory: the current key first, then the older ones.
 fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
@@ -91,15 +91,9 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
         .and_then(|()| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     drop(f);
-    paths::refuse_special(out)?;
-    std::fs::rename(&tmp, out).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
-    let mut guard = guard;
-    guard.0 = None;
-    sync_dir(dir_of(out))?;
+    paths::move_into_place(&tmp, out, guard)?;
     let report = KeysReport { file: out.to_owned(), kids, warning: KEYS_WARNING };
-    if json_output {
-        print_line(serde_json::to_string(&report)?)?;
-    } else {
+    print_json_or(json_output, &report, || {
         let handle = files.len() > report.kids.len();
         print_line(format_args!(
             "wrote {} key file(s) to {} (mode 0600): sealing key(s) {}{}",
@@ -107,8 +101,8 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
             out.display(),
             report.kids.join(", "),
             if handle { " and the never-rotated handle.key and mac.key" } else { "" }
-        ))?;
-    }
+        ))
+    })?;
     Ok(report)
 }
 

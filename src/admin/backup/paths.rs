@@ -143,6 +143,19 @@ pub(super) fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync {}", dir.display()))
 }
 
+/// Moves the finished temp file `tmp` to `out` (refused when `out` is a special file, see
+/// [`refuse_special`]), disarms its `guard` and syncs the directory, so that the rename is
+/// durable.
+///
+/// # Errors
+/// The refusal; the rename or the sync failing (naming the paths).
+pub(super) fn move_into_place(tmp: &Path, out: &Path, mut guard: TempFile) -> anyhow::Result<()> {
+    refuse_special(out)?;
+    std::fs::rename(tmp, out).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
+    guard.0 = None;
+    sync_dir(dir_of(out))
+}
+
 /// Removes a temp file when dropped, unless disarmed.
 pub(super) struct TempFile(pub(super) Option<PathBuf>);
 

@@ -3,7 +3,7 @@
 //! module docs of `admin::backup`).
 
 use super::*;
-use crate::admin::out::print_line;
+use crate::cli::out::{print_json_or, print_line};
 
 /// Removes, when dropped unless disarmed, what a failed restore created: the staged key
 /// directory and a data directory that did not exist before.
@@ -183,15 +183,7 @@ fn restore_checked(
     ring: &KeyRing,
     json_output: bool,
 ) -> anyhow::Result<(BTreeMap<String, u64>, u64)> {
-    let bar = if json_output || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::with_draw_target(Some(checked.trailer.rows), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{wide_bar} {pos}/{len} rows {per_sec} ETA {eta}") {
-            b.set_style(style);
-        }
-        b
-    };
+    let bar = crate::admin::progress(json_output, Some(checked.trailer.rows), ROWS_BAR);
     let mut opened = 0u64;
     let restored = restore_rows(file, tmp, ring, &mut opened, &bar);
     bar.finish_and_clear();
@@ -244,30 +236,28 @@ fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut U
 
 /// Prints the restore's summary (or, with `json_output`, the report as JSON).
 fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -> anyhow::Result<()> {
-    if json_output {
-        print_line(serde_json::to_string(report)?)?;
-        return Ok(());
-    }
-    print_line(format_args!(
-        "restored {} rows from {} (made {} by isto {}) into {}{}; all {} sealed values open with the key ring",
-        report.rows,
-        report.file.display(),
-        checked.header.created,
-        checked.header.isto,
-        report.store.display(),
-        if report.replaced { ", replacing the store that was there" } else { "" },
-        report.sealed_opened
-    ))?;
-    if !report.keys_added.is_empty() {
-        print_line(format_args!("added old sealing key(s) {} to the key ring", report.keys_added.join(", ")))?;
-    }
-    if checked.header.schema < SCHEMA_VERSION {
+    print_json_or(json_output, report, || {
         print_line(format_args!(
-            "the store was migrated from schema version {} to {SCHEMA_VERSION}",
-            checked.header.schema
+            "restored {} rows from {} (made {} by isto {}) into {}{}; all {} sealed values open with the key ring",
+            report.rows,
+            report.file.display(),
+            checked.header.created,
+            checked.header.isto,
+            report.store.display(),
+            if report.replaced { ", replacing the store that was there" } else { "" },
+            report.sealed_opened
         ))?;
-    }
-    Ok(())
+        if !report.keys_added.is_empty() {
+            print_line(format_args!("added old sealing key(s) {} to the key ring", report.keys_added.join(", ")))?;
+        }
+        if checked.header.schema < SCHEMA_VERSION {
+            print_line(format_args!(
+                "the store was migrated from schema version {} to {SCHEMA_VERSION}",
+                checked.header.schema
+            ))?;
+        }
+        Ok(())
+    })
 }
 
 /// Decodes every record of the restored (not yet renamed) store with the real record
