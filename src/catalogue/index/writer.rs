@@ -1,0 +1,165 @@
+//! Writing the offer index: a series of updates goes into one tantivy writer and one
+//! commit.
+//!
+//! [`OfferIndex::apply`] adds its documents to the pending writer (made by the first
+//! update of a series) and commits only when [`COMMIT_DOCS`] updates are pending; every
+//! read of the index ([`OfferIndex::search`], the candidates of an intent,
+//! [`OfferIndex::generation`], [`OfferIndex::num_docs`]) commits what is pending first
+//! ([`OfferIndex::flush`]), so a read always sees every update applied before it. A
+//! commit ends the writer (its indexing threads and the directory's writer lock) after
+//! the merges it started; dropping the index commits what is pending. An import of many
+//! batches thus pays one commit, one reader reload and one segment per 64 MiB of
+//! documents instead of one per batch (each commit wrote and synced a segment and built
+//! its term dictionaries again, and the merges that followed copied them again).
+//!
+//! When an update or a commit fails, the writer is dropped uncommitted: the index stays
+//! at its last commit, whose generation (the commit payload) then lags the store's, so
+//! its owner rebuilds it at the next start.
+
+use super::*;
+
+/// A series of updates commits at the latest when this many offers (added or removed)
+/// are pending.
+pub(super) const COMMIT_DOCS: usize = 50_000;
+
+/// The writer of the updates not yet committed.
+pub(super) struct Pending {
+    writer: IndexWriter,
+    /// The generation the pending updates bring the index to.
+    generation: u64,
+    /// Offers added or removed since the last commit.
+    docs: usize,
+}
+
+impl OfferIndex {
+    /// Replaces the whole index with `offers` (active offers only) and commits with
+    /// `generation` (with any pending updates, which the rebuild replaces). Returns the
+    /// number of offers indexed.
+    ///
+    /// # Errors
+    /// tantivy errors (also another process holding the index's writer lock); the index
+    /// is then left as it was at its last commit.
+    pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
+        let mut slot = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut p = self.pending(slot.take(), generation)?;
+        p.writer.delete_all_documents()?;
+        let mut n = 0u64;
+        for o in offers {
+            p.writer.add_document(self.document(&o)?)?;
+            n += 1;
+        }
+        p.generation = generation;
+        self.commit(p)?;
+        Ok(n)
+    }
+
+    /// Adds or replaces offers (delete by id term, then add) and removes the `removed`
+    /// ids, bringing the index to `generation`. `upserts` must be active offers (an offer
+    /// that became inactive belongs in `removed`). The change is committed with the
+    /// series it belongs to (see the module docs): at the latest by the next read.
+    ///
+    /// # Errors
+    /// tantivy errors (also another process holding the index's writer lock); the index
+    /// is then left as it was at its last commit.
+    pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
+        let mut slot = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut p = self.pending(slot.take(), generation)?;
+        for o in upserts {
+            p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
+            p.writer.add_document(self.document(o)?)?;
+        }
+        for id in removed {
+            p.writer.delete_term(Term::from_field_text(self.f.id, id));
+        }
+        p.generation = generation;
+        p.docs += upserts.len() + removed.len();
+        if p.docs >= COMMIT_DOCS {
+            return self.commit(p);
+        }
+        *slot = Some(p);
+        Ok(())
+    }
+
+    /// Commits the pending updates, if any (see the module docs).
+    ///
+    /// # Errors
+    /// tantivy errors; the pending updates are then dropped and the index stays at its
+    /// last commit (whose generation lags).
+    pub fn flush(&self) -> Result<(), IndexError> {
+        let mut slot = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.take() {
+            Some(p) => self.commit(p),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::flush`] before a read: a failure is logged (the read sees the last commit).
+    pub(super) fn settle(&self) {
+        if let Err(e) = self.flush() {
+            tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
+        }
+    }
+
+    /// The pending writer, or a new one.
+    fn pending(&self, slot: Option<Pending>, generation: u64) -> Result<Pending, IndexError> {
+        match slot {
+            Some(p) => Ok(p),
+            None => {
+                let writer = self.index.writer_with_num_threads(WRITER_THREADS, WRITER_HEAP_BYTES)?;
+                Ok(Pending { writer, generation, docs: 0 })
+            }
+        }
+    }
+
+    /// Commits `p` with its generation; then waits for the merges the commit started and
+    /// ends the writer (its threads and memory), and shows the merged segments to
+    /// searches. Called with the `writing` lock held.
+    fn commit(&self, p: Pending) -> Result<(), IndexError> {
+        let Pending { mut writer, generation, .. } = p;
+        let payload =
+            serde_json::json!({"generation": generation, "analysis": analysis_fingerprint(), "prices": self.prices})
+                .to_string();
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        self.reader.reload()?;
+        *self.generation.lock().unwrap_or_else(PoisonError::into_inner) = Some(generation);
+        // Committed: a failed merge leaves the committed segments as they are.
+        match writer.wait_merging_threads() {
+            Ok(()) => self.reader.reload()?,
+            Err(e) => tracing::warn!(error = %e, "offer index merge failed; the index keeps its segments"),
+        }
+        if let Err(e) = self.compact() {
+            tracing::warn!(error = %e, "offer index merge failed; the index keeps its segments");
+        }
+        Ok(())
+    }
+
+    /// When there are more than [`MAX_SEGMENTS`] segments, merges the smallest into one
+    /// so that [`MAX_SEGMENTS`] remain (each segment costs every search a visit). Merging
+    /// only the smallest keeps a series of small commits (one offer each) cheap: the
+    /// large segments are copied again only when the small ones have grown to their
+    /// size (merging all but the largest copied the second largest on every few
+    /// commits). Called with the `writing` lock held, after a commit.
+    fn compact(&self) -> Result<(), IndexError> {
+        let mut metas = self.index.searchable_segment_metas()?;
+        if metas.len() <= MAX_SEGMENTS {
+            return Ok(());
+        }
+        metas.sort_by_key(|m| std::cmp::Reverse(m.num_docs()));
+        let ids: Vec<_> = metas.iter().skip(MAX_SEGMENTS - 1).map(|m| m.id()).collect();
+        let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
+        w.merge(&ids).wait()?;
+        w.wait_merging_threads()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+}
+
+impl Drop for OfferIndex {
+    /// Commits the pending updates (an index dropped with them uncommitted would lag the
+    /// store and be rebuilt at the next start).
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
