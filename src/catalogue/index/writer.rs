@@ -21,6 +21,11 @@ use super::*;
 /// A series of updates commits at the latest when this many offers (added or removed)
 /// are pending.
 pub(super) const COMMIT_DOCS: usize = 50_000;
+/// A series whose first update has fewer offers gets a writer of
+/// [`SMALL_WRITER_HEAP_BYTES`].
+const SMALL_SERIES: usize = 100;
+/// The budget of a small series' writer (tantivy's least).
+const SMALL_WRITER_HEAP_BYTES: usize = 15_000_000;
 
 /// The writer of the updates not yet committed.
 pub(super) struct Pending {
@@ -41,7 +46,7 @@ impl OfferIndex {
     /// is then left as it was at its last commit.
     pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
         let mut slot = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut p = self.pending(slot.take(), generation)?;
+        let mut p = self.pending(slot.take(), generation, usize::MAX)?;
         p.writer.delete_all_documents()?;
         let mut n = 0u64;
         for o in offers {
@@ -63,7 +68,7 @@ impl OfferIndex {
     /// is then left as it was at its last commit.
     pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
         let mut slot = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut p = self.pending(slot.take(), generation)?;
+        let mut p = self.pending(slot.take(), generation, upserts.len())?;
         for o in upserts {
             p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
             p.writer.add_document(self.document(o)?)?;
@@ -100,12 +105,15 @@ impl OfferIndex {
         }
     }
 
-    /// The pending writer, or a new one.
-    fn pending(&self, slot: Option<Pending>, generation: u64) -> Result<Pending, IndexError> {
+    /// The pending writer, or a new one for a series whose first update has `first`
+    /// offers: a small one (a single arriving offer) gets a small budget, whose smaller
+    /// term hash table is quicker to make and to write out.
+    fn pending(&self, slot: Option<Pending>, generation: u64, first: usize) -> Result<Pending, IndexError> {
         match slot {
             Some(p) => Ok(p),
             None => {
-                let writer = self.index.writer_with_num_threads(WRITER_THREADS, WRITER_HEAP_BYTES)?;
+                let heap = if first >= SMALL_SERIES { WRITER_HEAP_BYTES } else { SMALL_WRITER_HEAP_BYTES };
+                let writer = self.index.writer_with_num_threads(WRITER_THREADS, heap)?;
                 Ok(Pending { writer, generation, docs: 0 })
             }
         }
@@ -148,7 +156,8 @@ impl OfferIndex {
         }
         metas.sort_by_key(|m| std::cmp::Reverse(m.num_docs()));
         let ids: Vec<_> = metas.iter().skip(MAX_SEGMENTS - 1).map(|m| m.id()).collect();
-        let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
+        // A merge indexes nothing: the least budget, one thread.
+        let mut w: IndexWriter = self.index.writer_with_num_threads(1, SMALL_WRITER_HEAP_BYTES)?;
         w.merge(&ids).wait()?;
         w.wait_merging_threads()?;
         self.reader.reload()?;
