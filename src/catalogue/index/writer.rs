@@ -143,19 +143,24 @@ impl OfferIndex {
         Ok(())
     }
 
-    /// When there are more than [`MAX_SEGMENTS`] segments, merges the smallest into one
-    /// so that [`MAX_SEGMENTS`] remain (each segment costs every search a visit). Merging
-    /// only the smallest keeps a series of small commits (one offer each) cheap: the
-    /// large segments are copied again only when the small ones have grown to their
-    /// size (merging all but the largest copied the second largest on every few
-    /// commits). Called with the `writing` lock held, after a commit.
+    /// When there are more than [`MAX_SEGMENTS`] segments, merges the small ones into one
+    /// (each segment costs every search a visit): all but the largest segments of at
+    /// least a quarter of the largest one's size (at most `MAX_SEGMENTS - 1` kept).
+    /// Merging only the small ones keeps a series of small commits (one offer each)
+    /// cheap: a large segment is copied again only when the small ones have grown to a
+    /// quarter of the largest (merging all but the largest copied the second largest on
+    /// every few commits), and merging all the small ones at once leaves room for the
+    /// next few commits. Called with the `writing` lock held, after a commit.
     fn compact(&self) -> Result<(), IndexError> {
         let mut metas = self.index.searchable_segment_metas()?;
         if metas.len() <= MAX_SEGMENTS {
             return Ok(());
         }
         metas.sort_by_key(|m| std::cmp::Reverse(m.num_docs()));
-        let ids: Vec<_> = metas.iter().skip(MAX_SEGMENTS - 1).map(|m| m.id()).collect();
+        let largest = metas.first().map_or(0, |m| m.num_docs());
+        let keep =
+            metas.iter().take(MAX_SEGMENTS - 1).take_while(|m| m.num_docs().saturating_mul(4) >= largest).count();
+        let ids: Vec<_> = metas.iter().skip(keep.max(1)).map(|m| m.id()).collect();
         // A merge indexes nothing: the least budget, one thread.
         let mut w: IndexWriter = self.index.writer_with_num_threads(1, SMALL_WRITER_HEAP_BYTES)?;
         w.merge(&ids).wait()?;
