@@ -33,6 +33,11 @@ use isto::store::Store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// Each benchmark uses part of the shared loader (this one the sauto cars only).
+#[allow(dead_code)]
+#[path = "common/listings.rs"]
+mod listings;
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -189,8 +194,8 @@ fn main() {
     .collect();
     search_times(&h, &format!("{n_offers} offers, the mcp_load statements"), &mcp_statements, None, 50);
     if std::env::var_os("ISTO_BENCH_SEARCH_ONLY").is_some() {
-        let sauto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/vehicles_cz_sauto.csv");
-        if sauto.exists() {
+        let sauto = listings::sauto(&listings::data_dir());
+        if !sauto.is_empty() {
             let dir = tempfile::tempdir().expect("tempdir");
             real_listings(&open(dir.path()), &sauto);
         }
@@ -243,8 +248,8 @@ fn main() {
     );
 
     // 4. The real listings, when present.
-    let sauto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/vehicles_cz_sauto.csv");
-    if sauto.exists() {
+    let sauto = listings::sauto(&listings::data_dir());
+    if !sauto.is_empty() {
         real_listings(&h, &sauto);
     } else {
         println!("real listings: ../shared/data absent, skipped");
@@ -253,31 +258,27 @@ fn main() {
 }
 
 /// Imports the sauto listings (CZK, regions assigned by listing id) and searches them.
-fn real_listings(h: &AppState, path: &std::path::Path) {
+fn real_listings(h: &AppState, sauto: &[listings::Listing]) {
     let regions: Vec<&str> = isto::gazetteer::all_regions().filter(|(_, c)| *c == "CZ").map(|(r, _)| r).collect();
-    let mut rdr = csv::Reader::from_path(path).expect("sauto csv");
     let mut rows = Vec::new();
-    for rec in rdr.records().flatten() {
-        let get = |i: usize| rec.get(i).unwrap_or("").to_owned();
-        let Ok(price) = get(5).parse::<f64>() else { continue };
-        let id: u64 = get(0).parse().unwrap_or(0);
-        let mut attrs = serde_json::Map::new();
-        attrs.insert("make".into(), get(2).into());
-        attrs.insert("model".into(), get(3).into());
-        if let Ok(y) = get(7).parse::<f64>() {
+    for l in sauto {
+        let (Some((price, _)), Some(car)) = (l.price, &l.sauto) else { continue };
+        let id: u64 = car.id.parse().unwrap_or(0);
+        let mut attrs = l.attributes.clone();
+        if let Some(y) = car.year {
             attrs.insert("year".into(), y.into());
         }
         rows.push(OfferInput {
-            reference: Some(format!("sauto-{}", get(0))),
-            title: get(4),
-            description: get(11),
+            reference: Some(format!("sauto-{}", car.id)),
+            title: l.title.clone(),
+            description: l.description.clone(),
             category: "vehicles".into(),
             attributes: attrs,
             price: isto::protocol::Money { amount: price, currency: "CZK".into() },
             area: isto::gazetteer::resolve(regions[(id % regions.len() as u64) as usize]).expect("region"),
             seller_name: "sauto".into(),
             seller_url: None,
-            url: Some(get(12)),
+            url: Some(car.url.clone()),
             valid_until: None,
         });
     }

@@ -33,6 +33,10 @@ use isto::protocol::Offer;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+// Each benchmark uses part of the shared loader (this one not the sauto-only fields).
+#[allow(dead_code)]
+#[path = "common/listings.rs"]
+mod listings;
 #[path = "matching/real.rs"]
 mod real;
 
@@ -122,7 +126,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
 }
 
 /// The realistic case at `n` intents ([`real`]).
-fn bench_real(c: &mut Criterion, n: usize, all: &[real::Listing]) {
+fn bench_real(c: &mut Criterion, n: usize, all: &[listings::Listing]) {
     let label = format!("{n} realistic intents (real titles, min_should_match {})", msm());
     let t = Instant::now();
     let generated = real::intents(7, n, all);
@@ -221,10 +225,8 @@ fn main() {
     for n in sizes {
         bench_size(&mut c, n);
     }
-    let data = std::env::var_os("ISTO_BENCH_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let all = real::listings(&data);
+    let data = listings::data_dir();
+    let all = listings::listings(&data);
     if all.is_empty() {
         println!("realistic case: no listings in {} (absent), skipped", data.display());
     } else {

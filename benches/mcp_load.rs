@@ -49,6 +49,11 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
 
+// Each benchmark uses part of the shared loader (this one the sauto cars only).
+#[allow(dead_code)]
+#[path = "common/listings.rs"]
+mod listings;
+
 const V1: &str = "2025-11-25";
 const V2: &str = "2026-07-28";
 
@@ -692,57 +697,42 @@ mod run {
         (server, first, ready)
     }
 
-    /// The sauto CSV as isto's JSON Lines import (make and model from the title's first
-    /// comma-separated part, the region assigned from the listing id).
-    fn sauto_jsonl(csv_path: &Path, out: &Path) -> usize {
+    /// The priced sauto listings (`common/listings.rs`) as isto's JSON Lines import (make
+    /// and model from the title's first comma-separated part, the region assigned from
+    /// the listing id).
+    fn sauto_jsonl(sauto: &[crate::listings::Listing], out: &Path) -> usize {
         const REGIONS: [&str; 14] = [
             "CZ-10", "CZ-20", "CZ-31", "CZ-32", "CZ-41", "CZ-42", "CZ-51", "CZ-52", "CZ-53", "CZ-63", "CZ-64", "CZ-71",
             "CZ-72", "CZ-80",
         ];
-        let mut r = csv::Reader::from_path(csv_path).unwrap();
-        let headers = r.headers().unwrap().clone();
-        let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
-        let (id, title, price, year, km, summary, url) = (
-            col("listing_id"),
-            col("title"),
-            col("price_czk"),
-            col("year"),
-            col("mileage_km"),
-            col("summary_raw"),
-            col("url"),
-        );
         let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
         let mut n = 0;
-        for rec in r.records() {
-            let rec = rec.unwrap();
-            let Ok(amount) = rec[price].replace(' ', "").parse::<u64>() else { continue };
-            if amount == 0 {
-                continue;
-            }
-            let head = rec[title].split(',').next().unwrap_or("").trim().to_owned();
+        for l in sauto {
+            let (Some((amount, _)), Some(car)) = (l.price, &l.sauto) else { continue };
+            let head = l.title.split(',').next().unwrap_or("").trim().to_owned();
             let mut words = head.splitn(2, ' ');
             let make = words.next().unwrap_or("").to_owned();
             let mut attributes = json!({"make": make});
             if let Some(model) = words.next().filter(|m| !m.is_empty()) {
                 attributes["model"] = json!(model);
             }
-            if let Ok(y) = rec[year].parse::<u64>() {
+            if let Some(y) = car.year {
                 attributes["year"] = json!(y);
             }
-            if let Ok(k) = rec[km].replace(' ', "").parse::<u64>() {
+            if let Some(k) = car.mileage_km {
                 attributes["mileageKm"] = json!(k);
             }
-            let h = rec[id].bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+            let h = car.id.bytes().fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
             let offer = json!({
-                "ref": format!("sauto-{}", &rec[id]),
-                "title": &rec[title],
-                "description": &rec[summary],
+                "ref": format!("sauto-{}", car.id),
+                "title": &l.title,
+                "description": &l.description,
                 "category": "vehicles",
                 "attributes": attributes,
                 "price": {"amount": amount, "currency": "CZK"},
                 "area": {"country": "CZ", "regions": [REGIONS[h as usize % REGIONS.len()]]},
                 "seller": {"name": format!("sauto dealer {}", (h >> 8) % 40 + 1)},
-                "url": &rec[url],
+                "url": &car.url,
             });
             writeln!(w, "{offer}").unwrap();
             n += 1;
@@ -933,19 +923,20 @@ mod run {
 
         // isto on the real listings.
         let size = std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0);
-        let sauto = root.join("../shared/data/vehicles_cz_sauto.csv");
+        let data = crate::listings::data_dir();
+        let sauto = crate::listings::sauto(&data);
         let dir_a = work.join("isto-real");
         let port_a = free_port();
         let cfg_a = isto_config(&dir_a, port_a);
         let mut real_offers = 0;
-        if sauto.exists() {
+        if !sauto.is_empty() {
             let file = work.join("sauto.jsonl");
             let rows_in = sauto_jsonl(&sauto, &file);
             let (imported, rejected, secs) = import(&bin, &cfg_a, &file);
             eprintln!("mcp_load: sauto: {rows_in} rows, {imported} imported, {rejected} rejected in {secs:.1} s");
             real_offers = imported;
         } else {
-            eprintln!("mcp_load: {} absent: the isto store has no real offers", sauto.display());
+            eprintln!("mcp_load: no sauto listings in {}: the isto store has no real offers", data.display());
         }
         let (idle_rss, after_rss, first_answer, first_ready);
         {
@@ -1002,7 +993,7 @@ mod run {
         let dir_b = work.join("isto-gen");
         let port_b = free_port();
         let cfg_b = isto_config(&dir_b, port_b);
-        if sauto.exists() {
+        if !sauto.is_empty() {
             import(&bin, &cfg_b, &work.join("sauto.jsonl"));
         }
         let gen_file = work.join("generated.jsonl");

@@ -301,11 +301,6 @@ impl Base {
         self.engine.len()
     }
 
-    /// Whether the matching engine holds intent `id`.
-    pub fn engine_contains(&self, id: &str) -> bool {
-        self.engine.contains(id)
-    }
-
     /// Why loading the active intents into the engine at assembly failed (`None`: it
     /// loaded); `isto serve` refuses to start with it.
     pub fn engine_failure(&self) -> Option<&str> {
@@ -418,38 +413,30 @@ mod tests {
         test_base(dir)
     }
 
+    impl Base {
+        /// Whether the matching engine holds intent `id`.
+        pub(crate) fn engine_contains(&self, id: &str) -> bool {
+            self.engine.contains(id)
+        }
+    }
+
     pub(super) fn active(id: &str) -> IntentRecord {
         let t = |s: &str| crate::records::Stamp::parse(s).unwrap();
+        let content = crate::records::IntentContent {
+            statement: "Škoda Octavia combi".into(),
+            category: "vehicles".into(),
+            criteria: Map::new(),
+            area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
+            budget: None,
+            buy_by: None,
+            valid_until: t("2027-03-01T00:00:00Z"),
+            visibility: Visibility::default(),
+            language: "sk".into(),
+        };
         IntentRecord {
-            id: id.into(),
             status: Status::Active,
-            content: crate::records::IntentContent {
-                statement: "Škoda Octavia combi".into(),
-                category: "vehicles".into(),
-                criteria: Map::new(),
-                area: serde_json::from_value(serde_json::json!({"country": "SK", "regions": ["SK-BL"]})).unwrap(),
-                budget: None,
-                buy_by: None,
-                valid_until: t("2027-03-01T00:00:00Z"),
-                visibility: Visibility::default(),
-                language: "sk".into(),
-            },
-            hidden_limit: None,
-            created_at: t("2026-12-01T10:00:00Z"),
-            updated_at: t("2026-12-01T10:00:00Z"),
-            draft_expires_at: t("2026-12-02T10:00:00Z"),
-            contact: None,
-            consent: None,
-            confirm_expires_at: None,
             confirmed_at: Some(t("2026-12-01T10:00:00Z")),
-            ended_at: None,
-            match_count: 0,
-            last_digest_at: None,
-            digest_cursor: 0,
-            owner: None,
-            last_delivered: 0,
-            person: None,
-            cadence: crate::records::Cadence::AsTheyCome,
+            ..IntentRecord::draft(id.into(), content, t("2026-12-01T10:00:00Z"), t("2026-12-02T10:00:00Z"))
         }
     }
 

@@ -52,31 +52,13 @@ impl Clock for ManualClock {
 /// Formats `t` as an RFC 3339 UTC string with whole seconds: `2026-12-01T10:00:00Z`.
 pub fn rfc3339(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    format!("{}T{:02}:{:02}:{:02}Z", date_string(t.date()), t.hour(), t.minute(), t.second())
 }
 
 /// Formats `t` with microseconds (`2026-12-01T10:00:00.123456Z`): used for `deliveredAt`
 /// so that `since` cursors are exact.
 pub fn rfc3339_micros(t: OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
+    format!("{}.{:06}Z", rfc3339(t).trim_end_matches('Z'), t.microsecond())
 }
 
 /// Parses an RFC 3339 time (any offset) into UTC.

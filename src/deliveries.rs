@@ -98,12 +98,7 @@ pub fn record_hits_tx(
     if n > 0 {
         rec.match_count += n;
         // Paused: no digest is scheduled; the matches wait for another cadence.
-        let due = rec.cadence.next_digest_at(
-            rec.last_digest_secs(),
-            now.unix_timestamp(),
-            base.settings().digest_min_interval_secs,
-        );
-        if let Some(due) = due {
+        if let Some(due) = rec.next_digest_at(now, base.settings().digest_min_interval_secs) {
             if tx.digest_due_at(&rec.id)?.is_none() {
                 tx.set_digest_due(&rec.id, Some(due))?;
             }
@@ -130,14 +125,7 @@ pub fn set_cadence_tx(
 ) -> Result<()> {
     rec.cadence = cadence;
     let waiting = !tx.deliveries::<Value>(&rec.id, rec.digest_cursor, 1)?.is_empty();
-    let due = match cadence.next_digest_at(
-        rec.last_digest_secs(),
-        now.unix_timestamp(),
-        base.settings().digest_min_interval_secs,
-    ) {
-        Some(at) if waiting => Some(at),
-        _ => None,
-    };
+    let due = rec.next_digest_at(now, base.settings().digest_min_interval_secs).filter(|_| waiting);
     tx.set_digest_due(&rec.id, due)?;
     Ok(())
 }
@@ -172,7 +160,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             // (the matches wait); before its spacing since the last digest is over, the
             // digest waits for it.
             let min = base.settings().digest_min_interval_secs;
-            match rec.cadence.next_digest_at(rec.last_digest_secs(), now.unix_timestamp(), min) {
+            match rec.next_digest_at(now, min) {
                 None => return Ok(false),
                 Some(later) if later > now.unix_timestamp() => {
                     tx.set_digest_due(&id, Some(later))?;
@@ -208,8 +196,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             rec.last_digest_at = Some(Stamp::of(now));
             if rows.len() == 50 {
                 // More wait: the next digest after this cadence's spacing.
-                let next = rec.cadence.next_digest_at(rec.last_digest_secs(), now.unix_timestamp(), min);
-                tx.set_digest_due(&id, next)?;
+                tx.set_digest_due(&id, rec.next_digest_at(now, min))?;
             }
             tx.put_intent(&rec, true)?;
             Ok(true)

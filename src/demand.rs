@@ -31,10 +31,10 @@
 //!
 //! A summary counts `activeIntents`, `newLast7Days` (became active — e-mail confirmed,
 //! or published active by a signed-in buyer — within the last 7 days) and `pseudonymous`
-//! (visibility pseudonymous): intents. **The threshold counts people** (PROTOCOL.md §5,
-//! issue 10 point 4): a cell whose intents come from fewer than k distinct people
-//! (`[demand] k`, default 5) is `{"withheld": true, "reason": "below_threshold"}` with
-//! no numbers at all, whatever its intent count — so one person's many intents (one
+//! (visibility pseudonymous): intents. **The threshold counts people** (PROTOCOL.md §5):
+//! a cell whose intents come from fewer than k distinct people (`[demand] k`, default 5)
+//! is `{"withheld": true, "reason": "below_threshold"}` with no numbers at all, whatever
+//! its intent count — so one person's many intents (one
 //! address, its `+tag` variants, one account) never lift a cell over k. A person is the
 //! intent's stored person key ([`IntentRecord::person`], `base::person`); demand never
 //! opens a contact. An active intent without one (only possible for a record whose
@@ -65,7 +65,6 @@ use crate::records::IntentRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use time::{Date, Month, OffsetDateTime};
 
 pub use crate::protocol::{BUY_BY_BANDS, NONE};
@@ -228,14 +227,10 @@ pub struct DemandSummary {
     pub category: String,
     /// The cell, normalised (area as a region code).
     pub cell: Cell,
-    /// Active intents in the cell (of at least k distinct people, so ≥ k).
-    pub active_intents: u64,
-    /// Of those, became active within the last 7 days; `null` unless both these and
-    /// the others come from at least k people ([`sub_count`]).
-    #[serde(rename = "newLast7Days")]
-    pub new_last_7_days: Option<u64>,
-    /// Of those, pseudonymous; `null` as `newLast7Days` ([`sub_count`]).
-    pub pseudonymous: Option<u64>,
+    /// `activeIntents` (of at least k distinct people, so ≥ k), `newLast7Days`,
+    /// `pseudonymous`.
+    #[serde(flatten)]
+    pub counts: Counts,
     /// When counted, RFC 3339.
     pub as_of: String,
 }
@@ -301,6 +296,13 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, times: &Times, no
     }
 }
 
+/// The small index of `rec`'s person key in `ids` (a new one for a key not seen yet);
+/// `None` for an intent without a person key.
+fn person_index(ids: &mut HashMap<String, usize>, rec: &IntentRecord) -> Option<usize> {
+    let next = ids.len();
+    rec.person.as_ref().map(|k| *ids.entry(k.clone()).or_insert(next))
+}
+
 /// Calls `each` with every intent of `category` that is active at `now`: a scan of the
 /// active set in memory ([`crate::base::active`]), no store read.
 fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
@@ -335,9 +337,7 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
     Ok(DemandAnswer::Summary(DemandSummary {
         category: category.to_owned(),
         cell: cell.clone(),
-        active_intents: counts.active_intents,
-        new_last_7_days: counts.new_last_7_days,
-        pseudonymous: counts.pseudonymous,
+        counts,
         as_of: clock::rfc3339(at),
     }))
 }
@@ -356,24 +356,19 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
     let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
     let mut tally = Tally::default();
     let mut ids: HashMap<String, usize> = HashMap::new();
-    base.active().scan(|rec, times| {
+    scan_active(base, category, now, |rec, times| {
         let in_area = if rec.area.regions.is_empty() {
             rec.area.country.eq_ignore_ascii_case(country)
         } else {
             rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))
         };
-        if rec.category != category || !in_area || !times.active_at(rec, now) {
+        if !in_area {
             return;
         }
         let p = place(&grid, settings, rec, times, now);
-        if p.budget != budget || p.buy_by != *buy_by || !p.areas.contains(&area) {
-            return;
+        if p.budget == budget && p.buy_by == *buy_by && p.areas.contains(&area) {
+            tally.add(&p, person_index(&mut ids, rec));
         }
-        let person = rec.person.as_ref().map(|k| {
-            let next = ids.len();
-            *ids.entry(k.clone()).or_insert(next)
-        });
-        tally.add(&p, person);
     });
     tally.shown(settings.demand_k)
 }
@@ -446,15 +441,6 @@ impl Tally {
     }
 }
 
-/// The heat map of `category`, counted at most once per change of the active set or
-/// per [`MAX_AGE`] (see [`crate::base::active::ActiveSet::derived`]).
-fn cached_heat_map(base: &Base, category: &str) -> Result<Arc<HeatMap>, ServiceError> {
-    let now = base.clock().now();
-    let key = format!("demand:{category}");
-    let (map, _) = base.active().derived(&key, now, MAX_AGE, || count_heat_map(base, category, now))?;
-    Ok(map)
-}
-
 /// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
 /// gives cell by cell, withheld the same way (the same tally), counted in one pass at
 /// most once per change of the active set or per [`MAX_AGE`]. Each is kept apart, so
@@ -464,7 +450,10 @@ fn cached_heat_map(base: &Base, category: &str) -> Result<Arc<HeatMap>, ServiceE
 /// # Errors
 /// Storage errors.
 pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
-    Ok(cached_heat_map(base, category)?.as_ref().clone())
+    let now = base.clock().now();
+    let key = format!("demand:{category}");
+    let (map, _) = base.active().derived(&key, now, MAX_AGE, || count_heat_map(base, category, now))?;
+    Ok(map.as_ref().clone())
 }
 
 /// Counts the heat map of `category` at `now` in one scan of the active set.
@@ -474,16 +463,12 @@ fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<He
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();
     let mut tallies = vec![Tally::default(); BUY_BY_BANDS.len() * areas * budgets];
-    // Person keys → small indices.
     let mut ids: HashMap<String, usize> = HashMap::new();
     scan_active(base, category, now, |rec, times| {
         let p = place(&grid, settings, rec, times, now);
         let b = p.budget.unwrap_or(budgets - 1);
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
-        let person = rec.person.as_ref().map(|k| {
-            let next = ids.len();
-            *ids.entry(k.clone()).or_insert(next)
-        });
+        let person = person_index(&mut ids, rec);
         for &a in &p.areas {
             tallies[(y * areas + a) * budgets + b].add(&p, person);
         }

@@ -103,6 +103,26 @@ fn cadence_paragraph(s: &Strings, lead: &str, lang: &str, cadence: Cadence, resu
     format!("{lead} {label}.\n{change}\n{results_url}", label = cadence.label(lang), change = s.cadence_change)
 }
 
+/// An e-mail to `to` about `intent`: `lead`, the statement in quotes, `body` and the
+/// holder's signature (`-- ` and `holder_name`), as plain text.
+fn intent_mail(
+    settings: &Settings,
+    to: &str,
+    intent: &Intent,
+    subject: String,
+    lead: &str,
+    body: &str,
+    unsubscribe_url: &str,
+) -> MailContent {
+    let (statement, holder) = (&intent.statement, &settings.holder_name);
+    MailContent {
+        to: to.to_owned(),
+        subject,
+        text: format!("{lead}\n\n  \u{201e}{statement}\u{201c}\n\n{body}\n\n-- \n{holder}\n"),
+        unsubscribe_url: unsubscribe_url.to_owned(),
+    }
+}
+
 /// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
 /// confirmation page link (which shows a Confirm button; GET never confirms), the
 /// cadence the intent will have once active with the results page link to change it
@@ -119,22 +139,15 @@ pub fn confirmation(
     unsubscribe_url: &str,
 ) -> MailContent {
     let s = strings(&intent.language);
-    let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
-        intro = s.confirm_intro,
-        statement = intent.statement,
+    let body = format!(
+        "{action}\n{confirm_url}\n\n{ignore}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
         action = s.confirm_action,
         ignore = s.ignore,
         cadence = cadence_paragraph(s, s.cadence_after_confirm, &intent.language, cadence, results_url),
         withdraw = s.withdraw,
-        holder = settings.holder_name,
     );
-    MailContent {
-        to: to.to_owned(),
-        subject: format!("{}: {}", s.confirm_subject, short(&intent.statement, 60)),
-        text,
-        unsubscribe_url: unsubscribe_url.to_owned(),
-    }
+    let subject = format!("{}: {}", s.confirm_subject, short(&intent.statement, 60));
+    intent_mail(settings, to, intent, subject, s.confirm_intro, &body, unsubscribe_url)
 }
 
 /// The e-mail that asks the person to confirm a cadence change asked for on the results
@@ -151,21 +164,10 @@ pub fn cadence_change(
     unsubscribe_url: &str,
 ) -> MailContent {
     let s = strings(&intent.language);
-    let text = format!(
-        "{ask} {label}.\n\n  \u{201e}{statement}\u{201c}\n\n{action}\n{confirm_url}\n\n{ignore}\n\n-- \n{holder}\n",
-        ask = s.cadence_ask,
-        label = cadence.label(&intent.language),
-        statement = intent.statement,
-        action = s.cadence_ask_action,
-        ignore = s.cadence_ask_ignore,
-        holder = settings.holder_name,
-    );
-    MailContent {
-        to: to.to_owned(),
-        subject: format!("{}: {}", s.cadence_ask_subject, short(&intent.statement, 50)),
-        text,
-        unsubscribe_url: unsubscribe_url.to_owned(),
-    }
+    let lead = format!("{} {}.", s.cadence_ask, cadence.label(&intent.language));
+    let body = format!("{}\n{confirm_url}\n\n{}", s.cadence_ask_action, s.cadence_ask_ignore);
+    let subject = format!("{}: {}", s.cadence_ask_subject, short(&intent.statement, 50));
+    intent_mail(settings, to, intent, subject, &lead, &body, unsubscribe_url)
 }
 
 /// The match digest (PROTOCOL.md §4.5): new offers with price, place and link, the
@@ -192,22 +194,15 @@ pub fn digest(
         }
         list.push_str(&why_line(intent, o));
     }
-    let text = format!(
-        "{intro}\n\n  \u{201e}{statement}\u{201c}\n\n{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}\n\n-- \n{holder}\n",
-        intro = s.digest_intro,
-        statement = intent.statement,
+    let body = format!(
+        "{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
         all = s.all_results,
         aggregator = s.aggregator,
         cadence = cadence_paragraph(s, s.cadence_now, &intent.language, cadence, results_url),
         withdraw = s.withdraw,
-        holder = settings.holder_name,
     );
-    MailContent {
-        to: to.to_owned(),
-        subject: format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50)),
-        text,
-        unsubscribe_url: unsubscribe_url.to_owned(),
-    }
+    let subject = format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50));
+    intent_mail(settings, to, intent, subject, s.digest_intro, &body, unsubscribe_url)
 }
 
 /// The digest line under an offer saying why it was sent (issue 13 point 3), in the

@@ -255,20 +255,6 @@ impl Probe {
             }
             None => (self.timeout, ProbeError::Timeout),
         };
-        match tokio::time::timeout(limit, self.exchange(method, url, headers, body, stop_sse)).await {
-            Ok(r) => r,
-            Err(_) => Err(error),
-        }
-    }
-
-    async fn exchange(
-        &self,
-        method: &str,
-        url: &Url,
-        headers: &[(&str, &str)],
-        body: Option<Vec<u8>>,
-        stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
-    ) -> Result<ProbeResponse, ProbeError> {
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(ProbeError::Url);
         }
@@ -282,6 +268,15 @@ impl Probe {
         if let Some(b) = body {
             req = req.body(b);
         }
+        tokio::time::timeout(limit, self.read(req, stop_sse)).await.unwrap_or(Err(error))
+    }
+
+    /// Sends `req` and reads the answer as [`Probe::send`] says.
+    async fn read(
+        &self,
+        req: reqwest::RequestBuilder,
+        stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<ProbeResponse, ProbeError> {
         let describe = |e: reqwest::Error| {
             if e.is_timeout() {
                 ProbeError::Timeout

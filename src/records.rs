@@ -192,6 +192,33 @@ impl std::ops::DerefMut for IntentRecord {
 }
 
 impl IntentRecord {
+    /// A new draft (`awaiting_consent`) of `content` created at `created` that lapses at
+    /// `draft_expires`: no hidden limit, contact, consent, owner, person key nor
+    /// deliveries yet; cadence "as they come".
+    pub fn draft(id: String, content: IntentContent, created: Stamp, draft_expires: Stamp) -> Self {
+        IntentRecord {
+            id,
+            status: Status::AwaitingConsent,
+            content,
+            hidden_limit: None,
+            created_at: created,
+            updated_at: created,
+            draft_expires_at: draft_expires,
+            contact: None,
+            consent: None,
+            confirm_expires_at: None,
+            confirmed_at: None,
+            ended_at: None,
+            match_count: 0,
+            last_digest_at: None,
+            digest_cursor: 0,
+            owner: None,
+            last_delivered: 0,
+            person: None,
+            cadence: Cadence::AsTheyCome,
+        }
+    }
+
     /// The status at `now`: stored status, with expiry applied (drafts after their
     /// deadline, unconfirmed after 72 h, active after validUntil).
     pub fn effective_status(&self, now: OffsetDateTime) -> Status {
@@ -227,10 +254,11 @@ impl IntentRecord {
         }
     }
 
-    /// When the last digest was sent, in unix seconds (what [`Cadence::next_digest_at`]
-    /// counts in).
-    pub fn last_digest_secs(&self) -> Option<i64> {
-        self.last_digest_at.map(|t| t.at().unix_timestamp())
+    /// When (Unix seconds) its next digest may go out by its cadence
+    /// ([`Cadence::next_digest_at`] from its last digest); `None` when paused.
+    pub fn next_digest_at(&self, now: OffsetDateTime, min_interval_secs: u64) -> Option<i64> {
+        let last = self.last_digest_at.map(|t| t.at().unix_timestamp());
+        self.cadence.next_digest_at(last, now.unix_timestamp(), min_interval_secs)
     }
 
     /// The public view (PROTOCOL.md §2 Intent): the content, no contact, no hidden limit

@@ -8,7 +8,6 @@ use crate::catalogue::Catalogue;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
-use crate::deliveries::ReplyTicker;
 use crate::intents::Intents;
 use crate::schedule::Scheduler;
 use crate::store::{Reads as _, Store, StoreError};
@@ -54,12 +53,6 @@ impl AppState {
     /// expiry sweep; `crate::schedule`); `isto serve` runs one.
     pub fn scheduler(&self) -> Scheduler {
         Scheduler::new(self.base.clone(), self.intents.clone())
-    }
-
-    /// The scheduler's reply matching alone, on its own jittered tick
-    /// (`deliveries::replies`), for tests.
-    pub fn reply_ticker(&self) -> ReplyTicker {
-        ReplyTicker(self.base.clone())
     }
 }
 
@@ -109,16 +102,15 @@ pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
 }
 
 /// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
-/// what each did. Returns the names of the passes run and succeeded with their counts.
-fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
+/// what each did.
+fn run_passes(base: &Arc<Base>, intents: &Intents) {
     let pending = match pending_passes(base.store()) {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(error = %e, "reading the start-up passes failed");
-            return Vec::new();
+            return;
         }
     };
-    let mut done = Vec::new();
     for pass in pending {
         let outcome = match pass.name {
             n if n == PERSON_KEYS.name => intents.backfill_people().map(|n| n as u64).map_err(|e| e.to_string()),
@@ -137,7 +129,5 @@ fn run_passes(base: &Arc<Base>, intents: &Intents) -> Vec<(&'static str, u64)> {
             continue;
         }
         tracing::info!(pass = pass.name, records = n, "start-up pass done");
-        done.push((pass.name, n));
     }
-    done
 }

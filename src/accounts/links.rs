@@ -29,7 +29,7 @@ pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> 
     let url = format!("{}/signin/link/{}", base.settings().public_url.base, token.expose());
     let content = mail::signin_link(base, lang, &email, &url, false);
     let out = base.store().write(|tx| -> Result<MailOutcome> {
-        if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
+        if !throttle_take(tx, &mail_throttle_key(&hash), now, 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
         let Some(account) = account_by_hash(tx, &hash)? else { return Ok(MailOutcome::Nothing) };
@@ -62,8 +62,8 @@ pub(super) fn put_signin_link(
         consent_version: None,
         consent_language: None,
         next: next.to_owned(),
-        created_at: clock::rfc3339(now),
-        expires_at: clock::rfc3339(now + time::Duration::seconds(SIGNIN_LINK_TTL_SECS)),
+        created_at: Stamp::of(now),
+        expires_at: Stamp::of(now + time::Duration::seconds(SIGNIN_LINK_TTL_SECS)),
     };
     tx.put_record(Ns::SignInLink, &link_key(LinkKind::Signin, token.expose()), &rec)?;
     Ok(())
@@ -98,7 +98,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let confirm_url = format!("{url_base}/signup/confirm/{}", token.expose());
     let signin_url = format!("{url_base}/signin/link/{}", token.expose());
     let out = base.store().write(|tx| -> Result<MailOutcome> {
-        if !throttle_take(tx, &mail_throttle_key(&hash), now.unix_timestamp(), 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
+        if !throttle_take(tx, &mail_throttle_key(&hash), now, 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
             return Ok(MailOutcome::Throttled);
         }
         match account_by_hash(tx, &hash)? {
@@ -117,8 +117,8 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
                     consent_version: Some(text.version.clone()),
                     consent_language: Some(text.language.clone()),
                     next: req.next.clone(),
-                    created_at: clock::rfc3339(now),
-                    expires_at: clock::rfc3339(now + time::Duration::seconds(SIGNUP_LINK_TTL_SECS)),
+                    created_at: Stamp::of(now),
+                    expires_at: Stamp::of(now + time::Duration::seconds(SIGNUP_LINK_TTL_SECS)),
                 };
                 tx.put_record(Ns::SignInLink, &link_key(LinkKind::Signup, token.expose()), &rec)?;
                 enqueue(base, tx, &mail::signup_confirmation(base, &req.lang, &email, &confirm_url))?;
@@ -149,7 +149,7 @@ pub(super) fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<Li
     }
     let now = base.clock().now();
     let rec = base.store().read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
-    Ok(rec.filter(|r| r.kind == kind && !expired(&r.expires_at, now)))
+    Ok(rec.filter(|r| r.kind == kind && !expired(r.expires_at, now)))
 }
 
 /// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
@@ -167,7 +167,7 @@ pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, Strin
     base.store().write(|tx| -> Result<Option<(Secret, String)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signin || expired(&rec.expires_at, now) {
+        if rec.kind != LinkKind::Signin || expired(rec.expires_at, now) {
             return Ok(None);
         }
         let Some(id) = rec.account_id else { return Ok(None) };
@@ -195,7 +195,7 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
     let out = base.store().write(|tx| -> Result<Option<(Secret, String, bool)>> {
         let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
         tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signup || expired(&rec.expires_at, now) {
+        if rec.kind != LinkKind::Signup || expired(rec.expires_at, now) {
             return Ok(None);
         }
         // The person proved they read this mailbox: an account created meanwhile (a
@@ -214,8 +214,8 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
                     password_hash: rec.password_hash,
                     consent_version: rec.consent_version,
                     consent_language: rec.consent_language,
-                    consent_at: Some(clock::rfc3339(now)),
-                    created_at: clock::rfc3339(now),
+                    consent_at: Some(Stamp::of(now)),
+                    created_at: Stamp::of(now),
                     disabled: false,
                 };
                 tx.put_record(Ns::Account, &a.id, &a)?;

@@ -10,7 +10,13 @@
 //! | `AccountEmail` | `email_key`: keyed hash of the lower-cased e-mail (`address#…`) | account id |
 //! | `Session` | `token_hash("session", cookie token)` | [`SessionRecord`] |
 //! | `SignInLink` | `token_hash("signin" \| "signup", URL token)` | a one-time link (sign-in 15 min, sign-up confirmation 72 h) |
-//! | `Throttle` | `login:<address hash>`, `mail:<address hash>` | recent attempt times (unix seconds) |
+//! | `Throttle` | `login:<address hash>`, `mail:<address hash>` | recent attempt times |
+//!
+//! Every stored time is a [`Stamp`] (one integer of unix microseconds; store schema
+//! version 6, which converted the RFC 3339 strings and unix seconds older stores held). A
+//! stored time that does not read is an error naming the record ([`StoreError::Corrupt`]),
+//! never "expired" nor 1970: a session or link with one is not honoured, and the purge
+//! leaves it and warns (see [`purge_tx`]).
 //!
 //! Only hashes of cookie and link tokens are stored; the e-mail address is sealed at rest
 //! like every contact (PROTOCOL.md §4.6). Throttling: failed password attempts and
@@ -26,14 +32,16 @@
 mod links;
 mod mail;
 mod sessions;
+#[cfg(test)]
+mod times_tests;
 
 pub use crate::crypto::password;
 pub use links::*;
 pub use sessions::*;
 
 use crate::base::Base;
-use crate::clock;
 use crate::crypto::{self, CryptoError, KeyRing, Sealed, Secret};
+use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -108,11 +116,11 @@ pub struct Account {
     /// Language of that consent text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consent_language: Option<String>,
-    /// When consent was given (the confirmation POST), RFC 3339.
+    /// When consent was given (the confirmation POST).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consent_at: Option<String>,
-    /// RFC 3339.
-    pub created_at: String,
+    pub consent_at: Option<Stamp>,
+    /// When the account was made.
+    pub created_at: Stamp,
     /// A disabled account cannot sign in and its sessions stop working.
     pub disabled: bool,
 }
@@ -145,13 +153,13 @@ impl Account {
 pub struct SessionRecord {
     /// The account signed in.
     pub account_id: String,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339 (created + 14 days).
-    pub expires_at: String,
+    /// When it began.
+    pub created_at: Stamp,
+    /// When it ends (created + 14 days).
+    pub expires_at: Stamp,
     /// Not updated by requests (a GET never writes); reserved.
     #[serde(default)]
-    pub last_seen: Option<String>,
+    pub last_seen: Option<Stamp>,
     /// How the session began: `password`, `link` (one-time e-mail link) or `signup`.
     #[serde(default)]
     pub method: String,
@@ -196,15 +204,15 @@ struct LinkRecord {
     consent_language: Option<String>,
     /// Where to go after signing in (a checked relative path).
     next: String,
-    created_at: String,
-    expires_at: String,
+    created_at: Stamp,
+    expires_at: Stamp,
 }
 
 /// Recent attempt times of one throttle key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ThrottleRecord {
-    /// Unix seconds, oldest first.
-    times: Vec<i64>,
+    /// Oldest first.
+    times: Vec<Stamp>,
 }
 
 /// The key of `AccountEmail` (and of the per-address throttles) for `email`: the keyed
@@ -235,13 +243,13 @@ fn checked_email(email: &str) -> Result<String> {
 
 /// Counts one attempt under `key` unless `limit` attempts were counted in the last
 /// `window` seconds; returns whether it was counted (allowed).
-fn throttle_take(tx: &mut Tx<'_>, key: &str, now: i64, window: i64, limit: usize) -> Result<bool> {
+fn throttle_take(tx: &mut Tx<'_>, key: &str, now: OffsetDateTime, window: i64, limit: usize) -> Result<bool> {
     let mut rec = tx.record::<ThrottleRecord>(Ns::Throttle, key)?.unwrap_or_default();
-    rec.times.retain(|t| now - t < window);
+    rec.times.retain(|t| now - t.at() < time::Duration::seconds(window));
     if rec.times.len() >= limit {
         return Ok(false);
     }
-    rec.times.push(now);
+    rec.times.push(Stamp::of(now));
     tx.put_record(Ns::Throttle, key, &rec)?;
     Ok(true)
 }
@@ -379,7 +387,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
         consent_version: None,
         consent_language: None,
         consent_at: None,
-        created_at: clock::rfc3339(now),
+        created_at: Stamp::of(now),
         disabled: false,
     };
     base.store().write(|tx| -> Result<()> {
@@ -474,27 +482,29 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 }
 
 /// Deletes expired sessions, expired one-time links and stale throttle counters in
-/// `tx`, at `now` (issue 9 point 3: the purge; run by [`crate::intents::Intents::purge`]).
+/// `tx`, at `now` (the purge; run by [`crate::intents::Intents::purge`]). A record that
+/// does not decode (an unreadable time, say) is left as it is, with a warning naming it
+/// ([`readable_records`]): nothing is deleted on the strength of a value that could not
+/// be read, and one damaged record does not stop the purge.
 ///
 /// # Errors
 /// Storage errors.
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<AccountsPurged, StoreError> {
-    let secs = now.unix_timestamp();
     let mut n = AccountsPurged::default();
-    for (k, s) in tx.records::<SessionRecord>(Ns::Session)? {
-        if expired(&s.expires_at, now) {
+    for (k, s) in readable_records::<SessionRecord>(tx, Ns::Session)? {
+        if expired(s.expires_at, now) {
             tx.remove_record(Ns::Session, &k)?;
             n.sessions += 1;
         }
     }
-    for (k, l) in tx.records::<LinkRecord>(Ns::SignInLink)? {
-        if expired(&l.expires_at, now) {
+    for (k, l) in readable_records::<LinkRecord>(tx, Ns::SignInLink)? {
+        if expired(l.expires_at, now) {
             tx.remove_record(Ns::SignInLink, &k)?;
             n.sign_in_links += 1;
         }
     }
-    for (k, t) in tx.records::<ThrottleRecord>(Ns::Throttle)? {
-        if t.times.iter().all(|x| secs - x >= 3600) {
+    for (k, t) in readable_records::<ThrottleRecord>(tx, Ns::Throttle)? {
+        if t.times.iter().all(|x| now - x.at() >= time::Duration::hours(1)) {
             tx.remove_record(Ns::Throttle, &k)?;
             n.throttles += 1;
         }
@@ -519,7 +529,7 @@ pub struct LoginTarget {
 /// # Errors
 /// Storage errors.
 pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
-    let now = base.clock().now().unix_timestamp();
+    let now = base.clock().now();
     base.store().write(|tx| -> Result<Option<LoginTarget>> {
         let key = login_throttle_key(email_hash);
         if !throttle_take(tx, &key, now, LOGIN_WINDOW_SECS, LOGIN_FAILURES_PER_WINDOW)? {
@@ -571,10 +581,30 @@ pub fn end_session(base: &Base, key: &str) -> Result<()> {
     })
 }
 
-/// Whether a stored expiry (RFC 3339) has passed at `now`; an unreadable one has (a
-/// session or link whose end cannot be read is not honoured).
-fn expired(expires_at: &str, now: time::OffsetDateTime) -> bool {
-    crate::clock::parse_rfc3339(expires_at).map_or(true, |t| t <= now)
+/// Whether a stored expiry has passed at `now`.
+fn expired(expires_at: Stamp, now: OffsetDateTime) -> bool {
+    expires_at.at() <= now
+}
+
+/// Every record of `ns` that decodes as `T`, by key, for a pass over many (the purge):
+/// one that does not is skipped with a warning naming it ([`StoreError::Corrupt`]: the
+/// record's key — a hash for sessions and links — and what does not read) and left as
+/// it is.
+///
+/// # Errors
+/// Storage errors.
+fn readable_records<T: serde::de::DeserializeOwned>(
+    tx: &Tx<'_>,
+    ns: Ns,
+) -> std::result::Result<Vec<(String, T)>, StoreError> {
+    let mut out = Vec::new();
+    for (k, v) in tx.each_record::<T>(ns)? {
+        match v {
+            Ok(t) => out.push((k, t)),
+            Err(e) => tracing::warn!(error = %e, "record skipped: it does not decode"),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -623,7 +653,8 @@ mod tests {
                     l.email_hash = unkeyed.clone();
                     tx.put_record(Ns::SignInLink, &k, &l)?;
                 }
-                tx.put_record(Ns::Throttle, &mail_throttle_key(&unkeyed), &ThrottleRecord { times: vec![1] })?;
+                let one_second = Stamp::from_micros(1_000_000).unwrap();
+                tx.put_record(Ns::Throttle, &mail_throttle_key(&unkeyed), &ThrottleRecord { times: vec![one_second] })?;
                 Ok(())
             })
             .unwrap();

@@ -185,21 +185,11 @@ impl Read for CsvInput {
     }
 }
 
-/// A CSV column.
+/// A CSV column: one of [`CSV_COLUMNS`] (`a.b` names field `b` of object `a`), or
+/// `attr.KEY` (`number` for a number attribute).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Column {
-    Ref,
-    Title,
-    Description,
-    Category,
-    PriceAmount,
-    PriceCurrency,
-    Area,
-    AreaPlace,
-    SellerName,
-    SellerUrl,
-    Url,
-    ValidUntil,
+    Fixed(&'static str),
     Attr { key: String, number: bool },
 }
 
@@ -327,29 +317,17 @@ fn parse_header(header: &csv::StringRecord) -> Result<Vec<Column>, String> {
     let mut columns = Vec::with_capacity(header.len());
     let (mut unknown, mut seen, mut dup) = (Vec::new(), Vec::new(), Vec::new());
     for name in header.iter().map(str::trim) {
-        let col = match name {
-            "ref" => Some(Column::Ref),
-            "title" => Some(Column::Title),
-            "description" => Some(Column::Description),
-            "category" => Some(Column::Category),
-            "price.amount" => Some(Column::PriceAmount),
-            "price.currency" => Some(Column::PriceCurrency),
-            "area" => Some(Column::Area),
-            "area.place" => Some(Column::AreaPlace),
-            "seller.name" => Some(Column::SellerName),
-            "seller.url" => Some(Column::SellerUrl),
-            "url" => Some(Column::Url),
-            "validUntil" => Some(Column::ValidUntil),
-            other => other.strip_prefix("attr.").and_then(|key| {
-                let kinds: Vec<&str> = CATEGORIES
-                    .iter()
-                    .flat_map(|c| c.attributes.iter())
-                    .filter(|(k, _, _)| *k == key)
-                    .map(|(_, kind, _)| *kind)
-                    .collect();
-                (!kinds.is_empty()).then(|| Column::Attr { key: key.to_owned(), number: kinds.contains(&"number") })
-            }),
-        };
+        let fixed = CSV_COLUMNS.iter().copied().find(|c| *c == name).map(Column::Fixed);
+        let col = fixed.or_else(|| {
+            let key = name.strip_prefix("attr.")?;
+            let kinds: Vec<&str> = CATEGORIES
+                .iter()
+                .flat_map(|c| c.attributes.iter())
+                .filter(|(k, _, _)| *k == key)
+                .map(|(_, kind, _)| *kind)
+                .collect();
+            (!kinds.is_empty()).then(|| Column::Attr { key: key.to_owned(), number: kinds.contains(&"number") })
+        });
         match col {
             Some(c) => {
                 if seen.contains(&name) {
@@ -387,18 +365,7 @@ fn parse_header(header: &csv::StringRecord) -> Result<Vec<Column>, String> {
 /// The header name of a column.
 fn csv_column_name(col: &Column) -> String {
     match col {
-        Column::Ref => "ref".into(),
-        Column::Title => "title".into(),
-        Column::Description => "description".into(),
-        Column::Category => "category".into(),
-        Column::PriceAmount => "price.amount".into(),
-        Column::PriceCurrency => "price.currency".into(),
-        Column::Area => "area".into(),
-        Column::AreaPlace => "area.place".into(),
-        Column::SellerName => "seller.name".into(),
-        Column::SellerUrl => "seller.url".into(),
-        Column::Url => "url".into(),
-        Column::ValidUntil => "validUntil".into(),
+        Column::Fixed(name) => (*name).to_owned(),
         Column::Attr { key, .. } => format!("attr.{key}"),
     }
 }
@@ -416,37 +383,18 @@ fn record_value(columns: &[Column], record: &csv::StringRecord) -> Result<Value,
         }
         let text = || Value::from(cell);
         match col {
-            Column::Ref => {
-                top.insert("ref".into(), text());
-            }
-            Column::Title => {
-                top.insert("title".into(), text());
-            }
-            Column::Description => {
-                top.insert("description".into(), text());
-            }
-            Column::Category => {
-                top.insert("category".into(), text());
-            }
-            Column::PriceAmount => {
+            Column::Fixed("area") => area = Some(cell),
+            Column::Fixed("area.place") => place = Some(cell),
+            Column::Fixed("price.amount") => {
                 price.insert("amount".into(), number_or_text(cell));
             }
-            Column::PriceCurrency => {
-                price.insert("currency".into(), text());
-            }
-            Column::Area => area = Some(cell),
-            Column::AreaPlace => place = Some(cell),
-            Column::SellerName => {
-                seller.insert("name".into(), text());
-            }
-            Column::SellerUrl => {
-                seller.insert("url".into(), text());
-            }
-            Column::Url => {
-                top.insert("url".into(), text());
-            }
-            Column::ValidUntil => {
-                top.insert("validUntil".into(), text());
+            Column::Fixed(name) => {
+                let (map, key) = match name.split_once('.') {
+                    Some(("price", key)) => (&mut price, key),
+                    Some((_seller, key)) => (&mut seller, key),
+                    None => (&mut top, *name),
+                };
+                map.insert(key.into(), text());
             }
             Column::Attr { key, number } => {
                 attrs.insert(key.clone(), if *number { number_or_text(cell) } else { text() });

@@ -25,11 +25,10 @@
 //! `K` is never rotated with the sealing key (docs/choices.md "Seller handles"): a
 //! handle made today opens after any rotation of `sealing.key`.
 
-use super::hex;
+use super::{hex, hmac};
 use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
@@ -54,17 +53,6 @@ impl std::fmt::Debug for HandleKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("HandleKey(***)")
     }
-}
-
-fn hmac(key: &[u8], parts: &[&[u8]]) -> Zeroizing<[u8; 32]> {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| super::unreachable_mac());
-    for p in parts {
-        m.update(&(p.len() as u64).to_be_bytes());
-        m.update(p);
-    }
-    let mut out = Zeroizing::new([0u8; 32]);
-    out.copy_from_slice(&m.finalize().into_bytes());
-    out
 }
 
 /// The 16 random bytes of a canonical `int_` + 26 lowercase base32 id.

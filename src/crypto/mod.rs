@@ -502,14 +502,21 @@ impl KeyRing {
     }
 }
 
-/// HMAC-SHA-256 of length-prefixed `parts` under `key`, base64url.
-fn mac_with(key: &[u8; 32], parts: &[&[u8]]) -> String {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&key[..]).unwrap_or_else(|_| unreachable_mac());
+/// HMAC-SHA-256 of length-prefixed `parts` under `key`.
+fn hmac(key: &[u8], parts: &[&[u8]]) -> Zeroizing<[u8; 32]> {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable_mac());
     for p in parts {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
     }
-    B64.encode(m.finalize().into_bytes())
+    let mut out = Zeroizing::new([0u8; 32]);
+    out.copy_from_slice(&m.finalize().into_bytes());
+    out
+}
+
+/// [`hmac`], base64url.
+fn mac_with(key: &[u8; 32], parts: &[&[u8]]) -> String {
+    B64.encode(&hmac(&key[..], parts)[..])
 }
 
 fn unreachable_mac() -> Hmac<Sha256> {

@@ -68,31 +68,21 @@ pub fn hash(password: &str) -> Result<String, CryptoError> {
 /// # Errors
 /// [`CryptoError::Hash`].
 pub fn hash_with(password: &str, params: Params) -> Result<String, CryptoError> {
-    let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
     let mut salt = [0u8; 16];
     rand::rng().fill_bytes(&mut salt);
-    let salt_string = SaltString::encode_b64(&salt).map_err(|e| fail(&e))?;
     let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
     let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
     with_blocks(params.block_count(), |blocks| {
         argon.hash_password_into_with_memory(password.as_bytes(), &salt, &mut out, blocks)
     })
-    .map_err(|e| fail(&e))?;
-    phc_with_salt(&params, &salt_string, &out)
-}
-
-/// The argon2id PHC string of `out` under `params` with a fresh random salt.
-fn phc_string(params: Params, out: &[u8]) -> Result<String, CryptoError> {
-    let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
-    let mut salt = [0u8; 16];
-    rand::rng().fill_bytes(&mut salt);
-    let salt_string = SaltString::encode_b64(&salt).map_err(|e| fail(&e))?;
-    phc_with_salt(&params, &salt_string, out)
+    .map_err(|e| CryptoError::Hash(e.to_string()))?;
+    phc_string(&params, &salt, &out)
 }
 
 /// The argon2id (v19) PHC string of `out` under `params` and `salt`.
-fn phc_with_salt(params: &Params, salt: &SaltString, out: &[u8]) -> Result<String, CryptoError> {
+fn phc_string(params: &Params, salt: &[u8], out: &[u8]) -> Result<String, CryptoError> {
     let fail = |e: &dyn std::fmt::Display| CryptoError::Hash(e.to_string());
+    let salt = SaltString::encode_b64(salt).map_err(|e| fail(&e))?;
     let phc = PasswordHash {
         algorithm: Algorithm::Argon2id.ident(),
         version: Some(Version::V0x13.into()),
@@ -181,9 +171,10 @@ pub fn dummy_hash() -> &'static str {
 /// # Errors
 /// [`CryptoError::Hash`] (never taken: the parts are valid).
 fn unusable_hash() -> Result<String, CryptoError> {
-    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
-    rand::rng().fill_bytes(&mut out);
-    phc_string(params(), &out)
+    let mut bytes = [0u8; 16 + Params::DEFAULT_OUTPUT_LEN];
+    rand::rng().fill_bytes(&mut bytes);
+    let (salt, out) = bytes.split_at(16);
+    phc_string(&params(), salt, out)
 }
 
 #[cfg(test)]

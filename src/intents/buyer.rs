@@ -43,7 +43,6 @@ use crate::base::{Result, ServiceError};
 use crate::clock;
 use crate::crypto::TOKEN_BYTES;
 use crate::crypto::{self, Secret};
-use crate::deliveries::{self, with_offers};
 use crate::protocol::input::{InputError, ListMatches, UpdateArgs};
 use crate::protocol::{Delivery, Intent, Status};
 use crate::records::{ConsentRecord, IntentContent, IntentRecord, Stamp};
@@ -131,12 +130,6 @@ fn renewal_key(token: &str) -> String {
     crypto::token_hash("renewal", token)
 }
 
-/// Whether an expired intent was active once (and can therefore be renewed); a draft
-/// that lapsed without consent or confirmation cannot.
-fn was_active(rec: &IntentRecord) -> bool {
-    rec.confirmed_at.is_some()
-}
-
 /// Refuses changes to intents that ended for good.
 fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
     let status = rec.effective_status(now);
@@ -144,7 +137,8 @@ fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
         Status::Withdrawn => Err(ServiceError::State(
             "the intent is withdrawn and cannot be changed; publish a new intent instead".into(),
         )),
-        Status::Expired if !was_active(rec) => Err(ServiceError::State(
+        // An expired intent that was active once can be renewed; a lapsed draft cannot.
+        Status::Expired if rec.confirmed_at.is_none() => Err(ServiceError::State(
             "the intent expired before it became active (no consent or confirmation); publish it again".into(),
         )),
         s => Ok(s),
@@ -165,9 +159,8 @@ fn account_consent(account: &Account) -> Result<ConsentRecord> {
     };
     let text_version = account.consent_version.clone().ok_or_else(|| missing("consent text version"))?;
     let language = account.consent_language.clone().ok_or_else(|| missing("consent language"))?;
-    let at = account.consent_at.as_deref().ok_or_else(|| missing("consent time"))?;
-    let at = clock::parse_rfc3339(at).map_err(|_| missing("readable consent time"))?;
-    Ok(ConsentRecord { at: Stamp::of(at), text_version, language })
+    let at = account.consent_at.ok_or_else(|| missing("consent time"))?;
+    Ok(ConsentRecord { at, text_version, language })
 }
 
 fn nothing_to_change() -> ServiceError {
@@ -185,10 +178,6 @@ impl Intents {
             return Some(first.language);
         }
         ["sk", "cs", "en"].into_iter().map(|l| self.base.consent().get(l)).find(|t| t.version == v).map(|t| t.language)
-    }
-
-    fn new_owned_record(&self, account_id: &str, p: PublishInput, now: OffsetDateTime) -> Result<IntentRecord> {
-        self.new_record(crypto::new_id("int_"), p, now, now, Some(account_id))
     }
 
     /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):
@@ -215,7 +204,7 @@ impl Intents {
         } else {
             None
         };
-        let mut rec = self.new_owned_record(account_id, p, now)?;
+        let mut rec = self.new_record(crypto::new_id("int_"), p, now, now, Some(account_id))?;
         let id = rec.id.clone();
         // One person: the account with its address (its consent-link intents included).
         rec.person = Some(self.base.person_key(self.base.keys().open_str(&account.email)?.expose()));
@@ -305,12 +294,7 @@ impl Intents {
     /// [`ServiceError::Input`] naming the field; [`ServiceError::NotFound`].
     pub fn list_matches_owned(&self, account_id: &str, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
         let id = q.intent.as_deref().ok_or(ServiceError::NotFound)?;
-        let (since, limit) = (q.since, q.limit);
-        let rec = self.owned(account_id, id)?;
-        let (mut matches, next) = deliveries::list(&self.base, &rec.id, since, limit)?;
-        deliveries::explain(&rec.to_intent(self.now()), &mut matches);
-        let next = next.or_else(|| since.map(clock::rfc3339_micros));
-        Ok((matches, next))
+        self.matches_of(&self.owned(account_id, id)?, q)
     }
 
     /// The account's intents, newest first ("my intents" page).
@@ -348,9 +332,7 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn owned_results(&self, account_id: &str, id: &str) -> Result<ResultsView> {
-        let rec = self.owned(account_id, id)?;
-        let deliveries = self.base.store().read(|rx| with_offers(rx, &rec.id, rx.latest_deliveries(&rec.id, 100)?))?;
-        Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
+        self.results_of(&self.owned(account_id, id)?)
     }
 
     /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module

@@ -53,13 +53,7 @@ impl Intents {
     ) -> Result<CadenceRequest> {
         let rec = self.by_token("manage", token)?;
         let now = self.now();
-        let status = rec.effective_status(now);
-        if !matches!(status, Status::Active | Status::AwaitingEmailConfirmation) {
-            return Err(ServiceError::State(format!(
-                "state: the cadence cannot be changed while the intent is {}",
-                status.as_str()
-            )));
-        }
+        super::cadence_changeable(rec.effective_status(now))?;
         if rec.cadence == cadence || account.map(|a| self.is_persons(&rec, a)).transpose()? == Some(true) {
             return self.set_cadence_id(&rec.id, cadence).map(|_| CadenceRequest::Applied);
         }

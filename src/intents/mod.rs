@@ -114,6 +114,17 @@ pub struct Intents {
 /// (`quotas.consents_per_address_per_hour`).
 pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
 
+/// [`ServiceError::State`] unless an intent in `status` may change its cadence: awaiting
+/// its e-mail confirmation or active.
+fn cadence_changeable(status: Status) -> Result<()> {
+    match status {
+        Status::Active | Status::AwaitingEmailConfirmation => Ok(()),
+        s => {
+            Err(ServiceError::State(format!("state: the cadence cannot be changed while the intent is {}", s.as_str())))
+        }
+    }
+}
+
 impl std::fmt::Debug for Intents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Intents")
@@ -141,25 +152,9 @@ impl Intents {
         owner: Option<&str>,
     ) -> Result<IntentRecord> {
         Ok(IntentRecord {
-            id,
-            status: Status::AwaitingConsent,
-            content: p.content,
             hidden_limit: p.hidden_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?,
-            created_at: Stamp::of(now),
-            updated_at: Stamp::of(now),
-            draft_expires_at: Stamp::of(draft_expires),
-            contact: None,
-            consent: None,
-            confirm_expires_at: None,
-            confirmed_at: None,
-            ended_at: None,
-            match_count: 0,
-            last_digest_at: None,
-            digest_cursor: 0,
-            last_delivered: 0,
-            person: None,
             owner: owner.map(str::to_owned),
-            cadence: Cadence::AsTheyCome,
+            ..IntentRecord::draft(id, p.content, Stamp::of(now), Stamp::of(draft_expires))
         })
     }
 
@@ -283,12 +278,15 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn list_matches_by_code(&self, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
         let code = q.intent_code.as_deref().ok_or(ServiceError::NotFound)?;
-        let rec = self.intent_by_code(code, q.intent.as_deref())?;
+        self.matches_of(&self.intent_by_code(code, q.intent.as_deref())?, q)
+    }
+
+    /// The deliveries of `rec` after `q.since` (at most `q.limit`), explained, and the
+    /// next cursor: with no new deliveries it stays where the caller was.
+    fn matches_of(&self, rec: &IntentRecord, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
         let (mut matches, next) = deliveries::list(&self.base, &rec.id, q.since, q.limit)?;
         deliveries::explain(&rec.to_intent(self.now()), &mut matches);
-        // With no new deliveries the cursor stays where the caller was.
-        let next = next.or_else(|| q.since.map(clock::rfc3339_micros));
-        Ok((matches, next))
+        Ok((matches, next.or_else(|| q.since.map(clock::rfc3339_micros))))
     }
 
     /// What the consent page shows for a consent token.
@@ -476,7 +474,11 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn results_view(&self, token: &str) -> Result<ResultsView> {
-        let rec = self.by_token("manage", token)?;
+        self.results_of(&self.by_token("manage", token)?)
+    }
+
+    /// The results view of `rec`: the intent and its newest 100 deliveries.
+    fn results_of(&self, rec: &IntentRecord) -> Result<ResultsView> {
         let deliveries = self.base.store().read(|rx| with_offers(rx, &rec.id, rx.latest_deliveries(&rec.id, 100)?))?;
         Ok(ResultsView { intent: rec.to_intent(self.now()), deliveries, cadence: rec.cadence })
     }
@@ -487,14 +489,6 @@ impl Intents {
     /// [`ServiceError::NotFound`].
     pub fn manage_view(&self, token: &str) -> Result<Intent> {
         Ok(self.by_token("manage", token)?.to_intent(self.now()))
-    }
-
-    /// The delivery cadence of the intent behind a manage token (results page).
-    ///
-    /// # Errors
-    /// [`ServiceError::NotFound`].
-    pub fn cadence_by_manage(&self, token: &str) -> Result<Cadence> {
-        Ok(self.by_token("manage", token)?.cadence)
     }
 
     /// Sets the delivery cadence through a manage token (the POST of a cadence e-mail's
@@ -521,15 +515,7 @@ impl Intents {
         let now = self.now();
         let changed = self.base.write(|tx| -> Result<Option<IntentRecord>> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
-            match rec.effective_status(now) {
-                Status::Active | Status::AwaitingEmailConfirmation => {}
-                s => {
-                    return Err(ServiceError::State(format!(
-                        "state: the cadence cannot be changed while the intent is {}",
-                        s.as_str()
-                    )))
-                }
-            }
+            cadence_changeable(rec.effective_status(now))?;
             if rec.cadence == cadence {
                 return Ok(None);
             }

@@ -24,37 +24,18 @@ pub(super) fn at(offset: time::Duration) -> Stamp {
 
 pub(super) fn record(id: &str, status: Status) -> IntentRecord {
     let far = at(time::Duration::days(60));
-    IntentRecord {
-        id: id.to_owned(),
-        status,
-        content: crate::records::IntentContent {
-            statement: "Octavia".into(),
-            category: "vehicles".into(),
-            criteria: serde_json::Map::new(),
-            area: crate::protocol::AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
-            budget: None,
-            buy_by: None,
-            valid_until: far,
-            visibility: crate::protocol::Visibility::Private,
-            language: "sk".into(),
-        },
-        hidden_limit: None,
-        created_at: at(-time::Duration::days(40)),
-        updated_at: at(-time::Duration::days(40)),
-        draft_expires_at: far,
-        contact: None,
-        consent: None,
-        confirm_expires_at: None,
-        confirmed_at: None,
-        ended_at: None,
-        match_count: 0,
-        last_digest_at: None,
-        digest_cursor: 0,
-        owner: None,
-        last_delivered: 0,
-        person: None,
-        cadence: crate::records::Cadence::AsTheyCome,
-    }
+    let content = crate::records::IntentContent {
+        statement: "Octavia".into(),
+        category: "vehicles".into(),
+        criteria: serde_json::Map::new(),
+        area: crate::protocol::AreaObject { country: "SK".into(), regions: Vec::new(), place: None },
+        budget: None,
+        buy_by: None,
+        valid_until: far,
+        visibility: crate::protocol::Visibility::Private,
+        language: "sk".into(),
+    };
+    IntentRecord { status, ..IntentRecord::draft(id.to_owned(), content, at(-time::Duration::days(40)), far) }
 }
 
 /// The records of the test, with the statuses they must have after one sweep at T0.

@@ -167,11 +167,6 @@ impl Engine {
         self.len() == 0
     }
 
-    /// Whether an intent with this id is stored.
-    pub fn contains(&self, id: &str) -> bool {
-        self.inner.read().unwrap_or_else(PoisonError::into_inner).ids.contains_key(id)
-    }
-
     /// Active intents that `offer` matches, with the oracle's [`Hit`]; sorted by intent id.
     /// Equal to `check(intent, offer, offer_valid, params)` over every stored intent: the
     /// index narrows the candidates and [`check`] decides each one.

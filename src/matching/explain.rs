@@ -283,7 +283,7 @@ fn area_words(w: &Words, lang: &str, area: &AreaObject) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Budget, Money, OfferSource, SellerPublic, Status, Visibility};
+    use crate::protocol::{Budget, Status, Visibility};
     use serde_json::json;
 
     fn intent(lang: &str, criteria: Value, area: &str, budget: Option<Budget>, hidden: bool) -> Intent {
@@ -306,32 +306,15 @@ mod tests {
         }
     }
 
-    fn offer(title: &str, price: f64, place: &str, attrs: Value) -> Offer {
-        Offer {
-            id: "off_1".into(),
-            source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
-            in_reply_to: None,
-            title: title.into(),
-            description: String::new(),
-            category: "vehicles".into(),
-            attributes: attrs.as_object().cloned().unwrap_or_default(),
-            price: Money { amount: price, currency: "EUR".into() },
-            area: gazetteer::resolve(place).unwrap(),
-            seller: SellerPublic { id: "sel_1".into(), name: "S".into(), url: None },
-            published_at: "2026-11-30T00:00:00Z".into(),
-            valid_until: None,
-            extensions: json!({}),
-        }
-    }
-
     fn crit() -> Value {
         json!({"make": "Škoda", "model": "Octavia", "fuel": ["diesel", "hybrid"], "year": {"min": 2016}, "mileageKm": {"max": 200000}})
     }
 
     fn octavia(price: f64) -> Offer {
-        offer(
+        crate::matching::tests::offer(
             "Škoda Octavia Combi 2.0 TDI",
             price,
+            "EUR",
             "Bratislava",
             json!({"make": "SKODA", "model": "octavia", "fuel": "Diesel", "year": 2018, "mileageKm": 120000}),
         )

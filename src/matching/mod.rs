@@ -601,25 +601,40 @@ pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Para
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gazetteer::AreaObject;
     use crate::protocol::{Money, OfferSource, SellerPublic};
     use serde_json::json;
 
-    fn offer(title: &str, price: f64, cur: &str, region: &str, attrs: Value) -> Offer {
+    /// An offer of seller `sel_1` in `category` at `area`, published 2026-11-30 (the
+    /// matching tests' offer).
+    pub(super) fn offer_in(
+        category: &str,
+        title: &str,
+        price: f64,
+        cur: &str,
+        area: AreaObject,
+        attrs: Value,
+    ) -> Offer {
         Offer {
             id: "off_1".into(),
             source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
             in_reply_to: None,
             title: title.into(),
             description: String::new(),
-            category: "vehicles".into(),
+            category: category.into(),
             attributes: attrs.as_object().cloned().unwrap_or_default(),
             price: Money { amount: price, currency: cur.into() },
-            area: gazetteer::resolve(region).unwrap(),
+            area,
             seller: SellerPublic { id: "sel_1".into(), name: "S".into(), url: None },
             published_at: "2026-11-30T00:00:00Z".into(),
             valid_until: None,
             extensions: json!({}),
         }
+    }
+
+    /// A vehicle [`offer_in`] at `region` (a place or region name).
+    pub(super) fn offer(title: &str, price: f64, cur: &str, region: &str, attrs: Value) -> Offer {
+        offer_in("vehicles", title, price, cur, gazetteer::resolve(region).unwrap(), attrs)
     }
 
     fn rates() -> std::collections::BTreeMap<String, f64> {

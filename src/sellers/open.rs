@@ -126,14 +126,11 @@ pub struct OpenPage {
 /// [`InputError`] naming the field and rule (unknown properties refused).
 pub fn parse_open_query(args: &Value) -> Result<OpenQuery, InputError> {
     let mut f = Fields::new(args, "")?;
-    let category = match f.opt_str("category", 40)? {
-        Some(c) => Some(
-            crate::protocol::category(&c)
-                .map(|c| c.key.to_owned())
-                .ok_or_else(|| InputError("category must be one of vehicles, property".into()))?,
-        ),
-        None => None,
-    };
+    let category = f
+        .opt_str("category", 40)?
+        .map(|c| crate::protocol::category(&c).map(|c| c.key.to_owned()))
+        .map(|c| c.ok_or_else(|| InputError("category must be one of vehicles, property".into())))
+        .transpose()?;
     let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
     let since = f
         .opt_str("since", 64)?

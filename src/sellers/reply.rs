@@ -86,10 +86,6 @@ pub struct ReplyInput {
 /// # Errors
 /// [`InputError`] naming the field and rule.
 pub fn parse_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result<ReplyInput, InputError> {
-    parse(base, profile, args).map(|(intent_id, offer)| ReplyInput { intent_id, offer })
-}
-
-fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, OfferInput), InputError> {
     let mut f = Fields::new(args, "")?;
     match f.get("source") {
         None => return Err(InputError("source is required: {\"kind\": \"reply\"}".into())),
@@ -123,7 +119,7 @@ fn parse(base: &Base, profile: &SellerProfile, args: &Value) -> Result<(String, 
     }
     let intent_id =
         super::intent_of_handle(base, &profile.seller_id, &in_reply_to).unwrap_or_else(|| NO_INTENT.to_owned());
-    Ok((intent_id, input))
+    Ok(ReplyInput { intent_id, offer: input })
 }
 
 /// What the answer path of [`submit_reply`] reads of the intent: the fields that decide
@@ -169,12 +165,9 @@ pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) ->
     let now = base.clock().now();
     // No intent is written here (the match is), so the plain store transaction.
     let outcome = base.store().write(|tx| -> Result<ReplyOutcome> {
-        let Some(rec) = tx.intent::<ReplyTarget>(&intent_id)? else {
+        let Some(rec) = tx.intent::<ReplyTarget>(&intent_id)?.filter(|r| r.open_to(profile, now)) else {
             return Ok(ReplyOutcome::refused(REFUSED_NOT_OPEN));
         };
-        if !rec.open_to(profile, now) {
-            return Ok(ReplyOutcome::refused(REFUSED_NOT_OPEN));
-        }
         let key = replies_key(&profile.account_id, &intent_id);
         let mut ids: Vec<String> = tx.record(Ns::Seller, &key)?.unwrap_or_default();
         if ids.len() >= MAX_REPLIES {

@@ -12,6 +12,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// When the file of a store opened by [`open_failing`] fails: `check` is called before
+/// every write and resize (`sync` false) and every fsync (`sync` true) and returns the
+/// I/O error to fail it with, if any.
+pub(crate) trait Fail: std::fmt::Debug + Clone + Send + Sync + 'static {
+    /// `Err` to fail the operation (see the trait docs).
+    fn check(&self, sync: bool) -> std::io::Result<()>;
+}
+
 /// The switch of a store opened by [`open_faulty`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Faults {
@@ -28,8 +36,10 @@ impl Faults {
     pub(crate) fn armed(&self) -> bool {
         self.next_write.load(Ordering::SeqCst)
     }
+}
 
-    fn check(&self) -> std::io::Result<()> {
+impl Fail for Faults {
+    fn check(&self, _sync: bool) -> std::io::Result<()> {
         if self.next_write.swap(false, Ordering::SeqCst) {
             Err(std::io::Error::from_raw_os_error(5))
         } else {
@@ -38,14 +48,14 @@ impl Faults {
     }
 }
 
-/// A file backend that fails as its [`Faults`] say.
+/// A file backend that fails as its [`Fail`] says.
 #[derive(Debug)]
-struct Faulty {
+struct Failing<F> {
     file: FileBackend,
-    faults: Faults,
+    fail: F,
 }
 
-impl StorageBackend for Faulty {
+impl<F: Fail> StorageBackend for Failing<F> {
     fn len(&self) -> std::io::Result<u64> {
         self.file.len()
     }
@@ -53,15 +63,15 @@ impl StorageBackend for Faulty {
         self.file.read(offset, out)
     }
     fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.faults.check()?;
+        self.fail.check(false)?;
         self.file.set_len(len)
     }
     fn sync_data(&self) -> std::io::Result<()> {
-        self.faults.check()?;
+        self.fail.check(true)?;
         self.file.sync_data()
     }
     fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.faults.check()?;
+        self.fail.check(false)?;
         self.file.write(offset, data)
     }
     fn close(&self) -> std::io::Result<()> {
@@ -87,6 +97,23 @@ impl StorageBackend for Faulty {
     }
 }
 
+/// A new store at `path` over a file that fails as `fail` says (also after the store
+/// reopens the file).
+///
+/// # Errors
+/// As [`Store::open`].
+pub(crate) fn open_failing<F: Fail>(path: &Path, fail: F) -> Result<Store, StoreError> {
+    let path = path.to_owned();
+    Store::open_with(
+        Box::new(move |_| {
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+            Database::builder().create_with_backend(Failing { file: FileBackend::new(file)?, fail: fail.clone() })
+        }),
+        None,
+        true,
+    )
+}
+
 /// A new store at `path` over a backend that fails as the returned [`Faults`] say (also
 /// after the store reopens the file).
 ///
@@ -94,14 +121,5 @@ impl StorageBackend for Faulty {
 /// As [`Store::open`].
 pub(crate) fn open_faulty(path: &Path) -> Result<(Store, Faults), StoreError> {
     let faults = Faults::default();
-    let (path, f) = (path.to_owned(), faults.clone());
-    let store = Store::open_with(
-        Box::new(move |_| {
-            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
-            Database::builder().create_with_backend(Faulty { file: FileBackend::new(file)?, faults: f.clone() })
-        }),
-        None,
-        true,
-    )?;
-    Ok((store, faults))
+    Ok((open_failing(path, faults.clone())?, faults))
 }

@@ -2,6 +2,7 @@
 //! and pending renewals become unix microseconds (`records::Stamp`).
 
 use super::schema::{INTENTS, RECORDS};
+use super::table::Table;
 use super::{Result, StoreError, Tx};
 use std::ops::Bound;
 
@@ -9,7 +10,7 @@ use std::ops::Bound;
 const INTENT_RFC3339: [&str; 7] =
     ["valid_until", "created_at", "updated_at", "draft_expires_at", "confirm_expires_at", "confirmed_at", "ended_at"];
 
-/// Above this, a stored `last_digest_at` is not unix seconds (see [`v5_intent_times`]).
+/// Above this, a stored time is not unix seconds (see [`secs_as_micros`]).
 const SECS_BOUND: i64 = 100_000_000_000;
 
 /// The RFC 3339 times of a pending renewal (`records`, `renewal:…`; schema ≤ 4).
@@ -31,17 +32,12 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
         if let Some(serde_json::Value::Object(consent)) = rec.get_mut("consent") {
             changed |= convert_times(consent, &["at"]);
         }
-        // Seconds (below 10^11: before the year 5138); microseconds are far larger.
-        if let Some(secs) =
-            rec.get("last_digest_at").and_then(serde_json::Value::as_i64).filter(|s| s.abs() < SECS_BOUND)
-        {
-            if let Some(m) = secs.checked_mul(1_000_000) {
-                rec.insert("last_digest_at".into(), m.into());
-                changed = true;
-            }
+        if let Some(m) = rec.get("last_digest_at").and_then(secs_as_micros) {
+            rec.insert("last_digest_at".into(), m.into());
+            changed = true;
         }
         if changed {
-            rewritten.push((id, serde_json::to_vec(&rec).map_err(encode_error)?));
+            rewritten.push((id, serde_json::to_vec(&rec).map_err(|e| encode_error("intents", e))?));
         }
         Ok(true)
     })?;
@@ -49,11 +45,23 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
         intents.insert(id.as_str(), bytes.as_slice())?;
     }
     let mut records = tx.open(RECORDS)?;
+    rewrite_records(&mut records, "renewal:", |rec| convert_times(rec, &RENEWAL_RFC3339))
+}
+
+/// Rewrites every record of `records` (the `records` table) whose key starts with
+/// `prefix` and which `convert` changes (a JSON object; a record that is not one is
+/// left as it is, for its reader to name).
+pub(super) fn rewrite_records(
+    records: &mut Table<'_, &'static str, &'static [u8]>,
+    prefix: &str,
+    mut convert: impl FnMut(&mut serde_json::Map<String, serde_json::Value>) -> bool,
+) -> Result<()> {
+    let to = format!("{prefix}\u{10ffff}");
     let mut rewritten = Vec::new();
-    records.scan((Bound::Included("renewal:"), Bound::Excluded("renewal;")), false, |key, bytes| {
+    records.scan((Bound::Included(prefix), Bound::Excluded(to.as_str())), false, |key, bytes| {
         let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
-        if convert_times(&mut rec, &RENEWAL_RFC3339) {
-            rewritten.push((key, serde_json::to_vec(&rec).map_err(encode_error)?));
+        if convert(&mut rec) {
+            rewritten.push((key, serde_json::to_vec(&rec).map_err(|e| encode_error("records", e))?));
         }
         Ok(true)
     })?;
@@ -63,9 +71,15 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The microseconds of a stored time in unix seconds: an integer below 10^11 (before
+/// the year 5138; microseconds are far larger, so a value converted already is left).
+pub(super) fn secs_as_micros(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64().filter(|s| s.abs() < SECS_BOUND).and_then(|s| s.checked_mul(1_000_000))
+}
+
 /// Converts the RFC 3339 strings under `fields` of `rec` to unix microseconds; leaves
 /// any other value. Whether anything changed.
-fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>, fields: &[&str]) -> bool {
+pub(super) fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>, fields: &[&str]) -> bool {
     let mut changed = false;
     for f in fields {
         let Some(serde_json::Value::String(s)) = rec.get(*f) else { continue };
@@ -78,6 +92,6 @@ fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>, fields: &
     changed
 }
 
-fn encode_error(e: serde_json::Error) -> StoreError {
-    StoreError::Encode("intents".into(), e.to_string())
+fn encode_error(table: &str, e: serde_json::Error) -> StoreError {
+    StoreError::Encode(table.into(), e.to_string())
 }

@@ -28,6 +28,7 @@
 //!   times), `outbox`, `replies` (the queue of seller replies waiting to be matched) and
 //!   `records` (namespaced small records, [`Ns`]).
 
+mod account_times;
 mod column;
 mod deliveries;
 mod dump;

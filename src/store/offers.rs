@@ -42,7 +42,8 @@ impl Tx<'_> {
     /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`super::StoreError::Corrupt`] when the stored generation does not
+    /// read.
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
         let next = meta_counter(&*self, GENERATION)? + 1;
         self.open(META)?.insert(GENERATION, next.to_string().as_str())?;
@@ -55,7 +56,8 @@ impl Rx {
     /// full-text index stores the generation it reflects.
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`super::StoreError::Corrupt`] when the stored generation does not
+    /// read.
     pub fn offers_generation(&self) -> Result<u64> {
         meta_counter(self, GENERATION)
     }

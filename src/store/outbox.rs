@@ -37,7 +37,8 @@ impl Tx<'_> {
     /// Appends a job to the outbox; returns its sequence number.
     ///
     /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written);
+    /// [`super::StoreError::Corrupt`] when the stored counter does not read.
     pub fn enqueue_mail<T: Serialize>(&mut self, job: &T) -> Result<u64> {
         let bytes = encode("outbox", job)?;
         // Sequence numbers are never reused (a counter in `meta`, not the last key), so a

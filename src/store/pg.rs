@@ -334,11 +334,14 @@ pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<bool> {
     let new = if exists("schema_migrations")? {
         false
     } else {
-        if let Some(t) = tables.iter().find(|t| exists(t).unwrap_or(false)) {
-            return Err(StoreError::NotAStore(format!(
-                "the PostgreSQL database has a table {t:?} but no schema_migrations table: another program's \
-                 tables; give isto a database of its own"
-            )));
+        // A failed look-up is an error, not "no such table".
+        for t in tables {
+            if exists(t)? {
+                return Err(StoreError::NotAStore(format!(
+                    "the PostgreSQL database has a table {t:?} but no schema_migrations table: another program's \
+                     tables; give isto a database of its own"
+                )));
+            }
         }
         conn.batch(
             "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, \

@@ -129,9 +129,19 @@ pub(super) fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(
     Ok(out)
 }
 
-/// A counter kept as a decimal string in `meta` (0 when absent or unreadable).
+/// A counter kept as a decimal string in `meta` (0 when absent).
+///
+/// # Errors
+/// Storage errors; [`StoreError::Corrupt`] (`meta:` and `key`) when the stored value is
+/// not a whole number: never read as 0, which would hand out sequence numbers or an
+/// offer generation again.
 pub(super) fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
-    Ok(get_str(r, schema::META, key)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+    get_str(r, schema::META, key)?
+        .map(|v| {
+            v.parse().map_err(|_| StoreError::Corrupt(format!("meta:{key}"), format!("{v:?} is not a whole number")))
+        })
+        .transpose()
+        .map(Option::unwrap_or_default)
 }
 
 /// Key of the write-probe counter in `meta` (see [`Store::writable`]; nothing reads it).
@@ -163,7 +173,9 @@ impl Tx<'_> {
 
     /// Bumps the write-probe counter: the smallest write that goes through a commit.
     pub(super) fn bump_write_probe(&mut self) -> Result<()> {
-        let n = meta_counter(&*self, WRITE_PROBE)?.wrapping_add(1);
+        // Nothing reads the value: an unreadable one is overwritten, not an error.
+        let n = get_str(&*self, schema::META, WRITE_PROBE)?.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let n = n.wrapping_add(1);
         self.open(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
         Ok(())
     }
@@ -358,7 +370,7 @@ pub trait Reads: Tables {
     /// removal in one transaction ([`Tx::drop_mail`]).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`StoreError::Corrupt`] when the stored count does not read.
     fn mail_dropped(&self) -> Result<u64> {
         outbox::dropped(self)
     }
@@ -386,6 +398,17 @@ pub trait Reads: Tables {
     /// Storage errors; [`StoreError::Corrupt`].
     fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
         records::all(self, ns)
+    }
+
+    /// Every record of a namespace, `(key without prefix, value)`, in key order, each
+    /// decoded on its own: a record that does not decode stands as its
+    /// [`StoreError::Corrupt`] (naming its key), so that a pass over many can leave it and
+    /// go on (the purge). The error of the whole read is a storage error only.
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn each_record<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, Result<T>)>> {
+        records::each(self, ns)
     }
 }
 

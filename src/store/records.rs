@@ -2,8 +2,9 @@
 //! simple records (OAuth clients, codes, tokens; accounts; sessions; …).
 
 use super::schema::RECORDS;
-use super::{encode, get_json, range_json, Result, Tables, Tx};
+use super::{decode, encode, get_json, Result, Tables, Tx};
 use serde::{de::DeserializeOwned, Serialize};
+use std::ops::Bound;
 
 /// A namespace of the `records` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +73,21 @@ pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns, key: &
 }
 
 pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, T)>> {
+    each(r, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
+}
+
+/// Every record of `ns`, `(key without prefix, value)` in key order, each decoded on its
+/// own: one that does not decode is its [`super::StoreError::Corrupt`] (naming its key).
+pub(super) fn each<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, Result<T>)>> {
     let p = ns.prefix();
     let to = format!("{p}\u{10ffff}");
-    Ok(range_json(r, RECORDS, (p, &to), usize::MAX, false)?
-        .into_iter()
-        .map(|(k, v)| (k[p.len()..].to_owned(), v))
-        .collect())
+    let mut out = Vec::new();
+    r.table(RECORDS)?.scan((Bound::Included(p), Bound::Excluded(to.as_str())), false, |key, v| {
+        let value = decode(&key, &v);
+        out.push((key[p.len()..].to_owned(), value));
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 impl Tx<'_> {

@@ -28,7 +28,8 @@ impl Tx<'_> {
     /// number (one more than any handed out before).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; [`super::StoreError::Corrupt`] when the stored counter does not
+    /// read.
     pub fn queue_reply(&mut self, intent_id: &str, offer_id: &str) -> Result<u64> {
         let last = meta_counter(&*self, SEQ)?;
         let mut t = self.open(PENDING_REPLIES)?;

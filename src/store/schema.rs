@@ -142,6 +142,14 @@ const MIGRATIONS: &[Migration] = &[
                       time is left as it was, so reading that record is an error naming it",
         run: super::intent_times::v5_intent_times,
     },
+    Migration {
+        number: 6,
+        name: "account_times",
+        description: "stores every time of an account, web session, one-time link and throttle counter as one \
+                      integer of unix microseconds instead of RFC 3339 strings and unix seconds; a value that \
+                      does not read as a time is left as it was, so reading that record is an error naming it",
+        run: super::account_times::v6_account_times,
+    },
 ];
 
 /// Version of the table layout this build writes: the last migration's number.

@@ -1,23 +1,18 @@
 //! The store handle's tests: a disk that fills, concurrent failures, the write probe,
 //! the schema version, failed writes and encoding errors.
 
+use super::faults::{open_failing, Fail};
 use super::*;
-use redb::backends::FileBackend;
-use redb::{BackendError, StorageBackend};
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A file backend that refuses every write and resize while `full` is set, as a full
-/// disk does (ENOSPC).
-#[derive(Debug)]
-struct FullDisk {
-    file: FileBackend,
-    full: Arc<AtomicBool>,
-}
+/// A file that refuses every write and resize while its flag is set, as a full disk
+/// does (ENOSPC); fsync works.
+#[derive(Debug, Clone)]
+struct FullDisk(Arc<AtomicBool>);
 
-impl FullDisk {
-    fn check(&self) -> std::io::Result<()> {
-        if self.full.load(Ordering::SeqCst) {
+impl Fail for FullDisk {
+    fn check(&self, sync: bool) -> std::io::Result<()> {
+        if !sync && self.0.load(Ordering::SeqCst) {
             Err(std::io::Error::from_raw_os_error(28))
         } else {
             Ok(())
@@ -25,61 +20,10 @@ impl FullDisk {
     }
 }
 
-impl StorageBackend for FullDisk {
-    fn len(&self) -> std::io::Result<u64> {
-        self.file.len()
-    }
-    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
-        self.file.read(offset, out)
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.check()?;
-        self.file.set_len(len)
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.file.sync_data()
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.check()?;
-        self.file.write(offset, data)
-    }
-    fn close(&self) -> std::io::Result<()> {
-        self.file.close()
-    }
-    fn try_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.try_lock_range(s, e)
-    }
-    fn try_lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.try_lock_shared_range(s, e)
-    }
-    fn lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_range(s, e)
-    }
-    fn lock_shared_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_shared_range(s, e)
-    }
-    fn unlock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<(), BackendError> {
-        self.file.unlock_range(s, e)
-    }
-    fn query_lock_range(&self, s: Bound<u64>, e: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.query_lock_range(s, e)
-    }
-}
-
 /// A store at `path` on a disk that is full while the returned flag is set.
 fn on_a_disk_that_fills(path: &Path) -> (Store, Arc<AtomicBool>) {
     let full = Arc::new(AtomicBool::new(false));
-    let (path, flag) = (path.to_owned(), full.clone());
-    let store = Store::open_with(
-        Box::new(move |_| {
-            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
-            Database::builder().create_with_backend(FullDisk { file: FileBackend::new(file)?, full: flag.clone() })
-        }),
-        None,
-        true,
-    )
-    .unwrap();
-    (store, full)
+    (open_failing(path, FullDisk(full.clone())).unwrap(), full)
 }
 
 fn put(s: &Store, id: &str, size: usize) -> Result<()> {
@@ -291,4 +235,38 @@ fn a_record_that_does_not_encode_is_an_error_and_writes_nothing() {
     encode("offers", s.write(|tx| tx.put_offer("off_a", &bad, None)).unwrap_err());
     encode("sellers", s.write(|tx| tx.put_seller("sel_a", "a", &bad)).unwrap_err());
     encode("delivery_log", s.write(|tx| tx.put_delivery("int_a", "off_a", 1, &bad)).unwrap_err());
+}
+
+#[test]
+fn an_unreadable_counter_is_an_error_naming_it_never_zero() {
+    for (backend, s, _d) in crate::store::testpg::both() {
+        eprintln!("backend: {backend}");
+        s.write(|tx| {
+            tx.enqueue_mail(&1)?;
+            tx.queue_reply("int_a", "off_a")?;
+            tx.bump_offers_generation()?;
+            tx.bump_write_probe()
+        })
+        .unwrap();
+        for key in ["outbox_seq", "pending_reply_seq", "offers_generation", "mail_dropped", "write_probe"] {
+            s.write(|tx| tx.open(schema::META)?.insert(key, "7x").map(drop)).unwrap();
+        }
+        let corrupt = |key: &str, e: StoreError| {
+            assert!(
+                matches!(&e, StoreError::Corrupt(k, m) if k == &format!("meta:{key}") && m == "\"7x\" is not a whole number"),
+                "{key}: {e}"
+            );
+        };
+        // Nothing is handed out again, nothing is written.
+        corrupt("outbox_seq", s.write(|tx| tx.enqueue_mail(&2)).unwrap_err());
+        assert_eq!(s.read(|rx| rx.outbox::<serde_json::Value>()).unwrap().len(), 1);
+        corrupt("pending_reply_seq", s.write(|tx| tx.queue_reply("int_b", "off_b")).unwrap_err());
+        assert_eq!(s.read(|rx| rx.pending_reply_count()).unwrap(), 1);
+        corrupt("offers_generation", s.write(|tx| tx.bump_offers_generation()).unwrap_err());
+        corrupt("offers_generation", s.read(|rx| rx.offers_generation()).unwrap_err());
+        corrupt("mail_dropped", s.read(|rx| rx.mail_dropped()).unwrap_err());
+        // The write probe's value is read by nothing: it is overwritten.
+        s.write(|tx| tx.bump_write_probe()).unwrap();
+        assert_eq!(s.read(|rx| get_str(rx, schema::META, "write_probe")).unwrap().as_deref(), Some("1"));
+    }
 }

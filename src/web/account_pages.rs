@@ -4,17 +4,9 @@
 //! other than the one the person just typed, or a token other than the page's own.
 
 use super::i18n::AccountText as Ui;
-pub use super::pages::message;
-use super::pages::paragraphs;
+use super::pages::{button_form, paragraphs};
+pub use super::pages::{message, message_link};
 use maud::{html, Markup};
-
-/// A message with one link under it.
-pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
-    html! {
-        (message(text, alert))
-        p { a href=(href) { (link) } }
-    }
-}
 
 /// `?next=…` for links between the pages (empty for the default).
 pub fn next_query(next: &str) -> String {
@@ -79,22 +71,13 @@ fn password_field(id: &str, name: &str, label: &str, autocomplete: &str, require
     }
 }
 
-/// The sign-out form (a POST with a CSRF token bound to the session).
-pub fn signout_form(ui: &Ui, csrf: &str) -> Markup {
-    html! {
-        form.card method="post" action="/signout" {
-            input type="hidden" name="csrf" value=(csrf);
-            button type="submit" { (ui.signout_button) }
-        }
-    }
-}
-
 /// The sign-in page body: the password form and the "send me a sign-in link" form.
 pub fn signin(ui: &Ui, p: &SigninPage<'_>) -> Markup {
     html! {
         @if let Some(csrf) = p.signed_in {
             p.notice { (ui.signed_in) " " a href=(p.next) { (ui.continue_link) } }
-            (signout_form(ui, csrf))
+            // The sign-out form: a POST with a CSRF token bound to the session.
+            (button_form("/signout", csrf, ui.signout_button, false))
         }
         p { (ui.signin_intro) }
         form.card method="post" action="/signin" {
@@ -134,10 +117,7 @@ pub fn sent(ui: &Ui, body: &str) -> Markup {
 pub fn button_page(intro: &str, action: &str, csrf: &str, button: &str) -> Markup {
     html! {
         p { (intro) }
-        form.card method="post" action=(action) {
-            input type="hidden" name="csrf" value=(csrf);
-            button type="submit" { (button) }
-        }
+        (button_form(action, csrf, button, false))
     }
 }
 

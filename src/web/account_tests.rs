@@ -3,19 +3,17 @@
 
 use super::accounts::safe_next;
 use super::routes;
+use super::tests::{cookie_header, get_request, holder, outbox, post_request, send, Resp};
 use crate::accounts::*;
 use crate::base::Base;
-use crate::clock::{self, ManualClock};
-use crate::config::{PublicUrl, Settings};
-use crate::crypto::KeyRing;
-use crate::mail::{MailContent, MailJob};
-use crate::state::AppState;
-use crate::store::{Ns, Reads, Store, StoreError};
+use crate::clock::ManualClock;
+use crate::config::PublicUrl;
+use crate::mail::MailContent;
+use crate::store::{Ns, Reads, StoreError};
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::Router;
 use std::sync::Arc;
-use tower::ServiceExt;
 
 const EMAIL: &str = "Person.One@Buyer.example";
 const PASSWORD: &str = "correct horse battery";
@@ -28,15 +26,10 @@ struct Env {
 }
 
 fn env_with(public_url: &str) -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.path().to_owned();
-    settings.holder_name = "Test holder".into();
-    settings.default_language = "en".into();
-    settings.public_url = PublicUrl::parse(public_url).unwrap();
-    let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
-    let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let (dir, holder, clock) = holder(|s| {
+        s.default_language = "en".into();
+        s.public_url = PublicUrl::parse(public_url).unwrap();
+    });
     let base = holder.base.clone();
     let app = routes(holder.clone(), crate::oauth::Server::new(base.clone()));
     Env { _dir: dir, base, clock, app }
@@ -46,88 +39,21 @@ fn env() -> Env {
     env_with("https://holder.example")
 }
 
-#[derive(Debug)]
-struct Resp {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
-impl Resp {
-    fn header(&self, name: header::HeaderName) -> &str {
-        self.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or_default()
-    }
-
-    /// The CSRF token of the form posting to `action`.
-    fn csrf_for(&self, action: &str) -> String {
-        let at = self
-            .body
-            .find(&format!("action=\"{action}\""))
-            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
-        let marker = "name=\"csrf\" value=\"";
-        let from = at + self.body[at..].find(marker).unwrap() + marker.len();
-        self.body[from..].split('"').next().unwrap().to_owned()
-    }
-
-    /// The `name=value` of the session cookie set, if any.
-    fn cookie(&self) -> Option<String> {
-        let v = self
-            .headers
-            .get_all(header::SET_COOKIE)
-            .iter()
-            .map(|v| v.to_str().unwrap())
-            .find(|v| !v.contains("isto_pre="))?;
-        Some(v.split(';').next().unwrap().to_owned())
-    }
-
-    /// The `name=value` of the pre-session cookie a sign-in or sign-up form's GET sets
-    /// (the forms' CSRF tokens are bound to it), if any.
-    fn pre_cookie(&self) -> Option<String> {
-        let v = self
-            .headers
-            .get_all(header::SET_COOKIE)
-            .iter()
-            .map(|v| v.to_str().unwrap())
-            .find(|v| v.contains("isto_pre="))?;
-        Some(v.split(';').next().unwrap().to_owned())
-    }
-
-    fn location(&self) -> &str {
-        self.header(header::LOCATION)
-    }
-}
-
 impl Env {
     async fn send(&self, req: Request<Body>) -> Resp {
-        let res = self.app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+        send(&self.app, req).await
     }
 
     async fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
-        let mut b = Request::builder().method(Method::GET).uri(path);
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        self.send(b.body(Body::empty()).unwrap()).await
+        self.send(get_request(path, &cookie_header(cookie))).await
     }
 
     async fn post(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> Resp {
-        let mut b = Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap()).await
+        self.send(post_request(path, fields, &cookie_header(cookie))).await
     }
 
     fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> = self.base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
-        jobs.iter().map(|(_, j)| serde_json::from_slice(&self.base.keys().open(&j.sealed).unwrap()).unwrap()).collect()
+        outbox(&self.base)
     }
 
     /// The token after `marker` in the newest mail that has it.
@@ -188,13 +114,7 @@ impl Env {
         let page = self.get("/signin", None).await;
         let csrf = page.csrf_for("/signin");
         let fields = [("csrf", csrf.as_str()), ("email", email), ("password", password), ("next", "/me")];
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri("/signin")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(header::COOKIE, page.pre_cookie().unwrap())
-            .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
-            .unwrap();
+        let mut req = post_request("/signin", fields, &[(header::COOKIE, &page.pre_cookie().unwrap())]);
         let addr: std::net::SocketAddr = peer.parse().unwrap();
         req.extensions_mut().insert(crate::net::ClientAddr(Some(addr.ip())));
         self.send(req).await
@@ -532,13 +452,7 @@ async fn link_requests_are_limited_per_client_address() {
             let page = e.get("/signin", None).await;
             let csrf = page.csrf_for("/signin/link");
             let fields = [("csrf", csrf.as_str()), ("email", email.as_str()), ("next", "/")];
-            let mut req = Request::builder()
-                .method(Method::POST)
-                .uri("/signin/link")
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .header(header::COOKIE, page.pre_cookie().unwrap())
-                .body(Body::from(serde_urlencoded::to_string(fields).unwrap()))
-                .unwrap();
+            let mut req = post_request("/signin/link", fields, &[(header::COOKIE, &page.pre_cookie().unwrap())]);
             let addr: std::net::SocketAddr = peer.parse().unwrap();
             req.extensions_mut().insert(crate::net::ClientAddr(Some(addr.ip())));
             e.send(req).await
@@ -651,12 +565,7 @@ async fn a_seller_sets_a_password_after_a_link_signin() {
 #[tokio::test]
 async fn pages_answer_in_the_browsers_language_and_mail_info_changes_nothing() {
     let e = env();
-    let req = Request::builder()
-        .uri("/signin")
-        .header(header::ACCEPT_LANGUAGE, "sk-SK,sk;q=0.9")
-        .body(Body::empty())
-        .unwrap();
-    let r = e.send(req).await;
+    let r = e.send(get_request("/signin", &[(header::ACCEPT_LANGUAGE, "sk-SK,sk;q=0.9")])).await;
     assert!(r.body.contains("lang=\"sk\"") && r.body.contains("Prihlásenie"));
     let r = e.post("/account/mail", &[("List-Unsubscribe", "One-Click")], None).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -676,17 +585,11 @@ async fn signin_and_signup_tokens_are_bound_to_a_pre_session_cookie() {
     let e = env();
     e.sign_up(EMAIL, PASSWORD, "/me").await;
     let post_with = |path: &'static str, fields: Vec<(&'static str, String)>, cookie: Option<String>, null: bool| {
-        let mut b = Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
+        let mut headers = cookie_header(cookie.as_deref());
         if null {
-            b = b.header(header::ORIGIN, "null");
+            headers.push((header::ORIGIN, "null"));
         }
-        b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap()
+        post_request(path, fields, &headers)
     };
     // The attacker's fetch: a token and the cookie it is bound to.
     let theirs = e.get("/signin", None).await;

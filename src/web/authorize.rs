@@ -75,10 +75,6 @@ fn texts(ctx: &Ctx, headers: &HeaderMap) -> &'static Ui {
     ui(request_lang(headers, &ctx.app.base.settings().default_language))
 }
 
-fn alert(text: &str) -> Markup {
-    pages::message(text, true)
-}
-
 /// 303 to `target`, or 400 when it cannot be a `Location`.
 fn see_other(target: &str, unusable: &'static str) -> Response {
     match HeaderValue::from_str(target) {
@@ -98,21 +94,18 @@ fn refusal(ctx: &Ctx, headers: &HeaderMap, r: Refusal, signed_in: bool) -> Respo
     let u = texts(ctx, headers);
     let t = u.authorize;
     match r {
-        Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why)),
+        Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(&why, true)),
         Refusal::Redirect { error, description, .. } if !signed_in => {
             let why = format!("{} {error}: {description}.", t.cannot_answer);
-            page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(&why))
+            page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(&why, true))
         }
         Refusal::Redirect { to, state, error, description } => {
             to_client(&authorize::error_url(&ctx.server, &to, state.as_deref(), error, &description))
         }
-        Refusal::Internal => page(&ctx.app, u, StatusCode::INTERNAL_SERVER_ERROR, t.error_title, alert(t.internal)),
+        Refusal::Internal => {
+            page(&ctx.app, u, StatusCode::INTERNAL_SERVER_ERROR, t.error_title, pages::message(t.internal, true))
+        }
     }
-}
-
-/// Whether someone is signed in on the holder's pages.
-fn signed_in(ctx: &Ctx, headers: &HeaderMap) -> bool {
-    ctx.people.current(&ctx.app.base, headers).is_some()
 }
 
 /// 303 to the sign-in page, coming back to this authorization request.
@@ -145,7 +138,7 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
             "wrong account role",
         );
         let body = html! {
-            (alert(why))
+            (pages::message(why, true))
             p { a href=(back) { (t.back) } }
         };
         return Err(page(&ctx.app, u, StatusCode::FORBIDDEN, t.wrong_role_title, body));
@@ -170,15 +163,22 @@ fn binding(r: &AuthzRequest, account_id: &str) -> String {
     token_hash("oauth-authorize", &fields.join("\u{0}"))
 }
 
+/// The validated request and the signed-in person who may answer it. `Err` is the
+/// response: the refusal, the sign-in redirect or the wrong-account page.
+async fn checked(ctx: &Ctx, headers: &HeaderMap, p: &Params) -> Result<(AuthzRequest, String), Response> {
+    let r = match authorize::validate(&ctx.server, p).await {
+        Ok(r) => r,
+        Err(f) => return Err(refusal(ctx, headers, f, ctx.people.current(&ctx.app.base, headers).is_some())),
+    };
+    let account_id = person(ctx, headers, p, &r)?;
+    Ok((r, account_id))
+}
+
 /// `GET /oauth/authorize`: the consent page.
 async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let p = Params::parse(query.unwrap_or_default().as_bytes());
-    let r = match authorize::validate(&ctx.server, &p).await {
-        Ok(r) => r,
-        Err(f) => return refusal(&ctx, &headers, f, signed_in(&ctx, &headers)),
-    };
-    let account_id = match person(&ctx, &headers, &p, &r) {
-        Ok(a) => a,
+    let (r, account_id) = match checked(&ctx, &headers, &p).await {
+        Ok(found) => found,
         Err(res) => return res,
     };
     let csrf = ctx.app.base.keys().csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
@@ -191,12 +191,8 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
 /// `error=access_denied`.
 async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let p = Params::parse(&body);
-    let r = match authorize::validate(&ctx.server, &p).await {
-        Ok(r) => r,
-        Err(f) => return refusal(&ctx, &headers, f, signed_in(&ctx, &headers)),
-    };
-    let account_id = match person(&ctx, &headers, &p, &r) {
-        Ok(a) => a,
+    let (r, account_id) = match checked(&ctx, &headers, &p).await {
+        Ok(found) => found,
         Err(res) => return res,
     };
     let u = texts(&ctx, &headers);
@@ -204,26 +200,23 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
     let now = now_unix(&ctx.app);
     let csrf =
         p.get("csrf").filter(|c| ctx.app.base.keys().csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
-    let Some(csrf) = csrf else {
-        return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired));
+    // A missing or stale token, or an unknown decision: the page of an expired form.
+    let (Some(csrf), Some(decision @ ("allow" | "deny"))) = (csrf, p.get("decision")) else {
+        return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(t.expired, true));
     };
-    match p.get("decision") {
-        Some("allow") => {}
-        Some("deny") => {
-            let to = r.redirect_uri.as_str();
-            return to_client(&authorize::error_url(
-                &ctx.server,
-                to,
-                r.state.as_deref(),
-                "access_denied",
-                "the person declined",
-            ));
-        }
-        _ => return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.expired)),
+    if decision == "deny" {
+        let state = r.state.as_deref();
+        return to_client(&authorize::error_url(
+            &ctx.server,
+            &r.redirect_uri,
+            state,
+            "access_denied",
+            "the person declined",
+        ));
     }
     match authorize::allow(&ctx.server, &r, account_id, csrf).await {
         Ok(Some(url)) => to_client(&url),
-        Ok(None) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, alert(t.answered)),
+        Ok(None) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(t.answered, true)),
         Err(_) => refusal(&ctx, &headers, Refusal::Internal, true),
     }
 }

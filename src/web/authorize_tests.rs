@@ -4,13 +4,12 @@
 //! `test_session` cookie.
 
 use super::authorize::People;
+use super::tests::{cookie_header, get_request, holder, post_request, send, Resp};
 use crate::base::Base;
-use crate::clock::{self, ManualClock};
+use crate::clock::ManualClock;
 use crate::config::Settings;
-use crate::crypto::KeyRing;
 use crate::oauth::{check_bearer, revoke_account, sweep, Grant, Server};
-use crate::state::AppState;
-use crate::store::{Ns, Reads, Store, StoreError};
+use crate::store::{Ns, Reads, StoreError};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::response::IntoResponse;
@@ -21,7 +20,6 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tower::ServiceExt;
 
 const BASE: &str = "http://127.0.0.1:8080";
 const BUYER_COOKIE: &str = "test_session=buyer";
@@ -58,56 +56,17 @@ struct Env {
     app: Router,
 }
 
-#[derive(Debug)]
-struct Resp {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
-impl Resp {
-    fn header(&self, name: header::HeaderName) -> &str {
-        self.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or_default()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
-    }
-
-    fn csrf(&self) -> String {
-        let marker = "name=\"csrf\" value=\"";
-        let at = self.body.find(marker).unwrap_or_else(|| panic!("no csrf field in:\n{}", self.body)) + marker.len();
-        self.body[at..].split('"').next().unwrap().to_owned()
-    }
-
-    /// The query parameters of the Location header.
-    fn location_params(&self) -> Vec<(String, String)> {
-        let loc = self.header(header::LOCATION);
-        let q = loc.split_once('?').map(|(_, q)| q).unwrap_or_default();
-        serde_urlencoded::from_str(q).unwrap()
-    }
-
-    fn location_param(&self, name: &str) -> Option<String> {
-        self.location_params().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-}
-
 fn env() -> Env {
     env_with(|_| {})
 }
 
 /// [`env`] with settings changed by `change`.
 fn env_with(change: impl FnOnce(&mut Settings)) -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings::defaults();
-    settings.data_dir = dir.path().to_owned();
-    settings.holder_name = "Test holder".into();
-    settings.default_language = "en".into();
-    assert_eq!(settings.public_url.base, BASE);
-    change(&mut settings);
-    let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
-    let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
+    let (dir, holder, clock) = holder(|s| {
+        s.default_language = "en".into();
+        assert_eq!(s.public_url.base, BASE);
+        change(s);
+    });
     let base = holder.base.clone();
     let server = Server::new(base.clone());
     let app = super::pages_with(holder, server.clone(), Arc::new(TestPeople)).merge(super::oauth::routes(server));
@@ -125,6 +84,25 @@ fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// An authorization request's fields: `client`, `redirect`, the PKCE S256 `challenge`,
+/// then `extra`.
+fn authz<'a>(
+    client: &'a str,
+    redirect: &'a str,
+    challenge: &'a str,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut f = vec![
+        ("response_type", "code"),
+        ("client_id", client),
+        ("redirect_uri", redirect),
+        ("code_challenge", challenge),
+        ("code_challenge_method", "S256"),
+    ];
+    f.extend_from_slice(extra);
+    f
+}
+
 fn authorize_query(fields: &[(&str, &str)]) -> String {
     format!("/oauth/authorize?{}", serde_urlencoded::to_string(fields).unwrap())
 }
@@ -137,33 +115,18 @@ struct Tokens {
 
 impl Env {
     async fn send(&self, req: Request<Body>) -> Resp {
-        let res = self.app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+        send(&self.app, req).await
     }
 
     async fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
-        let mut b = Request::builder().method(Method::GET).uri(path);
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        self.send(b.body(Body::empty()).unwrap()).await
+        self.send(get_request(path, &cookie_header(cookie))).await
     }
 
     async fn post_form(&self, path: &str, fields: &[(&str, &str)], cookie: Option<&str>, basic: Option<&str>) -> Resp {
-        let mut b = Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-        if let Some(c) = cookie {
-            b = b.header(header::COOKIE, c);
-        }
-        if let Some(a) = basic {
-            b = b.header(header::AUTHORIZATION, format!("Basic {}", STANDARD.encode(a)));
-        }
-        self.send(b.body(Body::from(serde_urlencoded::to_string(fields).unwrap())).unwrap()).await
+        let mut headers = cookie_header(cookie);
+        let basic = basic.map(|a| format!("Basic {}", STANDARD.encode(a)));
+        headers.extend(basic.as_deref().map(|b| (header::AUTHORIZATION, b)));
+        self.send(post_request(path, fields, &headers)).await
     }
 
     async fn post_json(&self, path: &str, v: &Value) -> Resp {
@@ -203,15 +166,7 @@ impl Env {
 
     /// A code for `client_id` (buyer resource unless given), asserting the redirect.
     async fn code(&self, client_id: &str, redirect: &str, challenge: &str, resource: &str, cookie: &str) -> String {
-        let fields = [
-            ("response_type", "code"),
-            ("client_id", client_id),
-            ("redirect_uri", redirect),
-            ("code_challenge", challenge),
-            ("code_challenge_method", "S256"),
-            ("state", "st-1"),
-            ("resource", resource),
-        ];
+        let fields = authz(client_id, redirect, challenge, &[("state", "st-1"), ("resource", resource)]);
         let r = self.consent(&fields, cookie, "allow").await;
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
         assert!(r.header(header::LOCATION).starts_with(&format!("{redirect}?")), "{}", r.header(header::LOCATION));
@@ -237,13 +192,14 @@ impl Env {
     }
 
     async fn refresh(&self, client_id: &str, refresh: &str) -> Resp {
-        self.post_form(
-            "/oauth/token",
-            &[("grant_type", "refresh_token"), ("client_id", client_id), ("refresh_token", refresh)],
-            None,
-            None,
-        )
-        .await
+        self.refresh_with(client_id, refresh, &[]).await
+    }
+
+    /// A refresh grant with `extra` fields.
+    async fn refresh_with(&self, client_id: &str, refresh: &str, extra: &[(&str, &str)]) -> Resp {
+        let mut fields = vec![("grant_type", "refresh_token"), ("client_id", client_id), ("refresh_token", refresh)];
+        fields.extend_from_slice(extra);
+        self.post_form("/oauth/token", &fields, None, None).await
     }
 
     /// Register, authorize (buyer) and exchange: a client id and its tokens.
@@ -477,15 +433,12 @@ async fn seller_flow_scopes_and_roles() {
     let client = e.register(&[REDIRECT]).await;
     let (verifier, challenge) = pkce();
     let seller_url = seller();
-    let fields = [
-        ("response_type", "code"),
-        ("client_id", client.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("resource", seller_url.as_str()),
-        ("scope", "offers intents"),
-    ];
+    let fields = authz(
+        client.as_str(),
+        REDIRECT,
+        challenge.as_str(),
+        &[("resource", seller_url.as_str()), ("scope", "offers intents")],
+    );
     // A buyer account cannot authorize the seller endpoint.
     let wrong = e.get(&authorize_query(&fields), Some(BUYER_COOKIE)).await;
     assert_eq!(wrong.status, StatusCode::FORBIDDEN);
@@ -506,13 +459,7 @@ async fn seller_flow_scopes_and_roles() {
     assert_eq!(e.check(access, &buyer(), "intents").unwrap_err().status(), StatusCode::UNAUTHORIZED);
 
     // A seller account cannot authorize the buyer endpoint (missing resource = buyer).
-    let buyer_fields = [
-        ("response_type", "code"),
-        ("client_id", client.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-    ];
+    let buyer_fields = authz(client.as_str(), REDIRECT, challenge.as_str(), &[]);
     assert_eq!(e.get(&authorize_query(&buyer_fields), Some(SELLER_COOKIE)).await.status, StatusCode::FORBIDDEN);
     // Only foreign scopes: invalid_scope back to the client.
     let mut bad_scope = buyer_fields.to_vec();
@@ -533,15 +480,8 @@ async fn sign_in_first_and_deny_and_csrf() {
     let client = e.register(&[REDIRECT]).await;
     let (_, challenge) = pkce();
     let buyer_url = buyer();
-    let fields = [
-        ("response_type", "code"),
-        ("client_id", client.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("state", "s&x"),
-        ("resource", buyer_url.as_str()),
-    ];
+    let fields =
+        authz(client.as_str(), REDIRECT, challenge.as_str(), &[("state", "s&x"), ("resource", buyer_url.as_str())]);
     let r = e.get(&authorize_query(&fields), None).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     let loc = r.header(header::LOCATION);
@@ -584,14 +524,7 @@ async fn no_redirect_to_the_client_before_sign_in_and_iss_in_every_answer() {
     let e = env();
     let client = e.register(&[REDIRECT]).await;
     let (_, challenge) = pkce();
-    let good = [
-        ("response_type", "code"),
-        ("client_id", client.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("state", "st"),
-    ];
+    let good = authz(client.as_str(), REDIRECT, challenge.as_str(), &[("state", "st")]);
     let changes: [(&str, &[(&str, &str)]); 5] = [
         ("", &[("scope", "demand")]),
         ("", &[("resource", "https://elsewhere.example/mcp")]),
@@ -644,14 +577,7 @@ async fn the_allow_form_mints_one_code_however_often_it_is_posted() {
     let e = env();
     let client = e.register(&[REDIRECT]).await;
     let (verifier, challenge) = pkce();
-    let fields = [
-        ("response_type", "code"),
-        ("client_id", client.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("state", "one"),
-    ];
+    let fields = authz(client.as_str(), REDIRECT, challenge.as_str(), &[("state", "one")]);
     let page = e.get(&authorize_query(&fields), Some(BUYER_COOKIE)).await;
     let csrf = page.csrf();
     let mut form = fields.to_vec();
@@ -740,13 +666,7 @@ async fn unregistered_redirect_uri_is_never_followed() {
         (client.as_str(), "https://client.example:8443/callback"),
         ("cli_unknown", REDIRECT),
     ] {
-        let f = [
-            ("response_type", "code"),
-            ("client_id", cid),
-            ("redirect_uri", uri),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ];
+        let f = authz(cid, uri, challenge.as_str(), &[]);
         for cookie in [None, Some(BUYER_COOKIE)] {
             let r = e.get(&authorize_query(&f), cookie).await;
             assert_eq!(r.status, StatusCode::BAD_REQUEST, "{uri}");
@@ -774,13 +694,7 @@ async fn loopback_redirect_any_port() {
     assert!(!code6.is_empty());
     // Another path, or another loopback name, is not the registered URI.
     for bad in ["http://127.0.0.1:49152/other", "http://localhost:49152/callback"] {
-        let f = [
-            ("response_type", "code"),
-            ("client_id", client.as_str()),
-            ("redirect_uri", bad),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ];
+        let f = authz(client.as_str(), bad, challenge.as_str(), &[]);
         assert_eq!(e.get(&authorize_query(&f), Some(BUYER_COOKIE)).await.status, StatusCode::BAD_REQUEST, "{bad}");
     }
 }
@@ -915,34 +829,10 @@ async fn refresh_is_bound_to_client_resource_and_scope() {
     let (client, t) = e.buyer_tokens().await;
     let other = e.register(&[REDIRECT]).await;
     assert_eq!(e.refresh(&other, &t.refresh).await.json()["error"], "invalid_grant");
-    let r = e
-        .post_form(
-            "/oauth/token",
-            &[
-                ("grant_type", "refresh_token"),
-                ("client_id", &client),
-                ("refresh_token", &t.refresh),
-                ("scope", "offers"),
-            ],
-            None,
-            None,
-        )
-        .await;
+    let r = e.refresh_with(&client, &t.refresh, &[("scope", "offers")]).await;
     assert_eq!(r.json()["error"], "invalid_scope");
     let seller_url = seller();
-    let r = e
-        .post_form(
-            "/oauth/token",
-            &[
-                ("grant_type", "refresh_token"),
-                ("client_id", &client),
-                ("refresh_token", &t.refresh),
-                ("resource", &seller_url),
-            ],
-            None,
-            None,
-        )
-        .await;
+    let r = e.refresh_with(&client, &t.refresh, &[("resource", &seller_url)]).await;
     assert_eq!(r.json()["error"], "invalid_target");
     // None of the refusals used the token up.
     assert_eq!(e.refresh(&client, &t.refresh).await.status, StatusCode::OK);
@@ -1166,14 +1056,7 @@ async fn client_id_metadata_document() {
     let (verifier, challenge) = pkce();
     let redirect = "http://127.0.0.1:40000/cb";
     let buyer_url = buyer();
-    let fields = [
-        ("response_type", "code"),
-        ("client_id", client_id.as_str()),
-        ("redirect_uri", redirect),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("resource", buyer_url.as_str()),
-    ];
+    let fields = authz(client_id.as_str(), redirect, challenge.as_str(), &[("resource", buyer_url.as_str())]);
     let page = e.get(&authorize_query(&fields), Some(BUYER_COOKIE)).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("Document agent"));

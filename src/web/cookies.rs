@@ -13,20 +13,21 @@ use axum::response::Response;
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "isto_session";
 
+/// The `name=value` pairs of every `Cookie` header of the request, each pair trimmed
+/// (name and value as they stand around the first `=`).
+fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+}
+
 /// The values of every `isto_session` cookie in the request (there may be several).
 pub(super) fn session_tokens(headers: &HeaderMap) -> SessionTokens {
-    let mut out = Vec::new();
-    for v in headers.get_all(header::COOKIE) {
-        let Ok(s) = v.to_str() else { continue };
-        for pair in s.split(';') {
-            if let Some((name, value)) = pair.trim().split_once('=') {
-                if name.trim() == SESSION_COOKIE {
-                    out.push(value.trim().trim_matches('"').to_owned());
-                }
-            }
-        }
-    }
-    SessionTokens::new(out)
+    let values = cookie_pairs(headers).filter(|(name, _)| name.trim() == SESSION_COOKIE);
+    SessionTokens::new(values.map(|(_, value)| value.trim().trim_matches('"').to_owned()))
 }
 
 /// The request's valid session ([`accounts::signed_in`] of its session cookies). Reads
@@ -41,16 +42,21 @@ pub(super) fn current(base: &Base, headers: &HeaderMap) -> Option<(String, Strin
     accounts::current(base, &session_tokens(headers))
 }
 
-/// The `Set-Cookie` value that stores a session token (`Secure` on an https public URL).
-pub(super) fn session_cookie(base: &Base, token: &str) -> String {
+/// A `Set-Cookie` value of the pages' cookies: `name=value`, `Path=/`, `Max-Age`
+/// (seconds), `HttpOnly`, `SameSite=Lax`, and `Secure` on an https public URL.
+fn set_cookie(base: &Base, name: &str, value: &str, max_age: i64) -> String {
     let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
-    format!("{SESSION_COOKIE}={token}; Path=/; Max-Age={SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}")
+    format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
+}
+
+/// The `Set-Cookie` value that stores a session token.
+pub(super) fn session_cookie(base: &Base, token: &str) -> String {
+    set_cookie(base, SESSION_COOKIE, token, SESSION_TTL_SECS)
 }
 
 /// The `Set-Cookie` value that deletes the session cookie.
 pub(super) fn clear_cookie(base: &Base) -> String {
-    let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
-    format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}")
+    set_cookie(base, SESSION_COOKIE, "", 0)
 }
 
 /// The pre-session cookie on https (`__Host-`: Secure, Path=/, no Domain).
@@ -82,12 +88,7 @@ impl PreSession {
     /// The binding of the request's pre-session cookie, if it has a well-formed one.
     pub(super) fn of(base: &Base, headers: &HeaderMap) -> Option<String> {
         let name = Self::cookie_name(base);
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
+        cookie_pairs(headers)
             .find(|(n, v)| {
                 *n == name
                     && (16..=64).contains(&v.len())
@@ -102,12 +103,7 @@ impl PreSession {
             return Self { binding, set_cookie: None };
         }
         let value = crate::crypto::new_token(crate::crypto::TOKEN_BYTES);
-        let secure = if base.settings().public_url.is_https() { "; Secure" } else { "" };
-        let cookie = format!(
-            "{}={}; Path=/; Max-Age={PRE_SESSION_TTL_SECS}; HttpOnly; SameSite=Lax{secure}",
-            Self::cookie_name(base),
-            value.expose()
-        );
+        let cookie = set_cookie(base, Self::cookie_name(base), value.expose(), PRE_SESSION_TTL_SECS);
         Self {
             binding: crate::crypto::token_hash("pre-session", value.expose()),
             set_cookie: HeaderValue::from_str(&cookie).ok(),

@@ -39,10 +39,6 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // strings
 
-fn texts(lang: &str) -> &'static DemandText {
-    ui(lang).demand
-}
-
 impl DemandText {
     fn category_name(&self, key: &'static str) -> &'static str {
         match key {
@@ -75,7 +71,7 @@ enum Access {
 /// `GET /seller/demand?category=…[&buyBy=…]`.
 async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
     let lang = super::browser_lang(&h, &headers);
-    let (ui, t) = (ui(lang), texts(lang));
+    let (ui, t) = (ui(lang), ui(lang).demand);
     let query: Query = q.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
     let category = CATEGORIES.iter().find(|c| c.key == query.category || query.category.is_empty()).map(|c| c.key);
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);
@@ -248,38 +244,25 @@ fn svg(t: &DemandText, lang: &str, map: &HeatMap, y: usize, max: u64) -> Markup 
 /// The same numbers as a table (regions × budget bands).
 fn table(t: &DemandText, lang: &str, map: &HeatMap, y: usize) -> Markup {
     let labels = map.grid.budget_labels();
-    let caption_id = format!("table-{}", BUY_BY_BANDS[y]);
-    pages::scroll_box(
-        &caption_id,
-        html! {
-            table.criteria {
-                caption id=(caption_id) {
-                    (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y])
-                    " — " (t.brackets)
-                }
-                thead {
-                    tr {
-                        th scope="col" { (t.region) }
-                        @for l in &labels { th scope="col" { (budget_label(t, l)) } }
-                    }
-                }
-                tbody {
-                    @for (a, code) in map.grid.area.iter().enumerate() {
-                        tr {
-                            th scope="row" { (region_name(code, lang).unwrap_or(code)) }
-                            @for b in 0..labels.len() {
-                                @match map.at(y, a, b) {
-                                    Some(c) => td {
-                                        (c.active_intents)
-                                        @if let Some(n) = c.new_last_7_days { " (" (n) ")" }
-                                    },
-                                    None => td { (t.withheld) },
-                                }
-                            }
-                        }
+    let caption = html! {
+        (t.region) " × " (t.budget) " (" (map.grid.currency) "), " (t.buy_by) ": " (t.bands[y]) " — " (t.brackets)
+    };
+    let columns = std::iter::once(t.region.to_owned()).chain(labels.iter().map(|l| budget_label(t, l)));
+    let rows = html! {
+        @for (a, code) in map.grid.area.iter().enumerate() {
+            tr {
+                th scope="row" { (region_name(code, lang).unwrap_or(code)) }
+                @for b in 0..labels.len() {
+                    @match map.at(y, a, b) {
+                        Some(c) => td {
+                            (c.active_intents)
+                            @if let Some(n) = c.new_last_7_days { " (" (n) ")" }
+                        },
+                        None => td { (t.withheld) },
                     }
                 }
             }
-        },
-    )
+        }
+    };
+    pages::data_table(&format!("table-{}", BUY_BY_BANDS[y]), caption, columns, rows)
 }

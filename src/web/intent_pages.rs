@@ -3,6 +3,7 @@
 //! RFC 8058 one-click unsubscribe.
 
 use super::*;
+use crate::intents::ConsentView;
 
 // ---------------------------------------------------------------------------
 // consent (PROTOCOL.md §4.2)
@@ -31,14 +32,20 @@ pub(super) fn consent_closed(h: &AppState, ui: &Ui, intent: &Intent) -> Response
     }
 }
 
+/// The consent link's view and the language of its pages; the error page when the link
+/// is unknown or the store fails.
+async fn consent_view(h: &Shared, token: &str) -> Result<(ConsentView, &'static Ui), Response> {
+    let view = by_token(h, "consent_view", token, |x, t| x.intents.consent_view(t)).await?;
+    let ui = intent_ui(h, &view.intent);
+    Ok((view, ui))
+}
+
 /// `GET /consent/{token}`.
 pub(super) async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (view, ui) = match consent_view(&h, &token).await {
+        Ok(found) => found,
+        Err(res) => return res,
     };
-    let ui = intent_ui(&h, &view.intent);
     if view.open {
         consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None)
     } else {
@@ -55,12 +62,10 @@ pub(super) async fn consent_submit(
     body: Bytes,
 ) -> Response {
     let form = FormFields::parse(&body);
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (view, ui) = match consent_view(&h, &token).await {
+        Ok(found) => found,
+        Err(res) => return res,
     };
-    let ui = intent_ui(&h, &view.intent);
     if !csrf_ok(&h, &form.csrf, CSRF_CONSENT, &token) {
         return csrf_page(&h, ui);
     }
@@ -128,12 +133,10 @@ pub(super) fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota
 
 /// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).
 pub(super) async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    let view = match call(&h, "consent_view", move |x| x.intents.consent_view(&t)).await {
-        Ok(v) => v,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+    let (view, ui) = match consent_view(&h, &token).await {
+        Ok(found) => found,
+        Err(res) => return res,
     };
-    let ui = intent_ui(&h, &view.intent);
     match view.intent.status {
         Status::AwaitingEmailConfirmation | Status::Active => {
             let body = maud::html! {
@@ -184,20 +187,18 @@ pub(super) fn cadence_saved(query: Option<&str>) -> bool {
 /// `GET /confirm/{token}`: a Confirm button; once used, only its outcome; never
 /// changes state.
 pub(super) async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
+    match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
         Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(f) => fail_page(&h, default_ui(&h), f),
+        Err(res) => res,
     }
 }
 
 /// `POST /confirm/{token}` (csrf): [`Holder::confirm`]; 303 to `/confirm/{token}/done`.
 pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
     let form = FormFields::parse(&body);
-    let t = token.clone();
-    let intent = match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
+    let intent = match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
         Ok(i) => i,
-        Err(f) => return fail_page(&h, default_ui(&h), f),
+        Err(res) => return res,
     };
     let ui = intent_ui(&h, &intent);
     if !csrf_ok(&h, &form.csrf, CSRF_CONFIRM, &token) {
@@ -216,14 +217,13 @@ pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<St
 /// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
 /// page of a used confirmation link).
 pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let t = token.clone();
-    match call(&h, "confirm_view", move |x| x.intents.confirm_view(&t)).await {
+    match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
         Ok(intent) if intent.status == Status::Active => {
             let ui = intent_ui(&h, &intent);
             used_confirm_page(&h, ui, &intent, ui.active_body)
         }
         Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(f) => fail_page(&h, default_ui(&h), f),
+        Err(res) => res,
     }
 }
 
@@ -238,10 +238,8 @@ pub(super) async fn results_page(
     Path(token): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let t = token.clone();
-    match call(&h, "results_view", move |x| x.intents.results_view(&t)).await {
-        Ok(v) => {
-            let mut v = v;
+    match by_token(&h, "results_view", &token, |x, t| x.intents.results_view(t)).await {
+        Ok(mut v) => {
             crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
             let ui = intent_ui(&h, &v.intent);
             let csrf = h.base.keys().csrf_token(CSRF_CADENCE, &token, now_unix(&h));
@@ -255,46 +253,36 @@ pub(super) async fn results_page(
             let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
             let body = maud::html! {
                 @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
-                (pages::results(ui, &v.intent, &v.deliveries, &token, Some(&form)))
+                (pages::results(ui, &v.intent, &v.deliveries, &token, &form))
             };
             page(&h, ui, StatusCode::OK, ui.results_title, body)
         }
-        Err(f) => fail_page(&h, default_ui(&h), f),
+        Err(res) => res,
     }
 }
 
 /// 400: the `cadence` field is missing or not one of the four values: the message
 /// naming the field, and a link `back` to the page of the form.
 pub(super) fn cadence_invalid_page(h: &AppState, ui: &Ui, back: &str) -> Response {
-    let body = maud::html! {
-        (pages::message(ui.cadence.invalid, true))
-        p { a href=(back) { (ui.cadence.back) } }
-    };
+    let body = pages::message_link(ui.cadence.invalid, true, back, ui.cadence.back);
     page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, body)
 }
 
 /// The withdraw page for an intent in any state.
 pub(super) fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: &str) -> Response {
-    match intent.status {
-        Status::Withdrawn => page(
-            h,
-            ui,
-            StatusCode::OK,
-            ui.withdrawn_title,
-            pages::message_with_statement(ui, ui.withdrawn_body, intent),
-        ),
-        Status::Expired => {
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent))
-        }
+    let (title, body) = match intent.status {
+        Status::Withdrawn => (ui.withdrawn_title, pages::message_with_statement(ui, ui.withdrawn_body, intent)),
+        Status::Expired => (ui.withdraw_title, pages::message_with_statement(ui, ui.ended, intent)),
         _ => {
             let csrf = h.base.keys().csrf_token(CSRF_WITHDRAW, token, now_unix(h));
-            page(h, ui, StatusCode::OK, ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
+            (ui.withdraw_title, pages::withdraw(ui, intent, token, &csrf))
         }
-    }
+    };
+    page(h, ui, StatusCode::OK, title, body)
 }
 
 /// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never
-/// changes state.
+/// changes state. Also `GET /withdraw/{token}/done`, which then says "withdrawn".
 pub(super) async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
     match managed(&h, &token).await {
         Ok((intent, ui)) => withdraw_state_page(&h, ui, &intent, &token),
@@ -318,11 +306,6 @@ pub(super) async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<S
         Ok(()) => Redirect::to(&format!("/withdraw/{token}/done")).into_response(),
         Err(f) => fail_page(&h, ui, f),
     }
-}
-
-/// `GET /withdraw/{token}/done`: "withdrawn".
-pub(super) async fn withdraw_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    withdraw_page(State(h), Path(token)).await
 }
 
 /// `POST /unsubscribe/{token}`: RFC 8058 one-click (`List-Unsubscribe=One-Click`). No

@@ -14,24 +14,13 @@
 //! unsubscribe are not gated.
 
 use super::intent_pages::throttled_page;
-use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, Shared, CSRF_CADENCE};
+use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Shared, CSRF_CADENCE};
 use crate::intents::{cadence_proof_purpose, CadenceRequest};
 use crate::records::Cadence;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
-
-/// The cadence form's fields (also the signed-in buyer's page's).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(super) struct CadenceFields {
-    /// The CSRF token (or a cadence e-mail's proof).
-    pub csrf: String,
-    /// One of the [`Cadence`] keys.
-    pub cadence: String,
-}
 
 /// `POST /results/{token}/cadence` (csrf, cadence): the token (404), the CSRF token of
 /// purpose `cadence` bound to it (403), the intent not ended (410), the `cadence` field
@@ -46,7 +35,7 @@ pub(super) async fn results_cadence(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let form = FormFields::parse(&body);
     let (intent, ui) = match managed(&h, &token).await {
         Ok(found) => found,
         Err(page) => return page,
@@ -82,52 +71,57 @@ fn proof_of(query: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// The intent behind a results link, its page language and the cadence a cadence
+/// e-mail asked for (`value`), when `proof` is that e-mail's and the intent has not
+/// ended. `Err` is the response: the error page of an unknown token; 403 with the way
+/// forward for a forged or expired proof (or an unknown cadence); 410 once the intent
+/// has ended.
+async fn mailed_cadence(
+    h: &Shared,
+    token: &str,
+    value: &str,
+    proof: &str,
+) -> Result<(crate::protocol::Intent, &'static super::Ui, Cadence), Response> {
+    let (intent, ui) = managed(h, token).await?;
+    let Some(cadence) = Cadence::parse(value).filter(|c| csrf_ok(h, proof, &cadence_proof_purpose(*c), token)) else {
+        return Err(expired_link_page(h, ui, token));
+    };
+    if intent.status.is_final() {
+        return Err(super::closed_page(h, ui, &intent));
+    }
+    Ok((intent, ui, cadence))
+}
+
 /// `GET /results/{token}/cadence/{cadence}?k=PROOF`: the button that makes the change
-/// the e-mail asked about; a forged or expired proof (or an unknown cadence) gets a 403
-/// page with the way forward (choose again on the results page). Changes nothing.
+/// the e-mail asked about ([`mailed_cadence`] checks the link). Changes nothing.
 pub(super) async fn cadence_mail_page(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let (intent, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
     let proof = proof_of(query.as_deref());
-    let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &proof, &cadence_proof_purpose(*c), &token))
-    else {
-        return expired_link_page(&h, ui, &token);
+    let (intent, ui, cadence) = match mailed_cadence(&h, &token, &value, &proof).await {
+        Ok(found) => found,
+        Err(res) => return res,
     };
-    if intent.status.is_final() {
-        return super::closed_page(&h, ui, &intent);
-    }
     let action = format!("/results/{token}/cadence/{}", cadence.key());
     let body = pages::cadence_confirm(ui, &intent, cadence.label(ui.lang), &action, &proof);
     page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body)
 }
 
-/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change
-/// ([`crate::intents::Intents::set_cadence_by_manage`]); 303 to
-/// `/results/{token}?saved=cadence`; 403 with the way forward for a forged or expired
-/// proof; 410 once the intent has ended.
+/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof, checked by
+/// [`mailed_cadence`]): the change ([`crate::intents::Intents::set_cadence_by_manage`]);
+/// 303 to `/results/{token}?saved=cadence`; 410 once the intent has ended.
 pub(super) async fn cadence_mail_submit(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let form: CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let (intent, ui) = match managed(&h, &token).await {
+    let form = FormFields::parse(&body);
+    let (intent, ui, cadence) = match mailed_cadence(&h, &token, &value, &form.csrf).await {
         Ok(found) => found,
-        Err(page) => return page,
+        Err(res) => return res,
     };
-    let Some(cadence) = Cadence::parse(&value).filter(|c| csrf_ok(&h, &form.csrf, &cadence_proof_purpose(*c), &token))
-    else {
-        return expired_link_page(&h, ui, &token);
-    };
-    if intent.status.is_final() {
-        return super::closed_page(&h, ui, &intent);
-    }
     let t = token.clone();
     match call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await {
         Ok(_) => Redirect::to(&format!("/results/{token}?saved=cadence")).into_response(),
@@ -139,9 +133,6 @@ pub(super) async fn cadence_mail_submit(
 /// 403: a cadence e-mail's link that is forged or older than two hours: what happened
 /// and the way forward (the results page, where a new one is asked for).
 fn expired_link_page(h: &Shared, ui: &super::Ui, token: &str) -> Response {
-    let body = maud::html! {
-        (pages::message(ui.links.cadence_link_expired, true))
-        p { a href=(format!("/results/{token}")) { (ui.cadence.back) } }
-    };
+    let body = pages::message_link(ui.links.cadence_link_expired, true, &format!("/results/{token}"), ui.cadence.back);
     page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, body)
 }

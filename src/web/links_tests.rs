@@ -8,8 +8,7 @@ use super::tests::{env, token_of, url_in, Env, Resp, EMAIL, EMAIL2};
 use crate::clock::Clock;
 use crate::protocol::Status;
 use crate::records::Cadence;
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{header, StatusCode};
 use serde_json::json;
 
 /// Consents on `consent_url` for `email` (303 expected); answers the consent token.
@@ -152,16 +151,7 @@ async fn a_stranger_with_the_results_link_changes_the_cadence_only_through_the_p
     assert!(!late.has_form());
     assert_eq!(cadence_of(&e, &code), Cadence::Pause);
     // Stopping mail entirely stays one click: RFC 8058 unsubscribe without any token.
-    let r = e
-        .send(
-            Request::builder()
-                .method(Method::POST)
-                .uri(format!("/unsubscribe/{manage}"))
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(Body::from("List-Unsubscribe=One-Click"))
-                .unwrap(),
-        )
-        .await;
+    let r = e.post(&format!("/unsubscribe/{manage}"), &[("List-Unsubscribe", "One-Click")]).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(e.holder.intents.get_by_code(&code, None).unwrap().status, Status::Withdrawn);
 }

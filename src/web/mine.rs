@@ -53,24 +53,64 @@ pub(super) fn routes(holder: AppState) -> Router {
 }
 
 // ---------------------------------------------------------------------------
-// strings
-
-fn mine(lang: &str) -> &'static MineText {
-    ui(lang).mine
-}
-
-// ---------------------------------------------------------------------------
 // plumbing
+
+/// The page's strings: the browser's language (`Accept-Language`), else the holder's
+/// default.
+fn texts(h: &AppState, headers: &HeaderMap) -> (&'static Ui, &'static MineText) {
+    let ui = ui(super::browser_lang(h, headers));
+    (ui, ui.mine)
+}
 
 /// 303 to the sign-in page, which returns to `next` (a path on this site).
 fn signin_redirect(next: &str) -> Response {
     Redirect::to(&format!("/signin?next={next}")).into_response()
 }
 
-/// The signed-in account's id (one short store read, off the async threads).
-async fn account_of(h: &Shared, headers: &HeaderMap) -> Result<Option<String>, Fail> {
+/// The signed-in account's id and what `f` reads for it, off the async threads (one
+/// short store read for the session). `Err` is the response: 303 to the sign-in page,
+/// coming back to `next`, when nobody is signed in as a buyer; else the error page.
+async fn owned<T, F>(
+    h: &Shared,
+    headers: &HeaderMap,
+    ui: &Ui,
+    op: &'static str,
+    next: &str,
+    f: F,
+) -> Result<(String, T), Response>
+where
+    T: Send + 'static,
+    F: FnOnce(&AppState, &str) -> Result<T, ServiceError> + Send + 'static,
+{
     let hd = headers.clone();
-    call(h, "session", move |x| Ok::<_, ServiceError>(page_access(x, &hd, Action::OwnPages).ok())).await
+    let got = call(h, op, move |x| -> Result<_, ServiceError> {
+        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
+        let v = f(x, &account)?;
+        Ok(Some((account, v)))
+    })
+    .await;
+    match got {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(signin_redirect(next)),
+        Err(f) => Err(fail_page(h, ui, f)),
+    }
+}
+
+/// The signed-in account of a form POST whose CSRF token (`csrf`, of `purpose`, bound to
+/// the account and `what`) is valid. `Err` is the response: the sign-in redirect back to
+/// `next`, the error page or the CSRF page.
+async fn form_account(
+    h: &Shared,
+    headers: &HeaderMap,
+    ui: &Ui,
+    (csrf, purpose, what): (&str, &str, &str),
+    next: &str,
+) -> Result<String, Response> {
+    let (account, ()) = owned(h, headers, ui, "session", next, |_, _| Ok(())).await?;
+    if !csrf_ok(h, csrf, purpose, &binding(&account, what)) {
+        return Err(csrf_page(h, ui));
+    }
+    Ok(account)
 }
 
 fn binding(account: &str, what: &str) -> String {
@@ -118,60 +158,41 @@ fn match_count(i: &Intent) -> u64 {
 
 /// `GET /me`.
 async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, m) = (ui(lang), mine(lang));
+    let (ui, m) = texts(&h, &headers);
     let hd = headers.clone();
-    let got = call(&h, "my_intents", move |x| -> Result<_, ServiceError> {
-        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
-        let intents = x.intents.owned_intents(&account)?;
-        let signout = super::accounts::signout_csrf(&x.base, &hd);
-        Ok(Some((account, intents, signout)))
+    let got = owned(&h, &headers, ui, "my_intents", "/me", move |x, account| {
+        Ok((x.intents.owned_intents(account)?, super::accounts::signout_csrf(&x.base, &hd)))
     })
     .await;
-    let (account, intents, signout) = match got {
-        Ok(Some(v)) => v,
-        Ok(None) => return signin_redirect("/me"),
-        Err(f) => return fail_page(&h, ui, f),
+    let (account, (intents, signout)) = match got {
+        Ok(v) => v,
+        Err(res) => return res,
     };
     let body = html! {
         p { (m.intro) }
         @if intents.is_empty() {
             p.notice { (m.none) }
         } @else {
-            (pages::scroll_box("my-intents-caption", html! { table.criteria {
-                caption #my-intents-caption { (m.title) }
-                thead {
+            @let columns = [ui.statement, ui.status, ui.valid_until, m.offers, m.actions];
+            (pages::data_table("my-intents-caption", html! { (m.title) }, columns, html! {
+                @for i in &intents {
                     tr {
-                        th scope="col" { (ui.statement) }
-                        th scope="col" { (ui.status) }
-                        th scope="col" { (ui.valid_until) }
-                        th scope="col" { (m.offers) }
-                        th scope="col" { (m.actions) }
-                    }
-                }
-                tbody {
-                    @for i in &intents {
-                        tr {
-                            th scope="row" {
-                                span lang=(i.language) { (i.statement) }
-                                br;
-                                a href=(format!("/me/intents/{}", i.id)) { (m.show_offers) }
-                            }
-                            td { (ui.status_name(i.status)) }
-                            td { (pages::date(ui, &i.valid_until)) }
-                            td { (match_count(i)) }
-                            td { (actions(&h, ui, m, &account, i)) }
+                        th scope="row" {
+                            span lang=(i.language) { (i.statement) }
+                            br;
+                            a href=(format!("/me/intents/{}", i.id)) { (m.show_offers) }
                         }
+                        td { (ui.status_name(i.status)) }
+                        td { (pages::date(ui, &i.valid_until)) }
+                        td { (match_count(i)) }
+                        td { (actions(&h, ui, m, &account, i)) }
                     }
                 }
-            } }))
+            }))
         }
         p.hint { (ui.aggregator) }
         @if let Some(c) = signout {
-            form.card method="post" action="/signout" {
-                input type="hidden" name="csrf" value=(c);
-                button type="submit" { (m.signout) }
-            }
+            (pages::button_form("/signout", &c, m.signout, false))
         }
     };
     page(&h, ui, StatusCode::OK, m.title, body)
@@ -184,19 +205,12 @@ async fn intent_page(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, m) = (ui(lang), mine(lang));
-    let hd = headers.clone();
-    let got = call(&h, "my_intent", move |x| -> Result<_, ServiceError> {
-        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
-        let view = x.intents.owned_results(&account, &id)?;
-        Ok(Some((account, view)))
-    })
-    .await;
+    let (ui, m) = texts(&h, &headers);
+    let got =
+        owned(&h, &headers, ui, "my_intent", "/me", move |x, account| x.intents.owned_results(account, &id)).await;
     let (account, view) = match got {
-        Ok(Some(v)) => v,
-        Ok(None) => return signin_redirect("/me"),
-        Err(f) => return fail_page(&h, ui, f),
+        Ok(v) => v,
+        Err(res) => return res,
     };
     // The explanations in the page's language (the person's browser chose it here).
     let mut view = view;
@@ -225,17 +239,12 @@ async fn intent_page(
 
 /// `POST /me/intents/{id}/withdraw` (csrf): at once; 303 to `/me`.
 async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let ui = ui(lang);
+    let (ui, _) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match account_of(&h, &headers).await {
-        Ok(Some(a)) => a,
-        Ok(None) => return signin_redirect("/me"),
-        Err(f) => return fail_page(&h, ui, f),
+    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_WITHDRAW, &id), "/me").await {
+        Ok(a) => a,
+        Err(res) => return res,
     };
-    if !csrf_ok(&h, &form.csrf, CSRF_ME_WITHDRAW, &binding(&account, &id)) {
-        return csrf_page(&h, ui);
-    }
     match call(&h, "withdraw_owned", move |x| x.intents.withdraw_owned(&account, &id)).await {
         Ok(()) => Redirect::to("/me").into_response(),
         Err(f) => fail_page(&h, ui, f),
@@ -247,17 +256,12 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
 /// `?saved=cadence`; 400 naming the field for an unknown value; nothing changed on a
 /// refusal.
 async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let ui = ui(lang);
-    let form: super::links::CadenceFields = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let account = match account_of(&h, &headers).await {
-        Ok(Some(a)) => a,
-        Ok(None) => return signin_redirect("/me"),
-        Err(f) => return fail_page(&h, ui, f),
+    let (ui, _) = texts(&h, &headers);
+    let form = FormFields::parse(&body);
+    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_CADENCE, &id), "/me").await {
+        Ok(a) => a,
+        Err(res) => return res,
     };
-    if !csrf_ok(&h, &form.csrf, CSRF_ME_CADENCE, &binding(&account, &id)) {
-        return csrf_page(&h, ui);
-    }
     let back = format!("/me/intents/{id}");
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
         return super::intent_pages::cadence_invalid_page(&h, ui, &back);
@@ -270,17 +274,12 @@ async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers
 
 /// `POST /me/intents/{id}/renew` (csrf): a pending renewal; 303 to its page.
 async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, m) = (ui(lang), mine(lang));
+    let (ui, m) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match account_of(&h, &headers).await {
-        Ok(Some(a)) => a,
-        Ok(None) => return signin_redirect("/me"),
-        Err(f) => return fail_page(&h, ui, f),
+    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_RENEW, &id), "/me").await {
+        Ok(a) => a,
+        Err(res) => return res,
     };
-    if !csrf_ok(&h, &form.csrf, CSRF_ME_RENEW, &binding(&account, &id)) {
-        return csrf_page(&h, ui);
-    }
     match call(&h, "request_renewal", move |x| x.intents.request_renewal(&account, &id)).await {
         Ok(r) => Redirect::to(&format!("/renew/{}", r.token)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_refused),
@@ -293,19 +292,13 @@ async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers:
 
 /// `GET /renew/{token}`: the intent, the new validUntil and a Confirm button.
 async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, m) = (ui(lang), mine(lang));
-    let (hd, t) = (headers.clone(), token.clone());
-    let got = call(&h, "renewal_view", move |x| -> Result<_, ServiceError> {
-        let Ok(account) = page_access(x, &hd, Action::OwnPages) else { return Ok(None) };
-        Ok(Some((x.intents.renewal_view(&account, &t)?, account)))
-    })
-    .await;
-    let (view, account) = match got {
-        Ok(Some(v)) => v,
-        Ok(None) => return signin_redirect(&format!("/renew/{token}")),
-        Err(f) => return fail_page(&h, ui, f),
-    };
+    let (ui, m) = texts(&h, &headers);
+    let (t, next) = (token.clone(), format!("/renew/{token}"));
+    let (account, view) =
+        match owned(&h, &headers, ui, "renewal_view", &next, move |x, a| x.intents.renewal_view(a, &t)).await {
+            Ok(v) => v,
+            Err(res) => return res,
+        };
     if !view.open {
         let body = html! {
             (pages::message(m.renew_closed, false))
@@ -321,10 +314,7 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
             dt { (m.new_valid_until) }
             dd { (pages::date(ui, &view.valid_until)) }
         }
-        form.card method="post" action=(format!("/renew/{token}")) {
-            input type="hidden" name="csrf" value=(csrf(&h, CSRF_RENEW, &account, &token));
-            button type="submit" { (ui.confirm_button) }
-        }
+        (pages::button_form(&next, &csrf(&h, CSRF_RENEW, &account, &token), ui.confirm_button, false))
         p { a href="/me" { (m.back) } }
     };
     page(&h, ui, StatusCode::OK, m.renew_title, body)
@@ -332,17 +322,13 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
 
 /// `POST /renew/{token}` (csrf): applies the renewal; 303 to the intent's page.
 async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, m) = (ui(lang), mine(lang));
+    let (ui, m) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match account_of(&h, &headers).await {
-        Ok(Some(a)) => a,
-        Ok(None) => return signin_redirect(&format!("/renew/{token}")),
-        Err(f) => return fail_page(&h, ui, f),
+    let next = format!("/renew/{token}");
+    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_RENEW, &token), &next).await {
+        Ok(a) => a,
+        Err(res) => return res,
     };
-    if !csrf_ok(&h, &form.csrf, CSRF_RENEW, &binding(&account, &token)) {
-        return csrf_page(&h, ui);
-    }
     match call(&h, "renew", move |x| x.intents.renew(&account, &token)).await {
         Ok(intent) => Redirect::to(&format!("/me/intents/{}", intent.id)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_closed),

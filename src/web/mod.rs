@@ -63,7 +63,7 @@ use axum::Router;
 use i18n::{page_lang, ui, Ui, LANGUAGES};
 use intent_pages::{
     confirm_done, confirm_page, confirm_submit, consent_page, consent_sent, consent_submit, results_page,
-    unsubscribe_one_click, withdraw_done, withdraw_page, withdraw_submit,
+    unsubscribe_one_click, withdraw_page, withdraw_submit,
 };
 use maud::Markup;
 use rust_embed::RustEmbed;
@@ -122,7 +122,7 @@ fn pages_with(holder: AppState, oauth: Arc<crate::oauth::Server>, people: Arc<dy
         .route("/results/{token}/cadence", post(links::results_cadence))
         .route("/results/{token}/cadence/{cadence}", get(links::cadence_mail_page).post(links::cadence_mail_submit))
         .route("/withdraw/{token}", get(withdraw_page).post(withdraw_submit))
-        .route("/withdraw/{token}/done", get(withdraw_done))
+        .route("/withdraw/{token}/done", get(withdraw_page))
         .route("/unsubscribe/{token}", get(withdraw_page).post(unsubscribe_one_click))
         .merge(demand_page::routes())
         .merge(seller_pages::routes())
@@ -246,15 +246,6 @@ enum Fail {
     Internal,
 }
 
-impl Fail {
-    /// An internal failure: its cause (storage, keys, a failed task; never personal
-    /// data) is logged here, once, under the operation's name.
-    fn internal(op: &'static str, cause: &dyn std::fmt::Display) -> Self {
-        tracing::error!(op, error = %cause, "web page: holder operation failed");
-        Self::Internal
-    }
-}
-
 /// A service error as a page sees it.
 trait PageError: std::fmt::Display + Send + 'static {
     /// The page answer it calls for.
@@ -270,6 +261,14 @@ impl PageError for ServiceError {
             e if e.is_internal() => Fail::Internal,
             _ => Fail::State,
         }
+    }
+}
+
+/// The sellers' list reads a profile and the open intents after the session was
+/// checked: any failure is the holder's.
+impl PageError for crate::sellers::SellerError {
+    fn fail(&self) -> Fail {
+        Fail::Internal
     }
 }
 
@@ -337,14 +336,21 @@ fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
 /// language its pages are shown in; the error page when the link is unknown or the store
 /// fails.
 async fn managed(h: &Shared, token: &str) -> Result<(Intent, &'static Ui), Response> {
+    let intent = by_token(h, "manage_view", token, |x, t| x.intents.manage_view(t)).await?;
+    let ui = intent_ui(h, &intent);
+    Ok((intent, ui))
+}
+
+/// What `f` reads for a link's `token` (the intent behind it, or a view of it), off the
+/// async threads ([`call`] as `op`); the error page in the holder's default language
+/// when the link is unknown or the store fails.
+async fn by_token<T, F>(h: &Shared, op: &'static str, token: &str, f: F) -> Result<T, Response>
+where
+    T: Send + 'static,
+    F: FnOnce(&AppState, &str) -> Result<T, ServiceError> + Send + 'static,
+{
     let t = token.to_owned();
-    match call(h, "manage_view", move |x| x.intents.manage_view(&t)).await {
-        Ok(intent) => {
-            let ui = intent_ui(h, &intent);
-            Ok((intent, ui))
-        }
-        Err(f) => Err(fail_page(h, default_ui(h), f)),
-    }
+    call(h, op, move |x| f(x, &t)).await.map_err(|fail| fail_page(h, default_ui(h), fail))
 }
 
 /// The page language of an intent.
@@ -357,8 +363,7 @@ fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
     match fail {
         Fail::NotFound => {
             let body = maud::html! {
-                (pages::message(ui.not_found_body, false))
-                p { a href="/" { (ui.home_link) } }
+                (pages::message_link(ui.not_found_body, false, "/", ui.home_link))
                 (pages::way_forward(ui))
             };
             page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, body)
@@ -416,10 +421,13 @@ fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct FormFields {
+    /// The CSRF token (or a cadence e-mail's proof).
     csrf: String,
     email: String,
     accept: String,
     lang: String,
+    /// The cadence forms' choice: one of the [`crate::records::Cadence`] keys.
+    cadence: String,
 }
 
 impl FormFields {
@@ -468,7 +476,13 @@ async fn unknown_path(State(h): State<Shared>, uri: axum::http::Uri, headers: He
         return StatusCode::NOT_FOUND.into_response();
     }
     let ui = ui(chosen_lang(&h, &headers, uri.query()));
-    let mut res = page(&h, ui, StatusCode::NOT_FOUND, ui.not_found_title, pages::no_such_page(ui));
+    let mut res = page(
+        &h,
+        ui,
+        StatusCode::NOT_FOUND,
+        ui.not_found_title,
+        pages::message_link(ui.no_such_page, false, "/", ui.home_link),
+    );
     set_page_headers(res.headers_mut(), CSP);
     res
 }

@@ -11,7 +11,7 @@ use crate::protocol::{Budget, Delivery, Intent};
 use crate::records::Cadence;
 use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The whole document around a page body, the one layout of every page: `lang`, the
 /// skip link, the header naming the holder (a link home), the versioned stylesheet,
@@ -103,22 +103,26 @@ fn language_switcher(ui: &Ui) -> Markup {
     }
 }
 
-/// The 404 page body of an address that is no page (issue 13 point 4): what happened
-/// and a link home.
-pub fn no_such_page(ui: &Ui) -> Markup {
-    html! {
-        (message(ui.no_such_page, false))
-        p { a href="/" { (ui.home_link) } }
-    }
-}
-
 /// A wide data table in its own scroll box, so that a phone-wide page never scrolls
 /// sideways (WCAG 2.1 SC 1.4.10: a data table may scroll in two dimensions): a
 /// `role="region"` named by the table's caption (`caption_id`), reachable with Tab
-/// (`tabindex="0"`, so that keyboard users can scroll it too).
-pub fn scroll_box(caption_id: &str, table: Markup) -> Markup {
+/// (`tabindex="0"`, so that keyboard users can scroll it too). The table
+/// (`table.criteria`) has `caption`, one column header per `columns` and `rows` (the
+/// `tr`s of its body).
+pub fn data_table(
+    caption_id: &str,
+    caption: Markup,
+    columns: impl IntoIterator<Item = impl maud::Render>,
+    rows: Markup,
+) -> Markup {
     html! {
-        div.table-scroll role="region" aria-labelledby=(caption_id) tabindex="0" { (table) }
+        div.table-scroll role="region" aria-labelledby=(caption_id) tabindex="0" {
+            table.criteria {
+                caption id=(caption_id) { (caption) }
+                thead { tr { @for c in columns { th scope="col" { (c) } } } }
+                tbody { (rows) }
+            }
+        }
     }
 }
 
@@ -130,6 +134,25 @@ pub fn message(text: &str, alert: bool) -> Markup {
         } @else {
             p.notice { (text) }
         }
+    }
+}
+
+/// A POST form (`form.card`) to `action` with the CSRF token `csrf` and one submit
+/// button named `label` (`button.danger` when `danger`): the pages' one-button forms.
+pub fn button_form(action: &str, csrf: &str, label: &str, danger: bool) -> Markup {
+    html! {
+        form.card method="post" action=(action) {
+            input type="hidden" name="csrf" value=(csrf);
+            @if danger { button.danger type="submit" { (label) } } @else { button type="submit" { (label) } }
+        }
+    }
+}
+
+/// A message with one link under it (to `href`, named `link`).
+pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
+    html! {
+        (message(text, alert))
+        p { a href=(href) { (link) } }
     }
 }
 
@@ -155,10 +178,7 @@ pub fn cadence_confirm(ui: &Ui, intent: &Intent, label: &str, action: &str, proo
     html! {
         p { (ui.links.cadence_confirm_intro) " " strong { (label) } }
         (statement(ui, intent))
-        form.card method="post" action=(action) {
-            input type="hidden" name="csrf" value=(proof);
-            button type="submit" { (ui.links.cadence_confirm_button) }
-        }
+        (button_form(action, proof, ui.links.cadence_confirm_button, false))
     }
 }
 
@@ -184,11 +204,7 @@ pub fn statement(ui: &Ui, intent: &Intent) -> Markup {
 /// (only with `budget`: never on a page behind a link, which may have leaked), dates,
 /// criteria table, and — when set — the sentence that a hidden limit exists.
 pub fn intent_details(ui: &Ui, intent: &Intent, budget: bool) -> Markup {
-    // Criteria in the category's attribute order (make before model), unknown keys last.
-    let order = crate::protocol::category(&intent.category).map(|c| c.attributes).unwrap_or(&[]);
-    let mut criteria: Vec<(&String, &Value)> =
-        intent.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
-    criteria.sort_by_key(|(k, _)| order.iter().position(|(a, _, _)| a == k).unwrap_or(usize::MAX));
+    let criteria = ordered_criteria(&intent.category, &intent.criteria);
     html! {
         (statement(ui, intent))
         dl.facts {
@@ -213,7 +229,7 @@ pub fn intent_details(ui: &Ui, intent: &Intent, budget: bool) -> Markup {
                 thead { tr { th scope="col" { (ui.criterion) } th scope="col" { (ui.value) } } }
                 tbody {
                     @for (k, v) in &criteria {
-                        tr { th scope="row" { (ui.attribute_label(k)) } td { (criterion_value(ui, v)) } }
+                        tr { th scope="row" { (ui.attribute_label(k)) } td { (criterion_value(Some(ui), v)) } }
                     }
                 }
             }
@@ -297,10 +313,7 @@ pub fn confirm(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     html! {
         p { (ui.confirm_intro) }
         (intent_details(ui, intent, false))
-        form.card method="post" action=(format!("/confirm/{token}")) {
-            input type="hidden" name="csrf" value=(csrf);
-            button type="submit" { (ui.confirm_button) }
-        }
+        (button_form(&format!("/confirm/{token}"), csrf, ui.confirm_button, false))
     }
 }
 
@@ -309,10 +322,7 @@ pub fn withdraw(ui: &Ui, intent: &Intent, token: &str, csrf: &str) -> Markup {
     html! {
         p { (ui.withdraw_intro) }
         (intent_status(ui, intent))
-        form.card method="post" action=(format!("/withdraw/{token}")) {
-            input type="hidden" name="csrf" value=(csrf);
-            button.danger type="submit" { (ui.withdraw_button) }
-        }
+        (button_form(&format!("/withdraw/{token}"), csrf, ui.withdraw_button, true))
     }
 }
 
@@ -400,17 +410,11 @@ pub fn cadence_form(ui: &Ui, f: &CadenceForm<'_>) -> Markup {
 
 /// The code holder's results page body: the intent, the delivery cadence form (while
 /// the intent has not ended), its deliveries (newest first) and the withdraw link.
-pub fn results(
-    ui: &Ui,
-    intent: &Intent,
-    deliveries: &[Delivery],
-    token: &str,
-    cadence: Option<&CadenceForm<'_>>,
-) -> Markup {
+pub fn results(ui: &Ui, intent: &Intent, deliveries: &[Delivery], token: &str, cadence: &CadenceForm<'_>) -> Markup {
     html! {
         (intent_status(ui, intent))
-        @if let Some(f) = cadence.filter(|_| !intent.status.is_final()) {
-            (cadence_form(ui, f))
+        @if !intent.status.is_final() {
+            (cadence_form(ui, cadence))
         }
         (offer_list(ui, deliveries))
         @if !intent.status.is_final() {
@@ -495,16 +499,28 @@ pub fn budget_text(ui: &Ui, b: &Budget) -> String {
     }
 }
 
-/// A criteria value: strings as given, arrays joined, ranges as `a – b`, `≥ a`, `≤ b`.
-fn criterion_value(ui: &Ui, v: &Value) -> String {
+/// An intent's criteria but `category`, in the category's attribute order (make before
+/// model), unknown keys last.
+pub fn ordered_criteria<'a>(category: &str, criteria: &'a Map<String, Value>) -> Vec<(&'a String, &'a Value)> {
+    let order = crate::protocol::category(category).map(|c| c.attributes).unwrap_or(&[]);
+    let mut items: Vec<(&String, &Value)> = criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
+    items.sort_by_key(|(k, _)| order.iter().position(|(a, _, _)| a == k).unwrap_or(usize::MAX));
+    items
+}
+
+/// A criteria value: strings as given, arrays joined, ranges as `a – b`, `≥ a`, `≤ b`;
+/// numbers as [`number`] writes them in `ui`'s language, or as JSON writes them with
+/// `None` (the sellers' list).
+pub fn criterion_value(ui: Option<&Ui>, v: &Value) -> String {
+    let num = |n: &serde_json::Number| ui.map_or_else(|| n.to_string(), |ui| number(ui, n));
     match v {
         Value::String(s) => s.clone(),
-        Value::Number(n) => number(ui, n),
+        Value::Number(n) => num(n),
         Value::Bool(b) => b.to_string(),
         Value::Null => String::new(),
         Value::Array(a) => a.iter().map(|x| criterion_value(ui, x)).collect::<Vec<_>>().join(", "),
         Value::Object(o) => {
-            let side = |k: &str| o.get(k).and_then(Value::as_number).map(|n| number(ui, n));
+            let side = |k: &str| o.get(k).and_then(Value::as_number).map(&num);
             match (side("min"), side("max")) {
                 (Some(a), Some(b)) => format!("{a}\u{a0}– {b}"),
                 (Some(a), None) => format!("≥ {a}"),
@@ -560,10 +576,10 @@ mod tests {
     #[test]
     fn values_and_budgets_read_naturally() {
         let sk = ui("sk");
-        assert_eq!(criterion_value(sk, &json!({"min": 2016})), "≥ 2016");
-        assert_eq!(criterion_value(sk, &json!({"max": 150000})), "≤ 150\u{a0}000");
-        assert_eq!(criterion_value(sk, &json!(["diesel", "hybrid"])), "diesel, hybrid");
-        assert_eq!(criterion_value(sk, &json!(1.5)), "1,5");
+        assert_eq!(criterion_value(Some(sk), &json!({"min": 2016})), "≥ 2016");
+        assert_eq!(criterion_value(Some(sk), &json!({"max": 150000})), "≤ 150\u{a0}000");
+        assert_eq!(criterion_value(Some(sk), &json!(["diesel", "hybrid"])), "diesel, hybrid");
+        assert_eq!(criterion_value(Some(sk), &json!(1.5)), "1,5");
         let b = Budget { max: Some(12000.0), min: None, currency: "EUR".into() };
         assert_eq!(budget_text(sk, &b), "do 12\u{a0}000\u{a0}EUR");
         assert_eq!(

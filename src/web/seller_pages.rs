@@ -14,7 +14,7 @@
 //! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
 
 use super::i18n::{ui, SellerText, Ui};
-use super::{fail_page, page, page_access, pages, Fail, Shared};
+use super::{call, fail_page, page, page_access, pages, Shared};
 use crate::policy::{Action, Denied};
 use crate::sellers::{self, OpenIntent, OpenQuery};
 
@@ -24,7 +24,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 use maud::{html, Markup};
-use serde_json::Value;
 
 /// Most intents the page lists.
 const PAGE_LIMIT: usize = 200;
@@ -32,13 +31,6 @@ const PAGE_LIMIT: usize = 200;
 /// The route (merged into the pages' router, so it gets the page headers).
 pub(super) fn routes() -> Router<Shared> {
     Router::new().route("/seller/intents", get(intents_page))
-}
-
-// ---------------------------------------------------------------------------
-// strings
-
-fn texts(lang: &str) -> &'static SellerText {
-    ui(lang).sellers
 }
 
 // ---------------------------------------------------------------------------
@@ -54,13 +46,9 @@ enum Access {
 
 /// `GET /seller/intents`.
 async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, t) = (ui(lang), texts(lang));
-    let holder = h.clone();
-    let span = tracing::Span::current();
-    let got = tokio::task::spawn_blocking(move || -> Result<Access, sellers::SellerError> {
-        let _in_request = span.enter();
-        let x = &holder;
+    let ui = ui(super::browser_lang(&h, &headers));
+    let t = ui.sellers;
+    let got = call(&h, "seller_intents", move |x| -> Result<Access, sellers::SellerError> {
         Ok(match page_access(x, &headers, Action::SellerPages) {
             Err(Denied::MissingCredentials) => Access::SignIn,
             Err(_) => Access::Forbidden,
@@ -74,18 +62,14 @@ async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
         })
     })
     .await;
-    let access = match got {
-        Ok(Ok(a)) => a,
-        Ok(Err(e)) => return fail_page(&h, ui, Fail::internal("seller_intents", &e)),
-        Err(e) => return fail_page(&h, ui, Fail::internal("seller_intents", &e)),
-    };
-    match access {
-        Access::SignIn => Redirect::to("/signin?next=/seller/intents").into_response(),
-        Access::Forbidden => {
+    match got {
+        Err(f) => fail_page(&h, ui, f),
+        Ok(Access::SignIn) => Redirect::to("/signin?next=/seller/intents").into_response(),
+        Ok(Access::Forbidden) => {
             page(&h, ui, StatusCode::FORBIDDEN, t.sellers_only_title, pages::message(t.sellers_only, true))
         }
-        Access::NoProfile => page(&h, ui, StatusCode::OK, t.title, pages::message(t.no_profile, true)),
-        Access::List(intents) => {
+        Ok(Access::NoProfile) => page(&h, ui, StatusCode::OK, t.title, pages::message(t.no_profile, true)),
+        Ok(Access::List(intents)) => {
             let endpoint = format!("{}/mcp/seller", h.base.settings().public_url.base);
             page(&h, ui, StatusCode::OK, t.title, body(ui, t, &intents, &endpoint))
         }
@@ -105,37 +89,24 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
         @if shown.is_empty() {
             p.notice { (t.none) }
         } @else {
-            (pages::scroll_box("open-intents-caption", html! { table.criteria {
-                caption #open-intents-caption { (t.title) " (" (shown.len()) ")" }
-                thead {
+            @let columns = [t.buyer, ui.statement, ui.criteria, ui.area, ui.budget, ui.buy_by, t.handle];
+            (pages::data_table("open-intents-caption", html! { (t.title) " (" (shown.len()) ")" }, columns, html! {
+                @for i in shown {
                     tr {
-                        th scope="col" { (t.buyer) }
-                        th scope="col" { (ui.statement) }
-                        th scope="col" { (ui.criteria) }
-                        th scope="col" { (ui.area) }
-                        th scope="col" { (ui.budget) }
-                        th scope="col" { (ui.buy_by) }
-                        th scope="col" { (t.handle) }
-                    }
-                }
-                tbody {
-                    @for i in shown {
-                        tr {
-                            th scope="row" { code { (i.pseudonym) } }
-                            td { span lang=(i.language) { (i.statement) } }
-                            td { (criteria_text(ui, i)) }
-                            td { (pages::area_text(ui, &i.area)) }
-                            td {
-                                @if let Some(b) = &i.budget { (pages::budget_text(ui, b)) }
-                            }
-                            td {
-                                @if let Some(d) = &i.buy_by { (pages::date(ui, d)) }
-                            }
-                            td { code.url { (i.id) } }
+                        th scope="row" { code { (i.pseudonym) } }
+                        td { span lang=(i.language) { (i.statement) } }
+                        td { (criteria_text(ui, i)) }
+                        td { (pages::area_text(ui, &i.area)) }
+                        td {
+                            @if let Some(b) = &i.budget { (pages::budget_text(ui, b)) }
                         }
+                        td {
+                            @if let Some(d) = &i.buy_by { (pages::date(ui, d)) }
+                        }
+                        td { code.url { (i.id) } }
                     }
                 }
-            } }))
+            }))
             @if more {
                 p.hint { (t.more) }
             }
@@ -146,29 +117,10 @@ fn body(ui: &Ui, t: &SellerText, intents: &[OpenIntent], endpoint: &str) -> Mark
 
 /// `Category: Vehicles; Make: Škoda; Year: ≥ 2016` in the category's attribute order.
 fn criteria_text(ui: &Ui, i: &OpenIntent) -> String {
-    let order = crate::protocol::category(&i.category).map(|c| c.attributes).unwrap_or(&[]);
-    let mut items: Vec<(&String, &Value)> = i.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
-    items.sort_by_key(|(k, _)| order.iter().position(|(a, _, _)| a == k).unwrap_or(usize::MAX));
+    let items = pages::ordered_criteria(&i.category, &i.criteria);
     let mut out = vec![format!("{}: {}", ui.category, ui.category_name(&i.category))];
-    out.extend(items.into_iter().map(|(k, v)| format!("{}: {}", ui.attribute_label(k), value_text(v))));
+    out.extend(
+        items.into_iter().map(|(k, v)| format!("{}: {}", ui.attribute_label(k), pages::criterion_value(None, v))),
+    );
     out.join("; ")
-}
-
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Null => String::new(),
-        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join(", "),
-        Value::Object(o) => {
-            let side = |k: &str| o.get(k).filter(|x| x.is_number()).map(value_text);
-            match (side("min"), side("max")) {
-                (Some(a), Some(b)) => format!("{a}\u{a0}– {b}"),
-                (Some(a), None) => format!("≥ {a}"),
-                (None, Some(b)) => format!("≤ {b}"),
-                (None, None) => Value::Object(o.clone()).to_string(),
-            }
-        }
-    }
 }

@@ -31,15 +31,63 @@ pub(super) struct Env {
 }
 
 pub(super) fn env() -> Env {
+    let (dir, holder, clock) = holder(|_| {});
+    let app = routes(holder.clone(), crate::oauth::Server::new(holder.base.clone()));
+    Env { _dir: dir, holder, clock, app }
+}
+
+/// A real holder for the pages' tests: a store file in a temporary directory (kept while
+/// the `TempDir` lives), an ephemeral key ring, a manual clock at 2026-12-01T10:00:00Z,
+/// and the default settings named "Test holder", changed by `change`.
+pub(super) fn holder(change: impl FnOnce(&mut Settings)) -> (tempfile::TempDir, AppState, Arc<ManualClock>) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::defaults();
     settings.data_dir = dir.path().to_owned();
     settings.holder_name = "Test holder".into();
+    change(&mut settings);
     let store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
     let clock = Arc::new(ManualClock::new(clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
     let holder = AppState::new(settings, store, KeyRing::ephemeral(), clock.clone());
-    let app = routes(holder.clone(), crate::oauth::Server::new(holder.base.clone()));
-    Env { _dir: dir, holder, clock, app }
+    (dir, holder, clock)
+}
+
+/// `method path` with `headers` and `body`.
+fn request(method: Method, path: &str, headers: &[(header::HeaderName, &str)], body: Body) -> Request<Body> {
+    let mut b = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        b = b.header(name, *value);
+    }
+    b.body(body).unwrap()
+}
+
+/// `GET path` with `headers`.
+pub(super) fn get_request(path: &str, headers: &[(header::HeaderName, &str)]) -> Request<Body> {
+    request(Method::GET, path, headers, Body::empty())
+}
+
+/// `POST path` of the url-encoded `fields`, with `headers`.
+pub(super) fn post_request(
+    path: &str,
+    fields: impl serde::Serialize,
+    headers: &[(header::HeaderName, &str)],
+) -> Request<Body> {
+    let form = [(header::CONTENT_TYPE, "application/x-www-form-urlencoded")];
+    let all: Vec<_> = form.iter().chain(headers).cloned().collect();
+    request(Method::POST, path, &all, Body::from(serde_urlencoded::to_string(fields).unwrap()))
+}
+
+/// The `Cookie` header of `cookie`, if any (for [`get_request`] and [`post_request`]).
+pub(super) fn cookie_header(cookie: Option<&str>) -> Vec<(header::HeaderName, &str)> {
+    cookie.map(|c| (header::COOKIE, c)).into_iter().collect()
+}
+
+/// Sends `req` through `app` and reads the whole answer.
+pub(super) async fn send(app: &Router, req: Request<Body>) -> Resp {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+    Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
 }
 
 impl Env {
@@ -64,38 +112,27 @@ impl Env {
     }
 
     pub(super) async fn get(&self, path: &str) -> Resp {
-        self.send(Request::builder().method(Method::GET).uri(path).body(Body::empty()).unwrap()).await
+        self.send(get_request(path, &[])).await
     }
 
     pub(super) async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
-        let body = serde_urlencoded::to_string(fields).unwrap();
-        self.send(
-            Request::builder()
-                .method(Method::POST)
-                .uri(path)
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(Body::from(body))
-                .unwrap(),
-        )
-        .await
+        self.send(post_request(path, fields, &[])).await
     }
 
     pub(super) async fn send(&self, req: Request<Body>) -> Resp {
-        let res = self.app.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
-        Resp { status, headers, body: String::from_utf8(body.to_vec()).unwrap() }
+        send(&self.app, req).await
     }
 
     /// The (only) queued mail, opened.
     pub(super) fn mails(&self) -> Vec<MailContent> {
-        let jobs: Vec<(u64, MailJob)> =
-            self.holder.base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
-        jobs.iter()
-            .map(|(_, j)| serde_json::from_slice(&self.holder.base.keys().open(&j.sealed).unwrap()).unwrap())
-            .collect()
+        outbox(&self.holder.base)
     }
+}
+
+/// The queued mails of `base`, opened.
+pub(super) fn outbox(base: &crate::base::Base) -> Vec<MailContent> {
+    let jobs: Vec<(u64, MailJob)> = base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
+    jobs.iter().map(|(_, j)| serde_json::from_slice(&base.keys().open(&j.sealed).unwrap()).unwrap()).collect()
 }
 
 #[derive(Debug)]
@@ -110,14 +147,65 @@ impl Resp {
         self.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or_default()
     }
 
+    pub(super) fn location(&self) -> &str {
+        self.header(header::LOCATION)
+    }
+
+    pub(super) fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+
     pub(super) fn csrf(&self) -> String {
+        self.csrf_after(0)
+    }
+
+    /// The CSRF token of the form posting to `action`.
+    pub(super) fn csrf_for(&self, action: &str) -> String {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form for {action} in:\n{}", self.body));
+        self.csrf_after(at)
+    }
+
+    /// The value of the first CSRF field at or after byte `from` of the body.
+    fn csrf_after(&self, from: usize) -> String {
         let marker = "name=\"csrf\" value=\"";
-        let at = self.body.find(marker).unwrap_or_else(|| panic!("no csrf field in:\n{}", self.body)) + marker.len();
-        self.body[at..].split('"').next().unwrap().to_owned()
+        let found = self.body[from..].find(marker).unwrap_or_else(|| panic!("no csrf field in:\n{}", self.body));
+        self.body[from + found + marker.len()..].split('"').next().unwrap().to_owned()
     }
 
     pub(super) fn has_form(&self) -> bool {
         self.body.contains("<form")
+    }
+
+    /// The `name=value` of the first cookie set whose `Set-Cookie` value does (`pre`) or
+    /// does not contain the pre-session cookie's name.
+    fn set_cookie(&self, pre: bool) -> Option<String> {
+        let mut all = self.headers.get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap());
+        let v = all.find(|v| v.contains("isto_pre=") == pre)?;
+        Some(v.split(';').next().unwrap().to_owned())
+    }
+
+    /// The `name=value` of the session cookie set, if any.
+    pub(super) fn cookie(&self) -> Option<String> {
+        self.set_cookie(false)
+    }
+
+    /// The `name=value` of the pre-session cookie a sign-in or sign-up form's GET sets
+    /// (the forms' CSRF tokens are bound to it), if any.
+    pub(super) fn pre_cookie(&self) -> Option<String> {
+        self.set_cookie(true)
+    }
+
+    /// The query parameters of the Location header.
+    pub(super) fn location_params(&self) -> Vec<(String, String)> {
+        let q = self.location().split_once('?').map(|(_, q)| q).unwrap_or_default();
+        serde_urlencoded::from_str(q).unwrap()
+    }
+
+    pub(super) fn location_param(&self, name: &str) -> Option<String> {
+        self.location_params().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 }
 
@@ -186,15 +274,7 @@ async fn home_page_names_the_holder_and_the_mcp_endpoint() {
 impl Env {
     /// `GET path` with an `Accept-Language` header.
     pub(super) async fn get_in(&self, path: &str, accept_language: &str) -> Resp {
-        self.send(
-            Request::builder()
-                .method(Method::GET)
-                .uri(path)
-                .header(header::ACCEPT_LANGUAGE, accept_language)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
+        self.send(get_request(path, &[(header::ACCEPT_LANGUAGE, accept_language)])).await
     }
 }
 
@@ -435,16 +515,7 @@ async fn consent_confirm_results_and_one_click_withdraw() {
     assert_eq!(e.status(&p), Status::Active);
 
     // RFC 8058 one-click: a POST without CSRF withdraws at once.
-    let r = e
-        .send(
-            Request::builder()
-                .method(Method::POST)
-                .uri(&unsub)
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(Body::from("List-Unsubscribe=One-Click"))
-                .unwrap(),
-        )
-        .await;
+    let r = e.post(&unsub, &[("List-Unsubscribe", "One-Click")]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(e.status(&p), Status::Withdrawn);
     let r = e.get(&format!("/withdraw/{manage_token}")).await;
@@ -571,15 +642,7 @@ async fn stylesheet_is_served_with_cache_headers() {
     assert!(r.body.contains("color-scheme"));
     let etag = r.header(header::ETAG).to_owned();
     assert!(etag.starts_with('"'));
-    let r = e
-        .send(
-            Request::builder()
-                .uri("/assets/style.css")
-                .header(header::IF_NONE_MATCH, &etag)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let r = e.send(get_request("/assets/style.css", &[(header::IF_NONE_MATCH, &etag)])).await;
     assert_eq!(r.status, StatusCode::NOT_MODIFIED);
     assert!(r.body.is_empty());
     let r = e.get("/assets/style.css").await;
@@ -592,10 +655,6 @@ async fn account_pages_link_the_same_stylesheet_as_the_holders_other_pages() {
     let home = e.get("/").await;
     let href = super::stylesheet_href();
     assert!(home.body.contains(&href), "{href}");
-    let signup = super::accounts::routes(e.holder.clone())
-        .oneshot(Request::builder().uri("/signup").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let body = axum::body::to_bytes(signup.into_body(), usize::MAX).await.unwrap();
-    assert!(String::from_utf8_lossy(&body).contains(&href));
+    let signup = send(&super::accounts::routes(e.holder.clone()), get_request("/signup", &[])).await;
+    assert!(signup.body.contains(&href));
 }

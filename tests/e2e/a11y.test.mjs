@@ -27,7 +27,6 @@
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import test from "node:test";
 
@@ -37,19 +36,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { connectMcp, extractUrls, mailIsFor, randomToken, tmpDir, withIsto } from "./lib/harness.mjs";
 import { codeGrant, registerClient, signUpBuyer, authorizeUrl, pkcePair, newState } from "./lib/oauth.mjs";
 import { writeJsonl } from "./lib/seller.mjs";
+import { launchBrowser, loadChromium, readAxe } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** The axe rule sets run (WCAG 2.0/2.1 A and AA, and axe's best practices). */
 const AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
@@ -67,19 +56,10 @@ const STATEMENTS = {
   en: "Looking for a used Skoda Octavia with a diesel engine, up to 20 000 EUR",
 };
 
-let chromium = null;
-let axeSource = null;
-let skip = false;
-if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-    axeSource = fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-  } catch (e) {
-    skip = `playwright-core or axe-core is not installed (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip, axeSource } = await loadChromium({
+  more: async () => ({ axeSource: readAxe() }),
+  missing: "playwright-core or axe-core is not installed",
+});
 
 /** A config with a per-address consent quota of one, so the 429 page can be shown. */
 function writeConfig(work) {
@@ -261,7 +241,7 @@ test("accessibility of every page in sk, cs and en: axe-core, phone width, keybo
     isto = await env.start({ env: { ISTO_CONFIG: config } });
     const res = await isto.importOffers(writeJsonl(env.work, "catalogue.jsonl", catalogue()), { env: { ISTO_CONFIG: config } });
     assert.equal(res.code, 0, `import: exit ${res.code}\n${res.stdout}\n${res.stderr}`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchBrowser(chromium);
   });
 
   const base = () => isto.baseUrl;

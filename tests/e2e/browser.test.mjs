@@ -9,7 +9,6 @@
 // a message when Chromium or playwright-core is absent.
 
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
 import test from "node:test";
 
@@ -22,36 +21,16 @@ import {
   waitFor,
   withIsto,
 } from "./lib/harness.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const STATEMENT = "Hledám ojetou Škodu Octavia, nejlépe diesel";
 const HIDDEN_LIMIT = 250000;
 const LIMIT_RE = /250[\s\u00a0\u202f.,']?000/;
 const CSP = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
 
-let chromium = null;
-let skip = false;
-if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-  } catch (e) {
-    skip = `playwright-core is not installed (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip } = await loadChromium();
 
 test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone viewport", { skip, timeout: 5 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-browser-", start: false }, async (env) => {
   const step = stepper(t);
@@ -96,16 +75,8 @@ test("pages in Chromium: consent, e-mail confirmation, no JavaScript, phone view
   });
 
   await step("Chromium starts (JavaScript off, phone viewport)", async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({
-      javaScriptEnabled: false,
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      locale: "cs-CZ",
-    });
-    s.page = await context.newPage();
+    browser = await launchBrowser(chromium);
+    s.page = await phonePage(browser, "cs-CZ");
     s.styles = [];
     s.failed = [];
     s.console = [];

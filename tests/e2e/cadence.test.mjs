@@ -20,36 +20,16 @@ import test from "node:test";
 
 import { connectMcp, extractUrls, mailIsFor, randomToken, tmpDir, waitFor, withIsto } from "./lib/harness.mjs";
 import { writeJsonl } from "./lib/seller.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** Seconds between digests "as they come" (`mail.digest_min_interval_secs`). */
 const INTERVAL_SECS = 2;
 /** How long a held-back digest is watched for: several worker passes (5 s each) after the interval. */
 const QUIET_MS = (INTERVAL_SECS + 2 * 5 + 1) * 1000;
 
-let chromium = null;
-let skip = false;
-if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-  } catch (e) {
-    skip = `playwright-core is not installed (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip } = await loadChromium();
 
 /** An Octavia offer in Bratislava (it matches the test's intent). */
 const offer = (ref, title) => ({
@@ -117,16 +97,8 @@ test("cadence chosen on the results page decides the next digest (Chromium, real
     isto = await env.start({ env: { ISTO_CONFIG: config } });
     await importOffers("first.jsonl", [offer("cad-1", "Škoda Octavia 2.0 TDI Combi")]);
     mcp = await connectMcp(isto.mcpUrl);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({
-      javaScriptEnabled: false,
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      locale: "cs-CZ",
-    });
-    s.page = await context.newPage();
+    browser = await launchBrowser(chromium);
+    s.page = await phonePage(browser, "cs-CZ");
   });
 
   await step("a draft, consent and confirmation in the browser; the used confirmation link shows only its outcome", async () => {

@@ -15,24 +15,13 @@ import test from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { connectMcp, tmpDir, withIsto } from "./lib/harness.mjs";
+import { launchBrowser, loadChromium } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"];
 const TARGET = path.join(path.dirname(fileURLToPath(import.meta.url)), "../../docs/src/images/consent.png");
 const STATEMENT = "Used Škoda Octavia Combi, diesel, automatic, in the Bratislava region";
 
-let chromium = null;
-let skip = false;
-if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-  } catch (e) {
-    skip = `playwright-core is not installed (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip } = await loadChromium();
 
 test("the consent page's screenshot for the README and the book", { skip, timeout: 2 * 60 * 1000 }, (t) =>
   withIsto(t, { prefix: "isto-docshot-" }, async ({ isto, defer }) => {
@@ -52,7 +41,7 @@ test("the consent page's screenshot for the README and the book", { skip, timeou
       s.url = res.structuredContent.consentUrl;
     });
     await step("Chromium shows the consent page in English; the screenshot is a PNG of it", async () => {
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+      const browser = await launchBrowser(chromium);
       defer(() => browser.close());
       const page = await browser.newPage({ viewport: { width: 900, height: 900 }, locale: "en-GB", javaScriptEnabled: false });
       const res = await page.goto(s.url);

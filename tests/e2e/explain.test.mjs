@@ -13,40 +13,19 @@
 // absent.
 
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
 import test from "node:test";
 
 import { connectMcp, extractUrls, mailIsFor, randomToken, tmpDir, waitFor, withIsto } from "./lib/harness.mjs";
 import { writeJsonl } from "./lib/seller.mjs";
+import { launchBrowser, loadChromium, phonePage } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const HIDDEN_LIMIT = 15000;
 const LIMIT_RE = /15[\s\u00a0\u202f.,']?000/;
 
-let chromium = null;
-let skip = false;
-if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-  } catch (e) {
-    skip = `playwright-core is not installed (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip } = await loadChromium();
 
 /** An Octavia diesel offer in Bratislava at `amount` EUR. */
 const offer = (ref, title, amount) => ({
@@ -117,7 +96,7 @@ test("explanations in words on the results page, in the digest and in intent_lis
     const res = await isto.importOffers(writeJsonl(env.work, "offers.jsonl", OFFERS));
     assert.equal(res.code, 0, `import: exit ${res.code}\n${res.stdout}\n${res.stderr}`);
     mcp = await connectMcp(isto.mcpUrl);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchBrowser(chromium);
   });
 
   for (const c of CASES) {
@@ -125,15 +104,7 @@ test("explanations in words on the results page, in the digest and in intent_lis
     const want = `${c.heading} ${c.reasons.join("; ")}`;
 
     await step(`${c.lang}: publish with a hidden limit, consent and confirm in the browser`, async () => {
-      const context = await browser.newContext({
-        javaScriptEnabled: false,
-        viewport: { width: 390, height: 844 },
-        deviceScaleFactor: 2,
-        isMobile: true,
-        hasTouch: true,
-        locale: c.locale,
-      });
-      s.page = await context.newPage();
+      s.page = await phonePage(browser, c.locale);
       const res = await mcp.callTool("intent_publish_intent", {
         statement: c.statement,
         criteria: { category: "vehicles", make: "Škoda", model: "Octavia", fuel: "diesel" },

@@ -29,7 +29,6 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
-import { createRequire } from "node:module";
 import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
@@ -37,20 +36,10 @@ import { fileURLToPath } from "node:url";
 import { buildCatalogue, dataAvailable, DATA_DIR } from "./lib/catalogue.mjs";
 import { connectMcp, freePort, randomToken, tmpDir, waitFor, withIsto } from "./lib/harness.mjs";
 import { consentAndConfirm } from "./lib/seller.mjs";
+import { launchBrowser, loadChromium, readAxe } from "./lib/browser.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
 
 const HIDDEN_LIMIT = 250000;
@@ -86,24 +75,16 @@ const LANGS = [
   },
 ];
 
-let chromium = null;
-let axeSource = null;
-let esbuild = null;
-let skip = false;
-if (!dataAvailable()) {
-  skip = `real listing data not found in ${DATA_DIR}`;
-} else if (!fs.existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is absent (install the Debian package chromium, or set CHROMIUM_BIN)`;
-} else {
-  try {
-    ({ chromium } = await import("playwright-core"));
-    esbuild = await import("esbuild");
-    await import("@modelcontextprotocol/ext-apps/app-bridge");
-    axeSource = fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-  } catch (e) {
-    skip = `playwright-core, esbuild, axe-core or @modelcontextprotocol/ext-apps is missing (npm ci in tests/e2e): ${e.message}`;
-  }
-}
+const { chromium, skip, esbuild, axeSource } = !dataAvailable()
+  ? { skip: `real listing data not found in ${DATA_DIR}` }
+  : await loadChromium({
+      more: async () => {
+        const esbuild = await import("esbuild");
+        await import("@modelcontextprotocol/ext-apps/app-bridge");
+        return { esbuild, axeSource: readAxe() };
+      },
+      missing: "playwright-core, esbuild, axe-core or @modelcontextprotocol/ext-apps is missing",
+    });
 
 /** isto's amount format: whole units, thousands grouped by no-break spaces. */
 const amount = (a) => String(Math.round(a)).replace(/\B(?=(\d{3})+(?!\d))/g, "\u00a0");
@@ -208,7 +189,7 @@ test("MCP App: cards and status card in Chromium through the official AppBridge 
       );
       host = await hostServer(dir, isto.baseUrl);
       mcp = await connectMcp(isto.mcpUrl);
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      browser = await launchBrowser(chromium);
       const context = await browser.newContext({ viewport: { width: 700, height: 900 } });
       page = await context.newPage();
       page.on("request", (r) => requests.push({ url: r.url(), main: r.frame() === page.mainFrame() }));

@@ -65,7 +65,7 @@ fn count(h: &AppState, c: &Cell) -> Option<u64> {
     match isto::demand::summary(&h.base, "vehicles", c).unwrap() {
         DemandAnswer::Summary(s) => {
             assert_eq!(&s.cell, c);
-            Some(s.active_intents)
+            Some(s.counts.active_intents)
         }
         DemandAnswer::Withheld(w) => {
             assert!(w.withheld && w.reason == "below_threshold");
@@ -255,7 +255,7 @@ fn new_last_7_days_and_buy_by_bands() {
     active(h, with(Some("2026-12-21")));
     let answer = isto::demand::summary(&h.base, "vehicles", &cell("SK-TA", "5000-10000", "1m")).unwrap();
     let DemandAnswer::Summary(s) = answer else { panic!("withheld") };
-    assert_eq!((s.active_intents, s.new_last_7_days), (2, Some(1)), "the first became active 8 days ago");
+    assert_eq!((s.counts.active_intents, s.counts.new_last_7_days), (2, Some(1)), "the first became active 8 days ago");
     assert_eq!(s.as_of, "2026-12-09T10:00:00Z");
 
     active(h, with(Some("2027-02-20"))); // ≤ 2027-03-09

@@ -751,19 +751,40 @@ fn the_fixture_is_small_and_says_its_keys_are_test_keys() {
     assert!(fixture_dir().join("keys/sealing.key").is_file());
 }
 
-/// The intents of the store file at `path` as stored JSON, by id (redb directly, no
-/// migration).
-fn raw_intents(path: &Path) -> BTreeMap<String, Value> {
+/// The rows of the `&str → JSON` table `table` of the store file at `path`, by key
+/// (redb directly, no migration).
+fn raw_rows(path: &Path, table: &str) -> BTreeMap<String, Value> {
     use redb::{ReadableDatabase as _, ReadableTable as _};
-    const INTENTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_read().unwrap();
-    let t = txn.open_table(INTENTS).unwrap();
+    let t = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new(table)).unwrap();
     t.iter()
         .unwrap()
         .map(|r| r.unwrap())
         .map(|(k, v)| (k.value().to_owned(), serde_json::from_slice(v.value()).unwrap()))
         .collect()
+}
+
+/// Writes `rows` (key → JSON) into the table `table` of the store file at `path`, as a
+/// damaged file (or a faulty older isto) would hold them (redb directly).
+fn put_raw_rows(path: &Path, table: &str, rows: &[(&str, &Value)]) {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut t = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new(table)).unwrap();
+        for (k, v) in rows {
+            t.insert(*k, serde_json::to_vec(v).unwrap().as_slice()).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
+/// A copy of the fixture's data directory under `d` (not opened); its store file.
+fn fixture_copy(d: &Path) -> PathBuf {
+    let data = d.join("data");
+    copy_files(&fixture_dir(), &data);
+    copy_files(&fixture_dir().join("keys"), &data.join("keys"));
+    data.join("isto.redb")
 }
 
 /// Microseconds of an RFC 3339 time.
@@ -774,28 +795,19 @@ fn micros_of(s: &str) -> i64 {
 #[test]
 fn migration_5_stores_every_intent_time_as_microseconds_and_leaves_an_unreadable_one_to_fail() {
     let d = tempfile::tempdir().unwrap();
-    let data = d.path().join("data");
-    copy_files(&fixture_dir(), &data);
-    copy_files(&fixture_dir().join("keys"), &data.join("keys"));
-    let store = data.join("isto.redb");
-    let before = raw_intents(&store);
+    let store = fixture_copy(d.path());
+    let before = raw_rows(&store, "intents");
     // One record with a time the older isto never wrote, as a damaged file would hold.
     let damaged = before.keys().next().unwrap().clone();
-    {
-        const INTENTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("intents");
-        let db = redb::Database::open(&store).unwrap();
-        let txn = db.begin_write().unwrap();
-        let mut v = before[&damaged].clone();
-        v["updated_at"] = json!("yesterday");
-        txn.open_table(INTENTS).unwrap().insert(damaged.as_str(), serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
-        txn.commit().unwrap();
-    }
+    let mut v = before[&damaged].clone();
+    v["updated_at"] = json!("yesterday");
+    put_raw_rows(&store, "intents", &[(damaged.as_str(), &v)]);
     // The dry run names the migration; the open runs it.
     let m = isto::store::migrate_file(&store, false).unwrap();
     assert!(m.pending.iter().any(|p| p.number == 5 && p.name == "intent_times"), "{m:?}");
     let s = Store::open(&store).unwrap();
     drop(s);
-    let after = raw_intents(&store);
+    let after = raw_rows(&store, "intents");
     assert_eq!(after.len(), before.len());
     let fields = [
         "valid_until",
@@ -851,4 +863,95 @@ fn migration_5_stores_every_intent_time_as_microseconds_and_leaves_an_unreadable
             assert_eq!(rec.created_at.micros(), micros_of(before[id]["created_at"].as_str().unwrap()));
         }
     }
+}
+
+/// The record namespaces whose times migration 6 converts, with those times (RFC 3339
+/// strings up to schema version 5).
+const ACCOUNT_TIMES: [(&str, &[&str]); 3] = [
+    ("account:", &["created_at", "consent_at"]),
+    ("session:", &["created_at", "expires_at", "last_seen"]),
+    ("signin:", &["created_at", "expires_at"]),
+];
+
+#[test]
+fn migration_6_stores_account_session_link_and_throttle_times_as_microseconds() {
+    let d = tempfile::tempdir().unwrap();
+    let store = fixture_copy(d.path());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("fixture.json")).unwrap()).unwrap();
+    let m = |p: &str| manifest.pointer(p).and_then(Value::as_str).unwrap().to_owned();
+    let cookie = |who: &str| m(&format!("/{who}/cookie")).split_once('=').unwrap().1.to_owned();
+    let before = raw_rows(&store, "records");
+    // The seller's session with an end the older isto never wrote.
+    let damaged = format!("session:{}", isto::accounts::session_key(&cookie("seller")));
+    let mut v = before[&damaged].clone();
+    v["expires_at"] = json!("in two weeks");
+    put_raw_rows(&store, "records", &[(damaged.as_str(), &v)]);
+    let plan = isto::store::migrate_file(&store, false).unwrap();
+    assert!(plan.pending.iter().any(|p| p.number == 6 && p.name == "account_times"), "{plan:?}");
+    drop(Store::open(&store).unwrap());
+
+    let after = raw_rows(&store, "records");
+    assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    let (mut times, mut throttled) = (0, 0);
+    for (key, old) in &before {
+        let new = &after[key];
+        let Some((_, fields)) = ACCOUNT_TIMES.iter().find(|(p, _)| key.starts_with(p)) else {
+            if key.starts_with("throttle:") {
+                let secs = old["times"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap());
+                assert_eq!(new["times"], json!(secs.map(|s| s * 1_000_000).collect::<Vec<_>>()), "{key}");
+                throttled += 1;
+            } else {
+                assert_eq!(new, old, "{key}: not a time of migration 6");
+            }
+            continue;
+        };
+        for f in *fields {
+            match (&old[*f], key == &damaged && *f == "expires_at") {
+                (Value::Null, _) => assert!(new[*f].is_null(), "{key} {f}"),
+                (_, true) => assert_eq!(new[*f], json!("in two weeks"), "left as it was"),
+                (Value::String(t), false) => {
+                    assert_eq!(new[*f], json!(micros_of(t)), "{key} {f}");
+                    times += 1;
+                }
+                (other, _) => panic!("{key} {f}: a v5 time is a string, not {other}"),
+            }
+        }
+        // Nothing else changed.
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            fields.iter().for_each(|f| drop(v.as_object_mut().unwrap().remove(*f)));
+            v
+        };
+        assert_eq!(strip(old), strip(new), "{key}");
+    }
+    // 2 accounts and the buyer's consent, 2 sessions (but the damaged end), 1 sign-in
+    // link; 2 throttle counters.
+    assert_eq!((times, throttled), (2 + 1 + (2 * 2 - 1) + 2, 2));
+
+    // Read back by the current code: the same instants, the buyer's session honoured.
+    let clock = Arc::new(ManualClock::new(isto::clock::parse_rfc3339(&m("/clock")).unwrap()));
+    let h = kit::open_state(store.parent().unwrap(), clock, Opts::default());
+    let buyer = m("/buyer/accountId");
+    let account = isto::accounts::account(&h.base, &buyer).unwrap().unwrap();
+    let old = &before[&format!("account:{buyer}")];
+    assert_eq!(account.created_at.micros(), micros_of(old["created_at"].as_str().unwrap()));
+    assert_eq!(account.consent_at.map(|t| t.micros()), old["consent_at"].as_str().map(micros_of));
+    let signed = isto::accounts::session_for(&h.base, &cookie("buyer")).unwrap().expect("the buyer's session");
+    assert_eq!(signed.account.id, buyer);
+    let old = &before[&format!("session:{}", signed.key)];
+    assert_eq!(
+        (signed.session.created_at.micros(), signed.session.expires_at.micros()),
+        (micros_of(old["created_at"].as_str().unwrap()), micros_of(old["expires_at"].as_str().unwrap()))
+    );
+    // The damaged one: an error naming it, never an expired session nor one ending in 1970.
+    match isto::accounts::session_for(&h.base, &cookie("seller")) {
+        Err(isto::accounts::AccountError::Store(StoreError::Corrupt(k, cause))) => {
+            assert_eq!(k, damaged);
+            assert!(cause.starts_with("invalid type: string \"in two weeks\", expected i64"), "{cause}");
+        }
+        other => panic!("not an error naming the session: {other:?}"),
+    }
+    let tokens = isto::accounts::SessionTokens::new([cookie("seller")]);
+    assert!(isto::accounts::signed_in(&h.base, &tokens).is_none(), "not honoured");
 }

@@ -85,8 +85,8 @@ fn demand(h: &AppState) -> Value {
     let in_map = map.cells.iter().find(|(c, _)| *c == the_cell()).unwrap().1;
     match direct {
         DemandAnswer::Summary(s) => {
-            assert_eq!(out["activeIntents"], s.active_intents);
-            assert_eq!(in_map.map(|c| c.active_intents), Some(s.active_intents), "the heat map shows it too");
+            assert_eq!(out["activeIntents"], s.counts.active_intents);
+            assert_eq!(in_map.map(|c| c.active_intents), Some(s.counts.active_intents), "the heat map shows it too");
         }
         DemandAnswer::Withheld(_) => {
             assert_eq!(out, json!({"withheld": true, "reason": "below_threshold"}));

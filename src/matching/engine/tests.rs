@@ -1,10 +1,17 @@
 use super::synth::{self, Synth};
 use super::*;
 use crate::gazetteer;
-use crate::protocol::{Money, OfferSource, SellerPublic};
+use crate::matching::tests::{offer as car, offer_in as offer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
+
+impl Engine {
+    /// Whether an intent with this id is stored.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).ids.contains_key(id)
+    }
+}
 
 fn intent(
     id: &str,
@@ -24,28 +31,6 @@ fn intent(
         hidden_limit: hidden,
         statement: statement.into(),
     }
-}
-
-fn offer(category: &str, title: &str, price: f64, cur: &str, area: AreaObject, attrs: Value) -> Offer {
-    Offer {
-        id: "off_1".into(),
-        source: OfferSource { kind: "catalogue".into(), seller_id: "sel_1".into(), url: None },
-        in_reply_to: None,
-        title: title.into(),
-        description: String::new(),
-        category: category.into(),
-        attributes: attrs.as_object().cloned().unwrap_or_default(),
-        price: Money { amount: price, currency: cur.into() },
-        area,
-        seller: SellerPublic { id: "sel_1".into(), name: "S".into(), url: None },
-        published_at: "2026-11-30T00:00:00Z".into(),
-        valid_until: None,
-        extensions: json!({}),
-    }
-}
-
-fn car(title: &str, price: f64, cur: &str, place: &str, attrs: Value) -> Offer {
-    offer("vehicles", title, price, cur, gazetteer::resolve(place).unwrap(), attrs)
 }
 
 /// The oracle over all intents, in the engine's output form.
