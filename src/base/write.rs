@@ -131,6 +131,20 @@ impl Writes<'_, '_> {
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
     }
+
+    /// Stores `rec` — an active intent whose only change is its delivery bookkeeping
+    /// (`match_count`, `last_delivered`: `deliveries::record_hits_tx`) — without the
+    /// per-person cap, the person index or the engine, which that change does not
+    /// concern (a catalogue import touches most standing intents in each batch; opening
+    /// each one's hidden limit and indexing it again cost more than its deliveries).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn put_delivered(&mut self, rec: &IntentRecord) -> Result<()> {
+        self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
+        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
+        Ok(())
+    }
 }
 
 impl Base {

@@ -12,6 +12,7 @@ use crate::protocol::{Offer, Status};
 use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -206,8 +207,17 @@ impl Catalogue {
         let (counts, offers, generation) = self.base.write(|tx| -> Result<(ImportCounts, Vec<Offer>, u64)> {
             let mut counts = ImportCounts::default();
             let mut changed = Vec::with_capacity(rows.len());
+            // A feed's rows mostly share a few sellers: each is read (or added) once.
+            let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
             for row in rows {
-                let seller = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+                let seller = match sellers.get(&row.seller_name) {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+                        sellers.insert(row.seller_name.clone(), s.clone());
+                        s
+                    }
+                };
                 let existing = match &row.reference {
                     Some(r) => tx.offer_by_ref(&seller.id, r)?,
                     None => None,
@@ -268,7 +278,7 @@ impl Catalogue {
                 let n = record_hits_tx(&self.base, tx, &mut rec, &hits, now)?;
                 if n > 0 {
                     counts.delivered += n;
-                    tx.put_intent(&rec, true)?;
+                    tx.put_delivered(&rec)?;
                 }
             }
             let generation = tx.bump_offers_generation()?;

@@ -163,12 +163,19 @@ pub const STEM_FIELD_PAD: usize = 64;
 /// The tokens of a stem field: the [`stem_forms`] of the [`searchable_tokens`], padded
 /// with `~` to [`STEM_FIELD_PAD`] tokens.
 pub fn stem_tokens(text: &str) -> Vec<String> {
+    let mut out = unpadded_stem_tokens(text);
+    let pad = STEM_FIELD_PAD.saturating_sub(out.len());
+    out.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
+    out
+}
+
+/// [`stem_tokens`] without the padding (the token stream emits the padding without
+/// allocating a token for each: 192 per offer over the three stem fields).
+fn unpadded_stem_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for t in searchable_tokens(text) {
         stem_forms(&t, &mut out);
     }
-    let pad = STEM_FIELD_PAD.saturating_sub(out.len());
-    out.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
     out
 }
 
@@ -191,9 +198,11 @@ pub(super) struct IstoTokenizer {
     pub(super) tokens: Tokens,
 }
 
-/// The token stream of [`IstoTokenizer`].
+/// The token stream of [`IstoTokenizer`]: its tokens, then `pad` times the token `~`
+/// (the stem fields' padding, written into the current token's buffer).
 pub(super) struct IstoTokenStream {
     tokens: std::vec::IntoIter<Token>,
+    pad: usize,
     current: Token,
 }
 
@@ -202,6 +211,13 @@ impl TokenStream for IstoTokenStream {
         match self.tokens.next() {
             Some(t) => {
                 self.current = t;
+                true
+            }
+            None if self.pad > 0 => {
+                self.pad -= 1;
+                self.current.position = self.current.position.wrapping_add(1);
+                self.current.text.clear();
+                self.current.text.push(STEM_MARK);
                 true
             }
             None => false,
@@ -223,14 +239,15 @@ impl Tokenizer for IstoTokenizer {
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
         let texts: Vec<String> = match self.tokens {
             Tokens::Searchable => searchable_tokens(text),
-            Tokens::Stems => stem_tokens(text),
+            Tokens::Stems => unpadded_stem_tokens(text),
             Tokens::Terms => matching::text_terms(text).collect(),
         };
+        let pad = if self.tokens == Tokens::Stems { STEM_FIELD_PAD.saturating_sub(texts.len()) } else { 0 };
         let tokens: Vec<Token> = texts
             .into_iter()
             .enumerate()
             .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
             .collect();
-        IstoTokenStream { tokens: tokens.into_iter(), current: Token::default() }
+        IstoTokenStream { tokens: tokens.into_iter(), pad, current: Token::default() }
     }
 }

@@ -96,6 +96,7 @@ impl OfferIndex {
         terms: &[String],
         min_hits: usize,
     ) -> Result<Vec<String>, IndexError> {
+        self.settle();
         let searcher = self.reader.searcher();
         let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
         clauses.extend(self.area_clauses(&searcher, area)?);

@@ -21,15 +21,18 @@
 //! changes: an index written with other analysis reports no generation and is rebuilt by
 //! its owner.
 //!
-//! Segments: each update commits a segment; tantivy's merge policy merges them while
-//! the writer lives, and when an update leaves more than [`MAX_SEGMENTS`] segments all
-//! but the largest are merged into one before the writer ends (a search visits each
-//! segment).
+//! Writing ([`writer`]): a series of updates (the batches of an import) goes into one
+//! writer and one commit, made at the latest by the next read, so a read always sees
+//! every update applied before it. A commit writes a segment; tantivy's merge policy
+//! merges segments while the writer lives, and when a commit leaves more than
+//! [`MAX_SEGMENTS`] segments all but the largest are merged into one before the writer
+//! ends (a search visits each segment).
 
 mod analysis;
 mod candidates;
 mod collector;
 mod search;
+mod writer;
 
 use crate::gazetteer::{self, AreaObject};
 use crate::matching;
@@ -59,9 +62,14 @@ use time::OffsetDateTime;
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
 pub const INDEX_VERSION: u32 = 5;
-/// Memory budget of the index writer (split over its indexing threads, one per core up
-/// to 4). The writer exists only while a rebuild or an update runs (see [`OfferIndex`]).
-const WRITER_HEAP_BYTES: usize = 64 << 20;
+/// Memory budget of the index writer's one indexing thread: it writes a segment when
+/// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
+/// segments and no merge (a thread per core wrote one segment per thread and budget
+/// share, and a search visits each). The writer exists only while a series of updates
+/// runs (see [`OfferIndex`]).
+const WRITER_HEAP_BYTES: usize = 128 << 20;
+/// Indexing threads of the writer (see [`WRITER_HEAP_BYTES`]).
+const WRITER_THREADS: usize = 1;
 /// When an update leaves more segments than this, they are merged into one.
 const MAX_SEGMENTS: usize = 4;
 
@@ -98,7 +106,7 @@ struct Fields {
     title: Field,
     attrs: Field,
     description: Field,
-    /// The stem forms of `title`, `attrs` and `description` (no field norms).
+    /// The stem forms of `title`, `attrs` and `description` (padded, see [`analysis`]).
     title_stems: Field,
     attrs_stems: Field,
     description_stems: Field,
@@ -182,17 +190,17 @@ fn code(s: &str) -> String {
 
 /// The offer index: derived from the store, never a second source of truth.
 ///
-/// Its tantivy `IndexWriter` is made for each [`OfferIndex::rebuild`] and
-/// [`OfferIndex::apply`] and ended after the commit and the merges it started (issue 12
-/// point 3): held for the process lifetime it kept its indexing, merge and segment
-/// updater threads (7 on 2 cores) and the directory's writer lock, for updates that come
-/// only with catalogue imports and withdrawals. Making one costs about a millisecond
-/// beside the commit's fsyncs.
+/// Its tantivy `IndexWriter` is made by the first update of a series
+/// ([`OfferIndex::apply`], [`OfferIndex::rebuild`]) and ended after the series' commit and
+/// the merges it started (see [`writer`]): held for the process lifetime it kept its
+/// indexing, merge and segment updater threads (7 on 2 cores) and the directory's writer
+/// lock, for updates that come only with catalogue imports and withdrawals.
 pub struct OfferIndex {
     index: Index,
     reader: IndexReader,
-    /// Serialises the writers (tantivy allows one per index).
-    writing: Mutex<()>,
+    /// The writer of the updates not yet committed (see [`OfferIndex::apply`]); its lock
+    /// serialises the writers (tantivy allows one per index).
+    writing: Mutex<Option<writer::Pending>>,
     f: Fields,
     generation: Mutex<Option<u64>>,
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
@@ -246,7 +254,7 @@ impl OfferIndex {
         Ok(Self {
             index,
             reader,
-            writing: Mutex::new(()),
+            writing: Mutex::new(None),
             f,
             generation: Mutex::new(generation),
             regions: Mutex::new(None),
@@ -258,100 +266,21 @@ impl OfferIndex {
     /// The generation stored with the last commit (commit payload), None for a fresh
     /// index (or one written with other analysis, see [`INDEX_VERSION`]).
     pub fn generation(&self) -> Option<u64> {
+        self.settle();
         *self.generation.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Number of offers in the index (as of the last commit).
     pub fn num_docs(&self) -> u64 {
+        self.settle();
         self.reader.searcher().num_docs()
     }
 
-    /// Replaces the whole index with `offers` (active offers only) and commits with
-    /// `generation`. Returns the number of offers indexed.
-    ///
-    /// # Errors
-    /// tantivy errors (also another process holding the index's writer lock); the index
-    /// is then left as it was.
-    pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
-        self.write(generation, |w| {
-            w.delete_all_documents()?;
-            let mut n = 0u64;
-            for o in offers {
-                w.add_document(self.document(&o)?)?;
-                n += 1;
-            }
-            Ok(n)
-        })
-    }
-
-    /// Adds or replaces offers (delete by id term, then add) and removes the `removed`
-    /// ids; commits with `generation`. `upserts` must be active offers (an offer that
-    /// became inactive belongs in `removed`).
-    ///
-    /// # Errors
-    /// tantivy errors (also another process holding the index's writer lock); the index
-    /// is then left as it was.
-    pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
-        self.write(generation, |w| {
-            for o in upserts {
-                w.delete_term(Term::from_field_text(self.f.id, &o.id));
-                w.add_document(self.document(o)?)?;
-            }
-            for id in removed {
-                w.delete_term(Term::from_field_text(self.f.id, id));
-            }
-            Ok(())
-        })
-    }
-
-    /// Runs `f` on a new writer and commits with `generation`; then waits for the merges
-    /// the commit started and ends the writer (its threads and memory), and shows the
-    /// merged segments to searches. When `f` or the commit fails, the writer is dropped
-    /// uncommitted: the index stays as it was.
-    fn write<T>(
-        &self,
-        generation: u64,
-        f: impl FnOnce(&mut IndexWriter) -> Result<T, IndexError>,
-    ) -> Result<T, IndexError> {
-        let _one = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
-        let out = f(&mut w)?;
-        let payload =
-            serde_json::json!({"generation": generation, "analysis": analysis_fingerprint(), "prices": self.prices})
-                .to_string();
-        let mut prepared = w.prepare_commit()?;
-        prepared.set_payload(&payload);
-        prepared.commit()?;
-        self.reader.reload()?;
-        *self.generation.lock().unwrap_or_else(PoisonError::into_inner) = Some(generation);
-        // Committed: a failed merge leaves the committed segments as they are.
-        match w.wait_merging_threads() {
-            Ok(()) => self.reader.reload()?,
-            Err(e) => tracing::warn!(error = %e, "offer index merge failed; the index keeps its segments"),
-        }
-        if let Err(e) = self.compact() {
-            tracing::warn!(error = %e, "offer index merge failed; the index keeps its segments");
-        }
-        Ok(out)
-    }
-
-    /// When there are more than [`MAX_SEGMENTS`] segments, merges all but the largest
-    /// into one (the merge policy leaves many small segments after a long series of
-    /// imports; each costs every search a visit). Leaving the largest out keeps the cost
-    /// of a series of imports near linear: a segment is copied again only when the
-    /// others have grown to its size. Called with the writer lock held, after a commit.
-    fn compact(&self) -> Result<(), IndexError> {
-        let mut metas = self.index.searchable_segment_metas()?;
-        if metas.len() <= MAX_SEGMENTS {
-            return Ok(());
-        }
-        metas.sort_by_key(|m| std::cmp::Reverse(m.num_docs()));
-        let ids: Vec<_> = metas.iter().skip(1).map(|m| m.id()).collect();
-        let mut w: IndexWriter = self.index.writer(WRITER_HEAP_BYTES)?;
-        w.merge(&ids).wait()?;
-        w.wait_merging_threads()?;
-        self.reader.reload()?;
-        Ok(())
+    /// Number of segments a search visits (the benchmark prints it).
+    #[doc(hidden)]
+    pub fn num_segments(&self) -> usize {
+        self.settle();
+        self.reader.searcher().segment_readers().len()
     }
 
     /// The index document of an offer: its searchable and filter fields, the public

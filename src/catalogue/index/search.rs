@@ -111,6 +111,7 @@ impl OfferIndex {
         category: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, f32)>, IndexError> {
+        self.settle();
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, None)?;
         Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
@@ -133,6 +134,7 @@ impl OfferIndex {
         limit: usize,
         now: OffsetDateTime,
     ) -> Result<Vec<String>, IndexError> {
+        self.settle();
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, Some(nanos(now)))?;
         let mut out = Vec::with_capacity(hits.len());
@@ -157,6 +159,7 @@ impl OfferIndex {
     /// tantivy errors.
     #[doc(hidden)]
     pub fn floor_search(&self, statement: &str, limit: usize) -> Result<usize, IndexError> {
+        self.settle();
         let searcher = self.reader.searcher();
         let mut clauses: Vec<Clause> = Vec::new();
         for t in matching::text_terms(statement).filter(|t| !is_stop_word(t)) {

@@ -220,8 +220,10 @@ fn no_writer_outlives_a_rebuild_or_an_update() {
         let o = offer(&format!("o{g}"), "Škoda Fabia", "", json!({}), "Košice");
         ix.apply(&[o], &[], g).unwrap();
     }
-    assert!(free(&ix), "each update's writer ended with it");
+    // A series of updates shares one writer until a read commits it.
+    assert!(!free(&ix), "the series' writer is pending");
     assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
+    assert!(free(&ix), "the read committed the series and its writer ended");
     assert_eq!(ids(&ix, "fabia", None, None).len(), 10);
     // While another writer holds the index, an update fails and changes nothing.
     let held = ix.index.writer::<TantivyDocument>(15_000_000).unwrap();
@@ -369,4 +371,19 @@ fn one_letter_names_rank_their_model_first() {
     assert_eq!(ids(&ix, "Hledám Mercedes-Benz Třídy C", None, None)[0], "b3");
     assert_eq!(ids(&ix, "mercedes-benz tridy v", None, None)[0], "b2");
     assert_eq!(ids(&ix, "Mercedes-Benz Třídy S", None, None)[0], "b1");
+}
+
+#[test]
+fn the_stem_token_stream_is_the_padded_stem_tokens() {
+    use tantivy::tokenizer::{TokenStream as _, Tokenizer as _};
+    let mut t = IstoTokenizer { tokens: Tokens::Stems };
+    for text in ["", "Škoda Octavia Combi", &"Octavia kombi naftový ".repeat(20)] {
+        let mut stream = t.token_stream(text);
+        let mut got = Vec::new();
+        while stream.advance() {
+            got.push(stream.token().text.clone());
+        }
+        assert_eq!(got, analysis::stem_tokens(text), "{text:?}");
+        assert!(got.len() >= analysis::STEM_FIELD_PAD);
+    }
 }

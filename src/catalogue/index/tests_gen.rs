@@ -343,6 +343,8 @@ fn answers_do_not_depend_on_the_segment_layout() {
     many.rebuild(std::iter::empty(), 1).unwrap();
     for (g, chunk) in offers.chunks(450).enumerate() {
         many.apply(chunk, &[], 2 + g as u64).unwrap();
+        // A read between updates commits each one: a segment each.
+        many.flush().unwrap();
     }
     assert_eq!(many.num_docs(), one.num_docs());
     let segments = many.reader.searcher().segment_readers().len();
