@@ -2,7 +2,7 @@
 //!
 //! Rust ignores `SIGPIPE`, so a write to a pipe whose reader has exited (`isto admin
 //! stats --json | head -c1`) fails with `EPIPE`, and `println!` turns that into a panic.
-//! Everything a command prints (`admin`, `generate`, `check`) goes through [`print`]
+//! Everything a command prints (`admin`, `generate`, `check`) goes through [`print()`]
 //! instead: on `EPIPE` it notes that the reader is gone ([`stdout_closed`]) and drops
 //! this and every later write, so the command finishes its work as if its output went
 //! to `/dev/null` (a backup is still written and checked, an import still stored) and
@@ -36,7 +36,7 @@ pub fn print(bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
-/// Writes `line` and a newline to standard output, as [`print`] (and its errors).
+/// Writes `line` and a newline to standard output, as [`print()`] (and its errors).
 pub fn print_line(line: impl Display) -> anyhow::Result<()> {
     print(format!("{line}\n").as_bytes())
 }
@@ -59,7 +59,7 @@ pub fn print_json_or<T: serde::Serialize>(
 }
 
 /// Whether a write to standard output has met `EPIPE` in this process (its reader is
-/// gone; [`print`] drops every write since).
+/// gone; [`print()`] drops every write since).
 pub fn stdout_closed() -> bool {
     CLOSED.load(Ordering::Relaxed)
 }
