@@ -101,36 +101,23 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
         let recs: Vec<IntentRecord> = (0..take)
             .map(|_| {
                 let e = g.intent();
+                let content = isto::records::IntentContent {
+                    statement: e.statement,
+                    category: e.category,
+                    criteria: e.criteria,
+                    area: e.area,
+                    budget: e.budget,
+                    buy_by: None,
+                    valid_until: later,
+                    visibility: Visibility::Private,
+                    language: "sk".into(),
+                };
                 IntentRecord {
-                    id: e.id,
                     status: Status::Active,
-                    content: isto::records::IntentContent {
-                        statement: e.statement,
-                        category: e.category,
-                        criteria: e.criteria,
-                        area: e.area,
-                        budget: e.budget,
-                        buy_by: None,
-                        valid_until: later,
-                        visibility: Visibility::Private,
-                        language: "sk".into(),
-                    },
                     hidden_limit: e.hidden_limit.map(|l| h.base.keys().seal_str(&l.to_string()).expect("seal")),
-                    created_at: now,
-                    updated_at: now,
-                    draft_expires_at: now,
                     contact: Some(contact.clone()),
-                    consent: None,
-                    confirm_expires_at: None,
                     confirmed_at: Some(now),
-                    ended_at: None,
-                    match_count: 0,
-                    last_digest_at: None,
-                    digest_cursor: 0,
-                    owner: None,
-                    last_delivered: 0,
-                    person: None,
-                    cadence: isto::records::Cadence::AsTheyCome,
+                    ..IntentRecord::draft(e.id, content, now, now)
                 }
             })
             .collect();

@@ -76,37 +76,22 @@ fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
     let at = isto::records::Stamp::of(
         isto::clock::parse_rfc3339("2026-11-20T10:00:00Z").unwrap() + time::Duration::minutes(i as i64),
     );
+    let content = isto::records::IntentContent {
+        statement: "Hľadám Škodu Octaviu combi diesel".into(),
+        category: "vehicles".into(),
+        criteria: Map::new(),
+        area: serde_json::from_value(json!({"country": &regions[i % 5][..2], "regions": [regions[i % 5]]})).unwrap(),
+        budget: serde_json::from_value(json!({"max": 5000 + (i % 7) * 4000, "currency": "EUR"})).unwrap(),
+        buy_by: None,
+        valid_until: isto::records::Stamp::parse("2027-06-01T00:00:00Z").unwrap(),
+        visibility: if pseudonymous { Visibility::Pseudonymous } else { Visibility::default() },
+        language: "sk".into(),
+    };
     IntentRecord {
-        id: format!("int_cost{i:06}"),
         status: Status::Active,
-        content: isto::records::IntentContent {
-            statement: "Hľadám Škodu Octaviu combi diesel".into(),
-            category: "vehicles".into(),
-            criteria: Map::new(),
-            area: serde_json::from_value(json!({"country": &regions[i % 5][..2], "regions": [regions[i % 5]]}))
-                .unwrap(),
-            budget: serde_json::from_value(json!({"max": 5000 + (i % 7) * 4000, "currency": "EUR"})).unwrap(),
-            buy_by: None,
-            valid_until: isto::records::Stamp::parse("2027-06-01T00:00:00Z").unwrap(),
-            visibility: if pseudonymous { Visibility::Pseudonymous } else { Visibility::default() },
-            language: "sk".into(),
-        },
-        hidden_limit: None,
-        created_at: at,
-        updated_at: at,
-        draft_expires_at: at,
-        contact: None,
-        consent: None,
-        confirm_expires_at: None,
         confirmed_at: Some(at),
-        ended_at: None,
-        match_count: 0,
-        last_digest_at: None,
-        digest_cursor: 0,
-        owner: None,
-        last_delivered: 0,
         person: Some(format!("per_cost{i}")),
-        cadence: isto::records::Cadence::AsTheyCome,
+        ..IntentRecord::draft(format!("int_cost{i:06}"), content, at, at)
     }
 }
 
