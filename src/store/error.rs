@@ -56,9 +56,10 @@ pub enum StoreError {
     /// A record does not encode (nothing is written): `(table or namespace, cause)`.
     #[error("store: a {0} record does not encode: {1}")]
     Encode(String, String),
-    /// The store is being (or could not be) opened again after an I/O failure; the
-    /// call may be retried (see [`super::REOPEN_INTERVAL`]).
-    #[error("store: unavailable after an I/O failure (reopening the file)")]
+    /// The store cannot be used now: on redb the file is being (or could not be)
+    /// opened again after an I/O failure (see [`super::REOPEN_INTERVAL`]); on PostgreSQL
+    /// no connection was had within the pool's wait. The call may be retried.
+    #[error("store: unavailable for now (the redb file is being reopened after an I/O failure, or the database did not answer in time); retry later")]
     Unavailable,
     /// A backup's rows or the store's tables do not fit a backup (the message says
     /// which row or table; never a key or value): see `dump`.
