@@ -460,13 +460,14 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{IntentDue, Ns, Reads as _};
     use super::*;
     use redb::ReadableDatabase as _;
 
-    /// Every row of every table of the file at `path`, as lines (through an export).
-    fn lines_of(store: &Store) -> (Snapshot, Vec<String>) {
+    /// Every row of every table of `store`, as lines (through an export); also used by
+    /// the PostgreSQL store's tests.
+    pub(in crate::store) fn lines_of(store: &Store) -> (Snapshot, Vec<String>) {
         let mut lines = Vec::new();
         let snap = store
             .export(|step| -> Result<()> {

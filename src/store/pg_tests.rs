@@ -2,6 +2,7 @@
 //! the refusal of a newer schema, the writer lock across stores, one snapshot per read,
 //! a backup from PostgreSQL restored into redb, and no password in errors.
 
+use super::dump::tests::lines_of;
 use super::schema::META;
 use super::testpg::database;
 use super::*;
@@ -86,17 +87,7 @@ fn an_export_from_postgresql_restores_into_redb_row_for_row() {
         tx.put_record(Ns::Client, "c1", &serde_json::json!([1, 2]))
     })
     .unwrap();
-    let lines = |st: &Store| {
-        let mut out = Vec::new();
-        st.export(|step| -> Result<()> {
-            if let Export::Row { line, .. } = step {
-                out.push(line.to_owned());
-            }
-            Ok(())
-        })
-        .unwrap();
-        out
-    };
+    let lines = |st: &Store| lines_of(st).1;
     let from_pg = lines(&s);
     assert!(from_pg.len() > 10, "{from_pg:?}");
     let d = tempfile::tempdir().unwrap();
@@ -118,17 +109,7 @@ fn a_redb_backup_restored_into_postgresql_serves_the_same_rows_and_refuses_a_sec
         tx.enqueue_mail(&serde_json::json!({"to": "x"})).map(drop)
     })
     .unwrap();
-    let lines = |st: &Store| {
-        let mut out = Vec::new();
-        st.export(|step| -> Result<()> {
-            if let Export::Row { line, .. } = step {
-                out.push(line.to_owned());
-            }
-            Ok(())
-        })
-        .unwrap();
-        out
-    };
+    let lines = |st: &Store| lines_of(st).1;
     let rows = lines(&src);
     let db = database();
     let pg = open(&db);
