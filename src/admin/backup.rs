@@ -45,6 +45,7 @@ use crate::crypto::{each_sealed, KeyRing, Sealed};
 use crate::state::AppState;
 use crate::store::{Export, Snapshot, Store, SCHEMA_VERSION};
 use anyhow::{bail, Context as _};
+use data_encoding::HEXLOWER;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -320,12 +321,13 @@ impl Tally {
     }
 
     fn digest(&self) -> String {
-        hex(&self.sha.clone().finalize())
+        HEXLOWER.encode(&self.sha.clone().finalize())
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+/// The tables of `m` that have rows (a header lists every table of the layout).
+fn nonzero(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    m.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect()
 }
 
 /// Parses and checks a header line.
@@ -366,7 +368,7 @@ fn read_backup(
 ) -> anyhow::Result<Verified> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot open the backup {}", path.display()))?;
     let bytes = file.metadata()?.len();
-    let hashing = HashingReader { inner: file, sha: Sha256::new() };
+    let hashing = Hashing { inner: file, sha: Sha256::new(), bytes: 0 };
     let decoder = zstd::stream::read::Decoder::new(hashing).context("cannot start decompressing")?;
     let mut reader = std::io::BufReader::with_capacity(256 << 10, decoder);
     let corrupt =
@@ -405,7 +407,7 @@ fn read_backup(
     let mut decoder = reader.into_inner();
     // Read to the end, so the whole file is hashed (and the frame's end checked).
     std::io::copy(&mut decoder, &mut std::io::sink()).with_context(|| corrupt(n))?;
-    let file_sha256 = hex(&decoder.get_ref().get_ref().sha.clone().finalize());
+    let file_sha256 = HEXLOWER.encode(&decoder.get_ref().get_ref().sha.clone().finalize());
     let digest = tally.digest();
     if digest != trailer.sha256 {
         bail!(
@@ -415,11 +417,12 @@ fn read_backup(
             trailer.sha256
         );
     }
-    let tables: BTreeMap<String, u64> = tally.tables.clone();
-    let nonzero = |m: &BTreeMap<String, u64>| m.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
-    let (want_h, want_t): (BTreeMap<String, u64>, BTreeMap<String, u64>) =
-        (nonzero(&header.tables), nonzero(&trailer.tables));
-    if tally.rows != header.rows || tally.rows != trailer.rows || tables != want_h || tables != want_t {
+    let tables = &tally.tables;
+    if tally.rows != header.rows
+        || tally.rows != trailer.rows
+        || *tables != nonzero(&header.tables)
+        || *tables != nonzero(&trailer.tables)
+    {
         bail!(
             "the backup {} is inconsistent: it holds {} rows, its header says {} and its trailer {}",
             path.display(),
@@ -434,28 +437,23 @@ fn read_backup(
     Ok(Verified { header, trailer, bytes, file_sha256 })
 }
 
-/// A reader that hashes what it reads.
-struct HashingReader<R> {
-    inner: R,
-    sha: Sha256,
-}
-
-impl<R: std::io::Read> std::io::Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.sha.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// A writer that hashes what it writes.
-struct HashingWriter<W> {
-    inner: W,
+/// A reader or writer that hashes and counts the bytes that pass through it.
+struct Hashing<T> {
+    inner: T,
     sha: Sha256,
     bytes: u64,
 }
 
-impl<W: std::io::Write> std::io::Write for HashingWriter<W> {
+impl<R: std::io::Read> std::io::Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.sha.update(&buf[..n]);
@@ -478,7 +476,7 @@ pub fn verify(path: &Path) -> anyhow::Result<Verified> {
 
 /// The compressed, hashed file being written.
 struct Writer {
-    enc: zstd::stream::write::Encoder<'static, HashingWriter<std::io::BufWriter<std::fs::File>>>,
+    enc: zstd::stream::write::Encoder<'static, Hashing<std::io::BufWriter<std::fs::File>>>,
     tally: Tally,
     header: Option<Header>,
     bar: ProgressBar,
@@ -536,11 +534,10 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     let tmp = temp_beside(out, "partial")?;
     let file = create_private(&tmp)?;
     let guard = TempFile(Some(tmp.clone()));
-    let enc = zstd::stream::write::Encoder::new(
-        HashingWriter { inner: std::io::BufWriter::with_capacity(256 << 10, file), sha: Sha256::new(), bytes: 0 },
+    let mut enc = zstd::stream::write::Encoder::new(
+        Hashing { inner: std::io::BufWriter::with_capacity(256 << 10, file), sha: Sha256::new(), bytes: 0 },
         LEVEL,
     )?;
-    let mut enc = enc;
     // zstd's own checksum of the frame too, checked while decompressing.
     enc.include_checksum(true)?;
     let bar = crate::admin::progress(json_output, Some(0), ROWS_BAR);
@@ -555,10 +552,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
         sealed: tally.sealed.clone(),
         sha256: tally.digest(),
     };
-    let counted: BTreeMap<String, u64> = tally.tables.clone();
-    let listed: BTreeMap<String, u64> =
-        header.tables.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
-    if tally.rows != header.rows || counted != listed {
+    if tally.rows != header.rows || tally.tables != nonzero(&header.tables) {
         bail!("the export is incomplete: {} rows arrived, its header announced {}", tally.rows, header.rows);
     }
     enc.write_all(serde_json::to_string(&End { end: trailer.clone() })?.as_bytes())?;
@@ -568,7 +562,7 @@ pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -
     file.sync_all().with_context(|| format!("cannot sync {}", tmp.display()))?;
     drop(file);
     let checked = verify(&tmp).context("the backup just written does not read back; nothing was replaced")?;
-    if checked.file_sha256 != hex(&hashing.sha.finalize()) || checked.trailer != trailer {
+    if checked.file_sha256 != HEXLOWER.encode(&hashing.sha.finalize()) || checked.trailer != trailer {
         bail!("the backup just written reads back differently; nothing was replaced");
     }
     paths::move_into_place(&tmp, out, guard)?;
@@ -631,20 +625,12 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
             Ok(super::Route::Socket)
         }
         Connect::Absent | Connect::Stale => {
-            let store = open_store(settings)?;
+            super::require_store(settings, "nothing to back up")?;
+            let store = super::open_offline(settings)?;
             export_lines(&store, &SystemClock, |line| w.take(line))?;
             Ok(super::Route::Direct)
         }
     }
-}
-
-/// Opens the store here for a backup (no server answers): it must exist.
-fn open_store(settings: &Settings) -> anyhow::Result<Store> {
-    let path = settings.store_path();
-    if settings.store_postgres.is_none() && !path.exists() {
-        bail!("no store at {}: nothing to back up", path.display());
-    }
-    super::open_offline(settings)
 }
 
 #[cfg(test)]

@@ -345,10 +345,7 @@ impl Target {
         if let Connect::Ready(c) = socket {
             return Ok(Self::Socket(c));
         }
-        let store_path = settings.store_path();
-        if settings.store_postgres.is_none() && !store_path.exists() {
-            bail!("no store at {}: run `isto admin init` (or start `isto serve`) first", store_path.display());
-        }
+        super::require_store(settings, super::NO_STORE)?;
         let key_path = settings.key_path();
         if !key_path.exists() {
             bail!(

@@ -271,6 +271,20 @@ fn open_offline(settings: &Settings) -> anyhow::Result<Store> {
     })
 }
 
+/// What to do when the store to work on is missing.
+const NO_STORE: &str = "run `isto admin init` (or start `isto serve`) first";
+
+/// Checks that the redb store file exists (a PostgreSQL store is the database's).
+///
+/// # Errors
+/// `no store at PATH: {what}`.
+fn require_store(settings: &Settings, what: &str) -> anyhow::Result<()> {
+    if settings.store_postgres.is_none() && !settings.store_path().exists() {
+        anyhow::bail!("no store at {}: {what}", settings.store_path().display());
+    }
+    Ok(())
+}
+
 /// Sends `req` to the running server's admin socket, or, when no server runs, opens the
 /// store here and answers it with `local` (the same function the socket runs). Returns
 /// the answer and whether it went through the socket.
@@ -286,12 +300,7 @@ fn via_server_or_store(
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => Ok((client.request(req)?, true)),
         other => {
-            if settings.store_postgres.is_none() && !settings.store_path().exists() {
-                anyhow::bail!(
-                    "no store at {}: run `isto admin init` (or start `isto serve`) first",
-                    settings.store_path().display()
-                );
-            }
+            require_store(settings, NO_STORE)?;
             let holder = open_holder(settings, &other)?;
             Ok((local(&holder, req), false))
         }

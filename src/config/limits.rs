@@ -1,34 +1,8 @@
 //! `[limits]`: connection, MCP session and per-client request bounds (issue 9 points 1–2).
 
 use super::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::ops::RangeInclusive;
-
-/// `[limits]`: connection and MCP session bounds.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct FileLimits {
-    pub(super) header_read_timeout_secs: Option<u64>,
-    pub(super) idle_timeout_secs: Option<u64>,
-    pub(super) body_read_timeout_secs: Option<u64>,
-    pub(super) max_connections: Option<usize>,
-    pub(super) max_connections_per_client: Option<usize>,
-    pub(super) stream_idle_secs: Option<u64>,
-    pub(super) mcp_session_idle_secs: Option<u64>,
-    pub(super) max_mcp_sessions: Option<usize>,
-    pub(super) max_mcp_sessions_per_client: Option<usize>,
-    pub(super) mcp_requests_per_minute: Option<u32>,
-    pub(super) mcp_burst: Option<u32>,
-    pub(super) credential_requests_per_minute: Option<u32>,
-    pub(super) credential_burst: Option<u32>,
-    pub(super) page_requests_per_minute: Option<u32>,
-    pub(super) page_burst: Option<u32>,
-    pub(super) oauth_requests_per_minute: Option<u32>,
-    pub(super) oauth_burst: Option<u32>,
-    pub(super) refresh_grace_secs: Option<i64>,
-    pub(super) elicitation_wait_secs: Option<u64>,
-    pub(super) request_state_secs: Option<u64>,
-}
 
 /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
 /// how many requests a client may send (issue 9 points 1–2).
@@ -36,7 +10,11 @@ pub(super) struct FileLimits {
 /// A rate is a sustained rate (`*_requests_per_minute`: one more request allowed every
 /// 60/n seconds) with a `*_burst` of requests allowed at once (GCRA, the generic cell rate
 /// algorithm of `governor`); a client over it gets HTTP 429 with `Retry-After`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Read from the file as it is (a key not given keeps its default), then checked by
+/// [`limits`]; `check-config` shows it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Seconds a connection has to send a complete request head, and an idle HTTP/1
     /// keep-alive connection to start the next one (default 10; 1..=300).
@@ -139,30 +117,29 @@ impl Default for Limits {
     }
 }
 
-/// `[limits]` checked against its ranges, defaults for the keys not given.
-pub(super) fn limits(f: &FileLimits) -> Result<Limits, ConfigError> {
-    let d = Limits::default();
+/// `[limits]` checked against its ranges.
+pub(super) fn limits(f: &Limits) -> Result<Limits, ConfigError> {
     let l = Limits {
-        header_read_timeout_secs: keyed!("limits", f, d, header_read_timeout_secs, 1..=300)?,
-        idle_timeout_secs: keyed!("limits", f, d, idle_timeout_secs, 1..=3600)?,
-        body_read_timeout_secs: keyed!("limits", f, d, body_read_timeout_secs, 1..=300)?,
-        max_connections: keyed!("limits", f, d, max_connections, 1..=65536)?,
-        max_connections_per_client: keyed!("limits", f, d, max_connections_per_client, 1..=65536)?,
-        stream_idle_secs: keyed!("limits", f, d, stream_idle_secs, 10..=86_400)?,
-        mcp_session_idle_secs: keyed!("limits", f, d, mcp_session_idle_secs, 5..=3600)?,
-        max_mcp_sessions: keyed!("limits", f, d, max_mcp_sessions, 1..=100_000)?,
-        max_mcp_sessions_per_client: keyed!("limits", f, d, max_mcp_sessions_per_client, 1..=100_000)?,
-        mcp_requests_per_minute: keyed!("limits", f, d, mcp_requests_per_minute, PER_MINUTE)?,
-        mcp_burst: keyed!("limits", f, d, mcp_burst, BURST)?,
-        credential_requests_per_minute: keyed!("limits", f, d, credential_requests_per_minute, PER_MINUTE)?,
-        credential_burst: keyed!("limits", f, d, credential_burst, BURST)?,
-        page_requests_per_minute: keyed!("limits", f, d, page_requests_per_minute, PER_MINUTE)?,
-        page_burst: keyed!("limits", f, d, page_burst, BURST)?,
-        oauth_requests_per_minute: keyed!("limits", f, d, oauth_requests_per_minute, PER_MINUTE)?,
-        oauth_burst: keyed!("limits", f, d, oauth_burst, BURST)?,
-        refresh_grace_secs: keyed!("limits", f, d, refresh_grace_secs, 0..=300)?,
-        elicitation_wait_secs: keyed!("limits", f, d, elicitation_wait_secs, 1..=600)?,
-        request_state_secs: keyed!("limits", f, d, request_state_secs, 10..=3600)?,
+        header_read_timeout_secs: keyed!("limits", f, header_read_timeout_secs, 1..=300)?,
+        idle_timeout_secs: keyed!("limits", f, idle_timeout_secs, 1..=3600)?,
+        body_read_timeout_secs: keyed!("limits", f, body_read_timeout_secs, 1..=300)?,
+        max_connections: keyed!("limits", f, max_connections, 1..=65536)?,
+        max_connections_per_client: keyed!("limits", f, max_connections_per_client, 1..=65536)?,
+        stream_idle_secs: keyed!("limits", f, stream_idle_secs, 10..=86_400)?,
+        mcp_session_idle_secs: keyed!("limits", f, mcp_session_idle_secs, 5..=3600)?,
+        max_mcp_sessions: keyed!("limits", f, max_mcp_sessions, 1..=100_000)?,
+        max_mcp_sessions_per_client: keyed!("limits", f, max_mcp_sessions_per_client, 1..=100_000)?,
+        mcp_requests_per_minute: keyed!("limits", f, mcp_requests_per_minute, PER_MINUTE)?,
+        mcp_burst: keyed!("limits", f, mcp_burst, BURST)?,
+        credential_requests_per_minute: keyed!("limits", f, credential_requests_per_minute, PER_MINUTE)?,
+        credential_burst: keyed!("limits", f, credential_burst, BURST)?,
+        page_requests_per_minute: keyed!("limits", f, page_requests_per_minute, PER_MINUTE)?,
+        page_burst: keyed!("limits", f, page_burst, BURST)?,
+        oauth_requests_per_minute: keyed!("limits", f, oauth_requests_per_minute, PER_MINUTE)?,
+        oauth_burst: keyed!("limits", f, oauth_burst, BURST)?,
+        refresh_grace_secs: keyed!("limits", f, refresh_grace_secs, 0..=300)?,
+        elicitation_wait_secs: keyed!("limits", f, elicitation_wait_secs, 1..=600)?,
+        request_state_secs: keyed!("limits", f, request_state_secs, 10..=3600)?,
     };
     if l.stream_idle_secs <= l.elicitation_wait_secs {
         return Err(ConfigError::Invalid {
@@ -213,31 +190,31 @@ mod tests {
 
     #[test]
     fn limits_are_checked_against_their_ranges() {
-        let d = limits(&FileLimits::default()).unwrap();
+        let d = limits(&Limits::default()).unwrap();
         assert_eq!(d, Limits::default());
-        let f = FileLimits { max_connections: Some(0), ..Default::default() };
+        let f = Limits { max_connections: 0, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.max_connections") && e.contains("1..=65536"), "{e}");
-        let f = FileLimits { header_read_timeout_secs: Some(5), idle_timeout_secs: Some(120), ..Default::default() };
+        let f = Limits { header_read_timeout_secs: 5, idle_timeout_secs: 120, ..Default::default() };
         let l = limits(&f).unwrap();
         assert_eq!((l.header_read_timeout_secs, l.idle_timeout_secs, l.max_connections), (5, 120, 1024));
     }
 
     #[test]
     fn rate_limits_are_checked_against_their_ranges() {
-        let f = FileLimits { mcp_requests_per_minute: Some(0), ..Default::default() };
+        let f = Limits { mcp_requests_per_minute: 0, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.mcp_requests_per_minute") && e.contains("1..=1000000"), "{e}");
-        let f = FileLimits { oauth_burst: Some(100_001), ..Default::default() };
+        let f = Limits { oauth_burst: 100_001, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.oauth_burst") && e.contains("1..=100000"), "{e}");
-        let f = FileLimits { max_mcp_sessions_per_client: Some(0), ..Default::default() };
+        let f = Limits { max_mcp_sessions_per_client: 0, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.max_mcp_sessions_per_client"), "{e}");
-        let f = FileLimits { max_connections_per_client: Some(0), ..Default::default() };
+        let f = Limits { max_connections_per_client: 0, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.max_connections_per_client") && e.contains("1..=65536"), "{e}");
-        let f = FileLimits { page_requests_per_minute: Some(60), credential_burst: Some(5), ..Default::default() };
+        let f = Limits { page_requests_per_minute: 60, credential_burst: 5, ..Default::default() };
         let l = limits(&f).unwrap();
         assert_eq!((l.page_requests_per_minute, l.page_burst, l.credential_burst), (60, 60, 5));
         assert_eq!((l.mcp_requests_per_minute, l.max_mcp_sessions_per_client), (1200, 32));
@@ -245,13 +222,13 @@ mod tests {
 
     #[test]
     fn the_request_state_lifetime_is_a_few_minutes_at_most_an_hour() {
-        assert_eq!(limits(&FileLimits::default()).unwrap().request_state_secs, 300);
+        assert_eq!(limits(&Limits::default()).unwrap().request_state_secs, 300);
         for bad in [0, 9, 3601] {
-            let f = FileLimits { request_state_secs: Some(bad), ..Default::default() };
+            let f = Limits { request_state_secs: bad, ..Default::default() };
             let e = limits(&f).unwrap_err().to_string();
             assert!(e.contains("limits.request_state_secs") && e.contains("10..=3600"), "{bad}: {e}");
         }
-        let f = FileLimits { request_state_secs: Some(60), ..Default::default() };
+        let f = Limits { request_state_secs: 60, ..Default::default() };
         assert_eq!(limits(&f).unwrap().request_state_secs, 60);
     }
 
@@ -266,15 +243,15 @@ mod tests {
 
     #[test]
     fn the_stream_idle_time_is_checked_against_its_range_and_the_elicitation_wait() {
-        let l = limits(&FileLimits::default()).unwrap();
+        let l = limits(&Limits::default()).unwrap();
         assert_eq!((l.stream_idle_secs, l.max_connections_per_client), (300, 32));
-        let f = FileLimits { stream_idle_secs: Some(5), ..Default::default() };
+        let f = Limits { stream_idle_secs: 5, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.stream_idle_secs") && e.contains("10..=86400"), "{e}");
-        let f = FileLimits { stream_idle_secs: Some(120), ..Default::default() };
+        let f = Limits { stream_idle_secs: 120, ..Default::default() };
         let e = limits(&f).unwrap_err().to_string();
         assert!(e.contains("limits.stream_idle_secs") && e.contains("elicitation_wait_secs (120)"), "{e}");
-        let f = FileLimits { stream_idle_secs: Some(60), elicitation_wait_secs: Some(30), ..Default::default() };
+        let f = Limits { stream_idle_secs: 60, elicitation_wait_secs: 30, ..Default::default() };
         assert_eq!(limits(&f).unwrap().stream_idle_secs, 60);
     }
 }

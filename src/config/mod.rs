@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// `Ok` of `$section.$key` in the file section `$file` when it lies in `$range`, of
-/// `$defaults.$key` when the file has no such key; else the [`ConfigError::Invalid`]
-/// naming the key and the range ([`within`]). The key as written in the file is the
-/// field's name, so the two cannot disagree.
+/// `Ok` of `$section.$key`, the field `$key` of the section `$file` as read from the
+/// file (its default when the file has no such key), when it lies in `$range`; else the
+/// [`ConfigError::Invalid`] naming the key and the range ([`within`]). The key as written
+/// in the file is the field's name, so the two cannot disagree.
 macro_rules! keyed {
-    ($section:literal, $file:ident, $defaults:ident, $key:ident, $range:expr) => {
-        super::within($file.$key, $defaults.$key, $range, concat!($section, ".", stringify!($key)))
+    ($section:literal, $file:ident, $key:ident, $range:expr) => {
+        super::within(Some($file.$key), $file.$key, $range, concat!($section, ".", stringify!($key)))
     };
 }
 
@@ -29,9 +29,7 @@ mod sections;
 mod smtp;
 mod store;
 
-use limits::FileLimits;
 pub use limits::Limits;
-use quotas::FileQuotas;
 pub use quotas::Quotas;
 pub use smtp::{check_smtp_url, mailbox_address};
 
@@ -89,9 +87,9 @@ struct FileConfig {
     #[serde(default)]
     demand: FileDemand,
     #[serde(default)]
-    limits: FileLimits,
+    limits: Limits,
     #[serde(default)]
-    quotas: FileQuotas,
+    quotas: Quotas,
     #[serde(default)]
     store: FileStore,
 }

@@ -3,26 +3,16 @@
 //! active intents one person may hold (issue 10 point 4).
 
 use super::ConfigError;
-use serde::Deserialize;
-
-/// `[quotas]` as written in the file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct FileQuotas {
-    pub(super) drafts_per_client_per_hour: Option<u32>,
-    pub(super) consents_per_client_per_hour: Option<u32>,
-    pub(super) consents_per_network_per_hour: Option<u32>,
-    pub(super) consents_per_address_per_hour: Option<u32>,
-    pub(super) confirmation_mails_per_hour: Option<u32>,
-    pub(super) confirmation_mails_reserved_percent: Option<u32>,
-    pub(super) registrations_per_client_per_hour: Option<u32>,
-    pub(super) active_intents_per_person: Option<u32>,
-}
+use serde::{Deserialize, Serialize};
 
 /// `[quotas]`: hourly ceilings on the writes anyone may cause without signing in. Each is
 /// counted over the last 60 minutes (a sliding window in one-minute steps); a client is
 /// an address as [`crate::net::ClientAddr::key`] folds it (IPv4, or an IPv6 /64).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Read from the file as it is (a key not given keeps its default), then checked by
+/// [`quotas`]; `check-config` shows it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Quotas {
     /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60;
     /// 1..=10000).
@@ -68,18 +58,17 @@ impl Default for Quotas {
     }
 }
 
-/// `[quotas]` checked against its ranges, defaults for the keys not given.
-pub(super) fn quotas(f: &FileQuotas) -> Result<Quotas, ConfigError> {
-    let d = Quotas::default();
+/// `[quotas]` checked against its ranges.
+pub(super) fn quotas(f: &Quotas) -> Result<Quotas, ConfigError> {
     Ok(Quotas {
-        drafts_per_client_per_hour: keyed!("quotas", f, d, drafts_per_client_per_hour, 1..=10_000)?,
-        consents_per_client_per_hour: keyed!("quotas", f, d, consents_per_client_per_hour, 1..=10_000)?,
-        consents_per_network_per_hour: keyed!("quotas", f, d, consents_per_network_per_hour, 1..=100_000)?,
-        consents_per_address_per_hour: keyed!("quotas", f, d, consents_per_address_per_hour, 1..=100)?,
-        confirmation_mails_per_hour: keyed!("quotas", f, d, confirmation_mails_per_hour, 1..=1_000_000)?,
-        confirmation_mails_reserved_percent: keyed!("quotas", f, d, confirmation_mails_reserved_percent, 1..=90)?,
-        registrations_per_client_per_hour: keyed!("quotas", f, d, registrations_per_client_per_hour, 1..=10_000)?,
-        active_intents_per_person: keyed!("quotas", f, d, active_intents_per_person, 1..=10_000)?,
+        drafts_per_client_per_hour: keyed!("quotas", f, drafts_per_client_per_hour, 1..=10_000)?,
+        consents_per_client_per_hour: keyed!("quotas", f, consents_per_client_per_hour, 1..=10_000)?,
+        consents_per_network_per_hour: keyed!("quotas", f, consents_per_network_per_hour, 1..=100_000)?,
+        consents_per_address_per_hour: keyed!("quotas", f, consents_per_address_per_hour, 1..=100)?,
+        confirmation_mails_per_hour: keyed!("quotas", f, confirmation_mails_per_hour, 1..=1_000_000)?,
+        confirmation_mails_reserved_percent: keyed!("quotas", f, confirmation_mails_reserved_percent, 1..=90)?,
+        registrations_per_client_per_hour: keyed!("quotas", f, registrations_per_client_per_hour, 1..=10_000)?,
+        active_intents_per_person: keyed!("quotas", f, active_intents_per_person, 1..=10_000)?,
     })
 }
 
@@ -89,27 +78,27 @@ mod tests {
 
     #[test]
     fn quotas_are_checked_against_their_ranges() {
-        assert_eq!(quotas(&FileQuotas::default()).unwrap(), Quotas::default());
-        let f = FileQuotas { drafts_per_client_per_hour: Some(0), ..Default::default() };
+        assert_eq!(quotas(&Quotas::default()).unwrap(), Quotas::default());
+        let f = Quotas { drafts_per_client_per_hour: 0, ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.drafts_per_client_per_hour") && e.contains("1..=10000"), "{e}");
-        let f = FileQuotas { consents_per_address_per_hour: Some(101), ..Default::default() };
+        let f = Quotas { consents_per_address_per_hour: 101, ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.consents_per_address_per_hour") && e.contains("1..=100"), "{e}");
-        let f = FileQuotas { registrations_per_client_per_hour: Some(3), ..Default::default() };
+        let f = Quotas { registrations_per_client_per_hour: 3, ..Default::default() };
         let q = quotas(&f).unwrap();
         assert_eq!((q.registrations_per_client_per_hour, q.drafts_per_client_per_hour), (3, 60));
         assert_eq!(q.active_intents_per_person, 20);
-        let f = FileQuotas { active_intents_per_person: Some(0), ..Default::default() };
+        let f = Quotas { active_intents_per_person: 0, ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.active_intents_per_person") && e.contains("1..=10000"), "{e}");
-        let f = FileQuotas { confirmation_mails_reserved_percent: Some(0), ..Default::default() };
+        let f = Quotas { confirmation_mails_reserved_percent: 0, ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.confirmation_mails_reserved_percent") && e.contains("1..=90"), "{e}");
-        let f = FileQuotas { consents_per_network_per_hour: Some(0), ..Default::default() };
+        let f = Quotas { consents_per_network_per_hour: 0, ..Default::default() };
         let e = quotas(&f).unwrap_err().to_string();
         assert!(e.contains("quotas.consents_per_network_per_hour") && e.contains("1..=100000"), "{e}");
-        let f = FileQuotas { active_intents_per_person: Some(3), ..Default::default() };
+        let f = Quotas { active_intents_per_person: 3, ..Default::default() };
         assert_eq!(quotas(&f).unwrap().active_intents_per_person, 3);
     }
 }

@@ -152,12 +152,7 @@ pub(super) fn load_matching(s: &mut Settings, m: &FileMatching, c: FileCurrency)
 /// [`ConfigError::Invalid`] naming the key: k outside 1..=1000, an unknown category, or
 /// bands that are not 1 to 20 ascending lower bounds starting at 0.
 pub(super) fn load_demand(s: &mut Settings, f: FileDemand) -> Result<(), ConfigError> {
-    if let Some(k) = f.k {
-        if !(1..=1000).contains(&k) {
-            return Err(ConfigError::Invalid { key: "demand.k", message: "must be 1..=1000".into() });
-        }
-        s.demand_k = k;
-    }
+    s.demand_k = super::within(f.k, s.demand_k, 1..=1000, "demand.k")?;
     for (cat, bounds) in f.budget_bands.unwrap_or_default() {
         if !CATEGORY_KEYS.contains(&cat.as_str()) {
             return Err(ConfigError::Invalid {

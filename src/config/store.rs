@@ -35,10 +35,7 @@ pub(super) fn load(file: &FileStore, o: &Overrides) -> Result<Option<PgSettings>
                 });
             };
             crate::store::check_url(&url).map_err(|m| ConfigError::Invalid { key: "store.url", message: m })?;
-            let pool_size = pool_size.unwrap_or(DEFAULT_POOL_SIZE);
-            if !(1..=64).contains(&pool_size) {
-                return Err(ConfigError::Invalid { key: "store.pool_size", message: "must be 1..=64".into() });
-            }
+            let pool_size = super::within(pool_size, DEFAULT_POOL_SIZE, 1..=64, "store.pool_size")?;
             Ok(Some(PgSettings { url, pool_size }))
         }
         other => Err(ConfigError::Invalid {

@@ -5,12 +5,10 @@
 use super::*;
 use crate::cli::out::{print_json_or, print_line};
 
-/// The key files of the data directory: the current key first, then the older ones.
+/// The key files of the data directory (whose sealing key exists): the current key
+/// first, then the older ones, then `handle.key` and `mac.key`.
 fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
     let current = settings.key_path();
-    if !current.exists() {
-        bail!("no sealing key at {}", current.display());
-    }
     let mut out = vec![current.clone()];
     let name = current.file_name().and_then(|n| n.to_str()).unwrap_or("sealing.key");
     let prefix = format!("{name}.");
