@@ -11,17 +11,9 @@
 //!
 //! The account comes from the HTTP request: the bearer middleware in front of the
 //! endpoint ([`super::service::require_bearer`]) checks the bearer token with
-//! [`crate::oauth::check_bearer`] and puts the [`Grant`] into the request's extensions; rmcp hands the request's
+//! [`crate::oauth::check_bearer`] and puts the [`crate::oauth::Grant`] into the request's extensions; rmcp hands the request's
 //! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
-//! HTTP request. Without a grant every account tool answers "unauthorized".
+//! HTTP request ([`super::from_request`]). Without a grant every account tool answers
+//! "unauthorized".
 //!
 //! Its tool list is [`super::tools_of`] and its calls run through [`super::dispatch`].
-
-use crate::oauth::Grant;
-use rmcp::service::RequestContext;
-use rmcp::RoleServer;
-
-/// The grant the middleware put into the HTTP request of this call, if any.
-pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
-    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Grant>()).cloned()
-}

@@ -215,29 +215,16 @@ pub(crate) fn denied(endpoint: Endpoint, tool: &str, d: &Denied) -> CallToolResu
 /// (whose handler runs in the session's task, outside that span). Without one (a call
 /// not over HTTP), the current span.
 pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|p| p.extensions.get::<tracing::Span>())
-        .cloned()
-        .unwrap_or_else(tracing::Span::current)
+    from_request(context).unwrap_or_else(tracing::Span::current)
 }
 
-/// The client address of the HTTP request that carried this call (the app's middleware
-/// puts it into the request's extensions); unknown without one.
-pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|p| p.extensions.get::<ClientAddr>())
-        .copied()
-        .unwrap_or(ClientAddr(None))
-}
-
-/// The [`Charge`] the app's front layer put into the HTTP request of this call: what
-/// the call costs in CPU goes to its client's rate bucket. None without one.
-pub(crate) fn charge_of(context: &RequestContext<RoleServer>) -> Option<Charge> {
-    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Charge>()).cloned()
+/// What the app's middleware put into the extensions of the HTTP request that carried
+/// this call (rmcp hands the request's parts to every call), by type: the [`Grant`] of
+/// the bearer middleware, the [`ClientAddr`] (unknown without one), the [`Charge`] of
+/// the front layer (what the call costs in CPU goes to its client's rate bucket), the
+/// span ([`request_span`]). None for a call not over HTTP or a request without one.
+pub(crate) fn from_request<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<T> {
+    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<T>()).cloned()
 }
 
 /// Runs `run` and hands the CPU time the calling thread spent in it to `charge`.
@@ -261,7 +248,7 @@ const INLINE_TOOLS: &[ToolId] = &[ToolId::GetIntent];
 /// store I/O) gets the tool and the arguments on a blocking thread (in the calling task
 /// for [`INLINE_TOOLS`]), inside `span` (the request's, see [`request_span`]), so what it
 /// logs carries the request id. The CPU time `run` used is charged to `charge` (the
-/// client's rate bucket, see [`charge_of`]).
+/// client's rate bucket, see [`from_request`]).
 pub(crate) async fn call_blocking(
     endpoint: Endpoint,
     span: tracing::Span,
@@ -374,8 +361,8 @@ impl IstoServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let grant = buyer::grant_of(&context);
-        let client = client_of(&context);
+        let grant: Option<Grant> = from_request(&context);
+        let client = from_request(&context).unwrap_or(ClientAddr(None));
         let (holder, endpoint) = (self.holder.clone(), self.endpoint);
         let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
         // A `requestState` only on the retry of the call it was issued for, and a retry's
@@ -393,7 +380,7 @@ impl IstoServer {
                 .await;
             }
         }
-        call_blocking(endpoint, request_span(&context), charge_of(&context), request, move |tool, args| {
+        call_blocking(endpoint, request_span(&context), from_request(&context), request, move |tool, args| {
             handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
         })
         .await

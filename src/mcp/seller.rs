@@ -18,7 +18,7 @@
 //!   `demand`): the `/mcp` tools, answered by the same handlers as there.
 //!
 //! Every call takes the [`crate::oauth::Grant`] of its own HTTP request (put there by the bearer
-//! middleware; see [`crate::mcp::buyer::grant_of`]) and is refused ([`crate::policy::authorize`]) unless the
+//! middleware; see [`crate::mcp::from_request`]) and is refused ([`crate::policy::authorize`]) unless the
 //! grant is a seller's token for this endpoint with the tool's scope and the account —
 //! read on every call — is an enabled seller: a disabled seller's tools stop working at
 //! once, whatever its tokens.

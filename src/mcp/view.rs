@@ -269,7 +269,7 @@ impl Call {
             endpoint,
             name: request.name.to_string(),
             args: Value::Object(request.arguments.clone().unwrap_or_default()),
-            grant: super::buyer::grant_of(context),
+            grant: super::from_request(context),
         })
     }
 
