@@ -16,11 +16,15 @@
 //! Debug builds (`PROFILE=debug`: `cargo build`, `cargo test`) are not stamped from git
 //! and say `debug build`: a stamp would rebuild the whole crate, its tests and the e2e
 //! binary after every commit. `ISTO_BUILD_COMMIT` still stamps them.
+//!
+//! It also writes the page texts of each language (`assets/i18n/<lang>.toml`) as the
+//! Rust static `web::i18n` includes ([`i18n`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn main() {
+fn main() -> Result<(), String> {
+    i18n()?;
     println!("cargo:rerun-if-env-changed=ISTO_BUILD_COMMIT");
     println!("cargo:rerun-if-env-changed=ISTO_BUILD_DATE");
     let release = std::env::var("PROFILE").is_ok_and(|p| p != "debug");
@@ -30,6 +34,70 @@ fn main() {
         None => from_git().unwrap_or_else(|| "unknown".to_owned()),
     };
     println!("cargo:rustc-env=ISTO_BUILD={build}");
+    Ok(())
+}
+
+/// The page languages: `assets/i18n/<lang>.toml` each (as `web::i18n::LANGUAGES`).
+const LANGUAGES: [&str; 3] = ["sk", "cs", "en"];
+
+/// The sections of a texts file that are parts of `Ui` (section name → Rust type); any
+/// other section is a table of pairs (`attributes`: key → label).
+const PARTS: [(&str, &str); 7] = [
+    ("account", "AccountText"),
+    ("authorize", "AuthorizeText"),
+    ("sellers", "SellerText"),
+    ("demand", "DemandText"),
+    ("mine", "MineText"),
+    ("cadence", "CadenceText"),
+    ("links", "LinkText"),
+];
+
+/// Writes `$OUT_DIR/i18n_<lang>.rs` for each of [`LANGUAGES`]: `static <LANG>: Ui = Ui {
+/// ... };`, one field a line, so that the compiler checks every key against the
+/// structs of `web::i18n` (a key missing from a file or unknown to the structs fails
+/// the build with the key and that file's name). Errors: a file unreadable or not TOML,
+/// or a value that is no string, array or table.
+fn i18n() -> Result<(), String> {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
+    for lang in LANGUAGES {
+        let path = format!("assets/i18n/{lang}.toml");
+        println!("cargo:rerun-if-changed={path}");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        let table: toml::Table = text.parse().map_err(|e| format!("{path}: {e}"))?;
+        let ui = rust_struct("Ui", &table).map_err(|e| format!("{path}: {e}"))?;
+        let code = format!("// From {path} by build.rs.\nstatic {}: Ui = {ui};\n", lang.to_uppercase());
+        std::fs::write(out.join(format!("i18n_{lang}.rs")), code).map_err(|e| format!("i18n_{lang}.rs: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The struct literal `ty { key: value, ... }` of a table, one field a line.
+fn rust_struct(ty: &str, table: &toml::Table) -> Result<String, String> {
+    let mut fields = String::new();
+    for (key, value) in table {
+        fields.push_str(&format!("    {key}: {},\n", rust_value(key, value)?));
+    }
+    Ok(format!("{ty} {{\n{fields}}}"))
+}
+
+/// A value as a Rust expression: a string literal, an array of them, a reference to a
+/// part of [`PARTS`], or a slice of `(key, value)` pairs for any other table.
+fn rust_value(key: &str, value: &toml::Value) -> Result<String, String> {
+    match value {
+        toml::Value::String(s) => Ok(format!("{s:?}")),
+        toml::Value::Array(items) => {
+            let items = items.iter().map(|v| rust_value(key, v)).collect::<Result<Vec<_>, _>>()?;
+            Ok(format!("[{}]", items.join(", ")))
+        }
+        toml::Value::Table(t) => match PARTS.iter().find(|(section, _)| *section == key) {
+            Some((_, ty)) => Ok(format!("&{}", rust_struct(ty, t)?)),
+            None => {
+                let pairs = t.iter().map(|(k, v)| Ok(format!("({k:?}, {})", rust_value(k, v)?)));
+                Ok(format!("&[{}]", pairs.collect::<Result<Vec<_>, String>>()?.join(", ")))
+            }
+        },
+        other => Err(format!("{key}: a {} where a text belongs", other.type_str())),
+    }
 }
 
 /// `ISTO_BUILD_COMMIT [ISTO_BUILD_DATE]`, when the commit is set and not blank.

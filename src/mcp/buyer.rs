@@ -11,35 +11,9 @@
 //!
 //! The account comes from the HTTP request: the bearer middleware in front of the
 //! endpoint ([`super::service::require_bearer`]) checks the bearer token with
-//! [`crate::oauth::check_bearer`] and puts the [`Grant`] into the request's extensions; rmcp hands the request's
+//! [`crate::oauth::check_bearer`] and puts the [`crate::oauth::Grant`] into the request's extensions; rmcp hands the request's
 //! [`http::request::Parts`] to every tool call, so each call uses the grant of its own
-//! HTTP request. Without a grant every account tool answers "unauthorized".
-
-use super::{handlers, tools_of, Endpoint};
-use crate::net::ClientAddr;
-use crate::oauth::Grant;
-use crate::state::AppState;
-use rmcp::model::{CallToolResult, Tool};
-use rmcp::service::RequestContext;
-use rmcp::RoleServer;
-use serde_json::Value;
-
-/// The tool list of `/mcp/buyer` (PROTOCOL.md §3), from the tool table.
-pub fn buyer_tools() -> Vec<Tool> {
-    tools_of(Endpoint::Buyer)
-}
-
-/// Runs one tool call for `grant`'s account (blocking: store I/O). `None` when
-/// `/mcp/buyer` has no tool of that name. The account tools need a grant with scope
-/// `intents` ([`crate::policy::authorize`]; refused: "unauthorized"); domain failures
-/// become `isError` results (an unknown or other account's id: "not_found: no intent
-/// with this id"); internal ones are logged and answered generically.
-pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
-    let tool = Endpoint::Buyer.tool(name)?;
-    Some(handlers::run(holder, Endpoint::Buyer, grant, ClientAddr(None), tool, args))
-}
-
-/// The grant the middleware put into the HTTP request of this call, if any.
-pub fn grant_of(context: &RequestContext<RoleServer>) -> Option<Grant> {
-    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Grant>()).cloned()
-}
+//! HTTP request ([`super::from_request`]). Without a grant every account tool answers
+//! "unauthorized".
+//!
+//! Its tool list is [`super::tools_of`] and its calls run through [`super::dispatch`].

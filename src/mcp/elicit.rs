@@ -30,7 +30,7 @@
 //! `requestState`, and so is one sent with any other call, or `inputResponses` sent
 //! without one ([`check_retry`]): nothing is run, no draft made.
 
-use super::{call_blocking, charge_of, failure, ok_of, request_span, Endpoint};
+use super::{call_blocking, failure, from_request, ok_of, request_span, Endpoint};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
@@ -351,12 +351,16 @@ pub async fn publish(
             None => ElicitationAction::Cancel,
         };
         let h = holder.clone();
-        return call_blocking(Endpoint::Public, request_span(context), charge_of(context), request, move |tool, _| {
-            finish(&h, &draft, action).unwrap_or_else(|e| failure(tool.name(), &e))
-        })
+        return call_blocking(
+            Endpoint::Public,
+            request_span(context),
+            from_request(context),
+            request,
+            move |tool, _| finish(&h, &draft, action).unwrap_or_else(|e| failure(tool.name(), &e)),
+        )
         .await;
     }
-    let response = call_blocking(Endpoint::Public, request_span(context), charge_of(context), request, run).await?;
+    let response = call_blocking(Endpoint::Public, request_span(context), from_request(context), request, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let lifetime =
         time::Duration::seconds(holder.base.settings().limits.request_state_secs.try_into().unwrap_or(i64::MAX));

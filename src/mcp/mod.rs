@@ -11,6 +11,7 @@
 
 use crate::base::PublicError;
 use crate::net::{Charge, ClientAddr};
+use crate::oauth::Grant;
 use crate::policy::Denied;
 pub use crate::protocol::tools::Endpoint;
 use crate::protocol::tools::{Spec, ToolId};
@@ -74,14 +75,9 @@ fn tool(spec: Spec) -> Tool {
     )
 }
 
-/// The tool list of `endpoint`, from the tool table, in its order.
+/// The tool list of `endpoint` (PROTOCOL.md §1, §3), from the tool table, in its order.
 pub fn tools_of(endpoint: Endpoint) -> Vec<Tool> {
     endpoint.tools().iter().filter_map(|t| t.spec(endpoint)).map(tool).collect()
-}
-
-/// The tool list of `/mcp` (PROTOCOL.md §3).
-pub fn public_tools() -> Vec<Tool> {
-    tools_of(Endpoint::Public)
 }
 
 impl IstoServer {
@@ -93,10 +89,10 @@ impl IstoServer {
     /// here, and clones of the server (one per session, one per 2026-07-28 request:
     /// see `service::mcp_service`) share both.
     pub fn new(holder: AppState, endpoint: Endpoint) -> Self {
-        static PUBLIC: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(public_tools()));
-        static BUYER: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(buyer::buyer_tools()));
-        static SELLER: std::sync::LazyLock<Arc<Vec<Tool>>> =
-            std::sync::LazyLock::new(|| Arc::new(seller::seller_tools()));
+        use std::sync::LazyLock;
+        static PUBLIC: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Public)));
+        static BUYER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Buyer)));
+        static SELLER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Seller)));
         let tools = match endpoint {
             Endpoint::Public => &PUBLIC,
             Endpoint::Buyer => &BUYER,
@@ -160,19 +156,25 @@ pub(crate) fn failure(tool: &str, e: &dyn PublicError) -> CallToolResult {
     tool_error(e.public_message())
 }
 
-/// Runs one tool call (blocking: store I/O) as from an unknown client address (counted
-/// under one shared key): [`dispatch_from`].
-pub fn dispatch(holder: &AppState, name: &str, args: &Value) -> Option<CallToolResult> {
-    dispatch_from(holder, ClientAddr(None), name, args)
-}
-
-/// Runs one `/mcp` tool call (blocking: store I/O) of a caller at `client`; `None` when
-/// `/mcp` has no tool of that name. Domain failures become `isError` results (a
-/// used-up draft quota too: "too many drafts from this address in the last hour (…);
-/// try again after …"); internal ones are logged and answered generically.
-pub fn dispatch_from(holder: &AppState, client: ClientAddr, name: &str, args: &Value) -> Option<CallToolResult> {
-    let tool = Endpoint::Public.tool(name)?;
-    Some(handlers::run(holder, Endpoint::Public, None, client, tool, args))
+/// Runs one tool call of `endpoint` (blocking: store I/O) with `grant` (the bearer's, on
+/// `/mcp/buyer` and `/mcp/seller`; none on `/mcp`) for a caller at `client` (an unknown
+/// address is counted under one shared key); `None` when the endpoint has no tool of
+/// that name. Refused calls and bad input are `isError` results naming the reason or
+/// field: on `/mcp` a used-up draft quota too ("too many drafts from this address in the
+/// last hour (…); try again after …"); on `/mcp/buyer` the account tools need a grant
+/// with scope `intents` ([`crate::policy::authorize`]; refused: "unauthorized"), and an
+/// unknown or other account's id is "not_found: no intent with this id". Internal
+/// failures are logged and answered generically.
+pub fn dispatch(
+    holder: &AppState,
+    endpoint: Endpoint,
+    grant: Option<&Grant>,
+    client: ClientAddr,
+    name: &str,
+    args: &Value,
+) -> Option<CallToolResult> {
+    let tool = endpoint.tool(name)?;
+    Some(handlers::run(holder, endpoint, grant, client, tool, args))
 }
 
 /// The `initialize` answer shared by the three endpoints: tools only, isto's name and
@@ -213,29 +215,16 @@ pub(crate) fn denied(endpoint: Endpoint, tool: &str, d: &Denied) -> CallToolResu
 /// (whose handler runs in the session's task, outside that span). Without one (a call
 /// not over HTTP), the current span.
 pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|p| p.extensions.get::<tracing::Span>())
-        .cloned()
-        .unwrap_or_else(tracing::Span::current)
+    from_request(context).unwrap_or_else(tracing::Span::current)
 }
 
-/// The client address of the HTTP request that carried this call (the app's middleware
-/// puts it into the request's extensions); unknown without one.
-pub(crate) fn client_of(context: &RequestContext<RoleServer>) -> ClientAddr {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|p| p.extensions.get::<ClientAddr>())
-        .copied()
-        .unwrap_or(ClientAddr(None))
-}
-
-/// The [`Charge`] the app's front layer put into the HTTP request of this call: what
-/// the call costs in CPU goes to its client's rate bucket. None without one.
-pub(crate) fn charge_of(context: &RequestContext<RoleServer>) -> Option<Charge> {
-    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Charge>()).cloned()
+/// What the app's middleware put into the extensions of the HTTP request that carried
+/// this call (rmcp hands the request's parts to every call), by type: the [`Grant`] of
+/// the bearer middleware, the [`ClientAddr`] (unknown without one), the [`Charge`] of
+/// the front layer (what the call costs in CPU goes to its client's rate bucket), the
+/// span ([`request_span`]). None for a call not over HTTP or a request without one.
+pub(crate) fn from_request<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<T> {
+    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<T>()).cloned()
 }
 
 /// Runs `run` and hands the CPU time the calling thread spent in it to `charge`.
@@ -259,7 +248,7 @@ const INLINE_TOOLS: &[ToolId] = &[ToolId::GetIntent];
 /// store I/O) gets the tool and the arguments on a blocking thread (in the calling task
 /// for [`INLINE_TOOLS`]), inside `span` (the request's, see [`request_span`]), so what it
 /// logs carries the request id. The CPU time `run` used is charged to `charge` (the
-/// client's rate bucket, see [`charge_of`]).
+/// client's rate bucket, see [`from_request`]).
 pub(crate) async fn call_blocking(
     endpoint: Endpoint,
     span: tracing::Span,
@@ -372,8 +361,8 @@ impl IstoServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let grant = buyer::grant_of(&context);
-        let client = client_of(&context);
+        let grant: Option<Grant> = from_request(&context);
+        let client = from_request(&context).unwrap_or(ClientAddr(None));
         let (holder, endpoint) = (self.holder.clone(), self.endpoint);
         let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
         // A `requestState` only on the retry of the call it was issued for, and a retry's
@@ -391,7 +380,7 @@ impl IstoServer {
                 .await;
             }
         }
-        call_blocking(endpoint, request_span(&context), charge_of(&context), request, move |tool, args| {
+        call_blocking(endpoint, request_span(&context), from_request(&context), request, move |tool, args| {
             handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
         })
         .await
@@ -445,7 +434,7 @@ mod tests {
 
     #[test]
     fn the_tool_list_is_cacheable_by_anyone_on_2026_07_28_only() {
-        let tools = public_tools();
+        let tools = tools_of(Endpoint::Public);
         let modern = serde_json::to_value(tool_list(&tools, Some(&ProtocolVersion::V_2026_07_28))).unwrap();
         assert_eq!(modern["ttlMs"], TOOLS_TTL_MS);
         assert_eq!(modern["cacheScope"], "public");

@@ -17,28 +17,10 @@
 //! * `intent_search_offers` (any seller scope) and `intent_demand_summary` (scope
 //!   `demand`): the `/mcp` tools, answered by the same handlers as there.
 //!
-//! Every call takes the [`Grant`] of its own HTTP request (put there by the bearer
-//! middleware; see [`crate::mcp::buyer::grant_of`]) and is refused ([`crate::policy::authorize`]) unless the
+//! Every call takes the [`crate::oauth::Grant`] of its own HTTP request (put there by the bearer
+//! middleware; see [`crate::mcp::from_request`]) and is refused ([`crate::policy::authorize`]) unless the
 //! grant is a seller's token for this endpoint with the tool's scope and the account —
 //! read on every call — is an enabled seller: a disabled seller's tools stop working at
 //! once, whatever its tokens.
-
-use super::{handlers, tools_of, Endpoint};
-use crate::net::ClientAddr;
-use crate::oauth::Grant;
-use crate::state::AppState;
-use rmcp::model::{CallToolResult, Tool};
-use serde_json::Value;
-
-/// The tool list of `/mcp/seller` (PROTOCOL.md §1, §3), from the tool table.
-pub fn seller_tools() -> Vec<Tool> {
-    tools_of(Endpoint::Seller)
-}
-
-/// Runs one tool call for `grant` (blocking: store I/O). `None` when `/mcp/seller` has
-/// no tool of that name. Refused calls and bad input are `isError` results naming the
-/// reason or field; internal failures are logged and answered generically.
-pub fn dispatch(holder: &AppState, grant: Option<&Grant>, name: &str, args: &Value) -> Option<CallToolResult> {
-    let tool = Endpoint::Seller.tool(name)?;
-    Some(handlers::run(holder, Endpoint::Seller, grant, ClientAddr(None), tool, args))
-}
+//!
+//! Its tool list is [`super::tools_of`] and its calls run through [`super::dispatch`].

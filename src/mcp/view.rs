@@ -34,6 +34,7 @@
 //! by anyone for [`VIEW_TTL_MS`].
 
 use super::Endpoint;
+use crate::net::ClientAddr;
 use crate::oauth::Grant;
 use crate::protocol::tools::ToolId;
 use crate::state::AppState;
@@ -145,8 +146,8 @@ pub fn linked(tools: &[Tool]) -> Vec<Tool> {
 
 /// The tool lists with the view linked, built once: `/mcp`'s and `/mcp/buyer`'s.
 pub fn linked_tools(endpoint: Endpoint) -> Option<Arc<Vec<Tool>>> {
-    static PUBLIC: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::public_tools())));
-    static BUYER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::buyer::buyer_tools())));
+    static PUBLIC: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::tools_of(Endpoint::Public))));
+    static BUYER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::tools_of(Endpoint::Buyer))));
     match endpoint {
         Endpoint::Public => Some(Arc::clone(&PUBLIC)),
         Endpoint::Buyer => Some(Arc::clone(&BUYER)),
@@ -268,7 +269,7 @@ impl Call {
             endpoint,
             name: request.name.to_string(),
             args: Value::Object(request.arguments.clone().unwrap_or_default()),
-            grant: super::buyer::grant_of(context),
+            grant: super::from_request(context),
         })
     }
 
@@ -298,11 +299,7 @@ pub fn dispatch(
     name: &str,
     args: &Value,
 ) -> Option<CallToolResult> {
-    let result = match endpoint {
-        Endpoint::Public => super::dispatch(holder, name, args),
-        Endpoint::Buyer => super::buyer::dispatch(holder, grant, name, args),
-        Endpoint::Seller => super::seller::dispatch(holder, grant, name, args),
-    }?;
+    let result = super::dispatch(holder, endpoint, grant, ClientAddr(None), name, args)?;
     Some(if offered(endpoint) && is_linked(name) {
         view_result(holder, endpoint, grant, name, args, result)
     } else {
@@ -395,7 +392,7 @@ mod tests {
 
     #[test]
     fn only_the_four_tools_link_the_view_and_nothing_else_changes() {
-        let plain = super::super::public_tools();
+        let plain = super::super::tools_of(Endpoint::Public);
         let ui = linked(&plain);
         assert_eq!(plain.len(), ui.len());
         for (p, u) in plain.iter().zip(&ui) {

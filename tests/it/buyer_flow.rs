@@ -89,7 +89,7 @@ fn titles(h: &AppState, id: &str) -> Vec<String> {
 
 /// Runs a buyer tool; returns (isError, structuredContent or the error text).
 fn call(h: &AppState, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value) {
-    let r = isto::mcp::buyer::dispatch(h, g, tool, &args).expect("known tool");
+    let r = crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Buyer, g, tool, &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     let is_error = v["isError"].as_bool().unwrap_or(false);
     if is_error {
@@ -478,7 +478,7 @@ fn buyer_tools_over_dispatch() {
     let g = buyer_grant(&acc);
 
     // Schemas: no contact field, unknown properties refused, an output schema, the note.
-    let tools = isto::mcp::buyer::buyer_tools();
+    let tools = isto::mcp::tools_of(isto::mcp::Endpoint::Buyer);
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
@@ -548,7 +548,8 @@ fn buyer_tools_over_dispatch() {
         let (err, msg) = call(h, gr.as_ref(), "intent_get_intent", json!({"id": id}));
         assert!(err && msg.as_str().unwrap().starts_with("unauthorized"), "{msg}");
     }
-    assert!(isto::mcp::buyer::dispatch(h, Some(&g), "intent_demand_nonsense", &json!({})).is_none());
+    assert!(crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Buyer, Some(&g), "intent_demand_nonsense", &json!({}))
+        .is_none());
 
     let (err, out) = call(h, Some(&g), "intent_withdraw_intent", json!({"id": id}));
     assert!(!err);

@@ -64,7 +64,7 @@ fn with_variants(catalogue: &str) -> Vec<Value> {
 }
 
 fn call(f: &Fx, tool: &str, args: Value) -> (Duration, Value) {
-    let (t, r) = cpu(|| isto::mcp::dispatch(&f.holder, tool, &args).expect("known tool"));
+    let (t, r) = cpu(|| crate::kit::mcp_call(&f.holder, tool, &args).expect("known tool"));
     let v = serde_json::to_value(&r).unwrap();
     assert_ne!(v["isError"], json!(true), "{tool} {args}: {v}");
     (t, v["structuredContent"].clone())

@@ -76,7 +76,7 @@ fn count(h: &AppState, c: &Cell) -> Option<u64> {
 
 /// Calls the tool on `/mcp`: (isError, structuredContent or the error text).
 fn tool(h: &AppState, args: Value) -> (bool, Value) {
-    let r = isto::mcp::dispatch(h, "intent_demand_summary", &args).expect("known tool");
+    let r = crate::kit::mcp_call(h, "intent_demand_summary", &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     if v["isError"].as_bool().unwrap_or(false) {
         (true, v["content"][0]["text"].clone())
@@ -310,8 +310,9 @@ fn tool_input_errors_name_the_field() {
         assert!(msg.as_str().unwrap().contains(want), "{args} → {msg}");
     }
     // The same tool on /mcp/buyer; demand is not personal, so no grant is needed.
-    let r = isto::mcp::buyer::dispatch(
+    let r = crate::kit::mcp_call_as(
         h,
+        isto::mcp::Endpoint::Buyer,
         None,
         "intent_demand_summary",
         &json!({"category": "property", "cell": c(json!("CZ-10"), "100000-200000", "12m")}),
@@ -323,7 +324,10 @@ fn tool_input_errors_name_the_field() {
 
 #[test]
 fn the_tool_is_listed_with_schemas_and_annotations() {
-    for (endpoint, tools) in [("/mcp", isto::mcp::public_tools()), ("/mcp/buyer", isto::mcp::buyer::buyer_tools())] {
+    for (endpoint, tools) in [
+        ("/mcp", isto::mcp::tools_of(isto::mcp::Endpoint::Public)),
+        ("/mcp/buyer", isto::mcp::tools_of(isto::mcp::Endpoint::Buyer)),
+    ] {
         let t = tools.iter().find(|t| t.name == "intent_demand_summary").unwrap_or_else(|| panic!("{endpoint}"));
         let v = serde_json::to_value(t).unwrap();
         assert!(v["description"].as_str().unwrap().contains(isto::protocol::AGGREGATOR_NOTE), "{endpoint}");

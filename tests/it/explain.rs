@@ -39,7 +39,7 @@ pub fn publish_confirmed(h: &AppState, statement: &str, limit: f64) -> String {
         "area": "SK-BL",
         "hiddenLimit": limit,
     });
-    let r = isto::mcp::dispatch(h, "intent_publish_intent", &args).unwrap();
+    let r = crate::kit::mcp_call(h, "intent_publish_intent", &args).unwrap();
     let v = serde_json::to_value(r).unwrap();
     assert_ne!(v["isError"], true, "{v}");
     let sc = &v["structuredContent"];
@@ -53,7 +53,7 @@ pub fn publish_confirmed(h: &AppState, statement: &str, limit: f64) -> String {
 
 /// `intent_list_matches` by code: `(title, extensions)` of each match, by title.
 pub fn matches(h: &AppState, code: &str) -> Vec<(String, Value)> {
-    let r = isto::mcp::dispatch(h, "intent_list_matches", &json!({"intentCode": code})).unwrap();
+    let r = crate::kit::mcp_call(h, "intent_list_matches", &json!({"intentCode": code})).unwrap();
     let v = serde_json::to_value(r).unwrap();
     let mut out: Vec<(String, Value)> = v["structuredContent"]["matches"]
         .as_array()
@@ -175,7 +175,7 @@ fn without_a_price_limit_there_is_no_price_phrase_and_criteria_met_follow_the_in
         "criteria": {"category": "vehicles", "make": "skoda"},
         "area": "SK",
     });
-    let v = serde_json::to_value(isto::mcp::dispatch(h, "intent_publish_intent", &args).unwrap()).unwrap();
+    let v = serde_json::to_value(crate::kit::mcp_call(h, "intent_publish_intent", &args).unwrap()).unwrap();
     let code = v["structuredContent"]["intentCode"].as_str().unwrap().to_owned();
     let consent = v["structuredContent"]["consentUrl"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
     h.intents.give_consent(&consent, "p@example.com", "en").unwrap();

@@ -459,8 +459,14 @@ fn the_store_v4_fixture_opens_migrated_and_served() {
     let open = s("/intents/pseudonymous/id");
     let handle = sellers::handle(&h.base, &s("/seller/sellerId"), &open);
     assert_eq!(handle, s("/intents/pseudonymous/handle"), "handles are unchanged");
-    let r = isto::mcp::seller::dispatch(h, Some(&seller_grant(&seller.id)), "intent_list_open_intents", &json!({}))
-        .unwrap();
+    let r = crate::kit::mcp_call_as(
+        h,
+        isto::mcp::Endpoint::Seller,
+        Some(&seller_grant(&seller.id)),
+        "intent_list_open_intents",
+        &json!({}),
+    )
+    .unwrap();
     let v = serde_json::to_value(&r).unwrap();
     let listed: Vec<&str> =
         v["structuredContent"]["intents"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();

@@ -459,19 +459,31 @@ impl Side {
 
     fn public_tool(&mut self, label: &str, kind: Kind, tool: &'static str, args: Value) -> String {
         self.record(format!("/mcp {tool} {label}"), kind, |s| {
-            result_text(isto::mcp::dispatch(&s.fx.holder, tool, &args))
+            result_text(crate::kit::mcp_call(&s.fx.holder, tool, &args))
         })
     }
 
     fn buyer_tool(&mut self, label: &str, kind: Kind, tool: &'static str, args: Value) -> String {
         self.record(format!("/mcp/buyer {tool} {label}"), kind, |s| {
-            result_text(isto::mcp::buyer::dispatch(&s.fx.holder, Some(&buyer_grant(&s.buyer)), tool, &args))
+            result_text(crate::kit::mcp_call_as(
+                &s.fx.holder,
+                isto::mcp::Endpoint::Buyer,
+                Some(&buyer_grant(&s.buyer)),
+                tool,
+                &args,
+            ))
         })
     }
 
     fn seller_tool(&mut self, n: usize, label: &str, tool: &'static str, args: Value) -> String {
         self.record(format!("/mcp/seller#{n} {tool} {label}"), Kind::Open, |s| {
-            result_text(isto::mcp::seller::dispatch(&s.fx.holder, Some(&seller_grant(&s.sellers[n].0)), tool, &args))
+            result_text(crate::kit::mcp_call_as(
+                &s.fx.holder,
+                isto::mcp::Endpoint::Seller,
+                Some(&seller_grant(&s.sellers[n].0)),
+                tool,
+                &args,
+            ))
         })
     }
 

@@ -112,7 +112,7 @@ fn a_huge_area_is_refused_fast_on_the_public_tools() {
         ("intent_publish_intent", serde_json::json!({"statement": "Octavia combi", "area": huge})),
     ] {
         let t = std::time::Instant::now();
-        let r = isto::mcp::dispatch(&f.holder, tool, &args).unwrap();
+        let r = crate::kit::mcp_call(&f.holder, tool, &args).unwrap();
         assert!(t.elapsed() < std::time::Duration::from_secs(1), "{tool} took {:?}", t.elapsed());
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["isError"], true, "{tool}: {v}");

@@ -443,3 +443,21 @@ pub fn buyer_grant(account: &str) -> isto::oauth::Grant {
         resource: "https://holder.example/mcp/buyer".into(),
     }
 }
+
+/// One `/mcp` tool call as from an unknown client address ([`isto::mcp::dispatch`]);
+/// `None` for a tool `/mcp` does not have.
+pub fn mcp_call(h: &AppState, name: &str, args: &Value) -> Option<rmcp::model::CallToolResult> {
+    mcp_call_as(h, isto::mcp::Endpoint::Public, None, name, args)
+}
+
+/// One tool call of `endpoint` with `grant`, as from an unknown client address
+/// ([`isto::mcp::dispatch`]); `None` for a tool the endpoint does not have.
+pub fn mcp_call_as(
+    h: &AppState,
+    endpoint: isto::mcp::Endpoint,
+    grant: Option<&isto::oauth::Grant>,
+    name: &str,
+    args: &Value,
+) -> Option<rmcp::model::CallToolResult> {
+    isto::mcp::dispatch(h, endpoint, grant, isto::net::ClientAddr(None), name, args)
+}

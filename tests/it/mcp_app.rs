@@ -5,8 +5,8 @@
 //! - a client that does not declare the extension (no capabilities, another extension,
 //!   the extension without `mimeTypes` or without the view's MIME type) gets the tool
 //!   lists of `isto::mcp::tool_list` over the unchanged tool lists, no resource, and for
-//!   every linked tool the very result of `isto::mcp::dispatch` /
-//!   `isto::mcp::buyer::dispatch` (every member, and the text content byte for byte);
+//!   every linked tool the very result of `isto::mcp::dispatch` on `/mcp` and
+//!   `/mcp/buyer` (every member, and the text content byte for byte);
 //! - a client that declares it gets the four tools linked to `ui://isto/offers`, the
 //!   view in `resources/list` and `resources/read`, and in the intent tools' results
 //!   the `view` member (language, cadence, the results page on `/mcp/buyer`) with the
@@ -160,12 +160,13 @@ fn holder() -> (Fx, String, String, String, String, String) {
     h.catalogue.import_offers(offers).unwrap();
     let code = publish_confirmed(h, "Hľadám ojazdenú Škodu Octavia na naftu", 30000.0);
     let draft =
-        isto::mcp::dispatch(h, "intent_publish_intent", &json!({"statement": "Hledám byt v Brně", "area": "Brno"}))
+        crate::kit::mcp_call(h, "intent_publish_intent", &json!({"statement": "Hledám byt v Brně", "area": "Brno"}))
             .unwrap();
     let draft = serde_json::to_value(draft).unwrap()["structuredContent"]["intentCode"].as_str().unwrap().to_owned();
     let (account, _) = f.buyer("owner@example.com");
-    let published = isto::mcp::buyer::dispatch(
+    let published = crate::kit::mcp_call_as(
         h,
+        isto::mcp::Endpoint::Buyer,
         Some(&buyer_grant(&account)),
         "intent_publish_intent",
         &json!({"statement": "Looking for a Skoda Octavia diesel", "area": "SK-BL",
@@ -175,7 +176,7 @@ fn holder() -> (Fx, String, String, String, String, String) {
     let published = serde_json::to_value(published).unwrap();
     assert_eq!(published["structuredContent"]["intent"]["status"], "active", "{published}");
     let id = published["structuredContent"]["intent"]["id"].as_str().unwrap().to_owned();
-    let listed = isto::mcp::dispatch(h, "intent_list_matches", &json!({"intentCode": code})).unwrap();
+    let listed = crate::kit::mcp_call(h, "intent_list_matches", &json!({"intentCode": code})).unwrap();
     let listed = serde_json::to_value(listed).unwrap();
     let first = listed["structuredContent"]["matches"][0]["deliveredAt"].as_str().unwrap().to_owned();
     (f, code, draft, account, id, first)
@@ -236,14 +237,17 @@ fn clients_without_the_extension_get_todays_tool_lists_and_results_in_both_revis
             let what = format!("{rev:?} {caps}");
             let c = Client::new(&f, public.clone(), "/mcp", rev, caps.clone(), None);
             let list = c.request("tools/list", json!({}));
-            let today =
-                serde_json::to_value(isto::mcp::tool_list(&isto::mcp::public_tools(), Some(&rev.version()))).unwrap();
+            let today = serde_json::to_value(isto::mcp::tool_list(
+                &isto::mcp::tools_of(isto::mcp::Endpoint::Public),
+                Some(&rev.version()),
+            ))
+            .unwrap();
             assert_eq!(bare(list["result"].clone()), bare(today), "/mcp tools/list, {what}");
             assert!(!list.to_string().contains("ui://"), "{what}");
             let resources = c.request("resources/list", json!({}));
             assert_eq!(resources["result"]["resources"], json!([]), "{what}: {resources}");
             for (tool, args) in public_reads(&code, &draft, &first) {
-                let today = serde_json::to_value(isto::mcp::dispatch(h, tool, &args).unwrap()).unwrap();
+                let today = serde_json::to_value(crate::kit::mcp_call(h, tool, &args).unwrap()).unwrap();
                 assert_same(&c.call(tool, &args), &today, &format!("/mcp {tool} {args}, {what}"));
             }
             let published = c.call("intent_publish_intent", &json!({"statement": "Hľadám Fabiu", "area": "SK"}));
@@ -255,13 +259,17 @@ fn clients_without_the_extension_get_todays_tool_lists_and_results_in_both_revis
 
             let c = Client::new(&f, buyer.clone(), "/mcp/buyer", rev, caps.clone(), Some(account.clone()));
             let list = c.request("tools/list", json!({}));
-            let today =
-                serde_json::to_value(isto::mcp::tool_list(&isto::mcp::buyer::buyer_tools(), Some(&rev.version())))
-                    .unwrap();
+            let today = serde_json::to_value(isto::mcp::tool_list(
+                &isto::mcp::tools_of(isto::mcp::Endpoint::Buyer),
+                Some(&rev.version()),
+            ))
+            .unwrap();
             assert_eq!(bare(list["result"].clone()), bare(today), "/mcp/buyer tools/list, {what}");
             for (tool, args) in buyer_reads(&id) {
-                let today =
-                    serde_json::to_value(isto::mcp::buyer::dispatch(h, Some(&grant), tool, &args).unwrap()).unwrap();
+                let today = serde_json::to_value(
+                    crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Buyer, Some(&grant), tool, &args).unwrap(),
+                )
+                .unwrap();
                 assert_same(&c.call(tool, &args), &today, &format!("/mcp/buyer {tool} {args}, {what}"));
             }
         }
@@ -305,7 +313,7 @@ fn a_client_with_the_extension_gets_the_view_and_its_data_in_both_revisions() {
         assert_eq!(missing["error"]["code"], want, "{missing}");
         assert!(missing["error"]["message"].as_str().unwrap().starts_with("uri: no resource"), "{missing}");
         for (tool, args) in public_reads(&code, &draft, &first) {
-            let plain = serde_json::to_value(isto::mcp::dispatch(h, tool, &args).unwrap()).unwrap();
+            let plain = serde_json::to_value(crate::kit::mcp_call(h, tool, &args).unwrap()).unwrap();
             let got = c.call(tool, &args);
             let what = format!("{rev:?} /mcp {tool} {args}");
             assert_eq!(got["content"], plain["content"], "{what}: the text content is unchanged");
@@ -323,8 +331,10 @@ fn a_client_with_the_extension_gets_the_view_and_its_data_in_both_revisions() {
 
         let c = Client::new(&f, buyer.clone(), "/mcp/buyer", rev, with_the_extension(), Some(account.clone()));
         for (tool, args) in buyer_reads(&id) {
-            let plain =
-                serde_json::to_value(isto::mcp::buyer::dispatch(h, Some(&grant), tool, &args).unwrap()).unwrap();
+            let plain = serde_json::to_value(
+                crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Buyer, Some(&grant), tool, &args).unwrap(),
+            )
+            .unwrap();
             let got = c.call(tool, &args);
             let mut want = plain.clone();
             if tool != "intent_search_offers" && plain["isError"] != true {

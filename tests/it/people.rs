@@ -55,7 +55,8 @@ fn active(h: &AppState, email: &str, pseudonymous: bool) -> (String, String) {
 
 /// A `/mcp/buyer` tool call: (isError, structuredContent or the error text).
 fn buyer_call(h: &AppState, account: &str, tool: &str, a: Value) -> (bool, Value) {
-    let r = isto::mcp::buyer::dispatch(h, Some(&buyer_grant(account)), tool, &a).expect("known tool");
+    let r = crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Buyer, Some(&buyer_grant(account)), tool, &a)
+        .expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     if v["isError"].as_bool().unwrap_or(false) {
         (true, v["content"][0]["text"].clone())
@@ -75,7 +76,7 @@ fn publish_owned(h: &AppState, account: &str, a: Value) -> String {
 /// The `intent_demand_summary` answer for the cell on `/mcp`, checked against
 /// `demand::summary` and the heat map (every place k applies answers alike).
 fn demand(h: &AppState) -> Value {
-    let r = isto::mcp::dispatch(h, "intent_demand_summary", &json!({"category": "vehicles", "cell": the_cell()}))
+    let r = crate::kit::mcp_call(h, "intent_demand_summary", &json!({"category": "vehicles", "cell": the_cell()}))
         .expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     assert_ne!(v["isError"], true, "{v}");

@@ -41,7 +41,13 @@ fn intents(f: &Fx) -> usize {
 
 /// `intent_publish_intent` on `/mcp` from `from`: the tool result as JSON.
 fn publish(f: &Fx, from: &str) -> Value {
-    let r = isto::mcp::dispatch_from(&f.holder, client(from), "intent_publish_intent", &octavia()).unwrap();
+    publish_with(f, from, &octavia())
+}
+
+/// `intent_publish_intent` with `args` on `/mcp` from `from`: the tool result as JSON.
+fn publish_with(f: &Fx, from: &str, args: &Value) -> Value {
+    let public = isto::mcp::Endpoint::Public;
+    let r = isto::mcp::dispatch(&f.holder, public, None, client(from), "intent_publish_intent", args).unwrap();
     serde_json::to_value(r).unwrap()
 }
 
@@ -77,8 +83,7 @@ fn drafts_stop_at_the_per_address_quota_with_the_rule_and_nothing_written() {
     assert_ne!(publish(&f, "[2001:db8:1:3::1]:1")["isError"], true);
     // Invalid input is refused before the quota and never counted.
     let f = fx(Quotas { drafts_per_client_per_hour: 1, ..Quotas::default() });
-    let bad = isto::mcp::dispatch_from(&f.holder, client(A), "intent_publish_intent", &json!({})).unwrap();
-    assert_eq!(serde_json::to_value(bad).unwrap()["isError"], true);
+    assert_eq!(publish_with(&f, A, &json!({}))["isError"], true);
     assert_ne!(publish(&f, A)["isError"], true);
     // An hour later the address may publish again.
     assert_eq!(publish(&f, A)["isError"], true);

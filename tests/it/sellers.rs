@@ -115,7 +115,7 @@ fn grant(p: &SellerProfile) -> Grant {
 /// Runs a seller tool; returns (isError, structuredContent or the error text, the whole
 /// result as JSON text).
 fn call(h: &AppState, g: Option<&Grant>, tool: &str, args: Value) -> (bool, Value, String) {
-    let r = isto::mcp::seller::dispatch(h, g, tool, &args).expect("known tool");
+    let r = crate::kit::mcp_call_as(h, isto::mcp::Endpoint::Seller, g, tool, &args).expect("known tool");
     let v = serde_json::to_value(&r).unwrap();
     let whole = v.to_string();
     if v["isError"].as_bool().unwrap_or(false) {
@@ -178,7 +178,7 @@ fn delivered_titles(h: &AppState, id: &str) -> Vec<String> {
 
 #[test]
 fn seller_tools_are_declared_with_schemas_annotations_and_the_note() {
-    let tools = isto::mcp::seller::seller_tools();
+    let tools = isto::mcp::tools_of(isto::mcp::Endpoint::Seller);
     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     for want in ["intent_submit_offer", "intent_list_open_intents", "intent_search_offers", "intent_demand_summary"] {
         assert!(names.contains(&want.to_owned()), "{names:?}");
@@ -222,7 +222,14 @@ fn seller_tools_are_declared_with_schemas_annotations_and_the_note() {
     g.scopes = vec!["demand".into()];
     let (err, msg, _) = call(&f.holder, Some(&g), "intent_submit_offer", reply("int_x", "Škoda", 1.0));
     assert!(err && msg.as_str().unwrap().starts_with("insufficient_scope"), "{msg}");
-    assert!(isto::mcp::seller::dispatch(&f.holder, Some(&grant(&s)), "intent_publish_intent", &json!({})).is_none());
+    assert!(crate::kit::mcp_call_as(
+        &f.holder,
+        isto::mcp::Endpoint::Seller,
+        Some(&grant(&s)),
+        "intent_publish_intent",
+        &json!({})
+    )
+    .is_none());
 }
 
 #[test]
@@ -589,7 +596,14 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
         scopes: vec!["intents".into()],
         resource: format!("{BASE}/mcp/buyer"),
     };
-    let r = isto::mcp::buyer::dispatch(h, Some(&buyer_grant), "intent_list_matches", &json!({"intent": mine})).unwrap();
+    let r = crate::kit::mcp_call_as(
+        h,
+        isto::mcp::Endpoint::Buyer,
+        Some(&buyer_grant),
+        "intent_list_matches",
+        &json!({"intent": mine}),
+    )
+    .unwrap();
     let r = serde_json::to_value(&r).unwrap();
     let matches = r["structuredContent"]["matches"].as_array().unwrap();
     let replies: Vec<&Value> = matches.iter().filter(|m| m["offer"]["id"] == offer_id.as_str()).collect();
@@ -604,7 +618,7 @@ fn a_reply_reaches_its_buyer_once_and_nothing_else() {
     let (later, _) = f.consent_intent(octavia(json!({})), "carl@example.com");
     assert_eq!(delivered_titles(h, &later), vec!["Škoda Octavia Combi katalóg"]);
     // Not in catalogue search, on any endpoint.
-    let search = isto::mcp::dispatch(h, "intent_search_offers", &json!({"statement": "Škoda Octavia"})).unwrap();
+    let search = crate::kit::mcp_call(h, "intent_search_offers", &json!({"statement": "Škoda Octavia"})).unwrap();
     let text = serde_json::to_string(&search).unwrap();
     assert!(text.contains("katalóg") && !text.contains("odpoveď"), "{text}");
     let index = h.catalogue.offer_index().unwrap();
