@@ -267,16 +267,16 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
     assert_eq!(h.purge(true).unwrap().total(), 0);
 }
 
-/// The `Confirmed` mark of `email`'s person key: the unix second it holds, if any.
-fn mark(h: &Intents, email: &str) -> Option<i64> {
+/// The `Confirmed` mark of `email`'s person key: the time it holds, if any.
+fn mark(h: &Intents, email: &str) -> Option<Stamp> {
     let person = h.base.person_key(email);
-    h.base.store().read(|rx| rx.record::<i64>(crate::store::Ns::Confirmed, &person)).unwrap()
+    h.base.store().read(|rx| rx.record::<Stamp>(crate::store::Ns::Confirmed, &person)).unwrap()
 }
 
 /// Writes a `Confirmed` mark for `email` at the clock's now, as a confirmation does.
 fn confirm_mark(h: &Intents, email: &str) {
     let person = h.base.person_key(email);
-    let now = h.now().unix_timestamp();
+    let now = h.now();
     h.base.write(|tx| known::mark_confirmed(tx, &person, now)).unwrap();
 }
 
