@@ -309,6 +309,29 @@ fn a_mark_counts_within_its_lifetime_and_is_purged_after_it() {
 }
 
 #[test]
+fn an_unreadable_mark_is_an_error_naming_it_never_lapsed_and_the_purge_leaves_it() {
+    let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
+    let h = &f.holder;
+    confirm_mark(h, "ann@example.com");
+    let person = h.base.person_key("ann@example.com");
+    let ns = crate::store::Ns::Confirmed;
+    let raw = || h.base.store().read(|rx| rx.record::<serde_json::Value>(ns, &person)).unwrap();
+    assert_eq!(raw(), Some(json!(Stamp::of(h.now()).micros())), "one integer of microseconds");
+    h.base.store().write(|tx| tx.put_record(ns, &person, &json!("last spring"))).unwrap();
+    match h.known_person("ann@example.com") {
+        Err(ServiceError::Store(crate::store::StoreError::Corrupt(k, cause))) => {
+            assert_eq!(k, format!("confirmed:{person}"));
+            assert!(cause.starts_with("invalid type: string \"last spring\", expected i64"), "{cause}");
+        }
+        other => panic!("not an error naming the mark: {other:?}"),
+    }
+    // Past any lifetime, the purge leaves it as it was (with a warning).
+    f.clock.advance(known::MARK_LIFETIME + time::Duration::days(1));
+    assert_eq!(h.purge(false).unwrap().confirmed_marks, 0);
+    assert_eq!(raw(), Some(json!("last spring")));
+}
+
+#[test]
 fn erasing_a_persons_contact_removes_their_mark_unless_they_hold_an_active_intent() {
     let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
     let h = &f.holder;

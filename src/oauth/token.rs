@@ -640,4 +640,47 @@ mod tests {
         let legacy = s.read(|rx| rx.record::<ClientRecord>(Ns::Client, "cli_legacy")).unwrap().unwrap();
         assert_eq!(legacy.last_used_at, Some(at(NOW - 10 * DAY)), "its authorization's start is its last use");
     }
+
+    #[test]
+    fn an_unreadable_token_time_is_an_error_naming_the_record_never_expired_and_the_purge_leaves_it() {
+        let d = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(d.path());
+        let now = b.clock().now();
+        let access = new_token(20);
+        let key = token_hash(KIND_ACCESS, access.expose());
+        b.store()
+            .write(|tx| {
+                let mut f = family("cli_a", NOW, NOW);
+                let minted = Minted { access: access.clone(), refresh: None };
+                issue(tx, "fam_a", &mut f, vec!["intents".into()], minted, Stamp::of(now))
+            })
+            .unwrap();
+        let header = format!("Bearer {}", access.expose());
+        assert!(super::super::genuine_token(&b, &header).is_ok(), "a fresh token is genuine");
+        // Every time is one integer of microseconds.
+        let raw = |b: &Base| b.store().read(|rx| rx.record::<Value>(Ns::Token, &key)).unwrap().unwrap();
+        let stored = raw(&b);
+        let until = Stamp::of(now) + Duration::seconds(ACCESS_TTL_SECS);
+        assert_eq!(
+            (&stored["issued_at"], &stored["expires_at"]),
+            (&json!(Stamp::of(now).micros()), &json!(until.micros()))
+        );
+        // An end that does not read: an error naming the record by its hash, not "expired".
+        let mut damaged = stored.clone();
+        damaged["expires_at"] = json!("in an hour");
+        b.store().write(|tx| tx.put_record(Ns::Token, &key, &damaged)).unwrap();
+        match super::super::genuine_token(&b, &header) {
+            Err(super::super::TokenProblem::Store(StoreError::Corrupt(k, cause))) => {
+                assert_eq!(k, format!("token:{key}"));
+                assert!(!k.contains(access.expose()), "the key holds the token's hash, never the token");
+                assert!(cause.starts_with("invalid type: string \"in an hour\", expected i64"), "{cause}");
+            }
+            Err(_) => panic!("another refusal than an error naming the record"),
+            Ok(_) => panic!("an unreadable token was honoured"),
+        }
+        // The purge, past every end: the family goes, the unreadable token is left as it was.
+        let purged = b.store().write(|tx| purge_tx(tx, now + Duration::days(60))).unwrap();
+        assert_eq!(purged, OAuthPurged { clients: 0, codes: 0, tokens: 0, families: 1 });
+        assert_eq!(raw(&b), damaged);
+    }
 }
