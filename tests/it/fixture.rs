@@ -925,7 +925,8 @@ fn migration_6_stores_account_session_link_and_throttle_times_as_microseconds() 
                 let secs = old["times"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap());
                 assert_eq!(new["times"], json!(secs.map(|s| s * 1_000_000).collect::<Vec<_>>()), "{key}");
                 throttled += 1;
-            } else {
+            } else if !RECORD_TIMES.iter().any(|(p, _, _)| key.starts_with(p)) {
+                // (Migration 7's namespaces: see its test below.)
                 assert_eq!(new, old, "{key}: not a time of migration 6");
             }
             continue;
