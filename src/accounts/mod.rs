@@ -484,26 +484,26 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 /// Deletes expired sessions, expired one-time links and stale throttle counters in
 /// `tx`, at `now` (the purge; run by [`crate::intents::Intents::purge`]). A record that
 /// does not decode (an unreadable time, say) is left as it is, with a warning naming it
-/// ([`readable_records`]): nothing is deleted on the strength of a value that could not
+/// ([`Reads::readable_records`]): nothing is deleted on the strength of a value that could not
 /// be read, and one damaged record does not stop the purge.
 ///
 /// # Errors
 /// Storage errors.
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<AccountsPurged, StoreError> {
     let mut n = AccountsPurged::default();
-    for (k, s) in readable_records::<SessionRecord>(tx, Ns::Session)? {
+    for (k, s) in tx.readable_records::<SessionRecord>(Ns::Session)? {
         if expired(s.expires_at, now) {
             tx.remove_record(Ns::Session, &k)?;
             n.sessions += 1;
         }
     }
-    for (k, l) in readable_records::<LinkRecord>(tx, Ns::SignInLink)? {
+    for (k, l) in tx.readable_records::<LinkRecord>(Ns::SignInLink)? {
         if expired(l.expires_at, now) {
             tx.remove_record(Ns::SignInLink, &k)?;
             n.sign_in_links += 1;
         }
     }
-    for (k, t) in readable_records::<ThrottleRecord>(tx, Ns::Throttle)? {
+    for (k, t) in tx.readable_records::<ThrottleRecord>(Ns::Throttle)? {
         if t.times.iter().all(|x| now - x.at() >= time::Duration::hours(1)) {
             tx.remove_record(Ns::Throttle, &k)?;
             n.throttles += 1;
@@ -584,27 +584,6 @@ pub fn end_session(base: &Base, key: &str) -> Result<()> {
 /// Whether a stored expiry has passed at `now`.
 fn expired(expires_at: Stamp, now: OffsetDateTime) -> bool {
     expires_at.at() <= now
-}
-
-/// Every record of `ns` that decodes as `T`, by key, for a pass over many (the purge):
-/// one that does not is skipped with a warning naming it ([`StoreError::Corrupt`]: the
-/// record's key — a hash for sessions and links — and what does not read) and left as
-/// it is.
-///
-/// # Errors
-/// Storage errors.
-fn readable_records<T: serde::de::DeserializeOwned>(
-    tx: &Tx<'_>,
-    ns: Ns,
-) -> std::result::Result<Vec<(String, T)>, StoreError> {
-    let mut out = Vec::new();
-    for (k, v) in tx.each_record::<T>(ns)? {
-        match v {
-            Ok(t) => out.push((k, t)),
-            Err(e) => tracing::warn!(error = %e, "record skipped: it does not decode"),
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@
 //! started: the command asks the admin socket for the server's versions, prints them and
 //! exits 0. Socket op: `{"op":"migrate"}` → `{"ok":true,"isto":"0.1.0","schema":4,
 //! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
-//! answer is reported the same way, without the server's versions.
+//! answer is reported the same way, without the server's versions. A server too old to
+//! report its passes (no `passesPending`) leaves their state unknown (`"done": null`),
+//! never reported as done.
 
 use super::Request;
 use crate::cli::out::{print_json_or, print_line};
@@ -53,15 +55,17 @@ pub enum MigrateVia {
 
 /// One start-up pass in a [`MigrateReport`].
 ///
-/// JSON: `{"name": "person_keys", "description": "…", "done": false}`.
+/// JSON: `{"name": "person_keys", "description": "…", "done": false}` (`"done": null`:
+/// unknown).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PassState {
     /// [`Pass::name`].
     pub name: String,
     /// [`Pass::description`].
     pub description: String,
-    /// Whether the store records it as done (after the command; before it in a dry run).
-    pub done: bool,
+    /// Whether the store records it as done (after the command; before it in a dry run);
+    /// `None` when unknown (a running server too old to report it).
+    pub done: Option<bool>,
 }
 
 /// The outcome of `isto admin migrate`, printed as JSON with `--json`.
@@ -127,7 +131,7 @@ fn base_report(via: MigrateVia, dry_run: bool) -> MigrateReport {
     }
 }
 
-fn pass_states(done: impl Fn(&Pass) -> bool) -> Vec<PassState> {
+fn pass_states(done: impl Fn(&Pass) -> Option<bool>) -> Vec<PassState> {
     PASSES.iter().map(|p| PassState { name: p.name.into(), description: p.description.into(), done: done(p) }).collect()
 }
 
@@ -135,13 +139,7 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
     let sock = settings.admin_socket_path();
     if let super::Connect::Ready(mut client) = super::Client::connect(&sock)? {
         let a = super::ok_or_bail(client.request(&Request::Migrate)?)?;
-        let pending: Vec<String> = serde_json::from_value(a["passesPending"].clone()).unwrap_or_default();
-        let mut r = base_report(MigrateVia::Server, dry_run);
-        r.store_schema = a["schema"].as_u64();
-        r.writer = a["isto"].as_str().map(str::to_owned);
-        r.passes = pass_states(|p| !pending.iter().any(|n| n == p.name));
-        r.server = Some(json!({"isto": a["isto"], "schema": a["schema"]}));
-        return Ok(r);
+        return Ok(server_report(&a, dry_run));
     }
     let path = settings.store_path();
     let on_redb = settings.store_postgres.is_none();
@@ -174,16 +172,29 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
     r.pending = m.pending.clone();
     r.tables = m.tables.clone();
     r.migrated = m.committed;
-    r.passes = pass_states(|p| m.passes_done.iter().any(|n| n == p.name));
-    if !dry_run && r.passes.iter().any(|p| !p.done) {
+    r.passes = pass_states(|p| Some(m.passes_done.iter().any(|n| n == p.name)));
+    if !dry_run && r.passes.iter().any(|p| p.done != Some(true)) {
         let bar = super::spinner(json_output, "running the start-up passes", SPINNER);
         let ran = run_passes(settings);
         bar.finish_and_clear();
         let store = ran?;
         let pending = crate::state::pending_passes(&store)?;
-        r.passes = pass_states(|p| !pending.contains(p));
+        r.passes = pass_states(|p| Some(!pending.contains(p)));
     }
     Ok(r)
+}
+
+/// The report of a running server's answer `a` to `migrate` (see the module docs): its
+/// versions, and its start-up passes — each unknown when the answer has no list of
+/// pending passes (an older server), not done.
+fn server_report(a: &Value, dry_run: bool) -> MigrateReport {
+    let pending: Option<Vec<String>> = a.get("passesPending").and_then(|p| serde_json::from_value(p.clone()).ok());
+    let mut r = base_report(MigrateVia::Server, dry_run);
+    r.store_schema = a["schema"].as_u64();
+    r.writer = a["isto"].as_str().map(str::to_owned);
+    r.passes = pass_states(|p| pending.as_ref().map(|pending| !pending.iter().any(|n| n == p.name)));
+    r.server = Some(json!({"isto": a["isto"], "schema": a["schema"]}));
+    r
 }
 
 /// Opens the holder here (which runs the pending start-up passes, see
@@ -216,8 +227,11 @@ pub fn human(r: &MigrateReport, store_path: &str) -> String {
                      run `isto admin migrate` with the new binary, then start it",
                 );
             }
-            let pending: Vec<&str> = r.passes.iter().filter(|p| !p.done).map(|p| p.name.as_str()).collect();
-            if !pending.is_empty() {
+            let pending: Vec<&str> =
+                r.passes.iter().filter(|p| p.done == Some(false)).map(|p| p.name.as_str()).collect();
+            if r.passes.iter().any(|p| p.done.is_none()) {
+                out.push_str("\nstart-up passes: unknown (the running server does not report them; see its log)");
+            } else if !pending.is_empty() {
                 out.push_str(&format!(
                     "\nstart-up passes not recorded as done (they run at the next start; see the server log): {}",
                     pending.join(", ")
@@ -259,7 +273,7 @@ pub fn human(r: &MigrateReport, store_path: &str) -> String {
             out.push_str(&format!("  {:<16} {before:>12} -> {} rows\n", t.table, t.after));
         }
     }
-    let pending: Vec<&PassState> = r.passes.iter().filter(|p| !p.done).collect();
+    let pending: Vec<&PassState> = r.passes.iter().filter(|p| p.done != Some(true)).collect();
     if pending.is_empty() {
         out.push_str("start-up passes: all done\n");
     } else {
@@ -277,4 +291,33 @@ pub fn human(r: &MigrateReport, store_path: &str) -> String {
         out.push_str(&format!("migrated to schema version {}; start `isto serve`", r.binary_schema));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_server_without_passes_pending_leaves_the_passes_unknown_not_done() {
+        let old = json!({"ok": true, "isto": "0.0.9", "schema": 4});
+        let r = server_report(&old, false);
+        assert_eq!((r.via, r.store_schema, r.writer.as_deref()), (MigrateVia::Server, Some(4), Some("0.0.9")));
+        assert_eq!(r.passes.len(), PASSES.len());
+        assert!(r.passes.iter().all(|p| p.done.is_none()), "{:?}", r.passes);
+        assert!(serde_json::to_value(&r).unwrap()["passes"].as_array().unwrap().iter().all(|p| p["done"].is_null()));
+        let text = human(&r, "isto.redb");
+        assert!(
+            text.ends_with("\nstart-up passes: unknown (the running server does not report them; see its log)"),
+            "{text}"
+        );
+        // A current server names what is pending; the rest is done.
+        let first = PASSES[0].name;
+        let now = json!({"ok": true, "isto": ISTO_VERSION, "schema": SCHEMA_VERSION, "passesPending": [first]});
+        let r = server_report(&now, false);
+        assert!(r.passes.iter().all(|p| p.done == Some(p.name != first)), "{:?}", r.passes);
+        let text = human(&r, "isto.redb");
+        assert!(text.ends_with(&format!("(they run at the next start; see the server log): {first}")), "{text}");
+        let none = json!({"ok": true, "isto": ISTO_VERSION, "schema": SCHEMA_VERSION, "passesPending": []});
+        assert!(server_report(&none, true).passes.iter().all(|p| p.done == Some(true)));
+    }
 }

@@ -457,7 +457,7 @@ impl Intents {
             let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             tx.put_intent(&rec, true)?;
             if let Some(person) = &rec.person {
-                known::mark_confirmed(tx, person, now.unix_timestamp())?;
+                known::mark_confirmed(tx, person, now)?;
             }
             Ok((ConfirmOutcome::Activated, n))
         })?;

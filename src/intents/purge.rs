@@ -90,9 +90,9 @@ impl Intents {
                 }
             }
             let draft_tokens = w.remove_tokens_of(&drafts)?;
-            let oauth = oauth::purge_tx(w, now.unix_timestamp())?;
+            let oauth = oauth::purge_tx(w, now)?;
             let accounts = accounts::purge_tx(w, now)?;
-            let confirmed_marks = super::known::purge_marks(w, now.unix_timestamp())?;
+            let confirmed_marks = super::known::purge_marks(w, now)?;
             Ok(Purged { drafts: drafts.len() as u64, draft_tokens, oauth, accounts, confirmed_marks })
         };
         let purged = if dry_run { self.base.rehearse(run) } else { self.base.write(run) }?;

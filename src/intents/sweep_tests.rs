@@ -267,16 +267,16 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
     assert_eq!(h.purge(true).unwrap().total(), 0);
 }
 
-/// The `Confirmed` mark of `email`'s person key: the unix second it holds, if any.
-fn mark(h: &Intents, email: &str) -> Option<i64> {
+/// The `Confirmed` mark of `email`'s person key: the time it holds, if any.
+fn mark(h: &Intents, email: &str) -> Option<Stamp> {
     let person = h.base.person_key(email);
-    h.base.store().read(|rx| rx.record::<i64>(crate::store::Ns::Confirmed, &person)).unwrap()
+    h.base.store().read(|rx| rx.record::<Stamp>(crate::store::Ns::Confirmed, &person)).unwrap()
 }
 
 /// Writes a `Confirmed` mark for `email` at the clock's now, as a confirmation does.
 fn confirm_mark(h: &Intents, email: &str) {
     let person = h.base.person_key(email);
-    let now = h.now().unix_timestamp();
+    let now = h.now();
     h.base.write(|tx| known::mark_confirmed(tx, &person, now)).unwrap();
 }
 
@@ -306,6 +306,29 @@ fn a_mark_counts_within_its_lifetime_and_is_purged_after_it() {
     assert_eq!(mark(h, "ann@example.com"), None);
     assert!(mark(h, "bob@example.com").is_some(), "Bob's later confirmation keeps his mark");
     assert!(h.known_person("bob@example.com").unwrap());
+}
+
+#[test]
+fn an_unreadable_mark_is_an_error_naming_it_never_lapsed_and_the_purge_leaves_it() {
+    let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(ts(T0))));
+    let h = &f.holder;
+    confirm_mark(h, "ann@example.com");
+    let person = h.base.person_key("ann@example.com");
+    let ns = crate::store::Ns::Confirmed;
+    let raw = || h.base.store().read(|rx| rx.record::<serde_json::Value>(ns, &person)).unwrap();
+    assert_eq!(raw(), Some(json!(Stamp::of(h.now()).micros())), "one integer of microseconds");
+    h.base.store().write(|tx| tx.put_record(ns, &person, &json!("last spring"))).unwrap();
+    match h.known_person("ann@example.com") {
+        Err(ServiceError::Store(crate::store::StoreError::Corrupt(k, cause))) => {
+            assert_eq!(k, format!("confirmed:{person}"));
+            assert!(cause.starts_with("invalid type: string \"last spring\", expected i64"), "{cause}");
+        }
+        other => panic!("not an error naming the mark: {other:?}"),
+    }
+    // Past any lifetime, the purge leaves it as it was (with a warning).
+    f.clock.advance(known::MARK_LIFETIME + time::Duration::days(1));
+    assert_eq!(h.purge(false).unwrap().confirmed_marks, 0);
+    assert_eq!(raw(), Some(json!("last spring")));
 }
 
 #[test]

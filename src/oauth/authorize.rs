@@ -222,7 +222,8 @@ pub async fn allow(
         resource: r.resource.url(&ctx.base.settings().public_url.base),
         account_id,
         role: r.resource.role().to_owned(),
-        expires_at: 0,
+        // `issue_code` sets the code's end from the time it stores it.
+        expires_at: super::now_stamp(&ctx.base),
         family: None,
     };
     let decision = token_hash("oauth-consent-form", form_token);

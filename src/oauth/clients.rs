@@ -16,11 +16,12 @@
 
 use super::error::{Internal, OAuthError};
 use super::form::Credentials;
-use super::{blocking, now_unix, Shared, SCOPES};
+use super::{blocking, now_stamp, Shared, SCOPES};
 use crate::base::quota::{Key, Rule};
 use crate::crypto::{new_id, new_token, token_hash};
 use crate::net::ClientAddr;
 use crate::outbound::Fetcher;
+use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -89,16 +90,16 @@ pub struct ClientRecord {
     /// client's next successful authentication.
     #[serde(default)]
     pub client_secret_hash: Option<String>,
-    /// Unix seconds.
-    pub client_id_issued_at: i64,
+    /// When it was registered (a metadata-document client: fetched).
+    pub client_id_issued_at: Stamp,
     /// Whether this client came from a metadata document.
     #[serde(default)]
     pub metadata_document: bool,
-    /// Unix seconds of its last grant (code exchange or refresh); `None` until its first.
+    /// When it last got a grant (code exchange or refresh); `None` until its first.
     /// The purge removes a registered client with no grant a day after registering, and
     /// one unused for 90 days ([`super::purge::purge_tx`]).
     #[serde(default)]
-    pub last_used_at: Option<i64>,
+    pub last_used_at: Option<Stamp>,
 }
 
 impl ClientRecord {
@@ -106,7 +107,8 @@ impl ClientRecord {
     fn registration_response(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("client_id".into(), json!(self.client_id));
-        m.insert("client_id_issued_at".into(), json!(self.client_id_issued_at));
+        // RFC 7591 §3.2.1: seconds since the epoch.
+        m.insert("client_id_issued_at".into(), json!(self.client_id_issued_at.at().unix_timestamp()));
         m.insert("redirect_uris".into(), json!(self.redirect_uris));
         m.insert("grant_types".into(), json!(self.grant_types));
         m.insert("response_types".into(), json!(self.response_types));
@@ -258,7 +260,7 @@ fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>,
 pub fn client_from_metadata(
     m: &Map<String, Value>,
     client_id: String,
-    issued_at: i64,
+    issued_at: Stamp,
     document: bool,
 ) -> Result<ClientRecord, (&'static str, String)> {
     let redirect_uris = match m.get("redirect_uris") {
@@ -348,9 +350,10 @@ pub async fn register_client(
     let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) else {
         return Err(OAuthError::bad("invalid_client_metadata", "the body must be a JSON object of client metadata"));
     };
-    let now = now_unix(&ctx.base);
+    let issued = now_stamp(&ctx.base);
+    let now = issued.at().unix_timestamp();
     let mut client =
-        client_from_metadata(&m, new_id("cli_"), now, false).map_err(|(code, why)| OAuthError::bad(code, why))?;
+        client_from_metadata(&m, new_id("cli_"), issued, false).map_err(|(code, why)| OAuthError::bad(code, why))?;
     let quota_key = Key::Client(client_addr.and_then(ClientAddr::key));
     if let Err(e) = ctx.base.quotas().take(Rule::RegistrationsPerClient, &quota_key, now) {
         tracing::info!(rule = e.rule.setting(), "oauth: registration refused: quota used up");
@@ -426,7 +429,8 @@ impl Cimd {
     ///
     /// # Errors
     /// Why the document cannot be used (for the error page and the log).
-    pub async fn get(&self, client_id: &str, now: i64) -> Result<ClientRecord, String> {
+    pub async fn get(&self, client_id: &str, at: Stamp) -> Result<ClientRecord, String> {
+        let now = at.at().unix_timestamp();
         if let Ok(cache) = self.cache.lock() {
             if let Some((c, until)) = cache.get(client_id) {
                 if now < *until {
@@ -440,7 +444,7 @@ impl Cimd {
         if m.get("client_id").and_then(Value::as_str) != Some(client_id) {
             return Err("the metadata document's client_id is not its URL".to_owned());
         }
-        let client = client_from_metadata(&m, client_id.to_owned(), now, true).map_err(|(_, why)| why)?;
+        let client = client_from_metadata(&m, client_id.to_owned(), at, true).map_err(|(_, why)| why)?;
         let ttl = max_age.map_or(CACHE_DEFAULT_SECS, |a| a.min(CACHE_MAX_SECS));
         if ttl > 0 {
             if let Ok(mut cache) = self.cache.lock() {
@@ -474,7 +478,7 @@ impl Cimd {
 /// [`Internal`] when the store fails.
 pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, String>, Internal> {
     if ctx.cimd.is_document_url(client_id) {
-        let got = ctx.cimd.get(client_id, now_unix(&ctx.base)).await;
+        let got = ctx.cimd.get(client_id, now_stamp(&ctx.base)).await;
         if let Err(why) = &got {
             let host = Url::parse(client_id).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
             tracing::warn!(host, why = %why, "oauth: client metadata document refused");

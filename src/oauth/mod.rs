@@ -37,6 +37,12 @@
 //! `AuthCode`, `Token`, `TokenFamily`, and `AuthDecision` for answered consent forms). A
 //! token is valid while its record is unexpired and its family exists and is not
 //! revoked, so revoking a family is one write. Nothing here logs a token, code, verifier, secret or request body.
+//!
+//! Every stored time is a [`Stamp`] (unix microseconds; store schema 7 converted the
+//! unix seconds older stores held). One that does not read is [`StoreError::Corrupt`]
+//! naming the record (its key holds the token's hash, never the token) — never an
+//! expired token — and the purge leaves such a record with a warning. What clients see
+//! (`expires_in`, `client_id_issued_at`) stays whole seconds.
 
 pub mod authorize;
 mod clients;
@@ -49,6 +55,7 @@ mod token;
 use crate::base::Base;
 use crate::crypto::token_hash;
 use crate::policy::{self, Action, Credential, Denied, Refusal};
+use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError};
 use http::StatusCode;
 use std::sync::Arc;
@@ -138,9 +145,9 @@ where
     }
 }
 
-/// The holder's clock, unix seconds.
-fn now_unix(base: &Base) -> i64 {
-    base.clock().now().unix_timestamp()
+/// The holder's clock, as stored times are held.
+fn now_stamp(base: &Base) -> Stamp {
+    Stamp::of(base.clock().now())
 }
 
 /// Checks `Authorization: Bearer <token>` (`authorization`: the header's value, `None`
@@ -262,7 +269,7 @@ fn genuine_token(base: &Base, raw: &str) -> Result<Grant, TokenProblem> {
     if t.kind != token::TokenKind::Access || family.as_ref().is_none_or(|f| f.revoked) {
         return Err(TokenProblem::Unknown);
     }
-    if now_unix(base) >= t.expires_at {
+    if now_stamp(base) >= t.expires_at {
         return Err(TokenProblem::Expired);
     }
     Ok(Grant { account_id: t.account_id, role: t.role, client_id: t.client_id, scopes: t.scopes, resource: t.resource })

@@ -20,15 +20,17 @@
 use super::clients::{authenticate, ClientRecord};
 use super::error::OAuthError;
 use super::form::{credentials, Params};
-use super::{blocking, now_unix, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS, REFRESH_TTL_SECS};
+use super::{blocking, now_stamp, Resource, Shared, ACCESS_TTL_SECS, CODE_TTL_SECS, REFRESH_TTL_SECS};
 use crate::base::Base;
 use crate::crypto::{new_id, new_token, token_hash, Secret};
+use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError, Tx};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use time::Duration;
 
 /// Hash kind of authorization codes.
 pub const KIND_CODE: &str = "oauth-code";
@@ -62,8 +64,8 @@ pub struct CodeRecord {
     pub account_id: String,
     /// Their role.
     pub role: String,
-    /// Unix seconds.
-    pub expires_at: i64,
+    /// When it stops being accepted.
+    pub expires_at: Stamp,
     /// The family started by exchanging it (set once used).
     #[serde(default)]
     pub family: Option<String>,
@@ -96,17 +98,17 @@ pub struct TokenRecord {
     pub scopes: Vec<String>,
     /// The resource URL.
     pub resource: String,
-    /// Unix seconds.
-    pub issued_at: i64,
-    /// Unix seconds.
-    pub expires_at: i64,
+    /// When it was issued.
+    pub issued_at: Stamp,
+    /// When it stops being accepted.
+    pub expires_at: Stamp,
     /// A refresh token already exchanged.
     #[serde(default)]
     pub used: bool,
-    /// When a refresh token was exchanged, unix seconds (its grace window starts then;
+    /// When a refresh token was exchanged (its grace window starts then;
     /// absent on tokens rotated before the window existed: their reuse revokes).
     #[serde(default)]
-    pub used_at: Option<i64>,
+    pub used_at: Option<Stamp>,
 }
 
 /// One authorization and every token issued from it.
@@ -122,10 +124,10 @@ pub struct FamilyRecord {
     pub resource: String,
     /// The scopes granted by the person (the ceiling of every refresh).
     pub scopes: Vec<String>,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Expiry of its newest token, unix seconds.
-    pub expires_at: i64,
+    /// When the person authorized.
+    pub created_at: Stamp,
+    /// Expiry of its newest token.
+    pub expires_at: Stamp,
     /// Revoked: every token of the family is refused.
     pub revoked: bool,
 }
@@ -134,8 +136,8 @@ pub struct FamilyRecord {
 /// token): kept until the form could no longer be posted, then purged.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DecisionRecord {
-    /// Unix seconds after which the form's token is refused anyway.
-    pub expires_at: i64,
+    /// When the form's token is refused anyway.
+    pub expires_at: Stamp,
 }
 
 /// How long an answered consent form is remembered, seconds: the CSRF token's lifetime
@@ -151,15 +153,19 @@ pub const DECISION_KEEP_SECS: i64 = 7200 + 60;
 /// Storage errors.
 pub fn issue_code(base: &Base, mut record: CodeRecord, decision: &str) -> Result<Option<Secret>, StoreError> {
     let code = new_token(20);
-    let now = now_unix(base);
-    record.expires_at = now + CODE_TTL_SECS;
+    let now = now_stamp(base);
+    record.expires_at = now + Duration::seconds(CODE_TTL_SECS);
     record.family = None;
     let key = token_hash(KIND_CODE, code.expose());
     let fresh = base.store().write(|tx| -> Result<bool, StoreError> {
         if tx.record::<DecisionRecord>(Ns::AuthDecision, decision)?.is_some() {
             return Ok(false);
         }
-        tx.put_record(Ns::AuthDecision, decision, &DecisionRecord { expires_at: now + DECISION_KEEP_SECS })?;
+        tx.put_record(
+            Ns::AuthDecision,
+            decision,
+            &DecisionRecord { expires_at: now + Duration::seconds(DECISION_KEEP_SECS) },
+        )?;
         tx.put_record(Ns::AuthCode, &key, &record)?;
         Ok(true)
     })?;
@@ -196,8 +202,9 @@ fn issue(
     family: &mut FamilyRecord,
     scopes: Vec<String>,
     minted: Minted,
-    now: i64,
+    now: Stamp,
 ) -> Result<Issued, StoreError> {
+    let access_until = now + Duration::seconds(ACCESS_TTL_SECS);
     let record = |kind, expires_at| TokenRecord {
         kind,
         family: family_id.to_owned(),
@@ -212,19 +219,15 @@ fn issue(
         used_at: None,
     };
     let Minted { access, refresh } = minted;
-    tx.put_record(
-        Ns::Token,
-        &token_hash(KIND_ACCESS, access.expose()),
-        &record(TokenKind::Access, now + ACCESS_TTL_SECS),
-    )?;
-    family.expires_at = family.expires_at.max(now + ACCESS_TTL_SECS);
+    tx.put_record(Ns::Token, &token_hash(KIND_ACCESS, access.expose()), &record(TokenKind::Access, access_until))?;
+    family.expires_at = family.expires_at.max(access_until);
     if let Some(r) = &refresh {
         tx.put_record(
             Ns::Token,
             &token_hash(KIND_REFRESH, r.expose()),
-            &record(TokenKind::Refresh, now + REFRESH_TTL_SECS),
+            &record(TokenKind::Refresh, now + Duration::seconds(REFRESH_TTL_SECS)),
         )?;
-        family.expires_at = family.expires_at.max(now + REFRESH_TTL_SECS);
+        family.expires_at = family.expires_at.max(now + Duration::seconds(REFRESH_TTL_SECS));
     }
     tx.put_record(Ns::TokenFamily, family_id, family)?;
     // The client is in use (kept by the purge for CLIENT_UNUSED_SECS from now).
@@ -334,7 +337,7 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
         let hash = token_hash(KIND_CODE, code);
         let redirect_uri = p.get("redirect_uri").map(str::to_owned);
         blocking(ctx, "oauth code exchange", move |h| {
-            let now = now_unix(h);
+            let now = now_stamp(h);
             h.store()
                 .write(|tx| exchange_code(tx, &hash, &client_id, redirect_uri, &verifier, resource, with_refresh, now))
         })
@@ -345,7 +348,7 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
         let presented = Secret(presented.to_owned());
         let scope = p.get("scope").map(str::to_owned);
         blocking(ctx, "oauth refresh", move |h| {
-            let now = now_unix(h);
+            let now = now_stamp(h);
             let asked = Refresh {
                 hash: token_hash(KIND_REFRESH, presented.expose()),
                 successor: successor(h, &presented, with_refresh),
@@ -372,7 +375,7 @@ fn exchange_code(
     verifier: &str,
     resource: Option<String>,
     with_refresh: bool,
-    now: i64,
+    now: Stamp,
 ) -> Result<Result<Issued, OAuthError>, StoreError> {
     let Some(mut code) = tx.record::<CodeRecord>(Ns::AuthCode, hash)? else {
         return Ok(Err(grant("the code is unknown")));
@@ -450,7 +453,7 @@ fn successor(base: &Base, presented: &Secret, with_refresh: bool) -> Minted {
 /// used refresh token presented again within the grace window of its rotation gets the
 /// pair that rotation minted ([`grace_answer`]), while that pair is live and its
 /// refresh token unused; any other reuse revokes the family.
-fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: i64) -> Result<Result<Issued, OAuthError>, StoreError> {
+fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAuthError>, StoreError> {
     let client_id = r.client_id.as_str();
     let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, &r.hash)? else {
         return Ok(Err(grant("the refresh token is unknown or revoked")));
@@ -463,7 +466,7 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: i64) -> Result<Result<Issued, OAuth
     };
     let wrong_resource = r.resource.as_ref().is_some_and(|x| *x != family.resource);
     if old.used {
-        let within = old.used_at.is_some_and(|at| r.grace_secs > 0 && now - at <= r.grace_secs);
+        let within = old.used_at.is_some_and(|at| r.grace_secs > 0 && now - at <= Duration::seconds(r.grace_secs));
         if within && !wrong_resource {
             if let Some(again) = grace_answer(tx, &old.family, &r.successor, now)? {
                 tracing::info!(client_id, "oauth: refresh token presented again within its grace window");
@@ -511,7 +514,7 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: i64) -> Result<Result<Issued, OAuth
 /// refresh token, if it minted one) are stored in `family_id`, unexpired, and the
 /// refresh token is still unused; `None` otherwise (the pair was rotated on, revoked or
 /// expired: the reuse is then treated as such).
-fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: i64) -> Result<Option<Issued>, StoreError> {
+fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> Result<Option<Issued>, StoreError> {
     let Some(access) = tx.record::<TokenRecord>(Ns::Token, &token_hash(KIND_ACCESS, pair.access.expose()))? else {
         return Ok(None);
     };
@@ -529,7 +532,7 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: i64) -> Re
     Ok(Some(Issued {
         access: pair.access.clone(),
         refresh: pair.refresh.clone(),
-        expires_in: access.expires_at - now,
+        expires_in: (access.expires_at - now).whole_seconds(),
         scopes: access.scopes,
     }))
 }
@@ -582,11 +585,16 @@ mod tests {
     const DAY: i64 = 86400;
     const NOW: i64 = 1_800_000_000;
 
+    /// The instant `secs` unix seconds.
+    fn at(secs: i64) -> Stamp {
+        Stamp::from_micros(secs * 1_000_000).unwrap()
+    }
+
     fn client(id: &str, issued_at: i64, last_used_at: Option<i64>) -> ClientRecord {
         let v = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
         let m = v.as_object().unwrap();
-        let mut c = super::super::clients::client_from_metadata(m, id.into(), issued_at, false).unwrap();
-        c.last_used_at = last_used_at;
+        let mut c = super::super::clients::client_from_metadata(m, id.into(), at(issued_at), false).unwrap();
+        c.last_used_at = last_used_at.map(at);
         c
     }
 
@@ -597,8 +605,8 @@ mod tests {
             client_id: client_id.into(),
             resource: "https://holder.example/mcp/buyer".into(),
             scopes: vec!["intents".into()],
-            created_at,
-            expires_at,
+            created_at: at(created_at),
+            expires_at: at(expires_at),
             revoked: false,
         }
     }
@@ -622,14 +630,57 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let dry = s.rehearse(|tx| purge_tx(tx, NOW)).unwrap();
+        let dry = s.rehearse(|tx| purge_tx(tx, at(NOW).at())).unwrap();
         assert_eq!(dry, OAuthPurged { clients: 3, codes: 0, tokens: 0, families: 1 });
         assert_eq!(s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len(), 6, "dry: nothing removed");
-        assert_eq!(s.write(|tx| purge_tx(tx, NOW)).unwrap(), dry);
+        assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap(), dry);
         let left: Vec<String> =
             s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect();
         assert_eq!(left, vec!["cli_fresh", "cli_legacy", "cli_used"]);
         let legacy = s.read(|rx| rx.record::<ClientRecord>(Ns::Client, "cli_legacy")).unwrap().unwrap();
-        assert_eq!(legacy.last_used_at, Some(NOW - 10 * DAY), "its authorization's start is its last use");
+        assert_eq!(legacy.last_used_at, Some(at(NOW - 10 * DAY)), "its authorization's start is its last use");
+    }
+
+    #[test]
+    fn an_unreadable_token_time_is_an_error_naming_the_record_never_expired_and_the_purge_leaves_it() {
+        let d = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(d.path());
+        let now = b.clock().now();
+        let access = new_token(20);
+        let key = token_hash(KIND_ACCESS, access.expose());
+        b.store()
+            .write(|tx| {
+                let mut f = family("cli_a", NOW, NOW);
+                let minted = Minted { access: access.clone(), refresh: None };
+                issue(tx, "fam_a", &mut f, vec!["intents".into()], minted, Stamp::of(now))
+            })
+            .unwrap();
+        let header = format!("Bearer {}", access.expose());
+        assert!(super::super::genuine_token(&b, &header).is_ok(), "a fresh token is genuine");
+        // Every time is one integer of microseconds.
+        let raw = |b: &Base| b.store().read(|rx| rx.record::<Value>(Ns::Token, &key)).unwrap().unwrap();
+        let stored = raw(&b);
+        let until = Stamp::of(now) + Duration::seconds(ACCESS_TTL_SECS);
+        assert_eq!(
+            (&stored["issued_at"], &stored["expires_at"]),
+            (&json!(Stamp::of(now).micros()), &json!(until.micros()))
+        );
+        // An end that does not read: an error naming the record by its hash, not "expired".
+        let mut damaged = stored.clone();
+        damaged["expires_at"] = json!("in an hour");
+        b.store().write(|tx| tx.put_record(Ns::Token, &key, &damaged)).unwrap();
+        match super::super::genuine_token(&b, &header) {
+            Err(super::super::TokenProblem::Store(StoreError::Corrupt(k, cause))) => {
+                assert_eq!(k, format!("token:{key}"));
+                assert!(!k.contains(access.expose()), "the key holds the token's hash, never the token");
+                assert!(cause.starts_with("invalid type: string \"in an hour\", expected i64"), "{cause}");
+            }
+            Err(_) => panic!("another refusal than an error naming the record"),
+            Ok(_) => panic!("an unreadable token was honoured"),
+        }
+        // The purge, past every end: the family goes, the unreadable token is left as it was.
+        let purged = b.store().write(|tx| purge_tx(tx, now + Duration::days(60))).unwrap();
+        assert_eq!(purged, OAuthPurged { clients: 0, codes: 0, tokens: 0, families: 1 });
+        assert_eq!(raw(&b), damaged);
     }
 }

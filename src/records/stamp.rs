@@ -1,9 +1,10 @@
 //! [`Stamp`]: the one type of every instant an intent record stores (its deadlines, its
-//! history, the consent's time, the digest bookkeeping) and of every time of an account,
-//! web session, one-time link and throttle counter, in one encoding — whole
-//! microseconds since the Unix epoch, UTC, one JSON integer (store schema versions 5 and
-//! 6; older stores held RFC 3339 strings and unix seconds, converted by the store's
-//! migrations `intent_times` and `account_times`).
+//! history, the consent's time, the digest bookkeeping), of every time of an account,
+//! web session, one-time link and throttle counter, and of every time of an OAuth record,
+//! a seller profile and a confirmation mark, in one encoding — whole microseconds since
+//! the Unix epoch, UTC, one JSON integer (store schema versions 5, 6 and 7; older stores
+//! held RFC 3339 strings and unix seconds, converted by the store's migrations
+//! `intent_times`, `account_times` and `record_times`).
 //!
 //! A stored value that is not such an integer, or lies outside the years 1–9999, does
 //! not decode: reading the record is then an error that names it (the store's
@@ -57,6 +58,25 @@ impl Stamp {
     }
 }
 
+/// The instant `d` later (earlier when negative), to the microsecond; held at the
+/// first or last instant `time::OffsetDateTime` can hold rather than overflowing.
+impl std::ops::Add<time::Duration> for Stamp {
+    type Output = Self;
+
+    fn add(self, d: time::Duration) -> Self {
+        Self::of(self.0.saturating_add(d))
+    }
+}
+
+/// How long after `other` this instant is (negative when before).
+impl std::ops::Sub for Stamp {
+    type Output = time::Duration;
+
+    fn sub(self, other: Self) -> time::Duration {
+        self.0 - other.0
+    }
+}
+
 impl From<OffsetDateTime> for Stamp {
     fn from(t: OffsetDateTime) -> Self {
         Self::of(t)
@@ -98,6 +118,9 @@ mod tests {
         assert_eq!(s.rfc3339(), "2026-12-01T10:00:00Z");
         let before_1970 = Stamp::of(OffsetDateTime::UNIX_EPOCH - time::Duration::nanoseconds(1));
         assert_eq!(before_1970.micros(), -1, "rounded down");
+        let later = s + time::Duration::seconds(3600);
+        assert_eq!((later.micros() - s.micros(), later - s), (3_600_000_000, time::Duration::hours(1)));
+        assert_eq!((s + time::Duration::nanoseconds(-1)).micros(), s.micros() - 1, "to the microsecond, down");
         for bad in ["\"2026-12-01T10:00:00Z\"", "null", "1.5", "\"\"", &i64::MAX.to_string()] {
             let e = serde_json::from_str::<Stamp>(bad).unwrap_err().to_string();
             assert!(

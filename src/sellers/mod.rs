@@ -55,10 +55,9 @@ pub use reply::{IN_REPLY_TO_MAX, NO_INTENT};
 
 use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
 use crate::base::{Base, ServiceError};
-use crate::clock;
 use crate::crypto::{self, CryptoError};
 use crate::gazetteer::{self, AreaObject};
-use crate::records::{IntentRecord, SellerRecord};
+use crate::records::{IntentRecord, SellerRecord, Stamp};
 use crate::store::{Ns, Reads, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -146,8 +145,9 @@ pub struct SellerProfile {
     pub categories: Vec<String>,
     /// ISO 3166-2 region or ISO 3166-1 country codes served; empty = everywhere.
     pub regions: Vec<String>,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it was registered (stored as `createdAt`, unix microseconds; store schema 7
+    /// converted the RFC 3339 strings older stores held).
+    pub created_at: Stamp,
 }
 
 impl SellerProfile {
@@ -198,7 +198,7 @@ pub struct SellerInfo {
     pub regions: Vec<String>,
     /// Disabled (account or seller record).
     pub disabled: bool,
-    /// RFC 3339.
+    /// When it was registered, RFC 3339 UTC with whole seconds.
     pub created_at: String,
 }
 
@@ -352,7 +352,7 @@ fn info(base: &Base, p: &SellerProfile) -> Result<SellerInfo> {
         categories: p.categories.clone(),
         regions: p.regions.clone(),
         disabled: account.is_none_or(|a| a.disabled) || record.is_some_and(|r| r.disabled),
-        created_at: p.created_at.clone(),
+        created_at: p.created_at.rfc3339(),
     })
 }
 
@@ -433,7 +433,7 @@ pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
             url: record.url.clone(),
             categories: categories.clone(),
             regions: regions.clone(),
-            created_at: clock::rfc3339(now),
+            created_at: Stamp::of(now),
         };
         tx.put_record(Ns::Seller, &account_id, &p)?;
         Ok((p, adopted))
@@ -582,7 +582,7 @@ mod tests {
             url: None,
             categories: categories.iter().map(|s| s.to_string()).collect(),
             regions: regions.iter().map(|s| s.to_string()).collect(),
-            created_at: "2026-12-01T10:00:00Z".into(),
+            created_at: Stamp::parse("2026-12-01T10:00:00Z").unwrap(),
         }
     }
 

@@ -244,7 +244,7 @@ mod tests {
             url: None,
             categories: vec!["vehicles".into()],
             regions: vec!["SK-BL".into()],
-            created_at: START.into(),
+            created_at: Stamp::parse(START).unwrap(),
         }
     }
 

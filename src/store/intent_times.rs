@@ -28,14 +28,11 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
     let mut rewritten = Vec::new();
     intents.each(|id, bytes| {
         let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
-        let mut changed = convert_times(&mut rec, &INTENT_RFC3339);
+        let mut changed = convert_times(&mut rec, Old::Rfc3339, &INTENT_RFC3339);
         if let Some(serde_json::Value::Object(consent)) = rec.get_mut("consent") {
-            changed |= convert_times(consent, &["at"]);
+            changed |= convert_times(consent, Old::Rfc3339, &["at"]);
         }
-        if let Some(m) = rec.get("last_digest_at").and_then(secs_as_micros) {
-            rec.insert("last_digest_at".into(), m.into());
-            changed = true;
-        }
+        changed |= convert_times(&mut rec, Old::Secs, &["last_digest_at"]);
         if changed {
             rewritten.push((id, serde_json::to_vec(&rec).map_err(|e| encode_error("intents", e))?));
         }
@@ -45,21 +42,43 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
         intents.insert(id.as_str(), bytes.as_slice())?;
     }
     let mut records = tx.open(RECORDS)?;
-    rewrite_records(&mut records, "renewal:", |rec| convert_times(rec, &RENEWAL_RFC3339))
+    convert_records(&mut records, &[("renewal:", Old::Rfc3339, &RENEWAL_RFC3339)])
+}
+
+/// How an older isto wrote a time (what a migration converts from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Old {
+    /// An RFC 3339 string (any offset).
+    Rfc3339,
+    /// An integer of unix seconds (see [`secs_as_micros`]).
+    Secs,
+}
+
+/// The times of one record namespace that a migration converts: the key prefix of the
+/// `records` table, how the older isto wrote them, and the fields (of a JSON object).
+pub(super) type NsTimes = (&'static str, Old, &'static [&'static str]);
+
+/// Converts the times of every record of each namespace of `times` ([`convert_times`];
+/// a record that is not a JSON object is left as it is, for its reader to name).
+pub(super) fn convert_records(records: &mut Table<'_, &'static str, &'static [u8]>, times: &[NsTimes]) -> Result<()> {
+    for (prefix, old, fields) in times {
+        rewrite_records(records, prefix, |v| v.as_object_mut().is_some_and(|rec| convert_times(rec, *old, fields)))?;
+    }
+    Ok(())
 }
 
 /// Rewrites every record of `records` (the `records` table) whose key starts with
-/// `prefix` and which `convert` changes (a JSON object; a record that is not one is
+/// `prefix` and which `convert` changes (any JSON value; a record that is not JSON is
 /// left as it is, for its reader to name).
 pub(super) fn rewrite_records(
     records: &mut Table<'_, &'static str, &'static [u8]>,
     prefix: &str,
-    mut convert: impl FnMut(&mut serde_json::Map<String, serde_json::Value>) -> bool,
+    mut convert: impl FnMut(&mut serde_json::Value) -> bool,
 ) -> Result<()> {
     let to = format!("{prefix}\u{10ffff}");
     let mut rewritten = Vec::new();
     records.scan((Bound::Included(prefix), Bound::Excluded(to.as_str())), false, |key, bytes| {
-        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
+        let Ok(mut rec) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Ok(true) };
         if convert(&mut rec) {
             rewritten.push((key, serde_json::to_vec(&rec).map_err(|e| encode_error("records", e))?));
         }
@@ -73,21 +92,35 @@ pub(super) fn rewrite_records(
 
 /// The microseconds of a stored time in unix seconds: an integer below 10^11 (before
 /// the year 5138; microseconds are far larger, so a value converted already is left).
-pub(super) fn secs_as_micros(v: &serde_json::Value) -> Option<i64> {
+fn secs_as_micros(v: &serde_json::Value) -> Option<i64> {
     v.as_i64().filter(|s| s.abs() < SECS_BOUND).and_then(|s| s.checked_mul(1_000_000))
 }
 
-/// Converts the RFC 3339 strings under `fields` of `rec` to unix microseconds; leaves
-/// any other value. Whether anything changed.
-pub(super) fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>, fields: &[&str]) -> bool {
+/// The microseconds of an RFC 3339 string.
+fn rfc3339_as_micros(v: &serde_json::Value) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(v.as_str()?, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos().div_euclid(1000)).ok()
+}
+
+/// Converts one stored time `v`, written as `old`, to unix microseconds; leaves any
+/// other value (one the older isto never wrote, or one converted already). Whether it
+/// changed.
+pub(super) fn convert_time(v: &mut serde_json::Value, old: Old) -> bool {
+    let micros = match old {
+        Old::Rfc3339 => rfc3339_as_micros(v),
+        Old::Secs => secs_as_micros(v),
+    };
+    micros.inspect(|m| *v = (*m).into()).is_some()
+}
+
+/// Converts the times under `fields` of `rec`, written as `old` ([`convert_time`]).
+/// Whether anything changed.
+pub(super) fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>, old: Old, fields: &[&str]) -> bool {
     let mut changed = false;
     for f in fields {
-        let Some(serde_json::Value::String(s)) = rec.get(*f) else { continue };
-        let Ok(t) = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) else { continue };
-        let micros = t.unix_timestamp_nanos().div_euclid(1000);
-        let Ok(micros) = i64::try_from(micros) else { continue };
-        rec.insert((*f).to_owned(), micros.into());
-        changed = true;
+        if let Some(v) = rec.get_mut(*f) {
+            changed |= convert_time(v, old);
+        }
     }
     changed
 }

@@ -150,6 +150,15 @@ const MIGRATIONS: &[Migration] = &[
                       does not read as a time is left as it was, so reading that record is an error naming it",
         run: super::account_times::v6_account_times,
     },
+    Migration {
+        number: 7,
+        name: "record_times",
+        description: "stores every time of an OAuth client, code, token, token family and consent form, of a \
+                      seller profile and of a confirmation mark as one integer of unix microseconds instead of \
+                      unix seconds and RFC 3339 strings; a value that does not read as a time is left as it \
+                      was, so reading that record is an error naming it",
+        run: super::account_times::v7_record_times,
+    },
 ];
 
 /// Version of the table layout this build writes: the last migration's number.

@@ -563,6 +563,22 @@ fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_rec
             }),
             vec!["table tokens", "intent int_gone2", "nothing was restored"],
         ),
+        (
+            "damaged-account",
+            Box::new(move |rows: &mut Vec<Value>| {
+                let account = json!({"id": "acc_damaged", "role": "buyer", "created_at": "2026-12-01T10:00:00Z"});
+                insert_after(rows, "records", json!({"t": "records", "k": "account:acc_damaged", "v": account}));
+            }),
+            vec!["table records", "store record account:acc_damaged is corrupt", "nothing was restored"],
+        ),
+        (
+            "damaged-session",
+            Box::new(move |rows: &mut Vec<Value>| {
+                let session = json!({"account_id": "acc_x", "created_at": 1, "expires_at": "in two weeks"});
+                insert_after(rows, "records", json!({"t": "records", "k": "session:00ff", "v": session}));
+            }),
+            vec!["table records", "store record session:00ff is corrupt", "expected i64", "nothing was restored"],
+        ),
     ];
     for (name, edit, says) in cases {
         let bad = work.path().join(format!("{name}.isto-backup"));

@@ -208,7 +208,7 @@ fn no_search_or_demand_call_costs_more_than_20_typical_searches() {
         url: None,
         categories: Vec::new(),
         regions: Vec::new(),
-        created_at: "2026-11-01T00:00:00Z".into(),
+        created_at: isto::records::Stamp::parse("2026-11-01T00:00:00Z").unwrap(),
     };
     let q = isto::sellers::parse_open_query(&json!({"limit": 100})).unwrap();
     let (open, page) = cpu(|| isto::sellers::open_intents(&h.base, &profile, &q).unwrap());

@@ -261,12 +261,14 @@ fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -
 }
 
 /// Decodes every record of the restored (not yet renamed) store with the real record
-/// types (`intents`, `offers`, `sellers`) and checks that the index tables name records
+/// types (`intents`, `offers`, `sellers`, and the accounts and web sessions of `records`,
+/// whose row is named by its key) and checks that the index tables name records
 /// that exist ([`crate::store::Rx::dangling_refs`]); refuses with the table, the key or
 /// id, and the reason, before anything replaces the data directory's store.
 fn check_records(store: &Store) -> anyhow::Result<()> {
+    use crate::accounts::{Account, SessionRecord};
     use crate::records::{IntentRecord, OfferRecord, SellerRecord};
-    use crate::store::Reads as _;
+    use crate::store::{Ns, Reads as _};
     let refuse = |table: &str, e: crate::store::StoreError| {
         anyhow::anyhow!("the backup's table {table} holds a record that does not decode: {e}; nothing was restored")
     };
@@ -288,6 +290,8 @@ fn check_records(store: &Store) -> anyhow::Result<()> {
     }
     store.read(|rx| rx.each_offer(|_: OfferRecord| ())).map_err(|e| refuse("offers", e))?;
     store.read(|rx| rx.all_sellers::<SellerRecord>().map(drop)).map_err(|e| refuse("sellers", e))?;
+    store.read(|rx| rx.records::<Account>(Ns::Account).map(drop)).map_err(|e| refuse("records", e))?;
+    store.read(|rx| rx.records::<SessionRecord>(Ns::Session).map(drop)).map_err(|e| refuse("records", e))?;
     let dangling = store.read(|rx| rx.dangling_refs(5)).context("cannot check the restored store's indexes")?;
     if let Some(d) = dangling.first() {
         bail!(

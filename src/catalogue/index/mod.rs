@@ -284,8 +284,17 @@ impl OfferIndex {
     }
 
     /// The index document of an offer: its searchable and filter fields, the public
-    /// offer's JSON and `validUntil`.
-    fn document(&self, o: &Offer) -> Result<TantivyDocument, IndexError> {
+    /// offer's JSON and `validUntil`; `None`, with a warning naming the offer, when its
+    /// `publishedAt` does not read ([`published_secs`]): such an offer is left out of
+    /// the index (not found by search) rather than ranked as if published in 1970.
+    fn document(&self, o: &Offer) -> Result<Option<TantivyDocument>, IndexError> {
+        let published = match published_secs(o) {
+            Ok(p) => p,
+            Err(why) => {
+                tracing::warn!(error = %why, "offer not indexed");
+                return Ok(None);
+            }
+        };
         let f = &self.f;
         let mut d = TantivyDocument::new();
         d.add_text(f.id, &o.id);
@@ -317,14 +326,24 @@ impl OfferIndex {
         }
         // One value: the stem field is padded once per offer (see `analysis`).
         d.add_text(f.attrs_stems, &attrs);
-        let published = crate::clock::parse_rfc3339(&o.published_at).map(|t| t.unix_timestamp()).unwrap_or(0);
         d.add_i64(f.published, published);
         d.add_text(f.offer, serde_json::to_value(o)?.to_string());
         d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
         let price = self.rates.get(&o.price.currency).map(|r| o.price.amount * r).filter(|p| p.is_finite());
         d.add_f64(f.price, price.unwrap_or(f64::MAX));
-        Ok(d)
+        Ok(Some(d))
     }
+}
+
+/// The unix seconds of an offer's `publishedAt` (RFC 3339; the index's tie-break
+/// order).
+///
+/// # Errors
+/// `offer <id>: publishedAt …` and what does not read.
+pub(super) fn published_secs(o: &Offer) -> Result<i64, String> {
+    crate::clock::parse_rfc3339(&o.published_at)
+        .map(|t| t.unix_timestamp())
+        .map_err(|why| format!("offer {}: publishedAt {why}", o.id))
 }
 
 fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {

@@ -199,6 +199,26 @@ fn apply_replaces_and_removes() {
 }
 
 #[test]
+fn an_offer_whose_published_time_does_not_read_is_left_out_naming_it() {
+    let mut bad = offer("o9", "Škoda Octavia Combi", "", json!({"make": "Škoda"}), "Košice");
+    bad.published_at = "last week".into();
+    assert_eq!(
+        published_secs(&bad).unwrap_err(),
+        "offer o9: publishedAt must be an RFC 3339 time such as 2026-12-01T10:00:00Z"
+    );
+    // Not indexed as if published in 1970: left out, the others indexed.
+    let ix = index_of(vec![offer("o1", "Škoda Octavia", "", json!({"make": "Škoda"}), "Košice"), bad]);
+    assert_eq!(ix.num_docs(), 1);
+    assert_eq!(ids(&ix, "octavia", None, None), vec!["o1"]);
+    // An update that makes it unreadable takes the offer's old document out too.
+    let mut o1 = offer("o1", "Škoda Octavia RS", "", json!({"make": "Škoda"}), "Košice");
+    o1.published_at = String::new();
+    ix.apply(&[o1], &[], 2).unwrap();
+    assert!(ids(&ix, "octavia", None, None).is_empty());
+    assert_eq!(ix.num_docs(), 0);
+}
+
+#[test]
 fn rebuild_replaces_everything() {
     let ix = sample();
     assert_eq!(ix.generation(), Some(1));

@@ -39,7 +39,8 @@ pub(super) struct Pending {
 impl OfferIndex {
     /// Replaces the whole index with `offers` (active offers only) and commits with
     /// `generation` (with any pending updates, which the rebuild replaces). Returns the
-    /// number of offers indexed.
+    /// number of offers indexed (an offer whose `publishedAt` does not read is left out,
+    /// with a warning naming it).
     ///
     /// # Errors
     /// tantivy errors (also another process holding the index's writer lock); the index
@@ -50,8 +51,10 @@ impl OfferIndex {
         p.writer.delete_all_documents()?;
         let mut n = 0u64;
         for o in offers {
-            p.writer.add_document(self.document(&o)?)?;
-            n += 1;
+            if let Some(d) = self.document(&o)? {
+                p.writer.add_document(d)?;
+                n += 1;
+            }
         }
         p.generation = generation;
         self.commit(p)?;
@@ -71,7 +74,9 @@ impl OfferIndex {
         let mut p = self.pending(slot.take(), generation, upserts.len())?;
         for o in upserts {
             p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
-            p.writer.add_document(self.document(o)?)?;
+            if let Some(d) = self.document(o)? {
+                p.writer.add_document(d)?;
+            }
         }
         for id in removed {
             p.writer.delete_term(Term::from_field_text(self.f.id, id));
