@@ -197,7 +197,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        intents::get(self, id)
+        get_json(self, schema::INTENTS, id)
     }
 
     /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
@@ -205,7 +205,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        intents::all(self)
+        all_json(self, schema::INTENTS)
     }
 
     /// Ids of active intents.
@@ -213,7 +213,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn active_ids(&self) -> Result<Vec<String>> {
-        intents::active_ids(self)
+        Ok(self.table(schema::ACTIVE)?.all()?.into_iter().map(|(id, ())| id).collect())
     }
 
     /// Ids of the intents the sweep must look at, in id order, each once: those whose
@@ -232,7 +232,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
-        intents::due_of(self, id)
+        let v = self.table(schema::INTENT_DUE)?.get(id)?;
+        Ok(v.map(|(status_change, contact_ended)| IntentDue { status_change, contact_ended }))
     }
 
     /// The person-index row of an intent: its person key and the validUntil (unix µs)
@@ -260,7 +261,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn token(&self, hash: &str) -> Result<Option<String>> {
-        tokens::get(self, hash)
+        get_str(self, schema::TOKENS, hash)
     }
 
     /// The offer record with this id.
@@ -268,7 +269,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        offers::get(self, id)
+        get_json(self, schema::OFFERS, id)
     }
 
     /// Every offer record.
@@ -276,7 +277,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_offers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        offers::all(self)
+        all_json(self, schema::OFFERS)
     }
 
     /// The offer id stored for a feed's `(seller id, ref)`.
@@ -284,7 +285,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
-        offers::by_ref(self, seller_id, reference)
+        get_str(self, schema::OFFER_REFS, &offers::ref_key(seller_id, reference))
     }
 
     /// The seller record with this id.
@@ -292,7 +293,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn seller<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        sellers::get(self, id)
+        get_json(self, schema::SELLERS, id)
     }
 
     /// Every seller record.
@@ -300,7 +301,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        sellers::all(self)
+        all_json(self, schema::SELLERS)
     }
 
     /// The seller id registered under a folded name.
@@ -308,7 +309,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
-        sellers::by_name(self, folded)
+        get_str(self, schema::SELLER_NAMES, folded)
     }
 
     /// When `(intent, offer)` was delivered (unix µs), if it was.
@@ -316,7 +317,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
-        deliveries::delivered_at(self, intent, offer)
+        self.table(schema::DELIVERED)?.get(deliveries::pair_key(intent, offer).as_str())
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
@@ -346,7 +347,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
-        deliveries::digest_due_at(self, intent)
+        self.table(schema::DIGEST_DUE)?.get(intent)
     }
 
     /// Intents whose digest is pending: `(id, due unix seconds)`.
@@ -354,7 +355,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn digests_due(&self) -> Result<Vec<(String, i64)>> {
-        deliveries::digests_due(self)
+        self.table(schema::DIGEST_DUE)?.all()
     }
 
     /// A record of a namespace.
@@ -362,7 +363,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
-        records::get(self, ns, key)
+        get_json(self, schema::RECORDS, &ns.key(key))
     }
 
     /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
@@ -372,7 +373,33 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`] when the stored count does not read.
     fn mail_dropped(&self) -> Result<u64> {
-        outbox::dropped(self)
+        meta_counter(self, outbox::DROPPED)
+    }
+
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn has_mail(&self, seq: u64) -> Result<bool> {
+        Ok(self.table(schema::OUTBOX)?.get(seq)?.is_some())
+    }
+
+    /// The outbox job `seq` as stored now (`None`: sent or cancelled).
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
+        let got = self.table(schema::OUTBOX)?.get(seq)?;
+        got.map(|v| decode(&seq.to_string(), &v)).transpose()
+    }
+
+    /// Every outbox job, oldest first.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
+        let rows = self.table(schema::OUTBOX)?.all()?;
+        rows.into_iter().map(|(k, v)| Ok((k, decode(&k.to_string(), &v)?))).collect()
     }
 
     /// The first `limit` queued seller replies, oldest first: `(sequence, intent id,
@@ -389,7 +416,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn pending_reply_count(&self) -> Result<u64> {
-        replies::len(self)
+        self.table(schema::PENDING_REPLIES)?.len()
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order.
@@ -397,7 +424,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
-        records::all(self, ns)
+        records::each(self, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order, each

@@ -19,10 +19,6 @@ pub(super) fn first<R: Tables + ?Sized>(r: &R, limit: usize) -> Result<Vec<Pendi
     Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
 }
 
-pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    r.table(PENDING_REPLIES)?.len()
-}
-
 impl Tx<'_> {
     /// Queues reply `offer_id` to intent `intent_id` for matching; returns its sequence
     /// number (one more than any handed out before).
