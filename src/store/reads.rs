@@ -103,17 +103,8 @@ pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
     limit: usize,
     rev: bool,
 ) -> Result<Vec<(String, T)>> {
-    let t = r.table(def)?;
-    let mut out = Vec::new();
-    if limit == 0 {
-        return Ok(out);
-    }
-    t.scan((Bound::Included(from), Bound::Excluded(to)), rev, |key, v| {
-        let val = decode(&key, &v)?;
-        out.push((key, val));
-        Ok(out.len() < limit)
-    })?;
-    Ok(out)
+    let rows = r.table(def)?.range((Bound::Included(from), Bound::Excluded(to)), rev, limit)?;
+    rows.into_iter().map(|(key, v)| decode(&key, &v).map(|val| (key, val))).collect()
 }
 
 /// Every record of a `&str → &[u8]` table, in key order.
@@ -243,7 +234,9 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn intent_person(&self, id: &str) -> Result<Option<(String, i64)>> {
-        people::entry_of(self, id)
+        let Some(person) = self.table(schema::INTENT_PERSON)?.get(id)? else { return Ok(None) };
+        let until = self.table(schema::PERSON_ACTIVE)?.get((person.as_str(), id))?;
+        Ok(until.map(|u| (person, u)))
     }
 
     /// How many intents of `person` in the active set are valid after `after_micros`
@@ -331,7 +324,9 @@ pub trait Reads: Tables {
         after_micros: i64,
         limit: usize,
     ) -> Result<Vec<(i64, String, T)>> {
-        deliveries::after(self, intent, after_micros, limit)
+        let from = deliveries::log_key(intent, after_micros.saturating_add(1), "");
+        let to = format!("{intent}\u{1}");
+        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, false)?))
     }
 
     /// The newest `limit` deliveries of `intent`, newest first.
@@ -339,7 +334,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
-        deliveries::latest(self, intent, limit)
+        let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
+        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, true)?))
     }
 
     /// When an intent's pending digest is due (unix seconds), if one is pending.
@@ -408,7 +404,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn pending_replies(&self, limit: usize) -> Result<Vec<PendingReply>> {
-        replies::first(self, limit)
+        let rows = self.table(schema::PENDING_REPLIES)?.range((Bound::Unbounded, Bound::Unbounded), false, limit)?;
+        Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
     }
 
     /// How many seller replies wait to be matched.

@@ -73,13 +73,8 @@ impl Ns {
 pub(super) fn each<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, Result<T>)>> {
     let p = ns.prefix();
     let to = format!("{p}\u{10ffff}");
-    let mut out = Vec::new();
-    r.table(RECORDS)?.scan((Bound::Included(p), Bound::Excluded(to.as_str())), false, |key, v| {
-        let value = decode(&key, &v);
-        out.push((key[p.len()..].to_owned(), value));
-        Ok(true)
-    })?;
-    Ok(out)
+    let rows = r.table(RECORDS)?.range((Bound::Included(p), Bound::Excluded(to.as_str())), false, usize::MAX)?;
+    Ok(rows.into_iter().map(|(key, v)| (key[p.len()..].to_owned(), decode(&key, &v))).collect())
 }
 
 impl Tx<'_> {
