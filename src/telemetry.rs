@@ -36,7 +36,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Metric, Registry, Unit};
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex, PoisonError, RwLock};
 use std::time::Duration;
@@ -56,192 +56,122 @@ pub const OTHER: &str = "other";
 /// Upper bounds of the request-duration buckets, seconds.
 const DURATION_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-/// An HTTP method, as a label (anything unusual is `other`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(clippy::upper_case_acronyms)]
-pub enum Method {
-    /// GET.
-    GET,
-    /// HEAD.
-    HEAD,
-    /// POST.
-    POST,
-    /// PUT.
-    PUT,
-    /// DELETE.
-    DELETE,
-    /// OPTIONS.
-    OPTIONS,
-    /// PATCH.
-    PATCH,
-    /// Any other method.
-    Other,
+/// Declares a label enum: its variants, each with its label value, [`as_str`](Method::as_str)
+/// giving that value, `ALL` (every variant in order) and the label encoding.
+macro_rules! label_enum {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident => $s:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name { $($(#[$vm])* $v,)* }
+
+        impl $name {
+            /// Every value, in declaration order.
+            #[allow(dead_code)]
+            const ALL: &'static [Self] = &[$(Self::$v,)*];
+
+            /// The label value.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s,)* }
+            }
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    };
+}
+
+label_enum! {
+    /// An HTTP method, as a label (anything unusual is `other`).
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum Method {
+        /// GET.
+        GET => "GET",
+        /// HEAD.
+        HEAD => "HEAD",
+        /// POST.
+        POST => "POST",
+        /// PUT.
+        PUT => "PUT",
+        /// DELETE.
+        DELETE => "DELETE",
+        /// OPTIONS.
+        OPTIONS => "OPTIONS",
+        /// PATCH.
+        PATCH => "PATCH",
+        /// Any other method.
+        Other => "other",
+    }
 }
 
 impl Method {
     /// The label of a method name (`GET` → [`Method::GET`], `BREW` → [`Method::Other`]).
     pub fn of(name: &str) -> Self {
-        match name {
-            "GET" => Self::GET,
-            "HEAD" => Self::HEAD,
-            "POST" => Self::POST,
-            "PUT" => Self::PUT,
-            "DELETE" => Self::DELETE,
-            "OPTIONS" => Self::OPTIONS,
-            "PATCH" => Self::PATCH,
-            _ => Self::Other,
-        }
+        Self::ALL.iter().copied().find(|m| *m != Self::Other && m.as_str() == name).unwrap_or(Self::Other)
     }
 }
 
-/// How a `tools/call` ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolOutcome {
-    /// A result without `isError`.
-    Ok,
-    /// A result with `isError` (bad input, not found, refused, internal).
-    Error,
-    /// A name that is not one of the endpoint's tools (a JSON-RPC error).
-    UnknownTool,
-}
-
-/// What a rate limit counted (`app::rate`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RateScope {
-    /// Per client address, on `/mcp*`.
-    Mcp,
-    /// Per client address, on the OAuth routes.
-    OAuth,
-    /// Per client address, on the pages.
-    Pages,
-    /// Per credential (account and OAuth client) on `/mcp/buyer` and `/mcp/seller`.
-    Credential,
-    /// Per client address, its connections (`limits.max_connections_per_client`): a
-    /// connection or a request through a trusted proxy refused.
-    Connections,
-}
-
-/// A quota of `base::quota` (issue 9 point 3), as a label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QuotaRule {
-    /// `quotas.drafts_per_client_per_hour`.
-    DraftsPerClient,
-    /// `quotas.consents_per_client_per_hour`.
-    ConsentsPerClient,
-    /// `quotas.consents_per_network_per_hour`.
-    ConsentsPerNetwork,
-    /// `quotas.consents_per_address_per_hour`.
-    ConsentsPerAddress,
-    /// `quotas.confirmation_mails_per_hour`.
-    ConfirmationMails,
-    /// `quotas.confirmation_mails_per_hour` less its reserved share (addresses that never
-    /// confirmed).
-    ConfirmationMailsUnconfirmed,
-    /// `quotas.registrations_per_client_per_hour`.
-    RegistrationsPerClient,
-}
-
-/// What became of imported catalogue rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum ImportResult {
-    Created,
-    Updated,
-    Refused,
-}
-
-impl Method {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::GET => "GET",
-            Self::HEAD => "HEAD",
-            Self::POST => "POST",
-            Self::PUT => "PUT",
-            Self::DELETE => "DELETE",
-            Self::OPTIONS => "OPTIONS",
-            Self::PATCH => "PATCH",
-            Self::Other => "other",
-        }
+label_enum! {
+    /// How a `tools/call` ended.
+    pub enum ToolOutcome {
+        /// A result without `isError`.
+        Ok => "ok",
+        /// A result with `isError` (bad input, not found, refused, internal).
+        Error => "error",
+        /// A name that is not one of the endpoint's tools (a JSON-RPC error).
+        UnknownTool => "unknown_tool",
     }
 }
 
-impl EncodeLabelValue for Method {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
+label_enum! {
+    /// What a rate limit counted (`app::rate`).
+    pub enum RateScope {
+        /// Per client address, on `/mcp*`.
+        Mcp => "mcp",
+        /// Per client address, on the OAuth routes.
+        OAuth => "oauth",
+        /// Per client address, on the pages.
+        Pages => "pages",
+        /// Per credential (account and OAuth client) on `/mcp/buyer` and `/mcp/seller`.
+        Credential => "credential",
+        /// Per client address, its connections (`limits.max_connections_per_client`): a
+        /// connection or a request through a trusted proxy refused.
+        Connections => "connections",
     }
 }
 
-impl ToolOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Error => "error",
-            Self::UnknownTool => "unknown_tool",
-        }
+label_enum! {
+    /// A quota of `base::quota` (issue 9 point 3), as a label.
+    pub enum QuotaRule {
+        /// `quotas.drafts_per_client_per_hour`.
+        DraftsPerClient => "drafts_per_client",
+        /// `quotas.consents_per_client_per_hour`.
+        ConsentsPerClient => "consents_per_client",
+        /// `quotas.consents_per_network_per_hour`.
+        ConsentsPerNetwork => "consents_per_network",
+        /// `quotas.consents_per_address_per_hour`.
+        ConsentsPerAddress => "consents_per_address",
+        /// `quotas.confirmation_mails_per_hour`.
+        ConfirmationMails => "confirmation_mails",
+        /// `quotas.confirmation_mails_per_hour` less its reserved share (addresses that never
+        /// confirmed).
+        ConfirmationMailsUnconfirmed => "confirmation_mails_unconfirmed",
+        /// `quotas.registrations_per_client_per_hour`.
+        RegistrationsPerClient => "registrations_per_client",
     }
 }
 
-impl EncodeLabelValue for ToolOutcome {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
-}
-
-impl RateScope {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Mcp => "mcp",
-            Self::OAuth => "oauth",
-            Self::Pages => "pages",
-            Self::Credential => "credential",
-            Self::Connections => "connections",
-        }
-    }
-}
-
-impl EncodeLabelValue for RateScope {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
-}
-
-impl QuotaRule {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::DraftsPerClient => "drafts_per_client",
-            Self::ConsentsPerClient => "consents_per_client",
-            Self::ConsentsPerNetwork => "consents_per_network",
-            Self::ConsentsPerAddress => "consents_per_address",
-            Self::ConfirmationMails => "confirmation_mails",
-            Self::ConfirmationMailsUnconfirmed => "confirmation_mails_unconfirmed",
-            Self::RegistrationsPerClient => "registrations_per_client",
-        }
-    }
-}
-
-impl EncodeLabelValue for QuotaRule {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
-}
-
-impl ImportResult {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "created",
-            Self::Updated => "updated",
-            Self::Refused => "refused",
-        }
-    }
-}
-
-impl EncodeLabelValue for ImportResult {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        std::fmt::Write::write_str(encoder, self.as_str())
+label_enum! {
+    /// What became of imported catalogue rows.
+    enum ImportResult {
+        /// Offers created.
+        Created => "created",
+        /// Offers updated.
+        Updated => "updated",
+        /// Rows of a batch the server refused.
+        Refused => "refused",
     }
 }
 
@@ -346,74 +276,49 @@ struct Metrics {
 
 impl Metrics {
     fn new() -> Self {
-        let mut registry = Registry::with_prefix("isto");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by route pattern, method and status",
-            requests.clone(),
-        );
-        let durations: HistogramFamily = Family::new_with_constructor(duration_histogram);
-        registry.register_with_unit(
+        let mut r = Registry::with_prefix("isto");
+        let requests =
+            add(&mut r, "http_requests", "HTTP requests answered, by route pattern, method and status", None);
+        let durations = registered(
+            &mut r,
             "http_request_duration",
             "Time to the response head, by route pattern",
-            Unit::Seconds,
-            durations.clone(),
+            Some(Unit::Seconds),
+            HistogramFamily::new_with_constructor(duration_histogram),
         );
-        let tools = Family::<ToolLabels, Counter>::default();
-        registry.register("mcp_tool_calls", "MCP tools/call requests, by tool and outcome", tools.clone());
-        let rate_limited = Family::<ScopeLabels, Counter>::default();
-        registry.register("rate_limited", "Requests refused with 429 by a rate limit, by scope", rate_limited.clone());
-        let quotas = Family::<RuleLabels, Counter>::default();
-        registry.register("quota_refusals", "Writes refused by an hourly quota, by rule", quotas.clone());
-        let imported = Family::<ResultLabels, Counter>::default();
-        registry.register(
+        let tools = add(&mut r, "mcp_tool_calls", "MCP tools/call requests, by tool and outcome", None);
+        let rate_limited: Family<ScopeLabels, Counter> =
+            add(&mut r, "rate_limited", "Requests refused with 429 by a rate limit, by scope", None);
+        let quotas: Family<RuleLabels, Counter> =
+            add(&mut r, "quota_refusals", "Writes refused by an hourly quota, by rule", None);
+        let imported: Family<ResultLabels, Counter> = add(
+            &mut r,
             "offers_imported",
             "Catalogue rows imported by this server, by result (refused: rows of a batch the server refused)",
-            imported.clone(),
+            None,
         );
-        let deliveries = Counter::default();
-        registry.register(
-            "deliveries",
-            "Deliveries (offer matched to an intent) recorded in the store",
-            deliveries.clone(),
-        );
-        let intents = Family::<StatusLabels, Gauge>::default();
-        registry.register("intents", "Intents in the store, by status", intents.clone());
-        let outbox_depth = Gauge::default();
-        registry.register("outbox_depth", "E-mails queued in the outbox", outbox_depth.clone());
-        let outbox_oldest = Gauge::default();
-        registry.register_with_unit(
-            "outbox_oldest_age",
-            "Age of the oldest queued e-mail (0 when none)",
-            Unit::Seconds,
-            outbox_oldest.clone(),
-        );
+        let deliveries =
+            add(&mut r, "deliveries", "Deliveries (offer matched to an intent) recorded in the store", None);
+        let intents = add(&mut r, "intents", "Intents in the store, by status", None);
+        let outbox_depth = add(&mut r, "outbox_depth", "E-mails queued in the outbox", None);
+        let outbox_oldest =
+            add(&mut r, "outbox_oldest_age", "Age of the oldest queued e-mail (0 when none)", Some(Unit::Seconds));
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
-        for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential, RateScope::Connections]
-        {
+        for &scope in RateScope::ALL {
             drop(rate_limited.get_or_create(&ScopeLabels { scope }));
         }
-        for rule in [
-            QuotaRule::DraftsPerClient,
-            QuotaRule::ConsentsPerClient,
-            QuotaRule::ConsentsPerNetwork,
-            QuotaRule::ConsentsPerAddress,
-            QuotaRule::ConfirmationMails,
-            QuotaRule::ConfirmationMailsUnconfirmed,
-            QuotaRule::RegistrationsPerClient,
-        ] {
+        for &rule in QuotaRule::ALL {
             drop(quotas.get_or_create(&RuleLabels { rule }));
         }
-        for result in [ImportResult::Created, ImportResult::Updated, ImportResult::Refused] {
+        for &result in ImportResult::ALL {
             drop(imported.get_or_create(&ResultLabels { result }));
         }
         let build = Family::<VersionLabels, Gauge>::default();
         build.get_or_create(&VersionLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
-        registry.register("build_info", "The running isto's version", build);
+        r.register("build_info", "The running isto's version", build);
         Self {
-            registry,
+            registry: r,
             requests,
             durations,
             tools,
@@ -429,6 +334,21 @@ impl Metrics {
             render: Mutex::new(()),
         }
     }
+}
+
+/// Registers `metric` as `name` (under the `isto_` prefix) with its help text and unit;
+/// the metric, to keep a handle on it.
+fn registered<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>, metric: M) -> M {
+    match unit {
+        Some(unit) => r.register_with_unit(name, help, unit, metric.clone()),
+        None => r.register(name, help, metric.clone()),
+    }
+    metric
+}
+
+/// [`registered`] with a new metric of its kind.
+fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
+    registered(r, name, help, unit, M::default())
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);

@@ -15,6 +15,7 @@
 //! and new mail goes out on the other slots meanwhile (issue 9 point 5).
 
 use super::{build_message, MailContent, MailJob, Outbox, Transport};
+use crate::store::Reads as _;
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::task::JoinSet;

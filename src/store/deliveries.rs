@@ -2,16 +2,16 @@
 //! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
-use super::{encode, range_json, Result, Tables, Tx};
-use serde::{de::DeserializeOwned, Serialize};
+use super::{encode, Result, Tx};
+use serde::Serialize;
 
 /// Key of a `delivered` row.
-fn pair_key(intent: &str, offer: &str) -> String {
+pub(super) fn pair_key(intent: &str, offer: &str) -> String {
     format!("{intent}\0{offer}")
 }
 
 /// Key of a delivery log row.
-fn log_key(intent: &str, micros: i64, offer: &str) -> String {
+pub(super) fn log_key(intent: &str, micros: i64, offer: &str) -> String {
     format!("{intent}\0{micros:020}\0{offer}")
 }
 
@@ -24,45 +24,8 @@ fn split_log_key(k: &str) -> Option<(i64, String)> {
 }
 
 /// Log rows as `(µs, offer id, extensions)`.
-fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
+pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
     rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect()
-}
-
-pub(super) fn delivered_at<R: Tables + ?Sized>(r: &R, intent: &str, offer: &str) -> Result<Option<i64>> {
-    r.table(DELIVERED)?.get(pair_key(intent, offer).as_str())
-}
-
-pub(super) fn after<T: DeserializeOwned, R: Tables + ?Sized>(
-    r: &R,
-    intent: &str,
-    after_micros: i64,
-    limit: usize,
-) -> Result<Vec<(i64, String, T)>> {
-    let from = log_key(intent, after_micros.saturating_add(1), "");
-    let to = format!("{intent}\u{1}");
-    Ok(rows(range_json(r, DELIVERY_LOG, (&from, &to), limit, false)?))
-}
-
-pub(super) fn latest<T: DeserializeOwned, R: Tables + ?Sized>(
-    r: &R,
-    intent: &str,
-    limit: usize,
-) -> Result<Vec<(i64, String, T)>> {
-    let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
-    Ok(rows(range_json(r, DELIVERY_LOG, (&from, &to), limit, true)?))
-}
-
-pub(super) fn digest_due_at<R: Tables + ?Sized>(r: &R, intent: &str) -> Result<Option<i64>> {
-    r.table(DIGEST_DUE)?.get(intent)
-}
-
-pub(super) fn digests_due<R: Tables + ?Sized>(r: &R) -> Result<Vec<(String, i64)>> {
-    let mut out = Vec::new();
-    r.table(DIGEST_DUE)?.each(|k, v| {
-        out.push((k, v));
-        Ok(true)
-    })?;
-    Ok(out)
 }
 
 impl Tx<'_> {

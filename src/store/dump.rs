@@ -353,13 +353,8 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
 
     fn clear(&self, tx: &Tx<'_>) -> Result<()> {
         let mut table = tx.open(*self)?;
-        let mut keys = Vec::new();
-        table.each(|k, _| {
-            keys.push(k);
-            Ok(true)
-        })?;
-        for k in &keys {
-            table.remove(K::stored(k))?;
+        for (k, _) in table.all()? {
+            table.remove(K::stored(&k))?;
         }
         Ok(())
     }

@@ -4,8 +4,8 @@
 //! Every intent write goes through [`Tx::put_intent`], which keeps the three in step.
 
 use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
-use super::{all_json, encode, get_json, Result, Tables, Tx};
-use serde::{de::DeserializeOwned, Serialize};
+use super::{encode, Result, Tables, Tx};
+use serde::Serialize;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -40,23 +40,6 @@ pub struct IntentDue {
     pub contact_ended: Option<i64>,
 }
 
-pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<T>> {
-    get_json(r, INTENTS, id)
-}
-
-pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<T>> {
-    all_json(r, INTENTS)
-}
-
-pub(super) fn active_ids<R: Tables + ?Sized>(r: &R) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    r.table(ACTIVE)?.each(|id, ()| {
-        out.push(id);
-        Ok(true)
-    })?;
-    Ok(out)
-}
-
 pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
     let mut ids = BTreeSet::new();
     for (table, until) in [(INTENT_EXPIRY, now_micros), (INTENT_ERASURE, ended_before_micros)] {
@@ -72,11 +55,6 @@ pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micro
         })?;
     }
     Ok(ids.into_iter().collect())
-}
-
-pub(super) fn due_of<R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<IntentDue>> {
-    let v = r.table(INTENT_DUE)?.get(id)?;
-    Ok(v.map(|(status_change, contact_ended)| IntentDue { status_change, contact_ended }))
 }
 
 impl Tx<'_> {

@@ -63,7 +63,7 @@ pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
 pub use location::Location;
 pub use pg::{check_url, redacted, PgSettings, DEFAULT_POOL_SIZE, WRITER_LOCK};
-use reads::{all_json, get_json, get_str, meta_counter, range_json, Tables, TxTxn};
+use reads::{get_str, meta_counter, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};
 pub use records::Ns;
 pub use replies::PendingReply;

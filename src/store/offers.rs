@@ -2,27 +2,15 @@
 //! catalogue generation that the full-text index compares with.
 
 use super::schema::{META, OFFERS, OFFER_REFS};
-use super::{all_json, encode, get_json, get_str, meta_counter, Result, Rx, Tables, Tx};
-use serde::{de::DeserializeOwned, Serialize};
+use super::{encode, meta_counter, Result, Rx, Tx};
+use serde::Serialize;
 
 /// Key of the catalogue generation in `meta`.
 const GENERATION: &str = "offers_generation";
 
 /// Key of a feed reference.
-fn ref_key(seller_id: &str, reference: &str) -> String {
+pub(super) fn ref_key(seller_id: &str, reference: &str) -> String {
     format!("{seller_id}\0{reference}")
-}
-
-pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<T>> {
-    get_json(r, OFFERS, id)
-}
-
-pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<T>> {
-    all_json(r, OFFERS)
-}
-
-pub(super) fn by_ref<R: Tables + ?Sized>(r: &R, seller_id: &str, reference: &str) -> Result<Option<String>> {
-    get_str(r, OFFER_REFS, &ref_key(seller_id, reference))
 }
 
 impl Tx<'_> {

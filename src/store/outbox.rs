@@ -8,30 +8,7 @@ use serde::{de::DeserializeOwned, Serialize};
 const SEQ: &str = "outbox_seq";
 
 /// Key of the count of messages dropped after a permanent (5xx) refusal, in `meta`.
-const DROPPED: &str = "mail_dropped";
-
-/// How many queued messages there are (sent ones and cancelled ones are gone).
-pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    r.table(OUTBOX)?.len()
-}
-
-/// How many messages were dropped for good since the store was created.
-pub(super) fn dropped<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    meta_counter(r, DROPPED)
-}
-
-fn has<R: Tables + ?Sized>(r: &R, seq: u64) -> Result<bool> {
-    Ok(r.table(OUTBOX)?.get(seq)?.is_some())
-}
-
-fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<(u64, T)>> {
-    let mut out = Vec::new();
-    r.table(OUTBOX)?.each(|k, v| {
-        out.push((k, decode(&k.to_string(), &v)?));
-        Ok(true)
-    })?;
-    Ok(out)
-}
+pub(super) const DROPPED: &str = "mail_dropped";
 
 impl Tx<'_> {
     /// Appends a job to the outbox; returns its sequence number.
@@ -49,23 +26,6 @@ impl Tx<'_> {
         self.open(META)?.insert(SEQ, next.to_string().as_str())?;
         t.insert(next, bytes.as_slice())?;
         Ok(next)
-    }
-
-    /// Whether an outbox job still exists (not sent, not cancelled).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn has_mail(&self, seq: u64) -> Result<bool> {
-        has(self, seq)
-    }
-
-    /// The outbox job `seq` as stored now (`None`: sent or cancelled).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
-    pub fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
-        let got = self.table(OUTBOX)?.get(seq)?;
-        got.map(|v| decode(&seq.to_string(), &v)).transpose()
     }
 
     /// Replaces an outbox job (after a failed attempt).
@@ -95,18 +55,10 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
         if self.open(OUTBOX)?.remove(seq)?.is_some() {
-            let n = dropped(&*self)?.saturating_add(1);
+            let n = meta_counter(&*self, DROPPED)?.saturating_add(1);
             self.open(META)?.insert(DROPPED, n.to_string().as_str())?;
         }
         Ok(())
-    }
-
-    /// Every outbox job, oldest first.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
-    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
-        all(self)
     }
 }
 
@@ -117,28 +69,12 @@ impl Rx {
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn outbox_backlog<T: DeserializeOwned>(&self) -> Result<(u64, Option<(u64, T)>)> {
-        let n = len(self)?;
+        let n = self.table(OUTBOX)?.len()?;
         let first = match self.table(OUTBOX)?.first()? {
             Some((k, v)) => Some((k, decode(&k.to_string(), &v)?)),
             None => None,
         };
         Ok((n, first))
-    }
-
-    /// Whether an outbox job still exists (not sent, not cancelled).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn has_mail(&self, seq: u64) -> Result<bool> {
-        has(self, seq)
-    }
-
-    /// Every outbox job, oldest first.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
-    pub fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
-        all(self)
     }
 }
 
@@ -171,6 +107,7 @@ mod tests {
 
     #[test]
     fn outbox_jobs_in_order_updated_and_removed() {
+        use super::super::Reads as _;
         for (backend, s, _d) in crate::store::testpg::both() {
             eprintln!("backend: {backend}");
             let (a, b) =

@@ -15,12 +15,6 @@ use std::ops::Bound;
 /// Upper bound of intent ids in a range (ids are ASCII).
 const ID_END: &str = "\u{10ffff}";
 
-pub(super) fn entry_of<R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<(String, i64)>> {
-    let Some(person) = r.table(INTENT_PERSON)?.get(id)? else { return Ok(None) };
-    let until = r.table(PERSON_ACTIVE)?.get((person.as_str(), id))?;
-    Ok(until.map(|u| (person, u)))
-}
-
 pub(super) fn count<R: Tables + ?Sized>(
     r: &R,
     person: &str,

@@ -103,17 +103,8 @@ pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
     limit: usize,
     rev: bool,
 ) -> Result<Vec<(String, T)>> {
-    let t = r.table(def)?;
-    let mut out = Vec::new();
-    if limit == 0 {
-        return Ok(out);
-    }
-    t.scan((Bound::Included(from), Bound::Excluded(to)), rev, |key, v| {
-        let val = decode(&key, &v)?;
-        out.push((key, val));
-        Ok(out.len() < limit)
-    })?;
-    Ok(out)
+    let rows = r.table(def)?.range((Bound::Included(from), Bound::Excluded(to)), rev, limit)?;
+    rows.into_iter().map(|(key, v)| decode(&key, &v).map(|val| (key, val))).collect()
 }
 
 /// Every record of a `&str → &[u8]` table, in key order.
@@ -197,7 +188,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        intents::get(self, id)
+        get_json(self, schema::INTENTS, id)
     }
 
     /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
@@ -205,7 +196,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        intents::all(self)
+        all_json(self, schema::INTENTS)
     }
 
     /// Ids of active intents.
@@ -213,7 +204,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn active_ids(&self) -> Result<Vec<String>> {
-        intents::active_ids(self)
+        Ok(self.table(schema::ACTIVE)?.all()?.into_iter().map(|(id, ())| id).collect())
     }
 
     /// Ids of the intents the sweep must look at, in id order, each once: those whose
@@ -232,7 +223,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
-        intents::due_of(self, id)
+        let v = self.table(schema::INTENT_DUE)?.get(id)?;
+        Ok(v.map(|(status_change, contact_ended)| IntentDue { status_change, contact_ended }))
     }
 
     /// The person-index row of an intent: its person key and the validUntil (unix µs)
@@ -242,7 +234,9 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn intent_person(&self, id: &str) -> Result<Option<(String, i64)>> {
-        people::entry_of(self, id)
+        let Some(person) = self.table(schema::INTENT_PERSON)?.get(id)? else { return Ok(None) };
+        let until = self.table(schema::PERSON_ACTIVE)?.get((person.as_str(), id))?;
+        Ok(until.map(|u| (person, u)))
     }
 
     /// How many intents of `person` in the active set are valid after `after_micros`
@@ -260,7 +254,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn token(&self, hash: &str) -> Result<Option<String>> {
-        tokens::get(self, hash)
+        get_str(self, schema::TOKENS, hash)
     }
 
     /// The offer record with this id.
@@ -268,7 +262,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        offers::get(self, id)
+        get_json(self, schema::OFFERS, id)
     }
 
     /// Every offer record.
@@ -276,7 +270,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_offers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        offers::all(self)
+        all_json(self, schema::OFFERS)
     }
 
     /// The offer id stored for a feed's `(seller id, ref)`.
@@ -284,7 +278,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
-        offers::by_ref(self, seller_id, reference)
+        get_str(self, schema::OFFER_REFS, &offers::ref_key(seller_id, reference))
     }
 
     /// The seller record with this id.
@@ -292,7 +286,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn seller<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        sellers::get(self, id)
+        get_json(self, schema::SELLERS, id)
     }
 
     /// Every seller record.
@@ -300,7 +294,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        sellers::all(self)
+        all_json(self, schema::SELLERS)
     }
 
     /// The seller id registered under a folded name.
@@ -308,7 +302,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
-        sellers::by_name(self, folded)
+        get_str(self, schema::SELLER_NAMES, folded)
     }
 
     /// When `(intent, offer)` was delivered (unix µs), if it was.
@@ -316,7 +310,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
-        deliveries::delivered_at(self, intent, offer)
+        self.table(schema::DELIVERED)?.get(deliveries::pair_key(intent, offer).as_str())
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
@@ -330,7 +324,9 @@ pub trait Reads: Tables {
         after_micros: i64,
         limit: usize,
     ) -> Result<Vec<(i64, String, T)>> {
-        deliveries::after(self, intent, after_micros, limit)
+        let from = deliveries::log_key(intent, after_micros.saturating_add(1), "");
+        let to = format!("{intent}\u{1}");
+        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, false)?))
     }
 
     /// The newest `limit` deliveries of `intent`, newest first.
@@ -338,7 +334,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
-        deliveries::latest(self, intent, limit)
+        let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
+        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, true)?))
     }
 
     /// When an intent's pending digest is due (unix seconds), if one is pending.
@@ -346,7 +343,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
-        deliveries::digest_due_at(self, intent)
+        self.table(schema::DIGEST_DUE)?.get(intent)
     }
 
     /// Intents whose digest is pending: `(id, due unix seconds)`.
@@ -354,7 +351,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn digests_due(&self) -> Result<Vec<(String, i64)>> {
-        deliveries::digests_due(self)
+        self.table(schema::DIGEST_DUE)?.all()
     }
 
     /// A record of a namespace.
@@ -362,7 +359,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
-        records::get(self, ns, key)
+        get_json(self, schema::RECORDS, &ns.key(key))
     }
 
     /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
@@ -372,7 +369,33 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`] when the stored count does not read.
     fn mail_dropped(&self) -> Result<u64> {
-        outbox::dropped(self)
+        meta_counter(self, outbox::DROPPED)
+    }
+
+    /// Whether an outbox job still exists (not sent, not cancelled).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn has_mail(&self, seq: u64) -> Result<bool> {
+        Ok(self.table(schema::OUTBOX)?.get(seq)?.is_some())
+    }
+
+    /// The outbox job `seq` as stored now (`None`: sent or cancelled).
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
+        let got = self.table(schema::OUTBOX)?.get(seq)?;
+        got.map(|v| decode(&seq.to_string(), &v)).transpose()
+    }
+
+    /// Every outbox job, oldest first.
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`].
+    fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
+        let rows = self.table(schema::OUTBOX)?.all()?;
+        rows.into_iter().map(|(k, v)| Ok((k, decode(&k.to_string(), &v)?))).collect()
     }
 
     /// The first `limit` queued seller replies, oldest first: `(sequence, intent id,
@@ -381,7 +404,8 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn pending_replies(&self, limit: usize) -> Result<Vec<PendingReply>> {
-        replies::first(self, limit)
+        let rows = self.table(schema::PENDING_REPLIES)?.range((Bound::Unbounded, Bound::Unbounded), false, limit)?;
+        Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
     }
 
     /// How many seller replies wait to be matched.
@@ -389,7 +413,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn pending_reply_count(&self) -> Result<u64> {
-        replies::len(self)
+        self.table(schema::PENDING_REPLIES)?.len()
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order.
@@ -397,7 +421,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`].
     fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
-        records::all(self, ns)
+        records::each(self, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order, each

@@ -2,7 +2,7 @@
 //! simple records (OAuth clients, codes, tokens; accounts; sessions; …).
 
 use super::schema::RECORDS;
-use super::{decode, encode, get_json, Result, Tables, Tx};
+use super::{decode, encode, Result, Tables, Tx};
 use serde::{de::DeserializeOwned, Serialize};
 use std::ops::Bound;
 
@@ -63,17 +63,9 @@ impl Ns {
         format!("records/{}", self.prefix().trim_end_matches(':'))
     }
 
-    fn key(self, key: &str) -> String {
+    pub(super) fn key(self, key: &str) -> String {
         format!("{}{key}", self.prefix())
     }
-}
-
-pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns, key: &str) -> Result<Option<T>> {
-    get_json(r, RECORDS, &ns.key(key))
-}
-
-pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, T)>> {
-    each(r, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
 }
 
 /// Every record of `ns`, `(key without prefix, value)` in key order, each decoded on its
@@ -81,13 +73,8 @@ pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Res
 pub(super) fn each<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Result<Vec<(String, Result<T>)>> {
     let p = ns.prefix();
     let to = format!("{p}\u{10ffff}");
-    let mut out = Vec::new();
-    r.table(RECORDS)?.scan((Bound::Included(p), Bound::Excluded(to.as_str())), false, |key, v| {
-        let value = decode(&key, &v);
-        out.push((key[p.len()..].to_owned(), value));
-        Ok(true)
-    })?;
-    Ok(out)
+    let rows = r.table(RECORDS)?.range((Bound::Included(p), Bound::Excluded(to.as_str())), false, usize::MAX)?;
+    Ok(rows.into_iter().map(|(key, v)| (key[p.len()..].to_owned(), decode(&key, &v))).collect())
 }
 
 impl Tx<'_> {

@@ -5,23 +5,13 @@
 //! transaction per tick, by the reply matching (`deliveries::match_queued_replies`).
 
 use super::schema::{META, PENDING_REPLIES};
-use super::{meta_counter, Result, Tables, Tx};
-use std::ops::Bound;
+use super::{meta_counter, Result, Tx};
 
 /// Key of the last sequence number handed out, in `meta`.
 const SEQ: &str = "pending_reply_seq";
 
 /// A queued reply: its sequence number, the intent it answers and the reply offer's id.
 pub type PendingReply = (u64, String, String);
-
-pub(super) fn first<R: Tables + ?Sized>(r: &R, limit: usize) -> Result<Vec<PendingReply>> {
-    let rows = r.table(PENDING_REPLIES)?.range((Bound::Unbounded, Bound::Unbounded), false, limit)?;
-    Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
-}
-
-pub(super) fn len<R: Tables + ?Sized>(r: &R) -> Result<u64> {
-    r.table(PENDING_REPLIES)?.len()
-}
 
 impl Tx<'_> {
     /// Queues reply `offer_id` to intent `intent_id` for matching; returns its sequence

@@ -1,20 +1,8 @@
 //! Sellers of catalogue feeds: the records and the folded-name index.
 
 use super::schema::{SELLERS, SELLER_NAMES};
-use super::{all_json, encode, get_json, get_str, Result, Tables, Tx};
-use serde::{de::DeserializeOwned, Serialize};
-
-pub(super) fn get<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, id: &str) -> Result<Option<T>> {
-    get_json(r, SELLERS, id)
-}
-
-pub(super) fn all<T: DeserializeOwned, R: Tables + ?Sized>(r: &R) -> Result<Vec<T>> {
-    all_json(r, SELLERS)
-}
-
-pub(super) fn by_name<R: Tables + ?Sized>(r: &R, folded: &str) -> Result<Option<String>> {
-    get_str(r, SELLER_NAMES, folded)
-}
+use super::{encode, Result, Tx};
+use serde::Serialize;
 
 impl Tx<'_> {
     /// Inserts or replaces a seller record under its folded name.

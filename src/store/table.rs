@@ -116,6 +116,14 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
         self.scan((Bound::Unbounded, Bound::Unbounded), false, f)
     }
 
+    /// Every row, in key order.
+    ///
+    /// # Errors
+    /// As [`Table::scan`].
+    pub(super) fn all(&self) -> Result<Vec<Row<K, V>>> {
+        self.range((Bound::Unbounded, Bound::Unbounded), false, usize::MAX)
+    }
+
     /// The row with the least key.
     ///
     /// # Errors

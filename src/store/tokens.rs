@@ -1,12 +1,8 @@
 //! Tokens: token hash (`kind:hex`, see [`crate::crypto::token_hash`]) → intent id.
 
 use super::schema::TOKENS;
-use super::{get_str, Result, Tables, Tx};
+use super::{Result, Tx};
 use std::collections::HashSet;
-
-pub(super) fn get<R: Tables + ?Sized>(r: &R, hash: &str) -> Result<Option<String>> {
-    get_str(r, TOKENS, hash)
-}
 
 impl Tx<'_> {
     /// Maps a token hash to an intent id.

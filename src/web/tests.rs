@@ -131,6 +131,7 @@ impl Env {
 
 /// The queued mails of `base`, opened.
 pub(super) fn outbox(base: &crate::base::Base) -> Vec<MailContent> {
+    use crate::store::Reads as _;
     let jobs: Vec<(u64, MailJob)> = base.store().read(|rx| -> Result<_, StoreError> { rx.outbox() }).unwrap();
     jobs.iter().map(|(_, j)| serde_json::from_slice(&base.keys().open(&j.sealed).unwrap()).unwrap()).collect()
 }

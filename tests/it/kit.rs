@@ -12,7 +12,7 @@ use isto::config::{PublicUrl, Settings};
 use isto::crypto::KeyRing;
 use isto::mail::{MailContent, MailJob};
 use isto::state::AppState;
-use isto::store::Store;
+use isto::store::{Reads as _, Store};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 
 use crate::backup::{backed_up, copy_keys};
 use crate::kit::load::{isto, ok_json, rows_in, rows_of, text};
-use isto::store::{Location, Store};
+use isto::store::{Location, Reads as _, Store};
 
 #[test]
 fn a_backup_restored_into_an_empty_postgresql_store_holds_the_same_rows_and_a_full_one_is_refused() {
