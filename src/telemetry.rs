@@ -20,6 +20,10 @@
 //! | `isto_outbox_depth` | gauge | — |
 //! | `isto_outbox_oldest_age_seconds` | gauge | — |
 //! | `isto_build_info` | gauge | `version` |
+//! | `isto_store_pool_connections` | gauge | `state` (`size`: the most the pool opens, `in_use`, `idle`) — PostgreSQL only |
+//! | `isto_store_pool_waits_total` | counter | — (calls that waited for a free connection) — PostgreSQL only |
+//! | `isto_store_pool_wait_timeouts_total` | counter | — (calls that waited in vain) — PostgreSQL only |
+//! | `isto_store_pool_connection_errors_total` | counter | — (connections that failed to open or were found closed) — PostgreSQL only |
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
 //! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
@@ -245,6 +249,33 @@ impl EncodeLabelValue for ImportResult {
     }
 }
 
+/// A series without labels in a family (so that it has no sample until it is set).
+type NoLabels = Vec<(&'static str, &'static str)>;
+
+/// What a connection of the store's pool is doing (`isto_store_pool_connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PoolState {
+    Size,
+    InUse,
+    Idle,
+}
+
+impl EncodeLabelValue for PoolState {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let v = match self {
+            Self::Size => "size",
+            Self::InUse => "in_use",
+            Self::Idle => "idle",
+        };
+        std::fmt::Write::write_str(encoder, v)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PoolStateLabels {
+    state: PoolState,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
     endpoint: String,
@@ -338,6 +369,10 @@ struct Metrics {
     intents: Family<StatusLabels, Gauge>,
     outbox_depth: Gauge,
     outbox_oldest: Gauge,
+    pool: Family<PoolStateLabels, Gauge>,
+    pool_waits: Family<NoLabels, Counter>,
+    pool_wait_timeouts: Family<NoLabels, Counter>,
+    pool_errors: Family<NoLabels, Counter>,
     endpoints: Bounded,
     tool_names: Bounded,
     /// One render at a time: the store values are set, then the text is encoded.
@@ -389,6 +424,31 @@ impl Metrics {
             Unit::Seconds,
             outbox_oldest.clone(),
         );
+        // The pool's series have no sample until a pool reports (none on redb).
+        let pool = Family::<PoolStateLabels, Gauge>::default();
+        registry.register(
+            "store_pool_connections",
+            "PostgreSQL connections of the store's pool: its size, those in use, those idle",
+            pool.clone(),
+        );
+        let pool_waits = Family::<NoLabels, Counter>::default();
+        registry.register(
+            "store_pool_waits",
+            "Store calls that found every PostgreSQL connection in use and waited for one",
+            pool_waits.clone(),
+        );
+        let pool_wait_timeouts = Family::<NoLabels, Counter>::default();
+        registry.register(
+            "store_pool_wait_timeouts",
+            "Store calls that waited for a PostgreSQL connection in vain and failed",
+            pool_wait_timeouts.clone(),
+        );
+        let pool_errors = Family::<NoLabels, Counter>::default();
+        registry.register(
+            "store_pool_connection_errors",
+            "PostgreSQL connections that could not be opened or were found closed",
+            pool_errors.clone(),
+        );
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
         for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential, RateScope::Connections]
@@ -424,6 +484,10 @@ impl Metrics {
             intents,
             outbox_depth,
             outbox_oldest,
+            pool,
+            pool_waits,
+            pool_wait_timeouts,
+            pool_errors,
             endpoints: Bounded::new(MAX_ENDPOINTS),
             tool_names: Bounded::new(MAX_TOOLS),
             render: Mutex::new(()),
@@ -485,6 +549,42 @@ pub struct StoreGauges {
     pub outbox_oldest_age_secs: u64,
     /// Deliveries recorded in the store (they are never deleted).
     pub deliveries: u64,
+}
+
+/// The PostgreSQL pool's state and counters at scrape time (`store::PoolStats`, copied
+/// by `app::metrics`: this module imports no other).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolGauges {
+    /// Most connections the pool opens.
+    pub size: u32,
+    /// Connections lent to a transaction.
+    pub in_use: u32,
+    /// Open connections waiting for a transaction.
+    pub idle: u32,
+    /// Calls that waited for a connection, since the store was opened.
+    pub waits: u64,
+    /// Calls that waited in vain.
+    pub wait_timeouts: u64,
+    /// Connections that failed to open or were found closed.
+    pub connection_errors: u64,
+}
+
+/// Sets the pool's series to `p` (before [`render`]). The counters grow by what is new
+/// since the last call (one pool per `isto serve`; a counter never goes down).
+pub fn pool(p: &PoolGauges) {
+    let m = &*METRICS;
+    for (state, n) in [(PoolState::Size, p.size), (PoolState::InUse, p.in_use), (PoolState::Idle, p.idle)] {
+        m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
+    }
+    for (family, total) in
+        [(&m.pool_waits, p.waits), (&m.pool_wait_timeouts, p.wait_timeouts), (&m.pool_errors, p.connection_errors)]
+    {
+        let c = family.get_or_create(&Vec::new());
+        let seen = c.get();
+        if total > seen {
+            c.inc_by(total - seen);
+        }
+    }
 }
 
 fn gauge_value(n: u64) -> i64 {

@@ -104,6 +104,7 @@ impl Tx<'_> {
                 a.remove(id)?;
             }
         }
+        self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
     }
 
@@ -115,6 +116,7 @@ impl Tx<'_> {
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.open(INTENTS)?.remove(id)?;
         self.open(ACTIVE)?.remove(id)?;
+        self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_person(id, None)?;
         self.set_intent_due(id, IntentDue::default())
     }
