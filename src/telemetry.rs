@@ -424,31 +424,7 @@ impl Metrics {
             Unit::Seconds,
             outbox_oldest.clone(),
         );
-        // The pool's series have no sample until a pool reports (none on redb).
-        let pool = Family::<PoolStateLabels, Gauge>::default();
-        registry.register(
-            "store_pool_connections",
-            "PostgreSQL connections of the store's pool: its size, those in use, those idle",
-            pool.clone(),
-        );
-        let pool_waits = Family::<NoLabels, Counter>::default();
-        registry.register(
-            "store_pool_waits",
-            "Store calls that found every PostgreSQL connection in use and waited for one",
-            pool_waits.clone(),
-        );
-        let pool_wait_timeouts = Family::<NoLabels, Counter>::default();
-        registry.register(
-            "store_pool_wait_timeouts",
-            "Store calls that waited for a PostgreSQL connection in vain and failed",
-            pool_wait_timeouts.clone(),
-        );
-        let pool_errors = Family::<NoLabels, Counter>::default();
-        registry.register(
-            "store_pool_connection_errors",
-            "PostgreSQL connections that could not be opened or were found closed",
-            pool_errors.clone(),
-        );
+        let (pool, pool_waits, pool_wait_timeouts, pool_errors) = register_pool(&mut registry);
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
         for scope in [RateScope::Mcp, RateScope::OAuth, RateScope::Pages, RateScope::Credential, RateScope::Connections]
@@ -493,6 +469,39 @@ impl Metrics {
             render: Mutex::new(()),
         }
     }
+}
+
+/// The pool's connections by state, its waits, wait timeouts and connection errors.
+type PoolSeries =
+    (Family<PoolStateLabels, Gauge>, Family<NoLabels, Counter>, Family<NoLabels, Counter>, Family<NoLabels, Counter>);
+
+/// The pool's series (PostgreSQL only: they have no sample until a pool reports).
+fn register_pool(registry: &mut Registry) -> PoolSeries {
+    let pool = Family::<PoolStateLabels, Gauge>::default();
+    registry.register(
+        "store_pool_connections",
+        "PostgreSQL connections of the store's pool: its size, those in use, those idle",
+        pool.clone(),
+    );
+    let pool_waits = Family::<NoLabels, Counter>::default();
+    registry.register(
+        "store_pool_waits",
+        "Store calls that found every PostgreSQL connection in use and waited for one",
+        pool_waits.clone(),
+    );
+    let pool_wait_timeouts = Family::<NoLabels, Counter>::default();
+    registry.register(
+        "store_pool_wait_timeouts",
+        "Store calls that waited for a PostgreSQL connection in vain and failed",
+        pool_wait_timeouts.clone(),
+    );
+    let pool_errors = Family::<NoLabels, Counter>::default();
+    registry.register(
+        "store_pool_connection_errors",
+        "PostgreSQL connections that could not be opened or were found closed",
+        pool_errors.clone(),
+    );
+    (pool, pool_waits, pool_wait_timeouts, pool_errors)
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -551,34 +560,18 @@ pub struct StoreGauges {
     pub deliveries: u64,
 }
 
-/// The PostgreSQL pool's state and counters at scrape time (`store::PoolStats`, copied
-/// by `app::metrics`: this module imports no other).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PoolGauges {
-    /// Most connections the pool opens.
-    pub size: u32,
-    /// Connections lent to a transaction.
-    pub in_use: u32,
-    /// Open connections waiting for a transaction.
-    pub idle: u32,
-    /// Calls that waited for a connection, since the store was opened.
-    pub waits: u64,
-    /// Calls that waited in vain.
-    pub wait_timeouts: u64,
-    /// Connections that failed to open or were found closed.
-    pub connection_errors: u64,
-}
-
-/// Sets the pool's series to `p` (before [`render`]). The counters grow by what is new
-/// since the last call (one pool per `isto serve`; a counter never goes down).
-pub fn pool(p: &PoolGauges) {
+/// Sets the PostgreSQL pool's series (before [`render`]; `store::PoolStats`, passed by
+/// `app::metrics`, as this module imports no other): `connections` are its size, those
+/// in use and those idle; `totals` the calls that waited for a connection, those that
+/// waited in vain, and the connections that failed to open or were found closed, since
+/// the store opened. The counters grow by what is new since the last call (one pool
+/// per `isto serve`; a counter never goes down).
+pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
     let m = &*METRICS;
-    for (state, n) in [(PoolState::Size, p.size), (PoolState::InUse, p.in_use), (PoolState::Idle, p.idle)] {
+    for (state, n) in [PoolState::Size, PoolState::InUse, PoolState::Idle].into_iter().zip(connections) {
         m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
     }
-    for (family, total) in
-        [(&m.pool_waits, p.waits), (&m.pool_wait_timeouts, p.wait_timeouts), (&m.pool_errors, p.connection_errors)]
-    {
+    for (family, total) in [&m.pool_waits, &m.pool_wait_timeouts, &m.pool_errors].into_iter().zip(totals) {
         let c = family.get_or_create(&Vec::new());
         let seen = c.get();
         if total > seen {

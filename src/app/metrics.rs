@@ -146,26 +146,18 @@ impl Scraper {
     }
 }
 
-/// The PostgreSQL pool's state for the metrics (`None` on redb).
-pub fn pool_gauges(holder: &AppState) -> Option<telemetry::PoolGauges> {
-    let p = holder.base.store().pool_stats()?;
-    Some(telemetry::PoolGauges {
-        size: p.size,
-        in_use: p.in_use,
-        idle: p.idle,
-        waits: p.waits,
-        wait_timeouts: p.wait_timeouts,
-        connection_errors: p.connection_errors,
-    })
+/// Sets the PostgreSQL pool's series from the store's pool (nothing on redb).
+fn set_pool_series(holder: &AppState) {
+    if let Some(p) = holder.base.store().pool_stats() {
+        telemetry::pool([p.size, p.in_use, p.idle], [p.waits, p.wait_timeouts, p.connection_errors]);
+    }
 }
 
 /// `GET /metrics`: [`telemetry::render`] with the store's values (and the PostgreSQL
 /// pool's, set first: they need no store read, so they are there when it fails).
 async fn metrics(scraper: Scraper) -> Response {
     let text = tokio::task::spawn_blocking(move || {
-        if let Some(p) = pool_gauges(&scraper.holder) {
-            telemetry::pool(&p);
-        }
+        set_pool_series(&scraper.holder);
         telemetry::render(scraper.store_gauges().as_ref())
     })
     .await;

@@ -162,19 +162,16 @@ impl Catalogue {
     /// Storage errors.
     pub fn refresh_offers(&self, ids: &[String]) -> Result<()> {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let (generation, recs) = self.base.store().read(|rx| -> Result<(u64, Vec<(String, Option<OfferRecord>)>)> {
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                out.push((id.clone(), rx.offer::<OfferRecord>(id)?));
-            }
-            Ok((rx.offers_generation()?, out))
+        let (generation, recs) = self.base.store().read(|rx| -> Result<(u64, Vec<Option<OfferRecord>>)> {
+            let recs = ids.iter().map(|id| rx.offer::<OfferRecord>(id)).collect::<Result<_, _>>()?;
+            Ok((rx.offers_generation()?, recs))
         })?;
         let mut upserts = Vec::new();
         let mut removed = Vec::new();
-        for (id, rec) in recs {
+        for (id, rec) in ids.iter().zip(recs) {
             match rec {
                 Some(o) if o.active && o.offer.source.kind == "catalogue" => upserts.push(o.offer),
-                _ => removed.push(id),
+                _ => removed.push(id.clone()),
             }
         }
         self.index_apply(&upserts, &removed, generation);

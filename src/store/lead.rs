@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// The session-level advisory lock of the leading replica: "isto-ld" in ASCII (not
 /// [`super::WRITER_LOCK`], which every write takes for its transaction).
-pub const LEADER_LOCK: i64 = 0x6973_746f_2d6c_64;
+pub const LEADER_LOCK: i64 = 0x0069_7374_6f2d_6c64;
 
 /// At most one try to take the lead per this interval on a replica that does not lead.
 pub const LEAD_RETRY: Duration = Duration::from_secs(1);

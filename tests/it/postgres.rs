@@ -145,7 +145,6 @@ fn readyz_and_metrics_report_the_pool_its_waits_and_its_connection_errors() {
     assert_eq!(series(&text, "isto_store_pool_connections{state=\"size\"} "), 4.0, "{text}");
     // All four held: a fifth call waits for one.
     hold();
-    drop(hold);
     let stats = store.pool_stats().unwrap();
     assert_eq!((stats.in_use, stats.idle), (4, 0), "{stats:?}");
     let waits_before = stats.waits;

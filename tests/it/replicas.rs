@@ -7,7 +7,7 @@
 
 use crate::kit::{backend_is_postgres, clock, settings, token_from_outbox, Opts};
 use isto::intents::{ConfirmOutcome, ConsentOutcome};
-use isto::protocol::{Money, Status};
+use isto::protocol::Status;
 use isto::records::OfferInput;
 use isto::state::AppState;
 use serde_json::json;
@@ -73,20 +73,9 @@ fn replica(holder: AppState, dir: tempfile::TempDir) -> Replica {
     Replica { holder, _dir: dir, follow, stop }
 }
 
+/// A catalogue offer of an Octavia in Bratislava (`holder_flow`'s).
 fn offer(reference: &str, title: &str, price: f64) -> OfferInput {
-    OfferInput {
-        reference: Some(reference.into()),
-        title: title.into(),
-        description: String::new(),
-        category: "vehicles".into(),
-        attributes: json!({"make": "Škoda", "model": "Octavia"}).as_object().cloned().unwrap(),
-        price: Money { amount: price, currency: "EUR".into() },
-        area: isto::gazetteer::resolve("Bratislava").unwrap(),
-        seller_name: "Dealer".into(),
-        seller_url: None,
-        url: None,
-        valid_until: None,
-    }
+    crate::holder_flow::offer(reference, title, price, "Bratislava", "Škoda", "Octavia")
 }
 
 /// A draft published on `h`: (id, code, consent token).
