@@ -14,7 +14,9 @@
 //!
 //! Each task runs its work on a blocking thread, logs a failure once until the work
 //! succeeds again (a full disk fails every tick), and stops at `stop` without waiting
-//! for its next tick (work in progress is one short transaction, or a bounded purge and
+//! for its next tick. With several replicas on one PostgreSQL database, only the one
+//! that leads ([`crate::store::Store::leading`]) does the work of a tick; the others
+//! skip it (see docs/choices.md, "Background work on one replica") (work in progress is one short transaction, or a bounded purge and
 //! sweep).
 
 use crate::base::Base;
@@ -29,6 +31,10 @@ pub const DIGEST_EVERY: Duration = Duration::from_secs(2);
 
 /// Time between two purges and expiry sweeps.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// How long the change feed keeps a row: a replica that has not read it by then
+/// rebuilds its engine and index from the store.
+pub const FEED_KEEP: Duration = Duration::from_secs(600);
 
 /// The domain's background work (see the module docs).
 #[derive(Debug, Clone)]
@@ -48,6 +54,9 @@ impl Scheduler {
         let digests = {
             let base = self.base.clone();
             every(DIGEST_EVERY, "queueing due digests", stop.clone(), move || {
+                if !base.store().leading() {
+                    return Ok(());
+                }
                 let n = queue_due_digests(&base)?;
                 if n > 0 {
                     base.outbox().wake();
@@ -56,8 +65,14 @@ impl Scheduler {
             })
         };
         let sweeps = {
-            let intents = self.intents.clone();
-            every(SWEEP_EVERY, "purge and expiry sweep", stop.clone(), move || sweep(&intents))
+            let (intents, base) = (self.intents.clone(), self.base.clone());
+            every(SWEEP_EVERY, "purge and expiry sweep", stop.clone(), move || {
+                if base.store().leading() {
+                    sweep(&base, &intents)
+                } else {
+                    Ok(())
+                }
+            })
         };
         tokio::join!(ReplyTicker(self.base).run(stop), digests, sweeps);
     }
@@ -68,9 +83,13 @@ impl Scheduler {
 ///
 /// # Errors
 /// The sweep's error (the purge's is logged here).
-fn sweep(intents: &Intents) -> crate::base::Result<()> {
+fn sweep(base: &Base, intents: &Intents) -> crate::base::Result<()> {
     if let Err(e) = intents.purge(false) {
         tracing::error!(error = %e, "purge failed");
+    }
+    // The change feed's old rows (several replicas on PostgreSQL; nothing on redb).
+    if let Err(e) = base.store().prune_changes(FEED_KEEP) {
+        tracing::error!(error = %e, "pruning the change feed failed");
     }
     let changed = intents.sweep()? + intents.sweep_renewals()?;
     if changed > 0 {

@@ -56,6 +56,65 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Applies the change feed (several replicas on one PostgreSQL database, issue 27
+    /// point 3): the changes written since this replica's applied version — the intents
+    /// into the engine and the active set ([`Base::refresh_intents`]), the offers into
+    /// the index ([`Catalogue::refresh_offers`]), a key-record change by reading the key
+    /// ring again — page by page, each page's version noted after it is applied; on a
+    /// gap (changes pruned before this replica applied them) the engine and the index
+    /// are rebuilt from the store. Returns the changes applied (0 on redb). Blocking.
+    ///
+    /// # Errors
+    /// The first failure (storage, index, key files); the version stays where it was,
+    /// so the next call tries the same changes again.
+    pub fn catch_up(&self) -> crate::base::Result<u64> {
+        use crate::store::{ChangeKind, Changes};
+        let store = self.base.store();
+        let mut applied = 0u64;
+        loop {
+            let from = store.feed_applied();
+            match store.changes_since(from)? {
+                None => return Ok(applied),
+                Some(Changes::Gap { version }) => {
+                    let n = self.base.rebuild_engine()?;
+                    self.catalogue.rebuild_index()?;
+                    self.base.keys().reload()?;
+                    tracing::warn!(
+                        intents = n,
+                        "the change feed was pruned past this replica: engine and index rebuilt"
+                    );
+                    store.note_applied(version, false);
+                }
+                Some(Changes::Since { version, changed, more }) => {
+                    let of = |kind: ChangeKind| -> Vec<String> {
+                        let mut ids: Vec<String> =
+                            changed.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id.clone()).collect();
+                        ids.sort();
+                        ids.dedup();
+                        ids
+                    };
+                    let (intents, offers) = (of(ChangeKind::Intent), of(ChangeKind::Offer));
+                    if !intents.is_empty() {
+                        self.base.refresh_intents(&intents)?;
+                    }
+                    if !offers.is_empty() {
+                        self.catalogue.refresh_offers(&offers)?;
+                    }
+                    if changed.iter().any(|(k, _)| *k == ChangeKind::Keys) && self.base.keys().reload()? {
+                        tracing::info!(kids = ?self.base.keys().kids(), "key ring read again after a change on another replica");
+                    }
+                    applied += changed.len() as u64;
+                    store.note_applied(version, !more);
+                    if !more {
+                        return Ok(applied);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A one-time start-up pass: work on the records that needs the services (the keys, the
 /// records' types), which the store's migrations cannot do (`store::schema`). Each runs
 /// at the first start of a store that does not record it as done (`meta`

@@ -20,6 +20,10 @@
 //! | `isto_outbox_depth` | gauge | — |
 //! | `isto_outbox_oldest_age_seconds` | gauge | — |
 //! | `isto_build_info` | gauge | `version` |
+//! | `isto_store_pool_connections` | gauge | `state` (`size`: the most the pool opens, `in_use`, `idle`) — PostgreSQL only |
+//! | `isto_store_pool_waits_total` | counter | — (calls that waited for a free connection) — PostgreSQL only |
+//! | `isto_store_pool_wait_timeouts_total` | counter | — (calls that waited in vain) — PostgreSQL only |
+//! | `isto_store_pool_connection_errors_total` | counter | — (connections that failed to open or were found closed) — PostgreSQL only |
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
 //! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
@@ -175,6 +179,33 @@ label_enum! {
     }
 }
 
+/// A series without labels in a family (so that it has no sample until it is set).
+type NoLabels = Vec<(&'static str, &'static str)>;
+
+/// What a connection of the store's pool is doing (`isto_store_pool_connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PoolState {
+    Size,
+    InUse,
+    Idle,
+}
+
+impl EncodeLabelValue for PoolState {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let v = match self {
+            Self::Size => "size",
+            Self::InUse => "in_use",
+            Self::Idle => "idle",
+        };
+        std::fmt::Write::write_str(encoder, v)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PoolStateLabels {
+    state: PoolState,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
     endpoint: String,
@@ -268,6 +299,10 @@ struct Metrics {
     intents: Family<StatusLabels, Gauge>,
     outbox_depth: Gauge,
     outbox_oldest: Gauge,
+    pool: Family<PoolStateLabels, Gauge>,
+    pool_waits: Family<NoLabels, Counter>,
+    pool_wait_timeouts: Family<NoLabels, Counter>,
+    pool_errors: Family<NoLabels, Counter>,
     endpoints: Bounded,
     tool_names: Bounded,
     /// One render at a time: the store values are set, then the text is encoded.
@@ -303,6 +338,7 @@ impl Metrics {
         let outbox_depth = add(&mut r, "outbox_depth", "E-mails queued in the outbox", None);
         let outbox_oldest =
             add(&mut r, "outbox_oldest_age", "Age of the oldest queued e-mail (0 when none)", Some(Unit::Seconds));
+        let (pool, pool_waits, pool_wait_timeouts, pool_errors) = register_pool(&mut r);
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
         for &scope in RateScope::ALL {
@@ -329,6 +365,10 @@ impl Metrics {
             intents,
             outbox_depth,
             outbox_oldest,
+            pool,
+            pool_waits,
+            pool_wait_timeouts,
+            pool_errors,
             endpoints: Bounded::new(MAX_ENDPOINTS),
             tool_names: Bounded::new(MAX_TOOLS),
             render: Mutex::new(()),
@@ -349,6 +389,40 @@ fn registered<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, unit:
 /// [`registered`] with a new metric of its kind.
 fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
     registered(r, name, help, unit, M::default())
+}
+
+/// The pool's connections by state, its waits, wait timeouts and connection errors.
+type PoolSeries =
+    (Family<PoolStateLabels, Gauge>, Family<NoLabels, Counter>, Family<NoLabels, Counter>, Family<NoLabels, Counter>);
+
+/// The pool's series (PostgreSQL only: they have no sample until a pool reports).
+fn register_pool(r: &mut Registry) -> PoolSeries {
+    (
+        add(
+            r,
+            "store_pool_connections",
+            "PostgreSQL connections of the store's pool: its size, those in use, those idle",
+            None,
+        ),
+        add(
+            r,
+            "store_pool_waits",
+            "Store calls that found every PostgreSQL connection in use and waited for one",
+            None,
+        ),
+        add(
+            r,
+            "store_pool_wait_timeouts",
+            "Store calls that waited for a PostgreSQL connection in vain and failed",
+            None,
+        ),
+        add(
+            r,
+            "store_pool_connection_errors",
+            "PostgreSQL connections that could not be opened or were found closed",
+            None,
+        ),
+    )
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -405,6 +479,26 @@ pub struct StoreGauges {
     pub outbox_oldest_age_secs: u64,
     /// Deliveries recorded in the store (they are never deleted).
     pub deliveries: u64,
+}
+
+/// Sets the PostgreSQL pool's series (before [`render`]; `store::PoolStats`, passed by
+/// `app::metrics`, as this module imports no other): `connections` are its size, those
+/// in use and those idle; `totals` the calls that waited for a connection, those that
+/// waited in vain, and the connections that failed to open or were found closed, since
+/// the store opened. The counters grow by what is new since the last call (one pool
+/// per `isto serve`; a counter never goes down).
+pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
+    let m = &*METRICS;
+    for (state, n) in [PoolState::Size, PoolState::InUse, PoolState::Idle].into_iter().zip(connections) {
+        m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
+    }
+    for (family, total) in [&m.pool_waits, &m.pool_wait_timeouts, &m.pool_errors].into_iter().zip(totals) {
+        let c = family.get_or_create(&Vec::new());
+        let seen = c.get();
+        if total > seen {
+            c.inc_by(total - seen);
+        }
+    }
 }
 
 fn gauge_value(n: u64) -> i64 {

@@ -31,8 +31,15 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 ///                       "freeBytes": 52428800},
 ///             "outbox": {"backlog": 0, "oldestAgeSecs": 0, "dropped": 0},
 ///             "index": {"inStep": true, "updating": false, "opening": false, "generation": 4, "storeGeneration": 4,
-///                       "offers": 120}}}
+///                       "offers": 120},
+///             "pool": {"size": 8, "inUse": 1, "idle": 3, "waits": 0, "waitTimeouts": 0, "connectionErrors": 0}}}
 /// ```
+///
+/// `pool` and `feed` are there on PostgreSQL only: the store's connections
+/// ([`crate::store::PoolStats`]), which inform and never decide readiness (a lost
+/// database already fails the store check); and the change feed
+/// (`{"inStep": true, "version": 42, "applied": 42, "lastInStepSecs": 0}`): a replica
+/// behind it for more than `follow::FEED_BOUND` is not ready.
 ///
 /// Ready means the store takes writes ([`crate::store::Store::writable`]) and the offer
 /// index is in step with the store's catalogue (not while `isto serve` is still opening
@@ -51,14 +58,25 @@ pub fn readiness(holder: &AppState) -> (bool, Value) {
         }
     };
     let (in_step, index) = index_check(holder);
-    let ready = w.ok && in_step;
-    (ready, json!({"status": status(ready), "checks": {"store": store, "outbox": outbox, "index": index}}))
+    let feed = super::follow::behind(holder);
+    let ready = w.ok && in_step && !feed.as_ref().is_some_and(|f| f.0);
+    let mut checks = json!({"store": store, "outbox": outbox, "index": index});
+    if let Some((_, f)) = feed {
+        checks["feed"] = f;
+    }
+    if let Some(p) = holder.base.store().pool_stats() {
+        checks["pool"] = json!({"size": p.size, "inUse": p.in_use, "idle": p.idle, "waits": p.waits,
+                                "waitTimeouts": p.wait_timeouts, "connectionErrors": p.connection_errors});
+    }
+    (ready, json!({"status": status(ready), "checks": checks}))
 }
 
 /// Whether the holder is ready, as [`readiness`] decides it, without reading what does
 /// not decide it (the outbox): what the public `/readyz` answers. Blocking.
 pub fn ready(holder: &AppState) -> bool {
-    holder.base.store().writable(READY_FRESH).ok && index_check(holder).0
+    holder.base.store().writable(READY_FRESH).ok
+        && index_check(holder).0
+        && !super::follow::behind(holder).is_some_and(|f| f.0)
 }
 
 /// Whether the offer index is in step, and its part of the report.

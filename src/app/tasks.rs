@@ -1,7 +1,7 @@
 //! The tasks `isto serve` runs beside the HTTP listener, started together and stopped
 //! together: the offer index opening (then `READY=1`), the mail worker (it only sends),
 //! the domain's scheduler (reply matching, due digests, purge and expiry sweep:
-//! `crate::schedule`), the admin socket, the metrics listener, and the wait for
+//! `crate::schedule`), on PostgreSQL the change-feed follower (`follow`), the admin socket, the metrics listener, and the wait for
 //! SIGTERM or Ctrl-C that cancels `stop`.
 
 use super::{metrics, systemd, SHUTDOWN_TASKS};
@@ -27,6 +27,9 @@ impl Tasks {
         let mut running = vec![open_index(holder.clone())];
         running.push(tokio::spawn(crate::mail::worker::run(holder.base.outbox().clone(), transport, stop.clone())));
         running.push(tokio::spawn(holder.scheduler().run(stop.clone())));
+        if holder.base.store().pool_stats().is_some() {
+            running.push(tokio::spawn(super::follow::run(holder.clone(), stop.clone())));
+        }
         let admin = admin_socket.run(holder.clone(), stop.clone());
         running.push(tokio::spawn(async move {
             if let Err(e) = admin.await {

@@ -212,6 +212,60 @@ impl Base {
         Ok(n)
     }
 
+    /// Brings the engine and the active set in step with the store for the intents
+    /// `ids`, which another replica wrote (the change feed, issue 27 point 3): each one
+    /// read again from the store — into the set while in the store's active set, into
+    /// the engine while effectively active, out of both otherwise. Under the
+    /// intent-write lock, so a write of this replica never interleaves with it.
+    ///
+    /// # Errors
+    /// Storage errors; key errors opening a hidden limit (that intent then stays as it
+    /// was, and the error is returned after the others are done).
+    pub fn refresh_intents(&self, ids: &[String]) -> Result<()> {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.now();
+        let recs = self.store.read(|rx| -> Result<Vec<(String, Option<IntentRecord>)>> {
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                let rec = if rx.in_active_set(id)? { rx.intent::<IntentRecord>(id)? } else { None };
+                out.push((id.clone(), rec));
+            }
+            Ok(out)
+        })?;
+        let mut failed = None;
+        for (id, rec) in recs {
+            match rec {
+                Some(rec) if rec.effective_status(now) == Status::Active => match self.engine_intent(&rec) {
+                    Ok(i) => {
+                        self.engine.upsert(i);
+                        self.active.put(rec);
+                    }
+                    Err(e) => failed = Some(e),
+                },
+                Some(rec) => {
+                    self.engine.remove(&id);
+                    self.active.put(rec);
+                }
+                None => {
+                    self.engine.remove(&id);
+                    self.active.remove(&id);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Rebuilds the engine and the active set from the store under the intent-write
+    /// lock (a replica that missed part of the change feed). Returns the intents in the
+    /// engine.
+    ///
+    /// # Errors
+    /// As [`Base::reload_engine`].
+    pub fn rebuild_engine(&self) -> Result<usize> {
+        let _serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        self.reload_engine()
+    }
+
     /// Rebuilds the engine from the store after a failed durable commit (see the module
     /// docs), under the intent-write lock; on failure the engine stays marked stale and
     /// the next intent write tries again. Whether the engine is in step afterwards.

@@ -151,6 +151,54 @@ impl Catalogue {
         })
     }
 
+    /// Brings the offer index in step with the store for the offers `ids`, which
+    /// another replica wrote (the change feed, issue 27 point 3): each read again —
+    /// indexed while an active catalogue offer, removed otherwise — and the index takes
+    /// the store's catalogue generation read in the same snapshot. Under the catalogue
+    /// lock, as this replica's own imports. Nothing when the index is not open yet (it
+    /// is rebuilt at first use).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn refresh_offers(&self, ids: &[String]) -> Result<()> {
+        let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let (generation, recs) = self.base.store().read(|rx| -> Result<(u64, Vec<Option<OfferRecord>>)> {
+            let recs = ids.iter().map(|id| rx.offer::<OfferRecord>(id)).collect::<Result<_, _>>()?;
+            Ok((rx.offers_generation()?, recs))
+        })?;
+        let mut upserts = Vec::new();
+        let mut removed = Vec::new();
+        for (id, rec) in ids.iter().zip(recs) {
+            match rec {
+                Some(o) if o.active && o.offer.source.kind == "catalogue" => upserts.push(o.offer),
+                _ => removed.push(id.clone()),
+            }
+        }
+        self.index_apply(&upserts, &removed, generation);
+        Ok(())
+    }
+
+    /// Rebuilds the open offer index from the store (a replica that missed part of the
+    /// change feed); nothing when it is not open yet.
+    ///
+    /// # Errors
+    /// Index or storage errors.
+    pub fn rebuild_index(&self) -> Result<()> {
+        let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(idx) = slot.as_ref() else { return Ok(()) };
+        let (generation, offers) = self
+            .base
+            .store()
+            .read(|rx| -> Result<(u64, Vec<OfferRecord>)> { Ok((rx.offers_generation()?, rx.all_offers()?)) })?;
+        idx.rebuild(
+            offers.into_iter().filter(|o| o.active && o.offer.source.kind == "catalogue").map(|o| o.offer),
+            generation,
+        )
+        .map_err(index_error)?;
+        Ok(())
+    }
+
     /// Applies committed catalogue changes to the index when it is open (otherwise it
     /// is rebuilt at first use).
     fn index_apply(&self, upserts: &[Offer], removed: &[String], generation: u64) {

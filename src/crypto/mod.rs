@@ -269,6 +269,32 @@ impl KeyRing {
         Ok((Self::assemble(keys, mac, &handle_root, Some(path.to_owned())), created))
     }
 
+    /// Reads the sealing keys again from the ring's files (`sealing.key` and the
+    /// `sealing.key.<kid>` beside it): after another process rotated or retired a key in
+    /// the same key directory (several replicas sharing it, issue 27 point 4). The
+    /// handle key and the MAC root are never rotated and are not read again. Returns
+    /// whether the ring changed; a ring made in memory never does.
+    ///
+    /// # Errors
+    /// [`CryptoError::KeyFile`], [`CryptoError::BadKey`] (the ring is then unchanged).
+    pub fn reload(&self) -> Result<bool, CryptoError> {
+        let Some(path) = self.path.as_deref() else { return Ok(false) };
+        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut fresh = vec![key_of(&read_key(path)?, Some(path.to_owned()))];
+        for p in old_key_files(path)? {
+            let k = key_of(&read_key(&p)?, Some(p));
+            if !fresh.iter().any(|x| x.id == k.id) {
+                fresh.push(k);
+            }
+        }
+        let mut keys = self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = keys.len() == fresh.len() && keys.iter().zip(&fresh).all(|(a, b)| a.id == b.id);
+        if !same {
+            *keys = fresh;
+        }
+        Ok(!same)
+    }
+
     /// The sellers' intent handles ([`handle`]): made and opened with the handle key.
     pub fn handles(&self) -> &HandleKey {
         &self.handles

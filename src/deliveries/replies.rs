@@ -130,14 +130,18 @@ pub struct ReplyTicker(pub Arc<Base>);
 impl ReplyTicker {
     /// Ticks until `stop` is cancelled (a tick in progress finishes; it is one short
     /// transaction). A failed tick leaves the batch queued for the next; failures are
-    /// logged once until a tick succeeds again (a full disk fails every tick).
+    /// logged once until a tick succeeds again (a full disk fails every tick). With
+    /// several replicas on one PostgreSQL database only the leading one ticks
+    /// ([`crate::store::Store::leading`]): the others skip their ticks.
     pub async fn run(self, stop: CancellationToken) {
         let mut failing = false;
         loop {
             let base = self.0.clone();
             let ticked = tokio::select! {
                 _ = stop.cancelled() => return,
-                r = tokio::task::spawn_blocking(move || match_queued_replies(&base)) => r,
+                r = tokio::task::spawn_blocking(move || {
+                    if base.store().leading() { match_queued_replies(&base) } else { Ok(0) }
+                }) => r,
             };
             match ticked {
                 Ok(Ok(_)) if failing => {

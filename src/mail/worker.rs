@@ -116,6 +116,10 @@ fn fill(outbox: &Outbox, transport: &Transport, slots: &mut Slots) -> Option<u64
     if slots.set.len() >= MAX_IN_FLIGHT {
         return None;
     }
+    // With several replicas on one database only the leading one sends (each mail once).
+    if !outbox.store.leading() {
+        return None;
+    }
     let now = outbox.clock.now().unix_timestamp();
     let jobs: Vec<(u64, MailJob)> = match outbox.store.read(|rx| rx.outbox()) {
         Ok(j) => j,

@@ -82,6 +82,7 @@ impl Tx<'_> {
                 a.remove(id)?;
             }
         }
+        self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
     }
 
@@ -93,6 +94,7 @@ impl Tx<'_> {
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.open(INTENTS)?.remove(id)?;
         self.open(ACTIVE)?.remove(id)?;
+        self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_person(id, None)?;
         self.set_intent_due(id, IntentDue::default())
     }

@@ -41,6 +41,6 @@ impl Tx<'_> {
     pub fn set_key_record(&mut self, rec: &KeyRecord) -> Result<()> {
         let text = serde_json::to_string(rec).map_err(|e| StoreError::Encode("meta".into(), e.to_string()))?;
         self.open(schema::META)?.insert(KEYS_KEY, text.as_str())?;
-        Ok(())
+        self.note_change(super::ChangeKind::Keys, "")
     }
 }

@@ -29,6 +29,7 @@
 //!   `records` (namespaced small records, [`Ns`]).
 
 mod account_times;
+mod changes;
 mod column;
 mod deliveries;
 mod dump;
@@ -38,6 +39,7 @@ pub(crate) mod faults;
 mod intent_times;
 mod intents;
 mod keymeta;
+mod lead;
 mod location;
 mod offers;
 mod open;
@@ -57,12 +59,14 @@ mod table;
 pub mod testpg;
 mod tokens;
 
+pub use changes::{ChangeKind, Changes, FEED_PAGE};
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
 pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
+pub use lead::{LEADER_LOCK, LEAD_RETRY};
 pub use location::Location;
-pub use pg::{check_url, redacted, PgSettings, DEFAULT_POOL_SIZE, WRITER_LOCK};
+pub use pg::{check_url, redacted, PgSettings, PoolStats, DEFAULT_POOL_SIZE, WRITER_LOCK};
 use reads::{get_str, meta_counter, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};
 pub use records::Ns;

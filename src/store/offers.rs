@@ -24,7 +24,7 @@ impl Tx<'_> {
         if let Some((seller, r)) = seller_ref {
             self.open(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
         }
-        Ok(())
+        self.note_change(super::ChangeKind::Offer, id)
     }
 
     /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.

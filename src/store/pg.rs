@@ -23,6 +23,7 @@ use super::{schema, Result, Rx, StoreError, Tx};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ pub const DEFAULT_POOL_SIZE: u32 = 8;
 /// The numbered SQL migrations, in order, recorded in `schema_migrations`: each is run
 /// once, in the open's transaction. The store's typed migrations (`schema`, version in
 /// `meta`) then run over the tables these create.
-pub(super) const SQL_MIGRATIONS: &[(i32, &str)] = &[(1, "tables")];
+pub(super) const SQL_MIGRATIONS: &[(i32, &str)] = &[(1, "tables"), (2, "change feed")];
 
 /// Connection settings of a PostgreSQL store (`[store] url`, `pool_size`).
 #[derive(Clone)]
@@ -142,6 +143,11 @@ impl Conn {
         Ok(block_on(self.client.query(&stmt, params))?)
     }
 
+    /// Whether the database ended this connection.
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
     /// Runs SQL statements without parameters or results.
     ///
     /// # Errors
@@ -160,6 +166,37 @@ pub(super) struct Pool {
     runtime: Option<tokio::runtime::Runtime>,
     /// Write transactions committed through this pool (see `Store::commits`).
     pub(super) commits: std::sync::atomic::AtomicU64,
+    /// Leases that found no free connection and waited for one (see [`PoolStats`]).
+    waits: AtomicU64,
+    /// Leases that waited [`CONNECT_WAIT`] in vain.
+    wait_timeouts: AtomicU64,
+    /// Connections that failed to open, and open ones found closed.
+    errors: AtomicU64,
+    /// Whether this replica leads the background work (see `lead`).
+    pub(super) lead: super::lead::Lead,
+    /// The change feed as this replica applied it (see `changes`).
+    pub(super) feed: super::changes::FeedState,
+}
+
+/// The pool's state and counters, for `/readyz` and `/metrics` (issue 27 point 4): what
+/// [`crate::store::Store::pool_stats`] returns on PostgreSQL. Counts since the store was
+/// opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Most connections the pool opens (`store.pool_size`).
+    pub size: u32,
+    /// Connections lent to a transaction now.
+    pub in_use: u32,
+    /// Open connections waiting in the pool for the next transaction.
+    pub idle: u32,
+    /// Calls that found every connection in use and waited for one.
+    pub waits: u64,
+    /// Calls that waited the pool's whole wait (10 s) in vain and failed with
+    /// [`StoreError::Unavailable`].
+    pub wait_timeouts: u64,
+    /// Connections that could not be opened, or were found closed by the database (a
+    /// restart, a lost network, `pg_terminate_backend`).
+    pub connection_errors: u64,
 }
 
 impl Drop for Pool {
@@ -206,7 +243,7 @@ impl Lease {
         self.conn()?.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
         self.clean = true;
         if commit {
-            self.pool.commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.pool.commits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -218,7 +255,13 @@ impl Drop for Lease {
         let mut g = pool.idle.lock().unwrap_or_else(PoisonError::into_inner);
         match self.conn.take() {
             Some(c) if self.clean && !c.client.is_closed() => g.0.push(c),
-            _ => g.1 = g.1.saturating_sub(1),
+            Some(c) => {
+                if c.client.is_closed() {
+                    pool.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                g.1 = g.1.saturating_sub(1);
+            }
+            None => g.1 = g.1.saturating_sub(1),
         }
         drop(g);
         pool.freed.notify_one();
@@ -252,15 +295,34 @@ impl Pool {
             idle: Mutex::new((Vec::new(), 0)),
             freed: Condvar::new(),
             runtime: Some(runtime),
-            commits: std::sync::atomic::AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            wait_timeouts: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            lead: Default::default(),
+            feed: Default::default(),
         });
         drop(pool.lease()?);
         Ok(pool)
     }
 
     fn connect(&self) -> Result<Conn> {
+        self.connect_with(self.config.clone())
+    }
+
+    /// A connection outside the pool's count, whose TCP keepalives probe after `idle`
+    /// (every 2 s, 3 probes): for the lead's lock (`lead`), held while it leads.
+    ///
+    /// # Errors
+    /// The database's error; [`StoreError::Unavailable`].
+    pub(super) fn connect_kept_alive(&self, idle: Duration) -> Result<Conn> {
+        let mut config = self.config.clone();
+        config.keepalives(true).keepalives_idle(idle).keepalives_interval(Duration::from_secs(2)).keepalives_retries(3);
+        self.connect_with(config)
+    }
+
+    fn connect_with(&self, config: tokio_postgres::Config) -> Result<Conn> {
         let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
-        let config = self.config.clone();
         let task = rt.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
@@ -270,7 +332,9 @@ impl Pool {
             });
             Ok::<_, tokio_postgres::Error>(client)
         });
-        let client = block_on(task).map_err(|_| StoreError::Unavailable)??;
+        let client = block_on(task).map_err(|_| StoreError::Unavailable)?.inspect_err(|_| {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        })?;
         Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
     }
 
@@ -282,9 +346,11 @@ impl Pool {
     pub(super) fn lease(self: &Arc<Self>) -> Result<Lease> {
         let deadline = Instant::now() + CONNECT_WAIT;
         let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut waited = false;
         loop {
             if let Some(c) = g.0.pop() {
                 if c.client.is_closed() {
+                    self.errors.fetch_add(1, Ordering::Relaxed);
                     g.1 = g.1.saturating_sub(1);
                     continue;
                 }
@@ -304,9 +370,28 @@ impl Pool {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                self.wait_timeouts.fetch_add(1, Ordering::Relaxed);
                 return Err(StoreError::Unavailable);
             }
+            if !waited {
+                waited = true;
+                self.waits.fetch_add(1, Ordering::Relaxed);
+            }
             g = self.freed.wait_timeout(g, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// The pool's state and counters now (see [`PoolStats`]).
+    pub(super) fn stats(&self) -> PoolStats {
+        let g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = u32::try_from(g.0.len()).unwrap_or(u32::MAX);
+        PoolStats {
+            size: self.size,
+            in_use: g.1.saturating_sub(idle),
+            idle,
+            waits: self.waits.load(Ordering::Relaxed),
+            wait_timeouts: self.wait_timeouts.load(Ordering::Relaxed),
+            connection_errors: self.errors.load(Ordering::Relaxed),
         }
     }
 
@@ -368,6 +453,9 @@ pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<bool> {
             }
             conn.batch(&sql)?;
         }
+        if *n == 2 {
+            conn.batch(super::changes::FEED_TABLES)?;
+        }
         conn.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[n, name])?;
         tracing::info!(migration = n, name, "store: SQL migration run");
     }
@@ -385,7 +473,11 @@ pub(super) fn open(settings: &PgSettings) -> Result<Arc<Pool>> {
     write(&pool, true, |tx| {
         let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
         let new = migrate_sql(conn, &super::table_names())?;
-        schema::prepare(tx, new)
+        schema::prepare(tx, new)?;
+        // The engine and the index load after this: they stand at this version.
+        let version = super::changes::version_on(conn)?;
+        pool.feed.applied.store(version, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, StoreError>(())
     })?;
     Ok(pool)
 }

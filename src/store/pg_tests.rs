@@ -167,3 +167,48 @@ fn measure_intent_write_and_read_on_both_backends() {
         eprintln!("{backend}: write {write:?} per intent (one transaction each), read {read:?} per intent");
     }
 }
+
+/// Of two stores on one database one leads the background work; when its session ends
+/// (the leader's connection terminated by the database, as when its process is killed)
+/// the other takes the lead within a bounded time, and the first, once it notices, no
+/// longer leads. A redb store always leads.
+#[test]
+fn one_of_two_stores_leads_and_the_other_takes_over_when_the_leaders_session_ends() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    assert!(Store::open(&dir.path().join("s.redb")).unwrap().leading());
+    let db = database();
+    let (a, b) = (open(&db), open(&db));
+    assert!(a.leading(), "the first to try leads");
+    assert!(!b.leading(), "the lock is taken");
+    // Asked again within a second, b does not try again (no connect per question).
+    assert!(!b.leading());
+    assert!(a.leading(), "a keeps the lead");
+    // The leader's session ends: the lock is released with it.
+    super::testpg::execute(
+        &db,
+        &format!(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted \
+             AND l.objid = {} AND l.pid <> pg_backend_pid()",
+            LEADER_LOCK & 0xffff_ffff
+        ),
+    );
+    let deadline = Instant::now() + LEAD_RETRY * 10;
+    while !b.leading() {
+        assert!(Instant::now() < deadline, "b never took the lead");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.leading() {
+        assert!(Instant::now() < deadline, "a still leads after its session ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(b.leading() && !a.leading(), "one leader at a time");
+    // The leader closed: the other takes over.
+    drop(b);
+    let deadline = Instant::now() + LEAD_RETRY * 10;
+    while !a.leading() {
+        assert!(Instant::now() < deadline, "a never took the lead back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

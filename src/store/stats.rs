@@ -25,6 +25,12 @@ impl super::Store {
         }
         Ok(self.current()?.lock_group().committed)
     }
+
+    /// The PostgreSQL pool's state and counters (`/readyz`, `/metrics`); `None` on redb,
+    /// which has no connections. Never waits: reads the pool's own counts.
+    pub fn pool_stats(&self) -> Option<super::PoolStats> {
+        self.pg.as_ref().map(|pool| pool.stats())
+    }
 }
 
 /// Row counts read from table headers, without a scan.

@@ -16,7 +16,7 @@ fn fixture() -> Fx {
     Fx::new()
 }
 
-fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, model: &str) -> OfferInput {
+pub(crate) fn offer(reference: &str, title: &str, price: f64, region: &str, make: &str, model: &str) -> OfferInput {
     OfferInput {
         reference: Some(reference.into()),
         title: title.into(),

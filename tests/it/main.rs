@@ -37,6 +37,7 @@ mod proxies;
 mod quotas;
 mod rate_limits;
 mod relevance;
+mod replicas;
 mod rotate;
 mod sellers;
 mod smtp_faults;
