@@ -57,6 +57,7 @@ mod table;
 pub mod testpg;
 mod tokens;
 
+pub use deliveries::DeliveryLog;
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
 pub use intents::{IntentDue, IntentKey};
