@@ -316,7 +316,8 @@ impl Catalogue {
     /// Ends a full-feed import (`isto admin offers import --full`): every active
     /// catalogue offer of a seller that appears in run `run` but was not written by it
     /// vanished from the feed and is withdrawn (it no longer matches or shows in search).
-    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn.
+    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn, once
+    /// searches no longer show them.
     ///
     /// # Errors
     /// Storage errors; nothing is withdrawn then.
@@ -345,6 +346,9 @@ impl Catalogue {
             Ok((gone, generation))
         })?;
         self.index_apply(&[], &gone, generation);
+        // The end of a full-feed run: its answer waits until searches no longer show the
+        // withdrawn offers (and see the run's batches).
+        self.sync_index();
         Ok(gone)
     }
 }
