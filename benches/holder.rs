@@ -149,7 +149,7 @@ fn main() {
     let mut done = 0;
     while done < n_offers {
         let take = (n_offers - done).min(500);
-        h.catalogue.import_offers((0..take).map(|_| input(g.offer())).collect()).expect("import");
+        h.catalogue.import_offers_run((0..take).map(|_| input(g.offer())).collect(), None).expect("import");
         done += take;
     }
     flush(&h);
@@ -196,34 +196,34 @@ fn main() {
     // now, so that each arriving offer below is indexed as it would be in the server.
     h.catalogue.offer_index().expect("index");
     let mut fresh = Synth::new(3);
-    let (mut one, mut imported, mut committed) = (Vec::new(), Vec::new(), Vec::new());
+    // The call is the store write and the matching; the index commits in the background
+    // (near real time, `REFRESH_LAG`), so its commits run beside these calls as in
+    // `isto serve`. Then the commit that makes the last offers searchable, apart.
+    let mut one = Vec::new();
     for _ in 0..200 {
         let o = input(fresh.offer());
         let t = Instant::now();
-        h.catalogue.import_offers(vec![o]).expect("import one");
-        let t1 = Instant::now();
-        flush(&h);
-        imported.push(t1 - t);
-        committed.push(t1.elapsed());
+        h.catalogue.import_offers_run(vec![o], None).expect("import one");
         one.push(t.elapsed());
     }
-    for v in [&mut one, &mut imported, &mut committed] {
-        v.sort();
-    }
+    let t = Instant::now();
+    flush(&h);
+    let committed = t.elapsed();
+    one.sort();
     println!(
-        "one new offer against {n_intents} intents (import transaction + matching + deliveries + index commit): \
-         p50 {:.2} ms, p99 {:.2} ms; of which import_offers p50 {:.2} ms, the index commit (flush) p50 {:.2} ms",
+        "one new offer against {n_intents} intents (import transaction + matching + deliveries; the index \
+         commits in the background within {} ms): p50 {:.2} ms, p99 {:.2} ms; an index commit {:.2} ms",
+        isto::catalogue::index::REFRESH_LAG.as_millis(),
         pct(&one, 0.5).as_secs_f64() * 1e3,
         pct(&one, 0.99).as_secs_f64() * 1e3,
-        pct(&imported, 0.5).as_secs_f64() * 1e3,
-        pct(&committed, 0.5).as_secs_f64() * 1e3
+        committed.as_secs_f64() * 1e3
     );
     let n_match = env_usize("ISTO_BENCH_MATCH_OFFERS", 10_000);
     let batch: Vec<OfferInput> = (0..n_match).map(|_| input(fresh.offer())).collect();
     let t = Instant::now();
     let mut delivered = 0;
     for chunk in batch.chunks(500) {
-        delivered += h.catalogue.import_offers(chunk.to_vec()).expect("import batch").delivered;
+        delivered += h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import batch").delivered;
     }
     flush(&h);
     let el = t.elapsed();
@@ -272,7 +272,7 @@ fn real_listings(h: &AppState, sauto: &[listings::Listing]) {
     let n = rows.len();
     let t = Instant::now();
     for chunk in rows.chunks(500) {
-        h.catalogue.import_offers(chunk.to_vec()).expect("import sauto");
+        h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import sauto");
     }
     flush(h);
     let el = t.elapsed();

@@ -10,7 +10,7 @@ use crate::crypto::{self, TOKEN_BYTES};
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
 use crate::records::{micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
-use crate::store::{Reads, StoreError, Tx};
+use crate::store::{DeliveryLog, Reads, StoreError, Tx};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -85,11 +85,28 @@ pub fn record_hits_tx(
     hits: &[(&str, matching::Hit)],
     now: OffsetDateTime,
 ) -> Result<u64> {
+    let mut log = tx.delivery_log()?;
+    record_hits_in(base, tx, &mut log, rec, hits, now)
+}
+
+/// As [`record_hits_tx`], into the delivery tables `log` of `tx` opened once for a
+/// batch of intents (a catalogue import).
+///
+/// # Errors
+/// Storage errors.
+pub fn record_hits_in(
+    base: &Base,
+    tx: &mut Tx<'_>,
+    log: &mut DeliveryLog<'_>,
+    rec: &mut IntentRecord,
+    hits: &[(&str, matching::Hit)],
+    now: OffsetDateTime,
+) -> Result<u64> {
     let mut n = 0;
     let mut m = micros(now).max(rec.last_delivered + 1);
     for (offer_id, hit) in hits {
         let ext = json!({"score": hit.score, "reasons": hit.reasons});
-        if tx.put_delivery(&rec.id, offer_id, m, &ext)? {
+        if log.put(&rec.id, offer_id, m, &ext)? {
             n += 1;
             rec.last_delivered = m;
             m += 1; // distinct, ordered delivery times

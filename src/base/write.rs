@@ -136,12 +136,14 @@ impl Writes<'_, '_> {
     /// (`match_count`, `last_delivered`: `deliveries::record_hits_tx`) — without the
     /// per-person cap, the person index or the engine, which that change does not
     /// concern (a catalogue import touches most standing intents in each batch; opening
-    /// each one's hidden limit and indexing it again cost more than its deliveries).
+    /// each one's hidden limit and indexing it again cost more than its deliveries),
+    /// and without rewriting its active-set and expiry-index rows, which do not change
+    /// ([`Tx::put_intent_delivered`]).
     ///
     /// # Errors
     /// Storage errors.
     pub fn put_delivered(&mut self, rec: &IntentRecord) -> Result<()> {
-        self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
+        self.tx.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
     }

@@ -165,17 +165,19 @@ mod tests {
         assert!(search_with(&index, h, "skoda", None, Some("property"), 10).unwrap().is_empty());
         assert!(search_with(&index, h, "skoda", None, None, 0).unwrap().is_empty());
         // The answer comes from the index alone: an offer only the index holds is found
-        // (the store is not read), and it is gone as soon as the index removes it.
+        // (the store is not read), and it is gone as soon as the index commits its removal.
         let mut ghost = h.store().read(|rx| rx.all_offers::<OfferRecord>()).unwrap().remove(0).offer;
         ghost.id = "off_ghost".into();
         ghost.title = "Škoda Kodiaq".into();
         // The first record by (random) id may be "3", past its validUntil.
         ghost.valid_until = None;
         index.apply(std::slice::from_ref(&ghost), &[], 2).unwrap();
+        index.flush().unwrap();
         assert_eq!(search_with(&index, h, "kodiaq", None, None, 10).unwrap(), vec![ghost.clone()]);
         let json = search_json(&index, h, "kodiaq", None, None, 10).unwrap();
         assert_eq!(json, vec![serde_json::to_value(&ghost).unwrap().to_string()]);
         index.apply(&[], &["off_ghost".to_owned()], 3).unwrap();
+        index.flush().unwrap();
         assert!(search_with(&index, h, "kodiaq", None, None, 10).unwrap().is_empty());
     }
 

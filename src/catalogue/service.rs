@@ -6,7 +6,7 @@ use super::index::{IndexError, OfferIndex};
 use crate::base::{Base, Result, ServiceError, Writes};
 use crate::clock;
 use crate::crypto;
-use crate::deliveries::{disabled_sellers, match_intent_tx, record_hits_tx};
+use crate::deliveries::{disabled_sellers, match_intent_tx, record_hits_in};
 use crate::matching;
 use crate::protocol::{Offer, Status};
 use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
@@ -235,17 +235,34 @@ impl Catalogue {
 
     /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
     /// whose (seller, ref) exists update that offer in place) and matches them against
-    /// every active intent (PROTOCOL.md §6: new offers reach standing intents).
+    /// every active intent (PROTOCOL.md §6: new offers reach standing intents), then
+    /// waits until searches see the batch (one index commit): a one-off import whose
+    /// caller searches next. A feed of many batches uses [`Catalogue::import_offers_run`].
     ///
     /// # Errors
-    /// Storage errors; nothing of the batch is stored then.
+    /// Storage errors; nothing of the batch is stored then. An index failure after the
+    /// store write is logged (the index is rebuilt at the next start).
     pub fn import_offers(&self, rows: Vec<OfferInput>) -> Result<ImportCounts> {
-        self.import_offers_run(rows, None)
+        let counts = self.import_offers_run(rows, None)?;
+        self.sync_index();
+        Ok(counts)
     }
 
-    /// As [`Catalogue::import_offers`], marking every stored offer with the full-feed run
-    /// `run` so that [`Catalogue::withdraw_vanished`] can find the offers the feed no longer
-    /// has.
+    /// Commits the offer index's pending updates, if it is open, so that the next search
+    /// sees every catalogue write made before this call (otherwise they show within
+    /// [`super::index::REFRESH_LAG`]). A failure is logged: the index is rebuilt at the
+    /// next start.
+    pub fn sync_index(&self) {
+        let open = self.index.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(i) = open {
+            i.settle();
+        }
+    }
+
+    /// As [`Catalogue::import_offers`] without waiting for the index (a search sees the
+    /// batch within [`super::index::REFRESH_LAG`]), marking every stored offer with the
+    /// full-feed run `run` so that [`Catalogue::withdraw_vanished`] can find the offers
+    /// the feed no longer has. The store write and the matching are the call.
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then.
@@ -318,12 +335,14 @@ impl Catalogue {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
+            // The delivery tables are opened once for the batch's deliveries.
+            let mut log = tx.delivery_log()?;
             for (id, hits) in by_intent {
                 let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
                 if rec.effective_status(now) != Status::Active {
                     continue;
                 }
-                let n = record_hits_tx(&self.base, tx, &mut rec, &hits, now)?;
+                let n = record_hits_in(&self.base, tx, &mut log, &mut rec, &hits, now)?;
                 if n > 0 {
                     counts.delivered += n;
                     tx.put_delivered(&rec)?;
@@ -345,7 +364,8 @@ impl Catalogue {
     /// Ends a full-feed import (`isto admin offers import --full`): every active
     /// catalogue offer of a seller that appears in run `run` but was not written by it
     /// vanished from the feed and is withdrawn (it no longer matches or shows in search).
-    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn.
+    /// Sellers absent from the feed keep their offers. Returns the ids withdrawn, once
+    /// searches no longer show them.
     ///
     /// # Errors
     /// Storage errors; nothing is withdrawn then.
@@ -374,6 +394,9 @@ impl Catalogue {
             Ok((gone, generation))
         })?;
         self.index_apply(&[], &gone, generation);
+        // The end of a full-feed run: its answer waits until searches no longer show the
+        // withdrawn offers (and see the run's batches).
+        self.sync_index();
         Ok(gone)
     }
 }

@@ -2,6 +2,7 @@
 //! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
+use super::table::Table;
 use super::{encode, Result, Tx};
 use serde::Serialize;
 
@@ -28,22 +29,49 @@ pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
     rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect()
 }
 
-impl Tx<'_> {
-    /// Records a delivery of `offer` to `intent` at `micros` unless one exists; returns
-    /// whether it was new (PROTOCOL.md §2: one per (intent, offer)).
+/// The two delivery tables of a write transaction (`delivered`, `delivery_log`), opened
+/// once for a batch of deliveries ([`Tx::delivery_log`]): a catalogue import records
+/// tens of thousands per batch, and opening the tables again for each one cost more than
+/// its rows. Dropped before the transaction commits.
+pub struct DeliveryLog<'a> {
+    delivered: Table<'a, &'static str, i64>,
+    log: Table<'a, &'static str, &'static [u8]>,
+}
+
+impl DeliveryLog<'_> {
+    /// Records a delivery of `offer` to `intent` at `micros` (Unix µs, the delivery
+    /// time, the log's order within the intent) unless one exists; returns whether it was
+    /// new (PROTOCOL.md §2: one per (intent, offer)).
     ///
     /// # Errors
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
-    pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
+    pub fn put<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
         let pair = pair_key(intent, offer);
-        let mut d = self.open(DELIVERED)?;
-        if d.get(pair.as_str())?.is_some() {
+        if self.delivered.get(pair.as_str())?.is_some() {
             return Ok(false);
         }
         let bytes = encode("delivery_log", ext)?;
-        d.insert(pair.as_str(), micros)?;
-        self.open(DELIVERY_LOG)?.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
+        self.delivered.insert(pair.as_str(), micros)?;
+        self.log.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
         Ok(true)
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// The delivery tables, open for a batch of [`DeliveryLog::put`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn delivery_log(&self) -> Result<DeliveryLog<'a>> {
+        Ok(DeliveryLog { delivered: self.open(DELIVERED)?, log: self.open(DELIVERY_LOG)? })
+    }
+
+    /// Records one delivery: [`DeliveryLog::put`] with the tables opened for it.
+    ///
+    /// # Errors
+    /// As [`DeliveryLog::put`].
+    pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
+        self.delivery_log()?.put(intent, offer, micros, ext)
     }
 
     /// Sets (or with `None` clears) the time an intent's next digest is due.

@@ -60,7 +60,8 @@ pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micro
 impl Tx<'_> {
     /// Inserts or replaces an intent record; keeps the `active` set in step with
     /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
-    /// every intent write goes through.
+    /// every intent write goes through, but for the delivery bookkeeping of an active
+    /// intent ([`Tx::put_intent_delivered`]).
     ///
     /// # Errors
     /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
@@ -84,6 +85,19 @@ impl Tx<'_> {
         }
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
+    }
+
+    /// Replaces the record of an active intent whose only change is its delivery
+    /// bookkeeping (its match count and last delivery time): its active-set row and
+    /// expiry-index rows stay as they are (neither depends on it), so only the record is
+    /// written.
+    ///
+    /// # Errors
+    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    pub fn put_intent_delivered<T: Serialize>(&mut self, _key: &IntentKey, id: &str, record: &T) -> Result<()> {
+        let bytes = encode("intents", record)?;
+        self.open(INTENTS)?.insert(id, bytes.as_slice())?;
+        Ok(())
     }
 
     /// Deletes an intent record, its active-set row, its expiry-index rows and its

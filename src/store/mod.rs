@@ -60,6 +60,7 @@ pub mod testpg;
 mod tokens;
 
 pub use changes::{ChangeKind, Changes, FEED_PAGE};
+pub use deliveries::DeliveryLog;
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
 pub use intents::{IntentDue, IntentKey};

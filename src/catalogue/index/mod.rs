@@ -21,12 +21,12 @@
 //! changes: an index written with other analysis reports no generation and is rebuilt by
 //! its owner.
 //!
-//! Writing ([`writer`]): a series of updates (the batches of an import) goes into one
-//! writer and one commit, made at the latest by the next read, so a read always sees
-//! every update applied before it. A commit writes a segment; tantivy's merge policy
-//! merges segments while the writer lives, and when a commit leaves more than
-//! [`MAX_SEGMENTS`] segments all but the largest are merged into one before the writer
-//! ends (a search visits each segment).
+//! Writing ([`writer`]): updates (the batches of an import, one arriving offer) go into
+//! one long-lived writer and are committed in the background, near real time: a search
+//! sees an update within [`REFRESH_LAG`], and the catalogue write never waits for the
+//! index. Reads that decide a delivery commit what is pending first. A commit writes a
+//! segment; when there are more than [`MAX_SEGMENTS`] the small ones are merged into one
+//! (a search visits each segment).
 
 mod analysis;
 mod candidates;
@@ -58,6 +58,7 @@ use tantivy::{
     SegmentReader, TantivyDocument, Term,
 };
 use time::OffsetDateTime;
+pub use writer::REFRESH_LAG;
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
@@ -196,20 +197,18 @@ fn code(s: &str) -> String {
 /// indexing, merge and segment updater threads (7 on 2 cores) and the directory's writer
 /// lock, for updates that come only with catalogue imports and withdrawals.
 pub struct OfferIndex {
-    index: Index,
     reader: IndexReader,
-    /// The writer of the updates not yet committed (see [`OfferIndex::apply`]); its lock
-    /// serialises the writers (tantivy allows one per index).
-    writing: Mutex<Option<writer::Pending>>,
+    /// The writer, its updates not yet committed and the generation of the last commit,
+    /// shared with the background refresher (see [`writer`]); its lock serialises the
+    /// writers (tantivy allows one per index).
+    writing: Arc<writer::Writing>,
     f: Fields,
-    generation: Mutex<Option<u64>>,
     /// The `region` terms of one searcher generation (for the area filter's exclusions):
     /// read once per index commit instead of once per search.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
     /// The exchange rates into the default currency (currency code → rate), for the
-    /// indexed price; `prices` is their fingerprint, stored with each commit.
+    /// indexed price (their fingerprint is stored with each commit).
     rates: BTreeMap<String, f64>,
-    prices: String,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -251,23 +250,15 @@ impl OfferIndex {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let prices = rates.iter().map(|(c, r)| format!("{c}={r}")).collect::<Vec<_>>().join(";");
         let generation = stored_generation(&index, &prices)?;
-        Ok(Self {
-            index,
-            reader,
-            writing: Mutex::new(None),
-            f,
-            generation: Mutex::new(generation),
-            regions: Mutex::new(None),
-            rates: rates.clone(),
-            prices,
-        })
+        let writing = Arc::new(writer::Writing::new(index, reader.clone(), prices, generation));
+        Ok(Self { reader, writing, f, regions: Mutex::new(None), rates: rates.clone() })
     }
 
     /// The generation stored with the last commit (commit payload), None for a fresh
     /// index (or one written with other analysis, see [`INDEX_VERSION`]).
     pub fn generation(&self) -> Option<u64> {
         self.settle();
-        *self.generation.lock().unwrap_or_else(PoisonError::into_inner)
+        *self.writing.generation.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Number of offers in the index (as of the last commit).

@@ -100,7 +100,9 @@ impl OfferIndex {
     /// offer's area must lie in `area`, as [`gazetteer::contains`]). With no words, the
     /// offers of the filter come newest first; with no words and no filter, nothing.
     /// Order: score descending, then (without words) newest first, then cheaper first (the
-    /// price in the default currency, see [`Self::open_priced`]), then id.
+    /// price in the default currency, see [`Self::open_priced`]), then id. Searches the
+    /// last commit: an update is seen within [`super::REFRESH_LAG`] (or after
+    /// [`Self::flush`]).
     ///
     /// # Errors
     /// tantivy errors.
@@ -111,7 +113,6 @@ impl OfferIndex {
         category: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, f32)>, IndexError> {
-        self.settle();
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, None)?;
         Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
@@ -134,7 +135,6 @@ impl OfferIndex {
         limit: usize,
         now: OffsetDateTime,
     ) -> Result<Vec<String>, IndexError> {
-        self.settle();
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, Some(nanos(now)))?;
         let mut out = Vec::with_capacity(hits.len());
@@ -159,7 +159,6 @@ impl OfferIndex {
     /// tantivy errors.
     #[doc(hidden)]
     pub fn floor_search(&self, statement: &str, limit: usize) -> Result<usize, IndexError> {
-        self.settle();
         let searcher = self.reader.searcher();
         let mut clauses: Vec<Clause> = Vec::new();
         for t in matching::text_terms(statement).filter(|t| !is_stop_word(t)) {

@@ -2,6 +2,7 @@
 
 use super::search::analyse;
 use super::search::Analysed;
+use super::writer::WRITER_IDLE;
 use super::*;
 use crate::protocol::{Money, OfferSource, SellerPublic};
 use serde_json::json;
@@ -123,6 +124,7 @@ fn equal_scores_go_by_price_in_the_default_currency() {
     let ix = OfferIndex::open_priced(Some(&path), &rates).unwrap();
     ix.rebuild(offers.into_iter(), 1).unwrap();
     ix.apply(&[priced("d", 5_000.0, "EUR")], &[], 2).unwrap();
+    ix.flush().unwrap();
     assert_eq!(ids(&ix, "fabia", None, None), vec!["b", "d", "a", "c"]);
     assert_eq!(ix.search("fabia", None, None, 2).unwrap().into_iter().map(|h| h.0).collect::<Vec<_>>(), ["b", "d"]);
     drop(ix);
@@ -191,6 +193,7 @@ fn apply_replaces_and_removes() {
     let a = offer("o7", "Dacia Duster", "", json!({}), "SK");
     let b = offer("o7", "Dacia Sandero", "", json!({}), "SK");
     ix.apply(&[a, b], &[], 3).unwrap();
+    ix.flush().unwrap();
     assert!(ids(&ix, "duster", None, None).is_empty());
     assert_eq!(ids(&ix, "sandero", None, None), vec!["o7"]);
     // Newest first without words.
@@ -229,10 +232,10 @@ fn rebuild_replaces_everything() {
 }
 
 #[test]
-fn no_writer_outlives_a_rebuild_or_an_update() {
+fn no_writer_outlives_a_rebuild_or_an_idle_series() {
     let dir = tempfile::tempdir().unwrap();
     let ix = OfferIndex::open(Some(&dir.path().join("index"))).unwrap();
-    let free = |ix: &OfferIndex| ix.index.writer::<TantivyDocument>(15_000_000).map(drop).is_ok();
+    let free = |ix: &OfferIndex| ix.writing.index.writer::<TantivyDocument>(15_000_000).map(drop).is_ok();
     assert!(free(&ix), "opening takes no writer (nor its lock and threads)");
     ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 1).unwrap();
     assert!(free(&ix), "the rebuild's writer ended with it");
@@ -240,17 +243,38 @@ fn no_writer_outlives_a_rebuild_or_an_update() {
         let o = offer(&format!("o{g}"), "Škoda Fabia", "", json!({}), "Košice");
         ix.apply(&[o], &[], g).unwrap();
     }
-    // A series of updates shares one writer until a read commits it.
+    // A series of updates shares one writer; a read that must see them commits it.
     assert!(!free(&ix), "the series' writer is pending");
     assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
-    assert!(free(&ix), "the read committed the series and its writer ended");
     assert_eq!(ids(&ix, "fabia", None, None).len(), 10);
+    // The writer ends once it has been idle for a while (polled with a deadline).
+    let deadline = std::time::Instant::now() + WRITER_IDLE * 5;
+    while !free(&ix) {
+        assert!(std::time::Instant::now() < deadline, "the idle writer did not end");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // While another writer holds the index, an update fails and changes nothing.
-    let held = ix.index.writer::<TantivyDocument>(15_000_000).unwrap();
+    let held = ix.writing.index.writer::<TantivyDocument>(15_000_000).unwrap();
     let e = ix.apply(&[], &["o1".to_owned()], 12).unwrap_err();
     assert!(matches!(e, IndexError::Tantivy(tantivy::TantivyError::LockFailure(..))), "{e}");
     drop(held);
     assert_eq!((ix.num_docs(), ix.generation()), (11, Some(11)));
+}
+
+#[test]
+fn searches_see_an_update_within_the_refresh_lag_without_a_flush() {
+    let ix = sample();
+    let t = std::time::Instant::now();
+    ix.apply(&[offer("o9", "Kia Sportage", "", json!({}), "Košice")], &[], 2).unwrap();
+    // Nothing commits it but the refresher (searches never do).
+    let deadline = t + REFRESH_LAG * 10;
+    while ids(&ix, "sportage", None, None).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the update was not committed in the background");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let seen = t.elapsed();
+    assert!(seen >= REFRESH_LAG, "committed only after the lag ({seen:?}), not by the search");
+    assert_eq!(ix.writing.generation.lock().unwrap().as_ref(), Some(&2));
 }
 
 #[test]
@@ -326,6 +350,7 @@ fn search_offers_answers_stored_current_offers() {
     assert!(ix.search_offers("fabia", None, None, 0, now).unwrap().is_empty());
     // A withdrawn offer (removed by apply) is gone from the answer at once.
     ix.apply(&[], &["b1".to_owned()], 2).unwrap();
+    ix.flush().unwrap();
     let got: Vec<Offer> = ix
         .search_offers("fabia", None, None, 100, now)
         .unwrap()
