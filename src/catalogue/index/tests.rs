@@ -217,6 +217,7 @@ fn an_offer_whose_published_time_does_not_read_is_left_out_naming_it() {
     let mut o1 = offer("o1", "Škoda Octavia RS", "", json!({"make": "Škoda"}), "Košice");
     o1.published_at = String::new();
     ix.apply(&[o1], &[], 2).unwrap();
+    ix.flush().unwrap();
     assert!(ids(&ix, "octavia", None, None).is_empty());
     assert_eq!(ix.num_docs(), 0);
 }
