@@ -145,6 +145,7 @@ pub fn metrics_page() -> String {
     read_exposition(&telemetry::render(Some(&gauges)), &mut series, true);
     telemetry::request("/mcp", "POST", 200, std::time::Duration::from_millis(1));
     telemetry::tool_call("intent_get_intent", telemetry::ToolOutcome::Ok);
+    telemetry::pool([0; 3], [0; 3]); // PostgreSQL only: no sample until a pool reports
     read_exposition(&telemetry::render(Some(&gauges)), &mut series, false);
     let mut out = String::from(GENERATED);
     out.push_str(

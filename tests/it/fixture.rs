@@ -1058,7 +1058,11 @@ fn migration_7_stores_oauth_and_seller_times_as_microseconds_and_the_purge_leave
     every.sort_unstable();
     assert_eq!(converted.keys().copied().collect::<Vec<_>>(), every, "{converted:?}");
 
-    // Read back by the current code: the same instants.
+    // Read back by the current code: the same instants (on PostgreSQL the same
+    // migration is read back by store::account_times's test).
+    if !kit::redb_only("reading the migrated fixture back", "the holder's store is the database, not this file") {
+        return;
+    }
     let now = isto::clock::parse_rfc3339(&m("/clock")).unwrap();
     let clock = Arc::new(ManualClock::new(now));
     let h = kit::open_state(store.parent().unwrap(), clock, Opts::default());
