@@ -100,7 +100,7 @@ fn sweep(base: &Base, intents: &Intents) -> crate::base::Result<()> {
 
 /// Runs `work` on a blocking thread at once and then every `period` until `stop`;
 /// a failure is logged once (as `what`) until the work succeeds again.
-async fn every<F>(period: Duration, what: &'static str, stop: CancellationToken, work: F)
+pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: CancellationToken, work: F)
 where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {

@@ -16,33 +16,9 @@ pub const FEED_POLL: Duration = Duration::from_millis(200);
 pub const FEED_BOUND: Duration = Duration::from_secs(5);
 
 /// Applies the change feed every [`FEED_POLL`] until `stop`; a failure is logged once
-/// until a pass succeeds again.
+/// until a pass succeeds again ([`crate::schedule::every`]).
 pub(super) async fn run(holder: AppState, stop: CancellationToken) {
-    let mut failing = false;
-    loop {
-        let h = holder.clone();
-        let done = tokio::select! {
-            _ = stop.cancelled() => return,
-            r = tokio::task::spawn_blocking(move || h.catch_up()) => r,
-        };
-        match done {
-            Ok(Ok(_)) if failing => {
-                failing = false;
-                tracing::info!("the change feed is applied again");
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) if !failing => {
-                failing = true;
-                tracing::error!(error = %e, "applying the change feed failed; this replica may serve stale matches");
-            }
-            Ok(Err(e)) => tracing::debug!(error = %e, "applying the change feed failed again"),
-            Err(e) => tracing::error!(error = %e, "change feed task failed"),
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(FEED_POLL) => {}
-        }
-    }
+    crate::schedule::every(FEED_POLL, "applying the change feed", stop, move || holder.catch_up().map(drop)).await;
 }
 
 /// Whether this replica is behind the change feed by more than [`FEED_BOUND`], with its
