@@ -104,6 +104,20 @@ pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: Cancell
 where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {
+    every_or_woken(period, None, what, stop, work).await;
+}
+
+/// As [`every`], and also at once when `wake` is notified: a notification that arrives
+/// while `work` runs makes one more pass right after it.
+pub(crate) async fn every_or_woken<F>(
+    period: Duration,
+    wake: Option<Arc<tokio::sync::Notify>>,
+    what: &'static str,
+    stop: CancellationToken,
+    work: F,
+) where
+    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
+{
     let mut failing = false;
     loop {
         let w = work.clone();
@@ -124,9 +138,16 @@ where
             Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
             Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
         }
+        let woken = async {
+            match &wake {
+                Some(w) => w.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
+            () = woken => {}
         }
     }
 }
