@@ -494,6 +494,9 @@ test("two replicas on PostgreSQL behind HAProxy: restore, consent race, one mail
       const late = await s.b.importOffers(writeJsonl(work, "late.jsonl", [octavia("w2", 170000)]));
       assert.equal(late.code, 0, late.stderr);
       assert.deepEqual(ids((await ok(onB, "intent_list_matches", { intentCode: code })).matches), ids(matchesA), "nothing delivered after the withdrawal");
+      // B applied A's writes when the database notified it (LISTEN isto_changes).
+      const feed = (await (await fetch(`${s.b.metricsUrl}/readyz`)).json()).checks.feed;
+      assert.ok(feed.notifications > 0, `B's follower was notified: ${JSON.stringify(feed)}`);
       await onA.close();
       await onB.close();
     });
