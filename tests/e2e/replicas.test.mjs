@@ -48,7 +48,7 @@ import {
   waitFor,
   withIsto,
 } from "./lib/harness.mjs";
-import { addSeller, consentAndConfirm, signInWithLink, writeJsonl } from "./lib/seller.mjs";
+import { addSeller, consentAndConfirm, octavia, signInWithLink, writeJsonl } from "./lib/seller.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 const REGION = "CZ-64";
@@ -253,20 +253,6 @@ const publishArgs = (statement, extra = {}) => ({
   criteria: { category: "vehicles", make: "Škoda", model: "Octavia" },
   ...extra,
 });
-
-function octavia(ref, amount) {
-  return {
-    ref,
-    title: `Škoda Octavia ${ref}`,
-    description: "Škoda Octavia, testovací nabídka pro e2e test replik isto.",
-    category: "vehicles",
-    attributes: { make: "Škoda", model: "Octavia", year: 2015, mileageKm: 180000, fuel: "diesel" },
-    price: { amount, currency: "CZK" },
-    area: { country: "CZ", regions: [REGION], place: "Brno" },
-    seller: { name: "e2e dealer", url: "https://dealer.example/" },
-    url: `https://dealer.example/${ref}`,
-  };
-}
 
 /** The hidden `csrf` value of the consent page at `url`, fetched with `fetchFn`. */
 async function consentCsrf(url, fetchFn = fetch) {
