@@ -50,6 +50,8 @@ use maud::Markup;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
+// Passwords taken out of a form live in buffers wiped on drop.
+use zeroize::Zeroizing;
 
 /// Where a sign-in goes when `next` is absent or refused.
 pub const DEFAULT_NEXT: &str = "/me";
@@ -358,7 +360,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Err(_) => return internal_page(&w, ui),
     };
     let stored = target.account.as_ref().and_then(|a| a.password_hash.clone());
-    let pw = zeroizing(form.password);
+    let pw = Zeroizing::new(form.password);
     let checked = hashing(&w, move || {
         let phc = stored.as_deref().unwrap_or_else(|| password::dummy_hash());
         let ok = password::verify(&pw, phc) && stored.is_some();
@@ -385,11 +387,6 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(None) => failed(&w, &email),
         Err(_) => internal_page(&w, ui),
     }
-}
-
-/// Moves a password out of the form into a buffer wiped on drop.
-fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
-    zeroize::Zeroizing::new(s)
 }
 
 /// `POST /signin/link` (csrf, email, next): queues a one-time link if the address has an
@@ -528,7 +525,7 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     let password_hash = if form.password.is_empty() {
         None
     } else {
-        let pw = zeroizing(form.password.clone());
+        let pw = Zeroizing::new(form.password.clone());
         match hashing(&w, move || password::hash(&pw)).await {
             Ok(Ok(h)) => Some(h),
             Ok(Err(e)) => {
