@@ -55,11 +55,13 @@ type Part = (&'static str, &'static str, &'static str);
 struct Texts {
     /// The directory of the files (`<dir>/<lang>.toml`).
     dir: &'static str,
-    /// The output files: `$OUT_DIR/<out>_<lang>.rs` (`static <LANG>: <root> = ...;`) and
-    /// `$OUT_DIR/<out>_types.rs` (the structs).
+    /// The output file, `$OUT_DIR/<out>.rs`.
     out: &'static str,
     /// The root struct and its docstring.
     root: (&'static str, &'static str),
+    /// The function that gives a language's root (`fn <name>(lang: &str) -> &'static
+    /// <root>`, [`REFERENCE`] for any language not in [`LANGUAGES`]) and its docstring.
+    lookup: (&'static str, &'static str),
     /// The sections that are parts of the root struct.
     parts: &'static [Part],
 }
@@ -70,6 +72,7 @@ const TEXTS: [Texts; 2] = [
         dir: "assets/i18n",
         out: "i18n",
         root: ("Ui", "UI strings of one language."),
+        lookup: ("ui", "The strings of `lang` (`sk`, `cs`; anything else is English)."),
         parts: &[
             (
                 "account",
@@ -95,6 +98,7 @@ const TEXTS: [Texts; 2] = [
         dir: "assets/i18n/mail",
         out: "mail",
         root: ("MailText", "The texts of the e-mails the holder sends, in one language."),
+        lookup: ("texts", "The e-mail texts of `lang` (`sk`, `cs`; anything else is English)."),
         parts: &[
             (
                 "intent",
@@ -112,35 +116,38 @@ const TEXTS: [Texts; 2] = [
     },
 ];
 
-/// Writes, for each of [`TEXTS`], `$OUT_DIR/<out>_<lang>.rs` for each of [`LANGUAGES`]:
-/// `static <LANG>: <root> = <root> { ... };`, one field a line, so that the compiler
-/// checks every key against the structs (a key missing from a file or unknown to the
-/// structs fails the build with the key and that file's name); and
-/// `$OUT_DIR/<out>_types.rs`, those structs (the root and one per part), from the
-/// [`REFERENCE`] file. Errors: a file unreadable or not TOML, a value that is no string,
-/// array or table, a part's section missing from the reference file, or a key of it
-/// without a comment above it.
+/// Writes, for each of [`TEXTS`], `$OUT_DIR/<out>.rs`: the structs (the root and one
+/// per part) from the [`REFERENCE`] file; `static <LANG>: <root> = <root> { ... };` for
+/// each of [`LANGUAGES`], one field a line, so that the compiler checks every key against
+/// the structs (a key missing from a file or unknown to the structs fails the build with
+/// the key and that file's name); and the lookup function of the set. Errors: a file
+/// unreadable or not TOML, a value that is no string, array or table, a part's section
+/// missing from the reference file, or a key of it without a comment above it.
 fn i18n() -> Result<(), String> {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
     for set in &TEXTS {
+        let (root, mut code, mut arms) = (set.root.0, String::new(), String::new());
         for lang in LANGUAGES {
             let path = format!("{}/{lang}.toml", set.dir);
             println!("cargo:rerun-if-changed={path}");
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
             let table: toml::Table = text.parse().map_err(|e| format!("{path}: {e}"))?;
-            let write =
-                |name: String, code: String| std::fs::write(out.join(&name), code).map_err(|e| format!("{name}: {e}"));
             if lang == REFERENCE {
-                write(
-                    format!("{}_types.rs", set.out),
-                    set.types(&table, &comments(&text)).map_err(|e| format!("{path}: {e}"))?,
-                )?;
+                code.push_str(&set.types(&table, &comments(&text)).map_err(|e| format!("{path}: {e}"))?);
+            } else {
+                arms.push_str(&format!("        {lang:?} => &{},\n", lang.to_uppercase()));
             }
-            let value = set.literal(set.root.0, &table).map_err(|e| format!("{path}: {e}"))?;
-            let code =
-                format!("// From {path} by build.rs.\nstatic {}: {} = {value};\n", lang.to_uppercase(), set.root.0);
-            write(format!("{}_{lang}.rs", set.out), code)?;
+            let value = set.literal(root, &table).map_err(|e| format!("{path}: {e}"))?;
+            code.push_str(&format!("// From {path}.\nstatic {}: {root} = {value};\n", lang.to_uppercase()));
         }
+        let fallback = REFERENCE.to_uppercase();
+        code.push_str(&doc_attrs("", set.lookup.1.lines()));
+        code.push_str(&format!(
+            "pub fn {}(lang: &str) -> &'static {root} {{\n    match lang {{\n{arms}        _ => &{fallback},\n    }}\n}}\n",
+            set.lookup.0
+        ));
+        let name = format!("{}.rs", set.out);
+        std::fs::write(out.join(&name), code).map_err(|e| format!("{name}: {e}"))?;
     }
     Ok(())
 }
@@ -190,7 +197,7 @@ impl Texts {
                 _ => return Err(format!("[{section}]: the section is missing")),
             }
         }
-        let mut code = String::from("// From the reference texts file by build.rs.\n");
+        let mut code = String::from("// Written by build.rs: the structs, from the reference texts file.\n");
         for (section, ty, doc, t) in structs {
             code.push_str(&doc_attrs("", doc.lines()));
             code.push_str(&format!("#[derive(Debug)]\npub struct {ty} {{\n"));

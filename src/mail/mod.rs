@@ -17,21 +17,10 @@ pub mod worker;
 pub use smtp::{SmtpServer, TlsMode};
 
 // `MailText` and its parts (`IntentMailText`, `AccountMailText`), written by build.rs
-// from the keys and comments of `assets/i18n/mail/en.toml`, and the table of each
-// language (`assets/i18n/mail/<lang>.toml`).
-include!(concat!(env!("OUT_DIR"), "/mail_types.rs"));
-include!(concat!(env!("OUT_DIR"), "/mail_sk.rs"));
-include!(concat!(env!("OUT_DIR"), "/mail_cs.rs"));
-include!(concat!(env!("OUT_DIR"), "/mail_en.rs"));
-
-/// The e-mail texts of `lang` (`sk`, `cs`; anything else is English).
-pub fn texts(lang: &str) -> &'static MailText {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
+// from the keys and comments of `assets/i18n/mail/en.toml`; the table of each language
+// (`assets/i18n/mail/<lang>.toml`); and `pub fn texts(lang: &str) -> &'static MailText`,
+// the e-mail texts of `lang` (`sk`, `cs`; anything else is English).
+include!(concat!(env!("OUT_DIR"), "/mail.rs"));
 
 use crate::clock::Clock;
 use crate::crypto::{KeyRing, Sealed};

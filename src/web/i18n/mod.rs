@@ -89,22 +89,10 @@ pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Č
 
 // `Ui` and its parts (`AccountText`, `AuthorizeText`, `SellerText`, `DemandText`,
 // `MineText`, `CadenceText`, `LinkText`), written by build.rs from the keys and comments
-// of `assets/i18n/en.toml`.
-include!(concat!(env!("OUT_DIR"), "/i18n_types.rs"));
-
-// The tables of each language, written by build.rs from `assets/i18n/<lang>.toml`.
-include!(concat!(env!("OUT_DIR"), "/i18n_sk.rs"));
-include!(concat!(env!("OUT_DIR"), "/i18n_cs.rs"));
-include!(concat!(env!("OUT_DIR"), "/i18n_en.rs"));
-
-/// The strings of `lang` (`sk`, `cs`; anything else is English).
-pub fn ui(lang: &str) -> &'static Ui {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
+// of `assets/i18n/en.toml`; the table of each language (`assets/i18n/<lang>.toml`); and
+// `pub fn ui(lang: &str) -> &'static Ui`, the strings of `lang` (`sk`, `cs`; anything
+// else is English).
+include!(concat!(env!("OUT_DIR"), "/i18n.rs"));
 
 impl Ui {
     /// The name of a status.
