@@ -47,9 +47,10 @@ const LANGUAGES: [&str; 3] = ["sk", "cs", "en"];
 /// or a `[section]` are that field's docstring.
 const REFERENCE: &str = "en";
 
-/// A part of a set's root struct: a `[section]` of its files (section name, Rust type,
-/// the type's docstring). Any other section is a table of pairs (key → label).
-type Part = (&'static str, &'static str, &'static str);
+/// A part of a set's root struct: a `[section]` of its files (section name, Rust type;
+/// the comment above the section in the reference file is the docstring of the type and
+/// of the root's field). Any other section is a table of pairs (key → label).
+type Part = (&'static str, &'static str);
 
 /// One set of texts: a TOML file per language, made a Rust static of a root struct.
 struct Texts {
@@ -74,24 +75,13 @@ const TEXTS: [Texts; 2] = [
         root: ("Ui", "UI strings of one language."),
         lookup: ("ui", "The strings of `lang` (`sk`, `cs`; anything else is English)."),
         parts: &[
-            (
-                "account",
-                "AccountText",
-                "The texts of the sign-in, sign-up and password pages (where a string of [`Ui`]\n\
-                 reads differently on them, it is here again as they show it).",
-            ),
-            ("authorize", "AuthorizeText", "The texts of the OAuth authorization (consent) page."),
-            ("sellers", "SellerText", "The sellers' open-intents page's texts."),
-            ("demand", "DemandText", "The sellers' demand heat map's texts."),
-            ("mine", "MineText", "The signed-in buyer's pages' texts (`/me`, renewals)."),
-            (
-                "cadence",
-                "CadenceText",
-                "The delivery cadence form's texts (issue 13 point 2: the results page and the page\n\
-                 after confirming). The cadences' own names are [`crate::records::Cadence::label`],\n\
-                 shared with the e-mails.",
-            ),
-            ("links", "LinkText", "Texts of used, expired and leaked links."),
+            ("account", "AccountText"),
+            ("authorize", "AuthorizeText"),
+            ("sellers", "SellerText"),
+            ("demand", "DemandText"),
+            ("mine", "MineText"),
+            ("cadence", "CadenceText"),
+            ("links", "LinkText"),
         ],
     },
     Texts {
@@ -99,20 +89,7 @@ const TEXTS: [Texts; 2] = [
         out: "mail",
         root: ("MailText", "The texts of the e-mails the holder sends, in one language."),
         lookup: ("texts", "The e-mail texts of `lang` (`sk`, `cs`; anything else is English)."),
-        parts: &[
-            (
-                "intent",
-                "IntentMailText",
-                "The texts of the e-mails about an intent (`crate::messages`): the confirmation,\n\
-                 the cadence change and the match digest.",
-            ),
-            (
-                "account",
-                "AccountMailText",
-                "The texts of the account e-mails (`crate::accounts`): the sign-in link, the\n\
-                 sign-up confirmation and \"you already have an account\".",
-            ),
-        ],
+        parts: &[("intent", "IntentMailText"), ("account", "AccountMailText")],
     },
 ];
 
@@ -183,17 +160,19 @@ fn doc_attrs<'a>(indent: &str, lines: impl Iterator<Item = &'a str>) -> String {
 impl Texts {
     /// The part a key (a `[section]`) of the root table stands for, if any.
     fn part(&self, key: &str) -> Option<&Part> {
-        self.parts.iter().find(|(section, _, _)| *section == key)
+        self.parts.iter().find(|(section, _)| *section == key)
     }
 
     /// The Rust definitions of the root struct and of each part from the reference
     /// table: a field a key, typed by its value ([`Texts::field_type`]), with the key's
-    /// comment as its docstring.
+    /// comment as its docstring (a part's own is the comment above its `[section]`).
     fn types(&self, table: &toml::Table, docs: &Comments) -> Result<String, String> {
-        let mut structs = vec![("", self.root.0, self.root.1, table)];
-        for &(section, ty, doc) in self.parts {
+        let mut structs = vec![("", self.root.0, self.root.1.to_owned(), table)];
+        for &(section, ty) in self.parts {
+            let doc = docs.get(&(String::new(), section.to_owned())).filter(|d| !d.is_empty());
+            let doc = doc.ok_or_else(|| format!("[{section}]: no comment above it (it is the part's docstring)"))?;
             match table.get(section) {
-                Some(toml::Value::Table(t)) => structs.push((section, ty, doc, t)),
+                Some(toml::Value::Table(t)) => structs.push((section, ty, doc.join("\n"), t)),
                 _ => return Err(format!("[{section}]: the section is missing")),
             }
         }
@@ -220,7 +199,7 @@ impl Texts {
             toml::Value::String(_) => Ok("&'static str".to_owned()),
             toml::Value::Array(items) => Ok(format!("[&'static str; {}]", items.len())),
             toml::Value::Table(_) => Ok(match self.part(key) {
-                Some((_, ty, _)) => format!("&'static {ty}"),
+                Some((_, ty)) => format!("&'static {ty}"),
                 None => "&'static [(&'static str, &'static str)]".to_owned(),
             }),
             other => Err(format!("{key}: a {} where a text belongs", other.type_str())),
@@ -246,7 +225,7 @@ impl Texts {
                 Ok(format!("[{}]", items.join(", ")))
             }
             toml::Value::Table(t) => match self.part(key) {
-                Some((_, ty, _)) => Ok(format!("&{}", self.literal(ty, t)?)),
+                Some((_, ty)) => Ok(format!("&{}", self.literal(ty, t)?)),
                 None => {
                     let pairs = t.iter().map(|(k, v)| Ok(format!("({k:?}, {})", self.value(k, v)?)));
                     Ok(format!("&[{}]", pairs.collect::<Result<Vec<_>, String>>()?.join(", ")))

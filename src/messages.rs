@@ -17,11 +17,14 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
-/// The cadence paragraph of every e-mail about an intent (issue 13 point 2): the
-/// current cadence in words ([`Cadence::label`]) and the results page link where the
-/// person changes it (a page with a form: following the link changes nothing).
-fn cadence_paragraph(s: &IntentMailText, lead: &str, lang: &str, cadence: Cadence, results_url: &str) -> String {
-    format!("{lead} {label}.\n{change}\n{results_url}", label = cadence.label(lang), change = s.cadence_change)
+/// The closing paragraphs of the confirmation and the digest: the cadence (issue 13
+/// point 2: `lead`, the cadence in words ([`Cadence::label`]) and the results page link
+/// where the person changes it, a page with a form: following the link changes
+/// nothing), then the withdraw link.
+fn cadence_and_withdraw(s: &IntentMailText, lead: &str, lang: &str, cadence: Cadence, urls: [&str; 2]) -> String {
+    let [results_url, withdraw_url] = urls;
+    let label = cadence.label(lang);
+    format!("{lead} {label}.\n{}\n{results_url}\n\n{}\n{withdraw_url}", s.cadence_change, s.withdraw)
 }
 
 /// An e-mail to `to` about `intent`: `lead`, the statement in quotes, `body` and the
@@ -60,13 +63,9 @@ pub fn confirmation(
     unsubscribe_url: &str,
 ) -> MailContent {
     let s = crate::mail::texts(&intent.language).intent;
-    let body = format!(
-        "{action}\n{confirm_url}\n\n{ignore}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
-        action = s.confirm_action,
-        ignore = s.ignore,
-        cadence = cadence_paragraph(s, s.cadence_after_confirm, &intent.language, cadence, results_url),
-        withdraw = s.withdraw,
-    );
+    let closing =
+        cadence_and_withdraw(s, s.cadence_after_confirm, &intent.language, cadence, [results_url, withdraw_url]);
+    let body = format!("{}\n{confirm_url}\n\n{}\n\n{closing}", s.confirm_action, s.ignore);
     let subject = format!("{}: {}", s.confirm_subject, short(&intent.statement, 60));
     intent_mail(settings, to, intent, subject, s.confirm_intro, &body, unsubscribe_url)
 }
@@ -115,13 +114,8 @@ pub fn digest(
         }
         list.push_str(&why_line(intent, o));
     }
-    let body = format!(
-        "{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
-        all = s.all_results,
-        aggregator = s.aggregator,
-        cadence = cadence_paragraph(s, s.cadence_now, &intent.language, cadence, results_url),
-        withdraw = s.withdraw,
-    );
+    let closing = cadence_and_withdraw(s, s.cadence_now, &intent.language, cadence, [results_url, withdraw_url]);
+    let body = format!("{list}\n{}\n{results_url}\n\n{}\n\n{closing}", s.all_results, s.aggregator);
     let subject = format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50));
     intent_mail(settings, to, intent, subject, s.digest_intro, &body, unsubscribe_url)
 }

@@ -265,17 +265,9 @@ pub enum Transport {
 
 impl Transport {
     /// Builds the transport: SMTP at `smtp_url` (`ISTO_SMTP_URL`) when given, else `.eml`
-    /// files in `outbox_dir` (created, owner only), with the default step timeout
-    /// ([`SMTP_COMMAND_TIMEOUT`]).
-    ///
-    /// # Errors
-    /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.
-    pub fn new(smtp_url: Option<&str>, outbox_dir: &Path, allow_plaintext_auth: bool) -> Result<Self, MailError> {
-        Self::with_timeout(smtp_url, outbox_dir, allow_plaintext_auth, SMTP_COMMAND_TIMEOUT)
-    }
-
-    /// As [`Transport::new`] with each SMTP step bounded by `step_timeout`
-    /// (`mail.smtp_timeout_secs`) and the whole conversation by three times that.
+    /// files in `outbox_dir` (created, owner only); each SMTP step bounded by
+    /// `step_timeout` (`mail.smtp_timeout_secs`, default [`SMTP_COMMAND_TIMEOUT`]) and
+    /// the whole conversation by three times that.
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.

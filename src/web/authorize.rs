@@ -130,17 +130,9 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
         let u = texts(ctx, headers);
         let t = u.authorize;
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
-        let back = authorize::error_url(
-            &ctx.server,
-            &r.redirect_uri,
-            r.state.as_deref(),
-            "access_denied",
-            "wrong account role",
-        );
-        let body = html! {
-            (pages::message(why, true))
-            p { a href=(back) { (t.back) } }
-        };
+        let (to, state) = (&r.redirect_uri, r.state.as_deref());
+        let back = authorize::error_url(&ctx.server, to, state, "access_denied", "wrong account role");
+        let body = pages::message_link(why, true, &back, t.back);
         return Err(page(&ctx.app, u, StatusCode::FORBIDDEN, t.wrong_role_title, body));
     }
     Ok(current.map(|(id, _)| id).unwrap_or_default())

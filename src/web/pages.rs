@@ -416,11 +416,8 @@ fn is_web_url(u: &str) -> bool {
 /// "Why this offer:" in one paragraph (`p.why`); nothing when the delivery carries no
 /// words (only codes).
 fn why(ui: &Ui, d: &Delivery) -> Markup {
-    let words: Vec<&str> = if d.extensions.get("reasonCodes").is_some() {
-        d.extensions["reasons"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let reasons = d.extensions.get("reasonCodes").and_then(|_| d.extensions["reasons"].as_array());
+    let words: Vec<&str> = reasons.map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     html! {
         @if !words.is_empty() {
             p.why {

@@ -82,7 +82,7 @@ pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap,
         match hashing(&w, move || password::verify(&current, &stored)).await {
             Ok(true) => {}
             Ok(false) => {
-                w.count_failure(client);
+                w.with_limits(|l, now| l.count_failure(client, now));
                 return again(&w, StatusCode::BAD_REQUEST, ui.password_wrong_current);
             }
             Err(_) => return internal_page(&w, ui),

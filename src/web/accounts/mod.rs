@@ -110,22 +110,6 @@ impl Web {
         f(&mut l, now)
     }
 
-    fn too_many_failures(&self, key: ClientKey) -> bool {
-        self.with_limits(|l, now| l.too_many_failures(key, now))
-    }
-
-    fn count_failure(&self, key: ClientKey) {
-        self.with_limits(|l, now| l.count_failure(key, now));
-    }
-
-    fn too_many_mails(&self, key: ClientKey) -> bool {
-        self.with_limits(|l, now| l.too_many_mails(key, now))
-    }
-
-    fn count_mail(&self, key: ClientKey) {
-        self.with_limits(|l, now| l.count_mail(key, now));
-    }
-
     fn csrf(&self, purpose: &str, binding: &str) -> String {
         self.app.base.keys().csrf_token(purpose, binding, self.now_unix())
     }
@@ -341,7 +325,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
         signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None, &pre)
     };
-    if w.too_many_failures(client) {
+    if w.with_limits(|l, now| l.too_many_failures(client, now)) {
         let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 60);
     }
@@ -373,7 +357,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Err(_) => return internal_page(&w, ui),
     };
     let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
-        w.count_failure(client);
+        w.with_limits(|l, now| l.count_failure(client, now));
         return failed(&w, &email);
     };
     let id = account.id.clone();
@@ -404,12 +388,12 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
         let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
         signin_render(w, ui, status, &next, st, None, &pre)
     };
-    if w.too_many_mails(client) {
+    if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
     // Every request counts, whether or not a mail goes out: the limit must not tell
     // whether an address has an account.
-    w.count_mail(client);
+    w.with_limits(|l, now| l.count_mail(client, now));
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
         Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
@@ -514,11 +498,11 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if !form.password.is_empty() && password::check_length(&form.password).is_err() {
         return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid, "password");
     }
-    if w.too_many_mails(client) {
+    if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(again(&w, StatusCode::OK, ui.mail_busy, "email"), 60);
     }
     // Every request counts, whether or not a mail goes out (no enumeration).
-    w.count_mail(client);
+    w.with_limits(|l, now| l.count_mail(client, now));
     // The consent text the person read (sent back by the form) and the e-mail language.
     let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
     // Hash before looking the address up, so that the answer takes as long either way.
