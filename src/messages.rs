@@ -4,89 +4,10 @@
 //! language (sk, cs, en). Account e-mails are in `crate::accounts`.
 
 use crate::config::Settings;
-use crate::mail::MailContent;
+use crate::mail::{IntentMailText, MailContent};
 use crate::protocol::{Intent, Offer};
 use crate::records::Cadence;
 use crate::text::format_amount;
-
-struct Strings {
-    confirm_subject: &'static str,
-    confirm_intro: &'static str,
-    confirm_action: &'static str,
-    ignore: &'static str,
-    withdraw: &'static str,
-    digest_subject: &'static str,
-    digest_intro: &'static str,
-    all_results: &'static str,
-    aggregator: &'static str,
-    cadence_now: &'static str,
-    cadence_after_confirm: &'static str,
-    cadence_change: &'static str,
-    cadence_ask_subject: &'static str,
-    cadence_ask: &'static str,
-    cadence_ask_action: &'static str,
-    cadence_ask_ignore: &'static str,
-}
-
-fn strings(lang: &str) -> &'static Strings {
-    match lang {
-        "sk" => &Strings {
-            confirm_subject: "Potvrďte svoj dopyt",
-            confirm_intro: "Dostali sme váš súhlas so zverejnením tohto dopytu:",
-            confirm_action: "Dopyt aktivujete tlačidlom Potvrdiť na tejto stránke:",
-            ignore: "Ak ste o nič nežiadali, tento e-mail ignorujte; bez potvrdenia sa nič nestane.",
-            withdraw: "Dopyt kedykoľvek zrušíte tu:",
-            digest_subject: "Nové ponuky pre váš dopyt",
-            digest_intro: "Našli sme nové ponuky, ktoré zodpovedajú vášmu dopytu:",
-            all_results: "Všetky výsledky:",
-            aggregator: "Ponuky pochádzajú od trhového agregátora a nemusia byť úplné.",
-            cadence_now: "E-maily o tomto dopyte chodia:",
-            cadence_after_confirm: "Po potvrdení budú e-maily o tomto dopyte chodiť:",
-            cadence_change:
-                "Ako často chodia (priebežne, denne, týždenne alebo pozastaviť), zmeníte na stránke výsledkov:",
-            cadence_ask_subject: "Potvrďte zmenu e-mailov o dopyte",
-            cadence_ask: "Na stránke výsledkov tohto dopytu niekto (asi vy) požiadal, aby e-maily o ňom chodili:",
-            cadence_ask_action: "Zmenu potvrdíte tlačidlom na tejto stránke (odkaz platí 2 hodiny):",
-            cadence_ask_ignore: "Ak ste to neboli vy, tento e-mail ignorujte; nič sa nezmení.",
-        },
-        "cs" => &Strings {
-            confirm_subject: "Potvrďte svou poptávku",
-            confirm_intro: "Obdrželi jsme váš souhlas se zveřejněním této poptávky:",
-            confirm_action: "Poptávku aktivujete tlačítkem Potvrdit na této stránce:",
-            ignore: "Pokud jste o nic nežádali, tento e-mail ignorujte; bez potvrzení se nic nestane.",
-            withdraw: "Poptávku kdykoli zrušíte zde:",
-            digest_subject: "Nové nabídky pro vaši poptávku",
-            digest_intro: "Našli jsme nové nabídky, které odpovídají vaší poptávce:",
-            all_results: "Všechny výsledky:",
-            aggregator: "Nabídky pocházejí od tržního agregátoru a nemusí být úplné.",
-            cadence_now: "E-maily o této poptávce chodí:",
-            cadence_after_confirm: "Po potvrzení budou e-maily o této poptávce chodit:",
-            cadence_change: "Jak často chodí (průběžně, denně, týdně nebo pozastavit), změníte na stránce výsledků:",
-            cadence_ask_subject: "Potvrďte změnu e-mailů o poptávce",
-            cadence_ask: "Na stránce výsledků této poptávky někdo (asi vy) požádal, aby e-maily o ní chodily:",
-            cadence_ask_action: "Změnu potvrdíte tlačítkem na této stránce (odkaz platí 2 hodiny):",
-            cadence_ask_ignore: "Pokud jste to nebyli vy, tento e-mail ignorujte; nic se nezmění.",
-        },
-        _ => &Strings {
-            confirm_subject: "Confirm your request",
-            confirm_intro: "We received your consent to publish this request:",
-            confirm_action: "Activate it with the Confirm button on this page:",
-            ignore: "If you did not ask for anything, ignore this e-mail; nothing happens without confirmation.",
-            withdraw: "Withdraw it at any time here:",
-            digest_subject: "New offers for your request",
-            digest_intro: "We found new offers that match your request:",
-            all_results: "All results:",
-            aggregator: "Offers come from a market aggregator and may be incomplete.",
-            cadence_now: "E-mails about this request come:",
-            cadence_after_confirm: "Once confirmed, e-mails about this request come:",
-            cadence_change: "Change how often (as they come, daily, weekly, or pause) on the results page:",
-            cadence_ask_subject: "Confirm the change to e-mails about your request",
-            cadence_ask: "On this request's results page someone (probably you) asked that e-mails about it come:",
-            cadence_ask_action: "Confirm the change with the button on this page (the link works for 2 hours):",
-            cadence_ask_ignore: "If that was not you, ignore this e-mail; nothing changes.",
-        },
-    }
-}
 
 fn short(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -96,11 +17,14 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
-/// The cadence paragraph of every e-mail about an intent (issue 13 point 2): the
-/// current cadence in words ([`Cadence::label`]) and the results page link where the
-/// person changes it (a page with a form: following the link changes nothing).
-fn cadence_paragraph(s: &Strings, lead: &str, lang: &str, cadence: Cadence, results_url: &str) -> String {
-    format!("{lead} {label}.\n{change}\n{results_url}", label = cadence.label(lang), change = s.cadence_change)
+/// The closing paragraphs of the confirmation and the digest: the cadence (issue 13
+/// point 2: `lead`, the cadence in words ([`Cadence::label`]) and the results page link
+/// where the person changes it, a page with a form: following the link changes
+/// nothing), then the withdraw link.
+fn cadence_and_withdraw(s: &IntentMailText, lead: &str, lang: &str, cadence: Cadence, urls: [&str; 2]) -> String {
+    let [results_url, withdraw_url] = urls;
+    let label = cadence.label(lang);
+    format!("{lead} {label}.\n{}\n{results_url}\n\n{}\n{withdraw_url}", s.cadence_change, s.withdraw)
 }
 
 /// An e-mail to `to` about `intent`: `lead`, the statement in quotes, `body` and the
@@ -138,14 +62,10 @@ pub fn confirmation(
     withdraw_url: &str,
     unsubscribe_url: &str,
 ) -> MailContent {
-    let s = strings(&intent.language);
-    let body = format!(
-        "{action}\n{confirm_url}\n\n{ignore}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
-        action = s.confirm_action,
-        ignore = s.ignore,
-        cadence = cadence_paragraph(s, s.cadence_after_confirm, &intent.language, cadence, results_url),
-        withdraw = s.withdraw,
-    );
+    let s = crate::mail::texts(&intent.language).intent;
+    let closing =
+        cadence_and_withdraw(s, s.cadence_after_confirm, &intent.language, cadence, [results_url, withdraw_url]);
+    let body = format!("{}\n{confirm_url}\n\n{}\n\n{closing}", s.confirm_action, s.ignore);
     let subject = format!("{}: {}", s.confirm_subject, short(&intent.statement, 60));
     intent_mail(settings, to, intent, subject, s.confirm_intro, &body, unsubscribe_url)
 }
@@ -163,7 +83,7 @@ pub fn cadence_change(
     confirm_url: &str,
     unsubscribe_url: &str,
 ) -> MailContent {
-    let s = strings(&intent.language);
+    let s = crate::mail::texts(&intent.language).intent;
     let lead = format!("{} {}.", s.cadence_ask, cadence.label(&intent.language));
     let body = format!("{}\n{confirm_url}\n\n{}", s.cadence_ask_action, s.cadence_ask_ignore);
     let subject = format!("{}: {}", s.cadence_ask_subject, short(&intent.statement, 50));
@@ -184,7 +104,7 @@ pub fn digest(
     withdraw_url: &str,
     unsubscribe_url: &str,
 ) -> MailContent {
-    let s = strings(&intent.language);
+    let s = crate::mail::texts(&intent.language).intent;
     let mut list = String::new();
     for o in offers {
         let place = o.area.place.clone().unwrap_or_else(|| o.area.regions.join(", "));
@@ -194,13 +114,8 @@ pub fn digest(
         }
         list.push_str(&why_line(intent, o));
     }
-    let body = format!(
-        "{list}\n{all}\n{results_url}\n\n{aggregator}\n\n{cadence}\n\n{withdraw}\n{withdraw_url}",
-        all = s.all_results,
-        aggregator = s.aggregator,
-        cadence = cadence_paragraph(s, s.cadence_now, &intent.language, cadence, results_url),
-        withdraw = s.withdraw,
-    );
+    let closing = cadence_and_withdraw(s, s.cadence_now, &intent.language, cadence, [results_url, withdraw_url]);
+    let body = format!("{list}\n{}\n{results_url}\n\n{}\n\n{closing}", s.all_results, s.aggregator);
     let subject = format!("{} ({}): {}", s.digest_subject, offers.len(), short(&intent.statement, 50));
     intent_mail(settings, to, intent, subject, s.digest_intro, &body, unsubscribe_url)
 }

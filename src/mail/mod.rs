@@ -1,7 +1,7 @@
 //! E-mail transport (infrastructure): the composed message ([`MailContent`]), the sealed
 //! outbox row ([`MailJob`]), the [`Outbox`] handle, the SMTP / file [`Transport`] and
 //! the durable outbox worker. The messages themselves are composed by the services
-//! (`crate::messages`, `crate::accounts`).
+//! (`crate::messages`, `crate::accounts`) from the texts of their language ([`texts`]).
 //!
 //! Messages are UTF-8 (Slovak and Czech diacritics in subjects and bodies), carry the
 //! withdraw link and RFC 8058 `List-Unsubscribe` / `List-Unsubscribe-Post` headers
@@ -16,10 +16,16 @@ pub mod worker;
 
 pub use smtp::{SmtpServer, TlsMode};
 
+// `MailText` and its parts (`IntentMailText`, `AccountMailText`), written by build.rs
+// from the keys and comments of `assets/i18n/mail/en.toml`; the table of each language
+// (`assets/i18n/mail/<lang>.toml`); and `pub fn texts(lang: &str) -> &'static MailText`,
+// the e-mail texts of `lang` (`sk`, `cs`; anything else is English).
+include!(concat!(env!("OUT_DIR"), "/mail.rs"));
+
 use crate::clock::Clock;
 use crate::crypto::{KeyRing, Sealed};
 use crate::store::Store;
-use lettre::message::header::{self, ContentType, Header, HeaderName, HeaderValue};
+use lettre::message::header::{self, ContentType, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde::{Deserialize, Serialize};
@@ -93,36 +99,6 @@ impl MailJob {
 /// Whether `s` is a mailbox such as `Holder <noreply@holder.example>` (RFC 5322).
 pub fn is_mailbox(s: &str) -> bool {
     s.parse::<Mailbox>().is_ok()
-}
-
-#[derive(Clone)]
-struct ListUnsubscribe(String);
-
-impl Header for ListUnsubscribe {
-    fn name() -> HeaderName {
-        HeaderName::new_from_ascii_str("List-Unsubscribe")
-    }
-    fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Ok(Self(s.to_owned()))
-    }
-    fn display(&self) -> HeaderValue {
-        HeaderValue::new(Self::name(), self.0.clone())
-    }
-}
-
-#[derive(Clone)]
-struct ListUnsubscribePost;
-
-impl Header for ListUnsubscribePost {
-    fn name() -> HeaderName {
-        HeaderName::new_from_ascii_str("List-Unsubscribe-Post")
-    }
-    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Ok(Self)
-    }
-    fn display(&self) -> HeaderValue {
-        HeaderValue::new(Self::name(), "List-Unsubscribe=One-Click".to_owned())
-    }
 }
 
 /// A mail failure. Messages never include the recipient, the body or the SMTP server's
@@ -236,14 +212,23 @@ fn smtp_error(e: &lettre::transport::smtp::Error, phase: Phase) -> MailError {
 
 /// A step of `phase` that took longer than its bound.
 fn timed_out(phase: Phase) -> MailError {
-    MailError::Smtp { kind: "timeout", phase, code: None, permanent: false }
+    failed("timeout", phase)
 }
 
-/// Builds the RFC 5322 message for `content`.
+/// A failure of `kind` in `phase` without a reply code that a later attempt may not
+/// meet (a timeout, a connection or TLS failure, a refusal by isto).
+fn failed(kind: &'static str, phase: Phase) -> MailError {
+    MailError::Smtp { kind, phase, code: None, permanent: false }
+}
+
+/// Builds the RFC 5322 message for `content`, with the RFC 8058 headers
+/// `List-Unsubscribe` (the one-click URL) and `List-Unsubscribe-Post:
+/// List-Unsubscribe=One-Click`.
 ///
 /// # Errors
 /// [`MailError::Address`], [`MailError::Build`].
 pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>) -> Result<Message, MailError> {
+    let list = HeaderName::new_from_ascii_str;
     let from: Mailbox = from.parse().map_err(|_| MailError::Address("mail.from"))?;
     let to: Mailbox = content.to.parse().map_err(|_| MailError::Address("recipient"))?;
     Message::builder()
@@ -251,8 +236,8 @@ pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>
         .from(from)
         .to(to)
         .subject(content.subject.clone())
-        .header(ListUnsubscribe(format!("<{}>", content.unsubscribe_url)))
-        .header(ListUnsubscribePost)
+        .raw_header(HeaderValue::new(list("List-Unsubscribe"), format!("<{}>", content.unsubscribe_url)))
+        .raw_header(HeaderValue::new(list("List-Unsubscribe-Post"), "List-Unsubscribe=One-Click".to_owned()))
         .header(header::MIME_VERSION_1_0)
         .multipart(
             MultiPart::mixed()
@@ -280,17 +265,9 @@ pub enum Transport {
 
 impl Transport {
     /// Builds the transport: SMTP at `smtp_url` (`ISTO_SMTP_URL`) when given, else `.eml`
-    /// files in `outbox_dir` (created, owner only), with the default step timeout
-    /// ([`SMTP_COMMAND_TIMEOUT`]).
-    ///
-    /// # Errors
-    /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.
-    pub fn new(smtp_url: Option<&str>, outbox_dir: &Path, allow_plaintext_auth: bool) -> Result<Self, MailError> {
-        Self::with_timeout(smtp_url, outbox_dir, allow_plaintext_auth, SMTP_COMMAND_TIMEOUT)
-    }
-
-    /// As [`Transport::new`] with each SMTP step bounded by `step_timeout`
-    /// (`mail.smtp_timeout_secs`) and the whole conversation by three times that.
+    /// files in `outbox_dir` (created, owner only); each SMTP step bounded by
+    /// `step_timeout` (`mail.smtp_timeout_secs`, default [`SMTP_COMMAND_TIMEOUT`]) and
+    /// the whole conversation by three times that.
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.

@@ -3,7 +3,7 @@
 //! by step so that each step and the whole are bounded in time and a failure is named
 //! by its phase.
 
-use super::{smtp_error, timed_out, MailError, Phase};
+use super::{failed, smtp_error, timed_out, MailError, Phase};
 use lettre::Message;
 
 /// How the SMTP connection is encrypted, from the URL (`smtp://` → `None`,
@@ -139,14 +139,7 @@ impl SmtpServer {
     /// Connects, greets, encrypts and authenticates as the URL says.
     async fn open(&self) -> Result<lettre::transport::smtp::client::AsyncSmtpConnection, MailError> {
         use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
-        let tls_params = || {
-            TlsParameters::new(self.host.clone()).map_err(|_| MailError::Smtp {
-                kind: "TLS failure",
-                phase: Phase::Tls,
-                code: None,
-                permanent: false,
-            })
-        };
+        let tls_params = || TlsParameters::new(self.host.clone()).map_err(|_| failed("TLS failure", Phase::Tls));
         let mut conn = if self.tls == TlsMode::Implicit {
             // lettre connects and shakes hands in one call: tell the steps apart by the
             // error where it can (its connect timeout is the step timeout, so an expiry of
@@ -176,14 +169,7 @@ impl SmtpServer {
             .await
             {
                 Ok(Ok(t)) => t,
-                Ok(Err(_)) => {
-                    return Err(MailError::Smtp {
-                        kind: "connection failure",
-                        phase: Phase::Connect,
-                        code: None,
-                        permanent: false,
-                    })
-                }
+                Ok(Err(_)) => return Err(failed("connection failure", Phase::Connect)),
                 Err(_) => return Err(timed_out(Phase::Connect)),
             };
             let _ = tcp.set_nodelay(true);
@@ -205,12 +191,7 @@ impl SmtpServer {
             if !conn.is_encrypted() && !self.allow_plaintext_auth {
                 // issue 9 point 5: never AUTH in clear unless the operator said so.
                 conn.abort().await;
-                return Err(MailError::Smtp {
-                    kind: "refused by isto",
-                    phase: Phase::Auth,
-                    code: None,
-                    permanent: false,
-                });
+                return Err(failed("refused by isto", Phase::Auth));
             }
             use lettre::transport::smtp::authentication::Mechanism;
             self.step(Phase::Auth, conn.auth(&[Mechanism::Plain, Mechanism::Login], creds)).await?;
@@ -251,7 +232,7 @@ impl SmtpServer {
         use lettre::transport::smtp::extension::{Extension, MailBodyParameter, MailParameter};
         let envelope = m.envelope();
         let bytes = m.formatted();
-        let refused = |phase| MailError::Smtp { kind: "refused by isto", phase, code: None, permanent: false };
+        let refused = |phase| failed("refused by isto", phase);
         let mut options = Vec::new();
         let non_ascii = envelope.from().is_some_and(|a| !AsRef::<str>::as_ref(a).is_ascii())
             || envelope.to().iter().any(|a| !AsRef::<str>::as_ref(a).is_ascii());

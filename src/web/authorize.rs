@@ -18,7 +18,7 @@
 //! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
 
 use super::i18n::{request_lang, ui, AuthorizeText, Ui};
-use super::{now_unix, page, pages};
+use super::{now_unix, page, pages, Page};
 use crate::base::Base;
 use crate::crypto::token_hash;
 use crate::oauth::authorize::{self, AuthzRequest, Refusal, PARAMS};
@@ -130,17 +130,9 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
         let u = texts(ctx, headers);
         let t = u.authorize;
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
-        let back = authorize::error_url(
-            &ctx.server,
-            &r.redirect_uri,
-            r.state.as_deref(),
-            "access_denied",
-            "wrong account role",
-        );
-        let body = html! {
-            (pages::message(why, true))
-            p { a href=(back) { (t.back) } }
-        };
+        let (to, state) = (&r.redirect_uri, r.state.as_deref());
+        let back = authorize::error_url(&ctx.server, to, state, "access_denied", "wrong account role");
+        let body = pages::message_link(why, true, &back, t.back);
         return Err(page(&ctx.app, u, StatusCode::FORBIDDEN, t.wrong_role_title, body));
     }
     Ok(current.map(|(id, _)| id).unwrap_or_default())
@@ -175,26 +167,20 @@ async fn checked(ctx: &Ctx, headers: &HeaderMap, p: &Params) -> Result<(AuthzReq
 }
 
 /// `GET /oauth/authorize`: the consent page.
-async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Page {
     let p = Params::parse(query.unwrap_or_default().as_bytes());
-    let (r, account_id) = match checked(&ctx, &headers, &p).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
+    let (r, account_id) = checked(&ctx, &headers, &p).await?;
     let csrf = ctx.app.base.keys().csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
     let u = texts(&ctx, &headers);
-    page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf))
+    Ok(page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf)))
 }
 
 /// `POST /oauth/authorize`: `decision=allow|deny` with the request's parameters and the
 /// CSRF token. Allow → 303 to `redirect_uri?code=…&state=…&iss=…`; Deny →
 /// `error=access_denied`.
-async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Page {
     let p = Params::parse(&body);
-    let (r, account_id) = match checked(&ctx, &headers, &p).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
+    let (r, account_id) = checked(&ctx, &headers, &p).await?;
     let u = texts(&ctx, &headers);
     let t = u.authorize;
     let now = now_unix(&ctx.app);
@@ -202,23 +188,18 @@ async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> R
         p.get("csrf").filter(|c| ctx.app.base.keys().csrf_valid(c, CSRF_PURPOSE, &binding(&r, &account_id), now));
     // A missing or stale token, or an unknown decision: the page of an expired form.
     let (Some(csrf), Some(decision @ ("allow" | "deny"))) = (csrf, p.get("decision")) else {
-        return page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(t.expired, true));
+        return Ok(page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(t.expired, true)));
     };
     if decision == "deny" {
         let state = r.state.as_deref();
-        return to_client(&authorize::error_url(
-            &ctx.server,
-            &r.redirect_uri,
-            state,
-            "access_denied",
-            "the person declined",
-        ));
+        let denied = authorize::error_url(&ctx.server, &r.redirect_uri, state, "access_denied", "the person declined");
+        return Ok(to_client(&denied));
     }
-    match authorize::allow(&ctx.server, &r, account_id, csrf).await {
+    Ok(match authorize::allow(&ctx.server, &r, account_id, csrf).await {
         Ok(Some(url)) => to_client(&url),
         Ok(None) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(t.answered, true)),
         Err(_) => refusal(&ctx, &headers, Refusal::Internal, true),
-    }
+    })
 }
 
 /// The consent page body: who asks, for what, where the answer goes, Allow and Deny.

@@ -37,19 +37,6 @@ pub(super) fn routes() -> Router<Shared> {
 }
 
 // ---------------------------------------------------------------------------
-// strings
-
-impl DemandText {
-    fn category_name(&self, key: &'static str) -> &'static str {
-        match key {
-            "vehicles" => self.vehicles,
-            "property" => self.property,
-            other => other,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
 // the handler
 
 #[derive(Debug, Default, Deserialize)]
@@ -104,14 +91,14 @@ async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): R
                 p.notice role="alert" { (t.unknown_category) }
                 ul {
                     @for c in CATEGORIES {
-                        li { a href=(format!("/seller/demand?category={}", c.key)) { (t.category_name(c.key)) } }
+                        li { a href=(format!("/seller/demand?category={}", c.key)) { (ui.category_name(c.key)) } }
                     }
                 }
             };
             page(&h, ui, StatusCode::NOT_FOUND, t.title, body)
         }
         Ok(Access::Map(map)) => {
-            let title = format!("{} – {}", t.title, t.category_name(category.unwrap_or_default()));
+            let title = format!("{} – {}", t.title, ui.category_name(category.unwrap_or_default()));
             page(&h, ui, StatusCode::OK, &title, body(t, lang, &map, buy_by))
         }
         Err(f) => fail_page(&h, ui, f),
@@ -152,18 +139,19 @@ fn body(t: &DemandText, lang: &str, map: &HeatMap, only: Option<usize>) -> Marku
         None => format!("/seller/demand?category={c}"),
     };
     let max = map.max_shown();
+    let ui = super::i18n::ui(lang);
     html! {
         p { (t.intro) " " (t.rule_before_k) " " (map.k) " " (t.rule_after_k) }
-        p.hint { (t.as_of) " " (pages::date(super::i18n::ui(lang), &map.as_of)) " (" (map.as_of) ")" }
+        p.hint { (t.as_of) " " (pages::date(ui, &map.as_of)) " (" (map.as_of) ")" }
         nav aria-label=(t.category) {
             p {
                 (t.category) ": "
                 @for (i, c) in CATEGORIES.iter().enumerate() {
                     @if i > 0 { " · " }
                     @if c.key == category {
-                        strong aria-current="page" { (t.category_name(c.key)) }
+                        strong aria-current="page" { (ui.category_name(c.key)) }
                     } @else {
-                        a href=(link(c.key, None)) { (t.category_name(c.key)) }
+                        a href=(link(c.key, None)) { (ui.category_name(c.key)) }
                     }
                 }
             }
@@ -189,7 +177,7 @@ fn body(t: &DemandText, lang: &str, map: &HeatMap, only: Option<usize>) -> Marku
                 }
             }
         }
-        p.hint { (super::i18n::ui(lang).aggregator) }
+        p.hint { (ui.aggregator) }
     }
 }
 

@@ -41,16 +41,13 @@ async fn consent_view(h: &Shared, token: &str) -> Result<(ConsentView, &'static 
 }
 
 /// `GET /consent/{token}`.
-pub(super) async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let (view, ui) = match consent_view(&h, &token).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
-    if view.open {
+pub(super) async fn consent_page(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let (view, ui) = consent_view(&h, &token).await?;
+    Ok(if view.open {
         consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None)
     } else {
         consent_closed(&h, ui, &view.intent)
-    }
+    })
 }
 
 /// `POST /consent/{token}` (email, accept, csrf, lang): CSRF, the checkbox, then
@@ -60,14 +57,11 @@ pub(super) async fn consent_submit(
     Path(token): Path<String>,
     client: Option<axum::Extension<crate::net::ClientAddr>>,
     body: Bytes,
-) -> Response {
+) -> Page {
     let form = FormFields::parse(&body);
-    let (view, ui) = match consent_view(&h, &token).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
+    let (view, ui) = consent_view(&h, &token).await?;
     if !csrf_ok(&h, &form.csrf, CSRF_CONSENT, &token) {
-        return csrf_page(&h, ui);
+        return Ok(csrf_page(&h, ui));
     }
     if !view.open {
         // The same person submitting again (a double click, the back button): the
@@ -75,26 +69,20 @@ pub(super) async fn consent_submit(
         if matches!(view.intent.status, Status::AwaitingEmailConfirmation | Status::Active) {
             let (t, email) = (token.clone(), form.email.clone());
             if let Ok(true) = call(&h, "consent_view", move |x| x.intents.consent_repeated(&t, &email)).await {
-                return Redirect::to(&format!("/consent/{token}/sent")).into_response();
+                return Ok(Redirect::to(&format!("/consent/{token}/sent")).into_response());
             }
         }
-        return consent_closed(&h, ui, &view.intent);
+        return Ok(consent_closed(&h, ui, &view.intent));
     }
     if form.accept != "yes" {
-        return consent_form_page(
-            &h,
-            ui,
-            &view.intent,
-            &token,
-            StatusCode::BAD_REQUEST,
-            Some((ui.accept_required, false)),
-        );
+        let error = Some((ui.accept_required, false));
+        return Ok(consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, error));
     }
     // The language of the consent text the person read (sent back by the form).
-    let lang = LANGUAGES.into_iter().find(|l| *l == form.lang).unwrap_or(ui.lang);
+    let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
     let (t, email) = (token.clone(), form.email);
     let client = client.and_then(|axum::Extension(c)| c.key());
-    match call(&h, "give_consent", move |x| x.intents.give_consent_from(&t, &email, lang, client)).await {
+    Ok(match call(&h, "give_consent", move |x| x.intents.give_consent_from(&t, &email, lang, client)).await {
         Ok(ConsentOutcome::Recorded | ConsentOutcome::Repeated) => {
             Redirect::to(&format!("/consent/{token}/sent")).into_response()
         }
@@ -105,7 +93,7 @@ pub(super) async fn consent_submit(
             consent_form_page(&h, ui, &view.intent, &token, StatusCode::BAD_REQUEST, Some((ui.email_invalid, true)))
         }
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// The 429 page of a used-up consent quota (issue 9 point 3), with `Retry-After`: the
@@ -132,12 +120,9 @@ pub(super) fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota
 }
 
 /// `GET /consent/{token}/sent`: "check your e-mail" (never the address itself).
-pub(super) async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let (view, ui) = match consent_view(&h, &token).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
-    match view.intent.status {
+pub(super) async fn consent_sent(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let (view, ui) = consent_view(&h, &token).await?;
+    Ok(match view.intent.status {
         Status::AwaitingEmailConfirmation | Status::Active => {
             let body = maud::html! {
                 (pages::message(ui.sent_body, false))
@@ -148,7 +133,7 @@ pub(super) async fn consent_sent(State(h): State<Shared>, Path(token): Path<Stri
         }
         _ if view.open => consent_form_page(&h, ui, &view.intent, &token, StatusCode::OK, None),
         _ => consent_closed(&h, ui, &view.intent),
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -186,45 +171,39 @@ pub(super) fn cadence_saved(query: Option<&str>) -> bool {
 
 /// `GET /confirm/{token}`: a Confirm button; once used, only its outcome; never
 /// changes state.
-pub(super) async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
-        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(res) => res,
-    }
+pub(super) async fn confirm_page(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let intent = by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await?;
+    Ok(confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token))
 }
 
 /// `POST /confirm/{token}` (csrf): [`Holder::confirm`]; 303 to `/confirm/{token}/done`.
-pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Page {
     let form = FormFields::parse(&body);
-    let intent = match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
-        Ok(i) => i,
-        Err(res) => return res,
-    };
+    let intent = by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await?;
     let ui = intent_ui(&h, &intent);
     if !csrf_ok(&h, &form.csrf, CSRF_CONFIRM, &token) {
-        return csrf_page(&h, ui);
+        return Ok(csrf_page(&h, ui));
     }
     let t = token.clone();
-    match call(&h, "confirm", move |x| x.intents.confirm(&t)).await {
+    Ok(match call(&h, "confirm", move |x| x.intents.confirm(&t)).await {
         Ok(ConfirmOutcome::Activated | ConfirmOutcome::AlreadyActive) => {
             Redirect::to(&format!("/confirm/{token}/done")).into_response()
         }
         Ok(ConfirmOutcome::Closed) => closed_page(&h, ui, &intent),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
 /// page of a used confirmation link).
-pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    match by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await {
-        Ok(intent) if intent.status == Status::Active => {
-            let ui = intent_ui(&h, &intent);
-            used_confirm_page(&h, ui, &intent, ui.active_body)
-        }
-        Ok(intent) => confirm_state_page(&h, intent_ui(&h, &intent), &intent, &token),
-        Err(res) => res,
-    }
+pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let intent = by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await?;
+    let ui = intent_ui(&h, &intent);
+    Ok(if intent.status == Status::Active {
+        used_confirm_page(&h, ui, &intent, ui.active_body)
+    } else {
+        confirm_state_page(&h, ui, &intent, &token)
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -237,28 +216,20 @@ pub(super) async fn results_page(
     State(h): State<Shared>,
     Path(token): Path<String>,
     RawQuery(query): RawQuery,
-) -> Response {
-    match by_token(&h, "results_view", &token, |x, t| x.intents.results_view(t)).await {
-        Ok(mut v) => {
-            crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
-            let ui = intent_ui(&h, &v.intent);
-            let csrf = h.base.keys().csrf_token(CSRF_CADENCE, &token, now_unix(&h));
-            let action = format!("/results/{token}/cadence");
-            let form = pages::CadenceForm {
-                action: &action,
-                csrf: &csrf,
-                current: v.cadence,
-                saved: cadence_saved(query.as_deref()),
-            };
-            let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
-            let body = maud::html! {
-                @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
-                (pages::results(ui, &v.intent, &v.deliveries, &token, &form))
-            };
-            page(&h, ui, StatusCode::OK, ui.results_title, body)
-        }
-        Err(res) => res,
-    }
+) -> Page {
+    let mut v = by_token(&h, "results_view", &token, |x, t| x.intents.results_view(t)).await?;
+    crate::matching::explain::annotate(&v.intent, &mut v.deliveries);
+    let ui = intent_ui(&h, &v.intent);
+    let csrf = h.base.keys().csrf_token(CSRF_CADENCE, &token, now_unix(&h));
+    let action = format!("/results/{token}/cadence");
+    let form =
+        pages::CadenceForm { action: &action, csrf: &csrf, current: v.cadence, saved: cadence_saved(query.as_deref()) };
+    let mailed = query.as_deref().is_some_and(|q| q.split('&').any(|p| p == "sent=cadence"));
+    let body = maud::html! {
+        @if mailed { p.notice role="status" { (ui.links.cadence_mailed) } }
+        (pages::results(ui, &v.intent, &v.deliveries, &token, &form))
+    };
+    Ok(page(&h, ui, StatusCode::OK, ui.results_title, body))
 }
 
 /// 400: the `cadence` field is missing or not one of the four values: the message
@@ -283,42 +254,34 @@ pub(super) fn withdraw_state_page(h: &AppState, ui: &Ui, intent: &Intent, token:
 
 /// `GET /withdraw/{token}` and `GET /unsubscribe/{token}`: a Withdraw button; never
 /// changes state. Also `GET /withdraw/{token}/done`, which then says "withdrawn".
-pub(super) async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    match managed(&h, &token).await {
-        Ok((intent, ui)) => withdraw_state_page(&h, ui, &intent, &token),
-        Err(page) => page,
-    }
+pub(super) async fn withdraw_page(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let (intent, ui) = managed(&h, &token).await?;
+    Ok(withdraw_state_page(&h, ui, &intent, &token))
 }
 
 /// `POST /withdraw/{token}` (csrf): [`Holder::withdraw_by_manage`]; 303 to
 /// `/withdraw/{token}/done`.
-pub(super) async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Response {
+pub(super) async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Page {
     let form = FormFields::parse(&body);
-    let (_, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+    let (_, ui) = managed(&h, &token).await?;
     if !csrf_ok(&h, &form.csrf, CSRF_WITHDRAW, &token) {
-        return csrf_page(&h, ui);
+        return Ok(csrf_page(&h, ui));
     }
     let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
+    Ok(match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
         Ok(()) => Redirect::to(&format!("/withdraw/{token}/done")).into_response(),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// `POST /unsubscribe/{token}`: RFC 8058 one-click (`List-Unsubscribe=One-Click`). No
 /// CSRF token: mail clients cannot send one, and the unguessable token is the
 /// authority. Any body is accepted (some clients send multipart); 200 with a short page.
-pub(super) async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Response {
-    let (_, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+pub(super) async fn unsubscribe_one_click(State(h): State<Shared>, Path(token): Path<String>) -> Page {
+    let (_, ui) = managed(&h, &token).await?;
     let t = token.clone();
-    match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
+    Ok(match call(&h, "withdraw_by_manage", move |x| x.intents.withdraw_by_manage(&t)).await {
         Ok(()) => page(&h, ui, StatusCode::OK, ui.withdrawn_title, pages::message(ui.unsubscribed, false)),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }

@@ -14,7 +14,7 @@
 //! unsubscribe are not gated.
 
 use super::intent_pages::throttled_page;
-use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Shared, CSRF_CADENCE};
+use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Page, Shared, CSRF_CADENCE};
 use crate::intents::{cadence_proof_purpose, CadenceRequest};
 use crate::records::Cadence;
 use axum::body::Bytes;
@@ -34,33 +34,30 @@ pub(super) async fn results_cadence(
     Path(token): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> Page {
     let form = FormFields::parse(&body);
-    let (intent, ui) = match managed(&h, &token).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+    let (intent, ui) = managed(&h, &token).await?;
     if !csrf_ok(&h, &form.csrf, CSRF_CADENCE, &token) {
-        return csrf_page(&h, ui);
+        return Ok(csrf_page(&h, ui));
     }
     if intent.status.is_final() {
-        return super::closed_page(&h, ui, &intent);
+        return Ok(super::closed_page(&h, ui, &intent));
     }
     let back = format!("/results/{token}");
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        return super::intent_pages::cadence_invalid_page(&h, ui, &back);
+        return Ok(super::intent_pages::cadence_invalid_page(&h, ui, &back));
     };
     let account = super::cookies::current(&h.base, &headers).map(|(id, _)| id);
     let t = token.clone();
     let asked =
         call(&h, "set_cadence", move |x| x.intents.request_cadence_by_manage(&t, cadence, account.as_deref())).await;
-    match asked {
+    Ok(match asked {
         Ok(CadenceRequest::Applied) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
         Ok(CadenceRequest::Mailed) => Redirect::to(&format!("{back}?sent=cadence")).into_response(),
         Ok(CadenceRequest::Throttled(e)) => throttled_page(&h, ui, &e),
         Err(Fail::State) => super::closed_page(&h, ui, &intent),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// The proof of a cadence e-mail's link (`k=` in its query).
@@ -98,15 +95,12 @@ pub(super) async fn cadence_mail_page(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,
     RawQuery(query): RawQuery,
-) -> Response {
+) -> Page {
     let proof = proof_of(query.as_deref());
-    let (intent, ui, cadence) = match mailed_cadence(&h, &token, &value, &proof).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
+    let (intent, ui, cadence) = mailed_cadence(&h, &token, &value, &proof).await?;
     let action = format!("/results/{token}/cadence/{}", cadence.key());
     let body = pages::cadence_confirm(ui, &intent, cadence.label(ui.lang), &action, &proof);
-    page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body)
+    Ok(page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body))
 }
 
 /// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof, checked by
@@ -116,18 +110,15 @@ pub(super) async fn cadence_mail_submit(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,
     body: Bytes,
-) -> Response {
+) -> Page {
     let form = FormFields::parse(&body);
-    let (intent, ui, cadence) = match mailed_cadence(&h, &token, &value, &form.csrf).await {
-        Ok(found) => found,
-        Err(res) => return res,
-    };
+    let (intent, ui, cadence) = mailed_cadence(&h, &token, &value, &form.csrf).await?;
     let t = token.clone();
-    match call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await {
+    Ok(match call(&h, "set_cadence", move |x| x.intents.set_cadence_by_manage(&t, cadence)).await {
         Ok(_) => Redirect::to(&format!("/results/{token}?saved=cadence")).into_response(),
         Err(Fail::State) => super::closed_page(&h, ui, &intent),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// 403: a cadence e-mail's link that is forged or older than two hours: what happened

@@ -21,7 +21,7 @@
 //! holder's default; they show only the public intent view.
 
 use super::i18n::{ui, MineText, Ui};
-use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, pages, Fail, FormFields, Shared};
+use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, pages, Fail, FormFields, Page, Shared};
 use crate::base::ServiceError;
 use crate::policy::Action;
 use crate::protocol::{Intent, Status};
@@ -157,17 +157,13 @@ fn match_count(i: &Intent) -> u64 {
 // my intents
 
 /// `GET /me`.
-async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
+async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Page {
     let (ui, m) = texts(&h, &headers);
     let hd = headers.clone();
-    let got = owned(&h, &headers, ui, "my_intents", "/me", move |x, account| {
+    let (account, (intents, signout)) = owned(&h, &headers, ui, "my_intents", "/me", move |x, account| {
         Ok((x.intents.owned_intents(account)?, super::accounts::signout_csrf(&x.base, &hd)))
     })
-    .await;
-    let (account, (intents, signout)) = match got {
-        Ok(v) => v,
-        Err(res) => return res,
-    };
+    .await?;
     let body = html! {
         p { (m.intro) }
         @if intents.is_empty() {
@@ -195,7 +191,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
             (pages::button_form("/signout", &c, m.signout, false))
         }
     };
-    page(&h, ui, StatusCode::OK, m.title, body)
+    Ok(page(&h, ui, StatusCode::OK, m.title, body))
 }
 
 /// `GET /me/intents/{id}`: one owned intent and its delivered offers.
@@ -204,16 +200,11 @@ async fn intent_page(
     Path(id): Path<String>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
-) -> Response {
+) -> Page {
     let (ui, m) = texts(&h, &headers);
-    let got =
-        owned(&h, &headers, ui, "my_intent", "/me", move |x, account| x.intents.owned_results(account, &id)).await;
-    let (account, view) = match got {
-        Ok(v) => v,
-        Err(res) => return res,
-    };
+    let (account, mut view) =
+        owned(&h, &headers, ui, "my_intent", "/me", move |x, account| x.intents.owned_results(account, &id)).await?;
     // The explanations in the page's language (the person's browser chose it here).
-    let mut view = view;
     let words = Intent { language: ui.lang.to_owned(), ..view.intent.clone() };
     crate::matching::explain::annotate(&words, &mut view.deliveries);
     let body = html! {
@@ -234,78 +225,66 @@ async fn intent_page(
         (pages::offer_list(ui, &view.deliveries))
         p { a href="/me" { (m.back) } }
     };
-    page(&h, ui, StatusCode::OK, ui.results_title, body)
+    Ok(page(&h, ui, StatusCode::OK, ui.results_title, body))
 }
 
 /// `POST /me/intents/{id}/withdraw` (csrf): at once; 303 to `/me`.
-async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Page {
     let (ui, _) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_WITHDRAW, &id), "/me").await {
-        Ok(a) => a,
-        Err(res) => return res,
-    };
-    match call(&h, "withdraw_owned", move |x| x.intents.withdraw_owned(&account, &id)).await {
+    let account = form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_WITHDRAW, &id), "/me").await?;
+    Ok(match call(&h, "withdraw_owned", move |x| x.intents.withdraw_owned(&account, &id)).await {
         Ok(()) => Redirect::to("/me").into_response(),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence (issue 13
 /// point 2; the same rules as the results page's form): 303 to the intent's page with
 /// `?saved=cadence`; 400 naming the field for an unknown value; nothing changed on a
 /// refusal.
-async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Page {
     let (ui, _) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_CADENCE, &id), "/me").await {
-        Ok(a) => a,
-        Err(res) => return res,
-    };
+    let account = form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_CADENCE, &id), "/me").await?;
     let back = format!("/me/intents/{id}");
     let Some(cadence) = Cadence::parse(form.cadence.trim()) else {
-        return super::intent_pages::cadence_invalid_page(&h, ui, &back);
+        return Ok(super::intent_pages::cadence_invalid_page(&h, ui, &back));
     };
-    match call(&h, "set_cadence_owned", move |x| x.intents.set_cadence_owned(&account, &id, cadence)).await {
+    Ok(match call(&h, "set_cadence_owned", move |x| x.intents.set_cadence_owned(&account, &id, cadence)).await {
         Ok(_) => Redirect::to(&format!("{back}?saved=cadence")).into_response(),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 /// `POST /me/intents/{id}/renew` (csrf): a pending renewal; 303 to its page.
-async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn renew_request(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Page {
     let (ui, m) = texts(&h, &headers);
     let form = FormFields::parse(&body);
-    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_RENEW, &id), "/me").await {
-        Ok(a) => a,
-        Err(res) => return res,
-    };
-    match call(&h, "request_renewal", move |x| x.intents.request_renewal(&account, &id)).await {
+    let account = form_account(&h, &headers, ui, (&form.csrf, CSRF_ME_RENEW, &id), "/me").await?;
+    Ok(match call(&h, "request_renewal", move |x| x.intents.request_renewal(&account, &id)).await {
         Ok(r) => Redirect::to(&format!("/renew/{}", r.token)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_refused),
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------
 // renewal (the person's fresh action)
 
 /// `GET /renew/{token}`: the intent, the new validUntil and a Confirm button.
-async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Response {
+async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap) -> Page {
     let (ui, m) = texts(&h, &headers);
     let (t, next) = (token.clone(), format!("/renew/{token}"));
     let (account, view) =
-        match owned(&h, &headers, ui, "renewal_view", &next, move |x, a| x.intents.renewal_view(a, &t)).await {
-            Ok(v) => v,
-            Err(res) => return res,
-        };
+        owned(&h, &headers, ui, "renewal_view", &next, move |x, a| x.intents.renewal_view(a, &t)).await?;
     if !view.open {
         let body = html! {
             (pages::message(m.renew_closed, false))
             (pages::intent_status(ui, &view.intent))
             p { a href="/me" { (m.back) } }
         };
-        return page(&h, ui, StatusCode::GONE, m.renew_title, body);
+        return Ok(page(&h, ui, StatusCode::GONE, m.renew_title, body));
     }
     let body = html! {
         p { (m.renew_intro) }
@@ -317,22 +296,19 @@ async fn renew_page(State(h): State<Shared>, Path(token): Path<String>, headers:
         (pages::button_form(&next, &csrf(&h, CSRF_RENEW, &account, &token), ui.confirm_button, false))
         p { a href="/me" { (m.back) } }
     };
-    page(&h, ui, StatusCode::OK, m.renew_title, body)
+    Ok(page(&h, ui, StatusCode::OK, m.renew_title, body))
 }
 
 /// `POST /renew/{token}` (csrf): applies the renewal; 303 to the intent's page.
-async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn renew_submit(State(h): State<Shared>, Path(token): Path<String>, headers: HeaderMap, body: Bytes) -> Page {
     let (ui, m) = texts(&h, &headers);
     let form = FormFields::parse(&body);
     let next = format!("/renew/{token}");
-    let account = match form_account(&h, &headers, ui, (&form.csrf, CSRF_RENEW, &token), &next).await {
-        Ok(a) => a,
-        Err(res) => return res,
-    };
-    match call(&h, "renew", move |x| x.intents.renew(&account, &token)).await {
+    let account = form_account(&h, &headers, ui, (&form.csrf, CSRF_RENEW, &token), &next).await?;
+    Ok(match call(&h, "renew", move |x| x.intents.renew(&account, &token)).await {
         Ok(intent) => Redirect::to(&format!("/me/intents/{}", intent.id)).into_response(),
         Err(Fail::State) => refused(&h, ui, m.renew_closed),
         // Fail::PersonCap: the person-cap page (fail_page), the renewal left usable.
         Err(f) => fail_page(&h, ui, f),
-    }
+    })
 }

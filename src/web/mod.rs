@@ -60,7 +60,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use i18n::{page_lang, ui, Ui, LANGUAGES};
+use i18n::{page_lang, ui, Ui};
 use intent_pages::{
     confirm_done, confirm_page, confirm_submit, consent_page, consent_sent, consent_submit, results_page,
     unsubscribe_one_click, withdraw_page, withdraw_submit,
@@ -71,6 +71,10 @@ use serde::Deserialize;
 use std::sync::{Arc, OnceLock};
 
 type Shared = AppState;
+
+/// What a page handler answers: `Err` is an answer that ended it early (the error page,
+/// the CSRF page, a redirect to the sign-in page), sent as it is.
+type Page = Result<Response, Response>;
 
 /// Largest form body accepted by any page (the consent form is well under 1 KiB).
 const FORM_LIMIT: usize = 16 * 1024;
@@ -440,7 +444,7 @@ impl FormFields {
 // home
 
 /// The language of a page not about an intent whose query may choose it: `?lang=`
-/// when it names one of [`LANGUAGES`] ([`i18n::query_lang`], the language switcher),
+/// when it names one of [`i18n::LANGUAGES`] ([`i18n::query_lang`], the language switcher),
 /// else [`browser_lang`].
 fn chosen_lang(h: &AppState, headers: &HeaderMap, query: Option<&str>) -> &'static str {
     i18n::query_lang(query).unwrap_or_else(|| browser_lang(h, headers))
@@ -453,8 +457,7 @@ async fn home(State(h): State<Shared>, headers: HeaderMap, RawQuery(query): RawQ
     let ui = ui(chosen_lang(&h, &headers, query.as_deref()));
     let mcp = format!("{}/mcp", h.base.settings().public_url.base);
     let name = &h.base.settings().holder_name;
-    let links = pages::HomeLinks { signin: "/signin", signup: "/signup", mine: "/me" };
-    let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp, &links));
+    let doc = pages::layout(ui, name, name, true, pages::home(ui, &mcp));
     doc.into_response()
 }
 

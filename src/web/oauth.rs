@@ -23,6 +23,9 @@ const BODY_LIMIT: usize = 16 * 1024;
 
 type Shared = Arc<Server>;
 
+/// A machine endpoint's answer: `Err` is the refusal, answered as [`OAuthError`] says.
+type Answer = Result<Response, OAuthError>;
+
 /// The authorization server and protected-resource routes:
 /// `GET /.well-known/oauth-authorization-server`,
 /// `GET /.well-known/oauth-protected-resource[/mcp/buyer|/mcp/seller]`,
@@ -113,27 +116,19 @@ async fn seller_resource(State(ctx): State<Shared>) -> Response {
 }
 
 /// `POST /oauth/register` ([`oauth::register_client`]): `201` with the registration.
-async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<ClientAddr>>, body: Bytes) -> Response {
-    match oauth::register_client(&ctx, client_addr.map(|Extension(c)| c), &body).await {
-        Ok(out) => no_store(StatusCode::CREATED, out),
-        Err(e) => e.into_response(),
-    }
+async fn register(State(ctx): State<Shared>, client_addr: Option<Extension<ClientAddr>>, body: Bytes) -> Answer {
+    Ok(no_store(StatusCode::CREATED, oauth::register_client(&ctx, client_addr.map(|Extension(c)| c), &body).await?))
 }
 
 /// `POST /oauth/token` ([`oauth::grant_token`]): `200` with the tokens.
-async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    match oauth::grant_token(&ctx, authorization(&headers), &body).await {
-        Ok(out) => no_store(StatusCode::OK, out),
-        Err(e) => e.into_response(),
-    }
+async fn token(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
+    Ok(no_store(StatusCode::OK, oauth::grant_token(&ctx, authorization(&headers), &body).await?))
 }
 
 /// `POST /oauth/revoke` ([`oauth::revoke_token`]): `200` with no body.
-async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    match oauth::revoke_token(&ctx, authorization(&headers), &body).await {
-        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
-        Err(e) => e.into_response(),
-    }
+async fn revoke(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
+    oauth::revoke_token(&ctx, authorization(&headers), &body).await?;
+    Ok((StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response())
 }
 
 /// CORS for the machine endpoints: any origin, no cookies.

@@ -48,30 +48,21 @@ pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup
     }
 }
 
-/// The links of the home page (issue 13 point 4), as paths on this holder.
-pub struct HomeLinks<'a> {
-    /// The sign-in page.
-    pub signin: &'a str,
-    /// The sign-up page.
-    pub signup: &'a str,
-    /// The signed-in buyer's "my intents" page (sends to sign-in first when needed).
-    pub mine: &'a str,
-}
-
 /// Home page body (issue 13 point 4): what the holder is, the links for people (sign
-/// in, sign up, "my intents"), the MCP endpoint URL for assistants (as text to copy),
-/// and the language switcher (`/?lang=…` links, plain GETs that only choose the
-/// language; the current one is marked `aria-current`).
-pub fn home(ui: &Ui, mcp_url: &str, links: &HomeLinks<'_>) -> Markup {
+/// in `/signin`, sign up `/signup`, "my intents" `/me`, which sends to sign-in first
+/// when needed), the MCP endpoint URL for assistants (as text to copy), and the
+/// language switcher (`/?lang=…` links, plain GETs that only choose the language; the
+/// current one is marked `aria-current`).
+pub fn home(ui: &Ui, mcp_url: &str) -> Markup {
     html! {
         p { (ui.home_intro) }
         section aria-labelledby="people-heading" {
             h2 #people-heading { (ui.home_people_heading) }
             p { (ui.home_people) }
             ul.links {
-                li { a href=(links.signin) { (ui.account.signin_title) } }
-                li { a href=(links.signup) { (ui.account.signup_title) } }
-                li { a href=(links.mine) { (ui.mine.title) } }
+                li { a href="/signin" { (ui.account.signin_title) } }
+                li { a href="/signup" { (ui.account.signup_title) } }
+                li { a href="/me" { (ui.mine.title) } }
             }
         }
         section aria-labelledby="assistants-heading" {
@@ -91,11 +82,8 @@ fn language_switcher(ui: &Ui) -> Markup {
             ul {
                 @for (code, name) in super::i18n::LANGUAGE_NAMES {
                     li {
-                        @if code == ui.lang {
-                            a href={ "/?lang=" (code) } lang=(code) hreflang=(code) aria-current="page" { (name) }
-                        } @else {
-                            a href={ "/?lang=" (code) } lang=(code) hreflang=(code) { (name) }
-                        }
+                        a href={ "/?lang=" (code) } lang=(code) hreflang=(code)
+                            aria-current=[(code == ui.lang).then_some("page")] { (name) }
                     }
                 }
             }
@@ -128,13 +116,7 @@ pub fn data_table(
 
 /// A one-paragraph message page body (done pages, refusals, errors).
 pub fn message(text: &str, alert: bool) -> Markup {
-    html! {
-        @if alert {
-            p.notice role="alert" { (text) }
-        } @else {
-            p.notice { (text) }
-        }
-    }
+    html! { p.notice role=[alert.then_some("alert")] { (text) } }
 }
 
 /// A POST form (`form.card`) to `action` with the CSRF token `csrf` and one submit
@@ -434,11 +416,8 @@ fn is_web_url(u: &str) -> bool {
 /// "Why this offer:" in one paragraph (`p.why`); nothing when the delivery carries no
 /// words (only codes).
 fn why(ui: &Ui, d: &Delivery) -> Markup {
-    let words: Vec<&str> = if d.extensions.get("reasonCodes").is_some() {
-        d.extensions["reasons"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let reasons = d.extensions.get("reasonCodes").and_then(|_| d.extensions["reasons"].as_array());
+    let words: Vec<&str> = reasons.map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     html! {
         @if !words.is_empty() {
             p.why {
@@ -451,23 +430,8 @@ fn why(ui: &Ui, d: &Delivery) -> Markup {
 
 /// Paragraphs of a plain text: blocks separated by blank lines, lines joined.
 pub fn paragraphs(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur: Vec<&str> = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() {
-            if !cur.is_empty() {
-                out.push(cur.join(" "));
-                cur.clear();
-            }
-        } else {
-            cur.push(line);
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur.join(" "));
-    }
-    out
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines.split(|l| l.is_empty()).filter(|block| !block.is_empty()).map(|block| block.join(" ")).collect()
 }
 
 /// An area as words: regions by name, the whole country by name, a town first.
@@ -482,10 +446,7 @@ pub fn area_text(ui: &Ui, area: &AreaObject) -> String {
 
 /// An offer's place: its town, else its region, else its country.
 fn place_text(ui: &Ui, area: &AreaObject) -> String {
-    match &area.place {
-        Some(p) => p.clone(),
-        None => area_text(ui, area),
-    }
+    area.place.clone().unwrap_or_else(|| area_text(ui, area))
 }
 
 /// The visible budget: `8 000 – 12 000 EUR`, `up to 12 000 EUR`, `from 8 000 EUR`.

@@ -4,7 +4,7 @@
 //! never travel without TLS.
 
 use crate::kit::{self, Opts};
-use isto::mail::{check_smtp_url, worker, Transport};
+use isto::mail::{check_smtp_url, worker, Transport, SMTP_COMMAND_TIMEOUT};
 use isto::state::AppState;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,8 +52,13 @@ fn a_silent_smtp_server_never_holds_up_a_withdrawal() {
     rt.block_on(async {
         let (port, accepted) = silent_server().await;
         let code = queued_confirmation(&h, "buyer@example.com");
-        let transport =
-            Transport::new(Some(&format!("smtp://127.0.0.1:{port}")), &dir.path().join("outbox"), false).unwrap();
+        let transport = Transport::with_timeout(
+            Some(&format!("smtp://127.0.0.1:{port}")),
+            &dir.path().join("outbox"),
+            false,
+            SMTP_COMMAND_TIMEOUT,
+        )
+        .unwrap();
         let stop = CancellationToken::new();
         let w = tokio::spawn(worker::run(h.base.outbox().clone(), transport, stop.clone()));
         // Wait (bounded) until the worker is stuck in the conversation with the silent
@@ -82,7 +87,10 @@ fn a_silent_smtp_server_never_holds_up_a_withdrawal() {
 fn credentials_never_travel_in_clear() {
     let outbox = tempfile::tempdir().unwrap();
     // A user name without TLS is refused, and the message never shows the password.
-    let err = Transport::new(Some("smtp://user:s3cret@127.0.0.1:2525"), outbox.path(), false).err().unwrap();
+    let err =
+        Transport::with_timeout(Some("smtp://user:s3cret@127.0.0.1:2525"), outbox.path(), false, SMTP_COMMAND_TIMEOUT)
+            .err()
+            .unwrap();
     let msg = err.to_string();
     assert!(msg.contains("TLS") && !msg.contains("s3cret"), "{msg}");
     let e = check_smtp_url("smtp://user:s3cret@mail.example:25?tls=opportunistic", false).unwrap_err();
@@ -91,7 +99,13 @@ fn credentials_never_travel_in_clear() {
     assert!(check_smtp_url("smtps://user:s3cret@mail.example:465", false).unwrap().is_empty());
     assert!(check_smtp_url("smtp://user:s3cret@mail.example:587?tls=required", false).unwrap().is_empty());
     assert!(check_smtp_url("smtp://user:s3cret@127.0.0.1:2525", true).is_ok());
-    assert!(Transport::new(Some("smtp://user:s3cret@127.0.0.1:2525"), outbox.path(), true).is_ok());
+    assert!(Transport::with_timeout(
+        Some("smtp://user:s3cret@127.0.0.1:2525"),
+        outbox.path(),
+        true,
+        SMTP_COMMAND_TIMEOUT
+    )
+    .is_ok());
     // Without credentials plain SMTP is fine (a local relay).
     assert!(check_smtp_url("smtp://127.0.0.1:25", false).unwrap().is_empty());
     // Bad schemes and tls values name the rule; visible port mismatches are warned about.

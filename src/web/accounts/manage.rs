@@ -78,17 +78,17 @@ pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap,
             Err(_) => return internal_page(&w, ui),
         }
         let stored = s.account.password_hash.clone().unwrap_or_default();
-        let current = zeroizing(form.current.clone());
+        let current = Zeroizing::new(form.current.clone());
         match hashing(&w, move || password::verify(&current, &stored)).await {
             Ok(true) => {}
             Ok(false) => {
-                w.count_failure(client);
+                w.with_limits(|l, now| l.count_failure(client, now));
                 return again(&w, StatusCode::BAD_REQUEST, ui.password_wrong_current);
             }
             Err(_) => return internal_page(&w, ui),
         }
     }
-    let (signed, new) = (s.clone(), zeroizing(form.password.clone()));
+    let (signed, new) = (s.clone(), Zeroizing::new(form.password.clone()));
     let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return internal_page(&w, ui) };
     let saved = call(&w.app, "set_password", move |x| {
         let out = accounts::change_password(&x.base, &signed, &new, Some(&signed.key));

@@ -50,6 +50,8 @@ use maud::Markup;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
+// Passwords taken out of a form live in buffers wiped on drop.
+use zeroize::Zeroizing;
 
 /// Where a sign-in goes when `next` is absent or refused.
 pub const DEFAULT_NEXT: &str = "/me";
@@ -106,22 +108,6 @@ impl Web {
         let now = self.now_unix();
         let mut l = self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         f(&mut l, now)
-    }
-
-    fn too_many_failures(&self, key: ClientKey) -> bool {
-        self.with_limits(|l, now| l.too_many_failures(key, now))
-    }
-
-    fn count_failure(&self, key: ClientKey) {
-        self.with_limits(|l, now| l.count_failure(key, now));
-    }
-
-    fn too_many_mails(&self, key: ClientKey) -> bool {
-        self.with_limits(|l, now| l.too_many_mails(key, now))
-    }
-
-    fn count_mail(&self, key: ClientKey) {
-        self.with_limits(|l, now| l.count_mail(key, now));
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
@@ -339,7 +325,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
         signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None, &pre)
     };
-    if w.too_many_failures(client) {
+    if w.with_limits(|l, now| l.too_many_failures(client, now)) {
         let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 60);
     }
@@ -358,7 +344,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Err(_) => return internal_page(&w, ui),
     };
     let stored = target.account.as_ref().and_then(|a| a.password_hash.clone());
-    let pw = zeroizing(form.password);
+    let pw = Zeroizing::new(form.password);
     let checked = hashing(&w, move || {
         let phc = stored.as_deref().unwrap_or_else(|| password::dummy_hash());
         let ok = password::verify(&pw, phc) && stored.is_some();
@@ -371,7 +357,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Err(_) => return internal_page(&w, ui),
     };
     let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
-        w.count_failure(client);
+        w.with_limits(|l, now| l.count_failure(client, now));
         return failed(&w, &email);
     };
     let id = account.id.clone();
@@ -385,11 +371,6 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(None) => failed(&w, &email),
         Err(_) => internal_page(&w, ui),
     }
-}
-
-/// Moves a password out of the form into a buffer wiped on drop.
-fn zeroizing(s: String) -> zeroize::Zeroizing<String> {
-    zeroize::Zeroizing::new(s)
 }
 
 /// `POST /signin/link` (csrf, email, next): queues a one-time link if the address has an
@@ -407,12 +388,12 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
         let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
         signin_render(w, ui, status, &next, st, None, &pre)
     };
-    if w.too_many_mails(client) {
+    if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
     // Every request counts, whether or not a mail goes out: the limit must not tell
     // whether an address has an account.
-    w.count_mail(client);
+    w.with_limits(|l, now| l.count_mail(client, now));
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
         Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signin/sent").into_response(),
@@ -517,18 +498,18 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     if !form.password.is_empty() && password::check_length(&form.password).is_err() {
         return again(&w, StatusCode::BAD_REQUEST, ui.password_invalid, "password");
     }
-    if w.too_many_mails(client) {
+    if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(again(&w, StatusCode::OK, ui.mail_busy, "email"), 60);
     }
     // Every request counts, whether or not a mail goes out (no enumeration).
-    w.count_mail(client);
+    w.with_limits(|l, now| l.count_mail(client, now));
     // The consent text the person read (sent back by the form) and the e-mail language.
     let lang = i18n::language(&form.lang).unwrap_or(ui.lang);
     // Hash before looking the address up, so that the answer takes as long either way.
     let password_hash = if form.password.is_empty() {
         None
     } else {
-        let pw = zeroizing(form.password.clone());
+        let pw = Zeroizing::new(form.password.clone());
         match hashing(&w, move || password::hash(&pw)).await {
             Ok(Ok(h)) => Some(h),
             Ok(Err(e)) => {

@@ -16,15 +16,6 @@
 
 use axum::http::{header, HeaderMap};
 
-/// The languages the pages are written in.
-mod account;
-mod links;
-mod pages;
-
-pub use account::AccountText;
-pub use links::LinkText;
-pub use pages::{AuthorizeText, CadenceText, DemandText, MineText, SellerText};
-
 pub use crate::protocol::consent::LANGUAGES;
 
 /// One of [`LANGUAGES`] equal to `s`, if any (a form's `lang` field).
@@ -96,199 +87,12 @@ pub fn query_lang(query: Option<&str>) -> Option<&'static str> {
 /// The name of each of [`LANGUAGES`] in that language (the language switcher's links).
 pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Čeština"), ("en", "English")];
 
-/// UI strings of one language.
-#[derive(Debug)]
-pub struct Ui {
-    /// `lang` attribute value.
-    pub lang: &'static str,
-    /// The account pages' texts (sign-in, sign-up, password).
-    pub account: &'static AccountText,
-    /// The OAuth authorization page's texts.
-    pub authorize: &'static AuthorizeText,
-    /// The sellers' open-intents page's texts.
-    pub sellers: &'static SellerText,
-    /// The sellers' demand heat map's texts.
-    pub demand: &'static DemandText,
-    /// The signed-in buyer's pages' texts (`/me`, renewals).
-    pub mine: &'static MineText,
-    /// The delivery cadence form's texts (results page, the page after confirming).
-    pub cadence: &'static CadenceText,
-    /// The texts of used, ended and leaked links (the way forward, the cadence change
-    /// confirmed by e-mail).
-    pub links: &'static LinkText,
-    /// Link text of the skip link.
-    pub skip: &'static str,
-    /// Home page: what the holder is, in 2–3 sentences (issue 13 point 4).
-    pub home_intro: &'static str,
-    /// Home page: where assistants connect (followed by the MCP endpoint URL).
-    pub home_mcp: &'static str,
-    /// Home page: how a person gets involved (before the sign-in, sign-up and
-    /// "my intents" links).
-    pub home_people: &'static str,
-    /// Home page: heading of the part for people.
-    pub home_people_heading: &'static str,
-    /// Home page: heading of the part for assistants.
-    pub home_assistants_heading: &'static str,
-    /// Accessible name of the language switcher.
-    pub language_nav: &'static str,
-    /// 404 page of an unknown address: what happened.
-    pub no_such_page: &'static str,
-    /// Link text of the link home on the 404 pages.
-    pub home_link: &'static str,
-    /// Label of the statement.
-    pub statement: &'static str,
-    /// Label of the category.
-    pub category: &'static str,
-    /// Label of the criteria table.
-    pub criteria: &'static str,
-    /// Criteria table header: attribute.
-    pub criterion: &'static str,
-    /// Criteria table header: value.
-    pub value: &'static str,
-    /// Label of the area.
-    pub area: &'static str,
-    /// Label of the budget.
-    pub budget: &'static str,
-    /// "up to" before a budget maximum.
-    pub up_to: &'static str,
-    /// "from" before a budget minimum.
-    pub from: &'static str,
-    /// Label of buyBy.
-    pub buy_by: &'static str,
-    /// Label of validUntil.
-    pub valid_until: &'static str,
-    /// Label of the status.
-    pub status: &'static str,
-    /// The sentence shown when a hidden limit is set (never its value).
-    pub hidden_limit: &'static str,
-    /// Consent page title.
-    pub consent_title: &'static str,
-    /// Consent page introduction.
-    pub consent_intro: &'static str,
-    /// Heading of the consent text.
-    pub consent_text: &'static str,
-    /// Label of the e-mail field.
-    pub email_label: &'static str,
-    /// Hint under the e-mail field.
-    pub email_hint: &'static str,
-    /// Label of the consent checkbox.
-    pub accept_label: &'static str,
-    /// The consent submit button.
-    pub consent_button: &'static str,
-    /// Closing note on the consent page.
-    pub consent_ignore: &'static str,
-    /// Error: the checkbox was not ticked.
-    pub accept_required: &'static str,
-    /// Error: the e-mail address is malformed.
-    pub email_invalid: &'static str,
-    /// "Check your e-mail" page title.
-    pub sent_title: &'static str,
-    /// "Check your e-mail" page body.
-    pub sent_body: &'static str,
-    /// "Check your e-mail" page: spam folder hint.
-    pub sent_spam: &'static str,
-    /// Page title: someone already used the consent link.
-    pub taken_title: &'static str,
-    /// Body: someone already used the consent link.
-    pub taken_body: &'static str,
-    /// Title of the page shown when an address got too many consent e-mails.
-    pub throttled_title: &'static str,
-    /// Body of that page.
-    pub throttled_body: &'static str,
-    /// Body: too many consent submissions from the visitor's network (issue 9 point 3).
-    pub throttled_client_body: &'static str,
-    /// Body: the holder sent too many confirmation e-mails in the last hour.
-    pub throttled_global_body: &'static str,
-    /// When to try again: `{minutes}` and `{time}` (HH:MM UTC) are filled in.
-    pub throttled_retry: &'static str,
-    /// Page title: the person holds the most active intents one may (PROTOCOL.md §3
-    /// "Limits").
-    pub person_cap_title: &'static str,
-    /// Body of that page; `{n}` is the limit. Names no address and no intent.
-    pub person_cap_body: &'static str,
-    /// Page title: the link expired or the request was withdrawn.
-    pub closed_title: &'static str,
-    /// Body: the link expired or the request was withdrawn.
-    pub closed_body: &'static str,
-    /// Confirmation page title.
-    pub confirm_title: &'static str,
-    /// Confirmation page introduction.
-    pub confirm_intro: &'static str,
-    /// The Confirm button.
-    pub confirm_button: &'static str,
-    /// The request is already active.
-    pub already_active: &'static str,
-    /// Title after confirming.
-    pub active_title: &'static str,
-    /// Body after confirming.
-    pub active_body: &'static str,
-    /// Results page title.
-    pub results_title: &'static str,
-    /// Results page: heading of the delivered offers.
-    pub delivered_offers: &'static str,
-    /// Results page: nothing delivered yet.
-    pub no_offers: &'static str,
-    /// Results table header: price.
-    pub price: &'static str,
-    /// Results table header: place.
-    pub place: &'static str,
-    /// Results table header: seller.
-    pub seller: &'static str,
-    /// Results table header: delivered at.
-    pub delivered: &'static str,
-    /// Seed rule 2: offers come from an aggregator.
-    pub aggregator: &'static str,
-    /// Link to the withdraw page.
-    pub withdraw_link: &'static str,
-    /// Withdraw page title.
-    pub withdraw_title: &'static str,
-    /// Withdraw page introduction.
-    pub withdraw_intro: &'static str,
-    /// The Withdraw button.
-    pub withdraw_button: &'static str,
-    /// Title after withdrawing.
-    pub withdrawn_title: &'static str,
-    /// Body after withdrawing.
-    pub withdrawn_body: &'static str,
-    /// The request has ended already.
-    pub ended: &'static str,
-    /// 404 title.
-    pub not_found_title: &'static str,
-    /// 404 body.
-    pub not_found_body: &'static str,
-    /// 403 (CSRF) title.
-    pub csrf_title: &'static str,
-    /// 403 (CSRF) body.
-    pub csrf_body: &'static str,
-    /// 500 title.
-    pub error_title: &'static str,
-    /// 500 body.
-    pub error_body: &'static str,
-    /// Status names, in the order of [`crate::protocol::Status`].
-    pub statuses: [&'static str; 5],
-    /// Category names: vehicles, property.
-    pub categories: [&'static str; 2],
-    /// Country names: SK, CZ.
-    pub countries: [&'static str; 2],
-    /// Attribute labels (PROTOCOL.md §2 criteria keys).
-    pub attributes: &'static [(&'static str, &'static str)],
-    /// Plain-text answer of the RFC 8058 one-click unsubscribe.
-    pub unsubscribed: &'static str,
-}
-
-// The tables of each language, written by build.rs from `assets/i18n/<lang>.toml`.
-include!(concat!(env!("OUT_DIR"), "/i18n_sk.rs"));
-include!(concat!(env!("OUT_DIR"), "/i18n_cs.rs"));
-include!(concat!(env!("OUT_DIR"), "/i18n_en.rs"));
-
-/// The strings of `lang` (`sk`, `cs`; anything else is English).
-pub fn ui(lang: &str) -> &'static Ui {
-    match lang {
-        "sk" => &SK,
-        "cs" => &CS,
-        _ => &EN,
-    }
-}
+// `Ui` and its parts (`AccountText`, `AuthorizeText`, `SellerText`, `DemandText`,
+// `MineText`, `CadenceText`, `LinkText`), written by build.rs from the keys and comments
+// of `assets/i18n/en.toml`; the table of each language (`assets/i18n/<lang>.toml`); and
+// `pub fn ui(lang: &str) -> &'static Ui`, the strings of `lang` (`sk`, `cs`; anything
+// else is English).
+include!(concat!(env!("OUT_DIR"), "/i18n.rs"));
 
 impl Ui {
     /// The name of a status.
@@ -325,6 +129,18 @@ impl Ui {
     /// The label of a criteria key (the key itself when unknown).
     pub fn attribute_label<'a>(&self, key: &'a str) -> &'a str {
         self.attributes.iter().find(|(k, _)| *k == key).map(|(_, v)| *v).unwrap_or(key)
+    }
+}
+
+impl AuthorizeText {
+    /// What a scope lets the client do, as a person reads it (empty for an unknown one).
+    pub fn scope(&self, s: &str) -> &'static str {
+        match s {
+            crate::oauth::SCOPE_INTENTS => self.intents,
+            crate::oauth::SCOPE_OFFERS => self.offers,
+            crate::oauth::SCOPE_DEMAND => self.demand,
+            _ => "",
+        }
     }
 }
 
