@@ -33,11 +33,32 @@ struct Words {
     price: &'static str,
     /// The text phrase.
     text: &'static str,
-    /// `(criteria key, label)`.
-    labels: &'static [(&'static str, &'static str)],
+    /// The column of [`LABELS`] in this language.
+    column: usize,
     /// Country names `[SK, CZ]`.
     countries: [&'static str; 2],
 }
+
+/// The criteria labels, `(criteria key, [English, Slovak, Czech])`, in the categories'
+/// attribute order.
+const LABELS: &[(&str, [&str; 3])] = &[
+    ("make", ["make", "značka", "značka"]),
+    ("model", ["model", "model", "model"]),
+    ("body", ["body", "karoséria", "karoserie"]),
+    ("fuel", ["fuel", "palivo", "palivo"]),
+    ("transmission", ["transmission", "prevodovka", "převodovka"]),
+    ("year", ["year", "rok výroby", "rok výroby"]),
+    ("mileageKm", ["mileage", "najazdené", "najeto"]),
+    ("powerKw", ["power", "výkon", "výkon"]),
+    ("color", ["colour", "farba", "barva"]),
+    ("type", ["type", "typ", "typ"]),
+    ("transaction", ["transaction", "transakcia", "transakce"]),
+    ("disposition", ["layout", "dispozícia", "dispozice"]),
+    ("rooms", ["rooms", "počet izieb", "počet pokojů"]),
+    ("floorAreaM2", ["floor area", "úžitková plocha", "užitná plocha"]),
+    ("landAreaM2", ["land area", "plocha pozemku", "plocha pozemku"]),
+    ("floor", ["floor", "poschodie", "podlaží"]),
+];
 
 static EN: Words = Words {
     heading: "Why this offer:",
@@ -45,24 +66,7 @@ static EN: Words = Words {
     place: "located in",
     price: "within your price limit",
     text: "matches the words of your request",
-    labels: &[
-        ("make", "make"),
-        ("model", "model"),
-        ("body", "body"),
-        ("fuel", "fuel"),
-        ("transmission", "transmission"),
-        ("year", "year"),
-        ("mileageKm", "mileage"),
-        ("powerKw", "power"),
-        ("color", "colour"),
-        ("type", "type"),
-        ("transaction", "transaction"),
-        ("disposition", "layout"),
-        ("rooms", "rooms"),
-        ("floorAreaM2", "floor area"),
-        ("landAreaM2", "land area"),
-        ("floor", "floor"),
-    ],
+    column: 0,
     countries: ["Slovakia", "Czechia"],
 };
 
@@ -72,24 +76,7 @@ static SK: Words = Words {
     place: "miesto:",
     price: "v rámci vášho cenového limitu",
     text: "zodpovedá slovám vášho dopytu",
-    labels: &[
-        ("make", "značka"),
-        ("model", "model"),
-        ("body", "karoséria"),
-        ("fuel", "palivo"),
-        ("transmission", "prevodovka"),
-        ("year", "rok výroby"),
-        ("mileageKm", "najazdené"),
-        ("powerKw", "výkon"),
-        ("color", "farba"),
-        ("type", "typ"),
-        ("transaction", "transakcia"),
-        ("disposition", "dispozícia"),
-        ("rooms", "počet izieb"),
-        ("floorAreaM2", "úžitková plocha"),
-        ("landAreaM2", "plocha pozemku"),
-        ("floor", "poschodie"),
-    ],
+    column: 1,
     countries: ["Slovensko", "Česko"],
 };
 
@@ -99,24 +86,7 @@ static CS: Words = Words {
     place: "místo:",
     price: "v rámci vašeho cenového limitu",
     text: "odpovídá slovům vaší poptávky",
-    labels: &[
-        ("make", "značka"),
-        ("model", "model"),
-        ("body", "karoserie"),
-        ("fuel", "palivo"),
-        ("transmission", "převodovka"),
-        ("year", "rok výroby"),
-        ("mileageKm", "najeto"),
-        ("powerKw", "výkon"),
-        ("color", "barva"),
-        ("type", "typ"),
-        ("transaction", "transakce"),
-        ("disposition", "dispozice"),
-        ("rooms", "počet pokojů"),
-        ("floorAreaM2", "užitná plocha"),
-        ("landAreaM2", "plocha pozemku"),
-        ("floor", "podlaží"),
-    ],
+    column: 2,
     countries: ["Slovensko", "Česko"],
 };
 
@@ -180,7 +150,7 @@ impl Explanation {
 pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
     let w = words(&intent.language);
     // In the categories' attribute order (make, model, …, year, mileage), unknown keys last.
-    let rank = |k: &str| w.labels.iter().position(|(l, _)| *l == k).unwrap_or(usize::MAX);
+    let rank = |k: &str| LABELS.iter().position(|(l, _)| *l == k).unwrap_or(usize::MAX);
     let mut keys: Vec<(&String, &Value)> = intent.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
     keys.sort_by_key(|(k, _)| rank(k));
     let criteria = keys
@@ -232,7 +202,7 @@ pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
 /// offer's `SKODA`); a number or range shows the offer's value (`year 2018`,
 /// `mileage 120 000 km`).
 fn criterion(w: &Words, key: &str, want: &Value, have: &Value) -> String {
-    let label = w.labels.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l);
+    let label = LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l[w.column]);
     let value = match want {
         Value::String(s) => s.clone(),
         Value::Array(options) => options
