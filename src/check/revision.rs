@@ -2,7 +2,7 @@
 //! then the draft flow — publish, the codes, reading and withdrawing by code, bad input,
 //! demand and secrets. Each check adds its [`super::Check`] to the [`Run`].
 
-use super::drafts::{bad_input, demand, demand_checks, secrets_check, skip_draft_checks};
+use super::drafts::{bad_input, both_demand_checks, demand, demand_checks, secrets_check, skip_draft_checks};
 use super::rpc::Session;
 use super::runner::Run;
 use super::{refs, scan, transport, Status, DRAFTS, PUBLISH, REQUIRED_TOOLS};
@@ -61,20 +61,7 @@ pub(super) async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option
         let after = demand(run, s, &plan).await;
         demand_checks(run, s.revision, &plan, before, after);
     } else {
-        run.add(
-            "demand.draft_not_counted",
-            rev,
-            refs::DEMAND_DRAFT,
-            Status::Skip,
-            "the endpoint has no intent_demand_summary tool",
-        );
-        run.add(
-            "demand.below_k_withheld",
-            rev,
-            refs::DEMAND_K,
-            Status::Skip,
-            "the endpoint has no intent_demand_summary tool",
-        );
+        both_demand_checks(run, s.revision, Status::Skip, "the endpoint has no intent_demand_summary tool");
     }
     // No secrets in any answer of this revision.
     secrets_check(run, s.revision, &consent_urls);

@@ -12,18 +12,14 @@ use url::Url;
 /// Origin validation and the two Accept forms, with the revision's opening request.
 pub(super) async fn transport_checks(run: &mut Run, rev: Revision) {
     let body = rpc::opening_body(rev);
-    let mut base: Vec<(&str, &str)> = Vec::new();
-    if rev == Revision::V2026 {
-        base.push(("mcp-protocol-version", rev.as_str()));
-        base.push(("mcp-method", "server/discover"));
-    }
+    let base = rpc::opening_headers(rev);
     let mut foreign = base.clone();
     foreign.push(("accept", ACCEPT_BOTH));
     foreign.push(("origin", "https://foreign-origin.invalid"));
     match rpc::post(&run.probe, &run.url, &foreign, &body, 1, Pace::Patient).await {
         Ok(ex) => {
             if let Some(id) = ex.http.header("mcp-session-id") {
-                close_session(run, rev, id).await;
+                rpc::delete_session(&run.probe, &run.url, rev, id).await;
             }
             run.judge(
                 "transport.origin",
@@ -41,7 +37,7 @@ pub(super) async fn transport_checks(run: &mut Run, rev: Revision) {
         match rpc::post(&run.probe, &run.url, &h, &body, 1, Pace::Patient).await {
             Ok(ex) => {
                 if let Some(sid) = ex.http.header("mcp-session-id") {
-                    close_session(run, rev, sid).await;
+                    rpc::delete_session(&run.probe, &run.url, rev, sid).await;
                 }
                 let ct = ex.http.header("content-type").unwrap_or("none").to_owned();
                 let json_only_ok = accept == ACCEPT_BOTH || ct.starts_with("application/json");
@@ -53,11 +49,6 @@ pub(super) async fn transport_checks(run: &mut Run, rev: Revision) {
             Err(e) => run.add(id, Some(rev), refs::ACCEPT, Status::Fail, e),
         }
     }
-}
-
-async fn close_session(run: &Run, rev: Revision, id: &str) {
-    let h = [("mcp-session-id", id), ("mcp-protocol-version", rev.as_str())];
-    let _ = run.probe.send("DELETE", &run.url, &h, None, &|_| false).await;
 }
 
 /// The OAuth-protected endpoints the holder metadata names (`endpoints.buyer`,
