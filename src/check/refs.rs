@@ -2,7 +2,7 @@
 //! text the check judges against — a section of the seed (the MCP binding, "Protocol
 //! v0.1 draft": §1–§6, §5 items as §5.n), a section of PROTOCOL.md, an RFC (with its
 //! section), or a page of the MCP specification with its revision — and never a work
-//! item. Their test holds every one to that form.
+//! item. [`cites_a_spec`] states that form; their test holds every one to it.
 
 /// `tools.present`: the tools of the binding.
 pub const TOOLS: &str = "seed §1/§3, PROTOCOL.md §3";
@@ -54,6 +54,25 @@ pub const HTTPS: &str = "MCP 2025-11-25 authorization (Communication Security: H
 /// and lapse otherwise.
 pub const CLEANUP: &str = "seed §1 intent_withdraw_intent, seed §5.1 (a draft expires within 24 hours)";
 
+/// Whether `reference` cites a specification: `seed §n`, `PROTOCOL.md §n`, `RFC n` or
+/// `MCP <revision> <page>`, and no work item (an issue, a ticket, `#n`).
+pub fn cites_a_spec(reference: &str) -> bool {
+    let words: Vec<&str> = reference.split_whitespace().collect();
+    let work_item = reference.contains('#')
+        || words.iter().any(|w| {
+            let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_ascii_lowercase();
+            matches!(w.as_str(), "issue" | "issues" | "ticket" | "todo" | "sprint")
+        });
+    let numbered = |w: &str| w.trim_start_matches('§').chars().next().is_some_and(|c| c.is_ascii_digit());
+    let cited = words.windows(2).any(|p| match p[0] {
+        "seed" | "PROTOCOL.md" => p[1].starts_with('§') && numbered(p[1]),
+        "RFC" => numbered(p[1]),
+        "MCP" => matches!(p[1], "2025-11-25" | "2026-07-28"),
+        _ => false,
+    });
+    cited && !work_item
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,25 +103,6 @@ mod tests {
         HTTPS,
         CLEANUP,
     ];
-
-    /// Whether `reference` cites a specification: `seed §n`, `PROTOCOL.md §n`, `RFC n` or
-    /// `MCP <revision> <page>`, and no work item (an issue, a ticket, `#n`).
-    fn cites_a_spec(reference: &str) -> bool {
-        let words: Vec<&str> = reference.split_whitespace().collect();
-        let work_item = reference.contains('#')
-            || words.iter().any(|w| {
-                let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_ascii_lowercase();
-                matches!(w.as_str(), "issue" | "issues" | "ticket" | "todo" | "sprint")
-            });
-        let numbered = |w: &str| w.trim_start_matches('§').chars().next().is_some_and(|c| c.is_ascii_digit());
-        let cited = words.windows(2).any(|p| match p[0] {
-            "seed" | "PROTOCOL.md" => p[1].starts_with('§') && numbered(p[1]),
-            "RFC" => numbered(p[1]),
-            "MCP" => matches!(p[1], "2025-11-25" | "2026-07-28"),
-            _ => false,
-        });
-        cited && !work_item
-    }
 
     #[test]
     fn every_reference_cites_a_specification_and_no_work_item() {

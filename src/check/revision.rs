@@ -74,11 +74,11 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     // Tools present, with input schemas.
     let tool = |n: &str| tools.iter().find(|t| t["name"].as_str() == Some(n)).cloned();
     let missing: Vec<&str> = REQUIRED_TOOLS.iter().map(|t| t.name()).filter(|n| tool(n).is_none()).collect();
-    let no_schema: Vec<String> = tools
-        .iter()
-        .filter(|t| t.pointer("/inputSchema/type").and_then(Value::as_str) != Some("object"))
-        .map(|t| t["name"].as_str().unwrap_or("?").to_owned())
-        .collect();
+    // The names of the tools that fail `ok`.
+    let failing = |ok: &dyn Fn(&Value) -> bool| -> Vec<&str> {
+        tools.iter().filter(|t| !ok(t)).map(|t| t["name"].as_str().unwrap_or("?")).collect()
+    };
+    let no_schema = failing(&|t| t.pointer("/inputSchema/type").and_then(Value::as_str) == Some("object"));
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     run.judge(
         "tools.present",
@@ -92,11 +92,7 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
         },
     );
     // The disclaimer in every description.
-    let lacking: Vec<String> = tools
-        .iter()
-        .filter(|t| !scan::has_disclaimer(t["description"].as_str().unwrap_or("")))
-        .map(|t| t["name"].as_str().unwrap_or("?").to_owned())
-        .collect();
+    let lacking = failing(&|t| scan::has_disclaimer(t["description"].as_str().unwrap_or("")));
     run.judge(
         "tools.disclaimer",
         rev,

@@ -33,14 +33,12 @@ struct Words {
     price: &'static str,
     /// The text phrase.
     text: &'static str,
-    /// The column of [`LABELS`] in this language.
-    column: usize,
     /// Country names `[SK, CZ]`.
     countries: [&'static str; 2],
 }
 
-/// The criteria labels, `(criteria key, [English, Slovak, Czech])`, in the categories'
-/// attribute order.
+/// The criteria labels, `(criteria key, [English, Slovak, Czech])` (in the order of
+/// [`gazetteer::language`]), in the categories' attribute order.
 const LABELS: &[(&str, [&str; 3])] = &[
     ("make", ["make", "značka", "značka"]),
     ("model", ["model", "model", "model"]),
@@ -66,7 +64,6 @@ static EN: Words = Words {
     place: "located in",
     price: "within your price limit",
     text: "matches the words of your request",
-    column: 0,
     countries: ["Slovakia", "Czechia"],
 };
 
@@ -76,7 +73,6 @@ static SK: Words = Words {
     place: "miesto:",
     price: "v rámci vášho cenového limitu",
     text: "zodpovedá slovám vášho dopytu",
-    column: 1,
     countries: ["Slovensko", "Česko"],
 };
 
@@ -86,17 +82,13 @@ static CS: Words = Words {
     place: "místo:",
     price: "v rámci vašeho cenového limitu",
     text: "odpovídá slovům vaší poptávky",
-    column: 2,
     countries: ["Slovensko", "Česko"],
 };
 
-/// The words of a language tag: `sk`, `cs` (also `cz`), else English.
+/// The words of a language tag: `sk`, `cs` (also `cz`), else English
+/// ([`gazetteer::language`]).
 fn words(lang: &str) -> &'static Words {
-    match lang.split(['-', '_']).next().unwrap_or_default().to_ascii_lowercase().as_str() {
-        "sk" => &SK,
-        "cs" | "cz" => &CS,
-        _ => &EN,
-    }
+    [&EN, &SK, &CS][gazetteer::language(lang)]
 }
 
 /// The heading before the reasons in `lang`: `Why this offer:`, `Prečo táto ponuka:`,
@@ -157,7 +149,7 @@ pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
         .into_iter()
         .filter_map(|(k, want)| {
             let have = offer.attributes.get(k)?;
-            constraint_holds(want, Some(have)).then(|| criterion(w, k, want, have))
+            constraint_holds(want, Some(have)).then(|| criterion(&intent.language, k, want, have))
         })
         .collect();
     let place = area_words(w, &intent.language, &offer.area);
@@ -201,8 +193,8 @@ pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
 /// options shows the person's own spelling of the option met (`make Škoda` for an
 /// offer's `SKODA`); a number or range shows the offer's value (`year 2018`,
 /// `mileage 120 000 km`).
-fn criterion(w: &Words, key: &str, want: &Value, have: &Value) -> String {
-    let label = LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l[w.column]);
+fn criterion(lang: &str, key: &str, want: &Value, have: &Value) -> String {
+    let label = LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l[gazetteer::language(lang)]);
     let value = match want {
         Value::String(s) => s.clone(),
         Value::Array(options) => options

@@ -57,6 +57,22 @@ pub struct Hit {
     pub reasons: Vec<&'static str>,
 }
 
+impl Hit {
+    /// The hit of a match whose statement terms were found at the share `score` (rounded
+    /// to 3 decimals), of an intent with or without `criteria` and statement `terms`.
+    pub fn new(score: f64, criteria: bool, terms: bool) -> Self {
+        let mut reasons = vec!["category"];
+        if criteria {
+            reasons.push("criteria");
+        }
+        reasons.extend(["area", "price"]);
+        if terms {
+            reasons.push("text");
+        }
+        Hit { score: (score * 1000.0).round() / 1000.0, reasons }
+    }
+}
+
 /// Words that never count as statement terms: sk/cs/en function words and buying words.
 #[rustfmt::skip]
 const STOP: &[&str] = &[
@@ -397,16 +413,7 @@ pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Para
     if score + 1e-9 < p.min_should_match {
         return None;
     }
-    let mut reasons = vec!["category"];
-    if !intent.criteria.is_empty() {
-        reasons.push("criteria");
-    }
-    reasons.push("area");
-    reasons.push("price");
-    if !terms.is_empty() {
-        reasons.push("text");
-    }
-    Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
+    Some(Hit::new(score, !intent.criteria.is_empty(), !terms.is_empty()))
 }
 
 #[cfg(test)]
