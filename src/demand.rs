@@ -362,15 +362,12 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
         } else {
             rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))
         };
-        // The cheap tests first: an intent of another band is placed no further.
-        if !in_area
-            || grid.budget_index(settings, rec.budget.as_ref()) != budget
-            || buy_by_band(rec.buy_by.as_deref(), now.date()) != *buy_by
-        {
+        // The cheap test first: an intent of another area is placed no further.
+        if !in_area {
             return;
         }
         let p = place(&grid, settings, rec, times, now);
-        if p.areas.contains(&area) {
+        if p.budget == budget && p.buy_by == *buy_by && p.areas.contains(&area) {
             tally.add(&p, person_index(&mut ids, rec));
         }
     });

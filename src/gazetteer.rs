@@ -397,12 +397,17 @@ pub fn region_country(code: &str) -> Option<&'static str> {
 /// `region_name("CZ-64", "sk")` → `Some("Juhomoravský kraj")`; `None` for unknown codes.
 pub fn region_name(code: &str, lang: &str) -> Option<&'static str> {
     let r = &REGIONS[region_index(code)?];
-    let primary = lang.split(['-', '_']).next().unwrap_or_default().to_ascii_lowercase();
-    Some(match primary.as_str() {
-        "sk" => r.sk,
-        "cs" | "cz" => r.cs,
-        _ => r.en,
-    })
+    Some([r.en, r.sk, r.cs][language(lang)])
+}
+
+/// The gazetteer's language of a BCP 47 tag (its primary subtag): 1 for Slovak (`sk`),
+/// 2 for Czech (`cs`, also `cz`), 0 (English) for any other.
+pub fn language(lang: &str) -> usize {
+    match lang.split(['-', '_']).next().unwrap_or_default().to_ascii_lowercase().as_str() {
+        "sk" => 1,
+        "cs" | "cz" => 2,
+        _ => 0,
+    }
 }
 
 /// Every region the gazetteer knows, as `(code, country)`: `("SK-BC", "SK")`, …,

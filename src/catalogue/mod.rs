@@ -21,7 +21,7 @@ mod search;
 mod service;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
-pub use search::{score, search_json, search_with};
+pub use search::{search_json, search_with};
 pub use service::{Catalogue, IndexStatus};
 
 use crate::clock;

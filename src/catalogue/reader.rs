@@ -433,27 +433,18 @@ fn record_value(columns: &[Column], record: &csv::StringRecord) -> Result<Value,
 /// bytes. Returns `None` at end of file, else whether the line was longer than `cap`.
 fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usize) -> io::Result<Option<bool>> {
     buf.clear();
-    let (mut any, mut over) = (false, false);
-    loop {
-        let available = r.fill_buf()?;
-        if available.is_empty() {
-            return Ok(any.then_some(over));
-        }
-        any = true;
-        let (chunk, used, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (&available[..i], i + 1, true),
-            None => (available, available.len(), false),
-        };
-        let room = cap.saturating_sub(buf.len());
-        if chunk.len() > room {
-            over = true;
-        }
-        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        r.consume(used);
-        if done {
-            return Ok(Some(over));
-        }
+    if r.by_ref().take(cap as u64 + 1).read_until(b'\n', buf)? == 0 {
+        return Ok(None);
     }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > cap {
+        // Longer than `cap`: the rest of the line is skipped.
+        buf.truncate(cap);
+        r.skip_until(b'\n')?;
+        return Ok(Some(true));
+    }
+    Ok(Some(false))
 }
 
 /// `serde_json`'s message without its "at line 1 column N" (the line is the file's).

@@ -1,71 +1,13 @@
 //! The ordinary catalogue search of `intent_search_offers` (PROTOCOL.md §3): full text,
 //! case- and diacritics-insensitive, sk/cs/en, best first. [`search_json`] and
 //! [`search_with`] answer from the full-text index ([`OfferIndex`]) alone (it stores the
-//! public offers). [`score`] is the relevance of one offer for a statement.
+//! public offers).
 
 use super::index::OfferIndex;
 use super::service::index_error;
 use crate::base::{Base, ServiceError};
 use crate::gazetteer::AreaObject;
-use crate::matching;
 use crate::protocol::Offer;
-use serde_json::Value;
-use std::collections::HashSet;
-
-/// Computes the term sets of single fields with [`matching::offer_terms`] (the same
-/// folding and synonyms as matching) on an otherwise empty offer, swapping each field in
-/// and out so that nothing is copied.
-struct FieldTerms {
-    probe: Offer,
-}
-
-impl FieldTerms {
-    fn new() -> Self {
-        let probe = Offer {
-            id: String::new(),
-            source: crate::protocol::OfferSource { kind: String::new(), seller_id: String::new(), url: None },
-            in_reply_to: None,
-            title: String::new(),
-            description: String::new(),
-            category: String::new(),
-            attributes: serde_json::Map::new(),
-            price: crate::protocol::Money { amount: 0.0, currency: String::new() },
-            area: AreaObject { country: String::new(), regions: Vec::new(), place: None },
-            seller: crate::protocol::SellerPublic { id: String::new(), name: String::new(), url: None },
-            published_at: String::new(),
-            valid_until: None,
-            extensions: Value::Null,
-        };
-        Self { probe }
-    }
-
-    fn of(&mut self, text: &mut String) -> HashSet<String> {
-        std::mem::swap(&mut self.probe.title, text);
-        let set = matching::offer_terms(&self.probe);
-        std::mem::swap(&mut self.probe.title, text);
-        set
-    }
-}
-
-/// Relevance of `offer` for the statement terms `terms` (from
-/// [`matching::statement_terms`]): 3 per term found in the title, 2 per term found in an
-/// attribute value, 1 per term found in the description (each with inflection, see
-/// [`matching::term_hit`]).
-pub fn score(terms: &[String], offer: &Offer) -> u32 {
-    score_with(&mut FieldTerms::new(), terms, &mut offer.clone())
-}
-
-fn score_with(fields: &mut FieldTerms, terms: &[String], offer: &mut Offer) -> u32 {
-    if terms.is_empty() {
-        return 0;
-    }
-    let hits = |set: &HashSet<String>| terms.iter().filter(|t| matching::term_hit(t, set)).count() as u32;
-    let title = hits(&fields.of(&mut offer.title));
-    let description = hits(&fields.of(&mut offer.description));
-    let mut values = offer.attributes.values().filter_map(Value::as_str).collect::<Vec<_>>().join(" ");
-    let attributes = hits(&fields.of(&mut values));
-    3 * title + 2 * attributes + description
-}
 
 /// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,
 /// filters and ranking) and answers from the index alone, best first: the public offers
@@ -208,7 +150,7 @@ mod tests {
         // store's generation: the next start recreates and rebuilds it from the store.
         let generation = base.store().read(|rx| rx.offers_generation()).unwrap();
         std::fs::remove_dir_all(&index_dir).unwrap();
-        crate::catalogue::index::write_version_2_index(&index_dir, generation, true);
+        crate::catalogue::index::tests::write_version_2_index(&index_dir, generation, true);
         let cat = Catalogue::new(base.clone(), Some(index_dir));
         let index = cat.offer_index().unwrap();
         assert_eq!((index.generation(), index.num_docs()), (Some(generation), 1));

@@ -24,7 +24,7 @@ pub(crate) fn index_error(e: IndexError) -> ServiceError {
 }
 
 /// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexStatus {
     /// The index's generation is the store's catalogue generation, or a catalogue write
     /// is applying its change right now (`updating`).
@@ -100,12 +100,7 @@ impl Catalogue {
             Ok((g, offers))
         })?;
         if idx.generation() != Some(generation) {
-            let n = idx
-                .rebuild(
-                    offers.into_iter().filter(|o| o.active && o.offer.source.kind == "catalogue").map(|o| o.offer),
-                    generation,
-                )
-                .map_err(index_error)?;
+            let n = rebuild(&idx, offers, generation)?;
             tracing::info!(offers = n, "offer index rebuilt from the store");
         }
         Ok(idx)
@@ -122,14 +117,7 @@ impl Catalogue {
     pub fn index_status(&self) -> Result<IndexStatus> {
         if self.opening.load(Ordering::Acquire) {
             let store_generation = self.base.store().read(|rx| rx.offers_generation())?;
-            return Ok(IndexStatus {
-                in_step: false,
-                updating: false,
-                opening: true,
-                index_generation: None,
-                store_generation,
-                offers: 0,
-            });
+            return Ok(IndexStatus { opening: true, store_generation, ..IndexStatus::default() });
         }
         let idx = self.offer_index()?;
         let held = match self.lock.try_lock() {
@@ -170,7 +158,7 @@ impl Catalogue {
         let mut removed = Vec::new();
         for (id, rec) in ids.iter().zip(recs) {
             match rec {
-                Some(o) if o.active && o.offer.source.kind == "catalogue" => upserts.push(o.offer),
+                Some(o) if indexed(&o) => upserts.push(o.offer),
                 _ => removed.push(id.clone()),
             }
         }
@@ -191,12 +179,7 @@ impl Catalogue {
             .base
             .store()
             .read(|rx| -> Result<(u64, Vec<OfferRecord>)> { Ok((rx.offers_generation()?, rx.all_offers()?)) })?;
-        idx.rebuild(
-            offers.into_iter().filter(|o| o.active && o.offer.source.kind == "catalogue").map(|o| o.offer),
-            generation,
-        )
-        .map_err(index_error)?;
-        Ok(())
+        rebuild(idx, offers, generation).map(drop)
     }
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it
@@ -380,11 +363,7 @@ impl Catalogue {
                 .collect();
             let mut gone = Vec::new();
             for mut o in offers {
-                if o.active
-                    && o.offer.source.kind == "catalogue"
-                    && sellers.contains(&o.offer.source.seller_id)
-                    && o.import_run.as_deref() != Some(run)
-                {
+                if indexed(&o) && sellers.contains(&o.offer.source.seller_id) && o.import_run.as_deref() != Some(run) {
                     o.active = false;
                     tx.put_offer(&o.offer.id.clone(), &o, None)?;
                     gone.push(o.offer.id);
@@ -399,6 +378,17 @@ impl Catalogue {
         self.sync_index();
         Ok(gone)
     }
+}
+
+/// Whether the index holds `o`: an active catalogue offer.
+fn indexed(o: &OfferRecord) -> bool {
+    o.active && o.offer.source.kind == "catalogue"
+}
+
+/// Replaces the contents of `idx` with the offers of `offers` it holds ([`indexed`]), at
+/// the store's catalogue generation `generation`; the number indexed.
+fn rebuild(idx: &OfferIndex, offers: Vec<OfferRecord>, generation: u64) -> Result<u64> {
+    idx.rebuild(offers.into_iter().filter(indexed).map(|o| o.offer), generation).map_err(index_error)
 }
 
 fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {

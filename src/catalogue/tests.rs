@@ -340,6 +340,19 @@ fn matching_terms(s: &str) -> Vec<String> {
     crate::matching::statement_terms(s)
 }
 
+/// Relevance of `offer` for the statement terms `terms` (from
+/// [`crate::matching::statement_terms`]): 3 per term found in the title, 2 per term found
+/// in an attribute value, 1 per term found in the description (each with inflection, see
+/// [`crate::matching::term_hit`]).
+fn score(terms: &[String], offer: &Offer) -> u32 {
+    let hits = |text: &str| {
+        let set: std::collections::HashSet<String> = crate::matching::text_terms(text).collect();
+        terms.iter().filter(|t| crate::matching::term_hit(t, &set)).count() as u32
+    };
+    let values = offer.attributes.values().filter_map(Value::as_str).collect::<Vec<_>>().join(" ");
+    3 * hits(&offer.title) + 2 * hits(&values) + hits(&offer.description)
+}
+
 #[test]
 fn invalid_utf8_is_one_bad_row() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,12 +49,9 @@ pub(super) fn demand_checks(
     before: Option<Result<Value, String>>,
     after: Option<Result<Value, String>>,
 ) {
-    let rev = Some(rev);
     let (Some(before), Some(after)) = (before, after) else {
         let why = "no band grid in /.well-known/isto-intents to choose the drafts' cell from";
-        run.add("demand.draft_not_counted", rev, refs::DEMAND_DRAFT, Status::Skip, why);
-        run.add("demand.below_k_withheld", rev, refs::DEMAND_K, Status::Skip, why);
-        return;
+        return both_demand_checks(run, rev, Status::Skip, why);
     };
     match (&before, &after) {
         (Ok(b), Ok(a)) => {
@@ -64,7 +61,7 @@ pub(super) fn demand_checks(
             };
             run.judge(
                 "demand.draft_not_counted",
-                rev,
+                Some(rev),
                 refs::DEMAND_DRAFT,
                 key(b) == key(a),
                 format!(
@@ -81,17 +78,21 @@ pub(super) fn demand_checks(
             };
             run.judge(
                 "demand.below_k_withheld",
-                rev,
+                Some(rev),
                 refs::DEMAND_K,
                 fine(b) && fine(a),
                 format!("k = {k}; the cell is {} (a count below k would fail)", scan::summary_label(a)),
             );
         }
-        (Err(e), _) | (_, Err(e)) => {
-            run.add("demand.draft_not_counted", rev, refs::DEMAND_DRAFT, Status::Fail, e.clone());
-            run.add("demand.below_k_withheld", rev, refs::DEMAND_K, Status::Fail, e.clone());
-        }
+        (Err(e), _) | (_, Err(e)) => both_demand_checks(run, rev, Status::Fail, e),
     }
+}
+
+/// `demand.draft_not_counted` and `demand.below_k_withheld`, both with `status` and
+/// `detail`.
+pub(super) fn both_demand_checks(run: &mut Run, rev: Revision, status: Status, detail: &str) {
+    run.add("demand.draft_not_counted", Some(rev), refs::DEMAND_DRAFT, status, detail);
+    run.add("demand.below_k_withheld", Some(rev), refs::DEMAND_K, status, detail);
 }
 
 pub(super) async fn bad_input(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) {

@@ -129,12 +129,17 @@ impl Report {
     /// The exit status: 0 when every check passed (or was skipped or informational),
     /// else 1.
     pub fn exit_code(&self) -> u8 {
+        self.verdict().0
+    }
+
+    /// The exit status and the table's last word: 1 `FAILED`, 2 `INCOMPLETE`, 0 `OK`.
+    fn verdict(&self) -> (u8, &'static str) {
         if !self.ok {
-            1
+            (1, "FAILED")
         } else if !self.complete {
-            2
+            (2, "INCOMPLETE")
         } else {
-            0
+            (0, "OK")
         }
     }
 
@@ -155,13 +160,7 @@ impl Report {
         let count = |s: Status| self.checks.iter().filter(|c| c.status == s).count();
         out.push_str(&format!(
             "{}: {} passed, {} failed, {} skipped, {} informational\n",
-            if !self.ok {
-                "FAILED"
-            } else if !self.complete {
-                "INCOMPLETE"
-            } else {
-                "OK"
-            },
+            self.verdict().1,
             count(Status::Pass),
             count(Status::Fail),
             count(Status::Skip),

@@ -2,7 +2,7 @@
 //! text the check judges against — a section of the seed (the MCP binding, "Protocol
 //! v0.1 draft": §1–§6, §5 items as §5.n), a section of PROTOCOL.md, an RFC (with its
 //! section), or a page of the MCP specification with its revision — and never a work
-//! item. [`ALL`] lists them; its test holds every one to that form.
+//! item. [`cites_a_spec`] states that form; their test holds every one to it.
 
 /// `tools.present`: the tools of the binding.
 pub const TOOLS: &str = "seed §1/§3, PROTOCOL.md §3";
@@ -54,33 +54,6 @@ pub const HTTPS: &str = "MCP 2025-11-25 authorization (Communication Security: H
 /// and lapse otherwise.
 pub const CLEANUP: &str = "seed §1 intent_withdraw_intent, seed §5.1 (a draft expires within 24 hours)";
 
-/// Every reference, for the test of their form.
-pub const ALL: &[&str] = &[
-    TOOLS,
-    CONTACT,
-    UNKNOWN,
-    DISCLAIMER,
-    CODE,
-    CONSENT_URL,
-    BY_CODE,
-    WRONG_CODE,
-    WITHDRAW,
-    SECRETS,
-    DEMAND_DRAFT,
-    DEMAND_K,
-    BAD_INPUT,
-    RATE,
-    PRM,
-    ASM,
-    CHALLENGE,
-    ORIGIN,
-    ACCEPT,
-    OPEN_2025,
-    OPEN_2026,
-    HTTPS,
-    CLEANUP,
-];
-
 /// Whether `reference` cites a specification: `seed §n`, `PROTOCOL.md §n`, `RFC n` or
 /// `MCP <revision> <page>`, and no work item (an issue, a ticket, `#n`).
 pub fn cites_a_spec(reference: &str) -> bool {
@@ -103,6 +76,33 @@ pub fn cites_a_spec(reference: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every reference, for the test of their form.
+    const ALL: &[&str] = &[
+        TOOLS,
+        CONTACT,
+        UNKNOWN,
+        DISCLAIMER,
+        CODE,
+        CONSENT_URL,
+        BY_CODE,
+        WRONG_CODE,
+        WITHDRAW,
+        SECRETS,
+        DEMAND_DRAFT,
+        DEMAND_K,
+        BAD_INPUT,
+        RATE,
+        PRM,
+        ASM,
+        CHALLENGE,
+        ORIGIN,
+        ACCEPT,
+        OPEN_2025,
+        OPEN_2026,
+        HTTPS,
+        CLEANUP,
+    ];
 
     #[test]
     fn every_reference_cites_a_specification_and_no_work_item() {

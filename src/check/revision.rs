@@ -2,7 +2,7 @@
 //! then the draft flow — publish, the codes, reading and withdrawing by code, bad input,
 //! demand and secrets. Each check adds its [`super::Check`] to the [`Run`].
 
-use super::drafts::{bad_input, demand, demand_checks, secrets_check, skip_draft_checks};
+use super::drafts::{bad_input, both_demand_checks, demand, demand_checks, secrets_check, skip_draft_checks};
 use super::rpc::Session;
 use super::runner::Run;
 use super::{refs, scan, transport, Status, DRAFTS, PUBLISH, REQUIRED_TOOLS};
@@ -61,20 +61,7 @@ pub(super) async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option
         let after = demand(run, s, &plan).await;
         demand_checks(run, s.revision, &plan, before, after);
     } else {
-        run.add(
-            "demand.draft_not_counted",
-            rev,
-            refs::DEMAND_DRAFT,
-            Status::Skip,
-            "the endpoint has no intent_demand_summary tool",
-        );
-        run.add(
-            "demand.below_k_withheld",
-            rev,
-            refs::DEMAND_K,
-            Status::Skip,
-            "the endpoint has no intent_demand_summary tool",
-        );
+        both_demand_checks(run, s.revision, Status::Skip, "the endpoint has no intent_demand_summary tool");
     }
     // No secrets in any answer of this revision.
     secrets_check(run, s.revision, &consent_urls);
@@ -87,11 +74,11 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     // Tools present, with input schemas.
     let tool = |n: &str| tools.iter().find(|t| t["name"].as_str() == Some(n)).cloned();
     let missing: Vec<&str> = REQUIRED_TOOLS.iter().map(|t| t.name()).filter(|n| tool(n).is_none()).collect();
-    let no_schema: Vec<String> = tools
-        .iter()
-        .filter(|t| t.pointer("/inputSchema/type").and_then(Value::as_str) != Some("object"))
-        .map(|t| t["name"].as_str().unwrap_or("?").to_owned())
-        .collect();
+    // The names of the tools that fail `ok`.
+    let failing = |ok: &dyn Fn(&Value) -> bool| -> Vec<&str> {
+        tools.iter().filter(|t| !ok(t)).map(|t| t["name"].as_str().unwrap_or("?")).collect()
+    };
+    let no_schema = failing(&|t| t.pointer("/inputSchema/type").and_then(Value::as_str) == Some("object"));
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     run.judge(
         "tools.present",
@@ -105,11 +92,7 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
         },
     );
     // The disclaimer in every description.
-    let lacking: Vec<String> = tools
-        .iter()
-        .filter(|t| !scan::has_disclaimer(t["description"].as_str().unwrap_or("")))
-        .map(|t| t["name"].as_str().unwrap_or("?").to_owned())
-        .collect();
+    let lacking = failing(&|t| scan::has_disclaimer(t["description"].as_str().unwrap_or("")));
     run.judge(
         "tools.disclaimer",
         rev,

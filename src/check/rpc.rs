@@ -131,6 +131,21 @@ pub fn opening_body(revision: Revision) -> Value {
     }
 }
 
+/// The headers of the opening request of `revision` besides `Accept`: on 2026-07-28
+/// `MCP-Protocol-Version` and `Mcp-Method`.
+pub fn opening_headers(revision: Revision) -> Vec<(&'static str, &'static str)> {
+    match revision {
+        Revision::V2025 => Vec::new(),
+        Revision::V2026 => vec![("mcp-protocol-version", Revision::V2026.as_str()), ("mcp-method", "server/discover")],
+    }
+}
+
+/// Ends the 2025-11-25 session `id` (`DELETE` with the session id; errors ignored).
+pub async fn delete_session(probe: &Probe, url: &Url, revision: Revision, id: &str) {
+    let h = [("mcp-session-id", id), ("mcp-protocol-version", revision.as_str())];
+    let _ = probe.send("DELETE", url, &h, None, &|_| false).await;
+}
+
 /// The JSON-RPC response with `id` in an SSE body, if one has arrived.
 fn sse_response(body: &[u8], id: u64) -> Option<Value> {
     let text = String::from_utf8_lossy(body);
@@ -281,11 +296,8 @@ impl Session {
     /// What went wrong, for the report (unreachable, an HTTP status, no JSON-RPC result).
     pub async fn open(probe: &Probe, url: &Url, revision: Revision) -> Result<Self, String> {
         let body = opening_body(revision);
-        let mut headers = vec![("accept", ACCEPT_BOTH)];
-        if revision == Revision::V2026 {
-            headers.push(("mcp-protocol-version", Revision::V2026.as_str()));
-            headers.push(("mcp-method", "server/discover"));
-        }
+        let mut headers = opening_headers(revision);
+        headers.push(("accept", ACCEPT_BOTH));
         let ex = post(probe, url, &headers, &body, 1, Pace::Patient).await?;
         let Some(msg) = ex.message else {
             return Err(no_response(body["method"].as_str().unwrap_or(""), &ex.http));
@@ -334,19 +346,12 @@ impl Session {
         h
     }
 
-    /// Sends `method` with `params` and returns the exchange.
+    /// Sends `method` with `params` and returns the exchange, a 429 handled as `pace`
+    /// says.
     ///
     /// # Errors
     /// The probe's error, as text.
-    pub async fn request(&mut self, method: &str, params: Value, name: Option<&str>) -> Result<Exchange, String> {
-        self.request_paced(method, params, name, Pace::Patient).await
-    }
-
-    /// [`Session::request`], a 429 handled as `pace` says.
-    ///
-    /// # Errors
-    /// The probe's error, as text.
-    pub async fn request_paced(
+    pub async fn request(
         &mut self,
         method: &str,
         params: Value,
@@ -379,7 +384,7 @@ impl Session {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let ex = self.request("tools/list", params, None).await?;
+            let ex = self.request("tools/list", params, None, Pace::Patient).await?;
             let msg = ex.message.ok_or_else(|| no_response("tools/list", &ex.http))?;
             let result = msg.get("result").ok_or_else(|| format!("tools/list refused: {}", msg["error"]))?;
             tools.extend(result.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
@@ -396,19 +401,13 @@ impl Session {
     /// # Errors
     /// Transport failures, or an HTTP answer without a JSON-RPC response, as text.
     pub async fn call(&mut self, name: &str, arguments: Value) -> Result<ToolAnswer, String> {
-        let ex = self.request("tools/call", json!({"name": name, "arguments": arguments}), Some(name)).await?;
+        let args = json!({"name": name, "arguments": arguments});
+        let ex = self.request("tools/call", args, Some(name), Pace::Patient).await?;
         let raw = String::from_utf8_lossy(&ex.http.body).into_owned();
         let msg = ex.message.ok_or_else(|| no_response(name, &ex.http))?;
-        if let Some(e) = msg.get("error") {
-            return Ok(ToolAnswer {
-                is_error: false,
-                rpc_error: Some(e.clone()),
-                text: String::new(),
-                structured: None,
-                raw,
-            });
-        }
-        let result = msg.get("result").cloned().unwrap_or(Value::Null);
+        // A JSON-RPC error instead of a result: nothing of a result is read.
+        let rpc_error = msg.get("error").cloned();
+        let result = if rpc_error.is_some() { &Value::Null } else { msg.get("result").unwrap_or(&Value::Null) };
         let text = result
             .get("content")
             .and_then(Value::as_array)
@@ -416,7 +415,7 @@ impl Session {
             .unwrap_or_default();
         Ok(ToolAnswer {
             is_error: result.get("isError").and_then(Value::as_bool).unwrap_or(false),
-            rpc_error: None,
+            rpc_error,
             text,
             structured: result.get("structuredContent").cloned(),
             raw,
@@ -435,14 +434,13 @@ impl Session {
             Revision::V2025 => "ping",
             Revision::V2026 => "tools/list",
         };
-        Ok(self.request_paced(method, json!({}), None, Pace::Once).await?.http)
+        Ok(self.request(method, json!({}), None, Pace::Once).await?.http)
     }
 
     /// Ends the session (2025-11-25: `DELETE` with the session id; errors ignored).
     pub async fn close(self) {
         if let Some(id) = &self.session_id {
-            let h = [("mcp-session-id", id.as_str()), ("mcp-protocol-version", self.revision.as_str())];
-            let _ = self.probe.send("DELETE", &self.url, &h, None, &|_| false).await;
+            delete_session(&self.probe, &self.url, self.revision, id).await;
         }
     }
 }

@@ -11,38 +11,20 @@ use url::Url;
 
 /// Origin validation and the two Accept forms, with the revision's opening request.
 pub(super) async fn transport_checks(run: &mut Run, rev: Revision) {
-    let body = rpc::opening_body(rev);
-    let mut base: Vec<(&str, &str)> = Vec::new();
-    if rev == Revision::V2026 {
-        base.push(("mcp-protocol-version", rev.as_str()));
-        base.push(("mcp-method", "server/discover"));
-    }
-    let mut foreign = base.clone();
-    foreign.push(("accept", ACCEPT_BOTH));
-    foreign.push(("origin", "https://foreign-origin.invalid"));
-    match rpc::post(&run.probe, &run.url, &foreign, &body, 1, Pace::Patient).await {
-        Ok(ex) => {
-            if let Some(id) = ex.http.header("mcp-session-id") {
-                close_session(run, rev, id).await;
-            }
-            run.judge(
-                "transport.origin",
-                Some(rev),
-                refs::ORIGIN,
-                ex.http.status == 403,
-                format!("a request with Origin https://foreign-origin.invalid got HTTP {}", ex.http.status),
-            );
-        }
+    let foreign = [("accept", ACCEPT_BOTH), ("origin", "https://foreign-origin.invalid")];
+    match opening(run, rev, &foreign).await {
+        Ok(ex) => run.judge(
+            "transport.origin",
+            Some(rev),
+            refs::ORIGIN,
+            ex.http.status == 403,
+            format!("a request with Origin https://foreign-origin.invalid got HTTP {}", ex.http.status),
+        ),
         Err(e) => run.add("transport.origin", Some(rev), refs::ORIGIN, Status::Fail, e),
     }
     for (id, accept) in [("transport.accept_both", ACCEPT_BOTH), ("transport.accept_json", ACCEPT_JSON)] {
-        let mut h = base.clone();
-        h.push(("accept", accept));
-        match rpc::post(&run.probe, &run.url, &h, &body, 1, Pace::Patient).await {
+        match opening(run, rev, &[("accept", accept)]).await {
             Ok(ex) => {
-                if let Some(sid) = ex.http.header("mcp-session-id") {
-                    close_session(run, rev, sid).await;
-                }
                 let ct = ex.http.header("content-type").unwrap_or("none").to_owned();
                 let json_only_ok = accept == ACCEPT_BOTH || ct.starts_with("application/json");
                 let ok = ex.http.status == 200
@@ -55,9 +37,16 @@ pub(super) async fn transport_checks(run: &mut Run, rev: Revision) {
     }
 }
 
-async fn close_session(run: &Run, rev: Revision, id: &str) {
-    let h = [("mcp-session-id", id), ("mcp-protocol-version", rev.as_str())];
-    let _ = run.probe.send("DELETE", &run.url, &h, None, &|_| false).await;
+/// The opening request of `rev` with the `extra` headers; a session it opened is ended
+/// at once.
+async fn opening(run: &Run, rev: Revision, extra: &[(&'static str, &'static str)]) -> Result<rpc::Exchange, String> {
+    let mut headers = rpc::opening_headers(rev);
+    headers.extend_from_slice(extra);
+    let ex = rpc::post(&run.probe, &run.url, &headers, &rpc::opening_body(rev), 1, Pace::Patient).await?;
+    if let Some(id) = ex.http.header("mcp-session-id") {
+        rpc::delete_session(&run.probe, &run.url, rev, id).await;
+    }
+    Ok(ex)
 }
 
 /// The OAuth-protected endpoints the holder metadata names (`endpoints.buyer`,

@@ -236,17 +236,8 @@ impl Engine {
                 if score + 1e-9 < p.min_should_match {
                     continue;
                 }
-                // The oracle's reasons (matching::check).
-                let mut reasons = vec!["category"];
-                if !intent.criteria.is_empty() {
-                    reasons.push("criteria");
-                }
-                reasons.push("area");
-                reasons.push("price");
-                if n > 0 {
-                    reasons.push("text");
-                }
-                Some(Hit { score: (score * 1000.0).round() / 1000.0, reasons })
+                // The oracle's hit (matching::check).
+                Some(Hit::new(score, !intent.criteria.is_empty(), n > 0))
             };
             if let Some(hit) = hit {
                 hits.push((&intent.id, hit));
@@ -357,6 +348,52 @@ struct Bucket {
     unbounded: Vec<u32>,
     /// Rest group with a ceiling, ordered by `(ceiling key, slot)`.
     by_ceiling: BTreeSet<(u64, u32)>,
+}
+
+impl Bucket {
+    /// Posts `slot` in the lists of its `group` (`add`), or takes it out of them (an
+    /// emptied list or attribute is dropped).
+    fn update(&mut self, group: &Group, slot: u32, add: bool) {
+        // Edits one list; whether it still holds a slot.
+        let edit = |list: &mut Vec<u32>| {
+            if add {
+                list.push(slot);
+            } else {
+                remove_from(list, slot);
+            }
+            !list.is_empty()
+        };
+        match group {
+            Group::Never => {}
+            Group::Text(sig) => {
+                for &t in sig.iter() {
+                    if !edit(self.text.entry(t).or_default()) {
+                        self.text.remove(&t);
+                    }
+                }
+            }
+            Group::Criteria(attr, keys) => {
+                let by_value = self.criteria.entry(attr.clone()).or_default();
+                for key in keys {
+                    if !edit(by_value.entry(key.clone()).or_default()) {
+                        by_value.remove(key);
+                    }
+                }
+                if by_value.is_empty() {
+                    self.criteria.remove(attr);
+                }
+            }
+            Group::Unbounded => {
+                edit(&mut self.unbounded);
+            }
+            Group::ByCeiling(c) if add => {
+                self.by_ceiling.insert((*c, slot));
+            }
+            Group::ByCeiling(c) => {
+                self.by_ceiling.remove(&(*c, slot));
+            }
+        }
+    }
 }
 
 type BucketKey = (String, String, Option<String>);
@@ -509,25 +546,7 @@ impl Inner {
             }
         };
         for &b in &buckets {
-            let bucket = &mut self.buckets[b as usize];
-            match &group {
-                Group::Never => {}
-                Group::Text(sig) => {
-                    for &t in sig.iter() {
-                        bucket.text.entry(t).or_default().push(slot);
-                    }
-                }
-                Group::Criteria(attr, keys) => {
-                    let by_value = bucket.criteria.entry(attr.clone()).or_default();
-                    for key in keys {
-                        by_value.entry(key.clone()).or_default().push(slot);
-                    }
-                }
-                Group::Unbounded => bucket.unbounded.push(slot),
-                Group::ByCeiling(c) => {
-                    bucket.by_ceiling.insert((*c, slot));
-                }
-            }
+            self.buckets[b as usize].update(&group, slot, true);
         }
         let unposted: Vec<u32> = match &group {
             Group::Text(sig) => term_ids.iter().copied().filter(|t| !sig.contains(t)).collect(),
@@ -553,39 +572,7 @@ impl Inner {
         let Some(slot) = self.ids.remove(id) else { return };
         let Some(entry) = self.slots[slot as usize].take() else { return };
         for &b in &entry.buckets {
-            let bucket = &mut self.buckets[b as usize];
-            match &entry.group {
-                Group::Never => {}
-                Group::Text(sig) => {
-                    for t in sig.iter() {
-                        if let Some(list) = bucket.text.get_mut(t) {
-                            remove_from(list, slot);
-                            if list.is_empty() {
-                                bucket.text.remove(t);
-                            }
-                        }
-                    }
-                }
-                Group::Criteria(attr, keys) => {
-                    if let Some(by_value) = bucket.criteria.get_mut(attr) {
-                        for key in keys {
-                            if let Some(list) = by_value.get_mut(key) {
-                                remove_from(list, slot);
-                                if list.is_empty() {
-                                    by_value.remove(key);
-                                }
-                            }
-                        }
-                        if by_value.is_empty() {
-                            bucket.criteria.remove(attr);
-                        }
-                    }
-                }
-                Group::Unbounded => remove_from(&mut bucket.unbounded, slot),
-                Group::ByCeiling(c) => {
-                    bucket.by_ceiling.remove(&(*c, slot));
-                }
-            }
+            self.buckets[b as usize].update(&entry.group, slot, false);
         }
         for &t in &entry.terms {
             self.terms.release(t);

@@ -33,11 +33,30 @@ struct Words {
     price: &'static str,
     /// The text phrase.
     text: &'static str,
-    /// `(criteria key, label)`.
-    labels: &'static [(&'static str, &'static str)],
     /// Country names `[SK, CZ]`.
     countries: [&'static str; 2],
 }
+
+/// The criteria labels, `(criteria key, [English, Slovak, Czech])` (in the order of
+/// [`gazetteer::language`]), in the categories' attribute order.
+const LABELS: &[(&str, [&str; 3])] = &[
+    ("make", ["make", "značka", "značka"]),
+    ("model", ["model", "model", "model"]),
+    ("body", ["body", "karoséria", "karoserie"]),
+    ("fuel", ["fuel", "palivo", "palivo"]),
+    ("transmission", ["transmission", "prevodovka", "převodovka"]),
+    ("year", ["year", "rok výroby", "rok výroby"]),
+    ("mileageKm", ["mileage", "najazdené", "najeto"]),
+    ("powerKw", ["power", "výkon", "výkon"]),
+    ("color", ["colour", "farba", "barva"]),
+    ("type", ["type", "typ", "typ"]),
+    ("transaction", ["transaction", "transakcia", "transakce"]),
+    ("disposition", ["layout", "dispozícia", "dispozice"]),
+    ("rooms", ["rooms", "počet izieb", "počet pokojů"]),
+    ("floorAreaM2", ["floor area", "úžitková plocha", "užitná plocha"]),
+    ("landAreaM2", ["land area", "plocha pozemku", "plocha pozemku"]),
+    ("floor", ["floor", "poschodie", "podlaží"]),
+];
 
 static EN: Words = Words {
     heading: "Why this offer:",
@@ -45,24 +64,6 @@ static EN: Words = Words {
     place: "located in",
     price: "within your price limit",
     text: "matches the words of your request",
-    labels: &[
-        ("make", "make"),
-        ("model", "model"),
-        ("body", "body"),
-        ("fuel", "fuel"),
-        ("transmission", "transmission"),
-        ("year", "year"),
-        ("mileageKm", "mileage"),
-        ("powerKw", "power"),
-        ("color", "colour"),
-        ("type", "type"),
-        ("transaction", "transaction"),
-        ("disposition", "layout"),
-        ("rooms", "rooms"),
-        ("floorAreaM2", "floor area"),
-        ("landAreaM2", "land area"),
-        ("floor", "floor"),
-    ],
     countries: ["Slovakia", "Czechia"],
 };
 
@@ -72,24 +73,6 @@ static SK: Words = Words {
     place: "miesto:",
     price: "v rámci vášho cenového limitu",
     text: "zodpovedá slovám vášho dopytu",
-    labels: &[
-        ("make", "značka"),
-        ("model", "model"),
-        ("body", "karoséria"),
-        ("fuel", "palivo"),
-        ("transmission", "prevodovka"),
-        ("year", "rok výroby"),
-        ("mileageKm", "najazdené"),
-        ("powerKw", "výkon"),
-        ("color", "farba"),
-        ("type", "typ"),
-        ("transaction", "transakcia"),
-        ("disposition", "dispozícia"),
-        ("rooms", "počet izieb"),
-        ("floorAreaM2", "úžitková plocha"),
-        ("landAreaM2", "plocha pozemku"),
-        ("floor", "poschodie"),
-    ],
     countries: ["Slovensko", "Česko"],
 };
 
@@ -99,34 +82,13 @@ static CS: Words = Words {
     place: "místo:",
     price: "v rámci vašeho cenového limitu",
     text: "odpovídá slovům vaší poptávky",
-    labels: &[
-        ("make", "značka"),
-        ("model", "model"),
-        ("body", "karoserie"),
-        ("fuel", "palivo"),
-        ("transmission", "převodovka"),
-        ("year", "rok výroby"),
-        ("mileageKm", "najeto"),
-        ("powerKw", "výkon"),
-        ("color", "barva"),
-        ("type", "typ"),
-        ("transaction", "transakce"),
-        ("disposition", "dispozice"),
-        ("rooms", "počet pokojů"),
-        ("floorAreaM2", "užitná plocha"),
-        ("landAreaM2", "plocha pozemku"),
-        ("floor", "podlaží"),
-    ],
     countries: ["Slovensko", "Česko"],
 };
 
-/// The words of a language tag: `sk`, `cs` (also `cz`), else English.
+/// The words of a language tag: `sk`, `cs` (also `cz`), else English
+/// ([`gazetteer::language`]).
 fn words(lang: &str) -> &'static Words {
-    match lang.split(['-', '_']).next().unwrap_or_default().to_ascii_lowercase().as_str() {
-        "sk" => &SK,
-        "cs" | "cz" => &CS,
-        _ => &EN,
-    }
+    [&EN, &SK, &CS][gazetteer::language(lang)]
 }
 
 /// The heading before the reasons in `lang`: `Why this offer:`, `Prečo táto ponuka:`,
@@ -180,14 +142,14 @@ impl Explanation {
 pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
     let w = words(&intent.language);
     // In the categories' attribute order (make, model, …, year, mileage), unknown keys last.
-    let rank = |k: &str| w.labels.iter().position(|(l, _)| *l == k).unwrap_or(usize::MAX);
+    let rank = |k: &str| LABELS.iter().position(|(l, _)| *l == k).unwrap_or(usize::MAX);
     let mut keys: Vec<(&String, &Value)> = intent.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
     keys.sort_by_key(|(k, _)| rank(k));
     let criteria = keys
         .into_iter()
         .filter_map(|(k, want)| {
             let have = offer.attributes.get(k)?;
-            constraint_holds(want, Some(have)).then(|| criterion(w, k, want, have))
+            constraint_holds(want, Some(have)).then(|| criterion(&intent.language, k, want, have))
         })
         .collect();
     let place = area_words(w, &intent.language, &offer.area);
@@ -231,8 +193,8 @@ pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
 /// options shows the person's own spelling of the option met (`make Škoda` for an
 /// offer's `SKODA`); a number or range shows the offer's value (`year 2018`,
 /// `mileage 120 000 km`).
-fn criterion(w: &Words, key: &str, want: &Value, have: &Value) -> String {
-    let label = w.labels.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l);
+fn criterion(lang: &str, key: &str, want: &Value, have: &Value) -> String {
+    let label = LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l[gazetteer::language(lang)]);
     let value = match want {
         Value::String(s) => s.clone(),
         Value::Array(options) => options

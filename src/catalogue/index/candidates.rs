@@ -82,9 +82,8 @@ impl OfferIndex {
         terms: &[String],
         min_should_match: f64,
     ) -> Result<Vec<String>, IndexError> {
-        let n = terms.len();
-        match (0..=n).find(|&k| n == 0 || k as f64 / n as f64 + 1e-9 >= min_should_match) {
-            Some(k) => self.candidates(category, area, terms, k),
+        match matching::engine::min_hits(terms.len(), min_should_match) {
+            Some(k) => self.candidates(category, area, terms, k as usize),
             None => Ok(Vec::new()),
         }
     }
@@ -101,7 +100,7 @@ impl OfferIndex {
         let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
         clauses.extend(self.area_clauses(&searcher, area)?);
         let forms = |t: &String| -> Result<BTreeSet<String>, IndexError> {
-            let mut set = expansions(&searcher, self.f.terms, t, usize::MAX, usize::MAX)?;
+            let mut set = expansions(&searcher, self.f.terms, t)?;
             set.insert(t.clone());
             Ok(set)
         };
@@ -144,24 +143,15 @@ fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, Inde
 
 /// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
 /// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
-/// (`term` itself included when indexed). Empty for terms without a stem. At most `cap`,
-/// visiting at most `max_scanned` dictionary terms per segment.
-fn expansions(
-    searcher: &Searcher,
-    field: Field,
-    term: &str,
-    cap: usize,
-    max_scanned: usize,
-) -> Result<BTreeSet<String>, IndexError> {
+/// (`term` itself included when indexed). Empty for terms without a stem.
+fn expansions(searcher: &Searcher, field: Field, term: &str) -> Result<BTreeSet<String>, IndexError> {
     let mut out = BTreeSet::new();
     let Some(stem) = matching::stem(term) else { return Ok(out) };
     let max_chars = term.chars().count() + 3;
     for seg in searcher.segment_readers() {
         let inv = seg.inverted_index(field)?;
         let mut s = inv.terms().range().ge(stem.as_bytes()).into_stream()?;
-        let mut scanned = 0usize;
-        while scanned < max_scanned && s.advance() {
-            scanned += 1;
+        while s.advance() {
             let key = s.key();
             if !key.starts_with(stem.as_bytes()) {
                 break;
@@ -169,9 +159,6 @@ fn expansions(
             if let Ok(t) = std::str::from_utf8(key) {
                 if t.chars().count() <= max_chars && !out.contains(t) {
                     out.insert(t.to_owned());
-                    if out.len() >= cap {
-                        return Ok(out);
-                    }
                 }
             }
         }

@@ -7,6 +7,46 @@ use super::*;
 use crate::protocol::{Money, OfferSource, SellerPublic};
 use serde_json::json;
 
+/// Test support: writes in `path` (created, must hold no index) an index of the schema
+/// of INDEX_VERSION 2 (no stored offer, no `validUntil`) with one document and a commit
+/// payload claiming `generation` (and, when `current_analysis`, today's analysis
+/// fingerprint): what an older isto left on disk.
+pub(crate) fn write_version_2_index(path: &Path, generation: u64, current_analysis: bool) {
+    let mut b = Schema::builder();
+    let text = |analyzer: &str, record: IndexRecordOption, norms: bool| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
+        )
+    };
+    let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
+    let id = b.add_text_field("id", STRING | STORED | FAST);
+    b.add_text_field("category", STRING);
+    b.add_text_field("country", STRING);
+    b.add_text_field("region", STRING);
+    let title = b.add_text_field("title", searchable());
+    b.add_text_field("attrs", searchable());
+    b.add_text_field("description", searchable());
+    b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false));
+    let published = b.add_i64_field("published", NumericOptions::default().set_fast());
+    std::fs::create_dir_all(path).unwrap();
+    let old = Index::create_in_dir(path, b.build()).unwrap();
+    old.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Searchable }));
+    old.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Terms }));
+    let mut w: IndexWriter = old.writer(15_000_000).unwrap();
+    let mut d = TantivyDocument::new();
+    d.add_text(id, "o1");
+    d.add_text(title, "Škoda Octavia");
+    d.add_i64(published, 0);
+    w.add_document(d).unwrap();
+    let mut payload = serde_json::json!({ "generation": generation });
+    if current_analysis {
+        payload["analysis"] = Value::String(analysis_fingerprint().to_owned());
+    }
+    let mut prepared = w.prepare_commit().unwrap();
+    prepared.set_payload(&payload.to_string());
+    prepared.commit().unwrap();
+}
+
 pub(super) fn area_of(code: &str) -> AreaObject {
     let country = gazetteer::region_country(code).unwrap_or(code);
     let regions = if code.contains('-') { vec![code.to_owned()] } else { Vec::new() };
