@@ -181,11 +181,8 @@ pub fn sweep_due(rec: &IntentRecord) -> IntentDue {
     }
 }
 
-/// `t` in unix µs, rounded down (also before 1970): a time strictly after `t` is at or
-/// after this microsecond, which is what the expiry index compares.
-pub fn floor_micros(t: OffsetDateTime) -> i64 {
-    t.unix_timestamp_nanos().div_euclid(1000) as i64
-}
+/// `t` in unix µs, rounded down (also before 1970), as the expiry index compares.
+pub use crate::records::micros as floor_micros;
 
 impl Base {
     /// Assembles the handles; loads consent texts from `settings.consent_dir()` and every
@@ -387,27 +384,29 @@ pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>
     rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
 }
 
-/// A base for unit tests: the default settings over a store in `dir`, a fresh key ring
-/// and a manual clock at 2026-12-01T10:00:00Z.
-///
-/// # Panics
-/// When the store cannot be opened (tests only).
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-pub(crate) fn test_base(dir: &std::path::Path) -> Base {
-    let mut s = Settings::defaults();
-    s.data_dir = dir.to_owned();
-    let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
-    let clock = Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
-}
+pub(crate) use tests::test_base;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::{Status, Visibility};
     use crate::store::Reads as _;
     use serde_json::Map;
+
+    /// A base for unit tests: the default settings over a store in `dir`, a fresh key ring
+    /// and a manual clock at 2026-12-01T10:00:00Z.
+    ///
+    /// # Panics
+    /// When the store cannot be opened (tests only).
+    pub(crate) fn test_base(dir: &std::path::Path) -> Base {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
+        let clock =
+            Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+    }
 
     fn base(dir: &std::path::Path) -> Base {
         test_base(dir)

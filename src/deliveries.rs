@@ -38,13 +38,6 @@ pub fn list(
     })
 }
 
-/// Writes the match explanations in words into `deliveries` of `intent` (issue 13
-/// point 3): see [`matching::explain::annotate`] (`extensions.reasons` in the intent's
-/// language, the stored codes as `extensions.reasonCodes`).
-pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
-    matching::explain::annotate(intent, deliveries);
-}
-
 /// Matches `offers` against one intent and records new deliveries (once per pair),
 /// scheduling its digest. Returns the number of new deliveries.
 pub fn match_intent_tx(
@@ -72,25 +65,14 @@ pub fn match_intent_tx(
             hits.push((o.offer.id.as_str(), hit));
         }
     }
-    record_hits_tx(base, tx, rec, &hits, now)
+    let mut log = tx.delivery_log()?;
+    record_hits_in(base, tx, &mut log, rec, &hits, now)
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
-/// strictly increasing delivery times, and schedules its digest. Returns how many
-/// were new.
-pub fn record_hits_tx(
-    base: &Base,
-    tx: &mut Tx<'_>,
-    rec: &mut IntentRecord,
-    hits: &[(&str, matching::Hit)],
-    now: OffsetDateTime,
-) -> Result<u64> {
-    let mut log = tx.delivery_log()?;
-    record_hits_in(base, tx, &mut log, rec, hits, now)
-}
-
-/// As [`record_hits_tx`], into the delivery tables `log` of `tx` opened once for a
-/// batch of intents (a catalogue import).
+/// strictly increasing delivery times, and schedules its digest, into the delivery
+/// tables `log` of `tx` (opened once for a batch of intents in a catalogue import).
+/// Returns how many were new.
 ///
 /// # Errors
 /// Storage errors.

@@ -104,6 +104,15 @@ pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: Cancell
 where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {
+    every_after(|| period, what, stop, work).await;
+}
+
+/// As [`every`], waiting `delay()` (asked afresh each time: a random jitter, say)
+/// between two runs.
+pub(crate) async fn every_after<F>(delay: impl Fn() -> Duration, what: &'static str, stop: CancellationToken, work: F)
+where
+    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
+{
     let mut failing = false;
     loop {
         let w = work.clone();
@@ -126,7 +135,7 @@ where
         }
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(period) => {}
+            _ = tokio::time::sleep(delay()) => {}
         }
     }
 }
