@@ -376,6 +376,45 @@ impl Base {
     }
 }
 
+/// Runs `work` on a blocking thread at once and then after every `delay()` (asked
+/// afresh each time: a fixed period, or a random jitter) until `stop`; a failure is
+/// logged once (as `what`) until the work succeeds again. The domain's background work
+/// runs through it (`crate::schedule`, [`crate::deliveries::ReplyTicker`]).
+pub(crate) async fn every_after<F>(
+    delay: impl Fn() -> std::time::Duration,
+    what: &'static str,
+    stop: tokio_util::sync::CancellationToken,
+    work: F,
+) where
+    F: Fn() -> Result<()> + Clone + Send + 'static,
+{
+    let mut failing = false;
+    loop {
+        let w = work.clone();
+        let done = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::task::spawn_blocking(w) => r,
+        };
+        match done {
+            Ok(Ok(())) if failing => {
+                failing = false;
+                tracing::info!(task = what, "background work succeeds again");
+            }
+            Ok(Ok(())) => {}
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                tracing::error!(task = what, error = %e, "background work failed");
+            }
+            Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
+            Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(delay()) => {}
+        }
+    }
+}
+
 /// The contact of an intent, opened, for the mail worker and erasure tests.
 ///
 /// # Errors

@@ -38,6 +38,13 @@ pub fn list(
     })
 }
 
+/// Writes the match explanations in words into `deliveries` of `intent` (issue 13
+/// point 3): see [`matching::explain::annotate`] (`extensions.reasons` in the intent's
+/// language, the stored codes as `extensions.reasonCodes`).
+pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
+    matching::explain::annotate(intent, deliveries);
+}
+
 /// Matches `offers` against one intent and records new deliveries (once per pair),
 /// scheduling its digest. Returns the number of new deliveries.
 pub fn match_intent_tx(
@@ -147,11 +154,8 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
         let manage = crypto::new_token(TOKEN_BYTES);
         let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
-            let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else {
-                tx.set_digest_due(&id, None)?;
-                return Ok(false);
-            };
             tx.set_digest_due(&id, None)?;
+            let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { return Ok(false) };
             if rec.effective_status(now) != Status::Active {
                 return Ok(false);
             }

@@ -104,38 +104,5 @@ pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: Cancell
 where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {
-    every_after(|| period, what, stop, work).await;
-}
-
-/// As [`every`], waiting `delay()` (asked afresh each time: a random jitter, say)
-/// between two runs.
-pub(crate) async fn every_after<F>(delay: impl Fn() -> Duration, what: &'static str, stop: CancellationToken, work: F)
-where
-    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
-{
-    let mut failing = false;
-    loop {
-        let w = work.clone();
-        let done = tokio::select! {
-            _ = stop.cancelled() => return,
-            r = tokio::task::spawn_blocking(w) => r,
-        };
-        match done {
-            Ok(Ok(())) if failing => {
-                failing = false;
-                tracing::info!(task = what, "background work succeeds again");
-            }
-            Ok(Ok(())) => {}
-            Ok(Err(e)) if !failing => {
-                failing = true;
-                tracing::error!(task = what, error = %e, "background work failed");
-            }
-            Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
-            Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(delay()) => {}
-        }
-    }
+    crate::base::every_after(|| period, what, stop, work).await;
 }

@@ -205,11 +205,13 @@ struct Counter<K> {
     map: HashMap<K, Window>,
 }
 
-impl<K: Hash + Eq + Clone> Counter<K> {
-    fn new() -> Self {
+impl<K> Default for Counter<K> {
+    fn default() -> Self {
         Self { map: HashMap::new() }
     }
+}
 
+impl<K: Hash + Eq + Clone> Counter<K> {
     fn window(&mut self, key: &K, minute: i64) -> &mut Window {
         if !self.map.contains_key(key) {
             make_room(&mut self.map, MAX_KEYS, |w| {
@@ -274,26 +276,15 @@ impl Key {
 #[derive(Debug)]
 pub struct Quotas {
     limits: config::Quotas,
-    drafts: Mutex<Counter<Key>>,
-    consents: Mutex<Counter<Key>>,
-    networks: Mutex<Counter<Key>>,
-    registrations: Mutex<Counter<Key>>,
-    addresses: Mutex<Counter<Key>>,
-    global: Mutex<Counter<Key>>,
+    /// Drafts, consents, networks, registrations, addresses and the holder as a whole
+    /// (see [`Quotas::counter`]).
+    counters: [Mutex<Counter<Key>>; 6],
 }
 
 impl Quotas {
     /// Counters for the limits of `[quotas]`.
     pub fn new(limits: config::Quotas) -> Self {
-        Self {
-            limits,
-            drafts: Mutex::new(Counter::new()),
-            consents: Mutex::new(Counter::new()),
-            networks: Mutex::new(Counter::new()),
-            registrations: Mutex::new(Counter::new()),
-            addresses: Mutex::new(Counter::new()),
-            global: Mutex::new(Counter::new()),
-        }
+        Self { limits, counters: Default::default() }
     }
 
     /// The limit of `rule` per hour.
@@ -348,15 +339,16 @@ impl Quotas {
 
     /// The counter of `rule`, when `key` fits it (not an address for a per-client rule).
     fn counter(&self, rule: Rule, key: &Key) -> Option<&Mutex<Counter<Key>>> {
-        Some(match (rule, key) {
-            (Rule::DraftsPerClient, Key::Client(_)) => &self.drafts,
-            (Rule::ConsentsPerClient, Key::Client(_)) => &self.consents,
-            (Rule::RegistrationsPerClient, Key::Client(_)) => &self.registrations,
-            (Rule::ConsentsPerNetwork, Key::Network(_)) => &self.networks,
-            (Rule::ConsentsPerAddress, Key::Address(_)) => &self.addresses,
-            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => &self.global,
+        let i = match (rule, key) {
+            (Rule::DraftsPerClient, Key::Client(_)) => 0,
+            (Rule::ConsentsPerClient, Key::Client(_)) => 1,
+            (Rule::ConsentsPerNetwork, Key::Network(_)) => 2,
+            (Rule::RegistrationsPerClient, Key::Client(_)) => 3,
+            (Rule::ConsentsPerAddress, Key::Address(_)) => 4,
+            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => 5,
             _ => return None,
-        })
+        };
+        Some(&self.counters[i])
     }
 }
 
@@ -495,6 +487,6 @@ mod tests {
             let k = Key::Client(Some(IpAddr::from(std::net::Ipv4Addr::from(i))));
             q.take(Rule::DraftsPerClient, &k, 60).unwrap();
         }
-        assert!(q.drafts.lock().unwrap().map.len() <= MAX_KEYS);
+        assert!(q.counters[0].lock().unwrap().map.len() <= MAX_KEYS);
     }
 }

@@ -285,7 +285,7 @@ impl Intents {
     /// next cursor: with no new deliveries it stays where the caller was.
     fn matches_of(&self, rec: &IntentRecord, q: &ListMatches) -> Result<(Vec<Delivery>, Option<String>)> {
         let (mut matches, next) = deliveries::list(&self.base, &rec.id, q.since, q.limit)?;
-        crate::matching::explain::annotate(&rec.to_intent(self.now()), &mut matches);
+        deliveries::explain(&rec.to_intent(self.now()), &mut matches);
         Ok((matches, next.or_else(|| q.since.map(clock::rfc3339_micros))))
     }
 

@@ -73,14 +73,9 @@ impl<'a> Tx<'a> {
     pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
         let mut t = self.open(DIGEST_DUE)?;
         match due_unix {
-            Some(d) => {
-                t.insert(intent, d)?;
-            }
-            None => {
-                t.remove(intent)?;
-            }
+            Some(d) => t.insert(intent, d).map(drop),
+            None => t.remove(intent).map(drop),
         }
-        Ok(())
     }
 }
 
