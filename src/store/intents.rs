@@ -132,7 +132,11 @@ impl Tx<'_> {
                 t.insert((at, id), ())?;
             }
         }
-        if new == (None, None) { by_id.remove(id).map(drop) } else { by_id.insert(id, new).map(drop) }
+        if new == (None, None) {
+            by_id.remove(id).map(drop)
+        } else {
+            by_id.insert(id, new).map(drop)
+        }
     }
 }
 
