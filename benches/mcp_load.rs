@@ -1,7 +1,7 @@
 //! The MCP load benchmark of issue 12 point 4: isto's MCP path measured side by side with
 //! its floors, in one run, on loopback, one server core and one load-generator core.
 //!
-//! Run: `cargo bench --bench mcp_load` (about 6 minutes on 2 cores; the release build
+//! Run: `cargo bench --bench mcp_load` (about 8 minutes on 2 cores; the release build
 //! first if it is not there). It builds (as bench-only code in this file, from the same
 //! dependency versions as isto) and starts as child processes:
 //!
@@ -12,7 +12,14 @@
 //! - `isto serve` (the release binary) on a fresh data dir with a config raising the
 //!   `[limits]` and `[quotas]` that would otherwise throttle the load, the real sauto
 //!   listings of `../shared/data` imported when present (2 288 offers); then a second
-//!   `isto serve` with a generated catalogue of 100 000 more offers for the search target.
+//!   `isto serve` with a generated catalogue of 100 000 more offers for the search target;
+//! - last, isto on redb beside isto on PostgreSQL (issue 27): a throw-away cluster
+//!   started as the tests start one (`isto::store::testpg`: initdb + pg_ctl in a temporary
+//!   directory; not measured, with the reason printed, when PostgreSQL's binaries are not
+//!   installed), both on one generated catalogue (`ISTO_BENCH_STORE_OFFERS`, default
+//!   10 000), loaded in turn with 2026-07-28 `intent_get_intent`, `intent_search_offers`
+//!   and `intent_publish_intent`; the database cluster's CPU (postmaster and backends)
+//!   is measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part.
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
@@ -33,7 +40,8 @@
 //! after the load), the time from process start to the first answer (`GET /healthz`) and
 //! to ready (`GET /readyz` 200: the offer index open), and
 //! the release binary's size (stripped by the release profile). The same as JSON in
-//! `target/bench/mcp_load.json`. Loopback only; every phase bounded in time.
+//! `target/bench/mcp_load.json`; the redb / PostgreSQL table in
+//! `target/bench/mcp_load_stores.json`. Loopback only; every phase bounded in time.
 
 // A benchmark harness, not the holder: a failed set-up may abort the run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -343,6 +351,9 @@ mod run {
         pub pid: u32,
         pub mode: Mode,
         pub tool: &'static str,
+        /// The postmaster of the PostgreSQL cluster the server uses, whose CPU (its own
+        /// and its backends') is measured too ([`cluster_ticks`]).
+        pub db: Option<u32>,
         pub args: Arc<dyn Fn(u64) -> Value + Send + Sync>,
     }
 
@@ -358,6 +369,8 @@ mod run {
         pub p50_us: f64,
         pub p99_us: f64,
         pub cpu_us: f64,
+        /// CPU µs per request of the database cluster (NaN without one).
+        pub db_cpu_us: f64,
     }
 
     fn call_body(mode: Mode, id: u64, tool: &str, args: &Value) -> String {
@@ -432,6 +445,29 @@ mod run {
         // After ")": field 3 is f[0], so utime (14) is f[11] and stime (15) f[12].
         f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
             + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    }
+
+    /// The fields of `/proc/PID/stat` after the command name (field 3 first).
+    fn stat_fields(pid: u32) -> Vec<String> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        s.rsplit_once(')').map(|(_, r)| r.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+    }
+
+    /// CPU of a PostgreSQL cluster, clock ticks: its postmaster's own, its reaped
+    /// children's (cutime + cstime, fields 16 and 17) and every live child's (the
+    /// backends serving isto's pool, the background workers).
+    pub fn cluster_ticks(postmaster: u32) -> u64 {
+        let f = stat_fields(postmaster);
+        let field = |f: &[String], i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let mut ticks = field(&f, 11) + field(&f, 12) + field(&f, 13) + field(&f, 14);
+        let children = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+        for pid in children.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()) {
+            let f = stat_fields(pid);
+            if field(&f, 1) == u64::from(postmaster) {
+                ticks += field(&f, 11) + field(&f, 12);
+            }
+        }
+        ticks
     }
 
     fn clock_ticks_per_sec() -> u64 {
@@ -523,9 +559,9 @@ mod run {
             }));
         }
         tokio::time::sleep_until(warm_end.into()).await;
-        let (c0, w0) = (cpu_ticks(t.pid), Instant::now());
+        let (c0, d0, w0) = (cpu_ticks(t.pid), t.db.map(cluster_ticks), Instant::now());
         tokio::time::sleep_until(end.into()).await;
-        let (c1, w1) = (cpu_ticks(t.pid), Instant::now());
+        let (c1, d1, w1) = (cpu_ticks(t.pid), t.db.map(cluster_ticks), Instant::now());
         let mut lat = Vec::new();
         let (mut errors, mut first) = (0, None);
         for task in tasks {
@@ -553,6 +589,12 @@ mod run {
             p50_us: pct(&lat, 0.50),
             p99_us: pct(&lat, 0.99),
             cpu_us: if ok > 0 { cpu_us / ok as f64 } else { f64::NAN },
+            db_cpu_us: match (d0, d1) {
+                (Some(a), Some(b)) if ok > 0 => {
+                    b.saturating_sub(a) as f64 * 1e6 / clock_ticks_per_sec() as f64 / ok as f64
+                }
+                _ => f64::NAN,
+            },
         }
     }
 
@@ -777,6 +819,7 @@ mod run {
             pid,
             mode: Mode::Stateless,
             tool: "intent_publish_intent",
+            db: None,
             args: Arc::new(|_| Value::Null),
         };
         let (mut c, _) = open(&t).await.unwrap();
@@ -890,6 +933,13 @@ mod run {
             }
         };
 
+        let code_of = |addr: SocketAddr, pid: u32| local.block_on(&rt, one_code(addr, pid));
+        if std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("stores") {
+            let rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
+            stores_report(&rows, &out_dir);
+            return;
+        }
+
         // The floors.
         {
             let s = start_own("axum", &server_cpu);
@@ -899,6 +949,7 @@ mod run {
                 pid: s.child.id(),
                 mode: Mode::Raw,
                 tool: "echo",
+                db: None,
                 args: Arc::new(search_args),
             };
             run_target(t, &mut rows);
@@ -915,6 +966,7 @@ mod run {
                     pid: s.child.id(),
                     mode,
                     tool: "echo",
+                    db: None,
                     args: Arc::new(search_args),
                 };
                 run_target(t, &mut rows);
@@ -959,6 +1011,7 @@ mod run {
                     pid,
                     mode,
                     tool: "intent_get_intent",
+                    db: None,
                     args: get.clone(),
                 };
                 run_target(t, &mut rows);
@@ -970,6 +1023,7 @@ mod run {
                     pid,
                     mode,
                     tool: "intent_search_offers",
+                    db: None,
                     args: Arc::new(search_args),
                 };
                 run_target(t, &mut rows);
@@ -981,6 +1035,7 @@ mod run {
                     pid,
                     mode,
                     tool: "intent_publish_intent",
+                    db: None,
                     args: Arc::new(publish_args),
                 };
                 run_target(t, &mut rows);
@@ -1014,6 +1069,7 @@ mod run {
                     pid,
                     mode,
                     tool: "intent_search_offers",
+                    db: None,
                     args: Arc::new(search_args),
                 };
                 run_target(t, &mut rows);
@@ -1021,6 +1077,119 @@ mod run {
         }
 
         report(&rows, redb, idle_rss, after_rss, big_rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
+        let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
+        stores_report(&store_rows, &out_dir);
+    }
+
+    /// isto on redb beside isto on PostgreSQL (a throw-away cluster started as the tests
+    /// start one, `isto::store::testpg`), one after the other on the same core and the
+    /// same generated catalogue (`ISTO_BENCH_STORE_OFFERS`, default 10 000): get, search
+    /// and publish on 2026-07-28 requests (stateless: what replicas behind a balancer
+    /// serve). No rows, with the reason printed, without PostgreSQL's binaries.
+    fn stores(
+        bin: &Path,
+        work: &Path,
+        cpu: &str,
+        run_target: &dyn Fn(Target, &mut Vec<Row>),
+        code_of: &dyn Fn(SocketAddr, u32) -> String,
+    ) -> Vec<Row> {
+        if let Err(why) = isto::store::testpg::binaries() {
+            eprintln!("mcp_load: isto on PostgreSQL not measured: {why}");
+            return Vec::new();
+        }
+        let pg = isto::store::testpg::database();
+        let postmaster = postmaster_pid(&pg.url);
+        if postmaster.is_none() {
+            eprintln!("mcp_load: the PostgreSQL cluster's postmaster was not found: its CPU is not measured");
+        }
+        let catalogue = work.join("stores.jsonl");
+        synth_jsonl(env_u64("ISTO_BENCH_STORE_OFFERS", 10_000) as usize, &catalogue);
+        let mut rows = Vec::new();
+        for (label, url) in [("isto-redb", None), ("isto-PG", Some(pg.url.as_str()))] {
+            let dir = work.join(label);
+            let port = free_port();
+            let cfg = isto_config(&dir, port);
+            if let Some(url) = url {
+                let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
+                writeln!(f, "[store]\nbackend = \"postgres\"\nurl = {}", toml_string(url)).unwrap();
+            }
+            let (imported, rejected, secs) = import(bin, &cfg, &catalogue);
+            eprintln!("mcp_load: {label}: {imported} offers imported, {rejected} rejected in {secs:.1} s");
+            let (s, _, _) = start_isto(bin, &cfg, port, cpu, &dir.join("serve.log"));
+            let pid = isto_pid(&s);
+            let code = code_of(s.addr, pid);
+            let get = Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
+            let search = Arc::new(search_args) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
+            let publish = Arc::new(publish_args) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
+            for (tool, args) in
+                [("intent_get_intent", get), ("intent_search_offers", search), ("intent_publish_intent", publish)]
+            {
+                let t = Target {
+                    name: format!("{label} {tool}"),
+                    addr: s.addr,
+                    pid,
+                    mode: Mode::Stateless,
+                    tool,
+                    db: url.and(postmaster),
+                    args,
+                };
+                run_target(t, &mut rows);
+            }
+        }
+        rows
+    }
+
+    /// The pid of the postmaster serving the `port=N` of `url` (its command line has
+    /// `-p N`), if found.
+    fn postmaster_pid(url: &str) -> Option<u32> {
+        let port = url.split_whitespace().find_map(|kv| kv.strip_prefix("port="))?;
+        let want = format!("\0-p\0{port}\0");
+        let procs = std::fs::read_dir("/proc").ok()?.flatten();
+        procs.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                c.windows(want.len()).any(|w| w == want.as_bytes()) && String::from_utf8_lossy(&c).contains("postgres")
+            })
+        })
+    }
+
+    /// The table isto-redb beside isto-PG (req/s, CPU µs per request of isto and of the
+    /// database cluster), printed and written to `target/bench/mcp_load_stores.json`.
+    fn stores_report(rows: &[Row], out_dir: &Path) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut out = String::from(
+            "| 2026-07-28 call | conns | isto-redb req/s | isto-PG req/s | PG / redb | isto-redb CPU µs/req | isto-PG CPU µs/req: isto + PostgreSQL |\n\
+             |---|---|---|---|---|---|---|\n",
+        );
+        let mut json_rows = Vec::new();
+        for tool in ["intent_get_intent", "intent_search_offers", "intent_publish_intent"] {
+            for r in rows.iter().filter(|r| r.name == format!("isto-redb {tool}")) {
+                let Some(p) = rows.iter().find(|p| p.name == format!("isto-PG {tool}") && p.conns == r.conns) else {
+                    continue;
+                };
+                out.push_str(&format!(
+                    "| {tool} | {} | {:.0} | {:.0} | {} | {:.1} | {:.1} + {:.1} = {:.1} |\n",
+                    r.conns,
+                    r.rps,
+                    p.rps,
+                    fmt_ratio(p.rps / r.rps),
+                    r.cpu_us,
+                    p.cpu_us,
+                    p.db_cpu_us,
+                    p.cpu_us + p.db_cpu_us
+                ));
+                json_rows.push(json!({
+                    "tool": tool, "connections": r.conns, "redbReqPerSec": r.rps, "pgReqPerSec": p.rps,
+                    "redbCpuUsPerReq": r.cpu_us, "pgIstoCpuUsPerReq": p.cpu_us, "pgDatabaseCpuUsPerReq": p.db_cpu_us,
+                    "redbErrors": r.errors, "pgErrors": p.errors, "redbP50Ms": r.p50_us / 1e3, "pgP50Ms": p.p50_us / 1e3,
+                }));
+            }
+        }
+        println!("\nisto on redb beside isto on PostgreSQL (same run, same core, same catalogue):\n{out}");
+        let path = out_dir.join("mcp_load_stores.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&json!({"rows": json_rows})).unwrap()).unwrap();
+        println!("written: {}", path.display());
     }
 
     /// The pid of the isto process itself (`taskset` execs it, so the child's pid).

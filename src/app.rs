@@ -7,7 +7,7 @@ use crate::config::Settings;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-mod follow;
+pub mod follow;
 pub mod listener;
 pub mod metrics;
 pub mod rate;

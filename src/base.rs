@@ -377,11 +377,14 @@ impl Base {
 }
 
 /// Runs `work` on a blocking thread at once and then after every `delay()` (asked
-/// afresh each time: a fixed period, or a random jitter) until `stop`; a failure is
-/// logged once (as `what`) until the work succeeds again. The domain's background work
-/// runs through it (`crate::schedule`, [`crate::deliveries::ReplyTicker`]).
+/// afresh each time: a fixed period, or a random jitter), and also at once when `wake`
+/// is notified (a notification that arrives while `work` runs makes one more pass right
+/// after it), until `stop`; a failure is logged once (as `what`) until the work succeeds
+/// again. The domain's background work runs through it (`crate::schedule`,
+/// [`crate::deliveries::ReplyTicker`]).
 pub(crate) async fn every_after<F>(
     delay: impl Fn() -> std::time::Duration,
+    wake: Option<Arc<tokio::sync::Notify>>,
     what: &'static str,
     stop: tokio_util::sync::CancellationToken,
     work: F,
@@ -408,9 +411,16 @@ pub(crate) async fn every_after<F>(
             Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
             Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
         }
+        let woken = async {
+            match &wake {
+                Some(w) => w.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(delay()) => {}
+            () = woken => {}
         }
     }
 }

@@ -104,5 +104,19 @@ pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: Cancell
 where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {
-    crate::base::every_after(|| period, what, stop, work).await;
+    every_or_woken(period, None, what, stop, work).await;
+}
+
+/// As [`every`], and also at once when `wake` is notified: a notification that arrives
+/// while `work` runs makes one more pass right after it.
+pub(crate) async fn every_or_woken<F>(
+    period: Duration,
+    wake: Option<Arc<tokio::sync::Notify>>,
+    what: &'static str,
+    stop: CancellationToken,
+    work: F,
+) where
+    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
+{
+    crate::base::every_after(|| period, wake, what, stop, work).await;
 }

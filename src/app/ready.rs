@@ -38,7 +38,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// `pool` and `feed` are there on PostgreSQL only: the store's connections
 /// ([`crate::store::PoolStats`]), which inform and never decide readiness (a lost
 /// database already fails the store check); and the change feed
-/// (`{"inStep": true, "version": 42, "applied": 42, "lastInStepSecs": 0}`): a replica
+/// (`{"inStep": true, "version": 42, "applied": 42, "lastInStepSecs": 0, "notifications": 40}`): a replica
 /// behind it for more than `follow::FEED_BOUND` is not ready.
 ///
 /// Ready means the store takes writes ([`crate::store::Store::writable`]) and the offer

@@ -137,7 +137,7 @@ impl ReplyTicker {
         let base = self.0;
         let work = move || if base.store().leading() { match_queued_replies(&base).map(drop) } else { Ok(()) };
         let delay = || tick_delay(rand::random::<f64>());
-        crate::base::every_after(delay, "matching queued seller replies", stop, work).await;
+        crate::base::every_after(delay, None, "matching queued seller replies", stop, work).await;
     }
 }
 

@@ -8,7 +8,10 @@
 //! order and a snapshot sees a prefix of them: `seq` is the feed's version.
 //!
 //! A replica remembers the version it has applied ([`Store::feed_applied`]); its
-//! follower reads [`Store::changes_since`] every few hundred milliseconds, brings what
+//! follower holds a connection that runs `LISTEN isto_changes` ([`Store::listen_changes`])
+//! and reads [`Store::changes_since`] as soon as a notification arrives, and every few
+//! hundred milliseconds besides (the fallback while that connection is lost: a
+//! notification is never queued for a connection that is not listening); it brings what
 //! changed up to date from the store, and notes the new version
 //! ([`Store::note_applied`]). Rows older than the leader's pruning horizon are deleted
 //! ([`Store::prune_changes`]); a replica whose version is older than the horizon gets
@@ -19,7 +22,7 @@ use super::pg::Conn;
 use super::reads::{RxTxn, TxTxn};
 use super::schema::ACTIVE;
 use super::{pg, Result, Rx, Store, Tables as _, Tx};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +31,14 @@ pub(super) const FEED_TABLES: &str = "CREATE TABLE isto_changes (seq bigserial P
      id text NOT NULL, at timestamptz NOT NULL DEFAULT now()); \
      CREATE TABLE isto_change_horizon (one integer PRIMARY KEY CHECK (one = 1), through bigint NOT NULL); \
      INSERT INTO isto_change_horizon VALUES (1, 0)";
+
+/// The channel of the feed's notifications (`LISTEN isto_changes`).
+pub const FEED_CHANNEL: &str = "isto_changes";
+
+/// Idle time of the listening connection before TCP keepalives probe it (then every
+/// 2 s, 3 probes): a connection to a database host that vanished ends after about 11 s,
+/// and the follower listens again.
+const LISTEN_KEEPALIVE: Duration = Duration::from_secs(5);
 
 /// Most rows one [`Store::changes_since`] returns (the follower asks again for more).
 pub const FEED_PAGE: i64 = 5000;
@@ -90,11 +101,25 @@ pub(super) struct FeedState {
     pub(super) applied: AtomicI64,
     /// When the follower last found nothing newer than what it applied.
     in_step_at: Mutex<Instant>,
+    /// Notifications the follower received ([`Store::note_notified`]).
+    notified: AtomicU64,
 }
 
 impl Default for FeedState {
     fn default() -> Self {
-        Self { applied: AtomicI64::new(0), in_step_at: Mutex::new(Instant::now()) }
+        Self { applied: AtomicI64::new(0), in_step_at: Mutex::new(Instant::now()), notified: AtomicU64::new(0) }
+    }
+}
+
+/// A connection listening for the feed's notifications ([`Store::listen_changes`]).
+pub struct ChangeListener(pg::Listening);
+
+impl ChangeListener {
+    /// Waits until a write transaction that added rows to the feed has committed (the
+    /// notifications that arrived meanwhile count as one); `false` once the connection
+    /// has ended (the database restarted, the network lost): listen again.
+    pub async fn notified(&mut self) -> bool {
+        self.0.next().await
     }
 }
 
@@ -117,7 +142,7 @@ impl Tx<'_> {
     pub(super) fn note_change(&self, kind: ChangeKind, id: &str) -> Result<()> {
         if let TxTxn::Pg(conn) = self.txn {
             conn.query("INSERT INTO isto_changes (kind, id) VALUES ($1, $2)", &[&kind.as_str(), &id])?;
-            conn.query("SELECT pg_notify('isto_changes', '')", &[])?;
+            conn.query("SELECT pg_notify($1, '')", &[&FEED_CHANNEL])?;
         }
         Ok(())
     }
@@ -202,6 +227,29 @@ impl Store {
             )?;
             Ok(rows.first().map(|r| r.try_get::<_, i64>(0)).transpose()?.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
         })
+    }
+
+    /// A connection that listens for the feed's notifications (`None` on redb). Blocking
+    /// (one connect and one round trip).
+    ///
+    /// # Errors
+    /// The database's error; [`super::StoreError::Unavailable`].
+    pub fn listen_changes(&self) -> Result<Option<ChangeListener>> {
+        let Some(pool) = &self.pg else { return Ok(None) };
+        Ok(Some(ChangeListener(pool.listen(FEED_CHANNEL, LISTEN_KEEPALIVE)?)))
+    }
+
+    /// Counts one notification the follower received (see [`Self::feed_notified`]).
+    pub fn note_notified(&self) {
+        if let Some(p) = &self.pg {
+            p.feed.notified.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Notifications of the feed this replica's follower received since the store was
+    /// opened (0 on redb): each started a read of the feed at once.
+    pub fn feed_notified(&self) -> u64 {
+        self.pg.as_ref().map_or(0, |p| p.feed.notified.load(Ordering::Relaxed))
     }
 
     /// The feed's version this replica has applied (0 on redb).

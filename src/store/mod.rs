@@ -59,7 +59,7 @@ mod table;
 pub mod testpg;
 mod tokens;
 
-pub use changes::{ChangeKind, Changes, FEED_PAGE};
+pub use changes::{ChangeKind, ChangeListener, Changes, FEED_CHANNEL, FEED_PAGE};
 pub use deliveries::DeliveryLog;
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};

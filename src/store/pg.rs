@@ -28,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
 
 /// The advisory-lock key every write transaction takes (`pg_advisory_xact_lock`):
 /// "isto" in ASCII, the store's single-writer lock on its database.
@@ -150,6 +150,23 @@ impl Conn {
     /// The database's error.
     pub(super) fn batch(&self, sql: &str) -> Result<()> {
         Ok(block_on(self.client.batch_execute(sql))?)
+    }
+}
+
+/// A connection listening on a channel ([`Pool::listen`]); dropping it closes the
+/// connection.
+pub(super) struct Listening {
+    _client: Client,
+    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl Listening {
+    /// Waits for the next notification; those that arrived meanwhile count as one.
+    /// `false` once the connection has ended (nothing more will arrive).
+    pub(super) async fn next(&mut self) -> bool {
+        let got = self.rx.recv().await.is_some();
+        while self.rx.try_recv().is_ok() {}
+        got
     }
 }
 
@@ -312,9 +329,53 @@ impl Pool {
     /// # Errors
     /// The database's error; [`StoreError::Unavailable`].
     pub(super) fn connect_kept_alive(&self, idle: Duration) -> Result<Conn> {
+        self.connect_with(self.kept_alive(idle))
+    }
+
+    /// The pool's settings with TCP keepalives probing after `idle` (every 2 s, 3 probes).
+    fn kept_alive(&self, idle: Duration) -> tokio_postgres::Config {
         let mut config = self.config.clone();
         config.keepalives(true).keepalives_idle(idle).keepalives_interval(Duration::from_secs(2)).keepalives_retries(3);
-        self.connect_with(config)
+        config
+    }
+
+    /// A connection outside the pool's count that has run `LISTEN channel` (keepalives
+    /// after `idle`, as [`Self::connect_kept_alive`]): each notification on `channel`
+    /// reaches the returned [`Listening`], until the connection ends.
+    ///
+    /// # Errors
+    /// The database's error; [`StoreError::Unavailable`].
+    pub(super) fn listen(&self, channel: &'static str, idle: Duration) -> Result<Listening> {
+        let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
+        let config = self.kept_alive(idle);
+        let task = rt.spawn(async move {
+            let (client, mut connection) = config.connect(NoTls).await?;
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            // The connection runs by being polled for its messages: notifications go to
+            // the receiver; the task (and with it the sender) ends with the connection.
+            tokio::spawn(async move {
+                loop {
+                    match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                        Some(Ok(AsyncMessage::Notification(_))) => {
+                            if tx.send(()).is_err() {
+                                break;
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => {
+                            tracing::debug!(error = %e, "store: the listening PostgreSQL connection ended");
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+            });
+            client.batch_execute(&format!("LISTEN {channel}")).await?;
+            Ok::<_, tokio_postgres::Error>(Listening { _client: client, rx })
+        });
+        Ok(block_on(task).map_err(|_| StoreError::Unavailable)?.inspect_err(|_| {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        })?)
     }
 
     fn connect_with(&self, config: tokio_postgres::Config) -> Result<Conn> {

@@ -28,12 +28,22 @@ static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 
 /// The directory of `initdb`, `pg_ctl` and `postgres`.
 fn bin_dir() -> PathBuf {
+    binaries().unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// The directory of PostgreSQL's server binaries (`initdb`, `pg_ctl`, `postgres`), or
+/// why there is none: for a caller that skips rather than fails without them (the
+/// benches).
+///
+/// # Errors
+/// The sentence saying where they were looked for.
+pub fn binaries() -> Result<PathBuf, String> {
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file());
     if let Some(d) = on_path {
-        return d;
+        return Ok(d);
     }
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
@@ -43,10 +53,11 @@ fn bin_dir() -> PathBuf {
         .filter(|d| d.join("initdb").is_file())
         .collect();
     found.sort();
-    found.pop().expect(
+    found.pop().ok_or_else(|| {
         "PostgreSQL's server binaries (initdb, pg_ctl) are neither on PATH nor in /usr/lib/postgresql/*/bin: \
-         install Debian's postgresql package (the tests never start its system cluster)",
-    )
+         install Debian's postgresql package (the tests never start its system cluster)"
+            .to_owned()
+    })
 }
 
 fn is_root() -> bool {

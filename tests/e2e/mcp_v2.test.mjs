@@ -35,7 +35,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextproto
 
 import { freePort, initializeBody, waitFor, withIsto } from "./lib/harness.mjs";
 import { actAsPerson, buyerWithToken, MemoryOAuthProvider, signUpBuyer } from "./lib/oauth.mjs";
-import { addSeller, bearerParams, consentAndConfirm, signInWithLink, writeJsonl } from "./lib/seller.mjs";
+import { addSeller, bearerParams, consentAndConfirm, octavia, signInWithLink, writeJsonl } from "./lib/seller.mjs";
 import { stepper } from "./lib/steps.mjs";
 
 const V2 = "2026-07-28";
@@ -88,20 +88,6 @@ async function v2Provider(browser, seen, clientName) {
   });
   provider.clientMetadata.redirect_uris.push(String(provider.redirectUrl));
   return provider;
-}
-
-function octavia(ref, amount) {
-  return {
-    ref,
-    title: `Škoda Octavia ${ref}`,
-    description: "Škoda Octavia, testovací nabídka pro e2e test isto.",
-    category: "vehicles",
-    attributes: { make: "Škoda", model: "Octavia", year: 2015, mileageKm: 180000, fuel: "diesel", transmission: "manual" },
-    price: { amount, currency: "CZK" },
-    area: { country: "CZ", regions: ["CZ-64"], place: "Brno" },
-    seller: { name: "e2e dealer", url: "https://dealer.example/" },
-    url: `https://dealer.example/${ref}`,
-  };
 }
 
 /** A fetch that records every request's method and headers and every response's status and headers. */

@@ -41,7 +41,11 @@ impl Drop for Replica {
 /// Two replicas over one new database, sharing one key directory (`keys` of the first
 /// replica's data directory, linked from the second's: see the operator guide).
 fn two_replicas() -> (Replica, Replica) {
-    let db = isto::store::testpg::database();
+    two_replicas_on(&isto::store::testpg::database())
+}
+
+/// [`two_replicas`] over the database of `db`.
+fn two_replicas_on(db: &isto::store::PgSettings) -> (Replica, Replica) {
     let clock = clock();
     let open = |dir: &std::path::Path, keys: Option<&std::path::Path>| {
         if let Some(k) = keys {
@@ -209,4 +213,90 @@ fn a_key_rotation_on_one_replica_is_honoured_by_the_other() {
     let sealed = ka.seal_str("sealed on A with the new key").unwrap();
     within(Duration::from_secs(1), "B reads the rotated ring", || kb.current_kid() == kid);
     assert_eq!(kb.open_str(&sealed).unwrap().expose(), "sealed on A with the new key");
+}
+
+/// The version of the change feed on `h`'s store now.
+fn feed_version(h: &AppState) -> i64 {
+    h.base.store().change_version().unwrap().unwrap()
+}
+
+/// Writes on A and returns how long B's follower took to apply each write, from the
+/// write's commit (B's applied version polled every millisecond, 1 s at most).
+fn lags(a: &AppState, b: &AppState, rounds: usize, tag: &str) -> Vec<Duration> {
+    (0..rounds)
+        .map(|i| {
+            a.catalogue
+                .import_offers(vec![offer(&format!("{tag}{i}"), "Škoda Octavia Combi", 9000.0 + i as f64)])
+                .unwrap();
+            let (version, t0) = (feed_version(a), Instant::now());
+            within(Duration::from_secs(1), "B applies A's write", || b.base.store().feed_applied() >= version);
+            t0.elapsed()
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// LISTEN/NOTIFY: B runs the real follower of `isto serve` (`app::follow::run`), which
+/// reads the change feed when the database notifies it; each write on A is applied on B
+/// at once rather than at the next 0.2 s poll (the lags are measured and printed, the
+/// notifications counted). When B's listening connection is ended by the database, the
+/// poll still applies writes, and the follower listens again (with backoff) and is
+/// notified again.
+#[test]
+fn a_change_reaches_the_other_replica_by_notification() {
+    if !on_postgres("a_change_reaches_the_other_replica_by_notification") {
+        return;
+    }
+    let db = isto::store::testpg::database();
+    let (a, b) = two_replicas_on(&db);
+    b.follow.store(false, Ordering::SeqCst);
+    let (ha, hb) = (&a.holder, &b.holder);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    rt.spawn(isto::app::follow::run(hb.clone(), stop.clone()));
+    // The follower listens once it was notified of a first write.
+    let store_b = hb.base.store();
+    within(Duration::from_secs(5), "B's follower is notified", || {
+        ha.catalogue.import_offers(vec![offer("warm", "Škoda Octavia", 8000.0)]).unwrap();
+        let v = feed_version(ha);
+        let t = Instant::now();
+        while store_b.feed_applied() < v && t.elapsed() < Duration::from_millis(300) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        store_b.feed_notified() > 0
+    });
+
+    let before = store_b.feed_notified();
+    let notified = lags(ha, hb, 20, "n");
+    let got = store_b.feed_notified() - before;
+    eprintln!(
+        "change feed lag with LISTEN/NOTIFY: median {:?}, max {:?} over 20 writes, {got} notifications (poll every {:?})",
+        median(notified.clone()),
+        notified.iter().max().unwrap(),
+        isto::app::follow::FEED_POLL
+    );
+    assert!(got >= 10, "B's follower was notified of {got} of 20 writes");
+    assert!(
+        median(notified) < isto::app::follow::FEED_POLL,
+        "most writes were applied before a poll would have read them"
+    );
+
+    // The database ends B's listening connection: writes still arrive by the poll, and
+    // the follower listens again.
+    isto::store::testpg::execute(
+        &db,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN isto_changes'",
+    );
+    let polled = lags(ha, hb, 3, "p");
+    eprintln!("change feed lag after the listening connection was ended: {polled:?}");
+    let before = store_b.feed_notified();
+    within(Duration::from_secs(5), "B's follower listens again", || {
+        lags(ha, hb, 1, &format!("r{}", store_b.feed_notified()));
+        store_b.feed_notified() > before
+    });
+    stop.cancel();
 }

@@ -24,6 +24,21 @@ export function writeJsonl(dir, name, rows) {
   return file;
 }
 
+/** A catalogue row of a Škoda Octavia in Brno (CZ-64) at `amount` CZK. */
+export function octavia(ref, amount) {
+  return {
+    ref,
+    title: `Škoda Octavia ${ref}`,
+    description: "Škoda Octavia, testovací nabídka pro e2e test isto.",
+    category: "vehicles",
+    attributes: { make: "Škoda", model: "Octavia", year: 2015, mileageKm: 180000, fuel: "diesel", transmission: "manual" },
+    price: { amount, currency: "CZK" },
+    area: { country: "CZ", regions: ["CZ-64"], place: "Brno" },
+    seller: { name: "e2e dealer", url: "https://dealer.example/" },
+    url: `https://dealer.example/${ref}`,
+  };
+}
+
 /**
  * `isto admin seller add --name … --email … --category … --region … --json` (through the
  * admin socket when the server runs); returns the `seller` object of its JSON output
