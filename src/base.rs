@@ -181,11 +181,8 @@ pub fn sweep_due(rec: &IntentRecord) -> IntentDue {
     }
 }
 
-/// `t` in unix µs, rounded down (also before 1970): a time strictly after `t` is at or
-/// after this microsecond, which is what the expiry index compares.
-pub fn floor_micros(t: OffsetDateTime) -> i64 {
-    t.unix_timestamp_nanos().div_euclid(1000) as i64
-}
+/// `t` in unix µs, rounded down (also before 1970), as the expiry index compares.
+pub use crate::records::micros as floor_micros;
 
 impl Base {
     /// Assembles the handles; loads consent texts from `settings.consent_dir()` and every
@@ -379,6 +376,55 @@ impl Base {
     }
 }
 
+/// Runs `work` on a blocking thread at once and then after every `delay()` (asked
+/// afresh each time: a fixed period, or a random jitter), and also at once when `wake`
+/// is notified (a notification that arrives while `work` runs makes one more pass right
+/// after it), until `stop`; a failure is logged once (as `what`) until the work succeeds
+/// again. The domain's background work runs through it (`crate::schedule`,
+/// [`crate::deliveries::ReplyTicker`]).
+pub(crate) async fn every_after<F>(
+    delay: impl Fn() -> std::time::Duration,
+    wake: Option<Arc<tokio::sync::Notify>>,
+    what: &'static str,
+    stop: tokio_util::sync::CancellationToken,
+    work: F,
+) where
+    F: Fn() -> Result<()> + Clone + Send + 'static,
+{
+    let mut failing = false;
+    loop {
+        let w = work.clone();
+        let done = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::task::spawn_blocking(w) => r,
+        };
+        match done {
+            Ok(Ok(())) if failing => {
+                failing = false;
+                tracing::info!(task = what, "background work succeeds again");
+            }
+            Ok(Ok(())) => {}
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                tracing::error!(task = what, error = %e, "background work failed");
+            }
+            Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
+            Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
+        }
+        let woken = async {
+            match &wake {
+                Some(w) => w.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(delay()) => {}
+            () = woken => {}
+        }
+    }
+}
+
 /// The contact of an intent, opened, for the mail worker and erasure tests.
 ///
 /// # Errors
@@ -387,27 +433,29 @@ pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>
     rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
 }
 
-/// A base for unit tests: the default settings over a store in `dir`, a fresh key ring
-/// and a manual clock at 2026-12-01T10:00:00Z.
-///
-/// # Panics
-/// When the store cannot be opened (tests only).
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-pub(crate) fn test_base(dir: &std::path::Path) -> Base {
-    let mut s = Settings::defaults();
-    s.data_dir = dir.to_owned();
-    let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
-    let clock = Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
-    Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
-}
+pub(crate) use tests::test_base;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::{Status, Visibility};
     use crate::store::Reads as _;
     use serde_json::Map;
+
+    /// A base for unit tests: the default settings over a store in `dir`, a fresh key ring
+    /// and a manual clock at 2026-12-01T10:00:00Z.
+    ///
+    /// # Panics
+    /// When the store cannot be opened (tests only).
+    pub(crate) fn test_base(dir: &std::path::Path) -> Base {
+        let mut s = Settings::defaults();
+        s.data_dir = dir.to_owned();
+        let store = Store::open(&dir.join(crate::store::FILE_NAME)).unwrap();
+        let clock =
+            Arc::new(crate::clock::ManualClock::new(crate::clock::parse_rfc3339("2026-12-01T10:00:00Z").unwrap()));
+        Base::new(s, Arc::new(store), Arc::new(KeyRing::ephemeral()), clock)
+    }
 
     fn base(dir: &std::path::Path) -> Base {
         test_base(dir)

@@ -72,25 +72,14 @@ pub fn match_intent_tx(
             hits.push((o.offer.id.as_str(), hit));
         }
     }
-    record_hits_tx(base, tx, rec, &hits, now)
+    let mut log = tx.delivery_log()?;
+    record_hits_in(base, tx, &mut log, rec, &hits, now)
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
-/// strictly increasing delivery times, and schedules its digest. Returns how many
-/// were new.
-pub fn record_hits_tx(
-    base: &Base,
-    tx: &mut Tx<'_>,
-    rec: &mut IntentRecord,
-    hits: &[(&str, matching::Hit)],
-    now: OffsetDateTime,
-) -> Result<u64> {
-    let mut log = tx.delivery_log()?;
-    record_hits_in(base, tx, &mut log, rec, hits, now)
-}
-
-/// As [`record_hits_tx`], into the delivery tables `log` of `tx` opened once for a
-/// batch of intents (a catalogue import).
+/// strictly increasing delivery times, and schedules its digest, into the delivery
+/// tables `log` of `tx` (opened once for a batch of intents in a catalogue import).
+/// Returns how many were new.
 ///
 /// # Errors
 /// Storage errors.
@@ -165,11 +154,8 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
         let manage = crypto::new_token(TOKEN_BYTES);
         let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
-            let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else {
-                tx.set_digest_due(&id, None)?;
-                return Ok(false);
-            };
             tx.set_digest_due(&id, None)?;
+            let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { return Ok(false) };
             if rec.effective_status(now) != Status::Active {
                 return Ok(false);
             }

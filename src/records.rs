@@ -338,9 +338,10 @@ pub struct ImportCounts {
     pub delivered: u64,
 }
 
-/// Microseconds since the Unix epoch.
+/// Microseconds since the Unix epoch, rounded down (also before 1970: a time strictly
+/// after `t` is at or after this microsecond, which is what the expiry index compares).
 pub fn micros(t: OffsetDateTime) -> i64 {
-    (t.unix_timestamp_nanos() / 1000) as i64
+    t.unix_timestamp_nanos().div_euclid(1000) as i64
 }
 
 /// Whether an offer is current at `now` (PROTOCOL.md §2 Offer `validUntil`, §6): it has

@@ -118,36 +118,5 @@ pub(crate) async fn every_or_woken<F>(
 ) where
     F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
 {
-    let mut failing = false;
-    loop {
-        let w = work.clone();
-        let done = tokio::select! {
-            _ = stop.cancelled() => return,
-            r = tokio::task::spawn_blocking(w) => r,
-        };
-        match done {
-            Ok(Ok(())) if failing => {
-                failing = false;
-                tracing::info!(task = what, "background work succeeds again");
-            }
-            Ok(Ok(())) => {}
-            Ok(Err(e)) if !failing => {
-                failing = true;
-                tracing::error!(task = what, error = %e, "background work failed");
-            }
-            Ok(Err(e)) => tracing::debug!(task = what, error = %e, "background work failed again"),
-            Err(e) => tracing::error!(task = what, error = %e, "background task failed"),
-        }
-        let woken = async {
-            match &wake {
-                Some(w) => w.notified().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(period) => {}
-            () = woken => {}
-        }
-    }
+    crate::base::every_after(|| period, wake, what, stop, work).await;
 }

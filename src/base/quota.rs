@@ -57,48 +57,47 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The setting that holds the rule's limit (`quotas.…`).
-    pub fn setting(self) -> &'static str {
-        match self {
-            Self::DraftsPerClient => "quotas.drafts_per_client_per_hour",
-            Self::ConsentsPerClient => "quotas.consents_per_client_per_hour",
-            Self::ConsentsPerNetwork => "quotas.consents_per_network_per_hour",
-            Self::ConsentsPerAddress => "quotas.consents_per_address_per_hour",
-            Self::MailsGlobal => "quotas.confirmation_mails_per_hour",
-            Self::MailsUnconfirmed => {
-                "quotas.confirmation_mails_per_hour less quotas.confirmation_mails_reserved_percent"
-            }
-            Self::RegistrationsPerClient => "quotas.registrations_per_client_per_hour",
-        }
-    }
-
-    /// The rule's label in `isto_quota_refusals_total` ([`crate::telemetry`]).
-    pub fn metric(self) -> crate::telemetry::QuotaRule {
+    /// The setting that holds the rule's limit (`quotas.…`), the rule's label in
+    /// `isto_quota_refusals_total` ([`crate::telemetry`]) and what was counted, in words
+    /// ("drafts from this address").
+    fn facts(self) -> (&'static str, crate::telemetry::QuotaRule, &'static str) {
         use crate::telemetry::QuotaRule as Q;
         match self {
-            Self::DraftsPerClient => Q::DraftsPerClient,
-            Self::ConsentsPerClient => Q::ConsentsPerClient,
-            Self::ConsentsPerNetwork => Q::ConsentsPerNetwork,
-            Self::ConsentsPerAddress => Q::ConsentsPerAddress,
-            Self::MailsGlobal => Q::ConfirmationMails,
-            Self::MailsUnconfirmed => Q::ConfirmationMailsUnconfirmed,
-            Self::RegistrationsPerClient => Q::RegistrationsPerClient,
+            Self::DraftsPerClient => {
+                ("quotas.drafts_per_client_per_hour", Q::DraftsPerClient, "drafts from this address")
+            }
+            Self::ConsentsPerClient => {
+                ("quotas.consents_per_client_per_hour", Q::ConsentsPerClient, "consents from this address")
+            }
+            Self::ConsentsPerNetwork => {
+                ("quotas.consents_per_network_per_hour", Q::ConsentsPerNetwork, "consents from this network")
+            }
+            Self::ConsentsPerAddress => (
+                "quotas.consents_per_address_per_hour",
+                Q::ConsentsPerAddress,
+                "confirmation e-mails to this e-mail address",
+            ),
+            Self::MailsGlobal => (
+                "quotas.confirmation_mails_per_hour",
+                Q::ConfirmationMails,
+                "confirmation e-mails from this holder (all addresses together)",
+            ),
+            Self::MailsUnconfirmed => (
+                "quotas.confirmation_mails_per_hour less quotas.confirmation_mails_reserved_percent",
+                Q::ConfirmationMailsUnconfirmed,
+                "confirmation e-mails from this holder to addresses that never confirmed (all addresses together)",
+            ),
+            Self::RegistrationsPerClient => (
+                "quotas.registrations_per_client_per_hour",
+                Q::RegistrationsPerClient,
+                "client registrations from this address",
+            ),
         }
     }
 
-    /// What was counted, in words: "drafts from this address".
-    fn what(self) -> &'static str {
-        match self {
-            Self::DraftsPerClient => "drafts from this address",
-            Self::ConsentsPerClient => "consents from this address",
-            Self::ConsentsPerNetwork => "consents from this network",
-            Self::ConsentsPerAddress => "confirmation e-mails to this e-mail address",
-            Self::MailsGlobal => "confirmation e-mails from this holder (all addresses together)",
-            Self::MailsUnconfirmed => {
-                "confirmation e-mails from this holder to addresses that never confirmed (all addresses together)"
-            }
-            Self::RegistrationsPerClient => "client registrations from this address",
-        }
+    /// The setting that holds the rule's limit (`quotas.…`).
+    pub fn setting(self) -> &'static str {
+        self.facts().0
     }
 }
 
@@ -125,7 +124,7 @@ impl std::fmt::Display for Exceeded {
         write!(
             f,
             "too many {} in the last hour ({} = {}); try again after {at} (in {} s)",
-            self.rule.what(),
+            self.rule.facts().2,
             self.rule.setting(),
             self.limit,
             self.retry_after_secs
@@ -206,11 +205,13 @@ struct Counter<K> {
     map: HashMap<K, Window>,
 }
 
-impl<K: Hash + Eq + Clone> Counter<K> {
-    fn new() -> Self {
+impl<K> Default for Counter<K> {
+    fn default() -> Self {
         Self { map: HashMap::new() }
     }
+}
 
+impl<K: Hash + Eq + Clone> Counter<K> {
     fn window(&mut self, key: &K, minute: i64) -> &mut Window {
         if !self.map.contains_key(key) {
             make_room(&mut self.map, MAX_KEYS, |w| {
@@ -251,7 +252,7 @@ impl<K: Hash + Eq + Clone> Counter<K> {
 pub use crate::net::ClientKey;
 
 /// What a unit was taken under, to [`Quotas::refund`] it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
     /// A client address.
     Client(ClientKey),
@@ -275,26 +276,15 @@ impl Key {
 #[derive(Debug)]
 pub struct Quotas {
     limits: config::Quotas,
-    drafts: Mutex<Counter<ClientKey>>,
-    consents: Mutex<Counter<ClientKey>>,
-    networks: Mutex<Counter<ClientKey>>,
-    registrations: Mutex<Counter<ClientKey>>,
-    addresses: Mutex<Counter<String>>,
-    global: Mutex<Counter<()>>,
+    /// Drafts, consents, networks, registrations, addresses and the holder as a whole
+    /// (see [`Quotas::counter`]).
+    counters: [Mutex<Counter<Key>>; 6],
 }
 
 impl Quotas {
     /// Counters for the limits of `[quotas]`.
     pub fn new(limits: config::Quotas) -> Self {
-        Self {
-            limits,
-            drafts: Mutex::new(Counter::new()),
-            consents: Mutex::new(Counter::new()),
-            networks: Mutex::new(Counter::new()),
-            registrations: Mutex::new(Counter::new()),
-            addresses: Mutex::new(Counter::new()),
-            global: Mutex::new(Counter::new()),
-        }
+        Self { limits, counters: Default::default() }
     }
 
     /// The limit of `rule` per hour.
@@ -324,19 +314,12 @@ impl Quotas {
     /// at once: a caller's mistake must not open a hole.
     pub fn take(&self, rule: Rule, key: &Key, now: i64) -> Result<(), Exceeded> {
         let limit = self.limit(rule);
-        let taken = match (rule, key) {
-            (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.take(c, limit, now)),
-            (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.take(c, limit, now)),
-            (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.take(c, limit, now)),
-            (Rule::ConsentsPerNetwork, Key::Network(n)) => with(&self.networks, |m| m.take(n, limit, now)),
-            (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.take(a, limit, now)),
-            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => {
-                with(&self.global, |m| m.take(&(), limit, now))
-            }
-            _ => Err(WINDOW_SECS as u64),
+        let taken = match self.counter(rule, key) {
+            Some(c) => with(c, |m| m.take(key, limit, now)),
+            None => Err(WINDOW_SECS as u64),
         };
         if taken.is_err() {
-            crate::telemetry::quota_refused(rule.metric());
+            crate::telemetry::quota_refused(rule.facts().1);
         }
         taken.map_err(|retry_after_secs| Exceeded {
             rule,
@@ -349,15 +332,23 @@ impl Quotas {
     /// Gives back the unit of `rule` taken for `key` moments ago (the write it was taken
     /// for did not happen).
     pub fn refund(&self, rule: Rule, key: &Key, now: i64) {
-        match (rule, key) {
-            (Rule::DraftsPerClient, Key::Client(c)) => with(&self.drafts, |m| m.refund(c, now)),
-            (Rule::ConsentsPerClient, Key::Client(c)) => with(&self.consents, |m| m.refund(c, now)),
-            (Rule::RegistrationsPerClient, Key::Client(c)) => with(&self.registrations, |m| m.refund(c, now)),
-            (Rule::ConsentsPerNetwork, Key::Network(n)) => with(&self.networks, |m| m.refund(n, now)),
-            (Rule::ConsentsPerAddress, Key::Address(a)) => with(&self.addresses, |m| m.refund(a, now)),
-            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => with(&self.global, |m| m.refund(&(), now)),
-            _ => {}
+        if let Some(c) = self.counter(rule, key) {
+            with(c, |m| m.refund(key, now));
         }
+    }
+
+    /// The counter of `rule`, when `key` fits it (not an address for a per-client rule).
+    fn counter(&self, rule: Rule, key: &Key) -> Option<&Mutex<Counter<Key>>> {
+        let i = match (rule, key) {
+            (Rule::DraftsPerClient, Key::Client(_)) => 0,
+            (Rule::ConsentsPerClient, Key::Client(_)) => 1,
+            (Rule::ConsentsPerNetwork, Key::Network(_)) => 2,
+            (Rule::RegistrationsPerClient, Key::Client(_)) => 3,
+            (Rule::ConsentsPerAddress, Key::Address(_)) => 4,
+            (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => 5,
+            _ => return None,
+        };
+        Some(&self.counters[i])
     }
 }
 
@@ -496,6 +487,6 @@ mod tests {
             let k = Key::Client(Some(IpAddr::from(std::net::Ipv4Addr::from(i))));
             q.take(Rule::DraftsPerClient, &k, 60).unwrap();
         }
-        assert!(q.drafts.lock().unwrap().map.len() <= MAX_KEYS);
+        assert!(q.counters[0].lock().unwrap().map.len() <= MAX_KEYS);
     }
 }

@@ -133,7 +133,7 @@ impl Writes<'_, '_> {
     }
 
     /// Stores `rec` — an active intent whose only change is its delivery bookkeeping
-    /// (`match_count`, `last_delivered`: `deliveries::record_hits_tx`) — without the
+    /// (`match_count`, `last_delivered`: `deliveries::record_hits_in`) — without the
     /// per-person cap, the person index or the engine, which that change does not
     /// concern (a catalogue import touches most standing intents in each batch; opening
     /// each one's hidden limit and indexing it again cost more than its deliveries),
@@ -184,32 +184,20 @@ impl Base {
         if self.store.failed() {
             return Err(StoreError::Unavailable.into());
         }
-        let mut engine = Vec::new();
-        for rec in recs.iter().filter(|r| r.effective_status(now) == Status::Active) {
-            engine.push(self.engine_intent(rec)?);
+        let mut staged = Vec::with_capacity(recs.len());
+        for rec in recs {
+            let engine = (rec.effective_status(now) == Status::Active).then(|| self.engine_intent(&rec)).transpose()?;
+            staged.push((rec.id.clone(), Some(rec), engine));
         }
-        let kept: HashSet<&str> = recs.iter().map(|r| r.id.as_str()).collect();
-        let mut gone = Vec::new();
+        let kept: HashSet<String> = staged.iter().map(|(id, _, _)| id.clone()).collect();
         self.active.scan(|r, _| {
-            if !kept.contains(r.id.as_str()) {
-                gone.push(r.id.clone());
+            if !kept.contains(&r.id) {
+                staged.push((r.id.clone(), None, None));
             }
         });
-        let inactive: Vec<&str> =
-            recs.iter().filter(|r| r.effective_status(now) != Status::Active).map(|r| r.id.as_str()).collect();
-        let n = engine.len();
-        for rec in &recs {
-            self.active.put(rec.clone());
-        }
-        for i in engine {
-            self.engine.upsert(i);
-        }
-        for id in inactive {
-            self.engine.remove(id);
-        }
-        for id in gone {
-            self.engine.remove(&id);
-            self.active.remove(&id);
+        let n = staged.iter().filter(|(_, _, engine)| engine.is_some()).count();
+        for (id, rec, engine) in staged {
+            self.apply(&id, rec, engine);
         }
         Ok(n)
     }
@@ -236,25 +224,32 @@ impl Base {
         })?;
         let mut failed = None;
         for (id, rec) in recs {
-            match rec {
-                Some(rec) if rec.effective_status(now) == Status::Active => match self.engine_intent(&rec) {
-                    Ok(i) => {
-                        self.engine.upsert(i);
-                        self.active.put(rec);
+            let engine = match &rec {
+                Some(r) if r.effective_status(now) == Status::Active => match self.engine_intent(r) {
+                    Ok(i) => Some(i),
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
                     }
-                    Err(e) => failed = Some(e),
                 },
-                Some(rec) => {
-                    self.engine.remove(&id);
-                    self.active.put(rec);
-                }
-                None => {
-                    self.engine.remove(&id);
-                    self.active.remove(&id);
-                }
-            }
+                _ => None,
+            };
+            self.apply(&id, rec, engine);
         }
         failed.map_or(Ok(()), Err)
+    }
+
+    /// Puts intent `id` into the active set as `rec` and into the engine as `engine`, or
+    /// takes it out of either when `None`.
+    fn apply(&self, id: &str, rec: Option<IntentRecord>, engine: Option<EngineIntent>) {
+        match engine {
+            Some(i) => self.engine.upsert(i),
+            None => self.engine.remove(id),
+        }
+        match rec {
+            Some(rec) => self.active.put(rec),
+            None => self.active.remove(id),
+        }
     }
 
     /// Rebuilds the engine and the active set from the store under the intent-write
@@ -326,14 +321,8 @@ impl Base {
         })?;
         for op in staged {
             match op {
-                EngineOp::Upsert(i, rec) => {
-                    self.engine.upsert(*i);
-                    self.active.put(*rec);
-                }
-                EngineOp::Remove(id) => {
-                    self.engine.remove(&id);
-                    self.active.remove(&id);
-                }
+                EngineOp::Upsert(i, rec) => self.apply(&rec.id.clone(), Some(*rec), Some(*i)),
+                EngineOp::Remove(id) => self.apply(&id, None, None),
                 EngineOp::Record(rec) => self.active.put(*rec),
             }
         }

@@ -134,34 +134,10 @@ impl ReplyTicker {
     /// several replicas on one PostgreSQL database only the leading one ticks
     /// ([`crate::store::Store::leading`]): the others skip their ticks.
     pub async fn run(self, stop: CancellationToken) {
-        let mut failing = false;
-        loop {
-            let base = self.0.clone();
-            let ticked = tokio::select! {
-                _ = stop.cancelled() => return,
-                r = tokio::task::spawn_blocking(move || {
-                    if base.store().leading() { match_queued_replies(&base) } else { Ok(0) }
-                }) => r,
-            };
-            match ticked {
-                Ok(Ok(_)) if failing => {
-                    failing = false;
-                    tracing::info!("matching queued seller replies works again");
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if !failing => {
-                    failing = true;
-                    tracing::error!(error = %e, "matching queued seller replies failed; they stay queued");
-                }
-                Ok(Err(e)) => tracing::debug!(error = %e, "matching queued seller replies failed again"),
-                Err(e) => tracing::error!(error = %e, "reply matching task failed"),
-            }
-            let delay = tick_delay(rand::random::<f64>());
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(delay) => {}
-            }
-        }
+        let base = self.0;
+        let work = move || if base.store().leading() { match_queued_replies(&base).map(drop) } else { Ok(()) };
+        let delay = || tick_delay(rand::random::<f64>());
+        crate::base::every_after(delay, None, "matching queued seller replies", stop, work).await;
     }
 }
 

@@ -22,7 +22,7 @@ pub struct Stamp(OffsetDateTime);
 impl Stamp {
     /// `t` rounded down to its microsecond (also before 1970), in UTC.
     pub fn of(t: OffsetDateTime) -> Self {
-        let m = floor_micros(t);
+        let m = super::micros(t);
         // A microsecond of an `OffsetDateTime` is itself one: the conversion back holds.
         Self(at_micros(m).unwrap_or(t))
     }
@@ -43,7 +43,7 @@ impl Stamp {
 
     /// Microseconds since the Unix epoch (negative before 1970): the stored integer.
     pub fn micros(self) -> i64 {
-        floor_micros(self.0)
+        super::micros(self.0)
     }
 
     /// The instant.
@@ -81,10 +81,6 @@ impl From<OffsetDateTime> for Stamp {
     fn from(t: OffsetDateTime) -> Self {
         Self::of(t)
     }
-}
-
-fn floor_micros(t: OffsetDateTime) -> i64 {
-    t.unix_timestamp_nanos().div_euclid(1000) as i64
 }
 
 fn at_micros(m: i64) -> Option<OffsetDateTime> {

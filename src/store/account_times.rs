@@ -25,7 +25,7 @@ const ACCOUNT_TIMES: [NsTimes; 3] = [
 pub(super) fn v6_account_times(tx: &mut Tx<'_>) -> Result<()> {
     let mut records = tx.open(RECORDS)?;
     convert_records(&mut records, &ACCOUNT_TIMES)?;
-    rewrite_records(&mut records, "throttle:", |rec| match rec.get_mut("times") {
+    rewrite_records(&mut records, "records", "throttle:", |rec| match rec.get_mut("times") {
         Some(serde_json::Value::Array(times)) => times.iter_mut().fold(false, |c, t| convert_time(t, Old::Secs) | c),
         _ => false,
     })
@@ -52,7 +52,7 @@ const RECORD_TIMES: [NsTimes; 6] = [
 pub(super) fn v7_record_times(tx: &mut Tx<'_>) -> Result<()> {
     let mut records = tx.open(RECORDS)?;
     convert_records(&mut records, &RECORD_TIMES)?;
-    rewrite_records(&mut records, "confirmed:", |mark| convert_time(mark, Old::Secs))
+    rewrite_records(&mut records, "records", "confirmed:", |mark| convert_time(mark, Old::Secs))
 }
 
 #[cfg(test)]

@@ -20,12 +20,16 @@ use std::fmt::Write as _;
 /// A key or value type of a table: how it is written into a row and read back.
 pub trait Column: redb::Value + Sync + 'static {
     /// What a row is read into.
-    type Owned;
+    type Owned: serde::Serialize + serde::de::DeserializeOwned;
     /// Appends the value to `row`: `,"v":…` (or `,"b":…`; nothing for `()`), or, as a
     /// key, `,"k":…`.
-    fn write(v: &Self::SelfType<'_>, field: &str, row: &mut String);
+    fn write(v: &Self::SelfType<'_>, name: &str, row: &mut String) {
+        field(row, name, &json_of(&Self::owned(v)));
+    }
     /// Reads the value back from its field (`v` or `k`) or from `b`.
-    fn read(v: Option<&RawValue>, b: Option<&str>) -> Option<Self::Owned>;
+    fn read(v: Option<&RawValue>, _b: Option<&str>) -> Option<Self::Owned> {
+        parse(v)
+    }
     /// The stored form of a value read back.
     fn stored(o: &Self::Owned) -> Self::SelfType<'_>;
     /// The stored bytes of a byte value (`None` for other types).
@@ -158,12 +162,6 @@ fn parse<T: serde::de::DeserializeOwned>(v: Option<&RawValue>) -> Option<T> {
 
 impl Column for &'static str {
     type Owned = String;
-    fn write(v: &&str, name: &str, row: &mut String) {
-        field(row, name, &json_of(*v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<String> {
-        parse(v)
-    }
     fn stored(o: &String) -> &str {
         o
     }
@@ -223,12 +221,6 @@ macro_rules! plain_column {
     ($($t:ty: $put:expr, $take:expr);*) => {$(
         impl Column for $t {
             type Owned = $t;
-            fn write(v: &$t, name: &str, row: &mut String) {
-                field(row, name, &json_of(v));
-            }
-            fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<$t> {
-                parse(v)
-            }
             fn stored(o: &$t) -> $t {
                 *o
             }
@@ -267,12 +259,6 @@ impl Column for () {
 
 impl Column for (i64, &'static str) {
     type Owned = (i64, String);
-    fn write(v: &(i64, &str), name: &str, row: &mut String) {
-        field(row, name, &json_of(v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(i64, String)> {
-        parse(v)
-    }
     fn stored(o: &(i64, String)) -> (i64, &str) {
         (o.0, &o.1)
     }
@@ -290,12 +276,6 @@ impl Column for (i64, &'static str) {
 
 impl Column for (&'static str, &'static str) {
     type Owned = (String, String);
-    fn write(v: &(&str, &str), name: &str, row: &mut String) {
-        field(row, name, &json_of(v));
-    }
-    fn read(v: Option<&RawValue>, _: Option<&str>) -> Option<(String, String)> {
-        parse(v)
-    }
     fn stored(o: &(String, String)) -> (&str, &str) {
         (&o.0, &o.1)
     }

@@ -66,14 +66,6 @@ impl<'a> Tx<'a> {
         Ok(DeliveryLog { delivered: self.open(DELIVERED)?, log: self.open(DELIVERY_LOG)? })
     }
 
-    /// Records one delivery: [`DeliveryLog::put`] with the tables opened for it.
-    ///
-    /// # Errors
-    /// As [`DeliveryLog::put`].
-    pub fn put_delivery<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
-        self.delivery_log()?.put(intent, offer, micros, ext)
-    }
-
     /// Sets (or with `None` clears) the time an intent's next digest is due.
     ///
     /// # Errors
@@ -81,20 +73,23 @@ impl<'a> Tx<'a> {
     pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
         let mut t = self.open(DIGEST_DUE)?;
         match due_unix {
-            Some(d) => {
-                t.insert(intent, d)?;
-            }
-            None => {
-                t.remove(intent)?;
-            }
+            Some(d) => t.insert(intent, d).map(drop),
+            None => t.remove(intent).map(drop),
         }
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{Reads, StoreError};
+    use super::*;
+
+    impl Tx<'_> {
+        /// Records one delivery (tests): [`DeliveryLog::put`] with the tables opened for it.
+        pub(crate) fn put_delivery<T: Serialize>(&mut self, i: &str, o: &str, micros: i64, ext: &T) -> Result<bool> {
+            self.delivery_log()?.put(i, o, micros, ext)
+        }
+    }
 
     #[test]
     fn deliveries_once_and_in_order() {

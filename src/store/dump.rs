@@ -266,7 +266,7 @@ pub(super) fn load_rows<E: From<StoreError>>(
     };
     let mut pending = next();
     while let Some((n, line)) = pending.take() {
-        let name = table_of(n, &line)?;
+        let name = parse_row(n, &line)?.t;
         let Some(t) = TABLES.iter().find(|t| t.name() == name) else {
             return Err(StoreError::Backup(format!("row {n}: unknown table {name:?}")).into());
         };
@@ -294,10 +294,6 @@ struct RowIn<'a> {
 
 fn parse_row(n: usize, line: &str) -> Result<RowIn<'_>> {
     serde_json::from_str(line).map_err(|e| StoreError::Backup(format!("row {n} is not a store row: {e}")))
-}
-
-fn table_of(n: usize, line: &str) -> Result<String> {
-    Ok(parse_row(n, line)?.t)
 }
 
 /// A table of the layout, whatever its key and value types (see [`TABLES`]).
@@ -432,11 +428,7 @@ impl<K: Column + redb::Key, V: Column> AnyTable for TableDefinition<'static, K, 
                 return Ok(false);
             }
             done.seen += 1;
-            let key_json = {
-                let mut s = String::new();
-                K::write(&K::stored(&k), "k", &mut s);
-                s.strip_prefix(",\"k\":").unwrap_or(&s).to_owned()
-            };
+            let key_json = json_of(&k);
             if let Some(bytes) = V::bytes_of(&V::stored(&v)) {
                 if let Some(new) = f(&name, bytes)? {
                     let val = V::owned_of_bytes(new).ok_or_else(bad_cursor)?;

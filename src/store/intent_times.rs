@@ -3,7 +3,7 @@
 
 use super::schema::{INTENTS, RECORDS};
 use super::table::Table;
-use super::{Result, StoreError, Tx};
+use super::{encode, Result, Tx};
 use std::ops::Bound;
 
 /// The RFC 3339 times of an intent record (schema ≤ 4), by field.
@@ -24,25 +24,16 @@ const RENEWAL_RFC3339: [&str; 3] = ["valid_until", "created_at", "expires_at"];
 /// of the migration inventing a time or refusing the whole store. The store reads the
 /// records as JSON objects only: it knows their field names, not their types.
 pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
-    let mut intents = tx.open(INTENTS)?;
-    let mut rewritten = Vec::new();
-    intents.each(|id, bytes| {
-        let Ok(serde_json::Value::Object(mut rec)) = serde_json::from_slice(&bytes) else { return Ok(true) };
-        let mut changed = convert_times(&mut rec, Old::Rfc3339, &INTENT_RFC3339);
+    // Intent ids are ASCII (`int_…`): the prefix "" takes every record.
+    rewrite_records(&mut tx.open(INTENTS)?, "intents", "", |v| {
+        let Some(rec) = v.as_object_mut() else { return false };
+        let mut changed = convert_times(rec, Old::Rfc3339, &INTENT_RFC3339);
         if let Some(serde_json::Value::Object(consent)) = rec.get_mut("consent") {
             changed |= convert_times(consent, Old::Rfc3339, &["at"]);
         }
-        changed |= convert_times(&mut rec, Old::Secs, &["last_digest_at"]);
-        if changed {
-            rewritten.push((id, serde_json::to_vec(&rec).map_err(|e| encode_error("intents", e))?));
-        }
-        Ok(true)
+        changed | convert_times(rec, Old::Secs, &["last_digest_at"])
     })?;
-    for (id, bytes) in rewritten {
-        intents.insert(id.as_str(), bytes.as_slice())?;
-    }
-    let mut records = tx.open(RECORDS)?;
-    convert_records(&mut records, &[("renewal:", Old::Rfc3339, &RENEWAL_RFC3339)])
+    convert_records(&mut tx.open(RECORDS)?, &[("renewal:", Old::Rfc3339, &RENEWAL_RFC3339)])
 }
 
 /// How an older isto wrote a time (what a migration converts from).
@@ -62,16 +53,19 @@ pub(super) type NsTimes = (&'static str, Old, &'static [&'static str]);
 /// a record that is not a JSON object is left as it is, for its reader to name).
 pub(super) fn convert_records(records: &mut Table<'_, &'static str, &'static [u8]>, times: &[NsTimes]) -> Result<()> {
     for (prefix, old, fields) in times {
-        rewrite_records(records, prefix, |v| v.as_object_mut().is_some_and(|rec| convert_times(rec, *old, fields)))?;
+        rewrite_records(records, "records", prefix, |v| {
+            v.as_object_mut().is_some_and(|rec| convert_times(rec, *old, fields))
+        })?;
     }
     Ok(())
 }
 
-/// Rewrites every record of `records` (the `records` table) whose key starts with
-/// `prefix` and which `convert` changes (any JSON value; a record that is not JSON is
-/// left as it is, for its reader to name).
+/// Rewrites every record of `records` (the table named `table`: `records`, `intents`)
+/// whose key starts with `prefix` and which `convert` changes (any JSON value; a record
+/// that is not JSON is left as it is, for its reader to name).
 pub(super) fn rewrite_records(
     records: &mut Table<'_, &'static str, &'static [u8]>,
+    table: &str,
     prefix: &str,
     mut convert: impl FnMut(&mut serde_json::Value) -> bool,
 ) -> Result<()> {
@@ -80,7 +74,7 @@ pub(super) fn rewrite_records(
     records.scan((Bound::Included(prefix), Bound::Excluded(to.as_str())), false, |key, bytes| {
         let Ok(mut rec) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Ok(true) };
         if convert(&mut rec) {
-            rewritten.push((key, serde_json::to_vec(&rec).map_err(|e| encode_error("records", e))?));
+            rewritten.push((key, encode(table, &rec)?));
         }
         Ok(true)
     })?;
@@ -123,8 +117,4 @@ pub(super) fn convert_times(rec: &mut serde_json::Map<String, serde_json::Value>
         }
     }
     changed
-}
-
-fn encode_error(table: &str, e: serde_json::Error) -> StoreError {
-    StoreError::Encode(table.into(), e.to_string())
 }

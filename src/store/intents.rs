@@ -75,14 +75,8 @@ impl Tx<'_> {
     ) -> Result<()> {
         let bytes = encode("intents", record)?;
         self.open(INTENTS)?.insert(id, bytes.as_slice())?;
-        {
-            let mut a = self.open(ACTIVE)?;
-            if active {
-                a.insert(id, ())?;
-            } else {
-                a.remove(id)?;
-            }
-        }
+        let mut a = self.open(ACTIVE)?;
+        if active { a.insert(id, ()).map(drop) } else { a.remove(id).map(drop) }?;
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
     }
@@ -139,11 +133,10 @@ impl Tx<'_> {
             }
         }
         if new == (None, None) {
-            by_id.remove(id)?;
+            by_id.remove(id).map(drop)
         } else {
-            by_id.insert(id, new)?;
+            by_id.insert(id, new).map(drop)
         }
-        Ok(())
     }
 }
 

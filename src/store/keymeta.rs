@@ -3,7 +3,7 @@
 //! may have sealed its values, and fingerprints of the never-rotated `handle.key` and
 //! `mac.key`. Never a key. Travels with the store in backups (it is a `meta` row).
 
-use super::{get_str, schema, Reads, Result, StoreError, Tx};
+use super::{schema, Reads, Result, StoreError, Tx};
 use serde::{Deserialize, Serialize};
 
 /// Key of the record in `meta`.
@@ -29,7 +29,7 @@ pub struct KeyRecord {
 /// # Errors
 /// Storage errors; [`StoreError::Corrupt`] when it does not decode.
 pub fn key_record<R: Reads + ?Sized>(r: &R) -> Result<Option<KeyRecord>> {
-    let Some(text) = get_str(r, schema::META, KEYS_KEY)? else { return Ok(None) };
+    let Some(text) = r.table(schema::META)?.get(KEYS_KEY)? else { return Ok(None) };
     serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Corrupt(format!("meta:{KEYS_KEY}"), e.to_string()))
 }
 

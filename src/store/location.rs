@@ -1,8 +1,7 @@
 //! Where a store lives ([`Location`]) and [`Store::open_at`], which opens either backend.
 
-use super::{pg, PgSettings, Result, State, Store, StoreError};
+use super::{pg, PgSettings, Result, Store, StoreError};
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex};
 
 /// Where a store lives (`[store] backend`): a redb file, or a PostgreSQL database.
 #[derive(Debug, Clone)]
@@ -29,15 +28,10 @@ impl Store {
     pub fn open_at(location: &Location) -> Result<Self> {
         match location {
             Location::Redb { path, cache_mib } => Self::open_cached(path, *cache_mib),
-            Location::Postgres(settings) => Ok(Self {
-                open: Box::new(|_| Err(redb::DatabaseError::DatabaseAlreadyOpen)),
-                path: None,
-                state: Mutex::new(State::new(None)),
-                reopened: Condvar::new(),
-                probe: Mutex::new(()),
-                intent_key_taken: std::sync::atomic::AtomicBool::new(false),
-                pg: Some(pg::open(settings)?),
-            }),
+            Location::Postgres(settings) => {
+                let never = Box::new(|_| Err(redb::DatabaseError::DatabaseAlreadyOpen));
+                Ok(Self::assemble(never, None, None, Some(pg::open(settings)?)))
+            }
         }
     }
 }

@@ -68,12 +68,12 @@ pub use keymeta::{key_record, KeyRecord};
 pub use lead::{LEADER_LOCK, LEAD_RETRY};
 pub use location::Location;
 pub use pg::{check_url, redacted, PgSettings, PoolStats, DEFAULT_POOL_SIZE, WRITER_LOCK};
-use reads::{get_str, meta_counter, Tables, TxTxn};
+use reads::{meta_counter, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};
 pub use records::Ns;
 pub use replies::PendingReply;
 #[cfg(test)]
-pub(crate) use schema::rewind_to_version_1;
+pub(crate) use schema::tests::rewind_to_version_1;
 pub use schema::{
     migrate_at, migrate_file, migrations, Migrated, MigrationInfo, TableChange, FILE_NAME, ISTO_VERSION, SCHEMA_VERSION,
 };
@@ -151,12 +151,6 @@ pub struct Store {
     intent_key_taken: std::sync::atomic::AtomicBool,
     /// The PostgreSQL backend's pool; `None` on redb (the fields above serve redb only).
     pg: Option<Arc<pg::Pool>>,
-}
-
-impl State {
-    fn new(db: Option<Arc<Handle>>) -> Self {
-        Self { db, broken: false, reopening: false, last_attempt: None, failing: false, last_write: None }
-    }
 }
 
 /// What [`Store`] knows of its handle.
@@ -357,16 +351,21 @@ impl Store {
         let txn = db.begin_write()?;
         schema::prepare(&mut Tx { txn: TxTxn::Redb(&txn) }, new)?;
         txn.commit()?;
-        let state = State::new(Some(Arc::new(Handle::new(db))));
-        Ok(Self {
+        Ok(Self::assemble(open, path, Some(Arc::new(Handle::new(db))), None))
+    }
+
+    /// A store over the redb handle `db` (reopened with `open`) or the PostgreSQL `pg`.
+    fn assemble(open: Opener, path: Option<PathBuf>, db: Option<Arc<Handle>>, pg: Option<Arc<pg::Pool>>) -> Self {
+        let state = State { db, broken: false, reopening: false, last_attempt: None, failing: false, last_write: None };
+        Self {
             open,
             path,
             state: Mutex::new(state),
             reopened: Condvar::new(),
             probe: Mutex::new(()),
             intent_key_taken: std::sync::atomic::AtomicBool::new(false),
-            pg: None,
-        })
+            pg,
+        }
     }
 
     /// Runs `f` in one write transaction and commits (durably) when it returns `Ok`;
@@ -395,21 +394,17 @@ impl Store {
         if let Some(pool) = &self.pg {
             return pg::write(pool, true, f).map(|out| (out, Pending { handle: None, seq: 0 }));
         }
-        let lease = self.lend()?;
-        let before = IO_FAILURES.with(Cell::get);
-        let out = (|| {
-            let mut txn = lease.db.begin_write().map_err(StoreError::from)?;
+        let (out, io_failed) = self.on_handle(|db| {
+            let mut txn = db.begin_write().map_err(StoreError::from)?;
             // Made durable by the next durable commit, see `Store::sync`.
             txn.set_durability(redb::Durability::None).map_err(|e| StoreError::from(redb::Error::from(e)))?;
             let mut tx = Tx { txn: TxTxn::Redb(&txn) };
             let out = f(&mut tx)?;
             // Numbered under redb's write lock, so the numbers follow the commit order.
-            let seq = lease.db.next_seq();
+            let seq = db.next_seq();
             txn.commit().map_err(StoreError::from)?;
-            Ok((out, Pending { handle: Some(lease.db.clone()), seq }))
-        })();
-        let io_failed = IO_FAILURES.with(Cell::get) != before;
-        drop(lease);
+            Ok((out, Pending { handle: Some(db.clone()), seq }))
+        })?;
         if out.is_err() {
             self.note(io_failed, io_failed.then_some(false));
         }
@@ -444,17 +439,13 @@ impl Store {
         if let Some(pool) = &self.pg {
             return pg::write(pool, false, f);
         }
-        let lease = self.lend()?;
-        let before = IO_FAILURES.with(Cell::get);
-        let out = (|| {
-            let txn = lease.db.begin_write().map_err(StoreError::from)?;
+        let (out, io_failed) = self.on_handle(|db| {
+            let txn = db.begin_write().map_err(StoreError::from)?;
             let mut tx = Tx { txn: TxTxn::Redb(&txn) };
             let out = f(&mut tx);
             txn.abort().map_err(StoreError::from)?;
             out
-        })();
-        let io_failed = IO_FAILURES.with(Cell::get) != before;
-        drop(lease);
+        })?;
         // Neither a committed nor a failed write: only an I/O failure is noted.
         self.note(io_failed, None);
         out
@@ -469,14 +460,10 @@ impl Store {
         if let Some(pool) = &self.pg {
             return pg::read(pool, f);
         }
-        let lease = self.lend()?;
-        let before = IO_FAILURES.with(Cell::get);
-        let out = (|| {
-            let txn = lease.db.begin_read().map_err(StoreError::from)?;
+        let (out, io_failed) = self.on_handle(|db| {
+            let txn = db.begin_read().map_err(StoreError::from)?;
             f(&Rx { txn: reads::RxTxn::Redb(txn) })
-        })();
-        let io_failed = IO_FAILURES.with(Cell::get) != before;
-        drop(lease);
+        })?;
         self.note(io_failed, None);
         out
     }
@@ -534,10 +521,8 @@ impl Store {
     /// One probe write: `Some(committed)`, or `None` when another write transaction is
     /// running (the probe does not wait for it).
     fn probe_write(&self) -> Option<bool> {
-        let Ok(lease) = self.lend() else { return Some(false) };
-        let before = IO_FAILURES.with(Cell::get);
-        let out = (|| -> Result<bool> {
-            let txn = match lease.db.try_begin_write() {
+        let probe = self.on_handle(|db| -> Result<bool> {
+            let txn = match db.try_begin_write() {
                 Ok(txn) => txn,
                 Err(redb::TransactionError::WouldBlock) => return Ok(false),
                 Err(e) => return Err(e.into()),
@@ -545,9 +530,8 @@ impl Store {
             Tx { txn: TxTxn::Redb(&txn) }.bump_write_probe()?;
             txn.commit()?;
             Ok(true)
-        })();
-        let io_failed = IO_FAILURES.with(Cell::get) != before;
-        drop(lease);
+        });
+        let Ok((out, io_failed)) = probe else { return Some(false) };
         match out {
             Ok(false) => None,
             Ok(true) => {
@@ -581,6 +565,17 @@ impl Store {
     /// is not failed.
     pub fn failed(&self) -> bool {
         self.lock_state().broken
+    }
+
+    /// Runs `f` on the handle lent for one call ([`Store::lend`]); its outcome, and whether
+    /// an I/O-class failure was converted meanwhile (the lease ends before this returns).
+    fn on_handle<T>(&self, f: impl FnOnce(&Arc<Handle>) -> T) -> Result<(T, bool)> {
+        let lease = self.lend()?;
+        let before = IO_FAILURES.with(Cell::get);
+        let out = f(&lease.db);
+        let io_failed = IO_FAILURES.with(Cell::get) != before;
+        drop(lease);
+        Ok((out, io_failed))
     }
 
     /// The handle for one call: the one already lent to an outer call on this thread, or

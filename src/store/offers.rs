@@ -1,7 +1,7 @@
 //! Offers: the records, their feed references (`seller id \0 ref` → offer id) and the
 //! catalogue generation that the full-text index compares with.
 
-use super::schema::{META, OFFERS, OFFER_REFS};
+use super::schema::{OFFERS, OFFER_REFS};
 use super::{encode, meta_counter, Result, Rx, Tx};
 use serde::Serialize;
 
@@ -33,9 +33,7 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Corrupt`] when the stored generation does not
     /// read.
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
-        let next = meta_counter(&*self, GENERATION)? + 1;
-        self.open(META)?.insert(GENERATION, next.to_string().as_str())?;
-        Ok(next)
+        self.bump_counter(GENERATION, 0)
     }
 }
 

@@ -55,7 +55,7 @@ pub(super) fn existing(path: &Path) -> Result<bool> {
         }
     };
     let txn = db.begin_read()?;
-    let tables = super::schema::table_list(&txn)?;
+    let tables = super::schema::table_list(txn.list_tables()?, txn.list_multimap_tables()?);
     let has_meta = tables.iter().any(|t| t == "meta");
     let rx = super::Rx { txn: super::reads::RxTxn::Redb(txn) };
     if !has_meta || matches!(super::schema::read_version(&rx), Ok(None)) {

@@ -1,7 +1,7 @@
 //! The outbox: the durable mail queue, by sequence number (never reused).
 
-use super::schema::{META, OUTBOX};
-use super::{decode, encode, meta_counter, Result, Rx, Tables, Tx};
+use super::schema::OUTBOX;
+use super::{decode, encode, Result, Rx, Tables, Tx};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Key of the last sequence number handed out, in `meta`.
@@ -20,10 +20,8 @@ impl Tx<'_> {
         let bytes = encode("outbox", job)?;
         // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
         // worker holding a job number can never touch a later job by mistake.
-        let last = meta_counter(&*self, SEQ)?;
         let mut t = self.open(OUTBOX)?;
-        let next = last.max(t.last()?.map(|(k, _)| k).unwrap_or(0)) + 1;
-        self.open(META)?.insert(SEQ, next.to_string().as_str())?;
+        let next = self.bump_counter(SEQ, t.last()?.map_or(0, |(k, _)| k))?;
         t.insert(next, bytes.as_slice())?;
         Ok(next)
     }
@@ -55,8 +53,7 @@ impl Tx<'_> {
     /// Storage errors.
     pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
         if self.open(OUTBOX)?.remove(seq)?.is_some() {
-            let n = meta_counter(&*self, DROPPED)?.saturating_add(1);
-            self.open(META)?.insert(DROPPED, n.to_string().as_str())?;
+            self.bump_counter(DROPPED, 0)?;
         }
         Ok(())
     }

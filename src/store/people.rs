@@ -48,23 +48,16 @@ impl Tx<'_> {
         let mut by_id = self.open(INTENT_PERSON)?;
         let mut rows = self.open(PERSON_ACTIVE)?;
         let old = by_id.get(id)?;
-        if let Some(old) = old.as_deref() {
-            if entry.is_none_or(|(p, _)| p != old) {
-                rows.remove((old, id))?;
-            }
+        if let Some(old) = old.as_deref().filter(|o| entry.is_none_or(|(p, _)| p != *o)) {
+            rows.remove((old, id))?;
         }
-        match entry {
-            Some((person, until)) => {
-                rows.insert((person, id), until)?;
-                if old.as_deref() != Some(person) {
-                    by_id.insert(id, person)?;
-                }
-            }
-            None => {
-                if old.is_some() {
-                    by_id.remove(id)?;
-                }
-            }
+        if let Some((person, until)) = entry {
+            rows.insert((person, id), until)?;
+        }
+        match entry.map(|(p, _)| p) {
+            Some(p) if old.as_deref() != Some(p) => by_id.insert(id, p).map(drop)?,
+            None if old.is_some() => by_id.remove(id).map(drop)?,
+            _ => {}
         }
         Ok(())
     }

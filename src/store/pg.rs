@@ -71,22 +71,18 @@ pub fn redacted(url: &str) -> String {
         };
         let user = auth.split_once(':').map_or(auth, |(u, _)| u);
         let shown = if auth.contains(':') { format!("{user}:***") } else { user.to_owned() };
-        let tail = hide_password_param(tail);
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => format!("{path}?{}", hide_password_setting(query.split('&'), "&")),
+            None => tail.to_owned(),
+        };
         return format!("{scheme}://{shown}{tail}");
     }
-    url.split_whitespace()
-        .map(|kv| if kv.starts_with("password=") { "password=***".to_owned() } else { kv.to_owned() })
-        .collect::<Vec<_>>()
-        .join(" ")
+    hide_password_setting(url.split_whitespace(), " ")
 }
 
-fn hide_password_param(tail: &str) -> String {
-    let Some((path, query)) = tail.split_once('?') else { return tail.to_owned() };
-    let q: Vec<String> = query
-        .split('&')
-        .map(|kv| if kv.starts_with("password=") { "password=***".to_owned() } else { kv.to_owned() })
-        .collect();
-    format!("{path}?{}", q.join("&"))
+/// `settings` (`key=value` each) joined by `sep`, a `password=` one as `password=***`.
+fn hide_password_setting<'a>(settings: impl Iterator<Item = &'a str>, sep: &str) -> String {
+    settings.map(|kv| if kv.starts_with("password=") { "password=***" } else { kv }).collect::<Vec<_>>().join(sep)
 }
 
 /// Checks `url` as connection settings (for the config's load), without connecting.

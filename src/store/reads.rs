@@ -85,15 +85,6 @@ pub(super) fn get_json<T: DeserializeOwned, R: Tables + ?Sized>(
     v.map(|b| decode(key, &b)).transpose()
 }
 
-/// A string from a `&str → &str` table.
-pub(super) fn get_str<R: Tables + ?Sized>(
-    r: &R,
-    def: TableDefinition<&str, &str>,
-    key: &str,
-) -> Result<Option<String>> {
-    r.table(def)?.get(key)
-}
-
 /// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
 /// or newest first when `rev`.
 pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
@@ -113,11 +104,21 @@ pub(super) fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(
     def: TableDefinition<&str, &[u8]>,
 ) -> Result<Vec<T>> {
     let mut out = Vec::new();
-    r.table(def)?.each(|k, v| {
-        out.push(decode(&k, &v)?);
-        Ok(true)
-    })?;
+    each_json(r, def, |v| out.push(v))?;
     Ok(out)
+}
+
+/// Hands every record of a `&str → &[u8]` table to `visit`, in key order, decoding one
+/// at a time.
+pub(super) fn each_json<T: DeserializeOwned, R: Tables + ?Sized>(
+    r: &R,
+    def: TableDefinition<&str, &[u8]>,
+    mut visit: impl FnMut(T),
+) -> Result<()> {
+    r.table(def)?.each(|k, v| {
+        visit(decode(&k, &v)?);
+        Ok(true)
+    })
 }
 
 /// A counter kept as a decimal string in `meta` (0 when absent).
@@ -127,7 +128,8 @@ pub(super) fn all_json<T: DeserializeOwned, R: Tables + ?Sized>(
 /// not a whole number: never read as 0, which would hand out sequence numbers or an
 /// offer generation again.
 pub(super) fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
-    get_str(r, schema::META, key)?
+    r.table(schema::META)?
+        .get(key)?
         .map(|v| {
             v.parse().map_err(|_| StoreError::Corrupt(format!("meta:{key}"), format!("{v:?} is not a whole number")))
         })
@@ -162,10 +164,21 @@ impl Tx<'_> {
         Ok(self.open(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
     }
 
+    /// Sets the `meta` counter `key` to one more than the larger of its value and
+    /// `floor`, and returns it (a sequence number never handed out before, a generation).
+    ///
+    /// # Errors
+    /// Storage errors; [`StoreError::Corrupt`] as [`meta_counter`].
+    pub(super) fn bump_counter(&mut self, key: &str, floor: u64) -> Result<u64> {
+        let next = meta_counter(&*self, key)?.max(floor).saturating_add(1);
+        self.open(schema::META)?.insert(key, next.to_string().as_str())?;
+        Ok(next)
+    }
+
     /// Bumps the write-probe counter: the smallest write that goes through a commit.
     pub(super) fn bump_write_probe(&mut self) -> Result<()> {
         // Nothing reads the value: an unreadable one is overwritten, not an error.
-        let n = get_str(&*self, schema::META, WRITE_PROBE)?.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let n = self.table(schema::META)?.get(WRITE_PROBE)?.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         let n = n.wrapping_add(1);
         self.open(schema::META)?.insert(WRITE_PROBE, n.to_string().as_str())?;
         Ok(())
@@ -180,7 +193,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn pass_done(&self, name: &str) -> Result<Option<String>> {
-        get_str(self, schema::META, &format!("{PASS_PREFIX}{name}"))
+        self.table(schema::META)?.get(format!("{PASS_PREFIX}{name}").as_str())
     }
 
     /// The intent record with this id.
@@ -254,7 +267,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn token(&self, hash: &str) -> Result<Option<String>> {
-        get_str(self, schema::TOKENS, hash)
+        self.table(schema::TOKENS)?.get(hash)
     }
 
     /// The offer record with this id.
@@ -278,7 +291,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
-        get_str(self, schema::OFFER_REFS, &offers::ref_key(seller_id, reference))
+        self.table(schema::OFFER_REFS)?.get(offers::ref_key(seller_id, reference).as_str())
     }
 
     /// The seller record with this id.
@@ -302,7 +315,7 @@ pub trait Reads: Tables {
     /// # Errors
     /// Storage errors.
     fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
-        get_str(self, schema::SELLER_NAMES, folded)
+        self.table(schema::SELLER_NAMES)?.get(folded)
     }
 
     /// When `(intent, offer)` was delivered (unix µs), if it was.
@@ -422,17 +435,6 @@ pub trait Reads: Tables {
     /// Storage errors; [`StoreError::Corrupt`].
     fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
         records::each(self, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
-    }
-
-    /// Every record of a namespace, `(key without prefix, value)`, in key order, each
-    /// decoded on its own: a record that does not decode stands as its
-    /// [`StoreError::Corrupt`] (naming its key), so that a pass over many can leave it and
-    /// go on (the purge). The error of the whole read is a storage error only.
-    ///
-    /// # Errors
-    /// Storage errors.
-    fn each_record<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, Result<T>)>> {
-        records::each(self, ns)
     }
 
     /// Every record of a namespace that decodes as `T`, `(key without prefix, value)` in

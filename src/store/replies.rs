@@ -4,8 +4,8 @@
 //! in the transaction that stores the reply and emptied in batches, one write
 //! transaction per tick, by the reply matching (`deliveries::match_queued_replies`).
 
-use super::schema::{META, PENDING_REPLIES};
-use super::{meta_counter, Result, Tx};
+use super::schema::PENDING_REPLIES;
+use super::{Result, Tx};
 
 /// Key of the last sequence number handed out, in `meta`.
 const SEQ: &str = "pending_reply_seq";
@@ -21,10 +21,8 @@ impl Tx<'_> {
     /// Storage errors; [`super::StoreError::Corrupt`] when the stored counter does not
     /// read.
     pub fn queue_reply(&mut self, intent_id: &str, offer_id: &str) -> Result<u64> {
-        let last = meta_counter(&*self, SEQ)?;
         let mut t = self.open(PENDING_REPLIES)?;
-        let next = last.max(t.last()?.map(|(k, _)| k).unwrap_or(0)) + 1;
-        self.open(META)?.insert(SEQ, next.to_string().as_str())?;
+        let next = self.bump_counter(SEQ, t.last()?.map_or(0, |(k, _)| k))?;
         t.insert(next, (intent_id, offer_id))?;
         Ok(next)
     }

@@ -17,8 +17,8 @@
 
 use super::dump::AnyTable;
 use super::reads::TxTxn;
-use super::{get_str, Result, StoreError, Tx};
-use redb::{ReadTransaction, TableDefinition, WriteTransaction};
+use super::{Result, StoreError, Tables as _, Tx};
+use redb::TableDefinition;
 use std::ops::Bound;
 
 /// The store's file name inside `DATA_DIR`.
@@ -112,7 +112,7 @@ const MIGRATIONS: &[Migration] = &[
         number: 1,
         name: "initial",
         description: "the first layout (meta, intents, active, tokens, offers, sellers, deliveries, outbox, records)",
-        run: v1_initial,
+        run: tables_only,
     },
     Migration {
         number: 2,
@@ -126,13 +126,13 @@ const MIGRATIONS: &[Migration] = &[
         name: "person_index",
         description: "adds the person index (person_active, intent_person), empty; the people pass at start \
                       fills it for active intents",
-        run: v3_person_index,
+        run: tables_only,
     },
     Migration {
         number: 4,
         name: "pending_replies",
         description: "adds the queue of seller replies waiting to be matched (pending_replies), empty",
-        run: v4_pending_replies,
+        run: tables_only,
     },
     Migration {
         number: 5,
@@ -209,7 +209,7 @@ pub fn migrations() -> Vec<MigrationInfo> {
 /// not `new`; nothing is changed); [`StoreError::Corrupt`] when the stored version is
 /// not a number; storage errors and a migration's error.
 pub(super) fn prepare(tx: &mut Tx<'_>, new: bool) -> Result<()> {
-    let found = stored_version(tx)?;
+    let found = read_version(tx)?;
     match found {
         Some(v) if v > SCHEMA_VERSION => {
             return Err(StoreError::TooNew { found: v, writer: stored_writer(tx)? });
@@ -218,7 +218,7 @@ pub(super) fn prepare(tx: &mut Tx<'_>, new: bool) -> Result<()> {
         None if new => {}
         None => {
             return Err(match tx.txn {
-                TxTxn::Redb(txn) => not_isto(write_table_list(txn)?),
+                TxTxn::Redb(txn) => not_isto(table_list(txn.list_tables()?, txn.list_multimap_tables()?)),
                 TxTxn::Pg(_) => StoreError::NotAStore(format!(
                     "the PostgreSQL database has isto's tables but no schema version (meta {VERSION_KEY:?}): a \
                      damaged store; restore a backup into an empty database"
@@ -236,20 +236,14 @@ pub(super) fn prepare(tx: &mut Tx<'_>, new: bool) -> Result<()> {
     Ok(())
 }
 
-/// The names of every table (plain and multimap) of the file, for [`not_isto`].
-pub(super) fn table_list(txn: &ReadTransaction) -> Result<Vec<String>> {
+/// The names of every table (plain and multimap) of a redb file (its `list_tables` and
+/// `list_multimap_tables`, in a read or a write transaction), for [`not_isto`].
+pub(super) fn table_list(
+    tables: impl Iterator<Item = redb::UntypedTableHandle>,
+    multimap: impl Iterator<Item = redb::UntypedMultimapTableHandle>,
+) -> Vec<String> {
     use redb::{MultimapTableHandle as _, TableHandle as _};
-    let mut names: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
-    names.extend(txn.list_multimap_tables()?.map(|h| h.name().to_owned()));
-    Ok(names)
-}
-
-/// [`table_list`] in a write transaction.
-fn write_table_list(txn: &WriteTransaction) -> Result<Vec<String>> {
-    use redb::{MultimapTableHandle as _, TableHandle as _};
-    let mut names: Vec<String> = txn.list_tables()?.map(|h| h.name().to_owned()).collect();
-    names.extend(txn.list_multimap_tables()?.map(|h| h.name().to_owned()));
-    Ok(names)
+    tables.map(|h| h.name().to_owned()).chain(multimap.map(|h| h.name().to_owned())).collect()
 }
 
 /// The refusal of a redb file without isto's schema version, naming (some of) the
@@ -268,17 +262,9 @@ pub(super) fn not_isto(tables: Vec<String>) -> StoreError {
     ))
 }
 
-/// The version recorded in the store (`None` for a new store).
-fn stored_version(tx: &Tx<'_>) -> Result<Option<u64>> {
-    let Some(v) = get_str(tx, META, VERSION_KEY)? else { return Ok(None) };
-    v.parse::<u64>().map(Some).map_err(|_| {
-        StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
-    })
-}
-
 /// The isto version recorded as the store's last writer (`None`: none recorded).
 fn stored_writer(tx: &Tx<'_>) -> Result<Option<String>> {
-    get_str(tx, META, WRITER_KEY)
+    tx.table(META)?.get(WRITER_KEY)
 }
 
 /// The version recorded in the file, read in a read transaction (`None`: no version).
@@ -286,7 +272,7 @@ fn stored_writer(tx: &Tx<'_>) -> Result<Option<String>> {
 /// # Errors
 /// [`StoreError::Corrupt`] when it is not a number; storage errors.
 pub(super) fn read_version<R: super::Tables + ?Sized>(r: &R) -> Result<Option<u64>> {
-    let Some(v) = get_str(r, META, VERSION_KEY)? else { return Ok(None) };
+    let Some(v) = r.table(META)?.get(VERSION_KEY)? else { return Ok(None) };
     v.parse::<u64>().map(Some).map_err(|_| {
         StoreError::Corrupt(format!("meta:{VERSION_KEY}"), format!("{v:?} is not a whole number (the schema version)"))
     })
@@ -375,7 +361,7 @@ pub fn migrate_at(location: &super::Location, commit: bool) -> Result<Migrated> 
 /// [`migrate_file`]'s work inside the write transaction `tx`: `existed` says whether a
 /// table existed before (its rows are counted then), `new` whether the store is new.
 pub(super) fn migrate_in(tx: &mut Tx<'_>, existed: &dyn Fn(&str) -> bool, new: bool, commit: bool) -> Result<Migrated> {
-    let stored = stored_version(tx)?;
+    let stored = read_version(tx)?;
     let writer = stored_writer(tx)?;
     if let Some(v) = stored.filter(|v| *v > SCHEMA_VERSION) {
         return Err(StoreError::TooNew { found: v, writer });
@@ -422,9 +408,12 @@ fn create_tables(tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// 1: the first layout (`meta` … `records`), which stores at version 1 were created
-/// with in full; nothing to change.
-fn v1_initial(_tx: &mut Tx<'_>) -> Result<()> {
+/// A migration that only adds tables, empty: [`create_tables`] makes them at the end of
+/// every open (1: the first layout, which stores at version 1 were created with in full;
+/// 3: the person index, which the services fill at start — `Intents::backfill_people`,
+/// since the person key comes from the sealed contact the store cannot open; 4: the
+/// queue of seller replies, as replies stored before it were matched when stored).
+fn tables_only(_tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
@@ -440,7 +429,6 @@ fn v2_intent_expiry_index(tx: &mut Tx<'_>) -> Result<()> {
     })?;
     let mut expiry = tx.open(INTENT_EXPIRY)?;
     let mut due = tx.open(INTENT_DUE)?;
-    tx.open(INTENT_ERASURE)?;
     for id in &ids {
         expiry.insert((0i64, id.as_str()), ())?;
         due.insert(id.as_str(), (Some(0i64), None::<i64>))?;
@@ -448,55 +436,35 @@ fn v2_intent_expiry_index(tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// 3: the person index (`person_active`, `intent_person`), created empty: the person
-/// key of an intent is computed by the services from its verified contact, which the
-/// store cannot open, so the services fill the index at start
-/// (`Intents::backfill_people`: every active intent without a person key gets one, and
-/// its row) — see `docs/choices.md`.
-fn v3_person_index(tx: &mut Tx<'_>) -> Result<()> {
-    tx.open(PERSON_ACTIVE)?;
-    tx.open(INTENT_PERSON)?;
-    Ok(())
-}
-
-/// 4: the queue of seller replies waiting to be matched (`pending_replies`), empty:
-/// replies stored before it were matched when they were stored.
-fn v4_pending_replies(tx: &mut Tx<'_>) -> Result<()> {
-    tx.open(PENDING_REPLIES)?;
-    Ok(())
-}
-
-/// Turns a store at the current version back into one as version 1 wrote it (drops the
-/// tables added since, records version 1, forgets the writer and the start-up passes), for tests of the migrations' callers.
-///
-/// # Panics
-/// On any storage error (tests only).
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
-    let db = redb::Database::create(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    txn.delete_table(INTENT_EXPIRY).unwrap();
-    txn.delete_table(INTENT_ERASURE).unwrap();
-    txn.delete_table(INTENT_DUE).unwrap();
-    txn.delete_table(PERSON_ACTIVE).unwrap();
-    txn.delete_table(INTENT_PERSON).unwrap();
-    txn.delete_table(PENDING_REPLIES).unwrap();
-    {
-        let mut meta = txn.open_table(META).unwrap();
-        meta.insert(VERSION_KEY, "1").unwrap();
-        // Neither the writer nor the start-up passes were recorded then.
-        meta.remove(WRITER_KEY).unwrap();
-        meta.retain(|k, _| !k.starts_with("pass:")).unwrap();
-    }
-    txn.commit().unwrap();
-}
-
-#[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::{Reads, Store};
     use super::*;
     use redb::{Database, ReadableDatabase};
+
+    /// Turns a store at the current version back into one as version 1 wrote it (drops the
+    /// tables added since, records version 1, forgets the writer and the start-up passes), for tests of the migrations' callers.
+    ///
+    /// # Panics
+    /// On any storage error (tests only).
+    pub(crate) fn rewind_to_version_1(path: &std::path::Path) {
+        let db = redb::Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(INTENT_EXPIRY).unwrap();
+        txn.delete_table(INTENT_ERASURE).unwrap();
+        txn.delete_table(INTENT_DUE).unwrap();
+        txn.delete_table(PERSON_ACTIVE).unwrap();
+        txn.delete_table(INTENT_PERSON).unwrap();
+        txn.delete_table(PENDING_REPLIES).unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.insert(VERSION_KEY, "1").unwrap();
+            // Neither the writer nor the start-up passes were recorded then.
+            meta.remove(WRITER_KEY).unwrap();
+            meta.retain(|k, _| !k.starts_with("pass:")).unwrap();
+        }
+        txn.commit().unwrap();
+    }
 
     /// Writes a store as isto wrote it at schema version 1: the v1 tables, one intent,
     /// `schema_version` "1".

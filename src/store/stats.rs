@@ -3,12 +3,13 @@
 //! intent or offer, one record at a time (a scan, for the callers that need the
 //! records' fields).
 
+use super::reads::each_json;
 use super::schema::{
     ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE, RECORDS, SELLERS,
     SELLER_NAMES, TOKENS,
 };
 use super::Tables as _;
-use super::{decode, Ns, Result, Rx};
+use super::{Ns, Result, Rx};
 use serde::de::DeserializeOwned;
 use std::ops::Bound;
 
@@ -65,22 +66,16 @@ impl Rx {
     ///
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
-    pub fn each_intent<T: DeserializeOwned>(&self, mut visit: impl FnMut(T)) -> Result<()> {
-        self.table(INTENTS)?.each(|k, v| {
-            visit(decode(&k, &v)?);
-            Ok(true)
-        })
+    pub fn each_intent<T: DeserializeOwned>(&self, visit: impl FnMut(T)) -> Result<()> {
+        each_json(self, INTENTS, visit)
     }
 
     /// Hands every offer record to `visit`, in id order, decoding one at a time.
     ///
     /// # Errors
     /// Storage errors; [`super::StoreError::Corrupt`].
-    pub fn each_offer<T: DeserializeOwned>(&self, mut visit: impl FnMut(T)) -> Result<()> {
-        self.table(OFFERS)?.each(|k, v| {
-            visit(decode(&k, &v)?);
-            Ok(true)
-        })
+    pub fn each_offer<T: DeserializeOwned>(&self, visit: impl FnMut(T)) -> Result<()> {
+        each_json(self, OFFERS, visit)
     }
 
     /// How many records the namespace `ns` holds (a key range walk; nothing decoded).
@@ -123,7 +118,11 @@ impl Rx {
         let intents = self.table(INTENTS)?;
         let offers = self.table(OFFERS)?;
         let sellers = self.table(SELLERS)?;
+        // Once `limit` are found, every scan stops at its first row.
         let check = |out: &mut Vec<Dangling>, table: &'static str, target: &'static str, id: &str| -> Result<bool> {
+            if out.len() >= limit {
+                return Ok(false);
+            }
             let there = match target {
                 "intents" => intents.get(id)?.is_some(),
                 "offers" => offers.get(id)?.is_some(),
@@ -137,24 +136,12 @@ impl Rx {
         let mut out = Vec::new();
         let o = &mut out;
         self.table(ACTIVE)?.each(|id, ()| check(o, "active", "intents", &id))?;
-        if o.len() < limit {
-            self.table(INTENT_EXPIRY)?.each(|(_, id), ()| check(o, "intent_expiry", "intents", &id))?;
-        }
-        if o.len() < limit {
-            self.table(TOKENS)?.each(|_, id| check(o, "tokens", "intents", &id))?;
-        }
-        if o.len() < limit {
-            self.table(INTENT_PERSON)?.each(|id, _| check(o, "intent_person", "intents", &id))?;
-        }
-        if o.len() < limit {
-            self.table(PERSON_ACTIVE)?.each(|(_, id), _| check(o, "person_active", "intents", &id))?;
-        }
-        if o.len() < limit {
-            self.table(OFFER_REFS)?.each(|_, id| check(o, "offer_refs", "offers", &id))?;
-        }
-        if o.len() < limit {
-            self.table(SELLER_NAMES)?.each(|_, id| check(o, "seller_names", "sellers", &id))?;
-        }
+        self.table(INTENT_EXPIRY)?.each(|(_, id), ()| check(o, "intent_expiry", "intents", &id))?;
+        self.table(TOKENS)?.each(|_, id| check(o, "tokens", "intents", &id))?;
+        self.table(INTENT_PERSON)?.each(|id, _| check(o, "intent_person", "intents", &id))?;
+        self.table(PERSON_ACTIVE)?.each(|(_, id), _| check(o, "person_active", "intents", &id))?;
+        self.table(OFFER_REFS)?.each(|_, id| check(o, "offer_refs", "offers", &id))?;
+        self.table(SELLER_NAMES)?.each(|_, id| check(o, "seller_names", "sellers", &id))?;
         Ok(out)
     }
 }

@@ -267,6 +267,6 @@ fn an_unreadable_counter_is_an_error_naming_it_never_zero() {
         corrupt("mail_dropped", s.read(|rx| rx.mail_dropped()).unwrap_err());
         // The write probe's value is read by nothing: it is overwritten.
         s.write(|tx| tx.bump_write_probe()).unwrap();
-        assert_eq!(s.read(|rx| get_str(rx, schema::META, "write_probe")).unwrap().as_deref(), Some("1"));
+        assert_eq!(s.read(|rx| rx.table(schema::META)?.get("write_probe")).unwrap().as_deref(), Some("1"));
     }
 }
