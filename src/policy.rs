@@ -95,8 +95,7 @@ impl Resource {
 
     /// The resource an RFC 8707 `resource` value names (exact, or with one trailing `/`).
     pub fn from_url(base: &str, url: &str) -> Option<Self> {
-        let url = url.strip_suffix('/').unwrap_or(url);
-        Self::ALL.into_iter().find(|r| r.url(base) == url)
+        Self::exactly(base, url.strip_suffix('/').unwrap_or(url))
     }
 
     /// The resource whose identifier is exactly `url` (what an issued token is bound to).

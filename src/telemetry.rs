@@ -182,72 +182,37 @@ label_enum! {
 /// A series without labels in a family (so that it has no sample until it is set).
 type NoLabels = Vec<(&'static str, &'static str)>;
 
-/// What a connection of the store's pool is doing (`isto_store_pool_connections`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum PoolState {
-    Size,
-    InUse,
-    Idle,
-}
-
-impl EncodeLabelValue for PoolState {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let v = match self {
-            Self::Size => "size",
-            Self::InUse => "in_use",
-            Self::Idle => "idle",
-        };
-        std::fmt::Write::write_str(encoder, v)
+label_enum! {
+    /// What a connection of the store's pool is doing (`isto_store_pool_connections`).
+    enum PoolState {
+        /// The most connections the pool opens.
+        Size => "size",
+        /// Connections in use.
+        InUse => "in_use",
+        /// Idle connections.
+        Idle => "idle",
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct PoolStateLabels {
-    state: PoolState,
+/// Declares label sets of one or more labels, each a field of its label's type.
+macro_rules! label_sets {
+    ($($name:ident { $($field:ident: $ty:ty),* })*) => {$(
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+        struct $name { $($field: $ty),* }
+    )*};
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct RequestLabels {
-    endpoint: String,
-    method: Method,
-    status: u16,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct EndpointLabels {
-    endpoint: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ToolLabels {
-    tool: String,
-    outcome: ToolOutcome,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ScopeLabels {
-    scope: RateScope,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct RuleLabels {
-    rule: QuotaRule,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ResultLabels {
-    result: ImportResult,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct StatusLabels {
-    /// A PROTOCOL.md §2 status name (`protocol::Status::as_str`): static, so bounded.
-    status: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct VersionLabels {
-    version: &'static str,
+label_sets! {
+    PoolStateLabels { state: PoolState }
+    RequestLabels { endpoint: String, method: Method, status: u16 }
+    EndpointLabels { endpoint: String }
+    ToolLabels { tool: String, outcome: ToolOutcome }
+    ScopeLabels { scope: RateScope }
+    RuleLabels { rule: QuotaRule }
+    ResultLabels { result: ImportResult }
+    // `status`: a PROTOCOL.md §2 status name (`protocol::Status::as_str`): static, so bounded.
+    StatusLabels { status: &'static str }
+    VersionLabels { version: &'static str }
 }
 
 /// A set of label values that admits at most `max` distinct values: a value seen before
@@ -300,9 +265,8 @@ struct Metrics {
     outbox_depth: Gauge,
     outbox_oldest: Gauge,
     pool: Family<PoolStateLabels, Gauge>,
-    pool_waits: Family<NoLabels, Counter>,
-    pool_wait_timeouts: Family<NoLabels, Counter>,
-    pool_errors: Family<NoLabels, Counter>,
+    /// The pool's waits, wait timeouts and connection errors.
+    pool_totals: [Family<NoLabels, Counter>; 3],
     endpoints: Bounded,
     tool_names: Bounded,
     /// One render at a time: the store values are set, then the text is encoded.
@@ -338,7 +302,19 @@ impl Metrics {
         let outbox_depth = add(&mut r, "outbox_depth", "E-mails queued in the outbox", None);
         let outbox_oldest =
             add(&mut r, "outbox_oldest_age", "Age of the oldest queued e-mail (0 when none)", Some(Unit::Seconds));
-        let (pool, pool_waits, pool_wait_timeouts, pool_errors) = register_pool(&mut r);
+        // The pool's series (PostgreSQL only: they have no sample until a pool reports).
+        let pool = add(
+            &mut r,
+            "store_pool_connections",
+            "PostgreSQL connections of the store's pool: its size, those in use, those idle",
+            None,
+        );
+        let pool_totals = [
+            ("store_pool_waits", "Store calls that found every PostgreSQL connection in use and waited for one"),
+            ("store_pool_wait_timeouts", "Store calls that waited for a PostgreSQL connection in vain and failed"),
+            ("store_pool_connection_errors", "PostgreSQL connections that could not be opened or were found closed"),
+        ]
+        .map(|(name, help)| add(&mut r, name, help, None));
         // Every series with a fixed label set starts at zero, so that it is there (and
         // `rate()` works) before the first event.
         for &scope in RateScope::ALL {
@@ -366,9 +342,7 @@ impl Metrics {
             outbox_depth,
             outbox_oldest,
             pool,
-            pool_waits,
-            pool_wait_timeouts,
-            pool_errors,
+            pool_totals,
             endpoints: Bounded::new(MAX_ENDPOINTS),
             tool_names: Bounded::new(MAX_TOOLS),
             render: Mutex::new(()),
@@ -389,40 +363,6 @@ fn registered<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, unit:
 /// [`registered`] with a new metric of its kind.
 fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
     registered(r, name, help, unit, M::default())
-}
-
-/// The pool's connections by state, its waits, wait timeouts and connection errors.
-type PoolSeries =
-    (Family<PoolStateLabels, Gauge>, Family<NoLabels, Counter>, Family<NoLabels, Counter>, Family<NoLabels, Counter>);
-
-/// The pool's series (PostgreSQL only: they have no sample until a pool reports).
-fn register_pool(r: &mut Registry) -> PoolSeries {
-    (
-        add(
-            r,
-            "store_pool_connections",
-            "PostgreSQL connections of the store's pool: its size, those in use, those idle",
-            None,
-        ),
-        add(
-            r,
-            "store_pool_waits",
-            "Store calls that found every PostgreSQL connection in use and waited for one",
-            None,
-        ),
-        add(
-            r,
-            "store_pool_wait_timeouts",
-            "Store calls that waited for a PostgreSQL connection in vain and failed",
-            None,
-        ),
-        add(
-            r,
-            "store_pool_connection_errors",
-            "PostgreSQL connections that could not be opened or were found closed",
-            None,
-        ),
-    )
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -458,9 +398,7 @@ pub fn quota_refused(rule: QuotaRule) {
 /// `refused` rows of a batch the server refused.
 pub fn offers_imported(created: u64, updated: u64, refused: u64) {
     let m = &*METRICS;
-    for (result, n) in
-        [(ImportResult::Created, created), (ImportResult::Updated, updated), (ImportResult::Refused, refused)]
-    {
+    for (&result, n) in ImportResult::ALL.iter().zip([created, updated, refused]) {
         let c = m.imported.get_or_create(&ResultLabels { result });
         if n > 0 {
             c.inc_by(n);
@@ -489,10 +427,10 @@ pub struct StoreGauges {
 /// per `isto serve`; a counter never goes down).
 pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
     let m = &*METRICS;
-    for (state, n) in [PoolState::Size, PoolState::InUse, PoolState::Idle].into_iter().zip(connections) {
+    for (&state, n) in PoolState::ALL.iter().zip(connections) {
         m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
     }
-    for (family, total) in [&m.pool_waits, &m.pool_wait_timeouts, &m.pool_errors].into_iter().zip(totals) {
+    for (family, total) in m.pool_totals.iter().zip(totals) {
         let c = family.get_or_create(&Vec::new());
         let seen = c.get();
         if total > seen {

@@ -176,6 +176,20 @@ fn key_of(bytes: &[u8], file: Option<PathBuf>) -> Key {
     Key { id: key_id(bytes), cipher: XChaCha20Poly1305::new(bytes.into()), mac_key: mac_subkey(bytes), file }
 }
 
+/// The keys of the ring whose current key file is `path`: the current key first, then
+/// the old ones (`sealing.key.<kid>`).
+fn ring_keys(path: &Path) -> Result<Vec<Key>, CryptoError> {
+    let mut keys = vec![key_of(&read_key(path)?, Some(path.to_owned()))];
+    for p in old_key_files(path)? {
+        let k = key_of(&read_key(&p)?, Some(p));
+        // A rotation cut short may leave the current key also under its old name.
+        if !keys.iter().any(|x| x.id == k.id) {
+            keys.push(k);
+        }
+    }
+    Ok(keys)
+}
+
 /// File name of the MAC root, beside the sealing key.
 pub const MAC_KEY_FILE: &str = "mac.key";
 
@@ -250,15 +264,7 @@ impl KeyRing {
         let handle_path = Self::handle_key_path(path);
         create_key_file(&handle_path)?;
         let handle_root = read_key(&handle_path)?;
-        let current = read_key(path)?;
-        let mut keys = vec![key_of(&current, Some(path.to_owned()))];
-        for p in old_key_files(path)? {
-            let k = key_of(&read_key(&p)?, Some(p));
-            // A rotation cut short may leave the current key also under its old name.
-            if !keys.iter().any(|x| x.id == k.id) {
-                keys.push(k);
-            }
-        }
+        let keys = ring_keys(path)?;
         let mac_path = Self::mac_key_path(path);
         if !mac_path.exists() {
             let text = Zeroizing::new(format!("{}:{}", keys[0].id, hex(&keys[0].mac_key[..])));
@@ -280,13 +286,7 @@ impl KeyRing {
     pub fn reload(&self) -> Result<bool, CryptoError> {
         let Some(path) = self.path.as_deref() else { return Ok(false) };
         let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut fresh = vec![key_of(&read_key(path)?, Some(path.to_owned()))];
-        for p in old_key_files(path)? {
-            let k = key_of(&read_key(&p)?, Some(p));
-            if !fresh.iter().any(|x| x.id == k.id) {
-                fresh.push(k);
-            }
-        }
+        let fresh = ring_keys(path)?;
         let mut keys = self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let same = keys.len() == fresh.len() && keys.iter().zip(&fresh).all(|(a, b)| a.id == b.id);
         if !same {

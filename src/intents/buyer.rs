@@ -248,11 +248,7 @@ impl Intents {
         if id.is_empty() || id.len() > 64 || account_id.is_empty() {
             return Err(ServiceError::NotFound);
         }
-        let rec: IntentRecord = self
-            .base
-            .store()
-            .read(|rx| -> Result<Option<IntentRecord>> { Ok(rx.intent(id)?) })?
-            .ok_or(ServiceError::NotFound)?;
+        let rec: IntentRecord = self.base.store().read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
         if rec.owner.as_deref() != Some(account_id) {
             return Err(ServiceError::NotFound);
         }
@@ -511,11 +507,8 @@ impl Intents {
             return Err(ServiceError::NotFound);
         }
         let key = renewal_key(token);
-        let rec: RenewalRecord = self
-            .base
-            .store()
-            .read(|rx| -> Result<Option<RenewalRecord>> { Ok(rx.record(Ns::Renewal, &key)?) })?
-            .ok_or(ServiceError::NotFound)?;
+        let rec: RenewalRecord =
+            self.base.store().read(|rx| rx.record(Ns::Renewal, &key))?.ok_or(ServiceError::NotFound)?;
         if rec.account_id != account_id || rec.expires_at.at() <= self.now() {
             return Err(ServiceError::NotFound);
         }

@@ -274,9 +274,7 @@ fn parse_statement(v: &Value) -> Result<String, InputError> {
 
 /// A positive number field, as a publish reads it.
 fn parse_positive(v: &Value, key: &'static str) -> Result<f64, InputError> {
-    let mut wrapped = Map::new();
-    wrapped.insert(key.to_owned(), v.clone());
-    let wrapped = Value::Object(wrapped);
+    let wrapped = serde_json::json!({ key: v });
     let mut f = Fields::new(&wrapped, "")?;
     f.opt_positive(key)?.ok_or_else(|| InputError(format!("{key} must be a positive number")))
 }

@@ -30,7 +30,7 @@
 //! `requestState`, and so is one sent with any other call, or `inputResponses` sent
 //! without one ([`check_retry`]): nothing is run, no draft made.
 
-use super::{call_blocking, failure, from_request, ok_of, request_span, Endpoint};
+use super::{call_blocking, failure, from_request, modern, ok_of, request_span, Endpoint};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
@@ -39,7 +39,7 @@ use crate::protocol::Status;
 use crate::state::AppState;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
+    InputRequest, InputRequests, InputRequiredResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -77,11 +77,6 @@ pub enum Mode {
 /// 2025-11-25 call of it is not elicited.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonOnly;
-
-/// Whether `version` is 2026-07-28 or later (server-to-client requests forbidden).
-fn modern(version: Option<&ProtocolVersion>) -> bool {
-    version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
 
 /// How this call's client is asked to show the consent page: `None` when it did not
 /// declare `elicitation.url` (in the request's `_meta` on 2026-07-28, at `initialize` on

@@ -35,38 +35,34 @@ pub(crate) struct Output {
 
 impl Output {
     /// `v` as both the structured content and the text.
-    fn of<T: Serialize>(v: &T) -> Result<Self, CallError> {
+    pub(crate) fn of<T: Serialize>(v: &T) -> Result<Self, CallError> {
         let structured = serde_json::to_value(v).map_err(|e| CallError::NoResult(e.to_string()))?;
-        let text = structured.to_string();
-        Ok(Self { structured, text })
+        Ok(Self { text: structured.to_string(), structured })
     }
 
     /// `{key: items, "nextSince": next}` as structured content, the bare `items` array as
     /// the text (the seed's shape of matches and open intents).
     fn page<T: Serialize>(key: &str, items: &T, next: Option<String>) -> Result<Self, CallError> {
-        let arr = serde_json::to_value(items).map_err(|e| CallError::NoResult(e.to_string()))?;
-        let text = arr.to_string();
-        Ok(Self { structured: json!({key: arr, "nextSince": next}), text })
+        let Self { structured, text } = Self::of(items)?;
+        Ok(Self { structured: json!({key: structured, "nextSince": next}), text })
     }
 }
 
 /// Why a call did not succeed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum CallError {
     /// A domain or internal failure of the services.
-    Service(ServiceError),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
     /// A seller operation's failure.
-    Seller(SellerError),
+    #[error(transparent)]
+    Seller(#[from] SellerError),
     /// Refused with this text (the seller without a profile).
+    #[error("{0}")]
     Refused(String),
     /// The handler produced no result object (the cause, for the log).
+    #[error("{0}")]
     NoResult(String),
-}
-
-impl From<ServiceError> for CallError {
-    fn from(e: ServiceError) -> Self {
-        Self::Service(e)
-    }
 }
 
 impl From<InputError> for CallError {
@@ -75,40 +71,22 @@ impl From<InputError> for CallError {
     }
 }
 
-impl From<SellerError> for CallError {
-    fn from(e: SellerError) -> Self {
-        Self::Seller(e)
-    }
+/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp`: the intentCode
+/// and the optional id.
+fn code_args(args: &Value) -> Result<(String, Option<String>), InputError> {
+    let mut f = Fields::new(args, "")?;
+    let code = f.req_str("intentCode", 200)?;
+    let id = f.opt_str("id", 64)?;
+    f.finish("")?;
+    Ok((code, id))
 }
 
-/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp`.
-struct CodeArgs {
-    code: String,
-    id: Option<String>,
-}
-
-impl CodeArgs {
-    fn parse(args: &Value) -> Result<Self, InputError> {
-        let mut f = Fields::new(args, "")?;
-        let code = f.req_str("intentCode", 200)?;
-        let id = f.opt_str("id", 64)?;
-        f.finish("")?;
-        Ok(Self { code, id })
-    }
-}
-
-/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp/buyer`.
-struct IdArgs {
-    id: String,
-}
-
-impl IdArgs {
-    fn parse(args: &Value) -> Result<Self, InputError> {
-        let mut f = Fields::new(args, "")?;
-        let id = f.req_str("id", 64)?;
-        f.finish("")?;
-        Ok(Self { id })
-    }
+/// `intent_get_intent` / `intent_withdraw_intent` arguments on `/mcp/buyer`: the id.
+fn id_arg(args: &Value) -> Result<String, InputError> {
+    let mut f = Fields::new(args, "")?;
+    let id = f.req_str("id", 64)?;
+    f.finish("")?;
+    Ok(id)
 }
 
 /// `intent_search_offers` arguments.
@@ -180,12 +158,12 @@ fn handle(
     match (endpoint, tool) {
         (Public, PublishIntent) => Output::of(&intents.publish_draft_from(intents.parse_publish(args)?, client.key())?),
         (Public, GetIntent) => {
-            let a = CodeArgs::parse(args)?;
-            Output::of(&json!({"intent": intents.get_by_code(&a.code, a.id.as_deref())?}))
+            let (code, id) = code_args(args)?;
+            Output::of(&json!({"intent": intents.get_by_code(&code, id.as_deref())?}))
         }
         (Public, WithdrawIntent) => {
-            let a = CodeArgs::parse(args)?;
-            intents.withdraw_by_code(&a.code, a.id.as_deref())?;
+            let (code, id) = code_args(args)?;
+            intents.withdraw_by_code(&code, id.as_deref())?;
             Output::of(&json!({"status": "withdrawn"}))
         }
         (Public, ListMatches) => {
@@ -193,10 +171,10 @@ fn handle(
             Output::page("matches", &matches, next)
         }
         (Buyer, PublishIntent) => Output::of(&intents.publish_for(account()?, intents.parse_publish(args)?)?),
-        (Buyer, GetIntent) => Output::of(&json!({"intent": intents.get_owned(account()?, &IdArgs::parse(args)?.id)?})),
+        (Buyer, GetIntent) => Output::of(&json!({"intent": intents.get_owned(account()?, &id_arg(args)?)?})),
         (Buyer, UpdateIntent) => Output::of(&intents.update_owned(account()?, &UpdateArgs::parse(args)?)?),
         (Buyer, WithdrawIntent) => {
-            intents.withdraw_owned(account()?, &IdArgs::parse(args)?.id)?;
+            intents.withdraw_owned(account()?, &id_arg(args)?)?;
             Output::of(&json!({"status": "withdrawn"}))
         }
         (Buyer, ListMatches) => {

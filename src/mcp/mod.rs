@@ -137,8 +137,7 @@ fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
 /// A successful result whose structured content and text are both `v`; a `v` that is no
 /// JSON object (`null`, …) is an internal error ([`handlers::finish`]).
 fn ok_of<T: serde::Serialize>(tool: ToolId, v: &T) -> CallToolResult {
-    let out = serde_json::to_value(v).map(|structured| handlers::Output { text: structured.to_string(), structured });
-    handlers::finish(Endpoint::Public, tool, out.map_err(|e| handlers::CallError::NoResult(e.to_string())))
+    handlers::finish(Endpoint::Public, tool, handlers::Output::of(v))
 }
 
 fn tool_error(msg: String) -> CallToolResult {
@@ -287,11 +286,17 @@ pub const TOOLS_TTL_MS: u64 = 60 * 60 * 1000;
 /// "public"`. Older revisions have no caching hints and get none.
 pub fn tool_list(tools: &[Tool], version: Option<&ProtocolVersion>) -> ListToolsResult {
     let list = ListToolsResult::with_all_items(tools.to_vec());
-    if version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
+    if modern(version) {
         list.with_ttl_ms(TOOLS_TTL_MS).with_cache_scope(CacheScope::Public)
     } else {
         list
     }
+}
+
+/// Whether `version` is 2026-07-28 or later: caching hints, and no server-to-client
+/// requests (stateless).
+pub(crate) fn modern(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// The tool named `name` of a list.

@@ -83,16 +83,6 @@ impl BoundedSessions {
         }
     }
 
-    /// The number of sessions held (created and neither closed nor forgotten).
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether no session is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Held>> {
         self.last_use.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -359,6 +349,13 @@ pub async fn answer_refusal(mut req: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl BoundedSessions {
+        /// The number of sessions held (created and neither closed nor forgotten).
+        fn len(&self) -> usize {
+            self.lock().len()
+        }
+    }
 
     #[tokio::test]
     async fn creating_over_the_cap_closes_the_least_recently_used() {

@@ -33,7 +33,7 @@
 //! (`ui/open-link`). On 2026-07-28 `resources/list` and `resources/read` are cacheable
 //! by anyone for [`VIEW_TTL_MS`].
 
-use super::Endpoint;
+use super::{modern, Endpoint};
 use crate::net::ClientAddr;
 use crate::oauth::Grant;
 use crate::protocol::tools::ToolId;
@@ -121,10 +121,7 @@ fn resource_meta() -> MetaObject {
         "csp": {"connectDomains": empty, "resourceDomains": empty, "frameDomains": empty, "baseUriDomains": empty},
         "prefersBorder": true
     }});
-    match ui {
-        Value::Object(m) => MetaObject(m),
-        _ => MetaObject::new(),
-    }
+    MetaObject(super::obj(ui))
 }
 
 /// `tools` with the view linked from the [`LINKED`] ones.
@@ -153,10 +150,6 @@ pub fn linked_tools(endpoint: Endpoint) -> Option<Arc<Vec<Tool>>> {
         Endpoint::Buyer => Some(Arc::clone(&BUYER)),
         Endpoint::Seller => None,
     }
-}
-
-fn modern(version: Option<&ProtocolVersion>) -> bool {
-    version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// The view as listed (`resources/list`).

@@ -190,12 +190,15 @@ pub fn answer_url(uri: &str, params: &[(&str, &str)]) -> String {
 /// An error answer to the client (RFC 6749 §4.1.2.1, with RFC 9207 `iss`): the URL to
 /// redirect to.
 pub fn error_url(ctx: &Shared, to: &str, state: Option<&str>, error: &str, description: &str) -> String {
-    let iss = ctx.base.settings().public_url.base.as_str();
-    let mut params = vec![("error", error), ("error_description", description)];
+    answer_with_iss(ctx, to, vec![("error", error), ("error_description", description)], state)
+}
+
+/// [`answer_url`] of `params`, then `state` (when the request had one) and `iss` (RFC 9207).
+fn answer_with_iss<'a>(ctx: &'a Shared, to: &str, mut params: Vec<(&str, &'a str)>, state: Option<&'a str>) -> String {
     if let Some(s) = state {
         params.push(("state", s));
     }
-    params.push(("iss", iss));
+    params.push(("iss", ctx.base.settings().public_url.base.as_str()));
     answer_url(to, &params)
 }
 
@@ -233,13 +236,7 @@ pub async fn allow(
         return Ok(None);
     };
     tracing::info!(client_id = %r.client.client_id, resource = r.resource.path(), "oauth: authorization code issued");
-    let iss = ctx.base.settings().public_url.base.as_str();
-    let mut params = vec![("code", code.expose())];
-    if let Some(s) = r.state.as_deref() {
-        params.push(("state", s));
-    }
-    params.push(("iss", iss));
-    Ok(Some(answer_url(&r.redirect_uri, &params)))
+    Ok(Some(answer_with_iss(ctx, &r.redirect_uri, vec![("code", code.expose())], r.state.as_deref())))
 }
 
 /// Where the answer goes, as a person reads it: the host, or the scheme of a native app.

@@ -195,29 +195,31 @@ pub fn redirect_matches(registered: &str, requested: &str) -> bool {
         && q.password().is_none()
 }
 
+/// An RFC 7591 §3.2.2 `invalid_client_metadata` refusal saying `why`.
+fn meta_error(why: impl Into<String>) -> (&'static str, String) {
+    ("invalid_client_metadata", why.into())
+}
+
 fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'static str, String)> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
             if let Some(c) = s.chars().find(|c| hidden_char(*c)) {
-                return Err((
-                    "invalid_client_metadata",
-                    format!(
-                        "{key} must not contain control, bidirectional or invisible formatting characters (found U+{:04X})",
-                        u32::from(c)
-                    ),
-                ));
+                return Err(meta_error(format!(
+                    "{key} must not contain control, bidirectional or invisible formatting characters (found U+{:04X})",
+                    u32::from(c)
+                )));
             }
             let clean = s.trim().to_owned();
             if clean.is_empty() && !s.is_empty() {
-                return Err(("invalid_client_metadata", format!("{key} must not be blank (leave it out instead)")));
+                return Err(meta_error(format!("{key} must not be blank (leave it out instead)")));
             }
             if clean.chars().count() > MAX_NAME_CHARS {
-                return Err(("invalid_client_metadata", format!("{key} must be at most {MAX_NAME_CHARS} characters")));
+                return Err(meta_error(format!("{key} must be at most {MAX_NAME_CHARS} characters")));
             }
             Ok((!clean.is_empty()).then_some(clean))
         }
-        Some(_) => Err(("invalid_client_metadata", format!("{key} must be a string"))),
+        Some(_) => Err(meta_error(format!("{key} must be a string"))),
     }
 }
 
@@ -247,8 +249,8 @@ fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>,
             .map(|v| v.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
             .map(Some)
-            .ok_or_else(|| ("invalid_client_metadata", format!("{key} must be an array of strings"))),
-        Some(_) => Err(("invalid_client_metadata", format!("{key} must be an array of strings"))),
+            .ok_or_else(|| meta_error(format!("{key} must be an array of strings"))),
+        Some(_) => Err(meta_error(format!("{key} must be an array of strings"))),
     }
 }
 
@@ -278,35 +280,26 @@ pub fn client_from_metadata(
     let default_auth = if document { "none" } else { "client_secret_basic" };
     let auth = short_string(m, "token_endpoint_auth_method")?.unwrap_or_else(|| default_auth.to_owned());
     if !super::metadata::AUTH_METHODS.contains(&auth.as_str()) {
-        return Err((
-            "invalid_client_metadata",
-            "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic".to_owned(),
-        ));
+        return Err(meta_error("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic"));
     }
     if document && auth != "none" {
-        return Err((
-            "invalid_client_metadata",
-            "a client ID metadata document must declare token_endpoint_auth_method none".to_owned(),
-        ));
+        return Err(meta_error("a client ID metadata document must declare token_endpoint_auth_method none"));
     }
     let grant_types = string_list(m, "grant_types")?
         .unwrap_or_else(|| vec!["authorization_code".to_owned(), "refresh_token".to_owned()]);
     if grant_types.iter().any(|g| g != "authorization_code" && g != "refresh_token")
         || !grant_types.iter().any(|g| g == "authorization_code")
     {
-        return Err((
-            "invalid_client_metadata",
-            "grant_types must include authorization_code and may add refresh_token (nothing else)".to_owned(),
-        ));
+        return Err(meta_error("grant_types must include authorization_code and may add refresh_token (nothing else)"));
     }
     let response_types = string_list(m, "response_types")?.unwrap_or_else(|| vec!["code".to_owned()]);
     if response_types.iter().any(|r| r != "code") || response_types.is_empty() {
-        return Err(("invalid_client_metadata", "response_types must be [\"code\"]".to_owned()));
+        return Err(meta_error("response_types must be [\"code\"]"));
     }
     let client_uri = short_string(m, "client_uri")?;
     if let Some(u) = &client_uri {
         if Url::parse(u).map(|u| u.scheme() != "https" && u.scheme() != "http").unwrap_or(true) {
-            return Err(("invalid_client_metadata", "client_uri must be an http(s) URL".to_owned()));
+            return Err(meta_error("client_uri must be an http(s) URL"));
         }
     }
     let scope = short_string(m, "scope")?.and_then(|s| {

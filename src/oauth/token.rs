@@ -174,8 +174,7 @@ pub fn issue_code(base: &Base, mut record: CodeRecord, decision: &str) -> Result
 
 /// A freshly issued pair.
 struct Issued {
-    access: Secret,
-    refresh: Option<Secret>,
+    pair: Minted,
     scopes: Vec<String>,
     /// Seconds the access token has left.
     expires_in: i64,
@@ -183,6 +182,7 @@ struct Issued {
 
 /// The token values a grant will mint: random for a code exchange, derived from the
 /// presented refresh token for a rotation.
+#[derive(Clone)]
 struct Minted {
     access: Secret,
     refresh: Option<Secret>,
@@ -218,10 +218,13 @@ fn issue(
         used: false,
         used_at: None,
     };
-    let Minted { access, refresh } = minted;
-    tx.put_record(Ns::Token, &token_hash(KIND_ACCESS, access.expose()), &record(TokenKind::Access, access_until))?;
+    tx.put_record(
+        Ns::Token,
+        &token_hash(KIND_ACCESS, minted.access.expose()),
+        &record(TokenKind::Access, access_until),
+    )?;
     family.expires_at = family.expires_at.max(access_until);
-    if let Some(r) = &refresh {
+    if let Some(r) = &minted.refresh {
         tx.put_record(
             Ns::Token,
             &token_hash(KIND_REFRESH, r.expose()),
@@ -237,7 +240,7 @@ fn issue(
             tx.put_record(Ns::Client, &family.client_id, &c)?;
         }
     }
-    Ok(Issued { access, refresh, scopes, expires_in: ACCESS_TTL_SECS })
+    Ok(Issued { pair: minted, scopes, expires_in: ACCESS_TTL_SECS })
 }
 
 /// Marks a family revoked; returns whether it was live.
@@ -289,12 +292,12 @@ const TOKEN_PARAMS: [&str; 9] = [
 pub async fn grant_token(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> Result<Value, OAuthError> {
     let issued = token_grant(ctx, authorization, body).await?;
     let mut out = json!({
-        "access_token": issued.access.expose(),
+        "access_token": issued.pair.access.expose(),
         "token_type": "Bearer",
         "expires_in": issued.expires_in,
         "scope": issued.scopes.join(" "),
     });
-    if let Some(r) = &issued.refresh {
+    if let Some(r) = &issued.pair.refresh {
         out["refresh_token"] = json!(r.expose());
     }
     Ok(out)
@@ -506,8 +509,7 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAu
     old.used_at = Some(now);
     tx.put_record(Ns::Token, &r.hash, &old)?;
     let family_id = old.family.clone();
-    let minted = Minted { access: r.successor.access.clone(), refresh: r.successor.refresh.clone() };
-    issue(tx, &family_id, &mut family, scopes, minted, now).map(Ok)
+    issue(tx, &family_id, &mut family, scopes, r.successor.clone(), now).map(Ok)
 }
 
 /// The pair a rotation minted, answered again: `Some` when its access token (and its
@@ -530,8 +532,7 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> 
         }
     }
     Ok(Some(Issued {
-        access: pair.access.clone(),
-        refresh: pair.refresh.clone(),
+        pair: pair.clone(),
         expires_in: (access.expires_at - now).whole_seconds(),
         scopes: access.scopes,
     }))
