@@ -510,8 +510,8 @@ test("two replicas on PostgreSQL behind HAProxy: restore, consent race, one mail
       assert.equal(imp.code, 0, imp.stderr);
       const matchesA = await waitFor(async () => {
         const m = (await ok(onA, "intent_list_matches", { intentCode: code })).matches;
-        return m.length > 0 && m;
-      }, { timeout: 10000, interval: 50, what: "A lists the new offer as a match" });
+        return m.some((x) => x.offer.title === "Škoda Octavia w1") && m;
+      }, { timeout: 10000, interval: 50, what: "A lists the new offer w1 as a match" });
       await ok(onA, "intent_withdraw_intent", { intentCode: code });
       const t0 = Date.now();
       await waitFor(async () => (await ok(onB, "intent_get_intent", { intentCode: code })).intent.status === "withdrawn", {
