@@ -75,7 +75,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the holder: MCP at /mcp, pages, mail (run it under systemd).
-    Serve(ServeArgs),
+    // No options of its own: listen, URL and mail options are global (`check-config` shows them).
+    Serve,
     /// Operator commands; they work whether or not `isto serve` runs.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -182,11 +183,6 @@ pub enum Shell {
     #[value(name = "powershell")]
     PowerShell,
 }
-
-/// Options of `isto serve` (the listen, URL and mail options are global: `isto admin
-/// check-config` shows their effect too).
-#[derive(Debug, Args)]
-pub struct ServeArgs {}
 
 /// `isto admin ...`.
 #[derive(Debug, Subcommand)]

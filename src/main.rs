@@ -107,7 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let level = cli.log_level.as_deref();
     match cli.command {
-        Command::Serve(_) => {
+        Command::Serve => {
             let settings = Settings::load(&o)?;
             init_logging(level, Some("info"));
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

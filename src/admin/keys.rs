@@ -82,7 +82,7 @@ pub struct StatusReport {
     /// Sealed values in the store.
     pub sealed_values: u64,
     /// `"socket"` or `"direct"` (filled in by the client).
-    #[serde(default = "direct")]
+    #[serde(default)]
     pub via: Route,
     /// Whether a rotation or re-seal is running now in the process that answered (one
     /// made a key or re-sealed a batch in the last [`ROTATION_LEASE`] and has not
@@ -117,19 +117,10 @@ fn rotation_busy() -> String {
     )
 }
 
-fn direct() -> Route {
-    Route::Direct
-}
-
 impl StatusReport {
     /// Values sealed with any key but the current one: what a re-seal has left to do.
     pub fn left(&self) -> u64 {
         self.keys.iter().filter(|k| !k.current).map(|k| k.sealed).sum::<u64>() + self.unknown.values().sum::<u64>()
-    }
-
-    /// The count for `kid` (0 when no value uses it).
-    pub fn sealed_with(&self, kid: &str) -> u64 {
-        self.keys.iter().find(|k| k.kid == kid).map(|k| k.sealed).unwrap_or(0)
     }
 }
 

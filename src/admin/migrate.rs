@@ -42,7 +42,7 @@ pub(crate) fn answer(holder: &crate::state::AppState) -> Value {
 }
 
 /// Where the answer of `isto admin migrate` comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MigrateVia {
     /// A running `isto serve` (its admin socket): it migrated the store at start.
@@ -50,6 +50,7 @@ pub enum MigrateVia {
     /// A running process holds the store but its admin socket does not answer.
     Held,
     /// The store file opened by this process.
+    #[default]
     Store,
 }
 
@@ -75,7 +76,7 @@ pub struct PassState {
 /// [TableChange…], "migrated": true, "passes": [PassState…], "server": null}`; with a
 /// server: `"via": "server"`, `"server": {"isto": "0.1.0", "schema": 4}`, `storeSchema`
 /// the server's schema, `pending` and `tables` empty.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MigrateReport {
     /// Where the answer comes from.
@@ -116,19 +117,7 @@ pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) ->
 }
 
 fn base_report(via: MigrateVia, dry_run: bool) -> MigrateReport {
-    MigrateReport {
-        via,
-        dry_run,
-        isto: ISTO_VERSION.into(),
-        binary_schema: SCHEMA_VERSION,
-        store_schema: None,
-        writer: None,
-        pending: Vec::new(),
-        tables: Vec::new(),
-        migrated: false,
-        passes: Vec::new(),
-        server: None,
-    }
+    MigrateReport { via, dry_run, isto: ISTO_VERSION.into(), binary_schema: SCHEMA_VERSION, ..Default::default() }
 }
 
 fn pass_states(done: impl Fn(&Pass) -> Option<bool>) -> Vec<PassState> {

@@ -85,12 +85,13 @@ pub const SHOWN_ERRORS: usize = 50;
 pub const REPORTED_ERRORS: usize = 1000;
 
 /// How an import reached the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
     /// Through the running server's admin socket.
     Socket,
-    /// The store opened by this process.
+    /// The store opened by this process (the default, for a report read without its route).
+    #[default]
     Direct,
 }
 
@@ -99,7 +100,7 @@ pub enum Route {
 /// Shape: `{"rows": 5, "imported": {"created": 3, "updated": 0, "delivered": 1},
 /// "rejected": 2, "errors": [{"line": 4, "message": "price.currency is required"}],
 /// "via": "direct"}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ImportReport {
     /// Data rows read (blank lines not counted).
     pub rows: u64,
@@ -415,14 +416,7 @@ pub fn import(settings: &Settings, file: &Path, full: bool, json_output: bool) -
     let mut sink = Sink::open(settings, run)?;
     let bar =
         progress(json_output, Some(reader.total_bytes()), "{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}");
-    let mut report = ImportReport {
-        rows: 0,
-        imported: ImportCounts::default(),
-        rejected: 0,
-        errors: Vec::new(),
-        via: sink.route(),
-        withdrawn: None,
-    };
+    let mut report = ImportReport { via: sink.route(), ..ImportReport::default() };
     let outcome = import_rows(&mut reader, &mut sink, &currencies, &bar, json_output, &mut report);
     bar.finish_and_clear();
     let mut outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));

@@ -40,7 +40,6 @@ pub fn route_of(req: &Request) -> Option<String> {
 /// The MCP endpoint a path belongs to.
 fn mcp_route(path: &str) -> Option<&'static str> {
     match path {
-        "/mcp" | "/mcp/" => Some("/mcp"),
         "/mcp/buyer" | "/mcp/buyer/" => Some("/mcp/buyer"),
         "/mcp/seller" | "/mcp/seller/" => Some("/mcp/seller"),
         p if p.starts_with("/mcp") => Some("/mcp"),

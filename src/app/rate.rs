@@ -165,10 +165,6 @@ impl<K: Hash + Eq + Clone, C: Clock> Keyed<K, C> {
         self.limiter.retain_recent();
         self.limiter.shrink_to_fit();
     }
-
-    fn len(&self) -> usize {
-        self.limiter.len()
-    }
 }
 
 /// `per_minute` requests a minute (one every 60/`per_minute` s) with a burst of `burst`;
@@ -328,16 +324,6 @@ impl<C: Clock + Clone> RateLimits<C> {
         map.shrink_to_fit();
         self.owing.store(map.len(), Ordering::Relaxed);
     }
-
-    /// Keys tracked in `bucket` (the overflow bucket included).
-    pub fn tracked(&self, bucket: Bucket) -> usize {
-        self.bucket(bucket).len()
-    }
-
-    /// Credentials tracked (the overflow bucket included).
-    pub fn tracked_credentials(&self) -> usize {
-        self.credential.len()
-    }
 }
 
 /// Sweeps `limits` every [`SWEEP_EVERY`] until `stop` is cancelled or the limits are
@@ -378,18 +364,7 @@ pub fn too_many_requests(wait: Duration, by: &str) -> Response {
     res
 }
 
-/// The per-address middleware: the request's [`ClientAddr`] (put there by the app's
-/// `client_addr` middleware, which must run first; a request without one counts under the
-/// shared key of unknown peers) counted in its path's [`Bucket`]; over the rate, 429.
-pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
-    match refuse_client(&limits, &req) {
-        Some(refused) => refused,
-        None => next.run(req).await,
-    }
-}
-
-/// The per-address check of [`per_client`] without the middleware around it (the app's
-/// front layer runs it): the 429 answer when the request's address is over its path's
+/// The per-address check (the app's front layer runs it): the 429 answer when the request's address is over its path's
 /// rate, else None (and the request is counted).
 pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
     let bucket = Bucket::of(req.uri().path())?;
@@ -439,6 +414,34 @@ mod tests {
     use axum::Router;
     use governor::clock::FakeRelativeClock;
     use tower::ServiceExt as _;
+
+    impl<K: Hash + Eq + Clone, C: Clock> Keyed<K, C> {
+        fn len(&self) -> usize {
+            self.limiter.len()
+        }
+    }
+
+    impl<C: Clock + Clone> RateLimits<C> {
+        /// Keys tracked in `bucket` (the overflow bucket included).
+        pub fn tracked(&self, bucket: Bucket) -> usize {
+            self.bucket(bucket).len()
+        }
+
+        /// Credentials tracked (the overflow bucket included).
+        pub fn tracked_credentials(&self) -> usize {
+            self.credential.len()
+        }
+    }
+
+    /// The per-address middleware: the request's [`ClientAddr`] (put there by the app's
+    /// `client_addr` middleware, which must run first; a request without one counts under the
+    /// shared key of unknown peers) counted in its path's [`Bucket`]; over the rate, 429.
+    pub async fn per_client(State(limits): State<Arc<RateLimits>>, req: Request, next: Next) -> Response {
+        match refuse_client(&limits, &req) {
+            Some(refused) => refused,
+            None => next.run(req).await,
+        }
+    }
 
     fn limits(per_minute: u32, burst: u32) -> Limits {
         Limits {

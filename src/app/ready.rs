@@ -68,7 +68,7 @@ pub fn readiness(holder: &AppState) -> (bool, Value) {
         checks["pool"] = json!({"size": p.size, "inUse": p.in_use, "idle": p.idle, "waits": p.waits,
                                 "waitTimeouts": p.wait_timeouts, "connectionErrors": p.connection_errors});
     }
-    (ready, json!({"status": status(ready), "checks": checks}))
+    (ready, json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))
 }
 
 /// Whether the holder is ready, as [`readiness`] decides it, without reading what does
@@ -94,14 +94,6 @@ fn index_check(holder: &AppState) -> (bool, Value) {
     }
 }
 
-fn status(ready: bool) -> &'static str {
-    if ready {
-        "ready"
-    } else {
-        "not_ready"
-    }
-}
-
 /// The response: 200 when ready, 503 when not; never cached.
 fn answer(ready: bool, body: Value) -> Response {
     let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
@@ -114,7 +106,7 @@ fn answer(ready: bool, body: Value) -> Response {
 pub async fn public(holder: AppState) -> Response {
     let check = tokio::task::spawn_blocking(move || ready(&holder));
     let ready = matches!(tokio::time::timeout(READY_TIMEOUT, check).await, Ok(Ok(true)));
-    answer(ready, json!({"status": status(ready)}))
+    answer(ready, json!({"status": if ready { "ready" } else { "not_ready" }}))
 }
 
 /// `GET /readyz` on the metrics listener: [`readiness`] as JSON, 200 when ready, 503

@@ -96,25 +96,18 @@ fn open_index(holder: AppState) -> JoinHandle<()> {
     })
 }
 
-/// Resolves at SIGTERM or Ctrl-C.
+/// Resolves at SIGTERM or Ctrl-C (isto is built for Unix only: the admin socket is one).
 async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+        Err(_) => {
+            let _ = ctrl_c.await;
+        }
     }
 }

@@ -1,146 +1,98 @@
 //! `[limits]`: connection, MCP session and per-client request bounds (issue 9 points 1–2).
 
 use super::ConfigError;
-use serde::{Deserialize, Serialize};
 use std::ops::RangeInclusive;
 
-/// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
-/// how many requests a client may send (issue 9 points 1–2).
-///
-/// A rate is a sustained rate (`*_requests_per_minute`: one more request allowed every
-/// 60/n seconds) with a `*_burst` of requests allowed at once (GCRA, the generic cell rate
-/// algorithm of `governor`); a client over it gets HTTP 429 with `Retry-After`.
-///
-/// Read from the file as it is (a key not given keeps its default), then checked by
-/// [`limits`]; `check-config` shows it as it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Limits {
-    /// Seconds a connection has to send a complete request head, and an idle HTTP/1
-    /// keep-alive connection to start the next one (default 10; 1..=300).
-    pub header_read_timeout_secs: u64,
-    /// Seconds without a byte read or written after which a connection is closed
-    /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
-    pub idle_timeout_secs: u64,
-    /// Seconds a request has to send its whole body once its head is in, however the
-    /// bytes are spaced (default 15; 1..=300): a body trickled a byte at a time cannot
-    /// hold a connection slot for long.
-    pub body_read_timeout_secs: u64,
-    /// Connections served at once (default 1024; 1..=65536); at the cap a new one
-    /// replaces the longest-waiting connection without a request in flight, or waits
-    /// for a slot when all are busy (`app::serve_http`). Size the file limit
-    /// (`LimitNOFILE`) above it: `isto serve` raises its soft open-file limit to the hard
-    /// one, and serves fewer connections, with a warning, when the hard limit is lower
-    /// than this plus 256 (`app::listener::nofile`).
-    pub max_connections: usize,
-    /// Connections one client address (IPv6: its /64; behind a trusted proxy the client
-    /// `X-Forwarded-For` names) holds at once, its open streams and requests in flight
-    /// included (default 32; 1..=65536); over it a new connection from it replaces one of
-    /// its own without a request in flight, or is answered 429. As the slots not busy
-    /// with a request run out, an address that holds some gets no more than there are
-    /// such slots (`app::listener`).
-    pub max_connections_per_client: usize,
-    /// Seconds an event stream (`text/event-stream`: an MCP `GET` stream, a streamed
-    /// reply) may go without an event — keep-alive comments do not count — before it is
-    /// ended; the client reconnects when it wants more (default 300; 10..=86400; more
-    /// than `elicitation_wait_secs`, during which a publish's stream waits for an answer).
-    pub stream_idle_secs: u64,
-    /// Seconds an MCP session lives without a request (default 60; 5..=3600).
-    pub mcp_session_idle_secs: u64,
-    /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
-    /// least recently used is closed (default 256; 1..=100000).
-    pub max_mcp_sessions: usize,
-    /// MCP sessions held per client address (IPv6: per /64) on each endpoint; over it
-    /// that client's own least recently used session is closed (default 32; 1..=100000).
-    pub max_mcp_sessions_per_client: usize,
-    /// Requests per minute per client address to `/mcp`, `/mcp/buyer`, `/mcp/seller`
-    /// (default 1200, i.e. 20/s; 1..=1000000).
-    pub mcp_requests_per_minute: u32,
-    /// Burst of [`Self::mcp_requests_per_minute`] (default 120; 1..=100000).
-    pub mcp_burst: u32,
-    /// Requests per minute per credential (the account and client of a bearer token) to
-    /// `/mcp/buyer` and `/mcp/seller` (default 600, i.e. 10/s; 1..=1000000).
-    pub credential_requests_per_minute: u32,
-    /// Burst of [`Self::credential_requests_per_minute`] (default 60; 1..=100000).
-    pub credential_burst: u32,
-    /// Requests per minute per client address to the pages (and every path that is not
-    /// MCP, OAuth or a health check) (default 300, i.e. 5/s; 1..=1000000).
-    pub page_requests_per_minute: u32,
-    /// Burst of [`Self::page_requests_per_minute`] (default 60; 1..=100000).
-    pub page_burst: u32,
-    /// Requests per minute per client address to the OAuth endpoints (`/oauth/*`:
-    /// authorize, token, register, revoke; `/.well-known/oauth-*` metadata) (default
-    /// 300, i.e. 5/s; 1..=1000000).
-    pub oauth_requests_per_minute: u32,
-    /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
-    pub oauth_burst: u32,
-    /// Seconds after a refresh token's rotation during which presenting it again (a lost
-    /// response, a parallel retry) answers the same new pair instead of revoking its
-    /// authorization (PROTOCOL.md §7; default 30; 0..=300, 0: no grace, every reuse
-    /// revokes).
-    pub refresh_grace_secs: i64,
-    /// Seconds a 2025-11-25 `/mcp` publish waits for the client's answer to its
-    /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
-    /// ordinary result, the draft kept (default 120; 1..=600).
-    pub elicitation_wait_secs: u64,
-    /// Seconds a `requestState` of a 2026-07-28 `/mcp` publish stays valid after the
-    /// `InputRequiredResult` that carried it (never past the draft's lapse); a retry
-    /// after it is refused (MCP 2026-07-28 multi round-trip requests: a short expiry
-    /// against replay; PROTOCOL.md §4 item 1) (default 300; 10..=3600).
-    pub request_state_secs: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            header_read_timeout_secs: 10,
-            idle_timeout_secs: 60,
-            body_read_timeout_secs: 15,
-            max_connections: 1024,
-            max_connections_per_client: 32,
-            stream_idle_secs: 300,
-            mcp_session_idle_secs: 60,
-            max_mcp_sessions: 256,
-            max_mcp_sessions_per_client: 32,
-            mcp_requests_per_minute: 1200,
-            mcp_burst: 120,
-            credential_requests_per_minute: 600,
-            credential_burst: 60,
-            page_requests_per_minute: 300,
-            page_burst: 60,
-            oauth_requests_per_minute: 300,
-            oauth_burst: 60,
-            refresh_grace_secs: 30,
-            elicitation_wait_secs: 120,
-            request_state_secs: 300,
-        }
+numeric_section! {
+    /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
+    /// how many requests a client may send (issue 9 points 1–2).
+    ///
+    /// A rate is a sustained rate (`*_requests_per_minute`: one more request allowed every
+    /// 60/n seconds) with a `*_burst` of requests allowed at once (GCRA, the generic cell rate
+    /// algorithm of `governor`); a client over it gets HTTP 429 with `Retry-After`.
+    ///
+    /// Read from the file as it is (a key not given keeps its default), then checked by
+    /// [`limits`]; `check-config` shows it as it is.
+    pub struct Limits in "limits" {
+        /// Seconds a connection has to send a complete request head, and an idle HTTP/1
+        /// keep-alive connection to start the next one (default 10; 1..=300).
+        header_read_timeout_secs: u64 = 10, 1..=300;
+        /// Seconds without a byte read or written after which a connection is closed
+        /// (default 60; 1..=3600). Streams stay open: rmcp sends an SSE keep-alive every 15 s.
+        idle_timeout_secs: u64 = 60, 1..=3600;
+        /// Seconds a request has to send its whole body once its head is in, however the
+        /// bytes are spaced (default 15; 1..=300): a body trickled a byte at a time cannot
+        /// hold a connection slot for long.
+        body_read_timeout_secs: u64 = 15, 1..=300;
+        /// Connections served at once (default 1024; 1..=65536); at the cap a new one
+        /// replaces the longest-waiting connection without a request in flight, or waits
+        /// for a slot when all are busy (`app::serve_http`). Size the file limit
+        /// (`LimitNOFILE`) above it: `isto serve` raises its soft open-file limit to the hard
+        /// one, and serves fewer connections, with a warning, when the hard limit is lower
+        /// than this plus 256 (`app::listener::nofile`).
+        max_connections: usize = 1024, 1..=65536;
+        /// Connections one client address (IPv6: its /64; behind a trusted proxy the client
+        /// `X-Forwarded-For` names) holds at once, its open streams and requests in flight
+        /// included (default 32; 1..=65536); over it a new connection from it replaces one of
+        /// its own without a request in flight, or is answered 429. As the slots not busy
+        /// with a request run out, an address that holds some gets no more than there are
+        /// such slots (`app::listener`).
+        max_connections_per_client: usize = 32, 1..=65536;
+        /// Seconds an event stream (`text/event-stream`: an MCP `GET` stream, a streamed
+        /// reply) may go without an event — keep-alive comments do not count — before it is
+        /// ended; the client reconnects when it wants more (default 300; 10..=86400; more
+        /// than `elicitation_wait_secs`, during which a publish's stream waits for an answer).
+        stream_idle_secs: u64 = 300, 10..=86_400;
+        /// Seconds an MCP session lives without a request (default 60; 5..=3600).
+        mcp_session_idle_secs: u64 = 60, 5..=3600;
+        /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
+        /// least recently used is closed (default 256; 1..=100000).
+        max_mcp_sessions: usize = 256, 1..=100_000;
+        /// MCP sessions held per client address (IPv6: per /64) on each endpoint; over it
+        /// that client's own least recently used session is closed (default 32; 1..=100000).
+        max_mcp_sessions_per_client: usize = 32, 1..=100_000;
+        /// Requests per minute per client address to `/mcp`, `/mcp/buyer`, `/mcp/seller`
+        /// (default 1200, i.e. 20/s; 1..=1000000).
+        mcp_requests_per_minute: u32 = 1200, PER_MINUTE;
+        /// Burst of [`Self::mcp_requests_per_minute`] (default 120; 1..=100000).
+        mcp_burst: u32 = 120, BURST;
+        /// Requests per minute per credential (the account and client of a bearer token) to
+        /// `/mcp/buyer` and `/mcp/seller` (default 600, i.e. 10/s; 1..=1000000).
+        credential_requests_per_minute: u32 = 600, PER_MINUTE;
+        /// Burst of [`Self::credential_requests_per_minute`] (default 60; 1..=100000).
+        credential_burst: u32 = 60, BURST;
+        /// Requests per minute per client address to the pages (and every path that is not
+        /// MCP, OAuth or a health check) (default 300, i.e. 5/s; 1..=1000000).
+        page_requests_per_minute: u32 = 300, PER_MINUTE;
+        /// Burst of [`Self::page_requests_per_minute`] (default 60; 1..=100000).
+        page_burst: u32 = 60, BURST;
+        /// Requests per minute per client address to the OAuth endpoints (`/oauth/*`:
+        /// authorize, token, register, revoke; `/.well-known/oauth-*` metadata) (default
+        /// 300, i.e. 5/s; 1..=1000000).
+        oauth_requests_per_minute: u32 = 300, PER_MINUTE;
+        /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
+        oauth_burst: u32 = 60, BURST;
+        /// Seconds after a refresh token's rotation during which presenting it again (a lost
+        /// response, a parallel retry) answers the same new pair instead of revoking its
+        /// authorization (PROTOCOL.md §7; default 30; 0..=300, 0: no grace, every reuse
+        /// revokes).
+        refresh_grace_secs: i64 = 30, 0..=300;
+        /// Seconds a 2025-11-25 `/mcp` publish waits for the client's answer to its
+        /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
+        /// ordinary result, the draft kept (default 120; 1..=600).
+        elicitation_wait_secs: u64 = 120, 1..=600;
+        /// Seconds a `requestState` of a 2026-07-28 `/mcp` publish stays valid after the
+        /// `InputRequiredResult` that carried it (never past the draft's lapse); a retry
+        /// after it is refused (MCP 2026-07-28 multi round-trip requests: a short expiry
+        /// against replay; PROTOCOL.md §4 item 1) (default 300; 10..=3600).
+        request_state_secs: u64 = 300, 10..=3600;
     }
 }
 
-/// `[limits]` checked against its ranges.
+/// `[limits]` checked against its ranges ([`Limits::checked`]) and the stream idle time
+/// against the elicitation wait.
 pub(super) fn limits(f: &Limits) -> Result<Limits, ConfigError> {
-    let l = Limits {
-        header_read_timeout_secs: keyed!("limits", f, header_read_timeout_secs, 1..=300)?,
-        idle_timeout_secs: keyed!("limits", f, idle_timeout_secs, 1..=3600)?,
-        body_read_timeout_secs: keyed!("limits", f, body_read_timeout_secs, 1..=300)?,
-        max_connections: keyed!("limits", f, max_connections, 1..=65536)?,
-        max_connections_per_client: keyed!("limits", f, max_connections_per_client, 1..=65536)?,
-        stream_idle_secs: keyed!("limits", f, stream_idle_secs, 10..=86_400)?,
-        mcp_session_idle_secs: keyed!("limits", f, mcp_session_idle_secs, 5..=3600)?,
-        max_mcp_sessions: keyed!("limits", f, max_mcp_sessions, 1..=100_000)?,
-        max_mcp_sessions_per_client: keyed!("limits", f, max_mcp_sessions_per_client, 1..=100_000)?,
-        mcp_requests_per_minute: keyed!("limits", f, mcp_requests_per_minute, PER_MINUTE)?,
-        mcp_burst: keyed!("limits", f, mcp_burst, BURST)?,
-        credential_requests_per_minute: keyed!("limits", f, credential_requests_per_minute, PER_MINUTE)?,
-        credential_burst: keyed!("limits", f, credential_burst, BURST)?,
-        page_requests_per_minute: keyed!("limits", f, page_requests_per_minute, PER_MINUTE)?,
-        page_burst: keyed!("limits", f, page_burst, BURST)?,
-        oauth_requests_per_minute: keyed!("limits", f, oauth_requests_per_minute, PER_MINUTE)?,
-        oauth_burst: keyed!("limits", f, oauth_burst, BURST)?,
-        refresh_grace_secs: keyed!("limits", f, refresh_grace_secs, 0..=300)?,
-        elicitation_wait_secs: keyed!("limits", f, elicitation_wait_secs, 1..=600)?,
-        request_state_secs: keyed!("limits", f, request_state_secs, 10..=3600)?,
-    };
+    let l = f.checked()?;
     if l.stream_idle_secs <= l.elicitation_wait_secs {
         return Err(ConfigError::Invalid {
             key: "limits.stream_idle_secs",

@@ -10,13 +10,40 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// `Ok` of `$section.$key`, the field `$key` of the section `$file` as read from the
-/// file (its default when the file has no such key), when it lies in `$range`; else the
-/// [`ConfigError::Invalid`] naming the key and the range ([`within`]). The key as written
-/// in the file is the field's name, so the two cannot disagree.
-macro_rules! keyed {
-    ($section:literal, $file:ident, $key:ident, $range:expr) => {
-        super::within(Some($file.$key), $file.$key, $range, concat!($section, ".", stringify!($key)))
+/// A section of the file whose keys are all numbers, each with its default and range,
+/// declared once: the struct (read from the file as it is, a key not given keeping its
+/// default; unknown keys refused), its `Default`, and `checked`, which gives the section
+/// when every key lies in its range, else the [`ConfigError::Invalid`] naming the first
+/// key that does not (`$section.$key`) and its range ([`within`]). The key as written in
+/// the file is the field's name, so the two cannot disagree.
+macro_rules! numeric_section {
+    ($(#[$meta:meta])* pub struct $name:ident in $section:literal {
+        $($(#[$doc:meta])* $key:ident: $ty:ty = $default:expr, $range:expr;)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$doc])* pub $key: $ty,)*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $($key: $default,)* }
+            }
+        }
+
+        impl $name {
+            /// This section when every key lies in its range.
+            ///
+            /// # Errors
+            /// [`ConfigError::Invalid`] naming the first key out of its range, and the range.
+            pub(super) fn checked(&self) -> Result<Self, ConfigError> {
+                Ok(Self {
+                    $($key: super::within(Some(self.$key), self.$key, $range, concat!($section, ".", stringify!($key)))?,)*
+                })
+            }
+        }
     };
 }
 
@@ -409,7 +436,7 @@ impl Settings {
         sections::load_matching(&mut s, &file.matching, file.currency)?;
         sections::load_demand(&mut s, file.demand)?;
         s.limits = limits::limits(&file.limits)?;
-        s.quotas = quotas::quotas(&file.quotas)?;
+        s.quotas = file.quotas.checked()?;
         if let Some(t) = &file.trusted_proxies {
             s.trusted_proxies = crate::net::TrustedProxies::parse(t)
                 .map_err(|message| ConfigError::Invalid { key: "trusted_proxies", message })?;

@@ -4,6 +4,13 @@
 use super::*;
 use crate::store::{Export, IntentDue, Ns, Reads as _, StoreError};
 
+impl StatusReport {
+    /// The count for `kid` (0 when no value uses it).
+    fn sealed_with(&self, kid: &str) -> u64 {
+        self.keys.iter().find(|k| k.kid == kid).map(|k| k.sealed).unwrap_or(0)
+    }
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     store: Store,
