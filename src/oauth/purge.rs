@@ -83,7 +83,8 @@ pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
 /// [`crate::intents::Intents::purge`]. A record that does not decode (a time that does
 /// not read, say) is left as it is with a warning naming it
 /// ([`Reads::readable_records`]): nothing is deleted on the strength of a value that
-/// could not be read.
+/// could not be read; while any authorization does not decode, no client is removed
+/// (its client could be the one it holds).
 ///
 /// # Errors
 /// Storage errors.
@@ -98,7 +99,10 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, Sto
     }
     // Client id → start of its newest authorization still held.
     let mut held: HashMap<String, Stamp> = HashMap::new();
-    for (key, f) in tx.readable_records::<FamilyRecord>(Ns::TokenFamily)? {
+    let families = tx.readable_records::<FamilyRecord>(Ns::TokenFamily)?;
+    // A family that does not decode may hold any client: no client is removed this pass.
+    let family_unread = tx.records::<serde::de::IgnoredAny>(Ns::TokenFamily)?.len() > families.len();
+    for (key, f) in families {
         if now >= f.expires_at {
             tx.remove_record(Ns::TokenFamily, &key)?;
             n.families += 1;
@@ -132,7 +136,7 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, Sto
             None => now - c.client_id_issued_at >= Duration::seconds(CLIENT_GRANT_WINDOW_SECS),
             Some(t) => now - t >= Duration::seconds(CLIENT_UNUSED_SECS),
         };
-        if unused {
+        if unused && !family_unread {
             tx.remove_record(Ns::Client, &id)?;
             n.clients += 1;
         }

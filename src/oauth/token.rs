@@ -643,6 +643,30 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_authorization_keeps_every_client_until_it_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(|tx| -> Result<(), StoreError> {
+            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
+            put(tx, client("cli_held", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
+            put(tx, client("cli_never", NOW - DAY, None))?;
+            // cli_held's live authorization, with a start that does not read.
+            let mut f = serde_json::to_value(family("cli_held", NOW - 10 * DAY, NOW + 20 * DAY)).unwrap();
+            f["created_at"] = json!("last week");
+            tx.put_record(Ns::TokenFamily, "fam_damaged", &f)
+        })
+        .unwrap();
+        let clients = |s: &Store| s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len();
+        let purged = s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap();
+        assert_eq!(purged, OAuthPurged { clients: 0, codes: 0, tokens: 0, families: 0 });
+        assert_eq!(clients(&s), 2, "no client removed while an authorization does not read");
+        // Once the damaged record is gone, the unused clients go as usual.
+        s.write(|tx| tx.remove_record(Ns::TokenFamily, "fam_damaged")).unwrap();
+        assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap().clients, 2);
+        assert_eq!(clients(&s), 0);
+    }
+
+    #[test]
     fn an_unreadable_token_time_is_an_error_naming_the_record_never_expired_and_the_purge_leaves_it() {
         let d = tempfile::tempdir().unwrap();
         let b = crate::base::test_base(d.path());
