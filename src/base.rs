@@ -176,13 +176,10 @@ fn person_entry(rec: &IntentRecord, active: bool) -> Option<(&str, i64)> {
 /// when it ended ([`IntentRecord::ended_with_contact_at`]). Unix µs, rounded down.
 pub fn sweep_due(rec: &IntentRecord) -> IntentDue {
     IntentDue {
-        status_change: rec.next_status_change().map(floor_micros),
-        contact_ended: rec.ended_with_contact_at().map(floor_micros),
+        status_change: rec.next_status_change().map(crate::records::micros),
+        contact_ended: rec.ended_with_contact_at().map(crate::records::micros),
     }
 }
-
-/// `t` in unix µs, rounded down (also before 1970), as the expiry index compares.
-pub use crate::records::micros as floor_micros;
 
 impl Base {
     /// Assembles the handles; loads consent texts from `settings.consent_dir()` and every

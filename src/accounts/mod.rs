@@ -491,19 +491,19 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 /// Storage errors.
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<AccountsPurged, StoreError> {
     let mut n = AccountsPurged::default();
-    for (k, s) in tx.readable_records::<SessionRecord>(Ns::Session)? {
+    for (k, s) in tx.readable_records::<SessionRecord>(Ns::Session)?.0 {
         if expired(s.expires_at, now) {
             tx.remove_record(Ns::Session, &k)?;
             n.sessions += 1;
         }
     }
-    for (k, l) in tx.readable_records::<LinkRecord>(Ns::SignInLink)? {
+    for (k, l) in tx.readable_records::<LinkRecord>(Ns::SignInLink)?.0 {
         if expired(l.expires_at, now) {
             tx.remove_record(Ns::SignInLink, &k)?;
             n.sign_in_links += 1;
         }
     }
-    for (k, t) in tx.readable_records::<ThrottleRecord>(Ns::Throttle)? {
+    for (k, t) in tx.readable_records::<ThrottleRecord>(Ns::Throttle)?.0 {
         if t.times.iter().all(|x| now - x.at() >= time::Duration::hours(1)) {
             tx.remove_record(Ns::Throttle, &k)?;
             n.throttles += 1;

@@ -13,7 +13,7 @@
 //! and fails without writing, so nothing is matched against intents the store does not
 //! hold. The caller gets the durable commit's error either way.
 
-use super::{floor_micros, person_entry, sweep_due, Base, Result, ServiceError};
+use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
 use crate::protocol::Status;
 use crate::records::IntentRecord;
@@ -99,7 +99,7 @@ impl Writes<'_, '_> {
     /// Storage errors.
     pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
         let limit = self.base.settings.quotas.active_intents_per_person as usize;
-        let now = floor_micros(self.base.now());
+        let now = crate::records::micros(self.base.now());
         Ok(self.tx.person_active(person, now, except, limit)? >= limit)
     }
 
@@ -107,7 +107,7 @@ impl Writes<'_, '_> {
     /// over the cap (see there).
     fn check_person_cap(&self, rec: &IntentRecord, active: bool) -> Result<()> {
         let Some(person) = rec.person.as_deref().filter(|_| active) else { return Ok(()) };
-        let now = floor_micros(self.base.now());
+        let now = crate::records::micros(self.base.now());
         if rec.valid_until.micros() <= now {
             return Ok(()); // not current: nothing to count
         }

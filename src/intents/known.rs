@@ -73,7 +73,7 @@ pub(super) fn mark_confirmed(tx: &mut crate::base::Writes<'_, '_>, person: &str,
 /// Storage errors.
 pub(super) fn purge_marks(tx: &mut crate::base::Writes<'_, '_>, now: OffsetDateTime) -> Result<u64> {
     let mut n = 0;
-    for (person, confirmed) in tx.readable_records::<Stamp>(Ns::Confirmed)? {
+    for (person, confirmed) in tx.readable_records::<Stamp>(Ns::Confirmed)?.0 {
         if !alive(confirmed, now) {
             tx.remove_record(Ns::Confirmed, &person)?;
             n += 1;

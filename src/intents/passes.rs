@@ -3,7 +3,7 @@
 //! [`readable`], which skips — and logs — a record that does not decode).
 
 use super::{known, purge, Intents};
-use crate::base::{floor_micros, sweep_due, Result, ServiceError};
+use crate::base::{sweep_due, Result, ServiceError};
 use crate::protocol::Status;
 use crate::records::{IntentRecord, Stamp};
 use crate::store::{Reads, StoreError};
@@ -61,10 +61,10 @@ impl Intents {
     pub fn sweep(&self) -> Result<u64> {
         let now = self.now();
         let retention = time::Duration::days(i64::from(self.base.settings().contact_retention_days));
-        let ended_before = now.checked_sub(retention).map_or(i64::MIN, floor_micros);
+        let ended_before = now.checked_sub(retention).map_or(i64::MIN, crate::records::micros);
         self.base.write(|tx| -> Result<u64> {
             let mut changed = 0;
-            for id in tx.intents_due(floor_micros(now), ended_before)? {
+            for id in tx.intents_due(crate::records::micros(now), ended_before)? {
                 let Some(mut rec) = readable(&**tx, &id)? else { continue };
                 if purge::lapsed_draft(&rec, now) {
                     continue;

@@ -15,7 +15,7 @@
 
 use super::Intents;
 use crate::accounts::{self, AccountsPurged};
-use crate::base::{floor_micros, Result, Writes};
+use crate::base::{Result, Writes};
 use crate::oauth::{self, OAuthPurged};
 use crate::protocol::Status;
 use crate::records::IntentRecord;
@@ -83,7 +83,7 @@ impl Intents {
         let now = self.now();
         let run = |w: &mut Writes<'_, '_>| -> Result<Purged> {
             let mut drafts = HashSet::new();
-            for id in w.intents_due(floor_micros(now), i64::MIN)? {
+            for id in w.intents_due(crate::records::micros(now), i64::MIN)? {
                 if super::readable(&**w, &id)?.is_some_and(|r| lapsed_draft(&r, now)) {
                     w.remove_intent(&id)?;
                     drafts.insert(id);

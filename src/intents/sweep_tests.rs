@@ -5,10 +5,11 @@
 //! are deleted, not marked expired.
 
 use super::*;
-use crate::base::{floor_micros, sweep_due};
+use crate::base::sweep_due;
 use crate::clock::ManualClock;
 use crate::config::Settings;
 use crate::crypto::KeyRing;
+use crate::records::micros;
 use crate::store::{IntentDue, Store};
 use serde_json::json;
 
@@ -172,7 +173,7 @@ fn check_after_first_sweep(h: &Intents) {
     let active = h.base.store().read(|rx| rx.active_ids()).unwrap();
     assert_eq!(active, vec!["int_active_later"]);
     // Only the draft due within this very microsecond is still listed.
-    let now = floor_micros(h.now());
+    let now = micros(h.now());
     assert_eq!(
         h.base.store().read(|rx| rx.intents_due(now, now - 30 * 86_400_000_000)).unwrap(),
         vec!["int_draft_at_now"]
@@ -256,7 +257,7 @@ fn the_sweep_alone_leaves_a_lapsed_draft_due_for_the_purge() {
     assert_eq!(h.sweep().unwrap(), 3, "the lapsed draft is not the sweep's");
     assert_eq!(stored(h, "int_draft_due").status, Status::AwaitingConsent);
     assert_eq!(stored(h, "int_draft_due").to_intent(h.now()).status, Status::Expired, "read as expired");
-    let now = floor_micros(h.now());
+    let now = micros(h.now());
     assert!(h.base.store().read(|rx| rx.intents_due(now, i64::MIN)).unwrap().contains(&"int_draft_due".to_owned()));
     // A dry run counts it and leaves it; the real run deletes exactly what it counted.
     let dry = h.purge(true).unwrap();

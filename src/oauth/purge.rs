@@ -91,7 +91,7 @@ pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, StoreError> {
     let now = Stamp::of(now);
     let mut n = OAuthPurged::default();
-    for (key, t) in tx.readable_records::<TokenRecord>(Ns::Token)? {
+    for (key, t) in tx.readable_records::<TokenRecord>(Ns::Token)?.0 {
         if now >= t.expires_at {
             tx.remove_record(Ns::Token, &key)?;
             n.tokens += 1;
@@ -99,9 +99,8 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, Sto
     }
     // Client id → start of its newest authorization still held.
     let mut held: HashMap<String, Stamp> = HashMap::new();
-    let families = tx.readable_records::<FamilyRecord>(Ns::TokenFamily)?;
     // A family that does not decode may hold any client: no client is removed this pass.
-    let family_unread = tx.records::<serde::de::IgnoredAny>(Ns::TokenFamily)?.len() > families.len();
+    let (families, families_unread) = tx.readable_records::<FamilyRecord>(Ns::TokenFamily)?;
     for (key, f) in families {
         if now >= f.expires_at {
             tx.remove_record(Ns::TokenFamily, &key)?;
@@ -111,20 +110,20 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, Sto
             *e = (*e).max(f.created_at);
         }
     }
-    for (key, c) in tx.readable_records::<CodeRecord>(Ns::AuthCode)? {
+    for (key, c) in tx.readable_records::<CodeRecord>(Ns::AuthCode)?.0 {
         if now >= c.expires_at + Duration::seconds(CODE_KEEP_SECS) {
             tx.remove_record(Ns::AuthCode, &key)?;
             n.codes += 1;
         }
     }
     // Answered consent forms whose token can no longer be posted (counted with codes).
-    for (key, d) in tx.readable_records::<DecisionRecord>(Ns::AuthDecision)? {
+    for (key, d) in tx.readable_records::<DecisionRecord>(Ns::AuthDecision)?.0 {
         if now >= d.expires_at {
             tx.remove_record(Ns::AuthDecision, &key)?;
             n.codes += 1;
         }
     }
-    for (id, mut c) in tx.readable_records::<ClientRecord>(Ns::Client)? {
+    for (id, mut c) in tx.readable_records::<ClientRecord>(Ns::Client)?.0 {
         if let Some(started) = held.get(&id) {
             if c.last_used_at.is_none() {
                 c.last_used_at = Some(*started);
@@ -136,7 +135,7 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, Sto
             None => now - c.client_id_issued_at >= Duration::seconds(CLIENT_GRANT_WINDOW_SECS),
             Some(t) => now - t >= Duration::seconds(CLIENT_UNUSED_SECS),
         };
-        if unused && !family_unread {
+        if unused && families_unread == 0 {
             tx.remove_record(Ns::Client, &id)?;
             n.clients += 1;
         }

@@ -438,23 +438,26 @@ pub trait Reads: Tables {
     }
 
     /// Every record of a namespace that decodes as `T`, `(key without prefix, value)` in
-    /// key order, for a pass over many (the purges): one that does not is left out with a
-    /// warning naming it ([`StoreError::Corrupt`]: the record's key — a hash for tokens,
-    /// sessions and links — and what does not read), so that nothing is deleted on the
-    /// strength of a value that could not be read and one damaged record does not stop
-    /// the pass.
+    /// key order, and how many were skipped, for a pass over many (the purges): one that
+    /// does not decode is left out with a warning naming it ([`StoreError::Corrupt`]: the
+    /// record's key — a hash for tokens, sessions and links — and what does not read), so
+    /// that nothing is deleted on the strength of a value that could not be read and one
+    /// damaged record does not stop the pass.
     ///
     /// # Errors
     /// Storage errors.
-    fn readable_records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
-        let mut out = Vec::new();
+    fn readable_records<T: DeserializeOwned>(&self, ns: Ns) -> Result<(Vec<(String, T)>, usize)> {
+        let (mut out, mut skipped) = (Vec::new(), 0);
         for (k, v) in records::each(self, ns)? {
             match v {
                 Ok(t) => out.push((k, t)),
-                Err(e) => tracing::warn!(error = %e, "record skipped: it does not decode"),
+                Err(e) => {
+                    skipped += 1;
+                    tracing::warn!(error = %e, "record skipped: it does not decode");
+                }
             }
         }
-        Ok(out)
+        Ok((out, skipped))
     }
 }
 
