@@ -124,10 +124,6 @@ fn take_i64(b: &mut &[u8]) -> Option<i64> {
     Some((u64::from_be_bytes(take8(b)?) ^ (1 << 63)) as i64)
 }
 
-fn take_str(b: &mut &[u8], last: bool) -> Option<String> {
-    String::from_utf8(take_bytes(b, last)?).ok()
-}
-
 fn put_opt(v: Option<i64>, out: &mut Vec<u8>) {
     match v {
         None => out.push(0),
@@ -172,7 +168,7 @@ impl Column for &'static str {
         put_bytes(v.as_bytes(), last, out);
     }
     fn decode(b: &mut &[u8], last: bool) -> Option<String> {
-        take_str(b, last)
+        String::from_utf8(take_bytes(b, last)?).ok()
     }
 }
 
@@ -239,8 +235,7 @@ macro_rules! plain_column {
 plain_column!(
     i64: put_i64, take_i64;
     u64: |v: u64, out: &mut Vec<u8>| out.extend_from_slice(&v.to_be_bytes()), |b: &mut &[u8]| take8(b).map(u64::from_be_bytes);
-    (Option<i64>, Option<i64>): |v: (Option<i64>, Option<i64>), out: &mut Vec<u8>| { put_opt(v.0, out); put_opt(v.1, out) },
-        |b: &mut &[u8]| Some((take_opt(b)?, take_opt(b)?))
+    Option<i64>: put_opt, take_opt
 );
 
 impl Column for () {
@@ -257,37 +252,21 @@ impl Column for () {
     }
 }
 
-impl Column for (i64, &'static str) {
-    type Owned = (i64, String);
-    fn stored(o: &(i64, String)) -> (i64, &str) {
-        (o.0, &o.1)
+/// A pair: its parts in order, the first never last in the key.
+impl<A: Column, B: Column> Column for (A, B) {
+    type Owned = (A::Owned, B::Owned);
+    fn stored(o: &Self::Owned) -> Self::SelfType<'_> {
+        (A::stored(&o.0), B::stored(&o.1))
     }
-    fn owned(v: &(i64, &str)) -> (i64, String) {
-        (v.0, v.1.to_owned())
+    fn owned(v: &Self::SelfType<'_>) -> Self::Owned {
+        (A::owned(&v.0), B::owned(&v.1))
     }
-    fn encode(v: &(i64, &str), last: bool, out: &mut Vec<u8>) {
-        put_i64(v.0, out);
-        put_bytes(v.1.as_bytes(), last, out);
+    fn encode(v: &Self::SelfType<'_>, last: bool, out: &mut Vec<u8>) {
+        A::encode(&v.0, false, out);
+        B::encode(&v.1, last, out);
     }
-    fn decode(b: &mut &[u8], last: bool) -> Option<(i64, String)> {
-        Some((take_i64(b)?, take_str(b, last)?))
-    }
-}
-
-impl Column for (&'static str, &'static str) {
-    type Owned = (String, String);
-    fn stored(o: &(String, String)) -> (&str, &str) {
-        (&o.0, &o.1)
-    }
-    fn owned(v: &(&str, &str)) -> (String, String) {
-        (v.0.to_owned(), v.1.to_owned())
-    }
-    fn encode(v: &(&str, &str), last: bool, out: &mut Vec<u8>) {
-        put_bytes(v.0.as_bytes(), false, out);
-        put_bytes(v.1.as_bytes(), last, out);
-    }
-    fn decode(b: &mut &[u8], last: bool) -> Option<(String, String)> {
-        Some((take_str(b, false)?, take_str(b, last)?))
+    fn decode(b: &mut &[u8], last: bool) -> Option<Self::Owned> {
+        Some((A::decode(b, false)?, B::decode(b, last)?))
     }
 }
 

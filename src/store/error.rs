@@ -7,34 +7,16 @@ use super::{IO_FAILURES, ISTO_VERSION, LAST_IO_FAILURE, SCHEMA_VERSION};
 /// holding the file; PostgreSQL: the server's or the connection's error, which never
 /// carries the connection's password). Opaque: match on [`StoreError`] and its methods
 /// instead.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
 pub struct DbError(Engine);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum Engine {
-    Redb(redb::Error),
-    Pg(tokio_postgres::Error),
-}
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Engine::Redb(e) => e.fmt(f),
-            Engine::Pg(e) => match e.as_db_error() {
-                Some(db) => write!(f, "PostgreSQL: {} ({})", db.message(), db.code().code()),
-                None => write!(f, "PostgreSQL: {e}"),
-            },
-        }
-    }
-}
-
-impl std::error::Error for DbError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.0 {
-            Engine::Redb(e) => Some(e),
-            Engine::Pg(e) => Some(e),
-        }
-    }
+    #[error("{0}")]
+    Redb(#[source] redb::Error),
+    #[error("PostgreSQL: {}", .0.as_db_error().map_or_else(|| .0.to_string(), |db| format!("{} ({})", db.message(), db.code().code())))]
+    Pg(#[source] tokio_postgres::Error),
 }
 
 impl From<tokio_postgres::Error> for StoreError {
