@@ -12,11 +12,9 @@
 //!
 //! Counted in memory (see docs/choices.md): each counter is a sliding window of the
 //! last 60 minutes in one-minute buckets (248 bytes per key, whatever the limit), kept
-//! in a map of at most [`MAX_KEYS`] keys per rule. When a map is full, keys whose window
-//! is empty go first, then a quarter of the rest (arbitrary ones), so a flood of fresh
-//! keys costs amortised constant time and bounded memory; evicting a key forgets its
-//! count, which only ever lets a client through, never blocks one. A restart forgets
-//! every count, which an outside caller cannot cause.
+//! in a map of at most [`MAX_KEYS`] keys per rule, evicted by [`make_room`]: forgetting a
+//! count only ever lets a client through, never blocks one. A restart forgets every
+//! count, which an outside caller cannot cause.
 //!
 //! [`Quotas::take`] checks and counts in one step under one lock, so concurrent callers
 //! cannot both slip under a limit; [`Quotas::refund`] gives a unit back when the write it
@@ -25,7 +23,7 @@
 use crate::config;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Most keys one rule tracks at once.
 pub const MAX_KEYS: usize = 10_000;
@@ -200,19 +198,13 @@ pub fn make_room<K: Hash + Eq + Clone, V>(map: &mut HashMap<K, V>, max: usize, m
 }
 
 /// One rule's windows per key, bounded to [`MAX_KEYS`] keys.
-#[derive(Debug)]
-struct Counter<K> {
-    map: HashMap<K, Window>,
+#[derive(Debug, Default)]
+struct Counter {
+    map: HashMap<Key, Window>,
 }
 
-impl<K> Default for Counter<K> {
-    fn default() -> Self {
-        Self { map: HashMap::new() }
-    }
-}
-
-impl<K: Hash + Eq + Clone> Counter<K> {
-    fn window(&mut self, key: &K, minute: i64) -> &mut Window {
+impl Counter {
+    fn window(&mut self, key: &Key, minute: i64) -> &mut Window {
         if !self.map.contains_key(key) {
             make_room(&mut self.map, MAX_KEYS, |w| {
                 w.advance(minute);
@@ -224,7 +216,7 @@ impl<K: Hash + Eq + Clone> Counter<K> {
         w
     }
 
-    fn take(&mut self, key: &K, limit: u32, now: i64) -> Result<(), u64> {
+    fn take(&mut self, key: &Key, limit: u32, now: i64) -> Result<(), u64> {
         let w = self.window(key, now.div_euclid(60));
         if w.total() >= u64::from(limit) {
             return Err(w.retry_after(limit, now));
@@ -234,7 +226,7 @@ impl<K: Hash + Eq + Clone> Counter<K> {
         Ok(())
     }
 
-    fn refund(&mut self, key: &K, now: i64) {
+    fn refund(&mut self, key: &Key, now: i64) {
         let minute = now.div_euclid(60);
         let Some(w) = self.map.get_mut(key) else { return };
         w.advance(minute);
@@ -278,7 +270,7 @@ pub struct Quotas {
     limits: config::Quotas,
     /// Drafts, consents, networks, registrations, addresses and the holder as a whole
     /// (see [`Quotas::counter`]).
-    counters: [Mutex<Counter<Key>>; 6],
+    counters: [Mutex<Counter>; 6],
 }
 
 impl Quotas {
@@ -315,7 +307,7 @@ impl Quotas {
     pub fn take(&self, rule: Rule, key: &Key, now: i64) -> Result<(), Exceeded> {
         let limit = self.limit(rule);
         let taken = match self.counter(rule, key) {
-            Some(c) => with(c, |m| m.take(key, limit, now)),
+            Some(mut c) => c.take(key, limit, now),
             None => Err(WINDOW_SECS as u64),
         };
         if taken.is_err() {
@@ -332,13 +324,14 @@ impl Quotas {
     /// Gives back the unit of `rule` taken for `key` moments ago (the write it was taken
     /// for did not happen).
     pub fn refund(&self, rule: Rule, key: &Key, now: i64) {
-        if let Some(c) = self.counter(rule, key) {
-            with(c, |m| m.refund(key, now));
+        if let Some(mut c) = self.counter(rule, key) {
+            c.refund(key, now);
         }
     }
 
-    /// The counter of `rule`, when `key` fits it (not an address for a per-client rule).
-    fn counter(&self, rule: Rule, key: &Key) -> Option<&Mutex<Counter<Key>>> {
+    /// The counter of `rule`, locked, when `key` fits it (not an address for a per-client
+    /// rule). A poisoned lock is taken over: the counts stay usable.
+    fn counter(&self, rule: Rule, key: &Key) -> Option<MutexGuard<'_, Counter>> {
         let i = match (rule, key) {
             (Rule::DraftsPerClient, Key::Client(_)) => 0,
             (Rule::ConsentsPerClient, Key::Client(_)) => 1,
@@ -348,15 +341,8 @@ impl Quotas {
             (Rule::MailsGlobal | Rule::MailsUnconfirmed, Key::Global) => 5,
             _ => return None,
         };
-        Some(&self.counters[i])
+        Some(self.counters[i].lock().unwrap_or_else(PoisonError::into_inner))
     }
-}
-
-/// Runs `f` on the counter behind `m` (a poisoned lock is taken over: the counts stay
-/// usable).
-fn with<K, T>(m: &Mutex<Counter<K>>, f: impl FnOnce(&mut Counter<K>) -> T) -> T {
-    let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    f(&mut g)
 }
 
 #[cfg(test)]

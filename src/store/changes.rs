@@ -35,11 +35,6 @@ pub(super) const FEED_TABLES: &str = "CREATE TABLE isto_changes (seq bigserial P
 /// The channel of the feed's notifications (`LISTEN isto_changes`).
 pub const FEED_CHANNEL: &str = "isto_changes";
 
-/// Idle time of the listening connection before TCP keepalives probe it (then every
-/// 2 s, 3 probes): a connection to a database host that vanished ends after about 11 s,
-/// and the follower listens again.
-const LISTEN_KEEPALIVE: Duration = Duration::from_secs(5);
-
 /// Most rows one [`Store::changes_since`] returns (the follower asks again for more).
 pub const FEED_PAGE: i64 = 5000;
 
@@ -54,36 +49,30 @@ pub enum ChangeKind {
     Keys,
 }
 
+/// Each kind with its name in the feed's `kind` column.
+const KINDS: [(ChangeKind, &str); 3] =
+    [(ChangeKind::Intent, "intent"), (ChangeKind::Offer, "offer"), (ChangeKind::Keys, "keys")];
+
 impl ChangeKind {
     fn as_str(self) -> &'static str {
-        match self {
-            Self::Intent => "intent",
-            Self::Offer => "offer",
-            Self::Keys => "keys",
-        }
+        KINDS.iter().find(|k| k.0 == self).map_or("", |k| k.1)
     }
 
     fn parse(s: &str) -> Option<Self> {
-        match s {
-            "intent" => Some(Self::Intent),
-            "offer" => Some(Self::Offer),
-            "keys" => Some(Self::Keys),
-            _ => None,
-        }
+        KINDS.iter().find(|k| k.1 == s).map(|k| k.0)
     }
 }
 
 /// What changed since a version ([`Store::changes_since`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Changes {
-    /// The changes after the version asked for, in commit order, and the version they
-    /// bring a replica to; `more` when [`FEED_PAGE`] rows were returned and others follow.
+    /// The changes after the version asked for, in commit order.
     Since {
         /// The version after these changes.
         version: i64,
         /// What changed (kind and id), oldest first; an id may appear more than once.
         changed: Vec<(ChangeKind, String)>,
-        /// Whether more changes follow.
+        /// Whether more changes follow ([`FEED_PAGE`] rows were returned).
         more: bool,
     },
     /// Changes after the version asked for were pruned: rebuild everything from the
@@ -136,9 +125,6 @@ pub(super) fn version_on(conn: &Conn) -> Result<i64> {
 impl Tx<'_> {
     /// Appends `(kind, id)` to the change feed (PostgreSQL; nothing on redb), and has
     /// the database notify listeners at the commit.
-    ///
-    /// # Errors
-    /// The database's error.
     pub(super) fn note_change(&self, kind: ChangeKind, id: &str) -> Result<()> {
         if let TxTxn::Pg(conn) = self.txn {
             conn.query("INSERT INTO isto_changes (kind, id) VALUES ($1, $2)", &[&kind.as_str(), &id])?;
@@ -150,9 +136,6 @@ impl Tx<'_> {
 
 impl Rx {
     /// Whether intent `id` is in the store's active set.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn in_active_set(&self, id: &str) -> Result<bool> {
         Ok(self.table(ACTIVE)?.get(id)?.is_some())
     }
@@ -169,17 +152,11 @@ impl Store {
     }
 
     /// The feed's version now (`None` on redb).
-    ///
-    /// # Errors
-    /// The database's error; [`super::StoreError::Unavailable`].
     pub fn change_version(&self) -> Result<Option<i64>> {
         self.on_pg(version_on)
     }
 
     /// The changes after `version`, from one snapshot (`None` on redb; see [`Changes`]).
-    ///
-    /// # Errors
-    /// The database's error; [`super::StoreError::Unavailable`].
     pub fn changes_since(&self, version: i64) -> Result<Option<Changes>> {
         self.on_pg(|conn| {
             let through: i64 = conn
@@ -212,9 +189,6 @@ impl Store {
     /// Deletes the feed's rows older than `keep` and moves the horizon past them: a
     /// replica that had not applied them rebuilds ([`Changes::Gap`]). The leader's
     /// sweep calls it. Returns the rows deleted (0 on redb).
-    ///
-    /// # Errors
-    /// The database's error; [`super::StoreError::Unavailable`].
     pub fn prune_changes(&self, keep: Duration) -> Result<u64> {
         let Some(pool) = &self.pg else { return Ok(0) };
         pg::write(pool, true, |tx| {
@@ -231,12 +205,9 @@ impl Store {
 
     /// A connection that listens for the feed's notifications (`None` on redb). Blocking
     /// (one connect and one round trip).
-    ///
-    /// # Errors
-    /// The database's error; [`super::StoreError::Unavailable`].
     pub fn listen_changes(&self) -> Result<Option<ChangeListener>> {
         let Some(pool) = &self.pg else { return Ok(None) };
-        Ok(Some(ChangeListener(pool.listen(FEED_CHANNEL, LISTEN_KEEPALIVE)?)))
+        Ok(Some(ChangeListener(pool.listen(FEED_CHANNEL)?)))
     }
 
     /// Counts one notification the follower received (see [`Self::feed_notified`]).
@@ -270,9 +241,6 @@ impl Store {
 
     /// How far this replica is behind the feed: `None` on redb; else the versions (the
     /// feed's now, the one applied) and how long ago the follower was last in step.
-    ///
-    /// # Errors
-    /// The database's error; [`super::StoreError::Unavailable`].
     pub fn feed_lag(&self) -> Result<Option<(i64, i64, Duration)>> {
         let Some(pool) = &self.pg else { return Ok(None) };
         let Some(now) = self.change_version()? else { return Ok(None) };

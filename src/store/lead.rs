@@ -6,7 +6,7 @@
 //! process killed, its host gone, the database restarted — PostgreSQL ends the session
 //! and releases the lock, and another replica takes it at its next try (one per
 //! [`LEAD_RETRY`]): the work moves within about a second of the database noticing
-//! (TCP keepalives after [`KEEPALIVE_IDLE`] for a host that vanished without closing).
+//! (TCP keepalives, [`super::pg::KEEPALIVE_IDLE`], for a host that vanished without closing).
 //! On redb there is one process per store, which always leads.
 
 use super::pg::{Conn, Pool};
@@ -20,10 +20,6 @@ pub const LEADER_LOCK: i64 = 0x0069_7374_6f2d_6c64;
 
 /// At most one try to take the lead per this interval on a replica that does not lead.
 pub const LEAD_RETRY: Duration = Duration::from_secs(1);
-
-/// Idle time of the leader's connection before TCP keepalives probe it (then every 2 s,
-/// 3 probes): a leader whose host vanished loses the lead after about 11 s.
-pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
 
 /// The lead as this replica sees it.
 #[derive(Default)]
@@ -77,7 +73,7 @@ impl Lead {
 
     fn try_take(st: &mut LeadState, pool: &Pool) -> Result<bool> {
         if st.conn.is_none() {
-            st.conn = Some(pool.connect_kept_alive(KEEPALIVE_IDLE)?);
+            st.conn = Some(pool.connect_with(pool.kept_alive())?);
         }
         let Some(conn) = st.conn.as_ref() else { return Ok(false) };
         let rows = conn.query("SELECT pg_try_advisory_lock($1)", &[&LEADER_LOCK])?;

@@ -38,6 +38,11 @@ pub const WRITER_LOCK: i64 = 0x6973_746f;
 /// it fails with [`StoreError::Unavailable`] (a lost database fails fast, no hang).
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 
+/// Idle time of a connection held open outside the pool (the lead's lock, a `LISTEN`)
+/// before TCP keepalives probe it (then every 2 s, 3 probes): one to a database host that
+/// vanished ends after about 11 s (the lead is lost, the follower listens again).
+pub(super) const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+
 /// Default number of connections (`store.pool_size`).
 pub const DEFAULT_POOL_SIZE: u32 = 8;
 
@@ -123,9 +128,6 @@ pub(super) struct Conn {
 
 impl Conn {
     /// Runs one statement (prepared once per connection) and returns its rows.
-    ///
-    /// # Errors
-    /// The database's error.
     pub(super) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<tokio_postgres::Row>> {
         let cached = self.statements.borrow().get(sql).cloned();
         let stmt = match cached {
@@ -145,9 +147,6 @@ impl Conn {
     }
 
     /// Runs SQL statements without parameters or results.
-    ///
-    /// # Errors
-    /// The database's error.
     pub(super) fn batch(&self, sql: &str) -> Result<()> {
         Ok(block_on(self.client.batch_execute(sql))?)
     }
@@ -179,11 +178,9 @@ pub(super) struct Pool {
     runtime: Option<tokio::runtime::Runtime>,
     /// Write transactions committed through this pool (see `Store::commits`).
     pub(super) commits: std::sync::atomic::AtomicU64,
-    /// Leases that found no free connection and waited for one (see [`PoolStats`]).
+    /// The counters of [`PoolStats`] (`errors`: its `connection_errors`).
     waits: AtomicU64,
-    /// Leases that waited [`CONNECT_WAIT`] in vain.
     wait_timeouts: AtomicU64,
-    /// Connections that failed to open, and open ones found closed.
     errors: AtomicU64,
     /// Whether this replica leads the background work (see `lead`).
     pub(super) lead: super::lead::Lead,
@@ -230,18 +227,12 @@ pub(super) struct Lease {
 }
 
 impl Lease {
-    /// The connection.
-    ///
-    /// # Errors
-    /// [`StoreError::Unavailable`] (never: a lease always holds one until dropped).
+    /// The connection (a lease holds one until dropped: never [`StoreError::Unavailable`]).
     pub(super) fn conn(&self) -> Result<&Conn> {
         self.conn.as_ref().ok_or(StoreError::Unavailable)
     }
 
     /// Begins a transaction with `begin` ([`BEGIN_READ`], [`Pool::begin_write`]).
-    ///
-    /// # Errors
-    /// The database's error.
     pub(super) fn begin(&mut self, begin: &str) -> Result<()> {
         self.clean = false;
         self.conn()?.batch(begin)
@@ -319,36 +310,23 @@ impl Pool {
         Ok(pool)
     }
 
-    fn connect(&self) -> Result<Conn> {
-        self.connect_with(self.config.clone())
-    }
-
-    /// A connection outside the pool's count, whose TCP keepalives probe after `idle`
-    /// (every 2 s, 3 probes): for the lead's lock (`lead`), held while it leads.
-    ///
-    /// # Errors
-    /// The database's error; [`StoreError::Unavailable`].
-    pub(super) fn connect_kept_alive(&self, idle: Duration) -> Result<Conn> {
-        self.connect_with(self.kept_alive(idle))
-    }
-
-    /// The pool's settings with TCP keepalives probing after `idle` (every 2 s, 3 probes).
-    fn kept_alive(&self, idle: Duration) -> tokio_postgres::Config {
+    /// The pool's settings with TCP keepalives (see [`KEEPALIVE_IDLE`]).
+    pub(super) fn kept_alive(&self) -> tokio_postgres::Config {
         let mut config = self.config.clone();
-        config.keepalives(true).keepalives_idle(idle).keepalives_interval(Duration::from_secs(2)).keepalives_retries(3);
+        config
+            .keepalives(true)
+            .keepalives_idle(KEEPALIVE_IDLE)
+            .keepalives_interval(Duration::from_secs(2))
+            .keepalives_retries(3);
         config
     }
 
-    /// A connection outside the pool's count that has run `LISTEN channel` (keepalives
-    /// after `idle`, as [`Self::connect_kept_alive`]): each notification on `channel`
-    /// reaches the returned [`Listening`], until the connection ends.
-    ///
-    /// # Errors
-    /// The database's error; [`StoreError::Unavailable`].
-    pub(super) fn listen(&self, channel: &'static str, idle: Duration) -> Result<Listening> {
-        let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
-        let config = self.kept_alive(idle);
-        let task = rt.spawn(async move {
+    /// A connection outside the pool's count that has run `LISTEN channel` (with
+    /// keepalives): each notification on `channel` reaches the returned [`Listening`],
+    /// until the connection ends.
+    pub(super) fn listen(&self, channel: &'static str) -> Result<Listening> {
+        let config = self.kept_alive();
+        self.on_runtime(async move {
             let (client, mut connection) = config.connect(NoTls).await?;
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             // The connection runs by being polled for its messages: notifications go to
@@ -371,35 +349,39 @@ impl Pool {
                 }
             });
             client.batch_execute(&format!("LISTEN {channel}")).await?;
-            Ok::<_, tokio_postgres::Error>(Listening { _client: client, rx })
-        });
-        Ok(block_on(task).map_err(|_| StoreError::Unavailable)?.inspect_err(|_| {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        })?)
+            Ok(Listening { _client: client, rx })
+        })
     }
 
-    fn connect_with(&self, config: tokio_postgres::Config) -> Result<Conn> {
-        let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
-        let task = rt.spawn(async move {
+    /// A new connection with `config` (counted by the caller, if at all).
+    pub(super) fn connect_with(&self, config: tokio_postgres::Config) -> Result<Conn> {
+        let client = self.on_runtime(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::debug!(error = %e, "store: a PostgreSQL connection ended");
                 }
             });
-            Ok::<_, tokio_postgres::Error>(client)
-        });
-        let client = block_on(task).map_err(|_| StoreError::Unavailable)?.inspect_err(|_| {
-            self.errors.fetch_add(1, Ordering::Relaxed);
+            Ok(client)
         })?;
         Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
     }
 
+    /// Runs the connecting `task` on the pool's runtime and waits for it; a failure
+    /// counts as a connection error ([`PoolStats::connection_errors`]).
+    fn on_runtime<T: Send + 'static>(
+        &self,
+        task: impl Future<Output = std::result::Result<T, tokio_postgres::Error>> + Send + 'static,
+    ) -> Result<T> {
+        let rt = self.runtime.as_ref().ok_or(StoreError::Unavailable)?;
+        let out = block_on(rt.spawn(task)).map_err(|_| StoreError::Unavailable)?;
+        Ok(out.inspect_err(|_| {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        })?)
+    }
+
     /// A connection for one transaction: an idle one, a new one while fewer than the
     /// pool's size are open, else the first one freed within [`CONNECT_WAIT`].
-    ///
-    /// # Errors
-    /// [`StoreError::Unavailable`] after the wait; the database's error on connecting.
     pub(super) fn lease(self: &Arc<Self>) -> Result<Lease> {
         let deadline = Instant::now() + CONNECT_WAIT;
         let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
@@ -416,7 +398,7 @@ impl Pool {
             if g.1 < self.size {
                 g.1 += 1;
                 drop(g);
-                return match self.connect() {
+                return match self.connect_with(self.config.clone()) {
                     Ok(c) => Ok(Lease { pool: self.clone(), conn: Some(c), clean: true }),
                     Err(e) => {
                         let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
@@ -555,10 +537,6 @@ pub(super) fn migrate(settings: &PgSettings, commit: bool) -> Result<schema::Mig
 }
 
 /// Runs `f` in one read transaction (one snapshot).
-///
-/// # Errors
-/// `f`'s error; the database's error; [`StoreError::Unavailable`] when no connection
-/// is free in time.
 pub(super) fn read<T, E: From<StoreError>>(
     pool: &Arc<Pool>,
     f: impl FnOnce(&Rx) -> std::result::Result<T, E>,
@@ -574,10 +552,7 @@ pub(super) fn read<T, E: From<StoreError>>(
 }
 
 /// Runs `f` in one write transaction holding the writer lock; commits when `f` returns
-/// `Ok` and `commit`, else rolls back.
-///
-/// # Errors
-/// As [`read`]; a failed commit (nothing written).
+/// `Ok` and `commit`, else rolls back (also when the commit fails: nothing is written).
 pub(super) fn write<T, E: From<StoreError>>(
     pool: &Arc<Pool>,
     commit: bool,
@@ -592,9 +567,6 @@ pub(super) fn write<T, E: From<StoreError>>(
 
 /// Runs `sql` once on a new connection of `settings` (the test cluster's `CREATE
 /// DATABASE`).
-///
-/// # Errors
-/// The database's error.
 #[cfg(any(test, feature = "testkit"))]
 pub(super) fn execute_once(settings: &PgSettings, sql: &str) -> Result<()> {
     let pool = Pool::new(settings)?;
@@ -603,9 +575,6 @@ pub(super) fn execute_once(settings: &PgSettings, sql: &str) -> Result<()> {
 }
 
 /// One round trip to the database (for `/readyz`).
-///
-/// # Errors
-/// The database's error; [`StoreError::Unavailable`].
 pub(super) fn ping(pool: &Arc<Pool>) -> Result<()> {
     let mut lease = pool.lease()?;
     lease.conn()?.batch("SELECT 1")?;
