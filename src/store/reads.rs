@@ -121,12 +121,9 @@ pub(super) fn each_json<T: DeserializeOwned, R: Tables + ?Sized>(
     })
 }
 
-/// A counter kept as a decimal string in `meta` (0 when absent).
-///
-/// # Errors
-/// Storage errors; [`StoreError::Corrupt`] (`meta:` and `key`) when the stored value is
-/// not a whole number: never read as 0, which would hand out sequence numbers or an
-/// offer generation again.
+/// A counter kept as a decimal string in `meta` (0 when absent). One that is not a whole
+/// number is [`StoreError::Corrupt`] (`meta:` and `key`), never read as 0, which would
+/// hand out sequence numbers or an offer generation again.
 pub(super) fn meta_counter<R: Tables + ?Sized>(r: &R, key: &str) -> Result<u64> {
     r.table(schema::META)?
         .get(key)?
@@ -147,28 +144,20 @@ const PASS_PREFIX: &str = "pass:";
 impl Tx<'_> {
     /// Records the one-time start-up pass `name` (a snake_case name from
     /// `crate::state::PASSES`) as done, by this isto version; later starts skip it.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn record_pass(&mut self, name: &str) -> Result<()> {
         self.open(schema::META)?.insert(format!("{PASS_PREFIX}{name}").as_str(), ISTO_VERSION)?;
         Ok(())
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// Forgets that the start-up pass `name` ran, so the next start runs it again (as
     /// on a store written before the pass was recorded). Returns whether it was recorded.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn forget_pass(&mut self, name: &str) -> Result<bool> {
         Ok(self.open(schema::META)?.remove(format!("{PASS_PREFIX}{name}").as_str())?.is_some())
     }
 
     /// Sets the `meta` counter `key` to one more than the larger of its value and
     /// `floor`, and returns it (a sequence number never handed out before, a generation).
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`] as [`meta_counter`].
     pub(super) fn bump_counter(&mut self, key: &str, floor: u64) -> Result<u64> {
         let next = meta_counter(&*self, key)?.max(floor).saturating_add(1);
         self.open(schema::META)?.insert(key, next.to_string().as_str())?;
@@ -185,37 +174,26 @@ impl Tx<'_> {
     }
 }
 
-/// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read.
+/// Reads shared by [`Rx`] and [`Tx`]. Each method is its entity module's read; errors as
+/// [`crate::store`] says.
 pub trait Reads: Tables {
     /// The isto version that ran the one-time start-up pass `name`, when it is
     /// recorded as done ([`Tx::record_pass`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     fn pass_done(&self, name: &str) -> Result<Option<String>> {
         self.table(schema::META)?.get(format!("{PASS_PREFIX}{name}").as_str())
     }
 
     /// The intent record with this id.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
         get_json(self, schema::INTENTS, id)
     }
 
     /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         all_json(self, schema::INTENTS)
     }
 
     /// Ids of active intents.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn active_ids(&self) -> Result<Vec<String>> {
         Ok(self.table(schema::ACTIVE)?.all()?.into_iter().map(|(id, ())| id).collect())
     }
@@ -224,17 +202,12 @@ pub trait Reads: Tables {
     /// status-change time is at or before `now_micros`, and those that ended (still
     /// holding a contact) at or before `ended_before_micros` (both unix µs; see
     /// [`IntentDue`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     fn intents_due(&self, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
         intents::due(self, now_micros, ended_before_micros)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// The sweep times recorded for an intent (`None` when it has none).
-    ///
-    /// # Errors
-    /// Storage errors.
     fn intent_due(&self, id: &str) -> Result<Option<IntentDue>> {
         let v = self.table(schema::INTENT_DUE)?.get(id)?;
         Ok(v.map(|(status_change, contact_ended)| IntentDue { status_change, contact_ended }))
@@ -243,9 +216,6 @@ pub trait Reads: Tables {
     /// The person-index row of an intent: its person key and the validUntil (unix µs)
     /// recorded with it; `None` when it has none (not in the active set, or no person
     /// key). See [`Tx::set_intent_person`].
-    ///
-    /// # Errors
-    /// Storage errors.
     fn intent_person(&self, id: &str) -> Result<Option<(String, i64)>> {
         let Some(person) = self.table(schema::INTENT_PERSON)?.get(id)? else { return Ok(None) };
         let until = self.table(schema::PERSON_ACTIVE)?.get((person.as_str(), id))?;
@@ -255,82 +225,53 @@ pub trait Reads: Tables {
     /// How many intents of `person` in the active set are valid after `after_micros`
     /// (validUntil strictly later; unix µs), leaving out intent `except` — at most
     /// `limit` (the scan stops there). The per-person cap's count.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn person_active(&self, person: &str, after_micros: i64, except: &str, limit: usize) -> Result<usize> {
         people::count(self, person, after_micros, except, limit)
     }
 
     /// The intent id a token hash points to.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn token(&self, hash: &str) -> Result<Option<String>> {
         self.table(schema::TOKENS)?.get(hash)
     }
 
     /// The offer record with this id.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
         get_json(self, schema::OFFERS, id)
     }
 
     /// Every offer record.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn all_offers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         all_json(self, schema::OFFERS)
     }
 
     /// The offer id stored for a feed's `(seller id, ref)`.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn offer_by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
         self.table(schema::OFFER_REFS)?.get(offers::ref_key(seller_id, reference).as_str())
     }
 
     /// The seller record with this id.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn seller<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
         get_json(self, schema::SELLERS, id)
     }
 
     /// Every seller record.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         all_json(self, schema::SELLERS)
     }
 
     /// The seller id registered under a folded name.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn seller_by_name(&self, folded: &str) -> Result<Option<String>> {
         self.table(schema::SELLER_NAMES)?.get(folded)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// When `(intent, offer)` was delivered (unix µs), if it was.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
         self.table(schema::DELIVERED)?.get(deliveries::pair_key(intent, offer).as_str())
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
     /// `limit`: `(delivered µs, offer id, extensions JSON)`.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn deliveries<T: DeserializeOwned>(
         &self,
         intent: &str,
@@ -343,34 +284,22 @@ pub trait Reads: Tables {
     }
 
     /// The newest `limit` deliveries of `intent`, newest first.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
         let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
         Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, true)?))
     }
 
     /// When an intent's pending digest is due (unix seconds), if one is pending.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn digest_due_at(&self, intent: &str) -> Result<Option<i64>> {
         self.table(schema::DIGEST_DUE)?.get(intent)
     }
 
     /// Intents whose digest is pending: `(id, due unix seconds)`.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn digests_due(&self) -> Result<Vec<(String, i64)>> {
         self.table(schema::DIGEST_DUE)?.all()
     }
 
     /// A record of a namespace.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn record<T: DeserializeOwned>(&self, ns: Ns, key: &str) -> Result<Option<T>> {
         get_json(self, schema::RECORDS, &ns.key(key))
     }
@@ -378,34 +307,22 @@ pub trait Reads: Tables {
     /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
     /// store was created (issue 9 point 5: "5xx dropped and recorded"); counted with the
     /// removal in one transaction ([`Tx::drop_mail`]).
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`] when the stored count does not read.
     fn mail_dropped(&self) -> Result<u64> {
         meta_counter(self, outbox::DROPPED)
     }
 
     /// Whether an outbox job still exists (not sent, not cancelled).
-    ///
-    /// # Errors
-    /// Storage errors.
     fn has_mail(&self, seq: u64) -> Result<bool> {
         Ok(self.table(schema::OUTBOX)?.get(seq)?.is_some())
     }
 
     /// The outbox job `seq` as stored now (`None`: sent or cancelled).
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn mail<T: DeserializeOwned>(&self, seq: u64) -> Result<Option<T>> {
         let got = self.table(schema::OUTBOX)?.get(seq)?;
         got.map(|v| decode(&seq.to_string(), &v)).transpose()
     }
 
     /// Every outbox job, oldest first.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn outbox<T: DeserializeOwned>(&self) -> Result<Vec<(u64, T)>> {
         let rows = self.table(schema::OUTBOX)?.all()?;
         rows.into_iter().map(|(k, v)| Ok((k, decode(&k.to_string(), &v)?))).collect()
@@ -413,26 +330,18 @@ pub trait Reads: Tables {
 
     /// The first `limit` queued seller replies, oldest first: `(sequence, intent id,
     /// reply offer id)` (see [`Tx::queue_reply`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     fn pending_replies(&self, limit: usize) -> Result<Vec<PendingReply>> {
         let rows = self.table(schema::PENDING_REPLIES)?.range((Bound::Unbounded, Bound::Unbounded), false, limit)?;
         Ok(rows.into_iter().map(|(k, (intent, offer))| (k, intent, offer)).collect())
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// How many seller replies wait to be matched.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn pending_reply_count(&self) -> Result<u64> {
         self.table(schema::PENDING_REPLIES)?.len()
     }
 
     /// Every record of a namespace, `(key without prefix, value)`, in key order.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`].
     fn records<T: DeserializeOwned>(&self, ns: Ns) -> Result<Vec<(String, T)>> {
         records::each(self, ns)?.into_iter().map(|(k, v)| v.map(|v| (k, v))).collect()
     }
@@ -443,9 +352,6 @@ pub trait Reads: Tables {
     /// record's key — a hash for tokens, sessions and links — and what does not read), so
     /// that nothing is deleted on the strength of a value that could not be read and one
     /// damaged record does not stop the pass.
-    ///
-    /// # Errors
-    /// Storage errors.
     fn readable_records<T: DeserializeOwned>(&self, ns: Ns) -> Result<(Vec<(String, T)>, usize)> {
         let (mut out, mut skipped) = (Vec::new(), 0);
         for (k, v) in records::each(self, ns)? {

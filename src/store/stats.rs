@@ -1,7 +1,6 @@
 //! Counts for `/metrics` and `isto admin stats` (issue 11 point 4): row counts of whole
-//! tables, which redb keeps in each table's header (no scan; PostgreSQL counts), and visits of every
-//! intent or offer, one record at a time (a scan, for the callers that need the
-//! records' fields).
+//! tables (redb keeps them in each table's header; PostgreSQL counts), and visits of
+//! every intent or offer, one record at a time.
 
 use super::reads::each_json;
 use super::schema::{
@@ -14,6 +13,7 @@ use serde::de::DeserializeOwned;
 use std::ops::Bound;
 
 impl super::Store {
+    #[cfg(any(test, feature = "testkit"))]
     /// How many write transactions have committed on the open file since it was opened
     /// (or last reopened after an I/O failure): a count kept for the group commit, read
     /// here so that tests can tell how many writes a call made.
@@ -50,9 +50,6 @@ pub struct Counts {
 
 impl Rx {
     /// [`Counts`] of this read transaction's snapshot.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn counts(&self) -> Result<Counts> {
         Ok(Counts {
             intents: self.table(INTENTS)?.len()?,
@@ -63,25 +60,16 @@ impl Rx {
     }
 
     /// Hands every intent record to `visit`, in id order, decoding one at a time.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn each_intent<T: DeserializeOwned>(&self, visit: impl FnMut(T)) -> Result<()> {
         each_json(self, INTENTS, visit)
     }
 
     /// Hands every offer record to `visit`, in id order, decoding one at a time.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn each_offer<T: DeserializeOwned>(&self, visit: impl FnMut(T)) -> Result<()> {
         each_json(self, OFFERS, visit)
     }
 
     /// How many records the namespace `ns` holds (a key range walk; nothing decoded).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn count_records(&self, ns: Ns) -> Result<u64> {
         let p = ns.prefix();
         let to = format!("{p}\u{10ffff}");
@@ -111,9 +99,6 @@ impl Rx {
     /// `tokens`, `intent_person` and `person_active` → `intents`; `offer_refs` →
     /// `offers`; `seller_names` → `sellers` (issue 11 hardening: a restore refuses a
     /// backup with such rows). At most `limit` are returned.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
         let intents = self.table(INTENTS)?;
         let offers = self.table(OFFERS)?;
