@@ -4,11 +4,9 @@
 //!
 //! The lowest module of the services layer (see ARCHITECTURE.md): it holds the
 //! infrastructure handles (settings, store, keys, clock, outbox), the consent texts and
-//! the standing-intent matching engine, and nothing that answers a request. The engine
-//! is changed only after the write transaction that justifies the change has committed:
-//! [`Writes::put_intent`] stages the change and [`Base::write`] applies it after the
-//! commit, while still holding the intent-write lock, so a concurrent import never sees
-//! the engine out of step with the store and a failed commit leaves it untouched.
+//! the standing-intent matching engine, and nothing that answers a request. How the
+//! engine follows the store: see `write`. A fallible method fails with storage or key
+//! errors ([`ServiceError::Store`], [`ServiceError::Crypto`]) unless its `# Errors` says more.
 
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -121,28 +119,20 @@ pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
 /// `1.2345678901234567e-300`).
 pub const SEALED_NUMBER_WIDTH: usize = 32;
 
-/// The handles the domain services share. Cheap to share behind an `Arc`; no field is
-/// a service.
+/// The handles the domain services share (each field's getter says what it is). Cheap to
+/// share behind an `Arc`; no field is a service.
 pub struct Base {
-    /// Effective settings (read-only at run time).
     settings: Settings,
-    /// The store.
     store: Arc<Store>,
-    /// Sealing keys.
     keys: Arc<KeyRing>,
-    /// The clock.
     clock: Arc<dyn Clock>,
-    /// The durable mail queue and its worker's wake-up (see [`Outbox`]).
     outbox: Outbox,
-    /// Consent texts in force (PROTOCOL.md §4.2).
     consent: ConsentTexts,
     /// The standing-intent matching engine over the active intents (PROTOCOL.md §6).
     /// Changed only by [`Base::write`].
     engine: Engine,
-    /// The hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
     quotas: quota::Quotas,
-    /// The records of the store's active set, in memory (see [`active`]). Changed only
-    /// by [`Base::write`], after the commit, as the engine.
+    /// Changed only by [`Base::write`], after the commit, as the engine.
     active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
@@ -152,9 +142,8 @@ pub struct Base {
     /// A durable commit failed and the engine has not been rebuilt from the store since
     /// (see [`write`]).
     engine_stale: AtomicBool,
-    /// Why loading the active intents into the engine at assembly failed (`None`: it
-    /// loaded). `isto serve` refuses to start with it rather than run with an engine
-    /// that misses intents.
+    /// See [`Base::engine_failure`]: `isto serve` refuses to start rather than run with an
+    /// engine that misses intents.
     engine_failure: Option<String>,
 }
 
@@ -280,8 +269,7 @@ impl Base {
     }
 
     /// The active intents that `offer` matches (PROTOCOL.md §6), from the standing-intent
-    /// engine ([`Engine::match_offer_indexed`]); the engine itself changes only in
-    /// [`Base::write`].
+    /// engine ([`Engine::match_offer_indexed`]; changed only by [`Base::write`]).
     pub fn engine_matches(
         &self,
         offer: &crate::protocol::Offer,
@@ -320,16 +308,11 @@ impl Base {
         self.settings.rates.keys().cloned().collect()
     }
 
-    /// Seals a hidden limit in a fixed-length encoding: the number in its shortest
-    /// round-trip decimal form (`13777.5`) — or, when that is longer than
-    /// [`SEALED_NUMBER_WIDTH`] (a tiny limit such as `1e-30` written out has 32 zeros),
-    /// its shortest exponent form (`1e-30`) — padded with spaces to
+    /// Seals a hidden limit in its shortest round-trip decimal form (`13777.5`), or its
+    /// shortest exponent form (`1e-30`) when that is longer, padded with spaces to
     /// [`SEALED_NUMBER_WIDTH`] bytes, so that the ciphertext's length does not tell how
-    /// many digits the limit has (issue 10 point 5). [`Base::hidden_limit`] reads both
-    /// this and the unpadded form of older records.
-    ///
-    /// # Errors
-    /// Sealing errors.
+    /// many digits the limit has (issue 10 point 5). [`Base::hidden_limit`] also reads the
+    /// unpadded form of older records.
     pub fn seal_hidden_limit(&self, limit: f64) -> Result<crate::crypto::Sealed> {
         let mut text = limit.to_string();
         if text.len() > SEALED_NUMBER_WIDTH {
@@ -363,9 +346,6 @@ impl Base {
 
     /// Seals `content` into the outbox in `tx`, for intent `intent` when given (the
     /// caller wakes the worker after the commit with `outbox.wake()`).
-    ///
-    /// # Errors
-    /// Storage or sealing errors.
     pub fn enqueue(&self, tx: &mut Tx<'_>, intent: Option<&str>, content: &MailContent) -> Result<()> {
         let job = MailJob::seal(&self.keys, intent, content, self.now().unix_timestamp(), &self.settings.helo_name())?;
         tx.enqueue_mail(&job)?;
@@ -373,12 +353,10 @@ impl Base {
     }
 }
 
-/// Runs `work` on a blocking thread at once and then after every `delay()` (asked
-/// afresh each time: a fixed period, or a random jitter), and also at once when `wake`
-/// is notified (a notification that arrives while `work` runs makes one more pass right
-/// after it), until `stop`; a failure is logged once (as `what`) until the work succeeds
-/// again. The domain's background work runs through it (`crate::schedule`,
-/// [`crate::deliveries::ReplyTicker`]).
+/// Runs `work` on a blocking thread at once, then after every `delay()` (asked afresh
+/// each time) and at once when `wake` is notified (also while `work` runs: one more pass
+/// right after it), until `stop`; a failure is logged once (as `what`) until the work
+/// succeeds again. The domain's background work runs through it.
 pub(crate) async fn every_after<F>(
     delay: impl Fn() -> std::time::Duration,
     wake: Option<Arc<tokio::sync::Notify>>,
@@ -423,9 +401,6 @@ pub(crate) async fn every_after<F>(
 }
 
 /// The contact of an intent, opened, for the mail worker and erasure tests.
-///
-/// # Errors
-/// Key errors.
 pub fn open_contact(keys: &KeyRing, rec: &IntentRecord) -> Result<Option<Secret>> {
     rec.contact.as_ref().map(|c| keys.open_str(c)).transpose().map_err(ServiceError::from)
 }

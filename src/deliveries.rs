@@ -3,6 +3,9 @@
 //! seller replies on a tick of their own ([`replies`]: [`match_queued_replies`], run by
 //! the [`ReplyTicker`]), and queueing the match digests that the mail worker sends
 //! ([`queue_due_digests`]; both run by the domain's scheduler, `crate::schedule`).
+//! Every fallible function here fails with storage or key errors
+//! ([`ServiceError::Store`](crate::base::ServiceError), `Crypto`); its own `# Errors`
+//! names anything else.
 
 use crate::base::{Base, Result, Writes};
 use crate::clock;
@@ -21,9 +24,6 @@ pub use replies::{match_queued_replies, ReplyTicker};
 
 /// Deliveries of an intent after `since` (exclusive), oldest first, at most `limit`,
 /// and the cursor for the next call (PROTOCOL.md §3 intent_list_matches).
-///
-/// # Errors
-/// Storage errors.
 pub fn list(
     base: &Base,
     id: &str,
@@ -38,9 +38,8 @@ pub fn list(
     })
 }
 
-/// Writes the match explanations in words into `deliveries` of `intent` (issue 13
-/// point 3): see [`matching::explain::annotate`] (`extensions.reasons` in the intent's
-/// language, the stored codes as `extensions.reasonCodes`).
+/// Writes the match explanations in words into `deliveries` of `intent` (issue 13 point 3;
+/// [`matching::explain::annotate`], the intents' way to it).
 pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
     matching::explain::annotate(intent, deliveries);
 }
@@ -80,9 +79,6 @@ pub fn match_intent_tx(
 /// strictly increasing delivery times, and schedules its digest, into the delivery
 /// tables `log` of `tx` (opened once for a batch of intents in a catalogue import).
 /// Returns how many were new.
-///
-/// # Errors
-/// Storage errors.
 pub fn record_hits_in(
     base: &Base,
     tx: &mut Tx<'_>,
@@ -114,14 +110,9 @@ pub fn record_hits_in(
 }
 
 /// Sets the delivery cadence of `rec` (issue 13 point 2) and reschedules its digest in
-/// the same transaction: paused, no digest is scheduled; otherwise, when matches wait
-/// that no digest carried yet, the digest is due at [`Cadence::next_digest_at`] (the
-/// timer still counts from the last digest sent: a new cadence does not reset it, and
-/// the matches found during a pause go out in the first digest after it). The caller
-/// writes `rec`.
-///
-/// # Errors
-/// Storage errors.
+/// the same transaction: none while paused; otherwise, when matches wait that no digest
+/// carried yet, at [`Cadence::next_digest_at`] (the timer counts from the last digest
+/// sent: a new cadence does not reset it). The caller writes `rec`.
 pub fn set_cadence_tx(
     base: &Base,
     tx: &mut Tx<'_>,
@@ -140,9 +131,6 @@ pub fn set_cadence_tx(
 /// one at once, later ones after the spacing of the intent's cadence, see
 /// [`Cadence::next_digest_at`]; none while paused) into the outbox. Returns the
 /// number of digests queued.
-///
-/// # Errors
-/// Storage or key errors.
 pub fn queue_due_digests(base: &Base) -> Result<u64> {
     let now = base.now();
     let due: Vec<(String, i64)> = base.store().read(|rx| rx.digests_due())?;

@@ -70,17 +70,13 @@ pub struct IntentRecord {
     /// `since` cursors and digests never skip a delivery made in the same microsecond.
     #[serde(default)]
     pub last_delivered: i64,
-    /// The person key (`base::person`): a keyed hash of the verified e-mail
-    /// address (the owner account's for `/mcp/buyer` intents), set when consent is given
-    /// or the intent is published active, so that demand counts distinct people and
-    /// the per-person cap is counted without opening the contact (PROTOCOL.md §3
-    /// "Limits", §5). `None` before consent (and on records of an older isto until the
-    /// start-up backfill).
+    /// The person key ([`crate::base::person`]; PROTOCOL.md §3 "Limits", §5), set when
+    /// consent is given or the intent is published active; `None` before consent (and on
+    /// records of an older isto until the start-up backfill).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
-    /// How often the person wants the match digest (issue 13 point 2), chosen on the
-    /// confirmation and results pages. Absent on records of an older isto, which read as
-    /// [`Cadence::AsTheyCome`] (the behaviour they had); not written when it is that.
+    /// How often the person wants the match digest; absent (on records of an older isto)
+    /// reads as, and is not written when it is, [`Cadence::AsTheyCome`].
     #[serde(default, skip_serializing_if = "Cadence::is_default")]
     pub cadence: Cadence,
 }
@@ -115,12 +111,7 @@ impl Cadence {
 
     /// The form value and stored name: `as_they_come`, `daily`, `weekly`, `pause`.
     pub fn key(self) -> &'static str {
-        match self {
-            Cadence::AsTheyCome => "as_they_come",
-            Cadence::Daily => "daily",
-            Cadence::Weekly => "weekly",
-            Cadence::Pause => "pause",
-        }
+        ["as_they_come", "daily", "weekly", "pause"][self as usize]
     }
 
     /// The cadence whose [`Cadence::key`] is `s` exactly, if any.
@@ -347,8 +338,7 @@ pub fn micros(t: OffsetDateTime) -> i64 {
 /// Whether an offer is current at `now` (PROTOCOL.md §2 Offer `validUntil`, §6): it has
 /// no `validUntil`, or one strictly after `now`. A `validUntil` that is not RFC 3339
 /// (never written by isto, which checks it on import and reply) is not current. The one
-/// rule for matching ([`offer_valid`]), the full-text search's filter and the sellers'
-/// replies.
+/// rule for matching ([`offer_valid`]), the search's filter and the sellers' replies.
 pub fn offer_current(valid_until: Option<&str>, now: OffsetDateTime) -> bool {
     valid_until.is_none_or(|v| clock::parse_rfc3339(v).is_ok_and(|t| t > now))
 }

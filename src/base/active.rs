@@ -2,18 +2,10 @@
 //! step by [`super::Base::write`] (applied after each commit, like the matching engine),
 //! so that the calls that read many active intents — the demand summaries
 //! (`crate::demand`) and the sellers' open intents (`crate::sellers`) — filter records
-//! in memory instead of reading and decoding every one from the store (about 8 µs a
-//! record in redb; 166 ms at 20 000 active intents).
-//!
-//! Each change bumps a generation; [`ActiveSet::derived`] keeps values computed from
-//! the set (a category's demand heat map) while the generation is unchanged and for at
-//! most a given age (for what depends on the clock: expiry, "new within 7 days",
-//! buy-by bands).
-//!
-//! The times a filter needs ([`Times`]: validUntil, the last change, when it became
-//! active) are taken once, when a record enters the set (the record's
-//! [`crate::records::Stamp`]s), so a pass over 20 000 records stays within a few
-//! typical searches.
+//! in memory instead of reading and decoding every one from the store (166 ms at 20 000
+//! active intents in redb). Each change bumps a generation, which
+//! [`ActiveSet::derived`] values follow; the times a filter needs ([`Times`]) are taken
+//! once, when a record enters the set.
 //!
 //! Memory: one decoded record per active intent (about 1–2 KB each with its sealed
 //! fields), beside the matching engine's view of the same intents.

@@ -27,10 +27,9 @@ pub const PREFIX: &str = "per_";
 /// The domains whose local part ignores dots (Gmail), and the one they fold to.
 const DOTLESS: [&str; 2] = ["gmail.com", "googlemail.com"];
 
-/// `email` folded to the one form every address of the same mailbox shares (see the
-/// module docs): lower case, without a `+tag`, Gmail without dots. Pure; the input is an
-/// address [`crate::protocol::input::validate_email`] accepted (anything else folds to
-/// its trimmed lower case).
+/// `email` folded to the one form every address of the same mailbox shares (the module
+/// docs' rule). The input is an address [`crate::protocol::input::validate_email`]
+/// accepted (anything else folds to its trimmed lower case).
 pub fn normalise_email(email: &str) -> String {
     let e = email.trim().to_ascii_lowercase();
     let Some((local, domain)) = e.rsplit_once('@') else { return e };

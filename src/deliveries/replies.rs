@@ -1,11 +1,10 @@
 //! Matching the queued seller replies (PROTOCOL.md §3 intent_submit_offer: "check and
 //! deliver after answering"; `sellers::submit_reply` queues them) on a tick of its own.
 //!
-//! Whether a reply was delivered must not show in anything its seller sees (issue
-//! "Under attack, round 3", points 2 and 3): not in the answer, not in `/readyz`, and not
-//! in the time the seller's next call takes. Matching right after the answer (when the
-//! reply woke the mail worker) took the write lock and CPU for a delivery just when the
-//! seller's next call came, so that call was slower after a delivered reply. So:
+//! Whether a reply was delivered must not show in anything its seller sees: not in the
+//! answer, not in `/readyz`, and not in the time the seller's next call takes (matching
+//! right after the answer would take the write lock and CPU just when that call comes).
+//! So:
 //!
 //! * the queue is matched by a [`ReplyTicker`] of the domain, on a fixed tick with a
 //!   random jitter of seconds ([`tick_delay`]: every [`TICK_EVERY`] plus up to
@@ -55,15 +54,12 @@ pub fn tick_delay(u: f64) -> Duration {
 }
 
 /// Matches the queued replies, oldest first (at most [`DRAIN_MAX`]), each against its
-/// one intent with the exact PROTOCOL.md §6 rules (hidden limit opened), as the intent
-/// is now, in **one** write transaction — also when the queue is empty. It removes them
-/// from the queue, records the deliveries of those that match and schedules their
-/// intents' digests. So a reply is matched at most once: a crash before the commit
-/// leaves the batch queued for the next tick (the first after a start), after it they
-/// are gone. A reply whose intent no longer takes replies (withdrawn, expired, made
-/// private, erased) or whose offer is gone is dropped undelivered; one whose intent's
-/// hidden limit cannot be opened (a key error) is dropped and logged. Returns the number
-/// of new deliveries (for tests and the log; never shown to a seller).
+/// one intent with the exact PROTOCOL.md §6 rules, in **one** write transaction (see the
+/// module docs) that also takes them off the queue: a reply is matched at most once. A
+/// reply whose intent no longer takes replies (withdrawn, expired, made private, erased)
+/// or whose offer is gone is dropped undelivered; one whose intent's hidden limit cannot
+/// be opened (a key error) is dropped and logged. Returns the number of new deliveries
+/// (for tests and the log; never shown to a seller).
 ///
 /// # Errors
 /// Storage errors (nothing is written then: the whole batch stays queued).
@@ -121,9 +117,8 @@ fn match_one(
     Ok(n)
 }
 
-/// The domain's scheduler of reply matching: runs [`match_queued_replies`] at once and
-/// then every [`tick_delay`] (a fresh random jitter each time) until stopped. The
-/// domain's scheduler runs it (`crate::schedule`); the mail worker does not drive it.
+/// The domain's scheduler of reply matching (run by `crate::schedule`): runs
+/// [`match_queued_replies`] at once and then every [`tick_delay`] until stopped.
 #[derive(Debug, Clone)]
 pub struct ReplyTicker(pub Arc<Base>);
 

@@ -1,14 +1,12 @@
-//! [`Stamp`]: the one type of every instant an intent record stores (its deadlines, its
-//! history, the consent's time, the digest bookkeeping), of every time of an account,
-//! web session, one-time link and throttle counter, and of every time of an OAuth record,
-//! a seller profile and a confirmation mark, in one encoding — whole microseconds since
-//! the Unix epoch, UTC, one JSON integer (store schema versions 5, 6 and 7; older stores
-//! held RFC 3339 strings and unix seconds, converted by the store's migrations
-//! `intent_times`, `account_times` and `record_times`).
+//! [`Stamp`]: the one type of every stored instant (of intent records, accounts, web
+//! sessions, one-time links, throttle counters, OAuth records, seller profiles and
+//! confirmation marks), in one encoding — whole microseconds since the Unix epoch, UTC,
+//! one JSON integer (store schema 5 to 7 converted the older RFC 3339 strings and unix
+//! seconds).
 //!
 //! A stored value that is not such an integer, or lies outside the years 1–9999, does
 //! not decode: reading the record is then an error that names it (the store's
-//! `StoreError::Corrupt` with the record's key), never a default such as 1970.
+//! `StoreError::Corrupt`), never a default such as 1970.
 
 use crate::clock;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};

@@ -15,13 +15,9 @@ const ACCOUNT_TIMES: [NsTimes; 3] = [
     ("signin:", Old::Rfc3339, &["created_at", "expires_at"]),
 ];
 
-/// 6: every time of an account (`created_at`, `consent_at`), a web session
-/// (`created_at`, `expires_at`, `last_seen`), a one-time link (`created_at`,
-/// `expires_at`) and a throttle counter (`times`, unix seconds) becomes unix
-/// microseconds (`records::Stamp`). As in migration 5, a field is converted only when it
-/// holds what the older isto wrote (a string that parses, an integer of seconds); any
-/// other value is left as it was, so that reading the record fails naming it instead of
-/// the migration inventing a time (or a session counting as expired).
+/// 6: every time of [`ACCOUNT_TIMES`] and of a throttle counter (`times`, unix seconds)
+/// becomes unix microseconds (`records::Stamp`), converted by the rule of migration 5
+/// (`intent_times`): a value the older isto never wrote is left as it was.
 pub(super) fn v6_account_times(tx: &mut Tx<'_>) -> Result<()> {
     let mut records = tx.open(RECORDS)?;
     convert_records(&mut records, &ACCOUNT_TIMES)?;
@@ -44,11 +40,9 @@ const RECORD_TIMES: [NsTimes; 6] = [
     ("seller:", Old::Rfc3339, &["createdAt"]),
 ];
 
-/// 7: every time of an OAuth record ([`RECORD_TIMES`]), of a seller profile, and the
-/// confirmation marks (`confirmed:…`, one integer of unix seconds each) become unix
-/// microseconds (`records::Stamp`), converted as migrations 5 and 6 convert: a value the
-/// older isto never wrote is left as it was, so that reading that record fails naming
-/// it, never an expired token nor a time in 1970.
+/// 7: every time of [`RECORD_TIMES`] and the confirmation marks (`confirmed:…`, one
+/// integer of unix seconds each) become unix microseconds, converted as migrations 5 and
+/// 6 convert.
 pub(super) fn v7_record_times(tx: &mut Tx<'_>) -> Result<()> {
     let mut records = tx.open(RECORDS)?;
     convert_records(&mut records, &RECORD_TIMES)?;

@@ -42,9 +42,6 @@ impl DeliveryLog<'_> {
     /// Records a delivery of `offer` to `intent` at `micros` (Unix µs, the delivery
     /// time, the log's order within the intent) unless one exists; returns whether it was
     /// new (PROTOCOL.md §2: one per (intent, offer)).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
         let pair = pair_key(intent, offer);
         if self.delivered.get(pair.as_str())?.is_some() {
@@ -59,17 +56,11 @@ impl DeliveryLog<'_> {
 
 impl<'a> Tx<'a> {
     /// The delivery tables, open for a batch of [`DeliveryLog::put`].
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn delivery_log(&self) -> Result<DeliveryLog<'a>> {
         Ok(DeliveryLog { delivered: self.open(DELIVERED)?, log: self.open(DELIVERY_LOG)? })
     }
 
     /// Sets (or with `None` clears) the time an intent's next digest is due.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn set_digest_due(&mut self, intent: &str, due_unix: Option<i64>) -> Result<()> {
         let mut t = self.open(DIGEST_DUE)?;
         match due_unix {

@@ -4,8 +4,7 @@
 //!
 //! Generic over the tables: every table of [`schema::TABLES`] is exported in that
 //! order, and an export refuses a store file that holds a table the list does not name
-//! ([`StoreError::Backup`]), so a table added to the layout but not to the list fails
-//! loudly instead of going missing from backups (`schema`'s tests check the list too).
+//! ([`StoreError::Backup`]): it fails loudly instead of missing a table.
 //!
 //! One row is one line of JSON (no newline inside), `{"t":TABLE,"k":KEY,"v":VALUE}`:
 //! - keys and values of type `&str`, `i64`, `u64` are JSON strings and numbers, tuples
@@ -15,11 +14,8 @@
 //!   as that JSON verbatim, byte for byte; any other byte value as `"b":BASE64` (standard
 //!   alphabet, padded) instead of `"v"`.
 //!
-//! Reading a row back gives exactly the bytes that were stored.
-//!
-//! [`Store::rewrite_values`] walks the byte values of every table the same generic way,
-//! in bounded write transactions, for `isto admin keys rotate` (issue 11 point 2): the
-//! caller sees each value and may give new bytes for it.
+//! Reading a row back gives exactly the bytes that were stored. [`Store::rewrite_values`]
+//! walks the byte values of every table the same generic way (`isto admin keys rotate`).
 
 use super::column::{json_of, Column};
 use super::reads::{RxTxn, TxTxn};
@@ -32,8 +28,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-/// What an export starts with: the store's schema version and the rows per table, as of
-/// the export's read transaction.
+/// What an export starts with, as of its read transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     /// The schema version recorded in the store ([`SCHEMA_VERSION`] for a store this
@@ -76,7 +71,7 @@ impl Store {
     ///
     /// # Errors
     /// `on`'s error (the export stops there); [`StoreError::Backup`] when the file holds
-    /// a table the layout's list does not name (nothing is exported); storage errors.
+    /// a table the layout's list does not name (nothing is exported).
     pub fn export<E: From<StoreError>>(&self, mut on: impl FnMut(Export<'_>) -> Result<(), E>) -> Result<Snapshot, E> {
         self.read(|rx| {
             let snapshot = snapshot(rx)?;
@@ -100,15 +95,14 @@ impl Store {
     }
 }
 
-/// Where a [`Store::rewrite_values`] pass stands: the table (index into
-/// [`table_names`]) and the key of the last row done there (as JSON, the `"k"` of an
-/// export row). `Cursor::default()` is the start; a cursor may be kept and sent back
-/// (it holds a key, never a value).
+/// Where a [`Store::rewrite_values`] pass stands. `Cursor::default()` is the start; a
+/// cursor may be kept and sent back (it holds a key, never a value).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct Cursor {
     /// Index of the table in [`table_names`]; past the end when the pass is done.
     pub table: usize,
-    /// The last key done in that table (`None`: none yet).
+    /// The last key done in that table, as JSON (the `"k"` of an export row; `None`: none
+    /// yet).
     pub after: Option<String>,
 }
 
@@ -243,11 +237,8 @@ pub fn restore_file<E: From<StoreError>>(
     Ok(counts)
 }
 
-/// Inserts the rows of `lines` (see [`restore_file`]) in the write transaction `tx`;
-/// the rows per table. The caller commits.
-///
-/// # Errors
-/// As [`restore_file`].
+/// Inserts the rows of `lines` (see [`restore_file`], and its errors) in the write
+/// transaction `tx`; the rows per table. The caller commits.
 pub(super) fn load_rows<E: From<StoreError>>(
     tx: &Tx<'_>,
     lines: impl Iterator<Item = Result<String, E>>,

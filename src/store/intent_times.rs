@@ -10,7 +10,8 @@ use std::ops::Bound;
 const INTENT_RFC3339: [&str; 7] =
     ["valid_until", "created_at", "updated_at", "draft_expires_at", "confirm_expires_at", "confirmed_at", "ended_at"];
 
-/// Above this, a stored time is not unix seconds (see [`secs_as_micros`]).
+/// At or above this, a stored integer is not unix seconds (10^11 s is the year 5138;
+/// microseconds are far larger, so a value converted already is left).
 const SECS_BOUND: i64 = 100_000_000_000;
 
 /// The RFC 3339 times of a pending renewal (`records`, `renewal:…`; schema ≤ 4).
@@ -41,7 +42,7 @@ pub(super) fn v5_intent_times(tx: &mut Tx<'_>) -> Result<()> {
 pub(super) enum Old {
     /// An RFC 3339 string (any offset).
     Rfc3339,
-    /// An integer of unix seconds (see [`secs_as_micros`]).
+    /// An integer of unix seconds (below [`SECS_BOUND`]).
     Secs,
 }
 
@@ -49,8 +50,7 @@ pub(super) enum Old {
 /// `records` table, how the older isto wrote them, and the fields (of a JSON object).
 pub(super) type NsTimes = (&'static str, Old, &'static [&'static str]);
 
-/// Converts the times of every record of each namespace of `times` ([`convert_times`];
-/// a record that is not a JSON object is left as it is, for its reader to name).
+/// Converts the times of every record of each namespace of `times` ([`convert_times`]).
 pub(super) fn convert_records(records: &mut Table<'_, &'static str, &'static [u8]>, times: &[NsTimes]) -> Result<()> {
     for (prefix, old, fields) in times {
         rewrite_records(records, "records", prefix, |v| {
@@ -84,25 +84,16 @@ pub(super) fn rewrite_records(
     Ok(())
 }
 
-/// The microseconds of a stored time in unix seconds: an integer below 10^11 (before
-/// the year 5138; microseconds are far larger, so a value converted already is left).
-fn secs_as_micros(v: &serde_json::Value) -> Option<i64> {
-    v.as_i64().filter(|s| s.abs() < SECS_BOUND).and_then(|s| s.checked_mul(1_000_000))
-}
-
-/// The microseconds of an RFC 3339 string.
-fn rfc3339_as_micros(v: &serde_json::Value) -> Option<i64> {
-    let t = time::OffsetDateTime::parse(v.as_str()?, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos().div_euclid(1000)).ok()
-}
-
 /// Converts one stored time `v`, written as `old`, to unix microseconds; leaves any
 /// other value (one the older isto never wrote, or one converted already). Whether it
 /// changed.
 pub(super) fn convert_time(v: &mut serde_json::Value, old: Old) -> bool {
     let micros = match old {
-        Old::Rfc3339 => rfc3339_as_micros(v),
-        Old::Secs => secs_as_micros(v),
+        Old::Rfc3339 => v
+            .as_str()
+            .and_then(|s| time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok())
+            .and_then(|t| i64::try_from(t.unix_timestamp_nanos().div_euclid(1000)).ok()),
+        Old::Secs => v.as_i64().filter(|s| s.abs() < SECS_BOUND).and_then(|s| s.checked_mul(1_000_000)),
     };
     micros.inspect(|m| *v = (*m).into()).is_some()
 }

@@ -12,7 +12,8 @@ use std::ops::Bound;
 /// The right to write intent records: [`Tx::put_intent`] and [`Tx::remove_intent`]
 /// take it. Only [`super::Store::intent_key`] makes one, once per open store (and, in test builds,
 /// `IntentKey::for_tests`), so the compiler holds every intent write to the one holder
-/// of the key: `base::Base`, whose `Base::write` keeps the rules of an intent write.
+/// of the key: `base::Base`, whose `Base::write` keeps the rules of an intent write (the
+/// active set, the expiry and person indexes, the per-person cap, the matching engine).
 #[derive(Debug)]
 pub struct IntentKey {
     pub(super) _only_from_the_store: (),
@@ -62,9 +63,6 @@ impl Tx<'_> {
     /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
     /// every intent write goes through, but for the delivery bookkeeping of an active
     /// intent ([`Tx::put_intent_delivered`]).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_intent<T: Serialize>(
         &mut self,
         _key: &IntentKey,
@@ -82,12 +80,8 @@ impl Tx<'_> {
     }
 
     /// Replaces the record of an active intent whose only change is its delivery
-    /// bookkeeping (its match count and last delivery time): its active-set row and
-    /// expiry-index rows stay as they are (neither depends on it), so only the record is
-    /// written.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
+    /// bookkeeping (match count, last delivery time), which neither its active-set row nor
+    /// its expiry-index rows depend on: only the record is written.
     pub fn put_intent_delivered<T: Serialize>(&mut self, _key: &IntentKey, id: &str, record: &T) -> Result<()> {
         let bytes = encode("intents", record)?;
         self.open(INTENTS)?.insert(id, bytes.as_slice())?;
@@ -96,9 +90,6 @@ impl Tx<'_> {
 
     /// Deletes an intent record, its active-set row, its expiry-index rows and its
     /// person-index row (its tokens: [`Tx::remove_tokens_of`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.open(INTENTS)?.remove(id)?;
         self.open(ACTIVE)?.remove(id)?;
@@ -110,9 +101,6 @@ impl Tx<'_> {
     /// Replaces the expiry-index rows of an intent whose record is unchanged (the sweep,
     /// after looking at an intent that was not due after all); record writes go through
     /// [`Tx::put_intent`].
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn set_intent_due(&mut self, id: &str, due: IntentDue) -> Result<()> {
         let mut by_id = self.open(INTENT_DUE)?;
         let old = by_id.get(id)?.unwrap_or((None, None));

@@ -25,19 +25,13 @@ pub struct KeyRecord {
 }
 
 /// The record in the store (`None`: none yet, a store written before it existed).
-///
-/// # Errors
-/// Storage errors; [`StoreError::Corrupt`] when it does not decode.
 pub fn key_record<R: Reads + ?Sized>(r: &R) -> Result<Option<KeyRecord>> {
-    let Some(text) = r.table(schema::META)?.get(KEYS_KEY)? else { return Ok(None) };
-    serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Corrupt(format!("meta:{KEYS_KEY}"), e.to_string()))
+    let text = r.table(schema::META)?.get(KEYS_KEY)?;
+    text.map(|t| super::decode(&format!("meta:{KEYS_KEY}"), t.as_bytes())).transpose()
 }
 
 impl Tx<'_> {
     /// Replaces the key record.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Encode`].
     pub fn set_key_record(&mut self, rec: &KeyRecord) -> Result<()> {
         let text = serde_json::to_string(rec).map_err(|e| StoreError::Encode("meta".into(), e.to_string()))?;
         self.open(schema::META)?.insert(KEYS_KEY, text.as_str())?;

@@ -39,18 +39,8 @@ impl Store {
 impl Store {
     /// The first table other than `meta` that holds a row (`None`: the store holds
     /// nothing but what its open wrote).
-    ///
-    /// # Errors
-    /// A storage error.
     pub fn holds_data(&self) -> Result<Option<&'static str>> {
-        self.write(|tx| {
-            for t in super::schema::TABLES {
-                if t.name() != "meta" && t.count_in(tx)? > 0 {
-                    return Ok(Some(t.name()));
-                }
-            }
-            Ok(None)
-        })
+        self.write(|tx| first_filled(tx))
     }
 
     /// Loads the rows of a backup (as [`Store::export`] made them) into this store in one
@@ -71,18 +61,25 @@ impl Store {
         replace: bool,
     ) -> Result<std::collections::BTreeMap<&'static str, u64>, E> {
         self.write(|tx| {
-            for t in super::schema::TABLES {
-                if replace || t.name() == "meta" {
-                    t.clear(tx)?;
-                } else if t.count_in(tx)? > 0 {
-                    return Err(StoreError::Backup(format!(
-                        "the store is not empty (table {:?} holds rows): restore into a new store",
-                        t.name()
-                    ))
-                    .into());
-                }
+            let filled = if replace { None } else { first_filled(tx)? };
+            if let Some(t) = filled {
+                let e = format!("the store is not empty (table {t:?} holds rows): restore into a new store");
+                return Err(StoreError::Backup(e).into());
+            }
+            for t in super::schema::TABLES.iter().filter(|t| replace || t.name() == "meta") {
+                t.clear(tx)?;
             }
             super::dump::load_rows(tx, lines)
         })
     }
+}
+
+/// The first table other than `meta` that holds a row in `tx`.
+fn first_filled(tx: &super::Tx<'_>) -> Result<Option<&'static str>> {
+    for t in super::schema::TABLES {
+        if t.name() != "meta" && t.count_in(tx)? > 0 {
+            return Ok(Some(t.name()));
+        }
+    }
+    Ok(None)
 }

@@ -14,6 +14,13 @@
 //! failed for lack of space succeeds again once space returns, without a restart (issue 9
 //! point 7). [`Store::writable`] reports the outcome of the last write for `/readyz`.
 //!
+//! Errors: every fallible item of this module can fail with a storage error
+//! ([`StoreError::Db`], redb's or PostgreSQL's; [`StoreError::Unavailable`] while the redb
+//! file is reopened or no PostgreSQL connection is free in time); one that decodes a
+//! stored record or counter also with [`StoreError::Corrupt`] naming it, one that encodes
+//! a record with [`StoreError::Encode`] (nothing is written). An item's own `# Errors`
+//! names only what it may return besides.
+//!
 //! Layout (redb types never leave this module):
 //! - this file: [`Store`] (open, [`Store::read`], [`Store::write`]), the transactions
 //!   [`Rx`] and [`Tx`], the read surface [`Reads`] and [`StoreError`];
@@ -125,12 +132,10 @@ thread_local! {
 /// in pages the file already has while a real one no longer does.
 pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
 
-/// Default size of the store's page cache, MiB (`store.cache_mib`; issue 12 point 3).
-/// redb's own default is 1 GiB: the cache then kept every page the process had read
-/// (the whole catalogue after a rebuild of the offer index, every offer a search had
-/// shown), so the idle process grew with the store. 16 MiB holds the tables' upper pages
-/// and the hot records; other pages are read again from the file, through the operating
-/// system's page cache.
+/// Default size of the store's page cache, MiB (`store.cache_mib`; issue 12 point 3):
+/// the tables' upper pages and the hot records; other pages are read again through the
+/// operating system's page cache (redb's own 1 GiB default let the idle process grow with
+/// the store).
 pub const DEFAULT_CACHE_MIB: u64 = 16;
 
 /// Opens the database file: `true` the first time, `false` to reopen it after an I/O
@@ -324,11 +329,8 @@ impl Store {
         Self::open_cached(path, DEFAULT_CACHE_MIB)
     }
 
-    /// As [`Store::open`], with a page cache of at most `cache_mib` MiB (`store.cache_mib`).
-    /// The cache size changes memory and read speed only, never durability.
-    ///
-    /// # Errors
-    /// As [`Store::open`].
+    /// As [`Store::open`] (errors too), with a page cache of at most `cache_mib` MiB
+    /// (`store.cache_mib`): memory and read speed only, never durability.
     pub fn open_cached(path: &Path, cache_mib: u64) -> Result<Self> {
         let file: PathBuf = path.to_owned();
         let bytes = usize::try_from(cache_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
@@ -549,11 +551,8 @@ impl Store {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The one key to this store's intent writes ([`Tx::put_intent`],
-    /// [`Tx::remove_intent`]): the first call gets it, every later one `None`. The
-    /// services' base takes it when it is assembled, so no other code can write an
-    /// intent record past its rules (the active set, the expiry and person indexes, the
-    /// per-person cap, the matching engine).
+    /// The one [`IntentKey`] of this store: the first call gets it, every later one `None`
+    /// (the services' base takes it when it is assembled; see [`IntentKey`] for why).
     pub fn intent_key(&self) -> Option<IntentKey> {
         (!self.intent_key_taken.swap(true, std::sync::atomic::Ordering::SeqCst))
             .then_some(IntentKey { _only_from_the_store: () })

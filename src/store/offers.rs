@@ -15,9 +15,6 @@ pub(super) fn ref_key(seller_id: &str, reference: &str) -> String {
 
 impl Tx<'_> {
     /// Inserts or replaces an offer record and its feed reference.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
         let bytes = encode("offers", record)?;
         self.open(OFFERS)?.insert(id, bytes.as_slice())?;
@@ -28,10 +25,6 @@ impl Tx<'_> {
     }
 
     /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`] when the stored generation does not
-    /// read.
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
         self.bump_counter(GENERATION, 0)
     }
@@ -40,10 +33,6 @@ impl Tx<'_> {
 impl Rx {
     /// The catalogue generation: bumped by every transaction that writes offers; the
     /// full-text index stores the generation it reflects.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`] when the stored generation does not
-    /// read.
     pub fn offers_generation(&self) -> Result<u64> {
         meta_counter(self, GENERATION)
     }

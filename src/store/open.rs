@@ -9,8 +9,7 @@
 //!   database and records isto's schema version in `meta`; anything else — an empty
 //!   file, random bytes, another program's redb file — is refused
 //!   ([`StoreError::NotAStore`]) and never initialised, whatever it holds.
-//! - redb checks and repairs a file that was not closed cleanly (a crash, `kill -9`):
-//!   that is logged when it starts and, with its duration, when it ends
+//! - redb's repair of a file not closed cleanly (a crash, `kill -9`) is logged
 //!   ([`repair_logged`]).
 
 use super::{Result, StoreError};
@@ -20,11 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Whether `path` exists as a file the store may open; refuses what is not a regular
-/// file, is empty, or — seen through a read-only open, which changes nothing — is not a
-/// redb database or has no isto schema version. `Ok(false)`: nothing there (the first
-/// start). A file the read-only open cannot judge (one that needs a repair, or that
-/// another process holds) is left to the writable open, which checks it again.
+/// Whether `path` exists as a file the store may open (the module docs' rules, checked
+/// through a read-only open, which changes nothing); `Ok(false)`: nothing there. A file
+/// the read-only open cannot judge (one that needs a repair, or that another process
+/// holds) is left to the writable open, which checks it again.
 ///
 /// # Errors
 /// [`StoreError::NotAStore`] naming the rule; I/O errors reading its metadata.
@@ -101,9 +99,6 @@ pub(super) fn initialise(path: &Path, cache_bytes: usize) -> Result<()> {
 /// Opens the existing store file `path` with `b`, logging a check and repair redb runs
 /// on it (a file not closed cleanly): once when it begins, once with its duration (ms)
 /// when the open ends. `what` says why the file is opened ("start", "reopen").
-///
-/// # Errors
-/// redb's.
 pub(super) fn repair_logged(
     b: &mut Builder,
     path: &Path,

@@ -12,10 +12,6 @@ pub(super) const DROPPED: &str = "mail_dropped";
 
 impl Tx<'_> {
     /// Appends a job to the outbox; returns its sequence number.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written);
-    /// [`super::StoreError::Corrupt`] when the stored counter does not read.
     pub fn enqueue_mail<T: Serialize>(&mut self, job: &T) -> Result<u64> {
         let bytes = encode("outbox", job)?;
         // Sequence numbers are never reused (a counter in `meta`, not the last key), so a
@@ -27,9 +23,6 @@ impl Tx<'_> {
     }
 
     /// Replaces an outbox job (after a failed attempt).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn update_mail<T: Serialize>(&mut self, seq: u64, job: &T) -> Result<()> {
         let bytes = encode("outbox", job)?;
         self.open(OUTBOX)?.insert(seq, bytes.as_slice())?;
@@ -37,9 +30,6 @@ impl Tx<'_> {
     }
 
     /// Removes an outbox job (sent, or cancelled by a withdrawal).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn remove_mail(&mut self, seq: u64) -> Result<()> {
         self.open(OUTBOX)?.remove(seq)?;
         Ok(())
@@ -48,9 +38,6 @@ impl Tx<'_> {
     /// Removes an outbox job that the SMTP server refused for good (5xx) and counts it
     /// in the same transaction (issue 9 point 5: "5xx dropped and recorded"; read it
     /// with [`super::Reads::mail_dropped`]). A job already gone is not counted.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
         if self.open(OUTBOX)?.remove(seq)?.is_some() {
             self.bump_counter(DROPPED, 0)?;
@@ -62,9 +49,6 @@ impl Tx<'_> {
 impl Rx {
     /// How many jobs the outbox holds, and the oldest (lowest sequence number) with its
     /// number: the backlog `/readyz` reports (issue 9 point 7).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`].
     pub fn outbox_backlog<T: DeserializeOwned>(&self) -> Result<(u64, Option<(u64, T)>)> {
         let n = self.table(OUTBOX)?.len()?;
         let first = match self.table(OUTBOX)?.first()? {

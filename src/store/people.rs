@@ -1,12 +1,9 @@
 //! The person index (v3): which active intents each person holds, so that the
 //! per-person cap (PROTOCOL.md §3 "Limits") is counted inside the intent write without
 //! reading intent records. A person is an opaque key the services compute
-//! (`base::person`); the store only keeps it.
-//!
-//! `person_active`: `(person key, intent id)` → the intent's validUntil (unix µs), one
-//! row per intent in the active set that has a person key; `intent_person`: intent id →
-//! its person key, to find the row again when the intent changes or leaves the set.
-//! Both are written only by [`Tx::set_intent_person`] (from the one intent write).
+//! (`base::person`); the store only keeps it. Its two tables (`person_active`,
+//! `intent_person`: see `schema`) are written only by [`Tx::set_intent_person`] (from the
+//! one intent write).
 
 use super::schema::{INTENT_PERSON, PERSON_ACTIVE};
 use super::{Result, Tables, Tx};
@@ -41,9 +38,6 @@ impl Tx<'_> {
     /// Sets the person-index row of intent `id`: `Some((person key, validUntil µs))` for
     /// an intent in the active set with a person key, `None` to remove it (left the set,
     /// no person key, deleted). Replaces a row under another person key.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn set_intent_person(&mut self, id: &str, entry: Option<(&str, i64)>) -> Result<()> {
         let mut by_id = self.open(INTENT_PERSON)?;
         let mut rows = self.open(PERSON_ACTIVE)?;

@@ -58,11 +58,6 @@ impl Ns {
         }
     }
 
-    /// The name for errors, `records/name` (keys never appear in errors).
-    fn table_name(self) -> String {
-        format!("records/{}", self.prefix().trim_end_matches(':'))
-    }
-
     pub(super) fn key(self, key: &str) -> String {
         format!("{}{key}", self.prefix())
     }
@@ -79,19 +74,14 @@ pub(super) fn each<T: DeserializeOwned, R: Tables + ?Sized>(r: &R, ns: Ns) -> Re
 
 impl Tx<'_> {
     /// Inserts or replaces a record of a namespace.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_record<T: Serialize>(&mut self, ns: Ns, key: &str, value: &T) -> Result<()> {
-        let bytes = encode(&ns.table_name(), value)?;
+        // Errors name `records/<namespace>`, never the key.
+        let bytes = encode(&format!("records/{}", ns.prefix().trim_end_matches(':')), value)?;
         self.open(RECORDS)?.insert(ns.key(key).as_str(), bytes.as_slice())?;
         Ok(())
     }
 
     /// Removes a record; returns whether it existed.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn remove_record(&mut self, ns: Ns, key: &str) -> Result<bool> {
         Ok(self.open(RECORDS)?.remove(ns.key(key).as_str())?.is_some())
     }

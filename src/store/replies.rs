@@ -16,10 +16,6 @@ pub type PendingReply = (u64, String, String);
 impl Tx<'_> {
     /// Queues reply `offer_id` to intent `intent_id` for matching; returns its sequence
     /// number (one more than any handed out before).
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Corrupt`] when the stored counter does not
-    /// read.
     pub fn queue_reply(&mut self, intent_id: &str, offer_id: &str) -> Result<u64> {
         let mut t = self.open(PENDING_REPLIES)?;
         let next = self.bump_counter(SEQ, t.last()?.map_or(0, |(k, _)| k))?;
@@ -29,9 +25,6 @@ impl Tx<'_> {
 
     /// Removes queued reply `seq` and returns `(intent id, offer id)`, or `None` when it
     /// is gone already (another pass took it): whoever removes it matches it, once.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn take_pending_reply(&mut self, seq: u64) -> Result<Option<(String, String)>> {
         self.open(PENDING_REPLIES)?.remove(seq)
     }

@@ -7,13 +7,11 @@
 //!   open, so a failed migration leaves the file as it was;
 //! - a file at a newer version is refused ([`StoreError::TooNew`]).
 //!
-//! A migration is `(number, fn(&mut Tx) -> Result<()>)`, over the store's table interface
-//! (the same migration on redb and PostgreSQL); numbers start at 1
-//! and grow by one, and [`SCHEMA_VERSION`] is the last number. To change the layout, add
-//! the table here and a migration that creates and fills it from the tables before it
-//! (migrations are cumulative: a store several versions behind runs each in turn).
-//! The store is generic over record types, so a migration never decodes a record into
-//! an application type.
+//! A migration runs over the store's table interface (the same on redb and PostgreSQL);
+//! numbers start at 1 and grow by one, and [`SCHEMA_VERSION`] is the last. To change the
+//! layout, add the table here and a migration that creates and fills it from the tables
+//! before it (migrations are cumulative: a store several versions behind runs each in
+//! turn). A migration never decodes a record into an application type.
 
 use super::dump::AnyTable;
 use super::reads::TxTxn;
@@ -206,8 +204,7 @@ pub fn migrations() -> Vec<MigrationInfo> {
 ///
 /// # Errors
 /// [`StoreError::TooNew`]; [`StoreError::NotAStore`] (a file without a schema version,
-/// not `new`; nothing is changed); [`StoreError::Corrupt`] when the stored version is
-/// not a number; storage errors and a migration's error.
+/// not `new`; nothing is changed); a migration's error.
 pub(super) fn prepare(tx: &mut Tx<'_>, new: bool) -> Result<()> {
     let found = read_version(tx)?;
     match found {
@@ -267,10 +264,7 @@ fn stored_writer(tx: &Tx<'_>) -> Result<Option<String>> {
     tx.table(META)?.get(WRITER_KEY)
 }
 
-/// The version recorded in the file, read in a read transaction (`None`: no version).
-///
-/// # Errors
-/// [`StoreError::Corrupt`] when it is not a number; storage errors.
+/// The version recorded in the file (`None`: no version).
 pub(super) fn read_version<R: super::Tables + ?Sized>(r: &R) -> Result<Option<u64>> {
     let Some(v) = r.table(META)?.get(VERSION_KEY)? else { return Ok(None) };
     v.parse::<u64>().map(Some).map_err(|_| {

@@ -6,9 +6,6 @@ use serde::Serialize;
 
 impl Tx<'_> {
     /// Inserts or replaces a seller record under its folded name.
-    ///
-    /// # Errors
-    /// Storage errors; [`super::StoreError::Encode`] (nothing is written).
     pub fn put_seller<T: Serialize>(&mut self, id: &str, folded_name: &str, record: &T) -> Result<()> {
         let bytes = encode("sellers", record)?;
         self.open(SELLERS)?.insert(id, bytes.as_slice())?;

@@ -1,8 +1,7 @@
 //! The store's own table interface, below the entity modules: [`Table`] — get, range
-//! scans forward or backward, insert, remove, length — over one table of
-//! `schema` (a `TableDefinition` names it and its key and value types), on either
-//! backend:
-//! - redb: the table opened in the read or write transaction, as before;
+//! scans, insert, remove, length — over one table of `schema` (a `TableDefinition`
+//! names it and its key and value types), on either backend:
+//! - redb: the table opened in the read or write transaction;
 //! - PostgreSQL: one SQL table per store table, `(k bytea PRIMARY KEY, v bytea NOT
 //!   NULL)`, keys and values in the order-preserving byte form of `column`, so that
 //!   a range scan returns the same rows in the same order as redb's.
@@ -16,8 +15,7 @@ use super::{Result, StoreError};
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::ops::Bound;
 
-/// Rows a PostgreSQL scan fetches per query (keyset pagination: the next query starts
-/// after the last key seen, in the same transaction).
+/// Rows a PostgreSQL scan fetches per query (keyset pagination, in one transaction).
 const PG_CHUNK: i64 = 512;
 
 /// One table of one transaction (see the module docs).
@@ -55,9 +53,6 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
     }
 
     /// The value stored under `key`.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Corrupt`] for a PostgreSQL value that does not decode.
     pub(super) fn get(&self, key: K::SelfType<'_>) -> Result<Option<V::Owned>> {
         match &self.src {
             Src::Read(t) => Ok(t.get(key)?.map(|g| V::owned(&g.value()))),
@@ -71,11 +66,7 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
     }
 
     /// Hands the rows within `bounds` to `f`, in key order (or from the last when
-    /// `rev`), until `f` answers false.
-    ///
-    /// # Errors
-    /// `f`'s error; storage errors; [`StoreError::Corrupt`] for a PostgreSQL row that does
-    /// not decode.
+    /// `rev`), until `f` answers false; `f`'s error stops the scan and is returned.
     pub(super) fn scan(
         &self,
         bounds: Bounds<'_, K>,
@@ -93,9 +84,6 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
     }
 
     /// Up to `limit` rows within `bounds`, in key order (or from the last when `rev`).
-    ///
-    /// # Errors
-    /// As [`Table::scan`].
     pub(super) fn range(&self, bounds: Bounds<'_, K>, rev: bool, limit: usize) -> Result<Vec<Row<K, V>>> {
         let mut out = Vec::new();
         if limit == 0 {
@@ -109,42 +97,27 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
     }
 
     /// Hands every row to `f`, in key order, until it answers false.
-    ///
-    /// # Errors
-    /// As [`Table::scan`].
     pub(super) fn each(&self, f: impl FnMut(K::Owned, V::Owned) -> Result<bool>) -> Result<()> {
         self.scan((Bound::Unbounded, Bound::Unbounded), false, f)
     }
 
     /// Every row, in key order.
-    ///
-    /// # Errors
-    /// As [`Table::scan`].
     pub(super) fn all(&self) -> Result<Vec<Row<K, V>>> {
         self.range((Bound::Unbounded, Bound::Unbounded), false, usize::MAX)
     }
 
     /// The row with the least key.
-    ///
-    /// # Errors
-    /// As [`Table::scan`].
     pub(super) fn first(&self) -> Result<Option<Row<K, V>>> {
         Ok(self.range((Bound::Unbounded, Bound::Unbounded), false, 1)?.pop())
     }
 
     /// The row with the greatest key.
-    ///
-    /// # Errors
-    /// As [`Table::scan`].
     pub(super) fn last(&self) -> Result<Option<Row<K, V>>> {
         Ok(self.range((Bound::Unbounded, Bound::Unbounded), true, 1)?.pop())
     }
 
     /// How many rows the table holds (redb keeps the count in the table's header;
     /// PostgreSQL counts).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub(super) fn len(&self) -> Result<u64> {
         match &self.src {
             Src::Read(t) => Ok(t.len()?),
@@ -157,10 +130,8 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
         }
     }
 
-    /// Inserts or replaces the value under `key`; whether one was replaced.
-    ///
-    /// # Errors
-    /// Storage errors; [`StoreError::Backup`] on a table opened for reading only (a bug).
+    /// Inserts or replaces the value under `key`; whether one was replaced. On a table
+    /// opened for reading only (a bug): [`StoreError::Backup`].
     pub(super) fn insert(&mut self, key: K::SelfType<'_>, value: V::SelfType<'_>) -> Result<bool> {
         match &mut self.src {
             Src::Read(_) => Err(read_only()),
@@ -178,10 +149,8 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
         }
     }
 
-    /// Removes the row under `key`; its value, when there was one.
-    ///
-    /// # Errors
-    /// As [`Table::insert`].
+    /// Removes the row under `key`; its value, when there was one (errors as
+    /// [`Table::insert`]).
     pub(super) fn remove(&mut self, key: K::SelfType<'_>) -> Result<Option<V::Owned>> {
         match &mut self.src {
             Src::Read(_) => Err(read_only()),

@@ -6,9 +6,6 @@ use std::collections::HashSet;
 
 impl Tx<'_> {
     /// Maps a token hash to an intent id.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn put_token(&mut self, hash: &str, intent: &str) -> Result<()> {
         self.open(TOKENS)?.insert(hash, intent)?;
         Ok(())
@@ -16,9 +13,6 @@ impl Tx<'_> {
 
     /// Removes every token that points to one of `intents`; returns how many went. One
     /// pass over the tokens table (there is no index by intent), so callers batch.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn remove_tokens_of(&mut self, intents: &HashSet<String>) -> Result<u64> {
         if intents.is_empty() {
             return Ok(0);
