@@ -19,8 +19,9 @@ use crate::protocol::Status;
 use crate::records::IntentRecord;
 use crate::store::{Reads as _, StoreError, Tx};
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::{Mutex, PoisonError};
 
 /// A change of the engine staged by [`Writes::put_intent`].
 enum EngineOp {
@@ -146,6 +147,84 @@ impl Writes<'_, '_> {
         self.tx.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
+    }
+}
+
+/// One intent write waiting for a batch ([`Base::write_batched`]): runs its closure
+/// (again, when the batch it was in is run again without a write that failed) and hands
+/// its outcome to its caller.
+trait Job: Send {
+    /// Runs the write in `w`, keeping its output.
+    fn run(&mut self, w: &mut Writes<'_, '_>) -> Result<()>;
+    /// Sends the kept output (when `failed` is `None`) or `failed` to the caller.
+    fn finish(self: Box<Self>, failed: Option<ServiceError>);
+}
+
+/// A [`Job`] of a closure `F` with output `T`.
+struct Typed<T, F> {
+    f: F,
+    out: Option<T>,
+    reply: SyncSender<Result<T>>,
+}
+
+impl<T: Send, F: FnMut(&mut Writes<'_, '_>) -> Result<T> + Send> Job for Typed<T, F> {
+    fn run(&mut self, w: &mut Writes<'_, '_>) -> Result<()> {
+        self.out = Some((self.f)(w)?);
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, failed: Option<ServiceError>) {
+        let out = match failed {
+            Some(e) => Err(e),
+            None => self.out.take().ok_or(ServiceError::Store(StoreError::Unavailable)),
+        };
+        // The caller waits for it unless it is gone (a panic): nothing to tell then.
+        let _ = self.reply.send(out);
+    }
+}
+
+/// A queued job and its caller's receiver.
+fn job<T: Send + 'static>(
+    f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+) -> (Box<dyn Job>, Receiver<Result<T>>) {
+    let (reply, rx) = sync_channel(1);
+    (Box::new(Typed { f, out: None, reply }), rx)
+}
+
+/// The intent writes waiting for the next batch, and what the batches did.
+#[derive(Default)]
+pub(super) struct Batches {
+    queue: Mutex<Vec<Box<dyn Job>>>,
+    /// Batches committed.
+    batches: AtomicU64,
+    /// Writes committed in them.
+    writes: AtomicU64,
+    /// The most writes one batch held.
+    largest: AtomicU64,
+}
+
+/// What the intent-write batches did since start ([`Base::batch_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchStats {
+    /// Batches committed (each one durable commit).
+    pub batches: u64,
+    /// Writes committed in them (a write refused by its own rule is not counted).
+    pub writes: u64,
+    /// The most writes one batch held.
+    pub largest: u64,
+}
+
+/// Why a batch's transaction did not commit.
+enum BatchFailed {
+    /// The job at this index failed: the others run again without it.
+    Job(usize, ServiceError),
+    /// The store failed (beginning or committing the transaction).
+    Store(StoreError),
+}
+
+impl From<StoreError> for BatchFailed {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
     }
 }
 
@@ -319,13 +398,7 @@ impl Base {
             staged = std::mem::take(&mut w.ops);
             r
         })?;
-        for op in staged {
-            match op {
-                EngineOp::Upsert(i, rec) => self.apply(&rec.id.clone(), Some(*rec), Some(*i)),
-                EngineOp::Remove(id) => self.apply(&id, None, None),
-                EngineOp::Record(rec) => self.active.put(*rec),
-            }
-        }
+        self.apply_ops(staged);
         // Durable before it returns, but waited for outside the lock, so that concurrent
         // intent writes share one fsync (group commit, see `Store::sync`).
         drop(serial);
@@ -334,6 +407,116 @@ impl Base {
             return Err(E::from(e));
         }
         Ok(out)
+    }
+
+    /// Applies the engine changes a committed write staged, in order.
+    fn apply_ops(&self, ops: Vec<EngineOp>) {
+        for op in ops {
+            match op {
+                EngineOp::Upsert(i, rec) => self.apply(&rec.id.clone(), Some(*rec), Some(*i)),
+                EngineOp::Remove(id) => self.apply(&id, None, None),
+                EngineOp::Record(rec) => self.active.put(*rec),
+            }
+        }
+    }
+
+    /// [`Base::write`] as one of a batch (true group commit; see the module docs): the
+    /// intent writes that arrive while another batch holds the intent-write lock wait
+    /// in a queue, and the next caller to take the lock runs all of them, in arrival
+    /// order, in one write transaction with one durable commit
+    /// ([`crate::store::Store::write_durable`]), applies their engine changes and sends
+    /// each caller its own outcome; a caller returns once its write is durable. Each
+    /// write sees the ones before it in its batch, so the per-person cap holds as with
+    /// one write at a time. A write whose closure fails leaves nothing: the batch's
+    /// transaction is dropped and the others run again, in a new one, without it — so
+    /// `f` may run more than once and must only write through `w` (tokens and ids are
+    /// made before). On PostgreSQL, where a commit is durable by itself, this is
+    /// [`Base::write`].
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors of the batch's commit (every write of the batch
+    /// fails with it and the engine is rebuilt from the store); as [`Base::write`] while
+    /// the engine waits for a rebuild.
+    pub fn write_batched<T: Send + 'static>(
+        &self,
+        mut f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        if self.store.durable_at_commit() {
+            return self.write(|w| f(w));
+        }
+        let (job, rx) = job(f);
+        self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner).push(job);
+        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        // A batch sends every outcome before it lets the lock go: no outcome yet means
+        // this write is still queued, and this caller runs the next batch.
+        match rx.try_recv() {
+            Ok(out) => return out,
+            Err(TryRecvError::Disconnected) => return Err(StoreError::Unavailable.into()),
+            Err(TryRecvError::Empty) => {}
+        }
+        let jobs = std::mem::take(&mut *self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner));
+        self.run_batch(jobs);
+        drop(serial);
+        rx.try_recv().unwrap_or(Err(ServiceError::Store(StoreError::Unavailable)))
+    }
+
+    /// Runs `jobs` as one batch (see [`Base::write_batched`]), with the intent-write lock
+    /// held, and sends every job its outcome.
+    fn run_batch(&self, mut jobs: Vec<Box<dyn Job>>) {
+        if self.engine_stale.load(Ordering::SeqCst) {
+            if let Err(e) = self.resync_locked() {
+                let e = match e {
+                    ServiceError::Store(e) => e,
+                    _ => StoreError::Unavailable,
+                };
+                return fail_all(jobs, e);
+            }
+        }
+        while !jobs.is_empty() {
+            let mut committing = false;
+            let out = self.store.write_durable(|tx| -> Result<Vec<Vec<EngineOp>>, BatchFailed> {
+                let mut staged = Vec::with_capacity(jobs.len());
+                for (i, job) in jobs.iter_mut().enumerate() {
+                    let mut w = Writes { tx, base: self, ops: Vec::new() };
+                    match job.run(&mut w) {
+                        Ok(()) => staged.push(w.ops),
+                        Err(e) => return Err(BatchFailed::Job(i, e)),
+                    }
+                }
+                committing = true;
+                Ok(staged)
+            });
+            match out {
+                Ok(staged) => {
+                    staged.into_iter().for_each(|ops| self.apply_ops(ops));
+                    let n = jobs.len() as u64;
+                    self.batches.batches.fetch_add(1, Ordering::Relaxed);
+                    self.batches.writes.fetch_add(n, Ordering::Relaxed);
+                    self.batches.largest.fetch_max(n, Ordering::Relaxed);
+                    jobs.into_iter().for_each(|j| j.finish(None));
+                    return;
+                }
+                Err(BatchFailed::Job(i, e)) => jobs.remove(i).finish(Some(e)),
+                Err(BatchFailed::Store(e)) => {
+                    // A failed durable commit may also lose the earlier writes of
+                    // `Base::write` that are not durable yet: the engine follows the store.
+                    if committing {
+                        let _ = self.resync_locked();
+                    }
+                    return fail_all(jobs, e);
+                }
+            }
+        }
+    }
+
+    /// What the intent-write batches did since start (for `/readyz` and the tests).
+    pub fn batch_stats(&self) -> BatchStats {
+        let b = &self.batches;
+        BatchStats {
+            batches: b.batches.load(Ordering::Relaxed),
+            writes: b.writes.load(Ordering::Relaxed),
+            largest: b.largest.load(Ordering::Relaxed),
+        }
     }
 
     /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
@@ -351,6 +534,17 @@ impl Base {
             let mut w = Writes { tx, base: self, ops: Vec::new() };
             f(&mut w)
         })
+    }
+}
+
+/// Fails every job of a batch with the store's error `e` (the first gets `e` itself,
+/// the others [`StoreError::shared`]: their writes were in the same failed commit).
+fn fail_all(jobs: Vec<Box<dyn Job>>, e: StoreError) {
+    let others = e.shared();
+    let mut first = Some(e);
+    for j in jobs {
+        let e = first.take().unwrap_or_else(|| others.shared());
+        j.finish(Some(e.into()));
     }
 }
 

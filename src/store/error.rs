@@ -28,6 +28,13 @@ impl std::fmt::Display for DbError {
     }
 }
 
+impl DbError {
+    /// redb's "previous I/O error" (not counted as a new I/O failure).
+    pub(super) fn previous_io() -> Self {
+        Self(Engine::Redb(redb::Error::PreviousIo))
+    }
+}
+
 impl std::error::Error for DbError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.0 {

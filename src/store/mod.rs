@@ -285,6 +285,15 @@ impl Handle {
         }
     }
 
+    /// Notes that a commit with immediate durability made every write numbered up to
+    /// `seq` durable, and wakes the callers waiting in [`Handle::sync_through`].
+    fn durable_through(&self, seq: u64) {
+        let mut g = self.lock_group();
+        g.durable = g.durable.max(seq);
+        drop(g);
+        self.synced.notify_all();
+    }
+
     /// One empty write transaction with immediate durability: every commit before it is
     /// durable when it returns. The number of the last write it covers.
     fn durable_commit(&self) -> Result<u64> {
@@ -293,6 +302,21 @@ impl Handle {
         let through = self.lock_group().committed;
         txn.commit()?;
         Ok(through)
+    }
+}
+
+impl StoreError {
+    /// The error to give every write of a transaction that failed with `self`, beside
+    /// the one that got `self`: redb's "previous I/O error" for an engine error (the
+    /// handle is latched until it is reopened), the same error for a record that does not
+    /// encode or decode, else [`StoreError::Unavailable`] (retry later).
+    pub fn shared(&self) -> StoreError {
+        match self {
+            Self::Db(_) => Self::Db(DbError::previous_io()),
+            Self::Corrupt(k, c) => Self::Corrupt(k.clone(), c.clone()),
+            Self::Encode(t, c) => Self::Encode(t.clone(), c.clone()),
+            _ => Self::Unavailable,
+        }
     }
 }
 
@@ -409,6 +433,37 @@ impl Store {
             self.note(io_failed, io_failed.then_some(false));
         }
         out
+    }
+
+    /// Runs `f` in one write transaction committed with immediate durability when it
+    /// returns `Ok` (on `Err` nothing is written): durable when this returns, and so is
+    /// every write committed before it (the shared durable commit of [`Store::sync`] has
+    /// nothing left to do for them). One commit where [`Store::write`] makes two; for a
+    /// caller that gathers many writes into one transaction (the intent-write batches
+    /// of `base::write`). On PostgreSQL as [`Store::write`] (a commit is durable).
+    ///
+    /// # Errors
+    /// As [`Store::write`]; a failed commit may lose every write not yet durable.
+    pub fn write_durable<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        if let Some(pool) = &self.pg {
+            return pg::write(pool, true, f);
+        }
+        let (out, io_failed) = self.on_handle(|db| {
+            let txn = db.begin_write().map_err(StoreError::from)?;
+            let out = f(&mut Tx { txn: TxTxn::Redb(&txn) })?;
+            let seq = db.next_seq();
+            txn.commit().map_err(StoreError::from)?;
+            db.durable_through(seq);
+            Ok(out)
+        })?;
+        self.note(io_failed, Some(out.is_ok()).filter(|ok| *ok || io_failed));
+        out
+    }
+
+    /// Whether a commit is durable by itself (PostgreSQL), so that batching writes saves
+    /// nothing.
+    pub fn durable_at_commit(&self) -> bool {
+        self.pg.is_some()
     }
 
     /// Waits until the write of `pending` is durable (group commit): when no durable
