@@ -12,6 +12,23 @@
 //! ([`Base::resync`]); until a rebuild succeeds every intent write first tries it again
 //! and fails without writing, so nothing is matched against intents the store does not
 //! hold. The caller gets the durable commit's error either way.
+//!
+//! **True group commit** ([`Base::write_batched`], the hot intent writes: drafts on
+//! `/mcp` and publishes on `/mcp/buyer`). A caller queues its write (an owned, re-runnable
+//! closure: no borrowed closure can run on another thread without `unsafe`) and takes
+//! the intent-write lock; whoever holds it runs every queued write, in arrival order, in
+//! one redb write transaction committed with immediate durability
+//! ([`crate::store::Store::write_durable`]: one commit, one fsync for the batch), applies
+//! their engine changes after that durable commit and sends each caller its own outcome
+//! before it lets the lock go — so a caller that then gets the lock finds its outcome
+//! there, or its write still queued and runs the next batch. Writes arriving during a
+//! batch's fsync make up the next one. Each write sees the ones before it, so the
+//! per-person cap is exact. redb's savepoints cannot be taken in a transaction that has
+//! written, so a write that fails is isolated by dropping the batch's transaction and
+//! running the others again, in a new one, without it (only when one fails). A failed
+//! durable commit fails every write of the batch and rebuilds the engine from the store
+//! as above (the earlier writes of [`Base::write`] that were not durable yet may be gone
+//! too).
 
 use super::{floor_micros, person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
@@ -619,6 +636,122 @@ mod tests {
         let stored = in_step(&b, &["int_a", "int_b", "int_c"]);
         assert!(stored.contains(&"int_c".to_owned()) && stored.contains(&"int_a".to_owned()), "{stored:?}");
         assert!(!b.engine_stale());
+    }
+
+    /// A queued job writing `rec` (active) and a token for it; its receiver.
+    fn put_job(rec: IntentRecord) -> (Box<dyn Job>, Receiver<Result<()>>) {
+        job(move |w| {
+            w.put_token(&format!("hash_{}", rec.id), &rec.id)?;
+            w.put_intent(&rec, true)
+        })
+    }
+
+    /// Runs `jobs` as one batch, as the caller holding the intent-write lock does.
+    fn batch(b: &Base, jobs: Vec<Box<dyn Job>>) {
+        let _serial = b.intent_writes.lock().unwrap();
+        b.run_batch(jobs);
+    }
+
+    #[test]
+    fn a_failed_durable_commit_of_a_batch_leaves_the_engine_as_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, faults) = faulty_base(dir.path());
+        b.write_batched(|w| w.put_intent(&active("int_a"), true)).unwrap();
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 1, largest: 1 });
+
+        // Two writes in one transaction whose commit fails: both fail, neither is in the
+        // store (reopened at its last durable commit) nor in the engine.
+        let (jobs, rxs): (Vec<_>, Vec<_>) = ["int_b", "int_c"].map(|id| put_job(active(id))).into_iter().unzip();
+        faults.fail_next_write();
+        batch(&b, jobs);
+        assert!(!faults.armed(), "the injected failure came");
+        for rx in rxs {
+            let e = rx.try_recv().unwrap().unwrap_err();
+            assert!(matches!(e, ServiceError::Store(StoreError::Db(_))), "{e}");
+        }
+        assert_eq!(in_step(&b, &["int_a", "int_b", "int_c"]), vec!["int_a"], "the failed batch is gone");
+        assert!(b.store.read(|rx| rx.token("hash_int_b")).unwrap().is_none());
+        assert!(!b.engine_stale());
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 1, largest: 1 }, "a failed batch is not counted");
+
+        // The next batch commits.
+        let (jobs, rxs): (Vec<_>, Vec<_>) = ["int_d", "int_e"].map(|id| put_job(active(id))).into_iter().unzip();
+        batch(&b, jobs);
+        rxs.iter().for_each(|rx| rx.try_recv().unwrap().unwrap());
+        assert_eq!(in_step(&b, &["int_a", "int_d", "int_e"]), vec!["int_a", "int_d", "int_e"]);
+        assert_eq!(b.batch_stats(), BatchStats { batches: 2, writes: 3, largest: 2 });
+    }
+
+    #[test]
+    fn a_failing_write_leaves_nothing_and_keeps_the_others_of_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = crate::base::test_base(dir.path());
+        b.settings.quotas.active_intents_per_person = 1;
+        let of = |id: &str| IntentRecord { person: Some("per_x".into()), ..active(id) };
+        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        // The middle one writes its token, then is refused at the cap.
+        let (jobs, rxs): (Vec<_>, Vec<_>) =
+            [active("int_a"), of("int_b"), active("int_c")].map(put_job).into_iter().unzip();
+        batch(&b, jobs);
+        let outs: Vec<_> = rxs.iter().map(|rx| rx.try_recv().unwrap()).collect();
+        assert!(outs[0].is_ok() && outs[2].is_ok(), "{outs:?}");
+        assert!(matches!(outs[1], Err(ServiceError::PersonCap { limit: 1 })), "{outs:?}");
+        assert_eq!(in_step(&b, &["int_a", "int_b", "int_c", "int_x"]), vec!["int_a", "int_c", "int_x"]);
+        let tokens = ["int_a", "int_b", "int_c"].map(|id| b.store.read(|rx| rx.token(&format!("hash_{id}"))).unwrap());
+        assert_eq!(
+            tokens,
+            [Some("int_a".to_owned()), None, Some("int_c".to_owned())],
+            "the refused write left no token"
+        );
+        assert!(b.store.read(|rx| rx.intent::<IntentRecord>("int_b")).unwrap().is_none());
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 2, largest: 2 }, "one commit for both");
+    }
+
+    #[test]
+    fn one_batch_of_one_persons_writes_stops_exactly_at_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = crate::base::test_base(dir.path());
+        b.settings.quotas.active_intents_per_person = 3;
+        let ids: Vec<String> = (0..7).map(|i| format!("int_{i}")).collect();
+        let (jobs, rxs): (Vec<_>, Vec<_>) =
+            ids.iter().map(|id| put_job(IntentRecord { person: Some("per_x".into()), ..active(id) })).unzip();
+        let commits = b.store.commits().unwrap();
+        batch(&b, jobs);
+        let outs: Vec<_> = rxs.iter().map(|rx| rx.try_recv().unwrap()).collect();
+        assert!(outs[..3].iter().all(Result::is_ok), "{outs:?}");
+        assert!(outs[3..].iter().all(|o| matches!(o, Err(ServiceError::PersonCap { limit: 3 }))), "{outs:?}");
+        assert_eq!(b.store.read(|rx| rx.person_active("per_x", 0, "", 10)).unwrap(), 3);
+        assert_eq!(in_step(&b, &["int_0", "int_3"]), vec!["int_0", "int_1", "int_2"]);
+        assert_eq!(b.store.commits().unwrap() - commits, 1, "one durable commit for the batch");
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 3, largest: 3 });
+    }
+
+    #[test]
+    fn concurrent_batched_writes_each_return_their_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(crate::base::test_base(dir.path()));
+        let outs: Vec<Result<String>> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..16)
+                .map(|i| {
+                    let b = b.clone();
+                    s.spawn(move || {
+                        let id = format!("int_{i:02}");
+                        b.write_batched(move |w| {
+                            w.put_intent(&active(&id), true)?;
+                            Ok(id.clone())
+                        })
+                    })
+                })
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        let got: Vec<String> = outs.into_iter().map(Result::unwrap).collect();
+        let want: Vec<String> = (0..16).map(|i| format!("int_{i:02}")).collect();
+        assert_eq!(got, want, "each caller its own outcome");
+        assert_eq!(in_step(&b, &[]), want);
+        let st = b.batch_stats();
+        assert_eq!(st.writes, 16, "{st:?}");
+        assert!(st.batches <= 16 && st.largest >= 1, "{st:?}");
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //!
 //! A write that a tool call acknowledges is on disk when the call returns: each write
 //! transaction commits without an fsync, and [`Store::sync`] then waits for one durable
-//! commit that covers it, shared by every write committed meanwhile (group commit). Records are JSON values; secrets appear
+//! commit that covers it, shared by every write committed meanwhile (group commit);
+//! [`Store::write_durable`] commits its transaction durably itself, for a caller that
+//! gathers many writes into one (the intent-write batches of `base::write`, true group
+//! commit), and counts as that durable commit for every write before it. Records are JSON values; secrets appear
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
 //!
