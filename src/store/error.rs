@@ -28,13 +28,6 @@ impl std::fmt::Display for DbError {
     }
 }
 
-impl DbError {
-    /// redb's "previous I/O error" (not counted as a new I/O failure).
-    pub(super) fn previous_io() -> Self {
-        Self(Engine::Redb(redb::Error::PreviousIo))
-    }
-}
-
 impl std::error::Error for DbError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.0 {
@@ -111,6 +104,21 @@ impl StoreError {
             e = x.source();
         }
         self.to_string().contains("Permission denied")
+    }
+}
+
+impl StoreError {
+    /// The error to give every write of a transaction that failed with `self`, beside
+    /// the one that got `self`: redb's "previous I/O error" for an engine error (the
+    /// handle is latched until it is reopened), the same error for a record that does not
+    /// encode or decode, else [`StoreError::Unavailable`] (retry later).
+    pub fn shared(&self) -> StoreError {
+        match self {
+            Self::Db(_) => Self::Db(DbError(Engine::Redb(redb::Error::PreviousIo))),
+            Self::Corrupt(k, c) => Self::Corrupt(k.clone(), c.clone()),
+            Self::Encode(t, c) => Self::Encode(t.clone(), c.clone()),
+            _ => Self::Unavailable,
+        }
     }
 }
 

@@ -39,6 +39,7 @@ mod dump;
 mod error;
 #[cfg(test)]
 pub(crate) mod faults;
+mod group;
 mod intent_times;
 mod intents;
 mod keymeta;
@@ -66,6 +67,8 @@ pub use changes::{ChangeKind, ChangeListener, Changes, FEED_CHANNEL, FEED_PAGE};
 pub use deliveries::DeliveryLog;
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
+use group::Handle;
+pub use group::Pending;
 pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
 pub use lead::{LEADER_LOCK, LEAD_RETRY};
@@ -191,21 +194,6 @@ pub struct Writable {
     pub free_bytes: Option<u64>,
 }
 
-/// A committed write that is not yet known to be durable: pass it to [`Store::sync`]
-/// before acknowledging the write.
-#[must_use = "a write is durable only after Store::sync"]
-pub struct Pending {
-    /// The redb handle it was committed on (`None`: PostgreSQL, durable at commit).
-    handle: Option<Arc<Handle>>,
-    seq: u64,
-}
-
-impl std::fmt::Debug for Pending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending").field("seq", &self.seq).finish()
-    }
-}
-
 /// A handle lent to one call (see [`Store::lend`]).
 struct Lease {
     db: Arc<Handle>,
@@ -217,108 +205,6 @@ impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(key) = self.outer {
             LENT.with(|l| l.borrow_mut().retain(|(k, _)| *k != key));
-        }
-    }
-}
-
-/// An open database with its group-commit state (see [`Store::sync`]).
-struct Handle {
-    db: Database,
-    group: Mutex<Group>,
-    /// Signalled when a durable commit ends.
-    synced: Condvar,
-}
-
-/// The group-commit counters of one handle.
-#[derive(Default)]
-struct Group {
-    /// The number of the last write transaction committed (not yet durable perhaps).
-    committed: u64,
-    /// Every write numbered up to this one is durable.
-    durable: u64,
-    /// A durable commit is under way.
-    flushing: bool,
-}
-
-impl std::ops::Deref for Handle {
-    type Target = Database;
-    fn deref(&self) -> &Database {
-        &self.db
-    }
-}
-
-impl Handle {
-    fn new(db: Database) -> Self {
-        Self { db, group: Mutex::new(Group::default()), synced: Condvar::new() }
-    }
-
-    fn lock_group(&self) -> MutexGuard<'_, Group> {
-        self.group.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The number of the write about to commit (called under redb's write lock).
-    fn next_seq(&self) -> u64 {
-        let mut g = self.lock_group();
-        g.committed += 1;
-        g.committed
-    }
-
-    /// Blocks until the write numbered `seq` is durable, making a durable commit when
-    /// none is under way.
-    fn sync_through(&self, seq: u64) -> Result<()> {
-        let mut g = self.lock_group();
-        loop {
-            if g.durable >= seq {
-                return Ok(());
-            }
-            if !g.flushing {
-                g.flushing = true;
-                drop(g);
-                let flushed = self.durable_commit();
-                g = self.lock_group();
-                g.flushing = false;
-                if let Ok(through) = flushed {
-                    g.durable = g.durable.max(through);
-                }
-                self.synced.notify_all();
-                flushed?;
-                continue;
-            }
-            g = self.synced.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// Notes that a commit with immediate durability made every write numbered up to
-    /// `seq` durable, and wakes the callers waiting in [`Handle::sync_through`].
-    fn durable_through(&self, seq: u64) {
-        let mut g = self.lock_group();
-        g.durable = g.durable.max(seq);
-        drop(g);
-        self.synced.notify_all();
-    }
-
-    /// One empty write transaction with immediate durability: every commit before it is
-    /// durable when it returns. The number of the last write it covers.
-    fn durable_commit(&self) -> Result<u64> {
-        let txn = self.db.begin_write()?;
-        // Under redb's write lock: every numbered write has committed or failed.
-        let through = self.lock_group().committed;
-        txn.commit()?;
-        Ok(through)
-    }
-}
-
-impl StoreError {
-    /// The error to give every write of a transaction that failed with `self`, beside
-    /// the one that got `self`: redb's "previous I/O error" for an engine error (the
-    /// handle is latched until it is reopened), the same error for a record that does not
-    /// encode or decode, else [`StoreError::Unavailable`] (retry later).
-    pub fn shared(&self) -> StoreError {
-        match self {
-            Self::Db(_) => Self::Db(DbError::previous_io()),
-            Self::Corrupt(k, c) => Self::Corrupt(k.clone(), c.clone()),
-            Self::Encode(t, c) => Self::Encode(t.clone(), c.clone()),
-            _ => Self::Unavailable,
         }
     }
 }
