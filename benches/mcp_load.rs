@@ -19,7 +19,9 @@
 //!   installed), both on one generated catalogue (`ISTO_BENCH_STORE_OFFERS`, default
 //!   10 000), loaded in turn with 2026-07-28 `intent_get_intent`, `intent_search_offers`
 //!   and `intent_publish_intent`; the database cluster's CPU (postmaster and backends)
-//!   is measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part.
+//!   is measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part;
+//!   `ISTO_BENCH_MCP_ONLY=publish` only the durable publish rows with redb's one-row
+//!   commit rate and the writes per durable commit (group commit).
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
@@ -939,6 +941,10 @@ mod run {
             stores_report(&rows, &out_dir);
             return;
         }
+        if std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("publish") {
+            publish_only(&bin, &work, &server_cpu, redb, &|t, c| local.block_on(&rt, load(t, c, warm, measure)));
+            return;
+        }
 
         // The floors.
         {
@@ -1079,6 +1085,63 @@ mod run {
         report(&rows, redb, idle_rss, after_rss, big_rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);
+    }
+
+    /// `ISTO_BENCH_MCP_ONLY=publish`: only the durable publish rows (both modes, 16 and
+    /// 64 connections) on a fresh store without offers, with redb's one-row durable
+    /// commit rate of the same run, the ratio, and the writes per durable commit that
+    /// isto's `/readyz` reports on its metrics listener (`writeBatches`; `-` for an isto
+    /// without it).
+    fn publish_only(bin: &Path, work: &Path, cpu: &str, redb: f64, run: &dyn Fn(&Target, usize) -> Row) {
+        let dir = work.join("isto-publish");
+        let (port, metrics) = (free_port(), free_port());
+        let cfg = isto_config(&dir, port);
+        let mut text = std::fs::read_to_string(&cfg).unwrap();
+        text.insert_str(0, &format!("metrics_listen = \"127.0.0.1:{metrics}\"\n"));
+        std::fs::write(&cfg, text).unwrap();
+        let (s, _, _) = start_isto(bin, &cfg, port, cpu, &dir.join("serve.log"));
+        let batches = || -> Option<(u64, u64)> {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", metrics)).ok()?;
+            c.write_all(b"GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut c, &mut out).ok()?;
+            let v: Value = serde_json::from_str(out.split_once("\r\n\r\n")?.1).ok()?;
+            let b = &v["checks"]["store"]["writeBatches"];
+            Some((b["batches"].as_u64()?, b["writes"].as_u64()?))
+        };
+        println!("\n| publish | conns | req/s | p50 ms | p99 ms | CPU µs/req | × redb one-row commits | writes per durable commit | errors |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+            let t = Target {
+                name: format!("isto intent_publish_intent (durable), {rev}"),
+                addr: s.addr,
+                pid: isto_pid(&s),
+                mode,
+                tool: "intent_publish_intent",
+                db: None,
+                args: Arc::new(publish_args),
+            };
+            for c in [16usize, 64] {
+                let before = batches();
+                let r = run(&t, c);
+                let per = match (before, batches()) {
+                    (Some((b0, w0)), Some((b1, w1))) if b1 > b0 => {
+                        format!("{:.2}", (w1 - w0) as f64 / (b1 - b0) as f64)
+                    }
+                    _ => "-".to_owned(),
+                };
+                println!(
+                    "| {rev} | {c} | {:.0} | {:.2} | {:.2} | {:.1} | {:.2} | {per} | {} |",
+                    r.rps,
+                    r.p50_us / 1e3,
+                    r.p99_us / 1e3,
+                    r.cpu_us,
+                    r.rps / redb,
+                    r.errors
+                );
+            }
+        }
+        println!("redb one-row durable commits (same run, same disk): {redb:.0}/s; isto binary {}", bin.display());
     }
 
     /// isto on redb beside isto on PostgreSQL (a throw-away cluster started as the tests

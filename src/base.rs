@@ -28,7 +28,7 @@ pub mod person;
 pub mod quota;
 mod write;
 
-pub use write::Writes;
+pub use write::{BatchStats, Writes};
 
 /// A failure of a domain operation, split by who should see what.
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +136,8 @@ pub struct Base {
     active: active::ActiveSet,
     /// Held across every intent write transaction and the engine update after it.
     intent_writes: Mutex<()>,
+    /// The intent writes waiting for the next batch ([`Base::write_batched`]).
+    batches: write::Batches,
     /// The store's one key to intent writes (`None` when another base over the same
     /// store took it first: then every intent write fails, and `engine_failure` says why).
     intent_key: Option<IntentKey>,
@@ -195,6 +197,7 @@ impl Base {
             quotas,
             active: Default::default(),
             intent_writes: Mutex::new(()),
+            batches: Default::default(),
             intent_key,
             engine_stale: AtomicBool::new(false),
             engine_failure: None,

@@ -28,14 +28,16 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// ```json
 /// {"status": "ready" | "not_ready",
 ///  "checks": {"store": {"writable": true, "probed": false, "busy": false, "lastWriteAgeSecs": 3,
-///                       "freeBytes": 52428800},
+///                       "freeBytes": 52428800, "writeBatches": {"batches": 40, "writes": 95, "largest": 6}},
 ///             "outbox": {"backlog": 0, "oldestAgeSecs": 0, "dropped": 0},
 ///             "index": {"inStep": true, "updating": false, "opening": false, "generation": 4, "storeGeneration": 4,
 ///                       "offers": 120},
 ///             "pool": {"size": 8, "inUse": 1, "idle": 3, "waits": 0, "waitTimeouts": 0, "connectionErrors": 0}}}
 /// ```
 ///
-/// `pool` and `feed` are there on PostgreSQL only: the store's connections
+/// `writeBatches` counts, since start, the intent writes committed in batches (drafts
+/// and `/mcp/buyer` publishes, one durable commit per batch: [`crate::base::BatchStats`]);
+/// it informs and never decides readiness. `pool` and `feed` are there on PostgreSQL only: the store's connections
 /// ([`crate::store::PoolStats`]), which inform and never decide readiness (a lost
 /// database already fails the store check); and the change feed
 /// (`{"inStep": true, "version": 42, "applied": 42, "lastInStepSecs": 0, "notifications": 40}`): a replica
@@ -49,7 +51,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn readiness(holder: &AppState) -> (bool, Value) {
     let w = holder.base.store().writable(READY_FRESH);
     let store = json!({"writable": w.ok, "probed": w.probed, "busy": w.busy, "lastWriteAgeSecs": w.age_secs,
-                       "freeBytes": w.free_bytes});
+                       "freeBytes": w.free_bytes, "writeBatches": batches(holder)});
     let outbox = match holder.base.outbox().backlog() {
         Ok(b) => json!({"backlog": b.jobs, "oldestAgeSecs": b.oldest_age_secs, "dropped": b.dropped}),
         Err(e) => {
@@ -69,6 +71,12 @@ pub fn readiness(holder: &AppState) -> (bool, Value) {
                                 "waitTimeouts": p.wait_timeouts, "connectionErrors": p.connection_errors});
     }
     (ready, json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks}))
+}
+
+/// The `writeBatches` of [`readiness`].
+fn batches(holder: &AppState) -> Value {
+    let b = holder.base.batch_stats();
+    json!({"batches": b.batches, "writes": b.writes, "largest": b.largest})
 }
 
 /// Whether the holder is ready, as [`readiness`] decides it, without reading what does

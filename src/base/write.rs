@@ -12,6 +12,23 @@
 //! ([`Base::resync`]); until a rebuild succeeds every intent write first tries it again
 //! and fails without writing, so nothing is matched against intents the store does not
 //! hold. The caller gets the durable commit's error either way.
+//!
+//! **True group commit** ([`Base::write_batched`], the hot intent writes: drafts on
+//! `/mcp` and publishes on `/mcp/buyer`). A caller queues its write (an owned, re-runnable
+//! closure: no borrowed closure can run on another thread without `unsafe`) and takes
+//! the intent-write lock; whoever holds it runs every queued write, in arrival order, in
+//! one redb write transaction committed with immediate durability
+//! ([`crate::store::Store::write_durable`]: one commit, one fsync for the batch), applies
+//! their engine changes after that durable commit and sends each caller its own outcome
+//! before it lets the lock go — so a caller that then gets the lock finds its outcome
+//! there, or its write still queued and runs the next batch. Writes arriving during a
+//! batch's fsync make up the next one. Each write sees the ones before it, so the
+//! per-person cap is exact. redb's savepoints cannot be taken in a transaction that has
+//! written, so a write that fails is isolated by dropping the batch's transaction and
+//! running the others again, in a new one, without it (only when one fails). A failed
+//! durable commit fails every write of the batch and rebuilds the engine from the store
+//! as above (the earlier writes of [`Base::write`] that were not durable yet may be gone
+//! too).
 
 use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
@@ -19,8 +36,9 @@ use crate::protocol::Status;
 use crate::records::IntentRecord;
 use crate::store::{Reads as _, StoreError, Tx};
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::{Mutex, PoisonError};
 
 /// A change of the engine staged by [`Writes::put_intent`].
 enum EngineOp {
@@ -146,6 +164,84 @@ impl Writes<'_, '_> {
         self.tx.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
+    }
+}
+
+/// One intent write waiting for a batch ([`Base::write_batched`]): runs its closure
+/// (again, when the batch it was in is run again without a write that failed) and hands
+/// its outcome to its caller.
+trait Job: Send {
+    /// Runs the write in `w`, keeping its output.
+    fn run(&mut self, w: &mut Writes<'_, '_>) -> Result<()>;
+    /// Sends the kept output (when `failed` is `None`) or `failed` to the caller.
+    fn finish(self: Box<Self>, failed: Option<ServiceError>);
+}
+
+/// A [`Job`] of a closure `F` with output `T`.
+struct Typed<T, F> {
+    f: F,
+    out: Option<T>,
+    reply: SyncSender<Result<T>>,
+}
+
+impl<T: Send, F: FnMut(&mut Writes<'_, '_>) -> Result<T> + Send> Job for Typed<T, F> {
+    fn run(&mut self, w: &mut Writes<'_, '_>) -> Result<()> {
+        self.out = Some((self.f)(w)?);
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, failed: Option<ServiceError>) {
+        let out = match failed {
+            Some(e) => Err(e),
+            None => self.out.take().ok_or(ServiceError::Store(StoreError::Unavailable)),
+        };
+        // The caller waits for it unless it is gone (a panic): nothing to tell then.
+        let _ = self.reply.send(out);
+    }
+}
+
+/// A queued job and its caller's receiver.
+fn job<T: Send + 'static>(
+    f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+) -> (Box<dyn Job>, Receiver<Result<T>>) {
+    let (reply, rx) = sync_channel(1);
+    (Box::new(Typed { f, out: None, reply }), rx)
+}
+
+/// The intent writes waiting for the next batch, and what the batches did.
+#[derive(Default)]
+pub(super) struct Batches {
+    queue: Mutex<Vec<Box<dyn Job>>>,
+    /// Batches committed.
+    batches: AtomicU64,
+    /// Writes committed in them.
+    writes: AtomicU64,
+    /// The most writes one batch held.
+    largest: AtomicU64,
+}
+
+/// What the intent-write batches did since start ([`Base::batch_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchStats {
+    /// Batches committed (each one durable commit).
+    pub batches: u64,
+    /// Writes committed in them (a write refused by its own rule is not counted).
+    pub writes: u64,
+    /// The most writes one batch held.
+    pub largest: u64,
+}
+
+/// Why a batch's transaction did not commit.
+enum BatchFailed {
+    /// The job at this index failed: the others run again without it.
+    Job(usize, ServiceError),
+    /// The store failed (beginning or committing the transaction).
+    Store(StoreError),
+}
+
+impl From<StoreError> for BatchFailed {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
     }
 }
 
@@ -319,13 +415,7 @@ impl Base {
             staged = std::mem::take(&mut w.ops);
             r
         })?;
-        for op in staged {
-            match op {
-                EngineOp::Upsert(i, rec) => self.apply(&rec.id.clone(), Some(*rec), Some(*i)),
-                EngineOp::Remove(id) => self.apply(&id, None, None),
-                EngineOp::Record(rec) => self.active.put(*rec),
-            }
-        }
+        self.apply_ops(staged);
         // Durable before it returns, but waited for outside the lock, so that concurrent
         // intent writes share one fsync (group commit, see `Store::sync`).
         drop(serial);
@@ -334,6 +424,116 @@ impl Base {
             return Err(E::from(e));
         }
         Ok(out)
+    }
+
+    /// Applies the engine changes a committed write staged, in order.
+    fn apply_ops(&self, ops: Vec<EngineOp>) {
+        for op in ops {
+            match op {
+                EngineOp::Upsert(i, rec) => self.apply(&rec.id.clone(), Some(*rec), Some(*i)),
+                EngineOp::Remove(id) => self.apply(&id, None, None),
+                EngineOp::Record(rec) => self.active.put(*rec),
+            }
+        }
+    }
+
+    /// [`Base::write`] as one of a batch (true group commit; see the module docs): the
+    /// intent writes that arrive while another batch holds the intent-write lock wait
+    /// in a queue, and the next caller to take the lock runs all of them, in arrival
+    /// order, in one write transaction with one durable commit
+    /// ([`crate::store::Store::write_durable`]), applies their engine changes and sends
+    /// each caller its own outcome; a caller returns once its write is durable. Each
+    /// write sees the ones before it in its batch, so the per-person cap holds as with
+    /// one write at a time. A write whose closure fails leaves nothing: the batch's
+    /// transaction is dropped and the others run again, in a new one, without it — so
+    /// `f` may run more than once and must only write through `w` (tokens and ids are
+    /// made before). On PostgreSQL, where a commit is durable by itself, this is
+    /// [`Base::write`].
+    ///
+    /// # Errors
+    /// What `f` returns; storage errors of the batch's commit (every write of the batch
+    /// fails with it and the engine is rebuilt from the store); as [`Base::write`] while
+    /// the engine waits for a rebuild.
+    pub fn write_batched<T: Send + 'static>(
+        &self,
+        mut f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        if self.store.durable_at_commit() {
+            return self.write(|w| f(w));
+        }
+        let (job, rx) = job(f);
+        self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner).push(job);
+        let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        // A batch sends every outcome before it lets the lock go: no outcome yet means
+        // this write is still queued, and this caller runs the next batch.
+        match rx.try_recv() {
+            Ok(out) => return out,
+            Err(TryRecvError::Disconnected) => return Err(StoreError::Unavailable.into()),
+            Err(TryRecvError::Empty) => {}
+        }
+        let jobs = std::mem::take(&mut *self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner));
+        self.run_batch(jobs);
+        drop(serial);
+        rx.try_recv().unwrap_or(Err(ServiceError::Store(StoreError::Unavailable)))
+    }
+
+    /// Runs `jobs` as one batch (see [`Base::write_batched`]), with the intent-write lock
+    /// held, and sends every job its outcome.
+    fn run_batch(&self, mut jobs: Vec<Box<dyn Job>>) {
+        if self.engine_stale.load(Ordering::SeqCst) {
+            if let Err(e) = self.resync_locked() {
+                let e = match e {
+                    ServiceError::Store(e) => e,
+                    _ => StoreError::Unavailable,
+                };
+                return fail_all(jobs, e);
+            }
+        }
+        while !jobs.is_empty() {
+            let mut committing = false;
+            let out = self.store.write_durable(|tx| -> Result<Vec<Vec<EngineOp>>, BatchFailed> {
+                let mut staged = Vec::with_capacity(jobs.len());
+                for (i, job) in jobs.iter_mut().enumerate() {
+                    let mut w = Writes { tx, base: self, ops: Vec::new() };
+                    match job.run(&mut w) {
+                        Ok(()) => staged.push(w.ops),
+                        Err(e) => return Err(BatchFailed::Job(i, e)),
+                    }
+                }
+                committing = true;
+                Ok(staged)
+            });
+            match out {
+                Ok(staged) => {
+                    staged.into_iter().for_each(|ops| self.apply_ops(ops));
+                    let n = jobs.len() as u64;
+                    self.batches.batches.fetch_add(1, Ordering::Relaxed);
+                    self.batches.writes.fetch_add(n, Ordering::Relaxed);
+                    self.batches.largest.fetch_max(n, Ordering::Relaxed);
+                    jobs.into_iter().for_each(|j| j.finish(None));
+                    return;
+                }
+                Err(BatchFailed::Job(i, e)) => jobs.remove(i).finish(Some(e)),
+                Err(BatchFailed::Store(e)) => {
+                    // A failed durable commit may also lose the earlier writes of
+                    // `Base::write` that are not durable yet: the engine follows the store.
+                    if committing {
+                        let _ = self.resync_locked();
+                    }
+                    return fail_all(jobs, e);
+                }
+            }
+        }
+    }
+
+    /// What the intent-write batches did since start (for `/readyz` and the tests).
+    pub fn batch_stats(&self) -> BatchStats {
+        let b = &self.batches;
+        BatchStats {
+            batches: b.batches.load(Ordering::Relaxed),
+            writes: b.writes.load(Ordering::Relaxed),
+            largest: b.largest.load(Ordering::Relaxed),
+        }
     }
 
     /// As [`Base::write`], but rolled back at the end whatever `f` returns: what a write
@@ -351,6 +551,17 @@ impl Base {
             let mut w = Writes { tx, base: self, ops: Vec::new() };
             f(&mut w)
         })
+    }
+}
+
+/// Fails every job of a batch with the store's error `e` (the first gets `e` itself,
+/// the others [`StoreError::shared`]: their writes were in the same failed commit).
+fn fail_all(jobs: Vec<Box<dyn Job>>, e: StoreError) {
+    let others = e.shared();
+    let mut first = Some(e);
+    for j in jobs {
+        let e = first.take().unwrap_or_else(|| others.shared());
+        j.finish(Some(e.into()));
     }
 }
 
@@ -425,6 +636,122 @@ mod tests {
         let stored = in_step(&b, &["int_a", "int_b", "int_c"]);
         assert!(stored.contains(&"int_c".to_owned()) && stored.contains(&"int_a".to_owned()), "{stored:?}");
         assert!(!b.engine_stale());
+    }
+
+    /// A queued job writing `rec` (active) and a token for it; its receiver.
+    fn put_job(rec: IntentRecord) -> (Box<dyn Job>, Receiver<Result<()>>) {
+        job(move |w| {
+            w.put_token(&format!("hash_{}", rec.id), &rec.id)?;
+            w.put_intent(&rec, true)
+        })
+    }
+
+    /// Runs `jobs` as one batch, as the caller holding the intent-write lock does.
+    fn batch(b: &Base, jobs: Vec<Box<dyn Job>>) {
+        let _serial = b.intent_writes.lock().unwrap();
+        b.run_batch(jobs);
+    }
+
+    #[test]
+    fn a_failed_durable_commit_of_a_batch_leaves_the_engine_as_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, faults) = faulty_base(dir.path());
+        b.write_batched(|w| w.put_intent(&active("int_a"), true)).unwrap();
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 1, largest: 1 });
+
+        // Two writes in one transaction whose commit fails: both fail, neither is in the
+        // store (reopened at its last durable commit) nor in the engine.
+        let (jobs, rxs): (Vec<_>, Vec<_>) = ["int_b", "int_c"].map(|id| put_job(active(id))).into_iter().unzip();
+        faults.fail_next_write();
+        batch(&b, jobs);
+        assert!(!faults.armed(), "the injected failure came");
+        for rx in rxs {
+            let e = rx.try_recv().unwrap().unwrap_err();
+            assert!(matches!(e, ServiceError::Store(StoreError::Db(_))), "{e}");
+        }
+        assert_eq!(in_step(&b, &["int_a", "int_b", "int_c"]), vec!["int_a"], "the failed batch is gone");
+        assert!(b.store.read(|rx| rx.token("hash_int_b")).unwrap().is_none());
+        assert!(!b.engine_stale());
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 1, largest: 1 }, "a failed batch is not counted");
+
+        // The next batch commits.
+        let (jobs, rxs): (Vec<_>, Vec<_>) = ["int_d", "int_e"].map(|id| put_job(active(id))).into_iter().unzip();
+        batch(&b, jobs);
+        rxs.iter().for_each(|rx| rx.try_recv().unwrap().unwrap());
+        assert_eq!(in_step(&b, &["int_a", "int_d", "int_e"]), vec!["int_a", "int_d", "int_e"]);
+        assert_eq!(b.batch_stats(), BatchStats { batches: 2, writes: 3, largest: 2 });
+    }
+
+    #[test]
+    fn a_failing_write_leaves_nothing_and_keeps_the_others_of_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = crate::base::test_base(dir.path());
+        b.settings.quotas.active_intents_per_person = 1;
+        let of = |id: &str| IntentRecord { person: Some("per_x".into()), ..active(id) };
+        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        // The middle one writes its token, then is refused at the cap.
+        let (jobs, rxs): (Vec<_>, Vec<_>) =
+            [active("int_a"), of("int_b"), active("int_c")].map(put_job).into_iter().unzip();
+        batch(&b, jobs);
+        let outs: Vec<_> = rxs.iter().map(|rx| rx.try_recv().unwrap()).collect();
+        assert!(outs[0].is_ok() && outs[2].is_ok(), "{outs:?}");
+        assert!(matches!(outs[1], Err(ServiceError::PersonCap { limit: 1 })), "{outs:?}");
+        assert_eq!(in_step(&b, &["int_a", "int_b", "int_c", "int_x"]), vec!["int_a", "int_c", "int_x"]);
+        let tokens = ["int_a", "int_b", "int_c"].map(|id| b.store.read(|rx| rx.token(&format!("hash_{id}"))).unwrap());
+        assert_eq!(
+            tokens,
+            [Some("int_a".to_owned()), None, Some("int_c".to_owned())],
+            "the refused write left no token"
+        );
+        assert!(b.store.read(|rx| rx.intent::<IntentRecord>("int_b")).unwrap().is_none());
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 2, largest: 2 }, "one commit for both");
+    }
+
+    #[test]
+    fn one_batch_of_one_persons_writes_stops_exactly_at_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = crate::base::test_base(dir.path());
+        b.settings.quotas.active_intents_per_person = 3;
+        let ids: Vec<String> = (0..7).map(|i| format!("int_{i}")).collect();
+        let (jobs, rxs): (Vec<_>, Vec<_>) =
+            ids.iter().map(|id| put_job(IntentRecord { person: Some("per_x".into()), ..active(id) })).unzip();
+        let commits = b.store.commits().unwrap();
+        batch(&b, jobs);
+        let outs: Vec<_> = rxs.iter().map(|rx| rx.try_recv().unwrap()).collect();
+        assert!(outs[..3].iter().all(Result::is_ok), "{outs:?}");
+        assert!(outs[3..].iter().all(|o| matches!(o, Err(ServiceError::PersonCap { limit: 3 }))), "{outs:?}");
+        assert_eq!(b.store.read(|rx| rx.person_active("per_x", 0, "", 10)).unwrap(), 3);
+        assert_eq!(in_step(&b, &["int_0", "int_3"]), vec!["int_0", "int_1", "int_2"]);
+        assert_eq!(b.store.commits().unwrap() - commits, 1, "one durable commit for the batch");
+        assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 3, largest: 3 });
+    }
+
+    #[test]
+    fn concurrent_batched_writes_each_return_their_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(crate::base::test_base(dir.path()));
+        let outs: Vec<Result<String>> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..16)
+                .map(|i| {
+                    let b = b.clone();
+                    s.spawn(move || {
+                        let id = format!("int_{i:02}");
+                        b.write_batched(move |w| {
+                            w.put_intent(&active(&id), true)?;
+                            Ok(id.clone())
+                        })
+                    })
+                })
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        let got: Vec<String> = outs.into_iter().map(Result::unwrap).collect();
+        let want: Vec<String> = (0..16).map(|i| format!("int_{i:02}")).collect();
+        assert_eq!(got, want, "each caller its own outcome");
+        assert_eq!(in_step(&b, &[]), want);
+        let st = b.batch_stats();
+        assert_eq!(st.writes, 16, "{st:?}");
+        assert!(st.batches <= 16 && st.largest >= 1, "{st:?}");
     }
 
     #[test]

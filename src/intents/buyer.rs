@@ -214,11 +214,15 @@ impl Intents {
             rec.consent = Some(account_consent(&account)?);
             // The address was verified when the account was confirmed (double opt-in).
             rec.confirmed_at = Some(Stamp::of(now));
-            let n = self.base.write(|tx| -> Result<u64> {
-                self.check_person_cap(tx, &rec)?;
-                let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
+            // One of a batch of concurrent intent writes (each sees the ones before it,
+            // so the cap holds); run again when another write of its batch fails.
+            let (me, new) = (self.clone(), rec);
+            let (rec, n) = self.base.write_batched(move |tx| -> Result<(IntentRecord, u64)> {
+                let mut rec = new.clone();
+                me.check_person_cap(tx, &rec)?;
+                let n = me.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
                 tx.put_intent(&rec, true)?;
-                Ok(n)
+                Ok((rec, n))
             })?;
             tracing::info!(intent = %id, category = %rec.category, delivered = n, "account intent published and active");
             self.base.outbox().wake();
@@ -226,11 +230,12 @@ impl Intents {
         }
         let consent = crypto::new_token(TOKEN_BYTES);
         rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64));
-        self.base.write(|tx| -> Result<()> {
+        let (me, draft, consent_hash) = (self.clone(), rec.clone(), crypto::token_hash("consent", consent.expose()));
+        self.base.write_batched(move |tx| -> Result<()> {
             // A draft that could only become one active intent too many is refused now.
-            self.check_person_cap(tx, &rec)?;
-            tx.put_intent(&rec, false)?;
-            tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
+            me.check_person_cap(tx, &draft)?;
+            tx.put_intent(&draft, false)?;
+            tx.put_token(&consent_hash, &draft.id)?;
             Ok(())
         })?;
         tracing::info!(intent = %id, category = %rec.category, "account intent published as a draft (consent missing)");

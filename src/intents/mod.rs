@@ -102,7 +102,8 @@ pub enum ConfirmOutcome {
 }
 
 /// The intents service: the shared handles and the catalogue it matches new active
-/// intents against. Its quotas are the base's ([`Base::quotas`]).
+/// intents against. Its quotas are the base's ([`Base::quotas`]). A clone shares them.
+#[derive(Clone)]
 pub struct Intents {
     /// The shared handles.
     pub base: Arc<Base>,
@@ -188,10 +189,13 @@ impl Intents {
         let consent = crypto::new_token(TOKEN_BYTES);
         let expires = now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64);
         let rec = self.new_record(id.clone(), p, now, expires, None)?;
-        self.base.write(|tx| -> Result<()> {
-            tx.put_intent(&rec, false)?;
-            tx.put_token(&crypto::token_hash("code", code.expose()), &id)?;
-            tx.put_token(&crypto::token_hash("consent", consent.expose()), &id)?;
+        // One of a batch of concurrent intent writes, with one durable commit.
+        let (draft, code_hash, consent_hash) =
+            (rec.clone(), crypto::token_hash("code", code.expose()), crypto::token_hash("consent", consent.expose()));
+        self.base.write_batched(move |tx| -> Result<()> {
+            tx.put_intent(&draft, false)?;
+            tx.put_token(&code_hash, &draft.id)?;
+            tx.put_token(&consent_hash, &draft.id)?;
             Ok(())
         })?;
         tracing::info!(intent = %id, category = %rec.category, "draft published");

@@ -89,6 +89,21 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// The error to give every write of a transaction that failed with `self`, beside
+    /// the one that got `self`: redb's "previous I/O error" for an engine error (the
+    /// handle is latched until it is reopened), the same error for a record that does not
+    /// encode or decode, else [`StoreError::Unavailable`] (retry later).
+    pub fn shared(&self) -> StoreError {
+        match self {
+            Self::Db(_) => Self::Db(DbError(Engine::Redb(redb::Error::PreviousIo))),
+            Self::Corrupt(k, c) => Self::Corrupt(k.clone(), c.clone()),
+            Self::Encode(t, c) => Self::Encode(t.clone(), c.clone()),
+            _ => Self::Unavailable,
+        }
+    }
+}
+
 impl From<redb::Error> for StoreError {
     fn from(e: redb::Error) -> Self {
         if is_io_class(&e) {

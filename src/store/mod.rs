@@ -2,7 +2,10 @@
 //!
 //! A write that a tool call acknowledges is on disk when the call returns: each write
 //! transaction commits without an fsync, and [`Store::sync`] then waits for one durable
-//! commit that covers it, shared by every write committed meanwhile (group commit). Records are JSON values; secrets appear
+//! commit that covers it, shared by every write committed meanwhile (group commit);
+//! [`Store::write_durable`] commits its transaction durably itself, for a caller that
+//! gathers many writes into one (the intent-write batches of `base::write`, true group
+//! commit), and counts as that durable commit for every write before it. Records are JSON values; secrets appear
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
 //!
@@ -43,6 +46,7 @@ mod dump;
 mod error;
 #[cfg(test)]
 pub(crate) mod faults;
+mod group;
 mod intent_times;
 mod intents;
 mod keymeta;
@@ -70,6 +74,8 @@ pub use changes::{ChangeKind, ChangeListener, Changes, FEED_CHANNEL, FEED_PAGE};
 pub use deliveries::DeliveryLog;
 pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Snapshot};
 pub use error::{DbError, Result, StoreError};
+use group::Handle;
+pub use group::Pending;
 pub use intents::{IntentDue, IntentKey};
 pub use keymeta::{key_record, KeyRecord};
 pub use lead::{LEADER_LOCK, LEAD_RETRY};
@@ -193,21 +199,6 @@ pub struct Writable {
     pub free_bytes: Option<u64>,
 }
 
-/// A committed write that is not yet known to be durable: pass it to [`Store::sync`]
-/// before acknowledging the write.
-#[must_use = "a write is durable only after Store::sync"]
-pub struct Pending {
-    /// The redb handle it was committed on (`None`: PostgreSQL, durable at commit).
-    handle: Option<Arc<Handle>>,
-    seq: u64,
-}
-
-impl std::fmt::Debug for Pending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending").field("seq", &self.seq).finish()
-    }
-}
-
 /// A handle lent to one call (see [`Store::lend`]).
 struct Lease {
     db: Arc<Handle>,
@@ -220,84 +211,6 @@ impl Drop for Lease {
         if let Some(key) = self.outer {
             LENT.with(|l| l.borrow_mut().retain(|(k, _)| *k != key));
         }
-    }
-}
-
-/// An open database with its group-commit state (see [`Store::sync`]).
-struct Handle {
-    db: Database,
-    group: Mutex<Group>,
-    /// Signalled when a durable commit ends.
-    synced: Condvar,
-}
-
-/// The group-commit counters of one handle.
-#[derive(Default)]
-struct Group {
-    /// The number of the last write transaction committed (not yet durable perhaps).
-    committed: u64,
-    /// Every write numbered up to this one is durable.
-    durable: u64,
-    /// A durable commit is under way.
-    flushing: bool,
-}
-
-impl std::ops::Deref for Handle {
-    type Target = Database;
-    fn deref(&self) -> &Database {
-        &self.db
-    }
-}
-
-impl Handle {
-    fn new(db: Database) -> Self {
-        Self { db, group: Mutex::new(Group::default()), synced: Condvar::new() }
-    }
-
-    fn lock_group(&self) -> MutexGuard<'_, Group> {
-        self.group.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The number of the write about to commit (called under redb's write lock).
-    fn next_seq(&self) -> u64 {
-        let mut g = self.lock_group();
-        g.committed += 1;
-        g.committed
-    }
-
-    /// Blocks until the write numbered `seq` is durable, making a durable commit when
-    /// none is under way.
-    fn sync_through(&self, seq: u64) -> Result<()> {
-        let mut g = self.lock_group();
-        loop {
-            if g.durable >= seq {
-                return Ok(());
-            }
-            if !g.flushing {
-                g.flushing = true;
-                drop(g);
-                let flushed = self.durable_commit();
-                g = self.lock_group();
-                g.flushing = false;
-                if let Ok(through) = flushed {
-                    g.durable = g.durable.max(through);
-                }
-                self.synced.notify_all();
-                flushed?;
-                continue;
-            }
-            g = self.synced.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// One empty write transaction with immediate durability: every commit before it is
-    /// durable when it returns. The number of the last write it covers.
-    fn durable_commit(&self) -> Result<u64> {
-        let txn = self.db.begin_write()?;
-        // Under redb's write lock: every numbered write has committed or failed.
-        let through = self.lock_group().committed;
-        txn.commit()?;
-        Ok(through)
     }
 }
 
@@ -411,6 +324,37 @@ impl Store {
             self.note(io_failed, io_failed.then_some(false));
         }
         out
+    }
+
+    /// Runs `f` in one write transaction committed with immediate durability when it
+    /// returns `Ok` (on `Err` nothing is written): durable when this returns, and so is
+    /// every write committed before it (the shared durable commit of [`Store::sync`] has
+    /// nothing left to do for them). One commit where [`Store::write`] makes two; for a
+    /// caller that gathers many writes into one transaction (the intent-write batches
+    /// of `base::write`). On PostgreSQL as [`Store::write`] (a commit is durable).
+    ///
+    /// # Errors
+    /// As [`Store::write`]; a failed commit may lose every write not yet durable.
+    pub fn write_durable<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+        if let Some(pool) = &self.pg {
+            return pg::write(pool, true, f);
+        }
+        let (out, io_failed) = self.on_handle(|db| {
+            let txn = db.begin_write().map_err(StoreError::from)?;
+            let out = f(&mut Tx { txn: TxTxn::Redb(&txn) })?;
+            let seq = db.next_seq();
+            txn.commit().map_err(StoreError::from)?;
+            db.durable_through(seq);
+            Ok(out)
+        })?;
+        self.note(io_failed, Some(out.is_ok()).filter(|ok| *ok || io_failed));
+        out
+    }
+
+    /// Whether a commit is durable by itself (PostgreSQL), so that batching writes saves
+    /// nothing.
+    pub fn durable_at_commit(&self) -> bool {
+        self.pg.is_some()
     }
 
     /// Waits until the write of `pending` is durable (group commit): when no durable

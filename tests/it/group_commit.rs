@@ -1,8 +1,10 @@
-//! Group commit (issue 12 point 3): drafts published concurrently on `/mcp` share
-//! durable commits, and every draft the server acknowledged survives `kill -9` of the
-//! real binary in the middle of the load (read back from the redb file afterwards).
+//! Group commit (issue 12 point 3; true group commit, issue 24): drafts published
+//! concurrently on `/mcp` are written in batches, several in one write transaction with
+//! one durable commit (the batch counts of `/readyz` on the metrics listener), and every
+//! draft the server acknowledged survives `kill -9` of the real binary in the middle of
+//! the load (read back from the redb file afterwards).
 
-use crate::kit::load::{mcp_session, rows_of, Serve};
+use crate::kit::load::{http, mcp_session, rows_of, Serve};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::io::{Read as _, Write as _};
@@ -20,7 +22,13 @@ fn every_acknowledged_draft_survives_kill_9_during_concurrent_publishes() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let serve = Serve::start(&data, dir.path().join("serve.log"));
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{metrics}");
+    let serve = Serve::start_with_env(
+        &data,
+        dir.path().join("serve.log"),
+        &[("ISTO_SMTP_URL", "smtp://127.0.0.1:1"), ("ISTO_METRICS_LISTEN", &listen)],
+    );
     let port = serve.port;
     let acked: Arc<Mutex<BTreeSet<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
@@ -47,12 +55,23 @@ fn every_acknowledged_draft_survives_kill_9_during_concurrent_publishes() {
             })
         })
         .collect();
-    // Kill in the middle of the load: once a third of the drafts are acknowledged.
+    // Kill in the middle of the load: once a third of the drafts are acknowledged and a
+    // batch has held more than one of them.
     let t0 = Instant::now();
-    while acked.lock().unwrap().len() < THREADS * PER_THREAD / 3 {
+    let batches = loop {
+        let (code, _, body) = http(metrics, "GET", "/readyz", &[], "");
+        assert_eq!(code, 200, "{body}");
+        let batches = serde_json::from_str::<Value>(&body).unwrap()["checks"]["store"]["writeBatches"].clone();
+        let done = acked.lock().unwrap().len();
+        if done >= THREADS * PER_THREAD / 3 && batches["largest"].as_u64().unwrap() >= 2 {
+            break batches;
+        }
+        assert!(done < THREADS * PER_THREAD, "every draft went in a batch of its own: {batches}");
         assert!(t0.elapsed() < Duration::from_secs(60), "the drafts were not acknowledged:\n{}", serve.log());
         std::thread::sleep(Duration::from_millis(2));
-    }
+    };
+    let (writes, n) = (batches["writes"].as_u64().unwrap(), batches["batches"].as_u64().unwrap());
+    assert!(writes > n && n >= 1, "some batch held more than one write: {batches}");
     drop(serve); // SIGKILL, then reaped
     stop.store(true, Ordering::SeqCst);
     for t in threads {
