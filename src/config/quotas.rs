@@ -1,6 +1,4 @@
-//! `[quotas]`: how many unauthenticated writes one client address, one client network,
-//! one target e-mail address and the whole holder may make per hour (issue 9 point 3), and how many
-//! active intents one person may hold (issue 10 point 4).
+//! `[quotas]`: unauthenticated writes per hour, and active intents per person.
 
 use super::ConfigError;
 
@@ -8,9 +6,6 @@ numeric_section! {
     /// `[quotas]`: hourly ceilings on the writes anyone may cause without signing in. Each is
     /// counted over the last 60 minutes (a sliding window in one-minute steps); a client is
     /// an address as [`crate::net::ClientAddr::key`] folds it (IPv4, or an IPv6 /64).
-    ///
-    /// Read from the file as it is (a key not given keeps its default), then checked by
-    /// [`Quotas::checked`]; `check-config` shows it as it is.
     pub struct Quotas in "quotas" {
         /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60;
         /// 1..=10000).
