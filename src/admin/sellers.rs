@@ -1,8 +1,4 @@
-//! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]).
-//!
-//! With `isto serve` running the commands go through its admin socket (the store allows one
-//! process per file); without one they open the store here. Socket ops (newline-
-//! delimited JSON like the others, see [`super::socket`]):
+//! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]). Socket ops:
 //!
 //! - `{"op":"seller_add","seller":{"name":…,"email":…,"url"?:…,"categories":[…],
 //!   "regions":[…],"invite":bool}}` → `{"ok":true,"added":{"seller":SellerInfo,
@@ -33,8 +29,8 @@ fn run(holder: &AppState, req: &Request) -> Result<Value, SellerError> {
     })
 }
 
-/// Answers one seller request on `holder`. Internal failures are logged; over the
-/// socket (`detail` false) they are answered generically.
+/// Answers one seller request on `holder` (internal failures as
+/// [`super::socket::internal_failure`]).
 pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
     let op = req.op();
     match run(holder, req) {
@@ -44,8 +40,7 @@ pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
     }
 }
 
-/// Sends `req` to the running server, or runs it on the store opened here. Returns the
-/// answer and whether it went through the socket.
+/// [`super::via_server_or_store`] with [`answer`].
 fn call(settings: &Settings, req: &Request) -> anyhow::Result<(Value, bool)> {
     super::via_server_or_store(settings, req, |holder, req| answer(holder, req, true))
 }
@@ -81,17 +76,10 @@ pub fn table(sellers: &[SellerInfo]) -> String {
             *w = (*w).max(c.chars().count());
         }
     }
+    // Every column padded to its width and two spaces, but the last.
     let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(c);
-            } else {
-                out.push_str(c);
-                out.push_str(&" ".repeat(w - c.chars().count() + 2));
-            }
-        }
-        out
+        let (last, rest) = cells.split_last().unwrap_or((&"", &[]));
+        rest.iter().zip(width).map(|(c, w)| format!("{c:<w$}  ")).collect::<String>() + last
     };
     let mut out = line(head.to_vec());
     for r in &rows {
@@ -105,7 +93,7 @@ pub fn table(sellers: &[SellerInfo]) -> String {
 ///
 /// # Errors
 /// The server's or the store's refusal (bad input, unknown id, a taken address), the
-/// store held by a server without a working admin socket, I/O errors.
+/// store held by another process, I/O errors.
 pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result<()> {
     let base = &settings.public_url.base;
     match cmd {

@@ -1,7 +1,6 @@
 //! The longest line a backup may hold, and reading one line within it: a restore never
-//! holds more than [`MAX_LINE`] bytes of a line, whatever the file says (a 36 KB file
-//! that decompresses to one 1 GiB line is refused at the cap), and a backup never writes
-//! a line a restore would refuse.
+//! holds more than [`MAX_LINE`] bytes of a line (a 36 KB file that decompresses to one
+//! 1 GiB line is refused at the cap).
 
 use anyhow::{bail, Context as _};
 use std::io::{BufRead, Read as _};
