@@ -71,7 +71,7 @@ fn check_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
 }
 
 /// `isto admin backup --verify FILE`: the verified backup's rows, schema, date, writer
-/// and SHA-256 (`--json`: the [`super::Verified`] object).
+/// and SHA-256 (`--json`: the verified header and trailer).
 fn verify_backup(file: &std::path::Path, json: bool) -> anyhow::Result<()> {
     let v = super::verify_backup(file)?;
     print_json_or(json, &v, || {

@@ -33,21 +33,14 @@ mod sellers;
 mod socket;
 mod stats;
 
-pub use backup::{
-    backup, keys_export, restore, verify as verify_backup, BackupReport, Header as BackupHeader, KeysReport,
-    RestoreReport, Trailer as BackupTrailer, Verified, FORMAT as BACKUP_FORMAT,
-    FORMAT_VERSION as BACKUP_FORMAT_VERSION, KEYS_NOTE, KEYS_WARNING,
-};
+pub use backup::{backup, keys_export, restore, verify as verify_backup};
 pub use command::run as command;
-pub use keys::{
-    keys_retire, keys_rotate, keys_status, KeyStatus, RotateReport, StatusReport, BATCH_ROWS as RESEAL_BATCH_ROWS,
-    MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
-};
-pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
+pub use keys::{keys_retire, keys_rotate, keys_status, StatusReport};
+pub use migrate::migrate_command;
 pub use purge::{purge_command, report as purge_report};
 pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
-pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
+pub use socket::{serve_socket, AdminSocket, MAX_ROWS, VERSION};
 pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};

@@ -123,14 +123,6 @@ impl Request {
         let op = op.to_owned();
         serde_json::from_value(v).map_err(|e| format!("{op}: {e}"))
     }
-
-    /// The request line (JSON, without the newline).
-    ///
-    /// # Errors
-    /// Serialization errors (none for these types).
-    pub fn to_line(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(self)
-    }
 }
 
 #[cfg(test)]
@@ -174,7 +166,7 @@ mod tests {
             let line = wire.to_string();
             assert_eq!(Request::parse(line.as_bytes()).unwrap(), typed, "{line}");
             assert_eq!(wire["op"], typed.op());
-            let back: Value = serde_json::from_slice(&typed.to_line().unwrap()).unwrap();
+            let back: Value = serde_json::from_slice(&serde_json::to_vec(&typed).unwrap()).unwrap();
             assert_eq!(back["op"], typed.op());
         }
         // Members an op does not know are ignored (a newer client's extras).

@@ -75,6 +75,7 @@ impl AdminSocket {
     }
 
     /// The socket's path.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.file.path
     }
@@ -335,7 +336,7 @@ impl Client {
 
     /// Writes `request` as one line.
     fn send(&mut self, request: &Request) -> io::Result<()> {
-        let mut line = request.to_line()?;
+        let mut line = serde_json::to_vec(request)?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
         self.writer.flush()
