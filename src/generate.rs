@@ -20,20 +20,17 @@ fn build_date() -> &'static str {
     }
 }
 
-/// The full command tree, built (subcommands named `isto-admin-backup` etc.), without
-/// clap's `help` subcommand.
+/// The full command tree, built (`isto-admin-backup` etc.), without clap's `help`.
 fn command() -> clap::Command {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
     cmd
 }
 
-/// Writes one man page (section 1, roff) per visible command into `dir` — `isto.1`,
-/// `isto-serve.1`, `isto-admin.1`, `isto-admin-backup.1`, ... — creating `dir` when
-/// missing and replacing pages already there. Returns the written paths, sorted.
+/// Writes one man page (section 1, roff) per visible command into `dir`, created when
+/// missing (`isto.1`, `isto-admin-backup.1`, ...); returns the written paths, sorted.
 ///
-/// Errors: `dir` cannot be created or a page cannot be written (the message names the
-/// path).
+/// Errors: `dir` cannot be created or a page cannot be written (naming the path).
 pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}: check the path and its permissions", dir.display()))?;

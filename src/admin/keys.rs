@@ -180,8 +180,8 @@ fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> 
         return Ok(None);
     }
     *values += swaps.len() as u64;
-    // In place when every old text appears once (the store's own serialization), so the
-    // rest of the bytes stay as they were; else the whole value re-serialized.
+    // In place when every old text appears once (the store's own serialization), else
+    // the whole value re-serialized.
     if let Ok(mut text) = String::from_utf8(bytes.to_vec()) {
         if swaps.iter().all(|(old, _)| text.matches(old.as_str()).count() == 1) {
             for (old, new) in &swaps {

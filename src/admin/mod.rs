@@ -179,13 +179,6 @@ impl Sink {
         }
     }
 
-    fn route(&self) -> Route {
-        match self.to {
-            To::Socket(_) => Route::Socket,
-            To::Direct(_) => Route::Direct,
-        }
-    }
-
     fn flush(&mut self, total: &mut ImportCounts) -> anyhow::Result<()> {
         if self.rows.is_empty() {
             return Ok(());
@@ -385,7 +378,8 @@ pub fn import(settings: &Settings, file: &Path, full: bool, json_output: bool) -
     let mut sink = Sink::open(settings, run)?;
     let bar =
         progress(json_output, Some(reader.total_bytes()), "{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}");
-    let mut report = ImportReport { via: sink.route(), ..ImportReport::default() };
+    let via = if matches!(sink.to, To::Socket(_)) { Route::Socket } else { Route::Direct };
+    let mut report = ImportReport { via, ..ImportReport::default() };
     let outcome = import_rows(&mut reader, &mut sink, &currencies, &bar, json_output, &mut report);
     bar.finish_and_clear();
     let mut outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));
@@ -577,10 +571,7 @@ pub fn init(settings: &Settings, config_path: Option<&Path>, json_output: bool) 
 /// # Errors
 /// The check result file unreadable or not a JSON object.
 pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_output: bool) -> anyhow::Result<Value> {
-    let check = match check_result {
-        Some(p) => Some(read_check_report(p, &settings.public_url.base)?),
-        None => None,
-    };
+    let check = check_result.map(|p| read_check_report(p, &settings.public_url.base)).transpose()?;
     let consent = crate::protocol::consent::ConsentTexts::load(&settings.consent_dir());
     let doc = crate::metadata::document(settings, &consent);
     let entry = crate::metadata::registry_entry(&doc, &settings.public_url.base, check);

@@ -40,11 +40,6 @@ pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
     }
 }
 
-/// [`super::via_server_or_store`] with [`answer`].
-fn call(settings: &Settings, req: &Request) -> anyhow::Result<(Value, bool)> {
-    super::via_server_or_store(settings, req, |holder, req| answer(holder, req, true))
-}
-
 fn all_or(list: &[String], all: &str) -> String {
     if list.is_empty() {
         all.to_owned()
@@ -99,7 +94,8 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
     match cmd {
         SellerCommand::Add { name, email, url, categories, regions, invite, json } => {
             let new = NewSeller { name, email, url, categories, regions, invite };
-            let (answer, via_socket) = call(settings, &Request::SellerAdd { seller: new })?;
+            let (answer, via_socket) =
+                super::via_server_or_store(settings, &Request::SellerAdd { seller: new }, |h, r| answer(h, r, true))?;
             let added: Added = super::answer_field(answer, "added")?;
             print_json_or(json, &added, || {
                 let s = &added.seller;
@@ -134,7 +130,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
             })?;
         }
         SellerCommand::List { json } => {
-            let (answer, _) = call(settings, &Request::SellerList)?;
+            let (answer, _) = super::via_server_or_store(settings, &Request::SellerList, |h, r| answer(h, r, true))?;
             let list: Vec<SellerInfo> = super::answer_field(answer, "sellers")?;
             print_json_or(json, &list, || {
                 if list.is_empty() {
@@ -153,7 +149,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
 fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::Result<()> {
     let id = id.to_owned();
     let req = if disable { Request::SellerDisable { id } } else { Request::SellerEnable { id } };
-    let (answer, _) = call(settings, &req)?;
+    let (answer, _) = super::via_server_or_store(settings, &req, |h, r| answer(h, r, true))?;
     let t: Toggled = super::answer_field(answer, "toggled")?;
     print_json_or(json, &t, || {
         if disable {

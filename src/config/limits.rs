@@ -37,8 +37,8 @@ numeric_section! {
         stream_idle_secs: u64 = 300, 10..=86_400;
         /// Seconds an MCP session lives without a request (default 60; 5..=3600).
         mcp_session_idle_secs: u64 = 60, 5..=3600;
-        /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
-        /// least recently used is closed (default 256; 1..=100000).
+        /// MCP sessions held per endpoint; over it the least recently used is closed
+        /// (default 256; 1..=100000).
         max_mcp_sessions: usize = 256, 1..=100_000;
         /// MCP sessions held per client address (IPv6: per /64) on each endpoint; over it
         /// that client's own least recently used session is closed (default 32; 1..=100000).
@@ -53,14 +53,13 @@ numeric_section! {
         credential_requests_per_minute: u32 = 600, PER_MINUTE;
         /// Burst of [`Self::credential_requests_per_minute`] (default 60; 1..=100000).
         credential_burst: u32 = 60, BURST;
-        /// Requests per minute per client address to the pages (and every path that is not
-        /// MCP, OAuth or a health check) (default 300, i.e. 5/s; 1..=1000000).
+        /// Requests per minute per client address to the pages and every other path but
+        /// MCP, OAuth and health checks (default 300, i.e. 5/s; 1..=1000000).
         page_requests_per_minute: u32 = 300, PER_MINUTE;
         /// Burst of [`Self::page_requests_per_minute`] (default 60; 1..=100000).
         page_burst: u32 = 60, BURST;
-        /// Requests per minute per client address to the OAuth endpoints (`/oauth/*`:
-        /// authorize, token, register, revoke; `/.well-known/oauth-*` metadata) (default
-        /// 300, i.e. 5/s; 1..=1000000).
+        /// Requests per minute per client address to `/oauth/*` and `/.well-known/oauth-*`
+        /// (default 300, i.e. 5/s; 1..=1000000).
         oauth_requests_per_minute: u32 = 300, PER_MINUTE;
         /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
         oauth_burst: u32 = 60, BURST;
@@ -68,9 +67,8 @@ numeric_section! {
         /// response) answers the same new pair instead of revoking its authorization
         /// (PROTOCOL.md §7; default 30; 0..=300, 0: every reuse revokes).
         refresh_grace_secs: i64 = 30, 0..=300;
-        /// Seconds a 2025-11-25 `/mcp` publish waits for the client's answer to its
-        /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
-        /// ordinary result, the draft kept (default 120; 1..=600).
+        /// Seconds a 2025-11-25 `/mcp` publish waits for the answer to its URL-mode
+        /// `elicitation/create` (PROTOCOL.md §4 item 1; default 120; 1..=600).
         elicitation_wait_secs: u64 = 120, 1..=600;
         /// Seconds a `requestState` of a 2026-07-28 `/mcp` publish stays valid after the
         /// `InputRequiredResult` that carried it (never past the draft's lapse): a short

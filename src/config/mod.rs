@@ -169,8 +169,8 @@ struct FileDemand {
 
 /// The global options of the command line, each also read from its `ISTO_*` variable
 /// (clap reads both; [`crate::cli::Cli`] flattens them); each `Some` overrides the file.
-/// The field docs are the `--help` text; `log_level` is the binary's, not a setting.
-// In `--help` a URL or `<listen>` is plain text, not Markdown.
+/// The field docs are the `--help` text (a URL or `<listen>` is plain text, not
+/// Markdown); `log_level` is the binary's, not a setting.
 #[allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct Overrides {
@@ -262,8 +262,7 @@ impl PublicUrl {
         self.scheme == "https"
     }
 
-    /// The allowed `Host` header values for DNS-rebinding protection: the host, and
-    /// host:port (with the default port written out as well).
+    /// The allowed `Host` header values for DNS-rebinding protection: host and host:port.
     pub fn allowed_hosts(&self) -> Vec<String> {
         let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });

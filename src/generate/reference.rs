@@ -131,8 +131,7 @@ fn read_exposition(text: &str, series: &mut BTreeMap<String, Series>, values: bo
 }
 
 /// `metrics.md`: every series of `GET /metrics`. Records one request and one tool call in
-/// this process's registry to show their labels (run it in a process of its own: `isto
-/// generate reference`).
+/// this process's registry to show their labels (run it in a process of its own).
 pub fn metrics_page() -> String {
     use crate::telemetry;
     let mut series = BTreeMap::new();
@@ -275,8 +274,7 @@ pub fn schema_page() -> String {
     out
 }
 
-/// Every page, `(file name, text)`, with the configuration defaults of `defaults`
-/// (normally [`Settings::defaults`]).
+/// Every page, `(file name, text)`, with the configuration defaults `defaults`.
 ///
 /// Errors: the configuration probe cannot write its temporary file.
 pub fn pages(defaults: &Settings) -> anyhow::Result<Vec<(&'static str, String)>> {

@@ -1,6 +1,5 @@
-//! `isto admin keys export` (the key ring to a file of its own) and the other half of
-//! `isto admin restore --keys`: installing an export into an empty key directory, or
-//! staging the old keys it adds to a ring that has a key.
+//! `isto admin keys export`, and installing or adding an export for `isto admin restore
+//! --keys`.
 
 use super::*;
 use crate::cli::out::{print_json_or, print_line};

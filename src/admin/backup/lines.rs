@@ -6,7 +6,7 @@ use anyhow::{bail, Context as _};
 use std::io::{BufRead, Read as _};
 
 /// The longest line (one row, without its newline) a backup writes and a restore reads:
-/// 8 MiB. A row is one stored record — an intent, an offer, a queued mail — far below it.
+/// 8 MiB, far above any stored record.
 pub const MAX_LINE: usize = 8 << 20;
 
 /// Reads the next line of `reader` into `line` (without its newline): `Ok(false)` at

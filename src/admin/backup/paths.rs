@@ -1,14 +1,12 @@
 //! The files a backup, a restore and a key export write: what `--out` may name
-//! ([`check_out`]), temp files beside their target, private (0600) creation, directory
-//! syncs.
+//! ([`check_out`]), temp files, private (0600) creation, directory syncs.
 
 use crate::config::Settings;
 use anyhow::{bail, Context as _};
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 
-/// What kind of special file `t` is, or `None` for a regular file, a directory or a
-/// symlink.
+/// What kind of special file `t` is (`None`: a regular file, a directory or a symlink).
 fn special_kind(t: std::fs::FileType) -> Option<&'static str> {
     [
         (t.is_char_device(), "a character device"),

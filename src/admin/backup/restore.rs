@@ -134,9 +134,8 @@ fn refuse_target(settings: &Settings, force: bool, keys: Option<&Path>) -> anyho
     Ok(replaced)
 }
 
-/// Stages the key export `k` beside the key directory `keys_dir` (recorded in `undo`):
-/// the ring to restore with, and the old keys to add when the directory has a key
-/// (`None`: the staged directory replaces an empty one).
+/// Stages the key export `k` beside `keys_dir` (recorded in `undo`): the ring to restore
+/// with, and the old keys to add when the directory has a key.
 fn stage_keys(
     settings: &Settings,
     k: &Path,
@@ -177,7 +176,6 @@ fn restore_checked(
     let restored = restore_rows(file, tmp, ring, &mut opened, &bar);
     bar.finish_and_clear();
     let restored = restored?;
-    // Open it as a store: migrations of an older schema run here, still in the temp file.
     let restored_store =
         Store::open(tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
     check_records(&restored_store)?;
@@ -187,7 +185,6 @@ fn restore_checked(
     if got != nonzero(&checked.header.tables) {
         bail!("the restored store does not hold the backup's rows; nothing was replaced");
     }
-    // The offer index is derived from the store: dropped, so it is rebuilt at start.
     let index = settings.data_dir.join("index");
     if index.exists() {
         std::fs::remove_dir_all(&index)
@@ -200,7 +197,6 @@ fn restore_checked(
 /// replaced), or the staged directory renamed over an empty `keys_dir`.
 fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut Undo) -> anyhow::Result<()> {
     if let Some(add) = adding {
-        // Only the missing old sealing keys are added; nothing is replaced.
         for (f, text) in add {
             let to = keys_dir.join(f);
             crate::crypto::write_private(&to, text.as_bytes())
@@ -211,7 +207,6 @@ fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut U
             let _ = std::fs::remove_dir_all(staged);
         }
     } else if let Some(staged) = undo.staged_keys.take() {
-        // An empty keys directory is replaced (a directory with a key adds, above).
         if keys_dir.exists() {
             std::fs::remove_dir(keys_dir).with_context(|| format!("cannot replace {}", keys_dir.display()))?;
         }
