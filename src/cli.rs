@@ -5,6 +5,7 @@
 
 pub mod out;
 
+use crate::config::Overrides;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -20,52 +21,10 @@ use std::path::PathBuf;
     propagate_version = true
 )]
 pub struct Cli {
-    /// Config file (TOML). Default: /etc/isto/isto.toml when it exists; none needed.
-    #[arg(long, global = true, env = "ISTO_CONFIG", value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Data directory: store, keys, outbox, admin socket. Default ./isto-data.
-    #[arg(long, global = true, env = "ISTO_DATA_DIR", value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Address to listen on. Default 127.0.0.1:8080.
-    #[arg(long, global = true, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
-    /// Serve Prometheus metrics (GET /metrics) on this address, a listener of its own
-    /// (keep it on loopback, e.g. 127.0.0.1:9464); `off` for none. Default: off, or
-    /// `metrics_listen` in the config file.
-    #[arg(long, global = true, env = "ISTO_METRICS_LISTEN", value_name = "ADDR:PORT")]
-    pub metrics_listen: Option<String>,
-    /// Log level: error, warn, info, debug or trace (logs go to stderr). When given it
-    /// wins over RUST_LOG. Without it `isto serve` logs as RUST_LOG says (a tracing
-    /// filter such as `isto=debug`), else at info; admin commands log only with this
-    /// flag. Other crates never log below warn, whatever the level.
-    #[arg(long, global = true, env = "ISTO_LOG_LEVEL", value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug", "trace"])]
-    pub log_level: Option<String>,
-    /// The public origin people and assistants use (https://holder.example). Default
-    /// http://<listen>.
-    #[arg(long, global = true, env = "ISTO_PUBLIC_URL", value_name = "URL")]
-    pub public_url: Option<String>,
-    /// SMTP server as a lettre URL (smtp://host:port, smtps://user:pass@host). Default:
-    /// none, mail is written to DATA_DIR/outbox as .eml files.
-    #[arg(long, global = true, env = "ISTO_SMTP_URL", value_name = "URL", hide_env_values = true)]
-    pub smtp_url: Option<String>,
-    /// From address of e-mails.
-    #[arg(long, global = true, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
-    pub mail_from: Option<String>,
-    /// The SMTP EHLO name and Message-ID domain (default: the public URL's host, else the
-    /// From domain).
-    #[arg(long, global = true, env = "ISTO_MAIL_HELO_NAME", value_name = "NAME")]
-    pub mail_helo_name: Option<String>,
-    /// The store's backend: redb (the file in the data directory; the default) or
-    /// postgres (`store.url`). Default: `store.backend` in the config file.
-    #[arg(long, global = true, env = "ISTO_STORE_BACKEND", value_name = "BACKEND", value_parser = ["redb", "postgres"])]
-    pub store_backend: Option<String>,
-    /// The PostgreSQL store's connection: a postgres:// URL or key=value settings
-    /// (`host=/run/postgresql dbname=isto`). Default: `store.url` in the config file.
-    #[arg(long, global = true, env = "ISTO_STORE_URL", value_name = "URL", hide_env_values = true)]
-    pub store_url: Option<String>,
-    /// Most connections of the PostgreSQL store (1..=64). Default: `store.pool_size`, else 8.
-    #[arg(long, global = true, env = "ISTO_STORE_POOL_SIZE", value_name = "N")]
-    pub store_pool_size: Option<u32>,
+    /// The global options: config file, data directory, addresses, log level, mail and
+    /// store ([`Overrides`]; its field docs are their `--help` text).
+    #[command(flatten)]
+    pub global: Overrides,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

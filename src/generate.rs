@@ -1,6 +1,5 @@
 //! `isto generate`: man pages, shell completions and the config skeleton, made from the
-//! clap tree in [`crate::cli`]; the book's reference pages ([`mod@reference`]). The one user of `clap_mangen` and
-//! `clap_complete`; `packaging/build-deb` runs it to fill the Debian package.
+//! clap tree in [`crate::cli`]; the book's reference pages ([`mod@reference`]).
 
 pub mod reference;
 
@@ -21,20 +20,17 @@ fn build_date() -> &'static str {
     }
 }
 
-/// The full command tree, built (subcommands named `isto-admin-backup` etc.), without
-/// clap's `help` subcommand.
+/// The full command tree, built (`isto-admin-backup` etc.), without clap's `help`.
 fn command() -> clap::Command {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
     cmd
 }
 
-/// Writes one man page (section 1, roff) per visible command into `dir` — `isto.1`,
-/// `isto-serve.1`, `isto-admin.1`, `isto-admin-backup.1`, ... — creating `dir` when
-/// missing and replacing pages already there. Returns the written paths, sorted.
+/// Writes one man page (section 1, roff) per visible command into `dir`, created when
+/// missing (`isto.1`, `isto-admin-backup.1`, ...); returns the written paths, sorted.
 ///
-/// Errors: `dir` cannot be created or a page cannot be written (the message names the
-/// path).
+/// Errors: `dir` cannot be created or a page cannot be written (naming the path).
 pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}: check the path and its permissions", dir.display()))?;
@@ -87,10 +83,8 @@ pub fn completions_to(shell: Shell, dir: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot write the completion script into {}", dir.display()))
 }
 
-/// The commented config skeleton (`config::SKELETON`, what `isto admin init --config`
-/// writes); with `data_dir`, its `data_dir` line is set to it (the Debian package's
-/// `/etc/isto/isto.toml` names `/var/lib/isto`, so that admin commands find the store
-/// without `--data-dir`).
+/// The commented config skeleton (`config::SKELETON`); with `data_dir`, its `data_dir`
+/// line set to it ([`crate::config::skeleton_with_data_dir`]).
 pub fn config_skeleton(data_dir: Option<&Path>) -> anyhow::Result<String> {
     match data_dir {
         None => Ok(crate::config::SKELETON.to_owned()),
@@ -102,8 +96,8 @@ pub fn config_skeleton(data_dir: Option<&Path>) -> anyhow::Result<String> {
 }
 
 /// Runs `isto generate ...`: writes what it asks for and prints what was written (one
-/// line, or JSON `{"files": [...]}` with `--json`); a script to standard output when no
-/// `--out` is given. `data_dir` is the global `--data-dir` (used by `generate config`).
+/// line, or JSON `{"files": [...]}` with `--json`), or the text itself without `--out`.
+/// `data_dir` is the global `--data-dir`.
 ///
 /// Errors: as [`man_pages`], [`completions_to`]; `generate config --out FILE` refuses an
 /// existing FILE without `--force`.
@@ -125,12 +119,11 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
         GenerateCommand::Completions { shell, out: Some(dir), json } => {
             report(&[completions_to(shell, &dir)?], json, "completion script")
         }
-        GenerateCommand::Reference { out, check: false, json } => {
+        GenerateCommand::Reference { out, check, json } => {
             let pages = reference::pages(&crate::config::Settings::defaults())?;
-            report(&reference::write(&out, &pages)?, json, "reference pages")
-        }
-        GenerateCommand::Reference { out, check: true, json } => {
-            let pages = reference::pages(&crate::config::Settings::defaults())?;
+            if !check {
+                return report(&reference::write(&out, &pages)?, json, "reference pages");
+            }
             let stale = reference::stale(&out, &pages);
             if json {
                 print_line(serde_json::json!({ "stale": stale }))?;

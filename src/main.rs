@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use clap::{ArgMatches, CommandFactory as _, FromArgMatches as _};
 use isto::cli::{AdminCommand, Cli, Command, OffersCommand};
-use isto::config::{Overrides, Settings};
+use isto::config::Settings;
 use std::process::ExitCode;
 
 /// Starts logging to stderr. The filter: `--log-level` (or `ISTO_LOG_LEVEL`) when given;
@@ -92,20 +92,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut o = Overrides {
-        config: cli.config.clone(),
-        data_dir: cli.data_dir.clone(),
-        listen: cli.listen.clone(),
-        metrics_listen: cli.metrics_listen.clone(),
-        public_url: cli.public_url.clone(),
-        smtp_url: cli.smtp_url.clone(),
-        mail_from: cli.mail_from.clone(),
-        mail_helo_name: cli.mail_helo_name.clone(),
-        store_backend: cli.store_backend.clone(),
-        store_url: cli.store_url.clone(),
-        store_pool_size: cli.store_pool_size,
-    };
-    let level = cli.log_level.as_deref();
+    let mut o = cli.global;
+    let level = o.log_level.clone();
+    let level = level.as_deref();
     match cli.command {
         Command::Serve => {
             let settings = Settings::load(&o)?;
@@ -130,11 +119,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             init_logging(level, None);
             // `init --config PATH` writes the skeleton there: a file that does not exist
             // yet is not an error.
+            let config = o.config.clone();
             if o.config.as_ref().is_some_and(|p| !p.exists()) {
                 o.config = None;
             }
             let settings = Settings::load(&o)?;
-            isto::admin::init(&settings, cli.config.as_deref(), json)?;
+            isto::admin::init(&settings, config.as_deref(), json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(cmd) => {

@@ -1,5 +1,4 @@
-//! `isto admin backup`, `isto admin restore` and `isto admin keys export` (issue 11
-//! point 1).
+//! `isto admin backup`, `isto admin restore` and `isto admin keys export`.
 //!
 //! A backup is a logical export of the whole store from one read transaction
 //! ([`crate::store::Store::export`]): zstd-compressed JSON Lines (`.isto-backup`).
@@ -10,19 +9,13 @@
 //! bodies) stay sealed; the sealing keys are not in a backup — `isto admin keys export`
 //! writes them to a file of their own.
 //!
-//! With `isto serve` running the export runs in the server (the store allows one
-//! process per file) and streams through the admin socket: `{"op":"backup"}` → the
-//! header line, every row line, then `{"ok":true,"rows":N}` (or `{"ok":false,
-//! "error":"…"}` at any point). Without a server the store is opened here. Either way
-//! this process writes the file: a temp file beside `--out` (mode 0600), compressed as
-//! the lines arrive, synced, re-read and checked (every count and the checksum), then
-//! renamed over `--out` and the directory synced.
-//!
-//! Restore reads the file twice: a full check first, then into a new store file beside
-//! `isto.redb` (`isto.redb.restoring`) in one write transaction while every sealed value
-//! is opened with the data directory's key ring; only when all of that succeeded (and
-//! the file opens as a store, migrated when it is older) is it renamed to `isto.redb`.
-//! zstd is used here only (ARCHITECTURE.md, crates).
+//! With `isto serve` running the export runs in the server and streams through the
+//! admin socket: `{"op":"backup"}` → the header line, every row line, then
+//! `{"ok":true,"rows":N}` (or `{"ok":false,"error":"…"}` at any point). Either way this
+//! process writes the file: a temp file beside `--out` (mode 0600), compressed as the
+//! lines arrive, synced, re-read and checked, then renamed over `--out` and the
+//! directory synced. A restore checks the whole file before it writes a store
+//! (`restore.rs` in this directory).
 
 mod keys;
 mod lines;
@@ -64,7 +57,7 @@ pub const KEYS_FORMAT: &str = "isto-keys";
 const LEVEL: i32 = 3;
 /// How the progress bars of a backup and a restore are drawn (rows done of all).
 const ROWS_BAR: &str = "{wide_bar} {pos}/{len} rows {per_sec} ETA {eta}";
-/// What a backup says about the keys, on screen and in `--json`.
+/// What a backup says about the keys.
 pub const KEYS_NOTE: &str = "sealed values (contacts, hidden limits, outbox mail) stay sealed in the backup and \
      the sealing keys are NOT in it: keep `isto admin keys export` output apart from the backups, or the backup \
      cannot be read";
@@ -82,12 +75,11 @@ pub struct Header {
     pub version: u64,
     /// The isto version that wrote it.
     pub isto: String,
-    /// The store's schema version (`crate::store::SCHEMA_VERSION` of the writer).
+    /// The store's schema version.
     pub schema: u64,
     /// When the export's read transaction began (RFC 3339, UTC).
     pub created: String,
-    /// Rows per table (every table of the layout, by name; rows are in the file table
-    /// by table in the store's order).
+    /// Rows per table (every table of the layout, by name).
     pub tables: BTreeMap<String, u64>,
     /// Rows in all tables.
     pub rows: u64,
@@ -129,7 +121,7 @@ pub struct BackupReport {
     pub header: Header,
     /// The trailer.
     pub trailer: Trailer,
-    /// `"socket"` (the running server exported) or `"direct"`.
+    /// `"socket"` or `"direct"`.
     pub via: super::Route,
     /// Always false: see [`KEYS_NOTE`].
     pub keys_included: bool,
@@ -171,8 +163,7 @@ pub struct RestoreReport {
     pub sealed_opened: u64,
     /// Whether a store was replaced (`--force`).
     pub replaced: bool,
-    /// Key ids of old sealing keys `--keys` added to an existing key ring (empty when
-    /// none were added or the ring was installed whole).
+    /// Key ids of old sealing keys `--keys` added to an existing key ring.
     pub keys_added: Vec<String>,
 }
 
@@ -216,11 +207,10 @@ fn export_lines(
     })
 }
 
-/// The server's side of `backup`: streams the export to `write` (see the module docs).
-/// Lines are sent in chunks of about 64 KiB through a bounded channel, so a slow client
-/// slows the export down instead of filling memory; a client that goes away stops it.
-/// A server stopping (`stop` cancelled) ends the stream at once; the client then sees
-/// the connection close before the end line and writes nothing.
+/// The server's side of `backup`: streams the export to `write` in chunks of about 64
+/// KiB through a bounded channel, so a slow client slows the export down instead of
+/// filling memory; a client that goes away stops it. A server stopping (`stop`) ends the
+/// stream at once: the client sees no end line and writes nothing.
 pub(crate) async fn serve(
     holder: &AppState,
     write: &mut (impl tokio::io::AsyncWrite + Unpin),
@@ -277,7 +267,7 @@ pub(crate) async fn serve(
     written
 }
 
-/// A row as the backup layer reads it: its table and value (the key stays opaque).
+/// A row's table and value (the key stays opaque).
 #[derive(Deserialize)]
 struct RowView {
     t: String,
@@ -285,7 +275,7 @@ struct RowView {
     v: Option<Value>,
 }
 
-/// Counts rows per table and sealed values per key id, and hashes, line by line.
+/// Counts rows per table and sealed values per key id, and hashes the lines.
 #[derive(Default)]
 struct Tally {
     sha: Sha256,
@@ -357,9 +347,9 @@ fn parse_header(line: &str) -> anyhow::Result<Header> {
     Ok(h)
 }
 
-/// Reads a backup file line by line, checking as it goes: the header first, then each
-/// row (handed to `on_row` with its line number), then the trailer against every count
-/// and the checksum. Nothing may follow the trailer.
+/// Reads a backup file line by line, checking as it goes: the header, each row (to
+/// `on_row` with its line number), then the trailer against every count and the
+/// checksum. Nothing may follow the trailer.
 fn read_backup(
     path: &Path,
     mut on_header: impl FnMut(&Header) -> anyhow::Result<()>,
@@ -468,8 +458,8 @@ impl<W: std::io::Write> std::io::Write for Hashing<W> {
 /// Checks a backup file without restoring it (`isto admin backup --verify FILE`).
 ///
 /// # Errors
-/// The file cannot be read, is not a backup, is of a newer format or schema, is damaged
-/// (decompression, checksum, counts), each with a message naming the file and the cause.
+/// The file cannot be read, is not a backup, is of a newer format or schema, or is
+/// damaged (decompression, checksum, counts), naming the file and the cause.
 pub fn verify(path: &Path) -> anyhow::Result<Verified> {
     read_backup(path, |_| Ok(()), |_, _| Ok(()), &mut |_, _| Ok(()))
 }
@@ -521,14 +511,13 @@ impl Writer {
     }
 }
 
-/// Runs `isto admin backup --out FILE`: see the module docs. Prints a progress bar on a
-/// terminal, then the summary and [`KEYS_NOTE`] (or, with `json_output`, the
-/// [`BackupReport`] as JSON). `force` replaces an existing `out`.
+/// Runs `isto admin backup --out FILE` (see the module docs), printing a progress bar,
+/// then the summary and [`KEYS_NOTE`] (or the [`BackupReport`] as JSON). `force`
+/// replaces an existing `out`.
 ///
 /// # Errors
 /// `out` exists (without `force`); no store; the server's or the store's failure; a
-/// write or sync failure; the written file fails its check. On any error `out` is as it
-/// was and the temp file is removed.
+/// write failure; the written file fails its check. `out` is then as it was.
 pub fn backup(settings: &Settings, out: &Path, force: bool, json_output: bool) -> anyhow::Result<BackupReport> {
     check_out(settings, out, force)?;
     let tmp = temp_beside(out, "partial")?;
@@ -596,18 +585,17 @@ fn export_into(settings: &Settings, w: &mut Writer) -> anyhow::Result<super::Rou
     match Client::connect(&settings.admin_socket_path())? {
         Connect::Ready(mut client) => {
             let mut ended = None;
+            // Row lines, the header line (with a "format"), then the end line.
             let streamed = client.stream(&super::Request::Backup, &mut |line| {
-                if line.starts_with("{\"t\":") {
-                    w.take(line)?;
-                    return Ok(true);
+                if !line.starts_with("{\"t\":") {
+                    let v: Value = serde_json::from_str(line).context("the server sent a line that is not JSON")?;
+                    if v.get("format").is_none() {
+                        ended = Some(v);
+                        return Ok(false);
+                    }
                 }
-                let v: Value = serde_json::from_str(line).context("the server sent a line that is not JSON")?;
-                if v.get("format").is_some() {
-                    w.take(line)?;
-                    return Ok(true);
-                }
-                ended = Some(v);
-                Ok(false)
+                w.take(line)?;
+                Ok(true)
             });
             if let Err(e) = streamed {
                 if e.downcast_ref::<super::socket::Closed>().is_some() {

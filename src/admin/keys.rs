@@ -1,25 +1,15 @@
-//! `isto admin keys rotate`, `isto admin keys status` and `isto admin keys retire ID`
-//! (issue 11 point 2).
+//! `isto admin keys rotate`, `isto admin keys status` and `isto admin keys retire ID`.
 //!
-//! What rotates: the sealing key only (`keys/sealing.key`, XChaCha20-Poly1305 of
-//! contacts, hidden limits, account e-mails and queued mail). What never rotates: the
-//! handle key (`keys/handle.key`, the sellers' intent handles and the e-mail index) and
-//! the MAC root (`keys/mac.key`: person keys, seller pseudonyms, CSRF tokens, derived
-//! refresh tokens, keyed hashes of client secrets) — rotating those would change every
-//! handle, pseudonym and person key a seller or buyer already holds.
-//!
-//! A rotation makes a new sealing key current at once (in the running server's ring,
-//! through the admin socket, after the key file was written atomically), then re-seals
-//! every sealed value of every table under it in bounded batches
-//! ([`crate::store::Store::rewrite_values`], [`BATCH_ROWS`] rows per write transaction,
-//! so the server keeps serving): each batch re-reads its rows inside its own write
-//! transaction, so a value the server wrote meanwhile (already sealed with the new key)
-//! is never overwritten with an older copy. After a pass the values are counted by key
-//! id again; a value written back by the server with an old key during the pass (a
-//! read-then-write that began before the rotation) is re-sealed by one more pass, at most
-//! [`MAX_PASSES`]. Cut short (a crash, Ctrl-C), nothing is lost — every value still opens
-//! with its key, which stays in the ring —, `keys status` shows what is left and
-//! `keys rotate --resume` finishes it.
+//! Only the sealing key rotates ([`ROTATE_NOTE`] says why `handle.key` and `mac.key`
+//! never do). A rotation makes a new sealing key current at once (in the running
+//! server's ring too, after the key file was written atomically), then re-seals every
+//! sealed value under it in batches ([`crate::store::Store::rewrite_values`],
+//! [`BATCH_ROWS`] rows per write transaction, so the server keeps serving): each batch
+//! re-reads its rows inside its own transaction, so a value the server wrote meanwhile is
+//! never overwritten with an older copy. A value the server wrote back with an old key
+//! during a pass (a read-then-write begun before the rotation) is re-sealed by one more
+//! pass, at most [`MAX_PASSES`]. Cut short, nothing is lost — every value still opens
+//! with its key, which stays in the ring —, and `keys rotate --resume` finishes it.
 //!
 //! Socket ops (one answer line each; also answered in this process when no server runs):
 //! - `{"op":"keys_status"}` → `{"ok":true,"current":KID,"keys":[{"kid","current",
@@ -44,7 +34,7 @@ use std::collections::BTreeMap;
 pub const BATCH_ROWS: usize = 500;
 /// Most re-seal passes one `keys rotate` makes before it reports what is left.
 pub const MAX_PASSES: u32 = 5;
-/// What a rotation changes and what it never does, on screen and in `--json`.
+/// What a rotation changes and what it never does.
 pub const ROTATE_NOTE: &str = "rotated: the sealing key (contacts, hidden limits, account e-mails and queued mail \
      are re-sealed with the new key). Never rotated: handle.key and mac.key — they make the sellers' intent \
      handles, the seller pseudonyms, the person keys, CSRF tokens and keyed hashes, which would all change. \
@@ -58,8 +48,7 @@ pub struct KeyStatus {
     pub kid: String,
     /// Whether it is the current (sealing) key.
     pub current: bool,
-    /// When it was made (RFC 3339, UTC), from its file's modification time; `None`
-    /// when unknown.
+    /// When it was made (RFC 3339, UTC, its file's modification time), if known.
     pub created: Option<String>,
     /// Its file name in the keys directory.
     pub file: Option<String>,
@@ -84,15 +73,13 @@ pub struct StatusReport {
     /// `"socket"` or `"direct"` (filled in by the client).
     #[serde(default)]
     pub via: Route,
-    /// Whether a rotation or re-seal is running now in the process that answered (one
-    /// made a key or re-sealed a batch in the last [`ROTATION_LEASE`] and has not
-    /// finished).
+    /// Whether a rotation runs now in the process that answered (its last step within
+    /// [`ROTATION_LEASE`]).
     #[serde(default)]
     pub rotating: bool,
 }
 
-/// How long after its last step a rotation counts as running ([`StatusReport::rotating`]):
-/// a client that stopped without finishing frees it after this.
+/// How long after its last step a rotation counts as running ([`StatusReport::rotating`]).
 pub const ROTATION_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn unix_ms() -> u64 {
@@ -100,8 +87,7 @@ fn unix_ms() -> u64 {
     u64::try_from(crate::clock::SystemClock.now().unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
 }
 
-/// Whether a rotation of `keys` runs now (its last step within the lease; the marker is
-/// [`KeyRing::rotation_step`], shared by every admin connection of a server).
+/// Whether a rotation runs now (its last [`KeyRing::rotation_step`] within the lease).
 fn rotation_running(keys: &KeyRing) -> bool {
     let at = keys.rotation_step().load(std::sync::atomic::Ordering::SeqCst);
     at != 0 && unix_ms().saturating_sub(at) < ROTATION_LEASE.as_millis() as u64
@@ -163,10 +149,9 @@ fn each_sealed_mut(v: &mut Value, f: &mut dyn FnMut(&mut Value) -> anyhow::Resul
     }
 }
 
-/// The new bytes of a stored value whose sealed values are not all sealed with the
-/// current key: each such value opened and sealed again with it; `None` when nothing
-/// needs it (or the bytes are not JSON). The bytes change only where the sealed values
-/// are (each one's JSON text is replaced in place); `values` counts what was re-sealed.
+/// The new bytes of a stored value with each sealed value not sealed with the current
+/// key opened and sealed again (its JSON text replaced in place); `None` when nothing
+/// needs it (or the bytes are not JSON). `values` counts what was re-sealed.
 ///
 /// # Errors
 /// A sealed value that the ring cannot open (naming the table and the key id, never a
@@ -195,8 +180,8 @@ fn reseal_bytes(keys: &KeyRing, table: &str, bytes: &[u8], values: &mut u64) -> 
         return Ok(None);
     }
     *values += swaps.len() as u64;
-    // In place when every old text appears once (the store's own serialization), so the
-    // rest of the bytes stay as they were; else the whole value re-serialized.
+    // In place when every old text appears once (the store's own serialization), else
+    // the whole value re-serialized.
     if let Ok(mut text) = String::from_utf8(bytes.to_vec()) {
         if swaps.iter().all(|(old, _)| text.matches(old.as_str()).count() == 1) {
             for (old, new) in &swaps {
@@ -234,8 +219,7 @@ fn status_of(store: &Store, keys: &KeyRing) -> anyhow::Result<StatusReport> {
     })
 }
 
-/// Answers one keys request with `store` and `keys` (blocking): the server's side of
-/// the socket and the offline path alike.
+/// Answers one keys request (blocking), in the server or in this process alike.
 pub(super) fn answer(store: &Store, keys: &KeyRing, req: &Request) -> Value {
     match req {
         Request::KeysStatus => match status_of(store, keys) {
@@ -337,15 +321,9 @@ impl Target {
             return Ok(Self::Socket(c));
         }
         super::require_store(settings, super::NO_STORE)?;
-        let key_path = settings.key_path();
-        if !key_path.exists() {
-            bail!(
-                "the sealing key {} is missing: restore it from your key export (without it sealed data cannot be read)",
-                key_path.display()
-            );
-        }
+        super::require_key(settings, "your key export")?;
         let store = super::open_offline(settings)?;
-        let (keys, _) = KeyRing::load_or_create(&key_path)?;
+        let (keys, _) = KeyRing::load_or_create(&settings.key_path())?;
         Ok(Self::Direct { store: Box::new(store), keys: Box::new(keys) })
     }
 
@@ -373,12 +351,10 @@ impl Target {
 }
 
 /// `isto admin keys status`: every key id, which is current, when it was made, and how
-/// many stored values each still seals (counted over every table); through the running
-/// server or from the store opened here.
+/// many stored values each still seals.
 ///
 /// # Errors
-/// No store or key; the store held by a server without a working socket; the server's
-/// refusal.
+/// No store or key; the store held by another process; the server's refusal.
 pub fn keys_status(settings: &Settings, json_output: bool) -> anyhow::Result<StatusReport> {
     let s = Target::open(settings)?.status()?;
     print_json_or(json_output, &s, || {
@@ -421,10 +397,9 @@ pub fn keys_status(settings: &Settings, json_output: bool) -> anyhow::Result<Sta
     Ok(s)
 }
 
-/// `isto admin keys rotate [--resume]`: see the module docs. Without `resume` a new
-/// sealing key is made current first (refused while an earlier re-seal is unfinished);
-/// then every value sealed with an older key is re-sealed, `batch` rows per write
-/// transaction, with a progress bar.
+/// `isto admin keys rotate [--resume]` (see the module docs): without `resume` a new
+/// sealing key is made current first; then every value sealed with an older key is
+/// re-sealed, `batch` rows per write transaction, with a progress bar.
 ///
 /// # Errors
 /// An unfinished earlier re-seal (without `resume`); no store or key; the rotation or a
@@ -535,11 +510,11 @@ fn retirable_line(kids: &[String]) -> String {
 }
 
 /// `isto admin keys retire ID`: deletes the old sealing key `kid` (its file, and from
-/// the running server's ring). Refused when it is the current key, not in the ring, or
-/// any stored value is still sealed with it.
+/// the running server's ring).
 ///
 /// # Errors
-/// The refusals above (the CLI exits non-zero), no store or key, I/O errors.
+/// `kid` is the current key, not in the ring, or still seals a value; no store or key;
+/// I/O errors.
 pub fn keys_retire(settings: &Settings, kid: &str, json_output: bool) -> anyhow::Result<Value> {
     let mut t = Target::open(settings)?;
     let a =

@@ -1,23 +1,13 @@
-//! `isto admin migrate [--dry-run] [--json]` (issue 11 point 3): brings a stopped
-//! holder's store to this binary's schema version and runs the one-time start-up passes,
-//! so that the next `isto serve` starts at once; `--dry-run` runs the migrations in a
-//! write transaction that is rolled back and reports what they would change (rows per
-//! table). `isto serve` runs the same migrations at start ([`crate::store::Store::open`]).
+//! `isto admin migrate [--dry-run] [--json]`: brings a stopped holder's store to this
+//! binary's schema version and runs the one-time start-up passes
+//! ([`crate::state::PASSES`]), as `isto serve` does at start; `--dry-run` runs the
+//! migrations in a transaction that is rolled back. A store written by a newer isto is
+//! refused ([`crate::store::StoreError::TooNew`]).
 //!
-//! Without a running server the command opens the store file here; it lists the store's
-//! schema version (and the isto that last wrote it), this binary's, the pending
-//! migrations (number, name, description) and the pending start-up passes
-//! ([`crate::state::PASSES`]), runs them, and prints the result. A store written by a
-//! newer isto is refused ([`crate::store::StoreError::TooNew`]: which version wrote it,
-//! which this binary knows, what to do) with a non-zero exit.
-//!
-//! With `isto serve` running the store is the server's, which migrated it when it
-//! started: the command asks the admin socket for the server's versions, prints them and
-//! exits 0. Socket op: `{"op":"migrate"}` → `{"ok":true,"isto":"0.1.0","schema":4,
-//! "passesPending":["person_keys"]}`. A store held by a process whose socket does not
-//! answer is reported the same way, without the server's versions. A server too old to
-//! report its passes (no `passesPending`) leaves their state unknown (`"done": null`),
-//! never reported as done.
+//! With `isto serve` running the server migrated the store at start: the command asks
+//! the admin socket for its versions and exits 0. Socket op: `{"op":"migrate"}` →
+//! `{"ok":true,"isto":"0.1.0","schema":4,"passesPending":["person_keys"]}`. A server too
+//! old to report its passes leaves their state unknown (`"done": null`), never done.
 
 use super::Request;
 use crate::cli::out::{print_json_or, print_line};
@@ -64,18 +54,14 @@ pub struct PassState {
     pub name: String,
     /// [`Pass::description`].
     pub description: String,
-    /// Whether the store records it as done (after the command; before it in a dry run);
-    /// `None` when unknown (a running server too old to report it).
+    /// Whether the store records it as done (before the command in a dry run); `None`
+    /// when unknown.
     pub done: Option<bool>,
 }
 
-/// The outcome of `isto admin migrate`, printed as JSON with `--json`.
-///
-/// Shape: `{"via": "store", "dryRun": false, "isto": "0.1.0", "binarySchema": 4,
-/// "storeSchema": 3, "writer": "0.1.0", "pending": [MigrationInfo…], "tables":
-/// [TableChange…], "migrated": true, "passes": [PassState…], "server": null}`; with a
-/// server: `"via": "server"`, `"server": {"isto": "0.1.0", "schema": 4}`, `storeSchema`
-/// the server's schema, `pending` and `tables` empty.
+/// The outcome of `isto admin migrate`, printed as JSON (camelCase members) with
+/// `--json`; with a server, `storeSchema` is the server's and `pending` and `tables` are
+/// empty.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MigrateReport {
@@ -107,8 +93,7 @@ pub struct MigrateReport {
 /// `json_output`).
 ///
 /// # Errors
-/// No store; a store written by a newer isto (the message says which version wrote it,
-/// which this binary knows and what to do); the sealing key missing (without
+/// No store; a store written by a newer isto; the sealing key missing (without
 /// `dry_run`); a migration's or the socket's failure.
 pub fn migrate_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<MigrateReport> {
     let report = migrate(settings, dry_run, json_output)?;
@@ -139,11 +124,8 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
             path.display()
         );
     }
-    if !dry_run && !settings.key_path().exists() {
-        anyhow::bail!(
-            "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
-            settings.key_path().display()
-        );
+    if !dry_run {
+        super::require_key(settings, "your backup")?;
     }
     let what = if dry_run { "rehearsing the migrations" } else { "migrating the store" };
     let bar = super::spinner(json_output, what, SPINNER);
@@ -173,9 +155,8 @@ fn migrate(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Res
     Ok(r)
 }
 
-/// The report of a running server's answer `a` to `migrate` (see the module docs): its
-/// versions, and its start-up passes — each unknown when the answer has no list of
-/// pending passes (an older server), not done.
+/// The report of a running server's answer `a` to `migrate`: its versions and start-up
+/// passes (unknown without `passesPending`).
 fn server_report(a: &Value, dry_run: bool) -> MigrateReport {
     let pending: Option<Vec<String>> = a.get("passesPending").and_then(|p| serde_json::from_value(p.clone()).ok());
     let mut r = base_report(MigrateVia::Server, dry_run);
@@ -186,9 +167,7 @@ fn server_report(a: &Value, dry_run: bool) -> MigrateReport {
     r
 }
 
-/// Opens the holder here (which runs the pending start-up passes, see
-/// [`crate::state::AppState::with_index_dir`]) and returns its store for a look at what
-/// is recorded.
+/// Opens the holder here, which runs the pending start-up passes, and returns its store.
 fn run_passes(settings: &Settings) -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
     let path = settings.store_path();
     let store = crate::store::Store::open_at(&settings.store_location()).map_err(|e| super::open_failed(&path, e))?;
@@ -244,33 +223,24 @@ pub fn human(r: &MigrateReport, store_path: &str) -> String {
         writer(&r.writer)
     ));
     out.push_str(&format!("this binary: isto {}, schema version {}\n", r.isto, r.binary_schema));
-    if r.pending.is_empty() {
-        out.push_str("pending migrations: none\n");
-    } else {
-        out.push_str("pending migrations:\n");
-        for m in &r.pending {
-            out.push_str(&format!("  {:>3}  {}: {}\n", m.number, m.name, m.description));
-        }
+    out.push_str(if r.pending.is_empty() { "pending migrations: none\n" } else { "pending migrations:\n" });
+    for m in &r.pending {
+        out.push_str(&format!("  {:>3}  {}: {}\n", m.number, m.name, m.description));
     }
     let head = if r.dry_run { "would change (dry run, rolled back):" } else { "changed:" };
-    if r.tables.is_empty() {
-        out.push_str(&format!("{head} no table\n"));
-    } else {
-        out.push_str(&format!("{head}\n"));
-        for t in &r.tables {
-            let before = t.before.map_or("(new table)".into(), |n| n.to_string());
-            out.push_str(&format!("  {:<16} {before:>12} -> {} rows\n", t.table, t.after));
-        }
+    out.push_str(&format!("{head}{}\n", if r.tables.is_empty() { " no table" } else { "" }));
+    for t in &r.tables {
+        let before = t.before.map_or("(new table)".into(), |n| n.to_string());
+        out.push_str(&format!("  {:<16} {before:>12} -> {} rows\n", t.table, t.after));
     }
     let pending: Vec<&PassState> = r.passes.iter().filter(|p| p.done != Some(true)).collect();
-    if pending.is_empty() {
-        out.push_str("start-up passes: all done\n");
-    } else {
-        let head = if r.dry_run { "start-up passes to run (not rehearsed)" } else { "start-up passes that failed" };
-        out.push_str(&format!("{head}:\n"));
-        for p in pending {
-            out.push_str(&format!("       {}: {}\n", p.name, p.description));
-        }
+    out.push_str(match (pending.is_empty(), r.dry_run) {
+        (true, _) => "start-up passes: all done\n",
+        (false, true) => "start-up passes to run (not rehearsed):\n",
+        (false, false) => "start-up passes that failed:\n",
+    });
+    for p in pending {
+        out.push_str(&format!("       {}: {}\n", p.name, p.description));
     }
     if r.dry_run {
         out.push_str("dry run: nothing was changed; run `isto admin migrate` to apply");

@@ -1,14 +1,14 @@
 //! Admin commands that work whether or not `isto serve` runs.
 //!
 //! The store allows one process per file. With a server running, commands go through its
-//! admin socket ([`serve_socket`]); without one they open the store directly. `import`
-//! tries the socket first: a socket file that nothing answers is stale and ignored; a
-//! store held by another process while no socket answers means `isto serve` runs
-//! without its socket, and the command says so. `init` needs no server.
+//! admin socket ([`serve_socket`]: `DATA_DIR/admin.sock`, mode 0600, peers with the
+//! server's uid or root, checked with `SO_PEERCRED`); without one they open the store
+//! directly. A socket file that nothing answers is stale and ignored; a store held by
+//! another process while no socket answers means `isto serve` runs without its socket,
+//! and the command says so. `init` needs no server.
 //!
-//! The socket (`DATA_DIR/admin.sock`, mode 0600, peers must have the server's uid or be
-//! root, checked with `SO_PEERCRED`) speaks newline-delimited JSON, one response line
-//! per request line:
+//! The socket speaks newline-delimited JSON, one typed [`Request`] (tagged by `"op"`,
+//! the names of every earlier version) per line, one answer line per request:
 //!
 //! - `{"op":"ping"}` → `{"ok":true,"version":"0.1.0"}`
 //! - `{"op":"import","rows":[<row>, ...]}` → `{"ok":true,"counts":{"created":n,
@@ -17,21 +17,11 @@
 //!   [`MAX_ROWS`] per request. The server validates every row again; one bad row refuses
 //!   the batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and nothing
 //!   of it is stored. A batch is one transaction.
-//! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
-//!   (see `sellers.rs` in this directory for the shapes).
-//! - `purge`: `isto admin purge` (see `purge.rs` in this directory).
-//! - `migrate`: `isto admin migrate` asks the running server's versions (see
-//!   `migrate.rs` in this directory).
-//! - `stats`: `isto admin stats` (see `stats.rs` in this directory).
-//! - `backup`: `isto admin backup` streams the export (see `backup.rs` in this directory;
-//!   `restore` and `keys export` never use the socket).
-//! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
-//!   (key rotation; see `keys.rs` in this directory).
+//! - `seller_*`, `purge`, `migrate`, `stats`, `backup` (many answer lines) and `keys_*`:
+//!   the commands of the same names, each op's shapes in its module's docs (`restore`
+//!   and `keys export` never use the socket).
 //! - anything else → `{"ok":false,"error":"..."}`: an unknown op is named, with the
 //!   known ones.
-//!
-//! The requests are one typed enum, [`Request`] (serde-tagged by `"op"`), which the
-//! client and the server share; its `"op"` names are those of every earlier version.
 
 mod backup;
 mod command;
@@ -43,21 +33,14 @@ mod sellers;
 mod socket;
 mod stats;
 
-pub use backup::{
-    backup, keys_export, restore, verify as verify_backup, BackupReport, Header as BackupHeader, KeysReport,
-    RestoreReport, Trailer as BackupTrailer, Verified, FORMAT as BACKUP_FORMAT,
-    FORMAT_VERSION as BACKUP_FORMAT_VERSION, KEYS_NOTE, KEYS_WARNING,
-};
+pub use backup::{backup, keys_export, restore, verify as verify_backup};
 pub use command::run as command;
-pub use keys::{
-    keys_retire, keys_rotate, keys_status, KeyStatus, RotateReport, StatusReport, BATCH_ROWS as RESEAL_BATCH_ROWS,
-    MAX_PASSES as RESEAL_MAX_PASSES, ROTATE_NOTE,
-};
-pub use migrate::{human as migrate_report, migrate_command, MigrateReport, MigrateVia, PassState};
+pub use keys::{keys_retire, keys_rotate, keys_status, StatusReport};
+pub use migrate::migrate_command;
 pub use purge::{purge_command, report as purge_report};
 pub use request::Request;
 pub use sellers::{seller_command, table as seller_table};
-pub use socket::{serve_socket, AdminSocket, MAX_REQUEST_BYTES, MAX_ROWS, PING_TIMEOUT, VERSION};
+pub use socket::{serve_socket, AdminSocket, MAX_ROWS, VERSION};
 pub use stats::{collect as collect_stats, report as stats_report, stats_command, Stats};
 
 use crate::catalogue::{self, parse_json_row, RowError, RowReader};
@@ -90,7 +73,7 @@ pub const REPORTED_ERRORS: usize = 1000;
 pub enum Route {
     /// Through the running server's admin socket.
     Socket,
-    /// The store opened by this process (the default, for a report read without its route).
+    /// The store opened by this process (the default).
     #[default]
     Direct,
 }
@@ -113,24 +96,20 @@ pub struct ImportReport {
     /// Socket or direct.
     pub via: Route,
     /// With `--full`: offers withdrawn because the feed no longer has them; `None`
-    /// without `--full`, or when rows were rejected (then nothing is withdrawn, so a bad
-    /// row never takes its offer down).
+    /// without `--full` or when rows were rejected (a bad row never takes its offer down).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withdrawn: Option<u64>,
 }
 
-/// Exit status of `isto admin offers import` when some rows were rejected: the report
-/// (text or `--json`) is printed, the good rows are stored (issue 11 point 7).
+/// Exit status of `isto admin offers import` when some rows were rejected (the good
+/// rows are stored).
 pub const IMPORT_REJECTED: u8 = 1;
-/// Exit status of `isto admin offers import` when the import did not run or stopped: bad
-/// arguments or config, an unreadable file, a store or admin socket failure (the error
-/// is on stderr; rows of batches stored before a stop stay stored). clap's usage errors
-/// exit 2 too.
+/// Exit status of `isto admin offers import` when the import did not run or stopped (rows
+/// of batches stored before a stop stay stored); clap's usage errors exit 2 too.
 pub const IMPORT_FAILED: u8 = 2;
 
 impl ImportReport {
-    /// The process exit status: [`IMPORT_REJECTED`] (1) when any row was rejected, else
-    /// 0 (an empty file is not a failure).
+    /// The exit status: [`IMPORT_REJECTED`] when any row was rejected, else 0.
     pub fn exit_code(&self) -> u8 {
         if self.rejected > 0 {
             IMPORT_REJECTED
@@ -158,36 +137,41 @@ impl ImportReport {
 }
 
 /// Where good rows go: the server's socket or the store opened here.
-enum Sink {
-    Socket { client: Client, rows: Vec<Value>, run: Option<String> },
-    Direct { holder: Box<AppState>, rows: Vec<OfferInput>, run: Option<String> },
+enum To {
+    Socket(Client),
+    Direct(Box<AppState>),
+}
+
+/// The rows of the batch being filled (each as read and as validated) and where they go.
+struct Sink {
+    to: To,
+    rows: Vec<(Value, OfferInput)>,
+    run: Option<String>,
 }
 
 impl Sink {
     fn open(settings: &Settings, run: Option<String>) -> anyhow::Result<Self> {
-        let state = match Client::connect(&settings.admin_socket_path())? {
-            Connect::Ready(client) => return Ok(Self::Socket { client, rows: Vec::new(), run }),
-            other => other,
+        let to = match Client::connect(&settings.admin_socket_path())? {
+            Connect::Ready(client) => To::Socket(client),
+            other => To::Direct(Box::new(open_holder(settings, &other)?)),
         };
-        let holder = open_holder(settings, &state)?;
-        Ok(Self::Direct { holder: Box::new(holder), rows: Vec::new(), run })
+        Ok(Self { to, rows: Vec::new(), run })
     }
 
     /// Ends a full-feed run: withdraws what the feed no longer has.
     fn finish_full(&mut self) -> anyhow::Result<u64> {
-        match self {
-            Self::Socket { client, run: Some(run), .. } => client.finish_full(run),
-            Self::Direct { holder, run: Some(run), .. } => Ok(holder.catalogue.withdraw_vanished(run)?.len() as u64),
-            _ => Ok(0),
+        match (&mut self.to, &self.run) {
+            (To::Socket(client), Some(run)) => client.finish_full(run),
+            (To::Direct(holder), Some(run)) => Ok(holder.catalogue.withdraw_vanished(run)?.len() as u64),
+            (_, None) => Ok(0),
         }
     }
 
     /// After a direct import: brings the data directory's offer index in step with the
-    /// store (one rebuild from it), so that the next `isto serve` is ready without
-    /// rebuilding it first (issue 12 point 3). A failure is only logged: the server
-    /// rebuilds a lagging index itself.
+    /// store, so that the next `isto serve` starts without rebuilding it. A failure is
+    /// only logged: the server rebuilds a lagging index itself.
     fn catch_up_index(&self) {
-        if let Self::Direct { holder, .. } = self {
+        if let To::Direct(holder) = &self.to {
             match holder.catalogue.offer_index() {
                 Ok(i) => tracing::debug!(offers = i.num_docs(), "offer index in step with the store"),
                 Err(e) => tracing::warn!(error = %e, "offer index not brought in step; isto serve rebuilds it"),
@@ -195,40 +179,14 @@ impl Sink {
         }
     }
 
-    fn route(&self) -> Route {
-        match self {
-            Self::Socket { .. } => Route::Socket,
-            Self::Direct { .. } => Route::Direct,
-        }
-    }
-
-    fn push(&mut self, value: Value, input: OfferInput) {
-        match self {
-            Self::Socket { rows, .. } => rows.push(value),
-            Self::Direct { rows, .. } => rows.push(input),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Self::Socket { rows, .. } => rows.len(),
-            Self::Direct { rows, .. } => rows.len(),
-        }
-    }
-
     fn flush(&mut self, total: &mut ImportCounts) -> anyhow::Result<()> {
-        if self.len() == 0 {
+        if self.rows.is_empty() {
             return Ok(());
         }
-        let counts = match self {
-            Self::Socket { client, rows, run } => {
-                let c = client.import(rows, run.as_deref())?;
-                rows.clear();
-                c
-            }
-            Self::Direct { holder, rows, run } => {
-                holder.catalogue.import_offers_run(std::mem::take(rows), run.as_deref())?
-            }
+        let (values, inputs): (Vec<Value>, Vec<OfferInput>) = std::mem::take(&mut self.rows).into_iter().unzip();
+        let counts = match &mut self.to {
+            To::Socket(client) => client.import(&values, self.run.as_deref())?,
+            To::Direct(holder) => holder.catalogue.import_offers_run(inputs, self.run.as_deref())?,
         };
         total.created += counts.created;
         total.updated += counts.updated;
@@ -237,9 +195,8 @@ impl Sink {
     }
 }
 
-/// The error of a store that does not open (not because another process holds it):
-/// names the path, and when permission was denied says to run as the data directory's
-/// owner.
+/// The error of a store that does not open (not held by another process), naming the
+/// path and, when permission was denied, the user to run as.
 pub(crate) fn open_failed(path: &Path, e: StoreError) -> anyhow::Error {
     let hint = if e.is_permission_denied() {
         "; run as the data directory's owner (e.g. `sudo -u isto isto admin …`)"
@@ -253,9 +210,8 @@ pub(crate) fn open_failed(path: &Path, e: StoreError) -> anyhow::Error {
 /// socket.
 ///
 /// # Errors
-/// Another process holds the store: a server without its socket, or another admin
-/// command working offline (a backup, a key rotation, an import) — the message says
-/// both and what to do; any other failure as [`open_failed`].
+/// Another process holds the store (the message names the likely holders and what to
+/// do); any other failure as [`open_failed`].
 fn open_offline(settings: &Settings) -> anyhow::Result<Store> {
     let path = settings.store_path();
     Store::open_at(&settings.store_location()).map_err(|e| {
@@ -286,13 +242,27 @@ fn require_store(settings: &Settings, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks that the sealing key file exists.
+///
+/// # Errors
+/// `the sealing key PATH is missing: restore it from {from} …`.
+fn require_key(settings: &Settings, from: &str) -> anyhow::Result<()> {
+    let key_path = settings.key_path();
+    if !key_path.exists() {
+        anyhow::bail!(
+            "the sealing key {} is missing: restore it from {from} (without it sealed data cannot be read)",
+            key_path.display()
+        );
+    }
+    Ok(())
+}
+
 /// Sends `req` to the running server's admin socket, or, when no server runs, opens the
 /// store here and answers it with `local` (the same function the socket runs). Returns
 /// the answer and whether it went through the socket.
 ///
 /// # Errors
-/// No store yet (run `isto admin init`), the socket's failure, or the store held by a
-/// server without a working admin socket.
+/// No store yet, the socket's failure, or the store held by another process.
 fn via_server_or_store(
     settings: &Settings,
     req: &Request,
@@ -319,7 +289,7 @@ fn ok_or_bail(answer: Value) -> anyhow::Result<Value> {
     anyhow::bail!("{}", answer.get("error").and_then(Value::as_str).unwrap_or("unexpected answer"))
 }
 
-/// The member `name` of an `ok` answer (of the socket or of the store opened here).
+/// The member `name` of an `ok` answer.
 ///
 /// # Errors
 /// As [`ok_or_bail`]; a member not of the shape of `T`.
@@ -328,7 +298,7 @@ fn answer_field<T: serde::de::DeserializeOwned>(answer: Value, name: &str) -> an
     Ok(serde_json::from_value(answer[name].take())?)
 }
 
-/// Opens store and keys in this process for an import (no server answers).
+/// Opens store and keys in this process (no server answers), creating a new data directory.
 fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState> {
     let store_path = settings.store_path();
     let key_path = settings.key_path();
@@ -336,16 +306,12 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
     // On PostgreSQL the store is the database: the data directory is new without its key.
     let fresh = if postgres { !key_path.exists() } else { !store_path.exists() };
     if fresh {
-        // A new data directory: create it as `isto admin init` (and `isto serve`) would.
         eprintln!("note: no store at {}: creating a new data directory", settings.store_name());
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create the data directory {}", settings.data_dir.display()))?;
         crate::crypto::set_mode(&settings.data_dir, 0o700)?;
-    } else if !key_path.exists() {
-        anyhow::bail!(
-            "the sealing key {} is missing: restore it from your backup (without it sealed data cannot be read)",
-            key_path.display()
-        );
+    } else {
+        require_key(settings, "your backup")?;
     }
     let store = match Store::open_at(&settings.store_location()) {
         Ok(s) => s,
@@ -367,14 +333,12 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
         crate::crypto::set_mode(&store_path, 0o600)?;
     }
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
-    // The data directory's offer index, as `isto serve` keeps it (opened only when used).
     let index = Some(settings.data_dir.join("index"));
     Ok(AppState::with_index_dir(settings.clone(), store, keys, Arc::new(SystemClock), index))
 }
 
-/// A progress display on stderr drawn with the indicatif `template`: a bar of `total`
-/// steps, or with `total` `None` a spinner. Hidden with `json_output` or when stderr is
-/// not a terminal.
+/// A progress bar of `total` steps (`None`: a spinner) on stderr drawn with the indicatif
+/// `template`, hidden with `json_output` or when stderr is not a terminal.
 fn progress(json_output: bool, total: Option<u64>, template: &str) -> ProgressBar {
     if json_output || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -396,19 +360,17 @@ fn spinner(json_output: bool, message: &'static str, template: &str) -> Progress
 }
 
 /// Imports a catalogue file (JSON Lines or CSV, see [`crate::catalogue`]) in batches of
-/// [`BATCH_ROWS`]: through the running server's admin socket when one answers, else
-/// into the store opened here. Every row is validated here first; each bad row is
-/// printed to stderr as `line N: message` (the first [`SHOWN_ERRORS`]), good rows are
-/// stored. Prints a progress bar on a terminal (not with `json_output`), then the
-/// summary line ([`ImportReport::summary`]) or, with `json_output`, the report as JSON
-/// on stdout. With `full` the file is the whole feed of the sellers it names: afterwards
-/// their active offers that the file did not contain are withdrawn — only when no row
-/// was rejected.
+/// [`BATCH_ROWS`], through the admin socket or into the store opened here. Every row is
+/// validated here first; each bad row is printed to stderr as `line N: message` (the
+/// first [`SHOWN_ERRORS`]), good rows are stored. Prints a progress bar on a terminal,
+/// then [`ImportReport::summary`] (or, with `json_output`, the report as JSON). With
+/// `full` the file is the whole feed of the sellers it names: afterwards their active
+/// offers that the file did not contain are withdrawn — only when no row was rejected.
 ///
 /// # Errors
-/// The file cannot be opened or has a bad CSV header (nothing imported); the store is
-/// missing, or held by a server without a working admin socket; a read error or a
-/// refused batch mid-file (earlier batches stay stored; the message says how many).
+/// The file cannot be opened or has a bad CSV header (nothing imported); the store held
+/// by another process; a read error or a refused batch mid-file (earlier batches stay
+/// stored; the message says how many).
 pub fn import(settings: &Settings, file: &Path, full: bool, json_output: bool) -> anyhow::Result<ImportReport> {
     let currencies: Vec<String> = settings.rates.keys().cloned().collect();
     let mut reader = catalogue::read_file(file, &currencies)?;
@@ -416,7 +378,8 @@ pub fn import(settings: &Settings, file: &Path, full: bool, json_output: bool) -
     let mut sink = Sink::open(settings, run)?;
     let bar =
         progress(json_output, Some(reader.total_bytes()), "{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}");
-    let mut report = ImportReport { via: sink.route(), ..ImportReport::default() };
+    let via = if matches!(sink.to, To::Socket(_)) { Route::Socket } else { Route::Direct };
+    let mut report = ImportReport { via, ..ImportReport::default() };
     let outcome = import_rows(&mut reader, &mut sink, &currencies, &bar, json_output, &mut report);
     bar.finish_and_clear();
     let mut outcome = outcome.and_then(|()| reader.finish().map_err(anyhow::Error::from));
@@ -471,8 +434,8 @@ fn import_rows(
         });
         match checked {
             Ok((value, input)) => {
-                sink.push(value, input);
-                if sink.len() >= BATCH_ROWS {
+                sink.rows.push((value, input));
+                if sink.rows.len() >= BATCH_ROWS {
                     sink.flush(&mut report.imported)?;
                 }
             }
@@ -491,10 +454,7 @@ fn import_rows(
     sink.flush(&mut report.imported)
 }
 
-/// What `isto admin init` did, printed as JSON with `--json`: `{"dataDir": "…",
-/// "dataDirCreated": bool, "keyPath": "…", "keyCreated": bool, "store": "…",
-/// "storeState": "created" | "exists" | "in_use", "config": "…" | null,
-/// "configWritten": bool}`.
+/// What `isto admin init` did, printed as JSON (camelCase members) with `--json`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitReport {
@@ -517,10 +477,9 @@ pub struct InitReport {
 }
 
 /// `isto admin init`: creates the data directory (0700 when created here), the sealing
-/// key (printing where it is and that it must be backed up), the store, and — when
-/// `config_path` is given and no file is there — the commented config skeleton
-/// ([`crate::config::SKELETON`]). Never overwrites; safe to run again. Prints each step
-/// as it is done, or with `json_output` only the [`InitReport`] at the end.
+/// key, the store, and — when `config_path` is given and no file is there — the config
+/// skeleton ([`crate::config::SKELETON`]). Never overwrites; safe to run again. Prints
+/// each step, or with `json_output` only the [`InitReport`].
 ///
 /// # Errors
 /// I/O errors naming the path; a store written by a newer isto.
@@ -606,17 +565,13 @@ pub fn init(settings: &Settings, config_path: Option<&Path>, json_output: bool) 
 }
 
 /// `isto admin registry-entry`: prints this holder's entry for the Isto Intents
-/// Registry ([`crate::metadata::registry_entry`], drawn from the same document as `GET
-/// /.well-known/isto-intents`), with the `isto check --json` report in `check_result`
-/// (a file) when given; indented, or on one line with `json_output`. Needs no store.
+/// Registry ([`crate::metadata::registry_entry`]), with the `isto check --json` report in
+/// the file `check_result` when given; indented, or on one line with `json_output`.
 ///
 /// # Errors
 /// The check result file unreadable or not a JSON object.
 pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_output: bool) -> anyhow::Result<Value> {
-    let check = match check_result {
-        Some(p) => Some(read_check_report(p, &settings.public_url.base)?),
-        None => None,
-    };
+    let check = check_result.map(|p| read_check_report(p, &settings.public_url.base)).transpose()?;
     let consent = crate::protocol::consent::ConsentTexts::load(&settings.consent_dir());
     let doc = crate::metadata::document(settings, &consent);
     let entry = crate::metadata::registry_entry(&doc, &settings.public_url.base, check);
@@ -628,10 +583,9 @@ pub fn registry_entry(settings: &Settings, check_result: Option<&Path>, json_out
 const MAX_CHECK_REPORT_BYTES: u64 = 1024 * 1024;
 
 /// Reads an `isto check --json` report for the registry entry: at most
-/// [`MAX_CHECK_REPORT_BYTES`], a JSON object whose `checks` is an array of checks (each
-/// with a string `id` and `status`) and whose `holder` is on this holder's origin
-/// (`public_url`); the holder URL's user name and password are dropped. A report with
-/// failed checks is taken (the registry shows them) with a note on stderr.
+/// [`MAX_CHECK_REPORT_BYTES`], with a non-empty `checks` array (each with a string `id`
+/// and `status`) and a `holder` on this holder's origin, whose user name and password
+/// are dropped. Failed checks are kept (the registry shows them), with a note.
 fn read_check_report(p: &Path, public_url: &str) -> anyhow::Result<Value> {
     use std::io::Read as _;
     let file = std::fs::File::open(p).with_context(|| format!("reading {}", p.display()))?;

@@ -1,13 +1,8 @@
-//! `isto admin purge [--dry-run] [--json]` (issue 9 point 3): deletes what nobody needs
-//! any more ([`crate::intents::Intents::purge`]: lapsed drafts and their tokens, unused
-//! OAuth clients, expired OAuth codes and tokens, expired sign-in links and sessions) and
-//! prints the counts per kind; `--dry-run` prints what would go and removes nothing.
-//! `isto serve` runs the same purge every minute.
+//! `isto admin purge [--dry-run] [--json]`: [`crate::intents::Intents::purge`], which
+//! `isto serve` runs every minute, and the counts per kind.
 //!
-//! With `isto serve` running the command goes through its admin socket (the store allows
-//! one process per file); without one it opens the store here. Socket op:
-//! `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}` (see
-//! [`Purged`] for its shape), or `{"ok":false,"error":"…"}`.
+//! Socket op: `{"op":"purge","dryRun":bool}` → `{"ok":true,"dryRun":bool,"purged":Purged}`
+//! (see [`Purged`]).
 
 use super::Request;
 use crate::cli::out::{print_json_or, print_line};
@@ -16,8 +11,7 @@ use crate::intents::Purged;
 use crate::state::AppState;
 use serde_json::{json, Value};
 
-/// Runs the purge on `holder`. Internal failures are logged; over the socket (`detail`
-/// false) they are answered generically.
+/// Runs the purge on `holder` (failures as [`super::socket::internal_failure`]).
 pub(crate) fn answer(holder: &AppState, dry_run: bool, detail: bool) -> Value {
     match holder.intents.purge(dry_run) {
         Ok(p) => json!({"ok": true, "dryRun": dry_run, "purged": p}),
@@ -52,8 +46,7 @@ pub fn report(p: &Purged, dry_run: bool) -> String {
 /// Runs `isto admin purge`, printing the counts (JSON with `json`: the [`Purged`] object).
 ///
 /// # Errors
-/// No store; the server's or the store's failure; the store held by a server without a
-/// working admin socket.
+/// No store; the server's or the store's failure; the store held by another process.
 pub fn purge_command(settings: &Settings, dry_run: bool, json_output: bool) -> anyhow::Result<Purged> {
     let req = Request::Purge { dry_run };
     let (answer, _) = super::via_server_or_store(settings, &req, |holder, _| answer(holder, dry_run, true))?;

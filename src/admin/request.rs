@@ -1,27 +1,21 @@
 //! The admin socket's requests as one typed enum, shared by the client (`isto admin …`)
-//! and the server ([`super::socket`]).
-//!
-//! On the wire a request is one JSON object on one line whose `"op"` names the
-//! operation (`snake_case`, the names every isto version used: an older client talks to
-//! a newer server) and whose other members are the operation's fields; members an
-//! operation does not know are ignored. [`Request::parse`] refuses a line that is not
-//! JSON, has no `"op"`, names an unknown op (the error names it and lists the known
-//! ones) or lacks a field (the error names the op and the field).
+//! and the server ([`super::socket`]). On the wire a request is one JSON object on one
+//! line whose `"op"` names the operation (`snake_case`, the names every isto version
+//! used: an older client talks to a newer server) and whose other members are its
+//! fields; members an operation does not know are ignored.
 
 use crate::sellers::NewSeller;
 use crate::store::Cursor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One admin socket request (see the module docs for the wire form; the answers are
-/// described with each op's module).
+/// One admin socket request (the answers are described with each op's module).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// `{"op":"ping"}` → `{"ok":true,"version":…}`.
     Ping,
-    /// One import batch: rows as `crate::catalogue::parse_json_row` accepts them (at most
-    /// [`super::MAX_ROWS`]), and the id of a full-feed run they belong to.
+    /// One import batch (at most [`super::MAX_ROWS`] rows).
     Import {
         /// The offer rows.
         rows: Vec<Value>,
@@ -29,8 +23,7 @@ pub enum Request {
         #[serde(default)]
         run: Option<String>,
     },
-    /// Ends a full-feed import: the offers of the feed's sellers the run did not send
-    /// are withdrawn.
+    /// Ends a full-feed import: the offers of its sellers the run did not send are withdrawn.
     FinishFull {
         /// The run id sent with the batches.
         run: String,
@@ -66,7 +59,7 @@ pub enum Request {
     Backup,
     /// `isto admin keys status`.
     KeysStatus,
-    /// `isto admin keys rotate`: a new current sealing key.
+    /// `isto admin keys rotate`.
     KeysRotate,
     /// One re-seal batch of a rotation.
     KeysReseal {
@@ -104,25 +97,11 @@ impl Request {
         "keys_retire",
     ];
 
-    /// This request's op (its `"op"` on the wire).
+    /// This request's op (its `"op"` on the wire): the name serde gives its variant,
+    /// as listed in [`Self::OPS`].
     pub fn op(&self) -> &'static str {
-        match self {
-            Self::Ping => "ping",
-            Self::Import { .. } => "import",
-            Self::FinishFull { .. } => "finish_full",
-            Self::SellerAdd { .. } => "seller_add",
-            Self::SellerList => "seller_list",
-            Self::SellerDisable { .. } => "seller_disable",
-            Self::SellerEnable { .. } => "seller_enable",
-            Self::Purge { .. } => "purge",
-            Self::Migrate => "migrate",
-            Self::Stats => "stats",
-            Self::Backup => "backup",
-            Self::KeysStatus => "keys_status",
-            Self::KeysRotate => "keys_rotate",
-            Self::KeysReseal { .. } => "keys_reseal",
-            Self::KeysRetire { .. } => "keys_retire",
-        }
+        let line = serde_json::to_value(self).unwrap_or_default();
+        Self::OPS.into_iter().find(|op| line["op"] == *op).unwrap_or("unknown")
     }
 
     /// Reads one request line.
@@ -143,14 +122,6 @@ impl Request {
         }
         let op = op.to_owned();
         serde_json::from_value(v).map_err(|e| format!("{op}: {e}"))
-    }
-
-    /// The request line (JSON, without the newline).
-    ///
-    /// # Errors
-    /// Serialization errors (none for these types).
-    pub fn to_line(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(self)
     }
 }
 
@@ -195,7 +166,7 @@ mod tests {
             let line = wire.to_string();
             assert_eq!(Request::parse(line.as_bytes()).unwrap(), typed, "{line}");
             assert_eq!(wire["op"], typed.op());
-            let back: Value = serde_json::from_slice(&typed.to_line().unwrap()).unwrap();
+            let back: Value = serde_json::from_slice(&serde_json::to_vec(&typed).unwrap()).unwrap();
             assert_eq!(back["op"], typed.op());
         }
         // Members an op does not know are ignored (a newer client's extras).

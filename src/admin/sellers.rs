@@ -1,8 +1,4 @@
-//! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]).
-//!
-//! With `isto serve` running the commands go through its admin socket (the store allows one
-//! process per file); without one they open the store here. Socket ops (newline-
-//! delimited JSON like the others, see [`super::socket`]):
+//! `isto admin seller add|list|disable|enable` (see [`crate::sellers`]). Socket ops:
 //!
 //! - `{"op":"seller_add","seller":{"name":…,"email":…,"url"?:…,"categories":[…],
 //!   "regions":[…],"invite":bool}}` → `{"ok":true,"added":{"seller":SellerInfo,
@@ -33,8 +29,8 @@ fn run(holder: &AppState, req: &Request) -> Result<Value, SellerError> {
     })
 }
 
-/// Answers one seller request on `holder`. Internal failures are logged; over the
-/// socket (`detail` false) they are answered generically.
+/// Answers one seller request on `holder` (internal failures as
+/// [`super::socket::internal_failure`]).
 pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
     let op = req.op();
     match run(holder, req) {
@@ -42,12 +38,6 @@ pub(crate) fn answer(holder: &AppState, req: &Request, detail: bool) -> Value {
         Err(e) if e.is_internal() => super::socket::internal_failure(op, &e, detail),
         Err(e) => failure(e.to_string()),
     }
-}
-
-/// Sends `req` to the running server, or runs it on the store opened here. Returns the
-/// answer and whether it went through the socket.
-fn call(settings: &Settings, req: &Request) -> anyhow::Result<(Value, bool)> {
-    super::via_server_or_store(settings, req, |holder, req| answer(holder, req, true))
 }
 
 fn all_or(list: &[String], all: &str) -> String {
@@ -81,17 +71,10 @@ pub fn table(sellers: &[SellerInfo]) -> String {
             *w = (*w).max(c.chars().count());
         }
     }
+    // Every column padded to its width and two spaces, but the last.
     let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(c);
-            } else {
-                out.push_str(c);
-                out.push_str(&" ".repeat(w - c.chars().count() + 2));
-            }
-        }
-        out
+        let (last, rest) = cells.split_last().unwrap_or((&"", &[]));
+        rest.iter().zip(width).map(|(c, w)| format!("{c:<w$}  ")).collect::<String>() + last
     };
     let mut out = line(head.to_vec());
     for r in &rows {
@@ -105,13 +88,14 @@ pub fn table(sellers: &[SellerInfo]) -> String {
 ///
 /// # Errors
 /// The server's or the store's refusal (bad input, unknown id, a taken address), the
-/// store held by a server without a working admin socket, I/O errors.
+/// store held by another process, I/O errors.
 pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result<()> {
     let base = &settings.public_url.base;
     match cmd {
         SellerCommand::Add { name, email, url, categories, regions, invite, json } => {
             let new = NewSeller { name, email, url, categories, regions, invite };
-            let (answer, via_socket) = call(settings, &Request::SellerAdd { seller: new })?;
+            let (answer, via_socket) =
+                super::via_server_or_store(settings, &Request::SellerAdd { seller: new }, |h, r| answer(h, r, true))?;
             let added: Added = super::answer_field(answer, "added")?;
             print_json_or(json, &added, || {
                 let s = &added.seller;
@@ -146,7 +130,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
             })?;
         }
         SellerCommand::List { json } => {
-            let (answer, _) = call(settings, &Request::SellerList)?;
+            let (answer, _) = super::via_server_or_store(settings, &Request::SellerList, |h, r| answer(h, r, true))?;
             let list: Vec<SellerInfo> = super::answer_field(answer, "sellers")?;
             print_json_or(json, &list, || {
                 if list.is_empty() {
@@ -165,7 +149,7 @@ pub fn seller_command(settings: &Settings, cmd: SellerCommand) -> anyhow::Result
 fn toggle(settings: &Settings, id: &str, disable: bool, json: bool) -> anyhow::Result<()> {
     let id = id.to_owned();
     let req = if disable { Request::SellerDisable { id } } else { Request::SellerEnable { id } };
-    let (answer, _) = call(settings, &req)?;
+    let (answer, _) = super::via_server_or_store(settings, &req, |h, r| answer(h, r, true))?;
     let t: Toggled = super::answer_field(answer, "toggled")?;
     print_json_or(json, &t, || {
         if disable {

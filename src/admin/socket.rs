@@ -1,29 +1,5 @@
-//! The admin socket: how admin commands reach a running `isto serve` (the store allows one
-//! process per file).
-//!
-//! A unix stream socket at `Settings::admin_socket_path()` (`DATA_DIR/admin.sock`), mode
-//! 0600; a connection is served only when the peer's uid (`SO_PEERCRED`) is the
-//! server's own uid (or root's). Newline-delimited JSON, one response line per request
-//! line:
-//!
-//! - `{"op":"ping"}` → `{"ok":true,"version":"0.1.0"}`
-//! - `{"op":"import","rows":[<row>, ...]}` (rows as [`crate::catalogue::parse_json_row`]
-//!   accepts them, at most [`MAX_ROWS`]) → `{"ok":true,"counts":{"created":n,"updated":n,
-//!   "delivered":n}}`. The server validates every row again; one bad row refuses the
-//!   whole batch (`{"ok":false,"error":"rows[3]: price.currency is required"}`) and
-//!   nothing of it is stored. A batch is one transaction.
-//! - `seller_add`, `seller_list`, `seller_disable`, `seller_enable`: `isto admin seller …`
-//!   (see `sellers.rs` in this directory for the shapes).
-//! - `backup`: `isto admin backup` (many answer lines; see `backup.rs` in this
-//!   directory).
-//! - `migrate`: the server's isto and schema versions (see `migrate.rs` in this
-//!   directory).
-//! - `keys_status`, `keys_rotate`, `keys_reseal`, `keys_retire`: `isto admin keys …`
-//!   (see `keys.rs` in this directory).
-//! - anything else → `{"ok":false,"error":"..."}` naming what is wrong (an unknown op is
-//!   named, with the known ones).
-//!
-//! Requests are the typed [`super::Request`] on both sides.
+//! The admin socket, how admin commands reach a running `isto serve`: the server and the
+//! blocking client (the protocol is in the module docs of [`crate::admin`]).
 
 use super::Request;
 use crate::catalogue::parse_json_row;
@@ -48,8 +24,7 @@ pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// This build's version, as `ping` reports it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Removes the socket file when the server ends (also when its future is dropped), but
-/// only if it is still the file this server bound.
+/// Removes the socket file when dropped, if it is still the file this server bound.
 #[derive(Debug)]
 struct SocketFile {
     path: PathBuf,
@@ -59,10 +34,8 @@ struct SocketFile {
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
-            if m.dev() == self.dev && m.ino() == self.ino {
-                let _ = std::fs::remove_file(&self.path);
-            }
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.dev() == self.dev && m.ino() == self.ino) {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }
@@ -76,9 +49,8 @@ pub struct AdminSocket {
 }
 
 impl AdminSocket {
-    /// Binds the socket at `path` (mode 0600). A stale socket file left by a previous
-    /// server is removed first (a running server holds the store, so none can be alive
-    /// when this process got the store). Must be called inside a tokio runtime.
+    /// Binds the socket at `path` (mode 0600), inside a tokio runtime. A stale socket
+    /// file is removed first (a live server would hold the store this process got).
     ///
     /// # Errors
     /// I/O errors; `AlreadyExists` when `path` exists and is not a socket.
@@ -97,23 +69,22 @@ impl AdminSocket {
         let listener = UnixListener::bind(path)?;
         crate::crypto::set_mode(path, 0o600)?;
         let m = std::fs::symlink_metadata(path)?;
-        // The socket file is created with this process's (effective) uid: the uid that
-        // may connect.
+        // Created with this process's (effective) uid: the uid that may connect.
         let uid = m.uid();
         Ok(Self { listener, file: SocketFile { path: path.to_owned(), dev: m.dev(), ino: m.ino() }, uid })
     }
 
     /// The socket's path.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.file.path
     }
 
-    /// Accepts connections until `stop` is cancelled, then stops accepting, removes the
-    /// socket file and waits for requests in progress (an import batch being written
-    /// finishes).
+    /// Accepts connections until `stop` is cancelled, then removes the socket file and
+    /// waits for requests in progress.
     ///
     /// # Errors
-    /// None so far (accept errors are logged and retried); the type leaves room.
+    /// None so far (accept errors are logged and retried).
     pub async fn run(self, holder: AppState, stop: CancellationToken) -> io::Result<()> {
         tracing::info!(path = %self.file.path.display(), "admin socket listening");
         let mut conns = tokio::task::JoinSet::new();
@@ -141,9 +112,7 @@ impl AdminSocket {
     }
 }
 
-/// Serves admin commands on `holder.settings.admin_socket_path()` until `stop` is
-/// cancelled: [`AdminSocket::bind`] then [`AdminSocket::run`]. The socket file is removed
-/// on exit.
+/// [`AdminSocket::bind`] at the settings' socket path, then [`AdminSocket::run`].
 ///
 /// # Errors
 /// Binding errors (see [`AdminSocket::bind`]).
@@ -157,17 +126,15 @@ pub(super) fn failure(msg: impl Into<String>) -> Value {
     json!({"ok": false, "error": msg.into()})
 }
 
-/// The answer of `what` (an op, or a job running one) that failed inside: logged with
-/// its cause `e`; the answer names the cause with `detail` (the command opened the
-/// store itself), else, over the socket, points to the server log.
+/// The answer of `what` (an op) that failed inside: logged with its cause `e`, which the
+/// answer names with `detail` (the store opened by the command), else points to the log.
 pub(super) fn internal_failure(what: &str, e: &dyn std::fmt::Display, detail: bool) -> Value {
     tracing::error!(op = what, error = %e, "admin: command failed");
     failure(if detail { format!("{what} failed: {e}") } else { format!("{what} failed (see the server log)") })
 }
 
-/// Runs `job` on a blocking thread with a handle of `holder` (a store transaction must not
-/// hold up the runtime) and gives its answer. A job that panicked is answered with
-/// [`internal_failure`].
+/// Runs `job` on a blocking thread (a store transaction must not hold up the runtime);
+/// a job that panicked is answered with [`internal_failure`].
 async fn blocking(holder: &AppState, what: &str, job: impl FnOnce(&AppState) -> Value + Send + 'static) -> Value {
     let h = holder.clone();
     match tokio::task::spawn_blocking(move || job(&h)).await {
@@ -236,16 +203,13 @@ async fn connection(stream: UnixStream, holder: AppState, stop: CancellationToke
     }
 }
 
-/// How a request is answered.
+/// How a request is answered: with one line, or with the backup's stream of lines.
 enum Answer {
-    /// With one line.
     Line(Value),
-    /// With the backup's stream of lines.
     Backup,
 }
 
-/// Answers one request: an exhaustive match over [`Request`], so an op without a
-/// server side does not compile.
+/// Answers one request (an exhaustive match: an op without a server side does not compile).
 async fn respond(holder: &AppState, request: Request) -> Answer {
     Answer::Line(match request {
         Request::Ping => json!({"ok": true, "version": VERSION}),
@@ -272,18 +236,14 @@ async fn respond(holder: &AppState, request: Request) -> Answer {
     })
 }
 
-/// Ends a full-feed run: withdraws the offers of the feed's sellers that `run` did not
-/// send (blocking: one transaction).
+/// Ends the full-feed run `run` (blocking: one transaction).
 fn finish_full(holder: &AppState, run: &str) -> Value {
     match holder.catalogue.withdraw_vanished(run) {
         Ok(gone) => {
             tracing::info!(withdrawn = gone.len(), "admin import: full feed finished");
             json!({"ok": true, "withdrawn": gone.len()})
         }
-        Err(e) => {
-            tracing::error!(error = %e, "admin import: withdrawing vanished offers failed");
-            failure(format!("withdrawing vanished offers failed: {e}"))
-        }
+        Err(e) => internal_failure("withdrawing vanished offers", &e, true),
     }
 }
 
@@ -313,10 +273,7 @@ fn import_rows(holder: &AppState, rows: &[Value], run: Option<&str>) -> Value {
             );
             json!({"ok": true, "counts": counts})
         }
-        Err(e) => {
-            tracing::error!(error = %e, rows = rows.len(), "admin import: batch failed");
-            failure(format!("import failed: {e}"))
-        }
+        Err(e) => internal_failure("import", &e, true),
     }
 }
 
@@ -334,8 +291,7 @@ pub(crate) enum Connect {
     Ready(Client),
     /// No socket file.
     Absent,
-    /// A socket file that nothing answers (a server that ended without removing it, or
-    /// one that does not respond).
+    /// A socket file that nothing answers.
     Stale,
 }
 
@@ -343,8 +299,7 @@ impl Client {
     /// Connects and pings.
     ///
     /// # Errors
-    /// When the server refuses this user, or the socket cannot be used for other reasons
-    /// than being stale.
+    /// The server refuses this user, or the socket cannot be used (other than stale).
     pub(crate) fn connect(path: &Path) -> anyhow::Result<Connect> {
         use anyhow::Context as _;
         if std::fs::symlink_metadata(path).is_err() {
@@ -381,14 +336,13 @@ impl Client {
 
     /// Writes `request` as one line.
     fn send(&mut self, request: &Request) -> io::Result<()> {
-        let mut line = request.to_line()?;
+        let mut line = serde_json::to_vec(request)?;
         line.push(b'\n');
         self.writer.write_all(&line)?;
         self.writer.flush()
     }
 
-    /// Sends one request and returns the server's answer line as it is (`ok` true or
-    /// false), for commands that print the server's refusal themselves.
+    /// Sends one request and returns the server's answer line as it is (`ok` or not).
     ///
     /// # Errors
     /// I/O errors; `UnexpectedEof` when the server closed the socket instead of
@@ -406,8 +360,7 @@ impl Client {
     /// to `on_line` until it answers false.
     ///
     /// # Errors
-    /// I/O errors; the server closing the connection before `on_line` said stop;
-    /// `on_line`'s error (the connection should then be dropped).
+    /// I/O errors; [`Closed`] before `on_line` said stop; `on_line`'s error.
     pub(crate) fn stream(
         &mut self,
         request: &Request,
@@ -418,18 +371,13 @@ impl Client {
         loop {
             answer.clear();
             match self.reader.read_line(&mut answer) {
-                Ok(0) => return Err(Closed.into()),
-                Ok(_) => {}
+                Ok(_) if answer.ends_with('\n') => answer.truncate(answer.len() - 1),
+                // Nothing, or a line cut off: the server went away.
+                Ok(_) => return Err(Closed.into()),
                 Err(e) if matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset) => {
                     return Err(Closed.into())
                 }
                 Err(e) => return Err(e.into()),
-            }
-            if answer.ends_with('\n') {
-                answer.pop();
-            } else {
-                // A line cut off: the server went away in the middle of it.
-                return Err(Closed.into());
             }
             if !on_line(&answer)? {
                 return Ok(());
@@ -460,15 +408,7 @@ impl Client {
     }
 }
 
-/// The error of [`Client::stream`] when the server closes the admin socket before its
-/// answer ended (it stopped or crashed); callers say what to do about it.
-#[derive(Debug)]
+/// The error of [`Client::stream`] when the server closes the socket before its answer ended.
+#[derive(Debug, thiserror::Error)]
+#[error("the server closed the admin socket before the answer ended")]
 pub(crate) struct Closed;
-
-impl std::fmt::Display for Closed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the server closed the admin socket before the answer ended")
-    }
-}
-
-impl std::error::Error for Closed {}

@@ -1,14 +1,8 @@
-//! `isto admin stats [--json]` (issue 11 point 4): counts of what the holder keeps —
-//! intents by status and by category, sellers, offers by category, deliveries, the
-//! outbox, accounts — and nothing else: no statement, address, code, token, name or
-//! limit, only numbers under fixed names and the category and status keys.
+//! `isto admin stats [--json]`: counts of what the holder keeps, and nothing else — no
+//! statement, address, code, token, name or limit, only numbers under fixed names and
+//! the category and status keys. One read transaction that scans every intent and offer.
 //!
-//! One read transaction (a consistent snapshot) that visits every intent and offer, so
-//! it costs a scan of both tables; `isto serve` answers it on a blocking thread.
-//!
-//! With `isto serve` running the command goes through its admin socket; without one it
-//! opens the store here. Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see
-//! [`Stats`] for its shape), or `{"ok":false,"error":"…"}`.
+//! Socket op: `{"op":"stats"}` → `{"ok":true,"stats":Stats}` (see [`Stats`]).
 
 use super::Request;
 use crate::cli::out::{print_json_or, print_line};
@@ -99,8 +93,7 @@ pub struct OutboxCounts {
     pub dropped: u64,
 }
 
-/// Counts `holder`'s store (blocking: one read transaction over every intent and
-/// offer, then the outbox's backlog).
+/// Counts `holder`'s store (blocking).
 ///
 /// # Errors
 /// Storage errors; a record that does not decode.
@@ -135,8 +128,7 @@ pub fn collect(holder: &AppState) -> Result<Stats, StoreError> {
     Ok(stats)
 }
 
-/// Answers the op on `holder`. Internal failures are logged; over the socket (`detail`
-/// false) they are answered generically.
+/// Answers the op on `holder` (failures as [`super::socket::internal_failure`]).
 pub(crate) fn answer(holder: &AppState, detail: bool) -> Value {
     match collect(holder) {
         Ok(s) => json!({"ok": true, "stats": s}),
@@ -144,8 +136,7 @@ pub(crate) fn answer(holder: &AppState, detail: bool) -> Value {
     }
 }
 
-/// The human report: one line per count (the parts of a count indented under it), the
-/// per-category counts as `category: status n, …`.
+/// The human report: one line per count, its parts indented under it.
 pub fn report(s: &Stats) -> String {
     fn line(out: &mut Vec<String>, indent: usize, what: &str, n: u64) {
         out.push(format!("{:<40}{n:>10}", format!("{:indent$}{what}", "")));
@@ -175,12 +166,11 @@ pub fn report(s: &Stats) -> String {
     out.join("\n")
 }
 
-/// Runs `isto admin stats`, printing [`report`] (JSON with `json_output`: the
-/// [`Stats`] object). A spinner turns on stderr meanwhile when it is a terminal.
+/// Runs `isto admin stats`, printing [`report`] (JSON with `json_output`), a spinner on
+/// a terminal meanwhile.
 ///
 /// # Errors
-/// No store; the server's or the store's failure; the store held by a server without a
-/// working admin socket.
+/// No store; the server's or the store's failure; the store held by another process.
 pub fn stats_command(settings: &Settings, json_output: bool) -> anyhow::Result<Stats> {
     let spinner = super::spinner(json_output, "counting", "{spinner} {msg}");
     let answered = super::via_server_or_store(settings, &Request::Stats, |holder, _| answer(holder, true));

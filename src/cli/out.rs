@@ -2,12 +2,9 @@
 //!
 //! Rust ignores `SIGPIPE`, so a write to a pipe whose reader has exited (`isto admin
 //! stats --json | head -c1`) fails with `EPIPE`, and `println!` turns that into a panic.
-//! Everything a command prints (`admin`, `generate`, `check`) goes through [`print()`]
-//! instead: on `EPIPE` it notes that the reader is gone ([`stdout_closed`]) and drops
-//! this and every later write, so the command finishes its work as if its output went
-//! to `/dev/null` (a backup is still written and checked, an import still stored) and
-//! exits with its own status, printing nothing about the pipe. Any other write error (a
-//! full disk behind `> file`) is an error naming standard output.
+//! Everything a command prints goes through [`print()`] instead: on `EPIPE` it drops this
+//! and every later write, so the command finishes its work (a backup is still written,
+//! an import still stored) and exits with its own status.
 
 use std::fmt::Display;
 use std::io::{ErrorKind, Write as _};

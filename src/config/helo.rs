@@ -2,10 +2,9 @@
 //! the domain of its `Message-ID`s (RFC 5322 §3.6.4).
 //!
 //! Relays commonly refuse a client whose EHLO name is not fully qualified (Postfix's
-//! `reject_non_fqdn_helo_hostname`), and the machine's bare host name (`vps-4821`) is
-//! not: the confirmation e-mail would be refused for good and double opt-in never
-//! complete. So the name is configured, or taken from what the holder already knows
-//! about its own domain.
+//! `reject_non_fqdn_helo_hostname`), as the machine's bare host name (`vps-4821`) is not,
+//! and double opt-in would never complete: so the name is configured, or taken from
+//! what the holder knows about its own domain.
 
 use super::Settings;
 

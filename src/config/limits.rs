@@ -1,18 +1,15 @@
-//! `[limits]`: connection, MCP session and per-client request bounds (issue 9 points 1–2).
+//! `[limits]`: connection, MCP session and per-client request bounds.
 
 use super::ConfigError;
 use std::ops::RangeInclusive;
 
 numeric_section! {
     /// `[limits]`: how long and how many connections and MCP sessions `isto serve` keeps, and
-    /// how many requests a client may send (issue 9 points 1–2).
+    /// how many requests a client may send, checked by [`limits`].
     ///
     /// A rate is a sustained rate (`*_requests_per_minute`: one more request allowed every
     /// 60/n seconds) with a `*_burst` of requests allowed at once (GCRA, the generic cell rate
     /// algorithm of `governor`); a client over it gets HTTP 429 with `Retry-After`.
-    ///
-    /// Read from the file as it is (a key not given keeps its default), then checked by
-    /// [`limits`]; `check-config` shows it as it is.
     pub struct Limits in "limits" {
         /// Seconds a connection has to send a complete request head, and an idle HTTP/1
         /// keep-alive connection to start the next one (default 10; 1..=300).
@@ -26,27 +23,22 @@ numeric_section! {
         body_read_timeout_secs: u64 = 15, 1..=300;
         /// Connections served at once (default 1024; 1..=65536); at the cap a new one
         /// replaces the longest-waiting connection without a request in flight, or waits
-        /// for a slot when all are busy (`app::serve_http`). Size the file limit
-        /// (`LimitNOFILE`) above it: `isto serve` raises its soft open-file limit to the hard
-        /// one, and serves fewer connections, with a warning, when the hard limit is lower
-        /// than this plus 256 (`app::listener::nofile`).
+        /// for a slot. Fewer are served, with a warning, when the hard open-file limit is
+        /// lower than this plus 256 (`app::listener::nofile`).
         max_connections: usize = 1024, 1..=65536;
-        /// Connections one client address (IPv6: its /64; behind a trusted proxy the client
-        /// `X-Forwarded-For` names) holds at once, its open streams and requests in flight
-        /// included (default 32; 1..=65536); over it a new connection from it replaces one of
-        /// its own without a request in flight, or is answered 429. As the slots not busy
-        /// with a request run out, an address that holds some gets no more than there are
-        /// such slots (`app::listener`).
+        /// Connections one client address (IPv6: its /64) holds at once, streams and
+        /// requests in flight included (default 32; 1..=65536); over it a new connection
+        /// replaces one of its own without a request in flight, or is answered 429
+        /// (`app::listener`).
         max_connections_per_client: usize = 32, 1..=65536;
-        /// Seconds an event stream (`text/event-stream`: an MCP `GET` stream, a streamed
-        /// reply) may go without an event — keep-alive comments do not count — before it is
-        /// ended; the client reconnects when it wants more (default 300; 10..=86400; more
-        /// than `elicitation_wait_secs`, during which a publish's stream waits for an answer).
+        /// Seconds an event stream may go without an event (keep-alive comments do not
+        /// count) before it is ended (default 300; 10..=86400; more than
+        /// `elicitation_wait_secs`, during which a publish's stream waits for an answer).
         stream_idle_secs: u64 = 300, 10..=86_400;
         /// Seconds an MCP session lives without a request (default 60; 5..=3600).
         mcp_session_idle_secs: u64 = 60, 5..=3600;
-        /// MCP sessions held per endpoint (`/mcp`, `/mcp/buyer`, `/mcp/seller`); over it the
-        /// least recently used is closed (default 256; 1..=100000).
+        /// MCP sessions held per endpoint; over it the least recently used is closed
+        /// (default 256; 1..=100000).
         max_mcp_sessions: usize = 256, 1..=100_000;
         /// MCP sessions held per client address (IPv6: per /64) on each endpoint; over it
         /// that client's own least recently used session is closed (default 32; 1..=100000).
@@ -61,30 +53,26 @@ numeric_section! {
         credential_requests_per_minute: u32 = 600, PER_MINUTE;
         /// Burst of [`Self::credential_requests_per_minute`] (default 60; 1..=100000).
         credential_burst: u32 = 60, BURST;
-        /// Requests per minute per client address to the pages (and every path that is not
-        /// MCP, OAuth or a health check) (default 300, i.e. 5/s; 1..=1000000).
+        /// Requests per minute per client address to the pages and every other path but
+        /// MCP, OAuth and health checks (default 300, i.e. 5/s; 1..=1000000).
         page_requests_per_minute: u32 = 300, PER_MINUTE;
         /// Burst of [`Self::page_requests_per_minute`] (default 60; 1..=100000).
         page_burst: u32 = 60, BURST;
-        /// Requests per minute per client address to the OAuth endpoints (`/oauth/*`:
-        /// authorize, token, register, revoke; `/.well-known/oauth-*` metadata) (default
-        /// 300, i.e. 5/s; 1..=1000000).
+        /// Requests per minute per client address to `/oauth/*` and `/.well-known/oauth-*`
+        /// (default 300, i.e. 5/s; 1..=1000000).
         oauth_requests_per_minute: u32 = 300, PER_MINUTE;
         /// Burst of [`Self::oauth_requests_per_minute`] (default 60; 1..=100000).
         oauth_burst: u32 = 60, BURST;
         /// Seconds after a refresh token's rotation during which presenting it again (a lost
-        /// response, a parallel retry) answers the same new pair instead of revoking its
-        /// authorization (PROTOCOL.md §7; default 30; 0..=300, 0: no grace, every reuse
-        /// revokes).
+        /// response) answers the same new pair instead of revoking its authorization
+        /// (PROTOCOL.md §7; default 30; 0..=300, 0: every reuse revokes).
         refresh_grace_secs: i64 = 30, 0..=300;
-        /// Seconds a 2025-11-25 `/mcp` publish waits for the client's answer to its
-        /// URL-mode `elicitation/create` (PROTOCOL.md §4 item 1) before it answers the
-        /// ordinary result, the draft kept (default 120; 1..=600).
+        /// Seconds a 2025-11-25 `/mcp` publish waits for the answer to its URL-mode
+        /// `elicitation/create` (PROTOCOL.md §4 item 1; default 120; 1..=600).
         elicitation_wait_secs: u64 = 120, 1..=600;
         /// Seconds a `requestState` of a 2026-07-28 `/mcp` publish stays valid after the
-        /// `InputRequiredResult` that carried it (never past the draft's lapse); a retry
-        /// after it is refused (MCP 2026-07-28 multi round-trip requests: a short expiry
-        /// against replay; PROTOCOL.md §4 item 1) (default 300; 10..=3600).
+        /// `InputRequiredResult` that carried it (never past the draft's lapse): a short
+        /// expiry against replay (PROTOCOL.md §4 item 1; default 300; 10..=3600).
         request_state_secs: u64 = 300, 10..=3600;
     }
 }
@@ -94,22 +82,20 @@ numeric_section! {
 pub(super) fn limits(f: &Limits) -> Result<Limits, ConfigError> {
     let l = f.checked()?;
     if l.stream_idle_secs <= l.elicitation_wait_secs {
-        return Err(ConfigError::Invalid {
-            key: "limits.stream_idle_secs",
-            message: format!(
+        return Err(ConfigError::invalid(
+            "limits.stream_idle_secs",
+            format!(
                 "must be more than limits.elicitation_wait_secs ({}): a publish's stream waits that long for an answer",
                 l.elicitation_wait_secs
             ),
-        });
+        ));
     }
     Ok(l)
 }
 
 impl Limits {
     /// The `check-config` warnings for connection limits that are allowed but refuse
-    /// ordinary clients: an MCP client holds an event stream (`GET /mcp`) beside its
-    /// POSTs, so fewer than 2 connections per client refuses its next call; a per-client
-    /// cap at or above `max_connections` lets one address take every slot.
+    /// ordinary clients.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if self.max_connections_per_client < 2 {

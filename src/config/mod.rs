@@ -1,9 +1,7 @@
-//! Settings: embedded defaults, then a TOML file, then `ISTO_*` environment variables and
-//! command-line flags (later wins). Read once at start-up; read-only at run time.
-//!
-//! The file is `--config PATH`, else `/etc/isto/isto.toml` when that file exists. Unknown
-//! keys are rejected so a typo never goes unnoticed. Every key is listed in the book's
-//! "Configuration keys" page, which `isto generate reference` writes.
+//! Settings: embedded defaults, then a TOML file (`--config PATH`, else
+//! `/etc/isto/isto.toml` when it exists), then `ISTO_*` environment variables and
+//! command-line flags (later wins). Read once at start-up. Unknown keys are rejected so a
+//! typo never goes unnoticed.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -11,11 +9,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// A section of the file whose keys are all numbers, each with its default and range,
-/// declared once: the struct (read from the file as it is, a key not given keeping its
-/// default; unknown keys refused), its `Default`, and `checked`, which gives the section
-/// when every key lies in its range, else the [`ConfigError::Invalid`] naming the first
-/// key that does not (`$section.$key`) and its range ([`within`]). The key as written in
-/// the file is the field's name, so the two cannot disagree.
+/// declared once: the struct (unknown keys refused), its `Default`, and `checked`, which
+/// gives the [`ConfigError::Invalid`] naming the first key out of its range
+/// (`$section.$key`, [`within`]). The key in the file is the field's name.
 macro_rules! numeric_section {
     ($(#[$meta:meta])* pub struct $name:ident in $section:literal {
         $($(#[$doc:meta])* $key:ident: $ty:ty = $default:expr, $range:expr;)*
@@ -37,7 +33,7 @@ macro_rules! numeric_section {
             /// This section when every key lies in its range.
             ///
             /// # Errors
-            /// [`ConfigError::Invalid`] naming the first key out of its range, and the range.
+            /// [`ConfigError::Invalid`] naming the first key out of its range.
             pub(super) fn checked(&self) -> Result<Self, ConfigError> {
                 Ok(Self {
                     $($key: super::within(Some(self.$key), self.$key, $range, concat!($section, ".", stringify!($key)))?,)*
@@ -92,9 +88,16 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// [`ConfigError::Invalid`] naming `key` and the rule `message` it breaks.
+    pub(crate) fn invalid(key: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid { key, message: message.into() }
+    }
+}
+
 /// The TOML file's shape; every key optional (defaults fill the rest).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct FileConfig {
     listen: Option<String>,
     metrics_listen: Option<String>,
@@ -103,25 +106,16 @@ struct FileConfig {
     holder_name: Option<String>,
     default_language: Option<String>,
     trusted_proxies: Option<Vec<String>>,
-    #[serde(default)]
     mail: FileMail,
-    #[serde(default)]
     intents: FileIntents,
-    #[serde(default)]
     matching: FileMatching,
-    #[serde(default)]
     currency: FileCurrency,
-    #[serde(default)]
     demand: FileDemand,
-    #[serde(default)]
     limits: Limits,
-    #[serde(default)]
     quotas: Quotas,
-    #[serde(default)]
     store: FileStore,
 }
 
-/// `[store]`: the backend, the redb file's memory, the PostgreSQL connection.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileStore {
@@ -166,8 +160,6 @@ struct FileCurrency {
     rates: Option<BTreeMap<String, f64>>,
 }
 
-/// `[demand]`: the threshold k and per-category budget band boundaries
-/// (PROTOCOL.md §5).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDemand {
@@ -175,31 +167,58 @@ struct FileDemand {
     budget_bands: Option<BTreeMap<String, Vec<u64>>>,
 }
 
-/// Values given on the command line or in `ISTO_*` variables (clap reads both); each
-/// `Some` overrides the file.
-#[derive(Debug, Default, Clone)]
+/// The global options of the command line, each also read from its `ISTO_*` variable
+/// (clap reads both; [`crate::cli::Cli`] flattens them); each `Some` overrides the file.
+/// The field docs are the `--help` text (a URL or `<listen>` is plain text, not
+/// Markdown); `log_level` is the binary's, not a setting.
+#[allow(rustdoc::bare_urls, rustdoc::invalid_html_tags)]
+#[derive(Debug, Default, Clone, clap::Args)]
 pub struct Overrides {
-    /// `--config`.
+    /// Config file (TOML). Default: /etc/isto/isto.toml when it exists; none needed.
+    #[arg(long, global = true, env = "ISTO_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// `--listen` / `ISTO_LISTEN`.
-    pub listen: Option<String>,
-    /// `--metrics-listen` / `ISTO_METRICS_LISTEN` (`off` turns a file's value off).
-    pub metrics_listen: Option<String>,
-    /// `--public-url` / `ISTO_PUBLIC_URL`.
-    pub public_url: Option<String>,
-    /// `--data-dir` / `ISTO_DATA_DIR`.
+    /// Data directory: store, keys, outbox, admin socket. Default ./isto-data.
+    #[arg(long, global = true, env = "ISTO_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// `ISTO_SMTP_URL`.
+    /// Address to listen on. Default 127.0.0.1:8080.
+    #[arg(long, global = true, env = "ISTO_LISTEN", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Serve Prometheus metrics (GET /metrics) on this address, a listener of its own
+    /// (keep it on loopback, e.g. 127.0.0.1:9464); `off` for none. Default: off, or
+    /// `metrics_listen` in the config file.
+    #[arg(long, global = true, env = "ISTO_METRICS_LISTEN", value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<String>,
+    /// Log level: error, warn, info, debug or trace (logs go to stderr). When given it
+    /// wins over RUST_LOG. Without it `isto serve` logs as RUST_LOG says (a tracing
+    /// filter such as `isto=debug`), else at info; admin commands log only with this
+    /// flag. Other crates never log below warn, whatever the level.
+    #[arg(long, global = true, env = "ISTO_LOG_LEVEL", value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub log_level: Option<String>,
+    /// The public origin people and assistants use (https://holder.example). Default
+    /// http://<listen>.
+    #[arg(long, global = true, env = "ISTO_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// SMTP server as a lettre URL (smtp://host:port, smtps://user:pass@host). Default:
+    /// none, mail is written to DATA_DIR/outbox as .eml files.
+    #[arg(long, global = true, env = "ISTO_SMTP_URL", value_name = "URL", hide_env_values = true)]
     pub smtp_url: Option<String>,
-    /// `ISTO_MAIL_FROM`.
+    /// From address of e-mails.
+    #[arg(long, global = true, env = "ISTO_MAIL_FROM", value_name = "ADDRESS")]
     pub mail_from: Option<String>,
-    /// `ISTO_MAIL_HELO_NAME`.
+    /// The SMTP EHLO name and Message-ID domain (default: the public URL's host, else the
+    /// From domain).
+    #[arg(long, global = true, env = "ISTO_MAIL_HELO_NAME", value_name = "NAME")]
     pub mail_helo_name: Option<String>,
-    /// `ISTO_STORE_BACKEND`.
+    /// The store's backend: redb (the file in the data directory; the default) or
+    /// postgres (`store.url`). Default: `store.backend` in the config file.
+    #[arg(long, global = true, env = "ISTO_STORE_BACKEND", value_name = "BACKEND", value_parser = ["redb", "postgres"])]
     pub store_backend: Option<String>,
-    /// `ISTO_STORE_URL`.
+    /// The PostgreSQL store's connection: a postgres:// URL or key=value settings
+    /// (`host=/run/postgresql dbname=isto`). Default: `store.url` in the config file.
+    #[arg(long, global = true, env = "ISTO_STORE_URL", value_name = "URL", hide_env_values = true)]
     pub store_url: Option<String>,
-    /// `ISTO_STORE_POOL_SIZE`.
+    /// Most connections of the PostgreSQL store (1..=64). Default: `store.pool_size`, else 8.
+    #[arg(long, global = true, env = "ISTO_STORE_POOL_SIZE", value_name = "N")]
     pub store_pool_size: Option<u32>,
 }
 
@@ -243,8 +262,7 @@ impl PublicUrl {
         self.scheme == "https"
     }
 
-    /// The allowed `Host` header values for DNS-rebinding protection: the host, and
-    /// host:port (with the default port written out as well).
+    /// The allowed `Host` header values for DNS-rebinding protection: host and host:port.
     pub fn allowed_hosts(&self) -> Vec<String> {
         let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });
@@ -264,12 +282,11 @@ impl PublicUrl {
 pub struct Settings {
     /// Socket address `isto serve` binds (default `127.0.0.1:8080`).
     pub listen: SocketAddr,
-    /// Where Prometheus metrics are served, `GET /metrics` on a listener of their own
-    /// (`metrics_listen`, default `None`: no metrics; issue 11 point 4). Never on the
-    /// public listener.
+    /// Where `GET /metrics` is served, a listener of its own, never the public one
+    /// (default `None`: no metrics).
     pub metrics_listen: Option<SocketAddr>,
-    /// The holder's public origin (default `http://127.0.0.1:8080`); links in pages and
-    /// e-mails, and the allowed Host/Origin values, derive from it.
+    /// The holder's public origin (default `http://127.0.0.1:8080`): links, allowed
+    /// Host/Origin values.
     pub public_url: PublicUrl,
     /// Directory of the store, keys, outbox and admin socket (default `./isto-data`).
     pub data_dir: PathBuf,
@@ -277,24 +294,20 @@ pub struct Settings {
     pub holder_name: String,
     /// Language of pages when the intent's language is not sk/cs/en.
     pub default_language: String,
-    /// lettre SMTP URL (`smtp://host:port`, `smtps://...`, `...?tls=required`); `None`
-    /// writes `.eml` files to `DATA_DIR/outbox` instead.
+    /// lettre SMTP URL ([`check_smtp_url`]); `None` writes `.eml` files to
+    /// `DATA_DIR/outbox` instead.
     pub smtp_url: Option<String>,
-    /// Whether SMTP credentials may be sent without TLS (`mail.allow_plaintext_auth`,
-    /// default false: a URL with a user name must use TLS).
+    /// Whether SMTP credentials may be sent without TLS (default false).
     pub allow_plaintext_auth: bool,
     /// From address of every e-mail.
     pub mail_from: String,
-    /// The SMTP EHLO name and `Message-ID` domain as configured (`mail.helo_name`,
-    /// `ISTO_MAIL_HELO_NAME`); `None` derives it ([`Settings::helo_name`]).
+    /// The SMTP EHLO name as configured; `None` derives it ([`Settings::helo_name`]).
     pub mail_helo_name: Option<String>,
-    /// Longest wait for one SMTP step (connect, greeting, STARTTLS, AUTH, MAIL, RCPT,
-    /// DATA), seconds; the whole conversation gets three times it (`mail.smtp_timeout_secs`,
-    /// default 20; 1..=300; issue 9 point 5).
+    /// Longest wait for one SMTP step, seconds; the whole conversation gets three times it
+    /// (default 20; 1..=300).
     pub smtp_timeout_secs: u64,
     /// Half the first retry delay of a message that could not be sent, seconds: attempt
-    /// `n` failed → retried `base × 2^n` s later, at most an hour apart
-    /// (`mail.retry_base_secs`, default 30; 1..=3600).
+    /// `n` failed → retried `base × 2^n` s later, at most an hour apart (default 30; 1..=3600).
     pub mail_retry_base_secs: u64,
     /// Minimum time between two digests of one intent, seconds (default 3600, §4.5).
     pub digest_min_interval_secs: u64,
@@ -318,26 +331,21 @@ pub struct Settings {
     /// (PROTOCOL.md §5; default 5, `[demand] k`).
     pub demand_k: u32,
     /// Demand summaries: lower bounds of the budget bands per category, in the default
-    /// currency, ascending and starting at 0 (PROTOCOL.md §5; `[demand.budget_bands]`).
-    /// `[0, 5000, 10000]` gives the bands `0-5000`, `5000-10000` and `10000+`; the band
-    /// `none` (no visible budget.max) is always added. See `demand::grid`.
+    /// currency, ascending from 0 (PROTOCOL.md §5): `[0, 5000]` gives `0-5000` and `5000+`
+    /// (the band `none` is always added).
     pub demand_budget_bands: BTreeMap<String, Vec<u64>>,
     /// Connection, MCP session and request-rate bounds (`[limits]`).
     pub limits: Limits,
-    /// Hourly quotas on unauthenticated writes (`[quotas]`, issue 9 point 3).
+    /// Hourly quotas on unauthenticated writes (`[quotas]`).
     pub quotas: Quotas,
-    /// Peers whose `X-Forwarded-For` names the client (`trusted_proxies`, default
-    /// `127.0.0.1` and `::1`: a reverse proxy on the same host; `[]` believes no header).
+    /// Peers whose `X-Forwarded-For` names the client (default loopback; `[]`: none).
     pub trusted_proxies: crate::net::TrustedProxies,
-    /// Most memory the store's page cache holds, MiB (`store.cache_mib`, default
-    /// [`crate::store::DEFAULT_CACHE_MIB`]; 1..=65536). The cache fills with the pages
-    /// that are read and written; a page outside it is read from the file again (the
-    /// operating system's page cache usually has it). It never changes what a commit
-    /// makes durable.
+    /// Most memory the redb store's page cache holds, MiB (default
+    /// [`crate::store::DEFAULT_CACHE_MIB`]; 1..=65536); never changes what a commit makes
+    /// durable.
     pub store_cache_mib: u64,
-    /// The PostgreSQL store (`store.backend = "postgres"` with `store.url` and
-    /// `store.pool_size`, 1..=64, default [`crate::store::DEFAULT_POOL_SIZE`]); `None`: the
-    /// redb file in the data directory (the default).
+    /// The PostgreSQL store (`store.backend = "postgres"`); `None`: the redb file in the
+    /// data directory (the default).
     pub store_postgres: Option<crate::store::PgSettings>,
 }
 
@@ -358,9 +366,8 @@ fn within<T: PartialOrd + Copy + std::fmt::Display>(
     }
 }
 
-/// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name.
-/// The same keys as `protocol::CATEGORIES` (a test there checks it); listed here so that
-/// settings are checked without the model layer.
+/// The holder's category keys (PROTOCOL.md §2), which `[demand.budget_bands]` may name:
+/// `protocol::CATEGORIES` (a test there checks it), here below the model layer.
 pub const CATEGORY_KEYS: &[&str] = &["vehicles", "property"];
 
 /// Default budget band bounds (EUR) per category: vehicles as PROTOCOL.md §5, property
@@ -371,9 +378,6 @@ pub const DEFAULT_BUDGET_BANDS: &[(&str, &[u64])] =
 impl Settings {
     /// The embedded defaults: `isto serve` runs with no file at all.
     pub fn defaults() -> Self {
-        let mut rates = BTreeMap::new();
-        rates.insert("EUR".to_owned(), 1.0);
-        rates.insert("CZK".to_owned(), 0.04);
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             metrics_listen: None,
@@ -400,7 +404,7 @@ impl Settings {
             contact_retention_days: 30,
             min_should_match: 0.5,
             default_currency: "EUR".into(),
-            rates,
+            rates: BTreeMap::from([("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)]),
             demand_k: 5,
             demand_budget_bands: DEFAULT_BUDGET_BANDS.iter().map(|(c, b)| ((*c).to_owned(), b.to_vec())).collect(),
             limits: Limits::default(),
@@ -417,14 +421,8 @@ impl Settings {
     /// # Errors
     /// [`ConfigError`] naming the file, key and rule.
     pub fn load(overrides: &Overrides) -> Result<Self, ConfigError> {
-        let path = match &overrides.config {
-            Some(p) => Some(p.clone()),
-            None => Some(PathBuf::from(DEFAULT_CONFIG_PATH)).filter(|p| p.exists()),
-        };
-        let file = match &path {
-            Some(p) => read_file(p)?,
-            None => FileConfig::default(),
-        };
+        let path = overrides.config.clone().or_else(|| Some(PathBuf::from(DEFAULT_CONFIG_PATH)).filter(|p| p.exists()));
+        let file = path.as_deref().map(read_file).transpose()?.unwrap_or_default();
         let mut s = Self::defaults();
         sections::load_addresses(&mut s, &file, overrides)?;
         sections::load_holder(&mut s, &file, overrides)?;
@@ -501,22 +499,17 @@ fn read_file(p: &Path) -> Result<FileConfig, ConfigError> {
         .map_err(|e| ConfigError::Parse { path: p.to_owned(), message: e.to_string().trim().to_owned() })
 }
 
-/// [`SKELETON`] with its `data_dir` line set (uncommented) to `dir`, every other line
-/// unchanged: the Debian package's `/etc/isto/isto.toml` (`isto --data-dir /var/lib/isto
-/// generate config`), so that admin commands find the service's store without
-/// `--data-dir`. The value is written as a TOML string.
+/// [`SKELETON`] with its `data_dir` line set (uncommented) to `dir` as a TOML string,
+/// every other line unchanged (the Debian package's `/etc/isto/isto.toml`).
 pub fn skeleton_with_data_dir(dir: &str) -> String {
     let value = toml::Value::String(dir.to_owned()).to_string();
-    let mut out = String::with_capacity(SKELETON.len() + 64);
-    for line in SKELETON.lines() {
-        if line.starts_with("# data_dir = ") {
-            out.push_str(&format!("data_dir = {value}  # ISTO_DATA_DIR and --data-dir override it"));
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
+    SKELETON
+        .lines()
+        .map(|line| match line.starts_with("# data_dir = ") {
+            true => format!("data_dir = {value}  # ISTO_DATA_DIR and --data-dir override it\n"),
+            false => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// A commented config skeleton, written by `isto admin init`.

@@ -1,6 +1,4 @@
-//! `[quotas]`: how many unauthenticated writes one client address, one client network,
-//! one target e-mail address and the whole holder may make per hour (issue 9 point 3), and how many
-//! active intents one person may hold (issue 10 point 4).
+//! `[quotas]`: unauthenticated writes per hour, and active intents per person.
 
 use super::ConfigError;
 
@@ -8,15 +6,11 @@ numeric_section! {
     /// `[quotas]`: hourly ceilings on the writes anyone may cause without signing in. Each is
     /// counted over the last 60 minutes (a sliding window in one-minute steps); a client is
     /// an address as [`crate::net::ClientAddr::key`] folds it (IPv4, or an IPv6 /64).
-    ///
-    /// Read from the file as it is (a key not given keeps its default), then checked by
-    /// [`Quotas::checked`]; `check-config` shows it as it is.
     pub struct Quotas in "quotas" {
-        /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60;
-        /// 1..=10000).
+        /// Drafts (`intent_publish_intent` on `/mcp`) per client address (default 60; 1..=10000).
         drafts_per_client_per_hour: u32 = 60, 1..=10_000;
-        /// Consents recorded (the consent page's POST, each queueing a confirmation e-mail)
-        /// per client address (default 20; 1..=10000).
+        /// Consents recorded (each queueing a confirmation e-mail) per client address
+        /// (default 20; 1..=10000).
         consents_per_client_per_hour: u32 = 20, 1..=10_000;
         /// Consents recorded per client network — an IPv4 /24 or an IPv6 /48
         /// ([`crate::net::network_key`]) — so that rotating through the addresses of one
@@ -32,8 +26,7 @@ numeric_section! {
         /// flood of new addresses never closes the holder to the people who use it (default
         /// 20; 1..=90: never 0, so the ceiling is never one switch a flood can flip).
         confirmation_mails_reserved_percent: u32 = 20, 1..=90;
-        /// OAuth dynamic client registrations (RFC 7591) per client address (default 20;
-        /// 1..=10000).
+        /// OAuth dynamic client registrations (RFC 7591) per client address (default 20; 1..=10000).
         registrations_per_client_per_hour: u32 = 20, 1..=10_000;
         /// Active intents one person — a verified e-mail address (folded: case, `+tag`,
         /// Gmail dots) or an account with its address — may hold at once (PROTOCOL.md §3

@@ -1,13 +1,9 @@
-//! The configuration keys as data, for the generated reference (`isto generate reference`,
-//! the book's "Configuration keys" page).
-//!
-//! Nothing here is a second copy of the settings: the key list and the one-line notes are
-//! read from [`super::SKELETON`] (the commented file `isto admin init` writes), the
-//! defaults from [`Settings::defaults`] as [`Settings::describe`] shows them, and the
-//! ranges from the loader itself — each numeric key is loaded with values outside any
-//! plausible range and the rule its [`ConfigError::Invalid`] names is reported. A key
-//! added to the loader but not to the skeleton, a changed default or a changed range
-//! therefore changes the reference (the tests below check the key sets agree).
+//! The configuration keys as data, for the book's "Configuration keys" page (`isto
+//! generate reference`). Nothing here is a second copy of the settings: the keys and
+//! notes are read from [`super::SKELETON`], the defaults from [`Settings::describe`] of
+//! the defaults, and the ranges from the loader itself — each numeric key is loaded with
+//! values outside any plausible range and the rule its [`ConfigError::Invalid`] names is
+//! reported.
 
 use super::{ConfigError, Overrides, Settings, SKELETON};
 use std::path::Path;

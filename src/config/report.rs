@@ -43,10 +43,7 @@ impl Settings {
         })
     }
 
-    /// What looks wrong but is allowed (for `isto admin check-config`): SMTP URL
-    /// mismatches such as port 465 without implicit TLS, an EHLO name without a dot
-    /// (`mail.helo_name`), connection limits that refuse ordinary clients
-    /// ([`super::Limits::warnings`]), and a `trusted_proxies` entry that trusts every address.
+    /// What looks wrong but is allowed (for `isto admin check-config`), each naming its key.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .smtp_url

@@ -1,7 +1,6 @@
 //! The top-level keys and the small sections of the file (`[intents]`, `[matching]`,
-//! `[currency]`, `[demand]`), each checked against its rule and written into
-//! [`Settings`] by [`Settings::load`]: one function per concern, in the order `load`
-//! calls them (the first key that breaks its rule is the one reported).
+//! `[currency]`, `[demand]`), each checked and written into [`Settings`] by
+//! [`Settings::load`] (the first key that breaks its rule is the one reported).
 
 use super::{
     ConfigError, FileConfig, FileCurrency, FileDemand, FileIntents, FileMatching, Overrides, PublicUrl, Settings,
@@ -9,8 +8,7 @@ use super::{
 };
 
 /// `listen`, `public_url` and `metrics_listen` (an override before the file's value).
-/// Without a `public_url`, a given `listen` address is the public URL too, so that a bare
-/// `--listen` still produces working links.
+/// Without a `public_url`, a given `listen` address is the public URL too.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] for an address that does not parse, a public URL with a path
@@ -19,33 +17,29 @@ pub(super) fn load_addresses(s: &mut Settings, file: &FileConfig, overrides: &Ov
     let listen = overrides.listen.clone().or_else(|| file.listen.clone());
     let public_url = overrides.public_url.clone().or_else(|| file.public_url.clone());
     if let Some(l) = &listen {
-        s.listen = l.parse().map_err(|_| ConfigError::Invalid {
-            key: "listen",
-            message: format!("{l:?} must be an address:port such as 127.0.0.1:8080"),
+        s.listen = l.parse().map_err(|_| {
+            ConfigError::invalid("listen", format!("{l:?} must be an address:port such as 127.0.0.1:8080"))
         })?;
     }
-    let public_url = match public_url {
-        Some(u) => Some(u),
-        None if listen.is_some() => Some(format!("http://{}", s.listen)),
-        None => None,
-    };
-    if let Some(u) = public_url {
+    if let Some(u) = public_url.or_else(|| listen.is_some().then(|| format!("http://{}", s.listen))) {
         s.public_url = PublicUrl::parse(&u).map_err(|message| ConfigError::Invalid { key: "public_url", message })?;
     }
     match overrides.metrics_listen.as_deref().or(file.metrics_listen.as_deref()) {
         None | Some("" | "off") => {}
         Some(m) => {
-            s.metrics_listen = Some(m.parse().map_err(|_| ConfigError::Invalid {
-                key: "metrics_listen",
-                message: format!("{m:?} must be an address:port such as 127.0.0.1:9464, or \"off\""),
+            s.metrics_listen = Some(m.parse().map_err(|_| {
+                ConfigError::invalid(
+                    "metrics_listen",
+                    format!("{m:?} must be an address:port such as 127.0.0.1:9464, or \"off\""),
+                )
             })?);
         }
     }
     if s.metrics_listen.is_some() && s.metrics_listen == Some(s.listen) {
-        return Err(ConfigError::Invalid {
-            key: "metrics_listen",
-            message: "must differ from listen (metrics have a listener of their own)".into(),
-        });
+        return Err(ConfigError::invalid(
+            "metrics_listen",
+            "must differ from listen (metrics have a listener of their own)",
+        ));
     }
     Ok(())
 }
@@ -64,14 +58,14 @@ pub(super) fn load_holder(s: &mut Settings, file: &FileConfig, overrides: &Overr
     }
     if let Some(l) = &file.default_language {
         if !matches!(l.as_str(), "sk" | "cs" | "en") {
-            return Err(ConfigError::Invalid { key: "default_language", message: "must be sk, cs or en".into() });
+            return Err(ConfigError::invalid("default_language", "must be sk, cs or en"));
         }
         s.default_language.clone_from(l);
     }
     Ok(())
 }
 
-/// `[intents]`: the draft and confirmation lifetimes, validity and contact retention.
+/// `[intents]`.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] naming the key: `draft_ttl_secs` outside 1..=86400,
@@ -80,19 +74,16 @@ pub(super) fn load_holder(s: &mut Settings, file: &FileConfig, overrides: &Overr
 pub(super) fn load_intents(s: &mut Settings, f: &FileIntents) -> Result<(), ConfigError> {
     if let Some(v) = f.draft_ttl_secs {
         if v == 0 || v > 86_400 {
-            return Err(ConfigError::Invalid {
-                key: "intents.draft_ttl_secs",
-                message: "must be 1..=86400 (a draft expires within 24 hours, seed §5.1)".into(),
-            });
+            return Err(ConfigError::invalid(
+                "intents.draft_ttl_secs",
+                "must be 1..=86400 (a draft expires within 24 hours, seed §5.1)",
+            ));
         }
         s.draft_ttl_secs = v;
     }
     if let Some(v) = f.confirm_ttl_secs {
         if v < 60 {
-            return Err(ConfigError::Invalid {
-                key: "intents.confirm_ttl_secs",
-                message: "must be at least 60".into(),
-            });
+            return Err(ConfigError::invalid("intents.confirm_ttl_secs", "must be at least 60"));
         }
         s.confirm_ttl_secs = v;
     }
@@ -100,18 +91,16 @@ pub(super) fn load_intents(s: &mut Settings, f: &FileIntents) -> Result<(), Conf
         super::within(f.max_validity_days, s.max_validity_days, 1..=3650, "intents.max_validity_days")?;
     s.default_validity_days = f.default_validity_days.unwrap_or(s.default_validity_days);
     if s.default_validity_days == 0 || s.default_validity_days > s.max_validity_days {
-        return Err(ConfigError::Invalid {
-            key: "intents.default_validity_days",
-            message: format!("must be 1..={} (intents.max_validity_days)", s.max_validity_days),
-        });
+        return Err(ConfigError::invalid(
+            "intents.default_validity_days",
+            format!("must be 1..={} (intents.max_validity_days)", s.max_validity_days),
+        ));
     }
     s.contact_retention_days = f.contact_retention_days.unwrap_or(s.contact_retention_days);
     Ok(())
 }
 
-/// `[matching]` and `[currency]`: the share of statement terms an offer must contain, the
-/// default currency and the rates budgets and prices are compared with (the default
-/// currency's own rate is always 1).
+/// `[matching]` and `[currency]` (the default currency's own rate is always 1).
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] naming the key: `min_should_match` outside 0.0..=1.0, a
@@ -119,26 +108,20 @@ pub(super) fn load_intents(s: &mut Settings, f: &FileIntents) -> Result<(), Conf
 pub(super) fn load_matching(s: &mut Settings, m: &FileMatching, c: FileCurrency) -> Result<(), ConfigError> {
     if let Some(v) = m.min_should_match {
         if !(0.0..=1.0).contains(&v) {
-            return Err(ConfigError::Invalid { key: "matching.min_should_match", message: "must be 0.0..=1.0".into() });
+            return Err(ConfigError::invalid("matching.min_should_match", "must be 0.0..=1.0"));
         }
         s.min_should_match = v;
     }
     if let Some(code) = c.default {
         let code = code.trim().to_ascii_uppercase();
         if code.len() != 3 || !code.chars().all(|ch| ch.is_ascii_alphabetic()) {
-            return Err(ConfigError::Invalid {
-                key: "currency.default",
-                message: "must be an ISO 4217 code such as EUR".into(),
-            });
+            return Err(ConfigError::invalid("currency.default", "must be an ISO 4217 code such as EUR"));
         }
         s.default_currency = code;
     }
     for (k, v) in c.rates.unwrap_or_default() {
         if !(v.is_finite() && v > 0.0) {
-            return Err(ConfigError::Invalid {
-                key: "currency.rates",
-                message: format!("{k} must be a positive number"),
-            });
+            return Err(ConfigError::invalid("currency.rates", format!("{k} must be a positive number")));
         }
         s.rates.insert(k.to_ascii_uppercase(), v);
     }
@@ -155,18 +138,18 @@ pub(super) fn load_demand(s: &mut Settings, f: FileDemand) -> Result<(), ConfigE
     s.demand_k = super::within(f.k, s.demand_k, 1..=1000, "demand.k")?;
     for (cat, bounds) in f.budget_bands.unwrap_or_default() {
         if !CATEGORY_KEYS.contains(&cat.as_str()) {
-            return Err(ConfigError::Invalid {
-                key: "demand.budget_bands",
-                message: format!("{cat:?} is not a category (known: {})", CATEGORY_KEYS.join(", ")),
-            });
+            return Err(ConfigError::invalid(
+                "demand.budget_bands",
+                format!("{cat:?} is not a category (known: {})", CATEGORY_KEYS.join(", ")),
+            ));
         }
         if bounds.first() != Some(&0) || bounds.len() > 20 || bounds.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(ConfigError::Invalid {
-                key: "demand.budget_bands",
-                message: format!(
+            return Err(ConfigError::invalid(
+                "demand.budget_bands",
+                format!(
                     "{cat} must list 1 to 20 band lower bounds in ascending order starting at 0, e.g. [0, 5000, 10000]"
                 ),
-            });
+            ));
         }
         s.demand_budget_bands.insert(cat, bounds);
     }

@@ -1,7 +1,6 @@
 //! The mail settings' own checks: the SMTP server's URL ([`check_smtp_url`]) and the
-//! `From` mailbox ([`mailbox_address`]). Plain syntax over the settings' text: the
-//! settings know no transport; `mail` turns them into its own types when it starts
-//! (and refuses there, naming the key, what its parser reads otherwise).
+//! `From` mailbox ([`mailbox_address`]), plain syntax over the settings' text (`mail`
+//! turns them into its own types when it starts).
 
 use super::{helo, ConfigError, FileMail, Overrides, Settings};
 
@@ -74,9 +73,7 @@ pub fn mailbox_address(s: &str) -> Option<(&str, &str)> {
     (local_ok && domain_ok).then_some((local, domain))
 }
 
-/// Reads the `[mail]` table and the mail overrides into `s`, each value checked: the
-/// SMTP URL ([`check_smtp_url`]), the From mailbox ([`mailbox_address`]), the EHLO name,
-/// the digest spacing, the SMTP time bound (1..=300 s) and the retry base (1..=3600 s).
+/// Reads the `[mail]` table and the mail overrides into `s`, each value checked.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] naming the key and the rule.
@@ -89,10 +86,10 @@ pub(super) fn load_mail(s: &mut Settings, mail: FileMail, overrides: &Overrides)
     }
     if let Some(f) = overrides.mail_from.clone().or(mail.from) {
         if mailbox_address(&f).is_none() {
-            return Err(ConfigError::Invalid {
-                key: "mail.from",
-                message: format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
-            });
+            return Err(ConfigError::invalid(
+                "mail.from",
+                format!("{f:?} is not an address such as \"Holder <noreply@holder.example>\""),
+            ));
         }
         s.mail_from = f;
     }

@@ -1,6 +1,5 @@
-//! `[store]`'s backend keys: `backend` (`redb`, the default, or `postgres`), and for
-//! PostgreSQL `url` and `pool_size`, each overridden by its `ISTO_STORE_*` variable.
-//! The URL's password never appears in an error or in `check-config` output.
+//! `[store]`'s backend keys, each overridden by its `ISTO_STORE_*` variable. The URL's
+//! password never appears in an error or in `check-config` output.
 
 use super::{ConfigError, FileStore, Overrides};
 use crate::store::{PgSettings, DEFAULT_POOL_SIZE};
@@ -18,29 +17,25 @@ pub(super) fn load(file: &FileStore, o: &Overrides) -> Result<Option<PgSettings>
     match backend.as_str() {
         "redb" => {
             if url.is_some() || pool_size.is_some() {
-                return Err(ConfigError::Invalid {
-                    key: if url.is_some() { "store.url" } else { "store.pool_size" },
-                    message: "is for store.backend = \"postgres\"; the redb store lives in the data directory".into(),
-                });
+                return Err(ConfigError::invalid(
+                    if url.is_some() { "store.url" } else { "store.pool_size" },
+                    "is for store.backend = \"postgres\"; the redb store lives in the data directory",
+                ));
             }
             Ok(None)
         }
         "postgres" => {
             let Some(url) = url else {
-                return Err(ConfigError::Invalid {
-                    key: "store.url",
-                    message: "is required with store.backend = \"postgres\": a postgres:// URL or key=value settings \
-                              such as \"host=/run/postgresql dbname=isto\""
-                        .into(),
-                });
+                return Err(ConfigError::invalid(
+                    "store.url",
+                    "is required with store.backend = \"postgres\": a postgres:// URL or key=value settings \
+                              such as \"host=/run/postgresql dbname=isto\"",
+                ));
             };
             crate::store::check_url(&url).map_err(|m| ConfigError::Invalid { key: "store.url", message: m })?;
             let pool_size = super::within(pool_size, DEFAULT_POOL_SIZE, 1..=64, "store.pool_size")?;
             Ok(Some(PgSettings { url, pool_size }))
         }
-        other => Err(ConfigError::Invalid {
-            key: "store.backend",
-            message: format!("{other:?} must be \"redb\" or \"postgres\""),
-        }),
+        other => Err(ConfigError::invalid("store.backend", format!("{other:?} must be \"redb\" or \"postgres\""))),
     }
 }

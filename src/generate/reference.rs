@@ -1,9 +1,7 @@
 //! `isto generate reference`: the book's reference pages, made from the code so that they
-//! cannot drift — the configuration keys (from `config::reference`: the skeleton, the
-//! defaults and the loader's own range checks), the metrics (from the exposition
-//! `telemetry::render` writes), the commands (from the clap tree in [`crate::cli`]) and
-//! the store's schema versions (from `store::migrations`). `.ci/run` runs it with
-//! `--check` against `docs/src/reference/`.
+//! cannot drift — the configuration keys (`config::reference`), the metrics (the
+//! exposition `telemetry::render` writes), the commands (the clap tree in [`crate::cli`])
+//! and the store's schema versions (`store::migrations`).
 
 use crate::config::{reference::KeyDoc, Settings};
 use anyhow::Context as _;
@@ -53,8 +51,7 @@ pub fn config_page(keys: &[KeyDoc]) -> String {
     );
     let mut section: Option<&str> = None;
     for k in keys {
-        let top = k.key.split('.').next().unwrap_or_default();
-        let this = if k.key.contains('.') { top } else { "" };
+        let this = k.key.split_once('.').map_or("", |(top, _)| top);
         if section != Some(this) {
             if section.is_some() {
                 out.push('\n');
@@ -134,8 +131,7 @@ fn read_exposition(text: &str, series: &mut BTreeMap<String, Series>, values: bo
 }
 
 /// `metrics.md`: every series of `GET /metrics`. Records one request and one tool call in
-/// this process's registry to show their labels (run it in a process of its own: `isto
-/// generate reference`).
+/// this process's registry to show their labels (run it in a process of its own).
 pub fn metrics_page() -> String {
     use crate::telemetry;
     let mut series = BTreeMap::new();
@@ -223,11 +219,8 @@ fn cli_command(cmd: &clap::Command, path: &str, out: &mut String) {
                 (None, Some(v)) => format!("<{}>", v[0]),
                 (None, None) => format!("<{}>", a.get_id().as_str().to_uppercase()),
             };
-            let default: Vec<String> = if a.get_action().takes_values() {
-                a.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect()
-            } else {
-                Vec::new()
-            };
+            let values = if a.get_action().takes_values() { a.get_default_values() } else { &[] };
+            let default: Vec<String> = values.iter().map(|v| v.to_string_lossy().into_owned()).collect();
             let default = if default.is_empty() { String::new() } else { format!("`{}`", default.join(",")) };
             let env = a.get_env().map(|e| format!("`{}`", e.to_string_lossy())).unwrap_or_default();
             let help = a.get_long_help().or(a.get_help()).map(|s| s.to_string()).unwrap_or_default();
@@ -281,8 +274,7 @@ pub fn schema_page() -> String {
     out
 }
 
-/// Every page, `(file name, text)`, with the configuration defaults of `defaults`
-/// (normally [`Settings::defaults`]).
+/// Every page, `(file name, text)`, with the configuration defaults `defaults`.
 ///
 /// Errors: the configuration probe cannot write its temporary file.
 pub fn pages(defaults: &Settings) -> anyhow::Result<Vec<(&'static str, String)>> {

@@ -1,6 +1,5 @@
-//! `isto admin keys export` (the key ring to a file of its own) and the other half of
-//! `isto admin restore --keys`: installing an export into an empty key directory, or
-//! staging the old keys it adds to a ring that has a key.
+//! `isto admin keys export`, and installing or adding an export for `isto admin restore
+//! --keys`.
 
 use super::*;
 use crate::cli::out::{print_json_or, print_line};
@@ -18,22 +17,15 @@ fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     old.sort();
     out.extend(old);
-    // The sellers' intent handles' key: without it every handle changes.
-    let handle = KeyRing::handle_key_path(&current);
-    if handle.exists() {
-        out.push(handle);
-    }
-    // The MAC root: without it every person key, pseudonym and keyed hash changes.
-    let mac = KeyRing::mac_key_path(&current);
-    if mac.exists() {
-        out.push(mac);
-    }
+    // Without the handle key every intent handle changes, without the MAC root every
+    // person key, pseudonym and keyed hash.
+    let fixed = [KeyRing::handle_key_path(&current), KeyRing::mac_key_path(&current)];
+    out.extend(fixed.into_iter().filter(|p| p.exists()));
     Ok(out)
 }
 
-/// The key ring export's shape: `{"format":"isto-keys","version":1,"keys":[{"file":
-/// "sealing.key","hex":"…"}, …]}` (the current key first, then the older ones and the
-/// handle key `handle.key`; `file` is the name in `DATA_DIR/keys`).
+/// The key ring export's shape: `{"format":"isto-keys","version":1,"warning":…,"keys":
+/// [{"file":"sealing.key","hex":"…"}, …]}` (in the order of [`key_files`]).
 #[derive(Serialize, Deserialize)]
 struct KeysFile {
     format: String,
@@ -49,9 +41,8 @@ struct KeyEntry {
 }
 
 /// Runs `isto admin keys export --out FILE`: writes every key of the data directory's
-/// key ring to `out` (mode 0600, atomically), after printing [`KEYS_WARNING`]. Refuses
-/// an existing `out` without `force`. Works whether or not `isto serve` runs (it reads
-/// only the key files).
+/// key ring to `out` (mode 0600, atomically), after printing [`KEYS_WARNING`]. Reads only
+/// the key files, so `isto serve` may run.
 ///
 /// # Errors
 /// No key; `out` exists; I/O errors naming the path.
@@ -105,9 +96,7 @@ pub fn keys_export(settings: &Settings, out: &Path, force: bool, json_output: bo
 }
 
 /// Writes the keys of a `keys export` file into the new directory `dir` (0700, files
-/// 0600), for `isto admin restore --keys FILE` into a data directory that has no sealing
-/// key yet; returns the path of the current key there. The restore moves `dir` into
-/// place only when it succeeds.
+/// 0600) for `isto admin restore --keys FILE`; returns the path of the current key there.
 pub(super) fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let text = zeroize::Zeroizing::new(
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?,
@@ -151,12 +140,10 @@ pub(super) fn install_keys(settings: &Settings, file: &Path, dir: &Path) -> anyh
 pub(super) type AddedKeys = Vec<(String, zeroize::Zeroizing<String>)>;
 
 /// For `isto admin restore FILE --keys EXPORT` into a data directory that has a key
-/// ring: stages in the new directory `staged` the ring as it is plus every sealing key
-/// of the export that the ring lacks (as `sealing.key.<kid>`); the current key,
-/// `handle.key` and `mac.key` are never replaced, and an export whose `handle.key` or
-/// `mac.key` differs from the directory's is refused (it is another holder's: its
-/// handles and keyed hashes would not match). `check` is a scratch directory for
-/// loading the export. Returns the staged current key's path and the files to add.
+/// ring: stages in the new directory `staged` the ring plus every sealing key of the
+/// export it lacks (as `sealing.key.<kid>`); nothing is replaced, and an export whose
+/// `handle.key` or `mac.key` differs is refused (another holder's). `check` is a scratch
+/// directory for loading the export. Returns the staged current key and the files to add.
 pub(super) fn stage_added_keys(
     settings: &Settings,
     file: &Path,

@@ -1,13 +1,12 @@
 //! The longest line a backup may hold, and reading one line within it: a restore never
-//! holds more than [`MAX_LINE`] bytes of a line, whatever the file says (a 36 KB file
-//! that decompresses to one 1 GiB line is refused at the cap), and a backup never writes
-//! a line a restore would refuse.
+//! holds more than [`MAX_LINE`] bytes of a line (a 36 KB file that decompresses to one
+//! 1 GiB line is refused at the cap).
 
 use anyhow::{bail, Context as _};
 use std::io::{BufRead, Read as _};
 
 /// The longest line (one row, without its newline) a backup writes and a restore reads:
-/// 8 MiB. A row is one stored record — an intent, an offer, a queued mail — far below it.
+/// 8 MiB, far above any stored record.
 pub const MAX_LINE: usize = 8 << 20;
 
 /// Reads the next line of `reader` into `line` (without its newline): `Ok(false)` at

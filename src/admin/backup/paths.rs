@@ -1,36 +1,27 @@
-//! The files a backup, a restore and a key export write: what `--out` of `isto admin
-//! backup` and `isto admin keys export` may name ([`check_out`]; a regular file or
-//! nothing), temp files beside their target, private (0600) creation, directory syncs.
-//!
-//! Beyond `check_out`'s other rules: A device (`/dev/null`), a FIFO or a
-//! socket — or a symlink to one — is refused even with `--force`: renaming the backup
-//! over it would replace a system file (as root, `/dev/null` became a regular file) or
-//! a pipe another program reads.
+//! The files a backup, a restore and a key export write: what `--out` may name
+//! ([`check_out`]), temp files, private (0600) creation, directory syncs.
 
 use crate::config::Settings;
 use anyhow::{bail, Context as _};
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 
-/// What kind of special file `t` is, or `None` for a regular file, a directory or a
-/// symlink.
+/// What kind of special file `t` is (`None`: a regular file, a directory or a symlink).
 fn special_kind(t: std::fs::FileType) -> Option<&'static str> {
-    if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_block_device() {
-        Some("a block device")
-    } else if t.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        None
-    }
+    [
+        (t.is_char_device(), "a character device"),
+        (t.is_block_device(), "a block device"),
+        (t.is_fifo(), "a FIFO (named pipe)"),
+        (t.is_socket(), "a socket"),
+    ]
+    .into_iter()
+    .find_map(|(is, kind)| is.then_some(kind))
 }
 
-/// Refuses an `out` that exists and is (or, through symlinks, points to) a device, a
-/// FIFO or a socket. Called before anything is written and again just before the
-/// rename.
+/// Refuses an `out` that is (or, through symlinks, points to) a device, a FIFO or a
+/// socket, even with `--force`: renaming over it would replace a system file (as root,
+/// `/dev/null` became a regular file) or a pipe another program reads. Called before
+/// anything is written and again just before the rename.
 ///
 /// # Errors
 /// Naming the path, what it is and the rule.
@@ -75,9 +66,8 @@ pub(super) fn create_private(path: &Path) -> anyhow::Result<std::fs::File> {
 /// Checks `--out` of `isto admin backup` and `isto admin keys export` before anything is
 /// written: an existing name of any kind (file, symlink, dangling symlink) needs `force`;
 /// a directory is refused; the directory it goes in must exist; and the file must not be
-/// inside the data directory, `force` or not (resolved: the parent canonicalised, every
-/// symlink followed), because writing there can replace the live store or the sealing
-/// keys and a copy there is lost with the directory (issue 11, hardening).
+/// inside the data directory, `force` or not (every symlink followed), where it could
+/// replace the live store or the keys and is lost with the directory.
 ///
 /// # Errors
 /// Each refusal above, naming the path and what to do.
@@ -143,9 +133,8 @@ pub(super) fn sync_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync {}", dir.display()))
 }
 
-/// Moves the finished temp file `tmp` to `out` (refused when `out` is a special file, see
-/// [`refuse_special`]), disarms its `guard` and syncs the directory, so that the rename is
-/// durable.
+/// Moves the finished temp file `tmp` to `out` (see [`refuse_special`]), disarms its
+/// `guard` and syncs the directory.
 ///
 /// # Errors
 /// The refusal; the rename or the sync failing (naming the paths).

@@ -6,8 +6,7 @@ use crate::protocol::input::{self, InputError};
 use crate::records::IntentRecord;
 use serde_json::{Map, Value};
 
-/// Checks the time-independent input rules of `rec` (a record's times are checked by
-/// its decoding and its status by the sweep, not here): the statement (1 to
+/// Checks the time-independent input rules of `rec`: the statement (1 to
 /// [`input::STATEMENT_MAX`] characters), the category and criteria
 /// ([`input::parse_criteria`]) and the area ([`input::parse_area`]).
 ///

@@ -5,8 +5,7 @@
 use super::*;
 use crate::cli::out::{print_json_or, print_line};
 
-/// Removes, when dropped unless disarmed, what a failed restore created: the staged key
-/// directory and a data directory that did not exist before.
+/// Removes, when dropped, what a failed restore created (each `None` once kept).
 struct Undo {
     staged_keys: Option<PathBuf>,
     created_dir: Option<PathBuf>,
@@ -15,26 +14,19 @@ struct Undo {
 
 impl Drop for Undo {
     fn drop(&mut self) {
-        if let Some(d) = self.scratch.take() {
-            let _ = std::fs::remove_dir_all(d);
-        }
-        if let Some(d) = self.staged_keys.take() {
-            let _ = std::fs::remove_dir_all(d);
-        }
-        if let Some(d) = self.created_dir.take() {
+        for d in [self.scratch.take(), self.staged_keys.take(), self.created_dir.take()].into_iter().flatten() {
             let _ = std::fs::remove_dir_all(d);
         }
     }
 }
 
-/// Runs `isto admin restore FILE`: see the module docs. Refuses while `isto serve`
-/// runs, when the data directory has a store (unless `force`: then it is replaced), a
-/// newer format or schema, a damaged file, and a sealed value the key ring cannot open;
-/// in each case the data directory is left as it was. `keys` first installs a `keys
-/// export` file into a data directory that has no key.
+/// Runs `isto admin restore FILE` (see the module docs); `keys` first installs a `keys
+/// export` file, or adds its missing old keys.
 ///
 /// # Errors
-/// As above, with messages naming the cause.
+/// `isto serve` runs; the data directory has a store (without `force`); a newer format
+/// or schema, a damaged file, a sealed value the key ring cannot open. The data
+/// directory is then left as it was.
 pub fn restore(
     settings: &Settings,
     file: &Path,
@@ -106,9 +98,7 @@ pub fn restore(
     Ok(report)
 }
 
-/// The refusals before anything is touched: a running server, a store already there
-/// (without `force`) or in use, no sealing key and no `keys` export to install. Whether
-/// a store is replaced.
+/// The refusals before anything is touched (see [`restore`]); whether a store is replaced.
 fn refuse_target(settings: &Settings, force: bool, keys: Option<&Path>) -> anyhow::Result<bool> {
     if let Connect::Ready(_) = Client::connect(&settings.admin_socket_path())? {
         bail!(
@@ -144,9 +134,8 @@ fn refuse_target(settings: &Settings, force: bool, keys: Option<&Path>) -> anyho
     Ok(replaced)
 }
 
-/// Stages the key export `k` beside the key directory `keys_dir` (recorded in `undo`):
-/// the ring to restore with, and the old keys to add when the directory has a key
-/// (`None`: the staged directory replaces an empty one).
+/// Stages the key export `k` beside `keys_dir` (recorded in `undo`): the ring to restore
+/// with, and the old keys to add when the directory has a key.
 fn stage_keys(
     settings: &Settings,
     k: &Path,
@@ -171,10 +160,9 @@ fn stage_keys(
     Ok((ring, Some(add)))
 }
 
-/// Restores the checked backup `file` into the temp store `tmp` with `ring` (a progress
-/// bar on a terminal), opens it as a store (migrating an older schema) and checks its
-/// records and row counts against the backup's header; drops the old offer index. The
-/// rows per table and the number of sealed values opened.
+/// Restores the checked backup `file` into the temp store `tmp` with `ring`, opens it
+/// (migrating an older schema), checks its records and row counts and drops the old offer
+/// index; the rows per table and the number of sealed values opened.
 fn restore_checked(
     settings: &Settings,
     file: &Path,
@@ -188,19 +176,15 @@ fn restore_checked(
     let restored = restore_rows(file, tmp, ring, &mut opened, &bar);
     bar.finish_and_clear();
     let restored = restored?;
-    // Open it as a store: migrations of an older schema run here, still in the temp file.
     let restored_store =
         Store::open(tmp).with_context(|| format!("the restored store {} does not open", tmp.display()))?;
     check_records(&restored_store)?;
     drop(restored_store);
-    let want: BTreeMap<String, u64> =
-        checked.header.tables.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
     let got: BTreeMap<String, u64> =
         restored.iter().filter(|(_, n)| **n > 0).map(|(k, n)| ((*k).to_owned(), *n)).collect();
-    if got != want {
+    if got != nonzero(&checked.header.tables) {
         bail!("the restored store does not hold the backup's rows; nothing was replaced");
     }
-    // The offer index is derived from the store: dropped, so it is rebuilt at start.
     let index = settings.data_dir.join("index");
     if index.exists() {
         std::fs::remove_dir_all(&index)
@@ -213,7 +197,6 @@ fn restore_checked(
 /// replaced), or the staged directory renamed over an empty `keys_dir`.
 fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut Undo) -> anyhow::Result<()> {
     if let Some(add) = adding {
-        // Only the missing old sealing keys are added; nothing is replaced.
         for (f, text) in add {
             let to = keys_dir.join(f);
             crate::crypto::write_private(&to, text.as_bytes())
@@ -224,7 +207,6 @@ fn install_staged_keys(keys_dir: &Path, adding: Option<&AddedKeys>, undo: &mut U
             let _ = std::fs::remove_dir_all(staged);
         }
     } else if let Some(staged) = undo.staged_keys.take() {
-        // An empty keys directory is replaced (a directory with a key adds, above).
         if keys_dir.exists() {
             std::fs::remove_dir(keys_dir).with_context(|| format!("cannot replace {}", keys_dir.display()))?;
         }
@@ -261,10 +243,8 @@ fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -
 }
 
 /// Decodes every record of the restored (not yet renamed) store with the real record
-/// types (`intents`, `offers`, `sellers`, and the accounts and web sessions of `records`,
-/// whose row is named by its key) and checks that the index tables name records
-/// that exist ([`crate::store::Rx::dangling_refs`]); refuses with the table, the key or
-/// id, and the reason, before anything replaces the data directory's store.
+/// types and checks that the index tables name records that exist
+/// ([`crate::store::Rx::dangling_refs`]); refuses naming the table, the id and the reason.
 fn check_records(store: &Store) -> anyhow::Result<()> {
     use crate::accounts::{Account, SessionRecord};
     use crate::records::{IntentRecord, OfferRecord, SellerRecord};

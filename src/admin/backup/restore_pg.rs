@@ -1,11 +1,8 @@
-//! `isto admin restore` into a PostgreSQL store (`store.backend = "postgres"`): the
-//! backup is first restored and checked in a temp redb store beside the data directory,
-//! exactly as for a redb holder (format, rows, sealed values, records), then its rows
-//! are loaded into the configured database in one transaction
-//! ([`Store::restore_rows`]: the same keys and sealed bytes), and the database is
-//! opened once more so an older backup's schema is migrated there. The database must be
-//! empty (a new one, or one only `isto serve` or `isto admin init` opened) unless
-//! `--force`: then its rows are replaced by the backup's in that one transaction.
+//! `isto admin restore` into a PostgreSQL store: the backup is first restored and
+//! checked in a temp redb store exactly as for a redb holder, then its rows are loaded
+//! into the database in one transaction ([`Store::restore_rows`]), which is opened once
+//! more so an older backup's schema is migrated. The database must hold no data unless
+//! `--force`: then its rows are replaced in that one transaction.
 
 use crate::config::Settings;
 use crate::store::{Export, Store, StoreError};
