@@ -12,19 +12,15 @@
 //! | `SignInLink` | `token_hash("signin" \| "signup", URL token)` | a one-time link (sign-in 15 min, sign-up confirmation 72 h) |
 //! | `Throttle` | `login:<address hash>`, `mail:<address hash>` | recent attempt times |
 //!
-//! Every stored time is a [`Stamp`] (one integer of unix microseconds; store schema
-//! version 6, which converted the RFC 3339 strings and unix seconds older stores held). A
-//! stored time that does not read is an error naming the record ([`StoreError::Corrupt`]),
-//! never "expired" nor 1970: a session or link with one is not honoured, and the purge
-//! leaves it and warns (see [`purge_tx`]).
+//! Every stored time is a [`Stamp`] (unix microseconds). One that does not read is an
+//! error naming the record ([`StoreError::Corrupt`]), never "expired": a session or link
+//! with one is not honoured, and the purge leaves it and warns (see [`purge_tx`]).
 //!
 //! Only hashes of cookie and link tokens are stored; the e-mail address is sealed at rest
-//! like every contact (PROTOCOL.md §4.6). Throttling: failed password attempts and
-//! account e-mails are counted per address in `Throttle` records (so they survive a
-//! restart and hold whether or not an account exists, which keeps answers identical);
-//! per-minute limits per client address on failed password attempts and on account
-//! e-mails (never a site-wide ceiling) are kept in memory by the account pages (`crate::web`, which also hashes passwords off
-//! the async threads). [`purge_tx`] deletes expired sessions, links and counters.
+//! like every contact (PROTOCOL.md §4.6). Failed password attempts and account e-mails
+//! are counted per address in `Throttle` records (they survive a restart and hold whether
+//! or not an account exists, which keeps answers identical); the per-client limits are
+//! the account pages' (`crate::web`).
 //!
 //! A disabled account's sessions stop working at once: [`current`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.
@@ -78,18 +74,15 @@ pub enum AccountError {
     /// Storage failure (logged, never shown in detail).
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// Key failure (logged, never shown in detail).
+    /// Key or password-hashing failure (logged, never shown in detail).
     #[error(transparent)]
     Crypto(#[from] CryptoError),
-    /// The password hasher failed (never with the password in the message).
-    #[error("password hashing failed: {0}")]
-    Hash(String),
 }
 
 impl AccountError {
     /// Whether this is an internal failure (to be logged, and answered generically).
     pub fn is_internal(&self) -> bool {
-        matches!(self, Self::Store(_) | Self::Crypto(_) | Self::Hash(_))
+        matches!(self, Self::Store(_) | Self::Crypto(_))
     }
 }
 
@@ -139,6 +132,29 @@ impl std::fmt::Debug for Account {
 }
 
 impl Account {
+    /// A new enabled account of `role` made at `now`, without name, password or consent.
+    fn new(email: Sealed, email_hash: String, role: &str, now: OffsetDateTime) -> Self {
+        Self {
+            id: crypto::new_id("acc_"),
+            email,
+            email_hash,
+            role: role.to_owned(),
+            name: None,
+            password_hash: None,
+            consent_version: None,
+            consent_language: None,
+            consent_at: None,
+            created_at: Stamp::of(now),
+            disabled: false,
+        }
+    }
+
+    /// Stores the account and its `AccountEmail` row in `tx`.
+    fn insert(&self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        tx.put_record(Ns::Account, &self.id, self)?;
+        tx.put_record(Ns::AccountEmail, &self.email_hash, &self.id)
+    }
+
     /// The account's e-mail address, opened.
     ///
     /// # Errors
@@ -217,9 +233,7 @@ struct ThrottleRecord {
 
 /// The key of `AccountEmail` (and of the per-address throttles) for `email`: the keyed
 /// index hash of the lower-cased address ([`crypto::KeyRing::index_hash`], `address#…`),
-/// so a store or backup alone cannot be checked against a list of addresses. Stores
-/// written before it held the unkeyed `token_hash("address", …)`: [`rekey_email_index`]
-/// rewrites them at start.
+/// so a store or backup alone cannot be checked against a list of addresses.
 pub fn email_key(keys: &KeyRing, email: &str) -> String {
     keys.index_hash("address", &email.trim().to_ascii_lowercase())
 }
@@ -237,9 +251,6 @@ fn link_key(kind: LinkKind, token: &str) -> String {
 fn checked_email(email: &str) -> Result<String> {
     crate::protocol::input::validate_email(email).map_err(|e| AccountError::Input(e.0))
 }
-
-// ---------------------------------------------------------------------------
-// sessions
 
 /// Counts one attempt under `key` unless `limit` attempts were counted in the last
 /// `window` seconds; returns whether it was counted (allowed).
@@ -262,9 +273,6 @@ fn login_throttle_key(email_hash: &str) -> String {
 fn mail_throttle_key(email_hash: &str) -> String {
     format!("mail:{email_hash}")
 }
-
-// ---------------------------------------------------------------------------
-// mail
 
 /// Seals `content` into the outbox in `tx` (the caller wakes the worker after commit).
 fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> Result<()> {
@@ -354,10 +362,11 @@ pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
     base.store().read(|rx| account_by_hash(rx, &hash))
 }
 
-/// Every account, in id order (admin listings).
+/// Every account, in id order.
 ///
 /// # Errors
 /// Storage errors.
+#[cfg(test)]
 pub fn accounts(base: &Base) -> Result<Vec<Account>> {
     Ok(base.store().read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
 }
@@ -377,26 +386,13 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     }
     let now = base.clock().now();
     let hash = email_key(base.keys(), &email);
-    let a = Account {
-        id: crypto::new_id("acc_"),
-        email: base.keys().seal_str(&email)?,
-        email_hash: hash.clone(),
-        role: ROLE_SELLER.to_owned(),
-        name: Some(name.to_owned()),
-        password_hash: None,
-        consent_version: None,
-        consent_language: None,
-        consent_at: None,
-        created_at: Stamp::of(now),
-        disabled: false,
-    };
+    let a =
+        Account { name: Some(name.to_owned()), ..Account::new(base.keys().seal_str(&email)?, hash, ROLE_SELLER, now) };
     base.store().write(|tx| -> Result<()> {
-        if tx.record::<String>(Ns::AccountEmail, &hash)?.is_some() {
+        if tx.record::<String>(Ns::AccountEmail, &a.email_hash)?.is_some() {
             return Err(AccountError::Exists);
         }
-        tx.put_record(Ns::Account, &a.id, &a)?;
-        tx.put_record(Ns::AccountEmail, &hash, &a.id)?;
-        Ok(())
+        Ok(a.insert(tx)?)
     })?;
     tracing::info!(account = %a.id, "seller account created");
     Ok(a.id)
@@ -511,9 +507,6 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<Acc
     }
     Ok(n)
 }
-
-// ---------------------------------------------------------------------------
-// password sign-in (the parts that touch the store; hashing is in `web`)
 
 /// What a password sign-in attempt needs from the store.
 #[derive(Debug)]

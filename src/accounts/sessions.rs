@@ -111,6 +111,3 @@ pub(super) fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>
     }
     Ok(n)
 }
-
-// ---------------------------------------------------------------------------
-// throttling (per address, in the store)

@@ -591,12 +591,27 @@ mod tests {
         Stamp::from_micros(secs * 1_000_000).unwrap()
     }
 
-    fn client(id: &str, issued_at: i64, last_used_at: Option<i64>) -> ClientRecord {
+    /// Puts client `id`, registered at `issued_at` and last used at `last_used_at` (unix
+    /// seconds).
+    fn put_client(tx: &mut Tx<'_>, id: &str, issued_at: i64, last_used_at: Option<i64>) -> Result<(), StoreError> {
         let v = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
         let m = v.as_object().unwrap();
         let mut c = super::super::clients::client_from_metadata(m, id.into(), at(issued_at), false).unwrap();
         c.last_used_at = last_used_at.map(at);
-        c
+        tx.put_record(Ns::Client, id, &c)
+    }
+
+    /// A store in a fresh directory (the guard keeps it), written by `fill`.
+    fn store_with(fill: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError>) -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(fill).unwrap();
+        (d, s)
+    }
+
+    /// The ids of the stored clients, in order.
+    fn client_ids(s: &Store) -> Vec<String> {
+        s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect()
     }
 
     fn family(client_id: &str, created_at: i64, expires_at: i64) -> FamilyRecord {
@@ -614,56 +629,44 @@ mod tests {
 
     #[test]
     fn clients_without_a_grant_or_long_unused_are_purged_and_a_dry_run_counts_the_same() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| -> Result<(), StoreError> {
-            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
-            put(tx, client("cli_fresh", NOW - DAY + 60, None))?;
-            put(tx, client("cli_never", NOW - DAY, None))?;
-            put(tx, client("cli_used", NOW - 200 * DAY, Some(NOW - 89 * DAY)))?;
-            put(tx, client("cli_stale", NOW - 200 * DAY, Some(NOW - 90 * DAY)))?;
+        let (_d, s) = store_with(|tx| {
+            put_client(tx, "cli_fresh", NOW - DAY + 60, None)?;
+            put_client(tx, "cli_never", NOW - DAY, None)?;
+            put_client(tx, "cli_used", NOW - 200 * DAY, Some(NOW - 89 * DAY))?;
+            put_client(tx, "cli_stale", NOW - 200 * DAY, Some(NOW - 90 * DAY))?;
             // Registered before grants were recorded, with a live authorization.
-            put(tx, client("cli_legacy", NOW - 200 * DAY, None))?;
+            put_client(tx, "cli_legacy", NOW - 200 * DAY, None)?;
             tx.put_record(Ns::TokenFamily, "fam_live", &family("cli_legacy", NOW - 10 * DAY, NOW + 20 * DAY))?;
             // An authorization that expired goes, and its client with it.
-            put(tx, client("cli_gone", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
-            tx.put_record(Ns::TokenFamily, "fam_old", &family("cli_gone", NOW - 120 * DAY, NOW - DAY))?;
-            Ok(())
-        })
-        .unwrap();
+            put_client(tx, "cli_gone", NOW - 200 * DAY, Some(NOW - 120 * DAY))?;
+            tx.put_record(Ns::TokenFamily, "fam_old", &family("cli_gone", NOW - 120 * DAY, NOW - DAY))
+        });
         let dry = s.rehearse(|tx| purge_tx(tx, at(NOW).at())).unwrap();
         assert_eq!(dry, OAuthPurged { clients: 3, codes: 0, tokens: 0, families: 1 });
-        assert_eq!(s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len(), 6, "dry: nothing removed");
+        assert_eq!(client_ids(&s).len(), 6, "dry: nothing removed");
         assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap(), dry);
-        let left: Vec<String> =
-            s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(left, vec!["cli_fresh", "cli_legacy", "cli_used"]);
+        assert_eq!(client_ids(&s), vec!["cli_fresh", "cli_legacy", "cli_used"]);
         let legacy = s.read(|rx| rx.record::<ClientRecord>(Ns::Client, "cli_legacy")).unwrap().unwrap();
         assert_eq!(legacy.last_used_at, Some(at(NOW - 10 * DAY)), "its authorization's start is its last use");
     }
 
     #[test]
     fn an_unreadable_authorization_keeps_every_client_until_it_reads() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| -> Result<(), StoreError> {
-            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
-            put(tx, client("cli_held", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
-            put(tx, client("cli_never", NOW - DAY, None))?;
+        let (_d, s) = store_with(|tx| {
+            put_client(tx, "cli_held", NOW - 200 * DAY, Some(NOW - 120 * DAY))?;
+            put_client(tx, "cli_never", NOW - DAY, None)?;
             // cli_held's live authorization, with a start that does not read.
             let mut f = serde_json::to_value(family("cli_held", NOW - 10 * DAY, NOW + 20 * DAY)).unwrap();
             f["created_at"] = json!("last week");
             tx.put_record(Ns::TokenFamily, "fam_damaged", &f)
-        })
-        .unwrap();
-        let clients = |s: &Store| s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len();
+        });
         let purged = s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap();
         assert_eq!(purged, OAuthPurged { clients: 0, codes: 0, tokens: 0, families: 0 });
-        assert_eq!(clients(&s), 2, "no client removed while an authorization does not read");
+        assert_eq!(client_ids(&s).len(), 2, "no client removed while an authorization does not read");
         // Once the damaged record is gone, the unused clients go as usual.
         s.write(|tx| tx.remove_record(Ns::TokenFamily, "fam_damaged")).unwrap();
         assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap().clients, 2);
-        assert_eq!(clients(&s), 0);
+        assert_eq!(client_ids(&s).len(), 0);
     }
 
     #[test]

@@ -3,15 +3,9 @@
 
 use super::*;
 
-// ---------------------------------------------------------------------------
-// sign-out and password
-
 /// 303 to `/` deleting the session cookie.
-pub(super) fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&cookies::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
-    let mut res = Redirect::to("/").into_response();
-    res.headers_mut().append(header::SET_COOKIE, cookie);
-    res
+fn signed_out(w: &Web, ui: &Ui) -> Response {
+    redirect_with_cookie(w, ui, "/", &cookies::clear_cookie(&w.app.base))
 }
 
 /// `POST /signout` (csrf bound to the session): ends the session, deletes the cookie and
@@ -32,11 +26,11 @@ pub(super) async fn signout(State(w): State<Shared>, headers: HeaderMap, body: B
 /// Whether changing the password asks for the current one: only when there is one and
 /// the session began with it (a session from an e-mail link proves the mailbox, which is
 /// how a forgotten password is replaced).
-pub(super) fn asks_current(s: &Signed) -> bool {
+fn asks_current(s: &Signed) -> bool {
     s.account.password_hash.is_some() && s.session.method == "password"
 }
 
-pub(super) fn to_signin(path: &str) -> Response {
+fn to_signin(path: &str) -> Response {
     Redirect::to(&format!("/signin{}", pages::next_query(path))).into_response()
 }
 

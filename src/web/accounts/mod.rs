@@ -137,10 +137,10 @@ pub(super) fn routes(app: AppState) -> Router {
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signin/link", post(link_request))
         .route("/signin/sent", get(link_sent))
-        .route("/signin/link/{token}", get(link_page).post(link_submit))
+        .route("/signin/link/{token}", get(link_page::<false>).post(link_submit::<false>))
         .route("/signup", get(signup_page).post(signup_submit))
         .route("/signup/sent", get(signup_sent))
-        .route("/signup/confirm/{token}", get(signup_confirm_page).post(signup_confirm_submit))
+        .route("/signup/confirm/{token}", get(link_page::<true>).post(link_submit::<true>))
         .route("/signout", post(signout))
         .route("/account/password", get(password_page).post(password_submit))
         .route("/account/mail", get(mail_info).post(mail_info))
@@ -249,14 +249,17 @@ async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
         .flatten()
 }
 
-/// 303 to `next` with the new session cookie.
-fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&cookies::session_cookie(&w.app.base, token)) else {
-        return internal_page(w, ui);
-    };
-    let mut res = Redirect::to(&safe_next(next)).into_response();
+/// 303 to `to` with `cookie` (a `Set-Cookie` value).
+fn redirect_with_cookie(w: &Web, ui: &Ui, to: &str, cookie: &str) -> Response {
+    let Ok(cookie) = HeaderValue::from_str(cookie) else { return internal_page(w, ui) };
+    let mut res = Redirect::to(to).into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res
+}
+
+/// 303 to `next` with the new session cookie.
+fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
+    redirect_with_cookie(w, ui, &safe_next(next), &cookies::session_cookie(&w.app.base, token))
 }
 
 fn too_many(mut res: Response, retry_after_secs: u32) -> Response {
@@ -409,40 +412,94 @@ async fn link_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
     page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.link_sent_body))
 }
 
-fn link_gone(w: &Web, ui: &Ui) -> Response {
-    let body = pages::message_link(ui.link_gone_body, false, "/signin", ui.signin_title);
-    page(w, ui, StatusCode::GONE, ui.gone_title, body)
+/// The pages of a one-time link: the sign-in link (`/signin/link/{token}`) or, with
+/// `signup`, the sign-up confirmation (`/signup/confirm/{token}`).
+#[derive(Clone, Copy)]
+struct OneTime {
+    kind: LinkKind,
+    /// Its URL without the token.
+    path: &'static str,
+    csrf: &'static str,
+    /// Operation names of viewing and of using it.
+    ops: [&'static str; 2],
+    /// Uses the link: the new session's cookie token and `next`.
+    take: fn(&Base, &str) -> accounts::LinkUse,
 }
 
-/// `GET /signin/link/{token}`: a Sign in button; never signs in.
-async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
-    let ui = page_ui(&w, &headers);
-    let t = token.clone();
-    match call(&w.app, "signin_link_view", move |x| accounts::link_usable(&x.base, LinkKind::Signin, &t)).await {
-        Ok(true) => {
-            let csrf = w.csrf(CSRF_LINK, &token);
-            let body = pages::button_page(ui.link_body, &format!("/signin/link/{token}"), &csrf, ui.signin_button);
-            page(&w, ui, StatusCode::OK, ui.link_title, body)
+impl OneTime {
+    fn of(signup: bool) -> Self {
+        if signup {
+            let ops = ["signup_view", "confirm_signup"];
+            Self {
+                kind: LinkKind::Signup,
+                path: "/signup/confirm",
+                csrf: CSRF_SIGNUP_CONFIRM,
+                ops,
+                take: accounts::confirm_signup,
+            }
+        } else {
+            let ops = ["signin_link_view", "use_signin_link"];
+            Self { kind: LinkKind::Signin, path: "/signin/link", csrf: CSRF_LINK, ops, take: accounts::use_signin_link }
         }
-        Ok(false) | Err(Fail::Input) => link_gone(&w, ui),
+    }
+
+    /// 410: the link is unknown, used or expired; with the way to ask again.
+    fn gone(self, w: &Web, ui: &Ui) -> Response {
+        let (text, again, again_title) = match self.kind {
+            LinkKind::Signin => (ui.link_gone_body, "/signin", ui.signin_title),
+            LinkKind::Signup => (ui.signup_gone_body, "/signup", ui.signup_title),
+        };
+        page(w, ui, StatusCode::GONE, ui.gone_title, pages::message_link(text, false, again, again_title))
+    }
+}
+
+/// `GET /signin/link/{token}` and `GET /signup/confirm/{token}` (`SIGNUP`): a Sign in or
+/// Confirm button; never signs in nor creates the account.
+async fn link_page<const SIGNUP: bool>(
+    State(w): State<Shared>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let ui = page_ui(&w, &headers);
+    let link = OneTime::of(SIGNUP);
+    let t = token.clone();
+    match call(&w.app, link.ops[0], move |x| accounts::link_usable(&x.base, link.kind, &t)).await {
+        Ok(true) => {
+            let (title, text, button) = match link.kind {
+                LinkKind::Signin => (ui.link_title, ui.link_body, ui.signin_button),
+                LinkKind::Signup => (ui.confirm_title, ui.confirm_body, ui.confirm_button),
+            };
+            let action = format!("{}/{token}", link.path);
+            page(&w, ui, StatusCode::OK, title, pages::button_page(text, &action, &w.csrf(link.csrf, &token), button))
+        }
+        Ok(false) | Err(Fail::Input) => link.gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
 }
 
-/// `POST /signin/link/{token}` (csrf): uses the link (single use), starts a session and
-/// 303s to the `next` stored with the link.
-async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>, body: Bytes) -> Response {
+/// `POST /signin/link/{token}` and `POST /signup/confirm/{token}` (`SIGNUP`) (csrf): uses
+/// the link (single use) — a sign-up confirmation creates the buyer account, recording
+/// the consent text version —, starts a session and 303s to the `next` stored with it.
+async fn link_submit<const SIGNUP: bool>(
+    State(w): State<Shared>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+    body: Bytes,
+) -> Response {
     let ui = page_ui(&w, &headers);
+    let link = OneTime::of(SIGNUP);
     let form = Form::parse(&body);
-    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
+    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, link.csrf, &token) {
         return csrf_page(&w, ui);
     }
-    match call(&w.app, "use_signin_link", move |x| accounts::use_signin_link(&x.base, &token)).await {
+    match call(&w.app, link.ops[1], move |x| (link.take)(&x.base, &token)).await {
         Ok(Some((session, next))) => {
-            tracing::info!("signed in with a one-time link");
+            if link.kind == LinkKind::Signin {
+                tracing::info!("signed in with a one-time link");
+            }
             signed_in_redirect(&w, ui, session.expose(), &next)
         }
-        Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
+        Ok(None) | Err(Fail::Input) => link.gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
 }
@@ -533,50 +590,4 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
 async fn signup_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
     page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.signup_sent_body))
-}
-
-fn signup_gone(w: &Web, ui: &Ui) -> Response {
-    let body = pages::message_link(ui.signup_gone_body, false, "/signup", ui.signup_title);
-    page(w, ui, StatusCode::GONE, ui.gone_title, body)
-}
-
-/// `GET /signup/confirm/{token}`: a Confirm button; never creates the account.
-async fn signup_confirm_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
-    let ui = page_ui(&w, &headers);
-    let t = token.clone();
-    match call(&w.app, "signup_view", move |x| accounts::link_usable(&x.base, LinkKind::Signup, &t)).await {
-        Ok(true) => {
-            let csrf = w.csrf(CSRF_SIGNUP_CONFIRM, &token);
-            let action = format!("/signup/confirm/{token}");
-            page(
-                &w,
-                ui,
-                StatusCode::OK,
-                ui.confirm_title,
-                pages::button_page(ui.confirm_body, &action, &csrf, ui.confirm_button),
-            )
-        }
-        Ok(false) | Err(Fail::Input) => signup_gone(&w, ui),
-        Err(_) => internal_page(&w, ui),
-    }
-}
-
-/// `POST /signup/confirm/{token}` (csrf): creates the buyer account (recording the
-/// consent text version), signs in and 303s to `next`.
-async fn signup_confirm_submit(
-    State(w): State<Shared>,
-    headers: HeaderMap,
-    Path(token): Path<String>,
-    body: Bytes,
-) -> Response {
-    let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
-    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
-        return csrf_page(&w, ui);
-    }
-    match call(&w.app, "confirm_signup", move |x| accounts::confirm_signup(&x.base, &token)).await {
-        Ok(Some((session, next))) => signed_in_redirect(&w, ui, session.expose(), &next),
-        Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
-        Err(_) => internal_page(&w, ui),
-    }
 }
