@@ -15,9 +15,8 @@ pub enum MailOutcome {
 }
 
 /// Queues a one-time sign-in link (`/signin/link/{token}`, 15 min, single use) for the
-/// account of `email`, if there is one and it is enabled. Counts against the address's
-/// mail limit whether or not an account exists, so the answer never tells. `next` must
-/// be a checked relative path; `lang` is the language of the e-mail.
+/// enabled account of `email`, if any. Counts against the address's mail limit either
+/// way, so the answer never tells. `next`: a checked relative path.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
@@ -96,8 +95,8 @@ pub struct SignupRequest {
 }
 
 /// Sign-up through double opt-in: queues a confirmation link (`/signup/confirm/{token}`,
-/// 72 h) — or, when the address already has an account, a "you already have an account"
-/// e-mail with a sign-in link. The page answers the same either way.
+/// 72 h) — or, for an address with an account, a "you already have an account" e-mail
+/// with a sign-in link.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
@@ -172,9 +171,8 @@ fn take_link(tx: &mut Tx<'_>, key: &str, kind: LinkKind, now: OffsetDateTime) ->
 /// stored with the link, or `None` when the link cannot be used.
 pub type LinkUse = Result<Option<(Secret, String)>>;
 
-/// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
-/// and `next`, or `None` when the link is unknown, used, expired, or its account is
-/// gone or disabled.
+/// Uses a sign-in link (POST): deletes it and starts a session; `None` when the link is
+/// unusable or its account gone or disabled.
 ///
 /// # Errors
 /// Storage errors.
@@ -192,9 +190,9 @@ pub fn use_signin_link(base: &Base, token: &str) -> LinkUse {
     })
 }
 
-/// Confirms a sign-up (POST): deletes the link, creates the buyer account (recording the
-/// consent text version) unless the address got an account meanwhile, and starts a
-/// session. `None` when the link is unknown, used or expired, or the account is disabled.
+/// Confirms a sign-up (POST): deletes the link, creates the buyer account (with the
+/// consent text version) unless the address got one meanwhile, and starts a session.
+/// `None` when the link is unusable or the account disabled.
 ///
 /// # Errors
 /// Storage and key errors.

@@ -22,7 +22,7 @@
 //! or not an account exists, which keeps answers identical); the per-client limits are
 //! the account pages' (`crate::web`).
 //!
-//! A disabled account's sessions stop working at once: [`current`] reads the account on
+//! A disabled account's sessions stop working at once: [`signed_in`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.
 
 mod links;
@@ -104,7 +104,7 @@ pub struct Account {
     pub name: Option<String>,
     /// argon2id PHC string, when the person set a password.
     pub password_hash: Option<String>,
-    /// Version of the consent text accepted at sign-up (`holder.consent.get(lang).version`).
+    /// Version of the consent text accepted at sign-up.
     pub consent_version: Option<String>,
     /// Language of that consent text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,7 +173,7 @@ pub struct SessionRecord {
     pub created_at: Stamp,
     /// When it ends (created + 14 days).
     pub expires_at: Stamp,
-    /// Not updated by requests (a GET never writes); reserved.
+    /// Reserved (a GET never writes).
     #[serde(default)]
     pub last_seen: Option<Stamp>,
     /// How the session began: `password`, `link` (one-time e-mail link) or `signup`.
@@ -300,13 +300,11 @@ pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
     Ok(base.store().read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
 
-/// Rewrites the e-mail index of a store written before keyed index hashes (its keys were
-/// the unkeyed `token_hash("address", …)`, which a store or backup alone could be checked
-/// against): every account's `AccountEmail` row and `email_hash`, and every one-time
-/// link's `email_hash` (from its account, or its sealed address), become [`email_key`]s;
-/// per-address throttle counters under the old keys are dropped (recent attempt counts,
-/// rebuilt by use). One transaction, idempotent (rows already keyed are left alone);
-/// called at start. Returns how many accounts were re-keyed.
+/// Rewrites an e-mail index of unkeyed `token_hash("address", …)` keys (which a store
+/// or backup alone could be checked against) as [`email_key`]s: every account's
+/// `AccountEmail` row and `email_hash` and every one-time link's `email_hash`; throttle
+/// counters under the old keys are dropped. One transaction, idempotent; called at
+/// start. Returns how many accounts were re-keyed.
 ///
 /// # Errors
 /// Storage errors; key errors (a sealed address the key ring cannot open) — then nothing
@@ -371,9 +369,8 @@ pub fn accounts(base: &Base) -> Result<Vec<Account>> {
     Ok(base.store().read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
 }
 
-/// Creates a seller account (`isto admin seller add`): no password; the seller signs in
-/// with a one-time link from `/signin` (and may then set a password at
-/// `/account/password`). Returns the account id.
+/// Creates a seller account (`isto admin seller add`) without password (the seller
+/// signs in with a one-time link). Returns the account id.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address or an empty or over-long name;
@@ -398,7 +395,7 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     Ok(a.id)
 }
 
-/// Disables or re-enables an account. Disabling deletes its sessions, and [`current`]
+/// Disables or re-enables an account. Disabling deletes its sessions, and [`signed_in`]
 /// refuses a disabled account's sessions anyway, so it takes effect at once.
 ///
 /// # Errors
@@ -417,9 +414,8 @@ pub fn set_disabled(base: &Base, account_id: &str, disabled: bool) -> Result<()>
     Ok(())
 }
 
-/// Sets (or replaces) an account's password (argon2id, OWASP parameters) and ends its
-/// other sessions (all of them when `keep_session` is `None`). Hashes on the calling
-/// thread: call it on a blocking thread.
+/// Sets an account's password (argon2id) and ends its sessions but `keep_session`.
+/// Hashes on the calling thread: call it on a blocking thread.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a password outside 10–200 characters;
@@ -438,9 +434,8 @@ pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_sess
     Ok(())
 }
 
-/// The owner of a session changes its password ([`set_password`], keeping
-/// `keep_session`); then the address's failed-sign-in counter is spent, since the person
-/// proved the password (clearing it is best effort: the password is saved either way).
+/// The owner of a session changes its password ([`set_password`]); then the address's
+/// failed-sign-in counter is cleared, best effort (the person proved the password).
 ///
 /// # Errors
 /// As [`set_password`].
@@ -466,8 +461,7 @@ pub struct AccountsPurged {
     pub throttles: u64,
 }
 
-/// [`purge_tx`] in a write transaction of its own; returns how many records went
-/// (tests; `isto serve` purges through `Intents::purge`).
+/// [`purge_tx`] in a write transaction of its own; returns how many records went.
 ///
 /// # Errors
 /// Storage errors.
@@ -478,10 +472,8 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 }
 
 /// Deletes expired sessions, expired one-time links and stale throttle counters in
-/// `tx`, at `now` (the purge; run by [`crate::intents::Intents::purge`]). A record that
-/// does not decode (an unreadable time, say) is left as it is, with a warning naming it
-/// ([`Reads::readable_records`]): nothing is deleted on the strength of a value that could not
-/// be read, and one damaged record does not stop the purge.
+/// `tx`, at `now` (run by [`crate::intents::Intents::purge`]). A record that does not
+/// decode is left, with a warning ([`Reads::readable_records`]).
 ///
 /// # Errors
 /// Storage errors.
@@ -516,8 +508,7 @@ pub struct LoginTarget {
 }
 
 /// Counts a password attempt for the address (before verifying, so parallel guesses
-/// cannot slip past the limit) and loads the account. `None` when the address used up
-/// its attempts.
+/// cannot slip past the limit) and loads the account; `None` past the limit.
 ///
 /// # Errors
 /// Storage errors.

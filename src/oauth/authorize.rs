@@ -203,10 +203,9 @@ fn answer_with_iss<'a>(ctx: &'a Shared, to: &str, mut params: Vec<(&str, &'a str
 }
 
 /// The person allowed `r` on the consent form whose CSRF token is `form_token`: stores
-/// a single-use code for `account_id` (whose role the page checked against the
-/// resource) and returns the URL that carries it to the client
+/// a single-use code for `account_id` and returns the URL that carries it to the client
 /// (`redirect_uri?code=…&state=…&iss=…`), or `Ok(None)` when that form was already
-/// answered (the Allow form is single-use: one code however often it is posted).
+/// answered.
 ///
 /// # Errors
 /// [`Internal`] when the store fails (logged).

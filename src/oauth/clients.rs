@@ -83,11 +83,9 @@ pub struct ClientRecord {
     /// RFC 7591 software_version.
     #[serde(default)]
     pub software_version: Option<String>,
-    /// Keyed hash of the client secret (confidential clients):
-    /// [`crate::crypto::KeyRing::keyed_hash`] (`hmac1:<key id>:…`, HMAC-SHA-256 under the
-    /// holder's key). Clients registered before it carry the older unkeyed
-    /// [`token_hash`] (`oauth-client-secret:<hex>`), accepted and rewritten keyed at the
-    /// client's next successful authentication.
+    /// Keyed hash of the client secret (confidential clients,
+    /// [`crate::crypto::KeyRing::keyed_hash`]); an older unkeyed [`token_hash`] is
+    /// rewritten keyed at the next successful authentication.
     #[serde(default)]
     pub client_secret_hash: Option<String>,
     /// When it was registered (a metadata-document client: fetched).
@@ -95,9 +93,8 @@ pub struct ClientRecord {
     /// Whether this client came from a metadata document.
     #[serde(default)]
     pub metadata_document: bool,
-    /// When it last got a grant (code exchange or refresh); `None` until its first.
-    /// The purge removes a registered client with no grant a day after registering, and
-    /// one unused for 90 days ([`super::purge::purge_tx`]).
+    /// When it last got a grant (code exchange or refresh); `None` until its first
+    /// (see [`super::purge::purge_tx`]).
     #[serde(default)]
     pub last_used_at: Option<Stamp>,
 }
@@ -107,7 +104,6 @@ impl ClientRecord {
     fn registration_response(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("client_id".into(), json!(self.client_id));
-        // RFC 7591 §3.2.1: seconds since the epoch.
         m.insert("client_id_issued_at".into(), json!(self.client_id_issued_at.at().unix_timestamp()));
         m.insert("redirect_uris".into(), json!(self.redirect_uris));
         m.insert("grant_types".into(), json!(self.grant_types));
@@ -224,14 +220,9 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
 }
 
 /// Characters refused in the client's names and other short strings, because the
-/// consent page shows them (issue 10 point 7): controls (C0, DEL, C1), the bidirectional
-/// marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A–U+202E,
-/// U+2066–U+2069: U+202E shows `evil\u{202E}moc.` as `evil.com`), and invisible format
-/// characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF, the tag characters
-/// U+E0000–U+E007F), and the letters and marks that show as nothing (Unicode's
-/// Default_Ignorable blanks: U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
-/// U+17B4–U+17B5, U+180B–U+180F, U+2065, U+1D173–U+1D17A, U+E0080–U+E0FFF) and the
-/// blank Braille pattern U+2800, which would give an empty-looking name.
+/// consent page shows them: controls, bidirectional marks and overrides (U+202E shows
+/// `evil\u{202E}moc.` as `evil.com`), invisible format characters, Unicode's
+/// Default_Ignorable blanks and the blank Braille pattern (an empty-looking name).
 fn hidden_char(c: char) -> bool {
     c.is_control()
         || matches!(c,
@@ -325,13 +316,10 @@ pub fn client_from_metadata(
 }
 
 /// Dynamic client registration, `POST /oauth/register` (RFC 7591): a JSON `body` of
-/// client metadata from the client address `client_addr` → the RFC 7591 §3.2.1
-/// registration response with the client_id (and client_secret unless
-/// `token_endpoint_auth_method` is `none`), which the face answers `201` with
-/// `Cache-Control: no-store`. A client address that registered
-/// `quotas.registrations_per_client_per_hour` clients in the last hour gets `429
-/// temporarily_unavailable` with `Retry-After` ([`OAuthError::quota`]) and nothing is
-/// stored; refused metadata is not counted.
+/// client metadata from `client_addr` → the RFC 7591 §3.2.1 registration response
+/// (with client_secret unless `token_endpoint_auth_method` is `none`), answered `201`.
+/// Past `quotas.registrations_per_client_per_hour` per client address: `429`
+/// ([`OAuthError::quota`]), nothing stored; refused metadata is not counted.
 ///
 /// # Errors
 /// The RFC 7591 §3.2.2 error to answer.
@@ -360,12 +348,7 @@ pub async fn register_client(
         };
         client.client_secret_hash = Some(hash);
     }
-    let record = client.clone();
-    let stored = blocking(ctx, "oauth register", move |h| {
-        h.store().write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
-    })
-    .await;
-    if let Err(e) = stored {
+    if let Err(e) = save(ctx, "oauth register", &client).await {
         ctx.base.quotas().refund(Rule::RegistrationsPerClient, &quota_key, now);
         return Err(e.into());
     }
@@ -376,6 +359,12 @@ pub async fn register_client(
         out.insert("client_secret_expires_at".into(), json!(0));
     }
     Ok(out)
+}
+
+/// Stores `client` (operation `op`).
+async fn save(ctx: &Shared, op: &'static str, client: &ClientRecord) -> Result<(), Internal> {
+    let record = client.clone();
+    blocking(ctx, op, move |h| h.store().write(|tx| tx.put_record(Ns::Client, &record.client_id, &record))).await
 }
 
 /// The metadata-document client cache and fetcher.
@@ -432,7 +421,11 @@ impl Cimd {
             }
         }
         let url = self.check_url(client_id)?;
-        let (doc, max_age) = self.fetch(url).await?;
+        let (doc, max_age) = self.http.get_json(url).await.map_err(|e| {
+            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
+            tracing::info!(reason = %e, "oauth: client metadata document not usable");
+            "the client metadata document could not be fetched".to_owned()
+        })?;
         let Value::Object(m) = doc else { return Err("the metadata document is not a JSON object".to_owned()) };
         if m.get("client_id").and_then(Value::as_str) != Some(client_id) {
             return Err("the metadata document's client_id is not its URL".to_owned());
@@ -451,16 +444,6 @@ impl Cimd {
             }
         }
         Ok(client)
-    }
-
-    /// GET the document: 200, at most [`MAX_DOCUMENT`] bytes of JSON. Returns it and the
-    /// `Cache-Control` lifetime (0 for `no-store`/`no-cache`).
-    async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), String> {
-        self.http.get_json(url).await.map_err(|e| {
-            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
-            tracing::info!(reason = %e, "oauth: client metadata document not usable");
-            "the client metadata document could not be fetched".to_owned()
-        })
     }
 }
 
@@ -516,13 +499,7 @@ pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRec
                 // Stored before secrets were keyed: rewrite it keyed now.
                 if let Some(keyed) = ctx.base.keys().keyed_hash(KIND_SECRET, secret) {
                     client.client_secret_hash = Some(keyed);
-                    let record = client.clone();
-                    blocking(ctx, "oauth client secret rehash", move |h| {
-                        h.store().write(|tx| -> Result<(), StoreError> {
-                            tx.put_record(Ns::Client, &record.client_id, &record)
-                        })
-                    })
-                    .await?;
+                    save(ctx, "oauth client secret rehash", &client).await?;
                     tracing::info!(client_id = %client.client_id, "oauth: client secret hash rewritten keyed");
                 }
             }

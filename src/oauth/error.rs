@@ -1,12 +1,7 @@
 //! OAuth failures as typed values, each decided here and nowhere else: RFC 6749 §5.2
-//! errors (token, registration and revocation endpoints), RFC 6750 §3 bearer challenges
-//! (the MCP endpoints, including every [`Denied`] of the access policy), and a generic
-//! `server_error` for internal failures, whose cause is logged once, by
-//! [`Internal::logged`], inside the request's span and never in the response. One
-//! [`OAuthError`] carries all a face needs to answer (status, error JSON, the
-//! `WWW-Authenticate` challenge, `Retry-After`); the HTTP response is built from it by
-//! the web face (`crate::web`), for its OAuth routes and the MCP endpoints' bearer gate
-//! alike.
+//! errors, RFC 6750 §3 bearer challenges (including every [`Denied`] of the access
+//! policy), and a generic `server_error` whose cause is logged once ([`Internal::logged`])
+//! and never answered. The web face builds the HTTP response from an [`OAuthError`].
 
 use crate::policy::Denied;
 use http::StatusCode;
@@ -71,9 +66,8 @@ impl OAuthError {
         json!({"error": self.error, "error_description": self.description})
     }
 
-    /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (issue 9
-    /// point 3): RFC 7591 §3.2.2 leaves room for further codes, and this RFC 6749 one
-    /// says "try again later"; the description names the rule and when.
+    /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (RFC 7591
+    /// §3.2.2 leaves room for further codes); the description names the rule and when.
     pub fn quota(e: &crate::base::quota::Exceeded) -> Self {
         Self {
             retry_after: Some(e.retry_after_secs),
@@ -117,13 +111,13 @@ fn quoted(v: &str) -> String {
 
 /// A bearer challenge (RFC 6750 §3, RFC 9728 §5.1):
 /// `WWW-Authenticate: Bearer resource_metadata="…", scope="…"[, error="…", error_description="…"]`
-/// and the same error as JSON in the body (without an error code: `unauthorized`).
-pub fn bearer_challenge(
-    status: StatusCode,
-    metadata_url: &str,
-    scope: &str,
-    error: Option<(&'static str, &str)>,
-) -> OAuthError {
+/// and the same error as JSON in the body (without an error code: `unauthorized`); 403
+/// for `insufficient_scope`, else 401.
+pub fn bearer_challenge(metadata_url: &str, scope: &str, error: Option<(&'static str, &str)>) -> OAuthError {
+    let status = match error {
+        Some(("insufficient_scope", _)) => StatusCode::FORBIDDEN,
+        _ => StatusCode::UNAUTHORIZED,
+    };
     let mut v = format!("Bearer resource_metadata={}", quoted(metadata_url));
     if !scope.is_empty() {
         v.push_str(&format!(", scope={}", quoted(scope)));
@@ -143,9 +137,8 @@ pub fn bearer_challenge(
 /// → 403 `insufficient_scope` naming the rule.
 pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> OAuthError {
     match denied {
-        Denied::MissingCredentials => bearer_challenge(StatusCode::UNAUTHORIZED, metadata_url, all_scopes, None),
+        Denied::MissingCredentials => bearer_challenge(metadata_url, all_scopes, None),
         Denied::WrongResource => bearer_challenge(
-            StatusCode::UNAUTHORIZED,
             metadata_url,
             all_scopes,
             Some(("invalid_token", "the access token is for another resource")),
@@ -153,18 +146,11 @@ pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[Strin
         Denied::InsufficientScope { any_of } => {
             let mut wanted = token_scopes.to_vec();
             wanted.extend(any_of.iter().cloned());
-            bearer_challenge(
-                StatusCode::FORBIDDEN,
-                metadata_url,
-                &wanted.join(" "),
-                Some(("insufficient_scope", "the access token lacks the scope this call needs")),
-            )
+            let why = "the access token lacks the scope this call needs";
+            bearer_challenge(metadata_url, &wanted.join(" "), Some(("insufficient_scope", why)))
         }
-        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled | Denied::NotOffered => bearer_challenge(
-            StatusCode::FORBIDDEN,
-            metadata_url,
-            all_scopes,
-            Some(("insufficient_scope", &denied.to_string())),
-        ),
+        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled | Denied::NotOffered => {
+            bearer_challenge(metadata_url, all_scopes, Some(("insufficient_scope", &denied.to_string())))
+        }
     }
 }

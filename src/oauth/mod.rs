@@ -24,25 +24,20 @@
 //! * [`check_bearer`]: the resource server's check, refusing with 401/403 and
 //!   `WWW-Authenticate: Bearer resource_metadata="…"`.
 //!
-//! HTTP is the faces' (`crate::web` routes the endpoints above and builds every
-//! response; `crate::mcp` gates its endpoints with [`admit`]): this module takes plain
-//! inputs — a form or JSON body as bytes, the `Authorization` header's value, the
-//! client's address — and gives typed answers: the JSON documents of RFC 8414, 9728,
-//! 7591 and 6749 §5.1, or an [`OAuthError`] that says all of the refusal (status, error
-//! JSON, challenge, `Retry-After`).
+//! HTTP is the faces' (`crate::web` routes the endpoints above; `crate::mcp` gates its
+//! endpoints with [`admit`]): this module takes bodies as bytes and header values and
+//! gives the RFC JSON documents, or an [`OAuthError`] that says all of the refusal.
 //!
-//! Codes, tokens and client secrets are 160/256-bit random values stored only as
-//! hashes ([`crate::crypto::token_hash`]; client secrets
-//! [`crate::crypto::KeyRing::keyed_hash`]) in the `records` table (namespaces `Client`,
-//! `AuthCode`, `Token`, `TokenFamily`, and `AuthDecision` for answered consent forms). A
-//! token is valid while its record is unexpired and its family exists and is not
-//! revoked, so revoking a family is one write. Nothing here logs a token, code, verifier, secret or request body.
+//! Codes, tokens and client secrets are random values stored only as hashes in the
+//! `records` table (namespaces `Client`, `AuthCode`, `Token`, `TokenFamily`,
+//! `AuthDecision`). A token is valid while its record is unexpired and its family exists
+//! and is not revoked, so revoking a family is one write. Nothing here logs a token,
+//! code, verifier, secret or request body.
 //!
-//! Every stored time is a [`Stamp`] (unix microseconds; store schema 7 converted the
-//! unix seconds older stores held). One that does not read is [`StoreError::Corrupt`]
-//! naming the record (its key holds the token's hash, never the token) — never an
-//! expired token — and the purge leaves such a record with a warning. What clients see
-//! (`expires_in`, `client_id_issued_at`) stays whole seconds.
+//! Every stored time is a [`Stamp`]; one that does not read is [`StoreError::Corrupt`]
+//! naming the record (by the token's hash), never an expired token, and the purge leaves
+//! it with a warning. What clients see (`expires_in`, `client_id_issued_at`) stays whole
+//! seconds.
 
 pub mod authorize;
 mod clients;
@@ -57,7 +52,6 @@ use crate::crypto::token_hash;
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError};
-use http::StatusCode;
 use std::sync::Arc;
 
 pub use clients::{register_client, ClientRecord};
@@ -110,17 +104,16 @@ impl Grant {
     }
 }
 
-/// The authorization server's shared state: the handles and the cache of client ID
-/// metadata documents. Built once ([`Server::new`]) and shared by the web face's OAuth
-/// routes and its authorization page, so both see the same cached clients.
+/// The authorization server's shared state, built once and shared by the web face's
+/// OAuth routes and its authorization page, so both see the same cached clients.
 pub struct Server {
     base: Arc<Base>,
     cimd: clients::Cimd,
 }
 
 impl Server {
-    /// The server over `base` (loopback `http://` metadata documents are allowed only
-    /// when the holder itself is not served over HTTPS).
+    /// The server over `base` (loopback `http://` metadata documents only when the
+    /// holder is not served over HTTPS).
     pub fn new(base: Arc<Base>) -> Arc<Self> {
         let allow_loopback_http = !base.settings().public_url.is_https();
         Arc::new(Self { base, cimd: clients::Cimd::new(allow_loopback_http) })
@@ -207,15 +200,12 @@ fn bearer_check<'a>(
         resource.strip_prefix(url_base.as_str()).unwrap_or_default()
     );
     let all_scopes = Resource::from_url(url_base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
-    let invalid = |why: &str| {
-        error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
-    };
+    let invalid = |why: &str| error::bearer_challenge(&metadata_url, &all_scopes, Some(("invalid_token", why)));
     let grant = match authorization {
         None => None,
         Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
-            // Another scheme (`Basic …`) or an empty `Bearer` carries no bearer token:
-            // the plain 401 challenge, with no error code (RFC 6750 §3.1), so that the
-            // client starts the authorization flow.
+            // No bearer token: the plain 401 challenge without error code (RFC 6750
+            // §3.1), so that the client starts the authorization flow.
             TokenProblem::Malformed => {
                 error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)
             }

@@ -7,13 +7,11 @@
 //!   started) in the same transaction, so a replay is refused and revokes that family.
 //!   Used and expired codes are removed by [`sweep`] a day after their expiry.
 //! * `Token` — [`TokenRecord`], access (1 h) and refresh (30 days); a rotated refresh
-//!   token stays, marked used (with the time), until it expires, so its reuse is
-//!   detected. The pair a rotation mints is derived from the presented refresh token
-//!   under the holder's key ([`crate::crypto::KeyRing::derive_token`]), so that within
-//!   `[limits] refresh_grace_secs` (30 s) of the rotation the same refresh token presented
-//!   again (a lost response, parallel retries) is answered with the same pair — computed
-//!   again, looked up by its hashes, nothing more stored — instead of revoking the
-//!   family; reuse after the window revokes it (PROTOCOL.md §7).
+//!   token stays, marked used, until it expires, so its reuse is detected. The pair a
+//!   rotation mints is derived from the presented refresh token under the holder's key
+//!   ([`successor`]), so within `[limits] refresh_grace_secs` the same token presented
+//!   again is answered with the same pair, nothing more stored; later reuse revokes the
+//!   family (PROTOCOL.md §7).
 //! * `TokenFamily` — [`FamilyRecord`], one per authorization; revoking it (a flag)
 //!   invalidates every token issued from that authorization.
 
@@ -105,8 +103,7 @@ pub struct TokenRecord {
     /// A refresh token already exchanged.
     #[serde(default)]
     pub used: bool,
-    /// When a refresh token was exchanged (its grace window starts then;
-    /// absent on tokens rotated before the window existed: their reuse revokes).
+    /// When a refresh token was exchanged (its grace window starts then).
     #[serde(default)]
     pub used_at: Option<Stamp>,
 }
@@ -145,9 +142,8 @@ pub struct DecisionRecord {
 pub const DECISION_KEEP_SECS: i64 = 7200 + 60;
 
 /// Stores a new authorization code for `record` and returns it, unless the consent form
-/// `decision` (the hash of its CSRF token) was already answered: then `None` and nothing
-/// is stored. Marking the form answered and storing the code are one transaction, so
-/// however many times the Allow form is posted, at once or later, one code is minted.
+/// `decision` (the hash of its CSRF token) was already answered: then `None`. One
+/// transaction, so however often the Allow form is posted, one code is minted.
 ///
 /// # Errors
 /// Storage errors.
@@ -281,11 +277,9 @@ const TOKEN_PARAMS: [&str; 9] = [
     "resource",
 ];
 
-/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §5.1, §6):
-/// `authorization_code` (with PKCE) and `refresh_token` grants, given the
-/// `Authorization` header's value (`authorization`, if any) and the form `body`. Gives
-/// the RFC 6749 §5.1 answer `{"access_token","token_type":"Bearer","expires_in",
-/// "refresh_token","scope"}`, which the face sends with `Cache-Control: no-store`.
+/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §6): `authorization_code`
+/// (with PKCE) and `refresh_token` grants, given the `Authorization` header's value and
+/// the form `body`. Gives the RFC 6749 §5.1 answer.
 ///
 /// # Errors
 /// The RFC 6749 §5.2 error to answer.
@@ -452,10 +446,8 @@ fn successor(base: &Base, presented: &Secret, with_refresh: bool) -> Minted {
     }
 }
 
-/// The refresh grant with rotation and reuse detection, in one write transaction. A
-/// used refresh token presented again within the grace window of its rotation gets the
-/// pair that rotation minted ([`grace_answer`]), while that pair is live and its
-/// refresh token unused; any other reuse revokes the family.
+/// The refresh grant with rotation and reuse detection, in one write transaction: a
+/// reuse within the grace window gets [`grace_answer`], any other revokes the family.
 fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAuthError>, StoreError> {
     let client_id = r.client_id.as_str();
     let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, &r.hash)? else {
@@ -538,11 +530,10 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> 
     }))
 }
 
-/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`) in the
-/// form `body`. Client credentials, when sent (`authorization`: the `Authorization`
-/// header's value, or the body), are checked, and then only that client's tokens are
-/// revoked. `Ok` (answered `200`) for unknown tokens too. Revoking a refresh token
-/// revokes its family; revoking an access token removes that token.
+/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` in the form `body`. Client
+/// credentials, when sent (header or body), are checked and then only that client's
+/// tokens are revoked. `Ok` for unknown tokens too. A refresh token revokes its family;
+/// an access token is removed.
 ///
 /// # Errors
 /// The RFC 6749 §5.2 error to answer.

@@ -1,9 +1,6 @@
 //! The cookies of the pages, read and written here and nowhere else: the session cookie
-//! (`isto_session`, whose values the accounts service looks up as
-//! [`SessionTokens`]; set after a sign-in, cleared at sign-out) and the pre-session
-//! cookie of the sign-in and sign-up forms ([`PreSession`]). Parsing follows RFC 6265
-//! §5.4 loosely: every `Cookie` header, `;`-separated `name=value` pairs, a quoted value
-//! unquoted.
+//! (its values looked up as [`SessionTokens`]) and the pre-session cookie of the
+//! sign-in and sign-up forms ([`PreSession`]). Parsing follows RFC 6265 §5.4 loosely.
 
 use crate::accounts::{self, SessionTokens, Signed, SESSION_TTL_SECS};
 use crate::base::Base;
@@ -36,10 +33,9 @@ pub(super) fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
     accounts::signed_in(base, &session_tokens(headers))
 }
 
-/// The signed-in account `(id, role)` of the request ([`accounts::current`] of its
-/// session cookies). Reads the store.
+/// The signed-in account `(id, role)` of the request ([`signed_in`]). Reads the store.
 pub(super) fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
-    accounts::current(base, &session_tokens(headers))
+    signed_in(base, headers).map(|s| (s.account.id, s.account.role))
 }
 
 /// A `Set-Cookie` value of the pages' cookies: `name=value`, `Path=/`, `Max-Age`

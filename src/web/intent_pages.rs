@@ -96,8 +96,8 @@ pub(super) async fn consent_submit(
     })
 }
 
-/// The 429 page of a used-up consent quota (issue 9 point 3), with `Retry-After`: the
-/// rule in the page's language, and when to try again (minutes, and the time in UTC).
+/// The 429 page of a used-up consent quota, with `Retry-After`: the rule, and when to try
+/// again (minutes, and the time in UTC).
 pub(super) fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota::Exceeded) -> Response {
     use crate::base::quota::Rule;
     let why = match e.rule {
@@ -151,9 +151,8 @@ pub(super) fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: 
     }
 }
 
-/// The page of an active intent behind a used confirmation token (after confirming, or
-/// the link opened again): only its outcome — `text` with the statement and where the
-/// person manages the request now —, no form and no CSRF token (a used link may have
+/// The page of an active intent behind a used confirmation token: only `text` with the
+/// statement and the way forward, no form and no CSRF token (a used link may have
 /// leaked).
 pub(super) fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &str) -> Response {
     let body = maud::html! {
@@ -209,9 +208,8 @@ pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<Stri
 // ---------------------------------------------------------------------------
 // results and withdrawal (manage token; PROTOCOL.md §4.4)
 
-/// `GET /results/{token}`: the intent, the delivery cadence form (issue 13 point 2;
-/// `?saved=cadence` after a save shows the notice, `?sent=cadence` after a change that
-/// waits for its confirmation by e-mail says so), its deliveries and the withdraw link.
+/// `GET /results/{token}`: the intent, the delivery cadence form (`?saved=cadence` and
+/// `?sent=cadence` show their notices), its deliveries and the withdraw link.
 pub(super) async fn results_page(
     State(h): State<Shared>,
     Path(token): Path<String>,

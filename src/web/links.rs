@@ -1,5 +1,5 @@
-//! The delivery cadence behind a results link (issue 13 point 2), which a stranger may
-//! hold (scanners and shared inboxes publish links):
+//! The delivery cadence behind a results link, which a stranger may hold (scanners and
+//! shared inboxes publish links):
 //!
 //! * `POST /results/{token}/cadence` (csrf, cadence): the change is made at once for the
 //!   person signed in (the intent's owner, or an account of the same mailbox); for
@@ -22,13 +22,11 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
-/// `POST /results/{token}/cadence` (csrf, cadence): the token (404), the CSRF token of
-/// purpose `cadence` bound to it (403), the intent not ended (410), the `cadence` field
-/// one of `as_they_come`, `daily`, `weekly`, `pause` (400, a page naming the field;
-/// nothing changed); then [`crate::intents::Intents::request_cadence_by_manage`] with
-/// the signed-in account: 303 to `?saved=cadence` when made, to `?sent=cadence` when
-/// it waits for the person's confirmation by e-mail; 429 when that e-mail's quota is
-/// used up.
+/// `POST /results/{token}/cadence` (csrf, cadence): checks the token (404), the CSRF
+/// token (403), that the intent has not ended (410) and the `cadence` field (400, nothing
+/// changed); then [`crate::intents::Intents::request_cadence_by_manage`]: 303 to
+/// `?saved=cadence` when made, to `?sent=cadence` when it waits for the e-mail; 429 when
+/// that e-mail's quota is used up.
 pub(super) async fn results_cadence(
     State(h): State<Shared>,
     Path(token): Path<String>,
@@ -70,9 +68,7 @@ fn proof_of(query: Option<&str>) -> String {
 
 /// The intent behind a results link, its page language and the cadence a cadence
 /// e-mail asked for (`value`), when `proof` is that e-mail's and the intent has not
-/// ended. `Err` is the response: the error page of an unknown token; 403 with the way
-/// forward for a forged or expired proof (or an unknown cadence); 410 once the intent
-/// has ended.
+/// ended. `Err` is the response: 404, 403 for a forged or expired proof, or 410.
 async fn mailed_cadence(
     h: &Shared,
     token: &str,

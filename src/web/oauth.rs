@@ -2,10 +2,6 @@
 //! their CORS and body limit, and the one conversion of an [`OAuthError`] into a
 //! response — used here and by the MCP endpoints' bearer gate (`crate::mcp::service`).
 //! The consent page `GET|POST /oauth/authorize` is [`super::authorize`]'s.
-//!
-//! The OAuth logic (RFC 8414, 9728, 7591, 6749, 7009) is the service's; this module reads
-//! the request (body bytes, the `Authorization` header's value, the client's address)
-//! and writes the answer (status, JSON, `Cache-Control: no-store`, challenges).
 
 use crate::net::ClientAddr;
 use crate::oauth::{self, Challenge, OAuthError, Resource, Server};
@@ -55,9 +51,7 @@ pub fn routes(ctx: Arc<Server>) -> Router {
     api.layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
 }
 
-/// An OAuth refusal as HTTP: the status, the JSON body, `Cache-Control: no-store`,
-/// `Pragma: no-cache` (not with a bearer challenge), the `WWW-Authenticate` challenge
-/// and `Retry-After`.
+/// An OAuth refusal as HTTP, as [`OAuthError`] describes it.
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let mut res = (self.status, Json(self.body())).into_response();
@@ -84,8 +78,7 @@ impl IntoResponse for OAuthError {
     }
 }
 
-/// The `Authorization` header's value, if the request has one in visible ASCII (one that
-/// is not reads as none: neither Basic credentials nor a bearer token).
+/// The `Authorization` header's value, if the request has one in visible ASCII.
 fn authorization(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())
 }

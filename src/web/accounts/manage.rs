@@ -12,7 +12,7 @@ fn signed_out(w: &Web, ui: &Ui) -> Response {
 /// 303s to `/`. Without a valid session it only deletes the cookie.
 pub(super) async fn signout(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return signed_out(&w, ui) };
     if !w.csrf_ok(&form.csrf, CSRF_SIGNOUT, &s.key) {
         return csrf_page(&w, ui);
@@ -47,7 +47,7 @@ pub(super) async fn password_page(State(w): State<Shared>, headers: HeaderMap) -
 pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
         return csrf_page(&w, ui);

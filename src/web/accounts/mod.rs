@@ -1,32 +1,20 @@
 //! The sign-in, sign-up, sign-out and password pages (PROTOCOL.md §1 "sign-in page", §7).
 //!
-//! Server-rendered, no JavaScript. A GET never changes state (mail scanners follow the
-//! links in e-mails: the link pages show a button whose POST acts). Every form carries a
-//! CSRF token bound to its purpose (and to the link token or the session). The sign-in
-//! and sign-up forms, shown before there is a session, bind theirs to a pre-session
-//! cookie set by the form's GET ([`PreSession`]: random, `HttpOnly`, `SameSite=Lax`,
-//! `Secure` and `__Host-` on https), so a token fetched by another party (login CSRF:
-//! posted from another browser, or with `Origin: null` from a sandboxed frame, which the
-//! app lets through to the token check) is refused. The one-time link pages (sign-in
-//! link, sign-up confirmation) bind theirs to the link token, which whoever holds the
-//! link can fetch — the attacker with a link of their own, to sign a victim's browser
-//! into the attacker's account (login CSRF) —, so their POSTs also refuse an opaque
-//! origin ([`opaque_origin`]: `Sec-Fetch-Site` other than `same-origin`, or without it
-//! `Origin: null`; a foreign origin is refused by the app already). Answers never
-//! tell whether an address has an account: a wrong password and an unknown address get
-//! the same words (and an unknown address is checked against a dummy hash, so the answer
-//! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
+//! A GET never changes state (mail scanners follow the links in e-mails: the link pages
+//! show a button whose POST acts). Every form carries a CSRF token bound to its purpose.
+//! The sign-in and sign-up forms, shown before there is a session, bind theirs to a
+//! pre-session cookie set by the form's GET ([`PreSession`]), so a token fetched by
+//! another party (login CSRF) is refused. The one-time link pages bind theirs to the
+//! link token, which whoever holds the link can fetch — an attacker with a link of their
+//! own, to sign a victim's browser into the attacker's account —, so their POSTs also
+//! refuse an opaque origin ([`opaque_origin`]). Answers never tell whether an address
+//! has an account: a wrong password and an unknown address get the same words (and an
+//! unknown address is checked against a dummy hash, so the answer takes as long).
 //!
-//! Limits: failed password attempts and account e-mails per address are counted in the
-//! store (see the module docs of [`crate::accounts`]); the router also keeps, in memory,
-//! per-minute limits on failed password attempts and account e-mails per client address
-//! ([`super::client_limits`]; never a site-wide ceiling, so that nobody can lock everyone
-//! out), and bounds how many argon2 hashes run at once (each takes 19 MiB).
-//!
-//! The pages call the accounts service ([`crate::accounts`]) for every store read and
-//! write; they hash passwords themselves (off the async threads, bounded). Errors are
-//! logged once ([`super::call`]), by operation name only: never a path, token, e-mail,
-//! password or form body.
+//! Limits: per address in the store ([`crate::accounts`]); per client address in memory
+//! ([`super::client_limits`]); and a bound on concurrent argon2 hashes (19 MiB each).
+//! The pages call the accounts service for every store read and write and hash
+//! passwords themselves, off the async threads.
 
 mod manage;
 
@@ -34,7 +22,7 @@ use super::account_pages as pages;
 use super::client_limits::{ClientKey, ClientLimits};
 use super::cookies::{self, PreSession};
 use super::i18n::{self, AccountText as Ui};
-use super::{call, Fail};
+use super::{call, Fail, FormFields};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
 use crate::base::Base;
 use crate::net::ClientAddr;
@@ -65,12 +53,10 @@ const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
 
 /// Whether a one-time link POST comes from an opaque origin (a sandboxed frame, a `data:`
-/// page), which the link POSTs refuse (see the module docs). A browser posts isto's own
-/// form with `Origin: null` as well, because the pages send `Referrer-Policy:
-/// no-referrer` (Fetch, "append a request `Origin` header"); Fetch Metadata tells the two
-/// apart: `Sec-Fetch-Site: same-origin` for the holder's own page, `cross-site` for an
-/// opaque origin. Without `Sec-Fetch-Site` (an older browser) `Origin: null` is refused;
-/// with it, anything but `same-origin` is.
+/// page). A browser posts isto's own form with `Origin: null` as well (the pages send
+/// `Referrer-Policy: no-referrer`); Fetch Metadata tells the two apart. Without
+/// `Sec-Fetch-Site` (an older browser) `Origin: null` is refused; with it, anything but
+/// `same-origin` is.
 fn opaque_origin(headers: &HeaderMap) -> bool {
     match headers.get("sec-fetch-site") {
         Some(site) => !site.as_bytes().trim_ascii().eq_ignore_ascii_case(b"same-origin"),
@@ -78,8 +64,7 @@ fn opaque_origin(headers: &HeaderMap) -> bool {
     }
 }
 
-/// The request's client address, put in by the app's middleware (absent when the router
-/// is driven in-process without it).
+/// The request's client address, put in by the app's middleware.
 type Peer = Option<Extension<ClientAddr>>;
 
 /// The counting key of a request's client address ([`ClientAddr::key`]).
@@ -99,47 +84,36 @@ struct Web {
 type Shared = Arc<Web>;
 
 impl Web {
-    fn now_unix(&self) -> i64 {
-        super::now_unix(&self.app)
-    }
-
     /// Runs `f` on the per-client counters, with the current unix time.
     fn with_limits<T>(&self, f: impl FnOnce(&mut ClientLimits, i64) -> T) -> T {
-        let now = self.now_unix();
+        let now = super::now_unix(&self.app);
         let mut l = self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         f(&mut l, now)
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.app.base.keys().csrf_token(purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_token(purpose, binding, super::now_unix(&self.app))
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.app.base.keys().csrf_valid(token, purpose, binding, self.now_unix())
+        super::csrf_ok(&self.app, token, purpose, binding)
     }
 }
 
-/// Routes of the account pages:
-///
-/// `GET|POST /signin` (password), `POST /signin/link` (ask for a link), `GET /signin/sent`,
-/// `GET|POST /signin/link/{token}`, `GET|POST /signup`, `GET /signup/sent`,
-/// `GET|POST /signup/confirm/{token}`, `POST /signout`, `GET|POST /account/password`,
-/// `GET|POST /account/mail` (the `List-Unsubscribe` target of account e-mails; changes
-/// nothing). The sign-in pages take `?next=/relative/path`. Body limit and security
-/// headers are the pages' own ([`super::routes`]).
+/// Routes of the account pages (each handler documents its own); the sign-in pages take
+/// `?next=/relative/path`.
 pub(super) fn routes(app: AppState) -> Router {
-    // The dummy hash costs no argon2 work to make (`password::dummy_hash`): made now, the
-    // first unknown address waits for nothing the others do not.
+    // Made now, the first unknown address waits for nothing the others do not.
     let _ = password::dummy_hash();
     let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
     let state = Arc::new(Web { app, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
     Router::new()
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signin/link", post(link_request))
-        .route("/signin/sent", get(link_sent))
+        .route("/signin/sent", get(sent::<false>))
         .route("/signin/link/{token}", get(link_page::<false>).post(link_submit::<false>))
         .route("/signup", get(signup_page).post(signup_submit))
-        .route("/signup/sent", get(signup_sent))
+        .route("/signup/sent", get(sent::<true>))
         .route("/signup/confirm/{token}", get(link_page::<true>).post(link_submit::<true>))
         .route("/signout", post(signout))
         .route("/account/password", get(password_page).post(password_submit))
@@ -181,29 +155,8 @@ fn next_from_query(q: Option<&str>) -> String {
     safe_next(&q.next)
 }
 
-/// The fields of every form here; missing fields are empty. No `Debug`: it holds
-/// passwords.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Form {
-    csrf: String,
-    email: String,
-    password: String,
-    current: String,
-    repeat: String,
-    accept: String,
-    lang: String,
-    next: String,
-}
-
-impl Form {
-    fn parse(body: &[u8]) -> Self {
-        serde_urlencoded::from_bytes(body).unwrap_or_default()
-    }
-}
-
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(i18n::request_lang(headers, &w.app.base.settings().default_language)).account
+    super::browser_ui(&w.app, headers).account
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
@@ -319,7 +272,7 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNIN, p)) else {
         return csrf_page(&w, ui);
@@ -381,7 +334,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
 async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, p))
     else {
@@ -394,8 +347,7 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
-    // Every request counts, whether or not a mail goes out: the limit must not tell
-    // whether an address has an account.
+    // Every request counts, whether or not a mail goes out (no enumeration).
     w.with_limits(|l, now| l.count_mail(client, now));
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
@@ -406,10 +358,13 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     }
 }
 
-/// `GET /signin/sent`: "if an account exists, we sent a link".
-async fn link_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
+/// `GET /signin/sent` and `GET /signup/sent` (`SIGNUP`): "if an account exists, we sent
+/// a link" / "check your e-mail" (the same words whether or not the address has an
+/// account).
+async fn sent<const SIGNUP: bool>(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
-    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.link_sent_body))
+    let text = if SIGNUP { ui.signup_sent_body } else { ui.link_sent_body };
+    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, text))
 }
 
 /// The pages of a one-time link: the sign-in link (`/signin/link/{token}`) or, with
@@ -488,7 +443,7 @@ async fn link_submit<const SIGNUP: bool>(
 ) -> Response {
     let ui = page_ui(&w, &headers);
     let link = OneTime::of(SIGNUP);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, link.csrf, &token) {
         return csrf_page(&w, ui);
     }
@@ -538,7 +493,7 @@ async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNUP, p)) else {
         return csrf_page(&w, ui);
@@ -583,11 +538,4 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
         Err(_) => internal_page(&w, ui),
     }
-}
-
-/// `GET /signup/sent`: "check your e-mail" (the same words whether or not the address
-/// has an account).
-async fn signup_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
-    let ui = page_ui(&w, &headers);
-    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.signup_sent_body))
 }
