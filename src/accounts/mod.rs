@@ -500,27 +500,21 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<Acc
     Ok(n)
 }
 
-/// What a password sign-in attempt needs from the store.
-#[derive(Debug)]
-pub struct LoginTarget {
-    /// The account, if the address has one that is enabled and has a password.
-    pub account: Option<Account>,
-}
-
 /// Counts a password attempt for the address (before verifying, so parallel guesses
-/// cannot slip past the limit) and loads the account; `None` past the limit.
+/// cannot slip past the limit) and loads its account: `None` past the limit, else
+/// `Some` of the account if the address has one that is enabled and has a password.
 ///
 /// # Errors
 /// Storage errors.
-pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
+pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<Option<Account>>> {
     let now = base.clock().now();
-    base.store().write(|tx| -> Result<Option<LoginTarget>> {
+    base.store().write(|tx| -> Result<Option<Option<Account>>> {
         let key = login_throttle_key(email_hash);
         if !throttle_take(tx, &key, now, LOGIN_WINDOW_SECS, LOGIN_FAILURES_PER_WINDOW)? {
             return Ok(None);
         }
         let account = account_by_hash(tx, email_hash)?.filter(|a| !a.disabled && a.password_hash.is_some());
-        Ok(Some(LoginTarget { account }))
+        Ok(Some(account))
     })
 }
 

@@ -1,14 +1,9 @@
 //! E-mail transport (infrastructure): the composed message ([`MailContent`]), the sealed
 //! outbox row ([`MailJob`]), the [`Outbox`] handle, the SMTP / file [`Transport`] and
-//! the durable outbox worker. The messages themselves are composed by the services
-//! (`crate::messages`, `crate::accounts`) from the texts of their language ([`texts`]).
-//!
-//! Messages are UTF-8 (Slovak and Czech diacritics in subjects and bodies), carry the
-//! withdraw link and RFC 8058 `List-Unsubscribe` / `List-Unsubscribe-Post` headers
-//! (PROTOCOL.md §4.4–4.5). A message is composed when it is queued and stored sealed in
-//! the outbox table in the same transaction as the state change that caused it; the
-//! worker sends and then deletes it, so a crash or an SMTP outage delays mail but loses
-//! none.
+//! the durable outbox worker. The services compose the messages (in UTF-8, with RFC 8058
+//! `List-Unsubscribe`, PROTOCOL.md §4.4–4.5) from the texts of their language
+//! ([`texts`]) and queue them sealed in the same transaction as the state change that
+//! caused them; the worker sends and then deletes them, so an outage loses no mail.
 
 mod hello;
 mod smtp;
@@ -112,8 +107,7 @@ pub enum MailError {
     /// The SMTP server or the connection to it failed.
     #[error("SMTP {kind} in phase {}{}", phase.as_str(), code.as_ref().map(|c| format!(" (reply code {c})")).unwrap_or_default())]
     Smtp {
-        /// `permanent rejection`, `temporary failure`, `timeout`, `TLS failure`,
-        /// `connection failure`, `bad reply`, `refused`.
+        /// What failed, in words (`timeout`, `permanent rejection`, …).
         kind: &'static str,
         /// Where in the conversation it failed (as far as it can be told).
         phase: Phase,
@@ -200,15 +194,13 @@ fn smtp_error(e: &lettre::transport::smtp::Error, phase: Phase) -> MailError {
     MailError::Smtp { kind, phase, code: e.status().map(|c| c.to_string()), permanent: e.is_permanent() }
 }
 
-/// A failure of `kind` in `phase` without a reply code that a later attempt may not
-/// meet (a timeout, a connection or TLS failure, a refusal by isto).
+/// A failure of `kind` in `phase` without a reply code, worth retrying.
 fn failed(kind: &'static str, phase: Phase) -> MailError {
     MailError::Smtp { kind, phase, code: None, permanent: false }
 }
 
-/// Builds the RFC 5322 message for `content`, with the RFC 8058 headers
-/// `List-Unsubscribe` (the one-click URL) and `List-Unsubscribe-Post:
-/// List-Unsubscribe=One-Click`.
+/// Builds the RFC 5322 message for `content`, with the RFC 8058 one-click
+/// `List-Unsubscribe` headers.
 ///
 /// # Errors
 /// [`MailError::Address`], [`MailError::Build`].
@@ -249,8 +241,7 @@ pub enum Transport {
 impl Transport {
     /// Builds the transport: SMTP at `smtp_url` (`ISTO_SMTP_URL`) when given, else `.eml`
     /// files in `outbox_dir` (created, owner only); each SMTP step bounded by
-    /// `step_timeout` (`mail.smtp_timeout_secs`, default [`SMTP_COMMAND_TIMEOUT`]) and
-    /// the whole conversation by three times that.
+    /// `step_timeout` and the whole conversation by three times that.
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.

@@ -24,8 +24,8 @@ const TICK: Duration = Duration::from_secs(5);
 /// How many messages may be in flight at once (docs/choices.md: "Mail in flight").
 pub const MAX_IN_FLIGHT: usize = 4;
 
-/// Default of the first retry delay's half (`mail.retry_base_secs`): a failed attempt `n`
-/// is retried after `base × 2^n` seconds, at most an hour (60 s, 120 s, … by default).
+/// Default of `mail.retry_base_secs`: a failed attempt `n` is retried after `base × 2^n`
+/// seconds, at most an hour.
 pub const RETRY_BASE_SECS: u64 = 30;
 
 /// A send that took this long (milliseconds) is logged as a warning.
@@ -152,8 +152,8 @@ fn fill(outbox: &Outbox, transport: &Transport, slots: &mut Slots) -> Option<u64
     next_due
 }
 
-/// One attempt at job `seq`: the "still queued" check under the send lock, the send
-/// (no lock held), then the job removed, dropped or rescheduled.
+/// One attempt at job `seq`: the "still queued" check, the send, then the job removed,
+/// dropped or rescheduled.
 async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob, content: MailContent) -> Outcome {
     // The send lock is held for this check only (see Outbox::send_lock).
     let still_queued = {

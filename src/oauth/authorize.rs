@@ -80,10 +80,6 @@ impl From<Internal> for Refusal {
     }
 }
 
-fn is_b64url(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// Checks an authorization request (the query of `GET /oauth/authorize`, or the form
 /// the consent page posts back) in the order of the module docs.
 ///
@@ -140,7 +136,7 @@ pub async fn validate(ctx: &Shared, p: &Params) -> Result<AuthzRequest, Refusal>
         None => return Err(back("invalid_request", "code_challenge_method=S256 is required")),
         Some(_) => return Err(back("invalid_request", "only code_challenge_method=S256 is supported")),
     }
-    if challenge.len() != 43 || !is_b64url(challenge) {
+    if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         return Err(back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"));
     }
     let base = &ctx.base.settings().public_url.base;

@@ -46,7 +46,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const CACHE_DEFAULT_SECS: i64 = 3600;
 /// Longest cache lifetime, seconds.
 const CACHE_MAX_SECS: i64 = 86400;
-/// Most cached documents (the cache is cleared of expired entries, then emptied, past it).
+/// Most cached documents (past it, expired ones go first: `make_room`).
 const CACHE_MAX_ENTRIES: usize = 1000;
 
 /// Private-use schemes without a dot that well-known MCP clients register (Cursor, VS
@@ -413,12 +413,9 @@ impl Cimd {
     /// Why the document cannot be used (for the error page and the log).
     pub async fn get(&self, client_id: &str, at: Stamp) -> Result<ClientRecord, String> {
         let now = at.at().unix_timestamp();
-        if let Ok(cache) = self.cache.lock() {
-            if let Some((c, until)) = cache.get(client_id) {
-                if now < *until {
-                    return Ok(c.clone());
-                }
-            }
+        let cached = self.cache.lock().ok().and_then(|c| c.get(client_id).filter(|(_, until)| now < *until).cloned());
+        if let Some((client, _)) = cached {
+            return Ok(client);
         }
         let url = self.check_url(client_id)?;
         let (doc, max_age) = self.http.get_json(url).await.map_err(|e| {
@@ -434,12 +431,7 @@ impl Cimd {
         let ttl = max_age.map_or(CACHE_DEFAULT_SECS, |a| a.min(CACHE_MAX_SECS));
         if ttl > 0 {
             if let Ok(mut cache) = self.cache.lock() {
-                if cache.len() >= CACHE_MAX_ENTRIES {
-                    cache.retain(|_, (_, until)| now < *until);
-                    if cache.len() >= CACHE_MAX_ENTRIES {
-                        cache.clear();
-                    }
-                }
+                crate::base::quota::make_room(&mut cache, CACHE_MAX_ENTRIES, |(_, until)| now < *until);
                 cache.insert(client_id.to_owned(), (client.clone(), now + ttl));
             }
         }
@@ -476,9 +468,8 @@ pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, 
 /// and a confidential client must present its secret.
 ///
 /// # Errors
-/// `invalid_client` (401), or `server_error` — also, logged naming the client, when a
-/// client registered as confidential (`token_endpoint_auth_method` other than `none`)
-/// has no stored secret hash: it is never taken for a public client.
+/// `invalid_client` (401), or `server_error` — also when a confidential client has no
+/// stored secret hash (logged; it is never taken for a public client).
 pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRecord, OAuthError> {
     let Some(id) = creds.client_id.as_deref() else {
         return Err(OAuthError::invalid_client(creds.basic));

@@ -38,9 +38,9 @@ pub enum Challenge {
 }
 
 /// An OAuth failure as a face answers it: an RFC 6749 §5.2 / RFC 7591 §3.2.2 error, or an
-/// RFC 6750 §3 bearer challenge. The body is [`OAuthError::body`]; the response carries
-/// `Cache-Control: no-store` (and `Pragma: no-cache` unless the challenge is a bearer
-/// one), the challenge as `WWW-Authenticate` and `retry_after` as `Retry-After`.
+/// RFC 6750 §3 bearer challenge. The response carries [`OAuthError::body`],
+/// `Cache-Control: no-store` (and `Pragma: no-cache` but with a bearer challenge), the
+/// challenge as `WWW-Authenticate` and `retry_after` as `Retry-After`.
 #[derive(Debug, Clone)]
 pub struct OAuthError {
     /// HTTP status (400, 401, 403, 429, 500).
@@ -129,12 +129,10 @@ pub fn bearer_challenge(metadata_url: &str, scope: &str, error: Option<(&'static
     OAuthError { challenge: Challenge::Bearer(v), ..OAuthError::new(status, code, why) }
 }
 
-/// The bearer challenge of an access-policy refusal at an MCP endpoint:
-/// [`Denied::MissingCredentials`] → 401 with the challenge alone (`scope` = every scope
-/// of the resource, `all_scopes`); [`Denied::WrongResource`] → 401 `invalid_token`;
-/// [`Denied::InsufficientScope`] → 403 `insufficient_scope` with `scope` = the token's
-/// scopes plus the ones needed (MCP step-up); the seller rules (not asked at the door)
-/// → 403 `insufficient_scope` naming the rule.
+/// The bearer challenge of an access-policy refusal at an MCP endpoint: missing
+/// credentials → 401 with the challenge alone (`scope` = `all_scopes`); another resource
+/// → 401 `invalid_token`; missing scope → 403 `insufficient_scope` with `scope` = the
+/// token's scopes plus those needed (MCP step-up); the seller rules → 403 naming the rule.
 pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> OAuthError {
     match denied {
         Denied::MissingCredentials => bearer_challenge(metadata_url, all_scopes, None),

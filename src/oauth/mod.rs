@@ -2,27 +2,14 @@
 //! `/mcp/buyer` and `/mcp/seller` (PROTOCOL.md §1, §7). No external identity provider:
 //! people sign in on the holder's pages (`crate::web`, over the accounts service).
 //!
-//! * Metadata: RFC 8414 at `/.well-known/oauth-authorization-server` (with
-//!   `client_id_metadata_document_supported`), RFC 9728 protected resource metadata at
-//!   `/.well-known/oauth-protected-resource/mcp/buyer` and `.../mcp/seller`
-//!   (`/.well-known/oauth-protected-resource` alone answers the buyer one).
-//! * Clients: RFC 7591 dynamic registration (`/oauth/register`) and client ID metadata
-//!   documents (an `https://` client_id is fetched, checked and cached; see [`clients`]).
-//! * `/oauth/authorize`: authorization code with PKCE S256 only, exact redirect URI
-//!   matching with the RFC 8252 §7.3 loopback rule (any port for `http://127.0.0.1`,
-//!   `http://[::1]`, `http://localhost`), RFC 8707 `resource` (one of the two MCP
-//!   endpoints; a request without one means `/mcp/buyer`), RFC 9207 `iss` in the response.
-//!   The consent page that asks the signed-in person is `crate::web`'s; it calls
-//!   [`authorize::validate`] and [`authorize::allow`].
-//! * `/oauth/token`: single-use codes (60 s; a replayed code revokes what it issued),
-//!   access tokens (1 h) bound to one resource, refresh tokens (30 days) rotated on every
-//!   use, with reuse detection: a rotated refresh token presented again within
-//!   `[limits] refresh_grace_secs` (30 s) gets the same new pair (a lost response,
-//!   parallel retries); after that its reuse revokes the family.
-//! * Client secrets stored under a keyed hash (HMAC with the holder's key).
-//! * `/oauth/revoke`: RFC 7009.
-//! * [`check_bearer`]: the resource server's check, refusing with 401/403 and
-//!   `WWW-Authenticate: Bearer resource_metadata="…"`.
+//! * Metadata (`metadata`): RFC 8414 and RFC 9728 for `/mcp/buyer` and `/mcp/seller`.
+//! * Clients ([`clients`]): RFC 7591 dynamic registration and client ID metadata
+//!   documents; redirect URI rules; client secrets under a keyed hash.
+//! * `/oauth/authorize` ([`authorize`]): authorization code with PKCE S256 only, RFC 8707
+//!   `resource`, RFC 9207 `iss`; the consent page is `crate::web`'s.
+//! * `/oauth/token` and `/oauth/revoke` (`token`): single-use codes, access tokens bound
+//!   to one resource, refresh tokens rotated with reuse detection; RFC 7009.
+//! * [`check_bearer`]: the resource server's check.
 //!
 //! HTTP is the faces' (`crate::web` routes the endpoints above; `crate::mcp` gates its
 //! endpoints with [`admit`]): this module takes bodies as bytes and header values and
@@ -143,20 +130,15 @@ fn now_stamp(base: &Base) -> Stamp {
     Stamp::of(base.clock().now())
 }
 
-/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value, `None`
-/// without one or when it is not visible ASCII) for `resource` (the absolute URL
-/// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope): the
-/// token must be genuine (known, unrevoked, unexpired: checked here) and then allowed by
-/// [`policy::authorize`] ([`Action::Reach`]: bound to `resource`, carrying `scope`).
+/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value) for
+/// `resource` (the absolute URL `<public>/mcp/buyer` or `<public>/mcp/seller`) and
+/// `scope` (empty: any scope): the token must be genuine (known, unrevoked, unexpired)
+/// and then allowed by [`policy::authorize`] ([`Action::Reach`]). One short store read.
 ///
 /// # Errors
-/// The refusal to answer: 401 with `WWW-Authenticate: Bearer
-/// resource_metadata="<public>/.well-known/oauth-protected-resource/mcp/…", scope="…"`
-/// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
-/// is unknown, expired, revoked or bound to another resource; 400 `invalid_request` when
-/// the header is not `Bearer <token>`; 403 with `error="insufficient_scope"` and
-/// `scope` = the token's scopes plus the one missing (MCP step-up); 500 when the store
-/// fails. One short store read; callable from async code.
+/// The refusal to answer ([`error::bearer_denied`]): 401 with the RFC 6750 challenge
+/// (plus `error="invalid_token"` when a token was sent but is not genuine or bound to
+/// another resource), 403 `insufficient_scope` (MCP step-up), 500 when the store fails.
 pub fn check_bearer(
     base: &Base,
     authorization: Option<&str>,
@@ -178,10 +160,8 @@ pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Re
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
-/// for the request's `grant` (RFC 6750 §3 with RFC 9728 `resource_metadata`): 401 for
-/// missing credentials or another resource, 403 `insufficient_scope` with `scope` = the
-/// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
-/// scopes do not cover, checked before the call is dispatched).
+/// for the request's `grant` ([`error::bearer_denied`]; e.g. the MCP step-up of a
+/// `tools/call` the token's scopes do not cover).
 pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> OAuthError {
     let url_base = &base.settings().public_url.base;
     let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();

@@ -5,7 +5,6 @@
 //! Records (JSON in the `records` table, keyed by [`token_hash`]):
 //! * `AuthCode` — [`CodeRecord`]; exchanging a code marks it used (with the family it
 //!   started) in the same transaction, so a replay is refused and revokes that family.
-//!   Used and expired codes are removed by [`sweep`] a day after their expiry.
 //! * `Token` — [`TokenRecord`], access (1 h) and refresh (30 days); a rotated refresh
 //!   token stays, marked used, until it expires, so its reuse is detected. The pair a
 //!   rotation mints is derived from the presented refresh token under the holder's key
@@ -214,19 +213,15 @@ fn issue(
         used: false,
         used_at: None,
     };
-    tx.put_record(
-        Ns::Token,
-        &token_hash(KIND_ACCESS, minted.access.expose()),
-        &record(TokenKind::Access, access_until),
-    )?;
-    family.expires_at = family.expires_at.max(access_until);
-    if let Some(r) = &minted.refresh {
-        tx.put_record(
-            Ns::Token,
-            &token_hash(KIND_REFRESH, r.expose()),
-            &record(TokenKind::Refresh, now + Duration::seconds(REFRESH_TTL_SECS)),
-        )?;
-        family.expires_at = family.expires_at.max(now + Duration::seconds(REFRESH_TTL_SECS));
+    let refresh_until = now + Duration::seconds(REFRESH_TTL_SECS);
+    let tokens = [
+        (TokenKind::Access, KIND_ACCESS, Some(&minted.access), access_until),
+        (TokenKind::Refresh, KIND_REFRESH, minted.refresh.as_ref(), refresh_until),
+    ];
+    for (kind, hash_kind, token, until) in tokens {
+        let Some(token) = token else { continue };
+        tx.put_record(Ns::Token, &token_hash(hash_kind, token.expose()), &record(kind, until))?;
+        family.expires_at = family.expires_at.max(until);
     }
     tx.put_record(Ns::TokenFamily, family_id, family)?;
     // The client is in use (kept by the purge for CLIENT_UNUSED_SECS from now).
@@ -478,25 +473,19 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAu
     if wrong_resource {
         return Ok(Err(OAuthError::bad("invalid_target", "the resource differs from the original grant")));
     }
-    let scopes = match &r.scope {
-        None => family.scopes.clone(),
-        Some(s) => {
-            let mut want: Vec<String> = Vec::new();
-            for x in s.split(' ').filter(|x| !x.is_empty()) {
-                if !family.scopes.iter().any(|g| g == x) {
-                    return Ok(Err(OAuthError::bad("invalid_scope", format!("scope {x:?} was not granted"))));
-                }
-                if !want.iter().any(|w| w == x) {
-                    want.push(x.to_owned());
-                }
-            }
-            if want.is_empty() {
-                family.scopes.clone()
-            } else {
-                want
-            }
+    // The scopes asked for (each granted, once), or without any the granted ones.
+    let mut scopes: Vec<String> = Vec::new();
+    for x in r.scope.iter().flat_map(|s| s.split(' ')).filter(|x| !x.is_empty()) {
+        if !family.scopes.iter().any(|g| g == x) {
+            return Ok(Err(OAuthError::bad("invalid_scope", format!("scope {x:?} was not granted"))));
         }
-    };
+        if !scopes.iter().any(|w| w == x) {
+            scopes.push(x.to_owned());
+        }
+    }
+    if scopes.is_empty() {
+        scopes = family.scopes.clone();
+    }
     old.used = true;
     old.used_at = Some(now);
     tx.put_record(Ns::Token, &r.hash, &old)?;
@@ -504,10 +493,8 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAu
     issue(tx, &family_id, &mut family, scopes, r.successor.clone(), now).map(Ok)
 }
 
-/// The pair a rotation minted, answered again: `Some` when its access token (and its
-/// refresh token, if it minted one) are stored in `family_id`, unexpired, and the
-/// refresh token is still unused; `None` otherwise (the pair was rotated on, revoked or
-/// expired: the reuse is then treated as such).
+/// The pair a rotation minted, answered again: `Some` while it is stored in `family_id`,
+/// unexpired, and its refresh token unused; `None` otherwise (then the reuse revokes).
 fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> Result<Option<Issued>, StoreError> {
     let Some(access) = tx.record::<TokenRecord>(Ns::Token, &token_hash(KIND_ACCESS, pair.access.expose()))? else {
         return Ok(None);

@@ -26,7 +26,6 @@ use axum::Router;
 use maud::{html, Markup};
 use std::sync::Arc;
 
-/// CSRF purpose of the consent form.
 const CSRF_PURPOSE: &str = "oauth-authorize";
 
 /// Who is signed in on the holder's pages; tests sign people in with their own.
@@ -44,7 +43,6 @@ impl People for Sessions {
     }
 }
 
-/// The page's state.
 struct Ctx {
     app: AppState,
     server: Arc<Server>,

@@ -10,8 +10,7 @@ use axum::response::Response;
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "isto_session";
 
-/// The `name=value` pairs of every `Cookie` header of the request, each pair trimmed
-/// (name and value as they stand around the first `=`).
+/// The `name=value` pairs of every `Cookie` header of the request, each pair trimmed.
 fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
         .get_all(header::COOKIE)
@@ -27,8 +26,7 @@ pub(super) fn session_tokens(headers: &HeaderMap) -> SessionTokens {
     SessionTokens::new(values.map(|(_, value)| value.trim().trim_matches('"').to_owned()))
 }
 
-/// The request's valid session ([`accounts::signed_in`] of its session cookies). Reads
-/// the store.
+/// The request's valid session ([`accounts::signed_in`]). Reads the store.
 pub(super) fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
     accounts::signed_in(base, &session_tokens(headers))
 }
@@ -63,8 +61,7 @@ const PRE_SESSION_COOKIE_HTTP: &str = "isto_pre";
 const PRE_SESSION_TTL_SECS: i64 = 7200;
 
 /// The pre-session cookie of the sign-in and sign-up forms: their CSRF tokens are bound
-/// to the hash of its random value, so that only the browser that fetched the form can
-/// post it.
+/// to the hash of its random value, so only the browser that fetched a form can post it.
 pub(super) struct PreSession {
     /// What the forms' CSRF tokens are bound to (`token_hash("pre-session", value)`).
     pub(super) binding: String,

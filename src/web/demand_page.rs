@@ -43,7 +43,6 @@ struct Query {
     buy_by: String,
 }
 
-/// What the session allows.
 enum Access {
     SignIn,
     Forbidden,

@@ -162,8 +162,7 @@ pub(super) fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &s
     page(h, ui, StatusCode::OK, ui.active_title, body)
 }
 
-/// Whether a page's query says that the cadence was just saved (`saved=cadence`, the
-/// redirect after the cadence POST; a GET that only shows a notice).
+/// Whether a page's query says that the cadence was just saved (`saved=cadence`).
 pub(super) fn cadence_saved(query: Option<&str>) -> bool {
     query.is_some_and(|q| q.split('&').any(|p| p == "saved=cadence"))
 }
@@ -193,8 +192,7 @@ pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<St
     })
 }
 
-/// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
-/// page of a used confirmation link).
+/// `GET /confirm/{token}/done`: "your request is active" (only the outcome).
 pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Page {
     let intent = by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await?;
     let ui = intent_ui(&h, &intent);
@@ -257,8 +255,7 @@ pub(super) async fn withdraw_page(State(h): State<Shared>, Path(token): Path<Str
     Ok(withdraw_state_page(&h, ui, &intent, &token))
 }
 
-/// `POST /withdraw/{token}` (csrf): [`Holder::withdraw_by_manage`]; 303 to
-/// `/withdraw/{token}/done`.
+/// `POST /withdraw/{token}` (csrf): withdraws; 303 to `/withdraw/{token}/done`.
 pub(super) async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Page {
     let form = FormFields::parse(&body);
     let (_, ui) = managed(&h, &token).await?;

@@ -1,17 +1,8 @@
 //! The delivery cadence behind a results link, which a stranger may hold (scanners and
-//! shared inboxes publish links):
-//!
-//! * `POST /results/{token}/cadence` (csrf, cadence): the change is made at once for the
-//!   person signed in (the intent's owner, or an account of the same mailbox); for
-//!   anyone else an e-mail goes to the intent's address and nothing changes yet: 303 to
-//!   `/results/{token}?sent=cadence`.
-//! * `GET /results/{token}/cadence/{cadence}?k=PROOF`: the page of that e-mail's link, a
-//!   button (a GET never changes anything).
-//! * `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change;
-//!   303 to `/results/{token}?saved=cadence`.
-//!
-//! Stopping mail entirely stays one click: the withdraw page and the RFC 8058
-//! unsubscribe are not gated.
+//! shared inboxes publish links): the change is made at once for the person signed in (the intent's owner, or an
+//! account of the same mailbox); for anyone else an e-mail goes to the intent's address,
+//! whose link makes it. Stopping mail entirely stays one click: the withdraw page and the
+//! RFC 8058 unsubscribe are not gated.
 
 use super::intent_pages::throttled_page;
 use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Page, Shared, CSRF_CADENCE};
@@ -99,9 +90,8 @@ pub(super) async fn cadence_mail_page(
     Ok(page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body))
 }
 
-/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof, checked by
-/// [`mailed_cadence`]): the change ([`crate::intents::Intents::set_cadence_by_manage`]);
-/// 303 to `/results/{token}?saved=cadence`; 410 once the intent has ended.
+/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change
+/// ([`crate::intents::Intents::set_cadence_by_manage`]); 303 to `?saved=cadence`.
 pub(super) async fn cadence_mail_submit(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,

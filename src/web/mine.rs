@@ -123,15 +123,10 @@ fn refused(h: &AppState, ui: &Ui, text: &str) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
 }
 
-/// Whether the Renew button makes sense for an intent in this state.
-fn renewable(i: &Intent) -> bool {
-    matches!(i.status, Status::Active | Status::Expired)
-}
-
 /// The Withdraw and Renew buttons of an intent.
 fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Markup {
     html! {
-        @if renewable(i) {
+        @if matches!(i.status, Status::Active | Status::Expired) {
             form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
                 input type="hidden" name="csrf" value=(csrf(h, CSRF_ME_RENEW, account, &i.id));
                 button type="submit" { (m.renew_button) }
@@ -144,10 +139,6 @@ fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Ma
             }
         }
     }
-}
-
-fn match_count(i: &Intent) -> u64 {
-    i.extensions.get("matchCount").and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -177,7 +168,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Page {
                         }
                         td { (ui.status_name(i.status)) }
                         td { (pages::date(ui, &i.valid_until)) }
-                        td { (match_count(i)) }
+                        td { (i.extensions.get("matchCount").and_then(serde_json::Value::as_u64).unwrap_or(0)) }
                         td { (actions(&h, ui, m, &account, i)) }
                     }
                 }

@@ -1,10 +1,8 @@
 //! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the home page,
-//! the 404 page of an address that is no page and the one stylesheet (here); the pages of
-//! an intent's links ([`intent_pages`]: consent, e-mail confirmation, results, withdraw,
-//! the RFC 8058 one-click unsubscribe); the account pages ([`accounts`]), the OAuth
-//! authorization page ([`authorize`]), the signed-in buyer's pages (`mine`) and the
-//! sellers' pages; and the HTTP side of the authorization server ([`oauth`]) and of the
-//! sessions ([`cookies`]).
+//! the 404 page and the stylesheet (here); the pages of an intent's links
+//! ([`intent_pages`]); the account pages ([`accounts`]), the OAuth authorization page
+//! ([`authorize`]), the signed-in buyer's pages (`mine`) and the sellers' pages; and the
+//! HTTP side of the authorization server ([`oauth`]) and of the sessions ([`cookies`]).
 //!
 //! One web layer: one layout ([`pages::layout`]), one table of texts and one language
 //! negotiation ([`i18n`]), one security-header layer ([`security_headers`], applied
@@ -308,11 +306,6 @@ fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<
         .map(|p| p.account_id().unwrap_or_default().to_owned())
 }
 
-/// The holder's default page language (for pages without an intent).
-fn default_ui(h: &AppState) -> &'static Ui {
-    ui(page_lang(None, &h.base.settings().default_language))
-}
-
 /// The texts of a page not about an intent: in the browser's language
 /// ([`i18n::request_lang`]), else the holder's default.
 fn browser_ui(h: &AppState, headers: &HeaderMap) -> &'static Ui {
@@ -337,7 +330,8 @@ where
     F: FnOnce(&AppState, &str) -> Result<T, ServiceError> + Send + 'static,
 {
     let t = token.to_owned();
-    call(h, op, move |x| f(x, &t)).await.map_err(|fail| fail_page(h, default_ui(h), fail))
+    let default_ui = ui(page_lang(None, &h.base.settings().default_language));
+    call(h, op, move |x| f(x, &t)).await.map_err(|fail| fail_page(h, default_ui, fail))
 }
 
 /// The page language of an intent.
@@ -354,18 +348,16 @@ fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
         }
         Fail::Input => page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, pages::message(ui.email_invalid, true)),
         Fail::State => page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(ui.closed_body, false)),
-        Fail::PersonCap(limit) => person_cap_page(h, ui, limit),
+        // The person already holds `limit` active intents (PROTOCOL.md §3 "Limits"): how
+        // many, and the way out (withdraw one).
+        Fail::PersonCap(limit) => {
+            let body = ui.person_cap_body.replace("{n}", &limit.to_string());
+            page(h, ui, StatusCode::CONFLICT, ui.person_cap_title, pages::message(&body, false))
+        }
         Fail::Internal => {
             page(h, ui, StatusCode::INTERNAL_SERVER_ERROR, ui.error_title, pages::message(ui.error_body, true))
         }
     }
-}
-
-/// 409: the person already holds `limit` active intents (PROTOCOL.md §3 "Limits"):
-/// how many, and the way out (withdraw one). It names no address and no intent.
-fn person_cap_page(h: &AppState, ui: &Ui, limit: u32) -> Response {
-    let body = ui.person_cap_body.replace("{n}", &limit.to_string());
-    page(h, ui, StatusCode::CONFLICT, ui.person_cap_title, pages::message(&body, false))
 }
 
 /// 403: the CSRF token is missing, forged or older than two hours.

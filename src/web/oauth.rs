@@ -34,9 +34,9 @@ type Answer = Result<Response, OAuthError>;
 pub fn routes(ctx: Arc<Server>) -> Router {
     let api = Router::new()
         .route("/.well-known/oauth-authorization-server", get(authorization_server).options(preflight))
-        .route("/.well-known/oauth-protected-resource", get(buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/seller", get(seller_resource).options(preflight))
+        .route("/.well-known/oauth-protected-resource", get(resource::<false>).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(resource::<false>).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/seller", get(resource::<true>).options(preflight))
         .route("/oauth/register", post(register).options(preflight))
         .route("/oauth/token", post(token).options(preflight))
         .route("/oauth/revoke", post(revoke).options(preflight))
@@ -98,14 +98,9 @@ async fn authorization_server(State(ctx): State<Shared>) -> Response {
     cached_json(ctx.authorization_server_document())
 }
 
-/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`.
-async fn buyer_resource(State(ctx): State<Shared>) -> Response {
-    cached_json(ctx.resource_document(Resource::Buyer))
-}
-
-/// `GET /.well-known/oauth-protected-resource/mcp/seller`.
-async fn seller_resource(State(ctx): State<Shared>) -> Response {
-    cached_json(ctx.resource_document(Resource::Seller))
+/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`, or `…/mcp/seller` (`SELLER`).
+async fn resource<const SELLER: bool>(State(ctx): State<Shared>) -> Response {
+    cached_json(ctx.resource_document(if SELLER { Resource::Seller } else { Resource::Buyer }))
 }
 
 /// `POST /oauth/register` ([`oauth::register_client`]): `201` with the registration.

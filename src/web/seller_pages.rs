@@ -30,7 +30,6 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // the handler
 
-/// What the session allows.
 enum Access {
     SignIn,
     Forbidden,

@@ -100,9 +100,8 @@ pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap,
     }
 }
 
-/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails. Account
-/// e-mails go out only on request, so there is nothing to leave; a one-click POST
-/// (RFC 8058, sent by mail providers without a CSRF token) changes nothing.
+/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails, which go
+/// out only on request: a one-click POST (RFC 8058) changes nothing.
 pub(super) async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
     page(&w, ui, StatusCode::OK, ui.mail_info_title, pages::message(ui.mail_info_body, false))

@@ -18,7 +18,7 @@
 
 mod manage;
 
-use super::account_pages as pages;
+use super::account_pages::{self as pages, SigninPage};
 use super::client_limits::{ClientKey, ClientLimits};
 use super::cookies::{self, PreSession};
 use super::i18n::{self, AccountText as Ui};
@@ -35,7 +35,6 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use manage::{mail_info, password_page, password_submit, signout};
 use maud::Markup;
-use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 // Passwords taken out of a form live in buffers wiped on drop.
@@ -72,7 +71,6 @@ fn peer_key(peer: &Peer) -> ClientKey {
     peer.as_ref().and_then(|Extension(c)| c.key())
 }
 
-/// The router's state.
 struct Web {
     app: AppState,
     /// Permits for concurrent argon2 hashes.
@@ -146,13 +144,7 @@ pub fn safe_next(next: &str) -> String {
 }
 
 fn next_from_query(q: Option<&str>) -> String {
-    #[derive(Default, Deserialize)]
-    #[serde(default)]
-    struct Q {
-        next: String,
-    }
-    let q: Q = q.and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
-    safe_next(&q.next)
+    safe_next(&FormFields::parse(q.unwrap_or_default().as_bytes()).next)
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
@@ -178,19 +170,15 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return Err(Fail::Internal) };
-    match tokio::task::spawn_blocking(move || {
+    let done = tokio::task::spawn_blocking(move || {
         let out = f();
         drop(permit);
         out
+    });
+    done.await.map_err(|e| {
+        tracing::error!(error = %e, "account page: hashing task failed");
+        Fail::Internal
     })
-    .await
-    {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            tracing::error!(error = %e, "account page: hashing task failed");
-            Err(Fail::Internal)
-        }
-    }
 }
 
 /// The request's valid session, read on a blocking thread.
@@ -224,34 +212,22 @@ fn too_many(mut res: Response, retry_after_secs: u32) -> Response {
 // ---------------------------------------------------------------------------
 // sign-in
 
-/// Errors and values of a sign-in page render.
-#[derive(Default)]
-struct SigninState<'a> {
-    email: &'a str,
-    error: Option<&'a str>,
-    link_error: Option<&'a str>,
-}
-
-#[allow(clippy::too_many_arguments)]
+/// The sign-in page with the values and errors of `st`, its forms' CSRF tokens bound to
+/// the pre-session `pre`.
 fn signin_render(
     w: &Web,
     ui: &Ui,
     status: StatusCode,
     next: &str,
-    st: SigninState<'_>,
+    st: SigninPage<'_>,
     signed: Option<&Signed>,
     pre: &str,
 ) -> Response {
     let signout = signed.map(|s| w.csrf(CSRF_SIGNOUT, &s.key));
-    let p = pages::SigninPage {
-        csrf_password: &w.csrf(CSRF_SIGNIN, pre),
-        csrf_link: &w.csrf(CSRF_LINK_REQUEST, pre),
-        next,
-        email: st.email,
-        error: st.error,
-        link_error: st.link_error,
-        signed_in: signout.as_deref(),
-    };
+    let csrf_password = w.csrf(CSRF_SIGNIN, pre);
+    let csrf_link = w.csrf(CSRF_LINK_REQUEST, pre);
+    let p =
+        SigninPage { csrf_password: &csrf_password, csrf_link: &csrf_link, next, signed_in: signout.as_deref(), ..st };
     page(w, ui, status, ui.signin_title, pages::signin(ui, &p))
 }
 
@@ -261,7 +237,7 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
     let next = next_from_query(q.as_deref());
     let signed = session_of(&w, &headers).await;
     let pre = PreSession::for_form(&w.app.base, &headers);
-    let res = signin_render(&w, ui, StatusCode::OK, &next, SigninState::default(), signed.as_ref(), &pre.binding);
+    let res = signin_render(&w, ui, StatusCode::OK, &next, SigninPage::default(), signed.as_ref(), &pre.binding);
     pre.set_on(res)
 }
 
@@ -278,11 +254,11 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         return csrf_page(&w, ui);
     };
     let failed = |w: &Web, email: &str| {
-        let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
+        let st = SigninPage { email, error: Some(ui.signin_failed), ..Default::default() };
         signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None, &pre)
     };
     if w.with_limits(|l, now| l.too_many_failures(client, now)) {
-        let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
+        let st = SigninPage { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 60);
     }
     let Ok(email) = crate::protocol::input::validate_email(&form.email) else { return failed(&w, &form.email) };
@@ -291,15 +267,15 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     }
     let hash = accounts::email_key(w.app.base.keys(), &email);
     let h2 = hash.clone();
-    let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
-        Ok(Some(t)) => t,
+    let account = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
+        Ok(Some(a)) => a,
         Ok(None) => {
-            let st = SigninState { email: &email, error: Some(ui.login_throttled), ..Default::default() };
+            let st = SigninPage { email: &email, error: Some(ui.login_throttled), ..Default::default() };
             return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 900);
         }
         Err(_) => return internal_page(&w, ui),
     };
-    let stored = target.account.as_ref().and_then(|a| a.password_hash.clone());
+    let stored = account.as_ref().and_then(|a| a.password_hash.clone());
     let pw = Zeroizing::new(form.password);
     let checked = hashing(&w, move || {
         let phc = stored.as_deref().unwrap_or_else(|| password::dummy_hash());
@@ -312,7 +288,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(v) => v,
         Err(_) => return internal_page(&w, ui),
     };
-    let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
+    let (Some(account), true, Some(verified)) = (account, ok, stored) else {
         w.with_limits(|l, now| l.count_failure(client, now));
         return failed(&w, &email);
     };
@@ -341,7 +317,7 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
         return csrf_page(&w, ui);
     };
     let with_error = |w: &Web, status: StatusCode, msg: &'static str| {
-        let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
+        let st = SigninPage { email: &form.email, link_error: Some(msg), ..Default::default() };
         signin_render(w, ui, status, &next, st, None, &pre)
     };
     if w.with_limits(|l, now| l.too_many_mails(client, now)) {
@@ -358,9 +334,8 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     }
 }
 
-/// `GET /signin/sent` and `GET /signup/sent` (`SIGNUP`): "if an account exists, we sent
-/// a link" / "check your e-mail" (the same words whether or not the address has an
-/// account).
+/// `GET /signin/sent` and `GET /signup/sent` (`SIGNUP`): "check your e-mail", the same
+/// words whether or not the address has an account.
 async fn sent<const SIGNUP: bool>(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
     let text = if SIGNUP { ui.signup_sent_body } else { ui.link_sent_body };
@@ -433,8 +408,7 @@ async fn link_page<const SIGNUP: bool>(
 }
 
 /// `POST /signin/link/{token}` and `POST /signup/confirm/{token}` (`SIGNUP`) (csrf): uses
-/// the link (single use) — a sign-up confirmation creates the buyer account, recording
-/// the consent text version —, starts a session and 303s to the `next` stored with it.
+/// the link (a confirmation creates the account), starts a session, 303 to its `next`.
 async fn link_submit<const SIGNUP: bool>(
     State(w): State<Shared>,
     headers: HeaderMap,

@@ -28,16 +28,11 @@ fn known(tag: &str) -> Option<&'static str> {
     LANGUAGES.into_iter().find(|l| *l == primary)
 }
 
-/// The holder's fallback language: `default` when it is one of [`LANGUAGES`], else `en`.
-fn fallback(default: &str) -> &'static str {
-    known(default).unwrap_or("en")
-}
-
 /// The page language for an intent language (a BCP 47 tag) and the holder's default:
 /// the tag's primary subtag when it is `sk`, `cs` or `en`, else the default when that
 /// is one of them, else `en`.
 pub fn page_lang(intent_lang: Option<&str>, default: &str) -> &'static str {
-    intent_lang.and_then(known).unwrap_or_else(|| fallback(default))
+    intent_lang.and_then(known).or_else(|| known(default)).unwrap_or("en")
 }
 
 /// Content negotiation of the page language (RFC 9110 §12.5.4): of the
@@ -47,7 +42,7 @@ pub fn page_lang(intent_lang: Option<&str>, default: &str) -> &'static str {
 /// Without an acceptable range: the holder's default when it is one of [`LANGUAGES`],
 /// else `en`.
 pub fn negotiate(accept_language: Option<&str>, default: &str) -> &'static str {
-    let fallback = fallback(default);
+    let fallback = known(default).unwrap_or("en");
     let mut best: Option<(f32, &'static str)> = None;
     for item in accept_language.unwrap_or_default().split(',') {
         let mut parts = item.split(';');
