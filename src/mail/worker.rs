@@ -54,8 +54,7 @@ struct Slots {
     set: JoinSet<(u64, Outcome)>,
     /// Their job numbers.
     in_flight: HashSet<u64>,
-    /// Jobs found at start-up that have not been tried yet: due whatever their saved
-    /// back-off (after a restart a saved back-off is not waited out).
+    /// Jobs found at start-up and not tried yet: due whatever their saved back-off.
     first_round: HashSet<u64>,
     /// Jobs not to try again before the next tick (unreadable, store failures).
     paused: HashSet<u64>,

@@ -49,10 +49,9 @@ const CACHE_MAX_SECS: i64 = 86400;
 /// Most cached documents (past it, expired ones go first: `make_room`).
 const CACHE_MAX_ENTRIES: usize = 1000;
 
-/// Private-use schemes without a dot that well-known MCP clients register (Cursor, VS
-/// Code); every other private-use scheme must be reverse-DNS (`com.example.app`,
-/// RFC 8252 §7.1), so that no OS or browser handler (`view-source:`, `jar:`,
-/// `ms-settings:`, `javascript:` …) can be named (PROTOCOL.md §7).
+/// Private-use schemes without a dot that well-known MCP clients register; every other
+/// private-use scheme must be reverse-DNS (RFC 8252 §7.1), so that no OS or browser
+/// handler (`view-source:`, `ms-settings:` …) can be named (PROTOCOL.md §7).
 const KNOWN_APP_SCHEMES: [&str; 3] = ["cursor", "vscode", "vscode-insiders"];
 
 /// A client as registered (or read from its metadata document).

@@ -37,8 +37,7 @@ pub const KIND_ACCESS: &str = "oauth-access";
 pub const KIND_REFRESH: &str = "oauth-refresh";
 /// How long a used or expired code is kept for replay detection after its expiry, seconds.
 pub(super) const CODE_KEEP_SECS: i64 = 86400;
-/// Derivation purposes of the access and refresh token that a refresh token's rotation
-/// mints ([`crate::crypto::KeyRing::derive_token`] of the presented token).
+/// Derivation purposes of the pair a rotation mints ([`successor`]).
 const SUCCESSOR_ACCESS: &str = "oauth-refresh-successor-access";
 const SUCCESSOR_REFRESH: &str = "oauth-refresh-successor-refresh";
 
@@ -129,7 +128,7 @@ pub struct FamilyRecord {
 }
 
 /// An answered consent form (namespace `AuthDecision`, keyed by the hash of its CSRF
-/// token): kept until the form could no longer be posted, then purged.
+/// token), kept until the form could no longer be posted.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DecisionRecord {
     /// When the form's token is refused anyway.
@@ -175,8 +174,7 @@ struct Issued {
     expires_in: i64,
 }
 
-/// The token values a grant will mint: random for a code exchange, derived from the
-/// presented refresh token for a rotation.
+/// The token values a grant will mint (random, or derived for a rotation: [`successor`]).
 #[derive(Clone)]
 struct Minted {
     access: Secret,
@@ -421,8 +419,7 @@ fn exchange_code(
 struct Refresh {
     /// The presented refresh token's hash.
     hash: String,
-    /// The pair its rotation mints (and, within the grace window, answers again);
-    /// random when the key ring cannot derive one.
+    /// The pair its rotation mints (and, within the grace window, answers again).
     successor: Minted,
     client_id: String,
     scope: Option<String>,
