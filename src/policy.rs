@@ -146,7 +146,7 @@ pub enum Credential<'a> {
 }
 
 impl<'a> Credential<'a> {
-    /// The session `(account id, role)` of `accounts::current`, or none.
+    /// The session `(account id, role)` of `accounts::signed_in`, or none.
     pub fn session(current: Option<&'a (String, String)>) -> Self {
         match current {
             Some((account_id, role)) => Self::Session { account_id, role },

@@ -15,9 +15,8 @@ pub enum MailOutcome {
 }
 
 /// Queues a one-time sign-in link (`/signin/link/{token}`, 15 min, single use) for the
-/// account of `email`, if there is one and it is enabled. Counts against the address's
-/// mail limit whether or not an account exists, so the answer never tells. `next` must
-/// be a checked relative path; `lang` is the language of the e-mail.
+/// enabled account of `email`, if any. Counts against the address's mail limit either
+/// way, so the answer never tells. `next`: a checked relative path.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
@@ -28,17 +27,30 @@ pub fn request_signin_link(base: &Base, email: &str, next: &str, lang: &str) -> 
     let token = crypto::new_token(TOKEN_BYTES);
     let url = format!("{}/signin/link/{}", base.settings().public_url.base, token.expose());
     let content = mail::signin_link(base, lang, &email, &url, false);
-    let out = base.store().write(|tx| -> Result<MailOutcome> {
-        if !throttle_take(tx, &mail_throttle_key(&hash), now, 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
-            return Ok(MailOutcome::Throttled);
-        }
-        let Some(account) = account_by_hash(tx, &hash)? else { return Ok(MailOutcome::Nothing) };
-        if account.disabled {
+    mail_limited(base, &hash, now, |tx| {
+        let Some(account) = account_by_hash(tx, &hash)?.filter(|a| !a.disabled) else {
             return Ok(MailOutcome::Nothing);
-        }
+        };
         put_signin_link(tx, now, &account, &token, next)?;
         enqueue(base, tx, &content)?;
         Ok(MailOutcome::Queued)
+    })
+}
+
+/// Runs `queue` in one write transaction unless the address `email_hash` got its
+/// [`MAILS_PER_ADDRESS_PER_HOUR`] (counting this request); wakes the outbox when it
+/// queued a message.
+fn mail_limited(
+    base: &Base,
+    email_hash: &str,
+    now: OffsetDateTime,
+    queue: impl FnOnce(&mut Tx<'_>) -> Result<MailOutcome>,
+) -> Result<MailOutcome> {
+    let out = base.store().write(|tx| -> Result<MailOutcome> {
+        if !throttle_take(tx, &mail_throttle_key(email_hash), now, 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
+            return Ok(MailOutcome::Throttled);
+        }
+        queue(tx)
     })?;
     if out == MailOutcome::Queued {
         base.outbox().wake();
@@ -83,8 +95,8 @@ pub struct SignupRequest {
 }
 
 /// Sign-up through double opt-in: queues a confirmation link (`/signup/confirm/{token}`,
-/// 72 h) — or, when the address already has an account, a "you already have an account"
-/// e-mail with a sign-in link. The page answers the same either way.
+/// 72 h) — or, for an address with an account, a "you already have an account" e-mail
+/// with a sign-in link.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address; storage and key errors.
@@ -97,10 +109,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
     let url_base = &base.settings().public_url.base;
     let confirm_url = format!("{url_base}/signup/confirm/{}", token.expose());
     let signin_url = format!("{url_base}/signin/link/{}", token.expose());
-    let out = base.store().write(|tx| -> Result<MailOutcome> {
-        if !throttle_take(tx, &mail_throttle_key(&hash), now, 3600, MAILS_PER_ADDRESS_PER_HOUR)? {
-            return Ok(MailOutcome::Throttled);
-        }
+    mail_limited(base, &hash, now, |tx| {
         match account_by_hash(tx, &hash)? {
             Some(a) if a.disabled => return Ok(MailOutcome::Nothing),
             Some(a) => {
@@ -125,11 +134,7 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
             }
         }
         Ok(MailOutcome::Queued)
-    })?;
-    if out == MailOutcome::Queued {
-        base.outbox().wake();
-    }
-    Ok(out)
+    })
 }
 
 /// Whether `token` names a usable one-time link of `kind` (unused, unexpired). Never
@@ -138,66 +143,64 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
 /// # Errors
 /// Storage errors.
 pub fn link_usable(base: &Base, kind: LinkKind, token: &str) -> Result<bool> {
-    Ok(link(base, kind, token)?.is_some())
-}
-
-/// A usable one-time link: the record, if the token names one of `kind` that has not
-/// expired. Never changes state.
-pub(super) fn link(base: &Base, kind: LinkKind, token: &str) -> Result<Option<LinkRecord>> {
-    if token.is_empty() || token.len() > 200 {
-        return Ok(None);
-    }
+    let Some(key) = token_key(kind, token) else { return Ok(false) };
     let now = base.clock().now();
-    let rec = base.store().read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &link_key(kind, token)))?;
-    Ok(rec.filter(|r| r.kind == kind && !expired(r.expires_at, now)))
+    let rec = base.store().read(|rx| rx.record::<LinkRecord>(Ns::SignInLink, &key))?;
+    Ok(rec.is_some_and(|r| usable(&r, kind, now)))
 }
 
-/// Uses a sign-in link (POST): deletes it and starts a session. Returns the cookie token
-/// and `next`, or `None` when the link is unknown, used, expired, or its account is
-/// gone or disabled.
+/// The store key of a presented link `token`; `None` for a token no link has (empty, or
+/// over 200 bytes).
+fn token_key(kind: LinkKind, token: &str) -> Option<String> {
+    (!token.is_empty() && token.len() <= 200).then(|| link_key(kind, token))
+}
+
+fn usable(rec: &LinkRecord, kind: LinkKind, now: OffsetDateTime) -> bool {
+    rec.kind == kind && !expired(rec.expires_at, now)
+}
+
+/// Deletes the link stored under `key` in `tx` (single use); the record if it was a
+/// usable link of `kind`.
+fn take_link(tx: &mut Tx<'_>, key: &str, kind: LinkKind, now: OffsetDateTime) -> Result<Option<LinkRecord>> {
+    let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, key)? else { return Ok(None) };
+    tx.remove_record(Ns::SignInLink, key)?;
+    Ok(Some(rec).filter(|r| usable(r, kind, now)))
+}
+
+/// What using a one-time link gives: the new session's cookie token and the `next`
+/// stored with the link, or `None` when the link cannot be used.
+pub type LinkUse = Result<Option<(Secret, String)>>;
+
+/// Uses a sign-in link (POST): deletes it and starts a session; `None` when the link is
+/// unusable or its account gone or disabled.
 ///
 /// # Errors
 /// Storage errors.
-pub fn use_signin_link(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
-    if token.is_empty() || token.len() > 200 {
-        return Ok(None);
-    }
+pub fn use_signin_link(base: &Base, token: &str) -> LinkUse {
+    let Some(key) = token_key(LinkKind::Signin, token) else { return Ok(None) };
     let now = base.clock().now();
-    let key = link_key(LinkKind::Signin, token);
     base.store().write(|tx| -> Result<Option<(Secret, String)>> {
-        let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
-        tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signin || expired(rec.expires_at, now) {
-            return Ok(None);
-        }
+        let Some(rec) = take_link(tx, &key, LinkKind::Signin, now)? else { return Ok(None) };
         let Some(id) = rec.account_id else { return Ok(None) };
-        match tx.record::<Account>(Ns::Account, &id)? {
-            Some(a) if !a.disabled => {}
-            _ => return Ok(None),
+        if tx.record::<Account>(Ns::Account, &id)?.is_none_or(|a| a.disabled) {
+            return Ok(None);
         }
         let session = start_session(tx, now, &id, "link")?;
         Ok(Some((session, rec.next)))
     })
 }
 
-/// Confirms a sign-up (POST): deletes the link, creates the buyer account (recording the
-/// consent text version) unless the address got an account meanwhile, and starts a
-/// session. `None` when the link is unknown, used or expired, or the account is disabled.
+/// Confirms a sign-up (POST): deletes the link, creates the buyer account (with the
+/// consent text version) unless the address got one meanwhile, and starts a session.
+/// `None` when the link is unusable or the account disabled.
 ///
 /// # Errors
 /// Storage and key errors.
-pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String)>> {
-    if token.is_empty() || token.len() > 200 {
-        return Ok(None);
-    }
+pub fn confirm_signup(base: &Base, token: &str) -> LinkUse {
+    let Some(key) = token_key(LinkKind::Signup, token) else { return Ok(None) };
     let now = base.clock().now();
-    let key = link_key(LinkKind::Signup, token);
     let out = base.store().write(|tx| -> Result<Option<(Secret, String, bool)>> {
-        let Some(rec) = tx.record::<LinkRecord>(Ns::SignInLink, &key)? else { return Ok(None) };
-        tx.remove_record(Ns::SignInLink, &key)?;
-        if rec.kind != LinkKind::Signup || expired(rec.expires_at, now) {
-            return Ok(None);
-        }
+        let Some(rec) = take_link(tx, &key, LinkKind::Signup, now)? else { return Ok(None) };
         // The person proved they read this mailbox: an account created meanwhile (a
         // second sign-up confirmed first) is simply signed in.
         let (id, created) = match account_by_hash(tx, &rec.email_hash)? {
@@ -206,20 +209,13 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
             None => {
                 let Some(email) = rec.email else { return Ok(None) };
                 let a = Account {
-                    id: crypto::new_id("acc_"),
-                    email,
-                    email_hash: rec.email_hash.clone(),
-                    role: ROLE_BUYER.to_owned(),
-                    name: None,
                     password_hash: rec.password_hash,
                     consent_version: rec.consent_version,
                     consent_language: rec.consent_language,
                     consent_at: Some(Stamp::of(now)),
-                    created_at: Stamp::of(now),
-                    disabled: false,
+                    ..Account::new(email, rec.email_hash.clone(), ROLE_BUYER, now)
                 };
-                tx.put_record(Ns::Account, &a.id, &a)?;
-                tx.put_record(Ns::AccountEmail, &a.email_hash, &a.id)?;
+                a.insert(tx)?;
                 (a.id, true)
             }
         };
@@ -233,6 +229,3 @@ pub fn confirm_signup(base: &Base, token: &str) -> Result<Option<(Secret, String
         (s, next)
     }))
 }
-
-// ---------------------------------------------------------------------------
-// accounts

@@ -2,16 +2,14 @@
 //! already have an account" (a sign-in link sent instead of a confirmation, so the
 //! sign-up page never tells whether an address has an account).
 //!
-//! Every message carries the `List-Unsubscribe` header the outbox adds; for account
-//! mail it points at `/account/mail`, which only explains that these messages are sent
-//! on request (a one-click POST there changes nothing).
+//! Their `List-Unsubscribe` points at `/account/mail`, which only explains that these
+//! messages are sent on request.
 
 use crate::base::Base;
 use crate::mail::MailContent;
 
 /// An account e-mail to `to`: `subject` and the holder's name, then `intro`, the link
-/// `url`, how long it works (`validity`), what to do when nobody asked, and the
-/// holder's signature, as plain text; `List-Unsubscribe` points at `/account/mail`.
+/// `url`, how long it works (`validity`), what to do when nobody asked, the signature.
 fn account_mail(base: &Base, lang: &str, to: &str, url: &str, texts: [&str; 3]) -> MailContent {
     let [subject, intro, validity] = texts;
     let (ignore, holder) = (crate::mail::texts(lang).account.ignore, &base.settings().holder_name);

@@ -12,21 +12,17 @@
 //! | `SignInLink` | `token_hash("signin" \| "signup", URL token)` | a one-time link (sign-in 15 min, sign-up confirmation 72 h) |
 //! | `Throttle` | `login:<address hash>`, `mail:<address hash>` | recent attempt times |
 //!
-//! Every stored time is a [`Stamp`] (one integer of unix microseconds; store schema
-//! version 6, which converted the RFC 3339 strings and unix seconds older stores held). A
-//! stored time that does not read is an error naming the record ([`StoreError::Corrupt`]),
-//! never "expired" nor 1970: a session or link with one is not honoured, and the purge
-//! leaves it and warns (see [`purge_tx`]).
+//! Every stored time is a [`Stamp`] (unix microseconds). One that does not read is an
+//! error naming the record ([`StoreError::Corrupt`]), never "expired": a session or link
+//! with one is not honoured, and the purge leaves it and warns (see [`purge_tx`]).
 //!
 //! Only hashes of cookie and link tokens are stored; the e-mail address is sealed at rest
-//! like every contact (PROTOCOL.md §4.6). Throttling: failed password attempts and
-//! account e-mails are counted per address in `Throttle` records (so they survive a
-//! restart and hold whether or not an account exists, which keeps answers identical);
-//! per-minute limits per client address on failed password attempts and on account
-//! e-mails (never a site-wide ceiling) are kept in memory by the account pages (`crate::web`, which also hashes passwords off
-//! the async threads). [`purge_tx`] deletes expired sessions, links and counters.
+//! like every contact (PROTOCOL.md §4.6). Failed password attempts and account e-mails
+//! are counted per address in `Throttle` records (they survive a restart and hold whether
+//! or not an account exists, which keeps answers identical); the per-client limits are
+//! the account pages' (`crate::web`).
 //!
-//! A disabled account's sessions stop working at once: [`current`] reads the account on
+//! A disabled account's sessions stop working at once: [`signed_in`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.
 
 mod links;
@@ -78,18 +74,15 @@ pub enum AccountError {
     /// Storage failure (logged, never shown in detail).
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// Key failure (logged, never shown in detail).
+    /// Key or password-hashing failure (logged, never shown in detail).
     #[error(transparent)]
     Crypto(#[from] CryptoError),
-    /// The password hasher failed (never with the password in the message).
-    #[error("password hashing failed: {0}")]
-    Hash(String),
 }
 
 impl AccountError {
     /// Whether this is an internal failure (to be logged, and answered generically).
     pub fn is_internal(&self) -> bool {
-        matches!(self, Self::Store(_) | Self::Crypto(_) | Self::Hash(_))
+        matches!(self, Self::Store(_) | Self::Crypto(_))
     }
 }
 
@@ -111,7 +104,7 @@ pub struct Account {
     pub name: Option<String>,
     /// argon2id PHC string, when the person set a password.
     pub password_hash: Option<String>,
-    /// Version of the consent text accepted at sign-up (`holder.consent.get(lang).version`).
+    /// Version of the consent text accepted at sign-up.
     pub consent_version: Option<String>,
     /// Language of that consent text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,6 +132,29 @@ impl std::fmt::Debug for Account {
 }
 
 impl Account {
+    /// A new enabled account of `role` made at `now`, without name, password or consent.
+    fn new(email: Sealed, email_hash: String, role: &str, now: OffsetDateTime) -> Self {
+        Self {
+            id: crypto::new_id("acc_"),
+            email,
+            email_hash,
+            role: role.to_owned(),
+            name: None,
+            password_hash: None,
+            consent_version: None,
+            consent_language: None,
+            consent_at: None,
+            created_at: Stamp::of(now),
+            disabled: false,
+        }
+    }
+
+    /// Stores the account and its `AccountEmail` row in `tx`.
+    fn insert(&self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        tx.put_record(Ns::Account, &self.id, self)?;
+        tx.put_record(Ns::AccountEmail, &self.email_hash, &self.id)
+    }
+
     /// The account's e-mail address, opened.
     ///
     /// # Errors
@@ -157,7 +173,7 @@ pub struct SessionRecord {
     pub created_at: Stamp,
     /// When it ends (created + 14 days).
     pub expires_at: Stamp,
-    /// Not updated by requests (a GET never writes); reserved.
+    /// Reserved (a GET never writes).
     #[serde(default)]
     pub last_seen: Option<Stamp>,
     /// How the session began: `password`, `link` (one-time e-mail link) or `signup`.
@@ -217,9 +233,7 @@ struct ThrottleRecord {
 
 /// The key of `AccountEmail` (and of the per-address throttles) for `email`: the keyed
 /// index hash of the lower-cased address ([`crypto::KeyRing::index_hash`], `address#…`),
-/// so a store or backup alone cannot be checked against a list of addresses. Stores
-/// written before it held the unkeyed `token_hash("address", …)`: [`rekey_email_index`]
-/// rewrites them at start.
+/// so a store or backup alone cannot be checked against a list of addresses.
 pub fn email_key(keys: &KeyRing, email: &str) -> String {
     keys.index_hash("address", &email.trim().to_ascii_lowercase())
 }
@@ -237,9 +251,6 @@ fn link_key(kind: LinkKind, token: &str) -> String {
 fn checked_email(email: &str) -> Result<String> {
     crate::protocol::input::validate_email(email).map_err(|e| AccountError::Input(e.0))
 }
-
-// ---------------------------------------------------------------------------
-// sessions
 
 /// Counts one attempt under `key` unless `limit` attempts were counted in the last
 /// `window` seconds; returns whether it was counted (allowed).
@@ -262,9 +273,6 @@ fn login_throttle_key(email_hash: &str) -> String {
 fn mail_throttle_key(email_hash: &str) -> String {
     format!("mail:{email_hash}")
 }
-
-// ---------------------------------------------------------------------------
-// mail
 
 /// Seals `content` into the outbox in `tx` (the caller wakes the worker after commit).
 fn enqueue(base: &Base, tx: &mut Tx<'_>, content: &crate::mail::MailContent) -> Result<()> {
@@ -292,13 +300,11 @@ pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
     Ok(base.store().read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
 
-/// Rewrites the e-mail index of a store written before keyed index hashes (its keys were
-/// the unkeyed `token_hash("address", …)`, which a store or backup alone could be checked
-/// against): every account's `AccountEmail` row and `email_hash`, and every one-time
-/// link's `email_hash` (from its account, or its sealed address), become [`email_key`]s;
-/// per-address throttle counters under the old keys are dropped (recent attempt counts,
-/// rebuilt by use). One transaction, idempotent (rows already keyed are left alone);
-/// called at start. Returns how many accounts were re-keyed.
+/// Rewrites an e-mail index of unkeyed `token_hash("address", …)` keys (which a store
+/// or backup alone could be checked against) as [`email_key`]s: every account's
+/// `AccountEmail` row and `email_hash` and every one-time link's `email_hash`; throttle
+/// counters under the old keys are dropped. One transaction, idempotent; called at
+/// start. Returns how many accounts were re-keyed.
 ///
 /// # Errors
 /// Storage errors; key errors (a sealed address the key ring cannot open) — then nothing
@@ -354,17 +360,17 @@ pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
     base.store().read(|rx| account_by_hash(rx, &hash))
 }
 
-/// Every account, in id order (admin listings).
+/// Every account, in id order.
 ///
 /// # Errors
 /// Storage errors.
+#[cfg(test)]
 pub fn accounts(base: &Base) -> Result<Vec<Account>> {
     Ok(base.store().read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
 }
 
-/// Creates a seller account (`isto admin seller add`): no password; the seller signs in
-/// with a one-time link from `/signin` (and may then set a password at
-/// `/account/password`). Returns the account id.
+/// Creates a seller account (`isto admin seller add`) without password (the seller
+/// signs in with a one-time link). Returns the account id.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a malformed address or an empty or over-long name;
@@ -377,32 +383,19 @@ pub fn create_seller(base: &Base, email: &str, name: &str) -> Result<String> {
     }
     let now = base.clock().now();
     let hash = email_key(base.keys(), &email);
-    let a = Account {
-        id: crypto::new_id("acc_"),
-        email: base.keys().seal_str(&email)?,
-        email_hash: hash.clone(),
-        role: ROLE_SELLER.to_owned(),
-        name: Some(name.to_owned()),
-        password_hash: None,
-        consent_version: None,
-        consent_language: None,
-        consent_at: None,
-        created_at: Stamp::of(now),
-        disabled: false,
-    };
+    let a =
+        Account { name: Some(name.to_owned()), ..Account::new(base.keys().seal_str(&email)?, hash, ROLE_SELLER, now) };
     base.store().write(|tx| -> Result<()> {
-        if tx.record::<String>(Ns::AccountEmail, &hash)?.is_some() {
+        if tx.record::<String>(Ns::AccountEmail, &a.email_hash)?.is_some() {
             return Err(AccountError::Exists);
         }
-        tx.put_record(Ns::Account, &a.id, &a)?;
-        tx.put_record(Ns::AccountEmail, &hash, &a.id)?;
-        Ok(())
+        Ok(a.insert(tx)?)
     })?;
     tracing::info!(account = %a.id, "seller account created");
     Ok(a.id)
 }
 
-/// Disables or re-enables an account. Disabling deletes its sessions, and [`current`]
+/// Disables or re-enables an account. Disabling deletes its sessions, and [`signed_in`]
 /// refuses a disabled account's sessions anyway, so it takes effect at once.
 ///
 /// # Errors
@@ -421,9 +414,8 @@ pub fn set_disabled(base: &Base, account_id: &str, disabled: bool) -> Result<()>
     Ok(())
 }
 
-/// Sets (or replaces) an account's password (argon2id, OWASP parameters) and ends its
-/// other sessions (all of them when `keep_session` is `None`). Hashes on the calling
-/// thread: call it on a blocking thread.
+/// Sets an account's password (argon2id) and ends its sessions but `keep_session`.
+/// Hashes on the calling thread: call it on a blocking thread.
 ///
 /// # Errors
 /// [`AccountError::Input`] for a password outside 10–200 characters;
@@ -442,9 +434,8 @@ pub fn set_password(base: &Base, account_id: &str, new_password: &str, keep_sess
     Ok(())
 }
 
-/// The owner of a session changes its password ([`set_password`], keeping
-/// `keep_session`); then the address's failed-sign-in counter is spent, since the person
-/// proved the password (clearing it is best effort: the password is saved either way).
+/// The owner of a session changes its password ([`set_password`]); then the address's
+/// failed-sign-in counter is cleared, best effort (the person proved the password).
 ///
 /// # Errors
 /// As [`set_password`].
@@ -470,8 +461,7 @@ pub struct AccountsPurged {
     pub throttles: u64,
 }
 
-/// [`purge_tx`] in a write transaction of its own; returns how many records went
-/// (tests; `isto serve` purges through `Intents::purge`).
+/// [`purge_tx`] in a write transaction of its own; returns how many records went.
 ///
 /// # Errors
 /// Storage errors.
@@ -482,10 +472,8 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 }
 
 /// Deletes expired sessions, expired one-time links and stale throttle counters in
-/// `tx`, at `now` (the purge; run by [`crate::intents::Intents::purge`]). A record that
-/// does not decode (an unreadable time, say) is left as it is, with a warning naming it
-/// ([`Reads::readable_records`]): nothing is deleted on the strength of a value that could not
-/// be read, and one damaged record does not stop the purge.
+/// `tx`, at `now` (run by [`crate::intents::Intents::purge`]). A record that does not
+/// decode is left, with a warning ([`Reads::readable_records`]).
 ///
 /// # Errors
 /// Storage errors.
@@ -512,31 +500,21 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<Acc
     Ok(n)
 }
 
-// ---------------------------------------------------------------------------
-// password sign-in (the parts that touch the store; hashing is in `web`)
-
-/// What a password sign-in attempt needs from the store.
-#[derive(Debug)]
-pub struct LoginTarget {
-    /// The account, if the address has one that is enabled and has a password.
-    pub account: Option<Account>,
-}
-
 /// Counts a password attempt for the address (before verifying, so parallel guesses
-/// cannot slip past the limit) and loads the account. `None` when the address used up
-/// its attempts.
+/// cannot slip past the limit) and loads its account: `None` past the limit, else
+/// `Some` of the account if the address has one that is enabled and has a password.
 ///
 /// # Errors
 /// Storage errors.
-pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<LoginTarget>> {
+pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<Option<Account>>> {
     let now = base.clock().now();
-    base.store().write(|tx| -> Result<Option<LoginTarget>> {
+    base.store().write(|tx| -> Result<Option<Option<Account>>> {
         let key = login_throttle_key(email_hash);
         if !throttle_take(tx, &key, now, LOGIN_WINDOW_SECS, LOGIN_FAILURES_PER_WINDOW)? {
             return Ok(None);
         }
         let account = account_by_hash(tx, email_hash)?.filter(|a| !a.disabled && a.password_hash.is_some());
-        Ok(Some(LoginTarget { account }))
+        Ok(Some(account))
     })
 }
 

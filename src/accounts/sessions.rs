@@ -1,12 +1,10 @@
-//! Web sessions: who is signed in, given the session tokens a request carried (the web
-//! face reads them from its cookies and sets the cookie: `crate::web`), starting and
-//! ending sessions (only the hash of a cookie token is stored).
+//! Web sessions: who is signed in, given the session tokens a request carried (read
+//! from its cookies by `crate::web`), starting and ending sessions.
 
 use super::*;
 
-/// The session tokens a request carried: the values of its session cookies (there may
-/// be several), as the web face read them from the `Cookie` header. `Debug` prints only
-/// how many.
+/// The values of a request's session cookies (there may be several). `Debug` prints
+/// only how many.
 #[derive(Clone, Default)]
 pub struct SessionTokens(Vec<String>);
 
@@ -39,9 +37,8 @@ pub struct Signed {
     pub account: Account,
 }
 
-/// The session of the request, if one of its session `tokens` names one that exists,
-/// has not expired and belongs to an enabled account. Reads the store; a session that
-/// cannot be read (see [`session_for`]) is not honoured, and the error is logged.
+/// The session of the request, if one of its `tokens` names a valid one
+/// ([`session_for`]; an unreadable one is not honoured, and the error is logged).
 pub fn signed_in(base: &Base, tokens: &SessionTokens) -> Option<Signed> {
     for token in &tokens.0 {
         match session_for(base, token) {
@@ -76,13 +73,6 @@ pub fn session_for(base: &Base, token: &str) -> Result<Option<Signed>> {
     })
 }
 
-/// The signed-in account `(id, role)` of the request's session `tokens`, if the
-/// session exists, has not expired, and the account is not disabled. Reads the store
-/// (call it on a blocking thread, or accept one short store read).
-pub fn current(base: &Base, tokens: &SessionTokens) -> Option<(String, String)> {
-    signed_in(base, tokens).map(|s| (s.account.id, s.account.role))
-}
-
 /// Starts a session for `account_id` in `tx`; returns the cookie token.
 pub(super) fn start_session(tx: &mut Tx<'_>, now: OffsetDateTime, account_id: &str, method: &str) -> Result<Secret> {
     let token = crypto::new_token(TOKEN_BYTES);
@@ -98,9 +88,8 @@ pub(super) fn start_session(tx: &mut Tx<'_>, now: OffsetDateTime, account_id: &s
 }
 
 /// Deletes every session of `account_id` except the one stored under `keep`. Reads only
-/// each session's `account_id`, so that a session of the account whose other fields do
-/// not read (an unreadable time, say) is deleted too, and one of another account does
-/// not stop the others.
+/// each session's `account_id`, so that one whose other fields do not read is deleted
+/// too.
 pub(super) fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>) -> Result<u64> {
     let mut n = 0;
     for (key, s) in tx.records::<serde_json::Value>(Ns::Session)? {
@@ -111,6 +100,3 @@ pub(super) fn end_sessions(tx: &mut Tx<'_>, account_id: &str, keep: Option<&str>
     }
     Ok(n)
 }
-
-// ---------------------------------------------------------------------------
-// throttling (per address, in the store)

@@ -16,10 +16,9 @@ fn client_id(name: &str) -> ClientId {
 }
 
 impl Transport {
-    /// This transport greeting SMTP servers with `name` (`mail.helo_name`; the
-    /// machine's host name, lettre's default, is often not fully qualified and then
-    /// refused by relays). An SMTP URL whose path names an EHLO domain (lettre's
-    /// `smtp://host/name`) keeps it. The file transport is unchanged.
+    /// This transport greeting SMTP servers with `name` (`mail.helo_name`; lettre's
+    /// default host name is often not fully qualified and then refused by relays), unless
+    /// the SMTP URL's path names an EHLO domain.
     #[must_use]
     pub fn with_hello(self, name: &str) -> Self {
         match self {

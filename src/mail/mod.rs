@@ -1,14 +1,9 @@
 //! E-mail transport (infrastructure): the composed message ([`MailContent`]), the sealed
 //! outbox row ([`MailJob`]), the [`Outbox`] handle, the SMTP / file [`Transport`] and
-//! the durable outbox worker. The messages themselves are composed by the services
-//! (`crate::messages`, `crate::accounts`) from the texts of their language ([`texts`]).
-//!
-//! Messages are UTF-8 (Slovak and Czech diacritics in subjects and bodies), carry the
-//! withdraw link and RFC 8058 `List-Unsubscribe` / `List-Unsubscribe-Post` headers
-//! (PROTOCOL.md §4.4–4.5). A message is composed when it is queued and stored sealed in
-//! the outbox table in the same transaction as the state change that caused it; the
-//! worker sends and then deletes it, so a crash or an SMTP outage delays mail but loses
-//! none.
+//! the durable outbox worker. The services compose the messages (in UTF-8, with RFC 8058
+//! `List-Unsubscribe`, PROTOCOL.md §4.4–4.5) from the texts of their language
+//! ([`texts`]) and queue them sealed in the same transaction as the state change that
+//! caused them; the worker sends and then deletes them, so an outage loses no mail.
 
 mod hello;
 mod smtp;
@@ -16,10 +11,8 @@ pub mod worker;
 
 pub use smtp::{SmtpServer, TlsMode};
 
-// `MailText` and its parts (`IntentMailText`, `AccountMailText`), written by build.rs
-// from the keys and comments of `assets/i18n/mail/en.toml`; the table of each language
-// (`assets/i18n/mail/<lang>.toml`); and `pub fn texts(lang: &str) -> &'static MailText`,
-// the e-mail texts of `lang` (`sk`, `cs`; anything else is English).
+// `MailText` (from `assets/i18n/mail/<lang>.toml`, by build.rs) and
+// `pub fn texts(lang: &str) -> &'static MailText` (`sk`, `cs`; anything else is English).
 include!(concat!(env!("OUT_DIR"), "/mail.rs"));
 
 use crate::clock::Clock;
@@ -56,19 +49,18 @@ pub struct MailJob {
     pub attempts: u32,
     /// Unix seconds before which the job is not retried.
     pub next_attempt: i64,
-    /// The `Message-ID`, fixed when queued and the same on every attempt, so that a
-    /// message sent again after a crash can be recognised as the same one.
+    /// The `Message-ID`, fixed when queued, so a message sent again after a crash is
+    /// recognisably the same one.
     #[serde(default)]
     pub message_id: Option<String>,
-    /// When the job was queued, unix seconds (for the oldest-message age of `/readyz`,
-    /// issue 9 point 7); `None` in rows queued before it was recorded.
+    /// When the job was queued, unix seconds (the oldest-message age of `/readyz`).
     #[serde(default)]
     pub queued_at: Option<i64>,
 }
 
 impl MailJob {
-    /// Seals `content` into a job due at once; `domain` (`Settings::helo_name`, the EHLO name) goes into
-    /// the `Message-ID`.
+    /// Seals `content` into a job due at once; `domain` (the EHLO name) goes into the
+    /// `Message-ID`.
     ///
     /// # Errors
     /// [`crate::crypto::CryptoError::Seal`] when the content does not encode or sealing
@@ -115,8 +107,7 @@ pub enum MailError {
     /// The SMTP server or the connection to it failed.
     #[error("SMTP {kind} in phase {}{}", phase.as_str(), code.as_ref().map(|c| format!(" (reply code {c})")).unwrap_or_default())]
     Smtp {
-        /// `permanent rejection`, `temporary failure`, `timeout`, `TLS failure`,
-        /// `connection failure`, `bad reply`, `refused`.
+        /// What failed, in words (`timeout`, `permanent rejection`, …).
         kind: &'static str,
         /// Where in the conversation it failed (as far as it can be told).
         phase: Phase,
@@ -145,9 +136,8 @@ impl MailError {
     }
 }
 
-/// The step of an SMTP conversation (issue 9 point 5: log lines name the phase). Where
-/// lettre's error cannot tell two steps apart the phase says so (`TlsOrGreeting`,
-/// `ConnectOrTls`) or is `Unknown`.
+/// The step of an SMTP conversation, named in log lines. Where lettre's error cannot
+/// tell two steps apart the phase says so (`TlsOrGreeting`, `ConnectOrTls`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Resolving the host and opening the TCP connection.
@@ -192,38 +182,25 @@ impl Phase {
 
 /// A failure of lettre in `phase`, described by kind and reply code only.
 fn smtp_error(e: &lettre::transport::smtp::Error, phase: Phase) -> MailError {
-    let kind = if e.is_permanent() {
-        "permanent rejection"
-    } else if e.is_transient() {
-        "temporary failure"
-    } else if e.is_timeout() {
-        "timeout"
-    } else if e.is_tls() {
-        "TLS failure"
-    } else if e.is_response() {
-        "bad reply"
-    } else if e.is_client() {
-        "refused by isto"
-    } else {
-        "connection failure"
-    };
+    let kinds = [
+        (e.is_permanent(), "permanent rejection"),
+        (e.is_transient(), "temporary failure"),
+        (e.is_timeout(), "timeout"),
+        (e.is_tls(), "TLS failure"),
+        (e.is_response(), "bad reply"),
+        (e.is_client(), "refused by isto"),
+    ];
+    let kind = kinds.into_iter().find(|(is, _)| *is).map_or("connection failure", |(_, k)| k);
     MailError::Smtp { kind, phase, code: e.status().map(|c| c.to_string()), permanent: e.is_permanent() }
 }
 
-/// A step of `phase` that took longer than its bound.
-fn timed_out(phase: Phase) -> MailError {
-    failed("timeout", phase)
-}
-
-/// A failure of `kind` in `phase` without a reply code that a later attempt may not
-/// meet (a timeout, a connection or TLS failure, a refusal by isto).
+/// A failure of `kind` in `phase` without a reply code, worth retrying.
 fn failed(kind: &'static str, phase: Phase) -> MailError {
     MailError::Smtp { kind, phase, code: None, permanent: false }
 }
 
-/// Builds the RFC 5322 message for `content`, with the RFC 8058 headers
-/// `List-Unsubscribe` (the one-click URL) and `List-Unsubscribe-Post:
-/// List-Unsubscribe=One-Click`.
+/// Builds the RFC 5322 message for `content`, with the RFC 8058 one-click
+/// `List-Unsubscribe` headers.
 ///
 /// # Errors
 /// [`MailError::Address`], [`MailError::Build`].
@@ -246,9 +223,7 @@ pub fn build_message(from: &str, content: &MailContent, message_id: Option<&str>
         .map_err(|e| MailError::Build(e.to_string()))
 }
 
-/// Longest wait for one SMTP step (the TCP connect, the greeting and EHLO, STARTTLS and
-/// the handshake, AUTH, each of MAIL, RCPT and DATA) unless `mail.smtp_timeout_secs` says
-/// otherwise.
+/// Default longest wait for one SMTP step (`mail.smtp_timeout_secs`).
 pub const SMTP_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub use crate::config::check_smtp_url;
@@ -266,8 +241,7 @@ pub enum Transport {
 impl Transport {
     /// Builds the transport: SMTP at `smtp_url` (`ISTO_SMTP_URL`) when given, else `.eml`
     /// files in `outbox_dir` (created, owner only); each SMTP step bounded by
-    /// `step_timeout` (`mail.smtp_timeout_secs`, default [`SMTP_COMMAND_TIMEOUT`]) and
-    /// the whole conversation by three times that.
+    /// `step_timeout` and the whole conversation by three times that.
     ///
     /// # Errors
     /// [`MailError::Transport`] for a malformed SMTP URL or an unwritable directory.
@@ -281,7 +255,6 @@ impl Transport {
             Some(url) => {
                 check_smtp_url(url, allow_plaintext_auth)
                     .map_err(|m| MailError::Transport(format!("ISTO_SMTP_URL {m}")))?;
-                // lettre's own reading of the URL, as a second check.
                 AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
                     .map_err(|e| MailError::Transport(format!("ISTO_SMTP_URL: {e}")))?;
                 SmtpServer::parse(url, allow_plaintext_auth, step_timeout)
@@ -332,9 +305,7 @@ pub struct Backlog {
     pub dropped: u64,
 }
 
-/// The durable mail queue as the worker and the services share it: the store and keys
-/// the jobs live in, the clock, the `From` address, the worker's wake-up, and the send
-/// lock.
+/// The durable mail queue as the worker and the services share it.
 #[derive(Clone)]
 pub struct Outbox {
     /// The store holding the `outbox` table.
@@ -346,10 +317,9 @@ pub struct Outbox {
     /// The `From` mailbox (`mail.from`).
     pub from: String,
     wake: Arc<tokio::sync::Notify>,
-    /// Held by the worker while it checks that a job still exists before sending it (never
-    /// during the send), and by a withdrawal around its transaction: once a withdrawal
-    /// has returned, no send of its intent's mail starts; a withdrawal never waits for
-    /// an SMTP server.
+    /// Held by the worker while it checks that a job still exists (never during the
+    /// send) and by a withdrawal around its transaction: once a withdrawal has returned,
+    /// no send of its intent's mail starts, and it never waits for an SMTP server.
     pub send_lock: Arc<tokio::sync::Mutex<()>>,
     /// Half the first retry delay, seconds (`mail.retry_base_secs`, default
     /// [`worker::RETRY_BASE_SECS`]): attempt `n` failed → retried `base × 2^n` s later.
@@ -381,10 +351,8 @@ impl Outbox {
         self.wake.notify_one();
     }
 
-    /// The mail waiting in the outbox (issue 9 point 7, `/readyz`), in one read: how many
-    /// jobs, the age of the oldest in seconds (0 when empty), and how many were dropped
-    /// for good (point 5). A row queued before `queued_at`
-    /// was recorded counts from its next attempt time.
+    /// The mail waiting in the outbox (`/readyz`), in one read. A row without `queued_at`
+    /// counts from its next attempt time.
     ///
     /// # Errors
     /// Storage errors.
@@ -466,7 +434,7 @@ mod tests {
         };
         assert_eq!(e.to_string(), "SMTP temporary failure in phase rcpt (reply code 451)");
         assert!(!e.is_permanent());
-        assert_eq!(timed_out(Phase::Greeting).to_string(), "SMTP timeout in phase greeting/ehlo");
+        assert_eq!(failed("timeout", Phase::Greeting).to_string(), "SMTP timeout in phase greeting/ehlo");
         assert_eq!(MailError::Address("recipient").phase(), Phase::Unknown);
     }
 }

@@ -1,9 +1,8 @@
-//! The SMTP server a `mail.smtp_url` names ([`SmtpServer`]: host, port, TLS mode,
-//! credentials, EHLO name, time bounds) and its one-message conversation, driven step
-//! by step so that each step and the whole are bounded in time and a failure is named
-//! by its phase.
+//! The SMTP server a `mail.smtp_url` names ([`SmtpServer`]) and its one-message
+//! conversation, driven step by step so that each step and the whole are bounded in
+//! time and a failure is named by its phase.
 
-use super::{failed, smtp_error, timed_out, MailError, Phase};
+use super::{failed, smtp_error, MailError, Phase};
 use lettre::Message;
 
 /// How the SMTP connection is encrypted, from the URL (`smtp://` → `None`,
@@ -32,9 +31,8 @@ impl TlsMode {
     }
 }
 
-/// The SMTP server as the URL names it, and the bounds of one conversation. The
-/// conversation is driven step by step ([`lettre::transport::smtp::client::AsyncSmtpConnection`])
-/// so that each step has its own timeout and a failure names its [`Phase`].
+/// The SMTP server as the URL names it, and the bounds of one conversation (see the
+/// module docs).
 #[derive(Clone)]
 pub struct SmtpServer {
     /// Host name or address.
@@ -132,7 +130,7 @@ impl SmtpServer {
     ) -> Result<T, MailError> {
         match tokio::time::timeout(self.step_timeout, f).await {
             Ok(r) => r.map_err(|e| smtp_error(&e, phase)),
-            Err(_) => Err(timed_out(phase)),
+            Err(_) => Err(failed("timeout", phase)),
         }
     }
 
@@ -159,7 +157,7 @@ impl SmtpServer {
                     return Err(smtp_error(&e, Phase::Greeting))
                 }
                 Ok(Err(e)) => return Err(smtp_error(&e, Phase::ConnectOrTls)),
-                Err(_) => return Err(timed_out(Phase::TlsOrGreeting)),
+                Err(_) => return Err(failed("timeout", Phase::TlsOrGreeting)),
             }
         } else {
             let tcp = match tokio::time::timeout(
@@ -170,7 +168,7 @@ impl SmtpServer {
             {
                 Ok(Ok(t)) => t,
                 Ok(Err(_)) => return Err(failed("connection failure", Phase::Connect)),
-                Err(_) => return Err(timed_out(Phase::Connect)),
+                Err(_) => return Err(failed("timeout", Phase::Connect)),
             };
             let _ = tcp.set_nodelay(true);
             let mut conn = self
@@ -189,7 +187,7 @@ impl SmtpServer {
         };
         if let Some(creds) = &self.credentials {
             if !conn.is_encrypted() && !self.allow_plaintext_auth {
-                // issue 9 point 5: never AUTH in clear unless the operator said so.
+                // Never AUTH in clear unless the operator said so.
                 conn.abort().await;
                 return Err(failed("refused by isto", Phase::Auth));
             }
@@ -218,7 +216,7 @@ impl SmtpServer {
         };
         match tokio::time::timeout(self.send_timeout, whole).await {
             Ok(r) => r,
-            Err(_) => Err(timed_out(Phase::Unknown)),
+            Err(_) => Err(failed("timeout", Phase::Unknown)),
         }
     }
 

@@ -1,18 +1,15 @@
 //! The outbox worker: sends due mail, retries with back-off. It only sends: the digests
 //! it sends are queued by the domain's scheduler (`crate::schedule`), which wakes it.
 //!
-//! A job is deleted only after the transport accepted it, so a crash or an SMTP outage
-//! delays mail but loses none. A crash in the milliseconds between the server's
+//! A job is deleted only after the transport accepted it. A crash between the server's
 //! acceptance and the deletion sends that message again on restart, with the same
-//! `Message-ID` (fixed when queued), which receiving systems use to drop duplicates. The
-//! outbox never starts sending a message that a withdrawal removed; a message whose
-//! sending had begun when the withdrawal came may still arrive. No lock is held across a
-//! send, and every SMTP conversation is bounded in time (each step and the whole, see
-//! [`super::Transport::with_timeout`]).
+//! `Message-ID`, which receiving systems use to drop duplicates. The outbox never starts
+//! sending a message that a withdrawal removed; one whose sending had begun may still
+//! arrive. No lock is held across a send, and every SMTP conversation is bounded in time
+//! ([`super::Transport::with_timeout`]).
 //!
 //! Up to [`MAX_IN_FLIGHT`] messages are sent at once, each in its own conversation: a
-//! server that stalls one conversation holds up only that message (until its timeout),
-//! and new mail goes out on the other slots meanwhile (issue 9 point 5).
+//! server that stalls one holds up only that message, until its timeout.
 
 use super::{build_message, MailContent, MailJob, Outbox, Transport};
 use crate::store::Reads as _;
@@ -27,12 +24,11 @@ const TICK: Duration = Duration::from_secs(5);
 /// How many messages may be in flight at once (docs/choices.md: "Mail in flight").
 pub const MAX_IN_FLIGHT: usize = 4;
 
-/// Default of the first retry delay's half (`mail.retry_base_secs`): a failed attempt `n`
-/// is retried after `base × 2^n` seconds, at most an hour (60 s, 120 s, … by default).
+/// Default of `mail.retry_base_secs`: a failed attempt `n` is retried after `base × 2^n`
+/// seconds, at most an hour.
 pub const RETRY_BASE_SECS: u64 = 30;
 
-/// A send that took this long (milliseconds) is logged as a warning, with host, port
-/// and TLS mode.
+/// A send that took this long (milliseconds) is logged as a warning.
 const SLOW_SEND_MS: u64 = 10_000;
 
 /// Longest delay between two attempts, seconds.
@@ -58,8 +54,7 @@ struct Slots {
     set: JoinSet<(u64, Outcome)>,
     /// Their job numbers.
     in_flight: HashSet<u64>,
-    /// Jobs found at start-up that have not been tried yet: due whatever their saved
-    /// back-off (after a restart a saved back-off is not waited out).
+    /// Jobs found at start-up and not tried yet: due whatever their saved back-off.
     first_round: HashSet<u64>,
     /// Jobs not to try again before the next tick (unreadable, store failures).
     paused: HashSet<u64>,
@@ -67,9 +62,8 @@ struct Slots {
     unreadable: HashSet<u64>,
 }
 
-/// Runs until `stop` is cancelled: outbox → transport. A stop does not wait
-/// for an SMTP server: the attempts in flight are dropped, their jobs stay queued and
-/// are sent again (same Message-ID) after the restart.
+/// Runs until `stop` is cancelled: outbox → transport. A stop does not wait for an SMTP
+/// server: the attempts in flight are dropped and their jobs sent after the restart.
 pub async fn run(outbox: Outbox, transport: Transport, stop: CancellationToken) {
     let mut slots = Slots {
         set: JoinSet::new(),
@@ -157,12 +151,10 @@ fn fill(outbox: &Outbox, transport: &Transport, slots: &mut Slots) -> Option<u64
     next_due
 }
 
-/// One attempt at job `seq`: the "still queued" check under the send lock, the send
-/// (no lock held), then the job removed, dropped or rescheduled.
+/// One attempt at job `seq`: the "still queued" check, the send, then the job removed,
+/// dropped or rescheduled.
 async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob, content: MailContent) -> Outcome {
-    // The send lock is held for this check only, never across the SMTP conversation:
-    // a withdrawal waits at most for this read, and once it has returned no send of
-    // its intent's mail starts (see Outbox::send_lock).
+    // The send lock is held for this check only (see Outbox::send_lock).
     let still_queued = {
         let _check = outbox.send_lock.lock().await;
         outbox.store.read(|rx| rx.has_mail(seq))
@@ -213,9 +205,8 @@ async fn attempt(outbox: &Outbox, transport: &Transport, seq: u64, job: MailJob,
             let delay = base.saturating_mul(1 << attempts.min(7)).min(RETRY_MAX_SECS);
             tracing::warn!(seq, intent, smtp_host = host, smtp_port = port, tls, phase = e.phase().as_str(), ms, attempts, retry_in_secs = delay, error = %e, "mail not sent; will retry");
             let next_attempt = outbox.clock.now().unix_timestamp() + delay;
-            // The job as stored now, not the copy read before the send: a key rotation
-            // may have re-sealed it meanwhile (issue 11 point 2), and writing the old
-            // copy back would bring the old key's ciphertext back.
+            // The job as stored now: a key rotation may have re-sealed it meanwhile, and
+            // writing the copy read before the send back would restore the old ciphertext.
             let still_there = |tx: &mut crate::store::Tx<'_>| -> Result<(), crate::store::StoreError> {
                 if let Some(mut j) = tx.mail::<MailJob>(seq)? {
                     j.attempts = attempts;

@@ -80,10 +80,6 @@ impl From<Internal> for Refusal {
     }
 }
 
-fn is_b64url(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// Checks an authorization request (the query of `GET /oauth/authorize`, or the form
 /// the consent page posts back) in the order of the module docs.
 ///
@@ -140,7 +136,7 @@ pub async fn validate(ctx: &Shared, p: &Params) -> Result<AuthzRequest, Refusal>
         None => return Err(back("invalid_request", "code_challenge_method=S256 is required")),
         Some(_) => return Err(back("invalid_request", "only code_challenge_method=S256 is supported")),
     }
-    if challenge.len() != 43 || !is_b64url(challenge) {
+    if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         return Err(back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"));
     }
     let base = &ctx.base.settings().public_url.base;
@@ -203,10 +199,9 @@ fn answer_with_iss<'a>(ctx: &'a Shared, to: &str, mut params: Vec<(&str, &'a str
 }
 
 /// The person allowed `r` on the consent form whose CSRF token is `form_token`: stores
-/// a single-use code for `account_id` (whose role the page checked against the
-/// resource) and returns the URL that carries it to the client
+/// a single-use code for `account_id` and returns the URL that carries it to the client
 /// (`redirect_uri?code=…&state=…&iss=…`), or `Ok(None)` when that form was already
-/// answered (the Allow form is single-use: one code however often it is posted).
+/// answered.
 ///
 /// # Errors
 /// [`Internal`] when the store fails (logged).

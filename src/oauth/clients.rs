@@ -46,13 +46,12 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const CACHE_DEFAULT_SECS: i64 = 3600;
 /// Longest cache lifetime, seconds.
 const CACHE_MAX_SECS: i64 = 86400;
-/// Most cached documents (the cache is cleared of expired entries, then emptied, past it).
+/// Most cached documents (past it, expired ones go first: `make_room`).
 const CACHE_MAX_ENTRIES: usize = 1000;
 
-/// Private-use schemes without a dot that well-known MCP clients register (Cursor, VS
-/// Code); every other private-use scheme must be reverse-DNS (`com.example.app`,
-/// RFC 8252 §7.1), so that no OS or browser handler (`view-source:`, `jar:`,
-/// `ms-settings:`, `javascript:` …) can be named (PROTOCOL.md §7).
+/// Private-use schemes without a dot that well-known MCP clients register; every other
+/// private-use scheme must be reverse-DNS (RFC 8252 §7.1), so that no OS or browser
+/// handler (`view-source:`, `ms-settings:` …) can be named (PROTOCOL.md §7).
 const KNOWN_APP_SCHEMES: [&str; 3] = ["cursor", "vscode", "vscode-insiders"];
 
 /// A client as registered (or read from its metadata document).
@@ -83,11 +82,9 @@ pub struct ClientRecord {
     /// RFC 7591 software_version.
     #[serde(default)]
     pub software_version: Option<String>,
-    /// Keyed hash of the client secret (confidential clients):
-    /// [`crate::crypto::KeyRing::keyed_hash`] (`hmac1:<key id>:…`, HMAC-SHA-256 under the
-    /// holder's key). Clients registered before it carry the older unkeyed
-    /// [`token_hash`] (`oauth-client-secret:<hex>`), accepted and rewritten keyed at the
-    /// client's next successful authentication.
+    /// Keyed hash of the client secret (confidential clients,
+    /// [`crate::crypto::KeyRing::keyed_hash`]); an older unkeyed [`token_hash`] is
+    /// rewritten keyed at the next successful authentication.
     #[serde(default)]
     pub client_secret_hash: Option<String>,
     /// When it was registered (a metadata-document client: fetched).
@@ -95,9 +92,8 @@ pub struct ClientRecord {
     /// Whether this client came from a metadata document.
     #[serde(default)]
     pub metadata_document: bool,
-    /// When it last got a grant (code exchange or refresh); `None` until its first.
-    /// The purge removes a registered client with no grant a day after registering, and
-    /// one unused for 90 days ([`super::purge::purge_tx`]).
+    /// When it last got a grant (code exchange or refresh); `None` until its first
+    /// (see [`super::purge::purge_tx`]).
     #[serde(default)]
     pub last_used_at: Option<Stamp>,
 }
@@ -107,7 +103,6 @@ impl ClientRecord {
     fn registration_response(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("client_id".into(), json!(self.client_id));
-        // RFC 7591 §3.2.1: seconds since the epoch.
         m.insert("client_id_issued_at".into(), json!(self.client_id_issued_at.at().unix_timestamp()));
         m.insert("redirect_uris".into(), json!(self.redirect_uris));
         m.insert("grant_types".into(), json!(self.grant_types));
@@ -224,14 +219,9 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
 }
 
 /// Characters refused in the client's names and other short strings, because the
-/// consent page shows them (issue 10 point 7): controls (C0, DEL, C1), the bidirectional
-/// marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A–U+202E,
-/// U+2066–U+2069: U+202E shows `evil\u{202E}moc.` as `evil.com`), and invisible format
-/// characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF, the tag characters
-/// U+E0000–U+E007F), and the letters and marks that show as nothing (Unicode's
-/// Default_Ignorable blanks: U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
-/// U+17B4–U+17B5, U+180B–U+180F, U+2065, U+1D173–U+1D17A, U+E0080–U+E0FFF) and the
-/// blank Braille pattern U+2800, which would give an empty-looking name.
+/// consent page shows them: controls, bidirectional marks and overrides (U+202E shows
+/// `evil\u{202E}moc.` as `evil.com`), invisible format characters, Unicode's
+/// Default_Ignorable blanks and the blank Braille pattern (an empty-looking name).
 fn hidden_char(c: char) -> bool {
     c.is_control()
         || matches!(c,
@@ -325,13 +315,10 @@ pub fn client_from_metadata(
 }
 
 /// Dynamic client registration, `POST /oauth/register` (RFC 7591): a JSON `body` of
-/// client metadata from the client address `client_addr` → the RFC 7591 §3.2.1
-/// registration response with the client_id (and client_secret unless
-/// `token_endpoint_auth_method` is `none`), which the face answers `201` with
-/// `Cache-Control: no-store`. A client address that registered
-/// `quotas.registrations_per_client_per_hour` clients in the last hour gets `429
-/// temporarily_unavailable` with `Retry-After` ([`OAuthError::quota`]) and nothing is
-/// stored; refused metadata is not counted.
+/// client metadata from `client_addr` → the RFC 7591 §3.2.1 registration response
+/// (with client_secret unless `token_endpoint_auth_method` is `none`), answered `201`.
+/// Past `quotas.registrations_per_client_per_hour` per client address: `429`
+/// ([`OAuthError::quota`]), nothing stored; refused metadata is not counted.
 ///
 /// # Errors
 /// The RFC 7591 §3.2.2 error to answer.
@@ -360,12 +347,7 @@ pub async fn register_client(
         };
         client.client_secret_hash = Some(hash);
     }
-    let record = client.clone();
-    let stored = blocking(ctx, "oauth register", move |h| {
-        h.store().write(|tx| -> Result<(), StoreError> { tx.put_record(Ns::Client, &record.client_id, &record) })
-    })
-    .await;
-    if let Err(e) = stored {
+    if let Err(e) = save(ctx, "oauth register", &client).await {
         ctx.base.quotas().refund(Rule::RegistrationsPerClient, &quota_key, now);
         return Err(e.into());
     }
@@ -376,6 +358,12 @@ pub async fn register_client(
         out.insert("client_secret_expires_at".into(), json!(0));
     }
     Ok(out)
+}
+
+/// Stores `client` (operation `op`).
+async fn save(ctx: &Shared, op: &'static str, client: &ClientRecord) -> Result<(), Internal> {
+    let record = client.clone();
+    blocking(ctx, op, move |h| h.store().write(|tx| tx.put_record(Ns::Client, &record.client_id, &record))).await
 }
 
 /// The metadata-document client cache and fetcher.
@@ -424,15 +412,16 @@ impl Cimd {
     /// Why the document cannot be used (for the error page and the log).
     pub async fn get(&self, client_id: &str, at: Stamp) -> Result<ClientRecord, String> {
         let now = at.at().unix_timestamp();
-        if let Ok(cache) = self.cache.lock() {
-            if let Some((c, until)) = cache.get(client_id) {
-                if now < *until {
-                    return Ok(c.clone());
-                }
-            }
+        let cached = self.cache.lock().ok().and_then(|c| c.get(client_id).filter(|(_, until)| now < *until).cloned());
+        if let Some((client, _)) = cached {
+            return Ok(client);
         }
         let url = self.check_url(client_id)?;
-        let (doc, max_age) = self.fetch(url).await?;
+        let (doc, max_age) = self.http.get_json(url).await.map_err(|e| {
+            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
+            tracing::info!(reason = %e, "oauth: client metadata document not usable");
+            "the client metadata document could not be fetched".to_owned()
+        })?;
         let Value::Object(m) = doc else { return Err("the metadata document is not a JSON object".to_owned()) };
         if m.get("client_id").and_then(Value::as_str) != Some(client_id) {
             return Err("the metadata document's client_id is not its URL".to_owned());
@@ -441,26 +430,11 @@ impl Cimd {
         let ttl = max_age.map_or(CACHE_DEFAULT_SECS, |a| a.min(CACHE_MAX_SECS));
         if ttl > 0 {
             if let Ok(mut cache) = self.cache.lock() {
-                if cache.len() >= CACHE_MAX_ENTRIES {
-                    cache.retain(|_, (_, until)| now < *until);
-                    if cache.len() >= CACHE_MAX_ENTRIES {
-                        cache.clear();
-                    }
-                }
+                crate::base::quota::make_room(&mut cache, CACHE_MAX_ENTRIES, |(_, until)| now < *until);
                 cache.insert(client_id.to_owned(), (client.clone(), now + ttl));
             }
         }
         Ok(client)
-    }
-
-    /// GET the document: 200, at most [`MAX_DOCUMENT`] bytes of JSON. Returns it and the
-    /// `Cache-Control` lifetime (0 for `no-store`/`no-cache`).
-    async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), String> {
-        self.http.get_json(url).await.map_err(|e| {
-            // One answer for every failure (PROTOCOL.md §7): the kind only in the log.
-            tracing::info!(reason = %e, "oauth: client metadata document not usable");
-            "the client metadata document could not be fetched".to_owned()
-        })
     }
 }
 
@@ -493,9 +467,8 @@ pub async fn find(ctx: &Shared, client_id: &str) -> Result<Result<ClientRecord, 
 /// and a confidential client must present its secret.
 ///
 /// # Errors
-/// `invalid_client` (401), or `server_error` — also, logged naming the client, when a
-/// client registered as confidential (`token_endpoint_auth_method` other than `none`)
-/// has no stored secret hash: it is never taken for a public client.
+/// `invalid_client` (401), or `server_error` — also when a confidential client has no
+/// stored secret hash (logged; it is never taken for a public client).
 pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRecord, OAuthError> {
     let Some(id) = creds.client_id.as_deref() else {
         return Err(OAuthError::invalid_client(creds.basic));
@@ -516,13 +489,7 @@ pub async fn authenticate(ctx: &Shared, creds: &Credentials) -> Result<ClientRec
                 // Stored before secrets were keyed: rewrite it keyed now.
                 if let Some(keyed) = ctx.base.keys().keyed_hash(KIND_SECRET, secret) {
                     client.client_secret_hash = Some(keyed);
-                    let record = client.clone();
-                    blocking(ctx, "oauth client secret rehash", move |h| {
-                        h.store().write(|tx| -> Result<(), StoreError> {
-                            tx.put_record(Ns::Client, &record.client_id, &record)
-                        })
-                    })
-                    .await?;
+                    save(ctx, "oauth client secret rehash", &client).await?;
                     tracing::info!(client_id = %client.client_id, "oauth: client secret hash rewritten keyed");
                 }
             }

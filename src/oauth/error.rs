@@ -1,12 +1,7 @@
 //! OAuth failures as typed values, each decided here and nowhere else: RFC 6749 §5.2
-//! errors (token, registration and revocation endpoints), RFC 6750 §3 bearer challenges
-//! (the MCP endpoints, including every [`Denied`] of the access policy), and a generic
-//! `server_error` for internal failures, whose cause is logged once, by
-//! [`Internal::logged`], inside the request's span and never in the response. One
-//! [`OAuthError`] carries all a face needs to answer (status, error JSON, the
-//! `WWW-Authenticate` challenge, `Retry-After`); the HTTP response is built from it by
-//! the web face (`crate::web`), for its OAuth routes and the MCP endpoints' bearer gate
-//! alike.
+//! errors, RFC 6750 §3 bearer challenges (including every [`Denied`] of the access
+//! policy), and a generic `server_error` whose cause is logged once ([`Internal::logged`])
+//! and never answered. The web face builds the HTTP response from an [`OAuthError`].
 
 use crate::policy::Denied;
 use http::StatusCode;
@@ -43,9 +38,9 @@ pub enum Challenge {
 }
 
 /// An OAuth failure as a face answers it: an RFC 6749 §5.2 / RFC 7591 §3.2.2 error, or an
-/// RFC 6750 §3 bearer challenge. The body is [`OAuthError::body`]; the response carries
-/// `Cache-Control: no-store` (and `Pragma: no-cache` unless the challenge is a bearer
-/// one), the challenge as `WWW-Authenticate` and `retry_after` as `Retry-After`.
+/// RFC 6750 §3 bearer challenge. The response carries [`OAuthError::body`],
+/// `Cache-Control: no-store` (and `Pragma: no-cache` but with a bearer challenge), the
+/// challenge as `WWW-Authenticate` and `retry_after` as `Retry-After`.
 #[derive(Debug, Clone)]
 pub struct OAuthError {
     /// HTTP status (400, 401, 403, 429, 500).
@@ -71,9 +66,8 @@ impl OAuthError {
         json!({"error": self.error, "error_description": self.description})
     }
 
-    /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (issue 9
-    /// point 3): RFC 7591 §3.2.2 leaves room for further codes, and this RFC 6749 one
-    /// says "try again later"; the description names the rule and when.
+    /// `429 temporarily_unavailable` with `Retry-After` for a used-up quota (RFC 7591
+    /// §3.2.2 leaves room for further codes); the description names the rule and when.
     pub fn quota(e: &crate::base::quota::Exceeded) -> Self {
         Self {
             retry_after: Some(e.retry_after_secs),
@@ -117,13 +111,13 @@ fn quoted(v: &str) -> String {
 
 /// A bearer challenge (RFC 6750 §3, RFC 9728 §5.1):
 /// `WWW-Authenticate: Bearer resource_metadata="…", scope="…"[, error="…", error_description="…"]`
-/// and the same error as JSON in the body (without an error code: `unauthorized`).
-pub fn bearer_challenge(
-    status: StatusCode,
-    metadata_url: &str,
-    scope: &str,
-    error: Option<(&'static str, &str)>,
-) -> OAuthError {
+/// and the same error as JSON in the body (without an error code: `unauthorized`); 403
+/// for `insufficient_scope`, else 401.
+pub fn bearer_challenge(metadata_url: &str, scope: &str, error: Option<(&'static str, &str)>) -> OAuthError {
+    let status = match error {
+        Some(("insufficient_scope", _)) => StatusCode::FORBIDDEN,
+        _ => StatusCode::UNAUTHORIZED,
+    };
     let mut v = format!("Bearer resource_metadata={}", quoted(metadata_url));
     if !scope.is_empty() {
         v.push_str(&format!(", scope={}", quoted(scope)));
@@ -135,17 +129,14 @@ pub fn bearer_challenge(
     OAuthError { challenge: Challenge::Bearer(v), ..OAuthError::new(status, code, why) }
 }
 
-/// The bearer challenge of an access-policy refusal at an MCP endpoint:
-/// [`Denied::MissingCredentials`] → 401 with the challenge alone (`scope` = every scope
-/// of the resource, `all_scopes`); [`Denied::WrongResource`] → 401 `invalid_token`;
-/// [`Denied::InsufficientScope`] → 403 `insufficient_scope` with `scope` = the token's
-/// scopes plus the ones needed (MCP step-up); the seller rules (not asked at the door)
-/// → 403 `insufficient_scope` naming the rule.
+/// The bearer challenge of an access-policy refusal at an MCP endpoint: missing
+/// credentials → 401 with the challenge alone (`scope` = `all_scopes`); another resource
+/// → 401 `invalid_token`; missing scope → 403 `insufficient_scope` with `scope` = the
+/// token's scopes plus those needed (MCP step-up); the seller rules → 403 naming the rule.
 pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[String], denied: &Denied) -> OAuthError {
     match denied {
-        Denied::MissingCredentials => bearer_challenge(StatusCode::UNAUTHORIZED, metadata_url, all_scopes, None),
+        Denied::MissingCredentials => bearer_challenge(metadata_url, all_scopes, None),
         Denied::WrongResource => bearer_challenge(
-            StatusCode::UNAUTHORIZED,
             metadata_url,
             all_scopes,
             Some(("invalid_token", "the access token is for another resource")),
@@ -153,18 +144,11 @@ pub fn bearer_denied(metadata_url: &str, all_scopes: &str, token_scopes: &[Strin
         Denied::InsufficientScope { any_of } => {
             let mut wanted = token_scopes.to_vec();
             wanted.extend(any_of.iter().cloned());
-            bearer_challenge(
-                StatusCode::FORBIDDEN,
-                metadata_url,
-                &wanted.join(" "),
-                Some(("insufficient_scope", "the access token lacks the scope this call needs")),
-            )
+            let why = "the access token lacks the scope this call needs";
+            bearer_challenge(metadata_url, &wanted.join(" "), Some(("insufficient_scope", why)))
         }
-        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled | Denied::NotOffered => bearer_challenge(
-            StatusCode::FORBIDDEN,
-            metadata_url,
-            all_scopes,
-            Some(("insufficient_scope", &denied.to_string())),
-        ),
+        Denied::NotSeller | Denied::NotBuyer | Denied::SellerDisabled | Denied::NotOffered => {
+            bearer_challenge(metadata_url, all_scopes, Some(("insufficient_scope", &denied.to_string())))
+        }
     }
 }

@@ -2,47 +2,29 @@
 //! `/mcp/buyer` and `/mcp/seller` (PROTOCOL.md §1, §7). No external identity provider:
 //! people sign in on the holder's pages (`crate::web`, over the accounts service).
 //!
-//! * Metadata: RFC 8414 at `/.well-known/oauth-authorization-server` (with
-//!   `client_id_metadata_document_supported`), RFC 9728 protected resource metadata at
-//!   `/.well-known/oauth-protected-resource/mcp/buyer` and `.../mcp/seller`
-//!   (`/.well-known/oauth-protected-resource` alone answers the buyer one).
-//! * Clients: RFC 7591 dynamic registration (`/oauth/register`) and client ID metadata
-//!   documents (an `https://` client_id is fetched, checked and cached; see [`clients`]).
-//! * `/oauth/authorize`: authorization code with PKCE S256 only, exact redirect URI
-//!   matching with the RFC 8252 §7.3 loopback rule (any port for `http://127.0.0.1`,
-//!   `http://[::1]`, `http://localhost`), RFC 8707 `resource` (one of the two MCP
-//!   endpoints; a request without one means `/mcp/buyer`), RFC 9207 `iss` in the response.
-//!   The consent page that asks the signed-in person is `crate::web`'s; it calls
-//!   [`authorize::validate`] and [`authorize::allow`].
-//! * `/oauth/token`: single-use codes (60 s; a replayed code revokes what it issued),
-//!   access tokens (1 h) bound to one resource, refresh tokens (30 days) rotated on every
-//!   use, with reuse detection: a rotated refresh token presented again within
-//!   `[limits] refresh_grace_secs` (30 s) gets the same new pair (a lost response,
-//!   parallel retries); after that its reuse revokes the family.
-//! * Client secrets stored under a keyed hash (HMAC with the holder's key).
-//! * `/oauth/revoke`: RFC 7009.
-//! * [`check_bearer`]: the resource server's check, refusing with 401/403 and
-//!   `WWW-Authenticate: Bearer resource_metadata="…"`.
+//! * Metadata (`metadata`): RFC 8414 and RFC 9728 for `/mcp/buyer` and `/mcp/seller`.
+//! * Clients ([`clients`]): RFC 7591 dynamic registration and client ID metadata
+//!   documents; redirect URI rules; client secrets under a keyed hash.
+//! * `/oauth/authorize` ([`authorize`]): authorization code with PKCE S256 only, RFC 8707
+//!   `resource`, RFC 9207 `iss`; the consent page is `crate::web`'s.
+//! * `/oauth/token` and `/oauth/revoke` (`token`): single-use codes, access tokens bound
+//!   to one resource, refresh tokens rotated with reuse detection; RFC 7009.
+//! * [`check_bearer`]: the resource server's check.
 //!
-//! HTTP is the faces' (`crate::web` routes the endpoints above and builds every
-//! response; `crate::mcp` gates its endpoints with [`admit`]): this module takes plain
-//! inputs — a form or JSON body as bytes, the `Authorization` header's value, the
-//! client's address — and gives typed answers: the JSON documents of RFC 8414, 9728,
-//! 7591 and 6749 §5.1, or an [`OAuthError`] that says all of the refusal (status, error
-//! JSON, challenge, `Retry-After`).
+//! HTTP is the faces' (`crate::web` routes the endpoints above; `crate::mcp` gates its
+//! endpoints with [`admit`]): this module takes bodies as bytes and header values and
+//! gives the RFC JSON documents, or an [`OAuthError`] that says all of the refusal.
 //!
-//! Codes, tokens and client secrets are 160/256-bit random values stored only as
-//! hashes ([`crate::crypto::token_hash`]; client secrets
-//! [`crate::crypto::KeyRing::keyed_hash`]) in the `records` table (namespaces `Client`,
-//! `AuthCode`, `Token`, `TokenFamily`, and `AuthDecision` for answered consent forms). A
-//! token is valid while its record is unexpired and its family exists and is not
-//! revoked, so revoking a family is one write. Nothing here logs a token, code, verifier, secret or request body.
+//! Codes, tokens and client secrets are random values stored only as hashes in the
+//! `records` table (namespaces `Client`, `AuthCode`, `Token`, `TokenFamily`,
+//! `AuthDecision`). A token is valid while its record is unexpired and its family exists
+//! and is not revoked, so revoking a family is one write. Nothing here logs a token,
+//! code, verifier, secret or request body.
 //!
-//! Every stored time is a [`Stamp`] (unix microseconds; store schema 7 converted the
-//! unix seconds older stores held). One that does not read is [`StoreError::Corrupt`]
-//! naming the record (its key holds the token's hash, never the token) — never an
-//! expired token — and the purge leaves such a record with a warning. What clients see
-//! (`expires_in`, `client_id_issued_at`) stays whole seconds.
+//! Every stored time is a [`Stamp`]; one that does not read is [`StoreError::Corrupt`]
+//! naming the record (by the token's hash), never an expired token, and the purge leaves
+//! it with a warning. What clients see (`expires_in`, `client_id_issued_at`) stays whole
+//! seconds.
 
 pub mod authorize;
 mod clients;
@@ -57,7 +39,6 @@ use crate::crypto::token_hash;
 use crate::policy::{self, Action, Credential, Denied, Refusal};
 use crate::records::Stamp;
 use crate::store::{Ns, Reads, StoreError};
-use http::StatusCode;
 use std::sync::Arc;
 
 pub use clients::{register_client, ClientRecord};
@@ -110,17 +91,16 @@ impl Grant {
     }
 }
 
-/// The authorization server's shared state: the handles and the cache of client ID
-/// metadata documents. Built once ([`Server::new`]) and shared by the web face's OAuth
-/// routes and its authorization page, so both see the same cached clients.
+/// The authorization server's shared state, built once and shared by the web face's
+/// OAuth routes and its authorization page, so both see the same cached clients.
 pub struct Server {
     base: Arc<Base>,
     cimd: clients::Cimd,
 }
 
 impl Server {
-    /// The server over `base` (loopback `http://` metadata documents are allowed only
-    /// when the holder itself is not served over HTTPS).
+    /// The server over `base` (loopback `http://` metadata documents only when the
+    /// holder is not served over HTTPS).
     pub fn new(base: Arc<Base>) -> Arc<Self> {
         let allow_loopback_http = !base.settings().public_url.is_https();
         Arc::new(Self { base, cimd: clients::Cimd::new(allow_loopback_http) })
@@ -150,20 +130,15 @@ fn now_stamp(base: &Base) -> Stamp {
     Stamp::of(base.clock().now())
 }
 
-/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value, `None`
-/// without one or when it is not visible ASCII) for `resource` (the absolute URL
-/// `<public>/mcp/buyer` or `<public>/mcp/seller`) and `scope` (empty: any scope): the
-/// token must be genuine (known, unrevoked, unexpired: checked here) and then allowed by
-/// [`policy::authorize`] ([`Action::Reach`]: bound to `resource`, carrying `scope`).
+/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value) for
+/// `resource` (the absolute URL `<public>/mcp/buyer` or `<public>/mcp/seller`) and
+/// `scope` (empty: any scope): the token must be genuine (known, unrevoked, unexpired)
+/// and then allowed by [`policy::authorize`] ([`Action::Reach`]). One short store read.
 ///
 /// # Errors
-/// The refusal to answer: 401 with `WWW-Authenticate: Bearer
-/// resource_metadata="<public>/.well-known/oauth-protected-resource/mcp/…", scope="…"`
-/// (every scope of the resource), plus `error="invalid_token"` when a token was sent but
-/// is unknown, expired, revoked or bound to another resource; 400 `invalid_request` when
-/// the header is not `Bearer <token>`; 403 with `error="insufficient_scope"` and
-/// `scope` = the token's scopes plus the one missing (MCP step-up); 500 when the store
-/// fails. One short store read; callable from async code.
+/// The refusal to answer ([`error::bearer_denied`]): 401 with the RFC 6750 challenge
+/// (plus `error="invalid_token"` when a token was sent but is not genuine or bound to
+/// another resource), 403 `insufficient_scope` (MCP step-up), 500 when the store fails.
 pub fn check_bearer(
     base: &Base,
     authorization: Option<&str>,
@@ -185,10 +160,8 @@ pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Re
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
-/// for the request's `grant` (RFC 6750 §3 with RFC 9728 `resource_metadata`): 401 for
-/// missing credentials or another resource, 403 `insufficient_scope` with `scope` = the
-/// token's scopes plus those needed (the MCP step-up of a `tools/call` the token's
-/// scopes do not cover, checked before the call is dispatched).
+/// for the request's `grant` ([`error::bearer_denied`]; e.g. the MCP step-up of a
+/// `tools/call` the token's scopes do not cover).
 pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &Denied) -> OAuthError {
     let url_base = &base.settings().public_url.base;
     let token_scopes = grant.map(|g| g.scopes.as_slice()).unwrap_or_default();
@@ -207,15 +180,12 @@ fn bearer_check<'a>(
         resource.strip_prefix(url_base.as_str()).unwrap_or_default()
     );
     let all_scopes = Resource::from_url(url_base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
-    let invalid = |why: &str| {
-        error::bearer_challenge(StatusCode::UNAUTHORIZED, &metadata_url, &all_scopes, Some(("invalid_token", why)))
-    };
+    let invalid = |why: &str| error::bearer_challenge(&metadata_url, &all_scopes, Some(("invalid_token", why)));
     let grant = match authorization {
         None => None,
         Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
-            // Another scheme (`Basic …`) or an empty `Bearer` carries no bearer token:
-            // the plain 401 challenge, with no error code (RFC 6750 §3.1), so that the
-            // client starts the authorization flow.
+            // No bearer token: the plain 401 challenge without error code (RFC 6750
+            // §3.1), so that the client starts the authorization flow.
             TokenProblem::Malformed => {
                 error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)
             }

@@ -5,15 +5,12 @@
 //! Records (JSON in the `records` table, keyed by [`token_hash`]):
 //! * `AuthCode` — [`CodeRecord`]; exchanging a code marks it used (with the family it
 //!   started) in the same transaction, so a replay is refused and revokes that family.
-//!   Used and expired codes are removed by [`sweep`] a day after their expiry.
 //! * `Token` — [`TokenRecord`], access (1 h) and refresh (30 days); a rotated refresh
-//!   token stays, marked used (with the time), until it expires, so its reuse is
-//!   detected. The pair a rotation mints is derived from the presented refresh token
-//!   under the holder's key ([`crate::crypto::KeyRing::derive_token`]), so that within
-//!   `[limits] refresh_grace_secs` (30 s) of the rotation the same refresh token presented
-//!   again (a lost response, parallel retries) is answered with the same pair — computed
-//!   again, looked up by its hashes, nothing more stored — instead of revoking the
-//!   family; reuse after the window revokes it (PROTOCOL.md §7).
+//!   token stays, marked used, until it expires, so its reuse is detected. The pair a
+//!   rotation mints is derived from the presented refresh token under the holder's key
+//!   ([`successor`]), so within `[limits] refresh_grace_secs` the same token presented
+//!   again is answered with the same pair, nothing more stored; later reuse revokes the
+//!   family (PROTOCOL.md §7).
 //! * `TokenFamily` — [`FamilyRecord`], one per authorization; revoking it (a flag)
 //!   invalidates every token issued from that authorization.
 
@@ -40,8 +37,7 @@ pub const KIND_ACCESS: &str = "oauth-access";
 pub const KIND_REFRESH: &str = "oauth-refresh";
 /// How long a used or expired code is kept for replay detection after its expiry, seconds.
 pub(super) const CODE_KEEP_SECS: i64 = 86400;
-/// Derivation purposes of the access and refresh token that a refresh token's rotation
-/// mints ([`crate::crypto::KeyRing::derive_token`] of the presented token).
+/// Derivation purposes of the pair a rotation mints ([`successor`]).
 const SUCCESSOR_ACCESS: &str = "oauth-refresh-successor-access";
 const SUCCESSOR_REFRESH: &str = "oauth-refresh-successor-refresh";
 
@@ -105,8 +101,7 @@ pub struct TokenRecord {
     /// A refresh token already exchanged.
     #[serde(default)]
     pub used: bool,
-    /// When a refresh token was exchanged (its grace window starts then;
-    /// absent on tokens rotated before the window existed: their reuse revokes).
+    /// When a refresh token was exchanged (its grace window starts then).
     #[serde(default)]
     pub used_at: Option<Stamp>,
 }
@@ -133,7 +128,7 @@ pub struct FamilyRecord {
 }
 
 /// An answered consent form (namespace `AuthDecision`, keyed by the hash of its CSRF
-/// token): kept until the form could no longer be posted, then purged.
+/// token), kept until the form could no longer be posted.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DecisionRecord {
     /// When the form's token is refused anyway.
@@ -145,9 +140,8 @@ pub struct DecisionRecord {
 pub const DECISION_KEEP_SECS: i64 = 7200 + 60;
 
 /// Stores a new authorization code for `record` and returns it, unless the consent form
-/// `decision` (the hash of its CSRF token) was already answered: then `None` and nothing
-/// is stored. Marking the form answered and storing the code are one transaction, so
-/// however many times the Allow form is posted, at once or later, one code is minted.
+/// `decision` (the hash of its CSRF token) was already answered: then `None`. One
+/// transaction, so however often the Allow form is posted, one code is minted.
 ///
 /// # Errors
 /// Storage errors.
@@ -180,8 +174,7 @@ struct Issued {
     expires_in: i64,
 }
 
-/// The token values a grant will mint: random for a code exchange, derived from the
-/// presented refresh token for a rotation.
+/// The token values a grant will mint (random, or derived for a rotation: [`successor`]).
 #[derive(Clone)]
 struct Minted {
     access: Secret,
@@ -218,19 +211,15 @@ fn issue(
         used: false,
         used_at: None,
     };
-    tx.put_record(
-        Ns::Token,
-        &token_hash(KIND_ACCESS, minted.access.expose()),
-        &record(TokenKind::Access, access_until),
-    )?;
-    family.expires_at = family.expires_at.max(access_until);
-    if let Some(r) = &minted.refresh {
-        tx.put_record(
-            Ns::Token,
-            &token_hash(KIND_REFRESH, r.expose()),
-            &record(TokenKind::Refresh, now + Duration::seconds(REFRESH_TTL_SECS)),
-        )?;
-        family.expires_at = family.expires_at.max(now + Duration::seconds(REFRESH_TTL_SECS));
+    let refresh_until = now + Duration::seconds(REFRESH_TTL_SECS);
+    let tokens = [
+        (TokenKind::Access, KIND_ACCESS, Some(&minted.access), access_until),
+        (TokenKind::Refresh, KIND_REFRESH, minted.refresh.as_ref(), refresh_until),
+    ];
+    for (kind, hash_kind, token, until) in tokens {
+        let Some(token) = token else { continue };
+        tx.put_record(Ns::Token, &token_hash(hash_kind, token.expose()), &record(kind, until))?;
+        family.expires_at = family.expires_at.max(until);
     }
     tx.put_record(Ns::TokenFamily, family_id, family)?;
     // The client is in use (kept by the purge for CLIENT_UNUSED_SECS from now).
@@ -281,11 +270,9 @@ const TOKEN_PARAMS: [&str; 9] = [
     "resource",
 ];
 
-/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §5.1, §6):
-/// `authorization_code` (with PKCE) and `refresh_token` grants, given the
-/// `Authorization` header's value (`authorization`, if any) and the form `body`. Gives
-/// the RFC 6749 §5.1 answer `{"access_token","token_type":"Bearer","expires_in",
-/// "refresh_token","scope"}`, which the face sends with `Cache-Control: no-store`.
+/// The token endpoint, `POST /oauth/token` (RFC 6749 §4.1.3, §6): `authorization_code`
+/// (with PKCE) and `refresh_token` grants, given the `Authorization` header's value and
+/// the form `body`. Gives the RFC 6749 §5.1 answer.
 ///
 /// # Errors
 /// The RFC 6749 §5.2 error to answer.
@@ -432,8 +419,7 @@ fn exchange_code(
 struct Refresh {
     /// The presented refresh token's hash.
     hash: String,
-    /// The pair its rotation mints (and, within the grace window, answers again);
-    /// random when the key ring cannot derive one.
+    /// The pair its rotation mints (and, within the grace window, answers again).
     successor: Minted,
     client_id: String,
     scope: Option<String>,
@@ -452,10 +438,8 @@ fn successor(base: &Base, presented: &Secret, with_refresh: bool) -> Minted {
     }
 }
 
-/// The refresh grant with rotation and reuse detection, in one write transaction. A
-/// used refresh token presented again within the grace window of its rotation gets the
-/// pair that rotation minted ([`grace_answer`]), while that pair is live and its
-/// refresh token unused; any other reuse revokes the family.
+/// The refresh grant with rotation and reuse detection, in one write transaction: a
+/// reuse within the grace window gets [`grace_answer`], any other revokes the family.
 fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAuthError>, StoreError> {
     let client_id = r.client_id.as_str();
     let Some(mut old) = tx.record::<TokenRecord>(Ns::Token, &r.hash)? else {
@@ -486,25 +470,19 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAu
     if wrong_resource {
         return Ok(Err(OAuthError::bad("invalid_target", "the resource differs from the original grant")));
     }
-    let scopes = match &r.scope {
-        None => family.scopes.clone(),
-        Some(s) => {
-            let mut want: Vec<String> = Vec::new();
-            for x in s.split(' ').filter(|x| !x.is_empty()) {
-                if !family.scopes.iter().any(|g| g == x) {
-                    return Ok(Err(OAuthError::bad("invalid_scope", format!("scope {x:?} was not granted"))));
-                }
-                if !want.iter().any(|w| w == x) {
-                    want.push(x.to_owned());
-                }
-            }
-            if want.is_empty() {
-                family.scopes.clone()
-            } else {
-                want
-            }
+    // The scopes asked for (each granted, once), or without any the granted ones.
+    let mut scopes: Vec<String> = Vec::new();
+    for x in r.scope.iter().flat_map(|s| s.split(' ')).filter(|x| !x.is_empty()) {
+        if !family.scopes.iter().any(|g| g == x) {
+            return Ok(Err(OAuthError::bad("invalid_scope", format!("scope {x:?} was not granted"))));
         }
-    };
+        if !scopes.iter().any(|w| w == x) {
+            scopes.push(x.to_owned());
+        }
+    }
+    if scopes.is_empty() {
+        scopes = family.scopes.clone();
+    }
     old.used = true;
     old.used_at = Some(now);
     tx.put_record(Ns::Token, &r.hash, &old)?;
@@ -512,10 +490,8 @@ fn rotate(tx: &mut Tx<'_>, r: &Refresh, now: Stamp) -> Result<Result<Issued, OAu
     issue(tx, &family_id, &mut family, scopes, r.successor.clone(), now).map(Ok)
 }
 
-/// The pair a rotation minted, answered again: `Some` when its access token (and its
-/// refresh token, if it minted one) are stored in `family_id`, unexpired, and the
-/// refresh token is still unused; `None` otherwise (the pair was rotated on, revoked or
-/// expired: the reuse is then treated as such).
+/// The pair a rotation minted, answered again: `Some` while it is stored in `family_id`,
+/// unexpired, and its refresh token unused; `None` otherwise (then the reuse revokes).
 fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> Result<Option<Issued>, StoreError> {
     let Some(access) = tx.record::<TokenRecord>(Ns::Token, &token_hash(KIND_ACCESS, pair.access.expose()))? else {
         return Ok(None);
@@ -538,11 +514,10 @@ fn grace_answer(tx: &mut Tx<'_>, family_id: &str, pair: &Minted, now: Stamp) -> 
     }))
 }
 
-/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` (+ `token_type_hint`) in the
-/// form `body`. Client credentials, when sent (`authorization`: the `Authorization`
-/// header's value, or the body), are checked, and then only that client's tokens are
-/// revoked. `Ok` (answered `200`) for unknown tokens too. Revoking a refresh token
-/// revokes its family; revoking an access token removes that token.
+/// Revocation, `POST /oauth/revoke` (RFC 7009): `token` in the form `body`. Client
+/// credentials, when sent (header or body), are checked and then only that client's
+/// tokens are revoked. `Ok` for unknown tokens too. A refresh token revokes its family;
+/// an access token is removed.
 ///
 /// # Errors
 /// The RFC 6749 §5.2 error to answer.
@@ -591,12 +566,27 @@ mod tests {
         Stamp::from_micros(secs * 1_000_000).unwrap()
     }
 
-    fn client(id: &str, issued_at: i64, last_used_at: Option<i64>) -> ClientRecord {
+    /// Puts client `id`, registered at `issued_at` and last used at `last_used_at` (unix
+    /// seconds).
+    fn put_client(tx: &mut Tx<'_>, id: &str, issued_at: i64, last_used_at: Option<i64>) -> Result<(), StoreError> {
         let v = serde_json::json!({"redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none"});
         let m = v.as_object().unwrap();
         let mut c = super::super::clients::client_from_metadata(m, id.into(), at(issued_at), false).unwrap();
         c.last_used_at = last_used_at.map(at);
-        c
+        tx.put_record(Ns::Client, id, &c)
+    }
+
+    /// A store in a fresh directory (the guard keeps it), written by `fill`.
+    fn store_with(fill: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError>) -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("s.redb")).unwrap();
+        s.write(fill).unwrap();
+        (d, s)
+    }
+
+    /// The ids of the stored clients, in order.
+    fn client_ids(s: &Store) -> Vec<String> {
+        s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect()
     }
 
     fn family(client_id: &str, created_at: i64, expires_at: i64) -> FamilyRecord {
@@ -614,56 +604,44 @@ mod tests {
 
     #[test]
     fn clients_without_a_grant_or_long_unused_are_purged_and_a_dry_run_counts_the_same() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| -> Result<(), StoreError> {
-            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
-            put(tx, client("cli_fresh", NOW - DAY + 60, None))?;
-            put(tx, client("cli_never", NOW - DAY, None))?;
-            put(tx, client("cli_used", NOW - 200 * DAY, Some(NOW - 89 * DAY)))?;
-            put(tx, client("cli_stale", NOW - 200 * DAY, Some(NOW - 90 * DAY)))?;
+        let (_d, s) = store_with(|tx| {
+            put_client(tx, "cli_fresh", NOW - DAY + 60, None)?;
+            put_client(tx, "cli_never", NOW - DAY, None)?;
+            put_client(tx, "cli_used", NOW - 200 * DAY, Some(NOW - 89 * DAY))?;
+            put_client(tx, "cli_stale", NOW - 200 * DAY, Some(NOW - 90 * DAY))?;
             // Registered before grants were recorded, with a live authorization.
-            put(tx, client("cli_legacy", NOW - 200 * DAY, None))?;
+            put_client(tx, "cli_legacy", NOW - 200 * DAY, None)?;
             tx.put_record(Ns::TokenFamily, "fam_live", &family("cli_legacy", NOW - 10 * DAY, NOW + 20 * DAY))?;
             // An authorization that expired goes, and its client with it.
-            put(tx, client("cli_gone", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
-            tx.put_record(Ns::TokenFamily, "fam_old", &family("cli_gone", NOW - 120 * DAY, NOW - DAY))?;
-            Ok(())
-        })
-        .unwrap();
+            put_client(tx, "cli_gone", NOW - 200 * DAY, Some(NOW - 120 * DAY))?;
+            tx.put_record(Ns::TokenFamily, "fam_old", &family("cli_gone", NOW - 120 * DAY, NOW - DAY))
+        });
         let dry = s.rehearse(|tx| purge_tx(tx, at(NOW).at())).unwrap();
         assert_eq!(dry, OAuthPurged { clients: 3, codes: 0, tokens: 0, families: 1 });
-        assert_eq!(s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len(), 6, "dry: nothing removed");
+        assert_eq!(client_ids(&s).len(), 6, "dry: nothing removed");
         assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap(), dry);
-        let left: Vec<String> =
-            s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(left, vec!["cli_fresh", "cli_legacy", "cli_used"]);
+        assert_eq!(client_ids(&s), vec!["cli_fresh", "cli_legacy", "cli_used"]);
         let legacy = s.read(|rx| rx.record::<ClientRecord>(Ns::Client, "cli_legacy")).unwrap().unwrap();
         assert_eq!(legacy.last_used_at, Some(at(NOW - 10 * DAY)), "its authorization's start is its last use");
     }
 
     #[test]
     fn an_unreadable_authorization_keeps_every_client_until_it_reads() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("s.redb")).unwrap();
-        s.write(|tx| -> Result<(), StoreError> {
-            let put = |tx: &mut Tx<'_>, c: ClientRecord| tx.put_record(Ns::Client, &c.client_id.clone(), &c);
-            put(tx, client("cli_held", NOW - 200 * DAY, Some(NOW - 120 * DAY)))?;
-            put(tx, client("cli_never", NOW - DAY, None))?;
+        let (_d, s) = store_with(|tx| {
+            put_client(tx, "cli_held", NOW - 200 * DAY, Some(NOW - 120 * DAY))?;
+            put_client(tx, "cli_never", NOW - DAY, None)?;
             // cli_held's live authorization, with a start that does not read.
             let mut f = serde_json::to_value(family("cli_held", NOW - 10 * DAY, NOW + 20 * DAY)).unwrap();
             f["created_at"] = json!("last week");
             tx.put_record(Ns::TokenFamily, "fam_damaged", &f)
-        })
-        .unwrap();
-        let clients = |s: &Store| s.read(|rx| rx.records::<ClientRecord>(Ns::Client)).unwrap().len();
+        });
         let purged = s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap();
         assert_eq!(purged, OAuthPurged { clients: 0, codes: 0, tokens: 0, families: 0 });
-        assert_eq!(clients(&s), 2, "no client removed while an authorization does not read");
+        assert_eq!(client_ids(&s).len(), 2, "no client removed while an authorization does not read");
         // Once the damaged record is gone, the unused clients go as usual.
         s.write(|tx| tx.remove_record(Ns::TokenFamily, "fam_damaged")).unwrap();
         assert_eq!(s.write(|tx| purge_tx(tx, at(NOW).at())).unwrap().clients, 2);
-        assert_eq!(clients(&s), 0);
+        assert_eq!(client_ids(&s).len(), 0);
     }
 
     #[test]

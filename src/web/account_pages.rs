@@ -18,6 +18,7 @@ pub fn next_query(next: &str) -> String {
 }
 
 /// What the sign-in page shows.
+#[derive(Default)]
 pub struct SigninPage<'a> {
     /// CSRF token of the password form.
     pub csrf_password: &'a str,
@@ -76,7 +77,6 @@ pub fn signin(ui: &Ui, p: &SigninPage<'_>) -> Markup {
     html! {
         @if let Some(csrf) = p.signed_in {
             p.notice { (ui.signed_in) " " a href=(p.next) { (ui.continue_link) } }
-            // The sign-out form: a POST with a CSRF token bound to the session.
             (button_form("/signout", csrf, ui.signout_button, false))
         }
         p { (ui.signin_intro) }

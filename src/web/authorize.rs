@@ -3,21 +3,13 @@
 //! /oauth/authorize` (Allow/Deny, CSRF token) answers the client.
 //!
 //! The authorization server ([`crate::oauth::authorize`]) validates the request and
-//! issues the code; this page adds the person. Until client_id and redirect_uri are
-//! trusted, a refusal is a page here (never a redirect to an unchecked URI). After that,
-//! refusals go back to the client (`error`, `state`, `iss`) only when someone is signed
-//! in; before anyone signed in every refusal is a page, so that the holder never sends a
-//! browser to a registered URI for a mere link (an open redirect for whoever registers a
-//! client). A valid request with nobody signed in → 303 to `/signin?next=<this
-//! request>`; a buyer account may authorize only `/mcp/buyer` and a seller account only
-//! `/mcp/seller` (otherwise a 403 page with a link back to the client). The Allow form is
-//! single-use: posting it again mints no second code ([`authorize::allow`]).
-//!
-//! The page is in the browser's language (`Accept-Language`, else the holder's default,
-//! like the sign-in page it comes from). Its CSP leaves out `form-action`
-//! because the Allow answer redirects to the client's own URI ([`super::security_headers`]).
+//! issues the code (see its module docs for the order of checks); this page adds the
+//! person. Refusals go back to the client only when someone is signed in: before that
+//! every refusal is a page, so that the holder never sends a browser to a registered URI
+//! for a mere link (an open redirect for whoever registers a client). Nobody signed in →
+//! 303 to `/signin?next=<this request>`; a wrong-role account → a 403 page.
 
-use super::i18n::{request_lang, ui, AuthorizeText, Ui};
+use super::i18n::AuthorizeText;
 use super::{now_unix, page, pages, Page};
 use crate::base::Base;
 use crate::crypto::token_hash;
@@ -34,18 +26,15 @@ use axum::Router;
 use maud::{html, Markup};
 use std::sync::Arc;
 
-/// CSRF purpose of the consent form.
 const CSRF_PURPOSE: &str = "oauth-authorize";
 
-/// Who is signed in on the holder's pages: `(account id, role)` from the request's
-/// cookies. [`Sessions`] is the accounts service's answer; tests sign people in with
-/// their own.
+/// Who is signed in on the holder's pages; tests sign people in with their own.
 pub(super) trait People: Send + Sync + 'static {
     /// The signed-in account's id and role (`"buyer"` | `"seller"`), if any.
     fn current(&self, base: &Base, headers: &HeaderMap) -> Option<(String, String)>;
 }
 
-/// The accounts service's sessions ([`crate::accounts::current`] of the session cookies).
+/// The accounts service's sessions.
 pub(super) struct Sessions;
 
 impl People for Sessions {
@@ -54,7 +43,6 @@ impl People for Sessions {
     }
 }
 
-/// The page's state.
 struct Ctx {
     app: AppState,
     server: Arc<Server>,
@@ -67,12 +55,6 @@ type Shared = Arc<Ctx>;
 pub(super) fn routes(app: AppState, server: Arc<Server>, people: Arc<dyn People>) -> Router {
     let ctx = Arc::new(Ctx { app, server, people });
     Router::new().route("/oauth/authorize", get(consent_page).post(decide)).with_state(ctx)
-}
-
-/// The page's strings: the browser's language (`Accept-Language`), else the holder's
-/// default.
-fn texts(ctx: &Ctx, headers: &HeaderMap) -> &'static Ui {
-    ui(request_lang(headers, &ctx.app.base.settings().default_language))
 }
 
 /// 303 to `target`, or 400 when it cannot be a `Location`.
@@ -91,7 +73,7 @@ fn to_client(url: &str) -> Response {
 /// The answer to a refused request; `signed_in`: whether someone is signed in (only
 /// then may a refusal go back to the client).
 fn refusal(ctx: &Ctx, headers: &HeaderMap, r: Refusal, signed_in: bool) -> Response {
-    let u = texts(ctx, headers);
+    let u = super::browser_ui(&ctx.app, headers);
     let t = u.authorize;
     match r {
         Refusal::Page(why) => page(&ctx.app, u, StatusCode::BAD_REQUEST, t.error_title, pages::message(&why, true)),
@@ -127,7 +109,7 @@ fn person(ctx: &Ctx, headers: &HeaderMap, p: &Params, r: &AuthzRequest) -> Resul
         if denied == Denied::MissingCredentials {
             return Err(signin(p));
         }
-        let u = texts(ctx, headers);
+        let u = super::browser_ui(&ctx.app, headers);
         let t = u.authorize;
         let why = if r.resource == Resource::Buyer { t.wrong_role_buyer } else { t.wrong_role_seller };
         let (to, state) = (&r.redirect_uri, r.state.as_deref());
@@ -171,7 +153,7 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
     let p = Params::parse(query.unwrap_or_default().as_bytes());
     let (r, account_id) = checked(&ctx, &headers, &p).await?;
     let csrf = ctx.app.base.keys().csrf_token(CSRF_PURPOSE, &binding(&r, &account_id), now_unix(&ctx.app));
-    let u = texts(&ctx, &headers);
+    let u = super::browser_ui(&ctx.app, &headers);
     Ok(page(&ctx.app, u, StatusCode::OK, u.authorize.title, consent(&ctx, u.authorize, &p, &r, &csrf)))
 }
 
@@ -181,7 +163,7 @@ async fn consent_page(State(ctx): State<Shared>, headers: HeaderMap, RawQuery(qu
 async fn decide(State(ctx): State<Shared>, headers: HeaderMap, body: Bytes) -> Page {
     let p = Params::parse(&body);
     let (r, account_id) = checked(&ctx, &headers, &p).await?;
-    let u = texts(&ctx, &headers);
+    let u = super::browser_ui(&ctx.app, &headers);
     let t = u.authorize;
     let now = now_unix(&ctx.app);
     let csrf =

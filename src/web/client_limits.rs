@@ -1,13 +1,10 @@
 //! Per-client-address counters of the account pages (in memory, bounded).
 //!
 //! Failed password attempts and account e-mails are counted per client address
-//! ([`crate::net::ClientAddr`]: the socket's peer, or the client a trusted proxy names;
-//! IPv6 folded to its /64) in fixed one-minute windows. There is
-//! no site-wide ceiling: attempts from other addresses never block a client. The map
-//! holds at most [`MAX_CLIENTS`] addresses; when full, counters of past windows are
-//! dropped first, then (if all are current) a quarter of the entries, arbitrary ones:
-//! a flood of fresh addresses costs amortised constant time per address. A request without a peer address (a
-//! router driven in-process, without `ConnectInfo`) counts under one shared key.
+//! ([`crate::net::ClientAddr`]) in fixed one-minute windows; no site-wide ceiling. The
+//! map holds at most [`MAX_CLIENTS`] addresses; when full, counters of past windows are
+//! dropped first, then a quarter of the entries (amortised constant time per address
+//! under a flood). A request without a peer address counts under one shared key.
 
 use std::collections::HashMap;
 

@@ -1,9 +1,6 @@
 //! The cookies of the pages, read and written here and nowhere else: the session cookie
-//! (`isto_session`, whose values the accounts service looks up as
-//! [`SessionTokens`]; set after a sign-in, cleared at sign-out) and the pre-session
-//! cookie of the sign-in and sign-up forms ([`PreSession`]). Parsing follows RFC 6265
-//! §5.4 loosely: every `Cookie` header, `;`-separated `name=value` pairs, a quoted value
-//! unquoted.
+//! (its values looked up as [`SessionTokens`]) and the pre-session cookie of the
+//! sign-in and sign-up forms ([`PreSession`]). Parsing follows RFC 6265 §5.4 loosely.
 
 use crate::accounts::{self, SessionTokens, Signed, SESSION_TTL_SECS};
 use crate::base::Base;
@@ -13,8 +10,7 @@ use axum::response::Response;
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "isto_session";
 
-/// The `name=value` pairs of every `Cookie` header of the request, each pair trimmed
-/// (name and value as they stand around the first `=`).
+/// The `name=value` pairs of every `Cookie` header of the request, each pair trimmed.
 fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
         .get_all(header::COOKIE)
@@ -30,16 +26,14 @@ pub(super) fn session_tokens(headers: &HeaderMap) -> SessionTokens {
     SessionTokens::new(values.map(|(_, value)| value.trim().trim_matches('"').to_owned()))
 }
 
-/// The request's valid session ([`accounts::signed_in`] of its session cookies). Reads
-/// the store.
+/// The request's valid session ([`accounts::signed_in`]). Reads the store.
 pub(super) fn signed_in(base: &Base, headers: &HeaderMap) -> Option<Signed> {
     accounts::signed_in(base, &session_tokens(headers))
 }
 
-/// The signed-in account `(id, role)` of the request ([`accounts::current`] of its
-/// session cookies). Reads the store.
+/// The signed-in account `(id, role)` of the request ([`signed_in`]). Reads the store.
 pub(super) fn current(base: &Base, headers: &HeaderMap) -> Option<(String, String)> {
-    accounts::current(base, &session_tokens(headers))
+    signed_in(base, headers).map(|s| (s.account.id, s.account.role))
 }
 
 /// A `Set-Cookie` value of the pages' cookies: `name=value`, `Path=/`, `Max-Age`
@@ -67,8 +61,7 @@ const PRE_SESSION_COOKIE_HTTP: &str = "isto_pre";
 const PRE_SESSION_TTL_SECS: i64 = 7200;
 
 /// The pre-session cookie of the sign-in and sign-up forms: their CSRF tokens are bound
-/// to the hash of its random value, so that only the browser that fetched the form can
-/// post it.
+/// to the hash of its random value, so only the browser that fetched a form can post it.
 pub(super) struct PreSession {
     /// What the forms' CSRF tokens are bound to (`token_hash("pre-session", value)`).
     pub(super) binding: String,

@@ -1,21 +1,17 @@
 //! The sellers' demand heat map (PROTOCOL.md §1 "seller pages", §5):
 //! `GET /seller/demand?category=vehicles[&buyBy=3m]`.
 //!
-//! For signed-in sellers only (role `seller`): without a session, 303 to
-//! `/signin?next=/seller/demand?category=…`; any other role gets 403. An unknown category
-//! is a 404 listing the known ones.
+//! For signed-in sellers only: without a session, 303 to the sign-in page; any other
+//! role gets 403. An unknown category is a 404 listing the known ones.
 //!
-//! One section per buy-by band (all five, or only `buyBy`'s): a server-rendered inline
-//! SVG grid of regions (rows) × budget bands (columns), colour intensity by the number of
-//! active intents, withheld cells (fewer than k) hatched grey and labelled "withheld";
-//! then the same numbers as an accessible table. The cells are exactly the cells of the
-//! `intent_demand_summary` tool ([`crate::demand::heat_map`]), withheld the same way, so
-//! the page reveals nothing the tool does not. No JavaScript; the SVG uses presentation
-//! attributes only (the CSP has no inline styles).
-//!
-//! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
+//! One section per buy-by band: an inline SVG grid of regions × budget bands, colour
+//! intensity by the number of active intents, withheld cells (fewer than k) hatched
+//! grey; then the same numbers as an accessible table. The cells are exactly those of
+//! the `intent_demand_summary` tool ([`crate::demand::heat_map`]), so the page reveals
+//! nothing the tool does not. The SVG uses presentation attributes only (the CSP has no
+//! inline styles).
 
-use super::i18n::{ui, DemandText};
+use super::i18n::DemandText;
 use super::{call, fail_page, page, page_access, pages, Shared};
 use crate::base::ServiceError;
 use crate::demand::{HeatMap, BUY_BY_BANDS, NONE};
@@ -47,7 +43,6 @@ struct Query {
     buy_by: String,
 }
 
-/// What the session allows.
 enum Access {
     SignIn,
     Forbidden,
@@ -57,8 +52,8 @@ enum Access {
 
 /// `GET /seller/demand?category=…[&buyBy=…]`.
 async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
-    let lang = super::browser_lang(&h, &headers);
-    let (ui, t) = (ui(lang), ui(lang).demand);
+    let ui = super::browser_ui(&h, &headers);
+    let (lang, t) = (ui.lang, ui.demand);
     let query: Query = q.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
     let category = CATEGORIES.iter().find(|c| c.key == query.category || query.category.is_empty()).map(|c| c.key);
     let buy_by = BUY_BY_BANDS.iter().position(|b| *b == query.buy_by);

@@ -96,8 +96,8 @@ pub(super) async fn consent_submit(
     })
 }
 
-/// The 429 page of a used-up consent quota (issue 9 point 3), with `Retry-After`: the
-/// rule in the page's language, and when to try again (minutes, and the time in UTC).
+/// The 429 page of a used-up consent quota, with `Retry-After`: the rule, and when to try
+/// again (minutes, and the time in UTC).
 pub(super) fn throttled_page(h: &Shared, ui: &'static Ui, e: &crate::base::quota::Exceeded) -> Response {
     use crate::base::quota::Rule;
     let why = match e.rule {
@@ -151,9 +151,8 @@ pub(super) fn confirm_state_page(h: &AppState, ui: &Ui, intent: &Intent, token: 
     }
 }
 
-/// The page of an active intent behind a used confirmation token (after confirming, or
-/// the link opened again): only its outcome — `text` with the statement and where the
-/// person manages the request now —, no form and no CSRF token (a used link may have
+/// The page of an active intent behind a used confirmation token: only `text` with the
+/// statement and the way forward, no form and no CSRF token (a used link may have
 /// leaked).
 pub(super) fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &str) -> Response {
     let body = maud::html! {
@@ -163,8 +162,7 @@ pub(super) fn used_confirm_page(h: &AppState, ui: &Ui, intent: &Intent, text: &s
     page(h, ui, StatusCode::OK, ui.active_title, body)
 }
 
-/// Whether a page's query says that the cadence was just saved (`saved=cadence`, the
-/// redirect after the cadence POST; a GET that only shows a notice).
+/// Whether a page's query says that the cadence was just saved (`saved=cadence`).
 pub(super) fn cadence_saved(query: Option<&str>) -> bool {
     query.is_some_and(|q| q.split('&').any(|p| p == "saved=cadence"))
 }
@@ -194,8 +192,7 @@ pub(super) async fn confirm_submit(State(h): State<Shared>, Path(token): Path<St
     })
 }
 
-/// `GET /confirm/{token}/done`: "your request is active" (only the outcome, as every
-/// page of a used confirmation link).
+/// `GET /confirm/{token}/done`: "your request is active" (only the outcome).
 pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<String>) -> Page {
     let intent = by_token(&h, "confirm_view", &token, |x, t| x.intents.confirm_view(t)).await?;
     let ui = intent_ui(&h, &intent);
@@ -209,9 +206,8 @@ pub(super) async fn confirm_done(State(h): State<Shared>, Path(token): Path<Stri
 // ---------------------------------------------------------------------------
 // results and withdrawal (manage token; PROTOCOL.md §4.4)
 
-/// `GET /results/{token}`: the intent, the delivery cadence form (issue 13 point 2;
-/// `?saved=cadence` after a save shows the notice, `?sent=cadence` after a change that
-/// waits for its confirmation by e-mail says so), its deliveries and the withdraw link.
+/// `GET /results/{token}`: the intent, the delivery cadence form (`?saved=cadence` and
+/// `?sent=cadence` show their notices), its deliveries and the withdraw link.
 pub(super) async fn results_page(
     State(h): State<Shared>,
     Path(token): Path<String>,
@@ -259,8 +255,7 @@ pub(super) async fn withdraw_page(State(h): State<Shared>, Path(token): Path<Str
     Ok(withdraw_state_page(&h, ui, &intent, &token))
 }
 
-/// `POST /withdraw/{token}` (csrf): [`Holder::withdraw_by_manage`]; 303 to
-/// `/withdraw/{token}/done`.
+/// `POST /withdraw/{token}` (csrf): withdraws; 303 to `/withdraw/{token}/done`.
 pub(super) async fn withdraw_submit(State(h): State<Shared>, Path(token): Path<String>, body: Bytes) -> Page {
     let form = FormFields::parse(&body);
     let (_, ui) = managed(&h, &token).await?;

@@ -1,17 +1,8 @@
-//! The delivery cadence behind a results link (issue 13 point 2), which a stranger may
-//! hold (scanners and shared inboxes publish links):
-//!
-//! * `POST /results/{token}/cadence` (csrf, cadence): the change is made at once for the
-//!   person signed in (the intent's owner, or an account of the same mailbox); for
-//!   anyone else an e-mail goes to the intent's address and nothing changes yet: 303 to
-//!   `/results/{token}?sent=cadence`.
-//! * `GET /results/{token}/cadence/{cadence}?k=PROOF`: the page of that e-mail's link, a
-//!   button (a GET never changes anything).
-//! * `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change;
-//!   303 to `/results/{token}?saved=cadence`.
-//!
-//! Stopping mail entirely stays one click: the withdraw page and the RFC 8058
-//! unsubscribe are not gated.
+//! The delivery cadence behind a results link, which a stranger may hold (scanners and
+//! shared inboxes publish links): the change is made at once for the person signed in (the intent's owner, or an
+//! account of the same mailbox); for anyone else an e-mail goes to the intent's address,
+//! whose link makes it. Stopping mail entirely stays one click: the withdraw page and the
+//! RFC 8058 unsubscribe are not gated.
 
 use super::intent_pages::throttled_page;
 use super::{call, csrf_ok, csrf_page, fail_page, managed, page, pages, Fail, FormFields, Page, Shared, CSRF_CADENCE};
@@ -22,13 +13,11 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
-/// `POST /results/{token}/cadence` (csrf, cadence): the token (404), the CSRF token of
-/// purpose `cadence` bound to it (403), the intent not ended (410), the `cadence` field
-/// one of `as_they_come`, `daily`, `weekly`, `pause` (400, a page naming the field;
-/// nothing changed); then [`crate::intents::Intents::request_cadence_by_manage`] with
-/// the signed-in account: 303 to `?saved=cadence` when made, to `?sent=cadence` when
-/// it waits for the person's confirmation by e-mail; 429 when that e-mail's quota is
-/// used up.
+/// `POST /results/{token}/cadence` (csrf, cadence): checks the token (404), the CSRF
+/// token (403), that the intent has not ended (410) and the `cadence` field (400, nothing
+/// changed); then [`crate::intents::Intents::request_cadence_by_manage`]: 303 to
+/// `?saved=cadence` when made, to `?sent=cadence` when it waits for the e-mail; 429 when
+/// that e-mail's quota is used up.
 pub(super) async fn results_cadence(
     State(h): State<Shared>,
     Path(token): Path<String>,
@@ -70,9 +59,7 @@ fn proof_of(query: Option<&str>) -> String {
 
 /// The intent behind a results link, its page language and the cadence a cadence
 /// e-mail asked for (`value`), when `proof` is that e-mail's and the intent has not
-/// ended. `Err` is the response: the error page of an unknown token; 403 with the way
-/// forward for a forged or expired proof (or an unknown cadence); 410 once the intent
-/// has ended.
+/// ended. `Err` is the response: 404, 403 for a forged or expired proof, or 410.
 async fn mailed_cadence(
     h: &Shared,
     token: &str,
@@ -103,9 +90,8 @@ pub(super) async fn cadence_mail_page(
     Ok(page(&h, ui, StatusCode::OK, ui.links.cadence_confirm_title, body))
 }
 
-/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof, checked by
-/// [`mailed_cadence`]): the change ([`crate::intents::Intents::set_cadence_by_manage`]);
-/// 303 to `/results/{token}?saved=cadence`; 410 once the intent has ended.
+/// `POST /results/{token}/cadence/{cadence}` (csrf = the e-mail's proof): the change
+/// ([`crate::intents::Intents::set_cadence_by_manage`]); 303 to `?saved=cadence`.
 pub(super) async fn cadence_mail_submit(
     State(h): State<Shared>,
     Path((token, value)): Path<(String, String)>,

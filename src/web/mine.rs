@@ -7,8 +7,8 @@
 //! * `GET /me/intents/{id}`: one intent and its delivered offers (owner only; any other
 //!   id is the same 404).
 //! * `POST /me/intents/{id}/withdraw` (csrf): withdraws at once; 303 to `/me`.
-//! * `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence (issue 13
-//!   point 2); 303 to `/me/intents/{id}?saved=cadence`.
+//! * `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence; 303 to
+//!   `/me/intents/{id}?saved=cadence`.
 //! * `POST /me/intents/{id}/renew` (csrf): creates a pending renewal (+ the holder's
 //!   default validity, capped at its maximum); 303 to `/renew/{token}`.
 //! * `GET /renew/{token}`: the intent and the new validUntil with a Confirm button; never
@@ -17,10 +17,8 @@
 //!   comes back here): the renewal URL that an agent received is not enough to renew.
 //!
 //! Forms carry CSRF tokens bound to the account and the intent (or the renewal token).
-//! Pages are in the browser's language (`Accept-Language`: sk, cs or en), else the
-//! holder's default; they show only the public intent view.
 
-use super::i18n::{ui, MineText, Ui};
+use super::i18n::{MineText, Ui};
 use super::{call, csrf_ok, csrf_page, fail_page, now_unix, page, page_access, pages, Fail, FormFields, Page, Shared};
 use crate::base::ServiceError;
 use crate::policy::Action;
@@ -55,10 +53,9 @@ pub(super) fn routes(holder: AppState) -> Router {
 // ---------------------------------------------------------------------------
 // plumbing
 
-/// The page's strings: the browser's language (`Accept-Language`), else the holder's
-/// default.
+/// The page's strings, in the browser's language.
 fn texts(h: &AppState, headers: &HeaderMap) -> (&'static Ui, &'static MineText) {
-    let ui = ui(super::browser_lang(h, headers));
+    let ui = super::browser_ui(h, headers);
     (ui, ui.mine)
 }
 
@@ -126,15 +123,10 @@ fn refused(h: &AppState, ui: &Ui, text: &str) -> Response {
     page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(text, true))
 }
 
-/// Whether the Renew button makes sense for an intent in this state.
-fn renewable(i: &Intent) -> bool {
-    matches!(i.status, Status::Active | Status::Expired)
-}
-
 /// The Withdraw and Renew buttons of an intent.
 fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Markup {
     html! {
-        @if renewable(i) {
+        @if matches!(i.status, Status::Active | Status::Expired) {
             form method="post" action=(format!("/me/intents/{}/renew", i.id)) {
                 input type="hidden" name="csrf" value=(csrf(h, CSRF_ME_RENEW, account, &i.id));
                 button type="submit" { (m.renew_button) }
@@ -147,10 +139,6 @@ fn actions(h: &AppState, ui: &Ui, m: &MineText, account: &str, i: &Intent) -> Ma
             }
         }
     }
-}
-
-fn match_count(i: &Intent) -> u64 {
-    i.extensions.get("matchCount").and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -180,7 +168,7 @@ async fn me_page(State(h): State<Shared>, headers: HeaderMap) -> Page {
                         }
                         td { (ui.status_name(i.status)) }
                         td { (pages::date(ui, &i.valid_until)) }
-                        td { (match_count(i)) }
+                        td { (i.extensions.get("matchCount").and_then(serde_json::Value::as_u64).unwrap_or(0)) }
                         td { (actions(&h, ui, m, &account, i)) }
                     }
                 }
@@ -239,10 +227,8 @@ async fn withdraw_submit(State(h): State<Shared>, Path(id): Path<String>, header
     })
 }
 
-/// `POST /me/intents/{id}/cadence` (csrf, cadence): the delivery cadence (issue 13
-/// point 2; the same rules as the results page's form): 303 to the intent's page with
-/// `?saved=cadence`; 400 naming the field for an unknown value; nothing changed on a
-/// refusal.
+/// `POST /me/intents/{id}/cadence` (csrf, cadence): as the results page's form; 303 to
+/// the intent's page with `?saved=cadence`; 400 naming the field for an unknown value.
 async fn cadence_submit(State(h): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Page {
     let (ui, _) = texts(&h, &headers);
     let form = FormFields::parse(&body);

@@ -1,10 +1,8 @@
 //! Every HTML page of the holder (PROTOCOL.md §1 "Web pages", §4, §7): the home page,
-//! the 404 page of an address that is no page and the one stylesheet (here); the pages of
-//! an intent's links ([`intent_pages`]: consent, e-mail confirmation, results, withdraw,
-//! the RFC 8058 one-click unsubscribe); the account pages ([`accounts`]), the OAuth
-//! authorization page ([`authorize`]), the signed-in buyer's pages (`mine`) and the
-//! sellers' pages; and the HTTP side of the authorization server ([`oauth`]) and of the
-//! sessions ([`cookies`]).
+//! the 404 page and the stylesheet (here); the pages of an intent's links
+//! ([`intent_pages`]); the account pages ([`accounts`]), the OAuth authorization page
+//! ([`authorize`]), the signed-in buyer's pages (`mine`) and the sellers' pages; and the
+//! HTTP side of the authorization server ([`oauth`]) and of the sessions ([`cookies`]).
 //!
 //! One web layer: one layout ([`pages::layout`]), one table of texts and one language
 //! negotiation ([`i18n`]), one security-header layer ([`security_headers`], applied
@@ -13,14 +11,12 @@
 //!
 //! Server-rendered with maud, no JavaScript. A GET never changes state (mail scanners
 //! follow links); every state change is a POST carrying a CSRF token bound to the
-//! form's purpose and the page's URL token — except the one-click unsubscribe POST,
-//! which mail clients send without one (the unguessable token is the authority).
+//! form's purpose and the page's URL token — except the one-click unsubscribe POST
+//! (the unguessable token is the authority).
 //!
-//! Privacy: pages show only the public [`crate::protocol::Intent`] view (never contact
-//! data or a hidden limit's value) and no token other than the page's own. Responses
-//! carry `Cache-Control: no-store`, `Referrer-Policy: no-referrer` (tokens are in the
-//! URLs), a strict CSP and `X-Frame-Options: DENY`. Errors are logged once, by
-//! operation name only: never a path, token, e-mail or form body.
+//! Privacy: pages show only the public [`crate::protocol::Intent`] view and no token
+//! other than the page's own. Errors are logged once, by operation name only: never a
+//! path, token, e-mail or form body.
 
 mod account_pages;
 #[cfg(test)]
@@ -91,22 +87,9 @@ const CSP: &str = "default-src 'none'; style-src 'self'; form-action 'self'; fra
 /// to the client's own URI.
 const CSP_AUTHORIZE: &str = "default-src 'none'; style-src 'self'; frame-ancestors 'none'";
 
-/// Routes of every page (PROTOCOL.md §1 "Web pages"):
-///
-/// `GET /`, `GET|POST /consent/{token}`, `GET /consent/{token}/sent`,
-/// `GET|POST /confirm/{token}`, `GET /confirm/{token}/done`, `GET /results/{token}`,
-/// `POST /results/{token}/cadence` and `GET|POST /results/{token}/cadence/{cadence}`
-/// (the delivery cadence, confirmed by e-mail unless signed in: [`links`]),
-/// `GET|POST /withdraw/{token}`, `GET /withdraw/{token}/done`,
-/// `GET|POST /unsubscribe/{token}` (POST = RFC 8058 one-click, no CSRF),
-/// `GET /assets/style.css`, the well-known files ([`wellknown`]), the signed-in buyer's
-/// and the sellers' pages, the account pages ([`accounts`]) and
-/// `GET|POST /oauth/authorize` ([`authorize`], over the authorization server
-/// `oauth`, which [`oauth::routes`] shares for its token endpoint).
-///
+/// Routes of every page (PROTOCOL.md §1 "Web pages"; each handler documents its own).
 /// Every page gets the body limit and [`security_headers`]; the stylesheet and the
-/// well-known files do not. Any request that matches no route goes to
-/// [`unknown_path`] (the 404 page, or the plain 404 of the machine endpoints' spaces).
+/// well-known files do not. Any request that matches no route goes to [`unknown_path`].
 pub fn routes(holder: AppState, oauth: Arc<crate::oauth::Server>) -> Router {
     pages_with(holder, oauth, Arc::new(authorize::Sessions))
 }
@@ -268,8 +251,7 @@ impl PageError for ServiceError {
     }
 }
 
-/// The sellers' list reads a profile and the open intents after the session was
-/// checked: any failure is the holder's.
+/// After the session was checked, any failure of the sellers' list is the holder's.
 impl PageError for crate::sellers::SellerError {
     fn fail(&self) -> Fail {
         Fail::Internal
@@ -285,9 +267,8 @@ impl PageError for AccountError {
     }
 }
 
-/// Runs a blocking service operation (store I/O) off the async threads, for every page.
-/// Failures are logged here, once, by operation name only (internal ones as errors,
-/// refusals in the intent's state as warnings; bad input is the person's and is not
+/// Runs a blocking service operation off the async threads, for every page. Failures
+/// are logged here, once, by operation name only (bad input is the person's and is not
 /// logged).
 async fn call<T, E, F>(h: &Shared, op: &'static str, f: F) -> Result<T, Fail>
 where
@@ -317,7 +298,7 @@ where
 }
 
 /// The signed-in account's id when the access policy lets its session do `action`
-/// (`accounts::current` reads the session: one short store read).
+/// (one short store read).
 fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<String, Denied> {
     let current = cookies::current(&h.base, headers);
     policy::authorize(&Credential::session(current.as_ref()), action, policy::no_lookup)
@@ -325,15 +306,10 @@ fn page_access(h: &AppState, headers: &HeaderMap, action: Action<'_>) -> Result<
         .map(|p| p.account_id().unwrap_or_default().to_owned())
 }
 
-/// The holder's default page language (for pages without an intent).
-fn default_ui(h: &AppState) -> &'static Ui {
-    ui(page_lang(None, &h.base.settings().default_language))
-}
-
-/// The page language of a page not about an intent: the browser's (`Accept-Language`,
-/// [`i18n::request_lang`]), else the holder's default.
-fn browser_lang(h: &AppState, headers: &HeaderMap) -> &'static str {
-    i18n::request_lang(headers, &h.base.settings().default_language)
+/// The texts of a page not about an intent: in the browser's language
+/// ([`i18n::request_lang`]), else the holder's default.
+fn browser_ui(h: &AppState, headers: &HeaderMap) -> &'static Ui {
+    ui(i18n::request_lang(headers, &h.base.settings().default_language))
 }
 
 /// The intent behind a results, withdraw or unsubscribe link (its `manage` token) and the
@@ -354,7 +330,8 @@ where
     F: FnOnce(&AppState, &str) -> Result<T, ServiceError> + Send + 'static,
 {
     let t = token.to_owned();
-    call(h, op, move |x| f(x, &t)).await.map_err(|fail| fail_page(h, default_ui(h), fail))
+    let default_ui = ui(page_lang(None, &h.base.settings().default_language));
+    call(h, op, move |x| f(x, &t)).await.map_err(|fail| fail_page(h, default_ui, fail))
 }
 
 /// The page language of an intent.
@@ -366,26 +343,21 @@ fn intent_ui(h: &AppState, intent: &Intent) -> &'static Ui {
 fn fail_page(h: &AppState, ui: &Ui, fail: Fail) -> Response {
     match fail {
         Fail::NotFound => {
-            let body = maud::html! {
-                (pages::message_link(ui.not_found_body, false, "/", ui.home_link))
-                (pages::way_forward(ui))
-            };
-            page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, body)
+            let text = pages::message_link(ui.not_found_body, false, "/", ui.home_link);
+            forward_page(h, ui, StatusCode::NOT_FOUND, ui.not_found_title, text)
         }
         Fail::Input => page(h, ui, StatusCode::BAD_REQUEST, ui.error_title, pages::message(ui.email_invalid, true)),
         Fail::State => page(h, ui, StatusCode::CONFLICT, ui.closed_title, pages::message(ui.closed_body, false)),
-        Fail::PersonCap(limit) => person_cap_page(h, ui, limit),
+        // The person already holds `limit` active intents (PROTOCOL.md §3 "Limits"): how
+        // many, and the way out (withdraw one).
+        Fail::PersonCap(limit) => {
+            let body = ui.person_cap_body.replace("{n}", &limit.to_string());
+            page(h, ui, StatusCode::CONFLICT, ui.person_cap_title, pages::message(&body, false))
+        }
         Fail::Internal => {
             page(h, ui, StatusCode::INTERNAL_SERVER_ERROR, ui.error_title, pages::message(ui.error_body, true))
         }
     }
-}
-
-/// 409: the person already holds `limit` active intents (PROTOCOL.md §3 "Limits"):
-/// how many, and the way out (withdraw one). It names no address and no intent.
-fn person_cap_page(h: &AppState, ui: &Ui, limit: u32) -> Response {
-    let body = ui.person_cap_body.replace("{n}", &limit.to_string());
-    page(h, ui, StatusCode::CONFLICT, ui.person_cap_title, pages::message(&body, false))
 }
 
 /// 403: the CSRF token is missing, forged or older than two hours.
@@ -393,23 +365,22 @@ fn csrf_page(h: &AppState, ui: &Ui) -> Response {
     page(h, ui, StatusCode::FORBIDDEN, ui.csrf_title, pages::message(ui.csrf_body, true))
 }
 
-/// 410: expired or withdrawn, with the way forward ([`pages::way_forward`]).
+/// A page of a link that has ended or was used: `text`, then the way forward
+/// ([`pages::way_forward`]).
+fn forward_page(h: &AppState, ui: &Ui, status: StatusCode, title: &str, text: Markup) -> Response {
+    page(h, ui, status, title, maud::html! { (text) (pages::way_forward(ui)) })
+}
+
+/// 410: expired or withdrawn, with the way forward.
 fn closed_page(h: &AppState, ui: &Ui, intent: &Intent) -> Response {
-    let body = maud::html! {
-        (pages::message_with_statement(ui, ui.closed_body, intent))
-        (pages::way_forward(ui))
-    };
-    page(h, ui, StatusCode::GONE, ui.closed_title, body)
+    let text = pages::message_with_statement(ui, ui.closed_body, intent);
+    forward_page(h, ui, StatusCode::GONE, ui.closed_title, text)
 }
 
 /// 409: consent was already given on this link (first come, seed §5.3), with the way
 /// forward.
 fn taken_page(h: &AppState, ui: &Ui) -> Response {
-    let body = maud::html! {
-        (pages::message(ui.taken_body, false))
-        (pages::way_forward(ui))
-    };
-    page(h, ui, StatusCode::CONFLICT, ui.taken_title, body)
+    forward_page(h, ui, StatusCode::CONFLICT, ui.taken_title, pages::message(ui.taken_body, false))
 }
 
 fn now_unix(h: &AppState) -> i64 {
@@ -420,9 +391,10 @@ fn csrf_ok(h: &AppState, token: &str, purpose: &str, binding: &str) -> bool {
     h.base.keys().csrf_valid(token, purpose, binding, now_unix(h))
 }
 
-/// The fields of the pages' forms; missing fields are empty (and then fail the CSRF or
-/// accept check), so a malformed body is answered by the same pages.
-#[derive(Debug, Default, Deserialize)]
+/// The fields of every page's form; missing fields are empty (and then fail the CSRF or
+/// accept check), so a malformed body is answered by the same pages. No `Debug`: it
+/// holds passwords.
+#[derive(Default, Deserialize)]
 #[serde(default)]
 struct FormFields {
     /// The CSRF token (or a cadence e-mail's proof).
@@ -432,6 +404,10 @@ struct FormFields {
     lang: String,
     /// The cadence forms' choice: one of the [`crate::records::Cadence`] keys.
     cadence: String,
+    password: String,
+    current: String,
+    repeat: String,
+    next: String,
 }
 
 impl FormFields {
@@ -445,14 +421,12 @@ impl FormFields {
 
 /// The language of a page not about an intent whose query may choose it: `?lang=`
 /// when it names one of [`i18n::LANGUAGES`] ([`i18n::query_lang`], the language switcher),
-/// else [`browser_lang`].
+/// else [`browser_ui`]'s.
 fn chosen_lang(h: &AppState, headers: &HeaderMap, query: Option<&str>) -> &'static str {
-    i18n::query_lang(query).unwrap_or_else(|| browser_lang(h, headers))
+    i18n::query_lang(query).unwrap_or_else(|| browser_ui(h, headers).lang)
 }
 
-/// `GET /` (issue 13 point 4): what this holder is, links to sign in, sign up and "my
-/// intents", the MCP endpoint (`public_url` + `/mcp`) for assistants, in the language
-/// of [`chosen_lang`] with a switcher (`/?lang=sk|cs|en`; a GET that only chooses).
+/// `GET /`: the home page ([`pages::home`]) in the language of [`chosen_lang`].
 async fn home(State(h): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let ui = ui(chosen_lang(&h, &headers, query.as_deref()));
     let mcp = format!("{}/mcp", h.base.settings().public_url.base);
@@ -471,9 +445,8 @@ fn machine_path(path: &str) -> bool {
             .any(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
 }
 
-/// Any request that matched no route: for a page address the 404 page in the one layout
-/// and the [`chosen_lang`] language (what happened, a link home) with the pages'
-/// headers; for [`machine_path`]s the plain empty 404 they always had.
+/// Any request that matched no route: for a page address the 404 page with the pages'
+/// headers; for [`machine_path`]s the plain empty 404.
 async fn unknown_path(State(h): State<Shared>, uri: axum::http::Uri, headers: HeaderMap) -> Response {
     if machine_path(uri.path()) {
         return StatusCode::NOT_FOUND.into_response();

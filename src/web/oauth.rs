@@ -2,10 +2,6 @@
 //! their CORS and body limit, and the one conversion of an [`OAuthError`] into a
 //! response — used here and by the MCP endpoints' bearer gate (`crate::mcp::service`).
 //! The consent page `GET|POST /oauth/authorize` is [`super::authorize`]'s.
-//!
-//! The OAuth logic (RFC 8414, 9728, 7591, 6749, 7009) is the service's; this module reads
-//! the request (body bytes, the `Authorization` header's value, the client's address)
-//! and writes the answer (status, JSON, `Cache-Control: no-store`, challenges).
 
 use crate::net::ClientAddr;
 use crate::oauth::{self, Challenge, OAuthError, Resource, Server};
@@ -38,9 +34,9 @@ type Answer = Result<Response, OAuthError>;
 pub fn routes(ctx: Arc<Server>) -> Router {
     let api = Router::new()
         .route("/.well-known/oauth-authorization-server", get(authorization_server).options(preflight))
-        .route("/.well-known/oauth-protected-resource", get(buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(buyer_resource).options(preflight))
-        .route("/.well-known/oauth-protected-resource/mcp/seller", get(seller_resource).options(preflight))
+        .route("/.well-known/oauth-protected-resource", get(resource::<false>).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/buyer", get(resource::<false>).options(preflight))
+        .route("/.well-known/oauth-protected-resource/mcp/seller", get(resource::<true>).options(preflight))
         .route("/oauth/register", post(register).options(preflight))
         .route("/oauth/token", post(token).options(preflight))
         .route("/oauth/revoke", post(revoke).options(preflight))
@@ -55,9 +51,7 @@ pub fn routes(ctx: Arc<Server>) -> Router {
     api.layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(ctx)
 }
 
-/// An OAuth refusal as HTTP: the status, the JSON body, `Cache-Control: no-store`,
-/// `Pragma: no-cache` (not with a bearer challenge), the `WWW-Authenticate` challenge
-/// and `Retry-After`.
+/// An OAuth refusal as HTTP, as [`OAuthError`] describes it.
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let mut res = (self.status, Json(self.body())).into_response();
@@ -84,8 +78,7 @@ impl IntoResponse for OAuthError {
     }
 }
 
-/// The `Authorization` header's value, if the request has one in visible ASCII (one that
-/// is not reads as none: neither Basic credentials nor a bearer token).
+/// The `Authorization` header's value, if the request has one in visible ASCII.
 fn authorization(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())
 }
@@ -105,14 +98,9 @@ async fn authorization_server(State(ctx): State<Shared>) -> Response {
     cached_json(ctx.authorization_server_document())
 }
 
-/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`.
-async fn buyer_resource(State(ctx): State<Shared>) -> Response {
-    cached_json(ctx.resource_document(Resource::Buyer))
-}
-
-/// `GET /.well-known/oauth-protected-resource/mcp/seller`.
-async fn seller_resource(State(ctx): State<Shared>) -> Response {
-    cached_json(ctx.resource_document(Resource::Seller))
+/// `GET /.well-known/oauth-protected-resource[/mcp/buyer]`, or `…/mcp/seller` (`SELLER`).
+async fn resource<const SELLER: bool>(State(ctx): State<Shared>) -> Response {
+    cached_json(ctx.resource_document(if SELLER { Resource::Seller } else { Resource::Buyer }))
 }
 
 /// `POST /oauth/register` ([`oauth::register_client`]): `201` with the registration.

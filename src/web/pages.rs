@@ -1,9 +1,8 @@
 //! The page templates (maud): the layout and one function per page body.
 //!
-//! Templates get only what they may show: the public [`Intent`] view (never contact or
-//! the hidden limit's value, which it does not carry), the page's own URL token in form
-//! actions and links, and a CSRF token. No JavaScript, no inline styles (the CSP allows
-//! only the stylesheet at `/assets/style.css`).
+//! Templates get only what they may show: the public [`Intent`] view, the page's own URL
+//! token and a CSRF token. No JavaScript, no inline styles (the CSP allows only the
+//! stylesheet).
 
 use super::i18n::Ui;
 use crate::gazetteer::{region_name, AreaObject};
@@ -13,10 +12,9 @@ use crate::text::format_amount;
 use maud::{html, Markup, DOCTYPE};
 use serde_json::{Map, Value};
 
-/// The whole document around a page body, the one layout of every page: `lang`, the
-/// skip link, the header naming the holder (a link home), the versioned stylesheet,
-/// the title (`<title> – <holder>`, or the holder's name alone on the home page) as
-/// `h1`, then `body`. `index: false` adds `robots: noindex, nofollow`.
+/// The one layout of every page around `body`: the title is `<title> – <holder>` (the
+/// holder's name alone on the home page) and the `h1`; `index: false` adds `robots:
+/// noindex, nofollow`.
 pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup) -> Markup {
     let stylesheet = super::stylesheet_href();
     html! {
@@ -48,11 +46,8 @@ pub fn layout(ui: &Ui, holder_name: &str, title: &str, index: bool, body: Markup
     }
 }
 
-/// Home page body (issue 13 point 4): what the holder is, the links for people (sign
-/// in `/signin`, sign up `/signup`, "my intents" `/me`, which sends to sign-in first
-/// when needed), the MCP endpoint URL for assistants (as text to copy), and the
-/// language switcher (`/?lang=…` links, plain GETs that only choose the language; the
-/// current one is marked `aria-current`).
+/// Home page body: what the holder is, the links for people, the MCP endpoint URL for
+/// assistants (as text to copy), and the language switcher.
 pub fn home(ui: &Ui, mcp_url: &str) -> Markup {
     html! {
         p { (ui.home_intro) }
@@ -92,11 +87,8 @@ fn language_switcher(ui: &Ui) -> Markup {
 }
 
 /// A wide data table in its own scroll box, so that a phone-wide page never scrolls
-/// sideways (WCAG 2.1 SC 1.4.10: a data table may scroll in two dimensions): a
-/// `role="region"` named by the table's caption (`caption_id`), reachable with Tab
-/// (`tabindex="0"`, so that keyboard users can scroll it too). The table
-/// (`table.criteria`) has `caption`, one column header per `columns` and `rows` (the
-/// `tr`s of its body).
+/// sideways (WCAG 2.1 SC 1.4.10), reachable with Tab so keyboard users can scroll it:
+/// `caption` (id `caption_id`), one column header per `columns`, and `rows` (`tr`s).
 pub fn data_table(
     caption_id: &str,
     caption: Markup,
@@ -138,9 +130,8 @@ pub fn message_link(text: &str, alert: bool, href: &str, link: &str) -> Markup {
     }
 }
 
-/// The way forward from a link that has ended or was used (a consent or confirmation
-/// link): how to start again, with links to the home page (which says how) and to the
-/// signed-in person's requests.
+/// The way forward from a link that has ended or was used: how to start again, with
+/// links to the home page and to the signed-in person's requests.
 pub fn way_forward(ui: &Ui) -> Markup {
     html! {
         section.forward aria-labelledby="forward-heading" {
@@ -345,10 +336,8 @@ pub fn offer_list(ui: &Ui, deliveries: &[Delivery]) -> Markup {
     }
 }
 
-/// The delivery cadence form (issue 13 point 2): the current cadence in words, then a
-/// POST form to `action` (CSRF purpose `cadence`) with one radio button per
-/// [`Cadence`] (field `cadence`, the current one checked), what a pause means, and
-/// Save. After a save (`saved`) a status notice above it says what was chosen.
+/// The delivery cadence form: the current cadence, then a POST form with one radio
+/// button per [`Cadence`] (field `cadence`) and Save; after a save, a status notice.
 pub struct CadenceForm<'a> {
     /// Where the form posts (`/results/{token}/cadence`, `/confirm/{token}/cadence`).
     pub action: &'a str,
@@ -411,10 +400,8 @@ fn is_web_url(u: &str) -> bool {
     l.starts_with("https://") || l.starts_with("http://")
 }
 
-/// Why a delivered offer was sent (issue 13 point 3): the phrases in words of its
-/// `extensions.reasons` (written by `matching::explain::annotate`) joined by `; ` after
-/// "Why this offer:" in one paragraph (`p.why`); nothing when the delivery carries no
-/// words (only codes).
+/// Why a delivered offer was sent: the phrases of its `extensions.reasons` (written by
+/// `matching::explain::annotate`) in one paragraph; nothing without words.
 fn why(ui: &Ui, d: &Delivery) -> Markup {
     let reasons = d.extensions.get("reasonCodes").and_then(|_| d.extensions["reasons"].as_array());
     let words: Vec<&str> = reasons.map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();

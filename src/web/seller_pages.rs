@@ -1,19 +1,13 @@
 //! The sellers' list of open intents (PROTOCOL.md §1 "seller pages: open pseudonymous
 //! intents"): `GET /seller/intents`.
 //!
-//! For signed-in sellers only ([`crate::policy::Action::SellerPages`]: role `seller`,
-//! enabled: `accounts::current` reads the account on every request): without a session, 303 to
-//! `/signin?next=/seller/intents`; any other role gets 403. The list is exactly what
-//! the `intent_list_open_intents` tool gives the seller ([`sellers::open_intents`]):
-//! active pseudonymous intents in the seller's categories and regions, each under the
-//! seller's pseudonym for its buyer and the seller's own handle for the intent (what its
-//! agent gives as `inReplyTo`; never the intent id: PROTOCOL.md §2), with statement,
-//! criteria, area, visible budget and buy-by date — never contact data, a hidden limit
-//! or whether one is set.
-//!
-//! Language: the browser's `Accept-Language` (sk, cs or en), else the holder's default.
+//! For signed-in, enabled sellers only ([`crate::policy::Action::SellerPages`]): without
+//! a session, 303 to the sign-in page; any other role gets 403. The list is exactly what
+//! the `intent_list_open_intents` tool gives the seller ([`sellers::open_intents`]), each
+//! intent under the seller's own handle (never the intent id: PROTOCOL.md §2) — never
+//! contact data, a hidden limit or whether one is set.
 
-use super::i18n::{ui, SellerText, Ui};
+use super::i18n::{SellerText, Ui};
 use super::{call, fail_page, page, page_access, pages, Shared};
 use crate::policy::{Action, Denied};
 use crate::sellers::{self, OpenIntent, OpenQuery};
@@ -36,7 +30,6 @@ pub(super) fn routes() -> Router<Shared> {
 // ---------------------------------------------------------------------------
 // the handler
 
-/// What the session allows.
 enum Access {
     SignIn,
     Forbidden,
@@ -46,7 +39,7 @@ enum Access {
 
 /// `GET /seller/intents`.
 async fn intents_page(State(h): State<Shared>, headers: HeaderMap) -> Response {
-    let ui = ui(super::browser_lang(&h, &headers));
+    let ui = super::browser_ui(&h, &headers);
     let t = ui.sellers;
     let got = call(&h, "seller_intents", move |x| -> Result<Access, sellers::SellerError> {
         Ok(match page_access(x, &headers, Action::SellerPages) {

@@ -18,7 +18,7 @@
 //! `rates` are the value of one unit of each currency in the categories' currency (the
 //! holder's default currency); `authorizationServer` is the OAuth issuer, whose RFC 8414
 //! metadata is at `<issuer>/.well-known/oauth-authorization-server`. Public, cached for
-//! five minutes (`Cache-Control: public, max-age=300`); it holds nothing private.
+//! five minutes.
 
 use super::Shared;
 use crate::state::AppState;

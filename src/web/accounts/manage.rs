@@ -3,22 +3,16 @@
 
 use super::*;
 
-// ---------------------------------------------------------------------------
-// sign-out and password
-
 /// 303 to `/` deleting the session cookie.
-pub(super) fn signed_out(w: &Web, ui: &Ui) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&cookies::clear_cookie(&w.app.base)) else { return internal_page(w, ui) };
-    let mut res = Redirect::to("/").into_response();
-    res.headers_mut().append(header::SET_COOKIE, cookie);
-    res
+fn signed_out(w: &Web, ui: &Ui) -> Response {
+    redirect_with_cookie(w, ui, "/", &cookies::clear_cookie(&w.app.base))
 }
 
 /// `POST /signout` (csrf bound to the session): ends the session, deletes the cookie and
 /// 303s to `/`. Without a valid session it only deletes the cookie.
 pub(super) async fn signout(State(w): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return signed_out(&w, ui) };
     if !w.csrf_ok(&form.csrf, CSRF_SIGNOUT, &s.key) {
         return csrf_page(&w, ui);
@@ -32,11 +26,11 @@ pub(super) async fn signout(State(w): State<Shared>, headers: HeaderMap, body: B
 /// Whether changing the password asks for the current one: only when there is one and
 /// the session began with it (a session from an e-mail link proves the mailbox, which is
 /// how a forgotten password is replaced).
-pub(super) fn asks_current(s: &Signed) -> bool {
+fn asks_current(s: &Signed) -> bool {
     s.account.password_hash.is_some() && s.session.method == "password"
 }
 
-pub(super) fn to_signin(path: &str) -> Response {
+fn to_signin(path: &str) -> Response {
     Redirect::to(&format!("/signin{}", pages::next_query(path))).into_response()
 }
 
@@ -53,7 +47,7 @@ pub(super) async fn password_page(State(w): State<Shared>, headers: HeaderMap) -
 pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
         return csrf_page(&w, ui);
@@ -106,9 +100,8 @@ pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap,
     }
 }
 
-/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails. Account
-/// e-mails go out only on request, so there is nothing to leave; a one-click POST
-/// (RFC 8058, sent by mail providers without a CSRF token) changes nothing.
+/// `GET|POST /account/mail`: the `List-Unsubscribe` target of account e-mails, which go
+/// out only on request: a one-click POST (RFC 8058) changes nothing.
 pub(super) async fn mail_info(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
     page(&w, ui, StatusCode::OK, ui.mail_info_title, pages::message(ui.mail_info_body, false))

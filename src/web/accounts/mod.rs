@@ -1,40 +1,28 @@
 //! The sign-in, sign-up, sign-out and password pages (PROTOCOL.md §1 "sign-in page", §7).
 //!
-//! Server-rendered, no JavaScript. A GET never changes state (mail scanners follow the
-//! links in e-mails: the link pages show a button whose POST acts). Every form carries a
-//! CSRF token bound to its purpose (and to the link token or the session). The sign-in
-//! and sign-up forms, shown before there is a session, bind theirs to a pre-session
-//! cookie set by the form's GET ([`PreSession`]: random, `HttpOnly`, `SameSite=Lax`,
-//! `Secure` and `__Host-` on https), so a token fetched by another party (login CSRF:
-//! posted from another browser, or with `Origin: null` from a sandboxed frame, which the
-//! app lets through to the token check) is refused. The one-time link pages (sign-in
-//! link, sign-up confirmation) bind theirs to the link token, which whoever holds the
-//! link can fetch — the attacker with a link of their own, to sign a victim's browser
-//! into the attacker's account (login CSRF) —, so their POSTs also refuse an opaque
-//! origin ([`opaque_origin`]: `Sec-Fetch-Site` other than `same-origin`, or without it
-//! `Origin: null`; a foreign origin is refused by the app already). Answers never
-//! tell whether an address has an account: a wrong password and an unknown address get
-//! the same words (and an unknown address is checked against a dummy hash, so the answer
-//! takes as long); the link and sign-up forms answer "if an account exists, we sent…".
+//! A GET never changes state (mail scanners follow the links in e-mails: the link pages
+//! show a button whose POST acts). Every form carries a CSRF token bound to its purpose.
+//! The sign-in and sign-up forms, shown before there is a session, bind theirs to a
+//! pre-session cookie set by the form's GET ([`PreSession`]), so a token fetched by
+//! another party (login CSRF) is refused. The one-time link pages bind theirs to the
+//! link token, which whoever holds the link can fetch — an attacker with a link of their
+//! own, to sign a victim's browser into the attacker's account —, so their POSTs also
+//! refuse an opaque origin ([`opaque_origin`]). Answers never tell whether an address
+//! has an account: a wrong password and an unknown address get the same words (and an
+//! unknown address is checked against a dummy hash, so the answer takes as long).
 //!
-//! Limits: failed password attempts and account e-mails per address are counted in the
-//! store (see the module docs of [`crate::accounts`]); the router also keeps, in memory,
-//! per-minute limits on failed password attempts and account e-mails per client address
-//! ([`super::client_limits`]; never a site-wide ceiling, so that nobody can lock everyone
-//! out), and bounds how many argon2 hashes run at once (each takes 19 MiB).
-//!
-//! The pages call the accounts service ([`crate::accounts`]) for every store read and
-//! write; they hash passwords themselves (off the async threads, bounded). Errors are
-//! logged once ([`super::call`]), by operation name only: never a path, token, e-mail,
-//! password or form body.
+//! Limits: per address in the store ([`crate::accounts`]); per client address in memory
+//! ([`super::client_limits`]); and a bound on concurrent argon2 hashes (19 MiB each).
+//! The pages call the accounts service for every store read and write and hash
+//! passwords themselves, off the async threads.
 
 mod manage;
 
-use super::account_pages as pages;
+use super::account_pages::{self as pages, SigninPage};
 use super::client_limits::{ClientKey, ClientLimits};
 use super::cookies::{self, PreSession};
 use super::i18n::{self, AccountText as Ui};
-use super::{call, Fail};
+use super::{call, Fail, FormFields};
 use crate::accounts::{self, password, LinkKind, MailOutcome, Signed, SignupRequest};
 use crate::base::Base;
 use crate::net::ClientAddr;
@@ -47,7 +35,6 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use manage::{mail_info, password_page, password_submit, signout};
 use maud::Markup;
-use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 // Passwords taken out of a form live in buffers wiped on drop.
@@ -65,12 +52,10 @@ const CSRF_SIGNOUT: &str = "signout";
 const CSRF_PASSWORD: &str = "password";
 
 /// Whether a one-time link POST comes from an opaque origin (a sandboxed frame, a `data:`
-/// page), which the link POSTs refuse (see the module docs). A browser posts isto's own
-/// form with `Origin: null` as well, because the pages send `Referrer-Policy:
-/// no-referrer` (Fetch, "append a request `Origin` header"); Fetch Metadata tells the two
-/// apart: `Sec-Fetch-Site: same-origin` for the holder's own page, `cross-site` for an
-/// opaque origin. Without `Sec-Fetch-Site` (an older browser) `Origin: null` is refused;
-/// with it, anything but `same-origin` is.
+/// page). A browser posts isto's own form with `Origin: null` as well (the pages send
+/// `Referrer-Policy: no-referrer`); Fetch Metadata tells the two apart. Without
+/// `Sec-Fetch-Site` (an older browser) `Origin: null` is refused; with it, anything but
+/// `same-origin` is.
 fn opaque_origin(headers: &HeaderMap) -> bool {
     match headers.get("sec-fetch-site") {
         Some(site) => !site.as_bytes().trim_ascii().eq_ignore_ascii_case(b"same-origin"),
@@ -78,8 +63,7 @@ fn opaque_origin(headers: &HeaderMap) -> bool {
     }
 }
 
-/// The request's client address, put in by the app's middleware (absent when the router
-/// is driven in-process without it).
+/// The request's client address, put in by the app's middleware.
 type Peer = Option<Extension<ClientAddr>>;
 
 /// The counting key of a request's client address ([`ClientAddr::key`]).
@@ -87,7 +71,6 @@ fn peer_key(peer: &Peer) -> ClientKey {
     peer.as_ref().and_then(|Extension(c)| c.key())
 }
 
-/// The router's state.
 struct Web {
     app: AppState,
     /// Permits for concurrent argon2 hashes.
@@ -99,48 +82,37 @@ struct Web {
 type Shared = Arc<Web>;
 
 impl Web {
-    fn now_unix(&self) -> i64 {
-        super::now_unix(&self.app)
-    }
-
     /// Runs `f` on the per-client counters, with the current unix time.
     fn with_limits<T>(&self, f: impl FnOnce(&mut ClientLimits, i64) -> T) -> T {
-        let now = self.now_unix();
+        let now = super::now_unix(&self.app);
         let mut l = self.limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         f(&mut l, now)
     }
 
     fn csrf(&self, purpose: &str, binding: &str) -> String {
-        self.app.base.keys().csrf_token(purpose, binding, self.now_unix())
+        self.app.base.keys().csrf_token(purpose, binding, super::now_unix(&self.app))
     }
 
     fn csrf_ok(&self, token: &str, purpose: &str, binding: &str) -> bool {
-        self.app.base.keys().csrf_valid(token, purpose, binding, self.now_unix())
+        super::csrf_ok(&self.app, token, purpose, binding)
     }
 }
 
-/// Routes of the account pages:
-///
-/// `GET|POST /signin` (password), `POST /signin/link` (ask for a link), `GET /signin/sent`,
-/// `GET|POST /signin/link/{token}`, `GET|POST /signup`, `GET /signup/sent`,
-/// `GET|POST /signup/confirm/{token}`, `POST /signout`, `GET|POST /account/password`,
-/// `GET|POST /account/mail` (the `List-Unsubscribe` target of account e-mails; changes
-/// nothing). The sign-in pages take `?next=/relative/path`. Body limit and security
-/// headers are the pages' own ([`super::routes`]).
+/// Routes of the account pages (each handler documents its own); the sign-in pages take
+/// `?next=/relative/path`.
 pub(super) fn routes(app: AppState) -> Router {
-    // The dummy hash costs no argon2 work to make (`password::dummy_hash`): made now, the
-    // first unknown address waits for nothing the others do not.
+    // Made now, the first unknown address waits for nothing the others do not.
     let _ = password::dummy_hash();
     let permits = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 16);
     let state = Arc::new(Web { app, hashing: Arc::new(Semaphore::new(permits)), limits: Mutex::default() });
     Router::new()
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signin/link", post(link_request))
-        .route("/signin/sent", get(link_sent))
-        .route("/signin/link/{token}", get(link_page).post(link_submit))
+        .route("/signin/sent", get(sent::<false>))
+        .route("/signin/link/{token}", get(link_page::<false>).post(link_submit::<false>))
         .route("/signup", get(signup_page).post(signup_submit))
-        .route("/signup/sent", get(signup_sent))
-        .route("/signup/confirm/{token}", get(signup_confirm_page).post(signup_confirm_submit))
+        .route("/signup/sent", get(sent::<true>))
+        .route("/signup/confirm/{token}", get(link_page::<true>).post(link_submit::<true>))
         .route("/signout", post(signout))
         .route("/account/password", get(password_page).post(password_submit))
         .route("/account/mail", get(mail_info).post(mail_info))
@@ -172,38 +144,11 @@ pub fn safe_next(next: &str) -> String {
 }
 
 fn next_from_query(q: Option<&str>) -> String {
-    #[derive(Default, Deserialize)]
-    #[serde(default)]
-    struct Q {
-        next: String,
-    }
-    let q: Q = q.and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
-    safe_next(&q.next)
-}
-
-/// The fields of every form here; missing fields are empty. No `Debug`: it holds
-/// passwords.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Form {
-    csrf: String,
-    email: String,
-    password: String,
-    current: String,
-    repeat: String,
-    accept: String,
-    lang: String,
-    next: String,
-}
-
-impl Form {
-    fn parse(body: &[u8]) -> Self {
-        serde_urlencoded::from_bytes(body).unwrap_or_default()
-    }
+    safe_next(&FormFields::parse(q.unwrap_or_default().as_bytes()).next)
 }
 
 fn page_ui(w: &Web, headers: &HeaderMap) -> &'static Ui {
-    i18n::ui(i18n::request_lang(headers, &w.app.base.settings().default_language)).account
+    super::browser_ui(&w.app, headers).account
 }
 
 fn page(w: &Web, ui: &Ui, status: StatusCode, title: &str, body: Markup) -> Response {
@@ -225,19 +170,15 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let Ok(permit) = Arc::clone(&w.hashing).acquire_owned().await else { return Err(Fail::Internal) };
-    match tokio::task::spawn_blocking(move || {
+    let done = tokio::task::spawn_blocking(move || {
         let out = f();
         drop(permit);
         out
+    });
+    done.await.map_err(|e| {
+        tracing::error!(error = %e, "account page: hashing task failed");
+        Fail::Internal
     })
-    .await
-    {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            tracing::error!(error = %e, "account page: hashing task failed");
-            Err(Fail::Internal)
-        }
-    }
 }
 
 /// The request's valid session, read on a blocking thread.
@@ -249,14 +190,17 @@ async fn session_of(w: &Shared, headers: &HeaderMap) -> Option<Signed> {
         .flatten()
 }
 
-/// 303 to `next` with the new session cookie.
-fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
-    let Ok(cookie) = HeaderValue::from_str(&cookies::session_cookie(&w.app.base, token)) else {
-        return internal_page(w, ui);
-    };
-    let mut res = Redirect::to(&safe_next(next)).into_response();
+/// 303 to `to` with `cookie` (a `Set-Cookie` value).
+fn redirect_with_cookie(w: &Web, ui: &Ui, to: &str, cookie: &str) -> Response {
+    let Ok(cookie) = HeaderValue::from_str(cookie) else { return internal_page(w, ui) };
+    let mut res = Redirect::to(to).into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res
+}
+
+/// 303 to `next` with the new session cookie.
+fn signed_in_redirect(w: &Web, ui: &Ui, token: &str, next: &str) -> Response {
+    redirect_with_cookie(w, ui, &safe_next(next), &cookies::session_cookie(&w.app.base, token))
 }
 
 fn too_many(mut res: Response, retry_after_secs: u32) -> Response {
@@ -268,34 +212,22 @@ fn too_many(mut res: Response, retry_after_secs: u32) -> Response {
 // ---------------------------------------------------------------------------
 // sign-in
 
-/// Errors and values of a sign-in page render.
-#[derive(Default)]
-struct SigninState<'a> {
-    email: &'a str,
-    error: Option<&'a str>,
-    link_error: Option<&'a str>,
-}
-
-#[allow(clippy::too_many_arguments)]
+/// The sign-in page with the values and errors of `st`, its forms' CSRF tokens bound to
+/// the pre-session `pre`.
 fn signin_render(
     w: &Web,
     ui: &Ui,
     status: StatusCode,
     next: &str,
-    st: SigninState<'_>,
+    st: SigninPage<'_>,
     signed: Option<&Signed>,
     pre: &str,
 ) -> Response {
     let signout = signed.map(|s| w.csrf(CSRF_SIGNOUT, &s.key));
-    let p = pages::SigninPage {
-        csrf_password: &w.csrf(CSRF_SIGNIN, pre),
-        csrf_link: &w.csrf(CSRF_LINK_REQUEST, pre),
-        next,
-        email: st.email,
-        error: st.error,
-        link_error: st.link_error,
-        signed_in: signout.as_deref(),
-    };
+    let csrf_password = w.csrf(CSRF_SIGNIN, pre);
+    let csrf_link = w.csrf(CSRF_LINK_REQUEST, pre);
+    let p =
+        SigninPage { csrf_password: &csrf_password, csrf_link: &csrf_link, next, signed_in: signout.as_deref(), ..st };
     page(w, ui, status, ui.signin_title, pages::signin(ui, &p))
 }
 
@@ -305,7 +237,7 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
     let next = next_from_query(q.as_deref());
     let signed = session_of(&w, &headers).await;
     let pre = PreSession::for_form(&w.app.base, &headers);
-    let res = signin_render(&w, ui, StatusCode::OK, &next, SigninState::default(), signed.as_ref(), &pre.binding);
+    let res = signin_render(&w, ui, StatusCode::OK, &next, SigninPage::default(), signed.as_ref(), &pre.binding);
     pre.set_on(res)
 }
 
@@ -316,17 +248,17 @@ async fn signin_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNIN, p)) else {
         return csrf_page(&w, ui);
     };
     let failed = |w: &Web, email: &str| {
-        let st = SigninState { email, error: Some(ui.signin_failed), ..Default::default() };
+        let st = SigninPage { email, error: Some(ui.signin_failed), ..Default::default() };
         signin_render(w, ui, StatusCode::BAD_REQUEST, &next, st, None, &pre)
     };
     if w.with_limits(|l, now| l.too_many_failures(client, now)) {
-        let st = SigninState { email: &form.email, error: Some(ui.busy), ..Default::default() };
+        let st = SigninPage { email: &form.email, error: Some(ui.busy), ..Default::default() };
         return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 60);
     }
     let Ok(email) = crate::protocol::input::validate_email(&form.email) else { return failed(&w, &form.email) };
@@ -335,15 +267,15 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
     }
     let hash = accounts::email_key(w.app.base.keys(), &email);
     let h2 = hash.clone();
-    let target = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
-        Ok(Some(t)) => t,
+    let account = match call(&w.app, "begin_login", move |x| accounts::begin_login(&x.base, &h2)).await {
+        Ok(Some(a)) => a,
         Ok(None) => {
-            let st = SigninState { email: &email, error: Some(ui.login_throttled), ..Default::default() };
+            let st = SigninPage { email: &email, error: Some(ui.login_throttled), ..Default::default() };
             return too_many(signin_render(&w, ui, StatusCode::OK, &next, st, None, &pre), 900);
         }
         Err(_) => return internal_page(&w, ui),
     };
-    let stored = target.account.as_ref().and_then(|a| a.password_hash.clone());
+    let stored = account.as_ref().and_then(|a| a.password_hash.clone());
     let pw = Zeroizing::new(form.password);
     let checked = hashing(&w, move || {
         let phc = stored.as_deref().unwrap_or_else(|| password::dummy_hash());
@@ -356,7 +288,7 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(v) => v,
         Err(_) => return internal_page(&w, ui),
     };
-    let (Some(account), true, Some(verified)) = (target.account, ok, stored) else {
+    let (Some(account), true, Some(verified)) = (account, ok, stored) else {
         w.with_limits(|l, now| l.count_failure(client, now));
         return failed(&w, &email);
     };
@@ -378,21 +310,20 @@ async fn signin_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
 async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_LINK_REQUEST, p))
     else {
         return csrf_page(&w, ui);
     };
     let with_error = |w: &Web, status: StatusCode, msg: &'static str| {
-        let st = SigninState { email: &form.email, link_error: Some(msg), ..Default::default() };
+        let st = SigninPage { email: &form.email, link_error: Some(msg), ..Default::default() };
         signin_render(w, ui, status, &next, st, None, &pre)
     };
     if w.with_limits(|l, now| l.too_many_mails(client, now)) {
         return too_many(with_error(&w, StatusCode::OK, ui.mail_busy), 60);
     }
-    // Every request counts, whether or not a mail goes out: the limit must not tell
-    // whether an address has an account.
+    // Every request counts, whether or not a mail goes out (no enumeration).
     w.with_limits(|l, now| l.count_mail(client, now));
     let (email, n, lang) = (form.email.clone(), next.clone(), ui.lang);
     match call(&w.app, "request_signin_link", move |x| accounts::request_signin_link(&x.base, &email, &n, lang)).await {
@@ -403,46 +334,101 @@ async fn link_request(State(w): State<Shared>, headers: HeaderMap, peer: Peer, b
     }
 }
 
-/// `GET /signin/sent`: "if an account exists, we sent a link".
-async fn link_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
+/// `GET /signin/sent` and `GET /signup/sent` (`SIGNUP`): "check your e-mail", the same
+/// words whether or not the address has an account.
+async fn sent<const SIGNUP: bool>(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
-    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.link_sent_body))
+    let text = if SIGNUP { ui.signup_sent_body } else { ui.link_sent_body };
+    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, text))
 }
 
-fn link_gone(w: &Web, ui: &Ui) -> Response {
-    let body = pages::message_link(ui.link_gone_body, false, "/signin", ui.signin_title);
-    page(w, ui, StatusCode::GONE, ui.gone_title, body)
+/// The pages of a one-time link: the sign-in link (`/signin/link/{token}`) or, with
+/// `signup`, the sign-up confirmation (`/signup/confirm/{token}`).
+#[derive(Clone, Copy)]
+struct OneTime {
+    kind: LinkKind,
+    /// Its URL without the token.
+    path: &'static str,
+    csrf: &'static str,
+    /// Operation names of viewing and of using it.
+    ops: [&'static str; 2],
+    /// Uses the link: the new session's cookie token and `next`.
+    take: fn(&Base, &str) -> accounts::LinkUse,
 }
 
-/// `GET /signin/link/{token}`: a Sign in button; never signs in.
-async fn link_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
-    let ui = page_ui(&w, &headers);
-    let t = token.clone();
-    match call(&w.app, "signin_link_view", move |x| accounts::link_usable(&x.base, LinkKind::Signin, &t)).await {
-        Ok(true) => {
-            let csrf = w.csrf(CSRF_LINK, &token);
-            let body = pages::button_page(ui.link_body, &format!("/signin/link/{token}"), &csrf, ui.signin_button);
-            page(&w, ui, StatusCode::OK, ui.link_title, body)
+impl OneTime {
+    fn of(signup: bool) -> Self {
+        if signup {
+            let ops = ["signup_view", "confirm_signup"];
+            Self {
+                kind: LinkKind::Signup,
+                path: "/signup/confirm",
+                csrf: CSRF_SIGNUP_CONFIRM,
+                ops,
+                take: accounts::confirm_signup,
+            }
+        } else {
+            let ops = ["signin_link_view", "use_signin_link"];
+            Self { kind: LinkKind::Signin, path: "/signin/link", csrf: CSRF_LINK, ops, take: accounts::use_signin_link }
         }
-        Ok(false) | Err(Fail::Input) => link_gone(&w, ui),
+    }
+
+    /// 410: the link is unknown, used or expired; with the way to ask again.
+    fn gone(self, w: &Web, ui: &Ui) -> Response {
+        let (text, again, again_title) = match self.kind {
+            LinkKind::Signin => (ui.link_gone_body, "/signin", ui.signin_title),
+            LinkKind::Signup => (ui.signup_gone_body, "/signup", ui.signup_title),
+        };
+        page(w, ui, StatusCode::GONE, ui.gone_title, pages::message_link(text, false, again, again_title))
+    }
+}
+
+/// `GET /signin/link/{token}` and `GET /signup/confirm/{token}` (`SIGNUP`): a Sign in or
+/// Confirm button; never signs in nor creates the account.
+async fn link_page<const SIGNUP: bool>(
+    State(w): State<Shared>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let ui = page_ui(&w, &headers);
+    let link = OneTime::of(SIGNUP);
+    let t = token.clone();
+    match call(&w.app, link.ops[0], move |x| accounts::link_usable(&x.base, link.kind, &t)).await {
+        Ok(true) => {
+            let (title, text, button) = match link.kind {
+                LinkKind::Signin => (ui.link_title, ui.link_body, ui.signin_button),
+                LinkKind::Signup => (ui.confirm_title, ui.confirm_body, ui.confirm_button),
+            };
+            let action = format!("{}/{token}", link.path);
+            page(&w, ui, StatusCode::OK, title, pages::button_page(text, &action, &w.csrf(link.csrf, &token), button))
+        }
+        Ok(false) | Err(Fail::Input) => link.gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
 }
 
-/// `POST /signin/link/{token}` (csrf): uses the link (single use), starts a session and
-/// 303s to the `next` stored with the link.
-async fn link_submit(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>, body: Bytes) -> Response {
+/// `POST /signin/link/{token}` and `POST /signup/confirm/{token}` (`SIGNUP`) (csrf): uses
+/// the link (a confirmation creates the account), starts a session, 303 to its `next`.
+async fn link_submit<const SIGNUP: bool>(
+    State(w): State<Shared>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+    body: Bytes,
+) -> Response {
     let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
-    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_LINK, &token) {
+    let link = OneTime::of(SIGNUP);
+    let form = FormFields::parse(&body);
+    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, link.csrf, &token) {
         return csrf_page(&w, ui);
     }
-    match call(&w.app, "use_signin_link", move |x| accounts::use_signin_link(&x.base, &token)).await {
+    match call(&w.app, link.ops[1], move |x| (link.take)(&x.base, &token)).await {
         Ok(Some((session, next))) => {
-            tracing::info!("signed in with a one-time link");
+            if link.kind == LinkKind::Signin {
+                tracing::info!("signed in with a one-time link");
+            }
             signed_in_redirect(&w, ui, session.expose(), &next)
         }
-        Ok(None) | Err(Fail::Input) => link_gone(&w, ui),
+        Ok(None) | Err(Fail::Input) => link.gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
 }
@@ -481,7 +467,7 @@ async fn signup_page(State(w): State<Shared>, headers: HeaderMap, RawQuery(q): R
 async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, body: Bytes) -> Response {
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
-    let form = Form::parse(&body);
+    let form = FormFields::parse(&body);
     let next = safe_next(&form.next);
     let Some(pre) = PreSession::of(&w.app.base, &headers).filter(|p| w.csrf_ok(&form.csrf, CSRF_SIGNUP, p)) else {
         return csrf_page(&w, ui);
@@ -524,59 +510,6 @@ async fn signup_submit(State(w): State<Shared>, headers: HeaderMap, peer: Peer, 
         Ok(MailOutcome::Queued | MailOutcome::Nothing) => Redirect::to("/signup/sent").into_response(),
         Ok(MailOutcome::Throttled) => too_many(again(&w, StatusCode::OK, ui.mail_throttled, "email"), 3600),
         Err(Fail::Input) => again(&w, StatusCode::BAD_REQUEST, ui.email_invalid, "email"),
-        Err(_) => internal_page(&w, ui),
-    }
-}
-
-/// `GET /signup/sent`: "check your e-mail" (the same words whether or not the address
-/// has an account).
-async fn signup_sent(State(w): State<Shared>, headers: HeaderMap) -> Response {
-    let ui = page_ui(&w, &headers);
-    page(&w, ui, StatusCode::OK, ui.sent_title, pages::sent(ui, ui.signup_sent_body))
-}
-
-fn signup_gone(w: &Web, ui: &Ui) -> Response {
-    let body = pages::message_link(ui.signup_gone_body, false, "/signup", ui.signup_title);
-    page(w, ui, StatusCode::GONE, ui.gone_title, body)
-}
-
-/// `GET /signup/confirm/{token}`: a Confirm button; never creates the account.
-async fn signup_confirm_page(State(w): State<Shared>, headers: HeaderMap, Path(token): Path<String>) -> Response {
-    let ui = page_ui(&w, &headers);
-    let t = token.clone();
-    match call(&w.app, "signup_view", move |x| accounts::link_usable(&x.base, LinkKind::Signup, &t)).await {
-        Ok(true) => {
-            let csrf = w.csrf(CSRF_SIGNUP_CONFIRM, &token);
-            let action = format!("/signup/confirm/{token}");
-            page(
-                &w,
-                ui,
-                StatusCode::OK,
-                ui.confirm_title,
-                pages::button_page(ui.confirm_body, &action, &csrf, ui.confirm_button),
-            )
-        }
-        Ok(false) | Err(Fail::Input) => signup_gone(&w, ui),
-        Err(_) => internal_page(&w, ui),
-    }
-}
-
-/// `POST /signup/confirm/{token}` (csrf): creates the buyer account (recording the
-/// consent text version), signs in and 303s to `next`.
-async fn signup_confirm_submit(
-    State(w): State<Shared>,
-    headers: HeaderMap,
-    Path(token): Path<String>,
-    body: Bytes,
-) -> Response {
-    let ui = page_ui(&w, &headers);
-    let form = Form::parse(&body);
-    if opaque_origin(&headers) || !w.csrf_ok(&form.csrf, CSRF_SIGNUP_CONFIRM, &token) {
-        return csrf_page(&w, ui);
-    }
-    match call(&w.app, "confirm_signup", move |x| accounts::confirm_signup(&x.base, &token)).await {
-        Ok(Some((session, next))) => signed_in_redirect(&w, ui, session.expose(), &next),
-        Ok(None) | Err(Fail::Input) => signup_gone(&w, ui),
         Err(_) => internal_page(&w, ui),
     }
 }

@@ -4,15 +4,13 @@
 //! buyer's pages ([`MineText`]) and the sellers' pages ([`DemandText`],
 //! [`SellerText`]) as parts of it; and the one language negotiation of the pages.
 //!
-//! The texts themselves are data, one file per language (`assets/i18n/<lang>.toml`,
-//! a `[section]` per part): build.rs writes each as a Rust static of these structs, so
-//! the compiler checks that every key the code reads is in every language, and no
-//! file has a key the code does not know.
+//! The texts are data (`assets/i18n/<lang>.toml`): build.rs writes each as a Rust
+//! static of these structs, so the compiler checks that every key the code reads is in
+//! every language.
 //!
 //! A page about an intent is in the intent's language ([`page_lang`]); any other page
-//! is in the browser's preferred language ([`request_lang`], RFC 9110 §12.5.4
-//! `Accept-Language` with q-values); either falls back to the holder's default language
-//! when that is `sk`, `cs` or `en`, else to English.
+//! is in the browser's ([`request_lang`]); either falls back to the holder's default,
+//! else to English.
 
 use axum::http::{header, HeaderMap};
 
@@ -30,16 +28,11 @@ fn known(tag: &str) -> Option<&'static str> {
     LANGUAGES.into_iter().find(|l| *l == primary)
 }
 
-/// The holder's fallback language: `default` when it is one of [`LANGUAGES`], else `en`.
-fn fallback(default: &str) -> &'static str {
-    known(default).unwrap_or("en")
-}
-
 /// The page language for an intent language (a BCP 47 tag) and the holder's default:
 /// the tag's primary subtag when it is `sk`, `cs` or `en`, else the default when that
 /// is one of them, else `en`.
 pub fn page_lang(intent_lang: Option<&str>, default: &str) -> &'static str {
-    intent_lang.and_then(known).unwrap_or_else(|| fallback(default))
+    intent_lang.and_then(known).or_else(|| known(default)).unwrap_or("en")
 }
 
 /// Content negotiation of the page language (RFC 9110 §12.5.4): of the
@@ -49,7 +42,7 @@ pub fn page_lang(intent_lang: Option<&str>, default: &str) -> &'static str {
 /// Without an acceptable range: the holder's default when it is one of [`LANGUAGES`],
 /// else `en`.
 pub fn negotiate(accept_language: Option<&str>, default: &str) -> &'static str {
-    let fallback = fallback(default);
+    let fallback = known(default).unwrap_or("en");
     let mut best: Option<(f32, &'static str)> = None;
     for item in accept_language.unwrap_or_default().split(',') {
         let mut parts = item.split(';');
@@ -77,9 +70,8 @@ pub fn request_lang(headers: &HeaderMap, default: &str) -> &'static str {
     negotiate(headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()), default)
 }
 
-/// The language a page's query chooses (`?lang=sk|cs|en`, the home page's language
-/// switcher; issue 13 point 4): the first `lang` parameter when it is one of
-/// [`LANGUAGES`], else none (an unknown value leaves the choice to `Accept-Language`).
+/// The language a page's query chooses (`?lang=sk|cs|en`, the home page's switcher):
+/// the first `lang` parameter when it is one of [`LANGUAGES`], else none.
 pub fn query_lang(query: Option<&str>) -> Option<&'static str> {
     query?.split('&').find_map(|p| p.strip_prefix("lang=")).and_then(language)
 }
@@ -87,11 +79,8 @@ pub fn query_lang(query: Option<&str>) -> Option<&'static str> {
 /// The name of each of [`LANGUAGES`] in that language (the language switcher's links).
 pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Čeština"), ("en", "English")];
 
-// `Ui` and its parts (`AccountText`, `AuthorizeText`, `SellerText`, `DemandText`,
-// `MineText`, `CadenceText`, `LinkText`), written by build.rs from the keys and comments
-// of `assets/i18n/en.toml`; the table of each language (`assets/i18n/<lang>.toml`); and
-// `pub fn ui(lang: &str) -> &'static Ui`, the strings of `lang` (`sk`, `cs`; anything
-// else is English).
+// `Ui` and its parts (from `assets/i18n/<lang>.toml`, by build.rs) and
+// `pub fn ui(lang: &str) -> &'static Ui` (`sk`, `cs`; anything else is English).
 include!(concat!(env!("OUT_DIR"), "/i18n.rs"));
 
 impl Ui {
