@@ -74,10 +74,7 @@ impl Fetcher {
     /// # Errors
     /// [`FetchError`].
     pub async fn get_json(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
-        match tokio::time::timeout(self.timeout, self.fetch(url)).await {
-            Ok(r) => r,
-            Err(_) => Err(FetchError::Timeout),
-        }
+        tokio::time::timeout(self.timeout, self.fetch(url)).await.unwrap_or(Err(FetchError::Timeout))
     }
 
     async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
@@ -99,12 +96,7 @@ impl Fetcher {
         if !https && !addr.ip().is_loopback() {
             return Err(FetchError::Url);
         }
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout)
-            .no_proxy()
-            .user_agent(concat!("isto/", env!("CARGO_PKG_VERSION")));
+        let mut builder = client_builder(self.timeout, concat!("isto/", env!("CARGO_PKG_VERSION")));
         if let Some(name) = url.domain() {
             builder = builder.resolve(name, addr);
         }
@@ -141,6 +133,17 @@ impl Fetcher {
             _ => Err(FetchError::Address),
         }
     }
+}
+
+/// A client with no redirects and no proxy, `timeout` for each request and each
+/// connection, sending `agent` as its `User-Agent`.
+fn client_builder(timeout: Duration, agent: &'static str) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .no_proxy()
+        .user_agent(agent)
 }
 
 /// One answer of a [`Probe`]: the status, the headers (names lower-case, values that
@@ -206,12 +209,7 @@ impl Probe {
     /// # Errors
     /// [`ProbeError::Unavailable`] when the TLS client cannot be built.
     pub fn new(timeout: Duration, max_bytes: usize) -> Result<Self, ProbeError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .no_proxy()
-            .user_agent(concat!("isto-check/", env!("CARGO_PKG_VERSION")))
+        let http = client_builder(timeout, concat!("isto-check/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|_| ProbeError::Unavailable)?;
         Ok(Self { http, timeout, max_bytes, deadline: None })

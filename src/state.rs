@@ -163,13 +163,10 @@ pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
 /// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
 /// what each did.
 fn run_passes(base: &Arc<Base>, intents: &Intents) {
-    let pending = match pending_passes(base.store()) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!(error = %e, "reading the start-up passes failed");
-            return;
-        }
-    };
+    let pending = pending_passes(base.store()).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "reading the start-up passes failed");
+        Vec::new()
+    });
     for pass in pending {
         let outcome = match pass.name {
             n if n == PERSON_KEYS.name => intents.backfill_people().map(|n| n as u64).map_err(|e| e.to_string()),

@@ -5,25 +5,8 @@
 //! store at scrape time come in as one [`StoreGauges`] given to [`render`], which
 //! answers the whole exposition (OpenMetrics text, [`CONTENT_TYPE`]).
 //!
-//! Series (every name under the `isto_` prefix, units in the names):
-//!
-//! | series | type | labels |
-//! |---|---|---|
-//! | `isto_http_requests_total` | counter | `endpoint` (the route pattern), `method`, `status` |
-//! | `isto_http_request_duration_seconds` | histogram | `endpoint` |
-//! | `isto_mcp_tool_calls_total` | counter | `tool`, `outcome` (`ok`, `error`, `unknown_tool`) |
-//! | `isto_rate_limited_total` | counter | `scope` (`mcp`, `oauth`, `pages`, `connections`: per address; `credential`) |
-//! | `isto_quota_refusals_total` | counter | `rule` (`drafts_per_client`, …) |
-//! | `isto_offers_imported_total` | counter | `result` (`created`, `updated`, `refused`) |
-//! | `isto_deliveries_total` | counter | — (deliveries in the store, never deleted) |
-//! | `isto_intents` | gauge | `status` |
-//! | `isto_outbox_depth` | gauge | — |
-//! | `isto_outbox_oldest_age_seconds` | gauge | — |
-//! | `isto_build_info` | gauge | `version` |
-//! | `isto_store_pool_connections` | gauge | `state` (`size`: the most the pool opens, `in_use`, `idle`) — PostgreSQL only |
-//! | `isto_store_pool_waits_total` | counter | — (calls that waited for a free connection) — PostgreSQL only |
-//! | `isto_store_pool_wait_timeouts_total` | counter | — (calls that waited in vain) — PostgreSQL only |
-//! | `isto_store_pool_connection_errors_total` | counter | — (connections that failed to open or were found closed) — PostgreSQL only |
+//! Every series is under the `isto_` prefix, with its unit in its name; the book's
+//! metrics reference (`isto generate reference`) lists them from [`render`]'s text.
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
 //! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
@@ -90,22 +73,14 @@ macro_rules! label_enum {
 label_enum! {
     /// An HTTP method, as a label (anything unusual is `other`).
     #[allow(clippy::upper_case_acronyms)]
-    pub enum Method {
-        /// GET.
+    enum Method {
         GET => "GET",
-        /// HEAD.
         HEAD => "HEAD",
-        /// POST.
         POST => "POST",
-        /// PUT.
         PUT => "PUT",
-        /// DELETE.
         DELETE => "DELETE",
-        /// OPTIONS.
         OPTIONS => "OPTIONS",
-        /// PATCH.
         PATCH => "PATCH",
-        /// Any other method.
         Other => "other",
     }
 }
@@ -399,10 +374,7 @@ pub fn quota_refused(rule: QuotaRule) {
 pub fn offers_imported(created: u64, updated: u64, refused: u64) {
     let m = &*METRICS;
     for (&result, n) in ImportResult::ALL.iter().zip([created, updated, refused]) {
-        let c = m.imported.get_or_create(&ResultLabels { result });
-        if n > 0 {
-            c.inc_by(n);
-        }
+        m.imported.get_or_create(&ResultLabels { result }).inc_by(n);
     }
 }
 
@@ -432,10 +404,7 @@ pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
     }
     for (family, total) in m.pool_totals.iter().zip(totals) {
         let c = family.get_or_create(&Vec::new());
-        let seen = c.get();
-        if total > seen {
-            c.inc_by(total - seen);
-        }
+        c.inc_by(total.saturating_sub(c.get()));
     }
 }
 
@@ -457,10 +426,7 @@ pub fn render(store: Option<&StoreGauges>) -> String {
         m.outbox_oldest.set(gauge_value(s.outbox_oldest_age_secs));
         // A counter only grows: the store's count is the total, this adds what is new
         // (a store restored from an older backup leaves it where it was).
-        let seen = m.deliveries.get();
-        if s.deliveries > seen {
-            m.deliveries.inc_by(s.deliveries - seen);
-        }
+        m.deliveries.inc_by(s.deliveries.saturating_sub(m.deliveries.get()));
     }
     let mut out = String::new();
     if prometheus_client::encoding::text::encode(&mut out, &m.registry).is_err() {

@@ -92,20 +92,14 @@ impl Scraper {
     /// (logged).
     pub fn store_gauges(&self) -> Option<StoreGauges> {
         let base = &self.holder.base;
-        let counts = match base.store().read(|rx| rx.counts()) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics: the store could not be read");
-                return None;
-            }
-        };
-        let backlog = match base.outbox().backlog() {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics: the outbox could not be read");
-                return None;
-            }
-        };
+        let counts = (base.store().read(|rx| rx.counts()))
+            .map_err(|e| tracing::warn!(error = %e, "metrics: the store could not be read"))
+            .ok()?;
+        let backlog = base
+            .outbox()
+            .backlog()
+            .map_err(|e| tracing::warn!(error = %e, "metrics: the outbox could not be read"))
+            .ok()?;
         let mut intents = self.intent_statuses();
         intents.retain(|(s, _)| *s != Status::Active.as_str());
         intents.push((Status::Active.as_str(), counts.active));

@@ -3,19 +3,16 @@
 //! `[limits]` allow. The one place that uses `governor` (GCRA, the generic cell rate
 //! algorithm: a sustained rate with a burst).
 //!
-//! Buckets ([`Bucket::of`] decides by path): per client address ([`ClientAddr::key`]:
-//! IPv4, or IPv6 cut to its /64) one for the MCP endpoints (`/mcp`, `/mcp/buyer`,
-//! `/mcp/seller`), one for the OAuth endpoints (`/oauth/*`, `/.well-known/oauth-*`) and
-//! one for the pages and every other path; and per credential (the account and the
-//! client of a bearer token's grant, never the token) on `/mcp/buyer` and `/mcp/seller`.
-//! `/healthz` and `/readyz` are never limited.
+//! Three [`Bucket`]s per client address ([`ClientAddr::key`]: IPv4, or IPv6 cut to its
+//! /64) and one per credential (the account and the client of a bearer token's grant,
+//! never the token) on `/mcp/buyer` and `/mcp/seller`.
 //!
 //! Memory: each limiter tracks at most [`MAX_KEYS`] keys. Every [`SWEEP_EVERY`] (and, when
 //! a limiter is full, at most once a second) the keys whose bucket has refilled — that
-//! look like a fresh client — are dropped (`retain_recent`) and the map shrunk. A new key
-//! that finds the limiter still full shares one overflow bucket with every other such key:
-//! a flood of fresh addresses cannot grow the state past the cap, and the clients
-//! already tracked keep their own buckets.
+//! look like a fresh client — are dropped. A new key that finds the limiter still full
+//! shares one overflow bucket ([`Capped`]) with every other such key: a flood of fresh
+//! addresses cannot grow the state past the cap, and the clients already tracked keep
+//! their own buckets.
 
 use crate::config::Limits;
 use crate::net::{Charge, ClientAddr};
@@ -39,8 +36,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Most keys (client addresses or credentials) one limiter tracks; past it new keys share
-/// one overflow bucket (see the module docs). About 64 bytes a key: a few MiB at most.
+/// Most keys (client addresses or credentials) one limiter tracks. About 64 bytes a key:
+/// a few MiB at most.
 pub const MAX_KEYS: usize = 100_000;
 
 /// How often the limiters forget the keys whose bucket has refilled.
@@ -178,8 +175,8 @@ fn quota(per_minute: u32, burst: u32) -> Quota {
 /// Cells owed per client key, with when they were last charged.
 type Owed<C> = HashMap<Option<IpAddr>, (u32, <C as Clock>::Instant)>;
 
-/// The limiters of `isto serve`: three per client address, one per credential (see the
-/// module docs). `C` is governor's clock: the monotonic clock, or a fake one in tests.
+/// The limiters of `isto serve` (see the module docs). `C` is governor's clock: the
+/// monotonic clock, or a fake one in tests.
 #[derive(Debug)]
 pub struct RateLimits<C: Clock = MonotonicClock> {
     mcp: Keyed<Option<IpAddr>, C>,
@@ -192,9 +189,7 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     mcp_burst: u32,
     /// The time one MCP cell takes to refill.
     mcp_period: Duration,
-    /// Per client key, the cells its calls owe beyond what its MCP bucket held, and
-    /// when they were last charged (see [`Self::charge_mcp_cpu`]); at most `max_keys`
-    /// keys.
+    /// [`Self::charge_mcp_cpu`]'s debts; at most `max_keys` keys.
     owed: Mutex<Owed<C>>,
     /// Entries of `owed` (read without its lock on every request).
     owing: AtomicUsize,
@@ -364,8 +359,8 @@ pub fn too_many_requests(wait: Duration, by: &str) -> Response {
     res
 }
 
-/// The per-address check (the app's front layer runs it): the 429 answer when the request's address is over its path's
-/// rate, else None (and the request is counted).
+/// The per-address check (the app's front layer runs it): the 429 answer when the
+/// request's address is over its path's rate, else None (and the request is counted).
 pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
     let bucket = Bucket::of(req.uri().path())?;
     let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();

@@ -160,21 +160,16 @@ pub struct McpServices {
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
     // Clients that accept only JSON get JSON (issue 12 point 1); an `initialize` naming
     // a newer version in its header too is negotiated down, not refused.
-    let json = || axum::middleware::from_fn(accept_json);
-    let newer = || axum::middleware::from_fn(negotiate_initialize);
+    let mount = |path: &str, endpoint| {
+        Router::new()
+            .nest_service(path, mcp_service(holder.clone(), endpoint, stop.clone()))
+            .layer(axum::middleware::from_fn(accept_json))
+            .layer(axum::middleware::from_fn(negotiate_initialize))
+    };
     McpServices {
-        public: Router::new()
-            .nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone()))
-            .layer(json())
-            .layer(newer()),
-        buyer: Router::new()
-            .nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone()))
-            .layer(json())
-            .layer(newer()),
-        seller: Router::new()
-            .nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop))
-            .layer(json())
-            .layer(newer()),
+        public: mount("/mcp", Endpoint::Public),
+        buyer: mount("/mcp/buyer", Endpoint::Buyer),
+        seller: mount("/mcp/seller", Endpoint::Seller),
     }
 }
 

@@ -77,21 +77,16 @@ impl Tasks {
 fn open_index(holder: AppState) -> JoinHandle<()> {
     systemd::status("opening the offer index");
     tokio::task::spawn_blocking(move || {
-        let opened = holder.catalogue.offer_index().map(|i| i.num_docs());
         let active = holder.base.engine_len();
-        let offers = match opened {
+        systemd::ready(&match holder.catalogue.offer_index().map(|i| i.num_docs()) {
             Ok(n) => {
                 tracing::info!(offers = n, active_intents = active, "catalogue index and matching engine ready");
-                Some(n)
+                format!("serving: {n} offers, {active} active intents")
             }
             Err(e) => {
                 tracing::error!(error = %e, "offer index unavailable; search fails until restart");
-                None
+                format!("serving without the offer index (search fails): {active} active intents")
             }
-        };
-        systemd::ready(&match offers {
-            Some(n) => format!("serving: {n} offers, {active} active intents"),
-            None => format!("serving without the offer index (search fails): {active} active intents"),
         });
     })
 }

@@ -2,14 +2,9 @@
 //!
 //! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
 //! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
-//! The key ring is a directory of 32-byte key files; the newest (`sealing.key`) is used
-//! for sealing and every one (`sealing.key.<kid>`) for opening, so rotation
-//! ([`KeyRing::rotate`], issue 11 point 2) keeps old ciphertexts readable until the old
-//! key is retired ([`KeyRing::retire`]); the ring inside a running server is swapped in
-//! place. Beside it, never rotated: `handle.key`, the root of the sellers' intent
-//! handles and the e-mail index ([`handle`], PROTOCOL.md §2), and `mac.key`, the root of
-//! every MAC (person keys, pseudonyms, CSRF tokens, derived tokens, keyed hashes),
-//! written once from the then-current sealing key's MAC subkey so no MAC changed.
+//! The [`KeyRing`] is a directory of 32-byte key files: `sealing.key` and the old
+//! `sealing.key.<kid>` ([`KeyRing::rotate`], [`KeyRing::retire`]), and, never rotated,
+//! `handle.key` ([`handle`], PROTOCOL.md §2) and `mac.key` ([`MacRoot`]).
 
 mod files;
 mod fingerprint;
@@ -105,7 +100,7 @@ struct Key {
 /// refresh tokens, keyed hashes of client secrets): `keys/mac.key`, written once from the
 /// MAC subkey of the sealing key that was current when the file first went missing, so
 /// every MAC made before it existed stays the same. Never rotated: rotating it would
-/// change every person key and pseudonym (issue 11 point 2).
+/// change every person key and pseudonym.
 struct MacRoot {
     /// The id of the sealing key it was derived from (the `<key id>` of `hmac1:` hashes).
     id: String,
@@ -137,8 +132,7 @@ pub struct KeyRing {
     path: Option<PathBuf>,
     /// Held while key files are changed.
     files: std::sync::Mutex<()>,
-    /// When (unix ms) a running rotation of this ring last made a key or re-sealed a
-    /// batch; 0 when none runs ([`KeyRing::rotation_step`]; `admin::keys` keeps it).
+    /// [`KeyRing::rotation_step`].
     rotation: std::sync::atomic::AtomicU64,
 }
 
@@ -214,10 +208,10 @@ impl KeyRing {
         }
     }
 
-    /// The marker of a rotation running on this ring (unix ms of its last step, 0 for
-    /// none): `isto admin keys rotate` through a server sets it, so that a second one is
-    /// told that a rotation runs (issue 11 point 2, hardening). Only a marker: it guards
-    /// no key material.
+    /// The marker of a rotation running on this ring (unix ms of its last step: a key
+    /// made or a batch re-sealed; 0 for none): `isto admin keys rotate` through a server
+    /// sets it, so that a second one is told that a rotation runs. It guards no key
+    /// material.
     pub fn rotation_step(&self) -> &std::sync::atomic::AtomicU64 {
         &self.rotation
     }
@@ -228,11 +222,7 @@ impl KeyRing {
 
     /// A ring with one fresh random key (and a fresh handle key), for tests.
     pub fn ephemeral() -> Self {
-        let mut b = Zeroizing::new(vec![0u8; 32]);
-        rand::rng().fill_bytes(&mut b);
-        let mut h = Zeroizing::new([0u8; 32]);
-        rand::rng().fill_bytes(&mut h[..]);
-        Self::from_bytes(vec![b], &h[..])
+        Self::from_bytes(vec![random_bytes(32)], &random_bytes(32))
     }
 
     /// The path of the handle key beside the sealing key `path`: `handle.key` in the
@@ -248,14 +238,11 @@ impl KeyRing {
     }
 
     /// Loads `path` (64 hex digits), creating it with a fresh key (mode 0600, parent
-    /// 0700) when absent. Older keys kept beside it as `sealing.key.<kid>` stay usable
-    /// for opening. The handle key ([`KeyRing::handle_key_path`], 64 hex digits) is read
-    /// the same way and created (0600) when absent — also beside an existing sealing key,
-    /// for a data directory made before handles existed; it is never rotated. The MAC
-    /// root ([`KeyRing::mac_key_path`], `<key id>:<64 hex digits>`) is created when
-    /// absent from the current sealing key's MAC subkey — for a data directory made
-    /// before it existed, so every MAC stays what it was —; it is never rotated either.
-    /// Returns the ring and whether the sealing key was created.
+    /// 0700) when absent; the old keys `sealing.key.<kid>` beside it open too. The handle
+    /// key ([`KeyRing::handle_key_path`], 64 hex digits) is read or created the same way;
+    /// the MAC root ([`KeyRing::mac_key_path`], `<key id>:<64 hex digits>`) is created
+    /// when absent from the current sealing key's MAC subkey ([`MacRoot`]). Returns the
+    /// ring and whether the sealing key was created.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`] on I/O errors, [`CryptoError::BadKey`] on a malformed file.
@@ -298,12 +285,6 @@ impl KeyRing {
     /// The sellers' intent handles ([`handle`]): made and opened with the handle key.
     pub fn handles(&self) -> &HandleKey {
         &self.handles
-    }
-
-    /// The keyed, rotation-proof lookup hash of `value` for an index of kind `kind`
-    /// ([`HandleKey::index_hash`]): `"{kind}#…"`, never the unkeyed [`token_hash`].
-    pub fn index_hash(&self, kind: &str, value: &str) -> String {
-        self.handles.index_hash(kind, value)
     }
 
     /// Id of the key used for sealing (empty when the ring has none).
@@ -356,8 +337,7 @@ impl KeyRing {
         if let Ok(t) = std::fs::metadata(path).and_then(|m| m.modified()) {
             let _ = std::fs::File::options().write(true).open(&archived).and_then(|f| f.set_modified(t));
         }
-        let mut b = Zeroizing::new(vec![0u8; 32]);
-        rand::rng().fill_bytes(&mut b);
+        let b = random_bytes(32);
         let text = Zeroizing::new(hex(&b));
         write_atomic(path, text.as_bytes()).map_err(io(path))?;
         let new = key_of(&b, Some(path.to_owned()));
@@ -530,12 +510,13 @@ impl KeyRing {
 
 /// HMAC-SHA-256 of length-prefixed `parts` under `key`.
 fn hmac(key: &[u8], parts: &[&[u8]]) -> Zeroizing<[u8; 32]> {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable_mac());
+    let mut out = Zeroizing::new([0u8; 32]);
+    // HMAC takes keys of any length: the `else` is never taken.
+    let Ok(mut m) = <Hmac<Sha256> as Mac>::new_from_slice(key) else { return out };
     for p in parts {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
     }
-    let mut out = Zeroizing::new([0u8; 32]);
     out.copy_from_slice(&m.finalize().into_bytes());
     out
 }
@@ -545,20 +526,20 @@ fn mac_with(key: &[u8; 32], parts: &[&[u8]]) -> String {
     B64.encode(&hmac(&key[..], parts)[..])
 }
 
-fn unreachable_mac() -> Hmac<Sha256> {
-    // HMAC accepts keys of any length; this branch is never taken.
-    <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).unwrap_or_else(|_| unreachable_mac())
-}
-
 /// Bytes of randomness in intentCode and the page tokens (160 bits ≥ the seed's 128).
 pub const TOKEN_BYTES: usize = 20;
 
 /// A fresh secret token of `bytes` random bytes, base64url without padding (160 bits →
 /// 27 characters). Used for intentCode and the consent, confirmation and manage tokens.
 pub fn new_token(bytes: usize) -> Secret {
-    let mut b = Zeroizing::new(vec![0u8; bytes]);
+    Secret(B64.encode(&random_bytes(bytes)[..]))
+}
+
+/// `n` fresh random bytes.
+fn random_bytes(n: usize) -> Zeroizing<Vec<u8>> {
+    let mut b = Zeroizing::new(vec![0u8; n]);
     rand::rng().fill_bytes(&mut b);
-    Secret(B64.encode(&b[..]))
+    b
 }
 
 /// SHA-256 of a token, hex, prefixed with its kind (`code`, `consent`, `confirm`,
