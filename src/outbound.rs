@@ -1,13 +1,7 @@
-//! Outbound HTTP (infrastructure): the one place isto fetches from the network — today
-//! the OAuth client ID metadata documents (draft-ietf-oauth-client-id-metadata-document).
-//! A [`Fetcher`] allows only `https`, resolves the name itself and connects only to an
-//! address [`is_forbidden`] allows (no loopback, private, link-local, CGNAT,
-//! documentation, multicast or IPv4-embedding IPv6 addresses: no SSRF), follows no
-//! redirects, uses no proxy, bounds the whole fetch by a timeout and the body by a byte
-//! limit ([`FetchError`] never carries the remote body). A [`Probe`] is the client of
-//! `isto check URL` alone: it connects to the address the operator typed (loopback
-//! included, `http` or `https`), with no redirects and bounded in time and size, and
-//! returns every answer for judging.
+//! Outbound HTTP (infrastructure): the one place isto fetches from the network. A
+//! [`Fetcher`] gets the OAuth client ID metadata documents
+//! (draft-ietf-oauth-client-id-metadata-document) from public addresses only
+//! ([`is_forbidden`]: no SSRF); a [`Probe`] is the client of `isto check URL` alone.
 
 use reqwest::header;
 use serde_json::Value;

@@ -1,14 +1,9 @@
-//! The change-feed follower of `isto serve` on PostgreSQL (issue 27 point 3): it applies
-//! what other replicas wrote ([`AppState::catch_up`]) as soon as the database notifies
-//! it (`LISTEN isto_changes` on a connection of its own, [`listen`]), and every
-//! [`FEED_POLL`] besides — the fallback while that connection is lost, which is opened
-//! again after [`LISTEN_RETRY_MIN`], doubling up to [`LISTEN_RETRY_MAX`]. So a
-//! withdrawal on one replica leaves the engine and the listings of every other within
-//! milliseconds, and within about [`FEED_POLL`] without notifications. A replica that
-//! missed more than the feed keeps rebuilds from the store (a gap, see `catch_up`).
-//! `/readyz` (both listeners) says not ready while this replica has been behind the
-//! change feed for more than [`FEED_BOUND`] ([`behind`]). On redb it does not run (one
-//! process per store).
+//! The change-feed follower of `isto serve` on PostgreSQL (issue 27 point 3; not on redb,
+//! one process per store): it applies what other replicas wrote ([`AppState::catch_up`])
+//! as soon as the database notifies it ([`listen`]) and every [`FEED_POLL`] besides, so
+//! a withdrawal on one replica leaves the engine and the listings of every other within
+//! milliseconds. A replica behind the feed for more than [`FEED_BOUND`] is not ready
+//! ([`behind`]).
 
 use crate::state::AppState;
 use std::sync::Arc;

@@ -45,7 +45,7 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// The share of one core that one client address may keep busy with MCP calls: a call
 /// is charged, beyond its request's cell, one more cell of the address's MCP bucket for
-/// each further [`RateLimits::mcp_cell_cpu`] of CPU time it used, so that at the
+/// each further cell time (`RateLimits::mcp_cell_cpu`) of CPU time it used, so that at the
 /// sustained rate (`[limits] mcp_requests_per_minute`) an address's calls use at most
 /// this share (its burst aside), however costly each one.
 pub const MCP_CPU_SHARE: f64 = 0.5;
@@ -183,7 +183,8 @@ pub struct RateLimits<C: Clock = MonotonicClock> {
     oauth: Keyed<Option<IpAddr>, C>,
     pages: Keyed<Option<IpAddr>, C>,
     credential: Keyed<u64, C>,
-    /// The CPU time one MCP cell pays for (see [`MCP_CPU_SHARE`]).
+    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
+    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
     mcp_cell_cpu: Duration,
     /// The most cells one call is charged beyond its request (the MCP burst).
     mcp_burst: u32,
@@ -229,17 +230,11 @@ impl<C: Clock + Clone> RateLimits<C> {
         }
     }
 
-    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
-    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
-    pub fn mcp_cell_cpu(&self) -> Duration {
-        self.mcp_cell_cpu
-    }
-
     /// Charges an MCP call of client `key` that used `cpu` of CPU time: the cells it owes
-    /// (`cpu` over [`Self::mcp_cell_cpu`], rounded up) beyond the one its request took,
-    /// at most the burst, are taken from the address's MCP bucket while it has any;
-    /// the rest is owed: the address's MCP requests wait (429) until that many cells
-    /// have refilled. Returns the cells charged (taken and owed).
+    /// (`cpu` over the cell time of [`MCP_CPU_SHARE`], rounded up) beyond the one its
+    /// request took, at most the burst, are taken from the address's MCP bucket while it
+    /// has any; the rest is owed: the address's MCP requests wait (429) until that many
+    /// cells have refilled. Returns the cells charged (taken and owed).
     pub fn charge_mcp_cpu(&self, key: Option<IpAddr>, cpu: Duration) -> u32 {
         let cell = self.mcp_cell_cpu.as_nanos().max(1);
         let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
@@ -417,6 +412,10 @@ mod tests {
     }
 
     impl<C: Clock + Clone> RateLimits<C> {
+        fn mcp_cell_cpu(&self) -> Duration {
+            self.mcp_cell_cpu
+        }
+
         /// Keys tracked in `bucket` (the overflow bucket included).
         pub fn tracked(&self, bucket: Bucket) -> usize {
             self.bucket(bucket).len()

@@ -1,15 +1,15 @@
 //! The tasks `isto serve` runs beside the HTTP listener, started together and stopped
-//! together: the offer index opening (then `READY=1`), the mail worker (it only sends),
-//! the domain's scheduler (reply matching, due digests, purge and expiry sweep:
-//! `crate::schedule`), on PostgreSQL the change-feed follower (`follow`), the admin socket, the metrics listener, and the wait for
-//! SIGTERM or Ctrl-C that cancels `stop`.
+//! together ([`Tasks`]).
 
 use super::{metrics, systemd, SHUTDOWN_TASKS};
 use crate::state::AppState;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The running background tasks (see the module docs).
+/// The running background tasks: the offer index opening (then `READY=1`), the mail
+/// worker (it only sends), the domain's scheduler (`crate::schedule`), on PostgreSQL the
+/// change-feed follower (`follow`), the admin socket, the metrics listener, and the wait
+/// for SIGTERM or Ctrl-C that cancels `stop`.
 #[derive(Debug)]
 pub(super) struct Tasks {
     running: Vec<JoinHandle<()>>,

@@ -1,7 +1,5 @@
-//! The bodies [`super::serve_http`] wraps: a request body with a total deadline from its
-//! head ([`DeadlineBody`], `limits.body_read_timeout_secs`), and a response body that keeps
-//! its request counted as in flight and ends an event stream that sent no event for
-//! `limits.stream_idle_secs` ([`CountedBody`]).
+//! The bodies [`super::serve_http`] wraps: [`DeadlineBody`] (`limits.body_read_timeout_secs`)
+//! and [`CountedBody`] (`limits.stream_idle_secs`).
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
