@@ -2,15 +2,11 @@
 //! clock, in one place (`isto serve` runs one [`Scheduler`]; the mail worker only sends
 //! mail and drives none of it):
 //!
-//! * the seller replies waiting to be matched — [`ReplyTicker`]: at once, then every
-//!   1 s plus a random 0–3 s, one write transaction per tick whatever the queue holds
-//!   (its timing is what keeps a delivery invisible to the seller, see
-//!   `deliveries::replies`);
+//! * the seller replies waiting to be matched — [`ReplyTicker`], on its own jittered
+//!   tick (what keeps a delivery invisible to the seller, see `deliveries::replies`);
 //! * the match digests that have come due — [`queue_due_digests`] every
-//!   [`DIGEST_EVERY`], on a fixed tick that nothing a request does moves; each queued
-//!   digest wakes the mail worker, which sends it;
-//! * the purge of what nobody needs any more, then the expiry sweep and the renewal
-//!   reminders — every [`SWEEP_EVERY`], the first at once.
+//!   [`DIGEST_EVERY`], on a fixed tick that nothing a request does moves;
+//! * the purge, then the expiry sweep and the renewal reminders — every [`SWEEP_EVERY`].
 //!
 //! Each task runs through [`every_after`]. With several replicas on one PostgreSQL
 //! database, only the one that leads ([`crate::store::Store::leading`]) does the work of

@@ -1,12 +1,7 @@
 //! Prometheus metrics (issue 11 point 4): the one module that uses `prometheus-client`.
-//!
-//! The other modules call the typed functions here ([`request`], [`tool_call`],
-//! [`rate_limited`], [`quota_refused`], [`offers_imported`]); the values read from the
-//! store at scrape time come in as one [`StoreGauges`] given to [`render`], which
-//! answers the whole exposition (OpenMetrics text, [`CONTENT_TYPE`]).
-//!
-//! Every series is under the `isto_` prefix, with its unit in its name; the book's
-//! metrics reference (`isto generate reference`) lists them from [`render`]'s text.
+//! The other modules count through the typed functions here; [`render`] answers the
+//! whole exposition. Every series is under the `isto_` prefix, with its unit in its
+//! name; the book's metrics reference (`isto generate reference`) lists them from it.
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
 //! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
@@ -223,10 +218,6 @@ impl Bounded {
 
 type HistogramFamily = Family<EndpointLabels, Histogram, fn() -> Histogram>;
 
-fn duration_histogram() -> Histogram {
-    Histogram::new(DURATION_BUCKETS)
-}
-
 struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
@@ -253,13 +244,9 @@ impl Metrics {
         let mut r = Registry::with_prefix("isto");
         let requests =
             add(&mut r, "http_requests", "HTTP requests answered, by route pattern, method and status", None);
-        let durations = registered(
-            &mut r,
-            "http_request_duration",
-            "Time to the response head, by route pattern",
-            Some(Unit::Seconds),
-            HistogramFamily::new_with_constructor(duration_histogram),
-        );
+        let durations = HistogramFamily::new_with_constructor(|| Histogram::new(DURATION_BUCKETS));
+        let help = "Time to the response head, by route pattern";
+        r.register_with_unit("http_request_duration", help, Unit::Seconds, durations.clone());
         let tools = add(&mut r, "mcp_tool_calls", "MCP tools/call requests, by tool and outcome", None);
         let rate_limited: Family<ScopeLabels, Counter> =
             add(&mut r, "rate_limited", "Requests refused with 429 by a rate limit, by scope", None);
@@ -325,19 +312,15 @@ impl Metrics {
     }
 }
 
-/// Registers `metric` as `name` (under the `isto_` prefix) with its help text and unit;
-/// the metric, to keep a handle on it.
-fn registered<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>, metric: M) -> M {
+/// Registers a new metric of its kind as `name` (under the `isto_` prefix) with its help
+/// text and unit; the metric, to keep a handle on it.
+fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
+    let metric = M::default();
     match unit {
         Some(unit) => r.register_with_unit(name, help, unit, metric.clone()),
         None => r.register(name, help, metric.clone()),
     }
     metric
-}
-
-/// [`registered`] with a new metric of its kind.
-fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
-    registered(r, name, help, unit, M::default())
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);

@@ -66,18 +66,11 @@ pub fn client_of(
     peer: Option<std::net::SocketAddr>,
     headers: &http::HeaderMap,
 ) -> ClientAddr {
-    let mut forwarded = String::new();
-    let mut last: Vec<&http::HeaderValue> = headers.get_all("x-forwarded-for").iter().rev().take(8).collect();
+    let mut last: Vec<&str> =
+        headers.get_all("x-forwarded-for").iter().rev().take(8).filter_map(|v| v.to_str().ok()).collect();
     last.reverse();
-    for v in last {
-        if let Ok(v) = v.to_str() {
-            if !forwarded.is_empty() {
-                forwarded.push(',');
-            }
-            forwarded.push_str(v);
-        }
-    }
-    ClientAddr::resolve(peer, Some(&forwarded).filter(|f| !f.is_empty()).map(String::as_str), trusted)
+    let forwarded = last.join(",");
+    ClientAddr::resolve(peer, Some(forwarded.as_str()).filter(|f| !f.is_empty()), trusted)
 }
 
 /// The body of the answer to a connection over its address's connections.

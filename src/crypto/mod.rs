@@ -188,6 +188,7 @@ fn ring_keys(path: &Path) -> Result<Vec<Key>, CryptoError> {
 pub const MAC_KEY_FILE: &str = "mac.key";
 
 impl KeyRing {
+    #[cfg(any(test, feature = "testkit"))]
     fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>, handle_root: &[u8]) -> Self {
         let keys: Vec<Key> = list.iter().map(|b| key_of(b, None)).collect();
         let mac = match keys.first() {
@@ -220,6 +221,7 @@ impl KeyRing {
         self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// A ring with one fresh random key (and a fresh handle key), for tests.
     pub fn ephemeral() -> Self {
         Self::from_bytes(vec![random_bytes(32)], &random_bytes(32))
@@ -451,24 +453,16 @@ impl KeyRing {
     /// token again, so a value can be answered twice without being stored (the OAuth
     /// refresh grace window); `None` when the ring has no key.
     pub fn derive_token(&self, purpose: &str, input: &str) -> Option<Secret> {
-        if self.sealing().is_empty() {
-            return None;
-        }
-        Some(Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
+        let has_key = !self.sealing().is_empty();
+        has_key.then(|| Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
     }
 
     /// A keyed hash of a secret (an OAuth client secret) for storage:
     /// `hmac1:<MAC key id>:<base64url HMAC-SHA-256 of (kind, secret)>` under the MAC
     /// root. Checked by [`KeyRing::keyed_hash_matches`]; `None` when the ring has no key.
     pub fn keyed_hash(&self, kind: &str, secret: &str) -> Option<String> {
-        if self.sealing().is_empty() {
-            return None;
-        }
-        Some(format!(
-            "hmac1:{}:{}",
-            self.mac.id,
-            mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])
-        ))
+        let hash = mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()]);
+        (!self.sealing().is_empty()).then(|| format!("hmac1:{}:{hash}", self.mac.id))
     }
 
     /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`:

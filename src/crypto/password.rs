@@ -18,6 +18,7 @@ use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
 use std::sync::{Mutex, OnceLock};
 
+#[cfg(any(test, feature = "testkit"))]
 /// argon2 parameters (memory KiB, iterations, lanes), for callers that hash with
 /// other than the current ones (tests of rehashing).
 pub use argon2::Params as HashParams;

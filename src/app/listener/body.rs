@@ -55,13 +55,8 @@ impl DeadlineBody {
 /// Timeout (RFC 9110 §15.5.9) with `Connection: close`.
 pub fn late_response() -> axum::response::Response {
     use axum::response::IntoResponse;
-    let mut res = (
-        axum::http::StatusCode::REQUEST_TIMEOUT,
-        "The request body did not arrive in time: send it whole, then try again.\n",
-    )
-        .into_response();
-    res.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-    res
+    let body = "The request body did not arrive in time: send it whole, then try again.\n";
+    (axum::http::StatusCode::REQUEST_TIMEOUT, [(axum::http::header::CONNECTION, "close")], body).into_response()
 }
 
 impl Body for DeadlineBody {
