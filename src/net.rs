@@ -64,7 +64,7 @@ impl TrustedProxies {
     /// The entries that take in every address (`0.0.0.0/0`, `::/0`): with them anyone can
     /// name any client in `X-Forwarded-For` (a `check-config` warning).
     pub fn everyone(&self) -> Vec<String> {
-        self.0.iter().filter(|n| n.prefix_len() == 0).map(ToString::to_string).collect()
+        self.describe_if(|n| n.prefix_len() == 0)
     }
 
     /// The entries that hold a loopback address: a `check-config` warning when isto
@@ -72,16 +72,17 @@ impl TrustedProxies {
     /// the proxy) can connect from loopback and name any client.
     pub fn loopback_entries(&self) -> Vec<String> {
         let loops = [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)];
-        self.0
-            .iter()
-            .filter(|n| loops.iter().any(|l| n.contains(l)) || n.addr().is_loopback())
-            .map(ToString::to_string)
-            .collect()
+        self.describe_if(|n| loops.iter().any(|l| n.contains(l)) || n.addr().is_loopback())
     }
 
     /// The entries in CIDR notation (for `isto admin check-config`).
     pub fn describe(&self) -> Vec<String> {
-        self.0.iter().map(ToString::to_string).collect()
+        self.describe_if(|_| true)
+    }
+
+    /// The entries `keep` keeps, in CIDR notation.
+    fn describe_if(&self, keep: impl Fn(&IpNet) -> bool) -> Vec<String> {
+        self.0.iter().filter(|n| keep(n)).map(ToString::to_string).collect()
     }
 }
 

@@ -51,10 +51,9 @@ pub struct Fetcher {
 
 impl Fetcher {
     /// A fetcher with `timeout` for the whole fetch (resolution, connection, body) and
-    /// bodies of at most `max_bytes`. With `allow_loopback` (a holder whose public URL is
-    /// plain `http`, i.e. a development set-up) `http://` URLs naming loopback addresses
-    /// are fetched too (never `https://` ones); every other forbidden address stays
-    /// refused.
+    /// bodies of at most `max_bytes`. With `allow_loopback` (a development set-up whose
+    /// public URL is plain `http`) `http://` URLs naming loopback addresses are fetched
+    /// too (never `https://` ones).
     pub fn new(timeout: Duration, max_bytes: usize, allow_loopback: bool) -> Self {
         Self { timeout, max_bytes, allow_loopback }
     }
@@ -233,19 +232,13 @@ impl Probe {
         body: Option<Vec<u8>>,
         stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
     ) -> Result<ProbeResponse, ProbeError> {
-        let (limit, error) = match self.deadline {
-            Some(at) => {
-                let left = at.saturating_duration_since(tokio::time::Instant::now());
-                if left.is_zero() {
-                    return Err(ProbeError::Deadline);
-                }
-                if left < self.timeout {
-                    (left, ProbeError::Deadline)
-                } else {
-                    (self.timeout, ProbeError::Timeout)
-                }
-            }
-            None => (self.timeout, ProbeError::Timeout),
+        let left = self.deadline.map(|at| at.saturating_duration_since(tokio::time::Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(ProbeError::Deadline);
+        }
+        let (limit, error) = match left {
+            Some(l) if l < self.timeout => (l, ProbeError::Deadline),
+            _ => (self.timeout, ProbeError::Timeout),
         };
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(ProbeError::Url);
@@ -274,14 +267,8 @@ impl Probe {
                 ProbeError::Timeout
             } else {
                 // The cause chain names what failed (refused, DNS, TLS), never a body.
-                let mut msg = e.to_string();
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    msg.push_str(": ");
-                    msg.push_str(&s.to_string());
-                    src = s.source();
-                }
-                ProbeError::Failed(msg)
+                let chain = std::iter::successors(Some(&e as &dyn std::error::Error), |s| s.source());
+                ProbeError::Failed(chain.map(ToString::to_string).collect::<Vec<_>>().join(": "))
             }
         };
         let mut res = req.send().await.map_err(describe)?;

@@ -67,11 +67,9 @@ impl Scheduler {
     }
 }
 
-/// One purge, expiry sweep and renewal pass (none on a replica that does not lead): the purge first (it deletes lapsed drafts,
-/// which the sweep leaves to it); a failed purge does not keep the sweep from running.
-///
-/// # Errors
-/// The sweep's error (the purge's is logged here).
+/// One purge, expiry sweep and renewal pass (none on a replica that does not lead): the
+/// purge first (it deletes lapsed drafts, which the sweep leaves to it); a failed purge
+/// is logged and does not keep the sweep from running, whose error is returned.
 fn sweep(base: &Base, intents: &Intents) -> crate::base::Result<()> {
     if !base.store().leading() {
         return Ok(());

@@ -4,11 +4,9 @@
 //! name; the book's metrics reference (`isto generate reference`) lists them from it.
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
-//! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
-//! [`MAX_ENDPOINTS`] endpoints and [`MAX_TOOLS`] tools, every later value counted as
-//! `other` — and the callers pass only route patterns (never a URL: it may carry a
-//! token) and the names of their own tools. Nothing here ever holds a statement, an
-//! e-mail address, a code, a token or a limit.
+//! a status code, or a string that [`Bounded`] admits, and the callers pass only route
+//! patterns (never a URL: it may carry a token) and the names of their own tools.
+//! Nothing here ever holds a statement, an e-mail address, a code, a token or a limit.
 //!
 //! One registry per process ([`std::sync::LazyLock`]): a counter counts every holder of
 //! the process (tests run several; `isto serve` runs one).
@@ -38,7 +36,7 @@ pub const OTHER: &str = "other";
 /// Upper bounds of the request-duration buckets, seconds.
 const DURATION_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-/// Declares a label enum: its variants, each with its label value, [`as_str`](Method::as_str)
+/// Declares a label enum: its variants, each with its label value, [`as_str`](ToolOutcome::as_str)
 /// giving that value, `ALL` (every variant in order) and the label encoding.
 macro_rules! label_enum {
     ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident => $s:literal,)* }) => {
@@ -65,26 +63,10 @@ macro_rules! label_enum {
     };
 }
 
-label_enum! {
-    /// An HTTP method, as a label (anything unusual is `other`).
-    #[allow(clippy::upper_case_acronyms)]
-    enum Method {
-        GET => "GET",
-        HEAD => "HEAD",
-        POST => "POST",
-        PUT => "PUT",
-        DELETE => "DELETE",
-        OPTIONS => "OPTIONS",
-        PATCH => "PATCH",
-        Other => "other",
-    }
-}
-
-impl Method {
-    /// The label of a method name (`GET` → [`Method::GET`], `BREW` → [`Method::Other`]).
-    pub fn of(name: &str) -> Self {
-        Self::ALL.iter().copied().find(|m| *m != Self::Other && m.as_str() == name).unwrap_or(Self::Other)
-    }
+/// The label of an HTTP method: its name (`GET`), or [`OTHER`] for an unusual one (`BREW`).
+fn method_label(name: &str) -> &'static str {
+    let known = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+    known.into_iter().find(|m| *m == name).unwrap_or(OTHER)
 }
 
 label_enum! {
@@ -137,32 +119,14 @@ label_enum! {
     }
 }
 
-label_enum! {
-    /// What became of imported catalogue rows.
-    enum ImportResult {
-        /// Offers created.
-        Created => "created",
-        /// Offers updated.
-        Updated => "updated",
-        /// Rows of a batch the server refused.
-        Refused => "refused",
-    }
-}
+/// What became of imported catalogue rows, in the order [`offers_imported`] takes them.
+const IMPORT_RESULTS: [&str; 3] = ["created", "updated", "refused"];
 
 /// A series without labels in a family (so that it has no sample until it is set).
 type NoLabels = Vec<(&'static str, &'static str)>;
 
-label_enum! {
-    /// What a connection of the store's pool is doing (`isto_store_pool_connections`).
-    enum PoolState {
-        /// The most connections the pool opens.
-        Size => "size",
-        /// Connections in use.
-        InUse => "in_use",
-        /// Idle connections.
-        Idle => "idle",
-    }
-}
+/// What a connection of the store's pool is doing, in the order [`pool`] takes them.
+const POOL_STATES: [&str; 3] = ["size", "in_use", "idle"];
 
 /// Declares label sets of one or more labels, each a field of its label's type.
 macro_rules! label_sets {
@@ -173,13 +137,13 @@ macro_rules! label_sets {
 }
 
 label_sets! {
-    PoolStateLabels { state: PoolState }
-    RequestLabels { endpoint: String, method: Method, status: u16 }
+    PoolStateLabels { state: &'static str }
+    RequestLabels { endpoint: String, method: &'static str, status: u16 }
     EndpointLabels { endpoint: String }
     ToolLabels { tool: String, outcome: ToolOutcome }
     ScopeLabels { scope: RateScope }
     RuleLabels { rule: QuotaRule }
-    ResultLabels { result: ImportResult }
+    ResultLabels { result: &'static str }
     // `status`: a PROTOCOL.md §2 status name (`protocol::Status::as_str`): static, so bounded.
     StatusLabels { status: &'static str }
     VersionLabels { version: &'static str }
@@ -285,7 +249,7 @@ impl Metrics {
         for &rule in QuotaRule::ALL {
             drop(quotas.get_or_create(&RuleLabels { rule }));
         }
-        for &result in ImportResult::ALL {
+        for result in IMPORT_RESULTS {
             drop(imported.get_or_create(&ResultLabels { result }));
         }
         let build = Family::<VersionLabels, Gauge>::default();
@@ -330,7 +294,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 pub fn request(endpoint: &str, method: &str, status: u16, latency: Duration) {
     let m = &*METRICS;
     let endpoint = m.endpoints.admit(endpoint);
-    m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: Method::of(method), status }).inc();
+    m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: method_label(method), status }).inc();
     m.durations.get_or_create(&EndpointLabels { endpoint }).observe(latency.as_secs_f64());
 }
 
@@ -356,7 +320,7 @@ pub fn quota_refused(rule: QuotaRule) {
 /// `refused` rows of a batch the server refused.
 pub fn offers_imported(created: u64, updated: u64, refused: u64) {
     let m = &*METRICS;
-    for (&result, n) in ImportResult::ALL.iter().zip([created, updated, refused]) {
+    for (result, n) in IMPORT_RESULTS.into_iter().zip([created, updated, refused]) {
         m.imported.get_or_create(&ResultLabels { result }).inc_by(n);
     }
 }
@@ -374,15 +338,13 @@ pub struct StoreGauges {
     pub deliveries: u64,
 }
 
-/// Sets the PostgreSQL pool's series (before [`render`]; `store::PoolStats`, passed by
-/// `app::metrics`, as this module imports no other): `connections` are its size, those
-/// in use and those idle; `totals` the calls that waited for a connection, those that
-/// waited in vain, and the connections that failed to open or were found closed, since
-/// the store opened. The counters grow by what is new since the last call (one pool
-/// per `isto serve`; a counter never goes down).
+/// Sets the PostgreSQL pool's series (before [`render`]) from `store::PoolStats`:
+/// `connections` are its size, in use and idle; `totals` its waits, wait timeouts and
+/// connection errors since the store opened (the counters grow by what is new since the
+/// last call: one pool per `isto serve`).
 pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
     let m = &*METRICS;
-    for (&state, n) in PoolState::ALL.iter().zip(connections) {
+    for (state, n) in POOL_STATES.into_iter().zip(connections) {
         m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
     }
     for (family, total) in m.pool_totals.iter().zip(totals) {

@@ -322,12 +322,6 @@ struct Conn {
     slot: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
-impl Conn {
-    fn waiting_since(&self) -> Instant {
-        *self.waiting_since.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// The open connections of [`serve_http`], for eviction when every slot is taken, and
 /// how many of them were told to close and handed their slot on ([`closing_max`]).
 #[derive(Debug)]
@@ -385,7 +379,10 @@ impl Connections {
             .values()
             .filter(|c| of.is_none() || c.key == of)
             .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
-            .map(|c| ((c.served.load(Ordering::Relaxed), c.waiting_since()), c))
+            .map(|c| {
+                let since = *c.waiting_since.lock().unwrap_or_else(PoisonError::into_inner);
+                ((c.served.load(Ordering::Relaxed), since), c)
+            })
             .collect();
         let n = n.min(idle.len());
         if n > 0 && n < idle.len() {

@@ -135,18 +135,13 @@ impl Scraper {
     }
 }
 
-/// Sets the PostgreSQL pool's series from the store's pool (nothing on redb).
-fn set_pool_series(holder: &AppState) {
-    if let Some(p) = holder.base.store().pool_stats() {
-        telemetry::pool([p.size, p.in_use, p.idle], [p.waits, p.wait_timeouts, p.connection_errors]);
-    }
-}
-
 /// `GET /metrics`: [`telemetry::render`] with the store's values (and the PostgreSQL
 /// pool's, set first: they need no store read, so they are there when it fails).
 async fn metrics(scraper: Scraper) -> Response {
     let text = tokio::task::spawn_blocking(move || {
-        set_pool_series(&scraper.holder);
+        if let Some(p) = scraper.holder.base.store().pool_stats() {
+            telemetry::pool([p.size, p.in_use, p.idle], [p.waits, p.wait_timeouts, p.connection_errors]);
+        }
         telemetry::render(scraper.store_gauges().as_ref())
     })
     .await;

@@ -7,12 +7,10 @@
 //! /64) and one per credential (the account and the client of a bearer token's grant,
 //! never the token) on `/mcp/buyer` and `/mcp/seller`.
 //!
-//! Memory: each limiter tracks at most [`MAX_KEYS`] keys. Every [`SWEEP_EVERY`] (and, when
-//! a limiter is full, at most once a second) the keys whose bucket has refilled — that
-//! look like a fresh client — are dropped. A new key that finds the limiter still full
-//! shares one overflow bucket ([`Capped`]) with every other such key: a flood of fresh
-//! addresses cannot grow the state past the cap, and the clients already tracked keep
-//! their own buckets.
+//! Memory: each limiter tracks at most [`MAX_KEYS`] keys, forgetting those whose bucket
+//! has refilled every [`SWEEP_EVERY`]; a new key that finds it full shares one overflow
+//! bucket ([`Capped`]): a flood of fresh addresses cannot grow the state past the cap,
+//! and the clients already tracked keep their own buckets.
 
 use crate::config::Limits;
 use crate::net::{Charge, ClientAddr};
@@ -326,10 +324,8 @@ pub async fn sweeper(limits: Weak<RateLimits>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        match limits.upgrade() {
-            Some(l) => l.sweep(),
-            None => return,
-        }
+        let Some(l) = limits.upgrade() else { return };
+        l.sweep();
     }
 }
 

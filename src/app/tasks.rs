@@ -70,10 +70,9 @@ impl Tasks {
     }
 }
 
-/// Opens the offer index (rebuilt when it lags the store) on a blocking thread once the
-/// listener answers (a rebuild does not delay the first answer): `/readyz` says not
-/// ready (`opening`) until it is in step, and a search before then waits for it (it
-/// never sees a half-built index). `READY=1` follows it.
+/// Opens the offer index (rebuilt when it lags the store) on a blocking thread, so that
+/// a rebuild does not delay the first answer (a search waits for it; `/readyz` says not
+/// ready until then). `READY=1` follows it.
 fn open_index(holder: AppState) -> JoinHandle<()> {
     systemd::status("opening the offer index");
     tokio::task::spawn_blocking(move || {

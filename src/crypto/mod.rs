@@ -264,11 +264,10 @@ impl KeyRing {
         Ok((Self::assemble(keys, mac, &handle_root, Some(path.to_owned())), created))
     }
 
-    /// Reads the sealing keys again from the ring's files (`sealing.key` and the
-    /// `sealing.key.<kid>` beside it): after another process rotated or retired a key in
-    /// the same key directory (several replicas sharing it, issue 27 point 4). The
-    /// handle key and the MAC root are never rotated and are not read again. Returns
-    /// whether the ring changed; a ring made in memory never does.
+    /// Reads the sealing keys again from the ring's files: after another process (a
+    /// replica sharing the key directory) rotated or retired a key. The handle key and
+    /// the MAC root are never rotated. Returns whether the ring changed; a ring made in
+    /// memory never does.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`], [`CryptoError::BadKey`] (the ring is then unchanged).

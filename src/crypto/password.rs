@@ -99,11 +99,7 @@ pub fn verify(password: &str, phc: &str) -> bool {
     if parsed.algorithm.as_str() != "argon2id" {
         return false;
     }
-    let version = match parsed.version.map(Version::try_from) {
-        None => Version::default(),
-        Some(Ok(v)) => v,
-        Some(Err(_)) => return false,
-    };
+    let Ok(version) = parsed.version.map_or(Ok(Version::default()), Version::try_from) else { return false };
     let (Ok(params), Some(salt), Some(expected)) = (Params::try_from(&parsed), parsed.salt, parsed.hash) else {
         return false;
     };
