@@ -12,7 +12,8 @@
 //! database, only the one that leads ([`crate::store::Store::leading`]) does the work of
 //! a tick (docs/choices.md, "Background work on one replica").
 
-use crate::base::{every_after, Base};
+pub(crate) use crate::base::every_after;
+use crate::base::Base;
 use crate::deliveries::{queue_due_digests, ReplyTicker};
 use crate::intents::Intents;
 use std::sync::Arc;

@@ -24,11 +24,11 @@ pub const LISTEN_RETRY_MIN: Duration = Duration::from_millis(200);
 pub const LISTEN_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Applies the change feed at each notification and every [`FEED_POLL`] until `stop`;
-/// a failure is logged once until a pass succeeds again ([`crate::base::every_after`]).
+/// a failure is logged once until a pass succeeds again ([`crate::schedule::every_after`]).
 pub async fn run(holder: AppState, stop: CancellationToken) {
     let wake = Arc::new(Notify::new());
     let listening = tokio::spawn(listen(holder.clone(), wake.clone(), stop.clone()));
-    crate::base::every_after(
+    crate::schedule::every_after(
         || FEED_POLL,
         Some(wake),
         "applying the change feed",
