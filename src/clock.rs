@@ -1,5 +1,5 @@
 //! Time as a parameter (STYLE.md habit 4): production uses [`SystemClock`]; tests use
-//! [`ManualClock`] and advance it instead of sleeping.
+//! `ManualClock` (feature `testkit`) and advance it instead of sleeping.
 
 use time::OffsetDateTime;
 
