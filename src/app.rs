@@ -39,11 +39,8 @@ pub fn log_ceiling(meta: &tracing::Metadata<'_>) -> bool {
     *meta.level() <= ceiling
 }
 
-/// Runs `isto serve` until SIGTERM/Ctrl-C. Under systemd (`Type=notify`, see
-/// [`systemd`]) it reports `STATUS=` phases, `READY=1` once it listens with the store
-/// and the offer index open (it answers before that: the index opens in the
-/// background, `/readyz` not ready until then), `STOPPING=1` at the signal, and pings
-/// the watchdog when the unit sets one.
+/// Runs `isto serve` until SIGTERM/Ctrl-C, reporting to systemd ([`systemd`]): `READY=1`
+/// comes once the offer index is open (it answers before that: `/readyz` not ready).
 ///
 /// # Errors
 /// [`ServeError`] on start-up failures (also sent as `STATUS=`).
@@ -66,24 +63,16 @@ async fn serve_until_signal(mut settings: Settings) -> Result<(), ServeError> {
     // Listen first and check the SMTP server's URL: a port in use or a bad URL is
     // reported before anything is created on disk.
     let listener = listen(settings.listen).map_err(|e| ServeError::Bind(settings.listen, e))?;
-    let metrics_listener = match settings.metrics_listen {
-        Some(addr) => Some(listen(addr).map_err(|e| ServeError::Bind(addr, e))?),
-        None => None,
-    };
-    let smtp = match settings.smtp_url {
-        Some(_) => Some(start::mail_transport(&settings)?),
-        None => None,
-    };
+    let metrics_listener =
+        settings.metrics_listen.map(|a| listen(a).map_err(|e| ServeError::Bind(a, e))).transpose()?;
+    let smtp = settings.smtp_url.as_ref().map(|_| start::mail_transport(&settings)).transpose()?;
     // From here on what this start creates is removed again if it fails before serving.
     let fresh = start::Fresh::survey(&settings);
     let (holder, created) = tokio::task::block_in_place(|| open_holder(settings))?;
     let s = &holder.base.settings();
     // The .eml directory is made inside the data directory that `open_holder` made
     // owner-only (made first, it would have created the data directory with the umask).
-    let transport = match smtp {
-        Some(t) => t,
-        None => start::mail_transport(s)?,
-    };
+    let transport = smtp.map_or_else(|| start::mail_transport(s), Ok)?;
     let admin_socket = crate::admin::AdminSocket::bind(&s.admin_socket_path())
         .map_err(|e| ServeError::AdminSocket(s.admin_socket_path().display().to_string(), e))?;
     start::log_start(s, created);

@@ -1,7 +1,6 @@
 //! Time as a parameter (STYLE.md habit 4): production uses [`SystemClock`]; tests use
-//! [`ManualClock`] and advance it instead of sleeping.
+//! `ManualClock` (feature `testkit`) and advance it instead of sleeping.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use time::OffsetDateTime;
 
 /// A source of the current UTC time.
@@ -24,27 +23,30 @@ impl Clock for SystemClock {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// A clock the tests set and advance; starts at the given instant.
 #[derive(Debug)]
 pub struct ManualClock {
-    unix_nanos: AtomicI64,
+    unix_nanos: std::sync::atomic::AtomicI64,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl ManualClock {
     /// A clock standing at `start`.
     pub fn new(start: OffsetDateTime) -> Self {
-        Self { unix_nanos: AtomicI64::new(start.unix_timestamp_nanos() as i64) }
+        Self { unix_nanos: std::sync::atomic::AtomicI64::new(start.unix_timestamp_nanos() as i64) }
     }
 
     /// Moves the clock forward by `by`.
     pub fn advance(&self, by: time::Duration) {
-        self.unix_nanos.fetch_add(by.whole_nanoseconds() as i64, Ordering::SeqCst);
+        self.unix_nanos.fetch_add(by.whole_nanoseconds() as i64, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl Clock for ManualClock {
     fn now(&self) -> OffsetDateTime {
-        let n = self.unix_nanos.load(Ordering::SeqCst);
+        let n = self.unix_nanos.load(std::sync::atomic::Ordering::SeqCst);
         OffsetDateTime::from_unix_timestamp_nanos(i128::from(n)).unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
 }

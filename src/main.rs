@@ -56,12 +56,8 @@ fn main() -> ExitCode {
     };
     // `offers import` keeps 1 for "some rows were rejected"; its other failures exit 2
     // (`isto admin offers import --help`).
-    let failure = match cli.command {
-        Command::Admin(AdminCommand::Offers(OffersCommand::Import { .. })) => {
-            ExitCode::from(isto::admin::IMPORT_FAILED)
-        }
-        _ => ExitCode::FAILURE,
-    };
+    let import = matches!(cli.command, Command::Admin(AdminCommand::Offers(OffersCommand::Import { .. })));
+    let failure = if import { ExitCode::from(isto::admin::IMPORT_FAILED) } else { ExitCode::FAILURE };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

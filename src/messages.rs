@@ -17,10 +17,8 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
-/// The closing paragraphs of the confirmation and the digest: the cadence (issue 13
-/// point 2: `lead`, the cadence in words ([`Cadence::label`]) and the results page link
-/// where the person changes it, a page with a form: following the link changes
-/// nothing), then the withdraw link.
+/// The closing paragraphs of the confirmation and the digest: `lead`, the cadence in
+/// words and the results page link to change it (issue 13 point 2), then the withdraw link.
 fn cadence_and_withdraw(s: &IntentMailText, lead: &str, lang: &str, cadence: Cadence, urls: [&str; 2]) -> String {
     let [results_url, withdraw_url] = urls;
     let label = cadence.label(lang);
@@ -121,9 +119,7 @@ pub fn digest(
 }
 
 /// The digest line under an offer saying why it was sent (issue 13 point 3), in the
-/// intent's language: `  Why this offer: make Škoda, model Octavia; in your area:
-/// Bratislava (Bratislava Region); within your price limit` (see
-/// [`crate::matching::explain`]: pass/fail only about the price, never the limit).
+/// intent's language ([`crate::matching::explain`]: never the limit).
 fn why_line(intent: &Intent, offer: &Offer) -> String {
     let e = crate::matching::explain::explain(intent, offer);
     format!("  {} {}\n", crate::matching::explain::heading(&intent.language), e.line())

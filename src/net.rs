@@ -2,18 +2,10 @@
 //! and quotas of issue 9 (points 2, 3 and 8).
 //!
 //! The address is the TCP peer's, unless the peer is one of the configured
-//! [`TrustedProxies`] (setting `trusted_proxies`, default `127.0.0.1` and `::1` only: a
-//! reverse proxy on the same host). Then the `X-Forwarded-For` header (the de-facto standard that
-//! RFC 7239 §1 describes; nginx, Caddy and HAProxy append the address they saw) is read
-//! from the right: each entry appended by a trusted proxy is skipped and the first entry
-//! that is not trusted is the client. Entries to its left are the client's own words and
-//! are never read. A header that does not parse leaves the last proxy as the client.
-//!
-//! Counting uses [`ClientAddr::key`]: an IPv4 address, or an IPv6 address cut to its /64
-//! (one customer's prefix, RFC 6177), so that a client cannot multiply its allowance by
-//! rotating through its own prefix. [`network_key`] widens a key to its network (IPv4
-//! /24, IPv6 /48: one site, RFC 6177), for the quotas that a client rotating through
-//! many addresses of one network must not multiply.
+//! [`TrustedProxies`]; then `X-Forwarded-For` names the client ([`ClientAddr::resolve`]).
+//! Counting uses [`ClientAddr::key`] (an IPv6 address cut to its /64, one customer's
+//! prefix, RFC 6177, so that a client cannot multiply its allowance by rotating through
+//! its own prefix) and, for some quotas, [`network_key`].
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -35,6 +27,7 @@ impl TrustedProxies {
         ])
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// No proxy is trusted: the header is never read.
     pub fn none() -> Self {
         Self(Vec::new())
@@ -71,7 +64,7 @@ impl TrustedProxies {
     /// The entries that take in every address (`0.0.0.0/0`, `::/0`): with them anyone can
     /// name any client in `X-Forwarded-For` (a `check-config` warning).
     pub fn everyone(&self) -> Vec<String> {
-        self.0.iter().filter(|n| n.prefix_len() == 0).map(ToString::to_string).collect()
+        self.describe_if(|n| n.prefix_len() == 0)
     }
 
     /// The entries that hold a loopback address: a `check-config` warning when isto
@@ -79,28 +72,27 @@ impl TrustedProxies {
     /// the proxy) can connect from loopback and name any client.
     pub fn loopback_entries(&self) -> Vec<String> {
         let loops = [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)];
-        self.0
-            .iter()
-            .filter(|n| loops.iter().any(|l| n.contains(l)) || n.addr().is_loopback())
-            .map(ToString::to_string)
-            .collect()
+        self.describe_if(|n| loops.iter().any(|l| n.contains(l)) || n.addr().is_loopback())
     }
 
     /// The entries in CIDR notation (for `isto admin check-config`).
     pub fn describe(&self) -> Vec<String> {
-        self.0.iter().map(ToString::to_string).collect()
+        self.describe_if(|_| true)
+    }
+
+    /// The entries `keep` keeps, in CIDR notation.
+    fn describe_if(&self, keep: impl Fn(&IpNet) -> bool) -> Vec<String> {
+        self.0.iter().filter(|n| keep(n)).map(ToString::to_string).collect()
     }
 }
 
-/// The key a client is counted under by every per-client limit and quota: an IPv4
-/// address, an IPv6 /64, or `None` when the request carried no peer address (a router
-/// driven in-process), which all such requests share ([`ClientAddr::key`]).
+/// The key a client is counted under by every per-client limit and quota
+/// ([`ClientAddr::key`]); every request without a peer address shares `None`.
 pub type ClientKey = Option<IpAddr>;
 
 /// What an MCP call cost beyond its request, charged to its client's per-address rate
-/// bucket: the app's front layer puts one into each MCP request's extensions (bound to
-/// the request's client address), and the MCP tools call [`Charge::cpu`] with the CPU
-/// time a call used once it ran (`app::rate` turns it into cells of the bucket).
+/// bucket: the app's front layer puts one into each MCP request's extensions
+/// (`app::rate::mcp_charge`), and the MCP tools call [`Charge::cpu`] once a call ran.
 #[derive(Clone)]
 pub struct Charge(std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>);
 
@@ -123,16 +115,18 @@ impl std::fmt::Debug for Charge {
 }
 
 /// The client a request comes from; put into every request's extensions by the app's
-/// middleware, read by the faces for their limits and quotas.
-///
-/// `None` inside when the router runs without a peer address (driven in-process by a
-/// test): such requests all count under one shared key.
+/// middleware, read by the faces for their limits and quotas. `None` inside when the
+/// router runs without a peer address (driven in-process by a test).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClientAddr(pub Option<IpAddr>);
 
 impl ClientAddr {
     /// The client of a request from `peer` carrying `forwarded_for` (the
-    /// `X-Forwarded-For` values joined by `,`), believed only when `peer` is trusted.
+    /// `X-Forwarded-For` values joined by `,`; the de-facto standard that RFC 7239 §1
+    /// describes), believed only when `peer` is trusted. The header is read from the
+    /// right: each entry appended by a trusted proxy is skipped and the first entry that
+    /// is not trusted is the client; entries to its left are the client's own words and
+    /// are never read. A header that does not parse leaves the last proxy as the client.
     pub fn resolve(peer: Option<SocketAddr>, forwarded_for: Option<&str>, trusted: &TrustedProxies) -> Self {
         let Some(peer) = peer.map(|p| p.ip().to_canonical()) else {
             return Self(None);

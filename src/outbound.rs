@@ -1,13 +1,7 @@
-//! Outbound HTTP (infrastructure): the one place isto fetches from the network — today
-//! the OAuth client ID metadata documents (draft-ietf-oauth-client-id-metadata-document).
-//! A [`Fetcher`] allows only `https`, resolves the name itself and connects only to an
-//! address [`is_forbidden`] allows (no loopback, private, link-local, CGNAT,
-//! documentation, multicast or IPv4-embedding IPv6 addresses: no SSRF), follows no
-//! redirects, uses no proxy, bounds the whole fetch by a timeout and the body by a byte
-//! limit ([`FetchError`] never carries the remote body). A [`Probe`] is the client of
-//! `isto check URL` alone: it connects to the address the operator typed (loopback
-//! included, `http` or `https`), with no redirects and bounded in time and size, and
-//! returns every answer for judging.
+//! Outbound HTTP (infrastructure): the one place isto fetches from the network. A
+//! [`Fetcher`] gets the OAuth client ID metadata documents
+//! (draft-ietf-oauth-client-id-metadata-document) from public addresses only
+//! ([`is_forbidden`]: no SSRF); a [`Probe`] is the client of `isto check URL` alone.
 
 use reqwest::header;
 use serde_json::Value;
@@ -57,10 +51,9 @@ pub struct Fetcher {
 
 impl Fetcher {
     /// A fetcher with `timeout` for the whole fetch (resolution, connection, body) and
-    /// bodies of at most `max_bytes`. With `allow_loopback` (a holder whose public URL is
-    /// plain `http`, i.e. a development set-up) `http://` URLs naming loopback addresses
-    /// are fetched too (never `https://` ones); every other forbidden address stays
-    /// refused.
+    /// bodies of at most `max_bytes`. With `allow_loopback` (a development set-up whose
+    /// public URL is plain `http`) `http://` URLs naming loopback addresses are fetched
+    /// too (never `https://` ones).
     pub fn new(timeout: Duration, max_bytes: usize, allow_loopback: bool) -> Self {
         Self { timeout, max_bytes, allow_loopback }
     }
@@ -74,10 +67,7 @@ impl Fetcher {
     /// # Errors
     /// [`FetchError`].
     pub async fn get_json(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
-        match tokio::time::timeout(self.timeout, self.fetch(url)).await {
-            Ok(r) => r,
-            Err(_) => Err(FetchError::Timeout),
-        }
+        tokio::time::timeout(self.timeout, self.fetch(url)).await.unwrap_or(Err(FetchError::Timeout))
     }
 
     async fn fetch(&self, url: Url) -> Result<(Value, Option<i64>), FetchError> {
@@ -99,12 +89,7 @@ impl Fetcher {
         if !https && !addr.ip().is_loopback() {
             return Err(FetchError::Url);
         }
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout)
-            .no_proxy()
-            .user_agent(concat!("isto/", env!("CARGO_PKG_VERSION")));
+        let mut builder = client_builder(self.timeout, concat!("isto/", env!("CARGO_PKG_VERSION")));
         if let Some(name) = url.domain() {
             builder = builder.resolve(name, addr);
         }
@@ -141,6 +126,17 @@ impl Fetcher {
             _ => Err(FetchError::Address),
         }
     }
+}
+
+/// A client with no redirects and no proxy, `timeout` for each request and each
+/// connection, sending `agent` as its `User-Agent`.
+fn client_builder(timeout: Duration, agent: &'static str) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .no_proxy()
+        .user_agent(agent)
 }
 
 /// One answer of a [`Probe`]: the status, the headers (names lower-case, values that
@@ -206,12 +202,7 @@ impl Probe {
     /// # Errors
     /// [`ProbeError::Unavailable`] when the TLS client cannot be built.
     pub fn new(timeout: Duration, max_bytes: usize) -> Result<Self, ProbeError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .no_proxy()
-            .user_agent(concat!("isto-check/", env!("CARGO_PKG_VERSION")))
+        let http = client_builder(timeout, concat!("isto-check/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|_| ProbeError::Unavailable)?;
         Ok(Self { http, timeout, max_bytes, deadline: None })
@@ -241,19 +232,13 @@ impl Probe {
         body: Option<Vec<u8>>,
         stop_sse: &(dyn Fn(&[u8]) -> bool + Sync),
     ) -> Result<ProbeResponse, ProbeError> {
-        let (limit, error) = match self.deadline {
-            Some(at) => {
-                let left = at.saturating_duration_since(tokio::time::Instant::now());
-                if left.is_zero() {
-                    return Err(ProbeError::Deadline);
-                }
-                if left < self.timeout {
-                    (left, ProbeError::Deadline)
-                } else {
-                    (self.timeout, ProbeError::Timeout)
-                }
-            }
-            None => (self.timeout, ProbeError::Timeout),
+        let left = self.deadline.map(|at| at.saturating_duration_since(tokio::time::Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(ProbeError::Deadline);
+        }
+        let (limit, error) = match left {
+            Some(l) if l < self.timeout => (l, ProbeError::Deadline),
+            _ => (self.timeout, ProbeError::Timeout),
         };
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(ProbeError::Url);
@@ -282,14 +267,8 @@ impl Probe {
                 ProbeError::Timeout
             } else {
                 // The cause chain names what failed (refused, DNS, TLS), never a body.
-                let mut msg = e.to_string();
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    msg.push_str(": ");
-                    msg.push_str(&s.to_string());
-                    src = s.source();
-                }
-                ProbeError::Failed(msg)
+                let chain = std::iter::successors(Some(&e as &dyn std::error::Error), |s| s.source());
+                ProbeError::Failed(chain.map(ToString::to_string).collect::<Vec<_>>().join(": "))
             }
         };
         let mut res = req.send().await.map_err(describe)?;

@@ -2,23 +2,17 @@
 //! clock, in one place (`isto serve` runs one [`Scheduler`]; the mail worker only sends
 //! mail and drives none of it):
 //!
-//! * the seller replies waiting to be matched — [`ReplyTicker`]: at once, then every
-//!   1 s plus a random 0–3 s, one write transaction per tick whatever the queue holds
-//!   (its timing is what keeps a delivery invisible to the seller, see
-//!   `deliveries::replies`);
+//! * the seller replies waiting to be matched — [`ReplyTicker`], on its own jittered
+//!   tick (what keeps a delivery invisible to the seller, see `deliveries::replies`);
 //! * the match digests that have come due — [`queue_due_digests`] every
-//!   [`DIGEST_EVERY`], on a fixed tick that nothing a request does moves; each queued
-//!   digest wakes the mail worker, which sends it;
-//! * the purge of what nobody needs any more, then the expiry sweep and the renewal
-//!   reminders — every [`SWEEP_EVERY`], the first at once.
+//!   [`DIGEST_EVERY`], on a fixed tick that nothing a request does moves;
+//! * the purge, then the expiry sweep and the renewal reminders — every [`SWEEP_EVERY`].
 //!
-//! Each task runs its work on a blocking thread, logs a failure once until the work
-//! succeeds again (a full disk fails every tick), and stops at `stop` without waiting
-//! for its next tick. With several replicas on one PostgreSQL database, only the one
-//! that leads ([`crate::store::Store::leading`]) does the work of a tick; the others
-//! skip it (see docs/choices.md, "Background work on one replica") (work in progress is one short transaction, or a bounded purge and
-//! sweep).
+//! Each task runs through [`every_after`]. With several replicas on one PostgreSQL
+//! database, only the one that leads ([`crate::store::Store::leading`]) does the work of
+//! a tick (docs/choices.md, "Background work on one replica").
 
+pub(crate) use crate::base::every_after;
 use crate::base::Base;
 use crate::deliveries::{queue_due_digests, ReplyTicker};
 use crate::intents::Intents;
@@ -53,41 +47,37 @@ impl Scheduler {
     pub async fn run(self, stop: CancellationToken) {
         let digests = {
             let base = self.base.clone();
-            every(DIGEST_EVERY, "queueing due digests", stop.clone(), move || {
-                if !base.store().leading() {
-                    return Ok(());
-                }
-                let n = queue_due_digests(&base)?;
-                if n > 0 {
-                    base.outbox().wake();
-                }
-                Ok(())
-            })
+            every_after(
+                || DIGEST_EVERY,
+                None,
+                "queueing due digests",
+                stop.clone(),
+                move || {
+                    if base.store().leading() && queue_due_digests(&base)? > 0 {
+                        base.outbox().wake();
+                    }
+                    Ok(())
+                },
+            )
         };
         let sweeps = {
             let (intents, base) = (self.intents.clone(), self.base.clone());
-            every(SWEEP_EVERY, "purge and expiry sweep", stop.clone(), move || {
-                if base.store().leading() {
-                    sweep(&base, &intents)
-                } else {
-                    Ok(())
-                }
-            })
+            every_after(|| SWEEP_EVERY, None, "purge and expiry sweep", stop.clone(), move || sweep(&base, &intents))
         };
         tokio::join!(ReplyTicker(self.base).run(stop), digests, sweeps);
     }
 }
 
-/// One purge, expiry sweep and renewal pass: the purge first (it deletes lapsed drafts,
-/// which the sweep leaves to it); a failed purge does not keep the sweep from running.
-///
-/// # Errors
-/// The sweep's error (the purge's is logged here).
+/// One purge, expiry sweep and renewal pass (none on a replica that does not lead): the
+/// purge first (it deletes lapsed drafts, which the sweep leaves to it); a failed purge
+/// is logged and does not keep the sweep from running, whose error is returned.
 fn sweep(base: &Base, intents: &Intents) -> crate::base::Result<()> {
+    if !base.store().leading() {
+        return Ok(());
+    }
     if let Err(e) = intents.purge(false) {
         tracing::error!(error = %e, "purge failed");
     }
-    // The change feed's old rows (several replicas on PostgreSQL; nothing on redb).
     if let Err(e) = base.store().prune_changes(FEED_KEEP) {
         tracing::error!(error = %e, "pruning the change feed failed");
     }
@@ -96,27 +86,4 @@ fn sweep(base: &Base, intents: &Intents) -> crate::base::Result<()> {
         tracing::info!(changed, "expiry sweep");
     }
     Ok(())
-}
-
-/// Runs `work` on a blocking thread at once and then every `period` until `stop`;
-/// a failure is logged once (as `what`) until the work succeeds again.
-pub(crate) async fn every<F>(period: Duration, what: &'static str, stop: CancellationToken, work: F)
-where
-    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
-{
-    every_or_woken(period, None, what, stop, work).await;
-}
-
-/// As [`every`], and also at once when `wake` is notified: a notification that arrives
-/// while `work` runs makes one more pass right after it.
-pub(crate) async fn every_or_woken<F>(
-    period: Duration,
-    wake: Option<Arc<tokio::sync::Notify>>,
-    what: &'static str,
-    stop: CancellationToken,
-    work: F,
-) where
-    F: Fn() -> crate::base::Result<()> + Clone + Send + 'static,
-{
-    crate::base::every_after(|| period, wake, what, stop, work).await;
 }

@@ -1,6 +1,5 @@
-//! [`AppState`]: the plain handles the faces (MCP, pages, admin socket) share — the
-//! infrastructure handles ([`Base`]) and the services built on them. Assembled once at
-//! start (`crate::app`) or by a test; cloning is cheap.
+//! [`AppState`]: the plain handles the faces (MCP, pages, admin socket) share, and the
+//! one-time start-up passes ([`PASSES`]).
 
 pub use crate::base::keycheck::{check_keys, sealed_counts, KeyCheck, KeyCheckError};
 use crate::base::Base;
@@ -14,7 +13,8 @@ use crate::store::{Reads as _, Store, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The handles the faces share.
+/// The handles the faces share: the infrastructure ([`Base`]) and the services built on
+/// it. Assembled once at start (`crate::app`) or by a test; cloning is cheap.
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// Settings, store, keys, clock, outbox, consent texts, matching engine.
@@ -54,11 +54,8 @@ impl AppState {
     pub fn scheduler(&self) -> Scheduler {
         Scheduler::new(self.base.clone(), self.intents.clone())
     }
-}
 
-impl AppState {
-    /// Applies the change feed (several replicas on one PostgreSQL database, issue 27
-    /// point 3): the changes written since this replica's applied version — the intents
+    /// Applies the change feed (several replicas on one PostgreSQL database): the changes written since this replica's applied version — the intents
     /// into the engine and the active set ([`Base::refresh_intents`]), the offers into
     /// the index ([`Catalogue::refresh_offers`]), a key-record change by reading the key
     /// ring again — page by page, each page's version noted after it is applied; on a
@@ -118,9 +115,8 @@ impl AppState {
 /// A one-time start-up pass: work on the records that needs the services (the keys, the
 /// records' types), which the store's migrations cannot do (`store::schema`). Each runs
 /// at the first start of a store that does not record it as done (`meta`
-/// `pass:<name>`), and is recorded after it succeeded, so later starts do not scan the
-/// records again. The passes are idempotent: a crash between the pass and its record
-/// only runs it once more. A failed pass is logged and tried again at the next start.
+/// `pass:<name>`) and is recorded after it succeeded; the passes are idempotent (a crash
+/// between the pass and its record only runs it once more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pass {
     /// The name recorded in `meta` (`pass:<name>`).
@@ -163,13 +159,10 @@ pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
 /// Runs every pending pass ([`pending_passes`]) and records each that succeeded; logs
 /// what each did.
 fn run_passes(base: &Arc<Base>, intents: &Intents) {
-    let pending = match pending_passes(base.store()) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!(error = %e, "reading the start-up passes failed");
-            return;
-        }
-    };
+    let pending = pending_passes(base.store()).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "reading the start-up passes failed");
+        Vec::new()
+    });
     for pass in pending {
         let outcome = match pass.name {
             n if n == PERSON_KEYS.name => intents.backfill_people().map(|n| n as u64).map_err(|e| e.to_string()),

@@ -1,36 +1,12 @@
 //! Prometheus metrics (issue 11 point 4): the one module that uses `prometheus-client`.
-//!
-//! The other modules call the typed functions here ([`request`], [`tool_call`],
-//! [`rate_limited`], [`quota_refused`], [`offers_imported`]); the values read from the
-//! store at scrape time come in as one [`StoreGauges`] given to [`render`], which
-//! answers the whole exposition (OpenMetrics text, [`CONTENT_TYPE`]).
-//!
-//! Series (every name under the `isto_` prefix, units in the names):
-//!
-//! | series | type | labels |
-//! |---|---|---|
-//! | `isto_http_requests_total` | counter | `endpoint` (the route pattern), `method`, `status` |
-//! | `isto_http_request_duration_seconds` | histogram | `endpoint` |
-//! | `isto_mcp_tool_calls_total` | counter | `tool`, `outcome` (`ok`, `error`, `unknown_tool`) |
-//! | `isto_rate_limited_total` | counter | `scope` (`mcp`, `oauth`, `pages`, `connections`: per address; `credential`) |
-//! | `isto_quota_refusals_total` | counter | `rule` (`drafts_per_client`, …) |
-//! | `isto_offers_imported_total` | counter | `result` (`created`, `updated`, `refused`) |
-//! | `isto_deliveries_total` | counter | — (deliveries in the store, never deleted) |
-//! | `isto_intents` | gauge | `status` |
-//! | `isto_outbox_depth` | gauge | — |
-//! | `isto_outbox_oldest_age_seconds` | gauge | — |
-//! | `isto_build_info` | gauge | `version` |
-//! | `isto_store_pool_connections` | gauge | `state` (`size`: the most the pool opens, `in_use`, `idle`) — PostgreSQL only |
-//! | `isto_store_pool_waits_total` | counter | — (calls that waited for a free connection) — PostgreSQL only |
-//! | `isto_store_pool_wait_timeouts_total` | counter | — (calls that waited in vain) — PostgreSQL only |
-//! | `isto_store_pool_connection_errors_total` | counter | — (connections that failed to open or were found closed) — PostgreSQL only |
+//! The other modules count through the typed functions here; [`render`] answers the
+//! whole exposition. Every series is under the `isto_` prefix, with its unit in its
+//! name; the book's metrics reference (`isto generate reference`) lists them from it.
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
-//! a status code (chosen by the server), or a string that [`Bounded`] admits — at most
-//! [`MAX_ENDPOINTS`] endpoints and [`MAX_TOOLS`] tools, every later value counted as
-//! `other` — and the callers pass only route patterns (never a URL: it may carry a
-//! token) and the names of their own tools. Nothing here ever holds a statement, an
-//! e-mail address, a code, a token or a limit.
+//! a status code, or a string that [`Bounded`] admits, and the callers pass only route
+//! patterns (never a URL: it may carry a token) and the names of their own tools.
+//! Nothing here ever holds a statement, an e-mail address, a code, a token or a limit.
 //!
 //! One registry per process ([`std::sync::LazyLock`]): a counter counts every holder of
 //! the process (tests run several; `isto serve` runs one).
@@ -60,7 +36,7 @@ pub const OTHER: &str = "other";
 /// Upper bounds of the request-duration buckets, seconds.
 const DURATION_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-/// Declares a label enum: its variants, each with its label value, [`as_str`](Method::as_str)
+/// Declares a label enum: its variants, each with its label value, [`as_str`](ToolOutcome::as_str)
 /// giving that value, `ALL` (every variant in order) and the label encoding.
 macro_rules! label_enum {
     ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident => $s:literal,)* }) => {
@@ -87,34 +63,10 @@ macro_rules! label_enum {
     };
 }
 
-label_enum! {
-    /// An HTTP method, as a label (anything unusual is `other`).
-    #[allow(clippy::upper_case_acronyms)]
-    pub enum Method {
-        /// GET.
-        GET => "GET",
-        /// HEAD.
-        HEAD => "HEAD",
-        /// POST.
-        POST => "POST",
-        /// PUT.
-        PUT => "PUT",
-        /// DELETE.
-        DELETE => "DELETE",
-        /// OPTIONS.
-        OPTIONS => "OPTIONS",
-        /// PATCH.
-        PATCH => "PATCH",
-        /// Any other method.
-        Other => "other",
-    }
-}
-
-impl Method {
-    /// The label of a method name (`GET` → [`Method::GET`], `BREW` → [`Method::Other`]).
-    pub fn of(name: &str) -> Self {
-        Self::ALL.iter().copied().find(|m| *m != Self::Other && m.as_str() == name).unwrap_or(Self::Other)
-    }
+/// The label of an HTTP method: its name (`GET`), or [`OTHER`] for an unusual one (`BREW`).
+fn method_label(name: &str) -> &'static str {
+    let known = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+    known.into_iter().find(|m| *m == name).unwrap_or(OTHER)
 }
 
 label_enum! {
@@ -167,32 +119,14 @@ label_enum! {
     }
 }
 
-label_enum! {
-    /// What became of imported catalogue rows.
-    enum ImportResult {
-        /// Offers created.
-        Created => "created",
-        /// Offers updated.
-        Updated => "updated",
-        /// Rows of a batch the server refused.
-        Refused => "refused",
-    }
-}
+/// What became of imported catalogue rows, in the order [`offers_imported`] takes them.
+const IMPORT_RESULTS: [&str; 3] = ["created", "updated", "refused"];
 
 /// A series without labels in a family (so that it has no sample until it is set).
 type NoLabels = Vec<(&'static str, &'static str)>;
 
-label_enum! {
-    /// What a connection of the store's pool is doing (`isto_store_pool_connections`).
-    enum PoolState {
-        /// The most connections the pool opens.
-        Size => "size",
-        /// Connections in use.
-        InUse => "in_use",
-        /// Idle connections.
-        Idle => "idle",
-    }
-}
+/// What a connection of the store's pool is doing, in the order [`pool`] takes them.
+const POOL_STATES: [&str; 3] = ["size", "in_use", "idle"];
 
 /// Declares label sets of one or more labels, each a field of its label's type.
 macro_rules! label_sets {
@@ -203,13 +137,13 @@ macro_rules! label_sets {
 }
 
 label_sets! {
-    PoolStateLabels { state: PoolState }
-    RequestLabels { endpoint: String, method: Method, status: u16 }
+    PoolStateLabels { state: &'static str }
+    RequestLabels { endpoint: String, method: &'static str, status: u16 }
     EndpointLabels { endpoint: String }
     ToolLabels { tool: String, outcome: ToolOutcome }
     ScopeLabels { scope: RateScope }
     RuleLabels { rule: QuotaRule }
-    ResultLabels { result: ImportResult }
+    ResultLabels { result: &'static str }
     // `status`: a PROTOCOL.md §2 status name (`protocol::Status::as_str`): static, so bounded.
     StatusLabels { status: &'static str }
     VersionLabels { version: &'static str }
@@ -248,10 +182,6 @@ impl Bounded {
 
 type HistogramFamily = Family<EndpointLabels, Histogram, fn() -> Histogram>;
 
-fn duration_histogram() -> Histogram {
-    Histogram::new(DURATION_BUCKETS)
-}
-
 struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
@@ -278,13 +208,9 @@ impl Metrics {
         let mut r = Registry::with_prefix("isto");
         let requests =
             add(&mut r, "http_requests", "HTTP requests answered, by route pattern, method and status", None);
-        let durations = registered(
-            &mut r,
-            "http_request_duration",
-            "Time to the response head, by route pattern",
-            Some(Unit::Seconds),
-            HistogramFamily::new_with_constructor(duration_histogram),
-        );
+        let durations = HistogramFamily::new_with_constructor(|| Histogram::new(DURATION_BUCKETS));
+        let help = "Time to the response head, by route pattern";
+        r.register_with_unit("http_request_duration", help, Unit::Seconds, durations.clone());
         let tools = add(&mut r, "mcp_tool_calls", "MCP tools/call requests, by tool and outcome", None);
         let rate_limited: Family<ScopeLabels, Counter> =
             add(&mut r, "rate_limited", "Requests refused with 429 by a rate limit, by scope", None);
@@ -323,7 +249,7 @@ impl Metrics {
         for &rule in QuotaRule::ALL {
             drop(quotas.get_or_create(&RuleLabels { rule }));
         }
-        for &result in ImportResult::ALL {
+        for result in IMPORT_RESULTS {
             drop(imported.get_or_create(&ResultLabels { result }));
         }
         let build = Family::<VersionLabels, Gauge>::default();
@@ -350,19 +276,15 @@ impl Metrics {
     }
 }
 
-/// Registers `metric` as `name` (under the `isto_` prefix) with its help text and unit;
-/// the metric, to keep a handle on it.
-fn registered<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>, metric: M) -> M {
+/// Registers a new metric of its kind as `name` (under the `isto_` prefix) with its help
+/// text and unit; the metric, to keep a handle on it.
+fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
+    let metric = M::default();
     match unit {
         Some(unit) => r.register_with_unit(name, help, unit, metric.clone()),
         None => r.register(name, help, metric.clone()),
     }
     metric
-}
-
-/// [`registered`] with a new metric of its kind.
-fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> M {
-    registered(r, name, help, unit, M::default())
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -372,7 +294,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 pub fn request(endpoint: &str, method: &str, status: u16, latency: Duration) {
     let m = &*METRICS;
     let endpoint = m.endpoints.admit(endpoint);
-    m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: Method::of(method), status }).inc();
+    m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: method_label(method), status }).inc();
     m.durations.get_or_create(&EndpointLabels { endpoint }).observe(latency.as_secs_f64());
 }
 
@@ -398,11 +320,8 @@ pub fn quota_refused(rule: QuotaRule) {
 /// `refused` rows of a batch the server refused.
 pub fn offers_imported(created: u64, updated: u64, refused: u64) {
     let m = &*METRICS;
-    for (&result, n) in ImportResult::ALL.iter().zip([created, updated, refused]) {
-        let c = m.imported.get_or_create(&ResultLabels { result });
-        if n > 0 {
-            c.inc_by(n);
-        }
+    for (result, n) in IMPORT_RESULTS.into_iter().zip([created, updated, refused]) {
+        m.imported.get_or_create(&ResultLabels { result }).inc_by(n);
     }
 }
 
@@ -419,23 +338,18 @@ pub struct StoreGauges {
     pub deliveries: u64,
 }
 
-/// Sets the PostgreSQL pool's series (before [`render`]; `store::PoolStats`, passed by
-/// `app::metrics`, as this module imports no other): `connections` are its size, those
-/// in use and those idle; `totals` the calls that waited for a connection, those that
-/// waited in vain, and the connections that failed to open or were found closed, since
-/// the store opened. The counters grow by what is new since the last call (one pool
-/// per `isto serve`; a counter never goes down).
+/// Sets the PostgreSQL pool's series (before [`render`]) from `store::PoolStats`:
+/// `connections` are its size, in use and idle; `totals` its waits, wait timeouts and
+/// connection errors since the store opened (the counters grow by what is new since the
+/// last call: one pool per `isto serve`).
 pub fn pool(connections: [u32; 3], totals: [u64; 3]) {
     let m = &*METRICS;
-    for (&state, n) in PoolState::ALL.iter().zip(connections) {
+    for (state, n) in POOL_STATES.into_iter().zip(connections) {
         m.pool.get_or_create(&PoolStateLabels { state }).set(i64::from(n));
     }
     for (family, total) in m.pool_totals.iter().zip(totals) {
         let c = family.get_or_create(&Vec::new());
-        let seen = c.get();
-        if total > seen {
-            c.inc_by(total - seen);
-        }
+        c.inc_by(total.saturating_sub(c.get()));
     }
 }
 
@@ -457,10 +371,7 @@ pub fn render(store: Option<&StoreGauges>) -> String {
         m.outbox_oldest.set(gauge_value(s.outbox_oldest_age_secs));
         // A counter only grows: the store's count is the total, this adds what is new
         // (a store restored from an older backup leaves it where it was).
-        let seen = m.deliveries.get();
-        if s.deliveries > seen {
-            m.deliveries.inc_by(s.deliveries - seen);
-        }
+        m.deliveries.inc_by(s.deliveries.saturating_sub(m.deliveries.get()));
     }
     let mut out = String::new();
     if prometheus_client::encoding::text::encode(&mut out, &m.registry).is_err() {

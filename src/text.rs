@@ -36,6 +36,7 @@ pub fn tokens(s: &str) -> Vec<String> {
 /// Formats an amount with a thin group separator: `12 500`.
 pub fn format_amount(a: f64) -> String {
     let whole = a.round() as i64;
+    let sign = if whole < 0 { "-" } else { "" };
     let digits = whole.abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -44,11 +45,7 @@ pub fn format_amount(a: f64) -> String {
         }
         out.push(c);
     }
-    if whole < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
+    format!("{sign}{out}")
 }
 
 #[cfg(test)]

@@ -232,10 +232,10 @@ struct ThrottleRecord {
 }
 
 /// The key of `AccountEmail` (and of the per-address throttles) for `email`: the keyed
-/// index hash of the lower-cased address ([`crypto::KeyRing::index_hash`], `address#…`),
+/// index hash of the lower-cased address ([`crypto::HandleKey::index_hash`], `address#…`),
 /// so a store or backup alone cannot be checked against a list of addresses.
 pub fn email_key(keys: &KeyRing, email: &str) -> String {
-    keys.index_hash("address", &email.trim().to_ascii_lowercase())
+    keys.handles().index_hash("address", &email.trim().to_ascii_lowercase())
 }
 
 /// The `Session` store key of a cookie token (`token_hash("session", token)`).

@@ -1,14 +1,9 @@
-//! The change-feed follower of `isto serve` on PostgreSQL (issue 27 point 3): it applies
-//! what other replicas wrote ([`AppState::catch_up`]) as soon as the database notifies
-//! it (`LISTEN isto_changes` on a connection of its own, [`listen`]), and every
-//! [`FEED_POLL`] besides — the fallback while that connection is lost, which is opened
-//! again after [`LISTEN_RETRY_MIN`], doubling up to [`LISTEN_RETRY_MAX`]. So a
-//! withdrawal on one replica leaves the engine and the listings of every other within
-//! milliseconds, and within about [`FEED_POLL`] without notifications. A replica that
-//! missed more than the feed keeps rebuilds from the store (a gap, see `catch_up`).
-//! `/readyz` (both listeners) says not ready while this replica has been behind the
-//! change feed for more than [`FEED_BOUND`] ([`behind`]). On redb it does not run (one
-//! process per store).
+//! The change-feed follower of `isto serve` on PostgreSQL (issue 27 point 3; not on redb,
+//! one process per store): it applies what other replicas wrote ([`AppState::catch_up`])
+//! as soon as the database notifies it ([`listen`]) and every [`FEED_POLL`] besides, so
+//! a withdrawal on one replica leaves the engine and the listings of every other within
+//! milliseconds. A replica behind the feed for more than [`FEED_BOUND`] is not ready
+//! ([`behind`]).
 
 use crate::state::AppState;
 use std::sync::Arc;
@@ -29,13 +24,17 @@ pub const LISTEN_RETRY_MIN: Duration = Duration::from_millis(200);
 pub const LISTEN_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Applies the change feed at each notification and every [`FEED_POLL`] until `stop`;
-/// a failure is logged once until a pass succeeds again ([`crate::schedule::every`]).
+/// a failure is logged once until a pass succeeds again ([`crate::schedule::every_after`]).
 pub async fn run(holder: AppState, stop: CancellationToken) {
     let wake = Arc::new(Notify::new());
     let listening = tokio::spawn(listen(holder.clone(), wake.clone(), stop.clone()));
-    crate::schedule::every_or_woken(FEED_POLL, Some(wake), "applying the change feed", stop, move || {
-        holder.catch_up().map(drop)
-    })
+    crate::schedule::every_after(
+        || FEED_POLL,
+        Some(wake),
+        "applying the change feed",
+        stop,
+        move || holder.catch_up().map(drop),
+    )
     .await;
     listening.abort();
 }

@@ -25,10 +25,9 @@ use body::{CountedBody, DeadlineBody};
 use holds::{Hold, Holds};
 use io::{Activity, Watched};
 
-/// Length of the kernel's queue of connections not yet accepted (`listen(2)` backlog;
-/// the kernel caps it at `net.core.somaxconn`). Larger than the 128 of
-/// `TcpListener::bind`, so that a burst (or a flood that [`serve_http`] is closing to
-/// make room) is queued rather than having its SYNs dropped and retried a second later.
+/// Length of the kernel's queue of connections not yet accepted (`listen(2)` backlog,
+/// capped at `net.core.somaxconn`): larger than `TcpListener::bind`'s 128, so that a
+/// burst is queued rather than having its SYNs dropped and retried a second later.
 pub const LISTEN_BACKLOG: u32 = 1024;
 
 /// How many waiting connections [`serve_http`] closes at once when every slot is taken:
@@ -67,18 +66,11 @@ pub fn client_of(
     peer: Option<std::net::SocketAddr>,
     headers: &http::HeaderMap,
 ) -> ClientAddr {
-    let mut forwarded = String::new();
-    let mut last: Vec<&http::HeaderValue> = headers.get_all("x-forwarded-for").iter().rev().take(8).collect();
+    let mut last: Vec<&str> =
+        headers.get_all("x-forwarded-for").iter().rev().take(8).filter_map(|v| v.to_str().ok()).collect();
     last.reverse();
-    for v in last {
-        if let Ok(v) = v.to_str() {
-            if !forwarded.is_empty() {
-                forwarded.push(',');
-            }
-            forwarded.push_str(v);
-        }
-    }
-    ClientAddr::resolve(peer, Some(&forwarded).filter(|f| !f.is_empty()).map(String::as_str), trusted)
+    let forwarded = last.join(",");
+    ClientAddr::resolve(peer, Some(forwarded.as_str()).filter(|f| !f.is_empty()), trusted)
 }
 
 /// The body of the answer to a connection over its address's connections.
@@ -96,28 +88,18 @@ struct Shared {
 }
 
 /// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
-/// point 1). At most `max_connections` connections at once, each closed when it has not
+/// point 1): at most `max_connections` connections at once, each closed when it has not
 /// sent a complete request head within `header_read_timeout_secs` (also between
-/// keep-alive requests, and before its first byte), or when no byte went either way for
-/// `idle_timeout_secs`. When every slot is taken, a new connection is accepted and the
-/// connections waiting longest without a request in flight (one per 128 slots at once,
-/// at most eight, for the connections queued behind it) are closed to make room: first
-/// those that never completed a request head (half-open, oldest first), then idle
-/// keep-alive ones (longest idle first), as nginx reuses idle connections. Only when
-/// every slot is busy with a request does the new connection wait for a slot (holding
-/// one descriptor; further ones wait in the kernel's accept queue).
-///
-/// Per client address (`trusted` decides who that is, as for the rate limits) at most
-/// `max_connections_per_client` connections, and fewer as the slots not busy run out
-/// ([`holds`]): a peer that is not a trusted proxy at its accept — over it, one of its own
-/// connections without a request in flight is closed for the new one, else the new one
-/// is answered 429 and closed —, a request through a trusted proxy at its head (over it,
-/// 429 with `Connection: close`). A request body must be complete within
-/// `body_read_timeout_secs` of its head, and an event stream ends after
-/// `stream_idle_secs` without an event ([`body`]). TCP_NODELAY is set on each connection.
-/// On `stop`, accepting ends and open connections are shut down gracefully: idle ones are
-/// closed, requests in flight are finished, and after [`SHUTDOWN_CONNECTIONS`] (8 s)
-/// those still open are dropped.
+/// keep-alive requests, and before its first byte) or when no byte went either way for
+/// `idle_timeout_secs`. When every slot is taken, the connections waiting longest
+/// without a request in flight are closed to make room ([`Connections::evict`], as
+/// nginx reuses idle connections); only when every slot is busy with a request does a
+/// new connection wait for one (holding one descriptor; further ones wait in the
+/// kernel's accept queue). Per client address (`trusted` decides who that is, as for the
+/// rate limits) at most `max_connections_per_client` connections ([`holds`], [`admit`],
+/// [`admit_request`]); request bodies and event streams are bounded in time ([`body`]).
+/// On `stop`, accepting ends, idle connections are closed, requests in flight finish,
+/// and after [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     app: Router,
@@ -222,9 +204,7 @@ fn refuse(tcp: tokio::net::TcpStream) {
     let _ = tcp.try_write(raw.as_bytes());
 }
 
-/// An accepted connection: its stream, its traffic record, its entry in
-/// [`Connections`] (which holds its slot), its peer and its address's hold (a peer that
-/// is not a trusted proxy).
+/// An accepted connection, as [`serve_http`] hands it to its task.
 struct Accepted {
     io: Watched,
     activity: Arc<Activity>,
@@ -327,26 +307,19 @@ fn refused_response() -> http::Response<CountedBody<Option<InFlight>>> {
     res.map(|b| CountedBody::new(b, None, None))
 }
 
-/// One open connection as the accept loop sees it: requests in flight (a request head
-/// was read and its response body is not yet finished), whether any request was
-/// served, since when it has waited without a request, the client address it is held
-/// for (a peer that is not a trusted proxy), and its eviction signal.
+/// One open connection as the accept loop sees it.
 #[derive(Debug)]
 struct Conn {
+    /// Requests whose head was read and whose response body is not yet finished.
     in_flight: AtomicUsize,
     served: AtomicBool,
     waiting_since: Mutex<Instant>,
+    /// The client address it is held for (a peer that is not a trusted proxy).
     key: Option<crate::net::ClientKey>,
     evict: CancellationToken,
     /// Its connection slot, until it closes, or is told to close and hands it on (then
     /// None while it is still open: it counts in [`Connections`]' `closing`).
     slot: Mutex<Option<OwnedSemaphorePermit>>,
-}
-
-impl Conn {
-    fn waiting_since(&self) -> Instant {
-        *self.waiting_since.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// The open connections of [`serve_http`], for eviction when every slot is taken, and
@@ -398,8 +371,7 @@ impl Connections {
     /// Signals up to `n` connections waiting longest without a request in flight to
     /// close (only those held for client `of`, when given): those that never completed a
     /// request head before idle keep-alive ones, then the earliest wait. Returns how many
-    /// were signalled (none when every such connection is busy). One pass over the open
-    /// connections. Each signalled one hands its slot on at once while fewer than
+    /// were signalled. Each signalled one hands its slot on at once while fewer than
     /// `closing_max` are closing so: the accept loop need not wait for its task.
     fn evict(&self, n: usize, of: Option<crate::net::ClientKey>) -> usize {
         let map = self.lock();
@@ -407,7 +379,10 @@ impl Connections {
             .values()
             .filter(|c| of.is_none() || c.key == of)
             .filter(|c| c.in_flight.load(Ordering::Acquire) == 0 && !c.evict.is_cancelled())
-            .map(|c| ((c.served.load(Ordering::Relaxed), c.waiting_since()), c))
+            .map(|c| {
+                let since = *c.waiting_since.lock().unwrap_or_else(PoisonError::into_inner);
+                ((c.served.load(Ordering::Relaxed), since), c)
+            })
             .collect();
         let n = n.min(idle.len());
         if n > 0 && n < idle.len() {

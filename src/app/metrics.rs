@@ -1,15 +1,12 @@
-//! `/metrics` (issue 11 point 4): the request counter middleware, the scrape handler
-//! with the values read from the store, and the separate listener `metrics_listen`.
+//! `/metrics` (issue 11 point 4): the request counts ([`Started`]), the scrape handler
+//! with the values read from the store ([`Scraper`]), and the separate listener
+//! `metrics_listen` (default: off; never the public listener), which also serves the
+//! readiness report ([`super::ready`]).
 //!
-//! The series and their labels are listed in [`crate::telemetry`]. At scrape time the
-//! store gives, in one read transaction: the active intents, the deliveries (both row
-//! counts kept in redb's table headers: no scan) and the outbox backlog (its length and
-//! its first row). The other intent statuses need a scan of every intent: it runs at
-//! most once per [`INTENT_SCAN_EVERY`] however often Prometheus scrapes, and the
-//! scrapes in between answer its last counts (see docs/choices.md).
-//!
-//! Metrics are served only on `metrics_listen` (default: off), never on the public
-//! listener; so is the readiness report (`/readyz` there, see [`super::ready`]).
+//! At scrape time the store gives the active intents and the deliveries (row counts: no
+//! scan) and the outbox backlog. The other intent statuses need a scan of every intent:
+//! it runs at most once per [`INTENT_SCAN_EVERY`] however often Prometheus scrapes
+//! (docs/choices.md).
 
 use crate::protocol::Status;
 use crate::records::IntentRecord;
@@ -47,8 +44,8 @@ fn mcp_route(path: &str) -> Option<&'static str> {
     }
 }
 
-/// A request as the Prometheus request metrics count it (`telemetry::request`): its
-/// route, method and start, taken before it is answered (by the app's outer layer).
+/// A request as the request metrics count it (`telemetry::request`), taken before it is
+/// answered (by the app's outer layer).
 pub struct Started {
     route: Option<String>,
     method: axum::http::Method,
@@ -88,24 +85,17 @@ impl Scraper {
         Self { holder, scan: Arc::new(Mutex::new(Scan::default())) }
     }
 
-    /// The store's values (blocking: store reads). `None` when the store cannot be read
-    /// (logged).
+    /// The store's values (blocking). `None` when the store cannot be read (logged).
     pub fn store_gauges(&self) -> Option<StoreGauges> {
         let base = &self.holder.base;
-        let counts = match base.store().read(|rx| rx.counts()) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics: the store could not be read");
-                return None;
-            }
-        };
-        let backlog = match base.outbox().backlog() {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics: the outbox could not be read");
-                return None;
-            }
-        };
+        let counts = (base.store().read(|rx| rx.counts()))
+            .map_err(|e| tracing::warn!(error = %e, "metrics: the store could not be read"))
+            .ok()?;
+        let backlog = base
+            .outbox()
+            .backlog()
+            .map_err(|e| tracing::warn!(error = %e, "metrics: the outbox could not be read"))
+            .ok()?;
         let mut intents = self.intent_statuses();
         intents.retain(|(s, _)| *s != Status::Active.as_str());
         intents.push((Status::Active.as_str(), counts.active));
@@ -145,18 +135,13 @@ impl Scraper {
     }
 }
 
-/// Sets the PostgreSQL pool's series from the store's pool (nothing on redb).
-fn set_pool_series(holder: &AppState) {
-    if let Some(p) = holder.base.store().pool_stats() {
-        telemetry::pool([p.size, p.in_use, p.idle], [p.waits, p.wait_timeouts, p.connection_errors]);
-    }
-}
-
 /// `GET /metrics`: [`telemetry::render`] with the store's values (and the PostgreSQL
 /// pool's, set first: they need no store read, so they are there when it fails).
 async fn metrics(scraper: Scraper) -> Response {
     let text = tokio::task::spawn_blocking(move || {
-        set_pool_series(&scraper.holder);
+        if let Some(p) = scraper.holder.base.store().pool_stats() {
+            telemetry::pool([p.size, p.in_use, p.idle], [p.waits, p.wait_timeouts, p.connection_errors]);
+        }
         telemetry::render(scraper.store_gauges().as_ref())
     })
     .await;

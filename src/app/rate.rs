@@ -3,19 +3,14 @@
 //! `[limits]` allow. The one place that uses `governor` (GCRA, the generic cell rate
 //! algorithm: a sustained rate with a burst).
 //!
-//! Buckets ([`Bucket::of`] decides by path): per client address ([`ClientAddr::key`]:
-//! IPv4, or IPv6 cut to its /64) one for the MCP endpoints (`/mcp`, `/mcp/buyer`,
-//! `/mcp/seller`), one for the OAuth endpoints (`/oauth/*`, `/.well-known/oauth-*`) and
-//! one for the pages and every other path; and per credential (the account and the
-//! client of a bearer token's grant, never the token) on `/mcp/buyer` and `/mcp/seller`.
-//! `/healthz` and `/readyz` are never limited.
+//! Three [`Bucket`]s per client address ([`ClientAddr::key`]: IPv4, or IPv6 cut to its
+//! /64) and one per credential (the account and the client of a bearer token's grant,
+//! never the token) on `/mcp/buyer` and `/mcp/seller`.
 //!
-//! Memory: each limiter tracks at most [`MAX_KEYS`] keys. Every [`SWEEP_EVERY`] (and, when
-//! a limiter is full, at most once a second) the keys whose bucket has refilled — that
-//! look like a fresh client — are dropped (`retain_recent`) and the map shrunk. A new key
-//! that finds the limiter still full shares one overflow bucket with every other such key:
-//! a flood of fresh addresses cannot grow the state past the cap, and the clients
-//! already tracked keep their own buckets.
+//! Memory: each limiter tracks at most [`MAX_KEYS`] keys, forgetting those whose bucket
+//! has refilled every [`SWEEP_EVERY`]; a new key that finds it full shares one overflow
+//! bucket ([`Capped`]): a flood of fresh addresses cannot grow the state past the cap,
+//! and the clients already tracked keep their own buckets.
 
 use crate::config::Limits;
 use crate::net::{Charge, ClientAddr};
@@ -39,8 +34,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Most keys (client addresses or credentials) one limiter tracks; past it new keys share
-/// one overflow bucket (see the module docs). About 64 bytes a key: a few MiB at most.
+/// Most keys (client addresses or credentials) one limiter tracks. About 64 bytes a key:
+/// a few MiB at most.
 pub const MAX_KEYS: usize = 100_000;
 
 /// How often the limiters forget the keys whose bucket has refilled.
@@ -48,7 +43,7 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// The share of one core that one client address may keep busy with MCP calls: a call
 /// is charged, beyond its request's cell, one more cell of the address's MCP bucket for
-/// each further [`RateLimits::mcp_cell_cpu`] of CPU time it used, so that at the
+/// each further cell time (`RateLimits::mcp_cell_cpu`) of CPU time it used, so that at the
 /// sustained rate (`[limits] mcp_requests_per_minute`) an address's calls use at most
 /// this share (its burst aside), however costly each one.
 pub const MCP_CPU_SHARE: f64 = 0.5;
@@ -178,23 +173,22 @@ fn quota(per_minute: u32, burst: u32) -> Quota {
 /// Cells owed per client key, with when they were last charged.
 type Owed<C> = HashMap<Option<IpAddr>, (u32, <C as Clock>::Instant)>;
 
-/// The limiters of `isto serve`: three per client address, one per credential (see the
-/// module docs). `C` is governor's clock: the monotonic clock, or a fake one in tests.
+/// The limiters of `isto serve` (see the module docs). `C` is governor's clock: the
+/// monotonic clock, or a fake one in tests.
 #[derive(Debug)]
 pub struct RateLimits<C: Clock = MonotonicClock> {
     mcp: Keyed<Option<IpAddr>, C>,
     oauth: Keyed<Option<IpAddr>, C>,
     pages: Keyed<Option<IpAddr>, C>,
     credential: Keyed<u64, C>,
-    /// The CPU time one MCP cell pays for (see [`MCP_CPU_SHARE`]).
+    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
+    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
     mcp_cell_cpu: Duration,
     /// The most cells one call is charged beyond its request (the MCP burst).
     mcp_burst: u32,
     /// The time one MCP cell takes to refill.
     mcp_period: Duration,
-    /// Per client key, the cells its calls owe beyond what its MCP bucket held, and
-    /// when they were last charged (see [`Self::charge_mcp_cpu`]); at most `max_keys`
-    /// keys.
+    /// [`Self::charge_mcp_cpu`]'s debts; at most `max_keys` keys.
     owed: Mutex<Owed<C>>,
     /// Entries of `owed` (read without its lock on every request).
     owing: AtomicUsize,
@@ -234,17 +228,11 @@ impl<C: Clock + Clone> RateLimits<C> {
         }
     }
 
-    /// The CPU time one cell of the MCP bucket pays for: [`MCP_CPU_SHARE`] of a core over
-    /// the time one cell takes to refill (25 ms at the default 1200 a minute).
-    pub fn mcp_cell_cpu(&self) -> Duration {
-        self.mcp_cell_cpu
-    }
-
     /// Charges an MCP call of client `key` that used `cpu` of CPU time: the cells it owes
-    /// (`cpu` over [`Self::mcp_cell_cpu`], rounded up) beyond the one its request took,
-    /// at most the burst, are taken from the address's MCP bucket while it has any;
-    /// the rest is owed: the address's MCP requests wait (429) until that many cells
-    /// have refilled. Returns the cells charged (taken and owed).
+    /// (`cpu` over the cell time of [`MCP_CPU_SHARE`], rounded up) beyond the one its
+    /// request took, at most the burst, are taken from the address's MCP bucket while it
+    /// has any; the rest is owed: the address's MCP requests wait (429) until that many
+    /// cells have refilled. Returns the cells charged (taken and owed).
     pub fn charge_mcp_cpu(&self, key: Option<IpAddr>, cpu: Duration) -> u32 {
         let cell = self.mcp_cell_cpu.as_nanos().max(1);
         let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
@@ -336,10 +324,8 @@ pub async fn sweeper(limits: Weak<RateLimits>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        match limits.upgrade() {
-            Some(l) => l.sweep(),
-            None => return,
-        }
+        let Some(l) = limits.upgrade() else { return };
+        l.sweep();
     }
 }
 
@@ -364,8 +350,8 @@ pub fn too_many_requests(wait: Duration, by: &str) -> Response {
     res
 }
 
-/// The per-address check (the app's front layer runs it): the 429 answer when the request's address is over its path's
-/// rate, else None (and the request is counted).
+/// The per-address check (the app's front layer runs it): the 429 answer when the
+/// request's address is over its path's rate, else None (and the request is counted).
 pub fn refuse_client(limits: &RateLimits, req: &Request) -> Option<Response> {
     let bucket = Bucket::of(req.uri().path())?;
     let key = req.extensions().get::<ClientAddr>().copied().unwrap_or(ClientAddr(None)).key();
@@ -422,6 +408,10 @@ mod tests {
     }
 
     impl<C: Clock + Clone> RateLimits<C> {
+        fn mcp_cell_cpu(&self) -> Duration {
+            self.mcp_cell_cpu
+        }
+
         /// Keys tracked in `bucket` (the overflow bucket included).
         pub fn tracked(&self, bucket: Bucket) -> usize {
             self.bucket(bucket).len()

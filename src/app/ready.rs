@@ -1,15 +1,11 @@
 //! Readiness (issue 9 point 7): `GET /readyz` on the public listener says only whether
-//! the holder is ready — `{"status": "ready"}` with 200 or `{"status": "not_ready"}`
-//! with 503 — and the report of why (the store, the outbox backlog, the offer index) is
-//! served as `GET /readyz` on the metrics listener (`metrics_listen`), which only the
-//! operator reaches.
+//! the holder is ready ([`public`]); the report of why ([`readiness`]) is served on the
+//! metrics listener (`metrics_listen`), which only the operator reaches.
 //!
 //! Why not in public: the outbox backlog moved with each digest a seller's reply caused,
 //! so a seller polling `/readyz` after a reply learnt whether it was delivered, and with
-//! three replies in which price band the hidden limit lies. Nothing public may depend
-//! on whether a reply was delivered (see `docs/choices.md`, "Delivery bit"). The public
-//! answer reads neither the outbox nor any count: only the store's writability and the
-//! index's step, the two things that decide it.
+//! three replies in which price band the hidden limit lies (`docs/choices.md`, "Delivery
+//! bit"). The public answer reads neither the outbox nor any count.
 
 use crate::state::AppState;
 use axum::http::{header, StatusCode};
@@ -79,8 +75,8 @@ fn batches(holder: &AppState) -> Value {
     json!({"batches": b.batches, "writes": b.writes, "largest": b.largest})
 }
 
-/// Whether the holder is ready, as [`readiness`] decides it, without reading what does
-/// not decide it (the outbox): what the public `/readyz` answers. Blocking.
+/// Whether the holder is ready, as [`readiness`] decides it, without reading the outbox.
+/// Blocking.
 pub fn ready(holder: &AppState) -> bool {
     holder.base.store().writable(READY_FRESH).ok
         && index_check(holder).0
@@ -109,8 +105,7 @@ fn answer(ready: bool, body: Value) -> Response {
 }
 
 /// `GET /readyz` on the public listener: `{"status": "ready"}` with 200, or
-/// `{"status": "not_ready"}` with 503 (also when the check takes longer than 5 s) —
-/// nothing else, so that nothing in it depends on the outbox or on any count.
+/// `{"status": "not_ready"}` with 503 (also when the check takes longer than 5 s).
 pub async fn public(holder: AppState) -> Response {
     let check = tokio::task::spawn_blocking(move || ready(&holder));
     let ready = matches!(tokio::time::timeout(READY_TIMEOUT, check).await, Ok(Ok(true)));

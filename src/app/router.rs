@@ -1,7 +1,7 @@
 //! The HTTP router of `isto serve`: the MCP endpoints, the pages, the OAuth routes,
-//! `/healthz` and `/readyz`, under the layers every request passes — its id and span,
-//! the request metrics, the client address, the per-address rate limit and the refusal
-//! of cross-site form posts.
+//! `/healthz` and `/readyz`, under the layers every request passes — its id and span
+//! ([`outer`], [`request_span`]), the request metrics, the client address, the
+//! per-address rate limit and the refusal of cross-site form posts ([`front`]).
 
 use super::{listener, rate, ready};
 use crate::mcp::service::{accept_json, mcp_service, negotiate_initialize, protect};
@@ -32,10 +32,8 @@ const REQUEST_ID: &str = "x-request-id";
 
 /// The router's outermost layer: gives the request its [`RequestId`] (in the
 /// extensions, for the span) and the response its `x-request-id` header, and counts
-/// the request in the Prometheus request metrics when its response head is ready
-/// (route pattern or `telemetry::UNMATCHED`, method, status, latency). One layer rather
-/// than two: each `from_fn` layer clones the whole inner service per request (issue 12
-/// point 3, measured with `perf`).
+/// the request in the request metrics ([`super::metrics::Started`]). One layer rather
+/// than two: each `from_fn` layer clones the whole inner service per request.
 async fn outer(mut req: Request, next: Next) -> Response {
     let id = format!("{:016x}", rand::random::<u64>());
     req.extensions_mut().insert(RequestId(id.clone()));
@@ -71,8 +69,7 @@ fn log_response(res: &Response, latency: Duration, span: &Span) {
     tracing::info!(target: "isto::access", "request");
 }
 
-/// What [`front`] needs: the trusted proxies (client address), the per-address rate
-/// limits, the origins allowed to post forms.
+/// What [`front`] needs.
 #[derive(Debug)]
 struct Front {
     trusted: Arc<TrustedProxies>,
@@ -83,10 +80,10 @@ struct Front {
 /// The router's layer inside the request span, in this order: the request's
 /// [`ClientAddr`] ([`client_of_request`]), the per-address rate limit
 /// ([`rate::refuse_client`]: 429), the request's span and (on `/mcp`) its CPU charge
-/// ([`rate::mcp_charge`]) put into its extensions for the MCP tools (rmcp runs them in a session task outside the span and hands them the
-/// request's parts), and the refusal of cross-site page POSTs ([`cross_site_post`]). One
-/// layer rather than four: each `from_fn` layer clones the whole inner service per
-/// request (issue 12 point 3, measured with `perf`).
+/// ([`rate::mcp_charge`]) put into its extensions for the MCP tools (rmcp runs them in
+/// a session task outside the span and hands them the request's parts), and the refusal
+/// of cross-site page POSTs ([`cross_site_post`]). One layer rather than four, as
+/// [`outer`].
 async fn front(State(f): State<Arc<Front>>, mut req: Request, next: Next) -> Response {
     let client = client_of_request(&f.trusted, &req);
     req.extensions_mut().insert(client);
@@ -104,8 +101,8 @@ async fn front(State(f): State<Arc<Front>>, mut req: Request, next: Next) -> Res
 }
 
 /// Refuses page POSTs whose `Origin` is another site's (a second line of defence beside
-/// the CSRF tokens): the 403 answer, else None. `/mcp` checks Host and Origin itself; the
-/// RFC 8058 one-click POST comes from mail providers' servers, which send no Origin.
+/// the CSRF tokens): the 403 answer, else None. The RFC 8058 one-click POST comes from
+/// mail providers' servers, which send no Origin.
 fn cross_site_post(allowed: &[String], req: &Request) -> Option<Response> {
     let path = req.uri().path();
     // Machine endpoints: /mcp checks Host and Origin itself; browser-based MCP clients
@@ -139,11 +136,6 @@ fn client_of_request(trusted: &TrustedProxies, req: &Request) -> ClientAddr {
     listener::client_of(trusted, peer, req.headers())
 }
 
-/// `GET /healthz`: liveness only — the process is up and answering (issue 9 point 7).
-async fn healthz() -> impl IntoResponse {
-    "ok\n"
-}
-
 /// The three MCP endpoints, each a router with its Streamable HTTP service mounted at
 /// its path and the Host and Origin checks from the public URL. The bearer checks of
 /// `/mcp/buyer` and `/mcp/seller` are not in them: [`router`] layers those on.
@@ -160,29 +152,22 @@ pub struct McpServices {
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
     // Clients that accept only JSON get JSON (issue 12 point 1); an `initialize` naming
     // a newer version in its header too is negotiated down, not refused.
-    let json = || axum::middleware::from_fn(accept_json);
-    let newer = || axum::middleware::from_fn(negotiate_initialize);
+    let mount = |path: &str, endpoint| {
+        Router::new()
+            .nest_service(path, mcp_service(holder.clone(), endpoint, stop.clone()))
+            .layer(axum::middleware::from_fn(accept_json))
+            .layer(axum::middleware::from_fn(negotiate_initialize))
+    };
     McpServices {
-        public: Router::new()
-            .nest_service("/mcp", mcp_service(holder.clone(), Endpoint::Public, stop.clone()))
-            .layer(json())
-            .layer(newer()),
-        buyer: Router::new()
-            .nest_service("/mcp/buyer", mcp_service(holder.clone(), Endpoint::Buyer, stop.clone()))
-            .layer(json())
-            .layer(newer()),
-        seller: Router::new()
-            .nest_service("/mcp/seller", mcp_service(holder, Endpoint::Seller, stop))
-            .layer(json())
-            .layer(newer()),
+        public: mount("/mcp", Endpoint::Public),
+        buyer: mount("/mcp/buyer", Endpoint::Buyer),
+        seller: mount("/mcp/seller", Endpoint::Seller),
     }
 }
 
-/// The whole HTTP router: the MCP endpoints (the OAuth-protected two behind the bearer
-/// middleware), the pages, the OAuth routes; every request in its own span with a
-/// request id (see [`request_span`]), rate-limited per client address and, on
-/// `/mcp/buyer` and `/mcp/seller`, per credential ([`rate`]; a sweeper task forgets idle
-/// clients until `stop`).
+/// The whole HTTP router (see the module docs): the OAuth-protected MCP endpoints behind
+/// the bearer middleware and rate-limited per credential too ([`rate`]; a sweeper task
+/// forgets idle clients until `stop`).
 pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let url = &holder.base.settings().public_url;
     // The origin as browsers send it: without the default port.
@@ -210,7 +195,8 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     mcp.public
         .merge(buyer)
         .merge(seller)
-        .route("/healthz", get(healthz))
+        // Liveness only: the process is up and answering (issue 9 point 7).
+        .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", {
             let h = holder.clone();
             get(move || ready::public(h.clone()))

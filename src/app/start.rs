@@ -1,7 +1,5 @@
-//! The start of `isto serve` up to a holder that can serve: the start-up errors with
-//! what to do ([`ServeError`]), the holder's store and keys opened or made
-//! ([`open_holder`]: a failed engine load stops the start), what a failed start removes
-//! again ([`Fresh`]), and the mail transport the settings name.
+//! The start of `isto serve` up to a holder that can serve: [`ServeError`],
+//! [`open_holder`], [`Fresh`] and the mail transport the settings name.
 
 use crate::clock::SystemClock;
 use crate::config::Settings;
@@ -17,10 +15,6 @@ pub enum ServeError {
     /// The data directory cannot be created.
     #[error("cannot create data directory {0}: {1}")]
     DataDir(String, std::io::Error),
-    /// The store cannot be opened (the hint about another server only when another
-    /// process holds the file; a store newer than this isto says what to do itself).
-    #[error("{0}{hint}", hint = if .0.is_already_open() { " (is another `isto serve` running on this data directory?)" } else { "" })]
-    Store(#[from] crate::store::StoreError),
     /// The store file cannot be opened at start: its path, and the cause (with a hint
     /// for another server holding it or a permission the user lacks).
     #[error("cannot open the store {0}: {1}{hint}", hint = open_hint(.1))]
@@ -47,9 +41,6 @@ pub enum ServeError {
     /// The admin socket cannot be created (`DATA_DIR/admin.sock`).
     #[error("cannot create the admin socket {0}: {1}{hint}", hint = socket_hint(.1))]
     AdminSocket(String, std::io::Error),
-    /// The server stopped with an I/O error.
-    #[error("server: {0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// The hint of [`ServeError::StoreOpen`].
@@ -69,7 +60,7 @@ impl ServeError {
     pub fn kind(&self) -> &'static str {
         match self {
             ServeError::DataDir(..) => "cannot create the data directory",
-            ServeError::Store(_) | ServeError::StoreOpen(..) => "cannot open the store",
+            ServeError::StoreOpen(..) => "cannot open the store",
             ServeError::MissingKey(_) => "the sealing key is missing",
             ServeError::Key(_) => "cannot load the sealing key",
             ServeError::WrongKeys(_) => "the key files are not this store's",
@@ -77,7 +68,6 @@ impl ServeError {
             ServeError::Mail(_) => "mail transport misconfigured",
             ServeError::Bind(..) => "cannot listen",
             ServeError::AdminSocket(..) => "cannot create the admin socket",
-            ServeError::Io(_) => "server I/O error",
         }
     }
 }
@@ -109,30 +99,24 @@ fn socket_hint(e: &std::io::Error) -> &'static str {
 
 /// What one start of `isto serve` creates under the data directory, so that a start that
 /// fails before it serves removes exactly that and nothing else (issue 11 point 7: a
-/// failed start leaves no new data directory, sealing key or store behind).
-///
-/// [`Fresh::survey`] notes, before anything is created, which of the paths a start may
-/// create do not exist yet: the data directory itself (then its topmost missing
-/// ancestor, as `create_dir_all` makes it), or else inside an existing one the store,
-/// the sealing and handle keys, the `keys/`, `index/` and `outbox/` directories. Dropped
-/// while armed, it removes those of them that exist now, files first; [`Fresh::keep`]
-/// disarms it once the holder serves. A path that existed before is never touched.
+/// failed start leaves no new data directory, sealing key or store behind). Dropped
+/// while armed, it removes those of its paths that exist now, files first;
+/// [`Fresh::keep`] disarms it once the holder serves.
 #[derive(Debug)]
 pub(super) struct Fresh {
-    /// Paths this start may create that did not exist at the survey, files first.
     made: Vec<std::path::PathBuf>,
-    /// Whether dropping removes them.
     armed: bool,
 }
 
 impl Fresh {
-    /// Notes the paths under `settings.data_dir` that do not exist yet.
+    /// Notes, before anything is created, which of the paths a start may create do not
+    /// exist yet: the data directory itself (then its topmost missing ancestor, as
+    /// `create_dir_all` makes it), or else inside an existing one the store, the key
+    /// files, the `keys/`, `index/` and `outbox/` directories.
     pub(super) fn survey(settings: &Settings) -> Self {
         let absent = |p: &std::path::Path| std::fs::symlink_metadata(p).is_err();
         let dir = &settings.data_dir;
         let made = if absent(dir) {
-            // The topmost ancestor that does not exist: `create_dir_all` makes it and
-            // everything below.
             let mut top = dir.clone();
             while let Some(parent) = top.parent().filter(|p| !p.as_os_str().is_empty() && absent(p)) {
                 top = parent.to_path_buf();

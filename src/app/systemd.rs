@@ -1,8 +1,5 @@
 //! The systemd service protocol (issue 11 point 5): `sd_notify(3)` messages to the
-//! service manager for `Type=notify` units — `READY=1` once `isto serve` listens and the
-//! store and offer index are open, `STATUS=` lines while it starts and stops,
-//! `STOPPING=1` when SIGTERM (or Ctrl-C) starts the graceful shutdown, and `WATCHDOG=1`
-//! pings when the unit sets `WatchdogSec=`. The one place that uses `sd-notify`.
+//! service manager for `Type=notify` units. The one place that uses `sd-notify`.
 //!
 //! Without `NOTIFY_SOCKET` in the environment (not started by systemd) every function
 //! here does nothing. A message that cannot be sent is logged at debug level and

@@ -1,15 +1,15 @@
 //! The tasks `isto serve` runs beside the HTTP listener, started together and stopped
-//! together: the offer index opening (then `READY=1`), the mail worker (it only sends),
-//! the domain's scheduler (reply matching, due digests, purge and expiry sweep:
-//! `crate::schedule`), on PostgreSQL the change-feed follower (`follow`), the admin socket, the metrics listener, and the wait for
-//! SIGTERM or Ctrl-C that cancels `stop`.
+//! together ([`Tasks`]).
 
 use super::{metrics, systemd, SHUTDOWN_TASKS};
 use crate::state::AppState;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The running background tasks (see the module docs).
+/// The running background tasks: the offer index opening (then `READY=1`), the mail
+/// worker (it only sends), the domain's scheduler (`crate::schedule`), on PostgreSQL the
+/// change-feed follower (`follow`), the admin socket, the metrics listener, and the wait
+/// for SIGTERM or Ctrl-C that cancels `stop`.
 #[derive(Debug)]
 pub(super) struct Tasks {
     running: Vec<JoinHandle<()>>,
@@ -70,28 +70,22 @@ impl Tasks {
     }
 }
 
-/// Opens the offer index (rebuilt when it lags the store) on a blocking thread once the
-/// listener answers (a rebuild does not delay the first answer): `/readyz` says not
-/// ready (`opening`) until it is in step, and a search before then waits for it (it
-/// never sees a half-built index). `READY=1` follows it.
+/// Opens the offer index (rebuilt when it lags the store) on a blocking thread, so that
+/// a rebuild does not delay the first answer (a search waits for it; `/readyz` says not
+/// ready until then). `READY=1` follows it.
 fn open_index(holder: AppState) -> JoinHandle<()> {
     systemd::status("opening the offer index");
     tokio::task::spawn_blocking(move || {
-        let opened = holder.catalogue.offer_index().map(|i| i.num_docs());
         let active = holder.base.engine_len();
-        let offers = match opened {
+        systemd::ready(&match holder.catalogue.offer_index().map(|i| i.num_docs()) {
             Ok(n) => {
                 tracing::info!(offers = n, active_intents = active, "catalogue index and matching engine ready");
-                Some(n)
+                format!("serving: {n} offers, {active} active intents")
             }
             Err(e) => {
                 tracing::error!(error = %e, "offer index unavailable; search fails until restart");
-                None
+                format!("serving without the offer index (search fails): {active} active intents")
             }
-        };
-        systemd::ready(&match offers {
-            Some(n) => format!("serving: {n} offers, {active} active intents"),
-            None => format!("serving without the offer index (search fails): {active} active intents"),
         });
     })
 }

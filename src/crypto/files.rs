@@ -1,8 +1,7 @@
 //! The key files: reading and creating them (0600 in a 0700 directory), the old sealing
 //! keys beside the current one, atomic replacement.
 
-use super::{hex, unhex, CryptoError, MacRoot};
-use rand::RngCore;
+use super::{hex, random_bytes, unhex, CryptoError, MacRoot};
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
@@ -28,10 +27,13 @@ pub(super) fn old_key_path(path: &Path, kid: &str) -> PathBuf {
     path.with_file_name(format!("{name}.{kid}"))
 }
 
+/// The text of key file `p`.
+fn read_text(p: &Path) -> Result<Zeroizing<String>, CryptoError> {
+    std::fs::read_to_string(p).map(Zeroizing::new).map_err(|source| CryptoError::KeyFile { path: p.to_owned(), source })
+}
+
 pub(super) fn read_mac_root(p: &Path) -> Result<MacRoot, CryptoError> {
-    let text = Zeroizing::new(
-        std::fs::read_to_string(p).map_err(|source| CryptoError::KeyFile { path: p.to_owned(), source })?,
-    );
+    let text = read_text(p)?;
     let bad = || CryptoError::BadKey(p.to_owned());
     let (id, hexed) = text.trim().split_once(':').ok_or_else(bad)?;
     let bytes = Zeroizing::new(unhex(hexed).filter(|b| b.len() == 32).ok_or_else(bad)?);
@@ -70,16 +72,12 @@ pub(super) fn create_key_file(path: &Path) -> Result<bool, CryptoError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
     set_mode(dir, 0o700).map_err(io)?;
-    let mut b = Zeroizing::new([0u8; 32]);
-    rand::rng().fill_bytes(&mut b[..]);
-    write_private(path, hex(&b[..]).as_bytes()).map_err(io)?;
+    write_private(path, hex(&random_bytes(32)).as_bytes()).map_err(io)?;
     Ok(true)
 }
 
 pub(super) fn read_key(p: &Path) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-    let text = Zeroizing::new(
-        std::fs::read_to_string(p).map_err(|source| CryptoError::KeyFile { path: p.to_owned(), source })?,
-    );
+    let text = read_text(p)?;
     let bytes = unhex(&text).filter(|b| b.len() == 32).ok_or_else(|| CryptoError::BadKey(p.to_owned()))?;
     Ok(Zeroizing::new(bytes))
 }
@@ -90,28 +88,17 @@ pub(super) fn read_key(p: &Path) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
 /// I/O errors, including when the file already exists.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     f.write_all(bytes)?;
     f.sync_all()
 }
 
-/// Sets unix permission bits (no-op elsewhere).
+/// Sets unix permission bits.
 ///
 /// # Errors
 /// I/O errors from chmod.
 pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-    }
-    let _ = (path, mode);
-    Ok(())
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }

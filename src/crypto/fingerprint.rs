@@ -1,9 +1,8 @@
-//! What the start-up key check needs from the ring (issue "wrong or missing key fails
-//! loudly"): the sealed values inside a stored JSON value ([`each_sealed`]) and
-//! fingerprints of the two never-rotated keys ([`KeyRing::fingerprints`]), which the
-//! store records so that another holder's `handle.key` or `mac.key`, or one made anew
-//! because the file went missing, is noticed at the next start instead of silently
-//! changing every handle, person key and pseudonym.
+//! What the start-up key check needs from the ring: the sealed values inside a stored
+//! JSON value ([`each_sealed`]) and fingerprints of the two never-rotated keys
+//! ([`KeyRing::fingerprints`]), which the store records so that another holder's
+//! `handle.key` or `mac.key`, or one made anew, is noticed at the next start instead of
+//! silently changing every handle, person key and pseudonym.
 
 use super::{mac_with, KeyRing, Sealed};
 use serde_json::Value;

@@ -68,18 +68,10 @@ fn canonical_bytes(id: &str) -> Option<[u8; 16]> {
 }
 
 fn plaintext(id: &str) -> Zeroizing<Vec<u8>> {
-    let mut p = Zeroizing::new(Vec::with_capacity(id.len() + 1));
-    match canonical_bytes(id) {
-        Some(b) => {
-            p.push(1);
-            p.extend_from_slice(&b);
-        }
-        None => {
-            p.push(0);
-            p.extend_from_slice(id.as_bytes());
-        }
-    }
-    p
+    Zeroizing::new(match canonical_bytes(id) {
+        Some(b) => [&[1u8][..], &b].concat(),
+        None => [&[0u8][..], id.as_bytes()].concat(),
+    })
 }
 
 fn id_of(p: &[u8]) -> Option<String> {
@@ -132,10 +124,7 @@ impl HandleKey {
             .cipher(seller)
             .encrypt(XNonce::from_slice(&n), Payload { msg: &p, aad: seller.as_bytes() })
             .unwrap_or_default();
-        let mut raw = Vec::with_capacity(NONCE + ct.len());
-        raw.extend_from_slice(&n);
-        raw.extend_from_slice(&ct);
-        format!("{PREFIX}{}", super::B64.encode(raw))
+        format!("{PREFIX}{}", super::B64.encode([&n[..], &ct].concat()))
     }
 
     /// The intent id behind `handle` when `seller` made it; `None` for a handle of

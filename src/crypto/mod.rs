@@ -2,14 +2,9 @@
 //!
 //! PROTOCOL.md §4.1 (intentCode ≥128 random bits, stored only as a hash) and §4.6 (contact
 //! and hidden limit sealed with XChaCha20-Poly1305, key id stored with the ciphertext).
-//! The key ring is a directory of 32-byte key files; the newest (`sealing.key`) is used
-//! for sealing and every one (`sealing.key.<kid>`) for opening, so rotation
-//! ([`KeyRing::rotate`], issue 11 point 2) keeps old ciphertexts readable until the old
-//! key is retired ([`KeyRing::retire`]); the ring inside a running server is swapped in
-//! place. Beside it, never rotated: `handle.key`, the root of the sellers' intent
-//! handles and the e-mail index ([`handle`], PROTOCOL.md §2), and `mac.key`, the root of
-//! every MAC (person keys, pseudonyms, CSRF tokens, derived tokens, keyed hashes),
-//! written once from the then-current sealing key's MAC subkey so no MAC changed.
+//! The [`KeyRing`] is a directory of 32-byte key files: `sealing.key` and the old
+//! `sealing.key.<kid>` ([`KeyRing::rotate`], [`KeyRing::retire`]), and, never rotated,
+//! `handle.key` ([`handle`], PROTOCOL.md §2) and `mac.key` ([`MacRoot`]).
 
 mod files;
 mod fingerprint;
@@ -105,7 +100,7 @@ struct Key {
 /// refresh tokens, keyed hashes of client secrets): `keys/mac.key`, written once from the
 /// MAC subkey of the sealing key that was current when the file first went missing, so
 /// every MAC made before it existed stays the same. Never rotated: rotating it would
-/// change every person key and pseudonym (issue 11 point 2).
+/// change every person key and pseudonym.
 struct MacRoot {
     /// The id of the sealing key it was derived from (the `<key id>` of `hmac1:` hashes).
     id: String,
@@ -137,8 +132,7 @@ pub struct KeyRing {
     path: Option<PathBuf>,
     /// Held while key files are changed.
     files: std::sync::Mutex<()>,
-    /// When (unix ms) a running rotation of this ring last made a key or re-sealed a
-    /// batch; 0 when none runs ([`KeyRing::rotation_step`]; `admin::keys` keeps it).
+    /// [`KeyRing::rotation_step`].
     rotation: std::sync::atomic::AtomicU64,
 }
 
@@ -194,6 +188,7 @@ fn ring_keys(path: &Path) -> Result<Vec<Key>, CryptoError> {
 pub const MAC_KEY_FILE: &str = "mac.key";
 
 impl KeyRing {
+    #[cfg(any(test, feature = "testkit"))]
     fn from_bytes(list: Vec<Zeroizing<Vec<u8>>>, handle_root: &[u8]) -> Self {
         let keys: Vec<Key> = list.iter().map(|b| key_of(b, None)).collect();
         let mac = match keys.first() {
@@ -214,10 +209,10 @@ impl KeyRing {
         }
     }
 
-    /// The marker of a rotation running on this ring (unix ms of its last step, 0 for
-    /// none): `isto admin keys rotate` through a server sets it, so that a second one is
-    /// told that a rotation runs (issue 11 point 2, hardening). Only a marker: it guards
-    /// no key material.
+    /// The marker of a rotation running on this ring (unix ms of its last step: a key
+    /// made or a batch re-sealed; 0 for none): `isto admin keys rotate` through a server
+    /// sets it, so that a second one is told that a rotation runs. It guards no key
+    /// material.
     pub fn rotation_step(&self) -> &std::sync::atomic::AtomicU64 {
         &self.rotation
     }
@@ -226,13 +221,10 @@ impl KeyRing {
         self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// A ring with one fresh random key (and a fresh handle key), for tests.
     pub fn ephemeral() -> Self {
-        let mut b = Zeroizing::new(vec![0u8; 32]);
-        rand::rng().fill_bytes(&mut b);
-        let mut h = Zeroizing::new([0u8; 32]);
-        rand::rng().fill_bytes(&mut h[..]);
-        Self::from_bytes(vec![b], &h[..])
+        Self::from_bytes(vec![random_bytes(32)], &random_bytes(32))
     }
 
     /// The path of the handle key beside the sealing key `path`: `handle.key` in the
@@ -248,14 +240,11 @@ impl KeyRing {
     }
 
     /// Loads `path` (64 hex digits), creating it with a fresh key (mode 0600, parent
-    /// 0700) when absent. Older keys kept beside it as `sealing.key.<kid>` stay usable
-    /// for opening. The handle key ([`KeyRing::handle_key_path`], 64 hex digits) is read
-    /// the same way and created (0600) when absent — also beside an existing sealing key,
-    /// for a data directory made before handles existed; it is never rotated. The MAC
-    /// root ([`KeyRing::mac_key_path`], `<key id>:<64 hex digits>`) is created when
-    /// absent from the current sealing key's MAC subkey — for a data directory made
-    /// before it existed, so every MAC stays what it was —; it is never rotated either.
-    /// Returns the ring and whether the sealing key was created.
+    /// 0700) when absent; the old keys `sealing.key.<kid>` beside it open too. The handle
+    /// key ([`KeyRing::handle_key_path`], 64 hex digits) is read or created the same way;
+    /// the MAC root ([`KeyRing::mac_key_path`], `<key id>:<64 hex digits>`) is created
+    /// when absent from the current sealing key's MAC subkey ([`MacRoot`]). Returns the
+    /// ring and whether the sealing key was created.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`] on I/O errors, [`CryptoError::BadKey`] on a malformed file.
@@ -275,11 +264,10 @@ impl KeyRing {
         Ok((Self::assemble(keys, mac, &handle_root, Some(path.to_owned())), created))
     }
 
-    /// Reads the sealing keys again from the ring's files (`sealing.key` and the
-    /// `sealing.key.<kid>` beside it): after another process rotated or retired a key in
-    /// the same key directory (several replicas sharing it, issue 27 point 4). The
-    /// handle key and the MAC root are never rotated and are not read again. Returns
-    /// whether the ring changed; a ring made in memory never does.
+    /// Reads the sealing keys again from the ring's files: after another process (a
+    /// replica sharing the key directory) rotated or retired a key. The handle key and
+    /// the MAC root are never rotated. Returns whether the ring changed; a ring made in
+    /// memory never does.
     ///
     /// # Errors
     /// [`CryptoError::KeyFile`], [`CryptoError::BadKey`] (the ring is then unchanged).
@@ -298,12 +286,6 @@ impl KeyRing {
     /// The sellers' intent handles ([`handle`]): made and opened with the handle key.
     pub fn handles(&self) -> &HandleKey {
         &self.handles
-    }
-
-    /// The keyed, rotation-proof lookup hash of `value` for an index of kind `kind`
-    /// ([`HandleKey::index_hash`]): `"{kind}#…"`, never the unkeyed [`token_hash`].
-    pub fn index_hash(&self, kind: &str, value: &str) -> String {
-        self.handles.index_hash(kind, value)
     }
 
     /// Id of the key used for sealing (empty when the ring has none).
@@ -356,8 +338,7 @@ impl KeyRing {
         if let Ok(t) = std::fs::metadata(path).and_then(|m| m.modified()) {
             let _ = std::fs::File::options().write(true).open(&archived).and_then(|f| f.set_modified(t));
         }
-        let mut b = Zeroizing::new(vec![0u8; 32]);
-        rand::rng().fill_bytes(&mut b);
+        let b = random_bytes(32);
         let text = Zeroizing::new(hex(&b));
         write_atomic(path, text.as_bytes()).map_err(io(path))?;
         let new = key_of(&b, Some(path.to_owned()));
@@ -471,24 +452,16 @@ impl KeyRing {
     /// token again, so a value can be answered twice without being stored (the OAuth
     /// refresh grace window); `None` when the ring has no key.
     pub fn derive_token(&self, purpose: &str, input: &str) -> Option<Secret> {
-        if self.sealing().is_empty() {
-            return None;
-        }
-        Some(Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
+        let has_key = !self.sealing().is_empty();
+        has_key.then(|| Secret(self.mac(&[b"derive", purpose.as_bytes(), input.as_bytes()])))
     }
 
     /// A keyed hash of a secret (an OAuth client secret) for storage:
     /// `hmac1:<MAC key id>:<base64url HMAC-SHA-256 of (kind, secret)>` under the MAC
     /// root. Checked by [`KeyRing::keyed_hash_matches`]; `None` when the ring has no key.
     pub fn keyed_hash(&self, kind: &str, secret: &str) -> Option<String> {
-        if self.sealing().is_empty() {
-            return None;
-        }
-        Some(format!(
-            "hmac1:{}:{}",
-            self.mac.id,
-            mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()])
-        ))
+        let hash = mac_with(&self.mac.key, &[b"keyed-hash", kind.as_bytes(), secret.as_bytes()]);
+        (!self.sealing().is_empty()).then(|| format!("hmac1:{}:{hash}", self.mac.id))
     }
 
     /// Whether `stored` (from [`KeyRing::keyed_hash`]) is the keyed hash of `secret`:
@@ -530,12 +503,13 @@ impl KeyRing {
 
 /// HMAC-SHA-256 of length-prefixed `parts` under `key`.
 fn hmac(key: &[u8], parts: &[&[u8]]) -> Zeroizing<[u8; 32]> {
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable_mac());
+    let mut out = Zeroizing::new([0u8; 32]);
+    // HMAC takes keys of any length: the `else` is never taken.
+    let Ok(mut m) = <Hmac<Sha256> as Mac>::new_from_slice(key) else { return out };
     for p in parts {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
     }
-    let mut out = Zeroizing::new([0u8; 32]);
     out.copy_from_slice(&m.finalize().into_bytes());
     out
 }
@@ -545,20 +519,20 @@ fn mac_with(key: &[u8; 32], parts: &[&[u8]]) -> String {
     B64.encode(&hmac(&key[..], parts)[..])
 }
 
-fn unreachable_mac() -> Hmac<Sha256> {
-    // HMAC accepts keys of any length; this branch is never taken.
-    <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).unwrap_or_else(|_| unreachable_mac())
-}
-
 /// Bytes of randomness in intentCode and the page tokens (160 bits ≥ the seed's 128).
 pub const TOKEN_BYTES: usize = 20;
 
 /// A fresh secret token of `bytes` random bytes, base64url without padding (160 bits →
 /// 27 characters). Used for intentCode and the consent, confirmation and manage tokens.
 pub fn new_token(bytes: usize) -> Secret {
-    let mut b = Zeroizing::new(vec![0u8; bytes]);
+    Secret(B64.encode(&random_bytes(bytes)[..]))
+}
+
+/// `n` fresh random bytes.
+fn random_bytes(n: usize) -> Zeroizing<Vec<u8>> {
+    let mut b = Zeroizing::new(vec![0u8; n]);
     rand::rng().fill_bytes(&mut b);
-    Secret(B64.encode(&b[..]))
+    b
 }
 
 /// SHA-256 of a token, hex, prefixed with its kind (`code`, `consent`, `confirm`,

@@ -8,11 +8,9 @@
 //! at once.
 //!
 //! The 19 MiB of argon2 working memory come from a small pool of buffers that are reused
-//! and never freed ([`MAX_POOLED`]). Allocating them per hash let the process grow by
-//! 19 MiB per concurrent sign-in and keep it: glibc raises its mmap threshold when such a
-//! block is freed, and later blocks then come from per-thread arenas that are not given
-//! back (60 concurrent sign-ins took the server from 28 MiB to 850 MiB; issue 9 point 1).
-//! Buffers are wiped before they go back to the pool.
+//! and never freed ([`MAX_POOLED`]), wiped before they go back: allocated per hash, they
+//! would stay with the process (glibc raises its mmap threshold when such a block is
+//! freed, and later blocks come from per-thread arenas that are not given back).
 
 use super::CryptoError;
 use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
@@ -20,6 +18,7 @@ use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
 use std::sync::{Mutex, OnceLock};
 
+#[cfg(any(test, feature = "testkit"))]
 /// argon2 parameters (memory KiB, iterations, lanes), for callers that hash with
 /// other than the current ones (tests of rehashing).
 pub use argon2::Params as HashParams;
@@ -100,11 +99,7 @@ pub fn verify(password: &str, phc: &str) -> bool {
     if parsed.algorithm.as_str() != "argon2id" {
         return false;
     }
-    let version = match parsed.version.map(Version::try_from) {
-        None => Version::default(),
-        Some(Ok(v)) => v,
-        Some(Err(_)) => return false,
-    };
+    let Ok(version) = parsed.version.map_or(Ok(Version::default()), Version::try_from) else { return false };
     let (Ok(params), Some(salt), Some(expected)) = (Params::try_from(&parsed), parsed.salt, parsed.hash) else {
         return false;
     };
@@ -159,17 +154,14 @@ pub fn needs_rehash(phc: &str) -> bool {
 /// verified against when the address has no account (or no password), so that the
 /// answer takes as long either way ([`verify`] does the full argon2 work of the string's
 /// parameters and then compares). No password hashes to it that anyone knows, and making
-/// it costs no argon2 work and no working memory (issue 12 point 3: the start-up hashed a
-/// random password here, 19 MiB of the idle process and a core for tens of ms).
+/// it costs no argon2 work and no working memory.
 pub fn dummy_hash() -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
     DUMMY.get_or_init(|| unusable_hash().unwrap_or_default())
 }
 
-/// A fresh PHC string as [`dummy_hash`] keeps one.
-///
-/// # Errors
-/// [`CryptoError::Hash`] (never taken: the parts are valid).
+/// A fresh PHC string as [`dummy_hash`] keeps one; [`CryptoError::Hash`] is never
+/// returned (the parts are valid).
 fn unusable_hash() -> Result<String, CryptoError> {
     let mut bytes = [0u8; 16 + Params::DEFAULT_OUTPUT_LEN];
     rand::rng().fill_bytes(&mut bytes);

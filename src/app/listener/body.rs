@@ -1,7 +1,5 @@
-//! The bodies [`super::serve_http`] wraps: a request body with a total deadline from its
-//! head ([`DeadlineBody`], `limits.body_read_timeout_secs`), and a response body that keeps
-//! its request counted as in flight and ends an event stream that sent no event for
-//! `limits.stream_idle_secs` ([`CountedBody`]).
+//! The bodies [`super::serve_http`] wraps: [`DeadlineBody`] (`limits.body_read_timeout_secs`)
+//! and [`CountedBody`] (`limits.stream_idle_secs`).
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
@@ -57,13 +55,8 @@ impl DeadlineBody {
 /// Timeout (RFC 9110 §15.5.9) with `Connection: close`.
 pub fn late_response() -> axum::response::Response {
     use axum::response::IntoResponse;
-    let mut res = (
-        axum::http::StatusCode::REQUEST_TIMEOUT,
-        "The request body did not arrive in time: send it whole, then try again.\n",
-    )
-        .into_response();
-    res.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-    res
+    let body = "The request body did not arrive in time: send it whole, then try again.\n";
+    (axum::http::StatusCode::REQUEST_TIMEOUT, [(axum::http::header::CONNECTION, "close")], body).into_response()
 }
 
 impl Body for DeadlineBody {

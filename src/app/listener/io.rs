@@ -1,21 +1,25 @@
 //! The accepted TCP stream wrapped so that its traffic is recorded: the idle timeout and
 //! the header timeout of [`super::serve_http`] read the record.
 
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// What [`Watched`] saw of its connection: when it was opened, and the last read or write
 /// (milliseconds since opening), and whether a byte was ever read.
 #[derive(Debug)]
 pub(super) struct Activity {
     pub(super) opened: std::time::Instant,
-    last_ms: std::sync::atomic::AtomicU64,
-    read_any: std::sync::atomic::AtomicBool,
+    last_ms: AtomicU64,
+    read_any: AtomicBool,
 }
 
 impl Activity {
     fn touch(&self, read: bool) {
-        use std::sync::atomic::Ordering;
         let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.store(ms, Ordering::Relaxed);
         if read {
@@ -28,12 +32,12 @@ impl Activity {
     }
     /// Time since the last byte read or written (or since opening).
     pub(super) fn silent_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
         self.opened.elapsed().saturating_sub(last)
     }
     /// Whether any byte has been read.
     pub(super) fn read_any(&self) -> bool {
-        self.read_any.load(std::sync::atomic::Ordering::Relaxed)
+        self.read_any.load(Ordering::Relaxed)
     }
 }
 
@@ -54,20 +58,24 @@ impl Watched {
     pub(super) fn activity() -> Arc<Activity> {
         Arc::new(Activity {
             opened: std::time::Instant::now(),
-            last_ms: std::sync::atomic::AtomicU64::new(0),
-            read_any: std::sync::atomic::AtomicBool::new(false),
+            last_ms: AtomicU64::new(0),
+            read_any: AtomicBool::new(false),
         })
+    }
+
+    /// `r`, a write's outcome, recorded when it wrote a byte.
+    fn wrote(&self, r: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch(false);
+        }
+        r
     }
 }
 
-impl tokio::io::AsyncRead for Watched {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
+impl AsyncRead for Watched {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf);
+        let r = Pin::new(&mut self.tcp).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.activity.touch(true);
         }
@@ -75,42 +83,26 @@ impl tokio::io::AsyncRead for Watched {
     }
 }
 
-impl tokio::io::AsyncWrite for Watched {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        data: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.tcp).poll_write(cx, data);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch(false);
-        }
-        r
+impl AsyncWrite for Watched {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.tcp).poll_write(cx, data);
+        self.wrote(r)
     }
     fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let r = std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch(false);
-        }
-        r
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
+        self.wrote(r)
     }
     fn is_write_vectored(&self) -> bool {
         self.tcp.is_write_vectored()
     }
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
     }
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
     }
 }

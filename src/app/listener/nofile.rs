@@ -1,10 +1,7 @@
-//! The open-file limit (`RLIMIT_NOFILE`, POSIX `setrlimit(2)`): `isto serve` raises its
-//! soft limit to the hard limit at start, and serves fewer connections than
-//! `limits.max_connections` — with a warning — when even the hard limit leaves too little
-//! room. Each connection is a descriptor; out of descriptors, `accept` fails and the
-//! connection cap, the eviction of waiting connections and the per-address limits never
-//! get to act (a half-open flood then stalls the holder until the header timeout). The one
-//! place that uses `rustix`.
+//! The open-file limit (`RLIMIT_NOFILE`, POSIX `setrlimit(2)`), raised at start
+//! ([`raise_and_fit`]). Each connection is a descriptor; out of descriptors, `accept`
+//! fails and the connection cap, the eviction of waiting connections and the per-address
+//! limits never get to act. The one place that uses `rustix`.
 
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
