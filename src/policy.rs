@@ -21,13 +21,10 @@
 //! The tool rows come from [`need`], an exhaustive match over the tool table's
 //! [`ToolId`] for each [`Endpoint`]: a tool cannot exist without a policy entry.
 //!
-//! Pure: no I/O. The one fact that must be read from the store at the time of the call —
-//! whether an account is an enabled seller — is asked from the caller's `enabled_seller`
-//! lookup, only when a rule needs it. Whether a token is genuine (known, unexpired,
-//! unrevoked) is the authorization server's business (`crate::oauth`), and whether a
-//! session is live that of the accounts service; both hand the result over as a
-//! [`Credential`]. The outward shapes of a [`Denied`] (a bearer challenge, a tool
-//! error, a sign-in redirect or a 403 page) belong to the faces.
+//! Pure: no I/O. Whether an account is an enabled seller now is asked from the caller's
+//! `enabled_seller` lookup, only when a rule needs it; whether a token is genuine
+//! (`crate::oauth`) or a session live (the accounts service) is settled before, in the
+//! [`Credential`]. The outward shapes of a [`Denied`] belong to the faces.
 
 use crate::protocol::tools::{Endpoint, ToolId};
 use std::convert::Infallible;
@@ -59,19 +56,13 @@ pub enum Resource {
 impl Resource {
     /// The endpoint's path.
     pub fn path(self) -> &'static str {
-        match self {
-            Self::Buyer => "/mcp/buyer",
-            Self::Seller => "/mcp/seller",
-        }
+        ["/mcp/buyer", "/mcp/seller"][self as usize]
     }
 
     /// The account role that may authorize this resource ([`ROLE_BUYER`] or
     /// [`ROLE_SELLER`]).
     pub fn role(self) -> &'static str {
-        match self {
-            Self::Buyer => ROLE_BUYER,
-            Self::Seller => ROLE_SELLER,
-        }
+        [ROLE_BUYER, ROLE_SELLER][self as usize]
     }
 
     /// The scopes this resource accepts.
@@ -105,17 +96,14 @@ impl Resource {
 
     /// The MCP endpoint this resource is.
     pub fn endpoint(self) -> Endpoint {
-        match self {
-            Self::Buyer => Endpoint::Buyer,
-            Self::Seller => Endpoint::Seller,
-        }
+        [Endpoint::Buyer, Endpoint::Seller][self as usize]
     }
 
+    /// Every resource, in declaration order (the tables above are indexed by it).
     const ALL: [Self; 2] = [Self::Buyer, Self::Seller];
 }
 
-/// The claims of a genuine access token (the authorization server checked that it is
-/// known, unexpired and unrevoked).
+/// The claims of a genuine (known, unexpired, unrevoked) access token.
 #[derive(Debug, Clone, Copy)]
 pub struct Token<'a> {
     /// The account the token acts for.
@@ -262,8 +250,7 @@ impl Refusal<Infallible> {
 }
 
 /// The lookup for callers that have no store at hand (the bearer check, the pages):
-/// "not an enabled seller", so a rule that needs the standing would deny. No action
-/// they ask for needs it.
+/// "not an enabled seller". No action they ask for needs it.
 pub fn no_lookup(_account_id: &str) -> Result<bool, Infallible> {
     Ok(false)
 }
@@ -351,13 +338,9 @@ pub enum Need {
 
 /// The requirement of `tool` on `endpoint` (PROTOCOL.md §1, §7). An exhaustive match
 /// without a catch-all arm: a tool added to [`ToolId`] does not compile until it has an
-/// entry here for every endpoint, and a tool an endpoint does not offer is
-/// [`Need::Absent`], refused whatever the caller presents.
+/// entry here for every endpoint.
 pub fn need(endpoint: Endpoint, tool: ToolId) -> Need {
-    use ToolId::{
-        DemandSummary, GetIntent, ListMatches, ListOpenIntents, PublishIntent, SearchOffers, SubmitOffer, UpdateIntent,
-        WithdrawIntent,
-    };
+    use ToolId::*;
     match endpoint {
         Endpoint::Public => match tool {
             PublishIntent | GetIntent | ListMatches | WithdrawIntent | SearchOffers | DemandSummary => Need::Nothing,
@@ -601,6 +584,9 @@ mod tests {
     #[test]
     fn resources_parse_and_print() {
         let base = "https://holder.example";
+        assert_eq!((Resource::Buyer.path(), Resource::Buyer.role()), ("/mcp/buyer", ROLE_BUYER));
+        assert_eq!((Resource::Seller.path(), Resource::Seller.endpoint()), ("/mcp/seller", Endpoint::Seller));
+        assert_eq!(Resource::Seller.role(), ROLE_SELLER);
         assert_eq!(Resource::from_url(base, "https://holder.example/mcp/seller/"), Some(Resource::Seller));
         assert_eq!(Resource::exactly(base, "https://holder.example/mcp/seller/"), None);
         assert_eq!(Resource::exactly(base, "https://holder.example/mcp/buyer"), Some(Resource::Buyer));

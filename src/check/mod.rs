@@ -3,18 +3,11 @@
 //!
 //! A client that exercises a holder's `/mcp` against the seed (the MCP binding),
 //! PROTOCOL.md and the MCP specification, in one or both MCP revisions, and reports
-//! named [`Check`]s, each with its reference and a status. It creates only drafts and
-//! withdraws every draft it made; it never opens a consent page or fills a form (seed
-//! §5.2: an agent must not). Every request is bounded in time ([`REQUEST_TIMEOUT`]) and
-//! size ([`MAX_BODY_BYTES`]). `http` URLs are for loopback and testing; a public holder
-//! is checked over `https`.
-//!
-//! The JSON report ([`Report`]): `{"ok", "complete", "holder", "revisions", "checks": [{"id",
-//! "revision", "ref", "status": "pass|fail|skip|info", "detail"}]}`; `ok` is true when
-//! no check failed (skip and info do not fail); `complete` is false when the holder's
-//! quota or pace stopped the draft checks. The exit status: 0 when `ok` and
-//! `complete`, 1 when a check failed, 2 when the check could not run at all
-//! ([`CheckError`]) or not completely.
+//! named [`Check`]s, each with its reference and a status ([`Report`]). It creates only
+//! drafts and withdraws every draft it made; it never opens a consent page or fills a
+//! form (seed §5.2: an agent must not). Every request is bounded in time
+//! ([`REQUEST_TIMEOUT`]) and size ([`MAX_BODY_BYTES`]). `http` URLs are for loopback and
+//! testing; a public holder is checked over `https`.
 //!
 //! Its own module tree with its own entry point ([`command`]): `isto serve` never runs
 //! any of it. The parts: `runner` (one run's state, the small checks), `revision` (the
@@ -32,7 +25,7 @@ mod transport;
 
 use crate::cli::out::{print, print_json_or, print_line, stdout_closed};
 use crate::outbound::Probe;
-use crate::protocol::tools::{ToolId, CONSENT_LINK_PROFILE};
+use crate::protocol::tools::ToolId;
 pub use rpc::Revision;
 use rpc::Session;
 use runner::Run;
@@ -61,9 +54,6 @@ const RATE_REQUESTS: usize = 200;
 /// ... within this time.
 const RATE_WINDOW: Duration = Duration::from_secs(10);
 
-/// The four tools of the consent-link profile on `/mcp` (seed §5.4, PROTOCOL.md §3),
-/// by the seed's names in the tool table.
-const REQUIRED_TOOLS: [ToolId; 4] = CONSENT_LINK_PROFILE;
 /// The tool the drafts are made with.
 const PUBLISH: &str = ToolId::PublishIntent.name();
 
@@ -82,13 +72,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// The name, as serialized (by declaration order).
     fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-            Status::Info => "info",
-        }
+        ["pass", "fail", "skip", "info"][self as usize]
     }
 }
 
@@ -108,7 +94,8 @@ pub struct Check {
     pub detail: String,
 }
 
-/// The check's report (`isto check --json` prints it).
+/// The check's report (`isto check --json` prints it): `{"ok", "complete", "holder",
+/// "revisions", "checks": [{"id", "revision", "ref", "status", "detail"}]}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// No check failed.
@@ -126,8 +113,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// The exit status: 0 when every check passed (or was skipped or informational),
-    /// else 1.
+    /// The exit status: 0 when `ok` and `complete`, 1 when a check failed, 2 when
+    /// incomplete.
     pub fn exit_code(&self) -> u8 {
         self.verdict().0
     }
@@ -179,16 +166,6 @@ pub enum CheckError {
     /// Nothing answered as an MCP server (unreachable, or not MCP).
     #[error("{0}")]
     NotMcp(String),
-}
-
-/// Which revisions to check (`--revision`).
-pub fn revisions(arg: &str) -> Option<Vec<Revision>> {
-    match arg {
-        "2025-11-25" => Some(vec![Revision::V2025]),
-        "2026-07-28" => Some(vec![Revision::V2026]),
-        "both" => Some(vec![Revision::V2025, Revision::V2026]),
-        _ => None,
-    }
 }
 
 /// Runs the check of the holder at `url` (its `/mcp` endpoint) in `revs`.
@@ -273,7 +250,12 @@ pub async fn run(url: &str, revs: &[Revision]) -> Result<Report, CheckError> {
 /// a runtime that could not start.
 pub fn command(url: &str, revision: &str, json: bool) -> anyhow::Result<ExitCode> {
     use anyhow::Context as _;
-    let revs = revisions(revision).context("--revision must be 2025-11-25, 2026-07-28 or both")?;
+    let revs = match revision {
+        "2025-11-25" => vec![Revision::V2025],
+        "2026-07-28" => vec![Revision::V2026],
+        "both" => vec![Revision::V2025, Revision::V2026],
+        _ => anyhow::bail!("--revision must be 2025-11-25, 2026-07-28 or both"),
+    };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting tokio")?;
     match rt.block_on(run(url, &revs)) {
         Ok(report) => {
@@ -289,6 +271,18 @@ pub fn command(url: &str, revision: &str, json: bool) -> anyhow::Result<ExitCode
                 eprintln!("error: the check could not run: {e}");
             }
             Ok(ExitCode::from(2))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn status_names_are_the_serialized_ones() {
+        for s in [Status::Pass, Status::Fail, Status::Skip, Status::Info] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }
     }
 }

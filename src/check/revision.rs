@@ -5,8 +5,8 @@
 use super::drafts::{bad_input, both_demand_checks, demand, demand_checks, secrets_check, skip_draft_checks};
 use super::rpc::Session;
 use super::runner::Run;
-use super::{refs, scan, transport, Status, DRAFTS, PUBLISH, REQUIRED_TOOLS};
-use crate::protocol::tools::ToolId;
+use super::{refs, scan, transport, Status, DRAFTS, PUBLISH};
+use crate::protocol::tools::{ToolId, CONSENT_LINK_PROFILE};
 use serde_json::{json, Value};
 
 const GET: &str = ToolId::GetIntent.name();
@@ -73,7 +73,7 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     let rev = Some(s.revision);
     // Tools present, with input schemas.
     let tool = |n: &str| tools.iter().find(|t| t["name"].as_str() == Some(n)).cloned();
-    let missing: Vec<&str> = REQUIRED_TOOLS.iter().map(|t| t.name()).filter(|n| tool(n).is_none()).collect();
+    let missing: Vec<&str> = CONSENT_LINK_PROFILE.iter().map(|t| t.name()).filter(|n| tool(n).is_none()).collect();
     // The names of the tools that fail `ok`.
     let failing = |ok: &dyn Fn(&Value) -> bool| -> Vec<&str> {
         tools.iter().filter(|t| !ok(t)).map(|t| t["name"].as_str().unwrap_or("?")).collect()

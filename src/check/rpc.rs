@@ -23,10 +23,7 @@ pub enum Revision {
 impl Revision {
     /// The revision's date string.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Revision::V2025 => "2025-11-25",
-            Revision::V2026 => "2026-07-28",
-        }
+        ["2025-11-25", "2026-07-28"][self as usize]
     }
 }
 

@@ -82,18 +82,14 @@ pub(super) fn opened_detail(s: &Session) -> String {
         .or_else(|| s.opened.pointer("/_meta/io.modelcontextprotocol~1serverInfo"))
         .map(|i| format!("{} {}", i["name"].as_str().unwrap_or("?"), i["version"].as_str().unwrap_or("")))
         .unwrap_or_else(|| "no serverInfo".into());
-    match s.revision {
-        Revision::V2025 => format!(
-            "protocolVersion {}, server {info}, answered as {}",
-            s.opened.get("protocolVersion").and_then(Value::as_str).unwrap_or("?"),
-            s.opened_content_type
-        ),
-        Revision::V2026 => format!(
-            "supportedVersions {}, server {info}, answered as {}",
-            s.opened.get("supportedVersions").map(Value::to_string).unwrap_or_else(|| "missing".into()),
-            s.opened_content_type
-        ),
-    }
+    let get = |k: &str| s.opened.get(k);
+    let versions = match s.revision {
+        Revision::V2025 => format!("protocolVersion {}", get("protocolVersion").and_then(Value::as_str).unwrap_or("?")),
+        Revision::V2026 => {
+            format!("supportedVersions {}", get("supportedVersions").map_or_else(|| "missing".into(), Value::to_string))
+        }
+    };
+    format!("{versions}, server {info}, answered as {}", s.opened_content_type)
 }
 
 /// `GET /.well-known/isto-intents` on the holder's origin (PROTOCOL.md §8), if it

@@ -208,30 +208,22 @@ pub struct Entropy {
 pub fn entropy(codes: &[String]) -> Entropy {
     let chars: Vec<Vec<char>> = codes.iter().map(|c| c.chars().collect()).collect();
     let min_len = chars.iter().map(Vec::len).min().unwrap_or(0);
-    let mut distinct = true;
-    for (i, a) in codes.iter().enumerate() {
-        if codes[i + 1..].contains(a) {
-            distinct = false;
-        }
-    }
+    let distinct = codes.iter().enumerate().all(|(i, a)| !codes[i + 1..].contains(a));
     let same_at = |f: &dyn Fn(&Vec<char>) -> Option<char>| {
         let first = chars.first().and_then(f);
         first.is_some() && chars.iter().all(|c| f(c) == first)
     };
-    let mut prefix = 0;
-    while prefix < min_len && chars.len() > 1 && same_at(&|c: &Vec<char>| c.get(prefix).copied()) {
-        prefix += 1;
-    }
+    // The common suffix (codes may differ in length); the common prefix is among the
+    // positions equal in every code, which the loop below leaves out.
     let mut suffix = 0;
-    while prefix + suffix < min_len
+    while suffix < min_len
         && chars.len() > 1
         && same_at(&|c: &Vec<char>| c.len().checked_sub(suffix + 1).and_then(|i| c.get(i)).copied())
     {
         suffix += 1;
     }
-    // Positions (after the prefix) equal in every code.
     let mut varying = Vec::new();
-    for i in prefix..min_len.saturating_sub(suffix) {
+    for i in 0..min_len.saturating_sub(suffix) {
         if chars.len() < 2 || !same_at(&|c: &Vec<char>| c.get(i).copied()) {
             varying.extend(chars.iter().map(|c| c[i]));
         }

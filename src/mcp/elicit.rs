@@ -1,6 +1,5 @@
-//! Consent by URL-mode elicitation on `/mcp` (issue 12 point 2; PROTOCOL.md §4 item 1,
-//! "URL-mode elicitation"; MCP 2025-11-25 and 2026-07-28 "Elicitation", URL mode; MCP
-//! 2026-07-28 "Multi Round-Trip Requests").
+//! Consent by URL-mode elicitation on `/mcp` (PROTOCOL.md §4 item 1; MCP 2025-11-25 and
+//! 2026-07-28 "Elicitation", URL mode; MCP 2026-07-28 "Multi Round-Trip Requests").
 //!
 //! When the client declares the `elicitation.url` capability, `intent_publish_intent`
 //! also asks the client to show the holder's consent page to the person:
@@ -13,24 +12,17 @@
 //! * on 2025-11-25 (a session) the server sends that `elicitation/create` request during
 //!   the call and waits at most `[limits] elicitation_wait_secs` for the answer.
 //!
-//! `decline` withdraws the draft (through the intents service's withdraw path);
-//! `accept`, `cancel`, no answer or an error leave it a draft. A client without the
-//! capability gets the ordinary result, unchanged. Neither the URL nor the message holds
-//! the intentCode (seed rule): the URL is the consent page's, the message fixed text.
+//! `decline` withdraws the draft; `accept`, `cancel`, no answer or an error leave it a
+//! draft. A client without the capability gets the ordinary result, unchanged. Neither
+//! the URL nor the message holds the intentCode (seed rule).
 //!
-//! `requestState` is the draft's identity sealed with the holder's key ring
-//! (XChaCha20-Poly1305, [`crate::crypto::KeyRing::seal`]): unforgeable and unreadable
-//! (it carries the intentCode and the consent link, which the final result returns),
-//! bound to the call (the tool and a digest of its arguments; only `/mcp`'s publish
-//! takes one) and to a short lifetime (`[limits] request_state_secs` from the answer
-//! that carried it, never past the draft's lapse), at most [`MAX_REQUEST_STATE_CHARS`]
-//! characters — what MCP 2026-07-28 "Multi Round-Trip Requests" (server requirements)
-//! asks against replay; there is no principal on `/mcp` to bind. A forged, altered,
-//! foreign, oversized or expired one is a JSON-RPC invalid-params error naming
-//! `requestState`, and so is one sent with any other call, or `inputResponses` sent
-//! without one ([`check_retry`]): nothing is run, no draft made.
+//! `requestState` is sealed with the holder's key ring: unforgeable and unreadable (it
+//! carries the intentCode), bound to the call and to a short lifetime, as MCP 2026-07-28
+//! asks against replay ([`open_state`]; there is no principal on `/mcp` to bind). A bad
+//! one, or one sent with another call, is a JSON-RPC invalid-params error naming
+//! `requestState` ([`check_retry`]): nothing is run, no draft made.
 
-use super::{call_blocking, failure, from_request, modern, ok_of, request_span, Endpoint};
+use super::{call_blocking, failure, from_request, handlers, modern, request_span, Endpoint};
 use crate::base::Result as ServiceResult;
 use crate::crypto::{self, KeyRing, Sealed};
 use crate::intents::PublishResult;
@@ -154,7 +146,9 @@ pub fn seal_state(keys: &KeyRing, state: &DraftState) -> Result<String, crypto::
 }
 
 /// Opens a `requestState` of a call of `tool` with `args` at `now`: the sealed state when
-/// it is this holder's, unaltered, of this very call and not expired.
+/// it is this holder's (at most [`MAX_REQUEST_STATE_CHARS`]), unaltered, of this very call
+/// (the tool and [`args_digest`] of its arguments) and not expired
+/// ([`DraftState::valid_until`]).
 ///
 /// # Errors
 /// [`StateError`]: the first rule it breaks (size, seal, call, expiry).
@@ -240,25 +234,16 @@ fn draft_of(result: &CallToolResult, args: &Value, valid_until: OffsetDateTime) 
     })
 }
 
-/// The text shown with the consent page's URL. Fixed: it holds no code.
-fn message(holder: &AppState) -> String {
-    format!(
+/// The URL-mode `elicitation/create` parameters for `url` (an `elicitationId` on
+/// 2025-11-25 only), with a fixed message: it holds no code.
+fn url_params(holder: &AppState, url: &str, elicitation_id: String) -> ElicitRequestParams {
+    let message = format!(
         "{} asks the person to open its consent page: it shows the buying intent; there the person enters their \
          e-mail address and consents, then confirms by e-mail. Open it only if the person agrees; do not fill it in \
          for them.",
         holder.base.settings().holder_name
-    )
-}
-
-/// The URL-mode `elicitation/create` parameters for `url` (an `elicitationId` on
-/// 2025-11-25 only).
-fn url_params(holder: &AppState, url: &str, elicitation_id: String) -> ElicitRequestParams {
-    ElicitRequestParams::UrlElicitationParams {
-        meta: None,
-        message: message(holder),
-        url: url.to_owned(),
-        elicitation_id,
-    }
+    );
+    ElicitRequestParams::UrlElicitationParams { meta: None, message, url: url.to_owned(), elicitation_id }
 }
 
 /// The `InputRequiredResult` asking for the consent page of `draft`, sealed as `state`.
@@ -279,14 +264,9 @@ fn answer_of(request: &CallToolRequestParams) -> Result<Option<ElicitationAction
     let Some(answer) = request.input_responses.as_ref().and_then(|r| r.get(CONSENT_REQUEST)) else {
         return Ok(None);
     };
-    match answer.get("action").and_then(Value::as_str) {
-        Some("accept") => Ok(Some(ElicitationAction::Accept)),
-        Some("decline") => Ok(Some(ElicitationAction::Decline)),
-        Some("cancel") => Ok(Some(ElicitationAction::Cancel)),
-        _ => {
-            Err(McpError::invalid_params("inputResponses.consent.action must be one of accept, decline, cancel", None))
-        }
-    }
+    let action = answer.get("action").and_then(|a| ElicitationAction::deserialize(a).ok());
+    let bad = || McpError::invalid_params("inputResponses.consent.action must be one of accept, decline, cancel", None);
+    action.map(Some).ok_or_else(bad)
 }
 
 /// The final publish result of `draft` after the person's `action` (blocking: store
@@ -309,7 +289,7 @@ pub fn finish(holder: &AppState, draft: &DraftState, action: ElicitationAction) 
         consent_url: draft.consent_url.clone(),
         expires_at: draft.expires_at.clone(),
     };
-    Ok(ok_of(ToolId::PublishIntent, &result))
+    Ok(handlers::finish(Endpoint::Public, ToolId::PublishIntent, handlers::Output::of(&result)))
 }
 
 /// `intent_publish_intent` on `/mcp` for a client asked by `mode` (or carrying a
@@ -465,11 +445,14 @@ mod tests {
     fn the_consent_request_is_a_url_elicitation_of_the_consent_page_without_the_code() {
         let keys = KeyRing::ephemeral();
         let args = json!({"statement": "Hľadám Škoda Octavia", "area": "SK"});
-        let ordinary = ok_of(
+        let ordinary = handlers::finish(
+            Endpoint::Public,
             ToolId::PublishIntent,
-            &json!({"intent": {"id": "int_abc", "status": "awaiting_consent"}, "intentCode": "c".repeat(32),
-                   "consentUrl": format!("https://holder.example/consent/{}", "t".repeat(32)),
-                   "expiresAt": "2030-01-02T00:00:00Z"}),
+            handlers::Output::of(
+                &json!({"intent": {"id": "int_abc", "status": "awaiting_consent"}, "intentCode": "c".repeat(32),
+                       "consentUrl": format!("https://holder.example/consent/{}", "t".repeat(32)),
+                       "expiresAt": "2030-01-02T00:00:00Z"}),
+            ),
         );
         let five = crate::clock::parse_rfc3339("2030-01-01T00:05:00Z").unwrap();
         let draft = draft_of(&ordinary, &args, five).unwrap();

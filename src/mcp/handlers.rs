@@ -1,13 +1,8 @@
 //! The handlers of the tool table ([`crate::protocol::tools`]): one typed call per
 //! [`ToolId`] and endpoint, chosen by an exhaustive `match` (a tool without a handler
-//! does not compile), after the access policy ([`crate::policy::authorize`] of
-//! [`Action::Call`]) allowed it.
-//!
-//! Every handler parses its arguments into a typed value (unknown properties refused,
-//! errors naming the field) and answers an [`Output`]; [`finish`] turns that into the
-//! tool result. A result that is not a JSON object — `null` from a value that could not
-//! be serialized, or nothing at all — is an internal error, logged once and answered
-//! generically (MCP spec "Tools": `structuredContent` is an object), never a success.
+//! does not compile), once the access policy allowed it ([`run`]). Every handler parses
+//! its arguments into a typed value (unknown properties refused, errors naming the field)
+//! and answers an [`Output`]; [`finish`] turns that into the tool result.
 
 use super::{denied, failure, tool_error};
 use crate::base::{ServiceError, INTERNAL_MESSAGE};
@@ -102,14 +97,9 @@ impl SearchArgs {
         let mut f = Fields::new(args, "")?;
         let statement = f.req_str("statement", input::STATEMENT_MAX)?;
         let area = f.get("area").map(|a| input::parse_area(a, "area")).transpose()?;
-        let category = match f.opt_str("category", 40)? {
-            Some(c) => Some(
-                crate::protocol::category(&c)
-                    .map(|c| c.key)
-                    .ok_or_else(|| InputError("category must be one of vehicles, property".into()))?,
-            ),
-            None => None,
-        };
+        let known = |c: String| crate::protocol::category(&c).map(|c| c.key);
+        let bad = || InputError("category must be one of vehicles, property".into());
+        let category = f.opt_str("category", 40)?.map(|c| known(c).ok_or_else(bad)).transpose()?;
         let limit = f.opt_int("limit", 1, 100)?.unwrap_or(20) as usize;
         f.finish("")?;
         Ok(Self { statement, area, category, limit })
@@ -117,9 +107,8 @@ impl SearchArgs {
 }
 
 /// Runs one call of `tool` on `endpoint` (blocking: store I/O) for the caller of
-/// `grant` (none on `/mcp`) at `client`: the policy's decision, the handler, [`finish`].
-/// Refusals and failures are `isError` results (see [`super::denied`],
-/// [`super::failure`]).
+/// `grant` (none on `/mcp`) at `client`: the policy's decision ([`super::denied`]), the
+/// handler, [`finish`].
 pub(crate) fn run(
     holder: &AppState,
     endpoint: Endpoint,
@@ -167,7 +156,7 @@ fn handle(
             Output::of(&json!({"status": "withdrawn"}))
         }
         (Public, ListMatches) => {
-            let (matches, next) = intents.list_matches_by_code(&input::ListMatches::by_code(args)?)?;
+            let (matches, next) = intents.list_matches_by_code(&input::ListMatches::parse(args, true)?)?;
             Output::page("matches", &matches, next)
         }
         (Buyer, PublishIntent) => Output::of(&intents.publish_for(account()?, intents.parse_publish(args)?)?),
@@ -178,7 +167,7 @@ fn handle(
             Output::of(&json!({"status": "withdrawn"}))
         }
         (Buyer, ListMatches) => {
-            let (matches, next) = intents.list_matches_owned(account()?, &input::ListMatches::by_id(args)?)?;
+            let (matches, next) = intents.list_matches_owned(account()?, &input::ListMatches::parse(args, false)?)?;
             Output::page("matches", &matches, next)
         }
         (_, SearchOffers) => search(holder, &SearchArgs::parse(args)?),
@@ -232,10 +221,11 @@ fn search(holder: &AppState, a: &SearchArgs) -> Result<Output, CallError> {
 }
 
 /// The tool result of a call: a success only for an [`Output`] whose structured content
-/// is a JSON object; `null` or any other value, and [`CallError::NoResult`], are
-/// internal errors (logged here, answered with [`INTERNAL_MESSAGE`]). Domain failures
-/// are answered by [`super::failure`]; on `/mcp/buyer` an unknown or other account's id
-/// gets the endpoint's one not-found answer (PROTOCOL.md §3).
+/// is a JSON object (MCP spec "Tools"); `null` or any other value, and
+/// [`CallError::NoResult`], are internal errors (logged here, answered with
+/// [`INTERNAL_MESSAGE`]). Domain failures are answered by [`super::failure`]; on
+/// `/mcp/buyer` an unknown or other account's id gets the endpoint's one not-found answer
+/// (PROTOCOL.md §3).
 pub(crate) fn finish(endpoint: Endpoint, tool: ToolId, r: Result<Output, CallError>) -> CallToolResult {
     let name = tool.name();
     match r {

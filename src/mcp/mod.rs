@@ -1,6 +1,10 @@
-//! The MCP endpoint `/mcp` (consent-link profile, seed §5; PROTOCOL.md §1, §3): MCP
-//! Streamable HTTP through rmcp, tools declared by hand so that every input schema
-//! rejects unknown properties and every error names the field.
+//! The three MCP endpoints (PROTOCOL.md §1, §3) over MCP Streamable HTTP through rmcp:
+//! `/mcp` (the consent-link profile, seed §5), `/mcp/buyer` (acting for a signed-in
+//! person: OAuth 2.1, scope `intents`) and `/mcp/seller` (the holder's registered
+//! sellers: scopes `offers`, `demand`). Tools are declared by hand so that every input
+//! schema rejects unknown properties (and has no contact field) and every error names the
+//! field. On the two protected endpoints the bearer middleware ([`service::protect`]) puts
+//! the request's [`Grant`] where each call finds it ([`from_request`]).
 //!
 //! The tools of each endpoint, their names, descriptions and schemas are the tool table
 //! of [`crate::protocol::tools`]; their handlers are [`handlers`], the access policy's
@@ -25,12 +29,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-pub mod buyer;
 pub mod elicit;
 pub(crate) mod handlers;
-pub mod seller;
 pub mod service;
 pub mod sessions;
 pub mod view;
@@ -81,35 +83,25 @@ pub fn tools_of(endpoint: Endpoint) -> Vec<Tool> {
 }
 
 impl IstoServer {
-    /// A server of `endpoint` over `holder`.
-    ///
-    /// The tool list (names, descriptions, JSON schemas: tens of KiB) is built once per
-    /// endpoint and shared by every session, so a session costs only rmcp's own state
-    /// (issue 9 point 1: bounded memory per session); the `initialize` answer is built
-    /// here, and clones of the server (one per session, one per 2026-07-28 request:
-    /// see `service::mcp_service`) share both.
+    /// A server of `endpoint` over `holder`. The tool lists (tens of KiB) are built once
+    /// per endpoint and the `initialize` answer here, and every clone (one per session,
+    /// one per 2026-07-28 request) shares them: a session costs only rmcp's own state.
     pub fn new(holder: AppState, endpoint: Endpoint) -> Self {
-        use std::sync::LazyLock;
-        static PUBLIC: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Public)));
-        static BUYER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Buyer)));
-        static SELLER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(tools_of(Endpoint::Seller)));
-        let tools = match endpoint {
-            Endpoint::Public => &PUBLIC,
-            Endpoint::Buyer => &BUYER,
-            Endpoint::Seller => &SELLER,
-        };
+        // Indexed by `endpoint as usize`: `Endpoint::ALL` is in declaration order.
+        static TOOLS: LazyLock<[Arc<Vec<Tool>>; 3]> = LazyLock::new(|| Endpoint::ALL.map(|e| Arc::new(tools_of(e))));
+        let tools = Arc::clone(&TOOLS[endpoint as usize]);
         let info = Arc::new(server_info(&holder, endpoint));
-        let view_tools = view::linked_tools(endpoint).unwrap_or_else(|| Arc::clone(tools));
-        Self { holder, tools: Arc::clone(tools), view_tools, endpoint, info }
+        let view_tools = view::linked_tools(endpoint).unwrap_or_else(|| Arc::clone(&tools));
+        Self { holder, tools, view_tools, endpoint, info }
     }
 }
 
-/// The `initialize` answer of `endpoint`: [`server_config`] with the endpoint's
-/// instructions naming the holder; on `/mcp` and `/mcp/buyer` also the MCP Apps
-/// extension and `resources` ([`view::offer`]).
+/// The `initialize` answer of `endpoint`: tools, isto's name and version, and the
+/// endpoint's instructions naming the holder, with the aggregator note; on `/mcp` and
+/// `/mcp/buyer` also the MCP Apps extension and `resources` ([`view::offer`]).
 fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
     let name = &holder.base.settings().holder_name;
-    let config = server_config(match endpoint {
+    let about = match endpoint {
         Endpoint::Public => format!(
             "Isto Intents holder '{name}' (consent-link profile). Publish what a person wants to buy with \
              intent_publish_intent, hand the consentUrl to the person, keep the intentCode, and pull offers with \
@@ -126,18 +118,15 @@ fn server_info(holder: &AppState, endpoint: Endpoint) -> ServerConfig {
              of your own) and reply with intent_submit_offer, giving that id as inReplyTo (at most 3 offers per \
              intent)."
         ),
-    });
+    };
+    let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!("{about} {AGGREGATOR_NOTE}"));
     if view::offered(endpoint) {
         view::offer(config)
     } else {
         config
     }
-}
-
-/// A successful result whose structured content and text are both `v`; a `v` that is no
-/// JSON object (`null`, …) is an internal error ([`handlers::finish`]).
-fn ok_of<T: serde::Serialize>(tool: ToolId, v: &T) -> CallToolResult {
-    handlers::finish(Endpoint::Public, tool, handlers::Output::of(v))
 }
 
 fn tool_error(msg: String) -> CallToolResult {
@@ -155,15 +144,11 @@ pub(crate) fn failure(tool: &str, e: &dyn PublicError) -> CallToolResult {
     tool_error(e.public_message())
 }
 
-/// Runs one tool call of `endpoint` (blocking: store I/O) with `grant` (the bearer's, on
-/// `/mcp/buyer` and `/mcp/seller`; none on `/mcp`) for a caller at `client` (an unknown
-/// address is counted under one shared key); `None` when the endpoint has no tool of
-/// that name. Refused calls and bad input are `isError` results naming the reason or
-/// field: on `/mcp` a used-up draft quota too ("too many drafts from this address in the
-/// last hour (…); try again after …"); on `/mcp/buyer` the account tools need a grant
-/// with scope `intents` ([`crate::policy::authorize`]; refused: "unauthorized"), and an
-/// unknown or other account's id is "not_found: no intent with this id". Internal
-/// failures are logged and answered generically.
+/// Runs one tool call of `endpoint` (blocking: store I/O) as [`IstoServer`] does, without
+/// the transport, for the integration tests: with `grant` (the bearer's; none on `/mcp`)
+/// for a caller at `client`; `None` when the endpoint has no tool of that name. Refusals,
+/// bad input and failures are `isError` results ([`handlers::run`]).
+#[cfg(any(test, feature = "testkit"))]
 pub fn dispatch(
     holder: &AppState,
     endpoint: Endpoint,
@@ -174,14 +159,6 @@ pub fn dispatch(
 ) -> Option<CallToolResult> {
     let tool = endpoint.tool(name)?;
     Some(handlers::run(holder, endpoint, grant, client, tool, args))
-}
-
-/// The `initialize` answer shared by the three endpoints: tools only, isto's name and
-/// version, and `about` (what the endpoint is for) with the aggregator note.
-pub(crate) fn server_config(about: String) -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(Implementation::new("isto", env!("CARGO_PKG_VERSION")))
-        .with_instructions(format!("{about} {AGGREGATOR_NOTE}"))
 }
 
 /// The one mapping of an access-policy refusal to a tool result (`isError`, the text
@@ -209,19 +186,16 @@ pub(crate) fn denied(endpoint: Endpoint, tool: &str, d: &Denied) -> CallToolResu
     tool_error(text)
 }
 
-/// The span of the HTTP request that carried this call: the app's trace layer puts it
-/// into the request's extensions, and rmcp hands the request's parts to every call
-/// (whose handler runs in the session's task, outside that span). Without one (a call
-/// not over HTTP), the current span.
+/// The span of the HTTP request that carried this call ([`from_request`]: the handler
+/// runs in the session's task, outside it), else the current span.
 pub(crate) fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
     from_request(context).unwrap_or_else(tracing::Span::current)
 }
 
 /// What the app's middleware put into the extensions of the HTTP request that carried
 /// this call (rmcp hands the request's parts to every call), by type: the [`Grant`] of
-/// the bearer middleware, the [`ClientAddr`] (unknown without one), the [`Charge`] of
-/// the front layer (what the call costs in CPU goes to its client's rate bucket), the
-/// span ([`request_span`]). None for a call not over HTTP or a request without one.
+/// the bearer middleware, the [`ClientAddr`], the [`Charge`] of the front layer (the
+/// client's rate bucket), the trace span. None for a call not over HTTP.
 pub(crate) fn from_request<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<T> {
     context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<T>()).cloned()
 }
@@ -243,11 +217,10 @@ fn charged<T>(charge: Option<&Charge>, run: impl FnOnce() -> T) -> T {
 const INLINE_TOOLS: &[ToolId] = &[ToolId::GetIntent];
 
 /// Runs a `tools/call` for one endpoint: a name that is not one of `endpoint`'s tools
-/// ([`Endpoint::tool`]) is a JSON-RPC invalid-params error; otherwise `run` (blocking:
-/// store I/O) gets the tool and the arguments on a blocking thread (in the calling task
-/// for [`INLINE_TOOLS`]), inside `span` (the request's, see [`request_span`]), so what it
-/// logs carries the request id. The CPU time `run` used is charged to `charge` (the
-/// client's rate bucket, see [`from_request`]).
+/// is a JSON-RPC invalid-params error; otherwise `run` (blocking: store I/O) gets the
+/// tool and the arguments on a blocking thread (in the calling task for
+/// [`INLINE_TOOLS`]), inside `span` so that what it logs carries the request id, its CPU
+/// time charged to `charge`.
 pub(crate) async fn call_blocking(
     endpoint: Endpoint,
     span: tracing::Span,
@@ -279,11 +252,10 @@ pub(crate) async fn call_blocking(
 /// version, and a client that calls a tool an upgrade removed gets "unknown tool".
 pub const TOOLS_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// The `tools/list` answer of an endpoint (issue 12 point 1): all of `tools`, in their
-/// fixed order, one page. The list is built once per endpoint and is the same for every
-/// caller (it depends on neither the token nor the client), so on 2026-07-28 and later
-/// it is marked cacheable by anyone: `ttlMs` [`TOOLS_TTL_MS`] and `cacheScope:
-/// "public"`. Older revisions have no caching hints and get none.
+/// The `tools/list` answer of an endpoint: all of `tools`, in their fixed order, one
+/// page. It is the same for every caller (neither the token nor the client changes it),
+/// so on 2026-07-28 and later it is cacheable by anyone (`ttlMs` [`TOOLS_TTL_MS`],
+/// `cacheScope: "public"`); older revisions have no caching hints.
 pub fn tool_list(tools: &[Tool], version: Option<&ProtocolVersion>) -> ListToolsResult {
     let list = ListToolsResult::with_all_items(tools.to_vec());
     if modern(version) {
@@ -297,11 +269,6 @@ pub fn tool_list(tools: &[Tool], version: Option<&ProtocolVersion>) -> ListTools
 /// requests (stateless).
 pub(crate) fn modern(version: Option<&ProtocolVersion>) -> bool {
     version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// The tool named `name` of a list.
-pub(crate) fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
-    tools.iter().find(|t| t.name == name).cloned()
 }
 
 impl ServerHandler for IstoServer {
@@ -341,7 +308,7 @@ impl ServerHandler for IstoServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        find_tool(&self.tools, name)
+        self.tools.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

@@ -66,17 +66,8 @@ fn mcp_config(holder: &AppState, stop: CancellationToken) -> StreamableHttpServe
 /// reads a body for its tool names).
 const MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// The state of [`require_bearer`]: the handles and the resource it guards.
-#[derive(Debug, Clone)]
-pub struct BearerGate {
-    /// Settings and store (the token lookup).
-    pub base: Arc<Base>,
-    /// The endpoint guarded.
-    pub resource: Resource,
-}
-
 /// The bearer middleware of `/mcp/buyer` and `/mcp/seller`: checks the request's bearer
-/// token with [`crate::oauth::admit`] for what the access policy asks at the gate's
+/// token with [`crate::oauth::admit`] for what the access policy asks at the guarded
 /// endpoint ([`crate::policy::Action::connect`]: scope `intents` on `/mcp/buyer`, any
 /// scope on `/mcp/seller`) and puts the [`crate::oauth::Grant`] into the request's extensions
 /// (where the tools find it), or answers with its 401/403/500.
@@ -86,12 +77,11 @@ pub struct BearerGate {
 /// ([`crate::policy::authorize`] of [`Action::Call`], the seller's standing left to the
 /// tool) is refused here with HTTP 403 and `WWW-Authenticate: Bearer
 /// error="insufficient_scope", scope="…", resource_metadata="…"` (MCP authorization,
-/// "Scope challenge handling"), before rmcp dispatches anything.
-/// Use with `axum::middleware::from_fn_with_state(gate, require_bearer)`, or [`protect`].
-pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: Next) -> Response {
+/// "Scope challenge handling"), before rmcp dispatches anything. In place with [`protect`].
+async fn require_bearer(State((base, resource)): State<(Arc<Base>, Resource)>, req: Request, next: Next) -> Response {
     // A header that is not visible ASCII reads as none: the plain 401 challenge.
     let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let grant = match crate::oauth::admit(&gate.base, authorization, gate.resource) {
+    let grant = match crate::oauth::admit(&base, authorization, resource) {
         Ok(grant) => grant,
         // The response of an `OAuthError` is built by the web face (`crate::web::oauth`).
         Err(refused) => return refused.into_response(),
@@ -102,13 +92,13 @@ pub async fn require_bearer(State(gate): State<BearerGate>, req: Request, next: 
             return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is over 256 KiB or could not be read\n")
                 .into_response();
         };
-        let who = Grant::credential(Some(&grant), &gate.base.settings().public_url.base);
-        let endpoint = gate.resource.endpoint();
+        let who = Grant::credential(Some(&grant), &base.settings().public_url.base);
+        let endpoint = resource.endpoint();
         // A name the endpoint does not offer is left to rmcp ("unknown tool").
         for tool in tool_calls(&bytes).iter().filter_map(|n| endpoint.tool(n)) {
             let asked = policy::authorize(&who, Action::Call(endpoint, tool), |_| Ok::<_, Infallible>(true));
             if let Err(Refusal::Denied(d @ Denied::InsufficientScope { .. })) = asked {
-                return crate::oauth::refuse(&gate.base, gate.resource, Some(&grant), &d).into_response();
+                return crate::oauth::refuse(&base, resource, Some(&grant), &d).into_response();
             }
         }
         Request::from_parts(parts, Body::from(bytes))
@@ -148,7 +138,7 @@ const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 /// or `*/*` without `text/event-stream` (weights of 0 excluded).
 fn json_only(headers: &axum::http::HeaderMap) -> bool {
     let mut types = Vec::new();
-    for value in headers.get_all(axum::http::header::ACCEPT) {
+    for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { return false };
         for item in value.split(',') {
             let mut parts = item.split(';');
@@ -160,7 +150,7 @@ fn json_only(headers: &axum::http::HeaderMap) -> bool {
             }
         }
     }
-    if headers.get(axum::http::header::ACCEPT).is_none() {
+    if headers.get(header::ACCEPT).is_none() {
         return true;
     }
     !types.iter().any(|t| t == "text/event-stream")
@@ -168,25 +158,23 @@ fn json_only(headers: &axum::http::HeaderMap) -> bool {
 }
 
 /// The middleware of the three MCP endpoints that serves clients which accept only JSON
-/// (issue 12 point 1; MCP Streamable HTTP lets a server answer a POST with either
-/// `application/json` or an SSE stream): a POST whose `Accept` is `application/json`,
-/// `application/*`, `*/*` or absent ([`json_only`]) is passed to rmcp (which refuses
-/// anything without both types with 406) as accepting both, and an SSE answer is read
-/// (at most 16 MiB, 120 s) up to its JSON-RPC response, which is answered alone as
-/// `application/json` with the same status and headers. Notifications and progress sent
-/// before it are dropped: such a client has no way to read them, and it is marked
-/// [`super::elicit::JsonOnly`] so that no request is sent to it during the call. Every
-/// other request passes unchanged.
+/// (MCP Streamable HTTP lets a server answer a POST with either `application/json` or an
+/// SSE stream): a POST whose `Accept` reads JSON only ([`json_only`]) is passed to rmcp
+/// (which refuses anything without both types with 406) as accepting both, and an SSE
+/// answer is read (at most 16 MiB, 120 s) up to its JSON-RPC response, answered alone as
+/// `application/json` with the same status and headers. Notifications and progress before
+/// it are dropped (such a client cannot read them; it is marked
+/// [`super::elicit::JsonOnly`] so that no request is sent to it during the call).
 pub async fn accept_json(mut req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !json_only(req.headers()) {
         return next.run(req).await;
     }
-    req.headers_mut().insert(axum::http::header::ACCEPT, axum::http::HeaderValue::from_static(ACCEPT_BOTH));
+    req.headers_mut().insert(header::ACCEPT, axum::http::HeaderValue::from_static(ACCEPT_BOTH));
     req.extensions_mut().insert(super::elicit::JsonOnly);
     let res = next.run(req).await;
     let sse = res
         .headers()
-        .get(axum::http::header::CONTENT_TYPE)
+        .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
     if !sse {
@@ -196,11 +184,10 @@ pub async fn accept_json(mut req: Request, next: Next) -> Response {
     let Ok(Some(answer)) = tokio::time::timeout(ANSWER_WAIT, first_response(body)).await else {
         return (StatusCode::BAD_GATEWAY, "the MCP answer ended without a JSON-RPC response\n").into_response();
     };
-    for h in [axum::http::header::CONTENT_TYPE, axum::http::header::CONTENT_LENGTH, axum::http::header::CACHE_CONTROL] {
+    for h in ["content-type", "content-length", "cache-control", "x-accel-buffering"] {
         parts.headers.remove(h);
     }
-    parts.headers.remove("x-accel-buffering");
-    parts.headers.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    parts.headers.insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
     Response::from_parts(parts, Body::from(answer))
 }
 
@@ -254,21 +241,14 @@ fn response_data(event: &[u8]) -> Option<String> {
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The middleware of the three MCP endpoints that lets an `initialize` naming a newer
-/// protocol version than isto knows be negotiated down rather than refused.
-///
-/// MCP 2025-11-25 lifecycle, "Version Negotiation": a server that does not support the
-/// version of an `initialize` request MUST answer with another version it supports;
-/// the `MCP-Protocol-Version` header is required on the requests *after* initialization
-/// (transports, "Protocol Version Header"), and MCP 2026-07-28 (versioning, "Backward
-/// Compatibility with Initialization-Based Versions") keeps `initialize` on those legacy
-/// semantics whatever version it names. rmcp refuses any request whose header names a
-/// version it does not know with 400 before it looks at the method, so a client one
-/// revision ahead (header and body both naming, say, `2099-01-01`) could never connect.
-/// Here, a POST whose header names a version unknown to rmcp and whose body (read, at
-/// most 256 KiB) is one `initialize` request naming that same version in
-/// `params.protocolVersion` goes on without the header: rmcp then negotiates the version
-/// from the body (answering `2025-11-25`), and the client sends the negotiated version
-/// in its header from then on. A header that differs from the body is left for rmcp to
+/// protocol version than isto knows be negotiated down rather than refused (MCP
+/// 2025-11-25 lifecycle, "Version Negotiation": the server MUST answer with a version it
+/// supports; the `MCP-Protocol-Version` header belongs to the requests *after*
+/// initialization, and MCP 2026-07-28 keeps `initialize` on those semantics). rmcp
+/// refuses a header naming a version it does not know with 400 before it looks at the
+/// method, so a POST whose header names such a version and whose body (at most 256 KiB)
+/// is one `initialize` request naming that same version goes on without the header: rmcp
+/// negotiates from the body. A header that differs from the body is left for rmcp to
 /// refuse (400); every other request passes unchanged, unread.
 pub async fn negotiate_initialize(req: Request, next: Next) -> Response {
     let unknown = req.method() == Method::POST
@@ -304,8 +284,7 @@ fn initialize_version(body: &[u8]) -> Option<String> {
 
 /// `router` behind [`require_bearer`] for `resource`.
 pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router {
-    let gate = BearerGate { base: holder.base.clone(), resource };
-    router.layer(axum::middleware::from_fn_with_state(gate, require_bearer))
+    router.layer(axum::middleware::from_fn_with_state((holder.base.clone(), resource), require_bearer))
 }
 
 #[cfg(test)]

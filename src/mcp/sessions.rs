@@ -1,27 +1,20 @@
 //! [`BoundedSessions`]: rmcp's local session manager with a cap on live sessions, per
-//! endpoint and per client address (issue 9 point 1).
-//! rmcp closes a session's worker after its idle lifetime (`SessionConfig::keep_alive`)
-//! but keeps its handle in the map and has no cap; this wrapper records each session's
-//! last use, forgets sessions idle past their lifetime, and at the cap closes one session
-//! before creating a new one (its client gets 404 and, as the MCP transport specifies,
-//! starts a new session): a session not yet tied to a client first, else the least
-//! recently used of the client key that holds the most sessions — so that a flood from a
-//! few addresses closes its own sessions, not everyone else's — and never a session
-//! younger than [`YOUNG`] (nor its idle lifetime, if shorter) of another client. When no
-//! session may be closed at creation (the new session's client is not known yet), the
-//! new one is held one over the cap until its `initialize` names its client: then that
-//! client's own least recently used session goes (whatever its age), else another
-//! client's as above, else the new session itself is refused until one ages or ends:
-//! [`answer_refusal`] answers that `initialize` with HTTP 503, `Retry-After` and a
-//! JSON-RPC error naming the reason (rmcp alone would answer 500).
+//! endpoint and per client address. rmcp closes a session's worker after its idle
+//! lifetime (`SessionConfig::keep_alive`) but keeps its handle and has no cap; this
+//! wrapper records each session's last use, forgets sessions idle past their lifetime,
+//! and at the cap closes one session before creating a new one (its client gets 404 and,
+//! as the MCP transport specifies, starts a new session): see [`BoundedSessions::victim`]
+//! — a flood from a few addresses closes its own sessions, not everyone else's, and
+//! never a session younger than [`YOUNG`] of another client. When none may be closed,
+//! the new session is held one over the cap until its `initialize` names its client
+//! ([`BoundedSessions::bind_client`]), else refused: [`answer_refusal`] answers that
+//! `initialize` with HTTP 503 and `Retry-After` (rmcp alone would answer 500).
 //!
 //! The per-client cap: rmcp's `create_session` is told nothing about the request, but the
-//! `initialize` message that rmcp hands to `initialize_session` right after carries the
-//! request's `http::request::Parts` in its extensions, and with them the
-//! [`ClientAddr`] that the app's middleware put there. There the session is tied to its
-//! client's key ([`ClientAddr::key`]: IPv4, or IPv6 cut to the /64), and when that client
-//! holds more than `max_per_client` sessions its own least recently used ones are closed —
-//! never another client's.
+//! `initialize` message handed to `initialize_session` right after carries the request's
+//! `http::request::Parts`, and with them the [`ClientAddr`] the app's middleware put
+//! there: the session is tied to [`ClientAddr::key`] (IPv4, or IPv6 cut to the /64), and
+//! that client's own least recently used sessions over `max_per_client` are closed.
 
 use crate::net::ClientAddr;
 use axum::extract::Request;
@@ -183,7 +176,7 @@ impl BoundedSessions {
         gone
     }
 
-    /// The session to close at the cap (see the module docs): the least recently used of
+    /// The session to close at the cap: the least recently used of
     /// those not tied to a client; else, of the client key holding the most sessions
     /// (ties: the key whose candidate was used least recently), its least recently used
     /// session that is not young; a key with only young ones is passed over.
@@ -322,13 +315,12 @@ impl Refused {
 }
 
 /// The middleware of the MCP endpoints that answers a session refused at the cap
-/// ([`BoundedSessions`], module docs) with HTTP 503 and `Retry-After` (RFC 9110
-/// §15.6.4, §10.2.3: whole seconds until the first session held stops being young, at
-/// least 1), and a JSON-RPC error (code -32000, the message naming the cap and "retry
-/// later", `data.retryAfterSeconds`) for the `initialize`'s id — where rmcp, given the
-/// session manager's error, answers 500. A refusal because of load is no server fault.
-/// Every other answer passes unchanged; only a POST without `Mcp-Session-Id` (the only
-/// request that creates a session) is marked.
+/// ([`BoundedSessions`]) with HTTP 503 and `Retry-After` (RFC 9110 §15.6.4, §10.2.3:
+/// whole seconds until the first session held stops being young, at least 1), and a
+/// JSON-RPC error (code -32000, [`REFUSED`], `data.retryAfterSeconds`) for the
+/// `initialize`'s id, where rmcp would answer 500: a refusal because of load is no server
+/// fault. Only a POST without `Mcp-Session-Id` (the only request that creates a
+/// session) is marked; every other answer passes unchanged.
 pub async fn answer_refusal(mut req: Request, next: Next) -> Response {
     if req.method() != Method::POST || req.headers().contains_key("mcp-session-id") {
         return next.run(req).await;

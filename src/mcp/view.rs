@@ -11,9 +11,8 @@
 //! `mimeTypes` holding [`MIME_TYPE`] ([`accepts`]). Only such a client gets the tool list
 //! whose four tools carry `_meta.ui.resourceUri` (and the older flat `_meta
 //! ["ui/resourceUri"]`, as the official SDK's `registerAppTool` writes both), the view in
-//! `resources/list`, and the view's data in those tools' results ([`view_result`]).
-//! Every other client gets the tool list and the results of [`super::dispatch`],
-//! unchanged byte for byte.
+//! `resources/list`, and the view's data in those tools' results ([`Call::result`]).
+//! Every other client gets the ordinary tool list and results, byte for byte.
 //!
 //! **The view's data.** The view draws only what the host passes it: the tool result's
 //! `structuredContent` (and the call's arguments: `since` marks new matches). For a
@@ -34,7 +33,6 @@
 //! by anyone for [`VIEW_TTL_MS`].
 
 use super::{modern, Endpoint};
-use crate::net::ClientAddr;
 use crate::oauth::Grant;
 use crate::protocol::tools::ToolId;
 use crate::state::AppState;
@@ -143,13 +141,9 @@ pub fn linked(tools: &[Tool]) -> Vec<Tool> {
 
 /// The tool lists with the view linked, built once: `/mcp`'s and `/mcp/buyer`'s.
 pub fn linked_tools(endpoint: Endpoint) -> Option<Arc<Vec<Tool>>> {
-    static PUBLIC: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::tools_of(Endpoint::Public))));
-    static BUYER: LazyLock<Arc<Vec<Tool>>> = LazyLock::new(|| Arc::new(linked(&super::tools_of(Endpoint::Buyer))));
-    match endpoint {
-        Endpoint::Public => Some(Arc::clone(&PUBLIC)),
-        Endpoint::Buyer => Some(Arc::clone(&BUYER)),
-        Endpoint::Seller => None,
-    }
+    static LISTS: LazyLock<[Arc<Vec<Tool>>; 3]> =
+        LazyLock::new(|| Endpoint::ALL.map(|e| Arc::new(linked(&super::tools_of(e)))));
+    offered(endpoint).then(|| Arc::clone(&LISTS[endpoint as usize]))
 }
 
 /// The view as listed (`resources/list`).
@@ -182,7 +176,7 @@ pub fn resource_list(declared: bool, version: Option<&ProtocolVersion>) -> ListR
 ///
 /// # Errors
 /// A JSON-RPC resource-not-found error (-32002) naming `uri` for any other URI; an
-/// internal error when the view's files are missing from the binary.
+/// internal error when the view is not in the binary.
 pub fn read(uri: &str, version: Option<&ProtocolVersion>) -> Result<ReadResourceResult, McpError> {
     if uri != VIEW_URI {
         return Err(McpError::resource_not_found(
@@ -266,25 +260,63 @@ impl Call {
         })
     }
 
-    /// `response` with the view's data ([`view_result`]); an input-required answer
+    /// `response` with the view's data ([`Call::result`]); an input-required answer
     /// unchanged. Blocking: one store read.
     pub fn decorate(&self, holder: &AppState, response: CallToolResponse) -> CallToolResponse {
         match response {
-            CallToolResponse::Complete(r) => CallToolResponse::Complete(view_result(
-                holder,
-                self.endpoint,
-                self.grant.as_ref(),
-                &self.name,
-                &self.args,
-                r,
-            )),
+            CallToolResponse::Complete(r) => CallToolResponse::Complete(self.result(holder, r)),
             other => other,
         }
+    }
+
+    /// `result` of this call with the view's data: for the intent tools,
+    /// `structuredContent.view` (see the module docs), read from the intent the result
+    /// names. An error result, a search result, or an intent that cannot be read again
+    /// (withdrawn meanwhile is still read; gone is not) is returned unchanged.
+    pub fn result(&self, holder: &AppState, mut result: CallToolResult) -> CallToolResult {
+        let (endpoint, name, args) = (self.endpoint, self.name.as_str(), &self.args);
+        if result.is_error == Some(true) || name == ToolId::SearchOffers.name() {
+            return result;
+        }
+        let Some(Value::Object(sc)) = result.structured_content.as_mut() else { return result };
+        let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        let structured = Value::Object(sc.clone());
+        let id = str_at(&structured, "/intent/id").or_else(|| str_at(args, "/id")).or_else(|| str_at(args, "/intent"));
+        let record = match endpoint {
+            Endpoint::Public => {
+                let Some(code) = str_at(args, "/intentCode").or_else(|| str_at(&structured, "/intentCode")) else {
+                    return result;
+                };
+                holder.intents.intent_by_code(&code, id.as_deref())
+            }
+            Endpoint::Buyer => {
+                let (Some(grant), Some(id)) = (&self.grant, id) else { return result };
+                holder.intents.owned(&grant.account_id, &id)
+            }
+            Endpoint::Seller => return result,
+        };
+        let rec = match record {
+            Ok(r) => r,
+            Err(e) => {
+                if e.is_internal() {
+                    tracing::error!(tool = name, error = %e, "the view's data could not be read");
+                }
+                return result;
+            }
+        };
+        let mut view = json!({"language": rec.language, "cadence": rec.cadence.key()});
+        if endpoint == Endpoint::Buyer {
+            view["resultsUrl"] = json!(format!("{}/me/intents/{}", holder.base.settings().public_url.base, rec.id));
+        }
+        sc.insert("view".into(), view);
+        result
     }
 }
 
 /// Runs one tool call as a client that declared the extension gets it (blocking: store
-/// I/O): the endpoint's dispatch, then [`view_result`]. `None` for an unknown tool.
+/// I/O): the endpoint's dispatch, then [`Call::result`]. `None` for an unknown tool.
+/// For the integration tests.
+#[cfg(any(test, feature = "testkit"))]
 pub fn dispatch(
     holder: &AppState,
     endpoint: Endpoint,
@@ -292,61 +324,13 @@ pub fn dispatch(
     name: &str,
     args: &Value,
 ) -> Option<CallToolResult> {
-    let result = super::dispatch(holder, endpoint, grant, ClientAddr(None), name, args)?;
+    let result = super::dispatch(holder, endpoint, grant, crate::net::ClientAddr(None), name, args)?;
     Some(if offered(endpoint) && is_linked(name) {
-        view_result(holder, endpoint, grant, name, args, result)
+        let call = Call { endpoint, name: name.to_owned(), args: args.clone(), grant: grant.cloned() };
+        call.result(holder, result)
     } else {
         result
     })
-}
-
-/// `result` of tool `name` (called with `args`) with the view's data: for the intent
-/// tools, `structuredContent.view` (see the module docs), read from the intent the result
-/// names. An error result, a search result, or an intent that cannot be read again
-/// (withdrawn meanwhile is still read; gone is not) is returned unchanged.
-pub fn view_result(
-    holder: &AppState,
-    endpoint: Endpoint,
-    grant: Option<&Grant>,
-    name: &str,
-    args: &Value,
-    mut result: CallToolResult,
-) -> CallToolResult {
-    if result.is_error == Some(true) || name == ToolId::SearchOffers.name() {
-        return result;
-    }
-    let Some(Value::Object(sc)) = result.structured_content.as_mut() else { return result };
-    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
-    let structured = Value::Object(sc.clone());
-    let id = str_at(&structured, "/intent/id").or_else(|| str_at(args, "/id")).or_else(|| str_at(args, "/intent"));
-    let record = match endpoint {
-        Endpoint::Public => {
-            let Some(code) = str_at(args, "/intentCode").or_else(|| str_at(&structured, "/intentCode")) else {
-                return result;
-            };
-            holder.intents.intent_by_code(&code, id.as_deref())
-        }
-        Endpoint::Buyer => {
-            let (Some(account), Some(id)) = (grant.map(|g| g.account_id.clone()), id) else { return result };
-            holder.intents.owned(&account, &id)
-        }
-        Endpoint::Seller => return result,
-    };
-    let rec = match record {
-        Ok(r) => r,
-        Err(e) => {
-            if e.is_internal() {
-                tracing::error!(tool = name, error = %e, "the view's data could not be read");
-            }
-            return result;
-        }
-    };
-    let mut view = json!({"language": rec.language, "cadence": rec.cadence.key()});
-    if endpoint == Endpoint::Buyer {
-        view["resultsUrl"] = json!(format!("{}/me/intents/{}", holder.base.settings().public_url.base, rec.id));
-    }
-    sc.insert("view".into(), view);
-    result
 }
 
 #[cfg(test)]
@@ -423,7 +407,10 @@ mod tests {
 
     #[test]
     fn the_endpoints_offer_the_extension_and_resources() {
-        let v = serde_json::to_value(offer(super::super::server_config("x".into()))).unwrap();
+        let v = serde_json::to_value(offer(ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder().enable_tools().build(),
+        )))
+        .unwrap();
         assert_eq!(v["capabilities"]["extensions"][EXTENSION], json!({}));
         assert!(v["capabilities"]["resources"].is_object());
         assert!(v["capabilities"]["tools"].is_object());

@@ -72,15 +72,9 @@ impl Status {
     pub const ALL: [Status; 5] =
         [Self::AwaitingConsent, Self::AwaitingEmailConfirmation, Self::Active, Self::Expired, Self::Withdrawn];
 
-    /// The wire name (`"awaiting_consent"`, ...).
+    /// The wire name (`"awaiting_consent"`, ...; by declaration order).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AwaitingConsent => "awaiting_consent",
-            Self::AwaitingEmailConfirmation => "awaiting_email_confirmation",
-            Self::Active => "active",
-            Self::Expired => "expired",
-            Self::Withdrawn => "withdrawn",
-        }
+        ["awaiting_consent", "awaiting_email_confirmation", "active", "expired", "withdrawn"][self as usize]
     }
 
     /// Whether no further transition is possible.
@@ -274,5 +268,12 @@ mod category_keys_tests {
     fn settings_know_the_same_category_keys() {
         let keys: Vec<&str> = super::CATEGORIES.iter().map(|c| c.key).collect();
         assert_eq!(keys, crate::config::CATEGORY_KEYS);
+    }
+
+    #[test]
+    fn status_names_are_the_wire_names() {
+        for s in super::Status::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
     }
 }

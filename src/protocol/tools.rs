@@ -3,12 +3,11 @@
 //! (the seed's), its title, its behaviour hints, and — for each [`Endpoint`] that offers
 //! it — its description and input and output JSON Schemas ([`ToolId::spec`]).
 //!
-//! Everything else reads this table: the MCP face (`tools/list` of both MCP revisions,
-//! the handler chosen by an exhaustive `match` on the variant), the access policy (its
-//! requirement per endpoint and tool, also an exhaustive `match`: a new variant without
-//! a policy entry does not compile, and a tool an endpoint does not offer is refused),
-//! and `isto check` (the names it expects and calls). A name a client sends is looked
-//! up with [`ToolId::from_name`]; no other list of tool names exists.
+//! Everything else reads this table: the MCP face (`tools/list`, the handler chosen by
+//! an exhaustive `match` on the variant), the access policy (also an exhaustive `match`:
+//! a new variant without a policy entry does not compile) and `isto check`. A name a
+//! client sends is looked up with [`ToolId::from_name`]; no other list of tool names
+//! exists.
 
 use super::schema;
 use serde_json::Value;
@@ -106,6 +105,20 @@ const READ: Hints = Hints { read_only: true, destructive: false, idempotent: tru
 const WRITE: Hints = Hints { read_only: false, destructive: false, idempotent: false };
 const DESTROY: Hints = Hints { read_only: false, destructive: true, idempotent: true };
 
+/// Each tool's wire name, title and hints, indexed by `ToolId as usize` (the declaration
+/// order, which [`ToolId::ALL`] keeps).
+const TABLE: [(&str, &str, Hints); 9] = [
+    ("intent_publish_intent", "Publish a buying intent", WRITE),
+    ("intent_get_intent", "Get an intent", READ),
+    ("intent_update_intent", "Change an intent", WRITE),
+    ("intent_withdraw_intent", "Withdraw an intent", DESTROY),
+    ("intent_list_matches", "List delivered offers", READ),
+    ("intent_search_offers", "Search the catalogue", READ),
+    ("intent_demand_summary", "Demand in one cell", READ),
+    ("intent_submit_offer", "Reply to an open intent", WRITE),
+    ("intent_list_open_intents", "List open intents", READ),
+];
+
 impl ToolId {
     /// Every tool.
     pub const ALL: [Self; 9] = [
@@ -122,17 +135,7 @@ impl ToolId {
 
     /// The wire name (the seed's, PROTOCOL.md §3).
     pub const fn name(self) -> &'static str {
-        match self {
-            Self::PublishIntent => "intent_publish_intent",
-            Self::GetIntent => "intent_get_intent",
-            Self::UpdateIntent => "intent_update_intent",
-            Self::WithdrawIntent => "intent_withdraw_intent",
-            Self::ListMatches => "intent_list_matches",
-            Self::SearchOffers => "intent_search_offers",
-            Self::DemandSummary => "intent_demand_summary",
-            Self::SubmitOffer => "intent_submit_offer",
-            Self::ListOpenIntents => "intent_list_open_intents",
-        }
+        TABLE[self as usize].0
     }
 
     /// The tool named exactly `name`, on any endpoint.
@@ -142,28 +145,12 @@ impl ToolId {
 
     /// The human title (`tools/list` `title`).
     pub const fn title(self) -> &'static str {
-        match self {
-            Self::PublishIntent => "Publish a buying intent",
-            Self::GetIntent => "Get an intent",
-            Self::UpdateIntent => "Change an intent",
-            Self::WithdrawIntent => "Withdraw an intent",
-            Self::ListMatches => "List delivered offers",
-            Self::SearchOffers => "Search the catalogue",
-            Self::DemandSummary => "Demand in one cell",
-            Self::SubmitOffer => "Reply to an open intent",
-            Self::ListOpenIntents => "List open intents",
-        }
+        TABLE[self as usize].1
     }
 
     /// The behaviour hints.
     pub const fn hints(self) -> Hints {
-        match self {
-            Self::PublishIntent | Self::UpdateIntent | Self::SubmitOffer => WRITE,
-            Self::WithdrawIntent => DESTROY,
-            Self::GetIntent | Self::ListMatches | Self::SearchOffers | Self::DemandSummary | Self::ListOpenIntents => {
-                READ
-            }
-        }
+        TABLE[self as usize].2
     }
 
     /// What `endpoint` says about this tool; `None` when it does not offer it.
@@ -261,9 +248,13 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_round_trip() {
-        for t in ToolId::ALL {
+        for (i, t) in ToolId::ALL.into_iter().enumerate() {
             assert_eq!(ToolId::from_name(t.name()), Some(t));
+            assert_eq!(t as usize, i, "ALL is in declaration order");
         }
+        assert_eq!(ToolId::PublishIntent.name(), "intent_publish_intent");
+        assert_eq!(ToolId::ListOpenIntents.title(), "List open intents");
+        assert_eq!(ToolId::WithdrawIntent.hints(), DESTROY);
         let mut names: Vec<&str> = ToolId::ALL.iter().map(|t| t.name()).collect();
         names.sort_unstable();
         names.dedup();

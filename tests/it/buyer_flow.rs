@@ -32,7 +32,7 @@ fn list_owned(
     account: &str,
     args: &Value,
 ) -> Result<(Vec<isto::protocol::Delivery>, Option<String>), ServiceError> {
-    h.intents.list_matches_owned(account, &ListMatches::by_id(args)?)
+    h.intents.list_matches_owned(account, &ListMatches::parse(args, false)?)
 }
 
 fn fixture() -> Fx {

@@ -20,23 +20,12 @@ pub struct ListMatches {
 }
 
 impl ListMatches {
-    /// Parses the `/mcp` form: `intentCode` required, `intent` optional.
+    /// Parses the `/mcp` form (`by_code`: `intentCode` required, `intent` optional) or the
+    /// `/mcp/buyer` form (`intent` required, no `intentCode`).
     ///
     /// # Errors
     /// [`InputError`] naming the field and rule.
-    pub fn by_code(args: &Value) -> Result<Self, InputError> {
-        Self::parse(args, true)
-    }
-
-    /// Parses the `/mcp/buyer` form: `intent` required, no `intentCode`.
-    ///
-    /// # Errors
-    /// [`InputError`] naming the field and rule.
-    pub fn by_id(args: &Value) -> Result<Self, InputError> {
-        Self::parse(args, false)
-    }
-
-    fn parse(args: &Value, by_code: bool) -> Result<Self, InputError> {
+    pub fn parse(args: &Value, by_code: bool) -> Result<Self, InputError> {
         let mut f = Fields::new(args, "")?;
         let (intent_code, intent) = if by_code {
             (Some(f.req_str("intentCode", 200)?), f.opt_str("intent", 64)?)

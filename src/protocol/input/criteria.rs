@@ -2,7 +2,7 @@
 //! attributes (PROTOCOL.md §2).
 
 use super::{err, type_name, Fields, InputError};
-use crate::protocol::{category, CATEGORIES};
+use crate::protocol::{category, Category, CATEGORIES};
 use serde_json::{Map, Value};
 
 /// The longest criteria or attributes key accepted, in characters (attribute keys are
@@ -61,25 +61,32 @@ pub fn parse_criteria(v: &Value) -> Result<(Option<String>, Map<String, Value>),
 pub fn check_criteria_keys(cat: &str, criteria: &Map<String, Value>) -> Result<(), InputError> {
     let Some(c) = category(cat) else { return err(format!("criteria.category {cat:?} is unknown")) };
     for (k, v) in criteria {
-        let Some((_, kind, _)) = c.attributes.iter().find(|(a, _, _)| a == k) else {
-            let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
-            return err(format!("criteria.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
-        };
-        let ok = |x: &Value| match *kind {
+        let kind = attribute_kind(c, "criteria", k)?;
+        let ok = |x: &Value| match kind {
             "number" => x.is_number(),
             _ => x.is_string(),
         };
         let fits = match v {
             Value::Array(a) => a.iter().all(ok),
-            Value::Object(_) => *kind == "number",
+            Value::Object(_) => kind == "number",
             x => ok(x),
         };
         if !fits {
-            let want = if *kind == "number" { "a number or {min, max}" } else { "a string or an array of strings" };
+            let want = if kind == "number" { "a number or {min, max}" } else { "a string or an array of strings" };
             return err(format!("criteria.{k} must be {want}"));
         }
     }
     Ok(())
+}
+
+/// The kind (`string` or `number`) of category `c`'s attribute `k`; an error naming
+/// `<field>.<k>` and the known keys when `c` has no such attribute.
+fn attribute_kind(c: &Category, field: &str, k: &str) -> Result<&'static str, InputError> {
+    if let Some((_, kind, _)) = c.attributes.iter().find(|(a, _, _)| *a == k) {
+        return Ok(kind);
+    }
+    let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
+    err(format!("{field}.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")))
 }
 
 fn parse_scalar(v: &Value, path: &str) -> Result<Value, InputError> {
@@ -118,14 +125,8 @@ fn parse_constraint(v: &Value, path: &str) -> Result<Value, InputError> {
                     return err(format!("{path}.min must not exceed {path}.max"));
                 }
             }
-            let mut m = Map::new();
-            if let Some(x) = min {
-                m.insert("min".into(), Value::from(x));
-            }
-            if let Some(x) = max {
-                m.insert("max".into(), Value::from(x));
-            }
-            Ok(Value::Object(m))
+            let bounds = [("min", min), ("max", max)].into_iter();
+            Ok(Value::Object(bounds.filter_map(|(k, x)| Some((k.to_owned(), Value::from(x?)))).collect()))
         }
         other => parse_scalar(other, path),
     }
@@ -147,10 +148,7 @@ pub fn parse_attributes(v: &Value, cat: &str) -> Result<Map<String, Value>, Inpu
             return err(format!("attributes keys must be at most {CRITERIA_KEY_MAX} characters"));
         }
         if let Some(c) = c {
-            if !c.attributes.iter().any(|(a, _, _)| a == k) {
-                let keys: Vec<_> = c.attributes.iter().map(|(a, _, _)| *a).collect();
-                return err(format!("attributes.{k} is not an attribute of {} (known: {})", c.key, keys.join(", ")));
-            }
+            attribute_kind(c, "attributes", k)?;
         }
         match val {
             Value::Null => {}

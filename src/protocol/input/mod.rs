@@ -190,11 +190,7 @@ pub fn echo(name: &str) -> std::borrow::Cow<'_, str> {
 /// # Errors
 /// When not `private` or `pseudonymous`.
 pub fn parse_visibility(v: &Value) -> Result<Visibility, InputError> {
-    match v.as_str() {
-        Some("private") => Ok(Visibility::Private),
-        Some("pseudonymous") => Ok(Visibility::Pseudonymous),
-        _ => err("visibility must be \"private\" or \"pseudonymous\""),
-    }
+    serde::Deserialize::deserialize(v).or_else(|_| err("visibility must be \"private\" or \"pseudonymous\""))
 }
 
 /// Checks an e-mail address's shape (one `@`, a dotted domain, no spaces, ≤ 254 chars)

@@ -4,96 +4,17 @@ use crate::text;
 
 /// Guesses the category of a statement from its words (used when criteria has none).
 pub fn classify(statement: &str) -> Option<&'static str> {
-    const VEHICLE: &[&str] = &[
-        "auto",
-        "auta",
-        "autom",
-        "car",
-        "cars",
-        "vozidl",
-        "vuz",
-        "voz",
-        "skoda",
-        "octavi",
-        "fabi",
-        "superb",
-        "kodiaq",
-        "karoq",
-        "bmw",
-        "audi",
-        "volkswagen",
-        "vw",
-        "passat",
-        "golf",
-        "toyota",
-        "ford",
-        "hyundai",
-        "kia",
-        "renault",
-        "peugeot",
-        "opel",
-        "mercedes",
-        "volvo",
-        "dacia",
-        "seat",
-        "mazda",
-        "nissan",
-        "honda",
-        "suzuki",
-        "citroen",
-        "fiat",
-        "tesla",
-        "combi",
-        "kombi",
-        "sedan",
-        "suv",
-        "diesel",
-        "nafta",
-        "tdi",
-        "motorka",
-        "motocykel",
-        "dodavk",
-        "van",
-        "pickup",
-    ];
-    const PROPERTY: &[&str] = &[
-        "byt",
-        "bytu",
-        "flat",
-        "apartment",
-        "apartman",
-        "dom",
-        "domu",
-        "dum",
-        "house",
-        "pozemok",
-        "pozemek",
-        "land",
-        "izbovy",
-        "izb",
-        "garsonk",
-        "garson",
-        "nehnutel",
-        "nemovit",
-        "chata",
-        "chalupa",
-        "kancelar",
-        "office",
-        "1+kk",
-        "2+kk",
-        "3+kk",
-        "4+kk",
-        "2+1",
-        "3+1",
-        "4+1",
-        "rodinny",
-        "property",
-        "real",
-    ];
+    const VEHICLE: &str = "\
+        auto auta autom car cars vozidl vuz voz skoda octavi fabi superb kodiaq karoq bmw audi volkswagen vw passat \
+        golf toyota ford hyundai kia renault peugeot opel mercedes volvo dacia seat mazda nissan honda suzuki citroen \
+        fiat tesla combi kombi sedan suv diesel nafta tdi motorka motocykel dodavk van pickup";
+    const PROPERTY: &str = "\
+        byt bytu flat apartment apartman dom domu dum house pozemok pozemek land izbovy izb garsonk garson nehnutel \
+        nemovit chata chalupa kancelar office 1+kk 2+kk 3+kk 4+kk 2+1 3+1 4+1 rodinny property real";
     let folded = text::fold(statement);
     let toks: Vec<&str> =
         folded.split(|c: char| !(c.is_alphanumeric() || c == '+')).filter(|t| !t.is_empty()).collect();
-    let hit = |list: &[&str]| toks.iter().filter(|t| list.iter().any(|k| t.starts_with(k))).count();
+    let hit = |list: &str| toks.iter().filter(|t| list.split_whitespace().any(|k| t.starts_with(k))).count();
     let (v, p) = (hit(VEHICLE), hit(PROPERTY));
     match (v, p) {
         (0, 0) => None,
@@ -112,29 +33,11 @@ pub fn detect_language(statement: &str, fallback: &str) -> String {
         return "sk".into();
     }
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
-    let count = |list: &[&str]| words.iter().filter(|w| list.contains(w)).count();
-    let en = count(&["the", "a", "for", "with", "up", "to", "looking", "want", "used", "buy", "and", "in", "or", "of"]);
-    let cs = count(&[
-        "hledám",
-        "koupím",
-        "poptávám",
-        "nebo",
-        "jsem",
-        "chci",
-        "ojetý",
-        "ojeté",
-        "ojetou",
-        "který",
-        "kterou",
-        "až",
-        "nejlépe",
-        "kč",
-        "korun",
-        "auto",
-        "byt",
-    ]);
-    let sk =
-        count(&["hľadám", "kúpim", "alebo", "som", "chcem", "ktorý", "ktorú", "najlepšie", "rokov", "eur", "izbový"]);
+    let count = |list: &str| words.iter().filter(|w| list.split_whitespace().any(|k| k == **w)).count();
+    let en = count("the a for with up to looking want used buy and in or of");
+    let cs =
+        count("hledám koupím poptávám nebo jsem chci ojetý ojeté ojetou který kterou až nejlépe kč korun auto byt");
+    let sk = count("hľadám kúpim alebo som chcem ktorý ktorú najlepšie rokov eur izbový");
     if en > cs && en > sk {
         "en".into()
     } else if cs > sk {

@@ -39,17 +39,10 @@ pub fn parse_budget(v: &Value, default_currency: &str, accepted: &[String]) -> R
     }
     let mut f = Fields::new(v, "budget")?;
     let max = f.opt_positive("max")?;
-    let min = match f.get("min") {
-        None => None,
-        Some(m) => match m.as_f64() {
-            Some(n) if n.is_finite() && (0.0..=1e12).contains(&n) => Some(n),
-            _ => return err("budget.min must be a number ≥ 0"),
-        },
-    };
-    let currency = match f.get("currency") {
-        Some(c) => parse_currency(c, "budget.currency", accepted)?,
-        None => default_currency.to_owned(),
-    };
+    let bad_min = || InputError("budget.min must be a number ≥ 0".into());
+    let min = f.get("min").map(|m| m.as_f64().filter(|n| (0.0..=1e12).contains(n)).ok_or_else(bad_min)).transpose()?;
+    let currency = f.get("currency").map(|c| parse_currency(c, "budget.currency", accepted)).transpose()?;
+    let currency = currency.unwrap_or_else(|| default_currency.to_owned());
     f.finish("")?;
     if max.is_none() && min.is_none() {
         return err("budget.max is required when budget is an object");
@@ -69,10 +62,8 @@ pub fn parse_budget(v: &Value, default_currency: &str, accepted: &[String]) -> R
 pub fn parse_money(v: &Value, path: &str, accepted: &[String]) -> Result<Money, InputError> {
     let mut f = Fields::new(v, path)?;
     let amount = f.opt_positive("amount")?.ok_or_else(|| InputError(format!("{path}.amount is required")))?;
-    let currency = match f.get("currency") {
-        Some(c) => parse_currency(c, &format!("{path}.currency"), accepted)?,
-        None => return err(format!("{path}.currency is required")),
-    };
+    let currency = f.get("currency").ok_or_else(|| InputError(format!("{path}.currency is required")))?;
+    let currency = parse_currency(currency, &format!("{path}.currency"), accepted)?;
     f.finish("")?;
     Ok(Money { amount, currency })
 }
