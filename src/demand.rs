@@ -6,53 +6,34 @@
 //! * `area`: every ISO 3166-2 region the holder serves ([`gazetteer::all_regions`]:
 //!   the 8 Slovak and 14 Czech kraje), e.g. `"SK-BL"`.
 //! * `budgetBand`: `"LOW-HIGH"` (LOW inclusive, HIGH exclusive) and `"LOW+"` for the
-//!   top band, in the category's currency (the holder's default currency), from
+//!   top band, in the holder's default currency, from
 //!   [`Settings::demand_budget_bands`] (defaults in
-//!   [`crate::config::DEFAULT_BUDGET_BANDS`]: vehicles `0-5000`, `5000-10000`,
-//!   `10000-20000`, `20000-40000`, `40000+`; property `0-50000`, `50000-100000`,
-//!   `100000-200000`, `200000-400000`, `400000+`), plus `"none"`.
+//!   [`crate::config::DEFAULT_BUDGET_BANDS`]), plus `"none"`.
 //! * `buyByBand`: `"1m"`, `"3m"`, `"12m"`, `"later"` and `"none"` ([`BUY_BY_BANDS`]).
 //!
 //! **Where an intent counts.** Only intents whose effective status at now is `active`
-//! count: never drafts, intents awaiting e-mail confirmation, expired (validUntil passed,
-//! even before the sweep persists it) or withdrawn ones.
+//! (expired ones not, even before the sweep persists it).
 //!
-//! * Area: in every region cell its area covers. An intent for a whole country
-//!   (`{"country": "SK", "regions": []}`) counts in *every* region of that country,
-//!   since a seller in any of them can serve it. The sum over regions is therefore
-//!   larger than the number of intents.
-//! * Budget: by its visible `budget.max`, converted into the category currency with the
-//!   holder's rates ([`Settings::to_default_currency`]). The hidden limit never enters:
-//!   its sealed value is not even opened here. No budget, a budget with only `min`, or a
-//!   currency without a rate → `"none"`.
-//! * Buy-by: by calendar months from today (UTC): `buyBy` on or before today + 1 month →
-//!   `"1m"` (a date already past counts here too), + 3 months → `"3m"`, + 12 months →
-//!   `"12m"`, later → `"later"`; no `buyBy` → `"none"`.
+//! * Area: in every region cell its area covers; a whole-country intent counts in
+//!   *every* region of that country (a seller in any of them can serve it), so the sum
+//!   over regions exceeds the number of intents.
+//! * Budget: by its visible `budget.max` in the default currency
+//!   ([`Settings::to_default_currency`]). The hidden limit is never opened here. No
+//!   max, or a currency without a rate → `"none"`.
+//! * Buy-by: [`buy_by_band`], by calendar months from today (UTC).
 //!
-//! A summary counts `activeIntents`, `newLast7Days` (became active — e-mail confirmed,
-//! or published active by a signed-in buyer — within the last 7 days) and `pseudonymous`
-//! (visibility pseudonymous): intents. **The threshold counts people** (PROTOCOL.md §5):
-//! a cell whose intents come from fewer than k distinct people (`[demand] k`, default 5)
-//! is `{"withheld": true, "reason": "below_threshold"}` with no numbers at all, whatever
-//! its intent count — so one person's many intents (one
-//! address, its `+tag` variants, one account) never lift a cell over k. A person is the
-//! intent's stored person key ([`IntentRecord::person`], `base::person`); demand never
-//! opens a contact. An active intent without one (only possible for a record whose
-//! address could not be opened by the start-up backfill) counts as an intent but adds
-//! no person: it can never help a cell over k. Every output that applies k (the tool,
-//! [`summary`], [`heat_map`] and so the sellers' heat map page) applies it this way.
+//! **The threshold counts people** (PROTOCOL.md §5): a cell whose intents come from
+//! fewer than k distinct people (`[demand] k`) is `{"withheld": true, "reason":
+//! "below_threshold"}` with no numbers, whatever its intent count — so one person's many
+//! intents (one address, its `+tag` variants, one account) never lift a cell over k. A
+//! person is the intent's stored person key ([`IntentRecord::person`]); demand never
+//! opens a contact, and an intent without a key adds no person. Every output that
+//! applies k ([`summary`], [`heat_map`]) applies it this way, and the sub-counts too
+//! ([`sub_count`]).
 //!
-//! **Sub-counts** (`newLast7Days`, `pseudonymous`) are `null` unless both the intents
-//! they count and the cell's other intents come from at least k distinct people
-//! ([`sub_count`]): otherwise k − 1 people who know their own intents would read a
-//! victim's visibility, or when its intent became active, from the difference.
-//!
-//! **Cost.** A summary counts its one cell in one pass over the active set in memory
-//! ([`crate::base::active`], no store read; only the intents of the cell's category and
-//! area are placed) and keeps it while the set is unchanged, for at most [`MAX_AGE`].
-//! The sellers' heat map counts a category's whole grid in one pass, kept the same way.
-//! Calls by anyone, however many, cost at most one count per cell and change of the
-//! active set (each needs a write of an active intent) or per [`MAX_AGE`].
+//! **Cost.** Counts come from the active set in memory ([`crate::base::active`], no
+//! store read) and are kept while the set is unchanged, for at most [`MAX_AGE`]: calls
+//! by anyone cost at most one count per cell and change of the active set.
 
 use crate::base::active::Times;
 use crate::base::{Base, ServiceError};
@@ -166,7 +147,9 @@ fn add_months(date: Date, months: u32) -> Date {
     Date::from_calendar_date(year, month, day).unwrap_or(date)
 }
 
-/// The buyByBand of a `buyBy` date (`YYYY-MM-DD`) seen from `today`.
+/// The buyByBand of a `buyBy` date (`YYYY-MM-DD`) seen from `today`: on or before
+/// today + 1 calendar month → `"1m"` (a past date too), + 3 months → `"3m"`, + 12 months
+/// → `"12m"`, later → `"later"`; none → `"none"`.
 pub fn buy_by_band(buy_by: Option<&str>, today: Date) -> &'static str {
     let Some(d) = buy_by.and_then(|s| clock::parse_date(s).ok()) else { return NONE };
     if d <= add_months(today, 1) {

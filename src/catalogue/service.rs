@@ -11,7 +11,6 @@ use crate::matching;
 use crate::protocol::{Offer, Status};
 use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,8 +18,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
 /// An index failure as a service error: internal (logged, answered generically).
-pub(crate) fn index_error(e: IndexError) -> ServiceError {
-    ServiceError::Index(e.to_string())
+impl From<IndexError> for ServiceError {
+    fn from(e: IndexError) -> Self {
+        ServiceError::Index(e.to_string())
+    }
 }
 
 /// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
@@ -92,15 +93,9 @@ impl Catalogue {
 
     /// Opens the index and rebuilds it from the store when its generation lags.
     fn open_index(&self) -> Result<OfferIndex> {
-        let idx =
-            OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates).map_err(index_error)?;
-        let (generation, offers) = self.base.store().read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
-            let g = rx.offers_generation()?;
-            let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };
-            Ok((g, offers))
-        })?;
-        if idx.generation() != Some(generation) {
-            let n = rebuild(&idx, offers, generation)?;
+        let idx = OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates)?;
+        if idx.generation() != Some(self.base.store().read(|rx| rx.offers_generation())?) {
+            let n = self.rebuild(&idx)?;
             tracing::info!(offers = n, "offer index rebuilt from the store");
         }
         Ok(idx)
@@ -175,11 +170,18 @@ impl Catalogue {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(idx) = slot.as_ref() else { return Ok(()) };
+        self.rebuild(idx).map(drop)
+    }
+
+    /// Replaces the contents of `idx` with the offers the store holds that it holds
+    /// ([`indexed`]), at the store's catalogue generation read in the same snapshot; the
+    /// number indexed.
+    fn rebuild(&self, idx: &OfferIndex) -> Result<u64> {
         let (generation, offers) = self
             .base
             .store()
             .read(|rx| -> Result<(u64, Vec<OfferRecord>)> { Ok((rx.offers_generation()?, rx.all_offers()?)) })?;
-        rebuild(idx, offers, generation).map(drop)
+        Ok(idx.rebuild(offers.into_iter().filter(indexed).map(|o| o.offer), generation)?)
     }
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it
@@ -202,10 +204,8 @@ impl Catalogue {
         now: OffsetDateTime,
     ) -> Result<u64> {
         let terms = matching::statement_terms(&rec.statement);
-        let ids = self
-            .offer_index()?
-            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.base.settings().min_should_match)
-            .map_err(index_error)?;
+        let min = self.base.settings().min_should_match;
+        let ids = self.offer_index()?.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
         let mut offers = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(o) = tx.offer::<OfferRecord>(&id)? {
@@ -277,31 +277,10 @@ impl Catalogue {
                     }
                     None => (crypto::new_id("off_"), clock::rfc3339(now)),
                 };
-                let mut ext = Map::new();
-                if let Some(r) = &row.reference {
-                    ext.insert("ref".into(), Value::String(r.clone()));
-                }
-                let offer = Offer {
-                    id: id.clone(),
-                    source: crate::protocol::OfferSource {
-                        kind: "catalogue".into(),
-                        seller_id: seller.id.clone(),
-                        url: row.url,
-                    },
-                    in_reply_to: None,
-                    title: row.title,
-                    description: row.description,
-                    category: row.category,
-                    attributes: row.attributes,
-                    price: row.price,
-                    area: row.area,
-                    seller: crate::protocol::SellerPublic { id: seller.id.clone(), name: seller.name, url: seller.url },
-                    published_at,
-                    valid_until: row.valid_until,
-                    extensions: Value::Object(ext),
-                };
+                let reference = row.reference.clone();
+                let offer = super::offer_of(row, id.clone(), "catalogue", seller, None, published_at);
                 let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
-                tx.put_offer(&id, &rec, row.reference.as_deref().map(|r| (seller.id.as_str(), r)))?;
+                tx.put_offer(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
                 if existing.is_some() {
                     counts.updated += 1;
                 } else {
@@ -383,12 +362,6 @@ impl Catalogue {
 /// Whether the index holds `o`: an active catalogue offer.
 fn indexed(o: &OfferRecord) -> bool {
     o.active && o.offer.source.kind == "catalogue"
-}
-
-/// Replaces the contents of `idx` with the offers of `offers` it holds ([`indexed`]), at
-/// the store's catalogue generation `generation`; the number indexed.
-fn rebuild(idx: &OfferIndex, offers: Vec<OfferRecord>, generation: u64) -> Result<u64> {
-    idx.rebuild(offers.into_iter().filter(indexed).map(|o| o.offer), generation).map_err(index_error)
 }
 
 fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {

@@ -5,33 +5,27 @@
 //! `owner` is that account; any other id — another account's, a consent-link intent's,
 //! or one that does not exist — is the same [`ServiceError::NotFound`].
 //!
-//! **Publishing** ([`Intents::publish_for`]): the intent is `active` at once, with the
-//! account's (already sealed, already verified at sign-up) e-mail address as its contact,
-//! when the account is an enabled buyer that accepted the *current* consent text. The
-//! rule: `account.consent_version` equals the version of the consent text in force for
-//! the intent's language (`holder.consent.get(language)`, which falls back to English),
-//! or the version of the text in force for any other language the holder serves (sk, cs,
-//! en) — the person accepted today's text, in whichever language they read it. A text
-//! changed since sign-up makes the version stale. Otherwise the intent is stored as a
-//! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
+//! **Publishing** ([`Intents::publish_for`]): the intent is `active` at once when the
+//! account is an enabled buyer that accepted the *current* consent text:
+//! `account.consent_version` equals the version of the text in force for the intent's
+//! language (`holder.consent.get(language)`, which falls back to English) or for any
+//! other language the holder serves — a text changed since sign-up makes it stale.
+//! Otherwise the intent is a draft (`awaiting_consent`, owner set) with the same
 //! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
 //!
 //! **Updating** ([`Intents::update_owned`]): each changed field is parsed by the
-//! publish parser of that field ([`Intents::parse_changes`], `intents::content`) into
-//! typed changes, laid over the stored content, and the publish rules between fields run
-//! on the result — so an update accepts exactly what a publish accepts and its errors
-//! name the same fields; the stored intent is never turned back into input. `null` removes `criteria` (the category stays),
-//! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
-//! (new deliveries only: one per (intent, offer), ever). Moving `validUntil` earlier
-//! applies at once; moving it later (or renewing an expired intent) creates a pending
-//! renewal that the person confirms on the holder's renewal page (seed: "renewing
-//! validUntil requires the buyer's fresh action").
+//! publish parser of that field ([`Intents::parse_changes`]) into typed changes, laid
+//! over the stored content, and the publish rules between fields run on the result — so
+//! an update accepts exactly what a publish accepts and its errors name the same fields.
+//! `null` removes `criteria` (the category stays), `budget`, `hiddenLimit` and `buyBy`.
+//! Content changes apply at once and re-run matching (new deliveries only). Moving
+//! `validUntil` earlier applies at once; moving it later (or renewing an expired intent)
+//! creates a pending renewal that the person confirms on the holder's renewal page
+//! (seed: "renewing validUntil requires the buyer's fresh action").
 //!
-//! **Renewals** are records in [`Ns::Renewal`] under `token_hash("renewal", token)`:
-//! `{intent id, account id, new validUntil, expiry 72 h}`. Only the hash is stored; the
-//! token is single use. Applying one ([`Intents::renew`]) needs the owning account (the
-//! page requires the person to be signed in), so the agent that received the URL cannot
-//! complete it.
+//! **Renewals** ([`RenewalRecord`]): only the token's hash is stored; the token is
+//! single use, and applying it ([`Intents::renew`]) needs the owning account signed in,
+//! so the agent that received the URL cannot complete it.
 //!
 //! Account-owned intents are found by scanning the intents table (there is no owner
 //! index): fine for a holder's size, and only the "my intents" page lists them.
@@ -78,7 +72,7 @@ pub struct UpdateResult {
     pub renew_url: Option<String>,
 }
 
-/// A pending renewal as stored (under `token_hash("renewal", token)`).
+/// A pending renewal as stored in [`Ns::Renewal`] under `token_hash("renewal", token)`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RenewalRecord {
     /// The intent to renew.
@@ -186,8 +180,7 @@ impl Intents {
     /// transaction — when the account is an enabled buyer that accepted the current
     /// consent text; otherwise a draft `awaiting_consent` (owner set) with a `consentUrl`.
     ///
-    /// The intent's person is the account (`base::person`: the key of its address), so
-    /// the account's intents and its address's consent-link intents count together.
+    /// The intent's person is the account's address, with its consent-link intents.
     ///
     /// # Errors
     /// [`ServiceError::State`] ("unauthorized") when the account does not exist;
@@ -206,7 +199,6 @@ impl Intents {
         };
         let mut rec = self.new_record(crypto::new_id("int_"), p, now, now, Some(account_id))?;
         let id = rec.id.clone();
-        // One person: the account with its address (its consent-link intents included).
         rec.person = Some(self.base.person_key(self.base.keys().open_str(&account.email)?.expose()));
         if accepted.is_some() {
             rec.status = Status::Active;

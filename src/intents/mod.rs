@@ -110,6 +110,7 @@ pub struct Intents {
     pub catalogue: Arc<Catalogue>,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// Confirmation e-mails one address may receive per hour by default
 /// (`quotas.consents_per_address_per_hour`).
 pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
@@ -299,19 +300,18 @@ impl Intents {
         Ok(ConsentView { open: rec.effective_status(now) == Status::AwaitingConsent, intent: rec.to_intent(now) })
     }
 
-    /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
-    /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
-    /// e-mail (double opt-in) in the same transaction.
+    #[cfg(any(test, feature = "testkit"))]
+    /// [`Intents::give_consent_from`] with no client address (tests).
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address. The
-    /// per-person cap is not applied here but by [`Intents::confirm`], so that the answer
-    /// never tells a stranger whether an address is at the cap.
+    /// As [`Intents::give_consent_from`].
     pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
         self.give_consent_from(token, email, language, None)
     }
 
-    /// [`Intents::give_consent`] for a submission from `client`, under the quotas
+    /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
+    /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
+    /// e-mail (double opt-in) in the same transaction. Under the quotas
     /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
     /// counts against `quotas.consents_per_client_per_hour` (its client address),
     /// `quotas.consents_per_network_per_hour` (its client's /24 or /48),
@@ -322,7 +322,9 @@ impl Intents {
     /// [`ConsentOutcome::Throttled`] and nothing is recorded.
     ///
     /// # Errors
-    /// As [`Intents::give_consent`].
+    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address. The
+    /// per-person cap is not applied here but by [`Intents::confirm`], so that the answer
+    /// never tells a stranger whether an address is at the cap.
     pub fn give_consent_from(
         &self,
         token: &str,

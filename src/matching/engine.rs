@@ -59,7 +59,7 @@ use crate::protocol::{Budget, Offer};
 use crate::text;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
 /// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
@@ -103,28 +103,10 @@ impl EngineIntent {
     }
 }
 
-/// Owned matching parameters (like [`Params`] but owned).
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineParams {
-    /// Share of statement terms the offer text must contain, 0..=1.
-    pub min_should_match: f64,
-    /// The holder's default currency.
-    pub default_currency: String,
-    /// Value of one unit of a currency in the default currency.
-    pub rates: BTreeMap<String, f64>,
-}
-
-impl EngineParams {
-    /// The borrowed form the oracle takes.
-    pub fn params(&self) -> Params<'_> {
-        Params { min_should_match: self.min_should_match, default_currency: &self.default_currency, rates: &self.rates }
-    }
-}
-
 /// The standing-intent matching engine. `Send + Sync`: readers match in parallel, writers
 /// (`upsert`, `remove`) take a write lock.
 pub struct Engine {
-    params: EngineParams,
+    params: Params,
     inner: RwLock<Inner>,
 }
 
@@ -136,12 +118,12 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// An empty engine.
-    pub fn new(params: EngineParams) -> Self {
+    pub fn new(params: Params) -> Self {
         Self { params, inner: RwLock::new(Inner::default()) }
     }
 
     /// The parameters the engine matches with.
-    pub fn params(&self) -> &EngineParams {
+    pub fn params(&self) -> &Params {
         &self.params
     }
 
@@ -167,17 +149,18 @@ impl Engine {
         self.len() == 0
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// Active intents that `offer` matches, with the oracle's [`Hit`]; sorted by intent id.
     /// Equal to `check(intent, offer, offer_valid, params)` over every stored intent: the
-    /// index narrows the candidates and [`check`] decides each one.
+    /// index narrows the candidates and [`check`] decides each one (tests and benches).
     pub fn match_offer(&self, offer: &Offer, offer_valid: bool) -> Vec<(String, Hit)> {
         self.run(offer, offer_valid, true)
     }
 
-    /// Like [`Engine::match_offer`] (same result, asserted against [`check`] by the tests),
-    /// but the survivors' [`Hit`]s are derived from the index — the offer's terms are
-    /// folded once per offer instead of once per matching intent inside `check` — which
-    /// is several times faster when an offer matches many intents. Category, area,
+    /// Active intents that `offer` matches, with the oracle's [`Hit`], sorted by intent id:
+    /// what [`check`] gives over every stored intent (asserted by the tests), but the
+    /// survivors' [`Hit`]s are derived from the index — the offer's terms are folded once
+    /// per offer instead of once per matching intent inside `check`. Category, area,
     /// criteria and price are still decided by the oracle's own functions
     /// ([`constraint_holds`], [`gazetteer::contains`], the precomputed [`ceiling`]); the
     /// text score is the exact count of the statement's terms that [`super::term_hit`]
@@ -191,8 +174,8 @@ impl Engine {
             return Vec::new();
         }
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
-        let p = self.params.params();
-        let Candidates { slots, mut hit_terms } = inner.candidates(offer, &p);
+        let p = &self.params;
+        let Candidates { slots, mut hit_terms } = inner.candidates(offer, p);
         // The buckets settle the area unless the offer lies in several regions: an offer
         // without a region only visits whole-country buckets, one with a region also the
         // bucket of that region, and both imply `gazetteer::contains`.
@@ -210,7 +193,7 @@ impl Engine {
                 continue;
             }
             let hit = if by_oracle {
-                check(&intent.view(), offer, true, &p)
+                check(&intent.view(), offer, true, p)
             } else {
                 if !area_settled && !gazetteer::contains(&intent.area, &offer.area) {
                     continue;
@@ -494,11 +477,10 @@ impl Inner {
         id
     }
 
-    fn insert(&mut self, intent: EngineIntent, params: &EngineParams) {
-        let p = params.params();
+    fn insert(&mut self, intent: EngineIntent, params: &Params) {
         let StatementTerms { terms, required, .. } = statement_analysis(&intent.statement);
         let need = min_hits(terms.len(), params.min_should_match);
-        let ceil = ceiling(&intent.view(), &p).map(|c| c * (1.0 + 1e-9));
+        let ceil = ceiling(&intent.view(), params).map(|c| c * (1.0 + 1e-9));
         let term_ids: Vec<u32> = match need {
             None => Vec::new(),
             Some(_) => terms.iter().map(|t| self.terms.acquire(t)).collect(),
@@ -583,7 +565,7 @@ impl Inner {
 
     /// Slots that pass category, area bucket, text count and price: a superset of the
     /// matches, sorted and distinct.
-    fn candidates(&self, offer: &Offer, p: &Params<'_>) -> Candidates {
+    fn candidates(&self, offer: &Offer, p: &Params) -> Candidates {
         let country = country_key(&offer.area.country);
         let mut buckets: Vec<&Bucket> = Vec::with_capacity(2);
         let mut key: BucketKey = (offer.category.clone(), country, None);

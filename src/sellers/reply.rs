@@ -20,7 +20,7 @@ use crate::catalogue::parse_json_row;
 use crate::clock;
 use crate::crypto;
 use crate::protocol::input::{Fields, InputError};
-use crate::protocol::{AreaObject, Offer, OfferSource, SellerPublic, Status, Visibility};
+use crate::protocol::{AreaObject, Status, Visibility};
 use crate::records::{offer_current, OfferInput, OfferRecord, SellerRecord, Stamp};
 use crate::store::{Ns, Reads};
 use serde::{Deserialize, Serialize};
@@ -180,21 +180,8 @@ pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) ->
             disabled: false,
         });
         let id = crypto::new_id("off_");
-        let offer = Offer {
-            id: id.clone(),
-            source: OfferSource { kind: "reply".into(), seller_id: seller.id.clone(), url: input.url },
-            in_reply_to: Some(rec.id.clone()),
-            title: input.title,
-            description: input.description,
-            category: input.category,
-            attributes: input.attributes,
-            price: input.price,
-            area: input.area,
-            seller: SellerPublic { id: seller.id.clone(), name: seller.name, url: seller.url },
-            published_at: clock::rfc3339(now),
-            valid_until: input.valid_until,
-            extensions: Value::Object(Map::new()),
-        };
+        let (in_reply_to, published_at) = (Some(rec.id.clone()), clock::rfc3339(now));
+        let offer = crate::catalogue::offer_of(input, id.clone(), "reply", seller, in_reply_to, published_at);
         // Inactive: not in the catalogue (search, index, other intents' matching).
         let stored = OfferRecord { offer, active: false, import_run: None };
         tx.put_offer(&id, &stored, None)?;

@@ -267,6 +267,7 @@ impl OfferIndex {
         self.reader.searcher().num_docs()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// Number of segments a search visits (the benchmark prints it).
     #[doc(hidden)]
     pub fn num_segments(&self) -> usize {

@@ -149,6 +149,7 @@ impl OfferIndex {
         Ok(out)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` query over the
     /// same index and statement — the statement's folded tokens without stop words
     /// ([`matching::text_terms`]) looked up as they are in `title` and `description`, OR,
