@@ -176,9 +176,7 @@ pub struct Cell {
     pub buy_by_band: String,
 }
 
-/// The counts of one shown cell. A sub-count is `None` (shown as `null`) unless both
-/// the intents it counts and the cell's other intents come from at least k distinct
-/// people (see [`sub_count`]).
+/// The counts of one shown cell; a sub-count is `None` (`null`) as [`sub_count`] says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
@@ -193,10 +191,9 @@ pub struct Counts {
 
 /// A sub-count of a cell (`newLast7Days`, `pseudonymous`) as shown: `count` when the
 /// intents it counts come from at least k distinct people (`inside`) and so do the
-/// cell's other intents (`outside`), else `None`. Either side below k would let a few
-/// people who know their own intents read the rest — a victim's visibility, or when
-/// its intent became active — from the difference (PROTOCOL.md §5 applies k to
-/// people; this applies it to the parts of a cell too).
+/// cell's other intents (`outside`), else `None`: either side below k would let k − 1
+/// people who know their own intents read a victim's visibility, or when its intent
+/// became active, from the difference.
 pub fn sub_count(count: u64, inside: usize, outside: usize, k: u32) -> Option<u64> {
     (shown(inside, k) && shown(outside, k)).then_some(count)
 }
@@ -296,18 +293,15 @@ fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl 
     });
 }
 
-/// How long a counted heat map is reused while the active set is unchanged: what
-/// changes with the clock alone (expiry, "new within 7 days", buy-by bands) shows at
-/// most this late; `asOf` says when it was counted.
+/// How long counts are reused while the active set is unchanged: what changes with the
+/// clock alone (expiry, "new within 7 days", buy-by bands) shows at most this late.
 pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 
 /// The DemandSummary of one cell, or withheld when its active intents come from fewer
-/// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
-/// a cell outside it simply counts nothing and is withheld. Counted for this cell alone
-/// ([`count_cell`]: one pass over the active set that places only the intents of the
-/// cell's category and area) and kept per cell while the active set is unchanged, for
-/// at most [`MAX_AGE`] — `asOf` is when. So the first call after a change costs one
-/// cell's count, never the whole grid's.
+/// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's
+/// grid (see [`parse_request`]); a cell outside it is withheld. Counted for this cell
+/// alone ([`count_cell`]), kept while the active set is unchanged for at most
+/// [`MAX_AGE`] — `asOf` is when.
 ///
 /// # Errors
 /// Storage errors.
@@ -327,8 +321,7 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
 
 /// The counts of one cell at `now` as shown under k (`None` when withheld, or when the
 /// cell is not in the category's grid): the same tally as [`count_heat_map`] keeps for
-/// that cell. Intents outside the cell's category or country (or, with regions, outside
-/// its region) are skipped before anything is parsed.
+/// that cell, placing only the intents of the cell's category and area.
 fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> Option<Counts> {
     let settings = &base.settings();
     let grid = grid(settings, category);
@@ -426,10 +419,8 @@ impl Tally {
 }
 
 /// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
-/// gives cell by cell, withheld the same way (the same tally), counted in one pass at
-/// most once per change of the active set or per [`MAX_AGE`]. Each is kept apart, so
-/// within [`MAX_AGE`] of an unchanged set the two may differ by what the clock alone
-/// moved (their `asOf` tells).
+/// gives cell by cell (the same tally), counted in one pass and kept as [`summary`]
+/// keeps its cells (the two may differ by what the clock alone moved; `asOf` tells).
 ///
 /// # Errors
 /// Storage errors.

@@ -213,8 +213,7 @@ fn number_value(n: f64) -> Option<Value> {
 }
 
 /// The offer's location: an Area with a country and at most one region (PROTOCOL.md §2
-/// Offer.area). A country alone is accepted (such an offer matches only intents that
-/// cover the whole country).
+/// Offer.area); a country alone matches only intents that cover the whole country.
 fn offer_area(v: &Value) -> Result<AreaObject, InputError> {
     let area = input::parse_area(v, "area")?;
     if area.regions.len() > 1 {

@@ -27,15 +27,12 @@ impl From<IndexError> for ServiceError {
 /// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexStatus {
-    /// The index's generation is the store's catalogue generation, or a catalogue write
-    /// is applying its change right now (`updating`).
+    /// The index's generation is the store's catalogue generation, or `updating`.
     pub in_step: bool,
-    /// A catalogue write and its index update are running (the generations may differ
-    /// for that long).
+    /// A catalogue write and its index update are running.
     pub updating: bool,
-    /// The index is being opened (and rebuilt when it lags) right now, in another
-    /// thread: not in step until that ends (`isto serve` opens it after it starts
-    /// answering; issue 12 point 3). The generation and offers are then `None` and 0.
+    /// The index is being opened (and rebuilt when it lags) in another thread: not in
+    /// step until that ends; the generation and offers are then `None` and 0.
     pub opening: bool,
     /// The generation of the index's last commit (`None`: never committed).
     pub index_generation: Option<u64>,
@@ -101,11 +98,9 @@ impl Catalogue {
         Ok(idx)
     }
 
-    /// Whether the offer index is in step with the store (opening it first, as the first
-    /// search would, unless another thread is opening it: then at once not in step, with
-    /// `opening`). Compared under the catalogue lock when it is free, so a write in
-    /// progress is not mistaken for a lag; when it is held, `updating` says so. Changes
-    /// nothing a user can see.
+    /// Whether the offer index is in step with the store (opening it first, unless another
+    /// thread is opening it). Compared under the catalogue lock when it is free, so a
+    /// write in progress is not mistaken for a lag; when it is held, `updating` says so.
     ///
     /// # Errors
     /// Index or storage errors (internal).
@@ -134,12 +129,10 @@ impl Catalogue {
         })
     }
 
-    /// Brings the offer index in step with the store for the offers `ids`, which
-    /// another replica wrote (the change feed, issue 27 point 3): each read again —
-    /// indexed while an active catalogue offer, removed otherwise — and the index takes
-    /// the store's catalogue generation read in the same snapshot. Under the catalogue
-    /// lock, as this replica's own imports. Nothing when the index is not open yet (it
-    /// is rebuilt at first use).
+    /// Brings the offer index in step with the store for the offers `ids`, which another
+    /// replica wrote (the change feed): each read again — indexed while an active
+    /// catalogue offer, removed otherwise — at the store's catalogue generation read in
+    /// the same snapshot, under the catalogue lock. Nothing when the index is not open.
     ///
     /// # Errors
     /// Storage errors.
@@ -216,11 +209,8 @@ impl Catalogue {
         match_intent_tx(&self.base, tx, rec, &offers, &sellers, now)
     }
 
-    /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
-    /// whose (seller, ref) exists update that offer in place) and matches them against
-    /// every active intent (PROTOCOL.md §6: new offers reach standing intents), then
-    /// waits until searches see the batch (one index commit): a one-off import whose
-    /// caller searches next. A feed of many batches uses [`Catalogue::import_offers_run`].
+    /// [`Catalogue::import_offers_run`] without a run, then waits until searches see the
+    /// batch (one index commit): a one-off import whose caller searches next.
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then. An index failure after the
@@ -242,10 +232,12 @@ impl Catalogue {
         }
     }
 
-    /// As [`Catalogue::import_offers`] without waiting for the index (a search sees the
-    /// batch within [`super::index::REFRESH_LAG`]), marking every stored offer with the
-    /// full-feed run `run` so that [`Catalogue::withdraw_vanished`] can find the offers
-    /// the feed no longer has. The store write and the matching are the call.
+    /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
+    /// whose (seller, ref) exists update that offer in place) and matches them against
+    /// every active intent (PROTOCOL.md §6: new offers reach standing intents), marking
+    /// every stored offer with the full-feed run `run` (for
+    /// [`Catalogue::withdraw_vanished`]). A search sees the batch within
+    /// [`super::index::REFRESH_LAG`].
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then.
@@ -258,18 +250,12 @@ impl Catalogue {
             // A feed's rows mostly share a few sellers: each is read (or added) once.
             let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
             for row in rows {
-                let seller = match sellers.get(&row.seller_name) {
-                    Some(s) => s.clone(),
-                    None => {
-                        let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
-                        sellers.insert(row.seller_name.clone(), s.clone());
-                        s
-                    }
-                };
-                let existing = match &row.reference {
-                    Some(r) => tx.offer_by_ref(&seller.id, r)?,
-                    None => None,
-                };
+                if !sellers.contains_key(&row.seller_name) {
+                    let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+                    sellers.insert(row.seller_name.clone(), s);
+                }
+                let seller = sellers[&row.seller_name].clone();
+                let existing = row.reference.as_deref().map(|r| tx.offer_by_ref(&seller.id, r)).transpose()?.flatten();
                 let (id, published_at) = match &existing {
                     Some(id) => {
                         let old: Option<OfferRecord> = tx.offer(id)?;
@@ -288,8 +274,7 @@ impl Catalogue {
                 }
                 changed.push(rec);
             }
-            // Standing intents: the engine finds the intents each offer matches without
-            // scanning them all; the status is checked again here.
+            // Standing intents: from the engine; the status is checked again here.
             let disabled = disabled_sellers(tx)?;
             let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
             for o in &changed {
@@ -352,8 +337,6 @@ impl Catalogue {
             Ok((gone, generation))
         })?;
         self.index_apply(&[], &gone, generation);
-        // The end of a full-feed run: its answer waits until searches no longer show the
-        // withdrawn offers (and see the run's batches).
         self.sync_index();
         Ok(gone)
     }

@@ -48,15 +48,6 @@ impl Intents {
     }
 }
 
-/// Marks `person` as known (a confirmation at `now`) in `tx`.
-///
-/// # Errors
-/// Storage errors.
-pub(super) fn mark_confirmed(tx: &mut crate::base::Writes<'_, '_>, person: &str, now: OffsetDateTime) -> Result<()> {
-    tx.put_record(Ns::Confirmed, person, &Stamp::of(now))?;
-    Ok(())
-}
-
 /// Deletes in `tx` the marks past [`MARK_LIFETIME`] at `now`; how many. A mark that does
 /// not decode is left with a warning naming it.
 ///

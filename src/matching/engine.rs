@@ -2,10 +2,9 @@
 //! offers are the incoming documents) for PROTOCOL.md §6 "when offers arrive, so new
 //! offers reach standing intents".
 //!
-//! [`Engine::match_offer`] finds the active intents an offer matches without scanning
-//! them all, and returns exactly what [`super::check`] (the oracle) returns over all
-//! intents: the index only narrows the candidates, every reported match is decided by
-//! `check` itself.
+//! [`Engine::match_offer_indexed`] finds the active intents an offer matches without
+//! scanning them all, and returns exactly what [`super::check`] (the oracle) returns over
+//! all intents: the index only narrows the candidates.
 //!
 //! # Index
 //! Intents are kept in compact `u32` slots. Each intent sits in one *bucket* per area
@@ -41,15 +40,11 @@
 //! * **rest** — the other intents without a text rule: ordered by price ceiling, so an
 //!   offer visits only those whose ceiling admits its price (plus those without one).
 //!
-//! An intent's model designations ([`super::StatementTerms::required`]) are checked
-//! exactly against the offer's terms after counting, as [`super::check`] does.
-//!
 //! Candidates are filtered by the precomputed ceiling (the oracle's
-//! `ceiling · (1 + 1e-9)`), then by the criteria constraints, and then
-//! [`super::check`] decides ([`Engine::match_offer`]). [`Engine::match_offer_indexed`]
-//! gives the same result but derives each [`Hit`] from the index instead of calling
-//! `check`, which refolds the offer's text for every matching intent. Removal updates the lists in place (swap-remove) and frees
-//! the slot for reuse; the term dictionary is reference counted.
+//! `ceiling · (1 + 1e-9)`), the criteria constraints and the model designations
+//! ([`super::StatementTerms::required`]), exactly as [`super::check`] does. Removal
+//! updates the lists in place (swap-remove) and frees the slot for reuse; the term
+//! dictionary is reference counted.
 
 use super::{
     ceiling, check, constraint_holds, offer_terms, statement_analysis, Hit, IntentView, Params, StatementTerms,
@@ -62,10 +57,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
-/// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
 mod terms;
 use terms::Terms;
 
+/// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
 #[cfg(any(test, feature = "testkit"))]
 #[doc(hidden)]
 pub mod synth;
@@ -160,11 +155,9 @@ impl Engine {
     /// Active intents that `offer` matches, with the oracle's [`Hit`], sorted by intent id:
     /// what [`check`] gives over every stored intent (asserted by the tests), but the
     /// survivors' [`Hit`]s are derived from the index — the offer's terms are folded once
-    /// per offer instead of once per matching intent inside `check`. Category, area,
-    /// criteria and price are still decided by the oracle's own functions
-    /// ([`constraint_holds`], [`gazetteer::contains`], the precomputed [`ceiling`]); the
-    /// text score is the exact count of the statement's terms that [`super::term_hit`]
-    /// finds.
+    /// per offer instead of once per matching intent inside `check` — with the oracle's
+    /// own functions ([`constraint_holds`], [`gazetteer::contains`], [`ceiling`]) and the
+    /// exact count of terms that [`super::term_hit`] finds.
     pub fn match_offer_indexed(&self, offer: &Offer, offer_valid: bool) -> Vec<(String, Hit)> {
         self.run(offer, offer_valid, false)
     }

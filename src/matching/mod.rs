@@ -52,14 +52,13 @@ pub struct Hit {
     /// Share of statement terms found (1.0 when the statement has no terms left).
     pub score: f64,
     /// What matched, in this order: `category`, `criteria` (when the intent has
-    /// criteria), `area`, `price`, `text` (when the statement has terms). Static codes,
-    /// so that a match costs no string allocation per reason.
+    /// criteria), `area`, `price`, `text` (when the statement has terms).
     pub reasons: Vec<&'static str>,
 }
 
 impl Hit {
-    /// The hit of a match whose statement terms were found at the share `score` (rounded
-    /// to 3 decimals), of an intent with or without `criteria` and statement `terms`.
+    /// The hit of a match at `score` (rounded to 3 decimals), with or without `criteria`
+    /// and statement `terms`.
     pub fn new(score: f64, criteria: bool, terms: bool) -> Self {
         let mut reasons = vec!["category"];
         if criteria {
@@ -154,12 +153,11 @@ const QUANTITY_WORDS: &[&str] = &[
     "mileage", "price", "cena", "budget", "less", "than", "more", "after", "before", "po", "pred", "za",
 ];
 
-/// The one text analysis of search and matching (issue 13 point 1): folds `input`
-/// ([`text::fold`]), splits it into alphanumeric tokens — keeping `3+kk`, `2+1` (a `+`
-/// between alphanumerics with a digit) and decimals `2.0` (a `.` or `,` between digits)
-/// whole — and classifies each token ([`TermKind`]); after each designation that follows
-/// a word it adds their [`TermKind::Phrase`]. Offer text is indexed with every token
-/// ([`text_terms`]); statements keep words and designations ([`statement_analysis`]).
+/// The one text analysis of search and matching: folds `input` ([`text::fold`]), splits
+/// it into alphanumeric tokens — keeping `3+kk`, `2+1` (a `+` between alphanumerics with
+/// a digit) and decimals `2.0` (a `.` or `,` between digits) whole — and classifies each
+/// token ([`TermKind`]); after each designation that follows a word it adds their
+/// [`TermKind::Phrase`].
 pub fn analyse(input: &str) -> Vec<Term> {
     let folded = text::fold(input);
     let chars: Vec<char> = folded.chars().collect();
@@ -290,15 +288,12 @@ pub fn statement_analysis(statement: &str) -> StatementTerms {
     out
 }
 
-/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`] — folded
-/// words without stop words, place names and tokens shorter than 2 characters, synonyms
-/// folded, plus model designations (`3`, `x5`, `3+kk`); quantities are not terms.
+/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`].
 pub fn statement_terms(statement: &str) -> Vec<String> {
     statement_analysis(statement).terms
 }
 
-/// The terms of a piece of offer text: every token of [`analyse`] (the same token
-/// stream the full-text index stores).
+/// The terms of a piece of offer text: every token of [`analyse`].
 pub fn text_terms(text: &str) -> impl Iterator<Item = String> {
     analyse(text).into_iter().map(|t| t.text)
 }

@@ -80,21 +80,14 @@ pub enum SellerError {
     Crypto(#[from] CryptoError),
 }
 
-impl SellerError {
-    /// Whether this is an internal failure (to be logged, and answered generically).
-    pub fn is_internal(&self) -> bool {
+impl crate::base::PublicError for SellerError {
+    fn is_internal(&self) -> bool {
         match self {
             Self::Account(e) => e.is_internal(),
             Self::Holder(e) => e.is_internal(),
             Self::Store(_) | Self::Crypto(_) => true,
             Self::Input(_) | Self::Exists(_) | Self::NotFound => false,
         }
-    }
-}
-
-impl crate::base::PublicError for SellerError {
-    fn is_internal(&self) -> bool {
-        SellerError::is_internal(self)
     }
     /// The message itself for refusals and bad input; [`crate::base::INTERNAL_MESSAGE`]
     /// for internal failures.
@@ -132,8 +125,7 @@ pub struct SellerProfile {
     pub categories: Vec<String>,
     /// ISO 3166-2 region or ISO 3166-1 country codes served; empty = everywhere.
     pub regions: Vec<String>,
-    /// When it was registered (stored as `createdAt`, unix microseconds; store schema 7
-    /// converted the RFC 3339 strings older stores held).
+    /// When it was registered (`createdAt`, unix microseconds).
     pub created_at: Stamp,
 }
 
@@ -327,11 +319,10 @@ fn info(base: &Base, p: &SellerProfile) -> Result<SellerInfo> {
     })
 }
 
-/// Registers a seller (`isto admin seller add`): creates its seller account
-/// ([`accounts::create_seller`]; an existing seller account without a profile is taken
-/// over), its public [`SellerRecord`] (a catalogue seller of the same name is taken
-/// over) and its [`SellerProfile`]; with `invite`, queues a one-time sign-in link e-mail
-/// (`/signin/link/…`, 15 minutes; the seller can ask for a new one on `/signin`).
+/// Registers a seller (`isto admin seller add`): its account (an existing seller
+/// account without a profile is taken over), its [`SellerRecord`] (a catalogue seller
+/// of the same name is taken over) and its [`SellerProfile`]; with `invite`, queues a
+/// one-time sign-in link e-mail.
 ///
 /// # Errors
 /// [`SellerError::Input`] for a bad name, e-mail, URL, category or region;
@@ -452,11 +443,9 @@ pub fn find(base: &Base, id: &str) -> Result<SellerProfile> {
 
 /// Disables or re-enables a seller (`isto admin seller disable|enable ID`, ID `acc_…`
 /// or `sel_…`). Disabling takes effect at once: the account is flagged and its sessions
-/// end ([`accounts::set_disabled`]; the seller tools and pages read the account on every
-/// call), every OAuth token of the account is revoked ([`crate::oauth::revoke_account`]),
-/// and the [`SellerRecord`] is flagged (its offers and replies no longer match).
-/// Enabling clears both flags; revoked tokens stay revoked (the seller's agent
-/// authorizes again).
+/// end ([`accounts::set_disabled`]), every OAuth token of the account is revoked, and
+/// the [`SellerRecord`] is flagged (its offers and replies no longer match). Enabling
+/// clears both flags; revoked tokens stay revoked.
 ///
 /// # Errors
 /// [`SellerError::NotFound`]; storage errors.
@@ -489,8 +478,7 @@ pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
 }
 
 /// The key that identifies the buyer behind an intent for pseudonyms: the hash of its
-/// verified e-mail address when it has one (for account intents, the account's
-/// address), else its owner account, else the intent itself. Never leaves this module.
+/// verified address when it has one, else its owner account, else the intent itself.
 fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
     if let Some(contact) = &rec.contact {
         let email = base.keys().open_str(contact)?;

@@ -77,11 +77,10 @@ pub struct ReplyInput {
     pub offer: OfferInput,
 }
 
-/// Validates a reply (the face calls it before [`submit_reply`]): `source` must be
-/// `{"kind": "reply"}`, `inReplyTo` a string (the seller's handle of the intent, opened
-/// here: see [`ReplyInput::intent_id`]), the Offer fields follow the catalogue
-/// rules ([`parse_json_row`]); the category must be one the seller serves and
-/// `validUntil` (if any) in the future.
+/// Validates a reply (before [`submit_reply`]): `source` must be `{"kind": "reply"}`,
+/// `inReplyTo` the seller's handle of the intent ([`ReplyInput::intent_id`]), the Offer
+/// fields follow the catalogue rules ([`parse_json_row`]); the category must be one the
+/// seller serves and `validUntil` (if any) in the future.
 ///
 /// # Errors
 /// [`InputError`] naming the field and rule.
@@ -123,9 +122,8 @@ pub fn parse_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result
 }
 
 /// What the answer path of [`submit_reply`] reads of the intent: the fields that decide
-/// whether it takes replies from a seller, decoded from the stored record with every
-/// other field skipped — no contact, no hidden limit (sealed or not), nothing derived
-/// from either. The answer cannot depend on what this type does not hold.
+/// whether it takes replies, with every other field skipped — no contact, no hidden
+/// limit, nothing derived from either, so the answer cannot depend on them.
 #[derive(Debug, Deserialize)]
 struct ReplyTarget {
     id: String,
@@ -137,10 +135,7 @@ struct ReplyTarget {
 }
 
 impl ReplyTarget {
-    /// [`open_to`](super::open_to) on these fields: active at `now` (the rule of
-    /// [`IntentRecord::effective_status`](crate::records::IntentRecord::effective_status)
-    /// for an active record), pseudonymous, in the
-    /// seller's categories and regions.
+    /// [`open_to`](super::open_to) on these fields.
     fn open_to(&self, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {
         self.status == Status::Active
             && now <= self.valid_until.at()
@@ -152,11 +147,8 @@ impl ReplyTarget {
 /// `intent_submit_offer` for `profile`'s seller (the caller has checked the grant and
 /// that the account is an enabled seller). In one transaction: checks that the intent
 /// is open to the seller (reading only [`ReplyTarget`]'s fields) and the reply count,
-/// stores the reply (see the module docs of [`crate::sellers`]) and queues it for
-/// matching (`pending_replies`). It neither opens nor reads the hidden limit, and does
-/// the same work whatever the price: the PROTOCOL.md §6 check against the one intent,
-/// the delivery and the digest come after the answer, at the next tick of the reply
-/// matching ([`crate::deliveries::match_queued_replies`]; nothing is woken here).
+/// stores the reply (see [`crate::sellers`]) and queues it for matching
+/// ([`crate::deliveries::match_queued_replies`]; see the module docs).
 ///
 /// # Errors
 /// Storage errors.
