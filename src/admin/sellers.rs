@@ -16,7 +16,6 @@
 
 use super::socket::failure;
 use super::Request;
-use crate::base::PublicError as _;
 use crate::cli::out::{print_json_or, print_line};
 use crate::cli::SellerCommand;
 use crate::config::Settings;

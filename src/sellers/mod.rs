@@ -80,14 +80,21 @@ pub enum SellerError {
     Crypto(#[from] CryptoError),
 }
 
-impl crate::base::PublicError for SellerError {
-    fn is_internal(&self) -> bool {
+impl SellerError {
+    /// Whether this is an internal failure (to be logged, and answered generically).
+    pub fn is_internal(&self) -> bool {
         match self {
             Self::Account(e) => e.is_internal(),
             Self::Holder(e) => e.is_internal(),
             Self::Store(_) | Self::Crypto(_) => true,
             Self::Input(_) | Self::Exists(_) | Self::NotFound => false,
         }
+    }
+}
+
+impl crate::base::PublicError for SellerError {
+    fn is_internal(&self) -> bool {
+        SellerError::is_internal(self)
     }
     /// The message itself for refusals and bad input; [`crate::base::INTERNAL_MESSAGE`]
     /// for internal failures.
