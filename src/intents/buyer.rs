@@ -178,9 +178,7 @@ impl Intents {
     /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3, see
     /// the module docs): active at once — contact the account's sealed e-mail, consent
     /// recorded from the account, matched in the same transaction — or a draft with a
-    /// `consentUrl`.
-    ///
-    /// The intent's person is the account's address, with its consent-link intents.
+    /// `consentUrl`. Its person is the account's address.
     ///
     /// # Errors
     /// [`ServiceError::State`] ("unauthorized") when the account does not exist;
@@ -286,8 +284,7 @@ impl Intents {
     ///
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`] naming the first of the account's
-    /// records that does not decode (an unreadable time, say): never a list with a
-    /// made-up value.
+    /// records that does not decode.
     pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
         let now = self.now();
         /// The fields that say whose an intent is: other people's records are not
@@ -321,8 +318,7 @@ impl Intents {
     }
 
     /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module
-    /// docs). Returns the intent after the changes that apply at once, and a `renewUrl`
-    /// when `validUntil` moved later.
+    /// docs).
     ///
     /// # Errors
     /// [`ServiceError::Input`] naming the field (the publish rules);
