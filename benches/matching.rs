@@ -188,12 +188,12 @@ fn bench_engine(
         });
     }
     if let Some(all) = &brute_set {
-        let p = engine.params().params();
+        let p = engine.params();
         let t = Instant::now();
         let sample = &batch[..50];
         let mut found = 0usize;
         for o in sample {
-            found += all.iter().filter(|i| check(&i.view(), o, true, &p).is_some()).count();
+            found += all.iter().filter(|i| check(&i.view(), o, true, p).is_some()).count();
         }
         println!(
             "{label}: oracle brute force (check over all intents) {:?} per offer over 50 offers ({:.1} matches per offer)",
@@ -206,7 +206,7 @@ fn bench_engine(
             b.iter(|| {
                 k = (k + 1) % batch.len();
                 let o = &batch[k];
-                all.iter().filter(|i| check(&i.view(), o, true, &p).is_some()).count()
+                all.iter().filter(|i| check(&i.view(), o, true, p).is_some()).count()
             })
         });
     }

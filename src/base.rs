@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::{self, KeyRing, Secret};
 use crate::mail::{MailContent, MailJob, Outbox};
-use crate::matching::engine::{Engine, EngineIntent, EngineParams};
+use crate::matching::engine::{Engine, EngineIntent};
 use crate::matching::Params;
 use crate::protocol::consent::ConsentTexts;
 use crate::protocol::input::InputError;
@@ -177,7 +177,7 @@ impl Base {
     /// active intent of the store into the matching engine.
     pub fn new(settings: Settings, store: Arc<Store>, keys: Arc<KeyRing>, clock: Arc<dyn Clock>) -> Self {
         let consent = ConsentTexts::load(&settings.consent_dir());
-        let engine = Engine::new(EngineParams {
+        let engine = Engine::new(Params {
             min_should_match: settings.min_should_match,
             default_currency: settings.default_currency.clone(),
             rates: settings.rates.clone(),
@@ -298,12 +298,8 @@ impl Base {
     }
 
     /// The matching parameters of the settings (PROTOCOL.md §6).
-    pub fn params(&self) -> Params<'_> {
-        Params {
-            min_should_match: self.settings.min_should_match,
-            default_currency: &self.settings.default_currency,
-            rates: &self.settings.rates,
-        }
+    pub fn params(&self) -> &Params {
+        self.engine.params()
     }
 
     /// The currencies budgets may use (those with a rate).

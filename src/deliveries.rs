@@ -67,7 +67,7 @@ pub fn match_intent_tx(
     let mut hits = Vec::new();
     for o in offers {
         let valid = offer_valid(o, disabled, now);
-        if let Some(hit) = matching::check(&view, &o.offer, valid, &params) {
+        if let Some(hit) = matching::check(&view, &o.offer, valid, params) {
             hits.push((o.offer.id.as_str(), hit));
         }
     }

@@ -6,53 +6,34 @@
 //! * `area`: every ISO 3166-2 region the holder serves ([`gazetteer::all_regions`]:
 //!   the 8 Slovak and 14 Czech kraje), e.g. `"SK-BL"`.
 //! * `budgetBand`: `"LOW-HIGH"` (LOW inclusive, HIGH exclusive) and `"LOW+"` for the
-//!   top band, in the category's currency (the holder's default currency), from
+//!   top band, in the holder's default currency, from
 //!   [`Settings::demand_budget_bands`] (defaults in
-//!   [`crate::config::DEFAULT_BUDGET_BANDS`]: vehicles `0-5000`, `5000-10000`,
-//!   `10000-20000`, `20000-40000`, `40000+`; property `0-50000`, `50000-100000`,
-//!   `100000-200000`, `200000-400000`, `400000+`), plus `"none"`.
+//!   [`crate::config::DEFAULT_BUDGET_BANDS`]), plus `"none"`.
 //! * `buyByBand`: `"1m"`, `"3m"`, `"12m"`, `"later"` and `"none"` ([`BUY_BY_BANDS`]).
 //!
 //! **Where an intent counts.** Only intents whose effective status at now is `active`
-//! count: never drafts, intents awaiting e-mail confirmation, expired (validUntil passed,
-//! even before the sweep persists it) or withdrawn ones.
+//! (expired ones not, even before the sweep persists it).
 //!
-//! * Area: in every region cell its area covers. An intent for a whole country
-//!   (`{"country": "SK", "regions": []}`) counts in *every* region of that country,
-//!   since a seller in any of them can serve it. The sum over regions is therefore
-//!   larger than the number of intents.
-//! * Budget: by its visible `budget.max`, converted into the category currency with the
-//!   holder's rates ([`Settings::to_default_currency`]). The hidden limit never enters:
-//!   its sealed value is not even opened here. No budget, a budget with only `min`, or a
-//!   currency without a rate → `"none"`.
-//! * Buy-by: by calendar months from today (UTC): `buyBy` on or before today + 1 month →
-//!   `"1m"` (a date already past counts here too), + 3 months → `"3m"`, + 12 months →
-//!   `"12m"`, later → `"later"`; no `buyBy` → `"none"`.
+//! * Area: in every region cell its area covers; a whole-country intent counts in
+//!   *every* region of that country (a seller in any of them can serve it), so the sum
+//!   over regions exceeds the number of intents.
+//! * Budget: by its visible `budget.max` in the default currency
+//!   ([`Settings::to_default_currency`]). The hidden limit is never opened here. No
+//!   max, or a currency without a rate → `"none"`.
+//! * Buy-by: [`buy_by_band`], by calendar months from today (UTC).
 //!
-//! A summary counts `activeIntents`, `newLast7Days` (became active — e-mail confirmed,
-//! or published active by a signed-in buyer — within the last 7 days) and `pseudonymous`
-//! (visibility pseudonymous): intents. **The threshold counts people** (PROTOCOL.md §5):
-//! a cell whose intents come from fewer than k distinct people (`[demand] k`, default 5)
-//! is `{"withheld": true, "reason": "below_threshold"}` with no numbers at all, whatever
-//! its intent count — so one person's many intents (one
-//! address, its `+tag` variants, one account) never lift a cell over k. A person is the
-//! intent's stored person key ([`IntentRecord::person`], `base::person`); demand never
-//! opens a contact. An active intent without one (only possible for a record whose
-//! address could not be opened by the start-up backfill) counts as an intent but adds
-//! no person: it can never help a cell over k. Every output that applies k (the tool,
-//! [`summary`], [`heat_map`] and so the sellers' heat map page) applies it this way.
+//! **The threshold counts people** (PROTOCOL.md §5): a cell whose intents come from
+//! fewer than k distinct people (`[demand] k`) is `{"withheld": true, "reason":
+//! "below_threshold"}` with no numbers, whatever its intent count — so one person's many
+//! intents (one address, its `+tag` variants, one account) never lift a cell over k. A
+//! person is the intent's stored person key ([`IntentRecord::person`]); demand never
+//! opens a contact, and an intent without a key adds no person. Every output that
+//! applies k ([`summary`], [`heat_map`]) applies it this way, and the sub-counts too
+//! ([`sub_count`]).
 //!
-//! **Sub-counts** (`newLast7Days`, `pseudonymous`) are `null` unless both the intents
-//! they count and the cell's other intents come from at least k distinct people
-//! ([`sub_count`]): otherwise k − 1 people who know their own intents would read a
-//! victim's visibility, or when its intent became active, from the difference.
-//!
-//! **Cost.** A summary counts its one cell in one pass over the active set in memory
-//! ([`crate::base::active`], no store read; only the intents of the cell's category and
-//! area are placed) and keeps it while the set is unchanged, for at most [`MAX_AGE`].
-//! The sellers' heat map counts a category's whole grid in one pass, kept the same way.
-//! Calls by anyone, however many, cost at most one count per cell and change of the
-//! active set (each needs a write of an active intent) or per [`MAX_AGE`].
+//! **Cost.** Counts come from the active set in memory ([`crate::base::active`], no
+//! store read) and are kept while the set is unchanged, for at most [`MAX_AGE`]: calls
+//! by anyone cost at most one count per cell and change of the active set.
 
 use crate::base::active::Times;
 use crate::base::{Base, ServiceError};
@@ -166,7 +147,9 @@ fn add_months(date: Date, months: u32) -> Date {
     Date::from_calendar_date(year, month, day).unwrap_or(date)
 }
 
-/// The buyByBand of a `buyBy` date (`YYYY-MM-DD`) seen from `today`.
+/// The buyByBand of a `buyBy` date (`YYYY-MM-DD`) seen from `today`: on or before
+/// today + 1 calendar month → `"1m"` (a past date too), + 3 months → `"3m"`, + 12 months
+/// → `"12m"`, later → `"later"`; none → `"none"`.
 pub fn buy_by_band(buy_by: Option<&str>, today: Date) -> &'static str {
     let Some(d) = buy_by.and_then(|s| clock::parse_date(s).ok()) else { return NONE };
     if d <= add_months(today, 1) {
@@ -193,9 +176,7 @@ pub struct Cell {
     pub buy_by_band: String,
 }
 
-/// The counts of one shown cell. A sub-count is `None` (shown as `null`) unless both
-/// the intents it counts and the cell's other intents come from at least k distinct
-/// people (see [`sub_count`]).
+/// The counts of one shown cell; a sub-count is `None` (`null`) as [`sub_count`] says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
@@ -210,10 +191,9 @@ pub struct Counts {
 
 /// A sub-count of a cell (`newLast7Days`, `pseudonymous`) as shown: `count` when the
 /// intents it counts come from at least k distinct people (`inside`) and so do the
-/// cell's other intents (`outside`), else `None`. Either side below k would let a few
-/// people who know their own intents read the rest — a victim's visibility, or when
-/// its intent became active — from the difference (PROTOCOL.md §5 applies k to
-/// people; this applies it to the parts of a cell too).
+/// cell's other intents (`outside`), else `None`: either side below k would let k − 1
+/// people who know their own intents read a victim's visibility, or when its intent
+/// became active, from the difference.
 pub fn sub_count(count: u64, inside: usize, outside: usize, k: u32) -> Option<u64> {
     (shown(inside, k) && shown(outside, k)).then_some(count)
 }
@@ -313,18 +293,15 @@ fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl 
     });
 }
 
-/// How long a counted heat map is reused while the active set is unchanged: what
-/// changes with the clock alone (expiry, "new within 7 days", buy-by bands) shows at
-/// most this late; `asOf` says when it was counted.
+/// How long counts are reused while the active set is unchanged: what changes with the
+/// clock alone (expiry, "new within 7 days", buy-by bands) shows at most this late.
 pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 
 /// The DemandSummary of one cell, or withheld when its active intents come from fewer
-/// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's grid (see [`parse_request`]);
-/// a cell outside it simply counts nothing and is withheld. Counted for this cell alone
-/// ([`count_cell`]: one pass over the active set that places only the intents of the
-/// cell's category and area) and kept per cell while the active set is unchanged, for
-/// at most [`MAX_AGE`] — `asOf` is when. So the first call after a change costs one
-/// cell's count, never the whole grid's.
+/// than k distinct people (PROTOCOL.md §5). `cell` must be a cell of the category's
+/// grid (see [`parse_request`]); a cell outside it is withheld. Counted for this cell
+/// alone ([`count_cell`]), kept while the active set is unchanged for at most
+/// [`MAX_AGE`] — `asOf` is when.
 ///
 /// # Errors
 /// Storage errors.
@@ -344,8 +321,7 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
 
 /// The counts of one cell at `now` as shown under k (`None` when withheld, or when the
 /// cell is not in the category's grid): the same tally as [`count_heat_map`] keeps for
-/// that cell. Intents outside the cell's category or country (or, with regions, outside
-/// its region) are skipped before anything is parsed.
+/// that cell, placing only the intents of the cell's category and area.
 fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> Option<Counts> {
     let settings = &base.settings();
     let grid = grid(settings, category);
@@ -443,10 +419,8 @@ impl Tally {
 }
 
 /// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
-/// gives cell by cell, withheld the same way (the same tally), counted in one pass at
-/// most once per change of the active set or per [`MAX_AGE`]. Each is kept apart, so
-/// within [`MAX_AGE`] of an unchanged set the two may differ by what the clock alone
-/// moved (their `asOf` tells).
+/// gives cell by cell (the same tally), counted in one pass and kept as [`summary`]
+/// keeps its cells (the two may differ by what the clock alone moved; `asOf` tells).
 ///
 /// # Errors
 /// Storage errors.

@@ -14,13 +14,9 @@ use std::sync::LazyLock;
 
 use crate::text;
 
-/// A resolved area: the normalised object of PROTOCOL.md §2 (Area).
-///
-/// Shape: `{"country": "SK", "regions": ["SK-BL", "SK-TA"], "place": "Bratislava"}`.
-/// `country` is an upper-case ISO 3166-1 alpha-2 code (`"SK"` or `"CZ"`); `regions` holds
-/// ISO 3166-2 codes of that country, sorted and without duplicates, and is empty for
-/// the whole country; `place` is the canonical town name (with diacritics) when the area
-/// was given as a town, and is omitted from JSON when absent.
+/// A resolved area: the normalised object of PROTOCOL.md §2 (Area), e.g. `{"country":
+/// "SK", "regions": ["SK-BL", "SK-TA"], "place": "Bratislava"}`; `regions` sorted and
+/// without duplicates, `place` omitted from JSON when absent.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AreaObject {
     /// ISO 3166-1 alpha-2 country code, upper case: `"SK"` or `"CZ"`.
@@ -33,8 +29,7 @@ pub struct AreaObject {
     pub place: Option<String>,
 }
 
-/// The longest area string (or region entry) accepted, in characters after trimming:
-/// an area is a region code or a place name, and the longest known name is far shorter.
+/// The longest area string (or region entry) accepted, in characters after trimming.
 pub const MAX_AREA_CHARS: usize = 200;
 
 /// Why an area string or object could not be resolved (PROTOCOL.md §2 Area: "a name it
@@ -246,11 +241,9 @@ fn region_area(i: usize) -> AreaObject {
 static MAX_NAME_TOKENS: LazyLock<usize> =
     LazyLock::new(|| BY_NAME.keys().map(|k| k.split(' ').count()).max().unwrap_or(0));
 
-/// Looks `tokens` up, then retries with tolerated leading/trailing words removed.
-///
-/// Linear in the number of tokens: each step removes at least one token by narrowing a
-/// slice, and the tokens are joined for a map lookup only when no longer than the
-/// longest known name.
+/// Looks `tokens` up, then retries with tolerated leading/trailing words removed; linear
+/// in the number of tokens (joined for a lookup only when no longer than the longest
+/// known name).
 fn lookup(tokens: &[String]) -> Option<Target> {
     let mut rest = tokens;
     loop {
@@ -416,13 +409,9 @@ pub fn all_regions() -> impl Iterator<Item = (&'static str, &'static str)> {
     REGIONS.iter().map(|r| (r.code, r.country))
 }
 
-/// Whether the offer's area lies in the intent's area (PROTOCOL.md §6 Matching, "the
-/// offer's region lies in the intent's area"). Both should be normalised objects.
-///
-/// True when the countries are equal and either `area.regions` is empty (whole country)
-/// or `offer_area.regions` is non-empty and each of its regions is in `area.regions`.
-/// An offer area without a region therefore matches only a whole-country intent area.
-/// `place` is not compared.
+/// Whether the offer's area lies in the intent's area (PROTOCOL.md §6): the countries
+/// are equal and either `area.regions` is empty (whole country) or `offer_area.regions`
+/// is non-empty and each of its regions is in `area.regions`. `place` is not compared.
 pub fn contains(area: &AreaObject, offer_area: &AreaObject) -> bool {
     if !area.country.trim().eq_ignore_ascii_case(offer_area.country.trim()) {
         return false;
@@ -434,10 +423,9 @@ pub fn contains(area: &AreaObject, offer_area: &AreaObject) -> bool {
         && offer_area.regions.iter().all(|o| area.regions.iter().any(|a| a.eq_ignore_ascii_case(o)))
 }
 
-/// Every folded token of every country, region and town name and alias in the gazetteer,
-/// plus the tolerated words `kraj`, `region`, `okres`, `district` (e.g. `"bratislava"`,
-/// `"jihomoravsky"`, `"nad"`). Matching (PROTOCOL.md §6) ignores these words in statements,
-/// since the area is matched separately (PROTOCOL.md §2 Area).
+/// Every folded token of every country, region and town name and alias, plus the
+/// tolerated words `kraj`, `region`, `okres`, `district`: matching (PROTOCOL.md §6)
+/// ignores them in statements, since the area is matched separately.
 pub fn place_tokens() -> &'static HashSet<String> {
     &PLACE_TOKENS
 }

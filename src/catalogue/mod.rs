@@ -21,14 +21,17 @@ mod search;
 mod service;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
-pub use search::{search_json, search_with};
+pub use search::search_json;
+#[cfg(any(test, feature = "testkit"))]
+pub use search::search_with;
 pub use service::{Catalogue, IndexStatus};
 
 use crate::clock;
 use crate::gazetteer::AreaObject;
 use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{category, Category, CATEGORIES};
-use crate::records::OfferInput;
+use crate::protocol::{Offer, OfferSource, SellerPublic};
+use crate::records::{OfferInput, SellerRecord};
 use serde_json::{Map, Value};
 
 /// Longest title, characters (PROTOCOL.md §2 Offer).
@@ -112,6 +115,38 @@ pub fn parse_json_row(v: &Value, currencies: &[String]) -> Result<OfferInput, In
     })
 }
 
+/// The Offer (PROTOCOL.md §2) of a validated row: `id`, `source.kind` (`catalogue` or
+/// `reply`) from `seller`, `inReplyTo`, `publishedAt` (RFC 3339); the row's `ref`, when
+/// given, becomes `extensions.ref`.
+pub(crate) fn offer_of(
+    row: OfferInput,
+    id: String,
+    kind: &str,
+    seller: SellerRecord,
+    in_reply_to: Option<String>,
+    published_at: String,
+) -> Offer {
+    let mut ext = Map::new();
+    if let Some(r) = row.reference {
+        ext.insert("ref".into(), Value::String(r));
+    }
+    Offer {
+        id,
+        source: OfferSource { kind: kind.into(), seller_id: seller.id.clone(), url: row.url },
+        in_reply_to,
+        title: row.title,
+        description: row.description,
+        category: row.category,
+        attributes: row.attributes,
+        price: row.price,
+        area: row.area,
+        seller: SellerPublic { id: seller.id, name: seller.name, url: seller.url },
+        published_at,
+        valid_until: row.valid_until,
+        extensions: Value::Object(ext),
+    }
+}
+
 fn parse_category(v: Option<&Value>) -> Result<&'static Category, InputError> {
     let keys = || CATEGORIES.iter().map(|c| c.key).collect::<Vec<_>>().join(", ");
     match v {
@@ -178,8 +213,7 @@ fn number_value(n: f64) -> Option<Value> {
 }
 
 /// The offer's location: an Area with a country and at most one region (PROTOCOL.md §2
-/// Offer.area). A country alone is accepted (such an offer matches only intents that
-/// cover the whole country).
+/// Offer.area); a country alone matches only intents that cover the whole country.
 fn offer_area(v: &Value) -> Result<AreaObject, InputError> {
     let area = input::parse_area(v, "area")?;
     if area.regions.len() > 1 {
@@ -204,8 +238,8 @@ fn parse_seller(v: &Value) -> Result<(String, Option<String>), InputError> {
 }
 
 /// An absolute http(s) URL with a host, no spaces or control characters, at most
-/// [`URL_MAX`] characters.
-fn parse_url(v: &Value, path: &str) -> Result<String, InputError> {
+/// [`URL_MAX`] characters (listing, seller and registered seller URLs).
+pub(crate) fn parse_url(v: &Value, path: &str) -> Result<String, InputError> {
     let rule = || InputError(format!("{path} must be an http or https URL of at most {URL_MAX} characters"));
     let Value::String(s) = v else {
         return err(format!("{path} must be a string, not {}", type_name(v)));

@@ -200,9 +200,8 @@ enum Inner {
 
 /// Streams the rows of one catalogue file. As an [`Iterator`] it yields each row
 /// validated ([`super::parse_json_row`]); [`RowReader::next_raw`] yields the JSON value
-/// before validation instead (what the admin client sends over the socket). Blank
-/// lines are skipped. Call [`RowReader::finish`] at the end: a read error that stopped
-/// the file early is reported there.
+/// before validation. Blank lines are skipped. [`RowReader::finish`] reports a read
+/// error that stopped the file early.
 pub struct RowReader {
     path: PathBuf,
     format: Format,
@@ -362,14 +361,6 @@ fn parse_header(header: &csv::StringRecord) -> Result<Vec<Column>, String> {
     }
 }
 
-/// The header name of a column.
-fn csv_column_name(col: &Column) -> String {
-    match col {
-        Column::Fixed(name) => (*name).to_owned(),
-        Column::Attr { key, .. } => format!("attr.{key}"),
-    }
-}
-
 /// The JSON row of one CSV record (cells trimmed; empty cells absent).
 fn record_value(columns: &[Column], record: &csv::StringRecord) -> Result<Value, String> {
     let mut top = Map::new();
@@ -511,7 +502,10 @@ impl RowReader {
                             Err(e) => {
                                 let field = e.utf8_error().field();
                                 *record = e.into_byte_record();
-                                let name = csv_column_name(&columns[field]);
+                                let name = match &columns[field] {
+                                    Column::Fixed(name) => (*name).to_owned(),
+                                    Column::Attr { key, .. } => format!("attr.{key}"),
+                                };
                                 return Some(Err(RowError { line, message: format!("{name} is not valid UTF-8") }));
                             }
                         };

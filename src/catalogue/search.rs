@@ -1,20 +1,14 @@
-//! The ordinary catalogue search of `intent_search_offers` (PROTOCOL.md §3): full text,
-//! case- and diacritics-insensitive, sk/cs/en, best first. [`search_json`] and
-//! [`search_with`] answer from the full-text index ([`OfferIndex`]) alone (it stores the
-//! public offers).
+//! The ordinary catalogue search of `intent_search_offers` (PROTOCOL.md §3), answered
+//! from the full-text index alone ([`OfferIndex::search_offers`]): no store read, since
+//! the index holds the active catalogue offers and is updated right after each
+//! catalogue commit (docs/choices.md).
 
 use super::index::OfferIndex;
-use super::service::index_error;
 use crate::base::{Base, ServiceError};
 use crate::gazetteer::AreaObject;
-use crate::protocol::Offer;
 
-/// Searches the catalogue with the full-text index (see [`OfferIndex::search`] for terms,
-/// filters and ranking) and answers from the index alone, best first: the public offers
-/// current at the holder's clock (see [`OfferIndex::search_offers`]), each the JSON text
-/// of `serde_json::to_value(&offer)`. No store read: the index holds the active catalogue
-/// offers and is updated right after each catalogue commit (docs/choices.md). At most
-/// `limit` offers.
+/// [`OfferIndex::search_offers`] at the holder's clock: at most `limit` public offers,
+/// best first, each the JSON text of `serde_json::to_value(&offer)`.
 ///
 /// # Errors
 /// Index errors (internal).
@@ -26,10 +20,11 @@ pub fn search_json(
     category: Option<&str>,
     limit: usize,
 ) -> Result<Vec<String>, ServiceError> {
-    index.search_offers(statement, area, category, limit, base.clock().now()).map_err(index_error)
+    Ok(index.search_offers(statement, area, category, limit, base.clock().now())?)
 }
 
-/// [`search_json`] with the offers decoded. No store read.
+#[cfg(any(test, feature = "testkit"))]
+/// [`search_json`] with the offers decoded (tests).
 ///
 /// # Errors
 /// Index errors, a stored offer that does not decode (internal).
@@ -40,23 +35,23 @@ pub fn search_with(
     area: Option<&AreaObject>,
     category: Option<&str>,
     limit: usize,
-) -> Result<Vec<Offer>, ServiceError> {
+) -> Result<Vec<crate::protocol::Offer>, ServiceError> {
     search_json(index, base, statement, area, category, limit)?
         .iter()
-        .map(|j| serde_json::from_str(j).map_err(|e| index_error(e.into())))
+        .map(|j| Ok(serde_json::from_str(j).map_err(super::index::IndexError::from)?))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::Base;
     use crate::catalogue::parse_json_row;
     use crate::catalogue::Catalogue;
     use crate::clock::SystemClock;
     use crate::config::Settings;
     use crate::crypto::KeyRing;
     use crate::gazetteer;
+    use crate::protocol::Offer;
     use crate::records::{OfferInput, OfferRecord};
     use crate::store::Reads;
     use crate::store::Store;

@@ -11,7 +11,6 @@ use crate::matching;
 use crate::protocol::{Offer, Status};
 use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,22 +18,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 use time::OffsetDateTime;
 
 /// An index failure as a service error: internal (logged, answered generically).
-pub(crate) fn index_error(e: IndexError) -> ServiceError {
-    ServiceError::Index(e.to_string())
+impl From<IndexError> for ServiceError {
+    fn from(e: IndexError) -> Self {
+        ServiceError::Index(e.to_string())
+    }
 }
 
 /// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexStatus {
-    /// The index's generation is the store's catalogue generation, or a catalogue write
-    /// is applying its change right now (`updating`).
+    /// The index's generation is the store's catalogue generation, or `updating`.
     pub in_step: bool,
-    /// A catalogue write and its index update are running (the generations may differ
-    /// for that long).
+    /// A catalogue write and its index update are running.
     pub updating: bool,
-    /// The index is being opened (and rebuilt when it lags) right now, in another
-    /// thread: not in step until that ends (`isto serve` opens it after it starts
-    /// answering; issue 12 point 3). The generation and offers are then `None` and 0.
+    /// The index is being opened (and rebuilt when it lags) in another thread: not in
+    /// step until that ends; the generation and offers are then `None` and 0.
     pub opening: bool,
     /// The generation of the index's last commit (`None`: never committed).
     pub index_generation: Option<u64>,
@@ -92,25 +90,17 @@ impl Catalogue {
 
     /// Opens the index and rebuilds it from the store when its generation lags.
     fn open_index(&self) -> Result<OfferIndex> {
-        let idx =
-            OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates).map_err(index_error)?;
-        let (generation, offers) = self.base.store().read(|rx| -> Result<(u64, Vec<OfferRecord>)> {
-            let g = rx.offers_generation()?;
-            let offers = if idx.generation() == Some(g) { Vec::new() } else { rx.all_offers()? };
-            Ok((g, offers))
-        })?;
-        if idx.generation() != Some(generation) {
-            let n = rebuild(&idx, offers, generation)?;
+        let idx = OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates)?;
+        if idx.generation() != Some(self.base.store().read(|rx| rx.offers_generation())?) {
+            let n = self.rebuild(&idx)?;
             tracing::info!(offers = n, "offer index rebuilt from the store");
         }
         Ok(idx)
     }
 
-    /// Whether the offer index is in step with the store (opening it first, as the first
-    /// search would, unless another thread is opening it: then at once not in step, with
-    /// `opening`). Compared under the catalogue lock when it is free, so a write in
-    /// progress is not mistaken for a lag; when it is held, `updating` says so. Changes
-    /// nothing a user can see.
+    /// Whether the offer index is in step with the store (opening it first, unless another
+    /// thread is opening it). Compared under the catalogue lock when it is free, so a
+    /// write in progress is not mistaken for a lag; when it is held, `updating` says so.
     ///
     /// # Errors
     /// Index or storage errors (internal).
@@ -139,12 +129,10 @@ impl Catalogue {
         })
     }
 
-    /// Brings the offer index in step with the store for the offers `ids`, which
-    /// another replica wrote (the change feed, issue 27 point 3): each read again —
-    /// indexed while an active catalogue offer, removed otherwise — and the index takes
-    /// the store's catalogue generation read in the same snapshot. Under the catalogue
-    /// lock, as this replica's own imports. Nothing when the index is not open yet (it
-    /// is rebuilt at first use).
+    /// Brings the offer index in step with the store for the offers `ids`, which another
+    /// replica wrote (the change feed): each read again — indexed while an active
+    /// catalogue offer, removed otherwise — at the store's catalogue generation read in
+    /// the same snapshot, under the catalogue lock. Nothing when the index is not open.
     ///
     /// # Errors
     /// Storage errors.
@@ -175,11 +163,18 @@ impl Catalogue {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(idx) = slot.as_ref() else { return Ok(()) };
+        self.rebuild(idx).map(drop)
+    }
+
+    /// Replaces the contents of `idx` with the offers the store holds that it holds
+    /// ([`indexed`]), at the store's catalogue generation read in the same snapshot; the
+    /// number indexed.
+    fn rebuild(&self, idx: &OfferIndex) -> Result<u64> {
         let (generation, offers) = self
             .base
             .store()
             .read(|rx| -> Result<(u64, Vec<OfferRecord>)> { Ok((rx.offers_generation()?, rx.all_offers()?)) })?;
-        rebuild(idx, offers, generation).map(drop)
+        Ok(idx.rebuild(offers.into_iter().filter(indexed).map(|o| o.offer), generation)?)
     }
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it
@@ -202,10 +197,8 @@ impl Catalogue {
         now: OffsetDateTime,
     ) -> Result<u64> {
         let terms = matching::statement_terms(&rec.statement);
-        let ids = self
-            .offer_index()?
-            .candidates_for_intent_min(&rec.category, &rec.area, &terms, self.base.settings().min_should_match)
-            .map_err(index_error)?;
+        let min = self.base.settings().min_should_match;
+        let ids = self.offer_index()?.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
         let mut offers = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(o) = tx.offer::<OfferRecord>(&id)? {
@@ -216,11 +209,8 @@ impl Catalogue {
         match_intent_tx(&self.base, tx, rec, &offers, &sellers, now)
     }
 
-    /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
-    /// whose (seller, ref) exists update that offer in place) and matches them against
-    /// every active intent (PROTOCOL.md §6: new offers reach standing intents), then
-    /// waits until searches see the batch (one index commit): a one-off import whose
-    /// caller searches next. A feed of many batches uses [`Catalogue::import_offers_run`].
+    /// [`Catalogue::import_offers_run`] without a run, then waits until searches see the
+    /// batch (one index commit): a one-off import whose caller searches next.
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then. An index failure after the
@@ -242,10 +232,12 @@ impl Catalogue {
         }
     }
 
-    /// As [`Catalogue::import_offers`] without waiting for the index (a search sees the
-    /// batch within [`super::index::REFRESH_LAG`]), marking every stored offer with the
-    /// full-feed run `run` so that [`Catalogue::withdraw_vanished`] can find the offers
-    /// the feed no longer has. The store write and the matching are the call.
+    /// Stores a batch of catalogue rows in one transaction (new offers get ids; rows
+    /// whose (seller, ref) exists update that offer in place) and matches them against
+    /// every active intent (PROTOCOL.md §6: new offers reach standing intents), marking
+    /// every stored offer with the full-feed run `run` (for
+    /// [`Catalogue::withdraw_vanished`]). A search sees the batch within
+    /// [`super::index::REFRESH_LAG`].
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then.
@@ -258,18 +250,12 @@ impl Catalogue {
             // A feed's rows mostly share a few sellers: each is read (or added) once.
             let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
             for row in rows {
-                let seller = match sellers.get(&row.seller_name) {
-                    Some(s) => s.clone(),
-                    None => {
-                        let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
-                        sellers.insert(row.seller_name.clone(), s.clone());
-                        s
-                    }
-                };
-                let existing = match &row.reference {
-                    Some(r) => tx.offer_by_ref(&seller.id, r)?,
-                    None => None,
-                };
+                if !sellers.contains_key(&row.seller_name) {
+                    let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+                    sellers.insert(row.seller_name.clone(), s);
+                }
+                let seller = sellers[&row.seller_name].clone();
+                let existing = row.reference.as_deref().map(|r| tx.offer_by_ref(&seller.id, r)).transpose()?.flatten();
                 let (id, published_at) = match &existing {
                     Some(id) => {
                         let old: Option<OfferRecord> = tx.offer(id)?;
@@ -277,31 +263,10 @@ impl Catalogue {
                     }
                     None => (crypto::new_id("off_"), clock::rfc3339(now)),
                 };
-                let mut ext = Map::new();
-                if let Some(r) = &row.reference {
-                    ext.insert("ref".into(), Value::String(r.clone()));
-                }
-                let offer = Offer {
-                    id: id.clone(),
-                    source: crate::protocol::OfferSource {
-                        kind: "catalogue".into(),
-                        seller_id: seller.id.clone(),
-                        url: row.url,
-                    },
-                    in_reply_to: None,
-                    title: row.title,
-                    description: row.description,
-                    category: row.category,
-                    attributes: row.attributes,
-                    price: row.price,
-                    area: row.area,
-                    seller: crate::protocol::SellerPublic { id: seller.id.clone(), name: seller.name, url: seller.url },
-                    published_at,
-                    valid_until: row.valid_until,
-                    extensions: Value::Object(ext),
-                };
+                let reference = row.reference.clone();
+                let offer = super::offer_of(row, id.clone(), "catalogue", seller, None, published_at);
                 let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
-                tx.put_offer(&id, &rec, row.reference.as_deref().map(|r| (seller.id.as_str(), r)))?;
+                tx.put_offer(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
                 if existing.is_some() {
                     counts.updated += 1;
                 } else {
@@ -309,8 +274,7 @@ impl Catalogue {
                 }
                 changed.push(rec);
             }
-            // Standing intents: the engine finds the intents each offer matches without
-            // scanning them all; the status is checked again here.
+            // Standing intents: from the engine; the status is checked again here.
             let disabled = disabled_sellers(tx)?;
             let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
             for o in &changed {
@@ -373,8 +337,6 @@ impl Catalogue {
             Ok((gone, generation))
         })?;
         self.index_apply(&[], &gone, generation);
-        // The end of a full-feed run: its answer waits until searches no longer show the
-        // withdrawn offers (and see the run's batches).
         self.sync_index();
         Ok(gone)
     }
@@ -383,12 +345,6 @@ impl Catalogue {
 /// Whether the index holds `o`: an active catalogue offer.
 fn indexed(o: &OfferRecord) -> bool {
     o.active && o.offer.source.kind == "catalogue"
-}
-
-/// Replaces the contents of `idx` with the offers of `offers` it holds ([`indexed`]), at
-/// the store's catalogue generation `generation`; the number indexed.
-fn rebuild(idx: &OfferIndex, offers: Vec<OfferRecord>, generation: u64) -> Result<u64> {
-    idx.rebuild(offers.into_iter().filter(indexed).map(|o| o.offer), generation).map_err(index_error)
 }
 
 fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {

@@ -5,33 +5,27 @@
 //! `owner` is that account; any other id — another account's, a consent-link intent's,
 //! or one that does not exist — is the same [`ServiceError::NotFound`].
 //!
-//! **Publishing** ([`Intents::publish_for`]): the intent is `active` at once, with the
-//! account's (already sealed, already verified at sign-up) e-mail address as its contact,
-//! when the account is an enabled buyer that accepted the *current* consent text. The
-//! rule: `account.consent_version` equals the version of the consent text in force for
-//! the intent's language (`holder.consent.get(language)`, which falls back to English),
-//! or the version of the text in force for any other language the holder serves (sk, cs,
-//! en) — the person accepted today's text, in whichever language they read it. A text
-//! changed since sign-up makes the version stale. Otherwise the intent is stored as a
-//! draft (`awaiting_consent`, owner set, 24 h) and the result carries the same
+//! **Publishing** ([`Intents::publish_for`]): the intent is `active` at once when the
+//! account is an enabled buyer that accepted the *current* consent text:
+//! `account.consent_version` equals the version of the text in force for the intent's
+//! language (`holder.consent.get(language)`, which falls back to English) or for any
+//! other language the holder serves — a text changed since sign-up makes it stale.
+//! Otherwise the intent is a draft (`awaiting_consent`, owner set) with the same
 //! `consentUrl` as on `/mcp`; there is no intentCode on `/mcp/buyer`.
 //!
 //! **Updating** ([`Intents::update_owned`]): each changed field is parsed by the
-//! publish parser of that field ([`Intents::parse_changes`], `intents::content`) into
-//! typed changes, laid over the stored content, and the publish rules between fields run
-//! on the result — so an update accepts exactly what a publish accepts and its errors
-//! name the same fields; the stored intent is never turned back into input. `null` removes `criteria` (the category stays),
-//! `budget`, `hiddenLimit` and `buyBy`. Content changes apply at once and re-run matching
-//! (new deliveries only: one per (intent, offer), ever). Moving `validUntil` earlier
-//! applies at once; moving it later (or renewing an expired intent) creates a pending
-//! renewal that the person confirms on the holder's renewal page (seed: "renewing
-//! validUntil requires the buyer's fresh action").
+//! publish parser of that field ([`Intents::parse_changes`]) into typed changes, laid
+//! over the stored content, and the publish rules between fields run on the result — so
+//! an update accepts exactly what a publish accepts and its errors name the same fields.
+//! `null` removes `criteria` (the category stays), `budget`, `hiddenLimit` and `buyBy`.
+//! Content changes apply at once and re-run matching (new deliveries only). Moving
+//! `validUntil` earlier applies at once; moving it later (or renewing an expired intent)
+//! creates a pending renewal that the person confirms on the holder's renewal page
+//! (seed: "renewing validUntil requires the buyer's fresh action").
 //!
-//! **Renewals** are records in [`Ns::Renewal`] under `token_hash("renewal", token)`:
-//! `{intent id, account id, new validUntil, expiry 72 h}`. Only the hash is stored; the
-//! token is single use. Applying one ([`Intents::renew`]) needs the owning account (the
-//! page requires the person to be signed in), so the agent that received the URL cannot
-//! complete it.
+//! **Renewals** ([`RenewalRecord`]): only the token's hash is stored; the token is
+//! single use, and applying it ([`Intents::renew`]) needs the owning account signed in,
+//! so the agent that received the URL cannot complete it.
 //!
 //! Account-owned intents are found by scanning the intents table (there is no owner
 //! index): fine for a holder's size, and only the "my intents" page lists them.
@@ -78,7 +72,7 @@ pub struct UpdateResult {
     pub renew_url: Option<String>,
 }
 
-/// A pending renewal as stored (under `token_hash("renewal", token)`).
+/// A pending renewal as stored in [`Ns::Renewal`] under `token_hash("renewal", token)`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RenewalRecord {
     /// The intent to renew.
@@ -126,6 +120,10 @@ fn account_error(e: AccountError) -> ServiceError {
     }
 }
 
+fn owned_by(rec: &IntentRecord, account_id: &str) -> bool {
+    rec.owner.as_deref() == Some(account_id)
+}
+
 fn renewal_key(token: &str) -> String {
     crypto::token_hash("renewal", token)
 }
@@ -146,10 +144,8 @@ fn check_changeable(rec: &IntentRecord, now: OffsetDateTime) -> Result<Status> {
 }
 
 /// The consent record of an account that accepted the consent text: the version, time
-/// and language its sign-up recorded (PROTOCOL.md §4.2). Never made up: an account
-/// whose record lacks the time or the language (or holds an unreadable time) is an
-/// internal error naming the account — logged once by the face that answers —, and no
-/// intent is published.
+/// and language its sign-up recorded (PROTOCOL.md §4.2). Never made up: a record that
+/// lacks one is an internal error naming the account, and no intent is published.
 fn account_consent(account: &Account) -> Result<ConsentRecord> {
     let missing = |what: &str| {
         ServiceError::Store(StoreError::Corrupt(
@@ -168,9 +164,8 @@ fn nothing_to_change() -> ServiceError {
 }
 
 impl Intents {
-    /// Whether `account` accepted the consent text in force (see the module docs for the
-    /// rule): its version equals the current text's for `language`, or for any other
-    /// language the holder serves. Returns the language of the matching text.
+    /// The language of the consent text in force that `account` accepted (see the module
+    /// docs), if any.
     pub fn consent_accepted(&self, account: &Account, language: &str) -> Option<String> {
         let v = account.consent_version.as_deref()?;
         let first = self.base.consent().get(language);
@@ -180,14 +175,10 @@ impl Intents {
         ["sk", "cs", "en"].into_iter().map(|l| self.base.consent().get(l)).find(|t| t.version == v).map(|t| t.language)
     }
 
-    /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3):
-    /// active at once — contact = the account's sealed e-mail, consent recorded from the
-    /// account (version, when, language), matched against the catalogue in the same
-    /// transaction — when the account is an enabled buyer that accepted the current
-    /// consent text; otherwise a draft `awaiting_consent` (owner set) with a `consentUrl`.
-    ///
-    /// The intent's person is the account (`base::person`: the key of its address), so
-    /// the account's intents and its address's consent-link intents count together.
+    /// `intent_publish_intent` on `/mcp/buyer` for a signed-in account (PROTOCOL.md §3, see
+    /// the module docs): active at once — contact the account's sealed e-mail, consent
+    /// recorded from the account, matched in the same transaction — or a draft with a
+    /// `consentUrl`. Its person is the account's address.
     ///
     /// # Errors
     /// [`ServiceError::State`] ("unauthorized") when the account does not exist;
@@ -206,7 +197,6 @@ impl Intents {
         };
         let mut rec = self.new_record(crypto::new_id("int_"), p, now, now, Some(account_id))?;
         let id = rec.id.clone();
-        // One person: the account with its address (its consent-link intents included).
         rec.person = Some(self.base.person_key(self.base.keys().open_str(&account.email)?.expose()));
         if accepted.is_some() {
             rec.status = Status::Active;
@@ -253,11 +243,8 @@ impl Intents {
         if id.is_empty() || id.len() > 64 || account_id.is_empty() {
             return Err(ServiceError::NotFound);
         }
-        let rec: IntentRecord = self.base.store().read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
-        if rec.owner.as_deref() != Some(account_id) {
-            return Err(ServiceError::NotFound);
-        }
-        Ok(rec)
+        let rec: Option<IntentRecord> = self.base.store().read(|rx| rx.intent(id))?;
+        rec.filter(|r| owned_by(r, account_id)).ok_or(ServiceError::NotFound)
     }
 
     /// `intent_get_intent` on `/mcp/buyer`.
@@ -302,8 +289,7 @@ impl Intents {
     ///
     /// # Errors
     /// Storage errors; [`StoreError::Corrupt`] naming the first of the account's
-    /// records that does not decode (an unreadable time, say): never a list with a
-    /// made-up value.
+    /// records that does not decode.
     pub fn owned_intents(&self, account_id: &str) -> Result<Vec<Intent>> {
         let now = self.now();
         /// The fields that say whose an intent is: other people's records are not
@@ -337,8 +323,7 @@ impl Intents {
     }
 
     /// `intent_update_intent` on `/mcp/buyer`: `{id, ...changed fields}` (see the module
-    /// docs). Returns the intent after the changes that apply at once, and a `renewUrl`
-    /// when `validUntil` moved later.
+    /// docs).
     ///
     /// # Errors
     /// [`ServiceError::Input`] naming the field (the publish rules);
@@ -352,9 +337,8 @@ impl Intents {
         self.update_owned_with(account_id, &args.id, &changes)
     }
 
-    /// [`Intents::update_owned`] with its changes parsed (see the module docs): the
-    /// typed changes are laid over the stored content and the publish rules between
-    /// fields run on the result; nothing is written unless all of it holds.
+    /// [`Intents::update_owned`] with its changes parsed; nothing is written unless all
+    /// of it holds.
     ///
     /// # Errors
     /// As [`Intents::update_owned`].
@@ -389,9 +373,8 @@ impl Intents {
                 earlier = Some(t);
             }
         }
-        // The hidden limit is a number in the budget's currency (or the holder's default):
-        // a change of currency would silently re-read it in another one. Whether a limit is
-        // set is the caller's own knowledge (`hasHiddenLimit`), never its value.
+        // The hidden limit is a number in the budget's currency: a change of currency would
+        // silently re-read it in another one.
         let currency_of = |b: Option<&crate::protocol::Budget>| {
             b.map_or_else(|| self.base.settings().default_currency.clone(), |b| b.currency.clone())
         };
@@ -409,10 +392,8 @@ impl Intents {
         let hidden = new_limit.map(|h| self.base.seal_hidden_limit(h)).transpose()?;
         let before = (rec.content.clone(), rec.hidden_limit.clone());
         let (rec, n, token) = self.base.write(|tx| -> Result<(IntentRecord, u64, Option<Secret>)> {
-            let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
-            if rec.owner.as_deref() != Some(account_id) {
-                return Err(ServiceError::NotFound);
-            }
+            let mut rec =
+                tx.intent::<IntentRecord>(id)?.filter(|r| owned_by(r, account_id)).ok_or(ServiceError::NotFound)?;
             check_changeable(&rec, now)?; // a withdrawal may have won the race
             if (&rec.content, &rec.hidden_limit) != (&before.0, &before.1) {
                 // Another update came between reading and writing: never apply changes
@@ -480,7 +461,7 @@ impl Intents {
 
     /// The "Renew" button of the "my intents" page: a pending renewal that moves
     /// validUntil to `max(now, validUntil) + default validity`, capped at the maximum
-    /// validity from now. The person confirms it on `/renew/{token}`.
+    /// validity from now.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a lapsed
@@ -534,8 +515,7 @@ impl Intents {
     }
 
     /// Confirms a renewal (the renewal page's POST, by the signed-in owner): sets the new
-    /// validUntil; an expired intent becomes `active` again (contact re-set from the
-    /// account) and is matched against the catalogue. Single use.
+    /// validUntil; an expired intent becomes `active` again and is matched. Single use.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] for a withdrawn intent, a lapsed
@@ -550,10 +530,8 @@ impl Intents {
                 return Err(ServiceError::NotFound); // used meanwhile
             }
             tx.remove_record(Ns::Renewal, &key)?;
-            let mut rec: IntentRecord = tx.intent(&r.intent_id)?.ok_or(ServiceError::NotFound)?;
-            if rec.owner.as_deref() != Some(account_id) {
-                return Err(ServiceError::NotFound);
-            }
+            let rec = tx.intent::<IntentRecord>(&r.intent_id)?.filter(|x| owned_by(x, account_id));
+            let mut rec = rec.ok_or(ServiceError::NotFound)?;
             let status = check_changeable(&rec, now)?;
             if r.valid_until.at() <= now {
                 return Err(ServiceError::State("the new validUntil has passed already; ask for a new renewal".into()));
@@ -575,8 +553,7 @@ impl Intents {
                 if rec.person.is_none() {
                     rec.person = self.person_of(&**tx, &rec, None)?;
                 }
-                // Active again: one more for the person (PROTOCOL.md §3 "Limits"); a
-                // refusal leaves the renewal unused, to confirm after a withdrawal.
+                // A refusal of the cap leaves the renewal unused (transaction rolled back).
                 self.check_person_cap(tx, &rec)?;
                 n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             }

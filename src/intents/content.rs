@@ -92,11 +92,7 @@ impl IntentChanges {
     pub fn hidden_limit_only(&self) -> bool {
         self.hidden_limit.given()
             && self.valid_until.is_none()
-            && IntentChanges { hidden_limit: Change::Keep, valid_until: None, ..self.clone() }.nothing()
-    }
-
-    fn nothing(&self) -> bool {
-        !self.content() && self.valid_until.is_none()
+            && !IntentChanges { hidden_limit: Change::Keep, ..self.clone() }.content()
     }
 
     /// `old` with these changes laid over it, `validUntil` excepted (the caller applies

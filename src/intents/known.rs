@@ -1,26 +1,18 @@
 //! Known people, for the reserved share of the confirmation-mail quota
-//! (`quotas.confirmation_mails_reserved_percent`): a consent for an e-mail address that
-//! confirmed an intent before, or that has an account, may use the whole of
-//! `quotas.confirmation_mails_per_hour`; any other stops short of the reserved share
-//! ([`crate::base::quota::Rule::MailsUnconfirmed`]), so that a flood of consents for
-//! new addresses never shuts out the people who use the holder.
+//! (`quotas.confirmation_mails_reserved_percent`): a consent for an address that
+//! confirmed an intent before, holds an active intent, or has an account may use the
+//! whole of `quotas.confirmation_mails_per_hour`; any other stops short of the reserved
+//! share ([`crate::base::quota::Rule::MailsUnconfirmed`]), so that a flood of consents
+//! for new addresses never shuts out the people who use the holder. Nothing of this is
+//! shown: the consent page answers the same whichever share a consent was counted in.
 //!
-//! A confirmation leaves a mark in the store: namespace `Confirmed`, keyed by the
-//! person key ([`crate::base::person`]: a keyed hash of the folded address, never the
-//! address), holding the time of the last confirmation (a [`Stamp`], unix microseconds;
-//! store schema 7 converted the unix seconds older stores held). A person who holds an
-//! active intent (the person index) counts as known too, for intents confirmed before
-//! the marks existed. Nothing of this is shown to anyone: the consent page answers the
-//! same whichever share a consent was counted in, until the share is used up.
-//!
-//! A mark lasts [`MARK_LIFETIME`] (365 days) from the person's last confirmation: past
-//! it the mark no longer counts, and [`Intents::purge`] deletes it
-//! ([`purge_marks`]). A mark whose time does not read is an error naming it
-//! ([`crate::store::StoreError::Corrupt`], `confirmed:` and the person key) when the
-//! person's consent asks for it — never taken as lapsed nor as 1970 — and the purge
-//! leaves it with a warning. When the sweep erases a person's contact (PROTOCOL.md §4.6,
-//! `contact_retention_days` after an intent ended) and that person holds no other
-//! active intent, their mark goes in the same transaction ([`forget_if_inactive`]).
+//! A confirmation leaves a mark: namespace `Confirmed`, keyed by the person key
+//! ([`crate::base::person`], never the address), holding a [`Stamp`]. It counts for
+//! [`MARK_LIFETIME`] and is then purged ([`purge_marks`]); a mark whose time does not
+//! read is an error naming it when asked for (never taken as lapsed nor as 1970), and
+//! the purge leaves it with a warning. When the sweep erases a person's contact
+//! (PROTOCOL.md §4.6) and they hold no other active intent, their mark goes too
+//! ([`forget_if_inactive`]).
 
 use super::Intents;
 use crate::base::Result;
@@ -56,18 +48,8 @@ impl Intents {
     }
 }
 
-/// Marks `person` as known (a confirmation at `now`) in `tx`.
-///
-/// # Errors
-/// Storage errors.
-pub(super) fn mark_confirmed(tx: &mut crate::base::Writes<'_, '_>, person: &str, now: OffsetDateTime) -> Result<()> {
-    tx.put_record(Ns::Confirmed, person, &Stamp::of(now))?;
-    Ok(())
-}
-
 /// Deletes in `tx` the marks past [`MARK_LIFETIME`] at `now`; how many. A mark that does
-/// not decode is left with a warning naming it (see the module docs). One pass over the
-/// marks (one small row per person).
+/// not decode is left with a warning naming it.
 ///
 /// # Errors
 /// Storage errors.

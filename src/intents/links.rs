@@ -1,11 +1,9 @@
 //! What a link that a stranger could hold may do (scanners and shared inboxes publish
-//! links). A consent link already used answers its own person's repeated submission
-//! with success ([`Intents::consent_repeated`]). A cadence change asked for on the
-//! results page of a manage token is applied at
-//! once only for the person signed in; otherwise the person is asked by e-mail, and the
-//! change is made from the link in that e-mail ([`cadence_proof_purpose`]). Stopping
-//! mail entirely stays one click: withdrawal and the RFC 8058 unsubscribe need no such
-//! step.
+//! links): a consent link already used answers only its own person's repeated
+//! submission with success ([`Intents::consent_repeated`]); a cadence change on the
+//! results page applies at once only for the person signed in, otherwise it is asked
+//! for by e-mail ([`cadence_proof_purpose`]). Withdrawal and the RFC 8058 unsubscribe
+//! stay one click.
 
 use super::Intents;
 use crate::base::quota::{Exceeded, Key, Rule};

@@ -3,11 +3,9 @@
 //! manage token — and the expiry sweep. Signed-in buyers' operations are in [`buyer`].
 //! Transport-free: the MCP tools, web pages and admin commands all call these functions.
 //!
-//! Every state change is one write transaction through [`Base::write`], so nothing is
-//! half-written, an acknowledged change is durable and the matching engine follows the
-//! store. Statuses are computed at read time from the stored status and the clock
-//! ([`IntentRecord::effective_status`]): a GET never writes, and a sweep later persists
-//! what expiry already means.
+//! Every state change is one write transaction through [`Base::write`]. Statuses are
+//! computed at read time ([`IntentRecord::effective_status`]): a GET never writes, and
+//! a sweep later persists what expiry already means.
 
 use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
 use crate::base::{open_contact, Base, Result, ServiceError};
@@ -82,9 +80,7 @@ pub enum ConsentOutcome {
     Repeated,
     /// Someone already consented on this link (first come, seed §5.3).
     Taken,
-    /// A quota is used up: this client address submitted too many consents, this e-mail
-    /// address was sent too many confirmation e-mails, or the holder sent too many in
-    /// the last hour (`[quotas]`; nothing recorded).
+    /// A quota (`[quotas]`) is used up; nothing recorded.
     Throttled(Exceeded),
     /// The draft lapsed or was withdrawn.
     Closed,
@@ -103,7 +99,7 @@ pub enum ConfirmOutcome {
 
 /// The intents service: the shared handles and the catalogue it matches new active
 /// intents against. Its quotas are the base's ([`Base::quotas`]). A clone shares them.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Intents {
     /// The shared handles.
     pub base: Arc<Base>,
@@ -111,6 +107,7 @@ pub struct Intents {
     pub catalogue: Arc<Catalogue>,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// Confirmation e-mails one address may receive per hour by default
 /// (`quotas.consents_per_address_per_hour`).
 pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
@@ -123,12 +120,6 @@ fn cadence_changeable(status: Status) -> Result<()> {
         s => {
             Err(ServiceError::State(format!("state: the cadence cannot be changed while the intent is {}", s.as_str())))
         }
-    }
-}
-
-impl std::fmt::Debug for Intents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Intents")
     }
 }
 
@@ -241,10 +232,9 @@ impl Intents {
 
     /// Withdraws in one transaction: status `withdrawn`, out of the active set, pending
     /// digest and queued mail for it cancelled (PROTOCOL.md §3: no delivery, e-mail or
-    /// listing after it returns). Idempotent.
+    /// listing after it returns). Idempotent. Call it on a blocking thread.
     pub(crate) fn withdraw_id(&self, id: &str) -> Result<()> {
         let now = self.now();
-        // Called on blocking threads (tool calls and pages use spawn_blocking).
         let _in_flight = self.base.outbox().send_lock.blocking_lock();
         self.base.write(|tx| -> Result<()> {
             let mut rec: IntentRecord = tx.intent(id)?.ok_or(ServiceError::NotFound)?;
@@ -303,19 +293,18 @@ impl Intents {
         Ok(ConsentView { open: rec.effective_status(now) == Status::AwaitingConsent, intent: rec.to_intent(now) })
     }
 
-    /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
-    /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
-    /// e-mail (double opt-in) in the same transaction.
+    #[cfg(any(test, feature = "testkit"))]
+    /// [`Intents::give_consent_from`] with no client address (tests).
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address. The
-    /// per-person cap is not applied here but by [`Intents::confirm`], so that the answer
-    /// never tells a stranger whether an address is at the cap.
+    /// As [`Intents::give_consent_from`].
     pub fn give_consent(&self, token: &str, email: &str, language: &str) -> Result<ConsentOutcome> {
         self.give_consent_from(token, email, language, None)
     }
 
-    /// [`Intents::give_consent`] for a submission from `client`, under the quotas
+    /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
+    /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
+    /// e-mail (double opt-in) in the same transaction. Under the quotas
     /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
     /// counts against `quotas.consents_per_client_per_hour` (its client address),
     /// `quotas.consents_per_network_per_hour` (its client's /24 or /48),
@@ -326,7 +315,9 @@ impl Intents {
     /// [`ConsentOutcome::Throttled`] and nothing is recorded.
     ///
     /// # Errors
-    /// As [`Intents::give_consent`].
+    /// [`ServiceError::NotFound`]; [`ServiceError::Input`] for a bad e-mail address. The
+    /// per-person cap is not applied here but by [`Intents::confirm`], so that the answer
+    /// never tells a stranger whether an address is at the cap.
     pub fn give_consent_from(
         &self,
         token: &str,
@@ -393,10 +384,7 @@ impl Intents {
                 }
                 _ => return Ok(ConsentOutcome::Closed),
             }
-            // The per-person cap (PROTOCOL.md §3 "Limits") is applied when the
-            // confirmation makes the intent active, not here: whoever types an address on
-            // a consent page gets the same answer whether or not that mailbox is at the
-            // cap (only its owner, on the confirmation page, learns it).
+            // The per-person cap is applied at confirmation (see the docs above).
             rec.person = self.person_of(&**tx, &rec, Some(&email))?;
             rec.status = Status::AwaitingEmailConfirmation;
             rec.contact = Some(self.base.keys().seal_str(&email)?);
@@ -461,7 +449,8 @@ impl Intents {
             let n = self.catalogue.match_catalogue_tx(tx, &mut rec, now)?;
             tx.put_intent(&rec, true)?;
             if let Some(person) = &rec.person {
-                known::mark_confirmed(tx, person, now)?;
+                // The person is known from now on (see `known`).
+                tx.put_record(Ns::Confirmed, person, &Stamp::of(now))?;
             }
             Ok((ConfirmOutcome::Activated, n))
         })?;
@@ -495,9 +484,8 @@ impl Intents {
         Ok(self.by_token("manage", token)?.to_intent(self.now()))
     }
 
-    /// Sets the delivery cadence through a manage token (the POST of a cadence e-mail's
-    /// link, or [`Intents::request_cadence_by_manage`]'s signed-in person; issue 13
-    /// point 2), see [`Intents::set_cadence_id`].
+    /// Sets the delivery cadence through a manage token (a cadence e-mail's link), see
+    /// [`Intents::set_cadence_id`].
     ///
     /// # Errors
     /// As [`Intents::set_cadence_id`].
@@ -507,10 +495,9 @@ impl Intents {
     }
 
     /// Sets how often the match digest may go out (issue 13 point 2) in one
-    /// transaction, rescheduling the pending digest by the new cadence
-    /// ([`deliveries::set_cadence_tx`]). Possible while the intent is awaiting its
-    /// e-mail confirmation or active; choosing the cadence it has changes nothing.
-    /// `intent_list_matches` is unaffected (pull). Returns the intent as it is now.
+    /// transaction, rescheduling the pending digest ([`deliveries::set_cadence_tx`]).
+    /// Possible while the intent is awaiting its e-mail confirmation or active; the
+    /// cadence it has changes nothing. Returns the intent as it is now.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] once the intent has ended
@@ -555,11 +542,10 @@ impl Intents {
         self.withdraw_id(&rec.id)
     }
 
-    /// The person key of `rec` (`base::person`): the owner account's address for an
-    /// account's intent (the account still existing), else `email` when given (the
-    /// address being consented with), else the intent's sealed contact; `None` without
-    /// any. Opens a sealed address: called when an intent gets its person key, never to
-    /// count.
+    /// The person key of `rec` (`base::person`): the owner account's address (the account
+    /// still existing), else `email` (the address being consented with), else the
+    /// intent's sealed contact; `None` without any. Opens a sealed address: called when
+    /// an intent gets its person key, never to count.
     ///
     /// # Errors
     /// Storage and key errors.

@@ -10,12 +10,10 @@ use crate::store::{Reads, StoreError};
 
 impl Intents {
     /// Gives every intent in the active set a person key and its person-index row when
-    /// it has none (intents stored by an isto before person keys, schema v3), so that
-    /// demand counts people and the cap counts them from then on. Run once at start
-    /// (`AppState`); finds nothing to do on later starts. Such intents stay active even
-    /// where their person holds more than the cap. An intent whose address cannot be
-    /// opened is left without one (logged; it then adds no person to demand). Returns
-    /// how many intents were written.
+    /// it has none (intents stored before person keys), so that demand and the cap count
+    /// people. Run at start; such intents stay active even over the cap. An intent whose
+    /// address cannot be opened is left without one (logged). Returns how many intents
+    /// were written.
     ///
     /// # Errors
     /// Storage errors.
@@ -50,11 +48,8 @@ impl Intents {
     /// Persists what time already means: expired drafts of signed-in buyers, unconfirmed
     /// and past-validity intents become `expired`; contact is erased
     /// `contact_retention_days` after an intent ended (PROTOCOL.md §4.6). Returns how many
-    /// records changed. A lapsed consent-link draft is left as it is, in the index, for
-    /// [`Intents::purge`], which deletes it.
-    ///
-    /// Reads only the intents that the store's expiry index names as due
-    /// ([`crate::base::sweep_due`]), not every intent.
+    /// records changed. A lapsed consent-link draft is left for [`Intents::purge`]. Reads
+    /// only the intents the expiry index names as due ([`crate::base::sweep_due`]).
     ///
     /// # Errors
     /// Storage errors.
@@ -102,11 +97,10 @@ impl Intents {
     }
 }
 
-/// Intent `id` for a pass over many (the sweep, the purge, the start-up backfill of
-/// person keys): a record that does not decode — an unreadable time, say — is left as it
-/// is and skipped, with a warning naming it ([`StoreError::Corrupt`]: its id and what
-/// does not read), so that nothing is erased or deleted on the strength of a value
-/// that could not be read, and one damaged record stops neither the pass nor the others.
+/// Intent `id` for a pass over many (the sweep, the purge, the backfill): a record that
+/// does not decode is skipped with a warning naming it ([`StoreError::Corrupt`]), so
+/// that nothing is erased on the strength of a value that could not be read, and one
+/// damaged record stops neither the pass nor the others.
 ///
 /// # Errors
 /// Other storage errors.

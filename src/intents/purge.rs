@@ -1,17 +1,13 @@
-//! The purge (issue 9 point 3): what nobody needs any more is deleted, not only marked —
-//! lapsed consent-link drafts with their tokens, unused OAuth clients, expired OAuth
-//! codes and tokens, expired sign-in links and sessions, `Confirmed` marks past their
-//! lifetime ([`super::known::MARK_LIFETIME`]). One function,
-//! [`Intents::purge`], run by the sweeper inside `isto serve` and by `isto admin purge`
-//! (which can rehearse it: `--dry-run`).
+//! The purge: what nobody needs any more is deleted, not only marked — lapsed
+//! consent-link drafts with their tokens, unused OAuth clients, expired OAuth codes and
+//! tokens, expired sign-in links and sessions, `Confirmed` marks past their lifetime.
+//! One function, [`Intents::purge`], run by the sweeper inside `isto serve` and by
+//! `isto admin purge` (`--dry-run` rehearses it).
 //!
 //! A lapsed draft is a consent-link draft (no owner) whose 24 h passed with no consent:
-//! it never held a contact, never matched and never mailed, so nothing of it must be
-//! kept (PROTOCOL.md §4.6 keeps contact data of ended intents for a while; a draft has
-//! none). Its intentCode then answers `not_found`, like a code never issued. A draft of a
-//! signed-in buyer stays (as `expired`, by the sweep): it is listed on "my intents".
-//! Every other status keeps what the protocol asks (the sweep erases contacts after
-//! retention).
+//! it never held a contact, matched or mailed, so nothing of it must be kept; its
+//! intentCode then answers `not_found`, like a code never issued. A draft of a signed-in
+//! buyer stays (as `expired`, by the sweep): it is listed on "my intents".
 
 use super::Intents;
 use crate::accounts::{self, AccountsPurged};
@@ -74,8 +70,7 @@ impl Intents {
     /// Deletes, in one write transaction, what is no longer needed (see the module
     /// docs); with `dry_run` the same transaction is rolled back, so the counts are
     /// exactly what a real run at this moment removes. Lapsed drafts are found through
-    /// the expiry index (a draft stays there, due, until purged), not by reading every
-    /// intent; their tokens in one pass over the tokens table, only when there are some.
+    /// the expiry index (a draft stays there, due, until purged).
     ///
     /// # Errors
     /// Storage errors (nothing is removed).

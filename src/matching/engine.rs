@@ -2,10 +2,9 @@
 //! offers are the incoming documents) for PROTOCOL.md §6 "when offers arrive, so new
 //! offers reach standing intents".
 //!
-//! [`Engine::match_offer`] finds the active intents an offer matches without scanning
-//! them all, and returns exactly what [`super::check`] (the oracle) returns over all
-//! intents: the index only narrows the candidates, every reported match is decided by
-//! `check` itself.
+//! [`Engine::match_offer_indexed`] finds the active intents an offer matches without
+//! scanning them all, and returns exactly what [`super::check`] (the oracle) returns over
+//! all intents: the index only narrows the candidates.
 //!
 //! # Index
 //! Intents are kept in compact `u32` slots. Each intent sits in one *bucket* per area
@@ -41,15 +40,11 @@
 //! * **rest** — the other intents without a text rule: ordered by price ceiling, so an
 //!   offer visits only those whose ceiling admits its price (plus those without one).
 //!
-//! An intent's model designations ([`super::StatementTerms::required`]) are checked
-//! exactly against the offer's terms after counting, as [`super::check`] does.
-//!
 //! Candidates are filtered by the precomputed ceiling (the oracle's
-//! `ceiling · (1 + 1e-9)`), then by the criteria constraints, and then
-//! [`super::check`] decides ([`Engine::match_offer`]). [`Engine::match_offer_indexed`]
-//! gives the same result but derives each [`Hit`] from the index instead of calling
-//! `check`, which refolds the offer's text for every matching intent. Removal updates the lists in place (swap-remove) and frees
-//! the slot for reuse; the term dictionary is reference counted.
+//! `ceiling · (1 + 1e-9)`), the criteria constraints and the model designations
+//! ([`super::StatementTerms::required`]), exactly as [`super::check`] does. Removal
+//! updates the lists in place (swap-remove) and frees the slot for reuse; the term
+//! dictionary is reference counted.
 
 use super::{
     ceiling, check, constraint_holds, offer_terms, statement_analysis, Hit, IntentView, Params, StatementTerms,
@@ -59,13 +54,13 @@ use crate::protocol::{Budget, Offer};
 use crate::text;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
-/// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
 mod terms;
 use terms::Terms;
 
+/// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
 #[cfg(any(test, feature = "testkit"))]
 #[doc(hidden)]
 pub mod synth;
@@ -103,28 +98,10 @@ impl EngineIntent {
     }
 }
 
-/// Owned matching parameters (like [`Params`] but owned).
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineParams {
-    /// Share of statement terms the offer text must contain, 0..=1.
-    pub min_should_match: f64,
-    /// The holder's default currency.
-    pub default_currency: String,
-    /// Value of one unit of a currency in the default currency.
-    pub rates: BTreeMap<String, f64>,
-}
-
-impl EngineParams {
-    /// The borrowed form the oracle takes.
-    pub fn params(&self) -> Params<'_> {
-        Params { min_should_match: self.min_should_match, default_currency: &self.default_currency, rates: &self.rates }
-    }
-}
-
 /// The standing-intent matching engine. `Send + Sync`: readers match in parallel, writers
 /// (`upsert`, `remove`) take a write lock.
 pub struct Engine {
-    params: EngineParams,
+    params: Params,
     inner: RwLock<Inner>,
 }
 
@@ -136,12 +113,12 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// An empty engine.
-    pub fn new(params: EngineParams) -> Self {
+    pub fn new(params: Params) -> Self {
         Self { params, inner: RwLock::new(Inner::default()) }
     }
 
     /// The parameters the engine matches with.
-    pub fn params(&self) -> &EngineParams {
+    pub fn params(&self) -> &Params {
         &self.params
     }
 
@@ -167,21 +144,20 @@ impl Engine {
         self.len() == 0
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// Active intents that `offer` matches, with the oracle's [`Hit`]; sorted by intent id.
     /// Equal to `check(intent, offer, offer_valid, params)` over every stored intent: the
-    /// index narrows the candidates and [`check`] decides each one.
+    /// index narrows the candidates and [`check`] decides each one (tests and benches).
     pub fn match_offer(&self, offer: &Offer, offer_valid: bool) -> Vec<(String, Hit)> {
         self.run(offer, offer_valid, true)
     }
 
-    /// Like [`Engine::match_offer`] (same result, asserted against [`check`] by the tests),
-    /// but the survivors' [`Hit`]s are derived from the index — the offer's terms are
-    /// folded once per offer instead of once per matching intent inside `check` — which
-    /// is several times faster when an offer matches many intents. Category, area,
-    /// criteria and price are still decided by the oracle's own functions
-    /// ([`constraint_holds`], [`gazetteer::contains`], the precomputed [`ceiling`]); the
-    /// text score is the exact count of the statement's terms that [`super::term_hit`]
-    /// finds.
+    /// Active intents that `offer` matches, with the oracle's [`Hit`], sorted by intent id:
+    /// what [`check`] gives over every stored intent (asserted by the tests), but the
+    /// survivors' [`Hit`]s are derived from the index — the offer's terms are folded once
+    /// per offer instead of once per matching intent inside `check` — with the oracle's
+    /// own functions ([`constraint_holds`], [`gazetteer::contains`], [`ceiling`]) and the
+    /// exact count of terms that [`super::term_hit`] finds.
     pub fn match_offer_indexed(&self, offer: &Offer, offer_valid: bool) -> Vec<(String, Hit)> {
         self.run(offer, offer_valid, false)
     }
@@ -191,8 +167,8 @@ impl Engine {
             return Vec::new();
         }
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
-        let p = self.params.params();
-        let Candidates { slots, mut hit_terms } = inner.candidates(offer, &p);
+        let p = &self.params;
+        let Candidates { slots, mut hit_terms } = inner.candidates(offer, p);
         // The buckets settle the area unless the offer lies in several regions: an offer
         // without a region only visits whole-country buckets, one with a region also the
         // bucket of that region, and both imply `gazetteer::contains`.
@@ -210,7 +186,7 @@ impl Engine {
                 continue;
             }
             let hit = if by_oracle {
-                check(&intent.view(), offer, true, &p)
+                check(&intent.view(), offer, true, p)
             } else {
                 if !area_settled && !gazetteer::contains(&intent.area, &offer.area) {
                     continue;
@@ -494,11 +470,10 @@ impl Inner {
         id
     }
 
-    fn insert(&mut self, intent: EngineIntent, params: &EngineParams) {
-        let p = params.params();
+    fn insert(&mut self, intent: EngineIntent, params: &Params) {
         let StatementTerms { terms, required, .. } = statement_analysis(&intent.statement);
         let need = min_hits(terms.len(), params.min_should_match);
-        let ceil = ceiling(&intent.view(), &p).map(|c| c * (1.0 + 1e-9));
+        let ceil = ceiling(&intent.view(), params).map(|c| c * (1.0 + 1e-9));
         let term_ids: Vec<u32> = match need {
             None => Vec::new(),
             Some(_) => terms.iter().map(|t| self.terms.acquire(t)).collect(),
@@ -583,7 +558,7 @@ impl Inner {
 
     /// Slots that pass category, area bucket, text count and price: a superset of the
     /// matches, sorted and distinct.
-    fn candidates(&self, offer: &Offer, p: &Params<'_>) -> Candidates {
+    fn candidates(&self, offer: &Offer, p: &Params) -> Candidates {
         let country = country_key(&offer.area.country);
         let mut buckets: Vec<&Bucket> = Vec::with_capacity(2);
         let mut key: BucketKey = (offer.category.clone(), country, None);

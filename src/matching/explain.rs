@@ -100,9 +100,8 @@ pub fn heading(lang: &str) -> &'static str {
 /// Why one offer was delivered, in words of one language. See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
-    /// The criteria met, one phrase each, in the categories' attribute order (PROTOCOL.md
-    /// §2 criteria; `protocol::CATEGORIES`): `make Škoda`,
-    /// `year 2018`, `mileage 120 000 km`; empty when the intent has no criteria.
+    /// The criteria met, one phrase each, in the categories' attribute order: `make
+    /// Škoda`, `year 2018`, `mileage 120 000 km`.
     pub criteria: Vec<String>,
     /// The offer's area: `in your area: Bratislava (Bratislava Region)`.
     pub area: String,
@@ -136,9 +135,8 @@ impl Explanation {
     }
 }
 
-/// Explains why `offer` was delivered to `intent`, in `intent.language` (see the module
-/// docs). Never fails: an unknown criteria key is shown by its key, an unknown region
-/// by its code.
+/// Explains why `offer` was delivered to `intent`, in `intent.language`. Never fails: an
+/// unknown criteria key is shown by its key, an unknown region by its code.
 pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
     let w = words(&intent.language);
     // In the categories' attribute order (make, model, …, year, mileage), unknown keys last.

@@ -35,15 +35,15 @@ pub struct IntentView<'a> {
     pub statement: &'a str,
 }
 
-/// Holder parameters of matching.
-#[derive(Debug, Clone)]
-pub struct Params<'a> {
+/// Holder parameters of matching (`[matching]` and `[currency]` settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
     /// Share of statement terms the offer text must contain, 0..=1.
     pub min_should_match: f64,
     /// The holder's default currency.
-    pub default_currency: &'a str,
+    pub default_currency: String,
     /// Value of one unit of a currency in the default currency.
-    pub rates: &'a std::collections::BTreeMap<String, f64>,
+    pub rates: std::collections::BTreeMap<String, f64>,
 }
 
 /// A successful match: score in 0..=1 and human-readable reasons.
@@ -52,14 +52,13 @@ pub struct Hit {
     /// Share of statement terms found (1.0 when the statement has no terms left).
     pub score: f64,
     /// What matched, in this order: `category`, `criteria` (when the intent has
-    /// criteria), `area`, `price`, `text` (when the statement has terms). Static codes,
-    /// so that a match costs no string allocation per reason.
+    /// criteria), `area`, `price`, `text` (when the statement has terms).
     pub reasons: Vec<&'static str>,
 }
 
 impl Hit {
-    /// The hit of a match whose statement terms were found at the share `score` (rounded
-    /// to 3 decimals), of an intent with or without `criteria` and statement `terms`.
+    /// The hit of a match at `score` (rounded to 3 decimals), with or without `criteria`
+    /// and statement `terms`.
     pub fn new(score: f64, criteria: bool, terms: bool) -> Self {
         let mut reasons = vec!["category"];
         if criteria {
@@ -154,12 +153,11 @@ const QUANTITY_WORDS: &[&str] = &[
     "mileage", "price", "cena", "budget", "less", "than", "more", "after", "before", "po", "pred", "za",
 ];
 
-/// The one text analysis of search and matching (issue 13 point 1): folds `input`
-/// ([`text::fold`]), splits it into alphanumeric tokens — keeping `3+kk`, `2+1` (a `+`
-/// between alphanumerics with a digit) and decimals `2.0` (a `.` or `,` between digits)
-/// whole — and classifies each token ([`TermKind`]); after each designation that follows
-/// a word it adds their [`TermKind::Phrase`]. Offer text is indexed with every token
-/// ([`text_terms`]); statements keep words and designations ([`statement_analysis`]).
+/// The one text analysis of search and matching: folds `input` ([`text::fold`]), splits
+/// it into alphanumeric tokens — keeping `3+kk`, `2+1` (a `+` between alphanumerics with
+/// a digit) and decimals `2.0` (a `.` or `,` between digits) whole — and classifies each
+/// token ([`TermKind`]); after each designation that follows a word it adds their
+/// [`TermKind::Phrase`].
 pub fn analyse(input: &str) -> Vec<Term> {
     let folded = text::fold(input);
     let chars: Vec<char> = folded.chars().collect();
@@ -290,15 +288,12 @@ pub fn statement_analysis(statement: &str) -> StatementTerms {
     out
 }
 
-/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`] — folded
-/// words without stop words, place names and tokens shorter than 2 characters, synonyms
-/// folded, plus model designations (`3`, `x5`, `3+kk`); quantities are not terms.
+/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`].
 pub fn statement_terms(statement: &str) -> Vec<String> {
     statement_analysis(statement).terms
 }
 
-/// The terms of a piece of offer text: every token of [`analyse`] (the same token
-/// stream the full-text index stores).
+/// The terms of a piece of offer text: every token of [`analyse`].
 pub fn text_terms(text: &str) -> impl Iterator<Item = String> {
     analyse(text).into_iter().map(|t| t.text)
 }
@@ -369,8 +364,8 @@ pub fn constraint_holds(want: &Value, have: Option<&Value>) -> bool {
 
 /// The price ceiling in the default currency: the hidden limit when set, else
 /// budget.max; `None` = no ceiling.
-pub fn ceiling(intent: &IntentView<'_>, p: &Params<'_>) -> Option<f64> {
-    let currency = intent.budget.map(|b| b.currency.as_str()).unwrap_or(p.default_currency);
+pub fn ceiling(intent: &IntentView<'_>, p: &Params) -> Option<f64> {
+    let currency = intent.budget.map_or(p.default_currency.as_str(), |b| b.currency.as_str());
     let amount = intent.hidden_limit.or_else(|| intent.budget.and_then(|b| b.max))?;
     // An unknown currency cannot be compared: treat the ceiling as unmet (0).
     Some(p.rates.get(currency).map(|r| amount * r).unwrap_or(0.0))
@@ -378,7 +373,7 @@ pub fn ceiling(intent: &IntentView<'_>, p: &Params<'_>) -> Option<f64> {
 
 /// Checks one offer against one intent (PROTOCOL.md §6). `offer_valid` says whether the
 /// offer is current and its seller enabled.
-pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Params<'_>) -> Option<Hit> {
+pub fn check(intent: &IntentView<'_>, offer: &Offer, offer_valid: bool, p: &Params) -> Option<Hit> {
     if !offer_valid || offer.category != intent.category {
         return None;
     }
@@ -455,8 +450,9 @@ mod tests {
         offer_in("vehicles", title, price, cur, gazetteer::resolve(region).unwrap(), attrs)
     }
 
-    fn rates() -> std::collections::BTreeMap<String, f64> {
-        [("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)].into_iter().collect()
+    fn params(min_should_match: f64) -> Params {
+        let rates = [("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)].into_iter().collect();
+        Params { min_should_match, default_currency: "EUR".into(), rates }
     }
 
     #[test]
@@ -464,8 +460,7 @@ mod tests {
         let crit = json!({"make": "Škoda"}).as_object().cloned().unwrap();
         let area = gazetteer::resolve("CZ").unwrap();
         let budget = Budget { max: Some(20000.0), min: None, currency: "EUR".into() };
-        let r = rates();
-        let p = Params { min_should_match: 0.5, default_currency: "EUR", rates: &r };
+        let p = params(0.5);
         let iv = IntentView {
             category: "vehicles",
             criteria: &crit,
@@ -514,7 +509,6 @@ mod tests {
     fn model_designation_is_required_when_the_text_rule_is_on() {
         let crit = Map::new();
         let area = gazetteer::resolve("CZ").unwrap();
-        let r = rates();
         let iv = IntentView {
             category: "vehicles",
             criteria: &crit,
@@ -525,10 +519,10 @@ mod tests {
         };
         let s = offer("Tesla Model S P85", 1000.0, "EUR", "Brno", json!({}));
         let three = offer("Tesla Model 3 Long Range", 1000.0, "EUR", "Brno", json!({}));
-        let p = Params { min_should_match: 0.5, default_currency: "EUR", rates: &r };
+        let p = params(0.5);
         assert!(check(&iv, &s, true, &p).is_none(), "Model S is not a Model 3");
         assert!(check(&iv, &three, true, &p).is_some());
-        let off = Params { min_should_match: 0.0, default_currency: "EUR", rates: &r };
+        let off = params(0.0);
         assert!(check(&iv, &s, true, &off).is_some(), "ratio 0: the text rule is off");
     }
 

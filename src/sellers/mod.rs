@@ -19,32 +19,18 @@
 //! everywhere. A region entry is an ISO 3166-2 code (`SK-BL`) or an ISO 3166-1 country
 //! code (`SK`: the whole country).
 //!
-//! Replies ([`submit_reply`]) are stored in the `offers` table as an [`OfferRecord`](crate::records::OfferRecord)
-//! with `source.kind = "reply"`, `inReplyTo` and `active: false`: "active" means "in
-//! the catalogue", so a reply never shows in catalogue search or the offer index and is
-//! never matched against other intents (catalogue matching skips inactive offers),
-//! while deliveries, `list_matches` and digests load it by id like any offer. It is
-//! checked once, against its one intent, with the exact PROTOCOL.md §6 rules (hidden
-//! limit opened), after the answer: the transaction that stores it also queues it
-//! (`pending_replies`), and the reply matching's own jittered tick matches the queue
-//! ([`crate::deliveries::match_queued_replies`]). The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
+//! Replies ([`submit_reply`]) are stored in the `offers` table as an
+//! [`OfferRecord`](crate::records::OfferRecord) with `source.kind = "reply"`,
+//! `inReplyTo` and `active: false`: "active" means "in the catalogue", so a reply never
+//! shows in catalogue search or the offer index and is never matched against other
+//! intents, while deliveries, `list_matches` and digests load it by id like any offer.
+//! The ids of a seller's replies to an intent are kept under [`Ns::Seller`] key
 //! `replies:<account id>:<intent id>` (at most [`MAX_REPLIES`]).
 //!
-//! Disabling ([`set_disabled`]) flags the account (sessions end; the seller tools read
-//! the account on every call), revokes every OAuth token of the account, and flags the
-//! [`SellerRecord`] (its offers stop matching).
-//!
-//! Pseudonyms ([`pseudonym`]): `"buyer-" + first 12 characters of HMAC(key, "pseudonym",
-//! buyer key, seller id)`, where the buyer key is the hash of the intent's verified
-//! e-mail address (the unkeyed address hash, as before keyed account indexes; for account intents that is the account's
-//! address) — so one person's intents share one pseudonym per seller, and different
-//! sellers see unrelated pseudonyms. The address never leaves this function.
-//!
-//! Handles ([`handle`], PROTOCOL.md §2): a seller never sees an intent id. Each intent
-//! reaches each seller as `hdl_…`, a deterministic authenticated encryption of the
-//! intent id for that seller ([`crate::crypto::handle`]): the `id` of
-//! `intent_list_open_intents` and the `inReplyTo` of `intent_submit_offer`, opened by
-//! [`intent_of_handle`] for the seller who made the call only. No table keeps them.
+//! Disabling: [`set_disabled`]. Pseudonyms ([`pseudonym`]) and handles ([`handle`],
+//! PROTOCOL.md §2): a seller never sees an intent id nor an address; each intent reaches
+//! each seller under a handle and its buyer under a pseudonym, both stable for the pair
+//! and unrelated between sellers. No table keeps them.
 
 mod open;
 mod reply;
@@ -55,6 +41,7 @@ pub use reply::{IN_REPLY_TO_MAX, NO_INTENT};
 
 use crate::accounts::{self, AccountError, MailOutcome, ROLE_SELLER};
 use crate::base::{Base, ServiceError};
+use crate::catalogue::NAME_MAX;
 use crate::crypto::{self, CryptoError};
 use crate::gazetteer::{self, AreaObject};
 use crate::records::{IntentRecord, SellerRecord, Stamp};
@@ -145,8 +132,7 @@ pub struct SellerProfile {
     pub categories: Vec<String>,
     /// ISO 3166-2 region or ISO 3166-1 country codes served; empty = everywhere.
     pub regions: Vec<String>,
-    /// When it was registered (stored as `createdAt`, unix microseconds; store schema 7
-    /// converted the RFC 3339 strings older stores held).
+    /// When it was registered (`createdAt`, unix microseconds).
     pub created_at: Stamp,
 }
 
@@ -246,11 +232,6 @@ pub struct Toggled {
     pub tokens_revoked: u64,
 }
 
-/// Longest display name, characters.
-pub const NAME_MAX: usize = 200;
-/// Longest URL, characters.
-pub const URL_MAX: usize = 2000;
-
 fn folded_name(name: &str) -> String {
     crate::text::fold(name.trim())
 }
@@ -295,17 +276,6 @@ pub fn parse_regions(list: &[String]) -> Result<Vec<String>> {
     out.sort();
     out.dedup();
     Ok(out)
-}
-
-fn parse_url(u: &str) -> Result<String> {
-    let s = u.trim();
-    let lower = s.to_ascii_lowercase();
-    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
-    let host_ok = rest.is_some_and(|r| !r.split(['/', '?', '#']).next().unwrap_or_default().is_empty());
-    if !host_ok || s.chars().count() > URL_MAX || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(SellerError::Input(format!("url must be an http or https URL of at most {URL_MAX} characters")));
-    }
-    Ok(s.to_owned())
 }
 
 fn is_profile_key(key: &str) -> bool {
@@ -356,11 +326,10 @@ fn info(base: &Base, p: &SellerProfile) -> Result<SellerInfo> {
     })
 }
 
-/// Registers a seller (`isto admin seller add`): creates its seller account
-/// ([`accounts::create_seller`]; an existing seller account without a profile is taken
-/// over), its public [`SellerRecord`] (a catalogue seller of the same name is taken
-/// over) and its [`SellerProfile`]; with `invite`, queues a one-time sign-in link e-mail
-/// (`/signin/link/…`, 15 minutes; the seller can ask for a new one on `/signin`).
+/// Registers a seller (`isto admin seller add`): its account (an existing seller
+/// account without a profile is taken over), its [`SellerRecord`] (a catalogue seller
+/// of the same name is taken over) and its [`SellerProfile`]; with `invite`, queues a
+/// one-time sign-in link e-mail.
 ///
 /// # Errors
 /// [`SellerError::Input`] for a bad name, e-mail, URL, category or region;
@@ -372,7 +341,7 @@ pub fn add(base: &Base, new: &NewSeller) -> Result<Added> {
         return Err(SellerError::Input(format!("name must be 1 to {NAME_MAX} characters without control characters")));
     }
     let email = crate::protocol::input::validate_email(&new.email)?;
-    let url = new.url.as_deref().map(parse_url).transpose()?;
+    let url = new.url.as_deref().map(|u| crate::catalogue::parse_url(&Value::from(u), "url")).transpose()?;
     let categories = parse_categories(&new.categories)?;
     let regions = parse_regions(&new.regions)?;
     let folded = folded_name(&name);
@@ -481,11 +450,9 @@ pub fn find(base: &Base, id: &str) -> Result<SellerProfile> {
 
 /// Disables or re-enables a seller (`isto admin seller disable|enable ID`, ID `acc_…`
 /// or `sel_…`). Disabling takes effect at once: the account is flagged and its sessions
-/// end ([`accounts::set_disabled`]; the seller tools and pages read the account on every
-/// call), every OAuth token of the account is revoked ([`crate::oauth::revoke_account`]),
-/// and the [`SellerRecord`] is flagged (its offers and replies no longer match).
-/// Enabling clears both flags; revoked tokens stay revoked (the seller's agent
-/// authorizes again).
+/// end ([`accounts::set_disabled`]), every OAuth token of the account is revoked, and
+/// the [`SellerRecord`] is flagged (its offers and replies no longer match). Enabling
+/// clears both flags; revoked tokens stay revoked.
 ///
 /// # Errors
 /// [`SellerError::NotFound`]; storage errors.
@@ -518,8 +485,7 @@ pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
 }
 
 /// The key that identifies the buyer behind an intent for pseudonyms: the hash of its
-/// verified e-mail address when it has one (for account intents, the account's
-/// address), else its owner account, else the intent itself. Never leaves this module.
+/// verified address when it has one, else its owner account, else the intent itself.
 fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
     if let Some(contact) = &rec.contact {
         let email = base.keys().open_str(contact)?;
@@ -534,7 +500,9 @@ fn buyer_key(base: &Base, rec: &IntentRecord) -> Result<String> {
 }
 
 /// The pseudonym under which seller `seller_id` sees the buyer of `rec` (PROTOCOL.md §2
-/// "Seller pseudonyms"): stable for the (buyer, seller) pair, unrelated across sellers.
+/// "Seller pseudonyms"): `"buyer-"` + the first 12 characters of HMAC(key,
+/// `"pseudonym"`, the buyer key, seller id) — one person's intents share one pseudonym
+/// per seller, and different sellers see unrelated pseudonyms.
 ///
 /// # Errors
 /// Key errors (the sealed contact cannot be opened).
@@ -545,7 +513,9 @@ pub fn pseudonym(base: &Base, rec: &IntentRecord, seller_id: &str) -> Result<Str
 }
 
 /// The handle under which seller `seller_id` (`sel_…`) sees intent `intent_id`
-/// (PROTOCOL.md §2): `hdl_…`, stable for the pair, unrelated between sellers.
+/// (PROTOCOL.md §2): `hdl_…`, a deterministic authenticated encryption of the intent id
+/// for that seller ([`crate::crypto::handle`]): the `id` of `intent_list_open_intents`
+/// and the `inReplyTo` of `intent_submit_offer`.
 pub fn handle(base: &Base, seller_id: &str, intent_id: &str) -> String {
     base.keys().handles().seal(seller_id, intent_id)
 }

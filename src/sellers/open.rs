@@ -40,8 +40,7 @@ pub const MAX_LIMIT: usize = 100;
 
 impl OpenIntent {
     /// The seller's view of `content` (what the person asked for, nothing else of the
-    /// record): under the seller's handle `id` and `pseudonym`, validUntil rounded down
-    /// to its day ([`seller_day`]), last changed in `changed_minute`.
+    /// record), under the seller's handle `id` and `pseudonym`.
     fn of(content: &IntentContent, id: String, pseudonym: String, changed_minute: OffsetDateTime) -> Self {
         Self {
             id,
@@ -171,8 +170,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     let now = base.clock().now();
     let since = q.since.map(seller_minute);
     let since_number = since.map(|s| s.unix_timestamp().div_euclid(60));
-    // The active set in memory (no store read, see `crate::base::active`), with its
-    // times parsed once: `open_to` without parsing validUntil.
+    // `open_to` on the active set in memory, its times parsed once.
     let recs = base.active().filter(|rec, t| {
         t.active_at(rec, now)
             && rec.visibility == crate::protocol::Visibility::Pseudonymous
@@ -181,8 +179,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
             && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
             && since_number.is_none_or(|s| t.updated_at.unix_timestamp().div_euclid(60) >= s)
     });
-    // Sorted by the minute's number (an integer compares faster than a time), the time
-    // itself kept for the page.
+    // Sorted by the minute's number, the time itself kept for the page.
     let mut by_minute: Vec<(i64, OffsetDateTime, Arc<IntentRecord>)> =
         recs.into_iter().map(|(r, t)| (t.updated_at.unix_timestamp().div_euclid(60), t.updated_at, r)).collect();
     by_minute.sort_by_key(|r| r.0);

@@ -20,7 +20,7 @@ use crate::catalogue::parse_json_row;
 use crate::clock;
 use crate::crypto;
 use crate::protocol::input::{Fields, InputError};
-use crate::protocol::{AreaObject, Offer, OfferSource, SellerPublic, Status, Visibility};
+use crate::protocol::{AreaObject, Status, Visibility};
 use crate::records::{offer_current, OfferInput, OfferRecord, SellerRecord, Stamp};
 use crate::store::{Ns, Reads};
 use serde::{Deserialize, Serialize};
@@ -77,11 +77,10 @@ pub struct ReplyInput {
     pub offer: OfferInput,
 }
 
-/// Validates a reply (the face calls it before [`submit_reply`]): `source` must be
-/// `{"kind": "reply"}`, `inReplyTo` a string (the seller's handle of the intent, opened
-/// here: see [`ReplyInput::intent_id`]), the Offer fields follow the catalogue
-/// rules ([`parse_json_row`]); the category must be one the seller serves and
-/// `validUntil` (if any) in the future.
+/// Validates a reply (before [`submit_reply`]): `source` must be `{"kind": "reply"}`,
+/// `inReplyTo` the seller's handle of the intent ([`ReplyInput::intent_id`]), the Offer
+/// fields follow the catalogue rules ([`parse_json_row`]); the category must be one the
+/// seller serves and `validUntil` (if any) in the future.
 ///
 /// # Errors
 /// [`InputError`] naming the field and rule.
@@ -123,9 +122,8 @@ pub fn parse_reply(base: &Base, profile: &SellerProfile, args: &Value) -> Result
 }
 
 /// What the answer path of [`submit_reply`] reads of the intent: the fields that decide
-/// whether it takes replies from a seller, decoded from the stored record with every
-/// other field skipped — no contact, no hidden limit (sealed or not), nothing derived
-/// from either. The answer cannot depend on what this type does not hold.
+/// whether it takes replies, with every other field skipped — no contact, no hidden
+/// limit, nothing derived from either, so the answer cannot depend on them.
 #[derive(Debug, Deserialize)]
 struct ReplyTarget {
     id: String,
@@ -137,10 +135,7 @@ struct ReplyTarget {
 }
 
 impl ReplyTarget {
-    /// [`open_to`](super::open_to) on these fields: active at `now` (the rule of
-    /// [`IntentRecord::effective_status`](crate::records::IntentRecord::effective_status)
-    /// for an active record), pseudonymous, in the
-    /// seller's categories and regions.
+    /// [`open_to`](super::open_to) on these fields.
     fn open_to(&self, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {
         self.status == Status::Active
             && now <= self.valid_until.at()
@@ -152,11 +147,8 @@ impl ReplyTarget {
 /// `intent_submit_offer` for `profile`'s seller (the caller has checked the grant and
 /// that the account is an enabled seller). In one transaction: checks that the intent
 /// is open to the seller (reading only [`ReplyTarget`]'s fields) and the reply count,
-/// stores the reply (see the module docs of [`crate::sellers`]) and queues it for
-/// matching (`pending_replies`). It neither opens nor reads the hidden limit, and does
-/// the same work whatever the price: the PROTOCOL.md §6 check against the one intent,
-/// the delivery and the digest come after the answer, at the next tick of the reply
-/// matching ([`crate::deliveries::match_queued_replies`]; nothing is woken here).
+/// stores the reply (see [`crate::sellers`]) and queues it for matching
+/// ([`crate::deliveries::match_queued_replies`]; see the module docs).
 ///
 /// # Errors
 /// Storage errors.
@@ -180,21 +172,8 @@ pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) ->
             disabled: false,
         });
         let id = crypto::new_id("off_");
-        let offer = Offer {
-            id: id.clone(),
-            source: OfferSource { kind: "reply".into(), seller_id: seller.id.clone(), url: input.url },
-            in_reply_to: Some(rec.id.clone()),
-            title: input.title,
-            description: input.description,
-            category: input.category,
-            attributes: input.attributes,
-            price: input.price,
-            area: input.area,
-            seller: SellerPublic { id: seller.id.clone(), name: seller.name, url: seller.url },
-            published_at: clock::rfc3339(now),
-            valid_until: input.valid_until,
-            extensions: Value::Object(Map::new()),
-        };
+        let (in_reply_to, published_at) = (Some(rec.id.clone()), clock::rfc3339(now));
+        let offer = crate::catalogue::offer_of(input, id.clone(), "reply", seller, in_reply_to, published_at);
         // Inactive: not in the catalogue (search, index, other intents' matching).
         let stored = OfferRecord { offer, active: false, import_run: None };
         tx.put_offer(&id, &stored, None)?;

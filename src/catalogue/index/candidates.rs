@@ -43,18 +43,9 @@ impl OfferIndex {
         Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))
     }
 
-    /// A superset of the offers that can match an intent (PROTOCOL.md §6), used when an
-    /// intent becomes active: offers of `category` whose area lies in `area` (as
-    /// [`gazetteer::contains`]: same country; any region when `area.regions` is empty,
-    /// else each of the offer's regions in it) and, when `terms` is non-empty, that contain
-    /// at least one term `t` exactly or (when [`matching::stem`] of `t` is `Some(s)`) a
-    /// term that starts with `s` and is at most `len(t) + 3` characters long — the text
-    /// rule of [`matching::term_hit`].
-    ///
-    /// Pass the intent's [`matching::statement_terms`] when its minimum-should-match ratio
-    /// requires at least one hit (`min_should_match > 1e-9`, see [`matching::check`]),
-    /// else no terms; [`Self::candidates_for_intent_min`] narrows further. Returns offer
-    /// ids (sorted, no limit).
+    #[cfg(any(test, feature = "testkit"))]
+    /// [`Self::candidates_for_intent_min`] with at least one of `terms` when there are
+    /// any, whatever the ratio (tests and benches).
     ///
     /// # Errors
     /// tantivy errors.
@@ -67,11 +58,14 @@ impl OfferIndex {
         self.candidates(category, area, terms, usize::from(!terms.is_empty()))
     }
 
-    /// Like [`Self::candidates_for_intent`], but an offer must contain as many of `terms`
-    /// (each counted as [`matching::term_hit`] counts it) as the ratio `min_should_match`
-    /// requires in [`matching::check`] (`hits / terms + 1e-9 >= min_should_match`): the
-    /// text rule exactly, so still a superset of the matches. `terms` are the intent's
-    /// [`matching::statement_terms`] (whatever the ratio).
+    /// A superset of the offers that can match an intent (PROTOCOL.md §6), used when an
+    /// intent becomes active: offers of `category` whose area lies in `area` (as
+    /// [`gazetteer::contains`]) and that contain as many of `terms` as the ratio
+    /// `min_should_match` requires in [`matching::check`] (`hits / terms + 1e-9 >=
+    /// min_should_match`), each term `t` counted as [`matching::term_hit`] counts it:
+    /// exactly, or (when [`matching::stem`] of `t` is `Some(s)`) a term that starts with
+    /// `s` and is at most `len(t) + 3` characters long. `terms` are the intent's
+    /// [`matching::statement_terms`]. Returns offer ids (sorted, no limit).
     ///
     /// # Errors
     /// tantivy errors.

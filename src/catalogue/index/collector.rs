@@ -127,16 +127,13 @@ impl SegmentFilter {
     }
 }
 
-/// Top `limit` hits by score descending, then (when `newest_first`) publication time
-/// descending, then price ascending, then id ascending — deterministic whatever the
-/// segment layout.
+/// Top `limit` hits in the order of [`Hit`] (see the module docs).
 pub(super) struct TopIds {
     /// How many hits at most.
     pub(super) limit: usize,
     /// Whether equal scores order newest first.
     pub(super) newest_first: bool,
-    /// When given (Unix nanoseconds), only documents whose `valid_until` lies after it
-    /// are collected: offers past `validUntil` never take a place among the `limit`.
+    /// When given (Unix nanoseconds), only documents whose `valid_until` lies after it.
     pub(super) current_at: Option<i64>,
     /// The category and area filter.
     pub(super) filter: AreaFilter,

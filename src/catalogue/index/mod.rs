@@ -8,25 +8,12 @@
 //! the generation stored with each commit says which state of the store it reflects. A
 //! missing, stale or unreadable index, or one of another schema, is rebuilt from the store.
 //!
-//! Text analysis ([`analysis`]): every text field is tokenized from the token stream of
-//! [`matching::analyse`] (case and diacritics folded as in [`crate::text::fold`], split
-//! on non-alphanumerics, domain synonyms folded by [`matching::canonical`]), so that the
-//! statement terms of [`matching::statement_terms`] meet the indexed terms. The
-//! searchable fields `title`, `attrs` and `description` (analyzer [`ANALYZER`]) drop
-//! sk/cs/en stop words and add each word's stem forms and the one-letter phrases, so that
-//! a search is a few plain term lookups ([`search`]); the `terms` field (analyzer
-//! [`TERMS_ANALYZER`]) keeps exactly [`matching::text_terms`], so that
-//! [`OfferIndex::candidates_for_intent`] is a true superset of the text rule of
-//! [`matching::check`] ([`candidates`]). Change [`INDEX_VERSION`] when the analysis
-//! changes: an index written with other analysis reports no generation and is rebuilt by
-//! its owner.
-//!
-//! Writing ([`writer`]): updates (the batches of an import, one arriving offer) go into
-//! one long-lived writer and are committed in the background, near real time: a search
-//! sees an update within [`REFRESH_LAG`], and the catalogue write never waits for the
-//! index. Reads that decide a delivery commit what is pending first. A commit writes a
-//! segment; when there are more than [`MAX_SEGMENTS`] the small ones are merged into one
-//! (a search visits each segment).
+//! Text analysis ([`analysis`]) comes from [`matching::analyse`], so that the statement
+//! terms of matching meet the indexed terms; the `terms` field keeps exactly
+//! [`matching::text_terms`], so that [`OfferIndex::candidates_for_intent_min`] is a true
+//! superset of the text rule of [`matching::check`] ([`candidates`]). Change
+//! [`INDEX_VERSION`] when the analysis changes. Writing ([`writer`]) is near real time:
+//! a search sees an update within [`REFRESH_LAG`].
 
 mod analysis;
 mod candidates;
@@ -55,7 +42,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
     DocAddress, DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
-    SegmentReader, TantivyDocument, Term,
+    SegmentReader, TantivyDocument, TantivyError, Term,
 };
 use time::OffsetDateTime;
 pub use writer::REFRESH_LAG;
@@ -65,9 +52,7 @@ pub use writer::REFRESH_LAG;
 pub const INDEX_VERSION: u32 = 5;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
-/// segments and no merge (a thread per core wrote one segment per thread and budget
-/// share, and a search visits each). The writer exists only while a series of updates
-/// runs (see [`OfferIndex`]).
+/// segments and no merge (a search visits each segment).
 const WRITER_HEAP_BYTES: usize = 128 << 20;
 /// Indexing threads of the writer (see [`WRITER_HEAP_BYTES`]).
 const WRITER_THREADS: usize = 1;
@@ -80,12 +65,6 @@ pub enum IndexError {
     /// tantivy reported an error.
     #[error("offer index: {0}")]
     Tantivy(#[from] tantivy::TantivyError),
-    /// The index directory could not be opened.
-    #[error("offer index directory: {0}")]
-    Directory(#[from] tantivy::directory::error::OpenDirectoryError),
-    /// The index files could not be read.
-    #[error("offer index: {0}")]
-    Read(#[from] tantivy::directory::error::OpenReadError),
     /// I/O on the index directory.
     #[error("offer index: {0}")]
     Io(#[from] std::io::Error),
@@ -113,14 +92,12 @@ struct Fields {
     description_stems: Field,
     terms: Field,
     published: Field,
-    /// The public offer as `intent_search_offers` answers it: the JSON text of
-    /// `serde_json::to_value(&offer)` (stored, not indexed).
+    /// The public offer's JSON text (stored, not indexed).
     offer: Field,
-    /// `validUntil` in Unix nanoseconds (fast field): `i64::MAX` without one,
-    /// `i64::MIN` when it does not parse (never current, as the store's check).
+    /// `validUntil` in Unix nanoseconds ([`valid_until_nanos`]).
     valid_until: Field,
-    /// The price in the default currency (fast field, the tie break of equal scores):
-    /// `f64::MAX` when the holder has no rate for the offer's currency.
+    /// The price in the default currency (the tie break of equal scores), `f64::MAX`
+    /// without a rate.
     price: Field,
 }
 
@@ -172,10 +149,9 @@ fn nanos(t: OffsetDateTime) -> i64 {
     i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
 }
 
-/// Settings of a new index: the document store (the stored offers' JSON, read for every
-/// search hit) uncompressed in 4 KiB blocks. Reading a hit's offer is then a copy and a
-/// decode, about a third of what LZ4 blocks of 16 KiB (tantivy's default) cost; the
-/// store takes about the offers' JSON size on disk (~1 KB per offer).
+/// Settings of a new index: the document store (read for every search hit) uncompressed
+/// in 4 KiB blocks: reading a hit's offer costs about a third of what tantivy's default
+/// LZ4 blocks of 16 KiB cost, for about 1 KB per offer on disk.
 fn settings() -> IndexSettings {
     IndexSettings {
         docstore_compression: tantivy::store::Compressor::None,
@@ -189,25 +165,17 @@ fn code(s: &str) -> String {
     s.trim().to_ascii_uppercase()
 }
 
-/// The offer index: derived from the store, never a second source of truth.
-///
-/// Its tantivy `IndexWriter` is made by the first update of a series
-/// ([`OfferIndex::apply`], [`OfferIndex::rebuild`]) and ended after the series' commit and
-/// the merges it started (see [`writer`]): held for the process lifetime it kept its
-/// indexing, merge and segment updater threads (7 on 2 cores) and the directory's writer
-/// lock, for updates that come only with catalogue imports and withdrawals.
+/// The offer index: derived from the store, never a second source of truth. Its tantivy
+/// writer lives only while a series of updates runs (see [`writer`]), so that its
+/// threads and the directory's writer lock are not held between catalogue imports.
 pub struct OfferIndex {
     reader: IndexReader,
-    /// The writer, its updates not yet committed and the generation of the last commit,
-    /// shared with the background refresher (see [`writer`]); its lock serialises the
-    /// writers (tantivy allows one per index).
+    /// The writer side, shared with the background refresher (see [`writer`]).
     writing: Arc<writer::Writing>,
     f: Fields,
-    /// The `region` terms of one searcher generation (for the area filter's exclusions):
-    /// read once per index commit instead of once per search.
+    /// The `region` terms of one searcher generation, read once per commit.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
-    /// The exchange rates into the default currency (currency code → rate), for the
-    /// indexed price (their fingerprint is stored with each commit).
+    /// The exchange rates into the default currency, for the indexed price.
     rates: BTreeMap<String, f64>,
 }
 
@@ -219,9 +187,8 @@ impl std::fmt::Debug for OfferIndex {
 
 impl OfferIndex {
     /// Opens or creates the index in `dir` (DATA_DIR/index), or in RAM when `dir` is None
-    /// (tests). A directory whose schema does not match (older isto) or that cannot be
-    /// opened is wiped and recreated (the index is derived; its owner rebuilds it when
-    /// [`Self::generation`] is not the store's).
+    /// (tests). A directory of another schema, or one that cannot be opened, is wiped and
+    /// recreated (its owner rebuilds it when [`Self::generation`] is not the store's).
     ///
     /// # Errors
     /// I/O on the directory, tantivy errors.
@@ -267,6 +234,7 @@ impl OfferIndex {
         self.reader.searcher().num_docs()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// Number of segments a search visits (the benchmark prints it).
     #[doc(hidden)]
     pub fn num_segments(&self) -> usize {
@@ -274,10 +242,9 @@ impl OfferIndex {
         self.reader.searcher().segment_readers().len()
     }
 
-    /// The index document of an offer: its searchable and filter fields, the public
-    /// offer's JSON and `validUntil`; `None`, with a warning naming the offer, when its
-    /// `publishedAt` does not read ([`published_secs`]): such an offer is left out of
-    /// the index (not found by search) rather than ranked as if published in 1970.
+    /// The index document of an offer; `None`, with a warning naming the offer, when its
+    /// `publishedAt` does not read: such an offer is left out of the index rather than
+    /// ranked as if published in 1970.
     fn document(&self, o: &Offer) -> Result<Option<TantivyDocument>, IndexError> {
         let published = match published_secs(o) {
             Ok(p) => p,
@@ -339,8 +306,8 @@ pub(super) fn published_secs(o: &Offer) -> Result<i64, String> {
 
 fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {
     std::fs::create_dir_all(dir)?;
-    let mmap = MmapDirectory::open(dir)?;
-    if Index::exists(&mmap)? {
+    let mmap = MmapDirectory::open(dir).map_err(TantivyError::from)?;
+    if Index::exists(&mmap).map_err(TantivyError::from)? {
         match Index::open(mmap) {
             Ok(index) if index.schema() == *schema => return Ok(index),
             Ok(_) => tracing::warn!(dir = %dir.display(), "offer index has another schema; recreating it"),
@@ -348,7 +315,7 @@ fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {
         }
         wipe(dir)?;
     }
-    Ok(Index::create(MmapDirectory::open(dir)?, schema.clone(), settings())?)
+    Ok(Index::create(MmapDirectory::open(dir).map_err(TantivyError::from)?, schema.clone(), settings())?)
 }
 
 /// Removes everything inside `dir` (the index's own directory).

@@ -50,10 +50,9 @@ pub(super) struct Analysed {
 }
 
 /// Splits a search statement into terms with [`matching::statement_analysis`] (the same
-/// analysis as matching): its words and model designations (without stop words) must
-/// match; its phrases rank; place names count as words only when there are no other
-/// words and no area filter (then "Košice" finds offers that mention Košice), and
-/// otherwise only rank. Quantities (`do 12 000 EUR`, `150000 km`) are ignored. At most
+/// analysis as matching): its words and designations must match; its phrases rank;
+/// place names count as words only when there are no other words and no area filter
+/// (then "Košice" finds offers that mention Košice), and otherwise only rank. At most
 /// [`MAX_WORDS`] words, [`MAX_RANKING_TERMS`] phrases and as many place names, the
 /// first in the statement.
 pub(super) fn analyse(statement: &str, has_area: bool) -> Analysed {
@@ -88,24 +87,8 @@ pub(super) fn analyse(statement: &str, has_area: bool) -> Analysed {
 }
 
 impl OfferIndex {
-    /// Full-text search (PROTOCOL.md §3 intent_search_offers): offer ids, best first, with
-    /// scores.
-    ///
-    /// Terms come from [`analyse`]: an offer must contain at least one statement word in
-    /// its title, attribute values or description, exactly or inflected (a word that
-    /// starts with the word's [`matching::stem`] and is at most 3 characters longer, see
-    /// [`super::analysis`]). The score is BM25 per word and field, weighted title 3,
-    /// attributes 2, description 1, summed over words. Place names (with an area filter)
-    /// and phrases only rank; quantities are ignored. `category` and `area` filter (the
-    /// offer's area must lie in `area`, as [`gazetteer::contains`]). With no words, the
-    /// offers of the filter come newest first; with no words and no filter, nothing.
-    /// Order: score descending, then (without words) newest first, then cheaper first (the
-    /// price in the default currency, see [`Self::open_priced`]), then id. Searches the
-    /// last commit: an update is seen within [`super::REFRESH_LAG`] (or after
-    /// [`Self::flush`]).
-    ///
-    /// # Errors
-    /// tantivy errors.
+    #[cfg(any(test, feature = "testkit"))]
+    /// The ids and scores of [`Self::search_offers`]' hits, current or not (tests, benches).
     pub fn search(
         &self,
         statement: &str,
@@ -119,11 +102,19 @@ impl OfferIndex {
     }
 
     /// The answer of `intent_search_offers` (PROTOCOL.md §3) from the index alone: the
-    /// public offers (each the JSON text of `serde_json::to_value(&offer)`, as stored by
-    /// [`Self::rebuild`] / [`Self::apply`]) of the best `limit` hits of [`Self::search`]
-    /// among the offers current at `now` (no `validUntil`, or `validUntil` after `now`).
-    /// Offers past `validUntil` are dropped while collecting, so they never take the place
-    /// of a current offer. Best first.
+    /// stored public offers (each the JSON text of `serde_json::to_value(&offer)`) of the
+    /// best `limit` hits among the offers current at `now`, best first; offers past
+    /// `validUntil` are dropped while collecting, so they never take the place of a
+    /// current offer.
+    ///
+    /// An offer must contain at least one statement word ([`analyse`]) in its title,
+    /// attribute values or description, exactly or inflected (see [`super::analysis`]).
+    /// The score is BM25 per word and field, weighted title 3, attributes 2 and
+    /// description 1. `category` and `area` filter (as [`gazetteer::contains`]). With no words, the
+    /// offers of the filter come newest first; with no words and no filter, nothing.
+    /// Order: score descending, then (without words) newest first, then cheaper first
+    /// ([`Self::open_priced`]), then id. Searches the last commit (see
+    /// [`super::REFRESH_LAG`]).
     ///
     /// # Errors
     /// tantivy errors; a hit without its stored offer (an index written without it).
@@ -149,11 +140,10 @@ impl OfferIndex {
         Ok(out)
     }
 
-    /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` query over the
-    /// same index and statement — the statement's folded tokens without stop words
-    /// ([`matching::text_terms`]) looked up as they are in `title` and `description`, OR,
-    /// tantivy's own top-k collector (block-max WAND), no filter, no stored offer read.
-    /// Returns the number of hits.
+    #[cfg(any(test, feature = "testkit"))]
+    /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` OR query of the
+    /// statement's folded tokens in `title` and `description`, no filter, no stored offer
+    /// read. Returns the number of hits.
     ///
     /// # Errors
     /// tantivy errors.
@@ -171,7 +161,7 @@ impl OfferIndex {
         Ok(searcher.search(&BooleanQuery::new(clauses), &top)?.len())
     }
 
-    /// The best `limit` hits of `statement` (see [`Self::search`]); with `current_at`
+    /// The best `limit` hits of `statement` (see [`Self::search_offers`]); with `current_at`
     /// (Unix nanoseconds), only offers whose `validUntil` lies after it.
     pub(super) fn top(
         &self,
@@ -261,16 +251,14 @@ impl OfferIndex {
 
 /// BM25 statistics with one document frequency per term for the three searchable fields
 /// (BM25F-style): a term's IDF is the same in `title`, `attrs` and `description` (and in
-/// their stem fields), computed from the largest of its three document frequencies.
+/// their stem fields), the largest of its three document frequencies (a lower bound of
+/// the offers holding it in any field, read without visiting a posting list). Field
+/// lengths stay per field.
 ///
-/// With tantivy's per-field statistics a word common in attribute values and rare in
-/// descriptions (a make: "Škoda") weighed more in a description than in an attribute, so
-/// an offer that only mentions the make in its description outranked one whose make it
-/// is. With one IDF per word the field weights (3/2/1) decide, as the catalogue search
-/// promises (PROTOCOL.md §3: title, then attributes, then description). The largest of
-/// the three frequencies is a lower bound of the number of offers that hold the term in
-/// any of the fields, read without visiting a posting list. Field lengths (the average
-/// field norm) stay per field.
+/// Why: with per-field statistics a word common in attributes and rare in descriptions
+/// (a make: "Škoda") weighs more in a description, so an offer that only mentions the
+/// make there outranks one whose make it is. With one IDF the field weights (3/2/1)
+/// decide, as PROTOCOL.md §3 promises.
 struct SharedIdf<'a> {
     searcher: &'a Searcher,
     /// The shared document frequency of each looked-up term text.

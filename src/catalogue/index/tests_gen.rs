@@ -238,7 +238,7 @@ fn candidates_are_a_superset_of_matching() {
     let (mut matched, mut candidates, mut narrowed, mut in_area) = (0usize, 0usize, 0usize, 0usize);
     for n in 0..env("ISTO_PROPERTY_INTENTS", 100) {
         let g = gen_intent(&mut rng, &regions);
-        let p = Params { min_should_match: g.min_should_match, default_currency: "EUR", rates: &rates };
+        let p = Params { min_should_match: g.min_should_match, default_currency: "EUR".into(), rates: rates.clone() };
         let iv = matching::IntentView {
             category: "vehicles",
             criteria: &g.criteria,

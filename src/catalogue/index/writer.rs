@@ -1,28 +1,20 @@
 //! Writing the offer index: updates go into one long-lived tantivy writer and are
 //! committed in the background, near real time.
 //!
-//! [`OfferIndex::apply`] adds its documents to the pending writer (made by the first
-//! update after the writer ended) and returns: the catalogue write it follows does not
-//! wait for the index. A background thread (the refresher, started by the first update)
-//! commits the pending updates at most [`REFRESH_LAG`] after the first of them, so a
-//! search sees an update within that lag; searches read the last commit and never wait
-//! for one. Reads that decide a delivery (the candidates of an intent that becomes
-//! active) and [`OfferIndex::generation`] commit what is pending first
-//! ([`OfferIndex::flush`]), so they see every update applied before them.
+//! [`OfferIndex::apply`] adds its documents to the pending writer and returns: the
+//! catalogue write it follows does not wait for the index. A background thread (the
+//! refresher) commits the pending updates at most [`REFRESH_LAG`] after the first of
+//! them; searches read the last commit and never wait. Reads that decide a delivery
+//! commit what is pending first ([`OfferIndex::flush`]).
 //!
-//! Memory is bounded: tantivy's writer holds at most its heap budget of documents and
-//! writes a segment when it is full, its document queue is bounded (an update waits
-//! while it is full), and a series commits at the latest at [`COMMIT_DOCS`] pending
-//! updates. The writer (its indexing threads and the directory's writer lock) lives
-//! while updates come: it ends [`WRITER_IDLE`] after the last commit with nothing
-//! pending, after the merges it started, and the small segments are then merged into
-//! one when there are more than [`MAX_SEGMENTS`].
+//! Memory is bounded: tantivy's writer holds at most its heap budget, its document queue
+//! is bounded, and a series commits at the latest at [`COMMIT_DOCS`] pending updates.
+//! The writer ends [`WRITER_IDLE`] after its last commit with nothing pending, and the
+//! small segments are then merged when there are more than [`MAX_SEGMENTS`].
 //!
 //! When an update or a commit fails, the writer is dropped uncommitted: the index stays
-//! at its last commit, whose generation (the commit payload) then lags the store's, so
-//! its owner rebuilds it at the next start. A crash does the same: the updates of the
-//! last lag were in no commit, the index's generation lags the store's, and the next
-//! start rebuilds it from the store.
+//! at its last commit, whose generation then lags the store's, so its owner rebuilds it
+//! at the next start. A crash does the same.
 
 use super::*;
 use std::sync::Condvar;
@@ -169,11 +161,10 @@ impl Writing {
     }
 
     /// When there are more than [`MAX_SEGMENTS`] segments, merges the small ones into one
-    /// (each segment costs every search a visit), see [`Self::small_segments`]. Merging
-    /// only the small ones keeps a series of small commits (one offer each) cheap: a
-    /// large segment is copied again only when the small ones have grown to a quarter of
-    /// the largest (merging all but the largest copied the second largest on every few
-    /// commits). Called with the state lock held, after the writer ended.
+    /// (each segment costs every search a visit), see [`Self::small_segments`]: a large
+    /// segment is copied again only when the small ones have grown to a quarter of the
+    /// largest, so a series of one-offer commits stays cheap. Called with the state lock
+    /// held, after the writer ended.
     fn compact(&self) -> Result<(), IndexError> {
         let ids = self.small_segments()?;
         if ids.is_empty() {

@@ -3,7 +3,7 @@
 //! [`crate::gazetteer::all_regions`], statements in sk/cs/en with inflected forms,
 //! criteria, budgets and hidden limits in EUR and CZK. Deterministic for a seed.
 
-use super::{EngineIntent, EngineParams};
+use super::{EngineIntent, Params};
 use crate::gazetteer::{self, AreaObject};
 use crate::protocol::{Budget, Money, Offer, OfferSource, SellerPublic};
 use rand::rngs::StdRng;
@@ -167,8 +167,8 @@ pub struct Synth {
 }
 
 /// Holder parameters of the synthetic data: EUR default, CZK at 0.04 EUR.
-pub fn params(min_should_match: f64) -> EngineParams {
-    EngineParams {
+pub fn params(min_should_match: f64) -> Params {
+    Params {
         min_should_match,
         default_currency: "EUR".into(),
         rates: [("EUR".to_owned(), 1.0), ("CZK".to_owned(), 0.04)].into_iter().collect(),

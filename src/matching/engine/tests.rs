@@ -34,10 +34,9 @@ fn intent(
 }
 
 /// The oracle over all intents, in the engine's output form.
-fn brute(intents: &[EngineIntent], offer: &Offer, valid: bool, p: &EngineParams) -> Vec<(String, Hit)> {
-    let params = p.params();
+fn brute(intents: &[EngineIntent], offer: &Offer, valid: bool, params: &Params) -> Vec<(String, Hit)> {
     let mut v: Vec<(String, Hit)> =
-        intents.iter().filter_map(|i| check(&i.view(), offer, valid, &params).map(|h| (i.id.clone(), h))).collect();
+        intents.iter().filter_map(|i| check(&i.view(), offer, valid, params).map(|h| (i.id.clone(), h))).collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
 }
@@ -249,7 +248,7 @@ fn compare(e: &Engine, intents: &[EngineIntent], offers: &[Offer]) -> usize {
         let want = brute(intents, o, true, e.params());
         let got = e.match_offer(o, true);
         if got != want {
-            let params = e.params().params();
+            let params = e.params();
             let missing: Vec<_> = want.iter().filter(|w| !got.contains(w)).collect();
             let extra: Vec<_> = got.iter().filter(|g| !want.contains(g)).collect();
             let show = |id: &str| intents.iter().find(|i| i.id == id).cloned();
