@@ -1,4 +1,4 @@
-//! Whole-holder load generator for issue 3: the catalogue, search and standing-intent
+//! Whole-holder load generator: the catalogue, search and standing-intent
 //! matching as `isto serve` runs them (a real redb file, the tantivy index on disk, the
 //! matching engine), on generated data shaped like the SK/CZ listings, and on the real
 //! sauto listings in `../shared/data` when that folder is present.

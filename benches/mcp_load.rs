@@ -1,4 +1,4 @@
-//! The MCP load benchmark of issue 12 point 4: isto's MCP path measured side by side with
+//! The MCP load benchmark: isto's MCP path measured side by side with
 //! its floors, in one run, on loopback, one server core and one load-generator core.
 //!
 //! Run: `cargo bench --bench mcp_load` (about 8 minutes on 2 cores; the release build
@@ -13,13 +13,13 @@
 //!   `[limits]` and `[quotas]` that would otherwise throttle the load, the real sauto
 //!   listings of `../shared/data` imported when present (2 288 offers); then a second
 //!   `isto serve` with a generated catalogue of 100 000 more offers for the search target;
-//! - last, isto on redb beside isto on PostgreSQL (issue 27): a throw-away cluster
-//!   started as the tests start one (`isto::store::testpg`: initdb + pg_ctl in a temporary
-//!   directory; not measured, with the reason printed, when PostgreSQL's binaries are not
-//!   installed), both on one generated catalogue (`ISTO_BENCH_STORE_OFFERS`, default
-//!   10 000), loaded in turn with 2026-07-28 `intent_get_intent`, `intent_search_offers`
-//!   and `intent_publish_intent`; the database cluster's CPU (postmaster and backends)
-//!   is measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part;
+//! - last, isto on redb beside isto on PostgreSQL: a throw-away cluster started as the
+//!   tests start one (`isto::store::testpg`: initdb + pg_ctl in a temporary directory;
+//!   not measured, with the reason printed, when PostgreSQL's binaries are not
+//!   installed), both on one generated catalogue (`ISTO_BENCH_STORE_OFFERS`, default 10
+//!   000), loaded in turn with 2026-07-28 `intent_get_intent`, `intent_search_offers` and
+//!   `intent_publish_intent`; the database cluster's CPU (postmaster and backends) is
+//!   measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part;
 //!   `ISTO_BENCH_MCP_ONLY=publish` only the durable publish rows with redb's one-row
 //!   commit rate and the writes per durable commit (group commit).
 //!

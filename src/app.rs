@@ -21,14 +21,14 @@ pub use listener::{listen, serve_http, LISTEN_BACKLOG};
 pub use router::{mcp_services, router, McpServices};
 pub use start::{open_holder, ServeError};
 
-/// The ceiling on what any `RUST_LOG` can turn on (issue 10 point 6): isto's own targets
-/// as the filter says, every other crate's at `warn` and above only. Below warn, rmcp
-/// logs whole MCP messages (intentCode, statement, hidden limit, consent token), lettre
-/// the SMTP conversation (recipients), hyper and h2 request and response bytes; none of
-/// that may reach a log, whatever the operator sets. rmcp is held to `error`: at `warn`
-/// it logs every JSON-RPC error response with its message, which quotes the tool or
-/// method name the client sent (any string: an e-mail address, a statement); its
-/// `error` events are transport failures (tested in `tests/it/log_privacy.rs`).
+/// The ceiling on what any `RUST_LOG` can turn on: isto's own targets as the filter says,
+/// every other crate's at `warn` and above only. Below warn, rmcp logs whole MCP messages
+/// (intentCode, statement, hidden limit, consent token), lettre the SMTP conversation
+/// (recipients), hyper and h2 request and response bytes; none of that may reach a log,
+/// whatever the operator sets. rmcp is held to `error`: at `warn` it logs every JSON-RPC
+/// error response with its message, which quotes the tool or method name the client sent
+/// (any string: an e-mail address, a statement); its `error` events are transport
+/// failures (tested in `tests/it/log_privacy.rs`).
 pub fn log_ceiling(meta: &tracing::Metadata<'_>) -> bool {
     let target = meta.target();
     if target == "isto" || target.starts_with("isto::") {

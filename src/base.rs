@@ -51,8 +51,8 @@ pub enum ServiceError {
     /// Full-text index failure (logged, never shown in detail).
     #[error("offer index: {0}")]
     Index(String),
-    /// An hourly quota is used up (issue 9 point 3); nothing was written. The message
-    /// names the rule and when to retry.
+    /// An hourly quota is used up; nothing was written. The message names the rule and
+    /// when to retry.
     #[error("{0}")]
     Quota(quota::Exceeded),
     /// The person already holds `limit` active intents (`quotas.active_intents_per_person`,
@@ -310,8 +310,8 @@ impl Base {
     /// Seals a hidden limit in its shortest round-trip decimal form (`13777.5`), or its
     /// shortest exponent form (`1e-30`) when that is longer, padded with spaces to
     /// [`SEALED_NUMBER_WIDTH`] bytes, so that the ciphertext's length does not tell how
-    /// many digits the limit has (issue 10 point 5). [`Base::hidden_limit`] also reads the
-    /// unpadded form of older records.
+    /// many digits the limit has. [`Base::hidden_limit`] also reads the unpadded form of
+    /// older records.
     pub fn seal_hidden_limit(&self, limit: f64) -> Result<crate::crypto::Sealed> {
         let mut text = limit.to_string();
         if text.len() > SEALED_NUMBER_WIDTH {
@@ -506,8 +506,8 @@ pub(crate) mod tests {
         let b = base(dir.path());
         let mut rec = active("int_a");
         let mut lengths = std::collections::BTreeSet::new();
-        // Tiny limits too: written out in full, 1e-300 has 300 zeros (issue 10 point 5,
-        // found by the property test in tests/it/hidden_limit.rs).
+        // Tiny limits too: written out in full, 1e-300 has 300 zeros (found by the
+        // property test in tests/it/hidden_limit.rs).
         for v in [5.0, 13_777.5, 999_999_999_999.99, 0.01, 1e-300, 1.234_567_890_123_456_7e-20, f64::MIN_POSITIVE] {
             rec.hidden_limit = Some(b.seal_hidden_limit(v).unwrap());
             lengths.insert(rec.hidden_limit.as_ref().unwrap().ct.len());

@@ -38,8 +38,8 @@ pub fn list(
     })
 }
 
-/// Writes the match explanations in words into `deliveries` of `intent` (issue 13 point 3;
-/// [`matching::explain::annotate`], the intents' way to it).
+/// Writes the match explanations in words into `deliveries` of `intent`
+/// ([`matching::explain::annotate`], the intents' way to it).
 pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
     matching::explain::annotate(intent, deliveries);
 }
@@ -109,10 +109,10 @@ pub fn record_hits_in(
     Ok(n)
 }
 
-/// Sets the delivery cadence of `rec` (issue 13 point 2) and reschedules its digest in
-/// the same transaction: none while paused; otherwise, when matches wait that no digest
-/// carried yet, at [`Cadence::next_digest_at`] (the timer counts from the last digest
-/// sent: a new cadence does not reset it). The caller writes `rec`.
+/// Sets the delivery cadence of `rec` and reschedules its digest in the same transaction:
+/// none while paused; otherwise, when matches wait that no digest carried yet, at
+/// [`Cadence::next_digest_at`] (the timer counts from the last digest sent: a new cadence
+/// does not reset it). The caller writes `rec`.
 pub fn set_cadence_tx(
     base: &Base,
     tx: &mut Tx<'_>,
@@ -147,9 +147,8 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
             if rec.effective_status(now) != Status::Active {
                 return Ok(false);
             }
-            // The person's cadence decides (issue 13 point 2): paused, nothing goes out
-            // (the matches wait); before its spacing since the last digest is over, the
-            // digest waits for it.
+            // The person's cadence decides: paused, nothing goes out (the matches wait);
+            // before its spacing since the last digest is over, the digest waits for it.
             let min = base.settings().digest_min_interval_secs;
             match rec.next_digest_at(now, min) {
                 None => return Ok(false),

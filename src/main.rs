@@ -98,7 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
             let served = rt.block_on(isto::app::serve(settings));
             // A blocking task still running (a store read of a request dropped at the
-            // shutdown bound) does not hold the exit up (issue 9 point 5: 10 s in all).
+            // shutdown bound) does not hold the exit up (10 s in all).
             rt.shutdown_timeout(std::time::Duration::from_millis(500));
             served?;
             Ok(ExitCode::SUCCESS)

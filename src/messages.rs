@@ -18,7 +18,7 @@ fn short(s: &str, n: usize) -> String {
 }
 
 /// The closing paragraphs of the confirmation and the digest: `lead`, the cadence in
-/// words and the results page link to change it (issue 13 point 2), then the withdraw link.
+/// words and the results page link to change it, then the withdraw link.
 fn cadence_and_withdraw(s: &IntentMailText, lead: &str, lang: &str, cadence: Cadence, urls: [&str; 2]) -> String {
     let [results_url, withdraw_url] = urls;
     let label = cadence.label(lang);
@@ -46,9 +46,9 @@ fn intent_mail(
 }
 
 /// The double opt-in confirmation e-mail (PROTOCOL.md §4.3): the statement, the
-/// confirmation page link (which shows a Confirm button; GET never confirms), the
-/// cadence the intent will have once active with the results page link to change it
-/// (issue 13 point 2), and the withdraw link.
+/// confirmation page link (which shows a Confirm button; GET never confirms), the cadence
+/// the intent will have once active with the results page link to change it, and the
+/// withdraw link.
 #[allow(clippy::too_many_arguments)]
 pub fn confirmation(
     settings: &Settings,
@@ -89,8 +89,7 @@ pub fn cadence_change(
 }
 
 /// The match digest (PROTOCOL.md §4.5): new offers with price, place and link, the
-/// results page, the current cadence with the link to change it (issue 13 point 2) and
-/// the withdraw link.
+/// results page, the current cadence with the link to change it and the withdraw link.
 #[allow(clippy::too_many_arguments)]
 pub fn digest(
     settings: &Settings,
@@ -118,8 +117,8 @@ pub fn digest(
     intent_mail(settings, to, intent, subject, s.digest_intro, &body, unsubscribe_url)
 }
 
-/// The digest line under an offer saying why it was sent (issue 13 point 3), in the
-/// intent's language ([`crate::matching::explain`]: never the limit).
+/// The digest line under an offer saying why it was sent, in the intent's language
+/// ([`crate::matching::explain`]: never the limit).
 fn why_line(intent: &Intent, offer: &Offer) -> String {
     let e = crate::matching::explain::explain(intent, offer);
     format!("  {} {}\n", crate::matching::explain::heading(&intent.language), e.line())

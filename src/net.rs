@@ -1,5 +1,5 @@
 //! Client addresses (infrastructure): who a request comes from, for the per-client limits
-//! and quotas of issue 9 (points 2, 3 and 8).
+//! and quotas.
 //!
 //! The address is the TCP peer's, unless the peer is one of the configured
 //! [`TrustedProxies`]; then `X-Forwarded-For` names the client ([`ClientAddr::resolve`]).

@@ -81,7 +81,7 @@ pub struct IntentRecord {
     pub cadence: Cadence,
 }
 
-/// How often the match digest of an intent may go out (issue 13 point 2; the rule is
+/// How often the match digest of an intent may go out (the rule is
 /// [`Cadence::next_digest_at`], docs/choices.md "Delivery cadence"). Stored by its
 /// [`Cadence::key`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

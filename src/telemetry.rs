@@ -1,7 +1,7 @@
-//! Prometheus metrics (issue 11 point 4): the one module that uses `prometheus-client`.
-//! The other modules count through the typed functions here; [`render`] answers the
-//! whole exposition. Every series is under the `isto_` prefix, with its unit in its
-//! name; the book's metrics reference (`isto generate reference`) lists them from it.
+//! Prometheus metrics: the one module that uses `prometheus-client`. The other modules
+//! count through the typed functions here; [`render`] answers the whole exposition. Every
+//! series is under the `isto_` prefix, with its unit in its name; the book's metrics
+//! reference (`isto generate reference`) lists them from it.
 //!
 //! No label value comes from a client as it is: every label is an enum of this module,
 //! a status code, or a string that [`Bounded`] admits, and the callers pass only route
@@ -99,7 +99,7 @@ label_enum! {
 }
 
 label_enum! {
-    /// A quota of `base::quota` (issue 9 point 3), as a label.
+    /// A quota of `base::quota`, as a label.
     pub enum QuotaRule {
         /// `quotas.drafts_per_client_per_hour`.
         DraftsPerClient => "drafts_per_client",

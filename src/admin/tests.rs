@@ -65,7 +65,7 @@ fn offline_import_counts_lines_and_updates() {
     assert_eq!(lines, vec![2, 5]);
     assert!(r.errors[0].message.contains("seller is required"), "{:?}", r.errors);
     assert!(r.errors[1].message.contains("not valid JSON"), "{:?}", r.errors);
-    // Some rows rejected: exit status 1 (issue 11 point 7), the good rows stored.
+    // Some rows rejected: exit status 1, the good rows stored.
     assert_eq!(r.exit_code(), 1);
     assert_eq!(r.summary(), "imported 3 offers (3 new, 0 updated), 0 deliveries to standing intents; 2 rows rejected");
     let j = serde_json::to_value(&r).unwrap();

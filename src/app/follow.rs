@@ -1,9 +1,8 @@
-//! The change-feed follower of `isto serve` on PostgreSQL (issue 27 point 3; not on redb,
-//! one process per store): it applies what other replicas wrote ([`AppState::catch_up`])
-//! as soon as the database notifies it ([`listen`]) and every [`FEED_POLL`] besides, so
-//! a withdrawal on one replica leaves the engine and the listings of every other within
-//! milliseconds. A replica behind the feed for more than [`FEED_BOUND`] is not ready
-//! ([`behind`]).
+//! The change-feed follower of `isto serve` on PostgreSQL (not on redb, one process per
+//! store): it applies what other replicas wrote ([`AppState::catch_up`]) as soon as the
+//! database notifies it ([`listen`]) and every [`FEED_POLL`] besides, so a withdrawal on
+//! one replica leaves the engine and the listings of every other within milliseconds. A
+//! replica behind the feed for more than [`FEED_BOUND`] is not ready ([`behind`]).
 
 use crate::state::AppState;
 use std::sync::Arc;

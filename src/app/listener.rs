@@ -1,9 +1,9 @@
-//! The hand-written accept loop of `isto serve` and its connection policy (issue 9
-//! point 1, and the slow-body and stream attacks after it): the listening socket, the
-//! connection cap and the eviction of waiting connections, the connections each client
-//! address may hold ([`holds`]), the request body's total deadline and the event streams'
-//! idle end ([`body`]), the idle and header timeouts ([`io`]), and the open-file limit
-//! raised at start ([`nofile`]).
+//! The hand-written accept loop of `isto serve` and its connection policy (also
+//! against slow bodies and streams): the listening socket, the connection cap and
+//! the eviction of waiting connections, the connections each client address may hold
+//! ([`holds`]), the request body's total deadline and the event streams' idle end
+//! ([`body`]), the idle and header timeouts ([`io`]), and the open-file limit raised at
+//! start ([`nofile`]).
 
 use super::SHUTDOWN_CONNECTIONS;
 use crate::config::Limits;
@@ -87,19 +87,19 @@ struct Shared {
     stop: CancellationToken,
 }
 
-/// Serves `app` on `listener` until `stop` is cancelled, within `limits` (issue 9
-/// point 1): at most `max_connections` connections at once, each closed when it has not
-/// sent a complete request head within `header_read_timeout_secs` (also between
-/// keep-alive requests, and before its first byte) or when no byte went either way for
-/// `idle_timeout_secs`. When every slot is taken, the connections waiting longest
-/// without a request in flight are closed to make room ([`Connections::evict`], as
-/// nginx reuses idle connections); only when every slot is busy with a request does a
-/// new connection wait for one (holding one descriptor; further ones wait in the
-/// kernel's accept queue). Per client address (`trusted` decides who that is, as for the
-/// rate limits) at most `max_connections_per_client` connections ([`holds`], [`admit`],
-/// [`admit_request`]); request bodies and event streams are bounded in time ([`body`]).
-/// On `stop`, accepting ends, idle connections are closed, requests in flight finish,
-/// and after [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
+/// Serves `app` on `listener` until `stop` is cancelled, within `limits`: at most
+/// `max_connections` connections at once, each closed when it has not sent a complete
+/// request head within `header_read_timeout_secs` (also between keep-alive requests, and
+/// before its first byte) or when no byte went either way for `idle_timeout_secs`. When
+/// every slot is taken, the connections waiting longest without a request in flight are
+/// closed to make room ([`Connections::evict`], as nginx reuses idle connections); only
+/// when every slot is busy with a request does a new connection wait for one (holding one
+/// descriptor; further ones wait in the kernel's accept queue). Per client address
+/// (`trusted` decides who that is, as for the rate limits) at most
+/// `max_connections_per_client` connections ([`holds`], [`admit`], [`admit_request`]);
+/// request bodies and event streams are bounded in time ([`body`]). On `stop`, accepting
+/// ends, idle connections are closed, requests in flight finish, and after
+/// [`SHUTDOWN_CONNECTIONS`] (8 s) those still open are dropped.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
     app: Router,

@@ -1,7 +1,7 @@
-//! `/metrics` (issue 11 point 4): the request counts ([`Started`]), the scrape handler
-//! with the values read from the store ([`Scraper`]), and the separate listener
-//! `metrics_listen` (default: off; never the public listener), which also serves the
-//! readiness report ([`super::ready`]).
+//! `/metrics`: the request counts ([`Started`]), the scrape handler with the values read
+//! from the store ([`Scraper`]), and the separate listener `metrics_listen` (default:
+//! off; never the public listener), which also serves the readiness report
+//! ([`super::ready`]).
 //!
 //! At scrape time the store gives the active intents and the deliveries (row counts: no
 //! scan) and the outbox backlog. The other intent statuses need a scan of every intent:

@@ -1,7 +1,7 @@
-//! Rate limits per client address and per credential (issue 9 point 2): HTTP 429 with
-//! `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3) for a client that sends more than its
-//! `[limits]` allow. The one place that uses `governor` (GCRA, the generic cell rate
-//! algorithm: a sustained rate with a burst).
+//! Rate limits per client address and per credential: HTTP 429 with `Retry-After` (RFC
+//! 6585 §4, RFC 9110 §10.2.3) for a client that sends more than its `[limits]` allow. The
+//! one place that uses `governor` (GCRA, the generic cell rate algorithm: a sustained
+//! rate with a burst).
 //!
 //! Three [`Bucket`]s per client address ([`ClientAddr::key`]: IPv4, or IPv6 cut to its
 //! /64) and one per credential (the account and the client of a bearer token's grant,

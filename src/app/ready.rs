@@ -1,6 +1,6 @@
-//! Readiness (issue 9 point 7): `GET /readyz` on the public listener says only whether
-//! the holder is ready ([`public`]); the report of why ([`readiness`]) is served on the
-//! metrics listener (`metrics_listen`), which only the operator reaches.
+//! Readiness: `GET /readyz` on the public listener says only whether the holder is ready
+//! ([`public`]); the report of why ([`readiness`]) is served on the metrics listener
+//! (`metrics_listen`), which only the operator reaches.
 //!
 //! Why not in public: the outbox backlog moved with each digest a seller's reply caused,
 //! so a seller polling `/readyz` after a reply learnt whether it was delivered, and with

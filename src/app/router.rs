@@ -150,8 +150,8 @@ pub struct McpServices {
 
 /// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
-    // Clients that accept only JSON get JSON (issue 12 point 1); an `initialize` naming
-    // a newer version in its header too is negotiated down, not refused.
+    // Clients that accept only JSON get JSON; an `initialize` naming a newer version in
+    // its header too is negotiated down, not refused.
     let mount = |path: &str, endpoint| {
         Router::new()
             .nest_service(path, mcp_service(holder.clone(), endpoint, stop.clone()))
@@ -195,7 +195,7 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     mcp.public
         .merge(buyer)
         .merge(seller)
-        // Liveness only: the process is up and answering (issue 9 point 7).
+        // Liveness only: the process is up and answering.
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", {
             let h = holder.clone();

@@ -98,10 +98,10 @@ fn socket_hint(e: &std::io::Error) -> &'static str {
 }
 
 /// What one start of `isto serve` creates under the data directory, so that a start that
-/// fails before it serves removes exactly that and nothing else (issue 11 point 7: a
-/// failed start leaves no new data directory, sealing key or store behind). Dropped
-/// while armed, it removes those of its paths that exist now, files first;
-/// [`Fresh::keep`] disarms it once the holder serves.
+/// fails before it serves removes exactly that and nothing else (a failed start leaves no
+/// new data directory, sealing key or store behind). Dropped while armed, it removes
+/// those of its paths that exist now, files first; [`Fresh::keep`] disarms it once the
+/// holder serves.
 #[derive(Debug)]
 pub(super) struct Fresh {
     made: Vec<std::path::PathBuf>,

@@ -1,5 +1,5 @@
-//! The systemd service protocol (issue 11 point 5): `sd_notify(3)` messages to the
-//! service manager for `Type=notify` units. The one place that uses `sd-notify`.
+//! The systemd service protocol: `sd_notify(3)` messages to the service manager for
+//! `Type=notify` units. The one place that uses `sd-notify`.
 //!
 //! Without `NOTIFY_SOCKET` in the environment (not started by systemd) every function
 //! here does nothing. A message that cannot be sent is logged at debug level and

@@ -1,7 +1,7 @@
-//! Hourly quotas on unauthenticated writes (issue 9 point 3): drafts and OAuth client
-//! registrations per client address; recorded consents per client address and per client
-//! network (IPv4 /24, IPv6 /48: [`crate::net::network_key`]); confirmation e-mails per
-//! target address and for the whole holder.
+//! Hourly quotas on unauthenticated writes: drafts and OAuth client registrations per
+//! client address; recorded consents per client address and per client network (IPv4 /24,
+//! IPv6 /48: [`crate::net::network_key`]); confirmation e-mails per target address and
+//! for the whole holder.
 //!
 //! The holder-wide count has two limits: [`Rule::MailsGlobal`]
 //! (`quotas.confirmation_mails_per_hour`) for consents of a known person (an address that
@@ -33,7 +33,7 @@ const WINDOW_SECS: i64 = 3600;
 /// One-minute buckets in a window.
 const BUCKETS: usize = 60;
 
-/// A quota rule (`[quotas]`, issue 9 point 3).
+/// A quota rule (`[quotas]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// `quotas.drafts_per_client_per_hour`.

@@ -14,21 +14,9 @@
 //! hold. The caller gets the durable commit's error either way.
 //!
 //! **True group commit** ([`Base::write_batched`], the hot intent writes: drafts on
-//! `/mcp` and publishes on `/mcp/buyer`). A caller queues its write (an owned, re-runnable
-//! closure: no borrowed closure can run on another thread without `unsafe`) and takes
-//! the intent-write lock; whoever holds it runs every queued write, in arrival order, in
-//! one redb write transaction committed with immediate durability
-//! ([`crate::store::Store::write_durable`]: one commit, one fsync for the batch), applies
-//! their engine changes after that durable commit and sends each caller its own outcome
-//! before it lets the lock go — so a caller that then gets the lock finds its outcome
-//! there, or its write still queued and runs the next batch. Writes arriving during a
-//! batch's fsync make up the next one. Each write sees the ones before it, so the
-//! per-person cap is exact. redb's savepoints cannot be taken in a transaction that has
-//! written, so a write that fails is isolated by dropping the batch's transaction and
-//! running the others again, in a new one, without it (only when one fails). A failed
-//! durable commit fails every write of the batch and rebuilds the engine from the store
-//! as above (the earlier writes of [`Base::write`] that were not durable yet may be gone
-//! too).
+//! `/mcp` and publishes on `/mcp/buyer`): concurrent writes run in one transaction with
+//! one durable commit; a failed durable commit fails every write of the batch and
+//! rebuilds the engine as above.
 
 use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
@@ -298,11 +286,11 @@ impl Base {
         Ok(n)
     }
 
-    /// Brings the engine and the active set in step with the store for the intents
-    /// `ids`, which another replica wrote (the change feed, issue 27 point 3): each one
-    /// read again from the store — into the set while in the store's active set, into
-    /// the engine while effectively active, out of both otherwise. Under the
-    /// intent-write lock, so a write of this replica never interleaves with it.
+    /// Brings the engine and the active set in step with the store for the intents `ids`,
+    /// which another replica wrote (the change feed): each one read again from the store
+    /// — into the set while in the store's active set, into the engine while effectively
+    /// active, out of both otherwise. Under the intent-write lock, so a write of this
+    /// replica never interleaves with it.
     ///
     /// # Errors
     /// Storage errors; key errors opening a hidden limit (that intent then stays as it

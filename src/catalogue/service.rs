@@ -24,7 +24,7 @@ impl From<IndexError> for ServiceError {
     }
 }
 
-/// Whether the full-text offer index reflects the store (issue 9 point 7, `/readyz`).
+/// Whether the full-text offer index reflects the store (`/readyz`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IndexStatus {
     /// The index's generation is the store's catalogue generation, or `updating`.

@@ -147,8 +147,8 @@ impl HandleKey {
         bool::from(subtle::ConstantTimeEq::ct_eq(&want[..], n)).then_some(id)
     }
 
-    /// An id of the handle key for key listings (issue 11): the first 8 hex digits of
-    /// SHA-256 of its MAC subkey, never the key itself.
+    /// An id of the handle key for key listings: the first 8 hex digits of SHA-256 of its
+    /// MAC subkey, never the key itself.
     pub fn kid(&self) -> String {
         use sha2::Digest as _;
         hex(&Sha256::digest(&self.mac_key[..])[..4])

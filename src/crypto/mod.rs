@@ -312,12 +312,12 @@ impl KeyRing {
             .collect()
     }
 
-    /// Makes a new sealing key current (issue 11 point 2): the current key is copied to
-    /// `sealing.key.<kid>` (keeping its modification time, so its creation date stays
-    /// known), then a fresh key is written to a temp file (0600, synced) and renamed over
-    /// `sealing.key`, the directory synced — and only then does this ring seal with it.
-    /// Every older key still opens. The MAC root and the handle key are not touched.
-    /// Returns the new key id.
+    /// Makes a new sealing key current: the current key is copied to `sealing.key.<kid>`
+    /// (keeping its modification time, so its creation date stays known), then a fresh
+    /// key is written to a temp file (0600, synced) and renamed over `sealing.key`, the
+    /// directory synced — and only then does this ring seal with it. Every older key
+    /// still opens. The MAC root and the handle key are not touched. Returns the new key
+    /// id.
     ///
     /// # Errors
     /// [`CryptoError::Seal`] for a ring made in memory (no key files); I/O errors as
@@ -553,7 +553,7 @@ pub fn new_id(prefix: &str) -> String {
 #[cfg(test)]
 thread_local! {
     /// How many times [`KeyRing::open`] ran on this thread (unit tests only): lets a test
-    /// show that a code path never opens a sealed value (issue 10 point 2).
+    /// show that a code path never opens a sealed value.
     static OPENED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 

@@ -265,8 +265,8 @@ impl Intents {
         self.withdraw_id(&rec.id)
     }
 
-    /// Sets the delivery cadence of an owned intent (the "my intents" page; issue 13
-    /// point 2), see [`Intents::set_cadence_id`]. Call it on a blocking thread.
+    /// Sets the delivery cadence of an owned intent (the "my intents" page), see
+    /// [`Intents::set_cadence_id`]. Call it on a blocking thread.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`] (not this account's); as [`Intents::set_cadence_id`].

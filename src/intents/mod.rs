@@ -67,7 +67,7 @@ pub struct ResultsView {
     pub intent: Intent,
     /// Deliveries, newest first.
     pub deliveries: Vec<Delivery>,
-    /// How often the digest may go out (issue 13 point 2).
+    /// How often the digest may go out.
     pub cadence: Cadence,
 }
 
@@ -151,7 +151,7 @@ impl Intents {
     }
 
     /// [`Intents::publish_draft`] for an unauthenticated caller at `client` (the public
-    /// `/mcp`): counted against `quotas.drafts_per_client_per_hour` first (issue 9 point 3).
+    /// `/mcp`): counted against `quotas.drafts_per_client_per_hour` first.
     ///
     /// # Errors
     /// [`ServiceError::Quota`] naming the rule and when to retry (nothing is stored);
@@ -304,9 +304,9 @@ impl Intents {
 
     /// Records consent (PROTOCOL.md §4.2): first come, atomically; seals the e-mail,
     /// moves the intent to `awaiting_email_confirmation` and queues the confirmation
-    /// e-mail (double opt-in) in the same transaction. Under the quotas
-    /// (issue 9 point 3): a recorded consent — and so a queued confirmation e-mail —
-    /// counts against `quotas.consents_per_client_per_hour` (its client address),
+    /// e-mail (double opt-in) in the same transaction. Under the quotas: a recorded
+    /// consent — and so a queued confirmation e-mail — counts against
+    /// `quotas.consents_per_client_per_hour` (its client address),
     /// `quotas.consents_per_network_per_hour` (its client's /24 or /48),
     /// `quotas.consents_per_address_per_hour` (its e-mail address) and
     /// `quotas.confirmation_mails_per_hour` (the holder; for an address that is not a
@@ -494,10 +494,10 @@ impl Intents {
         self.set_cadence_id(&rec.id, cadence)
     }
 
-    /// Sets how often the match digest may go out (issue 13 point 2) in one
-    /// transaction, rescheduling the pending digest ([`deliveries::set_cadence_tx`]).
-    /// Possible while the intent is awaiting its e-mail confirmation or active; the
-    /// cadence it has changes nothing. Returns the intent as it is now.
+    /// Sets how often the match digest may go out in one transaction, rescheduling the
+    /// pending digest ([`deliveries::set_cadence_tx`]). Possible while the intent is
+    /// awaiting its e-mail confirmation or active; the cadence it has changes nothing.
+    /// Returns the intent as it is now.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::State`] once the intent has ended

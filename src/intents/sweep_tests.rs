@@ -151,7 +151,7 @@ fn pass(h: &Intents) -> (u64, u64) {
 fn check_after_first_sweep(h: &Intents) {
     for (r, after) in records(h.base.keys()) {
         if purged_draft(&r, after) {
-            // The lapsed draft is deleted (issue 9 point 3), not marked expired.
+            // The lapsed draft is deleted, not marked expired.
             assert!(gone(h, &r.id), "{}", r.id);
             continue;
         }

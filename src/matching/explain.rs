@@ -1,7 +1,7 @@
-//! Match explanations in words (issue 13 point 3): why a delivered offer was sent, in
-//! the intent's language (`sk`, `cs`, anything else English) — the criteria it meets
-//! (`make Škoda, model Octavia, fuel diesel`), its area, "within your price limit" and
-//! whether its text matches the statement's words.
+//! Match explanations in words: why a delivered offer was sent, in the intent's language
+//! (`sk`, `cs`, anything else English) — the criteria it meets (`make Škoda, model
+//! Octavia, fuel diesel`), its area, "within your price limit" and whether its text
+//! matches the statement's words.
 //!
 //! **Privacy.** The price phrase is pass/fail only and depends only on whether the
 //! intent has a ceiling at all (a visible `budget.max` or [`Intent::has_hidden_limit`]),
@@ -167,11 +167,11 @@ pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
     Explanation { criteria, area, price, text }
 }
 
-/// Writes the explanations into each delivery's `extensions` (issue 13 point 3):
-/// `reasons` becomes the phrases in words ([`Explanation::phrases`]; the seed's
-/// `[string]`), and the machine codes stored at delivery (`category`, `criteria`,
-/// `area`, `price`, `text`; [`super::Hit::reasons`]) move to `reasonCodes`. `score`
-/// stays. Deliveries already annotated keep their codes.
+/// Writes the explanations into each delivery's `extensions`: `reasons` becomes the
+/// phrases in words ([`Explanation::phrases`]; the seed's `[string]`), and the machine
+/// codes stored at delivery (`category`, `criteria`, `area`, `price`, `text`;
+/// [`super::Hit::reasons`]) move to `reasonCodes`. `score` stays. Deliveries already
+/// annotated keep their codes.
 pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
     for d in deliveries {
         let phrases = explain(intent, &d.offer).phrases();

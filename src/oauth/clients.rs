@@ -545,8 +545,8 @@ mod tests {
             let e = check_redirect_uri(bad).unwrap_err();
             assert!(e.contains(rule), "{bad}: {e}");
         }
-        // PROTOCOL.md §7 (issue 10 point 7): no wildcards, empty hosts or handler schemes;
-        // private-use schemes in reverse-DNS form.
+        // PROTOCOL.md §7: no wildcards, empty hosts or handler schemes; private-use
+        // schemes in reverse-DNS form.
         for bad in [
             "https://*.client.example/cb",
             "https:///cb",

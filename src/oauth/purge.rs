@@ -40,11 +40,11 @@ pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> 
     })
 }
 
-/// A registered client is removed when it completed no grant within this many seconds
-/// of its registration (issue 9 point 3).
+/// A registered client is removed when it completed no grant within this many seconds of
+/// its registration.
 pub const CLIENT_GRANT_WINDOW_SECS: i64 = 86400;
-/// A registered client is removed when its last grant (code exchange or refresh) is
-/// this many seconds old and it holds no live authorization (issue 9 point 3).
+/// A registered client is removed when its last grant (code exchange or refresh) is this
+/// many seconds old and it holds no live authorization.
 pub const CLIENT_UNUSED_SECS: i64 = 90 * 86400;
 
 /// What [`purge_tx`] removed.

@@ -5,7 +5,7 @@
 //!
 //! Nothing a seller sees of an intent is shared with another seller beyond the buyer's
 //! own content (statement, criteria, area, budget, buy-by date: PROTOCOL.md §2 "Seller
-//! pseudonyms and handles", issue 10 point 3):
+//! pseudonyms and handles"):
 //! * `id` is the seller's handle ([`super::handle`]), never the intent id;
 //! * `validUntil` is only its day ([`seller_day`]: 00:00 UTC of the day it lapses), not
 //!   the publish minute + 90 days, which two sellers could compare to tell that their

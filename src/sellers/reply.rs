@@ -1,18 +1,17 @@
 //! `intent_submit_offer` (PROTOCOL.md §3): a seller's reply to one open pseudonymous
 //! intent.
 //!
-//! The answer depends only on the input's validity, on whether the intent is open to
-//! this seller (active, pseudonymous, in the seller's categories and regions — one
-//! reason text either way, so it does not tell whether the intent exists), and on the
-//! seller's reply count for the intent. `accepted: true` means stored and valid. The
-//! PROTOCOL.md §6 check (hidden limit included), which decides whether the reply is
-//! delivered, runs after the answer (issue 10 point 2): the reply is queued in the
-//! transaction that stores it, and the queue is matched on a jittered tick of its own
-//! ([`crate::deliveries::replies`]), so that not even the seller's next call is slowed
-//! by a delivery. The work before the answer never
+//! The answer depends only on the input's validity, on whether the intent is open to this
+//! seller (active, pseudonymous, in the seller's categories and regions — one reason text
+//! either way, so it does not tell whether the intent exists), and on the seller's reply
+//! count for the intent. `accepted: true` means stored and valid. The PROTOCOL.md §6
+//! check (hidden limit included), which decides whether the reply is delivered, runs
+//! after the answer: the reply is queued in the transaction that stores it, and the queue
+//! is matched on a jittered tick of its own ([`crate::deliveries::replies`]), so that not
+//! even the seller's next call is slowed by a delivery. The work before the answer never
 //! opens, reads or branches on the hidden limit ([`ReplyTarget`] does not hold it), so
-//! neither the answer nor the time it takes tells a price below the limit from one
-//! above it — price probing learns nothing.
+//! neither the answer nor the time it takes tells a price below the limit from one above
+//! it — price probing learns nothing.
 
 use super::{replies_key, Result, SellerProfile};
 use crate::base::Base;

@@ -1,11 +1,11 @@
-//! The change feed of several replicas on one PostgreSQL database (issue 27 point 3,
-//! "Local state"). Each `isto serve` keeps the matching engine, the active set, the
-//! offer index and the key ring in memory; a write made through another replica must
-//! reach them. So every write transaction that changes an intent, an offer or the key
-//! record also appends a row to `isto_changes` (`seq`, `kind`, `id`) and signals
-//! `pg_notify('isto_changes', '')` at its commit. Writers are serialized by
-//! [`super::WRITER_LOCK`] and take their `seq` under it, so the rows follow the commit
-//! order and a snapshot sees a prefix of them: `seq` is the feed's version.
+//! The change feed of several replicas on one PostgreSQL database ("Local state"). Each
+//! `isto serve` keeps the matching engine, the active set, the offer index and the key
+//! ring in memory; a write made through another replica must reach them. So every write
+//! transaction that changes an intent, an offer or the key record also appends a row to
+//! `isto_changes` (`seq`, `kind`, `id`) and signals `pg_notify('isto_changes', '')` at
+//! its commit. Writers are serialized by [`super::WRITER_LOCK`] and take their `seq`
+//! under it, so the rows follow the commit order and a snapshot sees a prefix of them:
+//! `seq` is the feed's version.
 //!
 //! A replica remembers the version it has applied ([`Store::feed_applied`]); its
 //! follower holds a connection that runs `LISTEN isto_changes` ([`Store::listen_changes`])

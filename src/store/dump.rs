@@ -1,6 +1,6 @@
 //! The store as rows of text: a logical export from one read transaction
 //! ([`Store::export`]) and its way back into a new store file ([`restore_file`]), for
-//! `isto admin backup` and `isto admin restore` (issue 11 point 1).
+//! `isto admin backup` and `isto admin restore`.
 //!
 //! Generic over the tables: every table of [`schema::TABLES`] is exported in that
 //! order, and an export refuses a store file that holds a table the list does not name

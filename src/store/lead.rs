@@ -1,13 +1,13 @@
-//! Which replica runs the background work (issue 27 point 3, "Background work"): with
-//! several `isto serve` processes on one PostgreSQL database, sweeps, the purge, digests,
-//! reply matching and the outbox's sending run only on the replica that holds the
-//! session-level advisory lock [`LEADER_LOCK`] (`pg_try_advisory_lock`), on a connection
-//! of its own kept open while it leads. When that replica's connection ends — the
-//! process killed, its host gone, the database restarted — PostgreSQL ends the session
-//! and releases the lock, and another replica takes it at its next try (one per
-//! [`LEAD_RETRY`]): the work moves within about a second of the database noticing
-//! (TCP keepalives, [`super::pg::KEEPALIVE_IDLE`], for a host that vanished without closing).
-//! On redb there is one process per store, which always leads.
+//! Which replica runs the background work ("Background work"): with several `isto serve`
+//! processes on one PostgreSQL database, sweeps, the purge, digests, reply matching and
+//! the outbox's sending run only on the replica that holds the session-level advisory
+//! lock [`LEADER_LOCK`] (`pg_try_advisory_lock`), on a connection of its own kept open
+//! while it leads. When that replica's connection ends — the process killed, its host
+//! gone, the database restarted — PostgreSQL ends the session and releases the lock, and
+//! another replica takes it at its next try (one per [`LEAD_RETRY`]): the work moves
+//! within about a second of the database noticing (TCP keepalives,
+//! [`super::pg::KEEPALIVE_IDLE`], for a host that vanished without closing). On redb
+//! there is one process per store, which always leads.
 
 use super::pg::{Conn, Pool};
 use super::{Result, Store};

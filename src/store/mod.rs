@@ -9,13 +9,13 @@
 //! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
 //! redb allows one process per file, hence the admin socket (`crate::admin`).
 //!
-//! An I/O failure (a full disk, most often) latches redb: every later call on that
-//! handle fails with "previous I/O error" until the file is closed and opened again. The
-//! store therefore notes every I/O-class failure, and the next call after it (at most one
+//! An I/O failure (a full disk, most often) latches redb: every later call on that handle
+//! fails with "previous I/O error" until the file is closed and opened again. The store
+//! therefore notes every I/O-class failure, and the next call after it (at most one
 //! attempt per [`REOPEN_INTERVAL`]) waits for the calls in flight to end, closes the file
-//! and opens it again — redb's recovery restores the last commit — so a write that
-//! failed for lack of space succeeds again once space returns, without a restart (issue 9
-//! point 7). [`Store::writable`] reports the outcome of the last write for `/readyz`.
+//! and opens it again — redb's recovery restores the last commit — so a write that failed
+//! for lack of space succeeds again once space returns, without a restart.
+//! [`Store::writable`] reports the outcome of the last write for `/readyz`.
 //!
 //! Errors: every fallible item of this module can fail with a storage error
 //! ([`StoreError::Db`], redb's or PostgreSQL's; [`StoreError::Unavailable`] while the redb
@@ -138,10 +138,9 @@ thread_local! {
 /// in pages the file already has while a real one no longer does.
 pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
 
-/// Default size of the store's page cache, MiB (`store.cache_mib`; issue 12 point 3):
-/// the tables' upper pages and the hot records; other pages are read again through the
-/// operating system's page cache (redb's own 1 GiB default let the idle process grow with
-/// the store).
+/// Default size of the store's page cache, MiB (`store.cache_mib`): the tables' upper
+/// pages and the hot records; other pages are read again through the operating system's
+/// page cache (redb's own 1 GiB default let the idle process grow with the store).
 pub const DEFAULT_CACHE_MIB: u64 = 16;
 
 /// Opens the database file: `true` the first time, `false` to reopen it after an I/O
@@ -414,14 +413,14 @@ impl Store {
         out
     }
 
-    /// Whether the store takes writes (issue 9 point 7, `/readyz`): the outcome of the
-    /// last write when it ended less than `fresh` ago and no I/O failure was seen since;
-    /// otherwise a probe — one small write transaction (a counter in `meta` that nothing
-    /// reads), which also reopens a failed store when a reopen is due. The probe never
-    /// waits for another write transaction (an import, say): then the last write's
-    /// outcome is the answer. Concurrent callers probe once. And whatever the writes did,
-    /// less than [`MIN_FREE_BYTES`] free on the file system is not writable. Changes
-    /// nothing a user can see.
+    /// Whether the store takes writes (`/readyz`): the outcome of the last write when it
+    /// ended less than `fresh` ago and no I/O failure was seen since; otherwise a probe —
+    /// one small write transaction (a counter in `meta` that nothing reads), which also
+    /// reopens a failed store when a reopen is due. The probe never waits for another
+    /// write transaction (an import, say): then the last write's outcome is the answer.
+    /// Concurrent callers probe once. And whatever the writes did, less than
+    /// [`MIN_FREE_BYTES`] free on the file system is not writable. Changes nothing a user
+    /// can see.
     pub fn writable(&self, fresh: Duration) -> Writable {
         if let Some(pool) = &self.pg {
             // The database's own disk is its operator's: a round trip says it answers.

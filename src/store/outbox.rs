@@ -35,9 +35,9 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Removes an outbox job that the SMTP server refused for good (5xx) and counts it
-    /// in the same transaction (issue 9 point 5: "5xx dropped and recorded"; read it
-    /// with [`super::Reads::mail_dropped`]). A job already gone is not counted.
+    /// Removes an outbox job that the SMTP server refused for good (5xx) and counts it in
+    /// the same transaction ("5xx dropped and recorded"; read it with
+    /// [`super::Reads::mail_dropped`]). A job already gone is not counted.
     pub fn drop_mail(&mut self, seq: u64) -> Result<()> {
         if self.open(OUTBOX)?.remove(seq)?.is_some() {
             self.bump_counter(DROPPED, 0)?;
@@ -48,7 +48,7 @@ impl Tx<'_> {
 
 impl Rx {
     /// How many jobs the outbox holds, and the oldest (lowest sequence number) with its
-    /// number: the backlog `/readyz` reports (issue 9 point 7).
+    /// number: the backlog `/readyz` reports.
     pub fn outbox_backlog<T: DeserializeOwned>(&self) -> Result<(u64, Option<(u64, T)>)> {
         let n = self.table(OUTBOX)?.len()?;
         let first = match self.table(OUTBOX)?.first()? {

@@ -188,7 +188,7 @@ pub(super) struct Pool {
     pub(super) feed: super::changes::FeedState,
 }
 
-/// The pool's state and counters, for `/readyz` and `/metrics` (issue 27 point 4): what
+/// The pool's state and counters, for `/readyz` and `/metrics`: what
 /// [`crate::store::Store::pool_stats`] returns on PostgreSQL. Counts since the store was
 /// opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -305,8 +305,8 @@ pub trait Reads: Tables {
     }
 
     /// How many messages were dropped after a permanent SMTP refusal (5xx) since the
-    /// store was created (issue 9 point 5: "5xx dropped and recorded"); counted with the
-    /// removal in one transaction ([`Tx::drop_mail`]).
+    /// store was created ("5xx dropped and recorded"); counted with the removal in one
+    /// transaction ([`Tx::drop_mail`]).
     fn mail_dropped(&self) -> Result<u64> {
         meta_counter(self, outbox::DROPPED)
     }

@@ -1,6 +1,6 @@
-//! Counts for `/metrics` and `isto admin stats` (issue 11 point 4): row counts of whole
-//! tables (redb keeps them in each table's header; PostgreSQL counts), and visits of
-//! every intent or offer, one record at a time.
+//! Counts for `/metrics` and `isto admin stats`: row counts of whole tables (redb keeps
+//! them in each table's header; PostgreSQL counts), and visits of every intent or offer,
+//! one record at a time.
 
 use super::reads::each_json;
 use super::schema::{
@@ -97,8 +97,8 @@ pub struct Dangling {
 impl Rx {
     /// Every index row naming a record that does not exist: `active`, `intent_expiry`,
     /// `tokens`, `intent_person` and `person_active` → `intents`; `offer_refs` →
-    /// `offers`; `seller_names` → `sellers` (issue 11 hardening: a restore refuses a
-    /// backup with such rows). At most `limit` are returned.
+    /// `offers`; `seller_names` → `sellers` (a restore refuses a backup with such
+    /// rows). At most `limit` are returned.
     pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
         let intents = self.table(INTENTS)?;
         let offers = self.table(OFFERS)?;

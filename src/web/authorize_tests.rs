@@ -345,8 +345,8 @@ async fn registration_validates_redirect_uris_and_metadata() {
     let r =
         e.post_json("/oauth/register", &json!({"redirect_uris": ["https://a.example/cb"], "client_name": big})).await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
-    // A name that would show other text than it holds (issue 10 point 7): refused, naming
-    // the field and the character; nothing is stored.
+    // A name that would show other text than it holds: refused, naming the field and the
+    // character; nothing is stored.
     let before = e.base.store().read(|rx| rx.records::<Value>(Ns::Client)).unwrap().len();
     for (name, code) in [
         ("Good app \u{202E}moc.live", "U+202E"),

@@ -279,7 +279,7 @@ impl Env {
     }
 }
 
-/// The home page's words and links in `lang` (issue 13 point 4).
+/// The home page's words and links in `lang`.
 fn assert_home_in(r: &Resp, lang: &str, words: &str) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_page_headers(r);

@@ -1,9 +1,8 @@
-//! Backup and restore (issue 11 point 1): `isto admin backup` against a real `isto serve`
-//! child process under a bounded write load, `isto admin restore` into a fresh data
-//! directory, and every refusal of a restore leaving the directory as it was. The
-//! holder's data is made in-process with the kit first (every table gets rows), on a
-//! real redb file; the commands are the real binary. Loopback only; every loop bounded
-//! in count and time.
+//! Backup and restore: `isto admin backup` against a real `isto serve` child process
+//! under a bounded write load, `isto admin restore` into a fresh data directory, and
+//! every refusal of a restore leaving the directory as it was. The holder's data is made
+//! in-process with the kit first (every table gets rows), on a real redb file; the
+//! commands are the real binary. Loopback only; every loop bounded in count and time.
 
 use isto::crypto::KeyRing;
 use isto::intents::{ConfirmOutcome, ConsentOutcome};

@@ -1,8 +1,8 @@
-//! `packaging/isto-backup.service` and `.timer` (issue 11 point 7, the README's backup
-//! schedule): the service's own command lines, run with the binary under test and a
-//! temp directory in place of `/usr/bin/isto` and `/var/backups/isto`, write a backup
-//! that `isto admin backup --verify` accepts and then keep only the newest
-//! `ISTO_BACKUP_KEEP` copies; `systemd-analyze verify` accepts both units where it runs.
+//! `packaging/isto-backup.service` and `.timer` (the README's backup schedule): the
+//! service's own command lines, run with the binary under test and a temp directory in
+//! place of `/usr/bin/isto` and `/var/backups/isto`, write a backup that `isto admin
+//! backup --verify` accepts and then keep only the newest `ISTO_BACKUP_KEEP` copies;
+//! `systemd-analyze verify` accepts both units where it runs.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -295,10 +295,10 @@ fn updates_apply_at_once_and_rematch_without_duplicates() {
     assert_eq!(f.stored(&id).statement, "Škoda");
 }
 
-/// PROTOCOL.md §3 (issue 10 point 1): no answer of `intent_update_intent` depends on a
-/// stored hidden limit (the relation to `budget.min` is checked only when the call gives
-/// `hiddenLimit`), and a change of the hidden limit alone does not move the intent in
-/// the sellers' `since` feed.
+/// PROTOCOL.md §3: no answer of `intent_update_intent` depends on a stored hidden limit
+/// (the relation to `budget.min` is checked only when the call gives `hiddenLimit`), and
+/// a change of the hidden limit alone does not move the intent in the sellers' `since`
+/// feed.
 #[test]
 fn the_stored_hidden_limit_never_shapes_an_update_answer() {
     let f = fixture();
@@ -706,7 +706,7 @@ fn require_bearer_answers_401_without_a_token() {
         "{challenge}"
     );
     // An empty Bearer, another scheme or a split token is no bearer token either: the
-    // same challenge, without an error code (RFC 6750 §3.1; issue 10 point 7).
+    // same challenge, without an error code (RFC 6750 §3.1).
     for value in ["Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer a b"] {
         let req = Request::post("/mcp/buyer").header(header::AUTHORIZATION, value).body(Body::empty()).unwrap();
         let res = f.send(req);

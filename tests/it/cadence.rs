@@ -1,11 +1,10 @@
-//! The delivery cadence (issue 13 point 2) through the production router, on a real
-//! redb file with the kit's clock: the person chooses "as they come", "daily",
-//! "weekly" or "pause" on the results page (manage token) by a POST with the CSRF
-//! token, confirmed from the link of the e-mail that asks them (a results link may
-//! have leaked) unless signed in as that person; the digest scheduler
-//! (`deliveries::queue_due_digests`, what the mail worker calls) sends by it; every
-//! mail says the cadence with the results page link; `intent_list_matches` is
-//! unaffected.
+//! The delivery cadence through the production router, on a real redb file with the kit's
+//! clock: the person chooses "as they come", "daily", "weekly" or "pause" on the results
+//! page (manage token) by a POST with the CSRF token, confirmed from the link of the
+//! e-mail that asks them (a results link may have leaked) unless signed in as that
+//! person; the digest scheduler (`deliveries::queue_due_digests`, what the mail worker
+//! calls) sends by it; every mail says the cadence with the results page link;
+//! `intent_list_matches` is unaffected.
 
 use axum::http::StatusCode;
 use isto::clock::Clock;

@@ -1,10 +1,9 @@
-//! A full disk (issue 9 point 7): the real `isto serve` with its data directory on a
-//! small tmpfs that this test mounts in a private mount namespace (`unshare`). The test
-//! fills the tmpfs through `/proc/<pid>/root` until publishing a draft over `/mcp`
-//! fails, sees `/readyz` answer 503 while `/healthz` stays 200, deletes the filler, and
-//! sees the next publish succeed and `/readyz` answer 200 — without a restart. The
-//! report (why) is read from `/readyz` on the metrics listener; the public one says only
-//! ready or not.
+//! A full disk: the real `isto serve` with its data directory on a small tmpfs that this
+//! test mounts in a private mount namespace (`unshare`). The test fills the tmpfs through
+//! `/proc/<pid>/root` until publishing a draft over `/mcp` fails, sees `/readyz` answer
+//! 503 while `/healthz` stays 200, deletes the filler, and sees the next publish succeed
+//! and `/readyz` answer 200 — without a restart. The report (why) is read from `/readyz`
+//! on the metrics listener; the public one says only ready or not.
 //!
 //! Skipped, with a message, where no tmpfs can be mounted (no `unshare`, no user or
 //! mount namespaces) or the server's mount namespace cannot be reached. Loopback only; every loop bounded in count and time.

@@ -1,9 +1,8 @@
-//! Match explanations in words (issue 13 point 3) through the real holder: the
-//! intent's language (sk, cs, en) decides the words of `intent_list_matches`
-//! (`extensions.reasons`, with the codes kept as `extensions.reasonCodes`), of the
-//! results page (`p.why`) and of the digest mail in the kit's outbox; the price phrase
-//! is pass/fail only (the same words for an offer 1 EUR and 11 000 EUR under the hidden
-//! limit, and the limit's digits nowhere).
+//! Match explanations in words through the real holder: the intent's language (sk, cs,
+//! en) decides the words of `intent_list_matches` (`extensions.reasons`, with the codes
+//! kept as `extensions.reasonCodes`), of the results page (`p.why`) and of the digest
+//! mail in the kit's outbox; the price phrase is pass/fail only (the same words for an
+//! offer 1 EUR and 11 000 EUR under the hidden limit, and the limit's digits nowhere).
 
 use axum::http::StatusCode;
 use isto::protocol::Money;

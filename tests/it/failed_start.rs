@@ -1,11 +1,11 @@
-//! A failed start of the real `isto serve` leaves nothing new behind (issue 11 point 7):
-//! with the port taken, a bad SMTP URL, or an admin socket that cannot be made (a data
-//! directory path too long for a Unix socket: the one failure here that comes after the
-//! data directory, sealing key and store were made), it exits non-zero with a message
-//! naming what failed and what to do, a data directory that did not exist before does
-//! not exist after, and an existing one is left exactly as it was (an empty one, as
-//! systemd's `StateDirectory=` makes it, stays empty). And a successful first start makes
-//! the data directory owner-only. Loopback only; every wait bounded.
+//! A failed start of the real `isto serve` leaves nothing new behind: with the port
+//! taken, a bad SMTP URL, or an admin socket that cannot be made (a data directory path
+//! too long for a Unix socket: the one failure here that comes after the data directory,
+//! sealing key and store were made), it exits non-zero with a message naming what failed
+//! and what to do, a data directory that did not exist before does not exist after, and
+//! an existing one is left exactly as it was (an empty one, as systemd's
+//! `StateDirectory=` makes it, stays empty). And a successful first start makes the data
+//! directory owner-only. Loopback only; every wait bounded.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;

@@ -1,4 +1,4 @@
-//! The backward-compatibility fixture of the store (issue 11 point 3, after redb's
+//! The backward-compatibility fixture of the store (after redb's
 //! `tests/backward_compatibility.rs`): `tests/fixtures/store-v4/` is a data directory
 //! written by isto at store schema version 4 — the store file, its test keys and
 //! `fixture.json` (what the generator made: the counts per table and per record

@@ -1,8 +1,8 @@
-//! Group commit (issue 12 point 3; true group commit, issue 24): drafts published
-//! concurrently on `/mcp` are written in batches, several in one write transaction with
-//! one durable commit (the batch counts of `/readyz` on the metrics listener), and every
-//! draft the server acknowledged survives `kill -9` of the real binary in the middle of
-//! the load (read back from the redb file afterwards).
+//! Group commit (true group commit): drafts published concurrently on `/mcp` are written
+//! in batches, several in one write transaction with one durable commit (the batch counts
+//! of `/readyz` on the metrics listener), and every draft the server acknowledged
+//! survives `kill -9` of the real binary in the middle of the load (read back from the
+//! redb file afterwards).
 
 use crate::kit::load::{http, mcp_session, rows_of, Serve};
 use serde_json::{json, Value};

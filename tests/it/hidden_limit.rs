@@ -1,6 +1,6 @@
-//! Property tests of issue 10 "What must be shown", first bullet, for the hidden limit:
+//! Property tests for the hidden limit:
 //! for any two hidden limits, every answer that a buyer agent, a seller or the public can
-//! get is the same (PROTOCOL.md §2 "hiddenLimit", §3, §5; issue 10 points 1 and 5).
+//! get is the same (PROTOCOL.md §2 "hiddenLimit", §3, §5).
 //!
 //! Each case generates intents (statement, category, criteria, area, a budget with or
 //! without min and max, buyBy, visibility, made through `/mcp` + the consent pages or by
@@ -47,10 +47,10 @@
 //! `updatedAt` as it was (point 1).
 //!
 //! The delivery lists and pages compared include the match explanations in words
-//! (issue 13 point 3: `extensions.reasons`, the results page's "Why this offer"), and
-//! [`explanations_do_not_depend_on_the_hidden_limit`] checks them on their own: the
-//! words of `intent_list_matches`, the digest mail and the results page are the same for
-//! two hidden limits above the same offers (1 EUR or far under) and never name a limit.
+//! (`extensions.reasons`, the results page's "Why this offer"), and
+//! [`explanations_do_not_depend_on_the_hidden_limit`] checks them on their own: the words
+//! of `intent_list_matches`, the digest mail and the results page are the same for two
+//! hidden limits above the same offers (1 EUR or far under) and never name a limit.
 //!
 //! Cases: 32 by default (`PROPTEST_CASES=256 cargo test --test it hidden_limit` runs
 //! more); each builds two holders, so a case costs tens of milliseconds in a debug build.
@@ -681,8 +681,8 @@ fn run(case: &Case, s: &mut Side) -> Result<(), TestCaseError> {
         }
         s.tick();
     }
-    // A tick of the reply matching: the queued replies are matched and delivered (issue
-    // 10 point 2); then what the mail worker runs before each pass: due digests queued.
+    // A tick of the reply matching: the queued replies are matched and delivered; then
+    // what the mail worker runs before each pass: due digests queued.
     isto::deliveries::match_queued_replies(&h.base).unwrap();
     isto::deliveries::queue_due_digests(&h.base).unwrap();
     public_looks(case, s, "after replies");
@@ -1118,8 +1118,8 @@ fn the_normaliser_renames_random_values_only() {
     );
 }
 
-// ---------------------------------------------------------------------------
-// the match explanations (issue 13 point 3)
+// --------------------------------------------------------------------------- the match
+// explanations
 
 /// What a person is told about why offers were sent, on one holder: per offer (by
 /// title) the `extensions.reasons` of `intent_list_matches`, then the digest's "why"

@@ -126,9 +126,8 @@ fn expired_draft_cannot_be_consented_and_the_purge_deletes_it() {
     assert_eq!(h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap(), ConsentOutcome::Closed);
     let stored: IntentRecord = h.base.store().read(|rx| rx.intent(&id)).unwrap().unwrap();
     assert_eq!(stored.status, Status::AwaitingConsent, "reading never writes");
-    // A lapsed consent-link draft is the purge's (issue 9 point 3): the sweep leaves it,
-    // the purge deletes it with its code and consent link, rather than persisting
-    // `expired`.
+    // A lapsed consent-link draft is the purge's: the sweep leaves it, the purge deletes
+    // it with its code and consent link, rather than persisting `expired`.
     assert_eq!(h.intents.sweep().unwrap(), 0);
     let purged = h.intents.purge(false).unwrap();
     assert_eq!((purged.drafts, purged.draft_tokens), (1, 2));

@@ -1,8 +1,8 @@
-//! The exit status of the real `isto admin offers import` (issue 11 point 7): 0 when every
-//! row was imported (or the file has none), 1 when any row was rejected — with the report
-//! still printed, as text and as `--json`, and the good rows stored —, 2 when the import
-//! did not run (no such file, bad arguments). Offline (the store opened by the command)
-//! and through a running `isto serve`'s admin socket. Loopback only; every wait bounded.
+//! The exit status of the real `isto admin offers import`: 0 when every row was imported
+//! (or the file has none), 1 when any row was rejected — with the report still printed,
+//! as text and as `--json`, and the good rows stored —, 2 when the import did not run (no
+//! such file, bad arguments). Offline (the store opened by the command) and through a
+//! running `isto serve`'s admin socket. Loopback only; every wait bounded.
 
 use serde_json::{json, Value};
 use std::path::Path;

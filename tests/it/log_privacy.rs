@@ -1,8 +1,7 @@
-//! What a client sends never reaches the server's log (issue 10 point 6, README
-//! "Logging"), also where rmcp itself logs a refused request: rmcp logs a JSON-RPC error
-//! response at `warn` with its message, which quotes a client's unknown tool or method
-//! name, so other crates are held to `error` for rmcp (`app::log_ceiling`). Real binary,
-//! real MCP requests on 127.0.0.1.
+//! What a client sends never reaches the server's log (README "Logging"), also where rmcp
+//! itself logs a refused request: rmcp logs a JSON-RPC error response at `warn` with its
+//! message, which quotes a client's unknown tool or method name, so other crates are held
+//! to `error` for rmcp (`app::log_ceiling`). Real binary, real MCP requests on 127.0.0.1.
 
 use crate::kit::load::{admin, mcp, mcp_session, Serve};
 use serde_json::json;

@@ -1,7 +1,7 @@
-//! SMTP faults against the real outbox worker and transport (issue 9 point 5): fake SMTP
-//! servers on 127.0.0.1 started by the test. A server that accepts and never answers must
-//! not hold up a withdrawal; a withdrawn intent's queued mail is never sent; credentials
-//! never travel without TLS.
+//! SMTP faults against the real outbox worker and transport: fake SMTP servers on
+//! 127.0.0.1 started by the test. A server that accepts and never answers must not hold
+//! up a withdrawal; a withdrawn intent's queued mail is never sent; credentials never
+//! travel without TLS.
 
 use crate::kit::{self, Opts};
 use isto::mail::{check_smtp_url, worker, Transport, SMTP_COMMAND_TIMEOUT};

@@ -1,10 +1,9 @@
-//! Distinct people (issue 10 point 4; PROTOCOL.md §3 "Limits", §5): the demand threshold
-//! k counts people — verified e-mail addresses, folded (case, `+tag`, Gmail dots), and
-//! accounts, an account being one person with its address's consent-link intents — not
-//! intents; and a person holds at most `quotas.active_intents_per_person` active
-//! intents, refused with a clear answer on every path where an intent becomes active
-//! (`/mcp/buyer` publish, the consent page, the confirmation POST, a renewal), with
-//! nothing written.
+//! Distinct people (PROTOCOL.md §3 "Limits", §5): the demand threshold k counts people —
+//! verified e-mail addresses, folded (case, `+tag`, Gmail dots), and accounts, an account
+//! being one person with its address's consent-link intents — not intents; and a person
+//! holds at most `quotas.active_intents_per_person` active intents, refused with a clear
+//! answer on every path where an intent becomes active (`/mcp/buyer` publish, the consent
+//! page, the confirmation POST, a renewal), with nothing written.
 
 use crate::kit::buyer_grant;
 use crate::kit::{Fx, Opts};

@@ -1,8 +1,7 @@
-//! Quotas on unauthenticated writes and the purge (issue 9 point 3), in-process over the
-//! production router with client addresses set as `serve_http` sets them
-//! (`ConnectInfo`): over a quota the answer names the rule and when to retry, nothing is
-//! written, and other addresses are unaffected; the purge removes exactly what a dry run
-//! counted and keeps what must stay.
+//! Quotas on unauthenticated writes and the purge, in-process over the production router
+//! with client addresses set as `serve_http` sets them (`ConnectInfo`): over a quota the
+//! answer names the rule and when to retry, nothing is written, and other addresses are
+//! unaffected; the purge removes exactly what a dry run counted and keeps what must stay.
 
 use crate::kit::{Fx, Opts};
 use axum::body::Body;

@@ -1,13 +1,13 @@
-//! Search relevance on the real listings (issue 13 point 1): the judged query set of
+//! Search relevance on the real listings: the judged query set of
 //! `tests/relevance/make_queries.py` (queries and their right answers computed from the
 //! structured columns of `../shared/data`, never from the engine) is run through the
 //! catalogue search of `intent_search_offers` over a real redb file and the tantivy
 //! index, and scored with precision@3 and nDCG@10 per query class.
 //!
-//! Targets (issue 13): precision@3 ≥ 0.95 on the make/model queries, and no vehicle query
-//! whose top hit has the wrong model when a listing with the right model exists. The
-//! data is read at test time only; the test is skipped (with a message) when
-//! `../shared/data` is absent.
+//! Targets: precision@3 ≥ 0.95 on the make/model queries, and no vehicle query whose top
+//! hit has the wrong model when a listing with the right model exists. The data is read
+//! at test time only; the test is skipped (with a message) when `../shared/data` is
+//! absent.
 
 use crate::kit::{Fx, Opts};
 use serde_json::Value;

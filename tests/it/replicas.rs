@@ -1,9 +1,9 @@
-//! Several replicas on one PostgreSQL database (issue 27 point 3): two holders, each
-//! with its own store handle (its own pool), matching engine, active set, offer index
-//! and data directory — what two `isto serve` processes hold — over one database. Each
-//! replica applies the change feed as its follower does (`AppState::catch_up`, here on
-//! a thread of its own every 50 ms). PostgreSQL only: skipped with a printed reason on
-//! redb, where one process holds the store.
+//! Several replicas on one PostgreSQL database: two holders, each with its own store
+//! handle (its own pool), matching engine, active set, offer index and data directory —
+//! what two `isto serve` processes hold — over one database. Each replica applies the
+//! change feed as its follower does (`AppState::catch_up`, here on a thread of its own
+//! every 50 ms). PostgreSQL only: skipped with a printed reason on redb, where one
+//! process holds the store.
 
 use crate::kit::{backend_is_postgres, clock, settings, token_from_outbox, Opts};
 use isto::intents::{ConfirmOutcome, ConsentOutcome};

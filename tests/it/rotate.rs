@@ -1,11 +1,11 @@
-//! Key rotation (issue 11 point 2, "What must be shown"): `isto admin keys rotate`
-//! against a real `isto serve` child process under a bounded write load (publish,
-//! consent, confirm — the link read from the mail the server sent to a sink SMTP server
-//! —, withdraw on /mcp and the pages, offer imports through the admin socket):
-//! afterwards every sealed value opens with the new key (status shows 0 for the old),
-//! the old key is retired, every acknowledged write is there, and pseudonyms, handles,
-//! person keys and CSRF tokens are unchanged. The holder's data is made in-process with
-//! the kit on a real redb file (every table gets rows); the commands are the real binary.
+//! Key rotation ("What must be shown"): `isto admin keys rotate` against a real `isto
+//! serve` child process under a bounded write load (publish, consent, confirm — the link
+//! read from the mail the server sent to a sink SMTP server —, withdraw on /mcp and the
+//! pages, offer imports through the admin socket): afterwards every sealed value opens
+//! with the new key (status shows 0 for the old), the old key is retired, every
+//! acknowledged write is there, and pseudonyms, handles, person keys and CSRF tokens are
+//! unchanged. The holder's data is made in-process with the kit on a real redb file
+//! (every table gets rows); the commands are the real binary.
 
 use isto::crypto::Sealed;
 use isto::records::IntentRecord;

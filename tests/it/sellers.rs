@@ -157,9 +157,8 @@ fn pseudonym_of(list: &[Value], id: &str) -> String {
         .to_owned()
 }
 
-/// A tick of the reply matching (issue 10 point 2: the queued replies are matched and
-/// delivered), then the scheduler's digest pass (due digests queued).
-/// Returns the digests queued.
+/// A tick of the reply matching (the queued replies are matched and delivered), then the
+/// scheduler's digest pass (due digests queued). Returns the digests queued.
 fn drain(h: &AppState) -> u64 {
     isto::deliveries::match_queued_replies(&h.base).unwrap();
     isto::deliveries::queue_due_digests(&h.base).unwrap()
@@ -1186,7 +1185,7 @@ fn the_since_cursor_counts_in_whole_minutes_and_skips_nothing() {
     assert_eq!(seen, hds(h, &s, &[&first, &second, &third]));
 }
 
-/// Property (issue 10 "What must be shown"): over generated sellers and intents, no
+/// Property: over generated sellers and intents, no
 /// seller-visible value of an intent equals another seller's (handle, pseudonym), a
 /// handle never shows the intent id, and every time a seller sees is a whole minute.
 #[test]

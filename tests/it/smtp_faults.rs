@@ -1,15 +1,15 @@
-//! SMTP faults against the real binary (issue 9 point 5, "What must be shown"): `isto
-//! serve` started by the test with a temp data dir and `ISTO_SMTP_URL` pointing at a fake
-//! SMTP server on 127.0.0.1 that the test controls: one that accepts and never answers,
-//! one that waits for a TLS ClientHello (an implicit-TLS port configured as STARTTLS) or
-//! answers garbage, one that answers 421 / 451 / 550 at MAIL or RCPT, and one that is
-//! down and then comes up. Shown: every withdrawal path (the `intent_withdraw_intent`
-//! tool, the withdraw page POST, the RFC 8058 one-click POST) answers within 1 s while
-//! the server is stuck; several messages are in flight at once and a stalled
-//! conversation does not hold up the others; after recovery each message arrives exactly
-//! once (by Message-ID); a 550 drops the message and the store's dropped count shows it;
-//! log lines name host, port, TLS mode and phase, never the recipient; SIGTERM ends the
-//! process within 10 s while SMTP is stuck.
+//! SMTP faults against the real binary ("What must be shown"): `isto serve` started by
+//! the test with a temp data dir and `ISTO_SMTP_URL` pointing at a fake SMTP server on
+//! 127.0.0.1 that the test controls: one that accepts and never answers, one that waits
+//! for a TLS ClientHello (an implicit-TLS port configured as STARTTLS) or answers
+//! garbage, one that answers 421 / 451 / 550 at MAIL or RCPT, and one that is down and
+//! then comes up. Shown: every withdrawal path (the `intent_withdraw_intent` tool, the
+//! withdraw page POST, the RFC 8058 one-click POST) answers within 1 s while the server
+//! is stuck; several messages are in flight at once and a stalled conversation does not
+//! hold up the others; after recovery each message arrives exactly once (by Message-ID);
+//! a 550 drops the message and the store's dropped count shows it; log lines name host,
+//! port, TLS mode and phase, never the recipient; SIGTERM ends the process within 10 s
+//! while SMTP is stuck.
 //!
 //! The config gives `mail.smtp_timeout_secs = 2` and `mail.retry_base_secs = 1` (both
 //! ordinary settings) so that timeouts and retries happen within seconds. Every wait is a

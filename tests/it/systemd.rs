@@ -1,10 +1,10 @@
-//! systemd (issue 11 point 5): the real `isto serve` started with `NOTIFY_SOCKET` naming
-//! a Unix datagram socket this test binds, as systemd does for a `Type=notify` unit.
-//! Shown: `READY=1` comes once, after `STATUS=` start-up phases, and when it comes the
-//! port answers `/healthz` and the store exists; SIGTERM brings `STOPPING=1` and an exit
-//! within the shutdown bound (10 s). And `isto.service` at the repository root carries
-//! the directives the README promises (and passes `systemd-analyze verify` where that
-//! tool runs). Loopback only; every wait bounded.
+//! systemd: the real `isto serve` started with `NOTIFY_SOCKET` naming a Unix datagram
+//! socket this test binds, as systemd does for a `Type=notify` unit. Shown: `READY=1`
+//! comes once, after `STATUS=` start-up phases, and when it comes the port answers
+//! `/healthz` and the store exists; SIGTERM brings `STOPPING=1` and an exit within the
+//! shutdown bound (10 s). And `isto.service` at the repository root carries the
+//! directives the README promises (and passes `systemd-analyze verify` where that tool
+//! runs). Loopback only; every wait bounded.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixDatagram;

@@ -1,12 +1,12 @@
-//! The real binary under a bounded write load, shared by the backup and the key
-//! rotation tests (issue 11, "What must be shown"): `isto serve` as a child process on a
-//! data dir ([`Serve`]), `isto admin …` runs ([`admin`]), the store's rows read back
+//! The real binary under a bounded write load, shared by the backup and the key rotation
+//! tests ("What must be shown"): `isto serve` as a child process on a data dir
+//! ([`Serve`]), `isto admin …` runs ([`admin`]), the store's rows read back
 //! ([`rows_of`]), and [`Load`]: threads that write through the running server — offer
-//! imports through the admin socket (`Load offer N`), drafts published on `/mcp`
-//! (`Load draft N`) and, optionally, intents taken through consent (the consent page's
-//! GET and POST, sealing a contact and a hidden limit and queueing sealed mail),
-//! confirmed on the confirmation page when the test gives an [`SmtpSink`] to read the
-//! mail from, and every other one withdrawn again (`intent_withdraw_intent`). Every write the server
+//! imports through the admin socket (`Load offer N`), drafts published on `/mcp` (`Load
+//! draft N`) and, optionally, intents taken through consent (the consent page's GET and
+//! POST, sealing a contact and a hidden limit and queueing sealed mail), confirmed on the
+//! confirmation page when the test gives an [`SmtpSink`] to read the mail from, and every
+//! other one withdrawn again (`intent_withdraw_intent`). Every write the server
 //! acknowledged is recorded. Loopback only; every loop bounded in count and time.
 
 use isto::store::{Export, Store, StoreError};
