@@ -1,5 +1,5 @@
-//! Build script: names the commit a binary was built from, for `isto --version`
-//! (issue 11 point 6): `isto 0.1.0 (abc1234 2026-12-02)`.
+//! Build script: names the commit a binary was built from, for `isto --version`:
+//! `isto 0.1.0 (abc1234 2026-12-02)`.
 //!
 //! Sets the compile-time variable `ISTO_BUILD` to `<commit> <date>`, the first source
 //! that answers winning:

@@ -34,6 +34,9 @@
 //! **Cost.** Counts come from the active set in memory ([`crate::base::active`], no
 //! store read) and are kept while the set is unchanged, for at most [`MAX_AGE`]: calls
 //! by anyone cost at most one count per cell and change of the active set.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 use crate::base::active::Times;
 use crate::base::{Base, ServiceError};
@@ -302,9 +305,6 @@ pub const MAX_AGE: time::Duration = time::Duration::seconds(10);
 /// grid (see [`parse_request`]); a cell outside it is withheld. Counted for this cell
 /// alone ([`count_cell`]), kept while the active set is unchanged for at most
 /// [`MAX_AGE`] — `asOf` is when.
-///
-/// # Errors
-/// Storage errors.
 pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer, ServiceError> {
     let now = base.clock().now();
     let key = format!("demand:{category}:{}:{}:{}", cell.area, cell.budget_band, cell.buy_by_band);
@@ -421,9 +421,6 @@ impl Tally {
 /// The whole grid of `category` (see [`HeatMap`]): the same numbers as [`summary`]
 /// gives cell by cell (the same tally), counted in one pass and kept as [`summary`]
 /// keeps its cells (the two may differ by what the clock alone moved; `asOf` tells).
-///
-/// # Errors
-/// Storage errors.
 pub fn heat_map(base: &Base, category: &str) -> Result<HeatMap, ServiceError> {
     let now = base.clock().now();
     let key = format!("demand:{category}");

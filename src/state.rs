@@ -1,5 +1,8 @@
 //! [`AppState`]: the plain handles the faces (MCP, pages, admin socket) share, and the
 //! one-time start-up passes ([`PASSES`]).
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 pub use crate::base::keycheck::{check_keys, sealed_counts, KeyCheck, KeyCheckError};
 use crate::base::Base;
@@ -141,9 +144,6 @@ pub const EMAIL_INDEX_KEYED: Pass = Pass {
 pub const PASSES: &[Pass] = &[PERSON_KEYS, EMAIL_INDEX_KEYED];
 
 /// The passes of [`PASSES`] that `store` does not record as done.
-///
-/// # Errors
-/// Storage errors.
 pub fn pending_passes(store: &Store) -> Result<Vec<Pass>, StoreError> {
     store.read(|rx| {
         let mut out = Vec::new();

@@ -28,7 +28,7 @@ else
   python3 -c 'import aiosmtpd'
 fi
 
-# The official MCP Python SDK, for python_sdk.test.mjs (issue 12 point 1): pinned.
+# The official MCP Python SDK, for python_sdk.test.mjs: pinned.
 MCP_PY_VERSION=2.3.0
 if [[ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)" == "$MCP_PY_VERSION" ]]; then
   echo "mcp (Python SDK) $MCP_PY_VERSION: present"

@@ -139,9 +139,6 @@ pub fn request_signup(base: &Base, req: SignupRequest) -> Result<MailOutcome> {
 
 /// Whether `token` names a usable one-time link of `kind` (unused, unexpired). Never
 /// changes state.
-///
-/// # Errors
-/// Storage errors.
 pub fn link_usable(base: &Base, kind: LinkKind, token: &str) -> Result<bool> {
     let Some(key) = token_key(kind, token) else { return Ok(false) };
     let now = base.clock().now();
@@ -173,9 +170,6 @@ pub type LinkUse = Result<Option<(Secret, String)>>;
 
 /// Uses a sign-in link (POST): deletes it and starts a session; `None` when the link is
 /// unusable or its account gone or disabled.
-///
-/// # Errors
-/// Storage errors.
 pub fn use_signin_link(base: &Base, token: &str) -> LinkUse {
     let Some(key) = token_key(LinkKind::Signin, token) else { return Ok(None) };
     let now = base.clock().now();
@@ -193,9 +187,6 @@ pub fn use_signin_link(base: &Base, token: &str) -> LinkUse {
 /// Confirms a sign-up (POST): deletes the link, creates the buyer account (with the
 /// consent text version) unless the address got one meanwhile, and starts a session.
 /// `None` when the link is unusable or the account disabled.
-///
-/// # Errors
-/// Storage and key errors.
 pub fn confirm_signup(base: &Base, token: &str) -> LinkUse {
     let Some(key) = token_key(LinkKind::Signup, token) else { return Ok(None) };
     let now = base.clock().now();

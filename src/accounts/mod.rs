@@ -24,6 +24,9 @@
 //!
 //! A disabled account's sessions stop working at once: [`signed_in`] reads the account on
 //! every request, and [`set_disabled`] deletes its sessions as well.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 mod links;
 mod mail;
@@ -293,9 +296,6 @@ fn account_by_hash(rx: &impl Reads, email_hash: &str) -> Result<Option<Account>>
 }
 
 /// The account with this id.
-///
-/// # Errors
-/// Storage errors.
 pub fn account(base: &Base, id: &str) -> Result<Option<Account>> {
     Ok(base.store().read(|rx| rx.record::<Account>(Ns::Account, id))?)
 }
@@ -352,18 +352,12 @@ pub fn rekey_email_index(base: &Base) -> Result<u64> {
 }
 
 /// The account of an e-mail address (any case).
-///
-/// # Errors
-/// Storage errors.
 pub fn account_by_email(base: &Base, email: &str) -> Result<Option<Account>> {
     let hash = email_key(base.keys(), email);
     base.store().read(|rx| account_by_hash(rx, &hash))
 }
 
 /// Every account, in id order.
-///
-/// # Errors
-/// Storage errors.
 #[cfg(test)]
 pub fn accounts(base: &Base) -> Result<Vec<Account>> {
     Ok(base.store().read(|rx| rx.records::<Account>(Ns::Account))?.into_iter().map(|(_, a)| a).collect())
@@ -462,9 +456,6 @@ pub struct AccountsPurged {
 }
 
 /// [`purge_tx`] in a write transaction of its own; returns how many records went.
-///
-/// # Errors
-/// Storage errors.
 #[cfg(test)]
 pub(crate) fn sweep(base: &Base) -> Result<u64> {
     let n = base.store().write(|tx| purge_tx(tx, base.clock().now()))?;
@@ -474,9 +465,6 @@ pub(crate) fn sweep(base: &Base) -> Result<u64> {
 /// Deletes expired sessions, expired one-time links and stale throttle counters in
 /// `tx`, at `now` (run by [`crate::intents::Intents::purge`]). A record that does not
 /// decode is left, with a warning ([`Reads::readable_records`]).
-///
-/// # Errors
-/// Storage errors.
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<AccountsPurged, StoreError> {
     let mut n = AccountsPurged::default();
     for (k, s) in tx.readable_records::<SessionRecord>(Ns::Session)?.0 {
@@ -503,9 +491,6 @@ pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> std::result::Result<Acc
 /// Counts a password attempt for the address (before verifying, so parallel guesses
 /// cannot slip past the limit) and loads its account: `None` past the limit, else
 /// `Some` of the account if the address has one that is enabled and has a password.
-///
-/// # Errors
-/// Storage errors.
 pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<Option<Account>>> {
     let now = base.clock().now();
     base.store().write(|tx| -> Result<Option<Option<Account>>> {
@@ -520,9 +505,6 @@ pub fn begin_login(base: &Base, email_hash: &str) -> Result<Option<Option<Accoun
 
 /// After a verified password: clears the address's counter, stores a rehash if one was
 /// made, and starts a session. `None` if the account was disabled meanwhile.
-///
-/// # Errors
-/// Storage errors.
 pub fn finish_login(
     base: &Base,
     account_id: &str,
@@ -549,9 +531,6 @@ pub fn finish_login(
 }
 
 /// Ends the session stored under `key`.
-///
-/// # Errors
-/// Storage errors.
 pub fn end_session(base: &Base, key: &str) -> Result<()> {
     base.store().write(|tx| -> Result<()> {
         tx.remove_record(Ns::Session, key)?;

@@ -63,9 +63,6 @@ impl Writes<'_, '_> {
     /// Deletes an intent record with its active-set and expiry-index rows, and stages
     /// its removal from the engine (the purge of lapsed drafts; tokens pointing to it
     /// are removed by the caller, [`Tx::remove_tokens_of`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn remove_intent(&mut self, id: &str) -> Result<()> {
         self.tx.remove_intent(self.base.key()?, id)?;
         self.ops.push(EngineOp::Remove(id.to_owned()));
@@ -100,9 +97,6 @@ impl Writes<'_, '_> {
 
     /// Whether `person` already holds the most active intents one person may, not
     /// counting intent `except` (the one about to become active, if any).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {
         let limit = self.base.settings.quotas.active_intents_per_person as usize;
         let now = crate::records::micros(self.base.now());
@@ -128,9 +122,6 @@ impl Writes<'_, '_> {
     /// with its person-index row, without the per-person cap and without touching the
     /// engine: the start-up backfill of intents that were active before person keys
     /// existed (they stay active, even over the cap; `Intents::backfill_people`).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
         self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
@@ -145,9 +136,6 @@ impl Writes<'_, '_> {
     /// each one's hidden limit and indexing it again cost more than its deliveries),
     /// and without rewriting its active-set and expiry-index rows, which do not change
     /// ([`Tx::put_intent_delivered`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn put_delivered(&mut self, rec: &IntentRecord) -> Result<()> {
         self.tx.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));

@@ -1,6 +1,9 @@
 //! The catalogue service: imports of offer rows (PROTOCOL.md §6: new offers reach
 //! standing intents), withdrawal of vanished offers, and the full-text offer index kept
 //! in step with the store (rebuilt when its generation lags).
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 use super::index::{IndexError, OfferIndex};
 use crate::base::{Base, Result, ServiceError, Writes};
@@ -133,9 +136,6 @@ impl Catalogue {
     /// replica wrote (the change feed): each read again — indexed while an active
     /// catalogue offer, removed otherwise — at the store's catalogue generation read in
     /// the same snapshot, under the catalogue lock. Nothing when the index is not open.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn refresh_offers(&self, ids: &[String]) -> Result<()> {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let (generation, recs) = self.base.store().read(|rx| -> Result<(u64, Vec<Option<OfferRecord>>)> {

@@ -566,9 +566,6 @@ impl Intents {
     }
 
     /// Deletes expired pending renewals; returns how many went (for the periodic sweep).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn sweep_renewals(&self) -> Result<u64> {
         let now = self.now();
         self.base.write(|tx| -> Result<u64> {

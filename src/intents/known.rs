@@ -50,9 +50,6 @@ impl Intents {
 
 /// Deletes in `tx` the marks past [`MARK_LIFETIME`] at `now`; how many. A mark that does
 /// not decode is left with a warning naming it.
-///
-/// # Errors
-/// Storage errors.
 pub(super) fn purge_marks(tx: &mut crate::base::Writes<'_, '_>, now: OffsetDateTime) -> Result<u64> {
     let mut n = 0;
     for (person, confirmed) in tx.readable_records::<Stamp>(Ns::Confirmed)?.0 {
@@ -66,9 +63,6 @@ pub(super) fn purge_marks(tx: &mut crate::base::Writes<'_, '_>, now: OffsetDateT
 
 /// Deletes in `tx` the mark of `person` when they hold no active intent other than
 /// `except` (an intent id): called where the sweep erases the contact of `except`.
-///
-/// # Errors
-/// Storage errors.
 pub(super) fn forget_if_inactive(tx: &mut crate::base::Writes<'_, '_>, person: &str, except: &str) -> Result<()> {
     if tx.person_active(person, i64::MIN, except, 1)? == 0 {
         tx.remove_record(Ns::Confirmed, person)?;

@@ -6,6 +6,9 @@
 //! Every state change is one write transaction through [`Base::write`]. Statuses are
 //! computed at read time ([`IntentRecord::effective_status`]): a GET never writes, and
 //! a sweep later persists what expiry already means.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
 use crate::base::{open_contact, Base, Result, ServiceError};
@@ -170,9 +173,6 @@ impl Intents {
     /// after the draft TTL; returns the intentCode and consentUrl (each a fresh 160-bit
     /// token, stored only as a hash). Not counted against a quota: the public face calls
     /// [`Intents::publish_draft_from`].
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn publish_draft(&self, p: PublishInput) -> Result<PublishResult> {
         let now = self.now();
         let id = crypto::new_id("int_");
@@ -546,9 +546,6 @@ impl Intents {
     /// still existing), else `email` (the address being consented with), else the
     /// intent's sealed contact; `None` without any. Opens a sealed address: called when
     /// an intent gets its person key, never to count.
-    ///
-    /// # Errors
-    /// Storage and key errors.
     pub(crate) fn person_of<R: Reads>(
         &self,
         rx: &R,

@@ -14,9 +14,6 @@ impl Intents {
     /// people. Run at start; such intents stay active even over the cap. An intent whose
     /// address cannot be opened is left without one (logged). Returns how many intents
     /// were written.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn backfill_people(&self) -> Result<usize> {
         self.base.write(|w| -> Result<usize> {
             let mut n = 0;
@@ -50,9 +47,6 @@ impl Intents {
     /// `contact_retention_days` after an intent ended (PROTOCOL.md §4.6). Returns how many
     /// records changed. A lapsed consent-link draft is left for [`Intents::purge`]. Reads
     /// only the intents the expiry index names as due ([`crate::base::sweep_due`]).
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn sweep(&self) -> Result<u64> {
         let now = self.now();
         let retention = time::Duration::days(i64::from(self.base.settings().contact_retention_days));

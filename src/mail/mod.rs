@@ -4,6 +4,9 @@
 //! `List-Unsubscribe`, PROTOCOL.md §4.4–4.5) from the texts of their language
 //! ([`texts`]) and queue them sealed in the same transaction as the state change that
 //! caused them; the worker sends and then deletes them, so an outage loses no mail.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 mod hello;
 mod smtp;
@@ -353,9 +356,6 @@ impl Outbox {
 
     /// The mail waiting in the outbox (`/readyz`), in one read. A row without `queued_at`
     /// counts from its next attempt time.
-    ///
-    /// # Errors
-    /// Storage errors.
     pub fn backlog(&self) -> Result<Backlog, crate::store::StoreError> {
         use crate::store::Reads as _;
         let (jobs, oldest, dropped) = self.store.read(|rx| {

@@ -25,6 +25,9 @@
 //! naming the record (by the token's hash), never an expired token, and the purge leaves
 //! it with a warning. What clients see (`expires_in`, `client_id_issued_at`) stays whole
 //! seconds.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 pub mod authorize;
 mod clients;

@@ -17,9 +17,6 @@ use time::{Duration, OffsetDateTime};
 /// and code's account (and whether it is revoked or used), so that a record of the
 /// account whose time does not read is revoked too, and a damaged one of another account
 /// does not stop the others.
-///
-/// # Errors
-/// Storage errors.
 pub fn revoke_account(base: &Base, account_id: &str) -> Result<u64, StoreError> {
     let of_account = |v: &Value| v.get("account_id").and_then(Value::as_str) == Some(account_id);
     base.store().write(|tx| {
@@ -64,9 +61,6 @@ pub struct OAuthPurged {
 
 /// [`purge_tx`] in a write transaction of its own at the holder's time; returns how many
 /// records went (tests; `isto serve` purges through `Intents::purge`).
-///
-/// # Errors
-/// Storage errors.
 #[cfg(test)]
 pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
     let n = base.store().write(|tx| purge_tx(tx, base.clock().now()))?;
@@ -85,9 +79,6 @@ pub(crate) fn sweep(base: &Base) -> Result<u64, StoreError> {
 /// ([`Reads::readable_records`]): nothing is deleted on the strength of a value that
 /// could not be read; while any authorization does not decode, no client is removed
 /// (its client could be the one it holds).
-///
-/// # Errors
-/// Storage errors.
 pub fn purge_tx(tx: &mut Tx<'_>, now: OffsetDateTime) -> Result<OAuthPurged, StoreError> {
     let now = Stamp::of(now);
     let mut n = OAuthPurged::default();

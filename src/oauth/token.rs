@@ -142,9 +142,6 @@ pub const DECISION_KEEP_SECS: i64 = 7200 + 60;
 /// Stores a new authorization code for `record` and returns it, unless the consent form
 /// `decision` (the hash of its CSRF token) was already answered: then `None`. One
 /// transaction, so however often the Allow form is posted, one code is minted.
-///
-/// # Errors
-/// Storage errors.
 pub fn issue_code(base: &Base, mut record: CodeRecord, decision: &str) -> Result<Option<Secret>, StoreError> {
     let code = new_token(20);
     let now = now_stamp(base);

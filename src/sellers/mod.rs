@@ -31,6 +31,9 @@
 //! PROTOCOL.md §2): a seller never sees an intent id nor an address; each intent reaches
 //! each seller under a handle and its buyer under a pseudonym, both stable for the pair
 //! and unrelated between sellers. No table keeps them.
+//!
+//! Errors: a fallible item here fails with storage errors (and key errors where it opens
+//! a sealed value) unless its `# Errors` says more.
 
 mod open;
 mod reply;
@@ -296,9 +299,6 @@ fn profiles_in(rx: &impl Reads) -> Result<Vec<SellerProfile>> {
 }
 
 /// The profile of a seller account, if it has one.
-///
-/// # Errors
-/// Storage errors.
 pub fn profile(base: &Base, account_id: &str) -> Result<Option<SellerProfile>> {
     if !is_profile_key(account_id) {
         return Ok(None);
@@ -428,9 +428,6 @@ fn name_taken(rx: &impl Reads, folded: &str) -> Result<Option<String>> {
 }
 
 /// Every registered seller, in account id order (`isto admin seller list`).
-///
-/// # Errors
-/// Storage and key errors.
 pub fn list(base: &Base) -> Result<Vec<SellerInfo>> {
     let profiles = base.store().read(profiles_in)?;
     profiles.iter().map(|p| info(base, p)).collect()
@@ -477,9 +474,6 @@ pub fn set_disabled(base: &Base, id: &str, disabled: bool) -> Result<Toggled> {
 
 /// Whether `account_id` is an enabled seller account (read on every seller tool call
 /// and page).
-///
-/// # Errors
-/// Storage errors.
 pub fn enabled_seller(base: &Base, account_id: &str) -> Result<bool> {
     Ok(accounts::account(base, account_id)?.is_some_and(|a| a.role == ROLE_SELLER && !a.disabled))
 }

@@ -163,9 +163,6 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
 
 /// The open intents for `profile`'s seller (see the module docs), oldest minute of
 /// change first, then by handle.
-///
-/// # Errors
-/// Storage and key errors.
 pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
     let now = base.clock().now();
     let since = q.since.map(seller_minute);

@@ -148,9 +148,6 @@ impl ReplyTarget {
 /// is open to the seller (reading only [`ReplyTarget`]'s fields) and the reply count,
 /// stores the reply (see [`crate::sellers`]) and queues it for matching
 /// ([`crate::deliveries::match_queued_replies`]; see the module docs).
-///
-/// # Errors
-/// Storage errors.
 pub fn submit_reply(base: &Base, profile: &SellerProfile, reply: &ReplyInput) -> Result<ReplyOutcome> {
     let (intent_id, input) = (reply.intent_id.clone(), reply.offer.clone());
     let now = base.clock().now();

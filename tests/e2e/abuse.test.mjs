@@ -1,7 +1,7 @@
-// Abuse of the public surface, as an attacker on loopback would try it (issue 9, "What
-// must be shown"), against the real binary:
+// Abuse of the public surface, as an attacker on loopback would try it,
+// against the real binary:
 //   - memory: 10 000 `initialize` calls on /mcp leave RSS growth under 64 MiB, and a
-//     normal SDK client is served afterwards (issue 9 point 1: bounded sessions);
+//     normal SDK client is served afterwards (bounded sessions);
 //   - connections: 2 000 half-open connections (a partial request head, never finished)
 //     leave a normal request answered within 1 s (point 1: header timeout, connection
 //     cap, eviction of the longest-waiting connection without a request in flight);

@@ -1,4 +1,4 @@
-// `isto check URL` (issue 14): the MCP binding's automated check.
+// `isto check URL`: the MCP binding's automated check.
 //
 // * against isto itself, both MCP revisions: exit 0, every check passes (rate.limit
 //   passes too: isto answers 429 with Retry-After within the check's bounded burst),

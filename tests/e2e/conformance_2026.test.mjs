@@ -1,4 +1,4 @@
-// The conformance runner's server scenarios for MCP 2026-07-28 (issue 12 point 1) against
+// The conformance runner's server scenarios for MCP 2026-07-28 against
 // `isto serve` /mcp, with the 0.2.0 pre-release of @modelcontextprotocol/conformance
 // (npm alias `conformance-next`, the one that has 2026-07-28 scenarios):
 //   conformance server --url …/mcp --scenario S --spec-version 2026-07-28

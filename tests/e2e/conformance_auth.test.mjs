@@ -1,5 +1,5 @@
 // The official MCP conformance runner's `authorization` command against isto's own
-// authorization server (issue 4):
+// authorization server:
 //   conformance authorization --url <issuer> --client-id <id> --resource <issuer>/mcp/buyer
 //                             --port <callback port> -o <dir>
 // Scenarios: authorization-server-metadata-endpoint, authorization-code-grant.

@@ -1,4 +1,4 @@
-// Consent by URL-mode elicitation on /mcp (issue 12 point 2; PROTOCOL.md §4 item 1) with
+// Consent by URL-mode elicitation on /mcp (PROTOCOL.md §4 item 1) with
 // real SDK clients that declare `elicitation.url` and answer the consent page's
 // `elicitation/create`:
 //
@@ -125,7 +125,7 @@ function assertOrdinary(res) {
   return out;
 }
 
-test("issue 12 point 2: consent by URL-mode elicitation, SDK v1 (2025-11-25) and v2 (2026-07-28)", { skip: skipV2, timeout: 240000 }, (t) =>
+test("consent by URL-mode elicitation, SDK v1 (2025-11-25) and v2 (2026-07-28)", { skip: skipV2, timeout: 240000 }, (t) =>
   withIsto(t, { prefix: "isto-elicit-", start: false }, async (env) => {
     const config = path.join(env.work, "isto.toml");
     fs.writeFileSync(config, CONFIG);

@@ -1,4 +1,4 @@
-// End-to-end test of the consent-link flow (issue 2): catalogue import (offline and
+// End-to-end test of the consent-link flow: catalogue import (offline and
 // online), MCP tools, consent page, double opt-in by e-mail, matching against the hidden
 // limit, digest e-mail, privacy of contact/limit/codes/tokens, search, withdrawal.
 //
@@ -108,7 +108,7 @@ function assertSummary(res, what) {
 
 const skip = !dataAvailable() && `real listing data not found in ${DATA_DIR} (needed for the catalogue)`;
 
-test("issue 2: consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-flow-", start: false }, async (env) => {
+test("consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, (t) => withIsto(t, { prefix: "isto-flow-", start: false }, async (env) => {
   const step = stepper(t);
   const { work, dataDir, smtp } = env;
   let isto = null;

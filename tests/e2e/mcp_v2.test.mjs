@@ -1,4 +1,4 @@
-// MCP revision 2026-07-28 end to end (issue 12 point 1) with the official TypeScript SDK
+// MCP revision 2026-07-28 end to end with the official TypeScript SDK
 // v2 client (`@modelcontextprotocol/client`), pinned to 2026-07-28: stateless (no
 // initialize, no Mcp-Session-Id), server/discover first, `_meta` on every request,
 // Mcp-Method / Mcp-Name headers, the cacheable tools/list. Every request and response is
@@ -14,7 +14,7 @@
 //   (intent_list_open_intents shows a pseudonymous intent without contact or hidden
 //   limit; intent_submit_offer reaches the buyer); a buyer's token is refused there, raw
 //   and through the SDK (whose new authorization the buyer cannot allow);
-// * the server fixes of issue 12 point 1 with raw HTTP, for both revisions: tools/list
+// * the server fixes for MCP 2026-07-28 with raw HTTP, for both revisions: tools/list
 //   the same bytes on every call and cacheable by anyone on 2026-07-28; clients that
 //   accept only application/json (or */*, or send no Accept) get JSON, not 406; a newer
 //   protocol version is negotiated down (initialize) or answered with the supported
@@ -282,7 +282,7 @@ test("2026-07-28, SDK v2: OAuth on /mcp/buyer (registration, sign-in, Allow, too
 );
 
 // ---------------------------------------------------------------------------
-// raw HTTP: the server fixes of issue 12 point 1
+// raw HTTP: the server fixes for MCP 2026-07-28
 
 const meta = (v = V2) => ({
   "io.modelcontextprotocol/protocolVersion": v,

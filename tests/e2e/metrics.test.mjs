@@ -75,7 +75,7 @@ function sum(scrape, name, labels = {}) {
     .reduce((a, s) => a + s.value, 0);
 }
 
-test("issue 11: /metrics during the consent-link flow, bounded labels, no personal data", { timeout: 5 * 60 * 1000 }, (t) =>
+test("/metrics during the consent-link flow, bounded labels, no personal data", { timeout: 5 * 60 * 1000 }, (t) =>
   withIsto(t, { prefix: "isto-metrics-", start: false }, async (env) => {
     const metricsPort = await freePort();
     const config = path.join(env.work, "isto.toml");

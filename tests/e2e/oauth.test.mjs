@@ -93,7 +93,7 @@ async function toolOutcome(client, name, args) {
   }
 }
 
-/** A short refresh grace window (issue 10 point 7), so that reuse after it is quick to show. */
+/** A short refresh grace window, so that reuse after it is quick to show. */
 const GRACE_SECS = 2;
 
 test("OAuth 2.1 on isto: SDK client on /mcp/buyer, token binding, refresh reuse, refusals", { timeout: 120000 }, (t) => withIsto(t, { prefix: "isto-oauth-", start: false }, async (env) => {

@@ -1,4 +1,4 @@
-// The refresh-token grace window (issue 10 point 7, PROTOCOL.md §7) with the official
+// The refresh-token grace window (PROTOCOL.md §7) with the official
 // MCP TypeScript SDK's OAuth client: five parallel refreshes with one refresh token all
 // get the same new pair, and it works; a lost response retried with the old token (the
 // SDK's own refresh, from a provider still holding it) gets that pair again; after the

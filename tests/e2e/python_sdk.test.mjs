@@ -1,5 +1,5 @@
 // The official MCP Python SDK (`mcp` 2.x, installed by tests/run_all.sh) as an isto
-// client over Streamable HTTP, on both revisions (issue 12 point 1): lib/mcp_python_flow.py
+// client over Streamable HTTP, on both revisions: lib/mcp_python_flow.py
 // runs the SDK; this file starts isto and the SMTP server, plays the person (the consent
 // page, the confirmation e-mail, the sign-up whose session signs the OAuth approval) and
 // checks what the script reports, the wire included.

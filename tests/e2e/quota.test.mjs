@@ -1,4 +1,4 @@
-// Quotas on unauthenticated writes and the purge (issue 9 point 3), against the real
+// Quotas on unauthenticated writes and the purge, against the real
 // binary with a config file of low quotas and a 3-second draft lifetime: a draft flood
 // on /mcp and a registration flood on /oauth/register stop at their quota with an error
 // that names the rule and when to retry; once the drafts lapsed, `isto admin purge`

@@ -1,4 +1,4 @@
-// Rate limits against the real binary (issue 9 point 2): over-limit calls get HTTP 429
+// Rate limits against the real binary: over-limit calls get HTTP 429
 // with Retry-After, other addresses and /healthz are not affected, and an assistant that
 // waits Retry-After is served again.
 //

@@ -1,4 +1,4 @@
-// Several replicas on PostgreSQL (issue 27 point 3) end to end: a throw-away
+// Several replicas on PostgreSQL end to end: a throw-away
 // PostgreSQL cluster (initdb + pg_ctl in a temporary directory, on a loopback port, as
 // src/store/testpg.rs starts one), two `isto serve` on one database with one shared key
 // directory (B's `keys` links to A's), and HAProxy round-robin in front (HTTP mode;

@@ -94,7 +94,7 @@ async function call(client, name, args) {
   }
 }
 
-test("issue 5: the SDK as a seller replies to a pseudonymous intent; the buyer's list_matches shows it", { timeout: 90000 }, (t) => withIsto(t, { prefix: "isto-seller-" }, async (env) => {
+test("the SDK as a seller replies to a pseudonymous intent; the buyer's list_matches shows it", { timeout: 90000 }, (t) => withIsto(t, { prefix: "isto-seller-" }, async (env) => {
   const { work, smtp, isto } = env;
   const closers = [];
   env.defer(async () => {

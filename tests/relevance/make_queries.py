@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds the judged query set of the search relevance evaluation (issue 13 point 1).
+"""Builds the judged query set of the search relevance evaluation.
 
 Reads the real listing files in DATA_DIR (../shared/data, never copied into the
 repository) and writes two JSON Lines files into OUT_DIR:

@@ -20,7 +20,6 @@ use super::analysis::{letter_phrases, lookup_term, STEM_MARK};
 use super::collector::{AreaFilter, Hit, TopIds};
 use super::*;
 use std::collections::HashMap;
-use tantivy::collector::TopDocs;
 use tantivy::query::{AllQuery, Bm25StatisticsProvider};
 
 /// At most this many statement words take part in a search.
@@ -157,7 +156,7 @@ impl OfferIndex {
                 clauses.push((Occur::Should, Box::new(q)));
             }
         }
-        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let top = tantivy::collector::TopDocs::with_limit(limit.max(1)).order_by_score();
         Ok(searcher.search(&BooleanQuery::new(clauses), &top)?.len())
     }
 

@@ -1,5 +1,5 @@
 """The official MCP Python SDK (`mcp`, pinned in tests/run_all.sh) as an isto client,
-driven by python_sdk.test.mjs (issue 12 point 1).
+driven by python_sdk.test.mjs.
 
     python3 mcp_python_flow.py consent URL MODE
         The consent-link flow on /mcp: publish, print {"step": "published", consentUrl,
