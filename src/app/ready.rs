@@ -32,8 +32,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// ```
 ///
 /// `writeBatches` counts, since start, the intent writes committed in batches (drafts
-/// and `/mcp/buyer` publishes, one durable commit per batch: [`crate::base::BatchStats`]);
-/// it informs and never decides readiness. `pool` and `feed` are there on PostgreSQL only: the store's connections
+/// and `/mcp/buyer` publishes, one durable commit per batch: [`crate::base::BatchStats`];
+/// always zero on PostgreSQL, where each commit is durable by itself); it informs and
+/// never decides readiness. `pool` and `feed` are there on PostgreSQL only: the store's connections
 /// ([`crate::store::PoolStats`]), which inform and never decide readiness (a lost
 /// database already fails the store check); and the change feed
 /// (`{"inStep": true, "version": 42, "applied": 42, "lastInStepSecs": 0, "notifications": 40}`): a replica

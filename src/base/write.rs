@@ -421,9 +421,10 @@ impl Base {
     /// each caller its own outcome; a caller returns once its write is durable. Each
     /// write sees the ones before it in its batch, so the per-person cap holds as with
     /// one write at a time. A write whose closure fails leaves nothing: the batch's
-    /// transaction is dropped and the others run again, in a new one, without it — so
-    /// `f` may run more than once and must only write through `w` (tokens and ids are
-    /// made before). On PostgreSQL, where a commit is durable by itself, this is
+    /// transaction is dropped and the others run again without it (from the second
+    /// failure on, those before it commit on their own and those after it form the next
+    /// transaction) — so `f` may run up to three times and must only write through `w`
+    /// (tokens and ids are made before). On PostgreSQL, where a commit is durable by itself, this is
     /// [`Base::write`].
     ///
     /// # Errors
@@ -465,7 +466,19 @@ impl Base {
                 return fail_all(jobs, e);
             }
         }
-        while !jobs.is_empty() {
+        // The first failed job is dropped and the others run again, in one transaction;
+        // after a second failure the jobs before it commit on their own and those after
+        // it wait here for the next transaction: so every job runs at most three times,
+        // however many of a batch fail (a failure costs a re-run of what came before it).
+        let mut later: Vec<Box<dyn Job>> = Vec::new();
+        let mut rerun = true;
+        loop {
+            if jobs.is_empty() {
+                if later.is_empty() {
+                    return;
+                }
+                jobs = std::mem::take(&mut later);
+            }
             let mut committing = false;
             let out = self.store.write_durable(|tx| -> Result<Vec<Vec<EngineOp>>, BatchFailed> {
                 let mut staged = Vec::with_capacity(jobs.len());
@@ -481,21 +494,33 @@ impl Base {
             });
             match out {
                 Ok(staged) => {
-                    staged.into_iter().for_each(|ops| self.apply_ops(ops));
                     let n = jobs.len() as u64;
                     self.batches.batches.fetch_add(1, Ordering::Relaxed);
                     self.batches.writes.fetch_add(n, Ordering::Relaxed);
                     self.batches.largest.fetch_max(n, Ordering::Relaxed);
-                    jobs.into_iter().for_each(|j| j.finish(None));
-                    return;
+                    // Durable: every caller learns so (it reads its outcome only after this
+                    // batch lets the lock go). Should applying the changes fail half-way
+                    // (a panic), the engine stays marked stale and is rebuilt from the store
+                    // before the next intent write.
+                    std::mem::take(&mut jobs).into_iter().for_each(|j| j.finish(None));
+                    self.engine_stale.store(true, Ordering::SeqCst);
+                    staged.into_iter().for_each(|ops| self.apply_ops(ops));
+                    self.engine_stale.store(false, Ordering::SeqCst);
                 }
-                Err(BatchFailed::Job(i, e)) => jobs.remove(i).finish(Some(e)),
+                Err(BatchFailed::Job(i, e)) if std::mem::take(&mut rerun) => jobs.remove(i).finish(Some(e)),
+                Err(BatchFailed::Job(i, e)) => {
+                    let mut tail = jobs.split_off(i);
+                    tail.remove(0).finish(Some(e));
+                    tail.append(&mut later);
+                    later = tail;
+                }
                 Err(BatchFailed::Store(e)) => {
                     // A failed durable commit may also lose the earlier writes of
                     // `Base::write` that are not durable yet: the engine follows the store.
                     if committing {
                         let _ = self.resync_locked();
                     }
+                    jobs.append(&mut later);
                     return fail_all(jobs, e);
                 }
             }
@@ -681,6 +706,42 @@ mod tests {
         );
         assert!(b.store.read(|rx| rx.intent::<IntentRecord>("int_b")).unwrap().is_none());
         assert_eq!(b.batch_stats(), BatchStats { batches: 1, writes: 2, largest: 2 }, "one commit for both");
+    }
+
+    #[test]
+    fn many_refused_writes_in_one_batch_run_each_write_at_most_three_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = crate::base::test_base(dir.path());
+        b.settings.quotas.active_intents_per_person = 1;
+        let of = |id: &str| IntentRecord { person: Some("per_x".into()), ..active(id) };
+        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        // Every odd write is refused at the cap: re-running the whole batch after each
+        // refusal would run the first write six times.
+        let runs: Vec<Arc<std::sync::atomic::AtomicUsize>> = (0..10).map(|_| Arc::default()).collect();
+        let (jobs, rxs): (Vec<_>, Vec<_>) = (0..10)
+            .map(|i| {
+                let id = format!("int_{i}");
+                let rec = if i % 2 == 1 { of(&id) } else { active(&id) };
+                let n = runs[i].clone();
+                job(move |w| {
+                    n.fetch_add(1, Ordering::SeqCst);
+                    w.put_intent(&rec, true)
+                })
+            })
+            .unzip();
+        batch(&b, jobs);
+        for (i, rx) in rxs.iter().enumerate() {
+            let out = rx.try_recv().unwrap();
+            if i % 2 == 1 {
+                assert!(matches!(out, Err(ServiceError::PersonCap { limit: 1 })), "{i}: {out:?}");
+            } else {
+                assert!(out.is_ok(), "{i}: {out:?}");
+            }
+            let stored = b.store.read(|rx| rx.intent::<IntentRecord>(&format!("int_{i}"))).unwrap();
+            assert_eq!(stored.is_some(), i % 2 == 0, "int_{i}");
+        }
+        let most = runs.iter().map(|n| n.load(Ordering::SeqCst)).max().unwrap();
+        assert!(most <= 3, "a write ran {most} times");
     }
 
     #[test]

@@ -503,13 +503,20 @@ impl KeyRing {
 
 /// HMAC-SHA-256 of length-prefixed `parts` under `key`.
 fn hmac(key: &[u8], parts: &[&[u8]]) -> Zeroizing<[u8; 32]> {
-    let mut out = Zeroizing::new([0u8; 32]);
-    // HMAC takes keys of any length: the `else` is never taken.
-    let Ok(mut m) = <Hmac<Sha256> as Mac>::new_from_slice(key) else { return out };
+    // RFC 2104 §2: a key longer than the block is hashed first, a shorter one padded
+    // with zeros; so the keyed MAC is built without a fallible constructor.
+    let mut block = Zeroizing::new([0u8; 64]);
+    if key.len() > block.len() {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let mut m = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&(*block).into());
     for p in parts {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
     }
+    let mut out = Zeroizing::new([0u8; 32]);
     out.copy_from_slice(&m.finalize().into_bytes());
     out
 }

@@ -577,7 +577,7 @@ fn session_exists(h: &Base, key: &str) -> bool {
     h.store().read(|rx| rx.record::<SessionRecord>(Ns::Session, key)).ok().flatten().is_some()
 }
 
-/// Issue 10 point 7 (login CSRF): the sign-in and sign-up forms' CSRF tokens are bound to
+/// Login CSRF: the sign-in and sign-up forms' CSRF tokens are bound to
 /// a pre-session cookie set by the form's GET; a token fetched by another party, posted
 /// from a browser without that cookie (`Origin: null` or not), is refused.
 #[tokio::test]

@@ -516,7 +516,7 @@ async fn sign_in_first_and_deny_and_csrf() {
     assert_eq!(e.post_form("/oauth/authorize", &form, Some(BUYER_COOKIE), None).await.status, StatusCode::BAD_REQUEST);
 }
 
-/// Issue 10 point 7: before anyone signed in the holder never redirects to the client,
+/// Before anyone signed in the holder never redirects to the client,
 /// whatever is wrong; signed in, a refusal after a trusted client and redirect URI goes
 /// back with `error`, `state` and `iss` (RFC 9207), as every authorization response does.
 #[tokio::test]
@@ -570,7 +570,7 @@ async fn no_redirect_to_the_client_before_sign_in_and_iss_in_every_answer() {
     assert!(wrong_role.body.contains(&iss.replace('&', "&amp;")), "{}", wrong_role.body);
 }
 
-/// Issue 10 point 7: the Allow form is single-use — posted twice (one after the other
+/// The Allow form is single-use — posted twice (one after the other
 /// or at once), one code is minted; the second post gets a page and no code.
 #[tokio::test]
 async fn the_allow_form_mints_one_code_however_often_it_is_posted() {
