@@ -647,6 +647,19 @@ mod tests {
         })
     }
 
+    /// An active intent of person `per_x`.
+    fn of(id: &str) -> IntentRecord {
+        IntentRecord { person: Some("per_x".into()), ..active(id) }
+    }
+
+    /// A base whose cap is one active intent per person, and `per_x` holding it (`int_x`).
+    fn person_at_cap(dir: &std::path::Path) -> Base {
+        let mut b = crate::base::test_base(dir);
+        b.settings.quotas.active_intents_per_person = 1;
+        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        b
+    }
+
     /// Runs `jobs` as one batch, as the caller holding the intent-write lock does.
     fn batch(b: &Base, jobs: Vec<Box<dyn Job>>) {
         let _serial = b.intent_writes.lock().unwrap();
@@ -686,10 +699,7 @@ mod tests {
     #[test]
     fn a_failing_write_leaves_nothing_and_keeps_the_others_of_its_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = crate::base::test_base(dir.path());
-        b.settings.quotas.active_intents_per_person = 1;
-        let of = |id: &str| IntentRecord { person: Some("per_x".into()), ..active(id) };
-        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        let b = person_at_cap(dir.path());
         // The middle one writes its token, then is refused at the cap.
         let (jobs, rxs): (Vec<_>, Vec<_>) =
             [active("int_a"), of("int_b"), active("int_c")].map(put_job).into_iter().unzip();
@@ -711,10 +721,7 @@ mod tests {
     #[test]
     fn many_refused_writes_in_one_batch_run_each_write_at_most_three_times() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = crate::base::test_base(dir.path());
-        b.settings.quotas.active_intents_per_person = 1;
-        let of = |id: &str| IntentRecord { person: Some("per_x".into()), ..active(id) };
-        b.write(|w| w.put_intent(&of("int_x"), true)).unwrap();
+        let b = person_at_cap(dir.path());
         // Every odd write is refused at the cap: re-running the whole batch after each
         // refusal would run the first write six times.
         let runs: Vec<Arc<std::sync::atomic::AtomicUsize>> = (0..10).map(|_| Arc::default()).collect();

@@ -5,9 +5,11 @@
 //! commit that covers it, shared by every write committed meanwhile (group commit);
 //! [`Store::write_durable`] commits its transaction durably itself, for a caller that
 //! gathers many writes into one (the intent-write batches of `base::write`, true group
-//! commit), and counts as that durable commit for every write before it. Records are JSON values; secrets appear
-//! only as hashes ([`crate::crypto::token_hash`]) or sealed ([`crate::crypto::Sealed`]).
-//! redb allows one process per file, hence the admin socket (`crate::admin`).
+//! commit), and counts as that durable commit for every write before it (`group`).
+//!
+//! Records are JSON values; secrets appear only as hashes ([`crate::crypto::token_hash`])
+//! or sealed ([`crate::crypto::Sealed`]). redb allows one process per file, hence the
+//! admin socket (`crate::admin`).
 //!
 //! An I/O failure (a full disk, most often) latches redb: every later call on that handle
 //! fails with "previous I/O error" until the file is closed and opened again. The store
