@@ -532,10 +532,8 @@ pub fn finish_login(
 
 /// Ends the session stored under `key`.
 pub fn end_session(base: &Base, key: &str) -> Result<()> {
-    base.store().write(|tx| -> Result<()> {
-        tx.remove_record(Ns::Session, key)?;
-        Ok(())
-    })
+    base.store().write(|tx| tx.remove_record(Ns::Session, key))?;
+    Ok(())
 }
 
 /// Whether a stored expiry has passed at `now`.

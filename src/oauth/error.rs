@@ -93,20 +93,11 @@ impl From<Internal> for OAuthError {
     }
 }
 
-/// Quotes a value for an auth-param (RFC 9110 §11.2): `"` and `\` escaped.
+/// Quotes a value for an auth-param (RFC 9110 §11.2): `"` and `\` escaped, control
+/// characters dropped.
 fn quoted(v: &str) -> String {
-    let mut s = String::with_capacity(v.len() + 2);
-    s.push('"');
-    for c in v.chars() {
-        if c == '"' || c == '\\' {
-            s.push('\\');
-        }
-        if !c.is_control() {
-            s.push(c);
-        }
-    }
-    s.push('"');
-    s
+    let clean: String = v.chars().filter(|c| !c.is_control()).collect();
+    format!("\"{}\"", clean.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// A bearer challenge (RFC 6750 §3, RFC 9728 §5.1):

@@ -9,7 +9,7 @@
 //!   `resource`, RFC 9207 `iss`; the consent page is `crate::web`'s.
 //! * `/oauth/token` and `/oauth/revoke` (`token`): single-use codes, access tokens bound
 //!   to one resource, refresh tokens rotated with reuse detection; RFC 7009.
-//! * [`check_bearer`]: the resource server's check.
+//! * [`admit`]: the resource server's check.
 //!
 //! HTTP is the faces' (`crate::web` routes the endpoints above; `crate::mcp` gates its
 //! endpoints with [`admit`]): this module takes bodies as bytes and header values and
@@ -133,33 +133,35 @@ fn now_stamp(base: &Base) -> Stamp {
     Stamp::of(base.clock().now())
 }
 
-/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value) for
-/// `resource` (the absolute URL `<public>/mcp/buyer` or `<public>/mcp/seller`) and
-/// `scope` (empty: any scope): the token must be genuine (known, unrevoked, unexpired)
-/// and then allowed by [`policy::authorize`] ([`Action::Reach`]). One short store read.
-///
-/// # Errors
-/// The refusal to answer ([`error::bearer_denied`]): 401 with the RFC 6750 challenge
-/// (plus `error="invalid_token"` when a token was sent but is not genuine or bound to
-/// another resource), 403 `insufficient_scope` (MCP step-up), 500 when the store fails.
+/// Checks `Authorization: Bearer <token>` (`authorization`: the header's value) for the
+/// endpoint `resource` (its absolute URL) and `scope` (empty: any scope), as
+/// [`admit`] does for what the access policy asks at the gate (tests).
+#[cfg(any(test, feature = "testkit"))]
 pub fn check_bearer(
     base: &Base,
     authorization: Option<&str>,
     resource: &str,
     scope: &str,
 ) -> Result<Grant, OAuthError> {
+    let Some(resource) = Resource::exactly(&base.settings().public_url.base, resource) else {
+        return Err(OAuthError::bad("invalid_target", "not an endpoint of this holder"));
+    };
     let scope = Some(scope).filter(|s| !s.is_empty());
     bearer_check(base, authorization, resource, |r| Action::Reach(r, scope))
 }
 
-/// The bearer check at the gate of `resource`'s endpoint: [`check_bearer`] for what the
-/// access policy asks there ([`Action::connect`]: scope `intents` on `/mcp/buyer`, any
-/// scope on `/mcp/seller`).
+/// The bearer check at the gate of `resource`'s endpoint (`authorization`: the
+/// `Authorization` header's value): the token must be genuine (known, unrevoked,
+/// unexpired) and then allowed by [`policy::authorize`] for what the access policy asks
+/// there ([`Action::connect`]: scope `intents` on `/mcp/buyer`, any scope on
+/// `/mcp/seller`). One short store read.
 ///
 /// # Errors
-/// The refusal to answer, as [`check_bearer`].
+/// The refusal to answer ([`error::bearer_denied`]): 401 with the RFC 6750 challenge
+/// (plus `error="invalid_token"` when a token was sent but is not genuine or bound to
+/// another resource), 403 `insufficient_scope` (MCP step-up), 500 when the store fails.
 pub fn admit(base: &Base, authorization: Option<&str>, resource: Resource) -> Result<Grant, OAuthError> {
-    bearer_check(base, authorization, &resource.url(&base.settings().public_url.base), Action::connect)
+    bearer_check(base, authorization, resource, Action::connect)
 }
 
 /// The bearer challenge of an access-policy refusal `denied` at `resource`'s endpoint
@@ -174,42 +176,28 @@ pub fn refuse(base: &Base, resource: Resource, grant: Option<&Grant>, denied: &D
 fn bearer_check<'a>(
     base: &Base,
     authorization: Option<&str>,
-    resource: &str,
+    resource: Resource,
     action: impl FnOnce(Resource) -> Action<'a>,
 ) -> Result<Grant, OAuthError> {
     let url_base = &base.settings().public_url.base;
-    let metadata_url = format!(
-        "{url_base}/.well-known/oauth-protected-resource{}",
-        resource.strip_prefix(url_base.as_str()).unwrap_or_default()
-    );
-    let all_scopes = Resource::from_url(url_base, resource).map(|r| r.scopes().join(" ")).unwrap_or_default();
+    let (metadata_url, all_scopes) = (resource.metadata_url(url_base), resource.scopes().join(" "));
     let invalid = |why: &str| error::bearer_challenge(&metadata_url, &all_scopes, Some(("invalid_token", why)));
     let grant = match authorization {
         None => None,
         Some(raw) => Some(genuine_token(base, raw).map_err(|e| match e {
             // No bearer token: the plain 401 challenge without error code (RFC 6750
             // §3.1), so that the client starts the authorization flow.
-            TokenProblem::Malformed => {
-                error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)
-            }
+            TokenProblem::Malformed => refuse(base, resource, None, &Denied::MissingCredentials),
             TokenProblem::Unknown => invalid("the access token is unknown or revoked"),
             TokenProblem::Expired => invalid("the access token expired"),
             TokenProblem::Store(e) => error::Internal::logged("bearer check", &e).into(),
         })?),
     };
     let who = Grant::credential(grant.as_ref(), url_base);
-    let decision = match Resource::exactly(url_base, resource) {
-        Some(r) => policy::authorize(&who, action(r), policy::no_lookup).map_err(Refusal::denied),
-        // Not an endpoint of this holder: no token is bound to it.
-        None => Err(if grant.is_some() { Denied::WrongResource } else { Denied::MissingCredentials }),
-    };
-    match (decision, grant) {
+    match (policy::authorize(&who, action(resource), policy::no_lookup).map_err(Refusal::denied), grant) {
         (Ok(_), Some(g)) => Ok(g),
-        (Ok(_), None) => Err(error::bearer_denied(&metadata_url, &all_scopes, &[], &Denied::MissingCredentials)),
-        (Err(d), g) => {
-            let token_scopes = g.as_ref().map(|g| g.scopes.as_slice()).unwrap_or_default();
-            Err(error::bearer_denied(&metadata_url, &all_scopes, token_scopes, &d))
-        }
+        (Ok(_), None) => Err(refuse(base, resource, None, &Denied::MissingCredentials)),
+        (Err(d), g) => Err(refuse(base, resource, g.as_ref(), &d)),
     }
 }
 

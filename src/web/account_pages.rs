@@ -37,12 +37,9 @@ pub struct SigninPage<'a> {
 }
 
 fn email_field(ui: &Ui, id: &str, value: &str, hint: Option<(&str, &str)>, invalid: bool) -> Markup {
-    let described = match (hint, invalid) {
-        (Some((hid, _)), true) => Some(format!("{hid} {id}-error")),
-        (Some((hid, _)), false) => Some(hid.to_owned()),
-        (None, true) => Some(format!("{id}-error")),
-        (None, false) => None,
-    };
+    let error = format!("{id}-error");
+    let ids: Vec<&str> = [hint.map(|(hid, _)| hid), invalid.then_some(error.as_str())].into_iter().flatten().collect();
+    let described = (!ids.is_empty()).then(|| ids.join(" "));
     html! {
         div.field {
             label for=(id) { (ui.email_label) }

@@ -93,8 +93,7 @@ fn refusal(ctx: &Ctx, headers: &HeaderMap, r: Refusal, signed_in: bool) -> Respo
 /// 303 to the sign-in page, coming back to this authorization request.
 fn signin(p: &Params) -> Response {
     let query = serde_urlencoded::to_string(p.pairs(&PARAMS)).unwrap_or_default();
-    let next = serde_urlencoded::to_string([("next", format!("/oauth/authorize?{query}"))]).unwrap_or_default();
-    see_other(&format!("/signin?{next}"), "Bad request\n")
+    super::to_signin(&format!("/oauth/authorize?{query}"))
 }
 
 /// The signed-in person, checked against the resource's role. `Err` is the response

@@ -21,7 +21,7 @@ use crate::protocol::CATEGORIES;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use maud::{html, Markup};
@@ -71,12 +71,7 @@ async fn demand_page(State(h): State<Shared>, headers: HeaderMap, RawQuery(q): R
     .await;
     match got {
         Ok(Access::SignIn) => {
-            let next = match category {
-                Some(c) => format!("/seller/demand?category={c}"),
-                None => "/seller/demand".to_owned(),
-            };
-            let q = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
-            Redirect::to(&format!("/signin?{q}")).into_response()
+            super::to_signin(&category.map_or("/seller/demand".to_owned(), |c| format!("/seller/demand?category={c}")))
         }
         Ok(Access::Forbidden) => {
             page(&h, ui, StatusCode::FORBIDDEN, t.sellers_only_title, pages::message(t.sellers_only, true))

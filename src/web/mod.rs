@@ -39,7 +39,7 @@ mod pages;
 mod seller_pages;
 #[cfg(test)]
 mod tests;
-pub mod wellknown;
+mod wellknown;
 
 pub use cookies::SESSION_COOKIE;
 
@@ -418,6 +418,12 @@ impl FormFields {
 
 // ---------------------------------------------------------------------------
 // home
+
+/// 303 to the sign-in page, which comes back to `next` (a path on this site; the query
+/// is [`account_pages::next_query`]'s).
+fn to_signin(next: &str) -> Response {
+    Redirect::to(&format!("/signin{}", account_pages::next_query(next))).into_response()
+}
 
 /// The language of a page not about an intent whose query may choose it: `?lang=`
 /// when it names one of [`i18n::LANGUAGES`] ([`i18n::query_lang`], the language switcher),

@@ -89,7 +89,7 @@ fn no_store(status: StatusCode, body: impl serde::Serialize) -> Response {
 }
 
 /// A public metadata document, cached for 5 minutes.
-fn cached_json(v: Value) -> Response {
+pub(super) fn cached_json(v: Value) -> Response {
     ([(header::CACHE_CONTROL, "public, max-age=300")], Json(v)).into_response()
 }
 

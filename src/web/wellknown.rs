@@ -21,26 +21,18 @@
 //! five minutes.
 
 use super::Shared;
-use crate::state::AppState;
 use axum::extract::State;
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::Value;
+use axum::Router;
 
 /// The route (merged into the pages' router before its state is set; no page headers).
 pub(super) fn routes() -> Router<Shared> {
     Router::new().route("/.well-known/isto-intents", get(metadata))
 }
 
-/// The metadata document ([`crate::metadata::document`]: the one source, which `isto
-/// admin registry-entry` draws from too).
-pub fn document(h: &AppState) -> Value {
-    crate::metadata::document(h.base.settings(), h.base.consent())
-}
-
-/// `GET /.well-known/isto-intents`.
+/// `GET /.well-known/isto-intents`: [`crate::metadata::document`] (the one source, which
+/// `isto admin registry-entry` draws from too).
 async fn metadata(State(h): State<Shared>) -> Response {
-    ([(header::CACHE_CONTROL, "public, max-age=300")], Json(document(&h))).into_response()
+    super::oauth::cached_json(crate::metadata::document(h.base.settings(), h.base.consent()))
 }

@@ -30,14 +30,10 @@ fn asks_current(s: &Signed) -> bool {
     s.account.password_hash.is_some() && s.session.method == "password"
 }
 
-fn to_signin(path: &str) -> Response {
-    Redirect::to(&format!("/signin{}", pages::next_query(path))).into_response()
-}
-
 /// `GET /account/password`: set or change the password (signed in only).
 pub(super) async fn password_page(State(w): State<Shared>, headers: HeaderMap) -> Response {
     let ui = page_ui(&w, &headers);
-    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
+    let Some(s) = session_of(&w, &headers).await else { return super::super::to_signin("/account/password") };
     let csrf = w.csrf(CSRF_PASSWORD, &s.key);
     page(&w, ui, StatusCode::OK, ui.password_title, pages::password(ui, &csrf, asks_current(&s), None))
 }
@@ -48,7 +44,7 @@ pub(super) async fn password_submit(State(w): State<Shared>, headers: HeaderMap,
     let ui = page_ui(&w, &headers);
     let client = peer_key(&peer);
     let form = FormFields::parse(&body);
-    let Some(s) = session_of(&w, &headers).await else { return to_signin("/account/password") };
+    let Some(s) = session_of(&w, &headers).await else { return super::super::to_signin("/account/password") };
     if !w.csrf_ok(&form.csrf, CSRF_PASSWORD, &s.key) {
         return csrf_page(&w, ui);
     }

@@ -84,26 +84,17 @@ pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Č
 include!(concat!(env!("OUT_DIR"), "/i18n.rs"));
 
 impl Ui {
-    /// The name of a status.
+    /// The name of a status (`statuses` follows [`Status::ALL`](crate::protocol::Status::ALL)).
     pub fn status_name(&self, s: crate::protocol::Status) -> &'static str {
-        use crate::protocol::Status;
-        let i = match s {
-            Status::AwaitingConsent => 0,
-            Status::AwaitingEmailConfirmation => 1,
-            Status::Active => 2,
-            Status::Expired => 3,
-            Status::Withdrawn => 4,
-        };
+        let i = crate::protocol::Status::ALL.iter().position(|x| *x == s).unwrap_or_default();
         self.statuses[i]
     }
 
-    /// The name of a category key (the key itself when unknown).
+    /// The name of a category key (the key itself when unknown; `categories` follows
+    /// [`crate::protocol::CATEGORIES`]).
     pub fn category_name<'a>(&self, key: &'a str) -> &'a str {
-        match key {
-            "vehicles" => self.categories[0],
-            "property" => self.categories[1],
-            k => k,
-        }
+        let i = crate::protocol::CATEGORIES.iter().position(|c| c.key == key);
+        i.and_then(|i| self.categories.get(i).copied()).unwrap_or(key)
     }
 
     /// The name of a country code (the code itself when unknown).
