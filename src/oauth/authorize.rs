@@ -140,30 +140,23 @@ pub async fn validate(ctx: &Shared, p: &Params) -> Result<AuthzRequest, Refusal>
         return Err(back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"));
     }
     let base = &ctx.base.settings().public_url.base;
-    let resource = match p.get("resource") {
+    let resource = match p.get("resource").map(|r| Resource::from_url(base, r)) {
         None => Resource::Buyer,
-        Some(r) => match Resource::from_url(base, r) {
-            Some(r) => r,
-            None => return Err(back("invalid_target", "resource must be this holder's /mcp/buyer or /mcp/seller")),
-        },
+        Some(Some(r)) => r,
+        Some(None) => return Err(back("invalid_target", "resource must be this holder's /mcp/buyer or /mcp/seller")),
     };
     let pick = |asked: &str| -> Vec<String> {
         resource.scopes().iter().filter(|s| asked.split(' ').any(|a| a == **s)).map(|s| (*s).to_owned()).collect()
     };
+    let all = resource.scopes().join(" ");
     let scopes = match p.get("scope") {
         Some(asked) => pick(asked),
-        None => {
-            let registered = client.scope.as_deref().map(pick).unwrap_or_default();
-            if registered.is_empty() {
-                resource.scopes().iter().map(|s| (*s).to_owned()).collect()
-            } else {
-                registered
-            }
-        }
+        None => Some(pick(client.scope.as_deref().unwrap_or_default()))
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| pick(&all)),
     };
     if scopes.is_empty() {
-        let want = resource.scopes().join(" ");
-        return Err(back("invalid_scope", &format!("this resource's scopes are: {want}")));
+        return Err(back("invalid_scope", &format!("this resource's scopes are: {all}")));
     }
     Ok(AuthzRequest {
         client,

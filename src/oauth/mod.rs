@@ -121,11 +121,8 @@ where
 {
     let base = Arc::clone(&ctx.base);
     let span = tracing::Span::current();
-    match tokio::task::spawn_blocking(move || span.in_scope(|| f(&base))).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(error::Internal::logged(op, &e)),
-        Err(e) => Err(error::Internal::logged(op, &e)),
-    }
+    let joined = tokio::task::spawn_blocking(move || span.in_scope(|| f(&base))).await;
+    joined.map_err(|e| error::Internal::logged(op, &e))?.map_err(|e| error::Internal::logged(op, &e))
 }
 
 /// The holder's clock, as stored times are held.

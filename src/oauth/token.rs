@@ -305,14 +305,9 @@ async fn token_grant(ctx: &Shared, authorization: Option<&str>, body: &[u8]) -> 
         return Err(OAuthError::bad("unauthorized_client", format!("this client is not registered for {grant_type}")));
     }
     let base = ctx.base.settings().public_url.base.clone();
-    let resource = match p.get("resource") {
-        Some(r) => Some(
-            Resource::from_url(&base, r)
-                .ok_or_else(|| OAuthError::bad("invalid_target", "unknown resource"))?
-                .url(&base),
-        ),
-        None => None,
-    };
+    let known = |r: &str| Resource::from_url(&base, r).map(|x| x.url(&base));
+    let unknown = || OAuthError::bad("invalid_target", "unknown resource");
+    let resource = p.get("resource").map(|r| known(r).ok_or_else(unknown)).transpose()?;
     let with_refresh = client.allows_grant("refresh_token");
     let client_id = client.client_id;
     if grant_type == "authorization_code" {
@@ -381,11 +376,7 @@ fn exchange_code(
     if code.client_id != client_id {
         return Ok(Err(grant("the code was issued to another client")));
     }
-    let redirect_ok = match &redirect_uri {
-        Some(r) => *r == code.redirect_uri,
-        None => !code.redirect_uri_sent,
-    };
-    if !redirect_ok {
+    if !redirect_uri.map_or(!code.redirect_uri_sent, |r| r == code.redirect_uri) {
         return Ok(Err(grant("redirect_uri differs from the authorization request")));
     }
     if !pkce_matches(verifier, &code.code_challenge) {
