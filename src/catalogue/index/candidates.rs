@@ -65,7 +65,7 @@ impl OfferIndex {
     /// min_should_match`), each term `t` counted as [`matching::term_hit`] counts it:
     /// exactly, or (when [`matching::stem`] of `t` is `Some(s)`) a term that starts with
     /// `s` and is at most `len(t) + 3` characters long. `terms` are the intent's
-    /// [`matching::statement_terms`]. Returns offer ids (sorted, no limit).
+    /// [`matching::StatementTerms::terms`]. Returns offer ids (sorted, no limit).
     ///
     /// # Errors
     /// tantivy errors.
