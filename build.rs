@@ -18,8 +18,10 @@
 //! binary after every commit. `ISTO_BUILD_COMMIT` still stamps them.
 //!
 //! It also writes the page texts of each language (`assets/i18n/<lang>.toml`) as the
-//! Rust statics and structs `web::i18n` includes, and the e-mail texts
-//! (`assets/i18n/mail/<lang>.toml`) as those `mail` includes ([`i18n`]).
+//! Rust statics and structs `web::i18n` includes, the e-mail texts
+//! (`assets/i18n/mail/<lang>.toml`) as those `mail` includes, and the words of match
+//! explanations (`assets/i18n/explain/<lang>.toml`) as those `matching::explain`
+//! includes ([`i18n`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,8 +69,9 @@ struct Texts {
     parts: &'static [Part],
 }
 
-/// The page texts (`web::i18n`) and the e-mail texts (`mail`).
-const TEXTS: [Texts; 2] = [
+/// The page texts (`web::i18n`), the e-mail texts (`mail`) and the explanation words
+/// (`matching::explain`).
+const TEXTS: [Texts; 3] = [
     Texts {
         dir: "assets/i18n",
         out: "i18n",
@@ -90,6 +93,13 @@ const TEXTS: [Texts; 2] = [
         root: ("MailText", "The texts of the e-mails the holder sends, in one language."),
         lookup: ("texts", "The e-mail texts of `lang` (`sk`, `cs`; anything else is English)."),
         parts: &[("intent", "IntentMailText"), ("account", "AccountMailText")],
+    },
+    Texts {
+        dir: "assets/i18n/explain",
+        out: "explain",
+        root: ("Words", "The words of match explanations in one language."),
+        lookup: ("words_of", "The explanation words of `lang` (`sk`, `cs`; anything else is English)."),
+        parts: &[],
     },
 ];
 

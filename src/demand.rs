@@ -93,8 +93,9 @@ impl Grid {
         json!({"area": self.area, "budgetBand": self.budget_labels(), "buyByBand": BUY_BY_BANDS})
     }
 
+    #[cfg(test)]
     /// The budgetBand label for a visible budget: by `budget.max` converted into the
-    /// grid's currency with `settings`' rates; `"none"` without a max (or a rate).
+    /// grid's currency with `settings`' rates; `"none"` without a max (or a rate) (tests).
     pub fn budget_band(&self, settings: &Settings, budget: Option<&Budget>) -> &str {
         self.budget_index(settings, budget).map_or(NONE, |i| self.budget_bands[i].label.as_str())
     }

@@ -196,7 +196,7 @@ impl Catalogue {
         rec: &mut IntentRecord,
         now: OffsetDateTime,
     ) -> Result<u64> {
-        let terms = matching::statement_terms(&rec.statement);
+        let terms = matching::statement_analysis(&rec.statement).terms;
         let min = self.base.settings().min_should_match;
         let ids = self.offer_index()?.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
         let mut offers = Vec::with_capacity(ids.len());
@@ -209,8 +209,9 @@ impl Catalogue {
         match_intent_tx(&self.base, tx, rec, &offers, &sellers, now)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     /// [`Catalogue::import_offers_run`] without a run, then waits until searches see the
-    /// batch (one index commit): a one-off import whose caller searches next.
+    /// batch (one index commit): a one-off import whose caller searches next (tests).
     ///
     /// # Errors
     /// Storage errors; nothing of the batch is stored then. An index failure after the

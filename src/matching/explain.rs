@@ -17,78 +17,18 @@
 
 use super::{constraint_holds, offer_terms, statement_analysis, term_hit};
 use crate::gazetteer::{self, region_name, AreaObject};
-use crate::protocol::{Delivery, Intent, Offer};
+use crate::protocol::{Delivery, Intent, Offer, CATEGORIES};
 use crate::text::format_amount;
 use serde_json::{Map, Value};
 
-/// The words of one language.
-struct Words {
-    /// Before the list of reasons: `Why this offer:`.
-    heading: &'static str,
-    /// Before an area the offer lies in that is inside the intent's area.
-    in_area: &'static str,
-    /// Before an offer's place when it is no longer inside the intent's area.
-    place: &'static str,
-    /// The price phrase.
-    price: &'static str,
-    /// The text phrase.
-    text: &'static str,
-    /// Country names `[SK, CZ]`.
-    countries: [&'static str; 2],
-}
-
-/// The criteria labels, `(criteria key, [English, Slovak, Czech])` (in the order of
-/// [`gazetteer::language`]), in the categories' attribute order.
-const LABELS: &[(&str, [&str; 3])] = &[
-    ("make", ["make", "značka", "značka"]),
-    ("model", ["model", "model", "model"]),
-    ("body", ["body", "karoséria", "karoserie"]),
-    ("fuel", ["fuel", "palivo", "palivo"]),
-    ("transmission", ["transmission", "prevodovka", "převodovka"]),
-    ("year", ["year", "rok výroby", "rok výroby"]),
-    ("mileageKm", ["mileage", "najazdené", "najeto"]),
-    ("powerKw", ["power", "výkon", "výkon"]),
-    ("color", ["colour", "farba", "barva"]),
-    ("type", ["type", "typ", "typ"]),
-    ("transaction", ["transaction", "transakcia", "transakce"]),
-    ("disposition", ["layout", "dispozícia", "dispozice"]),
-    ("rooms", ["rooms", "počet izieb", "počet pokojů"]),
-    ("floorAreaM2", ["floor area", "úžitková plocha", "užitná plocha"]),
-    ("landAreaM2", ["land area", "plocha pozemku", "plocha pozemku"]),
-    ("floor", ["floor", "poschodie", "podlaží"]),
-];
-
-static EN: Words = Words {
-    heading: "Why this offer:",
-    in_area: "in your area:",
-    place: "located in",
-    price: "within your price limit",
-    text: "matches the words of your request",
-    countries: ["Slovakia", "Czechia"],
-};
-
-static SK: Words = Words {
-    heading: "Prečo táto ponuka:",
-    in_area: "vo vašej oblasti:",
-    place: "miesto:",
-    price: "v rámci vášho cenového limitu",
-    text: "zodpovedá slovám vášho dopytu",
-    countries: ["Slovensko", "Česko"],
-};
-
-static CS: Words = Words {
-    heading: "Proč tato nabídka:",
-    in_area: "ve vaší oblasti:",
-    place: "místo:",
-    price: "v rámci vašeho cenového limitu",
-    text: "odpovídá slovům vaší poptávky",
-    countries: ["Slovensko", "Česko"],
-};
+// `Words` (from `assets/i18n/explain/<lang>.toml`, by build.rs) and
+// `pub fn words_of(lang: &str) -> &'static Words` (`sk`, `cs`; anything else is English).
+include!(concat!(env!("OUT_DIR"), "/explain.rs"));
 
 /// The words of a language tag: `sk`, `cs` (also `cz`), else English
 /// ([`gazetteer::language`]).
 fn words(lang: &str) -> &'static Words {
-    [&EN, &SK, &CS][gazetteer::language(lang)]
+    words_of(["en", "sk", "cs"][gazetteer::language(lang)])
 }
 
 /// The heading before the reasons in `lang`: `Why this offer:`, `Prečo táto ponuka:`,
@@ -140,14 +80,15 @@ impl Explanation {
 pub fn explain(intent: &Intent, offer: &Offer) -> Explanation {
     let w = words(&intent.language);
     // In the categories' attribute order (make, model, …, year, mileage), unknown keys last.
-    let rank = |k: &str| LABELS.iter().position(|(l, _)| *l == k).unwrap_or(usize::MAX);
+    let rank =
+        |k: &str| CATEGORIES.iter().flat_map(|c| c.attributes).position(|(a, _, _)| *a == k).unwrap_or(usize::MAX);
     let mut keys: Vec<(&String, &Value)> = intent.criteria.iter().filter(|(k, _)| k.as_str() != "category").collect();
     keys.sort_by_key(|(k, _)| rank(k));
     let criteria = keys
         .into_iter()
         .filter_map(|(k, want)| {
             let have = offer.attributes.get(k)?;
-            constraint_holds(want, Some(have)).then(|| criterion(&intent.language, k, want, have))
+            constraint_holds(want, Some(have)).then(|| criterion(w, k, want, have))
         })
         .collect();
     let place = area_words(w, &intent.language, &offer.area);
@@ -191,8 +132,8 @@ pub fn annotate(intent: &Intent, deliveries: &mut [Delivery]) {
 /// options shows the person's own spelling of the option met (`make Škoda` for an
 /// offer's `SKODA`); a number or range shows the offer's value (`year 2018`,
 /// `mileage 120 000 km`).
-fn criterion(lang: &str, key: &str, want: &Value, have: &Value) -> String {
-    let label = LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l[gazetteer::language(lang)]);
+fn criterion(w: &Words, key: &str, want: &Value, have: &Value) -> String {
+    let label = w.labels.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| *l);
     let value = match want {
         Value::String(s) => s.clone(),
         Value::Array(options) => options

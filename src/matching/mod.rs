@@ -288,7 +288,9 @@ pub fn statement_analysis(statement: &str) -> StatementTerms {
     out
 }
 
-/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`].
+#[cfg(any(test, feature = "testkit"))]
+/// The statement's terms: [`StatementTerms::terms`] of [`statement_analysis`] (tests,
+/// benches).
 pub fn statement_terms(statement: &str) -> Vec<String> {
     statement_analysis(statement).terms
 }

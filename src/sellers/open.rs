@@ -142,14 +142,12 @@ pub fn parse_open_query(args: &Value) -> Result<OpenQuery, InputError> {
 
 /// `t` rounded down to the whole minute: the precision of every time a seller sees.
 pub fn seller_minute(t: OffsetDateTime) -> OffsetDateTime {
-    let s = t.unix_timestamp();
-    OffsetDateTime::from_unix_timestamp(s - s.rem_euclid(60)).unwrap_or(t)
+    t.to_offset(time::UtcOffset::UTC).truncate_to_minute()
 }
 
 /// `t` rounded down to 00:00 UTC of its day: the precision of `validUntil` for sellers.
 pub fn seller_day(t: OffsetDateTime) -> OffsetDateTime {
-    let s = t.unix_timestamp();
-    OffsetDateTime::from_unix_timestamp(s - s.rem_euclid(86_400)).unwrap_or(t)
+    t.to_offset(time::UtcOffset::UTC).truncate_to_day()
 }
 
 /// Whether two areas share ground: same country, and one covers the whole country or

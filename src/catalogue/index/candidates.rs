@@ -34,7 +34,7 @@ impl OfferIndex {
                 return Ok(set.clone());
             }
         }
-        let set = Arc::new(all_terms(searcher, self.f.region)?);
+        let set = Arc::new(prefixed_terms(searcher, self.f.region, "", usize::MAX)?);
         *self.regions.lock().unwrap_or_else(PoisonError::into_inner) = Some((id, set.clone()));
         Ok(set)
     }
@@ -65,7 +65,7 @@ impl OfferIndex {
     /// min_should_match`), each term `t` counted as [`matching::term_hit`] counts it:
     /// exactly, or (when [`matching::stem`] of `t` is `Some(s)`) a term that starts with
     /// `s` and is at most `len(t) + 3` characters long. `terms` are the intent's
-    /// [`matching::statement_terms`]. Returns offer ids (sorted, no limit).
+    /// [`matching::StatementTerms::terms`]. Returns offer ids (sorted, no limit).
     ///
     /// # Errors
     /// tantivy errors.
@@ -120,34 +120,29 @@ impl OfferIndex {
     }
 }
 
-/// Every term of `field` in the index (for the small `region` field).
-fn all_terms(searcher: &Searcher, field: Field) -> Result<BTreeSet<String>, IndexError> {
-    let mut out = BTreeSet::new();
-    for seg in searcher.segment_readers() {
-        let inv = seg.inverted_index(field)?;
-        let mut s = inv.terms().stream()?;
-        while s.advance() {
-            if let Ok(t) = std::str::from_utf8(s.key()) {
-                out.insert(t.to_owned());
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
 /// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
 /// (`term` itself included when indexed). Empty for terms without a stem.
 fn expansions(searcher: &Searcher, field: Field, term: &str) -> Result<BTreeSet<String>, IndexError> {
+    let Some(stem) = matching::stem(term) else { return Ok(BTreeSet::new()) };
+    prefixed_terms(searcher, field, &stem, term.chars().count() + 3)
+}
+
+/// The terms of `field` in the index that start with `prefix` and have at most
+/// `max_chars` characters (every term of the small `region` field: `""`, `usize::MAX`).
+fn prefixed_terms(
+    searcher: &Searcher,
+    field: Field,
+    prefix: &str,
+    max_chars: usize,
+) -> Result<BTreeSet<String>, IndexError> {
     let mut out = BTreeSet::new();
-    let Some(stem) = matching::stem(term) else { return Ok(out) };
-    let max_chars = term.chars().count() + 3;
     for seg in searcher.segment_readers() {
         let inv = seg.inverted_index(field)?;
-        let mut s = inv.terms().range().ge(stem.as_bytes()).into_stream()?;
+        let mut s = inv.terms().range().ge(prefix.as_bytes()).into_stream()?;
         while s.advance() {
             let key = s.key();
-            if !key.starts_with(stem.as_bytes()) {
+            if !key.starts_with(prefix.as_bytes()) {
                 break;
             }
             if let Ok(t) = std::str::from_utf8(key) {

@@ -219,10 +219,7 @@ impl Collector for TopIds {
     }
 
     fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<Hit<String>>>>) -> tantivy::Result<Vec<Hit<String>>> {
-        let mut all = Vec::new();
-        for f in fruits {
-            all.extend(f?);
-        }
+        let mut all = fruits.into_iter().collect::<std::io::Result<Vec<_>>>()?.concat();
         all.sort();
         all.truncate(self.limit);
         Ok(all)
@@ -313,11 +310,7 @@ impl Collector for AllIds {
     }
 
     fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<String>>>) -> tantivy::Result<Vec<String>> {
-        let mut all = Vec::new();
-        for f in fruits {
-            all.extend(f?);
-        }
-        Ok(all)
+        Ok(fruits.into_iter().collect::<std::io::Result<Vec<_>>>()?.concat())
     }
 }
 
