@@ -70,7 +70,6 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     let rev = Some(s.revision);
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     let missing: Vec<&str> = CONSENT_LINK_PROFILE.iter().map(|t| t.name()).filter(|n| !names.contains(n)).collect();
-    // The names of the tools that fail `ok`.
     let failing = |ok: &dyn Fn(&Value) -> bool| -> Vec<&str> {
         tools.iter().filter(|t| !ok(t)).map(|t| t["name"].as_str().unwrap_or("?")).collect()
     };

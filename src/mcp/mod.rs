@@ -54,10 +54,7 @@ pub struct IstoServer {
 }
 
 fn obj(v: Value) -> serde_json::Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    }
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 /// The `tools/list` entry of one table row ([`crate::protocol::tools::Spec`]): name,
