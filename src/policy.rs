@@ -306,11 +306,8 @@ pub fn authorize<E>(
             Credential::Session { account_id, role } => Ok(account(account_id, role)),
             _ => Err(Denied::MissingCredentials.into()),
         },
-        Action::SellerPages => match who {
-            Credential::Session { account_id, role } if *role == ROLE_SELLER => Ok(account(account_id, role)),
-            Credential::Session { .. } => Err(Denied::NotSeller.into()),
-            _ => Err(Denied::MissingCredentials.into()),
-        },
+        // What authorizing `/mcp/seller` asks: a seller's session.
+        Action::SellerPages => authorize(who, Action::Authorize(Resource::Seller), enabled_seller),
         Action::Authorize(resource) => match who {
             Credential::Session { account_id, role } if *role == resource.role() => Ok(account(account_id, role)),
             Credential::Session { .. } if resource == Resource::Seller => Err(Denied::NotSeller.into()),

@@ -114,19 +114,13 @@ impl Scraper {
             return scan.counts.clone();
         }
         let now = self.holder.base.clock().now();
+        // Indexed by `status as usize`: `Status::ALL` is in declaration order.
         let mut by = [0u64; Status::ALL.len()];
-        let all = Status::ALL;
-        let read = self.holder.base.store().read(|rx| {
-            rx.each_intent(|r: IntentRecord| {
-                let s = r.effective_status(now);
-                if let Some(i) = all.iter().position(|a| *a == s) {
-                    by[i] += 1;
-                }
-            })
-        });
+        let count = |r: IntentRecord| by[r.effective_status(now) as usize] += 1;
+        let read = self.holder.base.store().read(|rx| rx.each_intent(count));
         match read {
             Ok(()) => {
-                scan.counts = all.iter().zip(by).map(|(s, n)| (s.as_str(), n)).collect();
+                scan.counts = Status::ALL.iter().zip(by).map(|(s, n)| (s.as_str(), n)).collect();
                 scan.at = Some(Instant::now());
             }
             Err(e) => tracing::warn!(error = %e, "metrics: the intents could not be counted"),

@@ -54,16 +54,13 @@ pub(super) async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option
     let code = codes[0].clone();
     by_code_checks(run, s, &code).await;
     withdraw_check(run, s, &code).await;
-    // Bad input names the field.
     bad_input(run, s, &plan).await;
-    // Demand: drafts not counted, below k withheld.
     if demand_tool {
         let after = demand(run, s, &plan).await;
         demand_checks(run, s.revision, &plan, before, after);
     } else {
         both_demand_checks(run, s.revision, Status::Skip, "the endpoint has no intent_demand_summary tool");
     }
-    // No secrets in any answer of this revision.
     secrets_check(run, s.revision, &consent_urls);
 }
 
@@ -71,15 +68,12 @@ pub(super) async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option
 /// input schemas, the aggregator note in every description.
 fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     let rev = Some(s.revision);
-    // Tools present, with input schemas.
-    let tool = |n: &str| tools.iter().find(|t| t["name"].as_str() == Some(n)).cloned();
-    let missing: Vec<&str> = CONSENT_LINK_PROFILE.iter().map(|t| t.name()).filter(|n| tool(n).is_none()).collect();
-    // The names of the tools that fail `ok`.
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let missing: Vec<&str> = CONSENT_LINK_PROFILE.iter().map(|t| t.name()).filter(|n| !names.contains(n)).collect();
     let failing = |ok: &dyn Fn(&Value) -> bool| -> Vec<&str> {
         tools.iter().filter(|t| !ok(t)).map(|t| t["name"].as_str().unwrap_or("?")).collect()
     };
     let no_schema = failing(&|t| t.pointer("/inputSchema/type").and_then(Value::as_str) == Some("object"));
-    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     run.judge(
         "tools.present",
         rev,
@@ -91,7 +85,6 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
             format!("missing: [{}]; without an object inputSchema: [{}]", missing.join(", "), no_schema.join(", "))
         },
     );
-    // The disclaimer in every description.
     let lacking = failing(&|t| scan::has_disclaimer(t["description"].as_str().unwrap_or("")));
     run.judge(
         "tools.disclaimer",
@@ -157,7 +150,6 @@ async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) 
 /// refused.
 async fn unknown_refused(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan, schema: &Value) {
     let rev = Some(s.revision);
-    // Unknown properties refused (schema and call).
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
     let mut probe_args = plan.draft(0);
     probe_args["isto_check_unknown_property"] = json!(1);
@@ -188,7 +180,6 @@ async fn unknown_refused(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan,
 /// `publish.intent_code` (the codes' entropy) and `publish.consent_url`.
 fn code_quality(run: &mut Run, s: &Session, codes: &[String], consent_urls: &[String]) {
     let rev = Some(s.revision);
-    // The codes' entropy.
     let est = scan::entropy(codes);
     run.judge(
         "publish.intent_code",
@@ -205,7 +196,6 @@ fn code_quality(run: &mut Run, s: &Session, codes: &[String], consent_urls: &[St
             est.bits
         ),
     );
-    // The consent URL: the holder's own host, no code in it.
     let host = run.url.host_str().unwrap_or("").to_ascii_lowercase();
     let bad_urls: Vec<String> = consent_urls
         .iter()
@@ -230,7 +220,6 @@ fn code_quality(run: &mut Run, s: &Session, codes: &[String], consent_urls: &[St
 /// `get.by_code`, `list_matches.by_code` and `codes.wrong_like_unknown`.
 async fn by_code_checks(run: &mut Run, s: &mut Session, code: &str) {
     let rev = Some(s.revision);
-    // get / list_matches by code.
     let got = run.call(s, GET, json!({"intentCode": code})).await;
     let status = got.as_ref().ok().and_then(scan::intent_status);
     run.judge(
@@ -297,7 +286,6 @@ async fn by_code_checks(run: &mut Run, s: &mut Session, code: &str) {
 /// `withdraw.immediate`: a withdrawal by code shows at once.
 async fn withdraw_check(run: &mut Run, s: &mut Session, code: &str) {
     let rev = Some(s.revision);
-    // Withdraw takes effect at once.
     let w = run.call(s, WITHDRAW, json!({"intentCode": code})).await;
     let w_ok = w.as_ref().is_ok_and(|a| {
         !a.refused() && a.structured.as_ref().map_or(a.text.contains("withdrawn"), |v| v["status"] == "withdrawn")

@@ -56,22 +56,13 @@ pub(super) async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
         run.add("oauth.challenge", None, refs::CHALLENGE, Status::Skip, "no /.well-known/isto-intents with endpoints");
         return;
     };
-    let mut found = false;
-    for key in ["buyer", "seller"] {
-        let Some(ep) = endpoints.get(key).and_then(Value::as_str).and_then(|u| Url::parse(u).ok()) else {
-            continue;
-        };
-        found = true;
-        endpoint_checks(run, &ep).await;
+    let named = ["buyer", "seller"].map(|k| endpoints.get(k).and_then(Value::as_str).and_then(|u| Url::parse(u).ok()));
+    if named.iter().all(Option::is_none) {
+        let why = "the holder metadata names no OAuth-protected endpoint";
+        run.add("oauth.challenge", None, refs::CHALLENGE, Status::Skip, why);
     }
-    if !found {
-        run.add(
-            "oauth.challenge",
-            None,
-            refs::CHALLENGE,
-            Status::Skip,
-            "the holder metadata names no OAuth-protected endpoint",
-        );
+    for ep in named.iter().flatten() {
+        endpoint_checks(run, ep).await;
     }
 }
 
@@ -80,13 +71,8 @@ pub(super) async fn oauth_checks(run: &mut Run, meta: Option<&Value>) {
 /// authorization server's metadata (RFC 8414).
 async fn endpoint_checks(run: &mut Run, ep: &Url) {
     if !scan::same_origin(&run.url, ep) {
-        run.add(
-            "oauth.challenge",
-            None,
-            refs::CHALLENGE,
-            Status::Skip,
-            format!("{ep} is not on the checked URL's origin: not fetched"),
-        );
+        let detail = format!("{ep} is not on the checked URL's origin: not fetched");
+        run.add("oauth.challenge", None, refs::CHALLENGE, Status::Skip, detail);
         return;
     }
     let body = serde_json::to_vec(&rpc::opening_body(Revision::V2025)).unwrap_or_default();

@@ -147,15 +147,11 @@ fn key_id(bytes: &[u8]) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(bytes)
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim();
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+    data_encoding::HEXLOWER_PERMISSIVE.decode(s.trim().as_bytes()).ok()
 }
 
 /// The MAC subkey of a sealing key: SHA-256("isto-mac-v1" ‖ key).

@@ -191,17 +191,18 @@ impl Intents {
     pub fn parse_changes(&self, args: &UpdateArgs) -> Result<IntentChanges> {
         let now = self.now();
         let mut c = IntentChanges::default();
+        let all = Value::Object(args.changes.clone());
+        let mut f = Fields::new(&all, "")?;
         for (key, v) in &args.changes {
             let null = v.is_null();
             match key.as_str() {
-                "statement" => c.statement = Some(parse_statement(v)?),
+                "statement" => c.statement = Some(f.req_str("statement", input::STATEMENT_MAX)?),
                 "criteria" if null => c.criteria = Change::Remove,
                 "criteria" => c.criteria = Change::Set(input::parse_criteria(v)?),
                 "area" => c.area = Some(input::parse_area(v, "area")?),
                 "budget" if null => c.budget = Change::Remove,
                 "budget" => c.budget = Change::Set(self.parse_budget(v)?),
-                "hiddenLimit" if null => c.hidden_limit = Change::Remove,
-                "hiddenLimit" => c.hidden_limit = Change::Set(parse_positive(v, "hiddenLimit")?),
+                "hiddenLimit" => c.hidden_limit = f.opt_positive("hiddenLimit")?.map_or(Change::Remove, Change::Set),
                 "buyBy" if null => c.buy_by = Change::Remove,
                 "buyBy" => c.buy_by = Change::Set(parse_buy_by(v, now)?),
                 "validUntil" => c.valid_until = Some(self.parse_valid_until(v, now)?),
@@ -258,21 +259,6 @@ pub(super) fn check_content(c: &IntentContent, hidden_limit: Option<f64>) -> Res
         }
     }
     Ok(())
-}
-
-/// `statement`: a non-empty string of at most [`input::STATEMENT_MAX`] characters, as a
-/// publish reads it.
-fn parse_statement(v: &Value) -> Result<String, InputError> {
-    let wrapped = serde_json::json!({ "statement": v });
-    let mut f = Fields::new(&wrapped, "")?;
-    f.req_str("statement", input::STATEMENT_MAX)
-}
-
-/// A positive number field, as a publish reads it.
-fn parse_positive(v: &Value, key: &'static str) -> Result<f64, InputError> {
-    let wrapped = serde_json::json!({ key: v });
-    let mut f = Fields::new(&wrapped, "")?;
-    f.opt_positive(key)?.ok_or_else(|| InputError(format!("{key} must be a positive number")))
 }
 
 /// `buyBy`: a `YYYY-MM-DD` date, not before `now`'s date.

@@ -54,10 +54,7 @@ pub struct IstoServer {
 }
 
 fn obj(v: Value) -> serde_json::Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    }
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 /// The `tools/list` entry of one table row ([`crate::protocol::tools::Spec`]): name,
@@ -93,6 +90,37 @@ impl IstoServer {
         let info = Arc::new(server_info(&holder, endpoint));
         let view_tools = view::linked_tools(endpoint).unwrap_or_else(|| Arc::clone(&tools));
         Self { holder, tools, view_tools, endpoint, info }
+    }
+
+    /// One `tools/call` as every client gets it.
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let grant: Option<Grant> = from_request(&context);
+        let client = from_request(&context).unwrap_or(ClientAddr(None));
+        let (holder, endpoint) = (self.holder.clone(), self.endpoint);
+        let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
+        // A `requestState` only on the retry of the call it was issued for, and a retry's
+        // `inputResponses` only with one (MCP 2026-07-28 multi round-trip requests).
+        elicit::check_retry(holder.base.keys(), &request, issuer)?;
+        if issuer {
+            // Consent by URL-mode elicitation (PROTOCOL.md §4 item 1): only for a client
+            // that declared `elicitation.url`, or a retry carrying a requestState.
+            let mode = elicit::mode(&context);
+            if mode.is_some() || request.request_state.is_some() {
+                let h = holder.clone();
+                return elicit::publish(&holder, request, &context, mode, move |tool, args| {
+                    handlers::run(&h, Endpoint::Public, None, client, tool, args)
+                })
+                .await;
+            }
+        }
+        call_blocking(endpoint, request_span(&context), from_request(&context), request, move |tool, args| {
+            handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
+        })
+        .await
     }
 }
 
@@ -316,46 +344,13 @@ impl ServerHandler for IstoServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // The view's data, for a client that declared the MCP Apps extension only.
+        // The view's data, for a client that declared the MCP Apps extension only; an
+        // input-required answer unchanged. Blocking: one store read.
         let view = view::Call::of(&context, self.endpoint, &request);
-        let response = self.run_tool(request, context).await?;
-        Ok(match view {
-            Some(v) => v.decorate(&self.holder, response),
-            None => response,
+        Ok(match (view, self.run_tool(request, context).await?) {
+            (Some(v), CallToolResponse::Complete(r)) => CallToolResponse::Complete(v.result(&self.holder, r)),
+            (_, response) => response,
         })
-    }
-}
-
-impl IstoServer {
-    /// One `tools/call` as every client gets it.
-    async fn run_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let grant: Option<Grant> = from_request(&context);
-        let client = from_request(&context).unwrap_or(ClientAddr(None));
-        let (holder, endpoint) = (self.holder.clone(), self.endpoint);
-        let issuer = endpoint == Endpoint::Public && request.name == elicit::PUBLISH;
-        // A `requestState` only on the retry of the call it was issued for, and a retry's
-        // `inputResponses` only with one (MCP 2026-07-28 multi round-trip requests).
-        elicit::check_retry(holder.base.keys(), &request, issuer)?;
-        if issuer {
-            // Consent by URL-mode elicitation (PROTOCOL.md §4 item 1): only for a client
-            // that declared `elicitation.url`, or a retry carrying a requestState.
-            let mode = elicit::mode(&context);
-            if mode.is_some() || request.request_state.is_some() {
-                let h = holder.clone();
-                return elicit::publish(&holder, request, &context, mode, move |tool, args| {
-                    handlers::run(&h, Endpoint::Public, None, client, tool, args)
-                })
-                .await;
-            }
-        }
-        call_blocking(endpoint, request_span(&context), from_request(&context), request, move |tool, args| {
-            handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
-        })
-        .await
     }
 }
 

@@ -37,9 +37,8 @@ use crate::oauth::Grant;
 use crate::protocol::tools::ToolId;
 use crate::state::AppState;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ListResourcesResult,
-    MetaObject, ProtocolVersion, ReadResourceResult, Resource, ResourceContents, ResourcesCapability, ServerConfig,
-    Tool,
+    CacheScope, CallToolRequestParams, CallToolResult, ClientCapabilities, ListResourcesResult, MetaObject,
+    ProtocolVersion, ReadResourceResult, Resource, ResourceContents, ResourcesCapability, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -258,15 +257,6 @@ impl Call {
             args: Value::Object(request.arguments.clone().unwrap_or_default()),
             grant: super::from_request(context),
         })
-    }
-
-    /// `response` with the view's data ([`Call::result`]); an input-required answer
-    /// unchanged. Blocking: one store read.
-    pub fn decorate(&self, holder: &AppState, response: CallToolResponse) -> CallToolResponse {
-        match response {
-            CallToolResponse::Complete(r) => CallToolResponse::Complete(self.result(holder, r)),
-            other => other,
-        }
     }
 
     /// `result` of this call with the view's data: for the intent tools,

@@ -64,37 +64,6 @@ pub fn table_names() -> Vec<&'static str> {
     TABLES.iter().map(|t| t.name()).collect()
 }
 
-impl Store {
-    /// Exports the whole store from one read transaction (a consistent snapshot while
-    /// writes go on): `on` gets [`Export::Begin`], then every row, table by table in
-    /// [`table_names`] order, keys in order. Returns the snapshot it began with.
-    ///
-    /// # Errors
-    /// `on`'s error (the export stops there); [`StoreError::Backup`] when the file holds
-    /// a table the layout's list does not name (nothing is exported).
-    pub fn export<E: From<StoreError>>(&self, mut on: impl FnMut(Export<'_>) -> Result<(), E>) -> Result<Snapshot, E> {
-        self.read(|rx| {
-            let snapshot = snapshot(rx)?;
-            on(Export::Begin(&snapshot))?;
-            let mut failed: Option<E> = None;
-            for t in TABLES {
-                let table = t.name();
-                t.dump(rx, &mut |line| match on(Export::Row { table, line }) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        failed = Some(e);
-                        false
-                    }
-                })?;
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-            }
-            Ok(snapshot)
-        })
-    }
-}
-
 /// Where a [`Store::rewrite_values`] pass stands. `Cursor::default()` is the start; a
 /// cursor may be kept and sent back (it holds a key, never a value).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -127,6 +96,35 @@ pub struct Rewritten {
 }
 
 impl Store {
+    /// Exports the whole store from one read transaction (a consistent snapshot while
+    /// writes go on): `on` gets [`Export::Begin`], then every row, table by table in
+    /// [`table_names`] order, keys in order. Returns the snapshot it began with.
+    ///
+    /// # Errors
+    /// `on`'s error (the export stops there); [`StoreError::Backup`] when the file holds
+    /// a table the layout's list does not name (nothing is exported).
+    pub fn export<E: From<StoreError>>(&self, mut on: impl FnMut(Export<'_>) -> Result<(), E>) -> Result<Snapshot, E> {
+        self.read(|rx| {
+            let snapshot = snapshot(rx)?;
+            on(Export::Begin(&snapshot))?;
+            let mut failed: Option<E> = None;
+            for t in TABLES {
+                let table = t.name();
+                t.dump(rx, &mut |line| match on(Export::Row { table, line }) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                })?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+            }
+            Ok(snapshot)
+        })
+    }
+
     /// One batch of a pass over every byte value of every table (tables in
     /// [`table_names`] order, keys in order), in one write transaction: from `cursor`,
     /// up to `limit` rows are read and handed to `f` (table name, the stored bytes);

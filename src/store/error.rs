@@ -87,9 +87,7 @@ impl StoreError {
         }
         self.to_string().contains("Permission denied")
     }
-}
 
-impl StoreError {
     /// The error to give every write of a transaction that failed with `self`, beside
     /// the one that got `self`: redb's "previous I/O error" for an engine error (the
     /// handle is latched until it is reopened), the same error for a record that does not

@@ -34,9 +34,7 @@ impl Store {
             }
         }
     }
-}
 
-impl Store {
     /// The first table other than `meta` that holds a row (`None`: the store holds
     /// nothing but what its open wrote).
     pub fn holds_data(&self) -> Result<Option<&'static str>> {

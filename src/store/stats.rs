@@ -48,6 +48,18 @@ pub struct Counts {
     pub deliveries: u64,
 }
 
+/// An index row that names a record elsewhere, as [`Rx::dangling_refs`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dangling {
+    /// The index table.
+    pub table: &'static str,
+    /// The table the record should be in.
+    pub target: &'static str,
+    /// The id the row names (an intent, offer or seller id; never a token hash, person
+    /// key or name, which stay out of messages).
+    pub id: String,
+}
+
 impl Rx {
     /// [`Counts`] of this read transaction's snapshot.
     pub fn counts(&self) -> Result<Counts> {
@@ -80,21 +92,7 @@ impl Rx {
         })?;
         Ok(n)
     }
-}
 
-/// An index row that names a record elsewhere, as [`Rx::dangling_refs`] reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dangling {
-    /// The index table.
-    pub table: &'static str,
-    /// The table the record should be in.
-    pub target: &'static str,
-    /// The id the row names (an intent, offer or seller id; never a token hash, person
-    /// key or name, which stay out of messages).
-    pub id: String,
-}
-
-impl Rx {
     /// Every index row naming a record that does not exist: `active`, `intent_expiry`,
     /// `tokens`, `intent_person` and `person_active` → `intents`; `offer_refs` →
     /// `offers`; `seller_names` → `sellers` (a restore refuses a backup with such
