@@ -243,11 +243,9 @@ impl PublicUrl {
         vec![h.clone(), format!("{h}:{port}")]
     }
 
-    /// The allowed `Origin` values: this origin with its explicit port.
+    /// The allowed `Origin` values: this origin with its explicit port (as [`Self::allowed_hosts`]).
     pub fn allowed_origins(&self) -> Vec<String> {
-        let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
-        let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });
-        vec![format!("{}://{h}:{port}", self.scheme)]
+        self.allowed_hosts().into_iter().skip(1).map(|host_port| format!("{}://{host_port}", self.scheme)).collect()
     }
 }
 
