@@ -179,21 +179,8 @@ pub struct KeysReport {
     pub warning: &'static str,
 }
 
-/// The export's first line for `snapshot`, made at `now`.
-fn header_of(snapshot: &Snapshot, clock: &dyn Clock) -> Header {
-    Header {
-        format: FORMAT.to_owned(),
-        version: FORMAT_VERSION,
-        isto: super::VERSION.to_owned(),
-        schema: snapshot.schema_version,
-        created: rfc3339(clock.now()),
-        tables: snapshot.tables.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect(),
-        rows: snapshot.rows(),
-        keys_included: false,
-    }
-}
-
-/// Exports `store` as lines (header, then rows; no newline), each handed to `emit`.
+/// Exports `store` as lines (the header made at `clock`'s now, then rows; no newline),
+/// each handed to `emit`.
 fn export_lines(
     store: &Store,
     clock: &dyn Clock,
@@ -201,7 +188,16 @@ fn export_lines(
 ) -> anyhow::Result<Snapshot> {
     store.export(|step| -> anyhow::Result<()> {
         match step {
-            Export::Begin(s) => emit(&serde_json::to_string(&header_of(s, clock))?),
+            Export::Begin(s) => emit(&serde_json::to_string(&Header {
+                format: FORMAT.to_owned(),
+                version: FORMAT_VERSION,
+                isto: super::VERSION.to_owned(),
+                schema: s.schema_version,
+                created: rfc3339(clock.now()),
+                tables: s.tables.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect(),
+                rows: s.rows(),
+                keys_included: false,
+            })?),
             Export::Row { line, .. } => emit(line),
         }
     })

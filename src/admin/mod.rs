@@ -505,11 +505,7 @@ pub fn init(settings: &Settings, config_path: Option<&Path>, json_output: bool) 
         .to_owned())?;
     let store_path = settings.store_path();
     let existed = store_path.exists();
-    let opened = match &settings.store_postgres {
-        Some(_) => Store::open_at(&settings.store_location()),
-        None => Store::open(&store_path),
-    };
-    let store_state = match opened {
+    let store_state = match Store::open_at(&settings.store_location()) {
         Ok(_) if settings.store_postgres.is_some() => {
             say(format!("the store {} opens", settings.store_name()))?;
             "exists"

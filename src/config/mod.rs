@@ -116,55 +116,29 @@ struct FileConfig {
     store: FileStore,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileStore {
-    cache_mib: Option<u64>,
-    backend: Option<String>,
-    url: Option<String>,
-    pool_size: Option<u32>,
+/// Declares tables of the file whose keys are all optional (`Option` of the type given),
+/// unknown keys refused.
+macro_rules! file_tables {
+    ($($name:ident { $($key:ident: $ty:ty),* })*) => {$(
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $name { $($key: Option<$ty>,)* }
+    )*};
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileMail {
-    smtp_url: Option<String>,
-    allow_plaintext_auth: Option<bool>,
-    from: Option<String>,
-    helo_name: Option<String>,
-    digest_min_interval_secs: Option<u64>,
-    smtp_timeout_secs: Option<u64>,
-    retry_base_secs: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileIntents {
-    draft_ttl_secs: Option<u64>,
-    confirm_ttl_secs: Option<u64>,
-    default_validity_days: Option<u32>,
-    max_validity_days: Option<u32>,
-    contact_retention_days: Option<u32>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileMatching {
-    min_should_match: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileCurrency {
-    default: Option<String>,
-    rates: Option<BTreeMap<String, f64>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileDemand {
-    k: Option<u32>,
-    budget_bands: Option<BTreeMap<String, Vec<u64>>>,
+file_tables! {
+    FileStore { cache_mib: u64, backend: String, url: String, pool_size: u32 }
+    FileMail {
+        smtp_url: String, allow_plaintext_auth: bool, from: String, helo_name: String,
+        digest_min_interval_secs: u64, smtp_timeout_secs: u64, retry_base_secs: u64
+    }
+    FileIntents {
+        draft_ttl_secs: u64, confirm_ttl_secs: u64, default_validity_days: u32, max_validity_days: u32,
+        contact_retention_days: u32
+    }
+    FileMatching { min_should_match: f64 }
+    FileCurrency { default: String, rates: BTreeMap<String, f64> }
+    FileDemand { k: u32, budget_bands: BTreeMap<String, Vec<u64>> }
 }
 
 /// The global options of the command line, each also read from its `ISTO_*` variable
@@ -269,11 +243,9 @@ impl PublicUrl {
         vec![h.clone(), format!("{h}:{port}")]
     }
 
-    /// The allowed `Origin` values: this origin with its explicit port.
+    /// The allowed `Origin` values: this origin with its explicit port (as [`Self::allowed_hosts`]).
     pub fn allowed_origins(&self) -> Vec<String> {
-        let h = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
-        let port = self.port.unwrap_or(if self.is_https() { 443 } else { 80 });
-        vec![format!("{}://{h}:{port}", self.scheme)]
+        self.allowed_hosts().into_iter().skip(1).map(|host_port| format!("{}://{host_port}", self.scheme)).collect()
     }
 }
 

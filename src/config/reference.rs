@@ -67,19 +67,7 @@ fn at<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> 
     key.split('.').try_fold(v, |v, part| v.get(part))
 }
 
-fn json_type(v: &serde_json::Value) -> Option<&'static str> {
-    use serde_json::Value as V;
-    match v {
-        V::Null => None,
-        V::Bool(_) => Some("boolean"),
-        V::Number(n) if n.is_f64() => Some("float"),
-        V::Number(_) => Some("integer"),
-        V::String(_) => Some("string"),
-        V::Array(_) => Some("array"),
-        V::Object(_) => Some("table"),
-    }
-}
-
+/// The TOML type of the value `example` as the skeleton writes it.
 fn toml_type(example: &str) -> &'static str {
     match example.chars().next() {
         Some('"') => "string",
@@ -131,7 +119,7 @@ pub fn keys(defaults: &Settings) -> anyhow::Result<Vec<KeyDoc>> {
     let result = (|| -> anyhow::Result<()> {
         for (key, example, note) in skeleton_keys() {
             let default = at(&described, &key).cloned().unwrap_or(serde_json::Value::Null);
-            let ty = json_type(&default).unwrap_or_else(|| toml_type(&example));
+            let ty = toml_type(&example);
             let probes: &[&str] = match ty {
                 "integer" => &["0", "4294967295", "9223372036854775807"],
                 "float" => &["-1.0", "1000000.5"],
