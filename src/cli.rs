@@ -86,8 +86,8 @@ pub enum GenerateCommand {
     /// completions bash > /etc/bash_completion.d/isto`.
     Completions {
         /// The shell.
-        #[arg(value_parser = ["bash", "zsh", "fish", "elvish", "powershell"])]
-        shell: String,
+        #[arg(value_enum)]
+        shell: Shell,
         /// Write the script into this directory instead of standard output.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -125,6 +125,22 @@ pub enum GenerateCommand {
         #[arg(long, requires = "out")]
         json: bool,
     },
+}
+
+/// The shells `isto generate completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// Bash (bash-completion).
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// Elvish.
+    Elvish,
+    /// PowerShell.
+    #[value(name = "powershell")]
+    PowerShell,
 }
 
 /// `isto admin ...`.

@@ -4,10 +4,9 @@
 pub mod reference;
 
 use crate::cli::out::{print, print_line};
-use crate::cli::{Cli, GenerateCommand};
+use crate::cli::{Cli, GenerateCommand, Shell};
 use anyhow::Context as _;
 use clap::CommandFactory as _;
-use clap_complete::Shell;
 use std::path::{Path, PathBuf};
 
 /// The date part of the build stamp (`abc1234 2026-12-02` → `2026-12-02`), for the man
@@ -55,10 +54,20 @@ pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+fn generator(shell: Shell) -> clap_complete::Shell {
+    match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+        Shell::Elvish => clap_complete::Shell::Elvish,
+        Shell::PowerShell => clap_complete::Shell::PowerShell,
+    }
+}
+
 /// The completion script for `shell`, as text.
 pub fn completion_script(shell: Shell) -> Vec<u8> {
     let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut command(), "isto", &mut buf);
+    clap_complete::generate(generator(shell), &mut command(), "isto", &mut buf);
     buf
 }
 
@@ -70,7 +79,7 @@ pub fn completion_script(shell: Shell) -> Vec<u8> {
 pub fn completions_to(shell: Shell, dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}: check the path and its permissions", dir.display()))?;
-    clap_complete::generate_to(shell, &mut command(), "isto", dir)
+    clap_complete::generate_to(generator(shell), &mut command(), "isto", dir)
         .with_context(|| format!("cannot write the completion script into {}", dir.display()))
 }
 
@@ -106,12 +115,9 @@ pub fn run(cmd: GenerateCommand, data_dir: Option<&Path>) -> anyhow::Result<()> 
     };
     match cmd {
         GenerateCommand::Man { out, json } => report(&man_pages(&out)?, json, "man pages"),
-        GenerateCommand::Completions { shell, out, json } => {
-            let shell: Shell = shell.parse().map_err(anyhow::Error::msg)?;
-            match out {
-                None => print(&completion_script(shell)),
-                Some(dir) => report(&[completions_to(shell, &dir)?], json, "completion script"),
-            }
+        GenerateCommand::Completions { shell, out: None, .. } => print(&completion_script(shell)),
+        GenerateCommand::Completions { shell, out: Some(dir), json } => {
+            report(&[completions_to(shell, &dir)?], json, "completion script")
         }
         GenerateCommand::Reference { out, check, json } => {
             let pages = reference::pages(&crate::config::Settings::defaults())?;
