@@ -84,10 +84,10 @@ pub const LANGUAGE_NAMES: [(&str, &str); 3] = [("sk", "Slovenčina"), ("cs", "Č
 include!(concat!(env!("OUT_DIR"), "/i18n.rs"));
 
 impl Ui {
-    /// The name of a status (`statuses` follows [`Status::ALL`](crate::protocol::Status::ALL)).
+    /// The name of a status (`statuses` follows [`Status::ALL`](crate::protocol::Status::ALL),
+    /// the declaration order, as [`Status::as_str`](crate::protocol::Status::as_str) does).
     pub fn status_name(&self, s: crate::protocol::Status) -> &'static str {
-        let i = crate::protocol::Status::ALL.iter().position(|x| *x == s).unwrap_or_default();
-        self.statuses[i]
+        self.statuses[s as usize]
     }
 
     /// The name of a category key (the key itself when unknown; `categories` follows
@@ -128,6 +128,14 @@ impl AuthorizeText {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    #[test]
+    fn each_status_is_named_by_its_own_entry() {
+        use crate::protocol::Status;
+        let names: Vec<&str> = Status::ALL.iter().map(|s| ui("en").status_name(*s)).collect();
+        assert_eq!(names, ["waiting for consent", "waiting for e-mail confirmation", "active", "expired", "withdrawn"]);
+        assert_eq!(ui("sk").status_name(Status::Withdrawn), ui("sk").statuses[4]);
+    }
 
     #[test]
     fn the_query_chooses_a_known_language_only() {
