@@ -333,6 +333,10 @@ fn open_holder(settings: &Settings, socket: &Connect) -> anyhow::Result<AppState
         crate::crypto::set_mode(&store_path, 0o600)?;
     }
     let (keys, _) = KeyRing::load_or_create(&key_path)?;
+    // As `isto serve` does: a ring that is not this store's refuses the command before it
+    // writes; and the store records its keys, so the next start reads one row instead of
+    // counting every sealed value.
+    crate::state::check_keys(&store, &keys, &key_path).map_err(|e| anyhow::anyhow!("{e}; nothing was done"))?;
     let index = Some(settings.data_dir.join("index"));
     Ok(AppState::with_index_dir(settings.clone(), store, keys, Arc::new(SystemClock), index))
 }

@@ -27,7 +27,7 @@ pub enum ServeError {
     Key(#[from] crate::crypto::CryptoError),
     /// The key ring is not this store's (a wrong or missing key file): the check says
     /// which file or key ids.
-    #[error(transparent)]
+    #[error("{0}; isto did not start")]
     WrongKeys(#[from] crate::state::KeyCheckError),
     /// The active intents could not be loaded into the matching engine: the cause.
     #[error("cannot load the active intents into the matching engine: {0}; isto did not start")]

@@ -27,7 +27,7 @@ pub enum KeyCheckError {
          mail): they are sealed with key id(s) {missing_list}, which the ring (key id(s) {have}) lacks — these \
          are not this store's keys: another holder's key files, or a key file that is missing (sealing.key or \
          sealing.key.<id>). Put the store's own key files back in {dir} (from `isto admin keys export`: \
-         `isto admin restore BACKUP --keys EXPORT`); isto did not start",
+         `isto admin restore BACKUP --keys EXPORT`)",
         total = .1.values().sum::<u64>(),
         missing_list = .1.iter().map(|(k, n)| format!("{k} ({n} values)")).collect::<Vec<_>>().join(", "),
         have = .2.join(", "),
@@ -39,7 +39,7 @@ pub enum KeyCheckError {
     #[error(
         "{0} is not the key this store was written with (its fingerprint differs from the one the store \
          recorded): another holder's key, or one made anew because the file was missing. With it every {1} \
-         would change. Put the store's own {0} back (from `isto admin keys export`); isto did not start"
+         would change. Put the store's own {0} back (from `isto admin keys export`)"
     )]
     Changed(String, &'static str),
     /// A stored row is not JSON where a sealed value may be (the table).

@@ -209,6 +209,39 @@ fn another_holders_keys_refuse_the_start_naming_the_key_ids() {
     assert!(err.contains(&data.join("keys").display().to_string()) && err.contains("did not start"), "{err}");
 }
 
+/// An admin command that opens the store itself checks the key ring as `isto serve`
+/// does: another holder's keys refuse `offers import` (before it writes) naming the key
+/// file. A store the import made records its keys, so a start reads that one row
+/// instead of counting every sealed value (the count keeps the store's pages in memory).
+#[test]
+fn an_admin_import_checks_and_records_the_keys_as_serve_does() {
+    let d = tempfile::tempdir().unwrap();
+    let (data, feed) = (d.path().join("data"), d.path().join("feed.jsonl"));
+    let row = serde_json::json!({"ref": "a", "title": "Škoda Octavia Combi", "category": "vehicles",
+        "price": {"amount": 9000, "currency": "EUR"}, "area": "Bratislava", "seller": {"name": "Dealer"}});
+    std::fs::write(&feed, format!("{row}\n")).unwrap();
+    let o = admin(&data, &["offers", "import", feed.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    if redb_only("the key record of an imported store", "opens the redb file to read the record") {
+        let store = isto::store::Store::open(&data.join("isto.redb")).unwrap();
+        let keys = isto::crypto::KeyRing::load_or_create(&data.join("keys/sealing.key")).unwrap().0;
+        let check = isto::state::check_keys(&store, &keys, &data.join("keys/sealing.key")).unwrap();
+        assert!(!check.scanned, "the import did not record the keys: {:?}", check.record);
+    }
+    // Another holder's key ring in place of this one's: its handle.key is not the one the
+    // store recorded.
+    let other = tempfile::tempdir().unwrap();
+    assert!(admin(&other.path().join("data"), &["init"]).status.success());
+    std::fs::remove_dir_all(data.join("keys")).unwrap();
+    std::fs::rename(other.path().join("data/keys"), data.join("keys")).unwrap();
+    let o = admin(&data, &["offers", "import", feed.to_str().unwrap(), "--json"]);
+    let err = text(&o);
+    assert!(!o.status.success(), "{err}");
+    let handle = data.join("keys/handle.key").display().to_string();
+    assert!(err.contains(&format!("{handle} is not the key this store was written with")), "{err}");
+    assert!(err.contains("nothing was done") && !err.contains("isto did not start"), "{err}");
+}
+
 #[test]
 fn a_missing_handle_key_or_another_mac_key_refuses_the_start_naming_the_file() {
     let (_d, data) = holder_with_sealed_values();
