@@ -14,7 +14,10 @@ pub fn classify(statement: &str) -> Option<&'static str> {
     let folded = text::fold(statement);
     let toks: Vec<&str> =
         folded.split(|c: char| !(c.is_alphanumeric() || c == '+')).filter(|t| !t.is_empty()).collect();
-    let hit = |list: &str| toks.iter().filter(|t| list.split_whitespace().any(|k| t.starts_with(k))).count();
+    let hit = |list: &str| {
+        let keys: Vec<&str> = list.split_whitespace().collect();
+        toks.iter().filter(|t| keys.iter().any(|k| t.starts_with(k))).count()
+    };
     let (v, p) = (hit(VEHICLE), hit(PROPERTY));
     match (v, p) {
         (0, 0) => None,
@@ -33,7 +36,10 @@ pub fn detect_language(statement: &str, fallback: &str) -> String {
         return "sk".into();
     }
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
-    let count = |list: &str| words.iter().filter(|w| list.split_whitespace().any(|k| k == **w)).count();
+    let count = |list: &str| {
+        let keys: Vec<&str> = list.split_whitespace().collect();
+        words.iter().filter(|w| keys.contains(w)).count()
+    };
     let en = count("the a for with up to looking want used buy and in or of");
     let cs =
         count("hledám koupím poptávám nebo jsem chci ojetý ojeté ojetou který kterou až nejlépe kč korun auto byt");
