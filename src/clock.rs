@@ -54,6 +54,29 @@ impl Clock for ManualClock {
 /// Formats `t` as an RFC 3339 UTC string with whole seconds: `2026-12-01T10:00:00Z`.
 pub fn rfc3339(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
+    let (year, month, day) = t.to_calendar_date();
+    // `time` holds years up to 9999: four digits from 0 on.
+    let Ok(year) = u32::try_from(year) else { return rfc3339_formatted(t) };
+    // Every intent in every answer has three of these: written digit by digit into one
+    // allocation rather than through two `format!`s.
+    let mut s = String::with_capacity(20);
+    let mut push = |n: u32, width: u32, then: char| {
+        for place in (0..width).rev() {
+            s.push(char::from(b'0' + (n / 10u32.pow(place) % 10) as u8));
+        }
+        s.push(then);
+    };
+    push(year, 4, '-');
+    push(u32::from(u8::from(month)), 2, '-');
+    push(u32::from(day), 2, 'T');
+    push(u32::from(t.hour()), 2, ':');
+    push(u32::from(t.minute()), 2, ':');
+    push(u32::from(t.second()), 2, 'Z');
+    s
+}
+
+/// [`rfc3339`] by `format!`: for the years before 0 (a sign).
+fn rfc3339_formatted(t: OffsetDateTime) -> String {
     format!("{}T{:02}:{:02}:{:02}Z", date_string(t.date()), t.hour(), t.minute(), t.second())
 }
 
@@ -99,8 +122,19 @@ pub fn date_string(d: time::Date) -> String {
 /// `/proc/thread-self/schedstat`, nanoseconds on the CPU); `None` where that file is
 /// missing or unreadable. Differences measure what a call cost in CPU, whatever else
 /// the machine runs.
+///
+/// The file is opened once per thread (`thread-self` names the thread that opens it) and
+/// read from its start each time: one system call per reading rather than three, and no
+/// allocation (every MCP tool call reads it twice).
 pub fn thread_cpu() -> Option<std::time::Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    use std::os::unix::fs::FileExt as _;
+    thread_local! {
+        static SCHEDSTAT: Option<std::fs::File> = std::fs::File::open("/proc/thread-self/schedstat").ok();
+    }
+    // Three decimal numbers: at most 20 + 1 + 20 + 1 + 20 + 1 bytes.
+    let mut buf = [0u8; 64];
+    let n = SCHEDSTAT.with(|f| f.as_ref().and_then(|f| f.read_at(&mut buf, 0).ok()))?;
+    let s = std::str::from_utf8(buf.get(..n)?).ok()?;
     let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
     Some(std::time::Duration::from_nanos(ns))
 }
@@ -124,6 +158,42 @@ mod tests {
         assert_eq!(rfc3339_micros(t), "2026-12-01T09:00:00.000000Z");
         assert_eq!(parse_rfc3339("yesterday").unwrap_err(), "must be an RFC 3339 time such as 2026-12-01T10:00:00Z");
         assert_eq!(date_string(parse_date("2027-01-31").unwrap()), "2027-01-31");
+    }
+
+    #[test]
+    fn whole_second_times_are_written_as_format_writes_them() {
+        for text in [
+            "2026-12-01T09:05:07Z",
+            "0000-01-01T00:00:00Z",
+            "0999-02-28T23:59:59Z",
+            "9999-12-31T23:59:59Z",
+            "1970-01-01T00:00:00Z",
+        ] {
+            let t = parse_rfc3339(text).unwrap();
+            assert_eq!(rfc3339(t), text);
+            assert_eq!(rfc3339(t), rfc3339_formatted(t));
+        }
+        let t = parse_rfc3339("2026-12-01T09:05:07.999999+02:30").unwrap();
+        assert_eq!(rfc3339(t), "2026-12-01T06:35:07Z");
+        // Before year 0 the formatted text, with its sign, as before.
+        let before = time::Date::from_calendar_date(-44, time::Month::March, 15).unwrap().midnight().assume_utc();
+        assert_eq!(rfc3339(before), "-044-03-15T00:00:00Z");
+    }
+
+    #[test]
+    fn thread_cpu_counts_the_calling_threads_time() {
+        let start = thread_cpu().expect("schedstat readable");
+        // Busy until 20 ms of CPU show (or a minute passed: then the assertion fails).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut spin = 0u64;
+        while thread_cpu().unwrap().saturating_sub(start) < std::time::Duration::from_millis(20) {
+            assert!(std::time::Instant::now() < deadline, "thread_cpu did not advance");
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        // Another thread reads its own counter: it has not spun.
+        let busy = thread_cpu().unwrap();
+        let other = std::thread::spawn(thread_cpu).join().unwrap().unwrap();
+        assert!(other < busy.saturating_sub(start), "{other:?} vs {busy:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::clock;
 use crate::crypto::Sealed;
-use crate::protocol::{AreaObject, Intent, Offer, Status};
+use crate::protocol::{AreaObject, Budget, Intent, Offer, Status, Visibility};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -28,8 +28,9 @@ pub struct ConsentRecord {
 }
 
 /// An intent as stored. Contact and hidden limit are sealed; tokens live only as hashes
-/// in the `tokens` table.
+/// in the `tokens` table. Read through [`StoredIntent`] (the same JSON object).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "StoredIntent")]
 pub struct IntentRecord {
     /// `int_...`.
     pub id: String,
@@ -79,6 +80,83 @@ pub struct IntentRecord {
     /// reads as, and is not written when it is, [`Cadence::AsTheyCome`].
     #[serde(default, skip_serializing_if = "Cadence::is_default")]
     pub cadence: Cadence,
+}
+
+/// An [`IntentRecord`] as the store holds it, read field by field: one JSON object with
+/// the content's fields beside the record's (as `#[serde(flatten)]` writes it). Read
+/// without `flatten`, which first buffers the whole object into an intermediate tree and
+/// then reads the content out of it: that was most of the cost of reading an intent.
+/// Missing optional fields read as [`IntentRecord`]'s attributes say.
+#[derive(Deserialize)]
+struct StoredIntent {
+    id: String,
+    status: Status,
+    statement: String,
+    category: String,
+    criteria: Map<String, Value>,
+    area: AreaObject,
+    budget: Option<Budget>,
+    buy_by: Option<String>,
+    valid_until: Stamp,
+    visibility: Visibility,
+    language: String,
+    hidden_limit: Option<Sealed>,
+    created_at: Stamp,
+    updated_at: Stamp,
+    draft_expires_at: Stamp,
+    contact: Option<Sealed>,
+    consent: Option<ConsentRecord>,
+    confirm_expires_at: Option<Stamp>,
+    confirmed_at: Option<Stamp>,
+    ended_at: Option<Stamp>,
+    match_count: u64,
+    last_digest_at: Option<Stamp>,
+    digest_cursor: i64,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    last_delivered: i64,
+    #[serde(default)]
+    person: Option<String>,
+    #[serde(default)]
+    cadence: Cadence,
+}
+
+impl From<StoredIntent> for IntentRecord {
+    fn from(s: StoredIntent) -> Self {
+        let content = IntentContent {
+            statement: s.statement,
+            category: s.category,
+            criteria: s.criteria,
+            area: s.area,
+            budget: s.budget,
+            buy_by: s.buy_by,
+            valid_until: s.valid_until,
+            visibility: s.visibility,
+            language: s.language,
+        };
+        Self {
+            id: s.id,
+            status: s.status,
+            content,
+            hidden_limit: s.hidden_limit,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            draft_expires_at: s.draft_expires_at,
+            contact: s.contact,
+            consent: s.consent,
+            confirm_expires_at: s.confirm_expires_at,
+            confirmed_at: s.confirmed_at,
+            ended_at: s.ended_at,
+            match_count: s.match_count,
+            last_digest_at: s.last_digest_at,
+            digest_cursor: s.digest_cursor,
+            owner: s.owner,
+            last_delivered: s.last_delivered,
+            person: s.person,
+            cadence: s.cadence,
+        }
+    }
 }
 
 /// How often the match digest of an intent may go out (the rule is
@@ -403,5 +481,88 @@ mod tests {
         }
         let old: Old = serde_json::from_str("{}").unwrap();
         assert_eq!(old.cadence, Cadence::AsTheyCome);
+    }
+
+    /// A record with every optional field set, as `IntentRecord`'s own encoder writes it.
+    fn full_record() -> IntentRecord {
+        let t = |s: &str| Stamp::of(clock::parse_rfc3339(s).unwrap());
+        let sealed = |c: &str| Sealed { kid: "0a1b2c3d".into(), nonce: "bm9uY2U".into(), ct: c.into() };
+        let mut criteria = Map::new();
+        criteria.insert("make".into(), json!("Škoda"));
+        criteria.insert("yearFrom".into(), json!(2015));
+        let content = IntentContent {
+            statement: "Hledám Škoda Octavia do 300000 Kč".into(),
+            category: "vehicles".into(),
+            criteria,
+            area: AreaObject { country: "CZ".into(), regions: vec!["CZ-64".into()], place: None },
+            budget: Some(Budget { max: Some(300_000.0), min: None, currency: "CZK".into() }),
+            buy_by: Some("2027-01-31".into()),
+            valid_until: t("2027-02-01T00:00:00Z"),
+            visibility: Visibility::Private,
+            language: "cs".into(),
+        };
+        IntentRecord {
+            status: Status::Active,
+            hidden_limit: Some(sealed("aGlkZGVu")),
+            updated_at: t("2026-12-02T10:00:00.123456Z"),
+            contact: Some(sealed("Y29udGFjdA")),
+            consent: Some(ConsentRecord {
+                at: t("2026-12-01T10:05:00Z"),
+                text_version: "v1".into(),
+                language: "cs".into(),
+            }),
+            confirm_expires_at: Some(t("2026-12-04T10:05:00Z")),
+            confirmed_at: Some(t("2026-12-01T10:06:00Z")),
+            ended_at: Some(t("2026-12-03T10:06:00Z")),
+            match_count: 7,
+            last_digest_at: Some(t("2026-12-02T11:00:00Z")),
+            digest_cursor: 42,
+            owner: Some("acc_1".into()),
+            last_delivered: 43,
+            person: Some("per_1".into()),
+            cadence: Cadence::Weekly,
+            ..IntentRecord::draft("int_1".into(), content, t("2026-12-01T10:00:00Z"), t("2026-12-02T10:00:00Z"))
+        }
+    }
+
+    #[test]
+    fn a_stored_intent_reads_back_field_for_field() {
+        let rec = full_record();
+        let stored = serde_json::to_value(&rec).unwrap();
+        // One flat object: the content's fields beside the record's.
+        assert_eq!(stored["statement"], "Hledám Škoda Octavia do 300000 Kč");
+        assert_eq!(stored["buy_by"], "2027-01-31");
+        assert!(stored.get("content").is_none(), "{stored}");
+        let back: IntentRecord = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(back.content, rec.content);
+        assert_eq!(serde_json::to_value(&back).unwrap(), stored);
+        assert_eq!((back.status, back.match_count, back.cadence), (Status::Active, 7, Cadence::Weekly));
+        assert_eq!(back.hidden_limit, rec.hidden_limit);
+        assert_eq!(back.owner.as_deref(), Some("acc_1"));
+    }
+
+    #[test]
+    fn a_record_of_an_older_isto_reads_with_the_defaults() {
+        // Written before `owner`, `last_delivered`, `person` and `cadence` existed, and
+        // without the optional fields an older encoder wrote as null.
+        let mut stored = serde_json::to_value(full_record()).unwrap();
+        let fields = stored.as_object_mut().unwrap();
+        for later in ["owner", "last_delivered", "person", "cadence", "budget", "buy_by", "hidden_limit", "contact"] {
+            fields.remove(later);
+        }
+        // A field of a newer isto is ignored.
+        fields.insert("later_field".into(), json!({"x": 1}));
+        let old: IntentRecord = serde_json::from_value(stored).unwrap();
+        assert_eq!((old.owner.as_deref(), old.last_delivered, old.person.as_deref()), (None, 0, None));
+        assert_eq!(old.cadence, Cadence::AsTheyCome);
+        assert_eq!((old.content.budget.as_ref(), old.content.buy_by.as_deref()), (None, None));
+        assert_eq!((old.hidden_limit.as_ref(), old.contact.as_ref()), (None, None));
+        assert_eq!(old.content.statement, "Hledám Škoda Octavia do 300000 Kč");
+        assert_eq!(old.digest_cursor, 42);
+        // A record missing a required field is refused, naming it.
+        let mut broken = serde_json::to_value(full_record()).unwrap();
+        broken.as_object_mut().unwrap().remove("language");
+        let e = serde_json::from_value::<IntentRecord>(broken).unwrap_err();
+        assert_eq!(e.to_string(), "missing field `language`");
     }
 }

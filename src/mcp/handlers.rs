@@ -11,7 +11,7 @@ use crate::oauth::Grant;
 use crate::policy::{self, Action, Principal, Refusal};
 use crate::protocol::input::{self, Fields, InputError, UpdateArgs};
 use crate::protocol::tools::{Endpoint, ToolId};
-use crate::protocol::AreaObject;
+use crate::protocol::{AreaObject, Intent};
 use crate::sellers::{self, SellerError};
 use crate::state::AppState;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -41,6 +41,13 @@ impl Output {
         let Self { structured, text } = Self::of(items)?;
         Ok(Self { structured: json!({key: structured, "nextSince": next}), text })
     }
+}
+
+/// `{"intent": …}`, the result of `intent_get_intent`: serialized once into the
+/// structured content (a `json!` wrapper would build the intent's tree, then copy it).
+#[derive(Serialize)]
+struct IntentResult {
+    intent: Intent,
 }
 
 /// Why a call did not succeed.
@@ -148,7 +155,7 @@ fn handle(
         (Public, PublishIntent) => Output::of(&intents.publish_draft_from(intents.parse_publish(args)?, client.key())?),
         (Public, GetIntent) => {
             let (code, id) = code_args(args)?;
-            Output::of(&json!({"intent": intents.get_by_code(&code, id.as_deref())?}))
+            Output::of(&IntentResult { intent: intents.get_by_code(&code, id.as_deref())? })
         }
         (Public, WithdrawIntent) => {
             let (code, id) = code_args(args)?;
@@ -160,7 +167,7 @@ fn handle(
             Output::page("matches", &matches, next)
         }
         (Buyer, PublishIntent) => Output::of(&intents.publish_for(account()?, intents.parse_publish(args)?)?),
-        (Buyer, GetIntent) => Output::of(&json!({"intent": intents.get_owned(account()?, &id_arg(args)?)?})),
+        (Buyer, GetIntent) => Output::of(&IntentResult { intent: intents.get_owned(account()?, &id_arg(args)?)? }),
         (Buyer, UpdateIntent) => Output::of(&intents.update_owned(account()?, &UpdateArgs::parse(args)?)?),
         (Buyer, WithdrawIntent) => {
             intents.withdraw_owned(account()?, &id_arg(args)?)?;

@@ -26,7 +26,7 @@ use rmcp::model::{
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
@@ -90,6 +90,21 @@ impl IstoServer {
         let info = Arc::new(server_info(&holder, endpoint));
         let view_tools = view::linked_tools(endpoint).unwrap_or_else(|| Arc::clone(&tools));
         Self { holder, tools, view_tools, endpoint, info }
+    }
+
+    /// One `tools/call`: [`IstoServer::run_tool`], and the view's data for a client that
+    /// declared the MCP Apps extension only (an input-required answer unchanged).
+    async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // Blocking: one store read.
+        let view = view::Call::of(&context, self.endpoint, &request);
+        Ok(match (view, self.run_tool(request, context).await?) {
+            (Some(v), CallToolResponse::Complete(r)) => CallToolResponse::Complete(v.result(&self.holder, r)),
+            (_, response) => response,
+        })
     }
 
     /// One `tools/call` as every client gets it.
@@ -339,18 +354,16 @@ impl ServerHandler for IstoServer {
         self.tools.iter().find(|t| t.name == name).cloned()
     }
 
-    async fn call_tool(
+    /// [`IstoServer::answer`], boxed: rmcp moves the handler's future several times on
+    /// its way into the request's task (its wrappers, the task's cell, each stage of the
+    /// task), and the answer's future holds the request, its context and the
+    /// elicitation's wait; boxed, each of those moves copies a pointer.
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        // The view's data, for a client that declared the MCP Apps extension only; an
-        // input-required answer unchanged. Blocking: one store read.
-        let view = view::Call::of(&context, self.endpoint, &request);
-        Ok(match (view, self.run_tool(request, context).await?) {
-            (Some(v), CallToolResponse::Complete(r)) => CallToolResponse::Complete(v.result(&self.holder, r)),
-            (_, response) => response,
-        })
+    ) -> impl std::future::Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        Box::pin(self.answer(request, context))
     }
 }
 

@@ -96,11 +96,24 @@ pub fn is_event_stream(headers: &axum::http::HeaderMap) -> bool {
 
 /// Whether an event-stream chunk carries an event: a line that is neither empty nor a
 /// comment (`:` first, the keep-alive rmcp sends every 15 s; WHATWG HTML §9.2.6).
+///
+/// Decided by each line's first bytes: an event line (a whole JSON-RPC message, often
+/// kilobytes) is not scanned for its end; only comment lines are.
 pub fn carries_event(chunk: &[u8]) -> bool {
-    chunk.split(|b| *b == b'\n').any(|line| {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        !line.is_empty() && line[0] != b':'
-    })
+    let mut rest = chunk;
+    loop {
+        match rest {
+            [] => return false,
+            // An empty line, `\n` or `\r\n` (or a last `\r`).
+            [b'\n', more @ ..] | [b'\r', b'\n', more @ ..] => rest = more,
+            [b'\r'] => return false,
+            [b':', ..] => match rest.iter().position(|b| *b == b'\n') {
+                Some(end) => rest = &rest[end + 1..],
+                None => return false,
+            },
+            _ => return true,
+        }
+    }
 }
 
 /// A response body that holds `G` (the request's in-flight guard) until it is finished
@@ -174,6 +187,12 @@ mod tests {
         assert!(carries_event(b"data: {\"jsonrpc\":\"2.0\"}\n\n"));
         assert!(carries_event(b"id: 3\nretry: 3000\ndata:\n\n"));
         assert!(carries_event(b": hi\ndata: x\n\n"));
+        // Lines end with `\n`; a `\r` before it is dropped, one elsewhere is content.
+        assert!(!carries_event(b"\r\n\r\n\n\r"));
+        assert!(!carries_event(b": a\r\n:b"));
+        assert!(carries_event(b"\r\n\rdata\n"));
+        assert!(carries_event(b"\n\nevent: message"));
+        assert!(carries_event(b": a\r\nx"));
     }
 
     #[test]
