@@ -92,6 +92,24 @@ impl Way {
     }
 }
 
+/// Median / p90 / p99 / max of counts, for printing.
+fn spread(mut v: Vec<usize>) -> String {
+    v.sort_unstable();
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    format!("median {}, p90 {}, p99 {}, max {}", at(0.5), at(0.9), at(0.99), v[v.len() - 1])
+}
+
+/// The index work per offer of the batch (untimed): dictionary terms hit, posting
+/// entries walked, candidates before the exact checks, matches.
+fn work(engine: &Engine, batch: &[Offer], label: &str) {
+    let probes: Vec<_> = batch.iter().map(|o| engine.probe(o)).collect();
+    let matches: Vec<usize> = batch.iter().map(|o| engine.match_offer_indexed(o, true).len()).collect();
+    println!("{label}, per offer: hit terms {}", spread(probes.iter().map(|p| p.hit_terms).collect()));
+    println!("{label}, per offer: postings walked {}", spread(probes.iter().map(|p| p.postings).collect()));
+    println!("{label}, per offer: candidates {}", spread(probes.iter().map(|p| p.candidates).collect()));
+    println!("{label}, per offer: matches {}", spread(matches));
+}
+
 /// One timed pass over the batch: per-offer latencies and matches.
 fn pass(engine: &Engine, batch: &[Offer], label: &str, way: Way) {
     let mut times = Vec::with_capacity(batch.len());
@@ -103,6 +121,9 @@ fn pass(engine: &Engine, batch: &[Offer], label: &str, way: Way) {
         times.push(t.elapsed());
     }
     let total = start.elapsed();
+    if matches!(way, Way::Indexed) {
+        work(engine, batch, label);
+    }
     times.sort();
     println!(
         "{label}, {}: batch of {} offers {:.3} s; per offer median {:?}, p90 {:?}, p99 {:?}, max {:?}; {:.1} matches per offer",

@@ -57,8 +57,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
+mod hot;
 mod terms;
-use terms::Terms;
+use hot::{Hot, HAS_CEILING, HAS_CRITERIA, INLINE};
+use terms::{OfferHits, Terms};
 
 /// Synthetic intents and offers for the engine's tests and the benches (feature `testkit`).
 #[cfg(any(test, feature = "testkit"))]
@@ -152,6 +154,22 @@ impl Engine {
         self.run(offer, offer_valid, true)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
+    /// How much index work `offer` costs (benches): the dictionary terms it hits, the
+    /// posting entries those terms list in its buckets, and the candidate slots that pass
+    /// the index (category, area bucket, count bound, price) before the exact checks.
+    pub fn probe(&self, offer: &Offer) -> Probe {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        let Candidates { slots, hit_terms } = inner.candidates(offer, &self.params);
+        let hits = hit_terms.unwrap_or_default().all;
+        let postings = inner
+            .offer_buckets(offer)
+            .iter()
+            .map(|b| hits.iter().map(|t| b.text.get(t).map_or(0, Vec::len)).sum::<usize>())
+            .sum();
+        Probe { hit_terms: hits.len(), postings, candidates: slots.len() }
+    }
+
     /// Active intents that `offer` matches, with the oracle's [`Hit`], sorted by intent id:
     /// what [`check`] gives over every stored intent (asserted by the tests), but the
     /// survivors' [`Hit`]s are derived from the index — the offer's terms are folded once
@@ -174,14 +192,14 @@ impl Engine {
         // bucket of that region, and both imply `gazetteer::contains`.
         let area_settled = offer.area.regions.len() <= 1;
         let mut hits: Vec<(&str, Hit)> = Vec::new();
-        let mut offer_set: Option<HashSet<String>> = None;
         for (slot, found) in slots {
-            let hot = inner.hot[slot as usize];
+            let hot = &inner.hot[slot as usize];
             let Some(entry) = inner.slots[slot as usize].as_ref() else { continue };
             let intent = &entry.intent;
             // Exact pre-checks with the oracle's functions (category, the area's country
             // and first region, and the price were settled by the index).
-            if hot.criteria && !intent.criteria.iter().all(|(k, want)| constraint_holds(want, offer.attributes.get(k)))
+            if hot.criteria()
+                && !intent.criteria.iter().all(|(k, want)| constraint_holds(want, offer.attributes.get(k)))
             {
                 continue;
             }
@@ -192,8 +210,8 @@ impl Engine {
                     continue;
                 }
                 if !entry.required.is_empty() && p.min_should_match > 1e-9 {
-                    let have = offer_set.get_or_insert_with(|| offer_terms(offer));
-                    if !entry.required.iter().all(|t| have.contains(t)) {
+                    let hits = hit_terms.get_or_insert_with(|| inner.terms.hits(&offer_terms(offer)));
+                    if !entry.required.iter().all(|t| hits.exact.binary_search(t).is_ok()) {
                         continue;
                     }
                 }
@@ -205,7 +223,7 @@ impl Engine {
                         found as usize
                     } else {
                         let hits = hit_terms.get_or_insert_with(|| inner.terms.hits(&offer_terms(offer)));
-                        entry.terms.iter().filter(|t| hits.binary_search(t).is_ok()).count()
+                        entry.terms.iter().filter(|t| hits.all.binary_search(t).is_ok()).count()
                     };
                     found as f64 / n as f64
                 };
@@ -236,12 +254,24 @@ impl Engine {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
+/// The index work of one offer ([`Engine::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// Dictionary terms the offer's text hits (exactly or by stem).
+    pub hit_terms: usize,
+    /// Posting entries listed under those terms in the offer's buckets.
+    pub postings: usize,
+    /// Slots that pass the index before the exact checks.
+    pub candidates: usize,
+}
+
 /// Candidate slots of an offer with the number of their statement terms the offer hits
 /// ([`UNCOUNTED`] outside the text group), and the offer's hit dictionary terms when
 /// computed.
 struct Candidates {
     slots: Vec<(u32, u32)>,
-    hit_terms: Option<Vec<u32>>,
+    hit_terms: Option<OfferHits>,
 }
 
 /// Found-term count of a candidate that was not counted (criteria and rest groups).
@@ -273,45 +303,11 @@ struct Entry {
     intent: EngineIntent,
     /// Interned ids of the statement's terms (empty for [`Group::Never`]).
     terms: Vec<u32>,
-    /// The statement's designations an offer must contain exactly
-    /// ([`super::StatementTerms::required`]).
-    required: Vec<String>,
+    /// Interned ids of the statement's designations an offer must contain exactly
+    /// ([`super::StatementTerms::required`], a subset of `terms`).
+    required: Vec<u32>,
     buckets: Vec<u32>,
     group: Group,
-}
-
-/// Per-slot data read in the hot loops.
-#[derive(Debug, Clone, Copy)]
-struct Hot {
-    /// Minimum number of statement terms the offer must hit (text group).
-    need: u32,
-    /// Number of statement terms.
-    terms: u32,
-    /// Number of statement terms outside the signature (text group): `found` is at most
-    /// the posted count plus this.
-    unposted: u32,
-    /// The unposted term ids when there are at most two (else unused): a candidate's
-    /// `found` without reading its [`Entry`].
-    rest: [u32; 2],
-    /// Whether the intent has criteria.
-    criteria: bool,
-    /// The oracle's `ceiling * (1 + 1e-9)`, when there is a ceiling.
-    ceil: Option<f64>,
-}
-
-impl Hot {
-    const VACANT: Hot = Hot { need: u32::MAX, terms: 0, unposted: 0, rest: [u32::MAX; 2], criteria: false, ceil: None };
-
-    /// The oracle's price rule: no ceiling passes; otherwise an unconvertible price fails
-    /// and a price above the tolerant ceiling fails.
-    #[inline]
-    fn price_ok(self, price: Option<f64>) -> bool {
-        match (self.ceil, price) {
-            (None, _) => true,
-            (Some(_), None) => false,
-            (Some(c), Some(p)) => p.partial_cmp(&c) != Some(std::cmp::Ordering::Greater),
-        }
-    }
 }
 
 #[derive(Debug, Default)]
@@ -527,18 +523,30 @@ impl Inner {
             Group::Text(sig) => term_ids.iter().copied().filter(|t| !sig.contains(t)).collect(),
             _ => Vec::new(),
         };
-        let mut rest = [u32::MAX; 2];
-        for (r, &t) in rest.iter_mut().zip(&unposted) {
-            *r = t;
-        }
-        self.hot[slot as usize] = Hot {
+        let required: Vec<u32> = required
+            .iter()
+            .filter_map(|r| terms.iter().position(|t| t == r).and_then(|i| term_ids.get(i)))
+            .copied()
+            .collect();
+        let mut hot = Hot {
+            ceil: ceil.unwrap_or(0.0),
             need: need.unwrap_or(u32::MAX),
             terms: terms.len() as u32,
             unposted: unposted.len() as u32,
-            rest,
-            criteria: !intent.criteria.is_empty(),
-            ceil,
+            flags: if intent.criteria.is_empty() { 0 } else { HAS_CRITERIA }
+                | if ceil.is_some() { HAS_CEILING } else { 0 },
+            ..Hot::VACANT
         };
+        if !term_ids.is_empty() && term_ids.len() <= INLINE {
+            hot.inline = term_ids.len() as u8;
+            hot.ids[..term_ids.len()].copy_from_slice(&term_ids);
+            for (i, t) in term_ids.iter().enumerate() {
+                if required.contains(t) {
+                    hot.required |= 1 << i;
+                }
+            }
+        }
+        self.hot[slot as usize] = hot;
         self.ids.insert(intent.id.clone(), slot);
         self.slots[slot as usize] = Some(Entry { intent, terms: term_ids, required, buckets, group });
     }
@@ -558,7 +566,9 @@ impl Inner {
 
     /// Slots that pass category, area bucket, text count and price: a superset of the
     /// matches, sorted and distinct.
-    fn candidates(&self, offer: &Offer, p: &Params) -> Candidates {
+    /// The buckets an offer visits: its country's whole-country bucket and its first
+    /// region's, those that exist.
+    fn offer_buckets(&self, offer: &Offer) -> Vec<&Bucket> {
         let country = country_key(&offer.area.country);
         let mut buckets: Vec<&Bucket> = Vec::with_capacity(2);
         let mut key: BucketKey = (offer.category.clone(), country, None);
@@ -571,6 +581,11 @@ impl Inner {
                 buckets.push(&self.buckets[b as usize]);
             }
         }
+        buckets
+    }
+
+    fn candidates(&self, offer: &Offer, p: &Params) -> Candidates {
+        let buckets = self.offer_buckets(offer);
         let mut out = Vec::new();
         let mut hit_terms = None;
         if buckets.is_empty() {
@@ -581,7 +596,10 @@ impl Inner {
 
         // Text group: count hit terms per slot.
         if buckets.iter().any(|b| !b.text.is_empty()) {
-            let hits = self.terms.hits(&offer_terms(offer));
+            let offer_hits = self.terms.hits(&offer_terms(offer));
+            let hits = &offer_hits.all;
+            // Designations are required only while the text rule is on.
+            let text_rule = p.min_should_match > 1e-9;
             if !hits.is_empty() {
                 COUNTS.with(|counts| {
                     let mut counts = counts.borrow_mut();
@@ -590,7 +608,7 @@ impl Inner {
                     }
                     let mut touched = Vec::new();
                     for b in &buckets {
-                        for t in &hits {
+                        for t in hits {
                             for &slot in b.text.get(t).map(Vec::as_slice).unwrap_or_default() {
                                 let c = &mut counts[slot as usize];
                                 if *c == 0 {
@@ -602,18 +620,19 @@ impl Inner {
                     }
                     for slot in touched {
                         let c = std::mem::take(&mut counts[slot as usize]);
-                        let hot = self.hot[slot as usize];
-                        if c + hot.unposted < hot.need || !ok(slot) {
+                        let hot = &self.hot[slot as usize];
+                        if c + hot.unposted < hot.need || !hot.price_ok(price) {
                             continue;
                         }
-                        let found = if hot.unposted == 0 {
-                            c
-                        } else if hot.unposted <= 2 {
-                            let rest = &hot.rest[..hot.unposted as usize];
-                            c + rest.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
-                        } else {
-                            let Some(entry) = self.slots[slot as usize].as_ref() else { continue };
-                            entry.terms.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
+                        let found = match hot.found(&offer_hits) {
+                            Some(Some(found)) => found,
+                            // A required designation is missing (run checks the others).
+                            Some(None) if text_rule => continue,
+                            _ if hot.unposted == 0 => c,
+                            _ => {
+                                let Some(entry) = self.slots[slot as usize].as_ref() else { continue };
+                                entry.terms.iter().filter(|t| hits.binary_search(t).is_ok()).count() as u32
+                            }
                         };
                         if found >= hot.need {
                             out.push((slot, found));
@@ -621,7 +640,7 @@ impl Inner {
                     }
                 });
             }
-            hit_terms = Some(hits);
+            hit_terms = Some(offer_hits);
         }
 
         for b in &buckets {

@@ -97,39 +97,54 @@ impl Terms {
         self.free.push(id);
     }
 
-    /// Ids of the dictionary terms `t` for which `term_hit(t, offer_terms)` holds, sorted
-    /// and distinct.
-    pub(super) fn hits(&self, offer_terms: &HashSet<String>) -> Vec<u32> {
-        let mut out = Vec::new();
+    /// The dictionary terms an offer's terms hit (see [`OfferHits`]).
+    pub(super) fn hits(&self, offer_terms: &HashSet<String>) -> OfferHits {
+        let mut all = Vec::new();
+        let mut exact = Vec::new();
         for u in offer_terms {
             if let Some(&id) = self.ids.get(u.as_str()) {
-                out.push(id);
+                exact.push(id);
             }
             if self.stems.is_empty() {
                 continue;
             }
             let ulen = u.chars().count();
-            // Every prefix of `u` of 4..=max_stem_chars characters may be some term's stem.
+            // A term `t` whose stem is a prefix of `u` hits when `len(u) ≤ len(t) + 3`; its
+            // stem has `max(4, len(t) − 2)` characters, so only the prefixes of `u` of
+            // `max(4, len(u) − 5)..=max_stem_chars` characters can be such a stem.
+            let shortest = ulen.saturating_sub(5).max(4);
             for (n, (pos, c)) in u.char_indices().enumerate() {
                 let n = n + 1;
                 if n > self.max_stem_chars {
                     break;
                 }
-                if n < 4 {
+                if n < shortest {
                     continue;
                 }
                 let Some(list) = self.stems.get(&u[..pos + c.len_utf8()]) else { continue };
                 for &id in list {
                     if let Some(info) = &self.info[id as usize] {
                         if ulen <= info.chars as usize + 3 {
-                            out.push(id);
+                            all.push(id);
                         }
                     }
                 }
             }
         }
-        out.sort_unstable();
-        out.dedup();
-        out
+        exact.sort_unstable();
+        exact.dedup();
+        all.extend_from_slice(&exact);
+        all.sort_unstable();
+        all.dedup();
+        OfferHits { all, exact }
     }
+}
+
+/// The dictionary terms an offer's text hits, sorted and distinct: `all` those `t` for
+/// which [`crate::matching::term_hit`]`(t, offer_terms)` holds, `exact` those among the
+/// offer's terms themselves (what a required designation must be).
+#[derive(Debug, Default)]
+pub(super) struct OfferHits {
+    pub(super) all: Vec<u32>,
+    pub(super) exact: Vec<u32>,
 }

@@ -348,3 +348,28 @@ fn title_statements_posted_by_signature_agree_with_the_oracle() {
         compare(&e, &intents, &offers);
     }
 }
+
+#[test]
+fn designations_and_long_inflections_checked_in_place_agree_with_the_oracle() {
+    // Statements of up to INLINE terms are counted and their designations checked from the
+    // slot's cache line, longer ones from the entry; a long offer word hits a term's stem
+    // only up to 3 characters beyond the term (the shortest prefix looked up).
+    let long = "Predám Škoda Octavia 2.0 combi elegance navigácia panoráma xenóny ťažné kožené sedačky";
+    let intents = vec![
+        intent("int_short", "vehicles", "Škoda Octavia 2.0 combi", "SK", None, None, json!({})),
+        intent("int_long", "vehicles", long, "SK", None, None, json!({})),
+        intent("int_stem", "vehicles", "automobilový nosič", "SK", None, None, json!({})),
+    ];
+    assert!(statement_analysis(long).terms.len() > INLINE, "int_long is read from its entry");
+    let at = |title: &str| car(title, 9000.0, "EUR", "Bratislava", json!({}));
+    let e = engine_with(0.5, &intents);
+    let no_designation = at("Škoda Octavia 1.6 combi elegance navigácia panoráma xenóny ťažné kožené sedačky");
+    assert!(matched(&e, &intents, &no_designation).is_empty(), "2.0 is required in both statements");
+    let both = at("Škoda Octavia 2.0 combi elegance navigácia panoráma xenóny");
+    assert_eq!(matched(&e, &intents, &both), ["int_long", "int_short"]);
+    assert_eq!(matched(&e, &intents, &at("automobilových nosičov")), ["int_stem"]);
+    let e = engine_with(1.0, &intents);
+    // `automobilovy` (12 characters, stem of 10): a word of 15 still hits, one of 18 not.
+    assert_eq!(matched(&e, &intents, &at("automobilovymia nosic")), ["int_stem"]);
+    assert!(matched(&e, &intents, &at("automobilovejsiemu nosic")).is_empty());
+}
