@@ -564,8 +564,6 @@ impl Inner {
         self.free.push(slot);
     }
 
-    /// Slots that pass category, area bucket, text count and price: a superset of the
-    /// matches, sorted and distinct.
     /// The buckets an offer visits: its country's whole-country bucket and its first
     /// region's, those that exist.
     fn offer_buckets(&self, offer: &Offer) -> Vec<&Bucket> {
@@ -584,6 +582,8 @@ impl Inner {
         buckets
     }
 
+    /// Slots that pass category, area bucket, text count and price: a superset of the
+    /// matches, sorted and distinct.
     fn candidates(&self, offer: &Offer, p: &Params) -> Candidates {
         let buckets = self.offer_buckets(offer);
         let mut out = Vec::new();
