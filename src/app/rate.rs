@@ -237,7 +237,11 @@ impl<C: Clock + Clone> RateLimits<C> {
         let cell = self.mcp_cell_cpu.as_nanos().max(1);
         let owed = cpu.as_nanos().div_ceil(cell).saturating_sub(1);
         let owed = u32::try_from(owed).unwrap_or(u32::MAX).min(self.mcp_burst);
-        let mut taken = 0;
+        // All the cells in one step while the bucket has them (the usual case); one at a
+        // time when it has fewer, so as many as it has are still taken.
+        let all = std::num::NonZeroU32::new(owed)
+            .is_some_and(|n| matches!(self.mcp.limiter.check_key_n(&key, n), Ok(Ok(()))));
+        let mut taken = if all { owed } else { 0 };
         while taken < owed && self.mcp.limiter.check_key(&key).is_ok() {
             taken += 1;
         }
