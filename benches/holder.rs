@@ -3,7 +3,8 @@
 //! matching engine), on generated data shaped like the SK/CZ listings, and on the real
 //! sauto listings in `../shared/data` when that folder is present.
 //!
-//! Run: `cargo bench --bench holder` (a few minutes on 2 cores). Set `ISTO_BENCH_OFFERS`
+//! Run: `cargo bench --bench holder` (a few minutes on 2 cores). `ISTO_BENCH_IMPORT_ONLY=1`
+//! runs the imports only (no searches, no real listings). Set `ISTO_BENCH_OFFERS`
 //! / `ISTO_BENCH_INTENTS` / `ISTO_BENCH_MATCH_OFFERS` to change the sizes (defaults
 //! 100 000 offers, 20 000 standing intents and 10 000 offers imported against them: the
 //! synthetic intents are broad, so every arriving offer is delivered to many of them and
@@ -161,10 +162,33 @@ fn main() {
         h.catalogue.offer_index().expect("index").num_segments()
     );
 
+    let import_only = std::env::var_os("ISTO_BENCH_IMPORT_ONLY").is_some();
     // 2. Search over the catalogue.
+    if !import_only && searches(&h, n_offers) {
+        return;
+    }
+
+    // 3. Matching arriving offers against standing intents.
+    let h = standing(dir.path(), h, n_intents);
+
+    // 4. The real listings, when present.
+    if !import_only {
+        let sauto = listings::sauto(&listings::data_dir());
+        if !sauto.is_empty() {
+            real_listings(&h, &sauto);
+        } else {
+            println!("real listings: ../shared/data absent, skipped");
+        }
+    }
+    println!("peak RSS: {}", peak_rss());
+}
+
+/// The searches over the generated catalogue of `n_offers` (and, with
+/// `ISTO_BENCH_SEARCH_ONLY`, over the real listings; it then returns `true`: the run ends).
+fn searches(h: &AppState, n_offers: usize) -> bool {
     let mut q = Synth::new(2);
     let statements: Vec<String> = (0..1_000).map(|_| q.intent().statement).collect();
-    search_times(&h, &format!("{n_offers} offers"), &statements, None, 1);
+    search_times(h, &format!("{n_offers} offers"), &statements, None, 1);
     // The statements of `cargo bench --bench mcp_load` over the same catalogue.
     let mcp_statements: Vec<String> = [
         "škoda octavia",
@@ -179,18 +203,22 @@ fn main() {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    search_times(&h, &format!("{n_offers} offers, the mcp_load statements"), &mcp_statements, None, 50);
+    search_times(h, &format!("{n_offers} offers, the mcp_load statements"), &mcp_statements, None, 50);
     if std::env::var_os("ISTO_BENCH_SEARCH_ONLY").is_some() {
         let sauto = listings::sauto(&listings::data_dir());
         if !sauto.is_empty() {
             let dir = tempfile::tempdir().expect("tempdir");
             real_listings(&open(dir.path()), &sauto);
         }
-        return;
+        return true;
     }
+    false
+}
 
-    // 3. Matching arriving offers against standing intents.
-    let (h, load) = seed_intents(dir.path(), h, n_intents);
+/// Seeds `n_intents` standing intents, then imports arriving offers against them: one at
+/// a time, then a batch series. Returns the reopened holder.
+fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> AppState {
+    let (h, load) = seed_intents(dir, h, n_intents);
     println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine_len(), load.as_secs_f64());
     // The offer index is opened on first use (`isto serve` opens it at start): open it
     // now, so that each arriving offer below is indexed as it would be in the server.
@@ -233,15 +261,7 @@ fn main() {
         el.as_secs_f64(),
         n_match as f64 / el.as_secs_f64()
     );
-
-    // 4. The real listings, when present.
-    let sauto = listings::sauto(&listings::data_dir());
-    if !sauto.is_empty() {
-        real_listings(&h, &sauto);
-    } else {
-        println!("real listings: ../shared/data absent, skipped");
-    }
-    println!("peak RSS: {}", peak_rss());
+    h
 }
 
 /// Imports the sauto listings (CZK, regions assigned by listing id) and searches them.

@@ -72,16 +72,15 @@ pub fn match_intent_tx(
         }
     }
     let mut log = tx.delivery_log()?;
-    record_hits_in(base, tx, &mut log, rec, &hits, now)
+    record_hits_in(base, &mut log, rec, &hits, now)
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
 /// strictly increasing delivery times, and schedules its digest, into the delivery
-/// tables `log` of `tx` (opened once for a batch of intents in a catalogue import).
-/// Returns how many were new.
+/// tables `log` of a write transaction (opened once for a batch of intents in a
+/// catalogue import). Returns how many were new.
 pub fn record_hits_in(
     base: &Base,
-    tx: &mut Tx<'_>,
     log: &mut DeliveryLog<'_>,
     rec: &mut IntentRecord,
     hits: &[(&str, matching::Hit)],
@@ -101,9 +100,7 @@ pub fn record_hits_in(
         rec.match_count += n;
         // Paused: no digest is scheduled; the matches wait for another cadence.
         if let Some(due) = rec.next_digest_at(now, base.settings().digest_min_interval_secs) {
-            if tx.digest_due_at(&rec.id)?.is_none() {
-                tx.set_digest_due(&rec.id, Some(due))?;
-            }
+            log.schedule_digest(&rec.id, due)?;
         }
     }
     Ok(n)

@@ -22,7 +22,7 @@ use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
 use crate::protocol::Status;
 use crate::records::IntentRecord;
-use crate::store::{Reads as _, StoreError, Tx};
+use crate::store::{DeliveryLog, Reads as _, StoreError, Tx};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
@@ -135,9 +135,9 @@ impl Writes<'_, '_> {
     /// concern (a catalogue import touches most standing intents in each batch; opening
     /// each one's hidden limit and indexing it again cost more than its deliveries),
     /// and without rewriting its active-set and expiry-index rows, which do not change
-    /// ([`Tx::put_intent_delivered`]).
-    pub fn put_delivered(&mut self, rec: &IntentRecord) -> Result<()> {
-        self.tx.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
+    /// ([`DeliveryLog::put_intent_delivered`], through the batch's open tables `log`).
+    pub fn put_delivered(&mut self, log: &mut DeliveryLog<'_>, rec: &IntentRecord) -> Result<()> {
+        log.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
     }

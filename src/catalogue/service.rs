@@ -283,17 +283,17 @@ impl Catalogue {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
-            // The delivery tables are opened once for the batch's deliveries.
+            // The delivery tables (and the intents') are opened once for the batch.
             let mut log = tx.delivery_log()?;
             for (id, hits) in by_intent {
-                let Some(mut rec) = tx.intent::<IntentRecord>(&id)? else { continue };
+                let Some(mut rec) = log.intent::<IntentRecord>(&id)? else { continue };
                 if rec.effective_status(now) != Status::Active {
                     continue;
                 }
-                let n = record_hits_in(&self.base, tx, &mut log, &mut rec, &hits, now)?;
+                let n = record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
                 if n > 0 {
                     counts.delivered += n;
-                    tx.put_delivered(&rec)?;
+                    tx.put_delivered(&mut log, &rec)?;
                 }
             }
             let generation = tx.bump_offers_generation()?;

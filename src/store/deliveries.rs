@@ -1,9 +1,10 @@
 //! Deliveries: once per `(intent, offer)` (`delivered`), the per-intent log in time
 //! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
 
-use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE};
+use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS};
 use super::table::Table;
-use super::{encode, Result, Tx};
+use super::{decode, encode, IntentKey, Result, Tx};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// Key of a `delivered` row.
@@ -29,13 +30,18 @@ pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
     rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect()
 }
 
-/// The two delivery tables of a write transaction (`delivered`, `delivery_log`), opened
-/// once for a batch of deliveries ([`Tx::delivery_log`]): a catalogue import records
-/// tens of thousands per batch, and opening the tables again for each one cost more than
-/// its rows. Dropped before the transaction commits.
+/// The tables a batch of deliveries writes in a write transaction (`delivered`,
+/// `delivery_log`, `digest_due`, and `intents` for the intents' delivery bookkeeping),
+/// opened once for the batch ([`Tx::delivery_log`]): a catalogue import records tens of
+/// thousands per batch for thousands of intents, and opening the tables again for each
+/// row cost more than the row. While it lives, the transaction must not open these tables
+/// again (redb refuses a table opened twice): read and write them through it. Dropped
+/// before the transaction commits.
 pub struct DeliveryLog<'a> {
     delivered: Table<'a, &'static str, i64>,
     log: Table<'a, &'static str, &'static [u8]>,
+    digest_due: Table<'a, &'static str, i64>,
+    intents: Table<'a, &'static str, &'static [u8]>,
 }
 
 impl DeliveryLog<'_> {
@@ -52,12 +58,40 @@ impl DeliveryLog<'_> {
         self.log.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
         Ok(true)
     }
+
+    /// Sets the time an intent's next digest is due (unix seconds) unless one is set.
+    pub fn schedule_digest(&mut self, intent: &str, due_unix: i64) -> Result<()> {
+        if self.digest_due.get(intent)?.is_none() {
+            self.digest_due.insert(intent, due_unix)?;
+        }
+        Ok(())
+    }
+
+    /// The intent record `id` ([`super::Reads::intent`] through the open table).
+    pub fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        self.intents.get(id)?.map(|b| decode(id, &b)).transpose()
+    }
+
+    /// Replaces the record of an active intent whose only change is its delivery
+    /// bookkeeping (match count, last delivery time), which neither its active-set row nor
+    /// its expiry-index rows depend on: only the record is written (the one intent write
+    /// that bypasses [`Tx::put_intent`]).
+    pub fn put_intent_delivered<T: Serialize>(&mut self, _key: &IntentKey, id: &str, record: &T) -> Result<()> {
+        let bytes = encode("intents", record)?;
+        self.intents.insert(id, bytes.as_slice())?;
+        Ok(())
+    }
 }
 
 impl<'a> Tx<'a> {
     /// The delivery tables, open for a batch of [`DeliveryLog::put`].
     pub fn delivery_log(&self) -> Result<DeliveryLog<'a>> {
-        Ok(DeliveryLog { delivered: self.open(DELIVERED)?, log: self.open(DELIVERY_LOG)? })
+        Ok(DeliveryLog {
+            delivered: self.open(DELIVERED)?,
+            log: self.open(DELIVERY_LOG)?,
+            digest_due: self.open(DIGEST_DUE)?,
+            intents: self.open(INTENTS)?,
+        })
     }
 
     /// Sets (or with `None` clears) the time an intent's next digest is due.

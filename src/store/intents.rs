@@ -62,7 +62,7 @@ impl Tx<'_> {
     /// Inserts or replaces an intent record; keeps the `active` set in step with
     /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
     /// every intent write goes through, but for the delivery bookkeeping of an active
-    /// intent ([`Tx::put_intent_delivered`]).
+    /// intent ([`super::DeliveryLog::put_intent_delivered`]).
     pub fn put_intent<T: Serialize>(
         &mut self,
         _key: &IntentKey,
@@ -77,15 +77,6 @@ impl Tx<'_> {
         if active { a.insert(id, ()).map(drop) } else { a.remove(id).map(drop) }?;
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
-    }
-
-    /// Replaces the record of an active intent whose only change is its delivery
-    /// bookkeeping (match count, last delivery time), which neither its active-set row nor
-    /// its expiry-index rows depend on: only the record is written.
-    pub fn put_intent_delivered<T: Serialize>(&mut self, _key: &IntentKey, id: &str, record: &T) -> Result<()> {
-        let bytes = encode("intents", record)?;
-        self.open(INTENTS)?.insert(id, bytes.as_slice())?;
-        Ok(())
     }
 
     /// Deletes an intent record, its active-set row, its expiry-index rows and its
