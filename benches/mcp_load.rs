@@ -8,7 +8,9 @@
 //! - a raw axum JSON handler (`POST /mcp`: parse the JSON-RPC body, answer its params);
 //! - a bare rmcp echo server (one tool `echo` returning its arguments) with isto's
 //!   Streamable HTTP settings (session mode for 2025-11-25 clients, JSON answers for the
-//!   stateless 2026-07-28 requests), driven in both modes;
+//!   stateless 2026-07-28 requests), driven in both modes; and, as the read tools' floor,
+//!   the same echo answering the get's own answer (`intent_get_intent`'s structured
+//!   content, read from isto once) to the get's requests;
 //! - `isto serve` (the release binary) on a fresh data dir with a config raising the
 //!   `[limits]` and `[quotas]` that would otherwise throttle the load, the real sauto
 //!   listings of `../shared/data` imported when present (2 288 offers); then a second
@@ -38,10 +40,10 @@
 //! Prints a table (req/s, p50/p99 latency, server CPU µs per request from
 //! `/proc/PID/stat` utime+stime over the measured window, ratios to the bare rmcp echo in
 //! the same mode and to raw axum), redb's one-row durable commit rate measured in the same
-//! run and the ratio of isto's durable publish to it, isto's idle RSS (after start and
-//! after the load), the time from process start to the first answer (`GET /healthz`) and
-//! to ready (`GET /readyz` 200: the offer index open), and
-//! the release binary's size (stripped by the release profile). The same as JSON in
+//! run and the ratio of isto's durable publish to it, isto's idle RSS (after start, after
+//! the load, and once back within 2× idle or after 60 s quiet), the time from process
+//! start to the first answer (`GET /healthz`) and to ready (`GET /readyz` 200: the offer
+//! index open), and the release binary's size (stripped by the release profile). The same as JSON in
 //! `target/bench/mcp_load.json`; the redb / PostgreSQL table in
 //! `target/bench/mcp_load_stores.json`. Loopback only; every phase bounded in time.
 
@@ -129,10 +131,13 @@ mod servers {
         Json(json!({"jsonrpc": "2.0", "id": id, "result": {"structuredContent": args}}))
     }
 
-    /// The bare rmcp echo: one tool returning its arguments.
+    /// The bare rmcp echo: one tool returning its arguments, or (`answer`) a fixed result
+    /// read at start from the JSON file `ISTO_BENCH_ECHO_ANSWER` names: the floor of a read
+    /// tool, rmcp answering the same bytes without any work of its own.
     #[derive(Clone)]
     struct Echo {
         tools: Arc<Vec<Tool>>,
+        answer: Option<Arc<Value>>,
     }
 
     impl ServerHandler for Echo {
@@ -158,8 +163,11 @@ mod servers {
             request: CallToolRequestParams,
             _context: RequestContext<RoleServer>,
         ) -> Result<CallToolResponse, McpError> {
-            let args = Value::Object(request.arguments.unwrap_or_default());
-            Ok(CallToolResponse::Complete(CallToolResult::structured(args)))
+            let out = match &self.answer {
+                Some(fixed) => (**fixed).clone(),
+                None => Value::Object(request.arguments.unwrap_or_default()),
+            };
+            Ok(CallToolResponse::Complete(CallToolResult::structured(out)))
         }
     }
 
@@ -171,7 +179,13 @@ mod servers {
             .with_allowed_hosts(vec!["127.0.0.1".to_owned()])
             .with_json_response(true)
             .with_max_request_body_bytes(256 * 1024);
-        StreamableHttpService::new(move || Ok(Echo { tools: tools.clone() }), Default::default(), config)
+        let answer = std::env::var_os("ISTO_BENCH_ECHO_ANSWER")
+            .map(|f| Arc::new(serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap()));
+        StreamableHttpService::new(
+            move || Ok(Echo { tools: tools.clone(), answer: answer.clone() }),
+            Default::default(),
+            config,
+        )
     }
 }
 
@@ -481,6 +495,35 @@ mod run {
             .unwrap_or(100)
     }
 
+    /// isto's resident memory, KiB: after start (`idle`), right after the load (`after`),
+    /// after up to [`QUIET`] without requests (`quiet`, read once a second and taken as
+    /// soon as it is within 2× `idle`, after `quiet_secs`), and after start with the
+    /// generated catalogue (`big`).
+    #[derive(Default)]
+    pub struct Rss {
+        pub idle: u64,
+        pub after: u64,
+        pub quiet: u64,
+        pub quiet_secs: f64,
+        pub big: u64,
+    }
+
+    /// Longest quiet wait for the RSS to come back within 2× idle (issue 24: 60 s).
+    pub const QUIET: Duration = Duration::from_secs(60);
+
+    /// [`Rss::quiet`] and [`Rss::quiet_secs`] of `pid`: VmRSS once a second until it is at
+    /// most 2 × `idle` or [`QUIET`] has passed.
+    pub fn quiet_rss(pid: u32, idle: u64) -> (u64, f64) {
+        let t0 = Instant::now();
+        loop {
+            let now = rss_kib(pid);
+            if now <= 2 * idle || t0.elapsed() >= QUIET {
+                return (now, t0.elapsed().as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
     /// VmRSS of `pid`, KiB.
     pub fn rss_kib(pid: u32) -> u64 {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -629,8 +672,17 @@ mod run {
 
     /// Starts `mcp_load --serve KIND` pinned to the server core; waits for its port line.
     fn start_own(kind: &str, cpu: &str) -> Server {
+        start_own_with(kind, cpu, None)
+    }
+
+    /// [`start_own`] of the echo answering the JSON file `answer` (see `servers::Echo`).
+    fn start_own_with(kind: &str, cpu: &str, answer: Option<&Path>) -> Server {
         let exe = std::env::current_exe().unwrap();
-        let mut child = pinned(cpu, &exe)
+        let mut cmd = pinned(cpu, &exe);
+        if let Some(file) = answer {
+            cmd.env("ISTO_BENCH_ECHO_ANSWER", file);
+        }
+        let mut child = cmd
             .arg("--serve")
             .arg(kind)
             .stdin(Stdio::null())
@@ -834,6 +886,49 @@ mod run {
             .to_owned()
     }
 
+    /// The `structuredContent` of one `intent_get_intent` of `code`.
+    async fn one_answer(addr: SocketAddr, pid: u32, code: &str) -> Value {
+        let t = Target {
+            name: "setup".into(),
+            addr,
+            pid,
+            mode: Mode::Stateless,
+            tool: "intent_get_intent",
+            db: None,
+            args: Arc::new(|_| Value::Null),
+        };
+        let (mut c, _) = open(&t).await.unwrap();
+        let a = call(&mut c, &t, None, 1, &json!({"intentCode": code})).await.unwrap();
+        let v: Value = serde_json::from_slice(&a.body).unwrap();
+        v.pointer("/result/structuredContent").cloned().unwrap_or_else(|| panic!("get answered no result: {v}"))
+    }
+
+    /// The read tools' floor: the bare rmcp echo answering `answer` (the get's own
+    /// structured content, so the same answer bytes) to the get's own requests, in both
+    /// modes.
+    fn answer_floor(
+        work: &Path,
+        cpu: &str,
+        answer: &Value,
+        args: &Arc<dyn Fn(u64) -> Value + Send + Sync>,
+        run: &mut dyn FnMut(Target),
+    ) {
+        let file = work.join("get-answer.json");
+        std::fs::write(&file, answer.to_string()).unwrap();
+        let s = start_own_with("echo", cpu, Some(&file));
+        for (mode, rev) in [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28 stateless JSON")] {
+            run(Target {
+                name: format!("rmcp echo of the get's answer, {rev}"),
+                addr: s.addr,
+                pid: s.child.id(),
+                mode,
+                tool: "echo",
+                db: None,
+                args: args.clone(),
+            });
+        }
+    }
+
     fn publish_args(n: u64) -> Value {
         const MODELS: [&str; 6] =
             ["Škoda Octavia", "Škoda Fabia", "Volkswagen Golf", "BMW X3", "Toyota Corolla", "Ford Focus"];
@@ -996,15 +1091,16 @@ mod run {
         } else {
             eprintln!("mcp_load: no sauto listings in {}: the isto store has no real offers", data.display());
         }
-        let (idle_rss, after_rss, first_answer, first_ready);
+        let mut rss = Rss::default();
+        let (first_answer, first_ready);
         {
             let (s, first, ready) = start_isto(&bin, &cfg_a, port_a, &server_cpu, &dir_a.join("serve.log"));
             first_answer = first;
             first_ready = ready;
             std::thread::sleep(Duration::from_secs(1));
             let pid = isto_pid(&s);
-            idle_rss = rss_kib(pid);
-            eprintln!("mcp_load: isto first answer {:.1} ms, idle RSS {} KiB", first.as_secs_f64() * 1e3, idle_rss);
+            rss.idle = rss_kib(pid);
+            eprintln!("mcp_load: isto first answer {:.1} ms, idle RSS {} KiB", first.as_secs_f64() * 1e3, rss.idle);
             let code = local.block_on(&rt, one_code(s.addr, pid));
             let get = {
                 let code = code.clone();
@@ -1022,6 +1118,9 @@ mod run {
                 };
                 run_target(t, &mut rows);
             }
+            answer_floor(&work, &server_cpu, &local.block_on(&rt, one_answer(s.addr, pid, &code)), &get, &mut |t| {
+                run_target(t, &mut rows)
+            });
             for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
                 let t = Target {
                     name: format!("isto intent_search_offers, {real_offers} real, {rev}"),
@@ -1046,8 +1145,10 @@ mod run {
                 };
                 run_target(t, &mut rows);
             }
-            after_rss = rss_kib(pid);
-            eprintln!("mcp_load: isto RSS after the load {after_rss} KiB");
+            rss.after = rss_kib(pid);
+            eprintln!("mcp_load: isto RSS after the load {} KiB; waiting up to 60 s for it to settle", rss.after);
+            (rss.quiet, rss.quiet_secs) = quiet_rss(pid, rss.idle);
+            eprintln!("mcp_load: isto RSS {} KiB after {:.0} s quiet", rss.quiet, rss.quiet_secs);
         }
 
         // isto with 10^5 generated offers more.
@@ -1062,12 +1163,11 @@ mod run {
         let (gen_imported, gen_rejected, gen_secs) = import(&bin, &cfg_b, &gen_file);
         eprintln!("mcp_load: generated: {gen_imported} imported, {gen_rejected} rejected in {gen_secs:.1} s");
         let big_offers = gen_imported + real_offers;
-        let big_rss;
         {
             let (s, _, _) = start_isto(&bin, &cfg_b, port_b, &server_cpu, &dir_b.join("serve.log"));
             let pid = isto_pid(&s);
             std::thread::sleep(Duration::from_secs(1));
-            big_rss = rss_kib(pid);
+            rss.big = rss_kib(pid);
             for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
                 let t = Target {
                     name: format!("isto intent_search_offers, {big_offers} offers, {rev}"),
@@ -1082,7 +1182,7 @@ mod run {
             }
         }
 
-        report(&rows, redb, idle_rss, after_rss, big_rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
+        report(&rows, redb, &rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);
     }
@@ -1264,9 +1364,7 @@ mod run {
     fn report(
         rows: &[Row],
         redb: f64,
-        idle_rss: u64,
-        after_rss: u64,
-        big_rss: u64,
+        rss: &Rss,
         (first, ready): (Duration, Duration),
         size: u64,
         out_dir: &Path,
@@ -1314,11 +1412,30 @@ mod run {
                 rps / redb
             ));
         }
+        for r in rows.iter().filter(|r| r.name.starts_with("isto intent_get_intent")) {
+            let floor = match r.mode {
+                Mode::Stateless => find("rmcp echo of the get's answer, 2026-07-28", r.conns),
+                _ => find("rmcp echo of the get's answer, 2025-11-25", r.conns),
+            };
+            if let Some(f) = floor {
+                out.push_str(&format!(
+                    "{} @{}: {:.2}× the rmcp echo of the same answer ({:.0} req/s, {:.1} CPU µs/req)\n",
+                    r.name,
+                    r.conns,
+                    r.rps / f.rps,
+                    f.rps,
+                    f.cpu_us
+                ));
+            }
+        }
         out.push_str(&format!(
-            "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load; with the generated catalogue: {:.1} MiB\n",
-            idle_rss as f64 / 1024.0,
-            after_rss as f64 / 1024.0,
-            big_rss as f64 / 1024.0
+            "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load, {:.1} MiB ({:.2}× idle) after {:.0} s quiet; with the generated catalogue: {:.1} MiB\n",
+            rss.idle as f64 / 1024.0,
+            rss.after as f64 / 1024.0,
+            rss.quiet as f64 / 1024.0,
+            rss.quiet as f64 / rss.idle.max(1) as f64,
+            rss.quiet_secs,
+            rss.big as f64 / 1024.0
         ));
         out.push_str(&format!(
             "isto start to first answer (GET /healthz): {:.1} ms; to ready (GET /readyz 200): {:.1} ms\n",
@@ -1335,7 +1452,8 @@ mod run {
             "rows": json_rows,
             "redbOneRowCommitsPerSec": redb,
             "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
-            "idleRssKiB": idle_rss, "rssAfterLoadKiB": after_rss, "generatedStoreRssKiB": big_rss,
+            "idleRssKiB": rss.idle, "rssAfterLoadKiB": rss.after, "rssAfterQuietKiB": rss.quiet,
+            "quietSecs": rss.quiet_secs, "generatedStoreRssKiB": rss.big,
             "firstAnswerMs": first.as_secs_f64() * 1e3,
             "readyMs": ready.as_secs_f64() * 1e3,
             "binaryBytes": size,
