@@ -21,7 +21,10 @@
 //!   `intent_publish_intent`; the database cluster's CPU (postmaster and backends) is
 //!   measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part;
 //!   `ISTO_BENCH_MCP_ONLY=publish` only the durable publish rows with redb's one-row
-//!   commit rate and the writes per durable commit (group commit).
+//!   commit rate and the writes per durable commit (group commit);
+//!   `ISTO_BENCH_MCP_ONLY=search` only the rmcp echo (both modes) and the two
+//!   `intent_search_offers` phases (real listings, then 10^5 generated offers more),
+//!   printed, with no report written.
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
@@ -918,7 +921,8 @@ mod run {
         eprintln!("mcp_load: isto binary {}", bin.display());
 
         let redb_secs = env_u64("ISTO_BENCH_REDB_SECS", 5) as f64;
-        let redb = redb_rate(&work.join("redb-one-row.redb"), redb_secs);
+        let search_only = std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("search");
+        let redb = if search_only { f64::NAN } else { redb_rate(&work.join("redb-one-row.redb"), redb_secs) };
         eprintln!("mcp_load: redb one-row durable commits: {redb:.0}/s");
 
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -947,7 +951,7 @@ mod run {
         }
 
         // The floors.
-        {
+        if !search_only {
             let s = start_own("axum", &server_cpu);
             let t = Target {
                 name: "raw axum JSON handler".into(),
@@ -1010,7 +1014,12 @@ mod run {
                 let code = code.clone();
                 Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>
             };
-            for (mode, rev) in [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")] {
+            let get_modes = if search_only {
+                &[][..]
+            } else {
+                &[(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")][..]
+            };
+            for &(mode, rev) in get_modes {
                 let t = Target {
                     name: format!("isto intent_get_intent, {rev}"),
                     addr: s.addr,
@@ -1034,7 +1043,12 @@ mod run {
                 };
                 run_target(t, &mut rows);
             }
-            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+            let publish_modes = if search_only {
+                &[][..]
+            } else {
+                &[(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")][..]
+            };
+            for &(mode, rev) in publish_modes {
                 let t = Target {
                     name: format!("isto intent_publish_intent (durable), {rev}"),
                     addr: s.addr,
@@ -1082,6 +1096,9 @@ mod run {
             }
         }
 
+        if search_only {
+            return;
+        }
         report(&rows, redb, idle_rss, after_rss, big_rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);
