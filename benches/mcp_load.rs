@@ -23,7 +23,10 @@
 //!   `intent_publish_intent`; the database cluster's CPU (postmaster and backends) is
 //!   measured beside isto's. `ISTO_BENCH_MCP_ONLY=stores` runs only this part;
 //!   `ISTO_BENCH_MCP_ONLY=publish` only the durable publish rows with redb's one-row
-//!   commit rate and the writes per durable commit (group commit).
+//!   commit rate and the writes per durable commit (group commit);
+//!   `ISTO_BENCH_MCP_ONLY=search` only the rmcp echo (both modes) and the two
+//!   `intent_search_offers` phases (real listings, then 10^5 generated offers more),
+//!   printed, with no report written.
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
@@ -1013,7 +1016,8 @@ mod run {
         eprintln!("mcp_load: isto binary {}", bin.display());
 
         let redb_secs = env_u64("ISTO_BENCH_REDB_SECS", 5) as f64;
-        let redb = redb_rate(&work.join("redb-one-row.redb"), redb_secs);
+        let search_only = std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("search");
+        let redb = if search_only { f64::NAN } else { redb_rate(&work.join("redb-one-row.redb"), redb_secs) };
         eprintln!("mcp_load: redb one-row durable commits: {redb:.0}/s");
 
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -1042,7 +1046,7 @@ mod run {
         }
 
         // The floors.
-        {
+        if !search_only {
             let s = start_own("axum", &server_cpu);
             let t = Target {
                 name: "raw axum JSON handler".into(),
@@ -1106,7 +1110,12 @@ mod run {
                 let code = code.clone();
                 Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>
             };
-            for (mode, rev) in [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")] {
+            let get_modes = if search_only {
+                &[][..]
+            } else {
+                &[(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")][..]
+            };
+            for &(mode, rev) in get_modes {
                 let t = Target {
                     name: format!("isto intent_get_intent, {rev}"),
                     addr: s.addr,
@@ -1118,9 +1127,10 @@ mod run {
                 };
                 run_target(t, &mut rows);
             }
-            answer_floor(&work, &server_cpu, &local.block_on(&rt, one_answer(s.addr, pid, &code)), &get, &mut |t| {
-                run_target(t, &mut rows)
-            });
+            if !search_only {
+                let answer = local.block_on(&rt, one_answer(s.addr, pid, &code));
+                answer_floor(&work, &server_cpu, &answer, &get, &mut |t| run_target(t, &mut rows));
+            }
             for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
                 let t = Target {
                     name: format!("isto intent_search_offers, {real_offers} real, {rev}"),
@@ -1133,7 +1143,12 @@ mod run {
                 };
                 run_target(t, &mut rows);
             }
-            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
+            let publish_modes = if search_only {
+                &[][..]
+            } else {
+                &[(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")][..]
+            };
+            for &(mode, rev) in publish_modes {
                 let t = Target {
                     name: format!("isto intent_publish_intent (durable), {rev}"),
                     addr: s.addr,
@@ -1147,7 +1162,9 @@ mod run {
             }
             rss.after = rss_kib(pid);
             eprintln!("mcp_load: isto RSS after the load {} KiB; waiting up to 60 s for it to settle", rss.after);
-            (rss.quiet, rss.quiet_secs) = quiet_rss(pid, rss.idle);
+            if !search_only {
+                (rss.quiet, rss.quiet_secs) = quiet_rss(pid, rss.idle);
+            }
             eprintln!("mcp_load: isto RSS {} KiB after {:.0} s quiet", rss.quiet, rss.quiet_secs);
         }
 
@@ -1182,6 +1199,9 @@ mod run {
             }
         }
 
+        if search_only {
+            return;
+        }
         report(&rows, redb, &rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);

@@ -1,6 +1,9 @@
-//! The search collector of the offer index: the top `limit` offer ids by score, then
+//! The search collector of the offer index: the top `limit` offers by score, then
 //! (when asked) publication time, then price, then id — deterministic whatever the
-//! segment layout.
+//! segment layout. Ids are compared as their term ordinals in a segment's id column
+//! (which sort as the ids do); an id is read from the column's dictionary (a block
+//! decompression each) only for hits of different segments that tie on everything
+//! else ([`merge_hits`]).
 //!
 //! It lets tantivy prune: each segment is collected with `Weight::for_each_pruning`,
 //! told after each hit the lowest score that can still enter the top `limit`, so a
@@ -9,11 +12,13 @@
 //! on the documents it is given.
 
 use super::*;
+use std::collections::HashMap;
 use tantivy::query::Weight;
 
-/// One search hit: `key` is the id (across segments) or the id's term ordinal in the
-/// segment's id column (inside a segment, where ordinals sort as the ids do). Orders
-/// worst last: lower score, then (when asked) older, then dearer, then larger id.
+/// One search hit: `key` is the id's term ordinal in the id column of the hit's segment
+/// (`address.segment_ord`; inside a segment ordinals sort as the ids do), or the id
+/// itself. Orders worst last: lower score, then (when asked) older, then dearer, then
+/// larger key.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Hit<K> {
     /// BM25 score.
@@ -153,10 +158,17 @@ pub(super) struct TopIdsSegment {
     heap: BinaryHeap<Hit<u64>>,
 }
 
-fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
+pub(super) fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
     seg.fast_fields()
         .str("id")?
         .ok_or_else(|| tantivy::TantivyError::SchemaError("the offer index has no id fast field".into()))
+}
+
+/// The id of term ordinal `ord` of an id column.
+pub(super) fn id_of(ids: &StrColumn, ord: u64) -> std::io::Result<String> {
+    ids_of(ids, &[ord])?
+        .pop()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: id ordinal out of range"))
 }
 
 /// The ids of sorted, distinct term ordinals of an id column, in the same order.
@@ -169,8 +181,49 @@ fn ids_of(ids: &StrColumn, ords: &[u64]) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The hits of one segment and the segment's id column.
+pub(super) type SegmentHits = (StrColumn, Vec<Hit<u64>>);
+
+/// The best `limit` of the segments' hits in the order of [`Hit`], each keyed by its
+/// id's ordinal in its segment. Hits that tie on score, publication time and price are
+/// ordered by id: by ordinal inside one segment, by the id read from the dictionary
+/// when the tie spans segments (rare: then only those hits' ids are read).
+///
+/// # Errors
+/// An id column that cannot be read.
+pub(super) fn merge_hits(segments: Vec<SegmentHits>, limit: usize) -> std::io::Result<Vec<Hit<u64>>> {
+    let columns: HashMap<SegmentOrdinal, StrColumn> =
+        segments.iter().filter_map(|(c, h)| h.first().map(|h| (h.address.segment_ord, c.clone()))).collect();
+    let mut all: Vec<Hit<u64>> = segments.into_iter().flat_map(|(_, h)| h).collect();
+    let ties = |a: &Hit<u64>, b: &Hit<u64>| {
+        a.score.total_cmp(&b.score).is_eq() && a.published == b.published && a.price.total_cmp(&b.price).is_eq()
+    };
+    all.sort_by(|a, b| a.cmp(b).then(a.address.segment_ord.cmp(&b.address.segment_ord)));
+    let mut start = 0;
+    while start < all.len().min(limit) {
+        let end = start + all[start..].iter().take_while(|h| ties(h, &all[start])).count();
+        let group = &mut all[start..end];
+        if group.iter().any(|h| h.address.segment_ord != group[0].address.segment_ord) {
+            let mut ids = Vec::with_capacity(group.len());
+            for h in group.iter() {
+                let col = columns.get(&h.address.segment_ord).ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: hit of an unknown segment")
+                })?;
+                ids.push(id_of(col, h.key)?);
+            }
+            let mut order: Vec<usize> = (0..group.len()).collect();
+            order.sort_by(|&i, &j| ids[i].cmp(&ids[j]));
+            let sorted: Vec<Hit<u64>> = order.iter().map(|&i| group[i].clone()).collect();
+            group.clone_from_slice(&sorted);
+        }
+        start = end;
+    }
+    all.truncate(limit);
+    Ok(all)
+}
+
 impl Collector for TopIds {
-    type Fruit = Vec<Hit<String>>;
+    type Fruit = Vec<Hit<u64>>;
     type Child = TopIdsSegment;
 
     fn for_segment(&self, segment: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
@@ -203,7 +256,7 @@ impl Collector for TopIds {
         weight: &dyn Weight,
         segment_ord: u32,
         reader: &SegmentReader,
-    ) -> tantivy::Result<std::io::Result<Vec<Hit<String>>>> {
+    ) -> tantivy::Result<SegmentHits> {
         let mut child = self.for_segment(segment_ord, reader)?;
         if child.filter.is_none() {
             return Ok(child.harvest());
@@ -218,11 +271,8 @@ impl Collector for TopIds {
         Ok(child.harvest())
     }
 
-    fn merge_fruits(&self, fruits: Vec<std::io::Result<Vec<Hit<String>>>>) -> tantivy::Result<Vec<Hit<String>>> {
-        let mut all = fruits.into_iter().collect::<std::io::Result<Vec<_>>>()?.concat();
-        all.sort();
-        all.truncate(self.limit);
-        Ok(all)
+    fn merge_fruits(&self, fruits: Vec<SegmentHits>) -> tantivy::Result<Vec<Hit<u64>>> {
+        Ok(merge_hits(fruits, self.limit)?)
     }
 }
 
@@ -251,7 +301,7 @@ impl TopIdsSegment {
 }
 
 impl SegmentCollector for TopIdsSegment {
-    type Fruit = std::io::Result<Vec<Hit<String>>>;
+    type Fruit = SegmentHits;
 
     fn collect(&mut self, doc: DocId, score: Score) {
         if !self.filter.as_ref().is_some_and(|f| f.passes(doc)) {
@@ -276,15 +326,7 @@ impl SegmentCollector for TopIdsSegment {
     }
 
     fn harvest(self) -> Self::Fruit {
-        let mut hits = self.heap.into_vec();
-        hits.sort_by_key(|h| h.key);
-        let ords: Vec<u64> = hits.iter().map(|h| h.key).collect();
-        let ids = ids_of(&self.ids, &ords)?;
-        Ok(hits
-            .into_iter()
-            .zip(ids)
-            .map(|(h, id)| Hit { score: h.score, published: h.published, price: h.price, key: id, address: h.address })
-            .collect())
+        (self.ids, self.heap.into_vec())
     }
 }
 

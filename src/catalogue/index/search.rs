@@ -97,7 +97,12 @@ impl OfferIndex {
     ) -> Result<Vec<(String, f32)>, IndexError> {
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, None)?;
-        Ok(hits.into_iter().map(|h| (h.key, h.score)).collect())
+        let mut out = Vec::with_capacity(hits.len());
+        for h in hits {
+            let ids = super::collector::id_column(searcher.segment_reader(h.address.segment_ord))?;
+            out.push((super::collector::id_of(&ids, h.key)?, h.score));
+        }
+        Ok(out)
     }
 
     /// The answer of `intent_search_offers` (PROTOCOL.md §3) from the index alone: the
@@ -170,7 +175,7 @@ impl OfferIndex {
         category: Option<&str>,
         limit: usize,
         current_at: Option<i64>,
-    ) -> Result<Vec<Hit<String>>, IndexError> {
+    ) -> Result<Vec<Hit<u64>>, IndexError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
