@@ -21,14 +21,6 @@ pub use listener::{listen, serve_http, LISTEN_BACKLOG};
 pub use router::{mcp_services, router, McpServices};
 pub use start::{open_holder, ServeError};
 
-/// The global allocator of every isto process, and of the tests and benches that link
-/// this library: mimalloc. After a load it gives the freed memory back to the system
-/// within moments (glibc's per-thread arenas kept it: 133 MiB an hour after the MCP load
-/// benchmark against 17 MiB idle), and its allocation fast path is a few instructions
-/// (allocation was about a quarter of a read's CPU under glibc; issue 24).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The ceiling on what any `RUST_LOG` can turn on: isto's own targets as the filter says,
 /// every other crate's at `warn` and above only. Below warn, rmcp logs whole MCP messages
 /// (intentCode, statement, hidden limit, consent token), lettre the SMTP conversation
