@@ -868,21 +868,27 @@ mod run {
         w.flush().unwrap();
     }
 
-    /// A draft published once on a 2026-07-28 request; its intentCode.
-    async fn one_code(addr: SocketAddr, pid: u32) -> String {
+    /// One 2026-07-28 `tools/call` of `tool` with `args` on its own connection; the
+    /// parsed answer.
+    async fn one_call(addr: SocketAddr, pid: u32, tool: &'static str, args: &Value) -> Value {
         let t = Target {
             name: "setup".into(),
             addr,
             pid,
             mode: Mode::Stateless,
-            tool: "intent_publish_intent",
+            tool,
             db: None,
             args: Arc::new(|_| Value::Null),
         };
         let (mut c, _) = open(&t).await.unwrap();
-        let a = call(&mut c, &t, None, 1, &publish_args(0)).await.unwrap();
-        let v: Value = serde_json::from_slice(&a.body)
-            .unwrap_or_else(|_| panic!("publish: HTTP {} {}", a.status, String::from_utf8_lossy(&a.body)));
+        let a = call(&mut c, &t, None, 1, args).await.unwrap();
+        serde_json::from_slice(&a.body)
+            .unwrap_or_else(|_| panic!("{tool}: HTTP {} {}", a.status, String::from_utf8_lossy(&a.body)))
+    }
+
+    /// A draft published once on a 2026-07-28 request; its intentCode.
+    async fn one_code(addr: SocketAddr, pid: u32) -> String {
+        let v = one_call(addr, pid, "intent_publish_intent", &publish_args(0)).await;
         v.pointer("/result/structuredContent/intentCode")
             .and_then(Value::as_str)
             .unwrap_or_else(|| panic!("publish answered no intentCode: {v}"))
@@ -891,18 +897,7 @@ mod run {
 
     /// The `structuredContent` of one `intent_get_intent` of `code`.
     async fn one_answer(addr: SocketAddr, pid: u32, code: &str) -> Value {
-        let t = Target {
-            name: "setup".into(),
-            addr,
-            pid,
-            mode: Mode::Stateless,
-            tool: "intent_get_intent",
-            db: None,
-            args: Arc::new(|_| Value::Null),
-        };
-        let (mut c, _) = open(&t).await.unwrap();
-        let a = call(&mut c, &t, None, 1, &json!({"intentCode": code})).await.unwrap();
-        let v: Value = serde_json::from_slice(&a.body).unwrap();
+        let v = one_call(addr, pid, "intent_get_intent", &json!({"intentCode": code})).await;
         v.pointer("/result/structuredContent").cloned().unwrap_or_else(|| panic!("get answered no result: {v}"))
     }
 
