@@ -434,6 +434,15 @@ mod run {
         Ok((c, Some(session)))
     }
 
+    /// Ends `session` with `DELETE` as a client done with it does (MCP 2025-11-25,
+    /// "Session Management"), so what isto holds after the load is not sessions that a
+    /// client left open (those end only after `limits.mcp_session_idle_secs`).
+    async fn close(c: &mut Conn, session: Option<&str>) {
+        if let Some(s) = session {
+            let _ = c.request("DELETE", "/mcp", &[("Mcp-Session-Id", s), ("MCP-Protocol-Version", V1)], "").await;
+        }
+    }
+
     /// One `tools/call` on an open connection.
     pub async fn call(
         c: &mut Conn,
@@ -568,6 +577,7 @@ mod run {
                     loop {
                         let start = Instant::now();
                         if start >= end {
+                            close(&mut c, session.as_deref()).await;
                             break 'outer;
                         }
                         n += 1;
