@@ -15,7 +15,6 @@ fn init_logging(level: Option<&str>, default: Option<&str>) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::EnvFilter;
-    use tracing_subscriber::Layer as _;
     let filter = match level {
         Some(l) => EnvFilter::new(l),
         None => match default {
@@ -27,10 +26,15 @@ fn init_logging(level: Option<&str>, default: Option<&str>) {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .with_filter(filter)
-        .with_filter(tracing_subscriber::filter::filter_fn(isto::app::log_ceiling));
-    tracing_subscriber::registry().with(fmt).init();
+        .with_target(false);
+    // Global filters, not per-layer ones (`with_filter`): the registry still makes and
+    // enters every span a per-layer filter refuses (rmcp's, several per MCP request);
+    // refused here, such a span is never made.
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::filter::filter_fn(isto::app::log_ceiling))
+        .with(fmt)
+        .init();
 }
 
 /// Whether the command given has `--json` set (every admin command has the flag).

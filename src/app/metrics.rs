@@ -58,6 +58,16 @@ impl Started {
         Self { route: route_of(req), method: req.method().clone(), start: Instant::now() }
     }
 
+    /// The request's route pattern ([`route_of`]), `None` when no route matched.
+    pub fn route(&self) -> Option<&str> {
+        self.route.as_deref()
+    }
+
+    /// The time since [`Started::of`].
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
     /// Counts the answer `res` and its latency since [`Started::of`].
     pub fn count(self, res: &Response) {
         let endpoint = self.route.as_deref().unwrap_or(telemetry::UNMATCHED);

@@ -18,8 +18,7 @@ use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tower_http::trace::TraceLayer;
-use tracing::Span;
+use tracing::{Instrument as _, Span};
 
 /// A request's id: 16 hex digits, made here for every request (an incoming
 /// `x-request-id` is not trusted: it would put a client's text into the log), carried in
@@ -30,33 +29,35 @@ struct RequestId(String);
 /// The request-id response header.
 const REQUEST_ID: &str = "x-request-id";
 
-/// The router's outermost layer: gives the request its [`RequestId`] (in the
-/// extensions, for the span) and the response its `x-request-id` header, and counts
-/// the request in the request metrics ([`super::metrics::Started`]). One layer rather
-/// than two: each `from_fn` layer clones the whole inner service per request.
-async fn outer(mut req: Request, next: Next) -> Response {
-    let id = format!("{:016x}", rand::random::<u64>());
-    req.extensions_mut().insert(RequestId(id.clone()));
+/// The router's outermost layer: gives the request its [`RequestId`] and its span
+/// ([`request_span`]), runs the rest of the router inside that span, then writes the
+/// access log line ([`log_response`]), counts the request in the request metrics
+/// ([`super::metrics::Started`]) and gives the response its `x-request-id` header. One
+/// layer rather than three: each `from_fn` layer clones the whole inner service per
+/// request, and a `tower-http` `TraceLayer` entered the span at every poll of the
+/// response and of its body.
+async fn outer(req: Request, next: Next) -> Response {
+    let id = RequestId(format!("{:016x}", rand::random::<u64>()));
     let started = super::metrics::Started::of(&req);
-    let mut res = next.run(req).await;
+    let span = request_span(&req, started.route(), &id);
+    let mut res = next.run(req).instrument(span.clone()).await;
+    log_response(&res, started.elapsed(), &span);
     started.count(&res);
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    if let Ok(v) = HeaderValue::from_str(&id.0) {
         res.headers_mut().insert(REQUEST_ID, v);
     }
     res
 }
 
-/// The span of one request: method, route pattern (never the path: page URLs carry
-/// tokens), the request id, and — recorded when the response starts — status and
+/// The span of one request: method, route pattern (`route`, never the path: page URLs
+/// carry tokens), the request id, and — recorded when the response starts — status and
 /// latency (`ms`). Everything logged while answering the request is inside it.
-fn request_span(req: &Request) -> Span {
-    let route = super::metrics::route_of(req).unwrap_or_else(|| "-".to_owned());
-    let id = req.extensions().get::<RequestId>().map(|r| r.0.as_str()).unwrap_or("-");
+fn request_span(req: &Request, route: Option<&str>, id: &RequestId) -> Span {
     tracing::info_span!(
         "request",
         method = %req.method(),
-        route = %route,
-        id = %id,
+        route = %route.unwrap_or("-"),
+        id = %id.0,
         status = tracing::field::Empty,
         ms = tracing::field::Empty
     )
@@ -66,7 +67,7 @@ fn request_span(req: &Request) -> Span {
 fn log_response(res: &Response, latency: Duration, span: &Span) {
     span.record("status", res.status().as_u16());
     span.record("ms", latency.as_millis() as u64);
-    tracing::info!(target: "isto::access", "request");
+    tracing::info!(target: "isto::access", parent: span, "request");
 }
 
 /// What [`front`] needs.
@@ -185,13 +186,6 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
     let per_credential = axum::middleware::from_fn_with_state(limits.clone(), rate::per_credential);
     let buyer = protect(mcp.buyer.layer(per_credential.clone()), &holder, Resource::Buyer);
     let seller = protect(mcp.seller.layer(per_credential), &holder, Resource::Seller);
-    let trace = TraceLayer::new_for_http()
-        .make_span_with(request_span)
-        .on_request(())
-        .on_response(log_response)
-        .on_body_chunk(())
-        .on_eos(())
-        .on_failure(());
     mcp.public
         .merge(buyer)
         .merge(seller)
@@ -204,7 +198,6 @@ pub fn router(holder: AppState, stop: CancellationToken) -> Router {
         .merge(crate::web::routes(holder.clone(), oauth.clone()))
         .merge(crate::web::oauth::routes(oauth))
         .layer(axum::middleware::from_fn_with_state(Arc::new(Front { trusted, limits, origins }), front))
-        .layer(trace)
         .layer(axum::middleware::from_fn(outer))
 }
 

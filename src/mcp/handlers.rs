@@ -29,17 +29,25 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    /// `v` as both the structured content and the text.
+    /// `v` as both the structured content and the text: the text is written from the
+    /// value tree (its keys in order, as clients have always read them) straight into a
+    /// buffer, not through `Display`'s formatter.
     pub(crate) fn of<T: Serialize>(v: &T) -> Result<Self, CallError> {
-        let structured = serde_json::to_value(v).map_err(|e| CallError::NoResult(e.to_string()))?;
-        Ok(Self { text: structured.to_string(), structured })
+        let no_result = |e: serde_json::Error| CallError::NoResult(e.to_string());
+        let structured = serde_json::to_value(v).map_err(no_result)?;
+        let text = serde_json::to_string(&structured).map_err(no_result)?;
+        Ok(Self { structured, text })
     }
 
     /// `{key: items, "nextSince": next}` as structured content, the bare `items` array as
-    /// the text (the seed's shape of matches and open intents).
+    /// the text (the seed's shape of matches and open intents). The items' tree is moved
+    /// in, not copied (`json!` would serialize it again).
     fn page<T: Serialize>(key: &str, items: &T, next: Option<String>) -> Result<Self, CallError> {
         let Self { structured, text } = Self::of(items)?;
-        Ok(Self { structured: json!({key: structured, "nextSince": next}), text })
+        let mut page = serde_json::Map::new();
+        page.insert(key.to_owned(), structured);
+        page.insert("nextSince".to_owned(), next.map_or(Value::Null, Value::String));
+        Ok(Self { structured: Value::Object(page), text })
     }
 }
 
