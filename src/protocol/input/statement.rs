@@ -8,6 +8,7 @@ use crate::text;
 type Words = &'static [&'static str];
 
 /// Word prefixes of vehicle statements (folded: no diacritics, lowercase).
+#[rustfmt::skip]
 const VEHICLE: Words = &[
     "auto", "auta", "autom", "car", "cars", "vozidl", "vuz", "voz", "skoda", "octavi", "fabi", "superb",
     "kodiaq", "karoq", "bmw", "audi", "volkswagen", "vw", "passat", "golf", "toyota", "ford", "hyundai", "kia",
@@ -17,6 +18,7 @@ const VEHICLE: Words = &[
 ];
 
 /// Word prefixes of property statements (folded).
+#[rustfmt::skip]
 const PROPERTY: Words = &[
     "byt", "bytu", "flat", "apartment", "apartman", "dom", "domu", "dum", "house", "pozemok", "pozemek",
     "land", "izbovy", "izb", "garsonk", "garson", "nehnutel", "nemovit", "chata", "chalupa", "kancelar",
@@ -24,17 +26,20 @@ const PROPERTY: Words = &[
 ];
 
 /// Common English words of a statement.
+#[rustfmt::skip]
 const EN: Words = &[
     "the", "a", "for", "with", "up", "to", "looking", "want", "used", "buy", "and", "in", "or", "of",
 ];
 
 /// Common Czech words of a statement.
+#[rustfmt::skip]
 const CS: Words = &[
     "hledám", "koupím", "poptávám", "nebo", "jsem", "chci", "ojetý", "ojeté", "ojetou", "který", "kterou",
     "až", "nejlépe", "kč", "korun", "auto", "byt",
 ];
 
 /// Common Slovak words of a statement.
+#[rustfmt::skip]
 const SK: Words = &[
     "hľadám", "kúpim", "alebo", "som", "chcem", "ktorý", "ktorú", "najlepšie", "rokov", "eur", "izbový",
 ];
