@@ -12,7 +12,6 @@
 //! on the documents it is given.
 
 use super::*;
-use std::collections::HashMap;
 use tantivy::query::Weight;
 
 /// One search hit: `key` is the id's term ordinal in the id column of the hit's segment
@@ -158,17 +157,44 @@ pub(super) struct TopIdsSegment {
     heap: BinaryHeap<Hit<u64>>,
 }
 
-pub(super) fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
+fn id_column(seg: &SegmentReader) -> tantivy::Result<StrColumn> {
     seg.fast_fields()
         .str("id")?
         .ok_or_else(|| tantivy::TantivyError::SchemaError("the offer index has no id fast field".into()))
 }
 
 /// The id of term ordinal `ord` of an id column.
-pub(super) fn id_of(ids: &StrColumn, ord: u64) -> std::io::Result<String> {
+fn id_of(ids: &StrColumn, ord: u64) -> std::io::Result<String> {
     ids_of(ids, &[ord])?
         .pop()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: id ordinal out of range"))
+}
+
+/// The id columns of a search's segments, each opened once, by segment ordinal: turns a
+/// [`Hit`]'s key (an ordinal in its segment's column) back into the offer id.
+pub(super) struct IdColumns(Vec<(SegmentOrdinal, StrColumn)>);
+
+impl IdColumns {
+    /// The id columns of every segment of `searcher`.
+    ///
+    /// # Errors
+    /// A segment without the id column.
+    pub(super) fn of(searcher: &Searcher) -> tantivy::Result<Self> {
+        let segments = searcher.segment_readers().iter().enumerate();
+        Ok(Self(segments.map(|(i, seg)| Ok((i as SegmentOrdinal, id_column(seg)?))).collect::<tantivy::Result<_>>()?))
+    }
+
+    /// The offer id of `hit`.
+    ///
+    /// # Errors
+    /// A hit of a segment not held here, or an id column that cannot be read.
+    pub(super) fn id(&self, hit: &Hit<u64>) -> std::io::Result<String> {
+        let seg = hit.address.segment_ord;
+        let (_, col) = self.0.iter().find(|(o, _)| *o == seg).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: hit of an unknown segment")
+        })?;
+        id_of(col, hit.key)
+    }
 }
 
 /// The ids of sorted, distinct term ordinals of an id column, in the same order.
@@ -192,9 +218,15 @@ pub(super) type SegmentHits = (StrColumn, Vec<Hit<u64>>);
 /// # Errors
 /// An id column that cannot be read.
 pub(super) fn merge_hits(segments: Vec<SegmentHits>, limit: usize) -> std::io::Result<Vec<Hit<u64>>> {
-    let columns: HashMap<SegmentOrdinal, StrColumn> =
-        segments.iter().filter_map(|(c, h)| h.first().map(|h| (h.address.segment_ord, c.clone()))).collect();
-    let mut all: Vec<Hit<u64>> = segments.into_iter().flat_map(|(_, h)| h).collect();
+    let mut columns = Vec::with_capacity(segments.len());
+    let mut all: Vec<Hit<u64>> = Vec::new();
+    for (col, hits) in segments {
+        if let Some(h) = hits.first() {
+            columns.push((h.address.segment_ord, col));
+        }
+        all.extend(hits);
+    }
+    let columns = IdColumns(columns);
     let ties = |a: &Hit<u64>, b: &Hit<u64>| {
         a.score.total_cmp(&b.score).is_eq() && a.published == b.published && a.price.total_cmp(&b.price).is_eq()
     };
@@ -204,17 +236,12 @@ pub(super) fn merge_hits(segments: Vec<SegmentHits>, limit: usize) -> std::io::R
         let end = start + all[start..].iter().take_while(|h| ties(h, &all[start])).count();
         let group = &mut all[start..end];
         if group.iter().any(|h| h.address.segment_ord != group[0].address.segment_ord) {
-            let mut ids = Vec::with_capacity(group.len());
-            for h in group.iter() {
-                let col = columns.get(&h.address.segment_ord).ok_or_else(|| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, "offer index: hit of an unknown segment")
-                })?;
-                ids.push(id_of(col, h.key)?);
+            let mut by_id =
+                group.iter().map(|h| Ok((columns.id(h)?, h.clone()))).collect::<std::io::Result<Vec<_>>>()?;
+            by_id.sort_by(|a, b| a.0.cmp(&b.0));
+            for (slot, (_, h)) in group.iter_mut().zip(by_id) {
+                *slot = h;
             }
-            let mut order: Vec<usize> = (0..group.len()).collect();
-            order.sort_by(|&i, &j| ids[i].cmp(&ids[j]));
-            let sorted: Vec<Hit<u64>> = order.iter().map(|&i| group[i].clone()).collect();
-            group.clone_from_slice(&sorted);
         }
         start = end;
     }

@@ -97,12 +97,8 @@ impl OfferIndex {
     ) -> Result<Vec<(String, f32)>, IndexError> {
         let searcher = self.reader.searcher();
         let hits = self.top(&searcher, statement, area, category, limit, None)?;
-        let mut out = Vec::with_capacity(hits.len());
-        for h in hits {
-            let ids = super::collector::id_column(searcher.segment_reader(h.address.segment_ord))?;
-            out.push((super::collector::id_of(&ids, h.key)?, h.score));
-        }
-        Ok(out)
+        let ids = super::collector::IdColumns::of(&searcher)?;
+        hits.into_iter().map(|h| Ok((ids.id(&h)?, h.score))).collect()
     }
 
     /// The answer of `intent_search_offers` (PROTOCOL.md §3) from the index alone: the
