@@ -3,7 +3,7 @@
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS};
 use super::table::Table;
-use super::{decode, encode, IntentKey, Result, Tx};
+use super::{encode, IntentKey, Result, Tx};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -69,7 +69,7 @@ impl DeliveryLog<'_> {
 
     /// The intent record `id` ([`super::Reads::intent`] through the open table).
     pub fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        self.intents.get(id)?.map(|b| decode(id, &b)).transpose()
+        super::reads::json_at(&self.intents, id)
     }
 
     /// Replaces the record of an active intent whose only change is its delivery

@@ -81,8 +81,12 @@ pub(super) fn get_json<T: DeserializeOwned, R: Tables + ?Sized>(
     def: TableDefinition<&str, &[u8]>,
     key: &str,
 ) -> Result<Option<T>> {
-    let v = r.table(def)?.get(key)?;
-    v.map(|b| decode(key, &b)).transpose()
+    json_at(&r.table(def)?, key)
+}
+
+/// The JSON record at `key` of an open `&str → &[u8]` table.
+pub(super) fn json_at<T: DeserializeOwned>(t: &Table<'_, &'static str, &'static [u8]>, key: &str) -> Result<Option<T>> {
+    t.get(key)?.map(|b| decode(key, &b)).transpose()
 }
 
 /// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
