@@ -373,7 +373,33 @@ mod run {
         /// The postmaster of the PostgreSQL cluster the server uses, whose CPU (its own
         /// and its backends') is measured too ([`cluster_ticks`]).
         pub db: Option<u32>,
-        pub args: Arc<dyn Fn(u64) -> Value + Send + Sync>,
+        pub args: Args,
+    }
+
+    /// How a [`Target`]'s arguments are made from the request count.
+    pub type Args = Arc<dyn Fn(u64) -> Value + Send + Sync>;
+
+    /// The two revisions isto's paths are loaded in, with their rows' labels: 2025-11-25
+    /// (one session per connection) and 2026-07-28 (stateless).
+    const REVISIONS: [(Mode, &str); 2] = [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")];
+
+    /// The targets of `tool` on isto at `addr` (`pid`) in each of `revs`, named `{name}, {label}`.
+    fn isto_targets<'a>(
+        name: &'a str,
+        (addr, pid): (SocketAddr, u32),
+        tool: &'static str,
+        args: &'a Args,
+        revs: &'a [(Mode, &str)],
+    ) -> impl Iterator<Item = Target> + 'a {
+        revs.iter().map(move |&(mode, rev)| Target {
+            name: format!("{name}, {rev}"),
+            addr,
+            pid,
+            mode,
+            tool,
+            db: None,
+            args: args.clone(),
+        })
     }
 
     /// One measured run.
@@ -914,13 +940,7 @@ mod run {
     /// The read tools' floor: the bare rmcp echo answering `answer` (the get's own
     /// structured content, so the same answer bytes) to the get's own requests, in both
     /// modes.
-    fn answer_floor(
-        work: &Path,
-        cpu: &str,
-        answer: &Value,
-        args: &Arc<dyn Fn(u64) -> Value + Send + Sync>,
-        run: &mut dyn FnMut(Target),
-    ) {
+    fn answer_floor(work: &Path, cpu: &str, answer: &Value, args: &Args, run: &mut dyn FnMut(Target)) {
         let file = work.join("get-answer.json");
         std::fs::write(&file, answer.to_string()).unwrap();
         let s = start_own_with("echo", cpu, Some(&file));
@@ -1113,56 +1133,26 @@ mod run {
             let code = local.block_on(&rt, one_code(s.addr, pid));
             let get = {
                 let code = code.clone();
-                Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>
+                Arc::new(move |_n: u64| json!({"intentCode": code})) as Args
             };
-            let get_modes = if search_only {
-                &[][..]
-            } else {
-                &[(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")][..]
-            };
-            for &(mode, rev) in get_modes {
-                let t = Target {
-                    name: format!("isto intent_get_intent, {rev}"),
-                    addr: s.addr,
-                    pid,
-                    mode,
-                    tool: "intent_get_intent",
-                    db: None,
-                    args: get.clone(),
-                };
+            // `ISTO_BENCH_MCP_ONLY=search`: the searches only.
+            let get_revs = [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28")];
+            let (get_revs, publish_revs): (&[_], &[_]) = if search_only { (&[], &[]) } else { (&get_revs, &REVISIONS) };
+            for t in isto_targets("isto intent_get_intent", (s.addr, pid), "intent_get_intent", &get, get_revs) {
                 run_target(t, &mut rows);
             }
             if !search_only {
                 let answer = local.block_on(&rt, one_answer(s.addr, pid, &code));
                 answer_floor(&work, &server_cpu, &answer, &get, &mut |t| run_target(t, &mut rows));
             }
-            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
-                let t = Target {
-                    name: format!("isto intent_search_offers, {real_offers} real, {rev}"),
-                    addr: s.addr,
-                    pid,
-                    mode,
-                    tool: "intent_search_offers",
-                    db: None,
-                    args: Arc::new(search_args),
-                };
+            let search: Args = Arc::new(search_args);
+            let name = format!("isto intent_search_offers, {real_offers} real");
+            for t in isto_targets(&name, (s.addr, pid), "intent_search_offers", &search, &REVISIONS) {
                 run_target(t, &mut rows);
             }
-            let publish_modes = if search_only {
-                &[][..]
-            } else {
-                &[(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")][..]
-            };
-            for &(mode, rev) in publish_modes {
-                let t = Target {
-                    name: format!("isto intent_publish_intent (durable), {rev}"),
-                    addr: s.addr,
-                    pid,
-                    mode,
-                    tool: "intent_publish_intent",
-                    db: None,
-                    args: Arc::new(publish_args),
-                };
+            let publish: Args = Arc::new(publish_args);
+            let name = "isto intent_publish_intent (durable)";
+            for t in isto_targets(name, (s.addr, pid), "intent_publish_intent", &publish, publish_revs) {
                 run_target(t, &mut rows);
             }
             rss.after = rss_kib(pid);
@@ -1190,16 +1180,9 @@ mod run {
             let pid = isto_pid(&s);
             std::thread::sleep(Duration::from_secs(1));
             rss.big = rss_kib(pid);
-            for (mode, rev) in [(Mode::Session, "2025-11-25"), (Mode::Stateless, "2026-07-28")] {
-                let t = Target {
-                    name: format!("isto intent_search_offers, {big_offers} offers, {rev}"),
-                    addr: s.addr,
-                    pid,
-                    mode,
-                    tool: "intent_search_offers",
-                    db: None,
-                    args: Arc::new(search_args),
-                };
+            let search: Args = Arc::new(search_args);
+            let name = format!("isto intent_search_offers, {big_offers} offers");
+            for t in isto_targets(&name, (s.addr, pid), "intent_search_offers", &search, &REVISIONS) {
                 run_target(t, &mut rows);
             }
         }
@@ -1306,9 +1289,9 @@ mod run {
             let (s, _, _) = start_isto(bin, &cfg, port, cpu, &dir.join("serve.log"));
             let pid = isto_pid(&s);
             let code = code_of(s.addr, pid);
-            let get = Arc::new(move |_n: u64| json!({"intentCode": code})) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
-            let search = Arc::new(search_args) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
-            let publish = Arc::new(publish_args) as Arc<dyn Fn(u64) -> Value + Send + Sync>;
+            let get = Arc::new(move |_n: u64| json!({"intentCode": code})) as Args;
+            let search = Arc::new(search_args) as Args;
+            let publish = Arc::new(publish_args) as Args;
             for (tool, args) in
                 [("intent_get_intent", get), ("intent_search_offers", search), ("intent_publish_intent", publish)]
             {
