@@ -169,35 +169,51 @@ fn no_search_or_demand_call_costs_more_than_20_typical_searches() {
         .take(40)
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["statement"].as_str().unwrap().to_owned())
         .collect();
-    let mut typical: Vec<Duration> = Vec::new();
     for s in &statements {
         call(&f, "intent_search_offers", json!({"statement": s}));
-        typical.push(call(&f, "intent_search_offers", json!({"statement": s})).0);
     }
-    typical.sort();
-    let typical = typical[typical.len() / 2];
-    let ratio = |d: Duration| d.as_secs_f64() / typical.as_secs_f64().max(1e-6);
+    // The median of the judged queries, warm: taken again right before each costly call,
+    // so that both run under the same load (the suite runs tests side by side on few
+    // cores, and a load that changes between the two would move their ratio).
+    let typical_now = || {
+        let mut t: Vec<Duration> =
+            statements.iter().map(|s| call(&f, "intent_search_offers", json!({"statement": s})).0).collect();
+        t.sort();
+        t[t.len() / 2]
+    };
+    let typical = typical_now();
+    // The costliest call seen, with the typical search measured beside it.
+    let worst = |seen: &mut (Duration, Duration), cost: Duration, typical: Duration| {
+        if cost.as_secs_f64() / typical.as_secs_f64().max(1e-9) > seen.0.as_secs_f64() / seen.1.as_secs_f64().max(1e-9)
+        {
+            *seen = (cost, typical);
+        }
+    };
+    let ratio = |(d, t): (Duration, Duration)| d.as_secs_f64() / t.as_secs_f64().max(1e-6);
 
     // The crafted search, each round with other endings (nothing cached for it).
-    let mut worst_search = Duration::ZERO;
+    let mut worst_search = (Duration::ZERO, typical);
     for round in 0..3 {
         let s = crafted(&catalogue, round);
+        let near = typical_now();
         let (t, out) = call(&f, "intent_search_offers", json!({"statement": s, "limit": 100}));
         assert!(!out["offers"].as_array().unwrap().is_empty());
-        worst_search = worst_search.max(t);
+        worst(&mut worst_search, t, near);
     }
 
     // Demand: the first call after a change of the active set counts the grid; the
     // next ones read it.
     let ask =
         json!({"category": "vehicles", "cell": {"area": "SK-BL", "budgetBand": "5000-10000", "buyByBand": "none"}});
-    let mut worst_demand = Duration::ZERO;
+    let mut worst_demand = (Duration::ZERO, typical);
     for round in 0..3 {
         write_intents(&h.base, INTENTS + round..INTENTS + round + 1);
+        let near = typical_now();
         let (first, out) = call(&f, "intent_demand_summary", ask.clone());
         assert!(out["activeIntents"].as_u64().unwrap() > 100, "{out}");
         let (again, _) = call(&f, "intent_demand_summary", ask.clone());
-        worst_demand = worst_demand.max(first).max(again);
+        worst(&mut worst_demand, first, near);
+        worst(&mut worst_demand, again, near);
     }
 
     // A seller's open intents: every pseudonymous intent is open to it.
@@ -211,18 +227,30 @@ fn no_search_or_demand_call_costs_more_than_20_typical_searches() {
         created_at: isto::records::Stamp::parse("2026-11-01T00:00:00Z").unwrap(),
     };
     let q = isto::sellers::parse_open_query(&json!({"limit": 100})).unwrap();
+    let near = typical_now();
     let (open, page) = cpu(|| isto::sellers::open_intents(&h.base, &profile, &q).unwrap());
+    let open = (open, near);
     assert!(page.intents.len() >= 100, "{}", page.intents.len());
 
     eprintln!(
-        "typical search {typical:?}; crafted search {worst_search:?} ({:.1}×); demand {worst_demand:?} ({:.1}×); \
-         open intents {open:?} ({:.1}×); {INTENTS} active intents, {} offers",
+        "typical search {typical:?}; (cost, typical search beside it): crafted search {worst_search:?} ({:.1}×); \
+         demand {worst_demand:?} ({:.1}×); open intents {open:?} ({:.1}×); {INTENTS} active intents, {} offers",
         ratio(worst_search),
         ratio(worst_demand),
         ratio(open),
         rows.len()
     );
-    assert!(ratio(worst_search) <= MAX_RATIO, "crafted search {worst_search:?} vs typical {typical:?}");
-    assert!(ratio(worst_demand) <= MAX_RATIO, "demand summary {worst_demand:?} vs typical {typical:?}");
-    assert!(ratio(open) <= MAX_RATIO, "open intents {open:?} vs typical {typical:?}");
+    assert!(
+        ratio(worst_search) <= MAX_RATIO,
+        "crafted search {:?} vs the typical search beside it {:?}",
+        worst_search.0,
+        worst_search.1
+    );
+    assert!(
+        ratio(worst_demand) <= MAX_RATIO,
+        "demand summary {:?} vs the typical search beside it {:?}",
+        worst_demand.0,
+        worst_demand.1
+    );
+    assert!(ratio(open) <= MAX_RATIO, "open intents {:?} vs the typical search beside it {:?}", open.0, open.1);
 }
