@@ -89,6 +89,14 @@ async fn serve_until_signal(mut settings: Settings) -> Result<(), ServeError> {
     Ok(())
 }
 
+/// The most threads `isto serve` runs blocking work on at once (tokio's blocking pool:
+/// tool calls, store reads and writes, index updates), instead of tokio's 512. Work
+/// beyond it waits in the pool's queue. Each thread holds a stack and allocator caches,
+/// so a burst of calls (up to `limits.max_connections` at once) no longer leaves hundreds
+/// of idle threads' memory behind; 64 still lets a group commit gather 64 waiting writes
+/// and keeps the 2 cores of a small VPS busy while some calls wait on the disk.
+pub const BLOCKING_THREADS: usize = 64;
+
 /// How long a shutdown waits for open connections to finish their requests.
 pub const SHUTDOWN_CONNECTIONS: Duration = Duration::from_secs(8);
 /// How long a shutdown then waits for the background tasks; with

@@ -6,6 +6,14 @@ use isto::cli::{AdminCommand, Cli, Command, OffersCommand};
 use isto::config::Settings;
 use std::process::ExitCode;
 
+/// The process's allocator: jemalloc, with the options compiled in
+/// (`JEMALLOC_SYS_WITH_MALLOC_CONF` in `.cargo/config.toml`: two arenas, a background
+/// thread that returns pages freed for a second to the system). glibc's allocator was
+/// about a quarter of a read's CPU and kept what a load freed; see `docs/choices.md`
+/// ("The allocator"). `_RJEM_MALLOC_CONF` in the environment overrides the options.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Starts logging to stderr. The filter: `--log-level` (or `ISTO_LOG_LEVEL`) when given;
 /// else, with `default` (`isto serve`: `info`), `RUST_LOG` when set and valid, else
 /// `default`; without `default` (the admin commands, whose output is their report)
@@ -99,7 +107,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve => {
             let settings = Settings::load(&o)?;
             init_logging(level, Some("info"));
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .max_blocking_threads(isto::app::BLOCKING_THREADS)
+                .enable_all()
+                .build()
+                .context("starting tokio")?;
             let served = rt.block_on(isto::app::serve(settings));
             // A blocking task still running (a store read of a request dropped at the
             // shutdown bound) does not hold the exit up (10 s in all).

@@ -179,6 +179,7 @@ impl IdColumns {
     ///
     /// # Errors
     /// A segment without the id column.
+    #[cfg(any(test, feature = "testkit"))]
     pub(super) fn of(searcher: &Searcher) -> tantivy::Result<Self> {
         let segments = searcher.segment_readers().iter().enumerate();
         Ok(Self(segments.map(|(i, seg)| Ok((i as SegmentOrdinal, id_column(seg)?))).collect::<tantivy::Result<_>>()?))
