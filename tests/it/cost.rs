@@ -27,11 +27,9 @@ const INTENTS: usize = 20_000;
 /// Offers in the catalogue, at least (the real listings and their variants).
 const OFFERS: usize = 32_000;
 
-/// The calling thread's CPU time, to the nanosecond (`/proc/thread-self/schedstat`
-/// moves only at scheduler ticks: a few ms).
+/// The calling thread's CPU time, to the nanosecond ([`isto::clock::thread_cpu`]).
 fn thread_cpu() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    isto::clock::thread_cpu().expect("the thread CPU clock")
 }
 
 /// CPU time of the calling thread spent in `f`.

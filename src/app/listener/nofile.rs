@@ -1,7 +1,8 @@
 //! The open-file limit (`RLIMIT_NOFILE`, POSIX `setrlimit(2)`), raised at start
 //! ([`raise_and_fit`]). Each connection is a descriptor; out of descriptors, `accept`
 //! fails and the connection cap, the eviction of waiting connections and the per-address
-//! limits never get to act. The one place that uses `rustix`.
+//! limits never get to act. One of the two places that use `rustix` (with
+//! [`crate::clock::thread_cpu`]).
 
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
