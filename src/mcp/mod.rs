@@ -248,9 +248,7 @@ fn charged<T>(charge: Option<&Charge>, run: impl FnOnce() -> T) -> T {
     let Some(charge) = charge else { return run() };
     let before = crate::clock::thread_cpu();
     let out = run();
-    if let (Some(a), Some(b)) = (before, crate::clock::thread_cpu()) {
-        charge.cpu(b.saturating_sub(a));
-    }
+    charge.cpu(crate::clock::thread_cpu().saturating_sub(before));
     out
 }
 

@@ -27,16 +27,11 @@ const INTENTS: usize = 20_000;
 /// Offers in the catalogue, at least (the real listings and their variants).
 const OFFERS: usize = 32_000;
 
-/// The calling thread's CPU time, to the nanosecond ([`isto::clock::thread_cpu`]).
-fn thread_cpu() -> Duration {
-    isto::clock::thread_cpu().expect("the thread CPU clock")
-}
-
 /// CPU time of the calling thread spent in `f`.
 fn cpu<T>(f: impl FnOnce() -> T) -> (Duration, T) {
-    let a = thread_cpu();
+    let a = isto::clock::thread_cpu();
     let out = f();
-    (thread_cpu().saturating_sub(a), out)
+    (isto::clock::thread_cpu().saturating_sub(a), out)
 }
 
 /// The catalogue rows with generated variants of each (a new `ref`, one more title
@@ -180,14 +175,14 @@ fn no_search_or_demand_call_costs_more_than_20_typical_searches() {
         t[t.len() / 2]
     };
     let typical = typical_now();
-    // The costliest call seen, with the typical search measured beside it.
+    // A call's cost beside the typical search measured right before it, as a ratio.
+    let ratio = |(d, t): (Duration, Duration)| d.as_secs_f64() / t.as_secs_f64().max(1e-6);
+    // Keeps the costliest call seen (by its ratio).
     let worst = |seen: &mut (Duration, Duration), cost: Duration, typical: Duration| {
-        if cost.as_secs_f64() / typical.as_secs_f64().max(1e-9) > seen.0.as_secs_f64() / seen.1.as_secs_f64().max(1e-9)
-        {
+        if ratio((cost, typical)) > ratio(*seen) {
             *seen = (cost, typical);
         }
     };
-    let ratio = |(d, t): (Duration, Duration)| d.as_secs_f64() / t.as_secs_f64().max(1e-6);
 
     // The crafted search, each round with other endings (nothing cached for it).
     let mut worst_search = (Duration::ZERO, typical);
