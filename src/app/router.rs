@@ -4,7 +4,7 @@
 //! per-address rate limit and the refusal of cross-site form posts ([`front`]).
 
 use super::{listener, rate, ready};
-use crate::mcp::service::{accept_json, mcp_service, negotiate_initialize, protect};
+use crate::mcp::service::{mcp_service, protect};
 use crate::mcp::Endpoint;
 use crate::net::{ClientAddr, TrustedProxies};
 use crate::policy::Resource;
@@ -151,14 +151,7 @@ pub struct McpServices {
 
 /// Builds the three MCP endpoints over `holder`; `stop` cancels their sessions.
 pub fn mcp_services(holder: AppState, stop: CancellationToken) -> McpServices {
-    // Clients that accept only JSON get JSON; an `initialize` naming a newer version in
-    // its header too is negotiated down, not refused.
-    let mount = |path: &str, endpoint| {
-        Router::new()
-            .nest_service(path, mcp_service(holder.clone(), endpoint, stop.clone()))
-            .layer(axum::middleware::from_fn(accept_json))
-            .layer(axum::middleware::from_fn(negotiate_initialize))
-    };
+    let mount = |path: &str, endpoint| mcp_service(holder.clone(), endpoint, path, stop.clone());
     McpServices {
         public: mount("/mcp", Endpoint::Public),
         buyer: mount("/mcp/buyer", Endpoint::Buyer),

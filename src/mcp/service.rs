@@ -23,14 +23,19 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The MCP Streamable HTTP service of `endpoint` (`/mcp`, `/mcp/buyer`, `/mcp/seller`),
-/// with Host and Origin checks derived from the public URL (DNS-rebinding protection) and
-/// at most `[limits] max_mcp_sessions` sessions (`max_mcp_sessions_per_client` of them
-/// for one client address), each closed after `mcp_session_idle_secs` without a request
-/// ([`BoundedSessions`]; a new session refused at the cap is answered 503 by
-/// [`super::sessions::answer_refusal`], in front of rmcp's service);
-/// the token endpoints are bearer-checked in front by `app::router` ([`protect`]).
-pub fn mcp_service(holder: AppState, endpoint: Endpoint, stop: CancellationToken) -> Router {
+/// rmcp's Streamable HTTP service of an endpoint, shared: rmcp's own `call` clones it
+/// (its settings, with the Host and Origin lists) for every request, and so did each
+/// layer in front of it; held in an `Arc`, a request costs one reference count.
+type Rmcp = Arc<StreamableHttpService<IstoServer, BoundedSessions>>;
+
+/// The MCP endpoint `endpoint` mounted at `path` (`/mcp`, `/mcp/buyer`, `/mcp/seller`,
+/// and every path under it): rmcp's Streamable HTTP service with Host and Origin checks
+/// derived from the public URL (DNS-rebinding protection) and at most `[limits]
+/// max_mcp_sessions` sessions (`max_mcp_sessions_per_client` of them for one client
+/// address), each closed after `mcp_session_idle_secs` without a request
+/// ([`BoundedSessions`]), behind [`serve`]: the front of every MCP request. The bearer
+/// checks of the token endpoints are layered on by `app::router` ([`protect`]).
+pub fn mcp_service(holder: AppState, endpoint: Endpoint, path: &str, stop: CancellationToken) -> Router {
     let server = IstoServer::new(holder.clone(), endpoint);
     let limits = holder.base.settings().limits;
     let sessions = BoundedSessions::new(
@@ -38,13 +43,34 @@ pub fn mcp_service(holder: AppState, endpoint: Endpoint, stop: CancellationToken
         limits.max_mcp_sessions_per_client,
         std::time::Duration::from_secs(limits.mcp_session_idle_secs),
     );
-    let service = StreamableHttpService::new(
+    let service: Rmcp = Arc::new(StreamableHttpService::new(
         // A clone shares the tool list and the `initialize` answer (built once here).
         move || Ok(server.clone()),
         Arc::new(sessions),
         mcp_config(&holder, stop),
-    );
-    Router::new().fallback_service(service).layer(axum::middleware::from_fn(super::sessions::answer_refusal))
+    ));
+    Router::new().nest_service(path, axum::routing::any(serve).with_state(service))
+}
+
+/// The front of every MCP request, in one handler (a layer per step would clone what is
+/// under it per request): an `initialize` naming a newer version in its header too is
+/// negotiated down ([`negotiate_initialize`]); a client that accepts only JSON gets JSON
+/// ([`json_only_request`], [`json_answer`]); a session refused at the cap gets 503
+/// ([`super::sessions::refusal_answer`]); rmcp answers the rest.
+async fn serve(State(rmcp): State<Rmcp>, req: Request) -> Response {
+    let mut req = match negotiate_initialize(req).await {
+        Ok(req) => req,
+        Err(refused) => return refused,
+    };
+    let json = json_only_request(&mut req);
+    let slot = super::sessions::refusal_slot(&mut req);
+    let res = rmcp.handle(req).await.map(Body::new);
+    let res = super::sessions::refusal_answer(res, slot.as_ref());
+    if json {
+        json_answer(res).await
+    } else {
+        res
+    }
 }
 
 /// Streamable HTTP settings shared by the three MCP endpoints: Host and Origin from the
@@ -137,41 +163,49 @@ const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 /// `Accept` at all (RFC 9110 §12.5.1: any type), or `application/json`, `application/*`
 /// or `*/*` without `text/event-stream` (weights of 0 excluded).
 fn json_only(headers: &axum::http::HeaderMap) -> bool {
-    let mut types = Vec::new();
-    for value in headers.get_all(header::ACCEPT) {
+    let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    let (mut json, mut sse) = (false, false);
+    for value in values {
         let Ok(value) = value.to_str() else { return false };
         for item in value.split(',') {
             let mut parts = item.split(';');
-            let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let essence = parts.next().unwrap_or("").trim();
             let refused = parts
                 .any(|p| p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)));
-            if !essence.is_empty() && !refused {
-                types.push(essence);
+            if refused {
+                continue;
             }
+            let is = |t: &str| essence.eq_ignore_ascii_case(t);
+            sse |= is("text/event-stream");
+            json |= is("application/json") || is("application/*") || is("*/*");
         }
     }
-    if headers.get(header::ACCEPT).is_none() {
-        return true;
-    }
-    !types.iter().any(|t| t == "text/event-stream")
-        && types.iter().any(|t| matches!(t.as_str(), "application/json" | "application/*" | "*/*"))
+    json && !sse
 }
 
-/// The middleware of the three MCP endpoints that serves clients which accept only JSON
-/// (MCP Streamable HTTP lets a server answer a POST with either `application/json` or an
-/// SSE stream): a POST whose `Accept` reads JSON only ([`json_only`]) is passed to rmcp
-/// (which refuses anything without both types with 406) as accepting both, and an SSE
-/// answer is read (at most 16 MiB, 120 s) up to its JSON-RPC response, answered alone as
-/// `application/json` with the same status and headers. Notifications and progress before
-/// it are dropped (such a client cannot read them; it is marked
-/// [`super::elicit::JsonOnly`] so that no request is sent to it during the call).
-pub async fn accept_json(mut req: Request, next: Next) -> Response {
+/// Whether `req` comes from a client that accepts only JSON (MCP Streamable HTTP lets a
+/// server answer a POST with either `application/json` or an SSE stream): a POST whose
+/// `Accept` reads JSON only ([`json_only`]) is passed to rmcp (which refuses anything
+/// without both types with 406) as accepting both, and marked
+/// [`super::elicit::JsonOnly`] so that no request is sent to it during the call; its
+/// answer goes through [`json_answer`].
+fn json_only_request(req: &mut Request) -> bool {
     if req.method() != Method::POST || !json_only(req.headers()) {
-        return next.run(req).await;
+        return false;
     }
     req.headers_mut().insert(header::ACCEPT, axum::http::HeaderValue::from_static(ACCEPT_BOTH));
     req.extensions_mut().insert(super::elicit::JsonOnly);
-    let res = next.run(req).await;
+    true
+}
+
+/// The answer for a client that accepts only JSON ([`json_only_request`]): an SSE answer
+/// is read (at most 16 MiB, 120 s) up to its JSON-RPC response, answered alone as
+/// `application/json` with the same status and headers; notifications and progress before
+/// it are dropped (such a client cannot read them). Any other answer is `res` unchanged.
+async fn json_answer(res: Response) -> Response {
     let sse = res
         .headers()
         .get(header::CONTENT_TYPE)
@@ -240,7 +274,7 @@ fn response_data(event: &[u8]) -> Option<String> {
 /// "Protocol Version Header"; MCP 2026-07-28 Streamable HTTP, the same name).
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// The middleware of the three MCP endpoints that lets an `initialize` naming a newer
+/// The step of [`serve`] that lets an `initialize` naming a newer
 /// protocol version than isto knows be negotiated down rather than refused (MCP
 /// 2025-11-25 lifecycle, "Version Negotiation": the server MUST answer with a version it
 /// supports; the `MCP-Protocol-Version` header belongs to the requests *after*
@@ -249,23 +283,25 @@ const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// method, so a POST whose header names such a version and whose body (at most 256 KiB)
 /// is one `initialize` request naming that same version goes on without the header: rmcp
 /// negotiates from the body. A header that differs from the body is left for rmcp to
-/// refuse (400); every other request passes unchanged, unread.
-pub async fn negotiate_initialize(req: Request, next: Next) -> Response {
+/// refuse (400); every other request passes unchanged, unread. The error is the 413
+/// answer to a body over 256 KiB.
+async fn negotiate_initialize(req: Request) -> Result<Request, Response> {
     let unknown = req.method() == Method::POST
         && req.headers().get(PROTOCOL_VERSION_HEADER).is_some_and(|v| !known_version(v.as_bytes()));
     if !unknown {
-        return next.run(req).await;
+        return Ok(req);
     }
     let (mut parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is over 256 KiB or could not be read\n")
-            .into_response();
+        return Err(
+            (StatusCode::PAYLOAD_TOO_LARGE, "the request body is over 256 KiB or could not be read\n").into_response()
+        );
     };
     let header = parts.headers.get(PROTOCOL_VERSION_HEADER).map(|v| v.as_bytes().to_vec());
     if header.is_some_and(|h| initialize_version(&bytes).is_some_and(|b| b.as_bytes() == h)) {
         parts.headers.remove(PROTOCOL_VERSION_HEADER);
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// Whether rmcp knows the protocol version `v` (a header's bytes).

@@ -7,7 +7,7 @@
 //! — a flood from a few addresses closes its own sessions, not everyone else's, and
 //! never a session younger than [`YOUNG`] of another client. When none may be closed,
 //! the new session is held one over the cap until its `initialize` names its client
-//! ([`BoundedSessions::bind_client`]), else refused: [`answer_refusal`] answers that
+//! ([`BoundedSessions::bind_client`]), else refused: [`refusal_answer`] answers that
 //! `initialize` with HTTP 503 and `Retry-After` (rmcp alone would answer 500).
 //!
 //! The per-client cap: rmcp's `create_session` is told nothing about the request, but the
@@ -19,7 +19,6 @@
 use crate::net::ClientAddr;
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
@@ -296,14 +295,14 @@ fn parts_of(message: &ClientJsonRpcMessage) -> Option<&http::request::Parts> {
 const REFUSED: &str =
     "MCP session cap reached (limits.max_mcp_sessions) and no other client's session may be closed yet; retry later";
 
-/// JSON-RPC error code of [`answer_refusal`]'s answer: the implementation-defined server
+/// JSON-RPC error code of [`refusal_answer`]'s answer: the implementation-defined server
 /// error range (JSON-RPC 2.0 §5.1, -32000 to -32099).
 const REFUSED_CODE: i64 = -32000;
 
-/// The slot where [`BoundedSessions::initialize_session`] tells [`answer_refusal`] that
+/// The slot where [`BoundedSessions::initialize_session`] tells [`refusal_answer`] that
 /// it refused the session of the request's `initialize`: that request's JSON-RPC id and
 /// how long until a session may be made (put into the request's extensions by
-/// [`answer_refusal`]; rmcp hands them on with the request's parts).
+/// [`refusal_answer`]; rmcp hands them on with the request's parts).
 #[derive(Debug, Clone, Default)]
 pub struct Refused(Arc<OnceLock<(Value, Duration)>>);
 
@@ -314,21 +313,26 @@ impl Refused {
     }
 }
 
-/// The middleware of the MCP endpoints that answers a session refused at the cap
-/// ([`BoundedSessions`]) with HTTP 503 and `Retry-After` (RFC 9110 §15.6.4, §10.2.3:
-/// whole seconds until the first session held stops being young, at least 1), and a
-/// JSON-RPC error (code -32000, [`REFUSED`], `data.retryAfterSeconds`) for the
-/// `initialize`'s id, where rmcp would answer 500: a refusal because of load is no server
-/// fault. Only a POST without `Mcp-Session-Id` (the only request that creates a
-/// session) is marked; every other answer passes unchanged.
-pub async fn answer_refusal(mut req: Request, next: Next) -> Response {
+/// The slot of a request that may create a session — a POST without `Mcp-Session-Id` —
+/// put into its extensions for [`BoundedSessions::initialize_session`]; None for every
+/// other request. [`refusal_answer`] reads it when the answer is back.
+pub(crate) fn refusal_slot(req: &mut Request) -> Option<Refused> {
     if req.method() != Method::POST || req.headers().contains_key("mcp-session-id") {
-        return next.run(req).await;
+        return None;
     }
     let slot = Refused::default();
     req.extensions_mut().insert(slot.clone());
-    let res = next.run(req).await;
-    let Some((id, wait)) = slot.0.get() else { return res };
+    Some(slot)
+}
+
+/// The answer to a request whose session was refused at the cap ([`BoundedSessions`]):
+/// HTTP 503 and `Retry-After` (RFC 9110 §15.6.4, §10.2.3: whole seconds until the first
+/// session held stops being young, at least 1), and a JSON-RPC error (code -32000,
+/// [`REFUSED`], `data.retryAfterSeconds`) for the `initialize`'s id, where rmcp would
+/// answer 500: a refusal because of load is no server fault. Any other answer (no
+/// [`refusal_slot`], or one left empty) is `res` unchanged.
+pub(crate) fn refusal_answer(res: Response, slot: Option<&Refused>) -> Response {
+    let Some((id, wait)) = slot.and_then(|s| s.0.get()) else { return res };
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let secs = secs.max(1);
     let body = serde_json::json!({"jsonrpc": "2.0", "id": id,
