@@ -333,13 +333,22 @@ impl IntentRecord {
     /// The public view (PROTOCOL.md §2 Intent): the content, no contact, no hidden limit
     /// value.
     pub fn to_intent(&self, now: OffsetDateTime) -> Intent {
-        self.content.to_intent(
-            &self.id,
-            self.effective_status(now),
-            self.hidden_limit.is_some(),
-            (self.created_at, self.updated_at),
-            json!({"matchCount": self.match_count}),
-        )
+        let (status, hidden, times, extensions) = self.view_fields(now);
+        self.content.to_intent(&self.id, status, hidden, times, extensions)
+    }
+
+    /// [`IntentRecord::to_intent`] of a record read to be shown (its texts moved, not
+    /// copied).
+    pub fn into_intent(self, now: OffsetDateTime) -> Intent {
+        let (status, hidden, times, extensions) = self.view_fields(now);
+        self.content.into_intent(self.id, status, hidden, times, extensions)
+    }
+
+    /// What the public view adds to the content: the status at `now`, whether a hidden
+    /// limit is set, `(createdAt, updatedAt)`, the extensions.
+    fn view_fields(&self, now: OffsetDateTime) -> (Status, bool, (Stamp, Stamp), Value) {
+        let extensions = json!({"matchCount": self.match_count});
+        (self.effective_status(now), self.hidden_limit.is_some(), (self.created_at, self.updated_at), extensions)
     }
 }
 

@@ -252,7 +252,7 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get_owned(&self, account_id: &str, id: &str) -> Result<Intent> {
-        Ok(self.owned(account_id, id)?.to_intent(self.now()))
+        Ok(self.owned(account_id, id)?.into_intent(self.now()))
     }
 
     /// `intent_withdraw_intent` on `/mcp/buyer`: at once, idempotent (see
@@ -311,7 +311,7 @@ impl Intents {
             Ok(out)
         })?;
         all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-        Ok(all.iter().map(|r| r.to_intent(now)).collect())
+        Ok(all.into_iter().map(|r| r.into_intent(now)).collect())
     }
 
     /// The results view of an owned intent: the intent and its newest 100 deliveries.
@@ -562,7 +562,7 @@ impl Intents {
         })?;
         tracing::info!(intent = %rec.id, delivered = n, "intent renewed");
         self.base.outbox().wake();
-        Ok(rec.to_intent(now))
+        Ok(rec.into_intent(now))
     }
 
     /// Deletes expired pending renewals; returns how many went (for the periodic sweep).

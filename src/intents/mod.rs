@@ -227,7 +227,7 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get_by_code(&self, code: &str, id: Option<&str>) -> Result<Intent> {
-        Ok(self.intent_by_code(code, id)?.to_intent(self.now()))
+        Ok(self.intent_by_code(code, id)?.into_intent(self.now()))
     }
 
     /// Withdraws in one transaction: status `withdrawn`, out of the active set, pending
@@ -417,7 +417,7 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn confirm_view(&self, token: &str) -> Result<Intent> {
-        Ok(self.by_token("confirm", token)?.to_intent(self.now()))
+        Ok(self.by_token("confirm", token)?.into_intent(self.now()))
     }
 
     /// Confirms the e-mail (POST only): `awaiting_email_confirmation → active`, then
@@ -481,7 +481,7 @@ impl Intents {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn manage_view(&self, token: &str) -> Result<Intent> {
-        Ok(self.by_token("manage", token)?.to_intent(self.now()))
+        Ok(self.by_token("manage", token)?.into_intent(self.now()))
     }
 
     /// Sets the delivery cadence through a manage token (a cadence e-mail's link), see
@@ -530,7 +530,7 @@ impl Intents {
     /// The public view of intent `id`.
     fn by_id(&self, id: &str) -> Result<Intent> {
         let rec: IntentRecord = self.base.store().read(|rx| rx.intent(id))?.ok_or(ServiceError::NotFound)?;
-        Ok(rec.to_intent(self.now()))
+        Ok(rec.into_intent(self.now()))
     }
 
     /// Withdraws through a manage token (withdraw page POST, RFC 8058 one-click).

@@ -43,28 +43,43 @@ impl IntentContent {
 
     /// The public view (PROTOCOL.md §2 Intent) of this content as intent `id` with
     /// `status`, whether it has a hidden limit (never its value), its `(createdAt,
-    /// updatedAt)` and `extensions`.
+    /// updatedAt)` and `extensions`: [`IntentContent::into_intent`] of a copy.
     pub fn to_intent(
         &self,
         id: &str,
         status: Status,
         has_hidden_limit: bool,
+        times: (Stamp, Stamp),
+        extensions: Value,
+    ) -> Intent {
+        self.clone().into_intent(id.to_owned(), status, has_hidden_limit, times, extensions)
+    }
+
+    /// [`IntentContent::to_intent`], the content moved into the view (no copy of its
+    /// texts and criteria).
+    pub fn into_intent(
+        self,
+        id: String,
+        status: Status,
+        has_hidden_limit: bool,
         (created_at, updated_at): (Stamp, Stamp),
         extensions: Value,
     ) -> Intent {
+        let mut criteria = self.criteria;
+        criteria.insert("category".into(), Value::String(self.category.clone()));
         Intent {
-            id: id.to_owned(),
+            id,
             status,
-            statement: self.statement.clone(),
-            category: self.category.clone(),
-            criteria: self.criteria_with_category(),
-            area: self.area.clone(),
-            budget: self.budget.clone(),
+            statement: self.statement,
+            category: self.category,
+            criteria,
+            area: self.area,
+            budget: self.budget,
             has_hidden_limit,
-            buy_by: self.buy_by.clone(),
+            buy_by: self.buy_by,
             valid_until: self.valid_until.rfc3339(),
             visibility: self.visibility,
-            language: self.language.clone(),
+            language: self.language,
             created_at: created_at.rfc3339(),
             updated_at: updated_at.rfc3339(),
             extensions,
