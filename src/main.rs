@@ -18,18 +18,22 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// else, with `default` (`isto serve`: `info`), `RUST_LOG` when set and valid, else
 /// `default`; without `default` (the admin commands, whose output is their report)
 /// nothing is logged. Whatever the filter, other crates log only at warn and above
-/// ([`isto::app::log_ceiling`]).
+/// ([`isto::app::log_ceiling`]). The filter is a list of `target=level` directives and a
+/// default level (`info,isto::store=debug`): tracing-subscriber's `Targets`, decided
+/// once per call site, not `EnvFilter`, whose span directives tracked every span entered
+/// and left (about 1 % of a read's CPU); a `RUST_LOG` with span directives reads as
+/// invalid (docs/choices.md, "The log filter is a list of targets").
 fn init_logging(level: Option<&str>, default: Option<&str>) {
+    use tracing_subscriber::filter::Targets;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    use tracing_subscriber::EnvFilter;
-    let filter = match level {
-        Some(l) => EnvFilter::new(l),
-        None => match default {
-            Some(d) => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(d)),
-            None => return,
-        },
+    let parse = |s: &str| s.parse::<Targets>().ok();
+    let filter = match (level, default) {
+        (Some(l), _) => parse(l),
+        (None, Some(d)) => std::env::var("RUST_LOG").ok().and_then(|v| parse(&v)).or_else(|| parse(d)),
+        (None, None) => None,
     };
+    let Some(filter) = filter else { return };
     use std::io::IsTerminal as _;
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)

@@ -213,11 +213,13 @@ mod tests {
         LOG.get_or_init(|| {
             let buf = Arc::new(Mutex::new(Vec::new()));
             let w = buf.clone();
+            use tracing_subscriber::layer::SubscriberExt as _;
+            let targets: tracing_subscriber::filter::Targets = "info,rmcp=warn".parse().unwrap();
             let subscriber = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new("info,rmcp=warn"))
                 .with_ansi(false)
                 .with_writer(move || Writer(w.clone()))
-                .finish();
+                .finish()
+                .with(targets);
             tracing::subscriber::set_global_default(subscriber).unwrap();
             buf
         })
