@@ -7,7 +7,7 @@ use isto::config::Settings;
 use std::process::ExitCode;
 
 /// The process's allocator: jemalloc, with the options compiled in
-/// (`JEMALLOC_SYS_WITH_MALLOC_CONF` in `.cargo/config.toml`: two arenas, a background
+/// (`JEMALLOC_SYS_WITH_MALLOC_CONF` in `.cargo/config.toml`: one arena, a background
 /// thread that returns pages freed for a second to the system). glibc's allocator was
 /// about a quarter of a read's CPU and kept what a load freed; see `docs/choices.md`
 /// ("The allocator"). `_RJEM_MALLOC_CONF` in the environment overrides the options.
