@@ -12,6 +12,7 @@ use crate::policy::{self, Action, Denied, Refusal, Resource};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::handler::Handler as _;
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
@@ -49,7 +50,8 @@ pub fn mcp_service(holder: AppState, endpoint: Endpoint, path: &str, stop: Cance
         Arc::new(sessions),
         mcp_config(&holder, stop),
     ));
-    Router::new().nest_service(path, axum::routing::any(serve).with_state(service))
+    // The handler as a service of its own (no method router around it: any method).
+    Router::new().nest_service(path, serve.with_state(service))
 }
 
 /// The front of every MCP request, in one handler (a layer per step would clone what is

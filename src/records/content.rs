@@ -36,9 +36,7 @@ pub struct IntentContent {
 impl IntentContent {
     /// The criteria as PROTOCOL.md §2 shows them: with `category`.
     pub fn criteria_with_category(&self) -> Map<String, Value> {
-        let mut criteria = self.criteria.clone();
-        criteria.insert("category".into(), Value::String(self.category.clone()));
-        criteria
+        with_category(self.criteria.clone(), &self.category)
     }
 
     /// The public view (PROTOCOL.md §2 Intent) of this content as intent `id` with
@@ -65,8 +63,7 @@ impl IntentContent {
         (created_at, updated_at): (Stamp, Stamp),
         extensions: Value,
     ) -> Intent {
-        let mut criteria = self.criteria;
-        criteria.insert("category".into(), Value::String(self.category.clone()));
+        let criteria = with_category(self.criteria, &self.category);
         Intent {
             id,
             status,
@@ -85,4 +82,10 @@ impl IntentContent {
             extensions,
         }
     }
+}
+
+/// `criteria` with `category` added, as PROTOCOL.md §2 shows an intent's criteria.
+fn with_category(mut criteria: Map<String, Value>, category: &str) -> Map<String, Value> {
+    criteria.insert("category".into(), Value::String(category.to_owned()));
+    criteria
 }
