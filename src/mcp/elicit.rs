@@ -64,9 +64,9 @@ pub enum Mode {
     ServerRequest,
 }
 
-/// Marks a request whose client reads only `application/json` (set by
-/// [`super::service::accept_json`]): it cannot read a request sent during the call, so a
-/// 2025-11-25 call of it is not elicited.
+/// Marks a request whose client reads only `application/json` (set by `json_only_request`
+/// in [`super::service`]): it cannot read a request sent during the call, so a 2025-11-25
+/// call of it is not elicited.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonOnly;
 
