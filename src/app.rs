@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod follow;
 pub mod listener;
+pub mod logbuf;
 pub mod metrics;
 pub mod rate;
 pub mod ready;

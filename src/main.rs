@@ -23,6 +23,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// once per call site, not `EnvFilter`, whose span directives tracked every span entered
 /// and left (about 1 % of a read's CPU); a `RUST_LOG` with span directives reads as
 /// invalid (docs/choices.md, "The log filter is a list of targets").
+///
+/// Lines go to stderr through [`isto::app::logbuf`]: as they come, or, once `isto serve`
+/// has called its `install`, in batches (a request's access line costs no `write(2)`).
 fn init_logging(level: Option<&str>, default: Option<&str>) {
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::layer::SubscriberExt as _;
@@ -36,7 +39,7 @@ fn init_logging(level: Option<&str>, default: Option<&str>) {
     let Some(filter) = filter else { return };
     use std::io::IsTerminal as _;
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(isto::app::logbuf::Buffered)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     // Global filters, not per-layer ones (`with_filter`): the registry still makes and
@@ -110,6 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve => {
             let settings = Settings::load(&o)?;
+            isto::app::logbuf::install();
             init_logging(level, Some("info"));
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .max_blocking_threads(isto::app::BLOCKING_THREADS)
@@ -120,6 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // A blocking task still running (a store read of a request dropped at the
             // shutdown bound) does not hold the exit up (10 s in all).
             rt.shutdown_timeout(std::time::Duration::from_millis(500));
+            isto::app::logbuf::flush();
             served?;
             Ok(ExitCode::SUCCESS)
         }

@@ -469,7 +469,7 @@ test("client ID metadata documents on internal addresses are refused, the listen
     await listener.settle();
     assert.deepEqual(listener.seen, [], "isto connected to the listener");
     // The holder's log names the reason (for the operator), never in the page.
-    assert.match(prod.log(), /client metadata document not usable/);
+    assert.match(await prod.settledLog(), /client metadata document not usable/);
 
     // The control: the listener does see a connection isto makes. In the development
     // set-up an `http://` loopback document is fetched (the listener hangs up: the same

@@ -471,7 +471,7 @@ test("consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, (t) => w
     assert.equal(to2.length, 0, `mail sent to the second submitter: ${to2.map((m) => m.subject).join("; ")}`);
   }, { independent: true, needs: () => s.consentForm });
 
-  await step("isto's log has no e-mail, limit, code, token or statement", () => {
+  await step("isto's log has no e-mail, limit, code, token or statement", async () => {
     const secrets = {
       "buyer e-mail": s.email,
       "second e-mail": s.email2,
@@ -481,7 +481,7 @@ test("consent-link flow end to end", { skip, timeout: 15 * 60 * 1000 }, (t) => w
       "confirmation token": s.confirmToken,
       statement: STATEMENT,
     };
-    const lines = isto.log().split("\n");
+    const lines = (await isto.settledLog()).split("\n");
     for (const [what, secret] of Object.entries(secrets)) {
       if (!secret) continue;
       const hit = lines.find((l) => l.includes(secret));

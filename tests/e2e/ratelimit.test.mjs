@@ -113,7 +113,7 @@ test("over the limit: 429 with Retry-After, per address and bucket, /healthz nev
     assert.equal((await initialize(isto, a)).status, 200);
 
     // The access log has the 429s, never an address.
-    const log = isto.log();
+    const log = await isto.settledLog();
     assert.match(log, /status=429/);
     assert.ok(!log.includes("192.0.2.10"), "a client address reached the log");
   }),

@@ -354,8 +354,8 @@ test("the SDK as a seller replies to a pseudonymous intent; the buyer's list_mat
 
   await step(
     "isto's log has no buyer e-mail, hidden limit value or intentCode",
-    () => {
-      const lines = isto.log().split("\n");
+    async () => {
+      const lines = (await isto.settledLog()).split("\n");
       for (const [what, secret] of Object.entries({ "buyer e-mail": BUYER_EMAIL, intentCode: s.intentCode })) {
         const hit = lines.find((l) => l.includes(secret));
         assert.ok(!hit, `isto log contains the ${what}: ${hit}`);

@@ -287,7 +287,7 @@ test("a soft open-file limit under the hard one is raised to it at start", { tim
     t.diagnostic(`started with soft 1024, hard ${hard}: isto runs with soft ${limits.soft}, hard ${limits.hard}`);
     assert.equal(limits.hard, hard, "the hard limit is the one it was started with");
     assert.equal(limits.soft, hard, "the soft limit was raised to the hard one");
-    assert.match(env.isto.log(), /raised the soft open-file limit to the hard limit/);
+    assert.match(await env.isto.settledLog(), /raised the soft open-file limit to the hard limit/);
   });
 });
 
@@ -337,7 +337,7 @@ test("a hard open-file limit too low: a warning, fewer connections, no descripto
     );
     assert.ok(at < 9, `measured ${at.toFixed(1)} s after the flood began: the header timeout (10 s) may have helped`);
     assert.ok(fds < LOW_NOFILE, `isto held ${fds} descriptors`);
-    assert.doesNotMatch(isto.log(), /accept failed/, "isto ran out of descriptors");
+    assert.doesNotMatch(await isto.settledLog(), /accept failed/, "isto ran out of descriptors");
     const warning = isto.log().split("\n").find((l) => l.includes("open-file limit is too low"));
     assert.ok(warning, `no warning about the open-file limit:\n${isto.log()}`);
     assert.match(warning, /WARN/);

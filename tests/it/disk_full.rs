@@ -211,7 +211,7 @@ fn a_full_disk_makes_the_holder_unready_and_writes_work_again_once_space_returns
     assert_eq!(body["checks"]["index"]["inStep"], true, "{body}");
 
     // One log line for the failure episode and one for the recovery; no restart.
-    let log = log_of(work.path());
+    let log = crate::kit::load::settled_log(port, &work.path().join("isto.log"));
     assert_eq!(log.matches("store I/O failure").count(), 1, "{log}");
     assert_eq!(log.matches("store writes succeed again").count(), 1, "{log}");
     assert_eq!(log.matches("isto serving").count(), 1, "{log}");

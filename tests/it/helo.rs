@@ -147,7 +147,8 @@ impl Holder {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        let port = self.base.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        crate::kit::load::settled_log(port, &self.log)
     }
 
     async fn rpc(&self, sid: Option<&str>, body: Value) -> (Option<String>, Value) {

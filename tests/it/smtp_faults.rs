@@ -272,7 +272,8 @@ impl Isto {
     /// The process's log so far, with the quotes around string fields taken out
     /// (`phase="rcpt"` reads `phase=rcpt`).
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default().replace('"', "")
+        let port = self.base.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        crate::kit::load::settled_log(port, &self.log).replace('"', "")
     }
 
     /// Sends SIGTERM; returns how long the process took to exit (panics after 15 s).

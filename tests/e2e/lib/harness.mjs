@@ -360,6 +360,25 @@ export async function startIsto({ smtpPort, dataDir, env, timeout = 60000, nofil
     },
     /** Everything isto wrote to stdout and stderr so far. */
     log: () => log,
+    /**
+     * The log once it holds every line logged before this call: `isto serve` writes lines
+     * below warning level in batches (app::logbuf), in order, so this asks GET /healthz
+     * and waits for that request's access line (its x-request-id). A server that does not
+     * answer: the log as it is.
+     */
+    async settledLog({ timeout = 10000 } = {}) {
+      let id;
+      try {
+        const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(5000) });
+        await res.arrayBuffer();
+        id = res.headers.get("x-request-id");
+      } catch {
+        return log;
+      }
+      if (!id) return log;
+      await waitFor(() => log.includes(id), { timeout, interval: 20, what: `the access line of request ${id} in the log` });
+      return log;
+    },
     /** Run `isto ARGS` against the same data dir and settings. */
     run: (args, opts = {}) => runIsto(args, { dataDir, port, smtpPort, ...opts }),
     importOffers: (file, opts = {}) => importOffers(file, { dataDir, port, smtpPort, ...opts }),

@@ -174,7 +174,7 @@ impl Serve {
 
     /// What it logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        settled_log(self.port, &self.log)
     }
 
     /// SIGTERM, then waits (at most 15 s) for a clean exit.
@@ -229,6 +229,34 @@ pub fn numbered(rows: &Rows, table: &str, marker: &str) -> BTreeSet<u64> {
 /// The load offers (`Load offer N`) of a store's rows: their numbers.
 pub fn load_numbers(rows: &Rows) -> BTreeSet<u64> {
     numbered(rows, "offers", "Load offer ")
+}
+
+/// The log that `isto serve` on 127.0.0.1:`port` writes to `path`, once it holds every
+/// line logged before this call: `serve` writes lines below warning level in batches
+/// (`app::logbuf`), in order, so this asks `GET /healthz` and waits (at most 10 s) for
+/// that request's access line (its `x-request-id`). A server that does not answer: the
+/// file as it is.
+pub fn settled_log(port: u16, path: &Path) -> String {
+    use std::io::Read as _;
+    let read = || std::fs::read_to_string(path).unwrap_or_default();
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return read() };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut head = String::new();
+    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() || s.read_to_string(&mut head).is_err()
+    {
+        return read();
+    }
+    let Some(id) = head.lines().find_map(|l| l.strip_prefix("x-request-id: ")).map(|v| v.trim().to_owned()) else {
+        return read();
+    };
+    let t0 = Instant::now();
+    loop {
+        let log = read();
+        if log.contains(&id) || t0.elapsed() > Duration::from_secs(10) {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// One HTTP/1.0 request to 127.0.0.1:`port`: status, headers and body.
