@@ -17,7 +17,8 @@
 //! same index and statements, in-process) with their ratio; the rate of a 10 000-offer
 //! import into the store with the standing intents (matching, deliveries recorded);
 //! the same for one offer (its import and its index commit apart, with the index open as
-//! in `isto serve`); and the process's peak RSS (VmHWM). The matching engine alone
+//! in `isto serve`); the process's peak RSS (VmHWM); and random reads of the standing
+//! intents' records with the store's page cache at 16, 4 and 1 MiB. The matching engine alone
 //! at 100 000 and 1 000 000 intents is in `cargo bench --bench matching`.
 
 // A benchmark harness, not the holder: a failed set-up may abort the run.
@@ -89,13 +90,14 @@ fn open(dir: &std::path::Path) -> AppState {
 
 /// Stores `n` active intents directly (as if confirmed), then reopens the holder so the
 /// engine loads them as `isto serve` does at start-up.
-fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Duration) {
+fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Duration, Vec<String>) {
     let mut g = Synth::new(7);
     let t = SystemClock.now();
     let now = isto::records::Stamp::of(t);
     let later = isto::records::Stamp::of(t + time::Duration::days(90));
     let contact = h.base.keys().seal_str("bench@example.com").expect("seal");
     let mut left = n;
+    let mut ids = Vec::with_capacity(n);
     while left > 0 {
         let take = left.min(5_000);
         left -= take;
@@ -122,6 +124,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
                 }
             })
             .collect();
+        ids.extend(recs.iter().map(|r| r.id.clone()));
         h.base
             .write(|w| {
                 for r in &recs {
@@ -134,7 +137,7 @@ fn seed_intents(dir: &std::path::Path, h: AppState, n: usize) -> (AppState, Dura
     drop(h);
     let t = Instant::now();
     let h = open(dir);
-    (h, t.elapsed())
+    (h, t.elapsed(), ids)
 }
 
 fn main() {
@@ -169,7 +172,7 @@ fn main() {
     }
 
     // 3. Matching arriving offers against standing intents.
-    let h = standing(dir.path(), h, n_intents);
+    let (h, ids) = standing(dir.path(), h, n_intents);
 
     // 4. The real listings, when present.
     if !import_only {
@@ -181,6 +184,8 @@ fn main() {
         }
     }
     println!("peak RSS: {}", peak_rss());
+    drop(h);
+    cache_reads(dir.path(), &ids);
 }
 
 /// The searches over the generated catalogue of `n_offers` (and, with
@@ -217,8 +222,8 @@ fn searches(h: &AppState, n_offers: usize) -> bool {
 
 /// Seeds `n_intents` standing intents, then imports arriving offers against them: one at
 /// a time, then a batch series. Returns the reopened holder.
-fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> AppState {
-    let (h, load) = seed_intents(dir, h, n_intents);
+fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> (AppState, Vec<String>) {
+    let (h, load, ids) = seed_intents(dir, h, n_intents);
     println!("start-up with {} active intents: engine loaded in {:.1} s", h.base.engine_len(), load.as_secs_f64());
     // The offer index is opened on first use (`isto serve` opens it at start): open it
     // now, so that each arriving offer below is indexed as it would be in the server.
@@ -261,7 +266,36 @@ fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> AppState {
         el.as_secs_f64(),
         n_match as f64 / el.as_secs_f64()
     );
-    h
+    (h, ids)
+}
+
+/// The stored record of a standing intent (what a get reads) in a fixed random order,
+/// 10^5 reads after one warm pass, with the store's page cache (`store.cache_mib`) at 16,
+/// 4 and 1 MiB: the same file, reopened for each (pages it no longer caches are read
+/// through the operating system's page cache).
+fn cache_reads(dir: &std::path::Path, ids: &[String]) {
+    use isto::store::Reads as _;
+    if ids.is_empty() {
+        return;
+    }
+    let order: Vec<usize> = (0..100_000usize).map(|i| (i.wrapping_mul(7_919) + 13) % ids.len()).collect();
+    for mib in [16, 4, 1] {
+        let store = Store::open_cached(&dir.join("isto.redb"), mib).expect("store");
+        let pass = || {
+            let t = Instant::now();
+            for &i in &order {
+                store.read(|rx| rx.intent::<IntentRecord>(&ids[i])).expect("read").expect("intent");
+            }
+            t.elapsed()
+        };
+        pass();
+        let el = pass();
+        println!(
+            "intent reads in random order over {} intents, store page cache {mib} MiB: {:.2} µs per read",
+            ids.len(),
+            el.as_secs_f64() * 1e6 / order.len() as f64
+        );
+    }
 }
 
 /// Imports the sauto listings (CZK, regions assigned by listing id) and searches them.

@@ -17,7 +17,7 @@ fn store_cache_mib_defaults_loads_and_is_checked() {
         Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
     };
     assert_eq!(load("").unwrap().store_cache_mib, crate::store::DEFAULT_CACHE_MIB);
-    assert_eq!(crate::store::DEFAULT_CACHE_MIB, 16);
+    assert_eq!(crate::store::DEFAULT_CACHE_MIB, 4);
     let s = load("[store]\ncache_mib = 256\n").unwrap();
     assert_eq!(s.store_cache_mib, 256);
     assert_eq!(s.describe()["store"]["cache_mib"], 256);
@@ -27,7 +27,8 @@ fn store_cache_mib_defaults_loads_and_is_checked() {
     }
     let e = load("[store]\ncache = 1\n").unwrap_err();
     assert!(matches!(&e, ConfigError::Parse { message, .. } if message.contains("unknown field `cache`")), "{e}");
-    assert!(SKELETON.contains("# cache_mib = 16 "), "the skeleton shows the default");
+    let default = format!("# cache_mib = {} ", crate::store::DEFAULT_CACHE_MIB);
+    assert!(SKELETON.contains(&default), "the skeleton shows the default");
 }
 
 #[test]

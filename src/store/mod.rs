@@ -142,8 +142,10 @@ pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
 
 /// Default size of the store's page cache, MiB (`store.cache_mib`): the tables' upper
 /// pages and the hot records; other pages are read again through the operating system's
-/// page cache (redb's own 1 GiB default let the idle process grow with the store).
-pub const DEFAULT_CACHE_MIB: u64 = 16;
+/// page cache (redb's own 1 GiB default let the idle process grow with the store). Each
+/// cached 4 KiB page takes a 5 KiB allocation, so a full cache holds about 1.6× this in
+/// memory (docs/choices.md, "The store's page cache is 4 MiB").
+pub const DEFAULT_CACHE_MIB: u64 = 4;
 
 /// Opens the database file: `true` the first time, `false` to reopen it after an I/O
 /// failure (a missing file is an error then, not a new store).
