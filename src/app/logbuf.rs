@@ -10,7 +10,7 @@
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Once, PoisonError};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 use std::time::Duration;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -76,13 +76,19 @@ impl Write for Line {
 /// drops them: there is nowhere else to report it.
 pub fn flush() {
     let mut batch = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-    std::mem::swap(&mut *PENDING.lock().unwrap_or_else(PoisonError::into_inner), &mut *batch);
-    if batch.is_empty() {
-        return;
-    }
-    let _ = io::stderr().lock().write_all(&batch);
-    batch.clear();
+    write_batch(&mut batch, PENDING.lock().unwrap_or_else(PoisonError::into_inner));
     batch.shrink_to(FLUSH_AT);
+}
+
+/// Takes the lines of `pending` into `batch` (the spare buffer, held by the caller so
+/// that batches go out in order), lets `pending` go and writes the batch.
+fn write_batch(batch: &mut Vec<u8>, mut pending: MutexGuard<'_, Vec<u8>>) {
+    std::mem::swap(&mut *pending, batch);
+    drop(pending);
+    if !batch.is_empty() {
+        let _ = io::stderr().lock().write_all(batch);
+        batch.clear();
+    }
 }
 
 /// Starts the thread that writes the buffer every [`FLUSH_EVERY`] and makes a panic
@@ -92,7 +98,10 @@ pub fn install() {
     STARTED.call_once(|| {
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            flush();
+            // Not when this thread panicked while writing (its lock is held).
+            if let (Ok(mut batch), Ok(pending)) = (WRITING.try_lock(), PENDING.try_lock()) {
+                write_batch(&mut batch, pending);
+            }
             hook(info);
         }));
         let spawned = std::thread::Builder::new().name("isto-log".into()).spawn(|| loop {
