@@ -8,6 +8,7 @@
 //! What a crash loses: at most the last [`FLUSH_EVERY`] of info lines on `kill -9`;
 //! [`flush`] runs at the end of `serve` and before a panic's message ([`install`]).
 
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
@@ -56,6 +57,7 @@ impl<'a> MakeWriter<'a> for Buffered {
 
 impl Write for Line {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let _here = Here::enter();
         let full = {
             let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
             pending.extend_from_slice(bytes);
@@ -72,9 +74,30 @@ impl Write for Line {
     }
 }
 
+thread_local! {
+    /// Whether this thread is inside [`Line::write`] or [`flush`] (and may hold a lock).
+    static HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as inside the writer until dropped (nested marks keep it marked).
+struct Here(bool);
+
+impl Here {
+    fn enter() -> Here {
+        Here(HERE.with(|h| h.replace(true)))
+    }
+}
+
+impl Drop for Here {
+    fn drop(&mut self) {
+        HERE.with(|h| h.set(self.0));
+    }
+}
+
 /// Writes the buffered lines to stderr (nothing when there are none). A failed write
 /// drops them: there is nowhere else to report it.
 pub fn flush() {
+    let _here = Here::enter();
     let mut batch = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
     write_batch(&mut batch, PENDING.lock().unwrap_or_else(PoisonError::into_inner));
     batch.shrink_to(FLUSH_AT);
@@ -98,9 +121,10 @@ pub fn install() {
     STARTED.call_once(|| {
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            // Not when this thread panicked while writing (its lock is held).
-            if let (Ok(mut batch), Ok(pending)) = (WRITING.try_lock(), PENDING.try_lock()) {
-                write_batch(&mut batch, pending);
+            // Not when this thread panicked inside the writer: it may hold a lock. Another
+            // thread's write is waited for.
+            if !HERE.with(Cell::get) {
+                flush();
             }
             hook(info);
         }));
