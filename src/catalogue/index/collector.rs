@@ -8,10 +8,14 @@
 //! It lets tantivy prune: each segment is collected with `Weight::for_each_pruning`,
 //! told after each hit the lowest score that can still enter the top `limit`, so a
 //! union of term queries skips the blocks of documents that cannot (block-max WAND).
+//! That score carries over from segment to segment ([`TopIds::floor`]): a segment
+//! collected after a full one prunes from its first document, not once its own `limit`
+//! hits are in (the search visits the largest segment first).
 //! Its filters (category, area, `validUntil`, deleted documents) are fast-field checks
 //! on the documents it is given.
 
 use super::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 use tantivy::query::Weight;
 
 /// One search hit: `key` is the id's term ordinal in the id column of the hit's segment
@@ -141,6 +145,32 @@ pub(super) struct TopIds {
     pub(super) current_at: Option<i64>,
     /// The category and area filter.
     pub(super) filter: AreaFilter,
+    /// The lowest score a document of the segments still to collect must exceed (the
+    /// bits of a [`Score`]): just under the `limit`-th best kept score of a segment
+    /// already collected, since the best `limit` of all segments score at least as much.
+    pub(super) floor: Floor,
+}
+
+/// A score shared by the segments of one search, only ever raised ([`TopIds::floor`]).
+#[derive(Debug)]
+pub(super) struct Floor(AtomicU32);
+
+impl Default for Floor {
+    fn default() -> Self {
+        Floor(AtomicU32::new(Score::MIN.to_bits()))
+    }
+}
+
+impl Floor {
+    fn get(&self) -> Score {
+        Score::from_bits(self.0.load(Ordering::Relaxed))
+    }
+
+    fn raise(&self, to: Score) {
+        let _ = self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+            (to > Score::from_bits(now)).then_some(to.to_bits())
+        });
+    }
 }
 
 /// The per-segment part of [`TopIds`].
@@ -290,12 +320,14 @@ impl Collector for TopIds {
             return Ok(child.harvest());
         }
         let alive = reader.alive_bitset();
-        weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+        let floor = self.floor.get();
+        weight.for_each_pruning(floor, reader, &mut |doc, score| {
             if alive.is_none_or(|a| a.is_alive(doc)) {
                 child.collect(doc, score);
             }
-            child.threshold()
+            child.threshold().max(floor)
         })?;
+        self.floor.raise(child.threshold());
         Ok(child.harvest())
     }
 
