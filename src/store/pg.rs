@@ -124,10 +124,14 @@ fn block_on<F: Future>(f: F) -> F::Output {
 pub(super) struct Conn {
     client: Client,
     statements: RefCell<HashMap<String, Statement>>,
+    /// A read transaction's `BEGIN` not sent yet ([`Lease::begin_read`]): it goes out
+    /// with the transaction's first statement, in the same round trip.
+    deferred_begin: std::cell::Cell<bool>,
 }
 
 impl Conn {
-    /// Runs one statement (prepared once per connection) and returns its rows.
+    /// Runs one statement (prepared once per connection) and returns its rows; a
+    /// deferred [`BEGIN_READ`] is pipelined before it (sent together, answered in order).
     pub(super) fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<tokio_postgres::Row>> {
         let cached = self.statements.borrow().get(sql).cloned();
         let stmt = match cached {
@@ -138,6 +142,13 @@ impl Conn {
                 s
             }
         };
+        if self.deferred_begin.take() {
+            let (begun, rows) = block_on(async {
+                tokio::join!(self.client.batch_execute(BEGIN_READ), self.client.query(&stmt, params))
+            });
+            begun?;
+            return Ok(rows?);
+        }
         Ok(block_on(self.client.query(&stmt, params))?)
     }
 
@@ -146,8 +157,12 @@ impl Conn {
         self.client.is_closed()
     }
 
-    /// Runs SQL statements without parameters or results.
+    /// Runs SQL statements without parameters or results (after a deferred
+    /// [`BEGIN_READ`], in the same round trip).
     pub(super) fn batch(&self, sql: &str) -> Result<()> {
+        if self.deferred_begin.take() {
+            return Ok(block_on(self.client.batch_execute(&format!("{BEGIN_READ}; {sql}")))?);
+        }
         Ok(block_on(self.client.batch_execute(sql))?)
     }
 }
@@ -232,10 +247,18 @@ impl Lease {
         self.conn.as_ref().ok_or(StoreError::Unavailable)
     }
 
-    /// Begins a transaction with `begin` ([`BEGIN_READ`], [`Pool::begin_write`]).
+    /// Begins a transaction with `begin` ([`Pool::begin_write`]).
     pub(super) fn begin(&mut self, begin: &str) -> Result<()> {
         self.clean = false;
         self.conn()?.batch(begin)
+    }
+
+    /// Begins a read transaction ([`BEGIN_READ`]) with its first statement: one round
+    /// trip less per read; a read that runs no statement sends neither it nor its end.
+    pub(super) fn begin_read(&mut self) -> Result<()> {
+        self.clean = false;
+        self.conn()?.deferred_begin.set(true);
+        Ok(())
     }
 
     /// Ends the transaction: `COMMIT` when `commit`, else `ROLLBACK`. The connection goes
@@ -244,7 +267,13 @@ impl Lease {
     /// # Errors
     /// The database's error (a failed commit wrote nothing).
     pub(super) fn end(&mut self, commit: bool) -> Result<()> {
-        self.conn()?.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
+        let conn = self.conn()?;
+        if conn.deferred_begin.take() {
+            // Nothing was sent: no transaction to end.
+            self.clean = true;
+            return Ok(());
+        }
+        conn.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
         self.clean = true;
         if commit {
             self.pool.commits.fetch_add(1, Ordering::Relaxed);
@@ -364,7 +393,7 @@ impl Pool {
             });
             Ok(client)
         })?;
-        Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
+        Ok(Conn { client, statements: RefCell::new(HashMap::new()), deferred_begin: std::cell::Cell::new(false) })
     }
 
     /// Runs the connecting `task` on the pool's runtime and waits for it; a failure
@@ -542,7 +571,7 @@ pub(super) fn read<T, E: From<StoreError>>(
     f: impl FnOnce(&Rx) -> std::result::Result<T, E>,
 ) -> std::result::Result<T, E> {
     let mut lease = pool.lease()?;
-    lease.begin(BEGIN_READ)?;
+    lease.begin_read()?;
     let rx = Rx { txn: RxTxn::Pg(lease) };
     let out = f(&rx);
     if let RxTxn::Pg(mut lease) = rx.txn {
