@@ -628,4 +628,39 @@ mod tests {
         let e = check_url("postgres://isto:s3cret@db:notaport/isto").unwrap_err();
         assert!(!e.contains("s3cret"), "{e}");
     }
+
+    /// A read's `BEGIN` goes out with its first statement: that statement and the next
+    /// run in the read's `REPEATABLE READ, READ ONLY` transaction (one transaction id);
+    /// a read that runs none, or a plain batch first, leaves the connection clean.
+    #[test]
+    fn a_reads_statements_run_in_its_deferred_transaction() {
+        let pool = Arc::new(Pool::new(&super::super::testpg::database()).unwrap());
+        let setting = |c: &Conn, name: &str| -> String {
+            c.query(&format!("SELECT current_setting('{name}')"), &[]).unwrap()[0].get(0)
+        };
+        let txid = |c: &Conn| -> i64 { c.query("SELECT txid_current()::bigint", &[]).unwrap()[0].get(0) };
+        for _ in 0..3 {
+            read(&pool, |rx| -> Result<()> {
+                let RxTxn::Pg(lease) = &rx.txn else { panic!("a PostgreSQL read") };
+                let c = lease.conn()?;
+                assert_eq!(setting(c, "transaction_isolation"), "repeatable read");
+                assert_eq!(setting(c, "transaction_read_only"), "on");
+                assert_eq!(txid(c), txid(c), "one transaction");
+                Ok(())
+            })
+            .unwrap();
+            read(&pool, |_| -> Result<()> { Ok(()) }).unwrap();
+            read(&pool, |rx| -> Result<()> {
+                let RxTxn::Pg(lease) = &rx.txn else { panic!("a PostgreSQL read") };
+                lease.conn()?.batch("SELECT 1")?;
+                assert_eq!(setting(lease.conn()?, "transaction_read_only"), "on");
+                Ok(())
+            })
+            .unwrap();
+        }
+        // Every read ended its transaction: the connections went back to the pool.
+        assert_eq!(pool.stats().in_use, 0);
+        let fresh = pool.lease().unwrap();
+        assert_eq!(setting(fresh.conn().unwrap(), "transaction_read_only"), "off", "no transaction left open");
+    }
 }
