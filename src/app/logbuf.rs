@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{Mutex, Once, PoisonError};
 use std::time::Duration;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -99,19 +99,13 @@ impl Drop for Here {
 pub fn flush() {
     let _here = Here::enter();
     let mut batch = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-    write_batch(&mut batch, PENDING.lock().unwrap_or_else(PoisonError::into_inner));
-    batch.shrink_to(FLUSH_AT);
-}
-
-/// Takes the lines of `pending` into `batch` (the spare buffer, held by the caller so
-/// that batches go out in order), lets `pending` go and writes the batch.
-fn write_batch(batch: &mut Vec<u8>, mut pending: MutexGuard<'_, Vec<u8>>) {
-    std::mem::swap(&mut *pending, batch);
-    drop(pending);
-    if !batch.is_empty() {
-        let _ = io::stderr().lock().write_all(batch);
-        batch.clear();
+    std::mem::swap(&mut *PENDING.lock().unwrap_or_else(PoisonError::into_inner), &mut *batch);
+    if batch.is_empty() {
+        return;
     }
+    let _ = io::stderr().lock().write_all(&batch);
+    batch.clear();
+    batch.shrink_to(FLUSH_AT);
 }
 
 /// Starts the thread that writes the buffer every [`FLUSH_EVERY`] and makes a panic

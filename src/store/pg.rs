@@ -20,7 +20,7 @@
 
 use super::reads::{RxTxn, TxTxn};
 use super::{schema, Result, Rx, StoreError, Tx};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,7 +126,7 @@ pub(super) struct Conn {
     statements: RefCell<HashMap<String, Statement>>,
     /// A read transaction's `BEGIN` not sent yet ([`Lease::begin_read`]): it goes out
     /// with the transaction's first statement, in the same round trip.
-    deferred_begin: std::cell::Cell<bool>,
+    deferred_begin: Cell<bool>,
 }
 
 impl Conn {
@@ -268,16 +268,14 @@ impl Lease {
     /// The database's error (a failed commit wrote nothing).
     pub(super) fn end(&mut self, commit: bool) -> Result<()> {
         let conn = self.conn()?;
-        if conn.deferred_begin.take() {
-            // Nothing was sent: no transaction to end.
-            self.clean = true;
-            return Ok(());
+        // A read that sent no statement began no transaction: nothing to end.
+        if !conn.deferred_begin.take() {
+            conn.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
+            if commit {
+                self.pool.commits.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        conn.batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
         self.clean = true;
-        if commit {
-            self.pool.commits.fetch_add(1, Ordering::Relaxed);
-        }
         Ok(())
     }
 }
@@ -393,7 +391,7 @@ impl Pool {
             });
             Ok(client)
         })?;
-        Ok(Conn { client, statements: RefCell::new(HashMap::new()), deferred_begin: std::cell::Cell::new(false) })
+        Ok(Conn { client, statements: RefCell::new(HashMap::new()), deferred_begin: Cell::new(false) })
     }
 
     /// Runs the connecting `task` on the pool's runtime and waits for it; a failure

@@ -8,14 +8,13 @@
 //! It lets tantivy prune: each segment is collected with `Weight::for_each_pruning`,
 //! told after each hit the lowest score that can still enter the top `limit`, so a
 //! union of term queries skips the blocks of documents that cannot (block-max WAND).
-//! That score carries over from segment to segment ([`TopIds::floor`]): a segment
-//! collected after a full one prunes from its first document, not once its own `limit`
-//! hits are in (the search visits the largest segment first).
+//! That score carries over from segment to segment ([`TopIds::search`], largest segment
+//! first): a segment collected after a full one prunes from its first document, not
+//! once its own `limit` hits are in.
 //! Its filters (category, area, `validUntil`, deleted documents) are fast-field checks
 //! on the documents it is given.
 
 use super::*;
-use std::sync::atomic::{AtomicU32, Ordering};
 use tantivy::query::Weight;
 
 /// One search hit: `key` is the id's term ordinal in the id column of the hit's segment
@@ -145,32 +144,6 @@ pub(super) struct TopIds {
     pub(super) current_at: Option<i64>,
     /// The category and area filter.
     pub(super) filter: AreaFilter,
-    /// The lowest score a document of the segments still to collect must exceed (the
-    /// bits of a [`Score`]): just under the `limit`-th best kept score of a segment
-    /// already collected, since the best `limit` of all segments score at least as much.
-    pub(super) floor: Floor,
-}
-
-/// A score shared by the segments of one search, only ever raised ([`TopIds::floor`]).
-#[derive(Debug)]
-pub(super) struct Floor(AtomicU32);
-
-impl Default for Floor {
-    fn default() -> Self {
-        Floor(AtomicU32::new(Score::MIN.to_bits()))
-    }
-}
-
-impl Floor {
-    fn get(&self) -> Score {
-        Score::from_bits(self.0.load(Ordering::Relaxed))
-    }
-
-    fn raise(&self, to: Score) {
-        let _ = self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-            (to > Score::from_bits(now)).then_some(to.to_bits())
-        });
-    }
 }
 
 /// The per-segment part of [`TopIds`].
@@ -280,9 +253,24 @@ pub(super) fn merge_hits(segments: Vec<SegmentHits>, limit: usize) -> std::io::R
     Ok(all)
 }
 
-impl Collector for TopIds {
-    type Fruit = Vec<Hit<u64>>;
-    type Child = TopIdsSegment;
+impl TopIds {
+    /// The best `limit` hits of `weight` (scoring enabled) in `searcher`'s segments,
+    /// merged ([`merge_hits`]). The segments are collected largest first, each starting at
+    /// the score just under the `limit`-th best kept in those before it: the best `limit`
+    /// of all segments score at least that much, and equal scores still come in.
+    pub(super) fn search(&self, searcher: &Searcher, weight: &dyn Weight) -> tantivy::Result<Vec<Hit<u64>>> {
+        let segments = searcher.segment_readers();
+        let mut order: Vec<usize> = (0..segments.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(segments[i].num_docs()));
+        let mut floor = Score::MIN;
+        let mut fruits = Vec::with_capacity(order.len());
+        for i in order {
+            let (hits, reached) = self.collect_segment(weight, i as SegmentOrdinal, &segments[i], floor)?;
+            floor = floor.max(reached);
+            fruits.push(hits);
+        }
+        Ok(merge_hits(fruits, self.limit)?)
+    }
 
     fn for_segment(&self, segment: SegmentOrdinal, seg: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
         let published = if self.newest_first { Some(seg.fast_fields().i64("published")?) } else { None };
@@ -302,37 +290,30 @@ impl Collector for TopIds {
         })
     }
 
-    fn requires_scoring(&self) -> bool {
-        true
-    }
-
-    /// Collects one segment with pruning: tantivy is told after each hit the lowest score
-    /// that can still enter the top `limit` (just under the worst kept score, so that
-    /// equal scores still meet the tie break).
+    /// Collects one segment with pruning, from `floor` on: tantivy is told after each hit
+    /// the lowest score that can still enter the top `limit` (just under the worst kept
+    /// score, so that equal scores still meet the tie break). Returns the hits and that
+    /// score at the end.
     fn collect_segment(
         &self,
         weight: &dyn Weight,
-        segment_ord: u32,
+        segment_ord: SegmentOrdinal,
         reader: &SegmentReader,
-    ) -> tantivy::Result<SegmentHits> {
+        floor: Score,
+    ) -> tantivy::Result<(SegmentHits, Score)> {
         let mut child = self.for_segment(segment_ord, reader)?;
         if child.filter.is_none() {
-            return Ok(child.harvest());
+            return Ok((child.harvest(), Score::MIN));
         }
         let alive = reader.alive_bitset();
-        let floor = self.floor.get();
         weight.for_each_pruning(floor, reader, &mut |doc, score| {
             if alive.is_none_or(|a| a.is_alive(doc)) {
                 child.collect(doc, score);
             }
             child.threshold().max(floor)
         })?;
-        self.floor.raise(child.threshold());
-        Ok(child.harvest())
-    }
-
-    fn merge_fruits(&self, fruits: Vec<SegmentHits>) -> tantivy::Result<Vec<Hit<u64>>> {
-        Ok(merge_hits(fruits, self.limit)?)
+        let reached = child.threshold();
+        Ok((child.harvest(), reached))
     }
 }
 

@@ -17,7 +17,7 @@
 //! term dictionary.
 
 use super::analysis::{letter_phrases, lookup_term, STEM_MARK};
-use super::collector::{AreaFilter, Floor, Hit, TopIds};
+use super::collector::{AreaFilter, Hit, TopIds};
 use super::*;
 use std::collections::HashMap;
 use tantivy::query::{AllQuery, Bm25StatisticsProvider, EnableScoring};
@@ -197,20 +197,10 @@ impl OfferIndex {
             category: category.map(str::to_owned),
             area: area.map(|a| (code(&a.country), a.regions.iter().map(|r| code(r)).collect())),
         };
-        let collector =
-            TopIds { limit, newest_first: terms.words.is_empty(), current_at, filter, floor: Floor::default() };
+        let collector = TopIds { limit, newest_first: terms.words.is_empty(), current_at, filter };
         let stats = SharedIdf::new(searcher, &self.searchable(), &self.stem_fields(), &terms)?;
-        // As `Searcher::search_with_statistics_provider`, the largest segment first: the
-        // score its hits reach lets the smaller segments prune from their first document.
         let weight = query.weight(EnableScoring::enabled_from_statistics_provider(&stats, searcher))?;
-        let segments = searcher.segment_readers();
-        let mut order: Vec<usize> = (0..segments.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(segments[i].num_docs()));
-        let mut fruits = Vec::with_capacity(order.len());
-        for i in order {
-            fruits.push(collector.collect_segment(weight.as_ref(), i as SegmentOrdinal, &segments[i])?);
-        }
-        Ok(collector.merge_fruits(fruits)?)
+        Ok(collector.search(searcher, weight.as_ref())?)
     }
 
     /// The term clauses of a search: (the words' and phrases' clauses, which select and

@@ -166,7 +166,7 @@ fn equal_scores_go_by_price_in_the_default_currency() {
     ix.apply(&[priced("d", 5_000.0, "EUR")], &[], 2).unwrap();
     ix.flush().unwrap();
     // "d" is alone in the second segment, searched after the first: the score carried
-    // over from it (collector::Floor) must still let an equal score in.
+    // over from it (collector::TopIds::search) must still let an equal score in.
     assert_eq!(ix.reader.searcher().segment_readers().len(), 2);
     assert_eq!(ids(&ix, "fabia", None, None), vec!["b", "d", "a", "c"]);
     assert_eq!(ix.search("fabia", None, None, 2).unwrap().into_iter().map(|h| h.0).collect::<Vec<_>>(), ["b", "d"]);
