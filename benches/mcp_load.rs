@@ -10,7 +10,11 @@
 //!   Streamable HTTP settings (session mode for 2025-11-25 clients, JSON answers for the
 //!   stateless 2026-07-28 requests), driven in both modes; and, as the read tools' floor,
 //!   the same echo answering the get's own answer (`intent_get_intent`'s structured
-//!   content, read from isto once) to the get's requests;
+//!   content, read from isto once) to the get's requests, and after the searches over
+//!   10^5 offers the search's own answers (one per statement) to the search's requests;
+//!   with it, the search's in-process floor over the same index (`common/search_floor.rs`:
+//!   a plain tantivy BM25 top-10 query), so that a search's floor is the echo's CPU
+//!   per call plus the query's;
 //! - `isto serve` (the release binary) on a fresh data dir with a config raising the
 //!   `[limits]` and `[quotas]` that would otherwise throttle the load, the real sauto
 //!   listings of `../shared/data` imported when present (2 288 offers); then a second
@@ -25,8 +29,10 @@
 //!   `ISTO_BENCH_MCP_ONLY=publish` only the durable publish rows with redb's one-row
 //!   commit rate and the writes per durable commit (group commit);
 //!   `ISTO_BENCH_MCP_ONLY=search` only the rmcp echo (both modes) and the two
-//!   `intent_search_offers` phases (real listings, then 10^5 generated offers more),
-//!   printed, with no report written.
+//!   `intent_search_offers` phases (real listings, then 10^5 generated offers more) with
+//!   their floors, printed, with no report written; `ISTO_BENCH_MCP_ONLY=search-floor`
+//!   only the in-process search floor over the index an earlier run left in
+//!   `target/bench/mcp_load-work/isto-gen`.
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
@@ -68,6 +74,8 @@ use tokio::net::{TcpSocket, TcpStream};
 #[allow(dead_code)]
 #[path = "common/listings.rs"]
 mod listings;
+#[path = "common/search_floor.rs"]
+mod search_floor;
 
 const V1: &str = "2025-11-25";
 const V2: &str = "2026-07-28";
@@ -134,13 +142,16 @@ mod servers {
         Json(json!({"jsonrpc": "2.0", "id": id, "result": {"structuredContent": args}}))
     }
 
-    /// The bare rmcp echo: one tool returning its arguments, or (`answer`) a fixed result
-    /// read at start from the JSON file `ISTO_BENCH_ECHO_ANSWER` names: the floor of a read
-    /// tool, rmcp answering the same bytes without any work of its own.
+    /// The bare rmcp echo: one tool returning its arguments, or (`answers`) fixed results
+    /// read at start from the JSON file `ISTO_BENCH_ECHO_ANSWER` names, an array of
+    /// `[arguments, answer]` pairs: the answer of the pair whose arguments equal the call's,
+    /// else the first. The floor of a read tool: rmcp answering the same bytes (as a
+    /// `CallToolResult::structured` of a copy of the answer's value tree) without any work
+    /// of its own.
     #[derive(Clone)]
     struct Echo {
         tools: Arc<Vec<Tool>>,
-        answer: Option<Arc<Value>>,
+        answers: Option<Arc<Vec<(Value, Value)>>>,
     }
 
     impl ServerHandler for Echo {
@@ -166,9 +177,10 @@ mod servers {
             request: CallToolRequestParams,
             _context: RequestContext<RoleServer>,
         ) -> Result<CallToolResponse, McpError> {
-            let out = match &self.answer {
-                Some(fixed) => (**fixed).clone(),
-                None => Value::Object(request.arguments.unwrap_or_default()),
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let out = match self.answers.as_deref() {
+                Some(answers) => answers.iter().find(|(a, _)| *a == args).unwrap_or(&answers[0]).1.clone(),
+                None => args,
             };
             Ok(CallToolResponse::Complete(CallToolResult::structured(out)))
         }
@@ -182,10 +194,10 @@ mod servers {
             .with_allowed_hosts(vec!["127.0.0.1".to_owned()])
             .with_json_response(true)
             .with_max_request_body_bytes(256 * 1024);
-        let answer = std::env::var_os("ISTO_BENCH_ECHO_ANSWER")
+        let answers = std::env::var_os("ISTO_BENCH_ECHO_ANSWER")
             .map(|f| Arc::new(serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap()));
         StreamableHttpService::new(
-            move || Ok(Echo { tools: tools.clone(), answer: answer.clone() }),
+            move || Ok(Echo { tools: tools.clone(), answers: answers.clone() }),
             Default::default(),
             config,
         )
@@ -937,16 +949,17 @@ mod run {
         v.pointer("/result/structuredContent").cloned().unwrap_or_else(|| panic!("get answered no result: {v}"))
     }
 
-    /// The read tools' floor: the bare rmcp echo answering `answer` (the get's own
-    /// structured content, so the same answer bytes) to the get's own requests, in both
-    /// modes.
-    fn answer_floor(work: &Path, cpu: &str, answer: &Value, args: &Args, run: &mut dyn FnMut(Target)) {
-        let file = work.join("get-answer.json");
-        std::fs::write(&file, answer.to_string()).unwrap();
+    /// A read tool's floor: the bare rmcp echo answering `answers` (`[arguments, answer]`
+    /// pairs, each answer isto's own structured content for those arguments, so the same
+    /// answer bytes; see `servers::Echo`) to the tool's own requests, in both modes, as
+    /// the rows "rmcp echo of the `what`, ...".
+    fn answer_floor(work: &Path, cpu: &str, what: &str, answers: &Value, args: &Args, run: &mut dyn FnMut(Target)) {
+        let file = work.join("echo-answers.json");
+        std::fs::write(&file, answers.to_string()).unwrap();
         let s = start_own_with("echo", cpu, Some(&file));
         for (mode, rev) in [(Mode::Session, "2025-11-25 session"), (Mode::Stateless, "2026-07-28 stateless JSON")] {
             run(Target {
-                name: format!("rmcp echo of the get's answer, {rev}"),
+                name: format!("rmcp echo of the {what}, {rev}"),
                 addr: s.addr,
                 pid: s.child.id(),
                 mode,
@@ -1013,6 +1026,12 @@ mod run {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let out_dir = root.join("target/bench");
         let work = out_dir.join("mcp_load-work");
+        if std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("search-floor") {
+            let index = work.join("isto-gen").join("data").join("index");
+            assert!(index.join("meta.json").exists(), "no index in {}: run the search part first", index.display());
+            eprintln!("mcp_load: {}", crate::search_floor::in_process(&index, &STATEMENTS));
+            return;
+        }
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
         // `ISTO_BENCH_ISTO_BIN`: another isto binary (e.g. a release build for a dev-built bench).
@@ -1143,7 +1162,8 @@ mod run {
             }
             if !search_only {
                 let answer = local.block_on(&rt, one_answer(s.addr, pid, &code));
-                answer_floor(&work, &server_cpu, &answer, &get, &mut |t| run_target(t, &mut rows));
+                let floor = &mut |t| run_target(t, &mut rows);
+                answer_floor(&work, &server_cpu, "get's answer", &json!([[null, answer]]), &get, floor);
             }
             let search: Args = Arc::new(search_args);
             let name = format!("isto intent_search_offers, {real_offers} real");
@@ -1185,12 +1205,26 @@ mod run {
             for t in isto_targets(&name, (s.addr, pid), "intent_search_offers", &search, &REVISIONS) {
                 run_target(t, &mut rows);
             }
+            // The search's floors: rmcp answering the same answers, then (the server
+            // stopped) tantivy's plain query over the same index, in-process.
+            let answers: Vec<Value> = STATEMENTS
+                .iter()
+                .map(|st| {
+                    let args = json!({"statement": st});
+                    let v = local.block_on(&rt, one_call(s.addr, pid, "intent_search_offers", &args));
+                    json!([args, v.pointer("/result/structuredContent").cloned().unwrap()])
+                })
+                .collect();
+            let floor = &mut |t| run_target(t, &mut rows);
+            answer_floor(&work, &server_cpu, "search's answers", &Value::Array(answers), &search, floor);
         }
+        let search_cpu = crate::search_floor::in_process(&dir_b.join("data").join("index"), &STATEMENTS);
+        eprintln!("mcp_load: {search_cpu}");
 
         if search_only {
             return;
         }
-        report(&rows, redb, &rss, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
+        report(&rows, redb, &rss, search_cpu, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);
     }
@@ -1373,6 +1407,7 @@ mod run {
         rows: &[Row],
         redb: f64,
         rss: &Rss,
+        search_cpu: crate::search_floor::InProcess,
         (first, ready): (Duration, Duration),
         size: u64,
         out_dir: &Path,
@@ -1436,6 +1471,30 @@ mod run {
                 ));
             }
         }
+        out.push_str(&format!("{search_cpu}\n"));
+        let mut search_json = Vec::new();
+        for r in rows.iter().filter(|r| r.name.starts_with("isto intent_search_offers") && r.name.ends_with("offers")) {
+            let revision = if r.mode == Mode::Stateless { "2026-07-28" } else { "2025-11-25" };
+            let Some(echo) = find(&format!("rmcp echo of the search's answers, {revision}"), r.conns) else { continue };
+            // The floor of one call: rmcp answering the same answer, plus tantivy's query.
+            let floor_cpu = echo.cpu_us + search_cpu.floor_us;
+            out.push_str(&format!(
+                "{} @{}: {:.1} CPU µs per search = {:.2}× its floor ({:.1} µs: the rmcp echo of the same answers \
+                 {:.1} + the tantivy query {:.1}); the floor's rate on one core {:.0}/s\n",
+                r.name,
+                r.conns,
+                r.cpu_us,
+                r.cpu_us / floor_cpu,
+                floor_cpu,
+                echo.cpu_us,
+                search_cpu.floor_us,
+                1e6 / floor_cpu
+            ));
+            search_json.push(json!({
+                "mode": r.mode.label(), "connections": r.conns, "cpuUsPerSearch": r.cpu_us,
+                "echoOfAnswersCpuUs": echo.cpu_us, "floorCpuUs": floor_cpu, "vsFloor": r.cpu_us / floor_cpu,
+            }));
+        }
         out.push_str(&format!(
             "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load, {:.1} MiB ({:.2}× idle) after {:.0} s quiet; with the generated catalogue: {:.1} MiB\n",
             rss.idle as f64 / 1024.0,
@@ -1459,6 +1518,8 @@ mod run {
         let j = json!({
             "rows": json_rows,
             "redbOneRowCommitsPerSec": redb,
+            "searchInProcess": {"tantivyFloorUs": search_cpu.floor_us, "istoUs": search_cpu.isto_us},
+            "searchVsFloor": search_json,
             "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
             "idleRssKiB": rss.idle, "rssAfterLoadKiB": rss.after, "rssAfterQuietKiB": rss.quiet,
             "quietSecs": rss.quiet_secs, "generatedStoreRssKiB": rss.big,
