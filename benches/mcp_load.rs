@@ -1473,7 +1473,8 @@ mod run {
         }
         out.push_str(&format!("{search_cpu}\n"));
         let mut search_json = Vec::new();
-        for r in rows.iter().filter(|r| r.name.starts_with("isto intent_search_offers") && r.name.ends_with("offers")) {
+        for r in rows.iter().filter(|r| r.name.starts_with("isto intent_search_offers") && r.name.contains(" offers, "))
+        {
             let revision = if r.mode == Mode::Stateless { "2026-07-28" } else { "2025-11-25" };
             let Some(echo) = find(&format!("rmcp echo of the search's answers, {revision}"), r.conns) else { continue };
             // The floor of one call: rmcp answering the same answer, plus tantivy's query.

@@ -10,7 +10,7 @@
 //! answers"), the floor of a search call is the echo's CPU per call plus this floor.
 
 use isto::catalogue::index::OfferIndex;
-use isto::clock::thread_cpu;
+use isto::clock::{thread_cpu, Clock as _, SystemClock};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -54,7 +54,7 @@ fn per_query(statements: &[&str], budget: Duration, mut f: impl FnMut(&str)) -> 
 /// Measures both on the index in `dir` (read only: nothing is written to it).
 pub fn in_process(dir: &Path, statements: &[&str]) -> InProcess {
     let index = OfferIndex::open(Some(dir)).expect("open the served offer index");
-    let now = time::OffsetDateTime::now_utc();
+    let now = SystemClock.now();
     let budget = Duration::from_secs(2);
     let floor_us = per_query(statements, budget, |s| {
         std::hint::black_box(index.floor_search(s, 10).expect("floor search"));
