@@ -33,9 +33,9 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] and the
 /// [`letter_phrases`] without stop words.
-pub const ANALYZER: &str = "isto_match_v4";
+pub const ANALYZER: &str = "isto_match_v5";
 /// The analyzer of the stem fields: the [`stem_forms`] of the searchable tokens.
-pub const STEMS_ANALYZER: &str = "isto_stems_v4";
+pub const STEMS_ANALYZER: &str = "isto_stems_v5";
 /// The mark of a stem form (a character folded text never holds in a token).
 pub const STEM_MARK: char = '~';
 /// The analyzer of `terms`: exactly [`matching::text_terms`].

@@ -49,7 +49,10 @@ pub use writer::REFRESH_LAG;
 
 /// Version of the schema and analysis; part of the analyzer names (so a schema written
 /// by another version does not compare equal and is recreated) and of the commit payload.
-pub const INDEX_VERSION: u32 = 5;
+/// 6: the fast fields' dictionaries are written without zstd (tantivy without its
+/// `columnar-zstd-compression` feature, which could not read a version 5 index: the new
+/// analyzer names make such an index another schema, wiped and rebuilt at open).
+pub const INDEX_VERSION: u32 = 6;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
 /// segments and no merge (a search visits each segment).
