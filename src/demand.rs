@@ -291,7 +291,7 @@ fn person_index(ids: &mut HashMap<String, usize>, rec: &IntentRecord) -> Option<
 /// active set in memory ([`crate::base::active`]), no store read.
 fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
     base.active().scan(|rec, times| {
-        if rec.category == category && times.active_at(rec, now) {
+        if times.active_at(rec, now) && times.is_of(rec, category) {
             each(rec, times);
         }
     });
@@ -333,8 +333,11 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
     let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
     let mut tally = Tally::default();
     let mut ids: HashMap<String, usize> = HashMap::new();
+    let cell_key = crate::base::active::region_key(&cell.area);
     scan_active(base, category, now, |rec, times| {
-        let in_area = if rec.area.regions.is_empty() {
+        let in_area = if let Some(region) = times.region {
+            Some(region) == cell_key
+        } else if rec.area.regions.is_empty() {
             rec.area.country.eq_ignore_ascii_case(country)
         } else {
             rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))

@@ -20,7 +20,10 @@ use time::{Duration, OffsetDateTime};
 /// A derived value with the generation and time it was computed at.
 type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
 
-/// The times of a record of the set, taken when it entered.
+/// The times of a record of the set, and the facets a scan filters on first, taken when
+/// it entered (a change of the record puts it again). Kept beside the record, so that a
+/// scan of 20 000 intents reads the record only of those that pass (the demand cell of
+/// one area: reading every record cost a few cache misses each, 5 ms in all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Times {
     /// `validUntil`.
@@ -29,21 +32,52 @@ pub struct Times {
     pub updated_at: OffsetDateTime,
     /// When it became active: `confirmedAt`, else `createdAt`.
     pub became_active: OffsetDateTime,
+    /// Whether the status is `active`.
+    active: bool,
+    /// The category's key when it is one of the protocol's (`None`: read the record).
+    pub category: Option<&'static str>,
+    /// The area's only region, upper case, when it has exactly one of at most 8 bytes
+    /// (`None`: the whole country, several regions or a longer code: read the record).
+    pub region: Option<[u8; 8]>,
+}
+
+/// `code` upper case in 8 bytes, zero-padded; `None` when longer.
+pub fn region_key(code: &str) -> Option<[u8; 8]> {
+    let mut key = [0u8; 8];
+    key.get_mut(..code.len())?.copy_from_slice(code.as_bytes());
+    key.make_ascii_uppercase();
+    Some(key)
 }
 
 impl Times {
     fn of(rec: &IntentRecord) -> Self {
+        let region = match rec.area.regions.as_slice() {
+            [one] => region_key(one),
+            _ => None,
+        };
         Self {
             valid_until: rec.valid_until.at(),
             updated_at: rec.updated_at.at(),
             became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
+            active: rec.status == Status::Active,
+            category: crate::protocol::category(&rec.category).map(|c| c.key),
+            region,
         }
     }
 
     /// Whether `rec` (whose times these are) is active at `now`: exactly
-    /// `rec.effective_status(now) == Status::Active`, without parsing.
-    pub fn active_at(&self, rec: &IntentRecord, now: OffsetDateTime) -> bool {
-        rec.status == Status::Active && now <= self.valid_until
+    /// `rec.effective_status(now) == Status::Active`, without parsing (nor reading the
+    /// record).
+    pub fn active_at(&self, _rec: &IntentRecord, now: OffsetDateTime) -> bool {
+        self.active && now <= self.valid_until
+    }
+
+    /// Whether `rec` (whose facets these are) is of `category`.
+    pub fn is_of(&self, rec: &IntentRecord, category: &str) -> bool {
+        match self.category {
+            Some(c) => c == category,
+            None => rec.category == category,
+        }
     }
 }
 
