@@ -72,6 +72,19 @@ fn input(o: Offer) -> OfferInput {
     }
 }
 
+/// Imports `batch` in batches of 500 (one durable transaction each, matching and
+/// deliveries included) and commits the index after the last: the time taken and the
+/// deliveries written.
+fn import_batches(h: &AppState, batch: Vec<OfferInput>) -> (Duration, u64) {
+    let t = Instant::now();
+    let mut delivered = 0;
+    for chunk in batch.chunks(500) {
+        delivered += h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import batch").delivered;
+    }
+    flush(h);
+    (t.elapsed(), delivered)
+}
+
 /// Commits the index's pending updates (an import's batches share one commit, made at
 /// the latest by the next read): timed with the import, so that it counts.
 fn flush(h: &AppState) {
@@ -217,14 +230,7 @@ fn realistic_import(n_intents: usize) {
     let (h, _, _) = seed_intents(dir.path(), h, real::intents(17, n_intents, &all));
     h.catalogue.offer_index().expect("index");
     let n = env_usize("ISTO_BENCH_MATCH_OFFERS", 10_000);
-    let batch: Vec<OfferInput> = real::offers(19, n, &all).into_iter().map(input).collect();
-    let t = Instant::now();
-    let mut delivered = 0;
-    for chunk in batch.chunks(500) {
-        delivered += h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import batch").delivered;
-    }
-    flush(&h);
-    let el = t.elapsed();
+    let (el, delivered) = import_batches(&h, real::offers(19, n, &all).into_iter().map(input).collect());
     println!(
         "{n}-offer import of real listings against {n_intents} realistic intents (real titles; batches of 500, \
          index in step, matching and deliveries): {:.2} s = {:.0} offers/s, {delivered} deliveries",
@@ -298,14 +304,7 @@ fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> (AppState, 
         committed.as_secs_f64() * 1e3
     );
     let n_match = env_usize("ISTO_BENCH_MATCH_OFFERS", 10_000);
-    let batch: Vec<OfferInput> = (0..n_match).map(|_| input(fresh.offer())).collect();
-    let t = Instant::now();
-    let mut delivered = 0;
-    for chunk in batch.chunks(500) {
-        delivered += h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import batch").delivered;
-    }
-    flush(&h);
-    let el = t.elapsed();
+    let (el, delivered) = import_batches(&h, (0..n_match).map(|_| input(fresh.offer())).collect());
     println!(
         "{n_match}-offer import against {n_intents} intents (batches of 500, index in step, matching and deliveries): \
          {:.2} s = {:.0} offers/s, {delivered} deliveries",

@@ -1455,12 +1455,13 @@ mod run {
                 rps / redb
             ));
         }
+        // The row "rmcp echo of the `what`" of `r`'s revision and connections.
+        let echo_of = |what: &str, r: &Row| {
+            let revision = if r.mode == Mode::Stateless { V2 } else { V1 };
+            find(&format!("rmcp echo of the {what}, {revision}"), r.conns)
+        };
         for r in rows.iter().filter(|r| r.name.starts_with("isto intent_get_intent")) {
-            let floor = match r.mode {
-                Mode::Stateless => find("rmcp echo of the get's answer, 2026-07-28", r.conns),
-                _ => find("rmcp echo of the get's answer, 2025-11-25", r.conns),
-            };
-            if let Some(f) = floor {
+            if let Some(f) = echo_of("get's answer", r) {
                 out.push_str(&format!(
                     "{} @{}: {:.2}× the rmcp echo of the same answer ({:.0} req/s, {:.1} CPU µs/req)\n",
                     r.name,
@@ -1475,8 +1476,7 @@ mod run {
         let mut search_json = Vec::new();
         for r in rows.iter().filter(|r| r.name.starts_with("isto intent_search_offers") && r.name.contains(" offers, "))
         {
-            let revision = if r.mode == Mode::Stateless { "2026-07-28" } else { "2025-11-25" };
-            let Some(echo) = find(&format!("rmcp echo of the search's answers, {revision}"), r.conns) else { continue };
+            let Some(echo) = echo_of("search's answers", r) else { continue };
             // The floor of one call: rmcp answering the same answer, plus tantivy's query.
             let floor_cpu = echo.cpu_us + search_cpu.floor_us;
             out.push_str(&format!(

@@ -291,7 +291,7 @@ fn person_index(ids: &mut HashMap<String, usize>, rec: &IntentRecord) -> Option<
 /// active set in memory ([`crate::base::active`]), no store read.
 fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
     base.active().scan(|rec, times| {
-        if times.active_at(rec, now) && times.is_of(rec, category) {
+        if times.active_at(now) && times.is_of(rec, category) {
             each(rec, times);
         }
     });

@@ -65,10 +65,9 @@ impl Times {
         }
     }
 
-    /// Whether `rec` (whose times these are) is active at `now`: exactly
-    /// `rec.effective_status(now) == Status::Active`, without parsing (nor reading the
-    /// record).
-    pub fn active_at(&self, _rec: &IntentRecord, now: OffsetDateTime) -> bool {
+    /// Whether the record (whose times these are) is active at `now`: exactly
+    /// `rec.effective_status(now) == Status::Active`, without parsing or reading it.
+    pub fn active_at(&self, now: OffsetDateTime) -> bool {
         self.active && now <= self.valid_until
     }
 
@@ -200,9 +199,9 @@ mod tests {
         set.put(super::super::tests::active("int_1"));
         assert_eq!((set.generation(), set.len()), (1, 1));
         let rec = super::super::tests::active("int_1");
-        set.scan(|r, t| {
+        set.scan(|_, t| {
             for at in [t0, t.valid_until, t.valid_until + Duration::nanoseconds(1)] {
-                assert_eq!(t.active_at(r, at), rec.effective_status(at) == Status::Active, "{at}");
+                assert_eq!(t.active_at(at), rec.effective_status(at) == Status::Active, "{at}");
             }
         });
         let (v, _) = set.derived("k", t0, Duration::seconds(10), || Ok::<_, ()>(9)).unwrap();

@@ -167,7 +167,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     let since_number = since.map(|s| s.unix_timestamp().div_euclid(60));
     // `open_to` on the active set in memory, its times parsed once.
     let recs = base.active().filter(|rec, t| {
-        t.active_at(rec, now)
+        t.active_at(now)
             && rec.visibility == crate::protocol::Visibility::Pseudonymous
             && profile.serves(&rec.category, &rec.area)
             && q.category.as_deref().is_none_or(|c| c == rec.category)

@@ -247,10 +247,10 @@ impl Lease {
         self.conn.as_ref().ok_or(StoreError::Unavailable)
     }
 
-    /// Begins a transaction with `begin` ([`Pool::begin_write`]).
-    pub(super) fn begin(&mut self, begin: &str) -> Result<()> {
+    /// Begins a write transaction ([`Pool::begin_write`]: the writer lock with it).
+    pub(super) fn begin_write(&mut self) -> Result<()> {
         self.clean = false;
-        self.conn()?.batch(begin)
+        self.conn()?.batch(&Pool::begin_write())
     }
 
     /// Begins a read transaction ([`BEGIN_READ`]) with its first statement: one round
@@ -586,7 +586,7 @@ pub(super) fn write<T, E: From<StoreError>>(
     f: impl FnOnce(&mut Tx<'_>) -> std::result::Result<T, E>,
 ) -> std::result::Result<T, E> {
     let mut lease = pool.lease()?;
-    lease.begin(&Pool::begin_write())?;
+    lease.begin_write()?;
     let out = f(&mut Tx { txn: TxTxn::Pg(lease.conn()?) });
     lease.end(out.is_ok() && commit)?;
     out
