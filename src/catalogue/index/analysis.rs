@@ -6,20 +6,22 @@
 //! term lookups:
 //! - folding (case, diacritics), synonyms and designations come from
 //!   [`matching::analyse`] (the one analysis of search and matching);
-//! - **inflection**: each searchable word `t` of `m` characters is indexed as itself (in
-//!   `title`, `attrs`, `description`) and as its *stem forms* `~p` ([`STEM_MARK`] + `p`,
-//!   in `title_stems`, `attrs_stems`, `description_stems`, analyzer [`STEMS_ANALYZER`])
-//!   for each prefix `p` of `t` of `L` characters, `max(4, m - 5) ≤ L ≤ m` (`L = 4` only
-//!   when `m ≤ 8`). A stem field is padded to [`STEM_FIELD_PAD`] tokens (the token `~`,
-//!   which no statement looks up), so that its field norm is the same for every offer
-//!   whose text has fewer stem forms: a word with many stem forms does not make its
-//!   offer's text count as longer (tantivy's block-max WAND needs field norms, so the
-//!   field cannot simply do without them). A statement word `w` with a
-//!   [`matching::stem`] `s` looks up the one term `~s`: it finds exactly the
+//! - **inflection**: each searchable word `t` of `m` characters is indexed as itself and
+//!   as its *stem forms* `~p` ([`STEM_MARK`] + `p`) for each prefix `p` of `t` of `L`
+//!   characters, `max(4, m - 5) ≤ L ≤ m` (`L = 4` only when `m ≤ 8`). A statement word
+//!   `w` with a [`matching::stem`] `s` looks up the one term `~s`: it finds exactly the
 //!   words that start with `s` and are at most `len(w) + 3` characters long — the
 //!   inflection rule of [`matching::term_hit`] (for 6-character words with a 4-character
 //!   stem, words up to 8 characters instead of 9). A word without a stem (short, or with
 //!   digits) looks up itself;
+//! - **one field, weighted by repetition** ([`text_tokens`]): the tokens of the title,
+//!   the attribute values and the description go into the one field `text`, the title's
+//!   3 times and the attributes' twice (the field weights 3/2/1 of PROTOCOL.md §3 as
+//!   term frequencies, the usual BM25F approximation), so that a statement word is one
+//!   term and one posting list, not one per field. The field is padded to
+//!   [`TEXT_PAD`] tokens (the token `~`, which no statement looks up), so that offers
+//!   with short texts have the same length norm: a long title does not rank below a
+//!   short one for the same words;
 //! - **single-letter names**: a one-letter word beside a longer word is indexed joined to
 //!   it (`Ford C-MAX` → `ford_c`, `c_max`; `Mercedes-Benz Třídy C` → `tridy_c`), before
 //!   stop words are dropped (`s`, `v`, `a` are Slovak/Czech stop words), so that `C-MAX`
@@ -31,11 +33,9 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-/// The analyzer of `title`, `attrs` and `description`: [`matching::text_terms`] and the
-/// [`letter_phrases`] without stop words.
-pub const ANALYZER: &str = "isto_match_v5";
-/// The analyzer of the stem fields: the [`stem_forms`] of the searchable tokens.
-pub const STEMS_ANALYZER: &str = "isto_stems_v5";
+/// The analyzer of `text` (written pre-tokenized by [`text_tokens`]; the analyzer gives
+/// the tokens of one text of weight 1, without padding).
+pub const TEXT_ANALYZER: &str = "isto_text_v7";
 /// The mark of a stem form (a character folded text never holds in a token).
 pub const STEM_MARK: char = '~';
 /// The analyzer of `terms`: exactly [`matching::text_terms`].
@@ -88,8 +88,8 @@ pub(super) fn analysis_fingerprint() -> &'static str {
             h.update(t.as_bytes());
             h.update([1]);
         }
-        for t in searchable_tokens(probe).into_iter().chain(stem_tokens(probe)) {
-            h.update(t.as_bytes());
+        for t in text_tokens(probe, &[probe], probe) {
+            h.update(t.text.as_bytes());
             h.update([2]);
         }
         h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
@@ -149,7 +149,7 @@ pub fn lookup_term(word: &str) -> String {
     }
 }
 
-/// The tokens of a searchable field: the tokens of [`matching::analyse`] and the
+/// The tokens of a searchable text: the tokens of [`matching::analyse`] and the
 /// [`letter_phrases`], stop words dropped.
 pub fn searchable_tokens(text: &str) -> Vec<String> {
     let terms = matching::analyse(text);
@@ -157,35 +157,55 @@ pub fn searchable_tokens(text: &str) -> Vec<String> {
     terms.into_iter().map(|t| t.text).chain(phrases).filter(|t| !is_stop_word(t)).collect()
 }
 
-/// The length every stem field is padded to (see the module docs).
-pub const STEM_FIELD_PAD: usize = 64;
-
-/// The tokens of a stem field: the [`stem_forms`] of the [`searchable_tokens`], padded
-/// with `~` to [`STEM_FIELD_PAD`] tokens.
-pub fn stem_tokens(text: &str) -> Vec<String> {
-    let mut out = unpadded_stem_tokens(text);
-    let pad = STEM_FIELD_PAD.saturating_sub(out.len());
-    out.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
-    out
+/// The tokens of `text` of one text: each [`searchable_tokens`] token and its
+/// [`stem_forms`].
+fn weighted_tokens(text: &str, out: &mut Vec<String>) {
+    for t in searchable_tokens(text) {
+        stem_forms(&t, out);
+        out.push(t);
+    }
 }
 
-/// [`stem_tokens`] without the padding (the token stream emits the padding without
-/// allocating a token for each: 192 per offer over the three stem fields).
-fn unpadded_stem_tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for t in searchable_tokens(text) {
-        stem_forms(&t, &mut out);
+/// The length the field `text` is padded to (see the module docs): about the tokens of
+/// a title of 8 words and a few attributes, weighted.
+pub const TEXT_PAD: usize = 160;
+
+/// The tokens of the field `text` of an offer (see the module docs): those of the title
+/// 3 times, of each attribute value twice, of the description once, then `~` up to
+/// [`TEXT_PAD`] tokens.
+pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<Token> {
+    let mut one = Vec::new();
+    weighted_tokens(title, &mut one);
+    let mut texts: Vec<String> = Vec::with_capacity(3 * one.len() + TEXT_PAD);
+    for _ in 0..3 {
+        texts.extend(one.iter().cloned());
     }
-    out
+    for a in attrs {
+        one.clear();
+        weighted_tokens(a, &mut one);
+        texts.extend(one.iter().cloned());
+        texts.append(&mut one);
+    }
+    weighted_tokens(description, &mut texts);
+    let pad = TEXT_PAD.saturating_sub(texts.len());
+    texts.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
+    positioned(texts)
+}
+
+/// Tokens at positions 0, 1, ... (no offsets: nothing is highlighted).
+fn positioned(texts: Vec<String>) -> Vec<Token> {
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
+        .collect()
 }
 
 /// What an [`IstoTokenizer`] emits.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Tokens {
-    /// [`searchable_tokens`] (`title`, `attrs`, `description`).
-    Searchable,
-    /// [`stem_tokens`] (the stem fields).
-    Stems,
+    /// The tokens of one text in `text`, weight 1, no padding (see [`text_tokens`]).
+    Text,
     /// Exactly [`matching::text_terms`] (`terms`).
     Terms,
 }
@@ -198,11 +218,9 @@ pub(super) struct IstoTokenizer {
     pub(super) tokens: Tokens,
 }
 
-/// The token stream of [`IstoTokenizer`]: its tokens, then `pad` times the token `~`
-/// (the stem fields' padding, written into the current token's buffer).
+/// The token stream of [`IstoTokenizer`].
 pub(super) struct IstoTokenStream {
     tokens: std::vec::IntoIter<Token>,
-    pad: usize,
     current: Token,
 }
 
@@ -211,13 +229,6 @@ impl TokenStream for IstoTokenStream {
         match self.tokens.next() {
             Some(t) => {
                 self.current = t;
-                true
-            }
-            None if self.pad > 0 => {
-                self.pad -= 1;
-                self.current.position = self.current.position.wrapping_add(1);
-                self.current.text.clear();
-                self.current.text.push(STEM_MARK);
                 true
             }
             None => false,
@@ -237,17 +248,11 @@ impl Tokenizer for IstoTokenizer {
     type TokenStream<'a> = IstoTokenStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
-        let texts: Vec<String> = match self.tokens {
-            Tokens::Searchable => searchable_tokens(text),
-            Tokens::Stems => unpadded_stem_tokens(text),
-            Tokens::Terms => matching::text_terms(text).collect(),
-        };
-        let pad = if self.tokens == Tokens::Stems { STEM_FIELD_PAD.saturating_sub(texts.len()) } else { 0 };
-        let tokens: Vec<Token> = texts
-            .into_iter()
-            .enumerate()
-            .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
-            .collect();
-        IstoTokenStream { tokens: tokens.into_iter(), pad, current: Token::default() }
+        let mut texts = Vec::new();
+        match self.tokens {
+            Tokens::Text => weighted_tokens(text, &mut texts),
+            Tokens::Terms => texts.extend(matching::text_terms(text)),
+        }
+        IstoTokenStream { tokens: positioned(texts).into_iter(), current: Token::default() }
     }
 }

@@ -26,7 +26,7 @@ use crate::matching;
 use crate::protocol::Offer;
 use analysis::Tokens;
 use analysis::{analysis_fingerprint, IstoTokenizer};
-pub use analysis::{is_stop_word, ANALYZER, STEMS_ANALYZER, TERMS_ANALYZER};
+pub use analysis::{is_stop_word, TERMS_ANALYZER, TEXT_ANALYZER};
 use collector::AllIds;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
@@ -39,7 +39,7 @@ use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, Te
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED, STRING,
 };
-use tantivy::tokenizer::TextAnalyzer;
+use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer};
 use tantivy::{
     DocAddress, DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
     SegmentReader, TantivyDocument, TantivyError, Term,
@@ -52,7 +52,9 @@ pub use writer::REFRESH_LAG;
 /// 6: the fast fields' dictionaries are written without zstd (tantivy without its
 /// `columnar-zstd-compression` feature, which could not read a version 5 index: the new
 /// analyzer names make such an index another schema, wiped and rebuilt at open).
-pub const INDEX_VERSION: u32 = 6;
+/// 7: one searchable field `text` instead of three and their three stem fields (see
+/// [`analysis`]).
+pub const INDEX_VERSION: u32 = 7;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
 /// segments and no merge (a search visits each segment).
@@ -86,13 +88,9 @@ struct Fields {
     category: Field,
     country: Field,
     region: Field,
-    title: Field,
-    attrs: Field,
-    description: Field,
-    /// The stem forms of `title`, `attrs` and `description` (padded, see [`analysis`]).
-    title_stems: Field,
-    attrs_stems: Field,
-    description_stems: Field,
+    /// The title, attributes and description, weighted 3/2/1, with their stem forms
+    /// (pre-tokenized by [`analysis::text_tokens`]).
+    text: Field,
     terms: Field,
     published: Field,
     /// The public offer's JSON text (stored, not indexed).
@@ -111,19 +109,12 @@ fn schema() -> (Schema, Fields) {
             TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
         )
     };
-    let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
-    let stems = || text(STEMS_ANALYZER, IndexRecordOption::WithFreqs, true);
     let f = Fields {
         id: b.add_text_field("id", STRING | STORED | FAST),
         category: b.add_text_field("category", STRING | FAST),
         country: b.add_text_field("country", STRING | FAST),
         region: b.add_text_field("region", STRING | FAST),
-        title: b.add_text_field("title", searchable()),
-        attrs: b.add_text_field("attrs", searchable()),
-        description: b.add_text_field("description", searchable()),
-        title_stems: b.add_text_field("title_stems", stems()),
-        attrs_stems: b.add_text_field("attrs_stems", stems()),
-        description_stems: b.add_text_field("description_stems", stems()),
+        text: b.add_text_field("text", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs, true)),
         terms: b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false)),
         published: b.add_i64_field("published", NumericOptions::default().set_fast()),
         offer: b.add_text_field("offer", STORED),
@@ -212,9 +203,7 @@ impl OfferIndex {
             None => Index::builder().schema(schema).settings(settings()).create_in_ram()?,
             Some(dir) => open_dir(dir, &schema)?,
         };
-        for (name, tokens) in
-            [(ANALYZER, Tokens::Searchable), (STEMS_ANALYZER, Tokens::Stems), (TERMS_ANALYZER, Tokens::Terms)]
-        {
+        for (name, tokens) in [(TEXT_ANALYZER, Tokens::Text), (TERMS_ANALYZER, Tokens::Terms)] {
             index.tokenizers().register(name, TextAnalyzer::from(IstoTokenizer { tokens }));
         }
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
@@ -270,23 +259,14 @@ impl OfferIndex {
                 d.add_text(f.region, &r);
             }
         }
-        d.add_text(f.title, &o.title);
-        d.add_text(f.title_stems, &o.title);
-        d.add_text(f.description, &o.description);
-        d.add_text(f.description_stems, &o.description);
         d.add_text(f.terms, &o.title);
         d.add_text(f.terms, &o.description);
-        let mut attrs = String::new();
-        for v in o.attributes.values() {
-            if let Value::String(s) = v {
-                d.add_text(f.attrs, s);
-                d.add_text(f.terms, s);
-                attrs.push_str(s);
-                attrs.push('\n');
-            }
+        let attrs: Vec<&str> = o.attributes.values().filter_map(Value::as_str).collect();
+        for a in &attrs {
+            d.add_text(f.terms, a);
         }
-        // One value: the stem field is padded once per offer (see `analysis`).
-        d.add_text(f.attrs_stems, &attrs);
+        let tokens = analysis::text_tokens(&o.title, &attrs, &o.description);
+        d.add_pre_tokenized_text(f.text, PreTokenizedString { text: String::new(), tokens });
         d.add_i64(f.published, published);
         d.add_text(f.offer, serde_json::to_value(o)?.to_string());
         d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));

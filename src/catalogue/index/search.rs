@@ -2,9 +2,10 @@
 //!
 //! **A search is a handful of plain term lookups** (the language work is done at index
 //! time, see [`super::analysis`]): each statement word looks up one term
-//! ([`lookup_term`]: its stem form, which finds its inflected forms, or itself) in each
-//! searchable field, each phrase its own term. The query is a union of those term
-//! queries, scored with BM25 and weighted by field, so tantivy's block-max WAND prunes
+//! ([`lookup_term`]: its stem form, which finds its inflected forms, or itself) in the
+//! one searchable field `text` (title, attributes and description weighted by
+//! repetition), each phrase its own term. The query is a union of those term queries,
+//! scored with BM25, so tantivy's block-max WAND prunes
 //! the offers that cannot enter the top `limit` ([`collector::TopIds`]); the category,
 //! area and validity filters are fast-field checks on the collected documents, not
 //! clauses that would turn the pruning off.
@@ -12,24 +13,18 @@
 //! **Bounds per search, not per word** (a statement chosen by one client must not cost
 //! more than a few ordinary searches): at most [`MAX_WORDS`] statement words take part
 //! (in statement order; the rest are ignored), at most [`MAX_RANKING_TERMS`] phrases and
-//! as many rank-only place names; each one is one term per searchable field, so a search
-//! looks up at most `3 × (MAX_WORDS + 2 × MAX_RANKING_TERMS)` terms and never walks a
-//! term dictionary.
+//! as many rank-only place names; each one is one term, so a search looks up at most
+//! `MAX_WORDS + 2 × MAX_RANKING_TERMS` terms and never walks a term dictionary.
 
-use super::analysis::{letter_phrases, lookup_term, STEM_MARK};
+use super::analysis::{letter_phrases, lookup_term};
 use super::collector::{AreaFilter, Hit, TopIds};
 use super::*;
-use std::collections::HashMap;
-use tantivy::query::{AllQuery, Bm25StatisticsProvider, EnableScoring};
+use tantivy::query::{AllQuery, EnableScoring};
 
 /// At most this many statement words take part in a search.
 pub(super) const MAX_WORDS: usize = 12;
 /// At most this many phrases, and this many rank-only place names, rank a search.
 pub(super) const MAX_RANKING_TERMS: usize = 8;
-/// Field weights of the catalogue search (title 3, attributes 2, description 1).
-const TITLE_BOOST: Score = 3.0;
-const ATTRS_BOOST: Score = 2.0;
-const DESCRIPTION_BOOST: Score = 1.0;
 /// A phrase (`model_3`, `c_max`) ranks with this share of a word, on top of its words.
 const PHRASE_SHARE: Score = 1.0;
 /// Place names (with an area filter) only rank, with this share of a word.
@@ -109,8 +104,8 @@ impl OfferIndex {
     ///
     /// An offer must contain at least one statement word ([`analyse`]) in its title,
     /// attribute values or description, exactly or inflected (see [`super::analysis`]).
-    /// The score is BM25 per word and field, weighted title 3, attributes 2 and
-    /// description 1. `category` and `area` filter (as [`gazetteer::contains`]). With no words, the
+    /// The score is BM25 per word over the three, weighted title 3, attributes 2 and
+    /// description 1 by repetition ([`super::analysis::text_tokens`]). `category` and `area` filter (as [`gazetteer::contains`]). With no words, the
     /// offers of the filter come newest first; with no words and no filter, nothing.
     /// Order: score descending, then (without words) newest first, then cheaper first
     /// ([`Self::open_priced`]), then id. Searches the last commit (see
@@ -142,7 +137,7 @@ impl OfferIndex {
 
     #[cfg(any(test, feature = "testkit"))]
     /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` OR query of the
-    /// statement's folded tokens in `title` and `description`, no filter, no stored offer
+    /// statement's folded tokens in the searchable field, no filter, no stored offer
     /// read. Returns the number of hits.
     ///
     /// # Errors
@@ -152,10 +147,8 @@ impl OfferIndex {
         let searcher = self.reader.searcher();
         let mut clauses: Vec<Clause> = Vec::new();
         for t in matching::text_terms(statement).filter(|t| !is_stop_word(t)) {
-            for field in [self.f.title, self.f.description] {
-                let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
-                clauses.push((Occur::Should, Box::new(q)));
-            }
+            let q = TermQuery::new(Term::from_field_text(self.f.text, &t), IndexRecordOption::WithFreqs);
+            clauses.push((Occur::Should, Box::new(q)));
         }
         let top = tantivy::collector::TopDocs::with_limit(limit.max(1)).order_by_score();
         Ok(searcher.search(&BooleanQuery::new(clauses), &top)?.len())
@@ -198,22 +191,18 @@ impl OfferIndex {
             area: area.map(|a| (code(&a.country), a.regions.iter().map(|r| code(r)).collect())),
         };
         let collector = TopIds { limit, newest_first: terms.words.is_empty(), current_at, filter };
-        let stats = SharedIdf::new(searcher, &self.searchable(), &self.stem_fields(), &terms)?;
-        let weight = query.weight(EnableScoring::enabled_from_statistics_provider(&stats, searcher))?;
+        let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
         Ok(collector.search(searcher, weight.as_ref())?)
     }
 
     /// The term clauses of a search: (the words' and phrases' clauses, which select and
-    /// rank; the rank-only place names' clauses). One term per word or phrase and field.
+    /// rank; the rank-only place names' clauses). One term per word or phrase.
     fn ranking_clauses(&self, terms: &Analysed) -> (Vec<Clause>, Vec<Clause>) {
         let mut select: Vec<Clause> = Vec::new();
         let mut rank_only: Vec<Clause> = Vec::new();
         let add = |out: &mut Vec<Clause>, term: &str, share: Score| {
-            let fields = if term.starts_with(STEM_MARK) { self.stem_fields() } else { self.searchable() };
-            for (field, boost) in fields {
-                let q = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
-                out.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost * share))));
-            }
+            let q = TermQuery::new(Term::from_field_text(self.f.text, term), IndexRecordOption::WithFreqs);
+            out.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), share))));
         };
         if !terms.words.is_empty() {
             for w in &terms.words {
@@ -234,81 +223,5 @@ impl OfferIndex {
     pub(super) fn lookups(&self, statement: &str, has_area: bool) -> usize {
         let (a, b) = self.ranking_clauses(&analyse(statement, has_area));
         a.len() + b.len()
-    }
-
-    fn searchable(&self) -> [(Field, Score); 3] {
-        [(self.f.title, TITLE_BOOST), (self.f.attrs, ATTRS_BOOST), (self.f.description, DESCRIPTION_BOOST)]
-    }
-
-    /// The stem fields, weighted as their searchable fields.
-    fn stem_fields(&self) -> [(Field, Score); 3] {
-        [
-            (self.f.title_stems, TITLE_BOOST),
-            (self.f.attrs_stems, ATTRS_BOOST),
-            (self.f.description_stems, DESCRIPTION_BOOST),
-        ]
-    }
-}
-
-/// BM25 statistics with one document frequency per term for the three searchable fields
-/// (BM25F-style): a term's IDF is the same in `title`, `attrs` and `description` (and in
-/// their stem fields), the largest of its three document frequencies (a lower bound of
-/// the offers holding it in any field, read without visiting a posting list). Field
-/// lengths stay per field.
-///
-/// Why: with per-field statistics a word common in attributes and rare in descriptions
-/// (a make: "Škoda") weighs more in a description, so an offer that only mentions the
-/// make there outranks one whose make it is. With one IDF the field weights (3/2/1)
-/// decide, as PROTOCOL.md §3 promises.
-struct SharedIdf<'a> {
-    searcher: &'a Searcher,
-    /// The shared document frequency of each looked-up term text.
-    doc_freq: HashMap<String, u64>,
-    /// The fields whose terms take the shared frequency.
-    fields: [Field; 6],
-}
-
-impl<'a> SharedIdf<'a> {
-    fn new(
-        searcher: &'a Searcher,
-        plain: &[(Field, Score); 3],
-        stems: &[(Field, Score); 3],
-        terms: &Analysed,
-    ) -> tantivy::Result<Self> {
-        let mut doc_freq = HashMap::new();
-        let texts =
-            terms.words.iter().map(|w| lookup_term(w)).chain(terms.phrases.iter().chain(&terms.rank_only).cloned());
-        for text in texts {
-            let fields = if text.starts_with(STEM_MARK) { stems } else { plain };
-            let mut df = 0;
-            for (field, _) in fields {
-                df = df.max(searcher.doc_freq(&Term::from_field_text(*field, &text))?);
-            }
-            doc_freq.insert(text, df);
-        }
-        let fields = [plain[0].0, plain[1].0, plain[2].0, stems[0].0, stems[1].0, stems[2].0];
-        Ok(Self { searcher, doc_freq, fields })
-    }
-}
-
-impl Bm25StatisticsProvider for SharedIdf<'_> {
-    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
-    }
-
-    fn total_num_docs(&self) -> tantivy::Result<u64> {
-        Bm25StatisticsProvider::total_num_docs(self.searcher)
-    }
-
-    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        let shared = if self.fields.contains(&term.field()) {
-            term.value().as_str().and_then(|t| self.doc_freq.get(t).copied())
-        } else {
-            None
-        };
-        match shared {
-            Some(df) => Ok(df),
-            None => self.searcher.doc_freq(term),
-        }
     }
 }

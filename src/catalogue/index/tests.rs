@@ -18,7 +18,7 @@ pub(crate) fn write_version_2_index(path: &Path, generation: u64, current_analys
             TextFieldIndexing::default().set_tokenizer(analyzer).set_index_option(record).set_fieldnorms(norms),
         )
     };
-    let searchable = || text(ANALYZER, IndexRecordOption::WithFreqs, true);
+    let searchable = || text("isto_match_v2", IndexRecordOption::WithFreqs, true);
     let id = b.add_text_field("id", STRING | STORED | FAST);
     b.add_text_field("category", STRING);
     b.add_text_field("country", STRING);
@@ -30,7 +30,7 @@ pub(crate) fn write_version_2_index(path: &Path, generation: u64, current_analys
     let published = b.add_i64_field("published", NumericOptions::default().set_fast());
     std::fs::create_dir_all(path).unwrap();
     let old = Index::create_in_dir(path, b.build()).unwrap();
-    old.tokenizers().register(ANALYZER, TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Searchable }));
+    old.tokenizers().register("isto_match_v2", TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Text }));
     old.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Terms }));
     let mut w: IndexWriter = old.writer(15_000_000).unwrap();
     let mut d = TantivyDocument::new();
@@ -182,13 +182,19 @@ fn equal_scores_go_by_price_in_the_default_currency() {
 fn a_word_weighs_the_same_in_every_field() {
     // "Škoda" is a make in three offers' attributes and appears in one description
     // (o2): with per-field IDF the rare description hit outweighed the attribute hit of
-    // o5 ("Sedan", make Škoda). With one IDF per word the field weights decide.
+    // o5 ("Sedan", make Škoda). With one field (one IDF per word) the field weights
+    // decide: title and attributes (o1, o3), then attributes (o5), then description.
     let ix = sample();
     let got = ix.search("skoda", None, None, 10).unwrap();
     let order: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(order[2..], ["o5", "o2"], "{got:?}");
+    assert!(got[1].1 > got[2].1, "title and attributes above attributes alone: {got:?}");
+    // Weights 2:1 as term frequencies 2 and 1 of equal length norms (the padding):
+    // BM25 gives (2 (k1 + 1) / (2 + k1)) / ((k1 + 1) / (1 + k1)) with k1 = 1.2.
     let (attribute, description) = (got[2].1, got[3].1);
-    assert!((attribute / description - 2.0).abs() < 0.01, "the field weights 2:1 decide: {got:?}");
+    let k1 = 1.2_f32;
+    let expected = (2.0 * (k1 + 1.0) / (2.0 + k1)) / ((k1 + 1.0) / (1.0 + k1));
+    assert!((attribute / description - expected).abs() < 0.01, "the field weights 2:1 decide: {got:?}");
 }
 
 #[test]
@@ -463,16 +469,24 @@ fn one_letter_names_rank_their_model_first() {
 }
 
 #[test]
-fn the_stem_token_stream_is_the_padded_stem_tokens() {
+fn the_text_field_weighs_title_3_attributes_2_description_1_and_is_padded() {
     use tantivy::tokenizer::{TokenStream as _, Tokenizer as _};
-    let mut t = IstoTokenizer { tokens: Tokens::Stems };
-    for text in ["", "Škoda Octavia Combi", &"Octavia kombi naftový ".repeat(20)] {
-        let mut stream = t.token_stream(text);
-        let mut got = Vec::new();
-        while stream.advance() {
-            got.push(stream.token().text.clone());
-        }
-        assert_eq!(got, analysis::stem_tokens(text), "{text:?}");
-        assert!(got.len() >= analysis::STEM_FIELD_PAD);
+    let count = |tokens: &[tantivy::tokenizer::Token], t: &str| tokens.iter().filter(|k| k.text == t).count();
+    let tokens = analysis::text_tokens("Škoda Octavia", &["Škoda", "kombi"], "Octavia, garážovaná");
+    assert_eq!(count(&tokens, "skoda"), 3 + 2, "title 3x, attribute 2x");
+    assert_eq!(count(&tokens, "octavia"), 3 + 1, "title 3x, description 1x");
+    assert_eq!(count(&tokens, "~octav"), 3 + 1, "with the stem forms");
+    assert_eq!(tokens.len(), analysis::TEXT_PAD, "padded");
+    assert!(tokens.iter().enumerate().all(|(i, t)| t.position == i));
+    let long = "Octavia kombi naftový ".repeat(60);
+    let tokens = analysis::text_tokens("", &[], &long);
+    assert!(tokens.len() > analysis::TEXT_PAD, "a longer text is not cut");
+    // The analyzer gives one text's tokens, weight 1, unpadded.
+    let mut t = IstoTokenizer { tokens: Tokens::Text };
+    let mut stream = t.token_stream(&long);
+    let mut got = Vec::new();
+    while stream.advance() {
+        got.push(stream.token().text.clone());
     }
+    assert_eq!(got, tokens.iter().map(|t| t.text.clone()).collect::<Vec<_>>());
 }
