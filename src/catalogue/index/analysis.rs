@@ -33,8 +33,7 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-/// The analyzer of `text` (written pre-tokenized by [`text_tokens`]; the analyzer gives
-/// the tokens of one text of weight 1, without padding).
+/// The analyzer of `text`: the tokens of a [`text_value`] (see [`text_tokens`]).
 pub const TEXT_ANALYZER: &str = "isto_text_v7";
 /// The mark of a stem form (a character folded text never holds in a token).
 pub const STEM_MARK: char = '~';
@@ -89,7 +88,7 @@ pub(super) fn analysis_fingerprint() -> &'static str {
             h.update([1]);
         }
         for t in text_tokens(probe, &[probe], probe) {
-            h.update(t.text.as_bytes());
+            h.update(t.as_bytes());
             h.update([2]);
         }
         h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
@@ -157,13 +156,17 @@ pub fn searchable_tokens(text: &str) -> Vec<String> {
     terms.into_iter().map(|t| t.text).chain(phrases).filter(|t| !is_stop_word(t)).collect()
 }
 
-/// The tokens of `text` of one text: each [`searchable_tokens`] token and its
-/// [`stem_forms`].
-fn weighted_tokens(text: &str, out: &mut Vec<String>) {
-    for t in searchable_tokens(text) {
-        stem_forms(&t, out);
-        out.push(t);
-    }
+/// The separator of the sections of a `text` value ([`text_value`]).
+const SECTION: char = '\u{1}';
+
+/// The one value of the field `text` of an offer: its title, attribute values and
+/// description as three sections ([`SECTION`] between them; a `SECTION` in the texts
+/// becomes a space, which gives the same tokens), read by the analyzer
+/// [`TEXT_ANALYZER`] (see the module docs).
+pub fn text_value(title: &str, attrs: &[&str], description: &str) -> String {
+    let clean = |t: &str| t.replace(SECTION, " ");
+    let attrs: Vec<String> = attrs.iter().map(|a| clean(a)).collect();
+    format!("{}{SECTION}{}{SECTION}{}", clean(title), attrs.join("\n"), clean(description))
 }
 
 /// The length the field `text` is padded to (see the module docs): about the tokens of
@@ -171,40 +174,24 @@ fn weighted_tokens(text: &str, out: &mut Vec<String>) {
 pub const TEXT_PAD: usize = 160;
 
 /// The tokens of the field `text` of an offer (see the module docs): those of the title
-/// 3 times, of each attribute value twice, of the description once, then `~` up to
-/// [`TEXT_PAD`] tokens.
-pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<Token> {
-    let mut one = Vec::new();
-    weighted_tokens(title, &mut one);
-    let mut texts: Vec<String> = Vec::with_capacity(3 * one.len() + TEXT_PAD);
-    for _ in 0..3 {
-        texts.extend(one.iter().cloned());
+/// 3 times, of the attribute values twice, of the description once, then `~` up to
+/// [`TEXT_PAD`] tokens (the analyzer's token stream of [`text_value`]).
+pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<String> {
+    let value = text_value(title, attrs, description);
+    let mut stream = IstoTokenizer { tokens: Tokens::Text }.token_stream(&value);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
     }
-    for a in attrs {
-        one.clear();
-        weighted_tokens(a, &mut one);
-        texts.extend(one.iter().cloned());
-        texts.append(&mut one);
-    }
-    weighted_tokens(description, &mut texts);
-    let pad = TEXT_PAD.saturating_sub(texts.len());
-    texts.extend(std::iter::repeat_n(STEM_MARK.to_string(), pad));
-    positioned(texts)
-}
-
-/// Tokens at positions 0, 1, ... (no offsets: nothing is highlighted).
-fn positioned(texts: Vec<String>) -> Vec<Token> {
-    texts
-        .into_iter()
-        .enumerate()
-        .map(|(position, text)| Token { offset_from: 0, offset_to: 0, position, text, position_length: 1 })
-        .collect()
+    out
 }
 
 /// What an [`IstoTokenizer`] emits.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Tokens {
-    /// The tokens of one text in `text`, weight 1, no padding (see [`text_tokens`]).
+    /// The tokens of a [`text_value`]: its sections' [`searchable_tokens`] and their
+    /// [`stem_forms`], weighted 3/2/1 and padded (see [`text_tokens`]). A text without
+    /// [`SECTION`]s counts as a title.
     Text,
     /// Exactly [`matching::text_terms`] (`terms`).
     Terms,
@@ -218,21 +205,64 @@ pub(super) struct IstoTokenizer {
     pub(super) tokens: Tokens,
 }
 
-/// The token stream of [`IstoTokenizer`].
+/// The token stream of [`IstoTokenizer`]: each distinct token text is made once and
+/// copied into the current token as often as its section's weight asks, then `pad`
+/// times `~` (no allocation per emitted token).
 pub(super) struct IstoTokenStream {
-    tokens: std::vec::IntoIter<Token>,
+    texts: Vec<String>,
+    /// The ranges of `texts` to emit, in order, each as often as its count.
+    runs: Vec<(std::ops::Range<usize>, usize)>,
+    /// The run being emitted, the next text in it and the repeats left after this one.
+    run: usize,
+    next: usize,
+    repeats: usize,
+    pad: usize,
     current: Token,
+}
+
+impl IstoTokenStream {
+    fn new(texts: Vec<String>, runs: Vec<(std::ops::Range<usize>, usize)>, pad: usize) -> Self {
+        let (next, repeats) = runs.first().map_or((0, 0), |(r, n)| (r.start, n.saturating_sub(1)));
+        let current = Token { position: usize::MAX, ..Token::default() };
+        Self { texts, runs, run: 0, next, repeats, pad, current }
+    }
+
+    /// Writes `text` into the current token at the next position.
+    fn emit(&mut self, i: Option<usize>) {
+        self.current.position = self.current.position.wrapping_add(1);
+        self.current.text.clear();
+        match i {
+            Some(i) => self.current.text.push_str(&self.texts[i]),
+            None => self.current.text.push(STEM_MARK),
+        }
+    }
 }
 
 impl TokenStream for IstoTokenStream {
     fn advance(&mut self) -> bool {
-        match self.tokens.next() {
-            Some(t) => {
-                self.current = t;
-                true
+        while let Some((range, _)) = self.runs.get(self.run) {
+            if self.next < range.end {
+                self.next += 1;
+                self.emit(Some(self.next - 1));
+                return true;
             }
-            None => false,
+            if self.repeats > 0 {
+                self.repeats -= 1;
+                self.next = range.start;
+                continue;
+            }
+            self.run += 1;
+            if let Some((r, n)) = self.runs.get(self.run) {
+                self.next = r.start;
+                self.repeats = n.saturating_sub(1);
+            }
         }
+        if self.pad > 0 {
+            self.pad -= 1;
+            self.emit(None);
+            return true;
+        }
+        false
     }
 
     fn token(&self) -> &Token {
@@ -249,10 +279,27 @@ impl Tokenizer for IstoTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
         let mut texts = Vec::new();
+        let mut runs = Vec::new();
         match self.tokens {
-            Tokens::Text => weighted_tokens(text, &mut texts),
-            Tokens::Terms => texts.extend(matching::text_terms(text)),
+            Tokens::Text => {
+                let mut emitted = 0;
+                for (section, weight) in text.splitn(3, SECTION).zip([3, 2, 1]) {
+                    let start = texts.len();
+                    for t in searchable_tokens(section) {
+                        stem_forms(&t, &mut texts);
+                        texts.push(t);
+                    }
+                    emitted += weight * (texts.len() - start);
+                    runs.push((start..texts.len(), weight));
+                }
+                let pad = TEXT_PAD.saturating_sub(emitted);
+                IstoTokenStream::new(texts, runs, pad)
+            }
+            Tokens::Terms => {
+                texts.extend(matching::text_terms(text));
+                runs.push((0..texts.len(), 1));
+                IstoTokenStream::new(texts, runs, 0)
+            }
         }
-        IstoTokenStream { tokens: positioned(texts).into_iter(), current: Token::default() }
     }
 }

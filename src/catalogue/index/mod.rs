@@ -39,7 +39,7 @@ use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, Te
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED, STRING,
 };
-use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
     DocAddress, DocId, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal,
     SegmentReader, TantivyDocument, TantivyError, Term,
@@ -89,7 +89,7 @@ struct Fields {
     country: Field,
     region: Field,
     /// The title, attributes and description, weighted 3/2/1, with their stem forms
-    /// (pre-tokenized by [`analysis::text_tokens`]).
+    /// (one value, [`analysis::text_value`]).
     text: Field,
     terms: Field,
     published: Field,
@@ -265,8 +265,7 @@ impl OfferIndex {
         for a in &attrs {
             d.add_text(f.terms, a);
         }
-        let tokens = analysis::text_tokens(&o.title, &attrs, &o.description);
-        d.add_pre_tokenized_text(f.text, PreTokenizedString { text: String::new(), tokens });
+        d.add_text(f.text, analysis::text_value(&o.title, &attrs, &o.description));
         d.add_i64(f.published, published);
         d.add_text(f.offer, serde_json::to_value(o)?.to_string());
         d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
