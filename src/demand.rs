@@ -97,17 +97,14 @@ impl Grid {
     /// The budgetBand label for a visible budget: by `budget.max` converted into the
     /// grid's currency with `settings`' rates; `"none"` without a max (or a rate) (tests).
     pub fn budget_band(&self, settings: &Settings, budget: Option<&Budget>) -> &str {
-        self.budget_index(settings, budget).map_or(NONE, |i| self.budget_bands[i].label.as_str())
+        let v = budget.and_then(|b| settings.to_default_currency(b.max?, &b.currency));
+        self.budget_index(v).map_or(NONE, |i| self.budget_bands[i].label.as_str())
     }
 
-    /// Index into [`Grid::budget_bands`]; `None` for the `"none"` band.
-    fn budget_index(&self, settings: &Settings, budget: Option<&Budget>) -> Option<usize> {
-        let b = budget?;
-        let max = b.max?;
-        let v = settings.to_default_currency(max, &b.currency)?;
-        if !v.is_finite() {
-            return None;
-        }
+    /// Index into [`Grid::budget_bands`] of a visible max in the default currency;
+    /// `None` for the `"none"` band (no max, no rate, not finite).
+    fn budget_index(&self, max: Option<f64>) -> Option<usize> {
+        let v = max.filter(|v| v.is_finite())?;
         // The last band whose lower bound is ≤ v (bands start at 0; v > 0).
         self.budget_bands.iter().rposition(|band| v >= band.low as f64).or(Some(0))
     }
@@ -259,7 +256,35 @@ struct Placement {
     pseudonymous: bool,
 }
 
-fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, times: &Times, now: OffsetDateTime) -> Placement {
+/// The exchange rates of one scan, the last currency's kept (the intents of a holder
+/// mostly share one): [`Settings::to_default_currency`] without a map lookup each.
+struct Rates<'a> {
+    settings: &'a Settings,
+    last: Option<(String, Option<f64>)>,
+}
+
+impl<'a> Rates<'a> {
+    fn new(settings: &'a Settings) -> Self {
+        Self { settings, last: None }
+    }
+
+    /// The visible max of `budget` in the default currency (`None`: no max, no rate).
+    fn max(&mut self, budget: Option<&Budget>) -> Option<f64> {
+        let b = budget?;
+        let max = b.max?;
+        let rate = match &self.last {
+            Some((c, rate)) if *c == b.currency => *rate,
+            _ => {
+                let rate = self.settings.to_default_currency(1.0, &b.currency);
+                self.last = Some((b.currency.clone(), rate));
+                rate
+            }
+        };
+        rate.map(|r| max * r)
+    }
+}
+
+fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, now: OffsetDateTime) -> Placement {
     let areas = if rec.area.regions.is_empty() {
         // Whole country: every region of it.
         gazetteer::all_regions()
@@ -273,7 +298,7 @@ fn place(grid: &Grid, settings: &Settings, rec: &IntentRecord, times: &Times, no
     let new = times.became_active > now - time::Duration::days(NEW_DAYS);
     Placement {
         areas,
-        budget: grid.budget_index(settings, rec.budget.as_ref()),
+        budget: grid.budget_index(rates.max(rec.budget.as_ref())),
         buy_by: buy_by_band(rec.buy_by.as_deref(), now.date()),
         new,
         pseudonymous: rec.visibility == Visibility::Pseudonymous,
@@ -334,6 +359,7 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
     let mut tally = Tally::default();
     let mut ids: HashMap<String, usize> = HashMap::new();
     let cell_key = crate::base::active::region_key(&cell.area);
+    let mut rates = Rates::new(settings);
     scan_active(base, category, now, |rec, times| {
         let in_area = if let Some(region) = times.region {
             Some(region) == cell_key
@@ -342,11 +368,15 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
         } else {
             rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))
         };
-        // The cheap test first: an intent of another area is placed no further.
-        if !in_area {
+        // The cheap tests first: an intent of another area, budget or buy-by band is
+        // placed no further.
+        if !in_area
+            || grid.budget_index(rates.max(rec.budget.as_ref())) != budget
+            || buy_by_band(rec.buy_by.as_deref(), now.date()) != *buy_by
+        {
             return;
         }
-        let p = place(&grid, settings, rec, times, now);
+        let p = place(&grid, &mut rates, rec, times, now);
         if p.budget == budget && p.buy_by == *buy_by && p.areas.contains(&area) {
             tally.add(&p, person_index(&mut ids, rec));
         }
@@ -440,8 +470,9 @@ fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<He
     let areas = grid.area.len();
     let mut tallies = vec![Tally::default(); BUY_BY_BANDS.len() * areas * budgets];
     let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut rates = Rates::new(settings);
     scan_active(base, category, now, |rec, times| {
-        let p = place(&grid, settings, rec, times, now);
+        let p = place(&grid, &mut rates, rec, times, now);
         let b = p.budget.unwrap_or(budgets - 1);
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
         let person = person_index(&mut ids, rec);

@@ -34,6 +34,8 @@ pub struct Times {
     pub became_active: OffsetDateTime,
     /// Whether the status is `active`.
     active: bool,
+    /// Whether its visibility is pseudonymous (open to sellers).
+    pub pseudonymous: bool,
     /// The category's key when it is one of the protocol's (`None`: read the record).
     pub category: Option<&'static str>,
     /// The area's only region, upper case, when it has exactly one of at most 8 bytes
@@ -60,6 +62,7 @@ impl Times {
             updated_at: rec.updated_at.at(),
             became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
             active: rec.status == Status::Active,
+            pseudonymous: rec.visibility == crate::protocol::Visibility::Pseudonymous,
             category: crate::protocol::category(&rec.category).map(|c| c.key),
             region,
         }
@@ -73,15 +76,29 @@ impl Times {
 
     /// Whether `rec` (whose facets these are) is of `category`.
     pub fn is_of(&self, rec: &IntentRecord, category: &str) -> bool {
-        match self.category {
-            Some(c) => c == category,
-            None => rec.category == category,
-        }
+        self.category_of(rec) == category
+    }
+
+    /// The category of `rec` (whose facets these are), read from it only when it is
+    /// not one of the protocol's.
+    pub fn category_of<'r>(&self, rec: &'r IntentRecord) -> &'r str {
+        self.category.unwrap_or(&rec.category)
     }
 }
 
 /// A record of the set with its parsed times.
 type Entry = (Arc<IntentRecord>, Times);
+
+/// The records of the set under a read lock ([`ActiveSet::read`]).
+#[derive(Clone, Copy)]
+pub struct Records<'a>(&'a HashMap<String, Entry>);
+
+impl<'a> Records<'a> {
+    /// Every record with its times, in no particular order.
+    pub fn iter(self) -> impl Iterator<Item = (&'a Arc<IntentRecord>, &'a Times)> {
+        self.0.values().map(|(r, t)| (r, t))
+    }
+}
 
 /// The records of the store's active set (see the module docs).
 #[derive(Default)]
@@ -128,11 +145,13 @@ impl ActiveSet {
         self.len() == 0
     }
 
-    /// The records for which `keep` holds, in no particular order, under one read lock
-    /// (writers wait for it: keep `keep` cheap).
-    pub fn filter(&self, mut keep: impl FnMut(&IntentRecord, &Times) -> bool) -> Vec<(Arc<IntentRecord>, Times)> {
+    /// Runs `f` on the records and their times under one read lock (writers wait for it:
+    /// keep `f` cheap), so that `f` may walk them more than once and see the same set:
+    /// a first walk over the times alone, a second that reads or keeps only the records
+    /// it needs.
+    pub fn read<T>(&self, f: impl FnOnce(Records<'_>) -> T) -> T {
         let g = self.records.read().unwrap_or_else(PoisonError::into_inner);
-        g.1.values().filter(|(r, t)| keep(r, t)).cloned().collect()
+        f(Records(&g.1))
     }
 
     /// Calls `each` with every record and its times, under one read lock, and returns

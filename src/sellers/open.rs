@@ -159,45 +159,68 @@ fn overlaps(a: &AreaObject, b: &AreaObject) -> bool {
             || a.regions.iter().any(|r| b.regions.iter().any(|s| s.eq_ignore_ascii_case(r))))
 }
 
+/// The last minute of the first page of `minutes` (the open intents' minute numbers,
+/// reordered here) at `limit`, and whether open intents are left after it; `None` when
+/// there are none. A page ends between two minutes, so that `since` skips nothing: it
+/// holds whole minutes of at most `limit` intents, or the whole first minute when that
+/// one alone holds more. Which intents a page holds depends on their minutes alone.
+fn page_end(minutes: &mut [i64], limit: usize) -> (Option<i64>, bool) {
+    if minutes.len() <= limit {
+        return (minutes.iter().max().copied(), false);
+    }
+    // The limit + 1 earliest first, the first limit of them in order.
+    minutes.select_nth_unstable(limit);
+    minutes[..limit].sort_unstable();
+    let edge = minutes[limit - 1];
+    let last = if minutes[limit] != edge {
+        edge
+    } else if minutes[0] == edge {
+        // The first minute alone is more than a page: the page is all of it.
+        edge
+    } else {
+        // The page ends before the minute that does not fit.
+        minutes[..limit].iter().rev().find(|m| **m != edge).copied().unwrap_or(edge)
+    };
+    let left = minutes.iter().any(|m| *m > last);
+    (Some(last), left)
+}
+
 /// The open intents for `profile`'s seller (see the module docs), oldest minute of
 /// change first, then by handle.
 pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Result<OpenPage> {
     let now = base.clock().now();
     let since = q.since.map(seller_minute);
     let since_number = since.map(|s| s.unix_timestamp().div_euclid(60));
-    // `open_to` on the active set in memory, its times parsed once.
-    let recs = base.active().filter(|rec, t| {
-        t.active_at(now)
-            && rec.visibility == crate::protocol::Visibility::Pseudonymous
-            && profile.serves(&rec.category, &rec.area)
-            && q.category.as_deref().is_none_or(|c| c == rec.category)
-            && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area))
-            && since_number.is_none_or(|s| t.updated_at.unix_timestamp().div_euclid(60) >= s)
-    });
-    // Sorted by the minute's number, the time itself kept for the page.
-    let mut by_minute: Vec<(i64, OffsetDateTime, Arc<IntentRecord>)> =
-        recs.into_iter().map(|(r, t)| (t.updated_at.unix_timestamp().div_euclid(60), t.updated_at, r)).collect();
-    by_minute.sort_by_key(|r| r.0);
+    // `open_to` on the active set in memory, from the facets kept beside each record
+    // first: the number of its minute (the page's order) when it is open to the seller.
+    let open = |rec: &IntentRecord, t: &crate::base::active::Times| -> Option<i64> {
+        let minute = t.updated_at.unix_timestamp().div_euclid(60);
+        let category = t.category_of(rec);
+        (t.active_at(now)
+            && t.pseudonymous
+            && since_number.is_none_or(|s| minute >= s)
+            && profile.serves(category, &rec.area)
+            && q.category.as_deref().is_none_or(|c| c == category)
+            && q.area.as_ref().is_none_or(|a| overlaps(a, &rec.area)))
+        .then_some(minute)
+    };
     let limit = q.limit.max(1);
-    let mut cut_short = false;
-    if by_minute.len() > limit {
-        // End the page between two minutes, so that `since` skips nothing. Which
-        // intents a page holds depends on their minutes alone, so the handles (the
-        // order within a minute) are made for the page's intents only.
-        let edge = by_minute[limit - 1].0;
-        let mut cut = limit;
-        if by_minute[limit].0 == edge {
-            cut = by_minute[..limit].iter().position(|r| r.0 == edge).unwrap_or(limit);
-            if cut == 0 {
-                cut = by_minute.iter().position(|r| r.0 != edge).unwrap_or(by_minute.len());
-            }
-        }
-        cut_short = cut < by_minute.len();
-        by_minute.truncate(cut);
-    }
+    // Where the page ends is found from the minutes alone; only the page's records are
+    // kept (a walk that kept every open record cost a cache miss for each).
+    let (page, cut_short) = base.active().read(|set| {
+        let mut minutes: Vec<i64> = set.iter().filter_map(|(r, t)| open(r, t)).collect();
+        let (last, cut_short) = page_end(&mut minutes, limit);
+        let page: Vec<(OffsetDateTime, Arc<IntentRecord>)> = set
+            .iter()
+            .filter(|(r, t)| open(r, t).is_some_and(|m| last.is_some_and(|last| m <= last)))
+            .map(|(r, t)| (t.updated_at, Arc::clone(r)))
+            .collect();
+        (page, cut_short)
+    });
+    // The handles (the order within a minute) are made for the page's intents only.
     let seller = &profile.seller_id;
     let mut keyed: Vec<(OffsetDateTime, String, Arc<IntentRecord>)> =
-        by_minute.into_iter().map(|(_, t, r)| (seller_minute(t), handle(base, seller, &r.id), r)).collect();
+        page.into_iter().map(|(t, r)| (seller_minute(t), handle(base, seller, &r.id), r)).collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let mut intents = Vec::with_capacity(keyed.len());
     for (changed_minute, id, rec) in keyed {
@@ -212,4 +235,22 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     }
     .map(clock::rfc3339);
     Ok(OpenPage { intents, next_since })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_end;
+
+    #[test]
+    fn a_page_ends_between_two_minutes() {
+        let end = |m: &[i64], limit: usize| page_end(&mut m.to_vec(), limit);
+        assert_eq!(end(&[], 3), (None, false));
+        assert_eq!(end(&[5, 1, 3], 3), (Some(5), false), "everything fits");
+        assert_eq!(end(&[4, 1, 2, 3], 3), (Some(3), true), "the first three minutes");
+        // Minute 2 does not fit whole: the page ends before it.
+        assert_eq!(end(&[2, 1, 2, 2, 3], 3), (Some(1), true));
+        // The first minute alone is more than a page: all of it.
+        assert_eq!(end(&[1, 1, 2, 1, 1], 3), (Some(1), true));
+        assert_eq!(end(&[1, 1, 1, 1], 3), (Some(1), false));
+    }
 }
