@@ -232,7 +232,9 @@ fn search(holder: &AppState, a: &SearchArgs) -> Result<Output, CallError> {
         .map(|j| serde_json::from_str(j))
         .collect::<Result<Vec<Value>, _>>()
         .map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
-    Ok(Output { structured: json!({"offers": arr}), text })
+    // Moved into the object: `json!` would serialize the whole tree into a copy.
+    let structured = Value::Object(serde_json::Map::from_iter([("offers".to_owned(), Value::Array(arr))]));
+    Ok(Output { structured, text })
 }
 
 /// The tool result of a call: a success only for an [`Output`] whose structured content
