@@ -2,7 +2,8 @@
 //! index a stopped `isto serve` left in its data directory, one thread, the same
 //! statements as the load, timed on the thread's CPU clock:
 //! - the floor: a plain tantivy BM25 top-10 OR query of the statement's words over the
-//!   title and the description (`OfferIndex::floor_search`);
+//!   index's one searchable field (title, attributes and description:
+//!   `OfferIndex::floor_search`);
 //! - isto's own search as the tool runs it: the best 20 current offers with their stored
 //!   JSON texts (`OfferIndex::search_offers`).
 //!
@@ -28,8 +29,8 @@ impl fmt::Display for InProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "search in-process over the same index, CPU per query: tantivy floor (plain BM25 top-10 OR over title \
-             and description) {:.1} µs; isto's search with its 20 stored offers {:.1} µs ({:.2}× the floor)",
+            "search in-process over the same index, CPU per query: tantivy floor (plain BM25 top-10 OR over the \
+             searchable field) {:.1} µs; isto's search with its 20 stored offers {:.1} µs ({:.2}× the floor)",
             self.floor_us,
             self.isto_us,
             self.isto_us / self.floor_us

@@ -91,6 +91,13 @@ impl Catalogue {
         Ok(idx)
     }
 
+    /// Whether the offer index is open and free to search, without waiting: a search that
+    /// would open (or wait for) it must not run in an async task (see
+    /// `crate::mcp::call_blocking`).
+    pub fn index_is_open(&self) -> bool {
+        self.index.try_lock().is_ok_and(|slot| slot.is_some())
+    }
+
     /// Opens the index and rebuilds it from the store when its generation lags.
     fn open_index(&self) -> Result<OfferIndex> {
         let idx = OfferIndex::open_priced(self.index_dir.as_deref(), &self.base.settings().rates)?;

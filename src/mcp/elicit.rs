@@ -331,11 +331,13 @@ pub async fn publish(
             request_span(context),
             from_request(context),
             request,
+            false,
             move |tool, _| finish(&h, &draft, action).unwrap_or_else(|e| failure(tool.name(), &e)),
         )
         .await;
     }
-    let response = call_blocking(Endpoint::Public, request_span(context), from_request(context), request, run).await?;
+    let response =
+        call_blocking(Endpoint::Public, request_span(context), from_request(context), request, false, run).await?;
     let CallToolResponse::Complete(result) = &response else { return Ok(response) };
     let lifetime =
         time::Duration::seconds(holder.base.settings().limits.request_state_secs.try_into().unwrap_or(i64::MAX));

@@ -132,9 +132,15 @@ impl IstoServer {
                 .await;
             }
         }
-        call_blocking(endpoint, request_span(&context), from_request(&context), request, move |tool, args| {
-            handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args)
-        })
+        let index_open = holder.catalogue.index_is_open();
+        call_blocking(
+            endpoint,
+            request_span(&context),
+            from_request(&context),
+            request,
+            index_open,
+            move |tool, args| handlers::run(&holder, endpoint, grant.as_ref(), client, tool, args),
+        )
         .await
     }
 }
@@ -260,16 +266,38 @@ fn charged<T>(charge: Option<&Charge>, run: impl FnOnce() -> T) -> T {
 /// (reading the thread's CPU clock twice was 1.6 % of such a call's CPU).
 const INLINE_TOOLS: &[ToolId] = &[ToolId::GetIntent];
 
+/// The longest statement of a catalogue search that [`call_blocking`] runs in the calling
+/// task, bytes (about six words: each one term lookup over the offer index, a few hundred
+/// microseconds at most at 10^5 offers); see [`inline_search`].
+const INLINE_SEARCH_BYTES: usize = 48;
+
+/// Whether `intent_search_offers` with `args` is short enough to run in the calling task
+/// (its CPU time still charged): a statement of at most [`INLINE_SEARCH_BYTES`] with a
+/// letter or digit, no `area` or `category` (a filter without words lists all of its
+/// offers), and a `limit` of at most 20. Handing a search to a blocking thread and back
+/// cost about a seventh of its CPU in a profile of the load benchmark; longer or filtered
+/// searches still go there, so that no client-chosen cost holds up a worker.
+fn inline_search(args: &Value) -> bool {
+    let short = |s: &str| s.len() <= INLINE_SEARCH_BYTES && s.chars().any(char::is_alphanumeric);
+    args.get("statement").and_then(Value::as_str).is_some_and(short)
+        && args.get("area").is_none()
+        && args.get("category").is_none()
+        && args.get("limit").is_none_or(|l| l.as_u64().is_some_and(|n| n <= 20))
+}
+
 /// Runs a `tools/call` for one endpoint: a name that is not one of `endpoint`'s tools
 /// is a JSON-RPC invalid-params error; otherwise `run` (blocking: store I/O) gets the
 /// tool and the arguments on a blocking thread (in the calling task for
-/// [`INLINE_TOOLS`]), inside `span` so that what it logs carries the request id, its CPU
-/// time charged to `charge` (not for [`INLINE_TOOLS`]).
+/// [`INLINE_TOOLS`], and for short searches, [`inline_search`], when the offer index is
+/// open, `index_open`), inside `span` so that what it
+/// logs carries the request id, its CPU time charged to `charge` (not for
+/// [`INLINE_TOOLS`]).
 pub(crate) async fn call_blocking(
     endpoint: Endpoint,
     span: tracing::Span,
     charge: Option<Charge>,
     request: CallToolRequestParams,
+    index_open: bool,
     run: impl FnOnce(ToolId, &Value) -> CallToolResult + Send + 'static,
 ) -> Result<CallToolResponse, McpError> {
     use crate::telemetry::{tool_call, ToolOutcome, OTHER};
@@ -282,6 +310,8 @@ pub(crate) async fn call_blocking(
     let args = Value::Object(request.arguments.unwrap_or_default());
     let out = if INLINE_TOOLS.contains(&tool) {
         span.in_scope(|| run(tool, &args))
+    } else if tool == ToolId::SearchOffers && index_open && inline_search(&args) {
+        span.in_scope(|| charged(charge.as_ref(), || run(tool, &args)))
     } else {
         tokio::task::spawn_blocking(move || span.in_scope(|| charged(charge.as_ref(), || run(tool, &args))))
             .await
@@ -378,6 +408,19 @@ mod tests {
         let v = serde_json::to_value(r).unwrap();
         assert_eq!(v["isError"], true, "{v}");
         v["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn only_short_unfiltered_searches_run_inline() {
+        use serde_json::json;
+        assert!(inline_search(&json!({"statement": "škoda octavia"})));
+        assert!(inline_search(&json!({"statement": "toyota corolla automat", "limit": 20})));
+        assert!(!inline_search(&json!({"statement": "toyota", "limit": 21})), "a longer answer");
+        assert!(!inline_search(&json!({"statement": "x".repeat(INLINE_SEARCH_BYTES + 1)})), "a longer statement");
+        assert!(!inline_search(&json!({"statement": "a do", "category": "vehicles"})), "a filter lists its offers");
+        assert!(!inline_search(&json!({"statement": "byt", "area": {"country": "SK"}})));
+        assert!(!inline_search(&json!({"statement": " ,. "})), "no word");
+        assert!(!inline_search(&json!({"limit": 5})), "no statement");
     }
 
     #[test]
