@@ -44,7 +44,7 @@ use crate::clock;
 use crate::config::Settings;
 use crate::gazetteer;
 use crate::protocol::input::{Fields, InputError};
-use crate::protocol::{Budget, Visibility, CATEGORIES};
+use crate::protocol::{Visibility, CATEGORIES};
 use crate::records::IntentRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -96,7 +96,7 @@ impl Grid {
     #[cfg(test)]
     /// The budgetBand label for a visible budget: by `budget.max` converted into the
     /// grid's currency with `settings`' rates; `"none"` without a max (or a rate) (tests).
-    pub fn budget_band(&self, settings: &Settings, budget: Option<&Budget>) -> &str {
+    pub fn budget_band(&self, settings: &Settings, budget: Option<&crate::protocol::Budget>) -> &str {
         let v = budget.and_then(|b| settings.to_default_currency(b.max?, &b.currency));
         self.budget_index(v).map_or(NONE, |i| self.budget_bands[i].label.as_str())
     }
@@ -257,10 +257,11 @@ struct Placement {
 }
 
 /// The exchange rates of one scan, the last currency's kept (the intents of a holder
-/// mostly share one): [`Settings::to_default_currency`] without a map lookup each.
+/// mostly share one): [`Settings::to_default_currency`] without a map lookup, and
+/// without reading the record, for each intent.
 struct Rates<'a> {
     settings: &'a Settings,
-    last: Option<(String, Option<f64>)>,
+    last: Option<([u8; 8], Option<f64>)>,
 }
 
 impl<'a> Rates<'a> {
@@ -268,15 +269,17 @@ impl<'a> Rates<'a> {
         Self { settings, last: None }
     }
 
-    /// The visible max of `budget` in the default currency (`None`: no max, no rate).
-    fn max(&mut self, budget: Option<&Budget>) -> Option<f64> {
-        let b = budget?;
-        let max = b.max?;
-        let rate = match &self.last {
-            Some((c, rate)) if *c == b.currency => *rate,
-            _ => {
-                let rate = self.settings.to_default_currency(1.0, &b.currency);
-                self.last = Some((b.currency.clone(), rate));
+    /// The visible max of `rec`'s budget in the default currency (`None`: no max, no
+    /// rate), from its facets `t`; the record is read only for a currency not seen last.
+    fn max(&mut self, rec: &IntentRecord, t: &Times) -> Option<f64> {
+        let max = t.budget_max?;
+        let rate = match (&self.last, t.currency) {
+            (Some((last, rate)), Some(key)) if *last == key => *rate,
+            (_, key) => {
+                let rate = self.settings.to_default_currency(1.0, &rec.budget.as_ref()?.currency);
+                if let Some(key) = key {
+                    self.last = Some((key, rate));
+                }
                 rate
             }
         };
@@ -298,7 +301,7 @@ fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, now:
     let new = times.became_active > now - time::Duration::days(NEW_DAYS);
     Placement {
         areas,
-        budget: grid.budget_index(rates.max(rec.budget.as_ref())),
+        budget: grid.budget_index(rates.max(rec, times)),
         buy_by: buy_by_band(rec.buy_by.as_deref(), now.date()),
         new,
         pseudonymous: rec.visibility == Visibility::Pseudonymous,
@@ -371,7 +374,7 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
         // The cheap tests first: an intent of another area, budget or buy-by band is
         // placed no further.
         if !in_area
-            || grid.budget_index(rates.max(rec.budget.as_ref())) != budget
+            || grid.budget_index(rates.max(rec, times)) != budget
             || buy_by_band(rec.buy_by.as_deref(), now.date()) != *buy_by
         {
             return;
@@ -559,6 +562,7 @@ pub fn parse_request(settings: &Settings, args: &Value) -> Result<(String, Cell)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Budget;
 
     fn d(s: &str) -> Date {
         clock::parse_date(s).unwrap()

@@ -24,7 +24,7 @@ type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
 /// it entered (a change of the record puts it again). Kept beside the record, so that a
 /// scan of 20 000 intents reads the record only of those that pass (the demand cell of
 /// one area: reading every record cost a few cache misses each, 5 ms in all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Times {
     /// `validUntil`.
     pub valid_until: OffsetDateTime,
@@ -36,6 +36,11 @@ pub struct Times {
     active: bool,
     /// Whether its visibility is pseudonymous (open to sellers).
     pub pseudonymous: bool,
+    /// The budget's visible `max` (`None`: no budget or no max).
+    pub budget_max: Option<f64>,
+    /// The budget's currency as [`region_key`] writes it (`None`: no budget, or a longer
+    /// code: read the record).
+    pub currency: Option<[u8; 8]>,
     /// The category's key when it is one of the protocol's (`None`: read the record).
     pub category: Option<&'static str>,
     /// The area's only region, upper case, when it has exactly one of at most 8 bytes
@@ -43,7 +48,8 @@ pub struct Times {
     pub region: Option<[u8; 8]>,
 }
 
-/// `code` upper case in 8 bytes, zero-padded; `None` when longer.
+/// `code` upper case in 8 bytes, zero-padded; `None` when longer (a region or a currency
+/// code).
 pub fn region_key(code: &str) -> Option<[u8; 8]> {
     let mut key = [0u8; 8];
     key.get_mut(..code.len())?.copy_from_slice(code.as_bytes());
@@ -63,6 +69,8 @@ impl Times {
             became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
             active: rec.status == Status::Active,
             pseudonymous: rec.visibility == crate::protocol::Visibility::Pseudonymous,
+            budget_max: rec.budget.as_ref().and_then(|b| b.max),
+            currency: rec.budget.as_ref().and_then(|b| region_key(&b.currency)),
             category: crate::protocol::category(&rec.category).map(|c| c.key),
             region,
         }
