@@ -1,4 +1,4 @@
-//! The text analysis of the offer index: the analyzers of the searchable fields and of
+//! The text analysis of the offer index: the analyzers of the searchable field `text` and of
 //! `terms`, and the fingerprint of that analysis stored with each commit, so that an
 //! index written with other analysis is rebuilt.
 //!
