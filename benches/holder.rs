@@ -399,10 +399,8 @@ fn search_times(h: &AppState, what: &str, statements: &[String], category: Optio
         for s in statements {
             let t = Instant::now();
             let offers = isto::catalogue::search_json(&idx, &h.base, s, None, category, 20).expect("search");
-            let text = format!("[{}]", offers.join(","));
-            let arr: Vec<serde_json::Value> = offers.iter().map(|j| serde_json::from_str(j).expect("json")).collect();
-            let structured = serde_json::json!({ "offers": arr });
-            std::hint::black_box((&structured, &text));
+            // The tool's answer from them (`mcp::handlers::search`).
+            std::hint::black_box(isto::catalogue::search_answer(&offers).expect("json"));
             new.push(t.elapsed());
             found += offers.len();
 

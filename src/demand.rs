@@ -44,7 +44,7 @@ use crate::clock;
 use crate::config::Settings;
 use crate::gazetteer;
 use crate::protocol::input::{Fields, InputError};
-use crate::protocol::{Visibility, CATEGORIES};
+use crate::protocol::CATEGORIES;
 use crate::records::IntentRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -297,15 +297,19 @@ fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, now:
     } else {
         rec.area.regions.iter().filter_map(|r| grid.area_index(&r.to_ascii_uppercase())).collect()
     };
-    // An unreadable time is the epoch here (never new), as it was never new before.
-    let new = times.became_active > now - time::Duration::days(NEW_DAYS);
     Placement {
         areas,
         budget: grid.budget_index(rates.max(rec, times)),
         buy_by: buy_by_band(rec.buy_by.as_deref(), now.date()),
-        new,
-        pseudonymous: rec.visibility == Visibility::Pseudonymous,
+        new: is_new(times, now),
+        pseudonymous: times.pseudonymous,
     }
+}
+
+/// Whether the intent became active within the last [`NEW_DAYS`] days (an unreadable
+/// time is the epoch here: never new, as it was never new before).
+fn is_new(times: &Times, now: OffsetDateTime) -> bool {
+    times.became_active > now - time::Duration::days(NEW_DAYS)
 }
 
 /// The small index of `rec`'s person key in `ids` (a new one for a key not seen yet);
@@ -354,14 +358,14 @@ pub fn summary(base: &Base, category: &str, cell: &Cell) -> Result<DemandAnswer,
 fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> Option<Counts> {
     let settings = &base.settings();
     let grid = grid(settings, category);
-    let area = grid.area_index(&cell.area)?;
+    grid.area_index(&cell.area)?;
     let budget = grid.budget_labels().iter().position(|l| *l == cell.budget_band)?;
     let budget = (budget < grid.budget_bands.len()).then_some(budget);
     let buy_by = BUY_BY_BANDS.iter().find(|b| **b == cell.buy_by_band)?;
     let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
     let mut tally = Tally::default();
     let mut ids: HashMap<String, usize> = HashMap::new();
-    let cell_key = crate::base::active::region_key(&cell.area);
+    let cell_key = crate::base::active::code_key(&cell.area);
     let mut rates = Rates::new(settings);
     scan_active(base, category, now, |rec, times| {
         let in_area = if let Some(region) = times.region {
@@ -371,17 +375,13 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
         } else {
             rec.area.regions.iter().any(|r| r.eq_ignore_ascii_case(&cell.area))
         };
-        // The cheap tests first: an intent of another area, budget or buy-by band is
-        // placed no further.
-        if !in_area
-            || grid.budget_index(rates.max(rec, times)) != budget
-            || buy_by_band(rec.buy_by.as_deref(), now.date()) != *buy_by
+        // `in_area` holds exactly when `place` would put the intent in the cell's area;
+        // budget and buy-by band as `place` finds them.
+        if in_area
+            && grid.budget_index(rates.max(rec, times)) == budget
+            && buy_by_band(rec.buy_by.as_deref(), now.date()) == *buy_by
         {
-            return;
-        }
-        let p = place(&grid, &mut rates, rec, times, now);
-        if p.budget == budget && p.buy_by == *buy_by && p.areas.contains(&area) {
-            tally.add(&p, person_index(&mut ids, rec));
+            tally.add(is_new(times, now), times.pseudonymous, person_index(&mut ids, rec));
         }
     });
     tally.shown(settings.demand_k)
@@ -431,12 +431,14 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, p: &Placement, person: Option<usize>) {
+    /// Counts an intent, new within [`NEW_DAYS`] or not, pseudonymous or not, of
+    /// `person` (its index, see [`person_index`]).
+    fn add(&mut self, new: bool, pseudonymous: bool, person: Option<usize>) {
         self.intents += 1;
-        self.new += u64::from(p.new);
-        self.pseudonymous += u64::from(p.pseudonymous);
+        self.new += u64::from(new);
+        self.pseudonymous += u64::from(pseudonymous);
         if let Some(x) = person {
-            for (i, part) in [true, p.new, !p.new, p.pseudonymous, !p.pseudonymous].into_iter().enumerate() {
+            for (i, part) in [true, new, !new, pseudonymous, !pseudonymous].into_iter().enumerate() {
                 if part {
                     self.people[i].insert(x);
                 }
@@ -480,7 +482,7 @@ fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<He
         let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
         let person = person_index(&mut ids, rec);
         for &a in &p.areas {
-            tallies[(y * areas + a) * budgets + b].add(&p, person);
+            tallies[(y * areas + a) * budgets + b].add(p.new, p.pseudonymous, person);
         }
     });
     let labels = grid.budget_labels();

@@ -38,7 +38,7 @@ pub struct Times {
     pub pseudonymous: bool,
     /// The budget's visible `max` (`None`: no budget or no max).
     pub budget_max: Option<f64>,
-    /// The budget's currency as [`region_key`] writes it (`None`: no budget, or a longer
+    /// The budget's currency as [`code_key`] writes it (`None`: no budget, or a longer
     /// code: read the record).
     pub currency: Option<[u8; 8]>,
     /// The category's key when it is one of the protocol's (`None`: read the record).
@@ -50,7 +50,7 @@ pub struct Times {
 
 /// `code` upper case in 8 bytes, zero-padded; `None` when longer (a region or a currency
 /// code).
-pub fn region_key(code: &str) -> Option<[u8; 8]> {
+pub fn code_key(code: &str) -> Option<[u8; 8]> {
     let mut key = [0u8; 8];
     key.get_mut(..code.len())?.copy_from_slice(code.as_bytes());
     key.make_ascii_uppercase();
@@ -60,7 +60,7 @@ pub fn region_key(code: &str) -> Option<[u8; 8]> {
 impl Times {
     fn of(rec: &IntentRecord) -> Self {
         let region = match rec.area.regions.as_slice() {
-            [one] => region_key(one),
+            [one] => code_key(one),
             _ => None,
         };
         Self {
@@ -70,7 +70,7 @@ impl Times {
             active: rec.status == Status::Active,
             pseudonymous: rec.visibility == crate::protocol::Visibility::Pseudonymous,
             budget_max: rec.budget.as_ref().and_then(|b| b.max),
-            currency: rec.budget.as_ref().and_then(|b| region_key(&b.currency)),
+            currency: rec.budget.as_ref().and_then(|b| code_key(&b.currency)),
             category: crate::protocol::category(&rec.category).map(|c| c.key),
             region,
         }
@@ -154,9 +154,8 @@ impl ActiveSet {
     }
 
     /// Runs `f` on the records and their times under one read lock (writers wait for it:
-    /// keep `f` cheap), so that `f` may walk them more than once and see the same set:
-    /// a first walk over the times alone, a second that reads or keeps only the records
-    /// it needs.
+    /// keep `f` cheap), so that `f` may hold references into the set while it decides
+    /// which records to keep (cloning an `Arc` touches the record's memory).
     pub fn read<T>(&self, f: impl FnOnce(Records<'_>) -> T) -> T {
         let g = self.records.read().unwrap_or_else(PoisonError::into_inner);
         f(Records(&g.1))

@@ -21,9 +21,9 @@ mod search;
 mod service;
 
 pub use reader::{read_file, CatalogueError, Format, RawRow, RowError, RowReader, CSV_COLUMNS, MAX_LINE_BYTES};
-pub use search::search_json;
 #[cfg(any(test, feature = "testkit"))]
 pub use search::search_with;
+pub use search::{search_answer, search_json};
 pub use service::{Catalogue, IndexStatus};
 
 use crate::clock;

@@ -224,16 +224,8 @@ fn search(holder: &AppState, a: &SearchArgs) -> Result<Output, CallError> {
     let index = holder.catalogue.offer_index()?;
     let offers =
         crate::catalogue::search_json(&index, &holder.base, &a.statement, a.area.as_ref(), a.category, a.limit)?;
-    // The stored JSON texts are `to_value(&offer).to_string()`: joined, they are the text
-    // of the array byte for byte; parsed once, its structured value.
-    let text = format!("[{}]", offers.join(","));
-    let arr = offers
-        .iter()
-        .map(|j| serde_json::from_str(j))
-        .collect::<Result<Vec<Value>, _>>()
-        .map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
-    // Moved into the object: `json!` would serialize the whole tree into a copy.
-    let structured = Value::Object(serde_json::Map::from_iter([("offers".to_owned(), Value::Array(arr))]));
+    let (structured, text) =
+        crate::catalogue::search_answer(&offers).map_err(|e| ServiceError::Index(format!("stored offer: {e}")))?;
     Ok(Output { structured, text })
 }
 

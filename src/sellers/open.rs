@@ -208,12 +208,14 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     // Where the page ends is found from the minutes alone; only the page's records are
     // kept (a walk that kept every open record cost a cache miss for each).
     let (page, cut_short) = base.active().read(|set| {
-        let mut minutes: Vec<i64> = set.iter().filter_map(|(r, t)| open(r, t)).collect();
+        let open: Vec<(i64, &Arc<IntentRecord>, &OffsetDateTime)> =
+            set.iter().filter_map(|(r, t)| Some((open(r, t)?, r, &t.updated_at))).collect();
+        let mut minutes: Vec<i64> = open.iter().map(|o| o.0).collect();
         let (last, cut_short) = page_end(&mut minutes, limit);
-        let page: Vec<(OffsetDateTime, Arc<IntentRecord>)> = set
-            .iter()
-            .filter(|(r, t)| open(r, t).is_some_and(|m| last.is_some_and(|last| m <= last)))
-            .map(|(r, t)| (t.updated_at, Arc::clone(r)))
+        let page: Vec<(OffsetDateTime, Arc<IntentRecord>)> = open
+            .into_iter()
+            .filter(|(m, _, _)| last.is_some_and(|last| *m <= last))
+            .map(|(_, r, t)| (*t, Arc::clone(r)))
             .collect();
         (page, cut_short)
     });

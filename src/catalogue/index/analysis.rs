@@ -156,6 +156,9 @@ pub fn searchable_tokens(text: &str) -> Vec<String> {
     terms.into_iter().map(|t| t.text).chain(phrases).filter(|t| !is_stop_word(t)).collect()
 }
 
+/// The padding token of `text`: [`STEM_MARK`] alone, which no statement looks up.
+const PAD_TOKEN: &str = "~";
+
 /// The separator of the sections of a `text` value ([`text_value`]).
 const SECTION: char = '\u{1}';
 
@@ -164,9 +167,22 @@ const SECTION: char = '\u{1}';
 /// becomes a space, which gives the same tokens), read by the analyzer
 /// [`TEXT_ANALYZER`] (see the module docs).
 pub fn text_value(title: &str, attrs: &[&str], description: &str) -> String {
-    let clean = |t: &str| t.replace(SECTION, " ");
-    let attrs: Vec<String> = attrs.iter().map(|a| clean(a)).collect();
-    format!("{}{SECTION}{}{SECTION}{}", clean(title), attrs.join("\n"), clean(description))
+    fn push(out: &mut String, t: &str) {
+        out.extend(t.chars().map(|c| if c == SECTION { ' ' } else { c }));
+    }
+    let mut out =
+        String::with_capacity(title.len() + description.len() + attrs.iter().map(|a| a.len() + 1).sum::<usize>() + 2);
+    push(&mut out, title);
+    out.push(SECTION);
+    for (i, a) in attrs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        push(&mut out, a);
+    }
+    out.push(SECTION);
+    push(&mut out, description);
+    out
 }
 
 /// The length the field `text` is padded to (see the module docs): about the tokens of
@@ -206,63 +222,37 @@ pub(super) struct IstoTokenizer {
 }
 
 /// The token stream of [`IstoTokenizer`]: each distinct token text is made once and
-/// copied into the current token as often as its section's weight asks, then `pad`
-/// times `~` (no allocation per emitted token).
+/// copied into the current token in `order` (a section's texts as often as its weight
+/// asks), then `pad` times `~` (no allocation per emitted token).
 pub(super) struct IstoTokenStream {
     texts: Vec<String>,
-    /// The ranges of `texts` to emit, in order, each as often as its count.
-    runs: Vec<(std::ops::Range<usize>, usize)>,
-    /// The run being emitted, the next text in it and the repeats left after this one.
-    run: usize,
-    next: usize,
-    repeats: usize,
+    /// Indices into `texts`, in emission order.
+    order: std::vec::IntoIter<usize>,
     pad: usize,
     current: Token,
 }
 
 impl IstoTokenStream {
-    fn new(texts: Vec<String>, runs: Vec<(std::ops::Range<usize>, usize)>, pad: usize) -> Self {
-        let (next, repeats) = runs.first().map_or((0, 0), |(r, n)| (r.start, n.saturating_sub(1)));
+    fn new(texts: Vec<String>, order: Vec<usize>, pad: usize) -> Self {
         let current = Token { position: usize::MAX, ..Token::default() };
-        Self { texts, runs, run: 0, next, repeats, pad, current }
-    }
-
-    /// Writes `text` into the current token at the next position.
-    fn emit(&mut self, i: Option<usize>) {
-        self.current.position = self.current.position.wrapping_add(1);
-        self.current.text.clear();
-        match i {
-            Some(i) => self.current.text.push_str(&self.texts[i]),
-            None => self.current.text.push(STEM_MARK),
-        }
+        Self { texts, order: order.into_iter(), pad, current }
     }
 }
 
 impl TokenStream for IstoTokenStream {
     fn advance(&mut self) -> bool {
-        while let Some((range, _)) = self.runs.get(self.run) {
-            if self.next < range.end {
-                self.next += 1;
-                self.emit(Some(self.next - 1));
-                return true;
+        let text = match self.order.next() {
+            Some(i) => self.texts[i].as_str(),
+            None if self.pad > 0 => {
+                self.pad -= 1;
+                PAD_TOKEN
             }
-            if self.repeats > 0 {
-                self.repeats -= 1;
-                self.next = range.start;
-                continue;
-            }
-            self.run += 1;
-            if let Some((r, n)) = self.runs.get(self.run) {
-                self.next = r.start;
-                self.repeats = n.saturating_sub(1);
-            }
-        }
-        if self.pad > 0 {
-            self.pad -= 1;
-            self.emit(None);
-            return true;
-        }
-        false
+            None => return false,
+        };
+        self.current.position = self.current.position.wrapping_add(1);
+        self.current.text.clear();
+        self.current.text.push_str(text);
+        true
     }
 
     fn token(&self) -> &Token {
@@ -279,26 +269,26 @@ impl Tokenizer for IstoTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
         let mut texts = Vec::new();
-        let mut runs = Vec::new();
         match self.tokens {
             Tokens::Text => {
-                let mut emitted = 0;
+                let mut order = Vec::new();
                 for (section, weight) in text.splitn(3, SECTION).zip([3, 2, 1]) {
                     let start = texts.len();
                     for t in searchable_tokens(section) {
                         stem_forms(&t, &mut texts);
                         texts.push(t);
                     }
-                    emitted += weight * (texts.len() - start);
-                    runs.push((start..texts.len(), weight));
+                    for _ in 0..weight {
+                        order.extend(start..texts.len());
+                    }
                 }
-                let pad = TEXT_PAD.saturating_sub(emitted);
-                IstoTokenStream::new(texts, runs, pad)
+                let pad = TEXT_PAD.saturating_sub(order.len());
+                IstoTokenStream::new(texts, order, pad)
             }
             Tokens::Terms => {
                 texts.extend(matching::text_terms(text));
-                runs.push((0..texts.len(), 1));
-                IstoTokenStream::new(texts, runs, 0)
+                let order = (0..texts.len()).collect();
+                IstoTokenStream::new(texts, order, 0)
             }
         }
     }
