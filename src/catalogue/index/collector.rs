@@ -38,14 +38,20 @@ pub(super) struct Hit<K> {
 
 impl<K: Ord> Eq for Hit<K> {}
 
-impl<K: Ord> Ord for Hit<K> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+impl<K> Hit<K> {
+    /// The order of [`Hit`] without the key: score, then publication time, then price.
+    fn rank_cmp(&self, other: &Self) -> std::cmp::Ordering {
         other
             .score
             .total_cmp(&self.score)
             .then(other.published.cmp(&self.published))
             .then(self.price.total_cmp(&other.price))
-            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+impl<K: Ord> Ord for Hit<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank_cmp(other).then_with(|| self.key.cmp(&other.key))
     }
 }
 
@@ -344,7 +350,22 @@ impl TopIdsSegment {
 impl SegmentCollector for TopIdsSegment {
     type Fruit = SegmentHits;
 
+    /// Reads a document's columns only as far as it may still enter: once `limit` hits are
+    /// kept, a document that ties the worst kept on score (the common case: offers with
+    /// the same words score the same) and loses on publication time or price is
+    /// dropped before its validity and its id are read.
     fn collect(&mut self, doc: DocId, score: Score) {
+        let score = on_grid(score);
+        let worst = if self.heap.len() < self.limit { None } else { self.heap.peek() };
+        if worst.is_some_and(|w| score < w.score) {
+            return;
+        }
+        let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
+        let price = self.price.first(doc).unwrap_or(f64::MAX);
+        let probe = Hit { score, published, price, key: 0, address: DocAddress::new(self.segment, doc) };
+        if worst.is_some_and(|w| probe.rank_cmp(w).is_gt()) {
+            return;
+        }
         if !self.filter.as_ref().is_some_and(|f| f.passes(doc)) {
             return;
         }
@@ -353,11 +374,8 @@ impl SegmentCollector for TopIdsSegment {
                 return;
             }
         }
-        let Some(ord) = self.ids.ords().first(doc) else { return };
-        let score = on_grid(score);
-        let published = self.published.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
-        let price = self.price.first(doc).unwrap_or(f64::MAX);
-        let hit = Hit { score, published, price, key: ord, address: DocAddress::new(self.segment, doc) };
+        let Some(key) = self.ids.ords().first(doc) else { return };
+        let hit = Hit { key, ..probe };
         if self.heap.len() < self.limit {
             self.heap.push(hit);
         } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
