@@ -132,7 +132,8 @@ impl IstoServer {
                 .await;
             }
         }
-        let index_open = holder.catalogue.index_is_open();
+        // Only a search may run inline on an open index (no lock tried for other tools).
+        let index_open = request.name == ToolId::SearchOffers.name() && holder.catalogue.index_is_open();
         call_blocking(
             endpoint,
             request_span(&context),
