@@ -54,7 +54,9 @@ pub use writer::REFRESH_LAG;
 /// analyzer names make such an index another schema, wiped and rebuilt at open).
 /// 7: one searchable field `text` instead of three and their three stem fields (see
 /// [`analysis`]).
-pub const INDEX_VERSION: u32 = 7;
+/// 8: segments in ascending price order ([`settings`]), the id no longer stored (it is
+/// read from its fast field).
+pub const INDEX_VERSION: u32 = 8;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
 /// segments and no merge (a search visits each segment).
@@ -110,7 +112,7 @@ fn schema() -> (Schema, Fields) {
         )
     };
     let f = Fields {
-        id: b.add_text_field("id", STRING | STORED | FAST),
+        id: b.add_text_field("id", STRING | FAST),
         category: b.add_text_field("category", STRING | FAST),
         country: b.add_text_field("country", STRING | FAST),
         region: b.add_text_field("region", STRING | FAST),
@@ -145,13 +147,22 @@ fn nanos(t: OffsetDateTime) -> i64 {
 
 /// Settings of a new index: the document store (read for every search hit) uncompressed
 /// in 4 KiB blocks: reading a hit's offer costs about a third of what tantivy's default
-/// LZ4 blocks of 16 KiB cost, for about 1 KB per offer on disk.
+/// LZ4 blocks of 16 KiB cost, for about 1 KB per offer on disk. Each segment's documents
+/// are in ascending price order ([`price_order`]).
 fn settings() -> IndexSettings {
     IndexSettings {
         docstore_compression: tantivy::store::Compressor::None,
         docstore_blocksize: 4096,
+        sort_by_field: price_order(),
         ..IndexSettings::default()
     }
+}
+
+/// The documents of a segment cheapest first: among equal scores a later document is
+/// never cheaper, so the search collector lets tantivy skip the offers that tie the
+/// worst kept once they cost more ([`collector`]). tantivy keeps the order through merges.
+fn price_order() -> Option<tantivy::IndexSortByField> {
+    Some(tantivy::IndexSortByField { field: "price".into(), order: tantivy::Order::Asc })
 }
 
 /// A region or country code as indexed: trimmed, upper case.
@@ -291,8 +302,8 @@ fn open_dir(dir: &Path, schema: &Schema) -> Result<Index, IndexError> {
     let mmap = MmapDirectory::open(dir).map_err(TantivyError::from)?;
     if Index::exists(&mmap).map_err(TantivyError::from)? {
         match Index::open(mmap) {
-            Ok(index) if index.schema() == *schema => return Ok(index),
-            Ok(_) => tracing::warn!(dir = %dir.display(), "offer index has another schema; recreating it"),
+            Ok(index) if index.schema() == *schema && *index.settings() == settings() => return Ok(index),
+            Ok(_) => tracing::warn!(dir = %dir.display(), "offer index has another schema or settings; recreating it"),
             Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "offer index unreadable; recreating it"),
         }
         wipe(dir)?;

@@ -5,7 +5,7 @@ use super::tests::{area_of, index_of};
 use super::*;
 use crate::protocol::{Money, OfferSource, SellerPublic};
 use rand::rngs::StdRng;
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -381,6 +381,58 @@ fn pruned_top_hits_are_the_first_of_all_hits() {
         }
     }
     assert!(checked > 100, "pruning must have had something to prune: {checked}");
+}
+
+/// Offers with the same words score the same. Over many such offers, at few prices (so
+/// equal prices too), ids in no order, in several segments: the pruned top `limit` is
+/// exactly (ids and order) the first `limit` of all hits, and those go by score, then
+/// price, then id. The pruning that skips ties once the documents cost more than the
+/// worst kept (`collector`, segments in price order) never skips one that belongs.
+#[test]
+fn pruned_ties_go_by_price_then_id_in_every_segment() {
+    let mut rng = StdRng::seed_from_u64(33);
+    let regions = regions();
+    let titles = ["Škoda Fabia kombi", "Škoda Fabia", "Fabia combi", "Octavia"];
+    let prices = [900.0, 1000.0, 1000.0, 5000.0, 7000.0];
+    let mut order: Vec<usize> = (0..600).collect();
+    order.shuffle(&mut rng);
+    let offers: Vec<Offer> = order
+        .into_iter()
+        .map(|i| {
+            let mut o = gen_offer(&mut rng, i, &regions);
+            o.title = (*titles.choose(&mut rng).unwrap()).into();
+            o.description = String::new();
+            o.attributes = serde_json::Map::new();
+            o.price = Money { amount: *prices.choose(&mut rng).unwrap(), currency: "EUR".into() };
+            o
+        })
+        .collect();
+    let price: BTreeMap<&str, f64> = offers.iter().map(|o| (o.id.as_str(), o.price.amount)).collect();
+    let ix = OfferIndex::open_priced(None, &BTreeMap::from([("EUR".to_owned(), 1.0)])).unwrap();
+    ix.rebuild(std::iter::empty(), 1).unwrap();
+    for (g, chunk) in offers.chunks(200).enumerate() {
+        ix.apply(chunk, &[], 2 + g as u64).unwrap();
+        ix.flush().unwrap();
+    }
+    assert!(ix.reader.searcher().segment_readers().len() > 1);
+    for s in ["fabia", "škoda fabia", "fabia kombi", "octavia fabia"] {
+        let all = ix.search(s, None, None, 100_000).unwrap();
+        assert!(all.len() > 100, "{s}: {} hits", all.len());
+        for w in all.windows(2) {
+            let key = |h: &(String, f32)| {
+                (
+                    std::cmp::Reverse(super::collector::on_grid(h.1).to_bits()),
+                    price[h.0.as_str()].to_bits(),
+                    h.0.clone(),
+                )
+            };
+            assert!(key(&w[0]) < key(&w[1]), "{s}: {:?} before {:?}", w[0], w[1]);
+        }
+        for limit in [1, 5, 20, 50] {
+            let top = ix.search(s, None, None, limit).unwrap();
+            assert_eq!(top, all[..limit], "{s} limit {limit}");
+        }
+    }
 }
 
 use matching::Params;
