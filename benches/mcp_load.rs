@@ -562,12 +562,24 @@ mod run {
     pub const QUIET: Duration = Duration::from_secs(60);
 
     /// [`Rss::quiet`] and [`Rss::quiet_secs`] of `pid`: VmRSS once a second until it is at
-    /// most 2 × `idle` or [`QUIET`] has passed.
+    /// most 2 × `idle` or [`QUIET`] has passed. With `ISTO_BENCH_QUIET_TRACE=1` it waits the
+    /// whole [`QUIET`] and prints each second's VmRSS, RssAnon and thread count.
     pub fn quiet_rss(pid: u32, idle: u64) -> (u64, f64) {
+        let trace = std::env::var("ISTO_BENCH_QUIET_TRACE").as_deref() == Ok("1");
         let t0 = Instant::now();
         loop {
             let now = rss_kib(pid);
-            if now <= 2 * idle || t0.elapsed() >= QUIET {
+            if trace {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let field = |k: &str| status.lines().find(|l| l.starts_with(k)).map_or("", |l| l[k.len()..].trim());
+                eprintln!(
+                    "mcp_load: quiet {:>2.0} s: VmRSS {now} KiB, RssAnon {}, threads {}",
+                    t0.elapsed().as_secs_f64(),
+                    field("RssAnon:"),
+                    field("Threads:")
+                );
+            }
+            if (!trace && now <= 2 * idle) || t0.elapsed() >= QUIET {
                 return (now, t0.elapsed().as_secs_f64());
             }
             std::thread::sleep(Duration::from_secs(1));

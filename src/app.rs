@@ -98,6 +98,15 @@ async fn serve_until_signal(mut settings: Settings) -> Result<(), ServeError> {
 /// and keeps the 2 cores of a small VPS busy while some calls wait on the disk.
 pub const BLOCKING_THREADS: usize = 64;
 
+/// How long an idle thread of the blocking pool ([`BLOCKING_THREADS`]) stays before it
+/// exits, instead of tokio's 10 s. A thread that exits gives back its stack and its
+/// allocator caches (jemalloc's thread cache: up to a few MiB a thread after a load).
+/// With tokio's 10 s, the scheduler's work every 2 s ([`crate::schedule::DIGEST_EVERY`])
+/// woke the idle threads in turn, each before its 10 s ran out, so the threads a burst
+/// started (up to 64 during a publish load) stayed for good. A thread costs tens of
+/// microseconds to start again.
+pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
+
 /// How long a shutdown waits for open connections to finish their requests.
 pub const SHUTDOWN_CONNECTIONS: Duration = Duration::from_secs(8);
 /// How long a shutdown then waits for the background tasks; with

@@ -117,6 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             init_logging(level, Some("info"));
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .max_blocking_threads(isto::app::BLOCKING_THREADS)
+                .thread_keep_alive(isto::app::BLOCKING_KEEP_ALIVE)
                 .enable_all()
                 .build()
                 .context("starting tokio")?;
