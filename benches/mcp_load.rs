@@ -32,7 +32,9 @@
 //!   `intent_search_offers` phases (real listings, then 10^5 generated offers more) with
 //!   their floors, printed, with no report written; `ISTO_BENCH_MCP_ONLY=search-floor`
 //!   only the in-process search floor over the index an earlier run left in
-//!   `target/bench/mcp_load-work/isto-gen`.
+//!   `target/bench/mcp_load-work/isto-gen`. `ISTO_BENCH_QUIET_TRACE=1` waits the whole
+//!   quiet minute after the load and prints isto's RSS, anonymous RSS and threads each
+//!   second.
 //!
 //! Every server runs under `taskset` on one core (`ISTO_BENCH_SERVER_CPU`, default 0); the
 //! load generator (this process: an HTTP/1.1 keep-alive client on tokio's current-thread
