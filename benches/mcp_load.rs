@@ -549,14 +549,16 @@ mod run {
 
     /// isto's resident memory, KiB: after start (`idle`), right after the load (`after`),
     /// after up to [`QUIET`] without requests (`quiet`, read once a second and taken as
-    /// soon as it is within 2× `idle`, after `quiet_secs`), and after start with the
-    /// generated catalogue (`big`).
+    /// soon as it is within 2× `idle`, after `quiet_secs`), after a restart on the store the
+    /// load wrote (`restart`: what that store's intents hold in memory, the floor of
+    /// `quiet`), and after start with the generated catalogue (`big`).
     #[derive(Default)]
     pub struct Rss {
         pub idle: u64,
         pub after: u64,
         pub quiet: u64,
         pub quiet_secs: f64,
+        pub restart: u64,
         pub big: u64,
     }
 
@@ -1196,6 +1198,13 @@ mod run {
             }
             eprintln!("mcp_load: isto RSS {} KiB after {:.0} s quiet", rss.quiet, rss.quiet_secs);
         }
+        if !search_only {
+            // The same store, started again: its idle RSS with the intents the load wrote.
+            let (s, _, _) = start_isto(&bin, &cfg_a, port_a, &server_cpu, &dir_a.join("serve-again.log"));
+            std::thread::sleep(Duration::from_secs(1));
+            rss.restart = rss_kib(isto_pid(&s));
+            eprintln!("mcp_load: isto RSS {} KiB 1 s after a restart on the loaded store", rss.restart);
+        }
 
         // isto with 10^5 generated offers more.
         let dir_b = work.join("isto-gen");
@@ -1511,12 +1520,14 @@ mod run {
             }));
         }
         out.push_str(&format!(
-            "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load, {:.1} MiB ({:.2}× idle) after {:.0} s quiet; with the generated catalogue: {:.1} MiB\n",
+            "isto idle RSS (fresh store, real offers): {:.1} MiB after start, {:.1} MiB after the load, {:.1} MiB ({:.2}× idle) after {:.0} s quiet, {:.1} MiB after a restart on the loaded store (quiet {:.2}× that); with the generated catalogue: {:.1} MiB\n",
             rss.idle as f64 / 1024.0,
             rss.after as f64 / 1024.0,
             rss.quiet as f64 / 1024.0,
             rss.quiet as f64 / rss.idle.max(1) as f64,
             rss.quiet_secs,
+            rss.restart as f64 / 1024.0,
+            rss.quiet as f64 / rss.restart.max(1) as f64,
             rss.big as f64 / 1024.0
         ));
         out.push_str(&format!(
@@ -1537,7 +1548,7 @@ mod run {
             "searchVsFloor": search_json,
             "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
             "idleRssKiB": rss.idle, "rssAfterLoadKiB": rss.after, "rssAfterQuietKiB": rss.quiet,
-            "quietSecs": rss.quiet_secs, "generatedStoreRssKiB": rss.big,
+            "quietSecs": rss.quiet_secs, "restartRssKiB": rss.restart, "generatedStoreRssKiB": rss.big,
             "firstAnswerMs": first.as_secs_f64() * 1e3,
             "readyMs": ready.as_secs_f64() * 1e3,
             "binaryBytes": size,

@@ -24,8 +24,9 @@ use crate::protocol::Status;
 use crate::records::IntentRecord;
 use crate::store::{DeliveryLog, Reads as _, StoreError, Tx};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 
 /// A change of the engine staged by [`Writes::put_intent`].
@@ -153,11 +154,18 @@ trait Job: Send {
     fn finish(self: Box<Self>, failed: Option<ServiceError>);
 }
 
+/// Where a job's outcome goes: to a caller blocked on its thread
+/// ([`Base::write_batched`]) or to an awaiting task ([`Base::write_batched_async`]).
+enum ReplyTo<T> {
+    Thread(SyncSender<Result<T>>),
+    Task(tokio::sync::oneshot::Sender<Result<T>>),
+}
+
 /// A [`Job`] of a closure `F` with output `T`.
 struct Typed<T, F> {
     f: F,
     out: Option<T>,
-    reply: SyncSender<Result<T>>,
+    reply: ReplyTo<T>,
 }
 
 impl<T: Send, F: FnMut(&mut Writes<'_, '_>) -> Result<T> + Send> Job for Typed<T, F> {
@@ -171,8 +179,12 @@ impl<T: Send, F: FnMut(&mut Writes<'_, '_>) -> Result<T> + Send> Job for Typed<T
             Some(e) => Err(e),
             None => self.out.take().ok_or(ServiceError::Store(StoreError::Unavailable)),
         };
-        // The caller waits for it unless it is gone (a panic): nothing to tell then.
-        let _ = self.reply.send(out);
+        // The caller waits for it unless it is gone (a panic, a dropped task): nothing
+        // to tell then.
+        match self.reply {
+            ReplyTo::Thread(tx) => drop(tx.send(out)),
+            ReplyTo::Task(tx) => drop(tx.send(out)),
+        }
     }
 }
 
@@ -181,13 +193,24 @@ fn job<T: Send + 'static>(
     f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
 ) -> (Box<dyn Job>, Receiver<Result<T>>) {
     let (reply, rx) = sync_channel(1);
-    (Box::new(Typed { f, out: None, reply }), rx)
+    (Box::new(Typed { f, out: None, reply: ReplyTo::Thread(reply) }), rx)
+}
+
+/// A queued job and its awaiting task's receiver.
+fn task_job<T: Send + 'static>(
+    f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+) -> (Box<dyn Job>, tokio::sync::oneshot::Receiver<Result<T>>) {
+    let (reply, rx) = tokio::sync::oneshot::channel();
+    (Box::new(Typed { f, out: None, reply: ReplyTo::Task(reply) }), rx)
 }
 
 /// The intent writes waiting for the next batch, and what the batches did.
 #[derive(Default)]
 pub(super) struct Batches {
     queue: Mutex<Vec<Box<dyn Job>>>,
+    /// A blocking thread runs batches for awaiting tasks ([`Base::run_batches`]); set
+    /// and cleared with `queue` locked.
+    runner: AtomicBool,
     /// Batches committed.
     batches: AtomicU64,
     /// Writes committed in them.
@@ -452,6 +475,57 @@ impl Base {
         self.run_batch(jobs);
         drop(serial);
         rx.try_recv().unwrap_or(Err(ServiceError::Store(StoreError::Unavailable)))
+    }
+
+    /// [`Base::write_batched`] for a caller in an async task (the public
+    /// `intent_publish_intent`): the write joins the same queue, and the task awaits its
+    /// outcome instead of holding a thread. When no blocking thread is running batches
+    /// for tasks, one starts ([`Base::run_batches`]) and runs them until the queue is
+    /// empty: under load one thread commits batch after batch, and a call costs no
+    /// hand-over of its own between threads. Batches, outcomes and errors as there; a
+    /// caller blocked in [`Base::write_batched`] may run the queued writes of tasks, and
+    /// the runner theirs. On PostgreSQL, [`Base::write`] on a blocking thread.
+    ///
+    /// # Errors
+    /// As [`Base::write_batched`].
+    pub async fn write_batched_async<T: Send + 'static>(
+        self: &Arc<Self>,
+        mut f: impl FnMut(&mut Writes<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let gone = || Err(ServiceError::Store(StoreError::Unavailable));
+        if self.store.durable_at_commit() {
+            let me = self.clone();
+            return tokio::task::spawn_blocking(move || me.write(|w| f(w))).await.unwrap_or_else(|_| gone());
+        }
+        let (job, rx) = task_job(f);
+        let start = {
+            let mut q = self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            q.push(job);
+            !self.batches.runner.swap(true, Ordering::Relaxed)
+        };
+        if start {
+            let me = self.clone();
+            drop(tokio::task::spawn_blocking(move || me.run_batches()));
+        }
+        rx.await.unwrap_or_else(|_| gone())
+    }
+
+    /// Runs batches of the queued intent writes, one after another, until the queue is
+    /// empty (the thread [`Base::write_batched_async`] starts).
+    fn run_batches(&self) {
+        loop {
+            let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
+            let jobs = {
+                let mut q = self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                if q.is_empty() {
+                    self.batches.runner.store(false, Ordering::Relaxed);
+                    return;
+                }
+                std::mem::take(&mut *q)
+            };
+            self.run_batch(jobs);
+            drop(serial);
+        }
     }
 
     /// Runs `jobs` as one batch (see [`Base::write_batched`]), with the intent-write lock
@@ -796,6 +870,102 @@ mod tests {
         let st = b.batch_stats();
         assert_eq!(st.writes, 16, "{st:?}");
         assert!(st.batches <= 16 && st.largest >= 1, "{st:?}");
+    }
+
+    #[test]
+    fn awaited_and_blocking_writes_share_batches_and_each_get_their_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(crate::base::test_base(dir.path()));
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let put = |id: String| {
+            move |w: &mut Writes<'_, '_>| -> Result<String> {
+                w.put_intent(&active(&id), true)?;
+                Ok(id.clone())
+            }
+        };
+        let blocking: Vec<_> = (0..4)
+            .map(|i| {
+                let b = b.clone();
+                std::thread::spawn(move || b.write_batched(put(format!("int_t{i}"))))
+            })
+            .collect();
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let b = b.clone();
+                rt.spawn(async move { b.write_batched_async(put(format!("int_a{i:02}"))).await })
+            })
+            .collect();
+        let awaited: Vec<String> = rt.block_on(async {
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.unwrap().unwrap());
+            }
+            out
+        });
+        let threads: Vec<String> = blocking.into_iter().map(|t| t.join().unwrap().unwrap()).collect();
+        assert_eq!(awaited, (0..16).map(|i| format!("int_a{i:02}")).collect::<Vec<_>>(), "each task its own outcome");
+        assert_eq!(threads, (0..4).map(|i| format!("int_t{i}")).collect::<Vec<_>>(), "each thread its own outcome");
+        assert_eq!(in_step(&b, &[]).len(), 20);
+        let st = b.batch_stats();
+        assert_eq!(st.writes, 20, "{st:?}");
+        // The runner thread is gone once the queue is empty.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while b.batches.runner.load(Ordering::Relaxed) {
+            assert!(std::time::Instant::now() < deadline, "the batch runner never stopped");
+            std::thread::yield_now();
+        }
+        assert!(b.batches.queue.lock().unwrap().is_empty());
+        // A refused write fails alone, the awaiting caller gets the error.
+        let refused = rt.block_on(b.write_batched_async(|_w| -> Result<()> { Err(ServiceError::NotFound) }));
+        assert!(matches!(refused, Err(ServiceError::NotFound)), "{refused:?}");
+    }
+
+    #[test]
+    fn writes_queued_behind_a_running_batch_run_as_the_next_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(crate::base::test_base(dir.path()));
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (started, running) = std::sync::mpsc::channel::<()>();
+        let outs: Vec<Result<String>> = std::thread::scope(|s| {
+            let first = {
+                let b = b.clone();
+                let mut hold = Some((started, wait));
+                s.spawn(move || {
+                    b.write_batched(move |w| {
+                        // The first run holds its batch open until the others queue.
+                        if let Some((started, wait)) = hold.take() {
+                            started.send(()).unwrap();
+                            wait.recv().unwrap();
+                        }
+                        w.put_intent(&active("int_a"), true)?;
+                        Ok("int_a".to_owned())
+                    })
+                })
+            };
+            running.recv_timeout(std::time::Duration::from_secs(10)).expect("the first batch never ran");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let later: Vec<_> = ["int_b", "int_c"]
+                .map(|id| {
+                    let b = b.clone();
+                    s.spawn(move || {
+                        b.write_batched(move |w| {
+                            w.put_intent(&active(id), true)?;
+                            Ok(id.to_owned())
+                        })
+                    })
+                })
+                .into();
+            while b.batches.queue.lock().unwrap().len() < 2 {
+                assert!(std::time::Instant::now() < deadline, "the later writes never queued");
+                std::thread::yield_now();
+            }
+            go.send(()).unwrap();
+            std::iter::once(first).chain(later).map(|c| c.join().unwrap()).collect()
+        });
+        let got: Vec<String> = outs.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, ["int_a", "int_b", "int_c"], "each caller its own outcome");
+        assert_eq!(in_step(&b, &[]), got);
+        assert_eq!(b.batch_stats(), BatchStats { batches: 2, writes: 3, largest: 2 }, "the queued two in one batch");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! a sealed value) unless its `# Errors` says more.
 
 use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
-use crate::base::{open_contact, Base, Result, ServiceError};
+use crate::base::{open_contact, Base, Result, ServiceError, Writes};
 use crate::catalogue::Catalogue;
 use crate::clock;
 use crate::crypto::{self, TOKEN_BYTES};
@@ -117,6 +117,12 @@ pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
 
 /// [`ServiceError::State`] unless an intent in `status` may change its cadence: awaiting
 /// its e-mail confirmation or active.
+/// `result`, logged as published (its id and category only).
+fn published(result: PublishResult) -> PublishResult {
+    tracing::info!(intent = %result.intent.id, category = %result.intent.category, "draft published");
+    result
+}
+
 fn cadence_changeable(status: Status) -> Result<()> {
     match status {
         Status::Active | Status::AwaitingEmailConfirmation => Ok(()),
@@ -160,13 +166,32 @@ impl Intents {
     /// [`ServiceError::Quota`] naming the rule and when to retry (nothing is stored);
     /// storage errors (the draft is not counted).
     pub fn publish_draft_from(&self, p: PublishInput, client: ClientKey) -> Result<PublishResult> {
+        let (key, now) = self.take_draft_quota(client)?;
+        self.publish_draft(p).inspect_err(|_| self.base.quotas().refund(Rule::DraftsPerClient, &key, now))
+    }
+
+    /// [`Intents::publish_draft_from`] in an async task: the draft is made in the task
+    /// and its write awaited ([`Base::write_batched_async`]). The same outcome and errors.
+    pub async fn publish_draft_from_async(&self, p: PublishInput, client: ClientKey) -> Result<PublishResult> {
+        let (key, now) = self.take_draft_quota(client)?;
+        let out = async {
+            let (result, write) = self.new_draft(p)?;
+            self.base.write_batched_async(write).await?;
+            Ok(published(result))
+        };
+        out.await.inspect_err(|_| self.base.quotas().refund(Rule::DraftsPerClient, &key, now))
+    }
+
+    /// Counts a draft of `client` against `quotas.drafts_per_client_per_hour`: the key
+    /// and the time (unix s) to refund it with.
+    fn take_draft_quota(&self, client: ClientKey) -> Result<(Key, i64)> {
         let now = self.now().unix_timestamp();
         let key = Key::Client(client);
         self.base.quotas().take(Rule::DraftsPerClient, &key, now).map_err(|e| {
             tracing::info!(rule = e.rule.setting(), "draft refused: quota used up");
             ServiceError::Quota(e)
         })?;
-        self.publish_draft(p).inspect_err(|_| self.base.quotas().refund(Rule::DraftsPerClient, &key, now))
+        Ok((key, now))
     }
 
     /// Stores a draft (seed §5.1–5.2): status `awaiting_consent`, not matched, expiring
@@ -174,28 +199,39 @@ impl Intents {
     /// token, stored only as a hash). Not counted against a quota: the public face calls
     /// [`Intents::publish_draft_from`].
     pub fn publish_draft(&self, p: PublishInput) -> Result<PublishResult> {
+        let (result, write) = self.new_draft(p)?;
+        // One of a batch of concurrent intent writes, with one durable commit.
+        self.base.write_batched(write)?;
+        Ok(published(result))
+    }
+
+    /// A new draft of `p` (see [`Intents::publish_draft`]): the answer, and the write
+    /// that stores it (the record and its two token hashes; it may run up to three times
+    /// in a batch).
+    fn new_draft(
+        &self,
+        p: PublishInput,
+    ) -> Result<(PublishResult, impl FnMut(&mut Writes<'_, '_>) -> Result<()> + Send + 'static)> {
         let now = self.now();
-        let id = crypto::new_id("int_");
         let code = crypto::new_token(TOKEN_BYTES);
         let consent = crypto::new_token(TOKEN_BYTES);
         let expires = now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64);
-        let rec = self.new_record(id.clone(), p, now, expires, None)?;
-        // One of a batch of concurrent intent writes, with one durable commit.
-        let (draft, code_hash, consent_hash) =
-            (rec.clone(), crypto::token_hash("code", code.expose()), crypto::token_hash("consent", consent.expose()));
-        self.base.write_batched(move |tx| -> Result<()> {
-            tx.put_intent(&draft, false)?;
-            tx.put_token(&code_hash, &draft.id)?;
-            tx.put_token(&consent_hash, &draft.id)?;
-            Ok(())
-        })?;
-        tracing::info!(intent = %id, category = %rec.category, "draft published");
-        Ok(PublishResult {
+        let rec = self.new_record(crypto::new_id("int_"), p, now, expires, None)?;
+        let (code_hash, consent_hash) =
+            (crypto::token_hash("code", code.expose()), crypto::token_hash("consent", consent.expose()));
+        let result = PublishResult {
             intent: rec.to_intent(now),
-            intent_code: code.0,
             consent_url: format!("{}/consent/{}", self.base.settings().public_url.base, consent.expose()),
+            intent_code: code.0,
             expires_at: clock::rfc3339(expires),
-        })
+        };
+        let write = move |tx: &mut Writes<'_, '_>| -> Result<()> {
+            tx.put_intent(&rec, false)?;
+            tx.put_token(&code_hash, &rec.id)?;
+            tx.put_token(&consent_hash, &rec.id)?;
+            Ok(())
+        };
+        Ok((result, write))
     }
 
     pub(crate) fn by_token(&self, kind: &str, token: &str) -> Result<IntentRecord> {

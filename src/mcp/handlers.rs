@@ -143,6 +143,26 @@ pub(crate) fn run(
     finish(endpoint, tool, handle(holder, endpoint, &principal, client, tool, args))
 }
 
+/// [`run`] of `intent_publish_intent` on `/mcp` in the calling task: the draft is made
+/// there and its durable write awaited ([`crate::intents::Intents::publish_draft_from_async`]),
+/// so a publish holds no thread of its own. The same policy, answer and errors.
+pub(crate) async fn publish_public(holder: &AppState, client: ClientAddr, args: &Value) -> CallToolResult {
+    let (endpoint, tool) = (Endpoint::Public, ToolId::PublishIntent);
+    let who = Grant::credential(None, &holder.base.settings().public_url.base);
+    let base = &holder.base;
+    match policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)) {
+        Ok(_) => {}
+        Err(Refusal::Denied(d)) => return denied(endpoint, tool.name(), &d),
+        Err(Refusal::Failed(e)) => return failure(tool.name(), &e),
+    }
+    let intents = &holder.intents;
+    let out = async {
+        let p = intents.parse_publish(args)?;
+        Output::of(&intents.publish_draft_from_async(p, client.key()).await?)
+    };
+    finish(endpoint, tool, out.await)
+}
+
 /// The handler of `tool` on `endpoint`. The combinations an endpoint does not offer
 /// were refused by the policy already; here they fail closed.
 fn handle(

@@ -30,6 +30,7 @@ use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
+use tracing::Instrument as _;
 
 pub mod elicit;
 pub(crate) mod handlers;
@@ -131,6 +132,14 @@ impl IstoServer {
                 })
                 .await;
             }
+        }
+        if endpoint == Endpoint::Public && request.name == ToolId::PublishIntent.name() {
+            use crate::telemetry::{tool_call, ToolOutcome};
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let out = handlers::publish_public(&holder, client, &args).instrument(request_span(&context)).await;
+            let outcome = if out.is_error == Some(true) { ToolOutcome::Error } else { ToolOutcome::Ok };
+            tool_call(ToolId::PublishIntent.name(), outcome);
+            return Ok(CallToolResponse::Complete(out));
         }
         // Only a search may run inline on an open index (no lock tried for other tools).
         let index_open = request.name == ToolId::SearchOffers.name() && holder.catalogue.index_is_open();

@@ -161,7 +161,7 @@ fn set_page_headers(h: &mut HeaderMap, csp: &'static str) {
 // the stylesheet
 
 #[derive(RustEmbed)]
-#[folder = "assets/"]
+#[folder = "assets/web/"]
 struct Assets;
 
 /// The stylesheet and its version (first 8 bytes of its SHA-256, hex).
