@@ -132,15 +132,27 @@ pub(crate) fn run(
     tool: ToolId,
     args: &Value,
 ) -> CallToolResult {
+    match authorize(holder, endpoint, grant, tool) {
+        Ok(principal) => finish(endpoint, tool, handle(holder, endpoint, &principal, client, tool, args)),
+        Err(refused) => refused,
+    }
+}
+
+/// The policy's decision on a call of `tool` on `endpoint` by the caller of `grant`: its
+/// principal, or the tool result that refuses it ([`super::denied`], [`super::failure`]).
+fn authorize(
+    holder: &AppState,
+    endpoint: Endpoint,
+    grant: Option<&Grant>,
+    tool: ToolId,
+) -> Result<Principal, CallToolResult> {
     let who = Grant::credential(grant, &holder.base.settings().public_url.base);
     let base = &holder.base;
-    let principal =
-        match policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)) {
-            Ok(p) => p,
-            Err(Refusal::Denied(d)) => return denied(endpoint, tool.name(), &d),
-            Err(Refusal::Failed(e)) => return failure(tool.name(), &e),
-        };
-    finish(endpoint, tool, handle(holder, endpoint, &principal, client, tool, args))
+    policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)).map_err(|r| match r
+    {
+        Refusal::Denied(d) => denied(endpoint, tool.name(), &d),
+        Refusal::Failed(e) => failure(tool.name(), &e),
+    })
 }
 
 /// [`run`] of `intent_publish_intent` on `/mcp` in the calling task: the draft is made
@@ -148,12 +160,8 @@ pub(crate) fn run(
 /// so a publish holds no thread of its own. The same policy, answer and errors.
 pub(crate) async fn publish_public(holder: &AppState, client: ClientAddr, args: &Value) -> CallToolResult {
     let (endpoint, tool) = (Endpoint::Public, ToolId::PublishIntent);
-    let who = Grant::credential(None, &holder.base.settings().public_url.base);
-    let base = &holder.base;
-    match policy::authorize(&who, Action::Call(endpoint, tool), |acc| sellers::enabled_seller(base, acc)) {
-        Ok(_) => {}
-        Err(Refusal::Denied(d)) => return denied(endpoint, tool.name(), &d),
-        Err(Refusal::Failed(e)) => return failure(tool.name(), &e),
+    if let Err(refused) = authorize(holder, endpoint, None, tool) {
+        return refused;
     }
     let intents = &holder.intents;
     let out = async {
