@@ -51,8 +51,11 @@
 //! Prints a table (req/s, p50/p99 latency, server CPU µs per request from
 //! `/proc/PID/stat` utime+stime over the measured window, ratios to the bare rmcp echo in
 //! the same mode and to raw axum), redb's one-row durable commit rate measured in the same
-//! run and the ratio of isto's durable publish to it, isto's idle RSS (after start, after
-//! the load, and once back within 2× idle or after 60 s quiet), the time from process
+//! run and the ratio of isto's durable publish to it, redb alone writing a draft's rows 25
+//! drafts per durable commit on one thread (drafts/s and CPU µs per draft: the store's
+//! part of a publish's floor), isto's idle RSS (after start, after the load, once back
+//! within 2× idle or after 60 s quiet, and 1 s after a restart on the store the load
+//! wrote), the time from process
 //! start to the first answer (`GET /healthz`) and to ready (`GET /readyz` 200: the offer
 //! index open), and the release binary's size (stripped by the release profile). The same as JSON in
 //! `target/bench/mcp_load.json`; the redb / PostgreSQL table in
@@ -1030,6 +1033,52 @@ mod run {
         n as f64 / t0.elapsed().as_secs_f64()
     }
 
+    /// The store's part of a durable publish, alone: redb writing the rows one draft
+    /// writes (a record of 1 KiB under a random id, two token hashes, an expiry-index
+    /// row), `batch` drafts per durable commit, on one thread, for `secs` on `path`:
+    /// (drafts/s, the thread's CPU µs per draft). With the rmcp echo's CPU per call it
+    /// is the floor of a publish's CPU on isto's one core.
+    fn redb_batch_floor(path: &Path, secs: f64, batch: u64) -> (f64, f64) {
+        type Rows = redb::TableDefinition<'static, &'static [u8], &'static [u8]>;
+        const RECORDS: Rows = redb::TableDefinition::new("records");
+        const TOKENS: Rows = redb::TableDefinition::new("tokens");
+        const DUE: Rows = redb::TableDefinition::new("due");
+        let _ = std::fs::remove_file(path);
+        let db = redb::Database::create(path).unwrap();
+        let record = [7u8; 1024];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut key = |len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        let (t0, cpu0) = (Instant::now(), isto::clock::thread_cpu());
+        let mut n = 0u64;
+        while t0.elapsed().as_secs_f64() < secs {
+            let tx = db.begin_write().unwrap();
+            {
+                let (mut r, mut t, mut d) =
+                    (tx.open_table(RECORDS).unwrap(), tx.open_table(TOKENS).unwrap(), tx.open_table(DUE).unwrap());
+                for _ in 0..batch {
+                    let id = key(16);
+                    r.insert(&id[..], &record[..]).unwrap();
+                    t.insert(&key(32)[..], &id[..]).unwrap();
+                    t.insert(&key(32)[..], &id[..]).unwrap();
+                    d.insert(&[&n.to_be_bytes()[..], &id[..]].concat()[..], &[][..]).unwrap();
+                    n += 1;
+                }
+            }
+            tx.commit().unwrap();
+        }
+        let cpu = (isto::clock::thread_cpu() - cpu0).as_secs_f64();
+        (n as f64 / t0.elapsed().as_secs_f64(), cpu * 1e6 / n.max(1) as f64)
+    }
+
     fn fmt_ratio(x: f64) -> String {
         if x.is_finite() {
             format!("{x:.2}")
@@ -1079,6 +1128,12 @@ mod run {
         let search_only = std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("search");
         let redb = if search_only { f64::NAN } else { redb_rate(&work.join("redb-one-row.redb"), redb_secs) };
         eprintln!("mcp_load: redb one-row durable commits: {redb:.0}/s");
+        if !search_only {
+            let (rate, cpu) = redb_batch_floor(&work.join("redb-drafts.redb"), redb_secs, 25);
+            eprintln!(
+                "mcp_load: redb writing a draft's rows, 25 drafts per durable commit, one thread: {rate:.0} drafts/s, {cpu:.1} CPU µs per draft"
+            );
+        }
 
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let local = tokio::task::LocalSet::new();
