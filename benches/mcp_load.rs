@@ -1128,12 +1128,15 @@ mod run {
         let search_only = std::env::var("ISTO_BENCH_MCP_ONLY").as_deref() == Ok("search");
         let redb = if search_only { f64::NAN } else { redb_rate(&work.join("redb-one-row.redb"), redb_secs) };
         eprintln!("mcp_load: redb one-row durable commits: {redb:.0}/s");
-        if !search_only {
-            let (rate, cpu) = redb_batch_floor(&work.join("redb-drafts.redb"), redb_secs, 25);
-            eprintln!(
-                "mcp_load: redb writing a draft's rows, 25 drafts per durable commit, one thread: {rate:.0} drafts/s, {cpu:.1} CPU µs per draft"
-            );
-        }
+        let store_floor = if search_only {
+            (f64::NAN, f64::NAN)
+        } else {
+            redb_batch_floor(&work.join("redb-drafts.redb"), redb_secs, 25)
+        };
+        eprintln!(
+            "mcp_load: redb writing a draft's rows, 25 drafts per durable commit, one thread: {:.0} drafts/s, {:.1} CPU µs per draft",
+            store_floor.0, store_floor.1
+        );
 
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let local = tokio::task::LocalSet::new();
@@ -1302,7 +1305,16 @@ mod run {
         if search_only {
             return;
         }
-        report(&rows, redb, &rss, search_cpu, (first_answer, first_ready), size, &out_dir, t_all.elapsed());
+        report(
+            &rows,
+            (redb, store_floor),
+            &rss,
+            search_cpu,
+            (first_answer, first_ready),
+            size,
+            &out_dir,
+            t_all.elapsed(),
+        );
         let store_rows = stores(&bin, &work, &server_cpu, &run_target, &code_of);
         stores_report(&store_rows, &out_dir);
     }
@@ -1483,7 +1495,7 @@ mod run {
     #[allow(clippy::too_many_arguments)]
     fn report(
         rows: &[Row],
-        redb: f64,
+        (redb, store_floor): (f64, (f64, f64)),
         rss: &Rss,
         search_cpu: crate::search_floor::InProcess,
         (first, ready): (Duration, Duration),
@@ -1526,11 +1538,25 @@ mod run {
             rows.iter().filter(|r| r.name.contains("publish")).map(|r| (r.conns, r.mode, r.rps)).collect();
         out.push('\n');
         out.push_str(&format!("redb one-row durable commits (same run, same disk): {redb:.0}/s\n"));
+        out.push_str(&format!(
+            "redb alone writing a draft's rows, 25 per durable commit, one thread: {:.0} drafts/s ({:.2}× the one-row rate), {:.1} CPU µs per draft\n",
+            store_floor.0,
+            store_floor.0 / redb,
+            store_floor.1
+        ));
         for (c, m, rps) in &publish {
+            let echo = find(
+                if *m == Mode::Stateless { "bare rmcp echo, 2026-07-28" } else { "bare rmcp echo, 2025-11-25" },
+                *c,
+            );
+            // A publish's CPU floor on isto's one core: the echo's call and the store's rows.
+            let floor_rate = echo.map_or(f64::NAN, |e| 1e6 / (e.cpu_us + store_floor.1));
             out.push_str(&format!(
-                "isto durable publish {} @{c}: {:.2}× redb's one-row commit rate\n",
+                "isto durable publish {} @{c}: {:.2}× redb's one-row commit rate; its floor (the echo's CPU + the store's per draft) allows {:.0}/s on one core = {:.2}× redb's one-row rate\n",
                 m.label(),
-                rps / redb
+                rps / redb,
+                floor_rate,
+                floor_rate / redb
             ));
         }
         // The row "rmcp echo of the `what`" of `r`'s revision and connections.
@@ -1599,6 +1625,7 @@ mod run {
         let j = json!({
             "rows": json_rows,
             "redbOneRowCommitsPerSec": redb,
+            "redbDraftRowsPerSec": store_floor.0, "redbDraftRowsCpuUs": store_floor.1,
             "searchInProcess": {"tantivyFloorUs": search_cpu.floor_us, "istoUs": search_cpu.isto_us},
             "searchVsFloor": search_json,
             "publishVsRedb": publish.iter().map(|(c, m, rps)| json!({"connections": c, "mode": m.label(), "ratio": rps / redb})).collect::<Vec<_>>(),
