@@ -115,14 +115,14 @@ pub struct Intents {
 /// (`quotas.consents_per_address_per_hour`).
 pub const CONSENTS_PER_ADDRESS_PER_HOUR: usize = 5;
 
-/// [`ServiceError::State`] unless an intent in `status` may change its cadence: awaiting
-/// its e-mail confirmation or active.
 /// `result`, logged as published (its id and category only).
 fn published(result: PublishResult) -> PublishResult {
     tracing::info!(intent = %result.intent.id, category = %result.intent.category, "draft published");
     result
 }
 
+/// [`ServiceError::State`] unless an intent in `status` may change its cadence: awaiting
+/// its e-mail confirmation or active.
 fn cadence_changeable(status: Status) -> Result<()> {
     match status {
         Status::Active | Status::AwaitingEmailConfirmation => Ok(()),

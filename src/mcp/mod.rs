@@ -134,12 +134,9 @@ impl IstoServer {
             }
         }
         if endpoint == Endpoint::Public && request.name == ToolId::PublishIntent.name() {
-            use crate::telemetry::{tool_call, ToolOutcome};
             let args = Value::Object(request.arguments.unwrap_or_default());
             let out = handlers::publish_public(&holder, client, &args).instrument(request_span(&context)).await;
-            let outcome = if out.is_error == Some(true) { ToolOutcome::Error } else { ToolOutcome::Ok };
-            tool_call(ToolId::PublishIntent.name(), outcome);
-            return Ok(CallToolResponse::Complete(out));
+            return Ok(complete(ToolId::PublishIntent, out));
         }
         // Only a search may run inline on an open index (no lock tried for other tools).
         let index_open = request.name == ToolId::SearchOffers.name() && holder.catalogue.index_is_open();
@@ -327,8 +324,14 @@ pub(crate) async fn call_blocking(
             .await
             .map_err(|_| McpError::internal_error("tool task failed", None))?
     };
+    Ok(complete(tool, out))
+}
+
+/// `out`, the result of a call of `tool`, counted in the tool-call metrics by its outcome.
+fn complete(tool: ToolId, out: CallToolResult) -> CallToolResponse {
+    use crate::telemetry::{tool_call, ToolOutcome};
     tool_call(tool.name(), if out.is_error == Some(true) { ToolOutcome::Error } else { ToolOutcome::Ok });
-    Ok(CallToolResponse::Complete(out))
+    CallToolResponse::Complete(out)
 }
 
 /// How long a client or cache may reuse a `tools/list` answer, milliseconds (SEP-2549
