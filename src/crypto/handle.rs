@@ -11,8 +11,10 @@
 //! * the synthetic nonce `n = HMAC-SHA-256(mac_key, len‖seller ‖ len‖intent id)`, first
 //!   24 bytes (the XChaCha20 nonce size);
 //! * `c = XChaCha20-Poly1305(k_s, n, plaintext, associated data = seller id)`, the
-//!   plaintext being `0x01 ‖ the 16 random bytes` of a canonical `int_` + 26 base32 id,
-//!   or `0x00 ‖ the id's UTF-8` for any other id.
+//!   plaintext being `0x02 ‖ the 16 bytes` of an `int_` id of [`super::new_id`] (26
+//!   characters of its sorted base32), `0x01 ‖ the 16 bytes` of a canonical RFC 4648
+//!   base32 `int_` id (made before ids sorted by creation), or `0x00 ‖ the id's UTF-8`
+//!   for any other id.
 //!
 //! Opening decrypts under the caller's own seller key and associated data, then
 //! recomputes `n` from (seller, id) and compares it in constant time. So a handle is
@@ -55,21 +57,27 @@ impl std::fmt::Debug for HandleKey {
     }
 }
 
-/// The 16 random bytes of a canonical `int_` + 26 lowercase base32 id.
-fn canonical_bytes(id: &str) -> Option<[u8; 16]> {
+/// The 16 bytes of a canonical `int_` + 26 lowercase base32 id, with the plaintext's
+/// tag of its alphabet: 1 for RFC 4648's (ids made before they sorted by creation), 2
+/// for the sorted one of [`super::new_id`]. No text is canonical in both (its last
+/// character's two low bits are zero in one alphabet only), so an id has one plaintext.
+fn canonical_bytes(id: &str) -> Option<(u8, [u8; 16])> {
     let body = id.strip_prefix("int_")?;
     if body.len() != 26 || body.bytes().any(|b| !(b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b))) {
         return None;
     }
+    if let Some(bytes) = super::sorted_base32_bytes(body) {
+        return Some((2, bytes));
+    }
     let raw = data_encoding::BASE32_NOPAD.decode(body.to_ascii_uppercase().as_bytes()).ok()?;
     let bytes: [u8; 16] = raw.try_into().ok()?;
     // Only the id that encodes back to itself (the last two bits are zero).
-    (data_encoding::BASE32_NOPAD.encode(&bytes).to_ascii_lowercase() == body).then_some(bytes)
+    (data_encoding::BASE32_NOPAD.encode(&bytes).to_ascii_lowercase() == body).then_some((1, bytes))
 }
 
 fn plaintext(id: &str) -> Zeroizing<Vec<u8>> {
     Zeroizing::new(match canonical_bytes(id) {
-        Some(b) => [&[1u8][..], &b].concat(),
+        Some((tag, b)) => [&[tag][..], &b].concat(),
         None => [&[0u8][..], id.as_bytes()].concat(),
     })
 }
@@ -77,6 +85,7 @@ fn plaintext(id: &str) -> Zeroizing<Vec<u8>> {
 fn id_of(p: &[u8]) -> Option<String> {
     match p.split_first()? {
         (1, b) if b.len() == 16 => Some(format!("int_{}", data_encoding::BASE32_NOPAD.encode(b).to_ascii_lowercase())),
+        (2, b) => Some(format!("int_{}", super::sorted_base32(b.try_into().ok()?))),
         (0, b) => String::from_utf8(b.to_vec()).ok(),
         _ => None,
     }
@@ -215,6 +224,23 @@ mod tests {
             k.cipher("sel_a").encrypt(XNonce::from_slice(&n), Payload { msg: &plaintext(&i), aad: b"sel_a" }).unwrap();
         let forged = format!("{PREFIX}{}", crate::crypto::B64.encode([&n[..], &ct].concat()));
         assert_eq!(k.open("sel_a", &forged), None);
+    }
+
+    #[test]
+    fn ids_of_both_alphabets_seal_as_16_bytes_and_old_ones_as_before() {
+        let k = key(3);
+        let bytes: [u8; 16] = *b"\x01\x93\x8e\x4f\xa2\xb1Zc\x01\xff\x10\x00~\x99$\xe7";
+        // An id from before ids sorted by creation: RFC 4648 base32, plaintext tag 1 as
+        // it always was, so its handles did not change.
+        let old = format!("int_{}", data_encoding::BASE32_NOPAD.encode(&bytes).to_ascii_lowercase());
+        assert_eq!(&plaintext(&old)[..], &[&[1u8][..], &bytes].concat()[..]);
+        let new = format!("int_{}", crate::crypto::sorted_base32(&bytes));
+        assert_eq!(&plaintext(&new)[..], &[&[2u8][..], &bytes].concat()[..]);
+        for i in [old, new, id()] {
+            let h = k.seal("sel_a", &i);
+            assert_eq!(h.len(), 80, "{i}: {h}");
+            assert_eq!(k.open("sel_a", &h).as_deref(), Some(i.as_str()));
+        }
     }
 
     #[test]

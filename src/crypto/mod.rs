@@ -544,13 +544,63 @@ pub fn token_hash(kind: &str, token: &str) -> String {
     format!("{kind}:{}", hex(&Sha256::new().chain_update(kind).chain_update(b":").chain_update(token).finalize()))
 }
 
-/// A holder-assigned identifier: `prefix` + 26 lowercase base32 characters (130 bits of
-/// which 128 random), e.g. `int_...` (PROTOCOL.md §2).
+/// A holder-assigned identifier: `prefix` + 26 lowercase base32 characters, e.g.
+/// `int_...` (PROTOCOL.md §2: opaque, not secret). Its 128 bits are the time of its
+/// creation, 48 bits of milliseconds since the Unix epoch, then 80 random bits; the
+/// characters are RFC 4648 base32's (`a`–`z`, `2`–`7`) in the order that keeps the bits'
+/// order ([`SORTED_BASE32`]), so ids sort by creation. Records keyed by id are then
+/// written next to the ones just before them: a batch of new drafts or offers dirties a
+/// few pages of the store instead of one page each (docs/choices.md, "Ids in order of
+/// creation").
 pub fn new_id(prefix: &str) -> String {
+    let mut random = [0u8; 10];
+    rand::rng().fill_bytes(&mut random);
+    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    id_at(prefix, u64::try_from(millis).unwrap_or(u64::MAX), random)
+}
+
+/// RFC 4648 base32's symbols in ASCII order: a symbol's value is its place here.
+const SORTED_BASE32: &[u8; 32] = b"234567abcdefghijklmnopqrstuvwxyz";
+
+/// [`new_id`] for `millis` (its low 48 bits) and `random`.
+fn id_at(prefix: &str, millis: u64, random: [u8; 10]) -> String {
     let mut b = [0u8; 16];
-    rand::rng().fill_bytes(&mut b);
-    let s = data_encoding::BASE32_NOPAD.encode(&b).to_ascii_lowercase();
-    format!("{prefix}{s}")
+    b[..6].copy_from_slice(&millis.to_be_bytes()[2..]);
+    b[6..].copy_from_slice(&random);
+    format!("{prefix}{}", sorted_base32(&b))
+}
+
+/// 16 bytes as 26 characters of [`SORTED_BASE32`], 5 bits a character, most significant
+/// first; the last character holds 3 bits and 2 zero bits.
+fn sorted_base32(bytes: &[u8; 16]) -> String {
+    let n = u128::from_be_bytes(*bytes);
+    (0..26u32)
+        .map(|i| {
+            let v = if i < 25 { n >> (123 - 5 * i) } else { n << 2 };
+            char::from(SORTED_BASE32[(v & 31) as usize])
+        })
+        .collect()
+}
+
+/// The 16 bytes behind 26 characters of [`SORTED_BASE32`] (an id's body from
+/// [`new_id`]); `None` for any other text, and for one whose last character carries
+/// bits that [`sorted_base32`] never sets, so exactly one text stands for given bytes.
+fn sorted_base32_bytes(body: &str) -> Option<[u8; 16]> {
+    if body.len() != 26 {
+        return None;
+    }
+    let mut n: u128 = 0;
+    for (i, c) in body.bytes().enumerate() {
+        let v = SORTED_BASE32.iter().position(|&s| s == c)? as u128;
+        if i < 25 {
+            n = (n << 5) | v;
+        } else if v & 3 != 0 {
+            return None;
+        } else {
+            n = (n << 3) | (v >> 2);
+        }
+    }
+    Some(n.to_be_bytes())
 }
 
 #[cfg(test)]

@@ -221,5 +221,36 @@ fn tokens_are_long_and_ids_shaped() {
     assert!(new_token(20).expose().len() >= 26);
     let id = new_id("int_");
     assert_eq!(id.len(), 4 + 26);
+    assert!(id[4..].bytes().all(|c| c.is_ascii_lowercase() || (b'2'..=b'7').contains(&c)), "{id}");
     assert_ne!(token_hash("code", "a"), token_hash("consent", "a"));
+}
+
+#[test]
+fn ids_are_base32_of_time_then_random_and_sort_by_creation() {
+    // The same 128 bits as RFC 4648 base32 (data_encoding), each symbol renamed to the one
+    // of the same value in SORTED_BASE32.
+    let (millis, random) = (0x0193_8e4f_a2b1u64, [0x5a, 0xc3, 0x01, 0xff, 0x10, 0x00, 0x7e, 0x99, 0x24, 0xe7]);
+    let mut bytes = millis.to_be_bytes()[2..].to_vec();
+    bytes.extend_from_slice(&random);
+    let rfc = data_encoding::BASE32_NOPAD.encode(&bytes);
+    let standard = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let renamed: String =
+        rfc.bytes().map(|c| char::from(SORTED_BASE32[standard.iter().position(|&s| s == c).unwrap()])).collect();
+    assert_eq!(id_at("int_", millis, random), format!("int_{renamed}"));
+    // Decoded back to the same bytes; one text for given bytes, nothing else decodes.
+    let body = &renamed[..];
+    assert_eq!(sorted_base32_bytes(body).map(Vec::from), Some(bytes.clone()));
+    let (head, last) = body.split_at(25);
+    let last_value = SORTED_BASE32.iter().position(|&c| c == last.as_bytes()[0]).unwrap();
+    let unused_bits = format!("{head}{}", char::from(SORTED_BASE32[last_value | 1]));
+    for bad in [&unused_bits[..], &body[..25], &body.to_ascii_uppercase(), &format!("{head}8"), &format!("{body}2")] {
+        assert_eq!(sorted_base32_bytes(bad), None, "{bad}");
+    }
+    // A later millisecond sorts after, whatever the random bits; within one, by them.
+    assert!(id_at("off_", millis, [0xff; 10]) < id_at("off_", millis + 1, [0; 10]));
+    assert!(id_at("off_", millis, [0; 10]) < id_at("off_", millis, [1; 10]));
+    assert!(id_at("off_", 999, [0xff; 10]) < id_at("off_", 1_000, [0; 10]), "across a carry");
+    // new_id takes the clock: an id made now sorts after one of a second ago.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert!(id_at("int_", now - 1_000, [0xff; 10]) < new_id("int_"));
 }
