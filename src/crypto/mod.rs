@@ -546,7 +546,8 @@ pub fn token_hash(kind: &str, token: &str) -> String {
 
 /// A holder-assigned identifier: `prefix` + 26 lowercase base32 characters, e.g.
 /// `int_...` (PROTOCOL.md §2: opaque, not secret). Its 128 bits are the time of its
-/// creation, 48 bits of milliseconds since the Unix epoch, then 80 random bits; the
+/// creation, 48 bits of milliseconds since the Unix epoch by the system's clock (a
+/// test's standing clock does not make ids collide), then 80 random bits; the
 /// characters are RFC 4648 base32's (`a`–`z`, `2`–`7`) in the order that keeps the bits'
 /// order ([`SORTED_BASE32`]), so ids sort by creation. Records keyed by id are then
 /// written next to the ones just before them: a batch of new drafts or offers dirties a
@@ -555,8 +556,9 @@ pub fn token_hash(kind: &str, token: &str) -> String {
 pub fn new_id(prefix: &str) -> String {
     let mut random = [0u8; 10];
     rand::rng().fill_bytes(&mut random);
-    let millis = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    id_at(prefix, u64::try_from(millis).unwrap_or(u64::MAX), random)
+    // The system's clock, not a holder's `Clock`: the time only orders the rows.
+    let millis = crate::clock::Clock::now(&crate::clock::SystemClock).unix_timestamp_nanos() / 1_000_000;
+    id_at(prefix, u64::try_from(millis).unwrap_or(0), random)
 }
 
 /// RFC 4648 base32's symbols in ASCII order: a symbol's value is its place here.
