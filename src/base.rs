@@ -439,7 +439,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub(super) fn active(id: &str) -> IntentRecord {
+    pub(crate) fn active(id: &str) -> IntentRecord {
         let t = |s: &str| crate::records::Stamp::parse(s).unwrap();
         let content = crate::records::IntentContent {
             statement: "Škoda Octavia combi".into(),

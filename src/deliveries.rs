@@ -76,7 +76,7 @@ pub fn match_intent_tx(
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
-/// strictly increasing delivery times, and schedules its digest, into the delivery
+/// strictly increasing delivery times (the highest score first, then the newest offer), and schedules its digest, into the delivery
 /// tables `log` of a write transaction (opened once for a batch of intents in a
 /// catalogue import). Returns how many were new.
 pub fn record_hits_in(
@@ -88,6 +88,11 @@ pub fn record_hits_in(
 ) -> Result<u64> {
     let mut n = 0;
     let mut m = micros(now).max(rec.last_delivered + 1);
+    // Best first, then newest first (ids sort by creation): an intent that goes live with
+    // more matches than a digest carries gets the best and freshest in its first digest
+    // and first page, not the offers imported first.
+    let mut hits: Vec<_> = hits.iter().collect();
+    hits.sort_by(|(a, x), (b, y)| y.score.total_cmp(&x.score).then_with(|| b.cmp(a)));
     for (offer_id, hit) in hits {
         let ext = json!({"score": hit.score, "reasons": hit.reasons});
         if log.put(&rec.id, offer_id, m, &ext)? {
@@ -244,6 +249,24 @@ mod tests {
             "active": true
         }))
         .unwrap()
+    }
+
+    /// When an intent goes live with many matches, the digest (the first 50) and the
+    /// first page of matches show the best, then the newest offers: delivery times follow
+    /// the score, then the offer id (ids sort by creation) newest first.
+    #[test]
+    fn matches_are_delivered_best_first_then_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(dir.path());
+        let mut rec = crate::base::tests::active("int_a");
+        let hit = |score| matching::Hit { score, reasons: vec!["text"] };
+        let hits = [("off_1", hit(0.5)), ("off_3", hit(1.0)), ("off_2", hit(0.5)), ("off_4", hit(0.25))];
+        let now = b.now();
+        let n = b.store().write(|tx| record_hits_in(&b, &mut tx.delivery_log()?, &mut rec, &hits, now)).unwrap();
+        assert_eq!(n, 4);
+        let rows = b.store().read(|rx| rx.deliveries::<Value>("int_a", 0, 10)).unwrap();
+        let order: Vec<&str> = rows.iter().map(|(_, o, _)| o.as_str()).collect();
+        assert_eq!(order, ["off_3", "off_2", "off_1", "off_4"]);
     }
 
     /// A delivery whose stored time lies outside what a time holds is an error that

@@ -234,6 +234,11 @@ mod tests {
         // it always was, so its handles did not change.
         let old = format!("int_{}", data_encoding::BASE32_NOPAD.encode(&bytes).to_ascii_lowercase());
         assert_eq!(&plaintext(&old)[..], &[&[1u8][..], &bytes].concat()[..]);
+        assert_eq!(
+            k.seal("sel_a", &old),
+            "hdl_dHNW9fvPi7QeTSrwC1O_LmwPhrM1pERzIK_jD-WPdFLRZNhoofmaLujIhbZwYPrNpwpFmlc1XAij",
+            "an old id's handle, as made before ids sorted"
+        );
         let new = format!("int_{}", crate::crypto::sorted_base32(&bytes));
         assert_eq!(&plaintext(&new)[..], &[&[2u8][..], &bytes].concat()[..]);
         for i in [old, new, id()] {
