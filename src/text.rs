@@ -33,6 +33,27 @@ pub fn tokens(s: &str) -> Vec<String> {
     fold(s).split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_owned).collect()
 }
 
+/// Whether `c` is an invisible character that can make text show other than it reads:
+/// a control character (C0, DEL, C1: `char::is_control`) or a bidirectional embedding,
+/// override or isolate (U+202A–U+202E, U+2066–U+2069; Unicode UAX #9).
+fn hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` as one line: runs of whitespace (line breaks and tabs too) as one space, the
+/// [`hidden`] characters removed, trimmed: `"Škoda\u{1b}[31m  Octavia\u{202e}"` →
+/// `"Škoda[31m Octavia"`. For a catalogue row's title, ref and seller name.
+pub fn one_line(s: &str) -> String {
+    let words = s.split_whitespace().map(|w| w.chars().filter(|&c| !hidden(c)).collect::<String>());
+    words.filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// `s` with the [`hidden`] characters removed except tabs and line breaks (`\t`, `\n`,
+/// `\r`), trimmed. For a catalogue row's description.
+pub fn without_hidden(s: &str) -> String {
+    s.chars().filter(|&c| matches!(c, '\t' | '\n' | '\r') || !hidden(c)).collect::<String>().trim().to_owned()
+}
+
 /// Formats an amount with a thin group separator: `12 500`.
 pub fn format_amount(a: f64) -> String {
     let whole = a.round() as i64;

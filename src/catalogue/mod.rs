@@ -32,6 +32,7 @@ use crate::protocol::input::{self, Fields, InputError};
 use crate::protocol::{category, Category, CATEGORIES};
 use crate::protocol::{Offer, OfferSource, SellerPublic};
 use crate::records::{OfferInput, SellerRecord};
+use crate::text;
 use serde_json::{Map, Value};
 
 /// Longest title, characters (PROTOCOL.md §2 Offer).
@@ -55,7 +56,10 @@ use crate::protocol::input::type_name;
 /// Validates one catalogue row (a JSON object; see the module docs) into an
 /// [`OfferInput`]. `currencies` are the ISO 4217 codes the holder has rates for.
 ///
-/// Rules: `title` 1..300 characters (inner whitespace runs become one space),
+/// Rules: `title` 1..300 characters (inner whitespace runs become one space; control
+/// characters and bidirectional embeddings, overrides and isolates are removed from the
+/// title, `ref`, `seller.name` and, but for tabs and line breaks, `description`:
+/// [`text::one_line`], [`text::without_hidden`]),
 /// `description` 0..10000, `category` a holder category key, `attributes` an object of
 /// that category's attribute keys (number attributes accept numeric strings such as
 /// `"2018"` and refuse other strings), `price` `{amount, currency}`, `area` a string or
@@ -72,9 +76,14 @@ pub fn parse_json_row(v: &Value, currencies: &[String]) -> Result<OfferInput, In
         return err(format!("a row must be a JSON object (one offer), not {}", type_name(v)));
     };
     let mut f = Fields::new(v, "")?;
-    let reference = f.opt_str("ref", NAME_MAX)?;
-    let title = f.req_str("title", TITLE_MAX)?.split_whitespace().collect::<Vec<_>>().join(" ");
-    let description = f.opt_text("description", DESCRIPTION_MAX)?;
+    let reference = f.opt_str("ref", NAME_MAX)?.map(|r| text::one_line(&r)).filter(|r| !r.is_empty());
+    let title = text::one_line(&f.req_str("title", TITLE_MAX)?);
+    if title.is_empty() {
+        return err(
+            "title must have a visible character (control and bidirectional formatting characters are removed)",
+        );
+    }
+    let description = text::without_hidden(&f.opt_text("description", DESCRIPTION_MAX)?);
     let cat = parse_category(f.get("category"))?;
     let attributes = match f.get("attributes") {
         Some(a) => number_attributes(input::parse_attributes(a, cat.key)?, cat)?,
@@ -231,7 +240,12 @@ fn parse_seller(v: &Value) -> Result<(String, Option<String>), InputError> {
         return err(format!("seller must be an object {{name, url?}}, not {}", type_name(v)));
     }
     let mut f = Fields::new(v, "seller")?;
-    let name = f.req_str("name", NAME_MAX)?.split_whitespace().collect::<Vec<_>>().join(" ");
+    let name = text::one_line(&f.req_str("name", NAME_MAX)?);
+    if name.is_empty() {
+        return err(
+            "seller.name must have a visible character (control and bidirectional formatting characters are removed)",
+        );
+    }
     let url = f.get("url").map(|u| parse_url(u, "seller.url")).transpose()?;
     f.finish("")?;
     Ok((name, url))

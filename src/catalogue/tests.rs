@@ -62,6 +62,26 @@ fn good_json_row() {
     assert!(o.area.regions.is_empty() && o.reference.is_none() && o.attributes.is_empty());
 }
 
+/// Control characters (a terminal's escape sequences, NUL, BEL) and bidirectional
+/// overrides cannot make a title, ref, seller name or description show other than it
+/// reads: they are removed (real feeds carry stray U+202A–U+202D), and a title or seller
+/// name of nothing else is refused, naming the field.
+#[test]
+fn hidden_characters_are_removed_and_a_title_of_nothing_else_is_refused() {
+    let mut v = with(good(), "title", json!("Škoda\u{1b}[31m Octavia\u{202e}ATD\u{0}\u{7}  \u{2066}combi"));
+    v = with(v, "ref", json!("A-\u{202d}17\u{85}"));
+    v = with(v, "description", json!("Servis\u{1b}[2J\n1. majiteľ\t\u{202a}ok\u{202c}\r\n"));
+    v = with(v, "seller", json!({"name": "Auto\u{9b} Kováč\u{2069}"}));
+    let o = parse_json_row(&v, &cur()).unwrap();
+    assert_eq!(o.title, "Škoda[31m OctaviaATD combi");
+    assert_eq!(o.reference.as_deref(), Some("A-17"));
+    assert_eq!(o.description, "Servis[2J\n1. majiteľ\tok");
+    assert_eq!(o.seller_name, "Auto Kováč");
+    assert!(bad(with(good(), "title", json!("\u{202e}\u{1b}"))).starts_with("title must have a visible character"));
+    let e = bad(with(good(), "seller", json!({"name": "\u{0}"})));
+    assert!(e.starts_with("seller.name must have a visible character"), "{e}");
+}
+
 #[test]
 fn bad_json_rows_name_the_field() {
     let cases = [
