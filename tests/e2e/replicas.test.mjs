@@ -43,6 +43,7 @@ import {
   extractUrls,
   findPostForm,
   freePort,
+  laterPort,
   mailIsFor,
   parseForms,
   runIsto,
@@ -343,7 +344,7 @@ test("two replicas on PostgreSQL behind HAProxy: restore, consent race, one mail
     env.defer(() => fs.rmSync(pgDir, { recursive: true, force: true }));
     const pg = await startPostgres(pgDir);
     env.defer(() => pg.stop());
-    const hPort = await freePort();
+    const hPort = await laterPort(); // bound by HAProxy only after the restore and both replicas
     const origin = `http://127.0.0.1:${hPort}`;
     const mcpUrl = `${origin}/mcp`;
     const s = {};

@@ -64,6 +64,27 @@ export function freePort() {
   });
 }
 
+/**
+ * A free TCP port on 127.0.0.1 below the ephemeral range (20000..32767), for a port
+ * chosen long before something binds it (a proxy started after its backends). A port
+ * from `freePort` is an ephemeral one: any outgoing connection of the machine (a test's
+ * client, a database connection) may take it as its local port in between, and the
+ * later bind fails with EADDRINUSE. Ports below the range are never given out that way.
+ */
+export async function laterPort() {
+  for (let i = 0; i < 200; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    const free = await new Promise((resolve) => {
+      const srv = net.createServer();
+      srv.unref();
+      srv.once("error", () => resolve(false));
+      srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error("no free port in 20000..32767 after 200 tries");
+}
+
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
