@@ -76,7 +76,8 @@ pub fn match_intent_tx(
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
-/// strictly increasing delivery times (the highest score first, then the newest offer), and schedules its digest, into the delivery
+/// strictly increasing delivery times (the highest score first, then the newest offer),
+/// and schedules its digest, into the delivery
 /// tables `log` of a write transaction (opened once for a batch of intents in a
 /// catalogue import). Returns how many were new.
 pub fn record_hits_in(

@@ -77,12 +77,7 @@ pub fn parse_json_row(v: &Value, currencies: &[String]) -> Result<OfferInput, In
     };
     let mut f = Fields::new(v, "")?;
     let reference = f.opt_str("ref", NAME_MAX)?.map(|r| text::one_line(&r)).filter(|r| !r.is_empty());
-    let title = text::one_line(&f.req_str("title", TITLE_MAX)?);
-    if title.is_empty() {
-        return err(
-            "title must have a visible character (control and bidirectional formatting characters are removed)",
-        );
-    }
+    let title = visible_line(f.req_str("title", TITLE_MAX)?, "title")?;
     let description = text::without_hidden(&f.opt_text("description", DESCRIPTION_MAX)?);
     let cat = parse_category(f.get("category"))?;
     let attributes = match f.get("attributes") {
@@ -235,17 +230,23 @@ fn offer_area(v: &Value) -> Result<AreaObject, InputError> {
     Ok(area)
 }
 
+/// `s` as [`text::one_line`]; an error naming `path` when nothing visible is left.
+fn visible_line(s: String, path: &str) -> Result<String, InputError> {
+    let line = text::one_line(&s);
+    if line.is_empty() {
+        return err(format!(
+            "{path} must have a visible character (control and bidirectional formatting characters are removed)"
+        ));
+    }
+    Ok(line)
+}
+
 fn parse_seller(v: &Value) -> Result<(String, Option<String>), InputError> {
     if !v.is_object() {
         return err(format!("seller must be an object {{name, url?}}, not {}", type_name(v)));
     }
     let mut f = Fields::new(v, "seller")?;
-    let name = text::one_line(&f.req_str("name", NAME_MAX)?);
-    if name.is_empty() {
-        return err(
-            "seller.name must have a visible character (control and bidirectional formatting characters are removed)",
-        );
-    }
+    let name = visible_line(f.req_str("name", NAME_MAX)?, "seller.name")?;
     let url = f.get("url").map(|u| parse_url(u, "seller.url")).transpose()?;
     f.finish("")?;
     Ok((name, url))

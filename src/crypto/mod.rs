@@ -556,9 +556,14 @@ pub fn token_hash(kind: &str, token: &str) -> String {
 pub fn new_id(prefix: &str) -> String {
     let mut random = [0u8; 10];
     rand::rng().fill_bytes(&mut random);
-    // The system's clock, not a holder's `Clock`: the time only orders the rows.
+    id_at(prefix, system_millis(), random)
+}
+
+/// Milliseconds since the Unix epoch by the system's clock, not a holder's `Clock`: an
+/// id's time only orders rows.
+fn system_millis() -> u64 {
     let millis = crate::clock::Clock::now(&crate::clock::SystemClock).unix_timestamp_nanos() / 1_000_000;
-    id_at(prefix, u64::try_from(millis).unwrap_or(0), random)
+    u64::try_from(millis).unwrap_or(0)
 }
 
 /// RFC 4648 base32's symbols in ASCII order: a symbol's value is its place here.

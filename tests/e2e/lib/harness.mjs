@@ -51,17 +51,24 @@ export function tmpDir(prefix = "isto-e2e-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** A free TCP port on 127.0.0.1 (bind to port 0, read it, close). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
+/** `port` on 127.0.0.1 if it can be bound now (0: any free one), else null (bind, read, close). */
+function bindable(port) {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+    srv.once("error", () => resolve(null));
+    srv.listen(port, "127.0.0.1", () => {
+      const bound = srv.address().port;
+      srv.close(() => resolve(bound));
     });
   });
+}
+
+/** A free TCP port on 127.0.0.1 (bind to port 0, read it, close). */
+export async function freePort() {
+  const port = await bindable(0);
+  if (port === null) throw new Error("no free port on 127.0.0.1");
+  return port;
 }
 
 /**
@@ -73,14 +80,8 @@ export function freePort() {
  */
 export async function laterPort() {
   for (let i = 0; i < 200; i++) {
-    const port = 20000 + Math.floor(Math.random() * 12768);
-    const free = await new Promise((resolve) => {
-      const srv = net.createServer();
-      srv.unref();
-      srv.once("error", () => resolve(false));
-      srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-    });
-    if (free) return port;
+    const port = await bindable(20000 + Math.floor(Math.random() * 12768));
+    if (port !== null) return port;
   }
   throw new Error("no free port in 20000..32767 after 200 tries");
 }
