@@ -289,9 +289,23 @@ fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str, un
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
+/// HTTP requests answered since start ([`request`]) but for health checks, for
+/// [`requests_answered`].
+static ANSWERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many HTTP requests were answered since start, not counting `/healthz` and
+/// `/readyz` (a monitor's probes): `isto serve` tells a quiet holder by this count
+/// standing still (`app::tasks`).
+pub fn requests_answered() -> u64 {
+    ANSWERED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Counts one answered HTTP request: `endpoint` is its route pattern (`/consent/{token}`,
 /// never the path) or [`UNMATCHED`]; `latency` is the time to the response head.
 pub fn request(endpoint: &str, method: &str, status: u16, latency: Duration) {
+    if !matches!(endpoint, "/healthz" | "/readyz") {
+        ANSWERED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let m = &*METRICS;
     let endpoint = m.endpoints.admit(endpoint);
     m.requests.get_or_create(&RequestLabels { endpoint: endpoint.clone(), method: method_label(method), status }).inc();

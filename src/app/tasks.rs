@@ -3,13 +3,15 @@
 
 use super::{metrics, systemd, SHUTDOWN_TASKS};
 use crate::state::AppState;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// The running background tasks: the offer index opening (then `READY=1`), the mail
 /// worker (it only sends), the domain's scheduler (`crate::schedule`), on PostgreSQL the
 /// change-feed follower (`follow`), the admin socket, the metrics listener, and the wait
-/// for SIGTERM or Ctrl-C that cancels `stop`.
+/// for SIGTERM or Ctrl-C that cancels `stop`; on redb, the page cache's release once the
+/// holder is quiet ([`release_when_quiet`]).
 #[derive(Debug)]
 pub(super) struct Tasks {
     running: Vec<JoinHandle<()>>,
@@ -29,6 +31,8 @@ impl Tasks {
         running.push(tokio::spawn(holder.scheduler().run(stop.clone())));
         if holder.base.store().pool_stats().is_some() {
             running.push(tokio::spawn(super::follow::run(holder.clone(), stop.clone())));
+        } else {
+            running.push(tokio::spawn(release_when_quiet(holder.clone(), stop.clone())));
         }
         let admin = admin_socket.run(holder.clone(), stop.clone());
         running.push(tokio::spawn(async move {
@@ -70,6 +74,63 @@ impl Tasks {
     }
 }
 
+/// How long the holder answers no request (health checks aside) before `isto serve`
+/// gives the store's page cache back ([`crate::store::Store::release_cache`]): the
+/// memory a load left in it returns to the system, and the next calls read their pages
+/// from the operating system's page cache again (docs/choices.md, "The page cache is
+/// given back when quiet").
+pub const RELEASE_CACHE_AFTER: Duration = Duration::from_secs(30);
+
+/// How often [`release_when_quiet`] looks at the request count.
+const QUIET_CHECK: Duration = Duration::from_secs(5);
+
+/// Tells a quiet spell from the count of requests answered ([`Quiet::due`]).
+#[derive(Debug)]
+struct Quiet {
+    /// The count at the last check.
+    seen: u64,
+    /// When the count last moved (or the start).
+    since: Instant,
+    /// The cache may hold pages: there were calls (or the start) since the last release.
+    used: bool,
+}
+
+impl Quiet {
+    fn new(now: Instant) -> Self {
+        Self { seen: crate::telemetry::requests_answered(), since: now, used: true }
+    }
+
+    /// Whether to release the cache now, `count` requests having been answered by `now`:
+    /// once per spell of [`RELEASE_CACHE_AFTER`] without requests that follows some.
+    fn due(&mut self, count: u64, now: Instant) -> bool {
+        if count != self.seen {
+            (self.seen, self.since, self.used) = (count, now, true);
+            return false;
+        }
+        self.used && now.duration_since(self.since) >= RELEASE_CACHE_AFTER
+    }
+}
+
+/// Gives the store's page cache back after every quiet spell ([`RELEASE_CACHE_AFTER`]);
+/// a release that cannot happen now (a call holds the file) is tried at the next check.
+async fn release_when_quiet(holder: AppState, stop: CancellationToken) {
+    let mut quiet = Quiet::new(Instant::now());
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(QUIET_CHECK) => {}
+        }
+        if !quiet.due(crate::telemetry::requests_answered(), Instant::now()) {
+            continue;
+        }
+        let base = holder.base.clone();
+        if let Ok(true) = tokio::task::spawn_blocking(move || base.store().release_cache()).await {
+            quiet.used = false;
+            tracing::debug!("store page cache given back after a quiet spell");
+        }
+    }
+}
+
 /// Opens the offer index (rebuilt when it lags the store) on a blocking thread, so that
 /// a rebuild does not delay the first answer (a search waits for it; `/readyz` says not
 /// ready until then). `READY=1` follows it.
@@ -103,5 +164,26 @@ async fn wait_for_signal() {
         Err(_) => {
             let _ = ctrl_c.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_is_released_once_per_quiet_spell_that_follows_requests() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut q = Quiet { seen: 7, since: t0, used: true };
+        assert!(!q.due(7, at(29)), "quiet for less than RELEASE_CACHE_AFTER");
+        assert!(q.due(7, at(30)), "the start counts as use: released after its quiet");
+        q.used = false;
+        assert!(!q.due(7, at(90)), "nothing new since the release");
+        assert!(!q.due(9, at(95)), "requests: the spell starts again");
+        assert!(!q.due(9, at(124)));
+        assert!(q.due(9, at(125)));
+        // A release that could not happen is tried again at the next check.
+        assert!(q.due(9, at(130)));
     }
 }

@@ -585,6 +585,46 @@ impl Store {
         st
     }
 
+    /// Gives the page cache's memory back (`store.cache_mib`, about 1.5× that in the
+    /// allocator): makes every write durable, closes the redb file and opens it again,
+    /// when no call is using it; calls arriving meanwhile wait, as for a reopen. `isto
+    /// serve` calls it once the holder has been quiet for a while (`app::tasks`,
+    /// docs/choices.md "The page cache is given back when quiet"). Returns whether it did;
+    /// not on PostgreSQL, while a call or a write waiting for its sync holds the file,
+    /// when the durable commit fails, after an I/O failure (the next call's reopen does
+    /// it) or when the open fails (logged; the next call tries again, as after an I/O
+    /// failure).
+    pub fn release_cache(&self) -> bool {
+        let mut st = self.lock_state();
+        let idle = |h: &Arc<Handle>| Arc::strong_count(h) == 1 && h.settle().is_ok();
+        if self.pg.is_some() || st.reopening || st.broken || !st.db.as_ref().is_some_and(idle) {
+            return false;
+        }
+        st.reopening = true;
+        let old = st.db.take();
+        drop(st);
+        let outcome = self.close_and_open(old);
+        let mut st = self.lock_state();
+        let released = match outcome {
+            Ok(db) => {
+                st.db = Some(Arc::new(Handle::new(db)));
+                true
+            }
+            Err(ReopenFailed::Busy(old)) => {
+                st.db = Some(old);
+                false
+            }
+            Err(ReopenFailed::Open(e)) => {
+                st.broken = true;
+                tracing::error!(error = %e, "opening the store file again failed; trying again at the next call");
+                false
+            }
+        };
+        st.reopening = false;
+        self.reopened.notify_all();
+        released
+    }
+
     fn close_and_open(&self, old: Option<Arc<Handle>>) -> std::result::Result<Database, ReopenFailed> {
         if let Some(mut old) = old {
             let since = Instant::now();

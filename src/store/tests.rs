@@ -270,3 +270,44 @@ fn an_unreadable_counter_is_an_error_naming_it_never_zero() {
         assert_eq!(s.read(|rx| rx.table(schema::META)?.get("write_probe")).unwrap().as_deref(), Some("1"));
     }
 }
+
+#[test]
+fn the_cache_is_released_only_when_nothing_holds_the_file_and_the_data_stays() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.redb");
+    let s = Store::open(&p).unwrap();
+    put(&s, "int_a", 10).unwrap();
+    let handle = |s: &Store| Arc::as_ptr(s.lock_state().db.as_ref().unwrap()) as usize;
+    let first = handle(&s);
+    // A call in flight (here on this thread) keeps the file open.
+    assert!(!s.read(|_| Ok::<_, StoreError>(s.release_cache())).unwrap());
+    // So does a committed write still waiting for its durable commit.
+    let ((), pending) = s.write_unsynced(|tx| tx.put_token("code:x", "int_a")).unwrap();
+    assert!(!s.release_cache());
+    s.sync::<StoreError>(pending).unwrap();
+    assert_eq!(handle(&s), first);
+
+    assert!(s.release_cache());
+    assert_ne!(handle(&s), first, "a new handle, with an empty cache");
+    assert!(has(&s, "int_a"), "committed data survives the release");
+    assert_eq!(s.read(|rx| rx.token("code:x")).unwrap().as_deref(), Some("int_a"));
+    put(&s, "int_b", 10).unwrap();
+    assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a", "int_b"]);
+    // The file is held again: a second open is refused.
+    let e = Store::open(&p).unwrap_err();
+    assert!(e.is_already_open(), "{e}");
+}
+
+#[test]
+fn a_write_left_unsynced_is_made_durable_and_the_cache_released() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.redb");
+    let s = Store::open(&p).unwrap();
+    // Committed without durability, its caller gone without waiting for the sync.
+    let ((), pending) = s.write_unsynced(|tx| tx.put_token("code:y", "int_a")).unwrap();
+    drop(pending);
+    assert!(s.release_cache());
+    drop(s);
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.read(|rx| rx.token("code:y")).unwrap().as_deref(), Some("int_a"));
+}
