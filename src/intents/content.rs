@@ -144,7 +144,7 @@ impl Intents {
     pub fn parse_publish(&self, args: &Value) -> Result<PublishInput> {
         let now = self.now();
         let mut f = Fields::new(args, "")?;
-        let statement = f.req_str("statement", input::STATEMENT_MAX)?;
+        let statement = f.req_text("statement", input::STATEMENT_MAX)?;
         let (cat, criteria) = match f.get("criteria") {
             Some(c) => input::parse_criteria(c)?,
             None => (None, Map::new()),
@@ -196,7 +196,7 @@ impl Intents {
         for (key, v) in &args.changes {
             let null = v.is_null();
             match key.as_str() {
-                "statement" => c.statement = Some(f.req_str("statement", input::STATEMENT_MAX)?),
+                "statement" => c.statement = Some(f.req_text("statement", input::STATEMENT_MAX)?),
                 "criteria" if null => c.criteria = Change::Remove,
                 "criteria" => c.criteria = Change::Set(input::parse_criteria(v)?),
                 "area" => c.area = Some(input::parse_area(v, "area")?),

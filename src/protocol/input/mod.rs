@@ -95,6 +95,25 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A required text of 1..=max characters as [`Fields::req_str`], without the
+    /// characters that can make it show other than it reads ([`crate::text::without_hidden`]:
+    /// control characters but tabs and line breaks; bidirectional embeddings, overrides and
+    /// isolates). For the statement, which sellers read in pseudonymous intents and the
+    /// person on the consent page.
+    ///
+    /// # Errors
+    /// As [`Fields::req_str`]; and nothing else left: "`key` must contain visible text".
+    pub fn req_text(&mut self, key: &'static str, max: usize) -> Result<String, InputError> {
+        let text = crate::text::without_hidden(&self.req_str(key, max)?);
+        if text.is_empty() {
+            return err(format!(
+                "{} must contain visible text, not only control or bidirectional characters",
+                self.path(key)
+            ));
+        }
+        Ok(text)
+    }
+
     /// An optional string of 1..=max characters, trimmed.
     ///
     /// # Errors

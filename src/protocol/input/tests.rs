@@ -15,6 +15,20 @@ fn an_unknown_name_is_echoed_shortly() {
     assert_eq!(echo(&"é".repeat(65)), format!("{}…", "é".repeat(64)));
 }
 
+/// A statement loses control characters (but tabs and line breaks) and bidirectional
+/// overrides; one of nothing else is refused, naming the field.
+#[test]
+fn a_statement_loses_hidden_characters_and_one_of_nothing_else_is_refused() {
+    let v = json!({"statement": " Hledám\u{1b}[31m Octavia\u{202e}combi\n do 12 000 € \u{7} "});
+    let mut f = Fields::new(&v, "").unwrap();
+    assert_eq!(f.req_text("statement", 2000).unwrap(), "Hledám[31m Octaviacombi\n do 12 000 €");
+    let v = json!({"statement": "\u{202e}\u{2066}\u{0}"});
+    let e = Fields::new(&v, "").unwrap().req_text("statement", 2000).unwrap_err().0;
+    assert_eq!(e, "statement must contain visible text, not only control or bidirectional characters");
+    let v = json!({"statement": "   "});
+    assert_eq!(Fields::new(&v, "").unwrap().req_text("statement", 2000).unwrap_err().0, "statement must not be empty");
+}
+
 /// A 250 KB area (string or region entry) is refused fast, naming the field and rule.
 #[test]
 fn huge_area_is_refused_fast_naming_the_field() {
