@@ -33,11 +33,21 @@ pub fn tokens(s: &str) -> Vec<String> {
     fold(s).split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_owned).collect()
 }
 
-/// Whether `c` is an invisible character that can make text show other than it reads:
-/// a control character (C0, DEL, C1: `char::is_control`) or a bidirectional embedding,
-/// override or isolate (U+202A–U+202E, U+2066–U+2069; Unicode UAX #9).
-fn hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Whether `c` is a character that can make text show other than it reads, or look
+/// empty: a control character (C0, DEL, C1: `char::is_control`), a bidirectional mark,
+/// embedding, override or isolate (U+200E–U+200F, U+061C, U+202A–U+202E, U+2066–U+2069;
+/// Unicode UAX #9: U+202E shows `evil\u{202E}moc.` as `evil.com`), an invisible format
+/// character (soft hyphen, zero-width spaces and joiners, U+2060–U+206F, the BOM,
+/// interlinear annotation marks), Unicode's Default_Ignorable blanks (the Hangul fillers,
+/// U+115F, U+1160, U+3164, U+FFA0), the blank Braille pattern, and the tag characters
+/// (U+E0000–U+E0FFF: invisible to people, read by an AI assistant).
+pub fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}' | '\u{2800}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// `s` as one line: runs of whitespace (line breaks and tabs too) as one space, the
@@ -48,10 +58,23 @@ pub fn one_line(s: &str) -> String {
     words.filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
-/// `s` with the [`hidden`] characters removed except tabs and line breaks (`\t`, `\n`,
-/// `\r`), trimmed. For a catalogue row's description.
+/// `s` with the [`hidden`] characters removed but tabs and line breaks, every line break
+/// as `\n` (`\r\n`, a lone `\r`, VT, FF, NEL, U+2028 and U+2029: so no word is glued to
+/// the next and no `\r` rewrites a terminal's line), trimmed. For a catalogue row's
+/// description and a statement.
 pub fn without_hidden(s: &str) -> String {
-    s.chars().filter(|&c| matches!(c, '\t' | '\n' | '\r') || !hidden(c)).collect::<String>().trim().to_owned()
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => out.push('\n'),
+            '\t' | '\n' => out.push(c),
+            c if hidden(c) => {}
+            c => out.push(c),
+        }
+    }
+    out.trim().to_owned()
 }
 
 /// Formats an amount with a thin group separator: `12 500`.

@@ -10,8 +10,9 @@ use tokio_util::sync::CancellationToken;
 /// The running background tasks: the offer index opening (then `READY=1`), the mail
 /// worker (it only sends), the domain's scheduler (`crate::schedule`), on PostgreSQL the
 /// change-feed follower (`follow`), the admin socket, the metrics listener, and the wait
-/// for SIGTERM or Ctrl-C that cancels `stop`; on redb, the page cache's release once the
-/// holder is quiet ([`release_when_quiet`]).
+/// for SIGTERM or Ctrl-C that cancels `stop`; on redb, with the store's lock file held
+/// (`Store::hold_file`), the page cache's release once the holder is quiet
+/// ([`release_when_quiet`]).
 #[derive(Debug)]
 pub(super) struct Tasks {
     running: Vec<JoinHandle<()>>,
@@ -31,7 +32,7 @@ impl Tasks {
         running.push(tokio::spawn(holder.scheduler().run(stop.clone())));
         if holder.base.store().pool_stats().is_some() {
             running.push(tokio::spawn(super::follow::run(holder.clone(), stop.clone())));
-        } else {
+        } else if holder.base.store().hold_file() {
             running.push(tokio::spawn(release_when_quiet(holder.clone(), stop.clone())));
         }
         let admin = admin_socket.run(holder.clone(), stop.clone());

@@ -199,7 +199,7 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
-            if let Some(c) = s.chars().find(|c| hidden_char(*c)) {
+            if let Some(c) = s.chars().find(|c| crate::text::hidden(*c)) {
                 return Err(meta_error(format!(
                     "{key} must not contain control, bidirectional or invisible formatting characters (found U+{:04X})",
                     u32::from(c)
@@ -216,19 +216,6 @@ fn short_string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, (&'
         }
         Some(_) => Err(meta_error(format!("{key} must be a string"))),
     }
-}
-
-/// Characters refused in the client's names and other short strings, because the
-/// consent page shows them: controls, bidirectional marks and overrides (U+202E shows
-/// `evil\u{202E}moc.` as `evil.com`), invisible format characters, Unicode's
-/// Default_Ignorable blanks and the blank Braille pattern (an empty-looking name).
-fn hidden_char(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2069}' | '\u{2800}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
-            | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 fn string_list(m: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, (&'static str, String)> {

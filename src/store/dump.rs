@@ -174,10 +174,11 @@ impl Store {
     }
 }
 
-/// Whether another process holds the store file at `path` (`isto serve`, usually).
-/// Opens it and closes it again; false for a missing or unreadable file.
+/// Whether another process holds the store file at `path` (`isto serve`, usually): its
+/// lock file ([`super::Store::hold_file`]), or the file itself, which this opens and
+/// closes again; false for a missing or unreadable file.
 pub fn in_use(path: &Path) -> bool {
-    matches!(Database::open(path), Err(redb::DatabaseError::DatabaseAlreadyOpen))
+    super::open::locked_elsewhere(path) || matches!(Database::open(path), Err(redb::DatabaseError::DatabaseAlreadyOpen))
 }
 
 /// The snapshot of `txn`; refuses a file with a table that is not in [`TABLES`].

@@ -163,6 +163,8 @@ pub struct Store {
     probe: Mutex<()>,
     /// Whether [`Store::intent_key`] has handed out the key.
     intent_key_taken: std::sync::atomic::AtomicBool,
+    /// The lock file held for the store's life ([`Store::hold_file`]).
+    held: std::sync::OnceLock<std::fs::File>,
     /// The PostgreSQL backend's pool; `None` on redb (the fields above serve redb only).
     pg: Option<Arc<pg::Pool>>,
 }
@@ -254,6 +256,10 @@ impl Store {
             open::initialise(path, bytes)?;
         }
         let open = move |first: bool| {
+            // An `isto serve` holds the lock file even while its file is closed for a moment.
+            if first && open::locked_elsewhere(&file) {
+                return Err(redb::DatabaseError::DatabaseAlreadyOpen);
+            }
             let mut b = Database::builder();
             b.set_cache_size(bytes);
             open::repair_logged(&mut b, &file, if first { "start" } else { "reopen" })
@@ -282,6 +288,7 @@ impl Store {
             reopened: Condvar::new(),
             probe: Mutex::new(()),
             intent_key_taken: std::sync::atomic::AtomicBool::new(false),
+            held: std::sync::OnceLock::new(),
             pg,
         }
     }
@@ -585,25 +592,56 @@ impl Store {
         st
     }
 
+    /// Takes the lock file beside the store file (`isto.redb.lock`, flock) for the
+    /// store's whole life, as `isto serve` does: while it is held, no other process opens
+    /// the store file ([`Store::open`] answers [`StoreError::is_already_open`],
+    /// [`in_use`] true), even while this one closes and opens it again
+    /// ([`Store::release_cache`]). Returns whether it is held: not on PostgreSQL, for a
+    /// store without a path, or when the lock file cannot be made.
+    pub fn hold_file(&self) -> bool {
+        let Some(path) = self.path.as_deref().filter(|_| self.pg.is_none()) else { return false };
+        if self.held.get().is_none() {
+            if let Some(f) = open::lock_file(path) {
+                let _ = self.held.set(f);
+            }
+        }
+        self.held.get().is_some()
+    }
+
     /// Gives the page cache's memory back (`store.cache_mib`, about 1.5× that in the
     /// allocator): makes every write durable, closes the redb file and opens it again,
     /// when no call is using it; calls arriving meanwhile wait, as for a reopen. `isto
     /// serve` calls it once the holder has been quiet for a while (`app::tasks`,
     /// docs/choices.md "The page cache is given back when quiet"). Returns whether it did;
-    /// not on PostgreSQL, while a call or a write waiting for its sync holds the file,
+    /// not without [`Store::hold_file`] (so not on PostgreSQL either), while a call or a write waiting for its sync holds the file,
     /// when the durable commit fails, after an I/O failure (the next call's reopen does
     /// it) or when the open fails (logged; the next call tries again, as after an I/O
     /// failure).
     pub fn release_cache(&self) -> bool {
         let mut st = self.lock_state();
-        let idle = |h: &Arc<Handle>| Arc::strong_count(h) == 1 && h.settle().is_ok();
-        if self.pg.is_some() || st.reopening || st.broken || !st.db.as_ref().is_some_and(idle) {
+        let unused = |h: &Arc<Handle>| Arc::strong_count(h) == 1;
+        let held = self.held.get().is_some();
+        if !held || st.reopening || st.broken || !st.db.as_ref().is_some_and(unused) {
             return false;
         }
+        // Ours alone from here: a call clones the handle only under the lock, and waits
+        // while `reopening`.
         st.reopening = true;
-        let old = st.db.take();
+        let Some(old) = st.db.take() else { return false };
         drop(st);
-        let outcome = self.close_and_open(old);
+        let before = IO_FAILURES.with(Cell::get);
+        let settled = old.settle();
+        if settled.is_err() {
+            let io_failed = IO_FAILURES.with(Cell::get) != before;
+            let mut st = self.lock_state();
+            st.db = Some(old);
+            st.reopening = false;
+            self.reopened.notify_all();
+            drop(st);
+            self.note(io_failed, Some(false));
+            return false;
+        }
+        let outcome = self.close_and_open(Some(old));
         let mut st = self.lock_state();
         let released = match outcome {
             Ok(db) => {

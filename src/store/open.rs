@@ -147,3 +147,27 @@ pub(super) fn not_redb(e: DatabaseError) -> StoreError {
         other => other.into(),
     }
 }
+
+/// The lock file beside the store file `path` (`isto.redb.lock`), which `isto serve`
+/// holds for its whole life ([`super::Store::hold_file`]).
+fn lock_path(path: &Path) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".lock");
+    p.into()
+}
+
+/// Whether another open file holds the lock file of `path` ([`super::Store::hold_file`]):
+/// an `isto serve` whose store file may be closed for a moment (the page cache's
+/// release, a reopen), when redb's own lock on the file is free.
+pub(super) fn locked_elsewhere(path: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(lock_path(path)) else { return false };
+    matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// Takes the lock file of `path` (made if missing, mode 0600): the file, locked, or `None`
+/// when it cannot be made or another open file holds it.
+pub(super) fn lock_file(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(lock_path(path));
+    f.ok().filter(|f| f.try_lock().is_ok())
+}

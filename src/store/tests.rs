@@ -277,18 +277,19 @@ fn the_cache_is_released_only_when_nothing_holds_the_file_and_the_data_stays() {
     let p = d.path().join("s.redb");
     let s = Store::open(&p).unwrap();
     put(&s, "int_a", 10).unwrap();
-    let handle = |s: &Store| Arc::as_ptr(s.lock_state().db.as_ref().unwrap()) as usize;
-    let first = handle(&s);
+    assert!(!s.release_cache(), "not without the lock file held");
+    assert!(s.hold_file());
+    let first = Arc::downgrade(s.lock_state().db.as_ref().unwrap());
     // A call in flight (here on this thread) keeps the file open.
     assert!(!s.read(|_| Ok::<_, StoreError>(s.release_cache())).unwrap());
     // So does a committed write still waiting for its durable commit.
     let ((), pending) = s.write_unsynced(|tx| tx.put_token("code:x", "int_a")).unwrap();
     assert!(!s.release_cache());
     s.sync::<StoreError>(pending).unwrap();
-    assert_eq!(handle(&s), first);
+    assert!(first.upgrade().is_some(), "the handle stays while refused");
 
     assert!(s.release_cache());
-    assert_ne!(handle(&s), first, "a new handle, with an empty cache");
+    assert!(first.upgrade().is_none(), "the handle and its cache are gone");
     assert!(has(&s, "int_a"), "committed data survives the release");
     assert_eq!(s.read(|rx| rx.token("code:x")).unwrap().as_deref(), Some("int_a"));
     put(&s, "int_b", 10).unwrap();
@@ -299,13 +300,32 @@ fn the_cache_is_released_only_when_nothing_holds_the_file_and_the_data_stays() {
 }
 
 #[test]
-fn a_write_left_unsynced_is_made_durable_and_the_cache_released() {
+fn while_the_lock_file_is_held_no_other_open_takes_the_store_even_with_the_file_closed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("isto.redb");
+    let s = Store::open(&p).unwrap();
+    assert!(s.hold_file());
+    assert!(d.path().join("isto.redb.lock").exists());
+    // The moment of a release: the store file closed, its lock file still held.
+    let handle = s.lock_state().db.take().unwrap();
+    Arc::try_unwrap(handle).ok().unwrap().db.close().unwrap();
+    let e = Store::open(&p).unwrap_err();
+    assert!(e.is_already_open(), "{e}");
+    assert!(in_use(&p), "a restore sees the store in use");
+    drop(s);
+    assert!(!in_use(&p), "the lock ends with the store");
+    Store::open(&p).unwrap();
+}
+
+#[test]
+fn a_write_left_unsynced_does_not_keep_the_cache_and_survives_the_release() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("s.redb");
     let s = Store::open(&p).unwrap();
     // Committed without durability, its caller gone without waiting for the sync.
     let ((), pending) = s.write_unsynced(|tx| tx.put_token("code:y", "int_a")).unwrap();
     drop(pending);
+    assert!(s.hold_file());
     assert!(s.release_cache());
     drop(s);
     let s = Store::open(&p).unwrap();

@@ -22,7 +22,12 @@ fn a_statement_loses_hidden_characters_and_one_of_nothing_else_is_refused() {
     let v = json!({"statement": " Hledám\u{1b}[31m Octavia\u{202e}combi\n do 12 000 € \u{7} "});
     let mut f = Fields::new(&v, "").unwrap();
     assert_eq!(f.req_text("statement", 2000).unwrap(), "Hledám[31m Octaviacombi\n do 12 000 €");
-    let v = json!({"statement": "\u{202e}\u{2066}\u{0}"});
+    // Marks, invisible format and tag characters go; every line break becomes `\n`, so no
+    // word is glued to the next and no lone `\r` rewrites a line.
+    let v = json!({"statement": "Octavia\u{200e}\u{e0041}\u{feff} za\u{c}12 000\u{2028}€\rFree car\r\nok"});
+    let mut f = Fields::new(&v, "").unwrap();
+    assert_eq!(f.req_text("statement", 2000).unwrap(), "Octavia za\n12 000\n€\nFree car\nok");
+    let v = json!({"statement": "\u{202e}\u{2066}\u{0}\u{200b}\u{e0020}"});
     let e = Fields::new(&v, "").unwrap().req_text("statement", 2000).unwrap_err().0;
     assert_eq!(e, "statement must contain visible text, not only control or bidirectional characters");
     let v = json!({"statement": "   "});
