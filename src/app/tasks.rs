@@ -97,8 +97,9 @@ struct Quiet {
 }
 
 impl Quiet {
-    fn new(now: Instant) -> Self {
-        Self { seen: crate::telemetry::requests_answered(), since: now, used: true }
+    /// From the start: `count` requests answered by `now`; the start counts as use.
+    fn new(count: u64, now: Instant) -> Self {
+        Self { seen: count, since: now, used: true }
     }
 
     /// Whether to release the cache now, `count` requests having been answered by `now`:
@@ -115,7 +116,7 @@ impl Quiet {
 /// Gives the store's page cache back after every quiet spell ([`RELEASE_CACHE_AFTER`]);
 /// a release that cannot happen now (a call holds the file) is tried at the next check.
 async fn release_when_quiet(holder: AppState, stop: CancellationToken) {
-    let mut quiet = Quiet::new(Instant::now());
+    let mut quiet = Quiet::new(crate::telemetry::requests_answered(), Instant::now());
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -176,7 +177,7 @@ mod tests {
     fn the_cache_is_released_once_per_quiet_spell_that_follows_requests() {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
-        let mut q = Quiet { seen: 7, since: t0, used: true };
+        let mut q = Quiet::new(7, t0);
         assert!(!q.due(7, at(29)), "quiet for less than RELEASE_CACHE_AFTER");
         assert!(q.due(7, at(30)), "the start counts as use: released after its quiet");
         q.used = false;

@@ -90,13 +90,6 @@ impl Handle {
         }
     }
 
-    /// Makes every write committed on this handle durable (one durable commit when one
-    /// is not yet), as before the file is closed ([`super::Store::release_cache`]).
-    pub(super) fn settle(&self) -> Result<()> {
-        let last = self.lock_group().committed;
-        self.sync_through(last)
-    }
-
     /// Notes that a commit with immediate durability made every write numbered up to
     /// `seq` durable, and wakes the callers waiting in [`Handle::sync_through`].
     pub(super) fn durable_through(&self, seq: u64) {

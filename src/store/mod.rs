@@ -557,39 +557,45 @@ impl Store {
                 continue;
             }
             if st.broken && st.last_attempt.is_none_or(|t| t.elapsed() >= REOPEN_INTERVAL) {
-                st = self.reopen(st);
+                st = self.reopen(st, "after an I/O failure").0;
                 continue;
             }
             return st.db.clone().ok_or(StoreError::Unavailable);
         }
     }
 
-    /// Closes the failed handle once no call uses it and opens the file again; calls
-    /// arriving meanwhile wait (see [`Store::current`]).
-    fn reopen<'s>(&'s self, mut st: MutexGuard<'s, State>) -> MutexGuard<'s, State> {
+    /// Closes the handle once no call uses it and opens the file again (`why`, for the
+    /// log: after an I/O failure, or to give the page cache back); calls arriving
+    /// meanwhile wait (see [`Store::current`]). Whether a new handle is in place; when the
+    /// open failed, the next call tries again.
+    fn reopen<'s>(&'s self, mut st: MutexGuard<'s, State>, why: &str) -> (MutexGuard<'s, State>, bool) {
         st.reopening = true;
         st.last_attempt = Some(Instant::now());
         let old = st.db.take();
         drop(st);
         let outcome = self.close_and_open(old);
         let mut st = self.lock_state();
-        match outcome {
+        let reopened = match outcome {
             Ok(db) => {
                 st.db = Some(Arc::new(Handle::new(db)));
                 st.broken = false;
-                tracing::info!("store file reopened after an I/O failure");
+                tracing::info!("store file reopened {why}");
+                true
             }
             Err(ReopenFailed::Busy(old)) => {
                 st.db = Some(old);
-                tracing::debug!("store reopen postponed: calls on the failed handle still running");
+                tracing::debug!("store reopen postponed: calls on the handle still running");
+                false
             }
             Err(ReopenFailed::Open(e)) => {
+                st.broken = true;
                 tracing::debug!(error = %e, "store reopen failed; trying again at the next call");
+                false
             }
-        }
+        };
         st.reopening = false;
         self.reopened.notify_all();
-        st
+        (st, reopened)
     }
 
     /// Takes the lock file beside the store file (`isto.redb.lock`, flock) for the
@@ -609,58 +615,26 @@ impl Store {
     }
 
     /// Gives the page cache's memory back (`store.cache_mib`, about 1.5× that in the
-    /// allocator): makes every write durable, closes the redb file and opens it again,
-    /// when no call is using it; calls arriving meanwhile wait, as for a reopen. `isto
-    /// serve` calls it once the holder has been quiet for a while (`app::tasks`,
-    /// docs/choices.md "The page cache is given back when quiet"). Returns whether it did;
-    /// not without [`Store::hold_file`] (so not on PostgreSQL either), while a call or a write waiting for its sync holds the file,
-    /// when the durable commit fails, after an I/O failure (the next call's reopen does
-    /// it) or when the open fails (logged; the next call tries again, as after an I/O
-    /// failure).
+    /// allocator): closes the redb file, which makes any commit not yet durable durable,
+    /// and opens it again ([`Store::reopen`]), when no call is using it; calls arriving
+    /// meanwhile wait. `isto serve` calls it once the holder has been quiet for a while
+    /// (`app::tasks`, docs/choices.md "The page cache is given back when quiet"). Returns
+    /// whether it did: not without [`Store::hold_file`] (so not on PostgreSQL either),
+    /// while a call or a write waiting for its sync holds the file, after an I/O failure
+    /// (the next call's reopen does it) or when the open failed (logged; the next call
+    /// tries again, as after an I/O failure).
     pub fn release_cache(&self) -> bool {
-        let mut st = self.lock_state();
-        let unused = |h: &Arc<Handle>| Arc::strong_count(h) == 1;
-        let held = self.held.get().is_some();
-        if !held || st.reopening || st.broken || !st.db.as_ref().is_some_and(unused) {
+        let st = self.lock_state();
+        // A call clones the handle only under this lock: alone now, alone until closed.
+        let unused = st.db.as_ref().is_some_and(|h| Arc::strong_count(h) == 1);
+        if self.held.get().is_none() || st.reopening || st.broken || !unused {
             return false;
         }
-        // Ours alone from here: a call clones the handle only under the lock, and waits
-        // while `reopening`.
-        st.reopening = true;
-        let Some(old) = st.db.take() else { return false };
-        drop(st);
-        let before = IO_FAILURES.with(Cell::get);
-        let settled = old.settle();
-        if settled.is_err() {
-            let io_failed = IO_FAILURES.with(Cell::get) != before;
-            let mut st = self.lock_state();
-            st.db = Some(old);
-            st.reopening = false;
-            self.reopened.notify_all();
-            drop(st);
-            self.note(io_failed, Some(false));
-            return false;
+        let (st, reopened) = self.reopen(st, "to give its page cache back");
+        if st.broken {
+            tracing::error!("opening the store file again failed; calls fail until the next one opens it");
         }
-        let outcome = self.close_and_open(Some(old));
-        let mut st = self.lock_state();
-        let released = match outcome {
-            Ok(db) => {
-                st.db = Some(Arc::new(Handle::new(db)));
-                true
-            }
-            Err(ReopenFailed::Busy(old)) => {
-                st.db = Some(old);
-                false
-            }
-            Err(ReopenFailed::Open(e)) => {
-                st.broken = true;
-                tracing::error!(error = %e, "opening the store file again failed; trying again at the next call");
-                false
-            }
-        };
-        st.reopening = false;
-        self.reopened.notify_all();
-        released
+        reopened
     }
 
     fn close_and_open(&self, old: Option<Arc<Handle>>) -> std::result::Result<Database, ReopenFailed> {

@@ -15,7 +15,7 @@ use std::ops::Bound;
 impl super::Store {
     #[cfg(any(test, feature = "testkit"))]
     /// How many write transactions have committed on the open file since it was opened
-    /// (or last reopened after an I/O failure): a count kept for the group commit, read
+    /// (or last reopened: after an I/O failure, or to give the page cache back): a count kept for the group commit, read
     /// here so that tests can tell how many writes a call made.
     ///
     /// # Errors
