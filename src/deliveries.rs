@@ -142,7 +142,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
         if at > now.unix_timestamp() {
             continue;
         }
-        let manage = crypto::new_token(TOKEN_BYTES);
+        let manage = crypto::new_intent_token(&id, TOKEN_BYTES);
         let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
             tx.set_digest_due(&id, None)?;
@@ -183,7 +183,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
                 &format!("{url_base}/withdraw/{}", manage.expose()),
                 &format!("{url_base}/unsubscribe/{}", manage.expose()),
             );
-            tx.put_token(&crypto::token_hash("manage", manage.expose()), &id)?;
+            tx.put_token(&crypto::token_key("manage", manage.expose()), &id)?;
             base.enqueue(tx, Some(&id), &content)?;
             rec.digest_cursor = rows.last().map(|r| r.0).unwrap_or(rec.digest_cursor);
             rec.last_digest_at = Some(Stamp::of(now));

@@ -333,7 +333,7 @@ async fn purge_goes_through_the_running_server_or_the_store() {
     assert_eq!(real, dry, "through the socket, exactly what the dry run counted");
     assert_eq!(holder.base.store().read(|rx| rx.all_intents::<Value>()).unwrap().len(), 0);
     for c in &codes {
-        assert_eq!(holder.base.store().read(|rx| rx.token(&crate::crypto::token_hash("code", c))).unwrap(), None);
+        assert_eq!(holder.base.store().read(|rx| rx.token(&crate::crypto::token_key("code", c))).unwrap(), None);
     }
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap().unwrap();

@@ -544,6 +544,48 @@ pub fn token_hash(kind: &str, token: &str) -> String {
     format!("{kind}:{}", hex(&Sha256::new().chain_update(kind).chain_update(b":").chain_update(token).finalize()))
 }
 
+/// The prefix of every intent id ([`new_id`]).
+const INTENT_PREFIX: &str = "int_";
+/// Characters of an intent id after [`INTENT_PREFIX`] (16 bytes of base32, old and new
+/// ids alike).
+const ID_BODY: usize = 26;
+/// Characters of a [`new_token`] of [`TOKEN_BYTES`].
+const PLAIN_TOKEN: usize = 27;
+
+/// A fresh token of intent `id` (intentCode and the consent, confirmation and manage
+/// tokens): the 26 characters of the id after `int_`, then a [`new_token`] of `bytes`
+/// (its random bits are the secret: 160 for [`TOKEN_BYTES`], ≥ the seed's 128, §5.2).
+/// The id in front lets [`token_key`] store the token beside its intent's other rows
+/// (docs/choices.md, "Tokens begin with their intent's id"). An id of any other shape
+/// gets a plain [`new_token`].
+pub fn new_intent_token(id: &str, bytes: usize) -> Secret {
+    let secret = new_token(bytes);
+    match id.strip_prefix(INTENT_PREFIX).filter(|b| id_body(b)) {
+        Some(body) if bytes == TOKEN_BYTES => Secret(format!("{body}{}", secret.expose())),
+        _ => secret,
+    }
+}
+
+/// Whether `s` is an intent id's body: [`ID_BODY`] characters of lowercase base32.
+fn id_body(s: &str) -> bool {
+    s.len() == ID_BODY && s.bytes().all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b))
+}
+
+/// The store key of an intent token of `kind` (the tokens table, `store::tokens`): for
+/// a token of [`new_intent_token`] (its id's body and a 27-character secret),
+/// `kind:int_<body>:<hex>`, so that a batch of new intents' tokens goes into the last
+/// pages of the table instead of one random page each (ids sort by creation); for any
+/// other token (those made before), [`token_hash`]. The hex is [`token_hash`]'s either
+/// way: the key is computed from the whole token, so a token with a changed secret or id
+/// finds nothing.
+pub fn token_key(kind: &str, token: &str) -> String {
+    let hash = token_hash(kind, token);
+    match token.get(..ID_BODY).filter(|b| token.len() == ID_BODY + PLAIN_TOKEN && id_body(b)) {
+        Some(body) => format!("{kind}:{INTENT_PREFIX}{body}:{}", &hash[kind.len() + 1..]),
+        None => hash,
+    }
+}
+
 /// A holder-assigned identifier: `prefix` + 26 lowercase base32 characters, e.g.
 /// `int_...` (PROTOCOL.md §2: opaque, not secret). Its 128 bits are the time of its
 /// creation, 48 bits of milliseconds since the Unix epoch by the system's clock (a

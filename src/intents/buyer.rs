@@ -218,9 +218,9 @@ impl Intents {
             self.base.outbox().wake();
             return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
         }
-        let consent = crypto::new_token(TOKEN_BYTES);
+        let consent = crypto::new_intent_token(&id, TOKEN_BYTES);
         rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64));
-        let (me, draft, consent_hash) = (self.clone(), rec.clone(), crypto::token_hash("consent", consent.expose()));
+        let (me, draft, consent_hash) = (self.clone(), rec.clone(), crypto::token_key("consent", consent.expose()));
         self.base.write_batched(move |tx| -> Result<()> {
             // A draft that could only become one active intent too many is refused now.
             me.check_person_cap(tx, &draft)?;

@@ -213,12 +213,13 @@ impl Intents {
         p: PublishInput,
     ) -> Result<(PublishResult, impl FnMut(&mut Writes<'_, '_>) -> Result<()> + Send + 'static)> {
         let now = self.now();
-        let code = crypto::new_token(TOKEN_BYTES);
-        let consent = crypto::new_token(TOKEN_BYTES);
+        let id = crypto::new_id("int_");
+        let code = crypto::new_intent_token(&id, TOKEN_BYTES);
+        let consent = crypto::new_intent_token(&id, TOKEN_BYTES);
         let expires = now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64);
-        let rec = self.new_record(crypto::new_id("int_"), p, now, expires, None)?;
+        let rec = self.new_record(id, p, now, expires, None)?;
         let (code_hash, consent_hash) =
-            (crypto::token_hash("code", code.expose()), crypto::token_hash("consent", consent.expose()));
+            (crypto::token_key("code", code.expose()), crypto::token_key("consent", consent.expose()));
         let result = PublishResult {
             intent: rec.to_intent(now),
             consent_url: format!("{}/consent/{}", self.base.settings().public_url.base, consent.expose()),
@@ -238,7 +239,7 @@ impl Intents {
         if token.is_empty() || token.len() > 200 {
             return Err(ServiceError::NotFound);
         }
-        let hash = crypto::token_hash(kind, token);
+        let hash = crypto::token_key(kind, token);
         self.base.store().read(|rx| -> Result<IntentRecord> {
             let id = rx.token(&hash)?.ok_or(ServiceError::NotFound)?;
             rx.intent(&id)?.ok_or(ServiceError::NotFound)
@@ -394,8 +395,8 @@ impl Intents {
             }
         };
         let text = self.base.consent().get(language);
-        let confirm = crypto::new_token(TOKEN_BYTES);
-        let manage = crypto::new_token(TOKEN_BYTES);
+        let confirm = crypto::new_intent_token(&rec.id, TOKEN_BYTES);
+        let manage = crypto::new_intent_token(&rec.id, TOKEN_BYTES);
         let base = &self.base.settings().public_url.base;
         let content = crate::messages::confirmation(
             self.base.settings(),
@@ -433,8 +434,8 @@ impl Intents {
                 Some(Stamp::of(now + time::Duration::seconds(self.base.settings().confirm_ttl_secs as i64)));
             rec.updated_at = Stamp::of(now);
             tx.put_intent(&rec, false)?;
-            tx.put_token(&crypto::token_hash("confirm", confirm.expose()), &rec.id)?;
-            tx.put_token(&crypto::token_hash("manage", manage.expose()), &rec.id)?;
+            tx.put_token(&crypto::token_key("confirm", confirm.expose()), &rec.id)?;
+            tx.put_token(&crypto::token_key("manage", manage.expose()), &rec.id)?;
             self.base.enqueue(tx, Some(&rec.id), &content)?;
             Ok(ConsentOutcome::Recorded)
         });

@@ -1,6 +1,7 @@
 //! The intent model's failures are errors, never defaults: a stored time that cannot be
 //! read neither erases a contact, nor deletes a draft, nor lists as 1970; a value that
-//! cannot be written removes nothing.
+//! cannot be written removes nothing. Tokens an older isto stored keep opening their
+//! intent.
 
 use super::sweep_tests::{at, holder, record, T0};
 use super::*;
@@ -122,4 +123,30 @@ fn an_intent_value_that_cannot_be_stored_is_an_error_and_removes_nothing() {
         assert_eq!(raw(h, "int_budget")["budget"]["max"], json!(20000.0));
         assert!(raw(h, "int_budget")["hidden_limit"].is_null());
     }
+}
+
+#[test]
+fn codes_begin_with_their_intent_and_codes_stored_by_an_older_isto_still_work() {
+    let f = holder(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(clock::parse_rfc3339(T0).unwrap())));
+    let h = &f.holder;
+    let args = json!({"statement": "Škoda Octavia combi", "criteria": {"category": "vehicles"}, "area": "SK"});
+    let made = h.publish_draft(h.parse_publish(&args).unwrap()).unwrap();
+    let id = made.intent.id.clone();
+    assert_eq!(&made.intent_code[..26], &id[4..], "{}", made.intent_code);
+    assert_eq!(h.get_by_code(&made.intent_code, Some(&id)).unwrap().id, id);
+    let consent = made.consent_url.rsplit('/').next().unwrap();
+    assert_eq!(h.consent_view(consent).unwrap().intent.id, id);
+    // A code as an older isto made and stored it: 27 characters, under its plain hash.
+    let old = crypto::new_token(TOKEN_BYTES);
+    h.base.store().write(|tx| tx.put_token(&crypto::token_hash("code", old.expose()), &id)).unwrap();
+    assert_eq!(h.get_by_code(old.expose(), Some(&id)).unwrap().id, id);
+    // One character of the secret or of the id changed, or a code used as another kind:
+    // nothing found.
+    let code = &made.intent_code;
+    let last = if code.ends_with('A') { "B" } else { "A" };
+    let first = if code.starts_with('a') { "b" } else { "a" };
+    for bad in [format!("{}{last}", &code[..52]), format!("{first}{}", &code[1..])] {
+        assert!(matches!(h.get_by_code(&bad, None), Err(ServiceError::NotFound)), "{bad}");
+    }
+    assert!(matches!(h.consent_view(code), Err(ServiceError::NotFound)));
 }
