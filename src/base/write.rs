@@ -521,6 +521,10 @@ impl Base {
     /// bounded.
     fn run_batches(&self) {
         loop {
+            // Calls that have arrived but not yet queued their write (on isto's other
+            // threads, or this core's) get the processor first, once: the batch then
+            // takes their writes too, and one durable commit serves more of them.
+            std::thread::yield_now();
             let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
             let jobs: Vec<_> = {
                 let mut q = self.batches.queue.lock().unwrap_or_else(PoisonError::into_inner);
