@@ -186,8 +186,7 @@ fn a_rotation_under_write_load_reseals_everything_retires_the_old_key_and_loses_
     assert!(numbered(&after_rows, "intents", "Load draft ").is_superset(&(0..drafts).collect()), "every draft");
     assert!(consented.len() >= 3, "{consented:?}");
     for c in &consented {
-        let id: Option<String> =
-            h.base.store().read(|rx| rx.token(&isto::crypto::token_key("code", &c.code))).unwrap();
+        let id: Option<String> = h.base.store().read(|rx| rx.token(&isto::crypto::token_key("code", &c.code))).unwrap();
         let rec: IntentRecord = h.base.store().read(|rx| rx.intent(&id.unwrap())).unwrap().unwrap();
         assert!(rec.statement.contains(&format!("Load consent {}", c.n)));
         assert!(c.confirmed, "intent {} was confirmed", c.n);
