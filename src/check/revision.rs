@@ -48,9 +48,9 @@ pub(super) async fn revision_checks(run: &mut Run, s: &mut Session, meta: Option
     let demand_tool = tool(DEMAND).is_some();
     let plan = scan::DraftPlan::from_metadata(meta);
     let before = if demand_tool { demand(run, s, &plan).await } else { None };
-    let Some((codes, consent_urls)) = publish_drafts(run, s, &plan).await else { return };
+    let Some((codes, secrets, consent_urls)) = publish_drafts(run, s, &plan).await else { return };
     unknown_refused(run, s, &plan, &schema).await;
-    code_quality(run, s, &codes, &consent_urls);
+    code_quality(run, s, &secrets, &consent_urls);
     let code = codes[0].clone();
     by_code_checks(run, s, &code).await;
     withdraw_check(run, s, &code).await;
@@ -101,9 +101,14 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
 
 /// Publishes the run's [`DRAFTS`] drafts: their codes and consent URLs; `None` (the
 /// draft checks skipped or failed) when the holder refused one.
-async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) -> Option<(Vec<String>, Vec<String>)> {
+/// The drafts' codes, the codes without their intent's id (what the entropy is
+/// estimated of: [`scan::without_id`]) and the consent URLs.
+type Drafts = (Vec<String>, Vec<String>, Vec<String>);
+
+async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) -> Option<Drafts> {
     let rev = Some(s.revision);
     let mut codes = Vec::new();
+    let mut secrets = Vec::new();
     let mut consent_urls = Vec::new();
     let mut publish_fail = None;
     for i in 0..DRAFTS {
@@ -111,6 +116,7 @@ async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) 
             Ok(a) if !a.refused() => {
                 let sc = a.structured.clone().or_else(|| serde_json::from_str(&a.text).ok()).unwrap_or(Value::Null);
                 if let Some(c) = sc.get("intentCode").and_then(Value::as_str) {
+                    secrets.push(scan::without_id(c, sc.pointer("/intent/id").and_then(Value::as_str)));
                     codes.push(c.to_owned());
                     run.drafts.push(c.to_owned());
                 }
@@ -143,7 +149,7 @@ async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) 
         skip_draft_checks(run, s.revision, "not run: no draft to check with (publish.intent_code failed)");
         return None;
     }
-    Some((codes, consent_urls))
+    Some((codes, secrets, consent_urls))
 }
 
 /// `publish.unknown_refused`: the schema closed and a call with an unknown property
@@ -177,7 +183,8 @@ async fn unknown_refused(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan,
     );
 }
 
-/// `publish.intent_code` (the codes' entropy) and `publish.consent_url`.
+/// `publish.intent_code` (the entropy of the codes without their intent's id) and
+/// `publish.consent_url`.
 fn code_quality(run: &mut Run, s: &Session, codes: &[String], consent_urls: &[String]) {
     let rev = Some(s.revision);
     let est = scan::entropy(codes);

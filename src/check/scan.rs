@@ -184,6 +184,21 @@ pub fn hidden_limit_in(raw: &str, n: u64) -> Option<String> {
     None
 }
 
+/// `code` without its intent's `id` (whole, or the part after its prefix up to `_`, when
+/// that is 8 characters or more): an id is public (PROTOCOL.md §2), so the part of a
+/// code that repeats it is no secret, however random it looks (isto's codes begin with
+/// the id's 26 characters). Without an id, `code` unchanged.
+pub fn without_id(code: &str, id: Option<&str>) -> String {
+    let Some(id) = id.filter(|i| !i.is_empty()) else { return code.to_owned() };
+    let body = id.split_once('_').map_or(id, |(_, b)| b);
+    let code = code.replace(id, "");
+    if body.len() >= 8 {
+        code.replace(body, "")
+    } else {
+        code
+    }
+}
+
 /// The entropy estimate of a set of intentCodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entropy {
@@ -475,6 +490,33 @@ mod tests {
         assert!(is_quota_refusal("Rate limit exceeded"));
         assert!(!is_quota_refusal("statement: required"));
         assert_eq!(clip("a  b\n c", 3), "a b…");
+    }
+
+    #[test]
+    fn an_id_in_a_code_counts_no_bits() {
+        let id = "int_abcdefghijklmnopqrstuvwxyz";
+        let secret = "Q2hhbmdlZCBzZWNyZXQgYnl0ZXM";
+        assert_eq!(without_id(&format!("abcdefghijklmnopqrstuvwxyz{secret}"), Some(id)), secret);
+        assert_eq!(without_id(&format!("{id}.{secret}"), Some(id)), format!(".{secret}"));
+        assert_eq!(without_id(secret, Some(id)), secret);
+        assert_eq!(without_id(secret, None), secret);
+        // A short id body is not cut out of a code it happens to appear in.
+        assert_eq!(without_id("xab1y", Some("i_ab1")), "xab1y");
+        // Codes made of their ids and 8 random base64url characters: the estimate counts
+        // those 8 (48 bits), not the ids' varying characters too.
+        let made: Vec<(String, String)> = [
+            ("int_2ahcsbq5r3kd7xz4mwpe6nyfjt", "Qx7_kP2a"),
+            ("int_2ahcsbq5vfe3oa7ltgy2kcq4hu", "m9Z-c1Rt"),
+            ("int_2ahcsbq6b2xwn5jdrk7pz3mqae", "Tt0bN8ye"),
+            ("int_2ahcsbq6j7gq4ty3cvx2nbhl5d", "Lf4GhW3s"),
+        ]
+        .iter()
+        .map(|(id, s)| (format!("{}{s}", &id[4..]), (*id).to_owned()))
+        .collect();
+        let codes: Vec<String> = made.iter().map(|(c, _)| c.clone()).collect();
+        let secrets: Vec<String> = made.iter().map(|(c, id)| without_id(c, Some(id))).collect();
+        assert!(entropy(&codes).bits > 128.0, "{:?}", entropy(&codes));
+        assert_eq!((entropy(&secrets).length, entropy(&secrets).bits), (8, 48.0));
     }
 
     #[test]
