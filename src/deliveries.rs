@@ -9,7 +9,7 @@
 
 use crate::base::{Base, Result, Writes};
 use crate::clock;
-use crate::crypto::{self, TOKEN_BYTES};
+use crate::crypto;
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
 use crate::records::{micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
@@ -142,7 +142,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
         if at > now.unix_timestamp() {
             continue;
         }
-        let manage = crypto::new_intent_token(&id, TOKEN_BYTES);
+        let manage = crypto::new_intent_token(&id);
         let url_base = base.settings().public_url.base.clone();
         let sent = base.write(|tx| -> Result<bool> {
             tx.set_digest_due(&id, None)?;

@@ -99,12 +99,12 @@ fn tool_list_checks(run: &mut Run, s: &Session, tools: &[Value]) {
     );
 }
 
-/// Publishes the run's [`DRAFTS`] drafts: their codes and consent URLs; `None` (the
-/// draft checks skipped or failed) when the holder refused one.
 /// The drafts' codes, the codes without their intent's id (what the entropy is
 /// estimated of: [`scan::without_id`]) and the consent URLs.
 type Drafts = (Vec<String>, Vec<String>, Vec<String>);
 
+/// Publishes the run's [`DRAFTS`] drafts: their [`Drafts`]; `None` (the draft checks
+/// skipped or failed) when the holder refused one.
 async fn publish_drafts(run: &mut Run, s: &mut Session, plan: &scan::DraftPlan) -> Option<Drafts> {
     let rev = Some(s.revision);
     let mut codes = Vec::new();

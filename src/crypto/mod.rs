@@ -541,7 +541,12 @@ fn random_bytes(n: usize) -> Zeroizing<Vec<u8>> {
 /// SHA-256 of a token, hex, prefixed with its kind (`code`, `consent`, `confirm`,
 /// `manage`): the only form in which tokens are stored.
 pub fn token_hash(kind: &str, token: &str) -> String {
-    format!("{kind}:{}", hex(&Sha256::new().chain_update(kind).chain_update(b":").chain_update(token).finalize()))
+    format!("{kind}:{}", token_digest(kind, token))
+}
+
+/// SHA-256 of `kind:token`, hex: what [`token_hash`] and [`token_key`] store.
+fn token_digest(kind: &str, token: &str) -> String {
+    hex(&Sha256::new().chain_update(kind).chain_update(b":").chain_update(token).finalize())
 }
 
 /// The prefix of every intent id ([`new_id`]).
@@ -549,20 +554,20 @@ const INTENT_PREFIX: &str = "int_";
 /// Characters of an intent id after [`INTENT_PREFIX`] (16 bytes of base32, old and new
 /// ids alike).
 const ID_BODY: usize = 26;
-/// Characters of a [`new_token`] of [`TOKEN_BYTES`].
-const PLAIN_TOKEN: usize = 27;
+/// Characters of a [`new_token`] of [`TOKEN_BYTES`] (base64url without padding).
+const PLAIN_TOKEN: usize = (TOKEN_BYTES * 8).div_ceil(6);
 
 /// A fresh token of intent `id` (intentCode and the consent, confirmation and manage
-/// tokens): the 26 characters of the id after `int_`, then a [`new_token`] of `bytes`
-/// (its random bits are the secret: 160 for [`TOKEN_BYTES`], ≥ the seed's 128, §5.2).
-/// The id in front lets [`token_key`] store the token beside its intent's other rows
+/// tokens): the 26 characters of the id after `int_`, then a [`new_token`] of
+/// [`TOKEN_BYTES`] (its 160 random bits are the secret, ≥ the seed's 128, §5.2). The id
+/// in front lets [`token_key`] store the token beside its intent's other rows
 /// (docs/choices.md, "Tokens begin with their intent's id"). An id of any other shape
 /// gets a plain [`new_token`].
-pub fn new_intent_token(id: &str, bytes: usize) -> Secret {
-    let secret = new_token(bytes);
+pub fn new_intent_token(id: &str) -> Secret {
+    let secret = new_token(TOKEN_BYTES);
     match id.strip_prefix(INTENT_PREFIX).filter(|b| id_body(b)) {
-        Some(body) if bytes == TOKEN_BYTES => Secret(format!("{body}{}", secret.expose())),
-        _ => secret,
+        Some(body) => Secret(format!("{body}{}", secret.expose())),
+        None => secret,
     }
 }
 
@@ -579,10 +584,9 @@ fn id_body(s: &str) -> bool {
 /// way: the key is computed from the whole token, so a token with a changed secret or id
 /// finds nothing.
 pub fn token_key(kind: &str, token: &str) -> String {
-    let hash = token_hash(kind, token);
     match token.get(..ID_BODY).filter(|b| token.len() == ID_BODY + PLAIN_TOKEN && id_body(b)) {
-        Some(body) => format!("{kind}:{INTENT_PREFIX}{body}:{}", &hash[kind.len() + 1..]),
-        None => hash,
+        Some(body) => format!("{kind}:{INTENT_PREFIX}{body}:{}", token_digest(kind, token)),
+        None => token_hash(kind, token),
     }
 }
 

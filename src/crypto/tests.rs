@@ -228,25 +228,25 @@ fn tokens_are_long_and_ids_shaped() {
 #[test]
 fn intent_tokens_begin_with_their_id_and_are_stored_beside_it() {
     let (old, new) = (format!("int_{}", "a".repeat(26)), new_id("int_"));
-    let code = new_intent_token(&new, TOKEN_BYTES);
+    let code = new_intent_token(&new);
     let code = code.expose();
     assert_eq!((code.len(), &code[..26]), (53, &new[4..]), "{code}");
     // The secret after the id: 160 random bits as new_token makes them.
     assert!(code[26..].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'), "{code}");
-    assert_ne!(code[26..], new_intent_token(&new, TOKEN_BYTES).expose()[26..]);
+    assert_ne!(code[26..], new_intent_token(&new).expose()[26..]);
     // Stored under kind, id, then the hash of the whole token.
     let key = token_key("code", code);
     assert_eq!(key, format!("code:{new}:{}", &token_hash("code", code)["code:".len()..]));
     // Ids made before (RFC 4648 base32, same length) take the same form.
-    assert!(token_key("manage", new_intent_token(&old, TOKEN_BYTES).expose()).starts_with(&format!("manage:{old}:")));
+    assert!(token_key("manage", new_intent_token(&old).expose()).starts_with(&format!("manage:{old}:")));
     // A token of a later intent sorts after, whatever its secret: a batch's tokens go
     // into the table's last pages.
-    let later = new_intent_token(&id_at("int_", system_millis() + 1_000, [0; 10]), TOKEN_BYTES);
+    let later = new_intent_token(&id_at("int_", system_millis() + 1_000, [0; 10]));
     assert!(token_key("code", later.expose()) > key);
     // Another id or another secret: another key, nothing to find.
     let other_id = format!("{}{}", &new_id("int_")[4..], &code[26..]);
     assert_ne!(token_key("code", &other_id), key);
-    assert_ne!(token_key("code", &scan_mutate(code)), key);
+    assert_ne!(token_key("code", &last_changed(code)), key);
     // Tokens made before (27 characters), of any other length or of a non-intent id: the
     // plain token_hash, so stores of an older isto keep working.
     let plain = new_token(TOKEN_BYTES);
@@ -255,12 +255,12 @@ fn intent_tokens_begin_with_their_id_and_are_stored_beside_it() {
         assert_eq!(token_key("code", t), token_hash("code", t), "{t}");
     }
     for id in ["off_abc", "int_short", &format!("int_{}", "8".repeat(26))] {
-        assert_eq!(new_intent_token(id, TOKEN_BYTES).expose().len(), 27, "{id}");
+        assert_eq!(new_intent_token(id).expose().len(), 27, "{id}");
     }
 }
 
 /// `code` with its last character changed (within base64url).
-fn scan_mutate(code: &str) -> String {
+fn last_changed(code: &str) -> String {
     let (head, last) = code.split_at(code.len() - 1);
     format!("{head}{}", if last == "A" { "B" } else { "A" })
 }

@@ -218,14 +218,14 @@ impl Intents {
             self.base.outbox().wake();
             return Ok(BuyerPublishResult { intent: rec.to_intent(now), consent_url: None });
         }
-        let consent = crypto::new_intent_token(&id, TOKEN_BYTES);
+        let consent = crypto::new_intent_token(&id);
         rec.draft_expires_at = Stamp::of(now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64));
-        let (me, draft, consent_hash) = (self.clone(), rec.clone(), crypto::token_key("consent", consent.expose()));
+        let (me, draft, consent_key) = (self.clone(), rec.clone(), crypto::token_key("consent", consent.expose()));
         self.base.write_batched(move |tx| -> Result<()> {
             // A draft that could only become one active intent too many is refused now.
             me.check_person_cap(tx, &draft)?;
             tx.put_intent(&draft, false)?;
-            tx.put_token(&consent_hash, &draft.id)?;
+            tx.put_token(&consent_key, &draft.id)?;
             Ok(())
         })?;
         tracing::info!(intent = %id, category = %rec.category, "account intent published as a draft (consent missing)");

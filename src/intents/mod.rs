@@ -14,7 +14,7 @@ use crate::base::quota::{ClientKey, Exceeded, Key, Rule};
 use crate::base::{open_contact, Base, Result, ServiceError, Writes};
 use crate::catalogue::Catalogue;
 use crate::clock;
-use crate::crypto::{self, TOKEN_BYTES};
+use crate::crypto;
 use crate::deliveries::{self, with_offers};
 use crate::mail::MailJob;
 use crate::protocol::input::{validate_email, ListMatches};
@@ -214,11 +214,11 @@ impl Intents {
     ) -> Result<(PublishResult, impl FnMut(&mut Writes<'_, '_>) -> Result<()> + Send + 'static)> {
         let now = self.now();
         let id = crypto::new_id("int_");
-        let code = crypto::new_intent_token(&id, TOKEN_BYTES);
-        let consent = crypto::new_intent_token(&id, TOKEN_BYTES);
+        let code = crypto::new_intent_token(&id);
+        let consent = crypto::new_intent_token(&id);
         let expires = now + time::Duration::seconds(self.base.settings().draft_ttl_secs as i64);
         let rec = self.new_record(id, p, now, expires, None)?;
-        let (code_hash, consent_hash) =
+        let (code_key, consent_key) =
             (crypto::token_key("code", code.expose()), crypto::token_key("consent", consent.expose()));
         let result = PublishResult {
             intent: rec.to_intent(now),
@@ -228,8 +228,8 @@ impl Intents {
         };
         let write = move |tx: &mut Writes<'_, '_>| -> Result<()> {
             tx.put_intent(&rec, false)?;
-            tx.put_token(&code_hash, &rec.id)?;
-            tx.put_token(&consent_hash, &rec.id)?;
+            tx.put_token(&code_key, &rec.id)?;
+            tx.put_token(&consent_key, &rec.id)?;
             Ok(())
         };
         Ok((result, write))
@@ -239,9 +239,9 @@ impl Intents {
         if token.is_empty() || token.len() > 200 {
             return Err(ServiceError::NotFound);
         }
-        let hash = crypto::token_key(kind, token);
+        let key = crypto::token_key(kind, token);
         self.base.store().read(|rx| -> Result<IntentRecord> {
-            let id = rx.token(&hash)?.ok_or(ServiceError::NotFound)?;
+            let id = rx.token(&key)?.ok_or(ServiceError::NotFound)?;
             rx.intent(&id)?.ok_or(ServiceError::NotFound)
         })
     }
@@ -395,8 +395,8 @@ impl Intents {
             }
         };
         let text = self.base.consent().get(language);
-        let confirm = crypto::new_intent_token(&rec.id, TOKEN_BYTES);
-        let manage = crypto::new_intent_token(&rec.id, TOKEN_BYTES);
+        let confirm = crypto::new_intent_token(&rec.id);
+        let manage = crypto::new_intent_token(&rec.id);
         let base = &self.base.settings().public_url.base;
         let content = crate::messages::confirmation(
             self.base.settings(),

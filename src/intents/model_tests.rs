@@ -137,7 +137,7 @@ fn codes_begin_with_their_intent_and_codes_stored_by_an_older_isto_still_work() 
     let consent = made.consent_url.rsplit('/').next().unwrap();
     assert_eq!(h.consent_view(consent).unwrap().intent.id, id);
     // A code as an older isto made and stored it: 27 characters, under its plain hash.
-    let old = crypto::new_token(TOKEN_BYTES);
+    let old = crypto::new_token(crypto::TOKEN_BYTES);
     h.base.store().write(|tx| tx.put_token(&crypto::token_hash("code", old.expose()), &id)).unwrap();
     assert_eq!(h.get_by_code(old.expose(), Some(&id)).unwrap().id, id);
     // One character of the secret or of the id changed, or a code used as another kind:

@@ -96,10 +96,10 @@ impl<'a> Fields<'a> {
     }
 
     /// A required text of 1..=max characters as [`Fields::req_str`], without the
-    /// characters that can make it show other than it reads ([`crate::text::without_hidden`]:
-    /// control characters but tabs and line breaks; bidirectional embeddings, overrides and
-    /// isolates). For the statement, which sellers read in pseudonymous intents and the
-    /// person on the consent page.
+    /// characters that can make it show other than it reads or look empty
+    /// ([`crate::text::without_hidden`]: [`crate::text::hidden`] but tabs and line breaks,
+    /// every line break as `\n`). For the statement, which sellers read in pseudonymous
+    /// intents and the person on the consent page.
     ///
     /// # Errors
     /// As [`Fields::req_str`]; and nothing else left: "`key` must contain visible text".
