@@ -14,7 +14,7 @@ use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
 use crate::records::{micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
 use crate::store::{DeliveryLog, Reads, StoreError, Tx};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -95,8 +95,7 @@ pub fn record_hits_in(
     let mut hits: Vec<_> = hits.iter().collect();
     hits.sort_by(|(a, x), (b, y)| y.score.total_cmp(&x.score).then_with(|| b.cmp(a)));
     for (offer_id, hit) in hits {
-        let ext = json!({"score": hit.score, "reasons": hit.reasons});
-        if log.put(&rec.id, offer_id, m, &ext)? {
+        if log.put(&rec.id, offer_id, m, hit)? {
             n += 1;
             rec.last_delivered = m;
             m += 1; // distinct, ordered delivery times
@@ -231,6 +230,7 @@ pub fn disabled_sellers(tx: &Tx<'_>) -> Result<HashSet<String>> {
 mod tests {
     use super::*;
     use crate::base::ServiceError;
+    use serde_json::json;
 
     fn offer(id: &str) -> OfferRecord {
         serde_json::from_value(json!({

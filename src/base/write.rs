@@ -96,6 +96,16 @@ impl Writes<'_, '_> {
         Ok(())
     }
 
+    /// Stores `rec`, a new draft (its id just made: nothing of it is stored, active or in
+    /// the engine), with its tokens (`tokens`: store keys, [`crate::crypto::token_key`]):
+    /// what [`Writes::put_intent`] and [`Tx::put_token`] write for it, without the
+    /// lookups and engine change a new inactive intent cannot need
+    /// ([`Tx::put_new_intent`]; a publish's write).
+    pub fn put_new_draft(&mut self, rec: &IntentRecord, tokens: &[&str]) -> Result<()> {
+        self.tx.put_new_intent(self.base.key()?, &rec.id, rec, sweep_due(rec), tokens)?;
+        Ok(())
+    }
+
     /// Whether `person` already holds the most active intents one person may, not
     /// counting intent `except` (the one about to become active, if any).
     pub fn person_at_cap(&self, person: &str, except: &str) -> Result<bool> {

@@ -46,8 +46,9 @@ pub struct Params {
     pub rates: std::collections::BTreeMap<String, f64>,
 }
 
-/// A successful match: score in 0..=1 and human-readable reasons.
-#[derive(Debug, Clone, PartialEq)]
+/// A successful match: score in 0..=1 and human-readable reasons. Serialized as a
+/// delivery's extensions (`{"score", "reasons"}`, PROTOCOL.md §2).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Hit {
     /// Share of statement terms found (1.0 when the statement has no terms left).
     pub score: f64,

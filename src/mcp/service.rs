@@ -65,11 +65,14 @@ async fn serve(State(rmcp): State<Rmcp>, req: Request) -> Response {
         Err(refused) => return refused,
     };
     let json = json_only_request(&mut req);
+    let post = req.method() == Method::POST;
     let slot = super::sessions::refusal_slot(&mut req);
     let res = rmcp.handle(req).await.map(Body::new);
     let res = super::sessions::refusal_answer(res, slot.as_ref());
     if json {
         json_answer(res).await
+    } else if post {
+        with_priming_held(res).await
     } else {
         res
     }
@@ -208,12 +211,7 @@ fn json_only_request(req: &mut Request) -> bool {
 /// `application/json` with the same status and headers; notifications and progress before
 /// it are dropped (such a client cannot read them). Any other answer is `res` unchanged.
 async fn json_answer(res: Response) -> Response {
-    let sse = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
-    if !sse {
+    if !is_sse(&res) {
         return res;
     }
     let (mut parts, body) = res.into_parts();
@@ -225,6 +223,82 @@ async fn json_answer(res: Response) -> Response {
     }
     parts.headers.insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
     Response::from_parts(parts, Body::from(answer))
+}
+
+/// Whether `res` is an SSE stream (`Content-Type: text/event-stream`).
+fn is_sse(res: &Response) -> bool {
+    res.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// How long the SSE answer to a POST may hold back its head and rmcp's priming event
+/// waiting for its first message ([`with_priming_held`]).
+const PRIMING_HOLD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The SSE answer to a POST (a 2025-11-25 session's request) with its head and rmcp's
+/// priming event (SEP-1699: an event id and a retry hint, no data) held until the
+/// answer's first message is ready, at most [`PRIMING_HOLD`], and then sent with it as
+/// one body chunk: a call answered within that time costs one socket write instead of
+/// two (the second was a tenth of a publish's CPU). A longer call gets its head and
+/// priming event after [`PRIMING_HOLD`], its messages as they come. Any other answer is
+/// `res` unchanged.
+async fn with_priming_held(res: Response) -> Response {
+    if !is_sse(&res) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let mut rest = body.into_data_stream();
+    let mut held: Vec<u8> = Vec::new();
+    let mut last = None;
+    // Chunks up to the first that carries a message (a JSON object), the end, an error
+    // or the hold's end, whichever comes first.
+    let _ = tokio::time::timeout(PRIMING_HOLD, async {
+        loop {
+            use futures_core::Stream;
+            match std::future::poll_fn(|cx| std::pin::Pin::new(&mut rest).poll_next(cx)).await {
+                Some(Ok(chunk)) => {
+                    held.extend_from_slice(&chunk);
+                    if chunk.contains(&b'{') {
+                        return;
+                    }
+                }
+                end => return last = Some(end),
+            }
+        }
+    })
+    .await;
+    let head = (!held.is_empty()).then(|| Ok(axum::body::Bytes::from(held)));
+    let body = match last {
+        // The stream is over: what was held, then its end (or error).
+        Some(end) => Body::from_stream(Prepend { first: head.into_iter().chain(end).collect(), rest: None }),
+        None => Body::from_stream(Prepend { first: head.into_iter().collect(), rest: Some(rest) }),
+    };
+    Response::from_parts(parts, body)
+}
+
+/// A body stream of `first`, then `rest` ([`with_priming_held`]).
+struct Prepend {
+    first: std::collections::VecDeque<Result<axum::body::Bytes, axum::Error>>,
+    rest: Option<axum::body::BodyDataStream>,
+}
+
+impl futures_core::Stream for Prepend {
+    type Item = Result<axum::body::Bytes, axum::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(item) = self.first.pop_front() {
+            return std::task::Poll::Ready(Some(item));
+        }
+        match self.rest.as_mut() {
+            Some(rest) => std::pin::Pin::new(rest).poll_next(cx),
+            None => std::task::Poll::Ready(None),
+        }
+    }
 }
 
 /// Reads an SSE body event by event until one whose data is a JSON-RPC response (an
@@ -328,6 +402,78 @@ pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router 
 #[cfg(test)]
 mod tests {
     use super::{event_end, initialize_version, json_only, known_version, response_data, tool_calls};
+    use super::{with_priming_held, Body, Response, PRIMING_HOLD};
+    use axum::body::Bytes;
+    use std::time::{Duration, Instant};
+
+    /// A body of the chunks sent on the channel it returns, ended when the sender drops.
+    struct Chunks(tokio::sync::mpsc::Receiver<Bytes>);
+
+    impl futures_core::Stream for Chunks {
+        type Item = Result<Bytes, std::convert::Infallible>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            self.0.poll_recv(cx).map(|c| c.map(Ok))
+        }
+    }
+
+    fn sse(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
+        let mut res = Response::new(Body::from_stream(Chunks(rx)));
+        res.headers_mut().insert(axum::http::header::CONTENT_TYPE, "text/event-stream".parse().unwrap());
+        res
+    }
+
+    async fn frames(res: Response) -> Vec<Bytes> {
+        use futures_core::Stream;
+        let mut stream = res.into_body().into_data_stream();
+        let mut out = Vec::new();
+        while let Some(chunk) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await {
+            out.push(chunk.unwrap());
+        }
+        out
+    }
+
+    const PRIMING: &[u8] = b"id: 0\nretry: 3000\ndata: \n\n";
+    const ANSWER: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+
+    #[tokio::test]
+    async fn a_prompt_answer_goes_out_with_its_priming_event_in_one_chunk() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(Bytes::from_static(PRIMING)).await.unwrap();
+        let answer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            tx.send(Bytes::from_static(ANSWER)).await.unwrap();
+        });
+        let res = tokio::time::timeout(Duration::from_secs(5), with_priming_held(sse(rx))).await.unwrap();
+        assert_eq!(frames(res).await, vec![Bytes::from([PRIMING, ANSWER].concat())]);
+        answer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_slow_answer_gets_its_head_and_priming_event_after_the_hold() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(Bytes::from_static(PRIMING)).await.unwrap();
+        let t = Instant::now();
+        let res = tokio::time::timeout(Duration::from_secs(5), with_priming_held(sse(rx))).await.unwrap();
+        let held = t.elapsed();
+        assert!(held >= PRIMING_HOLD && held < Duration::from_secs(5), "held {held:?}");
+        tx.send(Bytes::from_static(ANSWER)).await.unwrap();
+        drop(tx);
+        assert_eq!(frames(res).await, vec![Bytes::from_static(PRIMING), Bytes::from_static(ANSWER)]);
+    }
+
+    #[tokio::test]
+    async fn other_answers_pass_unchanged() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(Bytes::from_static(ANSWER)).await.unwrap();
+        drop(tx);
+        // A first message is not held; an ended stream ends.
+        assert_eq!(frames(with_priming_held(sse(rx)).await).await, vec![Bytes::from_static(ANSWER)]);
+        let json = Response::new(Body::from("{}"));
+        assert_eq!(frames(with_priming_held(json).await).await, vec![Bytes::from_static(b"{}")]);
+    }
 
     #[test]
     fn json_only_clients_are_those_that_cannot_read_sse() {

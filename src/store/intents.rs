@@ -3,7 +3,7 @@
 //!
 //! Every intent write goes through [`Tx::put_intent`], which keeps the three in step.
 
-use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
+use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, TOKENS};
 use super::{encode, Result, Tables, Tx};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -77,6 +77,37 @@ impl Tx<'_> {
         if active { a.insert(id, ()).map(drop) } else { a.remove(id).map(drop) }?;
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_due(id, due)
+    }
+
+    /// Stores the record of a new intent `id` that is not active — a draft whose id was
+    /// just made, so that none of its rows exist — with its expiry-index rows for `due`
+    /// and the rows of its tokens (`tokens`: store keys, each pointing to `id`): the rows
+    /// [`Tx::put_intent`] and [`Tx::put_token`] would write, without looking up or
+    /// removing rows a new id cannot have, each table opened once (a publish's write).
+    pub fn put_new_intent<T: Serialize>(
+        &mut self,
+        _key: &IntentKey,
+        id: &str,
+        record: &T,
+        due: IntentDue,
+        tokens: &[&str],
+    ) -> Result<()> {
+        let bytes = encode("intents", record)?;
+        self.open(INTENTS)?.insert(id, bytes.as_slice())?;
+        self.note_change(super::ChangeKind::Intent, id)?;
+        for (table, at) in [(INTENT_EXPIRY, due.status_change), (INTENT_ERASURE, due.contact_ended)] {
+            if let Some(at) = at {
+                self.open(table)?.insert((at, id), ())?;
+            }
+        }
+        if due != IntentDue::default() {
+            self.open(INTENT_DUE)?.insert(id, (due.status_change, due.contact_ended))?;
+        }
+        let mut t = self.open(TOKENS)?;
+        for key in tokens {
+            t.insert(*key, id)?;
+        }
+        Ok(())
     }
 
     /// Deletes an intent record, its active-set row, its expiry-index rows and its
@@ -159,6 +190,32 @@ mod tests {
             assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(None, Some(250))));
             assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), None);
             assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), vec!["int_a"]);
+        }
+    }
+
+    #[test]
+    fn a_new_intent_has_the_rows_of_put_intent_and_its_tokens() {
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let key = crate::store::IntentKey::for_tests();
+            s.write(|tx| {
+                tx.put_intent(&key, "int_a", &json!({"n": 1}), false, due(Some(100), None))?;
+                tx.put_token("code:a", "int_a")?;
+                tx.put_new_intent(&key, "int_b", &json!({"n": 2}), due(Some(100), None), &["code:b", "consent:b"])?;
+                tx.put_new_intent(&key, "int_c", &json!({"n": 3}), due(None, Some(50)), &[])?;
+                tx.put_new_intent(&key, "int_d", &json!({"n": 4}), IntentDue::default(), &[])
+            })
+            .unwrap();
+            assert_eq!(s.read(|rx| rx.intents_due(100, 50)).unwrap(), vec!["int_a", "int_b", "int_c"]);
+            assert_eq!(s.read(|rx| rx.intents_due(99, 49)).unwrap(), Vec::<String>::new());
+            assert_eq!(s.read(|rx| rx.intent_due("int_b")).unwrap(), Some(due(Some(100), None)));
+            assert_eq!(s.read(|rx| rx.intent_due("int_c")).unwrap(), Some(due(None, Some(50))));
+            assert_eq!(s.read(|rx| rx.intent_due("int_d")).unwrap(), None);
+            assert_eq!(s.read(|rx| rx.intent::<serde_json::Value>("int_b")).unwrap(), Some(json!({"n": 2})));
+            for (token, id) in [("code:a", "int_a"), ("code:b", "int_b"), ("consent:b", "int_b")] {
+                assert_eq!(s.read(|rx| rx.token(token)).unwrap().as_deref(), Some(id));
+            }
+            assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new(), "a new intent is not active");
         }
     }
 
