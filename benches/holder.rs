@@ -62,6 +62,15 @@ fn peak_rss() -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
+/// Bytes this process has caused to be written to storage so far (`write_bytes` of
+/// `/proc/self/io`; 0 where it cannot be read).
+fn written_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("write_bytes:").and_then(|v| v.trim().parse().ok())))
+        .unwrap_or(0)
+}
+
 fn input(o: Offer) -> OfferInput {
     OfferInput {
         reference: Some(o.id),
@@ -236,12 +245,15 @@ fn realistic_import(n_intents: usize) {
     let (h, _, _) = seed_intents(dir.path(), h, real::intents(17, n_intents, &all));
     h.catalogue.offer_index().expect("index");
     let n = env_usize("ISTO_BENCH_MATCH_OFFERS", 10_000);
+    let written = written_bytes();
     let (el, delivered) = import_batches(&h, real::offers(19, n, &all).into_iter().map(input).collect());
     println!(
         "{n}-offer import of real listings against {n_intents} realistic intents (real titles; batches of 500, \
-         index in step, matching and deliveries): {:.2} s = {:.0} offers/s, {delivered} deliveries",
+         index in step, matching and deliveries): {:.2} s = {:.0} offers/s, {delivered} deliveries, {:.1} MB \
+         written to storage (store and index)",
         el.as_secs_f64(),
-        n as f64 / el.as_secs_f64()
+        n as f64 / el.as_secs_f64(),
+        (written_bytes() - written) as f64 / 1e6
     );
 }
 
