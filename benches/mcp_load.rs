@@ -1551,13 +1551,21 @@ mod run {
                 *c,
             );
             // A publish's CPU floor on isto's one core: the echo's call and the store's rows.
-            let floor_rate = echo.map_or(f64::NAN, |e| 1e6 / (e.cpu_us + store_floor.1));
+            let floor_cpu = echo.map_or(f64::NAN, |e| e.cpu_us + store_floor.1);
+            let floor_rate = 1e6 / floor_cpu;
+            // With `c` connections each waiting for its durable commit, one commit serves
+            // at most `c` calls, which take at least `c` floors of CPU on the one core
+            // before it, and nothing runs while it syncs: the commit's latency (one
+            // one-row durable commit) adds to every cycle.
+            let waiting_rate = *c as f64 * 1e6 / (*c as f64 * floor_cpu + 1e6 / redb);
             out.push_str(&format!(
-                "isto durable publish {} @{c}: {:.2}× redb's one-row commit rate; its floor (the echo's CPU + the store's per draft) allows {:.0}/s on one core = {:.2}× redb's one-row rate\n",
+                "isto durable publish {} @{c}: {:.2}× redb's one-row commit rate; its floor (the echo's CPU + the store's per draft) allows {:.0}/s on one core = {:.2}× redb's one-row rate; with {c} connections each waiting for its commit, {:.0}/s = {:.2}×\n",
                 m.label(),
                 rps / redb,
                 floor_rate,
-                floor_rate / redb
+                floor_rate / redb,
+                waiting_rate,
+                waiting_rate / redb
             ));
         }
         // The row "rmcp echo of the `what`" of `r`'s revision and connections.

@@ -101,7 +101,8 @@ impl Writes<'_, '_> {
     /// what [`Writes::put_intent`] and [`Tx::put_token`] write for it, without the
     /// lookups and engine change a new inactive intent cannot need
     /// ([`Tx::put_new_intent`]; a publish's write).
-    pub fn put_new_draft(&mut self, rec: &IntentRecord, tokens: &[&str]) -> Result<()> {
+    pub(crate) fn put_new_draft(&mut self, rec: &IntentRecord, tokens: &[&str]) -> Result<()> {
+        debug_assert_eq!(rec.status, Status::AwaitingConsent, "put_new_draft of a record that is not a draft");
         self.tx.put_new_intent(self.base.key()?, &rec.id, rec, sweep_due(rec), tokens)?;
         Ok(())
     }

@@ -47,7 +47,8 @@ pub struct Params {
 }
 
 /// A successful match: score in 0..=1 and human-readable reasons. Serialized as a
-/// delivery's extensions (`{"score", "reasons"}`, PROTOCOL.md §2).
+/// delivery's extensions (`{"score", "reasons"}`, PROTOCOL.md §2), which buyers see: a
+/// field added here is stored with every delivery and shown.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Hit {
     /// Share of statement terms found (1.0 when the statement has no terms left).

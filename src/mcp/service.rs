@@ -239,43 +239,42 @@ const PRIMING_HOLD: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The SSE answer to a POST (a 2025-11-25 session's request) with its head and rmcp's
 /// priming event (SEP-1699: an event id and a retry hint, no data) held until the
-/// answer's first message is ready, at most [`PRIMING_HOLD`], and then sent with it as
-/// one body chunk: a call answered within that time costs one socket write instead of
-/// two (the second was a tenth of a publish's CPU). A longer call gets its head and
-/// priming event after [`PRIMING_HOLD`], its messages as they come. Any other answer is
-/// `res` unchanged.
+/// answer's first message is ready, at most [`PRIMING_HOLD`]: hyper then writes the
+/// head, the priming event and the message in one socket write instead of two (the
+/// second was a tenth of a publish's CPU). A longer call gets its head and priming
+/// event after [`PRIMING_HOLD`], its messages as they come. Chunks pass unchanged and
+/// in order; a stream that ends or fails during the hold ends or fails after what it
+/// sent. Any other answer is `res` unchanged.
 async fn with_priming_held(res: Response) -> Response {
     if !is_sse(&res) {
         return res;
     }
     let (parts, body) = res.into_parts();
-    let mut rest = body.into_data_stream();
-    let mut held: Vec<u8> = Vec::new();
-    let mut last = None;
+    let mut rest = Some(body.into_data_stream());
+    let mut held = std::collections::VecDeque::new();
     // Chunks up to the first that carries a message (a JSON object), the end, an error
     // or the hold's end, whichever comes first.
     let _ = tokio::time::timeout(PRIMING_HOLD, async {
-        loop {
+        while let Some(stream) = rest.as_mut() {
             use futures_core::Stream;
-            match std::future::poll_fn(|cx| std::pin::Pin::new(&mut rest).poll_next(cx)).await {
+            match std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await {
                 Some(Ok(chunk)) => {
-                    held.extend_from_slice(&chunk);
-                    if chunk.contains(&b'{') {
+                    let message = chunk.contains(&b'{');
+                    held.push_back(Ok(chunk));
+                    if message {
                         return;
                     }
                 }
-                end => return last = Some(end),
+                Some(Err(e)) => {
+                    held.push_back(Err(e));
+                    rest = None;
+                }
+                None => rest = None,
             }
         }
     })
     .await;
-    let head = (!held.is_empty()).then(|| Ok(axum::body::Bytes::from(held)));
-    let body = match last {
-        // The stream is over: what was held, then its end (or error).
-        Some(end) => Body::from_stream(Prepend { first: head.into_iter().chain(end).collect(), rest: None }),
-        None => Body::from_stream(Prepend { first: head.into_iter().collect(), rest: Some(rest) }),
-    };
-    Response::from_parts(parts, body)
+    Response::from_parts(parts, Body::from_stream(Prepend { first: held, rest }))
 }
 
 /// A body stream of `first`, then `rest` ([`with_priming_held`]).
@@ -404,7 +403,8 @@ mod tests {
     use super::{event_end, initialize_version, json_only, known_version, response_data, tool_calls};
     use super::{with_priming_held, Body, Response, PRIMING_HOLD};
     use axum::body::Bytes;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+    use tokio::time::Instant;
 
     /// A body of the chunks sent on the channel it returns, ended when the sender drops.
     struct Chunks(tokio::sync::mpsc::Receiver<Bytes>);
@@ -438,30 +438,44 @@ mod tests {
     const PRIMING: &[u8] = b"id: 0\nretry: 3000\ndata: \n\n";
     const ANSWER: &[u8] = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
 
-    #[tokio::test]
-    async fn a_prompt_answer_goes_out_with_its_priming_event_in_one_chunk() {
+    // The tests run on tokio's paused clock: a sleep ends when every task waits, so the
+    // times below are exact.
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_answer_goes_out_with_its_head_and_priming_event() {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tx.send(Bytes::from_static(PRIMING)).await.unwrap();
         let answer = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(5)).await;
             tx.send(Bytes::from_static(ANSWER)).await.unwrap();
         });
-        let res = tokio::time::timeout(Duration::from_secs(5), with_priming_held(sse(rx))).await.unwrap();
-        assert_eq!(frames(res).await, vec![Bytes::from([PRIMING, ANSWER].concat())]);
+        let t = Instant::now();
+        let res = with_priming_held(sse(rx)).await;
+        assert_eq!(t.elapsed(), Duration::from_millis(5), "the head waits for the answer");
+        assert_eq!(frames(res).await, vec![Bytes::from_static(PRIMING), Bytes::from_static(ANSWER)]);
         answer.await.unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_slow_answer_gets_its_head_and_priming_event_after_the_hold() {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tx.send(Bytes::from_static(PRIMING)).await.unwrap();
         let t = Instant::now();
-        let res = tokio::time::timeout(Duration::from_secs(5), with_priming_held(sse(rx))).await.unwrap();
-        let held = t.elapsed();
-        assert!(held >= PRIMING_HOLD && held < Duration::from_secs(5), "held {held:?}");
+        let res = with_priming_held(sse(rx)).await;
+        assert_eq!(t.elapsed(), PRIMING_HOLD);
         tx.send(Bytes::from_static(ANSWER)).await.unwrap();
         drop(tx);
         assert_eq!(frames(res).await, vec![Bytes::from_static(PRIMING), Bytes::from_static(ANSWER)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_ends_during_the_hold_ends_after_what_it_sent() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(Bytes::from_static(PRIMING)).await.unwrap();
+        drop(tx);
+        let t = Instant::now();
+        let res = with_priming_held(sse(rx)).await;
+        assert_eq!(t.elapsed(), Duration::ZERO, "nothing to wait for");
+        assert_eq!(frames(res).await, vec![Bytes::from_static(PRIMING)]);
     }
 
     #[tokio::test]

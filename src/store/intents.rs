@@ -1,7 +1,9 @@
 //! Intents: the records, the active set (the matching scan set) and the expiry index
 //! the sweep reads instead of decoding every intent.
 //!
-//! Every intent write goes through [`Tx::put_intent`], which keeps the three in step.
+//! Every intent write goes through [`Tx::put_intent`], which keeps the three in step
+//! (a new draft's through [`Tx::put_new_intent`], which writes the rows `put_intent`
+//! would for an id that has none).
 
 use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, TOKENS};
 use super::{encode, Result, Tables, Tx};
@@ -9,7 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-/// The right to write intent records: [`Tx::put_intent`] and [`Tx::remove_intent`]
+/// The right to write intent records: [`Tx::put_intent`], [`Tx::put_new_intent`] and [`Tx::remove_intent`]
 /// take it. Only [`super::Store::intent_key`] makes one, once per open store (and, in test builds,
 /// `IntentKey::for_tests`), so the compiler holds every intent write to the one holder
 /// of the key: `base::Base`, whose `Base::write` keeps the rules of an intent write (the
@@ -84,7 +86,7 @@ impl Tx<'_> {
     /// and the rows of its tokens (`tokens`: store keys, each pointing to `id`): the rows
     /// [`Tx::put_intent`] and [`Tx::put_token`] would write, without looking up or
     /// removing rows a new id cannot have, each table opened once (a publish's write).
-    pub fn put_new_intent<T: Serialize>(
+    pub(crate) fn put_new_intent<T: Serialize>(
         &mut self,
         _key: &IntentKey,
         id: &str,
@@ -93,7 +95,10 @@ impl Tx<'_> {
         tokens: &[&str],
     ) -> Result<()> {
         let bytes = encode("intents", record)?;
-        self.open(INTENTS)?.insert(id, bytes.as_slice())?;
+        let mut intents = self.open(INTENTS)?;
+        debug_assert!(intents.get(id)?.is_none(), "put_new_intent of an intent that exists");
+        intents.insert(id, bytes.as_slice())?;
+        drop(intents);
         self.note_change(super::ChangeKind::Intent, id)?;
         for (table, at) in [(INTENT_EXPIRY, due.status_change), (INTENT_ERASURE, due.contact_ended)] {
             if let Some(at) = at {
