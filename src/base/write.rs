@@ -97,13 +97,12 @@ impl Writes<'_, '_> {
     }
 
     /// Stores `rec`, a new draft (its id just made: nothing of it is stored, active or in
-    /// the engine), with its tokens (`tokens`: store keys, [`crate::crypto::token_key`]):
-    /// what [`Writes::put_intent`] and [`Tx::put_token`] write for it, without the
-    /// lookups and engine change a new inactive intent cannot need
-    /// ([`Tx::put_new_intent`]; a publish's write).
-    pub(crate) fn put_new_draft(&mut self, rec: &IntentRecord, tokens: &[&str]) -> Result<()> {
+    /// the engine): what [`Writes::put_intent`] writes for it, without the lookups and
+    /// engine change a new inactive intent cannot need ([`Tx::put_new_intent`]; a
+    /// publish's write, its tokens through [`Tx::put_token`]).
+    pub(crate) fn put_new_draft(&mut self, rec: &IntentRecord) -> Result<()> {
         debug_assert_eq!(rec.status, Status::AwaitingConsent, "put_new_draft of a record that is not a draft");
-        self.tx.put_new_intent(self.base.key()?, &rec.id, rec, sweep_due(rec), tokens)?;
+        self.tx.put_new_intent(self.base.key()?, &rec.id, rec, sweep_due(rec))?;
         Ok(())
     }
 

@@ -226,7 +226,12 @@ impl Intents {
             intent_code: code.0,
             expires_at: clock::rfc3339(expires),
         };
-        let write = move |tx: &mut Writes<'_, '_>| -> Result<()> { tx.put_new_draft(&rec, &[&code_key, &consent_key]) };
+        let write = move |tx: &mut Writes<'_, '_>| -> Result<()> {
+            tx.put_new_draft(&rec)?;
+            tx.put_token(&code_key, &rec.id)?;
+            tx.put_token(&consent_key, &rec.id)?;
+            Ok(())
+        };
         Ok((result, write))
     }
 

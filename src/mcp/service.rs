@@ -256,8 +256,7 @@ async fn with_priming_held(res: Response) -> Response {
     // or the hold's end, whichever comes first.
     let _ = tokio::time::timeout(PRIMING_HOLD, async {
         while let Some(stream) = rest.as_mut() {
-            use futures_core::Stream;
-            match std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await {
+            match next_chunk(stream).await {
                 Some(Ok(chunk)) => {
                     let message = chunk.contains(&b'{');
                     held.push_back(Ok(chunk));
@@ -275,6 +274,12 @@ async fn with_priming_held(res: Response) -> Response {
     })
     .await;
     Response::from_parts(parts, Body::from_stream(Prepend { first: held, rest }))
+}
+
+/// The next chunk of a body; `None` at its end.
+async fn next_chunk(stream: &mut axum::body::BodyDataStream) -> Option<Result<axum::body::Bytes, axum::Error>> {
+    use futures_core::Stream;
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
 }
 
 /// A body stream of `first`, then `rest` ([`with_priming_held`]).
@@ -304,7 +309,6 @@ impl futures_core::Stream for Prepend {
 /// object with `id` and `result` or `error`); that data. None when the stream ends (or
 /// passes [`MAX_ANSWER_BYTES`]) without one.
 async fn first_response(body: Body) -> Option<String> {
-    use futures_core::Stream;
     let mut stream = body.into_data_stream();
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -314,7 +318,7 @@ async fn first_response(body: Body) -> Option<String> {
                 return Some(data);
             }
         }
-        let chunk = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await?.ok()?;
+        let chunk = next_chunk(&mut stream).await?.ok()?;
         buf.extend_from_slice(&chunk);
         if buf.len() > MAX_ANSWER_BYTES {
             return None;
@@ -401,7 +405,7 @@ pub fn protect(router: Router, holder: &AppState, resource: Resource) -> Router 
 #[cfg(test)]
 mod tests {
     use super::{event_end, initialize_version, json_only, known_version, response_data, tool_calls};
-    use super::{with_priming_held, Body, Response, PRIMING_HOLD};
+    use super::{next_chunk, with_priming_held, Body, Response, PRIMING_HOLD};
     use axum::body::Bytes;
     use std::time::Duration;
     use tokio::time::Instant;
@@ -426,10 +430,9 @@ mod tests {
     }
 
     async fn frames(res: Response) -> Vec<Bytes> {
-        use futures_core::Stream;
         let mut stream = res.into_body().into_data_stream();
         let mut out = Vec::new();
-        while let Some(chunk) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await {
+        while let Some(chunk) = next_chunk(&mut stream).await {
             out.push(chunk.unwrap());
         }
         out

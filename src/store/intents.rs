@@ -5,7 +5,7 @@
 //! (a new draft's through [`Tx::put_new_intent`], which writes the rows `put_intent`
 //! would for an id that has none).
 
-use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, TOKENS};
+use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
 use super::{encode, Result, Tables, Tx};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -82,17 +82,15 @@ impl Tx<'_> {
     }
 
     /// Stores the record of a new intent `id` that is not active — a draft whose id was
-    /// just made, so that none of its rows exist — with its expiry-index rows for `due`
-    /// and the rows of its tokens (`tokens`: store keys, each pointing to `id`): the rows
-    /// [`Tx::put_intent`] and [`Tx::put_token`] would write, without looking up or
-    /// removing rows a new id cannot have, each table opened once (a publish's write).
+    /// just made, so that none of its rows exist — with its expiry-index rows for `due`:
+    /// the rows [`Tx::put_intent`] would write, without looking up or removing rows a new
+    /// id cannot have (a publish's write; its tokens: [`Tx::put_token`]).
     pub(crate) fn put_new_intent<T: Serialize>(
         &mut self,
         _key: &IntentKey,
         id: &str,
         record: &T,
         due: IntentDue,
-        tokens: &[&str],
     ) -> Result<()> {
         let bytes = encode("intents", record)?;
         let mut intents = self.open(INTENTS)?;
@@ -100,19 +98,7 @@ impl Tx<'_> {
         intents.insert(id, bytes.as_slice())?;
         drop(intents);
         self.note_change(super::ChangeKind::Intent, id)?;
-        for (table, at) in [(INTENT_EXPIRY, due.status_change), (INTENT_ERASURE, due.contact_ended)] {
-            if let Some(at) = at {
-                self.open(table)?.insert((at, id), ())?;
-            }
-        }
-        if due != IntentDue::default() {
-            self.open(INTENT_DUE)?.insert(id, (due.status_change, due.contact_ended))?;
-        }
-        let mut t = self.open(TOKENS)?;
-        for key in tokens {
-            t.insert(*key, id)?;
-        }
-        Ok(())
+        self.move_due(id, IntentDue::default(), due)
     }
 
     /// Deletes an intent record, its active-set row, its expiry-index rows and its
@@ -129,13 +115,21 @@ impl Tx<'_> {
     /// after looking at an intent that was not due after all); record writes go through
     /// [`Tx::put_intent`].
     pub fn set_intent_due(&mut self, id: &str, due: IntentDue) -> Result<()> {
-        let mut by_id = self.open(INTENT_DUE)?;
-        let old = by_id.get(id)?.unwrap_or((None, None));
-        let new = (due.status_change, due.contact_ended);
+        let (status_change, contact_ended) = self.open(INTENT_DUE)?.get(id)?.unwrap_or((None, None));
+        self.move_due(id, IntentDue { status_change, contact_ended }, due)
+    }
+
+    /// Moves the expiry-index rows of `id` from `old` (what its `intent_due` row holds)
+    /// to `new`, and that row with them.
+    fn move_due(&mut self, id: &str, old: IntentDue, new: IntentDue) -> Result<()> {
         if old == new {
             return Ok(());
         }
-        for (table, old, new) in [(INTENT_EXPIRY, old.0, new.0), (INTENT_ERASURE, old.1, new.1)] {
+        let pairs = [
+            (INTENT_EXPIRY, old.status_change, new.status_change),
+            (INTENT_ERASURE, old.contact_ended, new.contact_ended),
+        ];
+        for (table, old, new) in pairs {
             if old == new {
                 continue;
             }
@@ -147,10 +141,11 @@ impl Tx<'_> {
                 t.insert((at, id), ())?;
             }
         }
-        if new == (None, None) {
+        let mut by_id = self.open(INTENT_DUE)?;
+        if new == IntentDue::default() {
             by_id.remove(id).map(drop)
         } else {
-            by_id.insert(id, new).map(drop)
+            by_id.insert(id, (new.status_change, new.contact_ended)).map(drop)
         }
     }
 }
@@ -206,9 +201,11 @@ mod tests {
             s.write(|tx| {
                 tx.put_intent(&key, "int_a", &json!({"n": 1}), false, due(Some(100), None))?;
                 tx.put_token("code:a", "int_a")?;
-                tx.put_new_intent(&key, "int_b", &json!({"n": 2}), due(Some(100), None), &["code:b", "consent:b"])?;
-                tx.put_new_intent(&key, "int_c", &json!({"n": 3}), due(None, Some(50)), &[])?;
-                tx.put_new_intent(&key, "int_d", &json!({"n": 4}), IntentDue::default(), &[])
+                tx.put_new_intent(&key, "int_b", &json!({"n": 2}), due(Some(100), None))?;
+                tx.put_token("code:b", "int_b")?;
+                tx.put_token("consent:b", "int_b")?;
+                tx.put_new_intent(&key, "int_c", &json!({"n": 3}), due(None, Some(50)))?;
+                tx.put_new_intent(&key, "int_d", &json!({"n": 4}), IntentDue::default())
             })
             .unwrap();
             assert_eq!(s.read(|rx| rx.intents_due(100, 50)).unwrap(), vec!["int_a", "int_b", "int_c"]);
