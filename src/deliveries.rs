@@ -12,7 +12,7 @@ use crate::clock;
 use crate::crypto;
 use crate::matching::{self, IntentView};
 use crate::protocol::{Delivery, Status};
-use crate::records::{micros, offer_valid, Cadence, IntentRecord, OfferRecord, SellerRecord, Stamp};
+use crate::records::{micros, offer_valid, Cadence, DeliveryTarget, IntentRecord, OfferRecord, SellerRecord, Stamp};
 use crate::store::{DeliveryLog, Reads, StoreError, Tx};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -71,19 +71,25 @@ pub fn match_intent_tx(
             hits.push((o.offer.id.as_str(), hit));
         }
     }
-    let mut log = tx.delivery_log()?;
-    record_hits_in(base, &mut log, rec, &hits, now)
+    let mut target = rec.delivery_target();
+    let n = record_hits_in(base, &mut tx.delivery_log()?, &mut target, &hits, now)?;
+    (rec.match_count, rec.last_delivered) = (target.match_count, target.last_delivered);
+    Ok(n)
 }
 
 /// Records deliveries of `hits` (offer id, §6 hit) to one intent, once per pair, in
 /// strictly increasing delivery times (the highest score first, then the newest offer),
 /// and schedules its digest, into the delivery
 /// tables `log` of a write transaction (opened once for a batch of intents in a
-/// catalogue import). Returns how many were new.
+/// catalogue import). Returns how many were new. The intent's delivery bookkeeping
+/// (`match_count`, `last_delivered` of `rec`) is updated and written to its own row
+/// ([`DeliveryLog::put_matches`], whatever the outcome: the same writes for a match and
+/// a miss), not to the record, which the caller writes only when something else of it
+/// changed.
 pub fn record_hits_in(
     base: &Base,
     log: &mut DeliveryLog<'_>,
-    rec: &mut IntentRecord,
+    rec: &mut DeliveryTarget,
     hits: &[(&str, matching::Hit)],
     now: OffsetDateTime,
 ) -> Result<u64> {
@@ -101,8 +107,9 @@ pub fn record_hits_in(
             m += 1; // distinct, ordered delivery times
         }
     }
+    rec.match_count += n;
+    log.put_matches(&rec.id, rec.match_count, rec.last_delivered)?;
     if n > 0 {
-        rec.match_count += n;
         // Paused: no digest is scheduled; the matches wait for another cadence.
         if let Some(due) = rec.next_digest_at(now, base.settings().digest_min_interval_secs) {
             log.schedule_digest(&rec.id, due)?;
@@ -259,7 +266,7 @@ mod tests {
     fn matches_are_delivered_best_first_then_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let b = crate::base::test_base(dir.path());
-        let mut rec = crate::base::tests::active("int_a");
+        let mut rec = crate::base::tests::active("int_a").delivery_target();
         let hit = |score| matching::Hit { score, reasons: vec!["text"] };
         let hits = [("off_1", hit(0.5)), ("off_3", hit(1.0)), ("off_2", hit(0.5)), ("off_4", hit(0.25))];
         let now = b.now();
@@ -268,6 +275,42 @@ mod tests {
         let rows = b.store().read(|rx| rx.deliveries::<Value>("int_a", 0, 10)).unwrap();
         let order: Vec<&str> = rows.iter().map(|(_, o, _)| o.as_str()).collect();
         assert_eq!(order, ["off_3", "off_2", "off_1", "off_4"]);
+    }
+
+    /// Recording deliveries writes the intent's bookkeeping row, not its record: the
+    /// stored record keeps its count, every read of the intent shows the row's, the next
+    /// deliveries continue after the newest delivery time, and removing the intent
+    /// removes the row (no dangling row for a restore to refuse).
+    #[test]
+    fn deliveries_update_the_bookkeeping_row_not_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = crate::base::test_base(dir.path());
+        b.write(|w| w.put_intent(&crate::base::tests::active("int_a"), true)).unwrap();
+        let hit = |score| matching::Hit { score, reasons: vec!["text"] };
+        let now = b.now();
+        let record = |hits: &[(&str, matching::Hit)]| {
+            let mut rec: DeliveryTarget = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
+            b.store().write(|tx| record_hits_in(&b, &mut tx.delivery_log()?, &mut rec, hits, now)).unwrap()
+        };
+        assert_eq!(record(&[("off_1", hit(1.0)), ("off_2", hit(0.5))]), 2);
+        let raw: Value = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert_eq!((raw["match_count"].as_u64(), raw["last_delivered"].as_i64()), (Some(0), Some(0)), "{raw}");
+        let rec: IntentRecord = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert_eq!((rec.match_count, rec.last_delivered), (2, micros(now) + 1));
+        assert_eq!(rec.to_intent(now).extensions["matchCount"], 2);
+        let listed: Vec<IntentRecord> = b.store().read(|rx| rx.all_intents()).unwrap();
+        assert_eq!(listed.iter().map(|r| r.match_count).collect::<Vec<_>>(), [2]);
+
+        // One known, one new: only the new one counts, and it is strictly later.
+        assert_eq!(record(&[("off_2", hit(0.5)), ("off_3", hit(0.5))]), 1);
+        let rec: IntentRecord = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
+        assert_eq!((rec.match_count, rec.last_delivered), (3, micros(now) + 2));
+        let times: Vec<i64> =
+            b.store().read(|rx| rx.deliveries::<Value>("int_a", 0, 10)).unwrap().iter().map(|r| r.0).collect();
+        assert_eq!(times, [micros(now), micros(now) + 1, micros(now) + 2]);
+
+        b.write(|w| w.remove_intent("int_a")).unwrap();
+        assert_eq!(b.store().read(|rx| rx.dangling_refs(5)).unwrap(), []);
     }
 
     /// A delivery whose stored time lies outside what a time holds is an error that

@@ -225,6 +225,17 @@ impl Cadence {
         Some(last_digest_at.map_or(now, |l| l.saturating_add(spacing)).max(now))
     }
 
+    /// [`Cadence::next_digest_at`] of a last digest sent at `last_digest_at`.
+    fn next_digest_after(
+        self,
+        last_digest_at: Option<Stamp>,
+        now: OffsetDateTime,
+        min_interval_secs: u64,
+    ) -> Option<i64> {
+        let last = last_digest_at.map(|t| t.at().unix_timestamp());
+        self.next_digest_at(last, now.unix_timestamp(), min_interval_secs)
+    }
+
     /// The cadence in words, in `lang` (`sk`, `cs`, else English): the pages' choices
     /// and the line every e-mail about the intent carries.
     pub fn label(self, lang: &str) -> &'static str {
@@ -326,8 +337,20 @@ impl IntentRecord {
     /// When (Unix seconds) its next digest may go out by its cadence
     /// ([`Cadence::next_digest_at`] from its last digest); `None` when paused.
     pub fn next_digest_at(&self, now: OffsetDateTime, min_interval_secs: u64) -> Option<i64> {
-        let last = self.last_digest_at.map(|t| t.at().unix_timestamp());
-        self.cadence.next_digest_at(last, now.unix_timestamp(), min_interval_secs)
+        self.cadence.next_digest_after(self.last_digest_at, now, min_interval_secs)
+    }
+
+    /// The fields recording deliveries reads and changes ([`DeliveryTarget`]).
+    pub fn delivery_target(&self) -> DeliveryTarget {
+        DeliveryTarget {
+            id: self.id.clone(),
+            status: self.status,
+            valid_until: self.valid_until,
+            cadence: self.cadence,
+            last_digest_at: self.last_digest_at,
+            match_count: self.match_count,
+            last_delivered: self.last_delivered,
+        }
     }
 
     /// The public view (PROTOCOL.md §2 Intent): the content, no contact, no hidden limit
@@ -349,6 +372,43 @@ impl IntentRecord {
     fn view_fields(&self, now: OffsetDateTime) -> (Status, bool, (Stamp, Stamp), Value) {
         let extensions = json!({"matchCount": self.match_count});
         (self.effective_status(now), self.hidden_limit.is_some(), (self.created_at, self.updated_at), extensions)
+    }
+}
+
+/// The fields of a stored intent that recording deliveries reads and changes
+/// (`deliveries::record_hits_in`), read from the record without its texts, criteria and
+/// sealed fields (a catalogue import reads one for every intent it delivers to; the
+/// other fields are skipped, not decoded). Field meanings as in [`IntentRecord`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeliveryTarget {
+    /// `int_...`.
+    pub id: String,
+    /// Stored status.
+    pub status: Status,
+    /// `validUntil`.
+    pub valid_until: Stamp,
+    /// The digest cadence (absent on records of an older isto: as they come).
+    #[serde(default)]
+    pub cadence: Cadence,
+    /// When the last digest was sent.
+    pub last_digest_at: Option<Stamp>,
+    /// Number of deliveries.
+    pub match_count: u64,
+    /// Delivery time (µs) of the newest delivery.
+    #[serde(default)]
+    pub last_delivered: i64,
+}
+
+impl DeliveryTarget {
+    /// Whether the intent is active at `now`: exactly
+    /// `IntentRecord::effective_status(now) == Status::Active`.
+    pub fn active_at(&self, now: OffsetDateTime) -> bool {
+        self.status == Status::Active && now <= self.valid_until.at()
+    }
+
+    /// [`IntentRecord::next_digest_at`] of its record.
+    pub fn next_digest_at(&self, now: OffsetDateTime, min_interval_secs: u64) -> Option<i64> {
+        self.cadence.next_digest_after(self.last_digest_at, now, min_interval_secs)
     }
 }
 

@@ -21,13 +21,31 @@
 use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
 use crate::protocol::Status;
-use crate::records::IntentRecord;
-use crate::store::{DeliveryLog, Reads as _, StoreError, Tx};
+use crate::records::{DeliveryTarget, IntentRecord};
+use crate::store::{IntentRow, Reads as _, StoreError, Tx};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
+
+/// An intent record read from the store takes its delivery bookkeeping (`match_count`,
+/// `last_delivered`) from the row `deliveries::record_hits_in` writes, so that
+/// recording deliveries does not rewrite the record.
+impl IntentRow for IntentRecord {
+    const MATCHES: bool = true;
+    fn set_matches(&mut self, (count, newest): (u64, i64)) {
+        (self.match_count, self.last_delivered) = (count, newest);
+    }
+}
+
+/// [`DeliveryTarget`] (what recording deliveries reads of a record) likewise.
+impl IntentRow for DeliveryTarget {
+    const MATCHES: bool = true;
+    fn set_matches(&mut self, (count, newest): (u64, i64)) {
+        (self.match_count, self.last_delivered) = (count, newest);
+    }
+}
 
 /// A change of the engine staged by [`Writes::put_intent`].
 enum EngineOp {
@@ -136,19 +154,6 @@ impl Writes<'_, '_> {
     pub fn put_person(&mut self, rec: &IntentRecord) -> Result<()> {
         self.tx.put_intent(self.base.key()?, &rec.id, rec, true, sweep_due(rec))?;
         self.tx.set_intent_person(&rec.id, person_entry(rec, true))?;
-        self.ops.push(EngineOp::Record(Box::new(rec.clone())));
-        Ok(())
-    }
-
-    /// Stores `rec` — an active intent whose only change is its delivery bookkeeping
-    /// (`match_count`, `last_delivered`: `deliveries::record_hits_in`) — without the
-    /// per-person cap, the person index or the engine, which that change does not
-    /// concern (a catalogue import touches most standing intents in each batch; opening
-    /// each one's hidden limit and indexing it again cost more than its deliveries),
-    /// and without rewriting its active-set and expiry-index rows, which do not change
-    /// ([`DeliveryLog::put_intent_delivered`], through the batch's open tables `log`).
-    pub fn put_delivered(&mut self, log: &mut DeliveryLog<'_>, rec: &IntentRecord) -> Result<()> {
-        log.put_intent_delivered(self.base.key()?, &rec.id, rec)?;
         self.ops.push(EngineOp::Record(Box::new(rec.clone())));
         Ok(())
     }

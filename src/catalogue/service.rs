@@ -11,8 +11,8 @@ use crate::clock;
 use crate::crypto;
 use crate::deliveries::{disabled_sellers, match_intent_tx, record_hits_in};
 use crate::matching;
-use crate::protocol::{Offer, Status};
-use crate::records::{offer_valid, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
+use crate::protocol::Offer;
+use crate::records::{offer_valid, DeliveryTarget, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
 use crate::store::{Reads, Tx};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -293,15 +293,12 @@ impl Catalogue {
             // The delivery tables (and the intents') are opened once for the batch.
             let mut log = tx.delivery_log()?;
             for (id, hits) in by_intent {
-                let Some(mut rec) = log.intent::<IntentRecord>(&id)? else { continue };
-                if rec.effective_status(now) != Status::Active {
+                // Read without the texts and sealed fields, which recording does not use.
+                let Some(mut rec) = log.intent::<DeliveryTarget>(&id)? else { continue };
+                if !rec.active_at(now) {
                     continue;
                 }
-                let n = record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
-                if n > 0 {
-                    counts.delivered += n;
-                    tx.put_delivered(&mut log, &rec)?;
-                }
+                counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
             }
             let generation = tx.bump_offers_generation()?;
             let offers: Vec<Offer> = changed.into_iter().map(|o| o.offer).collect();

@@ -301,6 +301,7 @@ impl Intents {
             #[serde(default)]
             owner: Option<String>,
         }
+        impl crate::store::IntentRow for Whose {}
         let mut all: Vec<IntentRecord> = self.base.store().read(|rx| -> Result<Vec<IntentRecord>> {
             let mut out = Vec::new();
             for w in rx.all_intents::<Whose>()? {

@@ -133,6 +133,8 @@ struct ReplyTarget {
     visibility: Visibility,
 }
 
+impl crate::store::IntentRow for ReplyTarget {}
+
 impl ReplyTarget {
     /// [`open_to`](super::open_to) on these fields.
     fn open_to(&self, profile: &SellerProfile, now: time::OffsetDateTime) -> bool {

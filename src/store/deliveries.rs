@@ -1,10 +1,9 @@
 //! Deliveries: once per `(intent, offer)` (`delivered`), the per-intent log in time
 //! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
 
-use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS};
+use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS, INTENT_MATCHES};
 use super::table::Table;
-use super::{encode, IntentKey, Result, Tx};
-use serde::de::DeserializeOwned;
+use super::{encode, IntentRow, Result, Tx};
 use serde::Serialize;
 
 /// Key of a `delivered` row.
@@ -31,7 +30,8 @@ pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
 }
 
 /// The tables a batch of deliveries writes in a write transaction (`delivered`,
-/// `delivery_log`, `digest_due`, and `intents` for the intents' delivery bookkeeping),
+/// `delivery_log`, `digest_due`, `intent_matches` for the intents' delivery bookkeeping,
+/// and `intents` to read them),
 /// opened once for the batch ([`Tx::delivery_log`]): a catalogue import records tens of
 /// thousands per batch for thousands of intents, and opening the tables again for each
 /// row cost more than the row. While it lives, the transaction must not open these tables
@@ -42,6 +42,7 @@ pub struct DeliveryLog<'a> {
     log: Table<'a, &'static str, &'static [u8]>,
     digest_due: Table<'a, &'static str, i64>,
     intents: Table<'a, &'static str, &'static [u8]>,
+    matches: Table<'a, &'static str, (u64, i64)>,
 }
 
 impl DeliveryLog<'_> {
@@ -67,19 +68,16 @@ impl DeliveryLog<'_> {
         Ok(())
     }
 
-    /// The intent record `id` ([`super::Reads::intent`] through the open table).
-    pub fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        super::reads::json_at(&self.intents, id)
+    /// The intent record `id` ([`super::Reads::intent`] through the open tables).
+    pub fn intent<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
+        super::intents::intent_at(&self.intents, Some(&self.matches), id)
     }
 
-    /// Replaces the record of an active intent whose only change is its delivery
-    /// bookkeeping (match count, last delivery time), which neither its active-set row nor
-    /// its expiry-index rows depend on: only the record is written (the one intent write
-    /// that bypasses [`Tx::put_intent`]).
-    pub fn put_intent_delivered<T: Serialize>(&mut self, _key: &IntentKey, id: &str, record: &T) -> Result<()> {
-        let bytes = encode("intents", record)?;
-        self.intents.insert(id, bytes.as_slice())?;
-        Ok(())
+    /// Sets an intent's delivery bookkeeping: `count` deliveries, the newest at
+    /// `newest_micros` (unix µs). Its record is not written: reads of the intent take
+    /// these from here ([`IntentRow`]).
+    pub fn put_matches(&mut self, intent: &str, count: u64, newest_micros: i64) -> Result<()> {
+        self.matches.insert(intent, (count, newest_micros)).map(drop)
     }
 }
 
@@ -91,6 +89,7 @@ impl<'a> Tx<'a> {
             log: self.open(DELIVERY_LOG)?,
             digest_due: self.open(DIGEST_DUE)?,
             intents: self.open(INTENTS)?,
+            matches: self.open(INTENT_MATCHES)?,
         })
     }
 

@@ -5,8 +5,10 @@
 //! (a new draft's through [`Tx::put_new_intent`], which writes the rows `put_intent`
 //! would for an id that has none).
 
-use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY};
+use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, INTENT_MATCHES};
+use super::table::Table;
 use super::{encode, Result, Tables, Tx};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -43,6 +45,51 @@ pub struct IntentDue {
     pub contact_ended: Option<i64>,
 }
 
+/// A type read from the `intents` table (every intent read: [`super::Reads::intent`],
+/// `all_intents`, `each_intent`, [`super::DeliveryLog::intent`]). An intent's delivery
+/// bookkeeping — how many deliveries it had and the delivery time of the newest (unix
+/// µs) — lives in its own row (`intent_matches`, written by
+/// [`super::DeliveryLog::put_matches`]), not in the record, so that recording deliveries
+/// does not rewrite the record: a catalogue import delivers to thousands of intents per
+/// batch. A type that shows the bookkeeping takes it from that row on every read; a
+/// record without a row keeps what it holds.
+pub trait IntentRow: DeserializeOwned {
+    /// Whether the type takes the bookkeeping (only then is the row looked up).
+    const MATCHES: bool = false;
+    /// Takes the bookkeeping `(deliveries, newest delivery µs)` of the record just read.
+    fn set_matches(&mut self, _matches: (u64, i64)) {}
+}
+
+impl IntentRow for serde_json::Value {}
+
+/// The intent record `id` of the open `intents` table, with its bookkeeping from the open
+/// `intent_matches` table `matches` when `T` takes it ([`IntentRow`]).
+pub(super) fn intent_at<T: IntentRow>(
+    intents: &Table<'_, &'static str, &'static [u8]>,
+    matches: Option<&Table<'_, &'static str, (u64, i64)>>,
+    id: &str,
+) -> Result<Option<T>> {
+    let Some(mut rec) = super::reads::json_at::<T>(intents, id)? else { return Ok(None) };
+    if let Some(m) = matches.filter(|_| T::MATCHES).map(|t| t.get(id)).transpose()?.flatten() {
+        rec.set_matches(m);
+    }
+    Ok(Some(rec))
+}
+
+/// Every intent record of `r`, in id order, to `visit` (each with its bookkeeping when
+/// `T` takes it), decoding one at a time.
+pub(super) fn each<T: IntentRow, R: Tables + ?Sized>(r: &R, mut visit: impl FnMut(T)) -> Result<()> {
+    let matches = if T::MATCHES { Some(r.table(INTENT_MATCHES)?) } else { None };
+    r.table(INTENTS)?.each(|id, v| {
+        let mut rec: T = super::decode(&id, &v)?;
+        if let Some(m) = matches.as_ref().map(|t| t.get(id.as_str())).transpose()?.flatten() {
+            rec.set_matches(m);
+        }
+        visit(rec);
+        Ok(true)
+    })
+}
+
 pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
     let mut ids = BTreeSet::new();
     for (table, until) in [(INTENT_EXPIRY, now_micros), (INTENT_ERASURE, ended_before_micros)] {
@@ -63,8 +110,8 @@ pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micro
 impl Tx<'_> {
     /// Inserts or replaces an intent record; keeps the `active` set in step with
     /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
-    /// every intent write goes through, but for the delivery bookkeeping of an active
-    /// intent ([`super::DeliveryLog::put_intent_delivered`]).
+    /// every intent write goes through (the delivery bookkeeping is not the record's:
+    /// [`super::DeliveryLog::put_matches`]).
     pub fn put_intent<T: Serialize>(
         &mut self,
         _key: &IntentKey,
@@ -105,6 +152,7 @@ impl Tx<'_> {
     /// person-index row (its tokens: [`Tx::remove_tokens_of`]).
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.open(INTENTS)?.remove(id)?;
+        self.open(INTENT_MATCHES)?.remove(id)?;
         self.open(ACTIVE)?.remove(id)?;
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_person(id, None)?;

@@ -187,14 +187,19 @@ pub trait Reads: Tables {
         self.table(schema::META)?.get(format!("{PASS_PREFIX}{name}").as_str())
     }
 
-    /// The intent record with this id.
-    fn intent<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
-        get_json(self, schema::INTENTS, id)
+    /// The intent record with this id (with its delivery bookkeeping when `T` takes it:
+    /// [`IntentRow`]).
+    fn intent<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
+        let matches = if T::MATCHES { Some(self.table(schema::INTENT_MATCHES)?) } else { None };
+        intents::intent_at(&self.table(schema::INTENTS)?, matches.as_ref(), id)
     }
 
-    /// Every intent record (for admin listings; sweeps use [`Reads::intents_due`]).
-    fn all_intents<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        all_json(self, schema::INTENTS)
+    /// Every intent record, in id order (for admin listings; sweeps use
+    /// [`Reads::intents_due`]).
+    fn all_intents<T: IntentRow>(&self) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        intents::each(self, |r| out.push(r))?;
+        Ok(out)
     }
 
     /// Ids of active intents.

@@ -66,6 +66,11 @@ pub(super) const INTENT_PERSON: TableDefinition<&str, &str> = TableDefinition::n
 /// stored and answered, not yet matched against their intent (PROTOCOL.md §3
 /// intent_submit_offer: check and deliver after answering).
 pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefinition::new("pending_replies");
+/// `intent_matches` (v9): intent id → `(deliveries, unix µs of the newest)`: an intent's
+/// delivery bookkeeping, kept beside its record so that recording deliveries does not
+/// rewrite the record (see `store::IntentRow`). An intent without a row has what its
+/// record holds (records of an older isto, intents never delivered to).
+pub(super) const INTENT_MATCHES: TableDefinition<&str, (u64, i64)> = TableDefinition::new("intent_matches");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -93,6 +98,7 @@ pub(super) const TABLES: &[&dyn AnyTable] = &[
     &RECORDS,
     &PERSON_ACTIVE,
     &INTENT_PERSON,
+    &INTENT_MATCHES,
 ];
 
 /// A migration: its number, name and one-line description (what it changes, for
@@ -164,6 +170,13 @@ const MIGRATIONS: &[Migration] = &[
                       kind:int_<id>:<hash> in tokens (those made before keep their rows and work); the version \
                       makes an older isto, which would not find the new tokens, refuse the store",
         run: |_| Ok(()),
+    },
+    Migration {
+        number: 9,
+        name: "intent_matches",
+        description: "adds the intents' delivery bookkeeping beside their records (intent_matches), empty: a \
+                      record keeps its count until its next delivery writes the row",
+        run: tables_only,
     },
 ];
 

@@ -4,8 +4,8 @@
 
 use super::reads::each_json;
 use super::schema::{
-    ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE, RECORDS, SELLERS,
-    SELLER_NAMES, TOKENS,
+    ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_MATCHES, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE,
+    RECORDS, SELLERS, SELLER_NAMES, TOKENS,
 };
 use super::Tables as _;
 use super::{Ns, Result, Rx};
@@ -72,8 +72,8 @@ impl Rx {
     }
 
     /// Hands every intent record to `visit`, in id order, decoding one at a time.
-    pub fn each_intent<T: DeserializeOwned>(&self, visit: impl FnMut(T)) -> Result<()> {
-        each_json(self, INTENTS, visit)
+    pub fn each_intent<T: super::IntentRow>(&self, visit: impl FnMut(T)) -> Result<()> {
+        super::intents::each(self, visit)
     }
 
     /// Hands every offer record to `visit`, in id order, decoding one at a time.
@@ -94,7 +94,7 @@ impl Rx {
     }
 
     /// Every index row naming a record that does not exist: `active`, `intent_expiry`,
-    /// `tokens`, `intent_person` and `person_active` → `intents`; `offer_refs` →
+    /// `tokens`, `intent_person`, `person_active` and `intent_matches` → `intents`; `offer_refs` →
     /// `offers`; `seller_names` → `sellers` (a restore refuses a backup with such
     /// rows). At most `limit` are returned.
     pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
@@ -122,6 +122,7 @@ impl Rx {
         self.table(INTENT_EXPIRY)?.each(|(_, id), ()| check(o, "intent_expiry", "intents", &id))?;
         self.table(TOKENS)?.each(|_, id| check(o, "tokens", "intents", &id))?;
         self.table(INTENT_PERSON)?.each(|id, _| check(o, "intent_person", "intents", &id))?;
+        self.table(INTENT_MATCHES)?.each(|id, _| check(o, "intent_matches", "intents", &id))?;
         self.table(PERSON_ACTIVE)?.each(|(_, id), _| check(o, "person_active", "intents", &id))?;
         self.table(OFFER_REFS)?.each(|_, id| check(o, "offer_refs", "offers", &id))?;
         self.table(SELLER_NAMES)?.each(|_, id| check(o, "seller_names", "sellers", &id))?;
