@@ -6,9 +6,10 @@ use super::table::Table;
 use super::{encode, IntentRow, Result, Tx};
 use serde::Serialize;
 
-/// Key of a `delivered` row.
+/// Key of a `delivered` row: the offer first, so that the rows of an import's offers
+/// (new ids sort last) are written together, not on a page of each intent's.
 pub(super) fn pair_key(intent: &str, offer: &str) -> String {
-    format!("{intent}\0{offer}")
+    format!("{offer}\0{intent}")
 }
 
 /// Key of a delivery log row.

@@ -48,7 +48,9 @@ pub(super) const OFFER_REFS: TableDefinition<&str, &str> = TableDefinition::new(
 pub(super) const SELLERS: TableDefinition<&str, &[u8]> = TableDefinition::new("sellers");
 /// `seller_names`: folded seller name → seller id.
 pub(super) const SELLER_NAMES: TableDefinition<&str, &str> = TableDefinition::new("seller_names");
-/// `delivered`: `intent id \0 offer id` → delivery time (unix µs). Once per pair.
+/// `delivered`: `offer id \0 intent id` → delivery time (unix µs). Once per pair. Offer
+/// first (v10; intent first before) so that an import's rows, of offers with new ids,
+/// are written together at the end of the table, not on a page of each intent's.
 pub(super) const DELIVERED: TableDefinition<&str, i64> = TableDefinition::new("delivered");
 /// `delivery_log`: `intent id \0 µs(20 digits) \0 offer id` → score JSON, in time order.
 pub(super) const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::new("delivery_log");
@@ -177,6 +179,13 @@ const MIGRATIONS: &[Migration] = &[
         description: "adds the intents' delivery bookkeeping beside their records (intent_matches), empty: a \
                       record keeps its count until its next delivery writes the row",
         run: tables_only,
+    },
+    Migration {
+        number: 10,
+        name: "delivered_by_offer",
+        description: "keys the once-per-pair delivery rows (delivered) by offer, then intent, instead of intent, \
+                      then offer; each row keeps its delivery time",
+        run: v10_delivered_by_offer,
     },
 ];
 
@@ -451,6 +460,28 @@ fn v2_intent_expiry_index(tx: &mut Tx<'_>) -> Result<()> {
     Ok(())
 }
 
+/// 10: `delivered` keyed `offer \0 intent` instead of `intent \0 offer`. The rows written
+/// before begin with an intent id (`int_…`; offer ids never do), so the rows of that
+/// range are moved, in chunks, until none is left; the moved ones sort elsewhere.
+fn v10_delivered_by_offer(tx: &mut Tx<'_>) -> Result<()> {
+    const CHUNK: usize = 10_000;
+    let mut t = tx.open(DELIVERED)?;
+    let mut from = String::from("int_");
+    loop {
+        let rows = t.range((Bound::Included(from.as_str()), Bound::Excluded("int`")), false, CHUNK)?;
+        let Some((last, _)) = rows.last() else { return Ok(()) };
+        let next = format!("{last}\0");
+        for (key, micros) in rows {
+            // A row of another shape is left as it is (and skipped by the next range).
+            if let Some((intent, offer)) = key.split_once('\0') {
+                t.remove(key.as_str())?;
+                t.insert(format!("{offer}\0{intent}").as_str(), micros)?;
+            }
+        }
+        from = next;
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::{Reads, Store};
@@ -471,6 +502,7 @@ pub(crate) mod tests {
         txn.delete_table(PERSON_ACTIVE).unwrap();
         txn.delete_table(INTENT_PERSON).unwrap();
         txn.delete_table(PENDING_REPLIES).unwrap();
+        txn.delete_table(INTENT_MATCHES).unwrap();
         {
             let mut meta = txn.open_table(META).unwrap();
             meta.insert(VERSION_KEY, "1").unwrap();
@@ -497,7 +529,11 @@ pub(crate) mod tests {
             txn.open_table(OFFER_REFS).unwrap();
             txn.open_table(SELLERS).unwrap();
             txn.open_table(SELLER_NAMES).unwrap();
-            txn.open_table(DELIVERED).unwrap();
+            let mut delivered = txn.open_table(DELIVERED).unwrap();
+            delivered.insert("int_a\0off_1", 10).unwrap();
+            delivered.insert("int_b\0off_1", 20).unwrap();
+            delivered.insert("int_b\0off_2", 30).unwrap();
+            drop(delivered);
             txn.open_table(DELIVERY_LOG).unwrap();
             txn.open_table(DIGEST_DUE).unwrap();
             txn.open_table(OUTBOX).unwrap();
@@ -571,8 +607,37 @@ pub(crate) mod tests {
         assert_eq!(s.read(|rx| rx.intent_person("int_a")).unwrap(), None);
         // Migration 4: the reply queue exists, empty.
         assert_eq!(s.read(|rx| rx.pending_reply_count()).unwrap(), 0);
+        // Migration 10: each delivery row, keyed offer first, keeps its time.
+        let at = |i: &str, o: &str| s.read(|rx| rx.delivered_at(i, o)).unwrap();
+        assert_eq!((at("int_a", "off_1"), at("int_b", "off_1"), at("int_b", "off_2")), (Some(10), Some(20), Some(30)));
+        assert_eq!(s.read(|rx| rx.counts()).unwrap().deliveries, 3);
         drop(s);
         assert_eq!(version_in(&p), SCHEMA_VERSION.to_string());
+    }
+
+    /// Migration 10 moves the delivery rows in chunks of 10 000: more than two chunks'
+    /// worth are all moved, each once.
+    #[test]
+    fn every_delivery_row_is_keyed_by_offer_across_chunks() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.redb");
+        write_v1(&p);
+        {
+            let db = Database::open(&p).unwrap();
+            let txn = db.begin_write().unwrap();
+            let mut t = txn.open_table(DELIVERED).unwrap();
+            for i in 0..25_001i64 {
+                t.insert(format!("int_{i:06}\0off_{}", i % 7).as_str(), i).unwrap();
+            }
+            drop(t);
+            txn.commit().unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.read(|rx| rx.counts()).unwrap().deliveries, 25_004);
+        for i in [0i64, 9_999, 10_000, 20_001, 25_000] {
+            let got = s.read(|rx| rx.delivered_at(&format!("int_{i:06}"), &format!("off_{}", i % 7))).unwrap();
+            assert_eq!(got, Some(i));
+        }
     }
 
     #[test]
