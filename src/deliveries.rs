@@ -81,11 +81,10 @@ pub fn match_intent_tx(
 /// strictly increasing delivery times (the highest score first, then the newest offer),
 /// and schedules its digest, into the delivery
 /// tables `log` of a write transaction (opened once for a batch of intents in a
-/// catalogue import). Returns how many were new. The intent's delivery bookkeeping
-/// (`match_count`, `last_delivered` of `rec`) is updated and written to its own row
-/// ([`DeliveryLog::put_matches`], whatever the outcome: the same writes for a match and
-/// a miss), not to the record, which the caller writes only when something else of it
-/// changed.
+/// catalogue import). Returns how many were new. When some were, the intent's delivery
+/// bookkeeping (`match_count`, `last_delivered` of `rec`) is updated and written to its
+/// own row ([`DeliveryLog::put_matches`]), not to the record, which the caller writes only
+/// when something else of it changed.
 pub fn record_hits_in(
     base: &Base,
     log: &mut DeliveryLog<'_>,
@@ -107,9 +106,9 @@ pub fn record_hits_in(
             m += 1; // distinct, ordered delivery times
         }
     }
-    rec.match_count += n;
-    log.put_matches(&rec.id, rec.match_count, rec.last_delivered)?;
     if n > 0 {
+        rec.match_count += n;
+        log.put_matches(&rec.id, rec.match_count, rec.last_delivered)?;
         // Paused: no digest is scheduled; the matches wait for another cadence.
         if let Some(due) = rec.next_digest_at(now, base.settings().digest_min_interval_secs) {
             log.schedule_digest(&rec.id, due)?;

@@ -14,9 +14,10 @@
 //!   opens no write transaction of its own;
 //! * in it every queued reply to an open intent costs the same work and the same
 //!   writes delivered or not — the queue row removed, the intent and the reply read,
-//!   the hidden limit opened, the §6 check, the intent record written back (and the
-//!   matching engine's copy with it) — apart from the delivery row and the digest's
-//!   due time that a delivery adds (see `docs/choices.md`, "Delivery bit").
+//!   the hidden limit opened, the §6 check, the intent record and its delivery
+//!   bookkeeping row written back (and the matching engine's copy with it) — apart from
+//!   the delivery rows and the digest's due time that a delivery adds (see
+//!   `docs/choices.md`, "Delivery bit").
 //!
 //! The digest a delivery schedules is queued by the scheduler's own fixed tick (every
 //! few seconds, `crate::schedule`), so nothing else happens at once after a delivery
@@ -112,7 +113,11 @@ fn match_one(
     // The reply is current (valid, seller checked by the disabled set) as a candidate.
     let candidate = OfferRecord { active: true, ..offer };
     let n = match_intent_tx(base, tx, &mut rec, std::slice::from_ref(&candidate), disabled, now)?;
-    // Written back delivered or not: the same writes either way.
+    // Written back delivered or not: the same writes either way (the bookkeeping row,
+    // which a delivery writes, and the record).
+    if n == 0 {
+        tx.delivery_log()?.put_matches(&rec.id, rec.match_count, rec.last_delivered)?;
+    }
     tx.put_intent(&rec, true)?;
     Ok(n)
 }

@@ -301,7 +301,9 @@ impl Intents {
             #[serde(default)]
             owner: Option<String>,
         }
-        impl crate::store::IntentRow for Whose {}
+        impl crate::store::IntentRow for Whose {
+            const MATCHES: bool = false;
+        }
         let mut all: Vec<IntentRecord> = self.base.store().read(|rx| -> Result<Vec<IntentRecord>> {
             let mut out = Vec::new();
             for w in rx.all_intents::<Whose>()? {

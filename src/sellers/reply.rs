@@ -133,7 +133,9 @@ struct ReplyTarget {
     visibility: Visibility,
 }
 
-impl crate::store::IntentRow for ReplyTarget {}
+impl crate::store::IntentRow for ReplyTarget {
+    const MATCHES: bool = false;
+}
 
 impl ReplyTarget {
     /// [`open_to`](super::open_to) on these fields.

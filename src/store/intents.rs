@@ -54,13 +54,16 @@ pub struct IntentDue {
 /// batch. A type that shows the bookkeeping takes it from that row on every read; a
 /// record without a row keeps what it holds.
 pub trait IntentRow: DeserializeOwned {
-    /// Whether the type takes the bookkeeping (only then is the row looked up).
-    const MATCHES: bool = false;
+    /// Whether the type takes the bookkeeping (only then is the row looked up). No
+    /// default: a type with a count of its own must say whether it takes the row's.
+    const MATCHES: bool;
     /// Takes the bookkeeping `(deliveries, newest delivery µs)` of the record just read.
     fn set_matches(&mut self, _matches: (u64, i64)) {}
 }
 
-impl IntentRow for serde_json::Value {}
+impl IntentRow for serde_json::Value {
+    const MATCHES: bool = false;
+}
 
 /// The intent record `id` of the open `intents` table, with its bookkeeping from the open
 /// `intent_matches` table `matches` when `T` takes it ([`IntentRow`]).
@@ -69,25 +72,71 @@ pub(super) fn intent_at<T: IntentRow>(
     matches: Option<&Table<'_, &'static str, (u64, i64)>>,
     id: &str,
 ) -> Result<Option<T>> {
-    let Some(mut rec) = super::reads::json_at::<T>(intents, id)? else { return Ok(None) };
-    if let Some(m) = matches.filter(|_| T::MATCHES).map(|t| t.get(id)).transpose()?.flatten() {
+    let row = match matches.filter(|_| T::MATCHES) {
+        Some(m) => intents.get_with(m, id)?,
+        None => intents.get(id)?.map(|b| (b, None)),
+    };
+    let Some((bytes, m)) = row else { return Ok(None) };
+    let mut rec: T = super::decode(id, &bytes)?;
+    if let Some(m) = m {
         rec.set_matches(m);
     }
     Ok(Some(rec))
 }
 
 /// Every intent record of `r`, in id order, to `visit` (each with its bookkeeping when
-/// `T` takes it), decoding one at a time.
+/// `T` takes it), decoding one at a time. The bookkeeping rows are read alongside, in
+/// the same key order, [`MATCHES_CHUNK`] at a time (not one lookup per intent: one query
+/// per intent on PostgreSQL).
 pub(super) fn each<T: IntentRow, R: Tables + ?Sized>(r: &R, mut visit: impl FnMut(T)) -> Result<()> {
-    let matches = if T::MATCHES { Some(r.table(INTENT_MATCHES)?) } else { None };
+    let mut matches = if T::MATCHES { Some(Ahead::new(r.table(INTENT_MATCHES)?)) } else { None };
     r.table(INTENTS)?.each(|id, v| {
         let mut rec: T = super::decode(&id, &v)?;
-        if let Some(m) = matches.as_ref().map(|t| t.get(id.as_str())).transpose()?.flatten() {
+        if let Some(m) = matches.as_mut().map(|a| a.take(&id)).transpose()?.flatten() {
             rec.set_matches(m);
         }
         visit(rec);
         Ok(true)
     })
+}
+
+/// Bookkeeping rows fetched ahead per range query by [`each`].
+const MATCHES_CHUNK: usize = 512;
+
+/// The bookkeeping rows of a walk over the intents in id order: a window of the table
+/// moved forward as the walk goes.
+struct Ahead<'t> {
+    table: Table<'t, &'static str, (u64, i64)>,
+    rows: std::collections::VecDeque<(String, (u64, i64))>,
+    /// The last key fetched (`None`: nothing yet); `done` once the table is read to its end.
+    last: Option<String>,
+    done: bool,
+}
+
+impl<'t> Ahead<'t> {
+    fn new(table: Table<'t, &'static str, (u64, i64)>) -> Self {
+        Self { table, rows: Default::default(), last: None, done: false }
+    }
+
+    /// The row of `id`, given ids asked for in increasing order.
+    fn take(&mut self, id: &str) -> Result<Option<(u64, i64)>> {
+        loop {
+            while self.rows.front().is_some_and(|(k, _)| k.as_str() < id) {
+                self.rows.pop_front();
+            }
+            if !self.rows.is_empty() || self.done {
+                break;
+            }
+            let from = self.last.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let rows = self.table.range((from, Bound::Unbounded), false, MATCHES_CHUNK)?;
+            self.done = rows.len() < MATCHES_CHUNK;
+            if let Some((k, _)) = rows.last() {
+                self.last = Some(k.clone());
+            }
+            self.rows.extend(rows);
+        }
+        Ok(self.rows.front().filter(|(k, _)| k == id).map(|(_, m)| *m))
+    }
 }
 
 pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micros: i64) -> Result<Vec<String>> {
@@ -266,6 +315,69 @@ mod tests {
                 assert_eq!(s.read(|rx| rx.token(token)).unwrap().as_deref(), Some(id));
             }
             assert_eq!(s.read(|rx| rx.active_ids()).unwrap(), Vec::<String>::new(), "a new intent is not active");
+        }
+    }
+
+    /// A read type that takes the bookkeeping row ([`IntentRow`]).
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Counted {
+        n: u64,
+        #[serde(default)]
+        matches: Option<(u64, i64)>,
+    }
+
+    impl IntentRow for Counted {
+        const MATCHES: bool = true;
+        fn set_matches(&mut self, m: (u64, i64)) {
+            self.matches = Some(m);
+        }
+    }
+
+    /// Every intent read takes the bookkeeping row when its type does (in one query on
+    /// PostgreSQL), a type that does not ignores it, a record without a row keeps its
+    /// own, and removing the intent removes the row.
+    #[test]
+    fn intent_reads_take_the_bookkeeping_row() {
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let key = crate::store::IntentKey::for_tests();
+            s.write(|tx| {
+                tx.put_intent(&key, "int_a", &json!({"n": 1}), true, IntentDue::default())?;
+                tx.put_intent(&key, "int_b", &json!({"n": 2}), true, IntentDue::default())?;
+                tx.delivery_log()?.put_matches("int_a", 3, 77)
+            })
+            .unwrap();
+            let a = Counted { n: 1, matches: Some((3, 77)) };
+            let b = Counted { n: 2, matches: None };
+            assert_eq!(s.read(|rx| rx.intent::<Counted>("int_a")).unwrap(), Some(a));
+            assert_eq!(s.read(|rx| rx.intent::<Counted>("int_b")).unwrap(), Some(b));
+            assert_eq!(s.read(|rx| rx.intent::<Counted>("int_c")).unwrap(), None);
+            let all: Vec<Counted> = s.read(|rx| rx.all_intents()).unwrap();
+            assert_eq!(all.iter().map(|c| c.matches).collect::<Vec<_>>(), [Some((3, 77)), None]);
+            let in_log = s.write(|tx| tx.delivery_log()?.intent::<Counted>("int_a")).unwrap();
+            assert_eq!(in_log.and_then(|c| c.matches), Some((3, 77)));
+            assert_eq!(s.read(|rx| rx.intent::<serde_json::Value>("int_a")).unwrap(), Some(json!({"n": 1})));
+            s.write(|tx| tx.remove_intent(&key, "int_a")).unwrap();
+            assert_eq!(s.read(|rx| rx.dangling_refs(5)).unwrap(), []);
+
+            // A walk over more rows than one chunk (800 > 512): each intent gets its own.
+            s.write(|tx| {
+                for i in 0..1_200u64 {
+                    let id = format!("int_x{i:04}");
+                    tx.put_new_intent(&key, &id, &json!({"n": i + 10}), IntentDue::default())?;
+                    if i % 3 != 1 {
+                        tx.delivery_log()?.put_matches(&id, i + 10, 0)?;
+                    }
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            let all: Vec<Counted> = s.read(|rx| rx.all_intents()).unwrap();
+            assert_eq!(all.len(), 1_201);
+            for c in &all {
+                let want = (c.n >= 10 && (c.n - 10) % 3 != 1).then_some((c.n, 0));
+                assert_eq!(c.matches, want, "intent {}", c.n);
+            }
         }
     }
 

@@ -471,13 +471,16 @@ impl Pool {
 pub(super) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
 /// Brings the SQL layout to the last of [`SQL_MIGRATIONS`] inside the write
-/// transaction on `conn`; whether the database was new (no isto table at all).
+/// transaction on `conn`, then creates every store table of `tables` that is missing
+/// (one added to the layout after the database was made: the store's typed migrations
+/// that add a table create none on PostgreSQL). Returns whether the database was new (no
+/// isto table at all) and the tables created for an existing one.
 ///
 /// # Errors
 /// [`StoreError::NotAStore`] when the database has isto's table names without
 /// `schema_migrations` (another program's tables); [`StoreError::TooNew`]-like refusal
 /// ([`StoreError::NotAStore`]) when it records a migration this build does not know.
-pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<bool> {
+pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<(bool, Vec<String>)> {
     let exists = |t: &str| -> Result<bool> {
         let rows = conn.query("SELECT to_regclass($1) IS NOT NULL", &[&format!("\"{t}\"")])?;
         Ok(rows.first().map(|r| r.try_get::<_, bool>(0)).transpose()?.unwrap_or(false))
@@ -525,7 +528,15 @@ pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<bool> {
         conn.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[n, name])?;
         tracing::info!(migration = n, name, "store: SQL migration run");
     }
-    Ok(new)
+    let mut created = Vec::new();
+    for t in tables {
+        if !exists(t)? {
+            conn.batch(&format!("CREATE TABLE \"{t}\" (k bytea PRIMARY KEY, v bytea NOT NULL)"))?;
+            tracing::info!(table = t, "store: table created");
+            created.push((*t).to_owned());
+        }
+    }
+    Ok((new, created))
 }
 
 /// Connects to the database of `settings` and brings it to the current layout: the SQL
@@ -538,7 +549,7 @@ pub(super) fn open(settings: &PgSettings) -> Result<Arc<Pool>> {
     let pool = Pool::new(settings)?;
     write(&pool, true, |tx| {
         let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
-        let new = migrate_sql(conn, &super::table_names())?;
+        let (new, _) = migrate_sql(conn, &super::table_names())?;
         schema::prepare(tx, new)?;
         // The engine and the index load after this: they stand at this version.
         let version = super::changes::version_on(conn)?;
@@ -558,8 +569,8 @@ pub(super) fn migrate(settings: &PgSettings, commit: bool) -> Result<schema::Mig
     let pool = Pool::new(settings)?;
     write(&pool, commit, |tx| {
         let TxTxn::Pg(conn) = tx.txn else { return Err(StoreError::Unavailable) };
-        let new = migrate_sql(conn, &super::table_names())?;
-        schema::migrate_in(tx, &|_| !new, new, commit)
+        let (new, created) = migrate_sql(conn, &super::table_names())?;
+        schema::migrate_in(tx, &|t| !new && !created.iter().any(|c| c == t), new, commit)
     })
 }
 

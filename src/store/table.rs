@@ -32,6 +32,9 @@ enum Src<'t, K: Column + redb::Key, V: Column> {
 /// A scan's bounds, in the key's stored form.
 pub(super) type Bounds<'k, K> = (Bound<<K as redb::Value>::SelfType<'k>>, Bound<<K as redb::Value>::SelfType<'k>>);
 
+/// What [`Table::get_with`] hands over: the value and the other table's, if any.
+pub(super) type Joined<V, W> = (<V as Column>::Owned, Option<<W as Column>::Owned>);
+
 /// What a scan hands over: each row's owned key and value.
 pub(super) type Row<K, V> = (<K as Column>::Owned, <V as Column>::Owned);
 
@@ -166,6 +169,29 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
 
 fn read_only() -> StoreError {
     StoreError::Backup("a table of a read transaction was written to".to_owned())
+}
+
+impl<V: Column> Table<'_, &'static str, V> {
+    /// The value under `key` and, when the row exists, `other`'s value under the same key
+    /// (`other`: a table of the same transaction keyed like this one): two lookups in
+    /// redb, one query on PostgreSQL (a left join), so a read that needs both rows pays
+    /// one round trip.
+    pub(super) fn get_with<W: Column>(
+        &self,
+        other: &Table<'_, &'static str, W>,
+        key: &str,
+    ) -> Result<Option<Joined<V, W>>> {
+        if let (Src::Pg { conn, name }, Src::Pg { name: joined, .. }) = (&self.src, &other.src) {
+            let k = encoded::<&str>(&key);
+            let sql = format!("SELECT a.v, b.v FROM \"{name}\" a LEFT JOIN \"{joined}\" b ON b.k = a.k WHERE a.k = $1");
+            let rows = conn.query(&sql, &[&k])?;
+            let Some(r) = rows.first() else { return Ok(None) };
+            let (v, w): (&[u8], Option<&[u8]>) = (r.try_get(0)?, r.try_get(1)?);
+            return Ok(Some((value_of::<V>(name, v)?, w.map(|w| value_of::<W>(joined, w)).transpose()?)));
+        }
+        let Some(v) = self.get(key)? else { return Ok(None) };
+        Ok(Some((v, other.get(key)?)))
+    }
 }
 
 fn value_of<V: Column>(table: &str, bytes: &[u8]) -> Result<V::Owned> {
