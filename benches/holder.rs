@@ -8,7 +8,8 @@
 //! / `ISTO_BENCH_INTENTS` / `ISTO_BENCH_MATCH_OFFERS` to change the sizes (defaults
 //! 100 000 offers, 20 000 standing intents and 10 000 offers imported against them: the
 //! synthetic intents are broad, so every arriving offer is delivered to many of them and
-//! that import measures delivery writes as much as matching).
+//! that import measures delivery writes as much as matching). `ISTO_BENCH_BATCH` sets
+//! the rows per import transaction (default 500, as `isto admin offers import`).
 //!
 //! Prints: import rate (offers/s) for the generated catalogue (batches of 500, one
 //! transaction each; the index commit of the series, which the next read would make, is
@@ -87,13 +88,19 @@ fn input(o: Offer) -> OfferInput {
     }
 }
 
-/// Imports `batch` in batches of 500 (one durable transaction each, matching and
-/// deliveries included) and commits the index after the last: the time taken and the
-/// deliveries written.
+/// Rows per import transaction: `ISTO_BENCH_BATCH`, 500 by default.
+fn batch_rows() -> usize {
+    env_usize("ISTO_BENCH_BATCH", 500).max(1)
+}
+
+/// Imports `batch` in batches of `ISTO_BENCH_BATCH` rows (500; one durable transaction
+/// each, matching and deliveries included) and commits the index after the last: the
+/// time taken and the deliveries written.
 fn import_batches(h: &AppState, batch: Vec<OfferInput>) -> (Duration, u64) {
+    let rows = batch_rows();
     let t = Instant::now();
     let mut delivered = 0;
-    for chunk in batch.chunks(500) {
+    for chunk in batch.chunks(rows) {
         delivered += h.catalogue.import_offers_run(chunk.to_vec(), None).expect("import batch").delivered;
     }
     flush(h);
@@ -248,9 +255,10 @@ fn realistic_import(n_intents: usize) {
     let written = written_bytes();
     let (el, delivered) = import_batches(&h, real::offers(19, n, &all).into_iter().map(input).collect());
     println!(
-        "{n}-offer import of real listings against {n_intents} realistic intents (real titles; batches of 500, \
+        "{n}-offer import of real listings against {n_intents} realistic intents (real titles; batches of {}, \
          index in step, matching and deliveries): {:.2} s = {:.0} offers/s, {delivered} deliveries, {:.1} MB \
          written to storage (store and index)",
+        batch_rows(),
         el.as_secs_f64(),
         n as f64 / el.as_secs_f64(),
         (written_bytes() - written) as f64 / 1e6
@@ -324,8 +332,9 @@ fn standing(dir: &std::path::Path, h: AppState, n_intents: usize) -> (AppState, 
     let n_match = env_usize("ISTO_BENCH_MATCH_OFFERS", 10_000);
     let (el, delivered) = import_batches(&h, (0..n_match).map(|_| input(fresh.offer())).collect());
     println!(
-        "{n_match}-offer import against {n_intents} intents (batches of 500, index in step, matching and deliveries): \
+        "{n_match}-offer import against {n_intents} intents (batches of {}, index in step, matching and deliveries): \
          {:.2} s = {:.0} offers/s, {delivered} deliveries",
+        batch_rows(),
         el.as_secs_f64(),
         n_match as f64 / el.as_secs_f64()
     );
