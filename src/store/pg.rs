@@ -481,21 +481,16 @@ pub(super) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ
 /// `schema_migrations` (another program's tables); [`StoreError::TooNew`]-like refusal
 /// ([`StoreError::NotAStore`]) when it records a migration this build does not know.
 pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<(bool, Vec<String>)> {
-    let exists = |t: &str| -> Result<bool> {
-        let rows = conn.query("SELECT to_regclass($1) IS NOT NULL", &[&format!("\"{t}\"")])?;
-        Ok(rows.first().map(|r| r.try_get::<_, bool>(0)).transpose()?.unwrap_or(false))
-    };
-    let new = if exists("schema_migrations")? {
+    let new = if missing(conn, &["schema_migrations"])?.is_empty() {
         false
     } else {
         // A failed look-up is an error, not "no such table".
-        for t in tables {
-            if exists(t)? {
-                return Err(StoreError::NotAStore(format!(
-                    "the PostgreSQL database has a table {t:?} but no schema_migrations table: another program's \
-                     tables; give isto a database of its own"
-                )));
-            }
+        let absent = missing(conn, tables)?;
+        if let Some(t) = tables.iter().find(|t| !absent.iter().any(|a| a == *t)) {
+            return Err(StoreError::NotAStore(format!(
+                "the PostgreSQL database has a table {t:?} but no schema_migrations table: another program's \
+                 tables; give isto a database of its own"
+            )));
         }
         conn.batch(
             "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, \
@@ -515,28 +510,32 @@ pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<(bool, Vec<Str
         if done.contains(n) {
             continue;
         }
-        if *n == 1 {
-            let mut sql = String::new();
-            for t in tables {
-                sql.push_str(&format!("CREATE TABLE \"{t}\" (k bytea PRIMARY KEY, v bytea NOT NULL);"));
-            }
-            conn.batch(&sql)?;
-        }
+        // Migration 1's tables are the store's, created below with any added since.
         if *n == 2 {
             conn.batch(super::changes::FEED_TABLES)?;
         }
         conn.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", &[n, name])?;
         tracing::info!(migration = n, name, "store: SQL migration run");
     }
-    let mut created = Vec::new();
-    for t in tables {
-        if !exists(t)? {
-            conn.batch(&format!("CREATE TABLE \"{t}\" (k bytea PRIMARY KEY, v bytea NOT NULL)"))?;
-            tracing::info!(table = t, "store: table created");
-            created.push((*t).to_owned());
-        }
+    let created = missing(conn, tables)?;
+    let sql: String =
+        created.iter().map(|t| format!("CREATE TABLE \"{t}\" (k bytea PRIMARY KEY, v bytea NOT NULL);")).collect();
+    if !created.is_empty() {
+        conn.batch(&sql)?;
+        tracing::info!(tables = created.len(), "store: tables created");
     }
     Ok((new, created))
+}
+
+/// The tables of `tables` the database lacks, in their order (one query).
+fn missing(conn: &Conn, tables: &[&str]) -> Result<Vec<String>> {
+    let names: Vec<&str> = tables.to_vec();
+    let rows = conn.query(
+        "SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS n(t, i) WHERE to_regclass(quote_ident(t)) IS NULL \
+         ORDER BY i",
+        &[&names],
+    )?;
+    rows.iter().map(|r| r.try_get::<_, String>(0).map_err(StoreError::from)).collect()
 }
 
 /// Connects to the database of `settings` and brings it to the current layout: the SQL
