@@ -123,7 +123,10 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 fn open(dir: &std::path::Path) -> AppState {
     let mut s = Settings::defaults();
     s.data_dir = dir.to_owned();
-    let store = Store::open(&dir.join("isto.redb")).expect("store");
+    // `ISTO_BENCH_CACHE_MIB`: the store's page cache (`store.cache_mib`; default as
+    // `isto serve`'s).
+    let cache = env_usize("ISTO_BENCH_CACHE_MIB", isto::store::DEFAULT_CACHE_MIB as usize) as u64;
+    let store = Store::open_cached(&dir.join("isto.redb"), cache).expect("store");
     let (keys, _) = KeyRing::load_or_create(&dir.join("keys/sealing.key")).expect("key");
     AppState::with_index_dir(s, store, keys, Arc::new(SystemClock), Some(dir.join("index")))
 }

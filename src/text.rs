@@ -3,28 +3,38 @@
 //! PROTOCOL.md §2 (criteria strings are "equal after case and diacritics folding") and
 //! §6 (statement relevance is "diacritics- and case-insensitive").
 
-use unicode_normalization::UnicodeNormalization;
-
 /// Lower-cases `s` and strips diacritics: `"Škoda Košice"` → `"skoda kosice"`.
 ///
 /// Canonical decomposition (NFD) followed by removal of combining marks; characters
 /// without a decomposition that still carry a diacritic in Slovak/Czech/German/Polish
-/// (`ł`, `ø`, `ß`, `đ`) are mapped by hand.
+/// (`ł`, `ø`, `ß`, `đ`) are mapped by hand. Each character is decomposed on its own
+/// (ASCII as is): NFD's canonical reordering moves only characters of a non-zero
+/// combining class, which are all combining marks and removed (asserted over every
+/// character by the tests), so the result is NFD's without its reordering pass.
 pub fn fold(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.nfd() {
-        if unicode_normalization::char::is_combining_mark(c) {
-            continue;
-        }
-        match c {
-            'ł' | 'Ł' => out.push('l'),
-            'ø' | 'Ø' => out.push('o'),
-            'đ' | 'Đ' => out.push('d'),
-            'ß' => out.push_str("ss"),
-            _ => out.extend(c.to_lowercase()),
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            unicode_normalization::char::decompose_canonical(c, |d| fold_decomposed(d, &mut out));
         }
     }
     out
+}
+
+/// One character of a canonical decomposition, folded into `out` (see [`fold`]).
+fn fold_decomposed(c: char, out: &mut String) {
+    if unicode_normalization::char::is_combining_mark(c) {
+        return;
+    }
+    match c {
+        'ł' | 'Ł' => out.push('l'),
+        'ø' | 'Ø' => out.push('o'),
+        'đ' | 'Đ' => out.push('d'),
+        'ß' => out.push_str("ss"),
+        _ => out.extend(c.to_lowercase()),
+    }
 }
 
 /// Splits folded text into alphanumeric tokens: `"Škoda Octavia 2.0 TDI"` →
@@ -95,6 +105,36 @@ pub fn format_amount(a: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fold` as NFD of the whole text, then the marks removed (its definition).
+    fn fold_by_nfd(s: &str) -> String {
+        use unicode_normalization::UnicodeNormalization;
+        let mut out = String::new();
+        for c in s.nfd() {
+            fold_decomposed(c, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn folding_each_character_alone_is_folding_the_nfd_of_the_text() {
+        // NFD reorders only characters of a non-zero combining class: all are marks,
+        // which folding removes, so the reordering cannot change the result.
+        let reordered: Vec<char> = (0..=0x10_FFFF_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| unicode_normalization::char::canonical_combining_class(c) != 0)
+            .filter(|&c| !unicode_normalization::char::is_combining_mark(c))
+            .collect();
+        assert_eq!(reordered, Vec::<char>::new(), "characters NFD reorders that folding keeps");
+        for s in [
+            "Škoda Košice Žilina Ľubľana ŘÍJEN ůň",
+            "e\u{301}\u{323}a\u{323}\u{301} Ä\u{308}\u{0327}",
+            "한국어 ÅNGSTRÖM ǅ ﬁ Ω K ẞ łØđß",
+            "\u{301}leading mark, then ASCII: ABC xyz 123",
+        ] {
+            assert_eq!(fold(s), fold_by_nfd(s), "{s:?}");
+        }
+    }
 
     #[test]
     fn folds_slovak_and_czech() {

@@ -552,7 +552,7 @@ pub const SKELETON: &str = r#"# isto configuration. Every key is optional; the v
 
 [store]
 # backend = "redb"                          # or "postgres" (ISTO_STORE_BACKEND): the database below instead of DATA_DIR/isto.redb
-# cache_mib = 4                             # redb: the store's page cache; more keeps more of a big catalogue in memory
+# cache_mib = 16                            # redb: the store's page cache; more keeps more of a big catalogue in memory
 # url = "host=/run/postgresql dbname=isto"  # postgres (ISTO_STORE_URL): a postgres:// URL or key=value settings
 # pool_size = 8                             # postgres (ISTO_STORE_POOL_SIZE): most connections, 1..=64
 

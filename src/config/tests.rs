@@ -17,7 +17,7 @@ fn store_cache_mib_defaults_loads_and_is_checked() {
         Settings::load(&Overrides { config: Some(p.clone()), ..Default::default() })
     };
     assert_eq!(load("").unwrap().store_cache_mib, crate::store::DEFAULT_CACHE_MIB);
-    assert_eq!(crate::store::DEFAULT_CACHE_MIB, 4);
+    assert_eq!(crate::store::DEFAULT_CACHE_MIB, 16);
     let s = load("[store]\ncache_mib = 256\n").unwrap();
     assert_eq!(s.store_cache_mib, 256);
     assert_eq!(s.describe()["store"]["cache_mib"], 256);

@@ -141,11 +141,14 @@ thread_local! {
 pub const MIN_FREE_BYTES: u64 = 1024 * 1024;
 
 /// Default size of the store's page cache, MiB (`store.cache_mib`): the tables' upper
-/// pages and the hot records; other pages are read again through the operating system's
-/// page cache (redb's own 1 GiB default let the idle process grow with the store). Each
-/// cached 4 KiB page takes a 5 KiB allocation, so a full cache holds about 1.6× this in
-/// memory (docs/choices.md, "The store's page cache is 4 MiB").
-pub const DEFAULT_CACHE_MIB: u64 = 4;
+/// pages, the hot records, and half of it for the pages a write transaction changes
+/// (redb's write buffer; pages beyond it are written out and read again before the
+/// commit); other pages are read again through the operating system's page cache
+/// (redb's own 1 GiB default let the idle process grow with the store). Each cached
+/// 4 KiB page takes a 5 KiB allocation, so a full cache holds about 1.6× this in memory,
+/// given back after a quiet spell ([`Store::release_cache`]; docs/choices.md, "The
+/// store's page cache is 16 MiB").
+pub const DEFAULT_CACHE_MIB: u64 = 16;
 
 /// Opens the database file: `true` the first time, `false` to reopen it after an I/O
 /// failure (a missing file is an error then, not a new store).
