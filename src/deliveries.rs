@@ -45,7 +45,12 @@ pub fn explain(intent: &crate::protocol::Intent, deliveries: &mut [Delivery]) {
 }
 
 /// Matches `offers` against one intent and records new deliveries (once per pair),
-/// scheduling its digest. Returns the number of new deliveries.
+/// scheduling its digest. Returns the number of new deliveries. The intent's delivery
+/// bookkeeping row is written whatever the outcome (with no new delivery, unchanged), so
+/// that a match and a miss make the same writes: a seller reply's handling must not
+/// depend on the hidden limit (PROTOCOL.md §3, `deliveries::replies`). A catalogue import,
+/// which matches many intents at once, calls [`record_hits_in`] itself and writes only
+/// the rows that change.
 pub fn match_intent_tx(
     base: &Base,
     tx: &mut Writes<'_, '_>,
@@ -72,7 +77,11 @@ pub fn match_intent_tx(
         }
     }
     let mut target = rec.delivery_target();
-    let n = record_hits_in(base, &mut tx.delivery_log()?, &mut target, &hits, now)?;
+    let mut log = tx.delivery_log()?;
+    let n = record_hits_in(base, &mut log, &mut target, &hits, now)?;
+    if n == 0 {
+        log.put_matches(&target.id, target.match_count, target.last_delivered)?;
+    }
     (rec.match_count, rec.last_delivered) = (target.match_count, target.last_delivered);
     Ok(n)
 }

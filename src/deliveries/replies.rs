@@ -114,10 +114,7 @@ fn match_one(
     let candidate = OfferRecord { active: true, ..offer };
     let n = match_intent_tx(base, tx, &mut rec, std::slice::from_ref(&candidate), disabled, now)?;
     // Written back delivered or not: the same writes either way (the bookkeeping row,
-    // which a delivery writes, and the record).
-    if n == 0 {
-        tx.delivery_log()?.put_matches(&rec.id, rec.match_count, rec.last_delivered)?;
-    }
+    // which `match_intent_tx` writes either way, and the record).
     tx.put_intent(&rec, true)?;
     Ok(n)
 }

@@ -529,11 +529,10 @@ pub(super) fn migrate_sql(conn: &Conn, tables: &[&str]) -> Result<(bool, Vec<Str
 
 /// The tables of `tables` the database lacks, in their order (one query).
 fn missing(conn: &Conn, tables: &[&str]) -> Result<Vec<String>> {
-    let names: Vec<&str> = tables.to_vec();
     let rows = conn.query(
         "SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS n(t, i) WHERE to_regclass(quote_ident(t)) IS NULL \
          ORDER BY i",
-        &[&names],
+        &[&tables],
     )?;
     rows.iter().map(|r| r.try_get::<_, String>(0).map_err(StoreError::from)).collect()
 }

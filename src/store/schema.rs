@@ -71,8 +71,9 @@ pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefi
 /// `intent_matches` (v9): intent id → `(deliveries, unix µs of the newest)`: an intent's
 /// delivery bookkeeping, kept beside its record so that recording deliveries does not
 /// rewrite the record (see `store::IntentRow`). An intent without a row has what its
-/// record holds (records of an older isto, intents without deliveries; a seller reply
-/// that did not match writes the row too, unchanged).
+/// record holds (records of an older isto, intents without deliveries; matching one
+/// intent — at its activation, or a seller reply — writes the row even without a match,
+/// unchanged).
 pub(super) const INTENT_MATCHES: TableDefinition<&str, (u64, i64)> = TableDefinition::new("intent_matches");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
