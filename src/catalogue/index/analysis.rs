@@ -25,7 +25,11 @@
 //! - **single-letter names**: a one-letter word beside a longer word is indexed joined to
 //!   it (`Ford C-MAX` → `ford_c`, `c_max`; `Mercedes-Benz Třídy C` → `tridy_c`), before
 //!   stop words are dropped (`s`, `v`, `a` are Slovak/Czech stop words), so that `C-MAX`
-//!   and `S-MAX`, or the classes of one make, rank apart ([`letter_phrases`]).
+//!   and `S-MAX`, or the classes of one make, rank apart ([`letter_phrases`]);
+//! - **stop words** ([`is_stop_word`]) are not weighted and get no stem forms: each one
+//!   of an offer is indexed once, after the weighted tokens and within the padding, for
+//!   the candidates of an intent ([`super::candidates`]), which must find every term of
+//!   [`matching::text_terms`]. A search never looks them up.
 
 use super::INDEX_VERSION;
 use crate::matching;
@@ -37,8 +41,6 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 pub const TEXT_ANALYZER: &str = "isto_text_v7";
 /// The mark of a stem form (a character folded text never holds in a token).
 pub const STEM_MARK: char = '~';
-/// The analyzer of `terms`: exactly [`matching::text_terms`].
-pub const TERMS_ANALYZER: &str = "isto_terms_v1";
 
 /// Slovak stop words (written with diacritics; folded when used).
 const STOP_SK: &[&str] = &[
@@ -82,10 +84,6 @@ pub(super) fn analysis_fingerprint() -> &'static str {
         for w in stop {
             h.update(w.as_bytes());
             h.update([0]);
-        }
-        for t in matching::text_terms(probe) {
-            h.update(t.as_bytes());
-            h.update([1]);
         }
         for t in text_tokens(probe, &[probe], probe) {
             h.update(t.as_bytes());
@@ -149,11 +147,11 @@ pub fn lookup_term(word: &str) -> String {
 }
 
 /// The tokens of a searchable text: the tokens of [`matching::analyse`] and the
-/// [`letter_phrases`], stop words dropped.
-pub fn searchable_tokens(text: &str) -> Vec<String> {
+/// [`letter_phrases`], stop words apart: `(searchable, stop words)`.
+pub fn searchable_tokens(text: &str) -> (Vec<String>, Vec<String>) {
     let terms = matching::analyse(text);
     let phrases = letter_phrases(&terms);
-    terms.into_iter().map(|t| t.text).chain(phrases).filter(|t| !is_stop_word(t)).collect()
+    terms.into_iter().map(|t| t.text).chain(phrases).partition(|t| !is_stop_word(t))
 }
 
 /// The padding token of `text`: [`STEM_MARK`] alone, which no statement looks up.
@@ -190,11 +188,12 @@ pub fn text_value(title: &str, attrs: &[&str], description: &str) -> String {
 pub const TEXT_PAD: usize = 160;
 
 /// The tokens of the field `text` of an offer (see the module docs): those of the title
-/// 3 times, of the attribute values twice, of the description once, then `~` up to
-/// [`TEXT_PAD`] tokens (the analyzer's token stream of [`text_value`]).
+/// 3 times, of the attribute values twice, of the description once, then each stop word
+/// once, then `~` up to [`TEXT_PAD`] tokens (the analyzer's token stream of
+/// [`text_value`]).
 pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<String> {
     let value = text_value(title, attrs, description);
-    let mut stream = IstoTokenizer { tokens: Tokens::Text }.token_stream(&value);
+    let mut stream = IstoTokenizer.token_stream(&value);
     let mut out = Vec::new();
     while stream.advance() {
         out.push(stream.token().text.clone());
@@ -202,24 +201,12 @@ pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<String
     out
 }
 
-/// What an [`IstoTokenizer`] emits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Tokens {
-    /// The tokens of a [`text_value`]: its sections' [`searchable_tokens`] and their
-    /// [`stem_forms`], weighted 3/2/1 and padded (see [`text_tokens`]). A text without
-    /// [`SECTION`]s counts as a title.
-    Text,
-    /// Exactly [`matching::text_terms`] (`terms`).
-    Terms,
-}
-
-/// The tokenizer of the analyzers ([`Tokens`]). Offsets are not kept (nothing is
-/// highlighted).
+/// The tokenizer of the analyzer [`TEXT_ANALYZER`]: the tokens of a [`text_value`], its
+/// sections' [`searchable_tokens`] and their [`stem_forms`], weighted 3/2/1, its stop
+/// words once, padded (see [`text_tokens`]); a text without [`SECTION`]s counts as a
+/// title. Offsets are not kept (nothing is highlighted).
 #[derive(Clone)]
-pub(super) struct IstoTokenizer {
-    /// What it emits.
-    pub(super) tokens: Tokens,
-}
+pub(super) struct IstoTokenizer;
 
 /// The token stream of [`IstoTokenizer`]: each distinct token text is made once and
 /// copied into the current token in `order` (a section's texts as often as its weight
@@ -269,27 +256,25 @@ impl Tokenizer for IstoTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
         let mut texts = Vec::new();
-        match self.tokens {
-            Tokens::Text => {
-                let mut order = Vec::new();
-                for (section, weight) in text.splitn(3, SECTION).zip([3, 2, 1]) {
-                    let start = texts.len();
-                    for t in searchable_tokens(section) {
-                        stem_forms(&t, &mut texts);
-                        texts.push(t);
-                    }
-                    for _ in 0..weight {
-                        order.extend(start..texts.len());
-                    }
-                }
-                let pad = TEXT_PAD.saturating_sub(order.len());
-                IstoTokenStream::new(texts, order, pad)
+        let mut order = Vec::new();
+        let mut stops = std::collections::BTreeSet::new();
+        for (section, weight) in text.splitn(3, SECTION).zip([3, 2, 1]) {
+            let start = texts.len();
+            let (searchable, stop) = searchable_tokens(section);
+            for t in searchable {
+                stem_forms(&t, &mut texts);
+                texts.push(t);
             }
-            Tokens::Terms => {
-                texts.extend(matching::text_terms(text));
-                let order = (0..texts.len()).collect();
-                IstoTokenStream::new(texts, order, 0)
+            for _ in 0..weight {
+                order.extend(start..texts.len());
             }
+            stops.extend(stop);
         }
+        for t in stops {
+            order.push(texts.len());
+            texts.push(t);
+        }
+        let pad = TEXT_PAD.saturating_sub(order.len());
+        IstoTokenStream::new(texts, order, pad)
     }
 }

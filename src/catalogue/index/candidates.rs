@@ -1,8 +1,10 @@
 //! The candidate offers of an intent that becomes active (PROTOCOL.md §6): a true
-//! superset of the offers [`matching::check`] accepts, found with the `terms` field and
-//! the category and area terms (no ranking, no limit). The inflected forms of each term
-//! are read from the term dictionary here (the rule of [`matching::term_hit`] exactly),
-//! unlike the catalogue search, which looks up stem forms indexed in advance.
+//! superset of the offers [`matching::check`] accepts, found with the field `text` and
+//! the category and area terms (no ranking, no limit). `text` holds every term of
+//! [`matching::text_terms`] of an offer's title, attribute values and description, stop
+//! words too ([`analysis`]). The inflected forms of each term are read from the term
+//! dictionary here (the rule of [`matching::term_hit`] exactly), unlike the catalogue
+//! search, which looks up stem forms indexed in advance.
 
 use super::*;
 
@@ -94,12 +96,12 @@ impl OfferIndex {
         let mut clauses = vec![(Occur::Must, self.term(self.f.category, category))];
         clauses.extend(self.area_clauses(&searcher, area)?);
         let forms = |t: &String| -> Result<BTreeSet<String>, IndexError> {
-            let mut set = expansions(&searcher, self.f.terms, t)?;
+            let mut set = expansions(&searcher, self.f.text, t)?;
             set.insert(t.clone());
             Ok(set)
         };
         let term_set = |set: BTreeSet<String>| -> Box<dyn Query> {
-            Box::new(TermSetQuery::new(set.iter().map(|t| Term::from_field_text(self.f.terms, t)).collect::<Vec<_>>()))
+            Box::new(TermSetQuery::new(set.iter().map(|t| Term::from_field_text(self.f.text, t)).collect::<Vec<_>>()))
         };
         if min_hits == 1 {
             let mut all = BTreeSet::new();

@@ -9,7 +9,7 @@
 //! missing, stale or unreadable index, or one of another schema, is rebuilt from the store.
 //!
 //! Text analysis ([`analysis`]) comes from [`matching::analyse`], so that the statement
-//! terms of matching meet the indexed terms; the `terms` field keeps exactly
+//! terms of matching meet the indexed terms: the field `text` holds every term of
 //! [`matching::text_terms`], so that [`OfferIndex::candidates_for_intent_min`] is a true
 //! superset of the text rule of [`matching::check`] ([`candidates`]). Change
 //! [`INDEX_VERSION`] when the analysis changes. Writing ([`writer`]) is near real time:
@@ -24,9 +24,8 @@ mod writer;
 use crate::gazetteer::{self, AreaObject};
 use crate::matching;
 use crate::protocol::Offer;
-use analysis::Tokens;
 use analysis::{analysis_fingerprint, IstoTokenizer};
-pub use analysis::{is_stop_word, TERMS_ANALYZER, TEXT_ANALYZER};
+pub use analysis::{is_stop_word, TEXT_ANALYZER};
 use collector::AllIds;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
@@ -56,7 +55,8 @@ pub use writer::REFRESH_LAG;
 /// [`analysis`]).
 /// 8: segments in ascending price order ([`settings`]), the id no longer stored (it is
 /// read from its fast field).
-pub const INDEX_VERSION: u32 = 8;
+/// 9: no field `terms`: the candidates of an intent are found in `text` ([`candidates`]).
+pub const INDEX_VERSION: u32 = 9;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
 /// segments and no merge (a search visits each segment).
@@ -93,7 +93,6 @@ struct Fields {
     /// The title, attributes and description, weighted 3/2/1, with their stem forms
     /// (one value, [`analysis::text_value`]).
     text: Field,
-    terms: Field,
     published: Field,
     /// The public offer's JSON text (stored, not indexed).
     offer: Field,
@@ -117,7 +116,6 @@ fn schema() -> (Schema, Fields) {
         country: b.add_text_field("country", STRING | FAST),
         region: b.add_text_field("region", STRING | FAST),
         text: b.add_text_field("text", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs, true)),
-        terms: b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false)),
         published: b.add_i64_field("published", NumericOptions::default().set_fast()),
         offer: b.add_text_field("offer", STORED),
         valid_until: b.add_i64_field("valid_until", NumericOptions::default().set_fast()),
@@ -214,9 +212,7 @@ impl OfferIndex {
             None => Index::builder().schema(schema).settings(settings()).create_in_ram()?,
             Some(dir) => open_dir(dir, &schema)?,
         };
-        for (name, tokens) in [(TEXT_ANALYZER, Tokens::Text), (TERMS_ANALYZER, Tokens::Terms)] {
-            index.tokenizers().register(name, TextAnalyzer::from(IstoTokenizer { tokens }));
-        }
+        index.tokenizers().register(TEXT_ANALYZER, TextAnalyzer::from(IstoTokenizer));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let prices = rates.iter().map(|(c, r)| format!("{c}={r}")).collect::<Vec<_>>().join(";");
         let generation = stored_generation(&index, &prices)?;
@@ -270,12 +266,7 @@ impl OfferIndex {
                 d.add_text(f.region, &r);
             }
         }
-        d.add_text(f.terms, &o.title);
-        d.add_text(f.terms, &o.description);
         let attrs: Vec<&str> = o.attributes.values().filter_map(Value::as_str).collect();
-        for a in &attrs {
-            d.add_text(f.terms, a);
-        }
         d.add_text(f.text, analysis::text_value(&o.title, &attrs, &o.description));
         d.add_i64(f.published, published);
         d.add_text(f.offer, serde_json::to_value(o)?.to_string());

@@ -26,12 +26,12 @@ pub(crate) fn write_version_2_index(path: &Path, generation: u64, current_analys
     let title = b.add_text_field("title", searchable());
     b.add_text_field("attrs", searchable());
     b.add_text_field("description", searchable());
-    b.add_text_field("terms", text(TERMS_ANALYZER, IndexRecordOption::Basic, false));
+    b.add_text_field("terms", text("isto_terms_v1", IndexRecordOption::Basic, false));
     let published = b.add_i64_field("published", NumericOptions::default().set_fast());
     std::fs::create_dir_all(path).unwrap();
     let old = Index::create_in_dir(path, b.build()).unwrap();
-    old.tokenizers().register("isto_match_v2", TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Text }));
-    old.tokenizers().register(TERMS_ANALYZER, TextAnalyzer::from(IstoTokenizer { tokens: Tokens::Terms }));
+    old.tokenizers().register("isto_match_v2", TextAnalyzer::from(IstoTokenizer));
+    old.tokenizers().register("isto_terms_v1", TextAnalyzer::from(IstoTokenizer));
     let mut w: IndexWriter = old.writer(15_000_000).unwrap();
     let mut d = TantivyDocument::new();
     d.add_text(id, "o1");
