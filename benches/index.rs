@@ -90,8 +90,9 @@ fn main() {
     }
     let upserts: Vec<Offer> = (0..1000).map(|_| synth.offer()).collect();
     // `apply` leaves the commit to the series' next read: `flush` makes it here.
+    let removed = vec![first_id];
     let (t, _) = timed(|| {
-        ix.apply(&upserts, &[first_id], 2).unwrap();
+        ix.apply(upserts, removed, 2);
         ix.flush().unwrap();
     });
     println!("apply (1000 upserts + 1 removal, commit, reload): {t:.0} ms");

@@ -157,7 +157,7 @@ impl Catalogue {
                 _ => removed.push(id.clone()),
             }
         }
-        self.index_apply(&upserts, &removed, generation);
+        self.index_apply(upserts, removed, generation);
         Ok(())
     }
 
@@ -186,12 +186,10 @@ impl Catalogue {
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it
     /// is rebuilt at first use).
-    fn index_apply(&self, upserts: &[Offer], removed: &[String], generation: u64) {
+    fn index_apply(&self, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
         let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(i) = slot.as_ref() {
-            if let Err(e) = i.apply(upserts, removed, generation) {
-                tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
-            }
+            i.apply(upserts, removed, generation);
         }
     }
 
@@ -304,7 +302,7 @@ impl Catalogue {
             let offers: Vec<Offer> = changed.into_iter().map(|o| o.offer).collect();
             Ok((counts, offers, generation))
         })?;
-        self.index_apply(&offers, &[], generation);
+        self.index_apply(offers, Vec::new(), generation);
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
@@ -341,7 +339,7 @@ impl Catalogue {
             let generation = tx.bump_offers_generation()?;
             Ok((gone, generation))
         })?;
-        self.index_apply(&[], &gone, generation);
+        self.index_apply(Vec::new(), gone.clone(), generation);
         self.sync_index();
         Ok(gone)
     }

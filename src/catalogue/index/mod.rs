@@ -85,7 +85,7 @@ type Clause = (Occur, Box<dyn Query>);
 
 /// The fields of the schema.
 #[derive(Debug, Clone, Copy)]
-struct Fields {
+pub(super) struct Fields {
     id: Field,
     category: Field,
     country: Field,
@@ -178,8 +178,6 @@ pub struct OfferIndex {
     f: Fields,
     /// The `region` terms of one searcher generation, read once per commit.
     regions: Mutex<Option<(u64, Arc<BTreeSet<String>>)>>,
-    /// The exchange rates into the default currency, for the indexed price.
-    rates: BTreeMap<String, f64>,
 }
 
 impl std::fmt::Debug for OfferIndex {
@@ -216,8 +214,8 @@ impl OfferIndex {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let prices = rates.iter().map(|(c, r)| format!("{c}={r}")).collect::<Vec<_>>().join(";");
         let generation = stored_generation(&index, &prices)?;
-        let writing = Arc::new(writer::Writing::new(index, reader.clone(), prices, generation));
-        Ok(Self { reader, writing, f, regions: Mutex::new(None), rates: rates.clone() })
+        let writing = Arc::new(writer::Writing::new(index, reader.clone(), (f, rates.clone(), prices), generation));
+        Ok(Self { reader, writing, f, regions: Mutex::new(None) })
     }
 
     /// The generation stored with the last commit (commit payload), None for a fresh
@@ -239,41 +237,6 @@ impl OfferIndex {
     pub fn num_segments(&self) -> usize {
         self.settle();
         self.reader.searcher().segment_readers().len()
-    }
-
-    /// The index document of an offer; `None`, with a warning naming the offer, when its
-    /// `publishedAt` does not read: such an offer is left out of the index rather than
-    /// ranked as if published in 1970.
-    fn document(&self, o: &Offer) -> Result<Option<TantivyDocument>, IndexError> {
-        let published = match published_secs(o) {
-            Ok(p) => p,
-            Err(why) => {
-                tracing::warn!(error = %why, "offer not indexed");
-                return Ok(None);
-            }
-        };
-        let f = &self.f;
-        let mut d = TantivyDocument::new();
-        d.add_text(f.id, &o.id);
-        d.add_text(f.category, &o.category);
-        let country = code(&o.area.country);
-        if !country.is_empty() {
-            d.add_text(f.country, &country);
-        }
-        for r in &o.area.regions {
-            let r = code(r);
-            if !r.is_empty() {
-                d.add_text(f.region, &r);
-            }
-        }
-        let attrs: Vec<&str> = o.attributes.values().filter_map(Value::as_str).collect();
-        d.add_text(f.text, analysis::text_value(&o.title, &attrs, &o.description));
-        d.add_i64(f.published, published);
-        d.add_text(f.offer, serde_json::to_value(o)?.to_string());
-        d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
-        let price = self.rates.get(&o.price.currency).map(|r| o.price.amount * r).filter(|p| p.is_finite());
-        d.add_f64(f.price, price.unwrap_or(f64::MAX));
-        Ok(Some(d))
     }
 }
 

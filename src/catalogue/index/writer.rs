@@ -1,16 +1,22 @@
 //! Writing the offer index: updates go into one long-lived tantivy writer and are
 //! committed in the background, near real time.
 //!
-//! [`OfferIndex::apply`] adds its documents to the pending writer and returns: the
-//! catalogue write it follows does not wait for the index. A background thread (the
-//! refresher) commits the pending updates at most [`REFRESH_LAG`] after the first of
-//! them; searches read the last commit and never wait. Reads that decide a delivery
-//! commit what is pending first ([`OfferIndex::flush`]).
+//! [`OfferIndex::apply`] queues its offers and returns: the catalogue write it follows
+//! waits neither for the index nor for a commit in progress. A background thread (the
+//! refresher) turns queued offers into documents, adds them to the pending writer, and
+//! commits at most [`REFRESH_LAG`] after the first update not yet committed; searches
+//! read the last commit and never wait. Reads that decide a delivery add what is queued
+//! and commit what is pending first ([`OfferIndex::flush`]).
 //!
-//! Memory is bounded: tantivy's writer holds at most its heap budget, its document queue
-//! is bounded, and a series commits at the latest at [`COMMIT_DOCS`] pending updates.
-//! The writer ends [`WRITER_IDLE`] after its last commit with nothing pending, and the
-//! small segments are then merged when there are more than [`MAX_SEGMENTS`].
+//! One thread at a time has the writer (the refresher, or a flush, a rebuild, the drop):
+//! it takes the writer and the queue out of the shared state ([`Writing::check_out`]), so
+//! that updates queue while it works, and puts the writer back when done.
+//!
+//! Memory is bounded: tantivy's writer holds at most its heap budget, an update waits
+//! while [`QUEUE_OFFERS`] offers are queued, and a series commits at the latest at
+//! [`COMMIT_DOCS`] pending updates. The writer ends [`WRITER_IDLE`] after its last commit
+//! with nothing pending, and the small segments are then merged when there are more
+//! than [`MAX_SEGMENTS`].
 //!
 //! When an update or a commit fails, the writer is dropped uncommitted: the index stays
 //! at its last commit, whose generation then lags the store's, so its owner rebuilds it
@@ -23,6 +29,14 @@ use std::time::{Duration, Instant};
 /// A series of updates commits at the latest when this many offers (added or removed)
 /// are pending.
 pub(super) const COMMIT_DOCS: usize = 50_000;
+/// The refresher commits at once, not [`REFRESH_LAG`] after the first update, when this
+/// many offers are pending and no update is queued: in a long import that the index
+/// keeps up with, a segment is written while the import goes on, so that the commit at
+/// its end writes only the last few thousand offers.
+pub(super) const EARLY_COMMIT_DOCS: usize = 5_000;
+/// An update waits while this many offers are queued and not yet in the writer (about
+/// 3 KB each).
+pub(super) const QUEUE_OFFERS: usize = 5_000;
 /// The longest an update waits for its commit: a search sees an offer at most this long
 /// after its catalogue write returned (plus the commit's own time, a few ms to tens of
 /// ms; the documented bound is one second).
@@ -48,34 +62,63 @@ pub(super) struct Pending {
     committed: Instant,
 }
 
+/// An update queued by [`OfferIndex::apply`]: offers to add or replace, ids to remove,
+/// the generation they bring the index to, and when it was applied.
+struct Update {
+    upserts: Vec<Offer>,
+    removed: Vec<String>,
+    generation: u64,
+    at: Instant,
+}
+
 /// What the refresher and the updaters share, under [`Writing::state`].
 #[derive(Default)]
 pub(super) struct State {
+    /// The live writer, while no thread has it checked out.
     pending: Option<Pending>,
+    /// Whether a thread has the writer checked out ([`Writing::check_out`]).
+    busy: bool,
+    /// Updates not yet added to the writer, oldest first.
+    queue: Vec<Update>,
+    /// The offers and ids in `queue`.
+    queued: usize,
+    /// The first failure of the refresher since the last flush, which returns it.
+    failed: Option<IndexError>,
     /// The refresher thread, once started.
     refresher: Option<std::thread::JoinHandle<()>>,
     /// Set when the index is dropped: the refresher ends.
     closed: bool,
 }
 
+/// How offers become documents: the schema's fields, the exchange rates into the
+/// default currency (the indexed price) and their fingerprint (see
+/// [`OfferIndex::open_priced`]).
+pub(super) type Pricing = (Fields, BTreeMap<String, f64>, String);
+
 /// The writing side of the index, shared with its refresher thread.
 pub(super) struct Writing {
     pub(super) index: Index,
     reader: IndexReader,
+    f: Fields,
+    /// The exchange rates into the default currency, for the indexed price.
+    rates: BTreeMap<String, f64>,
     /// The fingerprint of the exchange rates (see [`OfferIndex::open_priced`]).
     prices: String,
     state: Mutex<State>,
-    /// Signalled when an update is pending or the index closes.
+    /// Signalled when an update is queued, the writer is put back, or the index closes.
     changed: Condvar,
     /// The generation of the last commit.
     pub(super) generation: Mutex<Option<u64>>,
 }
 
 impl Writing {
-    pub(super) fn new(index: Index, reader: IndexReader, prices: String, generation: Option<u64>) -> Self {
+    pub(super) fn new(index: Index, reader: IndexReader, pricing: Pricing, generation: Option<u64>) -> Self {
+        let (f, rates, prices) = pricing;
         Self {
             index,
             reader,
+            f,
+            rates,
             prices,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -85,6 +128,38 @@ impl Writing {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, st: std::sync::MutexGuard<'a, State>) -> std::sync::MutexGuard<'a, State> {
+        self.changed.wait(st).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the writer and the queued updates: waits while another thread has them.
+    /// The caller must [`Self::check_in`] whatever writer it ends with.
+    fn check_out(&self) -> (Option<Pending>, Vec<Update>) {
+        let mut st = self.lock();
+        while st.busy {
+            st = self.wait(st);
+        }
+        self.take(&mut st)
+    }
+
+    /// [`Self::check_out`] under the lock, once the writer is free.
+    fn take(&self, st: &mut State) -> (Option<Pending>, Vec<Update>) {
+        st.busy = true;
+        st.queued = 0;
+        // Updates waiting for room in the queue may go on.
+        self.changed.notify_all();
+        (st.pending.take(), std::mem::take(&mut st.queue))
+    }
+
+    /// Puts the writer back (`None` once it ended or failed) and wakes the waiters.
+    fn check_in(&self, p: Option<Pending>) {
+        let mut st = self.lock();
+        st.pending = p;
+        st.busy = false;
+        drop(st);
+        self.changed.notify_all();
     }
 
     /// The live writer, or a new one for a series whose first update has `first`
@@ -101,8 +176,69 @@ impl Writing {
         }
     }
 
+    /// Adds the queued `updates` to the writer in order (delete by id term, then add),
+    /// committing whenever [`COMMIT_DOCS`] are pending. On failure the writer is
+    /// dropped.
+    fn add(&self, mut slot: Option<Pending>, updates: Vec<Update>) -> Result<Option<Pending>, IndexError> {
+        for u in updates {
+            let mut p = self.pending(slot.take(), u.generation, u.upserts.len())?;
+            for o in &u.upserts {
+                p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
+                if let Some(d) = self.document(o)? {
+                    p.writer.add_document(d)?;
+                }
+            }
+            for id in &u.removed {
+                p.writer.delete_term(Term::from_field_text(self.f.id, id));
+            }
+            p.generation = u.generation;
+            p.docs += u.upserts.len() + u.removed.len();
+            p.since.get_or_insert(u.at);
+            if p.docs >= COMMIT_DOCS {
+                p = self.commit(p)?;
+            }
+            slot = Some(p);
+        }
+        Ok(slot)
+    }
+
+    /// The index document of an offer; `None`, with a warning naming the offer, when its
+    /// `publishedAt` does not read: such an offer is left out of the index rather than
+    /// ranked as if published in 1970.
+    fn document(&self, o: &Offer) -> Result<Option<TantivyDocument>, IndexError> {
+        let published = match published_secs(o) {
+            Ok(p) => p,
+            Err(why) => {
+                tracing::warn!(error = %why, "offer not indexed");
+                return Ok(None);
+            }
+        };
+        let f = &self.f;
+        let mut d = TantivyDocument::new();
+        d.add_text(f.id, &o.id);
+        d.add_text(f.category, &o.category);
+        let country = code(&o.area.country);
+        if !country.is_empty() {
+            d.add_text(f.country, &country);
+        }
+        for r in &o.area.regions {
+            let r = code(r);
+            if !r.is_empty() {
+                d.add_text(f.region, &r);
+            }
+        }
+        let attrs: Vec<&str> = o.attributes.values().filter_map(Value::as_str).collect();
+        d.add_text(f.text, analysis::text_value(&o.title, &attrs, &o.description));
+        d.add_i64(f.published, published);
+        d.add_text(f.offer, serde_json::to_value(o)?.to_string());
+        d.add_i64(f.valid_until, valid_until_nanos(o.valid_until.as_deref()));
+        let price = self.rates.get(&o.price.currency).map(|r| o.price.amount * r).filter(|p| p.is_finite());
+        d.add_f64(f.price, price.unwrap_or(f64::MAX));
+        Ok(Some(d))
+    }
+
     /// Commits `p`'s updates with its generation and shows them to searches; the writer
-    /// lives on. Called with the state lock held. On failure the writer is dropped.
+    /// lives on. Called with the writer checked out. On failure the writer is dropped.
     fn commit(&self, mut p: Pending) -> Result<Pending, IndexError> {
         let payload =
             serde_json::json!({"generation": p.generation, "analysis": analysis_fingerprint(), "prices": self.prices})
@@ -120,8 +256,8 @@ impl Writing {
     }
 
     /// Ends the writer: commits what is pending, waits for the merges it started, shows
-    /// the merged segments to searches and compacts the small ones. Called with the
-    /// state lock held.
+    /// the merged segments to searches and compacts the small ones. Called with the writer
+    /// checked out.
     fn end(&self, p: Pending) -> Result<(), IndexError> {
         let p = if p.since.is_some() { self.commit(p)? } else { p };
         match p.writer.wait_merging_threads() {
@@ -163,8 +299,8 @@ impl Writing {
     /// When there are more than [`MAX_SEGMENTS`] segments, merges the small ones into one
     /// (each segment costs every search a visit), see [`Self::small_segments`]: a large
     /// segment is copied again only when the small ones have grown to a quarter of the
-    /// largest, so a series of one-offer commits stays cheap. Called with the state lock
-    /// held, after the writer ended.
+    /// largest, so a series of one-offer commits stays cheap. Called with the writer checked
+    /// out, after it ended.
     fn compact(&self) -> Result<(), IndexError> {
         let ids = self.small_segments()?;
         if ids.is_empty() {
@@ -178,119 +314,151 @@ impl Writing {
         Ok(())
     }
 
-    /// The refresher: commits pending updates [`REFRESH_LAG`] after the first of them,
-    /// and ends a writer [`WRITER_IDLE`] after its last commit with nothing pending.
-    /// Returns when the index closes.
+    /// The refresher: adds queued updates to the writer, commits pending updates
+    /// [`REFRESH_LAG`] after the first of them, and ends a writer [`WRITER_IDLE`] after
+    /// its last commit with nothing pending. Returns when the index closes.
     fn refresh(&self) {
         let mut st = self.lock();
         while !st.closed {
-            let wait = st.pending.as_ref().map(|p| match p.since {
-                Some(since) => (since + REFRESH_LAG).saturating_duration_since(Instant::now()),
-                None => (p.committed + WRITER_IDLE).saturating_duration_since(Instant::now()),
-            });
+            if st.busy {
+                st = self.wait(st);
+                continue;
+            }
+            let wait = if st.queue.is_empty() {
+                st.pending.as_ref().map(|p| match p.since {
+                    Some(since) => (since + REFRESH_LAG).saturating_duration_since(Instant::now()),
+                    None => (p.committed + WRITER_IDLE).saturating_duration_since(Instant::now()),
+                })
+            } else {
+                Some(Duration::ZERO)
+            };
             match wait {
-                None => st = self.changed.wait(st).unwrap_or_else(PoisonError::into_inner),
+                None => st = self.wait(st),
                 Some(d) if !d.is_zero() => {
                     st = self.changed.wait_timeout(st, d).unwrap_or_else(PoisonError::into_inner).0;
                 }
                 Some(_) => {
-                    let Some(p) = st.pending.take() else { continue };
-                    let done = if p.since.is_some() { self.commit(p).map(Some) } else { self.end(p).map(|()| None) };
-                    match done {
-                        Ok(p) => st.pending = p,
-                        Err(e) => {
-                            tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start")
-                        }
+                    let (p, updates) = self.take(&mut st);
+                    drop(st);
+                    let done = self.refresh_step(p, updates);
+                    let failed = done.as_ref().err().map(|e| e.to_string());
+                    self.check_in(done.unwrap_or_else(|e| {
+                        self.lock().failed.get_or_insert(e);
+                        None
+                    }));
+                    if let Some(e) = failed {
+                        tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
                     }
+                    st = self.lock();
                 }
             }
+        }
+    }
+
+    /// One step of the refresher with the writer checked out: adds the queued updates,
+    /// then commits when the first pending one is [`REFRESH_LAG`] old or
+    /// [`EARLY_COMMIT_DOCS`] are pending with nothing queued, or ends an idle writer.
+    /// Returns the writer to put back.
+    fn refresh_step(&self, p: Option<Pending>, updates: Vec<Update>) -> Result<Option<Pending>, IndexError> {
+        let queued = !updates.is_empty();
+        let Some(p) = self.add(p, updates)? else { return Ok(None) };
+        let caught_up = || p.docs >= EARLY_COMMIT_DOCS && self.lock().queue.is_empty();
+        match p.since {
+            Some(since) if since.elapsed() >= REFRESH_LAG || caught_up() => self.commit(p).map(Some),
+            Some(_) => Ok(Some(p)),
+            None if !queued && p.committed.elapsed() >= WRITER_IDLE => self.end(p).map(|()| None),
+            None => Ok(Some(p)),
         }
     }
 }
 
 impl OfferIndex {
     /// Replaces the whole index with `offers` (active offers only) and commits with
-    /// `generation` (with any pending updates, which the rebuild replaces), then ends
-    /// the writer. Returns the number of offers indexed (an offer whose `publishedAt`
-    /// does not read is left out, with a warning naming it).
+    /// `generation` (with any pending or queued updates, which the rebuild replaces),
+    /// then ends the writer. Returns the number of offers indexed (an offer whose
+    /// `publishedAt` does not read is left out, with a warning naming it).
     ///
     /// # Errors
     /// tantivy errors (also another process holding the index's writer lock); the index
     /// is then left as it was at its last commit.
     pub fn rebuild(&self, offers: impl Iterator<Item = Offer>, generation: u64) -> Result<u64, IndexError> {
         let w = &self.writing;
-        let mut st = w.lock();
-        let mut p = w.pending(st.pending.take(), generation, usize::MAX)?;
-        p.writer.delete_all_documents()?;
-        let mut n = 0u64;
-        for o in offers {
-            if let Some(d) = self.document(&o)? {
-                p.writer.add_document(d)?;
-                n += 1;
+        let (slot, _replaced) = w.check_out();
+        let done = (|| {
+            let mut p = w.pending(slot, generation, usize::MAX)?;
+            p.writer.delete_all_documents()?;
+            let mut n = 0u64;
+            for o in offers {
+                if let Some(d) = w.document(&o)? {
+                    p.writer.add_document(d)?;
+                    n += 1;
+                }
             }
-        }
-        p.generation = generation;
-        p.since = Some(Instant::now());
-        w.end(p)?;
-        Ok(n)
+            p.generation = generation;
+            p.since = Some(Instant::now());
+            w.end(p)?;
+            Ok(n)
+        })();
+        w.check_in(None);
+        done
     }
 
-    /// Adds or replaces offers (delete by id term, then add) and removes the `removed`
-    /// ids, bringing the index to `generation`. `upserts` must be active offers (an offer
-    /// that became inactive belongs in `removed`). The change is committed in the
-    /// background within [`REFRESH_LAG`] (see the module docs), or at once by
-    /// [`Self::flush`].
-    ///
-    /// # Errors
-    /// tantivy errors (also another process holding the index's writer lock); the index
-    /// is then left as it was at its last commit.
-    pub fn apply(&self, upserts: &[Offer], removed: &[String], generation: u64) -> Result<(), IndexError> {
+    /// Queues offers to add or replace (delete by id term, then add) and ids to remove,
+    /// bringing the index to `generation`, and returns: the refresher adds them to the
+    /// writer and commits within [`REFRESH_LAG`] (see the module docs), or
+    /// [`Self::flush`] at once. `upserts` must be active offers (an offer that became
+    /// inactive belongs in `removed`). Waits while [`QUEUE_OFFERS`] offers are queued
+    /// (the refresher makes room as it takes them).
+    /// A failure to add them (tantivy errors, also another process holding the index's
+    /// writer lock) is logged by the refresher, or returned by the next flush; the index
+    /// then stays at its last commit, whose generation lags.
+    pub fn apply(&self, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
         let w = &self.writing;
         let mut st = w.lock();
-        let mut p = w.pending(st.pending.take(), generation, upserts.len())?;
-        for o in upserts {
-            p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
-            if let Some(d) = self.document(o)? {
-                p.writer.add_document(d)?;
-            }
+        // Without a refresher (its thread did not start) nothing would make room: the
+        // next read that settles adds the queue.
+        while st.queued >= QUEUE_OFFERS && st.refresher.is_some() && !st.closed {
+            st = w.wait(st);
         }
-        for id in removed {
-            p.writer.delete_term(Term::from_field_text(self.f.id, id));
-        }
-        p.generation = generation;
-        p.docs += upserts.len() + removed.len();
-        p.since.get_or_insert_with(Instant::now);
-        if p.docs >= COMMIT_DOCS {
-            p = w.commit(p)?;
-        }
-        st.pending = Some(p);
+        st.queued += upserts.len() + removed.len();
+        st.queue.push(Update { upserts, removed, generation, at: Instant::now() });
         if st.refresher.is_none() {
             let shared = Arc::clone(w);
             let spawned = std::thread::Builder::new().name("isto-index-refresh".into()).spawn(move || shared.refresh());
             match spawned {
                 Ok(h) => st.refresher = Some(h),
-                // Without the refresher, the next read that settles commits.
+                // Without the refresher, the next read that settles adds and commits.
                 Err(e) => tracing::error!(error = %e, "offer index refresher not started"),
             }
         }
+        drop(st);
         w.changed.notify_all();
-        Ok(())
     }
 
-    /// Commits the pending updates, if any, and shows them to searches (see the module
-    /// docs). The writer lives on until it is idle.
+    /// Adds the queued updates and commits the pending ones, if any, and shows them to
+    /// searches (see the module docs). The writer lives on until it is idle.
     ///
     /// # Errors
-    /// tantivy errors; the pending updates are then dropped and the index stays at its
-    /// last commit (whose generation lags).
+    /// tantivy errors, also the first one the refresher met since the last flush; the
+    /// queued and pending updates are then dropped and the index stays at its last
+    /// commit (whose generation lags).
     pub fn flush(&self) -> Result<(), IndexError> {
         let w = &self.writing;
-        let mut st = w.lock();
-        match st.pending.take() {
-            Some(p) if p.since.is_some() => st.pending = Some(w.commit(p)?),
-            other => st.pending = other,
+        let (slot, updates) = w.check_out();
+        let done = w.add(slot, updates).and_then(|slot| match slot {
+            Some(p) if p.since.is_some() => w.commit(p).map(Some),
+            other => Ok(other),
+        });
+        let (p, failed) = match done {
+            Ok(p) => (p, None),
+            Err(e) => (None, Some(e)),
+        };
+        w.check_in(p);
+        let earlier = w.lock().failed.take();
+        match failed.or(earlier) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// [`Self::flush`] before a read that must see every update: a failure is logged
@@ -303,9 +471,9 @@ impl OfferIndex {
 }
 
 impl Drop for OfferIndex {
-    /// Stops the refresher, commits the pending updates and ends the writer (an index
-    /// dropped with them uncommitted would lag the store and be rebuilt at the next
-    /// start).
+    /// Stops the refresher, adds the queued updates, commits the pending ones and ends
+    /// the writer (an index dropped with them uncommitted would lag the store and be
+    /// rebuilt at the next start).
     fn drop(&mut self) {
         let w = &self.writing;
         let refresher = {
@@ -319,11 +487,11 @@ impl Drop for OfferIndex {
                 tracing::error!("offer index refresher panicked");
             }
         }
-        let pending = w.lock().pending.take();
-        if let Some(p) = pending {
-            if let Err(e) = w.end(p) {
-                tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
-            }
+        let (slot, updates) = w.check_out();
+        let done = w.add(slot, updates).and_then(|slot| slot.map_or(Ok(()), |p| w.end(p)));
+        if let Err(e) = done {
+            tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
         }
+        w.check_in(None);
     }
 }
