@@ -164,7 +164,12 @@ async fn import_goes_through_the_running_server() {
     let server = tokio::spawn(serve_socket(holder.clone(), stop.clone()));
     let sock = s.admin_socket_path();
     wait_for(&sock).await;
-    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+    // The server sets the mode right after binding (polled with a deadline).
+    let start = Instant::now();
+    while std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777 != 0o600 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the socket's mode is not 0600");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     // The server's Holder holds the store: a direct open fails, so an import that
     // succeeds must have gone through the socket.
