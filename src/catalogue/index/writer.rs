@@ -19,10 +19,13 @@
 //! than [`MAX_SEGMENTS`].
 //!
 //! When an update or a commit fails, the writer is dropped uncommitted: the index stays
-//! at its last commit, whose generation then lags the store's, so its owner rebuilds it
-//! at the next start. A crash does the same.
+//! at its last commit, whose generation then lags the store's (later commits keep it
+//! until a rebuild), so its owner rebuilds it at the next start. A crash does the same.
+//! A panic aborts the process (`panic = "abort"`), so a writer checked out is never left
+//! busy.
 
 use super::*;
+use std::sync::atomic::Ordering;
 use std::sync::Condvar;
 use std::time::{Duration, Instant};
 
@@ -109,6 +112,11 @@ pub(super) struct Writing {
     changed: Condvar,
     /// The generation of the last commit.
     pub(super) generation: Mutex<Option<u64>>,
+    /// Set when updates were dropped uncommitted (a failed update or commit): later
+    /// commits then keep the generation of the last good one, so that the index lags
+    /// the store and is rebuilt at the next start, however many updates follow. A
+    /// rebuild clears it.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 impl Writing {
@@ -123,6 +131,7 @@ impl Writing {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             generation: Mutex::new(generation),
+            lost: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -151,6 +160,11 @@ impl Writing {
         // Updates waiting for room in the queue may go on.
         self.changed.notify_all();
         (st.pending.take(), std::mem::take(&mut st.queue))
+    }
+
+    /// Marks the updates of a writer dropped on a failure as lost (see [`Self::lost`]).
+    fn lose(&self) {
+        self.lost.store(true, Ordering::SeqCst);
     }
 
     /// Puts the writer back (`None` once it ended or failed) and wakes the waiters.
@@ -240,14 +254,17 @@ impl Writing {
     /// Commits `p`'s updates with its generation and shows them to searches; the writer
     /// lives on. Called with the writer checked out. On failure the writer is dropped.
     fn commit(&self, mut p: Pending) -> Result<Pending, IndexError> {
+        let mut last = self.generation.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = if self.lost.load(Ordering::SeqCst) { last.unwrap_or(0) } else { p.generation };
         let payload =
-            serde_json::json!({"generation": p.generation, "analysis": analysis_fingerprint(), "prices": self.prices})
+            serde_json::json!({"generation": generation, "analysis": analysis_fingerprint(), "prices": self.prices})
                 .to_string();
         let mut prepared = p.writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.reader.reload()?;
-        *self.generation.lock().unwrap_or_else(PoisonError::into_inner) = Some(p.generation);
+        *last = Some(generation);
+        drop(last);
         p.docs = 0;
         p.since = None;
         p.committed = Instant::now();
@@ -343,6 +360,7 @@ impl Writing {
                     let done = self.refresh_step(p, updates);
                     let failed = done.as_ref().err().map(|e| e.to_string());
                     self.check_in(done.unwrap_or_else(|e| {
+                        self.lose();
                         self.lock().failed.get_or_insert(e);
                         None
                     }));
@@ -396,9 +414,15 @@ impl OfferIndex {
             }
             p.generation = generation;
             p.since = Some(Instant::now());
+            // Every offer is in this commit: it may claim the store's generation again.
+            w.lost.store(false, Ordering::SeqCst);
             w.end(p)?;
             Ok(n)
         })();
+        match &done {
+            Ok(_) => w.lock().failed = None,
+            Err(_) => w.lose(),
+        }
         w.check_in(None);
         done
     }
@@ -408,15 +432,14 @@ impl OfferIndex {
     /// writer and commits within [`REFRESH_LAG`] (see the module docs), or
     /// [`Self::flush`] at once. `upserts` must be active offers (an offer that became
     /// inactive belongs in `removed`). Waits while [`QUEUE_OFFERS`] offers are queued
-    /// (the refresher makes room as it takes them).
+    /// (the refresher makes room as it takes them; without a refresher, a full queue is
+    /// added and committed here).
     /// A failure to add them (tantivy errors, also another process holding the index's
     /// writer lock) is logged by the refresher, or returned by the next flush; the index
     /// then stays at its last commit, whose generation lags.
     pub fn apply(&self, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
         let w = &self.writing;
         let mut st = w.lock();
-        // Without a refresher (its thread did not start) nothing would make room: the
-        // next read that settles adds the queue.
         while st.queued >= QUEUE_OFFERS && st.refresher.is_some() && !st.closed {
             st = w.wait(st);
         }
@@ -431,8 +454,14 @@ impl OfferIndex {
                 Err(e) => tracing::error!(error = %e, "offer index refresher not started"),
             }
         }
+        // Without a refresher (its thread did not start) nothing makes room: a full
+        // queue is added (and committed) here.
+        let full = st.refresher.is_none() && st.queued >= QUEUE_OFFERS;
         drop(st);
         w.changed.notify_all();
+        if full {
+            self.settle();
+        }
     }
 
     /// Adds the queued updates and commits the pending ones, if any, and shows them to
@@ -451,7 +480,10 @@ impl OfferIndex {
         });
         let (p, failed) = match done {
             Ok(p) => (p, None),
-            Err(e) => (None, Some(e)),
+            Err(e) => {
+                w.lose();
+                (None, Some(e))
+            }
         };
         w.check_in(p);
         let earlier = w.lock().failed.take();
