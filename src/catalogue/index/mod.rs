@@ -214,7 +214,7 @@ impl OfferIndex {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let prices = rates.iter().map(|(c, r)| format!("{c}={r}")).collect::<Vec<_>>().join(";");
         let generation = stored_generation(&index, &prices)?;
-        let writing = Arc::new(writer::Writing::new(index, reader.clone(), (f, rates.clone(), prices), generation));
+        let writing = Arc::new(writer::Writing::new(index, reader.clone(), f, rates.clone(), prices, generation));
         Ok(Self { reader, writing, f, regions: Mutex::new(None) })
     }
 

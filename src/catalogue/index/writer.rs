@@ -93,11 +93,6 @@ pub(super) struct State {
     closed: bool,
 }
 
-/// How offers become documents: the schema's fields, the exchange rates into the
-/// default currency (the indexed price) and their fingerprint (see
-/// [`OfferIndex::open_priced`]).
-pub(super) type Pricing = (Fields, BTreeMap<String, f64>, String);
-
 /// The writing side of the index, shared with its refresher thread.
 pub(super) struct Writing {
     pub(super) index: Index,
@@ -120,8 +115,17 @@ pub(super) struct Writing {
 }
 
 impl Writing {
-    pub(super) fn new(index: Index, reader: IndexReader, pricing: Pricing, generation: Option<u64>) -> Self {
-        let (f, rates, prices) = pricing;
+    /// The writing side of `index` of the fields `f`, pricing offers with `rates` (their
+    /// fingerprint `prices`, see [`OfferIndex::open_priced`]), last committed at
+    /// `generation`.
+    pub(super) fn new(
+        index: Index,
+        reader: IndexReader,
+        f: Fields,
+        rates: BTreeMap<String, f64>,
+        prices: String,
+        generation: Option<u64>,
+    ) -> Self {
         Self {
             index,
             reader,
@@ -144,7 +148,7 @@ impl Writing {
     }
 
     /// Takes the writer and the queued updates: waits while another thread has them.
-    /// The caller must [`Self::check_in`] whatever writer it ends with.
+    /// The caller must [`Self::check_in`] whatever its step ends with.
     fn check_out(&self) -> (Option<Pending>, Vec<Update>) {
         let mut st = self.lock();
         while st.busy {
@@ -162,16 +166,20 @@ impl Writing {
         (st.pending.take(), std::mem::take(&mut st.queue))
     }
 
-    /// Marks the updates of a writer dropped on a failure as lost (see [`Self::lost`]).
-    fn lose(&self) {
-        self.lost.store(true, Ordering::SeqCst);
-    }
-
-    /// Puts the writer back (`None` once it ended or failed) and wakes the waiters.
-    fn check_in(&self, p: Option<Pending>) {
+    /// Ends a check-out: puts back the writer the step ended with (`None` once it ended).
+    /// On a failure, puts back none, marks what the writer held as lost (see
+    /// [`Self::lost`]), logs the failure and keeps the first one for the next flush.
+    fn check_in(&self, done: Result<Option<Pending>, IndexError>) {
         let mut st = self.lock();
-        st.pending = p;
         st.busy = false;
+        match done {
+            Ok(p) => st.pending = p,
+            Err(e) => {
+                tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
+                self.lost.store(true, Ordering::SeqCst);
+                st.failed.get_or_insert(e);
+            }
+        }
         drop(st);
         self.changed.notify_all();
     }
@@ -357,16 +365,7 @@ impl Writing {
                 Some(_) => {
                     let (p, updates) = self.take(&mut st);
                     drop(st);
-                    let done = self.refresh_step(p, updates);
-                    let failed = done.as_ref().err().map(|e| e.to_string());
-                    self.check_in(done.unwrap_or_else(|e| {
-                        self.lose();
-                        self.lock().failed.get_or_insert(e);
-                        None
-                    }));
-                    if let Some(e) = failed {
-                        tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
-                    }
+                    self.check_in(self.refresh_step(p, updates));
                     st = self.lock();
                 }
             }
@@ -414,16 +413,18 @@ impl OfferIndex {
             }
             p.generation = generation;
             p.since = Some(Instant::now());
-            // Every offer is in this commit: it may claim the store's generation again.
+            // Every offer is in this commit: it may claim the store's generation again,
+            // and earlier failures' losses go with it.
             w.lost.store(false, Ordering::SeqCst);
             w.end(p)?;
+            w.lock().failed = None;
             Ok(n)
         })();
-        match &done {
-            Ok(_) => w.lock().failed = None,
-            Err(_) => w.lose(),
+        // The caller gets the failure (it is not kept for a flush).
+        if done.is_err() {
+            w.lost.store(true, Ordering::SeqCst);
         }
-        w.check_in(None);
+        w.check_in(Ok(None));
         done
     }
 
@@ -450,7 +451,6 @@ impl OfferIndex {
             let spawned = std::thread::Builder::new().name("isto-index-refresh".into()).spawn(move || shared.refresh());
             match spawned {
                 Ok(h) => st.refresher = Some(h),
-                // Without the refresher, the next read that settles adds and commits.
                 Err(e) => tracing::error!(error = %e, "offer index refresher not started"),
             }
         }
@@ -468,37 +468,26 @@ impl OfferIndex {
     /// searches (see the module docs). The writer lives on until it is idle.
     ///
     /// # Errors
-    /// tantivy errors, also the first one the refresher met since the last flush; the
-    /// queued and pending updates are then dropped and the index stays at its last
+    /// The first tantivy error since the last flush (the refresher's, or this flush's);
+    /// the queued and pending updates are then dropped and the index stays at its last
     /// commit (whose generation lags).
     pub fn flush(&self) -> Result<(), IndexError> {
         let w = &self.writing;
         let (slot, updates) = w.check_out();
-        let done = w.add(slot, updates).and_then(|slot| match slot {
+        w.check_in(w.add(slot, updates).and_then(|slot| match slot {
             Some(p) if p.since.is_some() => w.commit(p).map(Some),
             other => Ok(other),
-        });
-        let (p, failed) = match done {
-            Ok(p) => (p, None),
-            Err(e) => {
-                w.lose();
-                (None, Some(e))
-            }
-        };
-        w.check_in(p);
-        let earlier = w.lock().failed.take();
-        match failed.or(earlier) {
+        }));
+        match w.lock().failed.take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    /// [`Self::flush`] before a read that must see every update: a failure is logged
-    /// (the read sees the last commit).
+    /// [`Self::flush`] before a read that must see every update: the read sees the last
+    /// commit, and a failure was logged where it happened.
     pub(in crate::catalogue) fn settle(&self) {
-        if let Err(e) = self.flush() {
-            tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
-        }
+        let _ = self.flush();
     }
 }
 
@@ -520,10 +509,6 @@ impl Drop for OfferIndex {
             }
         }
         let (slot, updates) = w.check_out();
-        let done = w.add(slot, updates).and_then(|slot| slot.map_or(Ok(()), |p| w.end(p)));
-        if let Err(e) = done {
-            tracing::error!(error = %e, "offer index update failed; it is rebuilt at the next start");
-        }
-        w.check_in(None);
+        w.check_in(w.add(slot, updates).and_then(|slot| slot.map_or(Ok(()), |p| w.end(p))).map(|()| None));
     }
 }
