@@ -252,39 +252,28 @@ impl Catalogue {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let (counts, offers, generation) = self.base.write(|tx| -> Result<(ImportCounts, Vec<Offer>, u64)> {
             let mut counts = ImportCounts::default();
-            let mut changed = Vec::with_capacity(rows.len());
-            // A feed's rows mostly share a few sellers: each is read (or added) once.
-            let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
-            for row in rows {
-                if !sellers.contains_key(&row.seller_name) {
-                    let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
-                    sellers.insert(row.seller_name.clone(), s);
-                }
-                let seller = sellers[&row.seller_name].clone();
-                let existing = row.reference.as_deref().map(|r| tx.offer_by_ref(&seller.id, r)).transpose()?.flatten();
-                let (id, published_at) = match &existing {
-                    Some(id) => {
-                        let old: Option<OfferRecord> = tx.offer(id)?;
-                        (id.clone(), old.map(|o| o.offer.published_at).unwrap_or_else(|| clock::rfc3339(now)))
-                    }
-                    None => (crypto::new_id("off_"), clock::rfc3339(now)),
-                };
-                let reference = row.reference.clone();
-                let offer = super::offer_of(row, id.clone(), "catalogue", seller, None, published_at);
-                let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
-                tx.put_offer(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
-                if existing.is_some() {
-                    counts.updated += 1;
-                } else {
-                    counts.created += 1;
-                }
-                changed.push(rec);
-            }
-            // Standing intents: from the engine; the status is checked again here.
+            // Standing intents: from the engine, on a second thread while this one writes
+            // the rows (a new seller is never disabled); the status is checked again below.
             let disabled = disabled_sellers(tx)?;
+            let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
+            let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
+                let mut matcher = Matcher::new(scope, &engine, rows.len());
+                // A feed's rows mostly share a few sellers: each is read (or added) once.
+                let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+                for row in rows {
+                    let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
+                    if updated {
+                        counts.updated += 1;
+                    } else {
+                        counts.created += 1;
+                    }
+                    matcher.push(rec);
+                }
+                Ok(matcher.finish())
+            })?;
             let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
-            for o in &changed {
-                for (intent, hit) in self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now)) {
+            for (o, hits) in changed.iter().zip(matches) {
+                for (intent, hit) in hits {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
@@ -345,9 +334,123 @@ impl Catalogue {
     }
 }
 
+/// An offer's standing intents and their hits ([`Base::engine_matches`]).
+type Matches = Vec<(String, matching::Hit)>;
+
+/// A numbered chunk of offers, with their matches once matched.
+type Chunk = (usize, Vec<OfferRecord>, Vec<Matches>);
+
+/// The chunks waiting to be matched, shared by the threads that match them.
+type Queue = Arc<Mutex<std::sync::mpsc::Receiver<Chunk>>>;
+
+/// Offers of an import batch with their matches ([`Base::engine_matches`] through
+/// `engine`), in the order pushed. A batch of [`Matcher::SPLIT`] rows or more is matched
+/// [`Matcher::CHUNK`] offers at a time on a second thread while the importing thread
+/// stores the next rows, and by both threads once the rows are stored (matching was a
+/// quarter of that thread's time, issue 24); a smaller batch, or one whose thread did not
+/// start, here.
+struct Matcher<'s, 'e, E: Fn(&OfferRecord) -> Matches + Sync> {
+    engine: &'e E,
+    /// Matched here: the offers and their matches.
+    inline: (Vec<OfferRecord>, Vec<Matches>),
+    /// On the second thread: the chunk being filled, the number of chunks sent, and the
+    /// queue with its sending end and the thread.
+    chunk: Vec<OfferRecord>,
+    sent: usize,
+    worker: Option<(Queue, std::sync::mpsc::Sender<Chunk>, std::thread::ScopedJoinHandle<'s, Vec<Chunk>>)>,
+}
+
+impl<'s, 'e: 's, E: Fn(&OfferRecord) -> Matches + Sync> Matcher<'s, 'e, E> {
+    /// Rows from which a batch is matched on a second thread.
+    const SPLIT: usize = 128;
+    /// Offers handed to the matching thread at a time.
+    const CHUNK: usize = 64;
+
+    fn new<'env>(scope: &'s std::thread::Scope<'s, 'env>, engine: &'e E, rows: usize) -> Self {
+        let mut m = Self { engine, inline: Default::default(), chunk: Vec::new(), sent: 0, worker: None };
+        if rows >= Self::SPLIT {
+            let (send, recv) = std::sync::mpsc::channel();
+            let queue: Queue = Arc::new(Mutex::new(recv));
+            let theirs = queue.clone();
+            let work = move || std::iter::from_fn(|| Self::next(&theirs, engine)).collect();
+            let thread = std::thread::Builder::new().name("isto-match".into()).spawn_scoped(scope, work);
+            m.worker = thread.ok().map(|h| (queue, send, h));
+        }
+        m
+    }
+
+    /// The next chunk of `queue`, matched (`None`: the queue is closed and empty).
+    fn next(queue: &Queue, engine: &E) -> Option<Chunk> {
+        let (i, offers, _) = queue.lock().unwrap_or_else(PoisonError::into_inner).recv().ok()?;
+        let matches = offers.iter().map(engine).collect();
+        Some((i, offers, matches))
+    }
+
+    fn push(&mut self, o: OfferRecord) {
+        let Some((_, send, _)) = &self.worker else {
+            self.inline.1.push((self.engine)(&o));
+            self.inline.0.push(o);
+            return;
+        };
+        self.chunk.push(o);
+        if self.chunk.len() == Self::CHUNK {
+            // The queue lives as long as the matcher.
+            let _ = send.send((self.sent, std::mem::take(&mut self.chunk), Vec::new()));
+            self.sent += 1;
+        }
+    }
+
+    /// The offers pushed and their matches, in order.
+    fn finish(mut self) -> (Vec<OfferRecord>, Vec<Matches>) {
+        let Some((queue, send, thread)) = self.worker.take() else { return self.inline };
+        let _ = send.send((self.sent, std::mem::take(&mut self.chunk), Vec::new()));
+        drop(send);
+        // What is left is matched here too, beside the second thread.
+        let mut chunks: Vec<Chunk> = std::iter::from_fn(|| Self::next(&queue, self.engine)).collect();
+        chunks.extend(thread.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        chunks.sort_unstable_by_key(|c| c.0);
+        let (mut offers, mut matches) = (Vec::new(), Vec::new());
+        for (_, o, m) in chunks {
+            offers.extend(o);
+            matches.extend(m);
+        }
+        (offers, matches)
+    }
+}
+
 /// Whether the index holds `o`: an active catalogue offer.
 fn indexed(o: &OfferRecord) -> bool {
     o.active && o.offer.source.kind == "catalogue"
+}
+
+/// Stores one catalogue row: a new offer, or the offer of its (seller, ref) updated in
+/// place (its id and `publishedAt` kept), its seller read (or added) once per batch
+/// through `sellers`. Returns the record and whether it updated an offer.
+fn store_row(
+    tx: &mut Tx<'_>,
+    sellers: &mut HashMap<String, SellerRecord>,
+    row: OfferInput,
+    run: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<(OfferRecord, bool)> {
+    if !sellers.contains_key(&row.seller_name) {
+        let s = ensure_seller(tx, &row.seller_name, row.seller_url.as_deref())?;
+        sellers.insert(row.seller_name.clone(), s);
+    }
+    let seller = sellers[&row.seller_name].clone();
+    let existing = row.reference.as_deref().map(|r| tx.offer_by_ref(&seller.id, r)).transpose()?.flatten();
+    let (id, published_at) = match &existing {
+        Some(id) => {
+            let old: Option<OfferRecord> = tx.offer(id)?;
+            (id.clone(), old.map(|o| o.offer.published_at).unwrap_or_else(|| clock::rfc3339(now)))
+        }
+        None => (crypto::new_id("off_"), clock::rfc3339(now)),
+    };
+    let reference = row.reference.clone();
+    let offer = super::offer_of(row, id.clone(), "catalogue", seller, None, published_at);
+    let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
+    tx.put_offer(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
+    Ok((rec, existing.is_some()))
 }
 
 fn ensure_seller(tx: &mut Tx<'_>, name: &str, url: Option<&str>) -> Result<SellerRecord> {

@@ -51,22 +51,17 @@ impl DeliveryLog<'_> {
     /// time, the log's order within the intent) unless one exists; returns whether it was
     /// new (PROTOCOL.md §2: one per (intent, offer)).
     pub fn put<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
-        let pair = pair_key(intent, offer);
-        if self.delivered.get(pair.as_str())?.is_some() {
+        if !self.delivered.insert_new(pair_key(intent, offer).as_str(), micros)? {
             return Ok(false);
         }
         let bytes = encode("delivery_log", ext)?;
-        self.delivered.insert(pair.as_str(), micros)?;
         self.log.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
         Ok(true)
     }
 
     /// Sets the time an intent's next digest is due (unix seconds) unless one is set.
     pub fn schedule_digest(&mut self, intent: &str, due_unix: i64) -> Result<()> {
-        if self.digest_due.get(intent)?.is_none() {
-            self.digest_due.insert(intent, due_unix)?;
-        }
-        Ok(())
+        self.digest_due.insert_new(intent, due_unix).map(drop)
     }
 
     /// The intent record `id` ([`super::Reads::intent`] through the open tables).

@@ -152,6 +152,26 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
         }
     }
 
+    /// Inserts `value` under `key` unless a row is there, which stays as it is; whether
+    /// it inserted (errors as [`Table::insert`]). One B-tree walk in redb for a new key
+    /// (the old value, when there was one, is put back), one statement on PostgreSQL.
+    pub(super) fn insert_new(&mut self, key: K::SelfType<'_>, value: V::SelfType<'_>) -> Result<bool> {
+        match &mut self.src {
+            Src::Read(_) => Err(read_only()),
+            Src::Write(t) => {
+                let Some(old) = t.insert(&key, value)?.map(|g| V::owned(&g.value())) else { return Ok(true) };
+                t.insert(&key, V::stored(&old))?;
+                Ok(false)
+            }
+            Src::Pg { conn, name } => {
+                let (k, v) = (encoded::<K>(&key), encoded::<V>(&value));
+                let sql =
+                    format!("INSERT INTO \"{name}\" (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING RETURNING 1");
+                Ok(!conn.query(&sql, &[&k, &v])?.is_empty())
+            }
+        }
+    }
+
     /// Removes the row under `key`; its value, when there was one (errors as
     /// [`Table::insert`]).
     pub(super) fn remove(&mut self, key: K::SelfType<'_>) -> Result<Option<V::Owned>> {

@@ -103,6 +103,54 @@ fn full_flow_respects_hidden_limit_and_withdrawal() {
     assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 3);
 }
 
+/// A batch large enough to be matched on a second thread while its rows are stored
+/// (catalogue::service's `Matcher`, from 128 rows) delivers exactly what the same rows in
+/// smaller batches (matched inline) deliver: the same offers, each once, and the count.
+#[test]
+fn a_large_batch_matched_on_a_second_thread_delivers_as_small_batches_matched_inline() {
+    let rows: Vec<OfferInput> = (0..300)
+        .map(|i| {
+            let (region, price) =
+                (if i % 2 == 0 { "Bratislava" } else { "Košice" }, 8000.0 + f64::from(i % 7) * 1000.0);
+            match i % 3 {
+                0 => offer(&format!("r{i}"), &format!("Škoda Fabia {i}"), price, region, "Škoda", "Fabia"),
+                _ => offer(&format!("r{i}"), &format!("Škoda Octavia {i}"), price, region, "Škoda", "Octavia"),
+            }
+        })
+        .collect();
+    // Octavias within the hidden limit in Bratislava.
+    let want: Vec<String> = rows
+        .iter()
+        .filter(|r| r.title.contains("Octavia") && r.price.amount <= 12000.0 && r.area.regions == ["SK-BL"])
+        .map(|r| r.title.clone())
+        .collect();
+    assert!(want.len() > 50, "{}", want.len());
+    let delivered = |batch: usize| {
+        let f = fixture();
+        let h = &f.holder;
+        let (id, _, consent) = publish(
+            h,
+            json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
+                   "area": "SK-BL", "hiddenLimit": 12000}),
+        );
+        h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+        assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+        let mut n = 0;
+        for chunk in rows.chunks(batch) {
+            n += h.catalogue.import_offers(chunk.to_vec()).unwrap().delivered;
+        }
+        let mut titles: Vec<String> =
+            isto::deliveries::list(&h.base, &id, None, 500).unwrap().0.into_iter().map(|d| d.offer.title).collect();
+        titles.sort();
+        assert_eq!(n, titles.len() as u64);
+        titles
+    };
+    let mut want = want;
+    want.sort();
+    assert_eq!(delivered(rows.len()), want, "one batch of {}", rows.len());
+    assert_eq!(delivered(100), want, "batches of 100, matched inline");
+}
+
 #[test]
 fn withdrawal_drops_queued_mail() {
     let f = fixture();
