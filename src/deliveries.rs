@@ -308,6 +308,16 @@ mod tests {
         assert_eq!(rec.to_intent(now).extensions["matchCount"], 2);
         let listed: Vec<IntentRecord> = b.store().read(|rx| rx.all_intents()).unwrap();
         assert_eq!(listed.iter().map(|r| r.match_count).collect::<Vec<_>>(), [2]);
+        // An import reads the active intent's target row: what the record gives.
+        let (row, whole) = b
+            .store()
+            .write(|tx| {
+                let log = tx.delivery_log()?;
+                Ok::<_, crate::store::StoreError>((log.target::<DeliveryTarget>("int_a")?, log.intent("int_a")?))
+            })
+            .unwrap();
+        assert_eq!(row, Some(rec.delivery_target()));
+        assert_eq!(row, whole);
 
         // One known, one new: only the new one counts, and it is strictly later.
         assert_eq!(record(&[("off_2", hit(0.5)), ("off_3", hit(0.5))]), 1);

@@ -376,10 +376,12 @@ impl IntentRecord {
 }
 
 /// The fields of a stored intent that recording deliveries reads and changes
-/// (`deliveries::record_hits_in`), read from the record without its texts, criteria and
-/// sealed fields (a catalogue import reads one for every intent it delivers to; the
-/// other fields are skipped, not decoded). Field meanings as in [`IntentRecord`].
-#[derive(Debug, Clone, Deserialize)]
+/// (`deliveries::record_hits_in`): stored beside an active intent's record as its
+/// `intent_targets` row (`store::IntentWrite`), or read from the record without its
+/// texts, criteria and sealed fields (which are skipped, not decoded). A catalogue
+/// import reads one for every intent it delivers to. Field meanings as in
+/// [`IntentRecord`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryTarget {
     /// `int_...`.
     pub id: String,

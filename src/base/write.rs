@@ -22,7 +22,7 @@ use super::{person_entry, sweep_due, Base, Result, ServiceError};
 use crate::matching::engine::EngineIntent;
 use crate::protocol::Status;
 use crate::records::{DeliveryTarget, IntentRecord};
-use crate::store::{IntentRow, Reads as _, StoreError, Tx};
+use crate::store::{IntentRow, IntentWrite, Reads as _, StoreError, Tx};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
@@ -44,6 +44,15 @@ impl IntentRow for DeliveryTarget {
     const MATCHES: bool = true;
     fn set_matches(&mut self, (count, newest): (u64, i64)) {
         (self.match_count, self.last_delivered) = (count, newest);
+    }
+}
+
+/// An intent record is stored with its [`DeliveryTarget`] beside it while it is active,
+/// which a catalogue import reads instead of the record.
+impl IntentWrite for IntentRecord {
+    type Target = DeliveryTarget;
+    fn target(&self) -> Option<DeliveryTarget> {
+        Some(self.delivery_target())
     }
 }
 

@@ -280,8 +280,8 @@ impl Catalogue {
             // The delivery tables (and the intents') are opened once for the batch.
             let mut log = tx.delivery_log()?;
             for (id, hits) in by_intent {
-                // Read without the texts and sealed fields, which recording does not use.
-                let Some(mut rec) = log.intent::<DeliveryTarget>(&id)? else { continue };
+                // Its small row, or its record without the texts and sealed fields.
+                let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
                 if !rec.active_at(now) {
                     continue;
                 }

@@ -1,20 +1,27 @@
 //! Deliveries: once per `(intent, offer)` (`delivered`), the per-intent log in time
 //! order (`delivery_log`), and when each intent's next digest is due (`digest_due`).
 
-use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS, INTENT_MATCHES};
+use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS, INTENT_MATCHES, INTENT_TARGETS};
 use super::table::Table;
 use super::{encode, IntentRow, Result, Tx};
 use serde::Serialize;
 
-/// Key of a `delivered` row: the offer first, so that the rows of an import's offers
-/// (new ids sort last) are written together, not on a page of each intent's.
-pub(super) fn pair_key(intent: &str, offer: &str) -> String {
-    format!("{offer}\0{intent}")
+/// Key of a `delivered` row, written into `key`: the offer first, so that the rows of an
+/// import's offers (new ids sort last) are written together, not on a page of each
+/// intent's.
+pub(super) fn pair_key<'k>(key: &'k mut String, intent: &str, offer: &str) -> &'k str {
+    key.clear();
+    key.extend([offer, "\0", intent]);
+    key
 }
 
-/// Key of a delivery log row.
-pub(super) fn log_key(intent: &str, micros: i64, offer: &str) -> String {
-    format!("{intent}\0{micros:020}\0{offer}")
+/// Key of a delivery log row, written into `key`: `intent`, µs in 20 digits, `offer`.
+pub(super) fn log_key<'k>(key: &'k mut String, intent: &str, micros: i64, offer: &str) -> &'k str {
+    key.clear();
+    key.extend([intent, "\0"]);
+    let _ = std::fmt::Write::write_fmt(key, format_args!("{micros:020}"));
+    key.extend(["\0", offer]);
+    key
 }
 
 /// Splits a delivery log key into (µs, offer id).
@@ -32,7 +39,7 @@ pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
 
 /// The tables a batch of deliveries writes in a write transaction (`delivered`,
 /// `delivery_log`, `digest_due`, `intent_matches` for the intents' delivery bookkeeping,
-/// and `intents` to read them),
+/// and `intent_targets` and `intents` to read them),
 /// opened once for the batch ([`Tx::delivery_log`]): a catalogue import records tens of
 /// thousands per batch for thousands of intents, and opening the tables again for each
 /// row cost more than the row. While it lives, the transaction must not open these tables
@@ -44,6 +51,9 @@ pub struct DeliveryLog<'a> {
     digest_due: Table<'a, &'static str, i64>,
     intents: Table<'a, &'static str, &'static [u8]>,
     matches: Table<'a, &'static str, (u64, i64)>,
+    targets: Table<'a, &'static str, &'static [u8]>,
+    /// The key being written (reused: tens of thousands per import batch).
+    key: String,
 }
 
 impl DeliveryLog<'_> {
@@ -51,11 +61,11 @@ impl DeliveryLog<'_> {
     /// time, the log's order within the intent) unless one exists; returns whether it was
     /// new (PROTOCOL.md §2: one per (intent, offer)).
     pub fn put<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
-        if !self.delivered.insert_new(pair_key(intent, offer).as_str(), micros)? {
+        if !self.delivered.insert_new(pair_key(&mut self.key, intent, offer), micros)? {
             return Ok(false);
         }
         let bytes = encode("delivery_log", ext)?;
-        self.log.insert(log_key(intent, micros, offer).as_str(), bytes.as_slice())?;
+        self.log.insert(log_key(&mut self.key, intent, micros, offer), bytes.as_slice())?;
         Ok(true)
     }
 
@@ -67,6 +77,19 @@ impl DeliveryLog<'_> {
     /// The intent record `id` ([`super::Reads::intent`] through the open tables).
     pub fn intent<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
         super::intents::intent_at(&self.intents, Some(&self.matches), id)
+    }
+
+    /// What recording deliveries reads of intent `id` (`T`: the fields of
+    /// [`super::IntentWrite::Target`], with its bookkeeping when `T` takes it): from its
+    /// `intent_targets` row while it is active, else (not active, or not written since
+    /// that table came) from its record as [`DeliveryLog::intent`] reads it.
+    pub fn target<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
+        let Some(bytes) = self.targets.get(id)? else { return self.intent(id) };
+        let mut t: T = super::decode(id, &bytes)?;
+        if let Some(m) = self.matches.get(id)?.filter(|_| T::MATCHES) {
+            t.set_matches(m);
+        }
+        Ok(Some(t))
     }
 
     /// Sets an intent's delivery bookkeeping: `count` deliveries, the newest at
@@ -86,6 +109,8 @@ impl<'a> Tx<'a> {
             digest_due: self.open(DIGEST_DUE)?,
             intents: self.open(INTENTS)?,
             matches: self.open(INTENT_MATCHES)?,
+            targets: self.open(INTENT_TARGETS)?,
+            key: String::new(),
         })
     }
 

@@ -1,11 +1,12 @@
-//! Intents: the records, the active set (the matching scan set) and the expiry index
-//! the sweep reads instead of decoding every intent.
+//! Intents: the records, the active set (the matching scan set), the expiry index
+//! the sweep reads instead of decoding every intent, and what an import reads of an
+//! active intent (`intent_targets`).
 //!
-//! Every intent write goes through [`Tx::put_intent`], which keeps the three in step
+//! Every intent write goes through [`Tx::put_intent`], which keeps these in step
 //! (a new draft's through [`Tx::put_new_intent`], which writes the rows `put_intent`
 //! would for an id that has none).
 
-use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, INTENT_MATCHES};
+use super::schema::{ACTIVE, INTENTS, INTENT_DUE, INTENT_ERASURE, INTENT_EXPIRY, INTENT_MATCHES, INTENT_TARGETS};
 use super::table::Table;
 use super::{encode, Result, Tables, Tx};
 use serde::de::DeserializeOwned;
@@ -63,6 +64,25 @@ pub trait IntentRow: DeserializeOwned {
 
 impl IntentRow for serde_json::Value {
     const MATCHES: bool = false;
+}
+
+/// A type written to the `intents` table ([`Tx::put_intent`]): what recording deliveries
+/// reads of it, stored beside it while it is active (`intent_targets`), so that a
+/// catalogue import, which reads every intent it delivers to, reads a small row
+/// ([`super::DeliveryLog::target`]) instead of the record.
+pub trait IntentWrite: Serialize {
+    /// The fields that reading reads back as a [`IntentRow`] type (the record's id among
+    /// them); `()` for a type without them.
+    type Target: Serialize;
+    /// The row's fields (`None`: no row; such reads decode the record).
+    fn target(&self) -> Option<Self::Target>;
+}
+
+impl IntentWrite for serde_json::Value {
+    type Target = ();
+    fn target(&self) -> Option<()> {
+        None
+    }
 }
 
 /// The intent record `id` of the open `intents` table, with its bookkeeping from the open
@@ -157,11 +177,12 @@ pub(super) fn due<R: Tables + ?Sized>(r: &R, now_micros: i64, ended_before_micro
 }
 
 impl Tx<'_> {
-    /// Inserts or replaces an intent record; keeps the `active` set in step with
-    /// `active` and the expiry index with `due` (see [`IntentDue`]). The one function
+    /// Inserts or replaces an intent record; keeps the `active` set and the record's
+    /// `intent_targets` row ([`IntentWrite`]) in step with `active` and the expiry index
+    /// with `due` (see [`IntentDue`]). The one function
     /// every intent write goes through (the delivery bookkeeping is not the record's:
     /// [`super::DeliveryLog::put_matches`]).
-    pub fn put_intent<T: Serialize>(
+    pub fn put_intent<T: IntentWrite>(
         &mut self,
         _key: &IntentKey,
         id: &str,
@@ -171,6 +192,12 @@ impl Tx<'_> {
     ) -> Result<()> {
         let bytes = encode("intents", record)?;
         self.open(INTENTS)?.insert(id, bytes.as_slice())?;
+        let mut targets = self.open(INTENT_TARGETS)?;
+        match record.target().filter(|_| active) {
+            Some(t) => targets.insert(id, encode("intent_targets", &t)?.as_slice()).map(drop),
+            None => targets.remove(id).map(drop),
+        }?;
+        drop(targets);
         let mut a = self.open(ACTIVE)?;
         if active { a.insert(id, ()).map(drop) } else { a.remove(id).map(drop) }?;
         self.note_change(super::ChangeKind::Intent, id)?;
@@ -202,6 +229,7 @@ impl Tx<'_> {
     pub fn remove_intent(&mut self, _key: &IntentKey, id: &str) -> Result<()> {
         self.open(INTENTS)?.remove(id)?;
         self.open(INTENT_MATCHES)?.remove(id)?;
+        self.open(INTENT_TARGETS)?.remove(id)?;
         self.open(ACTIVE)?.remove(id)?;
         self.note_change(super::ChangeKind::Intent, id)?;
         self.set_intent_person(id, None)?;
@@ -378,6 +406,51 @@ mod tests {
                 let want = (c.n >= 10 && (c.n - 10) % 3 != 1).then_some((c.n, 0));
                 assert_eq!(c.matches, want, "intent {}", c.n);
             }
+        }
+    }
+
+    /// A record type with a target row ([`IntentWrite`]): `n` and a text the row leaves out.
+    #[derive(serde::Serialize)]
+    struct Targeted {
+        n: u64,
+        text: &'static str,
+    }
+
+    impl IntentWrite for Targeted {
+        type Target = serde_json::Value;
+        fn target(&self) -> Option<serde_json::Value> {
+            Some(json!({"n": self.n}))
+        }
+    }
+
+    /// An active intent's target row is written with its record and read in its place
+    /// (with the bookkeeping); an inactive write removes it and the record is read; a
+    /// record type without one leaves none; removing the intent removes it.
+    #[test]
+    fn an_active_intents_target_row_follows_its_record() {
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let key = crate::store::IntentKey::for_tests();
+            let target = |s: &super::super::Store| s.write(|tx| tx.delivery_log()?.target::<Counted>("int_a")).unwrap();
+            let put = |n: u64, active: bool| {
+                let rec = Targeted { n, text: "long" };
+                s.write(|tx| tx.put_intent(&key, "int_a", &rec, active, IntentDue::default())).unwrap();
+            };
+            put(1, true);
+            s.write(|tx| tx.delivery_log()?.put_matches("int_a", 3, 77)).unwrap();
+            assert_eq!(target(&s), Some(Counted { n: 1, matches: Some((3, 77)) }));
+            let raw = s.write(|tx| tx.delivery_log()?.target::<serde_json::Value>("int_a")).unwrap();
+            assert_eq!(raw, Some(json!({"n": 1})), "the row, not the record");
+            put(2, false);
+            let raw = s.write(|tx| tx.delivery_log()?.target::<serde_json::Value>("int_a")).unwrap();
+            assert_eq!(raw, Some(json!({"n": 2, "text": "long"})), "inactive: the record");
+            put(4, true);
+            s.write(|tx| tx.put_intent(&key, "int_a", &json!({"n": 5}), true, IntentDue::default())).unwrap();
+            assert_eq!(target(&s), Some(Counted { n: 5, matches: Some((3, 77)) }), "no row for a type without one");
+            put(6, true);
+            s.write(|tx| tx.remove_intent(&key, "int_a")).unwrap();
+            assert_eq!(target(&s), None);
+            assert_eq!(s.read(|rx| rx.dangling_refs(5)).unwrap(), []);
         }
     }
 

@@ -78,7 +78,7 @@ pub use dump::{in_use, restore_file, table_names, Cursor, Export, Rewritten, Sna
 pub use error::{DbError, Result, StoreError};
 use group::Handle;
 pub use group::Pending;
-pub use intents::{IntentDue, IntentKey, IntentRow};
+pub use intents::{IntentDue, IntentKey, IntentRow, IntentWrite};
 pub use keymeta::{key_record, KeyRecord};
 pub use lead::{LEADER_LOCK, LEAD_RETRY};
 pub use location::Location;

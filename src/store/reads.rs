@@ -276,7 +276,7 @@ pub trait Reads: Tables {
     #[cfg(any(test, feature = "testkit"))]
     /// When `(intent, offer)` was delivered (unix µs), if it was.
     fn delivered_at(&self, intent: &str, offer: &str) -> Result<Option<i64>> {
-        self.table(schema::DELIVERED)?.get(deliveries::pair_key(intent, offer).as_str())
+        self.table(schema::DELIVERED)?.get(deliveries::pair_key(&mut String::new(), intent, offer))
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
@@ -287,9 +287,10 @@ pub trait Reads: Tables {
         after_micros: i64,
         limit: usize,
     ) -> Result<Vec<(i64, String, T)>> {
-        let from = deliveries::log_key(intent, after_micros.saturating_add(1), "");
+        let mut from = String::new();
         let to = format!("{intent}\u{1}");
-        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, false)?))
+        let bounds = (deliveries::log_key(&mut from, intent, after_micros.saturating_add(1), ""), to.as_str());
+        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, bounds, limit, false)?))
     }
 
     /// The newest `limit` deliveries of `intent`, newest first.

@@ -75,6 +75,13 @@ pub(super) const PENDING_REPLIES: TableDefinition<u64, (&str, &str)> = TableDefi
 /// intent — at its activation, or a seller reply — writes the row even without a match,
 /// unchanged).
 pub(super) const INTENT_MATCHES: TableDefinition<&str, (u64, i64)> = TableDefinition::new("intent_matches");
+/// `intent_targets` (v11): intent id → JSON of what recording deliveries reads of an
+/// active intent (its status, validUntil, cadence and last digest; see
+/// `store::IntentWrite`), written with the record while the intent is active and
+/// removed when it is not, so that a catalogue import reads a small row instead of the
+/// record. An intent without a row is read from its record (records of an older isto
+/// until their next write, intents that are not active).
+pub(super) const INTENT_TARGETS: TableDefinition<&str, &[u8]> = TableDefinition::new("intent_targets");
 /// `records`: `<namespace>:<key>` → JSON, for modules with few, simple records
 /// (OAuth clients, codes, tokens; accounts; sessions). Namespaces: see [`super::Ns`].
 pub(super) const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -103,6 +110,7 @@ pub(super) const TABLES: &[&dyn AnyTable] = &[
     &PERSON_ACTIVE,
     &INTENT_PERSON,
     &INTENT_MATCHES,
+    &INTENT_TARGETS,
 ];
 
 /// A migration: its number, name and one-line description (what it changes, for
@@ -188,6 +196,13 @@ const MIGRATIONS: &[Migration] = &[
         description: "keys the once-per-pair delivery rows (delivered) by offer, then intent, instead of intent, \
                       then offer; each row keeps its delivery time",
         run: v10_delivered_by_offer,
+    },
+    Migration {
+        number: 11,
+        name: "intent_targets",
+        description: "adds what recording deliveries reads of an active intent beside its record (intent_targets), \
+                      empty: an import reads an intent's record until its next write writes the row",
+        run: tables_only,
     },
 ];
 
@@ -505,6 +520,7 @@ pub(crate) mod tests {
         txn.delete_table(INTENT_PERSON).unwrap();
         txn.delete_table(PENDING_REPLIES).unwrap();
         txn.delete_table(INTENT_MATCHES).unwrap();
+        txn.delete_table(INTENT_TARGETS).unwrap();
         {
             let mut meta = txn.open_table(META).unwrap();
             meta.insert(VERSION_KEY, "1").unwrap();

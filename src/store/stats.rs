@@ -4,8 +4,8 @@
 
 use super::reads::each_json;
 use super::schema::{
-    ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_MATCHES, INTENT_PERSON, OFFERS, OFFER_REFS, PERSON_ACTIVE,
-    RECORDS, SELLERS, SELLER_NAMES, TOKENS,
+    ACTIVE, DELIVERED, INTENTS, INTENT_EXPIRY, INTENT_MATCHES, INTENT_PERSON, INTENT_TARGETS, OFFERS, OFFER_REFS,
+    PERSON_ACTIVE, RECORDS, SELLERS, SELLER_NAMES, TOKENS,
 };
 use super::Tables as _;
 use super::{Ns, Result, Rx};
@@ -94,7 +94,8 @@ impl Rx {
     }
 
     /// Every index row naming a record that does not exist: `active`, `intent_expiry`,
-    /// `tokens`, `intent_person`, `person_active` and `intent_matches` → `intents`; `offer_refs` →
+    /// `tokens`, `intent_person`, `person_active`, `intent_matches` and `intent_targets` →
+    /// `intents`; `offer_refs` →
     /// `offers`; `seller_names` → `sellers` (a restore refuses a backup with such
     /// rows). At most `limit` are returned.
     pub fn dangling_refs(&self, limit: usize) -> Result<Vec<Dangling>> {
@@ -123,6 +124,7 @@ impl Rx {
         self.table(TOKENS)?.each(|_, id| check(o, "tokens", "intents", &id))?;
         self.table(INTENT_PERSON)?.each(|id, _| check(o, "intent_person", "intents", &id))?;
         self.table(INTENT_MATCHES)?.each(|id, _| check(o, "intent_matches", "intents", &id))?;
+        self.table(INTENT_TARGETS)?.each(|id, _| check(o, "intent_targets", "intents", &id))?;
         self.table(PERSON_ACTIVE)?.each(|(_, id), _| check(o, "person_active", "intents", &id))?;
         self.table(OFFER_REFS)?.each(|_, id| check(o, "offer_refs", "offers", &id))?;
         self.table(SELLER_NAMES)?.each(|_, id| check(o, "seller_names", "sellers", &id))?;
