@@ -84,9 +84,13 @@ impl DeliveryLog<'_> {
     /// `intent_targets` row while it is active, else (not active, or not written since
     /// that table came) from its record as [`DeliveryLog::intent`] reads it.
     pub fn target<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
-        let Some(bytes) = self.targets.get(id)? else { return self.intent(id) };
+        let row = match T::MATCHES {
+            true => self.targets.get_with(&self.matches, id)?,
+            false => self.targets.get(id)?.map(|b| (b, None)),
+        };
+        let Some((bytes, matches)) = row else { return self.intent(id) };
         let mut t: T = super::decode(id, &bytes)?;
-        if let Some(m) = self.matches.get(id)?.filter(|_| T::MATCHES) {
+        if let Some(m) = matches {
             t.set_matches(m);
         }
         Ok(Some(t))

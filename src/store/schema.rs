@@ -122,7 +122,9 @@ struct Migration {
     run: fn(&mut Tx<'_>) -> Result<()>,
 }
 
-/// Every migration, by number (1, 2, …; see the module docs).
+/// Every migration, by number (1, 2, …; see the module docs). One that rewrites intent
+/// records must rewrite or clear their `intent_targets` rows too (`Tx::put_intent`
+/// keeps them in step with the records it writes).
 const MIGRATIONS: &[Migration] = &[
     Migration {
         number: 1,

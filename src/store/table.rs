@@ -153,15 +153,18 @@ impl<'t, K: Column + redb::Key, V: Column> Table<'t, K, V> {
     }
 
     /// Inserts `value` under `key` unless a row is there, which stays as it is; whether
-    /// it inserted (errors as [`Table::insert`]). One B-tree walk in redb for a new key
-    /// (the old value, when there was one, is put back), one statement on PostgreSQL.
+    /// it inserted (errors as [`Table::insert`]). In redb a lookup, then the insert (a
+    /// row that is there, as in a repeated full feed, is only read); on PostgreSQL one
+    /// statement.
     pub(super) fn insert_new(&mut self, key: K::SelfType<'_>, value: V::SelfType<'_>) -> Result<bool> {
         match &mut self.src {
             Src::Read(_) => Err(read_only()),
             Src::Write(t) => {
-                let Some(old) = t.insert(&key, value)?.map(|g| V::owned(&g.value())) else { return Ok(true) };
-                t.insert(&key, V::stored(&old))?;
-                Ok(false)
+                if t.get(&key)?.is_some() {
+                    return Ok(false);
+                }
+                t.insert(&key, value)?;
+                Ok(true)
             }
             Src::Pg { conn, name } => {
                 let (k, v) = (encoded::<K>(&key), encoded::<V>(&value));
