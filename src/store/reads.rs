@@ -263,6 +263,12 @@ pub trait Reads: Tables {
         get_json(self, schema::SELLERS, id)
     }
 
+    /// Every `intent_targets` row (what an import reads of an active intent; see
+    /// [`super::IntentWrite`]), in intent id order.
+    fn all_intent_targets<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        all_json(self, schema::INTENT_TARGETS)
+    }
+
     /// Every seller record.
     fn all_sellers<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         all_json(self, schema::SELLERS)

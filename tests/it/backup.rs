@@ -549,6 +549,23 @@ fn a_restore_refuses_records_that_do_not_decode_and_index_rows_without_their_rec
             vec!["table intents", "does not decode", "bogus", "nothing was restored"],
         ),
         (
+            "damaged-target",
+            Box::new(|rows: &mut Vec<Value>| {
+                let r = rows.iter_mut().find(|r| r["t"] == "intent_targets").expect("an active intent's target row");
+                r["v"]["status"] = json!("bogus");
+            }),
+            vec!["table intent_targets", "does not decode", "bogus", "nothing was restored"],
+        ),
+        (
+            "stale-target",
+            Box::new(|rows: &mut Vec<Value>| {
+                let r = rows.iter_mut().find(|r| r["t"] == "intent_targets").expect("an active intent's target row");
+                let until = r["v"]["valid_until"].as_i64().expect("validUntil in unix µs");
+                r["v"]["valid_until"] = json!(until - 1_000_000);
+            }),
+            vec!["table intent_targets", "differs from its record", "nothing was restored"],
+        ),
+        (
             "dangling-active",
             Box::new(move |rows: &mut Vec<Value>| {
                 insert_after(rows, "active", json!({"t": "active", "k": "int_gone"}));

@@ -243,24 +243,44 @@ fn print_report(report: &RestoreReport, checked: &Verified, json_output: bool) -
 }
 
 /// Decodes every record of the restored (not yet renamed) store with the real record
-/// types and checks that the index tables name records that exist
+/// types, checks that each `intent_targets` row says what its intent record says, and
+/// that the index tables name records that exist
 /// ([`crate::store::Rx::dangling_refs`]); refuses naming the table, the id and the reason.
 fn check_records(store: &Store) -> anyhow::Result<()> {
     use crate::accounts::{Account, SessionRecord};
-    use crate::records::{IntentRecord, OfferRecord, SellerRecord};
+    use crate::records::{DeliveryTarget, IntentRecord, OfferRecord, SellerRecord};
     use crate::store::{Ns, Reads as _};
     let refuse = |table: &str, e: crate::store::StoreError| {
         anyhow::anyhow!("the backup's table {table} holds a record that does not decode: {e}; nothing was restored")
     };
+    // What an import reads of an active intent must be what its record says (the
+    // bookkeeping aside, which its own row overrides).
+    let targets: Vec<DeliveryTarget> =
+        store.read(|rx| rx.all_intent_targets()).map_err(|e| refuse("intent_targets", e))?;
+    let mut targets: std::collections::HashMap<String, DeliveryTarget> =
+        targets.into_iter().map(|t| (t.id.clone(), t)).collect();
     let mut broken: Option<anyhow::Error> = None;
     store
         .read(|rx| {
             rx.each_intent(|r: IntentRecord| {
-                if let (None, Err(e)) = (&broken, records::check_intent(&r)) {
-                    broken = Some(anyhow::anyhow!(
-                        "the backup's intent {} breaks the input rules: {e}; nothing was restored",
-                        r.id
-                    ));
+                let stale = targets.remove(&r.id).is_some_and(|t| {
+                    let mut want = r.delivery_target();
+                    (want.match_count, want.last_delivered) = (t.match_count, t.last_delivered);
+                    t != want
+                });
+                if broken.is_none() {
+                    broken = match records::check_intent(&r) {
+                        Err(e) => Some(anyhow::anyhow!(
+                            "the backup's intent {} breaks the input rules: {e}; nothing was restored",
+                            r.id
+                        )),
+                        Ok(()) if stale => Some(anyhow::anyhow!(
+                            "the backup's table intent_targets has a row for intent {} that differs from its record; \
+                             the backup is inconsistent, nothing was restored",
+                            r.id
+                        )),
+                        Ok(()) => None,
+                    };
                 }
             })
         })
