@@ -84,16 +84,10 @@ impl DeliveryLog<'_> {
     /// `intent_targets` row while it is active, else (not active, or not written since
     /// that table came) from its record as [`DeliveryLog::intent`] reads it.
     pub fn target<T: IntentRow>(&self, id: &str) -> Result<Option<T>> {
-        let row = match T::MATCHES {
-            true => self.targets.get_with(&self.matches, id)?,
-            false => self.targets.get(id)?.map(|b| (b, None)),
-        };
-        let Some((bytes, matches)) = row else { return self.intent(id) };
-        let mut t: T = super::decode(id, &bytes)?;
-        if let Some(m) = matches {
-            t.set_matches(m);
+        match super::intents::intent_at(&self.targets, Some(&self.matches), id)? {
+            Some(t) => Ok(Some(t)),
+            None => self.intent(id),
         }
-        Ok(Some(t))
     }
 
     /// Sets an intent's delivery bookkeeping: `count` deliveries, the newest at

@@ -85,8 +85,9 @@ impl IntentWrite for serde_json::Value {
     }
 }
 
-/// The intent record `id` of the open `intents` table, with its bookkeeping from the open
-/// `intent_matches` table `matches` when `T` takes it ([`IntentRow`]).
+/// The intent record `id` of the open `intents` table (or another table of intent rows
+/// keyed by id: `intent_targets`), with its bookkeeping from the open `intent_matches`
+/// table `matches` when `T` takes it ([`IntentRow`]).
 pub(super) fn intent_at<T: IntentRow>(
     intents: &Table<'_, &'static str, &'static [u8]>,
     matches: Option<&Table<'_, &'static str, (u64, i64)>>,
