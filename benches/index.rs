@@ -92,7 +92,7 @@ fn main() {
     // `apply` leaves the commit to the series' next read: `flush` makes it here.
     let removed = vec![first_id];
     let (t, _) = timed(|| {
-        ix.apply(upserts, removed, 2);
+        ix.apply(Vec::new(), upserts, removed, 2);
         ix.flush().unwrap();
     });
     println!("apply (1000 upserts + 1 removal, commit, reload): {t:.0} ms");

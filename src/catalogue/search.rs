@@ -124,12 +124,12 @@ mod tests {
         ghost.title = "Škoda Kodiaq".into();
         // The first record by (random) id may be "3", past its validUntil.
         ghost.valid_until = None;
-        index.apply(vec![ghost.clone()], Vec::new(), 2);
+        index.apply(Vec::new(), vec![ghost.clone()], Vec::new(), 2);
         index.flush().unwrap();
         assert_eq!(search_with(&index, h, "kodiaq", None, None, 10).unwrap(), vec![ghost.clone()]);
         let json = search_json(&index, h, "kodiaq", None, None, 10).unwrap();
         assert_eq!(json, vec![serde_json::to_value(&ghost).unwrap().to_string()]);
-        index.apply(Vec::new(), vec!["off_ghost".to_owned()], 3);
+        index.apply(Vec::new(), Vec::new(), vec!["off_ghost".to_owned()], 3);
         index.flush().unwrap();
         assert!(search_with(&index, h, "kodiaq", None, None, 10).unwrap().is_empty());
     }

@@ -157,7 +157,7 @@ impl Catalogue {
                 _ => removed.push(id.clone()),
             }
         }
-        self.index_apply(upserts, removed, generation);
+        self.index_apply(Vec::new(), upserts, removed, generation);
         Ok(())
     }
 
@@ -186,10 +186,10 @@ impl Catalogue {
 
     /// Applies committed catalogue changes to the index when it is open (otherwise it
     /// is rebuilt at first use).
-    fn index_apply(&self, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
+    fn index_apply(&self, added: Vec<Offer>, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
         let slot = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(i) = slot.as_ref() {
-            i.apply(upserts, removed, generation);
+            i.apply(added, upserts, removed, generation);
         }
     }
 
@@ -250,48 +250,55 @@ impl Catalogue {
     pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.base.now();
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let (counts, offers, generation) = self.base.write(|tx| -> Result<(ImportCounts, Vec<Offer>, u64)> {
-            let mut counts = ImportCounts::default();
-            // Standing intents: from the engine, on a second thread while this one writes
-            // the rows (a new seller is never disabled); the status is checked again below.
-            let disabled = disabled_sellers(tx)?;
-            let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
-            let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
-                let mut matcher = Matcher::new(scope, &engine, rows.len());
-                // A feed's rows mostly share a few sellers: each is read (or added) once.
-                let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
-                for row in rows {
-                    let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
-                    if updated {
-                        counts.updated += 1;
-                    } else {
-                        counts.created += 1;
+        let (counts, (added, upserts), generation) =
+            self.base.write(|tx| -> Result<(ImportCounts, ForIndex, u64)> {
+                let mut counts = ImportCounts::default();
+                // Standing intents: from the engine, on a second thread while this one writes
+                // the rows (a new seller is never disabled); the status is checked again below.
+                let disabled = disabled_sellers(tx)?;
+                let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
+                // Per row in order: whether it replaced an offer (else its id is new to the index).
+                let mut replaced = Vec::with_capacity(rows.len());
+                let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
+                    let mut matcher = Matcher::new(scope, &engine, rows.len());
+                    // A feed's rows mostly share a few sellers: each is read (or added) once.
+                    let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+                    for row in rows {
+                        let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
+                        if updated {
+                            counts.updated += 1;
+                        } else {
+                            counts.created += 1;
+                        }
+                        replaced.push(updated);
+                        matcher.push(rec);
                     }
-                    matcher.push(rec);
+                    Ok(matcher.finish())
+                })?;
+                let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+                for (o, hits) in changed.iter().zip(matches) {
+                    for (intent, hit) in hits {
+                        by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                    }
                 }
-                Ok(matcher.finish())
+                // The delivery tables (and the intents') are opened once for the batch.
+                let mut log = tx.delivery_log()?;
+                for (id, hits) in by_intent {
+                    // Its small row, or its record without the texts and sealed fields.
+                    let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
+                    if !rec.active_at(now) {
+                        continue;
+                    }
+                    counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
+                }
+                let generation = tx.bump_offers_generation()?;
+                // New offers go in before replaced ones: an offer added and then updated in the
+                // batch is in both, in that order.
+                let (upserts, added): (Vec<_>, Vec<_>) = changed.into_iter().zip(replaced).partition(|(_, r)| *r);
+                let offers = |v: Vec<(OfferRecord, bool)>| v.into_iter().map(|(o, _)| o.offer).collect();
+                Ok((counts, (offers(added), offers(upserts)), generation))
             })?;
-            let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
-            for (o, hits) in changed.iter().zip(matches) {
-                for (intent, hit) in hits {
-                    by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
-                }
-            }
-            // The delivery tables (and the intents') are opened once for the batch.
-            let mut log = tx.delivery_log()?;
-            for (id, hits) in by_intent {
-                // Its small row, or its record without the texts and sealed fields.
-                let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
-                if !rec.active_at(now) {
-                    continue;
-                }
-                counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
-            }
-            let generation = tx.bump_offers_generation()?;
-            let offers: Vec<Offer> = changed.into_iter().map(|o| o.offer).collect();
-            Ok((counts, offers, generation))
-        })?;
-        self.index_apply(offers, Vec::new(), generation);
+        self.index_apply(added, upserts, Vec::new(), generation);
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
@@ -328,11 +335,15 @@ impl Catalogue {
             let generation = tx.bump_offers_generation()?;
             Ok((gone, generation))
         })?;
-        self.index_apply(Vec::new(), gone.clone(), generation);
+        self.index_apply(Vec::new(), Vec::new(), gone.clone(), generation);
         self.sync_index();
         Ok(gone)
     }
 }
+
+/// The offers of an import batch for the index: those new to it, then those replaced
+/// ([`OfferIndex::apply`]'s `added` and `upserts`).
+type ForIndex = (Vec<Offer>, Vec<Offer>);
 
 /// An offer's standing intents and their hits ([`Base::engine_matches`]).
 type Matches = Vec<(String, matching::Hit)>;

@@ -163,7 +163,7 @@ fn equal_scores_go_by_price_in_the_default_currency() {
     let offers = vec![priced("a", 20_000.0, "EUR"), priced("b", 100_000.0, "CZK"), priced("c", 1.0, "USD")];
     let ix = OfferIndex::open_priced(Some(&path), &rates).unwrap();
     ix.rebuild(offers.into_iter(), 1).unwrap();
-    ix.apply(vec![priced("d", 5_000.0, "EUR")], Vec::new(), 2);
+    ix.apply(Vec::new(), vec![priced("d", 5_000.0, "EUR")], Vec::new(), 2);
     ix.flush().unwrap();
     // "d" is alone in the second segment, searched after the first: the score carried
     // over from it (collector::TopIds::search) must still let an equal score in.
@@ -231,7 +231,7 @@ fn apply_replaces_and_removes() {
     let mut o1 = offer("o1", "Hyundai i30", "", json!({"make": "Hyundai"}), "Košice");
     o1.published_at = "2026-12-01T00:00:00Z".into();
     let new = offer("o6", "Kia Ceed", "", json!({"make": "Kia"}), "Košice");
-    ix.apply(vec![o1, new], vec!["o3".to_owned(), "nope".to_owned()], 2);
+    ix.apply(Vec::new(), vec![o1, new], vec!["o3".to_owned(), "nope".to_owned()], 2);
     assert_eq!(ix.generation(), Some(2));
     assert_eq!(ix.num_docs(), 5);
     assert!(!ids(&ix, "octavia", None, None).contains(&"o1".to_owned()), "the old title is gone");
@@ -241,10 +241,19 @@ fn apply_replaces_and_removes() {
     // The same id twice in one batch: the last one wins.
     let a = offer("o7", "Dacia Duster", "", json!({}), "SK");
     let b = offer("o7", "Dacia Sandero", "", json!({}), "SK");
-    ix.apply(vec![a, b], Vec::new(), 3);
+    ix.apply(Vec::new(), vec![a, b], Vec::new(), 3);
     ix.flush().unwrap();
     assert!(ids(&ix, "duster", None, None).is_empty());
     assert_eq!(ids(&ix, "sandero", None, None), vec!["o7"]);
+    // New offers go in without a delete and before the replaced ones: an offer added and
+    // then updated in one update ends as updated, once.
+    let c = offer("o8", "Dacia Logan", "", json!({}), "SK");
+    let d = offer("o8", "Dacia Jogger", "", json!({}), "SK");
+    ix.apply(vec![c, offer("o9", "Dacia Spring", "", json!({}), "SK")], vec![d], Vec::new(), 4);
+    ix.flush().unwrap();
+    assert!(ids(&ix, "logan", None, None).is_empty());
+    assert_eq!(ids(&ix, "jogger", None, None), vec!["o8"]);
+    assert_eq!(ids(&ix, "dacia", None, None).len(), 3, "o7, o8 and o9, each once");
     // Newest first without words.
     let kosice = gazetteer::resolve("Košice").unwrap();
     assert_eq!(ids(&ix, "", Some(&kosice), None), vec!["o1", "o6"]);
@@ -265,7 +274,7 @@ fn an_offer_whose_published_time_does_not_read_is_left_out_naming_it() {
     // An update that makes it unreadable takes the offer's old document out too.
     let mut o1 = offer("o1", "Škoda Octavia RS", "", json!({"make": "Škoda"}), "Košice");
     o1.published_at = String::new();
-    ix.apply(vec![o1], Vec::new(), 2);
+    ix.apply(Vec::new(), vec![o1], Vec::new(), 2);
     ix.flush().unwrap();
     assert!(ids(&ix, "octavia", None, None).is_empty());
     assert_eq!(ix.num_docs(), 0);
@@ -291,7 +300,7 @@ fn no_writer_outlives_a_rebuild_or_an_idle_series() {
     assert!(free(&ix), "the rebuild's writer ended with it");
     for g in 2..12 {
         let o = offer(&format!("o{g}"), "Škoda Fabia", "", json!({}), "Košice");
-        ix.apply(vec![o], Vec::new(), g);
+        ix.apply(Vec::new(), vec![o], Vec::new(), g);
     }
     // A series of updates shares one writer; a read that must see them commits it, and
     // the writer lives on.
@@ -306,7 +315,7 @@ fn no_writer_outlives_a_rebuild_or_an_idle_series() {
     }
     // While another writer holds the index, an update fails and changes nothing.
     let held = ix.writing.index.writer::<TantivyDocument>(15_000_000).unwrap();
-    ix.apply(Vec::new(), vec!["o1".to_owned()], 12);
+    ix.apply(Vec::new(), Vec::new(), vec!["o1".to_owned()], 12);
     let e = ix.flush().unwrap_err();
     assert!(matches!(e, IndexError::Tantivy(tantivy::TantivyError::LockFailure(..))), "{e}");
     drop(held);
@@ -314,11 +323,11 @@ fn no_writer_outlives_a_rebuild_or_an_idle_series() {
     // The removal lost with the failed writer is not in the index: later commits keep the
     // last good generation (the index lags the store, so it is rebuilt at the next start)
     // until a rebuild.
-    ix.apply(vec![offer("o13", "Kia Ceed", "", json!({}), "Košice")], Vec::new(), 13);
+    ix.apply(Vec::new(), vec![offer("o13", "Kia Ceed", "", json!({}), "Košice")], Vec::new(), 13);
     assert_eq!((ix.num_docs(), ix.generation()), (12, Some(11)));
     ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 14).unwrap();
     assert_eq!((ix.num_docs(), ix.generation()), (1, Some(14)));
-    ix.apply(vec![offer("o15", "Kia Ceed", "", json!({}), "Košice")], Vec::new(), 15);
+    ix.apply(Vec::new(), vec![offer("o15", "Kia Ceed", "", json!({}), "Košice")], Vec::new(), 15);
     assert_eq!((ix.num_docs(), ix.generation()), (2, Some(15)));
 }
 
@@ -326,7 +335,7 @@ fn no_writer_outlives_a_rebuild_or_an_idle_series() {
 fn searches_see_an_update_within_the_refresh_lag_without_a_flush() {
     let ix = sample();
     let t = std::time::Instant::now();
-    ix.apply(vec![offer("o9", "Kia Sportage", "", json!({}), "Košice")], Vec::new(), 2);
+    ix.apply(Vec::new(), vec![offer("o9", "Kia Sportage", "", json!({}), "Košice")], Vec::new(), 2);
     // Nothing commits it but the refresher (searches never do).
     let deadline = t + REFRESH_LAG * 10;
     while ids(&ix, "sportage", None, None).is_empty() {
@@ -346,7 +355,7 @@ fn directory_index_reopens_with_its_generation() {
         let ix = OfferIndex::open(Some(&path)).unwrap();
         assert_eq!(ix.generation(), None);
         ix.rebuild(vec![offer("o1", "Škoda Octavia", "", json!({}), "Košice")].into_iter(), 41).unwrap();
-        ix.apply(vec![offer("o2", "Škoda Fabia", "", json!({}), "Košice")], Vec::new(), 42);
+        ix.apply(Vec::new(), vec![offer("o2", "Škoda Fabia", "", json!({}), "Košice")], Vec::new(), 42);
     }
     let ix = OfferIndex::open(Some(&path)).unwrap();
     assert_eq!(ix.generation(), Some(42));
@@ -410,7 +419,7 @@ fn search_offers_answers_stored_current_offers() {
     assert!(ix.search_offers("fabia", None, Some("property"), 100, now).unwrap().is_empty());
     assert!(ix.search_offers("fabia", None, None, 0, now).unwrap().is_empty());
     // A withdrawn offer (removed by apply) is gone from the answer at once.
-    ix.apply(Vec::new(), vec!["b1".to_owned()], 2);
+    ix.apply(Vec::new(), Vec::new(), vec!["b1".to_owned()], 2);
     ix.flush().unwrap();
     let got: Vec<Offer> = ix
         .search_offers("fabia", None, None, 100, now)

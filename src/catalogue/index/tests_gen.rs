@@ -342,7 +342,7 @@ fn answers_do_not_depend_on_the_segment_layout() {
     let many = OfferIndex::open(None).unwrap();
     many.rebuild(std::iter::empty(), 1).unwrap();
     for (g, chunk) in offers.chunks(450).enumerate() {
-        many.apply(chunk.to_vec(), Vec::new(), 2 + g as u64);
+        many.apply(Vec::new(), chunk.to_vec(), Vec::new(), 2 + g as u64);
         // A read between updates commits each one: a segment each.
         many.flush().unwrap();
     }
@@ -411,7 +411,7 @@ fn pruned_ties_go_by_price_then_id_in_every_segment() {
     let ix = OfferIndex::open_priced(None, &BTreeMap::from([("EUR".to_owned(), 1.0)])).unwrap();
     ix.rebuild(std::iter::empty(), 1).unwrap();
     for (g, chunk) in offers.chunks(200).enumerate() {
-        ix.apply(chunk.to_vec(), Vec::new(), 2 + g as u64);
+        ix.apply(Vec::new(), chunk.to_vec(), Vec::new(), 2 + g as u64);
         ix.flush().unwrap();
     }
     assert!(ix.reader.searcher().segment_readers().len() > 1);

@@ -65,9 +65,11 @@ pub(super) struct Pending {
     committed: Instant,
 }
 
-/// An update queued by [`OfferIndex::apply`]: offers to add or replace, ids to remove,
-/// the generation they bring the index to, and when it was applied.
+/// An update queued by [`OfferIndex::apply`]: offers new to the index (added without a
+/// delete), offers to add or replace, ids to remove, the generation they bring the index
+/// to, and when it was applied.
 struct Update {
+    added: Vec<Offer>,
     upserts: Vec<Offer>,
     removed: Vec<String>,
     generation: u64,
@@ -198,12 +200,19 @@ impl Writing {
         }
     }
 
-    /// Adds the queued `updates` to the writer in order (delete by id term, then add),
-    /// committing whenever [`COMMIT_DOCS`] are pending. On failure the writer is
-    /// dropped.
+    /// Adds the queued `updates` to the writer in order (new offers; replaced ones: delete
+    /// by id term, then add; removed ones), committing whenever [`COMMIT_DOCS`] are
+    /// pending. On failure the writer is dropped.
     fn add(&self, mut slot: Option<Pending>, updates: Vec<Update>) -> Result<Option<Pending>, IndexError> {
         for u in updates {
-            let mut p = self.pending(slot.take(), u.generation, u.upserts.len())?;
+            let mut p = self.pending(slot.take(), u.generation, u.added.len() + u.upserts.len())?;
+            // A delete costs tantivy a term query at the next commit, for each segment:
+            // an offer never indexed needs none.
+            for o in &u.added {
+                if let Some(d) = self.document(o)? {
+                    p.writer.add_document(d)?;
+                }
+            }
             for o in &u.upserts {
                 p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
                 if let Some(d) = self.document(o)? {
@@ -214,7 +223,7 @@ impl Writing {
                 p.writer.delete_term(Term::from_field_text(self.f.id, id));
             }
             p.generation = u.generation;
-            p.docs += u.upserts.len() + u.removed.len();
+            p.docs += u.added.len() + u.upserts.len() + u.removed.len();
             p.since.get_or_insert(u.at);
             if p.docs >= COMMIT_DOCS {
                 p = self.commit(p)?;
@@ -428,8 +437,10 @@ impl OfferIndex {
         done
     }
 
-    /// Queues offers to add or replace (delete by id term, then add) and ids to remove,
-    /// bringing the index to `generation`, and returns: the refresher adds them to the
+    /// Queues offers new to the index (`added`: ids never indexed, added without a delete;
+    /// they go in before `upserts`, so an offer added and then replaced in one update must
+    /// be in both, in that order), offers to add or replace (`upserts`: delete by id term,
+    /// then add) and ids to remove, bringing the index to `generation`, and returns: the refresher adds them to the
     /// writer and commits within [`REFRESH_LAG`] (see the module docs), or
     /// [`Self::flush`] at once. `upserts` must be active offers (an offer that became
     /// inactive belongs in `removed`). Waits while [`QUEUE_OFFERS`] offers are queued
@@ -438,14 +449,14 @@ impl OfferIndex {
     /// A failure to add them (tantivy errors, also another process holding the index's
     /// writer lock) is logged by the refresher, or returned by the next flush; the index
     /// then stays at its last commit, whose generation lags.
-    pub fn apply(&self, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
+    pub fn apply(&self, added: Vec<Offer>, upserts: Vec<Offer>, removed: Vec<String>, generation: u64) {
         let w = &self.writing;
         let mut st = w.lock();
         while st.queued >= QUEUE_OFFERS && st.refresher.is_some() && !st.closed {
             st = w.wait(st);
         }
-        st.queued += upserts.len() + removed.len();
-        st.queue.push(Update { upserts, removed, generation, at: Instant::now() });
+        st.queued += added.len() + upserts.len() + removed.len();
+        st.queue.push(Update { added, upserts, removed, generation, at: Instant::now() });
         if st.refresher.is_none() {
             let shared = Arc::clone(w);
             let spawned = std::thread::Builder::new().name("isto-index-refresh".into()).spawn(move || shared.refresh());
