@@ -250,54 +250,55 @@ impl Catalogue {
     pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.base.now();
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let (counts, (added, upserts), generation) =
-            self.base.write(|tx| -> Result<(ImportCounts, ForIndex, u64)> {
-                let mut counts = ImportCounts::default();
-                // Standing intents: from the engine, on a second thread while this one writes
-                // the rows (a new seller is never disabled); the status is checked again below.
-                let disabled = disabled_sellers(tx)?;
-                let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
-                // Per row in order: whether it replaced an offer (else its id is new to the index).
-                let mut replaced = Vec::with_capacity(rows.len());
-                let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
-                    let mut matcher = Matcher::new(scope, &engine, rows.len());
-                    // A feed's rows mostly share a few sellers: each is read (or added) once.
-                    let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
-                    for row in rows {
-                        let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
-                        if updated {
-                            counts.updated += 1;
-                        } else {
-                            counts.created += 1;
-                        }
-                        replaced.push(updated);
-                        matcher.push(rec);
+        let (counts, added, upserts, generation) = self.base.write(|tx| -> Result<_> {
+            let mut counts = ImportCounts::default();
+            // Standing intents: from the engine, on a second thread while this one writes
+            // the rows (a new seller is never disabled); the status is checked again below.
+            let disabled = disabled_sellers(tx)?;
+            let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
+            // Per row in order: whether it replaced an offer (else its id is new to the index).
+            let mut replaced = Vec::with_capacity(rows.len());
+            let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
+                let mut matcher = Matcher::new(scope, &engine, rows.len());
+                // A feed's rows mostly share a few sellers: each is read (or added) once.
+                let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+                for row in rows {
+                    let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
+                    if updated {
+                        counts.updated += 1;
+                    } else {
+                        counts.created += 1;
                     }
-                    Ok(matcher.finish())
-                })?;
-                let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
-                for (o, hits) in changed.iter().zip(matches) {
-                    for (intent, hit) in hits {
-                        by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
-                    }
+                    replaced.push(updated);
+                    matcher.push(rec);
                 }
-                // The delivery tables (and the intents') are opened once for the batch.
-                let mut log = tx.delivery_log()?;
-                for (id, hits) in by_intent {
-                    // Its small row, or its record without the texts and sealed fields.
-                    let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
-                    if !rec.active_at(now) {
-                        continue;
-                    }
-                    counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
-                }
-                let generation = tx.bump_offers_generation()?;
-                // New offers go in before replaced ones: an offer added and then updated in the
-                // batch is in both, in that order.
-                let (upserts, added): (Vec<_>, Vec<_>) = changed.into_iter().zip(replaced).partition(|(_, r)| *r);
-                let offers = |v: Vec<(OfferRecord, bool)>| v.into_iter().map(|(o, _)| o.offer).collect();
-                Ok((counts, (offers(added), offers(upserts)), generation))
+                Ok(matcher.finish())
             })?;
+            let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+            for (o, hits) in changed.iter().zip(matches) {
+                for (intent, hit) in hits {
+                    by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                }
+            }
+            // The delivery tables (and the intents') are opened once for the batch.
+            let mut log = tx.delivery_log()?;
+            for (id, hits) in by_intent {
+                // Its small row, or its record without the texts and sealed fields.
+                let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
+                if !rec.active_at(now) {
+                    continue;
+                }
+                counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
+            }
+            let generation = tx.bump_offers_generation()?;
+            // New offers go in before replaced ones: an offer added and then updated in the
+            // batch is in both, in that order.
+            let (mut added, mut upserts) = (Vec::new(), Vec::new());
+            for (o, updated) in changed.into_iter().zip(replaced) {
+                if updated { &mut upserts } else { &mut added }.push(o.offer);
+            }
+            Ok((counts, added, upserts, generation))
+        })?;
         self.index_apply(added, upserts, Vec::new(), generation);
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
@@ -340,10 +341,6 @@ impl Catalogue {
         Ok(gone)
     }
 }
-
-/// The offers of an import batch for the index: those new to it, then those replaced
-/// ([`OfferIndex::apply`]'s `added` and `upserts`).
-type ForIndex = (Vec<Offer>, Vec<Offer>);
 
 /// An offer's standing intents and their hits ([`Base::engine_matches`]).
 type Matches = Vec<(String, matching::Hit)>;

@@ -76,6 +76,13 @@ struct Update {
     at: Instant,
 }
 
+impl Update {
+    /// The offers and ids it holds.
+    fn len(&self) -> usize {
+        self.added.len() + self.upserts.len() + self.removed.len()
+    }
+}
+
 /// What the refresher and the updaters share, under [`Writing::state`].
 #[derive(Default)]
 pub(super) struct State {
@@ -208,13 +215,11 @@ impl Writing {
             let mut p = self.pending(slot.take(), u.generation, u.added.len() + u.upserts.len())?;
             // A delete costs tantivy a term query at the next commit, for each segment:
             // an offer never indexed needs none.
-            for o in &u.added {
-                if let Some(d) = self.document(o)? {
-                    p.writer.add_document(d)?;
+            let added = u.added.iter().map(|o| (o, false));
+            for (o, replaces) in added.chain(u.upserts.iter().map(|o| (o, true))) {
+                if replaces {
+                    p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
                 }
-            }
-            for o in &u.upserts {
-                p.writer.delete_term(Term::from_field_text(self.f.id, &o.id));
                 if let Some(d) = self.document(o)? {
                     p.writer.add_document(d)?;
                 }
@@ -223,7 +228,7 @@ impl Writing {
                 p.writer.delete_term(Term::from_field_text(self.f.id, id));
             }
             p.generation = u.generation;
-            p.docs += u.added.len() + u.upserts.len() + u.removed.len();
+            p.docs += u.len();
             p.since.get_or_insert(u.at);
             if p.docs >= COMMIT_DOCS {
                 p = self.commit(p)?;
@@ -437,13 +442,14 @@ impl OfferIndex {
         done
     }
 
-    /// Queues offers new to the index (`added`: ids never indexed, added without a delete;
-    /// they go in before `upserts`, so an offer added and then replaced in one update must
-    /// be in both, in that order), offers to add or replace (`upserts`: delete by id term,
-    /// then add) and ids to remove, bringing the index to `generation`, and returns: the refresher adds them to the
-    /// writer and commits within [`REFRESH_LAG`] (see the module docs), or
-    /// [`Self::flush`] at once. `upserts` must be active offers (an offer that became
-    /// inactive belongs in `removed`). Waits while [`QUEUE_OFFERS`] offers are queued
+    /// Queues offers new to the index (`added`: ids never indexed, added without a
+    /// delete; they go in before `upserts`, so an offer added and then replaced in one
+    /// update must be in both, in that order), offers to add or replace (`upserts`:
+    /// delete by id term, then add) and ids to remove, bringing the index to
+    /// `generation`, and returns: the refresher adds them to the writer and commits
+    /// within [`REFRESH_LAG`] (see the module docs), or [`Self::flush`] at once. `added`
+    /// and `upserts` must be active offers (an offer that became inactive belongs in
+    /// `removed`). Waits while [`QUEUE_OFFERS`] offers are queued
     /// (the refresher makes room as it takes them; without a refresher, a full queue is
     /// added and committed here).
     /// A failure to add them (tantivy errors, also another process holding the index's
@@ -455,8 +461,9 @@ impl OfferIndex {
         while st.queued >= QUEUE_OFFERS && st.refresher.is_some() && !st.closed {
             st = w.wait(st);
         }
-        st.queued += added.len() + upserts.len() + removed.len();
-        st.queue.push(Update { added, upserts, removed, generation, at: Instant::now() });
+        let u = Update { added, upserts, removed, generation, at: Instant::now() };
+        st.queued += u.len();
+        st.queue.push(u);
         if st.refresher.is_none() {
             let shared = Arc::clone(w);
             let spawned = std::thread::Builder::new().name("isto-index-refresh".into()).spawn(move || shared.refresh());
