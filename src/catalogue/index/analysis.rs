@@ -6,14 +6,16 @@
 //! term lookups:
 //! - folding (case, diacritics), synonyms and designations come from
 //!   [`matching::analyse`] (the one analysis of search and matching);
-//! - **inflection**: each searchable word `t` of `m` characters is indexed as itself and
-//!   as its *stem forms* `~p` ([`STEM_MARK`] + `p`) for each prefix `p` of `t` of `L`
-//!   characters, `max(4, m - 5) ≤ L ≤ m` (`L = 4` only when `m ≤ 8`). A statement word
-//!   `w` with a [`matching::stem`] `s` looks up the one term `~s`: it finds exactly the
-//!   words that start with `s` and are at most `len(w) + 3` characters long — the
-//!   inflection rule of [`matching::term_hit`] (for 6-character words with a 4-character
-//!   stem, words up to 8 characters instead of 9). A word without a stem (short, or with
-//!   digits) looks up itself;
+//! - **inflection**: each searchable word `t` of `m` characters is indexed as its *stem
+//!   forms* `~p` ([`STEM_MARK`] + `p`) for each prefix `p` of `t` of `L` characters,
+//!   `max(4, m - 5) ≤ L ≤ m` (`L = 4` only when `m ≤ 8`). A statement word `w` with a
+//!   [`matching::stem`] `s` looks up the one term `~s`: it finds exactly the words that
+//!   start with `s` and are at most `len(w) + 3` characters long — the inflection rule of
+//!   [`matching::term_hit`] (for 6-character words with a 4-character stem, words up to
+//!   8 characters instead of 9). A word without a stem (short, or with digits) looks up
+//!   itself, so only such a word, and a place name (a search ranks by place names
+//!   exactly), is also indexed as itself: no other lookup reads a word with a stem as
+//!   itself (the candidates of an intent find it as `~t`);
 //! - **one field, weighted by repetition** ([`text_tokens`]): the tokens of the title,
 //!   the attribute values and the description go into the one field `text`, the title's
 //!   3 times and the attributes' twice (the field weights 3/2/1 of PROTOCOL.md §3 as
@@ -258,12 +260,17 @@ impl Tokenizer for IstoTokenizer {
         let mut texts = Vec::new();
         let mut order = Vec::new();
         let mut stops = std::collections::BTreeSet::new();
+        let places = crate::gazetteer::place_tokens();
         for (section, weight) in text.splitn(3, SECTION).zip([3, 2, 1]) {
             let start = texts.len();
             let (searchable, stop) = searchable_tokens(section);
             for t in searchable {
                 stem_forms(&t, &mut texts);
-                texts.push(t);
+                // A word with a stem is looked up only by its stem forms (`~t` among them),
+                // but a place name also as itself (a search ranks by it exactly).
+                if matching::stem(&t).is_none() || places.contains(&t) {
+                    texts.push(t);
+                }
             }
             for _ in 0..weight {
                 order.extend(start..texts.len());

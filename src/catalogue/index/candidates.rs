@@ -2,10 +2,12 @@
 //! superset of the offers [`matching::check`] accepts, found with the field `text` and
 //! the category and area terms (no ranking, no limit). `text` holds every term of
 //! [`matching::text_terms`] of an offer's title, attribute values and description, stop
-//! words too ([`analysis`]). The inflected forms of each term are read from the term
-//! dictionary here (the rule of [`matching::term_hit`] exactly), unlike the catalogue
-//! search, which looks up stem forms indexed in advance.
+//! words too ([`analysis`]): each as itself, or as `~` + itself among its stem forms when
+//! it has a stem. The inflected forms of each term are read from the term dictionary
+//! here (the rule of [`matching::term_hit`], and more), unlike the catalogue search,
+//! which looks up one stem form.
 
+use super::analysis::STEM_MARK;
 use super::*;
 
 impl OfferIndex {
@@ -122,12 +124,19 @@ impl OfferIndex {
     }
 }
 
-/// The terms of `field` that [`matching::term_hit`] accepts for `term` by its stem: they
-/// start with [`matching::stem`]`(term)` and are at most 3 characters longer than `term`
-/// (`term` itself included when indexed). Empty for terms without a stem.
+/// The terms of `field` that find the words [`matching::term_hit`] accepts for `term` by
+/// its stem `s` ([`matching::stem`]): words that start with `s` and are at most 3
+/// characters longer than `term` (`term` itself included). Such a word is indexed as
+/// itself when it has no stem forms (a stop word, or a word with a digit), else as its
+/// stem forms, among them `~` + the whole word ([`analysis`]): both are read here, the
+/// stem forms also of the prefixes of longer words (a superset). Empty for terms without
+/// a stem.
 fn expansions(searcher: &Searcher, field: Field, term: &str) -> Result<BTreeSet<String>, IndexError> {
     let Some(stem) = matching::stem(term) else { return Ok(BTreeSet::new()) };
-    prefixed_terms(searcher, field, &stem, term.chars().count() + 3)
+    let longest = term.chars().count() + 3;
+    let mut out = prefixed_terms(searcher, field, &stem, longest)?;
+    out.extend(prefixed_terms(searcher, field, &format!("{STEM_MARK}{stem}"), longest + 1)?);
+    Ok(out)
 }
 
 /// The terms of `field` in the index that start with `prefix` and have at most

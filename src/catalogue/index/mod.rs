@@ -56,7 +56,9 @@ pub use writer::REFRESH_LAG;
 /// 8: segments in ascending price order ([`settings`]), the id no longer stored (it is
 /// read from its fast field).
 /// 9: no field `terms`: the candidates of an intent are found in `text` ([`candidates`]).
-pub const INDEX_VERSION: u32 = 9;
+/// 10: a word with a stem is indexed as its stem forms only, not also as itself
+/// ([`analysis`]).
+pub const INDEX_VERSION: u32 = 10;
 /// Memory budget of the index writer's one indexing thread: it writes a segment when
 /// the budget is full (about 80 000 offers), so an import of 100 000 offers leaves 2
 /// segments and no merge (a search visits each segment).

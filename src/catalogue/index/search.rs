@@ -153,8 +153,9 @@ impl OfferIndex {
 
     #[cfg(any(test, feature = "testkit"))]
     /// The floor of the search benchmark: a plain tantivy BM25 top-`limit` OR query of the
-    /// statement's folded tokens in the searchable field, no filter, no stored offer
-    /// read. Returns the number of hits.
+    /// statement's folded words in the searchable field (each as the one term that
+    /// indexes it, [`lookup_term`]), no filter, no stored offer read. Returns the number
+    /// of hits.
     ///
     /// # Errors
     /// tantivy errors.
@@ -163,7 +164,7 @@ impl OfferIndex {
         let searcher = self.reader.searcher();
         let mut clauses: Vec<Clause> = Vec::new();
         for t in matching::text_terms(statement).filter(|t| !is_stop_word(t)) {
-            let q = TermQuery::new(Term::from_field_text(self.f.text, &t), IndexRecordOption::WithFreqs);
+            let q = TermQuery::new(Term::from_field_text(self.f.text, &lookup_term(&t)), IndexRecordOption::WithFreqs);
             clauses.push((Occur::Should, Box::new(q)));
         }
         let top = tantivy::collector::TopDocs::with_limit(limit.max(1)).order_by_score();
