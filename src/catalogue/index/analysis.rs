@@ -121,22 +121,15 @@ pub fn letter_phrases(terms: &[matching::Term]) -> Vec<String> {
     out
 }
 
-/// The stem forms of a searchable token (see the module docs), `STEM_MARK` + prefix, in
-/// `out`; none for a token that [`matching::stem`] would not stem (digits, `_`, `+`).
-pub fn stem_forms(token: &str, out: &mut Vec<String>) {
-    if token.chars().any(|c| c.is_ascii_digit() || c == '_' || c == '+') {
-        return;
-    }
-    let m = token.chars().count();
-    let ends: Vec<usize> = token.char_indices().map(|(i, _)| i).skip(1).chain([token.len()]).collect();
-    for len in m.saturating_sub(5).max(4)..=m {
-        if len == 4 && m > 8 {
-            continue;
-        }
-        if let Some(&end) = ends.get(len - 1) {
-            out.push(format!("{STEM_MARK}{}", &token[..end]));
-        }
-    }
+/// The prefixes of a searchable token whose stem forms (`STEM_MARK` + prefix) are
+/// indexed (see the module docs), shortest first; none for a token that
+/// [`matching::stem`] would not stem (digits, `_`, `+`).
+pub fn stem_prefixes(token: &str) -> impl Iterator<Item = &str> {
+    let m = if token.chars().any(|c| c.is_ascii_digit() || c == '_' || c == '+') { 0 } else { token.chars().count() };
+    // `L = 4` only when `m <= 8`: from 9 characters on, `m - 5 >= 4`.
+    let shortest = if m > 8 { (m - 5).max(5) } else { 4 };
+    let ends = token.char_indices().map(|(i, _)| i).skip(shortest).chain([token.len()]);
+    ends.take((m + 1).saturating_sub(shortest)).map(move |end| &token[..end])
 }
 
 /// The one term a statement word looks up in the searchable fields: its stem form when
@@ -204,17 +197,48 @@ pub fn text_tokens(title: &str, attrs: &[&str], description: &str) -> Vec<String
 }
 
 /// The tokenizer of the analyzer [`TEXT_ANALYZER`]: the tokens of a [`text_value`], its
-/// sections' [`searchable_tokens`] and their [`stem_forms`], weighted 3/2/1, its stop
+/// sections' [`searchable_tokens`] and their [`stem_prefixes`], weighted 3/2/1, its stop
 /// words once, padded (see [`text_tokens`]); a text without [`SECTION`]s counts as a
 /// title. Offsets are not kept (nothing is highlighted).
 #[derive(Clone)]
 pub(super) struct IstoTokenizer;
 
+/// The token texts of one [`IstoTokenStream`] in one buffer (no allocation per token):
+/// text `i` is `buf[ends[i - 1]..ends[i]]`.
+#[derive(Default)]
+struct Texts {
+    buf: String,
+    ends: Vec<usize>,
+}
+
+impl Texts {
+    /// Appends the text `t`.
+    fn push(&mut self, t: &str) {
+        self.buf.push_str(t);
+        self.ends.push(self.buf.len());
+    }
+
+    /// Appends the stem form of `prefix`: [`STEM_MARK`] + `prefix`.
+    fn push_stem_form(&mut self, prefix: &str) {
+        self.buf.push(STEM_MARK);
+        self.push(prefix);
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
+        &self.buf[start..self.ends[i]]
+    }
+}
+
 /// The token stream of [`IstoTokenizer`]: each distinct token text is made once and
 /// copied into the current token in `order` (a section's texts as often as its weight
 /// asks), then `pad` times `~` (no allocation per emitted token).
 pub(super) struct IstoTokenStream {
-    texts: Vec<String>,
+    texts: Texts,
     /// Indices into `texts`, in emission order.
     order: std::vec::IntoIter<usize>,
     pad: usize,
@@ -222,7 +246,7 @@ pub(super) struct IstoTokenStream {
 }
 
 impl IstoTokenStream {
-    fn new(texts: Vec<String>, order: Vec<usize>, pad: usize) -> Self {
+    fn new(texts: Texts, order: Vec<usize>, pad: usize) -> Self {
         let current = Token { position: usize::MAX, ..Token::default() };
         Self { texts, order: order.into_iter(), pad, current }
     }
@@ -231,7 +255,7 @@ impl IstoTokenStream {
 impl TokenStream for IstoTokenStream {
     fn advance(&mut self) -> bool {
         let text = match self.order.next() {
-            Some(i) => self.texts[i].as_str(),
+            Some(i) => self.texts.get(i),
             None if self.pad > 0 => {
                 self.pad -= 1;
                 PAD_TOKEN
@@ -257,7 +281,7 @@ impl Tokenizer for IstoTokenizer {
     type TokenStream<'a> = IstoTokenStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> IstoTokenStream {
-        let mut texts = Vec::new();
+        let mut texts = Texts::default();
         let mut order = Vec::new();
         let mut stops = std::collections::BTreeSet::new();
         let places = crate::gazetteer::place_tokens();
@@ -265,11 +289,13 @@ impl Tokenizer for IstoTokenizer {
             let start = texts.len();
             let (searchable, stop) = searchable_tokens(section);
             for t in searchable {
-                stem_forms(&t, &mut texts);
+                for p in stem_prefixes(&t) {
+                    texts.push_stem_form(p);
+                }
                 // A word with a stem is looked up only by its stem forms (`~t` among them),
                 // but a place name also as itself (a search ranks by it exactly).
                 if matching::stem(&t).is_none() || places.contains(&t) {
-                    texts.push(t);
+                    texts.push(&t);
                 }
             }
             for _ in 0..weight {
@@ -279,7 +305,7 @@ impl Tokenizer for IstoTokenizer {
         }
         for t in stops {
             order.push(texts.len());
-            texts.push(t);
+            texts.push(&t);
         }
         let pad = TEXT_PAD.saturating_sub(order.len());
         IstoTokenStream::new(texts, order, pad)

@@ -509,3 +509,18 @@ fn the_text_field_weighs_title_3_attributes_2_description_1_and_is_padded() {
     // The section separator inside a text gives the same tokens as a space.
     assert_eq!(analysis::text_tokens("Škoda\u{1}Octavia", &[], ""), analysis::text_tokens("Škoda Octavia", &[], ""));
 }
+
+#[test]
+fn stem_forms_are_the_prefixes_of_4_to_m_characters_and_at_most_5_shorter() {
+    let lens = |t: &str| analysis::stem_prefixes(t).map(|p| p.chars().count()).collect::<Vec<_>>();
+    assert_eq!(lens("abc"), Vec::<usize>::new(), "under 4 characters: none");
+    assert_eq!(lens("audi"), vec![4]);
+    assert_eq!(lens("octavia"), vec![4, 5, 6, 7]);
+    assert_eq!(lens("garážová"), vec![4, 5, 6, 7, 8], "characters, not bytes");
+    assert_eq!(lens("garážovaný"), vec![5, 6, 7, 8, 9, 10], "4 only up to 8 characters");
+    assert_eq!(lens("elektromobilu"), vec![8, 9, 10, 11, 12, 13]);
+    assert_eq!(lens("x5"), Vec::<usize>::new());
+    assert_eq!(lens("octavia2"), Vec::<usize>::new(), "a digit: no stem");
+    assert_eq!(lens("c_max"), Vec::<usize>::new(), "a phrase: no stem");
+    assert_eq!(analysis::stem_prefixes("garážová").next(), Some("gará"));
+}
