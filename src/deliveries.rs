@@ -109,7 +109,7 @@ pub fn record_hits_in(
     let mut hits: Vec<_> = hits.iter().collect();
     hits.sort_by(|(a, x), (b, y)| y.score.total_cmp(&x.score).then_with(|| b.cmp(a)));
     for (offer_id, hit) in hits {
-        if log.put(&rec.id, offer_id, m, hit)? {
+        if log.put(&rec.id, offer_id, m, &hit.to_bytes())? {
             n += 1;
             rec.last_delivered = m;
             m += 1; // distinct, ordered delivery times
@@ -138,7 +138,7 @@ pub fn set_cadence_tx(
     now: OffsetDateTime,
 ) -> Result<()> {
     rec.cadence = cadence;
-    let waiting = !tx.deliveries::<Value>(&rec.id, rec.digest_cursor, 1)?.is_empty();
+    let waiting = !tx.deliveries(&rec.id, rec.digest_cursor, 1)?.is_empty();
     let due = rec.next_digest_at(now, base.settings().digest_min_interval_secs).filter(|_| waiting);
     tx.set_digest_due(&rec.id, due)?;
     Ok(())
@@ -176,7 +176,7 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
                 Some(_) => {}
             }
             let Some(contact) = &rec.contact else { return Ok(false) };
-            let rows: Vec<(i64, String, Value)> = tx.deliveries(&id, rec.digest_cursor, 50)?;
+            let rows = tx.deliveries(&id, rec.digest_cursor, 50)?;
             if rows.is_empty() {
                 return Ok(false);
             }
@@ -216,24 +216,34 @@ pub fn queue_due_digests(base: &Base) -> Result<u64> {
     Ok(queued)
 }
 
-/// Turns intent `intent`'s delivery rows `(µs, offer id, extensions)` into Deliveries
-/// with their offers (rows whose offer is gone are skipped).
+/// Turns intent `intent`'s delivery rows `(µs, offer id, stored extensions)` into
+/// Deliveries with their offers (rows whose offer is gone are skipped).
 ///
 /// # Errors
 /// Storage errors; [`StoreError::Corrupt`] naming the delivery (intent and offer id)
-/// when its stored time lies outside what a time holds: the list fails rather than show
-/// a made-up time such as 1970.
-pub fn with_offers(rx: &impl Reads, intent: &str, rows: Vec<(i64, String, Value)>) -> Result<Vec<Delivery>> {
+/// when its stored time lies outside what a time holds, or its extensions do not read
+/// ([`extensions`]): the list fails rather than show a made-up time such as 1970.
+pub fn with_offers(rx: &impl Reads, intent: &str, rows: Vec<(i64, String, Vec<u8>)>) -> Result<Vec<Delivery>> {
     let mut out = Vec::with_capacity(rows.len());
     for (m, offer_id, ext) in rows {
-        let at = Stamp::from_micros(m).ok_or_else(|| {
-            StoreError::Corrupt(format!("delivery {intent}/{offer_id}"), format!("its time {m} µs is out of range"))
-        })?;
+        let corrupt = |why: String| StoreError::Corrupt(format!("delivery {intent}/{offer_id}"), why);
+        let at = Stamp::from_micros(m).ok_or_else(|| corrupt(format!("its time {m} µs is out of range")))?;
+        let extensions = extensions(&ext).ok_or_else(|| corrupt("its extensions do not read".into()))?;
         if let Some(o) = rx.offer::<OfferRecord>(&offer_id)? {
-            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(at.at()), extensions: ext });
+            out.push(Delivery { offer: o.offer, delivered_at: clock::rfc3339_micros(at.at()), extensions });
         }
     }
     Ok(out)
+}
+
+/// A delivery's extensions from their stored form: a [`matching::Hit`] in its 4 bytes
+/// ([`matching::Hit::to_bytes`]), or JSON (the form of the rows written before it, kept
+/// as they are); `None` when neither reads.
+fn extensions(stored: &[u8]) -> Option<Value> {
+    match matching::Hit::from_bytes(stored) {
+        Some(hit) => serde_json::to_value(hit).ok(),
+        None => serde_json::from_slice(stored).ok(),
+    }
 }
 
 /// Ids of disabled sellers: their offers never match (PROTOCOL.md §6).
@@ -275,14 +285,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let b = crate::base::test_base(dir.path());
         let mut rec = crate::base::tests::active("int_a").delivery_target();
-        let hit = |score| matching::Hit { score, reasons: vec!["text"] };
+        let hit = |score| matching::Hit::new(score, false, true);
         let hits = [("off_1", hit(0.5)), ("off_3", hit(1.0)), ("off_2", hit(0.5)), ("off_4", hit(0.25))];
         let now = b.now();
         let n = b.store().write(|tx| record_hits_in(&b, &mut tx.delivery_log()?, &mut rec, &hits, now)).unwrap();
         assert_eq!(n, 4);
-        let rows = b.store().read(|rx| rx.deliveries::<Value>("int_a", 0, 10)).unwrap();
+        let rows = b.store().read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
         let order: Vec<&str> = rows.iter().map(|(_, o, _)| o.as_str()).collect();
         assert_eq!(order, ["off_3", "off_2", "off_1", "off_4"]);
+    }
+
+    /// A hit is stored in 4 bytes and reads back as the JSON it always was; a row stored
+    /// as JSON before still reads; other bytes do not.
+    #[test]
+    fn a_hit_is_stored_in_4_bytes_and_reads_as_its_json() {
+        let hit = matching::Hit::new(0.8333, true, true);
+        assert_eq!(hit.to_bytes().len(), 4);
+        let want = json!({"score": 0.833, "reasons": ["category", "criteria", "area", "price", "text"]});
+        assert_eq!(extensions(&hit.to_bytes()), Some(want.clone()));
+        assert_eq!(serde_json::to_value(hit).unwrap(), want);
+        for (score, criteria, text) in [(0.0, false, false), (1.0, false, true), (0.25, true, false)] {
+            let h = matching::Hit::new(score, criteria, text);
+            assert_eq!(matching::Hit::from_bytes(&h.to_bytes()), Some(h));
+        }
+        let old = br#"{"score":0.5,"reasons":["category","area","price"]}"#;
+        assert_eq!(extensions(old), Some(json!({"score": 0.5, "reasons": ["category", "area", "price"]})));
+        assert_eq!(extensions(&[1, 0, 0]), None, "short");
+        assert_eq!(extensions(&[1, 0, 0, 4]), None, "unknown flags");
     }
 
     /// Recording deliveries writes the intent's bookkeeping row, not its record: the
@@ -294,7 +323,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let b = crate::base::test_base(dir.path());
         b.write(|w| w.put_intent(&crate::base::tests::active("int_a"), true)).unwrap();
-        let hit = |score| matching::Hit { score, reasons: vec!["text"] };
+        let hit = |score| matching::Hit::new(score, false, true);
         let now = b.now();
         let record = |hits: &[(&str, matching::Hit)]| {
             let mut rec: DeliveryTarget = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
@@ -323,8 +352,7 @@ mod tests {
         assert_eq!(record(&[("off_2", hit(0.5)), ("off_3", hit(0.5))]), 1);
         let rec: IntentRecord = b.store().read(|rx| rx.intent("int_a")).unwrap().unwrap();
         assert_eq!((rec.match_count, rec.last_delivered), (3, micros(now) + 2));
-        let times: Vec<i64> =
-            b.store().read(|rx| rx.deliveries::<Value>("int_a", 0, 10)).unwrap().iter().map(|r| r.0).collect();
+        let times: Vec<i64> = b.store().read(|rx| rx.deliveries("int_a", 0, 10)).unwrap().iter().map(|r| r.0).collect();
         assert_eq!(times, [micros(now), micros(now) + 1, micros(now) + 2]);
 
         b.write(|w| w.remove_intent("int_a")).unwrap();
@@ -342,9 +370,9 @@ mod tests {
             .write(|tx| -> Result<()> {
                 tx.put_offer("off_a", &offer("off_a"), None)?;
                 tx.put_offer("off_b", &offer("off_b"), None)?;
-                tx.put_delivery("int_a", "off_a", good, &json!({}))?;
-                tx.put_delivery("int_b", "off_a", good, &json!({}))?;
-                tx.put_delivery("int_b", "off_b", i64::MAX, &json!({}))?;
+                tx.put_delivery("int_a", "off_a", good, b"{}")?;
+                tx.put_delivery("int_b", "off_a", good, b"{}")?;
+                tx.put_delivery("int_b", "off_b", i64::MAX, b"{}")?;
                 Ok(())
             })
             .unwrap();

@@ -46,31 +46,72 @@ pub struct Params {
     pub rates: std::collections::BTreeMap<String, f64>,
 }
 
-/// A successful match: score in 0..=1 and human-readable reasons. Serialized as a
-/// delivery's extensions (`{"score", "reasons"}`, PROTOCOL.md §2), which buyers see: a
-/// field added here is stored with every delivery and shown.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// A successful match: score in 0..=1 and what matched. Serialized as a delivery's
+/// extensions (`{"score", "reasons"}`, PROTOCOL.md §2), which buyers see: a field added
+/// here is stored with every delivery and shown. Stored in the delivery log in 4 bytes
+/// ([`Hit::to_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
-    /// Share of statement terms found (1.0 when the statement has no terms left).
+    /// Share of statement terms found (1.0 when the statement has no terms left),
+    /// rounded to 3 decimals.
     pub score: f64,
-    /// What matched, in this order: `category`, `criteria` (when the intent has
-    /// criteria), `area`, `price`, `text` (when the statement has terms).
-    pub reasons: Vec<&'static str>,
+    /// Whether the intent has criteria (all of which held).
+    pub criteria: bool,
+    /// Whether the statement has terms (enough of which were found).
+    pub text: bool,
 }
+
+/// The first byte of [`Hit::to_bytes`] (a JSON text never starts with it).
+const HIT_BYTES_TAG: u8 = 1;
 
 impl Hit {
     /// The hit of a match at `score` (rounded to 3 decimals), with or without `criteria`
     /// and statement `terms`.
     pub fn new(score: f64, criteria: bool, terms: bool) -> Self {
+        Hit { score: (score * 1000.0).round() / 1000.0, criteria, text: terms }
+    }
+
+    /// What matched, in this order: `category`, `criteria` (when the intent has
+    /// criteria), `area`, `price`, `text` (when the statement has terms).
+    pub fn reasons(&self) -> Vec<&'static str> {
         let mut reasons = vec!["category"];
-        if criteria {
+        if self.criteria {
             reasons.push("criteria");
         }
         reasons.extend(["area", "price"]);
-        if terms {
+        if self.text {
             reasons.push("text");
         }
-        Hit { score: (score * 1000.0).round() / 1000.0, reasons }
+        reasons
+    }
+
+    /// The stored form of the hit: `01`, the score in thousandths (16 bits, big-endian),
+    /// then the flags (bit 0 `criteria`, bit 1 `text`).
+    pub fn to_bytes(&self) -> [u8; 4] {
+        let milli = (self.score.clamp(0.0, 1.0) * 1000.0).round() as u16;
+        let [hi, lo] = milli.to_be_bytes();
+        [HIT_BYTES_TAG, hi, lo, u8::from(self.criteria) | u8::from(self.text) << 1]
+    }
+
+    /// The hit of its stored form ([`Hit::to_bytes`]); `None` for other bytes.
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        match *b {
+            [HIT_BYTES_TAG, hi, lo, flags] if flags < 4 => {
+                let score = f64::from(u16::from_be_bytes([hi, lo])) / 1000.0;
+                Some(Hit { score, criteria: flags & 1 != 0, text: flags & 2 != 0 })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl serde::Serialize for Hit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("Hit", 2)?;
+        st.serialize_field("score", &self.score)?;
+        st.serialize_field("reasons", &self.reasons())?;
+        st.end()
     }
 }
 

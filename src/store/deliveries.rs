@@ -3,8 +3,7 @@
 
 use super::schema::{DELIVERED, DELIVERY_LOG, DIGEST_DUE, INTENTS, INTENT_MATCHES, INTENT_TARGETS};
 use super::table::Table;
-use super::{encode, IntentRow, Result, Tx};
-use serde::Serialize;
+use super::{IntentRow, Result, Tx};
 
 /// Key of a `delivered` row, written into `key`: the offer first, so that the rows of an
 /// import's offers (new ids sort last) are written together, not on a page of each
@@ -32,8 +31,8 @@ fn split_log_key(k: &str) -> Option<(i64, String)> {
     Some((micros, parts.next()?.to_owned()))
 }
 
-/// Log rows as `(µs, offer id, extensions)`.
-pub(super) fn rows<T>(rows: Vec<(String, T)>) -> Vec<(i64, String, T)> {
+/// Log rows as `(µs, offer id, stored extensions)`.
+pub(super) fn rows(rows: Vec<(String, Vec<u8>)>) -> Vec<(i64, String, Vec<u8>)> {
     rows.into_iter().filter_map(|(k, v)| split_log_key(&k).map(|(m, o)| (m, o, v))).collect()
 }
 
@@ -58,14 +57,14 @@ pub struct DeliveryLog<'a> {
 
 impl DeliveryLog<'_> {
     /// Records a delivery of `offer` to `intent` at `micros` (Unix µs, the delivery
-    /// time, the log's order within the intent) unless one exists; returns whether it was
+    /// time, the log's order within the intent) with its extensions in their stored
+    /// form `ext` (the caller's: `deliveries`), unless one exists; returns whether it was
     /// new (PROTOCOL.md §2: one per (intent, offer)).
-    pub fn put<T: Serialize>(&mut self, intent: &str, offer: &str, micros: i64, ext: &T) -> Result<bool> {
+    pub fn put(&mut self, intent: &str, offer: &str, micros: i64, ext: &[u8]) -> Result<bool> {
         if !self.delivered.insert_new(pair_key(&mut self.key, intent, offer), micros)? {
             return Ok(false);
         }
-        let bytes = encode("delivery_log", ext)?;
-        self.log.insert(log_key(&mut self.key, intent, micros, offer), bytes.as_slice())?;
+        self.log.insert(log_key(&mut self.key, intent, micros, offer), ext)?;
         Ok(true)
     }
 
@@ -129,7 +128,7 @@ mod tests {
 
     impl Tx<'_> {
         /// Records one delivery (tests): [`DeliveryLog::put`] with the tables opened for it.
-        pub(crate) fn put_delivery<T: Serialize>(&mut self, i: &str, o: &str, micros: i64, ext: &T) -> Result<bool> {
+        pub(crate) fn put_delivery(&mut self, i: &str, o: &str, micros: i64, ext: &[u8]) -> Result<bool> {
             self.delivery_log()?.put(i, o, micros, ext)
         }
     }
@@ -139,18 +138,18 @@ mod tests {
         for (backend, s, _d) in crate::store::testpg::both() {
             eprintln!("backend: {backend}");
             s.write(|tx| {
-                assert!(tx.put_delivery("int_a", "off_2", 20, &1)?);
-                assert!(tx.put_delivery("int_a", "off_1", 10, &1)?);
-                assert!(!tx.put_delivery("int_a", "off_1", 30, &1)?);
-                assert!(tx.put_delivery("int_b", "off_1", 5, &1)?);
+                assert!(tx.put_delivery("int_a", "off_2", 20, b"1")?);
+                assert!(tx.put_delivery("int_a", "off_1", 10, b"1")?);
+                assert!(!tx.put_delivery("int_a", "off_1", 30, b"1")?);
+                assert!(tx.put_delivery("int_b", "off_1", 5, b"1")?);
                 Ok::<_, StoreError>(())
             })
             .unwrap();
-            let all: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
+            let all: Vec<(i64, String, Vec<u8>)> = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
             assert_eq!(all.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), vec!["off_1", "off_2"]);
-            let later: Vec<(i64, String, i32)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
+            let later: Vec<(i64, String, Vec<u8>)> = s.read(|rx| rx.deliveries("int_a", 10, 10)).unwrap();
             assert_eq!(later.len(), 1);
-            let newest: Vec<(i64, String, i32)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
+            let newest: Vec<(i64, String, Vec<u8>)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
             assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
             assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
         }

@@ -479,7 +479,7 @@ pub(super) mod tests {
             tx.put_token("code:ab", "int_a")?;
             tx.put_offer("off_a", &serde_json::json!({"p": 1.5}), Some(("sel_a", "ref 1")))?;
             tx.put_seller("sel_a", "acme", &serde_json::json!({"n": "Acme"}))?;
-            tx.put_delivery("int_a", "off_a", 1_733_000_000_000_000, &serde_json::json!({"score": 0.5}))?;
+            tx.put_delivery("int_a", "off_a", 1_733_000_000_000_000, br#"{"score":0.5}"#)?;
             tx.enqueue_mail(&serde_json::json!({"to": {"kid": "k", "nonce": "n", "ct": "c"}}))?;
             tx.put_record(Ns::Client, "c1", &serde_json::json!([1, 2]))?;
             Ok::<_, StoreError>(())

@@ -100,7 +100,7 @@ fn an_export_from_postgresql_restores_into_redb_row_for_row() {
         )?;
         tx.set_intent_person("int_a", Some(("per\0x", 9)))?;
         tx.put_offer("off_a", &serde_json::json!({"p": 1.5}), Some(("sel_a", "ref 1")))?;
-        tx.put_delivery("int_a", "off_a", -3, &serde_json::json!({"score": 0.5}))?;
+        tx.put_delivery("int_a", "off_a", -3, br#"{"score":0.5}"#)?;
         tx.enqueue_mail(&serde_json::json!({"to": "x"}))?;
         tx.queue_reply("int_a", "off_a")?;
         tx.put_record(Ns::Client, "c1", &serde_json::json!([1, 2]))

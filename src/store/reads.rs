@@ -89,17 +89,15 @@ pub(super) fn json_at<T: DeserializeOwned>(t: &Table<'_, &'static str, &'static 
     t.get(key)?.map(|b| decode(key, &b)).transpose()
 }
 
-/// Up to `limit` `(key, record)` of a `&str → &[u8]` table in `[from, to)`, in key order,
-/// or newest first when `rev`.
-pub(super) fn range_json<T: DeserializeOwned, R: Tables + ?Sized>(
+/// The delivery log rows within `from..to`, as [`deliveries::rows`].
+fn log_range<R: Tables + ?Sized>(
     r: &R,
-    def: TableDefinition<&str, &[u8]>,
     (from, to): (&str, &str),
     limit: usize,
     rev: bool,
-) -> Result<Vec<(String, T)>> {
-    let rows = r.table(def)?.range((Bound::Included(from), Bound::Excluded(to)), rev, limit)?;
-    rows.into_iter().map(|(key, v)| decode(&key, &v).map(|val| (key, val))).collect()
+) -> Result<Vec<(i64, String, Vec<u8>)>> {
+    let rows = r.table(schema::DELIVERY_LOG)?.range((Bound::Included(from), Bound::Excluded(to)), rev, limit)?;
+    Ok(deliveries::rows(rows))
 }
 
 /// Every record of a `&str → &[u8]` table, in key order.
@@ -286,23 +284,19 @@ pub trait Reads: Tables {
     }
 
     /// Deliveries of `intent` strictly after `after_micros`, oldest first, at most
-    /// `limit`: `(delivered µs, offer id, extensions JSON)`.
-    fn deliveries<T: DeserializeOwned>(
-        &self,
-        intent: &str,
-        after_micros: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String, T)>> {
+    /// `limit`: `(delivered µs, offer id, stored extensions)` (their form is the
+    /// writer's: `deliveries::extensions` reads it).
+    fn deliveries(&self, intent: &str, after_micros: i64, limit: usize) -> Result<Vec<(i64, String, Vec<u8>)>> {
         let mut from = String::new();
         let to = format!("{intent}\u{1}");
-        let bounds = (deliveries::log_key(&mut from, intent, after_micros.saturating_add(1), ""), to.as_str());
-        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, bounds, limit, false)?))
+        let from = deliveries::log_key(&mut from, intent, after_micros.saturating_add(1), "");
+        log_range(self, (from, to.as_str()), limit, false)
     }
 
-    /// The newest `limit` deliveries of `intent`, newest first.
-    fn latest_deliveries<T: DeserializeOwned>(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, T)>> {
+    /// The newest `limit` deliveries of `intent`, newest first (as [`Reads::deliveries`]).
+    fn latest_deliveries(&self, intent: &str, limit: usize) -> Result<Vec<(i64, String, Vec<u8>)>> {
         let (from, to) = (format!("{intent}\0"), format!("{intent}\u{1}"));
-        Ok(deliveries::rows(range_json(self, schema::DELIVERY_LOG, (&from, &to), limit, true)?))
+        log_range(self, (&from, &to), limit, true)
     }
 
     /// When an intent's pending digest is due (unix seconds), if one is pending.

@@ -157,9 +157,9 @@ mod tests {
                     false,
                     Default::default(),
                 )?;
-                tx.put_delivery("int_a", "off_1", 1, &serde_json::json!({}))?;
-                tx.put_record(Ns::Account, "acc_1", &serde_json::json!({}))?;
-                tx.put_record(Ns::Session, "s1", &serde_json::json!({}))?;
+                tx.put_delivery("int_a", "off_1", 1, b"{}")?;
+                tx.put_record(Ns::Account, "acc_1", b"{}")?;
+                tx.put_record(Ns::Session, "s1", b"{}")?;
                 Ok(())
             })
             .unwrap();
