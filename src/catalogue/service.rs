@@ -13,8 +13,8 @@ use crate::deliveries::{disabled_sellers, match_intent_tx, record_hits_in};
 use crate::matching;
 use crate::protocol::Offer;
 use crate::records::{offer_valid, DeliveryTarget, ImportCounts, IntentRecord, OfferInput, OfferRecord, SellerRecord};
-use crate::store::{Reads, Tx};
-use std::collections::HashMap;
+use crate::store::{OfferRows, Reads, Tx};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -262,8 +262,9 @@ impl Catalogue {
                 let mut matcher = Matcher::new(scope, &engine, rows.len());
                 // A feed's rows mostly share a few sellers: each is read (or added) once.
                 let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+                let mut offers = tx.offer_rows()?;
                 for row in rows {
-                    let (rec, updated) = store_row(tx, &mut sellers, row, run, now)?;
+                    let (rec, updated) = store_row(tx, &mut offers, &mut sellers, row, run, now)?;
                     if updated {
                         counts.updated += 1;
                     } else {
@@ -280,8 +281,13 @@ impl Catalogue {
                     by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
                 }
             }
-            // The delivery tables (and the intents') are opened once for the batch.
+            // The delivery tables (and the intents') are opened once for the batch. An
+            // offer made here and not updated later in the batch was never delivered.
             let mut log = tx.delivery_log()?;
+            let again: HashSet<&str> =
+                changed.iter().zip(&replaced).filter(|r| *r.1).map(|r| r.0.offer.id.as_str()).collect();
+            let made = changed.iter().zip(&replaced).filter(|r| !*r.1 && !again.contains(r.0.offer.id.as_str()));
+            log.new_offers(made.map(|r| r.0.offer.id.clone()).collect());
             for (id, hits) in by_intent {
                 // Its small row, or its record without the texts and sealed fields.
                 let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
@@ -436,6 +442,7 @@ fn indexed(o: &OfferRecord) -> bool {
 /// through `sellers`. Returns the record and whether it updated an offer.
 fn store_row(
     tx: &mut Tx<'_>,
+    offers: &mut OfferRows<'_>,
     sellers: &mut HashMap<String, SellerRecord>,
     row: OfferInput,
     run: Option<&str>,
@@ -446,10 +453,10 @@ fn store_row(
         sellers.insert(row.seller_name.clone(), s);
     }
     let seller = sellers[&row.seller_name].clone();
-    let existing = row.reference.as_deref().map(|r| tx.offer_by_ref(&seller.id, r)).transpose()?.flatten();
+    let existing = row.reference.as_deref().map(|r| offers.by_ref(&seller.id, r)).transpose()?.flatten();
     let (id, published_at) = match &existing {
         Some(id) => {
-            let old: Option<OfferRecord> = tx.offer(id)?;
+            let old: Option<OfferRecord> = offers.offer(id)?;
             (id.clone(), old.map(|o| o.offer.published_at).unwrap_or_else(|| clock::rfc3339(now)))
         }
         None => (crypto::new_id("off_"), clock::rfc3339(now)),
@@ -457,7 +464,7 @@ fn store_row(
     let reference = row.reference.clone();
     let offer = super::offer_of(row, id.clone(), "catalogue", seller, None, published_at);
     let rec = OfferRecord { offer, active: true, import_run: run.map(str::to_owned) };
-    tx.put_offer(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
+    offers.put(&id, &rec, reference.as_deref().map(|r| (rec.offer.source.seller_id.as_str(), r)))?;
     Ok((rec, existing.is_some()))
 }
 

@@ -82,6 +82,7 @@ pub use intents::{IntentDue, IntentKey, IntentRow, IntentWrite};
 pub use keymeta::{key_record, KeyRecord};
 pub use lead::{LEADER_LOCK, LEAD_RETRY};
 pub use location::Location;
+pub use offers::OfferRows;
 pub use pg::{check_url, redacted, PgSettings, PoolStats, DEFAULT_POOL_SIZE, WRITER_LOCK};
 use reads::{meta_counter, Tables, TxTxn};
 pub use reads::{Reads, Rx, Tx};

@@ -1,8 +1,11 @@
 //! Offers: the records, their feed references (`seller id \0 ref` → offer id) and the
 //! catalogue generation that the full-text index compares with.
 
+use super::reads::json_at;
 use super::schema::{OFFERS, OFFER_REFS};
+use super::table::Table;
 use super::{encode, meta_counter, Result, Rx, Tx};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// Key of the catalogue generation in `meta`.
@@ -13,15 +16,49 @@ pub(super) fn ref_key(seller_id: &str, reference: &str) -> String {
     format!("{seller_id}\0{reference}")
 }
 
-impl Tx<'_> {
-    /// Inserts or replaces an offer record and its feed reference.
-    pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
+/// The offer tables (`offers`, `offer_refs`) opened once for a batch of catalogue rows
+/// ([`Tx::offer_rows`]): an import reads and writes each of thousands of rows per batch
+/// there, and opening the tables for each row was a tenth of its store work. While it
+/// lives, the transaction must not open these tables again (redb refuses a table opened
+/// twice): read and write offers through it. Dropped before the transaction commits.
+pub struct OfferRows<'a> {
+    tx: Tx<'a>,
+    offers: Table<'a, &'static str, &'static [u8]>,
+    refs: Table<'a, &'static str, &'static str>,
+}
+
+impl OfferRows<'_> {
+    /// The id of the offer stored under a seller's feed reference
+    /// ([`super::Reads::offer_by_ref`] through the open tables).
+    pub fn by_ref(&self, seller_id: &str, reference: &str) -> Result<Option<String>> {
+        self.refs.get(ref_key(seller_id, reference).as_str())
+    }
+
+    /// The offer record `id` ([`super::Reads::offer`] through the open tables).
+    pub fn offer<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        json_at(&self.offers, id)
+    }
+
+    /// Inserts or replaces an offer record and its feed reference `(seller id, ref)`.
+    pub fn put<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
         let bytes = encode("offers", record)?;
-        self.open(OFFERS)?.insert(id, bytes.as_slice())?;
+        self.offers.insert(id, bytes.as_slice())?;
         if let Some((seller, r)) = seller_ref {
-            self.open(OFFER_REFS)?.insert(ref_key(seller, r).as_str(), id)?;
+            self.refs.insert(ref_key(seller, r).as_str(), id)?;
         }
-        self.note_change(super::ChangeKind::Offer, id)
+        self.tx.note_change(super::ChangeKind::Offer, id)
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// The offer tables, open for a batch of [`OfferRows`] reads and writes.
+    pub fn offer_rows(&self) -> Result<OfferRows<'a>> {
+        Ok(OfferRows { tx: Tx { txn: self.txn }, offers: self.open(OFFERS)?, refs: self.open(OFFER_REFS)? })
+    }
+
+    /// Inserts or replaces an offer record and its feed reference ([`OfferRows::put`]).
+    pub fn put_offer<T: Serialize>(&mut self, id: &str, record: &T, seller_ref: Option<(&str, &str)>) -> Result<()> {
+        self.offer_rows()?.put(id, record, seller_ref)
     }
 
     /// Bumps the catalogue generation (see [`Rx::offers_generation`]); returns the new one.

@@ -151,6 +151,31 @@ fn a_large_batch_matched_on_a_second_thread_delivers_as_small_batches_matched_in
     assert_eq!(delivered(100), want, "batches of 100, matched inline");
 }
 
+/// An offer made and then updated in one batch (two rows with one reference, both
+/// matching) is delivered once, as its update: the second row finds the first's
+/// delivery (PROTOCOL.md §2: one per (intent, offer)); importing it again delivers
+/// nothing.
+#[test]
+fn an_offer_made_and_updated_in_one_batch_is_delivered_once() {
+    let f = fixture();
+    let h = &f.holder;
+    let (id, _, consent) = publish(
+        h,
+        json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
+               "area": "SK-BL", "hiddenLimit": 12000}),
+    );
+    h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    let row = |title: &str| offer("r1", title, 9000.0, "Bratislava", "Škoda", "Octavia");
+    let c = h.catalogue.import_offers(vec![row("Škoda Octavia"), row("Škoda Octavia combi")]).unwrap();
+    assert_eq!((c.created, c.updated, c.delivered), (1, 1, 1));
+    let listed = isto::deliveries::list(&h.base, &id, None, 50).unwrap().0;
+    assert_eq!(listed.iter().map(|d| d.offer.title.as_str()).collect::<Vec<_>>(), ["Škoda Octavia combi"]);
+    let c = h.catalogue.import_offers(vec![row("Škoda Octavia combi 2.0 TDI")]).unwrap();
+    assert_eq!((c.created, c.updated, c.delivered), (0, 1, 0));
+    assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 1);
+}
+
 #[test]
 fn withdrawal_drops_queued_mail() {
     let f = fixture();
