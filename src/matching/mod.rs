@@ -203,33 +203,45 @@ const QUANTITY_WORDS: &[&str] = &[
 /// [`TermKind::Phrase`].
 pub fn analyse(input: &str) -> Vec<Term> {
     let folded = text::fold(input);
-    let chars: Vec<char> = folded.chars().collect();
-    let mut raw: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    for (i, &c) in chars.iter().enumerate() {
+    // Tokens as slices of `folded` (one with a decimal comma joined is owned, its `,` a `.`).
+    let mut raw: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    fn token(t: &str, comma: bool) -> std::borrow::Cow<'_, str> {
+        if comma {
+            t.replace(',', ".").into()
+        } else {
+            t.into()
+        }
+    }
+    let (mut start, mut comma) = (None, false);
+    let mut chars = folded.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
         if c.is_alphanumeric() {
-            cur.push(c);
+            start.get_or_insert(i);
             continue;
         }
-        let next = chars.get(i + 1).copied();
-        let prev_digit = cur.chars().last().is_some_and(|p| p.is_ascii_digit());
+        let next = chars.peek().map(|&(_, n)| n);
+        let cur = start.map_or("", |s| &folded[s..i]);
         let joins = !cur.is_empty()
             && match c {
                 '+' => {
                     next.is_some_and(char::is_alphanumeric)
                         && (cur.chars().any(|p| p.is_ascii_digit()) || next.is_some_and(|n| n.is_ascii_digit()))
                 }
-                '.' | ',' => prev_digit && next.is_some_and(|n| n.is_ascii_digit()) && !cur.contains(['.', ',']),
+                '.' | ',' => {
+                    cur.ends_with(|p: char| p.is_ascii_digit())
+                        && next.is_some_and(|n| n.is_ascii_digit())
+                        && !cur.contains(['.', ','])
+                }
                 _ => false,
             };
         if joins {
-            cur.push(if c == ',' { '.' } else { c });
-        } else if !cur.is_empty() {
-            raw.push(std::mem::take(&mut cur));
+            comma |= c == ',';
+        } else if let Some(s) = start.take() {
+            raw.push(token(&folded[s..i], std::mem::take(&mut comma)));
         }
     }
-    if !cur.is_empty() {
-        raw.push(cur);
+    if let Some(s) = start {
+        raw.push(token(&folded[s..], comma));
     }
     let numeric = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
     let group = |t: &str| t.len() == 3 && t.chars().all(|c| c.is_ascii_digit());
@@ -239,8 +251,8 @@ pub fn analyse(input: &str) -> Vec<Term> {
             out.push(Term { text: canonical(t).to_owned(), kind: TermKind::Word });
             continue;
         }
-        let prev = i.checked_sub(1).map(|j| raw[j].as_str());
-        let next = raw.get(i + 1).map(String::as_str);
+        let prev = i.checked_sub(1).map(|j| &*raw[j]);
+        let next = raw.get(i + 1).map(|n| &**n);
         let prev_word = prev.is_some_and(|p| {
             !p.chars().any(|c| c.is_ascii_digit()) && !QUANTITY_WORDS.contains(&p) && !STOP.contains(&p)
         });
@@ -268,13 +280,13 @@ pub fn analyse(input: &str) -> Vec<Term> {
             } else if t.chars().count() > MAX_DESIGNATION_CHARS {
                 // A reference code, VIN part or other identifier, not a model name:
                 // an ordinary term, never required.
-                out.push(Term { text: t.clone(), kind: TermKind::Word });
+                out.push(Term { text: t.to_string(), kind: TermKind::Word });
                 continue;
             } else {
                 TermKind::Designation
             }
         };
-        out.push(Term { text: t.clone(), kind });
+        out.push(Term { text: t.to_string(), kind });
         if matches!(kind, TermKind::Designation | TermKind::YearLike) && prev_word {
             if let Some(p) = prev.filter(|p| p.chars().count() >= 2) {
                 out.push(Term { text: format!("{}_{t}", canonical(p)), kind: TermKind::Phrase });
