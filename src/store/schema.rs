@@ -52,7 +52,9 @@ pub(super) const SELLER_NAMES: TableDefinition<&str, &str> = TableDefinition::ne
 /// first (v10; intent first before) so that an import's rows, of offers with new ids,
 /// are written together at the end of the table, not on a page of each intent's.
 pub(super) const DELIVERED: TableDefinition<&str, i64> = TableDefinition::new("delivered");
-/// `delivery_log`: `intent id \0 µs(20 digits) \0 offer id` → score JSON, in time order.
+/// `delivery_log`: `intent id \0 µs(20 digits) \0 offer id` → the delivery's extensions
+/// in the writer's form (`deliveries`: a hit's 4 bytes, or the JSON of rows written
+/// before them), in time order.
 pub(super) const DELIVERY_LOG: TableDefinition<&str, &[u8]> = TableDefinition::new("delivery_log");
 /// `digest_due`: intent id → unix seconds when its next digest may go out.
 pub(super) const DIGEST_DUE: TableDefinition<&str, i64> = TableDefinition::new("digest_due");
