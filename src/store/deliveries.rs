@@ -65,9 +65,14 @@ impl DeliveryLog<'_> {
     /// new (PROTOCOL.md §2: one per (intent, offer)).
     pub fn put(&mut self, intent: &str, offer: &str, micros: i64, ext: &[u8]) -> Result<bool> {
         let pair = pair_key(&mut self.key, intent, offer);
-        if self.fresh.contains(offer) {
-            self.delivered.insert(pair, micros)?;
-        } else if !self.delivered.insert_new(pair, micros)? {
+        // A new offer's row is inserted without a lookup; should one have been there after
+        // all, no second delivery is logged (its time in `delivered` becomes this one).
+        let known = if self.fresh.contains(offer) {
+            self.delivered.insert(pair, micros)?
+        } else {
+            !self.delivered.insert_new(pair, micros)?
+        };
+        if known {
             return Ok(false);
         }
         self.log.insert(log_key(&mut self.key, intent, micros, offer), ext)?;
@@ -166,6 +171,26 @@ mod tests {
             let newest: Vec<(i64, String, Vec<u8>)> = s.read(|rx| rx.latest_deliveries("int_a", 1)).unwrap();
             assert_eq!(newest.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), vec![(20, "off_2")]);
             assert_eq!(s.read(|rx| rx.delivered_at("int_a", "off_1")).unwrap(), Some(10));
+        }
+    }
+
+    /// A new offer's delivery is inserted without a lookup, yet never logged twice.
+    #[test]
+    fn a_new_offer_is_delivered_once_without_a_lookup() {
+        for (backend, s, _d) in crate::store::testpg::both() {
+            eprintln!("backend: {backend}");
+            let put = |micros| {
+                s.write(|tx| {
+                    let mut log = tx.delivery_log()?;
+                    log.new_offers(HashSet::from(["off_1".to_owned()]));
+                    log.put("int_a", "off_1", micros, b"1")
+                })
+                .unwrap()
+            };
+            assert!(put(10));
+            assert!(!put(20), "a row there after all: no second delivery");
+            let all = s.read(|rx| rx.deliveries("int_a", 0, 10)).unwrap();
+            assert_eq!(all.iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), [(10, "off_1")]);
         }
     }
 
