@@ -103,6 +103,19 @@ fn full_flow_respects_hidden_limit_and_withdrawal() {
     assert_eq!(isto::deliveries::list(&h.base, &id, None, 50).unwrap().0.len(), 3);
 }
 
+/// Publishes, consents to and confirms an intent for a Škoda Octavia in Bratislava up to
+/// 12 000 EUR (hidden); returns its id.
+fn octavia_intent(h: &AppState) -> String {
+    let (id, _, consent) = publish(
+        h,
+        json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
+               "area": "SK-BL", "hiddenLimit": 12000}),
+    );
+    h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
+    assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    id
+}
+
 /// A batch large enough to be matched on a second thread while its rows are stored
 /// (catalogue::service's `Matcher`, from 128 rows) delivers exactly what the same rows in
 /// smaller batches (matched inline) deliver: the same offers, each once, and the count.
@@ -128,13 +141,7 @@ fn a_large_batch_matched_on_a_second_thread_delivers_as_small_batches_matched_in
     let delivered = |batch: usize| {
         let f = fixture();
         let h = &f.holder;
-        let (id, _, consent) = publish(
-            h,
-            json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
-                   "area": "SK-BL", "hiddenLimit": 12000}),
-        );
-        h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
-        assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+        let id = octavia_intent(h);
         let mut n = 0;
         for chunk in rows.chunks(batch) {
             n += h.catalogue.import_offers(chunk.to_vec()).unwrap().delivered;
@@ -159,13 +166,7 @@ fn a_large_batch_matched_on_a_second_thread_delivers_as_small_batches_matched_in
 fn an_offer_made_and_updated_in_one_batch_is_delivered_once() {
     let f = fixture();
     let h = &f.holder;
-    let (id, _, consent) = publish(
-        h,
-        json!({"statement": "Hľadám Škoda Octavia", "criteria": {"category": "vehicles", "make": "skoda", "model": "Octavia"},
-               "area": "SK-BL", "hiddenLimit": 12000}),
-    );
-    h.intents.give_consent(&consent, "buyer@example.com", "sk").unwrap();
-    assert_eq!(h.intents.confirm(&token_from_outbox(h, "/confirm/")).unwrap(), ConfirmOutcome::Activated);
+    let id = octavia_intent(h);
     let row = |title: &str| offer("r1", title, 9000.0, "Bratislava", "Škoda", "Octavia");
     let c = h.catalogue.import_offers(vec![row("Škoda Octavia"), row("Škoda Octavia combi")]).unwrap();
     assert_eq!((c.created, c.updated, c.delivered), (1, 1, 1));
