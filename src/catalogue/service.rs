@@ -58,6 +58,25 @@ pub struct Catalogue {
     /// Held across a catalogue write and its index update, so the index applies
     /// catalogue changes in commit order.
     lock: Mutex<()>,
+    /// Set across a catalogue write and its index update ([`Handing`]): a write
+    /// transaction that begins in between sees offers the index was not handed yet.
+    handing: AtomicBool,
+}
+
+/// Sets [`Catalogue::handing`] until dropped.
+struct Handing<'a>(&'a AtomicBool);
+
+impl<'a> Handing<'a> {
+    fn set(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Release);
+        Self(flag)
+    }
+}
+
+impl Drop for Handing<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Catalogue {
@@ -70,7 +89,14 @@ impl Catalogue {
     /// The catalogue over `base`, with its index in `index_dir` (`DATA_DIR/index`) or in
     /// memory; the index is opened and caught up at first use.
     pub fn new(base: Arc<Base>, index_dir: Option<PathBuf>) -> Self {
-        Self { base, index: Mutex::new(None), index_dir, opening: AtomicBool::new(false), lock: Mutex::new(()) }
+        Self {
+            base,
+            index: Mutex::new(None),
+            index_dir,
+            opening: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            handing: AtomicBool::new(false),
+        }
     }
 
     /// The full-text offer index, opened (and rebuilt from the store when its generation
@@ -195,6 +221,9 @@ impl Catalogue {
 
     /// Matches the catalogue against one intent inside a write transaction: candidate
     /// offers from the index (a superset of the matches), then the exact §6 check.
+    /// While a catalogue write is between its store commit and its index hand-off, the
+    /// candidates wait for that hand-off first (at most [`OfferIndex::wait_handed`]'s
+    /// bound), so an intent that becomes active then does not miss its offers.
     pub fn match_catalogue_tx(
         &self,
         tx: &mut Writes<'_, '_>,
@@ -203,7 +232,14 @@ impl Catalogue {
     ) -> Result<u64> {
         let terms = matching::statement_analysis(&rec.statement).terms;
         let min = self.base.settings().min_should_match;
-        let ids = self.offer_index()?.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
+        let index = self.offer_index()?;
+        // An import that committed just before this transaction may not have handed its
+        // offers to the index yet: they would be neither matched by the import (this
+        // intent was not active then) nor candidates here.
+        if self.handing.load(Ordering::Acquire) && !index.wait_handed(tx.offers_generation()?) {
+            tracing::warn!("offer index not handed the last catalogue write in time; candidates may miss it");
+        }
+        let ids = index.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
         let mut offers = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(o) = tx.offer::<OfferRecord>(&id)? {
@@ -250,6 +286,7 @@ impl Catalogue {
     pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.base.now();
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _handing = Handing::set(&self.handing);
         let (counts, added, upserts, generation) = self.base.write(|tx| -> Result<_> {
             let mut counts = ImportCounts::default();
             // Standing intents: from the engine, on a second thread while this one writes
@@ -324,6 +361,7 @@ impl Catalogue {
     /// Storage errors; nothing is withdrawn then.
     pub fn withdraw_vanished(&self, run: &str) -> Result<Vec<String>> {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _handing = Handing::set(&self.handing);
         let (gone, generation) = self.base.write(|tx| -> Result<(Vec<String>, u64)> {
             let offers: Vec<OfferRecord> = tx.all_offers()?;
             let sellers: std::collections::HashSet<String> = offers
