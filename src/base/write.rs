@@ -429,6 +429,22 @@ impl Base {
     /// [`StoreError::Unavailable`] (or the store's own error) while the engine waits for
     /// a rebuild that cannot read the store yet.
     pub fn write<T, E: From<StoreError>>(&self, f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>) -> Result<T, E> {
+        self.write_then(f, |_| ())
+    }
+
+    /// [`Base::write`], and `then` on `f`'s result once it is committed, before any other
+    /// intent write may begin (and before the durable sync): a catalogue write hands its
+    /// offers to the search index there, so that an intent that becomes active in a later
+    /// write finds them among its candidates (the batch's own matching ran before it was
+    /// active). `then` runs under the intent-write lock: it must not write intents.
+    ///
+    /// # Errors
+    /// As [`Base::write`]; `then` runs only when the commit succeeded.
+    pub fn write_then<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Writes<'_, '_>) -> Result<T, E>,
+        then: impl FnOnce(&mut T),
+    ) -> Result<T, E> {
         let serial = self.intent_writes.lock().unwrap_or_else(PoisonError::into_inner);
         if self.engine_stale.load(Ordering::SeqCst) {
             self.resync_locked().map_err(|e| match e {
@@ -437,13 +453,14 @@ impl Base {
             })?;
         }
         let mut staged = Vec::new();
-        let (out, pending) = self.store.write_unsynced(|tx| {
+        let (mut out, pending) = self.store.write_unsynced(|tx| {
             let mut w = Writes { tx, base: self, ops: Vec::new() };
             let r = f(&mut w);
             staged = std::mem::take(&mut w.ops);
             r
         })?;
         self.apply_ops(staged);
+        then(&mut out);
         // Durable before it returns, but waited for outside the lock, so that concurrent
         // intent writes share one fsync (group commit, see `Store::sync`).
         drop(serial);

@@ -58,25 +58,6 @@ pub struct Catalogue {
     /// Held across a catalogue write and its index update, so the index applies
     /// catalogue changes in commit order.
     lock: Mutex<()>,
-    /// Set across a catalogue write and its index update ([`Handing`]): a write
-    /// transaction that begins in between sees offers the index was not handed yet.
-    handing: AtomicBool,
-}
-
-/// Sets [`Catalogue::handing`] until dropped.
-struct Handing<'a>(&'a AtomicBool);
-
-impl<'a> Handing<'a> {
-    fn set(flag: &'a AtomicBool) -> Self {
-        flag.store(true, Ordering::Release);
-        Self(flag)
-    }
-}
-
-impl Drop for Handing<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
 }
 
 impl std::fmt::Debug for Catalogue {
@@ -89,14 +70,7 @@ impl Catalogue {
     /// The catalogue over `base`, with its index in `index_dir` (`DATA_DIR/index`) or in
     /// memory; the index is opened and caught up at first use.
     pub fn new(base: Arc<Base>, index_dir: Option<PathBuf>) -> Self {
-        Self {
-            base,
-            index: Mutex::new(None),
-            index_dir,
-            opening: AtomicBool::new(false),
-            lock: Mutex::new(()),
-            handing: AtomicBool::new(false),
-        }
+        Self { base, index: Mutex::new(None), index_dir, opening: AtomicBool::new(false), lock: Mutex::new(()) }
     }
 
     /// The full-text offer index, opened (and rebuilt from the store when its generation
@@ -221,9 +195,6 @@ impl Catalogue {
 
     /// Matches the catalogue against one intent inside a write transaction: candidate
     /// offers from the index (a superset of the matches), then the exact §6 check.
-    /// While a catalogue write is between its store commit and its index hand-off, the
-    /// candidates wait for that hand-off first (at most [`OfferIndex::wait_handed`]'s
-    /// bound), so an intent that becomes active then does not miss its offers.
     pub fn match_catalogue_tx(
         &self,
         tx: &mut Writes<'_, '_>,
@@ -232,14 +203,7 @@ impl Catalogue {
     ) -> Result<u64> {
         let terms = matching::statement_analysis(&rec.statement).terms;
         let min = self.base.settings().min_should_match;
-        let index = self.offer_index()?;
-        // An import that committed just before this transaction may not have handed its
-        // offers to the index yet: they would be neither matched by the import (this
-        // intent was not active then) nor candidates here.
-        if self.handing.load(Ordering::Acquire) && !index.wait_handed(tx.offers_generation()?) {
-            tracing::warn!("offer index not handed the last catalogue write in time; candidates may miss it");
-        }
-        let ids = index.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
+        let ids = self.offer_index()?.candidates_for_intent_min(&rec.category, &rec.area, &terms, min)?;
         let mut offers = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(o) = tx.offer::<OfferRecord>(&id)? {
@@ -286,63 +250,69 @@ impl Catalogue {
     pub fn import_offers_run(&self, rows: Vec<OfferInput>, run: Option<&str>) -> Result<ImportCounts> {
         let now = self.base.now();
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let _handing = Handing::set(&self.handing);
-        let (counts, added, upserts, generation) = self.base.write(|tx| -> Result<_> {
-            let mut counts = ImportCounts::default();
-            // Standing intents: from the engine, on a second thread while this one writes
-            // the rows (a new seller is never disabled); the status is checked again below.
-            let disabled = disabled_sellers(tx)?;
-            let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
-            // Per row in order: whether it replaced an offer (else its id is new to the index).
-            let mut replaced = Vec::with_capacity(rows.len());
-            let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
-                let mut matcher = Matcher::new(scope, &engine, rows.len());
-                // A feed's rows mostly share a few sellers: each is read (or added) once.
-                let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
-                let mut offers = tx.offer_rows()?;
-                for row in rows {
-                    let (rec, updated) = store_row(tx, &mut offers, &mut sellers, row, run, now)?;
-                    if updated {
-                        counts.updated += 1;
-                    } else {
-                        counts.created += 1;
+        // The offers go to the index as the batch commits, before another write can
+        // make an intent active (`Base::write_then`).
+        let hand_over = |(_, added, upserts, generation): &mut (ImportCounts, Vec<Offer>, Vec<Offer>, u64)| {
+            self.index_apply(std::mem::take(added), std::mem::take(upserts), Vec::new(), *generation);
+        };
+        let (counts, ..) = self.base.write_then(
+            |tx| -> Result<_> {
+                let mut counts = ImportCounts::default();
+                // Standing intents: from the engine, on a second thread while this one writes
+                // the rows (a new seller is never disabled); the status is checked again below.
+                let disabled = disabled_sellers(tx)?;
+                let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
+                // Per row in order: whether it replaced an offer (else its id is new to the index).
+                let mut replaced = Vec::with_capacity(rows.len());
+                let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
+                    let mut matcher = Matcher::new(scope, &engine, rows.len());
+                    // A feed's rows mostly share a few sellers: each is read (or added) once.
+                    let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+                    let mut offers = tx.offer_rows()?;
+                    for row in rows {
+                        let (rec, updated) = store_row(tx, &mut offers, &mut sellers, row, run, now)?;
+                        if updated {
+                            counts.updated += 1;
+                        } else {
+                            counts.created += 1;
+                        }
+                        replaced.push(updated);
+                        matcher.push(rec);
                     }
-                    replaced.push(updated);
-                    matcher.push(rec);
+                    Ok(matcher.finish())
+                })?;
+                let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+                for (o, hits) in changed.iter().zip(matches) {
+                    for (intent, hit) in hits {
+                        by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                    }
                 }
-                Ok(matcher.finish())
-            })?;
-            let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
-            for (o, hits) in changed.iter().zip(matches) {
-                for (intent, hit) in hits {
-                    by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+                // The delivery tables (and the intents') are opened once for the batch. An
+                // offer made here and not updated later in the batch was never delivered.
+                let mut log = tx.delivery_log()?;
+                let again: HashSet<&str> =
+                    changed.iter().zip(&replaced).filter(|r| *r.1).map(|r| r.0.offer.id.as_str()).collect();
+                let made = changed.iter().zip(&replaced).filter(|r| !*r.1 && !again.contains(r.0.offer.id.as_str()));
+                log.new_offers(made.map(|r| r.0.offer.id.clone()).collect());
+                for (id, hits) in by_intent {
+                    // Its small row, or its record without the texts and sealed fields.
+                    let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
+                    if !rec.active_at(now) {
+                        continue;
+                    }
+                    counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
                 }
-            }
-            // The delivery tables (and the intents') are opened once for the batch. An
-            // offer made here and not updated later in the batch was never delivered.
-            let mut log = tx.delivery_log()?;
-            let again: HashSet<&str> =
-                changed.iter().zip(&replaced).filter(|r| *r.1).map(|r| r.0.offer.id.as_str()).collect();
-            let made = changed.iter().zip(&replaced).filter(|r| !*r.1 && !again.contains(r.0.offer.id.as_str()));
-            log.new_offers(made.map(|r| r.0.offer.id.clone()).collect());
-            for (id, hits) in by_intent {
-                // Its small row, or its record without the texts and sealed fields.
-                let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
-                if !rec.active_at(now) {
-                    continue;
+                let generation = tx.bump_offers_generation()?;
+                // New offers go in before replaced ones: an offer added and then updated in the
+                // batch is in both, in that order.
+                let (mut added, mut upserts) = (Vec::new(), Vec::new());
+                for (o, updated) in changed.into_iter().zip(replaced) {
+                    if updated { &mut upserts } else { &mut added }.push(o.offer);
                 }
-                counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
-            }
-            let generation = tx.bump_offers_generation()?;
-            // New offers go in before replaced ones: an offer added and then updated in the
-            // batch is in both, in that order.
-            let (mut added, mut upserts) = (Vec::new(), Vec::new());
-            for (o, updated) in changed.into_iter().zip(replaced) {
-                if updated { &mut upserts } else { &mut added }.push(o.offer);
-            }
-            Ok((counts, added, upserts, generation))
-        })?;
-        self.index_apply(added, upserts, Vec::new(), generation);
+                Ok((counts, added, upserts, generation))
+            },
+            hand_over,
+        )?;
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
@@ -361,26 +331,33 @@ impl Catalogue {
     /// Storage errors; nothing is withdrawn then.
     pub fn withdraw_vanished(&self, run: &str) -> Result<Vec<String>> {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let _handing = Handing::set(&self.handing);
-        let (gone, generation) = self.base.write(|tx| -> Result<(Vec<String>, u64)> {
-            let offers: Vec<OfferRecord> = tx.all_offers()?;
-            let sellers: std::collections::HashSet<String> = offers
-                .iter()
-                .filter(|o| o.import_run.as_deref() == Some(run))
-                .map(|o| o.offer.source.seller_id.clone())
-                .collect();
-            let mut gone = Vec::new();
-            for mut o in offers {
-                if indexed(&o) && sellers.contains(&o.offer.source.seller_id) && o.import_run.as_deref() != Some(run) {
-                    o.active = false;
-                    tx.put_offer(&o.offer.id.clone(), &o, None)?;
-                    gone.push(o.offer.id);
+        let hand_over = |(gone, generation): &mut (Vec<String>, u64)| {
+            self.index_apply(Vec::new(), Vec::new(), gone.clone(), *generation);
+        };
+        let (gone, _) = self.base.write_then(
+            |tx| -> Result<(Vec<String>, u64)> {
+                let offers: Vec<OfferRecord> = tx.all_offers()?;
+                let sellers: std::collections::HashSet<String> = offers
+                    .iter()
+                    .filter(|o| o.import_run.as_deref() == Some(run))
+                    .map(|o| o.offer.source.seller_id.clone())
+                    .collect();
+                let mut gone = Vec::new();
+                for mut o in offers {
+                    if indexed(&o)
+                        && sellers.contains(&o.offer.source.seller_id)
+                        && o.import_run.as_deref() != Some(run)
+                    {
+                        o.active = false;
+                        tx.put_offer(&o.offer.id.clone(), &o, None)?;
+                        gone.push(o.offer.id);
+                    }
                 }
-            }
-            let generation = tx.bump_offers_generation()?;
-            Ok((gone, generation))
-        })?;
-        self.index_apply(Vec::new(), Vec::new(), gone.clone(), generation);
+                let generation = tx.bump_offers_generation()?;
+                Ok((gone, generation))
+            },
+            hand_over,
+        )?;
         self.sync_index();
         Ok(gone)
     }

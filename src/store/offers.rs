@@ -65,11 +65,6 @@ impl<'a> Tx<'a> {
     pub fn bump_offers_generation(&mut self) -> Result<u64> {
         self.bump_counter(GENERATION, 0)
     }
-
-    /// The catalogue generation as this transaction sees it ([`Rx::offers_generation`]).
-    pub fn offers_generation(&self) -> Result<u64> {
-        meta_counter(self, GENERATION)
-    }
 }
 
 impl Rx {

@@ -65,10 +65,12 @@ fn call(f: &Fx, tool: &str, args: Value) -> (Duration, Value) {
 
 fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
     let regions = ["SK-BL", "SK-KI", "SK-ZI", "CZ-10", "CZ-64"];
-    // Each a minute after the previous one (intents change one at a time).
-    let at = isto::records::Stamp::of(
-        isto::clock::parse_rfc3339("2026-11-20T10:00:00Z").unwrap() + time::Duration::minutes(i as i64),
-    );
+    // Each a minute after the previous one (intents change one at a time), from 17.5
+    // days ago: their ages, and so what a demand summary counts, do not move with the
+    // day the test runs on (from fixed dates, the summary's first call went from 2.7 to
+    // 7 ms between two runs of one evening).
+    let start = isto::clock::Clock::now(&isto::clock::SystemClock) - time::Duration::hours(17 * 24 + 12);
+    let at = isto::records::Stamp::of(start + time::Duration::minutes(i as i64));
     let content = isto::records::IntentContent {
         statement: "Hľadám Škodu Octaviu combi diesel".into(),
         category: "vehicles".into(),

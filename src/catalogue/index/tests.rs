@@ -467,29 +467,6 @@ fn candidates_follow_category_area_and_terms() {
     assert_eq!(ix.candidates_for_intent("vehicles", &cz, &t("skoda")).unwrap(), vec!["o5"]);
 }
 
-#[test]
-fn candidates_wait_for_the_update_of_a_committed_catalogue_write() {
-    let ix = std::sync::Arc::new(sample());
-    assert!(ix.wait_handed(1), "a rebuild hands its generation");
-    // Nothing hands generation 2: the wait gives up after HANDOFF_WAIT and says so.
-    let t0 = std::time::Instant::now();
-    assert!(!ix.wait_handed(2));
-    assert!(t0.elapsed() >= super::writer::HANDOFF_WAIT, "{:?}", t0.elapsed());
-    // The import's thread hands the offers of its committed write (generation 2) after
-    // its store commit; an intent's candidates read after the wait include them.
-    let importer = {
-        let ix = std::sync::Arc::clone(&ix);
-        std::thread::spawn(move || {
-            ix.apply(vec![offer("o6", "Škoda Superb", "", json!({}), "Košice")], Vec::new(), Vec::new(), 2)
-        })
-    };
-    assert!(ix.wait_handed(2));
-    let sk = gazetteer::resolve("SK").unwrap();
-    let terms = matching::statement_terms("Hľadám Superb");
-    assert_eq!(ix.candidates_for_intent("vehicles", &sk, &terms).unwrap(), vec!["o6"]);
-    importer.join().unwrap();
-}
-
 // ---- generated offers and intents (property test and timing) ----
 
 /// Names that differ in one letter rank their own model first: hyphenated (`C-MAX`,

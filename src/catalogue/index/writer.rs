@@ -44,8 +44,6 @@ pub(super) const QUEUE_OFFERS: usize = 5_000;
 /// after its catalogue write returned (plus the commit's own time, a few ms to tens of
 /// ms; the documented bound is one second).
 pub const REFRESH_LAG: Duration = Duration::from_millis(500);
-/// The longest [`OfferIndex::wait_handed`] waits for a catalogue write's update.
-pub(super) const HANDOFF_WAIT: Duration = Duration::from_secs(1);
 /// A writer with nothing pending ends this long after its last commit.
 pub(super) const WRITER_IDLE: Duration = Duration::from_secs(2);
 /// A series whose first update has fewer offers gets a writer of
@@ -96,9 +94,6 @@ pub(super) struct State {
     queue: Vec<Update>,
     /// The offers and ids in `queue`.
     queued: usize,
-    /// The highest generation handed to the index (queued, or rebuilt to; at open, the
-    /// last commit's).
-    handed: u64,
     /// The first failure of the refresher since the last flush, which returns it.
     failed: Option<IndexError>,
     /// The refresher thread, once started.
@@ -146,7 +141,7 @@ impl Writing {
             f,
             rates,
             prices,
-            state: Mutex::new(State { handed: generation.unwrap_or(0), ..State::default() }),
+            state: Mutex::new(State::default()),
             changed: Condvar::new(),
             generation: Mutex::new(generation),
             lost: std::sync::atomic::AtomicBool::new(false),
@@ -436,9 +431,7 @@ impl OfferIndex {
             // and earlier failures' losses go with it.
             w.lost.store(false, Ordering::SeqCst);
             w.end(p)?;
-            let mut st = w.lock();
-            st.failed = None;
-            st.handed = st.handed.max(generation);
+            w.lock().failed = None;
             Ok(n)
         })();
         // The caller gets the failure (it is not kept for a flush).
@@ -469,7 +462,6 @@ impl OfferIndex {
             st = w.wait(st);
         }
         let u = Update { added, upserts, removed, generation, at: Instant::now() };
-        st.handed = st.handed.max(generation);
         st.queued += u.len();
         st.queue.push(u);
         if st.refresher.is_none() {
@@ -508,26 +500,6 @@ impl OfferIndex {
             Some(e) => Err(e),
             None => Ok(()),
         }
-    }
-
-    /// Waits until the index has been handed the updates that bring it to `generation`
-    /// (by [`Self::apply`] or a rebuild), at most [`HANDOFF_WAIT`]; whether it has. A
-    /// catalogue write commits to the store before it hands its offers to the index, so
-    /// a later write transaction that reads the store's generation and then asks for
-    /// the candidates of an intent (whose flush commits what was handed) waits for that
-    /// hand-over first. Returns at once when the index closes.
-    pub fn wait_handed(&self, generation: u64) -> bool {
-        let w = &self.writing;
-        let deadline = Instant::now() + HANDOFF_WAIT;
-        let mut st = w.lock();
-        while st.handed < generation && !st.closed {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            st = w.changed.wait_timeout(st, left).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        st.handed >= generation
     }
 
     /// [`Self::flush`] before a read that must see every update: the read sees the last
