@@ -252,73 +252,80 @@ impl Catalogue {
         let _catalogue = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         // The offers go to the index as the batch commits, before another write can
         // make an intent active (`Base::write_then`).
-        let hand_over = |(_, added, upserts, generation): &mut (ImportCounts, Vec<Offer>, Vec<Offer>, u64)| {
-            self.index_apply(std::mem::take(added), std::mem::take(upserts), Vec::new(), *generation);
+        let hand_over = |b: &mut Batch| {
+            self.index_apply(std::mem::take(&mut b.added), std::mem::take(&mut b.upserts), Vec::new(), b.generation);
         };
-        let (counts, ..) = self.base.write_then(
-            |tx| -> Result<_> {
-                let mut counts = ImportCounts::default();
-                // Standing intents: from the engine, on a second thread while this one writes
-                // the rows (a new seller is never disabled); the status is checked again below.
-                let disabled = disabled_sellers(tx)?;
-                let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
-                // Per row in order: whether it replaced an offer (else its id is new to the index).
-                let mut replaced = Vec::with_capacity(rows.len());
-                let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
-                    let mut matcher = Matcher::new(scope, &engine, rows.len());
-                    // A feed's rows mostly share a few sellers: each is read (or added) once.
-                    let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
-                    let mut offers = tx.offer_rows()?;
-                    for row in rows {
-                        let (rec, updated) = store_row(tx, &mut offers, &mut sellers, row, run, now)?;
-                        if updated {
-                            counts.updated += 1;
-                        } else {
-                            counts.created += 1;
-                        }
-                        replaced.push(updated);
-                        matcher.push(rec);
-                    }
-                    Ok(matcher.finish())
-                })?;
-                let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
-                for (o, hits) in changed.iter().zip(matches) {
-                    for (intent, hit) in hits {
-                        by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
-                    }
-                }
-                // The delivery tables (and the intents') are opened once for the batch. An
-                // offer made here and not updated later in the batch was never delivered.
-                let mut log = tx.delivery_log()?;
-                let again: HashSet<&str> =
-                    changed.iter().zip(&replaced).filter(|r| *r.1).map(|r| r.0.offer.id.as_str()).collect();
-                let made = changed.iter().zip(&replaced).filter(|r| !*r.1 && !again.contains(r.0.offer.id.as_str()));
-                log.new_offers(made.map(|r| r.0.offer.id.clone()).collect());
-                for (id, hits) in by_intent {
-                    // Its small row, or its record without the texts and sealed fields.
-                    let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
-                    if !rec.active_at(now) {
-                        continue;
-                    }
-                    counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
-                }
-                let generation = tx.bump_offers_generation()?;
-                // New offers go in before replaced ones: an offer added and then updated in the
-                // batch is in both, in that order.
-                let (mut added, mut upserts) = (Vec::new(), Vec::new());
-                for (o, updated) in changed.into_iter().zip(replaced) {
-                    if updated { &mut upserts } else { &mut added }.push(o.offer);
-                }
-                Ok((counts, added, upserts, generation))
-            },
-            hand_over,
-        )?;
+        let Batch { counts, .. } = self.base.write_then(|tx| self.write_batch(tx, rows, run, now), hand_over)?;
         drop(_catalogue);
         crate::telemetry::offers_imported(counts.created, counts.updated, 0);
         if counts.delivered > 0 {
             self.base.outbox().wake();
         }
         Ok(counts)
+    }
+
+    /// [`Catalogue::import_offers_run`]'s transaction: stores `rows`, matches them
+    /// against the standing intents and logs the deliveries; the offers for the index.
+    fn write_batch(
+        &self,
+        tx: &mut Writes<'_, '_>,
+        rows: Vec<OfferInput>,
+        run: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Result<Batch> {
+        let mut counts = ImportCounts::default();
+        // Standing intents: from the engine, on a second thread while this one writes
+        // the rows (a new seller is never disabled); the status is checked again below.
+        let disabled = disabled_sellers(tx)?;
+        let engine = |o: &OfferRecord| self.base.engine_matches(&o.offer, offer_valid(o, &disabled, now));
+        // Per row in order: whether it replaced an offer (else its id is new to the index).
+        let mut replaced = Vec::with_capacity(rows.len());
+        let (changed, matches) = std::thread::scope(|scope| -> Result<_> {
+            let mut matcher = Matcher::new(scope, &engine, rows.len());
+            // A feed's rows mostly share a few sellers: each is read (or added) once.
+            let mut sellers: HashMap<String, SellerRecord> = HashMap::new();
+            let mut offers = tx.offer_rows()?;
+            for row in rows {
+                let (rec, updated) = store_row(tx, &mut offers, &mut sellers, row, run, now)?;
+                if updated {
+                    counts.updated += 1;
+                } else {
+                    counts.created += 1;
+                }
+                replaced.push(updated);
+                matcher.push(rec);
+            }
+            Ok(matcher.finish())
+        })?;
+        let mut by_intent: std::collections::BTreeMap<String, Vec<(&str, matching::Hit)>> = Default::default();
+        for (o, hits) in changed.iter().zip(matches) {
+            for (intent, hit) in hits {
+                by_intent.entry(intent).or_default().push((o.offer.id.as_str(), hit));
+            }
+        }
+        // The delivery tables (and the intents') are opened once for the batch. An
+        // offer made here and not updated later in the batch was never delivered.
+        let mut log = tx.delivery_log()?;
+        let again: HashSet<&str> =
+            changed.iter().zip(&replaced).filter(|r| *r.1).map(|r| r.0.offer.id.as_str()).collect();
+        let made = changed.iter().zip(&replaced).filter(|r| !*r.1 && !again.contains(r.0.offer.id.as_str()));
+        log.new_offers(made.map(|r| r.0.offer.id.clone()).collect());
+        for (id, hits) in by_intent {
+            // Its small row, or its record without the texts and sealed fields.
+            let Some(mut rec) = log.target::<DeliveryTarget>(&id)? else { continue };
+            if !rec.active_at(now) {
+                continue;
+            }
+            counts.delivered += record_hits_in(&self.base, &mut log, &mut rec, &hits, now)?;
+        }
+        let generation = tx.bump_offers_generation()?;
+        // New offers go in before replaced ones: an offer added and then updated in the
+        // batch is in both, in that order.
+        let (mut added, mut upserts) = (Vec::new(), Vec::new());
+        for (o, updated) in changed.into_iter().zip(replaced) {
+            if updated { &mut upserts } else { &mut added }.push(o.offer);
+        }
+        Ok(Batch { counts, added, upserts, generation })
     }
 
     /// Ends a full-feed import (`isto admin offers import --full`): every active
@@ -371,6 +378,15 @@ type Chunk = (usize, Vec<OfferRecord>, Vec<Matches>);
 
 /// The chunks waiting to be matched, shared by the threads that match them.
 type Queue = Arc<Mutex<std::sync::mpsc::Receiver<Chunk>>>;
+
+/// What an import batch's transaction hands on: its counts, and for the offer index the
+/// offers it made (`added`) and replaced (`upserts`), at catalogue `generation`.
+struct Batch {
+    counts: ImportCounts,
+    added: Vec<Offer>,
+    upserts: Vec<Offer>,
+    generation: u64,
+}
 
 /// Offers of an import batch with their matches ([`Base::engine_matches`] through
 /// `engine`), in the order pushed. A batch of [`Matcher::SPLIT`] rows or more is matched
