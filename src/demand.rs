@@ -26,8 +26,9 @@
 //! fewer than k distinct people (`[demand] k`) is `{"withheld": true, "reason":
 //! "below_threshold"}` with no numbers, whatever its intent count — so one person's many
 //! intents (one address, its `+tag` variants, one account) never lift a cell over k. A
-//! person is the intent's stored person key ([`IntentRecord::person`]); demand never
-//! opens a contact, and an intent without a key adds no person. Every output that
+//! person is the intent's stored person key ([`IntentRecord::person`], compared as its
+//! 64-bit hash [`Times::person`]: a collision can only withhold); demand never opens a
+//! contact, and an intent without a key adds no person. Every output that
 //! applies k ([`summary`], [`heat_map`]) applies it this way, and the sub-counts too
 //! ([`sub_count`]).
 //!
@@ -38,7 +39,7 @@
 //! Errors: a fallible item here fails with storage errors (and key errors where it opens
 //! a sealed value) unless its `# Errors` says more.
 
-use crate::base::active::Times;
+use crate::base::active::{self, Times};
 use crate::base::{Base, ServiceError};
 use crate::clock;
 use crate::config::Settings;
@@ -48,7 +49,6 @@ use crate::protocol::CATEGORIES;
 use crate::records::IntentRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
 use time::{Date, Month, OffsetDateTime};
 
 pub use crate::protocol::{BUY_BY_BANDS, NONE};
@@ -152,15 +152,39 @@ fn add_months(date: Date, months: u32) -> Date {
 /// today + 1 calendar month → `"1m"` (a past date too), + 3 months → `"3m"`, + 12 months
 /// → `"12m"`, later → `"later"`; none → `"none"`.
 pub fn buy_by_band(buy_by: Option<&str>, today: Date) -> &'static str {
-    let Some(d) = buy_by.and_then(|s| clock::parse_date(s).ok()) else { return NONE };
-    if d <= add_months(today, 1) {
-        "1m"
-    } else if d <= add_months(today, 3) {
-        "3m"
-    } else if d <= add_months(today, 12) {
-        "12m"
-    } else {
-        "later"
+    let band = At::new(today.midnight().assume_utc()).buy_by_band(buy_by.and_then(|s| clock::parse_date(s).ok()));
+    BUY_BY_BANDS.get(band).copied().unwrap_or(NONE)
+}
+
+/// One scan's instant and what each intent is compared with at it, computed once: now in
+/// unix nanoseconds, the start of "new" ([`NEW_DAYS`] before), and the last days of the
+/// buy-by bands (today + 1, 3 and 12 calendar months).
+struct At {
+    ns: i128,
+    new_after: i128,
+    buy_by: [Date; 3],
+}
+
+impl At {
+    fn new(now: OffsetDateTime) -> Self {
+        let today = now.date();
+        Self {
+            ns: active::nanos(now),
+            new_after: active::nanos(now - time::Duration::days(NEW_DAYS)),
+            buy_by: [add_months(today, 1), add_months(today, 3), add_months(today, 12)],
+        }
+    }
+
+    /// The index in [`BUY_BY_BANDS`] of the band of a `buyBy` date (see [`buy_by_band`]).
+    fn buy_by_band(&self, buy_by: Option<Date>) -> usize {
+        let Some(d) = buy_by else { return BUY_BY_BANDS.len() - 1 };
+        self.buy_by.iter().position(|last| d <= *last).unwrap_or(self.buy_by.len())
+    }
+
+    /// Whether the intent became active within the last [`NEW_DAYS`] days (an
+    /// unreadable time is the epoch here: never new, as it was never new before).
+    fn is_new(&self, times: &Times) -> bool {
+        times.became_active > self.new_after
     }
 }
 
@@ -247,11 +271,11 @@ pub enum DemandAnswer {
 }
 
 /// Where one active intent counts: area cell indices, budget index (`None` = `"none"`),
-/// buy-by band, and its flags.
+/// buy-by band (index in [`BUY_BY_BANDS`]), and its flags.
 struct Placement {
     areas: Vec<usize>,
     budget: Option<usize>,
-    buy_by: &'static str,
+    buy_by: usize,
     new: bool,
     pseudonymous: bool,
 }
@@ -261,7 +285,7 @@ struct Placement {
 /// without reading the record, for each intent.
 struct Rates<'a> {
     settings: &'a Settings,
-    last: Option<([u8; 8], Option<f64>)>,
+    last: Option<(u64, Option<f64>)>,
 }
 
 impl<'a> Rates<'a> {
@@ -287,7 +311,7 @@ impl<'a> Rates<'a> {
     }
 }
 
-fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, now: OffsetDateTime) -> Placement {
+fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, at: &At) -> Placement {
     let areas = if rec.area.regions.is_empty() {
         // Whole country: every region of it.
         gazetteer::all_regions()
@@ -300,30 +324,17 @@ fn place(grid: &Grid, rates: &mut Rates, rec: &IntentRecord, times: &Times, now:
     Placement {
         areas,
         budget: grid.budget_index(rates.max(rec, times)),
-        buy_by: buy_by_band(rec.buy_by.as_deref(), now.date()),
-        new: is_new(times, now),
+        buy_by: at.buy_by_band(times.buy_by),
+        new: at.is_new(times),
         pseudonymous: times.pseudonymous,
     }
 }
 
-/// Whether the intent became active within the last [`NEW_DAYS`] days (an unreadable
-/// time is the epoch here: never new, as it was never new before).
-fn is_new(times: &Times, now: OffsetDateTime) -> bool {
-    times.became_active > now - time::Duration::days(NEW_DAYS)
-}
-
-/// The small index of `rec`'s person key in `ids` (a new one for a key not seen yet);
-/// `None` for an intent without a person key.
-fn person_index(ids: &mut HashMap<String, usize>, rec: &IntentRecord) -> Option<usize> {
-    let next = ids.len();
-    rec.person.as_ref().map(|k| *ids.entry(k.clone()).or_insert(next))
-}
-
-/// Calls `each` with every intent of `category` that is active at `now`: a scan of the
+/// Calls `each` with every intent of `category` that is active at `at`: a scan of the
 /// active set in memory ([`crate::base::active`]), no store read.
-fn scan_active(base: &Base, category: &str, now: OffsetDateTime, mut each: impl FnMut(&IntentRecord, &Times)) {
+fn scan_active(base: &Base, category: &str, at: &At, mut each: impl FnMut(&IntentRecord, &Times)) {
     base.active().scan(|rec, times| {
-        if times.active_at(now) && times.is_of(rec, category) {
+        if times.active_at(at.ns) && times.is_of(rec, category) {
             each(rec, times);
         }
     });
@@ -361,13 +372,13 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
     grid.area_index(&cell.area)?;
     let budget = grid.budget_labels().iter().position(|l| *l == cell.budget_band)?;
     let budget = (budget < grid.budget_bands.len()).then_some(budget);
-    let buy_by = BUY_BY_BANDS.iter().find(|b| **b == cell.buy_by_band)?;
+    let buy_by = BUY_BY_BANDS.iter().position(|b| *b == cell.buy_by_band)?;
     let country = gazetteer::all_regions().find(|(code, _)| *code == cell.area).map(|(_, c)| c)?;
     let mut tally = Tally::default();
-    let mut ids: HashMap<String, usize> = HashMap::new();
     let cell_key = crate::base::active::code_key(&cell.area);
     let mut rates = Rates::new(settings);
-    scan_active(base, category, now, |rec, times| {
+    let at = At::new(now);
+    scan_active(base, category, &at, |rec, times| {
         let in_area = if let Some(region) = times.region {
             Some(region) == cell_key
         } else if rec.area.regions.is_empty() {
@@ -377,11 +388,8 @@ fn count_cell(base: &Base, category: &str, cell: &Cell, now: OffsetDateTime) -> 
         };
         // `in_area` holds exactly when `place` would put the intent in the cell's area;
         // budget and buy-by band as `place` finds them.
-        if in_area
-            && grid.budget_index(rates.max(rec, times)) == budget
-            && buy_by_band(rec.buy_by.as_deref(), now.date()) == *buy_by
-        {
-            tally.add(is_new(times, now), times.pseudonymous, person_index(&mut ids, rec));
+        if in_area && grid.budget_index(rates.max(rec, times)) == budget && at.buy_by_band(times.buy_by) == buy_by {
+            tally.add(at.is_new(times), times.pseudonymous, times.person);
         }
     });
     tally.shown(settings.demand_k)
@@ -418,37 +426,51 @@ impl HeatMap {
     }
 }
 
-/// The tally of one cell while counting: intents and their distinct people (indices of
-/// person keys), in the whole cell and in each part a sub-count splits it into.
+/// The tally of one cell while counting: intents and their people (person key hashes,
+/// [`Times::person`]), in the whole cell and in each part a sub-count splits it into.
 #[derive(Debug, Clone, Default)]
 struct Tally {
     intents: u64,
     new: u64,
     pseudonymous: u64,
-    /// People of the cell; of its new and not new intents; of its pseudonymous and
-    /// private intents.
-    people: [HashSet<usize>; 5],
+    /// The people of each intent counted, with whether it is new and pseudonymous.
+    people: Vec<(u64, bool, bool)>,
 }
 
 impl Tally {
     /// Counts an intent, new within [`NEW_DAYS`] or not, pseudonymous or not, of
-    /// `person` (its index, see [`person_index`]).
-    fn add(&mut self, new: bool, pseudonymous: bool, person: Option<usize>) {
+    /// `person` ([`Times::person`]).
+    fn add(&mut self, new: bool, pseudonymous: bool, person: Option<u64>) {
         self.intents += 1;
         self.new += u64::from(new);
         self.pseudonymous += u64::from(pseudonymous);
         if let Some(x) = person {
-            for (i, part) in [true, new, !new, pseudonymous, !pseudonymous].into_iter().enumerate() {
-                if part {
-                    self.people[i].insert(x);
-                }
-            }
+            self.people.push((x, new, pseudonymous));
         }
+    }
+
+    /// The distinct people of the cell; of its new and not new intents; of its
+    /// pseudonymous and private intents.
+    fn distinct(&self) -> [usize; 5] {
+        let mut sorted = self.people.clone();
+        sorted.sort_unstable();
+        let mut out = [0; 5];
+        // One person's entries are adjacent: each part counts the person once.
+        for group in sorted.chunk_by(|a, b| a.0 == b.0) {
+            let has = |f: fn(&(u64, bool, bool)) -> bool| usize::from(group.iter().any(f));
+            out[0] += 1;
+            out[1] += has(|e| e.1);
+            out[2] += has(|e| !e.1);
+            out[3] += has(|e| e.2);
+            out[4] += has(|e| !e.2);
+        }
+        out
     }
 
     /// The counts as shown under `k`, `None` when withheld.
     fn shown(&self, k: u32) -> Option<Counts> {
-        let p = |i: usize| self.people[i].len();
+        let people = self.distinct();
+        let p = |i: usize| people[i];
         shown(p(0), k).then(|| Counts {
             active_intents: self.intents,
             new_last_7_days: sub_count(self.new, p(1), p(2), k),
@@ -474,15 +496,14 @@ fn count_heat_map(base: &Base, category: &str, now: OffsetDateTime) -> Result<He
     let budgets = grid.budget_bands.len() + 1;
     let areas = grid.area.len();
     let mut tallies = vec![Tally::default(); BUY_BY_BANDS.len() * areas * budgets];
-    let mut ids: HashMap<String, usize> = HashMap::new();
     let mut rates = Rates::new(settings);
-    scan_active(base, category, now, |rec, times| {
-        let p = place(&grid, &mut rates, rec, times, now);
+    let at = At::new(now);
+    scan_active(base, category, &at, |rec, times| {
+        let p = place(&grid, &mut rates, rec, times, &at);
         let b = p.budget.unwrap_or(budgets - 1);
-        let y = BUY_BY_BANDS.iter().position(|x| *x == p.buy_by).unwrap_or(BUY_BY_BANDS.len() - 1);
-        let person = person_index(&mut ids, rec);
+        let y = p.buy_by;
         for &a in &p.areas {
-            tallies[(y * areas + a) * budgets + b].add(p.new, p.pseudonymous, person);
+            tallies[(y * areas + a) * budgets + b].add(p.new, p.pseudonymous, times.person);
         }
     });
     let labels = grid.budget_labels();

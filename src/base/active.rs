@@ -15,7 +15,7 @@ use crate::records::IntentRecord;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use time::{Duration, OffsetDateTime};
+use time::{Date, Duration, OffsetDateTime};
 
 /// A derived value with the generation and time it was computed at.
 type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
@@ -26,12 +26,12 @@ type Derived = (u64, OffsetDateTime, Arc<dyn Any + Send + Sync>);
 /// one area: reading every record cost a few cache misses each, 5 ms in all).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Times {
-    /// `validUntil`.
-    pub valid_until: OffsetDateTime,
+    /// `validUntil`, in unix nanoseconds ([`nanos`]): compared as an integer in a scan.
+    pub valid_until: i128,
     /// `updatedAt`: the last change.
     pub updated_at: OffsetDateTime,
-    /// When it became active: `confirmedAt`, else `createdAt`.
-    pub became_active: OffsetDateTime,
+    /// When it became active (`confirmedAt`, else `createdAt`), in unix nanoseconds.
+    pub became_active: i128,
     /// Whether the status is `active`.
     active: bool,
     /// Whether its visibility is pseudonymous (open to sellers).
@@ -40,21 +40,42 @@ pub struct Times {
     pub budget_max: Option<f64>,
     /// The budget's currency as [`code_key`] writes it (`None`: no budget, or a longer
     /// code: read the record).
-    pub currency: Option<[u8; 8]>,
+    pub currency: Option<u64>,
     /// The category's key when it is one of the protocol's (`None`: read the record).
     pub category: Option<&'static str>,
-    /// The area's only region, upper case, when it has exactly one of at most 8 bytes
-    /// (`None`: the whole country, several regions or a longer code: read the record).
-    pub region: Option<[u8; 8]>,
+    /// The area's only region as [`code_key`] writes it, when it has exactly one of at
+    /// most 8 bytes (`None`: the whole country, several regions or a longer code: read
+    /// the record).
+    pub region: Option<u64>,
+    /// `buyBy` as a date (`None`: none, or not a readable full-date).
+    pub buy_by: Option<Date>,
+    /// The person key ([`IntentRecord::person`]) as a 64-bit hash ([`person_hash`];
+    /// `None`: no key), so that a count of distinct people compares integers.
+    pub person: Option<u64>,
 }
 
-/// `code` upper case in 8 bytes, zero-padded; `None` when longer (a region or a currency
-/// code).
-pub fn code_key(code: &str) -> Option<[u8; 8]> {
+/// A person key as 64 bits (SipHash-1-3 with fixed keys). Two people whose keys collide
+/// count as one, and so can only withhold a cell under k, never show one (person keys
+/// are keyed digests, so a collision cannot be aimed).
+pub fn person_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// `code` upper case in 8 bytes, zero-padded, as one integer (little-endian); `None`
+/// when longer (a region or a currency code).
+pub fn code_key(code: &str) -> Option<u64> {
     let mut key = [0u8; 8];
     key.get_mut(..code.len())?.copy_from_slice(code.as_bytes());
     key.make_ascii_uppercase();
-    Some(key)
+    Some(u64::from_le_bytes(key))
+}
+
+/// An instant in unix nanoseconds, as [`Times`] keeps its times.
+pub fn nanos(at: OffsetDateTime) -> i128 {
+    at.unix_timestamp_nanos()
 }
 
 impl Times {
@@ -64,21 +85,24 @@ impl Times {
             _ => None,
         };
         Self {
-            valid_until: rec.valid_until.at(),
+            valid_until: nanos(rec.valid_until.at()),
             updated_at: rec.updated_at.at(),
-            became_active: rec.confirmed_at.unwrap_or(rec.created_at).at(),
+            became_active: nanos(rec.confirmed_at.unwrap_or(rec.created_at).at()),
             active: rec.status == Status::Active,
             pseudonymous: rec.visibility == crate::protocol::Visibility::Pseudonymous,
             budget_max: rec.budget.as_ref().and_then(|b| b.max),
             currency: rec.budget.as_ref().and_then(|b| code_key(&b.currency)),
             category: crate::protocol::category(&rec.category).map(|c| c.key),
             region,
+            buy_by: rec.buy_by.as_deref().and_then(|d| crate::clock::parse_date(d).ok()),
+            person: rec.person.as_deref().map(person_hash),
         }
     }
 
-    /// Whether the record (whose times these are) is active at `now`: exactly
-    /// `rec.effective_status(now) == Status::Active`, without parsing or reading it.
-    pub fn active_at(&self, now: OffsetDateTime) -> bool {
+    /// Whether the record (whose times these are) is active at `now` (unix nanoseconds,
+    /// [`nanos`]): exactly `rec.effective_status(now) == Status::Active`, without parsing
+    /// or reading it.
+    pub fn active_at(&self, now: i128) -> bool {
         self.active && now <= self.valid_until
     }
 
@@ -226,8 +250,9 @@ mod tests {
         assert_eq!((set.generation(), set.len()), (1, 1));
         let rec = super::super::tests::active("int_1");
         set.scan(|_, t| {
-            for at in [t0, t.valid_until, t.valid_until + Duration::nanoseconds(1)] {
-                assert_eq!(t.active_at(at), rec.effective_status(at) == Status::Active, "{at}");
+            let until = OffsetDateTime::from_unix_timestamp_nanos(t.valid_until).unwrap();
+            for at in [t0, until, until + Duration::nanoseconds(1)] {
+                assert_eq!(t.active_at(nanos(at)), rec.effective_status(at) == Status::Active, "{at}");
             }
         });
         let (v, _) = set.derived("k", t0, Duration::seconds(10), || Ok::<_, ()>(9)).unwrap();

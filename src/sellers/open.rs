@@ -191,12 +191,13 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     let now = base.clock().now();
     let since = q.since.map(seller_minute);
     let since_number = since.map(|s| s.unix_timestamp().div_euclid(60));
+    let now_ns = crate::base::active::nanos(now);
     // `open_to` on the active set in memory, from the facets kept beside each record
     // first: the number of its minute (the page's order) when it is open to the seller.
     let open = |rec: &IntentRecord, t: &crate::base::active::Times| -> Option<i64> {
         let minute = t.updated_at.unix_timestamp().div_euclid(60);
         let category = t.category_of(rec);
-        (t.active_at(now)
+        (t.active_at(now_ns)
             && t.pseudonymous
             && since_number.is_none_or(|s| minute >= s)
             && profile.serves(category, &rec.area)
