@@ -107,7 +107,7 @@ pub fn record_hits_in(
     // more matches than a digest carries gets the best and freshest in its first digest
     // and first page, not the offers imported first.
     let mut hits: Vec<_> = hits.iter().collect();
-    hits.sort_by(|(a, x), (b, y)| y.score.total_cmp(&x.score).then_with(|| b.cmp(a)));
+    hits.sort_unstable_by(|(a, x), (b, y)| y.score.total_cmp(&x.score).then_with(|| b.cmp(a)));
     for (offer_id, hit) in hits {
         if log.put(&rec.id, offer_id, m, &hit.to_bytes())? {
             n += 1;

@@ -373,7 +373,7 @@ pub fn normalize(obj: &AreaObject) -> Result<AreaObject, AreaError> {
     if whole {
         regions.clear();
     }
-    regions.sort();
+    regions.sort_unstable();
     regions.dedup();
     let place = obj.place.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
     Ok(AreaObject { country, regions, place })

@@ -50,7 +50,7 @@ pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     let mut written = Vec::new();
     walk(&command(), dir, &mut written)?;
-    written.sort();
+    written.sort_unstable();
     Ok(written)
 }
 

@@ -90,7 +90,7 @@ impl AppState {
                     let of = |kind: ChangeKind| -> Vec<String> {
                         let mut ids: Vec<String> =
                             changed.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id.clone()).collect();
-                        ids.sort();
+                        ids.sort_unstable();
                         ids.dedup();
                         ids
                     };

@@ -123,7 +123,7 @@ pub fn check_keys(store: &Store, keys: &KeyRing, key_path: &Path) -> Result<KeyC
     if !sealed.contains(&current) {
         sealed.push(current);
     }
-    sealed.sort();
+    sealed.sort_unstable();
     let record = KeyRecord { sealed, handle: Some(fp.handle), mac: Some(fp.mac) };
     if stored.as_ref() != Some(&record) {
         store.write(|tx| tx.set_key_record(&record))?;

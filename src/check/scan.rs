@@ -133,7 +133,7 @@ fn walk_schema(v: &Value, path: &str, out: &mut Vec<String>) {
 pub fn secret_keys(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk_keys(v, &mut out);
-    out.sort();
+    out.sort_unstable();
     out.dedup();
     out
 }

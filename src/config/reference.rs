@@ -157,8 +157,8 @@ mod tests {
         leaves(&Settings::defaults().describe(), "", &mut shown);
         shown.retain(|k| k != "warnings");
         let mut named: Vec<String> = skeleton_keys().into_iter().map(|(k, _, _)| k).collect();
-        shown.sort();
-        named.sort();
+        shown.sort_unstable();
+        named.sort_unstable();
         assert_eq!(named, shown, "SKELETON and Settings::describe name different keys");
     }
 

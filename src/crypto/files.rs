@@ -17,7 +17,7 @@ pub(super) fn old_key_files(path: &Path) -> Result<Vec<PathBuf>, CryptoError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
         .collect();
-    old.sort();
+    old.sort_unstable();
     Ok(old)
 }
 

@@ -123,7 +123,7 @@ fn read_exposition(text: &str, series: &mut BTreeMap<String, Series>, values: bo
                 let v = v.trim_end_matches('"').to_owned();
                 if values && k != "version" && !vals.contains(&v) {
                     vals.push(v);
-                    vals.sort();
+                    vals.sort_unstable();
                 }
             }
         }

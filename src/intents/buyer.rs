@@ -313,7 +313,7 @@ impl Intents {
             }
             Ok(out)
         })?;
-        all.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        all.sort_unstable_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
         Ok(all.into_iter().map(|r| r.into_intent(now)).collect())
     }
 

@@ -445,7 +445,7 @@ fn string_keys(want: &Value) -> Option<Vec<Box<str>>> {
         Value::Bool(_) | Value::Null => Vec::new(),
         Value::Number(_) | Value::Object(_) => return None,
     };
-    keys.sort();
+    keys.sort_unstable();
     keys.dedup();
     Some(keys)
 }
@@ -502,7 +502,7 @@ impl Inner {
                 vec![(intent.category.clone(), country, None)]
             } else {
                 let mut regions: Vec<String> = intent.area.regions.iter().map(|r| region_key(r)).collect();
-                regions.sort();
+                regions.sort_unstable();
                 regions.dedup();
                 regions.into_iter().map(|r| (intent.category.clone(), country.clone(), Some(r))).collect()
             }

@@ -253,7 +253,7 @@ pub fn parse_categories(list: &[String]) -> Result<Vec<String>> {
         };
         out.push(cat.key.to_owned());
     }
-    out.sort();
+    out.sort_unstable();
     out.dedup();
     Ok(out)
 }
@@ -276,7 +276,7 @@ pub fn parse_regions(list: &[String]) -> Result<Vec<String>> {
     }
     let countries: Vec<String> = out.iter().filter(|r| r.len() == 2).cloned().collect();
     out.retain(|r| r.len() == 2 || !gazetteer::region_country(r).is_some_and(|c| countries.iter().any(|k| k == c)));
-    out.sort();
+    out.sort_unstable();
     out.dedup();
     Ok(out)
 }

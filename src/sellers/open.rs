@@ -224,7 +224,7 @@ pub fn open_intents(base: &Base, profile: &SellerProfile, q: &OpenQuery) -> Resu
     let seller = &profile.seller_id;
     let mut keyed: Vec<(OffsetDateTime, String, Arc<IntentRecord>)> =
         page.into_iter().map(|(t, r)| (seller_minute(t), handle(base, seller, &r.id), r)).collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let mut intents = Vec::with_capacity(keyed.len());
     for (changed_minute, id, rec) in keyed {
         let pseudonym = pseudonym(base, &rec, seller)?;

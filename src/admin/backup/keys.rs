@@ -15,7 +15,7 @@ fn key_files(settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)))
         .collect();
-    old.sort();
+    old.sort_unstable();
     out.extend(old);
     // Without the handle key every intent handle changes, without the MAC root every
     // person key, pseudonym and keyed hash.

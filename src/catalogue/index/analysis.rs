@@ -82,7 +82,7 @@ pub(super) fn analysis_fingerprint() -> &'static str {
         let mut h = Sha256::new();
         h.update(INDEX_VERSION.to_le_bytes());
         let mut stop: Vec<&String> = STOP_WORDS.iter().collect();
-        stop.sort();
+        stop.sort_unstable();
         for w in stop {
             h.update(w.as_bytes());
             h.update([0]);

@@ -63,7 +63,7 @@ impl Terms {
     pub(super) fn signature(&self, terms: &[String], required: &[String], term_ids: &[u32], need: u32) -> Box<[u32]> {
         let refs = |id: u32| u64::from(self.refs(id));
         let mut by_refs: Vec<u32> = term_ids.to_vec();
-        by_refs.sort_by_key(|&id| (refs(id), id));
+        by_refs.sort_unstable_by_key(|&id| (refs(id), id));
         let size = term_ids.len().saturating_sub(need as usize) + 1;
         by_refs.truncate(size.min(by_refs.len()));
         let prefix_cost: u64 = by_refs.iter().map(|&id| refs(id)).sum();
