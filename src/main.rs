@@ -14,6 +14,19 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// In the package's binary, which has no unwind tables (`packaging/build-deb`: the cfg
+/// `isto_no_unwind_tables`), backtraces are off: `RUST_BACKTRACE` and
+/// `RUST_LIB_BACKTRACE` are removed before anything reads them, since a backtrace taken
+/// without the tables (anyhow's errors and the panic message take one when either is
+/// set) ends the process by SIGABRT in the unwinder. Called first in `main`, before any
+/// thread starts. Elsewhere, nothing (docs/choices.md "Unwind tables").
+fn no_backtraces() {
+    #[cfg(isto_no_unwind_tables)]
+    for var in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"] {
+        std::env::remove_var(var);
+    }
+}
+
 /// Starts logging to stderr. The filter: `--log-level` (or `ISTO_LOG_LEVEL`) when given;
 /// else, with `default` (`isto serve`: `info`), `RUST_LOG` when set and valid, else
 /// `default`; without `default` (the admin commands, whose output is their report)
@@ -67,6 +80,7 @@ fn wants_json(matches: &ArgMatches) -> bool {
 }
 
 fn main() -> ExitCode {
+    no_backtraces();
     let matches = Cli::command().get_matches();
     let json = wants_json(&matches);
     let cli = match Cli::from_arg_matches(&matches) {
