@@ -170,7 +170,7 @@ impl At {
         let today = now.date();
         Self {
             ns: active::nanos(now),
-            new_after: active::nanos(now - time::Duration::days(NEW_DAYS)),
+            new_after: now.checked_sub(time::Duration::days(NEW_DAYS)).map_or(i128::MIN, active::nanos),
             buy_by: [add_months(today, 1), add_months(today, 3), add_months(today, 12)],
         }
     }

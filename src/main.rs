@@ -19,7 +19,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// `RUST_LIB_BACKTRACE` are removed before anything reads them, since a backtrace taken
 /// without the tables (anyhow's errors and the panic message take one when either is
 /// set) ends the process by SIGABRT in the unwinder. Called first in `main`, before any
-/// thread starts. Elsewhere, nothing (docs/choices.md "Unwind tables").
+/// thread starts (jemalloc's background thread starts at the first allocation, after
+/// this, and reads no environment). Elsewhere, nothing (docs/choices.md "Unwind
+/// tables"). Edition 2024 makes `remove_var` unsafe, which the crate forbids: moving
+/// to it needs another way.
 fn no_backtraces() {
     #[cfg(isto_no_unwind_tables)]
     for var in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"] {
