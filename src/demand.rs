@@ -152,8 +152,21 @@ fn add_months(date: Date, months: u32) -> Date {
 /// today + 1 calendar month → `"1m"` (a past date too), + 3 months → `"3m"`, + 12 months
 /// → `"12m"`, later → `"later"`; none → `"none"`.
 pub fn buy_by_band(buy_by: Option<&str>, today: Date) -> &'static str {
-    let band = At::new(today.midnight().assume_utc()).buy_by_band(buy_by.and_then(|s| clock::parse_date(s).ok()));
+    let band = buy_by_index(&buy_by_lasts(today), buy_by.and_then(|s| clock::parse_date(s).ok()));
     BUY_BY_BANDS.get(band).copied().unwrap_or(NONE)
+}
+
+/// The last days of the buy-by bands `"1m"`, `"3m"` and `"12m"` seen from `today`: today
+/// + 1, 3 and 12 calendar months.
+fn buy_by_lasts(today: Date) -> [Date; 3] {
+    [add_months(today, 1), add_months(today, 3), add_months(today, 12)]
+}
+
+/// The index in [`BUY_BY_BANDS`] of the band of a `buyBy` date against the bands' last
+/// days ([`buy_by_lasts`]); no date is `"none"`.
+fn buy_by_index(lasts: &[Date; 3], buy_by: Option<Date>) -> usize {
+    let Some(d) = buy_by else { return BUY_BY_BANDS.len() - 1 };
+    lasts.iter().position(|last| d <= *last).unwrap_or(lasts.len())
 }
 
 /// One scan's instant and what each intent is compared with at it, computed once: now in
@@ -167,18 +180,16 @@ struct At {
 
 impl At {
     fn new(now: OffsetDateTime) -> Self {
-        let today = now.date();
         Self {
             ns: active::nanos(now),
             new_after: now.checked_sub(time::Duration::days(NEW_DAYS)).map_or(i128::MIN, active::nanos),
-            buy_by: [add_months(today, 1), add_months(today, 3), add_months(today, 12)],
+            buy_by: buy_by_lasts(now.date()),
         }
     }
 
     /// The index in [`BUY_BY_BANDS`] of the band of a `buyBy` date (see [`buy_by_band`]).
     fn buy_by_band(&self, buy_by: Option<Date>) -> usize {
-        let Some(d) = buy_by else { return BUY_BY_BANDS.len() - 1 };
-        self.buy_by.iter().position(|last| d <= *last).unwrap_or(self.buy_by.len())
+        buy_by_index(&self.buy_by, buy_by)
     }
 
     /// Whether the intent became active within the last [`NEW_DAYS`] days (an
@@ -450,13 +461,12 @@ impl Tally {
     }
 
     /// The distinct people of the cell; of its new and not new intents; of its
-    /// pseudonymous and private intents.
-    fn distinct(&self) -> [usize; 5] {
-        let mut sorted = self.people.clone();
-        sorted.sort_unstable();
+    /// pseudonymous and private intents (sorts the tally's people in place).
+    fn distinct(&mut self) -> [usize; 5] {
+        self.people.sort_unstable();
         let mut out = [0; 5];
         // One person's entries are adjacent: each part counts the person once.
-        for group in sorted.chunk_by(|a, b| a.0 == b.0) {
+        for group in self.people.chunk_by(|a, b| a.0 == b.0) {
             let has = |f: fn(&(u64, bool, bool)) -> bool| usize::from(group.iter().any(f));
             out[0] += 1;
             out[1] += has(|e| e.1);
@@ -468,7 +478,7 @@ impl Tally {
     }
 
     /// The counts as shown under `k`, `None` when withheld.
-    fn shown(&self, k: u32) -> Option<Counts> {
+    fn shown(&mut self, k: u32) -> Option<Counts> {
         let people = self.distinct();
         let p = |i: usize| people[i];
         shown(p(0), k).then(|| Counts {

@@ -63,13 +63,10 @@ fn call(f: &Fx, tool: &str, args: Value) -> (Duration, Value) {
     (t, v["structuredContent"].clone())
 }
 
-fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
+/// Active intent `i`, made a minute after `start` for each `i` (intents change one at a
+/// time).
+fn intent(i: usize, pseudonymous: bool, start: time::OffsetDateTime) -> IntentRecord {
     let regions = ["SK-BL", "SK-KI", "SK-ZI", "CZ-10", "CZ-64"];
-    // Each a minute after the previous one (intents change one at a time), from 17.5
-    // days ago: their ages, and so what a demand summary counts, do not move with the
-    // day the test runs on (from fixed dates, the summary's first call went from 2.7 to
-    // 7 ms between two runs of one evening).
-    let start = isto::clock::Clock::now(&isto::clock::SystemClock) - time::Duration::hours(17 * 24 + 12);
     let at = isto::records::Stamp::of(start + time::Duration::minutes(i as i64));
     let content = isto::records::IntentContent {
         statement: "Hľadám Škodu Octaviu combi diesel".into(),
@@ -90,10 +87,13 @@ fn intent(i: usize, pseudonymous: bool) -> IntentRecord {
     }
 }
 
+/// Writes intents `range`, dated from 17.5 days ago: their ages, and so what a demand
+/// summary counts, do not move with the day the test runs on.
 fn write_intents(base: &Base, range: std::ops::Range<usize>) {
+    let start = isto::clock::Clock::now(&isto::clock::SystemClock) - time::Duration::hours(17 * 24 + 12);
     base.write(|w| -> Result<(), isto::base::ServiceError> {
         for i in range {
-            w.put_intent(&intent(i, i % 2 == 0), true)?;
+            w.put_intent(&intent(i, i % 2 == 0, start), true)?;
         }
         Ok(())
     })
